@@ -1,0 +1,35 @@
+"""cffi build script (API mode) for the fstcrf C kernel.
+
+Used by setuptools through ``cffi_modules`` in setup.py; it compiles
+csrc/fstcrf_kernel.c into the extension module ``fstcrf._kernel``.
+"""
+import pathlib
+import re
+
+import cffi
+
+HERE = pathlib.Path(__file__).resolve().parent
+HEADER = HERE / "fstcrf_kernel.h"
+
+
+def _declarations() -> str:
+    """The header without preprocessor lines, which cdef does not accept."""
+    text = HEADER.read_text(encoding="utf-8")
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    return "\n".join(lines) + "\n#define FC_OK 0\n#define FC_INFEASIBLE 1\n#define FC_BAD_ARGUMENT 2\n"
+
+
+ffibuilder = cffi.FFI()
+ffibuilder.cdef(_declarations())
+ffibuilder.set_source(
+    "fstcrf._kernel",
+    '#include "fstcrf_kernel.h"',
+    sources=[str((HERE / "fstcrf_kernel.c").relative_to(HERE.parent))],
+    include_dirs=[str(HERE.relative_to(HERE.parent))],
+    extra_compile_args=["-O3", "-std=c99"],
+    libraries=["m"],
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

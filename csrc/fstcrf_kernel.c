@@ -1,0 +1,492 @@
+/*
+ * fstcrf_kernel.c -- see fstcrf_kernel.h for the contract.
+ *
+ * One dynamic program (chain_pass) runs forward or backward over a sentence
+ * in either the log semiring (sum-product) or the max semiring (Viterbi);
+ * the semiring only changes how the scores entering a state are combined
+ * (reduce_edges).  Everything else is built on it.
+ *
+ * Numerics.  Tables hold log-potentials.  The log-semiring reduction avoids
+ * one exp() per edge by factoring the largest source score and the largest
+ * transition score out of the sum:
+ *     log sum_i exp(v_i + w_ij) = m_v + m_w + log sum_i exp(v_i - m_v) exp(w_ij - m_w)
+ * where exp(w - m_w) is computed once per call.  When the scaled sum for a
+ * state falls below SCALED_SUM_FLOOR (terms cancelled by underflow, which
+ * happens only with score spreads of hundreds of nats) that state is redone
+ * exactly with a per-edge max shift, so the result is exact to rounding for
+ * any finite scores: an underflowed term is below 1e-308 of the scale while a
+ * kept sum is above 1e-280 of it.
+ */
+#include "fstcrf_kernel.h"
+
+#include <math.h>
+#include <stddef.h>
+
+#define SCALED_SUM_FLOOR 1e-280
+/* Edge posteriors are formed as p_i * exp_trans_e * q_j * c; the fast form is
+ * used while c stays below exp(MAX_LOG_SCALE), so a product lost to underflow
+ * is below 1e-308 * 1e250. */
+#define MAX_LOG_SCALE 575.0
+
+typedef enum { SEMIRING_LOG = 0, SEMIRING_MAX = 1 } semiring;
+
+/* ------------------------------------------------------------------------ */
+/* Workspace layout                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* doubles: alpha [t_max, S] | beta [t_max, S] | exp_trans [E] | vec [2, S]
+ *          | kscore [t_max, S, k]                                          */
+int64_t fc_workspace_doubles(int32_t S, int32_t E, int64_t t_max, int32_t k)
+{
+    return 2 * t_max * S + (int64_t)E + 2 * (int64_t)S + t_max * S * (int64_t)k;
+}
+
+/* ints: backptr [t_max, S, k] (entry = source state * k + source rank) */
+int64_t fc_workspace_ints(int32_t S, int32_t E, int64_t t_max, int32_t k)
+{
+    (void)E;
+    return t_max * S * (int64_t)k;
+}
+
+typedef struct {
+    double *alpha;      /* [t_max, S] forward table */
+    double *beta;       /* [t_max, S] backward table */
+    double *exp_trans;  /* [E] exp(trans[e] - trans_max) */
+    double *vec_a;      /* [S] scratch */
+    double *vec_b;      /* [S] scratch */
+    double *kscore;     /* [t_max, S, k] k-best score lists */
+    int32_t *backptr;   /* [t_max, S, k] k-best / Viterbi back pointers */
+    double trans_max;   /* max_e trans[e] (0 when E == 0) */
+} buffers;
+
+static buffers carve(const fc_graph *g, fc_workspace *ws)
+{
+    const int64_t S = g->num_states, cells = ws->t_max * S;
+    buffers w;
+    w.alpha = ws->doubles;
+    w.beta = w.alpha + cells;
+    w.exp_trans = w.beta + cells;
+    w.vec_a = w.exp_trans + g->num_edges;
+    w.vec_b = w.vec_a + S;
+    w.kscore = w.vec_b + S;
+    w.backptr = ws->ints;
+    w.trans_max = 0.0;
+    return w;
+}
+
+/* Fill exp_trans and trans_max for the log semiring. */
+static void prepare_transitions(const fc_graph *g, const fc_scores *sc, buffers *w)
+{
+    double m = -INFINITY;
+    for (int32_t e = 0; e < g->num_edges; ++e)
+        if (sc->trans[e] > m) m = sc->trans[e];
+    w->trans_max = g->num_edges > 0 ? m : 0.0;
+    for (int32_t e = 0; e < g->num_edges; ++e)
+        w->exp_trans[e] = exp(sc->trans[e] - w->trans_max);
+}
+
+static double max_of(const double *v, int32_t n)
+{
+    double m = -INFINITY;
+    for (int32_t i = 0; i < n; ++i)
+        if (v[i] > m) m = v[i];
+    return m;
+}
+
+/* log sum_i exp(v[i]), exact for any finite or -inf entries. */
+static double log_sum_exp(const double *v, int32_t n)
+{
+    const double m = max_of(v, n);
+    if (m == -INFINITY) return -INFINITY;
+    double s = 0.0;
+    for (int32_t i = 0; i < n; ++i) s += exp(v[i] - m);
+    return m + log(s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The dynamic program                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* For every state x:  out[x] = (+)_{slots k of x} v[nbr[k]] (*) trans[edge(k)]
+ * over the CSR rows ptr [S+1] / nbr [E] / edge [E] (edge == NULL means the
+ * slot number is the edge id).  In the max semiring arg[x] receives the
+ * arg-max neighbour (first one among ties), or -1. */
+static void reduce_edges(semiring sr, int32_t S, const int32_t *ptr, const int32_t *nbr,
+                         const int32_t *edge, const double *v, const fc_scores *sc,
+                         const buffers *w, double *scaled_v, double *out, int32_t *arg)
+{
+    if (sr == SEMIRING_MAX) {
+        for (int32_t x = 0; x < S; ++x) {
+            double best = -INFINITY;
+            int32_t best_nbr = -1;
+            for (int32_t k = ptr[x]; k < ptr[x + 1]; ++k) {
+                const double c = v[nbr[k]] + sc->trans[edge ? edge[k] : k];
+                if (c > best) { best = c; best_nbr = nbr[k]; }
+            }
+            out[x] = best;
+            if (arg) arg[x] = best_nbr;
+        }
+        return;
+    }
+    const double m_v = max_of(v, S);
+    if (m_v == -INFINITY) {
+        for (int32_t x = 0; x < S; ++x) out[x] = -INFINITY;
+        return;
+    }
+    for (int32_t y = 0; y < S; ++y) scaled_v[y] = exp(v[y] - m_v);
+    const double shift = m_v + w->trans_max;
+    for (int32_t x = 0; x < S; ++x) {
+        double s = 0.0;
+        for (int32_t k = ptr[x]; k < ptr[x + 1]; ++k)
+            s += scaled_v[nbr[k]] * w->exp_trans[edge ? edge[k] : k];
+        if (s >= SCALED_SUM_FLOOR) {
+            out[x] = shift + log(s);
+            continue;
+        }
+        /* exact path: per-state max shift */
+        double m = -INFINITY;
+        for (int32_t k = ptr[x]; k < ptr[x + 1]; ++k) {
+            const double c = v[nbr[k]] + sc->trans[edge ? edge[k] : k];
+            if (c > m) m = c;
+        }
+        if (m == -INFINITY) { out[x] = -INFINITY; continue; }
+        s = 0.0;
+        for (int32_t k = ptr[x]; k < ptr[x + 1]; ++k)
+            s += exp(v[nbr[k]] + sc->trans[edge ? edge[k] : k] - m);
+        out[x] = m + log(s);
+    }
+}
+
+/* Fill table [T, S] for one sentence with emissions emit [T, S].
+ * Forward:  table[t, s] = (+) over paths of tokens 0..t ending in s.
+ * Backward: table[t, s] = (+) over continuations from s at t to the end,
+ *           excluding emit[t, s] and including final scores.
+ * backptr [T, S] (max semiring, forward only, may be NULL) gets arg-maxes. */
+static void chain_pass(semiring sr, int backward, const fc_graph *g, const fc_scores *sc,
+                       const double *emit, int64_t T, const buffers *w, double *table,
+                       int32_t *backptr)
+{
+    const int32_t S = g->num_states;
+    if (!backward) {
+        for (int32_t s = 0; s < S; ++s) table[s] = sc->start[s] + emit[s];
+        for (int64_t t = 1; t < T; ++t) {
+            double *row = table + t * S;
+            reduce_edges(sr, S, g->in_ptr, g->in_src, NULL, row - S, sc, w, w->vec_a, row,
+                         backptr ? backptr + t * S : NULL);
+            const double *e = emit + t * S;
+            for (int32_t s = 0; s < S; ++s) row[s] += e[s];
+        }
+        return;
+    }
+    for (int32_t s = 0; s < S; ++s) table[(T - 1) * S + s] = sc->final[s];
+    for (int64_t t = T - 2; t >= 0; --t) {
+        const double *next = table + (t + 1) * S, *e = emit + (t + 1) * S;
+        for (int32_t s = 0; s < S; ++s) w->vec_b[s] = next[s] + e[s];
+        reduce_edges(sr, S, g->out_ptr, g->out_dst, g->out_edge, w->vec_b, sc, w, w->vec_a,
+                     table + t * S, NULL);
+    }
+}
+
+/* Score of the best / total of all complete paths from a forward table. */
+static double close_paths(semiring sr, const double *last_row, const double *final,
+                          int32_t S, double *scratch, int32_t *arg)
+{
+    for (int32_t s = 0; s < S; ++s) scratch[s] = last_row[s] + final[s];
+    if (sr == SEMIRING_LOG) return log_sum_exp(scratch, S);
+    double best = -INFINITY;
+    int32_t best_s = -1;
+    for (int32_t s = 0; s < S; ++s)
+        if (scratch[s] > best) { best = scratch[s]; best_s = s; }
+    if (arg) *arg = best_s;
+    return best;
+}
+
+static int check_workspace(const fc_graph *g, const fc_batch *b, const fc_workspace *ws, int32_t k)
+{
+    if (g->num_states <= 0 || ws->k < k) return FC_BAD_ARGUMENT;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t T = b->offsets[i + 1] - b->offsets[i];
+        if (T <= 0 || T > ws->t_max) return FC_BAD_ARGUMENT;
+    }
+    return FC_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sum-product                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Add the expected use of every edge between tokens t-1 and t to counts [E]. */
+static void add_edge_posteriors(const fc_graph *g, const fc_scores *sc, const buffers *w,
+                                const double *alpha_prev, const double *beta_t,
+                                const double *emit_t, double log_z, double *counts)
+{
+    const int32_t S = g->num_states;
+    double *p = w->vec_a, *q = w->vec_b;
+    const double m_alpha = max_of(alpha_prev, S);
+    double m_rest = -INFINITY;
+    for (int32_t s = 0; s < S; ++s) {
+        q[s] = emit_t[s] + beta_t[s];
+        if (q[s] > m_rest) m_rest = q[s];
+    }
+    const double log_scale = m_alpha + m_rest + w->trans_max - log_z;
+    if (log_scale <= MAX_LOG_SCALE) {
+        const double scale = exp(log_scale);
+        for (int32_t s = 0; s < S; ++s) {
+            p[s] = exp(alpha_prev[s] - m_alpha);
+            q[s] = exp(q[s] - m_rest) * scale;
+        }
+        for (int32_t j = 0; j < S; ++j) {
+            if (q[j] == 0.0) continue;
+            for (int32_t e = g->in_ptr[j]; e < g->in_ptr[j + 1]; ++e)
+                counts[e] += p[g->in_src[e]] * w->exp_trans[e] * q[j];
+        }
+        return;
+    }
+    for (int32_t j = 0; j < S; ++j)
+        for (int32_t e = g->in_ptr[j]; e < g->in_ptr[j + 1]; ++e)
+            counts[e] += exp(alpha_prev[g->in_src[e]] + sc->trans[e] + q[j] - log_z);
+}
+
+int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                        double *log_z, double *node_marg, double *edge_counts,
+                        fc_workspace *ws)
+{
+    int status = check_workspace(g, b, ws, 1);
+    if (status != FC_OK) return status;
+    const int32_t S = g->num_states;
+    buffers w = carve(g, ws);
+    prepare_transitions(g, sc, &w);
+    const int backward_needed = node_marg != NULL || edge_counts != NULL;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
+        const double *emit = b->emit + off * S;
+        chain_pass(SEMIRING_LOG, 0, g, sc, emit, T, &w, w.alpha, NULL);
+        const double lz = close_paths(SEMIRING_LOG, w.alpha + (T - 1) * S, sc->final, S,
+                                      w.vec_a, NULL);
+        log_z[i] = lz;
+        if (lz == -INFINITY) {
+            status = FC_INFEASIBLE;
+            if (node_marg)
+                for (int64_t n = 0; n < T * S; ++n) node_marg[off * S + n] = 0.0;
+            continue;
+        }
+        if (!backward_needed) continue;
+        chain_pass(SEMIRING_LOG, 1, g, sc, emit, T, &w, w.beta, NULL);
+        if (node_marg) {
+            double *out = node_marg + off * S;
+            for (int64_t n = 0; n < T * S; ++n) out[n] = exp(w.alpha[n] + w.beta[n] - lz);
+        }
+        if (edge_counts)
+            for (int64_t t = 1; t < T; ++t)
+                add_edge_posteriors(g, sc, &w, w.alpha + (t - 1) * S, w.beta + t * S,
+                                    emit + t * S, lz, edge_counts);
+    }
+    return status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Max-product                                                               */
+/* ------------------------------------------------------------------------ */
+
+int fc_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+               int32_t *path, double *score, fc_workspace *ws)
+{
+    int status = check_workspace(g, b, ws, 1);
+    if (status != FC_OK) return status;
+    const int32_t S = g->num_states;
+    buffers w = carve(g, ws);
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
+        chain_pass(SEMIRING_MAX, 0, g, sc, b->emit + off * S, T, &w, w.alpha, w.backptr);
+        int32_t s = -1;
+        score[i] = close_paths(SEMIRING_MAX, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, &s);
+        if (s < 0) {
+            status = FC_INFEASIBLE;
+            for (int64_t t = 0; t < T; ++t) path[off + t] = -1;
+            continue;
+        }
+        for (int64_t t = T - 1; t >= 0; --t) {
+            path[off + t] = s;
+            if (t > 0) s = w.backptr[t * S + s];
+        }
+    }
+    return status;
+}
+
+int fc_max_marginals(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                     double *max_marg, double *best, fc_workspace *ws)
+{
+    int status = check_workspace(g, b, ws, 1);
+    if (status != FC_OK) return status;
+    const int32_t S = g->num_states;
+    buffers w = carve(g, ws);
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
+        const double *emit = b->emit + off * S;
+        chain_pass(SEMIRING_MAX, 0, g, sc, emit, T, &w, w.alpha, NULL);
+        chain_pass(SEMIRING_MAX, 1, g, sc, emit, T, &w, w.beta, NULL);
+        best[i] = close_paths(SEMIRING_MAX, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, NULL);
+        if (best[i] == -INFINITY) status = FC_INFEASIBLE;
+        double *out = max_marg + off * S;
+        for (int64_t n = 0; n < T * S; ++n) out[n] = w.alpha[n] + w.beta[n];
+    }
+    return status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* k best                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Insert candidate (c, code) into the descending list scores/codes [k].
+ * Strict comparison keeps earlier candidates ahead of equal later ones. */
+static int insert_candidate(double *scores, int32_t *codes, int32_t k, double c, int32_t code)
+{
+    if (!(c > scores[k - 1])) return 0;
+    int32_t pos = k - 1;
+    while (pos > 0 && c > scores[pos - 1]) {
+        scores[pos] = scores[pos - 1];
+        codes[pos] = codes[pos - 1];
+        --pos;
+    }
+    scores[pos] = c;
+    codes[pos] = code;
+    return 1;
+}
+
+int fc_kbest(const fc_graph *g, const fc_scores *sc, const fc_batch *b, int32_t k,
+             int32_t *paths, double *scores, int32_t *found, fc_workspace *ws)
+{
+    if (k <= 0) return FC_BAD_ARGUMENT;
+    int status = check_workspace(g, b, ws, k);
+    if (status != FC_OK) return status;
+    const int32_t S = g->num_states;
+    const int64_t N = b->offsets[b->num_sequences];
+    buffers w = carve(g, ws);
+    /* kscore[(t*S + s)*k + r]: r-th best score of paths ending in s at t;
+     * backptr holds (source state * k + source rank). */
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
+        const double *emit = b->emit + off * S;
+        for (int64_t n = 0; n < T * S * k; ++n) w.kscore[n] = -INFINITY;
+        for (int32_t s = 0; s < S; ++s) w.kscore[(int64_t)s * k] = sc->start[s] + emit[s];
+        for (int64_t t = 1; t < T; ++t) {
+            for (int32_t j = 0; j < S; ++j) {
+                double *list = w.kscore + (t * S + j) * k;
+                int32_t *codes = w.backptr + (t * S + j) * k;
+                for (int32_t e = g->in_ptr[j]; e < g->in_ptr[j + 1]; ++e) {
+                    const int32_t src = g->in_src[e];
+                    const double *prev = w.kscore + ((t - 1) * S + src) * k;
+                    for (int32_t r = 0; r < k && prev[r] > -INFINITY; ++r)
+                        if (!insert_candidate(list, codes, k, prev[r] + sc->trans[e], src * k + r))
+                            break;
+                }
+                for (int32_t r = 0; r < k; ++r) list[r] += emit[t * S + j];
+            }
+        }
+        double *best = scores + (int64_t)i * k;
+        int32_t *best_codes = w.backptr; /* row t = 0 is never read as back pointers */
+        for (int32_t r = 0; r < k; ++r) best[r] = -INFINITY;
+        for (int32_t s = 0; s < S; ++s) {
+            const double *last = w.kscore + ((T - 1) * S + s) * k;
+            for (int32_t r = 0; r < k && last[r] > -INFINITY; ++r)
+                if (!insert_candidate(best, best_codes, k, last[r] + sc->final[s], s * k + r))
+                    break;
+        }
+        int32_t n_found = 0;
+        while (n_found < k && best[n_found] > -INFINITY) ++n_found;
+        found[i] = n_found;
+        if (n_found == 0) status = FC_INFEASIBLE;
+        for (int32_t r = 0; r < k; ++r) {
+            int32_t *out = paths + (int64_t)r * N + off;
+            if (r >= n_found) {
+                for (int64_t t = 0; t < T; ++t) out[t] = -1;
+                continue;
+            }
+            int32_t code = best_codes[r];
+            for (int64_t t = T - 1; t >= 0; --t) {
+                const int32_t s = code / k, rank = code % k;
+                out[t] = s;
+                if (t > 0) code = w.backptr[(t * S + s) * k + rank];
+            }
+        }
+    }
+    return status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sampling                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *state)
+{
+    return (double)(splitmix64(state) >> 11) * 0x1.0p-53;
+}
+
+/* Draw an index from weights exp(logw[i] - max), i < n; all-(-inf) gives -1. */
+static int32_t draw_log_weighted(const double *logw, int32_t n, double *scratch, uint64_t *rng)
+{
+    const double m = max_of(logw, n);
+    if (m == -INFINITY) return -1;
+    double total = 0.0;
+    int32_t last_positive = -1;
+    for (int32_t i = 0; i < n; ++i) {
+        scratch[i] = exp(logw[i] - m);
+        total += scratch[i];
+        if (scratch[i] > 0.0) last_positive = i;
+    }
+    double u = uniform01(rng) * total;
+    for (int32_t i = 0; i < n; ++i) {
+        if (u < scratch[i]) return i;
+        u -= scratch[i];
+    }
+    return last_positive; /* rounding left u just past the total */
+}
+
+int fc_sample(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+              uint64_t seed, int64_t first_index, int32_t num_samples,
+              int32_t *samples, fc_workspace *ws)
+{
+    int status = check_workspace(g, b, ws, 1);
+    if (status != FC_OK) return status;
+    const int32_t S = g->num_states;
+    const int64_t N = b->offsets[b->num_sequences];
+    buffers w = carve(g, ws);
+    prepare_transitions(g, sc, &w);
+    double *logw = w.vec_b, *scratch = w.vec_a;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
+        chain_pass(SEMIRING_LOG, 0, g, sc, b->emit + off * S, T, &w, w.alpha, NULL);
+        for (int32_t r = 0; r < num_samples; ++r) {
+            int32_t *out = samples + (int64_t)r * N + off;
+            uint64_t rng = seed;
+            rng ^= splitmix64(&rng) + (uint64_t)(first_index + i) * 0xD1B54A32D192ED03ULL;
+            rng ^= splitmix64(&rng) + (uint64_t)r * 0x8CB92BA72F3D8DD7ULL;
+            const double *last = w.alpha + (T - 1) * S;
+            for (int32_t s = 0; s < S; ++s) logw[s] = last[s] + sc->final[s];
+            int32_t s = draw_log_weighted(logw, S, scratch, &rng);
+            if (s < 0) {
+                status = FC_INFEASIBLE;
+                for (int64_t t = 0; t < T; ++t) out[t] = -1;
+                continue;
+            }
+            out[T - 1] = s;
+            for (int64_t t = T - 1; t > 0; --t) {
+                const int32_t lo = g->in_ptr[s], n_in = g->in_ptr[s + 1] - lo;
+                const double *prev = w.alpha + (t - 1) * S;
+                for (int32_t k = 0; k < n_in; ++k)
+                    logw[k] = prev[g->in_src[lo + k]] + sc->trans[lo + k];
+                s = g->in_src[lo + draw_log_weighted(logw, n_in, scratch, &rng)];
+                out[t - 1] = s;
+            }
+        }
+    }
+    return status;
+}

@@ -1,0 +1,112 @@
+/*
+ * fstcrf_kernel.h -- dense dynamic programs over a linear-chain lattice.
+ *
+ * The kernel knows nothing about features, labels or FSTs.  It sees a state
+ * space of S states, a set of E allowed transitions (edges) between states,
+ * and per-sentence emission scores.  A path y_1..y_T (states) scores
+ *
+ *     start[y_1] + emit[1, y_1]
+ *       + sum_{t=2..T} (trans[e(y_{t-1}, y_t)] + emit[t, y_t])
+ *       + final[y_T]
+ *
+ * and is allowed iff start[y_1] > -inf, every (y_{t-1}, y_t) is an edge and
+ * final[y_T] > -inf.  All scores are natural-log potentials.
+ *
+ * Conventions
+ *   - Every function handles a batch of B sentences concatenated along the
+ *     token axis: sentence b owns rows offsets[b] .. offsets[b+1]-1 of every
+ *     [N, ...] array.  N = offsets[B].
+ *   - Arrays are C-contiguous, row-major.  Shapes are given in brackets.
+ *   - No globals, no allocation, no CPython API: every buffer is owned by the
+ *     caller (see fc_workspace), so calls from several threads may run at once
+ *     as long as each thread has its own workspace and outputs.
+ *   - The caller validates input (finite scores, in-range indices, feasible
+ *     lengths).  Functions return FC_OK, or FC_INFEASIBLE if a sentence has no
+ *     allowed path (its outputs are then left as documented per function).
+ */
+#ifndef FSTCRF_KERNEL_H
+#define FSTCRF_KERNEL_H
+
+#include <stdint.h>
+
+#define FC_OK 0
+#define FC_INFEASIBLE 1
+#define FC_BAD_ARGUMENT 2
+
+/* Allowed transitions, stored twice as compressed sparse rows.
+ * Edges are numbered in destination-major order: the edges entering state j
+ * are in_ptr[j] .. in_ptr[j+1]-1, with sources in_src[...] ascending. */
+typedef struct {
+    int32_t num_states;      /* S */
+    int32_t num_edges;       /* E */
+    const int32_t *in_ptr;   /* [S+1] first edge entering each state */
+    const int32_t *in_src;   /* [E]   source state of edge e */
+    const int32_t *out_ptr;  /* [S+1] first slot of the edges leaving each state */
+    const int32_t *out_dst;  /* [E]   destination state of the k-th leaving slot */
+    const int32_t *out_edge; /* [E]   edge id of the k-th leaving slot */
+} fc_graph;
+
+/* Scores shared by every sentence of a batch. */
+typedef struct {
+    const double *trans;     /* [E] transition score of edge e */
+    const double *start;     /* [S] start score, -INFINITY where a path may not start */
+    const double *final;     /* [S] final score, -INFINITY where a path may not end */
+} fc_scores;
+
+/* A batch of sentences. */
+typedef struct {
+    int32_t num_sequences;   /* B */
+    const int64_t *offsets;  /* [B+1] token offsets, offsets[0] = 0, strictly increasing */
+    const double *emit;      /* [N, S] emission score of state s at token n */
+} fc_batch;
+
+/* Caller-owned scratch space; size it with fc_workspace_doubles/ints for the
+ * longest sentence of the batch (t_max) and the k of fc_kbest (1 otherwise). */
+typedef struct {
+    int64_t t_max;           /* longest sentence the buffers can hold */
+    int32_t k;               /* list length the k-best buffers can hold */
+    double *doubles;         /* [fc_workspace_doubles(S, E, t_max, k)] */
+    int32_t *ints;           /* [fc_workspace_ints(S, E, t_max, k)] */
+} fc_workspace;
+
+int64_t fc_workspace_doubles(int32_t S, int32_t E, int64_t t_max, int32_t k);
+int64_t fc_workspace_ints(int32_t S, int32_t E, int64_t t_max, int32_t k);
+
+/* Sum-product forward-backward.
+ *   log_z       [B]    log partition function of each sentence (-INFINITY if infeasible)
+ *   node_marg   [N, S] p(y_t = s | x), or NULL to skip
+ *   edge_counts [E]    ADDED TO: sum over the batch of expected edge uses, or NULL
+ * With node_marg and edge_counts NULL only the forward pass runs. */
+int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                        double *log_z, double *node_marg, double *edge_counts,
+                        fc_workspace *ws);
+
+/* Max-product (Viterbi) decoding.
+ *   path  [N]  best state at each token (ties: the path whose state sequence,
+ *              read from the last token backwards, is smallest)
+ *   score [B]  its score (-INFINITY and path -1 if infeasible) */
+int fc_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+               int32_t *path, double *score, fc_workspace *ws);
+
+/* Max-marginals: max_marg[n, s] = best score of any path through state s at
+ * token n (-INFINITY if none).  best [B] = the Viterbi score. */
+int fc_max_marginals(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                     double *max_marg, double *best, fc_workspace *ws);
+
+/* The k best paths of every sentence, best first, exact; ties ordered as in
+ * fc_viterbi.
+ *   paths  [k, N] paths[r, n] = state at token n on the r-th best path (-1 if absent)
+ *   scores [B, k] their scores (-INFINITY if absent)
+ *   found  [B]    number of paths found (< k when fewer paths exist) */
+int fc_kbest(const fc_graph *g, const fc_scores *sc, const fc_batch *b, int32_t k,
+             int32_t *paths, double *scores, int32_t *found, fc_workspace *ws);
+
+/* Exact samples from p(y | x) by forward filtering, backward sampling.
+ *   samples [num_samples, N] samples[r, n] = state at token n in draw r
+ * Draw r of sentence b uses a generator seeded from (seed, first_index + b, r),
+ * so results do not depend on how a corpus is split into batches. */
+int fc_sample(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+              uint64_t seed, int64_t first_index, int32_t num_samples,
+              int32_t *samples, fc_workspace *ws);
+
+#endif

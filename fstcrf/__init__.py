@@ -1,0 +1,10 @@
+"""fstcrf: conditional random fields as weighted finite-state transducers."""
+from .errors import (ConllFormatError, CompositionError, EmptySequenceError, FstcrfError,
+                     GrammarError, InfeasibleError, LabelError, ModelFileError, ScoreError,
+                     ShapeError, TemplateError, TopologyError)
+from .inference import (ForwardBackward, KBest, Potentials, Viterbi, forward_backward, kbest,
+                        log_partition, max_marginals, sample, viterbi)
+from .topology import (Topology, bioes, first_order, from_acceptor, intersect, iob2, kth_order,
+                       second_order)
+
+__version__ = "0.1.0"

@@ -1,0 +1,324 @@
+"""Reading and writing CoNLL column files.
+
+A CoNLL file has one token per line, its fields separated by whitespace (or by
+an explicit separator such as a tab), and a blank line after each sentence.
+A line whose first field is ``-DOCSTART-`` marks the start of a document; it
+is never a token, but it is kept so that :func:`write_conll` reproduces it.
+
+    corpus = read_conll("train.txt", columns="word,pos,chunk")
+    corpus.column("chunk")          # one list of tags per sentence
+    write_conll(corpus, "out.txt", extra_columns=[predicted_chunks])
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence, TextIO
+
+from .errors import ConllFormatError, FstcrfError, ShapeError
+
+DOCSTART = "-DOCSTART-"
+
+_WHITESPACE = " \t\r\f\v"
+_WHITESPACE_RUN = re.compile(r"[ \t\r\f\v]+")
+_THREE_COLUMN_NAMES = ("word", "pos", "chunk")
+
+
+@dataclass
+class Sentence:
+    """The tokens of one sentence: one list of strings per column, all of one length.
+
+    ``columns`` maps each column name, in file order, to its values [num_tokens].
+    ``line_numbers`` gives the 1-based file line of each token (None when the
+    sentence was not read from a file).  ``docstart_lines`` holds the raw
+    ``-DOCSTART-`` lines met since the previous sentence.
+    """
+
+    columns: dict[str, list[str]]
+    line_numbers: list[int] | None = field(default=None, compare=False, repr=False)
+    docstart_lines: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        self.columns = {name: list(values) for name, values in self.columns.items()}
+        lengths = {name: len(values) for name, values in self.columns.items()}
+        if len(set(lengths.values())) > 1:
+            raise ShapeError(f"sentence columns differ in length: {lengths}")
+        if self.line_numbers is not None and len(self.line_numbers) != len(self):
+            raise ShapeError(f"sentence has {len(self)} tokens but "
+                             f"{len(self.line_numbers)} line numbers")
+        self.docstart_lines = tuple(self.docstart_lines)
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        """The column names, in file order."""
+        return tuple(self.columns)
+
+    @property
+    def document_start(self) -> bool:
+        """True if a ``-DOCSTART-`` line came before this sentence (after the previous one)."""
+        return bool(self.docstart_lines)
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()), ()))
+
+    def __getitem__(self, column: str) -> list[str]:
+        """The values of one column [num_tokens]."""
+        return self.columns[column]
+
+    def rows(self) -> Iterator[tuple[str, ...]]:
+        """The fields of each token, in column order."""
+        return zip(*self.columns.values())
+
+
+@dataclass
+class Corpus:
+    """The sentences of a CoNLL file.
+
+    ``trailing_docstart_lines`` holds ``-DOCSTART-`` lines that follow the last
+    sentence; ``separator`` is the field separator given when reading (None
+    for whitespace).
+    """
+
+    column_names: tuple[str, ...]
+    sentences: list[Sentence]
+    path: Path | None = None
+    separator: str | None = None
+    trailing_docstart_lines: tuple[str, ...] = ()
+
+    def column(self, name: str) -> list[list[str]]:
+        """The values of one column, one list [num_tokens] per sentence."""
+        if name not in self.column_names:
+            raise ConllFormatError(f"{self.path or '<corpus>'}: no column {name!r}; "
+                                   f"the columns are {', '.join(self.column_names) or 'none'}")
+        return [sentence.columns[name] for sentence in self.sentences]
+
+    @property
+    def num_tokens(self) -> int:
+        """The number of tokens of all sentences together."""
+        return sum(len(sentence) for sentence in self.sentences)
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def __iter__(self) -> Iterator[Sentence]:
+        return iter(self.sentences)
+
+
+def _column_names(columns: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        columns = columns.split(",")
+    names = tuple(name.strip() for name in columns)
+    if not names or any(not name or _WHITESPACE_RUN.search(name) for name in names):
+        raise FstcrfError(f"column names must be non-empty words, got {list(columns)!r}")
+    if len(set(names)) != len(names):
+        raise FstcrfError(f"column names repeat: {', '.join(names)}")
+    return names
+
+
+def _present_columns(names: tuple[str, ...] | None, allow_missing: tuple[str, ...],
+                     num_fields: int) -> tuple[str, ...] | None:
+    """The names of a file whose token lines have ``num_fields`` fields, or None if none fit."""
+    if names is None:
+        if num_fields == len(_THREE_COLUMN_NAMES):
+            return _THREE_COLUMN_NAMES
+        return tuple(f"col{index}" for index in range(num_fields))
+    if num_fields == len(names):
+        return names
+    if num_fields < len(names) and set(names[num_fields:]) <= set(allow_missing):
+        return names[:num_fields]
+    return None
+
+
+def _expected_fields(names: tuple[str, ...], allow_missing: tuple[str, ...]) -> str:
+    counts = [len(names)]
+    while counts[-1] > 0 and names[counts[-1] - 1] in allow_missing:
+        counts.append(counts[-1] - 1)
+    return " or ".join(str(count) for count in counts) + f" fields ({' '.join(names)})"
+
+
+def read_conll(path: str | os.PathLike, columns: str | Sequence[str] | None = None,
+               separator: str | None = None, *, allow_missing: Sequence[str] = ()) -> Corpus:
+    """Read a UTF-8 CoNLL file into a :class:`Corpus`.
+
+    ``columns`` names the fields, as a sequence or a comma string such as
+    ``"word,pos,chunk"``; by default three fields are named word, pos, chunk
+    and any other count col0, col1, ...  ``separator`` splits fields (default:
+    runs of spaces and tabs).  The trailing named columns listed in
+    ``allow_missing`` may be absent, consistently through the file, and are
+    then left out of ``Corpus.column_names``.  Raises ConllFormatError, naming
+    FILE:LINE, on invalid UTF-8, an empty field or a line whose field count
+    differs from the first token line's.
+    """
+    path = Path(path)
+    names = _column_names(columns)
+    allow_missing = tuple(allow_missing)
+    if allow_missing and names is None:
+        raise FstcrfError("allow_missing needs explicit column names")
+    if names is not None and not set(allow_missing) <= set(names):
+        raise FstcrfError(f"allow_missing names {', '.join(allow_missing)} are not all "
+                          f"among the columns {', '.join(names)}")
+    if separator == "":
+        raise FstcrfError("separator must not be empty")
+
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line_number = raw.count(b"\n", 0, error.start) + 1
+        raise ConllFormatError(f"{path}:{line_number}: expected UTF-8 text, found the invalid "
+                               f"byte 0x{raw[error.start]:02x}") from None
+    lines = text.removeprefix("\ufeff").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+
+    present: tuple[str, ...] | None = None
+    first_token_line = 0
+    sentences: list[Sentence] = []
+    rows: list[list[str]] = []
+    row_lines: list[int] = []
+    docstart_lines: list[str] = []
+
+    def finish_sentence():
+        if rows:
+            sentences.append(Sentence(dict(zip(present, map(list, zip(*rows)))),
+                                      row_lines.copy(), tuple(docstart_lines)))
+            rows.clear()
+            row_lines.clear()
+            docstart_lines.clear()
+
+    for line_number, line in enumerate(lines, start=1):
+        stripped = line.strip(_WHITESPACE)
+        if not stripped:
+            finish_sentence()
+            continue
+        if separator is None:
+            fields = _WHITESPACE_RUN.split(stripped)
+        else:
+            fields = line.rstrip("\r").split(separator)
+        if fields[0] == DOCSTART:
+            finish_sentence()
+            docstart_lines.append(line.rstrip("\r"))
+            continue
+        if "" in fields:
+            raise ConllFormatError(f"{path}:{line_number}: expected non-empty fields separated "
+                                   f"by {separator!r}, found an empty field "
+                                   f"(field {fields.index('') + 1})")
+        if present is None:
+            present = _present_columns(names, allow_missing, len(fields))
+            if present is None:
+                raise ConllFormatError(f"{path}:{line_number}: expected "
+                                       f"{_expected_fields(names, allow_missing)}, "
+                                       f"found {len(fields)} fields")
+            first_token_line = line_number
+        elif len(fields) != len(present):
+            raise ConllFormatError(f"{path}:{line_number}: expected {len(present)} fields "
+                                   f"({' '.join(present)}) as on line {first_token_line}, "
+                                   f"found {len(fields)}")
+        rows.append(fields)
+        row_lines.append(line_number)
+    finish_sentence()
+
+    if present is None:
+        present = names or ()
+    return Corpus(present, sentences, path, separator, tuple(docstart_lines))
+
+
+def _forbidden_in_field(separator: str) -> re.Pattern:
+    if separator == " ":
+        return re.compile(r"[ \t\n\r\f\v]")
+    return re.compile(f"{re.escape(separator)}|[\n\r]")
+
+
+def _format_lines(sentences: Sequence[Sentence], trailing_docstart_lines: Sequence[str],
+                  extra_columns: Sequence[Sequence[Sequence[str]]], separator: str,
+                  target: str) -> list[str]:
+    forbidden = _forbidden_in_field(separator)
+    docstart_padding = "".join(separator + "O" for _ in extra_columns)
+    out: list[str] = []
+
+    def check_fields(values: list[str], first_line: int):
+        if all(values) and not forbidden.search("".join(values)):
+            return
+        for offset, value in enumerate(values):
+            if not value or forbidden.search(value):
+                raise ConllFormatError(f"{target}:{first_line + offset}: cannot write the "
+                                       f"field {value!r}: fields must be non-empty and "
+                                       f"contain no separator or line break")
+
+    for index, sentence in enumerate(sentences):
+        for docstart_line in sentence.docstart_lines:
+            out.append(docstart_line + docstart_padding + "\n")
+            out.append("\n")
+        columns = list(sentence.columns.values())
+        for extra in extra_columns:
+            values = extra[index]
+            if isinstance(values, str) or len(values) != len(sentence):
+                raise ShapeError(f"extra column for sentence {index} has "
+                                 f"{'a string' if isinstance(values, str) else len(values)}, "
+                                 f"expected a list of {len(sentence)} strings")
+            columns.append(values)
+        for values in columns:
+            check_fields(values, len(out) + 1)
+        out.extend(separator.join(fields) + "\n" for fields in zip(*columns))
+        out.append("\n")
+    for docstart_line in trailing_docstart_lines:
+        out.append(docstart_line + docstart_padding + "\n")
+        out.append("\n")
+    return out
+
+
+def _write_atomically(path: Path, text: str):
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_conll(corpus_or_sentences: Corpus | Sequence[Sentence],
+                path_or_file: str | os.PathLike | TextIO,
+                extra_columns: Sequence[Sequence[Sequence[str]]] | None = None, *,
+                separator: str | None = None):
+    """Write sentences in CoNLL format, each token's fields followed by any extra columns.
+
+    ``extra_columns`` is a list of columns to append, each one list of strings
+    [num_tokens] per sentence (e.g. ``[predicted_tags]``).  A blank line follows
+    every sentence and every ``-DOCSTART-`` line (the CoNLL-2003 layout); a
+    ``-DOCSTART-`` line gets an ``O`` field per extra column, so that conlleval
+    sees the same field count on every line.  ``separator`` defaults to the
+    corpus's, else a space.  A path is replaced atomically; an open text file
+    is written to as it is.
+    """
+    if isinstance(corpus_or_sentences, Corpus):
+        sentences = corpus_or_sentences.sentences
+        trailing = corpus_or_sentences.trailing_docstart_lines
+        separator = separator or corpus_or_sentences.separator
+    else:
+        sentences = list(corpus_or_sentences)
+        trailing = ()
+    separator = separator or " "
+    extra_columns = list(extra_columns or ())
+    for number, extra in enumerate(extra_columns):
+        if isinstance(extra, str) or len(extra) != len(sentences):
+            raise ShapeError(f"extra column {number} must hold one list of strings per "
+                             f"sentence ({len(sentences)}), "
+                             f"got {'a string' if isinstance(extra, str) else len(extra)}")
+
+    is_stream = hasattr(path_or_file, "write")
+    target = getattr(path_or_file, "name", "<stream>") if is_stream else os.fspath(path_or_file)
+    text = "".join(_format_lines(sentences, trailing, extra_columns, separator, str(target)))
+    if is_stream:
+        path_or_file.write(text)
+    else:
+        _write_atomically(Path(path_or_file), text)

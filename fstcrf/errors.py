@@ -1,0 +1,54 @@
+"""Typed errors raised by fstcrf.
+
+Every error caused by user input derives from :class:`FstcrfError` and from
+:class:`ValueError`, so ``except ValueError`` keeps working for callers that do
+not care which check failed.
+"""
+
+
+class FstcrfError(ValueError):
+    """Base class of every error fstcrf raises for bad input or bad files."""
+
+
+class ShapeError(FstcrfError):
+    """An array has the wrong shape, dtype or length."""
+
+
+class ScoreError(FstcrfError):
+    """A score is NaN or infinite where a finite number is required."""
+
+
+class EmptySequenceError(FstcrfError):
+    """A sentence has no tokens."""
+
+
+class LabelError(FstcrfError):
+    """A label, label index or state index is unknown or out of range."""
+
+
+class TopologyError(FstcrfError):
+    """A topology or acceptor cannot be compiled (empty, non-acceptor, ...)."""
+
+
+class InfeasibleError(FstcrfError):
+    """No label sequence of the requested length is allowed by the topology."""
+
+
+class ConllFormatError(FstcrfError):
+    """A CoNLL file is malformed; the message names the file and the line."""
+
+
+class TemplateError(FstcrfError):
+    """A feature template is malformed."""
+
+
+class ModelFileError(FstcrfError):
+    """A model file is truncated, corrupt, foreign or of an unsupported version."""
+
+
+class GrammarError(FstcrfError):
+    """A constraint grammar has a syntax error or denotes an unusable language."""
+
+
+class CompositionError(FstcrfError):
+    """Models cannot be composed (for example their interface labels differ)."""

@@ -1,0 +1,322 @@
+"""Exact inference over batches of scored sentences, run by the C kernel.
+
+:class:`Potentials` holds everything the dynamic programs read -- a topology,
+emission scores over states for a batch of sentences, and transition, start
+and final scores -- validated once.  The free functions below run one kernel
+call per batch (split over ``threads`` Python threads; the kernel releases the
+GIL) and return plain numpy arrays:
+
+    forward_backward  log Z [B], node marginals [N, S], expected edge counts [E]
+    log_partition     log Z [B] (forward pass only)
+    viterbi           best path [N] (states) and its score [B]
+    kbest             k best paths [k, N], scores [B, k], how many exist [B]
+    sample            exact draws from p(y | x) [num_samples, N]
+    max_marginals     best score through each (token, state) [N, S], best [B]
+
+N is the total number of tokens of the batch, B the number of sentences, S
+the number of states and E the number of allowed transitions.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ._kernel import ffi, lib
+from .errors import EmptySequenceError, ScoreError, ShapeError
+from .topology import Topology
+
+
+def _as_float_array(name: str, values, shape: tuple[int, ...]) -> np.ndarray:
+    try:
+        array = np.ascontiguousarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ShapeError(f"{name} must be numeric: {error}") from None
+    if array.shape != shape:
+        raise ShapeError(f"{name} has shape {array.shape}, expected {shape}")
+    if not np.all(np.isfinite(array)):
+        where = np.argwhere(~np.isfinite(array))[0]
+        raise ScoreError(f"{name} has a non-finite value {array[tuple(where)]} at index "
+                         f"{tuple(int(i) for i in where)}; scores must be finite (use the topology "
+                         "or a grammar to forbid states)")
+    return array
+
+
+def lengths_to_offsets(lengths) -> np.ndarray:
+    """int64 [B+1] token offsets of sentences with the given lengths."""
+    return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+
+
+class Potentials:
+    """Scores of a batch of sentences over one topology.
+
+    Args:
+        topology: the compiled state space (S states, E edges).
+        emissions: float [N, S], score of each state at each token of the
+            concatenated sentences.
+        lengths: int [B] sentence lengths summing to N; None means one sentence.
+        transitions: float [E] score of each allowed edge (default 0).
+        start, final: float [S] extra score of starting / ending in a state
+            (default 0); states the topology forbids are masked out.
+    """
+
+    def __init__(self, topology: Topology, emissions, lengths: Sequence[int] | None = None,
+                 transitions=None, start=None, final=None):
+        self.topology = topology
+        S, E = topology.num_states, topology.num_edges
+        emissions = np.asarray(emissions)
+        if emissions.ndim != 2:
+            raise ShapeError(f"emissions must be a 2-D array [tokens, {S} states], got shape {emissions.shape}")
+        N = emissions.shape[0]
+        self.emissions = _as_float_array("emissions", emissions, (N, S))
+        if lengths is None:
+            lengths = [N]
+        lengths = np.asarray(lengths)
+        if lengths.ndim != 1 or len(lengths) == 0 or not np.issubdtype(lengths.dtype, np.integer):
+            raise ShapeError(f"lengths must be a non-empty 1-D integer array, got {lengths!r}")
+        if np.any(lengths <= 0):
+            raise EmptySequenceError(f"sentence {int(np.flatnonzero(lengths <= 0)[0])} is empty; "
+                                     "every sentence needs at least one token")
+        if int(lengths.sum()) != N:
+            raise ShapeError(f"lengths sum to {int(lengths.sum())} but emissions have {N} rows")
+        self.lengths = lengths.astype(np.int64)
+        self.offsets = lengths_to_offsets(self.lengths)
+        zeros_s = np.zeros(S)
+        self.transitions = _as_float_array("transitions", np.zeros(E) if transitions is None else transitions, (E,))
+        start = _as_float_array("start", zeros_s if start is None else start, (S,))
+        final = _as_float_array("final", zeros_s if final is None else final, (S,))
+        self.start = np.where(topology.start, start, -np.inf)
+        self.final = np.where(topology.final, final, -np.inf)
+        topology.check_lengths(self.lengths)
+
+    @property
+    def num_sequences(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.offsets[-1])
+
+    def sentence(self, index: int) -> slice:
+        """Rows of sentence ``index`` in every [N, ...] array."""
+        return slice(int(self.offsets[index]), int(self.offsets[index + 1]))
+
+    def split(self, array: np.ndarray, axis: int = 0) -> list[np.ndarray]:
+        """Cut an array whose ``axis`` runs over the N tokens into sentences."""
+        return np.split(array, self.offsets[1:-1], axis=axis)
+
+    def score(self, states) -> np.ndarray:
+        """float [B]: score of a state sequence int [N] (for checking decoders)."""
+        states = np.asarray(states, dtype=np.int64)
+        edge_index = {(int(a), int(b)): e for e, (a, b) in
+                      enumerate(zip(self.topology.edge_src, self.topology.edge_dst))}
+        result = np.empty(self.num_sequences)
+        for b in range(self.num_sequences):
+            rows = self.sentence(b)
+            path = states[rows]
+            total = self.start[path[0]] + self.emissions[rows][0, path[0]]
+            for t in range(1, len(path)):
+                e = edge_index.get((int(path[t - 1]), int(path[t])))
+                total = -np.inf if e is None else total + self.transitions[e] + self.emissions[rows][t, path[t]]
+            result[b] = total + self.final[path[-1]]
+        return result
+
+
+# -- kernel plumbing ---------------------------------------------------------
+
+class _KernelArgs:
+    """cffi structs for one chunk of sentences (pointers into numpy arrays,
+    which this object keeps alive)."""
+
+    def __init__(self, pot: Potentials, first: int, last: int, k: int = 1):
+        topo = pot.topology
+        self._keep = []
+        self.graph = ffi.new("fc_graph *")
+        self.graph.num_states = topo.num_states
+        self.graph.num_edges = topo.num_edges
+        self.graph.in_ptr = self._ptr("int32_t[]", topo.in_ptr)
+        self.graph.in_src = self._ptr("int32_t[]", topo.edge_src)
+        self.graph.out_ptr = self._ptr("int32_t[]", topo.out_ptr)
+        self.graph.out_dst = self._ptr("int32_t[]", topo.out_dst)
+        self.graph.out_edge = self._ptr("int32_t[]", topo.out_edge)
+        self.scores = ffi.new("fc_scores *")
+        self.scores.trans = self._ptr("double[]", pot.transitions)
+        self.scores.start = self._ptr("double[]", pot.start)
+        self.scores.final = self._ptr("double[]", pot.final)
+        offsets = pot.offsets[first:last + 1]
+        self.token_range = slice(int(offsets[0]), int(offsets[-1]))
+        self.batch = ffi.new("fc_batch *")
+        self.batch.num_sequences = last - first
+        self.batch.offsets = self._ptr("int64_t[]", offsets - offsets[0])
+        self.batch.emit = self._ptr("double[]", pot.emissions[self.token_range])
+        t_max = int(pot.lengths[first:last].max())
+        S, E = topo.num_states, topo.num_edges
+        self.workspace = ffi.new("fc_workspace *")
+        self.workspace.t_max = t_max
+        self.workspace.k = k
+        self.workspace.doubles = self._ptr("double[]", np.empty(lib.fc_workspace_doubles(S, E, t_max, k)))
+        self.workspace.ints = self._ptr("int32_t[]", np.empty(lib.fc_workspace_ints(S, E, t_max, k), dtype=np.int32))
+
+    def _ptr(self, ctype: str, array: np.ndarray):
+        array = np.ascontiguousarray(array)
+        self._keep.append(array)
+        return ffi.cast(ctype.replace("[]", " *"), ffi.from_buffer(ctype, array))
+
+    def out(self, array: np.ndarray):
+        """Pointer to a caller-allocated output array (must be contiguous)."""
+        if not array.flags.c_contiguous:
+            raise ShapeError("output arrays must be C-contiguous")
+        ctype = {np.float64: "double[]", np.int32: "int32_t[]"}[array.dtype.type]
+        return ffi.from_buffer(ctype, array)
+
+
+def _chunks(pot: Potentials, threads: int) -> list[tuple[int, int]]:
+    """Split sentences into at most ``threads`` contiguous runs of similar token counts."""
+    threads = max(1, min(int(threads), pot.num_sequences))
+    cuts = np.searchsorted(pot.offsets, np.linspace(0, pot.num_tokens, threads + 1)[1:-1])
+    bounds = np.unique(np.concatenate([[0], cuts, [pot.num_sequences]]))
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+
+def _run(pot: Potentials, threads: int, job, k: int = 1) -> list:
+    """Run ``job(args, first, last)`` on each chunk, in parallel threads."""
+    chunks = _chunks(pot, threads)
+    if len(chunks) == 1:
+        first, last = chunks[0]
+        return [job(_KernelArgs(pot, first, last, k), first, last)]
+    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+        futures = [pool.submit(lambda c: job(_KernelArgs(pot, c[0], c[1], k), c[0], c[1]), c) for c in chunks]
+        return [f.result() for f in futures]
+
+
+def _check_status(status: int, what: str) -> None:
+    if status == lib.FC_BAD_ARGUMENT:
+        raise RuntimeError(f"fstcrf kernel rejected the arguments of {what}; this is a bug in fstcrf")
+    # FC_INFEASIBLE cannot happen after Potentials validated lengths, unless
+    # every allowed path underflowed, which the kernel's exact fallback rules out.
+    if status == lib.FC_INFEASIBLE:
+        raise RuntimeError(f"{what}: a sentence had no allowed path despite passing the feasibility check")
+
+
+# -- public entry points -----------------------------------------------------
+
+@dataclass
+class ForwardBackward:
+    log_z: np.ndarray           # [B]
+    node_marginals: np.ndarray  # [N, S] (None if not requested)
+    edge_counts: np.ndarray     # [E] summed over the batch (None if not requested)
+
+
+def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool = True,
+                     threads: int = 1) -> ForwardBackward:
+    """Sum-product inference: log Z, node marginals and expected edge counts."""
+    log_z = np.empty(pot.num_sequences)
+    node = np.empty((pot.num_tokens, pot.topology.num_states)) if marginals else None
+
+    def job(args: _KernelArgs, first: int, last: int):
+        counts = np.zeros(pot.topology.num_edges) if edge_counts else None
+        status = lib.fc_forward_backward(
+            args.graph, args.scores, args.batch, args.out(log_z[first:last]),
+            args.out(node[args.token_range]) if marginals else ffi.NULL,
+            args.out(counts) if edge_counts else ffi.NULL, args.workspace)
+        _check_status(status, "forward_backward")
+        return counts
+
+    results = _run(pot, threads, job)
+    total_counts = np.sum(results, axis=0) if edge_counts else None
+    return ForwardBackward(log_z, node, total_counts)
+
+
+def log_partition(pot: Potentials, threads: int = 1) -> np.ndarray:
+    """float [B]: log Z of each sentence (forward pass only)."""
+    return forward_backward(pot, marginals=False, edge_counts=False, threads=threads).log_z
+
+
+@dataclass
+class Viterbi:
+    paths: np.ndarray   # int32 [N] best state at each token
+    scores: np.ndarray  # [B]
+
+
+def viterbi(pot: Potentials, threads: int = 1) -> Viterbi:
+    """The best state sequence of every sentence (ties: smallest states read backwards)."""
+    paths = np.empty(pot.num_tokens, dtype=np.int32)
+    scores = np.empty(pot.num_sequences)
+
+    def job(args: _KernelArgs, first: int, last: int):
+        _check_status(lib.fc_viterbi(args.graph, args.scores, args.batch, args.out(paths[args.token_range]),
+                                     args.out(scores[first:last]), args.workspace), "viterbi")
+
+    _run(pot, threads, job)
+    return Viterbi(paths, scores)
+
+
+def max_marginals(pot: Potentials, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """float [N, S]: best score of any path through each (token, state); and the best score [B]."""
+    table = np.empty((pot.num_tokens, pot.topology.num_states))
+    best = np.empty(pot.num_sequences)
+
+    def job(args: _KernelArgs, first: int, last: int):
+        _check_status(lib.fc_max_marginals(args.graph, args.scores, args.batch, args.out(table[args.token_range]),
+                                           args.out(best[first:last]), args.workspace), "max_marginals")
+
+    _run(pot, threads, job)
+    return table, best
+
+
+@dataclass
+class KBest:
+    paths: np.ndarray   # int32 [k, N], -1 where the r-th path does not exist
+    scores: np.ndarray  # [B, k], -inf where it does not exist
+    found: np.ndarray   # int32 [B] number of paths found (<= k)
+
+    def sentence_paths(self, pot: Potentials, index: int) -> list[tuple[float, np.ndarray]]:
+        """The (score, states) pairs of sentence ``index``, best first."""
+        rows = pot.sentence(index)
+        return [(float(self.scores[index, r]), self.paths[r, rows]) for r in range(self.found[index])]
+
+
+def kbest(pot: Potentials, k: int, threads: int = 1) -> KBest:
+    """The k best state sequences of every sentence, exactly, best first."""
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise ShapeError(f"k must be a positive integer, got {k!r}")
+    k = int(k)
+    t_max = int(pot.lengths.max())
+    cells = t_max * pot.topology.num_states * k
+    if cells > 2 ** 31 - 1:
+        raise ShapeError(f"k-best tables would need {cells} cells (longest sentence {t_max} x "
+                         f"{pot.topology.num_states} states x k={k}); lower k or split long sentences")
+    paths = np.empty((k, pot.num_tokens), dtype=np.int32)
+    scores = np.empty((pot.num_sequences, k))
+    found = np.empty(pot.num_sequences, dtype=np.int32)
+
+    def job(args: _KernelArgs, first: int, last: int):
+        chunk_paths = np.empty((k, args.token_range.stop - args.token_range.start), dtype=np.int32)
+        _check_status(lib.fc_kbest(args.graph, args.scores, args.batch, k, args.out(chunk_paths),
+                                   args.out(scores[first:last]), args.out(found[first:last]),
+                                   args.workspace), "kbest")
+        paths[:, args.token_range] = chunk_paths
+
+    _run(pot, threads, job, k=k)
+    return KBest(paths, scores, found)
+
+
+def sample(pot: Potentials, num_samples: int, seed: int = 0, threads: int = 1) -> np.ndarray:
+    """int32 [num_samples, N]: exact draws from p(y | x), reproducible for a seed
+    whatever the number of threads."""
+    if not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
+        raise ShapeError(f"num_samples must be a positive integer, got {num_samples!r}")
+    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 64:
+        raise ShapeError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+    draws = np.empty((int(num_samples), pot.num_tokens), dtype=np.int32)
+
+    def job(args: _KernelArgs, first: int, last: int):
+        chunk = np.empty((int(num_samples), args.token_range.stop - args.token_range.start), dtype=np.int32)
+        _check_status(lib.fc_sample(args.graph, args.scores, args.batch, int(seed), first, int(num_samples),
+                                    args.out(chunk), args.workspace), "sample")
+        draws[:, args.token_range] = chunk
+
+    _run(pot, threads, job)
+    return draws

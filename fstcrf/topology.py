@@ -1,0 +1,454 @@
+"""Label topologies: deterministic acceptors over label symbols, compiled to dense state spaces.
+
+A topology says which label sequences a model may output and what history a
+model state remembers.  It is written as a deterministic pynini acceptor whose
+arcs carry label symbols; each *model state* is a pair (label read, acceptor
+state reached), so a label sequence determines its state sequence and no
+sequence is counted twice.  The compiled form is what the C kernel consumes:
+
+    S  states, each with a label index             state_label  int32 [S]
+    E  allowed transitions, destination-major     edge_src, edge_dst  int32 [E]
+    start / final states                           start, final  bool [S]
+
+Builders (free functions returning new topologies, in the OpenFst style):
+:func:`first_order`, :func:`iob2`, :func:`bioes`, :func:`kth_order`,
+:func:`second_order` and :func:`intersect` with any user acceptor.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pynini
+
+from .errors import InfeasibleError, LabelError, TopologyError
+
+EPSILON = "<eps>"
+
+
+def symbol_table(labels: Sequence[str]) -> pynini.SymbolTable:
+    """A symbol table with ``<eps>`` = 0 and label i at key i + 1."""
+    table = pynini.SymbolTable()
+    table.add_symbol(EPSILON, 0)
+    for key, label in enumerate(labels, start=1):
+        table.add_symbol(label, key)
+    return table
+
+
+def _check_labels(labels: Iterable[str]) -> tuple[str, ...]:
+    labels = tuple(labels)
+    if not labels:
+        raise TopologyError("a topology needs at least one label")
+    for label in labels:
+        if not isinstance(label, str) or not label or label == EPSILON or any(c.isspace() for c in label):
+            raise LabelError(f"invalid label {label!r}: labels are non-empty strings without whitespace, not {EPSILON!r}")
+    duplicates = sorted({label for label in labels if labels.count(label) > 1})
+    if duplicates:
+        raise LabelError(f"duplicate labels: {', '.join(duplicates)}")
+    return labels
+
+
+class Topology:
+    """A compiled label topology.
+
+    Attributes:
+        labels: tuple of L label strings; label i has symbol key i + 1.
+        symbols: the pynini symbol table of the labels.
+        state_label: int32 [S], label index of each state.
+        state_names: tuple of S readable state names.
+        edge_src, edge_dst: int32 [E], allowed transitions sorted by (dst, src).
+        start, final: bool [S], states a path may start / end in.
+        in_ptr: int32 [S+1], edges entering state j are in_ptr[j]..in_ptr[j+1]-1.
+        out_ptr: int32 [S+1]; out_dst, out_edge: int32 [E], the same edges by source.
+    """
+
+    def __init__(self, labels: Sequence[str], state_label, edge_src, edge_dst, start, final,
+                 state_names: Sequence[str] | None = None, name: str = "custom"):
+        self.labels = _check_labels(labels)
+        self.name = name
+        state_label = np.asarray(state_label, dtype=np.int64)
+        num_states = len(state_label)
+        if state_label.ndim != 1 or num_states == 0:
+            raise TopologyError("a topology needs at least one state")
+        if state_label.min() < 0 or state_label.max() >= len(self.labels):
+            raise LabelError(f"state labels must lie in [0, {len(self.labels)})")
+        src = np.asarray(edge_src, dtype=np.int64).ravel()
+        dst = np.asarray(edge_dst, dtype=np.int64).ravel()
+        if src.shape != dst.shape:
+            raise TopologyError("edge_src and edge_dst must have the same length")
+        if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_states):
+            raise LabelError(f"edge endpoints must lie in [0, {num_states})")
+        start = np.asarray(start, dtype=bool).ravel()
+        final = np.asarray(final, dtype=bool).ravel()
+        if start.shape != (num_states,) or final.shape != (num_states,):
+            raise TopologyError(f"start and final masks must have shape ({num_states},)")
+        pairs = np.unique(dst * num_states + src)
+        if len(pairs) != len(src):
+            raise TopologyError("duplicate edges")
+        self.state_label = state_label.astype(np.int32)
+        self.edge_dst = (pairs // num_states).astype(np.int32)
+        self.edge_src = (pairs % num_states).astype(np.int32)
+        self.start = start
+        self.final = final
+        if state_names is None:
+            state_names = [self.labels[i] for i in self.state_label]
+            if len(set(state_names)) < num_states:
+                state_names = [f"{n}#{i}" for i, n in enumerate(state_names)]
+        self.state_names = tuple(state_names)
+        self.in_ptr = np.searchsorted(self.edge_dst, np.arange(num_states + 1)).astype(np.int32)
+        by_source = np.lexsort((self.edge_dst, self.edge_src))
+        self.out_edge = by_source.astype(np.int32)
+        self.out_dst = self.edge_dst[by_source]
+        self.out_ptr = np.searchsorted(self.edge_src[by_source], np.arange(num_states + 1)).astype(np.int32)
+        self._reachable: list[np.ndarray] = []
+        self._cycle_start: int | None = None
+
+    # -- sizes and symbols ---------------------------------------------------
+    @property
+    def num_states(self) -> int:
+        return len(self.state_label)
+
+    @property
+    def num_edges(self) -> int:
+        return len(self.edge_src)
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.labels)
+
+    @cached_property
+    def symbols(self) -> pynini.SymbolTable:
+        return symbol_table(self.labels)
+
+    @cached_property
+    def state_symbols(self) -> pynini.SymbolTable:
+        """A symbol table with state i at key i + 1 (for lattices over states)."""
+        return symbol_table(self.state_names)
+
+    def label_index(self, label: str) -> int:
+        try:
+            return self.labels.index(label)
+        except ValueError:
+            raise LabelError(f"unknown label {label!r}; the topology knows {', '.join(self.labels)}") from None
+
+    def density(self) -> float:
+        """Fraction of the S*S state pairs that are allowed transitions."""
+        return self.num_edges / float(self.num_states ** 2)
+
+    def __repr__(self) -> str:
+        return (f"Topology({self.name!r}, labels={len(self.labels)}, states={self.num_states}, "
+                f"edges={self.num_edges}, density={self.density():.3f})")
+
+    # -- the acceptor view ---------------------------------------------------
+    @cached_property
+    def acceptor(self) -> pynini.Fst:
+        """The topology as a deterministic acceptor over label symbols.
+
+        Its states are the model states plus an initial state; reading label
+        ``state_label[s]`` from a predecessor of ``s`` enters ``s``."""
+        fsa = pynini.Fst()
+        initial = fsa.add_state()
+        fsa.set_start(initial)
+        nodes = [fsa.add_state() for _ in range(self.num_states)]
+        keys = self.state_label + 1
+        for s in np.flatnonzero(self.start):
+            fsa.add_arc(initial, pynini.Arc(keys[s], keys[s], 0, nodes[s]))
+        for src, dst in zip(self.edge_src, self.edge_dst):
+            fsa.add_arc(nodes[src], pynini.Arc(keys[dst], keys[dst], 0, nodes[dst]))
+        for s in np.flatnonzero(self.final):
+            fsa.set_final(nodes[s])
+        fsa.set_input_symbols(self.symbols)
+        fsa.set_output_symbols(self.symbols)
+        return fsa
+
+    # -- feasibility ---------------------------------------------------------
+    def _extend_reachability(self, length: int) -> None:
+        """Grow the cached sets R_t (states reachable at token t, 1-based) to
+        ``length`` or until they repeat, after which they are periodic."""
+        if not self._reachable:
+            self._reachable.append(self.start.copy())
+            self._seen = {self.start.tobytes(): 0}
+        while self._cycle_start is None and len(self._reachable) < length:
+            current = self._reachable[-1]
+            following = np.zeros(self.num_states, dtype=bool)
+            following[self.edge_dst[current[self.edge_src]]] = True
+            key = following.tobytes()
+            if key in self._seen:
+                self._cycle_start = self._seen[key]
+                self._cycle_end = len(self._reachable)
+                return
+            self._seen[key] = len(self._reachable)
+            self._reachable.append(following)
+
+    def reachable_at(self, length: int) -> np.ndarray:
+        """bool [S]: states that some allowed prefix of ``length`` labels ends in."""
+        if length < 1:
+            raise InfeasibleError("sequences have at least one token")
+        self._extend_reachability(length)
+        index = length - 1
+        if self._cycle_start is not None and index >= len(self._reachable):
+            period = self._cycle_end - self._cycle_start
+            index = self._cycle_start + (index - self._cycle_start) % period
+        return self._reachable[index]
+
+    def is_feasible(self, length: int) -> bool:
+        """Whether some allowed label sequence has exactly ``length`` labels."""
+        return bool(np.any(self.reachable_at(length) & self.final))
+
+    def check_lengths(self, lengths: Iterable[int]) -> None:
+        """Raise InfeasibleError naming the sentences no allowed sequence fits."""
+        lengths = np.asarray(list(lengths) if not isinstance(lengths, np.ndarray) else lengths)
+        bad_lengths = [int(n) for n in np.unique(lengths) if not self.is_feasible(int(n))]
+        if bad_lengths:
+            sentences = np.flatnonzero(np.isin(lengths, bad_lengths))
+            shown = ", ".join(str(i) for i in sentences[:10]) + (" ..." if len(sentences) > 10 else "")
+            raise InfeasibleError(
+                f"topology {self.name!r} allows no label sequence of length "
+                f"{', '.join(map(str, bad_lengths))} (sentences {shown}); "
+                "relax the topology or grammar, or drop those sentences")
+
+
+def from_acceptor(acceptor: pynini.Fst, labels: Sequence[str], name: str = "acceptor") -> Topology:
+    """Compile an acceptor over label symbols into a topology.
+
+    The acceptor's arcs carry label keys (label i = key i + 1, as in
+    :func:`symbol_table`); weights must be trivial.  A non-deterministic or
+    epsilon-bearing acceptor is determinised first.  Each model state is a
+    distinct (label, destination) pair of the trimmed acceptor."""
+    labels = _check_labels(labels)
+    fsa = acceptor.copy()
+    if fsa.start() == pynini.NO_STATE_ID or fsa.num_states() == 0:
+        raise TopologyError(f"{name}: the acceptor has no start state (empty language)")
+    if not fsa.properties(pynini.ACCEPTOR, True):
+        raise TopologyError(f"{name}: expected an acceptor, got a transducer (input and output labels differ)")
+    if not fsa.properties(pynini.UNWEIGHTED, True):
+        raise TopologyError(f"{name}: topology acceptors must be unweighted")
+    if fsa.properties(pynini.EPSILONS, True):
+        fsa = pynini.rmepsilon(fsa)
+    if not fsa.properties(pynini.I_DETERMINISTIC, True):
+        fsa = pynini.determinize(fsa)
+    fsa.connect()
+    if fsa.num_states() == 0:
+        raise TopologyError(f"{name}: the acceptor accepts no non-empty label sequence")
+    arcs = [(q, arc.ilabel, arc.nextstate) for q in fsa.states() for arc in fsa.arcs(q)]
+    if not arcs:
+        raise TopologyError(f"{name}: the acceptor accepts no non-empty label sequence")
+    arc_src, arc_key, arc_dst = (np.array(column, dtype=np.int64) for column in zip(*arcs))
+    if arc_key.max() > len(labels):
+        raise LabelError(f"{name}: arc label key {int(arc_key.max())} is beyond the {len(labels)} labels")
+    # model states = distinct (label, destination) pairs, numbered label-major
+    num_fsa_states = fsa.num_states()
+    pair_ids, arc_state = np.unique(arc_key * num_fsa_states + arc_dst, return_inverse=True)
+    state_dst = pair_ids % num_fsa_states
+    state_label = pair_ids // num_fsa_states - 1
+    # an arc q -> (label, q2) is entered from every model state whose destination is q
+    order = np.argsort(state_dst, kind="stable")
+    lo = np.searchsorted(state_dst[order], arc_src, side="left")
+    hi = np.searchsorted(state_dst[order], arc_src, side="right")
+    counts = hi - lo
+    edge_dst = np.repeat(arc_state, counts)
+    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    edge_src = order[np.repeat(lo, counts) + within]
+    start = np.zeros(len(pair_ids), dtype=bool)
+    start[arc_state[arc_src == fsa.start()]] = True
+    zero = pynini.Weight.zero(fsa.weight_type())
+    final = np.array([fsa.final(q) != zero for q in state_dst], dtype=bool)
+    topology = Topology(labels, state_label, edge_src, edge_dst, start, final, name=name)
+    if not np.any(final):
+        raise TopologyError(f"{name}: no state is final (empty language)")
+    return topology
+
+
+def _history_acceptor(labels: Sequence[str], order: int, pad: str | None,
+                      allowed: Callable[[tuple[str, ...], str], bool] | None) -> pynini.Fst:
+    """Acceptor whose state is the last ``order`` labels (fewer at the start,
+    or pad-filled when ``pad`` is given); ``allowed(history, label)`` prunes arcs."""
+    keys = {label: i + 1 for i, label in enumerate(labels)}
+    fsa = pynini.Fst()
+    state_of: dict[tuple[str, ...], int] = {}
+    initial_history = (pad,) * (order - 1) if pad is not None else ()
+    agenda = [initial_history]
+    state_of[initial_history] = fsa.add_state()
+    fsa.set_start(state_of[initial_history])
+    while agenda:
+        history = agenda.pop()
+        for label in labels:
+            if allowed is not None and not allowed(history, label):
+                continue
+            following = (history + (label,))[-order:]
+            if following not in state_of:
+                state_of[following] = fsa.add_state()
+                fsa.set_final(state_of[following])
+                agenda.append(following)
+            fsa.add_arc(state_of[history], pynini.Arc(keys[label], keys[label], 0, state_of[following]))
+    return fsa
+
+
+def first_order(labels: Sequence[str]) -> Topology:
+    """Every label may follow every label: one state per label."""
+    labels = _check_labels(labels)
+    return from_acceptor(_history_acceptor(labels, 1, None, None), labels, name="first-order")
+
+
+def kth_order(labels: Sequence[str], order: int, pad: str | None = None) -> Topology:
+    """States remember the last ``order`` labels.
+
+    With ``pad`` the history before the first token is ``order - 1`` copies of
+    ``pad`` (Sha & Pereira's c_0 = O), so every state is a full ``order``-tuple;
+    without it the first states remember shorter prefixes."""
+    labels = _check_labels(labels)
+    if not isinstance(order, int) or order < 1:
+        raise TopologyError(f"order must be a positive integer, got {order!r}")
+    if pad is not None and pad not in labels:
+        raise LabelError(f"pad label {pad!r} is not among the labels")
+    topology = from_acceptor(_history_acceptor(labels, order, pad, None), labels, name=f"order-{order}")
+    return _rename_by_history(topology, order, pad)
+
+
+def _rename_by_history(topology: Topology, order: int, pad: str | None) -> Topology:
+    """Name each state of a history topology by the labels it remembers."""
+    if order == 1:
+        return topology
+    # walk back along the unique predecessor histories to name the states
+    names = []
+    for s in range(topology.num_states):
+        history = [topology.labels[topology.state_label[s]]]
+        current = s
+        while len(history) < order:
+            sources = topology.edge_src[topology.in_ptr[current]:topology.in_ptr[current + 1]]
+            if len(sources) == 0:
+                if pad is not None:
+                    history += [pad] * (order - len(history))
+                break
+            current = sources[0]
+            history.append(topology.labels[topology.state_label[current]])
+        names.append(" ".join(reversed(history)))
+    if len(set(names)) == len(names):
+        topology.state_names = tuple(names)
+    return topology
+
+
+def iob2_labels(types: Sequence[str]) -> tuple[str, ...]:
+    """O, then B-t and I-t for each chunk type t."""
+    return ("O",) + tuple(f"{prefix}-{t}" for t in types for prefix in ("B", "I"))
+
+
+def _check_types(types: Sequence[str]) -> tuple[str, ...]:
+    types = tuple(types)
+    if not types:
+        raise TopologyError("at least one chunk type is required")
+    for t in types:
+        if not isinstance(t, str) or not t or any(c.isspace() for c in t):
+            raise LabelError(f"invalid chunk type {t!r}")
+    return types
+
+
+def chunk_type(label: str) -> tuple[str, str | None]:
+    """Split 'B-NP' into ('B', 'NP'); 'O' gives ('O', None)."""
+    prefix, _, kind = label.partition("-")
+    return prefix, (kind or None)
+
+
+def iob2(types: Sequence[str]) -> Topology:
+    """IOB2 validity: I-t only after B-t or I-t."""
+    labels = iob2_labels(_check_types(types))
+
+    def allowed(history, label):
+        prefix, kind = chunk_type(label)
+        if prefix != "I":
+            return True
+        return bool(history) and chunk_type(history[-1])[1] == kind
+    return from_acceptor(_history_acceptor(labels, 1, None, allowed), labels, name="iob2")
+
+
+def bioes_labels(types: Sequence[str]) -> tuple[str, ...]:
+    return ("O",) + tuple(f"{prefix}-{t}" for t in types for prefix in ("B", "I", "E", "S"))
+
+
+def bioes(types: Sequence[str]) -> Topology:
+    """BIOES validity: B-t (I-t)* E-t or S-t segments separated by O."""
+    labels = bioes_labels(_check_types(types))
+
+    def allowed(history, label):
+        prefix, kind = chunk_type(label)
+        inside = bool(history) and chunk_type(history[-1])[0] in ("B", "I")
+        if inside:
+            return prefix in ("I", "E") and chunk_type(history[-1])[1] == kind
+        return prefix in ("O", "B", "S")
+    topology = from_acceptor(_history_acceptor(labels, 1, None, allowed), labels, name="bioes")
+    # a sentence may not end inside a segment
+    ends_inside = np.isin([chunk_type(topology.labels[i])[0] for i in topology.state_label], ["B", "I"])
+    return Topology(topology.labels, topology.state_label, topology.edge_src, topology.edge_dst,
+                    topology.start, topology.final & ~ends_inside, name="bioes")
+
+
+def second_order(tags: Sequence[str], outside: str = "O") -> Topology:
+    """Sha & Pereira's second-order chunk topology.
+
+    A state is the pair (c_{i-1}, c_i) of consecutive chunk tags with c_0 =
+    ``outside``; pairs must overlap consistently, and a pair ending in an I tag
+    after ``outside`` is impossible.  ``tags`` are the chunk tags themselves,
+    e.g. ``iob2_labels(["NP"])`` or all 23 CoNLL-2000 tags."""
+    tags = _check_labels(tags)
+    if outside not in tags:
+        raise LabelError(f"the outside tag {outside!r} is not among the tags")
+    history = kth_order(tags, 2, pad=outside)
+    keys = {t: i + 1 for i, t in enumerate(tags)}
+    no_inside_after_outside = pynini.Fst()
+    after_outside, elsewhere = no_inside_after_outside.add_state(), no_inside_after_outside.add_state()
+    no_inside_after_outside.set_start(after_outside)
+    for state in (after_outside, elsewhere):
+        no_inside_after_outside.set_final(state)
+        for tag in tags:
+            if tag == outside:
+                target = after_outside
+            elif chunk_type(tag)[0] == "I":
+                if state == after_outside:
+                    continue
+                target = elsewhere
+            else:
+                target = elsewhere
+            no_inside_after_outside.add_arc(state, pynini.Arc(keys[tag], keys[tag], 0, target))
+    topology = intersect(history, no_inside_after_outside, name="second-order")
+    return _rename_by_history(topology, 2, outside)
+
+
+def intersect(topology: Topology, acceptor: pynini.Fst, name: str | None = None) -> Topology:
+    """The topology restricted to the label sequences ``acceptor`` accepts.
+
+    The acceptor is over the topology's label keys (label i = key i + 1).  It
+    is determinised and minimised first (its language is all that matters);
+    the product state remembers the topology's history and the acceptor's."""
+    name = name or f"{topology.name}&grammar"
+    if acceptor.start() == pynini.NO_STATE_ID:
+        raise TopologyError(f"{name}: the constraint acceptor has no start state (empty language)")
+    if not acceptor.properties(pynini.ACCEPTOR, True):
+        raise TopologyError(f"{name}: the constraint must be an acceptor")
+    _check_symbol_keys(acceptor, topology)
+    constraint = pynini.rmepsilon(acceptor.copy())
+    constraint = pynini.determinize(constraint)
+    constraint.minimize()
+    product = pynini.intersect(topology.acceptor, constraint.arcsort("ilabel"))
+    product.connect()
+    if product.num_states() == 0:
+        raise TopologyError(f"{name}: no label sequence is allowed by both the topology and the constraint")
+    return from_acceptor(product, topology.labels, name=name)
+
+
+def _check_symbol_keys(acceptor: pynini.Fst, topology: Topology) -> None:
+    """Reject arcs whose keys are outside the topology's labels, or whose
+    symbol table disagrees with the topology's labels."""
+    table = acceptor.input_symbols()
+    for q in acceptor.states():
+        for arc in acceptor.arcs(q):
+            key = arc.ilabel
+            if key == 0:
+                continue
+            if key > topology.num_labels:
+                label = table.find(key) if table is not None else f"key {key}"
+                raise LabelError(f"the constraint uses {label!r}, which the model does not know")
+            if table is not None and table.member(key) and table.find(key) != topology.labels[key - 1]:
+                raise LabelError(f"symbol key {key} is {table.find(key)!r} in the constraint but "
+                                 f"{topology.labels[key - 1]!r} in the model")
+
