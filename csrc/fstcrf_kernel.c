@@ -272,14 +272,20 @@ int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *
         }
         if (!backward_needed) continue;
         chain_pass(SEMIRING_LOG, 1, g, sc, emit, T, &w, w.beta, NULL);
-        if (node_marg) {
-            double *out = node_marg + off * S;
-            for (int64_t n = 0; n < T * S; ++n) out[n] = exp(w.alpha[n] + w.beta[n] - lz);
+        /* Posteriors at token t are normalised by log sum_s alpha_t(s) + beta_t(s),
+         * which equals log Z exactly but shares the rounding of alpha_t and
+         * beta_t; over 10^5 tokens those tables reach 10^6-10^9 in magnitude. */
+        for (int64_t t = 0; t < T; ++t) {
+            const double *a = w.alpha + t * S, *bt = w.beta + t * S;
+            for (int32_t s = 0; s < S; ++s) w.vec_b[s] = a[s] + bt[s];
+            const double lz_t = log_sum_exp(w.vec_b, S);
+            if (node_marg) {
+                double *out = node_marg + (off + t) * S;
+                for (int32_t s = 0; s < S; ++s) out[s] = exp(w.vec_b[s] - lz_t);
+            }
+            if (edge_counts && t > 0)
+                add_edge_posteriors(g, sc, &w, a - S, bt, emit + t * S, lz_t, edge_counts);
         }
-        if (edge_counts)
-            for (int64_t t = 1; t < T; ++t)
-                add_edge_posteriors(g, sc, &w, w.alpha + (t - 1) * S, w.beta + t * S,
-                                    emit + t * S, lz, edge_counts);
     }
     return status;
 }

@@ -446,8 +446,9 @@ def _check_symbol_keys(acceptor: pynini.Fst, topology: Topology) -> None:
             if key == 0:
                 continue
             if key > topology.num_labels:
-                label = table.find(key) if table is not None else f"key {key}"
-                raise LabelError(f"the constraint uses {label!r}, which the model does not know")
+                label = repr(table.find(key)) if table is not None and table.member(key) else f"label key {key}"
+                raise LabelError(f"the constraint uses {label}, which the model does not know "
+                                 f"(it has {topology.num_labels} labels: {', '.join(topology.labels)})")
             if table is not None and table.member(key) and table.find(key) != topology.labels[key - 1]:
                 raise LabelError(f"symbol key {key} is {table.find(key)!r} in the constraint but "
                                  f"{topology.labels[key - 1]!r} in the model")

@@ -1,0 +1,397 @@
+"""Observation predicates of tokens, as a sparse binary matrix.
+
+A template lists one predicate template per line; ``#`` starts a comment::
+
+    bias                    # true at every token
+    word[0]                 # the current word
+    word[-1]|word[0]        # the previous and the current word
+    lower(word[+1])         # the next word, lower-cased
+    pos[-2]|pos[-1]|pos[0]
+
+An item is ``column[offset]`` or ``transform(column[offset])``; items are
+joined with ``|``.  Transforms: ``lower``; ``shape`` (upper-case letters
+become X, lower-case x, digits d, other characters stay, and runs of one
+symbol collapse: "McDonald's" -> "XxXx'x"); ``prefixN`` and ``suffixN`` for N
+in 1..9 (the first or last N characters).
+
+A predicate is a template with its values, named like
+``word[-1]|word[0]=the|cat``.  Positions outside the sentence take the values
+``__BOS-1__``, ``__BOS-2__``, ... before it and ``__EOS+1__``, ... after it,
+so ``word[-1]`` is a real predicate at the first token.  In names, ``\\``
+and ``|`` within values are escaped with a backslash, and a value that looks
+like a boundary value gets a leading backslash, so distinct values never
+share a name.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import scipy.sparse
+
+from .conll import Corpus, Sentence
+from .errors import FstcrfError, ModelFileError, TemplateError
+
+_ITEM = re.compile(r"(?P<column>[A-Za-z_][A-Za-z0-9_]*)\[(?P<offset>[+-]?[0-9]+)\]")
+_TRANSFORMED_ITEM = re.compile(r"(?P<transform>[A-Za-z_][A-Za-z0-9_]*)\((?P<item>[^()]*)\)")
+_AFFIX = re.compile(r"(?P<kind>prefix|suffix)(?P<length>[1-9])")
+_BOUNDARY_LIKE = re.compile(r"\\*__(?:BOS-|EOS\+)[0-9]+__")
+_TRANSFORM_NAMES = "lower, shape, prefix1..prefix9, suffix1..suffix9"
+
+
+def _word_shape(value: str) -> str:
+    symbols: list[str] = []
+    for character in value:
+        if character.isupper():
+            symbol = "X"
+        elif character.islower():
+            symbol = "x"
+        elif character.isdigit():
+            symbol = "d"
+        else:
+            symbol = character
+        if not symbols or symbols[-1] != symbol:
+            symbols.append(symbol)
+    return "".join(symbols)
+
+
+def _transform_function(name: str) -> Callable[[str], str] | None:
+    """The function a transform name stands for, or None if the name is unknown."""
+    if name == "lower":
+        return str.lower
+    if name == "shape":
+        return _word_shape
+    affix = _AFFIX.fullmatch(name)
+    if affix is None:
+        return None
+    length = int(affix["length"])
+    if affix["kind"] == "prefix":
+        return lambda value: value[:length]
+    return lambda value: value[-length:]
+
+
+def _escape(value: str) -> str:
+    if "\\" in value or "|" in value:
+        value = value.replace("\\", "\\\\").replace("|", "\\|")
+    if value.startswith("_") and _BOUNDARY_LIKE.fullmatch(value):
+        value = "\\" + value
+    return value
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One item of a predicate template: a column's value at an offset, maybe transformed."""
+
+    column: str
+    offset: int
+    transform: str | None = None
+
+    def __str__(self) -> str:
+        item = f"{self.column}[{self.offset:+d}]" if self.offset else f"{self.column}[0]"
+        return f"{self.transform}({item})" if self.transform else item
+
+
+@dataclass(frozen=True)
+class PredicateTemplate:
+    """A conjunction of observations; with none it is the bias (always true)."""
+
+    observations: tuple[Observation, ...]
+    line: int = field(default=0, compare=False)
+
+    @property
+    def name(self) -> str:
+        """The canonical text: "bias" or the observations joined by "|"."""
+        return "|".join(map(str, self.observations)) if self.observations else "bias"
+
+
+@dataclass(frozen=True)
+class Template:
+    """An ordered list of predicate templates, parsed from ``source``."""
+
+    predicates: tuple[PredicateTemplate, ...]
+    source: str = field(default="<string>", compare=False)
+
+    @property
+    def text(self) -> str:
+        """The canonical template text, one predicate template per line."""
+        return "".join(predicate.name + "\n" for predicate in self.predicates)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns the template reads, in order of first use."""
+        names = (observation.column for predicate in self.predicates
+                 for observation in predicate.observations)
+        return tuple(dict.fromkeys(names))
+
+    def __len__(self) -> int:
+        return len(self.predicates)
+
+    def __iter__(self) -> Iterator[PredicateTemplate]:
+        return iter(self.predicates)
+
+
+def _parse_observation(text: str, where: str) -> Observation:
+    transform = None
+    transformed = _TRANSFORMED_ITEM.fullmatch(text)
+    if transformed is not None:
+        transform, text = transformed["transform"], transformed["item"]
+        if _transform_function(transform) is None:
+            raise TemplateError(f"{where}: unknown transform {transform!r}; "
+                                f"the transforms are {_TRANSFORM_NAMES}")
+    item = _ITEM.fullmatch(text)
+    if item is None:
+        raise TemplateError(f"{where}: cannot parse {text!r}; expected column[offset] such "
+                            f"as word[-1], or transform(column[offset]) such as lower(word[0])")
+    return Observation(item["column"], int(item["offset"]), transform)
+
+
+def parse_template(text: str, source: str = "<string>") -> Template:
+    """Parse template text; syntax errors raise TemplateError naming ``source:line``."""
+    predicates: list[PredicateTemplate] = []
+    first_lines: dict[PredicateTemplate, int] = {}
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        content = "".join(line.partition("#")[0].split())
+        if not content:
+            continue
+        where = f"{source}:{line_number}"
+        if content == "bias":
+            predicate = PredicateTemplate((), line_number)
+        else:
+            observations = tuple(_parse_observation(item, where) for item in content.split("|"))
+            if len(set(observations)) != len(observations):
+                raise TemplateError(f"{where}: {content!r} repeats an item")
+            predicate = PredicateTemplate(observations, line_number)
+        if predicate in first_lines:
+            raise TemplateError(f"{where}: {predicate.name!r} repeats line "
+                                f"{first_lines[predicate]}")
+        first_lines[predicate] = line_number
+        predicates.append(predicate)
+    if not predicates:
+        raise TemplateError(f"{source}: the template defines no predicates")
+    return Template(tuple(predicates), source)
+
+
+def load_template(path: str | os.PathLike) -> Template:
+    """Parse a UTF-8 template file."""
+    raw = open(path, "rb").read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line_number = raw.count(b"\n", 0, error.start) + 1
+        raise TemplateError(f"{os.fspath(path)}:{line_number}: expected UTF-8 text, "
+                            f"found the invalid byte 0x{raw[error.start]:02x}") from None
+    return parse_template(text, os.fspath(path))
+
+
+def _shipped_template(file_name: str) -> Template:
+    text = resources.files("fstcrf").joinpath("templates", file_name).read_text("utf-8")
+    return parse_template(text, f"fstcrf/templates/{file_name}")
+
+
+#: Sha & Pereira (2003), Table 1: words at -2..+2 and two word pairs, POS at
+#: -2..+2, four POS pairs and three POS triples, and the bias.
+SHA_PEREIRA_CHUNKING = _shipped_template("sha_pereira_chunking.txt")
+#: The CRF++ example chunking template (U00-U06 words, U10-U22 POS) plus the bias.
+CRFPP_CHUNKING = _shipped_template("crfpp_chunking.txt")
+
+
+def _missing_column_message(column: str, available: Sequence[str]) -> str:
+    return (f"the template reads column {column!r}, which the corpus lacks; "
+            f"its columns are {', '.join(available) or 'none'}")
+
+
+class _TokenTable:
+    """The values of template observations at every token of a list of sentences."""
+
+    def __init__(self, sentences: Sequence[Sentence]):
+        self.sentences = sentences
+        lengths = np.array([len(sentence) for sentence in sentences], dtype=np.int64)
+        self.num_tokens = int(lengths.sum())
+        starts = np.cumsum(lengths) - lengths
+        self.position = np.arange(self.num_tokens) - np.repeat(starts, lengths)
+        self.sentence_length = np.repeat(lengths, lengths)
+        self._coded_columns: dict[tuple[str, str | None], tuple[np.ndarray, list[str]]] = {}
+
+    def _column_values(self, column: str) -> list[str]:
+        values: list[str] = []
+        for sentence in self.sentences:
+            if column not in sentence.columns:
+                raise TemplateError(_missing_column_message(column, sentence.column_names))
+            values.extend(sentence.columns[column])
+        return values
+
+    def _coded_column(self, column: str, transform: str | None) -> tuple[np.ndarray, list[str]]:
+        """Value codes [num_tokens] of a (transformed) column and the escaped value of each code."""
+        key = (column, transform)
+        if key not in self._coded_columns:
+            if transform is None:
+                code_of: dict[str, int] = {}
+                codes = np.fromiter((code_of.setdefault(value, len(code_of))
+                                     for value in self._column_values(column)),
+                                    dtype=np.int64, count=self.num_tokens)
+                values = list(code_of)
+            else:
+                raw_codes, raw_values = self._coded_column(column, None)
+                function = _transform_function(transform)
+                code_of = {}
+                recode = np.array([code_of.setdefault(function(value), len(code_of))
+                                   for value in raw_values], dtype=np.int64)
+                codes = recode[raw_codes]
+                values = list(code_of)
+            self._coded_columns[key] = codes, [_escape(value) for value in values]
+        return self._coded_columns[key]
+
+    def observation_codes(self, observation: Observation) -> tuple[np.ndarray, list[str]]:
+        """Codes [num_tokens] of an observation at each token, and the name of each code."""
+        codes, names = self._coded_column(observation.column, observation.transform)
+        offset = observation.offset
+        if offset == 0:
+            return codes, names
+        distance = abs(offset)
+        target = self.position + offset
+        inside = (target >= 0) & (target < self.sentence_length)
+        shifted = codes[np.clip(np.arange(self.num_tokens) + offset, 0,
+                                max(self.num_tokens - 1, 0))]
+        if offset < 0:
+            boundary = len(names) - target - 1
+            boundary_names = [f"__BOS-{step}__" for step in range(1, distance + 1)]
+        else:
+            boundary = len(names) + target - self.sentence_length
+            boundary_names = [f"__EOS+{step}__" for step in range(1, distance + 1)]
+        return np.where(inside, shifted, boundary), names + boundary_names
+
+    def predicate_occurrences(self, predicate: PredicateTemplate
+                              ) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The predicates a template yields, in order of first occurrence.
+
+        Returns their names [K], the index of each token's predicate
+        [num_tokens] and how many tokens each is true at [K].
+        """
+        if not predicate.observations:
+            names = ["bias"] if self.num_tokens else []
+            return (names, np.zeros(self.num_tokens, dtype=np.int64),
+                    np.full(len(names), self.num_tokens, dtype=np.int64))
+        coded = [self.observation_codes(observation) for observation in predicate.observations]
+        key = np.zeros(self.num_tokens, dtype=np.int64)
+        for codes, names in coded:
+            key = key * len(names) + codes
+            _, key = np.unique(key, return_inverse=True)
+        _, first_token, key, counts = np.unique(key, return_index=True, return_inverse=True,
+                                                return_counts=True)
+        order = np.argsort(first_token, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        first_token = first_token[order]
+        value_names = [[names[code] for code in codes[first_token].tolist()]
+                       for codes, names in coded]
+        prefix = predicate.name + "="
+        names = [prefix + "|".join(values) for values in zip(*value_names)]
+        return names, rank[key.reshape(-1)], counts[order]
+
+
+class FeatureExtractor:
+    """Turns the tokens of a corpus into a binary predicate matrix [num_tokens, num_predicates].
+
+    ``template`` is a :class:`Template` or template text; ``fit`` keeps the
+    predicates true at ``min_count`` tokens or more.  Learned attributes:
+    ``vocabulary_`` (predicate name -> column index) and ``predicate_names_``.
+    """
+
+    def __init__(self, template: Template | str, min_count: int = 1):
+        self.template = template
+        self.min_count = min_count
+
+    def _template(self) -> Template:
+        if isinstance(self.template, Template):
+            return self.template
+        if isinstance(self.template, str):
+            return parse_template(self.template)
+        raise TemplateError(f"template must be a Template or template text, "
+                            f"got {type(self.template).__name__}")
+
+    def _occurrences(self, corpus: Corpus | Sequence[Sentence]):
+        template = self._template()
+        if isinstance(corpus, Corpus):
+            for column in template.columns:
+                if column not in corpus.column_names:
+                    raise TemplateError(_missing_column_message(column, corpus.column_names))
+        table = _TokenTable(list(corpus))
+        return table.num_tokens, [table.predicate_occurrences(predicate)
+                                  for predicate in template]
+
+    def _learn(self, occurrences):
+        if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \
+                or self.min_count < 1:
+            raise FstcrfError(f"min_count must be a positive integer, got {self.min_count!r}")
+        names: list[str] = []
+        for predicate_names, _, counts in occurrences:
+            names.extend(name for name, count in zip(predicate_names, counts.tolist())
+                         if count >= self.min_count)
+        self.predicate_names_ = names
+        self.vocabulary_ = {name: index for index, name in enumerate(names)}
+
+    def _check_fitted(self):
+        if not hasattr(self, "vocabulary_"):
+            raise FstcrfError("this FeatureExtractor is not fitted; call fit first")
+
+    def _matrix(self, num_tokens: int, occurrences) -> scipy.sparse.csr_matrix:
+        columns = np.empty((num_tokens, len(occurrences)), dtype=np.int64)
+        for index, (predicate_names, token_predicate, _) in enumerate(occurrences):
+            predicate_column = np.array([self.vocabulary_.get(name, -1)
+                                         for name in predicate_names], dtype=np.int64)
+            columns[:, index] = predicate_column[token_predicate]
+        present = columns >= 0
+        indptr = np.zeros(num_tokens + 1, dtype=np.int64)
+        np.cumsum(present.sum(axis=1), out=indptr[1:])
+        indices = columns[present]
+        data = np.ones(len(indices), dtype=np.float64)
+        return scipy.sparse.csr_matrix((data, indices, indptr),
+                                       shape=(num_tokens, len(self.predicate_names_)))
+
+    def fit(self, corpus: Corpus | Sequence[Sentence]) -> FeatureExtractor:
+        """Build the predicate dictionary from a corpus or a list of sentences."""
+        self._learn(self._occurrences(corpus)[1])
+        return self
+
+    def transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
+        """The predicate matrix [num_tokens, num_predicates]; unknown predicates are dropped."""
+        self._check_fitted()
+        return self._matrix(*self._occurrences(corpus))
+
+    def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
+        """``fit`` then ``transform`` on the same corpus, extracting the observations once."""
+        num_tokens, occurrences = self._occurrences(corpus)
+        self._learn(occurrences)
+        return self._matrix(num_tokens, occurrences)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able data: the template text, min_count and the predicate names."""
+        self._check_fitted()
+        return {"template": self._template().text, "min_count": int(self.min_count),
+                "predicates": list(self.predicate_names_)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FeatureExtractor:
+        """A fitted extractor from :meth:`to_dict` data; bad data raises ModelFileError."""
+        if not isinstance(data, dict) or not {"template", "min_count", "predicates"} <= set(data):
+            raise ModelFileError("feature extractor data must be a dict with template, "
+                                 "min_count and predicates")
+        template_text, min_count, names = data["template"], data["min_count"], data["predicates"]
+        if not isinstance(template_text, str) or not isinstance(names, list) \
+                or not all(isinstance(name, str) for name in names) \
+                or not isinstance(min_count, int) or isinstance(min_count, bool):
+            raise ModelFileError("feature extractor data has fields of the wrong type")
+        try:
+            template = parse_template(template_text, "<model file>")
+        except TemplateError as error:
+            raise ModelFileError(f"feature extractor template is corrupt: {error}") from None
+        if len(set(names)) != len(names):
+            raise ModelFileError("feature extractor predicate names repeat")
+        extractor = cls(template, min_count)
+        extractor.predicate_names_ = list(names)
+        extractor.vocabulary_ = {name: index for index, name in enumerate(names)}
+        return extractor
