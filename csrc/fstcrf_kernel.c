@@ -6,16 +6,21 @@
  * the semiring only changes how the scores entering a state are combined
  * (reduce_edges).  Everything else is built on it.
  *
- * Numerics.  Tables hold log-potentials.  The log-semiring reduction avoids
- * one exp() per edge by factoring the largest source score and the largest
- * transition score out of the sum:
+ * Numerics.  Sum-product first runs in the linear domain with per-token
+ * rescaling (SEMIRING_SCALED: one exp() per state and token, multiply-adds
+ * per edge).  That pass is exact to rounding as long as every factor it
+ * multiplies stays a normal double: it checks that each transition, start,
+ * final and per-token emission score is within SCALED_SPREAD nats of its
+ * maximum and that every reachable state stays within SCALED_SPREAD nats of
+ * the best state of its token; products of up to three such factors are then
+ * >= 1e-300.  A sentence that breaks a check is redone in the log domain.
+ *
+ * The log-domain pass (SEMIRING_LOG) keeps log-potentials and factors the
+ * largest source score and the largest transition score out of each sum:
  *     log sum_i exp(v_i + w_ij) = m_v + m_w + log sum_i exp(v_i - m_v) exp(w_ij - m_w)
- * where exp(w - m_w) is computed once per call.  When the scaled sum for a
- * state falls below SCALED_SUM_FLOOR (terms cancelled by underflow, which
- * happens only with score spreads of hundreds of nats) that state is redone
- * exactly with a per-edge max shift, so the result is exact to rounding for
- * any finite scores: an underflowed term is below 1e-308 of the scale while a
- * kept sum is above 1e-280 of it.
+ * When the scaled sum for a state falls below SCALED_SUM_FLOOR (only with
+ * score spreads of hundreds of nats) that state is redone with a per-edge max
+ * shift, so the result is exact to rounding for any finite scores.
  */
 #include "fstcrf_kernel.h"
 
@@ -23,22 +28,26 @@
 #include <stddef.h>
 
 #define SCALED_SUM_FLOOR 1e-280
+/* Linear-domain factors must be >= exp(-SCALED_SPREAD) = 1e-100. */
+#define SCALED_SPREAD 230.0
+#define SCALED_FLOOR 1e-100
 /* Edge posteriors are formed as p_i * exp_trans_e * q_j * c; the fast form is
  * used while c stays below exp(MAX_LOG_SCALE), so a product lost to underflow
  * is below 1e-308 * 1e250. */
 #define MAX_LOG_SCALE 575.0
 
-typedef enum { SEMIRING_LOG = 0, SEMIRING_MAX = 1 } semiring;
+typedef enum { SEMIRING_LOG = 0, SEMIRING_MAX = 1, SEMIRING_SCALED = 2 } semiring;
 
 /* ------------------------------------------------------------------------ */
 /* Workspace layout                                                          */
 /* ------------------------------------------------------------------------ */
 
-/* doubles: alpha [t_max, S] | beta [t_max, S] | exp_trans [E] | vec [2, S]
- *          | kscore [t_max, S, k]                                          */
+/* doubles: alpha [t_max, S] | beta [t_max, S] | exp_emit [t_max, S]
+ *          | log_scale [t_max] | emit_max [t_max] | exp_trans [E]
+ *          | exp_start [S] | exp_final [S] | vec [2, S] | kscore [t_max, S, k] */
 int64_t fc_workspace_doubles(int32_t S, int32_t E, int64_t t_max, int32_t k)
 {
-    return 2 * t_max * S + (int64_t)E + 2 * (int64_t)S + t_max * S * (int64_t)k;
+    return 3 * t_max * S + 2 * t_max + (int64_t)E + 4 * (int64_t)S + t_max * S * (int64_t)k;
 }
 
 /* ints: backptr [t_max, S, k] (entry = source state * k + source rank) */
@@ -51,12 +60,18 @@ int64_t fc_workspace_ints(int32_t S, int32_t E, int64_t t_max, int32_t k)
 typedef struct {
     double *alpha;      /* [t_max, S] forward table */
     double *beta;       /* [t_max, S] backward table */
+    double *exp_emit;   /* [t_max, S] exp(emit[t, s] - emit_max[t]) */
+    double *log_scale;  /* [t_max] log of the forward rescaling factor of token t */
+    double *emit_max;   /* [t_max] max_s emit[t, s] */
     double *exp_trans;  /* [E] exp(trans[e] - trans_max) */
+    double *exp_start;  /* [S] exp(start[s] - start_max) */
+    double *exp_final;  /* [S] exp(final[s] - final_max) */
     double *vec_a;      /* [S] scratch */
     double *vec_b;      /* [S] scratch */
     double *kscore;     /* [t_max, S, k] k-best score lists */
     int32_t *backptr;   /* [t_max, S, k] k-best / Viterbi back pointers */
-    double trans_max;   /* max_e trans[e] (0 when E == 0) */
+    double trans_max, start_max, final_max;
+    int scaled_ok;      /* transition/start/final spreads allow SEMIRING_SCALED */
 } buffers;
 
 static buffers carve(const fc_graph *g, fc_workspace *ws)
@@ -65,24 +80,42 @@ static buffers carve(const fc_graph *g, fc_workspace *ws)
     buffers w;
     w.alpha = ws->doubles;
     w.beta = w.alpha + cells;
-    w.exp_trans = w.beta + cells;
-    w.vec_a = w.exp_trans + g->num_edges;
+    w.exp_emit = w.beta + cells;
+    w.log_scale = w.exp_emit + cells;
+    w.emit_max = w.log_scale + ws->t_max;
+    w.exp_trans = w.emit_max + ws->t_max;
+    w.exp_start = w.exp_trans + g->num_edges;
+    w.exp_final = w.exp_start + S;
+    w.vec_a = w.exp_final + S;
     w.vec_b = w.vec_a + S;
     w.kscore = w.vec_b + S;
     w.backptr = ws->ints;
-    w.trans_max = 0.0;
+    w.trans_max = w.start_max = w.final_max = 0.0;
+    w.scaled_ok = 0;
     return w;
 }
 
-/* Fill exp_trans and trans_max for the log semiring. */
+static double max_of(const double *v, int32_t n);
+
+/* out[i] = exp(v[i] - max v); returns max v; *ok cleared if a finite entry
+ * is more than SCALED_SPREAD below the max. */
+static double exp_shifted(const double *v, int32_t n, double *out, int *ok)
+{
+    const double m = n > 0 ? max_of(v, n) : 0.0;
+    for (int32_t i = 0; i < n; ++i) {
+        out[i] = exp(v[i] - m);
+        if (v[i] != -INFINITY && v[i] < m - SCALED_SPREAD) *ok = 0;
+    }
+    return m;
+}
+
+/* Fill the batch-wide exponentiated scores. */
 static void prepare_transitions(const fc_graph *g, const fc_scores *sc, buffers *w)
 {
-    double m = -INFINITY;
-    for (int32_t e = 0; e < g->num_edges; ++e)
-        if (sc->trans[e] > m) m = sc->trans[e];
-    w->trans_max = g->num_edges > 0 ? m : 0.0;
-    for (int32_t e = 0; e < g->num_edges; ++e)
-        w->exp_trans[e] = exp(sc->trans[e] - w->trans_max);
+    w->scaled_ok = 1;
+    w->trans_max = exp_shifted(sc->trans, g->num_edges, w->exp_trans, &w->scaled_ok);
+    w->start_max = exp_shifted(sc->start, g->num_states, w->exp_start, &w->scaled_ok);
+    w->final_max = exp_shifted(sc->final, g->num_states, w->exp_final, &w->scaled_ok);
 }
 
 static double max_of(const double *v, int32_t n)
@@ -187,6 +220,78 @@ static void chain_pass(semiring sr, int backward, const fc_graph *g, const fc_sc
     }
 }
 
+/* Divide row [S] by its maximum m and set *log_factor = log m.  Returns 0 if
+ * the row is all zero or a non-zero entry is below SCALED_FLOOR * m. */
+static int rescale(double *row, int32_t S, double *log_factor)
+{
+    const double m = max_of(row, S);
+    if (!(m > 0.0)) return 0;
+    const double inverse = 1.0 / m;
+    int ok = 1;
+    for (int32_t s = 0; s < S; ++s) {
+        row[s] *= inverse;
+        if (row[s] != 0.0 && row[s] < SCALED_FLOOR) ok = 0;
+    }
+    *log_factor = log(m);
+    return ok;
+}
+
+/* The linear-domain pass (SEMIRING_SCALED) over one sentence whose exp_emit
+ * and emit_max rows are filled.  Forward: table[t] is alpha_t divided by
+ * exp(sum_{u<=t} log_scale[u]) and by the emission, transition and start
+ * maxima factored out.  Backward: table[t] is proportional to beta_t (its
+ * scale is not kept; posteriors are normalised per token).  Returns 0 if a
+ * check fails, and the caller redoes the sentence in the log domain. */
+static int scaled_pass(int backward, const fc_graph *g, const buffers *w, int64_t T,
+                       double *table)
+{
+    const int32_t S = g->num_states;
+    double discarded;
+    if (!backward) {
+        for (int32_t s = 0; s < S; ++s) table[s] = w->exp_start[s] * w->exp_emit[s];
+        if (!rescale(table, S, &w->log_scale[0])) return 0;
+        for (int64_t t = 1; t < T; ++t) {
+            const double *prev = table + (t - 1) * S, *e = w->exp_emit + t * S;
+            double *row = table + t * S;
+            for (int32_t j = 0; j < S; ++j) {
+                double sum = 0.0;
+                for (int32_t k = g->in_ptr[j]; k < g->in_ptr[j + 1]; ++k)
+                    sum += prev[g->in_src[k]] * w->exp_trans[k];
+                row[j] = sum * e[j];
+            }
+            if (!rescale(row, S, &w->log_scale[t])) return 0;
+        }
+        return 1;
+    }
+    double *v = w->vec_b;
+    for (int32_t s = 0; s < S; ++s) table[(T - 1) * S + s] = w->exp_final[s];
+    if (!rescale(table + (T - 1) * S, S, &discarded)) return 0;
+    for (int64_t t = T - 2; t >= 0; --t) {
+        const double *next = table + (t + 1) * S, *e = w->exp_emit + (t + 1) * S;
+        double *row = table + t * S;
+        for (int32_t s = 0; s < S; ++s) v[s] = e[s] * next[s];
+        for (int32_t i = 0; i < S; ++i) {
+            double sum = 0.0;
+            for (int32_t k = g->out_ptr[i]; k < g->out_ptr[i + 1]; ++k)
+                sum += w->exp_trans[g->out_edge[k]] * v[g->out_dst[k]];
+            row[i] = sum;
+        }
+        if (!rescale(row, S, &discarded)) return 0;
+    }
+    return 1;
+}
+
+/* log Z from a completed scaled forward table. */
+static double scaled_log_z(const fc_graph *g, const buffers *w, int64_t T)
+{
+    const int32_t S = g->num_states;
+    const double *last = w->alpha + (T - 1) * S;
+    double total = 0.0, offset = w->start_max + w->final_max + (double)(T - 1) * w->trans_max;
+    for (int32_t s = 0; s < S; ++s) total += last[s] * w->exp_final[s];
+    for (int64_t t = 0; t < T; ++t) offset += w->log_scale[t] + w->emit_max[t];
+    return offset + log(total);
+}
+
 /* Score of the best / total of all complete paths from a forward table. */
 static double close_paths(semiring sr, const double *last_row, const double *final,
                           int32_t S, double *scratch, int32_t *arg)
@@ -247,6 +352,47 @@ static void add_edge_posteriors(const fc_graph *g, const fc_scores *sc, const bu
             counts[e] += exp(alpha_prev[g->in_src[e]] + sc->trans[e] + q[j] - log_z);
 }
 
+/* Posteriors of one sentence from its forward and backward tables, either
+ * scaled (linear domain) or log-domain; each token is normalised by its own
+ * sum over states, which equals Z but shares the rounding of its tables. */
+static void add_posteriors(int scaled, const fc_graph *g, const fc_scores *sc, const buffers *w,
+                           const double *emit, int64_t T, double *node_marg, double *edge_counts)
+{
+    const int32_t S = g->num_states;
+    double *joint = w->vec_b;
+    for (int64_t t = 0; t < T; ++t) {
+        const double *a = w->alpha + t * S, *bt = w->beta + t * S;
+        double norm = 0.0, log_norm = 0.0;
+        if (scaled) {
+            for (int32_t s = 0; s < S; ++s) norm += (joint[s] = a[s] * bt[s]);
+        } else {
+            for (int32_t s = 0; s < S; ++s) joint[s] = a[s] + bt[s];
+            log_norm = log_sum_exp(joint, S);
+        }
+        if (node_marg) {
+            double *out = node_marg + t * S;
+            if (scaled)
+                for (int32_t s = 0; s < S; ++s) out[s] = joint[s] / norm;
+            else
+                for (int32_t s = 0; s < S; ++s) out[s] = exp(joint[s] - log_norm);
+        }
+        if (!edge_counts || t == 0) continue;
+        if (!scaled) {
+            add_edge_posteriors(g, sc, w, a - S, bt, emit + t * S, log_norm, edge_counts);
+            continue;
+        }
+        /* sum over edges into j of alpha_{t-1}(i) M_ij equals alpha_t(j) * row max / exp_emit */
+        const double *prev = a - S, *e = w->exp_emit + t * S;
+        const double factor = 1.0 / (exp(w->log_scale[t]) * norm);
+        for (int32_t j = 0; j < S; ++j) {
+            const double q = e[j] * bt[j] * factor;
+            if (q == 0.0) continue;
+            for (int32_t k = g->in_ptr[j]; k < g->in_ptr[j + 1]; ++k)
+                edge_counts[k] += prev[g->in_src[k]] * w->exp_trans[k] * q;
+        }
+    }
+}
+
 int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
                         double *log_z, double *node_marg, double *edge_counts,
                         fc_workspace *ws)
@@ -260,9 +406,20 @@ int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const double *emit = b->emit + off * S;
-        chain_pass(SEMIRING_LOG, 0, g, sc, emit, T, &w, w.alpha, NULL);
-        const double lz = close_paths(SEMIRING_LOG, w.alpha + (T - 1) * S, sc->final, S,
-                                      w.vec_a, NULL);
+        int scaled = w.scaled_ok;
+        for (int64_t t = 0; t < T; ++t)
+            w.emit_max[t] = exp_shifted(emit + t * S, S, w.exp_emit + t * S, &scaled);
+        scaled = scaled && scaled_pass(0, g, &w, T, w.alpha)
+                 && (!backward_needed || scaled_pass(1, g, &w, T, w.beta));
+        double lz;
+        if (scaled) {
+            lz = scaled_log_z(g, &w, T);
+        } else {
+            chain_pass(SEMIRING_LOG, 0, g, sc, emit, T, &w, w.alpha, NULL);
+            lz = close_paths(SEMIRING_LOG, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, NULL);
+            if (backward_needed && lz > -INFINITY)
+                chain_pass(SEMIRING_LOG, 1, g, sc, emit, T, &w, w.beta, NULL);
+        }
         log_z[i] = lz;
         if (lz == -INFINITY) {
             status = FC_INFEASIBLE;
@@ -270,22 +427,9 @@ int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *
                 for (int64_t n = 0; n < T * S; ++n) node_marg[off * S + n] = 0.0;
             continue;
         }
-        if (!backward_needed) continue;
-        chain_pass(SEMIRING_LOG, 1, g, sc, emit, T, &w, w.beta, NULL);
-        /* Posteriors at token t are normalised by log sum_s alpha_t(s) + beta_t(s),
-         * which equals log Z exactly but shares the rounding of alpha_t and
-         * beta_t; over 10^5 tokens those tables reach 10^6-10^9 in magnitude. */
-        for (int64_t t = 0; t < T; ++t) {
-            const double *a = w.alpha + t * S, *bt = w.beta + t * S;
-            for (int32_t s = 0; s < S; ++s) w.vec_b[s] = a[s] + bt[s];
-            const double lz_t = log_sum_exp(w.vec_b, S);
-            if (node_marg) {
-                double *out = node_marg + (off + t) * S;
-                for (int32_t s = 0; s < S; ++s) out[s] = exp(w.vec_b[s] - lz_t);
-            }
-            if (edge_counts && t > 0)
-                add_edge_posteriors(g, sc, &w, a - S, bt, emit + t * S, lz_t, edge_counts);
-        }
+        if (backward_needed)
+            add_posteriors(scaled, g, sc, &w, emit, T, node_marg ? node_marg + off * S : NULL,
+                           edge_counts);
     }
     return status;
 }

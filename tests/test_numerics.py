@@ -75,3 +75,23 @@ def test_large_batch_equals_sentence_by_sentence_and_threads_agree():
         np.testing.assert_allclose(fstcrf.log_partition(alone)[0], one.log_z[b], rtol=1e-13)
     np.testing.assert_array_equal(fstcrf.viterbi(pot, threads=1).paths, fstcrf.viterbi(pot, threads=2).paths)
     np.testing.assert_array_equal(fstcrf.sample(pot, 3, seed=5, threads=1), fstcrf.sample(pot, 3, seed=5, threads=2))
+
+
+@pytest.mark.parametrize("magnitude", [1.0, 60.0, 300.0, 3000.0])
+def test_scaled_and_log_domain_paths_agree_with_reference(magnitude):
+    """Small spreads run in the linear domain, large ones fall back to the log
+    domain (per sentence); both must match the log-space reference."""
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        topo = masked_random_topology(rng, int(rng.integers(2, 7)), 0.4)
+        lengths = rng.integers(1, 30, size=4)
+        pot = fstcrf.Potentials(topo, rng.uniform(-magnitude, magnitude, (lengths.sum(), topo.num_states)),
+                                lengths, rng.uniform(-magnitude, magnitude, topo.num_edges))
+        result = fstcrf.forward_backward(pot)
+        counts = np.zeros((topo.num_states, topo.num_states))
+        for b in range(len(lengths)):
+            log_z, marginals, edges = reference.forward_backward(pot, b)
+            assert result.log_z[b] == pytest.approx(log_z, rel=1e-12, abs=1e-12)
+            np.testing.assert_allclose(result.node_marginals[pot.sentence(b)], marginals, atol=1e-10)
+            counts += edges
+        np.testing.assert_allclose(result.edge_counts, counts[topo.edge_src, topo.edge_dst], atol=1e-9)

@@ -1,0 +1,50 @@
+"""A dependency-free progress bar on stderr for long runs."""
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """Report ``done / total`` with rate and ETA.
+
+    Redraws one line on a terminal; elsewhere prints a line at most every
+    ``interval`` seconds so logs stay short.  Use as a context manager."""
+
+    def __init__(self, total: int, description: str, unit: str = "it", stream=None,
+                 interval: float = 5.0, enabled: bool = True):
+        self.total = max(int(total), 1)
+        self.description = description
+        self.unit = unit
+        self.stream = stream or sys.stderr
+        self.interval = interval if not self.stream.isatty() else 0.1
+        self.enabled = enabled
+        self.done = 0
+        self._started = time.perf_counter()
+        self._last_draw = 0.0
+
+    def update(self, amount: int = 1) -> None:
+        self.done += amount
+        now = time.perf_counter()
+        if self.enabled and (now - self._last_draw >= self.interval or self.done >= self.total):
+            self._last_draw = now
+            self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        elapsed = now - self._started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        remaining = (self.total - self.done) / rate if rate > 0 else float("inf")
+        width = 24
+        filled = int(width * min(self.done, self.total) / self.total)
+        line = (f"{self.description} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                f"{self.unit} {rate:,.0f} {self.unit}/s ETA {remaining:,.0f}s")
+        end = "\r" if self.stream.isatty() and self.done < self.total else "\n"
+        self.stream.write(line + end)
+        self.stream.flush()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled and self.stream.isatty() and self.done < self.total:
+            self.stream.write("\n")
