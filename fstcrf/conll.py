@@ -16,7 +16,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence, TextIO
+from typing import Iterator, Sequence, TextIO
 
 from .errors import ConllFormatError, FstcrfError, ShapeError
 
@@ -67,10 +67,6 @@ class Sentence:
     def __getitem__(self, column: str) -> list[str]:
         """The values of one column [num_tokens]."""
         return self.columns[column]
-
-    def rows(self) -> Iterator[tuple[str, ...]]:
-        """The fields of each token, in column order."""
-        return zip(*self.columns.values())
 
 
 @dataclass
@@ -264,6 +260,9 @@ def _format_lines(sentences: Sequence[Sentence], trailing_docstart_lines: Sequen
             columns.append(values)
         for values in columns:
             check_fields(values, len(out) + 1)
+        if columns and DOCSTART in columns[0]:
+            raise ConllFormatError(f"{target}:{len(out) + columns[0].index(DOCSTART) + 1}: "
+                                   f"cannot write a token whose first field is {DOCSTART}")
         out.extend(separator.join(fields) + "\n" for fields in zip(*columns))
         out.append("\n")
     for docstart_line in trailing_docstart_lines:

@@ -7,7 +7,10 @@ and chunks begin and end by conlleval's rules, which cover IOB1, IOB2 and IOE
 tags (``B``/``I``/``E``/``O``) and the bracket tags ``[`` and ``]``.  conlleval
 has no rule for ``S`` tags: an ``S`` tag behaves like any other prefix (a
 chunk starts at a change of type only).  Each sentence ends with an implicit
-``O``, as after a blank line in conlleval's input.
+``O``, as after a blank line in conlleval's input.  Like conlleval, a chunk
+type "0" counts as the empty type.  Unlike it, the report lists each chunk
+type once (conlleval prints the empty type twice when both gold and predicted
+chunks have it).
 
 Precision, recall, F1 and accuracy are percentages, as conlleval prints them.
 """
@@ -15,13 +18,22 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from scipy import stats
 
 from .errors import ShapeError
 
 _EXACT_TEST_BELOW = 25
+
+
+def _split_tag(tag: str) -> tuple[str, str]:
+    """A tag's prefix and chunk type, split at the first dash ("O" -> ("O", "")).
+
+    The type "0" becomes "", as in conlleval, where Perl takes "0" for false.
+    """
+    prefix, _, chunk_type = tag.partition("-")
+    return prefix, "" if chunk_type == "0" else chunk_type
 
 
 def _chunk_end(previous: tuple[str, str], current: tuple[str, str]) -> bool:
@@ -107,7 +119,8 @@ class ChunkScores:
         return "\n".join(lines) + "\n"
 
 
-def _tag_pairs(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]):
+def _tag_pairs(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]
+               ) -> Iterator[tuple[tuple[str, str], tuple[str, str], bool]]:
     """Yield (gold tag, predicted tag, is a token) split into (prefix, type), sentence by sentence.
 
     Each sentence is followed by an ("O", "") pair that is not a token, like
@@ -170,12 +183,6 @@ def score_chunks(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -
                        num_predicted_chunks=sum(predicted_found.values()),
                        num_correct_chunks=num_correct, num_tokens=num_tokens,
                        num_correct_tokens=num_correct_tokens, per_type=per_type)
-
-
-def _split_tag(tag: str) -> tuple[str, str]:
-    """A tag's prefix and chunk type, split at the first dash ("O" -> ("O", ""))."""
-    prefix, _, chunk_type = tag.partition("-")
-    return prefix, chunk_type
 
 
 @dataclass(frozen=True)

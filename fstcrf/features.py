@@ -39,7 +39,7 @@ from .errors import FstcrfError, ModelFileError, TemplateError
 _ITEM = re.compile(r"(?P<column>[A-Za-z_][A-Za-z0-9_]*)\[(?P<offset>[+-]?[0-9]+)\]")
 _TRANSFORMED_ITEM = re.compile(r"(?P<transform>[A-Za-z_][A-Za-z0-9_]*)\((?P<item>[^()]*)\)")
 _AFFIX = re.compile(r"(?P<kind>prefix|suffix)(?P<length>[1-9])")
-_BOUNDARY_LIKE = re.compile(r"\\*__(?:BOS-|EOS\+)[0-9]+__")
+_BOUNDARY_LIKE = re.compile(r"__(?:BOS-|EOS\+)[0-9]+__")
 _TRANSFORM_NAMES = "lower, shape, prefix1..prefix9, suffix1..suffix9"
 
 
@@ -135,17 +135,15 @@ class Template:
 
 
 def _parse_observation(text: str, where: str) -> Observation:
-    transform = None
     transformed = _TRANSFORMED_ITEM.fullmatch(text)
-    if transformed is not None:
-        transform, text = transformed["transform"], transformed["item"]
-        if _transform_function(transform) is None:
-            raise TemplateError(f"{where}: unknown transform {transform!r}; "
-                                f"the transforms are {_TRANSFORM_NAMES}")
-    item = _ITEM.fullmatch(text)
+    item = _ITEM.fullmatch(transformed["item"] if transformed else text)
     if item is None:
         raise TemplateError(f"{where}: cannot parse {text!r}; expected column[offset] such "
                             f"as word[-1], or transform(column[offset]) such as lower(word[0])")
+    transform = transformed["transform"] if transformed else None
+    if transform is not None and _transform_function(transform) is None:
+        raise TemplateError(f"{where}: unknown transform {transform!r}; "
+                            f"the transforms are {_TRANSFORM_NAMES}")
     return Observation(item["column"], int(item["offset"]), transform)
 
 
@@ -215,6 +213,7 @@ class _TokenTable:
         self.position = np.arange(self.num_tokens) - np.repeat(starts, lengths)
         self.sentence_length = np.repeat(lengths, lengths)
         self._coded_columns: dict[tuple[str, str | None], tuple[np.ndarray, list[str]]] = {}
+        self._value_names: dict[tuple[str, str | None], list[str]] = {}
 
     def _column_values(self, column: str) -> list[str]:
         values: list[str] = []
@@ -225,7 +224,7 @@ class _TokenTable:
         return values
 
     def _coded_column(self, column: str, transform: str | None) -> tuple[np.ndarray, list[str]]:
-        """Value codes [num_tokens] of a (transformed) column and the escaped value of each code."""
+        """Value codes [num_tokens] of a (transformed) column and the value of each code."""
         key = (column, transform)
         if key not in self._coded_columns:
             if transform is None:
@@ -242,12 +241,20 @@ class _TokenTable:
                                    for value in raw_values], dtype=np.int64)
                 codes = recode[raw_codes]
                 values = list(code_of)
-            self._coded_columns[key] = codes, [_escape(value) for value in values]
+            self._coded_columns[key] = codes, values
         return self._coded_columns[key]
+
+    def _coded_names(self, column: str, transform: str | None) -> tuple[np.ndarray, list[str]]:
+        """Value codes [num_tokens] of a (transformed) column and the escaped value of each code."""
+        codes, values = self._coded_column(column, transform)
+        key = (column, transform)
+        if key not in self._value_names:
+            self._value_names[key] = [_escape(value) for value in values]
+        return codes, self._value_names[key]
 
     def observation_codes(self, observation: Observation) -> tuple[np.ndarray, list[str]]:
         """Codes [num_tokens] of an observation at each token, and the name of each code."""
-        codes, names = self._coded_column(observation.column, observation.transform)
+        codes, names = self._coded_names(observation.column, observation.transform)
         offset = observation.offset
         if offset == 0:
             return codes, names
@@ -276,10 +283,10 @@ class _TokenTable:
             return (names, np.zeros(self.num_tokens, dtype=np.int64),
                     np.full(len(names), self.num_tokens, dtype=np.int64))
         coded = [self.observation_codes(observation) for observation in predicate.observations]
-        key = np.zeros(self.num_tokens, dtype=np.int64)
-        for codes, names in coded:
-            key = key * len(names) + codes
-            _, key = np.unique(key, return_inverse=True)
+        key = coded[0][0]
+        for codes, names in coded[1:]:
+            _, key = np.unique(key, return_inverse=True)  # compact, so the product stays small
+            key = key.reshape(-1) * len(names) + codes
         _, first_token, key, counts = np.unique(key, return_index=True, return_inverse=True,
                                                 return_counts=True)
         order = np.argsort(first_token, kind="stable")

@@ -205,6 +205,8 @@ def test_fields_with_whitespace_cannot_be_written(tmp_path):
         write_conll(sentences, tmp_path / "out.txt")
     with pytest.raises(ConllFormatError, match="''"):
         write_conll([Sentence({"word": ["a"]})], io.StringIO(), extra_columns=[[[""]]])
+    with pytest.raises(ConllFormatError, match="<stream>:2: .*-DOCSTART-"):
+        write_conll([Sentence({"word": ["a", "-DOCSTART-"]})], io.StringIO())
 
 
 def test_writing_a_path_replaces_it_atomically(tmp_path):
