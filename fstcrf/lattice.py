@@ -39,7 +39,7 @@ def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical",
     emit = pot.emissions[pot.sentence(sentence)]
     T = len(emit)
     keys = (topo.state_label + 1) if symbols == "labels" else np.arange(1, S + 1)
-    fst = pynini.Fst(arc_type=arc_type)
+    fst = pynini.Fst(arc_type="standard" if arc_type == "tropical" else arc_type)
     if arc_type == "tropical":
         def weight(value):
             return value
