@@ -2,7 +2,10 @@
 
 Used by setuptools through ``cffi_modules`` in setup.py; it compiles
 csrc/fstcrf_kernel.c into the extension module ``fstcrf._kernel``.
+Extra compiler and linker flags may be given in FSTCRF_CFLAGS, e.g.
+``-fsanitize=address`` for the sanitizer run described in docs/development.md.
 """
+import os
 import pathlib
 import re
 
@@ -20,6 +23,8 @@ def _declarations() -> str:
     return "\n".join(lines) + "\n#define FC_OK 0\n#define FC_INFEASIBLE 1\n#define FC_BAD_ARGUMENT 2\n"
 
 
+EXTRA_FLAGS = os.environ.get("FSTCRF_CFLAGS", "").split()
+
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(_declarations())
 ffibuilder.set_source(
@@ -27,7 +32,8 @@ ffibuilder.set_source(
     '#include "fstcrf_kernel.h"',
     sources=[str((HERE / "fstcrf_kernel.c").relative_to(HERE.parent))],
     include_dirs=[str(HERE.relative_to(HERE.parent))],
-    extra_compile_args=["-O3", "-std=c99"],
+    extra_compile_args=["-O3", "-std=c99", *EXTRA_FLAGS],
+    extra_link_args=EXTRA_FLAGS,
     libraries=["m"],
 )
 
