@@ -43,11 +43,11 @@ typedef enum { SEMIRING_LOG = 0, SEMIRING_MAX = 1, SEMIRING_SCALED = 2 } semirin
 /* ------------------------------------------------------------------------ */
 
 /* doubles: alpha [t_max, S] | beta [t_max, S] | exp_emit [t_max, S]
- *          | log_scale [t_max] | emit_max [t_max] | exp_trans [E]
+ *          | log_scale [t_max] | emit_max [t_max] | exp_trans [E] | exp_trans_out [E]
  *          | exp_start [S] | exp_final [S] | vec [2, S] | kscore [t_max, S, k] */
 int64_t fc_workspace_doubles(int32_t S, int32_t E, int64_t t_max, int32_t k)
 {
-    return 3 * t_max * S + 2 * t_max + (int64_t)E + 4 * (int64_t)S + t_max * S * (int64_t)k;
+    return 3 * t_max * S + 2 * t_max + 2 * (int64_t)E + 4 * (int64_t)S + t_max * S * (int64_t)k;
 }
 
 /* ints: backptr [t_max, S, k] (entry = source state * k + source rank) */
@@ -64,6 +64,7 @@ typedef struct {
     double *log_scale;  /* [t_max] log of the forward rescaling factor of token t */
     double *emit_max;   /* [t_max] max_s emit[t, s] */
     double *exp_trans;  /* [E] exp(trans[e] - trans_max) */
+    double *exp_trans_out; /* [E] exp_trans[out_edge[k]]: the same in leaving-slot order */
     double *exp_start;  /* [S] exp(start[s] - start_max) */
     double *exp_final;  /* [S] exp(final[s] - final_max) */
     double *vec_a;      /* [S] scratch */
@@ -84,7 +85,8 @@ static buffers carve(const fc_graph *g, fc_workspace *ws)
     w.log_scale = w.exp_emit + cells;
     w.emit_max = w.log_scale + ws->t_max;
     w.exp_trans = w.emit_max + ws->t_max;
-    w.exp_start = w.exp_trans + g->num_edges;
+    w.exp_trans_out = w.exp_trans + g->num_edges;
+    w.exp_start = w.exp_trans_out + g->num_edges;
     w.exp_final = w.exp_start + S;
     w.vec_a = w.exp_final + S;
     w.vec_b = w.vec_a + S;
@@ -114,6 +116,7 @@ static void prepare_transitions(const fc_graph *g, const fc_scores *sc, buffers 
 {
     w->scaled_ok = 1;
     w->trans_max = exp_shifted(sc->trans, g->num_edges, w->exp_trans, &w->scaled_ok);
+    for (int32_t k = 0; k < g->num_edges; ++k) w->exp_trans_out[k] = w->exp_trans[g->out_edge[k]];
     w->start_max = exp_shifted(sc->start, g->num_states, w->exp_start, &w->scaled_ok);
     w->final_max = exp_shifted(sc->final, g->num_states, w->exp_final, &w->scaled_ok);
 }
@@ -124,6 +127,23 @@ static double max_of(const double *v, int32_t n)
     for (int32_t i = 0; i < n; ++i)
         if (v[i] > m) m = v[i];
     return m;
+}
+
+/* sum over k in [lo, hi) of v[idx[k]] * weight[k], with four partial sums
+ * so the additions do not wait on each other. */
+static double gather_dot(const double *v, const int32_t *idx, const double *weight,
+                         int32_t lo, int32_t hi)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int32_t k = lo;
+    for (; k + 4 <= hi; k += 4) {
+        s0 += v[idx[k]] * weight[k];
+        s1 += v[idx[k + 1]] * weight[k + 1];
+        s2 += v[idx[k + 2]] * weight[k + 2];
+        s3 += v[idx[k + 3]] * weight[k + 3];
+    }
+    for (; k < hi; ++k) s0 += v[idx[k]] * weight[k];
+    return (s0 + s1) + (s2 + s3);
 }
 
 /* log sum_i exp(v[i]), exact for any finite or -inf entries. */
@@ -168,10 +188,9 @@ static void reduce_edges(semiring sr, int32_t S, const int32_t *ptr, const int32
     }
     for (int32_t y = 0; y < S; ++y) scaled_v[y] = exp(v[y] - m_v);
     const double shift = m_v + w->trans_max;
+    const double *exp_weight = edge ? w->exp_trans_out : w->exp_trans; /* slot order */
     for (int32_t x = 0; x < S; ++x) {
-        double s = 0.0;
-        for (int32_t k = ptr[x]; k < ptr[x + 1]; ++k)
-            s += scaled_v[nbr[k]] * w->exp_trans[edge ? edge[k] : k];
+        double s = gather_dot(scaled_v, nbr, exp_weight, ptr[x], ptr[x + 1]);
         if (s >= SCALED_SUM_FLOOR) {
             out[x] = shift + log(s);
             continue;
@@ -253,12 +272,8 @@ static int scaled_pass(int backward, const fc_graph *g, const buffers *w, int64_
         for (int64_t t = 1; t < T; ++t) {
             const double *prev = table + (t - 1) * S, *e = w->exp_emit + t * S;
             double *row = table + t * S;
-            for (int32_t j = 0; j < S; ++j) {
-                double sum = 0.0;
-                for (int32_t k = g->in_ptr[j]; k < g->in_ptr[j + 1]; ++k)
-                    sum += prev[g->in_src[k]] * w->exp_trans[k];
-                row[j] = sum * e[j];
-            }
+            for (int32_t j = 0; j < S; ++j)
+                row[j] = gather_dot(prev, g->in_src, w->exp_trans, g->in_ptr[j], g->in_ptr[j + 1]) * e[j];
             if (!rescale(row, S, &w->log_scale[t])) return 0;
         }
         return 1;
@@ -270,12 +285,8 @@ static int scaled_pass(int backward, const fc_graph *g, const buffers *w, int64_
         const double *next = table + (t + 1) * S, *e = w->exp_emit + (t + 1) * S;
         double *row = table + t * S;
         for (int32_t s = 0; s < S; ++s) v[s] = e[s] * next[s];
-        for (int32_t i = 0; i < S; ++i) {
-            double sum = 0.0;
-            for (int32_t k = g->out_ptr[i]; k < g->out_ptr[i + 1]; ++k)
-                sum += w->exp_trans[g->out_edge[k]] * v[g->out_dst[k]];
-            row[i] = sum;
-        }
+        for (int32_t i = 0; i < S; ++i)
+            row[i] = gather_dot(v, g->out_dst, w->exp_trans_out, g->out_ptr[i], g->out_ptr[i + 1]);
         if (!rescale(row, S, &discarded)) return 0;
     }
     return 1;
