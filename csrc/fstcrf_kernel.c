@@ -651,3 +651,364 @@ int fc_sample(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
     }
     return status;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Joint decoding of composed chains                                        */
+/* ------------------------------------------------------------------------ */
+
+static int64_t joint_size(const fc_joint *j)
+{
+    int64_t P = 1;
+    for (int32_t k = 0; k < j->num_components; ++k) P *= j->graphs[k].num_states;
+    return P;
+}
+
+/* L_k: how many states the transition scores of component k depend on. */
+static int32_t lower_size(const fc_joint *j, int32_t k)
+{
+    return k == 0 ? 1 : j->graphs[k - 1].num_states;
+}
+
+static int64_t joint_weight_count(const fc_joint *j)
+{
+    int64_t n = 0;
+    for (int32_t k = 0; k < j->num_components; ++k)
+        n += (int64_t)lower_size(j, k) * j->graphs[k].num_edges;
+    return n;
+}
+
+/* doubles: alpha [t_max, P] | beta [t_max, P] | exp_emit [t_max, P]
+ *          | steps [t_max, N, P] | log_scale [t_max] | emit_max [t_max]
+ *          | tensors [2, P] | exp_trans [W] | exp_trans_out [W]
+ *          | exp_start [P] | exp_final [P]
+ * with W = sum_k L_k E_k.  No ints are used (one is asked for, so that the
+ * caller's buffer is never empty). */
+int64_t fc_joint_workspace_doubles(const fc_joint *j, int64_t t_max)
+{
+    const int64_t P = joint_size(j);
+    return (3 + j->num_components) * t_max * P + 2 * t_max + 4 * P + 2 * joint_weight_count(j);
+}
+
+int64_t fc_joint_workspace_ints(const fc_joint *j, int64_t t_max)
+{
+    (void)j;
+    (void)t_max;
+    return 1;
+}
+
+typedef struct {
+    int64_t P;
+    double *alpha, *beta, *exp_emit; /* [t_max, P] */
+    double *steps;                   /* [t_max, N, P] max-semiring result of each component step */
+    double *log_scale, *emit_max;    /* [t_max] */
+    double *tensor[2];               /* [P] ping-pong buffers for component steps */
+    double *exp_trans;               /* [W] exp(trans[k] - trans_max[k]), edge order, per component */
+    double *exp_trans_out;           /* [W] the same in leaving-slot order */
+    double *exp_start, *exp_final;   /* [P] */
+    double log_offset;               /* start_max + final_max */
+    double trans_max_sum;            /* sum_k max trans[k] */
+    int scaled_ok;
+} joint_buffers;
+
+static joint_buffers joint_carve(const fc_joint *j, fc_workspace *ws)
+{
+    joint_buffers w;
+    const int64_t P = joint_size(j), cells = ws->t_max * P, W = joint_weight_count(j);
+    w.P = P;
+    w.alpha = ws->doubles;
+    w.beta = w.alpha + cells;
+    w.exp_emit = w.beta + cells;
+    w.steps = w.exp_emit + cells;
+    w.log_scale = w.steps + cells * j->num_components;
+    w.emit_max = w.log_scale + ws->t_max;
+    w.tensor[0] = w.emit_max + ws->t_max;
+    w.tensor[1] = w.tensor[0] + P;
+    w.exp_trans = w.tensor[1] + P;
+    w.exp_trans_out = w.exp_trans + W;
+    w.exp_start = w.exp_trans_out + W;
+    w.exp_final = w.exp_start + P;
+    w.log_offset = w.trans_max_sum = 0.0;
+    w.scaled_ok = 0;
+    return w;
+}
+
+/* Exponentiate the batch-wide joint scores for the linear domain. */
+static void joint_prepare(const fc_joint *j, joint_buffers *w)
+{
+    w->scaled_ok = 1;
+    w->trans_max_sum = 0.0;
+    double *exp_in = w->exp_trans, *exp_out = w->exp_trans_out;
+    for (int32_t k = 0; k < j->num_components; ++k) {
+        const fc_graph *g = &j->graphs[k];
+        const int32_t L = lower_size(j, k), E = g->num_edges;
+        w->trans_max_sum += exp_shifted(j->trans[k], L * E, exp_in, &w->scaled_ok);
+        for (int32_t l = 0; l < L; ++l)
+            for (int32_t m = 0; m < E; ++m)
+                exp_out[l * E + m] = exp_in[l * E + g->out_edge[m]];
+        exp_in += (int64_t)L * E;
+        exp_out += (int64_t)L * E;
+    }
+    w->log_offset = exp_shifted(j->start, (int32_t)w->P, w->exp_start, &w->scaled_ok)
+                    + exp_shifted(j->final, (int32_t)w->P, w->exp_final, &w->scaled_ok);
+}
+
+/* One component step on a joint tensor viewed as [pre, S, post]:
+ *     out[p, x, q] = (+) over slots m of x of in[p, nbr[m], q] (*) weight[(p mod L) * E + m]
+ * where ptr [S+1] / nbr [E] are the component's rows (entering edges going
+ * forward, leaving edges going backward) and weight [L, E] is in the same
+ * slot order.  Because axis k-1 is the last axis of `pre`, p mod L is the
+ * state of the component below.  Linear domain: (+) = +, (*) = x. */
+static void component_sum(int32_t S, const int32_t *ptr, const int32_t *nbr,
+                          const double *weight, int32_t E, int32_t L, int64_t pre,
+                          int64_t post, const double *in, double *restrict out)
+{
+    for (int64_t p = 0; p < pre; ++p) {
+        const double *w_row = weight + (p % L) * (int64_t)E;
+        const double *in_p = in + p * S * post;
+        double *out_p = out + p * S * post;
+        if (post == 1) {
+            for (int32_t x = 0; x < S; ++x)
+                out_p[x] = gather_dot(in_p, nbr, w_row, ptr[x], ptr[x + 1]);
+            continue;
+        }
+        for (int32_t x = 0; x < S; ++x) {
+            double *restrict o = out_p + x * post;
+            for (int64_t q = 0; q < post; ++q) o[q] = 0.0;
+            for (int32_t m = ptr[x]; m < ptr[x + 1]; ++m) {
+                const double *restrict src = in_p + (int64_t)nbr[m] * post;
+                const double wm = w_row[m];
+                for (int64_t q = 0; q < post; ++q) o[q] += src[q] * wm;
+            }
+        }
+    }
+}
+
+/* The same step in the max semiring.  No back pointers are kept: the
+ * Viterbi backtrace recomputes the winning neighbour from the stored step
+ * tables, which lets this loop vectorise. */
+static void component_max(int32_t S, const int32_t *ptr, const int32_t *nbr,
+                          const double *weight, int32_t E, int32_t L, int64_t pre,
+                          int64_t post, const double *in, double *restrict out)
+{
+    for (int64_t p = 0; p < pre; ++p) {
+        const double *w_row = weight + (p % L) * (int64_t)E;
+        const double *in_p = in + p * S * post;
+        for (int32_t x = 0; x < S; ++x) {
+            double *restrict o = out + (p * S + x) * post;
+            for (int64_t q = 0; q < post; ++q) o[q] = -INFINITY;
+            for (int32_t m = ptr[x]; m < ptr[x + 1]; ++m) {
+                const double *restrict src = in_p + (int64_t)nbr[m] * post;
+                const double wm = w_row[m];
+                for (int64_t q = 0; q < post; ++q) {
+                    const double c = src[q] + wm;
+                    o[q] = c > o[q] ? c : o[q];
+                }
+            }
+        }
+    }
+}
+
+/* Zero (linear domain) or -inf (log domain) the joint states not allowed. */
+static void mask_joint(const fc_joint *j, int64_t P, double *row, double excluded)
+{
+    if (!j->allowed) return;
+    for (int64_t s = 0; s < P; ++s)
+        if (!j->allowed[s]) row[s] = excluded;
+}
+
+/* Apply all component transitions to `cur` (forward: components in chain
+ * order through entering edges; backward: reverse order through leaving
+ * edges).  Linear domain: rescales after every step, adding the log factors
+ * to *log_factor, and returns the buffer holding the result or NULL when a
+ * check fails.  Max semiring (forward only): step k's result is kept in
+ * steps [N, P] row k, for the backtrace. */
+static double *joint_transition(semiring sr, int backward, const fc_joint *j,
+                                const joint_buffers *w, const double *cur,
+                                double *log_factor, double *steps)
+{
+    const int32_t N = j->num_components;
+    int64_t weight_offset[64];
+    int64_t offset = 0;
+    for (int32_t k = 0; k < N; ++k) {
+        weight_offset[k] = offset;
+        offset += (int64_t)lower_size(j, k) * j->graphs[k].num_edges;
+    }
+    double *out = NULL;
+    int buffer = 0;
+    for (int32_t step = 0; step < N; ++step) {
+        const int32_t k = backward ? N - 1 - step : step;
+        const fc_graph *g = &j->graphs[k];
+        const int32_t S = g->num_states, L = lower_size(j, k), E = g->num_edges;
+        int64_t before = 1;
+        for (int32_t i = 0; i < k; ++i) before *= j->graphs[i].num_states;
+        const int64_t after = w->P / before / S;
+        if (sr == SEMIRING_MAX) {
+            out = steps + (int64_t)k * w->P;
+            component_max(S, g->in_ptr, g->in_src, j->trans[k], E, L, before, after, cur, out);
+        } else {
+            out = w->tensor[buffer];
+            buffer ^= 1;
+            const double *weight = (backward ? w->exp_trans_out : w->exp_trans) + weight_offset[k];
+            component_sum(S, backward ? g->out_ptr : g->in_ptr, backward ? g->out_dst : g->in_src,
+                          weight, E, L, before, after, cur, out);
+            double factor;
+            if (!rescale(out, (int32_t)w->P, &factor)) return NULL;
+            *log_factor += factor;
+        }
+        cur = out;
+    }
+    return out;
+}
+
+/* Linear-domain forward (backward == 0) or backward table of one sentence;
+ * returns 0 when a check fails. */
+static int joint_scaled_pass(int backward, const fc_joint *j, joint_buffers *w, int64_t T,
+                             double *table)
+{
+    const int64_t P = w->P;
+    double discarded = 0.0;
+    if (!backward) {
+        for (int64_t s = 0; s < P; ++s) table[s] = w->exp_start[s] * w->exp_emit[s];
+        mask_joint(j, P, table, 0.0);
+        if (!rescale(table, (int32_t)P, &w->log_scale[0])) return 0;
+        for (int64_t t = 1; t < T; ++t) {
+            double step = 0.0, *row = table + t * P;
+            const double *moved = joint_transition(SEMIRING_SCALED, 0, j, w, row - P, &step, NULL);
+            if (!moved) return 0;
+            const double *e = w->exp_emit + t * P;
+            for (int64_t s = 0; s < P; ++s) row[s] = moved[s] * e[s];
+            mask_joint(j, P, row, 0.0);
+            if (!rescale(row, (int32_t)P, &w->log_scale[t])) return 0;
+            w->log_scale[t] += step;
+        }
+        return 1;
+    }
+    double *last = table + (T - 1) * P;
+    for (int64_t s = 0; s < P; ++s) last[s] = w->exp_final[s];
+    mask_joint(j, P, last, 0.0);
+    if (!rescale(last, (int32_t)P, &discarded)) return 0;
+    for (int64_t t = T - 2; t >= 0; --t) {
+        double *v = w->tensor[1], *row = table + t * P;
+        const double *next = table + (t + 1) * P, *e = w->exp_emit + (t + 1) * P;
+        for (int64_t s = 0; s < P; ++s) v[s] = next[s] * e[s];
+        if (!rescale(v, (int32_t)P, &discarded)) return 0;
+        /* joint_transition ping-pongs starting with tensor[0], so v in
+         * tensor[1] is read before it is overwritten */
+        const double *moved = joint_transition(SEMIRING_SCALED, 1, j, w, v, &discarded, NULL);
+        if (!moved) return 0;
+        for (int64_t s = 0; s < P; ++s) row[s] = moved[s];
+        mask_joint(j, P, row, 0.0);
+        if (!rescale(row, (int32_t)P, &discarded)) return 0;
+    }
+    return 1;
+}
+
+static int check_joint(const fc_joint *j, const fc_batch *b, const fc_workspace *ws)
+{
+    if (j->num_components < 1 || j->num_components > 64) return FC_BAD_ARGUMENT;
+    if (joint_size(j) > INT32_MAX) return FC_BAD_ARGUMENT;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t T = b->offsets[i + 1] - b->offsets[i];
+        if (T <= 0 || T > ws->t_max) return FC_BAD_ARGUMENT;
+    }
+    return FC_OK;
+}
+
+int fc_joint_forward_backward(const fc_joint *j, const fc_batch *b, double *log_z,
+                              double *node_marg, int32_t *redo, fc_workspace *ws)
+{
+    int status = check_joint(j, b, ws);
+    if (status != FC_OK) return status;
+    joint_buffers w = joint_carve(j, ws);
+    joint_prepare(j, &w);
+    const int64_t P = w.P;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
+        const double *emit = b->emit + off * P;
+        int ok = w.scaled_ok;
+        for (int64_t t = 0; t < T; ++t)
+            w.emit_max[t] = exp_shifted(emit + t * P, (int32_t)P, w.exp_emit + t * P, &ok);
+        ok = ok && joint_scaled_pass(0, j, &w, T, w.alpha)
+             && (!node_marg || joint_scaled_pass(1, j, &w, T, w.beta));
+        redo[i] = !ok;
+        if (!ok) {
+            log_z[i] = NAN;
+            continue;
+        }
+        const double *last = w.alpha + (T - 1) * P;
+        double total = 0.0, lz = w.log_offset + (double)(T - 1) * w.trans_max_sum;
+        for (int64_t s = 0; s < P; ++s) total += last[s] * w.exp_final[s];
+        for (int64_t t = 0; t < T; ++t) lz += w.log_scale[t] + w.emit_max[t];
+        log_z[i] = lz + log(total);
+        if (total == 0.0) status = FC_INFEASIBLE;
+        if (!node_marg) continue;
+        for (int64_t t = 0; t < T; ++t) {
+            const double *a = w.alpha + t * P, *bt = w.beta + t * P;
+            double *out = node_marg + (off + t) * P, norm = 0.0;
+            for (int64_t s = 0; s < P; ++s) norm += (out[s] = a[s] * bt[s]);
+            for (int64_t s = 0; s < P; ++s) out[s] /= norm;
+        }
+    }
+    return status;
+}
+
+int fc_joint_viterbi(const fc_joint *j, const fc_batch *b, int32_t *path, double *score,
+                     fc_workspace *ws)
+{
+    int status = check_joint(j, b, ws);
+    if (status != FC_OK) return status;
+    joint_buffers w = joint_carve(j, ws);
+    const int64_t P = w.P;
+    const int32_t N = j->num_components;
+    int64_t strides[64]; /* joint index = sum_k state_k * strides[k] */
+    for (int64_t k = N - 1, stride = 1; k >= 0; stride *= j->graphs[k].num_states, --k)
+        strides[k] = stride;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
+        const double *emit = b->emit + off * P;
+        for (int64_t s = 0; s < P; ++s) w.alpha[s] = j->start[s] + emit[s];
+        mask_joint(j, P, w.alpha, -INFINITY);
+        for (int64_t t = 1; t < T; ++t) {
+            double *row = w.alpha + t * P;
+            const double *moved = joint_transition(SEMIRING_MAX, 0, j, &w, row - P, NULL,
+                                                   w.steps + t * N * P);
+            for (int64_t s = 0; s < P; ++s) row[s] = moved[s] + emit[t * P + s];
+            mask_joint(j, P, row, -INFINITY);
+        }
+        double best = -INFINITY;
+        int64_t state = -1;
+        for (int64_t s = 0; s < P; ++s) {
+            const double c = w.alpha[(T - 1) * P + s] + j->final[s];
+            if (c > best) { best = c; state = s; }
+        }
+        score[i] = best;
+        if (state < 0) {
+            status = FC_INFEASIBLE;
+            for (int64_t t = 0; t < T; ++t) path[off + t] = -1;
+            continue;
+        }
+        for (int64_t t = T - 1; t >= 0; --t) {
+            path[off + t] = (int32_t)state;
+            if (t == 0) break;
+            /* undo the component steps, last first: the previous state of
+             * component k is the first neighbour that reproduces the stored
+             * maximum of step k (the same additions give the same bits) */
+            for (int32_t k = N - 1; k >= 0; --k) {
+                const fc_graph *g = &j->graphs[k];
+                const int32_t S = g->num_states, L = lower_size(j, k);
+                const double *before = k == 0 ? w.alpha + (t - 1) * P : w.steps + (t * N + k - 1) * P;
+                const double target = w.steps[(t * N + k) * P + state];
+                const int64_t x = (state / strides[k]) % S;
+                const int64_t rest = state - x * strides[k];
+                const double *w_row = j->trans[k]
+                                      + (k == 0 ? 0 : (state / strides[k - 1]) % L) * (int64_t)g->num_edges;
+                int64_t previous = -1;
+                for (int32_t m = g->in_ptr[x]; m < g->in_ptr[x + 1] && previous < 0; ++m)
+                    if (before[rest + (int64_t)g->in_src[m] * strides[k]] + w_row[m] == target)
+                        previous = g->in_src[m];
+                state = rest + previous * strides[k];
+            }
+        }
+    }
+    return status;
+}

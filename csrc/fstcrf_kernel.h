@@ -109,4 +109,41 @@ int fc_sample(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
               uint64_t seed, int64_t first_index, int32_t num_samples,
               int32_t *samples, fc_workspace *ws);
 
+/* ------------------------------------------------------------------------ */
+/* Joint decoding of composed chains (Sutton & McCallum 2005)               */
+/* ------------------------------------------------------------------------ */
+
+/* N component chains over the product state space S_0 x ... x S_{N-1};
+ * P = prod S_k joint states, indexed row-major (the last component varies
+ * fastest).  Component k's transition score may depend on the NEW state of
+ * component k-1 at the same token, f(s^k_{t-1}, s^k_t, s^{k-1}_t):
+ * trans[k] is [L_k, E_k] with L_0 = 1 and L_k = S_{k-1}.  A joint transition
+ * scores the sum over components, so a step sums out one component at a
+ * time, costing sum_k (P / S_k) E_k per token instead of P^2.  Emission
+ * scores are joint: emit [N, P]. */
+typedef struct {
+    int32_t num_components;       /* N */
+    const fc_graph *graphs;       /* [N] component graphs */
+    const double *const *trans;   /* [N] trans[k] is [L_k, E_k] */
+    const double *start;          /* [P] joint start score, -INFINITY where forbidden */
+    const double *final;          /* [P] joint final score, -INFINITY where forbidden */
+    const uint8_t *allowed;       /* [P] 0 for joint states excluded by a compatibility relation, or NULL */
+} fc_joint;
+
+int64_t fc_joint_workspace_doubles(const fc_joint *j, int64_t t_max);
+int64_t fc_joint_workspace_ints(const fc_joint *j, int64_t t_max);
+
+/* Sum-product over the joint space, in the linear domain with rescaling.
+ *   log_z     [B]    log partition function
+ *   node_marg [N, P] joint posteriors, or NULL
+ *   redo      [B]    set to 1 for a sentence whose scores spread too widely
+ *                    for the linear domain (its outputs are then undefined
+ *                    and the caller must use an exact log-domain method) */
+int fc_joint_forward_backward(const fc_joint *j, const fc_batch *b, double *log_z,
+                              double *node_marg, int32_t *redo, fc_workspace *ws);
+
+/* Joint Viterbi.  path [N] best joint state per token, score [B]. */
+int fc_joint_viterbi(const fc_joint *j, const fc_batch *b, int32_t *path, double *score,
+                     fc_workspace *ws);
+
 #endif

@@ -44,6 +44,28 @@ def _as_float_array(name: str, values, shape: tuple[int, ...]) -> np.ndarray:
     return array
 
 
+def check_emissions(emissions, num_states: int) -> np.ndarray:
+    """float64 [N, S] finite emission scores."""
+    emissions = np.asarray(emissions)
+    if emissions.ndim != 2:
+        raise ShapeError(f"emissions must be a 2-D array [tokens, {num_states} states], got shape {emissions.shape}")
+    return _as_float_array("emissions", emissions, (emissions.shape[0], num_states))
+
+
+def check_lengths(lengths, num_tokens: int) -> np.ndarray:
+    """int64 [B] sentence lengths, validated against the N rows of the scores
+    (``None`` means one sentence of all N tokens)."""
+    lengths = np.asarray([num_tokens] if lengths is None else lengths)
+    if lengths.ndim != 1 or len(lengths) == 0 or not np.issubdtype(lengths.dtype, np.integer):
+        raise ShapeError(f"lengths must be a non-empty 1-D integer array, got {lengths!r}")
+    if np.any(lengths <= 0):
+        raise EmptySequenceError(f"sentence {int(np.flatnonzero(lengths <= 0)[0])} is empty; "
+                                 "every sentence needs at least one token")
+    if int(lengths.sum()) != num_tokens:
+        raise ShapeError(f"lengths sum to {int(lengths.sum())} but the scores have {num_tokens} rows")
+    return lengths.astype(np.int64)
+
+
 def lengths_to_offsets(lengths) -> np.ndarray:
     """int64 [B+1] token offsets of sentences with the given lengths."""
     return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
@@ -66,22 +88,9 @@ class Potentials:
                  transitions=None, start=None, final=None):
         self.topology = topology
         S, E = topology.num_states, topology.num_edges
-        emissions = np.asarray(emissions)
-        if emissions.ndim != 2:
-            raise ShapeError(f"emissions must be a 2-D array [tokens, {S} states], got shape {emissions.shape}")
-        N = emissions.shape[0]
-        self.emissions = _as_float_array("emissions", emissions, (N, S))
-        if lengths is None:
-            lengths = [N]
-        lengths = np.asarray(lengths)
-        if lengths.ndim != 1 or len(lengths) == 0 or not np.issubdtype(lengths.dtype, np.integer):
-            raise ShapeError(f"lengths must be a non-empty 1-D integer array, got {lengths!r}")
-        if np.any(lengths <= 0):
-            raise EmptySequenceError(f"sentence {int(np.flatnonzero(lengths <= 0)[0])} is empty; "
-                                     "every sentence needs at least one token")
-        if int(lengths.sum()) != N:
-            raise ShapeError(f"lengths sum to {int(lengths.sum())} but emissions have {N} rows")
-        self.lengths = lengths.astype(np.int64)
+        self.emissions = check_emissions(emissions, S)
+        N = len(self.emissions)
+        self.lengths = check_lengths(lengths, N)
         self.offsets = lengths_to_offsets(self.lengths)
         zeros_s = np.zeros(S)
         self.transitions = _as_float_array("transitions", np.zeros(E) if transitions is None else transitions, (E,))
@@ -126,38 +135,11 @@ class Potentials:
 
 # -- kernel plumbing ---------------------------------------------------------
 
-class _KernelArgs:
-    """cffi structs for one chunk of sentences (pointers into numpy arrays,
-    which this object keeps alive)."""
+class KernelBuffers:
+    """Keeps numpy arrays alive while the kernel holds pointers into them."""
 
-    def __init__(self, pot: Potentials, first: int, last: int, k: int = 1):
-        topo = pot.topology
+    def __init__(self):
         self._keep = []
-        self.graph = ffi.new("fc_graph *")
-        self.graph.num_states = topo.num_states
-        self.graph.num_edges = topo.num_edges
-        self.graph.in_ptr = self._ptr("int32_t[]", topo.in_ptr)
-        self.graph.in_src = self._ptr("int32_t[]", topo.edge_src)
-        self.graph.out_ptr = self._ptr("int32_t[]", topo.out_ptr)
-        self.graph.out_dst = self._ptr("int32_t[]", topo.out_dst)
-        self.graph.out_edge = self._ptr("int32_t[]", topo.out_edge)
-        self.scores = ffi.new("fc_scores *")
-        self.scores.trans = self._ptr("double[]", pot.transitions)
-        self.scores.start = self._ptr("double[]", pot.start)
-        self.scores.final = self._ptr("double[]", pot.final)
-        offsets = pot.offsets[first:last + 1]
-        self.token_range = slice(int(offsets[0]), int(offsets[-1]))
-        self.batch = ffi.new("fc_batch *")
-        self.batch.num_sequences = last - first
-        self.batch.offsets = self._ptr("int64_t[]", offsets - offsets[0])
-        self.batch.emit = self._ptr("double[]", pot.emissions[self.token_range])
-        t_max = int(pot.lengths[first:last].max())
-        S, E = topo.num_states, topo.num_edges
-        self.workspace = ffi.new("fc_workspace *")
-        self.workspace.t_max = t_max
-        self.workspace.k = k
-        self.workspace.doubles = self._ptr("double[]", np.empty(lib.fc_workspace_doubles(S, E, t_max, k)))
-        self.workspace.ints = self._ptr("int32_t[]", np.empty(lib.fc_workspace_ints(S, E, t_max, k), dtype=np.int32))
 
     def _ptr(self, ctype: str, array: np.ndarray):
         array = np.ascontiguousarray(array)
@@ -171,8 +153,53 @@ class _KernelArgs:
         ctype = {np.float64: "double[]", np.int32: "int32_t[]"}[array.dtype.type]
         return ffi.from_buffer(ctype, array)
 
+    def fill_graph(self, graph, topo: Topology) -> None:
+        """Point an fc_graph struct at a topology's CSR arrays."""
+        graph.num_states = topo.num_states
+        graph.num_edges = topo.num_edges
+        graph.in_ptr = self._ptr("int32_t[]", topo.in_ptr)
+        graph.in_src = self._ptr("int32_t[]", topo.edge_src)
+        graph.out_ptr = self._ptr("int32_t[]", topo.out_ptr)
+        graph.out_dst = self._ptr("int32_t[]", topo.out_dst)
+        graph.out_edge = self._ptr("int32_t[]", topo.out_edge)
 
-def _chunks(pot: Potentials, threads: int) -> list[tuple[int, int]]:
+    def fill_batch(self, pot, first: int, last: int) -> None:
+        """Set ``batch`` and ``token_range`` to sentences first..last-1 of pot."""
+        offsets = pot.offsets[first:last + 1]
+        self.token_range = slice(int(offsets[0]), int(offsets[-1]))
+        self.batch = ffi.new("fc_batch *")
+        self.batch.num_sequences = last - first
+        self.batch.offsets = self._ptr("int64_t[]", offsets - offsets[0])
+        self.batch.emit = self._ptr("double[]", pot.emissions[self.token_range])
+
+    def fill_workspace(self, num_doubles: int, num_ints: int, t_max: int, k: int = 1) -> None:
+        self.workspace = ffi.new("fc_workspace *")
+        self.workspace.t_max = t_max
+        self.workspace.k = k
+        self.workspace.doubles = self._ptr("double[]", np.empty(num_doubles))
+        self.workspace.ints = self._ptr("int32_t[]", np.empty(num_ints, dtype=np.int32))
+
+
+class _KernelArgs(KernelBuffers):
+    """cffi structs for one chunk of sentences of a Potentials."""
+
+    def __init__(self, pot: Potentials, first: int, last: int, k: int = 1):
+        super().__init__()
+        topo = pot.topology
+        self.graph = ffi.new("fc_graph *")
+        self.fill_graph(self.graph, topo)
+        self.scores = ffi.new("fc_scores *")
+        self.scores.trans = self._ptr("double[]", pot.transitions)
+        self.scores.start = self._ptr("double[]", pot.start)
+        self.scores.final = self._ptr("double[]", pot.final)
+        self.fill_batch(pot, first, last)
+        t_max = int(pot.lengths[first:last].max())
+        S, E = topo.num_states, topo.num_edges
+        self.fill_workspace(lib.fc_workspace_doubles(S, E, t_max, k), lib.fc_workspace_ints(S, E, t_max, k),
+                            t_max, k)
+
+
+def _chunks(pot, threads: int) -> list[tuple[int, int]]:
     """Split sentences into at most ``threads`` contiguous runs of similar token counts."""
     threads = max(1, min(int(threads), pot.num_sequences))
     cuts = np.searchsorted(pot.offsets, np.linspace(0, pot.num_tokens, threads + 1)[1:-1])
@@ -180,14 +207,13 @@ def _chunks(pot: Potentials, threads: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
-def _run(pot: Potentials, threads: int, job, k: int = 1) -> list:
-    """Run ``job(args, first, last)`` on each chunk, in parallel threads."""
+def _run(pot, threads: int, job) -> list:
+    """Run ``job(first, last)`` on each chunk of sentences, in parallel threads."""
     chunks = _chunks(pot, threads)
     if len(chunks) == 1:
-        first, last = chunks[0]
-        return [job(_KernelArgs(pot, first, last, k), first, last)]
+        return [job(*chunks[0])]
     with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        futures = [pool.submit(lambda c: job(_KernelArgs(pot, c[0], c[1], k), c[0], c[1]), c) for c in chunks]
+        futures = [pool.submit(job, first, last) for first, last in chunks]
         return [f.result() for f in futures]
 
 
@@ -215,7 +241,8 @@ def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool 
     log_z = np.empty(pot.num_sequences)
     node = np.empty((pot.num_tokens, pot.topology.num_states)) if marginals else None
 
-    def job(args: _KernelArgs, first: int, last: int):
+    def job(first: int, last: int):
+        args = _KernelArgs(pot, first, last)
         counts = np.zeros(pot.topology.num_edges) if edge_counts else None
         status = lib.fc_forward_backward(
             args.graph, args.scores, args.batch, args.out(log_z[first:last]),
@@ -245,7 +272,8 @@ def viterbi(pot: Potentials, threads: int = 1) -> Viterbi:
     paths = np.empty(pot.num_tokens, dtype=np.int32)
     scores = np.empty(pot.num_sequences)
 
-    def job(args: _KernelArgs, first: int, last: int):
+    def job(first: int, last: int):
+        args = _KernelArgs(pot, first, last)
         _check_status(lib.fc_viterbi(args.graph, args.scores, args.batch, args.out(paths[args.token_range]),
                                      args.out(scores[first:last]), args.workspace), "viterbi")
 
@@ -258,7 +286,8 @@ def max_marginals(pot: Potentials, threads: int = 1) -> tuple[np.ndarray, np.nda
     table = np.empty((pot.num_tokens, pot.topology.num_states))
     best = np.empty(pot.num_sequences)
 
-    def job(args: _KernelArgs, first: int, last: int):
+    def job(first: int, last: int):
+        args = _KernelArgs(pot, first, last)
         _check_status(lib.fc_max_marginals(args.graph, args.scores, args.batch, args.out(table[args.token_range]),
                                            args.out(best[first:last]), args.workspace), "max_marginals")
 
@@ -292,14 +321,15 @@ def kbest(pot: Potentials, k: int, threads: int = 1) -> KBest:
     scores = np.empty((pot.num_sequences, k))
     found = np.empty(pot.num_sequences, dtype=np.int32)
 
-    def job(args: _KernelArgs, first: int, last: int):
+    def job(first: int, last: int):
+        args = _KernelArgs(pot, first, last, k)
         chunk_paths = np.empty((k, args.token_range.stop - args.token_range.start), dtype=np.int32)
         _check_status(lib.fc_kbest(args.graph, args.scores, args.batch, k, args.out(chunk_paths),
                                    args.out(scores[first:last]), args.out(found[first:last]),
                                    args.workspace), "kbest")
         paths[:, args.token_range] = chunk_paths
 
-    _run(pot, threads, job, k=k)
+    _run(pot, threads, job)
     return KBest(paths, scores, found)
 
 
@@ -312,7 +342,8 @@ def sample(pot: Potentials, num_samples: int, seed: int = 0, threads: int = 1) -
         raise ShapeError(f"seed must be an integer in [0, 2**64), got {seed!r}")
     draws = np.empty((int(num_samples), pot.num_tokens), dtype=np.int32)
 
-    def job(args: _KernelArgs, first: int, last: int):
+    def job(first: int, last: int):
+        args = _KernelArgs(pot, first, last)
         chunk = np.empty((int(num_samples), args.token_range.stop - args.token_range.start), dtype=np.int32)
         _check_status(lib.fc_sample(args.graph, args.scores, args.batch, int(seed), first, int(num_samples),
                                     args.out(chunk), args.workspace), "sample")

@@ -1,0 +1,265 @@
+"""Exact inference over the cross product of composed chains (Sutton & McCallum 2005).
+
+N component chains with topologies of S_0, ..., S_{N-1} states are decoded
+jointly over the product space of P = prod S_k states (row-major: the last
+component varies fastest).  Component k's transition scores may depend on the
+new state of component k-1 at the same token, so a joint transition is a sum
+of component transitions and the kernel sums out one component at a time:
+O(P * sum_k S_k) per token for dense components, instead of O(P^2).
+
+:class:`JointSpace` is the composed state space (components and an optional
+compatibility mask); it builds the dense cross-product :class:`Topology` on
+demand, which is the oracle and the exact fallback.  :class:`JointPotentials`
+holds the scores of a batch.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Sequence
+
+import numpy as np
+
+from ._kernel import ffi, lib
+from .errors import CompositionError, ShapeError
+from .inference import (KernelBuffers, Potentials, Viterbi, _as_float_array, _check_status, _run,
+                        check_emissions, check_lengths, forward_backward, lengths_to_offsets)
+from .topology import Topology
+
+
+class JointSpace:
+    """The product of component topologies, optionally restricted.
+
+    Args:
+        components: N >= 1 topologies.
+        allowed: bool [P] joint states that may occur (default all), e.g. the
+            pairs a compatibility relation between label sets admits.
+    """
+
+    def __init__(self, components: Sequence[Topology], allowed=None):
+        self.components = tuple(components)
+        if not self.components:
+            raise CompositionError("a joint space needs at least one component")
+        if len(self.components) > 64:
+            raise CompositionError("at most 64 components can be composed")
+        self.sizes = tuple(t.num_states for t in self.components)
+        self.num_states = int(np.prod(self.sizes))
+        if self.num_states > 2 ** 31 - 1:
+            raise CompositionError(f"the product space has {self.num_states} states, more than the kernel's 2^31 - 1")
+        if allowed is None:
+            self.allowed = None
+        else:
+            allowed = np.asarray(allowed, dtype=bool).ravel()
+            if allowed.shape != (self.num_states,):
+                raise ShapeError(f"allowed must have shape ({self.num_states},), got {allowed.shape}")
+            if not allowed.any():
+                raise CompositionError("the compatibility relation excludes every joint state")
+            self.allowed = allowed
+
+    def transition_shape(self, k: int) -> tuple[int, int]:
+        """(L_k, E_k): component k's transition scores depend on L_k lower states."""
+        lower = 1 if k == 0 else self.sizes[k - 1]
+        return lower, self.components[k].num_edges
+
+    def component_states(self, joint_states) -> np.ndarray:
+        """int [..., N]: each component's state of joint states int [...]."""
+        return np.stack(np.unravel_index(np.asarray(joint_states), self.sizes), axis=-1)
+
+    def joint_state(self, component_states) -> np.ndarray:
+        """int [...]: joint state of component states int [..., N]."""
+        component_states = np.asarray(component_states)
+        return np.ravel_multi_index(tuple(np.moveaxis(component_states, -1, 0)), self.sizes)
+
+    @property
+    def product(self) -> Topology:
+        """The dense cross-product topology (edges = products of component edges)."""
+        return self._product[0]
+
+    @property
+    def product_edge_components(self) -> np.ndarray:
+        """int [E_prod, N]: the component edges behind each product edge."""
+        return self._product[1]
+
+    @cached_property
+    def _product(self) -> tuple[Topology, np.ndarray]:
+        grids = np.meshgrid(*[np.arange(t.num_edges) for t in self.components], indexing="ij")
+        edge_components = np.stack([g.ravel() for g in grids], axis=-1)  # [E_prod, N]
+        src = self.joint_state(np.stack([t.edge_src[edge_components[:, k]] for k, t in enumerate(self.components)], -1))
+        dst = self.joint_state(np.stack([t.edge_dst[edge_components[:, k]] for k, t in enumerate(self.components)], -1))
+        states = self.component_states(np.arange(self.num_states))
+        start = np.all([t.start[states[:, k]] for k, t in enumerate(self.components)], axis=0)
+        final = np.all([t.final[states[:, k]] for k, t in enumerate(self.components)], axis=0)
+        if self.allowed is not None:
+            keep = self.allowed[src] & self.allowed[dst]
+            src, dst, edge_components = src[keep], dst[keep], edge_components[keep]
+            start &= self.allowed
+            final &= self.allowed
+        # Topology numbers edges by (dst, src); keep the component edges aligned
+        order = np.argsort(dst * np.int64(self.num_states) + src, kind="stable")
+        names = ["|".join(t.state_names[s] for t, s in zip(self.components, row)) for row in states]
+        topology = Topology(names, np.arange(self.num_states), src[order], dst[order], start, final,
+                            name="product")
+        return topology, edge_components[order]
+
+
+def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]) -> np.ndarray:
+    """float [N, P]: the sum of component emissions.
+
+    The k-th array is [N, S_k], or [N, L_k, S_k] when component k's emission
+    depends on the state of component k-1 at the same token (a cascaded
+    model reading the lower model's label)."""
+    if len(component_emissions) != len(space.components):
+        raise ShapeError(f"expected {len(space.components)} emission arrays, got {len(component_emissions)}")
+    N = len(component_emissions[0])
+    total = np.zeros((N,) + space.sizes)
+    for k, scores in enumerate(component_emissions):
+        scores = np.asarray(scores, dtype=np.float64)
+        S_k = space.sizes[k]
+        shape = [N] + [1] * len(space.sizes)
+        if scores.ndim == 3 and k > 0:
+            if scores.shape != (N, space.sizes[k - 1], S_k):
+                raise ShapeError(f"emissions[{k}] has shape {scores.shape}, expected ({N}, {space.sizes[k - 1]}, {S_k})")
+            shape[k] = space.sizes[k - 1]
+        elif scores.shape != (N, S_k):
+            raise ShapeError(f"emissions[{k}] has shape {scores.shape}, expected ({N}, {S_k})")
+        shape[k + 1] = S_k
+        total += scores.reshape(shape)
+    return total.reshape(N, space.num_states)
+
+
+class JointPotentials:
+    """Scores of a batch of sentences over a joint space.
+
+    Args:
+        space: the JointSpace (P joint states).
+        emissions: float [N, P] joint emission scores (typically the sum of
+            each component's emission, broadcast over the others).
+        lengths: int [B] or None for one sentence.
+        transitions: N arrays; the k-th is float [L_k, E_k], the score of
+            component k's edge e when component k-1 is in state l at the new
+            token (L_0 = 1; an [E_k] array means no dependence).
+        start, final: float [P] (default 0), masked by the components' and
+            the space's own start / final sets.
+    """
+
+    def __init__(self, space: JointSpace, emissions, lengths=None, transitions=None, start=None, final=None):
+        self.space = space
+        P = space.num_states
+        self.emissions = check_emissions(emissions, P)
+        self.lengths = check_lengths(lengths, len(self.emissions))
+        self.offsets = lengths_to_offsets(self.lengths)
+        if transitions is None:
+            transitions = [np.zeros(space.transition_shape(k)) for k in range(len(space.components))]
+        if len(transitions) != len(space.components):
+            raise ShapeError(f"expected {len(space.components)} transition arrays, got {len(transitions)}")
+        self.transitions = []
+        for k, scores in enumerate(transitions):
+            shape = space.transition_shape(k)
+            scores = np.asarray(scores, dtype=np.float64)
+            if scores.ndim == 1:
+                scores = np.broadcast_to(scores, shape)
+            self.transitions.append(_as_float_array(f"transitions[{k}]", scores, shape))
+        product = space.product
+        self.start = np.where(product.start, _as_float_array("start", np.zeros(P) if start is None else start, (P,)), -np.inf)
+        self.final = np.where(product.final, _as_float_array("final", np.zeros(P) if final is None else final, (P,)), -np.inf)
+        product.check_lengths(self.lengths)
+
+    @property
+    def num_sequences(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.offsets[-1])
+
+    def sentence(self, index: int) -> slice:
+        return slice(int(self.offsets[index]), int(self.offsets[index + 1]))
+
+    def to_product(self) -> Potentials:
+        """The same scores on the dense cross-product topology (oracle, k-best, sampling)."""
+        space = self.space
+        edge_components = space.product_edge_components
+        lower_states = space.component_states(space.product.edge_dst)
+        trans = np.zeros(len(edge_components))
+        for k in range(len(space.components)):
+            lower = np.zeros(len(trans), dtype=np.int64) if k == 0 else lower_states[:, k - 1]
+            trans += self.transitions[k][lower, edge_components[:, k]]
+        return Potentials(space.product, self.emissions, self.lengths, trans,
+                          np.where(np.isfinite(self.start), self.start, 0.0),
+                          np.where(np.isfinite(self.final), self.final, 0.0))
+
+
+class _JointArgs(KernelBuffers):
+    """cffi structs for one chunk of sentences of a JointPotentials."""
+
+    def __init__(self, jp: JointPotentials, first: int, last: int):
+        super().__init__()
+        space = jp.space
+        N = len(space.components)
+        self.graphs = ffi.new("fc_graph[]", N)
+        for k, topo in enumerate(space.components):
+            self.fill_graph(self.graphs[k], topo)
+        self.trans = ffi.new("double *[]", [self._ptr("double[]", t) for t in jp.transitions])
+        self.joint = ffi.new("fc_joint *")
+        self.joint.num_components = N
+        self.joint.graphs = self.graphs
+        self.joint.trans = self.trans
+        self.joint.start = self._ptr("double[]", jp.start)
+        self.joint.final = self._ptr("double[]", jp.final)
+        self.joint.allowed = (ffi.NULL if space.allowed is None
+                              else self._ptr("uint8_t[]", space.allowed.astype(np.uint8)))
+        self.fill_batch(jp, first, last)
+        t_max = int(jp.lengths[first:last].max())
+        self.fill_workspace(lib.fc_joint_workspace_doubles(self.joint, t_max),
+                            lib.fc_joint_workspace_ints(self.joint, t_max), t_max)
+
+
+def joint_forward_backward(jp: JointPotentials, marginals: bool = True, threads: int = 1):
+    """(log Z [B], joint node marginals [N, P] or None), factorised.
+
+    Sentences whose scores spread too widely for the linear domain are redone
+    exactly on the dense cross-product topology."""
+    log_z = np.empty(jp.num_sequences)
+    node = np.empty((jp.num_tokens, jp.space.num_states)) if marginals else None
+    redo = np.zeros(jp.num_sequences, dtype=np.int32)
+
+    def job(first: int, last: int):
+        args = _JointArgs(jp, first, last)
+        _check_status(lib.fc_joint_forward_backward(
+            args.joint, args.batch, args.out(log_z[first:last]),
+            args.out(node[args.token_range]) if marginals else ffi.NULL,
+            args.out(redo[first:last]), args.workspace), "joint_forward_backward")
+
+    _run(jp, threads, job)
+    if redo.any():
+        product = jp.to_product()
+        for b in np.flatnonzero(redo):
+            rows = jp.sentence(b)
+            single = Potentials(product.topology, product.emissions[rows], None, product.transitions,
+                                np.where(np.isfinite(product.start), product.start, 0.0),
+                                np.where(np.isfinite(product.final), product.final, 0.0))
+            exact = forward_backward(single, marginals=marginals, edge_counts=False)
+            log_z[b] = exact.log_z[0]
+            if marginals:
+                node[rows] = exact.node_marginals
+    return log_z, node
+
+
+def joint_viterbi(jp: JointPotentials, threads: int = 1) -> Viterbi:
+    """Best joint state sequence [N] and its score [B], factorised."""
+    paths = np.empty(jp.num_tokens, dtype=np.int32)
+    scores = np.empty(jp.num_sequences)
+
+    def job(first: int, last: int):
+        args = _JointArgs(jp, first, last)
+        _check_status(lib.fc_joint_viterbi(args.joint, args.batch, args.out(paths[args.token_range]),
+                                           args.out(scores[first:last]), args.workspace), "joint_viterbi")
+
+    _run(jp, threads, job)
+    return Viterbi(paths, scores)
+
+
+def component_marginals(space: JointSpace, node_marginals: np.ndarray) -> list[np.ndarray]:
+    """Per-component marginals [N, S_k] summed out of joint marginals [N, P]."""
+    tensor = node_marginals.reshape((len(node_marginals),) + space.sizes)
+    axes = range(1, len(space.sizes) + 1)
+    return [tensor.sum(axis=tuple(a for a in axes if a != k + 1)) for k in range(len(space.sizes))]

@@ -1,0 +1,180 @@
+"""Factorised joint inference against the dense cross-product kernel and
+against pynini composition of per-component lattice transducers."""
+import numpy as np
+import pynini
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import fstcrf
+from fstcrf import errors, joint
+from fstcrf.topology import Topology, bioes, first_order, iob2
+
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None)
+
+
+def random_topology(rng, num_states):
+    mask = rng.random((num_states, num_states)) < 0.6
+    np.fill_diagonal(mask, True)
+    src, dst = np.nonzero(mask)
+    start = rng.random(num_states) < 0.7
+    start[0] = True
+    final = rng.random(num_states) < 0.7
+    final[0] = True
+    return Topology([f"s{i}" for i in range(num_states)], np.arange(num_states), src, dst, start, final)
+
+
+def random_joint(seed, num_components, scale=2.0, with_mask=False):
+    """A random chain of components whose emissions and transitions read the
+    state of the component below; returns the potentials and the component
+    scores they were built from."""
+    rng = np.random.default_rng(seed)
+    comps = [random_topology(rng, int(rng.integers(2, 4))) for _ in range(num_components)]
+    sizes = [c.num_states for c in comps]
+    allowed = None
+    if with_mask:
+        allowed = rng.random(int(np.prod(sizes))) < 0.8
+        allowed[0] = True
+    space = joint.JointSpace(comps, allowed)
+    lengths = rng.integers(1, 6, size=3)
+    N = int(lengths.sum())
+    emissions = [rng.normal(scale=scale, size=(N, sizes[0]))]
+    emissions += [rng.normal(scale=scale, size=(N, sizes[k - 1], sizes[k])) for k in range(1, num_components)]
+    transitions = [rng.normal(scale=scale, size=space.transition_shape(k)) for k in range(num_components)]
+    start = rng.normal(size=space.num_states)
+    final = rng.normal(size=space.num_states)
+    try:
+        jp = joint.JointPotentials(space, joint.joint_emissions(space, emissions), lengths, transitions, start, final)
+    except errors.InfeasibleError:
+        return None
+    return jp, emissions
+
+
+@SETTINGS
+@given(seed=st.integers(0, 10_000), num_components=st.integers(1, 3), with_mask=st.booleans())
+def test_factorised_equals_dense_cross_product(seed, num_components, with_mask):
+    built = random_joint(seed, num_components, with_mask=with_mask)
+    if built is None:
+        return
+    jp, _ = built
+    dense = jp.to_product()
+    log_z, marginals = joint.joint_forward_backward(jp)
+    expected = fstcrf.forward_backward(dense, edge_counts=False)
+    np.testing.assert_allclose(log_z, expected.log_z, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(marginals, expected.node_marginals, atol=1e-9)
+    decoded = joint.joint_viterbi(jp)
+    best = fstcrf.viterbi(dense)
+    np.testing.assert_allclose(decoded.scores, best.scores, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(dense.score(decoded.paths), decoded.scores, rtol=1e-9, atol=1e-9)
+    if jp.space.allowed is not None:
+        assert jp.space.allowed[decoded.paths].all()
+
+
+def component_lattice(jp, emissions, k, sentence):
+    """Component k of one sentence as an epsilon-free transducer: input = the
+    state of component k-1 at the new token (key = state + 1), output = the
+    state of component k; component 0 is an acceptor over its own states.
+    Weights are negated scores (log64)."""
+    space = jp.space
+    topo = space.components[k]
+    rows = jp.sentence(sentence)
+    T = rows.stop - rows.start
+    e = emissions[k][rows]
+    fst = pynini.Fst(arc_type="log64")
+    initial = fst.add_state()
+    fst.set_start(initial)
+    nodes = [[fst.add_state() for _ in range(topo.num_states)] for _ in range(T)]
+    for lower in range(1 if k == 0 else space.sizes[k - 1]):
+        def arc(state, t, score, target):
+            key_in = state + 1 if k == 0 else lower + 1
+            fst.add_arc(target[0], pynini.Arc(key_in, state + 1, pynini.Weight("log64", -score), target[1]))
+        for s in np.flatnonzero(topo.start):
+            arc(s, 0, e[0, s] if k == 0 else e[0, lower, s], (initial, nodes[0][s]))
+        for t in range(1, T):
+            for edge, (a, b) in enumerate(zip(topo.edge_src, topo.edge_dst)):
+                score = jp.transitions[k][lower, edge] + (e[t, b] if k == 0 else e[t, lower, b])
+                arc(b, t, score, (nodes[t - 1][a], nodes[t][b]))
+    for s in np.flatnonzero(topo.final):
+        fst.set_final(nodes[T - 1][s])
+    return fst
+
+
+def composed_lattice(jp, emissions, sentence):
+    """The joint lattice as the composition L0 o T1 o ... o T_{N-1}."""
+    lattice = component_lattice(jp, emissions, 0, sentence)
+    for k in range(1, len(jp.space.components)):
+        lattice = pynini.compose(lattice, component_lattice(jp, emissions, k, sentence).arcsort("ilabel"))
+    return lattice
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(seed=st.integers(0, 10_000), num_components=st.integers(2, 3))
+def test_factorised_equals_pynini_composition(seed, num_components):
+    rng = np.random.default_rng(seed)
+    comps = [random_topology(rng, int(rng.integers(2, 4))) for _ in range(num_components)]
+    space = joint.JointSpace(comps)
+    lengths = rng.integers(1, 5, size=2)
+    N = int(lengths.sum())
+    emissions = [rng.normal(size=(N, space.sizes[0]))]
+    emissions += [rng.normal(size=(N, space.sizes[k - 1], space.sizes[k])) for k in range(1, num_components)]
+    transitions = [rng.normal(size=space.transition_shape(k)) for k in range(num_components)]
+    try:
+        jp = joint.JointPotentials(space, joint.joint_emissions(space, emissions), lengths, transitions)
+    except errors.InfeasibleError:
+        return
+    log_z, _ = joint.joint_forward_backward(jp, marginals=False)
+    decoded = joint.joint_viterbi(jp)
+    for b in range(len(lengths)):
+        lattice = composed_lattice(jp, emissions, b)
+        distance = pynini.shortestdistance(lattice, delta=1e-30, reverse=True)[lattice.start()]
+        assert -float(distance) == pytest.approx(log_z[b], rel=1e-8, abs=1e-8)
+        best = pynini.shortestdistance(pynini.arcmap(lattice, map_type="to_std"), reverse=True)[lattice.start()]
+        assert -float(best) == pytest.approx(decoded.scores[b], rel=1e-5, abs=1e-4)
+
+
+def test_component_marginals_and_states_round_trip():
+    built = random_joint(3, 3)
+    jp, _ = built
+    _, marginals = joint.joint_forward_backward(jp)
+    per_component = joint.component_marginals(jp.space, marginals)
+    for k, m in enumerate(per_component):
+        assert m.shape == (jp.num_tokens, jp.space.sizes[k])
+        np.testing.assert_allclose(m.sum(axis=1), 1.0, atol=1e-12)
+    states = jp.space.component_states(np.arange(jp.space.num_states))
+    np.testing.assert_array_equal(jp.space.joint_state(states), np.arange(jp.space.num_states))
+
+
+def test_wide_score_spreads_fall_back_to_exact_dense_inference():
+    built = random_joint(5, 2, scale=400.0)
+    jp, _ = built
+    log_z, marginals = joint.joint_forward_backward(jp)
+    expected = fstcrf.forward_backward(jp.to_product(), edge_counts=False)
+    np.testing.assert_allclose(log_z, expected.log_z, rtol=1e-12)
+    np.testing.assert_allclose(marginals, expected.node_marginals, atol=1e-9)
+
+
+def test_threads_give_identical_results():
+    rng = np.random.default_rng(0)
+    space = joint.JointSpace([iob2(["NP", "VP"]), first_order(["a", "b", "c"])])
+    lengths = rng.integers(1, 30, size=50)
+    N = int(lengths.sum())
+    jp = joint.JointPotentials(space, rng.normal(size=(N, space.num_states)), lengths,
+                               [rng.normal(size=space.transition_shape(k)) for k in range(2)])
+    one = joint.joint_forward_backward(jp, threads=1)
+    two = joint.joint_forward_backward(jp, threads=2)
+    np.testing.assert_array_equal(one[0], two[0])
+    np.testing.assert_array_equal(one[1], two[1])
+    np.testing.assert_array_equal(joint.joint_viterbi(jp, threads=1).paths, joint.joint_viterbi(jp, threads=2).paths)
+
+
+def test_bad_joint_input():
+    space = joint.JointSpace([iob2(["NP"]), bioes(["X"])])
+    with pytest.raises(errors.ShapeError):
+        joint.JointPotentials(space, np.zeros((3, space.num_states + 1)))
+    with pytest.raises(errors.ShapeError):
+        joint.JointPotentials(space, np.zeros((3, space.num_states)), None, [np.zeros(3)])
+    with pytest.raises(errors.ScoreError):
+        joint.JointPotentials(space, np.full((3, space.num_states), np.nan))
+    with pytest.raises(errors.CompositionError):
+        joint.JointSpace([iob2(["NP"]), bioes(["X"])], allowed=np.zeros(space.num_states, dtype=bool))
+    with pytest.raises(errors.ShapeError):
+        joint.joint_emissions(space, [np.zeros((3, 3)), np.zeros((3, 2, 5))])
