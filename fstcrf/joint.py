@@ -21,8 +21,8 @@ import numpy as np
 
 from ._kernel import ffi, lib
 from .errors import CompositionError, ShapeError
-from .inference import (KernelBuffers, Potentials, Viterbi, _as_float_array, _check_status, _run,
-                        check_emissions, check_lengths, forward_backward, lengths_to_offsets)
+from .inference import (KBest, KernelBuffers, Potentials, Viterbi, _as_float_array, _check_status, _run,
+                        check_emissions, check_lengths, forward_backward, kbest, lengths_to_offsets, sample)
 from .topology import Topology
 
 
@@ -256,6 +256,17 @@ def joint_viterbi(jp: JointPotentials, threads: int = 1) -> Viterbi:
 
     _run(jp, threads, job)
     return Viterbi(paths, scores)
+
+
+def joint_kbest(jp: JointPotentials, k: int, threads: int = 1) -> KBest:
+    """The k best joint state sequences, exactly, on the dense cross product
+    (k-best lists do not factorise; this costs O(P^2) per token)."""
+    return kbest(jp.to_product(), k, threads=threads)
+
+
+def joint_sample(jp: JointPotentials, num_samples: int, seed: int = 0, threads: int = 1) -> np.ndarray:
+    """int32 [num_samples, N] exact joint draws, on the dense cross product."""
+    return sample(jp.to_product(), num_samples, seed=seed, threads=threads)
 
 
 def component_marginals(space: JointSpace, node_marginals: np.ndarray) -> list[np.ndarray]:

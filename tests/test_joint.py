@@ -131,6 +131,18 @@ def test_factorised_equals_pynini_composition(seed, num_components):
         assert -float(best) == pytest.approx(decoded.scores[b], rel=1e-5, abs=1e-4)
 
 
+def test_joint_kbest_and_sampling_follow_the_joint_distribution():
+    jp, _ = random_joint(11, 2)
+    best = joint.joint_viterbi(jp)
+    top = joint.joint_kbest(jp, 3)
+    np.testing.assert_allclose(top.scores[:, 0], best.scores, rtol=1e-12)
+    assert np.all(np.diff(top.scores, axis=1) <= 0)
+    draws = joint.joint_sample(jp, 4000, seed=3)
+    _, marginals = joint.joint_forward_backward(jp)
+    frequencies = np.stack([np.bincount(draws[:, n], minlength=jp.space.num_states) for n in range(jp.num_tokens)]) / 4000
+    np.testing.assert_allclose(frequencies, marginals, atol=0.04)
+
+
 def test_component_marginals_and_states_round_trip():
     built = random_joint(3, 3)
     jp, _ = built
