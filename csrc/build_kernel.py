@@ -1,7 +1,8 @@
 """cffi build script (API mode) for the fstcrf C kernel.
 
 Used by setuptools through ``cffi_modules`` in setup.py; it compiles
-csrc/fstcrf_kernel.c into the extension module ``fstcrf._kernel``.
+csrc/fstcrf_kernel.c (dynamic programs) and csrc/fstcrf_features.c (feature
+scoring loops) into the extension module ``fstcrf._kernel``.
 Extra compiler and linker flags may be given in FSTCRF_CFLAGS, e.g.
 ``-fsanitize=address`` for the sanitizer run described in docs/development.md.
 """
@@ -13,24 +14,26 @@ import cffi
 
 HERE = pathlib.Path(__file__).resolve().parent
 HEADER = HERE / "fstcrf_kernel.h"
+FEATURES_HEADER = HERE / "fstcrf_features.h"
 
 
-def _declarations() -> str:
+def _declarations(header: pathlib.Path = HEADER) -> str:
     """The header without preprocessor lines, which cdef does not accept."""
-    text = HEADER.read_text(encoding="utf-8")
+    text = header.read_text(encoding="utf-8")
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
-    return "\n".join(lines) + "\n#define FC_OK 0\n#define FC_INFEASIBLE 1\n#define FC_BAD_ARGUMENT 2\n"
+    return "\n".join(lines) + "\n"
 
 
 EXTRA_FLAGS = os.environ.get("FSTCRF_CFLAGS", "").split()
 
 ffibuilder = cffi.FFI()
-ffibuilder.cdef(_declarations())
+ffibuilder.cdef(_declarations() + "#define FC_OK 0\n#define FC_INFEASIBLE 1\n#define FC_BAD_ARGUMENT 2\n"
+                + _declarations(FEATURES_HEADER))
 ffibuilder.set_source(
     "fstcrf._kernel",
-    '#include "fstcrf_kernel.h"',
-    sources=[str((HERE / "fstcrf_kernel.c").relative_to(HERE.parent))],
+    '#include "fstcrf_kernel.h"\n#include "fstcrf_features.h"',
+    sources=[str((HERE / name).relative_to(HERE.parent)) for name in ("fstcrf_kernel.c", "fstcrf_features.c")],
     include_dirs=[str(HERE.relative_to(HERE.parent))],
     extra_compile_args=["-O3", "-std=c99", *EXTRA_FLAGS],
     extra_link_args=EXTRA_FLAGS,

@@ -1,0 +1,90 @@
+/*
+ * fstcrf_features.h -- factored feature scores and feature expectations.
+ *
+ * A model feature is an observation predicate p (a column of the sparse
+ * token-by-predicate matrix X) paired with an output predicate q on the
+ * state at the token.  Outputs are numbered
+ *
+ *     q = s        0 <= s < S    "the state at the token is s"
+ *     q = S + c    0 <= c < L    "the label of the state at the token is c"
+ *
+ * Label outputs give Sha & Pereira's chunk-tag features of second-order
+ * models (the state is a tag pair, the label its current tag); with L = 0
+ * there are none.  The dictionary lists the features of each predicate:
+ * feature f = ptr[p] .. ptr[p+1]-1 pairs p with output[f] and has weight
+ * theta[f].  Transition features are not handled here: the dynamic programs
+ * of fstcrf_kernel.h score edges directly.
+ *
+ * The score of state s at token t is then
+ *
+ *     emit[t, s] = sum over entries j of row t of X:  values[j] *
+ *                  sum over features f of predicate indices[j] with
+ *                  output[f] == s or output[f] == S + state_label[s]:  theta[f]
+ *
+ * Conventions are those of fstcrf_kernel.h: C-contiguous arrays with shapes
+ * in brackets, no globals, no allocation, every buffer owned by the caller,
+ * so calls that write disjoint outputs may run in parallel threads.  The
+ * caller validates the dictionary once (ptr non-decreasing from 0, outputs
+ * in [0, S + L), state labels in [0, L)); each call checks the token block
+ * (row pointers non-decreasing, predicates in [0, P), states in [0, S)) and
+ * returns FC_BAD_ARGUMENT, before touching any output, if it is malformed,
+ * else FC_OK.
+ */
+#ifndef FSTCRF_FEATURES_H
+#define FSTCRF_FEATURES_H
+
+#include <stdint.h>
+
+#include "fstcrf_kernel.h"
+
+/* The feature dictionary: features grouped by predicate. */
+typedef struct {
+    int32_t num_states;          /* S */
+    int32_t num_labels;          /* L, the label outputs; 0 if there are none */
+    const int32_t *state_label;  /* [S] label of each state (read only when L > 0) */
+    int32_t num_predicates;      /* P */
+    const int64_t *ptr;          /* [P+1] features of predicate p are ptr[p] .. ptr[p+1]-1 */
+    const int32_t *output;       /* [F] output of feature f, in [0, S + L) */
+} ff_dictionary;
+
+/* A block of n consecutive tokens: rows of X in compressed sparse row form.
+ * Row t holds entries indptr[t] .. indptr[t+1]-1 of indices and values, so a
+ * block of a larger matrix passes a slice of its indptr and the full arrays. */
+typedef struct {
+    int64_t num_tokens;          /* n */
+    const int64_t *indptr;       /* [n+1] first entry of each row */
+    const int32_t *indices;      /* [nnz] predicate of each entry, in [0, P) */
+    const double *values;        /* [nnz] value of each entry (1 for binary predicates) */
+} ff_tokens;
+
+/* Length of the scratch buffer `work` the functions below need: S + L. */
+int64_t ff_work_doubles(const ff_dictionary *d);
+
+/* State scores of a block of tokens.
+ *   theta [F]     feature weights
+ *   scale         every score is multiplied by it (1 for plain weights)
+ *   emit  [n, S]  OVERWRITTEN: scale * (score of state s at token t, see above)
+ *   work  [S + L] scratch */
+int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta,
+                 double scale, double *emit, double *work);
+
+/* Expected feature counts of a block of tokens under state marginals.
+ *   marg  [n, S]  p(state at token t = s), or any per-token state weights
+ *   grad  [F]     ADDED TO: scale * sum_t sum_j values[j] * m_t[output[f]]
+ *                 over the features f of predicate indices[j], where
+ *                 m_t[s] = marg[t, s] and m_t[S + c] = sum of marg[t, s]
+ *                 over the states s with label c
+ *   work  [S + L] scratch */
+int ff_accumulate(const ff_dictionary *d, const ff_tokens *x, const double *marg,
+                  double scale, double *grad, double *work);
+
+/* Feature counts of state paths: the case of ff_accumulate where each marg row
+ * is an indicator, without materialising it.
+ *   plus  [n]  a state at each token
+ *   minus [n]  another state at each token, or NULL
+ *   grad  [F]  ADDED TO: scale * (counts along plus - counts along minus);
+ *              tokens where plus and minus agree are skipped */
+int ff_add_paths(const ff_dictionary *d, const ff_tokens *x, const int32_t *plus,
+                 const int32_t *minus, double scale, double *grad);
+
+#endif

@@ -1,0 +1,814 @@
+"""Linear-chain CRFs with Sha & Pereira's factored features.
+
+Features
+--------
+A feature is an observation predicate p (a column of the predicate matrix X
+[N, P] of :class:`~fstcrf.features.FeatureExtractor`) paired with an output
+predicate q on the state at the token.  Outputs are numbered
+
+    q = s        0 <= s < S    the state is s
+    q = S + c    0 <= c < L    the label of the state is c (order 2 only)
+
+Order 1 (topology ``first_order(labels)``): states are labels and every
+predicate pairs with y_i = y.  Order 2 (``second_order(tags)``): a state is a
+tag pair (c_{i-1}, c_i); every predicate pairs with y_i = y (the pair state)
+and, except ``bias``, with c(y_i) = c (the current tag, ``state_label``).
+In both orders the always-true predicate also pairs with every allowed
+transition (y', y): those are the kernel's edge scores, one weight per edge
+of the topology whatever the feature set.  The score of state s at token n
+is the sum over the active predicates p of theta(p, s) + theta(p, label(s)).
+
+Feature sets (the bias never pairs with tags):
+
+    "supported"      the (predicate, output) pairs that occur in the gold
+                     training data
+    "complete"       every (predicate, output) pair: P x (S + L) features, which
+                     is refused above MAX_FEATURES (e.g. order 2 on the 22
+                     CoNLL-2000 tags: 340k predicates x (474 + 22) outputs)
+    "complete-tags"  order 2 only: every (predicate, tag) pair, and the
+                     supported (predicate, pair state) pairs
+
+Weights
+-------
+``weights_`` float [F + E]: first the F (predicate, output) features grouped
+by predicate -- feature f = ``features_.ptr[p]`` .. ``ptr[p+1]-1`` pairs
+predicate p with output ``features_.output[f]`` -- then the E transition
+weights in the topology's edge order.
+
+Model files
+-----------
+:func:`save_model` writes one self-describing binary file, atomically:
+
+    magic        16 bytes  b"FSTCRF MODEL\\r\\n\\x1a\\n"
+    version      uint32    FORMAT_VERSION
+    header size  uint64    H
+    data size    uint64    A
+    header       H bytes   UTF-8 JSON (padded with spaces): labels, order,
+                           topology, template, predicate dictionary, training
+                           parameters and history, and the name, dtype, shape
+                           and offset in the data of each array
+    data         A bytes   the arrays, little-endian, 8-byte aligned
+    digest       32 bytes  SHA-256 of everything before it
+
+All integers are little-endian.  :func:`load_model` checks magic, version,
+size and digest before it reads anything else, and raises ModelFileError
+for any file that is not an intact model of a version it knows.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import struct
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import scipy.sparse
+
+from . import train
+from ._kernel import ffi, lib
+from .conll import Corpus, Sentence
+from .errors import (EmptySequenceError, FstcrfError, LabelError, ModelFileError, ShapeError,
+                     TemplateError)
+from .evaluate import ChunkScores, score_chunks
+from .features import (CRFPP_CHUNKING, SHA_PEREIRA_CHUNKING, FeatureExtractor, Template,
+                       parse_template)
+from .inference import Potentials, forward_backward, kbest, lengths_to_offsets, viterbi
+from .topology import Topology, first_order, second_order
+
+#: Template names ``ChainCRF`` accepts besides Template objects and template text.
+TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING}
+ALGORITHMS = ("lbfgs", "perceptron", "sgd")
+FEATURE_SETS = ("supported", "complete", "complete-tags")
+#: The name of the always-true predicate.
+BIAS = "bias"
+#: The outside tag, c_0 of second-order models.
+OUTSIDE = "O"
+#: Complete feature sets larger than this are refused: L-BFGS needs about 260 bytes per
+#: weight (its 10 correction pairs, gradients and copies), so 2**24 weights take ~4.4 GB.
+MAX_FEATURES = 2 ** 24
+#: Cells (tokens x states) of one block of sentences scored at once per thread.
+BLOCK_CELLS = 2 ** 22
+
+MAGIC = b"FSTCRF MODEL\r\n\x1a\n"
+FORMAT_VERSION = 1
+_PREAMBLE = struct.Struct("<16sIQQ")
+_DIGEST_SIZE = 32
+
+
+def _check_kernel(status: int, what: str) -> None:
+    if status != lib.FC_OK:
+        raise RuntimeError(f"fstcrf feature loop {what} rejected its arguments; this is a bug in fstcrf")
+
+
+def _pointer(ctype: str, array: np.ndarray):
+    """A cffi view of a C-contiguous array's data; it keeps the array alive, but
+    a struct field or a cast it is stored in does not."""
+    return ffi.from_buffer(ctype + "[]", array)
+
+
+class EncodedSentences:
+    """Sentences as predicate rows: X [N, P] in CSR form cut into sentences.
+
+    Attributes: ``indptr`` int64 [N+1], ``indices`` int32 [nnz] (predicates),
+    ``values`` float [nnz]; ``lengths`` int64 [B] and ``offsets`` int64 [B+1].
+    """
+
+    def __init__(self, matrix: scipy.sparse.csr_matrix, lengths: Sequence[int]):
+        matrix = scipy.sparse.csr_matrix(matrix)
+        self.num_predicates = matrix.shape[1]
+        self.indptr = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(matrix.indices, dtype=np.int32)
+        self.values = np.ascontiguousarray(matrix.data, dtype=np.float64)
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.offsets = lengths_to_offsets(self.lengths)
+        if self.offsets[-1] != matrix.shape[0]:
+            raise ShapeError(f"{matrix.shape[0]} token rows for sentences of "
+                             f"{int(self.offsets[-1])} tokens")
+        if np.any(self.lengths <= 0):
+            raise EmptySequenceError(f"sentence {int(np.flatnonzero(self.lengths <= 0)[0])} "
+                                     "is empty; every sentence needs at least one token")
+        self._indptr = _pointer("int64_t", self.indptr)
+        self._indices = _pointer("int32_t", self.indices)
+        self._values = _pointer("double", self.values)
+
+    @classmethod
+    def from_corpus(cls, extractor: FeatureExtractor, corpus: Corpus | Sequence[Sentence],
+                    fit: bool = False) -> EncodedSentences:
+        """Encode a corpus with a fitted extractor (or fit it first)."""
+        matrix = extractor.fit_transform(corpus) if fit else extractor.transform(corpus)
+        return cls(matrix, [len(sentence) for sentence in corpus])
+
+    @property
+    def num_sequences(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.offsets[-1])
+
+    def tokens(self, first: int, last: int):
+        """The cffi ff_tokens of sentences first .. last-1."""
+        block = ffi.new("ff_tokens *")
+        start, stop = int(self.offsets[first]), int(self.offsets[last])
+        block.num_tokens = stop - start
+        block.indptr = self._indptr + start
+        block.indices = self._indices
+        block.values = self._values
+        return block
+
+    def token_rows(self, first: int, last: int) -> slice:
+        """Rows of sentences first .. last-1 in every [N, ...] array."""
+        return slice(int(self.offsets[first]), int(self.offsets[last]))
+
+
+class FactoredFeatures:
+    """The feature dictionary: which (predicate, output) pairs carry a weight.
+
+    Attributes: ``state_label`` int32 [S]; ``num_labels`` L (label outputs, 0
+    in order 1); ``ptr`` int64 [P+1], the features of predicate p being
+    ptr[p] .. ptr[p+1]-1; ``output`` int32 [F], each feature's output in
+    [0, S + L).  Inconsistent arrays raise ShapeError.
+    """
+
+    def __init__(self, state_label, num_labels: int, ptr, output):
+        self.state_label = np.ascontiguousarray(state_label, dtype=np.int32)
+        self.num_labels = int(num_labels)
+        self.ptr = np.ascontiguousarray(ptr, dtype=np.int64)
+        self.output = np.ascontiguousarray(output, dtype=np.int32)
+        S, L = len(self.state_label), self.num_labels
+        if S == 0 or L < 0 or (L and (self.state_label.min() < 0 or self.state_label.max() >= L)):
+            raise ShapeError(f"feature dictionary: bad state labels for {L} label outputs")
+        if self.ptr.ndim != 1 or len(self.ptr) == 0 or self.ptr[0] != 0 \
+                or np.any(np.diff(self.ptr) < 0) or self.ptr[-1] != len(self.output):
+            raise ShapeError("feature dictionary: ptr must rise from 0 to the number of features")
+        if len(self.output) and (self.output.min() < 0 or self.output.max() >= S + L):
+            raise ShapeError(f"feature dictionary: outputs must lie in [0, {S + L})")
+        self._dictionary = ffi.new("ff_dictionary *")
+        self._dictionary.num_states = S
+        self._dictionary.num_labels = L
+        self._dictionary.state_label = _pointer("int32_t", self.state_label)
+        self._dictionary.num_predicates = self.num_predicates
+        self._dictionary.ptr = _pointer("int64_t", self.ptr)
+        self._dictionary.output = _pointer("int32_t", self.output)
+        self._work_size = int(lib.ff_work_doubles(self._dictionary))
+
+    @property
+    def num_states(self) -> int:
+        return len(self.state_label)
+
+    @property
+    def num_predicates(self) -> int:
+        return len(self.ptr) - 1
+
+    @property
+    def num_features(self) -> int:
+        return len(self.output)
+
+    def emissions(self, tokens, theta: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """float [n, S]: scale * state scores of a token block under feature weights theta [F]."""
+        emit = np.empty((tokens.num_tokens, self.num_states))
+        work = np.empty(self._work_size)
+        _check_kernel(lib.ff_emissions(self._dictionary, tokens, _pointer("double", theta), scale,
+                                       _pointer("double", emit), _pointer("double", work)),
+                      "ff_emissions")
+        return emit
+
+    def accumulate(self, tokens, marginals: np.ndarray, out: np.ndarray, scale: float = 1.0) -> None:
+        """Add scale * expected feature counts [F] under state marginals [n, S] to ``out``."""
+        work = np.empty(self._work_size)
+        _check_kernel(lib.ff_accumulate(self._dictionary, tokens, _pointer("double", marginals), scale,
+                                        _pointer("double", out), _pointer("double", work)),
+                      "ff_accumulate")
+
+    def add_paths(self, tokens, plus: np.ndarray, minus: np.ndarray | None, out: np.ndarray,
+                  scale: float = 1.0) -> None:
+        """Add scale * (feature counts along state path ``plus`` [n] - along ``minus``) to ``out``."""
+        _check_kernel(lib.ff_add_paths(self._dictionary, tokens, _pointer("int32_t", plus),
+                                       ffi.NULL if minus is None else _pointer("int32_t", minus),
+                                       scale, _pointer("double", out)), "ff_add_paths")
+
+
+def build_features(encoded: EncodedSentences, states: np.ndarray, topology: Topology, order: int,
+                   feature_set: str, bias_predicate: int | None) -> FactoredFeatures:
+    """The feature dictionary of a training set with gold states int32 [N] (see the module doc)."""
+    S = topology.num_states
+    L = topology.num_labels if order == 2 else 0
+    outputs = S + L
+    P = encoded.num_predicates
+    complete_states = feature_set == "complete"
+    complete_tags = feature_set in ("complete", "complete-tags") and L > 0
+    size = P * S * complete_states + P * L * complete_tags
+    if size > MAX_FEATURES:
+        smaller = "'complete-tags' or 'supported'" if complete_states and L else "'supported'"
+        raise FstcrfError(f"the {feature_set} feature set would have {size:,} features, more "
+                          f"than {MAX_FEATURES:,}; use features={smaller} or raise min_count")
+    token = np.repeat(np.arange(encoded.num_tokens), np.diff(encoded.indptr))
+    predicate = encoded.indices.astype(np.int64)
+    if complete_states:
+        keys = [(np.arange(P, dtype=np.int64)[:, None] * outputs + np.arange(S)).ravel()]
+    else:
+        keys = [predicate * outputs + states[token]]
+    if L:
+        if complete_tags:
+            tagged = np.setdiff1d(np.arange(P), [] if bias_predicate is None else [bias_predicate])
+            keys.append((tagged[:, None] * outputs + S + np.arange(L)).ravel())
+        else:
+            on = predicate != bias_predicate
+            keys.append(predicate[on] * outputs + S + topology.state_label[states[token[on]]])
+    keys = np.unique(np.concatenate(keys))
+    ptr = np.searchsorted(keys, np.arange(P + 1, dtype=np.int64) * outputs)
+    state_label = topology.state_label if L else np.arange(S)
+    return FactoredFeatures(state_label, L, ptr, keys % outputs)
+
+
+def label_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """int32 [N]: the state sequence of label index sequences int [N] (sentences cut at offsets).
+
+    The topology is deterministic, so labels fix states; raises LabelError
+    naming the first sentence whose labels it does not allow."""
+    S, L = topology.num_states, topology.num_labels
+    successor = np.full((S + 1, L), -1, dtype=np.int64)   # row S: no state (a dead path)
+    successor[topology.edge_src, topology.state_label[topology.edge_dst]] = topology.edge_dst
+    entry = np.full(L, -1, dtype=np.int64)
+    starts = np.flatnonzero(topology.start)
+    entry[topology.state_label[starts]] = starts
+    lengths = np.diff(offsets)
+    states = np.empty(len(label_ids), dtype=np.int64)
+    states[offsets[:-1]] = entry[label_ids[offsets[:-1]]]
+    for t in range(1, int(lengths.max(initial=0))):
+        rows = offsets[:-1][lengths > t] + t
+        states[rows] = successor[states[rows - 1], label_ids[rows]]
+    ends = offsets[1:] - 1
+    bad = np.flatnonzero((np.minimum.reduceat(states, offsets[:-1]) < 0)
+                         | ~topology.final[states[ends]]) if len(lengths) else []
+    if len(bad):
+        sentence = int(bad[0])
+        labels = [topology.labels[i] for i in label_ids[offsets[sentence]:offsets[sentence + 1]]]
+        raise LabelError(f"sentence {sentence} ({' '.join(labels)}) is not allowed by the "
+                         f"{topology.name} topology ({len(bad)} such sentences)")
+    return states.astype(np.int32)
+
+
+def _edge_table(topology: Topology) -> np.ndarray:
+    """int64 [S, S]: the edge id of each allowed (source, destination) pair, -1 elsewhere."""
+    table = np.full((topology.num_states, topology.num_states), -1, dtype=np.int64)
+    table[topology.edge_src, topology.edge_dst] = np.arange(topology.num_edges)
+    return table
+
+
+def _path_edges(table: np.ndarray, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """int64 [N - B]: the edge ids along state paths [N] cut into sentences at offsets."""
+    inside = np.ones(len(states), dtype=bool)
+    inside[offsets[:-1]] = False
+    return table[states[np.flatnonzero(inside) - 1], states[inside]]
+
+
+def _thread_plans(offsets: np.ndarray, threads: int, max_tokens: int) -> list[list[tuple[int, int]]]:
+    """Sentence blocks (first, last): one list per thread, the threads' runs balanced by
+    tokens, each block at most ``max_tokens`` tokens (or one sentence)."""
+    num_sequences = len(offsets) - 1
+    threads = max(1, min(threads, num_sequences))
+    cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], threads + 1)[1:-1])
+    bounds = np.unique(np.concatenate([[0], cuts, [num_sequences]])).tolist()
+    plans = []
+    for first, last in zip(bounds[:-1], bounds[1:]):
+        blocks = []
+        while first < last:
+            stop = int(np.searchsorted(offsets, offsets[first] + max_tokens, side="right")) - 1
+            stop = min(max(stop, first + 1), last)
+            blocks.append((first, stop))
+            first = stop
+        plans.append(blocks)
+    return plans
+
+
+def _run_plans(plans: list[list[tuple[int, int]]], work: Callable[[list[tuple[int, int]]], object]) -> list:
+    """``work(blocks)`` for each thread's blocks, in parallel threads."""
+    if len(plans) <= 1:
+        return [work(blocks) for blocks in plans]
+    with ThreadPoolExecutor(max_workers=len(plans)) as pool:
+        return [future.result() for future in [pool.submit(work, blocks) for blocks in plans]]
+
+
+class Scorer:
+    """Scores encoded sentences with a feature dictionary, a topology and weights [F + E]."""
+
+    def __init__(self, features: FactoredFeatures, topology: Topology, threads: int):
+        self.features = features
+        self.topology = topology
+        self.threads = threads
+        self.num_weights = features.num_features + topology.num_edges
+
+    def potentials(self, encoded: EncodedSentences, weights: np.ndarray, first: int, last: int,
+                   scale: float = 1.0) -> Potentials:
+        """The potentials of sentences first .. last-1 under scale * weights."""
+        F = self.features.num_features
+        emit = self.features.emissions(encoded.tokens(first, last), weights[:F], scale)
+        return Potentials(self.topology, emit, encoded.lengths[first:last], scale * weights[F:])
+
+    def plans(self, encoded: EncodedSentences) -> list[list[tuple[int, int]]]:
+        """Per-thread sentence blocks.  Checks first that every length is feasible, which
+        also fills the topology's caches before threads share it."""
+        self.topology.check_lengths(encoded.lengths)
+        return _thread_plans(encoded.offsets, self.threads,
+                             max(1, BLOCK_CELLS // self.topology.num_states))
+
+    def paths(self, encoded: EncodedSentences, weights: np.ndarray) -> np.ndarray:
+        """int32 [N]: the Viterbi state paths of all sentences."""
+        paths = np.empty(encoded.num_tokens, dtype=np.int32)
+
+        def work(blocks):
+            for first, last in blocks:
+                pot = self.potentials(encoded, weights, first, last)
+                paths[encoded.token_rows(first, last)] = viterbi(pot).paths
+
+        _run_plans(self.plans(encoded), work)
+        return paths
+
+    def marginals(self, encoded: EncodedSentences, weights: np.ndarray) -> np.ndarray:
+        """float [N, S]: the state marginals of all sentences."""
+        marginals = np.empty((encoded.num_tokens, self.topology.num_states))
+
+        def work(blocks):
+            for first, last in blocks:
+                pot = self.potentials(encoded, weights, first, last)
+                marginals[encoded.token_rows(first, last)] = \
+                    forward_backward(pot, edge_counts=False).node_marginals
+
+        _run_plans(self.plans(encoded), work)
+        return marginals
+
+
+class TrainingSet:
+    """Encoded sentences with gold states int32 [N], scored by a :class:`Scorer`: the
+    :class:`fstcrf.train.Problem` of a model (weights theta float [F + E])."""
+
+    def __init__(self, scorer: Scorer, encoded: EncodedSentences, states: np.ndarray):
+        self.scorer = scorer
+        self.encoded = encoded
+        self.states = states
+        self.num_weights = scorer.num_weights
+        self.num_sequences = encoded.num_sequences
+        self._plans = scorer.plans(encoded)
+        self._edge_table = _edge_table(scorer.topology)
+        self._num_features = scorer.features.num_features
+        self.observed = np.zeros(self.num_weights)
+        scorer.features.add_paths(encoded.tokens(0, encoded.num_sequences), states, None,
+                                  self.observed[:self._num_features])
+        self.observed[self._num_features:] = np.bincount(
+            _path_edges(self._edge_table, states, encoded.offsets), minlength=scorer.topology.num_edges)
+
+    def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        F = self._num_features
+
+        def work(blocks):
+            log_z = 0.0
+            expected = np.zeros(self.num_weights)
+            for first, last in blocks:
+                result = forward_backward(self.scorer.potentials(self.encoded, theta, first, last))
+                log_z += float(result.log_z.sum())
+                self.scorer.features.accumulate(self.encoded.tokens(first, last),
+                                                result.node_marginals, expected[:F])
+                expected[F:] += result.edge_counts
+            return log_z, expected
+
+        parts = _run_plans(self._plans, work)
+        gradient = parts[0][1]
+        for _, expected in parts[1:]:
+            gradient += expected
+        gradient -= self.observed
+        return sum(log_z for log_z, _ in parts) - float(theta @ self.observed), gradient
+
+    def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray,
+                     out_scale: float) -> float:
+        F = self._num_features
+        pot = self.scorer.potentials(self.encoded, weights, index, index + 1, scale)
+        gold = self.gold(index)
+        gold_edges = _path_edges(self._edge_table, gold, np.array([0, len(gold)]))
+        gold_score = pot.emissions[np.arange(len(gold)), gold].sum() + pot.transitions[gold_edges].sum()
+        result = forward_backward(pot)
+        tokens = self.encoded.tokens(index, index + 1)
+        self.scorer.features.accumulate(tokens, result.node_marginals, out[:F], out_scale)
+        self.scorer.features.add_paths(tokens, gold, None, out[:F], -out_scale)
+        out[F:] += out_scale * result.edge_counts
+        np.add.at(out[F:], gold_edges, -out_scale)
+        return float(result.log_z[0] - gold_score)
+
+    def rival(self, theta: np.ndarray, index: int) -> np.ndarray | None:
+        best = kbest(self.scorer.potentials(self.encoded, theta, index, index + 1), 2)
+        gold = self.gold(index)
+        if not np.array_equal(best.paths[0], gold):
+            return best.paths[0]
+        if best.found[0] == 2 and best.scores[0, 1] >= best.scores[0, 0]:
+            return best.paths[1]
+        return None
+
+    def gold(self, index: int) -> np.ndarray:
+        return self.states[self.encoded.token_rows(index, index + 1)]
+
+    def add_path_difference(self, index: int, plus: np.ndarray, minus: np.ndarray,
+                            out: np.ndarray, scale: float) -> None:
+        F = self._num_features
+        self.scorer.features.add_paths(self.encoded.tokens(index, index + 1), plus, minus,
+                                       out[:F], scale)
+        ends = np.array([0, len(plus)])
+        np.add.at(out[F:], _path_edges(self._edge_table, plus, ends), scale)
+        np.add.at(out[F:], _path_edges(self._edge_table, minus, ends), -scale)
+
+
+def _resolve_template(template) -> Template:
+    if isinstance(template, Template):
+        return template
+    if isinstance(template, str):
+        return TEMPLATES[template] if template in TEMPLATES else parse_template(template)
+    raise TemplateError(f"template must be a Template, template text or one of "
+                        f"{', '.join(TEMPLATES)}; got {type(template).__name__}")
+
+
+def _build_topology(order: int, labels: Sequence[str]) -> Topology:
+    if order == 1:
+        return first_order(labels)
+    if OUTSIDE not in labels:
+        raise LabelError(f"a second-order model needs the outside tag {OUTSIDE!r} among the "
+                         f"labels (it is c_0 before every sentence); the labels are {', '.join(labels)}")
+    return second_order(labels, outside=OUTSIDE)
+
+
+def _label_ids(topology: Topology, sentences: Sequence[Sequence[str]]) -> np.ndarray:
+    """int64 [N]: the label index of every token."""
+    index = {label: i for i, label in enumerate(topology.labels)}
+    try:
+        return np.array([index[label] for labels in sentences for label in labels], dtype=np.int64)
+    except KeyError as error:
+        raise LabelError(f"unknown label {error.args[0]!r}; the model knows "
+                         f"{', '.join(topology.labels)}") from None
+
+
+def _split_labels(topology: Topology, states: np.ndarray, offsets: np.ndarray) -> list[list[str]]:
+    """The label strings of state paths [N], one list per sentence."""
+    labels = np.array(topology.labels, dtype=object)[topology.state_label[states]]
+    return [sentence.tolist() for sentence in np.split(labels, offsets[1:-1])]
+
+
+_PARAMS = ("template", "order", "algorithm", "sigma", "max_iter", "features", "min_count",
+           "threads", "tol", "learning_rate", "seed")
+
+
+class ChainCRF:
+    """A linear-chain CRF over CoNLL columns with Sha & Pereira's factored features.
+
+    Args:
+        template: a :class:`~fstcrf.features.Template`, template text, or a
+            name: "sha-pereira" (Sha & Pereira's Table 1) or "crfpp".
+        order: 1 (states are labels) or 2 (states are tag pairs, which needs
+            the outside tag "O" among the labels).
+        algorithm: "lbfgs", "perceptron" or "sgd" (see :mod:`fstcrf.train`).
+        sigma: standard deviation of the Gaussian prior on every weight
+            (lbfgs, sgd).  10 (variance 100) is a mild prior.
+        max_iter: L-BFGS iterations or online epochs.
+        features: "supported", "complete" or (order 2) "complete-tags" (see the
+            module doc).
+        min_count: keep predicates true at this many training tokens or more.
+        threads: threads for the L-BFGS gradient, decoding and dev scoring (the
+            online algorithms update one sentence at a time, in one thread).
+        tol: L-BFGS stops when an iteration lowers the objective by less than
+            this fraction of it.
+        learning_rate: the initial SGD step size.
+        seed: the shuffling seed of the online algorithms.
+
+    Learned attributes: ``labels_`` (L labels), ``topology_``, ``extractor_``
+    (the fitted FeatureExtractor), ``features_`` (the FactoredFeatures
+    dictionary), ``weights_`` float [F + E], ``target_`` (the column
+    trained on), ``n_iter_``, ``best_iteration_`` (whose weights were kept),
+    ``interrupted_`` and ``history_`` (one record per iteration, see
+    :mod:`fstcrf.train`).
+    """
+
+    def __init__(self, template: Template | str = "sha-pereira", order: int = 1,
+                 algorithm: str = "lbfgs", sigma: float = 10.0, max_iter: int = 100,
+                 features: str = "supported", min_count: int = 1, threads: int = 2,
+                 tol: float = 1e-7, learning_rate: float = 0.1, seed: int = 0):
+        self.template = template
+        self.order = order
+        self.algorithm = algorithm
+        self.sigma = sigma
+        self.max_iter = max_iter
+        self.features = features
+        self.min_count = min_count
+        self.threads = threads
+        self.tol = tol
+        self.learning_rate = learning_rate
+        self.seed = seed
+
+    def get_params(self) -> dict:
+        """The constructor arguments, by name."""
+        return {name: getattr(self, name) for name in _PARAMS}
+
+    def _check_params(self) -> None:
+        if isinstance(self.order, bool) or self.order not in (1, 2):
+            raise FstcrfError(f"order must be 1 or 2, got {self.order!r}")
+        if self.algorithm not in ALGORITHMS:
+            raise FstcrfError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
+        if self.features not in FEATURE_SETS:
+            raise FstcrfError(f"features must be one of {', '.join(FEATURE_SETS)}, got {self.features!r}")
+        if self.features == "complete-tags" and self.order != 2:
+            raise FstcrfError("features='complete-tags' needs order=2 (in order 1 states are "
+                              "tags: use 'complete')")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, (int, np.integer)) \
+                or self.threads < 1:
+            raise FstcrfError(f"threads must be a positive integer, got {self.threads!r}")
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "weights_"):
+            raise FstcrfError("this ChainCRF is not fitted; call fit or load_model first")
+
+    def _scorer(self) -> Scorer:
+        return Scorer(self.features_, self.topology_, int(self.threads))
+
+    # -- training ------------------------------------------------------------
+    def fit(self, corpus: Corpus, target: str = "chunk", dev: Corpus | None = None,
+            callback: train.Callback | None = None) -> ChainCRF:
+        """Learn the labels of column ``target`` of ``corpus``.
+
+        With ``dev`` the weights of the iteration with the best dev chunk F1
+        are kept.  ``callback(record)`` sees each iteration's record (see
+        :mod:`fstcrf.train`) and may return True to stop.  Ctrl-C stops
+        training and keeps the best weights so far (``interrupted_`` is True).
+        """
+        self._check_params()
+        if len(corpus) == 0:
+            raise EmptySequenceError("the training corpus has no sentences")
+        gold_labels = corpus.column(target)
+        topology = _build_topology(self.order, sorted({label for labels in gold_labels
+                                                       for label in labels}))
+        extractor = FeatureExtractor(_resolve_template(self.template), self.min_count)
+        encoded = EncodedSentences.from_corpus(extractor, corpus, fit=True)
+        states = label_states(topology, _label_ids(topology, gold_labels), encoded.offsets)
+        features = build_features(encoded, states, topology, self.order, self.features,
+                                  extractor.vocabulary_.get(BIAS))
+        scorer = Scorer(features, topology, int(self.threads))
+        problem = TrainingSet(scorer, encoded, states)
+        evaluate = None
+        if dev is not None:
+            dev_encoded = EncodedSentences.from_corpus(extractor, dev)
+            dev_gold = dev.column(target)
+
+            def evaluate(weights: np.ndarray) -> float:
+                predicted = _split_labels(topology, scorer.paths(dev_encoded, weights),
+                                          dev_encoded.offsets)
+                return score_chunks(dev_gold, predicted).f1
+
+        if self.algorithm == "lbfgs":
+            result = train.lbfgs(problem, self.sigma, self.max_iter, self.tol, evaluate, callback)
+        elif self.algorithm == "perceptron":
+            result = train.averaged_perceptron(problem, self.max_iter, self.seed, evaluate, callback)
+        else:
+            result = train.sgd(problem, self.sigma, self.max_iter, self.learning_rate, self.seed,
+                               evaluate, callback)
+        self.labels_ = topology.labels
+        self.topology_ = topology
+        self.extractor_ = extractor
+        self.features_ = features
+        self.target_ = target
+        self.weights_ = result.weights
+        self.n_iter_ = result.n_iter
+        self.best_iteration_ = result.best_iteration
+        self.interrupted_ = result.interrupted
+        self.history_ = result.history
+        return self
+
+    # -- prediction ----------------------------------------------------------
+    def predict(self, corpus: Corpus | Sequence[Sentence]) -> list[list[str]]:
+        """The best label sequence of every sentence [B][T]."""
+        self._check_fitted()
+        if len(corpus) == 0:
+            return []
+        encoded = EncodedSentences.from_corpus(self.extractor_, corpus)
+        return _split_labels(self.topology_, self._scorer().paths(encoded, self.weights_),
+                             encoded.offsets)
+
+    def predict_marginals(self, corpus: Corpus | Sequence[Sentence]) -> list[np.ndarray]:
+        """float [T, L] per sentence: p(label at token t = l | sentence), columns in
+        ``labels_`` order (state marginals summed over the states of each label)."""
+        self._check_fitted()
+        if len(corpus) == 0:
+            return []
+        encoded = EncodedSentences.from_corpus(self.extractor_, corpus)
+        state_marginals = self._scorer().marginals(encoded, self.weights_)
+        by_label = np.zeros((self.topology_.num_states, self.topology_.num_labels))
+        by_label[np.arange(self.topology_.num_states), self.topology_.state_label] = 1.0
+        return np.split(state_marginals @ by_label, encoded.offsets[1:-1])
+
+    def score(self, corpus: Corpus, target: str | None = None) -> ChunkScores:
+        """conlleval scores of the predictions against column ``target`` (default: the
+        column trained on)."""
+        self._check_fitted()
+        return score_chunks(corpus.column(target or self.target_), self.predict(corpus))
+
+    # -- files ---------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the fitted model to ``path`` atomically (see :func:`save_model`)."""
+        save_model(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> ChainCRF:
+        """Read a model written by :meth:`save` (see :func:`load_model`)."""
+        return load_model(path)
+
+
+# -- model files ---------------------------------------------------------------
+
+def _write_atomically(path: Path, pieces: Sequence[bytes | memoryview]) -> None:
+    """Write the pieces, then a SHA-256 digest of them, to a temporary file next to
+    ``path``; then rename it over ``path``."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    digest = hashlib.sha256()
+    try:
+        with open(temporary, "xb") as stream:
+            for piece in pieces:
+                digest.update(piece)
+                stream.write(piece)
+            stream.write(digest.digest())
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
+    """Write a fitted model to one self-describing file (layout in the module doc)."""
+    model._check_fitted()
+    arrays = {"weights": model.weights_.astype("<f8"),
+              "feature_ptr": model.features_.ptr.astype("<i8"),
+              "feature_output": model.features_.output.astype("<i4")}
+    table, pieces, offset = {}, [], 0
+    for name, array in arrays.items():
+        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        padding = b"\0" * (-len(data) % 8)
+        table[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": offset}
+        pieces += [data, padding]
+        offset += len(data) + len(padding)
+    params = model.get_params()
+    if isinstance(params["template"], Template):
+        params["template"] = params["template"].text
+    header = {"format": "fstcrf-model", "params": params, "target": model.target_,
+              "topology": {"kind": model.topology_.name, "labels": list(model.topology_.labels),
+                           "num_states": model.topology_.num_states,
+                           "num_edges": model.topology_.num_edges},
+              "extractor": model.extractor_.to_dict(),
+              "training": {"n_iter": model.n_iter_, "best_iteration": model.best_iteration_,
+                           "interrupted": model.interrupted_, "history": model.history_},
+              "arrays": table}
+    header_bytes = json.dumps(header, ensure_ascii=False).encode("utf-8")
+    header_bytes += b" " * (-(_PREAMBLE.size + len(header_bytes)) % 8)
+    preamble = _PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(header_bytes), offset)
+    _write_atomically(Path(path), [preamble, header_bytes, *pieces])
+
+
+def _read_container(raw: bytes, where: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """The JSON header and the arrays of an intact model file."""
+    if raw[:len(MAGIC)] != MAGIC:
+        if len(raw) < len(MAGIC) and MAGIC.startswith(raw) and raw:
+            raise ModelFileError(f"{where}: the model file is truncated ({len(raw)} bytes)")
+        raise ModelFileError(f"{where}: not an fstcrf model file (it does not start with the "
+                             f"fstcrf magic bytes)")
+    if len(raw) < _PREAMBLE.size:
+        raise ModelFileError(f"{where}: the model file is truncated ({len(raw)} bytes)")
+    _, version, header_size, data_size = _PREAMBLE.unpack_from(raw)
+    if version != FORMAT_VERSION:
+        newer = " (written by a newer fstcrf; upgrade fstcrf to read it)" if version > FORMAT_VERSION else ""
+        raise ModelFileError(f"{where}: model file format version {version} is not supported; "
+                             f"this fstcrf reads version {FORMAT_VERSION}{newer}")
+    expected = _PREAMBLE.size + header_size + data_size + _DIGEST_SIZE
+    if len(raw) != expected:
+        raise ModelFileError(f"{where}: the model file is truncated or corrupt: its preamble "
+                             f"announces {expected} bytes but it has {len(raw)}")
+    if hashlib.sha256(memoryview(raw)[:-_DIGEST_SIZE]).digest() != raw[-_DIGEST_SIZE:]:
+        raise ModelFileError(f"{where}: the model file is corrupt (SHA-256 checksum mismatch)")
+    try:
+        header = json.loads(raw[_PREAMBLE.size:_PREAMBLE.size + header_size].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ModelFileError(f"{where}: the model header is not UTF-8 JSON: {error}") from None
+    if not isinstance(header, dict) or header.get("format") != "fstcrf-model":
+        raise ModelFileError(f"{where}: the model header does not describe an fstcrf model")
+    data_start = _PREAMBLE.size + header_size
+    arrays = {}
+    for name, dtype in (("weights", "<f8"), ("feature_ptr", "<i8"), ("feature_output", "<i4")):
+        entry = _field(header.get("arrays", {}), name, dict, where)
+        shape, offset = entry.get("shape"), entry.get("offset")
+        if entry.get("dtype") != dtype or not isinstance(shape, list) or len(shape) != 1 \
+                or not all(isinstance(n, int) and n >= 0 for n in shape) \
+                or not isinstance(offset, int) or offset < 0 \
+                or offset + shape[0] * np.dtype(dtype).itemsize > data_size:
+            raise ModelFileError(f"{where}: array {name!r} is described wrongly in the header")
+        arrays[name] = np.frombuffer(raw, dtype=dtype, count=shape[0],
+                                     offset=data_start + offset).astype(dtype[1:])
+    return header, arrays
+
+
+def _field(mapping, key: str, kind: type, where: str):
+    """mapping[key], which must be a ``kind``; else ModelFileError."""
+    value = mapping.get(key) if isinstance(mapping, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ModelFileError(f"{where}: the model header lacks a valid {key!r} "
+                             f"({kind.__name__} expected)")
+    return value
+
+
+def load_model(path: str | os.PathLike) -> ChainCRF:
+    """Read a model written by :func:`save_model`.
+
+    Raises ModelFileError if the file cannot be read, is not an fstcrf model,
+    is truncated or corrupt, or has a format version this fstcrf does not read.
+    """
+    where = os.fspath(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        raise ModelFileError(f"{where}: cannot read the model file: {error.strerror}") from None
+    header, arrays = _read_container(raw, where)
+    params = _field(header, "params", dict, where)
+    if set(params) != set(_PARAMS):
+        raise ModelFileError(f"{where}: the model parameters are {', '.join(sorted(params))}; "
+                             f"expected {', '.join(_PARAMS)}")
+    model = ChainCRF(**params)
+    described = _field(header, "topology", dict, where)
+    labels = _field(described, "labels", list, where)
+    training = _field(header, "training", dict, where)
+    try:
+        model._check_params()
+        topology = _build_topology(model.order, labels)
+        extractor = FeatureExtractor.from_dict(header.get("extractor"))
+        num_labels = topology.num_labels if model.order == 2 else 0
+        state_label = topology.state_label if num_labels else np.arange(topology.num_states)
+        features = FactoredFeatures(state_label, num_labels, arrays["feature_ptr"],
+                                    arrays["feature_output"])
+    except FstcrfError as error:
+        raise ModelFileError(f"{where}: the model file is inconsistent: {error}") from None
+    if (topology.name, topology.num_states, topology.num_edges) != \
+            (described.get("kind"), described.get("num_states"), described.get("num_edges")):
+        raise ModelFileError(f"{where}: the model's {described.get('kind')} topology does not "
+                             f"rebuild to the stored state space")
+    if features.num_predicates != len(extractor.predicate_names_):
+        raise ModelFileError(f"{where}: the feature dictionary has {features.num_predicates} "
+                             f"predicates but the extractor {len(extractor.predicate_names_)}")
+    if len(arrays["weights"]) != features.num_features + topology.num_edges:
+        raise ModelFileError(f"{where}: {len(arrays['weights'])} weights for "
+                             f"{features.num_features} features and {topology.num_edges} edges")
+    model.labels_ = topology.labels
+    model.topology_ = topology
+    model.extractor_ = extractor
+    model.features_ = features
+    model.target_ = _field(header, "target", str, where)
+    model.weights_ = arrays["weights"]
+    model.n_iter_ = _field(training, "n_iter", int, where)
+    model.best_iteration_ = _field(training, "best_iteration", int, where)
+    model.interrupted_ = _field(training, "interrupted", bool, where)
+    model.history_ = _field(training, "history", list, where)
+    return model

@@ -1,0 +1,283 @@
+"""Training algorithms for linear-chain CRFs.
+
+Each algorithm optimises a weight vector theta [D] of a :class:`Problem`,
+which knows the training sentences and how the weights score them (the
+model in :mod:`fstcrf.model` supplies one).  The algorithms are
+
+    lbfgs                 penalised conditional log-likelihood, Gaussian prior,
+                          scipy's L-BFGS-B on the full-batch gradient
+    averaged_perceptron   Collins (2002): Viterbi decoding, additive updates,
+                          averaged weights (the lazy-update trick)
+    sgd                   penalised log-likelihood, one sentence per step, a
+                          1/t learning rate and the L2 prior shared per sentence
+
+One *iteration* is an L-BFGS iteration or an epoch of the online methods.
+After each one a record is logged (logger ``fstcrf.train``), appended to the
+history and passed to ``callback``:
+
+    iteration       1, 2, ...
+    objective       lbfgs: the penalised negative log-likelihood;
+                    sgd: the per-sentence losses met during the epoch plus
+                    the penalty at its end; perceptron: tokens where the
+                    paths it updated on differ from gold
+    gradient_norm   lbfgs: Euclidean norm of the gradient; None otherwise
+    seconds         training time of the iteration (dev evaluation excluded)
+    elapsed         seconds since training started
+    dev_f1          F1 of ``evaluate`` on the weights, or None without it
+
+With ``evaluate`` the result keeps the weights of the iteration with the best
+dev F1 (Sha & Pereira found the best F1 well before convergence).  A
+callback returning True stops training after that iteration.  Ctrl-C
+(KeyboardInterrupt) stops training too: the result then holds the best
+weights so far (without ``evaluate``, those of the last finished iteration)
+and ``interrupted`` is True.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+import numpy as np
+import scipy.optimize
+
+from .errors import FstcrfError
+
+logger = logging.getLogger(__name__)
+
+#: Correction pairs L-BFGS keeps (Sha & Pereira found 3 to 10 work well).
+LBFGS_MEMORY = 10
+
+Record = dict
+Callback = Callable[[Record], "bool | None"]
+Evaluate = Callable[[np.ndarray], float]
+
+
+class Problem(Protocol):
+    """A labelled training set scored by weights theta [D].
+
+    ``add_gradient`` reads its weights before it writes its output, so the
+    weights and the output may be the same array.
+    """
+
+    num_weights: int     # D
+    num_sequences: int   # B
+
+    def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """Negative log-likelihood of all sentences (no prior) and its gradient float [D]."""
+
+    def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray,
+                     out_scale: float) -> float:
+        """For theta = scale * weights, add out_scale * (gradient of sentence ``index``'s
+        negative log-likelihood) to ``out`` [D] and return that negative log-likelihood."""
+
+    def rival(self, theta: np.ndarray, index: int) -> np.ndarray | None:
+        """int32 [T]: the best state sequence of sentence ``index`` other than the gold one,
+        if it scores at least as much as gold; None if gold is the unique best."""
+
+    def gold(self, index: int) -> np.ndarray:
+        """int32 [T]: the gold state sequence of sentence ``index``."""
+
+    def add_path_difference(self, index: int, plus: np.ndarray, minus: np.ndarray,
+                            out: np.ndarray, scale: float) -> None:
+        """Add scale * (features of ``plus`` - features of ``minus``) [D] on sentence
+        ``index`` to ``out``; ``plus`` and ``minus`` are state sequences int32 [T]."""
+
+
+@dataclass
+class TrainingResult:
+    """What training produced: the weights float [D] to keep and how it went."""
+
+    weights: np.ndarray
+    n_iter: int
+    best_iteration: int
+    interrupted: bool
+    history: list[Record] = field(default_factory=list)
+
+
+class _Monitor:
+    """Records iterations, keeps the best (or last) weights and handles Ctrl-C."""
+
+    def __init__(self, algorithm: str, evaluate: Evaluate | None, callback: Callback | None):
+        self.algorithm = algorithm
+        self.evaluate = evaluate
+        self.callback = callback
+        self.history: list[Record] = []
+        self.interrupted = False
+        self.kept_weights: np.ndarray | None = None
+        self.kept_iteration = 0
+        self._best_f1 = -math.inf
+        self._started = self._resumed = time.perf_counter()
+
+    def end_iteration(self, theta: np.ndarray, objective: float,
+                      gradient_norm: float | None = None) -> bool:
+        """Record an iteration that ended with weights ``theta``; True means stop."""
+        now = time.perf_counter()
+        iteration = len(self.history) + 1
+        record = {"iteration": iteration, "objective": float(objective),
+                  "gradient_norm": None if gradient_norm is None else float(gradient_norm),
+                  "seconds": now - self._resumed, "elapsed": now - self._started, "dev_f1": None}
+        if self.evaluate is None:
+            self.kept_weights, self.kept_iteration = theta.copy(), iteration
+        else:
+            record["dev_f1"] = float(self.evaluate(theta))
+            if record["dev_f1"] > self._best_f1:
+                self._best_f1 = record["dev_f1"]
+                self.kept_weights, self.kept_iteration = theta.copy(), iteration
+        self.history.append(record)
+        logger.info("%s iteration %d: objective %.6g%s, %.2f s%s", self.algorithm, iteration,
+                    record["objective"],
+                    "" if gradient_norm is None else f", gradient norm {gradient_norm:.4g}",
+                    record["seconds"],
+                    "" if record["dev_f1"] is None else f", dev F1 {record['dev_f1']:.2f}")
+        stop = bool(self.callback(record)) if self.callback is not None else False
+        self._resumed = time.perf_counter()
+        return stop
+
+    @contextlib.contextmanager
+    def interruptible(self):
+        """Turn Ctrl-C inside the block into ``interrupted = True``."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.interrupted = True
+            logger.warning("%s interrupted after %d iterations; keeping the weights of "
+                           "iteration %d", self.algorithm, len(self.history), self.kept_iteration)
+
+    def result(self, final_weights: np.ndarray) -> TrainingResult:
+        """The result; ``final_weights`` are used when no iteration's weights were kept,
+        or without ``evaluate`` when training ran to its end."""
+        use_final = self.kept_weights is None or (self.evaluate is None and not self.interrupted)
+        weights = final_weights if use_final else self.kept_weights
+        best = len(self.history) if use_final else self.kept_iteration
+        return TrainingResult(np.array(weights, dtype=np.float64), len(self.history), best,
+                              self.interrupted, self.history)
+
+
+def _check_positive(name: str, value, integer: bool = False) -> None:
+    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0:
+        raise FstcrfError(f"{name} must be a positive {'integer' if integer else 'number'}, "
+                          f"got {value!r}")
+
+
+def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float = 1e-7,
+          evaluate: Evaluate | None = None, callback: Callback | None = None) -> TrainingResult:
+    """Minimise -log-likelihood + ||theta||^2 / (2 sigma^2) with L-BFGS from theta = 0.
+
+    Stops after ``max_iter`` iterations, or when an iteration lowers the
+    objective by less than ``tol`` relative to its size (scipy's ``ftol``).
+    ``sigma`` may be ``math.inf`` (no prior).
+    """
+    _check_positive("sigma", sigma)
+    _check_positive("max_iter", max_iter, integer=True)
+    _check_positive("tol", tol)
+    precision = 1.0 / sigma ** 2
+    monitor = _Monitor("lbfgs", evaluate, callback)
+    last = {}
+
+    def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, gradient = problem.loss_and_gradient(theta)
+        loss += 0.5 * precision * float(theta @ theta)
+        gradient += precision * theta
+        last.update(theta=theta.copy(), loss=loss, gradient=gradient)
+        return loss, gradient
+
+    def end_iteration(intermediate_result: scipy.optimize.OptimizeResult) -> None:
+        theta = intermediate_result.x
+        if not np.array_equal(theta, last["theta"]):
+            objective(theta)
+        if monitor.end_iteration(theta, last["loss"], float(np.linalg.norm(last["gradient"]))):
+            raise StopIteration
+
+    final = np.zeros(problem.num_weights)
+    with monitor.interruptible():
+        final = scipy.optimize.minimize(
+            objective, final, jac=True, method="L-BFGS-B", callback=end_iteration,
+            options={"maxiter": int(max_iter), "maxcor": LBFGS_MEMORY, "ftol": tol, "gtol": 0.0}).x
+    return monitor.result(final)
+
+
+def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
+                        evaluate: Evaluate | None = None,
+                        callback: Callback | None = None) -> TrainingResult:
+    """Collins's averaged perceptron: ``max_iter`` epochs over the sentences, shuffled by ``seed``.
+
+    When the gold path of a sentence is not the unique best path under w,
+    w moves by the features of gold minus those of the best other path (a
+    tie counts as a mistake: otherwise decoding's tie-break, not the weights,
+    would pick gold).  The result is the average of w over all steps,
+    computed lazily: with u = sum of c * update (c = the step count), the
+    average is w - u / c.
+    """
+    _check_positive("max_iter", max_iter, integer=True)
+    rng = np.random.default_rng(seed)
+    weights = np.zeros(problem.num_weights)
+    weighted_updates = np.zeros(problem.num_weights)
+    step = 1
+
+    def averaged() -> np.ndarray:
+        return weights - weighted_updates / step
+
+    monitor = _Monitor("perceptron", evaluate, callback)
+    with monitor.interruptible():
+        for _ in range(int(max_iter)):
+            mistakes = 0
+            for index in rng.permutation(problem.num_sequences):
+                rival = problem.rival(weights, index)
+                if rival is not None:
+                    gold = problem.gold(index)
+                    mistakes += int(np.count_nonzero(gold != rival))
+                    problem.add_path_difference(index, gold, rival, weights, 1.0)
+                    problem.add_path_difference(index, gold, rival, weighted_updates, float(step))
+                step += 1
+            if monitor.end_iteration(averaged(), mistakes):
+                break
+    return monitor.result(averaged())
+
+
+def sgd(problem: Problem, sigma: float = 10.0, max_iter: int = 10, learning_rate: float = 0.1,
+        seed: int = 0, evaluate: Evaluate | None = None,
+        callback: Callback | None = None) -> TrainingResult:
+    """Stochastic gradient descent on the penalised log-likelihood, one sentence per step.
+
+    Each of the B sentences carries 1/B of the prior, so step t (counted over
+    all epochs) does theta <- theta - eta_t * (gradient of its sentence's
+    -log-likelihood + theta / (B sigma^2)) with eta_t = learning_rate / (1 + t / B).
+    theta is kept as scale * w, so the shrinking costs O(1) and the update
+    touches only the sentence's features.  Sentences are shuffled by ``seed``.
+    """
+    _check_positive("sigma", sigma)
+    _check_positive("max_iter", max_iter, integer=True)
+    _check_positive("learning_rate", learning_rate)
+    num_sentences = problem.num_sequences
+    decay = 1.0 / (sigma ** 2 * num_sentences)
+    if learning_rate * decay >= 1.0:
+        raise FstcrfError(f"learning_rate {learning_rate} is too large for sigma {sigma}: "
+                          f"the prior would flip the weights' sign (need learning_rate * "
+                          f"1 / (sigma^2 * {num_sentences} sentences) < 1)")
+    rng = np.random.default_rng(seed)
+    weights = np.zeros(problem.num_weights)
+    scale = 1.0
+    step = 0
+    monitor = _Monitor("sgd", evaluate, callback)
+    with monitor.interruptible():
+        for _ in range(int(max_iter)):
+            loss = 0.0
+            for index in rng.permutation(num_sentences):
+                eta = learning_rate / (1.0 + step / num_sentences)
+                new_scale = scale * (1.0 - eta * decay)
+                loss += problem.add_gradient(weights, scale, index, weights, -eta / new_scale)
+                scale = new_scale
+                step += 1
+                if scale < 1e-9:
+                    weights *= scale
+                    scale = 1.0
+            theta = scale * weights
+            loss += 0.5 * float(theta @ theta) / sigma ** 2
+            if monitor.end_iteration(theta, loss):
+                break
+    return monitor.result(scale * weights)

@@ -1,0 +1,403 @@
+"""The factored feature layout, the training objective and model files."""
+import hashlib
+import json
+import os
+import random
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+from fstcrf import model as crf
+from fstcrf.conll import Corpus, Sentence, write_conll
+from fstcrf.errors import FstcrfError, LabelError, ModelFileError
+from fstcrf.features import FeatureExtractor, parse_template
+from fstcrf.model import ChainCRF, load_model, save_model
+
+TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\npos[-1]\npos[0]\npos[0]|pos[+1]\n"
+
+_WORDS = {"DT": ["the", "a", "every"], "JJ": ["big", "red", "old", "new"],
+          "NN": ["dog", "cat", "park", "ball", "idea"], "VB": ["sees", "likes", "chased", "is"],
+          "IN": ["in", "near", "with"], ".": [".", "!"]}
+
+
+def chunk_corpus(seed: int, num_sentences: int) -> Corpus:
+    """Sentences of a toy grammar, NP VP NP (PP NP)? ., whose chunks the words determine."""
+    rng = random.Random(seed)
+    sentences = []
+    for _ in range(num_sentences):
+        words, tags, chunks = [], [], []
+
+        def add(pos, chunk):
+            words.append(rng.choice(_WORDS[pos]))
+            tags.append(pos)
+            chunks.append(chunk)
+
+        def noun_phrase():
+            parts = (["DT"] if rng.random() < 0.7 else []) + ["JJ"] * rng.randint(0, 2) + ["NN"]
+            for position, pos in enumerate(parts):
+                add(pos, "B-NP" if position == 0 else "I-NP")
+
+        noun_phrase()
+        add("VB", "B-VP")
+        noun_phrase()
+        if rng.random() < 0.5:
+            add("IN", "B-PP")
+            noun_phrase()
+        add(".", "O")
+        sentences.append(Sentence({"word": words, "pos": tags, "chunk": chunks}))
+    return Corpus(("word", "pos", "chunk"), sentences)
+
+
+def random_corpus(seed: int, num_sentences: int) -> Corpus:
+    """Random words and POS with random (IOB2-valid) chunk tags: nothing to learn."""
+    rng = random.Random(seed)
+    sentences = []
+    for _ in range(num_sentences):
+        length = rng.randint(1, 6)
+        chunks, previous = [], "O"
+        for _ in range(length):
+            choices = ["O", "B-NP", "B-VP"] + (["I-" + previous[2:]] if previous != "O" else [])
+            previous = rng.choice(choices)
+            chunks.append(previous)
+        sentences.append(Sentence({"word": [rng.choice("abcdef") for _ in range(length)],
+                                   "pos": [rng.choice("XYZ") for _ in range(length)],
+                                   "chunk": chunks}))
+    return Corpus(("word", "pos", "chunk"), sentences)
+
+
+def training_set(corpus: Corpus, order: int, feature_set: str, threads: int = 2) -> crf.TrainingSet:
+    extractor = FeatureExtractor(parse_template(TEMPLATE))
+    encoded = crf.EncodedSentences.from_corpus(extractor, corpus, fit=True)
+    gold = corpus.column("chunk")
+    topology = crf._build_topology(order, sorted({tag for tags in gold for tag in tags}))
+    states = crf.label_states(topology, crf._label_ids(topology, gold), encoded.offsets)
+    features = crf.build_features(encoded, states, topology, order, feature_set,
+                                  extractor.vocabulary_.get("bias"))
+    return crf.TrainingSet(crf.Scorer(features, topology, threads), encoded, states)
+
+
+def dense_weights(features: crf.FactoredFeatures, theta: np.ndarray) -> np.ndarray:
+    """float [P, S + L]: the feature weights as a predicate-by-output table."""
+    table = np.zeros((features.num_predicates, features.num_states + features.num_labels))
+    predicate = np.repeat(np.arange(features.num_predicates), np.diff(features.ptr))
+    table[predicate, features.output] = theta
+    return table
+
+
+def csr(encoded: crf.EncodedSentences) -> scipy.sparse.csr_matrix:
+    return scipy.sparse.csr_matrix((encoded.values, encoded.indices, encoded.indptr),
+                                   shape=(encoded.num_tokens, encoded.num_predicates))
+
+
+CONFIGURATIONS = [(1, "supported"), (1, "complete"), (2, "supported"), (2, "complete"),
+                  (2, "complete-tags")]
+
+
+# -- the feature layout ------------------------------------------------------------
+
+@pytest.mark.parametrize("order,feature_set", CONFIGURATIONS)
+def test_feature_loops_match_sparse_algebra(order, feature_set):
+    problem = training_set(random_corpus(1, 30), order, feature_set)
+    features, encoded = problem.scorer.features, problem.encoded
+    S, L = features.num_states, features.num_labels
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=features.num_features)
+    X = csr(encoded)
+    scores = X @ dense_weights(features, theta)                      # [N, S + L]
+    expected = scores[:, :S] + (scores[:, S + features.state_label] if L else 0.0)
+    tokens = encoded.tokens(0, encoded.num_sequences)
+    np.testing.assert_allclose(features.emissions(tokens, theta, 0.5), 0.5 * expected, atol=1e-12)
+    marginals = rng.random((encoded.num_tokens, S))
+    by_output = np.hstack([marginals, marginals @ (np.arange(L)[None, :] == features.state_label[:, None])]) \
+        if L else marginals
+    counts = X.T @ by_output                                          # [P, S + L]
+    predicate = np.repeat(np.arange(features.num_predicates), np.diff(features.ptr))
+    out = np.ones(features.num_features)
+    features.accumulate(tokens, marginals, out, 2.0)
+    np.testing.assert_allclose(out, 1.0 + 2.0 * counts[predicate, features.output], atol=1e-10)
+
+
+@pytest.mark.parametrize("order,feature_set", CONFIGURATIONS)
+def test_feature_sets(order, feature_set):
+    corpus = random_corpus(2, 30)
+    problem = training_set(corpus, order, feature_set)
+    features = problem.scorer.features
+    S, L, P = features.num_states, features.num_labels, features.num_predicates
+    bias = problem.encoded.indices[problem.encoded.indptr[0]]  # the bias is the first predicate
+    table = dense_weights(features, np.ones(features.num_features)) > 0
+    # supported pairs: the predicate is on at a token whose gold state (or its label) is the output
+    X = csr(problem.encoded)
+    gold = np.zeros((problem.encoded.num_tokens, S + L), dtype=bool)
+    gold[np.arange(len(problem.states)), problem.states] = True
+    if L:
+        gold[np.arange(len(problem.states)), S + features.state_label[problem.states]] = True
+    supported = (X.T @ gold.astype(float)) > 0
+    if L:
+        supported[bias, S:] = False
+    assert L == (problem.scorer.topology.num_labels if order == 2 else 0)
+    if feature_set == "supported":
+        np.testing.assert_array_equal(table, supported)
+    else:
+        if feature_set == "complete":
+            assert table[:, :S].all()
+        else:
+            np.testing.assert_array_equal(table[:, :S], supported[:, :S])
+        assert table[:, S:].sum() == (P - 1) * L and not table[bias, S:].any()
+        assert features.num_features == table.sum()
+
+
+def test_complete_feature_sets_too_large_are_refused(monkeypatch):
+    monkeypatch.setattr(crf, "MAX_FEATURES", 100)
+    with pytest.raises(FstcrfError, match="use features='supported'"):
+        training_set(random_corpus(3, 30), 1, "complete")
+    with pytest.raises(FstcrfError, match="use features='complete-tags' or 'supported'"):
+        training_set(random_corpus(3, 30), 2, "complete")
+    with pytest.raises(FstcrfError, match="complete-tags feature set .* use features='supported'"):
+        training_set(random_corpus(3, 30), 2, "complete-tags")
+
+
+def test_gold_labels_the_topology_forbids():
+    def sentence(chunks):
+        return Sentence({"word": ["w"] * len(chunks), "pos": ["P"] * len(chunks), "chunk": chunks})
+    corpus = Corpus(("word", "pos", "chunk"), [sentence(["B-NP", "I-NP"]), sentence(["O", "I-NP", "O"])])
+    with pytest.raises(LabelError, match=r"sentence 1 \(O I-NP O\) is not allowed by the second-order"):
+        ChainCRF(TEMPLATE, order=2).fit(corpus)
+    assert ChainCRF(TEMPLATE, order=1, max_iter=2).fit(corpus).labels_ == ("B-NP", "I-NP", "O")
+
+
+def test_second_order_needs_the_outside_tag():
+    corpus = chunk_corpus(0, 5)
+    for sentence in corpus:
+        sentence.columns["chunk"] = [tag.replace("O", "B-X") for tag in sentence["chunk"]]
+    with pytest.raises(LabelError, match="outside tag 'O'"):
+        ChainCRF(TEMPLATE, order=2).fit(corpus)
+
+
+# -- the objective -----------------------------------------------------------------
+
+@pytest.mark.parametrize("order,feature_set", CONFIGURATIONS)
+def test_gradient_matches_finite_differences(order, feature_set):
+    problem = training_set(random_corpus(5, 12), order, feature_set)
+    rng = np.random.default_rng(order)
+    theta = rng.normal(0, 0.5, problem.num_weights)
+    loss, gradient = problem.loss_and_gradient(theta)
+    F = problem.scorer.features.num_features
+    coordinates = np.unique(np.concatenate([rng.choice(F, 6, replace=False),
+                                            F + rng.choice(problem.num_weights - F, 4, replace=False)]))
+    step = 1e-5
+    for i in coordinates:
+        delta = np.zeros_like(theta)
+        delta[i] = step
+        numeric = (problem.loss_and_gradient(theta + delta)[0]
+                   - problem.loss_and_gradient(theta - delta)[0]) / (2 * step)
+        assert numeric == pytest.approx(gradient[i], abs=1e-6 * max(1.0, abs(loss)))
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_loss_is_the_negative_log_likelihood(order):
+    problem = training_set(random_corpus(6, 8), order, "supported")
+    theta = np.random.default_rng(7).normal(size=problem.num_weights)
+    loss, _ = problem.loss_and_gradient(theta)
+    pot = problem.scorer.potentials(problem.encoded, theta, 0, problem.num_sequences)
+    from fstcrf.inference import log_partition
+    expected = float(np.sum(log_partition(pot)) - np.sum(pot.score(problem.states)))
+    assert loss == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_sentence_gradients_sum_to_the_full_gradient(order):
+    problem = training_set(random_corpus(8, 15), order, "supported")
+    theta = np.random.default_rng(9).normal(size=problem.num_weights)
+    loss, gradient = problem.loss_and_gradient(theta)
+    total, summed = 0.0, np.zeros(problem.num_weights)
+    for index in range(problem.num_sequences):
+        total += problem.add_gradient(theta / 4, 4.0, index, summed, -1.0)
+    assert total == pytest.approx(loss, rel=1e-10)
+    np.testing.assert_allclose(-summed, gradient, atol=1e-9)
+
+
+def test_threads_do_not_change_the_objective():
+    corpus = random_corpus(10, 40)
+    one, two = training_set(corpus, 2, "supported", threads=1), training_set(corpus, 2, "supported", threads=3)
+    theta = np.random.default_rng(11).normal(size=one.num_weights)
+    (loss_one, gradient_one), (loss_two, gradient_two) = one.loss_and_gradient(theta), two.loss_and_gradient(theta)
+    assert loss_one == pytest.approx(loss_two, rel=1e-12)
+    np.testing.assert_allclose(gradient_one, gradient_two, atol=1e-10)
+
+
+def test_blocks_bound_memory_without_changing_results(monkeypatch):
+    corpus = random_corpus(12, 30)
+    whole = training_set(corpus, 2, "supported")
+    theta = np.random.default_rng(13).normal(size=whole.num_weights)
+    expected = whole.loss_and_gradient(theta)
+    monkeypatch.setattr(crf, "BLOCK_CELLS", 1)   # one sentence per block
+    blocked = training_set(corpus, 2, "supported")
+    assert len(blocked._plans[0]) > 1
+    loss, gradient = blocked.loss_and_gradient(theta)
+    assert loss == pytest.approx(expected[0], rel=1e-12)
+    np.testing.assert_allclose(gradient, expected[1], atol=1e-10)
+
+
+# -- the estimator -----------------------------------------------------------------
+
+def test_parameters_are_checked_at_fit():
+    corpus = chunk_corpus(0, 5)
+    for bad in [dict(order=3), dict(algorithm="newton"), dict(features="all"), dict(threads=0),
+                dict(sigma=-1.0), dict(max_iter=0), dict(features="complete-tags", order=1)]:
+        with pytest.raises(FstcrfError):
+            ChainCRF(TEMPLATE, **bad).fit(corpus)
+    with pytest.raises(FstcrfError, match="not fitted"):
+        ChainCRF().predict(corpus)
+
+
+def test_templates_by_name_text_and_object():
+    corpus = chunk_corpus(0, 10)
+    names = [ChainCRF(template, max_iter=2).fit(corpus).extractor_.to_dict()["template"]
+             for template in ("crfpp", crf.CRFPP_CHUNKING, crf.CRFPP_CHUNKING.text)]
+    assert names[0] == names[1] == names[2]
+
+
+def test_label_marginals():
+    corpus, test = chunk_corpus(0, 40), chunk_corpus(1, 10)
+    for order in (1, 2):
+        model = ChainCRF(TEMPLATE, order=order, max_iter=50).fit(corpus)
+        marginals = model.predict_marginals(test)
+        assert [m.shape for m in marginals] == [(len(s), len(model.labels_)) for s in test]
+        for sentence, predicted in zip(marginals, model.predict(test)):
+            np.testing.assert_allclose(sentence.sum(axis=1), 1.0, atol=1e-12)
+            assert [model.labels_[i] for i in sentence.argmax(axis=1)] == predicted
+    assert model.predict([]) == [] and model.predict_marginals([]) == []
+
+
+# -- model files -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fitted():
+    return ChainCRF(TEMPLATE, order=2, max_iter=15).fit(chunk_corpus(0, 30))
+
+
+@pytest.fixture
+def saved(fitted, tmp_path):
+    path = tmp_path / "chunker.model"
+    fitted.save(path)
+    return path
+
+
+def _repack(raw: bytes, edit) -> bytes:
+    """The file with its JSON header edited by ``edit`` and a fresh digest."""
+    _, version, header_size, data_size = struct.unpack_from("<16sIQQ", raw)
+    header = json.loads(raw[36:36 + header_size])
+    edit(header)
+    text = json.dumps(header).encode()
+    text += b" " * (-(36 + len(text)) % 8)
+    body = struct.pack("<16sIQQ", crf.MAGIC, version, len(text), data_size) + text + \
+        raw[36 + header_size:-32]
+    return body + hashlib.sha256(body).digest()
+
+
+def test_round_trip(fitted, saved):
+    test = chunk_corpus(5, 10)
+    loaded = ChainCRF.load(saved)
+    assert loaded.predict(test) == fitted.predict(test)
+    for a, b in zip(loaded.predict_marginals(test), fitted.predict_marginals(test)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(loaded.weights_, fitted.weights_)
+    assert loaded.labels_ == fitted.labels_ and loaded.history_ == fitted.history_
+    assert loaded.get_params() == fitted.get_params()
+    assert (loaded.n_iter_, loaded.best_iteration_, loaded.interrupted_, loaded.target_) == \
+        (fitted.n_iter_, fitted.best_iteration_, fitted.interrupted_, fitted.target_)
+    assert [f for f in os.listdir(saved.parent) if f != saved.name] == []
+
+
+def test_fresh_process_gives_identical_predictions(fitted, saved, tmp_path):
+    test = chunk_corpus(6, 10)
+    write_conll(test, tmp_path / "test.txt")
+    script = ("import json, sys\n"
+              "from fstcrf.conll import read_conll\n"
+              "from fstcrf.model import load_model\n"
+              "model = load_model(sys.argv[1])\n"
+              "corpus = read_conll(sys.argv[2])\n"
+              "print(json.dumps([model.predict(corpus), "
+              "[m.tolist() for m in model.predict_marginals(corpus)]]))\n")
+    output = subprocess.run([sys.executable, "-c", script, str(saved), str(tmp_path / "test.txt")],
+                            check=True, capture_output=True, text=True).stdout
+    labels, marginals = json.loads(output)
+    assert labels == fitted.predict(test)
+    assert marginals == [m.tolist() for m in fitted.predict_marginals(test)]
+
+
+def test_saving_replaces_atomically(fitted, saved):
+    before = saved.read_bytes()
+    save_model(fitted, saved)
+    assert saved.read_bytes() == before
+    assert sorted(os.listdir(saved.parent)) == [saved.name]
+    with pytest.raises(FstcrfError, match="not fitted"):
+        ChainCRF().save(saved.parent / "unfitted.model")
+    assert sorted(os.listdir(saved.parent)) == [saved.name]
+
+
+def test_truncated_files(saved):
+    raw = saved.read_bytes()
+    for size in [0, 1, 10, 16, 20, 35, 36, 37, 100, len(raw) // 2, len(raw) - 33, len(raw) - 32,
+                 len(raw) - 1]:
+        saved.write_bytes(raw[:size])
+        with pytest.raises(ModelFileError, match="truncated|not an fstcrf model"):
+            load_model(saved)
+
+
+def test_flipped_bytes(saved):
+    raw = saved.read_bytes()
+    rng = np.random.default_rng(0)
+    positions = sorted({0, 15, 16, 20, 28, 36, 40, len(raw) // 2, len(raw) - 40, len(raw) - 1,
+                        *rng.integers(0, len(raw), 20).tolist()})
+    for position in positions:
+        corrupt = bytearray(raw)
+        corrupt[position] ^= 0x10
+        saved.write_bytes(bytes(corrupt))
+        with pytest.raises(ModelFileError):
+            load_model(saved)
+
+
+def test_foreign_and_missing_files(tmp_path):
+    foreign = tmp_path / "foreign.bin"
+    foreign.write_bytes(np.random.default_rng(1).bytes(5000))
+    with pytest.raises(ModelFileError, match="not an fstcrf model"):
+        load_model(foreign)
+    foreign.write_text("word pos chunk\n")
+    with pytest.raises(ModelFileError, match="not an fstcrf model"):
+        load_model(foreign)
+    with pytest.raises(ModelFileError, match="cannot read"):
+        load_model(tmp_path / "missing.model")
+    with pytest.raises(ModelFileError, match="cannot read"):
+        load_model(tmp_path)
+
+
+def test_future_version(saved):
+    raw = bytearray(saved.read_bytes())
+    raw[16:20] = struct.pack("<I", crf.FORMAT_VERSION + 1)
+    saved.write_bytes(bytes(raw))
+    with pytest.raises(ModelFileError, match="version 2 is not supported.*newer fstcrf"):
+        load_model(saved)
+
+
+def test_intact_file_with_inconsistent_contents(saved):
+    raw = saved.read_bytes()
+    edits = [lambda h: h.update(format="something-else"),
+             lambda h: h["arrays"]["weights"].update(shape=[3]),
+             lambda h: h["arrays"]["feature_ptr"].update(offset=10 ** 9),
+             lambda h: h["arrays"]["weights"].update(dtype="<f4"),
+             lambda h: h["topology"].update(labels=["O", "B-NP"]),
+             lambda h: h["params"].update(order=3),
+             lambda h: h["params"].pop("sigma"),
+             lambda h: h["extractor"].update(predicates=["bias"]),
+             lambda h: h["training"].update(n_iter="many")]
+    for edit in edits:
+        saved.write_bytes(_repack(raw, edit))
+        with pytest.raises(ModelFileError):
+            load_model(saved)
+    saved.write_bytes(_repack(raw, lambda h: None))
+    assert load_model(saved).labels_
