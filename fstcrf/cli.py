@@ -2,9 +2,166 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
+from pathlib import Path
 
 from .errors import FstcrfError
+
+LOG = logging.getLogger("fstcrf")
+
+
+def _map_types(labels: list[list[str]], keep: set[str] | None) -> list[list[str]]:
+    """Replace chunk labels whose type is not in ``keep`` by O (NP chunking)."""
+    if not keep:
+        return labels
+    return [[label if label.partition("-")[2] in keep else "O" for label in sentence] for sentence in labels]
+
+
+def _restrict_types(corpus, target: str, keep: set[str] | None):
+    """The corpus with the target column's foreign chunk types mapped to O."""
+    if not keep:
+        return corpus
+    for sentence, labels in zip(corpus.sentences, _map_types(corpus.column(target), keep)):
+        sentence.columns[target] = labels
+    return corpus
+
+
+def _read(path: str, columns=None, allow_missing=()):
+    from .conll import read_conll
+    return read_conll(path, columns, allow_missing=allow_missing)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .features import load_template
+    from .model import TEMPLATES, ChainCRF
+    keep = set(args.only_types.split(",")) if args.only_types else None
+    train = _restrict_types(_read(args.train, args.columns), args.target, keep)
+    dev = _restrict_types(_read(args.dev, args.columns), args.target, keep) if args.dev else None
+    template = args.template if args.template in TEMPLATES else load_template(args.template)
+    model = ChainCRF(template=template, order=args.order, algorithm=args.algorithm, sigma=args.sigma,
+                     max_iter=args.max_iter, features=args.features, min_count=args.min_count,
+                     threads=args.threads)
+    LOG.info("training a %s order-%d CRF on %s (%d sentences, %d tokens)%s", args.algorithm, args.order,
+             args.train, len(train), train.num_tokens, f", selecting on {args.dev}" if dev else "")
+    model.fit(train, target=args.target, dev=dev)
+    model.save(args.output)
+    state = "interrupted; kept" if model.interrupted_ else "kept"
+    LOG.info("%s the weights of iteration %d of %d; %d features; model written to %s", state,
+             model.best_iteration_, model.n_iter_, len(model.weights_), args.output)
+    return 0
+
+
+def _predict_with_progress(model, corpus, threads: int | None, chunk: int = 2000) -> list[list[str]]:
+    from .progress import Progress
+    if threads is not None:
+        model.threads = threads
+    predictions = []
+    sentences = corpus.sentences
+    with Progress(len(sentences), "tagging", unit="sentences", enabled=len(sentences) > chunk) as bar:
+        for first in range(0, len(sentences), chunk):
+            batch = sentences[first:first + chunk]
+            predictions += model.predict(batch)
+            bar.update(len(batch))
+    return predictions
+
+
+def _tag(args: argparse.Namespace) -> int:
+    from .conll import write_conll
+    from .model import load_model
+    model = load_model(args.model)
+    corpus = _read(args.input, model.columns_, allow_missing=(model.target_,))
+    predictions = _predict_with_progress(model, corpus, args.threads)
+    write_conll(corpus, args.output if args.output else sys.stdout, extra_columns=[predictions])
+    return 0
+
+
+def _split_gold_pred(path: str) -> tuple[list[list[str]], list[list[str]]]:
+    """The last two columns of a tagged file: gold and predicted (conlleval's layout)."""
+    corpus = _read(path)
+    if len(corpus.column_names) < 2:
+        raise FstcrfError(f"{path}: expected at least two columns (gold, predicted), found "
+                          f"{len(corpus.column_names)}")
+    gold_name, pred_name = corpus.column_names[-2:]
+    return corpus.column(gold_name), corpus.column(pred_name)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .evaluate import score_chunks
+    keep = set(args.only_types.split(",")) if args.only_types else None
+    if args.pred:
+        if args.model or args.test:
+            raise FstcrfError("give either --pred FILE or MODEL TEST, not both")
+        gold, predicted = _split_gold_pred(args.pred)
+    else:
+        if not (args.model and args.test):
+            raise FstcrfError("give MODEL and TEST, or --pred FILE")
+        from .model import load_model
+        model = load_model(args.model)
+        corpus = _read(args.test, model.columns_)
+        gold = corpus.column(model.target_)
+        predicted = _predict_with_progress(model, corpus, args.threads)
+    print(score_chunks(_map_types(gold, keep), _map_types(predicted, keep)).format())
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .evaluate import mcnemar, score_chunks
+    gold_a, pred_a = _split_gold_pred(args.pred_a)
+    gold_b, pred_b = _split_gold_pred(args.pred_b)
+    if gold_a != gold_b:
+        raise FstcrfError(f"{args.pred_a} and {args.pred_b} do not have the same gold labels; "
+                          "compare predictions of the same test file")
+    result = mcnemar(gold_a, pred_a, pred_b)
+    print(f"A: {args.pred_a}  F1 {score_chunks(gold_a, pred_a).f1:.2f}")
+    print(f"B: {args.pred_b}  F1 {score_chunks(gold_b, pred_b).f1:.2f}")
+    print(f"tokens A labels right and B wrong: {result.n01}")
+    print(f"tokens A labels wrong and B right: {result.n10}")
+    print(f"McNemar's test ({result.method}): two-sided p = {result.p_value:.3g}")
+    return 0
+
+
+def find_conll2000(data_dir: str | None = None) -> Path | None:
+    """The CoNLL-2000 folder (train.txt, test.txt) from --data, $FSTCRF_DATA or NLTK's data folders."""
+    candidates = []
+    if data_dir:
+        candidates += [Path(data_dir), Path(data_dir) / "conll2000"]
+    if os.environ.get("FSTCRF_DATA"):
+        candidates.append(Path(os.environ["FSTCRF_DATA"]) / "conll2000")
+    candidates.append(Path("../shared/data/conll2000"))
+    nltk_roots = os.environ.get("NLTK_DATA", "").split(os.pathsep) + [
+        str(Path.home() / "nltk_data"), "/usr/share/nltk_data", "/usr/local/share/nltk_data",
+        "/usr/lib/nltk_data", "/usr/local/lib/nltk_data"]
+    candidates += [Path(root) / "corpora" / "conll2000" for root in nltk_roots if root]
+    for folder in candidates:
+        if (folder / "train.txt").is_file() and (folder / "test.txt").is_file():
+            return folder
+    return None
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .model import ChainCRF
+    from .synthetic import DATA_DIR
+    folder = find_conll2000(args.data)
+    if folder is not None:
+        train_path, test_path = folder / "train.txt", folder / "test.txt"
+        print(f"fstcrf demo: using CoNLL-2000 from {folder}")
+    else:
+        train_path, test_path = DATA_DIR / "demo_train.txt", DATA_DIR / "demo_test.txt"
+        print("fstcrf demo: CoNLL-2000 not found (set FSTCRF_DATA or --data); using the small synthetic "
+              f"corpus fstcrf generated itself ({DATA_DIR})")
+    train, test = _read(str(train_path)), _read(str(test_path))
+    print(f"training a first-order CRF (Sha & Pereira features, L-BFGS, {args.max_iter} iterations) "
+          f"on {len(train)} sentences")
+    model = ChainCRF(max_iter=args.max_iter, threads=args.threads).fit(train)
+    if args.output:
+        model.save(args.output)
+        print(f"model written to {args.output}")
+    scores = model.score(test)
+    print(f"tagged {len(test)} test sentences ({test.num_tokens} tokens)")
+    print(scores.format())
+    return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -13,19 +170,78 @@ def _bench(args: argparse.Namespace) -> int:
         print(bench.format_kernel(bench.bench_kernel(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
     elif args.what == "compose":
         print(bench.format_compose(bench.bench_compose(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
+    else:
+        folder = find_conll2000(args.data)
+        if folder is None:
+            raise FstcrfError("bench train needs CoNLL-2000: set FSTCRF_DATA or --data")
+        print(bench.format_train(bench.bench_train(folder, args.vs, iterations=args.iterations,
+                                                   threads=args.threads)))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fstcrf", description="Conditional random fields as weighted FSTs.")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only print warnings and results")
     commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train a CRF tagger on a CoNLL file")
+    train.add_argument("train", help="training file (CoNLL columns, blank line between sentences)")
+    train.add_argument("-o", "--output", required=True, help="model file to write")
+    train.add_argument("--columns", default=None, help="column names, e.g. word,pos,chunk (default for 3 columns)")
+    train.add_argument("--target", default="chunk", help="column to learn (default chunk)")
+    train.add_argument("--order", type=int, choices=[1, 2], default=1, help="1: label states; 2: tag-pair states")
+    train.add_argument("--algorithm", choices=["lbfgs", "perceptron", "sgd"], default="lbfgs")
+    train.add_argument("--sigma", type=float, default=10.0, help="Gaussian prior standard deviation")
+    train.add_argument("--max-iter", type=int, default=100, help="L-BFGS iterations or online epochs")
+    train.add_argument("--dev", default=None, help="development file: keep the iteration with the best F1")
+    train.add_argument("--template", default="sha-pereira",
+                       help="feature template: sha-pereira, crfpp or a template file")
+    train.add_argument("--features", choices=["supported", "complete", "complete-tags"], default="supported")
+    train.add_argument("--min-count", type=int, default=1, help="drop predicates seen fewer times")
+    train.add_argument("--only-types", default=None,
+                       help="comma-separated chunk types to keep; others become O (e.g. NP)")
+    train.add_argument("--threads", type=int, default=2)
+    train.set_defaults(run=_train)
+
+    tag = commands.add_parser("tag", help="append a predicted label column to a CoNLL file")
+    tag.add_argument("model")
+    tag.add_argument("input", help="CoNLL file; the gold column may be absent")
+    tag.add_argument("-o", "--output", default=None, help="output file (default: standard output)")
+    tag.add_argument("--threads", type=int, default=None)
+    tag.set_defaults(run=_tag)
+
+    evaluate = commands.add_parser("eval", help="conlleval scores of a model on a test file, or of a tagged file")
+    evaluate.add_argument("model", nargs="?")
+    evaluate.add_argument("test", nargs="?")
+    evaluate.add_argument("--pred", default=None, help="tagged file whose last two columns are gold and predicted")
+    evaluate.add_argument("--only-types", default=None, help="score only these chunk types (others become O)")
+    evaluate.add_argument("--threads", type=int, default=None)
+    evaluate.set_defaults(run=_eval)
+
+    compare = commands.add_parser("compare", help="McNemar's test between two tagged files")
+    compare.add_argument("pred_a")
+    compare.add_argument("pred_b")
+    compare.set_defaults(run=_compare)
+
+    demo = commands.add_parser("demo", help="train, tag and evaluate a chunker out of the box")
+    demo.add_argument("--data", default=None, help="folder holding CoNLL-2000 train.txt and test.txt")
+    demo.add_argument("--max-iter", type=int, default=60)
+    demo.add_argument("--threads", type=int, default=2)
+    demo.add_argument("-o", "--output", default=None, help="also save the model here")
+    demo.set_defaults(run=_demo)
+
     bench = commands.add_parser("bench", help="measure speed against reference implementations")
-    bench.add_argument("what", choices=["kernel", "compose"],
-                       help="kernel: forward-backward and Viterbi throughput against numpy and pynini; "
-                            "compose: factorised joint inference against the dense cross product")
-    bench.add_argument("--tokens", type=int, default=100_000, help="tokens per lattice size (default 100000)")
+    bench.add_argument("what", choices=["kernel", "compose", "train"],
+                       help="kernel: forward-backward and Viterbi against numpy and pynini; "
+                            "compose: factorised joint inference against the dense cross product; "
+                            "train: training and tagging against python-crfsuite on CoNLL-2000")
+    bench.add_argument("--tokens", type=int, default=100_000, help="tokens per lattice size (kernel, compose)")
     bench.add_argument("--repeats", type=int, default=3, help="timings are the best of this many runs")
     bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--vs", choices=["crfsuite"], default="crfsuite", help="peer for bench train")
+    bench.add_argument("--iterations", type=int, default=50, help="L-BFGS iterations for bench train")
+    bench.add_argument("--threads", type=int, default=2, help="fstcrf threads for bench train")
+    bench.add_argument("--data", default=None, help="folder holding CoNLL-2000 (bench train)")
     bench.set_defaults(run=_bench)
     return parser
 
@@ -33,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s",
+                        stream=sys.stderr)
     try:
         return args.run(args)
     except FstcrfError as error:

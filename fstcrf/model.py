@@ -523,7 +523,8 @@ class ChainCRF:
     Learned attributes: ``labels_`` (L labels), ``topology_``, ``extractor_``
     (the fitted FeatureExtractor), ``features_`` (the FactoredFeatures
     dictionary), ``weights_`` float [F + E], ``target_`` (the column
-    trained on), ``n_iter_``, ``best_iteration_`` (whose weights were kept),
+    trained on), ``columns_`` (the column names of the training file),
+    ``n_iter_``, ``best_iteration_`` (whose weights were kept),
     ``interrupted_`` and ``history_`` (one record per iteration, see
     :mod:`fstcrf.train`).
     """
@@ -614,6 +615,7 @@ class ChainCRF:
         self.extractor_ = extractor
         self.features_ = features
         self.target_ = target
+        self.columns_ = tuple(corpus.column_names)
         self.weights_ = result.weights
         self.n_iter_ = result.n_iter
         self.best_iteration_ = result.best_iteration
@@ -698,6 +700,7 @@ def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
     if isinstance(params["template"], Template):
         params["template"] = params["template"].text
     header = {"format": "fstcrf-model", "params": params, "target": model.target_,
+              "columns": list(model.columns_),
               "topology": {"kind": model.topology_.name, "labels": list(model.topology_.labels),
                            "num_states": model.topology_.num_states,
                            "num_edges": model.topology_.num_edges},
@@ -806,6 +809,10 @@ def load_model(path: str | os.PathLike) -> ChainCRF:
     model.extractor_ = extractor
     model.features_ = features
     model.target_ = _field(header, "target", str, where)
+    columns = _field(header, "columns", list, where)
+    if not all(isinstance(name, str) for name in columns) or model.target_ not in columns:
+        raise ModelFileError(f"{where}: the model's column names {columns!r} are invalid")
+    model.columns_ = tuple(columns)
     model.weights_ = arrays["weights"]
     model.n_iter_ = _field(training, "n_iter", int, where)
     model.best_iteration_ = _field(training, "best_iteration", int, where)
