@@ -300,6 +300,102 @@ class _TokenTable:
         return names, rank[key.reshape(-1)], counts[order]
 
 
+def _split_values(values: str) -> list[str]:
+    """Split the escaped values of a predicate name on unescaped "|"."""
+    if "\\" not in values:
+        return values.split("|")
+    parts, current, escaped = [], [], False
+    for character in values:
+        if escaped:
+            current.append(character)
+            escaped = False
+        elif character == "\\":
+            current.append(character)
+            escaped = True
+        elif character == "|":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(character)
+    parts.append("".join(current))
+    return parts
+
+
+class _PredicateIndex:
+    """Integer lookup of known predicates, so that transform never builds names.
+
+    Every (column, transform) has one code per escaped value seen in the known
+    predicates' names (boundary values included).  A predicate template with
+    observations o_1..o_m maps a token to id_1 = code(o_1), then
+    id_i = position of id_{i-1} * V_i + code(o_i) in the sorted array of the
+    known prefixes of length i, and finally to a predicate column; a prefix
+    that no known predicate has gives -1."""
+
+    def __init__(self, template: Template, names: Sequence[str]):
+        by_prefix: dict[str, list[tuple[int, list[str]]]] = {}
+        for column, name in enumerate(names):
+            prefix, _, values = name.partition("=")
+            by_prefix.setdefault(prefix, []).append((column, _split_values(values) if values else []))
+        self.vocab: dict[tuple[str, str | None], dict[str, int]] = {}
+        self.plans = []
+        for predicate in template:
+            known = by_prefix.get(predicate.name, [])
+            if not predicate.observations:
+                self.plans.append((predicate, [], np.array([known[0][0]] if known else [], dtype=np.int64)))
+                continue
+            columns = np.array([column for column, _ in known], dtype=np.int64)
+            codes = np.empty((len(known), len(predicate.observations)), dtype=np.int64)
+            for i, observation in enumerate(predicate.observations):
+                vocab = self.vocab.setdefault((observation.column, observation.transform), {})
+                codes[:, i] = [vocab.setdefault(values[i], len(vocab)) for _, values in known]
+            self.plans.append((predicate, codes, columns))
+        # sorted prefix tables need the final vocabulary sizes
+        self.tables = []
+        for predicate, codes, columns in self.plans:
+            steps, ids = [], None
+            for i, observation in enumerate(predicate.observations):
+                if i == 0:
+                    ids = codes[:, 0]
+                    continue
+                combos = ids * len(self.vocab[(observation.column, observation.transform)]) + codes[:, i]
+                table, ids = np.unique(combos, return_inverse=True)
+                steps.append(table)
+            predicate_of = np.full((ids.max() + 1) if ids is not None and len(ids) else 0, -1, dtype=np.int64)
+            if ids is not None and len(ids):
+                predicate_of[ids] = columns
+            self.tables.append((steps, predicate_of if predicate.observations else columns))
+
+    def columns(self, table: "_TokenTable") -> np.ndarray:
+        """int64 [num_tokens, num_templates]: each token's predicate column per template, -1 if unknown."""
+        out = np.full((table.num_tokens, len(self.plans)), -1, dtype=np.int64)
+        known_codes: dict[tuple, np.ndarray] = {}
+        for index, ((predicate, _, _), (steps, predicate_of)) in enumerate(zip(self.plans, self.tables)):
+            if not predicate.observations:
+                if len(predicate_of):
+                    out[:, index] = predicate_of[0]
+                continue
+            if len(predicate_of) == 0:
+                continue
+            ids = None
+            for i, observation in enumerate(predicate.observations):
+                local, names = table.observation_codes(observation)
+                key = (observation.column, observation.transform, observation.offset)
+                vocab = self.vocab[(observation.column, observation.transform)]
+                if key not in known_codes:
+                    known_codes[key] = np.array([vocab.get(name, -1) for name in names], dtype=np.int64)
+                codes = known_codes[key][local]
+                if i == 0:
+                    ids = codes
+                    continue
+                step = steps[i - 1]
+                combos = ids * len(vocab) + codes
+                position = np.minimum(np.searchsorted(step, combos), len(step) - 1)
+                ids = np.where((ids >= 0) & (codes >= 0) & (step[position] == combos), position, -1)
+            hit = (ids >= 0) & (ids < len(predicate_of))
+            out[hit, index] = predicate_of[ids[hit]]
+        return out
+
+
 class FeatureExtractor:
     """Turns the tokens of a corpus into a binary predicate matrix [num_tokens, num_predicates].
 
@@ -321,14 +417,22 @@ class FeatureExtractor:
                             f"got {type(self.template).__name__}")
 
     def _occurrences(self, corpus: Corpus | Sequence[Sentence]):
-        template = self._template()
+        table = self._token_table(corpus)
+        return table.num_tokens, [table.predicate_occurrences(predicate)
+                                  for predicate in self._template()]
+
+    def _token_table(self, corpus: Corpus | Sequence[Sentence]) -> _TokenTable:
         if isinstance(corpus, Corpus):
-            for column in template.columns:
+            for column in self._template().columns:
                 if column not in corpus.column_names:
                     raise TemplateError(_missing_column_message(column, corpus.column_names))
-        table = _TokenTable(list(corpus))
-        return table.num_tokens, [table.predicate_occurrences(predicate)
-                                  for predicate in template]
+        return _TokenTable(list(corpus))
+
+    def _index(self) -> _PredicateIndex:
+        """The integer lookup of the fitted predicates, built on first use."""
+        if getattr(self, "_predicate_index", None) is None:
+            self._predicate_index = _PredicateIndex(self._template(), self.predicate_names_)
+        return self._predicate_index
 
     def _learn(self, occurrences):
         if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \
@@ -340,6 +444,7 @@ class FeatureExtractor:
                          if count >= self.min_count)
         self.predicate_names_ = names
         self.vocabulary_ = {name: index for index, name in enumerate(names)}
+        self._predicate_index = None
 
     def _check_fitted(self):
         if not hasattr(self, "vocabulary_"):
@@ -351,6 +456,11 @@ class FeatureExtractor:
             predicate_column = np.array([self.vocabulary_.get(name, -1)
                                          for name in predicate_names], dtype=np.int64)
             columns[:, index] = predicate_column[token_predicate]
+        return self._csr(columns)
+
+    def _csr(self, columns: np.ndarray) -> scipy.sparse.csr_matrix:
+        """The binary matrix of per-template predicate columns int64 [N, templates] (-1: none)."""
+        num_tokens = len(columns)
         present = columns >= 0
         indptr = np.zeros(num_tokens + 1, dtype=np.int64)
         np.cumsum(present.sum(axis=1), out=indptr[1:])
@@ -367,7 +477,7 @@ class FeatureExtractor:
     def transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """The predicate matrix [num_tokens, num_predicates]; unknown predicates are dropped."""
         self._check_fitted()
-        return self._matrix(*self._occurrences(corpus))
+        return self._csr(self._index().columns(self._token_table(corpus)))
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """``fit`` then ``transform`` on the same corpus, extracting the observations once."""

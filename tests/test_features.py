@@ -304,3 +304,21 @@ def test_conll2000_train_has_every_template_at_every_token(data_file):
     assert (np.diff(test_matrix.indptr) <= 20).all() and test_matrix.nnz < 20 * 47377
     pruned = FeatureExtractor(SHA_PEREIRA_CHUNKING, min_count=2).fit(train)
     assert set(pruned.predicate_names_) < set(extractor.predicate_names_)
+
+
+def test_integer_lookup_transform_equals_name_lookup(data_file):
+    """transform goes through the integer index; it must give exactly the
+    matrix that looking predicates up by name gives, on held-out data with
+    unknown values and with values that need escaping."""
+    train = read_conll(data_file("conll2000/train.txt"))
+    test = read_conll(data_file("conll2000/test.txt"))
+    odd = [Sentence({"word": ["a|b", "\\x", "__BOS-1__", "The"], "pos": ["NN", "|", "DT", "DT"],
+                     "chunk": ["O"] * 4})]
+    for template in (SHA_PEREIRA_CHUNKING, CRFPP_CHUNKING):
+        for min_count in (1, 3):
+            extractor = FeatureExtractor(template, min_count).fit(list(train) + odd)
+            for corpus in (list(test)[:500], odd):
+                by_name = extractor._matrix(*extractor._occurrences(corpus))
+                by_index = extractor.transform(corpus)
+                assert by_name.shape == by_index.shape
+                assert (by_name != by_index).nnz == 0
