@@ -164,6 +164,41 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _history(args: argparse.Namespace) -> int:
+    from .model import load_model
+    model = load_model(args.model)
+    history = model.history_
+    print("iteration  objective      gradient-norm  seconds  dev-F1")
+    for record in history:
+        dev = record.get("dev_f1")
+        print(f"{record['iteration']:9d}  {record['objective']:<13.6g}  {record.get('gradient_norm') or 0:<13.4g}  "
+              f"{record['seconds']:7.2f}  {'' if dev is None else f'{dev:.2f}'}")
+    print(f"kept the weights of iteration {model.best_iteration_} of {model.n_iter_}"
+          + (" (interrupted)" if model.interrupted_ else ""))
+    if args.plot:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise FstcrfError("plotting needs matplotlib: pip install 'fstcrf[bench]'") from None
+        iterations = [r["iteration"] for r in history]
+        figure, objective_axis = plt.subplots(figsize=(7, 4))
+        objective_axis.semilogy(iterations, [r["objective"] for r in history], color="tab:blue")
+        objective_axis.set_xlabel(f"{model.algorithm} iteration")
+        objective_axis.set_ylabel("objective (penalised negative log-likelihood)", color="tab:blue")
+        dev = [(r["iteration"], r["dev_f1"]) for r in history if r.get("dev_f1") is not None]
+        if dev:
+            f1_axis = objective_axis.twinx()
+            f1_axis.plot(*zip(*dev), color="tab:red")
+            f1_axis.set_ylabel("dev chunk F1", color="tab:red")
+        objective_axis.set_title(args.title or f"{args.model}")
+        figure.tight_layout()
+        figure.savefig(args.plot, dpi=110)
+        print(f"plot written to {args.plot}")
+    return 0
+
+
 def _bench(args: argparse.Namespace) -> int:
     from . import bench
     if args.what == "kernel":
@@ -229,6 +264,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--threads", type=int, default=2)
     demo.add_argument("-o", "--output", default=None, help="also save the model here")
     demo.set_defaults(run=_demo)
+
+    history = commands.add_parser("history", help="per-iteration training record of a model, optionally plotted")
+    history.add_argument("model")
+    history.add_argument("--plot", default=None, help="write a PNG of objective and dev F1 per iteration")
+    history.add_argument("--title", default=None)
+    history.set_defaults(run=_history)
 
     bench = commands.add_parser("bench", help="measure speed against reference implementations")
     bench.add_argument("what", choices=["kernel", "compose", "train"],

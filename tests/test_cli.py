@@ -83,3 +83,11 @@ def test_corrupt_model_is_a_clear_error(tmp_path, capsys):
 def test_console_script_runs_in_a_fresh_process():
     result = subprocess.run([sys.executable, "-m", "fstcrf.cli", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "train" in result.stdout
+
+
+def test_history_lists_every_iteration(model_path, capsys):
+    capsys.readouterr()
+    assert main(["-q", "history", str(model_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("iteration")
+    assert len(lines) == 1 + 25 + 1 and lines[-1].startswith("kept the weights of iteration")
