@@ -7,4 +7,11 @@ from .inference import (ForwardBackward, KBest, Potentials, Viterbi, forward_bac
 from .topology import (Topology, bioes, first_order, from_acceptor, intersect, iob2, kth_order,
                        second_order)
 
+__all__ = [
+    "ConllFormatError", "CompositionError", "EmptySequenceError", "FstcrfError", "GrammarError",
+    "InfeasibleError", "LabelError", "ModelFileError", "ScoreError", "ShapeError", "TemplateError",
+    "TopologyError", "ForwardBackward", "KBest", "Potentials", "Viterbi", "forward_backward", "kbest",
+    "log_partition", "max_marginals", "sample", "viterbi", "Topology", "bioes", "first_order",
+    "from_acceptor", "intersect", "iob2", "kth_order", "second_order",
+]
 __version__ = "0.1.0"

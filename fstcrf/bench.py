@@ -204,7 +204,7 @@ def _train_side(which: str, folder: str, iterations: int, threads: int) -> dict:
     if which == "fstcrf":
         from .model import ChainCRF
         model = ChainCRF("crfpp", order=1, max_iter=iterations, threads=threads, sigma=0.5 ** 0.5,
-                         tol=0.0).fit(train)
+                         tol=1e-12).fit(train)
         seconds = [record["seconds"] for record in model.history_]
         predicted = model.predict(test)
         tag_seconds = best_time(lambda: model.predict(test), 3)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence, TextIO
 
+from .atomic import write_atomically
 from .errors import ConllFormatError, FstcrfError, ShapeError
 
 DOCSTART = "-DOCSTART-"
@@ -271,20 +271,6 @@ def _format_lines(sentences: Sequence[Sentence], trailing_docstart_lines: Sequen
     return out
 
 
-def _write_atomically(path: Path, text: str):
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def write_conll(corpus_or_sentences: Corpus | Sequence[Sentence],
                 path_or_file: str | os.PathLike | TextIO,
                 extra_columns: Sequence[Sequence[Sequence[str]]] | None = None, *,
@@ -320,4 +306,4 @@ def write_conll(corpus_or_sentences: Corpus | Sequence[Sentence],
     if is_stream:
         path_or_file.write(text)
     else:
-        _write_atomically(Path(path_or_file), text)
+        write_atomically(path_or_file, lambda stream: stream.write(text.encode("utf-8")))

@@ -71,7 +71,31 @@ def lengths_to_offsets(lengths) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
 
 
-class Potentials:
+class SentenceBatch:
+    """Bookkeeping shared by everything that holds B sentences as int64
+    ``lengths`` [B] and token ``offsets`` [B+1]."""
+
+    lengths: np.ndarray
+    offsets: np.ndarray
+
+    @property
+    def num_sequences(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.offsets[-1])
+
+    def sentence(self, index: int) -> slice:
+        """Rows of sentence ``index`` in every [N, ...] array."""
+        return slice(int(self.offsets[index]), int(self.offsets[index + 1]))
+
+    def token_rows(self, first: int, last: int) -> slice:
+        """Rows of sentences first .. last-1."""
+        return slice(int(self.offsets[first]), int(self.offsets[last]))
+
+
+class Potentials(SentenceBatch):
     """Scores of a batch of sentences over one topology.
 
     Args:
@@ -99,18 +123,6 @@ class Potentials:
         self.start = np.where(topology.start, start, -np.inf)
         self.final = np.where(topology.final, final, -np.inf)
         topology.check_lengths(self.lengths)
-
-    @property
-    def num_sequences(self) -> int:
-        return len(self.lengths)
-
-    @property
-    def num_tokens(self) -> int:
-        return int(self.offsets[-1])
-
-    def sentence(self, index: int) -> slice:
-        """Rows of sentence ``index`` in every [N, ...] array."""
-        return slice(int(self.offsets[index]), int(self.offsets[index + 1]))
 
     def split(self, array: np.ndarray, axis: int = 0) -> list[np.ndarray]:
         """Cut an array whose ``axis`` runs over the N tokens into sentences."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from ._kernel import ffi, lib
 from .errors import CompositionError, ShapeError
-from .inference import (KBest, KernelBuffers, Potentials, Viterbi, _as_float_array, _check_status, _run,
+from .inference import (KBest, KernelBuffers, Potentials, SentenceBatch, Viterbi, _as_float_array, _check_status, _run,
                         check_emissions, check_lengths, forward_backward, kbest, lengths_to_offsets, sample)
 from .topology import Topology
 
@@ -126,7 +126,7 @@ def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]
     return total.reshape(N, space.num_states)
 
 
-class JointPotentials:
+class JointPotentials(SentenceBatch):
     """Scores of a batch of sentences over a joint space.
 
     Args:
@@ -162,17 +162,6 @@ class JointPotentials:
         self.start = np.where(product.start, _as_float_array("start", np.zeros(P) if start is None else start, (P,)), -np.inf)
         self.final = np.where(product.final, _as_float_array("final", np.zeros(P) if final is None else final, (P,)), -np.inf)
         product.check_lengths(self.lengths)
-
-    @property
-    def num_sequences(self) -> int:
-        return len(self.lengths)
-
-    @property
-    def num_tokens(self) -> int:
-        return int(self.offsets[-1])
-
-    def sentence(self, index: int) -> slice:
-        return slice(int(self.offsets[index]), int(self.offsets[index + 1]))
 
     def to_product(self) -> Potentials:
         """The same scores on the dense cross-product topology (oracle, k-best, sampling)."""

@@ -59,7 +59,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -70,13 +69,15 @@ import scipy.sparse
 
 from . import train
 from ._kernel import ffi, lib
+from .atomic import write_atomically
 from .conll import Corpus, Sentence
 from .errors import (EmptySequenceError, FstcrfError, LabelError, ModelFileError, ShapeError,
                      TemplateError)
 from .evaluate import ChunkScores, score_chunks
 from .features import (CRFPP_CHUNKING, SHA_PEREIRA_CHUNKING, FeatureExtractor, Template,
                        parse_template)
-from .inference import Potentials, forward_backward, kbest, lengths_to_offsets, viterbi
+from .inference import (Potentials, SentenceBatch, forward_backward, kbest, lengths_to_offsets,
+                        viterbi)
 from .topology import Topology, first_order, second_order
 
 #: Template names ``ChainCRF`` accepts besides Template objects and template text.
@@ -110,7 +111,7 @@ def _pointer(ctype: str, array: np.ndarray):
     return ffi.from_buffer(ctype + "[]", array)
 
 
-class EncodedSentences:
+class EncodedSentences(SentenceBatch):
     """Sentences as predicate rows: X [N, P] in CSR form cut into sentences.
 
     Attributes: ``indptr`` int64 [N+1], ``indices`` int32 [nnz] (predicates),
@@ -142,14 +143,6 @@ class EncodedSentences:
         matrix = extractor.fit_transform(corpus) if fit else extractor.transform(corpus)
         return cls(matrix, [len(sentence) for sentence in corpus])
 
-    @property
-    def num_sequences(self) -> int:
-        return len(self.lengths)
-
-    @property
-    def num_tokens(self) -> int:
-        return int(self.offsets[-1])
-
     def tokens(self, first: int, last: int):
         """The cffi ff_tokens of sentences first .. last-1."""
         block = ffi.new("ff_tokens *")
@@ -159,10 +152,6 @@ class EncodedSentences:
         block.indices = self._indices
         block.values = self._values
         return block
-
-    def token_rows(self, first: int, last: int) -> slice:
-        """Rows of sentences first .. last-1 in every [N, ...] array."""
-        return slice(int(self.offsets[first]), int(self.offsets[last]))
 
 
 class FactoredFeatures:
@@ -664,25 +653,6 @@ class ChainCRF:
 
 # -- model files ---------------------------------------------------------------
 
-def _write_atomically(path: Path, pieces: Sequence[bytes | memoryview]) -> None:
-    """Write the pieces, then a SHA-256 digest of them, to a temporary file next to
-    ``path``; then rename it over ``path``."""
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    digest = hashlib.sha256()
-    try:
-        with open(temporary, "xb") as stream:
-            for piece in pieces:
-                digest.update(piece)
-                stream.write(piece)
-            stream.write(digest.digest())
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
     """Write a fitted model to one self-describing file (layout in the module doc)."""
     model._check_fitted()
@@ -711,7 +681,15 @@ def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
     header_bytes = json.dumps(header, ensure_ascii=False).encode("utf-8")
     header_bytes += b" " * (-(_PREAMBLE.size + len(header_bytes)) % 8)
     preamble = _PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(header_bytes), offset)
-    _write_atomically(Path(path), [preamble, header_bytes, *pieces])
+    def write(stream) -> None:
+        """The pieces, then a SHA-256 digest of them."""
+        digest = hashlib.sha256()
+        for piece in (preamble, header_bytes, *pieces):
+            digest.update(piece)
+            stream.write(piece)
+        stream.write(digest.digest())
+
+    write_atomically(path, write)
 
 
 def _read_container(raw: bytes, where: str) -> tuple[dict, dict[str, np.ndarray]]:
