@@ -172,9 +172,18 @@ static void reduce_edges(semiring sr, int32_t S, const int32_t *ptr, const int32
         for (int32_t x = 0; x < S; ++x) {
             double best = -INFINITY;
             int32_t best_nbr = -1;
-            for (int32_t k = ptr[x]; k < ptr[x + 1]; ++k) {
-                const double c = v[nbr[k]] + sc->trans[edge ? edge[k] : k];
-                if (c > best) { best = c; best_nbr = nbr[k]; }
+            if (!edge && ptr[x + 1] - ptr[x] == S) {
+                /* every state enters x: sources are 0..S-1 in slot order */
+                const double *w_row = sc->trans + ptr[x];
+                for (int32_t y = 0; y < S; ++y) {
+                    const double c = v[y] + w_row[y];
+                    if (c > best) { best = c; best_nbr = y; }
+                }
+            } else {
+                for (int32_t k = ptr[x]; k < ptr[x + 1]; ++k) {
+                    const double c = v[nbr[k]] + sc->trans[edge ? edge[k] : k];
+                    if (c > best) { best = c; best_nbr = nbr[k]; }
+                }
             }
             out[x] = best;
             if (arg) arg[x] = best_nbr;
