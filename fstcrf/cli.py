@@ -53,16 +53,33 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predict_with_progress(model, corpus, threads: int | None, chunk: int = 2000) -> list[list[str]]:
+def _grammar_options(args: argparse.Namespace) -> dict:
+    """predict() keyword arguments from --grammar, --define and --on-infeasible."""
+    if not args.grammar:
+        return {}
+    from .grammar import load_grammar
+    params = {}
+    for definition in args.define:
+        name, equals, value = definition.partition("=")
+        if not equals or not name or not value:
+            raise FstcrfError(f"--define expects NAME=VALUE, got {definition!r}")
+        params[name] = value
+    return {"grammar": load_grammar(args.grammar), "params": params or None,
+            "on_infeasible": args.on_infeasible}
+
+
+def _predict_with_progress(model, corpus, args: argparse.Namespace, chunk: int = 2000) -> list[list[str]]:
     from .progress import Progress
-    if threads is not None:
-        model.threads = threads
+    if args.threads is not None:
+        model.threads = args.threads
+    options = _grammar_options(args)
     predictions = []
     sentences = corpus.sentences
-    with Progress(len(sentences), "tagging", unit="sentences", enabled=len(sentences) > chunk) as bar:
+    with Progress(len(sentences), "tagging", unit="sentences",
+                  enabled=len(sentences) > chunk and not args.quiet) as bar:
         for first in range(0, len(sentences), chunk):
             batch = sentences[first:first + chunk]
-            predictions += model.predict(batch)
+            predictions += model.predict(batch, **options)
             bar.update(len(batch))
     return predictions
 
@@ -72,7 +89,7 @@ def _tag(args: argparse.Namespace) -> int:
     from .model import load_model
     model = load_model(args.model)
     corpus = _read(args.input, model.columns_, allow_missing=(model.target_,))
-    predictions = _predict_with_progress(model, corpus, args.threads)
+    predictions = _predict_with_progress(model, corpus, args)
     write_conll(corpus, args.output if args.output else sys.stdout, extra_columns=[predictions])
     return 0
 
@@ -101,7 +118,7 @@ def _eval(args: argparse.Namespace) -> int:
         model = load_model(args.model)
         corpus = _read(args.test, model.columns_)
         gold = corpus.column(model.target_)
-        predicted = _predict_with_progress(model, corpus, args.threads)
+        predicted = _predict_with_progress(model, corpus, args)
     print(score_chunks(_map_types(gold, keep), _map_types(predicted, keep)).format())
     return 0
 
@@ -214,6 +231,17 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_grammar_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--grammar", default=None,
+                        help="decode among the label sequences a constraint grammar accepts: a .fgr file "
+                             "or a shipped grammar (iob2, bioes, second_order, at_most_one, at_least_one)")
+    parser.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                        help="set a grammar parameter, e.g. X=NP (repeatable)")
+    parser.add_argument("--on-infeasible", choices=["error", "unconstrained"], default="error",
+                        help="a sentence no accepted sequence fits: stop with an error naming it (default), "
+                             "or tag it without the grammar")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fstcrf", description="Conditional random fields as weighted FSTs.")
     parser.add_argument("-q", "--quiet", action="store_true", help="only print warnings and results")
@@ -243,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     tag.add_argument("input", help="CoNLL file; the gold column may be absent")
     tag.add_argument("-o", "--output", default=None, help="output file (default: standard output)")
     tag.add_argument("--threads", type=int, default=None)
+    _add_grammar_arguments(tag)
     tag.set_defaults(run=_tag)
 
     evaluate = commands.add_parser("eval", help="conlleval scores of a model on a test file, or of a tagged file")
@@ -251,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--pred", default=None, help="tagged file whose last two columns are gold and predicted")
     evaluate.add_argument("--only-types", default=None, help="score only these chunk types (others become O)")
     evaluate.add_argument("--threads", type=int, default=None)
+    _add_grammar_arguments(evaluate)
     evaluate.set_defaults(run=_eval)
 
     compare = commands.add_parser("compare", help="McNemar's test between two tagged files")

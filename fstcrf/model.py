@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
@@ -71,11 +72,13 @@ from . import train
 from ._kernel import ffi, lib
 from .atomic import write_atomically
 from .conll import Corpus, Sentence
-from .errors import (EmptySequenceError, FstcrfError, LabelError, ModelFileError, ShapeError,
-                     TemplateError)
+from .errors import (EmptySequenceError, FstcrfError, InfeasibleError, LabelError, ModelFileError,
+                     ShapeError, TemplateError)
 from .evaluate import ChunkScores, score_chunks
 from .features import (CRFPP_CHUNKING, SHA_PEREIRA_CHUNKING, FeatureExtractor, Template,
                        parse_template)
+from .grammar import Grammar, constrain, load_grammar
+from .grammar import decode as grammar_decode
 from .inference import (Potentials, SentenceBatch, forward_backward, kbest, lengths_to_offsets,
                         viterbi)
 from .topology import Topology, first_order, second_order
@@ -346,14 +349,17 @@ class Scorer:
         return _thread_plans(encoded.offsets, self.threads,
                              max(1, BLOCK_CELLS // self.topology.num_states))
 
-    def paths(self, encoded: EncodedSentences, weights: np.ndarray) -> np.ndarray:
-        """int32 [N]: the Viterbi state paths of all sentences."""
+    def paths(self, encoded: EncodedSentences, weights: np.ndarray, grammar=None,
+              params: dict | None = None) -> np.ndarray:
+        """int32 [N]: the Viterbi state paths of all sentences, among the label
+        sequences ``grammar`` accepts when one is given."""
         paths = np.empty(encoded.num_tokens, dtype=np.int32)
 
         def work(blocks):
             for first, last in blocks:
                 pot = self.potentials(encoded, weights, first, last)
-                paths[encoded.token_rows(first, last)] = viterbi(pot).paths
+                best = viterbi(pot) if grammar is None else grammar_decode(pot, grammar, params=params)
+                paths[encoded.token_rows(first, last)] = best.paths
 
         _run_plans(self.plans(encoded), work)
         return paths
@@ -613,14 +619,50 @@ class ChainCRF:
         return self
 
     # -- prediction ----------------------------------------------------------
-    def predict(self, corpus: Corpus | Sequence[Sentence]) -> list[list[str]]:
-        """The best label sequence of every sentence [B][T]."""
+    def predict(self, corpus: Corpus | Sequence[Sentence], grammar=None, params: dict | None = None,
+                on_infeasible: str = "error") -> list[list[str]]:
+        """The best label sequence of every sentence [B][T].
+
+        With ``grammar`` (a :class:`~fstcrf.grammar.Grammar`, a grammar file or a
+        shipped grammar name such as "iob2"; ``params`` sets its parameters)
+        the best sequence among those the grammar accepts.  A sentence whose
+        length no accepted sequence has raises InfeasibleError naming it, or,
+        with ``on_infeasible="unconstrained"``, is tagged without the grammar
+        (and a warning is logged)."""
         self._check_fitted()
-        if len(corpus) == 0:
+        sentences = list(corpus)
+        if not sentences:
             return []
-        encoded = EncodedSentences.from_corpus(self.extractor_, corpus)
-        return _split_labels(self.topology_, self._scorer().paths(encoded, self.weights_),
-                             encoded.offsets)
+        if grammar is None:
+            encoded = EncodedSentences.from_corpus(self.extractor_, sentences)
+            return _split_labels(self.topology_, self._scorer().paths(encoded, self.weights_),
+                                 encoded.offsets)
+        if on_infeasible not in ("error", "unconstrained"):
+            raise FstcrfError(f"on_infeasible must be 'error' or 'unconstrained', got {on_infeasible!r}")
+        if not isinstance(grammar, Grammar):
+            grammar = load_grammar(grammar)
+        constrained = constrain(self.topology_, grammar, params=params)
+        infeasible = [i for i, sentence in enumerate(sentences) if not constrained.is_feasible(len(sentence))]
+        if infeasible and on_infeasible == "error":
+            shown = ", ".join(f"{i} (length {len(sentences[i])})" for i in infeasible[:10])
+            raise InfeasibleError(f"grammar {grammar.source} accepts no label sequence as long as sentence "
+                                  f"{shown}{' ...' if len(infeasible) > 10 else ''}; fix the grammar, or tag "
+                                  "those sentences without it (on_infeasible='unconstrained', "
+                                  "CLI --on-infeasible unconstrained)")
+        result: list[list[str] | None] = [None] * len(sentences)
+        feasible = sorted(set(range(len(sentences))) - set(infeasible))
+        if feasible:
+            encoded = EncodedSentences.from_corpus(self.extractor_, [sentences[i] for i in feasible])
+            paths = self._scorer().paths(encoded, self.weights_, grammar, params)
+            for i, labels in zip(feasible, _split_labels(self.topology_, paths, encoded.offsets)):
+                result[i] = labels
+        if infeasible:
+            logging.getLogger(__name__).warning(
+                "grammar %s accepts no sequence as long as %d sentence(s); tagged them without it",
+                grammar.source, len(infeasible))
+            for i, labels in zip(infeasible, self.predict([sentences[i] for i in infeasible])):
+                result[i] = labels
+        return result
 
     def predict_marginals(self, corpus: Corpus | Sequence[Sentence]) -> list[np.ndarray]:
         """float [T, L] per sentence: p(label at token t = l | sentence), columns in

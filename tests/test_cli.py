@@ -91,3 +91,13 @@ def test_history_lists_every_iteration(model_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("iteration")
     assert len(lines) == 1 + 25 + 1 and lines[-1].startswith("kept the weights of iteration")
+
+
+def test_tag_under_a_parameterised_grammar(model_path, tmp_path):
+    out = tmp_path / "one_np.txt"
+    assert main(["-q", "tag", str(model_path), TEST, "--grammar", "at_most_one", "--define", "X=NP",
+                 "-o", str(out)]) == 0
+    tagged = read_conll(out, columns="word,pos,chunk,predicted")
+    assert all(sentence["predicted"].count("B-NP") <= 1 for sentence in tagged)
+    assert any(sentence["chunk"].count("B-NP") > 1 for sentence in tagged)
+    assert main(["-q", "tag", str(model_path), TEST, "--grammar", "at_most_one", "--define", "X"]) == 2
