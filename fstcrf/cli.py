@@ -220,6 +220,10 @@ def _bench(args: argparse.Namespace) -> int:
     from . import bench
     if args.what == "kernel":
         print(bench.format_kernel(bench.bench_kernel(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
+    elif args.what == "grammar":
+        if not (args.model and args.test):
+            raise FstcrfError("bench grammar needs --model MODEL --test FILE")
+        print(bench.format_grammar(bench.bench_grammar(args.model, args.test, repeats=args.repeats)))
     elif args.what == "compose":
         print(bench.format_compose(bench.bench_compose(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
     else:
@@ -302,10 +306,11 @@ def build_parser() -> argparse.ArgumentParser:
     history.set_defaults(run=_history)
 
     bench = commands.add_parser("bench", help="measure speed against reference implementations")
-    bench.add_argument("what", choices=["kernel", "compose", "train"],
+    bench.add_argument("what", choices=["kernel", "compose", "train", "grammar"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
-                            "train: training and tagging against python-crfsuite on CoNLL-2000")
+                            "train: training and tagging against python-crfsuite on CoNLL-2000; "
+                            "grammar: decoding time under each shipped grammar (--model, --test)")
     bench.add_argument("--tokens", type=int, default=100_000, help="tokens per lattice size (kernel, compose)")
     bench.add_argument("--repeats", type=int, default=3, help="timings are the best of this many runs")
     bench.add_argument("--seed", type=int, default=0)
@@ -313,6 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--iterations", type=int, default=50, help="L-BFGS iterations for bench train")
     bench.add_argument("--threads", type=int, default=2, help="fstcrf threads for bench train")
     bench.add_argument("--data", default=None, help="folder holding CoNLL-2000 (bench train)")
+    bench.add_argument("--model", default=None, help="trained model (bench grammar)")
+    bench.add_argument("--test", default=None, help="test file (bench grammar)")
     bench.set_defaults(run=_bench)
     return parser
 
