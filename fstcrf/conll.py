@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence, TextIO
 
-from .atomic import write_atomically
+from .files import read_utf8, write_atomically
 from .errors import ConllFormatError, FstcrfError, ShapeError
 
 DOCSTART = "-DOCSTART-"
@@ -161,13 +161,7 @@ def read_conll(path: str | os.PathLike, columns: str | Sequence[str] | None = No
     if separator == "":
         raise FstcrfError("separator must not be empty")
 
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line_number = raw.count(b"\n", 0, error.start) + 1
-        raise ConllFormatError(f"{path}:{line_number}: expected UTF-8 text, found the invalid "
-                               f"byte 0x{raw[error.start]:02x}") from None
+    text = read_utf8(path, ConllFormatError)
     lines = text.removeprefix("\ufeff").split("\n")
     if lines[-1] == "":
         lines.pop()

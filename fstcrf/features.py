@@ -35,6 +35,7 @@ import scipy.sparse
 
 from .conll import Corpus, Sentence
 from .errors import FstcrfError, ModelFileError, TemplateError
+from .files import read_utf8
 
 _ITEM = re.compile(r"(?P<column>[A-Za-z_][A-Za-z0-9_]*)\[(?P<offset>[+-]?[0-9]+)\]")
 _TRANSFORMED_ITEM = re.compile(r"(?P<transform>[A-Za-z_][A-Za-z0-9_]*)\((?P<item>[^()]*)\)")
@@ -175,14 +176,7 @@ def parse_template(text: str, source: str = "<string>") -> Template:
 
 def load_template(path: str | os.PathLike) -> Template:
     """Parse a UTF-8 template file."""
-    raw = open(path, "rb").read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line_number = raw.count(b"\n", 0, error.start) + 1
-        raise TemplateError(f"{os.fspath(path)}:{line_number}: expected UTF-8 text, "
-                            f"found the invalid byte 0x{raw[error.start]:02x}") from None
-    return parse_template(text, os.fspath(path))
+    return parse_template(read_utf8(path, TemplateError), os.fspath(path))
 
 
 def _shipped_template(file_name: str) -> Template:

@@ -70,7 +70,7 @@ import scipy.sparse
 
 from . import train
 from ._kernel import ffi, lib
-from .atomic import write_atomically
+from .files import write_atomically
 from .conll import Corpus, Sentence
 from .errors import (EmptySequenceError, FstcrfError, InfeasibleError, LabelError, ModelFileError,
                      ShapeError, TemplateError)
