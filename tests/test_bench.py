@@ -1,0 +1,34 @@
+"""The benchmark commands run end to end on small inputs (no timing is asserted:
+speed targets live in the benchmarks, not in tests)."""
+import math
+
+from fstcrf import bench
+from fstcrf.cli import main
+from fstcrf.synthetic import DATA_DIR
+
+
+def test_bench_kernel_rows_are_complete():
+    rows = bench.bench_kernel(tokens=3000, repeats=1, reference_seconds=0.05, progress=False)
+    assert [r.states for r in rows] == [3, 9, 23, 45, 529]
+    for r in rows:
+        for value in (r.fb_tokens_per_s, r.viterbi_tokens_per_s, r.numpy_fb_ratio, r.pynini_ratio):
+            assert math.isfinite(value) and value > 0
+    assert rows[-1].dense_ratio is not None and rows[0].dense_ratio is None
+    assert "second order" in bench.format_kernel(rows)
+
+
+def test_bench_compose_runs():
+    rows = bench.bench_compose(tokens=500, repeats=1, reference_seconds=0.05, progress=False)
+    assert rows[0].joint_states == 45 * 23
+    assert all(math.isfinite(v) and v > 0 for v in (rows[0].factorised_fb_tokens_per_s, rows[0].dense_fb_tokens_per_s))
+
+
+def test_bench_grammar_runs(tmp_path, capsys):
+    model = tmp_path / "m.model"
+    assert main(["-q", "train", str(DATA_DIR / "demo_train.txt"), "-o", str(model), "--max-iter", "5"]) == 0
+    capsys.readouterr()
+    assert main(["-q", "bench", "grammar", "--model", str(model), "--test", str(DATA_DIR / "demo_test.txt"),
+                 "--repeats", "1"]) == 0
+    table = capsys.readouterr().out
+    for name in ("(none)", "iob2", "second_order", "at_most_one (X=NP)", "at_least_one (X=NP)"):
+        assert f"| {name} |" in table
