@@ -211,7 +211,7 @@ class _KernelArgs(KernelBuffers):
                             t_max, k)
 
 
-def _chunks(pot, threads: int) -> list[tuple[int, int]]:
+def thread_chunks(pot: SentenceBatch, threads: int) -> list[tuple[int, int]]:
     """Split sentences into at most ``threads`` contiguous runs of similar token counts."""
     threads = max(1, min(int(threads), pot.num_sequences))
     cuts = np.searchsorted(pot.offsets, np.linspace(0, pot.num_tokens, threads + 1)[1:-1])
@@ -219,14 +219,17 @@ def _chunks(pot, threads: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
-def _run(pot, threads: int, job) -> list:
+def run_parallel(work, items: Sequence) -> list:
+    """[work(item) for item in items], one thread per item (inline for one item)."""
+    if len(items) <= 1:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        return [future.result() for future in [pool.submit(work, item) for item in items]]
+
+
+def _run(pot: SentenceBatch, threads: int, job) -> list:
     """Run ``job(first, last)`` on each chunk of sentences, in parallel threads."""
-    chunks = _chunks(pot, threads)
-    if len(chunks) == 1:
-        return [job(*chunks[0])]
-    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        futures = [pool.submit(job, first, last) for first, last in chunks]
-        return [f.result() for f in futures]
+    return run_parallel(lambda chunk: job(*chunk), thread_chunks(pot, threads))
 
 
 def _check_status(status: int, what: str) -> None:

@@ -61,9 +61,8 @@ import json
 import logging
 import os
 import struct
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import scipy.sparse
@@ -80,7 +79,7 @@ from .features import (CRFPP_CHUNKING, SHA_PEREIRA_CHUNKING, FeatureExtractor, T
 from .grammar import Grammar, constrain, load_grammar
 from .grammar import decode as grammar_decode
 from .inference import (Potentials, SentenceBatch, forward_backward, kbest, lengths_to_offsets,
-                        viterbi)
+                        run_parallel, thread_chunks, viterbi)
 from .topology import Topology, first_order, second_order
 
 #: Template names ``ChainCRF`` accepts besides Template objects and template text.
@@ -299,15 +298,13 @@ def _path_edges(table: np.ndarray, states: np.ndarray, offsets: np.ndarray) -> n
     return table[states[np.flatnonzero(inside) - 1], states[inside]]
 
 
-def _thread_plans(offsets: np.ndarray, threads: int, max_tokens: int) -> list[list[tuple[int, int]]]:
-    """Sentence blocks (first, last): one list per thread, the threads' runs balanced by
-    tokens, each block at most ``max_tokens`` tokens (or one sentence)."""
-    num_sequences = len(offsets) - 1
-    threads = max(1, min(threads, num_sequences))
-    cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], threads + 1)[1:-1])
-    bounds = np.unique(np.concatenate([[0], cuts, [num_sequences]])).tolist()
+def _thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list[list[tuple[int, int]]]:
+    """Sentence blocks (first, last): one list per thread (the threads' runs as in
+    :func:`~fstcrf.inference.thread_chunks`), each block at most ``max_tokens``
+    tokens (or one sentence)."""
+    offsets = encoded.offsets
     plans = []
-    for first, last in zip(bounds[:-1], bounds[1:]):
+    for first, last in thread_chunks(encoded, threads):
         blocks = []
         while first < last:
             stop = int(np.searchsorted(offsets, offsets[first] + max_tokens, side="right")) - 1
@@ -316,14 +313,6 @@ def _thread_plans(offsets: np.ndarray, threads: int, max_tokens: int) -> list[li
             first = stop
         plans.append(blocks)
     return plans
-
-
-def _run_plans(plans: list[list[tuple[int, int]]], work: Callable[[list[tuple[int, int]]], object]) -> list:
-    """``work(blocks)`` for each thread's blocks, in parallel threads."""
-    if len(plans) <= 1:
-        return [work(blocks) for blocks in plans]
-    with ThreadPoolExecutor(max_workers=len(plans)) as pool:
-        return [future.result() for future in [pool.submit(work, blocks) for blocks in plans]]
 
 
 class Scorer:
@@ -346,7 +335,7 @@ class Scorer:
         """Per-thread sentence blocks.  Checks first that every length is feasible, which
         also fills the topology's caches before threads share it."""
         self.topology.check_lengths(encoded.lengths)
-        return _thread_plans(encoded.offsets, self.threads,
+        return _thread_plans(encoded, self.threads,
                              max(1, BLOCK_CELLS // self.topology.num_states))
 
     def paths(self, encoded: EncodedSentences, weights: np.ndarray, grammar=None,
@@ -361,7 +350,7 @@ class Scorer:
                 best = viterbi(pot) if grammar is None else grammar_decode(pot, grammar, params=params)
                 paths[encoded.token_rows(first, last)] = best.paths
 
-        _run_plans(self.plans(encoded), work)
+        run_parallel(work, self.plans(encoded))
         return paths
 
     def marginals(self, encoded: EncodedSentences, weights: np.ndarray) -> np.ndarray:
@@ -374,7 +363,7 @@ class Scorer:
                 marginals[encoded.token_rows(first, last)] = \
                     forward_backward(pot, edge_counts=False).node_marginals
 
-        _run_plans(self.plans(encoded), work)
+        run_parallel(work, self.plans(encoded))
         return marginals
 
 
@@ -411,7 +400,7 @@ class TrainingSet:
                 expected[F:] += result.edge_counts
             return log_z, expected
 
-        parts = _run_plans(self._plans, work)
+        parts = run_parallel(work, self._plans)
         gradient = parts[0][1]
         for _, expected in parts[1:]:
             gradient += expected
