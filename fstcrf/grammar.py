@@ -1099,7 +1099,37 @@ class Restriction:
     """Potentials under a grammar and the way back to the original states."""
 
     potentials: Potentials  # over the constrained topology (S' states, E' edges)
+    original: Topology      # the topology restricted (S states, E edges)
     state_map: np.ndarray   # int32 [S']: original state of each constrained state
+    edge_map: np.ndarray    # int64 [E']: original edge of each constrained edge
+
+    def original_marginals(self, marginals: np.ndarray) -> np.ndarray:
+        """float [N, S]: constrained-state marginals [N, S'] summed per original state."""
+        order = np.argsort(self.state_map, kind="stable")
+        states, starts = np.unique(self.state_map[order], return_index=True)
+        out = np.zeros((len(marginals), self.original.num_states))
+        out[:, states] = np.add.reduceat(marginals[:, order], starts, axis=1)
+        return out
+
+    def original_edge_counts(self, counts: np.ndarray) -> np.ndarray:
+        """float [E]: constrained edge counts [E'] summed per original edge."""
+        return np.bincount(self.edge_map, weights=counts, minlength=self.original.num_edges)
+
+
+_MAPS: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDictionary()
+
+
+def restriction_maps(original: Topology, constrained: Topology) -> tuple[np.ndarray, np.ndarray]:
+    """(state_map int32 [S'], edge_map int64 [E']): the original state and edge that
+    each state and edge of a restriction of ``original`` stands for (cached)."""
+    cached = _MAPS.setdefault(constrained, {})
+    if original not in cached:
+        mapping = state_map(original, constrained)
+        S = original.num_states
+        edge_keys = original.edge_dst.astype(np.int64) * S + original.edge_src
+        wanted = mapping[constrained.edge_dst].astype(np.int64) * S + mapping[constrained.edge_src]
+        cached[original] = (mapping, np.searchsorted(edge_keys, wanted))
+    return cached[original]
 
 
 def restrict(pot: Potentials, constraint, rule: str = "start",
@@ -1107,18 +1137,19 @@ def restrict(pot: Potentials, constraint, rule: str = "start",
     """The same scores on the topology constrained by a grammar (or acceptor).
 
     Raises InfeasibleError when the grammar allows no sequence of some sentence's length."""
+    return restrict_to(pot, constrain(pot.topology, constraint, rule, params))
+
+
+def restrict_to(pot: Potentials, constrained: Topology) -> Restriction:
+    """The same scores on ``constrained``, a restriction of ``pot.topology`` (e.g. from
+    :func:`constrain`).  Raises InfeasibleError for lengths it cannot tag."""
     original = pot.topology
-    constrained = constrain(original, constraint, rule, params)
-    mapping = state_map(original, constrained)
-    S = original.num_states
-    edge_keys = original.edge_dst.astype(np.int64) * S + original.edge_src
-    wanted = mapping[constrained.edge_dst].astype(np.int64) * S + mapping[constrained.edge_src]
-    edges = np.searchsorted(edge_keys, wanted)
+    mapping, edges = restriction_maps(original, constrained)
     start = np.where(constrained.start, pot.start[mapping], 0.0)
     final = np.where(constrained.final, pot.final[mapping], 0.0)
     restricted = Potentials(constrained, pot.emissions[:, mapping], pot.lengths,
                             pot.transitions[edges], start, final)
-    return Restriction(restricted, mapping)
+    return Restriction(restricted, original, mapping, edges)
 
 
 def decode(pot: Potentials, constraint, rule: str = "start", params: Mapping[str, str] | None = None,

@@ -18,6 +18,7 @@ the number of states and E the number of allowed transitions.
 """
 from __future__ import annotations
 
+import copy
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
@@ -123,6 +124,33 @@ class Potentials(SentenceBatch):
         self.start = np.where(topology.start, start, -np.inf)
         self.final = np.where(topology.final, final, -np.inf)
         topology.check_lengths(self.lengths)
+
+    def select(self, sentences: Sequence[int]) -> Potentials:
+        """The potentials of some of the sentences (indices into [B]), in that order."""
+        sentences = np.asarray(sentences, dtype=np.int64)
+        rows = np.concatenate([np.arange(self.offsets[b], self.offsets[b + 1]) for b in sentences])
+        selected = copy.copy(self)
+        selected.emissions = self.emissions[rows]
+        selected.lengths = self.lengths[sentences]
+        selected.offsets = lengths_to_offsets(selected.lengths)
+        return selected
+
+    def clamp(self, allowed: np.ndarray) -> Potentials:
+        """The same scores with state s forbidden at token n where ``allowed[n, s]``
+        (bool [N, S]) is False: the sum over the paths that keep to ``allowed``.
+
+        Such potentials may have sentences without any allowed path; inference
+        routines then raise, except :func:`forward_backward` with
+        ``allow_infeasible=True``, which gives them log Z = -inf."""
+        allowed = np.asarray(allowed, dtype=bool)
+        if allowed.shape != self.emissions.shape:
+            raise ShapeError(f"allowed has shape {allowed.shape}, expected {self.emissions.shape}")
+        if not np.all(allowed.any(axis=1)):
+            row = int(np.flatnonzero(~allowed.any(axis=1))[0])
+            raise ShapeError(f"token {row} allows no state; a clamp must leave every token one state")
+        clamped = copy.copy(self)
+        clamped.emissions = np.where(allowed, self.emissions, -np.inf)
+        return clamped
 
     def split(self, array: np.ndarray, axis: int = 0) -> list[np.ndarray]:
         """Cut an array whose ``axis`` runs over the N tokens into sentences."""
@@ -232,7 +260,9 @@ def _run(pot: SentenceBatch, threads: int, job) -> list:
     return run_parallel(lambda chunk: job(*chunk), thread_chunks(pot, threads))
 
 
-def _check_status(status: int, what: str) -> None:
+def _check_status(status: int, what: str, allow_infeasible: bool = False) -> None:
+    if status == lib.FC_INFEASIBLE and allow_infeasible:
+        return
     if status == lib.FC_BAD_ARGUMENT:
         raise RuntimeError(f"fstcrf kernel rejected the arguments of {what}; this is a bug in fstcrf")
     # FC_INFEASIBLE cannot happen after Potentials validated lengths, unless
@@ -251,8 +281,11 @@ class ForwardBackward:
 
 
 def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool = True,
-                     threads: int = 1) -> ForwardBackward:
-    """Sum-product inference: log Z, node marginals and expected edge counts."""
+                     threads: int = 1, allow_infeasible: bool = False) -> ForwardBackward:
+    """Sum-product inference: log Z, node marginals and expected edge counts.
+
+    With ``allow_infeasible`` (for :meth:`Potentials.clamp` potentials) a sentence
+    without an allowed path gets log Z = -inf and zero marginals instead of an error."""
     log_z = np.empty(pot.num_sequences)
     node = np.empty((pot.num_tokens, pot.topology.num_states)) if marginals else None
 
@@ -263,7 +296,7 @@ def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool 
             args.graph, args.scores, args.batch, args.out(log_z[first:last]),
             args.out(node[args.token_range]) if marginals else ffi.NULL,
             args.out(counts) if edge_counts else ffi.NULL, args.workspace)
-        _check_status(status, "forward_backward")
+        _check_status(status, "forward_backward", allow_infeasible)
         return counts
 
     results = _run(pot, threads, job)

@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import pynini
 import scipy.sparse
 
 from . import train
@@ -76,8 +77,7 @@ from .errors import (EmptySequenceError, FstcrfError, InfeasibleError, LabelErro
 from .evaluate import ChunkScores, score_chunks
 from .features import (CRFPP_CHUNKING, SHA_PEREIRA_CHUNKING, FeatureExtractor, Template,
                        parse_template)
-from .grammar import Grammar, constrain, load_grammar
-from .grammar import decode as grammar_decode
+from .grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to
 from .inference import (Potentials, SentenceBatch, forward_backward, kbest, lengths_to_offsets,
                         run_parallel, thread_chunks, viterbi)
 from .topology import Topology, first_order, second_order
@@ -88,6 +88,10 @@ ALGORITHMS = ("lbfgs", "perceptron", "sgd")
 FEATURE_SETS = ("supported", "complete", "complete-tags")
 #: The name of the always-true predicate.
 BIAS = "bias"
+#: The gold-column value of a token whose label is unknown (partial labels, training only).
+UNKNOWN_LABEL = "?"
+#: Separates the labels a token may take in a gold column: "B-NP|I-NP" (training only).
+LABEL_SET_SEPARATOR = "|"
 #: The outside tag, c_0 of second-order models.
 OUTSIDE = "O"
 #: Complete feature sets larger than this are refused: L-BFGS needs about 260 bytes per
@@ -97,6 +101,9 @@ MAX_FEATURES = 2 ** 24
 BLOCK_CELLS = 2 ** 22
 
 MAGIC = b"FSTCRF MODEL\r\n\x1a\n"
+#: The header's "format": one model, or a composition of models.
+MODEL_KIND = "fstcrf-model"
+JOINT_KIND = "fstcrf-joint"
 FORMAT_VERSION = 1
 _PREAMBLE = struct.Struct("<16sIQQ")
 _DIGEST_SIZE = 32
@@ -223,9 +230,12 @@ class FactoredFeatures:
                                        scale, _pointer("double", out)), "ff_add_paths")
 
 
-def build_features(encoded: EncodedSentences, states: np.ndarray, topology: Topology, order: int,
-                   feature_set: str, bias_predicate: int | None) -> FactoredFeatures:
-    """The feature dictionary of a training set with gold states int32 [N] (see the module doc)."""
+def build_features(encoded: EncodedSentences, states: np.ndarray, label_ids: np.ndarray,
+                   topology: Topology, order: int, feature_set: str,
+                   bias_predicate: int | None) -> FactoredFeatures:
+    """The feature dictionary of a training set (see the module doc) with gold states
+    int [N] and labels int [N], -1 where partial labels leave them unknown (the
+    supported pairs are those of the tokens whose state, or label, is known)."""
     S = topology.num_states
     L = topology.num_labels if order == 2 else 0
     outputs = S + L
@@ -242,14 +252,15 @@ def build_features(encoded: EncodedSentences, states: np.ndarray, topology: Topo
     if complete_states:
         keys = [(np.arange(P, dtype=np.int64)[:, None] * outputs + np.arange(S)).ravel()]
     else:
-        keys = [predicate * outputs + states[token]]
+        known = states[token] >= 0
+        keys = [predicate[known] * outputs + states[token[known]]]
     if L:
         if complete_tags:
             tagged = np.setdiff1d(np.arange(P), [] if bias_predicate is None else [bias_predicate])
             keys.append((tagged[:, None] * outputs + S + np.arange(L)).ravel())
         else:
-            on = predicate != bias_predicate
-            keys.append(predicate[on] * outputs + S + topology.state_label[states[token[on]]])
+            on = (predicate != bias_predicate) & (label_ids[token] >= 0)
+            keys.append(predicate[on] * outputs + S + label_ids[token[on]])
     keys = np.unique(np.concatenate(keys))
     ptr = np.searchsorted(keys, np.arange(P + 1, dtype=np.int64) * outputs)
     state_label = topology.state_label if L else np.arange(S)
@@ -316,13 +327,19 @@ def _thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list
 
 
 class Scorer:
-    """Scores encoded sentences with a feature dictionary, a topology and weights [F + E]."""
+    """Scores encoded sentences with a feature dictionary, a topology and weights [F + E].
 
-    def __init__(self, features: FactoredFeatures, topology: Topology, threads: int):
+    With ``constraint`` (a pynini acceptor over the topology's labels) every
+    inference runs on the topology restricted to the accepted label sequences
+    (Z sums over those only) and reports results on the original states."""
+
+    def __init__(self, features: FactoredFeatures, topology: Topology, threads: int,
+                 constraint: pynini.Fst | None = None):
         self.features = features
         self.topology = topology
         self.threads = threads
         self.num_weights = features.num_features + topology.num_edges
+        self.constrained = None if constraint is None else constrain(topology, constraint)
 
     def potentials(self, encoded: EncodedSentences, weights: np.ndarray, first: int, last: int,
                    scale: float = 1.0) -> Potentials:
@@ -331,26 +348,52 @@ class Scorer:
         emit = self.features.emissions(encoded.tokens(first, last), weights[:F], scale)
         return Potentials(self.topology, emit, encoded.lengths[first:last], scale * weights[F:])
 
-    def plans(self, encoded: EncodedSentences) -> list[list[tuple[int, int]]]:
+    def decoding_topology(self, grammar=None, params: dict | None = None) -> Topology:
+        """The topology decoding runs on: the model's, restricted to the training
+        constraint and to ``grammar`` when there are ones."""
+        topology = self.constrained or self.topology
+        return topology if grammar is None else constrain(topology, grammar, params=params)
+
+    def sum_product(self, pot: Potentials, allowed_labels: np.ndarray | None = None):
+        """(log Z [B], state marginals [N, S], expected edge counts [E]) under the
+        constraint; with ``allowed_labels`` bool [N, L], summed over the paths whose
+        labels keep to it (log Z is -inf for a sentence without such a path)."""
+        restriction = None if self.constrained is None else restrict_to(pot, self.constrained)
+        target = pot if restriction is None else restriction.potentials
+        if allowed_labels is not None:
+            state_label = target.topology.state_label
+            target = target.clamp(allowed_labels[:, state_label])
+        result = forward_backward(target, allow_infeasible=allowed_labels is not None)
+        if restriction is None:
+            return result.log_z, result.node_marginals, result.edge_counts
+        return (result.log_z, restriction.original_marginals(result.node_marginals),
+                restriction.original_edge_counts(result.edge_counts))
+
+    def plans(self, encoded: EncodedSentences, topology: Topology | None = None) -> list[list[tuple[int, int]]]:
         """Per-thread sentence blocks.  Checks first that every length is feasible, which
         also fills the topology's caches before threads share it."""
-        self.topology.check_lengths(encoded.lengths)
-        return _thread_plans(encoded, self.threads,
-                             max(1, BLOCK_CELLS // self.topology.num_states))
+        topology = topology or self.constrained or self.topology
+        topology.check_lengths(encoded.lengths)
+        return _thread_plans(encoded, self.threads, max(1, BLOCK_CELLS // topology.num_states))
 
     def paths(self, encoded: EncodedSentences, weights: np.ndarray, grammar=None,
               params: dict | None = None) -> np.ndarray:
         """int32 [N]: the Viterbi state paths of all sentences, among the label
-        sequences ``grammar`` accepts when one is given."""
+        sequences the training constraint and ``grammar`` accept."""
         paths = np.empty(encoded.num_tokens, dtype=np.int32)
+        topology = self.decoding_topology(grammar, params)
 
         def work(blocks):
             for first, last in blocks:
                 pot = self.potentials(encoded, weights, first, last)
-                best = viterbi(pot) if grammar is None else grammar_decode(pot, grammar, params=params)
-                paths[encoded.token_rows(first, last)] = best.paths
+                if topology is self.topology:
+                    best = viterbi(pot).paths
+                else:
+                    restriction = restrict_to(pot, topology)
+                    best = restriction.state_map[viterbi(restriction.potentials).paths]
+                paths[encoded.token_rows(first, last)] = best
 
-        run_parallel(work, self.plans(encoded))
+        run_parallel(work, self.plans(encoded, topology))
         return paths
 
     def marginals(self, encoded: EncodedSentences, weights: np.ndarray) -> np.ndarray:
@@ -360,88 +403,169 @@ class Scorer:
         def work(blocks):
             for first, last in blocks:
                 pot = self.potentials(encoded, weights, first, last)
-                marginals[encoded.token_rows(first, last)] = \
-                    forward_backward(pot, edge_counts=False).node_marginals
+                marginals[encoded.token_rows(first, last)] = self.sum_product(pot)[1]
 
         run_parallel(work, self.plans(encoded))
         return marginals
 
 
 class TrainingSet:
-    """Encoded sentences with gold states int32 [N], scored by a :class:`Scorer`: the
-    :class:`fstcrf.train.Problem` of a model (weights theta float [F + E])."""
+    """Encoded sentences with gold labels, scored by a :class:`Scorer`: the
+    :class:`fstcrf.train.Problem` of a model (weights theta float [F + E]).
 
-    def __init__(self, scorer: Scorer, encoded: EncodedSentences, states: np.ndarray):
+    Args:
+        states: int32 [N] gold states, -1 throughout a partially labelled sentence.
+        allowed_labels: bool [N, L], the labels each token may take (None when
+            every sentence is fully labelled).  A partially labelled sentence
+            contributes log Z - log Z(paths keeping to its allowed labels).
+    """
+
+    def __init__(self, scorer: Scorer, encoded: EncodedSentences, states: np.ndarray,
+                 allowed_labels: np.ndarray | None = None):
         self.scorer = scorer
         self.encoded = encoded
         self.states = states
+        self.allowed_labels = allowed_labels
         self.num_weights = scorer.num_weights
         self.num_sequences = encoded.num_sequences
+        self.partial = np.minimum.reduceat(states, encoded.offsets[:-1]) < 0
         self._plans = scorer.plans(encoded)
         self._edge_table = _edge_table(scorer.topology)
-        self._num_features = scorer.features.num_features
+        self._num_features = F = scorer.features.num_features
         self.observed = np.zeros(self.num_weights)
-        scorer.features.add_paths(encoded.tokens(0, encoded.num_sequences), states, None,
-                                  self.observed[:self._num_features])
-        self.observed[self._num_features:] = np.bincount(
-            _path_edges(self._edge_table, states, encoded.offsets), minlength=scorer.topology.num_edges)
+        complete = np.flatnonzero(~self.partial)
+        for first, last in _runs(complete):
+            self._add_paths(first, last, states[encoded.token_rows(first, last)], None,
+                            self.observed, 1.0)
+        self._check_gold()
+
+    def _check_gold(self) -> None:
+        """Raise LabelError for a sentence whose gold labels fit no allowed path (with
+        full labels this can only happen under a training constraint)."""
+        if self.scorer.constrained is None and not self.partial.any():
+            return
+        zero = np.zeros(self.num_weights)
+        allowed = np.zeros((self.encoded.num_tokens, self.scorer.topology.num_labels), dtype=bool)
+        complete = np.repeat(~self.partial, self.encoded.lengths)
+        allowed[np.flatnonzero(complete), self.scorer.topology.state_label[self.states[complete]]] = True
+        if self.partial.any():
+            allowed[~complete] = self.allowed_labels[~complete]
+        for blocks in self._plans:
+            for first, last in blocks:
+                pot = self.scorer.potentials(self.encoded, zero, first, last)
+                log_z = self.scorer.sum_product(pot, allowed[self.encoded.token_rows(first, last)])[0]
+                bad = np.flatnonzero(np.isneginf(log_z))
+                if len(bad):
+                    what = "the training grammar" if self.scorer.constrained else "the topology"
+                    raise LabelError(f"training sentence {first + int(bad[0])}: no label sequence "
+                                     f"allowed by {what} fits its gold labels")
+
+    def _partial_terms(self, pot: Potentials, first: int, last: int):
+        """(sum of clamped log Z, local token rows, clamped marginals, clamped edge
+        counts) of the partially labelled sentences among first .. last-1."""
+        chosen = np.flatnonzero(self.partial[first:last])
+        if len(chosen) == 0:
+            return 0.0, None, None, None
+        sub = pot.select(chosen)
+        base = int(self.encoded.offsets[first])
+        rows = np.concatenate([np.arange(self.encoded.offsets[first + b], self.encoded.offsets[first + b + 1])
+                               for b in chosen])
+        log_z, node, edges = self.scorer.sum_product(sub, self.allowed_labels[rows])
+        if np.isneginf(log_z).any():
+            raise LabelError(f"training sentence {first + int(chosen[np.isneginf(log_z)][0])}: "
+                             "its partial labels allow no path")
+        return float(log_z.sum()), rows - base, node, edges
 
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         F = self._num_features
 
         def work(blocks):
-            log_z = 0.0
+            loss = 0.0
             expected = np.zeros(self.num_weights)
             for first, last in blocks:
-                result = forward_backward(self.scorer.potentials(self.encoded, theta, first, last))
-                log_z += float(result.log_z.sum())
-                self.scorer.features.accumulate(self.encoded.tokens(first, last),
-                                                result.node_marginals, expected[:F])
-                expected[F:] += result.edge_counts
-            return log_z, expected
+                pot = self.scorer.potentials(self.encoded, theta, first, last)
+                log_z, node, edges = self.scorer.sum_product(pot)
+                clamped_log_z, rows, clamped_node, clamped_edges = self._partial_terms(pot, first, last)
+                loss += float(log_z.sum()) - clamped_log_z
+                if rows is not None:
+                    node[rows] -= clamped_node
+                    edges = edges - clamped_edges
+                self.scorer.features.accumulate(self.encoded.tokens(first, last), node, expected[:F])
+                expected[F:] += edges
+            return loss, expected
 
         parts = run_parallel(work, self._plans)
         gradient = parts[0][1]
         for _, expected in parts[1:]:
             gradient += expected
         gradient -= self.observed
-        return sum(log_z for log_z, _ in parts) - float(theta @ self.observed), gradient
+        return sum(loss for loss, _ in parts) - float(theta @ self.observed), gradient
 
     def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray,
                      out_scale: float) -> float:
         F = self._num_features
         pot = self.scorer.potentials(self.encoded, weights, index, index + 1, scale)
-        gold = self.gold(index)
-        gold_edges = _path_edges(self._edge_table, gold, np.array([0, len(gold)]))
-        gold_score = pot.emissions[np.arange(len(gold)), gold].sum() + pot.transitions[gold_edges].sum()
-        result = forward_backward(pot)
-        tokens = self.encoded.tokens(index, index + 1)
-        self.scorer.features.accumulate(tokens, result.node_marginals, out[:F], out_scale)
-        self.scorer.features.add_paths(tokens, gold, None, out[:F], -out_scale)
-        out[F:] += out_scale * result.edge_counts
-        np.add.at(out[F:], gold_edges, -out_scale)
-        return float(result.log_z[0] - gold_score)
+        log_z, node, edges = self.scorer.sum_product(pot)
+        if self.partial[index]:
+            clamped_log_z, _, clamped_node, clamped_edges = self._partial_terms(pot, index, index + 1)
+            node -= clamped_node
+            edges = edges - clamped_edges
+            gold_score = clamped_log_z
+        else:
+            gold = self.gold(index)
+            gold_edges = _path_edges(self._edge_table, gold, np.array([0, len(gold)]))
+            gold_score = pot.emissions[np.arange(len(gold)), gold].sum() + pot.transitions[gold_edges].sum()
+            self._add_paths(index, index + 1, gold, None, out, -out_scale)
+        self.scorer.features.accumulate(self.encoded.tokens(index, index + 1), node, out[:F], out_scale)
+        out[F:] += out_scale * edges
+        return float(log_z[0] - gold_score)
 
     def rival(self, theta: np.ndarray, index: int) -> np.ndarray | None:
-        best = kbest(self.scorer.potentials(self.encoded, theta, index, index + 1), 2)
+        pot = self.scorer.potentials(self.encoded, theta, index, index + 1)
+        if self.scorer.constrained is None:
+            best = kbest(pot, 2)
+            paths = best.paths
+        else:
+            restriction = restrict_to(pot, self.scorer.constrained)
+            best = kbest(restriction.potentials, 2)
+            paths = restriction.state_map[np.maximum(best.paths, 0)]
         gold = self.gold(index)
-        if not np.array_equal(best.paths[0], gold):
-            return best.paths[0]
+        if not np.array_equal(paths[0], gold):
+            return paths[0]
         if best.found[0] == 2 and best.scores[0, 1] >= best.scores[0, 0]:
-            return best.paths[1]
+            return paths[1]
         return None
 
     def gold(self, index: int) -> np.ndarray:
+        if self.partial[index]:
+            raise FstcrfError(f"training sentence {index} is partially labelled; the perceptron "
+                              "needs full labels (use algorithm='lbfgs' or 'sgd')")
         return self.states[self.encoded.token_rows(index, index + 1)]
 
     def add_path_difference(self, index: int, plus: np.ndarray, minus: np.ndarray,
                             out: np.ndarray, scale: float) -> None:
+        self._add_paths(index, index + 1, plus, minus, out, scale)
+
+    def _add_paths(self, first: int, last: int, plus: np.ndarray, minus: np.ndarray | None,
+                   out: np.ndarray, scale: float) -> None:
+        """Add scale * (feature counts along state path ``plus`` [n] of sentences first ..
+        last-1, minus those along ``minus``) to ``out`` [F + E]."""
         F = self._num_features
-        self.scorer.features.add_paths(self.encoded.tokens(index, index + 1), plus, minus,
-                                       out[:F], scale)
-        ends = np.array([0, len(plus)])
-        np.add.at(out[F:], _path_edges(self._edge_table, plus, ends), scale)
-        np.add.at(out[F:], _path_edges(self._edge_table, minus, ends), -scale)
+        self.scorer.features.add_paths(self.encoded.tokens(first, last), plus, minus, out[:F], scale)
+        offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
+        np.add.at(out[F:], _path_edges(self._edge_table, plus, offsets), scale)
+        if minus is not None:
+            np.add.at(out[F:], _path_edges(self._edge_table, minus, offsets), -scale)
+
+
+def _runs(indices: np.ndarray) -> list[tuple[int, int]]:
+    """Maximal runs (first, last) of consecutive integers in sorted ``indices``."""
+    if len(indices) == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(indices) != 1)
+    firsts = np.concatenate([[indices[0]], indices[breaks + 1]])
+    lasts = np.concatenate([indices[breaks], [indices[-1]]]) + 1
+    return list(zip(firsts.tolist(), lasts.tolist()))
 
 
 def _resolve_template(template) -> Template:
@@ -462,14 +586,80 @@ def _build_topology(order: int, labels: Sequence[str]) -> Topology:
     return second_order(labels, outside=OUTSIDE)
 
 
-def _label_ids(topology: Topology, sentences: Sequence[Sequence[str]]) -> np.ndarray:
-    """int64 [N]: the label index of every token."""
+def _label_options(value: str) -> list[str] | None:
+    """The labels a gold-column value allows: None for UNKNOWN_LABEL (any label)."""
+    if value == UNKNOWN_LABEL:
+        return None
+    if LABEL_SET_SEPARATOR in value:
+        options = value.split(LABEL_SET_SEPARATOR)
+        if not all(options):
+            raise LabelError(f"label set {value!r} has an empty member; write labels separated "
+                             f"by {LABEL_SET_SEPARATOR!r}, e.g. 'B-NP|I-NP'")
+        return options
+    return [value]
+
+
+def _gold_label_set(sentences: Sequence[Sequence[str]]) -> list[str]:
+    """The sorted labels a gold column mentions (in single labels and label sets)."""
+    labels = set()
+    for values in sentences:
+        for value in set(values):
+            labels.update(_label_options(value) or ())
+    if not labels:
+        raise LabelError("the gold column names no label: every token is unknown "
+                         f"({UNKNOWN_LABEL!r})")
+    return sorted(labels)
+
+
+def _gold_labels(topology: Topology, sentences: Sequence[Sequence[str]]
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """(label index int64 [N], -1 where the gold value is not one label; the labels
+    each token allows, bool [N, L], or None if every token has one label)."""
     index = {label: i for i, label in enumerate(topology.labels)}
-    try:
-        return np.array([index[label] for labels in sentences for label in labels], dtype=np.int64)
-    except KeyError as error:
-        raise LabelError(f"unknown label {error.args[0]!r}; the model knows "
-                         f"{', '.join(topology.labels)}") from None
+    values = [value for labels in sentences for value in labels]
+    label_ids = np.array([index.get(value, -1) for value in values], dtype=np.int64)
+    unresolved = np.flatnonzero(label_ids < 0)
+    if len(unresolved) == 0:
+        return label_ids, None
+    allowed = np.zeros((len(values), topology.num_labels), dtype=bool)
+    allowed[np.flatnonzero(label_ids >= 0), label_ids[label_ids >= 0]] = True
+    for row in unresolved.tolist():
+        options = _label_options(values[row])
+        if options is None:
+            allowed[row] = True
+            continue
+        unknown = [label for label in options if label not in index]
+        if unknown:
+            raise LabelError(f"unknown label {unknown[0]!r}; the model knows {', '.join(topology.labels)}")
+        allowed[row, [index[label] for label in options]] = True
+    resolved = allowed.sum(axis=1) == 1
+    label_ids[resolved] = allowed[resolved].argmax(axis=1)
+    return label_ids, allowed
+
+
+def _label_ids(topology: Topology, sentences: Sequence[Sequence[str]]) -> np.ndarray:
+    """int64 [N]: the label index of every token (every token must have one label)."""
+    label_ids, allowed = _gold_labels(topology, sentences)
+    if allowed is not None:
+        row = int(np.flatnonzero(label_ids < 0)[0])
+        raise LabelError(f"token {row} has a partial label; only training data may leave labels "
+                         f"unknown ({UNKNOWN_LABEL!r}) or give label sets ('A{LABEL_SET_SEPARATOR}B')")
+    return label_ids
+
+
+def gold_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """int32 [N]: the gold state of every token of the fully labelled sentences,
+    -1 throughout a sentence with a token whose label is not known (label_ids -1)."""
+    states = np.full(len(label_ids), -1, dtype=np.int32)
+    complete = np.flatnonzero(np.minimum.reduceat(label_ids, offsets[:-1]) >= 0)
+    if len(complete):
+        rows = np.concatenate([np.arange(offsets[b], offsets[b + 1]) for b in complete])
+        sub_offsets = lengths_to_offsets(np.diff(offsets)[complete])
+        try:
+            states[rows] = label_states(topology, label_ids[rows], sub_offsets)
+        except LabelError as error:
+            raise LabelError(f"among the fully labelled training sentences: {error}") from None
+    return states
 
 
 def _split_labels(topology: Topology, states: np.ndarray, offsets: np.ndarray) -> list[list[str]]:
@@ -479,7 +669,7 @@ def _split_labels(topology: Topology, states: np.ndarray, offsets: np.ndarray) -
 
 
 _PARAMS = ("template", "order", "algorithm", "sigma", "max_iter", "features", "min_count",
-           "threads", "tol", "learning_rate", "seed")
+           "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params")
 
 
 class ChainCRF:
@@ -503,6 +693,13 @@ class ChainCRF:
             this fraction of it.
         learning_rate: the initial SGD step size.
         seed: the shuffling seed of the online algorithms.
+        grammar: train and decode under a grammar (a shipped grammar name such
+            as "iob2" or a grammar file): Z sums only over the label sequences
+            it accepts, and predictions are always accepted by it.
+        grammar_params: values for the grammar's parameters, e.g. {"X": "NP"}.
+
+    The gold column may leave labels unknown, "?", or give the labels a token
+    may take, "B-NP|I-NP" (training only): those positions are marginalised.
 
     Learned attributes: ``labels_`` (L labels), ``topology_``, ``extractor_``
     (the fitted FeatureExtractor), ``features_`` (the FactoredFeatures
@@ -510,13 +707,15 @@ class ChainCRF:
     trained on), ``columns_`` (the column names of the training file),
     ``n_iter_``, ``best_iteration_`` (whose weights were kept),
     ``interrupted_`` and ``history_`` (one record per iteration, see
-    :mod:`fstcrf.train`).
+    :mod:`fstcrf.train`), ``constraint_`` (the compiled training grammar, a
+    pynini acceptor over ``labels_``, or None).
     """
 
     def __init__(self, template: Template | str = "sha-pereira", order: int = 1,
                  algorithm: str = "lbfgs", sigma: float = 10.0, max_iter: int = 100,
                  features: str = "supported", min_count: int = 1, threads: int = 2,
-                 tol: float = 1e-7, learning_rate: float = 0.1, seed: int = 0):
+                 tol: float = 1e-7, learning_rate: float = 0.1, seed: int = 0,
+                 grammar: str | None = None, grammar_params: dict | None = None):
         self.template = template
         self.order = order
         self.algorithm = algorithm
@@ -528,6 +727,8 @@ class ChainCRF:
         self.tol = tol
         self.learning_rate = learning_rate
         self.seed = seed
+        self.grammar = grammar
+        self.grammar_params = grammar_params
 
     def get_params(self) -> dict:
         """The constructor arguments, by name."""
@@ -552,7 +753,7 @@ class ChainCRF:
             raise FstcrfError("this ChainCRF is not fitted; call fit or load_model first")
 
     def _scorer(self) -> Scorer:
-        return Scorer(self.features_, self.topology_, int(self.threads))
+        return Scorer(self.features_, self.topology_, int(self.threads), self.constraint_)
 
     # -- training ------------------------------------------------------------
     def fit(self, corpus: Corpus, target: str = "chunk", dev: Corpus | None = None,
@@ -567,16 +768,27 @@ class ChainCRF:
         self._check_params()
         if len(corpus) == 0:
             raise EmptySequenceError("the training corpus has no sentences")
+        template = _resolve_template(self.template)
+        if target in template.columns:
+            raise TemplateError(f"the template reads column {target!r}, the column the model "
+                                "learns to predict; at tagging time that column is unknown")
         gold_labels = corpus.column(target)
-        topology = _build_topology(self.order, sorted({label for labels in gold_labels
-                                                       for label in labels}))
-        extractor = FeatureExtractor(_resolve_template(self.template), self.min_count)
+        topology = _build_topology(self.order, _gold_label_set(gold_labels))
+        constraint = None
+        if self.grammar is not None:
+            grammar = self.grammar if isinstance(self.grammar, Grammar) else load_grammar(self.grammar)
+            constraint = compile_grammar(grammar, topology.labels, params=self.grammar_params)
+        extractor = FeatureExtractor(template, self.min_count)
         encoded = EncodedSentences.from_corpus(extractor, corpus, fit=True)
-        states = label_states(topology, _label_ids(topology, gold_labels), encoded.offsets)
-        features = build_features(encoded, states, topology, self.order, self.features,
-                                  extractor.vocabulary_.get(BIAS))
-        scorer = Scorer(features, topology, int(self.threads))
-        problem = TrainingSet(scorer, encoded, states)
+        label_ids, allowed_labels = _gold_labels(topology, gold_labels)
+        states = gold_states(topology, label_ids, encoded.offsets)
+        if allowed_labels is not None and self.algorithm == "perceptron":
+            raise FstcrfError("the perceptron needs fully labelled training data; train partially "
+                              "labelled data with algorithm='lbfgs' or 'sgd'")
+        features = build_features(encoded, label_ids if self.order == 1 else states, label_ids,
+                                  topology, self.order, self.features, extractor.vocabulary_.get(BIAS))
+        scorer = Scorer(features, topology, int(self.threads), constraint)
+        problem = TrainingSet(scorer, encoded, states, allowed_labels)
         evaluate = None
         if dev is not None:
             dev_encoded = EncodedSentences.from_corpus(extractor, dev)
@@ -596,6 +808,7 @@ class ChainCRF:
                                evaluate, callback)
         self.labels_ = topology.labels
         self.topology_ = topology
+        self.constraint_ = constraint
         self.extractor_ = extractor
         self.features_ = features
         self.target_ = target
@@ -630,7 +843,7 @@ class ChainCRF:
             raise FstcrfError(f"on_infeasible must be 'error' or 'unconstrained', got {on_infeasible!r}")
         if not isinstance(grammar, Grammar):
             grammar = load_grammar(grammar)
-        constrained = constrain(self.topology_, grammar, params=params)
+        constrained = self._scorer().decoding_topology(grammar, params)
         infeasible = [i for i, sentence in enumerate(sentences) if not constrained.is_feasible(len(sentence))]
         if infeasible and on_infeasible == "error":
             shown = ", ".join(f"{i} (length {len(sentences[i])})" for i in infeasible[:10])
@@ -684,12 +897,32 @@ class ChainCRF:
 
 # -- model files ---------------------------------------------------------------
 
-def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
-    """Write a fitted model to one self-describing file (layout in the module doc)."""
+def model_payload(model: ChainCRF) -> tuple[dict, dict[str, np.ndarray]]:
+    """The JSON-able description and the arrays of a fitted model."""
     model._check_fitted()
     arrays = {"weights": model.weights_.astype("<f8"),
               "feature_ptr": model.features_.ptr.astype("<i8"),
               "feature_output": model.features_.output.astype("<i4")}
+    if model.constraint_ is not None:
+        arrays["constraint"] = np.frombuffer(model.constraint_.write_to_string(), dtype=np.uint8)
+    params = model.get_params()
+    if isinstance(params["template"], Template):
+        params["template"] = params["template"].text
+    if isinstance(params["grammar"], Grammar):
+        params["grammar"] = params["grammar"].source
+    header = {"params": params, "target": model.target_, "columns": list(model.columns_),
+              "topology": {"kind": model.topology_.name, "labels": list(model.topology_.labels),
+                           "num_states": model.topology_.num_states,
+                           "num_edges": model.topology_.num_edges},
+              "extractor": model.extractor_.to_dict(),
+              "training": {"n_iter": model.n_iter_, "best_iteration": model.best_iteration_,
+                           "interrupted": model.interrupted_, "history": model.history_}}
+    return header, arrays
+
+
+def write_container(path: str | os.PathLike, kind: str, header: dict,
+                    arrays: dict[str, np.ndarray]) -> None:
+    """Write a header and 1-D arrays as one model file (layout in the module doc), atomically."""
     table, pieces, offset = {}, [], 0
     for name, array in arrays.items():
         data = memoryview(np.ascontiguousarray(array)).cast("B")
@@ -697,21 +930,11 @@ def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
         table[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": offset}
         pieces += [data, padding]
         offset += len(data) + len(padding)
-    params = model.get_params()
-    if isinstance(params["template"], Template):
-        params["template"] = params["template"].text
-    header = {"format": "fstcrf-model", "params": params, "target": model.target_,
-              "columns": list(model.columns_),
-              "topology": {"kind": model.topology_.name, "labels": list(model.topology_.labels),
-                           "num_states": model.topology_.num_states,
-                           "num_edges": model.topology_.num_edges},
-              "extractor": model.extractor_.to_dict(),
-              "training": {"n_iter": model.n_iter_, "best_iteration": model.best_iteration_,
-                           "interrupted": model.interrupted_, "history": model.history_},
-              "arrays": table}
+    header = {"format": kind, **header, "arrays": table}
     header_bytes = json.dumps(header, ensure_ascii=False).encode("utf-8")
     header_bytes += b" " * (-(_PREAMBLE.size + len(header_bytes)) % 8)
     preamble = _PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(header_bytes), offset)
+
     def write(stream) -> None:
         """The pieces, then a SHA-256 digest of them."""
         digest = hashlib.sha256()
@@ -723,8 +946,23 @@ def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
     write_atomically(path, write)
 
 
-def _read_container(raw: bytes, where: str) -> tuple[dict, dict[str, np.ndarray]]:
-    """The JSON header and the arrays of an intact model file."""
+def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
+    """Write a fitted model to one self-describing file (layout in the module doc)."""
+    header, arrays = model_payload(model)
+    write_container(path, MODEL_KIND, header, arrays)
+
+
+#: dtypes an array of a model file may have.
+_ARRAY_DTYPES = ("<f8", "<i8", "<i4", "|u1")
+
+
+def read_container(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
+    """The JSON header and the arrays of an intact model file (of any kind)."""
+    where = os.fspath(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        raise ModelFileError(f"{where}: cannot read the model file: {error.strerror}") from None
     if raw[:len(MAGIC)] != MAGIC:
         if len(raw) < len(MAGIC) and MAGIC.startswith(raw) and raw:
             raise ModelFileError(f"{where}: the model file is truncated ({len(raw)} bytes)")
@@ -747,14 +985,14 @@ def _read_container(raw: bytes, where: str) -> tuple[dict, dict[str, np.ndarray]
         header = json.loads(raw[_PREAMBLE.size:_PREAMBLE.size + header_size].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ModelFileError(f"{where}: the model header is not UTF-8 JSON: {error}") from None
-    if not isinstance(header, dict) or header.get("format") != "fstcrf-model":
+    if not isinstance(header, dict) or header.get("format") not in (MODEL_KIND, JOINT_KIND):
         raise ModelFileError(f"{where}: the model header does not describe an fstcrf model")
     data_start = _PREAMBLE.size + header_size
     arrays = {}
-    for name, dtype in (("weights", "<f8"), ("feature_ptr", "<i8"), ("feature_output", "<i4")):
-        entry = _field(header.get("arrays", {}), name, dict, where)
-        shape, offset = entry.get("shape"), entry.get("offset")
-        if entry.get("dtype") != dtype or not isinstance(shape, list) or len(shape) != 1 \
+    for name, entry in _field(header, "arrays", dict, where).items():
+        dtype, shape, offset = (entry.get(key) if isinstance(entry, dict) else None
+                                for key in ("dtype", "shape", "offset"))
+        if dtype not in _ARRAY_DTYPES or not isinstance(shape, list) or len(shape) != 1 \
                 or not all(isinstance(n, int) and n >= 0 for n in shape) \
                 or not isinstance(offset, int) or offset < 0 \
                 or offset + shape[0] * np.dtype(dtype).itemsize > data_size:
@@ -773,19 +1011,14 @@ def _field(mapping, key: str, kind: type, where: str):
     return value
 
 
-def load_model(path: str | os.PathLike) -> ChainCRF:
-    """Read a model written by :func:`save_model`.
-
-    Raises ModelFileError if the file cannot be read, is not an fstcrf model,
-    is truncated or corrupt, or has a format version this fstcrf does not read.
-    """
-    where = os.fspath(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as error:
-        raise ModelFileError(f"{where}: cannot read the model file: {error.strerror}") from None
-    header, arrays = _read_container(raw, where)
-    params = _field(header, "params", dict, where)
+def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) -> ChainCRF:
+    """Rebuild a fitted model from :func:`model_payload`'s output; ModelFileError if inconsistent."""
+    for name, dtype in (("weights", "float64"), ("feature_ptr", "int64"), ("feature_output", "int32")):
+        if name not in arrays or arrays[name].dtype != dtype:
+            raise ModelFileError(f"{where}: the model file lacks a valid {name!r} array")
+    params = dict(_field(header, "params", dict, where))
+    params.setdefault("grammar", None)          # written before training grammars existed
+    params.setdefault("grammar_params", None)
     if set(params) != set(_PARAMS):
         raise ModelFileError(f"{where}: the model parameters are {', '.join(sorted(params))}; "
                              f"expected {', '.join(_PARAMS)}")
@@ -801,7 +1034,11 @@ def load_model(path: str | os.PathLike) -> ChainCRF:
         state_label = topology.state_label if num_labels else np.arange(topology.num_states)
         features = FactoredFeatures(state_label, num_labels, arrays["feature_ptr"],
                                     arrays["feature_output"])
-    except FstcrfError as error:
+        constraint = None
+        if "constraint" in arrays:
+            constraint = pynini.Fst.read_from_string(arrays["constraint"].tobytes())
+            constrain(topology, constraint)
+    except (FstcrfError, pynini.FstIOError) as error:
         raise ModelFileError(f"{where}: the model file is inconsistent: {error}") from None
     if (topology.name, topology.num_states, topology.num_edges) != \
             (described.get("kind"), described.get("num_states"), described.get("num_edges")):
@@ -815,6 +1052,7 @@ def load_model(path: str | os.PathLike) -> ChainCRF:
                              f"{features.num_features} features and {topology.num_edges} edges")
     model.labels_ = topology.labels
     model.topology_ = topology
+    model.constraint_ = constraint
     model.extractor_ = extractor
     model.features_ = features
     model.target_ = _field(header, "target", str, where)
@@ -828,3 +1066,16 @@ def load_model(path: str | os.PathLike) -> ChainCRF:
     model.interrupted_ = _field(training, "interrupted", bool, where)
     model.history_ = _field(training, "history", list, where)
     return model
+
+
+def load_model(path: str | os.PathLike) -> ChainCRF:
+    """Read a model written by :func:`save_model`.
+
+    Raises ModelFileError if the file cannot be read, is not an fstcrf model,
+    is truncated or corrupt, or has a format version this fstcrf does not read.
+    """
+    header, arrays = read_container(path)
+    if header["format"] != MODEL_KIND:
+        raise ModelFileError(f"{os.fspath(path)}: this is a joint model (from fstcrf compose); "
+                             "load it with fstcrf.load_joint")
+    return model_from_payload(header, arrays, os.fspath(path))

@@ -69,15 +69,19 @@ def random_corpus(seed: int, num_sentences: int) -> Corpus:
     return Corpus(("word", "pos", "chunk"), sentences)
 
 
-def training_set(corpus: Corpus, order: int, feature_set: str, threads: int = 2) -> crf.TrainingSet:
+def training_set(corpus: Corpus, order: int, feature_set: str, threads: int = 2,
+                 constraint=None) -> crf.TrainingSet:
+    """The training problem of ``corpus``'s chunk column (which may hold partial
+    labels), optionally under a constraint acceptor."""
     extractor = FeatureExtractor(parse_template(TEMPLATE))
     encoded = crf.EncodedSentences.from_corpus(extractor, corpus, fit=True)
     gold = corpus.column("chunk")
-    topology = crf._build_topology(order, sorted({tag for tags in gold for tag in tags}))
-    states = crf.label_states(topology, crf._label_ids(topology, gold), encoded.offsets)
-    features = crf.build_features(encoded, states, topology, order, feature_set,
-                                  extractor.vocabulary_.get("bias"))
-    return crf.TrainingSet(crf.Scorer(features, topology, threads), encoded, states)
+    topology = crf._build_topology(order, crf._gold_label_set(gold))
+    label_ids, allowed = crf._gold_labels(topology, gold)
+    states = crf.gold_states(topology, label_ids, encoded.offsets)
+    features = crf.build_features(encoded, label_ids if order == 1 else states, label_ids, topology,
+                                  order, feature_set, extractor.vocabulary_.get("bias"))
+    return crf.TrainingSet(crf.Scorer(features, topology, threads, constraint), encoded, states, allowed)
 
 
 def dense_weights(features: crf.FactoredFeatures, theta: np.ndarray) -> np.ndarray:
