@@ -13,10 +13,18 @@ LOG = logging.getLogger("fstcrf")
 
 
 def _map_types(labels: list[list[str]], keep: set[str] | None) -> list[list[str]]:
-    """Replace chunk labels whose type is not in ``keep`` by O (NP chunking)."""
+    """Replace chunk labels whose type is not in ``keep`` by O (NP chunking); an
+    unknown label "?" stays, and each member of a label set "A|B" is mapped."""
     if not keep:
         return labels
-    return [[label if label.partition("-")[2] in keep else "O" for label in sentence] for sentence in labels]
+
+    def mapped(value: str) -> str:
+        if value == "?":
+            return value
+        members = [label if label.partition("-")[2] in keep else "O" for label in value.split("|")]
+        return "|".join(dict.fromkeys(members))
+
+    return [[mapped(label) for label in sentence] for sentence in labels]
 
 
 def _restrict_types(corpus, target: str, keep: set[str] | None):
@@ -42,7 +50,8 @@ def _train(args: argparse.Namespace) -> int:
     template = args.template if args.template in TEMPLATES else load_template(args.template)
     model = ChainCRF(template=template, order=args.order, algorithm=args.algorithm, sigma=args.sigma,
                      max_iter=args.max_iter, features=args.features, min_count=args.min_count,
-                     threads=args.threads)
+                     threads=args.threads, grammar=args.grammar, grammar_params=_grammar_params(args),
+                     reads=args.reads)
     LOG.info("training a %s order-%d CRF on %s (%d sentences, %d tokens)%s", args.algorithm, args.order,
              args.train, len(train), train.num_tokens, f", selecting on {args.dev}" if dev else "")
     model.fit(train, target=args.target, dev=dev)
@@ -53,18 +62,23 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _grammar_options(args: argparse.Namespace) -> dict:
-    """predict() keyword arguments from --grammar, --define and --on-infeasible."""
-    if not args.grammar:
-        return {}
-    from .grammar import load_grammar
+def _grammar_params(args: argparse.Namespace) -> dict | None:
+    """Grammar parameters from --define NAME=VALUE options (None if there are none)."""
     params = {}
     for definition in args.define:
         name, equals, value = definition.partition("=")
         if not equals or not name or not value:
             raise FstcrfError(f"--define expects NAME=VALUE, got {definition!r}")
         params[name] = value
-    return {"grammar": load_grammar(args.grammar), "params": params or None,
+    return params or None
+
+
+def _grammar_options(args: argparse.Namespace) -> dict:
+    """predict() keyword arguments from --grammar, --define and --on-infeasible."""
+    if not args.grammar:
+        return {}
+    from .grammar import load_grammar
+    return {"grammar": load_grammar(args.grammar), "params": _grammar_params(args),
             "on_infeasible": args.on_infeasible}
 
 
@@ -84,13 +98,72 @@ def _predict_with_progress(model, corpus, args: argparse.Namespace, chunk: int =
     return predictions
 
 
+def _joint_predict_with_progress(joint, corpus, args: argparse.Namespace, chunk: int = 2000
+                                 ) -> list[list[list[str]]]:
+    """[components][sentences][tokens] labels of a composed model, with a progress bar."""
+    from .progress import Progress
+    if args.grammar:
+        raise FstcrfError("--grammar applies to single models; a composed model decodes without one")
+    if args.threads is not None:
+        joint.threads = args.threads
+    predictions: list[list[list[str]]] = [[] for _ in joint.components]
+    sentences = corpus.sentences
+    with Progress(len(sentences), f"{args.mode} decoding", unit="sentences",
+                  enabled=len(sentences) > chunk and not args.quiet) as bar:
+        for first in range(0, len(sentences), chunk):
+            batch = sentences[first:first + chunk]
+            for column, labels in zip(predictions, joint.predict(batch, mode=args.mode, k=args.k)):
+                column.extend(labels)
+            bar.update(len(batch))
+    return predictions
+
+
+def _read_for(model, path: str, gold_required: bool = False):
+    """A CoNLL file read with the columns a model or a joint model was trained on
+    (the predicted columns may be missing unless ``gold_required``)."""
+    from .compose import JointModel
+    if isinstance(model, JointModel):
+        columns = model.components[0].columns_
+        missing = () if gold_required else tuple(model.targets)
+    else:
+        columns, missing = model.columns_, () if gold_required else (model.target_,)
+    return _read(path, columns, allow_missing=missing)
+
+
 def _tag(args: argparse.Namespace) -> int:
+    from .compose import JointModel, load_any
     from .conll import write_conll
+    model = load_any(args.model)
+    corpus = _read_for(model, args.input)
+    if isinstance(model, JointModel):
+        extra = _joint_predict_with_progress(model, corpus, args)
+    else:
+        extra = [_predict_with_progress(model, corpus, args)]
+    write_conll(corpus, args.output if args.output else sys.stdout, extra_columns=extra)
+    return 0
+
+
+def _compose(args: argparse.Namespace) -> int:
+    import pynini
+    from .compose import compose
     from .model import load_model
-    model = load_model(args.model)
-    corpus = _read(args.input, model.columns_, allow_missing=(model.target_,))
-    predictions = _predict_with_progress(model, corpus, args)
-    write_conll(corpus, args.output if args.output else sys.stdout, extra_columns=[predictions])
+    models = [load_model(path) for path in args.models]
+    relations = [None] * (len(models) - 1)
+    for spec in args.compat:
+        position, equals, path = spec.partition("=")
+        if not equals or not position.isdigit() or not 1 <= int(position) < len(models):
+            raise FstcrfError(f"--compat expects K=FILE with 1 <= K < {len(models)} (the relation between "
+                              f"models K-1 and K), got {spec!r}")
+        try:
+            relations[int(position) - 1] = pynini.Fst.read(path)
+        except pynini.FstIOError:
+            raise FstcrfError(f"{path}: cannot read an FST (OpenFst binary with symbol tables expected)") from None
+    joint = compose(models, relations)
+    joint.save(args.output)
+    sizes = " x ".join(str(m.topology_.num_states) for m in models)
+    LOG.info("composed %s (%s = %d joint states%s); written to %s", " + ".join(joint.targets), sizes,
+             joint.space.num_states, "" if joint.space.allowed is None
+             else f", {int(joint.space.allowed.sum())} compatible", args.output)
     return 0
 
 
@@ -114,9 +187,14 @@ def _eval(args: argparse.Namespace) -> int:
     else:
         if not (args.model and args.test):
             raise FstcrfError("give MODEL and TEST, or --pred FILE")
-        from .model import load_model
-        model = load_model(args.model)
-        corpus = _read(args.test, model.columns_)
+        from .compose import JointModel, load_any
+        model = load_any(args.model)
+        corpus = _read_for(model, args.test, gold_required=True)
+        if isinstance(model, JointModel):
+            for target, predicted in zip(model.targets, _joint_predict_with_progress(model, corpus, args)):
+                print(f"== {target} ({args.mode} decoding)")
+                print(score_chunks(_map_types(corpus.column(target), keep), _map_types(predicted, keep)).format())
+            return 0
         gold = corpus.column(model.target_)
         predicted = _predict_with_progress(model, corpus, args)
     print(score_chunks(_map_types(gold, keep), _map_types(predicted, keep)).format())
@@ -235,7 +313,11 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_grammar_arguments(parser: argparse.ArgumentParser) -> None:
+def _add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mode", choices=["joint", "cascade", "kbest"], default="joint",
+                        help="composed models: exact joint decoding (default), the 1-best cascade, or the "
+                             "cascade passing k-best lists")
+    parser.add_argument("--k", type=int, default=5, help="list length of --mode kbest (default 5)")
     parser.add_argument("--grammar", default=None,
                         help="decode among the label sequences a constraint grammar accepts: a .fgr file "
                              "or a shipped grammar (iob2, bioes, second_order, at_most_one, at_least_one)")
@@ -268,14 +350,32 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--only-types", default=None,
                        help="comma-separated chunk types to keep; others become O (e.g. NP)")
     train.add_argument("--threads", type=int, default=2)
+    train.add_argument("--grammar", default=None,
+                       help="train under a constraint grammar (Z sums over the sequences it accepts; the "
+                            "model then always decodes under it): a .fgr file or a shipped grammar name")
+    train.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                       help="set a parameter of the training grammar, e.g. X=NP (repeatable)")
+    train.add_argument("--reads", default=None, metavar="COLUMN",
+                       help="read a lower tagger's labels from COLUMN at the same token (template may use "
+                            "it at offset 0 only), so that fstcrf compose can decode both models jointly; "
+                            "e.g. --reads pos --template chunking-reads-pos")
     train.set_defaults(run=_train)
 
-    tag = commands.add_parser("tag", help="append a predicted label column to a CoNLL file")
+    compose = commands.add_parser("compose", help="compose trained models (lowest first) into a joint model")
+    compose.add_argument("models", nargs="+", help="model files in chain order; each reads the previous one's labels")
+    compose.add_argument("-o", "--output", required=True, help="joint model file to write")
+    compose.add_argument("--compat", action="append", default=[], metavar="K=FST",
+                         help="restrict the label pairs of models K-1 and K to a transducer from lower to upper "
+                              "labels (OpenFst binary with symbol tables; repeatable)")
+    compose.set_defaults(run=_compose)
+
+    tag = commands.add_parser("tag", help="append a predicted label column (one per component of a composed "
+                                          "model) to a CoNLL file")
     tag.add_argument("model")
     tag.add_argument("input", help="CoNLL file; the gold column may be absent")
     tag.add_argument("-o", "--output", default=None, help="output file (default: standard output)")
     tag.add_argument("--threads", type=int, default=None)
-    _add_grammar_arguments(tag)
+    _add_decoding_arguments(tag)
     tag.set_defaults(run=_tag)
 
     evaluate = commands.add_parser("eval", help="conlleval scores of a model on a test file, or of a tagged file")
@@ -284,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--pred", default=None, help="tagged file whose last two columns are gold and predicted")
     evaluate.add_argument("--only-types", default=None, help="score only these chunk types (others become O)")
     evaluate.add_argument("--threads", type=int, default=None)
-    _add_grammar_arguments(evaluate)
+    _add_decoding_arguments(evaluate)
     evaluate.set_defaults(run=_eval)
 
     compare = commands.add_parser("compare", help="McNemar's test between two tagged files")

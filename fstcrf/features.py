@@ -24,6 +24,8 @@ share a name.
 """
 from __future__ import annotations
 
+import copy
+
 import os
 import re
 from dataclasses import dataclass, field
@@ -189,6 +191,10 @@ def _shipped_template(file_name: str) -> Template:
 SHA_PEREIRA_CHUNKING = _shipped_template("sha_pereira_chunking.txt")
 #: The CRF++ example chunking template (U00-U06 words, U10-U22 POS) plus the bias.
 CRFPP_CHUNKING = _shipped_template("crfpp_chunking.txt")
+#: Part-of-speech tagging from words: words at -2..+2, word pairs, affixes and shapes.
+POS_TAGGING = _shipped_template("pos_tagging.txt")
+#: Chunking for a model that reads the POS label at the same token (``reads="pos"``).
+CHUNKING_READS_POS = _shipped_template("chunking_reads_pos.txt")
 
 
 def _missing_column_message(column: str, available: Sequence[str]) -> str:
@@ -208,6 +214,15 @@ class _TokenTable:
         self.sentence_length = np.repeat(lengths, lengths)
         self._coded_columns: dict[tuple[str, str | None], tuple[np.ndarray, list[str]]] = {}
         self._value_names: dict[tuple[str, str | None], list[str]] = {}
+
+    def with_constant(self, column: str, value: str) -> "_TokenTable":
+        """The same tokens with ``column`` set to ``value`` everywhere (other columns'
+        codes are shared, not recomputed)."""
+        table = copy.copy(self)
+        table._coded_columns = {key: coded for key, coded in self._coded_columns.items() if key[0] != column}
+        table._value_names = {key: names for key, names in self._value_names.items() if key[0] != column}
+        table._coded_columns[(column, None)] = (np.zeros(self.num_tokens, dtype=np.int64), [value])
+        return table
 
     def _column_values(self, column: str) -> list[str]:
         values: list[str] = []
@@ -359,11 +374,14 @@ class _PredicateIndex:
                 predicate_of[ids] = columns
             self.tables.append((steps, predicate_of if predicate.observations else columns))
 
-    def columns(self, table: "_TokenTable") -> np.ndarray:
-        """int64 [num_tokens, num_templates]: each token's predicate column per template, -1 if unknown."""
+    def columns(self, table: "_TokenTable", templates: Sequence[int] | None = None) -> np.ndarray:
+        """int64 [num_tokens, num_templates]: each token's predicate column per template
+        (only those listed in ``templates``; the others stay -1), -1 if unknown."""
         out = np.full((table.num_tokens, len(self.plans)), -1, dtype=np.int64)
         known_codes: dict[tuple, np.ndarray] = {}
         for index, ((predicate, _, _), (steps, predicate_of)) in enumerate(zip(self.plans, self.tables)):
+            if templates is not None and index not in templates:
+                continue
             if not predicate.observations:
                 if len(predicate_of):
                     out[:, index] = predicate_of[0]
@@ -472,6 +490,23 @@ class FeatureExtractor:
         """The predicate matrix [num_tokens, num_predicates]; unknown predicates are dropped."""
         self._check_fitted()
         return self._csr(self._index().columns(self._token_table(corpus)))
+
+    def transform_reading(self, corpus: Corpus | Sequence[Sentence], column: str,
+                          values: Sequence[str]) -> tuple[scipy.sparse.csr_matrix, list[scipy.sparse.csr_matrix]]:
+        """The predicate matrix of a corpus whose ``column`` is not known but may take
+        each of ``values`` (a lower tagger's labels): the predicates that do not
+        read ``column`` [num_tokens, num_predicates], and for each value v those
+        that do, with ``column`` = v at every token."""
+        self._check_fitted()
+        index = self._index()
+        reading = [i for i, predicate in enumerate(self._template()) if column in
+                   {observation.column for observation in predicate.observations}]
+        others = [i for i in range(len(self._template())) if i not in reading]
+        table = _TokenTable(list(corpus))   # ``column`` itself may be missing
+        base = self._csr(index.columns(table, others))
+        per_value = [self._csr(index.columns(table.with_constant(column, value), reading))
+                     for value in values]
+        return base, per_value
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """``fit`` then ``transform`` on the same corpus, extracting the observations once."""

@@ -75,15 +75,16 @@ from .conll import Corpus, Sentence
 from .errors import (EmptySequenceError, FstcrfError, InfeasibleError, LabelError, ModelFileError,
                      ShapeError, TemplateError)
 from .evaluate import ChunkScores, score_chunks
-from .features import (CRFPP_CHUNKING, SHA_PEREIRA_CHUNKING, FeatureExtractor, Template,
-                       parse_template)
+from .features import (CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING, SHA_PEREIRA_CHUNKING,
+                       FeatureExtractor, Template, parse_template)
 from .grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to
 from .inference import (Potentials, SentenceBatch, forward_backward, kbest, lengths_to_offsets,
                         run_parallel, thread_chunks, viterbi)
 from .topology import Topology, first_order, second_order
 
 #: Template names ``ChainCRF`` accepts besides Template objects and template text.
-TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING}
+TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos": POS_TAGGING,
+             "chunking-reads-pos": CHUNKING_READS_POS}
 ALGORITHMS = ("lbfgs", "perceptron", "sgd")
 FEATURE_SETS = ("supported", "complete", "complete-tags")
 #: The name of the always-true predicate.
@@ -577,6 +578,26 @@ def _resolve_template(template) -> Template:
                         f"{', '.join(TEMPLATES)}; got {type(template).__name__}")
 
 
+def _check_reading_template(template: Template, reads: str, target: str,
+                            column_names: Sequence[str]) -> None:
+    """A model reading a lower tagger's labels in column ``reads`` may use them at offset 0 only."""
+    if reads == target:
+        raise FstcrfError(f"a model cannot read the labels of the column it predicts ({target!r})")
+    if reads not in column_names:
+        raise TemplateError(f"the model reads column {reads!r}, which the training data lacks; its "
+                            f"columns are {', '.join(column_names)}")
+    offsets = {observation.offset for predicate in template for observation in predicate.observations
+               if observation.column == reads}
+    if not offsets:
+        raise TemplateError(f"the model reads column {reads!r} but its template never uses it")
+    if offsets != {0}:
+        raise TemplateError(f"the template uses the lower labels {reads!r} at offsets "
+                            f"{', '.join(f'{o:+d}' for o in sorted(offsets - {0}))}; a model that "
+                            f"reads a lower tagger's labels may use them at offset 0 only (e.g. "
+                            f"{reads}[0]|word[-1]), because joint decoding scores each token's "
+                            "lower label one token at a time")
+
+
 def _build_topology(order: int, labels: Sequence[str]) -> Topology:
     if order == 1:
         return first_order(labels)
@@ -669,7 +690,7 @@ def _split_labels(topology: Topology, states: np.ndarray, offsets: np.ndarray) -
 
 
 _PARAMS = ("template", "order", "algorithm", "sigma", "max_iter", "features", "min_count",
-           "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params")
+           "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params", "reads")
 
 
 class ChainCRF:
@@ -697,6 +718,12 @@ class ChainCRF:
             as "iob2" or a grammar file): Z sums only over the label sequences
             it accepts, and predictions are always accepted by it.
         grammar_params: values for the grammar's parameters, e.g. {"X": "NP"}.
+        reads: a column holding a lower tagger's labels (e.g. "pos") that this
+            model reads at the same token only: the template may use it at
+            offset 0 only, so that :func:`fstcrf.compose.compose` can decode
+            the two models jointly (the predicates reading it are conjoined
+            with the lower label).  Trained on the column as given (gold, or
+            jackknifed predictions).
 
     The gold column may leave labels unknown, "?", or give the labels a token
     may take, "B-NP|I-NP" (training only): those positions are marginalised.
@@ -708,14 +735,16 @@ class ChainCRF:
     ``n_iter_``, ``best_iteration_`` (whose weights were kept),
     ``interrupted_`` and ``history_`` (one record per iteration, see
     :mod:`fstcrf.train`), ``constraint_`` (the compiled training grammar, a
-    pynini acceptor over ``labels_``, or None).
+    pynini acceptor over ``labels_``, or None), ``lower_labels_`` (the values
+    of the ``reads`` column seen in training, or None).
     """
 
     def __init__(self, template: Template | str = "sha-pereira", order: int = 1,
                  algorithm: str = "lbfgs", sigma: float = 10.0, max_iter: int = 100,
                  features: str = "supported", min_count: int = 1, threads: int = 2,
                  tol: float = 1e-7, learning_rate: float = 0.1, seed: int = 0,
-                 grammar: str | None = None, grammar_params: dict | None = None):
+                 grammar: str | None = None, grammar_params: dict | None = None,
+                 reads: str | None = None):
         self.template = template
         self.order = order
         self.algorithm = algorithm
@@ -729,6 +758,7 @@ class ChainCRF:
         self.seed = seed
         self.grammar = grammar
         self.grammar_params = grammar_params
+        self.reads = reads
 
     def get_params(self) -> dict:
         """The constructor arguments, by name."""
@@ -772,6 +802,8 @@ class ChainCRF:
         if target in template.columns:
             raise TemplateError(f"the template reads column {target!r}, the column the model "
                                 "learns to predict; at tagging time that column is unknown")
+        if self.reads is not None:
+            _check_reading_template(template, self.reads, target, corpus.column_names)
         gold_labels = corpus.column(target)
         topology = _build_topology(self.order, _gold_label_set(gold_labels))
         constraint = None
@@ -809,6 +841,8 @@ class ChainCRF:
         self.labels_ = topology.labels
         self.topology_ = topology
         self.constraint_ = constraint
+        self.lower_labels_ = (None if self.reads is None else
+                              sorted({value for values in corpus.column(self.reads) for value in values}))
         self.extractor_ = extractor
         self.features_ = features
         self.target_ = target
@@ -866,6 +900,30 @@ class ChainCRF:
                 result[i] = labels
         return result
 
+    def potentials(self, corpus: Corpus | Sequence[Sentence]) -> Potentials:
+        """The scores of a batch of sentences on ``topology_`` (for lattice export,
+        k-best lists, sampling or marginals with :mod:`fstcrf.inference`)."""
+        self._check_fitted()
+        encoded = EncodedSentences.from_corpus(self.extractor_, corpus)
+        return self._scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences)
+
+    def reading_emissions(self, sentences: Sequence[Sentence], lower_labels: Sequence[str]) -> np.ndarray:
+        """float [N, K, S]: the emission scores of every state at every token when the
+        ``reads`` column takes the k-th of ``lower_labels`` there (K of them)."""
+        self._check_fitted()
+        if self.reads is None:
+            raise FstcrfError("this model reads no lower tagger's labels (train it with reads=...)")
+        base, per_value = self.extractor_.transform_reading(sentences, self.reads, lower_labels)
+        lengths = [len(sentence) for sentence in sentences]
+        F = self.features_.num_features
+
+        def state_scores(matrix) -> np.ndarray:
+            encoded = EncodedSentences(matrix, lengths)
+            return self.features_.emissions(encoded.tokens(0, encoded.num_sequences), self.weights_[:F])
+
+        common = state_scores(base)
+        return np.stack([common + state_scores(matrix) for matrix in per_value], axis=1)
+
     def predict_marginals(self, corpus: Corpus | Sequence[Sentence]) -> list[np.ndarray]:
         """float [T, L] per sentence: p(label at token t = l | sentence), columns in
         ``labels_`` order (state marginals summed over the states of each label)."""
@@ -914,7 +972,7 @@ def model_payload(model: ChainCRF) -> tuple[dict, dict[str, np.ndarray]]:
               "topology": {"kind": model.topology_.name, "labels": list(model.topology_.labels),
                            "num_states": model.topology_.num_states,
                            "num_edges": model.topology_.num_edges},
-              "extractor": model.extractor_.to_dict(),
+              "extractor": model.extractor_.to_dict(), "lower_labels": model.lower_labels_,
               "training": {"n_iter": model.n_iter_, "best_iteration": model.best_iteration_,
                            "interrupted": model.interrupted_, "history": model.history_}}
     return header, arrays
@@ -1019,6 +1077,7 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     params = dict(_field(header, "params", dict, where))
     params.setdefault("grammar", None)          # written before training grammars existed
     params.setdefault("grammar_params", None)
+    params.setdefault("reads", None)
     if set(params) != set(_PARAMS):
         raise ModelFileError(f"{where}: the model parameters are {', '.join(sorted(params))}; "
                              f"expected {', '.join(_PARAMS)}")
@@ -1060,6 +1119,11 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     if not all(isinstance(name, str) for name in columns) or model.target_ not in columns:
         raise ModelFileError(f"{where}: the model's column names {columns!r} are invalid")
     model.columns_ = tuple(columns)
+    model.lower_labels_ = header.get("lower_labels")
+    if (model.reads is None) != (model.lower_labels_ is None) or not (
+            model.lower_labels_ is None or all(isinstance(label, str) for label in model.lower_labels_)):
+        raise ModelFileError(f"{where}: the model's lower labels {model.lower_labels_!r} do not fit "
+                             f"reads={model.reads!r}")
     model.weights_ = arrays["weights"]
     model.n_iter_ = _field(training, "n_iter", int, where)
     model.best_iteration_ = _field(training, "best_iteration", int, where)

@@ -1,0 +1,334 @@
+"""Separately trained CRFs composed into one joint decoder (Sutton & McCallum 2005).
+
+A chain of N >= 2 fitted :class:`~fstcrf.model.ChainCRF` models, lowest
+first, where model k > 0 was trained with ``reads=`` set to the column that
+model k-1 predicts (a chunker reading part-of-speech tags, an NER tagger
+reading chunks...).  Model k's score of a sentence depends on model k-1's
+label at each token, so the composition scores a tuple of label sequences
+(y^0, ..., y^{N-1}) by the sum of the component scores
+
+    score(y^0 | x) + score(y^1 | x, y^0) + ... + score(y^{N-1} | x, y^{N-2})
+
+over the cross product of the component state spaces, optionally restricted
+by a compatibility relation between adjacent label sets, given as a pynini
+transducer from lower to upper labels.  Decoding modes:
+
+    joint    exact joint Viterbi over the product space (factorised kernel)
+    cascade  1-best of each model feeds the next (the usual pipeline)
+    kbest    cascade with k-best lists: each level keeps the k best partial
+             tuples by joint score; k = 1 is the cascade, large k tends to joint
+
+Joint model files hold every component (same container as a model file,
+"format": "fstcrf-joint"), so a composition saves and loads like a model.
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+import pynini
+
+from .conll import Corpus, Sentence
+from .errors import CompositionError, FstcrfError, ModelFileError
+from .inference import Potentials, kbest, run_parallel
+from .joint import JointPotentials, JointSpace, joint_emissions, joint_viterbi
+from .model import (BLOCK_CELLS, JOINT_KIND, MODEL_KIND, ChainCRF, _field, model_from_payload,
+                    model_payload, read_container, write_container)
+
+MODES = ("joint", "cascade", "kbest")
+
+
+def compatibility_pairs(lower_labels: Sequence[str], upper_labels: Sequence[str],
+                        relation: pynini.Fst) -> np.ndarray:
+    """bool [L_lower, L_upper]: the label pairs (a, b) a transducer relates, i.e. those
+    for which ``relation`` maps the one-symbol string a to the one-symbol string b.
+    The transducer's input and output symbol tables name the labels."""
+    inputs, outputs = relation.input_symbols(), relation.output_symbols()
+    if inputs is None or outputs is None:
+        raise CompositionError("the compatibility transducer needs input and output symbol tables "
+                               "naming the lower and upper labels")
+    unknown_in = [label for label in lower_labels if inputs.find(label) == pynini.NO_SYMBOL]
+    unknown_out = [label for label in upper_labels if outputs.find(label) == pynini.NO_SYMBOL]
+    if unknown_in or unknown_out:
+        raise CompositionError("the compatibility transducer's symbol tables lack the labels "
+                               f"{', '.join(unknown_in + unknown_out)}")
+    upper_index = {label: j for j, label in enumerate(upper_labels)}
+    pairs = np.zeros((len(lower_labels), len(upper_labels)), dtype=bool)
+    for i, label in enumerate(lower_labels):
+        single = pynini.accep(label, token_type=inputs)
+        image = pynini.project(pynini.compose(single, relation), "output").rmepsilon()
+        if image.start() == pynini.NO_STATE_ID:
+            continue
+        for path in image.paths(input_token_type=outputs, output_token_type=outputs).ostrings():
+            if path in upper_index:
+                pairs[i, upper_index[path]] = True
+    if not pairs.any():
+        raise CompositionError("the compatibility transducer relates no lower label to an upper label")
+    return pairs
+
+
+class JointModel:
+    """Fitted models composed into a chain, lowest first (see the module doc).
+
+    Attributes: ``components`` (the ChainCRFs), ``space`` (the
+    :class:`~fstcrf.joint.JointSpace` of their topologies), ``compatibility``
+    (per adjacent pair, bool [L_{k-1}, L_k] allowed label pairs, or None) and
+    ``threads``.
+    """
+
+    def __init__(self, components: Sequence[ChainCRF], compatibility: Sequence[np.ndarray | None] | None = None,
+                 threads: int = 2):
+        self.components = tuple(components)
+        self.threads = threads
+        self.compatibility = list(compatibility) if compatibility is not None else [None] * (len(self.components) - 1)
+        _check_chain(self.components, self.compatibility)
+        self.space = JointSpace([model.topology_ for model in self.components], self._allowed_states())
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The column each component predicts, in chain order."""
+        return tuple(model.target_ for model in self.components)
+
+    def _allowed_states(self) -> np.ndarray | None:
+        """bool [P] joint states whose adjacent labels the compatibility relations admit."""
+        if all(pairs is None for pairs in self.compatibility):
+            return None
+        sizes = [model.topology_.num_states for model in self.components]
+        allowed = np.ones(sizes, dtype=bool)
+        for k, pairs in enumerate(self.compatibility, start=1):
+            if pairs is None:
+                continue
+            lower = self.components[k - 1].topology_.state_label
+            upper = self.components[k].topology_.state_label
+            shape = [1] * len(sizes)
+            shape[k - 1], shape[k] = sizes[k - 1], sizes[k]
+            allowed &= pairs[np.ix_(lower, upper)].reshape(shape)
+        return allowed.ravel()
+
+    # -- decoding --------------------------------------------------------------
+    def predict(self, corpus: Corpus | Sequence[Sentence], mode: str = "joint", k: int = 5
+                ) -> list[list[list[str]]]:
+        """Labels [N components][B sentences][T] of every sentence, decoded by ``mode``
+        (``k`` is the list length of mode "kbest")."""
+        if mode not in MODES:
+            raise FstcrfError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise FstcrfError(f"k must be a positive integer, got {k!r}")
+        sentences = list(corpus)
+        result: list[list[list[str]]] = [[] for _ in self.components]
+        if not sentences:
+            return result
+        decode = {"joint": self._joint_block, "cascade": lambda block: self._kbest_block(block, 1),
+                  "kbest": lambda block: self._kbest_block(block, int(k))}[mode]
+        blocks = _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states))
+        per_block = run_parallel(lambda plan: [decode(sentences[first:last]) for first, last in plan],
+                                 _spread(blocks, self.threads))
+        for plan in per_block:
+            for labels in plan:
+                for component, sentence_labels in zip(result, labels):
+                    component.extend(sentence_labels)
+        return result
+
+    def _component_emissions(self, sentences: list[Sentence]) -> list[np.ndarray]:
+        """Component 0: float [n, S_0]; component k: float [n, S_{k-1}, S_k], the
+        emissions of each state given the lower component's state."""
+        first = self.components[0]
+        emissions = [first.potentials(sentences).emissions]
+        for lower, model in zip(self.components, self.components[1:]):
+            by_label = model.reading_emissions(sentences, lower.labels_)     # [n, L_{k-1}, S_k]
+            emissions.append(by_label[:, lower.topology_.state_label, :])
+        return emissions
+
+    def _joint_block(self, sentences: list[Sentence]) -> list[list[list[str]]]:
+        lengths = [len(sentence) for sentence in sentences]
+        emissions = joint_emissions(self.space, self._component_emissions(sentences))
+        transitions = [model.weights_[model.features_.num_features:] for model in self.components]
+        best = joint_viterbi(JointPotentials(self.space, emissions, lengths, transitions))
+        states = self.space.component_states(best.paths)
+        return [_labels(model, states[:, k], lengths) for k, model in enumerate(self.components)]
+
+    def _kbest_block(self, sentences: list[Sentence], k: int) -> list[list[list[str]]]:
+        """Cascaded decoding keeping the k best partial tuples (by summed score) per level."""
+        lengths = np.array([len(sentence) for sentence in sentences])
+        token_sentence = np.repeat(np.arange(len(sentences)), lengths)
+        # hypotheses: paths [H, N components so far, n] and scores [B, H]
+        paths = np.zeros((1, 0, int(lengths.sum())), dtype=np.int64)
+        scores = np.zeros((len(sentences), 1))
+        for level, model in enumerate(self.components):
+            keep = k if level < len(self.components) - 1 else 1
+            candidate_paths, candidate_scores = [], []
+            for h in range(len(paths)):
+                pot = self._level_potentials(level, sentences, paths[h])
+                best = kbest(pot, keep)
+                for rank in range(keep):
+                    candidate_paths.append(np.concatenate([paths[h], best.paths[rank][None]], axis=0))
+                    candidate_scores.append(scores[:, h] + best.scores[:, rank])
+            stacked = np.stack(candidate_paths)                     # [C, level+1, n]
+            total = np.stack(candidate_scores, axis=1)              # [B, C]
+            order = np.argsort(-total, axis=1, kind="stable")[:, :k]
+            chosen = order[token_sentence]                          # [n, H']
+            columns = np.arange(len(token_sentence))
+            paths = np.stack([stacked[chosen[:, j], :, columns].T for j in range(order.shape[1])])
+            scores = np.take_along_axis(total, order, axis=1)
+        states = paths[0]
+        return [_labels(model, states[level], lengths) for level, model in enumerate(self.components)]
+
+    def _level_potentials(self, level: int, sentences: list[Sentence], lower_paths: np.ndarray) -> Potentials:
+        """Potentials of component ``level`` with the lower component's labels set by a
+        hypothesis (its states [level, n]); -1 states (no such hypothesis) read label 0."""
+        model = self.components[level]
+        if level == 0:
+            return model.potentials(sentences)
+        lower = self.components[level - 1]
+        lower_states = np.maximum(lower_paths[level - 1], 0)
+        lower_labels = lower.topology_.state_label[lower_states]
+        names = np.array(lower.labels_, dtype=object)[lower_labels]
+        reading, start = [], 0
+        for sentence in sentences:
+            stop = start + len(sentence)
+            reading.append(Sentence({**sentence.columns, model.reads: names[start:stop].tolist()}))
+            start = stop
+        pot = model.potentials(reading)
+        pairs = self.compatibility[level - 1]
+        if pairs is None:
+            return pot
+        return pot.clamp(pairs[lower_labels][:, model.topology_.state_label])
+
+    # -- files -----------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write every component and the compatibility relations to one file, atomically."""
+        headers, arrays = [], {}
+        for k, model in enumerate(self.components):
+            header, component_arrays = model_payload(model)
+            headers.append(header)
+            arrays.update({f"{k}.{name}": array for name, array in component_arrays.items()})
+        for k, pairs in enumerate(self.compatibility, start=1):
+            if pairs is not None:
+                arrays[f"compatibility.{k}"] = pairs.astype(np.uint8).ravel()
+        write_container(path, JOINT_KIND, {"components": headers}, arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> JointModel:
+        """Read a joint model written by :meth:`save`."""
+        return load_joint(path)
+
+
+def _labels(model: ChainCRF, states: np.ndarray, lengths) -> list[list[str]]:
+    """Label lists [B][T] of a component's state sequences [n]."""
+    names = np.array(model.labels_, dtype=object)[model.topology_.state_label[states]]
+    return [part.tolist() for part in np.split(names, np.cumsum(lengths)[:-1])]
+
+
+def _blocks(sentences: list[Sentence], max_tokens: int) -> list[tuple[int, int]]:
+    """Consecutive sentence ranges (first, last) of at most ``max_tokens`` tokens (or one sentence)."""
+    blocks, first, tokens = [], 0, 0
+    for index, sentence in enumerate(sentences):
+        if index > first and tokens + len(sentence) > max_tokens:
+            blocks.append((first, index))
+            first, tokens = index, 0
+        tokens += len(sentence)
+    blocks.append((first, len(sentences)))
+    return blocks
+
+
+def _spread(blocks: list[tuple[int, int]], threads: int) -> list[list[tuple[int, int]]]:
+    """Deal consecutive runs of blocks to at most ``threads`` workers."""
+    threads = max(1, min(int(threads), len(blocks)))
+    cuts = np.linspace(0, len(blocks), threads + 1).round().astype(int)
+    return [blocks[a:b] for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def _check_chain(models: Sequence[ChainCRF], compatibility: list) -> None:
+    """Raise CompositionError unless the models form a chain of readers."""
+    if len(models) < 2:
+        raise CompositionError(f"composition needs at least two models, got {len(models)}")
+    if len(compatibility) != len(models) - 1:
+        raise CompositionError(f"{len(models)} models need {len(models) - 1} compatibility relations "
+                               f"(None for none), got {len(compatibility)}")
+    for k, model in enumerate(models):
+        model._check_fitted()
+        if model.constraint_ is not None:
+            raise CompositionError(f"model {k} ({model.target_}) was trained under a grammar; composing "
+                                   "grammar-trained models is not supported")
+        if k == 0:
+            if model.reads is not None:
+                raise CompositionError(f"the first model of a chain reads {model.reads!r}, which no model "
+                                       "in the chain predicts; put the model predicting it first")
+            continue
+        lower = models[k - 1]
+        if model.reads is None:
+            raise CompositionError(f"model {k} ({model.target_}) does not read the labels of model {k - 1} "
+                                   f"({lower.target_}); train it with --reads {lower.target_}")
+        never = sorted(set(model.lower_labels_) - set(lower.labels_))
+        if never:
+            raise CompositionError(f"model {k} ({model.target_}) reads {model.reads!r} labels that model "
+                                   f"{k - 1} ({lower.target_}) never produces: {', '.join(never)}")
+        others = {m.target_ for m in models} - {model.reads}
+        leaked = sorted(others & set(model.extractor_._template().columns))
+        if leaked:
+            raise CompositionError(f"model {k} ({model.target_})'s template reads the column(s) "
+                                   f"{', '.join(leaked)} that the chain predicts; only {model.reads!r} "
+                                   "at offset 0 can be decoded jointly")
+        pairs = compatibility[k - 1]
+        if pairs is not None and np.shape(pairs) != (len(lower.labels_), len(model.labels_)):
+            raise CompositionError(f"compatibility relation {k} has shape {np.shape(pairs)}, expected "
+                                   f"({len(lower.labels_)}, {len(model.labels_)})")
+
+
+def compose(models: Sequence[ChainCRF], compatibility: Sequence[pynini.Fst | np.ndarray | None] | None = None,
+            threads: int = 2) -> JointModel:
+    """Compose fitted models, lowest first, into a :class:`JointModel`.
+
+    ``compatibility`` gives, per adjacent pair, None, a pynini transducer from
+    lower to upper labels (see :func:`compatibility_pairs`) or a bool
+    [L_lower, L_upper] array.  Raises CompositionError naming the problem when
+    the models do not form a chain (e.g. a model reads labels the lower one
+    never produces)."""
+    models = list(models)
+    relations = list(compatibility) if compatibility is not None else [None] * max(len(models) - 1, 0)
+    pairs = []
+    for k, relation in enumerate(relations, start=1):
+        if isinstance(relation, pynini.Fst):
+            if k >= len(models):
+                raise CompositionError(f"{len(relations)} compatibility relations for {len(models)} models")
+            relation = compatibility_pairs(models[k - 1].labels_, models[k].labels_, relation)
+        pairs.append(None if relation is None else np.asarray(relation, dtype=bool))
+    return JointModel(models, pairs, threads)
+
+
+def load_joint(path: str | os.PathLike) -> JointModel:
+    """Read a joint model written by :meth:`JointModel.save`."""
+    header, arrays = read_container(path)
+    if header["format"] != JOINT_KIND:
+        raise ModelFileError(f"{os.fspath(path)}: this is a single model, not a composition "
+                             "(fstcrf compose makes one)")
+    return _joint_from_payload(header, arrays, os.fspath(path))
+
+
+def _joint_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) -> JointModel:
+    components = []
+    for k, component in enumerate(_field(header, "components", list, where)):
+        prefix = f"{k}."
+        own = {name[len(prefix):]: array for name, array in arrays.items() if name.startswith(prefix)}
+        components.append(model_from_payload(component, own, f"{where} (component {k})"))
+    compatibility = []
+    for k in range(1, len(components)):
+        flat = arrays.get(f"compatibility.{k}")
+        shape = (len(components[k - 1].labels_), len(components[k].labels_))
+        if flat is not None and flat.size != shape[0] * shape[1]:
+            raise ModelFileError(f"{where}: compatibility relation {k} has {flat.size} entries, expected "
+                                 f"{shape[0] * shape[1]}")
+        compatibility.append(None if flat is None else flat.reshape(shape).astype(bool))
+    try:
+        return JointModel(components, compatibility)
+    except CompositionError as error:
+        raise ModelFileError(f"{where}: the composed models no longer fit together: {error}") from None
+
+
+def load_any(path: str | os.PathLike) -> ChainCRF | JointModel:
+    """A model or a joint model, whichever the file holds."""
+    header, arrays = read_container(path)
+    if header["format"] == MODEL_KIND:
+        return model_from_payload(header, arrays, os.fspath(path))
+    return _joint_from_payload(header, arrays, os.fspath(path))
