@@ -192,8 +192,14 @@ def _eval(args: argparse.Namespace) -> int:
         corpus = _read_for(model, args.test, gold_required=True)
         if isinstance(model, JointModel):
             for target, predicted in zip(model.targets, _joint_predict_with_progress(model, corpus, args)):
+                gold = corpus.column(target)
                 print(f"== {target} ({args.mode} decoding)")
-                print(score_chunks(_map_types(corpus.column(target), keep), _map_types(predicted, keep)).format())
+                if any(label[:2] in ("B-", "I-") for labels in gold for label in labels):
+                    print(score_chunks(_map_types(gold, keep), _map_types(predicted, keep)).format())
+                else:
+                    right = sum(g == p for gs, ps in zip(gold, predicted) for g, p in zip(gs, ps))
+                    total = sum(len(labels) for labels in gold)
+                    print(f"processed {total} tokens; accuracy: {100 * right / total:6.2f}%")
             return 0
         gold = corpus.column(model.target_)
         predicted = _predict_with_progress(model, corpus, args)

@@ -1,0 +1,246 @@
+"""Composed models: reading models, joint / cascade / k-best decoding, files, errors."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pynini
+import pytest
+
+from fstcrf import cli
+from fstcrf.compose import JointModel, compatibility_pairs, compose, load_any, load_joint
+from fstcrf.conll import Corpus, Sentence, read_conll
+from fstcrf.errors import CompositionError, FstcrfError, ModelFileError, TemplateError
+from fstcrf.inference import viterbi
+from fstcrf.model import ChainCRF, load_model
+from fstcrf.synthetic import DATA_DIR
+
+TRAIN = DATA_DIR / "demo_train.txt"
+TEST = DATA_DIR / "demo_test.txt"
+
+
+@pytest.fixture(scope="module")
+def train():
+    return read_conll(TRAIN)
+
+
+@pytest.fixture(scope="module")
+def test_corpus():
+    return read_conll(TEST)
+
+
+@pytest.fixture(scope="module")
+def pos_model(train):
+    return ChainCRF(template="pos", max_iter=15).fit(train, target="pos")
+
+
+@pytest.fixture(scope="module")
+def chunk_model(train):
+    return ChainCRF(template="chunking-reads-pos", reads="pos", max_iter=15).fit(train, target="chunk")
+
+
+@pytest.fixture(scope="module")
+def joint(pos_model, chunk_model):
+    return compose([pos_model, chunk_model])
+
+
+def _short(corpus: Corpus, max_length: int, count: int) -> list[Sentence]:
+    return [s for s in corpus.sentences if len(s) <= max_length][:count]
+
+
+def _path_score(model: ChainCRF, sentence: Sentence, labels: list[str], lower: list[str] | None) -> float:
+    """A component's score of one label sequence, reading ``lower`` as its lower labels."""
+    if lower is not None:
+        sentence = Sentence({**sentence.columns, model.reads: lower})
+    pot = model.potentials([sentence])
+    index = {label: i for i, label in enumerate(model.labels_)}
+    return float(pot.score(np.array([index[label] for label in labels]))[0])
+
+
+def _joint_score(joint: JointModel, sentence: Sentence, tuple_labels: list[list[str]]) -> float:
+    lowers = [None] + tuple_labels[:-1]
+    return sum(_path_score(model, sentence, labels, lower)
+               for model, labels, lower in zip(joint.components, tuple_labels, lowers))
+
+
+def test_reading_emissions_match_the_given_column(chunk_model, test_corpus):
+    sentences = test_corpus.sentences[:40]
+    by_label = chunk_model.reading_emissions(sentences, chunk_model.lower_labels_)
+    given = chunk_model.potentials(sentences).emissions
+    index = {label: i for i, label in enumerate(chunk_model.lower_labels_)}
+    gold = np.array([index[tag] for s in sentences for tag in s.columns["pos"]])
+    np.testing.assert_allclose(by_label[np.arange(len(gold)), gold], given, rtol=0, atol=1e-12)
+
+
+def test_joint_decoding_maximises_the_summed_score_by_brute_force(joint, test_corpus):
+    """On short sentences, enumerate every (POS, chunk) pair of label sequences."""
+    pos_model, chunk_model = joint.components
+    for sentence in _short(test_corpus, 2, 3):
+        predicted = [labels[0] for labels in joint.predict([sentence])]
+        best = _joint_score(joint, sentence, predicted)
+        T = len(sentence)
+        for tags in itertools.product(pos_model.labels_, repeat=T):
+            chunk_pot = chunk_model.potentials([Sentence({**sentence.columns, "pos": list(tags)})])
+            upper = viterbi(chunk_pot).scores[0]      # the best chunking for these tags
+            total = _path_score(pos_model, sentence, list(tags), None) + upper
+            assert total <= best + 1e-9
+
+
+def test_joint_beats_or_ties_the_cascades_on_score(joint, test_corpus):
+    sentences = test_corpus.sentences[:60]
+    decoded = {mode: joint.predict(sentences, mode=mode, k=3) for mode in ("joint", "cascade", "kbest")}
+    for b, sentence in enumerate(sentences):
+        scores = {mode: _joint_score(joint, sentence, [labels[b] for labels in result])
+                  for mode, result in decoded.items()}
+        assert scores["joint"] >= scores["kbest"] - 1e-9
+        assert scores["kbest"] >= scores["cascade"] - 1e-9
+
+
+def test_cascade_is_the_pipeline_of_single_models(joint, test_corpus):
+    pos_model, chunk_model = joint.components
+    sentences = test_corpus.sentences[:80]
+    tags, chunks = joint.predict(sentences, mode="cascade")
+    assert tags == pos_model.predict(sentences)
+    piped = [Sentence({**s.columns, "pos": t}) for s, t in zip(sentences, tags)]
+    assert chunks == chunk_model.predict(piped)
+    assert joint.predict(sentences, mode="kbest", k=1) == [tags, chunks]
+
+
+def test_a_long_kbest_list_reaches_the_joint_optimum(joint, test_corpus):
+    sentences = _short(test_corpus, 4, 10)
+    assert joint.predict(sentences, mode="kbest", k=400) == joint.predict(sentences, mode="joint")
+
+
+def test_threads_and_blocks_do_not_change_results(joint, test_corpus, monkeypatch):
+    import fstcrf.compose as compose_module
+    reference = joint.predict(test_corpus, mode="joint")
+    monkeypatch.setattr(compose_module, "BLOCK_CELLS", 2000)
+    joint.threads = 1
+    try:
+        assert joint.predict(test_corpus, mode="joint") == reference
+    finally:
+        joint.threads = 2
+
+
+def test_three_model_chain(train, test_corpus, pos_model, chunk_model):
+    """A third model reading the chunk labels; joint >= cascade on summed score."""
+    rows = [Sentence({**s.columns, "np": ["NP" if c.endswith("NP") else "-" for c in s.columns["chunk"]]})
+            for s in train.sentences]
+    corpus = Corpus(("word", "pos", "chunk", "np"), rows)
+    top = ChainCRF(template="bias\nword[0]\nchunk[0]\nchunk[0]|word[-1]", reads="chunk",
+                   max_iter=10).fit(corpus, target="np")
+    joint = compose([pos_model, chunk_model, top])
+    assert joint.space.num_states == np.prod([m.topology_.num_states for m in joint.components])
+    sentences = test_corpus.sentences[:30]
+    decoded = {mode: joint.predict(sentences, mode=mode) for mode in ("joint", "cascade")}
+    for b, sentence in enumerate(sentences):
+        scores = {mode: _joint_score(joint, sentence, [labels[b] for labels in result])
+                  for mode, result in decoded.items()}
+        assert scores["joint"] >= scores["cascade"] - 1e-9
+
+
+def _relation(lower: list[str], upper: list[str], pairs) -> pynini.Fst:
+    """A one-state transducer relating the given (lower, upper) label pairs."""
+    inputs, outputs = pynini.SymbolTable(), pynini.SymbolTable()
+    inputs.add_symbol("<eps>")
+    outputs.add_symbol("<eps>")
+    for label in lower:
+        inputs.add_symbol(label)
+    for label in upper:
+        outputs.add_symbol(label)
+    fst = pynini.Fst()
+    state = fst.add_state()
+    fst.set_start(state)
+    fst.set_final(state)
+    one = pynini.Weight.one(fst.weight_type())
+    for a, b in pairs:
+        fst.add_arc(state, pynini.Arc(inputs.find(a), outputs.find(b), one, state))
+    fst.set_input_symbols(inputs)
+    fst.set_output_symbols(outputs)
+    return fst
+
+
+def test_compatibility_relation_restricts_every_mode(pos_model, chunk_model, test_corpus):
+    # noun tags may not be outside a chunk; everything else is free
+    pairs = [(t, c) for t in pos_model.labels_ for c in chunk_model.labels_
+             if not (t.startswith("NN") and c == "O")]
+    relation = _relation(pos_model.labels_, chunk_model.labels_, pairs)
+    table = compatibility_pairs(pos_model.labels_, chunk_model.labels_, relation)
+    assert table.sum() == len(pairs)
+    joint = compose([pos_model, chunk_model], [relation])
+    for mode in ("joint", "cascade", "kbest"):
+        tags, chunks = joint.predict(test_corpus.sentences[:100], mode=mode)
+        for sentence_tags, sentence_chunks in zip(tags, chunks):
+            assert not any(t.startswith("NN") and c == "O" for t, c in zip(sentence_tags, sentence_chunks))
+
+
+def test_joint_files_round_trip(joint, test_corpus, tmp_path):
+    path = tmp_path / "joint.model"
+    joint.save(path)
+    loaded = load_joint(path)
+    assert isinstance(load_any(path), JointModel)
+    sentences = test_corpus.sentences[:50]
+    assert loaded.predict(sentences) == joint.predict(sentences)
+    with pytest.raises(ModelFileError, match="joint model"):
+        load_model(path)
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ModelFileError, match="checksum"):
+        load_joint(path)
+
+
+def test_chain_errors(train, pos_model, chunk_model):
+    with pytest.raises(CompositionError, match="reads 'pos'"):
+        compose([chunk_model, pos_model])
+    plain = ChainCRF(template="bias\nword[0]", max_iter=3).fit(train, target="chunk")
+    with pytest.raises(CompositionError, match="--reads pos"):
+        compose([pos_model, plain])
+    with pytest.raises(CompositionError, match="at least two"):
+        compose([pos_model])
+    # a chunker trained on a tag the POS model never produces
+    odd = [Sentence({**s.columns, "pos": ["ODD" if t == "DT" else t for t in s.columns["pos"]]})
+           for s in train.sentences]
+    reader = ChainCRF(template="bias\npos[0]", reads="pos", max_iter=3).fit(Corpus(train.column_names, odd),
+                                                                             target="chunk")
+    with pytest.raises(CompositionError, match="never produces: ODD"):
+        compose([pos_model, reader])
+
+
+def test_reading_templates_are_checked(train):
+    with pytest.raises(TemplateError, match="offset 0 only"):
+        ChainCRF(template="bias\npos[-1]", reads="pos").fit(train, target="chunk")
+    with pytest.raises(TemplateError, match="never uses it"):
+        ChainCRF(template="bias\nword[0]", reads="pos").fit(train, target="chunk")
+    with pytest.raises(TemplateError, match="lacks"):
+        ChainCRF(template="bias\nner[0]", reads="ner").fit(train, target="chunk")
+    with pytest.raises(TemplateError, match="predict"):
+        ChainCRF(template="bias\nchunk[-1]").fit(train, target="chunk")
+
+
+def test_unknown_mode_is_refused(joint, test_corpus):
+    with pytest.raises(FstcrfError, match="mode must be"):
+        joint.predict(test_corpus.sentences[:2], mode="beam")
+    with pytest.raises(FstcrfError, match="k must be"):
+        joint.predict(test_corpus.sentences[:2], mode="kbest", k=0)
+
+
+def test_command_line(tmp_path, capsys):
+    pos_path, chunk_path, joint_path = (str(tmp_path / name) for name in ("p.model", "c.model", "j.model"))
+    assert cli.main(["-q", "train", str(TRAIN), "--target", "pos", "--template", "pos", "--max-iter", "8",
+                     "-o", pos_path]) == 0
+    assert cli.main(["-q", "train", str(TRAIN), "--reads", "pos", "--template", "chunking-reads-pos",
+                     "--max-iter", "8", "-o", chunk_path]) == 0
+    assert cli.main(["-q", "compose", pos_path, chunk_path, "-o", joint_path]) == 0
+    words = tmp_path / "words.txt"
+    words.write_text("".join(line.split(" ")[0] + "\n" if line.strip() else "\n"
+                             for line in TEST.read_text().splitlines(keepends=True)))
+    capsys.readouterr()
+    assert cli.main(["-q", "tag", joint_path, str(words)]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert all(len(row) == 3 for row in rows)      # word, predicted POS, predicted chunk
+    assert cli.main(["-q", "eval", joint_path, str(TEST), "--mode", "cascade"]) == 0
+    out = capsys.readouterr().out
+    assert "== pos (cascade decoding)" in out and "== chunk (cascade decoding)" in out
+    assert cli.main(["-q", "compose", chunk_path, pos_path, "-o", joint_path]) == 2
+    assert "put the model predicting it first" in capsys.readouterr().err
