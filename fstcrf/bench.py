@@ -190,6 +190,52 @@ def format_compose(rows: list[ComposeRow]) -> str:
     return "\n".join(lines)
 
 
+def bench_compose_model(joint_path, test_path, repeats: int = 3, k: int = 5, progress: bool = True) -> dict:
+    """A composed model on a real test set: the joint Viterbi kernel alone (scores
+    precomputed, 1 and 2 threads), and end-to-end decoding (features, scores and
+    search) in each mode, as tokens per second and as a ratio to the cascade."""
+    from . import joint as joint_module
+    from .compose import load_joint
+    from .conll import read_conll
+    model = load_joint(joint_path)
+    test = read_conll(test_path, model.components[0].columns_, allow_missing=model.targets)
+    sentences = test.sentences
+    N = test.num_tokens
+    with Progress(3 + 3, "bench compose (model)", unit="step", enabled=progress) as bar:
+        emissions = joint_module.joint_emissions(model.space, model._component_emissions(sentences))
+        transitions = [m.weights_[m.features_.num_features:] for m in model.components]
+        jp = joint_module.JointPotentials(model.space, emissions, [len(s) for s in sentences], transitions)
+        bar.update()
+        kernel_1 = N / best_time(lambda: joint_module.joint_viterbi(jp), repeats)
+        bar.update()
+        kernel_2 = N / best_time(lambda: joint_module.joint_viterbi(jp, threads=2), repeats)
+        bar.update()
+        del jp, emissions
+        seconds = {}
+        for mode in ("cascade", "kbest", "joint"):
+            seconds[mode] = best_time(lambda: model.predict(sentences, mode=mode, k=k), repeats)
+            bar.update()
+    return {"model": str(joint_path), "test": str(test_path), "tokens": N,
+            "joint_states": model.space.num_states, "k": k,
+            "kernel_tokens_per_s": kernel_1, "kernel_2threads_tokens_per_s": kernel_2,
+            "seconds": seconds}
+
+
+def format_compose_model(result: dict) -> str:
+    N, seconds = result["tokens"], result["seconds"]
+    lines = [f"{result['model']} on {result['test']}: {N:,} tokens, {result['joint_states']:,} joint states",
+             f"joint Viterbi kernel (scores precomputed): {result['kernel_tokens_per_s']:,.0f} tok/s on 1 thread, "
+             f"{result['kernel_2threads_tokens_per_s']:,.0f} tok/s on 2",
+             "",
+             "| decoding (end to end, 2 threads) | seconds | tok/s | x cascade time |",
+             "|---|---|---|---|"]
+    for mode, label in (("cascade", "cascade (1-best)"), ("kbest", f"cascade, {result['k']}-best lists"),
+                        ("joint", "joint (exact)")):
+        lines.append(f"| {label} | {seconds[mode]:.2f} | {N / seconds[mode]:,.0f} | "
+                     f"{seconds[mode] / seconds['cascade']:.2f} |")
+    return "\n".join(lines)
+
+
 def _train_side(which: str, folder: str, iterations: int, threads: int) -> dict:
     """Train and tag with one toolkit; run in a fresh process so that its
     peak resident memory is its own.  Both use the CRF++ chunking template's

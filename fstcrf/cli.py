@@ -41,17 +41,35 @@ def _read(path: str, columns=None, allow_missing=()):
     return read_conll(path, columns, allow_missing=allow_missing)
 
 
-def _train(args: argparse.Namespace) -> int:
+def _model_from_args(args: argparse.Namespace):
+    """An unfitted ChainCRF configured by the training options."""
     from .features import load_template
     from .model import TEMPLATES, ChainCRF
+    template = args.template if args.template in TEMPLATES else load_template(args.template)
+    return ChainCRF(template=template, order=args.order, algorithm=args.algorithm, sigma=args.sigma,
+                    max_iter=args.max_iter, features=args.features, min_count=args.min_count,
+                    threads=args.threads, grammar=args.grammar, grammar_params=_grammar_params(args),
+                    reads=args.reads)
+
+
+def _jackknife(args: argparse.Namespace) -> int:
+    from .compose import jackknife
+    from .conll import write_conll
+    corpus = _read(args.train, args.columns)
+    model = _model_from_args(args)
+    LOG.info("jackknifing column %s of %s: %d models, each trained on %d/%d of the sentences",
+             args.target, args.train, args.folds, args.folds - 1, args.folds)
+    result = jackknife(corpus, model, args.target, args.folds)
+    write_conll(result, args.output)
+    LOG.info("wrote %s with column %s replaced by held-out predictions", args.output, args.target)
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
     keep = set(args.only_types.split(",")) if args.only_types else None
     train = _restrict_types(_read(args.train, args.columns), args.target, keep)
     dev = _restrict_types(_read(args.dev, args.columns), args.target, keep) if args.dev else None
-    template = args.template if args.template in TEMPLATES else load_template(args.template)
-    model = ChainCRF(template=template, order=args.order, algorithm=args.algorithm, sigma=args.sigma,
-                     max_iter=args.max_iter, features=args.features, min_count=args.min_count,
-                     threads=args.threads, grammar=args.grammar, grammar_params=_grammar_params(args),
-                     reads=args.reads)
+    model = _model_from_args(args)
     LOG.info("training a %s order-%d CRF on %s (%d sentences, %d tokens)%s", args.algorithm, args.order,
              args.train, len(train), train.num_tokens, f", selecting on {args.dev}" if dev else "")
     model.fit(train, target=args.target, dev=dev)
@@ -308,6 +326,10 @@ def _bench(args: argparse.Namespace) -> int:
         if not (args.model and args.test):
             raise FstcrfError("bench grammar needs --model MODEL --test FILE")
         print(bench.format_grammar(bench.bench_grammar(args.model, args.test, repeats=args.repeats)))
+    elif args.what == "compose" and (args.model or args.test):
+        if not (args.model and args.test):
+            raise FstcrfError("bench compose on a real model needs both --model JOINT and --test FILE")
+        print(bench.format_compose_model(bench.bench_compose_model(args.model, args.test, repeats=args.repeats)))
     elif args.what == "compose":
         print(bench.format_compose(bench.bench_compose(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
     else:
@@ -317,6 +339,29 @@ def _bench(args: argparse.Namespace) -> int:
         print(bench.format_train(bench.bench_train(folder, args.vs, iterations=args.iterations,
                                                    threads=args.threads)))
     return 0
+
+
+def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--columns", default=None, help="column names, e.g. word,pos,chunk (default for 3 columns)")
+    parser.add_argument("--target", default="chunk", help="column to learn (default chunk)")
+    parser.add_argument("--order", type=int, choices=[1, 2], default=1, help="1: label states; 2: tag-pair states")
+    parser.add_argument("--algorithm", choices=["lbfgs", "perceptron", "sgd"], default="lbfgs")
+    parser.add_argument("--sigma", type=float, default=10.0, help="Gaussian prior standard deviation")
+    parser.add_argument("--max-iter", type=int, default=100, help="L-BFGS iterations or online epochs")
+    parser.add_argument("--template", default="sha-pereira",
+                        help="feature template: sha-pereira, crfpp, pos, chunking-reads-pos or a template file")
+    parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default="supported")
+    parser.add_argument("--min-count", type=int, default=1, help="drop predicates seen fewer times")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--grammar", default=None,
+                        help="train under a constraint grammar (Z sums over the sequences it accepts; the "
+                             "model then always decodes under it): a .fgr file or a shipped grammar name")
+    parser.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                        help="set a parameter of the training grammar, e.g. X=NP (repeatable)")
+    parser.add_argument("--reads", default=None, metavar="COLUMN",
+                        help="read a lower tagger's labels from COLUMN at the same token (template may use "
+                             "it at offset 0 only), so that fstcrf compose can decode both models jointly; "
+                             "e.g. --reads pos --template chunking-reads-pos")
 
 
 def _add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
@@ -342,30 +387,19 @@ def build_parser() -> argparse.ArgumentParser:
     train = commands.add_parser("train", help="train a CRF tagger on a CoNLL file")
     train.add_argument("train", help="training file (CoNLL columns, blank line between sentences)")
     train.add_argument("-o", "--output", required=True, help="model file to write")
-    train.add_argument("--columns", default=None, help="column names, e.g. word,pos,chunk (default for 3 columns)")
-    train.add_argument("--target", default="chunk", help="column to learn (default chunk)")
-    train.add_argument("--order", type=int, choices=[1, 2], default=1, help="1: label states; 2: tag-pair states")
-    train.add_argument("--algorithm", choices=["lbfgs", "perceptron", "sgd"], default="lbfgs")
-    train.add_argument("--sigma", type=float, default=10.0, help="Gaussian prior standard deviation")
-    train.add_argument("--max-iter", type=int, default=100, help="L-BFGS iterations or online epochs")
+    _add_training_arguments(train)
     train.add_argument("--dev", default=None, help="development file: keep the iteration with the best F1")
-    train.add_argument("--template", default="sha-pereira",
-                       help="feature template: sha-pereira, crfpp or a template file")
-    train.add_argument("--features", choices=["supported", "complete", "complete-tags"], default="supported")
-    train.add_argument("--min-count", type=int, default=1, help="drop predicates seen fewer times")
     train.add_argument("--only-types", default=None,
                        help="comma-separated chunk types to keep; others become O (e.g. NP)")
-    train.add_argument("--threads", type=int, default=2)
-    train.add_argument("--grammar", default=None,
-                       help="train under a constraint grammar (Z sums over the sequences it accepts; the "
-                            "model then always decodes under it): a .fgr file or a shipped grammar name")
-    train.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
-                       help="set a parameter of the training grammar, e.g. X=NP (repeatable)")
-    train.add_argument("--reads", default=None, metavar="COLUMN",
-                       help="read a lower tagger's labels from COLUMN at the same token (template may use "
-                            "it at offset 0 only), so that fstcrf compose can decode both models jointly; "
-                            "e.g. --reads pos --template chunking-reads-pos")
     train.set_defaults(run=_train)
+
+    jackknife = commands.add_parser("jackknife", help="replace a column by k-fold held-out predictions (to "
+                                                      "train a model that reads a lower tagger's output)")
+    jackknife.add_argument("train", help="CoNLL file")
+    jackknife.add_argument("-o", "--output", required=True, help="CoNLL file to write")
+    jackknife.add_argument("--folds", type=int, default=5, help="number of folds (default 5)")
+    _add_training_arguments(jackknife)
+    jackknife.set_defaults(run=_jackknife)
 
     compose = commands.add_parser("compose", help="compose trained models (lowest first) into a joint model")
     compose.add_argument("models", nargs="+", help="model files in chain order; each reads the previous one's labels")
@@ -424,8 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--iterations", type=int, default=50, help="L-BFGS iterations for bench train")
     bench.add_argument("--threads", type=int, default=2, help="fstcrf threads for bench train")
     bench.add_argument("--data", default=None, help="folder holding CoNLL-2000 (bench train)")
-    bench.add_argument("--model", default=None, help="trained model (bench grammar)")
-    bench.add_argument("--test", default=None, help="test file (bench grammar)")
+    bench.add_argument("--model", default=None,
+                       help="trained model (bench grammar) or composed model (bench compose on real data)")
+    bench.add_argument("--test", default=None, help="test file (bench grammar, bench compose --model)")
     bench.set_defaults(run=_bench)
     return parser
 

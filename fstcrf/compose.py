@@ -297,6 +297,26 @@ def compose(models: Sequence[ChainCRF], compatibility: Sequence[pynini.Fst | np.
     return JointModel(models, pairs, threads)
 
 
+def jackknife(corpus: Corpus, model: ChainCRF, target: str, folds: int = 5) -> Corpus:
+    """A copy of ``corpus`` whose ``target`` column holds held-out predictions: the
+    sentences are cut into ``folds`` consecutive parts and each part is tagged by
+    a clone of ``model`` (same parameters) trained on the other parts.  A model
+    that reads this column then trains on the kind of errors it meets at test time."""
+    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or not 2 <= folds <= len(corpus):
+        raise FstcrfError(f"folds must be an integer from 2 to the number of sentences ({len(corpus)}), "
+                          f"got {folds!r}")
+    sentences = corpus.sentences
+    cuts = np.linspace(0, len(sentences), int(folds) + 1).round().astype(int)
+    predicted: list[list[str]] = []
+    for first, last in zip(cuts[:-1], cuts[1:]):
+        rest = Corpus(corpus.column_names, sentences[:first] + sentences[last:])
+        fold_model = ChainCRF(**model.get_params()).fit(rest, target=target)
+        predicted += fold_model.predict(sentences[first:last])
+    replaced = [Sentence({**sentence.columns, target: labels}, sentence.line_numbers, sentence.docstart_lines)
+                for sentence, labels in zip(sentences, predicted)]
+    return Corpus(corpus.column_names, replaced, trailing_docstart_lines=corpus.trailing_docstart_lines)
+
+
 def load_joint(path: str | os.PathLike) -> JointModel:
     """Read a joint model written by :meth:`JointModel.save`."""
     header, arrays = read_container(path)

@@ -32,3 +32,18 @@ def test_bench_grammar_runs(tmp_path, capsys):
     table = capsys.readouterr().out
     for name in ("(none)", "iob2", "second_order", "at_most_one (X=NP)", "at_least_one (X=NP)"):
         assert f"| {name} |" in table
+
+
+def test_bench_compose_on_a_model_runs(tmp_path, capsys):
+    train, test = str(DATA_DIR / "demo_train.txt"), str(DATA_DIR / "demo_test.txt")
+    pos, chunk, joint = (str(tmp_path / name) for name in ("p.model", "c.model", "j.model"))
+    assert main(["-q", "train", train, "--target", "pos", "--template", "pos", "--max-iter", "3", "-o", pos]) == 0
+    assert main(["-q", "train", train, "--reads", "pos", "--template", "chunking-reads-pos", "--max-iter", "3",
+                 "-o", chunk]) == 0
+    assert main(["-q", "compose", pos, chunk, "-o", joint]) == 0
+    capsys.readouterr()
+    assert main(["-q", "bench", "compose", "--model", joint, "--test", test, "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "joint Viterbi kernel" in out
+    for label in ("| cascade (1-best) |", "| cascade, 5-best lists |", "| joint (exact) |"):
+        assert label in out

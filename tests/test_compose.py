@@ -244,3 +244,28 @@ def test_command_line(tmp_path, capsys):
     assert "== pos (cascade decoding)" in out and "== chunk (cascade decoding)" in out
     assert cli.main(["-q", "compose", chunk_path, pos_path, "-o", joint_path]) == 2
     assert "put the model predicting it first" in capsys.readouterr().err
+
+
+def test_jackknife_replaces_the_column_with_held_out_predictions(train):
+    from fstcrf.compose import jackknife
+    small = Corpus(train.column_names, train.sentences[:120])
+    template_model = ChainCRF(template="bias\nword[0]\nsuffix2(word[0])", max_iter=5)
+    result = jackknife(small, template_model, "pos", folds=3)
+    assert result.column("word") == small.column("word")
+    assert result.column("chunk") == small.column("chunk")
+    # the first fold is tagged by a model trained on the other two
+    rest = Corpus(small.column_names, small.sentences[40:])
+    expected = ChainCRF(**template_model.get_params()).fit(rest, target="pos").predict(small.sentences[:40])
+    assert result.column("pos")[:40] == expected
+    with pytest.raises(FstcrfError, match="folds"):
+        jackknife(small, template_model, "pos", folds=1)
+
+
+def test_jackknife_command(tmp_path):
+    out = tmp_path / "jk.txt"
+    assert cli.main(["-q", "jackknife", str(TRAIN), "--target", "pos", "--template", "pos", "--folds", "2",
+                     "--max-iter", "3", "-o", str(out)]) == 0
+    written = read_conll(out)
+    original = read_conll(TRAIN)
+    assert written.column("word") == original.column("word")
+    assert written.column("pos") != original.column("pos")   # 3 iterations cannot copy the tags

@@ -50,7 +50,7 @@ GRAMMARS = {
     "ends_outside_or_one_token": parse_grammar("start = .* O | . ;", "ends_outside.fgr"),
 }
 
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=250, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -240,16 +240,15 @@ def test_oracle_sees_the_clamp_and_the_grammar():
     """The oracle terms differ from the plain ones on these instances (the tests above
     would not notice an implementation that ignored partial labels or the grammar
     only if the oracle itself ignored them)."""
-    corpus = corpus_of(["B-NP", "?", "O"], ["?", "B-NP|B-VP", "?"])
+    corpus = corpus_of(["B-NP", "?", "O"], ["?", "B-NP|I-NP", "?"])
     problem = training_set(corpus, 1, "supported")
     theta = np.random.default_rng(1).normal(size=problem.num_weights)
     free = brute_force_loss(problem, corpus, theta)
     constraint = compile_grammar(load_grammar("iob2"), problem.scorer.topology.labels)
     constrained = brute_force_loss(problem, corpus, theta, constraint)
     assert free != pytest.approx(constrained, rel=1e-6)
-    full = corpus_of(["B-NP", "I-NP", "O"], ["O", "B-NP", "O"])
-    assert free != pytest.approx(brute_force_loss(training_set(full, 1, "supported"), full, theta),
-                                 rel=1e-6)
+    full = corpus_of(["B-NP", "I-NP", "O"], ["O", "B-NP", "O"])    # one completion of corpus
+    assert free != pytest.approx(brute_force_loss(problem, full, theta), rel=1e-6)
 
 
 # -- gradients ----------------------------------------------------------------------------
@@ -257,7 +256,7 @@ def test_oracle_sees_the_clamp_and_the_grammar():
 @pytest.mark.parametrize("order,feature_set", [(1, "supported"), (1, "complete"), (2, "supported"),
                                                (2, "complete-tags")])
 def test_partial_label_gradient_matches_finite_differences(order, feature_set):
-    corpus = hide_labels(random_corpus(31, 14), 32, 0.3, 0.3, max_length=None)
+    corpus = hide_labels(random_corpus(31, 14), 32, 0.15, 0.1, max_length=None)
     problem = training_set(corpus, order, feature_set)
     assert problem.partial.any() and not problem.partial.all()
     _check_finite_differences(problem, order)
