@@ -326,6 +326,12 @@ def _bench(args: argparse.Namespace) -> int:
         if not (args.model and args.test):
             raise FstcrfError("bench grammar needs --model MODEL --test FILE")
         print(bench.format_grammar(bench.bench_grammar(args.model, args.test, repeats=args.repeats)))
+    elif args.what == "partial":
+        folder = find_conll2000(args.data)
+        if folder is None:
+            raise FstcrfError("bench partial needs CoNLL-2000: set FSTCRF_DATA or --data")
+        print(bench.format_partial(bench.bench_partial(folder, args.fraction, args.seed, args.iterations,
+                                                       args.threads)))
     elif args.what == "compose" and (args.model or args.test):
         if not (args.model and args.test):
             raise FstcrfError("bench compose on a real model needs both --model JOINT and --test FILE")
@@ -446,16 +452,18 @@ def build_parser() -> argparse.ArgumentParser:
     history.set_defaults(run=_history)
 
     bench = commands.add_parser("bench", help="measure speed against reference implementations")
-    bench.add_argument("what", choices=["kernel", "compose", "train", "grammar"],
+    bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
                             "train: training and tagging against python-crfsuite on CoNLL-2000; "
-                            "grammar: decoding time under each shipped grammar (--model, --test)")
+                            "grammar: decoding time under each shipped grammar (--model, --test); "
+                            "partial: training with hidden labels against fewer whole sentences")
     bench.add_argument("--tokens", type=int, default=100_000, help="tokens per lattice size (kernel, compose)")
     bench.add_argument("--repeats", type=int, default=3, help="timings are the best of this many runs")
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--vs", choices=["crfsuite"], default="crfsuite", help="peer for bench train")
-    bench.add_argument("--iterations", type=int, default=50, help="L-BFGS iterations for bench train")
+    bench.add_argument("--iterations", type=int, default=50, help="L-BFGS iterations (bench train, partial)")
+    bench.add_argument("--fraction", type=float, default=0.5, help="share of labels hidden (bench partial)")
     bench.add_argument("--threads", type=int, default=2, help="fstcrf threads for bench train")
     bench.add_argument("--data", default=None, help="folder holding CoNLL-2000 (bench train)")
     bench.add_argument("--model", default=None,

@@ -47,3 +47,14 @@ def test_bench_compose_on_a_model_runs(tmp_path, capsys):
     assert "joint Viterbi kernel" in out
     for label in ("| cascade (1-best) |", "| cascade, 5-best lists |", "| joint (exact) |"):
         assert label in out
+
+
+def test_bench_partial_runs(tmp_path):
+    import shutil
+    shutil.copy(DATA_DIR / "demo_train.txt", tmp_path / "train.txt")
+    shutil.copy(DATA_DIR / "demo_test.txt", tmp_path / "test.txt")
+    rows = bench.bench_partial(tmp_path, fraction=0.5, max_iter=3, progress=False)
+    hidden, whole = rows
+    assert hidden["tokens"] > 2 * whole["tokens"] - 100      # every sentence, against half the tokens
+    assert abs(hidden["labelled"] - whole["labelled"]) < 60  # the same label budget, up to one sentence
+    assert "| training data |" in bench.format_partial(rows)
