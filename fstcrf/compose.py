@@ -32,7 +32,8 @@ import pynini
 from .conll import Corpus, Sentence
 from .errors import CompositionError, FstcrfError, ModelFileError
 from .inference import Potentials, kbest, run_parallel
-from .joint import JointPotentials, JointSpace, joint_emissions, joint_viterbi
+from .joint import (JointPotentials, JointSpace, component_marginals, joint_emissions, joint_forward_backward,
+                    joint_viterbi)
 from .model import (BLOCK_CELLS, JOINT_KIND, MODEL_KIND, ChainCRF, _field, model_from_payload,
                     model_payload, read_container, write_container)
 
@@ -130,6 +131,30 @@ class JointModel:
                     component.extend(sentence_labels)
         return result
 
+    def potentials(self, corpus: Corpus | Sequence[Sentence]) -> JointPotentials:
+        """The joint scores of a batch of sentences [N, P]: run
+        :func:`~fstcrf.joint.joint_forward_backward` (log Z, joint marginals),
+        ``joint_viterbi``, ``joint_kbest`` or ``joint_sample`` on them.  Memory is
+        N x P doubles: pass a few thousand tokens at a time."""
+        sentences = list(corpus)
+        emissions = joint_emissions(self.space, self._component_emissions(sentences))
+        transitions = [model.weights_[model.features_.num_features:] for model in self.components]
+        return JointPotentials(self.space, emissions, [len(s) for s in sentences], transitions)
+
+    def predict_marginals(self, corpus: Corpus | Sequence[Sentence]) -> list[list[np.ndarray]]:
+        """float [T, L_k] per component and sentence: p(label of component k at token t | x)
+        under the joint model, columns in the component's ``labels_`` order."""
+        sentences = list(corpus)
+        result: list[list[np.ndarray]] = [[] for _ in self.components]
+        for first, last in _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states)):
+            block = sentences[first:last]
+            _, node = joint_forward_backward(self.potentials(block))
+            for k, (model, states) in enumerate(zip(self.components, component_marginals(self.space, node))):
+                by_label = np.zeros((model.topology_.num_states, len(model.labels_)))
+                by_label[np.arange(model.topology_.num_states), model.topology_.state_label] = 1.0
+                result[k] += np.split(states @ by_label, np.cumsum([len(s) for s in block])[:-1])
+        return result
+
     def _component_emissions(self, sentences: list[Sentence]) -> list[np.ndarray]:
         """Component 0: float [n, S_0]; component k: float [n, S_{k-1}, S_k], the
         emissions of each state given the lower component's state."""
@@ -142,9 +167,7 @@ class JointModel:
 
     def _joint_block(self, sentences: list[Sentence]) -> list[list[list[str]]]:
         lengths = [len(sentence) for sentence in sentences]
-        emissions = joint_emissions(self.space, self._component_emissions(sentences))
-        transitions = [model.weights_[model.features_.num_features:] for model in self.components]
-        best = joint_viterbi(JointPotentials(self.space, emissions, lengths, transitions))
+        best = joint_viterbi(self.potentials(sentences))
         states = self.space.component_states(best.paths)
         return [_labels(model, states[:, k], lengths) for k, model in enumerate(self.components)]
 

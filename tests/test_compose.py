@@ -269,3 +269,30 @@ def test_jackknife_command(tmp_path):
     original = read_conll(TRAIN)
     assert written.column("word") == original.column("word")
     assert written.column("pos") != original.column("pos")   # 3 iterations cannot copy the tags
+
+
+def test_joint_marginals_match_brute_force(joint, test_corpus):
+    """p(tag, chunk label at t) by enumerating both label sequences of 2-token sentences."""
+    pos_model, chunk_model = joint.components
+    for sentence in _short(test_corpus, 2, 2):
+        tag_marginals, chunk_marginals = (m[0] for m in joint.predict_marginals([sentence]))
+        T = len(sentence)
+        tag_table = np.zeros((T, len(pos_model.labels_)))
+        chunk_table = np.zeros((T, len(chunk_model.labels_)))
+        weights = []
+        for tags in itertools.product(range(len(pos_model.labels_)), repeat=T):
+            names = [pos_model.labels_[t] for t in tags]
+            lower = _path_score(pos_model, sentence, names, None)
+            chunk_pot = chunk_model.potentials([Sentence({**sentence.columns, "pos": names})])
+            for chunks in itertools.product(range(len(chunk_model.labels_)), repeat=T):
+                score = lower + float(chunk_pot.score(np.array(chunks))[0])
+                weights.append((score, tags, chunks))
+        top = max(score for score, _, _ in weights)
+        total = 0.0
+        for score, tags, chunks in weights:
+            w = np.exp(score - top)
+            total += w
+            tag_table[np.arange(T), tags] += w
+            chunk_table[np.arange(T), chunks] += w
+        np.testing.assert_allclose(tag_marginals, tag_table / total, atol=1e-9)
+        np.testing.assert_allclose(chunk_marginals, chunk_table / total, atol=1e-9)
