@@ -214,6 +214,7 @@ class _TokenTable:
         self.sentence_length = np.repeat(lengths, lengths)
         self._coded_columns: dict[tuple[str, str | None], tuple[np.ndarray, list[str]]] = {}
         self._value_names: dict[tuple[str, str | None], list[str]] = {}
+        self._observations: dict[tuple[str, str | None, int], tuple[np.ndarray, list[str]]] = {}
 
     def with_constant(self, column: str, value: str) -> "_TokenTable":
         """The same tokens with ``column`` set to ``value`` everywhere (other columns'
@@ -222,6 +223,7 @@ class _TokenTable:
         table._coded_columns = {key: coded for key, coded in self._coded_columns.items() if key[0] != column}
         table._value_names = {key: names for key, names in self._value_names.items() if key[0] != column}
         table._coded_columns[(column, None)] = (np.zeros(self.num_tokens, dtype=np.int64), [value])
+        table._observations = {key: coded for key, coded in self._observations.items() if key[0] != column}
         return table
 
     def _column_values(self, column: str) -> list[str]:
@@ -263,6 +265,12 @@ class _TokenTable:
 
     def observation_codes(self, observation: Observation) -> tuple[np.ndarray, list[str]]:
         """Codes [num_tokens] of an observation at each token, and the name of each code."""
+        key = (observation.column, observation.transform, observation.offset)
+        if key not in self._observations:
+            self._observations[key] = self._shifted_codes(observation)
+        return self._observations[key]
+
+    def _shifted_codes(self, observation: Observation) -> tuple[np.ndarray, list[str]]:
         codes, names = self._coded_names(observation.column, observation.transform)
         offset = observation.offset
         if offset == 0:
@@ -374,11 +382,14 @@ class _PredicateIndex:
                 predicate_of[ids] = columns
             self.tables.append((steps, predicate_of if predicate.observations else columns))
 
-    def columns(self, table: "_TokenTable", templates: Sequence[int] | None = None) -> np.ndarray:
+    def columns(self, table: "_TokenTable", templates: Sequence[int] | None = None,
+                known_codes: dict | None = None) -> np.ndarray:
         """int64 [num_tokens, num_templates]: each token's predicate column per template
-        (only those listed in ``templates``; the others stay -1), -1 if unknown."""
+        (only those listed in ``templates``; the others stay -1), -1 if unknown.
+        ``known_codes`` caches the known-value codes of the table's observations and
+        may be shared by calls on tables with the same columns."""
         out = np.full((table.num_tokens, len(self.plans)), -1, dtype=np.int64)
-        known_codes: dict[tuple, np.ndarray] = {}
+        known_codes = {} if known_codes is None else known_codes
         for index, ((predicate, _, _), (steps, predicate_of)) in enumerate(zip(self.plans, self.tables)):
             if templates is not None and index not in templates:
                 continue
@@ -503,9 +514,13 @@ class FeatureExtractor:
                    {observation.column for observation in predicate.observations}]
         others = [i for i in range(len(self._template())) if i not in reading]
         table = _TokenTable(list(corpus))   # ``column`` itself may be missing
-        base = self._csr(index.columns(table, others))
-        per_value = [self._csr(index.columns(table.with_constant(column, value), reading))
-                     for value in values]
+        known_codes: dict = {}
+        base = self._csr(index.columns(table, others, known_codes))
+        per_value = []
+        for value in values:
+            for key in [key for key in known_codes if key[0] == column]:
+                del known_codes[key]
+            per_value.append(self._csr(index.columns(table.with_constant(column, value), reading, known_codes)))
         return base, per_value
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:

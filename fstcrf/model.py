@@ -268,11 +268,13 @@ def build_features(encoded: EncodedSentences, states: np.ndarray, label_ids: np.
     return FactoredFeatures(state_label, L, ptr, keys % outputs)
 
 
-def label_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def label_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray,
+                 sentence_numbers: np.ndarray | None = None) -> np.ndarray:
     """int32 [N]: the state sequence of label index sequences int [N] (sentences cut at offsets).
 
     The topology is deterministic, so labels fix states; raises LabelError
-    naming the first sentence whose labels it does not allow."""
+    naming the first sentence whose labels it does not allow (numbered by
+    ``sentence_numbers`` [B] when the sentences are a selection)."""
     S, L = topology.num_states, topology.num_labels
     successor = np.full((S + 1, L), -1, dtype=np.int64)   # row S: no state (a dead path)
     successor[topology.edge_src, topology.state_label[topology.edge_dst]] = topology.edge_dst
@@ -291,7 +293,8 @@ def label_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray)
     if len(bad):
         sentence = int(bad[0])
         labels = [topology.labels[i] for i in label_ids[offsets[sentence]:offsets[sentence + 1]]]
-        raise LabelError(f"sentence {sentence} ({' '.join(labels)}) is not allowed by the "
+        number = sentence if sentence_numbers is None else int(sentence_numbers[sentence])
+        raise LabelError(f"sentence {number} ({' '.join(labels)}) is not allowed by the "
                          f"{topology.name} topology ({len(bad)} such sentences)")
     return states.astype(np.int32)
 
@@ -361,10 +364,17 @@ class Scorer:
         labels keep to it (log Z is -inf for a sentence without such a path)."""
         restriction = None if self.constrained is None else restrict_to(pot, self.constrained)
         target = pot if restriction is None else restriction.potentials
+        stranded = np.zeros(pot.num_sequences, dtype=bool)
         if allowed_labels is not None:
-            state_label = target.topology.state_label
-            target = target.clamp(allowed_labels[:, state_label])
+            allowed_states = allowed_labels[:, target.topology.state_label]
+            # a token no state may take leaves its sentence without a path
+            empty = ~allowed_states.any(axis=1)
+            if empty.any():
+                stranded[np.searchsorted(pot.offsets, np.flatnonzero(empty), side="right") - 1] = True
+                allowed_states[empty] = True
+            target = target.clamp(allowed_states)
         result = forward_backward(target, allow_infeasible=allowed_labels is not None)
+        result.log_z[stranded] = -np.inf
         if restriction is None:
             return result.log_z, result.node_marginals, result.edge_counts
         return (result.log_z, restriction.original_marginals(result.node_marginals),
@@ -613,9 +623,9 @@ def _label_options(value: str) -> list[str] | None:
         return None
     if LABEL_SET_SEPARATOR in value:
         options = value.split(LABEL_SET_SEPARATOR)
-        if not all(options):
-            raise LabelError(f"label set {value!r} has an empty member; write labels separated "
-                             f"by {LABEL_SET_SEPARATOR!r}, e.g. 'B-NP|I-NP'")
+        if not all(options) or UNKNOWN_LABEL in options:
+            raise LabelError(f"label set {value!r} has an empty member or {UNKNOWN_LABEL!r}; "
+                             f"write labels separated by {LABEL_SET_SEPARATOR!r}, e.g. 'B-NP|I-NP'")
         return options
     return [value]
 
@@ -676,10 +686,7 @@ def gold_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray) 
     if len(complete):
         rows = np.concatenate([np.arange(offsets[b], offsets[b + 1]) for b in complete])
         sub_offsets = lengths_to_offsets(np.diff(offsets)[complete])
-        try:
-            states[rows] = label_states(topology, label_ids[rows], sub_offsets)
-        except LabelError as error:
-            raise LabelError(f"among the fully labelled training sentences: {error}") from None
+        states[rows] = label_states(topology, label_ids[rows], sub_offsets, complete)
     return states
 
 
