@@ -176,7 +176,13 @@ def _compose(args: argparse.Namespace) -> int:
             relations[int(position) - 1] = pynini.Fst.read(path)
         except pynini.FstIOError:
             raise FstcrfError(f"{path}: cannot read an FST (OpenFst binary with symbol tables expected)") from None
-    joint = compose(models, relations)
+    scales = None
+    if args.scales:
+        try:
+            scales = [float(value) for value in args.scales.split(",")]
+        except ValueError:
+            raise FstcrfError(f"--scales expects comma-separated numbers, got {args.scales!r}") from None
+    joint = compose(models, relations, scales=scales)
     joint.save(args.output)
     sizes = " x ".join(str(m.topology_.num_states) for m in models)
     LOG.info("composed %s (%s = %d joint states%s); written to %s", " + ".join(joint.targets), sizes,
@@ -413,6 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
     compose.add_argument("--compat", action="append", default=[], metavar="K=FST",
                          help="restrict the label pairs of models K-1 and K to a transducer from lower to upper "
                               "labels (OpenFst binary with symbol tables; repeatable)")
+    compose.add_argument("--scales", default=None, metavar="W0,W1,...",
+                         help="weigh each model's score (default all 1), e.g. 1,0.5 to temper an upper model "
+                              "trained on gold lower labels; choose the weights on held-out data")
     compose.set_defaults(run=_compose)
 
     tag = commands.add_parser("tag", help="append a predicted label column (one per component of a composed "

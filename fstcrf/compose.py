@@ -11,7 +11,10 @@ label at each token, so the composition scores a tuple of label sequences
 
 over the cross product of the component state spaces, optionally restricted
 by a compatibility relation between adjacent label sets, given as a pynini
-transducer from lower to upper labels.  Decoding modes:
+transducer from lower to upper labels.  Optional positive ``scales`` weigh
+the component scores (a weighted product of experts, e.g. to temper an upper
+model that was trained on gold lower labels and is overconfident about them);
+choose them on held-out data.  Decoding modes:
 
     joint    exact joint Viterbi over the product space (factorised kernel)
     cascade  1-best of each model feeds the next (the usual pipeline)
@@ -74,14 +77,15 @@ class JointModel:
 
     Attributes: ``components`` (the ChainCRFs), ``space`` (the
     :class:`~fstcrf.joint.JointSpace` of their topologies), ``compatibility``
-    (per adjacent pair, bool [L_{k-1}, L_k] allowed label pairs, or None) and
-    ``threads``.
+    (per adjacent pair, bool [L_{k-1}, L_k] allowed label pairs, or None),
+    ``scales`` (float [N], each component's score weight) and ``threads``.
     """
 
     def __init__(self, components: Sequence[ChainCRF], compatibility: Sequence[np.ndarray | None] | None = None,
-                 threads: int = 2):
+                 threads: int = 2, scales: Sequence[float] | None = None):
         self.components = tuple(components)
         self.threads = threads
+        self.scales = _check_scales(scales, len(self.components))
         self.compatibility = list(compatibility) if compatibility is not None else [None] * (len(self.components) - 1)
         _check_chain(self.components, self.compatibility)
         self.space = JointSpace([model.topology_ for model in self.components], self._allowed_states())
@@ -137,8 +141,10 @@ class JointModel:
         ``joint_viterbi``, ``joint_kbest`` or ``joint_sample`` on them.  Memory is
         N x P doubles: pass a few thousand tokens at a time."""
         sentences = list(corpus)
-        emissions = joint_emissions(self.space, self._component_emissions(sentences))
-        transitions = [model.weights_[model.features_.num_features:] for model in self.components]
+        emissions = joint_emissions(self.space, [scale * scores for scale, scores in
+                                                 zip(self.scales, self._component_emissions(sentences))])
+        transitions = [scale * model.weights_[model.features_.num_features:]
+                       for scale, model in zip(self.scales, self.components)]
         return JointPotentials(self.space, emissions, [len(s) for s in sentences], transitions)
 
     def predict_marginals(self, corpus: Corpus | Sequence[Sentence]) -> list[list[np.ndarray]]:
@@ -186,7 +192,7 @@ class JointModel:
                 best = kbest(pot, keep)
                 for rank in range(keep):
                     candidate_paths.append(np.concatenate([paths[h], best.paths[rank][None]], axis=0))
-                    candidate_scores.append(scores[:, h] + best.scores[:, rank])
+                    candidate_scores.append(scores[:, h] + self.scales[level] * best.scores[:, rank])
             stacked = np.stack(candidate_paths)                     # [C, level+1, n]
             total = np.stack(candidate_scores, axis=1)              # [B, C]
             order = np.argsort(-total, axis=1, kind="stable")[:, :k]
@@ -229,7 +235,7 @@ class JointModel:
         for k, pairs in enumerate(self.compatibility, start=1):
             if pairs is not None:
                 arrays[f"compatibility.{k}"] = pairs.astype(np.uint8).ravel()
-        write_container(path, JOINT_KIND, {"components": headers}, arrays)
+        write_container(path, JOINT_KIND, {"components": headers, "scales": list(self.scales)}, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> JointModel:
@@ -260,6 +266,19 @@ def _spread(blocks: list[tuple[int, int]], threads: int) -> list[list[tuple[int,
     threads = max(1, min(int(threads), len(blocks)))
     cuts = np.linspace(0, len(blocks), threads + 1).round().astype(int)
     return [blocks[a:b] for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def _check_scales(scales, count: int) -> list[float]:
+    """Component score weights: ``count`` positive finite numbers (default all 1)."""
+    if scales is None:
+        return [1.0] * count
+    try:
+        values = [float(scale) for scale in scales]
+    except (TypeError, ValueError):
+        raise CompositionError(f"scales must be {count} positive numbers, got {scales!r}") from None
+    if len(values) != count or not all(np.isfinite(v) and v > 0 for v in values):
+        raise CompositionError(f"scales must be {count} positive finite numbers (one per model), got {scales!r}")
+    return values
 
 
 def _check_chain(models: Sequence[ChainCRF], compatibility: list) -> None:
@@ -300,7 +319,7 @@ def _check_chain(models: Sequence[ChainCRF], compatibility: list) -> None:
 
 
 def compose(models: Sequence[ChainCRF], compatibility: Sequence[pynini.Fst | np.ndarray | None] | None = None,
-            threads: int = 2) -> JointModel:
+            threads: int = 2, scales: Sequence[float] | None = None) -> JointModel:
     """Compose fitted models, lowest first, into a :class:`JointModel`.
 
     ``compatibility`` gives, per adjacent pair, None, a pynini transducer from
@@ -317,7 +336,7 @@ def compose(models: Sequence[ChainCRF], compatibility: Sequence[pynini.Fst | np.
                 raise CompositionError(f"{len(relations)} compatibility relations for {len(models)} models")
             relation = compatibility_pairs(models[k - 1].labels_, models[k].labels_, relation)
         pairs.append(None if relation is None else np.asarray(relation, dtype=bool))
-    return JointModel(models, pairs, threads)
+    return JointModel(models, pairs, threads, scales)
 
 
 def jackknife(corpus: Corpus, model: ChainCRF, target: str, folds: int = 5) -> Corpus:
@@ -364,7 +383,7 @@ def _joint_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str)
                                  f"{shape[0] * shape[1]}")
         compatibility.append(None if flat is None else flat.reshape(shape).astype(bool))
     try:
-        return JointModel(components, compatibility)
+        return JointModel(components, compatibility, scales=header.get("scales"))
     except CompositionError as error:
         raise ModelFileError(f"{where}: the composed models no longer fit together: {error}") from None
 

@@ -296,3 +296,18 @@ def test_joint_marginals_match_brute_force(joint, test_corpus):
             chunk_table[np.arange(T), chunks] += w
         np.testing.assert_allclose(tag_marginals, tag_table / total, atol=1e-9)
         np.testing.assert_allclose(chunk_marginals, chunk_table / total, atol=1e-9)
+
+
+def test_scales_weigh_the_components(pos_model, chunk_model, test_corpus, tmp_path):
+    sentences = test_corpus.sentences[:40]
+    scaled = compose([pos_model, chunk_model], scales=[1.0, 1e-6])
+    # a negligible chunker leaves the POS model's own best tags
+    assert scaled.predict(sentences)[0] == pos_model.predict(sentences)
+    doubled = compose([pos_model, chunk_model], scales=[2.0, 2.0])
+    assert doubled.predict(sentences) == compose([pos_model, chunk_model]).predict(sentences)
+    path = tmp_path / "scaled.model"
+    scaled.save(path)
+    assert load_joint(path).scales == [1.0, 1e-6]
+    for bad in ([1.0], [1.0, 0.0], [1.0, float("nan")], ["a", 1]):
+        with pytest.raises(CompositionError, match="scales"):
+            compose([pos_model, chunk_model], scales=bad)
