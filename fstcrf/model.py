@@ -358,11 +358,14 @@ class Scorer:
         topology = self.constrained or self.topology
         return topology if grammar is None else constrain(topology, grammar, params=params)
 
-    def sum_product(self, pot: Potentials, allowed_labels: np.ndarray | None = None):
+    def sum_product(self, pot: Potentials, allowed_labels: np.ndarray | None = None,
+                    topology: Topology | None = None):
         """(log Z [B], state marginals [N, S], expected edge counts [E]) under the
-        constraint; with ``allowed_labels`` bool [N, L], summed over the paths whose
-        labels keep to it (log Z is -inf for a sentence without such a path)."""
-        restriction = None if self.constrained is None else restrict_to(pot, self.constrained)
+        constraint (or on ``topology``, a restriction of the model's); with
+        ``allowed_labels`` bool [N, L], summed over the paths whose labels keep to
+        it (log Z is -inf for a sentence without such a path)."""
+        topology = topology or self.constrained or self.topology
+        restriction = None if topology is self.topology else restrict_to(pot, topology)
         target = pot if restriction is None else restriction.potentials
         stranded = np.zeros(pot.num_sequences, dtype=bool)
         if allowed_labels is not None:
@@ -407,16 +410,19 @@ class Scorer:
         run_parallel(work, self.plans(encoded, topology))
         return paths
 
-    def marginals(self, encoded: EncodedSentences, weights: np.ndarray) -> np.ndarray:
-        """float [N, S]: the state marginals of all sentences."""
+    def marginals(self, encoded: EncodedSentences, weights: np.ndarray, grammar=None,
+                  params: dict | None = None) -> np.ndarray:
+        """float [N, S]: the state marginals of all sentences, among the label
+        sequences the training constraint and ``grammar`` accept."""
         marginals = np.empty((encoded.num_tokens, self.topology.num_states))
+        topology = self.decoding_topology(grammar, params)
 
         def work(blocks):
             for first, last in blocks:
                 pot = self.potentials(encoded, weights, first, last)
-                marginals[encoded.token_rows(first, last)] = self.sum_product(pot)[1]
+                marginals[encoded.token_rows(first, last)] = self.sum_product(pot, topology=topology)[1]
 
-        run_parallel(work, self.plans(encoded))
+        run_parallel(work, self.plans(encoded, topology))
         return marginals
 
 
@@ -931,14 +937,18 @@ class ChainCRF:
         common = state_scores(base)
         return np.stack([common + state_scores(matrix) for matrix in per_value], axis=1)
 
-    def predict_marginals(self, corpus: Corpus | Sequence[Sentence]) -> list[np.ndarray]:
+    def predict_marginals(self, corpus: Corpus | Sequence[Sentence], grammar=None,
+                          params: dict | None = None) -> list[np.ndarray]:
         """float [T, L] per sentence: p(label at token t = l | sentence), columns in
-        ``labels_`` order (state marginals summed over the states of each label)."""
+        ``labels_`` order (state marginals summed over the states of each label);
+        with ``grammar``, p(label | sentence, the labels are accepted by it)."""
         self._check_fitted()
         if len(corpus) == 0:
             return []
+        if grammar is not None and not isinstance(grammar, (Grammar, pynini.Fst)):
+            grammar = load_grammar(grammar)
         encoded = EncodedSentences.from_corpus(self.extractor_, corpus)
-        state_marginals = self._scorer().marginals(encoded, self.weights_)
+        state_marginals = self._scorer().marginals(encoded, self.weights_, grammar, params)
         by_label = np.zeros((self.topology_.num_states, self.topology_.num_labels))
         by_label[np.arange(self.topology_.num_states), self.topology_.state_label] = 1.0
         return np.split(state_marginals @ by_label, encoded.offsets[1:-1])

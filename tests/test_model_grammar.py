@@ -53,3 +53,27 @@ def test_infeasible_sentences_error_or_fall_back(sabotaged):
         model.predict(one_token + sentences, grammar=grammar)
     tagged = model.predict(one_token + sentences, grammar=grammar, on_infeasible="unconstrained")
     assert len(tagged[0]) == 1 and all(len(t) == len(s) for t, s in zip(tagged[1:], sentences))
+
+
+def test_marginals_under_a_grammar_match_brute_force():
+    """p(label at t | x, the grammar accepts the labels), by enumerating every sequence."""
+    import itertools
+    train = read_conll(DATA_DIR / "demo_train.txt")
+    test = read_conll(DATA_DIR / "demo_test.txt")
+    model = ChainCRF(max_iter=10).fit(train)
+    acceptor = compile_grammar(load_grammar("at_least_one"), model.labels_, params={"X": "VP"})
+    sentences = [s for s in test.sentences if len(s) <= 4][:3]
+    marginals = model.predict_marginals(sentences, grammar="at_least_one", params={"X": "VP"})
+    L = len(model.labels_)
+    for sentence, got in zip(sentences, marginals):
+        pot = model.potentials([sentence])
+        table, total = np.zeros((len(sentence), L)), 0.0
+        paths = [np.array(p) for p in itertools.product(range(L), repeat=len(sentence))
+                 if accepts(acceptor, [model.labels_[i] for i in p])]
+        scores = np.array([pot.score(path)[0] for path in paths])
+        weights = np.exp(scores - scores.max())
+        for path, weight in zip(paths, weights):
+            table[np.arange(len(sentence)), path] += weight
+            total += weight
+        np.testing.assert_allclose(got, table / total, atol=1e-9)
+        assert not np.allclose(got, model.predict_marginals([sentence])[0])   # the grammar matters
