@@ -35,7 +35,10 @@
 
 /* Allowed transitions, stored twice as compressed sparse rows.
  * Edges are numbered in destination-major order: the edges entering state j
- * are in_ptr[j] .. in_ptr[j+1]-1, with sources in_src[...] ascending. */
+ * are in_ptr[j] .. in_ptr[j+1]-1, with sources in_src[...] ascending; the
+ * slots leaving state i are out_ptr[i] .. out_ptr[i+1]-1, with destinations
+ * out_dst[...] ascending.  (A row of S entries therefore lists every state in
+ * order, which the kernel uses for dense fast paths.) */
 typedef struct {
     int32_t num_states;      /* S */
     int32_t num_edges;       /* E */

@@ -5,7 +5,9 @@ which knows the training sentences and how the weights score them (the
 model in :mod:`fstcrf.model` supplies one).  The algorithms are
 
     lbfgs                 penalised conditional log-likelihood, Gaussian prior,
-                          scipy's L-BFGS-B on the full-batch gradient
+                          L-BFGS (two-loop recursion, Nocedal & Wright alg. 7.4)
+                          with scipy's strong-Wolfe line search on the
+                          full-batch gradient
     averaged_perceptron   Collins (2002): Viterbi decoding, additive updates,
                           averaged weights (the lazy-update trick)
     sgd                   penalised log-likelihood, one sentence per step, a
@@ -34,6 +36,7 @@ and ``interrupted`` is True.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import math
@@ -168,37 +171,96 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
           evaluate: Evaluate | None = None, callback: Callback | None = None) -> TrainingResult:
     """Minimise -log-likelihood + ||theta||^2 / (2 sigma^2) with L-BFGS from theta = 0.
 
-    Stops after ``max_iter`` iterations, or when an iteration lowers the
-    objective by less than ``tol`` relative to its size (scipy's ``ftol``).
-    ``sigma`` may be ``math.inf`` (no prior).
+    Stops after ``max_iter`` iterations, when an iteration lowers the objective
+    by less than ``tol`` relative to its size, or when the line search finds no
+    acceptable step (logged).  ``sigma`` may be ``math.inf`` (no prior).
     """
     _check_positive("sigma", sigma)
     _check_positive("max_iter", max_iter, integer=True)
     _check_positive("tol", tol)
     precision = 1.0 / sigma ** 2
     monitor = _Monitor("lbfgs", evaluate, callback)
-    last = {}
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         loss, gradient = problem.loss_and_gradient(theta)
         loss += 0.5 * precision * float(theta @ theta)
         gradient += precision * theta
-        last.update(theta=theta.copy(), loss=loss, gradient=gradient)
         return loss, gradient
 
-    def end_iteration(intermediate_result: scipy.optimize.OptimizeResult) -> None:
-        theta = intermediate_result.x
-        if not np.array_equal(theta, last["theta"]):
-            objective(theta)
-        if monitor.end_iteration(theta, last["loss"], float(np.linalg.norm(last["gradient"]))):
-            raise StopIteration
-
-    final = np.zeros(problem.num_weights)
+    theta = np.zeros(problem.num_weights)
     with monitor.interruptible():
-        final = scipy.optimize.minimize(
-            objective, final, jac=True, method="L-BFGS-B", callback=end_iteration,
-            options={"maxiter": int(max_iter), "maxcor": LBFGS_MEMORY, "ftol": tol, "gtol": 0.0}).x
-    return monitor.result(final)
+        for theta, loss, gradient in _lbfgs_iterations(objective, theta, int(max_iter), tol):
+            if monitor.end_iteration(theta, loss, float(np.linalg.norm(gradient))):
+                break
+    return monitor.result(theta)
+
+
+def _lbfgs_iterations(objective: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray,
+                      max_iter: int, tol: float, memory: int = LBFGS_MEMORY):
+    """Yield (theta, objective, gradient) after each L-BFGS iteration.
+
+    The search direction comes from the two-loop recursion over the last
+    ``memory`` pairs (s, y), scaled by s.y / y.y; the first direction is the
+    negative gradient scaled to unit length.  The step satisfies the strong
+    Wolfe conditions (c1 = 1e-4, c2 = 0.9), starting from 1.  A pair with
+    s.y <= 0 is not stored, so the implied Hessian stays positive definite.
+    """
+    loss, gradient = objective(theta)
+    pairs: collections.deque = collections.deque(maxlen=memory)   # (s, y, 1 / s.y)
+    last = {}
+
+    def evaluated(point: np.ndarray) -> tuple[float, np.ndarray]:
+        """The objective at ``point``; the line search asks for f and f' separately."""
+        if "point" not in last or not np.array_equal(point, last["point"]):
+            last["point"] = point.copy()
+            last["value"] = objective(point)
+        return last["value"]
+
+    for _ in range(max_iter):
+        direction = _two_loop(gradient, pairs)
+        if not pairs:
+            direction /= max(float(np.linalg.norm(gradient)), 1e-300)
+        step = scipy.optimize.line_search(lambda x: evaluated(x)[0], lambda x: evaluated(x)[1],
+                                          theta, direction, gfk=gradient, old_fval=loss,
+                                          c1=1e-4, c2=0.9, maxiter=20)[0]
+        if step is None and pairs:            # a stale curvature model: restart once
+            pairs.clear()
+            direction = -gradient / max(float(np.linalg.norm(gradient)), 1e-300)
+            step = scipy.optimize.line_search(lambda x: evaluated(x)[0], lambda x: evaluated(x)[1],
+                                              theta, direction, gfk=gradient, old_fval=loss,
+                                              c1=1e-4, c2=0.9, maxiter=20)[0]
+        if step is None:
+            logger.warning("lbfgs: the line search found no step that lowers the objective "
+                           "enough; stopping (the weights are a stationary point to working precision)")
+            return
+        new_theta = theta + step * direction
+        new_loss, new_gradient = evaluated(new_theta)
+        s, y = new_theta - theta, new_gradient - gradient
+        curvature = float(s @ y)
+        if curvature > 1e-10 * float(y @ y):
+            pairs.append((s, y, 1.0 / curvature))
+        converged = loss - new_loss <= tol * max(abs(loss), abs(new_loss), 1.0)
+        theta, loss, gradient = new_theta, new_loss, new_gradient
+        yield theta, loss, gradient
+        if converged:
+            return
+
+
+def _two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
+    """-H g: the L-BFGS direction for the stored pairs (s, y, rho), oldest first."""
+    q = gradient.copy()
+    alphas = []
+    for s, y, rho in reversed(pairs):
+        alpha = rho * float(s @ q)
+        q -= alpha * y
+        alphas.append(alpha)
+    if pairs:
+        s, y, _ = pairs[-1]
+        q *= float(s @ y) / float(y @ y)
+    for (s, y, rho), alpha in zip(pairs, reversed(alphas)):
+        beta = rho * float(y @ q)
+        q += (alpha - beta) * s
+    return -q
 
 
 def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,

@@ -134,3 +134,26 @@ def most_frequent_tag(train_corpus: Corpus, test_corpus: Corpus) -> float:
 
     predicted = [[tag(w, p) for w, p in zip(s["word"], s["pos"])] for s in test_corpus]
     return score_chunks(test_corpus.column("chunk"), predicted).f1
+
+
+def test_lbfgs_reaches_the_optimum_scipy_finds():
+    """The native L-BFGS against scipy's L-BFGS-B on the same penalised objective."""
+    import scipy.optimize
+    from fstcrf.synthetic import DATA_DIR
+    corpus = read_conll(DATA_DIR / "demo_train.txt")
+    corpus.sentences = corpus.sentences[:150]
+    problem = training_set(corpus, 1, "supported")
+    sigma = 2.0
+
+    def penalised(theta):
+        loss, gradient = problem.loss_and_gradient(theta)
+        return loss + 0.5 * float(theta @ theta) / sigma ** 2, gradient + theta / sigma ** 2
+
+    reference = scipy.optimize.minimize(penalised, np.zeros(problem.num_weights), jac=True,
+                                        method="L-BFGS-B", options={"maxiter": 2000, "ftol": 1e-15,
+                                                                    "gtol": 1e-9})
+    result = train.lbfgs(problem, sigma=sigma, max_iter=2000, tol=1e-13)
+    assert result.history[-1]["objective"] == pytest.approx(reference.fun, rel=1e-8)
+    np.testing.assert_allclose(result.weights, reference.x, atol=1e-3)
+    objectives = [record["objective"] for record in result.history]
+    assert all(b <= a for a, b in zip(objectives, objectives[1:]))   # Armijo: every step descends
