@@ -423,8 +423,9 @@ class FeatureExtractor:
     """Turns the tokens of a corpus into a binary predicate matrix [num_tokens, num_predicates].
 
     ``template`` is a :class:`Template` or template text; ``fit`` keeps the
-    predicates true at ``min_count`` tokens or more.  Learned attributes:
-    ``vocabulary_`` (predicate name -> column index) and ``predicate_names_``.
+    predicates true at ``min_count`` tokens or more, numbered most frequent
+    first.  Learned attributes: ``vocabulary_`` (predicate name -> column
+    index) and ``predicate_names_``.
     """
 
     def __init__(self, template: Template | str, min_count: int = 1):
@@ -461,10 +462,14 @@ class FeatureExtractor:
         if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \
                 or self.min_count < 1:
             raise FstcrfError(f"min_count must be a positive integer, got {self.min_count!r}")
-        names: list[str] = []
+        # most frequent first (ties in template and first-occurrence order): the weights
+        # of the predicates true at most tokens then share a few cache lines
+        kept: list[tuple[int, str]] = []
         for predicate_names, _, counts in occurrences:
-            names.extend(name for name, count in zip(predicate_names, counts.tolist())
-                         if count >= self.min_count)
+            kept.extend((count, name) for name, count in zip(predicate_names, counts.tolist())
+                        if count >= self.min_count)
+        order = sorted(range(len(kept)), key=lambda i: -kept[i][0])
+        names = [kept[i][1] for i in order]
         self.predicate_names_ = names
         self.vocabulary_ = {name: index for index, name in enumerate(names)}
         self._predicate_index = None
@@ -484,6 +489,7 @@ class FeatureExtractor:
     def _csr(self, columns: np.ndarray) -> scipy.sparse.csr_matrix:
         """The binary matrix of per-template predicate columns int64 [N, templates] (-1: none)."""
         num_tokens = len(columns)
+        columns = np.sort(columns, axis=1)   # canonical CSR: ascending predicates in each row
         present = columns >= 0
         indptr = np.zeros(num_tokens + 1, dtype=np.int64)
         np.cumsum(present.sum(axis=1), out=indptr[1:])
