@@ -311,3 +311,22 @@ def test_scales_weigh_the_components(pos_model, chunk_model, test_corpus, tmp_pa
     for bad in ([1.0], [1.0, 0.0], [1.0, float("nan")], ["a", 1]):
         with pytest.raises(CompositionError, match="scales"):
             compose([pos_model, chunk_model], scales=bad)
+
+
+def test_command_line_compatibility_and_scales(tmp_path, pos_model, chunk_model, capsys):
+    pos_path, chunk_path, joint_path = (str(tmp_path / name) for name in ("p.model", "c.model", "j.model"))
+    pos_model.save(pos_path)
+    chunk_model.save(chunk_path)
+    pairs = [(t, c) for t in pos_model.labels_ for c in chunk_model.labels_ if not (t == "DT" and c == "O")]
+    relation_path = str(tmp_path / "compat.fst")
+    _relation(pos_model.labels_, chunk_model.labels_, pairs).write(relation_path)
+    assert cli.main(["-q", "compose", pos_path, chunk_path, "--compat", f"1={relation_path}",
+                     "--scales", "1,0.5", "-o", joint_path]) == 0
+    joint = load_joint(joint_path)
+    assert joint.scales == [1.0, 0.5] and joint.compatibility[0].sum() == len(pairs)
+    capsys.readouterr()
+    assert cli.main(["-q", "tag", joint_path, str(TEST), "--mode", "kbest", "--k", "3"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert not any(row[-2] == "DT" and row[-1] == "O" for row in rows)
+    for bad in (["--compat", "0=x.fst"], ["--compat", f"1={tmp_path / 'missing.fst'}"], ["--scales", "1,a"]):
+        assert cli.main(["-q", "compose", pos_path, chunk_path, *bad, "-o", joint_path]) == 2
