@@ -99,7 +99,7 @@ OUTSIDE = "O"
 #: weight (its 10 correction pairs, gradients and copies), so 2**24 weights take ~4.4 GB.
 MAX_FEATURES = 2 ** 24
 #: Cells (tokens x states) of one block of sentences scored at once per thread.
-BLOCK_CELLS = 2 ** 22
+BLOCK_CELLS = 2 ** 19
 
 MAGIC = b"FSTCRF MODEL\r\n\x1a\n"
 #: The header's "format": one model, or a composition of models.
