@@ -448,7 +448,7 @@ class TrainingSet:
         self.partial = np.minimum.reduceat(states, encoded.offsets[:-1]) < 0
         self._plans = scorer.plans(encoded)
         self._edge_table = _edge_table(scorer.topology)
-        self._num_features = F = scorer.features.num_features
+        self._num_features = scorer.features.num_features
         self.observed = np.zeros(self.num_weights)
         complete = np.flatnonzero(~self.partial)
         for first, last in _runs(complete):
