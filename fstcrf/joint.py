@@ -69,6 +69,35 @@ class JointSpace:
         component_states = np.asarray(component_states)
         return np.ravel_multi_index(tuple(np.moveaxis(component_states, -1, 0)), self.sizes)
 
+    @cached_property
+    def start(self) -> np.ndarray:
+        """bool [P]: joint states where a path may start (every component may, and allowed)."""
+        return self._joint_mask([t.start for t in self.components])
+
+    @cached_property
+    def final(self) -> np.ndarray:
+        """bool [P]: joint states where a path may end."""
+        return self._joint_mask([t.final for t in self.components])
+
+    def _joint_mask(self, masks: list[np.ndarray]) -> np.ndarray:
+        joint = np.ones(self.sizes, dtype=bool)
+        for k, mask in enumerate(masks):
+            shape = [1] * len(self.sizes)
+            shape[k] = self.sizes[k]
+            joint &= np.asarray(mask, dtype=bool).reshape(shape)
+        joint = joint.ravel()
+        return joint if self.allowed is None else joint & self.allowed
+
+    def check_lengths(self, lengths: np.ndarray) -> None:
+        """Raise InfeasibleError naming a sentence no joint path fits.  Without a
+        compatibility mask the components are independent, so each is checked on
+        its own; with one, the dense product is built and checked."""
+        if self.allowed is not None:
+            self.product.check_lengths(lengths)
+            return
+        for topology in self.components:
+            topology.check_lengths(lengths)
+
     @property
     def product(self) -> Topology:
         """The dense cross-product topology (edges = products of component edges)."""
@@ -158,10 +187,9 @@ class JointPotentials(SentenceBatch):
             if scores.ndim == 1:
                 scores = np.broadcast_to(scores, shape)
             self.transitions.append(_as_float_array(f"transitions[{k}]", scores, shape))
-        product = space.product
-        self.start = np.where(product.start, _as_float_array("start", np.zeros(P) if start is None else start, (P,)), -np.inf)
-        self.final = np.where(product.final, _as_float_array("final", np.zeros(P) if final is None else final, (P,)), -np.inf)
-        product.check_lengths(self.lengths)
+        self.start = np.where(space.start, _as_float_array("start", np.zeros(P) if start is None else start, (P,)), -np.inf)
+        self.final = np.where(space.final, _as_float_array("final", np.zeros(P) if final is None else final, (P,)), -np.inf)
+        space.check_lengths(self.lengths)
 
     def to_product(self) -> Potentials:
         """The same scores on the dense cross-product topology (oracle, k-best, sampling)."""
