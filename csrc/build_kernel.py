@@ -1,8 +1,9 @@
 """cffi build script (API mode) for the fstcrf C kernel.
 
 Used by setuptools through ``cffi_modules`` in setup.py; it compiles
-csrc/fstcrf_kernel.c (dynamic programs) and csrc/fstcrf_features.c (feature
-scoring loops) into the extension module ``fstcrf._kernel``.
+csrc/fstcrf_kernel.c (dynamic programs), csrc/fstcrf_features.c (feature
+scoring loops) and csrc/fstcrf_train.c (the training gradient, which
+sequences the two) into the extension module ``fstcrf._kernel``.
 Extra compiler and linker flags may be given in FSTCRF_CFLAGS, e.g.
 ``-fsanitize=address`` for the sanitizer run described in docs/development.md.
 """
@@ -15,6 +16,7 @@ import cffi
 HERE = pathlib.Path(__file__).resolve().parent
 HEADER = HERE / "fstcrf_kernel.h"
 FEATURES_HEADER = HERE / "fstcrf_features.h"
+TRAIN_HEADER = HERE / "fstcrf_train.h"
 
 
 def _declarations(header: pathlib.Path = HEADER) -> str:
@@ -29,11 +31,11 @@ EXTRA_FLAGS = os.environ.get("FSTCRF_CFLAGS", "").split()
 
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(_declarations() + "#define FC_OK 0\n#define FC_INFEASIBLE 1\n#define FC_BAD_ARGUMENT 2\n"
-                + _declarations(FEATURES_HEADER))
+                + _declarations(FEATURES_HEADER) + _declarations(TRAIN_HEADER))
 ffibuilder.set_source(
     "fstcrf._kernel",
-    '#include "fstcrf_kernel.h"\n#include "fstcrf_features.h"',
-    sources=[str((HERE / name).relative_to(HERE.parent)) for name in ("fstcrf_kernel.c", "fstcrf_features.c")],
+    '#include "fstcrf_kernel.h"\n#include "fstcrf_features.h"\n#include "fstcrf_train.h"',
+    sources=[str((HERE / name).relative_to(HERE.parent)) for name in ("fstcrf_kernel.c", "fstcrf_features.c", "fstcrf_train.c")],
     include_dirs=[str(HERE.relative_to(HERE.parent))],
     # -fopenmp-simd: honour "#pragma omp simd" (vectorised reductions) without OpenMP threads
     extra_compile_args=["-O3", "-std=c99", "-fopenmp-simd", *EXTRA_FLAGS],

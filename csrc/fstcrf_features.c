@@ -52,7 +52,7 @@ int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta
         memset(work, 0, sizeof(double) * (size_t)(S + L));
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
             const int32_t p = x->indices[j];
-            const double v = x->values[j];
+            const double v = x->values != NULL ? x->values[j] : 1.0;
             for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; ++f)
                 work[d->output[f]] += v * theta[f];
         }
@@ -87,7 +87,7 @@ int ff_accumulate(const ff_dictionary *d, const ff_tokens *x, const double *marg
         }
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
             const int32_t p = x->indices[j];
-            const double v = scale * x->values[j];
+            const double v = x->values != NULL ? scale * x->values[j] : scale;
             for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; ++f)
                 grad[f] += v * work[d->output[f]];
         }
@@ -113,7 +113,7 @@ int ff_add_paths(const ff_dictionary *d, const ff_tokens *x, const int32_t *plus
             continue;
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
             const int32_t p = x->indices[j];
-            const double v = scale * x->values[j];
+            const double v = x->values != NULL ? scale * x->values[j] : scale;
             for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; ++f) {
                 const int32_t q = d->output[f];
                 const int delta = fires(d, q, up) - (minus != NULL ? fires(d, q, minus[t]) : 0);

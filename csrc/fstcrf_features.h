@@ -54,7 +54,8 @@ typedef struct {
     int64_t num_tokens;          /* n */
     const int64_t *indptr;       /* [n+1] first entry of each row */
     const int32_t *indices;      /* [nnz] predicate of each entry, in [0, P) */
-    const double *values;        /* [nnz] value of each entry (1 for binary predicates) */
+    const double *values;        /* [nnz] value of each entry, or NULL when every value is 1
+                                    (binary predicates) */
 } ff_tokens;
 
 /* Length of the scratch buffer `work` the functions below need: S + L. */

@@ -34,7 +34,7 @@ import pynini
 
 from .conll import Corpus, Sentence
 from .errors import CompositionError, FstcrfError, ModelFileError
-from .inference import Potentials, kbest, run_parallel
+from .inference import Potentials, blas_single_threaded, kbest, run_parallel
 from .joint import (JointPotentials, JointSpace, component_marginals, joint_emissions, joint_forward_backward,
                     joint_viterbi)
 from .model import (BLOCK_CELLS, JOINT_KIND, MODEL_KIND, ChainCRF, _field, model_from_payload,
@@ -112,6 +112,7 @@ class JointModel:
         return allowed.ravel()
 
     # -- decoding --------------------------------------------------------------
+    @blas_single_threaded()
     def predict(self, corpus: Corpus | Sequence[Sentence], mode: str = "joint", k: int = 5
                 ) -> list[list[list[str]]]:
         """Labels [N components][B sentences][T] of every sentence, decoded by ``mode``
@@ -147,6 +148,7 @@ class JointModel:
                        for scale, model in zip(self.scales, self.components)]
         return JointPotentials(self.space, emissions, [len(s) for s in sentences], transitions)
 
+    @blas_single_threaded()
     def predict_marginals(self, corpus: Corpus | Sequence[Sentence]) -> list[list[np.ndarray]]:
         """float [T, L_k] per component and sentence: p(label of component k at token t | x)
         under the joint model, columns in the component's ``labels_`` order."""

@@ -77,9 +77,10 @@ from .errors import (EmptySequenceError, FstcrfError, InfeasibleError, LabelErro
 from .evaluate import ChunkScores, score_chunks
 from .features import (CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING, SHA_PEREIRA_CHUNKING,
                        FeatureExtractor, Template, parse_template)
-from .grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to
-from .inference import (Potentials, SentenceBatch, forward_backward, kbest, lengths_to_offsets,
-                        run_parallel, thread_chunks, viterbi)
+from .grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to, restriction_maps
+from .inference import (KernelBuffers, Potentials, SentenceBatch, blas_single_threaded,
+                        forward_backward, kbest, lengths_to_offsets, run_parallel, thread_chunks,
+                        viterbi)
 from .topology import Topology, first_order, second_order
 
 #: Template names ``ChainCRF`` accepts besides Template objects and template text.
@@ -126,6 +127,8 @@ class EncodedSentences(SentenceBatch):
 
     Attributes: ``indptr`` int64 [N+1], ``indices`` int32 [nnz] (predicates),
     ``values`` float [nnz]; ``lengths`` int64 [B] and ``offsets`` int64 [B+1].
+    When every value is 1 (binary predicates) the kernel is not given the
+    values, which halves the memory its feature loops stream.
     """
 
     def __init__(self, matrix: scipy.sparse.csr_matrix, lengths: Sequence[int]):
@@ -144,7 +147,7 @@ class EncodedSentences(SentenceBatch):
                                      "is empty; every sentence needs at least one token")
         self._indptr = _pointer("int64_t", self.indptr)
         self._indices = _pointer("int32_t", self.indices)
-        self._values = _pointer("double", self.values)
+        self._values = ffi.NULL if np.all(self.values == 1.0) else _pointer("double", self.values)
 
     @classmethod
     def from_corpus(cls, extractor: FeatureExtractor, corpus: Corpus | Sequence[Sentence],
@@ -426,6 +429,108 @@ class Scorer:
         return marginals
 
 
+#: Tokens per group of sentences in the training gradient: the group's scores and
+#: marginals (a few hundred kB) stay in cache between scoring, forward-backward and
+#: the expected counts (see csrc/fstcrf_train.h).
+GROUP_TOKENS = 1024
+
+
+class _GradientBlock:
+    """One thread's run of sentences first .. last-1 and its buffers for ``ft_gradient``."""
+
+    def __init__(self, driver: _GradientDriver, first: int, last: int, group_tokens: int,
+                 with_outputs: bool = True):
+        encoded = driver.encoded
+        self.tokens = encoded.tokens(first, last)
+        self._offsets = np.ascontiguousarray(encoded.offsets[first:last + 1] - encoded.offsets[first])
+        self.sentences = ffi.new("ft_sentences *")
+        self.sentences.num_sequences = last - first
+        self.sentences.offsets = _pointer("int64_t", self._offsets)
+        if driver.partial is not None and driver.partial[first:last].any():
+            rows = encoded.token_rows(first, last)
+            self._partial = np.ascontiguousarray(driver.partial[first:last], dtype=np.uint8)
+            self._allowed = np.ascontiguousarray(driver.allowed_labels[rows], dtype=np.uint8)
+            self.sentences.partial = _pointer("uint8_t", self._partial)
+            self.sentences.num_labels = self._allowed.shape[1]
+            self.sentences.state_label = _pointer("int32_t", driver.state_label)
+            self.sentences.allowed = _pointer("uint8_t", self._allowed)
+        t_max = int(encoded.lengths[first:last].max())
+        self.workspace = ffi.new("ft_workspace *")
+        self.workspace.group_tokens = group_tokens
+        self.workspace.t_max = t_max
+        dictionary, graph = driver.features._dictionary, driver.graph
+        self._doubles = np.empty(lib.ft_workspace_doubles(dictionary, graph, group_tokens, t_max))
+        self._ints = np.empty(lib.ft_workspace_ints(graph, t_max), dtype=np.int32)
+        self._int64s = np.empty(lib.ft_workspace_int64s(group_tokens, t_max), dtype=np.int64)
+        self.workspace.doubles = _pointer("double", self._doubles)
+        self.workspace.ints = _pointer("int32_t", self._ints)
+        self.workspace.int64s = _pointer("int64_t", self._int64s)
+        self._loss = np.zeros(1)
+        if with_outputs:
+            self.gradient = np.zeros(driver.features.num_features)
+            self.edge_counts = np.zeros(driver.graph_edges)
+
+    def run(self, driver: _GradientDriver, scores, theta: np.ndarray, theta_scale: float,
+            grad_scale: float, grad: np.ndarray, edge_counts: np.ndarray) -> float:
+        """Add the block's Z-dependent terms to grad [F] and edge_counts [E'] (see
+        ``ft_gradient``) and return its log Z sum minus its partial sentences' clamped log Z."""
+        self._loss[0] = 0.0
+        status = lib.ft_gradient(driver.features._dictionary, self.tokens, self.sentences, driver.graph,
+                                 scores[0], driver.state_map_pointer, _pointer("double", theta), theta_scale,
+                                 grad_scale, _pointer("double", self._loss), _pointer("double", grad),
+                                 _pointer("double", edge_counts), self.workspace)
+        if status != lib.FC_OK:
+            raise RuntimeError(f"ft_gradient returned status {status} on a validated training set; "
+                               "this is a bug in fstcrf")
+        return float(self._loss[0])
+
+
+class _GradientDriver:
+    """The training gradient in C (``ft_gradient``): one call per thread's run of
+    sentences, on the decoding topology (the model's, or its restriction to the
+    training constraint), with the partial sentences' clamps."""
+
+    def __init__(self, scorer: Scorer, encoded: EncodedSentences, partial: np.ndarray,
+                 allowed_labels: np.ndarray | None):
+        self.features = scorer.features
+        self.encoded = encoded
+        model = scorer.topology
+        decoding = scorer.constrained or model
+        self.state_map, self.edge_map = (None, None) if decoding is model else restriction_maps(model, decoding)
+        self._buffers = KernelBuffers()
+        self.graph = ffi.new("fc_graph *")
+        self._buffers.fill_graph(self.graph, decoding)
+        self.graph_edges = decoding.num_edges
+        self.state_map_pointer = ffi.NULL if self.state_map is None else self._buffers._ptr("int32_t[]", self.state_map)
+        starts = decoding.start if self.state_map is None else decoding.start & model.start[self.state_map]
+        finals = decoding.final if self.state_map is None else decoding.final & model.final[self.state_map]
+        self._start = np.where(starts, 0.0, -np.inf)
+        self._final = np.where(finals, 0.0, -np.inf)
+        self.partial = partial if partial.any() else None
+        self.allowed_labels = allowed_labels
+        self.state_label = np.ascontiguousarray(model.state_label, dtype=np.int32)
+        self.blocks = [_GradientBlock(self, first, last, GROUP_TOKENS)
+                       for first, last in thread_chunks(encoded, scorer.threads)]
+
+    def scores(self, transitions: np.ndarray) -> tuple:
+        """(fc_scores of the decoding graph for model transition scores [E], the
+        arrays it points into, which must outlive its use)."""
+        trans = np.ascontiguousarray(transitions if self.edge_map is None else transitions[self.edge_map])
+        scores = ffi.new("fc_scores *")
+        arrays = (trans, self._start, self._final)
+        scores.trans, scores.start, scores.final = (_pointer("double", array) for array in arrays)
+        return scores, arrays
+
+    def original_edge_counts(self, counts: np.ndarray, num_edges: int) -> np.ndarray:
+        """float [E]: decoding-graph edge counts [E'] summed per model edge."""
+        return counts if self.edge_map is None else np.bincount(self.edge_map, weights=counts,
+                                                                minlength=num_edges)
+
+    def sentence_block(self, index: int) -> _GradientBlock:
+        """A block of sentence ``index`` alone (for the online algorithms)."""
+        return _GradientBlock(self, index, index + 1, int(self.encoded.lengths[index]), with_outputs=False)
+
+
 class TrainingSet:
     """Encoded sentences with gold labels, scored by a :class:`Scorer`: the
     :class:`fstcrf.train.Problem` of a model (weights theta float [F + E]).
@@ -447,6 +552,7 @@ class TrainingSet:
         self.num_sequences = encoded.num_sequences
         self.partial = np.minimum.reduceat(states, encoded.offsets[:-1]) < 0
         self._plans = scorer.plans(encoded)
+        self._driver = _GradientDriver(scorer, encoded, self.partial, allowed_labels)
         self._edge_table = _edge_table(scorer.topology)
         self._num_features = scorer.features.num_features
         self.observed = np.zeros(self.num_weights)
@@ -477,65 +583,44 @@ class TrainingSet:
                     raise LabelError(f"training sentence {first + int(bad[0])}: no label sequence "
                                      f"allowed by {what} fits its gold labels")
 
-    def _partial_terms(self, pot: Potentials, first: int, last: int):
-        """(sum of clamped log Z, local token rows, clamped marginals, clamped edge
-        counts) of the partially labelled sentences among first .. last-1."""
-        chosen = np.flatnonzero(self.partial[first:last])
-        if len(chosen) == 0:
-            return 0.0, None, None, None
-        sub = pot.select(chosen)
-        base = int(self.encoded.offsets[first])
-        rows = np.concatenate([np.arange(self.encoded.offsets[first + b], self.encoded.offsets[first + b + 1])
-                               for b in chosen])
-        log_z, node, edges = self.scorer.sum_product(sub, self.allowed_labels[rows])
-        if np.isneginf(log_z).any():
-            raise LabelError(f"training sentence {first + int(chosen[np.isneginf(log_z)][0])}: "
-                             "its partial labels allow no path")
-        return float(log_z.sum()), rows - base, node, edges
-
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         F = self._num_features
+        E = self.scorer.topology.num_edges
+        scores = self._driver.scores(theta[F:])
 
-        def work(blocks):
-            loss = 0.0
-            expected = np.zeros(self.num_weights)
-            for first, last in blocks:
-                pot = self.scorer.potentials(self.encoded, theta, first, last)
-                log_z, node, edges = self.scorer.sum_product(pot)
-                clamped_log_z, rows, clamped_node, clamped_edges = self._partial_terms(pot, first, last)
-                loss += float(log_z.sum()) - clamped_log_z
-                if rows is not None:
-                    node[rows] -= clamped_node
-                    edges = edges - clamped_edges
-                self.scorer.features.accumulate(self.encoded.tokens(first, last), node, expected[:F])
-                expected[F:] += edges
-            return loss, expected
+        def work(block):
+            block.gradient[:] = 0.0
+            block.edge_counts[:] = 0.0
+            return block.run(self._driver, scores, theta, 1.0, 1.0, block.gradient, block.edge_counts)
 
-        parts = run_parallel(work, self._plans)
-        gradient = parts[0][1]
-        for _, expected in parts[1:]:
-            gradient += expected
+        losses = run_parallel(work, self._driver.blocks)
+        gradient = np.empty(self.num_weights)
+        gradient[:F] = self._driver.blocks[0].gradient
+        for block in self._driver.blocks[1:]:
+            gradient[:F] += block.gradient
+        gradient[F:] = self._driver.original_edge_counts(
+            np.sum([block.edge_counts for block in self._driver.blocks], axis=0), E)
         gradient -= self.observed
-        return sum(loss for loss, _ in parts) - float(theta @ self.observed), gradient
+        return sum(losses) - float(theta @ self.observed), gradient
 
     def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray,
                      out_scale: float) -> float:
         F = self._num_features
-        pot = self.scorer.potentials(self.encoded, weights, index, index + 1, scale)
-        log_z, node, edges = self.scorer.sum_product(pot)
-        if self.partial[index]:
-            clamped_log_z, _, clamped_node, clamped_edges = self._partial_terms(pot, index, index + 1)
-            node -= clamped_node
-            edges = edges - clamped_edges
-            gold_score = clamped_log_z
-        else:
+        gold_score = 0.0
+        if not self.partial[index]:     # scored before ``out``, which may be ``weights``, changes
+            pot = self.scorer.potentials(self.encoded, weights, index, index + 1, scale)
             gold = self.gold(index)
             gold_edges = _path_edges(self._edge_table, gold, np.array([0, len(gold)]))
-            gold_score = pot.emissions[np.arange(len(gold)), gold].sum() + pot.transitions[gold_edges].sum()
+            gold_score = float(pot.emissions[np.arange(len(gold)), gold].sum()
+                               + pot.transitions[gold_edges].sum())
+        edge_counts = np.zeros(self._driver.graph_edges)
+        loss = self._driver.sentence_block(index).run(
+            self._driver, self._driver.scores(scale * weights[F:]), weights, scale, out_scale,
+            out[:F], edge_counts)
+        out[F:] += self._driver.original_edge_counts(edge_counts, self.scorer.topology.num_edges)
+        if not self.partial[index]:
             self._add_paths(index, index + 1, gold, None, out, -out_scale)
-        self.scorer.features.accumulate(self.encoded.tokens(index, index + 1), node, out[:F], out_scale)
-        out[F:] += out_scale * edges
-        return float(log_z[0] - gold_score)
+        return loss - gold_score
 
     def rival(self, theta: np.ndarray, index: int) -> np.ndarray | None:
         pot = self.scorer.potentials(self.encoded, theta, index, index + 1)
@@ -799,6 +884,7 @@ class ChainCRF:
         return Scorer(self.features_, self.topology_, int(self.threads), self.constraint_)
 
     # -- training ------------------------------------------------------------
+    @blas_single_threaded()
     def fit(self, corpus: Corpus, target: str = "chunk", dev: Corpus | None = None,
             callback: train.Callback | None = None) -> ChainCRF:
         """Learn the labels of column ``target`` of ``corpus``.
@@ -868,6 +954,7 @@ class ChainCRF:
         return self
 
     # -- prediction ----------------------------------------------------------
+    @blas_single_threaded()
     def predict(self, corpus: Corpus | Sequence[Sentence], grammar=None, params: dict | None = None,
                 on_infeasible: str = "error") -> list[list[str]]:
         """The best label sequence of every sentence [B][T].
@@ -937,6 +1024,7 @@ class ChainCRF:
         common = state_scores(base)
         return np.stack([common + state_scores(matrix) for matrix in per_value], axis=1)
 
+    @blas_single_threaded()
     def predict_marginals(self, corpus: Corpus | Sequence[Sentence], grammar=None,
                           params: dict | None = None) -> list[np.ndarray]:
         """float [T, L] per sentence: p(label at token t = l | sentence), columns in

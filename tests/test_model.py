@@ -233,15 +233,28 @@ def test_threads_do_not_change_the_objective():
     np.testing.assert_allclose(gradient_one, gradient_two, atol=1e-10)
 
 
-def test_blocks_bound_memory_without_changing_results(monkeypatch):
+@pytest.mark.parametrize("order,constrained,partial", [(1, False, False), (2, False, True),
+                                                       (1, True, True), (2, True, False)])
+def test_sentence_groups_do_not_change_the_objective(monkeypatch, order, constrained, partial):
+    """The C gradient scores, runs forward-backward and counts features group by group;
+    groups of one sentence give the same objective as one group of all, also with a
+    training constraint and with partially labelled sentences among full ones."""
+    from fstcrf.grammar import compile_grammar, load_grammar
     corpus = random_corpus(12, 30)
-    whole = training_set(corpus, 2, "supported")
+    if partial:
+        rng = random.Random(5)
+        for sentence in corpus.sentences[::3]:
+            sentence.columns["chunk"] = ["?" if rng.random() < 0.5 else label
+                                         for label in sentence.columns["chunk"]]
+    labels = crf._gold_label_set(corpus.column("chunk"))
+    constraint = compile_grammar(load_grammar("iob2"), labels) if constrained else None
+    whole = training_set(corpus, order, "supported", constraint=constraint)
+    assert whole.partial.any() == partial
     theta = np.random.default_rng(13).normal(size=whole.num_weights)
     expected = whole.loss_and_gradient(theta)
-    monkeypatch.setattr(crf, "BLOCK_CELLS", 1)   # one sentence per block
-    blocked = training_set(corpus, 2, "supported")
-    assert len(blocked._plans[0]) > 1
-    loss, gradient = blocked.loss_and_gradient(theta)
+    monkeypatch.setattr(crf, "GROUP_TOKENS", 1)   # one sentence per group
+    grouped = training_set(corpus, order, "supported", constraint=constraint)
+    loss, gradient = grouped.loss_and_gradient(theta)
     assert loss == pytest.approx(expected[0], rel=1e-12)
     np.testing.assert_allclose(gradient, expected[1], atol=1e-10)
 
