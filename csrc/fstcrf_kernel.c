@@ -161,6 +161,13 @@ static double row_dot(const double *v, const int32_t *idx, const double *weight,
     return s;
 }
 
+/* y[k] += a * x[k] for k < n. */
+static void axpy(double a, const double *x, double *y, int32_t n)
+{
+#pragma omp simd
+    for (int32_t k = 0; k < n; ++k) y[k] += a * x[k];
+}
+
 /* log sum_i exp(v[i]), exact for any finite or -inf entries. */
 static double log_sum_exp(const double *v, int32_t n)
 {
@@ -289,6 +296,7 @@ static int scaled_pass(int backward, const fc_graph *g, const buffers *w, int64_
                        double *table)
 {
     const int32_t S = g->num_states;
+    const int complete = (int64_t)g->num_edges == (int64_t)S * S;
     double discarded;
     if (!backward) {
         for (int32_t s = 0; s < S; ++s) table[s] = w->exp_start[s] * w->exp_emit[s];
@@ -296,8 +304,14 @@ static int scaled_pass(int backward, const fc_graph *g, const buffers *w, int64_
         for (int64_t t = 1; t < T; ++t) {
             const double *prev = table + (t - 1) * S, *e = w->exp_emit + t * S;
             double *row = table + t * S;
-            for (int32_t j = 0; j < S; ++j)
-                row[j] = row_dot(prev, g->in_src, w->exp_trans, g->in_ptr[j], g->in_ptr[j + 1], S) * e[j];
+            if (complete) {   /* row = sum_i prev[i] * M[i, :], M's rows in leaving-slot order */
+                for (int32_t j = 0; j < S; ++j) row[j] = 0.0;
+                for (int32_t i = 0; i < S; ++i) axpy(prev[i], w->exp_trans_out + (int64_t)i * S, row, S);
+                for (int32_t j = 0; j < S; ++j) row[j] *= e[j];
+            } else {
+                for (int32_t j = 0; j < S; ++j)
+                    row[j] = row_dot(prev, g->in_src, w->exp_trans, g->in_ptr[j], g->in_ptr[j + 1], S) * e[j];
+            }
             if (!rescale(row, S, &w->log_scale[t])) return 0;
         }
         return 1;
@@ -309,8 +323,13 @@ static int scaled_pass(int backward, const fc_graph *g, const buffers *w, int64_
         const double *next = table + (t + 1) * S, *e = w->exp_emit + (t + 1) * S;
         double *row = table + t * S;
         for (int32_t s = 0; s < S; ++s) v[s] = e[s] * next[s];
-        for (int32_t i = 0; i < S; ++i)
-            row[i] = row_dot(v, g->out_dst, w->exp_trans_out, g->out_ptr[i], g->out_ptr[i + 1], S);
+        if (complete) {       /* row = sum_j v[j] * M[:, j], M's columns in entering-edge order */
+            for (int32_t i = 0; i < S; ++i) row[i] = 0.0;
+            for (int32_t j = 0; j < S; ++j) axpy(v[j], w->exp_trans + (int64_t)j * S, row, S);
+        } else {
+            for (int32_t i = 0; i < S; ++i)
+                row[i] = row_dot(v, g->out_dst, w->exp_trans_out, g->out_ptr[i], g->out_ptr[i + 1], S);
+        }
         if (!rescale(row, S, &discarded)) return 0;
     }
     return 1;
