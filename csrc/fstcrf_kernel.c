@@ -244,7 +244,9 @@ static void reduce_edges(semiring sr, int32_t S, const int32_t *ptr, const int32
  * Forward:  table[t, s] = (+) over paths of tokens 0..t ending in s.
  * Backward: table[t, s] = (+) over continuations from s at t to the end,
  *           excluding emit[t, s] and including final scores.
- * backptr [T, S] (max semiring, forward only, may be NULL) gets arg-maxes. */
+ * backptr [T, S] (max semiring, may be NULL) gets the arg-max predecessor
+ * (forward) or successor (backward) of each state, -1 where there is none;
+ * the row of the first (forward) or last (backward) token is left unset. */
 static void chain_pass(semiring sr, int backward, const fc_graph *g, const fc_scores *sc,
                        const double *emit, int64_t T, const buffers *w, double *table,
                        int32_t *backptr)
@@ -266,7 +268,7 @@ static void chain_pass(semiring sr, int backward, const fc_graph *g, const fc_sc
         const double *next = table + (t + 1) * S, *e = emit + (t + 1) * S;
         for (int32_t s = 0; s < S; ++s) w->vec_b[s] = next[s] + e[s];
         reduce_edges(sr, S, g->out_ptr, g->out_dst, g->out_edge, w->vec_b, sc, w, w->vec_a,
-                     table + t * S, NULL);
+                     table + t * S, backptr ? backptr + t * S : NULL);
     }
 }
 
@@ -541,6 +543,120 @@ int fc_max_marginals(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
         if (best[i] == -INFINITY) status = FC_INFEASIBLE;
         double *out = max_marg + off * S;
         for (int64_t n = 0; n < T * S; ++n) out[n] = w.alpha[n] + w.beta[n];
+    }
+    return status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Span Viterbi                                                              */
+/* ------------------------------------------------------------------------ */
+
+static int check_spans(const fc_batch *b, int32_t num_spans, const int32_t *span_sentence,
+                       const int64_t *span_first, const int64_t *span_length,
+                       const int64_t *mask_offsets, const int64_t *path_offsets)
+{
+    if (num_spans < 0 || mask_offsets[0] != 0 || path_offsets[0] != 0) return FC_BAD_ARGUMENT;
+    for (int32_t k = 0; k < num_spans; ++k) {
+        const int32_t i = span_sentence[k];
+        if (i < 0 || i >= b->num_sequences || (k > 0 && i < span_sentence[k - 1]))
+            return FC_BAD_ARGUMENT;
+        const int64_t T = b->offsets[i + 1] - b->offsets[i];
+        if (span_first[k] < 0 || span_length[k] < 1 || span_first[k] > T - span_length[k]
+            || mask_offsets[k + 1] - mask_offsets[k] != span_length[k]
+            || path_offsets[k + 1] - path_offsets[k] != T)
+            return FC_BAD_ARGUMENT;
+    }
+    return FC_OK;
+}
+
+/* Write path [T]: state s at token i; before it, the span back pointers
+ * span_pred [T, S] down to the span's first token a, then the forward back
+ * pointers pred [T, S] down to token 0; after it, the backward successors
+ * succ [T, S].  s = -1 (no path) writes -1 throughout. */
+static void trace_span_path(int32_t S, int64_t T, int64_t a, int64_t i, int32_t s,
+                            const int32_t *pred, const int32_t *span_pred, const int32_t *succ,
+                            int32_t *path)
+{
+    if (s < 0) {
+        for (int64_t t = 0; t < T; ++t) path[t] = -1;
+        return;
+    }
+    path[i] = s;
+    for (int64_t t = i; t > 0; --t) path[t - 1] = (t > a ? span_pred : pred)[t * S + path[t]];
+    for (int64_t t = i; t + 1 < T; ++t) path[t + 1] = succ[t * S + path[t]];
+}
+
+/* Per sentence with a span: alpha with back pointers pred and beta with
+ * successors succ.  Per span a..last: the constrained forward table G (kept
+ * in kscore), whose row t holds the best prefixes that keep to the span's
+ * mask on tokens a..t-1 (then masked at t, so that row t+1 can extend it),
+ * with back pointers span_pred.  A path leaving the mask first at token t
+ * scores G[t, s] + beta[t, s] for an s not allowed at t; one keeping to it
+ * scores G[last, s] + beta[last, s].  backptr (k >= 3) holds pred | succ |
+ * span_pred, each [t_max, S]. */
+int fc_span_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b, int32_t num_spans,
+                    const int32_t *span_sentence, const int64_t *span_first,
+                    const int64_t *span_length, const int64_t *mask_offsets,
+                    const uint8_t *allowed, const int64_t *path_offsets, double *inside,
+                    double *outside, int32_t *inside_path, int32_t *outside_path,
+                    fc_workspace *ws)
+{
+    int status = check_workspace(g, b, ws, 3);
+    if (status == FC_OK)
+        status = check_spans(b, num_spans, span_sentence, span_first, span_length, mask_offsets,
+                             path_offsets);
+    if (status != FC_OK) return status;
+    const int32_t S = g->num_states;
+    const int64_t cells = ws->t_max * S;
+    buffers w = carve(g, ws);
+    int32_t *pred = w.backptr, *succ = pred + cells, *span_pred = succ + cells;
+    double *constrained = w.kscore;
+    for (int32_t k = 0; k < num_spans; ++k) {
+        const int32_t i = span_sentence[k];
+        const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
+        const double *emit = b->emit + off * S;
+        if (k == 0 || i != span_sentence[k - 1]) {
+            chain_pass(SEMIRING_MAX, 0, g, sc, emit, T, &w, w.alpha, pred);
+            chain_pass(SEMIRING_MAX, 1, g, sc, emit, T, &w, w.beta, succ);
+            if (close_paths(SEMIRING_MAX, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, NULL)
+                == -INFINITY)
+                status = FC_INFEASIBLE;
+        }
+        const int64_t a = span_first[k], last = a + span_length[k] - 1;
+        const uint8_t *mask = allowed + mask_offsets[k] * S;
+        double best_in = -INFINITY, best_out = -INFINITY;
+        int32_t in_state = -1, out_state = -1;
+        int64_t out_token = a;
+        for (int64_t t = a; t <= last; ++t, mask += S) {
+            double *row = constrained + t * S;
+            const double *beta = w.beta + t * S;
+            if (t == a) {
+                for (int32_t s = 0; s < S; ++s) row[s] = w.alpha[t * S + s];
+            } else {
+                reduce_edges(SEMIRING_MAX, S, g->in_ptr, g->in_src, NULL, row - S, sc, &w,
+                             w.vec_a, row, span_pred + t * S);
+                for (int32_t s = 0; s < S; ++s) row[s] += emit[t * S + s];
+            }
+            for (int32_t s = 0; s < S; ++s) {
+                if (mask[s]) continue;
+                const double c = row[s] + beta[s];
+                if (c > best_out) { best_out = c; out_token = t; out_state = s; }
+                row[s] = -INFINITY;
+            }
+        }
+        const double *row = constrained + last * S, *beta = w.beta + last * S;
+        for (int32_t s = 0; s < S; ++s) {
+            const double c = row[s] + beta[s];
+            if (c > best_in) { best_in = c; in_state = s; }
+        }
+        inside[k] = best_in;
+        outside[k] = best_out;
+        if (inside_path)
+            trace_span_path(S, T, a, last, in_state, pred, span_pred, succ,
+                            inside_path + path_offsets[k]);
+        if (outside_path)
+            trace_span_path(S, T, a, out_token, out_state, pred, span_pred, succ,
+                            outside_path + path_offsets[k]);
     }
     return status;
 }

@@ -64,7 +64,8 @@ typedef struct {
 } fc_batch;
 
 /* Caller-owned scratch space; size it with fc_workspace_doubles/ints for the
- * longest sentence of the batch (t_max) and the k of fc_kbest (1 otherwise). */
+ * longest sentence of the batch (t_max) and the k of fc_kbest (3 for
+ * fc_span_viterbi, 1 otherwise). */
 typedef struct {
     int64_t t_max;           /* longest sentence the buffers can hold */
     int32_t k;               /* list length the k-best buffers can hold */
@@ -95,6 +96,42 @@ int fc_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
  * token n (-INFINITY if none).  best [B] = the Viterbi score. */
 int fc_max_marginals(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
                      double *max_marg, double *best, fc_workspace *ws);
+
+/* Span Viterbi: for each of K spans, the best path that keeps to a set of
+ * allowed states at every token of the span, and the best path that leaves
+ * that set at some token of it.  Span k covers tokens span_first[k] ..
+ * span_first[k] + span_length[k] - 1 of sentence span_sentence[k] (indices
+ * within the sentence).  Spans are sorted by sentence, so that the tables of a
+ * sentence are computed once (O(T E)), and may overlap; each span then costs
+ * O(span_length E).  The workspace is sized with k = 3.
+ *   span_sentence [K]    sentence of span k, non-decreasing
+ *   span_first    [K]    first token of span k, >= 0
+ *   span_length   [K]    number of tokens of span k, >= 1, inside the sentence
+ *   mask_offsets  [K+1]  span k owns rows mask_offsets[k] .. mask_offsets[k+1]-1
+ *                        of allowed, one per token; mask_offsets[0] = 0
+ *   allowed       [R, S] allowed[mask_offsets[k] + i, s] != 0 iff state s is
+ *                        allowed at token span_first[k] + i of span k
+ *   path_offsets  [K+1]  span k owns rows path_offsets[k] .. path_offsets[k+1]-1
+ *                        of the paths, as many as its sentence has tokens;
+ *                        path_offsets[0] = 0
+ *   inside        [K]    best score of a path allowed at every token of span k
+ *   outside       [K]    best score of a path not allowed at some token of span k
+ *   inside_path   [P]    a path scoring inside[k] (states of the whole sentence),
+ *                        or NULL
+ *   outside_path  [P]    a path scoring outside[k], or NULL
+ * with R = mask_offsets[K] and P = path_offsets[K].  A score without a path is
+ * -INFINITY and its path -1 throughout.  Scores are max-plus sums of the input
+ * scores; a returned path's own score equals them up to rounding (its prefix
+ * is added forwards, its suffix backwards).  Ties are broken deterministically.
+ * Returns FC_BAD_ARGUMENT, writing nothing, for spans out of range or out of
+ * order and inconsistent offsets; FC_INFEASIBLE if the sentence of a span has
+ * no allowed path. */
+int fc_span_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b, int32_t num_spans,
+                    const int32_t *span_sentence, const int64_t *span_first,
+                    const int64_t *span_length, const int64_t *mask_offsets,
+                    const uint8_t *allowed, const int64_t *path_offsets, double *inside,
+                    double *outside, int32_t *inside_path, int32_t *outside_path,
+                    fc_workspace *ws);
 
 /* The k best paths of every sentence, best first, exact; ties ordered as in
  * fc_viterbi.

@@ -2,8 +2,8 @@
 from .errors import (ConllFormatError, CompositionError, EmptySequenceError, FstcrfError,
                      GrammarError, InfeasibleError, LabelError, ModelFileError, ScoreError,
                      ShapeError, TemplateError, TopologyError)
-from .inference import (ForwardBackward, KBest, Potentials, Viterbi, forward_backward, kbest,
-                        log_partition, max_marginals, sample, viterbi)
+from .inference import (ForwardBackward, KBest, Potentials, SpanViterbi, Viterbi, forward_backward,
+                        kbest, log_partition, max_marginals, sample, span_viterbi, viterbi)
 from .topology import (Topology, bioes, first_order, from_acceptor, intersect, iob2, kth_order,
                        second_order)
 
@@ -11,7 +11,7 @@ __all__ = [
     "ConllFormatError", "CompositionError", "EmptySequenceError", "FstcrfError", "GrammarError",
     "InfeasibleError", "LabelError", "ModelFileError", "ScoreError", "ShapeError", "TemplateError",
     "TopologyError", "ForwardBackward", "KBest", "Potentials", "Viterbi", "forward_backward", "kbest",
-    "log_partition", "max_marginals", "sample", "viterbi", "Topology", "bioes", "first_order",
+    "log_partition", "max_marginals", "sample", "span_viterbi", "SpanViterbi", "viterbi", "Topology", "bioes", "first_order",
     "from_acceptor", "intersect", "iob2", "kth_order", "second_order",
 ]
 __version__ = "0.1.0"

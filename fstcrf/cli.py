@@ -49,7 +49,7 @@ def _model_from_args(args: argparse.Namespace):
     return ChainCRF(template=template, order=args.order, algorithm=args.algorithm, sigma=args.sigma,
                     max_iter=args.max_iter, features=args.features, min_count=args.min_count,
                     threads=args.threads, grammar=args.grammar, grammar_params=_grammar_params(args),
-                    reads=args.reads)
+                    reads=args.reads, mce_c=args.mce_c, mce_iter=args.mce_iter)
 
 
 def _jackknife(args: argparse.Namespace) -> int:
@@ -69,10 +69,16 @@ def _train(args: argparse.Namespace) -> int:
     keep = set(args.only_types.split(",")) if args.only_types else None
     train = _restrict_types(_read(args.train, args.columns), args.target, keep)
     dev = _restrict_types(_read(args.dev, args.columns), args.target, keep) if args.dev else None
+    init = None
+    if args.init:
+        from .model import load_model
+        init = load_model(args.init)
+        args.order, args.reads = init.order, init.reads
     model = _model_from_args(args)
-    LOG.info("training a %s order-%d CRF on %s (%d sentences, %d tokens)%s", args.algorithm, args.order,
-             args.train, len(train), train.num_tokens, f", selecting on {args.dev}" if dev else "")
-    model.fit(train, target=args.target, dev=dev)
+    LOG.info("training a %s order-%d CRF on %s (%d sentences, %d tokens)%s%s", args.algorithm, args.order,
+             args.train, len(train), train.num_tokens, f", selecting on {args.dev}" if dev else "",
+             f", starting from {args.init}" if init else "")
+    model.fit(train, target=args.target, dev=dev, init=init)
     model.save(args.output)
     state = "interrupted; kept" if model.interrupted_ else "kept"
     LOG.info("%s the weights of iteration %d of %d; %d features; model written to %s", state,
@@ -357,9 +363,14 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--columns", default=None, help="column names, e.g. word,pos,chunk (default for 3 columns)")
     parser.add_argument("--target", default="chunk", help="column to learn (default chunk)")
     parser.add_argument("--order", type=int, choices=[1, 2], default=1, help="1: label states; 2: tag-pair states")
-    parser.add_argument("--algorithm", choices=["lbfgs", "perceptron", "sgd"], default="lbfgs")
+    parser.add_argument("--algorithm", choices=["lbfgs", "perceptron", "sgd", "mce-f"], default="lbfgs",
+                        help="mce-f: L-BFGS on the log-likelihood, then on the smoothed chunk F-score "
+                             "(Suzuki et al. 2006)")
     parser.add_argument("--sigma", type=float, default=10.0, help="Gaussian prior standard deviation")
     parser.add_argument("--max-iter", type=int, default=100, help="L-BFGS iterations or online epochs")
+    parser.add_argument("--mce-c", type=float, default=1e5,
+                        help="mce-f: C of the F-score stage's prior ||w||^2 / (2C) (default 1e5)")
+    parser.add_argument("--mce-iter", type=int, default=50, help="mce-f: L-BFGS iterations of the F-score stage")
     parser.add_argument("--template", default="sha-pereira",
                         help="feature template: sha-pereira, crfpp, pos, chunking-reads-pos or a template file")
     parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default="supported")
@@ -401,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("-o", "--output", required=True, help="model file to write")
     _add_training_arguments(train)
     train.add_argument("--dev", default=None, help="development file: keep the iteration with the best F1")
+    train.add_argument("--init", default=None, metavar="MODEL",
+                       help="start from this model's weights (lbfgs, mce-f); its template, order, reads and "
+                            "feature dictionary are used")
     train.add_argument("--only-types", default=None,
                        help="comma-separated chunk types to keep; others become O (e.g. NP)")
     train.set_defaults(run=_train)

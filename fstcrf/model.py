@@ -78,6 +78,7 @@ from .evaluate import ChunkScores, score_chunks
 from .features import (CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING, SHA_PEREIRA_CHUNKING,
                        FeatureExtractor, Template, parse_template)
 from .grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to, restriction_maps
+from .mce import SegmentFScore
 from .inference import (KernelBuffers, Potentials, SentenceBatch, blas_single_threaded,
                         forward_backward, kbest, lengths_to_offsets, run_parallel, thread_chunks,
                         viterbi)
@@ -86,7 +87,7 @@ from .topology import Topology, first_order, second_order
 #: Template names ``ChainCRF`` accepts besides Template objects and template text.
 TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos": POS_TAGGING,
              "chunking-reads-pos": CHUNKING_READS_POS}
-ALGORITHMS = ("lbfgs", "perceptron", "sgd")
+ALGORITHMS = ("lbfgs", "perceptron", "sgd", "mce-f")
 FEATURE_SETS = ("supported", "complete", "complete-tags")
 #: The name of the always-true predicate.
 BIAS = "bias"
@@ -788,7 +789,8 @@ def _split_labels(topology: Topology, states: np.ndarray, offsets: np.ndarray) -
 
 
 _PARAMS = ("template", "order", "algorithm", "sigma", "max_iter", "features", "min_count",
-           "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params", "reads")
+           "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params", "reads",
+           "mce_c", "mce_iter")
 
 
 class ChainCRF:
@@ -799,7 +801,12 @@ class ChainCRF:
             name: "sha-pereira" (Sha & Pereira's Table 1) or "crfpp".
         order: 1 (states are labels) or 2 (states are tag pairs, which needs
             the outside tag "O" among the labels).
-        algorithm: "lbfgs", "perceptron" or "sgd" (see :mod:`fstcrf.train`).
+        algorithm: "lbfgs", "perceptron" or "sgd" (see :mod:`fstcrf.train`), or
+            "mce-f": penalised log-likelihood by L-BFGS (``sigma``, ``max_iter``),
+            then the smoothed segment F-score of Suzuki et al. 2006 from those
+            weights (see :mod:`fstcrf.mce`), with prior ||theta||^2 / (2 mce_c)
+            for ``mce_iter`` L-BFGS iterations.  ``fit(init=model)`` skips the
+            first stage.  Needs IOB2 chunk labels and full labels.
         sigma: standard deviation of the Gaussian prior on every weight
             (lbfgs, sgd).  10 (variance 100) is a mild prior.
         max_iter: L-BFGS iterations or online epochs.
@@ -822,6 +829,8 @@ class ChainCRF:
             the two models jointly (the predicates reading it are conjoined
             with the lower label).  Trained on the column as given (gold, or
             jackknifed predictions).
+        mce_c: C of the F-score stage's prior (algorithm "mce-f").
+        mce_iter: L-BFGS iterations of the F-score stage (algorithm "mce-f").
 
     The gold column may leave labels unknown, "?", or give the labels a token
     may take, "B-NP|I-NP" (training only): those positions are marginalised.
@@ -842,7 +851,7 @@ class ChainCRF:
                  features: str = "supported", min_count: int = 1, threads: int = 2,
                  tol: float = 1e-7, learning_rate: float = 0.1, seed: int = 0,
                  grammar: str | None = None, grammar_params: dict | None = None,
-                 reads: str | None = None):
+                 reads: str | None = None, mce_c: float = 1e5, mce_iter: int = 50):
         self.template = template
         self.order = order
         self.algorithm = algorithm
@@ -857,6 +866,8 @@ class ChainCRF:
         self.grammar = grammar
         self.grammar_params = grammar_params
         self.reads = reads
+        self.mce_c = mce_c
+        self.mce_iter = mce_iter
 
     def get_params(self) -> dict:
         """The constructor arguments, by name."""
@@ -875,6 +886,9 @@ class ChainCRF:
         if isinstance(self.threads, bool) or not isinstance(self.threads, (int, np.integer)) \
                 or self.threads < 1:
             raise FstcrfError(f"threads must be a positive integer, got {self.threads!r}")
+        if self.algorithm == "mce-f":
+            train._check_positive("mce_c", self.mce_c)
+            train._check_positive("mce_iter", self.mce_iter, integer=True)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "weights_"):
@@ -886,38 +900,56 @@ class ChainCRF:
     # -- training ------------------------------------------------------------
     @blas_single_threaded()
     def fit(self, corpus: Corpus, target: str = "chunk", dev: Corpus | None = None,
-            callback: train.Callback | None = None) -> ChainCRF:
+            callback: train.Callback | None = None, init: ChainCRF | None = None) -> ChainCRF:
         """Learn the labels of column ``target`` of ``corpus``.
 
         With ``dev`` the weights of the iteration with the best dev chunk F1
         are kept.  ``callback(record)`` sees each iteration's record (see
         :mod:`fstcrf.train`) and may return True to stop.  Ctrl-C stops
         training and keeps the best weights so far (``interrupted_`` is True).
+        ``init``, a fitted model (algorithms "lbfgs" and "mce-f"), is the
+        starting point: its template, order, feature dictionary and weights
+        are used, and the gold labels must be among its labels.
         """
         self._check_params()
         if len(corpus) == 0:
             raise EmptySequenceError("the training corpus has no sentences")
-        template = _resolve_template(self.template)
+        if init is not None:
+            if self.algorithm not in ("lbfgs", "mce-f"):
+                raise FstcrfError(f"init (a warm start) works with algorithm 'lbfgs' or 'mce-f', "
+                                  f"not {self.algorithm!r}")
+            init._check_fitted()
+            if (init.order, init.reads) != (self.order, self.reads):
+                raise FstcrfError(f"init is a model of order {init.order} reading {init.reads!r}; give "
+                                  f"this ChainCRF the same order and reads (it has {self.order}, "
+                                  f"{self.reads!r})")
+            template = init.extractor_._template()
+        else:
+            template = _resolve_template(self.template)
         if target in template.columns:
             raise TemplateError(f"the template reads column {target!r}, the column the model "
                                 "learns to predict; at tagging time that column is unknown")
         if self.reads is not None:
             _check_reading_template(template, self.reads, target, corpus.column_names)
         gold_labels = corpus.column(target)
-        topology = _build_topology(self.order, _gold_label_set(gold_labels))
+        if init is not None:
+            topology, extractor = init.topology_, init.extractor_
+        else:
+            topology = _build_topology(self.order, _gold_label_set(gold_labels))
+            extractor = FeatureExtractor(template, self.min_count)
         constraint = None
         if self.grammar is not None:
             grammar = self.grammar if isinstance(self.grammar, Grammar) else load_grammar(self.grammar)
             constraint = compile_grammar(grammar, topology.labels, params=self.grammar_params)
-        extractor = FeatureExtractor(template, self.min_count)
-        encoded = EncodedSentences.from_corpus(extractor, corpus, fit=True)
+        encoded = EncodedSentences.from_corpus(extractor, corpus, fit=init is None)
         label_ids, allowed_labels = _gold_labels(topology, gold_labels)
         states = gold_states(topology, label_ids, encoded.offsets)
-        if allowed_labels is not None and self.algorithm == "perceptron":
-            raise FstcrfError("the perceptron needs fully labelled training data; train partially "
-                              "labelled data with algorithm='lbfgs' or 'sgd'")
-        features = build_features(encoded, label_ids if self.order == 1 else states, label_ids,
-                                  topology, self.order, self.features, extractor.vocabulary_.get(BIAS))
+        if allowed_labels is not None and self.algorithm in ("perceptron", "mce-f"):
+            raise FstcrfError(f"algorithm {self.algorithm!r} needs fully labelled training data; train "
+                              "partially labelled data with algorithm='lbfgs' or 'sgd'")
+        features = init.features_ if init is not None else build_features(
+            encoded, label_ids if self.order == 1 else states, label_ids, topology, self.order,
+            self.features, extractor.vocabulary_.get(BIAS))
         scorer = Scorer(features, topology, int(self.threads), constraint)
         problem = TrainingSet(scorer, encoded, states, allowed_labels)
         evaluate = None
@@ -930,13 +962,23 @@ class ChainCRF:
                                           dev_encoded.offsets)
                 return score_chunks(dev_gold, predicted).f1
 
-        if self.algorithm == "lbfgs":
-            result = train.lbfgs(problem, self.sigma, self.max_iter, self.tol, evaluate, callback)
-        elif self.algorithm == "perceptron":
+        if self.algorithm == "perceptron":
             result = train.averaged_perceptron(problem, self.max_iter, self.seed, evaluate, callback)
-        else:
+        elif self.algorithm == "sgd":
             result = train.sgd(problem, self.sigma, self.max_iter, self.learning_rate, self.seed,
                                evaluate, callback)
+        else:
+            initial = None if init is None else init.weights_
+            stages = []
+            if self.algorithm == "lbfgs" or init is None:
+                stages.append(train.lbfgs(problem, self.sigma, self.max_iter, self.tol, evaluate, callback,
+                                          initial))
+                initial = stages[-1].weights
+            if self.algorithm == "mce-f" and not (stages and stages[-1].interrupted):
+                stages.append(train.lbfgs(SegmentFScore(scorer, encoded, states), float(np.sqrt(self.mce_c)),
+                                          self.mce_iter, self.tol, evaluate, callback, initial, name="mce-f"))
+            result = stages[-1]
+            result.history = [record for stage in stages for record in stage.history]
         self.labels_ = topology.labels
         self.topology_ = topology
         self.constraint_ = constraint
@@ -1183,6 +1225,8 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     params.setdefault("grammar", None)          # written before training grammars existed
     params.setdefault("grammar_params", None)
     params.setdefault("reads", None)
+    params.setdefault("mce_c", 1e5)             # written before F-score training existed
+    params.setdefault("mce_iter", 50)
     if set(params) != set(_PARAMS):
         raise ModelFileError(f"{where}: the model parameters are {', '.join(sorted(params))}; "
                              f"expected {', '.join(_PARAMS)}")

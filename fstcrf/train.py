@@ -17,7 +17,9 @@ One *iteration* is an L-BFGS iteration or an epoch of the online methods.
 After each one a record is logged (logger ``fstcrf.train``), appended to the
 history and passed to ``callback``:
 
-    iteration       1, 2, ...
+    algorithm       "lbfgs", "perceptron", "sgd", or the name given to lbfgs
+                    (e.g. "mce-f" for F-score training)
+    iteration       1, 2, ... (0: the starting weights of a warm start)
     objective       lbfgs: the penalised negative log-likelihood;
                     sgd: the per-sentence losses met during the epoch plus
                     the penalty at its end; perceptron: tokens where the
@@ -41,6 +43,7 @@ import contextlib
 import logging
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -112,15 +115,28 @@ class _Monitor:
         self.interrupted = False
         self.kept_weights: np.ndarray | None = None
         self.kept_iteration = 0
+        self.iterations = 0
         self._best_f1 = -math.inf
         self._started = self._resumed = time.perf_counter()
+
+    def start_from(self, theta: np.ndarray, objective: float, gradient_norm: float) -> None:
+        """Record a warm start's weights as iteration 0, so that dev selection may keep them."""
+        self._record(0, theta, objective, gradient_norm)
+        self._resumed = time.perf_counter()
 
     def end_iteration(self, theta: np.ndarray, objective: float,
                       gradient_norm: float | None = None) -> bool:
         """Record an iteration that ended with weights ``theta``; True means stop."""
+        self.iterations += 1
+        record = self._record(self.iterations, theta, objective, gradient_norm)
+        stop = bool(self.callback(record)) if self.callback is not None else False
+        self._resumed = time.perf_counter()
+        return stop
+
+    def _record(self, iteration: int, theta: np.ndarray, objective: float,
+                gradient_norm: float | None) -> Record:
         now = time.perf_counter()
-        iteration = len(self.history) + 1
-        record = {"iteration": iteration, "objective": float(objective),
+        record = {"algorithm": self.algorithm, "iteration": iteration, "objective": float(objective),
                   "gradient_norm": None if gradient_norm is None else float(gradient_norm),
                   "seconds": now - self._resumed, "elapsed": now - self._started, "dev_f1": None}
         if self.evaluate is None:
@@ -136,9 +152,7 @@ class _Monitor:
                     "" if gradient_norm is None else f", gradient norm {gradient_norm:.4g}",
                     record["seconds"],
                     "" if record["dev_f1"] is None else f", dev F1 {record['dev_f1']:.2f}")
-        stop = bool(self.callback(record)) if self.callback is not None else False
-        self._resumed = time.perf_counter()
-        return stop
+        return record
 
     @contextlib.contextmanager
     def interruptible(self):
@@ -155,8 +169,8 @@ class _Monitor:
         or without ``evaluate`` when training ran to its end."""
         use_final = self.kept_weights is None or (self.evaluate is None and not self.interrupted)
         weights = final_weights if use_final else self.kept_weights
-        best = len(self.history) if use_final else self.kept_iteration
-        return TrainingResult(np.array(weights, dtype=np.float64), len(self.history), best,
+        best = self.iterations if use_final else self.kept_iteration
+        return TrainingResult(np.array(weights, dtype=np.float64), self.iterations, best,
                               self.interrupted, self.history)
 
 
@@ -168,18 +182,22 @@ def _check_positive(name: str, value, integer: bool = False) -> None:
 
 
 def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float = 1e-7,
-          evaluate: Evaluate | None = None, callback: Callback | None = None) -> TrainingResult:
-    """Minimise -log-likelihood + ||theta||^2 / (2 sigma^2) with L-BFGS from theta = 0.
+          evaluate: Evaluate | None = None, callback: Callback | None = None,
+          initial: np.ndarray | None = None, name: str = "lbfgs") -> TrainingResult:
+    """Minimise problem loss + ||theta||^2 / (2 sigma^2) with L-BFGS, from theta = 0 or
+    from ``initial`` [D] (a warm start, recorded as iteration 0 and kept if no later
+    iteration has a better dev F1).
 
     Stops after ``max_iter`` iterations, when an iteration lowers the objective
     by less than ``tol`` relative to its size, or when the line search finds no
-    acceptable step (logged).  ``sigma`` may be ``math.inf`` (no prior).
+    acceptable step (logged).  ``sigma`` may be ``math.inf`` (no prior).  ``name``
+    labels the log lines and the records.
     """
     _check_positive("sigma", sigma)
     _check_positive("max_iter", max_iter, integer=True)
     _check_positive("tol", tol)
     precision = 1.0 / sigma ** 2
-    monitor = _Monitor("lbfgs", evaluate, callback)
+    monitor = _Monitor(name, evaluate, callback)
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         loss, gradient = problem.loss_and_gradient(theta)
@@ -187,17 +205,27 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
         gradient += precision * theta
         return loss, gradient
 
-    theta = np.zeros(problem.num_weights)
+    if initial is None:
+        theta = np.zeros(problem.num_weights)
+    else:
+        theta = np.array(initial, dtype=np.float64)
+        if theta.shape != (problem.num_weights,):
+            raise FstcrfError(f"initial weights have shape {theta.shape}, expected ({problem.num_weights},)")
     with monitor.interruptible():
-        for theta, loss, gradient in _lbfgs_iterations(objective, theta, int(max_iter), tol):
+        start = objective(theta)
+        if initial is not None:
+            monitor.start_from(theta, start[0], float(np.linalg.norm(start[1])))
+        for theta, loss, gradient in _lbfgs_iterations(objective, theta, int(max_iter), tol, start):
             if monitor.end_iteration(theta, loss, float(np.linalg.norm(gradient))):
                 break
     return monitor.result(theta)
 
 
 def _lbfgs_iterations(objective: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray,
-                      max_iter: int, tol: float, memory: int = LBFGS_MEMORY):
-    """Yield (theta, objective, gradient) after each L-BFGS iteration.
+                      max_iter: int, tol: float, start: tuple[float, np.ndarray],
+                      memory: int = LBFGS_MEMORY):
+    """Yield (theta, objective, gradient) after each L-BFGS iteration, from theta
+    whose objective and gradient are ``start``.
 
     The search direction comes from the two-loop recursion over the last
     ``memory`` pairs (s, y), scaled by s.y / y.y; the first direction is the
@@ -205,7 +233,7 @@ def _lbfgs_iterations(objective: Callable[[np.ndarray], tuple[float, np.ndarray]
     Wolfe conditions (c1 = 1e-4, c2 = 0.9), starting from 1.  A pair with
     s.y <= 0 is not stored, so the implied Hessian stays positive definite.
     """
-    loss, gradient = objective(theta)
+    loss, gradient = start
     pairs: collections.deque = collections.deque(maxlen=memory)   # (s, y, 1 / s.y)
     last = {}
 
@@ -216,19 +244,23 @@ def _lbfgs_iterations(objective: Callable[[np.ndarray], tuple[float, np.ndarray]
             last["value"] = objective(point)
         return last["value"]
 
+    def line_search(direction: np.ndarray) -> float | None:
+        """A strong-Wolfe step along direction, or None (scipy's warning is replaced by ours)."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The line search algorithm did not converge")
+            return scipy.optimize.line_search(lambda x: evaluated(x)[0], lambda x: evaluated(x)[1],
+                                              theta, direction, gfk=gradient, old_fval=loss,
+                                              c1=1e-4, c2=0.9, maxiter=20)[0]
+
     for _ in range(max_iter):
         direction = _two_loop(gradient, pairs)
         if not pairs:
             direction /= max(float(np.linalg.norm(gradient)), 1e-300)
-        step = scipy.optimize.line_search(lambda x: evaluated(x)[0], lambda x: evaluated(x)[1],
-                                          theta, direction, gfk=gradient, old_fval=loss,
-                                          c1=1e-4, c2=0.9, maxiter=20)[0]
+        step = line_search(direction)
         if step is None and pairs:            # a stale curvature model: restart once
             pairs.clear()
             direction = -gradient / max(float(np.linalg.norm(gradient)), 1e-300)
-            step = scipy.optimize.line_search(lambda x: evaluated(x)[0], lambda x: evaluated(x)[1],
-                                              theta, direction, gfk=gradient, old_fval=loss,
-                                              c1=1e-4, c2=0.9, maxiter=20)[0]
+            step = line_search(direction)
         if step is None:
             logger.warning("lbfgs: the line search found no step that lowers the objective "
                            "enough; stopping (the weights are a stationary point to working precision)")

@@ -222,3 +222,23 @@ class BruteForce:
             return math.inf
         top = np.sort(self.scores)[::-1]
         return float(top[0] - top[1])
+
+
+def check_finite_differences(loss_and_gradient, theta: np.ndarray, num_features: int, seed: int,
+                             num_coordinates: int = 12, step: float = 1e-5, relative: float = 1e-6,
+                             absolute: float | None = None) -> None:
+    """Assert that central differences of loss_and_gradient(theta)[0] match its gradient
+    [D] on random feature weights (index < num_features) and transition weights (the
+    rest); the tolerance is ``absolute``, or ``relative`` times max(1, |loss|)."""
+    rng = np.random.default_rng(seed)
+    loss, gradient = loss_and_gradient(theta)
+    E = len(theta) - num_features
+    coordinates = np.unique(np.concatenate([
+        rng.choice(num_features, min(num_features, num_coordinates), replace=False),
+        num_features + rng.choice(E, min(E, max(1, num_coordinates // 2)), replace=False)]))
+    tolerance = absolute if absolute is not None else relative * max(1.0, abs(loss))
+    for i in coordinates:
+        delta = np.zeros_like(theta)
+        delta[i] = step
+        numeric = (loss_and_gradient(theta + delta)[0] - loss_and_gradient(theta - delta)[0]) / (2 * step)
+        assert abs(numeric - gradient[i]) <= tolerance, f"weight {i}: {numeric} vs {gradient[i]}"

@@ -16,6 +16,7 @@ from fstcrf.conll import Corpus, Sentence, write_conll
 from fstcrf.errors import FstcrfError, LabelError, ModelFileError
 from fstcrf.features import FeatureExtractor, parse_template
 from fstcrf.model import ChainCRF, load_model, save_model
+from oracles import check_finite_differences
 
 TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\npos[-1]\npos[0]\npos[0]|pos[+1]\n"
 
@@ -186,19 +187,9 @@ def test_second_order_needs_the_outside_tag():
 @pytest.mark.parametrize("order,feature_set", CONFIGURATIONS)
 def test_gradient_matches_finite_differences(order, feature_set):
     problem = training_set(random_corpus(5, 12), order, feature_set)
-    rng = np.random.default_rng(order)
-    theta = rng.normal(0, 0.5, problem.num_weights)
-    loss, gradient = problem.loss_and_gradient(theta)
-    F = problem.scorer.features.num_features
-    coordinates = np.unique(np.concatenate([rng.choice(F, 6, replace=False),
-                                            F + rng.choice(problem.num_weights - F, 4, replace=False)]))
-    step = 1e-5
-    for i in coordinates:
-        delta = np.zeros_like(theta)
-        delta[i] = step
-        numeric = (problem.loss_and_gradient(theta + delta)[0]
-                   - problem.loss_and_gradient(theta - delta)[0]) / (2 * step)
-        assert numeric == pytest.approx(gradient[i], abs=1e-6 * max(1.0, abs(loss)))
+    theta = np.random.default_rng(order).normal(0, 0.5, problem.num_weights)
+    check_finite_differences(problem.loss_and_gradient, theta, problem.scorer.features.num_features,
+                             seed=order, num_coordinates=6)
 
 
 @pytest.mark.parametrize("order", [1, 2])

@@ -30,7 +30,7 @@ from fstcrf.model import ChainCRF, load_model
 from fstcrf.synthetic import DATA_DIR
 from fstcrf.topology import first_order
 
-from oracles import edge_index_table, enumerate_state_paths
+from oracles import check_finite_differences, edge_index_table, enumerate_state_paths
 from test_model import TEMPLATE, chunk_corpus, random_corpus, training_set
 
 #: Sentences are cut to this many tokens so that every label sequence can be enumerated.
@@ -199,20 +199,9 @@ def _check_loss_against_oracle(problem, corpus, seed, constraint=None):
 
 
 def _check_finite_differences(problem, seed: int, num_coordinates: int = 24):
-    rng = np.random.default_rng(seed)
-    theta = rng.normal(0, 0.5, problem.num_weights)
-    loss, gradient = problem.loss_and_gradient(theta)
-    F = problem.scorer.features.num_features
-    E = problem.num_weights - F
-    coordinates = np.unique(np.concatenate([rng.choice(F, min(F, num_coordinates), replace=False),
-                                            F + rng.choice(E, min(E, num_coordinates // 2), replace=False)]))
-    step = 1e-5
-    for i in coordinates:
-        delta = np.zeros_like(theta)
-        delta[i] = step
-        numeric = (problem.loss_and_gradient(theta + delta)[0]
-                   - problem.loss_and_gradient(theta - delta)[0]) / (2 * step)
-        assert numeric == pytest.approx(gradient[i], abs=1e-6 * max(1.0, abs(loss))), f"weight {i}"
+    theta = np.random.default_rng(seed).normal(0, 0.5, problem.num_weights)
+    check_finite_differences(problem.loss_and_gradient, theta, problem.scorer.features.num_features,
+                             seed=seed, num_coordinates=num_coordinates)
 
 
 # -- the objective against brute force --------------------------------------------------

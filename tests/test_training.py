@@ -32,7 +32,8 @@ def test_history_records_and_logging(caplog):
         model = ChainCRF(TEMPLATE, max_iter=5).fit(corpus, dev=dev)
     assert [r["iteration"] for r in model.history_] == [1, 2, 3, 4, 5]
     for record in model.history_:
-        assert set(record) == {"iteration", "objective", "gradient_norm", "seconds", "elapsed", "dev_f1"}
+        assert set(record) == {"algorithm", "iteration", "objective", "gradient_norm", "seconds", "elapsed",
+                               "dev_f1"}
         assert record["seconds"] > 0 and record["gradient_norm"] > 0 and 0 <= record["dev_f1"] <= 100
     objectives = [r["objective"] for r in model.history_]
     assert objectives == sorted(objectives, reverse=True)
