@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import FstcrfError
+from .errors import FstcrfError, LabelError
 
 LOG = logging.getLogger("fstcrf")
 
@@ -39,6 +39,24 @@ def _restrict_types(corpus, target: str, keep: set[str] | None):
 def _read(path: str, columns=None, allow_missing=()):
     from .conll import read_conll
     return read_conll(path, columns, allow_missing=allow_missing)
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from .conll import write_conll
+    from .schemes import convert
+    corpus = _read(args.input, args.columns)
+    if args.column not in corpus.column_names:
+        raise FstcrfError(f"{args.input} has no column {args.column!r} (columns: {', '.join(corpus.column_names)}; "
+                          "name them with --columns)")
+    for sentence in corpus.sentences:
+        try:
+            sentence.columns[args.column] = convert(sentence.columns[args.column], args.scheme)
+        except LabelError as error:
+            line = sentence.line_numbers[error.position] if sentence.line_numbers else "?"
+            raise LabelError(f"{args.input}:{line}: {error}") from None
+    write_conll(corpus, args.output)
+    LOG.info("wrote %s with column %s in %s", args.output, args.column, args.scheme.upper())
+    return 0
 
 
 def _model_from_args(args: argparse.Namespace):
@@ -460,6 +478,15 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("pred_a")
     compare.add_argument("pred_b")
     compare.set_defaults(run=_compare)
+
+    convert = commands.add_parser("convert", help="rewrite a chunk column in another tagging scheme")
+    convert.add_argument("input", help="CoNLL file")
+    convert.add_argument("-o", "--output", required=True, help="CoNLL file to write")
+    convert.add_argument("--scheme", choices=["iob2", "bioes"], required=True,
+                         help="target scheme; the input may be IOB1, IOB2 or BIOES")
+    convert.add_argument("--column", default="chunk", help="the column to rewrite (default chunk)")
+    convert.add_argument("--columns", default=None, help="column names, e.g. word,pos,chunk (default for 3 columns)")
+    convert.set_defaults(run=_convert)
 
     demo = commands.add_parser("demo", help="train, tag and evaluate a chunker out of the box")
     demo.add_argument("--data", default=None, help="folder holding CoNLL-2000 train.txt and test.txt")

@@ -1,0 +1,74 @@
+"""Chunk tagging schemes: read chunks from IOB1, IOB2 or BIOES tags and write
+them in IOB2 or BIOES.
+
+A tag is ``O`` or ``P-TYPE`` with prefix P in B (begin), I (inside), E (end)
+or S (single).  :func:`read_chunks` reads a chunk as conlleval does, and
+also honours E and S: a chunk starts at B or S, or at I / E when the tag
+before it does not continue a chunk of the same type (IOB1 and ill-formed
+IOB2 input), and it ends at E or S, or before a tag that does not continue
+it.  Writing is exact: IOB2 marks every chunk's first tag B; BIOES marks a
+one-token chunk S and a longer chunk B I* E.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .errors import LabelError
+
+SCHEMES = ("iob2", "bioes")
+_PREFIXES = ("B", "I", "E", "S")
+
+
+def _split(tag: str, position: int) -> tuple[str, str]:
+    if tag == "O":
+        return "O", ""
+    prefix, dash, chunk_type = tag.partition("-")
+    if not dash or prefix not in _PREFIXES or not chunk_type:
+        error = LabelError(f"tag {tag!r} at token {position} is not O or B-, I-, E-, S- followed by a type")
+        error.position = position
+        raise error
+    return prefix, chunk_type
+
+
+def read_chunks(tags: Sequence[str]) -> list[tuple[int, int, str]]:
+    """The chunks (first token, last token, type) of one sentence's tags."""
+    chunks: list[tuple[int, int, str]] = []
+    open_chunk: tuple[int, str] | None = None     # (first token, type) of the chunk being read
+    for position, tag in enumerate(tags):
+        prefix, chunk_type = _split(tag, position)
+        continues = (open_chunk is not None and prefix in ("I", "E") and chunk_type == open_chunk[1])
+        if open_chunk is not None and not continues:
+            chunks.append((open_chunk[0], position - 1, open_chunk[1]))
+            open_chunk = None
+        if prefix == "O":
+            continue
+        if open_chunk is None:
+            open_chunk = (position, chunk_type)
+        if prefix in ("E", "S"):
+            chunks.append((open_chunk[0], position, chunk_type))
+            open_chunk = None
+    if open_chunk is not None:
+        chunks.append((open_chunk[0], len(tags) - 1, open_chunk[1]))
+    return chunks
+
+
+def write_chunks(chunks: Sequence[tuple[int, int, str]], length: int, scheme: str) -> list[str]:
+    """The tags [length] of non-overlapping chunks in ``scheme`` ("iob2" or "bioes")."""
+    if scheme not in SCHEMES:
+        raise LabelError(f"scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
+    tags = ["O"] * length
+    for first, last, chunk_type in chunks:
+        if scheme == "bioes" and first == last:
+            tags[first] = f"S-{chunk_type}"
+            continue
+        tags[first] = f"B-{chunk_type}"
+        for position in range(first + 1, last + 1):
+            tags[position] = f"I-{chunk_type}"
+        if scheme == "bioes":
+            tags[last] = f"E-{chunk_type}"
+    return tags
+
+
+def convert(tags: Sequence[str], scheme: str) -> list[str]:
+    """One sentence's tags rewritten in ``scheme``, chunk for chunk."""
+    return write_chunks(read_chunks(tags), len(tags), scheme)
