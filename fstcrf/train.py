@@ -262,8 +262,9 @@ def _lbfgs_iterations(objective: Callable[[np.ndarray], tuple[float, np.ndarray]
             direction = -gradient / max(float(np.linalg.norm(gradient)), 1e-300)
             step = line_search(direction)
         if step is None:
-            logger.warning("lbfgs: the line search found no step that lowers the objective "
-                           "enough; stopping (the weights are a stationary point to working precision)")
+            logger.warning("lbfgs: the line search found no step that lowers the objective enough, "
+                           "along the L-BFGS direction or the gradient; stopping (at a stationary point "
+                           "to working precision, or at a kink of a non-smooth objective such as mce-f's)")
             return
         new_theta = theta + step * direction
         new_loss, new_gradient = evaluated(new_theta)

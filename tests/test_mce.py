@@ -228,3 +228,17 @@ def test_warm_start_errors():
         ChainCRF(TEMPLATE, algorithm="mce-f").fit(partial)
     with pytest.raises(FstcrfError, match="mce_c"):
         ChainCRF(TEMPLATE, algorithm="mce-f", mce_c=0).fit(corpus)
+
+
+def test_f_score_training_on_conll2000_raises_the_smoothed_training_f(data_file):
+    """500 CoNLL-2000 sentences, order 1: from 5 MAP iterations (which leave training
+    errors to learn from), 10 MCE-F iterations lower r (the smoothed 1/F - 1 of the
+    training chunks) and raise the training F-score."""
+    from fstcrf.conll import Corpus, read_conll
+    train_corpus = read_conll(data_file("conll2000/train.txt"))
+    small = Corpus(train_corpus.column_names, train_corpus.sentences[:500])
+    start = ChainCRF("crfpp", max_iter=5).fit(small)
+    tuned = ChainCRF("crfpp", algorithm="mce-f", mce_c=1e7, mce_iter=10).fit(small, init=start)
+    objectives = [record["objective"] for record in tuned.history_]
+    assert tuned.history_[0]["iteration"] == 0 and objectives[-1] < 0.8 * objectives[0]
+    assert tuned.score(small).f1 > start.score(small).f1
