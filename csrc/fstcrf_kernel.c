@@ -43,11 +43,11 @@ typedef enum { SEMIRING_LOG = 0, SEMIRING_MAX = 1, SEMIRING_SCALED = 2 } semirin
 /* ------------------------------------------------------------------------ */
 
 /* doubles: alpha [t_max, S] | beta [t_max, S] | exp_emit [t_max, S]
- *          | log_scale [t_max] | emit_max [t_max] | exp_trans [E] | exp_trans_out [E]
+ *          | log_scale [t_max] | emit_max [t_max] | exp_trans [C, E] | exp_trans_out [C, E]
  *          | exp_start [S] | exp_final [S] | vec [2, S] | kscore [t_max, S, k] */
-int64_t fc_workspace_doubles(int32_t S, int32_t E, int64_t t_max, int32_t k)
+int64_t fc_workspace_doubles(int32_t S, int32_t E, int32_t C, int64_t t_max, int32_t k)
 {
-    return 3 * t_max * S + 2 * t_max + 2 * (int64_t)E + 4 * (int64_t)S + t_max * S * (int64_t)k;
+    return 3 * t_max * S + 2 * t_max + 2 * (int64_t)C * E + 4 * (int64_t)S + t_max * S * (int64_t)k;
 }
 
 /* ints: backptr [t_max, S, k] (entry = source state * k + source rank) */
@@ -63,8 +63,8 @@ typedef struct {
     double *exp_emit;   /* [t_max, S] exp(emit[t, s] - emit_max[t]) */
     double *log_scale;  /* [t_max] log of the forward rescaling factor of token t */
     double *emit_max;   /* [t_max] max_s emit[t, s] */
-    double *exp_trans;  /* [E] exp(trans[e] - trans_max) */
-    double *exp_trans_out; /* [E] exp_trans[out_edge[k]]: the same in leaving-slot order */
+    double *exp_trans;  /* [C, E] exp(trans[c, e] - trans_max) */
+    double *exp_trans_out; /* [C, E] exp_trans[c, out_edge[k]]: the same in leaving-slot order */
     double *exp_start;  /* [S] exp(start[s] - start_max) */
     double *exp_final;  /* [S] exp(final[s] - final_max) */
     double *vec_a;      /* [S] scratch */
@@ -75,9 +75,9 @@ typedef struct {
     int scaled_ok;      /* transition/start/final spreads allow SEMIRING_SCALED */
 } buffers;
 
-static buffers carve(const fc_graph *g, fc_workspace *ws)
+static buffers carve(const fc_graph *g, const fc_scores *sc, fc_workspace *ws)
 {
-    const int64_t S = g->num_states, cells = ws->t_max * S;
+    const int64_t S = g->num_states, cells = ws->t_max * S, scores = (int64_t)sc->num_classes * g->num_edges;
     buffers w;
     w.alpha = ws->doubles;
     w.beta = w.alpha + cells;
@@ -85,8 +85,8 @@ static buffers carve(const fc_graph *g, fc_workspace *ws)
     w.log_scale = w.exp_emit + cells;
     w.emit_max = w.log_scale + ws->t_max;
     w.exp_trans = w.emit_max + ws->t_max;
-    w.exp_trans_out = w.exp_trans + g->num_edges;
-    w.exp_start = w.exp_trans_out + g->num_edges;
+    w.exp_trans_out = w.exp_trans + scores;
+    w.exp_start = w.exp_trans_out + scores;
     w.exp_final = w.exp_start + S;
     w.vec_a = w.exp_final + S;
     w.vec_b = w.vec_a + S;
@@ -114,11 +114,20 @@ static double exp_shifted(const double *v, int32_t n, double *out, int *ok)
 /* Fill the batch-wide exponentiated scores. */
 static void prepare_transitions(const fc_graph *g, const fc_scores *sc, buffers *w)
 {
+    const int32_t E = g->num_edges;
     w->scaled_ok = 1;
-    w->trans_max = exp_shifted(sc->trans, g->num_edges, w->exp_trans, &w->scaled_ok);
-    for (int32_t k = 0; k < g->num_edges; ++k) w->exp_trans_out[k] = w->exp_trans[g->out_edge[k]];
+    w->trans_max = exp_shifted(sc->trans, sc->num_classes * E, w->exp_trans, &w->scaled_ok);
+    for (int64_t row = 0; row < (int64_t)sc->num_classes * E; row += E)
+        for (int32_t k = 0; k < E; ++k) w->exp_trans_out[row + k] = w->exp_trans[row + g->out_edge[k]];
     w->start_max = exp_shifted(sc->start, g->num_states, w->exp_start, &w->scaled_ok);
     w->final_max = exp_shifted(sc->final, g->num_states, w->exp_final, &w->scaled_ok);
+}
+
+/* Offset of the scores of the transition into token t in [C, E] tables, for a
+ * sentence whose token classes are cls [T] (NULL: every token is of class 0). */
+static int64_t trans_row(const int32_t *cls, int64_t t, int32_t E)
+{
+    return cls ? (int64_t)cls[t] * E : 0;
 }
 
 static double max_of(const double *v, int32_t n)
@@ -184,11 +193,14 @@ static double log_sum_exp(const double *v, int32_t n)
 
 /* For every state x:  out[x] = (+)_{slots k of x} v[nbr[k]] (*) trans[edge(k)]
  * over the CSR rows ptr [S+1] / nbr [E] / edge [E] (edge == NULL means the
- * slot number is the edge id).  In the max semiring arg[x] receives the
- * arg-max neighbour (first one among ties), or -1. */
+ * slot number is the edge id), with trans [E] one row of transition scores
+ * and exp_weight [E] the same row exponentiated (less trans_max) in slot
+ * order.  In the max semiring arg[x] receives the arg-max neighbour (first
+ * one among ties), or -1. */
 static void reduce_edges(semiring sr, int32_t S, const int32_t *ptr, const int32_t *nbr,
-                         const int32_t *edge, const double *v, const fc_scores *sc,
-                         const buffers *w, double *scaled_v, double *out, int32_t *arg)
+                         const int32_t *edge, const double *v, const double *trans,
+                         const double *exp_weight, double trans_max, double *scaled_v,
+                         double *out, int32_t *arg)
 {
     if (sr == SEMIRING_MAX) {
         for (int32_t x = 0; x < S; ++x) {
@@ -196,14 +208,14 @@ static void reduce_edges(semiring sr, int32_t S, const int32_t *ptr, const int32
             int32_t best_nbr = -1;
             if (!edge && ptr[x + 1] - ptr[x] == S) {
                 /* every state enters x: sources are 0..S-1 in slot order */
-                const double *w_row = sc->trans + ptr[x];
+                const double *w_row = trans + ptr[x];
                 for (int32_t y = 0; y < S; ++y) {
                     const double c = v[y] + w_row[y];
                     if (c > best) { best = c; best_nbr = y; }
                 }
             } else {
                 for (int32_t k = ptr[x]; k < ptr[x + 1]; ++k) {
-                    const double c = v[nbr[k]] + sc->trans[edge ? edge[k] : k];
+                    const double c = v[nbr[k]] + trans[edge ? edge[k] : k];
                     if (c > best) { best = c; best_nbr = nbr[k]; }
                 }
             }
@@ -218,8 +230,7 @@ static void reduce_edges(semiring sr, int32_t S, const int32_t *ptr, const int32
         return;
     }
     for (int32_t y = 0; y < S; ++y) scaled_v[y] = exp(v[y] - m_v);
-    const double shift = m_v + w->trans_max;
-    const double *exp_weight = edge ? w->exp_trans_out : w->exp_trans; /* slot order */
+    const double shift = m_v + trans_max;
     for (int32_t x = 0; x < S; ++x) {
         double s = gather_dot(scaled_v, nbr, exp_weight, ptr[x], ptr[x + 1]);
         if (s >= SCALED_SUM_FLOOR) {
@@ -229,18 +240,19 @@ static void reduce_edges(semiring sr, int32_t S, const int32_t *ptr, const int32
         /* exact path: per-state max shift */
         double m = -INFINITY;
         for (int32_t k = ptr[x]; k < ptr[x + 1]; ++k) {
-            const double c = v[nbr[k]] + sc->trans[edge ? edge[k] : k];
+            const double c = v[nbr[k]] + trans[edge ? edge[k] : k];
             if (c > m) m = c;
         }
         if (m == -INFINITY) { out[x] = -INFINITY; continue; }
         s = 0.0;
         for (int32_t k = ptr[x]; k < ptr[x + 1]; ++k)
-            s += exp(v[nbr[k]] + sc->trans[edge ? edge[k] : k] - m);
+            s += exp(v[nbr[k]] + trans[edge ? edge[k] : k] - m);
         out[x] = m + log(s);
     }
 }
 
-/* Fill table [T, S] for one sentence with emissions emit [T, S].
+/* Fill table [T, S] for one sentence with emissions emit [T, S] and token
+ * classes cls [T] (or NULL).
  * Forward:  table[t, s] = (+) over paths of tokens 0..t ending in s.
  * Backward: table[t, s] = (+) over continuations from s at t to the end,
  *           excluding emit[t, s] and including final scores.
@@ -248,16 +260,17 @@ static void reduce_edges(semiring sr, int32_t S, const int32_t *ptr, const int32
  * (forward) or successor (backward) of each state, -1 where there is none;
  * the row of the first (forward) or last (backward) token is left unset. */
 static void chain_pass(semiring sr, int backward, const fc_graph *g, const fc_scores *sc,
-                       const double *emit, int64_t T, const buffers *w, double *table,
-                       int32_t *backptr)
+                       const int32_t *cls, const double *emit, int64_t T, const buffers *w,
+                       double *table, int32_t *backptr)
 {
-    const int32_t S = g->num_states;
+    const int32_t S = g->num_states, E = g->num_edges;
     if (!backward) {
         for (int32_t s = 0; s < S; ++s) table[s] = sc->start[s] + emit[s];
         for (int64_t t = 1; t < T; ++t) {
             double *row = table + t * S;
-            reduce_edges(sr, S, g->in_ptr, g->in_src, NULL, row - S, sc, w, w->vec_a, row,
-                         backptr ? backptr + t * S : NULL);
+            const int64_t r = trans_row(cls, t, E);
+            reduce_edges(sr, S, g->in_ptr, g->in_src, NULL, row - S, sc->trans + r, w->exp_trans + r,
+                         w->trans_max, w->vec_a, row, backptr ? backptr + t * S : NULL);
             const double *e = emit + t * S;
             for (int32_t s = 0; s < S; ++s) row[s] += e[s];
         }
@@ -267,8 +280,10 @@ static void chain_pass(semiring sr, int backward, const fc_graph *g, const fc_sc
     for (int64_t t = T - 2; t >= 0; --t) {
         const double *next = table + (t + 1) * S, *e = emit + (t + 1) * S;
         for (int32_t s = 0; s < S; ++s) w->vec_b[s] = next[s] + e[s];
-        reduce_edges(sr, S, g->out_ptr, g->out_dst, g->out_edge, w->vec_b, sc, w, w->vec_a,
-                     table + t * S, backptr ? backptr + t * S : NULL);
+        const int64_t r = trans_row(cls, t + 1, E);
+        reduce_edges(sr, S, g->out_ptr, g->out_dst, g->out_edge, w->vec_b, sc->trans + r,
+                     w->exp_trans_out + r, w->trans_max, w->vec_a, table + t * S,
+                     backptr ? backptr + t * S : NULL);
     }
 }
 
@@ -294,10 +309,10 @@ static int rescale(double *row, int32_t S, double *log_factor)
  * maxima factored out.  Backward: table[t] is proportional to beta_t (its
  * scale is not kept; posteriors are normalised per token).  Returns 0 if a
  * check fails, and the caller redoes the sentence in the log domain. */
-static int scaled_pass(int backward, const fc_graph *g, const buffers *w, int64_t T,
-                       double *table)
+static int scaled_pass(int backward, const fc_graph *g, const buffers *w, const int32_t *cls,
+                       int64_t T, double *table)
 {
-    const int32_t S = g->num_states;
+    const int32_t S = g->num_states, E = g->num_edges;
     const int complete = (int64_t)g->num_edges == (int64_t)S * S;
     double discarded;
     if (!backward) {
@@ -305,14 +320,16 @@ static int scaled_pass(int backward, const fc_graph *g, const buffers *w, int64_
         if (!rescale(table, S, &w->log_scale[0])) return 0;
         for (int64_t t = 1; t < T; ++t) {
             const double *prev = table + (t - 1) * S, *e = w->exp_emit + t * S;
+            const double *m_in = w->exp_trans + trans_row(cls, t, E);
+            const double *m_out = w->exp_trans_out + trans_row(cls, t, E);
             double *row = table + t * S;
             if (complete) {   /* row = sum_i prev[i] * M[i, :], M's rows in leaving-slot order */
                 for (int32_t j = 0; j < S; ++j) row[j] = 0.0;
-                for (int32_t i = 0; i < S; ++i) axpy(prev[i], w->exp_trans_out + (int64_t)i * S, row, S);
+                for (int32_t i = 0; i < S; ++i) axpy(prev[i], m_out + (int64_t)i * S, row, S);
                 for (int32_t j = 0; j < S; ++j) row[j] *= e[j];
             } else {
                 for (int32_t j = 0; j < S; ++j)
-                    row[j] = row_dot(prev, g->in_src, w->exp_trans, g->in_ptr[j], g->in_ptr[j + 1], S) * e[j];
+                    row[j] = row_dot(prev, g->in_src, m_in, g->in_ptr[j], g->in_ptr[j + 1], S) * e[j];
             }
             if (!rescale(row, S, &w->log_scale[t])) return 0;
         }
@@ -323,14 +340,16 @@ static int scaled_pass(int backward, const fc_graph *g, const buffers *w, int64_
     if (!rescale(table + (T - 1) * S, S, &discarded)) return 0;
     for (int64_t t = T - 2; t >= 0; --t) {
         const double *next = table + (t + 1) * S, *e = w->exp_emit + (t + 1) * S;
+        const double *m_in = w->exp_trans + trans_row(cls, t + 1, E);
+        const double *m_out = w->exp_trans_out + trans_row(cls, t + 1, E);
         double *row = table + t * S;
         for (int32_t s = 0; s < S; ++s) v[s] = e[s] * next[s];
         if (complete) {       /* row = sum_j v[j] * M[:, j], M's columns in entering-edge order */
             for (int32_t i = 0; i < S; ++i) row[i] = 0.0;
-            for (int32_t j = 0; j < S; ++j) axpy(v[j], w->exp_trans + (int64_t)j * S, row, S);
+            for (int32_t j = 0; j < S; ++j) axpy(v[j], m_in + (int64_t)j * S, row, S);
         } else {
             for (int32_t i = 0; i < S; ++i)
-                row[i] = row_dot(v, g->out_dst, w->exp_trans_out, g->out_ptr[i], g->out_ptr[i + 1], S);
+                row[i] = row_dot(v, g->out_dst, m_out, g->out_ptr[i], g->out_ptr[i + 1], S);
         }
         if (!rescale(row, S, &discarded)) return 0;
     }
@@ -362,9 +381,10 @@ static double close_paths(semiring sr, const double *last_row, const double *fin
     return best;
 }
 
-static int check_workspace(const fc_graph *g, const fc_batch *b, const fc_workspace *ws, int32_t k)
+static int check_workspace(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                           const fc_workspace *ws, int32_t k)
 {
-    if (g->num_states <= 0 || ws->k < k) return FC_BAD_ARGUMENT;
+    if (g->num_states <= 0 || sc->num_classes < 1 || ws->k < k) return FC_BAD_ARGUMENT;
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t T = b->offsets[i + 1] - b->offsets[i];
         if (T <= 0 || T > ws->t_max) return FC_BAD_ARGUMENT;
@@ -376,9 +396,11 @@ static int check_workspace(const fc_graph *g, const fc_batch *b, const fc_worksp
 /* Sum-product                                                               */
 /* ------------------------------------------------------------------------ */
 
-/* Add the expected use of every edge between tokens t-1 and t to counts [E]. */
-static void add_edge_posteriors(const fc_graph *g, const fc_scores *sc, const buffers *w,
-                                const double *alpha_prev, const double *beta_t,
+/* Add the expected use of every edge between tokens t-1 and t to counts [E],
+ * for the row trans [E] of transition scores into token t (exp_trans [E]: the
+ * same exponentiated, less trans_max). */
+static void add_edge_posteriors(const fc_graph *g, const double *trans, const double *exp_trans,
+                                const buffers *w, const double *alpha_prev, const double *beta_t,
                                 const double *emit_t, double log_z, double *counts)
 {
     const int32_t S = g->num_states;
@@ -399,22 +421,23 @@ static void add_edge_posteriors(const fc_graph *g, const fc_scores *sc, const bu
         for (int32_t j = 0; j < S; ++j) {
             if (q[j] == 0.0) continue;
             for (int32_t e = g->in_ptr[j]; e < g->in_ptr[j + 1]; ++e)
-                counts[e] += p[g->in_src[e]] * w->exp_trans[e] * q[j];
+                counts[e] += p[g->in_src[e]] * exp_trans[e] * q[j];
         }
         return;
     }
     for (int32_t j = 0; j < S; ++j)
         for (int32_t e = g->in_ptr[j]; e < g->in_ptr[j + 1]; ++e)
-            counts[e] += exp(alpha_prev[g->in_src[e]] + sc->trans[e] + q[j] - log_z);
+            counts[e] += exp(alpha_prev[g->in_src[e]] + trans[e] + q[j] - log_z);
 }
 
 /* Posteriors of one sentence from its forward and backward tables, either
  * scaled (linear domain) or log-domain; each token is normalised by its own
  * sum over states, which equals Z but shares the rounding of its tables. */
 static void add_posteriors(int scaled, const fc_graph *g, const fc_scores *sc, const buffers *w,
-                           const double *emit, int64_t T, double *node_marg, double *edge_counts)
+                           const int32_t *cls, const double *emit, int64_t T, double *node_marg,
+                           double *edge_counts)
 {
-    const int32_t S = g->num_states;
+    const int32_t S = g->num_states, E = g->num_edges;
     double *joint = w->vec_b;
     for (int64_t t = 0; t < T; ++t) {
         const double *a = w->alpha + t * S, *bt = w->beta + t * S;
@@ -433,8 +456,12 @@ static void add_posteriors(int scaled, const fc_graph *g, const fc_scores *sc, c
                 for (int32_t s = 0; s < S; ++s) out[s] = exp(joint[s] - log_norm);
         }
         if (!edge_counts || t == 0) continue;
+        const int64_t r = trans_row(cls, t, E);
+        double *counts_t = edge_counts + r;
+        const double *exp_trans = w->exp_trans + r;
         if (!scaled) {
-            add_edge_posteriors(g, sc, w, a - S, bt, emit + t * S, log_norm, edge_counts);
+            add_edge_posteriors(g, sc->trans + r, exp_trans, w, a - S, bt, emit + t * S, log_norm,
+                                counts_t);
             continue;
         }
         /* sum over edges into j of alpha_{t-1}(i) M_ij equals alpha_t(j) * row max / exp_emit */
@@ -445,14 +472,14 @@ static void add_posteriors(int scaled, const fc_graph *g, const fc_scores *sc, c
             const int32_t lo = g->in_ptr[j], hi = g->in_ptr[j + 1];
             if (q == 0.0) continue;
             if (hi - lo == S) {            /* every state enters j, in order: contiguous */
-                double *counts = edge_counts + lo;
-                const double *m = w->exp_trans + lo;
+                double *counts = counts_t + lo;
+                const double *m = exp_trans + lo;
 #pragma omp simd
                 for (int32_t i = 0; i < S; ++i) counts[i] += prev[i] * m[i] * q;
                 continue;
             }
             for (int32_t k = lo; k < hi; ++k)
-                edge_counts[k] += prev[g->in_src[k]] * w->exp_trans[k] * q;
+                counts_t[k] += prev[g->in_src[k]] * exp_trans[k] * q;
         }
     }
 }
@@ -461,28 +488,29 @@ int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *
                         double *log_z, double *node_marg, double *edge_counts,
                         fc_workspace *ws)
 {
-    int status = check_workspace(g, b, ws, 1);
+    int status = check_workspace(g, sc, b, ws, 1);
     if (status != FC_OK) return status;
     const int32_t S = g->num_states;
-    buffers w = carve(g, ws);
+    buffers w = carve(g, sc, ws);
     prepare_transitions(g, sc, &w);
     const int backward_needed = node_marg != NULL || edge_counts != NULL;
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const double *emit = b->emit + off * S;
+        const int32_t *cls = b->token_class ? b->token_class + off : NULL;
         int scaled = w.scaled_ok;
         for (int64_t t = 0; t < T; ++t)
             w.emit_max[t] = exp_shifted(emit + t * S, S, w.exp_emit + t * S, &scaled);
-        scaled = scaled && scaled_pass(0, g, &w, T, w.alpha)
-                 && (!backward_needed || scaled_pass(1, g, &w, T, w.beta));
+        scaled = scaled && scaled_pass(0, g, &w, cls, T, w.alpha)
+                 && (!backward_needed || scaled_pass(1, g, &w, cls, T, w.beta));
         double lz;
         if (scaled) {
             lz = scaled_log_z(g, &w, T);
         } else {
-            chain_pass(SEMIRING_LOG, 0, g, sc, emit, T, &w, w.alpha, NULL);
+            chain_pass(SEMIRING_LOG, 0, g, sc, cls, emit, T, &w, w.alpha, NULL);
             lz = close_paths(SEMIRING_LOG, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, NULL);
             if (backward_needed && lz > -INFINITY)
-                chain_pass(SEMIRING_LOG, 1, g, sc, emit, T, &w, w.beta, NULL);
+                chain_pass(SEMIRING_LOG, 1, g, sc, cls, emit, T, &w, w.beta, NULL);
         }
         log_z[i] = lz;
         if (lz == -INFINITY) {
@@ -492,7 +520,7 @@ int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *
             continue;
         }
         if (backward_needed)
-            add_posteriors(scaled, g, sc, &w, emit, T, node_marg ? node_marg + off * S : NULL,
+            add_posteriors(scaled, g, sc, &w, cls, emit, T, node_marg ? node_marg + off * S : NULL,
                            edge_counts);
     }
     return status;
@@ -505,13 +533,14 @@ int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *
 int fc_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
                int32_t *path, double *score, fc_workspace *ws)
 {
-    int status = check_workspace(g, b, ws, 1);
+    int status = check_workspace(g, sc, b, ws, 1);
     if (status != FC_OK) return status;
     const int32_t S = g->num_states;
-    buffers w = carve(g, ws);
+    buffers w = carve(g, sc, ws);
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
-        chain_pass(SEMIRING_MAX, 0, g, sc, b->emit + off * S, T, &w, w.alpha, w.backptr);
+        const int32_t *cls = b->token_class ? b->token_class + off : NULL;
+        chain_pass(SEMIRING_MAX, 0, g, sc, cls, b->emit + off * S, T, &w, w.alpha, w.backptr);
         int32_t s = -1;
         score[i] = close_paths(SEMIRING_MAX, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, &s);
         if (s < 0) {
@@ -530,15 +559,16 @@ int fc_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
 int fc_max_marginals(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
                      double *max_marg, double *best, fc_workspace *ws)
 {
-    int status = check_workspace(g, b, ws, 1);
+    int status = check_workspace(g, sc, b, ws, 1);
     if (status != FC_OK) return status;
     const int32_t S = g->num_states;
-    buffers w = carve(g, ws);
+    buffers w = carve(g, sc, ws);
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const double *emit = b->emit + off * S;
-        chain_pass(SEMIRING_MAX, 0, g, sc, emit, T, &w, w.alpha, NULL);
-        chain_pass(SEMIRING_MAX, 1, g, sc, emit, T, &w, w.beta, NULL);
+        const int32_t *cls = b->token_class ? b->token_class + off : NULL;
+        chain_pass(SEMIRING_MAX, 0, g, sc, cls, emit, T, &w, w.alpha, NULL);
+        chain_pass(SEMIRING_MAX, 1, g, sc, cls, emit, T, &w, w.beta, NULL);
         best[i] = close_paths(SEMIRING_MAX, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, NULL);
         if (best[i] == -INFINITY) status = FC_INFEASIBLE;
         double *out = max_marg + off * S;
@@ -601,23 +631,24 @@ int fc_span_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b, i
                     double *outside, int32_t *inside_path, int32_t *outside_path,
                     fc_workspace *ws)
 {
-    int status = check_workspace(g, b, ws, 3);
+    int status = check_workspace(g, sc, b, ws, 3);
     if (status == FC_OK)
         status = check_spans(b, num_spans, span_sentence, span_first, span_length, mask_offsets,
                              path_offsets);
     if (status != FC_OK) return status;
-    const int32_t S = g->num_states;
+    const int32_t S = g->num_states, E = g->num_edges;
     const int64_t cells = ws->t_max * S;
-    buffers w = carve(g, ws);
+    buffers w = carve(g, sc, ws);
     int32_t *pred = w.backptr, *succ = pred + cells, *span_pred = succ + cells;
     double *constrained = w.kscore;
     for (int32_t k = 0; k < num_spans; ++k) {
         const int32_t i = span_sentence[k];
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const double *emit = b->emit + off * S;
+        const int32_t *cls = b->token_class ? b->token_class + off : NULL;
         if (k == 0 || i != span_sentence[k - 1]) {
-            chain_pass(SEMIRING_MAX, 0, g, sc, emit, T, &w, w.alpha, pred);
-            chain_pass(SEMIRING_MAX, 1, g, sc, emit, T, &w, w.beta, succ);
+            chain_pass(SEMIRING_MAX, 0, g, sc, cls, emit, T, &w, w.alpha, pred);
+            chain_pass(SEMIRING_MAX, 1, g, sc, cls, emit, T, &w, w.beta, succ);
             if (close_paths(SEMIRING_MAX, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, NULL)
                 == -INFINITY)
                 status = FC_INFEASIBLE;
@@ -633,8 +664,9 @@ int fc_span_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b, i
             if (t == a) {
                 for (int32_t s = 0; s < S; ++s) row[s] = w.alpha[t * S + s];
             } else {
-                reduce_edges(SEMIRING_MAX, S, g->in_ptr, g->in_src, NULL, row - S, sc, &w,
-                             w.vec_a, row, span_pred + t * S);
+                const int64_t r = trans_row(cls, t, E);
+                reduce_edges(SEMIRING_MAX, S, g->in_ptr, g->in_src, NULL, row - S, sc->trans + r,
+                             w.exp_trans + r, w.trans_max, w.vec_a, row, span_pred + t * S);
                 for (int32_t s = 0; s < S; ++s) row[s] += emit[t * S + s];
             }
             for (int32_t s = 0; s < S; ++s) {
@@ -685,19 +717,21 @@ int fc_kbest(const fc_graph *g, const fc_scores *sc, const fc_batch *b, int32_t 
              int32_t *paths, double *scores, int32_t *found, fc_workspace *ws)
 {
     if (k <= 0) return FC_BAD_ARGUMENT;
-    int status = check_workspace(g, b, ws, k);
+    int status = check_workspace(g, sc, b, ws, k);
     if (status != FC_OK) return status;
-    const int32_t S = g->num_states;
+    const int32_t S = g->num_states, E = g->num_edges;
     const int64_t N = b->offsets[b->num_sequences];
-    buffers w = carve(g, ws);
+    buffers w = carve(g, sc, ws);
     /* kscore[(t*S + s)*k + r]: r-th best score of paths ending in s at t;
      * backptr holds (source state * k + source rank). */
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const double *emit = b->emit + off * S;
+        const int32_t *cls = b->token_class ? b->token_class + off : NULL;
         for (int64_t n = 0; n < T * S * k; ++n) w.kscore[n] = -INFINITY;
         for (int32_t s = 0; s < S; ++s) w.kscore[(int64_t)s * k] = sc->start[s] + emit[s];
         for (int64_t t = 1; t < T; ++t) {
+            const double *trans = sc->trans + trans_row(cls, t, E);
             for (int32_t j = 0; j < S; ++j) {
                 double *list = w.kscore + (t * S + j) * k;
                 int32_t *codes = w.backptr + (t * S + j) * k;
@@ -705,7 +739,7 @@ int fc_kbest(const fc_graph *g, const fc_scores *sc, const fc_batch *b, int32_t 
                     const int32_t src = g->in_src[e];
                     const double *prev = w.kscore + ((t - 1) * S + src) * k;
                     for (int32_t r = 0; r < k && prev[r] > -INFINITY; ++r)
-                        if (!insert_candidate(list, codes, k, prev[r] + sc->trans[e], src * k + r))
+                        if (!insert_candidate(list, codes, k, prev[r] + trans[e], src * k + r))
                             break;
                 }
                 for (int32_t r = 0; r < k; ++r) list[r] += emit[t * S + j];
@@ -782,16 +816,17 @@ int fc_sample(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
               uint64_t seed, int64_t first_index, int32_t num_samples,
               int32_t *samples, fc_workspace *ws)
 {
-    int status = check_workspace(g, b, ws, 1);
+    int status = check_workspace(g, sc, b, ws, 1);
     if (status != FC_OK) return status;
-    const int32_t S = g->num_states;
+    const int32_t S = g->num_states, E = g->num_edges;
     const int64_t N = b->offsets[b->num_sequences];
-    buffers w = carve(g, ws);
+    buffers w = carve(g, sc, ws);
     prepare_transitions(g, sc, &w);
     double *logw = w.vec_b, *scratch = w.vec_a;
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
-        chain_pass(SEMIRING_LOG, 0, g, sc, b->emit + off * S, T, &w, w.alpha, NULL);
+        const int32_t *cls = b->token_class ? b->token_class + off : NULL;
+        chain_pass(SEMIRING_LOG, 0, g, sc, cls, b->emit + off * S, T, &w, w.alpha, NULL);
         for (int32_t r = 0; r < num_samples; ++r) {
             int32_t *out = samples + (int64_t)r * N + off;
             uint64_t rng = seed;
@@ -808,9 +843,9 @@ int fc_sample(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
             out[T - 1] = s;
             for (int64_t t = T - 1; t > 0; --t) {
                 const int32_t lo = g->in_ptr[s], n_in = g->in_ptr[s + 1] - lo;
-                const double *prev = w.alpha + (t - 1) * S;
+                const double *prev = w.alpha + (t - 1) * S, *trans = sc->trans + trans_row(cls, t, E);
                 for (int32_t k = 0; k < n_in; ++k)
-                    logw[k] = prev[g->in_src[lo + k]] + sc->trans[lo + k];
+                    logw[k] = prev[g->in_src[lo + k]] + trans[lo + k];
                 s = g->in_src[lo + draw_log_weighted(logw, n_in, scratch, &rng)];
                 out[t - 1] = s;
             }

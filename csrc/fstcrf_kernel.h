@@ -10,7 +10,10 @@
  *       + final[y_T]
  *
  * and is allowed iff start[y_1] > -inf, every (y_{t-1}, y_t) is an edge and
- * final[y_T] > -inf.  All scores are natural-log potentials.
+ * final[y_T] > -inf.  All scores are natural-log potentials.  The transition
+ * scores may differ from token to token: each token has a class c (for
+ * example the label a lower tagger gives it) and the transition into it
+ * scores trans[c, e].
  *
  * Conventions
  *   - Every function handles a batch of B sentences concatenated along the
@@ -51,9 +54,10 @@ typedef struct {
 
 /* Scores shared by every sentence of a batch. */
 typedef struct {
-    const double *trans;     /* [E] transition score of edge e */
+    const double *trans;     /* [C, E] score of edge e into a token of class c */
     const double *start;     /* [S] start score, -INFINITY where a path may not start */
     const double *final;     /* [S] final score, -INFINITY where a path may not end */
+    int32_t num_classes;     /* C >= 1 */
 } fc_scores;
 
 /* A batch of sentences. */
@@ -61,6 +65,8 @@ typedef struct {
     int32_t num_sequences;   /* B */
     const int64_t *offsets;  /* [B+1] token offsets, offsets[0] = 0, strictly increasing */
     const double *emit;      /* [N, S] emission score of state s at token n */
+    const int32_t *token_class; /* [N] class of token n in [0, C) (read at tokens other than
+                                   a sentence's first), or NULL: every token is of class 0 */
 } fc_batch;
 
 /* Caller-owned scratch space; size it with fc_workspace_doubles/ints for the
@@ -69,17 +75,18 @@ typedef struct {
 typedef struct {
     int64_t t_max;           /* longest sentence the buffers can hold */
     int32_t k;               /* list length the k-best buffers can hold */
-    double *doubles;         /* [fc_workspace_doubles(S, E, t_max, k)] */
+    double *doubles;         /* [fc_workspace_doubles(S, E, C, t_max, k)] */
     int32_t *ints;           /* [fc_workspace_ints(S, E, t_max, k)] */
 } fc_workspace;
 
-int64_t fc_workspace_doubles(int32_t S, int32_t E, int64_t t_max, int32_t k);
+int64_t fc_workspace_doubles(int32_t S, int32_t E, int32_t C, int64_t t_max, int32_t k);
 int64_t fc_workspace_ints(int32_t S, int32_t E, int64_t t_max, int32_t k);
 
 /* Sum-product forward-backward.
  *   log_z       [B]    log partition function of each sentence (-INFINITY if infeasible)
  *   node_marg   [N, S] p(y_t = s | x), or NULL to skip
- *   edge_counts [E]    ADDED TO: sum over the batch of expected edge uses, or NULL
+ *   edge_counts [C, E] ADDED TO: sum over the batch of the expected uses of edge e
+ *                      into a token of class c, or NULL
  * With node_marg and edge_counts NULL only the forward pass runs. */
 int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
                         double *log_z, double *node_marg, double *edge_counts,

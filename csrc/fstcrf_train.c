@@ -15,20 +15,21 @@ static int64_t group_rows(int64_t group_tokens, int64_t t_max)
 
 /* doubles: emit [G, S] | graph_emit [G, S'] | graph_marg [G, S'] | clamp_emit [G, S']
  *          | clamp_marg [G, S'] | marg [G, S] | log_z [G] | clamp_log_z [G]
- *          | counts [E'] | clamp_counts [E'] | kernel [fc_workspace_doubles] | features [S + L]
+ *          | counts [C, E'] | clamp_counts [C, E'] | kernel [fc_workspace_doubles]
+ *          | features [S + L]
  * where G = max(group_tokens, t_max). */
-int64_t ft_workspace_doubles(const ff_dictionary *d, const fc_graph *g, int64_t group_tokens,
-                             int64_t t_max)
+int64_t ft_workspace_doubles(const ff_dictionary *d, const fc_graph *g, int32_t C,
+                             int64_t group_tokens, int64_t t_max)
 {
     const int64_t G = group_rows(group_tokens, t_max), S = d->num_states, Sg = g->num_states;
-    return 2 * G * S + 4 * G * Sg + 2 * G + 2 * (int64_t)g->num_edges
-           + fc_workspace_doubles(g->num_states, g->num_edges, t_max, 1) + ff_work_doubles(d);
+    return 2 * G * S + 4 * G * Sg + 2 * G + 2 * (int64_t)C * g->num_edges
+           + fc_workspace_doubles(g->num_states, g->num_edges, C, t_max, 1) + ff_work_doubles(d);
 }
 
-/* ints: kernel [fc_workspace_ints] */
-int64_t ft_workspace_ints(const fc_graph *g, int64_t t_max)
+/* ints: clamp_class [G] | kernel [fc_workspace_ints] */
+int64_t ft_workspace_ints(const fc_graph *g, int64_t group_tokens, int64_t t_max)
 {
-    return fc_workspace_ints(g->num_states, g->num_edges, t_max, 1);
+    return group_rows(group_tokens, t_max) + fc_workspace_ints(g->num_states, g->num_edges, t_max, 1);
 }
 
 /* int64s: group offsets [G+1] | clamped offsets [G+1] */
@@ -41,12 +42,14 @@ typedef struct {
     double *emit, *graph_emit, *graph_marg, *clamp_emit, *clamp_marg, *marg;
     double *log_z, *clamp_log_z, *counts, *clamp_counts, *features;
     int64_t *offsets, *clamp_offsets;
+    int32_t *clamp_class;
     fc_workspace kernel;
 } ft_buffers;
 
-static ft_buffers carve(const ff_dictionary *d, const fc_graph *g, ft_workspace *ws)
+static ft_buffers carve(const ff_dictionary *d, const fc_graph *g, int32_t C, ft_workspace *ws)
 {
     const int64_t G = group_rows(ws->group_tokens, ws->t_max), S = d->num_states, Sg = g->num_states;
+    const int64_t scores = (int64_t)C * g->num_edges;
     ft_buffers b;
     b.emit = ws->doubles;
     b.graph_emit = b.emit + G * S;
@@ -57,21 +60,23 @@ static ft_buffers carve(const ff_dictionary *d, const fc_graph *g, ft_workspace 
     b.log_z = b.marg + G * S;
     b.clamp_log_z = b.log_z + G;
     b.counts = b.clamp_log_z + G;
-    b.clamp_counts = b.counts + g->num_edges;
+    b.clamp_counts = b.counts + scores;
     b.kernel.t_max = ws->t_max;
     b.kernel.k = 1;
-    b.kernel.doubles = b.clamp_counts + g->num_edges;
-    b.kernel.ints = ws->ints;
-    b.features = b.kernel.doubles + fc_workspace_doubles(g->num_states, g->num_edges, ws->t_max, 1);
+    b.kernel.doubles = b.clamp_counts + scores;
+    b.clamp_class = ws->ints;
+    b.kernel.ints = ws->ints + G;
+    b.features = b.kernel.doubles + fc_workspace_doubles(g->num_states, g->num_edges, C, ws->t_max, 1);
     b.offsets = ws->int64s;
     b.clamp_offsets = b.offsets + G + 1;
     return b;
 }
 
 static int check_arguments(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *s,
-                           const fc_graph *g, const int32_t *state_map, const ft_workspace *ws)
+                           const fc_graph *g, int32_t sc_classes, const int32_t *state_map,
+                           const ft_workspace *ws)
 {
-    if (s->num_sequences < 0 || ws->group_tokens <= 0 || g->num_states <= 0
+    if (s->num_sequences < 0 || ws->group_tokens <= 0 || g->num_states <= 0 || sc_classes < 1
         || (state_map == NULL && g->num_states != d->num_states)
         || (s->partial != NULL && (s->allowed == NULL || s->state_label == NULL))
         || s->offsets[0] != 0 || s->offsets[s->num_sequences] != x->num_tokens)
@@ -109,6 +114,8 @@ static int clamped_pass(const ft_sentences *s, int32_t first, int32_t last, int6
         if (!s->partial[i]) continue;
         const int64_t lo = s->offsets[i] - group_start, hi = s->offsets[i + 1] - group_start;
         const int64_t out = b->clamp_offsets[count];
+        if (s->token_class != NULL)
+            for (int64_t t = lo; t < hi; ++t) b->clamp_class[out + t - lo] = s->token_class[group_start + t];
         for (int64_t t = lo; t < hi; ++t) {
             const uint8_t *allowed = s->allowed + (group_start + t) * L;
             const double *in = b->graph_emit + t * Sg;
@@ -119,7 +126,8 @@ static int clamped_pass(const ft_sentences *s, int32_t first, int32_t last, int6
         b->clamp_offsets[++count] = out + hi - lo;
     }
     if (count == 0) return FC_OK;
-    const fc_batch batch = {count, b->clamp_offsets, b->clamp_emit};
+    const fc_batch batch = {count, b->clamp_offsets, b->clamp_emit,
+                            s->token_class != NULL ? b->clamp_class : NULL};
     const int status = fc_forward_backward(g, sc, &batch, b->clamp_log_z, b->clamp_marg,
                                            b->clamp_counts, &b->kernel);
     int32_t k = 0;
@@ -140,12 +148,13 @@ int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *
                 const double *theta, double theta_scale, double grad_scale,
                 double *loss, double *grad, double *edge_counts, ft_workspace *ws)
 {
-    int status = check_arguments(d, x, s, g, state_map, ws);
+    int status = check_arguments(d, x, s, g, sc->num_classes, state_map, ws);
     if (status != FC_OK) return status;
-    const int32_t S = d->num_states, Sg = g->num_states, E = g->num_edges;
-    ft_buffers b = carve(d, g, ws);
-    memset(b.counts, 0, sizeof(double) * (size_t)E);
-    memset(b.clamp_counts, 0, sizeof(double) * (size_t)E);
+    const int32_t S = d->num_states, Sg = g->num_states;
+    const int64_t scores = (int64_t)sc->num_classes * g->num_edges;
+    ft_buffers b = carve(d, g, sc->num_classes, ws);
+    memset(b.counts, 0, sizeof(double) * (size_t)scores);
+    memset(b.clamp_counts, 0, sizeof(double) * (size_t)scores);
     double block_loss = 0.0;
     for (int32_t first = 0; first < s->num_sequences;) {
         /* the group: sentences first .. last-1, at most group_tokens tokens (or one sentence) */
@@ -163,7 +172,8 @@ int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *
         else
             b.graph_emit = b.emit;
         for (int32_t i = first; i <= last; ++i) b.offsets[i - first] = s->offsets[i] - start;
-        const fc_batch batch = {last - first, b.offsets, b.graph_emit};
+        const fc_batch batch = {last - first, b.offsets, b.graph_emit,
+                                s->token_class != NULL ? s->token_class + start : NULL};
         status = worse(status, fc_forward_backward(g, sc, &batch, b.log_z, b.graph_marg, b.counts,
                                                    &b.kernel));
         for (int32_t i = 0; i < last - first; ++i)
@@ -184,6 +194,6 @@ int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *
         first = last;
     }
     *loss += block_loss;
-    for (int32_t e = 0; e < E; ++e) edge_counts[e] += grad_scale * (b.counts[e] - b.clamp_counts[e]);
+    for (int64_t e = 0; e < scores; ++e) edge_counts[e] += grad_scale * (b.counts[e] - b.clamp_counts[e]);
     return status;
 }

@@ -47,6 +47,8 @@ typedef struct {
     const int32_t *state_label; /* [S] label of each model state, in [0, L) */
     const uint8_t *allowed;  /* [n, L] 1 where label c may be taken at token t of the block;
                                 read for partial sentences only (unused if partial is NULL) */
+    const int32_t *token_class; /* [n] class of each token, selecting its row of the
+                                   transition scores (see fc_batch), or NULL: class 0 */
 } ft_sentences;
 
 /* Caller-owned scratch space, sized by ft_workspace_doubles / _ints for the
@@ -54,21 +56,22 @@ typedef struct {
 typedef struct {
     int64_t group_tokens;    /* tokens per group (a longer sentence forms a group alone) */
     int64_t t_max;           /* longest sentence of the block */
-    double *doubles;         /* [ft_workspace_doubles(d, g, group_tokens, t_max)] */
-    int32_t *ints;           /* [ft_workspace_ints(g, t_max)] */
+    double *doubles;         /* [ft_workspace_doubles(d, g, C, group_tokens, t_max)] */
+    int32_t *ints;           /* [ft_workspace_ints(g, group_tokens, t_max)] */
     int64_t *int64s;         /* [ft_workspace_int64s(group_tokens, t_max)] */
 } ft_workspace;
 
-int64_t ft_workspace_doubles(const ff_dictionary *d, const fc_graph *g, int64_t group_tokens,
-                             int64_t t_max);
-int64_t ft_workspace_ints(const fc_graph *g, int64_t t_max);
+int64_t ft_workspace_doubles(const ff_dictionary *d, const fc_graph *g, int32_t C,
+                             int64_t group_tokens, int64_t t_max);
+int64_t ft_workspace_ints(const fc_graph *g, int64_t group_tokens, int64_t t_max);
 int64_t ft_workspace_int64s(int64_t group_tokens, int64_t t_max);
 
 /* Add the negative log-likelihood terms of a block that depend on Z.
  *   d, x          feature dictionary and the block's n token rows
  *   s             the block's B sentences
- *   g, sc         the decoding graph (S' states, E' edges) and its transition,
- *                 start and final scores (already multiplied by theta_scale)
+ *   g, sc         the decoding graph (S' states, E' edges) and its transition
+ *                 scores [C, E'], start and final scores (already multiplied by
+ *                 theta_scale)
  *   state_map     [S'] model state of each graph state, or NULL when S' = S
  *                 and graph state s is model state s
  *   theta         [F] feature weights; emissions use theta_scale * theta
@@ -76,7 +79,8 @@ int64_t ft_workspace_int64s(int64_t group_tokens, int64_t t_max);
  *                 log Z of partial sentences
  *   grad          [F] ADDED TO: grad_scale * expected feature counts (free
  *                 minus clamped for partial sentences)
- *   edge_counts   [E'] ADDED TO: grad_scale * expected edge counts (likewise)
+ *   edge_counts   [C, E'] ADDED TO: grad_scale * expected counts of edge e into
+ *                 a token of class c (likewise)
  * Returns FC_OK; FC_INFEASIBLE if a sentence (or a partial sentence's
  * clamped lattice) has no path, its terms then being left out; or
  * FC_BAD_ARGUMENT before writing any output. */

@@ -67,7 +67,8 @@ def _model_from_args(args: argparse.Namespace):
     return ChainCRF(template=template, order=args.order, algorithm=args.algorithm, sigma=args.sigma,
                     max_iter=args.max_iter, features=args.features, min_count=args.min_count,
                     threads=args.threads, grammar=args.grammar, grammar_params=_grammar_params(args),
-                    reads=args.reads, mce_c=args.mce_c, mce_iter=args.mce_iter)
+                    reads=args.reads, read_transitions=not args.no_read_transitions, mce_c=args.mce_c,
+                    mce_iter=args.mce_iter)
 
 
 def _jackknife(args: argparse.Namespace) -> int:
@@ -91,7 +92,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.init:
         from .model import load_model
         init = load_model(args.init)
-        args.order, args.reads = init.order, init.reads
+        args.order, args.reads, args.no_read_transitions = init.order, init.reads, not init.read_transitions
     model = _model_from_args(args)
     LOG.info("training a %s order-%d CRF on %s (%d sentences, %d tokens)%s%s", args.algorithm, args.order,
              args.train, len(train), train.num_tokens, f", selecting on {args.dev}" if dev else "",
@@ -403,6 +404,9 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="read a lower tagger's labels from COLUMN at the same token (template may use "
                              "it at offset 0 only), so that fstcrf compose can decode both models jointly; "
                              "e.g. --reads pos --template chunking-reads-pos")
+    parser.add_argument("--no-read-transitions", action="store_true",
+                        help="with --reads: transition weights that do not depend on the lower label "
+                             "(by default each edge has a base weight and a deviation per lower label)")
 
 
 def _add_decoding_arguments(parser: argparse.ArgumentParser) -> None:

@@ -144,8 +144,11 @@ class JointModel:
         sentences = list(corpus)
         emissions = joint_emissions(self.space, [scale * scores for scale, scores in
                                                  zip(self.scales, self._component_emissions(sentences))])
-        transitions = [scale * model.weights_[model.features_.num_features:]
-                       for scale, model in zip(self.scales, self.components)]
+        first = self.components[0]
+        transitions = [self.scales[0] * first.weights_[first.features_.num_features:]]
+        for scale, lower, model in zip(self.scales[1:], self.components, self.components[1:]):
+            # [S_{k-1}, E_k]: the transition scores under each lower state's label
+            transitions.append(scale * model.transition_scores(lower.labels_)[lower.topology_.state_label])
         return JointPotentials(self.space, emissions, [len(s) for s in sentences], transitions)
 
     @blas_single_threaded()

@@ -1112,8 +1112,12 @@ class Restriction:
         return out
 
     def original_edge_counts(self, counts: np.ndarray) -> np.ndarray:
-        """float [E]: constrained edge counts [E'] summed per original edge."""
-        return np.bincount(self.edge_map, weights=counts, minlength=self.original.num_edges)
+        """float [E] (or [C, E]): constrained edge counts [E'] (or [C, E'], by token
+        class) summed per original edge."""
+        E = self.original.num_edges
+        rows = np.atleast_2d(counts)
+        summed = np.stack([np.bincount(self.edge_map, weights=row, minlength=E) for row in rows])
+        return summed.reshape(np.shape(counts)[:-1] + (E,))
 
 
 _MAPS: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDictionary()
@@ -1148,7 +1152,7 @@ def restrict_to(pot: Potentials, constrained: Topology) -> Restriction:
     start = np.where(constrained.start, pot.start[mapping], 0.0)
     final = np.where(constrained.final, pot.final[mapping], 0.0)
     restricted = Potentials(constrained, pot.emissions[:, mapping], pot.lengths,
-                            pot.transitions[edges], start, final)
+                            pot.transitions[..., edges], start, final, pot.token_class)
     return Restriction(restricted, original, mapping, edges)
 
 

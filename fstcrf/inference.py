@@ -56,6 +56,23 @@ def check_emissions(emissions, num_states: int) -> np.ndarray:
     return _as_float_array("emissions", emissions, (emissions.shape[0], num_states))
 
 
+def _check_token_class(token_class, num_tokens: int, num_classes: int) -> np.ndarray | None:
+    """int32 [N] token classes in [0, C), or None (allowed when C = 1)."""
+    if token_class is None:
+        if num_classes != 1:
+            raise ShapeError(f"transitions have {num_classes} class rows; give token_class [N], "
+                             "the class of each token")
+        return None
+    token_class = np.asarray(token_class)
+    if token_class.shape != (num_tokens,) or not np.issubdtype(token_class.dtype, np.integer):
+        raise ShapeError(f"token_class must be integers of shape ({num_tokens},), got "
+                         f"{token_class.dtype} {token_class.shape}")
+    if num_tokens and (token_class.min() < 0 or token_class.max() >= num_classes):
+        raise ShapeError(f"token classes must lie in [0, {num_classes}), got "
+                         f"[{token_class.min()}, {token_class.max()}]")
+    return np.ascontiguousarray(token_class, dtype=np.int32)
+
+
 def check_lengths(lengths, num_tokens: int) -> np.ndarray:
     """int64 [B] sentence lengths, validated against the N rows of the scores
     (``None`` means one sentence of all N tokens)."""
@@ -107,13 +124,16 @@ class Potentials(SentenceBatch):
         emissions: float [N, S], score of each state at each token of the
             concatenated sentences.
         lengths: int [B] sentence lengths summing to N; None means one sentence.
-        transitions: float [E] score of each allowed edge (default 0).
+        transitions: float [E] score of each allowed edge (default 0), or
+            float [C, E]: the score of edge e into a token of class c.
         start, final: float [S] extra score of starting / ending in a state
             (default 0); states the topology forbids are masked out.
+        token_class: int [N] class of each token in [0, C) (with [C, E]
+            transitions; the class of a sentence's first token is not read).
     """
 
     def __init__(self, topology: Topology, emissions, lengths: Sequence[int] | None = None,
-                 transitions=None, start=None, final=None):
+                 transitions=None, start=None, final=None, token_class=None):
         self.topology = topology
         S, E = topology.num_states, topology.num_edges
         self.emissions = check_emissions(emissions, S)
@@ -121,12 +141,32 @@ class Potentials(SentenceBatch):
         self.lengths = check_lengths(lengths, N)
         self.offsets = lengths_to_offsets(self.lengths)
         zeros_s = np.zeros(S)
-        self.transitions = _as_float_array("transitions", np.zeros(E) if transitions is None else transitions, (E,))
+        transitions = np.zeros(E) if transitions is None else np.asarray(transitions)
+        if transitions.ndim == 2:
+            self.transitions = _as_float_array("transitions", transitions, (len(transitions), E))
+            self.token_class = _check_token_class(token_class, N, len(transitions))
+        else:
+            self.transitions = _as_float_array("transitions", transitions, (E,))
+            if token_class is not None:
+                raise ShapeError("token_class needs transitions of shape [C, E], one row per class")
+            self.token_class = None
         start = _as_float_array("start", zeros_s if start is None else start, (S,))
         final = _as_float_array("final", zeros_s if final is None else final, (S,))
         self.start = np.where(topology.start, start, -np.inf)
         self.final = np.where(topology.final, final, -np.inf)
         topology.check_lengths(self.lengths)
+
+    @property
+    def num_classes(self) -> int:
+        """C: rows of transition scores (1 for transitions of shape [E])."""
+        return 1 if self.transitions.ndim == 1 else len(self.transitions)
+
+    def transitions_into(self, rows) -> np.ndarray:
+        """float [n, E]: the transition scores into each of the given token rows."""
+        if self.token_class is None:
+            table = self.transitions if self.transitions.ndim == 1 else self.transitions[0]
+            return np.broadcast_to(table, (len(np.arange(self.num_tokens)[rows]), len(table)))
+        return self.transitions[self.token_class[rows]]
 
     def select(self, sentences: Sequence[int]) -> Potentials:
         """The potentials of some of the sentences (indices into [B]), in that order."""
@@ -134,6 +174,8 @@ class Potentials(SentenceBatch):
         rows = np.concatenate([np.arange(self.offsets[b], self.offsets[b + 1]) for b in sentences])
         selected = copy.copy(self)
         selected.emissions = self.emissions[rows]
+        if self.token_class is not None:
+            selected.token_class = self.token_class[rows]
         selected.lengths = self.lengths[sentences]
         selected.offsets = lengths_to_offsets(selected.lengths)
         return selected
@@ -168,10 +210,11 @@ class Potentials(SentenceBatch):
         for b in range(self.num_sequences):
             rows = self.sentence(b)
             path = states[rows]
+            transitions = self.transitions_into(rows)
             total = self.start[path[0]] + self.emissions[rows][0, path[0]]
             for t in range(1, len(path)):
                 e = edge_index.get((int(path[t - 1]), int(path[t])))
-                total = -np.inf if e is None else total + self.transitions[e] + self.emissions[rows][t, path[t]]
+                total = -np.inf if e is None else total + transitions[t, e] + self.emissions[rows][t, path[t]]
             result[b] = total + self.final[path[-1]]
         return result
 
@@ -214,6 +257,8 @@ class KernelBuffers:
         self.batch.num_sequences = last - first
         self.batch.offsets = self._ptr("int64_t[]", offsets - offsets[0])
         self.batch.emit = self._ptr("double[]", pot.emissions[self.token_range])
+        if getattr(pot, "token_class", None) is not None:
+            self.batch.token_class = self._ptr("int32_t[]", pot.token_class[self.token_range])
 
     def fill_workspace(self, num_doubles: int, num_ints: int, t_max: int, k: int = 1) -> None:
         self.workspace = ffi.new("fc_workspace *")
@@ -235,11 +280,12 @@ class _KernelArgs(KernelBuffers):
         self.scores.trans = self._ptr("double[]", pot.transitions)
         self.scores.start = self._ptr("double[]", pot.start)
         self.scores.final = self._ptr("double[]", pot.final)
+        self.scores.num_classes = pot.num_classes
         self.fill_batch(pot, first, last)
         t_max = int(pot.lengths[first:last].max())
         S, E = topo.num_states, topo.num_edges
-        self.fill_workspace(lib.fc_workspace_doubles(S, E, t_max, k), lib.fc_workspace_ints(S, E, t_max, k),
-                            t_max, k)
+        self.fill_workspace(lib.fc_workspace_doubles(S, E, pot.num_classes, t_max, k),
+                            lib.fc_workspace_ints(S, E, t_max, k), t_max, k)
 
 
 def thread_chunks(pot: SentenceBatch, threads: int) -> list[tuple[int, int]]:
@@ -298,7 +344,7 @@ def _check_status(status: int, what: str, allow_infeasible: bool = False) -> Non
 class ForwardBackward:
     log_z: np.ndarray           # [B]
     node_marginals: np.ndarray  # [N, S] (None if not requested)
-    edge_counts: np.ndarray     # [E] summed over the batch (None if not requested)
+    edge_counts: np.ndarray     # [E] (or [C, E], by token class) summed over the batch (None if not requested)
 
 
 def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool = True,
@@ -312,7 +358,7 @@ def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool 
 
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last)
-        counts = np.zeros(pot.topology.num_edges) if edge_counts else None
+        counts = np.zeros(pot.transitions.shape) if edge_counts else None
         status = lib.fc_forward_backward(
             args.graph, args.scores, args.batch, args.out(log_z[first:last]),
             args.out(node[args.token_range]) if marginals else ffi.NULL,

@@ -57,8 +57,9 @@ def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical",
 
     for s in np.flatnonzero(topo.start):
         fst.add_arc(initial, pynini.Arc(keys[s], keys[s], weight(-(pot.start[s] + emit[0, s])), node(0, s)))
+    transitions = pot.transitions_into(pot.sentence(sentence))
     for t in range(1, T):
-        weights = -(pot.transitions + emit[t, topo.edge_dst])
+        weights = -(transitions[t] + emit[t, topo.edge_dst])
         for src, dst, score in zip(topo.edge_src.tolist(), topo.edge_dst.tolist(), weights.tolist()):
             fst.add_arc(node(t - 1, src), pynini.Arc(keys[dst], keys[dst], weight(score), node(t, dst)))
     for s in np.flatnonzero(topo.final):

@@ -289,7 +289,7 @@ class SegmentFScore:
         keep = weights[block.span_of_row] != 0.0
         if not keep.any():
             return
-        S, E = self.topology.num_states, self.topology.num_edges
+        S = self.topology.num_states
         F = self.scorer.features.num_features
         first = block.first
         n = int(self.encoded.offsets[last] - self.encoded.offsets[first])
@@ -298,13 +298,17 @@ class SegmentFScore:
         state_weights = (np.bincount(rows * S + plus, weights=row_weight, minlength=n * S)
                          - np.bincount(rows * S + minus, weights=row_weight, minlength=n * S))
         self.scorer.features.accumulate(self.encoded.tokens(first, last), state_weights.reshape(n, S), out[:F])
-        # transitions: consecutive entries of one span's (whole-sentence) paths
+        # transitions: consecutive entries of one span's (whole-sentence) paths, each
+        # into a token of its transition class
         spans = block.span_of_row[keep]
         linked = np.flatnonzero(spans[1:] == spans[:-1]) + 1
-        out[F:] += (np.bincount(self._edge_table[plus[linked - 1], plus[linked]], weights=row_weight[linked],
-                                minlength=E)
-                    - np.bincount(self._edge_table[minus[linked - 1], minus[linked]], weights=row_weight[linked],
-                                  minlength=E))
+        token_class = (None if self.encoded.token_class is None
+                       else self.encoded.token_class[self.encoded.offsets[first] + rows[linked]])
+        layout = self.scorer.transitions
+        counts = (layout.path_counts(self._edge_table[plus[linked - 1], plus[linked]], token_class, row_weight[linked])
+                  - layout.path_counts(self._edge_table[minus[linked - 1], minus[linked]], token_class,
+                                       row_weight[linked]))
+        out[F:] += layout.gradient(counts)
 
 
 def _sorted_contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:

@@ -127,13 +127,17 @@ class EncodedSentences(SentenceBatch):
     """Sentences as predicate rows: X [N, P] in CSR form cut into sentences.
 
     Attributes: ``indptr`` int64 [N+1], ``indices`` int32 [nnz] (predicates),
-    ``values`` float [nnz]; ``lengths`` int64 [B] and ``offsets`` int64 [B+1].
+    ``values`` float [nnz]; ``lengths`` int64 [B] and ``offsets`` int64 [B+1];
+    ``token_class`` int32 [N], the class of each token's transition scores (see
+    :class:`TransitionWeights`), or None.
     When every value is 1 (binary predicates) the kernel is not given the
     values, which halves the memory its feature loops stream.
     """
 
-    def __init__(self, matrix: scipy.sparse.csr_matrix, lengths: Sequence[int]):
+    def __init__(self, matrix: scipy.sparse.csr_matrix, lengths: Sequence[int],
+                 token_class: np.ndarray | None = None):
         matrix = scipy.sparse.csr_matrix(matrix)
+        self.token_class = None if token_class is None else np.ascontiguousarray(token_class, dtype=np.int32)
         self.num_predicates = matrix.shape[1]
         self.indptr = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
         self.indices = np.ascontiguousarray(matrix.indices, dtype=np.int32)
@@ -152,10 +156,10 @@ class EncodedSentences(SentenceBatch):
 
     @classmethod
     def from_corpus(cls, extractor: FeatureExtractor, corpus: Corpus | Sequence[Sentence],
-                    fit: bool = False) -> EncodedSentences:
+                    fit: bool = False, token_class: np.ndarray | None = None) -> EncodedSentences:
         """Encode a corpus with a fitted extractor (or fit it first)."""
         matrix = extractor.fit_transform(corpus) if fit else extractor.transform(corpus)
-        return cls(matrix, [len(sentence) for sentence in corpus])
+        return cls(matrix, [len(sentence) for sentence in corpus], token_class)
 
     def tokens(self, first: int, last: int):
         """The cffi ff_tokens of sentences first .. last-1."""
@@ -233,6 +237,45 @@ class FactoredFeatures:
         _check_kernel(lib.ff_add_paths(self._dictionary, tokens, _pointer("int32_t", plus),
                                        ffi.NULL if minus is None else _pointer("int32_t", minus),
                                        scale, _pointer("double", out)), "ff_add_paths")
+
+
+class TransitionWeights:
+    """The transition part of a weight vector and the kernel scores it makes.
+
+    Without lower labels (L = 0) there is one weight per edge: [E].  A model
+    that reads a lower tagger's L labels and lets its transitions depend on
+    them has [E + L E] weights: a base row and a deviation row per lower label.
+    The transition into a token whose lower label is l scores base +
+    deviation[l]; class L, a lower label unseen in training, scores base alone.
+    """
+
+    def __init__(self, num_edges: int, num_lower_labels: int = 0):
+        self.num_edges = int(num_edges)
+        self.num_lower_labels = int(num_lower_labels)
+        self.size = self.num_edges * (1 + self.num_lower_labels)
+        self.num_classes = self.num_lower_labels + 1 if self.num_lower_labels else 1
+
+    def scores(self, weights: np.ndarray) -> np.ndarray:
+        """float [E], or [L + 1, E] by token class: the kernel's scores for weights [size]."""
+        if not self.num_lower_labels:
+            return weights
+        base = weights[:self.num_edges]
+        return np.vstack([base + weights[self.num_edges:].reshape(self.num_lower_labels, self.num_edges),
+                          base])
+
+    def gradient(self, counts: np.ndarray) -> np.ndarray:
+        """float [size]: the weights' share of counts [E] (or [L + 1, E]) of the kernel's scores."""
+        if not self.num_lower_labels:
+            return counts
+        return np.concatenate([counts.sum(axis=0), counts[:self.num_lower_labels].ravel()])
+
+    def path_counts(self, edges: np.ndarray, token_class: np.ndarray | None,
+                    weights: np.ndarray | None = None) -> np.ndarray:
+        """float [E] (or [L + 1, E]): the (weighted) uses of edges int [M], each into a
+        token of class token_class [M]."""
+        keys = edges if token_class is None else token_class.astype(np.int64) * self.num_edges + edges
+        counts = np.bincount(keys, weights=weights, minlength=self.num_classes * self.num_edges)
+        return counts.reshape(self.num_classes, self.num_edges) if self.num_lower_labels else counts
 
 
 def build_features(encoded: EncodedSentences, states: np.ndarray, label_ids: np.ndarray,
@@ -335,18 +378,20 @@ def _thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list
 
 
 class Scorer:
-    """Scores encoded sentences with a feature dictionary, a topology and weights [F + E].
+    """Scores encoded sentences with a feature dictionary, a topology and weights
+    [F + T] (T transition weights, laid out by ``transitions``).
 
     With ``constraint`` (a pynini acceptor over the topology's labels) every
     inference runs on the topology restricted to the accepted label sequences
     (Z sums over those only) and reports results on the original states."""
 
     def __init__(self, features: FactoredFeatures, topology: Topology, threads: int,
-                 constraint: pynini.Fst | None = None):
+                 constraint: pynini.Fst | None = None, transitions: TransitionWeights | None = None):
         self.features = features
         self.topology = topology
         self.threads = threads
-        self.num_weights = features.num_features + topology.num_edges
+        self.transitions = transitions or TransitionWeights(topology.num_edges)
+        self.num_weights = features.num_features + self.transitions.size
         self.constrained = None if constraint is None else constrain(topology, constraint)
 
     def potentials(self, encoded: EncodedSentences, weights: np.ndarray, first: int, last: int,
@@ -354,7 +399,10 @@ class Scorer:
         """The potentials of sentences first .. last-1 under scale * weights."""
         F = self.features.num_features
         emit = self.features.emissions(encoded.tokens(first, last), weights[:F], scale)
-        return Potentials(self.topology, emit, encoded.lengths[first:last], scale * weights[F:])
+        token_class = (None if encoded.token_class is None
+                       else encoded.token_class[encoded.token_rows(first, last)])
+        return Potentials(self.topology, emit, encoded.lengths[first:last],
+                          self.transitions.scores(scale * weights[F:]), token_class=token_class)
 
     def decoding_topology(self, grammar=None, params: dict | None = None) -> Topology:
         """The topology decoding runs on: the model's, restricted to the training
@@ -447,6 +495,9 @@ class _GradientBlock:
         self.sentences = ffi.new("ft_sentences *")
         self.sentences.num_sequences = last - first
         self.sentences.offsets = _pointer("int64_t", self._offsets)
+        if encoded.token_class is not None:
+            self._token_class = encoded.token_class[encoded.token_rows(first, last)]
+            self.sentences.token_class = _pointer("int32_t", self._token_class)
         if driver.partial is not None and driver.partial[first:last].any():
             rows = encoded.token_rows(first, last)
             self._partial = np.ascontiguousarray(driver.partial[first:last], dtype=np.uint8)
@@ -460,8 +511,9 @@ class _GradientBlock:
         self.workspace.group_tokens = group_tokens
         self.workspace.t_max = t_max
         dictionary, graph = driver.features._dictionary, driver.graph
-        self._doubles = np.empty(lib.ft_workspace_doubles(dictionary, graph, group_tokens, t_max))
-        self._ints = np.empty(lib.ft_workspace_ints(graph, t_max), dtype=np.int32)
+        self._doubles = np.empty(lib.ft_workspace_doubles(dictionary, graph, driver.num_classes,
+                                                          group_tokens, t_max))
+        self._ints = np.empty(lib.ft_workspace_ints(graph, group_tokens, t_max), dtype=np.int32)
         self._int64s = np.empty(lib.ft_workspace_int64s(group_tokens, t_max), dtype=np.int64)
         self.workspace.doubles = _pointer("double", self._doubles)
         self.workspace.ints = _pointer("int32_t", self._ints)
@@ -469,12 +521,13 @@ class _GradientBlock:
         self._loss = np.zeros(1)
         if with_outputs:
             self.gradient = np.zeros(driver.features.num_features)
-            self.edge_counts = np.zeros(driver.graph_edges)
+            self.edge_counts = np.zeros(driver.edge_count_shape)
 
     def run(self, driver: _GradientDriver, scores, theta: np.ndarray, theta_scale: float,
             grad_scale: float, grad: np.ndarray, edge_counts: np.ndarray) -> float:
-        """Add the block's Z-dependent terms to grad [F] and edge_counts [E'] (see
-        ``ft_gradient``) and return its log Z sum minus its partial sentences' clamped log Z."""
+        """Add the block's Z-dependent terms to grad [F] and edge_counts [E'] or [C, E']
+        (see ``ft_gradient``) and return its log Z sum minus its partial sentences'
+        clamped log Z."""
         self._loss[0] = 0.0
         status = lib.ft_gradient(driver.features._dictionary, self.tokens, self.sentences, driver.graph,
                                  scores[0], driver.state_map_pointer, _pointer("double", theta), theta_scale,
@@ -495,13 +548,16 @@ class _GradientDriver:
                  allowed_labels: np.ndarray | None):
         self.features = scorer.features
         self.encoded = encoded
+        self.layout = scorer.transitions
+        self.num_classes = self.layout.num_classes
         model = scorer.topology
         decoding = scorer.constrained or model
         self.state_map, self.edge_map = (None, None) if decoding is model else restriction_maps(model, decoding)
         self._buffers = KernelBuffers()
         self.graph = ffi.new("fc_graph *")
         self._buffers.fill_graph(self.graph, decoding)
-        self.graph_edges = decoding.num_edges
+        self.edge_count_shape = ((decoding.num_edges,) if self.layout.num_classes == 1
+                                 else (self.layout.num_classes, decoding.num_edges))
         self.state_map_pointer = ffi.NULL if self.state_map is None else self._buffers._ptr("int32_t[]", self.state_map)
         starts = decoding.start if self.state_map is None else decoding.start & model.start[self.state_map]
         finals = decoding.final if self.state_map is None else decoding.final & model.final[self.state_map]
@@ -513,19 +569,25 @@ class _GradientDriver:
         self.blocks = [_GradientBlock(self, first, last, GROUP_TOKENS)
                        for first, last in thread_chunks(encoded, scorer.threads)]
 
-    def scores(self, transitions: np.ndarray) -> tuple:
-        """(fc_scores of the decoding graph for model transition scores [E], the
-        arrays it points into, which must outlive its use)."""
-        trans = np.ascontiguousarray(transitions if self.edge_map is None else transitions[self.edge_map])
+    def scores(self, weights: np.ndarray) -> tuple:
+        """(fc_scores of the decoding graph for transition weights [T], the arrays it
+        points into, which must outlive its use)."""
+        table = self.layout.scores(weights)
+        trans = np.ascontiguousarray(table if self.edge_map is None else table[..., self.edge_map])
         scores = ffi.new("fc_scores *")
         arrays = (trans, self._start, self._final)
         scores.trans, scores.start, scores.final = (_pointer("double", array) for array in arrays)
+        scores.num_classes = self.num_classes
         return scores, arrays
 
-    def original_edge_counts(self, counts: np.ndarray, num_edges: int) -> np.ndarray:
-        """float [E]: decoding-graph edge counts [E'] summed per model edge."""
-        return counts if self.edge_map is None else np.bincount(self.edge_map, weights=counts,
-                                                                minlength=num_edges)
+    def weight_gradient(self, counts: np.ndarray) -> np.ndarray:
+        """float [T]: the transition weights' share of decoding-graph edge counts [E']
+        (or [C, E'])."""
+        if self.edge_map is not None:
+            rows = np.atleast_2d(counts)
+            counts = np.stack([np.bincount(self.edge_map, weights=row, minlength=self.layout.num_edges)
+                               for row in rows]).reshape(counts.shape[:-1] + (self.layout.num_edges,))
+        return self.layout.gradient(counts)
 
     def sentence_block(self, index: int) -> _GradientBlock:
         """A block of sentence ``index`` alone (for the online algorithms)."""
@@ -586,7 +648,6 @@ class TrainingSet:
 
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         F = self._num_features
-        E = self.scorer.topology.num_edges
         scores = self._driver.scores(theta[F:])
 
         def work(block):
@@ -599,8 +660,8 @@ class TrainingSet:
         gradient[:F] = self._driver.blocks[0].gradient
         for block in self._driver.blocks[1:]:
             gradient[:F] += block.gradient
-        gradient[F:] = self._driver.original_edge_counts(
-            np.sum([block.edge_counts for block in self._driver.blocks], axis=0), E)
+        gradient[F:] = self._driver.weight_gradient(np.sum([block.edge_counts for block in self._driver.blocks],
+                                                           axis=0))
         gradient -= self.observed
         return sum(losses) - float(theta @ self.observed), gradient
 
@@ -613,12 +674,12 @@ class TrainingSet:
             gold = self.gold(index)
             gold_edges = _path_edges(self._edge_table, gold, np.array([0, len(gold)]))
             gold_score = float(pot.emissions[np.arange(len(gold)), gold].sum()
-                               + pot.transitions[gold_edges].sum())
-        edge_counts = np.zeros(self._driver.graph_edges)
+                               + pot.transitions_into(slice(1, None))[np.arange(len(gold_edges)), gold_edges].sum())
+        edge_counts = np.zeros(self._driver.edge_count_shape)
         loss = self._driver.sentence_block(index).run(
             self._driver, self._driver.scores(scale * weights[F:]), weights, scale, out_scale,
             out[:F], edge_counts)
-        out[F:] += self._driver.original_edge_counts(edge_counts, self.scorer.topology.num_edges)
+        out[F:] += self._driver.weight_gradient(edge_counts)
         if not self.partial[index]:
             self._add_paths(index, index + 1, gold, None, out, -out_scale)
         return loss - gold_score
@@ -656,9 +717,16 @@ class TrainingSet:
         F = self._num_features
         self.scorer.features.add_paths(self.encoded.tokens(first, last), plus, minus, out[:F], scale)
         offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
-        np.add.at(out[F:], _path_edges(self._edge_table, plus, offsets), scale)
+        token_class = None
+        if self.encoded.token_class is not None:
+            inside = np.ones(len(plus), dtype=bool)
+            inside[offsets[:-1]] = False
+            token_class = self.encoded.token_class[self.encoded.token_rows(first, last)][inside]
+        layout = self.scorer.transitions
+        counts = layout.path_counts(_path_edges(self._edge_table, plus, offsets), token_class)
         if minus is not None:
-            np.add.at(out[F:], _path_edges(self._edge_table, minus, offsets), -scale)
+            counts = counts - layout.path_counts(_path_edges(self._edge_table, minus, offsets), token_class)
+        out[F:] += scale * layout.gradient(counts)
 
 
 def _runs(indices: np.ndarray) -> list[tuple[int, int]]:
@@ -790,7 +858,7 @@ def _split_labels(topology: Topology, states: np.ndarray, offsets: np.ndarray) -
 
 _PARAMS = ("template", "order", "algorithm", "sigma", "max_iter", "features", "min_count",
            "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params", "reads",
-           "mce_c", "mce_iter")
+           "read_transitions", "mce_c", "mce_iter")
 
 
 class ChainCRF:
@@ -829,6 +897,9 @@ class ChainCRF:
             the two models jointly (the predicates reading it are conjoined
             with the lower label).  Trained on the column as given (gold, or
             jackknifed predictions).
+        read_transitions: with ``reads``, the transition weights depend on the
+            lower label at the new token too, f(y_{t-1}, y_t, lower_t): a base
+            weight per edge plus a deviation per (lower label, edge).
         mce_c: C of the F-score stage's prior (algorithm "mce-f").
         mce_iter: L-BFGS iterations of the F-score stage (algorithm "mce-f").
 
@@ -851,7 +922,8 @@ class ChainCRF:
                  features: str = "supported", min_count: int = 1, threads: int = 2,
                  tol: float = 1e-7, learning_rate: float = 0.1, seed: int = 0,
                  grammar: str | None = None, grammar_params: dict | None = None,
-                 reads: str | None = None, mce_c: float = 1e5, mce_iter: int = 50):
+                 reads: str | None = None, read_transitions: bool = True, mce_c: float = 1e5,
+                 mce_iter: int = 50):
         self.template = template
         self.order = order
         self.algorithm = algorithm
@@ -866,6 +938,7 @@ class ChainCRF:
         self.grammar = grammar
         self.grammar_params = grammar_params
         self.reads = reads
+        self.read_transitions = read_transitions
         self.mce_c = mce_c
         self.mce_iter = mce_iter
 
@@ -894,8 +967,42 @@ class ChainCRF:
         if not hasattr(self, "weights_"):
             raise FstcrfError("this ChainCRF is not fitted; call fit or load_model first")
 
+    def _transition_layout(self, num_edges: int, lower_labels: Sequence[str] | None) -> TransitionWeights:
+        """How the transition weights are laid out, given the lower labels seen in training."""
+        reading = self.reads is not None and self.read_transitions
+        return TransitionWeights(num_edges, len(lower_labels or ()) if reading else 0)
+
+    def _token_classes(self, sentences: Sequence[Sentence], lower_labels: Sequence[str] | None
+                       ) -> np.ndarray | None:
+        """int32 [N]: the transition class of each token, the index of its ``reads`` value
+        among lower_labels (len(lower_labels) for a value unseen in training); None when
+        the transitions do not read a lower label."""
+        if self.reads is None or not self.read_transitions:
+            return None
+        index = {label: i for i, label in enumerate(lower_labels)}
+        unseen = len(lower_labels)
+        return np.array([index.get(value, unseen) for sentence in sentences for value in sentence[self.reads]],
+                        dtype=np.int32)
+
+    def _encode(self, sentences: Sequence[Sentence]) -> EncodedSentences:
+        """Sentences encoded by the fitted extractor, with their transition classes."""
+        return EncodedSentences.from_corpus(self.extractor_, sentences,
+                                            token_class=self._token_classes(sentences, self.lower_labels_))
+
     def _scorer(self) -> Scorer:
-        return Scorer(self.features_, self.topology_, int(self.threads), self.constraint_)
+        return Scorer(self.features_, self.topology_, int(self.threads), self.constraint_,
+                      self._transition_layout(self.topology_.num_edges, self.lower_labels_))
+
+    def transition_scores(self, lower_labels: Sequence[str]) -> np.ndarray:
+        """float [K, E]: the transition scores when the lower label at the new token is
+        each of ``lower_labels`` (K of them); rows are equal when the transitions do
+        not read a lower label."""
+        self._check_fitted()
+        F = self.features_.num_features
+        table = self._scorer().transitions.scores(self.weights_[F:])
+        classes = self._token_classes([Sentence({self.reads: list(lower_labels)})], self.lower_labels_) \
+            if table.ndim == 2 else np.zeros(len(lower_labels), dtype=np.int64)
+        return np.atleast_2d(table)[classes]
 
     # -- training ------------------------------------------------------------
     @blas_single_threaded()
@@ -919,10 +1026,11 @@ class ChainCRF:
                 raise FstcrfError(f"init (a warm start) works with algorithm 'lbfgs' or 'mce-f', "
                                   f"not {self.algorithm!r}")
             init._check_fitted()
-            if (init.order, init.reads) != (self.order, self.reads):
-                raise FstcrfError(f"init is a model of order {init.order} reading {init.reads!r}; give "
-                                  f"this ChainCRF the same order and reads (it has {self.order}, "
-                                  f"{self.reads!r})")
+            if (init.order, init.reads, init.read_transitions) != (self.order, self.reads, self.read_transitions):
+                raise FstcrfError(f"init is a model of order {init.order} reading {init.reads!r} "
+                                  f"(read_transitions={init.read_transitions}); give this ChainCRF the same "
+                                  f"order, reads and read_transitions (it has {self.order}, {self.reads!r}, "
+                                  f"{self.read_transitions})")
             template = init.extractor_._template()
         else:
             template = _resolve_template(self.template)
@@ -941,7 +1049,10 @@ class ChainCRF:
         if self.grammar is not None:
             grammar = self.grammar if isinstance(self.grammar, Grammar) else load_grammar(self.grammar)
             constraint = compile_grammar(grammar, topology.labels, params=self.grammar_params)
-        encoded = EncodedSentences.from_corpus(extractor, corpus, fit=init is None)
+        lower_labels = (init.lower_labels_ if init is not None else None if self.reads is None else
+                        sorted({value for values in corpus.column(self.reads) for value in values}))
+        encoded = EncodedSentences.from_corpus(extractor, corpus, fit=init is None,
+                                               token_class=self._token_classes(corpus, lower_labels))
         label_ids, allowed_labels = _gold_labels(topology, gold_labels)
         states = gold_states(topology, label_ids, encoded.offsets)
         if allowed_labels is not None and self.algorithm in ("perceptron", "mce-f"):
@@ -950,11 +1061,13 @@ class ChainCRF:
         features = init.features_ if init is not None else build_features(
             encoded, label_ids if self.order == 1 else states, label_ids, topology, self.order,
             self.features, extractor.vocabulary_.get(BIAS))
-        scorer = Scorer(features, topology, int(self.threads), constraint)
+        scorer = Scorer(features, topology, int(self.threads), constraint,
+                        self._transition_layout(topology.num_edges, lower_labels))
         problem = TrainingSet(scorer, encoded, states, allowed_labels)
         evaluate = None
         if dev is not None:
-            dev_encoded = EncodedSentences.from_corpus(extractor, dev)
+            dev_encoded = EncodedSentences.from_corpus(extractor, dev,
+                                                       token_class=self._token_classes(dev, lower_labels))
             dev_gold = dev.column(target)
 
             def evaluate(weights: np.ndarray) -> float:
@@ -982,8 +1095,7 @@ class ChainCRF:
         self.labels_ = topology.labels
         self.topology_ = topology
         self.constraint_ = constraint
-        self.lower_labels_ = (None if self.reads is None else
-                              sorted({value for values in corpus.column(self.reads) for value in values}))
+        self.lower_labels_ = lower_labels
         self.extractor_ = extractor
         self.features_ = features
         self.target_ = target
@@ -1012,7 +1124,7 @@ class ChainCRF:
         if not sentences:
             return []
         if grammar is None:
-            encoded = EncodedSentences.from_corpus(self.extractor_, sentences)
+            encoded = self._encode(sentences)
             return _split_labels(self.topology_, self._scorer().paths(encoded, self.weights_),
                                  encoded.offsets)
         if on_infeasible not in ("error", "unconstrained"):
@@ -1030,7 +1142,7 @@ class ChainCRF:
         result: list[list[str] | None] = [None] * len(sentences)
         feasible = sorted(set(range(len(sentences))) - set(infeasible))
         if feasible:
-            encoded = EncodedSentences.from_corpus(self.extractor_, [sentences[i] for i in feasible])
+            encoded = self._encode([sentences[i] for i in feasible])
             paths = self._scorer().paths(encoded, self.weights_, grammar, params)
             for i, labels in zip(feasible, _split_labels(self.topology_, paths, encoded.offsets)):
                 result[i] = labels
@@ -1046,7 +1158,7 @@ class ChainCRF:
         """The scores of a batch of sentences on ``topology_`` (for lattice export,
         k-best lists, sampling or marginals with :mod:`fstcrf.inference`)."""
         self._check_fitted()
-        encoded = EncodedSentences.from_corpus(self.extractor_, corpus)
+        encoded = self._encode(list(corpus))
         return self._scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences)
 
     def reading_emissions(self, sentences: Sequence[Sentence], lower_labels: Sequence[str]) -> np.ndarray:
@@ -1077,7 +1189,7 @@ class ChainCRF:
             return []
         if grammar is not None and not isinstance(grammar, (Grammar, pynini.Fst)):
             grammar = load_grammar(grammar)
-        encoded = EncodedSentences.from_corpus(self.extractor_, corpus)
+        encoded = self._encode(list(corpus))
         state_marginals = self._scorer().marginals(encoded, self.weights_, grammar, params)
         by_label = np.zeros((self.topology_.num_states, self.topology_.num_labels))
         by_label[np.arange(self.topology_.num_states), self.topology_.state_label] = 1.0
@@ -1225,6 +1337,7 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     params.setdefault("grammar", None)          # written before training grammars existed
     params.setdefault("grammar_params", None)
     params.setdefault("reads", None)
+    params.setdefault("read_transitions", False)   # written before transitions could read labels
     params.setdefault("mce_c", 1e5)             # written before F-score training existed
     params.setdefault("mce_iter", 50)
     if set(params) != set(_PARAMS):
@@ -1255,9 +1368,11 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     if features.num_predicates != len(extractor.predicate_names_):
         raise ModelFileError(f"{where}: the feature dictionary has {features.num_predicates} "
                              f"predicates but the extractor {len(extractor.predicate_names_)}")
-    if len(arrays["weights"]) != features.num_features + topology.num_edges:
+    lower_labels = header.get("lower_labels")
+    layout = model._transition_layout(topology.num_edges, lower_labels if isinstance(lower_labels, list) else None)
+    if len(arrays["weights"]) != features.num_features + layout.size:
         raise ModelFileError(f"{where}: {len(arrays['weights'])} weights for "
-                             f"{features.num_features} features and {topology.num_edges} edges")
+                             f"{features.num_features} features and {layout.size} transition weights")
     model.labels_ = topology.labels
     model.topology_ = topology
     model.constraint_ = constraint

@@ -13,11 +13,13 @@ import numpy as np
 from .inference import Potentials
 
 
-def dense_transitions(pot: Potentials) -> np.ndarray:
-    """float [S, S]: transition scores with -inf for disallowed pairs."""
+def dense_transitions(pot: Potentials, sentence: int) -> np.ndarray:
+    """float [T, S, S]: the transition scores into each token of a sentence, with -inf
+    for disallowed pairs (row 0, into the first token, is unused)."""
     S = pot.topology.num_states
-    table = np.full((S, S), -np.inf)
-    table[pot.topology.edge_src, pot.topology.edge_dst] = pot.transitions
+    rows = pot.transitions_into(pot.sentence(sentence))
+    table = np.full((len(rows), S, S), -np.inf)
+    table[:, pot.topology.edge_src, pot.topology.edge_dst] = rows
     return table
 
 
@@ -38,18 +40,19 @@ def _log_sum(vector: np.ndarray) -> float:
 
 
 def forward_backward(pot: Potentials, sentence: int = 0):
-    """(log Z, node marginals [T, S], expected edge counts [S, S]) of one sentence."""
+    """(log Z, node marginals [T, S], expected edge counts [S, S], summed over the
+    token classes) of one sentence."""
     emit = pot.emissions[pot.sentence(sentence)]
-    table = dense_transitions(pot)
+    table = dense_transitions(pot, sentence)
     T, S = emit.shape
     alpha = np.empty((T, S))
     beta = np.empty((T, S))
     alpha[0] = pot.start + emit[0]
     for t in range(1, T):
-        alpha[t] = emit[t] + _log_matvec(alpha[t - 1], table, axis=0)
+        alpha[t] = emit[t] + _log_matvec(alpha[t - 1], table[t], axis=0)
     beta[T - 1] = pot.final
     for t in range(T - 2, -1, -1):
-        beta[t] = _log_matvec(emit[t + 1] + beta[t + 1], table, axis=1)
+        beta[t] = _log_matvec(emit[t + 1] + beta[t + 1], table[t + 1], axis=1)
     log_z = _log_sum(alpha[T - 1] + pot.final)
     # normalise each token by its own log-sum (= log Z up to the rounding
     # that alpha and beta accumulate over long sentences)
@@ -58,19 +61,19 @@ def forward_backward(pot: Potentials, sentence: int = 0):
     marginals = np.exp(joint - log_z_t[:, None])
     edges = np.zeros((S, S))
     for t in range(1, T):
-        edges += np.exp(alpha[t - 1][:, None] + table + (emit[t] + beta[t])[None, :] - log_z_t[t])
+        edges += np.exp(alpha[t - 1][:, None] + table[t] + (emit[t] + beta[t])[None, :] - log_z_t[t])
     return log_z, marginals, edges
 
 
 def viterbi(pot: Potentials, sentence: int = 0):
     """(best state path [T], its score) of one sentence."""
     emit = pot.emissions[pot.sentence(sentence)]
-    table = dense_transitions(pot)
+    table = dense_transitions(pot, sentence)
     T, S = emit.shape
     score = pot.start + emit[0]
     back = np.empty((T, S), dtype=np.int64)
     for t in range(1, T):
-        candidates = score[:, None] + table
+        candidates = score[:, None] + table[t]
         back[t] = candidates.argmax(axis=0)
         score = candidates[back[t], np.arange(S)] + emit[t]
     score = score + pot.final

@@ -94,7 +94,8 @@ class BruteForce:
     Args:
         spec: topology-like (num_states, edge_src, edge_dst, start, final).
         emissions: float [T, S].
-        transitions: float [E] in the spec's edge order (default 0).
+        transitions: float [E] in the spec's edge order (default 0), or [C, E] with
+            token_class: int [T], the row scoring the transition into each token.
         start_scores, final_scores: float [S] (default 0); masked by spec.start / spec.final.
     """
 
@@ -103,6 +104,7 @@ class BruteForce:
     transitions: np.ndarray | None = None
     start_scores: np.ndarray | None = None
     final_scores: np.ndarray | None = None
+    token_class: np.ndarray | None = None
 
     def __post_init__(self):
         self.emissions = np.asarray(self.emissions, dtype=np.float64)
@@ -113,6 +115,9 @@ class BruteForce:
         self.start_scores = np.zeros(self.S) if self.start_scores is None else np.asarray(self.start_scores, np.float64)
         self.final_scores = np.zeros(self.S) if self.final_scores is None else np.asarray(self.final_scores, np.float64)
         self.edges = edge_index_table(self.spec)
+        # [T, E]: the scores of the transitions into each token
+        self.token_transitions = (np.broadcast_to(self.transitions, (self.T, E)) if self.transitions.ndim == 1
+                                  else self.transitions[np.asarray(self.token_class)])
         self.paths = allowed_sequences(self.spec, self.T)          # [M, T]
         self.scores = self._score(self.paths)                      # [M]
 
@@ -124,7 +129,7 @@ class BruteForce:
         emit = self.emissions
         score = self.start_scores[paths[:, 0]] + emit[0, paths[:, 0]]
         for t in range(1, self.T):
-            score = score + self.transitions[self.edges[paths[:, t - 1], paths[:, t]]]
+            score = score + self.token_transitions[t][self.edges[paths[:, t - 1], paths[:, t]]]
             score = score + emit[t, paths[:, t]]
         return score + self.final_scores[paths[:, -1]]
 
@@ -138,7 +143,7 @@ class BruteForce:
             e = int(self.edges[path[t - 1], path[t]])
             if e < 0:
                 return -math.inf
-            total = total + float(self.transitions[e])
+            total = total + float(self.token_transitions[t][e])
             total = total + float(self.emissions[t, path[t]])
         return total + float(self.final_scores[path[-1]])
 
@@ -173,13 +178,15 @@ class BruteForce:
 
     @cached_property
     def edge_counts(self) -> np.ndarray:
-        """[E] expected number of uses of each edge."""
-        E = len(self.transitions)
-        out = np.zeros(E)
+        """[E] expected number of uses of each edge ([C, E]: of each edge into a token
+        of each class)."""
+        C, E = (1,) + self.transitions.shape if self.transitions.ndim == 1 else self.transitions.shape
+        out = np.zeros(C * E)
         for t in range(1, self.T):
             ids = self.edges[self.paths[:, t - 1], self.paths[:, t]]
-            out += np.bincount(ids, weights=self.probabilities, minlength=E)
-        return out
+            row = 0 if self.transitions.ndim == 1 else int(self.token_class[t]) * E
+            out += np.bincount(row + ids, weights=self.probabilities, minlength=C * E)
+        return out.reshape(self.transitions.shape)
 
     @cached_property
     def max_marginals(self) -> np.ndarray:

@@ -242,3 +242,12 @@ def test_f_score_training_on_conll2000_raises_the_smoothed_training_f(data_file)
     objectives = [record["objective"] for record in tuned.history_]
     assert tuned.history_[0]["iteration"] == 0 and objectives[-1] < 0.8 * objectives[0]
     assert tuned.score(small).f1 > start.score(small).f1
+
+
+def test_gradient_with_transitions_that_read_a_lower_label():
+    from test_model import reading_training_set
+    problem = reading_training_set(random_corpus(64, 14), 1)
+    objective = mce.SegmentFScore(problem.scorer, problem.encoded, problem.states)
+    theta = np.random.default_rng(5).normal(0, 0.7, problem.num_weights)
+    check_finite_differences(objective.loss_and_gradient, theta, problem.scorer.features.num_features,
+                             seed=5, step=1e-6, absolute=1e-7, num_coordinates=16)

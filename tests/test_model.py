@@ -203,9 +203,11 @@ def test_loss_is_the_negative_log_likelihood(order):
     assert loss == pytest.approx(expected, rel=1e-10)
 
 
-@pytest.mark.parametrize("order", [1, 2])
-def test_sentence_gradients_sum_to_the_full_gradient(order):
-    problem = training_set(random_corpus(8, 15), order, "supported")
+@pytest.mark.parametrize("order,reading", [(1, False), (2, False), (2, True)])
+def test_sentence_gradients_sum_to_the_full_gradient(order, reading):
+    """Also with transitions that read a lower label (reading_training_set, below)."""
+    corpus = random_corpus(8, 15)
+    problem = reading_training_set(corpus, order) if reading else training_set(corpus, order, "supported")
     theta = np.random.default_rng(9).normal(size=problem.num_weights)
     loss, gradient = problem.loss_and_gradient(theta)
     total, summed = 0.0, np.zeros(problem.num_weights)
@@ -409,3 +411,84 @@ def test_intact_file_with_inconsistent_contents(saved):
             load_model(saved)
     saved.write_bytes(_repack(raw, lambda h: None))
     assert load_model(saved).labels_
+
+
+# -- transitions that read a lower tagger's label ------------------------------------
+
+READING_TEMPLATE = "bias\nword[0]\nword[-1]\npos[0]\npos[0]|word[0]\n"
+
+
+def reading_training_set(corpus: Corpus, order: int, constraint=None, threads: int = 2) -> crf.TrainingSet:
+    """The training problem of a model that reads the pos column, with transitions
+    that depend on the pos label at the new token (read_transitions)."""
+    model = ChainCRF(READING_TEMPLATE, order=order, reads="pos")
+    extractor = FeatureExtractor(parse_template(READING_TEMPLATE))
+    lower_labels = sorted({value for values in corpus.column("pos") for value in values})
+    encoded = crf.EncodedSentences.from_corpus(extractor, corpus, fit=True,
+                                               token_class=model._token_classes(corpus, lower_labels))
+    gold = corpus.column("chunk")
+    topology = crf._build_topology(order, crf._gold_label_set(gold))
+    label_ids, allowed = crf._gold_labels(topology, gold)
+    states = crf.gold_states(topology, label_ids, encoded.offsets)
+    features = crf.build_features(encoded, label_ids if order == 1 else states, label_ids, topology, order,
+                                  "supported", extractor.vocabulary_.get("bias"))
+    scorer = crf.Scorer(features, topology, threads, constraint, model._transition_layout(topology.num_edges,
+                                                                                           lower_labels))
+    return crf.TrainingSet(scorer, encoded, states, allowed)
+
+
+@pytest.mark.parametrize("order,constrained,partial", [(1, False, False), (2, False, False),
+                                                       (1, True, True), (2, False, True)])
+def test_reading_transitions_gradient_matches_finite_differences(order, constrained, partial):
+    from fstcrf.grammar import compile_grammar, load_grammar
+    corpus = random_corpus(61, 14)
+    if partial:
+        for sentence in corpus.sentences[::3]:
+            sentence.columns["chunk"][0] = "?"
+    labels = crf._gold_label_set(corpus.column("chunk"))
+    constraint = compile_grammar(load_grammar("iob2"), labels) if constrained else None
+    problem = reading_training_set(corpus, order, constraint)
+    layout = problem.scorer.transitions
+    assert layout.num_lower_labels == 3 and problem.num_weights == problem.scorer.features.num_features + 4 * layout.num_edges
+    theta = np.random.default_rng(order).normal(0, 0.5, problem.num_weights)
+    check_finite_differences(problem.loss_and_gradient, theta, problem.scorer.features.num_features,
+                             seed=order, num_coordinates=12)
+    # the loss is the negative log-likelihood of the gold paths (full labels)
+    if not partial and not constrained:
+        pot = problem.scorer.potentials(problem.encoded, theta, 0, problem.num_sequences)
+        from fstcrf.inference import log_partition
+        loss, _ = problem.loss_and_gradient(theta)
+        assert loss == pytest.approx(float(np.sum(log_partition(pot)) - np.sum(pot.score(problem.states))), rel=1e-10)
+
+
+def test_reading_transitions_are_learned_saved_and_composed(tmp_path):
+    """Transitions that read the pos label: the model learns a deviation per pos label,
+    saves and reloads it, scores an unseen pos label by the base row, and a model
+    trained without them keeps one row per edge."""
+    corpus = chunk_corpus(63, 40)
+    model = ChainCRF(READING_TEMPLATE, reads="pos", max_iter=20).fit(corpus)
+    plain = ChainCRF(READING_TEMPLATE, reads="pos", read_transitions=False, max_iter=20).fit(corpus)
+    E = model.topology_.num_edges
+    assert len(model.weights_) == model.features_.num_features + E * (1 + len(model.lower_labels_))
+    assert len(plain.weights_) == plain.features_.num_features + E
+    table = model.transition_scores(model.lower_labels_ + ["UNSEEN"])
+    base = model.weights_[model.features_.num_features:][:E]
+    np.testing.assert_allclose(table[-1], base)
+    assert not np.allclose(table[0], table[1])
+    assert np.ptp(plain.transition_scores(plain.lower_labels_), axis=0).max() == 0.0
+    model.save(tmp_path / "m.model")
+    again = load_model(tmp_path / "m.model")
+    assert again.read_transitions and again.predict(corpus) == model.predict(corpus)
+
+
+def test_files_from_before_reading_transitions_and_f_score_training_load(tmp_path):
+    """A reading model written before read_transitions, mce_c and mce_iter existed
+    (its transitions read no label) loads with that meaning."""
+    corpus = chunk_corpus(65, 20)
+    model = ChainCRF(READING_TEMPLATE, reads="pos", read_transitions=False, max_iter=5).fit(corpus)
+    header, arrays = crf.model_payload(model)
+    for name in ("read_transitions", "mce_c", "mce_iter"):
+        del header["params"][name]
+    crf.write_container(tmp_path / "old.model", crf.MODEL_KIND, header, arrays)
+    old = load_model(tmp_path / "old.model")
+    assert old.read_transitions is False and old.predict(corpus) == model.predict(corpus)
