@@ -391,7 +391,8 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="mce-f: C of the F-score stage's prior ||w||^2 / (2C) (default 1e5)")
     parser.add_argument("--mce-iter", type=int, default=50, help="mce-f: L-BFGS iterations of the F-score stage")
     parser.add_argument("--template", default="sha-pereira",
-                        help="feature template: sha-pereira, crfpp, pos, chunking-reads-pos or a template file")
+                        help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos "
+                             "or a template file")
     parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default="supported")
     parser.add_argument("--min-count", type=int, default=1, help="drop predicates seen fewer times")
     parser.add_argument("--threads", type=int, default=2)

@@ -195,6 +195,8 @@ CRFPP_CHUNKING = _shipped_template("crfpp_chunking.txt")
 POS_TAGGING = _shipped_template("pos_tagging.txt")
 #: Chunking for a model that reads the POS label at the same token (``reads="pos"``).
 CHUNKING_READS_POS = _shipped_template("chunking_reads_pos.txt")
+#: Table 1 with word bigrams and word-POS pairs chosen by cross-validation on CoNLL-2000 train.
+CHUNKING_EXTENDED = _shipped_template("chunking_extended.txt")
 
 
 def _missing_column_message(column: str, available: Sequence[str]) -> str:

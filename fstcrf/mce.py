@@ -196,8 +196,7 @@ class SegmentFScore:
         self._num_types = len(self.scheme.inside_label)
         self._gold_keys = np.sort(self.gold_segments.keys(encoded.offsets, self._num_types))
         self._plans = scorer.plans(encoded)
-        self._edge_table = np.full((self.topology.num_states,) * 2, -1, dtype=np.int64)
-        self._edge_table[self.topology.edge_src, self.topology.edge_dst] = np.arange(self.topology.num_edges)
+        self._edge_table = self.topology.edge_ids
         self.last_counts = (0.0, 0.0, 0.0)
 
     # -- pass 1: segments and their margins ---------------------------------------------
@@ -229,14 +228,7 @@ class SegmentFScore:
         sentence = np.concatenate([gold_segments.sentence, candidates.sentence])
         span_first = np.concatenate([gold_segments.first, candidates.first])
         span_length = np.concatenate([gold_lengths, cand_lengths])
-        allowed_labels = np.concatenate([gold_allowed, cand_allowed])
-        # spans in sentence order, each with its rows of allowed labels
-        order = np.argsort(sentence, kind="stable")
-        row_start = np.cumsum(span_length) - span_length
-        allowed_rows = np.repeat(row_start[order], span_length[order]) + _ranges(span_length[order])
-        is_gold, sentence, span_first, span_length = (is_gold[order], sentence[order], span_first[order],
-                                                      span_length[order])
-        allowed_states = allowed_labels[allowed_rows][:, self.topology.state_label]
+        allowed_states = np.concatenate([gold_allowed, cand_allowed])[:, self.topology.state_label]
         result = span_viterbi(pot, sentence, span_first, span_length, allowed_states)
 
         path_lengths = np.diff(result.path_offsets)

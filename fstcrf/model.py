@@ -75,8 +75,8 @@ from .conll import Corpus, Sentence
 from .errors import (EmptySequenceError, FstcrfError, InfeasibleError, LabelError, ModelFileError,
                      ShapeError, TemplateError)
 from .evaluate import ChunkScores, score_chunks
-from .features import (CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING, SHA_PEREIRA_CHUNKING,
-                       FeatureExtractor, Template, parse_template)
+from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING,
+                       SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
 from .grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to, restriction_maps
 from .mce import SegmentFScore
 from .inference import (KernelBuffers, Potentials, SentenceBatch, blas_single_threaded,
@@ -86,7 +86,7 @@ from .topology import Topology, first_order, second_order
 
 #: Template names ``ChainCRF`` accepts besides Template objects and template text.
 TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos": POS_TAGGING,
-             "chunking-reads-pos": CHUNKING_READS_POS}
+             "chunking-reads-pos": CHUNKING_READS_POS, "chunking-extended": CHUNKING_EXTENDED}
 ALGORITHMS = ("lbfgs", "perceptron", "sgd", "mce-f")
 FEATURE_SETS = ("supported", "complete", "complete-tags")
 #: The name of the always-true predicate.
@@ -344,13 +344,6 @@ def label_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray,
         raise LabelError(f"sentence {number} ({' '.join(labels)}) is not allowed by the "
                          f"{topology.name} topology ({len(bad)} such sentences)")
     return states.astype(np.int32)
-
-
-def _edge_table(topology: Topology) -> np.ndarray:
-    """int64 [S, S]: the edge id of each allowed (source, destination) pair, -1 elsewhere."""
-    table = np.full((topology.num_states, topology.num_states), -1, dtype=np.int64)
-    table[topology.edge_src, topology.edge_dst] = np.arange(topology.num_edges)
-    return table
 
 
 def _path_edges(table: np.ndarray, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -616,7 +609,7 @@ class TrainingSet:
         self.partial = np.minimum.reduceat(states, encoded.offsets[:-1]) < 0
         self._plans = scorer.plans(encoded)
         self._driver = _GradientDriver(scorer, encoded, self.partial, allowed_labels)
-        self._edge_table = _edge_table(scorer.topology)
+        self._edge_table = scorer.topology.edge_ids
         self._num_features = scorer.features.num_features
         self.observed = np.zeros(self.num_weights)
         complete = np.flatnonzero(~self.partial)

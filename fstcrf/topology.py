@@ -118,6 +118,13 @@ class Topology:
         return len(self.labels)
 
     @cached_property
+    def edge_ids(self) -> np.ndarray:
+        """int64 [S, S]: the edge id of each allowed (source, destination) pair, -1 elsewhere."""
+        table = np.full((self.num_states, self.num_states), -1, dtype=np.int64)
+        table[self.edge_src, self.edge_dst] = np.arange(self.num_edges)
+        return table
+
+    @cached_property
     def symbols(self) -> pynini.SymbolTable:
         return symbol_table(self.labels)
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from fstcrf.conll import Corpus, Sentence, read_conll
 from fstcrf.errors import FstcrfError, ModelFileError, TemplateError
-from fstcrf.features import (CRFPP_CHUNKING, SHA_PEREIRA_CHUNKING, FeatureExtractor,
+from fstcrf.features import (CHUNKING_EXTENDED, CRFPP_CHUNKING, SHA_PEREIRA_CHUNKING, FeatureExtractor,
                              Observation, load_template, parse_template)
 
 
@@ -103,6 +103,10 @@ def test_shipped_templates():
     assert SHA_PEREIRA_CHUNKING == expected
     assert set(CRFPP_CHUNKING) == set(expected) and len(CRFPP_CHUNKING) == 20
     assert SHA_PEREIRA_CHUNKING.columns == ("word", "pos")
+    # Table 1, two more word pairs and five word-POS pairs
+    extended = parse_template("word[-2]|word[-1]\nword[+1]|word[+2]\nword[0]|pos[0]\nword[-1]|pos[0]\n"
+                              "word[0]|pos[+1]\nword[+1]|pos[0]\nword[0]|pos[-1]\n")
+    assert set(CHUNKING_EXTENDED) == set(expected) | set(extended) and len(CHUNKING_EXTENDED) == 27
 
 
 def test_positions_outside_the_sentence_get_boundary_values():

@@ -1,0 +1,41 @@
+"""How much does a reading chunker's log Z(x, y_pos) vary over POS sequences drawn
+exactly from the POS CRF, and how much of that is a constant per POS tag?
+
+    python normaliser_variation.py POS_MODEL CHUNK_MODEL CONLL_FILE
+"""
+import sys
+
+import numpy as np
+from fstcrf.model import load_model
+from fstcrf.conll import read_conll, Sentence
+from fstcrf.inference import sample, log_partition
+
+pos, chunk = load_model(sys.argv[1]), load_model(sys.argv[2])
+dev = read_conll(sys.argv[3])
+sentences = dev.sentences
+lengths = np.array([len(s) for s in sentences])
+draws = sample(pos.potentials(sentences), 30, seed=0)                      # [R, N] POS states
+names = np.array(pos.labels_, dtype=object)
+log_z = []
+tag_counts = []
+for r in range(len(draws)):
+    tags = names[pos.topology_.state_label[draws[r]]]
+    parts = np.split(tags, np.cumsum(lengths)[:-1])
+    reading = [Sentence({**s.columns, "pos": list(p)}) for s, p in zip(sentences, parts)]
+    log_z.append(log_partition(chunk.potentials(reading)))
+    counts = np.zeros((len(sentences), len(pos.labels_)))
+    np.add.at(counts, (np.repeat(np.arange(len(sentences)), lengths), pos.topology_.state_label[draws[r]]), 1)
+    tag_counts.append(counts)
+log_z = np.array(log_z)                       # [R, B]
+centered = log_z - log_z.mean(axis=0)
+print("std over POS draws of log Z_chunk, per sentence: median %.3f, mean %.3f, 90%% %.3f nats"
+      % (np.median(centered.std(axis=0)), centered.std(axis=0).mean(), np.quantile(centered.std(axis=0), 0.9)))
+# how much of that variation is a per-tag constant: regress centred log Z on centred tag counts
+counts = np.array(tag_counts)                 # [R, B, L]
+X = (counts - counts.mean(axis=0)).reshape(-1, counts.shape[2])
+y = centered.reshape(-1)
+coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+residual = y - X @ coef
+print("variance explained by per-tag constants: %.3f" % (1 - residual.var() / y.var()))
+print("per-tag constants (nats), largest magnitude:",
+      sorted(zip(np.round(coef, 2), pos.labels_), key=lambda t: -abs(t[0]))[:8])
