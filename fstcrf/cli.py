@@ -541,6 +541,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fstcrf: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (``fstcrf eval ... | head``): stop quietly, as
+        # Unix tools do, and keep Python from failing again on the final flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

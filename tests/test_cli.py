@@ -85,6 +85,17 @@ def test_console_script_runs_in_a_fresh_process():
     assert result.returncode == 0 and "train" in result.stdout
 
 
+def test_a_reader_that_stops_early_ends_the_command_quietly(model_path):
+    """``fstcrf tag MODEL INPUT | head``: no traceback, the shell's exit status for SIGPIPE.
+    The reading end is closed before the command writes, so every write fails."""
+    command = [sys.executable, "-m", "fstcrf.cli", "-q", "tag", str(model_path), TEST]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait() == 141
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+
+
 def test_history_lists_every_iteration(model_path, capsys):
     capsys.readouterr()
     assert main(["-q", "history", str(model_path)]) == 0
