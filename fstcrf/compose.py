@@ -34,7 +34,7 @@ import pynini
 
 from .conll import Corpus, Sentence
 from .errors import CompositionError, FstcrfError, ModelFileError
-from .inference import Potentials, blas_single_threaded, kbest, run_parallel
+from .inference import KBest, Potentials, Viterbi, blas_single_threaded, kbest, run_parallel, viterbi
 from .joint import (JointPotentials, JointSpace, component_marginals, joint_emissions, joint_forward_backward,
                     joint_viterbi)
 from .model import (BLOCK_CELLS, JOINT_KIND, MODEL_KIND, ChainCRF, _field, model_from_payload,
@@ -127,7 +127,11 @@ class JointModel:
             return result
         decode = {"joint": self._joint_block, "cascade": lambda block: self._kbest_block(block, 1),
                   "kbest": lambda block: self._kbest_block(block, int(k))}[mode]
-        blocks = _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states))
+        # joint decoding holds [n, P] joint scores; the cascades hold, per hypothesis,
+        # one component's [n, S_k] scores and k-best tables [n, S_k, k]
+        cells_per_token = self.space.num_states if mode == "joint" else \
+            max(model.topology_.num_states for model in self.components) * (int(k) if mode == "kbest" else 1)
+        blocks = _blocks(sentences, max(1, BLOCK_CELLS // cells_per_token))
         per_block = run_parallel(lambda plan: [decode(sentences[first:last]) for first, last in plan],
                                  _spread(blocks, self.threads))
         for plan in per_block:
@@ -194,7 +198,7 @@ class JointModel:
             candidate_paths, candidate_scores = [], []
             for h in range(len(paths)):
                 pot = self._level_potentials(level, sentences, paths[h])
-                best = kbest(pot, keep)
+                best = kbest(pot, keep) if keep > 1 else _as_kbest(viterbi(pot))
                 for rank in range(keep):
                     candidate_paths.append(np.concatenate([paths[h], best.paths[rank][None]], axis=0))
                     candidate_scores.append(scores[:, h] + self.scales[level] * best.scores[:, rank])
@@ -252,6 +256,11 @@ def _labels(model: ChainCRF, states: np.ndarray, lengths) -> list[list[str]]:
     """Label lists [B][T] of a component's state sequences [n]."""
     names = np.array(model.labels_, dtype=object)[model.topology_.state_label[states]]
     return [part.tolist() for part in np.split(names, np.cumsum(lengths)[:-1])]
+
+
+def _as_kbest(best: Viterbi) -> KBest:
+    """A Viterbi result as the one-path k-best result it equals."""
+    return KBest(best.paths[None], best.scores[:, None], np.isfinite(best.scores).astype(np.int32))
 
 
 def _blocks(sentences: list[Sentence], max_tokens: int) -> list[tuple[int, int]]:
