@@ -385,30 +385,42 @@ class _PredicateIndex:
             self.tables.append((steps, predicate_of if predicate.observations else columns))
 
     def columns(self, table: "_TokenTable", templates: Sequence[int] | None = None,
-                known_codes: dict | None = None) -> np.ndarray:
+                varying: tuple[str, Sequence[str]] | None = None) -> np.ndarray:
         """int64 [num_tokens, num_templates]: each token's predicate column per template
         (only those listed in ``templates``; the others stay -1), -1 if unknown.
-        ``known_codes`` caches the known-value codes of the table's observations and
-        may be shared by calls on tables with the same columns."""
-        out = np.full((table.num_tokens, len(self.plans)), -1, dtype=np.int64)
-        known_codes = {} if known_codes is None else known_codes
+
+        With ``varying`` = (column, values), ``column`` is set to each of the K
+        values at every token in turn and the result is [K, num_tokens,
+        num_templates]: all K lookups run at once, the other observations
+        coded once."""
+        column, values = varying if varying is not None else (None, [None])
+        if column is not None:
+            table = table.with_constant(column, values[0])
+        out = np.full((len(values), table.num_tokens, len(self.plans)), -1, dtype=np.int64)
+        known_codes: dict[tuple[str, str | None, int], np.ndarray] = {}
         for index, ((predicate, _, _), (steps, predicate_of)) in enumerate(zip(self.plans, self.tables)):
             if templates is not None and index not in templates:
                 continue
             if not predicate.observations:
                 if len(predicate_of):
-                    out[:, index] = predicate_of[0]
+                    out[:, :, index] = predicate_of[0]
                 continue
             if len(predicate_of) == 0:
                 continue
             ids = None
             for i, observation in enumerate(predicate.observations):
                 local, names = table.observation_codes(observation)
-                key = (observation.column, observation.transform, observation.offset)
                 vocab = self.vocab[(observation.column, observation.transform)]
-                if key not in known_codes:
+                key = (observation.column, observation.transform, observation.offset)
+                if key not in known_codes:      # [num codes], or [K, num codes] for ``column``
                     known_codes[key] = np.array([vocab.get(name, -1) for name in names], dtype=np.int64)
-                codes = known_codes[key][local]
+                    if observation.column == column:
+                        # code 0 is the constant value; the others mark the sentence boundaries
+                        transform = _transform_function(observation.transform) if observation.transform \
+                            else str
+                        known_codes[key] = np.repeat(known_codes[key][None], len(values), axis=0)
+                        known_codes[key][:, 0] = [vocab.get(_escape(transform(value)), -1) for value in values]
+                codes = np.atleast_2d(known_codes[key][..., local])   # [K or 1, num_tokens]
                 if i == 0:
                     ids = codes
                     continue
@@ -416,9 +428,10 @@ class _PredicateIndex:
                 combos = ids * len(vocab) + codes
                 position = np.minimum(np.searchsorted(step, combos), len(step) - 1)
                 ids = np.where((ids >= 0) & (codes >= 0) & (step[position] == combos), position, -1)
+            ids = np.broadcast_to(ids, out.shape[:2])
             hit = (ids >= 0) & (ids < len(predicate_of))
             out[hit, index] = predicate_of[ids[hit]]
-        return out
+        return out if column is not None else out[0]
 
 
 class FeatureExtractor:
@@ -511,25 +524,22 @@ class FeatureExtractor:
         return self._csr(self._index().columns(self._token_table(corpus)))
 
     def transform_reading(self, corpus: Corpus | Sequence[Sentence], column: str,
-                          values: Sequence[str]) -> tuple[scipy.sparse.csr_matrix, list[scipy.sparse.csr_matrix]]:
+                          values: Sequence[str]) -> tuple[scipy.sparse.csr_matrix, scipy.sparse.csr_matrix]:
         """The predicate matrix of a corpus whose ``column`` is not known but may take
         each of ``values`` (a lower tagger's labels): the predicates that do not
-        read ``column`` [num_tokens, num_predicates], and for each value v those
-        that do, with ``column`` = v at every token."""
+        read ``column`` [num_tokens, num_predicates], and those that do
+        [K * num_tokens, num_predicates], row k * num_tokens + n for token n
+        with ``column`` = values[k] at every token."""
         self._check_fitted()
         index = self._index()
-        reading = [i for i, predicate in enumerate(self._template()) if column in
+        predicates = self._template().predicates
+        reading = [i for i, predicate in enumerate(predicates) if column in
                    {observation.column for observation in predicate.observations}]
-        others = [i for i in range(len(self._template())) if i not in reading]
+        others = [i for i in range(len(predicates)) if i not in reading]
         table = _TokenTable(list(corpus))   # ``column`` itself may be missing
-        known_codes: dict = {}
-        base = self._csr(index.columns(table, others, known_codes))
-        per_value = []
-        for value in values:
-            for key in [key for key in known_codes if key[0] == column]:
-                del known_codes[key]
-            per_value.append(self._csr(index.columns(table.with_constant(column, value), reading, known_codes)))
-        return base, per_value
+        base = self._csr(index.columns(table, others))
+        by_value = index.columns(table, reading, (column, values))       # [K, num_tokens, templates]
+        return base, self._csr(by_value.reshape(-1, by_value.shape[2]))
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """``fit`` then ``transform`` on the same corpus, extracting the observations once."""

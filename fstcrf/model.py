@@ -1160,16 +1160,17 @@ class ChainCRF:
         self._check_fitted()
         if self.reads is None:
             raise FstcrfError("this model reads no lower tagger's labels (train it with reads=...)")
-        base, per_value = self.extractor_.transform_reading(sentences, self.reads, lower_labels)
+        base, by_value = self.extractor_.transform_reading(sentences, self.reads, lower_labels)
         lengths = [len(sentence) for sentence in sentences]
         F = self.features_.num_features
 
-        def state_scores(matrix) -> np.ndarray:
-            encoded = EncodedSentences(matrix, lengths)
+        def state_scores(matrix, copies: int) -> np.ndarray:
+            encoded = EncodedSentences(matrix, lengths * copies)
             return self.features_.emissions(encoded.tokens(0, encoded.num_sequences), self.weights_[:F])
 
-        common = state_scores(base)
-        return np.stack([common + state_scores(matrix) for matrix in per_value], axis=1)
+        common = state_scores(base, 1)                                           # [N, S]
+        per_value = state_scores(by_value, len(lower_labels))                    # [K * N, S]
+        return common[:, None, :] + per_value.reshape(len(lower_labels), len(common), -1).transpose(1, 0, 2)
 
     @blas_single_threaded()
     def predict_marginals(self, corpus: Corpus | Sequence[Sentence], grammar=None,

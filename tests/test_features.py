@@ -296,6 +296,28 @@ def test_matrix_matches_a_token_by_token_reference(train, test):
         assert row_names(extractor, matrix, row) == names & known
 
 
+READING_TEMPLATE = parse_template("bias\nword[0]\npos[0]\npos[0]|word[-1]\nword[+1]|pos[0]\n"
+                                  "pos[-1]|pos[0]\nlower(pos[0])|suffix2(word[0])\npos[+2]\n")
+
+
+@settings(max_examples=100, deadline=None)
+@given(train=sentence_lists(), test=sentence_lists(),
+       values=st.lists(st.sampled_from(["DT", "NN", "dt", "VB", "\\|"]), min_size=1, max_size=4))
+def test_reading_matrices_equal_the_matrix_with_the_column_set_to_each_value(train, test, values):
+    """transform_reading looks up every value at once; the oracle substitutes each value
+    into the column at every token and transforms the corpus."""
+    extractor = FeatureExtractor(READING_TEMPLATE).fit(train)
+    base, by_value = extractor.transform_reading([Sentence({"word": s["word"]}) for s in test], "pos", values)
+    num_tokens = base.shape[0]
+    assert by_value.shape == (len(values) * num_tokens, base.shape[1])
+    for k, value in enumerate(values):
+        reading = by_value[k * num_tokens:(k + 1) * num_tokens]
+        substituted = [Sentence({"word": s["word"], "pos": [value] * len(s)}) for s in test]
+        expected = extractor.transform(substituted)
+        assert ((base + reading) != expected).nnz == 0
+        assert base.multiply(reading).nnz == 0        # no predicate counted twice
+
+
 def test_conll2000_train_has_every_template_at_every_token(data_file):
     train = read_conll(data_file("conll2000/train.txt"))
     extractor = FeatureExtractor(SHA_PEREIRA_CHUNKING)
