@@ -33,7 +33,7 @@ import numpy as np
 import pynini
 
 from .conll import Corpus, Sentence
-from .errors import CompositionError, FstcrfError, ModelFileError
+from .errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError
 from .inference import KBest, Potentials, Viterbi, blas_single_threaded, kbest, run_parallel, viterbi
 from .joint import (JointPotentials, JointSpace, component_marginals, joint_emissions, joint_forward_backward,
                     joint_viterbi)
@@ -198,7 +198,14 @@ class JointModel:
             candidate_paths, candidate_scores = [], []
             for h in range(len(paths)):
                 pot = self._level_potentials(level, sentences, paths[h])
-                best = kbest(pot, keep) if keep > 1 else _as_kbest(viterbi(pot))
+                try:
+                    best = kbest(pot, keep) if keep > 1 else _as_kbest(viterbi(pot))
+                except InfeasibleError:
+                    raise InfeasibleError(
+                        f"cascaded decoding: the labels chosen for model {level - 1} "
+                        f"({self.components[level - 1].target_}) leave a sentence with no path of model "
+                        f"{level} ({model.target_}) that the compatibility relation allows; decode with "
+                        "mode 'joint', which searches compatible label pairs only") from None
                 for rank in range(keep):
                     candidate_paths.append(np.concatenate([paths[h], best.paths[rank][None]], axis=0))
                     candidate_scores.append(scores[:, h] + self.scales[level] * best.scores[:, rank])

@@ -29,7 +29,7 @@ import numpy as np
 import threadpoolctl
 
 from ._kernel import ffi, lib
-from .errors import EmptySequenceError, LabelError, ScoreError, ShapeError
+from .errors import EmptySequenceError, InfeasibleError, LabelError, ScoreError, ShapeError
 from .topology import Topology
 
 
@@ -332,10 +332,11 @@ def _check_status(status: int, what: str, allow_infeasible: bool = False) -> Non
         return
     if status == lib.FC_BAD_ARGUMENT:
         raise RuntimeError(f"fstcrf kernel rejected the arguments of {what}; this is a bug in fstcrf")
-    # FC_INFEASIBLE cannot happen after Potentials validated lengths, unless
-    # every allowed path underflowed, which the kernel's exact fallback rules out.
+    # Potentials validated the lengths against the topology, and the kernel's exact
+    # fallback rules out underflow, so only a clamp can leave a sentence no path.
     if status == lib.FC_INFEASIBLE:
-        raise RuntimeError(f"{what}: a sentence had no allowed path despite passing the feasibility check")
+        raise InfeasibleError(f"{what}: a sentence has no allowed path: the states its clamp allows "
+                              "at each token do not connect through the topology")
 
 
 # -- public entry points -----------------------------------------------------

@@ -124,7 +124,10 @@ class JointSpace:
             final &= self.allowed
         # Topology numbers edges by (dst, src); keep the component edges aligned
         order = np.argsort(dst * np.int64(self.num_states) + src, kind="stable")
-        names = ["|".join(t.state_names[s] for t, s in zip(self.components, row)) for row in states]
+        # a product state is named by each component state's label and number ("NN#3|B-NP#7"):
+        # unique, and free of the spaces that k-th order state names hold
+        names = ["|".join(f"{t.labels[t.state_label[s]]}#{s}" for t, s in zip(self.components, row))
+                 for row in states]
         topology = Topology(names, np.arange(self.num_states), src[order], dst[order], start, final,
                             name="product")
         return topology, edge_components[order]

@@ -10,8 +10,9 @@ import pytest
 from fstcrf import cli
 from fstcrf.compose import JointModel, compatibility_pairs, compose, load_any, load_joint
 from fstcrf.conll import Corpus, Sentence, read_conll
-from fstcrf.errors import CompositionError, FstcrfError, ModelFileError, TemplateError
+from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError, TemplateError
 from fstcrf.inference import viterbi
+from fstcrf.joint import joint_kbest, joint_sample, joint_viterbi
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.synthetic import DATA_DIR
 
@@ -172,6 +173,37 @@ def test_compatibility_relation_restricts_every_mode(pos_model, chunk_model, tes
         tags, chunks = joint.predict(test_corpus.sentences[:100], mode=mode)
         for sentence_tags, sentence_chunks in zip(tags, chunks):
             assert not any(t.startswith("NN") and c == "O" for t, c in zip(sentence_tags, sentence_chunks))
+
+
+@pytest.fixture(scope="module")
+def order2_chunker(train):
+    return ChainCRF(template="chunking-reads-pos", reads="pos", order=2, max_iter=5).fit(train, target="chunk")
+
+
+def test_dense_joint_search_over_a_second_order_component(pos_model, order2_chunker, test_corpus):
+    """k-best and sampling run on the dense product, whose states are named from
+    k-th order state names (which hold spaces)."""
+    joint = compose([pos_model, order2_chunker])
+    pot = joint.potentials(_short(test_corpus, 6, 3))
+    best = joint_kbest(pot, 3)
+    assert np.allclose(best.scores[:, 0], joint_viterbi(pot).scores)
+    assert joint_sample(pot, 2, seed=0).shape == (2, pot.num_tokens)
+
+
+def test_a_cascade_the_relation_leaves_without_a_path_is_a_clear_error(pos_model, order2_chunker, test_corpus):
+    """An order-2 chunker cannot start with I-X; a relation that lets the POS tag
+    predicted first admit only I-X chunks leaves the cascade no path, while joint
+    decoding picks another tag there."""
+    chunker = order2_chunker
+    sentence = test_corpus.sentences[0]
+    first_tag = pos_model.predict([sentence])[0][0]
+    pairs = [(t, c) for t in pos_model.labels_ for c in chunker.labels_
+             if t != first_tag or c.startswith("I-")]
+    joint = compose([pos_model, chunker], [_relation(pos_model.labels_, chunker.labels_, pairs)])
+    with pytest.raises(InfeasibleError, match="mode 'joint'"):
+        joint.predict([sentence], mode="cascade")
+    tags, chunks = joint.predict([sentence], mode="joint")
+    assert tags[0][0] != first_tag and not chunks[0][0].startswith("I-")
 
 
 def test_joint_files_round_trip(joint, test_corpus, tmp_path):
