@@ -8,7 +8,7 @@ import sys
 import numpy as np
 from fstcrf.model import load_model
 from fstcrf.conll import read_conll, Sentence
-from fstcrf.inference import sample, log_partition
+from fstcrf.inference import kbest, log_partition, sample
 
 pos, chunk = load_model(sys.argv[1]), load_model(sys.argv[2])
 dev = read_conll(sys.argv[3])
@@ -39,3 +39,8 @@ residual = y - X @ coef
 print("variance explained by per-tag constants: %.3f" % (1 - residual.var() / y.var()))
 print("per-tag constants (nats), largest magnitude:",
       sorted(zip(np.round(coef, 2), pos.labels_), key=lambda t: -abs(t[0]))[:8])
+# against the score gap between the two best POS sequences of each sentence
+two_best = kbest(pos.potentials(sentences), 2).scores
+gap = (two_best[:, 0] - two_best[:, 1])[np.isfinite(two_best[:, 1])]
+print("gap between the best and second-best POS sequence: median %.2f, 10%% %.2f, 90%% %.2f nats"
+      % (np.median(gap), np.quantile(gap, 0.1), np.quantile(gap, 0.9)))
