@@ -241,7 +241,7 @@ def format_compose_model(result: dict) -> str:
 def hide_labels(corpus, target: str, fraction: float, seed: int = 0):
     """A copy of ``corpus`` with ``fraction`` of the tokens' ``target`` labels, drawn at
     random, replaced by the unknown label "?"."""
-    from .conll import Corpus, Sentence
+    from .conll import Corpus
     from .model import UNKNOWN_LABEL
     rng = np.random.default_rng(seed)
     hidden = rng.permutation(corpus.num_tokens) < round(fraction * corpus.num_tokens)
@@ -249,7 +249,7 @@ def hide_labels(corpus, target: str, fraction: float, seed: int = 0):
     for sentence in corpus.sentences:
         mask = hidden[start:start + len(sentence)]
         labels = [UNKNOWN_LABEL if h else label for h, label in zip(mask, sentence.columns[target])]
-        sentences.append(Sentence({**sentence.columns, target: labels}))
+        sentences.append(sentence.with_column(target, labels))
         start += len(sentence)
     return Corpus(corpus.column_names, sentences)
 

@@ -34,10 +34,11 @@ import pynini
 
 from .conll import Corpus, Sentence
 from .errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError
-from .inference import KBest, Potentials, Viterbi, blas_single_threaded, kbest, run_parallel, viterbi
+from .inference import (KBest, Potentials, Viterbi, blas_single_threaded, kbest, lengths_to_offsets,
+                        run_parallel, viterbi)
 from .joint import (JointPotentials, JointSpace, component_marginals, joint_emissions, joint_forward_backward,
                     joint_viterbi)
-from .model import (BLOCK_CELLS, JOINT_KIND, MODEL_KIND, ChainCRF, _field, model_from_payload,
+from .model import (BLOCK_CELLS, JOINT_KIND, MODEL_KIND, ChainCRF, _field, _split_labels, model_from_payload,
                     model_payload, read_container, write_container)
 
 MODES = ("joint", "cascade", "kbest")
@@ -181,10 +182,9 @@ class JointModel:
         return emissions
 
     def _joint_block(self, sentences: list[Sentence]) -> list[list[list[str]]]:
-        lengths = [len(sentence) for sentence in sentences]
-        best = joint_viterbi(self.potentials(sentences))
-        states = self.space.component_states(best.paths)
-        return [_labels(model, states[:, k], lengths) for k, model in enumerate(self.components)]
+        jp = self.potentials(sentences)
+        states = self.space.component_states(joint_viterbi(jp).paths)
+        return [_split_labels(model.topology_, states[:, k], jp.offsets) for k, model in enumerate(self.components)]
 
     def _kbest_block(self, sentences: list[Sentence], k: int) -> list[list[list[str]]]:
         """Cascaded decoding keeping the k best partial tuples (by summed score) per level."""
@@ -216,8 +216,8 @@ class JointModel:
             columns = np.arange(len(token_sentence))
             paths = np.stack([stacked[chosen[:, j], :, columns].T for j in range(order.shape[1])])
             scores = np.take_along_axis(total, order, axis=1)
-        states = paths[0]
-        return [_labels(model, states[level], lengths) for level, model in enumerate(self.components)]
+        states, offsets = paths[0], lengths_to_offsets(lengths)
+        return [_split_labels(model.topology_, states[level], offsets) for level, model in enumerate(self.components)]
 
     def _level_potentials(self, level: int, sentences: list[Sentence], lower_paths: np.ndarray) -> Potentials:
         """Potentials of component ``level`` with the lower component's labels set by a
@@ -228,13 +228,9 @@ class JointModel:
         lower = self.components[level - 1]
         lower_states = np.maximum(lower_paths[level - 1], 0)
         lower_labels = lower.topology_.state_label[lower_states]
-        names = np.array(lower.labels_, dtype=object)[lower_labels]
-        reading, start = [], 0
-        for sentence in sentences:
-            stop = start + len(sentence)
-            reading.append(Sentence({**sentence.columns, model.reads: names[start:stop].tolist()}))
-            start = stop
-        pot = model.potentials(reading)
+        offsets = lengths_to_offsets([len(sentence) for sentence in sentences])
+        pot = model.potentials([sentence.with_column(model.reads, labels) for sentence, labels
+                                in zip(sentences, _split_labels(lower.topology_, lower_states, offsets))])
         pairs = self.compatibility[level - 1]
         if pairs is None:
             return pot
@@ -257,12 +253,6 @@ class JointModel:
     def load(cls, path: str | os.PathLike) -> JointModel:
         """Read a joint model written by :meth:`save`."""
         return load_joint(path)
-
-
-def _labels(model: ChainCRF, states: np.ndarray, lengths) -> list[list[str]]:
-    """Label lists [B][T] of a component's state sequences [n]."""
-    names = np.array(model.labels_, dtype=object)[model.topology_.state_label[states]]
-    return [part.tolist() for part in np.split(names, np.cumsum(lengths)[:-1])]
 
 
 def _as_kbest(best: Viterbi) -> KBest:
@@ -375,8 +365,7 @@ def jackknife(corpus: Corpus, model: ChainCRF, target: str, folds: int = 5) -> C
         rest = Corpus(corpus.column_names, sentences[:first] + sentences[last:])
         fold_model = ChainCRF(**model.get_params()).fit(rest, target=target)
         predicted += fold_model.predict(sentences[first:last])
-    replaced = [Sentence({**sentence.columns, target: labels}, sentence.line_numbers, sentence.docstart_lines)
-                for sentence, labels in zip(sentences, predicted)]
+    replaced = [sentence.with_column(target, labels) for sentence, labels in zip(sentences, predicted)]
     return Corpus(corpus.column_names, replaced, trailing_docstart_lines=corpus.trailing_docstart_lines)
 
 

@@ -68,6 +68,11 @@ class Sentence:
         """The values of one column [num_tokens]."""
         return self.columns[column]
 
+    def with_column(self, column: str, values: Sequence[str]) -> "Sentence":
+        """A copy with ``column`` set to ``values`` [num_tokens] (added if new), the
+        same line numbers and ``-DOCSTART-`` lines."""
+        return Sentence({**self.columns, column: list(values)}, self.line_numbers, self.docstart_lines)
+
 
 @dataclass
 class Corpus:

@@ -1114,10 +1114,15 @@ class Restriction:
     def original_edge_counts(self, counts: np.ndarray) -> np.ndarray:
         """float [E] (or [C, E]): constrained edge counts [E'] (or [C, E'], by token
         class) summed per original edge."""
-        E = self.original.num_edges
-        rows = np.atleast_2d(counts)
-        summed = np.stack([np.bincount(self.edge_map, weights=row, minlength=E) for row in rows])
-        return summed.reshape(np.shape(counts)[:-1] + (E,))
+        return sum_per_original_edge(self.edge_map, self.original.num_edges, counts)
+
+
+def sum_per_original_edge(edge_map: np.ndarray, num_edges: int, counts: np.ndarray) -> np.ndarray:
+    """float [E] (or [C, E]): counts [E'] (or [C, E']) on the edges of a restriction
+    summed per original edge, edge_map int [E'] giving each one's original edge."""
+    rows = np.atleast_2d(counts)
+    summed = np.stack([np.bincount(edge_map, weights=row, minlength=num_edges) for row in rows])
+    return summed.reshape(np.shape(counts)[:-1] + (num_edges,))
 
 
 _MAPS: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDictionary()

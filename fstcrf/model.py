@@ -77,7 +77,8 @@ from .errors import (EmptySequenceError, FstcrfError, InfeasibleError, LabelErro
 from .evaluate import ChunkScores, score_chunks
 from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING,
                        SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
-from .grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to, restriction_maps
+from .grammar import (Grammar, compile_grammar, constrain, load_grammar, restrict_to, restriction_maps,
+                      sum_per_original_edge)
 from .mce import SegmentFScore
 from .inference import (KernelBuffers, Potentials, SentenceBatch, blas_single_threaded,
                         forward_backward, kbest, lengths_to_offsets, run_parallel, thread_chunks,
@@ -577,9 +578,7 @@ class _GradientDriver:
         """float [T]: the transition weights' share of decoding-graph edge counts [E']
         (or [C, E'])."""
         if self.edge_map is not None:
-            rows = np.atleast_2d(counts)
-            counts = np.stack([np.bincount(self.edge_map, weights=row, minlength=self.layout.num_edges)
-                               for row in rows]).reshape(counts.shape[:-1] + (self.layout.num_edges,))
+            counts = sum_per_original_edge(self.edge_map, self.layout.num_edges, counts)
         return self.layout.gradient(counts)
 
     def sentence_block(self, index: int) -> _GradientBlock:

@@ -276,3 +276,14 @@ def test_real_files_round_trip(data_file, tmp_path, relative_path, num_sentences
     assert again.column_names == corpus.column_names
     assert again.sentences == corpus.sentences
     assert [s.document_start for s in again] == [s.document_start for s in corpus]
+
+
+def test_with_column_replaces_or_adds_a_column_and_keeps_the_file_positions():
+    sentence = Sentence({"word": ["a", "b"], "chunk": ["B-NP", "I-NP"]}, [3, 4], ("-DOCSTART- -X- O",))
+    replaced = sentence.with_column("chunk", ["O", "O"])
+    assert replaced["chunk"] == ["O", "O"] and sentence["chunk"] == ["B-NP", "I-NP"]
+    assert replaced.line_numbers == [3, 4] and replaced.docstart_lines == sentence.docstart_lines
+    added = sentence.with_column("pos", ["DT", "NN"])
+    assert added.column_names == ("word", "chunk", "pos")
+    with pytest.raises(ShapeError):
+        sentence.with_column("pos", ["DT"])
