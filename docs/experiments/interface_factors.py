@@ -18,6 +18,8 @@ from fstcrf.conll import read_conll
 from fstcrf.evaluate import score_chunks
 from fstcrf.joint import JointPotentials, joint_forward_backward, joint_viterbi
 
+from common import joint_labels, token_accuracy
+
 joint = load_joint(sys.argv[1])
 fit, held_out = read_conll(sys.argv[2]), read_conll(sys.argv[3])
 sigma = float(sys.argv[4]) if len(sys.argv) > 4 else 1.0
@@ -68,18 +70,16 @@ def decode(B):
     tags, chunks = [], []
     for first in range(0, len(held_out), 200):
         sentences = held_out.sentences[first:first + 200]
-        jp = with_interface(joint.potentials(sentences), B)
-        states = space.component_states(joint_viterbi(jp).paths)
-        cuts = np.cumsum([len(s) for s in sentences])[:-1]
-        tags += [list(np.array(pos.labels_)[p]) for p in np.split(states[:, 0], cuts)]
-        chunks += [list(np.array(chunk.labels_)[p]) for p in np.split(states[:, 1], cuts)]
+        paths = joint_viterbi(with_interface(joint.potentials(sentences), B)).paths
+        block_tags, block_chunks = joint_labels(joint, paths, sentences)
+        tags += block_tags
+        chunks += block_chunks
     return tags, chunks
 
 
 def report(name, tags, chunks):
-    gold_pos = [t for s in held_out.column("pos") for t in s]
-    accuracy = 100 * np.mean([a == b for a, b in zip([t for s in tags for t in s], gold_pos)])
-    print(f"{name}: chunk F1 {score_chunks(held_out.column('chunk'), chunks).f1:.2f}, POS accuracy {accuracy:.2f}")
+    print(f"{name}: chunk F1 {score_chunks(held_out.column('chunk'), chunks).f1:.2f}, "
+          f"POS accuracy {token_accuracy(held_out.column('pos'), tags):.2f}")
 
 
 report("cascade", *joint.predict(held_out, mode="cascade"))

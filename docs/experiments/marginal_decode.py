@@ -7,22 +7,21 @@ beside the cascade's and the composed model's marginals, decoded the same way.
 import sys
 import numpy as np
 from fstcrf.compose import load_joint
-from fstcrf.conll import read_conll, Sentence
+from fstcrf.conll import read_conll
 from fstcrf.evaluate import score_chunks
 from fstcrf.inference import Potentials, sample, viterbi
 from fstcrf.grammar import constrain, load_grammar, restrict_to
 from fstcrf.topology import first_order
 
+from common import with_lower_labels
+
 joint = load_joint(sys.argv[1]); data = read_conll(sys.argv[2]); draws = int(sys.argv[3])
 pos, chunk = joint.components
 sentences = data.sentences
 lengths = np.array([len(s) for s in sentences]); cuts = np.cumsum(lengths)[:-1]
-pos_names = np.array(pos.labels_, dtype=object)
 
 def chunk_marginals(pos_states):
-    tags = np.split(pos_names[pos.topology_.state_label[pos_states]], cuts)
-    reading = [Sentence({**s.columns, "pos": list(p)}) for s, p in zip(sentences, tags)]
-    return np.concatenate(chunk.predict_marginals(reading))          # [N, L]
+    return np.concatenate(chunk.predict_marginals(with_lower_labels(sentences, pos, pos_states)))  # [N, L]
 
 def decode(marginals):
     labels = chunk.labels_

@@ -8,24 +8,23 @@ import sys
 import numpy as np
 from scipy.special import logsumexp
 from fstcrf.compose import load_joint
-from fstcrf.conll import read_conll, Sentence
+from fstcrf.conll import read_conll
 from fstcrf.evaluate import score_chunks
 from fstcrf.joint import JointPotentials, joint_viterbi
 from fstcrf.inference import viterbi
 
+from common import joint_labels, token_accuracy, with_lower_labels
+
 joint = load_joint(sys.argv[1]); data = read_conll(sys.argv[2])
 pos, chunk = joint.components
 sentences = data.sentences
-pos_names = np.array(pos.labels_, dtype=object)
 K = len(pos.labels_)
 
 def correction(block):
     """float [n, K]: delta(t, a) per token and POS label."""
-    pos_path = pos.topology_.state_label[viterbi(pos.potentials(block)).paths]
+    pos_path = viterbi(pos.potentials(block)).paths
     lengths = [len(s) for s in block]
-    parts = np.split(pos_names[pos_path], np.cumsum(lengths)[:-1])
-    cascade = [Sentence({**s.columns, "pos": list(p)}) for s, p in zip(block, parts)]
-    base = chunk.potentials(cascade)
+    base = chunk.potentials(with_lower_labels(block, pos, pos_path))
     by_label = chunk.reading_emissions(block, pos.labels_)          # [n, K, S]
     trans_by_label = chunk.transition_scores(pos.labels_)           # [K, E]
     topo = chunk.topology_
@@ -64,9 +63,8 @@ for weight in [float(w) for w in sys.argv[3:]]:
         emissions = (jp.emissions.reshape(len(delta), len(pos.topology_.state_label), -1)
                      - weight * delta[:, :, None]).reshape(len(delta), -1)
         adjusted = JointPotentials(jp.space, emissions, jp.lengths, jp.transitions)
-        states = jp.space.component_states(joint_viterbi(adjusted).paths)
-        lengths = np.cumsum([len(s) for s in block])[:-1]
-        pos_pred += [list(p) for p in np.split(pos_names[pos.topology_.state_label[states[:, 0]]], lengths)]
-        chunk_pred += [list(p) for p in np.split(np.array(chunk.labels_, dtype=object)[chunk.topology_.state_label[states[:, 1]]], lengths)]
-    accuracy = np.mean([a == b for g, p in zip(gold_pos, pos_pred) for a, b in zip(g, p)]) * 100
+        tags, chunks = joint_labels(joint, joint_viterbi(adjusted).paths, block)
+        pos_pred += tags
+        chunk_pred += chunks
+    accuracy = token_accuracy(gold_pos, pos_pred)
     print(f"normaliser weight {weight}: chunk F1 {score_chunks(gold_chunks, chunk_pred).f1:.2f}, POS accuracy {accuracy:.2f}")

@@ -7,22 +7,20 @@ import sys
 
 import numpy as np
 from fstcrf.model import load_model
-from fstcrf.conll import read_conll, Sentence
+from fstcrf.conll import read_conll
 from fstcrf.inference import kbest, log_partition, sample
+
+from common import with_lower_labels
 
 pos, chunk = load_model(sys.argv[1]), load_model(sys.argv[2])
 dev = read_conll(sys.argv[3])
 sentences = dev.sentences
 lengths = np.array([len(s) for s in sentences])
 draws = sample(pos.potentials(sentences), 30, seed=0)                      # [R, N] POS states
-names = np.array(pos.labels_, dtype=object)
 log_z = []
 tag_counts = []
 for r in range(len(draws)):
-    tags = names[pos.topology_.state_label[draws[r]]]
-    parts = np.split(tags, np.cumsum(lengths)[:-1])
-    reading = [Sentence({**s.columns, "pos": list(p)}) for s, p in zip(sentences, parts)]
-    log_z.append(log_partition(chunk.potentials(reading)))
+    log_z.append(log_partition(chunk.potentials(with_lower_labels(sentences, pos, draws[r]))))
     counts = np.zeros((len(sentences), len(pos.labels_)))
     np.add.at(counts, (np.repeat(np.arange(len(sentences)), lengths), pos.topology_.state_label[draws[r]]), 1)
     tag_counts.append(counts)

@@ -14,6 +14,8 @@ from fstcrf.conll import Corpus, Sentence, read_conll, write_conll
 from fstcrf.inference import sample
 from fstcrf.model import ChainCRF
 
+from common import with_lower_labels
+
 train = read_conll(sys.argv[1])
 num_samples = int(sys.argv[3])
 folds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
@@ -25,10 +27,7 @@ for fold, (first, last) in enumerate(zip(cuts[:-1], cuts[1:])):
     pos = ChainCRF(template="pos", max_iter=100).fit(rest, target="pos")
     held_out = sentences[first:last]
     draws = sample(pos.potentials(held_out), num_samples, seed=fold)      # [R, N] POS states
-    names = np.array(pos.labels_, dtype=object)
-    splits = np.cumsum([len(s) for s in held_out])[:-1]
     for r in range(num_samples):
-        tags = np.split(names[pos.topology_.state_label[draws[r]]], splits)
-        copies[r] += [Sentence({**s.columns, "pos": list(t)}) for s, t in zip(held_out, tags)]
+        copies[r] += with_lower_labels(held_out, pos, draws[r])
     print(f"fold {fold + 1}/{folds}: {last - first} sentences, {num_samples} POS draws each", flush=True)
 write_conll(Corpus(train.column_names, [s for copy in copies for s in copy]), sys.argv[2])
