@@ -10,8 +10,8 @@ from .topology import (Topology, bioes, first_order, from_acceptor, intersect, i
 __all__ = [
     "ConllFormatError", "CompositionError", "EmptySequenceError", "FstcrfError", "GrammarError",
     "InfeasibleError", "LabelError", "ModelFileError", "ScoreError", "ShapeError", "TemplateError",
-    "TopologyError", "ForwardBackward", "KBest", "Potentials", "Viterbi", "forward_backward", "kbest",
-    "log_partition", "max_marginals", "sample", "span_viterbi", "SpanViterbi", "viterbi", "Topology", "bioes", "first_order",
-    "from_acceptor", "intersect", "iob2", "kth_order", "second_order",
+    "TopologyError", "ForwardBackward", "KBest", "Potentials", "SpanViterbi", "Viterbi", "forward_backward",
+    "kbest", "log_partition", "max_marginals", "sample", "span_viterbi", "viterbi", "Topology", "bioes",
+    "first_order", "from_acceptor", "intersect", "iob2", "kth_order", "second_order",
 ]
 __version__ = "0.1.0"
