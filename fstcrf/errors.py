@@ -52,3 +52,19 @@ class GrammarError(FstcrfError):
 
 class CompositionError(FstcrfError):
     """Models cannot be composed (for example their interface labels differ)."""
+
+
+class ArgumentTypeError(FstcrfError, TypeError):
+    """An argument has the wrong type (a string where sentences are expected,
+    an array where Potentials are expected, ...); also a TypeError."""
+
+
+class BudgetError(FstcrfError):
+    """Work whose size can explode (grammar compilation, k-th order states,
+    k-best lists, sampling) would exceed its budget; the message gives the
+    estimated size and the option that raises the budget."""
+
+
+class OutputPathError(FstcrfError):
+    """An output path cannot be written safely: a missing or unwritable folder,
+    a folder, or the same file as an input."""
