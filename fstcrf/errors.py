@@ -68,3 +68,8 @@ class BudgetError(FstcrfError):
 class OutputPathError(FstcrfError):
     """An output path cannot be written safely: a missing or unwritable folder,
     a folder, or the same file as an input."""
+
+
+class FeedbackError(FstcrfError):
+    """A feedback function raised, or returned something other than a finite
+    gain in [0, 1]; the message names the sentence."""
