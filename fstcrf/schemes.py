@@ -1,13 +1,17 @@
-"""Chunk tagging schemes: read chunks from IOB1, IOB2 or BIOES tags and write
-them in IOB2 or BIOES.
+"""Chunk tagging schemes: read chunks from IOB1, IOB2, IOE or BIOES tags and
+write them in IOB1, IOB2 or BIOES.
 
 A tag is ``O`` or ``P-TYPE`` with prefix P in B (begin), I (inside), E (end)
 or S (single).  :func:`read_chunks` reads a chunk as conlleval does, and
 also honours E and S: a chunk starts at B or S, or at I / E when the tag
 before it does not continue a chunk of the same type (IOB1 and ill-formed
 IOB2 input), and it ends at E or S, or before a tag that does not continue
-it.  Writing is exact: IOB2 marks every chunk's first tag B; BIOES marks a
-one-token chunk S and a longer chunk B I* E.
+it.  Writing is exact: IOB2 marks every chunk's first tag B; IOB1 marks a
+chunk's first tag B only when a chunk of the same type ends just before it;
+BIOES marks a one-token chunk S and a longer chunk B I* E.
+
+A gold column may also hold partial labels for training: the unknown label
+``?`` and label sets such as ``B-NP|I-NP``.
 """
 from __future__ import annotations
 
@@ -15,7 +19,11 @@ from typing import Sequence
 
 from .errors import LabelError
 
-SCHEMES = ("iob2", "bioes")
+SCHEMES = ("iob1", "iob2", "bioes")
+#: The gold-column value of a token whose label is unknown (partial labels, training only).
+UNKNOWN_LABEL = "?"
+#: Joins the members of a label set such as ``B-NP|I-NP`` (partial labels, training only).
+LABEL_SET_SEPARATOR = "|"
 _PREFIXES = ("B", "I", "E", "S")
 
 
@@ -53,17 +61,21 @@ def read_chunks(tags: Sequence[str]) -> list[tuple[int, int, str]]:
 
 
 def write_chunks(chunks: Sequence[tuple[int, int, str]], length: int, scheme: str) -> list[str]:
-    """The tags [length] of non-overlapping chunks in ``scheme`` ("iob2" or "bioes")."""
+    """The tags [length] of non-overlapping chunks, sorted by position, in ``scheme``
+    ("iob1", "iob2" or "bioes")."""
     if scheme not in SCHEMES:
         raise LabelError(f"scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
     tags = ["O"] * length
+    previous_end: tuple[int, str] | None = None     # (last token, type) of the chunk before
     for first, last, chunk_type in chunks:
         if scheme == "bioes" and first == last:
             tags[first] = f"S-{chunk_type}"
             continue
-        tags[first] = f"B-{chunk_type}"
-        for position in range(first + 1, last + 1):
+        for position in range(first, last + 1):
             tags[position] = f"I-{chunk_type}"
+        if scheme != "iob1" or previous_end == (first - 1, chunk_type):
+            tags[first] = f"B-{chunk_type}"
+        previous_end = (last, chunk_type)
         if scheme == "bioes":
             tags[last] = f"E-{chunk_type}"
     return tags

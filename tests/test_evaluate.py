@@ -75,15 +75,22 @@ def test_chunk_types_must_agree():
     (["B-NP", "I-VP"], 2),                   # a change of type closes one and opens another
     (["I-NP", "I-NP", "B-NP"], 2),           # IOB1
     (["B-NP", "B-NP", "I-NP", "O"], 2),      # IOB2
-    (["I-NP", "E-NP", "E-NP"], 2),           # IOE: E then E is a new chunk
-    (["I-NP", "I-NP", "E-NP", "I-NP"], 2),   # IOE: I after E is a new chunk
-    (["E-NP", "B-NP"], 1),                   # conlleval has no rule for B after E
-    (["S-NP", "S-NP"], 1),                   # nor any rule for S tags
-    (["S-NP", "S-VP"], 2),
     (["[-NP", "]-NP"], 2),                   # bracket chunks have length 1
     (["B", "I", "O", "B"], 2),               # tags without a type: the empty type
 ])
 def test_chunk_boundaries_follow_conlleval_rules(tags, expected):
+    assert num_chunks(tags) == expected
+
+
+@pytest.mark.parametrize("tags, expected", [
+    (["I-NP", "E-NP", "E-NP"], 2),           # IOE: E then E is a new chunk
+    (["I-NP", "I-NP", "E-NP", "I-NP"], 2),   # IOE: I after E is a new chunk
+    (["E-NP", "B-NP"], 2),                   # conlleval has no rule for B after E: it read 1
+    (["S-NP", "S-NP"], 2),                   # nor any rule for S tags: it read 1
+    (["S-NP", "S-VP"], 2),
+    (["B-NP", "E-NP", "S-NP", "O", "S-VP"], 3),
+])
+def test_e_and_s_tags_end_chunks(tags, expected):
     assert num_chunks(tags) == expected
 
 
@@ -186,14 +193,10 @@ def test_agrees_with_seqeval_default_mode(sentences):
 
 @needs_seqeval
 @pytest.mark.parametrize("tags", [["E-NP", "B-NP"], ["S-NP", "S-NP"]])
-def test_seqeval_differs_from_conlleval_on_e_and_s_tags(tags):
-    """Corners where seqeval's default mode departs from conlleval.
-
-    conlleval has no rule for S tags and none for B after E of the same type,
-    so it reads both sequences as one chunk; seqeval reads two.
-    """
-    assert num_chunks(tags) == 1
-    assert len(seqeval_entities([tags])) == 2
+def test_e_and_s_tags_read_as_seqeval_reads_them(tags):
+    """Corners where conlleval reads one chunk (it has no rule for S tags, nor
+    for B after E of the same type): E and S end a chunk, as in seqeval."""
+    assert num_chunks(tags) == len(seqeval_entities([tags])) == 2
 
 
 def test_mcnemar_counts_one_sided_errors():

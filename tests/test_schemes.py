@@ -48,7 +48,7 @@ def test_bad_tags_are_label_errors(tag):
     with pytest.raises(LabelError, match="token 1"):
         read_chunks(["O", tag])
     with pytest.raises(LabelError, match="scheme"):
-        write_chunks([], 1, "iob1")
+        write_chunks([], 1, "ioe")
 
 
 def test_convert_command(tmp_path, capsys):
