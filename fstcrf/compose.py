@@ -38,8 +38,11 @@ from .inference import (KBest, Potentials, Viterbi, blas_single_threaded, kbest,
                         run_parallel, viterbi)
 from .joint import (JointPotentials, JointSpace, component_marginals, joint_emissions, joint_forward_backward,
                     joint_viterbi)
-from .model import (BLOCK_CELLS, JOINT_KIND, MODEL_KIND, ChainCRF, _field, _split_labels, model_from_payload,
-                    model_payload, read_container, write_container)
+from .labels import split_labels
+from .model import ChainCRF
+from .modelfile import (JOINT_KIND, MODEL_KIND, header_field, model_from_payload, model_payload, read_container,
+                        write_container)
+from .objective import BLOCK_CELLS
 
 MODES = ("joint", "cascade", "kbest")
 
@@ -184,7 +187,7 @@ class JointModel:
     def _joint_block(self, sentences: list[Sentence]) -> list[list[list[str]]]:
         jp = self.potentials(sentences)
         states = self.space.component_states(joint_viterbi(jp).paths)
-        return [_split_labels(model.topology_, states[:, k], jp.offsets) for k, model in enumerate(self.components)]
+        return [split_labels(model.topology_, states[:, k], jp.offsets) for k, model in enumerate(self.components)]
 
     def _kbest_block(self, sentences: list[Sentence], k: int) -> list[list[list[str]]]:
         """Cascaded decoding keeping the k best partial tuples (by summed score) per level."""
@@ -217,7 +220,7 @@ class JointModel:
             paths = np.stack([stacked[chosen[:, j], :, columns].T for j in range(order.shape[1])])
             scores = np.take_along_axis(total, order, axis=1)
         states, offsets = paths[0], lengths_to_offsets(lengths)
-        return [_split_labels(model.topology_, states[level], offsets) for level, model in enumerate(self.components)]
+        return [split_labels(model.topology_, states[level], offsets) for level, model in enumerate(self.components)]
 
     def _level_potentials(self, level: int, sentences: list[Sentence], lower_paths: np.ndarray) -> Potentials:
         """Potentials of component ``level`` with the lower component's labels set by a
@@ -230,7 +233,7 @@ class JointModel:
         lower_labels = lower.topology_.state_label[lower_states]
         offsets = lengths_to_offsets([len(sentence) for sentence in sentences])
         pot = model.potentials([sentence.with_column(model.reads, labels) for sentence, labels
-                                in zip(sentences, _split_labels(lower.topology_, lower_states, offsets))])
+                                in zip(sentences, split_labels(lower.topology_, lower_states, offsets))])
         pairs = self.compatibility[level - 1]
         if pairs is None:
             return pot
@@ -380,7 +383,7 @@ def load_joint(path: str | os.PathLike) -> JointModel:
 
 def _joint_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) -> JointModel:
     components = []
-    for k, component in enumerate(_field(header, "components", list, where)):
+    for k, component in enumerate(header_field(header, "components", list, where)):
         prefix = f"{k}."
         own = {name[len(prefix):]: array for name, array in arrays.items() if name.startswith(prefix)}
         components.append(model_from_payload(component, own, f"{where} (component {k})"))

@@ -10,10 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstcrf import mce
-from fstcrf import model as crf
+from fstcrf.encoding import EncodedSentences, build_features
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.evaluate import score_chunks
+from fstcrf.labels import chain_topology, gold_label_set, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model
+from fstcrf.objective import Scorer, TrainingSet
 from oracles import check_finite_differences
 from test_model import TEMPLATE, chunk_corpus, random_corpus, training_set
 
@@ -136,15 +138,15 @@ def iob2_training_set(corpus, order: int):
     from fstcrf.features import FeatureExtractor, parse_template
     from fstcrf.grammar import compile_grammar, constrain, load_grammar
     extractor = FeatureExtractor(parse_template(TEMPLATE))
-    encoded = crf.EncodedSentences.from_corpus(extractor, corpus, fit=True)
+    encoded = EncodedSentences.from_corpus(extractor, corpus, fit=True)
     gold = corpus.column("chunk")
-    labels = crf._gold_label_set(gold)
-    topology = constrain(crf._build_topology(order, labels), compile_grammar(load_grammar("iob2"), labels))
-    label_ids, _ = crf._gold_labels(topology, gold)
-    states = crf.gold_states(topology, label_ids, encoded.offsets)
-    features = crf.build_features(encoded, states, label_ids, topology, order, "supported",
+    labels = gold_label_set(gold)
+    topology = constrain(chain_topology(order, labels), compile_grammar(load_grammar("iob2"), labels))
+    label_ids, _ = parse_gold(topology, gold)
+    states = gold_states(topology, label_ids, encoded.offsets)
+    features = build_features(encoded, states, label_ids, topology, order, "supported",
                                   extractor.vocabulary_.get("bias"))
-    return crf.TrainingSet(crf.Scorer(features, topology, 2), encoded, states)
+    return TrainingSet(Scorer(features, topology, 2), encoded, states)
 
 
 @pytest.mark.parametrize("order,seed", [(1, 0), (1, 1), (2, 2), (2, 3)])

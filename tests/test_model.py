@@ -11,11 +11,15 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from fstcrf import model as crf
+from fstcrf import encoding, objective
 from fstcrf.conll import Corpus, Sentence, write_conll
+from fstcrf.encoding import EncodedSentences, FactoredFeatures, build_features
 from fstcrf.errors import FstcrfError, LabelError, ModelFileError
-from fstcrf.features import FeatureExtractor, parse_template
+from fstcrf.features import CRFPP_CHUNKING, FeatureExtractor, parse_template
+from fstcrf.labels import chain_topology, gold_label_set, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model, save_model
+from fstcrf.modelfile import FORMAT_VERSION, MAGIC, MODEL_KIND, model_payload, write_container
+from fstcrf.objective import Scorer, TrainingSet
 from oracles import check_finite_differences
 
 TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\npos[-1]\npos[0]\npos[0]|pos[+1]\n"
@@ -71,21 +75,21 @@ def random_corpus(seed: int, num_sentences: int) -> Corpus:
 
 
 def training_set(corpus: Corpus, order: int, feature_set: str, threads: int = 2,
-                 constraint=None) -> crf.TrainingSet:
+                 constraint=None) -> TrainingSet:
     """The training problem of ``corpus``'s chunk column (which may hold partial
     labels), optionally under a constraint acceptor."""
     extractor = FeatureExtractor(parse_template(TEMPLATE))
-    encoded = crf.EncodedSentences.from_corpus(extractor, corpus, fit=True)
+    encoded = EncodedSentences.from_corpus(extractor, corpus, fit=True)
     gold = corpus.column("chunk")
-    topology = crf._build_topology(order, crf._gold_label_set(gold))
-    label_ids, allowed = crf._gold_labels(topology, gold)
-    states = crf.gold_states(topology, label_ids, encoded.offsets)
-    features = crf.build_features(encoded, label_ids if order == 1 else states, label_ids, topology,
+    topology = chain_topology(order, gold_label_set(gold))
+    label_ids, allowed = parse_gold(topology, gold)
+    states = gold_states(topology, label_ids, encoded.offsets)
+    features = build_features(encoded, label_ids if order == 1 else states, label_ids, topology,
                                   order, feature_set, extractor.vocabulary_.get("bias"))
-    return crf.TrainingSet(crf.Scorer(features, topology, threads, constraint), encoded, states, allowed)
+    return TrainingSet(Scorer(features, topology, threads, constraint), encoded, states, allowed)
 
 
-def dense_weights(features: crf.FactoredFeatures, theta: np.ndarray) -> np.ndarray:
+def dense_weights(features: FactoredFeatures, theta: np.ndarray) -> np.ndarray:
     """float [P, S + L]: the feature weights as a predicate-by-output table."""
     table = np.zeros((features.num_predicates, features.num_states + features.num_labels))
     predicate = np.repeat(np.arange(features.num_predicates), np.diff(features.ptr))
@@ -93,7 +97,7 @@ def dense_weights(features: crf.FactoredFeatures, theta: np.ndarray) -> np.ndarr
     return table
 
 
-def csr(encoded: crf.EncodedSentences) -> scipy.sparse.csr_matrix:
+def csr(encoded: EncodedSentences) -> scipy.sparse.csr_matrix:
     return scipy.sparse.csr_matrix((encoded.values, encoded.indices, encoded.indptr),
                                    shape=(encoded.num_tokens, encoded.num_predicates))
 
@@ -156,7 +160,7 @@ def test_feature_sets(order, feature_set):
 
 
 def test_complete_feature_sets_too_large_are_refused(monkeypatch):
-    monkeypatch.setattr(crf, "MAX_FEATURES", 100)
+    monkeypatch.setattr(encoding, "MAX_FEATURES", 100)
     with pytest.raises(FstcrfError, match="use features='supported'"):
         training_set(random_corpus(3, 30), 1, "complete")
     with pytest.raises(FstcrfError, match="use features='complete-tags' or 'supported'"):
@@ -239,13 +243,13 @@ def test_sentence_groups_do_not_change_the_objective(monkeypatch, order, constra
         for sentence in corpus.sentences[::3]:
             sentence.columns["chunk"] = ["?" if rng.random() < 0.5 else label
                                          for label in sentence.columns["chunk"]]
-    labels = crf._gold_label_set(corpus.column("chunk"))
+    labels = gold_label_set(corpus.column("chunk"))
     constraint = compile_grammar(load_grammar("iob2"), labels) if constrained else None
     whole = training_set(corpus, order, "supported", constraint=constraint)
     assert whole.partial.any() == partial
     theta = np.random.default_rng(13).normal(size=whole.num_weights)
     expected = whole.loss_and_gradient(theta)
-    monkeypatch.setattr(crf, "GROUP_TOKENS", 1)   # one sentence per group
+    monkeypatch.setattr(objective, "GROUP_TOKENS", 1)   # one sentence per group
     grouped = training_set(corpus, order, "supported", constraint=constraint)
     loss, gradient = grouped.loss_and_gradient(theta)
     assert loss == pytest.approx(expected[0], rel=1e-12)
@@ -267,7 +271,7 @@ def test_parameters_are_checked_at_fit():
 def test_templates_by_name_text_and_object():
     corpus = chunk_corpus(0, 10)
     names = [ChainCRF(template, max_iter=2).fit(corpus).extractor_.to_dict()["template"]
-             for template in ("crfpp", crf.CRFPP_CHUNKING, crf.CRFPP_CHUNKING.text)]
+             for template in ("crfpp", CRFPP_CHUNKING, CRFPP_CHUNKING.text)]
     assert names[0] == names[1] == names[2]
 
 
@@ -304,7 +308,7 @@ def _repack(raw: bytes, edit) -> bytes:
     edit(header)
     text = json.dumps(header).encode()
     text += b" " * (-(36 + len(text)) % 8)
-    body = struct.pack("<16sIQQ", crf.MAGIC, version, len(text), data_size) + text + \
+    body = struct.pack("<16sIQQ", MAGIC, version, len(text), data_size) + text + \
         raw[36 + header_size:-32]
     return body + hashlib.sha256(body).digest()
 
@@ -388,7 +392,7 @@ def test_foreign_and_missing_files(tmp_path):
 
 def test_future_version(saved):
     raw = bytearray(saved.read_bytes())
-    raw[16:20] = struct.pack("<I", crf.FORMAT_VERSION + 1)
+    raw[16:20] = struct.pack("<I", FORMAT_VERSION + 1)
     saved.write_bytes(bytes(raw))
     with pytest.raises(ModelFileError, match="version 2 is not supported.*newer fstcrf"):
         load_model(saved)
@@ -418,23 +422,23 @@ def test_intact_file_with_inconsistent_contents(saved):
 READING_TEMPLATE = "bias\nword[0]\nword[-1]\npos[0]\npos[0]|word[0]\n"
 
 
-def reading_training_set(corpus: Corpus, order: int, constraint=None, threads: int = 2) -> crf.TrainingSet:
+def reading_training_set(corpus: Corpus, order: int, constraint=None, threads: int = 2) -> TrainingSet:
     """The training problem of a model that reads the pos column, with transitions
     that depend on the pos label at the new token (read_transitions)."""
     model = ChainCRF(READING_TEMPLATE, order=order, reads="pos")
     extractor = FeatureExtractor(parse_template(READING_TEMPLATE))
     lower_labels = sorted({value for values in corpus.column("pos") for value in values})
-    encoded = crf.EncodedSentences.from_corpus(extractor, corpus, fit=True,
+    encoded = EncodedSentences.from_corpus(extractor, corpus, fit=True,
                                                token_class=model._token_classes(corpus, lower_labels))
     gold = corpus.column("chunk")
-    topology = crf._build_topology(order, crf._gold_label_set(gold))
-    label_ids, allowed = crf._gold_labels(topology, gold)
-    states = crf.gold_states(topology, label_ids, encoded.offsets)
-    features = crf.build_features(encoded, label_ids if order == 1 else states, label_ids, topology, order,
+    topology = chain_topology(order, gold_label_set(gold))
+    label_ids, allowed = parse_gold(topology, gold)
+    states = gold_states(topology, label_ids, encoded.offsets)
+    features = build_features(encoded, label_ids if order == 1 else states, label_ids, topology, order,
                                   "supported", extractor.vocabulary_.get("bias"))
-    scorer = crf.Scorer(features, topology, threads, constraint, model._transition_layout(topology.num_edges,
+    scorer = Scorer(features, topology, threads, constraint, model._transition_layout(topology.num_edges,
                                                                                            lower_labels))
-    return crf.TrainingSet(scorer, encoded, states, allowed)
+    return TrainingSet(scorer, encoded, states, allowed)
 
 
 @pytest.mark.parametrize("order,constrained,partial", [(1, False, False), (2, False, False),
@@ -445,7 +449,7 @@ def test_reading_transitions_gradient_matches_finite_differences(order, constrai
     if partial:
         for sentence in corpus.sentences[::3]:
             sentence.columns["chunk"][0] = "?"
-    labels = crf._gold_label_set(corpus.column("chunk"))
+    labels = gold_label_set(corpus.column("chunk"))
     constraint = compile_grammar(load_grammar("iob2"), labels) if constrained else None
     problem = reading_training_set(corpus, order, constraint)
     layout = problem.scorer.transitions
@@ -486,9 +490,9 @@ def test_files_from_before_reading_transitions_and_f_score_training_load(tmp_pat
     (its transitions read no label) loads with that meaning."""
     corpus = chunk_corpus(65, 20)
     model = ChainCRF(READING_TEMPLATE, reads="pos", read_transitions=False, max_iter=5).fit(corpus)
-    header, arrays = crf.model_payload(model)
+    header, arrays = model_payload(model)
     for name in ("read_transitions", "mce_c", "mce_iter"):
         del header["params"][name]
-    crf.write_container(tmp_path / "old.model", crf.MODEL_KIND, header, arrays)
+    write_container(tmp_path / "old.model", MODEL_KIND, header, arrays)
     old = load_model(tmp_path / "old.model")
     assert old.read_transitions is False and old.predict(corpus) == model.predict(corpus)

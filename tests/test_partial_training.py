@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
-from fstcrf import model as crf
 from fstcrf.cli import main
 from fstcrf.conll import Corpus, Sentence, read_conll, write_conll
 from fstcrf.errors import FstcrfError, GrammarError, LabelError
 from fstcrf.evaluate import score_chunks
 from fstcrf.grammar import accepts, compile_grammar, load_grammar, parse_grammar
+from fstcrf.labels import chain_topology, full_label_ids, gold_label_set, parse_gold
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.synthetic import DATA_DIR
 from fstcrf.topology import first_order
@@ -155,7 +155,7 @@ def feasible_under(corpus: Corpus, order: int, grammar=None) -> tuple[Corpus, py
     while True:
         if all(value == "?" for values in corpus.column("chunk") for value in values):
             return None
-        labels = crf._gold_label_set(corpus.column("chunk"))
+        labels = gold_label_set(corpus.column("chunk"))
         if order == 2 and "O" not in labels:
             return None
         constraint = None
@@ -164,7 +164,7 @@ def feasible_under(corpus: Corpus, order: int, grammar=None) -> tuple[Corpus, py
                 constraint = compile_grammar(grammar, labels)
             except GrammarError:            # e.g. no label matches a class of the grammar
                 return None
-        topology = crf._build_topology(order, labels)
+        topology = chain_topology(order, labels)
         keep = []
         for original in corpus:
             _, label_paths = enumerate_paths(topology, len(original))
@@ -293,7 +293,7 @@ def test_a_sentence_of_unknown_labels_contributes_nothing():
         corpus = corpus_of(["B-NP", "I-NP", "O"], ["?", "?", "?", "?"], ["O", "B-VP", "I-VP"])
         constraint = None
         if constraint_name:
-            constraint = compile_grammar(GRAMMARS[constraint_name], crf._gold_label_set(corpus.column("chunk")))
+            constraint = compile_grammar(GRAMMARS[constraint_name], gold_label_set(corpus.column("chunk")))
         problem = training_set(corpus, order, "supported", constraint=constraint)
         theta = np.random.default_rng(order).normal(size=problem.num_weights)
         out = np.zeros(problem.num_weights)
@@ -349,7 +349,7 @@ def test_a_label_set_the_topology_narrows_to_gold_takes_the_clamped_path():
 def test_a_label_set_the_grammar_narrows_to_gold_takes_the_clamped_path():
     """Order 1 under IOB2: "O|I-NP" or "B-NP|I-NP" where an I- tag cannot go pins gold."""
     full = random_corpus(81, 20)
-    labels = crf._gold_label_set(full.column("chunk"))
+    labels = gold_label_set(full.column("chunk"))
     constraint = compile_grammar(load_grammar("iob2"), labels)
     pinned = copy.deepcopy(full)
     changed = 0
@@ -387,7 +387,7 @@ def test_gold_labels_the_grammar_rejects_name_the_sentence():
     corpus = corpus_of(["B-NP", "I-NP"], ["?", "O"], ["O", "I-NP", "O"], ["B-VP"])
     with pytest.raises(LabelError, match="training sentence 2"):
         ChainCRF(TEMPLATE, grammar="iob2").fit(corpus)
-    labels = crf._gold_label_set(corpus.column("chunk"))
+    labels = gold_label_set(corpus.column("chunk"))
     with pytest.raises(LabelError, match="training sentence 2"):
         training_set(corpus, 1, "supported", constraint=compile_grammar(load_grammar("iob2"), labels))
     # without the grammar the first-order model takes it
@@ -442,7 +442,7 @@ def test_labels_no_allowed_state_carries_are_label_errors(order, grammar, chunks
 def test_unknown_and_malformed_labels_in_sets():
     topology = first_order(["B-NP", "I-NP", "O"])
     with pytest.raises(LabelError, match="unknown label 'B-XX'"):
-        crf._gold_labels(topology, [["B-NP", "B-NP|B-XX"]])
+        parse_gold(topology, [["B-NP", "B-NP|B-XX"]])
     for bad in ("B-NP|", "|O", "B-NP||I-NP", "B-NP|?"):
         with pytest.raises(LabelError, match="empty member"):
             ChainCRF(TEMPLATE, max_iter=2).fit(corpus_of(["B-NP", bad], ["O"]))
@@ -453,9 +453,9 @@ def test_unknown_and_malformed_labels_in_sets():
 def test_predict_never_takes_partial_labels():
     topology = first_order(["B-NP", "I-NP", "O"])
     with pytest.raises(LabelError, match="partial label"):
-        crf._label_ids(topology, [["B-NP", "?"]])
+        full_label_ids(topology, [["B-NP", "?"]])
     with pytest.raises(LabelError, match="partial label"):
-        crf._label_ids(topology, [["B-NP|I-NP"]])
+        full_label_ids(topology, [["B-NP|I-NP"]])
 
 
 def test_the_perceptron_refuses_partial_labels():

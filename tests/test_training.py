@@ -4,12 +4,12 @@ import logging
 import numpy as np
 import pytest
 
-from fstcrf import model as crf
 from fstcrf import train
 from fstcrf.conll import Corpus, read_conll
 from fstcrf.errors import FstcrfError
 from fstcrf.evaluate import score_chunks
 from fstcrf.model import ChainCRF
+from fstcrf.objective import TrainingSet
 from test_model import TEMPLATE, chunk_corpus, random_corpus, training_set
 
 SETTINGS = {"lbfgs": dict(max_iter=60), "perceptron": dict(max_iter=10),
@@ -79,7 +79,7 @@ def test_ctrl_c_keeps_the_best_weights(algorithm):
 
 def test_ctrl_c_inside_a_gradient_keeps_the_last_iteration(monkeypatch):
     corpus = chunk_corpus(1, 30)
-    original = crf.TrainingSet.loss_and_gradient
+    original = TrainingSet.loss_and_gradient
     calls = []
     kept = []
 
@@ -89,7 +89,7 @@ def test_ctrl_c_inside_a_gradient_keeps_the_last_iteration(monkeypatch):
             raise KeyboardInterrupt
         return original(self, theta)
 
-    monkeypatch.setattr(crf.TrainingSet, "loss_and_gradient", interrupted_on_the_eighth_call)
+    monkeypatch.setattr(TrainingSet, "loss_and_gradient", interrupted_on_the_eighth_call)
     model = ChainCRF(TEMPLATE, max_iter=50).fit(corpus, callback=lambda r: kept.append(r))
     assert model.interrupted_ and 1 <= model.n_iter_ < 8 and model.best_iteration_ == model.n_iter_
     assert model.predict(corpus)

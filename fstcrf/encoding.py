@@ -1,0 +1,259 @@
+"""Sentences encoded as predicate rows, and Sha & Pereira's factored features.
+
+Features
+--------
+A feature is an observation predicate p (a column of the predicate matrix X
+[N, P] of :class:`~fstcrf.features.FeatureExtractor`) paired with an output
+predicate q on the state at the token.  Outputs are numbered
+
+    q = s        0 <= s < S    the state is s
+    q = S + c    0 <= c < L    the label of the state is c (order 2 only)
+
+Order 1 (topology ``first_order(labels)``): states are labels and every
+predicate pairs with y_i = y.  Order 2 (``second_order(tags)``): a state is a
+tag pair (c_{i-1}, c_i); every predicate pairs with y_i = y (the pair state)
+and, except ``bias``, with c(y_i) = c (the current tag, ``state_label``).
+In both orders the always-true predicate also pairs with every allowed
+transition (y', y): those are the kernel's edge scores, one weight per edge
+of the topology whatever the feature set.  The score of state s at token n
+is the sum over the active predicates p of theta(p, s) + theta(p, label(s)).
+
+Feature sets (the bias never pairs with tags):
+
+    "supported"      the (predicate, output) pairs that occur in the gold
+                     training data
+    "complete"       every (predicate, output) pair: P x (S + L) features, which
+                     is refused above MAX_FEATURES (e.g. order 2 on the 22
+                     CoNLL-2000 tags: 340k predicates x (474 + 22) outputs)
+    "complete-tags"  order 2 only: every (predicate, tag) pair, and the
+                     supported (predicate, pair state) pairs
+
+Weights
+-------
+A model's weights float [F + T]: first the F (predicate, output) features
+grouped by predicate -- feature f = ``FactoredFeatures.ptr[p]`` ..
+``ptr[p+1]-1`` pairs predicate p with output ``FactoredFeatures.output[f]``
+-- then the T transition weights laid out by :class:`TransitionWeights`
+(T = E, in the topology's edge order, unless transitions read lower labels).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse
+
+from ._kernel import ffi, lib
+from .conll import Corpus, Sentence
+from .errors import EmptySequenceError, FstcrfError, ShapeError
+from .features import FeatureExtractor
+from .inference import SentenceBatch, lengths_to_offsets
+from .topology import Topology
+
+FEATURE_SETS = ("supported", "complete", "complete-tags")
+#: Complete feature sets larger than this are refused: L-BFGS needs about 260 bytes per
+#: weight (its 10 correction pairs, gradients and copies), so 2**24 weights take ~4.4 GB.
+MAX_FEATURES = 2 ** 24
+
+
+def _check_kernel(status: int, what: str) -> None:
+    if status != lib.FC_OK:
+        raise RuntimeError(f"fstcrf feature loop {what} rejected its arguments; this is a bug in fstcrf")
+
+
+def buffer_pointer(ctype: str, array: np.ndarray):
+    """A cffi view of a C-contiguous array's data; it keeps the array alive, but
+    a struct field or a cast it is stored in does not."""
+    return ffi.from_buffer(ctype + "[]", array)
+
+
+class EncodedSentences(SentenceBatch):
+    """Sentences as predicate rows: X [N, P] in CSR form cut into sentences.
+
+    Attributes: ``indptr`` int64 [N+1], ``indices`` int32 [nnz] (predicates),
+    ``values`` float [nnz]; ``lengths`` int64 [B] and ``offsets`` int64 [B+1];
+    ``token_class`` int32 [N], the class of each token's transition scores (see
+    :class:`TransitionWeights`), or None.
+    When every value is 1 (binary predicates) the kernel is not given the
+    values, which halves the memory its feature loops stream.
+    """
+
+    def __init__(self, matrix: scipy.sparse.csr_matrix, lengths: Sequence[int],
+                 token_class: np.ndarray | None = None):
+        matrix = scipy.sparse.csr_matrix(matrix)
+        self.token_class = None if token_class is None else np.ascontiguousarray(token_class, dtype=np.int32)
+        self.num_predicates = matrix.shape[1]
+        self.indptr = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(matrix.indices, dtype=np.int32)
+        self.values = np.ascontiguousarray(matrix.data, dtype=np.float64)
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.offsets = lengths_to_offsets(self.lengths)
+        if self.offsets[-1] != matrix.shape[0]:
+            raise ShapeError(f"{matrix.shape[0]} token rows for sentences of "
+                             f"{int(self.offsets[-1])} tokens")
+        if np.any(self.lengths <= 0):
+            raise EmptySequenceError(f"sentence {int(np.flatnonzero(self.lengths <= 0)[0])} "
+                                     "is empty; every sentence needs at least one token")
+        self._indptr = buffer_pointer("int64_t", self.indptr)
+        self._indices = buffer_pointer("int32_t", self.indices)
+        self._values = ffi.NULL if np.all(self.values == 1.0) else buffer_pointer("double", self.values)
+
+    @classmethod
+    def from_corpus(cls, extractor: FeatureExtractor, corpus: Corpus | Sequence[Sentence],
+                    fit: bool = False, token_class: np.ndarray | None = None) -> EncodedSentences:
+        """Encode a corpus with a fitted extractor (or fit it first)."""
+        matrix = extractor.fit_transform(corpus) if fit else extractor.transform(corpus)
+        return cls(matrix, [len(sentence) for sentence in corpus], token_class)
+
+    def tokens(self, first: int, last: int):
+        """The cffi ff_tokens of sentences first .. last-1."""
+        block = ffi.new("ff_tokens *")
+        start, stop = int(self.offsets[first]), int(self.offsets[last])
+        block.num_tokens = stop - start
+        block.indptr = self._indptr + start
+        block.indices = self._indices
+        block.values = self._values
+        return block
+
+
+class FactoredFeatures:
+    """The feature dictionary: which (predicate, output) pairs carry a weight.
+
+    Attributes: ``state_label`` int32 [S]; ``num_labels`` L (label outputs, 0
+    in order 1); ``ptr`` int64 [P+1], the features of predicate p being
+    ptr[p] .. ptr[p+1]-1; ``output`` int32 [F], each feature's output in
+    [0, S + L).  Inconsistent arrays raise ShapeError.
+    """
+
+    def __init__(self, state_label, num_labels: int, ptr, output):
+        self.state_label = np.ascontiguousarray(state_label, dtype=np.int32)
+        self.num_labels = int(num_labels)
+        self.ptr = np.ascontiguousarray(ptr, dtype=np.int64)
+        self.output = np.ascontiguousarray(output, dtype=np.int32)
+        S, L = len(self.state_label), self.num_labels
+        if S == 0 or L < 0 or (L and (self.state_label.min() < 0 or self.state_label.max() >= L)):
+            raise ShapeError(f"feature dictionary: bad state labels for {L} label outputs")
+        if self.ptr.ndim != 1 or len(self.ptr) == 0 or self.ptr[0] != 0 \
+                or np.any(np.diff(self.ptr) < 0) or self.ptr[-1] != len(self.output):
+            raise ShapeError("feature dictionary: ptr must rise from 0 to the number of features")
+        if len(self.output) and (self.output.min() < 0 or self.output.max() >= S + L):
+            raise ShapeError(f"feature dictionary: outputs must lie in [0, {S + L})")
+        self._dictionary = ffi.new("ff_dictionary *")
+        self._dictionary.num_states = S
+        self._dictionary.num_labels = L
+        self._dictionary.state_label = buffer_pointer("int32_t", self.state_label)
+        self._dictionary.num_predicates = self.num_predicates
+        self._dictionary.ptr = buffer_pointer("int64_t", self.ptr)
+        self._dictionary.output = buffer_pointer("int32_t", self.output)
+        self._work_size = int(lib.ff_work_doubles(self._dictionary))
+
+    @property
+    def num_states(self) -> int:
+        return len(self.state_label)
+
+    @property
+    def num_predicates(self) -> int:
+        return len(self.ptr) - 1
+
+    @property
+    def num_features(self) -> int:
+        return len(self.output)
+
+    def emissions(self, tokens, theta: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """float [n, S]: scale * state scores of a token block under feature weights theta [F]."""
+        emit = np.empty((tokens.num_tokens, self.num_states))
+        work = np.empty(self._work_size)
+        _check_kernel(lib.ff_emissions(self._dictionary, tokens, buffer_pointer("double", theta), scale,
+                                       buffer_pointer("double", emit), buffer_pointer("double", work)),
+                      "ff_emissions")
+        return emit
+
+    def accumulate(self, tokens, marginals: np.ndarray, out: np.ndarray, scale: float = 1.0) -> None:
+        """Add scale * expected feature counts [F] under state marginals [n, S] to ``out``."""
+        work = np.empty(self._work_size)
+        _check_kernel(lib.ff_accumulate(self._dictionary, tokens, buffer_pointer("double", marginals), scale,
+                                        buffer_pointer("double", out), buffer_pointer("double", work)),
+                      "ff_accumulate")
+
+    def add_paths(self, tokens, plus: np.ndarray, minus: np.ndarray | None, out: np.ndarray,
+                  scale: float = 1.0) -> None:
+        """Add scale * (feature counts along state path ``plus`` [n] - along ``minus``) to ``out``."""
+        _check_kernel(lib.ff_add_paths(self._dictionary, tokens, buffer_pointer("int32_t", plus),
+                                       ffi.NULL if minus is None else buffer_pointer("int32_t", minus),
+                                       scale, buffer_pointer("double", out)), "ff_add_paths")
+
+
+class TransitionWeights:
+    """The transition part of a weight vector and the kernel scores it makes.
+
+    Without lower labels (L = 0) there is one weight per edge: [E].  A model
+    that reads a lower tagger's L labels and lets its transitions depend on
+    them has [E + L E] weights: a base row and a deviation row per lower label.
+    The transition into a token whose lower label is l scores base +
+    deviation[l]; class L, a lower label unseen in training, scores base alone.
+    """
+
+    def __init__(self, num_edges: int, num_lower_labels: int = 0):
+        self.num_edges = int(num_edges)
+        self.num_lower_labels = int(num_lower_labels)
+        self.size = self.num_edges * (1 + self.num_lower_labels)
+        self.num_classes = self.num_lower_labels + 1 if self.num_lower_labels else 1
+
+    def scores(self, weights: np.ndarray) -> np.ndarray:
+        """float [E], or [L + 1, E] by token class: the kernel's scores for weights [size]."""
+        if not self.num_lower_labels:
+            return weights
+        base = weights[:self.num_edges]
+        return np.vstack([base + weights[self.num_edges:].reshape(self.num_lower_labels, self.num_edges),
+                          base])
+
+    def gradient(self, counts: np.ndarray) -> np.ndarray:
+        """float [size]: the weights' share of counts [E] (or [L + 1, E]) of the kernel's scores."""
+        if not self.num_lower_labels:
+            return counts
+        return np.concatenate([counts.sum(axis=0), counts[:self.num_lower_labels].ravel()])
+
+    def path_counts(self, edges: np.ndarray, token_class: np.ndarray | None,
+                    weights: np.ndarray | None = None) -> np.ndarray:
+        """float [E] (or [L + 1, E]): the (weighted) uses of edges int [M], each into a
+        token of class token_class [M]."""
+        keys = edges if token_class is None else token_class.astype(np.int64) * self.num_edges + edges
+        counts = np.bincount(keys, weights=weights, minlength=self.num_classes * self.num_edges)
+        return counts.reshape(self.num_classes, self.num_edges) if self.num_lower_labels else counts
+
+
+def build_features(encoded: EncodedSentences, states: np.ndarray, label_ids: np.ndarray,
+                   topology: Topology, order: int, feature_set: str,
+                   bias_predicate: int | None) -> FactoredFeatures:
+    """The feature dictionary of a training set (see the module doc) with gold states
+    int [N] and labels int [N], -1 where partial labels leave them unknown (the
+    supported pairs are those of the tokens whose state, or label, is known)."""
+    S = topology.num_states
+    L = topology.num_labels if order == 2 else 0
+    outputs = S + L
+    P = encoded.num_predicates
+    complete_states = feature_set == "complete"
+    complete_tags = feature_set in ("complete", "complete-tags") and L > 0
+    size = P * S * complete_states + P * L * complete_tags
+    if size > MAX_FEATURES:
+        smaller = "'complete-tags' or 'supported'" if complete_states and L else "'supported'"
+        raise FstcrfError(f"the {feature_set} feature set would have {size:,} features, more "
+                          f"than {MAX_FEATURES:,}; use features={smaller} or raise min_count")
+    token = np.repeat(np.arange(encoded.num_tokens), np.diff(encoded.indptr))
+    predicate = encoded.indices.astype(np.int64)
+    if complete_states:
+        keys = [(np.arange(P, dtype=np.int64)[:, None] * outputs + np.arange(S)).ravel()]
+    else:
+        known = states[token] >= 0
+        keys = [predicate[known] * outputs + states[token[known]]]
+    if L:
+        if complete_tags:
+            tagged = np.setdiff1d(np.arange(P), [] if bias_predicate is None else [bias_predicate])
+            keys.append((tagged[:, None] * outputs + S + np.arange(L)).ravel())
+        else:
+            on = (predicate != bias_predicate) & (label_ids[token] >= 0)
+            keys.append(predicate[on] * outputs + S + label_ids[token[on]])
+    keys = np.unique(np.concatenate(keys))
+    ptr = np.searchsorted(keys, np.arange(P + 1, dtype=np.int64) * outputs)
+    state_label = topology.state_label if L else np.arange(S)
+    return FactoredFeatures(state_label, L, ptr, keys % outputs)

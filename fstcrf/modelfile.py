@@ -1,0 +1,244 @@
+"""Model files: one self-describing binary file per model, written atomically.
+
+    magic        16 bytes  b"FSTCRF MODEL\\r\\n\\x1a\\n"
+    version      uint32    FORMAT_VERSION
+    header size  uint64    H
+    data size    uint64    A
+    header       H bytes   UTF-8 JSON (padded with spaces): labels, order,
+                           topology, template, predicate dictionary, training
+                           parameters and history, and the name, dtype, shape
+                           and offset in the data of each array
+    data         A bytes   the arrays, little-endian, 8-byte aligned
+    digest       32 bytes  SHA-256 of everything before it
+
+All integers are little-endian.  :func:`load_model` checks magic, version,
+size and digest before it reads anything else, and raises ModelFileError
+for any file that is not an intact model of a version it knows.  A joint
+model (:mod:`fstcrf.compose`) uses the same container with another "format".
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pynini
+
+from .encoding import FactoredFeatures
+from .errors import FstcrfError, ModelFileError
+from .features import FeatureExtractor, Template
+from .files import write_atomically
+from .grammar import Grammar, constrain
+from .labels import chain_topology
+
+if TYPE_CHECKING:
+    from .model import ChainCRF
+
+MAGIC = b"FSTCRF MODEL\r\n\x1a\n"
+#: The header's "format": one model, or a composition of models.
+MODEL_KIND = "fstcrf-model"
+JOINT_KIND = "fstcrf-joint"
+FORMAT_VERSION = 1
+_PREAMBLE = struct.Struct("<16sIQQ")
+_DIGEST_SIZE = 32
+
+
+def model_payload(model: ChainCRF) -> tuple[dict, dict[str, np.ndarray]]:
+    """The JSON-able description and the arrays of a fitted model."""
+    model._check_fitted()
+    arrays = {"weights": model.weights_.astype("<f8"),
+              "feature_ptr": model.features_.ptr.astype("<i8"),
+              "feature_output": model.features_.output.astype("<i4")}
+    if model.constraint_ is not None:
+        arrays["constraint"] = np.frombuffer(model.constraint_.write_to_string(), dtype=np.uint8)
+    params = model.get_params()
+    if isinstance(params["template"], Template):
+        params["template"] = params["template"].text
+    if isinstance(params["grammar"], Grammar):
+        params["grammar"] = params["grammar"].source
+    header = {"params": params, "target": model.target_, "columns": list(model.columns_),
+              "topology": {"kind": model.topology_.name, "labels": list(model.topology_.labels),
+                           "num_states": model.topology_.num_states,
+                           "num_edges": model.topology_.num_edges},
+              "extractor": model.extractor_.to_dict(), "lower_labels": model.lower_labels_,
+              "training": {"n_iter": model.n_iter_, "best_iteration": model.best_iteration_,
+                           "interrupted": model.interrupted_, "history": model.history_}}
+    return header, arrays
+
+
+def write_container(path: str | os.PathLike, kind: str, header: dict,
+                    arrays: dict[str, np.ndarray]) -> None:
+    """Write a header and 1-D arrays as one model file (layout in the module doc), atomically."""
+    table, pieces, offset = {}, [], 0
+    for name, array in arrays.items():
+        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        padding = b"\0" * (-len(data) % 8)
+        table[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": offset}
+        pieces += [data, padding]
+        offset += len(data) + len(padding)
+    header = {"format": kind, **header, "arrays": table}
+    header_bytes = json.dumps(header, ensure_ascii=False).encode("utf-8")
+    header_bytes += b" " * (-(_PREAMBLE.size + len(header_bytes)) % 8)
+    preamble = _PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(header_bytes), offset)
+
+    def write(stream) -> None:
+        """The pieces, then a SHA-256 digest of them."""
+        digest = hashlib.sha256()
+        for piece in (preamble, header_bytes, *pieces):
+            digest.update(piece)
+            stream.write(piece)
+        stream.write(digest.digest())
+
+    write_atomically(path, write)
+
+
+def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
+    """Write a fitted model to one self-describing file (layout in the module doc)."""
+    header, arrays = model_payload(model)
+    write_container(path, MODEL_KIND, header, arrays)
+
+
+#: dtypes an array of a model file may have.
+_ARRAY_DTYPES = ("<f8", "<i8", "<i4", "|u1")
+
+
+def read_container(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
+    """The JSON header and the arrays of an intact model file (of any kind)."""
+    where = os.fspath(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        raise ModelFileError(f"{where}: cannot read the model file: {error.strerror}") from None
+    if raw[:len(MAGIC)] != MAGIC:
+        if len(raw) < len(MAGIC) and MAGIC.startswith(raw) and raw:
+            raise ModelFileError(f"{where}: the model file is truncated ({len(raw)} bytes)")
+        raise ModelFileError(f"{where}: not an fstcrf model file (it does not start with the "
+                             f"fstcrf magic bytes)")
+    if len(raw) < _PREAMBLE.size:
+        raise ModelFileError(f"{where}: the model file is truncated ({len(raw)} bytes)")
+    _, version, header_size, data_size = _PREAMBLE.unpack_from(raw)
+    if version != FORMAT_VERSION:
+        newer = " (written by a newer fstcrf; upgrade fstcrf to read it)" if version > FORMAT_VERSION else ""
+        raise ModelFileError(f"{where}: model file format version {version} is not supported; "
+                             f"this fstcrf reads version {FORMAT_VERSION}{newer}")
+    expected = _PREAMBLE.size + header_size + data_size + _DIGEST_SIZE
+    if len(raw) != expected:
+        raise ModelFileError(f"{where}: the model file is truncated or corrupt: its preamble "
+                             f"announces {expected} bytes but it has {len(raw)}")
+    if hashlib.sha256(memoryview(raw)[:-_DIGEST_SIZE]).digest() != raw[-_DIGEST_SIZE:]:
+        raise ModelFileError(f"{where}: the model file is corrupt (SHA-256 checksum mismatch)")
+    try:
+        header = json.loads(raw[_PREAMBLE.size:_PREAMBLE.size + header_size].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ModelFileError(f"{where}: the model header is not UTF-8 JSON: {error}") from None
+    if not isinstance(header, dict) or header.get("format") not in (MODEL_KIND, JOINT_KIND):
+        raise ModelFileError(f"{where}: the model header does not describe an fstcrf model")
+    data_start = _PREAMBLE.size + header_size
+    arrays = {}
+    for name, entry in header_field(header, "arrays", dict, where).items():
+        dtype, shape, offset = (entry.get(key) if isinstance(entry, dict) else None
+                                for key in ("dtype", "shape", "offset"))
+        if dtype not in _ARRAY_DTYPES or not isinstance(shape, list) or len(shape) != 1 \
+                or not all(isinstance(n, int) and n >= 0 for n in shape) \
+                or not isinstance(offset, int) or offset < 0 \
+                or offset + shape[0] * np.dtype(dtype).itemsize > data_size:
+            raise ModelFileError(f"{where}: array {name!r} is described wrongly in the header")
+        arrays[name] = np.frombuffer(raw, dtype=dtype, count=shape[0],
+                                     offset=data_start + offset).astype(dtype[1:])
+    return header, arrays
+
+
+def header_field(mapping, key: str, kind: type, where: str):
+    """mapping[key], which must be a ``kind``; else ModelFileError."""
+    value = mapping.get(key) if isinstance(mapping, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ModelFileError(f"{where}: the model header lacks a valid {key!r} "
+                             f"({kind.__name__} expected)")
+    return value
+
+
+def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) -> ChainCRF:
+    """Rebuild a fitted model from :func:`model_payload`'s output; ModelFileError if inconsistent."""
+    from .model import ChainCRF     # fstcrf.model imports this module
+    for name, dtype in (("weights", "float64"), ("feature_ptr", "int64"), ("feature_output", "int32")):
+        if name not in arrays or arrays[name].dtype != dtype:
+            raise ModelFileError(f"{where}: the model file lacks a valid {name!r} array")
+    params = dict(header_field(header, "params", dict, where))
+    params.setdefault("grammar", None)          # written before training grammars existed
+    params.setdefault("grammar_params", None)
+    params.setdefault("reads", None)
+    params.setdefault("read_transitions", False)   # written before transitions could read labels
+    params.setdefault("mce_c", 1e5)             # written before F-score training existed
+    params.setdefault("mce_iter", 50)
+    expected = list(ChainCRF().get_params())
+    if set(params) != set(expected):
+        raise ModelFileError(f"{where}: the model parameters are {', '.join(sorted(params))}; "
+                             f"expected {', '.join(expected)}")
+    model = ChainCRF(**params)
+    described = header_field(header, "topology", dict, where)
+    labels = header_field(described, "labels", list, where)
+    training = header_field(header, "training", dict, where)
+    try:
+        model._check_params()
+        topology = chain_topology(model.order, labels)
+        extractor = FeatureExtractor.from_dict(header.get("extractor"))
+        num_labels = topology.num_labels if model.order == 2 else 0
+        state_label = topology.state_label if num_labels else np.arange(topology.num_states)
+        features = FactoredFeatures(state_label, num_labels, arrays["feature_ptr"],
+                                    arrays["feature_output"])
+        constraint = None
+        if "constraint" in arrays:
+            constraint = pynini.Fst.read_from_string(arrays["constraint"].tobytes())
+            constrain(topology, constraint)
+    except (FstcrfError, pynini.FstIOError) as error:
+        raise ModelFileError(f"{where}: the model file is inconsistent: {error}") from None
+    if (topology.name, topology.num_states, topology.num_edges) != \
+            (described.get("kind"), described.get("num_states"), described.get("num_edges")):
+        raise ModelFileError(f"{where}: the model's {described.get('kind')} topology does not "
+                             f"rebuild to the stored state space")
+    if features.num_predicates != len(extractor.predicate_names_):
+        raise ModelFileError(f"{where}: the feature dictionary has {features.num_predicates} "
+                             f"predicates but the extractor {len(extractor.predicate_names_)}")
+    lower_labels = header.get("lower_labels")
+    layout = model._transition_layout(topology.num_edges, lower_labels if isinstance(lower_labels, list) else None)
+    if len(arrays["weights"]) != features.num_features + layout.size:
+        raise ModelFileError(f"{where}: {len(arrays['weights'])} weights for "
+                             f"{features.num_features} features and {layout.size} transition weights")
+    model.labels_ = topology.labels
+    model.topology_ = topology
+    model.constraint_ = constraint
+    model.extractor_ = extractor
+    model.features_ = features
+    model.target_ = header_field(header, "target", str, where)
+    columns = header_field(header, "columns", list, where)
+    if not all(isinstance(name, str) for name in columns) or model.target_ not in columns:
+        raise ModelFileError(f"{where}: the model's column names {columns!r} are invalid")
+    model.columns_ = tuple(columns)
+    model.lower_labels_ = header.get("lower_labels")
+    if (model.reads is None) != (model.lower_labels_ is None) or not (
+            model.lower_labels_ is None or all(isinstance(label, str) for label in model.lower_labels_)):
+        raise ModelFileError(f"{where}: the model's lower labels {model.lower_labels_!r} do not fit "
+                             f"reads={model.reads!r}")
+    model.weights_ = arrays["weights"]
+    model.n_iter_ = header_field(training, "n_iter", int, where)
+    model.best_iteration_ = header_field(training, "best_iteration", int, where)
+    model.interrupted_ = header_field(training, "interrupted", bool, where)
+    model.history_ = header_field(training, "history", list, where)
+    return model
+
+
+def load_model(path: str | os.PathLike) -> ChainCRF:
+    """Read a model written by :func:`save_model`.
+
+    Raises ModelFileError if the file cannot be read, is not an fstcrf model,
+    is truncated or corrupt, or has a format version this fstcrf does not read.
+    """
+    header, arrays = read_container(path)
+    if header["format"] != MODEL_KIND:
+        raise ModelFileError(f"{os.fspath(path)}: this is a joint model (from fstcrf compose); "
+                             "load it with fstcrf.load_joint")
+    return model_from_payload(header, arrays, os.fspath(path))

@@ -1,0 +1,407 @@
+"""The penalised log-likelihood of a training set and its gradient.
+
+:class:`Scorer` scores encoded sentences (emissions from the factored
+features, transitions from the topology's edges) and decodes them;
+:class:`TrainingSet` is the :class:`fstcrf.train.Problem` of a model: its
+loss and gradient come from the C training gradient (``ft_gradient``, driven
+per thread by :class:`_GradientDriver`) and the gold paths' feature counts.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pynini
+
+from ._kernel import ffi, lib
+from .encoding import EncodedSentences, FactoredFeatures, TransitionWeights, buffer_pointer
+from .errors import FstcrfError, LabelError
+from .grammar import constrain, restrict_to, restriction_maps, sum_per_original_edge
+from .inference import (KernelBuffers, Potentials, SentenceBatch, forward_backward, kbest, run_parallel,
+                        thread_chunks, viterbi)
+from .topology import Topology
+
+#: Cells (tokens x states) of one block of sentences scored at once per thread.
+BLOCK_CELLS = 2 ** 19
+
+
+def _path_edges(table: np.ndarray, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """int64 [N - B]: the edge ids along state paths [N] cut into sentences at offsets."""
+    inside = np.ones(len(states), dtype=bool)
+    inside[offsets[:-1]] = False
+    return table[states[np.flatnonzero(inside) - 1], states[inside]]
+
+
+def _thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list[list[tuple[int, int]]]:
+    """Sentence blocks (first, last): one list per thread (the threads' runs as in
+    :func:`~fstcrf.inference.thread_chunks`), each block at most ``max_tokens``
+    tokens (or one sentence)."""
+    offsets = encoded.offsets
+    plans = []
+    for first, last in thread_chunks(encoded, threads):
+        blocks = []
+        while first < last:
+            stop = int(np.searchsorted(offsets, offsets[first] + max_tokens, side="right")) - 1
+            stop = min(max(stop, first + 1), last)
+            blocks.append((first, stop))
+            first = stop
+        plans.append(blocks)
+    return plans
+
+
+class Scorer:
+    """Scores encoded sentences with a feature dictionary, a topology and weights
+    [F + T] (T transition weights, laid out by ``transitions``).
+
+    With ``constraint`` (a pynini acceptor over the topology's labels) every
+    inference runs on the topology restricted to the accepted label sequences
+    (Z sums over those only) and reports results on the original states."""
+
+    def __init__(self, features: FactoredFeatures, topology: Topology, threads: int,
+                 constraint: pynini.Fst | None = None, transitions: TransitionWeights | None = None):
+        self.features = features
+        self.topology = topology
+        self.threads = threads
+        self.transitions = transitions or TransitionWeights(topology.num_edges)
+        self.num_weights = features.num_features + self.transitions.size
+        self.constrained = None if constraint is None else constrain(topology, constraint)
+
+    def potentials(self, encoded: EncodedSentences, weights: np.ndarray, first: int, last: int,
+                   scale: float = 1.0) -> Potentials:
+        """The potentials of sentences first .. last-1 under scale * weights."""
+        F = self.features.num_features
+        emit = self.features.emissions(encoded.tokens(first, last), weights[:F], scale)
+        token_class = (None if encoded.token_class is None
+                       else encoded.token_class[encoded.token_rows(first, last)])
+        return Potentials(self.topology, emit, encoded.lengths[first:last],
+                          self.transitions.scores(scale * weights[F:]), token_class=token_class)
+
+    def decoding_topology(self, grammar=None, params: dict | None = None) -> Topology:
+        """The topology decoding runs on: the model's, restricted to the training
+        constraint and to ``grammar`` when there are ones."""
+        topology = self.constrained or self.topology
+        return topology if grammar is None else constrain(topology, grammar, params=params)
+
+    def sum_product(self, pot: Potentials, allowed_labels: np.ndarray | None = None,
+                    topology: Topology | None = None):
+        """(log Z [B], state marginals [N, S], expected edge counts [E]) under the
+        constraint (or on ``topology``, a restriction of the model's); with
+        ``allowed_labels`` bool [N, L], summed over the paths whose labels keep to
+        it (log Z is -inf for a sentence without such a path)."""
+        topology = topology or self.constrained or self.topology
+        restriction = None if topology is self.topology else restrict_to(pot, topology)
+        target = pot if restriction is None else restriction.potentials
+        stranded = np.zeros(pot.num_sequences, dtype=bool)
+        if allowed_labels is not None:
+            allowed_states = allowed_labels[:, target.topology.state_label]
+            # a token no state may take leaves its sentence without a path
+            empty = ~allowed_states.any(axis=1)
+            if empty.any():
+                stranded[np.searchsorted(pot.offsets, np.flatnonzero(empty), side="right") - 1] = True
+                allowed_states[empty] = True
+            target = target.clamp(allowed_states)
+        result = forward_backward(target, allow_infeasible=allowed_labels is not None)
+        result.log_z[stranded] = -np.inf
+        if restriction is None:
+            return result.log_z, result.node_marginals, result.edge_counts
+        return (result.log_z, restriction.original_marginals(result.node_marginals),
+                restriction.original_edge_counts(result.edge_counts))
+
+    def plans(self, encoded: EncodedSentences, topology: Topology | None = None) -> list[list[tuple[int, int]]]:
+        """Per-thread sentence blocks.  Checks first that every length is feasible, which
+        also fills the topology's caches before threads share it."""
+        topology = topology or self.constrained or self.topology
+        topology.check_lengths(encoded.lengths)
+        return _thread_plans(encoded, self.threads, max(1, BLOCK_CELLS // topology.num_states))
+
+    def paths(self, encoded: EncodedSentences, weights: np.ndarray, grammar=None,
+              params: dict | None = None) -> np.ndarray:
+        """int32 [N]: the Viterbi state paths of all sentences, among the label
+        sequences the training constraint and ``grammar`` accept."""
+        paths = np.empty(encoded.num_tokens, dtype=np.int32)
+        topology = self.decoding_topology(grammar, params)
+
+        def work(blocks):
+            for first, last in blocks:
+                pot = self.potentials(encoded, weights, first, last)
+                if topology is self.topology:
+                    best = viterbi(pot).paths
+                else:
+                    restriction = restrict_to(pot, topology)
+                    best = restriction.state_map[viterbi(restriction.potentials).paths]
+                paths[encoded.token_rows(first, last)] = best
+
+        run_parallel(work, self.plans(encoded, topology))
+        return paths
+
+    def marginals(self, encoded: EncodedSentences, weights: np.ndarray, grammar=None,
+                  params: dict | None = None) -> np.ndarray:
+        """float [N, S]: the state marginals of all sentences, among the label
+        sequences the training constraint and ``grammar`` accept."""
+        marginals = np.empty((encoded.num_tokens, self.topology.num_states))
+        topology = self.decoding_topology(grammar, params)
+
+        def work(blocks):
+            for first, last in blocks:
+                pot = self.potentials(encoded, weights, first, last)
+                marginals[encoded.token_rows(first, last)] = self.sum_product(pot, topology=topology)[1]
+
+        run_parallel(work, self.plans(encoded, topology))
+        return marginals
+
+
+#: Tokens per group of sentences in the training gradient: the group's scores and
+#: marginals (a few hundred kB) stay in cache between scoring, forward-backward and
+#: the expected counts (see csrc/fstcrf_train.h).
+GROUP_TOKENS = 1024
+
+
+class _GradientBlock:
+    """One thread's run of sentences first .. last-1 and its buffers for ``ft_gradient``."""
+
+    def __init__(self, driver: _GradientDriver, first: int, last: int, group_tokens: int,
+                 with_outputs: bool = True):
+        encoded = driver.encoded
+        self.tokens = encoded.tokens(first, last)
+        self._offsets = np.ascontiguousarray(encoded.offsets[first:last + 1] - encoded.offsets[first])
+        self.sentences = ffi.new("ft_sentences *")
+        self.sentences.num_sequences = last - first
+        self.sentences.offsets = buffer_pointer("int64_t", self._offsets)
+        if encoded.token_class is not None:
+            self._token_class = encoded.token_class[encoded.token_rows(first, last)]
+            self.sentences.token_class = buffer_pointer("int32_t", self._token_class)
+        if driver.partial is not None and driver.partial[first:last].any():
+            rows = encoded.token_rows(first, last)
+            self._partial = np.ascontiguousarray(driver.partial[first:last], dtype=np.uint8)
+            self._allowed = np.ascontiguousarray(driver.allowed_labels[rows], dtype=np.uint8)
+            self.sentences.partial = buffer_pointer("uint8_t", self._partial)
+            self.sentences.num_labels = self._allowed.shape[1]
+            self.sentences.state_label = buffer_pointer("int32_t", driver.state_label)
+            self.sentences.allowed = buffer_pointer("uint8_t", self._allowed)
+        t_max = int(encoded.lengths[first:last].max())
+        self.workspace = ffi.new("ft_workspace *")
+        self.workspace.group_tokens = group_tokens
+        self.workspace.t_max = t_max
+        dictionary, graph = driver.features._dictionary, driver.graph
+        self._doubles = np.empty(lib.ft_workspace_doubles(dictionary, graph, driver.num_classes,
+                                                          group_tokens, t_max))
+        self._ints = np.empty(lib.ft_workspace_ints(graph, group_tokens, t_max), dtype=np.int32)
+        self._int64s = np.empty(lib.ft_workspace_int64s(group_tokens, t_max), dtype=np.int64)
+        self.workspace.doubles = buffer_pointer("double", self._doubles)
+        self.workspace.ints = buffer_pointer("int32_t", self._ints)
+        self.workspace.int64s = buffer_pointer("int64_t", self._int64s)
+        self._loss = np.zeros(1)
+        if with_outputs:
+            self.gradient = np.zeros(driver.features.num_features)
+            self.edge_counts = np.zeros(driver.edge_count_shape)
+
+    def run(self, driver: _GradientDriver, scores, theta: np.ndarray, theta_scale: float,
+            grad_scale: float, grad: np.ndarray, edge_counts: np.ndarray) -> float:
+        """Add the block's Z-dependent terms to grad [F] and edge_counts [E'] or [C, E']
+        (see ``ft_gradient``) and return its log Z sum minus its partial sentences'
+        clamped log Z."""
+        self._loss[0] = 0.0
+        status = lib.ft_gradient(driver.features._dictionary, self.tokens, self.sentences, driver.graph,
+                                 scores[0], driver.state_map_pointer, buffer_pointer("double", theta), theta_scale,
+                                 grad_scale, buffer_pointer("double", self._loss), buffer_pointer("double", grad),
+                                 buffer_pointer("double", edge_counts), self.workspace)
+        if status != lib.FC_OK:
+            raise RuntimeError(f"ft_gradient returned status {status} on a validated training set; "
+                               "this is a bug in fstcrf")
+        return float(self._loss[0])
+
+
+class _GradientDriver:
+    """The training gradient in C (``ft_gradient``): one call per thread's run of
+    sentences, on the decoding topology (the model's, or its restriction to the
+    training constraint), with the partial sentences' clamps."""
+
+    def __init__(self, scorer: Scorer, encoded: EncodedSentences, partial: np.ndarray,
+                 allowed_labels: np.ndarray | None):
+        self.features = scorer.features
+        self.encoded = encoded
+        self.layout = scorer.transitions
+        self.num_classes = self.layout.num_classes
+        model = scorer.topology
+        decoding = scorer.constrained or model
+        self.state_map, self.edge_map = (None, None) if decoding is model else restriction_maps(model, decoding)
+        self._buffers = KernelBuffers()
+        self.graph = ffi.new("fc_graph *")
+        self._buffers.fill_graph(self.graph, decoding)
+        self.edge_count_shape = ((decoding.num_edges,) if self.layout.num_classes == 1
+                                 else (self.layout.num_classes, decoding.num_edges))
+        self.state_map_pointer = ffi.NULL if self.state_map is None else self._buffers._ptr("int32_t[]", self.state_map)
+        starts = decoding.start if self.state_map is None else decoding.start & model.start[self.state_map]
+        finals = decoding.final if self.state_map is None else decoding.final & model.final[self.state_map]
+        self._start = np.where(starts, 0.0, -np.inf)
+        self._final = np.where(finals, 0.0, -np.inf)
+        self.partial = partial if partial.any() else None
+        self.allowed_labels = allowed_labels
+        self.state_label = np.ascontiguousarray(model.state_label, dtype=np.int32)
+        self.blocks = [_GradientBlock(self, first, last, GROUP_TOKENS)
+                       for first, last in thread_chunks(encoded, scorer.threads)]
+
+    def scores(self, weights: np.ndarray) -> tuple:
+        """(fc_scores of the decoding graph for transition weights [T], the arrays it
+        points into, which must outlive its use)."""
+        table = self.layout.scores(weights)
+        trans = np.ascontiguousarray(table if self.edge_map is None else table[..., self.edge_map])
+        scores = ffi.new("fc_scores *")
+        arrays = (trans, self._start, self._final)
+        scores.trans, scores.start, scores.final = (buffer_pointer("double", array) for array in arrays)
+        scores.num_classes = self.num_classes
+        return scores, arrays
+
+    def weight_gradient(self, counts: np.ndarray) -> np.ndarray:
+        """float [T]: the transition weights' share of decoding-graph edge counts [E']
+        (or [C, E'])."""
+        if self.edge_map is not None:
+            counts = sum_per_original_edge(self.edge_map, self.layout.num_edges, counts)
+        return self.layout.gradient(counts)
+
+    def sentence_block(self, index: int) -> _GradientBlock:
+        """A block of sentence ``index`` alone (for the online algorithms)."""
+        return _GradientBlock(self, index, index + 1, int(self.encoded.lengths[index]), with_outputs=False)
+
+
+class TrainingSet:
+    """Encoded sentences with gold labels, scored by a :class:`Scorer`: the
+    :class:`fstcrf.train.Problem` of a model (weights theta float [F + E]).
+
+    Args:
+        states: int32 [N] gold states, -1 throughout a partially labelled sentence.
+        allowed_labels: bool [N, L], the labels each token may take (None when
+            every sentence is fully labelled).  A partially labelled sentence
+            contributes log Z - log Z(paths keeping to its allowed labels).
+    """
+
+    def __init__(self, scorer: Scorer, encoded: EncodedSentences, states: np.ndarray,
+                 allowed_labels: np.ndarray | None = None):
+        self.scorer = scorer
+        self.encoded = encoded
+        self.states = states
+        self.allowed_labels = allowed_labels
+        self.num_weights = scorer.num_weights
+        self.num_sequences = encoded.num_sequences
+        self.partial = np.minimum.reduceat(states, encoded.offsets[:-1]) < 0
+        self._plans = scorer.plans(encoded)
+        self._driver = _GradientDriver(scorer, encoded, self.partial, allowed_labels)
+        self._edge_table = scorer.topology.edge_ids
+        self._num_features = scorer.features.num_features
+        self.observed = np.zeros(self.num_weights)
+        complete = np.flatnonzero(~self.partial)
+        for first, last in _runs(complete):
+            self._add_paths(first, last, states[encoded.token_rows(first, last)], None,
+                            self.observed, 1.0)
+        self._check_gold()
+
+    def _check_gold(self) -> None:
+        """Raise LabelError for a sentence whose gold labels fit no allowed path (with
+        full labels this can only happen under a training constraint)."""
+        if self.scorer.constrained is None and not self.partial.any():
+            return
+        zero = np.zeros(self.num_weights)
+        allowed = np.zeros((self.encoded.num_tokens, self.scorer.topology.num_labels), dtype=bool)
+        complete = np.repeat(~self.partial, self.encoded.lengths)
+        allowed[np.flatnonzero(complete), self.scorer.topology.state_label[self.states[complete]]] = True
+        if self.partial.any():
+            allowed[~complete] = self.allowed_labels[~complete]
+        for blocks in self._plans:
+            for first, last in blocks:
+                pot = self.scorer.potentials(self.encoded, zero, first, last)
+                log_z = self.scorer.sum_product(pot, allowed[self.encoded.token_rows(first, last)])[0]
+                bad = np.flatnonzero(np.isneginf(log_z))
+                if len(bad):
+                    what = "the training grammar" if self.scorer.constrained else "the topology"
+                    raise LabelError(f"training sentence {first + int(bad[0])}: no label sequence "
+                                     f"allowed by {what} fits its gold labels")
+
+    def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        F = self._num_features
+        scores = self._driver.scores(theta[F:])
+
+        def work(block):
+            block.gradient[:] = 0.0
+            block.edge_counts[:] = 0.0
+            return block.run(self._driver, scores, theta, 1.0, 1.0, block.gradient, block.edge_counts)
+
+        losses = run_parallel(work, self._driver.blocks)
+        gradient = np.empty(self.num_weights)
+        gradient[:F] = self._driver.blocks[0].gradient
+        for block in self._driver.blocks[1:]:
+            gradient[:F] += block.gradient
+        gradient[F:] = self._driver.weight_gradient(np.sum([block.edge_counts for block in self._driver.blocks],
+                                                           axis=0))
+        gradient -= self.observed
+        return sum(losses) - float(theta @ self.observed), gradient
+
+    def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray,
+                     out_scale: float) -> float:
+        F = self._num_features
+        gold_score = 0.0
+        if not self.partial[index]:     # scored before ``out``, which may be ``weights``, changes
+            pot = self.scorer.potentials(self.encoded, weights, index, index + 1, scale)
+            gold = self.gold(index)
+            gold_edges = _path_edges(self._edge_table, gold, np.array([0, len(gold)]))
+            gold_score = float(pot.emissions[np.arange(len(gold)), gold].sum()
+                               + pot.transitions_into(slice(1, None))[np.arange(len(gold_edges)), gold_edges].sum())
+        edge_counts = np.zeros(self._driver.edge_count_shape)
+        loss = self._driver.sentence_block(index).run(
+            self._driver, self._driver.scores(scale * weights[F:]), weights, scale, out_scale,
+            out[:F], edge_counts)
+        out[F:] += self._driver.weight_gradient(edge_counts)
+        if not self.partial[index]:
+            self._add_paths(index, index + 1, gold, None, out, -out_scale)
+        return loss - gold_score
+
+    def rival(self, theta: np.ndarray, index: int) -> np.ndarray | None:
+        pot = self.scorer.potentials(self.encoded, theta, index, index + 1)
+        if self.scorer.constrained is None:
+            best = kbest(pot, 2)
+            paths = best.paths
+        else:
+            restriction = restrict_to(pot, self.scorer.constrained)
+            best = kbest(restriction.potentials, 2)
+            paths = restriction.state_map[np.maximum(best.paths, 0)]
+        gold = self.gold(index)
+        if not np.array_equal(paths[0], gold):
+            return paths[0]
+        if best.found[0] == 2 and best.scores[0, 1] >= best.scores[0, 0]:
+            return paths[1]
+        return None
+
+    def gold(self, index: int) -> np.ndarray:
+        if self.partial[index]:
+            raise FstcrfError(f"training sentence {index} is partially labelled; the perceptron "
+                              "needs full labels (use algorithm='lbfgs' or 'sgd')")
+        return self.states[self.encoded.token_rows(index, index + 1)]
+
+    def add_path_difference(self, index: int, plus: np.ndarray, minus: np.ndarray,
+                            out: np.ndarray, scale: float) -> None:
+        self._add_paths(index, index + 1, plus, minus, out, scale)
+
+    def _add_paths(self, first: int, last: int, plus: np.ndarray, minus: np.ndarray | None,
+                   out: np.ndarray, scale: float) -> None:
+        """Add scale * (feature counts along state path ``plus`` [n] of sentences first ..
+        last-1, minus those along ``minus``) to ``out`` [F + E]."""
+        F = self._num_features
+        self.scorer.features.add_paths(self.encoded.tokens(first, last), plus, minus, out[:F], scale)
+        offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
+        token_class = None
+        if self.encoded.token_class is not None:
+            inside = np.ones(len(plus), dtype=bool)
+            inside[offsets[:-1]] = False
+            token_class = self.encoded.token_class[self.encoded.token_rows(first, last)][inside]
+        layout = self.scorer.transitions
+        counts = layout.path_counts(_path_edges(self._edge_table, plus, offsets), token_class)
+        if minus is not None:
+            counts = counts - layout.path_counts(_path_edges(self._edge_table, minus, offsets), token_class)
+        out[F:] += scale * layout.gradient(counts)
+
+
+def _runs(indices: np.ndarray) -> list[tuple[int, int]]:
+    """Maximal runs (first, last) of consecutive integers in sorted ``indices``."""
+    if len(indices) == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(indices) != 1)
+    firsts = np.concatenate([[indices[0]], indices[breaks + 1]])
+    lasts = np.concatenate([indices[breaks], [indices[-1]]]) + 1
+    return list(zip(firsts.tolist(), lasts.tolist()))
