@@ -125,20 +125,22 @@ class _Monitor:
         self._resumed = time.perf_counter()
 
     def end_iteration(self, theta: np.ndarray, objective: float,
-                      gradient_norm: float | None = None) -> bool:
-        """Record an iteration that ended with weights ``theta``; True means stop."""
+                      gradient_norm: float | None = None, extra: dict | None = None) -> bool:
+        """Record an iteration that ended with weights ``theta`` (``extra`` adds fields to
+        its record); True means stop."""
         self.iterations += 1
-        record = self._record(self.iterations, theta, objective, gradient_norm)
+        record = self._record(self.iterations, theta, objective, gradient_norm, extra)
         stop = bool(self.callback(record)) if self.callback is not None else False
         self._resumed = time.perf_counter()
         return stop
 
     def _record(self, iteration: int, theta: np.ndarray, objective: float,
-                gradient_norm: float | None) -> Record:
+                gradient_norm: float | None, extra: dict | None = None) -> Record:
         now = time.perf_counter()
         record = {"algorithm": self.algorithm, "iteration": iteration, "objective": float(objective),
                   "gradient_norm": None if gradient_norm is None else float(gradient_norm),
-                  "seconds": now - self._resumed, "elapsed": now - self._started, "dev_f1": None}
+                  "seconds": now - self._resumed, "elapsed": now - self._started, "dev_f1": None,
+                  **(extra or {})}
         if self.evaluate is None:
             self.kept_weights, self.kept_iteration = theta.copy(), iteration
         else:
