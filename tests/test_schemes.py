@@ -1,5 +1,5 @@
 """Chunk tagging schemes: reading agrees with conlleval where conlleval reads the
-scheme, conversions keep every chunk, and bad tags name their place."""
+scheme, conversions keep every chunk (IOB1 as seqeval reads it), and bad tags name their place."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,7 +29,7 @@ def test_iob_chunks_are_those_conlleval_counts(a, b):
 @given(st.lists(st.sampled_from(BIOES), min_size=1, max_size=10))
 def test_conversions_keep_every_chunk(tags):
     chunks = read_chunks(tags)
-    for scheme in ("iob2", "bioes"):
+    for scheme in ("iob1", "iob2", "bioes"):
         converted = convert(tags, scheme)
         assert read_chunks(converted) == chunks
         assert convert(converted, scheme) == converted          # written exactly
@@ -41,6 +41,29 @@ def test_bioes_reading():
         [(0, 0, "NP"), (1, 1, "NP"), (2, 3, "VP"), (5, 6, "NP")]
     assert write_chunks([(0, 0, "NP"), (1, 3, "VP")], 5, "bioes") == ["S-NP", "B-VP", "I-VP", "E-VP", "O"]
     assert write_chunks([(0, 0, "NP"), (1, 3, "VP")], 5, "iob2") == ["B-NP", "B-VP", "I-VP", "I-VP", "O"]
+
+
+def test_iob1_writing():
+    chunks = [(0, 1, "NP"), (2, 2, "NP"), (3, 3, "VP"), (5, 5, "NP"), (6, 6, "NP")]
+    assert write_chunks(chunks, 7, "iob1") == ["I-NP", "I-NP", "B-NP", "I-VP", "O", "I-NP", "B-NP"]
+    assert convert(["B-NP", "B-NP", "O", "B-VP", "I-VP"], "iob1") == ["I-NP", "B-NP", "O", "I-VP", "I-VP"]
+
+
+try:
+    from seqeval.scheme import IOB1, Entities
+except ImportError:
+    IOB1 = None
+
+
+@pytest.mark.skipif(IOB1 is None, reason="seqeval is not installed")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(BIOES), max_size=10))
+def test_iob1_written_is_what_seqeval_strict_reads(tags):
+    converted = convert(tags, "iob1")
+    assert not any(tag.startswith(("E-", "S-")) for tag in converted)
+    read = [(first, last - 1, kind) for _, kind, first, last in
+            (entity.to_tuple() for entity in Entities([converted], IOB1).entities[0])]
+    assert sorted(read) == read_chunks(tags)
 
 
 @pytest.mark.parametrize("tag", ["X-NP", "B-", "NP", "B"])
