@@ -1,0 +1,194 @@
+"""Bandit learning: every stochastic gradient's exact expectation (by enumerating
+all label sequences) is the gradient of its objective (by enumeration and
+finite differences), the sampled estimates converge to it, and feedback is
+counted and checked."""
+import itertools
+
+import numpy as np
+import pytest
+
+from fstcrf import bandit
+from fstcrf.bandit import BanditSettings, SampledGradient, _Running, minibatch_gradient
+from fstcrf.conll import Corpus, Sentence
+from fstcrf.encoding import EncodedSentences, build_features
+from fstcrf.evaluate import score_chunks
+from fstcrf.features import FeatureExtractor, parse_template
+from fstcrf.feedback import ChunkTables, sentence_chunk_f1, simulated_feedback
+from fstcrf.labels import chain_topology
+from fstcrf.objective import Scorer
+from hypothesis import given, settings, strategies as st
+
+TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\n"
+LABELS = ["B-NP", "I-NP", "O"]
+
+
+def tiny_corpus(seed: int, lengths=(3, 2)) -> Corpus:
+    rng = np.random.default_rng(seed)
+    sentences = [Sentence({"word": [str(w) for w in rng.choice(list("abcd"), size=n)],
+                           "chunk": [LABELS[i] for i in rng.integers(0, 3, size=n)]}) for n in lengths]
+    return Corpus(("word", "chunk"), sentences)
+
+
+def sampled_gradient(corpus: Corpus, order: int = 1, threads: int = 2) -> SampledGradient:
+    extractor = FeatureExtractor(parse_template(TEMPLATE))
+    encoded = EncodedSentences.from_corpus(extractor, corpus, fit=True)
+    topology = chain_topology(order, LABELS)
+    features = build_features(encoded, None, None, topology, order, "complete", extractor.vocabulary_.get("bias"))
+    return SampledGradient(Scorer(features, topology, threads), encoded)
+
+
+def enumeration(gradient: SampledGradient, theta: np.ndarray, sign: float = 1.0):
+    """Per sentence: (all state paths [M, T], their probabilities [M]) by brute force
+    with Potentials.score (independent of the vectorised code under test)."""
+    result = []
+    topology = gradient.scorer.topology
+    for b in range(gradient.encoded.num_sequences):
+        pot = gradient.potentials(theta, b, b + 1, sign)
+        paths = np.array(list(itertools.product(range(topology.num_states), repeat=pot.num_tokens)))
+        scores = np.array([pot.score(path)[0] for path in paths])
+        keep = np.isfinite(scores)
+        paths, scores = paths[keep], scores[keep]
+        probabilities = np.exp(scores - np.logaddexp.reduce(scores))
+        result.append((paths, probabilities))
+    return result
+
+
+def path_gradient(gradient, theta, b, path, coefficient=1.0, sign=1.0):
+    """coefficient * grad log p_{sign theta}(path) of sentence b, by the code under test."""
+    out = np.zeros(gradient.num_weights)
+    gradient.add_gradient(theta, b, b + 1, np.asarray(path, dtype=np.int32)[None],
+                          np.array([[coefficient]]), out, sign)
+    return out
+
+
+def gains_of(feedback, b, paths, gradient):
+    labels = gradient.scorer.topology.state_label[paths]
+    return feedback.gains(np.array([b]), labels)[:, 0]
+
+
+def objective_value(gradient, theta, feedback, kind, theta0=None):
+    """The objective of ``kind`` at theta, by enumeration."""
+    total = 0.0
+    reference = enumeration(gradient, theta0 if theta0 is not None else theta)
+    negated = enumeration(gradient, theta, -1.0) if kind == "pairwise" else None
+    for b, (paths, p) in enumerate(enumeration(gradient, theta)):
+        g = gains_of(feedback, b, paths, gradient)
+        if kind == "expected":
+            total += p @ g
+        elif kind == "cross-entropy":
+            total += g @ np.log(p)
+        elif kind == "pairwise":
+            rival_paths, q = negated[b]
+            h = gains_of(feedback, b, rival_paths, gradient)
+            total += p @ (g[:, None] >= h[None, :]).astype(float) @ q
+        else:       # pairwise-independent: the rank-transformed gain at theta0
+            _, p0 = reference[b]
+            rank = np.array([p0 @ (np.sign(gi - g)) for gi in g])
+            total += p @ rank
+    return total
+
+
+def exact_expectation(gradient, theta, feedback, kind, baseline_value=0.0):
+    """E[s] over the draws (one per sentence; pairs for the pairwise kinds)."""
+    expectation = np.zeros(gradient.num_weights)
+    negated = enumeration(gradient, theta, -1.0) if kind == "pairwise" else None
+    for b, (paths, p) in enumerate(enumeration(gradient, theta)):
+        g = gains_of(feedback, b, paths, gradient)
+        if kind in ("expected", "cross-entropy"):
+            raw = g if kind == "expected" else g / p
+            for path, weight, c in zip(paths, p, raw):
+                expectation += weight * path_gradient(gradient, theta, b, path, c - baseline_value)
+        elif kind == "pairwise":
+            rival_paths, q = negated[b]
+            h = gains_of(feedback, b, rival_paths, gradient)
+            for i, j in itertools.product(range(len(paths)), range(len(rival_paths))):
+                c = float(g[i] >= h[j]) - baseline_value
+                expectation += p[i] * q[j] * (path_gradient(gradient, theta, b, paths[i], c)
+                                              + path_gradient(gradient, theta, b, rival_paths[j], c, -1.0))
+        else:
+            for i, j in itertools.product(range(len(paths)), repeat=2):
+                c = 0.5 * np.sign(g[i] - g[j])
+                expectation += p[i] * p[j] * (path_gradient(gradient, theta, b, paths[i], c)
+                                               - path_gradient(gradient, theta, b, paths[j], c))
+    return expectation
+
+
+KINDS = ["expected", "cross-entropy", "pairwise", "pairwise-independent"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("order", [1, 2])
+def test_exact_expectation_is_the_objectives_gradient(kind, order):
+    corpus = tiny_corpus(1 + order)
+    gradient = sampled_gradient(corpus, order)
+    feedback = simulated_feedback(corpus.sentences, "chunk", LABELS, metric="f1")
+    rng = np.random.default_rng(order)
+    theta = rng.normal(0.0, 0.7, gradient.num_weights)
+    expectation = exact_expectation(gradient, theta, feedback, kind, baseline_value=0.3 if kind != "pairwise-independent" else 0.0)
+    step = 1e-5
+    for _ in range(4):
+        direction = rng.normal(size=gradient.num_weights)
+        numeric = (objective_value(gradient, theta + step * direction, feedback, kind, theta)
+                   - objective_value(gradient, theta - step * direction, feedback, kind, theta)) / (2 * step)
+        assert expectation @ direction == pytest.approx(numeric, rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind,baseline", [("expected", "none"), ("expected", "mean"), ("expected", "loo"),
+                                           ("cross-entropy", "none"), ("pairwise", "mean"),
+                                           ("pairwise-independent", "none")])
+def test_sampled_gradients_converge_to_the_exact_expectation(kind, baseline):
+    corpus = tiny_corpus(7, lengths=(3,))
+    gradient = sampled_gradient(corpus)
+    feedback = simulated_feedback(corpus.sentences, "chunk", LABELS, metric="accuracy")
+    theta = np.random.default_rng(3).normal(0.0, 0.5, gradient.num_weights)
+    draws = 2 if baseline == "loo" else 1
+    settings_ = BanditSettings(objective=kind, draws=draws, baseline=baseline)
+    exact = exact_expectation(gradient, theta, feedback, kind, baseline_value=0.25 if baseline == "mean" else 0.0)
+    runs = 3000
+    calls_before = feedback.calls
+    estimates = np.empty((runs, gradient.num_weights))
+    for seed in range(runs):
+        estimates[seed] = 0.0
+        minibatch_gradient(gradient, feedback, settings_, theta, 0, 1, np.array([0]), seed,
+                           _Running(baseline_sum=0.25, baseline_count=1), estimates[seed])
+    mean = estimates.mean(axis=0)
+    error = estimates.std(axis=0) / np.sqrt(runs)
+    # within 5 standard errors everywhere, and the direction is right
+    assert np.all(np.abs(mean - exact) <= 5 * error + 1e-9)
+    assert mean @ exact > 0
+    assert feedback.calls - calls_before == runs * draws * (2 if kind.startswith("pairwise") else 1)
+
+
+def test_results_do_not_depend_on_the_threads():
+    corpus = tiny_corpus(4, lengths=(3, 4, 2, 5, 1, 3))
+    feedback_settings = dict(metric="f1")
+    weights = []
+    for threads in (1, 2):
+        gradient = sampled_gradient(corpus, threads=threads)
+        feedback = simulated_feedback(corpus.sentences, "chunk", LABELS, **feedback_settings)
+        result = bandit.learn(gradient, feedback, BanditSettings(batch_size=4, max_iter=3, seed=5, draws=2),
+                              np.arange(len(corpus)))
+        weights.append(result.weights)
+    assert np.array_equal(weights[0], weights[1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(["B-NP", "I-NP", "O", "B-VP", "I-VP"]), min_size=1,
+                                   max_size=6), st.integers(0, 2 ** 32 - 1)), min_size=1, max_size=4))
+def test_sentence_chunk_f1_is_conllevals(cases):
+    labels = ["B-NP", "I-NP", "O", "B-VP", "I-VP"]
+    tables = ChunkTables(labels)
+    gold, predicted = [], []
+    for sentence, seed in cases:
+        gold.append(sentence)
+        rng = np.random.default_rng(seed)
+        predicted.append([labels[i] for i in rng.integers(0, len(labels), size=len(sentence))])
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in gold])])
+    ids = {label: i for i, label in enumerate(labels)}
+    f1 = sentence_chunk_f1(tables, np.array([ids[x] for s in gold for x in s]),
+                           np.array([ids[x] for s in predicted for x in s]), offsets)
+    for value, gold_sentence, predicted_sentence in zip(f1, gold, predicted):
+        scores = score_chunks([gold_sentence], [predicted_sentence])
+        empty = scores.num_gold_chunks == 0 and scores.num_predicted_chunks == 0
+        assert value == pytest.approx(1.0 if empty else scores.f1 / 100)
