@@ -13,6 +13,7 @@ import numpy as np
 import pynini
 
 from . import inference, lattice, reference
+from .errors import FstcrfError
 from .inference import Potentials
 from .progress import Progress
 from .topology import Topology, first_order, kth_order
@@ -30,7 +31,10 @@ def best_time(function, repeats: int) -> float:
 
 def random_potentials(topology: Topology, num_tokens: int, seed: int,
                       mean_length: int = 24) -> Potentials:
-    """Random scores over sentences of CoNLL-like lengths (mean ``mean_length``)."""
+    """Random scores over sentences of CoNLL-like lengths (mean ``mean_length``),
+    ``num_tokens`` >= 1 tokens in all."""
+    if num_tokens < 1:
+        raise FstcrfError(f"a benchmark needs at least 1 token, got {num_tokens}")
     rng = np.random.default_rng(seed)
     lengths = []
     while sum(lengths) < num_tokens:
@@ -90,7 +94,7 @@ def bench_kernel(tokens: int = 100_000, repeats: int = 3, reference_seconds: flo
     rows = []
     with Progress(len(cases), "bench kernel", unit="case", enabled=progress) as bar:
         for name, topo in cases:
-            pot = random_potentials(topo, tokens if topo.num_states <= 45 else tokens // 4, seed)
+            pot = random_potentials(topo, tokens if topo.num_states <= 45 else max(tokens // 4, 1), seed)
             n = pot.num_tokens
             fb = n / best_time(lambda: inference.forward_backward(pot), repeats)
             fb2 = n / best_time(lambda: inference.forward_backward(pot, threads=2), repeats)
@@ -376,11 +380,10 @@ def bench_train(folder, peer: str = "crfsuite", iterations: int = 50, threads: i
     import multiprocessing
 
     if peer != "crfsuite":
-        raise ValueError(f"unknown peer {peer!r}")
+        raise FstcrfError(f"unknown peer {peer!r} (expected crfsuite)")
     try:
         import pycrfsuite  # noqa: F401
     except ImportError:
-        from .errors import FstcrfError
         raise FstcrfError("bench train --vs crfsuite needs python-crfsuite: pip install 'fstcrf[bench]'") from None
     context = multiprocessing.get_context("spawn")
     rows = []

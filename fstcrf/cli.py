@@ -3,13 +3,34 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
+import signal
 import sys
 from pathlib import Path
+from typing import Callable
 
 from .errors import FstcrfError, LabelError
+from .files import check_output_path, write_atomically
 
 LOG = logging.getLogger("fstcrf")
+
+
+def _only_types(args: argparse.Namespace) -> set[str] | None:
+    """The chunk types of --only-types (None when the option is not given)."""
+    return set(args.only_types.split(",")) if args.only_types else None
+
+
+def _check_only_types(keep: set[str] | None, labels: list[list[str]], where: str) -> None:
+    """Warn when a type of --only-types never occurs among chunk labels [sentences][tokens]."""
+    if not keep:
+        return
+    present = {member.partition("-")[2] for sentence in labels for label in sentence
+               for member in label.split("|")} - {""}
+    missing = sorted(keep - present)
+    if missing:
+        LOG.warning("--only-types: %s %s not occur in %s, whose chunk types are %s", ", ".join(missing),
+                    "does" if len(missing) == 1 else "do", where, ", ".join(sorted(present)) or "none")
 
 
 def _map_types(labels: list[list[str]], keep: set[str] | None) -> list[list[str]]:
@@ -85,8 +106,12 @@ def _jackknife(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    keep = set(args.only_types.split(",")) if args.only_types else None
-    train = _restrict_types(_read(args.train, args.columns), args.target, keep)
+    keep = _only_types(args)
+    _warn_define_without_grammar(args)
+    train = _read(args.train, args.columns)
+    if keep and args.target in train.column_names:
+        _check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
+    train = _restrict_types(train, args.target, keep)
     dev = _restrict_types(_read(args.dev, args.columns), args.target, keep) if args.dev else None
     init = None
     if args.init:
@@ -99,10 +124,33 @@ def _train(args: argparse.Namespace) -> int:
              f", starting from {args.init}" if init else "")
     model.fit(train, target=args.target, dev=dev, init=init)
     model.save(args.output)
-    state = "interrupted; kept" if model.interrupted_ else "kept"
-    LOG.info("%s the weights of iteration %d of %d; %d features; model written to %s", state,
-             model.best_iteration_, model.n_iter_, len(model.weights_), args.output)
+    report = LOG.warning if model.interrupted_ else LOG.info
+    report("%s the weights of iteration %d of %d; %d features; model written to %s",
+           "interrupted; kept" if model.interrupted_ else "kept", model.best_iteration_, model.n_iter_,
+           len(model.weights_), args.output)
     return 0
+
+
+def _warn_define_without_grammar(args: argparse.Namespace) -> None:
+    if args.define and not args.grammar:
+        LOG.warning("--define %s is ignored: it sets parameters of --grammar, which is not given",
+                    " ".join(args.define))
+
+
+def _warn_ignored_decoding_options(args: argparse.Namespace, composed: bool) -> None:
+    """Warn once for each decoding option the model does not use."""
+    _warn_define_without_grammar(args)
+    given = [name for name, default in DECODING_DEFAULTS.items() if getattr(args, name) != default]
+    if "on_infeasible" in given and not args.grammar:
+        LOG.warning("--on-infeasible is ignored: it applies to decoding under --grammar, which is not given")
+    if composed:
+        if "k" in given and args.mode != "kbest":
+            LOG.warning("--k is ignored: it is the list length of --mode kbest")
+    else:
+        for name in ("mode", "k"):
+            if name in given:
+                LOG.warning("--%s is ignored: it applies to composed models (fstcrf compose), and %s is a "
+                            "single model", name, args.model)
 
 
 def _grammar_params(args: argparse.Namespace) -> dict | None:
@@ -161,28 +209,47 @@ def _joint_predict_with_progress(joint, corpus, args: argparse.Namespace, chunk:
     return predictions
 
 
+def _components(model) -> list:
+    """The single models of a model or of a composed model."""
+    from .compose import JointModel
+    return list(model.components) if isinstance(model, JointModel) else [model]
+
+
 def _read_for(model, path: str, gold_required: bool = False):
     """A CoNLL file read with the columns a model or a joint model was trained on
-    (the predicted columns may be missing unless ``gold_required``)."""
-    from .compose import JointModel
-    if isinstance(model, JointModel):
-        columns = model.components[0].columns_
-        missing = () if gold_required else tuple(model.targets)
-    else:
-        columns, missing = model.columns_, () if gold_required else (model.target_,)
-    return _read(path, columns, allow_missing=missing)
+    (the predicted columns may be missing unless ``gold_required``).  Warns when
+    the file has no sentences, and when it lacks the predicted columns while a
+    column read as an observation holds mostly the model's labels (e.g. a
+    word+chunk file given to a word,pos,chunk model)."""
+    components = _components(model)
+    columns, targets = components[0].columns_, [component.target_ for component in components]
+    corpus = _read(path, columns, allow_missing=() if gold_required else targets)
+    if not corpus.sentences:
+        LOG.warning("no sentences in %s", path)
+    elif len(corpus.column_names) != len(columns):
+        labels = {label for component in components for label in component.labels_}
+        for name in corpus.column_names[1:]:
+            values = [value for sentence in corpus.column(name) for value in sentence]
+            if sum(value in labels for value in values) > len(values) / 2:
+                LOG.warning("%s has %d columns, read as %s, and its column %s holds mostly the model's "
+                            "labels; the model was trained on %d columns (%s): is the file's layout right?",
+                            path, len(corpus.column_names), ",".join(corpus.column_names), name, len(columns),
+                            ",".join(columns))
+                break
+    return corpus
 
 
 def _tag(args: argparse.Namespace) -> int:
     from .compose import JointModel, load_any
     from .conll import write_conll
     model = load_any(args.model)
+    _warn_ignored_decoding_options(args, composed=isinstance(model, JointModel))
     corpus = _read_for(model, args.input)
     if isinstance(model, JointModel):
         extra = _joint_predict_with_progress(model, corpus, args)
     else:
         extra = [_predict_with_progress(model, corpus, args)]
-    write_conll(corpus, args.output if args.output else sys.stdout, extra_columns=extra)
+    write_conll(corpus, args.output, extra_columns=extra)
     return 0
 
 
@@ -226,46 +293,62 @@ def _split_gold_pred(path: str) -> tuple[list[list[str]], list[list[str]]]:
     return corpus.column(gold_name), corpus.column(pred_name)
 
 
+def _scores(gold: list[list[str]], predicted: list[list[str]], keep: set[str] | None):
+    """Chunk scores, or token accuracy for labels without chunk structure; --only-types
+    applies to chunk labels only."""
+    from .evaluate import is_chunk_labels, score_labels
+    if keep and is_chunk_labels(gold):
+        gold, predicted = _map_types(gold, keep), _map_types(predicted, keep)
+    return score_labels(gold, predicted)
+
+
 def _eval(args: argparse.Namespace) -> int:
-    from .evaluate import score_chunks
-    keep = set(args.only_types.split(",")) if args.only_types else None
+    from .evaluate import scheme_mismatch
+    keep = _only_types(args)
     if args.pred:
         if args.model or args.test:
             raise FstcrfError("give either --pred FILE or MODEL TEST, not both")
         gold, predicted = _split_gold_pred(args.pred)
+        _check_only_types(keep, gold, f"the gold column of {args.pred}")
+        print(_scores(gold, predicted, keep).format())
+        return 0
+    if not (args.model and args.test):
+        raise FstcrfError("give MODEL and TEST, or --pred FILE")
+    from .compose import JointModel, load_any
+    model = load_any(args.model)
+    composed = isinstance(model, JointModel)
+    _warn_ignored_decoding_options(args, composed)
+    corpus = _read_for(model, args.test, gold_required=True)
+    if not corpus.sentences:
+        raise FstcrfError(f"no sentences in {args.test}: nothing to score")
+    components = _components(model)
+    if composed:
+        predictions = _joint_predict_with_progress(model, corpus, args)
     else:
-        if not (args.model and args.test):
-            raise FstcrfError("give MODEL and TEST, or --pred FILE")
-        from .compose import JointModel, load_any
-        model = load_any(args.model)
-        corpus = _read_for(model, args.test, gold_required=True)
-        if isinstance(model, JointModel):
-            for target, predicted in zip(model.targets, _joint_predict_with_progress(model, corpus, args)):
-                gold = corpus.column(target)
-                print(f"== {target} ({args.mode} decoding)")
-                if any(label[:2] in ("B-", "I-") for labels in gold for label in labels):
-                    print(score_chunks(_map_types(gold, keep), _map_types(predicted, keep)).format())
-                else:
-                    right = sum(g == p for gs, ps in zip(gold, predicted) for g, p in zip(gs, ps))
-                    total = sum(len(labels) for labels in gold)
-                    print(f"processed {total} tokens; accuracy: {100 * right / total:6.2f}%")
-            return 0
-        gold = corpus.column(model.target_)
-        predicted = _predict_with_progress(model, corpus, args)
-    print(score_chunks(_map_types(gold, keep), _map_types(predicted, keep)).format())
+        predictions = [_predict_with_progress(model, corpus, args)]
+    for component, predicted in zip(components, predictions):
+        gold = corpus.column(component.target_)
+        mismatch = scheme_mismatch(component.labels_, gold)
+        if mismatch:
+            LOG.warning("%s: %s", args.test, mismatch)
+        _check_only_types(keep, gold, f"the {component.target_} column of {args.test}")
+        if composed:
+            print(f"== {component.target_} ({args.mode} decoding)")
+        print(_scores(gold, predicted, keep).format())
     return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .evaluate import mcnemar, score_chunks
+    from .evaluate import mcnemar
     gold_a, pred_a = _split_gold_pred(args.pred_a)
     gold_b, pred_b = _split_gold_pred(args.pred_b)
     if gold_a != gold_b:
         raise FstcrfError(f"{args.pred_a} and {args.pred_b} do not have the same gold labels; "
                           "compare predictions of the same test file")
     result = mcnemar(gold_a, pred_a, pred_b)
-    print(f"A: {args.pred_a}  F1 {score_chunks(gold_a, pred_a).f1:.2f}")
-    print(f"B: {args.pred_b}  F1 {score_chunks(gold_b, pred_b).f1:.2f}")
+    for name, path, predicted in (("A", args.pred_a, pred_a), ("B", args.pred_b, pred_b)):
+        scores = _scores(gold_a, predicted, None)
+        print(f"{name}: {path}  {scores.metric} {scores.primary:.2f}")
     print(f"tokens A labels right and B wrong: {result.n01}")
     print(f"tokens A labels wrong and B right: {result.n10}")
     print(f"McNemar's test ({result.method}): two-sided p = {result.p_value:.3g}")
@@ -273,10 +356,15 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def find_conll2000(data_dir: str | None = None) -> Path | None:
-    """The CoNLL-2000 folder (train.txt, test.txt) from --data, $FSTCRF_DATA or NLTK's data folders."""
-    candidates = []
+    """The CoNLL-2000 folder (train.txt, test.txt) from --data, $FSTCRF_DATA or NLTK's
+    data folders (None if none has it); a ``data_dir`` that has not is an error."""
     if data_dir:
-        candidates += [Path(data_dir), Path(data_dir) / "conll2000"]
+        for folder in (Path(data_dir), Path(data_dir) / "conll2000"):
+            if (folder / "train.txt").is_file() and (folder / "test.txt").is_file():
+                return folder
+        raise FstcrfError(f"--data {data_dir}: found no CoNLL-2000 train.txt and test.txt in this folder "
+                          "or in its conll2000 folder")
+    candidates = []
     if os.environ.get("FSTCRF_DATA"):
         candidates.append(Path(os.environ["FSTCRF_DATA"]) / "conll2000")
     candidates.append(Path("../shared/data/conll2000"))
@@ -308,19 +396,25 @@ def _demo(args: argparse.Namespace) -> int:
     if args.output:
         model.save(args.output)
         print(f"model written to {args.output}")
-    scores = model.score(test)
+    scores = _scores(test.column(model.target_), model.predict(test), None)
     print(f"tagged {len(test)} test sentences ({test.num_tokens} tokens)")
     print(scores.format())
     return 0
+
+
+def _dev_score(record: dict) -> float | None:
+    """An iteration's dev score ("dev_f1" in files written before "dev_score")."""
+    return record.get("dev_score", record.get("dev_f1"))
 
 
 def _history(args: argparse.Namespace) -> int:
     from .model import load_model
     model = load_model(args.model)
     history = model.history_
-    print("iteration  objective      gradient-norm  seconds  dev-F1")
+    metric = next((record["dev_metric"] for record in history if record.get("dev_metric")), "F1")
+    print(f"iteration  objective      gradient-norm  seconds  dev-{metric}")
     for record in history:
-        dev = record.get("dev_f1")
+        dev = _dev_score(record)
         print(f"{record['iteration']:9d}  {record['objective']:<13.6g}  {record.get('gradient_norm') or 0:<13.4g}  "
               f"{record['seconds']:7.2f}  {'' if dev is None else f'{dev:.2f}'}")
     print(f"kept the weights of iteration {model.best_iteration_} of {model.n_iter_}"
@@ -337,14 +431,14 @@ def _history(args: argparse.Namespace) -> int:
         objective_axis.semilogy(iterations, [r["objective"] for r in history], color="tab:blue")
         objective_axis.set_xlabel(f"{model.algorithm} iteration")
         objective_axis.set_ylabel("objective (penalised negative log-likelihood)", color="tab:blue")
-        dev = [(r["iteration"], r["dev_f1"]) for r in history if r.get("dev_f1") is not None]
+        dev = [(r["iteration"], _dev_score(r)) for r in history if _dev_score(r) is not None]
         if dev:
-            f1_axis = objective_axis.twinx()
-            f1_axis.plot(*zip(*dev), color="tab:red")
-            f1_axis.set_ylabel("dev chunk F1", color="tab:red")
+            dev_axis = objective_axis.twinx()
+            dev_axis.plot(*zip(*dev), color="tab:red")
+            dev_axis.set_ylabel(f"dev {metric}", color="tab:red")
         objective_axis.set_title(args.title or f"{args.model}")
         figure.tight_layout()
-        figure.savefig(args.plot, dpi=110)
+        write_atomically(args.plot, lambda stream: figure.savefig(stream, format="png", dpi=110))
         print(f"plot written to {args.plot}")
     return 0
 
@@ -378,154 +472,271 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {value}")
+        return value
+    return parse
+
+
+def _real_number(low: float, high: float, closed: bool = True) -> Callable[[str], float]:
+    """An argparse type: a finite number from ``low`` to ``high`` (both excluded unless ``closed``)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        inside = low <= value <= high if closed else low < value < high
+        if not (math.isfinite(value) and inside):
+            bounds = f"from {low:g} to {high:g}" if closed else f"strictly between {low:g} and {high:g}"
+            raise argparse.ArgumentTypeError(f"expected a number {bounds}, got {text}")
+        return value
+    return parse
+
+
+POSITIVE = _whole_number(1)
+
+
+def _add_quiet(parser: argparse.ArgumentParser) -> None:
+    """-q/--quiet, accepted before and after the command (a command's copy only
+    sets the option when given, so it cannot undo the main parser's)."""
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        default=False if parser.prog == "fstcrf" else argparse.SUPPRESS,
+                        help="only print warnings, errors and results (default: also report progress)")
+
+
+def _add_budget_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-states", type=POSITIVE, default=None, metavar="N",
+                        help="stop with an error instead of building a state space (a grammar, k-th order "
+                             "or joint states) of more than N states (default: fstcrf's built-in budget)")
+    parser.add_argument("--max-work", type=POSITIVE, default=None, metavar="N",
+                        help="stop with an error instead of starting work of more than about N steps "
+                             "(k-best lists, grammar compilation; default: fstcrf's built-in budget)")
+
+
 def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--columns", default=None, help="column names, e.g. word,pos,chunk (default for 3 columns)")
-    parser.add_argument("--target", default="chunk", help="column to learn (default chunk)")
-    parser.add_argument("--order", type=int, choices=[1, 2], default=1, help="1: label states; 2: tag-pair states")
+    parser.add_argument("--columns", default=None,
+                        help="comma-separated column names, e.g. word,pos,chunk (default: word,pos,chunk "
+                             "for 3 columns, col0,col1,... otherwise)")
+    parser.add_argument("--target", default="chunk", help="column to learn (default %(default)s)")
+    parser.add_argument("--order", type=int, choices=[1, 2], default=1,
+                        help="1: one state per label; 2: one state per pair of tags, Sha & Pereira's "
+                             "second-order chunker (default %(default)s)")
     parser.add_argument("--algorithm", choices=["lbfgs", "perceptron", "sgd", "mce-f"], default="lbfgs",
-                        help="mce-f: L-BFGS on the log-likelihood, then on the smoothed chunk F-score "
-                             "(Suzuki et al. 2006)")
-    parser.add_argument("--sigma", type=float, default=10.0, help="Gaussian prior standard deviation")
-    parser.add_argument("--max-iter", type=int, default=100, help="L-BFGS iterations or online epochs")
-    parser.add_argument("--mce-c", type=float, default=1e5,
-                        help="mce-f: C of the F-score stage's prior ||w||^2 / (2C) (default 1e5)")
-    parser.add_argument("--mce-iter", type=int, default=50, help="mce-f: L-BFGS iterations of the F-score stage")
+                        help="lbfgs: penalised log-likelihood; perceptron: averaged perceptron; sgd: "
+                             "stochastic gradient; mce-f: L-BFGS on the log-likelihood, then on the smoothed "
+                             "chunk F-score (Suzuki et al. 2006) (default %(default)s)")
+    parser.add_argument("--sigma", type=_real_number(1e-4, 1e6), default=10.0,
+                        help="standard deviation of the Gaussian prior on every weight; smaller values "
+                             "regularise more (default %(default)s)")
+    parser.add_argument("--max-iter", type=POSITIVE, default=100,
+                        help="L-BFGS iterations or online epochs (default %(default)s)")
+    parser.add_argument("--mce-c", type=_real_number(1e-6, 1e12), default=1e5,
+                        help="mce-f: C of the F-score stage's prior ||w||^2 / (2C) (default %(default)g)")
+    parser.add_argument("--mce-iter", type=POSITIVE, default=50,
+                        help="mce-f: L-BFGS iterations of the F-score stage (default %(default)s)")
     parser.add_argument("--template", default="sha-pereira",
                         help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos "
-                             "or a template file")
-    parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default="supported")
-    parser.add_argument("--min-count", type=int, default=1, help="drop predicates seen fewer times")
-    parser.add_argument("--threads", type=int, default=2)
+                             "or a template file (default %(default)s)")
+    parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default="supported",
+                        help="which (predicate, output) pairs get a weight: supported: those seen in the gold "
+                             "training labels; complete: every pair (refused when too many); complete-tags: "
+                             "order 2 only, every (predicate, tag) pair plus the supported (predicate, tag "
+                             "pair) ones (default %(default)s)")
+    parser.add_argument("--min-count", type=POSITIVE, default=1,
+                        help="drop predicates true at fewer training tokens (default %(default)s)")
+    parser.add_argument("--threads", type=POSITIVE, default=2,
+                        help="threads for training and tagging (default %(default)s)")
     parser.add_argument("--grammar", default=None,
                         help="train under a constraint grammar (Z sums over the sequences it accepts; the "
-                             "model then always decodes under it): a .fgr file or a shipped grammar name")
+                             "model then always decodes under it): a .fgr file or a shipped grammar name "
+                             "(default: none)")
     parser.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
-                        help="set a parameter of the training grammar, e.g. X=NP (repeatable)")
+                        help="set a parameter of the training grammar, e.g. X=NP (repeatable; default: none)")
     parser.add_argument("--reads", default=None, metavar="COLUMN",
                         help="read a lower tagger's labels from COLUMN at the same token (template may use "
                              "it at offset 0 only), so that fstcrf compose can decode both models jointly; "
-                             "e.g. --reads pos --template chunking-reads-pos")
+                             "e.g. --reads pos --template chunking-reads-pos (default: none)")
     parser.add_argument("--no-read-transitions", action="store_true",
                         help="with --reads: transition weights that do not depend on the lower label "
-                             "(by default each edge has a base weight and a deviation per lower label)")
+                             "(default: each edge has a base weight and a deviation per lower label)")
+    _add_budget_arguments(parser)
+
+
+#: Decoding options that only some models use, with their defaults (a
+#: different value means the user gave the option).
+DECODING_DEFAULTS = {"mode": "joint", "k": 5, "define": [], "on_infeasible": "error"}
 
 
 def _add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--mode", choices=["joint", "cascade", "kbest"], default="joint",
-                        help="composed models: exact joint decoding (default), the 1-best cascade, or the "
-                             "cascade passing k-best lists")
-    parser.add_argument("--k", type=int, default=5, help="list length of --mode kbest (default 5)")
+    parser.add_argument("--threads", type=POSITIVE, default=None,
+                        help="threads for tagging (default: the number the model was trained with)")
+    parser.add_argument("--mode", choices=["joint", "cascade", "kbest"], default=DECODING_DEFAULTS["mode"],
+                        help="composed models: exact joint decoding, the 1-best cascade, or the cascade "
+                             "passing k-best lists (default %(default)s)")
+    parser.add_argument("--k", type=POSITIVE, default=DECODING_DEFAULTS["k"],
+                        help="list length of --mode kbest (default %(default)s)")
     parser.add_argument("--grammar", default=None,
-                        help="decode among the label sequences a constraint grammar accepts: a .fgr file "
-                             "or a shipped grammar (iob2, bioes, second_order, at_most_one, at_least_one)")
+                        help="single models: decode among the label sequences a constraint grammar accepts: "
+                             "a .fgr file or a shipped grammar (iob2, bioes, second_order, at_most_one, "
+                             "at_least_one) (default: none)")
     parser.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
-                        help="set a grammar parameter, e.g. X=NP (repeatable)")
-    parser.add_argument("--on-infeasible", choices=["error", "unconstrained"], default="error",
-                        help="a sentence no accepted sequence fits: stop with an error naming it (default), "
-                             "or tag it without the grammar")
+                        help="with --grammar: set a grammar parameter, e.g. X=NP (repeatable; default: none)")
+    parser.add_argument("--on-infeasible", choices=["error", "unconstrained"],
+                        default=DECODING_DEFAULTS["on_infeasible"],
+                        help="with --grammar, a sentence no accepted sequence fits: stop with an error naming "
+                             "it, or tag it without the grammar (default %(default)s)")
+    _add_budget_arguments(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fstcrf", description="Conditional random fields as weighted FSTs.")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only print warnings and results")
-    commands = parser.add_subparsers(dest="command", required=True)
+    """The parser of every command; each command's defaults name the
+    options that hold its input and output paths (checked before any work)."""
+    parser = argparse.ArgumentParser(prog="fstcrf", description="Conditional random fields as weighted FSTs. "
+                                     "An output path '-' means standard output.")
+    _add_quiet(parser)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    train = commands.add_parser("train", help="train a CRF tagger on a CoNLL file")
+    def command(name: str, help: str, run, inputs: tuple[str, ...] = (), outputs: tuple[str, ...] = ()):
+        sub = commands.add_parser(name, help=help, description=help)
+        _add_quiet(sub)
+        sub.set_defaults(run=run, inputs=inputs, outputs=outputs)
+        return sub
+
+    train = command("train", "train a CRF tagger on a CoNLL file", _train,
+                    inputs=("train", "dev", "init"), outputs=("output",))
     train.add_argument("train", help="training file (CoNLL columns, blank line between sentences)")
     train.add_argument("-o", "--output", required=True, help="model file to write")
     _add_training_arguments(train)
-    train.add_argument("--dev", default=None, help="development file: keep the iteration with the best F1")
+    train.add_argument("--dev", default=None,
+                       help="development file: keep the iteration with the best score on it (chunk F1, or "
+                            "accuracy for tags) (default: keep the last iteration)")
     train.add_argument("--init", default=None, metavar="MODEL",
                        help="start from this model's weights (lbfgs, mce-f); its template, order, reads and "
-                            "feature dictionary are used")
+                            "feature dictionary are used (default: start from zero)")
     train.add_argument("--only-types", default=None,
-                       help="comma-separated chunk types to keep; others become O (e.g. NP)")
-    train.set_defaults(run=_train)
+                       help="comma-separated chunk types to keep; others become O, e.g. NP (default: all)")
 
-    jackknife = commands.add_parser("jackknife", help="replace a column by k-fold held-out predictions (to "
-                                                      "train a model that reads a lower tagger's output)")
+    jackknife = command("jackknife", "replace a column by k-fold held-out predictions (to train a model that "
+                                     "reads a lower tagger's output)", _jackknife,
+                        inputs=("train",), outputs=("output",))
     jackknife.add_argument("train", help="CoNLL file")
     jackknife.add_argument("-o", "--output", required=True, help="CoNLL file to write")
-    jackknife.add_argument("--folds", type=int, default=5, help="number of folds (default 5)")
+    jackknife.add_argument("--folds", type=_whole_number(2), default=5,
+                           help="number of folds (default %(default)s)")
     _add_training_arguments(jackknife)
-    jackknife.set_defaults(run=_jackknife)
 
-    compose = commands.add_parser("compose", help="compose trained models (lowest first) into a joint model")
+    compose = command("compose", "compose trained models (lowest first) into a joint model", _compose,
+                      inputs=("models",), outputs=("output",))
     compose.add_argument("models", nargs="+", help="model files in chain order; each reads the previous one's labels")
     compose.add_argument("-o", "--output", required=True, help="joint model file to write")
     compose.add_argument("--compat", action="append", default=[], metavar="K=FST",
                          help="restrict the label pairs of models K-1 and K to a transducer from lower to upper "
-                              "labels (OpenFst binary with symbol tables; repeatable)")
+                              "labels (OpenFst binary with symbol tables; repeatable; default: all pairs)")
     compose.add_argument("--scales", default=None, metavar="W0,W1,...",
-                         help="weigh each model's score (default all 1), e.g. 1,0.5 to temper an upper model "
-                              "trained on gold lower labels; choose the weights on held-out data")
-    compose.set_defaults(run=_compose)
+                         help="weigh each model's score, e.g. 1,0.5 to temper an upper model trained on gold "
+                              "lower labels; choose the weights on held-out data (default: all 1)")
 
-    tag = commands.add_parser("tag", help="append a predicted label column (one per component of a composed "
-                                          "model) to a CoNLL file")
-    tag.add_argument("model")
-    tag.add_argument("input", help="CoNLL file; the gold column may be absent")
-    tag.add_argument("-o", "--output", default=None, help="output file (default: standard output)")
-    tag.add_argument("--threads", type=int, default=None)
+    tag = command("tag", "append a predicted label column (one per component of a composed model) to a "
+                         "CoNLL file", _tag, inputs=("model", "input"), outputs=("output",))
+    tag.add_argument("model", help="model file (from train or compose)")
+    tag.add_argument("input", help="CoNLL file with the columns the model was trained on; the gold column may "
+                                   "be absent")
+    tag.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
     _add_decoding_arguments(tag)
-    tag.set_defaults(run=_tag)
 
-    evaluate = commands.add_parser("eval", help="conlleval scores of a model on a test file, or of a tagged file")
-    evaluate.add_argument("model", nargs="?")
-    evaluate.add_argument("test", nargs="?")
-    evaluate.add_argument("--pred", default=None, help="tagged file whose last two columns are gold and predicted")
-    evaluate.add_argument("--only-types", default=None, help="score only these chunk types (others become O)")
-    evaluate.add_argument("--threads", type=int, default=None)
+    evaluate = command("eval", "conlleval scores (or tag accuracy) of a model on a test file, or of a tagged "
+                               "file", _eval)
+    evaluate.add_argument("model", nargs="?", help="model file (from train or compose)")
+    evaluate.add_argument("test", nargs="?", help="CoNLL file with gold labels")
+    evaluate.add_argument("--pred", default=None,
+                          help="instead of MODEL TEST: a tagged file whose last two columns are gold and "
+                               "predicted (default: none)")
+    evaluate.add_argument("--only-types", default=None,
+                          help="score only these comma-separated chunk types (others become O) (default: all)")
     _add_decoding_arguments(evaluate)
-    evaluate.set_defaults(run=_eval)
 
-    compare = commands.add_parser("compare", help="McNemar's test between two tagged files")
-    compare.add_argument("pred_a")
-    compare.add_argument("pred_b")
-    compare.set_defaults(run=_compare)
+    compare = command("compare", "McNemar's test between two tagged files; each file's last two columns are "
+                                 "read as gold and predicted labels", _compare)
+    compare.add_argument("pred_a", help="first tagged file (last two columns: gold, predicted)")
+    compare.add_argument("pred_b", help="second tagged file of the same sentences (last two columns: gold, "
+                                        "predicted)")
 
-    convert = commands.add_parser("convert", help="rewrite a chunk column in another tagging scheme")
+    convert = command("convert", "rewrite a chunk column in another tagging scheme", _convert,
+                      inputs=("input",), outputs=("output",))
     convert.add_argument("input", help="CoNLL file")
     convert.add_argument("-o", "--output", required=True, help="CoNLL file to write")
     convert.add_argument("--scheme", choices=["iob2", "bioes"], required=True,
                          help="target scheme; the input may be IOB1, IOB2 or BIOES")
-    convert.add_argument("--column", default="chunk", help="the column to rewrite (default chunk)")
-    convert.add_argument("--columns", default=None, help="column names, e.g. word,pos,chunk (default for 3 columns)")
-    convert.set_defaults(run=_convert)
+    convert.add_argument("--column", default="chunk", help="the column to rewrite (default %(default)s)")
+    convert.add_argument("--columns", default=None,
+                         help="comma-separated column names, e.g. word,pos,chunk (default: word,pos,chunk "
+                              "for 3 columns, col0,col1,... otherwise)")
 
-    demo = commands.add_parser("demo", help="train, tag and evaluate a chunker out of the box")
-    demo.add_argument("--data", default=None, help="folder holding CoNLL-2000 train.txt and test.txt")
-    demo.add_argument("--max-iter", type=int, default=60)
-    demo.add_argument("--threads", type=int, default=2)
-    demo.add_argument("-o", "--output", default=None, help="also save the model here")
-    demo.set_defaults(run=_demo)
+    demo = command("demo", "train, tag and evaluate a chunker out of the box", _demo, outputs=("output",))
+    demo.add_argument("--data", default=None,
+                      help="folder holding CoNLL-2000 train.txt and test.txt, or a folder holding conll2000/ "
+                           "(default: $FSTCRF_DATA/conll2000, NLTK's data folders, else a small synthetic "
+                           "corpus)")
+    demo.add_argument("--max-iter", type=POSITIVE, default=60, help="L-BFGS iterations (default %(default)s)")
+    demo.add_argument("--threads", type=POSITIVE, default=2, help="threads (default %(default)s)")
+    demo.add_argument("-o", "--output", default=None, help="also save the model here (default: not saved)")
 
-    history = commands.add_parser("history", help="per-iteration training record of a model, optionally plotted")
-    history.add_argument("model")
-    history.add_argument("--plot", default=None, help="write a PNG of objective and dev F1 per iteration")
-    history.add_argument("--title", default=None)
-    history.set_defaults(run=_history)
+    history = command("history", "per-iteration training record of a model, optionally plotted", _history,
+                      inputs=("model",), outputs=("plot",))
+    history.add_argument("model", help="model file")
+    history.add_argument("--plot", default=None,
+                         help="write a PNG of the objective and the dev score per iteration (default: none)")
+    history.add_argument("--title", default=None, help="title of the plot (default: the model file)")
 
-    bench = commands.add_parser("bench", help="measure speed against reference implementations")
+    bench = command("bench", "measure speed against reference implementations", _bench)
     bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
                             "train: training and tagging against python-crfsuite on CoNLL-2000; "
                             "grammar: decoding time under each shipped grammar (--model, --test); "
                             "partial: training with hidden labels against fewer whole sentences")
-    bench.add_argument("--tokens", type=int, default=100_000, help="tokens per lattice size (kernel, compose)")
-    bench.add_argument("--repeats", type=int, default=3, help="timings are the best of this many runs")
-    bench.add_argument("--seed", type=int, default=0)
-    bench.add_argument("--vs", choices=["crfsuite"], default="crfsuite", help="peer for bench train")
-    bench.add_argument("--iterations", type=int, default=50, help="L-BFGS iterations (bench train, partial)")
-    bench.add_argument("--fraction", type=float, default=0.5, help="share of labels hidden (bench partial)")
-    bench.add_argument("--threads", type=int, default=2, help="fstcrf threads for bench train")
-    bench.add_argument("--data", default=None, help="folder holding CoNLL-2000 (bench train)")
+    bench.add_argument("--tokens", type=POSITIVE, default=100_000,
+                       help="tokens per lattice size (kernel, compose) (default %(default)s)")
+    bench.add_argument("--repeats", type=POSITIVE, default=3,
+                       help="timings are the best of this many runs (default %(default)s)")
+    bench.add_argument("--seed", type=_whole_number(0), default=0,
+                       help="seed of the random scores and hidden labels (default %(default)s)")
+    bench.add_argument("--vs", choices=["crfsuite"], default="crfsuite",
+                       help="peer for bench train (default %(default)s)")
+    bench.add_argument("--iterations", type=POSITIVE, default=50,
+                       help="L-BFGS iterations (bench train, partial) (default %(default)s)")
+    bench.add_argument("--fraction", type=_real_number(0.0, 1.0, closed=False), default=0.5,
+                       help="share of labels hidden (bench partial) (default %(default)s)")
+    bench.add_argument("--threads", type=POSITIVE, default=2,
+                       help="fstcrf threads for bench train and partial (default %(default)s)")
+    bench.add_argument("--data", default=None,
+                       help="folder holding CoNLL-2000 (bench train, partial) (default: as for fstcrf demo)")
     bench.add_argument("--model", default=None,
-                       help="trained model (bench grammar) or composed model (bench compose on real data)")
-    bench.add_argument("--test", default=None, help="test file (bench grammar, bench compose --model)")
-    bench.set_defaults(run=_bench)
+                       help="trained model (bench grammar) or composed model (bench compose on real data) "
+                            "(default: none)")
+    bench.add_argument("--test", default=None,
+                       help="test file (bench grammar, bench compose --model) (default: none)")
     return parser
+
+
+def _paths(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
+    """The paths held by the named options of ``args`` (lists flattened, unset options skipped)."""
+    paths = []
+    for name in names:
+        value = getattr(args, name, None)
+        paths += value if isinstance(value, list) else [] if value is None else [value]
+    return paths
+
+
+def _raise_keyboard_interrupt(signal_number, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -533,8 +744,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s",
                         stream=sys.stderr)
+    previous_handler = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
-        return args.run(args)
+        inputs = _paths(args, args.inputs)
+        for output in _paths(args, args.outputs):
+            check_output_path(output, inputs)
+        status = args.run(args)
+        sys.stdout.flush()
+        return status
     except FstcrfError as error:
         print(f"fstcrf: error: {error}", file=sys.stderr)
         return 2
@@ -544,8 +761,22 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # the reader went away (``fstcrf eval ... | head``): stop quietly, as
         # Unix tools do, and keep Python from failing again on the final flush
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_standard_output()
         return 141
+    except OSError as error:
+        name = error.filename or "standard output"
+        print(f"fstcrf: error: {name}: {error.strerror or error}", file=sys.stderr)
+        if name == "standard output":
+            _drop_standard_output()
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+
+
+def _drop_standard_output() -> None:
+    """Point standard output at the null device, so that the interpreter's
+    final flush of unwritten output cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

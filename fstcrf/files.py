@@ -1,11 +1,20 @@
-"""File helpers: UTF-8 reading with located errors, and atomic writes
-(readers see the old file or the new one, never a part)."""
+"""File helpers: UTF-8 reading with located errors, checks of output paths
+before any work, and writes that never leave a part of a file: a regular file
+is replaced atomically (readers see the old file or the new one), a symbolic
+link is followed, and a device or FIFO is written to as it is.  The output
+path "-" is standard output."""
 from __future__ import annotations
 
 import os
 import secrets
+import stat
+import sys
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Iterable
+
+from .errors import OutputPathError
+
+STDOUT = "-"
 
 
 def read_utf8(path: str | os.PathLike, error: type[Exception]) -> str:
@@ -23,18 +32,83 @@ def read_utf8(path: str | os.PathLike, error: type[Exception]) -> str:
                     f"byte 0x{raw[problem.start]:02x}") from None
 
 
+def written_in_place(path: str | os.PathLike) -> bool:
+    """Whether an output is opened and written as it is instead of replaced:
+    standard output ("-"), or an existing file that is not a regular file or a
+    folder once symbolic links are followed (a device, a FIFO, a socket)."""
+    if os.fspath(path) == STDOUT:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = ()) -> None:
+    """Raise OutputPathError unless ``path`` can be written safely: not a
+    folder, not the same file as one of ``inputs``, and either a writable
+    device or FIFO, or a writable regular file (new or existing) in an
+    existing writable folder.  Symbolic links are followed."""
+    name = os.fspath(path)
+    if name == STDOUT:
+        return
+    target = Path(os.path.realpath(name))
+    if target.is_dir():
+        raise OutputPathError(f"{name}: is a folder; give the name of a file to write")
+    for source in inputs:
+        if target.exists() and os.path.exists(source) and os.path.samefile(target, source):
+            raise OutputPathError(f"{name}: is the same file as the input {os.fspath(source)}; "
+                                  "writing it would destroy the input")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise OutputPathError(f"{name}: the file is not writable")
+    if written_in_place(target):
+        return
+    folder = target.parent if os.path.islink(name) else Path(os.path.dirname(name) or ".")
+    if not folder.exists():
+        raise OutputPathError(f"{name}: the folder {folder} does not exist")
+    if not folder.is_dir():
+        raise OutputPathError(f"{name}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{name}: cannot create files in the folder {folder}")
+
+
 def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> None:
-    """Call ``write(stream)`` on a new temporary file next to ``path``, flush it
-    to disk, then rename it over ``path``.  On any error (Ctrl-C included) the
-    temporary file is removed and ``path`` is left as it was."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    """Call ``write(stream)`` on the output ``path``.  A regular file (new, or
+    the target of a symbolic link, which is kept) is written as a temporary
+    file in the same folder, flushed to disk and renamed over it, keeping an
+    existing file's permissions; on any error (Ctrl-C included) the temporary
+    file is removed and the old file is left as it was.  Standard output ("-"),
+    a device or a FIFO is written to directly.  An OSError names ``path``."""
+    name = os.fspath(path)
+    try:
+        if name == STDOUT:
+            sys.stdout.flush()
+            write(sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        elif written_in_place(name):
+            with open(name, "wb") as stream:
+                write(stream)
+        else:
+            _replace(Path(os.path.realpath(name)), write)
+    except OSError as problem:
+        if problem.errno is None:
+            raise
+        shown = "standard output" if name == STDOUT else name
+        raise type(problem)(problem.errno, problem.strerror, shown) from None
+
+
+def _replace(target: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Write a temporary file beside ``target`` and rename it over ``target``."""
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     try:
         with open(temporary, "xb") as stream:
+            if target.exists():
+                os.chmod(stream.fileno(), stat.S_IMODE(target.stat().st_mode))
             write(stream)
             stream.flush()
             os.fsync(stream.fileno())
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise

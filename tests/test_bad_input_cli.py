@@ -1,0 +1,302 @@
+"""Bad input to the command line: every case ends in a one-line error or a
+warning, never a traceback, a lost file or a silently wrong result.  One test
+(or one parameter) per reported case; add new cases here."""
+import errno
+import logging
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from fstcrf.cli import main
+from fstcrf.conll import read_conll
+from fstcrf.files import check_output_path, write_atomically, written_in_place
+from fstcrf.errors import OutputPathError
+from fstcrf.synthetic import DATA_DIR
+
+TRAIN = str(DATA_DIR / "demo_train.txt")
+TEST = str(DATA_DIR / "demo_test.txt")
+FSTCRF = [sys.executable, "-m", "fstcrf.cli"]
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bad_input") / "chunker.model"
+    assert main(["-q", "train", TRAIN, "-o", str(path), "--max-iter", "5"]) == 0
+    return str(path)
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Fail the test if training starts (an output path must be refused before)."""
+    from fstcrf.model import ChainCRF
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("training started before the output path was checked")
+    monkeypatch.setattr(ChainCRF, "fit", refuse)
+
+
+def _error(capsys) -> str:
+    """The standard error of the last command, which must be one line."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+# -- output paths --------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["missing folder", "folder", "training file", "link to training file",
+                                  "inside a file"])
+def test_train_refuses_an_output_path_before_training(case, tmp_path, capsys, no_training):
+    train = tmp_path / "train.txt"
+    shutil.copy(TRAIN, train)
+    before = train.read_bytes()
+    (tmp_path / "link.txt").symlink_to(train)
+    output, expected = {"missing folder": (tmp_path / "nowhere" / "m.model", "does not exist"),
+                        "folder": (tmp_path, "is a folder"),
+                        "training file": (train, "same file as the input"),
+                        "link to training file": (tmp_path / "link.txt", "same file as the input"),
+                        "inside a file": (train / "m.model", "is not a folder")}[case]
+    assert main(["-q", "train", str(train), "-o", str(output)]) == 2
+    assert expected in _error(capsys)
+    assert train.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.txt", "train.txt"]
+
+
+def test_tag_refuses_to_replace_its_input(model_path, tmp_path, capsys):
+    data = tmp_path / "x.txt"
+    shutil.copy(TEST, data)
+    assert main(["-q", "tag", model_path, str(data), "-o", str(data)]) == 2
+    assert "same file as the input" in _error(capsys)
+    assert data.read_bytes() == open(TEST, "rb").read()
+    assert main(["-q", "tag", model_path, str(data), "-o", model_path]) == 2
+    assert "same file as the input" in _error(capsys)
+
+
+def test_an_output_in_a_read_only_folder_is_refused(tmp_path):
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        if os.access(folder, os.W_OK):
+            pytest.skip("running as a user who may write anywhere (root)")
+        with pytest.raises(OutputPathError, match="cannot create files"):
+            check_output_path(folder / "m.model")
+    finally:
+        folder.chmod(0o700)
+
+
+def test_a_symlink_is_followed_and_kept(tmp_path, capsys):
+    target, link = tmp_path / "target.txt", tmp_path / "link.txt"
+    target.write_text("old contents\n")
+    target.chmod(0o640)
+    link.symlink_to(target.name)
+    assert main(["-q", "convert", TEST, "-o", str(link), "--scheme", "bioes"]) == 0
+    assert link.is_symlink() and os.readlink(link) == "target.txt"
+    assert read_conll(target).num_tokens == read_conll(TEST).num_tokens
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.txt", "target.txt"]
+
+
+def test_a_fifo_is_written_to_not_replaced(model_path, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        assert main(["-q", "tag", model_path, TEST, "-o", str(fifo)]) == 0
+        received, _ = reader.communicate(timeout=30)
+    finally:
+        reader.kill()
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert len(received.decode().strip().split("\n\n")) == len(read_conll(TEST))
+
+
+def test_devices_are_written_in_place_and_regular_files_replaced(tmp_path):
+    regular = tmp_path / "file"
+    regular.write_text("x")
+    assert written_in_place(os.devnull) and written_in_place("-")
+    assert not written_in_place(regular) and not written_in_place(tmp_path / "new")
+    assert not written_in_place(tmp_path)
+
+
+def test_output_written_to_the_null_device_leaves_the_device(model_path, capsys):
+    assert written_in_place(os.devnull)  # guard: the device is opened, never renamed over
+    assert main(["-q", "tag", model_path, TEST, "-o", os.devnull]) == 0
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_dash_is_standard_output(model_path, capsys):
+    assert main(["-q", "tag", model_path, TEST, "-o", "-"]) == 0
+    out = capsys.readouterr().out
+    assert len(out.strip().split("\n\n")) == len(read_conll(TEST))
+    assert not os.path.exists("-")
+
+
+def test_a_failed_write_keeps_the_old_file_and_names_it(tmp_path):
+    path = tmp_path / "model"
+    path.write_bytes(b"old")
+
+    def write(stream):
+        stream.write(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    with pytest.raises(OSError) as caught:
+        write_atomically(path, write)
+    assert caught.value.filename == str(path) and caught.value.errno == errno.ENOSPC
+    assert path.read_bytes() == b"old" and os.listdir(tmp_path) == ["model"]
+
+
+@pytest.mark.parametrize("command", [["tag", "{model}", TEST], ["train", TRAIN, "--max-iter", "2", "-o", "-"]])
+def test_a_full_disk_on_standard_output_is_one_line(model_path, command):
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(FSTCRF + ["-q"] + [word.format(model=model_path) for word in command],
+                                stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert result.returncode != 0
+    assert result.stderr.strip() == "fstcrf: error: standard output: No space left on device"
+
+
+def test_a_model_written_to_a_full_device_is_one_line(tmp_path):
+    result = subprocess.run(FSTCRF + ["-q", "train", TRAIN, "--max-iter", "2", "-o", "/dev/full"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert result.stderr.strip() == "fstcrf: error: /dev/full: No space left on device"
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_sigterm_during_training_keeps_the_best_model(tmp_path):
+    output = tmp_path / "m.model"
+    process = subprocess.Popen(FSTCRF + ["train", TRAIN, "--algorithm", "perceptron", "--max-iter", "100000",
+                                         "-o", str(output)], stderr=subprocess.PIPE, text=True)
+    try:
+        for line in process.stderr:
+            if "iteration 2:" in line:
+                break
+        process.send_signal(signal.SIGTERM)
+        rest = process.stderr.read()
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    assert "interrupted; kept the weights" in rest and "Traceback" not in rest
+    from fstcrf.model import load_model
+    assert load_model(output).interrupted_
+
+
+# -- numeric options -------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["bench", "kernel", "--tokens", "0"], ["bench", "partial", "--fraction", "1.5"],
+    ["bench", "partial", "--fraction", "nan"], ["bench", "kernel", "--repeats", "-1"],
+    ["bench", "kernel", "--seed", "-3"], ["train", TRAIN, "-o", "m", "--sigma", "inf"],
+    ["train", TRAIN, "-o", "m", "--sigma", "1e-300"], ["train", TRAIN, "-o", "m", "--sigma", "1e300"],
+    ["train", TRAIN, "-o", "m", "--max-iter", "0"], ["train", TRAIN, "-o", "m", "--threads", "0"],
+    ["train", TRAIN, "-o", "m", "--min-count", "0"], ["train", TRAIN, "-o", "m", "--mce-c", "-1"],
+    ["train", TRAIN, "-o", "m", "--mce-iter", "1.5"], ["jackknife", TRAIN, "-o", "m", "--folds", "1"],
+    ["tag", "m", TEST, "--k", "0"], ["eval", "m", TEST, "--threads", "0"], ["demo", "--max-iter", "0"],
+])
+def test_numeric_options_are_checked_when_parsed(argv, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {argv[-2]}: expected" in err and "Traceback" not in err
+
+
+def test_benchmark_lattices_need_a_token():
+    from fstcrf import bench
+    from fstcrf.errors import FstcrfError
+    from fstcrf.topology import first_order
+    with pytest.raises(FstcrfError, match="at least 1 token"):
+        bench.random_potentials(first_order(["a", "b"]), 0, seed=0)
+    assert bench.random_potentials(first_order(["a", "b"]), 1, seed=0).num_tokens == 1
+
+
+# -- warnings and errors instead of silently wrong results ----------------------------
+
+def test_a_file_whose_columns_do_not_fit_the_model_is_flagged(model_path, tmp_path, caplog):
+    word_chunk = tmp_path / "word_chunk.txt"
+    word_chunk.write_text("".join("".join(f"{w} {c}\n" for w, c in zip(s["word"], s["chunk"])) + "\n"
+                                  for s in read_conll(TEST)))
+    word_pos = tmp_path / "word_pos.txt"
+    word_pos.write_text("".join("".join(f"{w} {p}\n" for w, p in zip(s["word"], s["pos"])) + "\n"
+                                for s in read_conll(TEST)))
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        assert main(["-q", "tag", model_path, str(word_pos), "-o", str(tmp_path / "a")]) == 0
+        assert not caplog.records
+        assert main(["-q", "tag", model_path, str(word_chunk), "-o", str(tmp_path / "b")]) == 0
+    [warning] = caplog.records
+    assert "read as word,pos" in warning.message and "(word,pos,chunk)" in warning.message
+
+
+def test_only_types_that_do_not_occur_are_flagged(model_path, tmp_path, caplog):
+    tagged = tmp_path / "tagged.txt"
+    assert main(["-q", "tag", model_path, TEST, "-o", str(tagged)]) == 0
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        assert main(["-q", "eval", "--pred", str(tagged), "--only-types", "FOO,NP"]) == 0
+    [warning] = caplog.records
+    assert "FOO does not occur" in warning.message and "ADVP, NP, PP, VP" in warning.message
+
+
+def test_demo_with_a_missing_data_folder_is_an_error(tmp_path, capsys):
+    assert main(["-q", "demo", "--data", str(tmp_path / "nonexistent")]) == 2
+    assert f"--data {tmp_path / 'nonexistent'}: found no CoNLL-2000" in _error(capsys)
+
+
+def test_empty_files(model_path, tmp_path, capsys, caplog):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        assert main(["-q", "tag", model_path, str(empty), "-o", str(tmp_path / "out")]) == 0
+    assert [r.message for r in caplog.records] == [f"no sentences in {empty}"]
+    assert main(["-q", "eval", model_path, str(empty)]) == 2
+    assert f"no sentences in {empty}: nothing to score" in capsys.readouterr().err
+
+
+def test_eval_of_a_tagger_without_chunks_reports_accuracy(tmp_path, capsys):
+    model = tmp_path / "pos.model"
+    assert main(["-q", "train", TRAIN, "--target", "pos", "--template", "pos", "--max-iter", "3",
+                 "-o", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["-q", "eval", str(model), TEST]) == 0
+    report = capsys.readouterr().out
+    assert report.startswith("processed") and "; accuracy:" in report.splitlines()[0] and "phrases" not in report
+
+
+@pytest.mark.parametrize("option, warning", [
+    (["--mode", "cascade"], "--mode is ignored"), (["--k", "3"], "--k is ignored"),
+    (["--define", "X=NP"], "--define X=NP is ignored"), (["--on-infeasible", "unconstrained"],
+                                                        "--on-infeasible is ignored")])
+def test_options_a_single_model_does_not_use_are_flagged(model_path, option, warning, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        assert main(["tag", model_path, TEST, "-o", str(tmp_path / "out")] + option) == 0
+    assert [warning in r.message for r in caplog.records] == [True]
+
+
+def test_quiet_after_the_command(model_path, tmp_path, capsys):
+    assert main(["tag", model_path, TEST, "-q", "-o", str(tmp_path / "out")]) == 0
+    assert main(["--quiet", "history", model_path]) == 0
+    assert main(["history", "--quiet", model_path]) == 0
+    from fstcrf.cli import build_parser
+    assert build_parser().parse_args(["history", "-q", "m"]).quiet
+    assert build_parser().parse_args(["-q", "history", "m"]).quiet
+    assert not build_parser().parse_args(["history", "m"]).quiet
+
+
+def test_history_heads_the_dev_column_by_its_metric(model_path, tmp_path, capsys):
+    from fstcrf.model import load_model
+    model = load_model(model_path)
+    model.history_ = [dict(record, dev_score=90.0 + record["iteration"], dev_metric="accuracy")
+                      for record in model.history_]
+    path = tmp_path / "dev.model"
+    model.save(path)
+    capsys.readouterr()
+    assert main(["history", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("dev-accuracy") and lines[1].endswith("91.00")
+    model.history_ = [dict(record, dev_f1=80.0) for record in load_model(model_path).history_]
+    model.save(path)
+    assert main(["history", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("dev-F1") and lines[1].endswith("80.00")
