@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import ClassVar, Iterator, Sequence
 
 from scipy import stats
 
@@ -142,6 +142,14 @@ def _chunk_prefix(label: str) -> str | None:
     return prefix if dash and chunk_type and prefix in _CHUNK_PREFIXES else None
 
 
+def _chunk_prefixes(sentences: Sequence[Sequence[str]]) -> set[str] | None:
+    """The prefixes (B, I, E, S) of chunk labels [num_sentences][num_tokens], or None
+    when they are not chunk labels.  Partial labels count by their members."""
+    distinct = {label for labels in sentences for label in labels}
+    prefixes = {_chunk_prefix(member) for label in distinct for member in _label_members(label)} - {""}
+    return prefixes if prefixes and None not in prefixes else None
+
+
 def is_chunk_labels(sentences: Sequence[Sequence[str]]) -> bool:
     """True when labels [num_sentences][num_tokens] have chunk structure.
 
@@ -149,9 +157,7 @@ def is_chunk_labels(sentences: Sequence[Sequence[str]]) -> bool:
     other label is ``O``.  Partial labels count by their members (``?`` by none).
     """
     _check_sentences(sentences, "labels")
-    prefixes = {_chunk_prefix(member) for labels in sentences for label in labels
-                for member in _label_members(label)}
-    return None not in prefixes and bool(prefixes - {""})
+    return _chunk_prefixes(sentences) is not None
 
 
 def _starts_inside(sentences: Sequence[Sequence[str]]) -> bool:
@@ -177,10 +183,16 @@ def detect_scheme(sentences: Sequence[Sequence[str]]) -> str | None:
     some chunk starts with I- after O, after another type or at the sentence
     start.  Else IOB2.
     """
-    if not is_chunk_labels(sentences):
+    _check_sentences(sentences, "labels")
+    return _detect_checked_scheme(sentences)
+
+
+def _detect_checked_scheme(sentences: Sequence[Sequence[str]]) -> str | None:
+    """:func:`detect_scheme` of labels already checked."""
+    prefixes = _chunk_prefixes(sentences)
+    if prefixes is None:
         return None
-    if any(_chunk_prefix(member) in ("E", "S") for labels in sentences for label in labels
-           for member in _label_members(label)):
+    if prefixes & {"E", "S"}:
         return "bioes"
     return "iob1" if _starts_inside(sentences) else "iob2"
 
@@ -229,11 +241,8 @@ class ChunkScores:
     num_tokens: int
     num_correct_tokens: int
     per_type: dict[str, TypeScores] = field(default_factory=dict)
-
-    @property
-    def metric(self) -> str:
-        """The name of :attr:`primary`: "F1"."""
-        return "F1"
+    #: The name of :attr:`primary`.
+    metric: ClassVar[str] = "F1"
 
     @property
     def primary(self) -> float:
@@ -260,11 +269,8 @@ class TagScores:
     num_tokens: int
     num_correct_tokens: int
     per_tag: dict[str, TypeScores] = field(default_factory=dict)
-
-    @property
-    def metric(self) -> str:
-        """The name of :attr:`primary`: "accuracy"."""
-        return "accuracy"
+    #: The name of :attr:`primary`.
+    metric: ClassVar[str] = "accuracy"
 
     @property
     def primary(self) -> float:
@@ -377,10 +383,6 @@ def _score_chunk_spans(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[st
     return _chunk_scores(gold_found, predicted_found, correct_found, num_tokens, num_correct_tokens)
 
 
-def _has_end_or_single(sentences: Sequence[Sequence[str]]) -> bool:
-    return any(_chunk_prefix(label) in ("E", "S") for labels in sentences for label in labels)
-
-
 def score_chunks(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
                  scheme: str | None = None) -> ChunkScores:
     """Score predicted tags [num_sentences][num_tokens] against gold tags.
@@ -394,15 +396,21 @@ def score_chunks(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     """
     _check_lengths(gold, pred)
     _check_single_labels(gold)
+    return _score_checked_chunks(gold, pred, scheme)
+
+
+def _score_checked_chunks(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
+                          scheme: str | None) -> ChunkScores:
+    """:func:`score_chunks` of tags [num_sentences][num_tokens] already checked."""
     if scheme is not None and scheme not in SCHEMES:
         raise LabelError(f"scheme must be one of {', '.join(SCHEMES)} or None, got {scheme!r}")
     if scheme in ("iob1", "iob2"):
         for side, tags in (("gold", gold), ("predicted", pred)):
-            if _has_end_or_single(tags):
+            if any(_chunk_prefix(tag) in ("E", "S") for labels in tags for tag in labels):
                 raise LabelError(f"the {side} tags have E- or S- tags, which {scheme.upper()} has "
                                  "not; declare scheme='bioes' or leave scheme=None to detect it")
         return _score_conlleval(gold, pred)
-    gold_scheme, pred_scheme = detect_scheme(gold), detect_scheme(pred)
+    gold_scheme, pred_scheme = _detect_checked_scheme(gold), _detect_checked_scheme(pred)
     if scheme == "bioes" or "bioes" in (gold_scheme, pred_scheme):
         return _score_chunk_spans(gold, pred, gold_scheme, pred_scheme)
     return _score_conlleval(gold, pred)
@@ -432,8 +440,8 @@ def score_labels(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     _check_lengths(gold, pred)
     _check_single_labels(gold)
     only_outside = all(label == "O" for labels in gold for label in labels)
-    if scheme is not None or is_chunk_labels(gold) or (only_outside and is_chunk_labels(pred)):
-        return score_chunks(gold, pred, scheme)
+    if scheme is not None or _chunk_prefixes(gold) or (only_outside and _chunk_prefixes(pred)):
+        return _score_checked_chunks(gold, pred, scheme)
     return _score_tags(gold, pred)
 
 
