@@ -445,6 +445,11 @@ def score_labels(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     return _score_tags(gold, pred)
 
 
+def _scheme_family(scheme: str) -> str:
+    """The family of a scheme: "BIOES" for "bioes", "IOB" for "iob1" and "iob2"."""
+    return "BIOES" if scheme == "bioes" else "IOB"
+
+
 def scheme_mismatch(model_labels: Sequence[str], file_sentences: Sequence[Sequence[str]]) -> str | None:
     """A one-line warning when a model's labels [L] and a file's gold labels
     [num_sentences][num_tokens] are in different schemes (BIOES against IOB,
@@ -458,7 +463,7 @@ def scheme_mismatch(model_labels: Sequence[str], file_sentences: Sequence[Sequen
     model_scheme, file_scheme = detect_scheme([model_labels]), detect_scheme(file_sentences)
     if all(label in ("O", UNKNOWN_LABEL) for labels in file_sentences for label in labels):
         return None
-    model_name = None if model_scheme is None else "BIOES" if model_scheme == "bioes" else "IOB"
+    model_name = None if model_scheme is None else _scheme_family(model_scheme)
     file_name = None if file_scheme is None else file_scheme.upper()
     if model_name is None and file_name is None:
         return None
@@ -466,7 +471,7 @@ def scheme_mismatch(model_labels: Sequence[str], file_sentences: Sequence[Sequen
         model_text = f"{model_name} chunk labels" if model_name else "labels without chunk structure"
         file_text = f"{file_name} chunk labels" if file_name else "labels without chunk structure"
         return f"the model has {model_text} but the file's gold labels are {file_text}"
-    if model_name == file_name[:len(model_name)]:
+    if model_name == _scheme_family(file_scheme):
         return None
     return (f"the model's labels are {model_name} but the file's gold labels are {file_name}: chunks "
             f"are matched by each scheme's rules, and predicted tags are rewritten in {file_name} "
