@@ -12,10 +12,15 @@ def _missing(message: str):
     pytest.skip(message)
 
 
+#: The real-data folder when $FSTCRF_DATA is not set: shared/data beside the repository.
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """The real-data folder: $FSTCRF_DATA, else /work/shared/data (skip or fail if missing)."""
-    path = Path(os.environ.get("FSTCRF_DATA", "/work/shared/data"))
+    """The real-data folder: $FSTCRF_DATA, else ../shared/data from the repository
+    (skip or fail if missing)."""
+    path = Path(os.environ.get("FSTCRF_DATA", DEFAULT_DATA))
     if not path.is_dir():
         _missing(f"real data folder {path} is missing (set FSTCRF_DATA)")
     return path
