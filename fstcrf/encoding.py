@@ -67,7 +67,20 @@ def buffer_pointer(ctype: str, array: np.ndarray):
     return ffi.from_buffer(ctype + "[]", array)
 
 
-class EncodedSentences(SentenceBatch):
+class _KernelViews:
+    """An object that keeps cffi views of its own arrays for the C kernel.  The
+    views cannot be pickled: pickling and copying drop every cffi attribute, and
+    unpickling rebuilds them with the subclass's ``_make_views``."""
+
+    def __getstate__(self) -> dict:
+        return {name: value for name, value in self.__dict__.items() if not isinstance(value, ffi.CData)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._make_views()
+
+
+class EncodedSentences(_KernelViews, SentenceBatch):
     """Sentences as predicate rows: X [N, P] in CSR form cut into sentences.
 
     Attributes: ``indptr`` int64 [N+1], ``indices`` int32 [nnz] (predicates),
@@ -94,6 +107,9 @@ class EncodedSentences(SentenceBatch):
         if np.any(self.lengths <= 0):
             raise EmptySequenceError(f"sentence {int(np.flatnonzero(self.lengths <= 0)[0])} "
                                      "is empty; every sentence needs at least one token")
+        self._make_views()
+
+    def _make_views(self) -> None:
         self._indptr = buffer_pointer("int64_t", self.indptr)
         self._indices = buffer_pointer("int32_t", self.indices)
         self._values = ffi.NULL if np.all(self.values == 1.0) else buffer_pointer("double", self.values)
@@ -116,7 +132,7 @@ class EncodedSentences(SentenceBatch):
         return block
 
 
-class FactoredFeatures:
+class FactoredFeatures(_KernelViews):
     """The feature dictionary: which (predicate, output) pairs carry a weight.
 
     Attributes: ``state_label`` int32 [S]; ``num_labels`` L (label outputs, 0
@@ -138,9 +154,12 @@ class FactoredFeatures:
             raise ShapeError("feature dictionary: ptr must rise from 0 to the number of features")
         if len(self.output) and (self.output.min() < 0 or self.output.max() >= S + L):
             raise ShapeError(f"feature dictionary: outputs must lie in [0, {S + L})")
+        self._make_views()
+
+    def _make_views(self) -> None:
         self._dictionary = ffi.new("ff_dictionary *")
-        self._dictionary.num_states = S
-        self._dictionary.num_labels = L
+        self._dictionary.num_states = self.num_states
+        self._dictionary.num_labels = self.num_labels
         self._dictionary.state_label = buffer_pointer("int32_t", self.state_label)
         self._dictionary.num_predicates = self.num_predicates
         self._dictionary.ptr = buffer_pointer("int64_t", self.ptr)
