@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 import pynini
 
-from .conll import Corpus, Sentence
+from .conll import Corpus, Sentence, as_corpus, as_sentences
 from .errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError
 from .inference import (KBest, Potentials, Viterbi, blas_single_threaded, kbest, lengths_to_offsets,
                         run_parallel, viterbi)
@@ -125,7 +125,7 @@ class JointModel:
             raise FstcrfError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise FstcrfError(f"k must be a positive integer, got {k!r}")
-        sentences = list(corpus)
+        sentences = as_sentences(corpus, "JointModel.predict")
         result: list[list[list[str]]] = [[] for _ in self.components]
         if not sentences:
             return result
@@ -149,7 +149,7 @@ class JointModel:
         :func:`~fstcrf.joint.joint_forward_backward` (log Z, joint marginals),
         ``joint_viterbi``, ``joint_kbest`` or ``joint_sample`` on them.  Memory is
         N x P doubles: pass a few thousand tokens at a time."""
-        sentences = list(corpus)
+        sentences = as_sentences(corpus, "JointModel.potentials")
         emissions = joint_emissions(self.space, [scale * scores for scale, scores in
                                                  zip(self.scales, self._component_emissions(sentences))])
         first = self.components[0]
@@ -163,7 +163,7 @@ class JointModel:
     def predict_marginals(self, corpus: Corpus | Sequence[Sentence]) -> list[list[np.ndarray]]:
         """float [T, L_k] per component and sentence: p(label of component k at token t | x)
         under the joint model, columns in the component's ``labels_`` order."""
-        sentences = list(corpus)
+        sentences = as_sentences(corpus, "JointModel.predict_marginals")
         result: list[list[np.ndarray]] = [[] for _ in self.components]
         for first, last in _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states)):
             block = sentences[first:last]
@@ -358,6 +358,7 @@ def jackknife(corpus: Corpus, model: ChainCRF, target: str, folds: int = 5) -> C
     sentences are cut into ``folds`` consecutive parts and each part is tagged by
     a clone of ``model`` (same parameters) trained on the other parts.  A model
     that reads this column then trains on the kind of errors it meets at test time."""
+    corpus = as_corpus(corpus, "jackknife")
     if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or not 2 <= folds <= len(corpus):
         raise FstcrfError(f"folds must be an integer from 2 to the number of sentences ({len(corpus)}), "
                           f"got {folds!r}")

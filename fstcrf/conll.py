@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence, TextIO
 
+from .errors import ArgumentTypeError, ConllFormatError, FstcrfError, ShapeError
 from .files import read_utf8, write_atomically
-from .errors import ConllFormatError, FstcrfError, ShapeError
 
 DOCSTART = "-DOCSTART-"
 
@@ -106,6 +106,58 @@ class Corpus:
 
     def __iter__(self) -> Iterator[Sentence]:
         return iter(self.sentences)
+
+    def __getitem__(self, index: int | slice) -> Sentence | Corpus:
+        """``corpus[3]``: a Sentence; ``corpus[10:20]``: a Corpus of those sentences (with
+        the trailing ``-DOCSTART-`` lines when it ends with the last sentence)."""
+        if isinstance(index, slice):
+            numbers = range(len(self.sentences))
+            trailing = self.trailing_docstart_lines if numbers[index][-1:] == numbers[-1:] else ()
+            return Corpus(self.column_names, self.sentences[index], self.path, self.separator, trailing)
+        if isinstance(index, bool) or not hasattr(index, "__index__"):
+            raise ArgumentTypeError(f"a corpus is indexed by a sentence number or a slice, got "
+                                    f"{type(index).__name__} {_shorten(index)}")
+        return self.sentences[index]
+
+
+def as_sentences(data, method: str) -> list[Sentence]:
+    """The sentences of a Corpus or of a sequence of :class:`Sentence`, for ``method``
+    (named in errors); ArgumentTypeError for anything else, such as a file name,
+    raw text or lists of words."""
+    hint = ("read a CoNLL file with fstcrf.conll.read_conll(path, columns=...), or build "
+            "sentences with Sentence({'word': [...], ...})")
+    if isinstance(data, Corpus):
+        return list(data.sentences)
+    if isinstance(data, (str, bytes, os.PathLike)):
+        raise ArgumentTypeError(f"{method} expects a Corpus or a list of Sentence, got "
+                                f"{type(data).__name__} {_shorten(data)}; {hint}")
+    try:
+        sentences = list(data)
+    except TypeError:
+        raise ArgumentTypeError(f"{method} expects a Corpus or a list of Sentence, got "
+                                f"{type(data).__name__}; {hint}") from None
+    for number, sentence in enumerate(sentences):
+        if not isinstance(sentence, Sentence):
+            raise ArgumentTypeError(f"{method} expects a Corpus or a list of Sentence, but item "
+                                    f"{number} is {type(sentence).__name__} {_shorten(sentence)}; {hint}")
+    return sentences
+
+
+def as_corpus(data, method: str) -> Corpus:
+    """``data`` if it is a Corpus, else a Corpus of the sentences :func:`as_sentences`
+    accepts, whose columns are those every sentence has (in the first one's order)."""
+    if isinstance(data, Corpus):
+        return data
+    sentences = as_sentences(data, method)
+    shared = set.intersection(*(set(sentence.column_names) for sentence in sentences)) if sentences else set()
+    names = tuple(name for name in (sentences[0].column_names if sentences else ()) if name in shared)
+    return Corpus(names, sentences)
+
+
+def _shorten(value) -> str:
+    """repr(value), cut to about 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _column_names(columns: str | Sequence[str] | None) -> tuple[str, ...] | None:

@@ -25,6 +25,8 @@ share a name.
 from __future__ import annotations
 
 import copy
+import logging
+import math
 
 import os
 import re
@@ -38,6 +40,14 @@ import scipy.sparse
 from .conll import Corpus, Sentence
 from .errors import FstcrfError, ModelFileError, TemplateError
 from .files import read_utf8
+
+logger = logging.getLogger(__name__)
+
+#: ``FeatureExtractor.fit`` warns when min_count keeps fewer predicates than this share of
+#: those seen, or fewer than FEW_PREDICATES and than half of them, and names a min_count
+#: that would keep enough.
+FEW_PREDICATES = 200
+FEW_PREDICATES_SHARE = 0.01
 
 _ITEM = re.compile(r"(?P<column>[A-Za-z_][A-Za-z0-9_]*)\[(?P<offset>[+-]?[0-9]+)\]")
 _TRANSFORMED_ITEM = re.compile(r"(?P<transform>[A-Za-z_][A-Za-z0-9_]*)\((?P<item>[^()]*)\)")
@@ -483,11 +493,25 @@ class FeatureExtractor:
         for predicate_names, _, counts in occurrences:
             kept.extend((count, name) for name, count in zip(predicate_names, counts.tolist())
                         if count >= self.min_count)
+        self._warn_if_few_kept(np.concatenate([np.zeros(0, dtype=np.int64)] + [counts for _, _, counts in occurrences]),
+                               len(kept))
         order = sorted(range(len(kept)), key=lambda i: -kept[i][0])
         names = [kept[i][1] for i in order]
         self.predicate_names_ = names
         self.vocabulary_ = {name: index for index, name in enumerate(names)}
         self._predicate_index = None
+
+    def _warn_if_few_kept(self, counts: np.ndarray, kept: int) -> None:
+        """Log a warning when min_count keeps ``kept`` of the predicates true at counts
+        int [P_seen] tokens and that is too few (see FEW_PREDICATES)."""
+        seen = len(counts)
+        enough = max(math.ceil(FEW_PREDICATES_SHARE * seen), min(FEW_PREDICATES, math.ceil(seen / 2)))
+        if kept >= enough:
+            return
+        lower = int(np.sort(counts)[::-1][enough - 1])       # keeps at least ``enough`` predicates
+        logger.warning("min_count=%d keeps %d of the %d predicates seen in training (%.2g%%); "
+                       "lower it (--min-count %d keeps %d)", self.min_count, kept, seen, 100 * kept / seen,
+                       lower, int(np.count_nonzero(counts >= lower)))
 
     def _check_fitted(self):
         if not hasattr(self, "vocabulary_"):

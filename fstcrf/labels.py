@@ -1,7 +1,10 @@
 """Gold label columns: label sets, partial labels and the state paths labels fix.
 
 A gold column value is one label, or, in training data only, UNKNOWN_LABEL
-("?", any label) or a label set ("B-NP|I-NP", any of these labels).
+("?", any label) or a label set ("B-NP|I-NP", any of these labels).  Model
+labels never hold that syntax (:func:`gold_label_set` takes the members of a
+set), and scoring predictions against gold with it raises LabelError
+(:mod:`fstcrf.evaluate`).
 """
 from __future__ import annotations
 
@@ -11,12 +14,9 @@ import numpy as np
 
 from .errors import LabelError
 from .inference import lengths_to_offsets
+from .schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL
 from .topology import Topology, first_order, second_order
 
-#: The gold-column value of a token whose label is unknown (partial labels, training only).
-UNKNOWN_LABEL = "?"
-#: Separates the labels a token may take in a gold column: "B-NP|I-NP" (training only).
-LABEL_SET_SEPARATOR = "|"
 #: The outside tag, c_0 of second-order models.
 OUTSIDE = "O"
 
@@ -79,16 +79,6 @@ def parse_gold(topology: Topology, sentences: Sequence[Sequence[str]]
     resolved = allowed.sum(axis=1) == 1
     label_ids[resolved] = allowed[resolved].argmax(axis=1)
     return label_ids, allowed
-
-
-def full_label_ids(topology: Topology, sentences: Sequence[Sequence[str]]) -> np.ndarray:
-    """int64 [N]: the label index of every token (every token must have one label)."""
-    label_ids, allowed = parse_gold(topology, sentences)
-    if allowed is not None:
-        row = int(np.flatnonzero(label_ids < 0)[0])
-        raise LabelError(f"token {row} has a partial label; only training data may leave labels "
-                         f"unknown ({UNKNOWN_LABEL!r}) or give label sets ('A{LABEL_SET_SEPARATOR}B')")
-    return label_ids
 
 
 def gold_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:

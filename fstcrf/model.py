@@ -18,10 +18,10 @@ import numpy as np
 import pynini
 
 from . import train
-from .conll import Corpus, Sentence
+from .conll import Corpus, Sentence, as_corpus, as_sentences
 from .encoding import FEATURE_SETS, EncodedSentences, TransitionWeights, build_features
-from .errors import EmptySequenceError, FstcrfError, InfeasibleError, TemplateError
-from .evaluate import ChunkScores, score_chunks
+from .errors import ArgumentTypeError, EmptySequenceError, FstcrfError, InfeasibleError, TemplateError
+from .evaluate import ChunkScores, TagScores, score_labels
 from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING,
                        SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
 from .grammar import Grammar, compile_grammar, load_grammar
@@ -39,6 +39,8 @@ TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos"
 ALGORITHMS = ("lbfgs", "perceptron", "sgd", "mce-f")
 #: The name of the always-true predicate.
 BIAS = "bias"
+
+logger = logging.getLogger(__name__)
 
 
 def _resolve_template(template) -> Template:
@@ -90,7 +92,8 @@ class ChainCRF:
             for ``mce_iter`` L-BFGS iterations.  ``fit(init=model)`` skips the
             first stage.  Needs IOB2 chunk labels and full labels.
         sigma: standard deviation of the Gaussian prior on every weight
-            (lbfgs, sgd).  10 (variance 100) is a mild prior.
+            (lbfgs, sgd), from 1e-100 to 1e100, or math.inf (no prior).  10
+            (variance 100) is a mild prior.
         max_iter: L-BFGS iterations or online epochs.
         features: "supported", "complete" or (order 2) "complete-tags" (see the
             module doc).
@@ -156,9 +159,21 @@ class ChainCRF:
         self.mce_c = mce_c
         self.mce_iter = mce_iter
 
-    def get_params(self) -> dict:
-        """The constructor arguments, by name."""
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor arguments, by name (scikit-learn's protocol: ``clone`` works;
+        no parameter is an estimator, so ``deep`` changes nothing)."""
         return {name: getattr(self, name) for name in _PARAMS}
+
+    def set_params(self, **params) -> ChainCRF:
+        """Set constructor arguments by name and return self (scikit-learn's protocol).
+        They are checked when ``fit`` runs."""
+        unknown = sorted(set(params) - set(_PARAMS))
+        if unknown:
+            raise FstcrfError(f"ChainCRF has no parameter {', '.join(map(repr, unknown))}; its "
+                              f"parameters are {', '.join(_PARAMS)}")
+        for name, value in params.items():
+            setattr(self, name, value)
+        return self
 
     def _check_params(self) -> None:
         if isinstance(self.order, bool) or self.order not in (1, 2):
@@ -170,12 +185,23 @@ class ChainCRF:
         if self.features == "complete-tags" and self.order != 2:
             raise FstcrfError("features='complete-tags' needs order=2 (in order 1 states are "
                               "tags: use 'complete')")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, (int, np.integer)) \
-                or self.threads < 1:
-            raise FstcrfError(f"threads must be a positive integer, got {self.threads!r}")
-        if self.algorithm == "mce-f":
-            train._check_positive("mce_c", self.mce_c)
-            train._check_positive("mce_iter", self.mce_iter, integer=True)
+        train.check_positive("threads", self.threads, integer=True)
+        train.check_positive("sigma", self.sigma, bounds=train.SIGMA_RANGE, infinite=True)
+        train.check_positive("max_iter", self.max_iter, integer=True)
+        train.check_positive("min_count", self.min_count, integer=True)
+        train.check_positive("tol", self.tol)
+        train.check_positive("learning_rate", self.learning_rate)
+        # mce_c is the F-score stage's prior variance: sigma = sqrt(mce_c)
+        train.check_positive("mce_c", self.mce_c, bounds=tuple(x ** 2 for x in train.SIGMA_RANGE),
+                             infinite=True)
+        train.check_positive("mce_iter", self.mce_iter, integer=True)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
+            raise ArgumentTypeError(f"seed must be an integer, got {type(self.seed).__name__} {self.seed!r}")
+        if not (self.reads is None or isinstance(self.reads, str)):
+            raise ArgumentTypeError(f"reads must be a column name or None, got {type(self.reads).__name__}")
+        if not (self.grammar_params is None or isinstance(self.grammar_params, dict)):
+            raise ArgumentTypeError(f"grammar_params must be a dict or None, got "
+                                    f"{type(self.grammar_params).__name__}")
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "weights_"):
@@ -220,12 +246,14 @@ class ChainCRF:
 
     # -- training ------------------------------------------------------------
     @blas_single_threaded()
-    def fit(self, corpus: Corpus, target: str = "chunk", dev: Corpus | None = None,
-            callback: train.Callback | None = None, init: ChainCRF | None = None) -> ChainCRF:
+    def fit(self, corpus: Corpus | Sequence[Sentence], target: str = "chunk",
+            dev: Corpus | Sequence[Sentence] | None = None, callback: train.Callback | None = None,
+            init: ChainCRF | None = None) -> ChainCRF:
         """Learn the labels of column ``target`` of ``corpus``.
 
-        With ``dev`` the weights of the iteration with the best dev chunk F1
-        are kept.  ``callback(record)`` sees each iteration's record (see
+        With ``dev`` the weights of the iteration with the best dev score are
+        kept: chunk F1 for chunk labels, else token accuracy (see
+        :func:`~fstcrf.evaluate.score_labels`).  ``callback(record)`` sees each iteration's record (see
         :mod:`fstcrf.train`) and may return True to stop.  Ctrl-C stops
         training and keeps the best weights so far (``interrupted_`` is True).
         ``init``, a fitted model (algorithms "lbfgs" and "mce-f"), is the
@@ -233,6 +261,10 @@ class ChainCRF:
         are used, and the gold labels must be among its labels.
         """
         self._check_params()
+        corpus = as_corpus(corpus, "ChainCRF.fit")
+        dev = None if dev is None else as_corpus(dev, "ChainCRF.fit (dev)")
+        if not isinstance(target, str):
+            raise ArgumentTypeError(f"target must be a column name, got {type(target).__name__} {target!r}")
         if len(corpus) == 0:
             raise EmptySequenceError("the training corpus has no sentences")
         if init is not None:
@@ -254,10 +286,19 @@ class ChainCRF:
         if self.reads is not None:
             _check_reading_template(template, self.reads, target, corpus.column_names)
         gold_labels = corpus.column(target)
+        evaluate = dev_gold = None
+        if dev is not None:
+            dev_gold = dev.column(target)
+            metric = score_labels(dev_gold, dev_gold).metric      # partial dev labels raise LabelError
+            logger.info("selecting on dev %s", "chunk F1" if metric == "F1" else "token accuracy")
         if init is not None:
             topology, extractor = init.topology_, init.extractor_
         else:
-            topology = chain_topology(self.order, gold_label_set(gold_labels))
+            labels = gold_label_set(gold_labels)
+            if len(labels) == 1:
+                logger.warning("every training label of column %r is %r: the model can only predict %r",
+                               target, labels[0], labels[0])
+            topology = chain_topology(self.order, labels)
             extractor = FeatureExtractor(template, self.min_count)
         constraint = None
         if self.grammar is not None:
@@ -278,16 +319,13 @@ class ChainCRF:
         scorer = Scorer(features, topology, int(self.threads), constraint,
                         self._transition_layout(topology.num_edges, lower_labels))
         problem = TrainingSet(scorer, encoded, states, allowed_labels)
-        evaluate = None
         if dev is not None:
             dev_encoded = EncodedSentences.from_corpus(extractor, dev,
                                                        token_class=self._token_classes(dev, lower_labels))
-            dev_gold = dev.column(target)
 
-            def evaluate(weights: np.ndarray) -> float:
-                predicted = split_labels(topology, scorer.paths(dev_encoded, weights),
-                                          dev_encoded.offsets)
-                return score_chunks(dev_gold, predicted).f1
+            def evaluate(weights: np.ndarray) -> ChunkScores | TagScores:
+                predicted = split_labels(topology, scorer.paths(dev_encoded, weights), dev_encoded.offsets)
+                return score_labels(dev_gold, predicted)
 
         if self.algorithm == "perceptron":
             result = train.averaged_perceptron(problem, self.max_iter, self.seed, evaluate, callback)
@@ -334,7 +372,7 @@ class ChainCRF:
         with ``on_infeasible="unconstrained"``, is tagged without the grammar
         (and a warning is logged)."""
         self._check_fitted()
-        sentences = list(corpus)
+        sentences = as_sentences(corpus, "ChainCRF.predict")
         if not sentences:
             return []
         if grammar is None:
@@ -361,7 +399,7 @@ class ChainCRF:
             for i, labels in zip(feasible, split_labels(self.topology_, paths, encoded.offsets)):
                 result[i] = labels
         if infeasible:
-            logging.getLogger(__name__).warning(
+            logger.warning(
                 "grammar %s accepts no sequence as long as %d sentence(s); tagged them without it",
                 grammar.source, len(infeasible))
             for i, labels in zip(infeasible, self.predict([sentences[i] for i in infeasible])):
@@ -372,7 +410,7 @@ class ChainCRF:
         """The scores of a batch of sentences on ``topology_`` (for lattice export,
         k-best lists, sampling or marginals with :mod:`fstcrf.inference`)."""
         self._check_fitted()
-        encoded = self._encode(list(corpus))
+        encoded = self._encode(as_sentences(corpus, "ChainCRF.potentials"))
         return self._scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences)
 
     def reading_emissions(self, sentences: Sequence[Sentence], lower_labels: Sequence[str]) -> np.ndarray:
@@ -381,6 +419,7 @@ class ChainCRF:
         self._check_fitted()
         if self.reads is None:
             raise FstcrfError("this model reads no lower tagger's labels (train it with reads=...)")
+        sentences = as_sentences(sentences, "ChainCRF.reading_emissions")
         base, by_value = self.extractor_.transform_reading(sentences, self.reads, lower_labels)
         lengths = [len(sentence) for sentence in sentences]
         F = self.features_.num_features
@@ -400,21 +439,24 @@ class ChainCRF:
         ``labels_`` order (state marginals summed over the states of each label);
         with ``grammar``, p(label | sentence, the labels are accepted by it)."""
         self._check_fitted()
-        if len(corpus) == 0:
+        sentences = as_sentences(corpus, "ChainCRF.predict_marginals")
+        if not sentences:
             return []
         if grammar is not None and not isinstance(grammar, (Grammar, pynini.Fst)):
             grammar = load_grammar(grammar)
-        encoded = self._encode(list(corpus))
+        encoded = self._encode(sentences)
         state_marginals = self._scorer().marginals(encoded, self.weights_, grammar, params)
         by_label = np.zeros((self.topology_.num_states, self.topology_.num_labels))
         by_label[np.arange(self.topology_.num_states), self.topology_.state_label] = 1.0
         return np.split(state_marginals @ by_label, encoded.offsets[1:-1])
 
-    def score(self, corpus: Corpus, target: str | None = None) -> ChunkScores:
-        """conlleval scores of the predictions against column ``target`` (default: the
-        column trained on)."""
+    def score(self, corpus: Corpus | Sequence[Sentence], target: str | None = None) -> ChunkScores | TagScores:
+        """Scores of the predictions against column ``target`` (default: the column
+        trained on): chunk scores for chunk labels, else token accuracy (see
+        :func:`~fstcrf.evaluate.score_labels`)."""
         self._check_fitted()
-        return score_chunks(corpus.column(target or self.target_), self.predict(corpus))
+        corpus = as_corpus(corpus, "ChainCRF.score")
+        return score_labels(corpus.column(target or self.target_), self.predict(corpus))
 
     # -- files ---------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:

@@ -227,8 +227,18 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     model.n_iter_ = header_field(training, "n_iter", int, where)
     model.best_iteration_ = header_field(training, "best_iteration", int, where)
     model.interrupted_ = header_field(training, "interrupted", bool, where)
-    model.history_ = header_field(training, "history", list, where)
+    model.history_ = [_current_record(record) for record in header_field(training, "history", list, where)]
     return model
+
+
+def _current_record(record):
+    """An iteration record with the keys written now: files written before dev
+    scores named their metric hold the dev chunk F1 as "dev_f1"."""
+    if not isinstance(record, dict) or "dev_f1" not in record:
+        return record
+    renamed = {key: value for key, value in record.items() if key != "dev_f1"}
+    score = record["dev_f1"]
+    return {**renamed, "dev_score": score, "dev_metric": None if score is None else "F1"}
 
 
 def load_model(path: str | os.PathLike) -> ChainCRF:

@@ -27,10 +27,15 @@ history and passed to ``callback``:
     gradient_norm   lbfgs: Euclidean norm of the gradient; None otherwise
     seconds         training time of the iteration (dev evaluation excluded)
     elapsed         seconds since training started
-    dev_f1          F1 of ``evaluate`` on the weights, or None without it
+    dev_score       the ``primary`` figure of ``evaluate``'s scores of the
+                    weights (percent), or None without ``evaluate``
+    dev_metric      the name of that figure (``metric``: "F1", "accuracy"),
+                    or None
 
-With ``evaluate`` the result keeps the weights of the iteration with the best
-dev F1 (Sha & Pereira found the best F1 well before convergence).  A
+``evaluate(theta)`` returns scores such as :class:`~fstcrf.evaluate.ChunkScores`
+or :class:`~fstcrf.evaluate.TagScores`; the result keeps the weights of the
+iteration with the best dev score (Sha & Pereira found the best F1 well
+before convergence).  A
 callback returning True stops training after that iteration.  Ctrl-C
 (KeyboardInterrupt) stops training too: the result then holds the best
 weights so far (without ``evaluate``, those of the last finished iteration)
@@ -45,12 +50,15 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 import scipy.optimize
 
-from .errors import FstcrfError
+from .errors import ArgumentTypeError, FstcrfError
+
+if TYPE_CHECKING:
+    from .evaluate import ChunkScores, TagScores
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +67,10 @@ LBFGS_MEMORY = 10
 
 Record = dict
 Callback = Callable[[Record], "bool | None"]
-Evaluate = Callable[[np.ndarray], float]
+#: A dev evaluation: weights -> scores with ``.primary`` (percent) and ``.metric`` (its name).
+Evaluate = Callable[[np.ndarray], "ChunkScores | TagScores"]
+#: The sigmas whose prior 1 / sigma^2 is a normal double; math.inf (no prior) is also accepted.
+SIGMA_RANGE = (1e-100, 1e100)
 
 
 class Problem(Protocol):
@@ -116,7 +127,7 @@ class _Monitor:
         self.kept_weights: np.ndarray | None = None
         self.kept_iteration = 0
         self.iterations = 0
-        self._best_f1 = -math.inf
+        self._best_score = -math.inf
         self._started = self._resumed = time.perf_counter()
 
     def start_from(self, theta: np.ndarray, objective: float, gradient_norm: float) -> None:
@@ -139,21 +150,22 @@ class _Monitor:
         now = time.perf_counter()
         record = {"algorithm": self.algorithm, "iteration": iteration, "objective": float(objective),
                   "gradient_norm": None if gradient_norm is None else float(gradient_norm),
-                  "seconds": now - self._resumed, "elapsed": now - self._started, "dev_f1": None,
-                  **(extra or {})}
+                  "seconds": now - self._resumed, "elapsed": now - self._started, "dev_score": None,
+                  "dev_metric": None, **(extra or {})}
         if self.evaluate is None:
             self.kept_weights, self.kept_iteration = theta.copy(), iteration
         else:
-            record["dev_f1"] = float(self.evaluate(theta))
-            if record["dev_f1"] > self._best_f1:
-                self._best_f1 = record["dev_f1"]
+            scores = self.evaluate(theta)
+            record["dev_score"], record["dev_metric"] = float(scores.primary), scores.metric
+            if record["dev_score"] > self._best_score:
+                self._best_score = record["dev_score"]
                 self.kept_weights, self.kept_iteration = theta.copy(), iteration
         self.history.append(record)
         logger.info("%s iteration %d: objective %.6g%s, %.2f s%s", self.algorithm, iteration,
                     record["objective"],
                     "" if gradient_norm is None else f", gradient norm {gradient_norm:.4g}",
                     record["seconds"],
-                    "" if record["dev_f1"] is None else f", dev F1 {record['dev_f1']:.2f}")
+                    "" if record["dev_score"] is None else f", dev {record['dev_metric']} {record['dev_score']:.2f}")
         return record
 
     @contextlib.contextmanager
@@ -176,11 +188,23 @@ class _Monitor:
                               self.interrupted, self.history)
 
 
-def _check_positive(name: str, value, integer: bool = False) -> None:
+def check_positive(name: str, value, integer: bool = False, bounds: tuple[float, float] | None = None,
+                   infinite: bool = False) -> None:
+    """Raise ArgumentTypeError unless ``value`` is a number (an integer with ``integer``),
+    FstcrfError unless it is positive and finite (or inf, with ``infinite``) and, with
+    ``bounds`` (low, high), low <= value <= high."""
+    kind = "integer" if integer else "number"
     kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
-    if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0:
-        raise FstcrfError(f"{name} must be a positive {'integer' if integer else 'number'}, "
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise ArgumentTypeError(f"{name} must be a positive {kind}, got {type(value).__name__} {value!r}")
+    if infinite and value == math.inf:
+        return
+    if not (value > 0 and math.isfinite(value)):
+        raise FstcrfError(f"{name} must be a positive finite {kind}{' or inf' if infinite else ''}, "
                           f"got {value!r}")
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        raise FstcrfError(f"{name} must lie between {bounds[0]:g} and {bounds[1]:g}"
+                          f"{' (or be inf)' if infinite else ''}, got {value!r}")
 
 
 def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float = 1e-7,
@@ -188,16 +212,16 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
           initial: np.ndarray | None = None, name: str = "lbfgs") -> TrainingResult:
     """Minimise problem loss + ||theta||^2 / (2 sigma^2) with L-BFGS, from theta = 0 or
     from ``initial`` [D] (a warm start, recorded as iteration 0 and kept if no later
-    iteration has a better dev F1).
+    iteration has a better dev score).
 
     Stops after ``max_iter`` iterations, when an iteration lowers the objective
     by less than ``tol`` relative to its size, or when the line search finds no
     acceptable step (logged).  ``sigma`` may be ``math.inf`` (no prior).  ``name``
     labels the log lines and the records.
     """
-    _check_positive("sigma", sigma)
-    _check_positive("max_iter", max_iter, integer=True)
-    _check_positive("tol", tol)
+    check_positive("sigma", sigma, bounds=SIGMA_RANGE, infinite=True)
+    check_positive("max_iter", max_iter, integer=True)
+    check_positive("tol", tol)
     precision = 1.0 / sigma ** 2
     monitor = _Monitor(name, evaluate, callback)
 
@@ -310,7 +334,7 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
     computed lazily: with u = sum of c * update (c = the step count), the
     average is w - u / c.
     """
-    _check_positive("max_iter", max_iter, integer=True)
+    check_positive("max_iter", max_iter, integer=True)
     rng = np.random.default_rng(seed)
     weights = np.zeros(problem.num_weights)
     weighted_updates = np.zeros(problem.num_weights)
@@ -347,9 +371,9 @@ def sgd(problem: Problem, sigma: float = 10.0, max_iter: int = 10, learning_rate
     theta is kept as scale * w, so the shrinking costs O(1) and the update
     touches only the sentence's features.  Sentences are shuffled by ``seed``.
     """
-    _check_positive("sigma", sigma)
-    _check_positive("max_iter", max_iter, integer=True)
-    _check_positive("learning_rate", learning_rate)
+    check_positive("sigma", sigma, bounds=SIGMA_RANGE, infinite=True)
+    check_positive("max_iter", max_iter, integer=True)
+    check_positive("learning_rate", learning_rate)
     num_sentences = problem.num_sequences
     decay = 1.0 / (sigma ** 2 * num_sentences)
     if learning_rate * decay >= 1.0:

@@ -194,8 +194,8 @@ def test_mce_f_trains_from_the_map_weights_and_records_both_stages():
     assert stages[:15] == ["lbfgs"] * 15 and stages[15] == "mce-f"
     mce_records = [record for record in model.history_ if record["algorithm"] == "mce-f"]
     assert mce_records[0]["iteration"] == 0       # the MAP weights, scored on dev
-    assert model.best_iteration_ == max(mce_records, key=lambda r: r["dev_f1"])["iteration"]
-    assert model.score(dev).f1 == pytest.approx(max(r["dev_f1"] for r in mce_records), abs=1e-12)
+    assert model.best_iteration_ == max(mce_records, key=lambda r: r["dev_score"])["iteration"]
+    assert model.score(dev).f1 == pytest.approx(max(r["dev_score"] for r in mce_records), abs=1e-12)
 
 
 def test_warm_start_continues_from_a_model_and_keeps_its_dictionary(tmp_path):

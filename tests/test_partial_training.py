@@ -25,7 +25,7 @@ from fstcrf.conll import Corpus, Sentence, read_conll, write_conll
 from fstcrf.errors import FstcrfError, GrammarError, LabelError
 from fstcrf.evaluate import score_chunks
 from fstcrf.grammar import accepts, compile_grammar, load_grammar, parse_grammar
-from fstcrf.labels import chain_topology, full_label_ids, gold_label_set, parse_gold
+from fstcrf.labels import chain_topology, gold_label_set, parse_gold
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.synthetic import DATA_DIR
 from fstcrf.topology import first_order
@@ -450,12 +450,20 @@ def test_unknown_and_malformed_labels_in_sets():
         ChainCRF(TEMPLATE, max_iter=2).fit(corpus_of(["?", "?"], ["?"]))
 
 
-def test_predict_never_takes_partial_labels():
-    topology = first_order(["B-NP", "I-NP", "O"])
-    with pytest.raises(LabelError, match="partial label"):
-        full_label_ids(topology, [["B-NP", "?"]])
-    with pytest.raises(LabelError, match="partial label"):
-        full_label_ids(topology, [["B-NP|I-NP"]])
+def test_partial_label_syntax_stays_on_the_training_side():
+    """Model labels never hold "?" or "A|B"; gold holding them cannot score predictions,
+    neither in score nor as the dev set of fit (refused before training starts)."""
+    corpus = hide_labels(chunk_corpus(0, 30), 1, 0.3, 0.3, max_length=None)
+    assert any("|" in label or label == "?" for labels in corpus.column("chunk") for label in labels)
+    iterations = []
+    model = ChainCRF(TEMPLATE, max_iter=3).fit(corpus, callback=iterations.append)
+    assert iterations and not any("|" in label or label == "?" for label in model.labels_)
+    with pytest.raises(LabelError, match="partial labels"):
+        model.score(corpus)
+    iterations.clear()
+    with pytest.raises(LabelError, match="partial labels"):
+        ChainCRF(TEMPLATE, max_iter=3).fit(chunk_corpus(1, 20), dev=corpus, callback=iterations.append)
+    assert iterations == []
 
 
 def test_the_perceptron_refuses_partial_labels():

@@ -33,8 +33,9 @@ def test_history_records_and_logging(caplog):
     assert [r["iteration"] for r in model.history_] == [1, 2, 3, 4, 5]
     for record in model.history_:
         assert set(record) == {"algorithm", "iteration", "objective", "gradient_norm", "seconds", "elapsed",
-                               "dev_f1"}
-        assert record["seconds"] > 0 and record["gradient_norm"] > 0 and 0 <= record["dev_f1"] <= 100
+                               "dev_score", "dev_metric"}
+        assert record["seconds"] > 0 and record["gradient_norm"] > 0 and 0 <= record["dev_score"] <= 100
+        assert record["dev_metric"] == "F1"
     objectives = [r["objective"] for r in model.history_]
     assert objectives == sorted(objectives, reverse=True)
     assert len([m for m in caplog.messages if m.startswith("lbfgs iteration")]) == 5
@@ -45,7 +46,7 @@ def test_history_records_and_logging(caplog):
 def test_the_weights_of_the_best_dev_iteration_are_kept(algorithm):
     corpus, dev = random_corpus(3, 60), chunk_corpus(4, 20)   # noisy training data
     model = ChainCRF(TEMPLATE, algorithm=algorithm, max_iter=6).fit(corpus, dev=dev)
-    scores = [r["dev_f1"] for r in model.history_]
+    scores = [r["dev_score"] for r in model.history_]
     assert model.best_iteration_ == int(np.argmax(scores)) + 1
     assert model.score(dev).f1 == pytest.approx(max(scores), abs=1e-12)
 
@@ -74,7 +75,7 @@ def test_ctrl_c_keeps_the_best_weights(algorithm):
 
     model = ChainCRF(TEMPLATE, algorithm=algorithm, max_iter=20).fit(corpus, dev=dev, callback=interrupt)
     assert model.interrupted_ and model.n_iter_ == 3
-    assert model.score(dev).f1 == pytest.approx(max(r["dev_f1"] for r in model.history_), abs=1e-12)
+    assert model.score(dev).f1 == pytest.approx(max(r["dev_score"] for r in model.history_), abs=1e-12)
 
 
 def test_ctrl_c_inside_a_gradient_keeps_the_last_iteration(monkeypatch):

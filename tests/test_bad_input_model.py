@@ -1,0 +1,295 @@
+"""The estimators' API under misuse: pickling, scikit-learn's parameter protocol,
+argument types and values, dev selection metrics, warnings and SIGTERM."""
+import copy
+import json
+import logging
+import math
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fstcrf.compose import compose
+from fstcrf.conll import Corpus, Sentence
+from fstcrf.errors import ArgumentTypeError, FstcrfError
+from fstcrf.evaluate import TagScores
+from fstcrf.model import ChainCRF, load_model
+from fstcrf.modelfile import MODEL_KIND, model_payload, write_container
+from test_model import TEMPLATE, chunk_corpus
+
+POS_TEMPLATE = "bias\nword[0]\nword[-1]\nword[+1]\n"
+READING_TEMPLATE = "bias\nword[0]\npos[0]\npos[0]|word[0]\n"
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return chunk_corpus(1, 40)
+
+
+@pytest.fixture(scope="module")
+def model(corpus):
+    return ChainCRF(TEMPLATE, max_iter=8).fit(corpus)
+
+
+# -- pickling and copying ----------------------------------------------------------
+
+@pytest.mark.parametrize("duplicate", [lambda m: pickle.loads(pickle.dumps(m)), copy.deepcopy],
+                         ids=["pickle", "deepcopy"])
+def test_a_fitted_model_pickles_and_copies(model, duplicate, tmp_path):
+    test = chunk_corpus(2, 15)
+    again = duplicate(model)
+    assert again.predict(test) == model.predict(test)
+    for got, expected in zip(again.predict_marginals(test), model.predict_marginals(test)):
+        np.testing.assert_array_equal(got, expected)
+    again.save(tmp_path / "again.model")
+    assert load_model(tmp_path / "again.model").predict(test) == model.predict(test)
+
+
+def test_a_joint_model_pickles_and_copies(corpus):
+    pos_model = ChainCRF(POS_TEMPLATE, max_iter=8).fit(corpus, target="pos")
+    chunk_model = ChainCRF(READING_TEMPLATE, reads="pos", max_iter=8).fit(corpus, target="chunk")
+    joint = compose([pos_model, chunk_model])
+    test = [Sentence({"word": sentence["word"]}) for sentence in chunk_corpus(3, 10)]
+    expected = joint.predict(test)
+    for again in (pickle.loads(pickle.dumps(joint)), copy.deepcopy(joint)):
+        assert again.predict(test) == expected
+        assert again.predict(test, mode="cascade") == joint.predict(test, mode="cascade")
+
+
+# -- scikit-learn's parameter protocol -------------------------------------------------
+
+def test_get_params_and_set_params():
+    estimator = ChainCRF(TEMPLATE, sigma=3.0, max_iter=7)
+    params = estimator.get_params(deep=True)
+    assert params == estimator.get_params(deep=False) == estimator.get_params()
+    assert params["sigma"] == 3.0 and params["max_iter"] == 7 and params["template"] == TEMPLATE
+    assert estimator.set_params(sigma=2.0, order=2) is estimator
+    assert (estimator.sigma, estimator.order) == (2.0, 2)
+    with pytest.raises(FstcrfError, match=r"no parameter 'sigmaa'.*template, order, algorithm, sigma"):
+        estimator.set_params(sigmaa=1.0)
+    assert estimator.sigma == 2.0
+
+
+def test_sklearn_clone_gives_an_unfitted_copy(model):
+    base = pytest.importorskip("sklearn.base")
+    cloned = base.clone(model)
+    assert type(cloned) is ChainCRF and cloned.get_params() == model.get_params()
+    assert not hasattr(cloned, "weights_")
+
+
+# -- sentences as lists, corpus slices -----------------------------------------------
+
+def test_fit_and_score_take_lists_of_sentences(corpus, model):
+    from_list = ChainCRF(TEMPLATE, max_iter=8).fit(list(corpus.sentences))
+    np.testing.assert_array_equal(from_list.weights_, model.weights_)
+    assert from_list.columns_ == model.columns_
+    test = chunk_corpus(2, 15)
+    assert model.score(test.sentences) == model.score(test)
+    with_dev = ChainCRF(TEMPLATE, max_iter=3).fit(corpus.sentences[:30], dev=corpus.sentences[30:])
+    assert with_dev.history_[0]["dev_metric"] == "F1"
+
+
+def test_corpus_slices(corpus):
+    corpus = Corpus(corpus.column_names, corpus.sentences, trailing_docstart_lines=("-DOCSTART- -X- O",))
+    part = corpus[10:20]
+    assert isinstance(part, Corpus) and part.sentences == corpus.sentences[10:20]
+    assert part.column_names == corpus.column_names and part.trailing_docstart_lines == ()
+    assert corpus[30:].trailing_docstart_lines == ("-DOCSTART- -X- O",)
+    assert corpus[3] is corpus.sentences[3] and corpus[-1] is corpus.sentences[-1]
+    assert corpus[np.int64(2)] is corpus.sentences[2]
+    with pytest.raises(ArgumentTypeError, match="sentence number or a slice"):
+        corpus["word"]
+
+
+# -- wrong argument types and missing columns -------------------------------------------
+
+@pytest.mark.parametrize("call, match", [
+    (lambda m: ChainCRF(TEMPLATE).fit("train.txt"), r"got str 'train.txt'.*read_conll"),
+    (lambda m: ChainCRF(TEMPLATE).fit(Path("train.txt")), r"PosixPath.*read_conll"),
+    (lambda m: ChainCRF(TEMPLATE).fit(["The cat"]), r"item 0 is str 'The cat'"),
+    (lambda m: ChainCRF(TEMPLATE).fit(chunk_corpus(1, 5), dev="dev.txt"), r"fit \(dev\).*got str"),
+    (lambda m: ChainCRF(TEMPLATE).fit(chunk_corpus(1, 5), target=2), r"target must be a column name"),
+    (lambda m: m.predict("The cat sat"), r"predict expects .* got str"),
+    (lambda m: m.predict([["The", "cat"]]), r"item 0 is list \['The', 'cat'\]"),
+    (lambda m: m.predict(42), r"got int"),
+    (lambda m: m.predict_marginals("x"), r"predict_marginals"),
+    (lambda m: m.potentials([["x"]]), r"potentials"),
+    (lambda m: m.score("test.txt"), r"score expects .* got str"),
+    (lambda m: m.score([["B-NP"]]), r"item 0 is list"),
+])
+def test_wrong_argument_types(model, call, match):
+    with pytest.raises(ArgumentTypeError, match=match) as raised:
+        call(model)
+    assert isinstance(raised.value, TypeError) and isinstance(raised.value, ValueError)
+
+
+def test_joint_model_predict_checks_its_argument(corpus):
+    pos_model = ChainCRF(POS_TEMPLATE, max_iter=3).fit(corpus, target="pos")
+    chunk_model = ChainCRF(READING_TEMPLATE, reads="pos", max_iter=3).fit(corpus, target="chunk")
+    joint = compose([pos_model, chunk_model])
+    for bad, match in (("The cat", "JointModel.predict expects .* got str"), ([["The"]], "item 0 is list")):
+        with pytest.raises(ArgumentTypeError, match=match):
+            joint.predict(bad)
+    with pytest.raises(ArgumentTypeError, match="JointModel.predict_marginals"):
+        joint.predict_marginals("x")
+    with pytest.raises(FstcrfError, match="reads column 'word'.*its columns are pos"):
+        joint.predict([Sentence({"pos": ["DT"]})])
+
+
+def test_a_missing_target_column_names_the_columns(corpus, model):
+    for data in (corpus, corpus.sentences):
+        with pytest.raises(FstcrfError, match="no column 'ner'; the columns are word, pos, chunk"):
+            ChainCRF(TEMPLATE, max_iter=2).fit(data, target="ner")
+        with pytest.raises(FstcrfError, match="no column 'ner'; the columns are word, pos, chunk"):
+            model.score(data, target="ner")
+    without_chunk = [Sentence({"word": s["word"], "pos": s["pos"]}) for s in corpus.sentences[:5]]
+    with pytest.raises(FstcrfError, match="no column 'chunk'; the columns are word, pos"):
+        ChainCRF(TEMPLATE, max_iter=2).fit(corpus, dev=without_chunk)
+
+
+# -- parameter values ----------------------------------------------------------------
+
+@pytest.mark.parametrize("name, value", [
+    ("sigma", 1e-300), ("sigma", 1e300), ("sigma", math.nan), ("sigma", 0.0), ("sigma", -1.0),
+    ("tol", math.inf), ("tol", math.nan), ("tol", 0.0), ("learning_rate", -0.1),
+    ("learning_rate", math.inf), ("max_iter", 0), ("min_count", 0), ("mce_c", 1e-300),
+    ("mce_c", math.nan), ("mce_iter", 0), ("threads", 0),
+])
+def test_out_of_range_parameters_are_refused_by_name(corpus, name, value):
+    for algorithm in ("lbfgs", "sgd"):
+        with pytest.raises(FstcrfError, match=f"^{name} must"):
+            ChainCRF(TEMPLATE, algorithm=algorithm, **{name: value}).fit(corpus)
+
+
+@pytest.mark.parametrize("name, value", [("sigma", "10"), ("max_iter", 2.5), ("min_count", 1.0),
+                                         ("tol", None), ("seed", "0"), ("reads", 3),
+                                         ("grammar_params", "X=NP")])
+def test_parameters_of_the_wrong_type_are_refused_by_name(corpus, name, value):
+    with pytest.raises(ArgumentTypeError, match=f"^{name} must"):
+        ChainCRF(TEMPLATE, **{name: value}).fit(corpus)
+
+
+def test_extreme_but_valid_sigmas_train(corpus):
+    for sigma in (math.inf, 1e100, 1e-100):
+        model = ChainCRF(TEMPLATE, sigma=sigma, max_iter=3).fit(corpus)
+        assert np.all(np.isfinite(model.weights_))
+
+
+# -- dev selection metric ----------------------------------------------------------------
+
+def test_dev_selection_on_tags_uses_token_accuracy(corpus, caplog):
+    dev = chunk_corpus(5, 20)
+    with caplog.at_level(logging.INFO, logger="fstcrf"):
+        model = ChainCRF(POS_TEMPLATE, max_iter=12).fit(corpus, target="pos", dev=dev)
+    assert "selecting on dev token accuracy" in caplog.messages
+    assert sum("selecting on dev" in message for message in caplog.messages) == 1
+    assert {record["dev_metric"] for record in model.history_} == {"accuracy"}
+    scores = [record["dev_score"] for record in model.history_]
+    assert model.best_iteration_ == int(np.argmax(scores)) + 1 > 1
+    kept = model.score(dev)
+    assert isinstance(kept, TagScores) and kept.accuracy == pytest.approx(max(scores), abs=1e-12)
+    assert max(scores) > 90
+
+
+def test_dev_selection_on_chunks_uses_f1(corpus, caplog):
+    with caplog.at_level(logging.INFO, logger="fstcrf"):
+        model = ChainCRF(TEMPLATE, max_iter=3).fit(corpus, dev=chunk_corpus(5, 10))
+    assert "selecting on dev chunk F1" in caplog.messages
+    assert {record["dev_metric"] for record in model.history_} == {"F1"}
+
+
+def test_model_files_with_dev_f1_records_still_load(corpus, tmp_path):
+    model = ChainCRF(TEMPLATE, max_iter=3).fit(corpus, dev=chunk_corpus(5, 10))
+    header, arrays = model_payload(model)
+    old = [{key: value for key, value in record.items() if key not in ("dev_score", "dev_metric")}
+           for record in header["training"]["history"]]
+    for record, new in zip(old, model.history_):
+        record["dev_f1"] = new["dev_score"]
+    header["training"]["history"] = old
+    write_container(tmp_path / "old.model", MODEL_KIND, header, arrays)
+    loaded = load_model(tmp_path / "old.model")
+    assert [(r["dev_score"], r["dev_metric"]) for r in loaded.history_] == \
+        [(r["dev_score"], "F1") for r in model.history_]
+    assert all("dev_f1" not in record for record in loaded.history_)
+
+
+# -- warnings ----------------------------------------------------------------------------
+
+def test_a_min_count_that_keeps_few_predicates_warns(caplog):
+    # every word is new, so min_count=2 keeps the bias and the 4 POS predicates of 725
+    sentences = [Sentence({"word": [f"w{i}_{t}" for t in range(6)], "pos": ["DT", "NN", "VB", "DT", "NN", "."],
+                           "chunk": ["B-NP", "I-NP", "B-VP", "B-NP", "I-NP", "O"]}) for i in range(60)]
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        ChainCRF("bias\nword[0]\nword[-1]|word[0]\npos[0]", min_count=2, max_iter=2).fit(sentences)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "fstcrf.features"]
+    assert len(warnings) == 1
+    assert "min_count=2 keeps 5 of the 725 predicates" in warnings[0] and "--min-count 1 keeps 725" in warnings[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        ChainCRF("bias\nword[0]\npos[0]", min_count=1, max_iter=2).fit(sentences)
+    assert not caplog.records
+
+
+def test_training_labels_that_are_all_one_label_warn(corpus, caplog):
+    outside = [sentence.with_column("chunk", ["O"] * len(sentence)) for sentence in corpus]
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        ChainCRF(TEMPLATE, max_iter=2).fit(outside)
+    assert [r.getMessage() for r in caplog.records] == \
+        ["every training label of column 'chunk' is 'O': the model can only predict 'O'"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        ChainCRF(TEMPLATE, max_iter=2).fit(corpus)
+    assert not caplog.records
+
+
+# -- SIGTERM ------------------------------------------------------------------------------
+
+_TRAIN_UNTIL_SIGTERM = """
+import json, signal, sys, time
+from fstcrf.conll import read_conll
+from fstcrf.model import ChainCRF
+from fstcrf.synthetic import DATA_DIR
+
+def raise_keyboard_interrupt(signal_number, frame):
+    raise KeyboardInterrupt
+
+signal.signal(signal.SIGTERM, raise_keyboard_interrupt)
+corpus = read_conll(DATA_DIR / "demo_train.txt")
+
+def report(record):
+    print("iteration", record["iteration"], flush=True)
+    time.sleep(0.05)
+
+model = ChainCRF("pos", max_iter=10000, tol=1e-300).fit(corpus[:400], target="pos", dev=corpus[400:],
+                                                        callback=report)
+print(json.dumps({"interrupted": model.interrupted_, "n_iter": model.n_iter_,
+                  "best_iteration": model.best_iteration_,
+                  "dev_scores": [record["dev_score"] for record in model.history_],
+                  "kept_score": model.score(corpus[400:]).primary}), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_sigterm_during_training_keeps_the_best_weights():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = subprocess.Popen([sys.executable, "-c", _TRAIN_UNTIL_SIGTERM], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        for line in process.stdout:
+            if line.strip() == "iteration 3":
+                process.send_signal(signal.SIGTERM)
+                break
+        output, errors = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, errors
+    result = json.loads(output.strip().splitlines()[-1])
+    assert result["interrupted"] and 3 <= result["n_iter"] < 10000
+    scores = result["dev_scores"]
+    assert result["best_iteration"] == int(np.argmax(scores)) + 1
+    assert result["kept_score"] == pytest.approx(max(scores), abs=1e-12)
