@@ -34,7 +34,8 @@ Pairwise-independent is centred by construction and takes no baseline.
 
 Steps ascend J: "constant" w += rate * s, "adagrad" w += rate * s / (sqrt(G) +
 1e-8) with G the running sum of s^2, "adam" (Kingma & Ba, bias-corrected).
-An L2 penalty l2 / 2 * ||w||^2 per sentence may be added.
+Only the coordinates a minibatch touches are read or moved.  There is no
+penalty term: the epoch with the best dev score is kept.
 
 The gradients run in C: emissions, forward-backward and the expected counts
 of a minibatch go through ``ft_gradient`` with a per-sentence weight (the sum
@@ -43,17 +44,19 @@ of the sentence's coefficients), the drawn paths' counts through
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse
 
 from . import train
 from .encoding import EncodedSentences, buffer_pointer
 from .errors import FstcrfError
-from .inference import SentenceBatch, log_partition, run_parallel, sample, thread_chunks
+from .inference import SentenceBatch, log_partition, sample, thread_chunks
 from .objective import GROUP_TOKENS, Scorer, _GradientBlock, _GradientDriver, _path_edges
 
 logger = logging.getLogger(__name__)
@@ -66,6 +69,24 @@ _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8
 #: Pieces each minibatch's gradient is split into (run on up to that many threads).
 _PIECES = 2
+
+
+@dataclass
+class SparseGradient:
+    """A gradient over weights [F + T] whose feature part is zero outside ``indices``:
+    ``indices`` int64 [M] (sorted feature ids), ``values`` float [M], ``transitions``
+    float [T]."""
+
+    indices: np.ndarray
+    values: np.ndarray
+    transitions: np.ndarray
+
+    def dense(self, num_features: int) -> np.ndarray:
+        """float [F + T]."""
+        result = np.zeros(num_features + len(self.transitions))
+        result[self.indices] = self.values
+        result[num_features:] = self.transitions
+        return result
 
 
 class SampledGradient:
@@ -81,16 +102,38 @@ class SampledGradient:
         self.num_weights = scorer.num_weights
         self._driver = _GradientDriver(scorer, encoded, np.zeros(encoded.num_sequences, dtype=bool), None)
         self._edge_table = scorer.topology.edge_ids
+        F = scorer.features.num_features
+        self._piece_gradients = [np.zeros(F) for _ in range(_PIECES)]     # each [F], kept zero between minibatches
+        self._transitions = np.zeros(scorer.transitions.size)             # [T]
+        self._pool: ThreadPoolExecutor | None = None
+        self._seen = np.zeros(encoded.num_predicates, dtype=bool)         # [P], kept False between calls
 
     def potentials(self, theta: np.ndarray, first: int, last: int, sign: float = 1.0):
         """The potentials of sentences first .. last-1 under sign * theta."""
         return self.scorer.potentials(self.encoded, theta, first, last, sign)
 
+    def draw(self, theta: np.ndarray, first: int, last: int, count: int, seed: int, sign: float = 1.0,
+             with_log_probabilities: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+        """(int32 [count, n] exact draws of state paths of sentences first .. last-1 from
+        p_{sign theta}, and float [count, B] their log-probabilities or None).  Piece j
+        of the minibatch's fixed split draws with seed + j."""
+        pieces = thread_chunks(self._minibatch(first, last), _PIECES)
+
+        def work(piece: int):
+            lo, hi = first + pieces[piece][0], first + pieces[piece][1]
+            pot = self.potentials(theta, lo, hi, sign)
+            paths = sample(pot, count, (seed + piece) % 2 ** 64)
+            return paths, self.log_probabilities(pot, paths, lo, hi) if with_log_probabilities else None
+
+        parts = self._map(work, range(len(pieces)))
+        paths = np.concatenate([part[0] for part in parts], axis=1)
+        return paths, np.concatenate([part[1] for part in parts], axis=1) if with_log_probabilities else None
+
     def log_probabilities(self, pot, paths: np.ndarray, first: int, last: int) -> np.ndarray:
         """float [K, B]: log p(path | x) of state paths [K, n] under potentials ``pot``
         of sentences first .. last-1."""
         offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
-        log_z = log_partition(pot, self.scorer.threads)
+        log_z = log_partition(pot)
         transitions = np.atleast_2d(pot.transitions)
         classes = (np.zeros(pot.num_tokens, dtype=np.int64) if pot.token_class is None
                    else pot.token_class.astype(np.int64))
@@ -106,20 +149,33 @@ class SampledGradient:
             result[k] = np.add.reduceat(tokens, offsets[:-1]) - log_z
         return result
 
+    def _map(self, work, items) -> list:
+        """[work(item) for item in items], on the threads of a pool kept for this object."""
+        if self.scorer.threads == 1:
+            return [work(item) for item in items]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=min(self.scorer.threads, _PIECES))
+        return list(self._pool.map(work, items))
+
+    def close(self) -> None:
+        """Stop the threads (the object stays usable and restarts them if needed)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
     def add_gradient(self, theta: np.ndarray, first: int, last: int, paths: np.ndarray,
-                     coefficients: np.ndarray, out: np.ndarray, sign: float = 1.0) -> None:
+                     coefficients: np.ndarray, sign: float = 1.0) -> None:
         """Add sum_k sum_b coefficients[k, b] * grad_theta log p_{sign theta}(paths[k] of
-        sentence b) to ``out`` [D], for state paths [K, n] of sentences first .. last-1."""
+        sentence b), for state paths [K, n] of sentences first .. last-1, to the
+        gradient that :meth:`take` returns."""
         F = self.scorer.features.num_features
         weights = np.ascontiguousarray(coefficients.sum(axis=0), dtype=np.float64)     # [B]
         scores = self._driver.scores(sign * theta[F:])
-        minibatch = SentenceBatch()
-        minibatch.lengths = self.encoded.lengths[first:last]
-        minibatch.offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
+        minibatch = self._minibatch(first, last)
 
-        def work(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-            lo, hi = bounds                                   # within the minibatch
-            grad = np.zeros(F)
+        def work(piece: int) -> np.ndarray:
+            lo, hi = pieces[piece]                            # within the minibatch
+            grad = self._piece_gradients[piece]
             edge_counts = np.zeros(self._driver.edge_count_shape)
             if np.any(weights[lo:hi]):
                 block = _GradientBlock(self._driver, first + lo, first + hi, GROUP_TOKENS,
@@ -133,15 +189,39 @@ class SampledGradient:
             for k, path in enumerate(paths):
                 marks[np.arange(len(marks)), path[rows]] += coefficients[k, sentence_of]
             self.scorer.features.accumulate(self.encoded.tokens(first + lo, first + hi), marks, grad, sign)
-            return grad, edge_counts
+            return edge_counts
 
         # a fixed split, summed in a fixed order, so results do not depend on the threads
         pieces = thread_chunks(minibatch, _PIECES)
-        parts = run_parallel(work, pieces) if self.scorer.threads > 1 else [work(p) for p in pieces]
-        for grad, _ in parts:
-            out[:F] += grad
-        out[F:] += self._driver.weight_gradient(sum(counts for _, counts in parts))
-        out[F:] += sign * self._path_transition_counts(first, last, paths, coefficients)
+        numbers = list(range(len(pieces)))
+        counts = self._map(work, numbers)
+        self._transitions += self._driver.weight_gradient(sum(counts))
+        self._transitions += sign * self._path_transition_counts(first, last, paths, coefficients)
+
+    def take(self, first: int, last: int) -> SparseGradient:
+        """The gradient added since the last call, for sentences first .. last-1, and
+        reset it.  Only the features of the predicates of those sentences can be
+        non-zero, so only they are read and cleared."""
+        rows = self.encoded.token_rows(first, last)
+        self._seen[self.encoded.indices[self.encoded.indptr[rows.start]:self.encoded.indptr[rows.stop]]] = True
+        predicates = np.flatnonzero(self._seen)
+        self._seen[predicates] = False
+        ptr = self.scorer.features.ptr
+        sizes = ptr[predicates + 1] - ptr[predicates]
+        starts = np.repeat(ptr[predicates] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+        indices = starts + np.arange(int(sizes.sum()))
+        values = np.zeros(len(indices))
+        for grad in self._piece_gradients:
+            values += grad[indices]
+            grad[indices] = 0.0
+        transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
+        return SparseGradient(indices, values, transitions)
+
+    def _minibatch(self, first: int, last: int) -> SentenceBatch:
+        minibatch = SentenceBatch()
+        minibatch.lengths = self.encoded.lengths[first:last]
+        minibatch.offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
+        return minibatch
 
     def _path_transition_counts(self, first: int, last: int, paths: np.ndarray,
                                 coefficients: np.ndarray) -> np.ndarray:
@@ -165,36 +245,37 @@ def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
     sentence order[i])."""
     rows = np.concatenate([np.arange(encoded.offsets[i], encoded.offsets[i + 1]) for i in order])
     token_class = None if encoded.token_class is None else encoded.token_class[rows]
-    return EncodedSentences(encoded.matrix[rows], encoded.lengths[order], token_class)
+    matrix = scipy.sparse.csr_matrix((encoded.values, encoded.indices, encoded.indptr),
+                                     shape=(encoded.num_tokens, encoded.num_predicates))
+    return EncodedSentences(matrix[rows], encoded.lengths[order], token_class)
 
 
 class _Steps:
-    """The step rule: theta += update(s) for a stochastic gradient s [D] (ascent)."""
+    """The step rule: theta += update(s) for a stochastic gradient s (ascent).  Only
+    the coordinates a minibatch touches move: AdaGrad's sums and Adam's moments
+    (lazy Adam, bias-corrected by the global step count) are kept per coordinate."""
 
-    def __init__(self, rule: str, learning_rate: float, size: int):
-        self.rule, self.rate = rule, learning_rate
+    def __init__(self, rule: str, learning_rate: float, num_features: int, size: int):
+        self.rule, self.rate, self.num_features = rule, learning_rate, num_features
         self.squares = np.zeros(size) if rule in ("adagrad", "adam") else None
         self.moments = np.zeros(size) if rule == "adam" else None
         self.count = 0
 
-    def apply(self, theta: np.ndarray, gradient: np.ndarray) -> None:
+    def apply(self, theta: np.ndarray, gradient: SparseGradient) -> None:
+        at = np.concatenate([gradient.indices, self.num_features + np.arange(len(gradient.transitions))])
+        g = np.concatenate([gradient.values, gradient.transitions])
         if self.rule == "constant":
-            theta += self.rate * gradient
-            return
-        if self.rule == "adagrad":
-            touched = np.flatnonzero(gradient)
-            g = gradient[touched]
-            self.squares[touched] += g * g
-            theta[touched] += self.rate * g / (np.sqrt(self.squares[touched]) + _EPSILON)
-            return
-        beta1, beta2 = _ADAM_BETAS
-        self.count += 1
-        self.moments *= beta1
-        self.moments += (1.0 - beta1) * gradient
-        self.squares *= beta2
-        self.squares += (1.0 - beta2) * gradient * gradient
-        corrected = self.rate * math.sqrt(1.0 - beta2 ** self.count) / (1.0 - beta1 ** self.count)
-        theta += corrected * self.moments / (np.sqrt(self.squares) + _EPSILON)
+            theta[at] += self.rate * g
+        elif self.rule == "adagrad":
+            self.squares[at] += g * g
+            theta[at] += self.rate * g / (np.sqrt(self.squares[at]) + _EPSILON)
+        else:
+            beta1, beta2 = _ADAM_BETAS
+            self.count += 1
+            moments = self.moments[at] = beta1 * self.moments[at] + (1.0 - beta1) * g
+            squares = self.squares[at] = beta2 * self.squares[at] + (1.0 - beta2) * g * g
+            corrected = self.rate * math.sqrt(1.0 - beta2 ** self.count) / (1.0 - beta1 ** self.count)
+            theta[at] += corrected * moments / (np.sqrt(squares) + _EPSILON)
 
 
 @dataclass
@@ -207,7 +288,6 @@ class BanditSettings:
     step: str = "adagrad"
     learning_rate: float = 0.1
     clip: float = 0.0
-    l2: float = 0.0
     batch_size: int = 16
     max_iter: int = 10
     seed: int = 0
@@ -217,15 +297,11 @@ class BanditSettings:
                                      ("baseline", self.baseline, BASELINES), ("step", self.step, STEPS)):
             if value not in choices:
                 raise FstcrfError(f"bandit {name} must be one of {', '.join(choices)}, got {value!r}")
-        train._check_positive("draws", self.draws, integer=True)
-        train._check_positive("learning_rate", self.learning_rate)
-        train._check_positive("batch_size", self.batch_size, integer=True)
-        train._check_positive("max_iter", self.max_iter, integer=True)
-        for name in ("clip", "l2"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < math.inf:
-                raise FstcrfError(f"bandit {name} must be a finite number >= 0, got {value!r}")
-        if self.clip >= 1.0:
+        train.check_positive("draws", self.draws, integer=True)
+        train.check_positive("learning_rate", self.learning_rate)
+        train.check_positive("batch_size", self.batch_size, integer=True)
+        train.check_positive("max_iter", self.max_iter, integer=True)
+        if isinstance(self.clip, bool) or not isinstance(self.clip, (int, float)) or not 0.0 <= self.clip < 1.0:
             raise FstcrfError(f"bandit clip is a probability floor in [0, 1), got {self.clip!r}")
         if self.baseline == "loo" and self.draws < 2:
             raise FstcrfError("baseline 'loo' (leave-one-out) needs draws >= 2")
@@ -265,35 +341,35 @@ def _centred(raw: np.ndarray, settings: BanditSettings, running: _Running) -> np
 
 
 def minibatch_gradient(gradient: SampledGradient, feedback, settings: BanditSettings, theta: np.ndarray,
-                       first: int, last: int, indices: np.ndarray, seed: int, running: _Running,
-                       out: np.ndarray) -> None:
-    """Add the stochastic gradient of sentences first .. last-1 (training sentences
-    ``indices`` [B] for the feedback) under ``theta`` to ``out`` [D]."""
+                       first: int, last: int, indices: np.ndarray, seed: int,
+                       running: _Running) -> SparseGradient:
+    """The stochastic gradient of sentences first .. last-1 (training sentences
+    ``indices`` [B] for the feedback) under ``theta``."""
     K = settings.draws
     state_label = gradient.scorer.topology.state_label
-    pot = gradient.potentials(theta, first, last)
-    draws = sample(pot, 2 * K if settings.objective == "pairwise-independent" else K, seed,
-                   gradient.scorer.threads)
+    independent_pairs = settings.objective == "pairwise-independent"
+    draws, log_p = gradient.draw(theta, first, last, 2 * K if independent_pairs else K, seed,
+                                 with_log_probabilities=settings.objective == "cross-entropy")
     gains = feedback.gains(indices, state_label[draws])
     running.epoch_gain += float(gains.sum())
     running.epoch_draws += gains.size
     if settings.objective == "expected":
-        gradient.add_gradient(theta, first, last, draws, _centred(gains, settings, running) / K, out)
+        gradient.add_gradient(theta, first, last, draws, _centred(gains, settings, running) / K)
     elif settings.objective == "cross-entropy":
-        probabilities = np.exp(gradient.log_probabilities(pot, draws, first, last))
+        probabilities = np.exp(log_p)
         running.epoch_clipped += int(np.count_nonzero(probabilities < settings.clip))
         raw = gains / np.maximum(probabilities, settings.clip) if settings.clip > 0 else gains / probabilities
-        gradient.add_gradient(theta, first, last, draws, _centred(raw, settings, running) / K, out)
+        gradient.add_gradient(theta, first, last, draws, _centred(raw, settings, running) / K)
     elif settings.objective == "pairwise":
-        negated = gradient.potentials(theta, first, last, -1.0)
-        rivals = sample(negated, K, seed ^ 0x5DEECE66D, gradient.scorer.threads)
+        rivals, _ = gradient.draw(theta, first, last, K, seed ^ 0x5DEECE66D, sign=-1.0)
         rival_gains = feedback.gains(indices, state_label[rivals])
         coefficients = _centred((gains >= rival_gains).astype(np.float64), settings, running) / K
-        gradient.add_gradient(theta, first, last, draws, coefficients, out)
-        gradient.add_gradient(theta, first, last, rivals, coefficients, out, sign=-1.0)
+        gradient.add_gradient(theta, first, last, draws, coefficients)
+        gradient.add_gradient(theta, first, last, rivals, coefficients, sign=-1.0)
     else:
         half = 0.5 * np.sign(gains[:K] - gains[K:]) / K
-        gradient.add_gradient(theta, first, last, draws, np.concatenate([half, -half]), out)
+        gradient.add_gradient(theta, first, last, draws, np.concatenate([half, -half]))
+    return gradient.take(first, last)
 
 
 def learn(gradient: SampledGradient, feedback, settings: BanditSettings, order: np.ndarray,
@@ -308,21 +384,17 @@ def learn(gradient: SampledGradient, feedback, settings: BanditSettings, order: 
     B = gradient.encoded.num_sequences
     starts = np.arange(0, B, settings.batch_size)
     theta = np.zeros(gradient.num_weights)
-    steps = _Steps(settings.step, settings.learning_rate, gradient.num_weights)
+    steps = _Steps(settings.step, settings.learning_rate, gradient.scorer.features.num_features,
+                   gradient.num_weights)
     running = _Running()
     monitor = train._Monitor(f"bandit-{settings.objective}", evaluate, callback)
-    update = np.zeros(gradient.num_weights)
-    with monitor.interruptible():
+    with monitor.interruptible(), contextlib.closing(gradient):
         for _ in range(settings.max_iter):
             running.epoch_gain, running.epoch_draws, running.epoch_clipped = 0.0, 0, 0
             for first in rng.permutation(starts):
                 last = min(int(first) + settings.batch_size, B)
-                update[:] = 0.0
-                minibatch_gradient(gradient, feedback, settings, theta, int(first), last,
-                                   order[first:last], int(rng.integers(2 ** 63)), running, update)
-                if settings.l2 > 0:
-                    update -= settings.l2 * (last - first) * theta
-                steps.apply(theta, update)
+                steps.apply(theta, minibatch_gradient(gradient, feedback, settings, theta, int(first), last,
+                                                      order[first:last], int(rng.integers(2 ** 63)), running))
             mean_gain = running.epoch_gain / max(running.epoch_draws, 1)
             extra = {"mean_gain": mean_gain, "feedback_calls": int(feedback.calls)}
             if settings.objective == "cross-entropy":

@@ -55,10 +55,9 @@ def enumeration(gradient: SampledGradient, theta: np.ndarray, sign: float = 1.0)
 
 def path_gradient(gradient, theta, b, path, coefficient=1.0, sign=1.0):
     """coefficient * grad log p_{sign theta}(path) of sentence b, by the code under test."""
-    out = np.zeros(gradient.num_weights)
     gradient.add_gradient(theta, b, b + 1, np.asarray(path, dtype=np.int32)[None],
-                          np.array([[coefficient]]), out, sign)
-    return out
+                          np.array([[coefficient]]), sign)
+    return gradient.take(b, b + 1).dense(gradient.scorer.features.num_features)
 
 
 def gains_of(feedback, b, paths, gradient):
@@ -149,9 +148,9 @@ def test_sampled_gradients_converge_to_the_exact_expectation(kind, baseline):
     calls_before = feedback.calls
     estimates = np.empty((runs, gradient.num_weights))
     for seed in range(runs):
-        estimates[seed] = 0.0
-        minibatch_gradient(gradient, feedback, settings_, theta, 0, 1, np.array([0]), seed,
-                           _Running(baseline_sum=0.25, baseline_count=1), estimates[seed])
+        estimates[seed] = minibatch_gradient(gradient, feedback, settings_, theta, 0, 1, np.array([0]), seed,
+                                             _Running(baseline_sum=0.25, baseline_count=1)
+                                             ).dense(gradient.scorer.features.num_features)
     mean = estimates.mean(axis=0)
     error = estimates.std(axis=0) / np.sqrt(runs)
     # within 5 standard errors everywhere, and the direction is right
