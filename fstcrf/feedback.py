@@ -8,7 +8,8 @@ Built in:
 
 - :func:`simulated_feedback`: a simulated user who knows the gold labels and
   answers with the per-sentence chunk F1 of the draw (a sentence with no gold
-  and no predicted chunks scores 1; chunks by conlleval's rules) or its token
+  and no predicted chunks scores 1; chunks read as :func:`fstcrf.evaluate.score_chunks`
+  reads them) or its token
   accuracy, optionally noisy: the gain flipped to 1 - g with probability
   ``flip`` and perturbed by Gaussian noise of standard deviation ``noise``
   (then clipped to [0, 1]), both seeded;
@@ -31,17 +32,29 @@ from .evaluate import _chunk_end, _chunk_start, _split_tag
 METRICS = ("f1", "accuracy")
 
 
+def _continues(previous: tuple[str, str], current: tuple[str, str]) -> bool:
+    """BIOES reading (as :func:`fstcrf.schemes.read_chunks`): does the current tag
+    continue the chunk the previous tag left open?"""
+    return previous[0] in ("B", "I") and current[0] in ("I", "E") and previous[1] == current[1]
+
+
 class ChunkTables:
-    """conlleval's chunk rules as tables over label ids: ``starts[a, b]`` (a chunk
-    starts at label b after label a) and ``ends[a, b]`` (a chunk ends between a
-    and b), with an extra id L standing for the implicit O around a sentence;
-    ``kind`` int [L + 1] numbers the chunk types."""
+    """Chunk rules as tables over label ids: ``starts[a, b]`` (a chunk starts at
+    label b after label a) and ``ends[a, b]`` (a chunk ends between a and b), with
+    an extra id L standing for the implicit O around a sentence; ``kind`` int
+    [L + 1] numbers the chunk types.  The rules are those of
+    :func:`fstcrf.evaluate.score_chunks`: conlleval's for IOB labels, and for
+    labels with E- or S- tags a chunk ends at E or S."""
 
     def __init__(self, labels: Sequence[str]):
         tags = [_split_tag(label) for label in labels] + [("O", "")]
         self.outside = len(labels)
-        self.starts = np.array([[_chunk_start(a, b) for b in tags] for a in tags])
-        self.ends = np.array([[_chunk_end(a, b) for b in tags] for a in tags])
+        if any(prefix in ("E", "S") and chunk_type for prefix, chunk_type in tags):
+            self.starts = np.array([[b[0] != "O" and not _continues(a, b) for b in tags] for a in tags])
+            self.ends = np.array([[a[0] != "O" and not _continues(a, b) for b in tags] for a in tags])
+        else:
+            self.starts = np.array([[_chunk_start(a, b) for b in tags] for a in tags])
+            self.ends = np.array([[_chunk_end(a, b) for b in tags] for a in tags])
         types = {name: index for index, name in enumerate(sorted({t for _, t in tags}))}
         self.kind = np.array([types[t] for _, t in tags], dtype=np.int64)
 

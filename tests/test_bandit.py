@@ -172,11 +172,16 @@ def test_results_do_not_depend_on_the_threads():
     assert np.array_equal(weights[0], weights[1])
 
 
+IOB = ["B-NP", "I-NP", "O", "B-VP", "I-VP"]
+BIOES = IOB + ["E-NP", "S-NP", "S-VP"]
+
+
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.sampled_from(["B-NP", "I-NP", "O", "B-VP", "I-VP"]), min_size=1,
-                                   max_size=6), st.integers(0, 2 ** 32 - 1)), min_size=1, max_size=4))
-def test_sentence_chunk_f1_is_conllevals(cases):
-    labels = ["B-NP", "I-NP", "O", "B-VP", "I-VP"]
+@given(st.sampled_from([IOB, BIOES]).flatmap(lambda labels: st.tuples(st.just(labels), st.lists(st.tuples(
+    st.lists(st.sampled_from(labels), min_size=1, max_size=6), st.integers(0, 2 ** 32 - 1)),
+    min_size=1, max_size=4))))
+def test_sentence_chunk_f1_is_score_chunks(example):
+    labels, cases = example
     tables = ChunkTables(labels)
     gold, predicted = [], []
     for sentence, seed in cases:
