@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from .budget import limits
 from .errors import FstcrfError, LabelError
 from .files import check_output_path, write_atomically
 
@@ -642,6 +643,7 @@ def build_parser() -> argparse.ArgumentParser:
     compose.add_argument("--scales", default=None, metavar="W0,W1,...",
                          help="weigh each model's score, e.g. 1,0.5 to temper an upper model trained on gold "
                               "lower labels; choose the weights on held-out data (default: all 1)")
+    _add_budget_arguments(compose)
 
     tag = command("tag", "append a predicted label column (one per component of a composed model) to a "
                          "CoNLL file", _tag, inputs=("model", "input"), outputs=("output",))
@@ -749,7 +751,8 @@ def main(argv: list[str] | None = None) -> int:
         inputs = _paths(args, args.inputs)
         for output in _paths(args, args.outputs):
             check_output_path(output, inputs)
-        status = args.run(args)
+        with limits(getattr(args, "max_states", None), getattr(args, "max_work", None)):
+            status = args.run(args)
         sys.stdout.flush()
         return status
     except FstcrfError as error:

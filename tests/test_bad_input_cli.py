@@ -149,7 +149,7 @@ def test_a_failed_write_keeps_the_old_file_and_names_it(tmp_path):
     assert path.read_bytes() == b"old" and os.listdir(tmp_path) == ["model"]
 
 
-@pytest.mark.parametrize("command", [["tag", "{model}", TEST], ["train", TRAIN, "--max-iter", "2", "-o", "-"]])
+@pytest.mark.parametrize("command", [["eval", "{model}", TEST], ["convert", TEST, "--scheme", "bioes", "-o", "-"]])
 def test_a_full_disk_on_standard_output_is_one_line(model_path, command):
     with open("/dev/full", "w") as full:
         result = subprocess.run(FSTCRF + ["-q"] + [word.format(model=model_path) for word in command],
@@ -158,14 +158,16 @@ def test_a_full_disk_on_standard_output_is_one_line(model_path, command):
     assert result.stderr.strip() == "fstcrf: error: standard output: No space left on device"
 
 
-def test_a_model_written_to_a_full_device_is_one_line(tmp_path):
-    result = subprocess.run(FSTCRF + ["-q", "train", TRAIN, "--max-iter", "2", "-o", "/dev/full"],
+def test_a_file_written_to_a_full_device_is_one_line():
+    assert written_in_place("/dev/full")  # guard: the device is opened, never renamed over
+    result = subprocess.run(FSTCRF + ["-q", "convert", TEST, "--scheme", "bioes", "-o", "/dev/full"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert result.stderr.strip() == "fstcrf: error: /dev/full: No space left on device"
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
 
+@pytest.mark.slow
 def test_sigterm_during_training_keeps_the_best_model(tmp_path):
     output = tmp_path / "m.model"
     process = subprocess.Popen(FSTCRF + ["train", TRAIN, "--algorithm", "perceptron", "--max-iter", "100000",
@@ -300,3 +302,13 @@ def test_history_heads_the_dev_column_by_its_metric(model_path, tmp_path, capsys
     assert main(["history", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].endswith("dev-F1") and lines[1].endswith("80.00")
+
+
+def test_budget_options_apply_to_the_command_only(model_path, capsys):
+    from fstcrf import budget
+    before = budget.current("max_states")
+    assert main(["-q", "tag", model_path, TEST, "--grammar", "at_most_one", "--define", "X=NP",
+                 "--max-states", "3"]) == 2
+    assert "--max-states" in _error(capsys)
+    assert budget.current("max_states") == before
+    assert main(["-q", "tag", model_path, TEST, "--max-work", "1", "--max-states", "100"]) == 0

@@ -2,11 +2,14 @@
 speed targets live in the benchmarks, not in tests)."""
 import math
 
+import pytest
+
 from fstcrf import bench
 from fstcrf.cli import main
 from fstcrf.synthetic import DATA_DIR
 
 
+@pytest.mark.slow
 def test_bench_kernel_rows_are_complete():
     rows = bench.bench_kernel(tokens=3000, repeats=1, reference_seconds=0.05, progress=False)
     assert [r.states for r in rows] == [3, 9, 23, 45, 529]
@@ -17,6 +20,7 @@ def test_bench_kernel_rows_are_complete():
     assert "second order" in bench.format_kernel(rows)
 
 
+@pytest.mark.slow
 def test_bench_compose_runs():
     rows = bench.bench_compose(tokens=500, repeats=1, reference_seconds=0.05, progress=False)
     assert rows[0].joint_states == 45 * 23

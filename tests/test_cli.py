@@ -85,6 +85,7 @@ def test_console_script_runs_in_a_fresh_process():
     assert result.returncode == 0 and "train" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_early_ends_the_command_quietly(model_path):
     """``fstcrf tag MODEL INPUT | head``: no traceback, the shell's exit status for SIGPIPE.
     The reading end is closed before the command writes, so every write fails."""
