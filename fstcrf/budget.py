@@ -1,0 +1,117 @@
+"""Budgets for work whose size can explode.
+
+Two process-wide limits, checked before the expensive work starts:
+
+    max_states  states of a compiled topology, grammar acceptor or grammar
+                product, and of a k-th order topology (default 200,000)
+    max_work    estimated table cells of k-best lists and sampling, e.g.
+                k x tokens x states (default 2e8, a few seconds)
+
+:func:`limits` raises them for a block of code, :func:`set_limits` for the
+whole process (the command line's ``--max-states`` / ``--max-work``).
+A check that fails raises :class:`~fstcrf.errors.BudgetError` with the
+estimate, the limit and how to raise it.
+"""
+from __future__ import annotations
+
+import contextlib
+import numbers
+import threading
+from typing import Iterator, Sequence
+
+from .errors import ArgumentTypeError, BudgetError
+
+DEFAULT_MAX_STATES = 200_000
+DEFAULT_MAX_WORK = 200_000_000
+# A model call (scoring a batch of sentences) costs about as much as filling this
+# many cells whatever its size: ~3 ms per hypothesis of cascaded k-best decoding.
+CALL_CELLS = 100_000
+
+_lock = threading.Lock()
+_process = {"max_states": DEFAULT_MAX_STATES, "max_work": DEFAULT_MAX_WORK}
+_overrides: list[dict[str, int]] = []  # active limits() blocks, innermost (latest) last
+
+_HOW_TO_RAISE = {
+    "max_states": "--max-states N on the command line, fstcrf.budget.limits(max_states=N) in Python",
+    "max_work": "--max-work N on the command line, fstcrf.budget.limits(max_work=N) in Python",
+}
+
+
+def _check_limit(name: str, value) -> int | None:
+    if value is None:
+        return None
+    whole_float = isinstance(value, float) and value.is_integer()
+    if isinstance(value, bool) or not (isinstance(value, numbers.Integral) or whole_float):
+        raise ArgumentTypeError(f"{name} must be a positive integer, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise BudgetError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def current(name: str) -> int:
+    """The limit in force: ``"max_states"`` or ``"max_work"``."""
+    with _lock:
+        for override in reversed(_overrides):
+            if name in override:
+                return override[name]
+        return _process[name]
+
+
+def _given(max_states, max_work) -> dict[str, int]:
+    values = {"max_states": _check_limit("max_states", max_states),
+              "max_work": _check_limit("max_work", max_work)}
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def set_limits(max_states: int | None = None, max_work: int | None = None) -> None:
+    """Set the process-wide limits (None keeps a limit as it is)."""
+    values = _given(max_states, max_work)
+    with _lock:
+        _process.update(values)
+
+
+@contextlib.contextmanager
+def limits(max_states: int | None = None, max_work: int | None = None) -> Iterator[None]:
+    """Use these limits inside the ``with`` block (None keeps the limit in force),
+    in every thread, including the worker threads of ``threads=``; the latest
+    block entered wins, and leaving one restores the others' limits."""
+    override = _given(max_states, max_work)
+    with _lock:
+        _overrides.append(override)
+    try:
+        yield
+    finally:
+        with _lock:
+            del _overrides[next(i for i, item in enumerate(_overrides) if item is override)]
+
+
+def _check(name: str, estimate: int, what: str, unit: str, at_least: bool = False) -> None:
+    limit = current(name)
+    if estimate > limit:
+        size = f"{'at least' if at_least else 'about'} {estimate:,} {unit}"
+        raise BudgetError(f"{what} would need {size}, more than the budget of "
+                          f"{limit:,} ({name}); raise it with {_HOW_TO_RAISE[name]}")
+
+
+def check_states(estimate: int, what: str, at_least: bool = False) -> None:
+    """Raise BudgetError if ``what`` would have more than max_states states
+    (``at_least``: the estimate is a count stopped once it passed the limit)."""
+    _check("max_states", int(estimate), what, "states", at_least)
+
+
+def check_work(estimate: int, what: str) -> None:
+    """Raise BudgetError if ``what`` would fill more than max_work table cells."""
+    _check("max_work", int(estimate), what, "table cells")
+
+
+def check_cascade(k: int, num_tokens: int, state_counts: Sequence[int]) -> None:
+    """Budget cascaded k-best decoding of ``num_tokens`` tokens through models of
+    ``state_counts`` states (lowest first): every level but the first scores k
+    hypotheses, each a model call over all tokens and a k-best list (1-best at
+    the top level) over its states."""
+    estimate = 0
+    for level, states in enumerate(state_counts):
+        hypotheses = 1 if level == 0 else k
+        keep = k if level < len(state_counts) - 1 else 1
+        estimate += hypotheses * (CALL_CELLS + keep * num_tokens * states)
+    check_work(estimate, f"cascaded k-best decoding with k={k} of {num_tokens} tokens")
