@@ -32,9 +32,10 @@ from typing import Iterator, Mapping, Sequence
 import numpy as np
 import pynini
 
+from . import budget
 from .errors import GrammarError, LabelError, TopologyError
 from .inference import Potentials, Viterbi, viterbi
-from .topology import Topology, _check_labels, intersect, symbol_table
+from .topology import Topology, _check_labels, bounded_determinize, bounded_intersect, intersect, symbol_table
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "grammars"
 EXTENSION = ".fgr"
@@ -746,9 +747,20 @@ def _bindings(pieces: Template, label: str, start: int = 0, bound: dict | None =
         del bound[head.name]
 
 
-def _optimized(fst: pynini.Fst) -> pynini.Fst:
-    """A fresh acceptor made epsilon-free, deterministic and minimal."""
-    return fst.optimize()
+def _optimized(fst: pynini.Fst, pos: Position) -> pynini.Fst:
+    """A fresh acceptor made epsilon-free, deterministic and minimal; BudgetError
+    (naming the grammar position ``pos``) if it would pass max_states."""
+    return bounded_determinize(pynini.rmepsilon(fst), _part(pos)).minimize()
+
+
+def _part(pos: Position) -> str:
+    """How budget errors name the part of a grammar being compiled."""
+    return f"{pos}: the acceptor of this part of the grammar"
+
+
+def _combined(left: pynini.Fst, right: pynini.Fst, pos: Position, difference: bool = False) -> pynini.Fst:
+    """``left & right`` (or ``left - right``) of minimal deterministic acceptors, minimal."""
+    return _optimized(bounded_intersect(left, right, _part(pos), difference), pos)
 
 
 class _Compiler:
@@ -761,7 +773,7 @@ class _Compiler:
         self.params = dict(params)
         self.used_params: set[str] = set()
         self.sigma = self.label_set(self.keys.values())
-        self.sigma_star = _optimized(pynini.closure(self.sigma))
+        self.sigma_star = pynini.closure(self.sigma).optimize()
         self.epsilon = pynini.Fst()
         self.epsilon.set_start(self.epsilon.add_state())
         self.epsilon.set_final(self.epsilon.start())
@@ -840,36 +852,31 @@ class _Compiler:
         if isinstance(node, QualifiedRef):
             return self.rule(grammar.import_map[node.namespace], node.name, node.pos, env)
         if isinstance(node, Concat):
-            return _optimized(reduce(pynini.concat, (self.expr(grammar, p, env) for p in node.parts)))
+            return _optimized(reduce(pynini.concat, (self.expr(grammar, p, env) for p in node.parts)), node.pos)
         if isinstance(node, Union):
-            return _optimized(pynini.union(*(self.expr(grammar, p, env) for p in node.parts)))
+            return _optimized(pynini.union(*(self.expr(grammar, p, env) for p in node.parts)), node.pos)
         if isinstance(node, Intersection):
-            return self.intersection(self.expr(grammar, node.left, env), self.expr(grammar, node.right, env))
+            return _combined(self.expr(grammar, node.left, env), self.expr(grammar, node.right, env), node.pos)
         if isinstance(node, Difference):
-            return self.difference(self.expr(grammar, node.left, env), self.expr(grammar, node.right, env))
+            return _combined(self.expr(grammar, node.left, env), self.expr(grammar, node.right, env), node.pos,
+                             difference=True)
         if isinstance(node, Complement):
-            return self.difference(self.sigma_star, self.expr(grammar, node.operand, env))
+            return _combined(self.sigma_star, self.expr(grammar, node.operand, env), node.pos, difference=True)
         if isinstance(node, Repeat):
             operand = self.expr(grammar, node.operand, env)
             if node.high == 0:  # pynini.closure(x, 0, 0) would be x*
                 return self.epsilon
+            # the closure holds max(low, high) copies of the operand before it is determinised
+            budget.check_states(operand.num_states() * max(node.low, node.high or 1), _part(node.pos))
             if node.high is None:
-                return _optimized(pynini.closure(operand, node.low))
-            return _optimized(pynini.closure(operand, node.low, node.high))
+                return _optimized(pynini.closure(operand, node.low), node.pos)
+            return _optimized(pynini.closure(operand, node.low, node.high), node.pos)
         if isinstance(node, Quantifier):
             return self.quantifier(grammar, node, env)
         if isinstance(node, Binding):
             value, quantified = self.fill(node.value, env, node.pos)
             return self.expr(grammar, node.body, {**env, node.variable: ("".join(value), quantified)})
         raise TypeError(f"not a grammar node: {node!r}")
-
-    @staticmethod
-    def intersection(left: pynini.Fst, right: pynini.Fst) -> pynini.Fst:
-        return _optimized(pynini.intersect(left, pynini.arcsort(right, "ilabel")))
-
-    @staticmethod
-    def difference(left: pynini.Fst, right: pynini.Fst) -> pynini.Fst:
-        return _optimized(pynini.difference(left, pynini.arcsort(right, "ilabel")))
 
     def known_key(self, label: str, pos: Position, spelled: str) -> int:
         if label not in self.keys:
@@ -911,8 +918,8 @@ class _Compiler:
         values = self.domain(grammar, node, env)
         branches = [self.expr(grammar, node.body, {**env, node.variable: (value, True)}) for value in values]
         if node.kind == "any":
-            return _optimized(pynini.union(*branches))
-        return reduce(self.intersection, branches)
+            return _optimized(pynini.union(*branches), node.pos)
+        return reduce(lambda left, right: _combined(left, right, node.pos), branches)
 
     def domain(self, grammar: Grammar, node: Quantifier, env: dict) -> list[str]:
         """Values of the quantified variable: every non-empty text that makes some

@@ -21,7 +21,9 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pynini
+import scipy.sparse
 
+from . import budget
 from .errors import InfeasibleError, LabelError, TopologyError
 
 EPSILON = "<eps>"
@@ -216,6 +218,118 @@ class Topology:
                 "relax the topology or grammar, or drop those sentences")
 
 
+# -- size-bounded determinisation and intersection ----------------------------
+
+# determinisation first runs pynini with this state threshold: small results are
+# complete at once, larger ones are counted by subset_states before pynini builds them
+_PROBE_STATES = 4096
+_CHUNK_CELLS = 1 << 21  # subset members expanded per step of subset_states
+
+
+def acceptor_arcs(fsa: pynini.Fst) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(Q, src, key, dst int64 [A], initial int64 [1]): the states and arcs of an acceptor."""
+    arcs = [(q, arc.ilabel, arc.nextstate) for q in fsa.states() for arc in fsa.arcs(q)]
+    src, key, dst = (np.array(column, dtype=np.int64) for column in zip(*arcs)) if arcs else \
+        (np.zeros(0, dtype=np.int64),) * 3
+    return fsa.num_states(), src, key, dst, np.array([fsa.start()], dtype=np.int64)
+
+
+def subset_states(num_states: int, src: np.ndarray, key: np.ndarray, dst: np.ndarray,
+                  initial: np.ndarray, limit: int) -> int:
+    """States of the determinised acceptor with ``num_states`` states, arcs src -> dst
+    reading key (int [A], no epsilons) and initial states int [I]: the sets of
+    states reachable by some label sequence, counted breadth-first until the
+    count passes ``limit`` (so the result is min(true count, about limit + 1)).
+
+    Each set is identified by a 64-bit hash (a sum of random per-state values),
+    so two sets collide with probability 2^-64."""
+    # labels with the same arcs lead every set to the same set: keep one of each
+    order = np.lexsort((dst, src, key))
+    src, key, dst = src[order], key[order], dst[order]
+    labels, first_arc = np.unique(key, return_index=True)
+    arcs_by_label = np.split(np.stack([src, dst], axis=1), first_arc[1:])
+    distinct = {arcs.tobytes(): label for label, arcs in zip(labels.tolist(), arcs_by_label)}
+    kept = np.isin(key, list(distinct.values()))
+    src, key, dst = src[kept], key[kept], dst[kept]
+    labels, label_slot = np.unique(key, return_inverse=True)
+    width = len(labels) * num_states
+    # one sparse step: row q of `step` has a 1 in column (label slot, q') for each arc q -(label)-> q'
+    step = scipy.sparse.csr_matrix((np.ones(len(src), dtype=np.float32), (src, label_slot * num_states + dst)),
+                                   shape=(num_states, width))
+    state_hash = np.random.default_rng(0).integers(0, 2 ** 63, size=num_states, dtype=np.uint64) * np.uint64(2) + \
+        np.uint64(1)
+    out_degree = max(1.0, len(src) / max(1, num_states))
+    first = np.unique(initial)
+    queue = [scipy.sparse.csr_matrix((np.ones(len(first), dtype=np.float32), (np.zeros(len(first), dtype=np.int64),
+                                                                                 first)), shape=(1, num_states))]
+    seen = {int(state_hash[first].sum(dtype=np.uint64))}
+    while queue and len(seen) <= limit:
+        frontier = queue.pop(0)
+        rows = max(1, int(_CHUNK_CELLS / (out_degree * max(1.0, frontier.nnz / frontier.shape[0]))))
+        if frontier.shape[0] > rows:
+            queue.insert(0, frontier[rows:])
+            frontier = frontier[:rows]
+        following = frontier @ step
+        following.sort_indices()  # entries by (row, label, state): sets in order of their ids
+        following = following.tocoo()
+        label_of, member = np.divmod(following.col, num_states)
+        subset = following.row.astype(np.int64) * len(labels) + label_of
+        hashes = np.zeros(frontier.shape[0] * len(labels), dtype=np.uint64)
+        np.add.at(hashes, subset, state_hash[member])
+        alive = np.zeros(len(hashes), dtype=bool)
+        alive[subset] = True
+        candidates, where = np.unique(hashes[alive], return_index=True)
+        is_new = np.array([h not in seen for h in candidates.tolist()], dtype=bool)
+        if not is_new.any():
+            continue
+        seen.update(candidates[is_new].tolist())
+        chosen = np.sort(np.flatnonzero(alive)[where[is_new]])
+        new_row = np.full(len(hashes), -1, dtype=np.int64)
+        new_row[chosen] = np.arange(len(chosen))
+        row_of_entry = new_row[subset]
+        entries = np.flatnonzero(row_of_entry >= 0)
+        row_ptr = np.concatenate([[0], np.cumsum(np.bincount(row_of_entry[entries], minlength=len(chosen)))])
+        queue.append(scipy.sparse.csr_matrix((np.ones(len(entries), dtype=np.float32), member[entries], row_ptr),
+                                             shape=(len(chosen), num_states)))
+    return len(seen)
+
+
+def bounded_determinize(fsa: pynini.Fst, what: str) -> pynini.Fst:
+    """``fsa`` (an epsilon-free unweighted acceptor) determinised, or BudgetError naming
+    ``what`` if the result would have more than ``budget.max_states`` states, found by
+    counting the subsets before building them."""
+    if fsa.properties(pynini.I_DETERMINISTIC, True):
+        return fsa
+    limit = budget.current("max_states")
+    probe_states = min(_PROBE_STATES, limit + 1)
+    probe = pynini.determinize(fsa, nstate=probe_states)
+    if probe.num_states() < probe_states:
+        return probe
+    count = subset_states(*acceptor_arcs(fsa), limit=limit)
+    budget.check_states(count, what, at_least=count > limit)
+    return pynini.determinize(fsa)
+
+
+def bounded_intersect(left: pynini.Fst, right: pynini.Fst, what: str, difference: bool = False) -> pynini.Fst:
+    """``left & right`` (or ``left - right``) of two unweighted acceptors, the right one
+    deterministic, or BudgetError naming ``what`` if the product would have more than
+    max_states states: bounded by the product of the operands' sizes and, if that
+    exceeds the budget, counted on the determinisation of their union (whose sets
+    include every reachable pair of states)."""
+    limit = budget.current("max_states")
+    if left.num_states() * (right.num_states() + (1 if difference else 0)) > limit:
+        left_states, left_src, left_key, left_dst, left_initial = acceptor_arcs(left)
+        right_states, right_src, right_key, right_dst, right_initial = acceptor_arcs(right)
+        count = subset_states(left_states + right_states,
+                              np.concatenate([left_src, right_src + left_states]),
+                              np.concatenate([left_key, right_key]),
+                              np.concatenate([left_dst, right_dst + left_states]),
+                              np.concatenate([left_initial, right_initial + left_states]), limit)
+        budget.check_states(count, what, at_least=count > limit)
+    right = pynini.arcsort(right, "ilabel")
+    return pynini.difference(left, right) if difference else pynini.intersect(left, right)
+
+
 def from_acceptor(acceptor: pynini.Fst, labels: Sequence[str], name: str = "acceptor") -> Topology:
     """Compile an acceptor over label symbols into a topology.
 
@@ -233,8 +347,7 @@ def from_acceptor(acceptor: pynini.Fst, labels: Sequence[str], name: str = "acce
         raise TopologyError(f"{name}: topology acceptors must be unweighted")
     if fsa.properties(pynini.EPSILONS, True):
         fsa = pynini.rmepsilon(fsa)
-    if not fsa.properties(pynini.I_DETERMINISTIC, True):
-        fsa = pynini.determinize(fsa)
+    fsa = bounded_determinize(fsa, f"{name}: the deterministic acceptor")
     fsa.connect()
     if fsa.num_states() == 0:
         raise TopologyError(f"{name}: the acceptor accepts no non-empty label sequence")
@@ -247,6 +360,7 @@ def from_acceptor(acceptor: pynini.Fst, labels: Sequence[str], name: str = "acce
     # model states = distinct (label, destination) pairs, numbered label-major
     num_fsa_states = fsa.num_states()
     pair_ids, arc_state = np.unique(arc_key * num_fsa_states + arc_dst, return_inverse=True)
+    budget.check_states(len(pair_ids), f"{name}: the topology")
     state_dst = pair_ids % num_fsa_states
     state_label = pair_ids // num_fsa_states - 1
     # an arc q -> (label, q2) is entered from every model state whose destination is q
@@ -309,6 +423,9 @@ def kth_order(labels: Sequence[str], order: int, pad: str | None = None) -> Topo
         raise TopologyError(f"order must be a positive integer, got {order!r}")
     if pad is not None and pad not in labels:
         raise LabelError(f"pad label {pad!r} is not among the labels")
+    # a state per history: L^order full ones, and without a pad the shorter ones first
+    histories = len(labels) ** order if pad is not None else sum(len(labels) ** n for n in range(1, order + 1))
+    budget.check_states(histories, f"the order-{order} topology over {len(labels)} labels")
     topology = from_acceptor(_history_acceptor(labels, order, pad, None), labels, name=f"order-{order}")
     return _rename_by_history(topology, order, pad)
 
@@ -433,10 +550,8 @@ def intersect(topology: Topology, acceptor: pynini.Fst, name: str | None = None)
     if not acceptor.properties(pynini.ACCEPTOR, True):
         raise TopologyError(f"{name}: the constraint must be an acceptor")
     _check_symbol_keys(acceptor, topology)
-    constraint = pynini.rmepsilon(acceptor.copy())
-    constraint = pynini.determinize(constraint)
-    constraint.minimize()
-    product = pynini.intersect(topology.acceptor, constraint.arcsort("ilabel"))
+    constraint = bounded_determinize(pynini.rmepsilon(acceptor), f"{name}: the constraint acceptor").minimize()
+    product = bounded_intersect(topology.acceptor, constraint, f"{name}: the product of the topology and the constraint")
     product.connect()
     if product.num_states() == 0:
         raise TopologyError(f"{name}: no label sequence is allowed by both the topology and the constraint")
