@@ -28,8 +28,9 @@ from typing import Sequence
 import numpy as np
 import threadpoolctl
 
+from . import budget
 from ._kernel import ffi, lib
-from .errors import EmptySequenceError, InfeasibleError, LabelError, ScoreError, ShapeError
+from .errors import ArgumentTypeError, EmptySequenceError, InfeasibleError, LabelError, ScoreError, ShapeError
 from .topology import Topology
 
 
@@ -134,6 +135,7 @@ class Potentials(SentenceBatch):
 
     def __init__(self, topology: Topology, emissions, lengths: Sequence[int] | None = None,
                  transitions=None, start=None, final=None, token_class=None):
+        check_type(topology, Topology, "topology", "a Topology (e.g. fstcrf.first_order(labels))")
         self.topology = topology
         S, E = topology.num_states, topology.num_edges
         self.emissions = check_emissions(emissions, S)
@@ -170,7 +172,13 @@ class Potentials(SentenceBatch):
 
     def select(self, sentences: Sequence[int]) -> Potentials:
         """The potentials of some of the sentences (indices into [B]), in that order."""
-        sentences = np.asarray(sentences, dtype=np.int64)
+        sentences = np.asarray(sentences)
+        if sentences.ndim != 1 or len(sentences) == 0 or not np.issubdtype(sentences.dtype, np.integer):
+            raise ArgumentTypeError(f"sentences must be a non-empty 1-D array of sentence indices, got "
+                                    f"dtype {sentences.dtype} and shape {sentences.shape}")
+        bad = np.flatnonzero((sentences < 0) | (sentences >= self.num_sequences))
+        if len(bad):
+            raise LabelError(f"sentence {sentences[bad[0]]} is out of range [0, {self.num_sequences})")
         rows = np.concatenate([np.arange(self.offsets[b], self.offsets[b + 1]) for b in sentences])
         selected = copy.copy(self)
         selected.emissions = self.emissions[rows]
@@ -203,7 +211,7 @@ class Potentials(SentenceBatch):
 
     def score(self, states) -> np.ndarray:
         """float [B]: score of a state sequence int [N] (for checking decoders)."""
-        states = np.asarray(states, dtype=np.int64)
+        states = check_state_path(states, self)
         edge_index = {(int(a), int(b)): e for e, (a, b) in
                       enumerate(zip(self.topology.edge_src, self.topology.edge_dst))}
         result = np.empty(self.num_sequences)
@@ -324,6 +332,7 @@ def run_parallel(work, items: Sequence) -> list:
 
 def _run(pot: SentenceBatch, threads: int, job) -> list:
     """Run ``job(first, last)`` on each chunk of sentences, in parallel threads."""
+    check_count(threads, "threads")
     return run_parallel(lambda chunk: job(*chunk), thread_chunks(pot, threads))
 
 
@@ -341,6 +350,95 @@ def _check_status(status: int, what: str, allow_infeasible: bool = False) -> Non
 
 # -- public entry points -----------------------------------------------------
 
+def check_type(value, expected, argument: str, description: str) -> None:
+    """Raise ArgumentTypeError unless ``value`` is an instance of ``expected``; the
+    message says ``argument`` must be ``description`` and names the type given."""
+    if not isinstance(value, expected):
+        raise ArgumentTypeError(f"{argument} must be {description}, got {type(value).__name__}")
+
+
+def check_count(value, argument: str) -> int:
+    """A positive integer such as k, num_samples or threads (not a bool)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ArgumentTypeError(f"{argument} must be a positive integer, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ShapeError(f"{argument} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def check_flag(value, argument: str) -> bool:
+    """A bool (or numpy bool) option."""
+    check_type(value, (bool, np.bool_), argument, "True or False")
+    return bool(value)
+
+
+def check_state_path(states, pot: "Potentials") -> np.ndarray:
+    """int64 [N]: a state sequence for the N tokens of ``pot``, each in [0, S)."""
+    array = np.asarray(states)
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
+        raise ArgumentTypeError(f"states must be an integer array of shape ({pot.num_tokens},), got dtype {array.dtype}")
+    if array.shape != (pot.num_tokens,):
+        raise ShapeError(f"states has shape {array.shape}, expected ({pot.num_tokens},), one state per token")
+    S = pot.topology.num_states
+    bad = np.flatnonzero((array < 0) | (array >= S))
+    if len(bad):
+        raise LabelError(f"state {array[bad[0]]} at token {bad[0]} is out of range [0, {S})")
+    return array.astype(np.int64)
+
+
+def _float_table(pot: "Potentials", name: str, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """Potentials attribute ``name``, checked to be float64 C-contiguous [shape] without NaN or +inf."""
+    array = getattr(pot, name)
+    changed = f"{what}: Potentials.{name} was changed after the Potentials was built; build a new Potentials instead"
+    if not isinstance(array, np.ndarray) or array.dtype != np.float64 or array.shape != shape \
+            or not array.flags.c_contiguous:
+        found = f"{array.dtype} {array.shape}" if isinstance(array, np.ndarray) else type(array).__name__
+        raise ShapeError(f"{changed} (it is {found}, expected float64 {shape})")
+    if not np.all(array < np.inf):
+        where = tuple(int(i) for i in np.argwhere(~(array < np.inf))[0])
+        raise ScoreError(f"{changed} (it holds {array[where]} at index {where})")
+    return array
+
+
+def check_potentials(pot, what: str) -> "Potentials":
+    """``pot`` itself after checking that it is a Potentials whose arrays still fit
+    together: ArgumentTypeError for another type, ShapeError or ScoreError for
+    arrays replaced or edited after it was built (which the kernel would reject)."""
+    check_type(pot, Potentials, f"{what}: the potentials",
+               "a Potentials (fstcrf.Potentials(topology, emissions, ...) or model.potentials(sentences))")
+    check_type(pot.topology, Topology, f"{what}: Potentials.topology", "a Topology")
+    S, E = pot.topology.num_states, pot.topology.num_edges
+    lengths, offsets = pot.lengths, pot.offsets
+    if not (isinstance(lengths, np.ndarray) and isinstance(offsets, np.ndarray) and lengths.ndim == 1
+            and len(lengths) and lengths.dtype == np.int64 and offsets.shape == (len(lengths) + 1,)
+            and np.all(lengths > 0) and np.array_equal(offsets, lengths_to_offsets(lengths))):
+        raise ShapeError(f"{what}: Potentials.lengths and .offsets were changed after the Potentials was built "
+                         "and no longer fit together; build a new Potentials instead")
+    N = int(offsets[-1])
+    _float_table(pot, "emissions", (N, S), what)
+    for name in ("start", "final"):
+        allowed = getattr(pot.topology, name)
+        if np.any(_float_table(pot, name, (S,), what)[~allowed] != -np.inf):
+            raise ScoreError(f"{what}: Potentials.{name} was changed after the Potentials was built and "
+                             f"gives a score to a state the topology does not let a path {name} in")
+    two_d = isinstance(pot.transitions, np.ndarray) and pot.transitions.ndim == 2
+    C = len(pot.transitions) if two_d else 1
+    _float_table(pot, "transitions", (C, E) if two_d else (E,), what)
+    token_class = pot.token_class
+    if token_class is None:
+        fits = C == 1
+    else:
+        fits = (two_d and isinstance(token_class, np.ndarray) and token_class.dtype == np.int32
+                and token_class.shape == (N,) and token_class.flags.c_contiguous
+                and 0 <= token_class.min() and token_class.max() < C)
+    if not fits:
+        raise ShapeError(f"{what}: Potentials.token_class was changed after the Potentials was built (expected "
+                         f"int32 ({N},) classes in [0, {C}) with transitions [C, E], or None with {C} "
+                         "transition row); build a new Potentials instead")
+    return pot
+
+
+
 @dataclass
 class ForwardBackward:
     log_z: np.ndarray           # [B]
@@ -354,6 +452,9 @@ def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool 
 
     With ``allow_infeasible`` (for :meth:`Potentials.clamp` potentials) a sentence
     without an allowed path gets log Z = -inf and zero marginals instead of an error."""
+    check_potentials(pot, "forward_backward")
+    marginals, edge_counts = check_flag(marginals, "marginals"), check_flag(edge_counts, "edge_counts")
+    allow_infeasible = check_flag(allow_infeasible, "allow_infeasible")
     log_z = np.empty(pot.num_sequences)
     node = np.empty((pot.num_tokens, pot.topology.num_states)) if marginals else None
 
@@ -374,6 +475,7 @@ def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool 
 
 def log_partition(pot: Potentials, threads: int = 1) -> np.ndarray:
     """float [B]: log Z of each sentence (forward pass only)."""
+    check_potentials(pot, "log_partition")
     return forward_backward(pot, marginals=False, edge_counts=False, threads=threads).log_z
 
 
@@ -385,6 +487,7 @@ class Viterbi:
 
 def viterbi(pot: Potentials, threads: int = 1) -> Viterbi:
     """The best state sequence of every sentence (ties: smallest states read backwards)."""
+    check_potentials(pot, "viterbi")
     paths = np.empty(pot.num_tokens, dtype=np.int32)
     scores = np.empty(pot.num_sequences)
 
@@ -399,6 +502,7 @@ def viterbi(pot: Potentials, threads: int = 1) -> Viterbi:
 
 def max_marginals(pot: Potentials, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """float [N, S]: best score of any path through each (token, state); and the best score [B]."""
+    check_potentials(pot, "max_marginals")
     table = np.empty((pot.num_tokens, pot.topology.num_states))
     best = np.empty(pot.num_sequences)
 
@@ -451,6 +555,8 @@ def span_viterbi(pot: Potentials, span_sentence, span_first, span_length, allowe
     follow those of span k-1.  Spans may overlap and come in any order; results
     follow the given order (``paths=False`` leaves the paths None).  Cost: O(T E)
     per sentence with a span plus O(span_length E) per span."""
+    check_potentials(pot, "span_viterbi")
+    paths = check_flag(paths, "paths")
     sentence = _check_span_column("span_sentence", span_sentence)
     first = _check_span_column("span_first", span_first)
     length = _check_span_column("span_length", span_length)
@@ -523,9 +629,10 @@ class KBest:
 
 def kbest(pot: Potentials, k: int, threads: int = 1) -> KBest:
     """The k best state sequences of every sentence, exactly, best first."""
-    if not isinstance(k, (int, np.integer)) or k < 1:
-        raise ShapeError(f"k must be a positive integer, got {k!r}")
-    k = int(k)
+    check_potentials(pot, "kbest")
+    k = check_count(k, "k")
+    budget.check_work(k * pot.num_tokens * pot.topology.num_states,
+                      f"k-best lists (k={k}) over {pot.num_tokens} tokens and {pot.topology.num_states} states")
     t_max = int(pot.lengths.max())
     cells = t_max * pot.topology.num_states * k
     if cells > 2 ** 31 - 1:
@@ -550,16 +657,20 @@ def kbest(pot: Potentials, k: int, threads: int = 1) -> KBest:
 def sample(pot: Potentials, num_samples: int, seed: int = 0, threads: int = 1) -> np.ndarray:
     """int32 [num_samples, N]: exact draws from p(y | x), reproducible for a seed
     whatever the number of threads."""
-    if not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
-        raise ShapeError(f"num_samples must be a positive integer, got {num_samples!r}")
-    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 64:
+    check_potentials(pot, "sample")
+    num_samples = check_count(num_samples, "num_samples")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise ArgumentTypeError(f"seed must be an integer in [0, 2**64), got {type(seed).__name__} {seed!r}")
+    if not 0 <= seed < 2 ** 64:
         raise ShapeError(f"seed must be an integer in [0, 2**64), got {seed!r}")
-    draws = np.empty((int(num_samples), pot.num_tokens), dtype=np.int32)
+    budget.check_work(num_samples * pot.num_tokens * pot.topology.num_states,
+                      f"{num_samples} samples over {pot.num_tokens} tokens and {pot.topology.num_states} states")
+    draws = np.empty((num_samples, pot.num_tokens), dtype=np.int32)
 
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last)
-        chunk = np.empty((int(num_samples), args.token_range.stop - args.token_range.start), dtype=np.int32)
-        _check_status(lib.fc_sample(args.graph, args.scores, args.batch, int(seed), first, int(num_samples),
+        chunk = np.empty((num_samples, args.token_range.stop - args.token_range.start), dtype=np.int32)
+        _check_status(lib.fc_sample(args.graph, args.scores, args.batch, int(seed), first, num_samples,
                                     args.out(chunk), args.workspace), "sample")
         draws[:, args.token_range] = chunk
 

@@ -19,10 +19,12 @@ from typing import Sequence
 
 import numpy as np
 
+from . import budget
 from ._kernel import ffi, lib
 from .errors import CompositionError, ShapeError
 from .inference import (KBest, KernelBuffers, Potentials, SentenceBatch, Viterbi, _as_float_array, _check_status, _run,
-                        check_emissions, check_lengths, forward_backward, kbest, lengths_to_offsets, sample)
+                        check_count, check_emissions, check_flag, check_lengths, check_type, forward_backward, kbest,
+                        lengths_to_offsets, sample)
 from .topology import Topology
 
 
@@ -36,9 +38,12 @@ class JointSpace:
     """
 
     def __init__(self, components: Sequence[Topology], allowed=None):
+        check_type(components, (list, tuple), "components", "a list of Topology")
         self.components = tuple(components)
         if not self.components:
             raise CompositionError("a joint space needs at least one component")
+        for k, topology in enumerate(self.components):
+            check_type(topology, Topology, f"components[{k}]", "a Topology")
         if len(self.components) > 64:
             raise CompositionError("at most 64 components can be composed")
         self.sizes = tuple(t.num_states for t in self.components)
@@ -110,6 +115,7 @@ class JointSpace:
 
     @cached_property
     def _product(self) -> tuple[Topology, np.ndarray]:
+        budget.check_states(self.num_states, "the dense cross product of the components")
         grids = np.meshgrid(*[np.arange(t.num_edges) for t in self.components], indexing="ij")
         edge_components = np.stack([g.ravel() for g in grids], axis=-1)  # [E_prod, N]
         src = self.joint_state(np.stack([t.edge_src[edge_components[:, k]] for k, t in enumerate(self.components)], -1))
@@ -174,6 +180,7 @@ class JointPotentials(SentenceBatch):
     """
 
     def __init__(self, space: JointSpace, emissions, lengths=None, transitions=None, start=None, final=None):
+        check_type(space, JointSpace, "space", "a JointSpace")
         self.space = space
         P = space.num_states
         self.emissions = check_emissions(emissions, P)
@@ -238,6 +245,8 @@ def joint_forward_backward(jp: JointPotentials, marginals: bool = True, threads:
 
     Sentences whose scores spread too widely for the linear domain are redone
     exactly on the dense cross-product topology."""
+    _check_joint(jp, "joint_forward_backward")
+    marginals = check_flag(marginals, "marginals")
     log_z = np.empty(jp.num_sequences)
     node = np.empty((jp.num_tokens, jp.space.num_states)) if marginals else None
     redo = np.zeros(jp.num_sequences, dtype=np.int32)
@@ -266,6 +275,7 @@ def joint_forward_backward(jp: JointPotentials, marginals: bool = True, threads:
 
 def joint_viterbi(jp: JointPotentials, threads: int = 1) -> Viterbi:
     """Best joint state sequence [N] and its score [B], factorised."""
+    _check_joint(jp, "joint_viterbi")
     paths = np.empty(jp.num_tokens, dtype=np.int32)
     scores = np.empty(jp.num_sequences)
 
@@ -281,16 +291,30 @@ def joint_viterbi(jp: JointPotentials, threads: int = 1) -> Viterbi:
 def joint_kbest(jp: JointPotentials, k: int, threads: int = 1) -> KBest:
     """The k best joint state sequences, exactly, on the dense cross product
     (k-best lists do not factorise; this costs O(P^2) per token)."""
+    _check_joint(jp, "joint_kbest")
+    k = check_count(k, "k")
+    budget.check_work(k * jp.num_tokens * jp.space.num_states,
+                      f"joint k-best lists (k={k}) over {jp.num_tokens} tokens and {jp.space.num_states} joint states")
     return kbest(jp.to_product(), k, threads=threads)
 
 
 def joint_sample(jp: JointPotentials, num_samples: int, seed: int = 0, threads: int = 1) -> np.ndarray:
     """int32 [num_samples, N] exact joint draws, on the dense cross product."""
+    _check_joint(jp, "joint_sample")
+    num_samples = check_count(num_samples, "num_samples")
+    budget.check_work(num_samples * jp.num_tokens * jp.space.num_states,
+                      f"{num_samples} joint samples over {jp.num_tokens} tokens and {jp.space.num_states} joint states")
     return sample(jp.to_product(), num_samples, seed=seed, threads=threads)
+
+
+def _check_joint(jp, what: str) -> None:
+    check_type(jp, JointPotentials, f"{what}: the potentials",
+               "a JointPotentials (JointPotentials(space, emissions, ...) or JointModel.potentials(sentences))")
 
 
 def component_marginals(space: JointSpace, node_marginals: np.ndarray) -> list[np.ndarray]:
     """Per-component marginals [N, S_k] summed out of joint marginals [N, P]."""
+    check_type(space, JointSpace, "space", "a JointSpace")
     tensor = node_marginals.reshape((len(node_marginals),) + space.sizes)
     axes = range(1, len(space.sizes) + 1)
     return [tensor.sum(axis=tuple(a for a in axes if a != k + 1)) for k in range(len(space.sizes))]

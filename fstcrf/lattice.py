@@ -9,11 +9,15 @@ Viterbi; in the log semiring shortestdistance from the start is -log Z.  OpenFst
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pynini
 
-from .errors import LabelError, ShapeError
-from .inference import Potentials
+from . import budget
+from .errors import ArgumentTypeError, LabelError, OutputPathError, ShapeError
+from .files import check_output_path, write_atomically
+from .inference import Potentials, check_potentials
 
 ARC_TYPES = ("tropical", "log", "log64")
 
@@ -28,16 +32,21 @@ def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical",
             "states" (arcs carry state keys, so distinct state paths stay
             distinct even when states share a label).
     """
-    if arc_type not in ARC_TYPES:
-        raise ShapeError(f"arc_type must be one of {ARC_TYPES}, got {arc_type!r}")
-    if symbols not in ("labels", "states"):
-        raise ShapeError(f"symbols must be 'labels' or 'states', got {symbols!r}")
+    check_potentials(pot, "to_fst")
+    for name, value, allowed in (("arc_type", arc_type, ARC_TYPES), ("symbols", symbols, ("labels", "states"))):
+        if not isinstance(value, str):
+            raise ArgumentTypeError(f"{name} must be a string, one of {allowed}, got {type(value).__name__}")
+        if value not in allowed:
+            raise ShapeError(f"{name} must be one of {allowed}, got {value!r}")
+    if isinstance(sentence, (bool, np.bool_)) or not isinstance(sentence, (int, np.integer)):
+        raise ArgumentTypeError(f"sentence must be an integer index, got {type(sentence).__name__} {sentence!r}")
     if not 0 <= sentence < pot.num_sequences:
         raise LabelError(f"sentence {sentence} is out of range [0, {pot.num_sequences})")
     topo = pot.topology
     S = topo.num_states
-    emit = pot.emissions[pot.sentence(sentence)]
+    emit = pot.emissions[pot.sentence(int(sentence))]
     T = len(emit)
+    budget.check_states(1 + T * S, f"the lattice of sentence {sentence} ({T} tokens x {S} states)")
     keys = (topo.state_label + 1) if symbols == "labels" else np.arange(1, S + 1)
     fst = pynini.Fst(arc_type="standard" if arc_type == "tropical" else arc_type)
     if arc_type == "tropical":
@@ -70,7 +79,17 @@ def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical",
     return fst
 
 
-def write_lattice(pot: Potentials, path: str, sentence: int = 0, arc_type: str = "tropical",
+def write_lattice(pot: Potentials, path: str | os.PathLike, sentence: int = 0, arc_type: str = "tropical",
                   symbols: str = "labels") -> None:
-    """Write the lattice of one sentence as an OpenFst binary ``.fst`` file."""
-    to_fst(pot, sentence, arc_type, symbols).write(str(path))
+    """Write the lattice of one sentence as an OpenFst binary ``.fst`` file, atomically.
+
+    Raises OutputPathError, before any work, when ``path`` is a folder or its
+    folder is missing or unwritable, and when the file cannot be written."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    check_output_path(path)
+    data = to_fst(pot, sentence, arc_type, symbols).write_to_string()
+    try:
+        write_atomically(path, lambda stream: stream.write(data))
+    except OSError as error:
+        raise OutputPathError(f"{os.fspath(path)}: cannot write the lattice: {error.strerror}") from None
