@@ -55,7 +55,7 @@ import scipy.sparse
 
 from . import train
 from .encoding import EncodedSentences, buffer_pointer
-from .errors import FstcrfError
+from .errors import FeedbackError, FstcrfError
 from .inference import SentenceBatch, log_partition, sample, thread_chunks
 from .objective import GROUP_TOKENS, Scorer, _GradientBlock, _GradientDriver, _path_edges
 
@@ -372,33 +372,55 @@ def minibatch_gradient(gradient: SampledGradient, feedback, settings: BanditSett
     return gradient.take(first, last)
 
 
+class _Run:
+    """The state of a bandit run: weights theta [D], step rule, running sums, draws."""
+
+    def __init__(self, gradient: SampledGradient, feedback, settings: BanditSettings, order: np.ndarray):
+        self.gradient, self.feedback, self.settings, self.order = gradient, feedback, settings, order
+        self.rng = np.random.default_rng(settings.seed)
+        self.theta = np.zeros(gradient.num_weights)
+        self.steps = _Steps(settings.step, settings.learning_rate, gradient.scorer.features.num_features,
+                            gradient.num_weights)
+        self.running = _Running()
+
+    def epoch(self) -> tuple[float, dict]:
+        """One pass over the minibatches in random order: (the record's objective, the
+        negated mean gain; its extra fields)."""
+        B = self.gradient.encoded.num_sequences
+        size = self.settings.batch_size
+        running = self.running
+        running.epoch_gain, running.epoch_draws, running.epoch_clipped = 0.0, 0, 0
+        for first in self.rng.permutation(np.arange(0, B, size)).tolist():
+            last = min(first + size, B)
+            self.steps.apply(self.theta, minibatch_gradient(
+                self.gradient, self.feedback, self.settings, self.theta, first, last, self.order[first:last],
+                int(self.rng.integers(2 ** 63)), running))
+        mean_gain = running.epoch_gain / max(running.epoch_draws, 1)
+        extra = {"mean_gain": mean_gain, "feedback_calls": int(self.feedback.calls)}
+        if self.settings.objective == "cross-entropy":
+            extra["clipped"] = running.epoch_clipped / max(running.epoch_draws, 1)
+        return -mean_gain, extra
+
+
 def learn(gradient: SampledGradient, feedback, settings: BanditSettings, order: np.ndarray,
           evaluate: train.Evaluate | None = None, callback: train.Callback | None = None
           ) -> train.TrainingResult:
     """Bandit training over the sentences of ``gradient`` (training sentences ``order``
-    [B] for the feedback); one iteration is an epoch.  Each record adds
-    ``mean_gain`` (of the epoch's draws), ``feedback_calls`` (so far) and, for
-    cross-entropy, ``clipped`` (the share of the epoch's draws clipped)."""
+    [B] for the feedback); one iteration is an epoch, whose record's objective is
+    minus the mean gain of its draws and which adds ``mean_gain``,
+    ``feedback_calls`` (so far) and, for cross-entropy, ``clipped`` (the share of
+    the epoch's draws whose probability was below the floor).  A FeedbackError
+    carries the result so far as its ``result``."""
     settings.check()
-    rng = np.random.default_rng(settings.seed)
-    B = gradient.encoded.num_sequences
-    starts = np.arange(0, B, settings.batch_size)
-    theta = np.zeros(gradient.num_weights)
-    steps = _Steps(settings.step, settings.learning_rate, gradient.scorer.features.num_features,
-                   gradient.num_weights)
-    running = _Running()
+    run = _Run(gradient, feedback, settings, order)
     monitor = train._Monitor(f"bandit-{settings.objective}", evaluate, callback)
-    with monitor.interruptible(), contextlib.closing(gradient):
-        for _ in range(settings.max_iter):
-            running.epoch_gain, running.epoch_draws, running.epoch_clipped = 0.0, 0, 0
-            for first in rng.permutation(starts):
-                last = min(int(first) + settings.batch_size, B)
-                steps.apply(theta, minibatch_gradient(gradient, feedback, settings, theta, int(first), last,
-                                                      order[first:last], int(rng.integers(2 ** 63)), running))
-            mean_gain = running.epoch_gain / max(running.epoch_draws, 1)
-            extra = {"mean_gain": mean_gain, "feedback_calls": int(feedback.calls)}
-            if settings.objective == "cross-entropy":
-                extra["clipped"] = running.epoch_clipped / max(running.epoch_draws, 1)
-            if monitor.end_iteration(theta, -mean_gain, extra=extra):
-                break
-    return monitor.result(theta)
+    try:
+        with monitor.interruptible(), contextlib.closing(gradient):
+            for _ in range(settings.max_iter):
+                objective, extra = run.epoch()
+                if monitor.end_iteration(run.theta, objective, extra=extra):
+                    break
+    except FeedbackError as error:
+        error.result = monitor.result(run.theta)
+        raise
+    return monitor.result(run.theta)

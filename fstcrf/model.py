@@ -17,11 +17,13 @@ from typing import Sequence
 import numpy as np
 import pynini
 
-from . import train
+from . import bandit, train
 from .conll import Corpus, Sentence, as_corpus, as_sentences
 from .encoding import FEATURE_SETS, EncodedSentences, TransitionWeights, build_features
-from .errors import ArgumentTypeError, EmptySequenceError, FstcrfError, InfeasibleError, TemplateError
+from .errors import (ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError,
+                     TemplateError)
 from .evaluate import ChunkScores, TagScores, score_labels
+from .feedback import CallableFeedback, simulated_feedback
 from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING,
                        SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
 from .grammar import Grammar, compile_grammar, load_grammar
@@ -36,7 +38,7 @@ __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load
 #: Template names ``ChainCRF`` accepts besides Template objects and template text.
 TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos": POS_TAGGING,
              "chunking-reads-pos": CHUNKING_READS_POS, "chunking-extended": CHUNKING_EXTENDED}
-ALGORITHMS = ("lbfgs", "perceptron", "sgd", "mce-f")
+ALGORITHMS = ("lbfgs", "perceptron", "sgd", "mce-f", "bandit")
 #: The name of the always-true predicate.
 BIAS = "bias"
 
@@ -74,7 +76,8 @@ def _check_reading_template(template: Template, reads: str, target: str,
 
 _PARAMS = ("template", "order", "algorithm", "sigma", "max_iter", "features", "min_count",
            "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params", "reads",
-           "read_transitions", "mce_c", "mce_iter")
+           "read_transitions", "mce_c", "mce_iter", "objective", "feedback", "draws", "baseline",
+           "step", "clip", "batch_size", "feedback_flip", "feedback_noise")
 
 
 class ChainCRF:
@@ -94,16 +97,18 @@ class ChainCRF:
         sigma: standard deviation of the Gaussian prior on every weight
             (lbfgs, sgd), from 1e-100 to 1e100, or math.inf (no prior).  10
             (variance 100) is a mild prior.
-        max_iter: L-BFGS iterations or online epochs.
-        features: "supported", "complete" or (order 2) "complete-tags" (see the
-            module doc).
+        max_iter: L-BFGS iterations or online epochs (bandit: epochs).
+        features: "supported", "complete" or (order 2) "complete-tags" (see
+            :mod:`fstcrf.encoding`); None (the default) is "supported", and
+            "complete" for algorithm "bandit", which never sees gold labels.
         min_count: keep predicates true at this many training tokens or more.
         threads: threads for the L-BFGS gradient, decoding and dev scoring (the
             online algorithms update one sentence at a time, in one thread).
         tol: L-BFGS stops when an iteration lowers the objective by less than
             this fraction of it.
-        learning_rate: the initial SGD step size.
-        seed: the shuffling seed of the online algorithms.
+        learning_rate: the initial SGD step size; the bandit step size.
+        seed: the shuffling seed of the online algorithms (bandit: also of
+            the draws and the simulated feedback's noise).
         grammar: train and decode under a grammar (a shipped grammar name such
             as "iob2" or a grammar file): Z sums only over the label sequences
             it accepts, and predictions are always accepted by it.
@@ -119,6 +124,20 @@ class ChainCRF:
             weight per edge plus a deviation per (lower label, edge).
         mce_c: C of the F-score stage's prior (algorithm "mce-f").
         mce_iter: L-BFGS iterations of the F-score stage (algorithm "mce-f").
+        objective, draws, baseline, step, clip, batch_size: algorithm "bandit"
+            (learning from sampled outputs scored by feedback, see
+            :mod:`fstcrf.bandit`): the objective ("expected", "pairwise",
+            "pairwise-independent", "cross-entropy"), draws per sentence, the
+            baseline ("none", "mean", "loo"), the step rule ("constant",
+            "adagrad", "adam"), the probability floor of cross-entropy and
+            the sentences per update.
+        feedback: algorithm "bandit": "f1" or "accuracy" (a simulated user
+            scoring each draw against the ``target`` column; the learner never
+            reads that column), a feedback object of :mod:`fstcrf.feedback`,
+            or a function ``feedback(sentence, labels) -> float`` in [0, 1].
+        feedback_flip, feedback_noise: simulated feedback only: the gain is
+            flipped to 1 - g with this probability and perturbed by Gaussian
+            noise of this standard deviation (seeded by ``seed``).
 
     The gold column may leave labels unknown, "?", or give the labels a token
     may take, "B-NP|I-NP" (training only): those positions are marginalised.
@@ -136,11 +155,13 @@ class ChainCRF:
 
     def __init__(self, template: Template | str = "sha-pereira", order: int = 1,
                  algorithm: str = "lbfgs", sigma: float = 10.0, max_iter: int = 100,
-                 features: str = "supported", min_count: int = 1, threads: int = 2,
+                 features: str | None = None, min_count: int = 1, threads: int = 2,
                  tol: float = 1e-7, learning_rate: float = 0.1, seed: int = 0,
                  grammar: str | None = None, grammar_params: dict | None = None,
                  reads: str | None = None, read_transitions: bool = True, mce_c: float = 1e5,
-                 mce_iter: int = 50):
+                 mce_iter: int = 50, objective: str = "expected", feedback="f1", draws: int = 1,
+                 baseline: str = "mean", step: str = "adagrad", clip: float = 0.0, batch_size: int = 16,
+                 feedback_flip: float = 0.0, feedback_noise: float = 0.0):
         self.template = template
         self.order = order
         self.algorithm = algorithm
@@ -158,6 +179,15 @@ class ChainCRF:
         self.read_transitions = read_transitions
         self.mce_c = mce_c
         self.mce_iter = mce_iter
+        self.objective = objective
+        self.feedback = feedback
+        self.draws = draws
+        self.baseline = baseline
+        self.step = step
+        self.clip = clip
+        self.batch_size = batch_size
+        self.feedback_flip = feedback_flip
+        self.feedback_noise = feedback_noise
 
     def get_params(self, deep: bool = True) -> dict:
         """The constructor arguments, by name (scikit-learn's protocol: ``clone`` works;
@@ -180,8 +210,11 @@ class ChainCRF:
             raise FstcrfError(f"order must be 1 or 2, got {self.order!r}")
         if self.algorithm not in ALGORITHMS:
             raise FstcrfError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
-        if self.features not in FEATURE_SETS:
-            raise FstcrfError(f"features must be one of {', '.join(FEATURE_SETS)}, got {self.features!r}")
+        if self.features is not None and self.features not in FEATURE_SETS:
+            raise FstcrfError(f"features must be one of {', '.join(FEATURE_SETS)} or None, got {self.features!r}")
+        if self.algorithm == "bandit" and self.features not in (None, "complete"):
+            raise FstcrfError(f"algorithm 'bandit' never sees gold labels, so it cannot choose the "
+                              f"{self.features!r} features they support; use features='complete' (or None)")
         if self.features == "complete-tags" and self.order != 2:
             raise FstcrfError("features='complete-tags' needs order=2 (in order 1 states are "
                               "tags: use 'complete')")
@@ -202,6 +235,25 @@ class ChainCRF:
         if not (self.grammar_params is None or isinstance(self.grammar_params, dict)):
             raise ArgumentTypeError(f"grammar_params must be a dict or None, got "
                                     f"{type(self.grammar_params).__name__}")
+        if self.algorithm == "bandit":
+            self._bandit_settings().check()
+            if self.grammar is not None or self.reads is not None:
+                raise FstcrfError("algorithm 'bandit' does not train under a grammar nor read a lower "
+                                  "tagger's labels yet; decode under a grammar instead")
+
+    def _bandit_settings(self) -> bandit.BanditSettings:
+        return bandit.BanditSettings(self.objective, self.draws, self.baseline, self.step, self.learning_rate,
+                                     self.clip, self.batch_size, self.max_iter, self.seed)
+
+    def _bandit_feedback(self, corpus: Corpus, target: str):
+        """The feedback source of algorithm "bandit" (its ``labels`` are the model's)."""
+        if hasattr(self.feedback, "gains") and hasattr(self.feedback, "labels"):
+            return self.feedback
+        labels = gold_label_set(corpus.column(target))
+        if callable(self.feedback):
+            return CallableFeedback(self.feedback, corpus.sentences, labels)
+        return simulated_feedback(corpus.sentences, target, labels, self.feedback, self.feedback_flip,
+                                  self.feedback_noise, self.seed)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "weights_"):
@@ -285,7 +337,11 @@ class ChainCRF:
                                 "learns to predict; at tagging time that column is unknown")
         if self.reads is not None:
             _check_reading_template(template, self.reads, target, corpus.column_names)
-        gold_labels = corpus.column(target)
+        feedback = gold_labels = None
+        if self.algorithm == "bandit":          # the learner reads labels from the feedback only
+            feedback = self._bandit_feedback(corpus, target)
+        else:
+            gold_labels = corpus.column(target)
         evaluate = dev_gold = None
         if dev is not None:
             dev_gold = dev.column(target)
@@ -294,7 +350,7 @@ class ChainCRF:
         if init is not None:
             topology, extractor = init.topology_, init.extractor_
         else:
-            labels = gold_label_set(gold_labels)
+            labels = gold_label_set(gold_labels) if feedback is None else list(feedback.labels)
             if len(labels) == 1:
                 logger.warning("every training label of column %r is %r: the model can only predict %r",
                                target, labels[0], labels[0])
@@ -308,17 +364,20 @@ class ChainCRF:
                         sorted({value for values in corpus.column(self.reads) for value in values}))
         encoded = EncodedSentences.from_corpus(extractor, corpus, fit=init is None,
                                                token_class=self._token_classes(corpus, lower_labels))
-        label_ids, allowed_labels = parse_gold(topology, gold_labels)
-        states = gold_states(topology, label_ids, encoded.offsets)
+        label_ids = states = allowed_labels = None
+        if gold_labels is not None:
+            label_ids, allowed_labels = parse_gold(topology, gold_labels)
+            states = gold_states(topology, label_ids, encoded.offsets)
         if allowed_labels is not None and self.algorithm in ("perceptron", "mce-f"):
             raise FstcrfError(f"algorithm {self.algorithm!r} needs fully labelled training data; train "
                               "partially labelled data with algorithm='lbfgs' or 'sgd'")
+        feature_set = self.features or ("complete" if self.algorithm == "bandit" else "supported")
         features = init.features_ if init is not None else build_features(
             encoded, label_ids if self.order == 1 else states, label_ids, topology, self.order,
-            self.features, extractor.vocabulary_.get(BIAS))
+            feature_set, extractor.vocabulary_.get(BIAS))
         scorer = Scorer(features, topology, int(self.threads), constraint,
                         self._transition_layout(topology.num_edges, lower_labels))
-        problem = TrainingSet(scorer, encoded, states, allowed_labels)
+        problem = TrainingSet(scorer, encoded, states, allowed_labels) if feedback is None else None
         if dev is not None:
             dev_encoded = EncodedSentences.from_corpus(extractor, dev,
                                                        token_class=self._token_classes(dev, lower_labels))
@@ -327,7 +386,15 @@ class ChainCRF:
                 predicted = split_labels(topology, scorer.paths(dev_encoded, weights), dev_encoded.offsets)
                 return score_labels(dev_gold, predicted)
 
-        if self.algorithm == "perceptron":
+        stopped_by = None
+        if self.algorithm == "bandit":
+            order = np.random.default_rng(self.seed).permutation(len(corpus))
+            sampled = bandit.SampledGradient(scorer, bandit.permuted(encoded, order))
+            try:
+                result = bandit.learn(sampled, feedback, self._bandit_settings(), order, evaluate, callback)
+            except FeedbackError as error:      # keep what was learnt, then report the feedback's fault
+                result, stopped_by = error.result, error
+        elif self.algorithm == "perceptron":
             result = train.averaged_perceptron(problem, self.max_iter, self.seed, evaluate, callback)
         elif self.algorithm == "sgd":
             result = train.sgd(problem, self.sigma, self.max_iter, self.learning_rate, self.seed,
@@ -357,6 +424,8 @@ class ChainCRF:
         self.best_iteration_ = result.best_iteration
         self.interrupted_ = result.interrupted
         self.history_ = result.history
+        if stopped_by is not None:
+            raise stopped_by
         return self
 
     # -- prediction ----------------------------------------------------------

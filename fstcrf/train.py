@@ -161,9 +161,10 @@ class _Monitor:
                 self._best_score = record["dev_score"]
                 self.kept_weights, self.kept_iteration = theta.copy(), iteration
         self.history.append(record)
-        logger.info("%s iteration %d: objective %.6g%s, %.2f s%s", self.algorithm, iteration,
+        shown = "".join(f", {name.replace('_', ' ')} {value:,.4g}" for name, value in (extra or {}).items())
+        logger.info("%s iteration %d: objective %.6g%s%s, %.2f s%s", self.algorithm, iteration,
                     record["objective"],
-                    "" if gradient_norm is None else f", gradient norm {gradient_norm:.4g}",
+                    "" if gradient_norm is None else f", gradient norm {gradient_norm:.4g}", shown,
                     record["seconds"],
                     "" if record["dev_score"] is None else f", dev {record['dev_metric']} {record['dev_score']:.2f}")
         return record

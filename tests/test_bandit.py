@@ -196,3 +196,62 @@ def test_sentence_chunk_f1_is_score_chunks(example):
         scores = score_chunks([gold_sentence], [predicted_sentence])
         empty = scores.num_gold_chunks == 0 and scores.num_predicted_chunks == 0
         assert value == pytest.approx(1.0 if empty else scores.f1 / 100)
+
+
+# -- the estimator -------------------------------------------------------------
+
+from fstcrf.errors import FeedbackError, FstcrfError  # noqa: E402
+from fstcrf.model import ChainCRF  # noqa: E402
+from test_model import TEMPLATE as CHUNK_TEMPLATE, chunk_corpus  # noqa: E402
+
+BANDIT = dict(algorithm="bandit", max_iter=10, learning_rate=0.1, batch_size=8, draws=4, baseline="loo")
+
+
+def test_chaincrf_learns_from_bandit_feedback_alone():
+    train_corpus, test_corpus = chunk_corpus(1, 200), chunk_corpus(2, 40)
+    records = []
+    model = ChainCRF(CHUNK_TEMPLATE, **BANDIT).fit(train_corpus, callback=records.append)
+    assert model.score(test_corpus).f1 > 95
+    assert [r["feedback_calls"] for r in records] == [800 * (i + 1) for i in range(10)]
+    assert records[-1]["mean_gain"] > records[0]["mean_gain"]
+
+
+def test_the_learner_never_reads_the_gold_column():
+    def run(blank_gold: bool) -> np.ndarray:
+        corpus = chunk_corpus(3, 40)
+        feedback = simulated_feedback(corpus.sentences, "chunk", sorted({x for s in corpus.column("chunk") for x in s}))
+        if blank_gold:                 # after the feedback copied the gold labels
+            for sentence in corpus.sentences:
+                sentence.columns["chunk"] = ["O"] * len(sentence)
+        return ChainCRF(CHUNK_TEMPLATE, feedback=feedback, **BANDIT).fit(corpus).weights_
+
+    assert np.array_equal(run(False), run(True))
+
+
+@pytest.mark.parametrize("answer,message", [(float("nan"), "finite"), (1.5, r"\[0, 1\]"), ("good", "str"),
+                                            (ValueError("boom"), "raised ValueError: boom")])
+def test_bad_feedback_stops_training_naming_the_sentence_and_keeps_the_model(answer, message):
+    corpus = chunk_corpus(4, 30)
+    calls = []
+
+    def feedback(sentence, labels):
+        calls.append(1)
+        if len(calls) <= 240:          # two good epochs first
+            return 1.0 if labels == sentence["chunk"] else 0.0
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    model = ChainCRF(CHUNK_TEMPLATE, feedback=feedback, **BANDIT)
+    with pytest.raises(FeedbackError, match=f"{message}.*training sentence \\d+|training sentence \\d+.*{message}"):
+        model.fit(corpus)
+    assert model.n_iter_ == 2 and len(model.history_) == 2 and model.predict(corpus)
+
+
+def test_bandit_options_are_checked():
+    corpus = chunk_corpus(5, 10)
+    for options, message in [(dict(objective="best"), "objective"), (dict(baseline="loo", draws=1), "draws >= 2"),
+                             (dict(features="supported"), "never sees gold"), (dict(clip=1.0), "clip"),
+                             (dict(step="rmsprop"), "step"), (dict(feedback="bleu"), "feedback metric")]:
+        with pytest.raises(FstcrfError, match=message):
+            ChainCRF(CHUNK_TEMPLATE, **{**BANDIT, **options}).fit(corpus)
