@@ -294,11 +294,14 @@ def _split_gold_pred(path: str) -> tuple[list[list[str]], list[list[str]]]:
     return corpus.column(gold_name), corpus.column(pred_name)
 
 
-def _scores(gold: list[list[str]], predicted: list[list[str]], keep: set[str] | None):
-    """Chunk scores, or token accuracy for labels without chunk structure; --only-types
-    applies to chunk labels only."""
+def _scores(gold: list[list[str]], predicted: list[list[str]], keep: set[str] | None = None,
+            where: str = ""):
+    """Chunk scores, or token accuracy for labels without chunk structure; the
+    types ``keep`` (--only-types) apply to chunk labels only, checked against
+    the gold labels of ``where``."""
     from .evaluate import is_chunk_labels, score_labels
     if keep and is_chunk_labels(gold):
+        _check_only_types(keep, gold, where)
         gold, predicted = _map_types(gold, keep), _map_types(predicted, keep)
     return score_labels(gold, predicted)
 
@@ -310,8 +313,7 @@ def _eval(args: argparse.Namespace) -> int:
         if args.model or args.test:
             raise FstcrfError("give either --pred FILE or MODEL TEST, not both")
         gold, predicted = _split_gold_pred(args.pred)
-        _check_only_types(keep, gold, f"the gold column of {args.pred}")
-        print(_scores(gold, predicted, keep).format())
+        print(_scores(gold, predicted, keep, f"the gold column of {args.pred}").format())
         return 0
     if not (args.model and args.test):
         raise FstcrfError("give MODEL and TEST, or --pred FILE")
@@ -332,10 +334,9 @@ def _eval(args: argparse.Namespace) -> int:
         mismatch = scheme_mismatch(component.labels_, gold)
         if mismatch:
             LOG.warning("%s: %s", args.test, mismatch)
-        _check_only_types(keep, gold, f"the {component.target_} column of {args.test}")
         if composed:
             print(f"== {component.target_} ({args.mode} decoding)")
-        print(_scores(gold, predicted, keep).format())
+        print(_scores(gold, predicted, keep, f"the {component.target_} column of {args.test}").format())
     return 0
 
 
@@ -348,7 +349,7 @@ def _compare(args: argparse.Namespace) -> int:
                           "compare predictions of the same test file")
     result = mcnemar(gold_a, pred_a, pred_b)
     for name, path, predicted in (("A", args.pred_a, pred_a), ("B", args.pred_b, pred_b)):
-        scores = _scores(gold_a, predicted, None)
+        scores = _scores(gold_a, predicted)
         print(f"{name}: {path}  {scores.metric} {scores.primary:.2f}")
     print(f"tokens A labels right and B wrong: {result.n01}")
     print(f"tokens A labels wrong and B right: {result.n10}")
@@ -397,7 +398,7 @@ def _demo(args: argparse.Namespace) -> int:
     if args.output:
         model.save(args.output)
         print(f"model written to {args.output}")
-    scores = _scores(test.column(model.target_), model.predict(test), None)
+    scores = _scores(test.column(model.target_), model.predict(test))
     print(f"tagged {len(test)} test sentences ({test.num_tokens} tokens)")
     print(scores.format())
     return 0

@@ -312,3 +312,29 @@ def test_budget_options_apply_to_the_command_only(model_path, capsys):
     assert "--max-states" in _error(capsys)
     assert budget.current("max_states") == before
     assert main(["-q", "tag", model_path, TEST, "--max-work", "1", "--max-states", "100"]) == 0
+
+
+def test_eval_warns_when_the_model_and_the_file_use_different_schemes(tmp_path, caplog):
+    bioes_train, model = tmp_path / "train.bioes.txt", tmp_path / "bioes.model"
+    assert main(["-q", "convert", TRAIN, "--scheme", "bioes", "-o", str(bioes_train)]) == 0
+    assert main(["-q", "train", str(bioes_train), "--max-iter", "3", "-o", str(model)]) == 0
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        assert main(["-q", "eval", str(model), TEST]) == 0
+    [warning] = caplog.records
+    assert warning.message.startswith(f"{TEST}: the model's labels are BIOES but the file's gold labels are IOB")
+
+
+def test_eval_of_a_composed_model_scores_each_component_by_its_own_measure(tmp_path, capsys, caplog):
+    pos, chunk, joint = (str(tmp_path / name) for name in ("p.model", "c.model", "j.model"))
+    assert main(["-q", "train", TRAIN, "--target", "pos", "--template", "pos", "--max-iter", "2", "-o", pos]) == 0
+    assert main(["-q", "train", TRAIN, "--reads", "pos", "--template", "chunking-reads-pos", "--max-iter", "2",
+                 "-o", chunk]) == 0
+    assert main(["-q", "compose", pos, chunk, "-o", joint]) == 0
+    capsys.readouterr()
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        assert main(["-q", "eval", joint, TEST, "--only-types", "NP"]) == 0
+    assert not caplog.records
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "== pos (joint decoding)" and lines[1].startswith("processed 1985 tokens; accuracy:")
+    chunk_report = lines[lines.index("== chunk (joint decoding)") + 1:]
+    assert "phrases" in chunk_report[0] and chunk_report[2].strip().startswith("NP:") and len(chunk_report) == 4
