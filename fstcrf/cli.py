@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .budget import limits
+from .budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK, limits
 from .errors import FstcrfError, LabelError
 from .files import check_output_path, write_atomically
 
@@ -514,12 +514,12 @@ def _add_quiet(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_budget_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-states", type=POSITIVE, default=None, metavar="N",
-                        help="stop with an error instead of building a state space (a grammar, k-th order "
-                             "or joint states) of more than N states (default: fstcrf's built-in budget)")
-    parser.add_argument("--max-work", type=POSITIVE, default=None, metavar="N",
-                        help="stop with an error instead of starting work of more than about N steps "
-                             "(k-best lists, grammar compilation; default: fstcrf's built-in budget)")
+    parser.add_argument("--max-states", type=POSITIVE, default=DEFAULT_MAX_STATES, metavar="N",
+                        help="stop with an error instead of building a topology, grammar acceptor or grammar "
+                             "product of more than N states (default %(default)s)")
+    parser.add_argument("--max-work", type=POSITIVE, default=DEFAULT_MAX_WORK, metavar="N",
+                        help="stop with an error instead of filling more than about N table cells for k-best "
+                             "lists, sampling or cascaded k-best decoding (default %(default)s)")
 
 
 def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
