@@ -79,8 +79,11 @@ def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None])
     file in the same folder, flushed to disk and renamed over it, keeping an
     existing file's permissions; on any error (Ctrl-C included) the temporary
     file is removed and the old file is left as it was.  Standard output ("-"),
-    a device or a FIFO is written to directly.  An OSError names ``path``."""
+    a device or a FIFO is written to directly.  A path that
+    :func:`check_output_path` refuses raises OutputPathError before anything
+    is written; an OSError while writing names ``path``."""
     name = os.fspath(path)
+    check_output_path(name)
     try:
         if name == STDOUT:
             sys.stdout.flush()

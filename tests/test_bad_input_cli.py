@@ -115,6 +115,15 @@ def test_a_fifo_is_written_to_not_replaced(model_path, tmp_path):
     assert len(received.decode().strip().split("\n\n")) == len(read_conll(TEST))
 
 
+def test_writing_into_a_folder_is_refused_before_a_temporary_file_is_made(tmp_path):
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(OutputPathError, match="is a folder"):
+        write_atomically(tmp_path / "sub", lambda stream: stream.write(b"x"))
+    with pytest.raises(OutputPathError, match="does not exist"):
+        write_atomically(tmp_path / "missing" / "m", lambda stream: stream.write(b"x"))
+    assert os.listdir(tmp_path) == ["sub"] and os.listdir(tmp_path / "sub") == []
+
+
 def test_devices_are_written_in_place_and_regular_files_replaced(tmp_path):
     regular = tmp_path / "file"
     regular.write_text("x")
