@@ -161,7 +161,8 @@ class _Monitor:
                 self._best_score = record["dev_score"]
                 self.kept_weights, self.kept_iteration = theta.copy(), iteration
         self.history.append(record)
-        shown = "".join(f", {name.replace('_', ' ')} {value:,.4g}" for name, value in (extra or {}).items())
+        shown = "".join(f", {name.replace('_', ' ')} " + (f"{value:,}" if isinstance(value, int) else f"{value:.4g}")
+                        for name, value in (extra or {}).items())
         logger.info("%s iteration %d: objective %.6g%s%s, %.2f s%s", self.algorithm, iteration,
                     record["objective"],
                     "" if gradient_norm is None else f", gradient norm {gradient_norm:.4g}", shown,
