@@ -23,6 +23,7 @@ from .encoding import FEATURE_SETS, EncodedSentences, TransitionWeights, build_f
 from .errors import (ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError,
                      TemplateError)
 from .evaluate import ChunkScores, TagScores, score_labels
+from .counterfactual import WEIGHTINGS, FeedbackLog, LoggedObjective, shown_states
 from .feedback import CallableFeedback, simulated_feedback
 from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING,
                        SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
@@ -31,6 +32,7 @@ from .inference import Potentials, blas_single_threaded
 from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
 from .mce import SegmentFScore
 from .modelfile import load_model, save_model
+from .bandit import SampledGradient
 from .objective import Scorer, TrainingSet
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
@@ -77,7 +79,7 @@ def _check_reading_template(template: Template, reads: str, target: str,
 _PARAMS = ("template", "order", "algorithm", "sigma", "max_iter", "features", "min_count",
            "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params", "reads",
            "read_transitions", "mce_c", "mce_iter", "objective", "feedback", "draws", "baseline",
-           "step", "clip", "batch_size", "feedback_flip", "feedback_noise")
+           "step", "clip", "batch_size", "feedback_flip", "feedback_noise", "weighting", "max_ratio")
 
 
 class ChainCRF:
@@ -138,6 +140,9 @@ class ChainCRF:
         feedback_flip, feedback_noise: simulated feedback only: the gain is
             flipped to 1 - g with this probability and perturbed by Gaussian
             noise of this standard deviation (seeded by ``seed``).
+        weighting, max_ratio: :meth:`fit_log` (learning from logged feedback):
+            "self-normalised", "clipped" (importance ratios clipped at
+            ``max_ratio``) or "ips".
 
     The gold column may leave labels unknown, "?", or give the labels a token
     may take, "B-NP|I-NP" (training only): those positions are marginalised.
@@ -161,7 +166,8 @@ class ChainCRF:
                  reads: str | None = None, read_transitions: bool = True, mce_c: float = 1e5,
                  mce_iter: int = 50, objective: str = "expected", feedback="f1", draws: int = 1,
                  baseline: str = "mean", step: str = "adagrad", clip: float = 0.0, batch_size: int = 16,
-                 feedback_flip: float = 0.0, feedback_noise: float = 0.0):
+                 feedback_flip: float = 0.0, feedback_noise: float = 0.0,
+                 weighting: str = "self-normalised", max_ratio: float = 10.0):
         self.template = template
         self.order = order
         self.algorithm = algorithm
@@ -188,6 +194,8 @@ class ChainCRF:
         self.batch_size = batch_size
         self.feedback_flip = feedback_flip
         self.feedback_noise = feedback_noise
+        self.weighting = weighting
+        self.max_ratio = max_ratio
 
     def get_params(self, deep: bool = True) -> dict:
         """The constructor arguments, by name (scikit-learn's protocol: ``clone`` works;
@@ -235,11 +243,31 @@ class ChainCRF:
         if not (self.grammar_params is None or isinstance(self.grammar_params, dict)):
             raise ArgumentTypeError(f"grammar_params must be a dict or None, got "
                                     f"{type(self.grammar_params).__name__}")
+        if self.weighting not in WEIGHTINGS:
+            raise FstcrfError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
+        train.check_positive("max_ratio", self.max_ratio)
         if self.algorithm == "bandit":
             self._bandit_settings().check()
             if self.grammar is not None or self.reads is not None:
                 raise FstcrfError("algorithm 'bandit' does not train under a grammar nor read a lower "
                                   "tagger's labels yet; decode under a grammar instead")
+
+    def _dev_evaluator(self, dev: Corpus | None, target: str, extractor: FeatureExtractor, scorer: Scorer,
+                       lower_labels: Sequence[str] | None):
+        """The dev scoring function of training (None without dev): weights -> scores of
+        the predicted ``target`` column (chunk F1 for chunk labels, else accuracy)."""
+        if dev is None:
+            return None
+        dev = as_corpus(dev, "ChainCRF.fit (dev)")
+        gold = dev.column(target)
+        metric = score_labels(gold, gold).metric
+        logger.info("selecting on dev %s", "chunk F1" if metric == "F1" else "token accuracy")
+        encoded = EncodedSentences.from_corpus(extractor, dev, token_class=self._token_classes(dev, lower_labels))
+
+        def evaluate(weights: np.ndarray) -> ChunkScores | TagScores:
+            return score_labels(gold, split_labels(scorer.topology, scorer.paths(encoded, weights), encoded.offsets))
+
+        return evaluate
 
     def _bandit_settings(self) -> bandit.BanditSettings:
         return bandit.BanditSettings(self.objective, self.draws, self.baseline, self.step, self.learning_rate,
@@ -342,11 +370,8 @@ class ChainCRF:
             feedback = self._bandit_feedback(corpus, target)
         else:
             gold_labels = corpus.column(target)
-        evaluate = dev_gold = None
         if dev is not None:
-            dev_gold = dev.column(target)
-            metric = score_labels(dev_gold, dev_gold).metric      # partial dev labels raise LabelError
-            logger.info("selecting on dev %s", "chunk F1" if metric == "F1" else "token accuracy")
+            score_labels(dev.column(target), dev.column(target))   # partial dev labels raise LabelError now
         if init is not None:
             topology, extractor = init.topology_, init.extractor_
         else:
@@ -378,13 +403,7 @@ class ChainCRF:
         scorer = Scorer(features, topology, int(self.threads), constraint,
                         self._transition_layout(topology.num_edges, lower_labels))
         problem = TrainingSet(scorer, encoded, states, allowed_labels) if feedback is None else None
-        if dev is not None:
-            dev_encoded = EncodedSentences.from_corpus(extractor, dev,
-                                                       token_class=self._token_classes(dev, lower_labels))
-
-            def evaluate(weights: np.ndarray) -> ChunkScores | TagScores:
-                predicted = split_labels(topology, scorer.paths(dev_encoded, weights), dev_encoded.offsets)
-                return score_labels(dev_gold, predicted)
+        evaluate = self._dev_evaluator(dev, target, extractor, scorer, lower_labels)
 
         stopped_by = None
         if self.algorithm == "bandit":
@@ -411,6 +430,14 @@ class ChainCRF:
                                           self.mce_iter, self.tol, evaluate, callback, initial, name="mce-f"))
             result = stages[-1]
             result.history = [record for stage in stages for record in stage.history]
+        self._set_fitted(topology, constraint, lower_labels, extractor, features, target,
+                         tuple(corpus.column_names), result)
+        if stopped_by is not None:
+            raise stopped_by
+        return self
+
+    def _set_fitted(self, topology, constraint, lower_labels, extractor, features, target: str,
+                    columns: tuple[str, ...], result: train.TrainingResult) -> None:
         self.labels_ = topology.labels
         self.topology_ = topology
         self.constraint_ = constraint
@@ -418,14 +445,51 @@ class ChainCRF:
         self.extractor_ = extractor
         self.features_ = features
         self.target_ = target
-        self.columns_ = tuple(corpus.column_names)
+        self.columns_ = columns
         self.weights_ = result.weights
         self.n_iter_ = result.n_iter
         self.best_iteration_ = result.best_iteration
         self.interrupted_ = result.interrupted
         self.history_ = result.history
-        if stopped_by is not None:
-            raise stopped_by
+
+    @blas_single_threaded()
+    def fit_log(self, log: FeedbackLog, target: str = "chunk", dev: Corpus | Sequence[Sentence] | None = None,
+                callback: train.Callback | None = None, init: ChainCRF | None = None) -> ChainCRF:
+        """Learn offline from logged bandit feedback (see :mod:`fstcrf.counterfactual`):
+        L-BFGS on the importance-weighted reward of ``log`` (``weighting``,
+        ``max_ratio``) with the Gaussian prior ``sigma``, for ``max_iter``
+        iterations.  ``init`` (typically the logging model) gives the template,
+        labels, feature dictionary and starting weights; without it the labels
+        are those shown in the log and the features the complete set.  The
+        predicted column is named ``target``; with ``dev`` the iteration with
+        the best dev score is kept."""
+        self._check_params()
+        if not isinstance(log, FeedbackLog):
+            raise ArgumentTypeError(f"fit_log expects a FeedbackLog (read_feedback_log(path)), got "
+                                    f"{type(log).__name__}")
+        if self.grammar is not None or self.reads is not None:
+            raise FstcrfError("learning from a log does not train under a grammar nor read a lower "
+                              "tagger's labels yet")
+        columns = log.sentences[0].column_names
+        if init is not None:
+            init._check_fitted()
+            if init.reads is not None or init.constraint_ is not None:
+                raise FstcrfError("init must be a model without a training grammar or a lower tagger")
+            topology, extractor, features = init.topology_, init.extractor_, init.features_
+        else:
+            topology = chain_topology(self.order, gold_label_set(log.labels))
+            extractor = FeatureExtractor(_resolve_template(self.template), self.min_count)
+        encoded = EncodedSentences.from_corpus(extractor, log.sentences, fit=init is None)
+        if init is None:
+            features = build_features(encoded, None, None, topology, self.order, self.features or "complete",
+                                      extractor.vocabulary_.get(BIAS))
+        scorer = Scorer(features, topology, int(self.threads))
+        problem = LoggedObjective(SampledGradient(scorer, encoded), shown_states(topology, log, encoded.offsets),
+                                  log.rewards, log.probabilities, self.weighting, self.max_ratio)
+        evaluate = self._dev_evaluator(dev, target, extractor, scorer, None)
+        result = train.lbfgs(problem, self.sigma, self.max_iter, self.tol, evaluate, callback,
+                             None if init is None else init.weights_, name=f"log-{self.weighting}")
+        self._set_fitted(topology, None, None, extractor, features, target, columns + (target,), result)
         return self
 
     # -- prediction ----------------------------------------------------------
