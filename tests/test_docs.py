@@ -97,14 +97,14 @@ def test_readme_python_runs(tmp_path, monkeypatch):
 @pytest.fixture
 def tutorial_folder(tmp_path, monkeypatch, data_file):
     """A folder with the files the tutorial's Python reads, cut from CoNLL-2000
-    ($FSTCRF_DATA) to keep the run short: train.txt (its first 150 sentences),
-    test.txt (the first 50 of test.txt) and partially_labelled.txt (train.txt
+    ($FSTCRF_DATA) to keep the run short: train.txt (its first 100 sentences),
+    test.txt (the first 40 of test.txt) and partially_labelled.txt (train.txt
     with a third of the chunk labels hidden)."""
     from fstcrf.bench import hide_labels
     from fstcrf.conll import read_conll, write_conll
-    train = read_conll(data_file("conll2000/train.txt"))[:150]
+    train = read_conll(data_file("conll2000/train.txt"))[:100]
     write_conll(train, tmp_path / "train.txt")
-    write_conll(read_conll(data_file("conll2000/test.txt"))[:50], tmp_path / "test.txt")
+    write_conll(read_conll(data_file("conll2000/test.txt"))[:40], tmp_path / "test.txt")
     write_conll(hide_labels(train, "chunk", 1 / 3), tmp_path / "partially_labelled.txt")
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -113,7 +113,7 @@ def tutorial_folder(tmp_path, monkeypatch, data_file):
 @pytest.mark.slow
 def test_tutorial_python_runs(tutorial_folder):
     """The tutorial's code as written (100 L-BFGS iterations, second order),
-    on a 150-sentence cut of CoNLL-2000 instead of the full corpus."""
+    on a 100-sentence cut of CoNLL-2000 instead of the full corpus."""
     namespace = run_blocks(ROOT / "docs" / "tutorial.md")
     assert (tutorial_folder / "chunker.model").is_file()
     assert len(namespace["chunks"]) == len(namespace["test"])
