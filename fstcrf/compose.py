@@ -32,6 +32,7 @@ from typing import Sequence
 import numpy as np
 import pynini
 
+from .budget import check_cascade
 from .conll import Corpus, Sentence, as_corpus, as_sentences
 from .errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError
 from .inference import (KBest, Potentials, Viterbi, blas_single_threaded, kbest, lengths_to_offsets,
@@ -136,6 +137,10 @@ class JointModel:
         cells_per_token = self.space.num_states if mode == "joint" else \
             max(model.topology_.num_states for model in self.components) * (int(k) if mode == "kbest" else 1)
         blocks = _blocks(sentences, max(1, BLOCK_CELLS // cells_per_token))
+        if mode != "joint":         # each block's cascade, before any is decoded
+            check_cascade(int(k) if mode == "kbest" else 1,
+                          max(sum(len(s) for s in sentences[first:last]) for first, last in blocks),
+                          [model.topology_.num_states for model in self.components])
         per_block = run_parallel(lambda plan: [decode(sentences[first:last]) for first, last in plan],
                                  _spread(blocks, self.threads))
         for plan in per_block:

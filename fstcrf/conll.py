@@ -333,8 +333,10 @@ def write_conll(corpus_or_sentences: Corpus | Sequence[Sentence],
     every sentence and every ``-DOCSTART-`` line (the CoNLL-2003 layout); a
     ``-DOCSTART-`` line gets an ``O`` field per extra column, so that conlleval
     sees the same field count on every line.  ``separator`` defaults to the
-    corpus's, else a space.  A path is replaced atomically; an open text file
-    is written to as it is.
+    corpus's, else a space.  A path is replaced atomically (see
+    :func:`fstcrf.files.write_atomically`: "-" is standard output, a symlink's
+    target is replaced, a device or FIFO is written in place); an open text
+    file is written to as it is.
     """
     if isinstance(corpus_or_sentences, Corpus):
         sentences = corpus_or_sentences.sentences

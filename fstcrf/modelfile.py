@@ -29,7 +29,7 @@ import numpy as np
 import pynini
 
 from .encoding import FactoredFeatures
-from .errors import FstcrfError, ModelFileError
+from .errors import BudgetError, FstcrfError, ModelFileError
 from .features import FeatureExtractor, Template
 from .files import write_atomically
 from .grammar import Grammar, constrain
@@ -194,6 +194,8 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
         if "constraint" in arrays:
             constraint = pynini.Fst.read_from_string(arrays["constraint"].tobytes())
             constrain(topology, constraint)
+    except BudgetError:
+        raise                           # the file may be fine: the user's budget is too small for it
     except (FstcrfError, pynini.FstIOError) as error:
         raise ModelFileError(f"{where}: the model file is inconsistent: {error}") from None
     if (topology.name, topology.num_states, topology.num_edges) != \

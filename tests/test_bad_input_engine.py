@@ -256,3 +256,4 @@ def test_clamped_potentials_still_run(pot):
 def test_symbol_table_of_grammar_result_survives(pot):
     fst = compile_grammar(parse_grammar("start = (a | b)+ ;"), ["a", "b", "c"])
     assert fst.input_symbols().find(1) == symbol_table(["a", "b", "c"]).find(1)
+

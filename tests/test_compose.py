@@ -362,3 +362,11 @@ def test_command_line_compatibility_and_scales(tmp_path, pos_model, chunk_model,
     assert not any(row[-2] == "DT" and row[-1] == "O" for row in rows)
     for bad in (["--compat", "0=x.fst"], ["--compat", f"1={tmp_path / 'missing.fst'}"], ["--scales", "1,a"]):
         assert cli.main(["-q", "compose", pos_path, chunk_path, *bad, "-o", joint_path]) == 2
+
+
+def test_a_cascade_with_a_huge_k_is_refused_before_decoding(joint, test_corpus):
+    from fstcrf.errors import BudgetError
+    sentence = [Sentence({name: values[:1] for name, values in test_corpus.sentences[0].columns.items()})]
+    with pytest.raises(BudgetError, match="--max-work"):
+        joint.predict(sentence, mode="kbest", k=100000)
+    assert len(joint.predict(sentence, mode="kbest", k=3)[0][0]) == 1
