@@ -123,31 +123,16 @@ class SampledGradient:
             lo, hi = first + pieces[piece][0], first + pieces[piece][1]
             pot = self.potentials(theta, lo, hi, sign)
             paths = sample(pot, count, (seed + piece) % 2 ** 64)
-            return paths, self.log_probabilities(pot, paths, lo, hi) if with_log_probabilities else None
+            return paths, self.log_probabilities(pot, paths) if with_log_probabilities else None
 
         parts = self._map(work, range(len(pieces)))
         paths = np.concatenate([part[0] for part in parts], axis=1)
         return paths, np.concatenate([part[1] for part in parts], axis=1) if with_log_probabilities else None
 
-    def log_probabilities(self, pot, paths: np.ndarray, first: int, last: int) -> np.ndarray:
-        """float [K, B]: log p(path | x) of state paths [K, n] under potentials ``pot``
-        of sentences first .. last-1."""
-        offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
-        log_z = log_partition(pot)
-        transitions = np.atleast_2d(pot.transitions)
-        classes = (np.zeros(pot.num_tokens, dtype=np.int64) if pot.token_class is None
-                   else pot.token_class.astype(np.int64))
-        inside = np.ones(pot.num_tokens, dtype=bool)
-        inside[offsets[:-1]] = False
-        result = np.empty((len(paths), last - first))
-        for k, path in enumerate(paths):
-            tokens = pot.emissions[np.arange(pot.num_tokens), path]
-            edges = _path_edges(self._edge_table, path, offsets)
-            tokens[inside] += transitions[classes[inside], edges]
-            tokens[offsets[:-1]] += pot.start[path[offsets[:-1]]]
-            tokens[offsets[1:] - 1] += pot.final[path[offsets[1:] - 1]]
-            result[k] = np.add.reduceat(tokens, offsets[:-1]) - log_z
-        return result
+    @staticmethod
+    def log_probabilities(pot, paths: np.ndarray) -> np.ndarray:
+        """float [K, B]: log p(path | x) of state paths [K, n] under potentials ``pot``."""
+        return pot.path_scores(paths) - log_partition(pot)
 
     def _map(self, work, items) -> list:
         """[work(item) for item in items], on the threads of a pool kept for this object."""

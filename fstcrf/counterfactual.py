@@ -159,7 +159,7 @@ class LoggedObjective:
         for first, last in self._blocks:
             pot = self.gradient.potentials(theta, first, last)
             path = self.states[encoded.token_rows(first, last)][None]
-            parts.append(self.gradient.log_probabilities(pot, path, first, last)[0])
+            parts.append(self.gradient.log_probabilities(pot, path)[0])
         return np.concatenate(parts) - self.log_propensities
 
     def reward_and_coefficients(self, theta: np.ndarray) -> tuple[float, np.ndarray]:

@@ -226,6 +226,28 @@ class Potentials(SentenceBatch):
             result[b] = total + self.final[path[-1]]
         return result
 
+    def path_scores(self, paths) -> np.ndarray:
+        """float [K, B]: the scores of K state paths int [K, N] (vectorised; -inf where a
+        path takes a transition, start or end the topology forbids)."""
+        paths = np.atleast_2d(paths)
+        for path in paths:
+            check_state_path(path, self)
+        firsts, lasts = self.offsets[:-1], self.offsets[1:] - 1
+        inside = np.ones(self.num_tokens, dtype=bool)
+        inside[firsts] = False
+        rows = np.flatnonzero(inside)
+        transitions = self.transitions_into(rows)                            # [N - B, E]
+        table = self.topology.edge_ids
+        result = np.empty((len(paths), self.num_sequences))
+        for k, path in enumerate(paths):
+            tokens = self.emissions[np.arange(self.num_tokens), path]
+            edges = table[path[rows - 1], path[rows]]
+            tokens[rows] += np.where(edges >= 0, transitions[np.arange(len(rows)), edges], -np.inf)
+            tokens[firsts] += self.start[path[firsts]]
+            tokens[lasts] += self.final[path[lasts]]
+            result[k] = np.add.reduceat(tokens, firsts)
+        return result
+
 
 # -- kernel plumbing ---------------------------------------------------------
 

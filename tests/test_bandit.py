@@ -255,3 +255,20 @@ def test_bandit_options_are_checked():
                              (dict(step="rmsprop"), "step"), (dict(feedback="bleu"), "feedback metric")]:
         with pytest.raises(FstcrfError, match=message):
             ChainCRF(CHUNK_TEMPLATE, **{**BANDIT, **options}).fit(corpus)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1))
+def test_vectorised_path_scores_equal_the_reference_scores(seed):
+    from fstcrf import Potentials, topology
+    rng = np.random.default_rng(seed)
+    topo = topology.iob2(["NP", "VP"])
+    lengths = rng.integers(1, 6, size=3)
+    pot = Potentials(topo, rng.normal(size=(int(lengths.sum()), topo.num_states)), lengths,
+                     rng.normal(size=topo.num_edges))
+    paths = rng.integers(0, topo.num_states, size=(4, pot.num_tokens))     # some forbidden
+    expected = np.array([pot.score(path) for path in paths])                 # [K, B]
+    scores = pot.path_scores(paths)
+    finite = np.isfinite(expected)
+    assert np.array_equal(np.isfinite(scores), finite) and np.all(np.isneginf(scores[~finite]))
+    assert np.allclose(scores[finite], expected[finite])
