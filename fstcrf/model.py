@@ -27,8 +27,8 @@ from .counterfactual import WEIGHTINGS, FeedbackLog, LoggedObjective, shown_stat
 from .feedback import CallableFeedback, simulated_feedback
 from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING,
                        SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
-from .grammar import Grammar, compile_grammar, load_grammar
-from .inference import Potentials, blas_single_threaded
+from .grammar import Grammar, compile_grammar, load_grammar, restrict_to
+from .inference import Potentials, blas_single_threaded, log_partition, sample
 from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
 from .mce import SegmentFScore
 from .modelfile import load_model, save_model
@@ -545,6 +545,29 @@ class ChainCRF:
         self._check_fitted()
         encoded = self._encode(as_sentences(corpus, "ChainCRF.potentials"))
         return self._scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences)
+
+    @blas_single_threaded()
+    def sample(self, corpus: Corpus | Sequence[Sentence], num_samples: int = 1, seed: int = 0
+               ) -> tuple[list[list[list[str]]], np.ndarray]:
+        """(labels [K][B][T]: K label sequences per sentence drawn exactly from p(y | x),
+        float [K, B] their log-probabilities); reproducible for a seed.  Models with
+        a training grammar sample among the sequences it accepts."""
+        self._check_fitted()
+        sentences = as_sentences(corpus, "ChainCRF.sample")
+        if not sentences:
+            return [[] for _ in range(int(num_samples))], np.zeros((int(num_samples), 0))
+        encoded = self._encode(sentences)
+        scorer = self._scorer()
+        pot = scorer.potentials(encoded, self.weights_, 0, encoded.num_sequences)
+        if scorer.constrained is not None:
+            restriction = restrict_to(pot, scorer.constrained)
+            paths = sample(restriction.potentials, num_samples, seed, int(self.threads))
+            log_p = restriction.potentials.path_scores(paths) - log_partition(restriction.potentials)
+            paths = restriction.state_map[paths]
+        else:
+            paths = sample(pot, num_samples, seed, int(self.threads))
+            log_p = pot.path_scores(paths) - log_partition(pot, int(self.threads))
+        return [split_labels(self.topology_, path, encoded.offsets) for path in paths], log_p
 
     def reading_emissions(self, sentences: Sequence[Sentence], lower_labels: Sequence[str]) -> np.ndarray:
         """float [N, K, S]: the emission scores of every state at every token when the

@@ -98,3 +98,25 @@ def test_learning_from_a_log_improves_on_the_logging_model():
     learnt = ChainCRF(TEMPLATE, max_iter=30, sigma=3.0).fit_log(log, init=logging_model)
     assert learnt.score(test).f1 > before + 5
     assert learnt.history_[0]["algorithm"] == "log-self-normalised"
+
+
+def test_model_samples_follow_the_model_distribution():
+    import itertools
+    from scipy.stats import chisquare
+    corpus = chunk_corpus(5, 30)
+    model = ChainCRF(TEMPLATE, max_iter=2).fit(corpus)
+    sentence = Sentence({name: values[:3] for name, values in corpus.sentences[0].columns.items()})
+    pot = model.potentials([sentence])
+    paths = np.array(list(itertools.product(range(model.topology_.num_states), repeat=3)))
+    scores = np.array([pot.score(path)[0] for path in paths])
+    exact = np.exp(scores - np.logaddexp.reduce(scores))                 # by enumeration
+    draws = 20000
+    labels, log_p = model.sample([sentence], draws, seed=3)
+    index = {tuple(model.labels_[model.topology_.state_label[s]] for s in path): i for i, path in enumerate(paths)}
+    drawn = np.array([index[tuple(draw[0])] for draw in labels])
+    assert np.allclose(np.exp(log_p[:, 0]), exact[drawn])                # the reported probabilities
+    counts = np.bincount(drawn, minlength=len(paths))
+    big = exact * draws >= 5                                             # chi-square cells, the rest lumped
+    observed = np.append(counts[big], counts[~big].sum())
+    expected = np.append(exact[big], exact[~big].sum()) * draws
+    assert chisquare(observed, expected).pvalue > 1e-3
