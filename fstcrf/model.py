@@ -108,7 +108,8 @@ class ChainCRF:
             online algorithms update one sentence at a time, in one thread).
         tol: L-BFGS stops when an iteration lowers the objective by less than
             this fraction of it.
-        learning_rate: the initial SGD step size; the bandit step size.
+        learning_rate: the initial SGD step size (None: 0.1); the bandit step
+            size (None: :data:`fstcrf.bandit.DEFAULT_LEARNING_RATE`).
         seed: the shuffling seed of the online algorithms (bandit: also of
             the draws and the simulated feedback's noise).
         grammar: train and decode under a grammar (a shipped grammar name such
@@ -161,11 +162,11 @@ class ChainCRF:
     def __init__(self, template: Template | str = "sha-pereira", order: int = 1,
                  algorithm: str = "lbfgs", sigma: float = 10.0, max_iter: int = 100,
                  features: str | None = None, min_count: int = 1, threads: int = 2,
-                 tol: float = 1e-7, learning_rate: float = 0.1, seed: int = 0,
+                 tol: float = 1e-7, learning_rate: float | None = None, seed: int = 0,
                  grammar: str | None = None, grammar_params: dict | None = None,
                  reads: str | None = None, read_transitions: bool = True, mce_c: float = 1e5,
                  mce_iter: int = 50, objective: str = "expected", feedback="f1", draws: int = 1,
-                 baseline: str = "mean", step: str = "adagrad", clip: float = 0.0, batch_size: int = 16,
+                 baseline: str = "mean", step: str = "adam", clip: float = 0.0, batch_size: int = 16,
                  feedback_flip: float = 0.0, feedback_noise: float = 0.0,
                  weighting: str = "self-normalised", max_ratio: float = 10.0):
         self.template = template
@@ -231,7 +232,8 @@ class ChainCRF:
         train.check_positive("max_iter", self.max_iter, integer=True)
         train.check_positive("min_count", self.min_count, integer=True)
         train.check_positive("tol", self.tol)
-        train.check_positive("learning_rate", self.learning_rate)
+        if self.learning_rate is not None:
+            train.check_positive("learning_rate", self.learning_rate)
         # mce_c is the F-score stage's prior variance: sigma = sqrt(mce_c)
         train.check_positive("mce_c", self.mce_c, bounds=tuple(x ** 2 for x in train.SIGMA_RANGE),
                              infinite=True)
@@ -270,7 +272,8 @@ class ChainCRF:
         return evaluate
 
     def _bandit_settings(self) -> bandit.BanditSettings:
-        return bandit.BanditSettings(self.objective, self.draws, self.baseline, self.step, self.learning_rate,
+        rate = bandit.DEFAULT_LEARNING_RATE if self.learning_rate is None else self.learning_rate
+        return bandit.BanditSettings(self.objective, self.draws, self.baseline, self.step, rate,
                                      self.clip, self.batch_size, self.max_iter, self.seed)
 
     def _bandit_feedback(self, corpus: Corpus, target: str):
@@ -416,7 +419,8 @@ class ChainCRF:
         elif self.algorithm == "perceptron":
             result = train.averaged_perceptron(problem, self.max_iter, self.seed, evaluate, callback)
         elif self.algorithm == "sgd":
-            result = train.sgd(problem, self.sigma, self.max_iter, self.learning_rate, self.seed,
+            result = train.sgd(problem, self.sigma, self.max_iter,
+                               train.SGD_LEARNING_RATE if self.learning_rate is None else self.learning_rate, self.seed,
                                evaluate, callback)
         else:
             initial = None if init is None else init.weights_

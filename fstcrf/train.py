@@ -62,6 +62,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: The initial SGD step size when none is given.
+SGD_LEARNING_RATE = 0.1
 #: Correction pairs L-BFGS keeps (Sha & Pereira found 3 to 10 work well).
 LBFGS_MEMORY = 10
 
@@ -362,7 +364,7 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
     return monitor.result(averaged())
 
 
-def sgd(problem: Problem, sigma: float = 10.0, max_iter: int = 10, learning_rate: float = 0.1,
+def sgd(problem: Problem, sigma: float = 10.0, max_iter: int = 10, learning_rate: float = SGD_LEARNING_RATE,
         seed: int = 0, evaluate: Evaluate | None = None,
         callback: Callback | None = None) -> TrainingResult:
     """Stochastic gradient descent on the penalised log-likelihood, one sentence per step.

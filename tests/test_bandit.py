@@ -204,7 +204,8 @@ from fstcrf.errors import FeedbackError, FstcrfError  # noqa: E402
 from fstcrf.model import ChainCRF  # noqa: E402
 from test_model import TEMPLATE as CHUNK_TEMPLATE, chunk_corpus  # noqa: E402
 
-BANDIT = dict(algorithm="bandit", max_iter=10, learning_rate=0.1, batch_size=8, draws=4, baseline="loo")
+BANDIT = dict(algorithm="bandit", max_iter=10, learning_rate=0.1, batch_size=8, draws=4, baseline="loo",
+              step="adagrad")
 
 
 def test_chaincrf_learns_from_bandit_feedback_alone():
