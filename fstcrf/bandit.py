@@ -54,6 +54,7 @@ import numpy as np
 import scipy.sparse
 
 from . import train
+from .bandit_settings import BanditSettings
 from .encoding import EncodedSentences, buffer_pointer
 from .errors import FeedbackError, FstcrfError
 from .inference import SentenceBatch, log_partition, sample, thread_chunks
@@ -61,13 +62,6 @@ from .objective import GROUP_TOKENS, Scorer, _GradientBlock, _GradientDriver, _p
 
 logger = logging.getLogger(__name__)
 
-OBJECTIVES = ("expected", "pairwise", "pairwise-independent", "cross-entropy")
-BASELINES = ("none", "mean", "loo")
-STEPS = ("constant", "adagrad", "adam")
-
-#: The defaults of the bandit options, chosen on a dev split of CoNLL-2000 NP chunking
-#: (docs/bandit.md): Adam at this rate, one draw per sentence, a running-mean baseline.
-DEFAULT_LEARNING_RATE = 0.003
 _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8
 #: Pieces each minibatch's gradient is split into (run on up to that many threads).
@@ -264,40 +258,6 @@ class _Steps:
             squares = self.squares[at] = beta2 * self.squares[at] + (1.0 - beta2) * g * g
             corrected = self.rate * math.sqrt(1.0 - beta2 ** self.count) / (1.0 - beta1 ** self.count)
             theta[at] += corrected * moments / (np.sqrt(squares) + _EPSILON)
-
-
-@dataclass
-class BanditSettings:
-    """The options of :func:`learn` (see the module doc)."""
-
-    objective: str = "expected"
-    draws: int = 1
-    baseline: str = "mean"
-    step: str = "adam"
-    learning_rate: float = DEFAULT_LEARNING_RATE
-    clip: float = 0.0
-    batch_size: int = 16
-    max_iter: int = 10
-    seed: int = 0
-
-    def check(self) -> None:
-        for name, value, choices in (("objective", self.objective, OBJECTIVES),
-                                     ("baseline", self.baseline, BASELINES), ("step", self.step, STEPS)):
-            if value not in choices:
-                raise FstcrfError(f"bandit {name} must be one of {', '.join(choices)}, got {value!r}")
-        train.check_positive("draws", self.draws, integer=True)
-        train.check_positive("learning_rate", self.learning_rate)
-        train.check_positive("batch_size", self.batch_size, integer=True)
-        train.check_positive("max_iter", self.max_iter, integer=True)
-        if isinstance(self.clip, bool) or not isinstance(self.clip, (int, float)) or not 0.0 <= self.clip < 1.0:
-            raise FstcrfError(f"bandit clip is a probability floor in [0, 1), got {self.clip!r}")
-        if self.baseline == "loo" and self.draws < 2:
-            raise FstcrfError("baseline 'loo' (leave-one-out) needs draws >= 2")
-        if self.objective == "pairwise-independent" and self.baseline != "none":
-            raise FstcrfError("objective 'pairwise-independent' is centred by construction; use "
-                              "baseline 'none'")
-        if not isinstance(self.seed, (int, np.integer)) or isinstance(self.seed, bool) or self.seed < 0:
-            raise FstcrfError(f"seed must be a non-negative integer, got {self.seed!r}")
 
 
 @dataclass

@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from .bandit_settings import BASELINES, DEFAULT_LEARNING_RATE, OBJECTIVES, STEPS, WEIGHTINGS
 from .budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK, limits
-from .errors import FstcrfError, LabelError
+from .train import SGD_LEARNING_RATE
+from .errors import FeedbackError, FstcrfError, LabelError
 from .files import check_output_path, write_atomically
 
 LOG = logging.getLogger("fstcrf")
@@ -90,7 +92,10 @@ def _model_from_args(args: argparse.Namespace):
                     max_iter=args.max_iter, features=args.features, min_count=args.min_count,
                     threads=args.threads, grammar=args.grammar, grammar_params=_grammar_params(args),
                     reads=args.reads, read_transitions=not args.no_read_transitions, mce_c=args.mce_c,
-                    mce_iter=args.mce_iter)
+                    mce_iter=args.mce_iter, learning_rate=args.learning_rate, seed=args.seed,
+                    objective=args.objective, feedback=args.feedback, draws=args.draws, baseline=args.baseline,
+                    step=args.step, clip=args.clip, batch_size=args.batch_size, feedback_flip=args.feedback_flip,
+                    feedback_noise=args.feedback_noise, weighting=args.weighting, max_ratio=args.max_ratio)
 
 
 def _jackknife(args: argparse.Namespace) -> int:
@@ -109,6 +114,11 @@ def _jackknife(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     keep = _only_types(args)
     _warn_define_without_grammar(args)
+    if (args.train is None) == (args.log is None):
+        raise FstcrfError("give a training file TRAIN, or a feedback log with --algorithm bandit --log FILE "
+                          "(not both)")
+    if args.log is not None:
+        return _train_from_log(args)
     train = _read(args.train, args.columns)
     if keep and args.target in train.column_names:
         _check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
@@ -123,13 +133,44 @@ def _train(args: argparse.Namespace) -> int:
     LOG.info("training a %s order-%d CRF on %s (%d sentences, %d tokens)%s%s", args.algorithm, args.order,
              args.train, len(train), train.num_tokens, f", selecting on {args.dev}" if dev else "",
              f", starting from {args.init}" if init else "")
-    model.fit(train, target=args.target, dev=dev, init=init)
+    try:
+        model.fit(train, target=args.target, dev=dev, init=init)
+    except FeedbackError:
+        if hasattr(model, "weights_"):      # keep what bandit learning learnt before the feedback failed
+            model.save(args.output)
+            LOG.warning("kept the weights of epoch %d of %d in %s", model.best_iteration_, model.n_iter_,
+                        args.output)
+        raise
+    _save_trained(model, args)
+    return 0
+
+
+def _train_from_log(args: argparse.Namespace) -> int:
+    """train --algorithm bandit --log FILE: learn offline from logged feedback."""
+    from .counterfactual import read_feedback_log
+    if args.algorithm != "bandit":
+        raise FstcrfError("--log needs --algorithm bandit")
+    log = read_feedback_log(args.log)
+    dev = _read(args.dev, args.columns) if args.dev else None
+    init = None
+    if args.init:
+        from .model import load_model
+        init = load_model(args.init)
+        args.order = init.order
+    model = _model_from_args(args)
+    LOG.info("learning from %d logged outputs of %s (%s weighting, mean reward %.4f)%s", len(log.labels),
+             args.log, args.weighting, float(log.rewards.mean()), f", starting from {args.init}" if init else "")
+    model.fit_log(log, target=args.target, dev=dev, init=init)
+    _save_trained(model, args)
+    return 0
+
+
+def _save_trained(model, args: argparse.Namespace) -> None:
     model.save(args.output)
     report = LOG.warning if model.interrupted_ else LOG.info
     report("%s the weights of iteration %d of %d; %d features; model written to %s",
            "interrupted; kept" if model.interrupted_ else "kept", model.best_iteration_, model.n_iter_,
            len(model.weights_), args.output)
-    return 0
 
 
 def _warn_define_without_grammar(args: argparse.Namespace) -> None:
@@ -246,11 +287,50 @@ def _tag(args: argparse.Namespace) -> int:
     model = load_any(args.model)
     _warn_ignored_decoding_options(args, composed=isinstance(model, JointModel))
     corpus = _read_for(model, args.input)
+    if args.sample or args.with_probability:
+        return _tag_samples(model, corpus, args)
     if isinstance(model, JointModel):
         extra = _joint_predict_with_progress(model, corpus, args)
     else:
         extra = [_predict_with_progress(model, corpus, args)]
     write_conll(corpus, args.output, extra_columns=extra)
+    return 0
+
+
+def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
+    """tag --sample N [--with-probability]: N exact draws per sentence, as N label columns,
+    or with their probabilities as a feedback log (JSON lines, rewards left null)."""
+    import io
+    from .compose import JointModel
+    from .conll import write_conll
+    from .counterfactual import write_feedback_records
+    if isinstance(model, JointModel):
+        raise FstcrfError("--sample applies to single models; a composed model draws with "
+                          "fstcrf.joint.joint_sample in Python")
+    if args.grammar:
+        raise FstcrfError("--sample draws from the model's own distribution (under its training grammar, "
+                          "if any); --grammar is not applied to samples")
+    count = args.sample or 1
+    if args.threads is not None:
+        model.threads = args.threads
+    labels, log_p = model.sample(corpus, count, args.seed)             # [K][B][T], [K, B]
+    if not args.with_probability:
+        write_conll(corpus, args.output, extra_columns=labels)
+        return 0
+    inputs = [name for name in model.columns_ if name != model.target_ and name in corpus.column_names]
+
+    def write(stream) -> None:
+        text = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
+        for b, sentence in enumerate(corpus.sentences):
+            write_feedback_records(text, sentence, inputs, [draw[b] for draw in labels],
+                                   [math.exp(value) for value in log_p[:, b]])
+        text.flush()
+        text.detach()
+
+    write_atomically(args.output, write)
+    LOG.info("wrote %d sampled outputs with their probabilities to %s; fill in each record's reward "
+             "(0 to 1) and train with fstcrf train --algorithm bandit --log", count * len(corpus),
+             "standard output" if args.output == "-" else args.output)
     return 0
 
 
@@ -530,15 +610,16 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--order", type=int, choices=[1, 2], default=1,
                         help="1: one state per label; 2: one state per pair of tags, Sha & Pereira's "
                              "second-order chunker (default %(default)s)")
-    parser.add_argument("--algorithm", choices=["lbfgs", "perceptron", "sgd", "mce-f"], default="lbfgs",
+    parser.add_argument("--algorithm", choices=["lbfgs", "perceptron", "sgd", "mce-f", "bandit"], default="lbfgs",
                         help="lbfgs: penalised log-likelihood; perceptron: averaged perceptron; sgd: "
                              "stochastic gradient; mce-f: L-BFGS on the log-likelihood, then on the smoothed "
-                             "chunk F-score (Suzuki et al. 2006) (default %(default)s)")
+                             "chunk F-score (Suzuki et al. 2006); bandit: from sampled outputs scored by "
+                             "feedback, never the gold labels (see the bandit options) (default %(default)s)")
     parser.add_argument("--sigma", type=_real_number(1e-4, 1e6), default=10.0,
                         help="standard deviation of the Gaussian prior on every weight; smaller values "
                              "regularise more (default %(default)s)")
-    parser.add_argument("--max-iter", type=POSITIVE, default=100,
-                        help="L-BFGS iterations or online epochs (default %(default)s)")
+    parser.add_argument("--max-iter", "--epochs", type=POSITIVE, default=100, dest="max_iter",
+                        help="L-BFGS iterations or online (and bandit) epochs (default %(default)s)")
     parser.add_argument("--mce-c", type=_real_number(1e-6, 1e12), default=1e5,
                         help="mce-f: C of the F-score stage's prior ||w||^2 / (2C) (default %(default)g)")
     parser.add_argument("--mce-iter", type=POSITIVE, default=50,
@@ -546,11 +627,11 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--template", default="sha-pereira",
                         help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos "
                              "or a template file (default %(default)s)")
-    parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default="supported",
+    parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default=None,
                         help="which (predicate, output) pairs get a weight: supported: those seen in the gold "
                              "training labels; complete: every pair (refused when too many); complete-tags: "
                              "order 2 only, every (predicate, tag) pair plus the supported (predicate, tag "
-                             "pair) ones (default %(default)s)")
+                             "pair) ones (default: supported; complete for --algorithm bandit)")
     parser.add_argument("--min-count", type=POSITIVE, default=1,
                         help="drop predicates true at fewer training tokens (default %(default)s)")
     parser.add_argument("--threads", type=POSITIVE, default=2,
@@ -568,7 +649,52 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-read-transitions", action="store_true",
                         help="with --reads: transition weights that do not depend on the lower label "
                              "(default: each edge has a base weight and a deviation per lower label)")
+    parser.add_argument("--learning-rate", type=_real_number(0.0, 1e6, closed=False), default=None,
+                        help=f"step size of sgd (default {SGD_LEARNING_RATE}) and of bandit learning (default "
+                             f"{DEFAULT_LEARNING_RATE})")
+    parser.add_argument("--seed", type=_whole_number(0), default=0,
+                        help="seed of the online algorithms' shuffling, of bandit draws and of simulated "
+                             "feedback noise (default %(default)s)")
+    _add_bandit_arguments(parser)
     _add_budget_arguments(parser)
+
+
+def _add_bandit_arguments(parser: argparse.ArgumentParser) -> None:
+    bandit = parser.add_argument_group("bandit learning (--algorithm bandit)")
+    bandit.add_argument("--objective", choices=list(OBJECTIVES), default="expected",
+                        help="expected: the expected gain of a draw; pairwise: which of a draw from the model "
+                             "and one from the model with negated weights is better; pairwise-independent: "
+                             "the same for two independent draws; cross-entropy: gain / probability "
+                             "(default %(default)s)")
+    bandit.add_argument("--feedback", choices=["f1", "accuracy"], default="f1",
+                        help="the simulated user's gain for a draw: its chunk F1 against the target column "
+                             "(1 when neither has a chunk), or its token accuracy (default %(default)s)")
+    bandit.add_argument("--draws", type=POSITIVE, default=1, help="draws per sentence and update (default "
+                                                                 "%(default)s)")
+    bandit.add_argument("--baseline", choices=list(BASELINES), default="mean",
+                        help="subtracted from each gain: none, the running mean of earlier gains, or "
+                             "the mean of the sentence's other draws (loo, needs --draws 2 or more) "
+                             "(default %(default)s)")
+    bandit.add_argument("--step", choices=list(STEPS), default="adam",
+                        help="step rule: constant, AdaGrad or Adam (default %(default)s)")
+    bandit.add_argument("--clip", type=_real_number(0.0, 1.0), default=0.0,
+                        help="cross-entropy: probabilities below this are raised to it (default %(default)s)")
+    bandit.add_argument("--batch-size", type=POSITIVE, default=16,
+                        help="sentences per update (default %(default)s)")
+    bandit.add_argument("--feedback-flip", type=_real_number(0.0, 1.0), default=0.0,
+                        help="simulated noise: each gain g becomes 1 - g with this probability (default "
+                             "%(default)s)")
+    bandit.add_argument("--feedback-noise", type=_real_number(0.0, 1e3), default=0.0,
+                        help="simulated noise: Gaussian noise of this standard deviation added to each gain, "
+                             "then clipped to [0, 1] (default %(default)s)")
+    bandit.add_argument("--log", default=None, metavar="FILE",
+                        help="learn offline from logged feedback instead of a training file: JSON lines of "
+                             "columns, labels shown, reward and probability (fstcrf tag --sample N "
+                             "--with-probability writes them) (default: none)")
+    bandit.add_argument("--weighting", choices=list(WEIGHTINGS), default="self-normalised",
+                        help="--log: importance weighting of the logged rewards (default %(default)s)")
+    bandit.add_argument("--max-ratio", type=_real_number(0.0, 1e300, closed=False), default=10.0,
+                        help="--log --weighting clipped: the largest importance ratio (default %(default)s)")
 
 
 #: Decoding options that only some models use, with their defaults (a
@@ -612,8 +738,9 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     train = command("train", "train a CRF tagger on a CoNLL file", _train,
-                    inputs=("train", "dev", "init"), outputs=("output",))
-    train.add_argument("train", help="training file (CoNLL columns, blank line between sentences)")
+                    inputs=("train", "dev", "init", "log"), outputs=("output",))
+    train.add_argument("train", nargs="?", help="training file (CoNLL columns, blank line between sentences); "
+                                                "omitted with --log")
     train.add_argument("-o", "--output", required=True, help="model file to write")
     _add_training_arguments(train)
     train.add_argument("--dev", default=None,
@@ -653,6 +780,14 @@ def build_parser() -> argparse.ArgumentParser:
                                    "be absent")
     tag.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
     _add_decoding_arguments(tag)
+    tag.add_argument("--sample", type=POSITIVE, default=None, metavar="N",
+                     help="instead of the best labels, N label sequences per sentence drawn exactly from the "
+                          "model's distribution, as N columns (default: the best labels)")
+    tag.add_argument("--with-probability", action="store_true",
+                     help="with --sample: write a feedback log instead (JSON lines: the input columns, the "
+                          "labels drawn, their probability and a null reward to fill in) for fstcrf train "
+                          "--algorithm bandit --log (default: off)")
+    tag.add_argument("--seed", type=_whole_number(0), default=0, help="seed of --sample (default %(default)s)")
 
     evaluate = command("eval", "conlleval scores (or tag accuracy) of a model on a test file, or of a tagged "
                                "file", _eval)

@@ -34,12 +34,12 @@ from typing import IO, Sequence
 import numpy as np
 
 from .bandit import SampledGradient
+from .bandit_settings import WEIGHTINGS
 from .conll import Sentence
 from .errors import FstcrfError, LabelError
 from .files import read_utf8
 from .labels import label_states
 
-WEIGHTINGS = ("self-normalised", "clipped", "ips")
 #: Log-ratios are capped here before exponentiation (exp(700) is near the largest double).
 _MAX_LOG_RATIO = 700.0
 #: Sentences scored per block when the whole log is evaluated.

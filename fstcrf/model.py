@@ -23,7 +23,7 @@ from .encoding import FEATURE_SETS, EncodedSentences, TransitionWeights, build_f
 from .errors import (ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError,
                      TemplateError)
 from .evaluate import ChunkScores, TagScores, score_labels
-from .counterfactual import WEIGHTINGS, FeedbackLog, LoggedObjective, shown_states
+from .counterfactual import FeedbackLog, LoggedObjective, shown_states
 from .feedback import CallableFeedback, simulated_feedback
 from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING,
                        SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
@@ -33,6 +33,7 @@ from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, 
 from .mce import SegmentFScore
 from .modelfile import load_model, save_model
 from .bandit import SampledGradient
+from .bandit_settings import DEFAULT_LEARNING_RATE, WEIGHTINGS, BanditSettings
 from .objective import Scorer, TrainingSet
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
@@ -109,7 +110,7 @@ class ChainCRF:
         tol: L-BFGS stops when an iteration lowers the objective by less than
             this fraction of it.
         learning_rate: the initial SGD step size (None: 0.1); the bandit step
-            size (None: :data:`fstcrf.bandit.DEFAULT_LEARNING_RATE`).
+            size (None: :data:`fstcrf.bandit_settings.DEFAULT_LEARNING_RATE`).
         seed: the shuffling seed of the online algorithms (bandit: also of
             the draws and the simulated feedback's noise).
         grammar: train and decode under a grammar (a shipped grammar name such
@@ -271,9 +272,9 @@ class ChainCRF:
 
         return evaluate
 
-    def _bandit_settings(self) -> bandit.BanditSettings:
-        rate = bandit.DEFAULT_LEARNING_RATE if self.learning_rate is None else self.learning_rate
-        return bandit.BanditSettings(self.objective, self.draws, self.baseline, self.step, rate,
+    def _bandit_settings(self) -> BanditSettings:
+        rate = DEFAULT_LEARNING_RATE if self.learning_rate is None else self.learning_rate
+        return BanditSettings(self.objective, self.draws, self.baseline, self.step, rate,
                                      self.clip, self.batch_size, self.max_iter, self.seed)
 
     def _bandit_feedback(self, corpus: Corpus, target: str):

@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
-import scipy.optimize
 
 from .errors import ArgumentTypeError, FstcrfError
 
@@ -276,6 +275,7 @@ def _lbfgs_iterations(objective: Callable[[np.ndarray], tuple[float, np.ndarray]
 
     def line_search(direction: np.ndarray) -> float | None:
         """A strong-Wolfe step along direction, or None (scipy's warning is replaced by ours)."""
+        import scipy.optimize
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The line search algorithm did not converge")
             return scipy.optimize.line_search(lambda x: evaluated(x)[0], lambda x: evaluated(x)[1],

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from fstcrf import bandit
-from fstcrf.bandit import BanditSettings, SampledGradient, _Running, minibatch_gradient
+from fstcrf.bandit import SampledGradient, _Running, minibatch_gradient
+from fstcrf.bandit_settings import BanditSettings
 from fstcrf.conll import Corpus, Sentence
 from fstcrf.encoding import EncodedSentences, build_features
 from fstcrf.evaluate import score_chunks

@@ -8,7 +8,8 @@ import pytest
 
 from fstcrf.bandit import SampledGradient
 from fstcrf.conll import Sentence
-from fstcrf.counterfactual import (WEIGHTINGS, FeedbackLog, LoggedObjective, read_feedback_log, shown_states,
+from fstcrf.bandit_settings import WEIGHTINGS
+from fstcrf.counterfactual import (FeedbackLog, LoggedObjective, read_feedback_log, shown_states,
                                    write_feedback_records)
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.feedback import ChunkTables, sentence_chunk_f1

@@ -1,0 +1,53 @@
+"""The options of bandit learning (:mod:`fstcrf.bandit`) and of learning from
+logged feedback (:mod:`fstcrf.counterfactual`), kept apart from the numerics so
+that the command line can offer them without importing the learners."""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+from .errors import FstcrfError
+
+OBJECTIVES = ("expected", "pairwise", "pairwise-independent", "cross-entropy")
+BASELINES = ("none", "mean", "loo")
+STEPS = ("constant", "adagrad", "adam")
+#: Importance weightings of logged rewards.
+WEIGHTINGS = ("self-normalised", "clipped", "ips")
+#: The defaults of the bandit options, chosen on a dev split of CoNLL-2000 NP chunking
+#: (docs/bandit.md): Adam at this rate, one draw per sentence, a running-mean baseline.
+DEFAULT_LEARNING_RATE = 0.003
+
+
+@dataclass
+class BanditSettings:
+    """The options of :func:`fstcrf.bandit.learn` (see that module's doc)."""
+
+    objective: str = "expected"
+    draws: int = 1
+    baseline: str = "mean"
+    step: str = "adam"
+    learning_rate: float = DEFAULT_LEARNING_RATE
+    clip: float = 0.0
+    batch_size: int = 16
+    max_iter: int = 10
+    seed: int = 0
+
+    def check(self) -> None:
+        from .train import check_positive
+        for name, value, choices in (("objective", self.objective, OBJECTIVES),
+                                     ("baseline", self.baseline, BASELINES), ("step", self.step, STEPS)):
+            if value not in choices:
+                raise FstcrfError(f"bandit {name} must be one of {', '.join(choices)}, got {value!r}")
+        check_positive("draws", self.draws, integer=True)
+        check_positive("learning_rate", self.learning_rate)
+        check_positive("batch_size", self.batch_size, integer=True)
+        check_positive("max_iter", self.max_iter, integer=True)
+        if isinstance(self.clip, bool) or not isinstance(self.clip, (int, float)) or not 0.0 <= self.clip < 1.0:
+            raise FstcrfError(f"bandit clip is a probability floor in [0, 1), got {self.clip!r}")
+        if self.baseline == "loo" and self.draws < 2:
+            raise FstcrfError("baseline 'loo' (leave-one-out) needs draws >= 2")
+        if self.objective == "pairwise-independent" and self.baseline != "none":
+            raise FstcrfError("objective 'pairwise-independent' is centred by construction; use "
+                              "baseline 'none'")
+        if not isinstance(self.seed, numbers.Integral) or isinstance(self.seed, bool) or self.seed < 0:
+            raise FstcrfError(f"seed must be a non-negative integer, got {self.seed!r}")
