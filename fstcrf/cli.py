@@ -543,6 +543,13 @@ def _bench(args: argparse.Namespace) -> int:
         if not (args.model and args.test):
             raise FstcrfError("bench compose on a real model needs both --model JOINT and --test FILE")
         print(bench.format_compose_model(bench.bench_compose_model(args.model, args.test, repeats=args.repeats)))
+    elif args.what == "bandit":
+        from .bench_bandit import bench_bandit, format_bandit
+        folder = find_conll2000(args.data)
+        if folder is None:
+            raise FstcrfError("bench bandit needs CoNLL-2000: set FSTCRF_DATA or --data")
+        print(format_bandit(bench_bandit(folder, seeds=args.seeds, calls=args.calls, threads=args.threads,
+                                         plot=args.plot, dev_sentences=args.dev_sentences)))
     elif args.what == "compose":
         print(bench.format_compose(bench.bench_compose(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
     else:
@@ -833,13 +840,22 @@ def build_parser() -> argparse.ArgumentParser:
                          help="write a PNG of the objective and the dev score per iteration (default: none)")
     history.add_argument("--title", default=None, help="title of the plot (default: the model file)")
 
-    bench = command("bench", "measure speed against reference implementations", _bench)
-    bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial"],
+    bench = command("bench", "measure speed against reference implementations", _bench, outputs=("plot",))
+    bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
                             "train: training and tagging against python-crfsuite on CoNLL-2000; "
                             "grammar: decoding time under each shipped grammar (--model, --test); "
-                            "partial: training with hidden labels against fewer whole sentences")
+                            "partial: training with hidden labels against fewer whole sentences; "
+                            "bandit: learning from bandit feedback against full information on CoNLL-2000 "
+                            "NP chunking (about an hour with the defaults)")
+    bench.add_argument("--seeds", type=POSITIVE, default=3, help="bandit: seeds per objective (default %(default)s)")
+    bench.add_argument("--calls", type=POSITIVE, default=1_000_000,
+                       help="bandit: feedback calls per run (default %(default)s)")
+    bench.add_argument("--dev-sentences", type=POSITIVE, default=1000,
+                       help="bandit: the last N training sentences are the dev split (default %(default)s)")
+    bench.add_argument("--plot", default=None, metavar="PNG",
+                       help="bandit: write dev F1 against feedback calls here (needs matplotlib; default: none)")
     bench.add_argument("--tokens", type=POSITIVE, default=100_000,
                        help="tokens per lattice size (kernel, compose) (default %(default)s)")
     bench.add_argument("--repeats", type=POSITIVE, default=3,

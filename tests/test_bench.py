@@ -62,3 +62,26 @@ def test_bench_partial_runs(tmp_path):
     assert hidden["tokens"] > 2 * whole["tokens"] - 100      # every sentence, against half the tokens
     assert abs(hidden["labelled"] - whole["labelled"]) < 60  # the same label budget, up to one sentence
     assert "| training data |" in bench.format_partial(rows)
+
+
+@pytest.mark.slow
+def test_bench_bandit_runs_end_to_end(tmp_path, capsys, data_file):
+    folder = tmp_path / "conll2000"
+    folder.mkdir()
+    for name, lines in (("train.txt", 12000), ("test.txt", 1500)):
+        text = data_file(f"conll2000/{name}").read_text().splitlines()[:lines]
+        (folder / name).write_text("\n".join(text) + "\n")
+    plot = tmp_path / "curves.png"
+    assert main(["-q", "bench", "bandit", "--data", str(folder), "--seeds", "1", "--calls", "1500",
+                 "--dev-sentences", "100", "--plot", str(plot)]) == 0
+    report = capsys.readouterr().out
+    for row in ("full information (L-BFGS)", "expected (1 seeds)", "pairwise (1 seeds)", "cross-entropy (1 seeds)",
+                "expected, flip 0.1", "full gradients"):
+        assert row in report
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_first_reaching_counts_calls_to_a_dev_score():
+    from fstcrf.bench_bandit import first_reaching
+    assert first_reaching([(100, 80.0), (200, 92.5), (300, 93.1)], 92.3) == 200
+    assert first_reaching([(100, 80.0)], 92.3) is None

@@ -1,0 +1,216 @@
+"""``fstcrf bench bandit``: learning from bandit feedback against full information.
+
+The setting of Sokolov et al. (2016) and paper 001: CoNLL-2000 NP chunking
+(chunks of other types become O), Sha & Pereira's features, second order; the
+last 1,000 training sentences are the dev split on which every epoch is scored
+and the best one kept; test F1 is conlleval's.  The bandit learners see only
+the simulated user's per-sentence chunk F1 of their draws.  Both learners use
+the complete feature set (every predicate with every output), which needs no
+gold labels to define.
+
+Reported: test F1 of full information (L-BFGS) and of each objective (mean and
+spread over seeds), the feedback calls each objective needed to reach its
+published F1 on test-free dev curves, F1 under flipped feedback, and, measured
+in one run on the same data, one bandit epoch against one full gradient.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .conll import Corpus, read_conll
+from .errors import FstcrfError
+
+LOG = logging.getLogger("fstcrf")
+
+DEV_SENTENCES = 1000
+#: Published test F1 (Sokolov et al. 2016, CoNLL-2000 NP chunking) and this project's targets.
+PUBLISHED = {"full": 93.5, "expected": 92.3, "pairwise": 91.4, "cross-entropy": 89.1}
+TARGETS = {"expected": 93.0, "pairwise": 93.0, "cross-entropy": 91.5}
+#: Per-objective options chosen on the dev split (docs/bandit.md); the rest are ChainCRF's defaults.
+SETTINGS = {"expected": {}, "pairwise": {}, "cross-entropy": {"clip": 0.05}}
+FULL_INFORMATION = {"sigma": 10.0, "max_iter": 100}
+
+
+def noun_phrases(corpus: Corpus) -> Corpus:
+    """The corpus with chunks of every type but NP turned into O (in place)."""
+    for sentence in corpus.sentences:
+        sentence.columns["chunk"] = [label if label.endswith("-NP") else "O" for label in sentence["chunk"]]
+    return corpus
+
+
+def calls_per_sentence(objective: str, draws: int) -> int:
+    """Feedback calls one epoch makes per training sentence."""
+    return draws * (2 if objective.startswith("pairwise") else 1)
+
+
+def _model(threads: int, **options):
+    from .model import ChainCRF
+    return ChainCRF("sha-pereira", order=2, features="complete", threads=threads, **options)
+
+
+def run_full_information(train: Corpus, dev: Corpus, test: Corpus, threads: int) -> dict:
+    """L-BFGS on the gold labels, the iteration best on dev kept."""
+    started = time.perf_counter()
+    model = _model(threads, **FULL_INFORMATION).fit(train, dev=dev)
+    return {"test_f1": model.score(test).f1, "dev_f1": max(r["dev_score"] for r in model.history_),
+            "seconds": time.perf_counter() - started, "iterations": model.n_iter_}
+
+
+def run_bandit(train: Corpus, dev: Corpus, test: Corpus, objective: str, seed: int, calls: int,
+               threads: int, flip: float = 0.0) -> dict:
+    """One bandit run of at most ``calls`` feedback calls; the epoch best on dev kept."""
+    options = {**SETTINGS.get(objective, {}), "objective": objective, "seed": seed, "feedback_flip": flip}
+    draws = options.get("draws", 1)
+    epochs = max(1, calls // (len(train) * calls_per_sentence(objective, draws)))
+    started = time.perf_counter()
+    model = _model(threads, algorithm="bandit", max_iter=epochs, **options).fit(train, dev=dev)
+    curve = [(r["feedback_calls"], r["dev_score"]) for r in model.history_]
+    return {"objective": objective, "seed": seed, "flip": flip, "test_f1": model.score(test).f1,
+            "best_epoch": model.best_iteration_, "epochs": model.n_iter_, "curve": curve,
+            "seconds": time.perf_counter() - started,
+            "clipped": [r.get("clipped") for r in model.history_][-1]}
+
+
+def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
+    """Seconds of one full gradient (L-BFGS's, on gold labels) and of one bandit epoch
+    (expected gain, one draw per sentence) on the same sentences and features."""
+    from .bandit import SampledGradient, learn, permuted
+    from .bandit_settings import BanditSettings
+    from .encoding import EncodedSentences, build_features
+    from .features import FeatureExtractor
+    from .feedback import simulated_feedback
+    from .inference import blas_single_threaded
+    from .labels import chain_topology, gold_states, parse_gold
+    from .model import BIAS, TEMPLATES
+    from .objective import Scorer, TrainingSet
+    extractor = FeatureExtractor(TEMPLATES["sha-pereira"])
+    encoded = EncodedSentences.from_corpus(extractor, train, fit=True)
+    topology = chain_topology(2, ["B-NP", "I-NP", "O"])
+    features = build_features(encoded, None, None, topology, 2, "complete", extractor.vocabulary_.get(BIAS))
+    scorer = Scorer(features, topology, threads)
+    label_ids, _ = parse_gold(topology, train.column("chunk"))
+    problem = TrainingSet(scorer, encoded, gold_states(topology, label_ids, encoded.offsets))
+    theta = np.zeros(problem.num_weights)
+    order = np.random.default_rng(0).permutation(len(train))
+    sampled = SampledGradient(scorer, permuted(encoded, order))
+    with blas_single_threaded():
+        gradient_seconds = min(_seconds(lambda: problem.loss_and_gradient(theta)) for _ in range(repeats))
+        epochs = []
+        for repeat in range(repeats):
+            feedback = simulated_feedback(train.sentences, "chunk", topology.labels)
+            epochs.append(_seconds(lambda: learn(sampled, feedback, BanditSettings(max_iter=1, seed=repeat),
+                                                 order)))
+    epoch_seconds = min(epochs)
+    return {"features": features.num_features, "gradient_seconds": gradient_seconds,
+            "epoch_seconds": epoch_seconds, "ratio": epoch_seconds / gradient_seconds,
+            "calls_per_second": len(train) / epoch_seconds}
+
+
+def _seconds(function) -> float:
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
+def bench_bandit(folder, seeds: int = 3, calls: int = 1_000_000, objectives=("expected", "pairwise", "cross-entropy"),
+                 flips=(0.1, 0.3), threads: int = 2, plot: str | None = None,
+                 dev_sentences: int = DEV_SENTENCES) -> dict:
+    """Every run of the benchmark (see the module doc) on ``folder``'s train.txt and
+    test.txt, the last ``dev_sentences`` of train.txt for dev; ``plot`` writes the
+    dev curves."""
+    folder = Path(folder)
+    full = noun_phrases(read_conll(folder / "train.txt"))
+    test = noun_phrases(read_conll(folder / "test.txt"))
+    if len(full) <= dev_sentences:
+        raise FstcrfError(f"{folder / 'train.txt'} has {len(full)} sentences; the benchmark keeps the last "
+                          f"{dev_sentences} for dev and needs more")
+    train, dev = full[:-dev_sentences], full[-dev_sentences:]
+    quiet = logging.getLogger("fstcrf.train")
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)                # one line per run, not per epoch
+    try:
+        result = {"speed": measure_speed(train, threads)}
+        LOG.info("speed: one bandit epoch %.2f s, one full gradient %.2f s (ratio %.2f)",
+                 result["speed"]["epoch_seconds"], result["speed"]["gradient_seconds"], result["speed"]["ratio"])
+        result["full"] = run_full_information(train, dev, test, threads)
+        LOG.info("full information: test F1 %.2f", result["full"]["test_f1"])
+        result["runs"] = []
+        for objective in objectives:
+            for seed in range(seeds):
+                run = run_bandit(train, dev, test, objective, seed, calls, threads)
+                result["runs"].append(run)
+                LOG.info("%s seed %d: test F1 %.2f (epoch %d of %d, %.0f s)", objective, seed, run["test_f1"],
+                         run["best_epoch"], run["epochs"], run["seconds"])
+        for flip in flips:
+            run = run_bandit(train, dev, test, "expected", 0, calls, threads, flip=flip)
+            result["runs"].append(run)
+            LOG.info("expected, feedback flipped with probability %.1f: test F1 %.2f", flip, run["test_f1"])
+    finally:
+        quiet.setLevel(level)
+    result["calls"], result["dev_sentences"] = calls, dev_sentences
+    if plot:
+        plot_curves(result, plot)
+    return result
+
+
+def first_reaching(curve: list[tuple[int, float]], f1: float) -> int | None:
+    """Feedback calls at the first epoch whose dev F1 is at least ``f1`` (None if none)."""
+    return next((calls for calls, score in curve if score >= f1), None)
+
+
+def format_bandit(result: dict) -> str:
+    speed, full = result["speed"], result["full"]
+    lines = [f"CoNLL-2000 NP chunking, second order, complete features ({speed['features']:,} weights); "
+             f"test F1 (conlleval), epoch or iteration chosen on the last {result['dev_sentences']} training sentences",
+             f"{'learner':<34}{'test F1':>16}{'published':>11}{'target':>8}{'calls to published F1 (dev)':>30}",
+             f"{'full information (L-BFGS)':<34}{full['test_f1']:>16.2f}{PUBLISHED['full']:>11.1f}{'':>8}"]
+    clean = [run for run in result["runs"] if run["flip"] == 0]
+    for objective in dict.fromkeys(run["objective"] for run in clean):
+        runs = [run for run in clean if run["objective"] == objective]
+        scores = np.array([run["test_f1"] for run in runs])
+        reach = [first_reaching(run["curve"], PUBLISHED[objective]) for run in runs]
+        shown = ", ".join("never" if calls is None else f"{calls:,}" for calls in reach)
+        lines.append(f"{objective + f' ({len(runs)} seeds)':<34}{scores.mean():>9.2f} ± {scores.std():<4.2f}"
+                     f"{PUBLISHED[objective]:>11.1f}{TARGETS[objective]:>8.1f}{shown:>30}")
+        clipped = [run["clipped"] for run in runs if run["clipped"] is not None]
+        if clipped:
+            lines.append(f"{'':<4}share of draws clipped in the last epoch: {np.mean(clipped):.3f}")
+    for run in result["runs"]:
+        if run["flip"]:
+            lines.append(f"{'expected, flip ' + str(run['flip']):<34}{run['test_f1']:>16.2f}")
+    lines.append(f"budget: {result['calls']:,} feedback calls per run")
+    lines.append(f"speed (one run, same data): a bandit epoch (expected gain, one draw per sentence) takes "
+                 f"{speed['ratio']:.2f} full gradients ({speed['epoch_seconds']:.2f} s against "
+                 f"{speed['gradient_seconds']:.2f} s); {speed['calls_per_second']:,.0f} feedback calls/s")
+    return "\n".join(lines)
+
+
+def plot_curves(result: dict, path: str) -> None:
+    """Dev F1 against feedback calls (mean over seeds) for each objective, and full
+    information's best dev F1, written to a PNG at ``path``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from .files import write_atomically
+    figure, axis = plt.subplots(figsize=(7.5, 4.5))
+    clean = [run for run in result["runs"] if run["flip"] == 0]
+    for objective in dict.fromkeys(run["objective"] for run in clean):
+        curves = [run["curve"] for run in clean if run["objective"] == objective]
+        length = min(len(curve) for curve in curves)
+        calls = [curves[0][i][0] for i in range(length)]
+        scores = np.mean([[curve[i][1] for i in range(length)] for curve in curves], axis=0)
+        axis.plot(calls, scores, label=f"{objective} ({len(curves)} seeds)")
+    axis.axhline(result["full"]["dev_f1"], color="black", linestyle="--", label="full information (best dev)")
+    axis.set_xlabel("feedback calls")
+    axis.set_ylabel("dev F1 (NP chunks)")
+    axis.set_ylim(bottom=max(0.0, math.floor(min(score for run in clean for _, score in run["curve"]) - 1)))
+    axis.legend(loc="lower right")
+    axis.set_title("Learning from bandit feedback, CoNLL-2000 NP chunking")
+    figure.tight_layout()
+    write_atomically(path, lambda stream: figure.savefig(stream, format="png", dpi=110))
+    plt.close(figure)
