@@ -2,8 +2,9 @@
 
 Used by setuptools through ``cffi_modules`` in setup.py; it compiles
 csrc/fstcrf_kernel.c (dynamic programs), csrc/fstcrf_features.c (feature
-scoring loops) and csrc/fstcrf_train.c (the training gradient, which
-sequences the two) into the extension module ``fstcrf._kernel``.
+scoring loops), csrc/fstcrf_train.c (the training gradient, which
+sequences the two) and csrc/fstcrf_update.c (sparse steps of the online
+learners) into the extension module ``fstcrf._kernel``.
 Extra compiler and linker flags may be given in FSTCRF_CFLAGS, e.g.
 ``-fsanitize=address`` for the sanitizer run described in docs/development.md.
 """
@@ -17,6 +18,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 HEADER = HERE / "fstcrf_kernel.h"
 FEATURES_HEADER = HERE / "fstcrf_features.h"
 TRAIN_HEADER = HERE / "fstcrf_train.h"
+UPDATE_HEADER = HERE / "fstcrf_update.h"
 
 
 def _declarations(header: pathlib.Path = HEADER) -> str:
@@ -31,11 +33,14 @@ EXTRA_FLAGS = os.environ.get("FSTCRF_CFLAGS", "").split()
 
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(_declarations() + "#define FC_OK 0\n#define FC_INFEASIBLE 1\n#define FC_BAD_ARGUMENT 2\n"
-                + _declarations(FEATURES_HEADER) + _declarations(TRAIN_HEADER))
+                + _declarations(FEATURES_HEADER) + _declarations(TRAIN_HEADER)
+                + _declarations(UPDATE_HEADER)
+                + "#define FU_CONSTANT 0\n#define FU_ADAGRAD 1\n#define FU_ADAM 2\n")
 ffibuilder.set_source(
     "fstcrf._kernel",
-    '#include "fstcrf_kernel.h"\n#include "fstcrf_features.h"\n#include "fstcrf_train.h"',
-    sources=[str((HERE / name).relative_to(HERE.parent)) for name in ("fstcrf_kernel.c", "fstcrf_features.c", "fstcrf_train.c")],
+    '#include "fstcrf_kernel.h"\n#include "fstcrf_features.h"\n#include "fstcrf_train.h"\n#include "fstcrf_update.h"',
+    sources=[str((HERE / name).relative_to(HERE.parent)) for name in ("fstcrf_kernel.c", "fstcrf_features.c", "fstcrf_train.c",
+                                                                         "fstcrf_update.c")],
     include_dirs=[str(HERE.relative_to(HERE.parent))],
     # -fopenmp-simd: honour "#pragma omp simd" (vectorised reductions) without OpenMP threads
     extra_compile_args=["-O3", "-std=c99", "-fopenmp-simd", *EXTRA_FLAGS],

@@ -54,6 +54,7 @@ import numpy as np
 import scipy.sparse
 
 from . import train
+from ._kernel import ffi, lib
 from .bandit_settings import BanditSettings
 from .encoding import EncodedSentences, buffer_pointer
 from .errors import FeedbackError, FstcrfError
@@ -101,6 +102,7 @@ class SampledGradient:
         self._edge_table = scorer.topology.edge_ids
         F = scorer.features.num_features
         self._piece_gradients = [np.zeros(F) for _ in range(_PIECES)]     # each [F], kept zero between minibatches
+        self._piece_pointers = ffi.new("double *[]", [buffer_pointer("double", grad) for grad in self._piece_gradients])
         self._transitions = np.zeros(scorer.transitions.size)             # [T]
         self._pool: ThreadPoolExecutor | None = None
         self._seen = np.zeros(encoded.num_predicates, dtype=bool)         # [P], kept False between calls
@@ -192,10 +194,9 @@ class SampledGradient:
         sizes = ptr[predicates + 1] - ptr[predicates]
         starts = np.repeat(ptr[predicates] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
         indices = starts + np.arange(int(sizes.sum()))
-        values = np.zeros(len(indices))
-        for grad in self._piece_gradients:
-            values += grad[indices]
-            grad[indices] = 0.0
+        values = np.empty(len(indices))
+        lib.fu_gather_clear(self._piece_pointers, len(self._piece_gradients), buffer_pointer("int64_t", indices),
+                            len(indices), buffer_pointer("double", values))
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         return SparseGradient(indices, values, transitions)
 
@@ -233,31 +234,39 @@ def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
 
 
 class _Steps:
-    """The step rule: theta += update(s) for a stochastic gradient s (ascent).  Only
-    the coordinates a minibatch touches move: AdaGrad's sums and Adam's moments
-    (lazy Adam, bias-corrected by the global step count) are kept per coordinate."""
+    """The step rule: theta += update(s) for a stochastic gradient s (ascent), in C
+    (``fu_apply``).  Only the coordinates a minibatch touches move: AdaGrad's sums
+    and Adam's moments (lazy Adam, bias-corrected by the global step count) are
+    kept per coordinate."""
+
+    _RULES = {"constant": lib.FU_CONSTANT, "adagrad": lib.FU_ADAGRAD, "adam": lib.FU_ADAM}
 
     def __init__(self, rule: str, learning_rate: float, num_features: int, size: int):
         self.rule, self.rate, self.num_features = rule, learning_rate, num_features
         self.squares = np.zeros(size) if rule in ("adagrad", "adam") else None
         self.moments = np.zeros(size) if rule == "adam" else None
         self.count = 0
+        self._step = ffi.new("fu_step *")
+        self._step.rule = self._RULES[rule]
+        self._step.beta1, self._step.beta2 = _ADAM_BETAS
+        self._step.epsilon = _EPSILON
 
     def apply(self, theta: np.ndarray, gradient: SparseGradient) -> None:
         at = np.concatenate([gradient.indices, self.num_features + np.arange(len(gradient.transitions))])
         g = np.concatenate([gradient.values, gradient.transitions])
-        if self.rule == "constant":
-            theta[at] += self.rate * g
-        elif self.rule == "adagrad":
-            self.squares[at] += g * g
-            theta[at] += self.rate * g / (np.sqrt(self.squares[at]) + _EPSILON)
-        else:
-            beta1, beta2 = _ADAM_BETAS
-            self.count += 1
-            moments = self.moments[at] = beta1 * self.moments[at] + (1.0 - beta1) * g
-            squares = self.squares[at] = beta2 * self.squares[at] + (1.0 - beta2) * g * g
-            corrected = self.rate * math.sqrt(1.0 - beta2 ** self.count) / (1.0 - beta1 ** self.count)
-            theta[at] += corrected * moments / (np.sqrt(squares) + _EPSILON)
+        self.count += 1
+        beta1, beta2 = _ADAM_BETAS
+        self._step.rate = (self.rate if self.rule != "adam" else
+                           self.rate * math.sqrt(1.0 - beta2 ** self.count) / (1.0 - beta1 ** self.count))
+        status = lib.fu_apply(self._step, buffer_pointer("double", theta), _optional(self.squares),
+                              _optional(self.moments), buffer_pointer("int64_t", at), buffer_pointer("double", g),
+                              len(at))
+        if status != 0:
+            raise RuntimeError(f"fu_apply returned status {status}; this is a bug in fstcrf")
+
+
+def _optional(array: np.ndarray | None):
+    return ffi.NULL if array is None else buffer_pointer("double", array)
 
 
 @dataclass

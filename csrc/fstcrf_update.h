@@ -1,0 +1,45 @@
+/*
+ * fstcrf_update.h -- sparse steps of the online learners.
+ *
+ * A minibatch touches few of the D weights, so the bandit learner gathers its
+ * gradient at the touched coordinates only and moves only those.  Both loops
+ * are trivial, but in numpy each is several passes over temporaries; here each
+ * is one pass.  Conventions as in fstcrf_kernel.h: shapes in brackets, no
+ * globals, no allocation, caller-owned buffers.
+ */
+#ifndef FSTCRF_UPDATE_H
+#define FSTCRF_UPDATE_H
+
+#include <stdint.h>
+
+/* values[m] = sum over p of buffers[p][index[m]], then buffers[p][index[m]] = 0.
+ *   buffers  [P] pointers to [D] arrays;  index [M] coordinates in [0, D), distinct
+ *   values   [M] written */
+void fu_gather_clear(double *const *buffers, int32_t num_buffers, const int64_t *index, int64_t m,
+                     double *values);
+
+/* Step rules (ascent: theta moves along g). */
+#define FU_CONSTANT 0
+#define FU_ADAGRAD 1
+#define FU_ADAM 2
+
+typedef struct {
+    int32_t rule;       /* FU_CONSTANT, FU_ADAGRAD or FU_ADAM */
+    double rate;        /* step size (Adam: already bias-corrected for this step) */
+    double beta1;       /* Adam's moment decay */
+    double beta2;       /* Adam's (and not AdaGrad's) square decay */
+    double epsilon;     /* added to the root of the squares */
+} fu_step;
+
+/* Move theta at coordinates index[m] by gradient values g[m]:
+ *   constant  theta += rate g
+ *   adagrad   squares += g^2;  theta += rate g / (sqrt(squares) + epsilon)
+ *   adam      moments = beta1 moments + (1 - beta1) g;  squares = beta2 squares + (1 - beta2) g^2;
+ *             theta += rate moments / (sqrt(squares) + epsilon)
+ *   theta, squares, moments  [D] (squares unused by constant, moments only by adam; may be NULL then)
+ *   index [M], g [M]
+ * Returns 0, or 2 (FC_BAD_ARGUMENT) for an unknown rule or a missing array. */
+int fu_apply(const fu_step *step, double *theta, double *squares, double *moments,
+             const int64_t *index, const double *g, int64_t m);
+
+#endif
