@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .bandit_settings import BASELINES, DEFAULT_LEARNING_RATE, OBJECTIVES, STEPS, WEIGHTINGS
+from .bandit_settings import BASELINES, DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, OBJECTIVES, STEPS, WEIGHTINGS
 from .budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK, limits
 from .train import SGD_LEARNING_RATE
 from .errors import FeedbackError, FstcrfError, LabelError
@@ -676,12 +676,13 @@ def _add_bandit_arguments(parser: argparse.ArgumentParser) -> None:
     bandit.add_argument("--feedback", choices=["f1", "accuracy"], default="f1",
                         help="the simulated user's gain for a draw: its chunk F1 against the target column "
                              "(1 when neither has a chunk), or its token accuracy (default %(default)s)")
-    bandit.add_argument("--draws", type=POSITIVE, default=1, help="draws per sentence and update (default "
-                                                                 "%(default)s)")
-    bandit.add_argument("--baseline", choices=list(BASELINES), default="mean",
+    bandit.add_argument("--draws", type=POSITIVE, default=DEFAULT_DRAWS,
+                        help="draws per sentence and update (pairs for the pairwise objectives) (default "
+                             "%(default)s)")
+    bandit.add_argument("--baseline", choices=list(BASELINES), default=None,
                         help="subtracted from each gain: none, the running mean of earlier gains, or "
                              "the mean of the sentence's other draws (loo, needs --draws 2 or more) "
-                             "(default %(default)s)")
+                             "(default: loo with 2 draws or more, else mean; none for pairwise-independent)")
     bandit.add_argument("--step", choices=list(STEPS), default="adam",
                         help="step rule: constant, AdaGrad or Adam (default %(default)s)")
     bandit.add_argument("--clip", type=_real_number(0.0, 1.0), default=0.0,

@@ -33,7 +33,7 @@ from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, 
 from .mce import SegmentFScore
 from .modelfile import load_model, save_model
 from .bandit import SampledGradient
-from .bandit_settings import DEFAULT_LEARNING_RATE, WEIGHTINGS, BanditSettings
+from .bandit_settings import DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, WEIGHTINGS, BanditSettings
 from .objective import Scorer, TrainingSet
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
@@ -132,9 +132,10 @@ class ChainCRF:
             (learning from sampled outputs scored by feedback, see
             :mod:`fstcrf.bandit`): the objective ("expected", "pairwise",
             "pairwise-independent", "cross-entropy"), draws per sentence, the
-            baseline ("none", "mean", "loo"), the step rule ("constant",
-            "adagrad", "adam"), the probability floor of cross-entropy and
-            the sentences per update.
+            baseline ("none", "mean", "loo"; None: the objective's default,
+            see :class:`~fstcrf.bandit_settings.BanditSettings`), the step rule
+            ("constant", "adagrad", "adam"), the probability floor of
+            cross-entropy and the sentences per update.
         feedback: algorithm "bandit": "f1" or "accuracy" (a simulated user
             scoring each draw against the ``target`` column; the learner never
             reads that column), a feedback object of :mod:`fstcrf.feedback`,
@@ -166,8 +167,8 @@ class ChainCRF:
                  tol: float = 1e-7, learning_rate: float | None = None, seed: int = 0,
                  grammar: str | None = None, grammar_params: dict | None = None,
                  reads: str | None = None, read_transitions: bool = True, mce_c: float = 1e5,
-                 mce_iter: int = 50, objective: str = "expected", feedback="f1", draws: int = 1,
-                 baseline: str = "mean", step: str = "adam", clip: float = 0.0, batch_size: int = 16,
+                 mce_iter: int = 50, objective: str = "expected", feedback="f1", draws: int = DEFAULT_DRAWS,
+                 baseline: str | None = None, step: str = "adam", clip: float = 0.0, batch_size: int = 16,
                  feedback_flip: float = 0.0, feedback_noise: float = 0.0,
                  weighting: str = "self-normalised", max_ratio: float = 10.0):
         self.template = template
