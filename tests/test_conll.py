@@ -266,6 +266,7 @@ def test_write_then_read_round_trips(tmp_path_factory, corpus):
     ("conll2002/esp.train", 8323, 264715, 0),
     ("conll2002/ned.train", 15806, 202644, 287),
 ])
+@pytest.mark.slow
 def test_real_files_round_trip(data_file, tmp_path, relative_path, num_sentences, num_tokens,
                                num_documents):
     corpus = read_conll(data_file(relative_path))

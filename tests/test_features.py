@@ -318,6 +318,7 @@ def test_reading_matrices_equal_the_matrix_with_the_column_set_to_each_value(tra
         assert base.multiply(reading).nnz == 0        # no predicate counted twice
 
 
+@pytest.mark.slow
 def test_conll2000_train_has_every_template_at_every_token(data_file):
     train = read_conll(data_file("conll2000/train.txt"))
     extractor = FeatureExtractor(SHA_PEREIRA_CHUNKING)
@@ -332,6 +333,7 @@ def test_conll2000_train_has_every_template_at_every_token(data_file):
     assert set(pruned.predicate_names_) < set(extractor.predicate_names_)
 
 
+@pytest.mark.slow
 def test_integer_lookup_transform_equals_name_lookup(data_file):
     """transform goes through the integer index; it must give exactly the
     matrix that looking predicates up by name gives, on held-out data with

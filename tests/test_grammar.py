@@ -600,6 +600,7 @@ def as_string(labels):
     return "".join(CHAR[label] for label in labels)
 
 
+@pytest.mark.slow
 @oracle_settings(300)
 @given(random_grammars())
 def test_random_grammar_against_regex_oracle(grammar):
@@ -694,6 +695,7 @@ def check_inference_under_grammar(pot, grammar, allowed, params=None):
                 [topology.labels[topology.state_label[s]] for s in path]
 
 
+@pytest.mark.slow
 @oracle_settings(120)
 @given(random_grammars(), st.integers(0, 2 ** 32 - 1), st.lists(st.integers(1, 4), min_size=1, max_size=3))
 def test_inference_under_random_grammar(grammar, seed, lengths):

@@ -57,6 +57,7 @@ def test_segments_across_sentences_and_types():
     assert [LABELS[i][2:] for i in SCHEME.inside_label[segments.chunk_type]] == ["A", "B", "B"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("length", [1, 2, 3, 4])
 def test_a_box_holds_exactly_when_the_segment_is_output(length):
     """Over IOB2-valid sequences, keeping to a segment's box <=> outputting the segment."""
@@ -149,6 +150,7 @@ def iob2_training_set(corpus, order: int):
     return TrainingSet(Scorer(features, topology, 2), encoded, states)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order,seed", [(1, 0), (1, 1), (2, 2), (2, 3)])
 def test_objective_matches_enumeration(order, seed):
     problem = iob2_training_set(short_corpus(seed, 12), order)
@@ -232,6 +234,7 @@ def test_warm_start_errors():
         ChainCRF(TEMPLATE, algorithm="mce-f", mce_c=0).fit(corpus)
 
 
+@pytest.mark.slow
 def test_f_score_training_on_conll2000_raises_the_smoothed_training_f(data_file):
     """500 CoNLL-2000 sentences, order 1: from 5 MAP iterations (which leave training
     errors to learn from), 10 MCE-F iterations lower r (the smoothed 1/F - 1 of the

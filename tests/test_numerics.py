@@ -19,6 +19,7 @@ def masked_random_topology(rng, num_states, density):
     return Topology(labels, np.arange(num_states), src, dst, start, final)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("magnitude", [1.0, 100.0, 10_000.0])
 def test_long_sentence_extreme_scores_match_log_space_reference(magnitude):
     rng = np.random.default_rng(int(magnitude))
