@@ -181,6 +181,7 @@ BIOES = IOB + ["E-NP", "S-NP", "S-VP"]
 @given(st.sampled_from([IOB, BIOES]).flatmap(lambda labels: st.tuples(st.just(labels), st.lists(st.tuples(
     st.lists(st.sampled_from(labels), min_size=1, max_size=6), st.integers(0, 2 ** 32 - 1)),
     min_size=1, max_size=4))))
+@pytest.mark.slow
 def test_sentence_chunk_f1_is_score_chunks(example):
     labels, cases = example
     tables = ChunkTables(labels)

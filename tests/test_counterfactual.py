@@ -101,6 +101,7 @@ def test_learning_from_a_log_improves_on_the_logging_model():
     assert learnt.history_[0]["algorithm"] == "log-self-normalised"
 
 
+@pytest.mark.slow
 def test_model_samples_follow_the_model_distribution():
     import itertools
     from scipy.stats import chisquare

@@ -161,6 +161,7 @@ def gold_and_predicted(draw):
     return gold, pred
 
 
+@pytest.mark.slow
 @needs_seqeval
 @settings(max_examples=400, deadline=None)
 @given(gold_and_predicted())
@@ -286,6 +287,7 @@ def scheme_pairs():
     return [(gold, pred) for gold in ("iob1", "iob2", "bioes") for pred in ("iob1", "iob2", "bioes")]
 
 
+@pytest.mark.slow
 @needs_seqeval
 @pytest.mark.parametrize("gold_scheme, pred_scheme", scheme_pairs())
 @settings(max_examples=100, deadline=None)

@@ -327,6 +327,7 @@ def test_round_trip(fitted, saved):
     assert [f for f in os.listdir(saved.parent) if f != saved.name] == []
 
 
+@pytest.mark.slow
 def test_fresh_process_gives_identical_predictions(fitted, saved, tmp_path):
     test = chunk_corpus(6, 10)
     write_conll(test, tmp_path / "test.txt")

@@ -34,6 +34,7 @@ def reachable_by_matrix_power(spec, length):
     return vector > 0
 
 
+@pytest.mark.slow
 @oracle_settings(200)
 @given(specs(), st.permutations(range(1, 13)))
 def test_is_feasible_matches_bruteforce(spec, query_order):
@@ -125,6 +126,7 @@ def test_viterbi_matches_bruteforce(inst):
         assert pot.score(path)[0] == inst.oracle(0).score_of(path)
 
 
+@pytest.mark.slow
 @oracle_settings(150)
 @given(feasible_instances(score_kinds=("integer",), max_states=3))
 def test_viterbi_tie_breaking_integer_scores(inst):
@@ -149,6 +151,7 @@ def test_viterbi_tie_rule_all_zero_scores():
     assert tuple(fstcrf.viterbi(pot).paths.tolist()) == oracle.best_path == (2, 0, 1)
 
 
+@pytest.mark.slow
 @oracle_settings(150)
 @given(feasible_instances())
 def test_max_marginals_match_bruteforce(inst):
@@ -182,6 +185,7 @@ def check_kbest(inst, b, listed, found, k):
         assert set(paths) == {p for _, p in ranked}
 
 
+@pytest.mark.slow
 @oracle_settings(150)
 @given(feasible_instances())
 def test_kbest_full_list_matches_bruteforce(inst):
@@ -203,6 +207,7 @@ def test_kbest_full_list_matches_bruteforce(inst):
     np.testing.assert_array_equal(top.paths[0], decoded.paths)
 
 
+@pytest.mark.slow
 @oracle_settings(150)
 @given(feasible_instances(score_kinds=("integer",), max_states=3))
 def test_kbest_tie_order_integer_scores(inst):
@@ -264,6 +269,7 @@ def test_gradient_identity_finite_differences(inst):
 # batches and threads
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @oracle_settings(100)
 @given(batches(), st.sampled_from([1, 2]))
 def test_batches_and_threads_match_one_by_one(inst, threads):

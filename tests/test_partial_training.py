@@ -219,6 +219,7 @@ def test_partial_label_loss_matches_brute_force(order, feature_set, instance):
     _check_loss_against_oracle(problem, corpus, seed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", [1, 2])
 @SETTINGS
 @given(instance=partial_corpora(), grammar_name=st.sampled_from(sorted(GRAMMARS)))

@@ -96,6 +96,7 @@ def check_span_path(sentence_pot, path, score: float, first: int, mask: np.ndarr
     assert_score(float(sentence_pot.score(path)[0]), score)  # -inf for a forbidden path
 
 
+@pytest.mark.slow
 @oracle_settings(200)
 @given(span_cases())
 def test_span_viterbi_matches_bruteforce(case):

@@ -41,6 +41,7 @@ def oracle(inst, table, token_class, b, scale=1.0) -> BruteForce:
                       token_class=token_class[rows])
 
 
+@pytest.mark.slow
 @oracle_settings(150)
 @given(classed())
 def test_sum_product_matches_bruteforce(case):
@@ -55,6 +56,7 @@ def test_sum_product_matches_bruteforce(case):
     np.testing.assert_allclose(fb.edge_counts, counts, atol=1e-8)
 
 
+@pytest.mark.slow
 @oracle_settings(150)
 @given(classed())
 def test_max_product_matches_bruteforce(case):
@@ -72,6 +74,7 @@ def test_max_product_matches_bruteforce(case):
         np.testing.assert_allclose(max_marginals[inst.rows(b)], brute.max_marginals, rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.slow
 @oracle_settings(100)
 @given(classed(), st.integers(0, 2 ** 32 - 1))
 def test_span_viterbi_matches_bruteforce(case, seed):
