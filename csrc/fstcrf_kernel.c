@@ -526,6 +526,25 @@ int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *
     return status;
 }
 
+int fc_forward_backward_each(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                             double *log_z, double *node_marg, double *edge_counts,
+                             fc_workspace *ws)
+{
+    int status = check_workspace(g, sc, b, ws, 1);
+    if (status != FC_OK) return status;
+    const int64_t per_sentence = (int64_t)sc->num_classes * g->num_edges;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], offsets[2] = {0, b->offsets[i + 1] - off};
+        const fc_batch one = {1, offsets, b->emit + off * g->num_states,
+                              b->token_class != NULL ? b->token_class + off : NULL};
+        const int one_status = fc_forward_backward(g, sc, &one, log_z + i,
+                                                   node_marg ? node_marg + off * g->num_states : NULL,
+                                                   edge_counts ? edge_counts + i * per_sentence : NULL, ws);
+        if (one_status > status) status = one_status;
+    }
+    return status;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Max-product                                                               */
 /* ------------------------------------------------------------------------ */

@@ -92,6 +92,14 @@ int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *
                         double *log_z, double *node_marg, double *edge_counts,
                         fc_workspace *ws);
 
+/* fc_forward_backward with each sentence's expected edge counts kept apart:
+ *   edge_counts [B, C, E] ADDED TO: sentence i's expected uses of edge e into
+ *                         a token of class c, or NULL
+ * (for estimators that weigh each sentence's expectation by its own factor). */
+int fc_forward_backward_each(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                             double *log_z, double *node_marg, double *edge_counts,
+                             fc_workspace *ws);
+
 /* Max-product (Viterbi) decoding.
  *   path  [N]  best state at each token (ties: the path whose state sequence,
  *              read from the last token backwards, is smallest)

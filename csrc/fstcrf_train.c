@@ -15,15 +15,14 @@ static int64_t group_rows(int64_t group_tokens, int64_t t_max)
 
 /* doubles: emit [G, S] | graph_emit [G, S'] | graph_marg [G, S'] | clamp_emit [G, S']
  *          | clamp_marg [G, S'] | marg [G, S] | log_z [G] | clamp_log_z [G]
- *          | counts [C, E'] | clamp_counts [C, E'] | sentence_counts [C, E']
- *          | kernel [fc_workspace_doubles]
+ *          | counts [C, E'] | clamp_counts [C, E'] | kernel [fc_workspace_doubles]
  *          | features [S + L]
  * where G = max(group_tokens, t_max). */
 int64_t ft_workspace_doubles(const ff_dictionary *d, const fc_graph *g, int32_t C,
                              int64_t group_tokens, int64_t t_max)
 {
     const int64_t G = group_rows(group_tokens, t_max), S = d->num_states, Sg = g->num_states;
-    return 2 * G * S + 4 * G * Sg + 2 * G + 3 * (int64_t)C * g->num_edges
+    return 2 * G * S + 4 * G * Sg + 2 * G + 2 * (int64_t)C * g->num_edges
            + fc_workspace_doubles(g->num_states, g->num_edges, C, t_max, 1) + ff_work_doubles(d);
 }
 
@@ -41,7 +40,7 @@ int64_t ft_workspace_int64s(int64_t group_tokens, int64_t t_max)
 
 typedef struct {
     double *emit, *graph_emit, *graph_marg, *clamp_emit, *clamp_marg, *marg;
-    double *log_z, *clamp_log_z, *counts, *clamp_counts, *sentence_counts, *features;
+    double *log_z, *clamp_log_z, *counts, *clamp_counts, *features;
     int64_t *offsets, *clamp_offsets;
     int32_t *clamp_class;
     fc_workspace kernel;
@@ -62,10 +61,9 @@ static ft_buffers carve(const ff_dictionary *d, const fc_graph *g, int32_t C, ft
     b.clamp_log_z = b.log_z + G;
     b.counts = b.clamp_log_z + G;
     b.clamp_counts = b.counts + scores;
-    b.sentence_counts = b.clamp_counts + scores;
     b.kernel.t_max = ws->t_max;
     b.kernel.k = 1;
-    b.kernel.doubles = b.sentence_counts + scores;
+    b.kernel.doubles = b.clamp_counts + scores;
     b.clamp_class = ws->ints;
     b.kernel.ints = ws->ints + G;
     b.features = b.kernel.doubles + fc_workspace_doubles(g->num_states, g->num_edges, C, ws->t_max, 1);
@@ -81,13 +79,11 @@ static int check_arguments(const ff_dictionary *d, const ff_tokens *x, const ft_
     if (s->num_sequences < 0 || ws->group_tokens <= 0 || g->num_states <= 0 || sc_classes < 1
         || (state_map == NULL && g->num_states != d->num_states)
         || (s->partial != NULL && (s->allowed == NULL || s->state_label == NULL))
-        || (s->partial != NULL && s->weight != NULL)
         || s->offsets[0] != 0 || s->offsets[s->num_sequences] != x->num_tokens)
         return FC_BAD_ARGUMENT;
     for (int32_t i = 0; i < s->num_sequences; ++i) {
         const int64_t T = s->offsets[i + 1] - s->offsets[i];
         if (T <= 0 || T > ws->t_max) return FC_BAD_ARGUMENT;
-        if (s->weight != NULL && !isfinite(s->weight[i])) return FC_BAD_ARGUMENT;
     }
     if (state_map != NULL)
         for (int32_t k = 0; k < g->num_states; ++k)
@@ -96,31 +92,6 @@ static int check_arguments(const ff_dictionary *d, const ff_tokens *x, const ft_
         for (int32_t k = 0; k < d->num_states; ++k)
             if (s->state_label[k] < 0 || s->state_label[k] >= s->num_labels) return FC_BAD_ARGUMENT;
     return FC_OK;
-}
-
-/* Forward-backward over sentences first .. last-1 of a group (batch rows
- * relative to the group), each sentence's edge counts added to b->counts times
- * its weight: one kernel call per sentence, since the kernel sums counts over
- * its batch. */
-static int weighted_pass(const ft_sentences *s, int32_t first, int32_t last, const fc_graph *g,
-                         const fc_scores *sc, const fc_batch *batch, ft_buffers *b)
-{
-    const int32_t Sg = g->num_states;
-    const int64_t scores = (int64_t)sc->num_classes * g->num_edges;
-    int status = FC_OK;
-    for (int32_t i = first; i < last; ++i) {
-        const int64_t lo = batch->offsets[i - first], T = batch->offsets[i - first + 1] - lo;
-        const int64_t offsets[2] = {0, T};
-        const fc_batch one = {1, offsets, batch->emit + lo * Sg,
-                              batch->token_class != NULL ? batch->token_class + lo : NULL};
-        memset(b->sentence_counts, 0, sizeof(double) * (size_t)scores);
-        const int one_status = fc_forward_backward(g, sc, &one, b->log_z + (i - first),
-                                                   b->graph_marg + lo * Sg, b->sentence_counts, &b->kernel);
-        status = one_status > status ? one_status : status;
-        if (one_status == FC_BAD_ARGUMENT) return status;
-        for (int64_t e = 0; e < scores; ++e) b->counts[e] += s->weight[i] * b->sentence_counts[e];
-    }
-    return status;
 }
 
 /* Worse of two statuses (FC_BAD_ARGUMENT > FC_INFEASIBLE > FC_OK). */
@@ -203,14 +174,10 @@ int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *
         for (int32_t i = first; i <= last; ++i) b.offsets[i - first] = s->offsets[i] - start;
         const fc_batch batch = {last - first, b.offsets, b.graph_emit,
                                 s->token_class != NULL ? s->token_class + start : NULL};
-        if (s->weight != NULL)
-            status = worse(status, weighted_pass(s, first, last, g, sc, &batch, &b));
-        else
-            status = worse(status, fc_forward_backward(g, sc, &batch, b.log_z, b.graph_marg, b.counts,
-                                                       &b.kernel));
-        if (status == FC_BAD_ARGUMENT) return status;
+        status = worse(status, fc_forward_backward(g, sc, &batch, b.log_z, b.graph_marg, b.counts,
+                                                   &b.kernel));
         for (int32_t i = 0; i < last - first; ++i)
-            if (b.log_z[i] > -INFINITY) block_loss += (s->weight != NULL ? s->weight[first + i] : 1.0) * b.log_z[i];
+            if (b.log_z[i] > -INFINITY) block_loss += b.log_z[i];
         if (s->partial != NULL)
             status = worse(status, clamped_pass(s, first, last, start, g, sc, state_map, &b,
                                                 &block_loss));
@@ -222,10 +189,6 @@ int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *
                 for (int32_t k = 0; k < Sg; ++k)
                     marg[t * S + state_map[k]] += b.graph_marg[t * Sg + k];
         }
-        if (s->weight != NULL)
-            for (int32_t i = first; i < last; ++i)
-                for (int64_t n = (s->offsets[i] - start) * S; n < (s->offsets[i + 1] - start) * S; ++n)
-                    marg[n] *= s->weight[i];
         status = worse(status, ff_accumulate(d, &tokens, marg, grad_scale, grad, b.features));
         if (status == FC_BAD_ARGUMENT) return status;
         first = last;

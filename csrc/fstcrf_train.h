@@ -49,9 +49,6 @@ typedef struct {
                                 read for partial sentences only (unused if partial is NULL) */
     const int32_t *token_class; /* [n] class of each token, selecting its row of the
                                    transition scores (see fc_batch), or NULL: class 0 */
-    const double *weight;    /* [B] finite factor on each sentence's log Z and expected
-                                counts (the bandit learners' per-sentence coefficients),
-                                or NULL for 1; not allowed together with partial */
 } ft_sentences;
 
 /* Caller-owned scratch space, sized by ft_workspace_doubles / _ints for the
@@ -78,8 +75,8 @@ int64_t ft_workspace_int64s(int64_t group_tokens, int64_t t_max);
  *   state_map     [S'] model state of each graph state, or NULL when S' = S
  *                 and graph state s is model state s
  *   theta         [F] feature weights; emissions use theta_scale * theta
- *   loss          ADDED TO: sum over sentences of log Z (times the sentence's
- *                 weight), minus the clamped log Z of partial sentences
+ *   loss          ADDED TO: sum over sentences of log Z, minus the clamped
+ *                 log Z of partial sentences
  *   grad          [F] ADDED TO: grad_scale * expected feature counts (free
  *                 minus clamped for partial sentences)
  *   edge_counts   [C, E'] ADDED TO: grad_scale * expected counts of edge e into

@@ -58,8 +58,8 @@ from ._kernel import ffi, lib
 from .bandit_settings import BanditSettings
 from .encoding import EncodedSentences, buffer_pointer
 from .errors import FeedbackError, FstcrfError
-from .inference import SentenceBatch, log_partition, sample, thread_chunks
-from .objective import GROUP_TOKENS, Scorer, _GradientBlock, _GradientDriver, _path_edges
+from .inference import ForwardBackward, Potentials, SentenceBatch, forward_backward, sample, thread_chunks
+from .objective import Scorer, _path_edges
 
 logger = logging.getLogger(__name__)
 
@@ -87,9 +87,40 @@ class SparseGradient:
         return result
 
 
+@dataclass
+class _Piece:
+    """Sum-product results of sentences first .. last-1 (one fixed piece of a minibatch)."""
+
+    first: int
+    last: int
+    pot: Potentials
+    posteriors: ForwardBackward      # log_z [b], node_marginals [n', S], edge_counts per sentence [b, ...]
+
+
+class Posteriors:
+    """The sum-product results of a minibatch's pieces under sign * theta."""
+
+    def __init__(self, pieces: list[_Piece], sign: float):
+        self.pieces, self.sign = pieces, sign
+
+    def log_probabilities(self, paths: np.ndarray) -> np.ndarray:
+        """float [K, B]: log p(path | x) of state paths [K, n] of the minibatch."""
+        parts, row = [], 0
+        for piece in self.pieces:
+            rows = slice(row, row + piece.pot.num_tokens)
+            parts.append(piece.pot.path_scores(paths[:, rows]) - piece.posteriors.log_z)
+            row = rows.stop
+        return np.concatenate(parts, axis=1)
+
+
 class SampledGradient:
     """Draws and score-function gradients for encoded sentences under weights
-    theta [D] = [F + T] (F features, T transition weights); labels never enter."""
+    theta [D] = [F + T] (F features, T transition weights); labels never enter.
+
+    A minibatch (sentences first .. last-1) is cut into fixed pieces; each piece's
+    emissions, posteriors (with each sentence's expected edge counts) and draws
+    come from one pass, and its gradient from one ``ff_accumulate`` over
+    coefficient-weighted path indicators minus weighted marginals."""
 
     def __init__(self, scorer: Scorer, encoded: EncodedSentences):
         if scorer.constrained is not None:
@@ -98,7 +129,6 @@ class SampledGradient:
         self.scorer = scorer
         self.encoded = encoded
         self.num_weights = scorer.num_weights
-        self._driver = _GradientDriver(scorer, encoded, np.zeros(encoded.num_sequences, dtype=bool), None)
         self._edge_table = scorer.topology.edge_ids
         F = scorer.features.num_features
         self._piece_gradients = [np.zeros(F) for _ in range(_PIECES)]     # each [F], kept zero between minibatches
@@ -107,33 +137,31 @@ class SampledGradient:
         self._pool: ThreadPoolExecutor | None = None
         self._seen = np.zeros(encoded.num_predicates, dtype=bool)         # [P], kept False between calls
 
-    def potentials(self, theta: np.ndarray, first: int, last: int, sign: float = 1.0):
+    def potentials(self, theta: np.ndarray, first: int, last: int, sign: float = 1.0) -> Potentials:
         """The potentials of sentences first .. last-1 under sign * theta."""
         return self.scorer.potentials(self.encoded, theta, first, last, sign)
 
-    def draw(self, theta: np.ndarray, first: int, last: int, count: int, seed: int, sign: float = 1.0,
-             with_log_probabilities: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    def posteriors(self, theta: np.ndarray, first: int, last: int, sign: float = 1.0) -> Posteriors:
+        """The posteriors of sentences first .. last-1 under sign * theta."""
+        return self.draw(theta, first, last, 0, 0, sign)[1]
+
+    def draw(self, theta: np.ndarray, first: int, last: int, count: int, seed: int,
+             sign: float = 1.0) -> tuple[np.ndarray, Posteriors]:
         """(int32 [count, n] exact draws of state paths of sentences first .. last-1 from
-        p_{sign theta}, and float [count, B] their log-probabilities or None).  Piece j
-        of the minibatch's fixed split draws with seed + j."""
-        pieces = thread_chunks(self._minibatch(first, last), _PIECES)
+        p_{sign theta}, their posteriors).  Piece j of the minibatch draws with seed + j."""
+        bounds = self._pieces(first, last)
 
-        def work(piece: int):
-            lo, hi = first + pieces[piece][0], first + pieces[piece][1]
+        def work(piece: int) -> tuple[np.ndarray, _Piece]:
+            lo, hi = bounds[piece]
             pot = self.potentials(theta, lo, hi, sign)
-            paths = sample(pot, count, (seed + piece) % 2 ** 64)
-            return paths, self.log_probabilities(pot, paths) if with_log_probabilities else None
+            posteriors = forward_backward(pot, each_sentence=True)
+            paths = sample(pot, count, (seed + piece) % 2 ** 64) if count else np.zeros((0, pot.num_tokens), np.int32)
+            return paths, _Piece(lo, hi, pot, posteriors)
 
-        parts = self._map(work, range(len(pieces)))
-        paths = np.concatenate([part[0] for part in parts], axis=1)
-        return paths, np.concatenate([part[1] for part in parts], axis=1) if with_log_probabilities else None
+        parts = self.map(work, range(len(bounds)))
+        return np.concatenate([paths for paths, _ in parts], axis=1), Posteriors([piece for _, piece in parts], sign)
 
-    @staticmethod
-    def log_probabilities(pot, paths: np.ndarray) -> np.ndarray:
-        """float [K, B]: log p(path | x) of state paths [K, n] under potentials ``pot``."""
-        return pot.path_scores(paths) - log_partition(pot)
-
-    def _map(self, work, items) -> list:
+    def map(self, work, items) -> list:
         """[work(item) for item in items], on the threads of a pool kept for this object."""
         if self.scorer.threads == 1:
             return [work(item) for item in items]
@@ -147,40 +175,32 @@ class SampledGradient:
             self._pool.shutdown()
             self._pool = None
 
-    def add_gradient(self, theta: np.ndarray, first: int, last: int, paths: np.ndarray,
-                     coefficients: np.ndarray, sign: float = 1.0) -> None:
+    def add_gradient(self, posteriors: Posteriors, paths: np.ndarray, coefficients: np.ndarray) -> None:
         """Add sum_k sum_b coefficients[k, b] * grad_theta log p_{sign theta}(paths[k] of
-        sentence b), for state paths [K, n] of sentences first .. last-1, to the
-        gradient that :meth:`take` returns."""
-        F = self.scorer.features.num_features
-        weights = np.ascontiguousarray(coefficients.sum(axis=0), dtype=np.float64)     # [B]
-        scores = self._driver.scores(sign * theta[F:])
-        minibatch = self._minibatch(first, last)
+        sentence b) = sign * sum c (phi(path) - E[phi]) to the gradient that
+        :meth:`take` returns, for state paths [K, n] of the sentences of
+        ``posteriors`` (under sign * theta)."""
+        sign = posteriors.sign
+        first = posteriors.pieces[0].first
+        layout = self.scorer.transitions
 
-        def work(piece: int) -> np.ndarray:
-            lo, hi = pieces[piece]                            # within the minibatch
-            grad = self._piece_gradients[piece]
-            edge_counts = np.zeros(self._driver.edge_count_shape)
-            if np.any(weights[lo:hi]):
-                block = _GradientBlock(self._driver, first + lo, first + hi, GROUP_TOKENS,
-                                       with_outputs=False)
-                sentence_weights = np.ascontiguousarray(weights[lo:hi])
-                block.sentences.weight = buffer_pointer("double", sentence_weights)
-                block.run(self._driver, scores, theta, sign, -sign, grad, edge_counts)
-            rows = minibatch.token_rows(lo, hi)
-            marks = np.zeros((rows.stop - rows.start, self.scorer.features.num_states))    # [n', S]
-            sentence_of = np.repeat(np.arange(lo, hi), minibatch.lengths[lo:hi])
+        def work(number: int) -> np.ndarray:
+            piece = posteriors.pieces[number]
+            lo, hi = piece.first - first, piece.last - first           # within the minibatch
+            rows = self.encoded.token_rows(piece.first, piece.last)
+            local = slice(rows.start - self.encoded.offsets[first], rows.stop - self.encoded.offsets[first])
+            weights = coefficients[:, lo:hi].sum(axis=0)                                 # [b]
+            sentence_of = np.repeat(np.arange(hi - lo), piece.pot.lengths)
+            marks = piece.posteriors.node_marginals * -weights[sentence_of][:, None]       # [n', S]
             for k, path in enumerate(paths):
-                marks[np.arange(len(marks)), path[rows]] += coefficients[k, sentence_of]
-            self.scorer.features.accumulate(self.encoded.tokens(first + lo, first + hi), marks, grad, sign)
-            return edge_counts
+                marks[np.arange(len(marks)), path[local]] += coefficients[k, lo + sentence_of]
+            self.scorer.features.accumulate(self.encoded.tokens(piece.first, piece.last), marks,
+                                            self._piece_gradients[number], sign)
+            return np.tensordot(weights, piece.posteriors.edge_counts, axes=1)           # [E] or [C, E]
 
-        # a fixed split, summed in a fixed order, so results do not depend on the threads
-        pieces = thread_chunks(minibatch, _PIECES)
-        numbers = list(range(len(pieces)))
-        counts = self._map(work, numbers)
-        self._transitions += self._driver.weight_gradient(sum(counts))
-        self._transitions += sign * self._path_transition_counts(first, last, paths, coefficients)
+        expected = sum(self.map(work, range(len(posteriors.pieces))))
+        self._transitions += sign * (self._path_transition_counts(first, posteriors.pieces[-1].last, paths,
+                                                                  coefficients) - layout.gradient(expected))
 
     def take(self, first: int, last: int) -> SparseGradient:
         """The gradient added since the last call, for sentences first .. last-1, and
@@ -195,16 +215,23 @@ class SampledGradient:
         starts = np.repeat(ptr[predicates] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
         indices = starts + np.arange(int(sizes.sum()))
         values = np.empty(len(indices))
-        lib.fu_gather_clear(self._piece_pointers, len(self._piece_gradients), buffer_pointer("int64_t", indices),
-                            len(indices), buffer_pointer("double", values))
+
+        def gather(run: slice) -> None:
+            lib.fu_gather_clear(self._piece_pointers, len(self._piece_gradients),
+                                buffer_pointer("int64_t", indices[run]), run.stop - run.start,
+                                buffer_pointer("double", values[run]))
+
+        self.map(gather, _runs(len(indices)))
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         return SparseGradient(indices, values, transitions)
 
-    def _minibatch(self, first: int, last: int) -> SentenceBatch:
+    def _pieces(self, first: int, last: int) -> list[tuple[int, int]]:
+        """The fixed split of sentences first .. last-1 into pieces of similar token
+        counts (the same whatever the threads, so results do not depend on them)."""
         minibatch = SentenceBatch()
         minibatch.lengths = self.encoded.lengths[first:last]
         minibatch.offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
-        return minibatch
+        return [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
 
     def _path_transition_counts(self, first: int, last: int, paths: np.ndarray,
                                 coefficients: np.ndarray) -> np.ndarray:
@@ -251,18 +278,30 @@ class _Steps:
         self._step.beta1, self._step.beta2 = _ADAM_BETAS
         self._step.epsilon = _EPSILON
 
-    def apply(self, theta: np.ndarray, gradient: SparseGradient) -> None:
+    def apply(self, theta: np.ndarray, gradient: SparseGradient, map_=lambda work, items: list(map(work, items))
+              ) -> None:
+        """Step at the gradient's coordinates, split in ``_PIECES`` runs handed to
+        ``map_`` (coordinates are independent, so any split gives the same result)."""
         at = np.concatenate([gradient.indices, self.num_features + np.arange(len(gradient.transitions))])
         g = np.concatenate([gradient.values, gradient.transitions])
         self.count += 1
         beta1, beta2 = _ADAM_BETAS
         self._step.rate = (self.rate if self.rule != "adam" else
                            self.rate * math.sqrt(1.0 - beta2 ** self.count) / (1.0 - beta1 ** self.count))
-        status = lib.fu_apply(self._step, buffer_pointer("double", theta), _optional(self.squares),
-                              _optional(self.moments), buffer_pointer("int64_t", at), buffer_pointer("double", g),
-                              len(at))
-        if status != 0:
-            raise RuntimeError(f"fu_apply returned status {status}; this is a bug in fstcrf")
+        theta_pointer, squares, moments = buffer_pointer("double", theta), _optional(self.squares), _optional(self.moments)
+
+        def work(run: slice) -> int:
+            return lib.fu_apply(self._step, theta_pointer, squares, moments, buffer_pointer("int64_t", at[run]),
+                                buffer_pointer("double", g[run]), run.stop - run.start)
+
+        if any(map_(work, _runs(len(at)))):
+            raise RuntimeError("fu_apply rejected its arguments; this is a bug in fstcrf")
+
+
+def _runs(size: int) -> list[slice]:
+    """``_PIECES`` consecutive runs covering range(size)."""
+    cuts = np.linspace(0, size, _PIECES + 1).astype(int)
+    return [slice(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def _optional(array: np.ndarray | None):
@@ -305,27 +344,26 @@ def minibatch_gradient(gradient: SampledGradient, feedback, settings: BanditSett
     K = settings.draws
     state_label = gradient.scorer.topology.state_label
     independent_pairs = settings.objective == "pairwise-independent"
-    draws, log_p = gradient.draw(theta, first, last, 2 * K if independent_pairs else K, seed,
-                                 with_log_probabilities=settings.objective == "cross-entropy")
+    draws, posteriors = gradient.draw(theta, first, last, 2 * K if independent_pairs else K, seed)
     gains = feedback.gains(indices, state_label[draws])
     running.epoch_gain += float(gains.sum())
     running.epoch_draws += gains.size
     if settings.objective == "expected":
-        gradient.add_gradient(theta, first, last, draws, _centred(gains, settings, running) / K)
+        gradient.add_gradient(posteriors, draws, _centred(gains, settings, running) / K)
     elif settings.objective == "cross-entropy":
-        probabilities = np.exp(log_p)
+        probabilities = np.exp(posteriors.log_probabilities(draws))
         running.epoch_clipped += int(np.count_nonzero(probabilities < settings.clip))
         raw = gains / np.maximum(probabilities, settings.clip) if settings.clip > 0 else gains / probabilities
-        gradient.add_gradient(theta, first, last, draws, _centred(raw, settings, running) / K)
+        gradient.add_gradient(posteriors, draws, _centred(raw, settings, running) / K)
     elif settings.objective == "pairwise":
-        rivals, _ = gradient.draw(theta, first, last, K, seed ^ 0x5DEECE66D, sign=-1.0)
+        rivals, negated = gradient.draw(theta, first, last, K, seed ^ 0x5DEECE66D, sign=-1.0)
         rival_gains = feedback.gains(indices, state_label[rivals])
         coefficients = _centred((gains >= rival_gains).astype(np.float64), settings, running) / K
-        gradient.add_gradient(theta, first, last, draws, coefficients)
-        gradient.add_gradient(theta, first, last, rivals, coefficients, sign=-1.0)
+        gradient.add_gradient(posteriors, draws, coefficients)
+        gradient.add_gradient(negated, rivals, coefficients)
     else:
         half = 0.5 * np.sign(gains[:K] - gains[K:]) / K
-        gradient.add_gradient(theta, first, last, draws, np.concatenate([half, -half]))
+        gradient.add_gradient(posteriors, draws, np.concatenate([half, -half]))
     return gradient.take(first, last)
 
 
@@ -349,9 +387,9 @@ class _Run:
         running.epoch_gain, running.epoch_draws, running.epoch_clipped = 0.0, 0, 0
         for first in self.rng.permutation(np.arange(0, B, size)).tolist():
             last = min(first + size, B)
-            self.steps.apply(self.theta, minibatch_gradient(
-                self.gradient, self.feedback, self.settings, self.theta, first, last, self.order[first:last],
-                int(self.rng.integers(2 ** 63)), running))
+            gradient = minibatch_gradient(self.gradient, self.feedback, self.settings, self.theta, first, last,
+                                          self.order[first:last], int(self.rng.integers(2 ** 63)), running)
+            self.steps.apply(self.theta, gradient, self.gradient.map)
         mean_gain = running.epoch_gain / max(running.epoch_draws, 1)
         extra = {"mean_gain": mean_gain, "feedback_calls": int(self.feedback.calls)}
         if self.settings.objective == "cross-entropy":

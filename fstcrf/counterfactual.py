@@ -152,19 +152,24 @@ class LoggedObjective:
         self._blocks = [(first, min(first + _BLOCK_SENTENCES, self.num_sequences))
                         for first in range(0, self.num_sequences, _BLOCK_SENTENCES)]
 
-    def log_ratios(self, theta: np.ndarray) -> np.ndarray:
+    def _posteriors(self, theta: np.ndarray) -> list:
+        return [self.gradient.posteriors(theta, first, last) for first, last in self._blocks]
+
+    def _path(self, first: int, last: int) -> np.ndarray:
+        """int32 [1, n]: the shown state path of sentences first .. last-1."""
+        return self.states[self.gradient.encoded.token_rows(first, last)][None]
+
+    def log_ratios(self, theta: np.ndarray, posteriors: list | None = None) -> np.ndarray:
         """float [B]: log rho_i = log p_theta(y_i | x_i) - log pi_i."""
-        encoded = self.gradient.encoded
-        parts = []
-        for first, last in self._blocks:
-            pot = self.gradient.potentials(theta, first, last)
-            path = self.states[encoded.token_rows(first, last)][None]
-            parts.append(self.gradient.log_probabilities(pot, path)[0])
+        posteriors = posteriors or self._posteriors(theta)
+        parts = [block.log_probabilities(self._path(first, last))[0]
+                 for (first, last), block in zip(self._blocks, posteriors)]
         return np.concatenate(parts) - self.log_propensities
 
-    def reward_and_coefficients(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+    def reward_and_coefficients(self, theta: np.ndarray, posteriors: list | None = None
+                                ) -> tuple[float, np.ndarray]:
         """(R(theta), float [B] c_i with grad R = sum_i c_i (phi(y_i) - E[phi]))."""
-        log_ratio = np.minimum(self.log_ratios(theta), _MAX_LOG_RATIO)
+        log_ratio = np.minimum(self.log_ratios(theta, posteriors), _MAX_LOG_RATIO)
         r = self.rewards
         if self.weighting == "self-normalised":
             share = np.exp(log_ratio - log_ratio.max())
@@ -178,13 +183,12 @@ class LoggedObjective:
         return float(r @ ratio), r * ratio
 
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        reward, coefficients = self.reward_and_coefficients(theta)
+        posteriors = self._posteriors(theta)
+        reward, coefficients = self.reward_and_coefficients(theta, posteriors)
         F = self.gradient.scorer.features.num_features
         gradient = np.zeros(self.num_weights)
-        encoded = self.gradient.encoded
-        for first, last in self._blocks:
-            path = self.states[encoded.token_rows(first, last)][None]
-            self.gradient.add_gradient(theta, first, last, path, -coefficients[None, first:last])
+        for (first, last), block in zip(self._blocks, posteriors):
+            self.gradient.add_gradient(block, self._path(first, last), -coefficients[None, first:last])
             part = self.gradient.take(first, last)
             gradient[part.indices] += part.values
             gradient[F:] += part.transitions

@@ -465,34 +465,41 @@ def check_potentials(pot, what: str) -> "Potentials":
 class ForwardBackward:
     log_z: np.ndarray           # [B]
     node_marginals: np.ndarray  # [N, S] (None if not requested)
-    edge_counts: np.ndarray     # [E] (or [C, E], by token class) summed over the batch (None if not requested)
+    edge_counts: np.ndarray     # [E] (or [C, E], by token class) summed over the batch, or [B, E] (or
+                                # [B, C, E]) per sentence with each_sentence (None if not requested)
 
 
 def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool = True,
-                     threads: int = 1, allow_infeasible: bool = False) -> ForwardBackward:
-    """Sum-product inference: log Z, node marginals and expected edge counts.
+                     threads: int = 1, allow_infeasible: bool = False,
+                     each_sentence: bool = False) -> ForwardBackward:
+    """Sum-product inference: log Z, node marginals and expected edge counts (summed
+    over the batch, or with ``each_sentence`` one row per sentence).
 
     With ``allow_infeasible`` (for :meth:`Potentials.clamp` potentials) a sentence
     without an allowed path gets log Z = -inf and zero marginals instead of an error."""
     check_potentials(pot, "forward_backward")
     marginals, edge_counts = check_flag(marginals, "marginals"), check_flag(edge_counts, "edge_counts")
     allow_infeasible = check_flag(allow_infeasible, "allow_infeasible")
+    each_sentence = check_flag(each_sentence, "each_sentence")
     log_z = np.empty(pot.num_sequences)
     node = np.empty((pot.num_tokens, pot.topology.num_states)) if marginals else None
+    per_sentence = np.zeros((pot.num_sequences, *pot.transitions.shape)) if edge_counts and each_sentence else None
+    kernel = lib.fc_forward_backward_each if each_sentence else lib.fc_forward_backward
 
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last)
-        counts = np.zeros(pot.transitions.shape) if edge_counts else None
-        status = lib.fc_forward_backward(
-            args.graph, args.scores, args.batch, args.out(log_z[first:last]),
-            args.out(node[args.token_range]) if marginals else ffi.NULL,
-            args.out(counts) if edge_counts else ffi.NULL, args.workspace)
+        counts = (per_sentence[first:last] if each_sentence else np.zeros(pot.transitions.shape)) \
+            if edge_counts else None
+        status = kernel(args.graph, args.scores, args.batch, args.out(log_z[first:last]),
+                        args.out(node[args.token_range]) if marginals else ffi.NULL,
+                        args.out(counts) if edge_counts else ffi.NULL, args.workspace)
         _check_status(status, "forward_backward", allow_infeasible)
         return counts
 
     results = _run(pot, threads, job)
-    total_counts = np.sum(results, axis=0) if edge_counts else None
-    return ForwardBackward(log_z, node, total_counts)
+    if not edge_counts or each_sentence:
+        return ForwardBackward(log_z, node, per_sentence)
+    return ForwardBackward(log_z, node, np.sum(results, axis=0))
 
 
 def log_partition(pot: Potentials, threads: int = 1) -> np.ndarray:

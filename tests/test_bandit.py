@@ -56,8 +56,8 @@ def enumeration(gradient: SampledGradient, theta: np.ndarray, sign: float = 1.0)
 
 def path_gradient(gradient, theta, b, path, coefficient=1.0, sign=1.0):
     """coefficient * grad log p_{sign theta}(path) of sentence b, by the code under test."""
-    gradient.add_gradient(theta, b, b + 1, np.asarray(path, dtype=np.int32)[None],
-                          np.array([[coefficient]]), sign)
+    gradient.add_gradient(gradient.posteriors(theta, b, b + 1, sign), np.asarray(path, dtype=np.int32)[None],
+                          np.array([[coefficient]]))
     return gradient.take(b, b + 1).dense(gradient.scorer.features.num_features)
 
 

@@ -101,6 +101,20 @@ def test_forward_backward_matches_bruteforce(inst):
     assert fstcrf.log_partition(pot)[0] == result.log_z[0]
 
 
+@oracle_settings(60)
+@given(batches(), st.sampled_from([1, 2]))
+def test_edge_counts_of_each_sentence_match_bruteforce(inst, threads):
+    pot = inst.potentials()
+    each = fstcrf.forward_backward(pot, each_sentence=True, threads=threads)
+    summed = fstcrf.forward_backward(pot, threads=threads)
+    assert each.edge_counts.shape == (len(inst.lengths), inst.topology.num_edges)
+    for b in range(len(inst.lengths)):
+        np.testing.assert_allclose(each.edge_counts[b], inst.oracle(b).edge_counts, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(each.edge_counts.sum(axis=0), summed.edge_counts, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(each.node_marginals, summed.node_marginals)
+    np.testing.assert_array_equal(each.log_z, summed.log_z)
+
+
 def check_viterbi(inst, b, path, score):
     """Kernel Viterbi path/score of sentence b against brute force."""
     oracle = inst.oracle(b)
