@@ -202,9 +202,12 @@ def format_bandit(result: dict) -> str:
 def plot_curves(result: dict, path: str) -> None:
     """Dev F1 against feedback calls (mean over seeds) for each objective, and full
     information's best dev F1, written to a PNG at ``path``."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise FstcrfError("plotting needs matplotlib: pip install 'fstcrf[bench]'") from None
     from .files import write_atomically
     figure, axis = plt.subplots(figsize=(7.5, 4.5))
     clean = [run for run in result["runs"] if run["flip"] == 0]
