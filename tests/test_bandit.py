@@ -275,3 +275,44 @@ def test_vectorised_path_scores_equal_the_reference_scores(seed):
     finite = np.isfinite(expected)
     assert np.array_equal(np.isfinite(scores), finite) and np.all(np.isneginf(scores[~finite]))
     assert np.allclose(scores[finite], expected[finite])
+
+
+# -- the command line ----------------------------------------------------------
+
+def test_command_line_bandit_training_sampling_and_logged_learning(tmp_path, capsys):
+    import json
+    from fstcrf.cli import main
+    from fstcrf.synthetic import DATA_DIR
+    train, test = str(DATA_DIR / "demo_train.txt"), str(DATA_DIR / "demo_test.txt")
+    model, log, filled, learnt = (str(tmp_path / name) for name in ("b.model", "log.jsonl", "filled.jsonl",
+                                                                    "l.model"))
+    assert main(["-q", "train", train, "--algorithm", "bandit", "--epochs", "2", "--draws", "2", "-o", model]) == 0
+    assert main(["-q", "tag", model, test, "--sample", "2", "--with-probability", "-o", log, "--seed", "3"]) == 0
+    records = [json.loads(line) for line in open(log)]
+    assert len(records) == 2 * sum(1 for _ in open(test).read().strip().split("\n\n"))
+    assert all(0 < r["probability"] <= 1 and r["reward"] is None and len(r["labels"]) == len(r["columns"]["word"])
+               for r in records)
+    with open(filled, "w") as stream:
+        for record in records:
+            stream.write(json.dumps({**record, "reward": float(record["labels"].count("O") > 0)}) + "\n")
+    assert main(["-q", "train", "--algorithm", "bandit", "--log", filled, "--init", model, "--max-iter", "3",
+                 "-o", learnt]) == 0
+    capsys.readouterr()
+    assert main(["-q", "tag", model, test, "--sample", "3"]) == 0
+    first_line = capsys.readouterr().out.splitlines()[0].split()
+    assert len(first_line) == 3 + 3           # word, pos, chunk and three drawn labels
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["train", "--log", "x.jsonl", "-o", "m"], "--log needs --algorithm bandit"),
+    (["train", "-o", "m", "--algorithm", "bandit"], "give a training file"),
+    (["train", "t.txt", "--log", "x.jsonl", "-o", "m", "--algorithm", "bandit"], "not both")])
+def test_command_line_bandit_misuse_is_one_line(tmp_path, capsys, monkeypatch, argv, message):
+    from fstcrf.cli import main
+    from fstcrf.synthetic import DATA_DIR
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.txt").write_text((DATA_DIR / "demo_train.txt").read_text())
+    (tmp_path / "x.jsonl").write_text('{"columns": {"word": ["a"]}, "labels": ["O"], "reward": 1, "probability": 1}\n')
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
