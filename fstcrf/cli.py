@@ -463,6 +463,8 @@ def find_conll2000(data_dir: str | None = None) -> Path | None:
 def _demo(args: argparse.Namespace) -> int:
     from .model import ChainCRF
     from .synthetic import DATA_DIR
+    if args.output == "-":
+        raise FstcrfError("demo prints its report on standard output; give -o a file for the model")
     folder = find_conll2000(args.data)
     if folder is not None:
         train_path, test_path = folder / "train.txt", folder / "test.txt"

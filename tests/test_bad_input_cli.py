@@ -348,3 +348,8 @@ def test_eval_of_a_composed_model_scores_each_component_by_its_own_measure(tmp_p
     assert lines[0] == "== pos (joint decoding)" and lines[1].startswith("processed 1985 tokens; accuracy:")
     chunk_report = lines[lines.index("== chunk (joint decoding)") + 1:]
     assert "phrases" in chunk_report[0] and chunk_report[2].strip().startswith("NP:") and len(chunk_report) == 4
+
+
+def test_demo_refuses_to_mix_the_model_into_its_report(capsys):
+    assert main(["demo", "-o", "-"]) == 2
+    assert "give -o a file" in capsys.readouterr().err
