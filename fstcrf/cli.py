@@ -83,6 +83,23 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seminars(args: argparse.Namespace) -> int:
+    """seminars DIR -o OUT: every announcement under DIR as word and field columns; logs the counts."""
+    from .conll import write_conll
+    from .seminars import count_seminars, read_seminar, seminar_corpus, seminar_paths
+    paths = seminar_paths(args.folder)
+    output = Path(args.output).resolve()
+    if output in [path.resolve() for path in paths]:
+        raise FstcrfError(f"{args.output} is one of the announcements under {args.folder} (*.txt); "
+                          "write the CoNLL file elsewhere")
+    documents = [read_seminar(path) for path in paths]
+    write_conll(seminar_corpus(documents), args.output)
+    for line in count_seminars(documents).lines():
+        LOG.info("%s", line)
+    LOG.info("wrote %s (columns word, field)", args.output)
+    return 0
+
+
 def _model_from_args(args: argparse.Namespace):
     """An unfitted ChainCRF configured by the training options."""
     from .features import load_template
@@ -826,6 +843,13 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--columns", default=None,
                          help="comma-separated column names, e.g. word,pos,chunk (default: word,pos,chunk "
                               "for 3 columns, col0,col1,... otherwise)")
+
+    seminars = command("seminars", "read tagged seminar announcements into word and field columns (IOB2 over "
+                                   "speaker, location, stime, etime), a -DOCSTART- line before each message",
+                       _seminars, inputs=("folder",), outputs=("output",))
+    seminars.add_argument("folder", help="folder holding one announcement per *.txt file (searched recursively, "
+                                         "read in the order of the numeric file names)")
+    seminars.add_argument("-o", "--output", required=True, help="CoNLL file to write")
 
     demo = command("demo", "train, tag and evaluate a chunker out of the box", _demo, outputs=("output",))
     demo.add_argument("--data", default=None,
