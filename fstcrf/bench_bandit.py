@@ -209,20 +209,26 @@ def plot_curves(result: dict, path: str) -> None:
     except ImportError:
         raise FstcrfError("plotting needs matplotlib: pip install 'fstcrf[bench]'") from None
     from .files import write_atomically
-    figure, axis = plt.subplots(figsize=(7.5, 4.5))
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     clean = [run for run in result["runs"] if run["flip"] == 0]
-    for objective in dict.fromkeys(run["objective"] for run in clean):
-        curves = [run["curve"] for run in clean if run["objective"] == objective]
-        length = min(len(curve) for curve in curves)
-        calls = [curves[0][i][0] for i in range(length)]
-        scores = np.mean([[curve[i][1] for i in range(length)] for curve in curves], axis=0)
-        axis.plot(calls, scores, label=f"{objective} ({len(curves)} seeds)")
-    axis.axhline(result["full"]["dev_f1"], color="black", linestyle="--", label="full information (best dev)")
-    axis.set_xlabel("feedback calls")
-    axis.set_ylabel("dev F1 (NP chunks)")
-    axis.set_ylim(bottom=max(0.0, math.floor(min(score for run in clean for _, score in run["curve"]) - 1)))
-    axis.legend(loc="lower right")
-    axis.set_title("Learning from bandit feedback, CoNLL-2000 NP chunking")
+    full = result["full"]["dev_f1"]
+    for axis in axes:
+        for objective in dict.fromkeys(run["objective"] for run in clean):
+            curves = [run["curve"] for run in clean if run["objective"] == objective]
+            length = min(len(curve) for curve in curves)
+            calls = [curves[0][i][0] for i in range(length)]
+            scores = np.mean([[curve[i][1] for i in range(length)] for curve in curves], axis=0)
+            axis.plot(calls, scores, label=f"{objective} ({len(curves)} seeds)")
+        axis.axhline(full, color="black", linestyle="--", label="full information (best dev)")
+        axis.set_xlabel("feedback calls")
+        axis.set_ylabel("dev F1 (NP chunks), mean over seeds")
+    lowest = min(score for run in clean for _, score in run["curve"])
+    axes[0].set_ylim(bottom=max(0.0, math.floor(lowest - 1)))
+    axes[0].set_title("all objectives")
+    axes[1].set_ylim(full - 6, full + 1)
+    axes[1].set_title("near full information")
+    axes[1].legend(loc="lower right", fontsize="small")
+    figure.suptitle("Learning from bandit feedback, CoNLL-2000 NP chunking")
     figure.tight_layout()
     write_atomically(path, lambda stream: figure.savefig(stream, format="png", dpi=110))
     plt.close(figure)
