@@ -1,12 +1,24 @@
-"""fstcrf: conditional random fields as weighted finite-state transducers."""
+"""fstcrf: conditional random fields as weighted finite-state transducers.
+
+The error classes are imported with the package.  The inference routines,
+the topologies and the submodules (``fstcrf.budget``, ``fstcrf.model``, ...)
+are imported on first use (PEP 562), so that ``import fstcrf`` and the
+command line start without numpy, scipy, pynini or the C kernel."""
+from importlib import import_module as _import_module
+
 from .errors import (ArgumentTypeError, BudgetError, ConllFormatError, CompositionError,
                      EmptySequenceError, FstcrfError, GrammarError, InfeasibleError, LabelError,
                      ModelFileError, OutputPathError, ScoreError, ShapeError, TemplateError,
                      TopologyError)
-from .inference import (ForwardBackward, KBest, Potentials, SpanViterbi, Viterbi, forward_backward,
-                        kbest, log_partition, max_marginals, sample, span_viterbi, viterbi)
-from .topology import (Topology, bioes, first_order, from_acceptor, intersect, iob2, kth_order,
-                       second_order)
+
+#: The public names imported on first use, with the submodule that defines each.
+_LAZY_NAMES = {
+    **dict.fromkeys(("ForwardBackward", "KBest", "Potentials", "SpanViterbi", "Viterbi", "forward_backward",
+                     "kbest", "log_partition", "max_marginals", "sample", "span_viterbi", "viterbi"),
+                    "inference"),
+    **dict.fromkeys(("Topology", "bioes", "first_order", "from_acceptor", "intersect", "iob2", "kth_order",
+                     "second_order"), "topology"),
+}
 
 __all__ = [
     "ArgumentTypeError", "BudgetError", "ConllFormatError", "CompositionError", "EmptySequenceError",
@@ -16,3 +28,22 @@ __all__ = [
     "first_order", "from_acceptor", "intersect", "iob2", "kth_order", "second_order",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """A public name of ``__all__`` or a submodule, imported on first access."""
+    if name in _LAZY_NAMES:
+        value = getattr(_import_module(f".{_LAZY_NAMES[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("__"):
+        try:
+            return _import_module(f".{name}", __name__)
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
