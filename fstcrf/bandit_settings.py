@@ -1,6 +1,7 @@
 """The options of bandit learning (:mod:`fstcrf.bandit`) and of learning from
-logged feedback (:mod:`fstcrf.counterfactual`), kept apart from the numerics so
-that the command line can offer them without importing the learners."""
+logged feedback (:mod:`fstcrf.counterfactual`), and the default step size of
+sgd (:mod:`fstcrf.train`), kept apart from the numerics so that the command
+line can offer them without importing the learners."""
 from __future__ import annotations
 
 import numbers
@@ -18,6 +19,8 @@ WEIGHTINGS = ("self-normalised", "clipped", "ips")
 #: mean gain of the other three.
 DEFAULT_LEARNING_RATE = 0.003
 DEFAULT_DRAWS = 4
+#: The initial SGD step size when none is given.
+SGD_LEARNING_RATE = 0.1
 
 
 @dataclass

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .bandit_settings import BASELINES, DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, OBJECTIVES, STEPS, WEIGHTINGS
+from .bandit_settings import (BASELINES, DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, OBJECTIVES, SGD_LEARNING_RATE, STEPS,
+                              WEIGHTINGS)
 from .budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK, limits
-from .train import SGD_LEARNING_RATE
 from .errors import FeedbackError, FstcrfError, LabelError
 from .files import check_output_path, write_atomically
 

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 
+from .bandit_settings import SGD_LEARNING_RATE
 from .errors import ArgumentTypeError, FstcrfError
 
 if TYPE_CHECKING:
@@ -61,8 +62,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: The initial SGD step size when none is given.
-SGD_LEARNING_RATE = 0.1
 #: Correction pairs L-BFGS keeps (Sha & Pereira found 3 to 10 work well).
 LBFGS_MEMORY = 10
 
