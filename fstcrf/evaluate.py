@@ -30,8 +30,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar, Iterator, Sequence
 
-from scipy import stats
-
 from .errors import ArgumentTypeError, LabelError, ShapeError
 from .schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL, read_chunks, write_chunks
 
@@ -499,6 +497,7 @@ def mcnemar(gold: Sequence[Sequence[str]], pred_a: Sequence[Sequence[str]],
     Uses the exact binomial test when fewer than 25 tokens are right in just
     one of the two, else the chi-square test with continuity correction.
     """
+    from scipy import stats
     _check_lengths(gold, pred_a, pred_b)
     _check_single_labels(gold)
     n01 = n10 = 0
