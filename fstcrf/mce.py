@@ -41,7 +41,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.special
 
 from .errors import FstcrfError, LabelError
 from .evaluate import _split_tag
@@ -243,6 +242,7 @@ class SegmentFScore:
     # -- the objective --------------------------------------------------------------------
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """r(theta) (see the module doc) and its gradient float [D]."""
+        import scipy.special
         blocks = [block for blocks in run_parallel(
             lambda plan: [self._block_spans(theta, first, last) for first, last in plan], self._plans)
             for block in blocks]
