@@ -1,0 +1,99 @@
+"""Start-up stays light: ``import fstcrf`` and every ``fstcrf ... --help`` run
+without numpy, scipy, pynini or the C kernel, the public names of the package
+are imported on first access, and the tagging path does not load the training
+and scoring libraries it does not use.  Each check runs in a fresh interpreter,
+whose ``sys.modules`` shows what was imported."""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fstcrf
+from fstcrf.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Modules too heavy for start-up (a name covers its submodules).
+HEAVY = ("numpy", "scipy", "pynini", "_pynini", "cffi", "_cffi_backend", "fstcrf._kernel", "threadpoolctl",
+         "matplotlib")
+
+#: Prints the heavy modules loaded so far, as a JSON list (appended to a child's code).
+REPORT_HEAVY = f"""
+import json, sys
+heavy = {HEAVY!r}
+print(json.dumps(sorted(name for name in sys.modules if name.startswith(heavy)
+                        and (name in heavy or name.startswith(tuple(h + "." for h in heavy))))))
+"""
+
+
+def run_child(code: str) -> list:
+    """The JSON value printed last by ``code`` run in a fresh interpreter."""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_import_fstcrf_loads_no_heavy_module():
+    assert run_child("import fstcrf" + REPORT_HEAVY) == []
+
+
+def test_every_help_loads_no_heavy_module():
+    commands = list(next(action for action in build_parser()._actions
+                         if isinstance(action, argparse._SubParsersAction)).choices)
+    assert "tag" in commands and "train" in commands
+    code = f"""
+import contextlib, io
+from fstcrf.cli import main
+for words in [["--help"]] + [[command, "--help"] for command in {commands!r}]:
+    text = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(text):
+            main(words)
+    except SystemExit as stopped:
+        assert stopped.code == 0, (words, stopped.code)
+    assert text.getvalue().startswith("usage: fstcrf"), (words, text.getvalue()[:200])
+""" + REPORT_HEAVY
+    assert run_child(code) == []
+
+
+def test_public_names_resolve_on_first_access():
+    code = """
+import json, sys
+import fstcrf
+before = [name for name in ("fstcrf.inference", "fstcrf.topology") if name in sys.modules]
+missing = [name for name in fstcrf.__all__ if name not in dir(fstcrf)]
+origins = {name: getattr(fstcrf, name).__module__ for name in fstcrf.__all__}
+print(json.dumps([before, missing, origins]))
+"""
+    before, missing, origins = run_child(code)
+    assert before == [] and missing == []
+    assert origins["Potentials"] == origins["viterbi"] == "fstcrf.inference"
+    assert origins["iob2"] == origins["Topology"] == "fstcrf.topology"
+    assert origins["ShapeError"] == "fstcrf.errors"
+    assert set(origins) == set(fstcrf.__all__)
+
+
+def test_lazy_names_are_the_submodules_objects():
+    from fstcrf import budget, inference, topology
+    assert fstcrf.forward_backward is inference.forward_backward
+    assert fstcrf.Topology is topology.Topology
+    assert fstcrf.budget is budget
+    namespace: dict = {}
+    exec("from fstcrf import *", namespace)
+    assert {name for name in namespace if not name.startswith("__")} == set(fstcrf.__all__)
+
+
+def test_unknown_names_raise_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        fstcrf.no_such_name
+    assert not hasattr(fstcrf, "__wrapped__")
+
+
+def test_tagging_path_leaves_training_and_scoring_libraries_out():
+    loaded = run_child("import fstcrf.compose, fstcrf.model" + REPORT_HEAVY)
+    assert "numpy" in loaded and "pynini" in loaded       # the tagger needs these
+    for name in ("scipy.stats", "scipy.optimize", "scipy.special", "matplotlib"):
+        assert name not in loaded
