@@ -388,7 +388,20 @@ def _split_gold_pred(path: str) -> tuple[list[list[str]], list[list[str]]]:
         raise FstcrfError(f"{path}: expected at least two columns (gold, predicted), found "
                           f"{len(corpus.column_names)}")
     gold_name, pred_name = corpus.column_names[-2:]
+    _check_gold(corpus, gold_name)
     return corpus.column(gold_name), corpus.column(pred_name)
+
+
+def _check_gold(corpus, column: str) -> None:
+    """LabelError naming FILE:LINE at the first partial label ("?" or "A|B", which only
+    training reads) of a gold column, before any tagging starts."""
+    from .evaluate import check_single_labels
+    try:
+        check_single_labels(corpus.column(column))
+    except LabelError as error:
+        sentence = corpus.sentences[error.sentence]
+        line = sentence.line_numbers[error.position] if sentence.line_numbers else "?"
+        raise LabelError(f"{corpus.path}:{line}: {error}") from None
 
 
 def _scores(gold: list[list[str]], predicted: list[list[str]], keep: set[str] | None = None,
@@ -422,6 +435,8 @@ def _eval(args: argparse.Namespace) -> int:
     if not corpus.sentences:
         raise FstcrfError(f"no sentences in {args.test}: nothing to score")
     components = _components(model)
+    for component in components:
+        _check_gold(corpus, component.target_)
     if composed:
         predictions = _joint_predict_with_progress(model, corpus, args)
     else:

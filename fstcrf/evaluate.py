@@ -111,7 +111,7 @@ def _is_single(label: str) -> bool:
     return label != UNKNOWN_LABEL and LABEL_SET_SEPARATOR not in label
 
 
-def _check_single_labels(gold: Sequence[Sequence[str]]):
+def check_single_labels(gold: Sequence[Sequence[str]]):
     """Raise LabelError at the first partial label (``?`` or ``A|B``) of the gold column.
 
     The error's ``sentence`` and ``position`` attributes locate the token.
@@ -393,7 +393,7 @@ def score_chunks(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     do partial labels (``?``, ``A|B``) in the gold column.
     """
     _check_lengths(gold, pred)
-    _check_single_labels(gold)
+    check_single_labels(gold)
     return _score_checked_chunks(gold, pred, scheme)
 
 
@@ -436,7 +436,7 @@ def score_labels(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     ``.metric`` ("F1" or "accuracy") and ``.primary`` (that figure, percent).
     """
     _check_lengths(gold, pred)
-    _check_single_labels(gold)
+    check_single_labels(gold)
     only_outside = all(label == "O" for labels in gold for label in labels)
     if scheme is not None or _chunk_prefixes(gold) or (only_outside and _chunk_prefixes(pred)):
         return _score_checked_chunks(gold, pred, scheme)
@@ -499,7 +499,7 @@ def mcnemar(gold: Sequence[Sequence[str]], pred_a: Sequence[Sequence[str]],
     """
     from scipy import stats
     _check_lengths(gold, pred_a, pred_b)
-    _check_single_labels(gold)
+    check_single_labels(gold)
     n01 = n10 = 0
     for gold_tags, tags_a, tags_b in zip(gold, pred_a, pred_b):
         for gold_tag, tag_a, tag_b in zip(gold_tags, tags_a, tags_b):

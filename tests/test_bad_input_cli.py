@@ -353,3 +353,16 @@ def test_eval_of_a_composed_model_scores_each_component_by_its_own_measure(tmp_p
 def test_demo_refuses_to_mix_the_model_into_its_report(capsys):
     assert main(["demo", "-o", "-"]) == 2
     assert "give -o a file" in capsys.readouterr().err
+
+
+def test_partial_labels_in_an_eval_gold_column_name_file_and_line(tmp_path, capsys):
+    tagged = tmp_path / "tagged.txt"
+    tagged.write_text("a X B-NP B-NP\nb Y B-NP|I-NP I-NP\n\n")
+    assert main(["eval", "--pred", str(tagged)]) == 2
+    assert f"{tagged}:2: gold labels must be single labels" in capsys.readouterr().err
+    model = tmp_path / "m.model"
+    assert main(["-q", "train", TRAIN, "-o", str(model), "--max-iter", "3"]) == 0
+    test = tmp_path / "test.txt"
+    test.write_text("The DT B-NP\ndog NN ?\n\n")
+    assert main(["eval", str(model), str(test)]) == 2
+    assert f"{test}:2: gold labels must be single labels" in capsys.readouterr().err
