@@ -113,7 +113,8 @@ def exact_expectation(gradient, theta, feedback, kind, baseline_value=0.0):
     return expectation
 
 
-KINDS = ["expected", "cross-entropy", "pairwise", "pairwise-independent"]
+KINDS = ["expected", "cross-entropy", pytest.param("pairwise", marks=pytest.mark.slow),
+         pytest.param("pairwise-independent", marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -129,6 +129,7 @@ def test_lengths_must_agree():
         score_chunks([["O"], ["O"]], [["O"]])
 
 
+@pytest.mark.slow
 def test_conll2000_baseline_reproduces_the_published_scores(data_file):
     """The CoNLL-2000 baseline: each POS tag's most frequent chunk tag in train.
 
@@ -337,6 +338,7 @@ def test_ioe_tags_are_read_by_the_bioes_rules(tags):
 BIOES_TAGS = st.sampled_from(["O"] + [f"{p}-{kind}" for p in "BIES" for kind in TYPES])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_scores_depend_only_on_the_chunks(data):

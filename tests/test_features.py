@@ -284,6 +284,7 @@ MIXED_TEMPLATE = parse_template(SHA_PEREIRA_CHUNKING.text
                                 + "lower(word[0])|pos[+3]\nsuffix2(word[-3])\n")
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(train=sentence_lists(), test=sentence_lists())
 def test_matrix_matches_a_token_by_token_reference(train, test):
@@ -303,6 +304,7 @@ READING_TEMPLATE = parse_template("bias\nword[0]\npos[0]\npos[0]|word[-1]\nword[
 @settings(max_examples=100, deadline=None)
 @given(train=sentence_lists(), test=sentence_lists(),
        values=st.lists(st.sampled_from(["DT", "NN", "dt", "VB", "\\|"]), min_size=1, max_size=4))
+@pytest.mark.slow
 def test_reading_matrices_equal_the_matrix_with_the_column_set_to_each_value(train, test, values):
     """transform_reading looks up every value at once; the oracle substitutes each value
     into the column at every token and transforms the corpus."""

@@ -53,6 +53,7 @@ def test_is_feasible_matches_bruteforce(spec, query_order):
         np.testing.assert_array_equal(fresh.reachable_at(T), reachable_by_matrix_power(spec, T))
 
 
+@pytest.mark.slow
 @oracle_settings(200)
 @given(instances(feasible=None, num_sentences=(1, 3)))
 def test_potentials_raise_infeasible_iff_no_sequence(inst):
@@ -248,6 +249,7 @@ def central_difference(f, x, index):
     return (f(up) - f(down)) / (2 * H)
 
 
+@pytest.mark.slow
 @oracle_settings(60)
 @given(feasible_instances())
 def test_gradient_identity_finite_differences(inst):

@@ -83,6 +83,7 @@ def test_to_fst_tropical_lattice():
 # Viterbi and k-best = shortest paths in the tropical semiring
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @oracle_settings(80)
 @given(feasible_instances(num_sentences=(1, 3)))
 def test_shortestpath_is_viterbi(inst):

@@ -115,6 +115,7 @@ def test_span_viterbi_matches_bruteforce(case):
         check_span_path(singles[b], outside_path, result.outside[k], a, mask, inside=False)
 
 
+@pytest.mark.slow
 @oracle_settings(100)
 @given(span_cases())
 def test_best_of_inside_and_outside_is_viterbi(case):
@@ -126,6 +127,7 @@ def test_best_of_inside_and_outside_is_viterbi(case):
     np.testing.assert_allclose(np.maximum(result.inside, result.outside), best, rtol=0, atol=SCORE_TOL)
 
 
+@pytest.mark.slow
 @oracle_settings(100)
 @given(instances(feasible=True, num_sentences=(1, 3)))
 def test_single_state_span_is_max_marginal(inst):

@@ -108,6 +108,7 @@ def test_no_prior_is_allowed():
     assert result.n_iter == 5 and np.all(np.isfinite(result.weights))
 
 
+@pytest.mark.slow
 def test_real_data_first_order_chunking(data_file):
     """Order 1, 500 training sentences, 30 L-BFGS iterations: 89.7 F1 on the first 300 test
     sentences when measured; the most-frequent-tag baseline scores 77-80 on such data."""
