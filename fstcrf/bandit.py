@@ -162,8 +162,10 @@ class SampledGradient:
         return np.concatenate([paths for paths, _ in parts], axis=1), Posteriors([piece for _, piece in parts], sign)
 
     def map(self, work, items) -> list:
-        """[work(item) for item in items], on the threads of a pool kept for this object."""
-        if self.scorer.threads == 1:
+        """[work(item) for item in items], on the threads of a pool kept for this object
+        (inline for a single item or a single thread)."""
+        items = list(items)
+        if self.scorer.threads == 1 or len(items) <= 1:
             return [work(item) for item in items]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=min(self.scorer.threads, _PIECES))
@@ -298,8 +300,15 @@ class _Steps:
             raise RuntimeError("fu_apply rejected its arguments; this is a bug in fstcrf")
 
 
+#: Below this many coordinates a gather or a step runs on one thread (handing work to
+#: the pool costs more than it saves).
+_SPLIT_COORDINATES = 200_000
+
+
 def _runs(size: int) -> list[slice]:
-    """``_PIECES`` consecutive runs covering range(size)."""
+    """Consecutive runs covering range(size): ``_PIECES`` of them for large sizes, else one."""
+    if size < _SPLIT_COORDINATES:
+        return [slice(0, size)]
     cuts = np.linspace(0, size, _PIECES + 1).astype(int)
     return [slice(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
 
