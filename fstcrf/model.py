@@ -17,22 +17,18 @@ from typing import Sequence
 import numpy as np
 import pynini
 
-from . import bandit, train
+from . import train
 from .conll import Corpus, Sentence, as_corpus, as_sentences
 from .encoding import FEATURE_SETS, EncodedSentences, TransitionWeights, build_features
 from .errors import (ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError,
                      TemplateError)
 from .evaluate import ChunkScores, TagScores, score_labels
-from .counterfactual import FeedbackLog, LoggedObjective, shown_states
-from .feedback import CallableFeedback, simulated_feedback
 from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING,
                        SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
 from .grammar import Grammar, compile_grammar, load_grammar, restrict_to
 from .inference import Potentials, blas_single_threaded, log_partition, sample
 from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
-from .mce import SegmentFScore
 from .modelfile import load_model, save_model
-from .bandit import SampledGradient
 from .bandit_settings import DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, WEIGHTINGS, BanditSettings
 from .objective import Scorer, TrainingSet
 
@@ -280,6 +276,7 @@ class ChainCRF:
 
     def _bandit_feedback(self, corpus: Corpus, target: str):
         """The feedback source of algorithm "bandit" (its ``labels`` are the model's)."""
+        from .feedback import CallableFeedback, simulated_feedback
         if hasattr(self.feedback, "gains") and hasattr(self.feedback, "labels"):
             return self.feedback
         labels = gold_label_set(corpus.column(target))
@@ -413,6 +410,7 @@ class ChainCRF:
         stopped_by = None
         if self.algorithm == "bandit":
             order = np.random.default_rng(self.seed).permutation(len(corpus))
+            from . import bandit
             sampled = bandit.SampledGradient(scorer, bandit.permuted(encoded, order))
             try:
                 result = bandit.learn(sampled, feedback, self._bandit_settings(), order, evaluate, callback)
@@ -432,6 +430,7 @@ class ChainCRF:
                                           initial))
                 initial = stages[-1].weights
             if self.algorithm == "mce-f" and not (stages and stages[-1].interrupted):
+                from .mce import SegmentFScore
                 stages.append(train.lbfgs(SegmentFScore(scorer, encoded, states), float(np.sqrt(self.mce_c)),
                                           self.mce_iter, self.tol, evaluate, callback, initial, name="mce-f"))
             result = stages[-1]
@@ -459,16 +458,19 @@ class ChainCRF:
         self.history_ = result.history
 
     @blas_single_threaded()
-    def fit_log(self, log: FeedbackLog, target: str = "chunk", dev: Corpus | Sequence[Sentence] | None = None,
+    def fit_log(self, log, target: str = "chunk", dev: Corpus | Sequence[Sentence] | None = None,
                 callback: train.Callback | None = None, init: ChainCRF | None = None) -> ChainCRF:
-        """Learn offline from logged bandit feedback (see :mod:`fstcrf.counterfactual`):
-        L-BFGS on the importance-weighted reward of ``log`` (``weighting``,
+        """Learn offline from logged bandit feedback ``log``, a
+        :class:`~fstcrf.counterfactual.FeedbackLog` (see that module):
+        L-BFGS on its importance-weighted reward (``weighting``,
         ``max_ratio``) with the Gaussian prior ``sigma``, for ``max_iter``
         iterations.  ``init`` (typically the logging model) gives the template,
         labels, feature dictionary and starting weights; without it the labels
         are those shown in the log and the features the complete set.  The
         predicted column is named ``target``; with ``dev`` the iteration with
         the best dev score is kept."""
+        from .bandit import SampledGradient
+        from .counterfactual import FeedbackLog, LoggedObjective, shown_states
         self._check_params()
         if not isinstance(log, FeedbackLog):
             raise ArgumentTypeError(f"fit_log expects a FeedbackLog (read_feedback_log(path)), got "
