@@ -37,7 +37,7 @@ class Progress:
         width = 24
         filled = int(width * min(self.done, self.total) / self.total)
         line = (f"{self.description} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                f"{self.unit} {rate:,.0f} {self.unit}/s ETA {remaining:,.0f}s")
+                f"{self.unit} {_rate(rate, self.unit)} ETA {remaining:,.0f}s")
         end = "\r" if self.stream.isatty() and self.done < self.total else "\n"
         self.stream.write(line + end)
         self.stream.flush()
@@ -48,3 +48,12 @@ class Progress:
     def __exit__(self, *exc) -> None:
         if self.enabled and self.stream.isatty() and self.done < self.total:
             self.stream.write("\n")
+
+
+def _rate(per_second: float, unit: str) -> str:
+    """"1,234 it/s" for fast work, "12.3 s/it" for slow work (never "0 it/s")."""
+    if per_second >= 1.0:
+        return f"{per_second:,.0f} {unit}/s"
+    if per_second > 0.0:
+        return f"{1.0 / per_second:,.1f} s/{unit}"
+    return f"- {unit}/s"
