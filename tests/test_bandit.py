@@ -317,3 +317,31 @@ def test_command_line_bandit_misuse_is_one_line(tmp_path, capsys, monkeypatch, a
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("rule", ["constant", "adagrad", "adam"])
+def test_sparse_steps_equal_their_formulas(rule):
+    from fstcrf.bandit import SparseGradient, _Steps
+    rng = np.random.default_rng(5)
+    F, T, rate = 50, 4, 0.01
+    steps = _Steps(rule, rate, F, F + T)
+    theta = rng.normal(size=F + T)
+    expected = theta.copy()
+    squares, moments = np.zeros(F + T), np.zeros(F + T)
+    for count in range(1, 6):
+        indices = np.sort(rng.choice(F, size=12, replace=False))
+        gradient = SparseGradient(indices, rng.normal(size=12), rng.normal(size=T))
+        steps.apply(theta, gradient)
+        at = np.concatenate([indices, F + np.arange(T)])
+        g = np.concatenate([gradient.values, gradient.transitions])
+        if rule == "constant":
+            expected[at] += rate * g
+        elif rule == "adagrad":
+            squares[at] += g * g
+            expected[at] += rate * g / (np.sqrt(squares[at]) + 1e-8)
+        else:                                   # lazy Adam, bias-corrected by the step count
+            moments[at] = 0.9 * moments[at] + 0.1 * g
+            squares[at] = 0.999 * squares[at] + 0.001 * g * g
+            corrected = rate * np.sqrt(1 - 0.999 ** count) / (1 - 0.9 ** count)
+            expected[at] += corrected * moments[at] / (np.sqrt(squares[at]) + 1e-8)
+        np.testing.assert_allclose(theta, expected, rtol=1e-12, atol=1e-15)
