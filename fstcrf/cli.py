@@ -60,9 +60,9 @@ def _restrict_types(corpus, target: str, keep: set[str] | None):
     return corpus
 
 
-def _read(path: str, columns=None, allow_missing=()):
+def _read(path: str, columns=None, allow_missing=(), separator: str | None = None):
     from .conll import read_conll
-    return read_conll(path, columns, allow_missing=allow_missing)
+    return read_conll(path, columns, separator, allow_missing=allow_missing)
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -274,15 +274,26 @@ def _components(model) -> list:
     return list(model.components) if isinstance(model, JointModel) else [model]
 
 
-def _read_for(model, path: str, gold_required: bool = False):
+def _read_for(model, path: str, gold_required: bool = False, columns: str | None = None,
+              separator: str | None = None):
     """A CoNLL file read with the columns a model or a joint model was trained on
-    (the predicted columns may be missing unless ``gold_required``).  Warns when
-    the file has no sentences, and when it lacks the predicted columns while a
-    column read as an observation holds mostly the model's labels (e.g. a
-    word+chunk file given to a word,pos,chunk model)."""
+    (the predicted columns may be missing unless ``gold_required``), or with the
+    comma-separated names ``columns``, which must include every column the model
+    was trained on but the predicted ones.  Warns when the file has no sentences,
+    and when it lacks the predicted columns while a column read as an
+    observation holds mostly the model's labels (e.g. a word+chunk file given
+    to a word,pos,chunk model)."""
     components = _components(model)
-    columns, targets = components[0].columns_, [component.target_ for component in components]
-    corpus = _read(path, columns, allow_missing=() if gold_required else targets)
+    trained, targets = components[0].columns_, [component.target_ for component in components]
+    if columns is not None:
+        corpus = _read(path, columns, separator=separator)
+        missing = [name for name in trained if name not in targets and name not in corpus.column_names]
+        if missing:
+            raise FstcrfError(f"--columns {columns} does not name {', '.join(missing)}, which the model "
+                              f"reads (it was trained on the columns {','.join(trained)})")
+        return corpus
+    columns = trained
+    corpus = _read(path, columns, allow_missing=() if gold_required else targets, separator=separator)
     if not corpus.sentences:
         LOG.warning("no sentences in %s", path)
     elif len(corpus.column_names) != len(columns):
@@ -298,20 +309,82 @@ def _read_for(model, path: str, gold_required: bool = False):
     return corpus
 
 
+def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
+    """Refuse --nbest and --marginals with a composed model or with options they exclude."""
+    for option, given in (("--nbest", args.nbest is not None), ("--marginals", args.marginals)):
+        if not given:
+            continue
+        if composed:
+            raise FstcrfError(f"{option} applies to single models; {args.model} is a composed model")
+        if args.sample or args.with_probability:
+            raise FstcrfError(f"{option} and --sample are different outputs; give one of them")
+    if args.nbest is not None and args.grammar:
+        raise FstcrfError("--nbest ranks the sequences of the model's own distribution (under its training "
+                          "grammar, if any); --grammar is not applied to it")
+    if args.nbest is not None and args.marginals:
+        raise FstcrfError("--nbest and --marginals are different outputs; give one of them")
+
+
 def _tag(args: argparse.Namespace) -> int:
     from .compose import JointModel, load_any
     from .conll import write_conll
     model = load_any(args.model)
-    _warn_ignored_decoding_options(args, composed=isinstance(model, JointModel))
-    corpus = _read_for(model, args.input)
+    composed = isinstance(model, JointModel)
+    _warn_ignored_decoding_options(args, composed=composed)
+    _check_tag_options(args, composed)
+    corpus = _read_for(model, args.input, columns=args.columns, separator=args.separator)
     if args.sample or args.with_probability:
         return _tag_samples(model, corpus, args)
-    if isinstance(model, JointModel):
+    if args.nbest is not None:
+        extra = _nbest_columns(model, corpus, args)
+    elif composed:
         extra = _joint_predict_with_progress(model, corpus, args)
     else:
         extra = [_predict_with_progress(model, corpus, args)]
+    if args.marginals:
+        extra.append(_marginal_column(model, corpus, extra[0], args))
     write_conll(corpus, args.output, extra_columns=extra)
     return 0
+
+
+#: The label and probability written for a rank of --nbest beyond the
+#: sentence's number of label sequences (CoNLL-U's empty value).
+MISSING_RANK = "_"
+
+
+def _nbest_columns(model, corpus, args: argparse.Namespace) -> list[list[list[str]]]:
+    """--nbest K: K label columns (best first), then K columns holding each rank's
+    path probability, repeated on every token [2K][B][T]."""
+    if args.threads is not None:
+        model.threads = args.threads
+    k = args.nbest
+    labels, probabilities = model.kbest(corpus, k)                      # [B][r][T], [B, K]
+    label_columns: list[list[list[str]]] = [[] for _ in range(k)]
+    probability_columns: list[list[list[str]]] = [[] for _ in range(k)]
+    for sentence, ranked, row in zip(corpus.sentences, labels, probabilities):
+        for rank in range(k):
+            found = rank < len(ranked)
+            label_columns[rank].append(ranked[rank] if found else [MISSING_RANK] * len(sentence))
+            probability_columns[rank].append([f"{row[rank]:.6g}"] * len(sentence))
+    return label_columns + probability_columns
+
+
+def _marginal_column(model, corpus, predicted: list[list[str]], args: argparse.Namespace) -> list[list[str]]:
+    """--marginals: p(predicted label at each token | sentence), 4 decimals [B][T]
+    (under --grammar when it is given)."""
+    options = _grammar_options(args)
+    marginals = model.predict_marginals(corpus, options.get("grammar"), options.get("params"))   # [B] [T, L]
+    index = {label: number for number, label in enumerate(model.labels_)}
+    return [[f"{table[t, index[label]]:.4f}" for t, label in enumerate(labels)]
+            for table, labels in zip(marginals, predicted)]
+
+
+def _separator(text: str) -> str:
+    """The field separator of --separator: "\\t" or "tab" means a tab."""
+    separator = "\t" if text in ("\\t", "tab") else text
+    if not separator:
+        raise argparse.ArgumentTypeError("the separator must not be empty")
+    return separator
 
 
 def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
@@ -830,6 +903,24 @@ def build_parser() -> argparse.ArgumentParser:
                           "labels drawn, their probability and a null reward to fill in) for fstcrf train "
                           "--algorithm bandit --log (default: off)")
     tag.add_argument("--seed", type=_whole_number(0), default=0, help="seed of --sample (default %(default)s)")
+    tag.add_argument("--nbest", type=POSITIVE, default=None, metavar="K",
+                     help="single models: the K best label sequences of each sentence with their exact "
+                          "probabilities p(y | x) (under the model's training grammar, if any): K label "
+                          "columns, best first, then K columns each holding one rank's probability, repeated "
+                          "on every token of the sentence, so that every line has the same fields and the "
+                          "file stays a CoNLL file (read it with fstcrf.conll.read_conll). A sentence with "
+                          "fewer than K label sequences gets _ labels and probability 0 at the missing ranks "
+                          "(default: the best labels only)")
+    tag.add_argument("--marginals", action="store_true",
+                     help="single models: after the predicted label, a column holding its marginal "
+                          "probability p(label at this token | sentence), 4 decimals (CRF++'s -v1)")
+    tag.add_argument("--separator", type=_separator, default=None, metavar="SEP",
+                     help="read and write fields separated by SEP, e.g. '\\t' (or 'tab') for tokens "
+                          "that contain spaces (default: runs of spaces and tabs; a space when writing)")
+    tag.add_argument("--columns", default=None, metavar="NAMES",
+                     help="comma-separated names of the input file's columns, when they differ from the "
+                          "model's training layout; they must include every column the model was trained on "
+                          "but the predicted one (default: the training columns)")
 
     evaluate = command("eval", "conlleval scores (or tag accuracy) of a model on a test file, or of a tagged "
                                "file", _eval)

@@ -26,7 +26,7 @@ from .evaluate import ChunkScores, TagScores, score_labels
 from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING,
                        SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
 from .grammar import Grammar, compile_grammar, load_grammar, restrict_to
-from .inference import Potentials, blas_single_threaded, log_partition, sample
+from .inference import Potentials, blas_single_threaded, kbest, log_partition, sample
 from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
 from .modelfile import load_model, save_model
 from .bandit_settings import DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, WEIGHTINGS, BanditSettings
@@ -576,6 +576,28 @@ class ChainCRF:
             paths = sample(pot, num_samples, seed, int(self.threads))
             log_p = pot.path_scores(paths) - log_partition(pot, int(self.threads))
         return [split_labels(self.topology_, path, encoded.offsets) for path in paths], log_p
+
+    @blas_single_threaded()
+    def kbest(self, corpus: Corpus | Sequence[Sentence], k: int) -> tuple[list[list[list[str]]], np.ndarray]:
+        """(labels [B][r][T]: the r <= k best label sequences of each sentence, best
+        first, float [B, k] their exact probabilities p(y | x), 0 past the r found).
+        Models with a training grammar rank only the sequences it accepts."""
+        self._check_fitted()
+        sentences = as_sentences(corpus, "ChainCRF.kbest")
+        if not sentences:
+            return [], np.zeros((0, int(k)))
+        encoded = self._encode(sentences)
+        scorer = self._scorer()
+        pot = scorer.potentials(encoded, self.weights_, 0, encoded.num_sequences)
+        state_map = np.arange(self.topology_.num_states)
+        if scorer.constrained is not None:
+            restriction = restrict_to(pot, scorer.constrained)
+            pot, state_map = restriction.potentials, restriction.state_map
+        best = kbest(pot, k, int(self.threads))
+        probabilities = np.exp(best.scores - log_partition(pot, int(self.threads))[:, None])
+        labels = [[split_labels(self.topology_, state_map[states], np.array([0, len(states)]))[0]
+                   for _, states in best.sentence_paths(pot, b)] for b in range(pot.num_sequences)]
+        return labels, probabilities
 
     def reading_emissions(self, sentences: Sequence[Sentence], lower_labels: Sequence[str]) -> np.ndarray:
         """float [N, K, S]: the emission scores of every state at every token when the
