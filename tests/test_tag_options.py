@@ -33,12 +33,20 @@ def short_file(tmp_path_factory):
     return path
 
 
-def brute_force(model, sentence) -> list[tuple[float, list[str]]]:
-    """Every label sequence of a sentence with its probability, most probable first."""
+def iob2_valid(labels: list[str]) -> bool:
+    """True if every I-X follows B-X or I-X."""
+    return all(not label.startswith("I-") or previous[2:] == label[2:] and previous != "O"
+               for previous, label in zip(["O"] + labels, labels))
+
+
+def brute_force(model, sentence, accepted=lambda labels: True) -> list[tuple[float, list[str]]]:
+    """Every label sequence of a sentence that ``accepted`` keeps, with its probability
+    among those, most probable first."""
     pot = model.potentials([sentence])
     topology = pot.topology
     paths = [np.array(states) for states in itertools.product(range(topology.num_states), repeat=len(sentence))]
-    scores = np.array([pot.score(states)[0] for states in paths])
+    scores = np.array([pot.score(states)[0] if accepted([topology.labels[topology.state_label[s]] for s in states])
+                       else -np.inf for states in paths])
     log_z = np.logaddexp.reduce(scores)
     ranked = sorted(((float(np.exp(score - log_z)), [topology.labels[topology.state_label[s]] for s in states])
                      for score, states in zip(scores, paths) if np.isfinite(score)),
@@ -65,6 +73,21 @@ def test_nbest_probabilities_are_exact_and_rank_one_is_the_best(model_path, shor
         expected = brute_force(model, Sentence({"word": sentence["word"], "pos": sentence["pos"]}))
         assert probabilities == pytest.approx([p for p, _ in expected[:k]], rel=1e-5)
         assert [sentence[f"label{r}"] for r in range(k)] == [labels for _, labels in expected[:k]]
+
+
+def test_nbest_of_a_model_trained_under_a_grammar_ranks_only_accepted_sequences(short_file, tmp_path):
+    path = tmp_path / "iob2.model"
+    assert main(["-q", "train", TRAIN, "-o", str(path), "--max-iter", "3", "--grammar", "iob2"]) == 0
+    k = 5
+    out = tmp_path / "nbest.txt"
+    assert main(["-q", "tag", str(path), str(short_file), "--nbest", str(k), "-o", str(out)]) == 0
+    names = ["word", "pos", "chunk"] + [f"label{r}" for r in range(k)] + [f"prob{r}" for r in range(k)]
+    model = ChainCRF.load(path)
+    for sentence in read_conll(out, columns=names).sentences:
+        expected = brute_force(model, Sentence({"word": sentence["word"], "pos": sentence["pos"]}), iob2_valid)
+        assert [sentence[f"label{r}"] for r in range(k)] == [labels for _, labels in expected[:k]]
+        assert [float(sentence[f"prob{r}"][0]) for r in range(k)] == pytest.approx(
+            [p for p, _ in expected[:k]], rel=1e-5)
 
 
 def test_nbest_marks_ranks_beyond_the_sequences_of_a_sentence(model_path, tmp_path):
