@@ -913,7 +913,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: the best labels only)")
     tag.add_argument("--marginals", action="store_true",
                      help="single models: after the predicted label, a column holding its marginal "
-                          "probability p(label at this token | sentence), 4 decimals (CRF++'s -v1)")
+                          "probability p(label at this token | sentence), 4 decimals (CRF++'s -v1) "
+                          "(default: off)")
     tag.add_argument("--separator", type=_separator, default=None, metavar="SEP",
                      help="read and write fields separated by SEP, e.g. '\\t' (or 'tab') for tokens "
                           "that contain spaces (default: runs of spaces and tabs; a space when writing)")
