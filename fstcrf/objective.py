@@ -293,6 +293,16 @@ class TrainingSet:
                             self.observed, 1.0)
         self._check_gold()
 
+    def __getstate__(self) -> dict:
+        """The state without the C gradient driver, whose cffi buffers cannot be pickled;
+        :meth:`__setstate__` rebuilds it, so a training set can be sent to another
+        process (a worker evaluates the same objective)."""
+        return {name: value for name, value in self.__dict__.items() if name != "_driver"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._driver = _GradientDriver(self.scorer, self.encoded, self.partial, self.allowed_labels)
+
     def _check_gold(self) -> None:
         """Raise LabelError for a sentence whose gold labels fit no allowed path (with
         full labels this can only happen under a training constraint)."""

@@ -160,3 +160,13 @@ def test_lbfgs_reaches_the_optimum_scipy_finds():
     np.testing.assert_allclose(result.weights, reference.x, atol=1e-3)
     objectives = [record["objective"] for record in result.history]
     assert all(b <= a for a, b in zip(objectives, objectives[1:]))   # Armijo: every step descends
+
+
+def test_a_training_set_pickles_and_gives_the_same_objective():
+    import pickle
+    problem = training_set(chunk_corpus(1, 20), 2, "supported")
+    copy = pickle.loads(pickle.dumps(problem))
+    theta = np.random.default_rng(0).normal(0.0, 0.1, problem.num_weights)
+    loss, gradient = problem.loss_and_gradient(theta)
+    copied_loss, copied_gradient = copy.loss_and_gradient(theta)
+    assert copied_loss == loss and np.array_equal(copied_gradient, gradient)
