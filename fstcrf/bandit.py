@@ -58,7 +58,7 @@ from ._kernel import ffi, lib
 from .bandit_settings import BanditSettings
 from .encoding import EncodedSentences, buffer_pointer
 from .errors import FeedbackError, FstcrfError
-from .inference import ForwardBackward, Potentials, SentenceBatch, forward_backward, sample, thread_chunks
+from .inference import KernelBuffers, Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
 from .objective import Scorer, _path_edges
 
 logger = logging.getLogger(__name__)
@@ -89,28 +89,83 @@ class SparseGradient:
 
 @dataclass
 class _Piece:
-    """Sum-product results of sentences first .. last-1 (one fixed piece of a minibatch)."""
+    """Sum-product results of sentences first .. last-1 (one fixed piece of a minibatch)
+    under sign * theta: ``lengths`` [b], ``emissions`` float [n, S], the kernel's
+    ``transitions`` [E] or [C, E] and ``token_class`` [n] (or None), ``log_z`` [b],
+    ``marginals`` float [n, S] and each sentence's expected ``edge_counts`` [b, E] or
+    [b, C, E]."""
 
     first: int
     last: int
-    pot: Potentials
-    posteriors: ForwardBackward      # log_z [b], node_marginals [n', S], edge_counts per sentence [b, ...]
+    lengths: np.ndarray
+    emissions: np.ndarray
+    transitions: np.ndarray
+    token_class: np.ndarray | None
+    log_z: np.ndarray
+    marginals: np.ndarray
+    edge_counts: np.ndarray
 
 
 class Posteriors:
     """The sum-product results of a minibatch's pieces under sign * theta."""
 
-    def __init__(self, pieces: list[_Piece], sign: float):
-        self.pieces, self.sign = pieces, sign
+    def __init__(self, pieces: list[_Piece], sign: float, topology):
+        self.pieces, self.sign, self.topology = pieces, sign, topology
 
     def log_probabilities(self, paths: np.ndarray) -> np.ndarray:
         """float [K, B]: log p(path | x) of state paths [K, n] of the minibatch."""
         parts, row = [], 0
         for piece in self.pieces:
-            rows = slice(row, row + piece.pot.num_tokens)
-            parts.append(piece.pot.path_scores(paths[:, rows]) - piece.posteriors.log_z)
+            rows = slice(row, row + len(piece.emissions))
+            pot = Potentials(self.topology, piece.emissions, piece.lengths, piece.transitions,
+                             token_class=piece.token_class)
+            parts.append(pot.path_scores(paths[:, rows]) - piece.log_z)
             row = rows.stop
         return np.concatenate(parts, axis=1)
+
+
+class _PieceKernel(KernelBuffers):
+    """One piece's caller-owned kernel structs: the graph and a workspace for the
+    longest sentence, built once; the scores and the batch, set by each call."""
+
+    def __init__(self, topology, num_classes: int, t_max: int):
+        super().__init__()
+        S, E = topology.num_states, topology.num_edges
+        self.graph = ffi.new("fc_graph *")
+        self.fill_graph(self.graph, topology)
+        self.fill_workspace(lib.fc_workspace_doubles(S, E, num_classes, t_max, 1),
+                            lib.fc_workspace_ints(S, E, t_max, 1), t_max)
+        self._start = np.where(topology.start, 0.0, -np.inf)
+        self._final = np.where(topology.final, 0.0, -np.inf)
+        self._num_classes = num_classes
+        self._owned = list(self._keep)
+
+    def run(self, emissions: np.ndarray, lengths: np.ndarray, transitions: np.ndarray,
+            token_class: np.ndarray | None, count: int, seed: int):
+        """(paths int32 [count, n] drawn with ``seed``, log_z [b], marginals [n, S],
+        edge_counts [b, ...]) of sentences of ``lengths`` [b] scored by emissions [n, S]."""
+        self._keep = list(self._owned)               # release the previous call's arrays
+        scores = ffi.new("fc_scores *")
+        scores.trans = self._ptr("double[]", transitions)
+        scores.start, scores.final = self._ptr("double[]", self._start), self._ptr("double[]", self._final)
+        scores.num_classes = self._num_classes
+        batch = ffi.new("fc_batch *")
+        batch.num_sequences = len(lengths)
+        batch.offsets = self._ptr("int64_t[]", lengths_to_offsets(lengths))
+        batch.emit = self._ptr("double[]", emissions)
+        if token_class is not None:
+            batch.token_class = self._ptr("int32_t[]", token_class)
+        log_z = np.empty(len(lengths))
+        marginals = np.empty(emissions.shape)
+        edge_counts = np.zeros((len(lengths), *transitions.shape))
+        paths = np.empty((count, len(emissions)), dtype=np.int32)
+        status = lib.fc_forward_backward_each(self.graph, scores, batch, self.out(log_z), self.out(marginals),
+                                              self.out(edge_counts), self.workspace)
+        if count and status == lib.FC_OK:
+            status = lib.fc_sample(self.graph, scores, batch, seed, 0, count, self.out(paths), self.workspace)
+        if status != lib.FC_OK:
+            raise RuntimeError(f"the kernel returned status {status} on a bandit minibatch; this is a bug in fstcrf")
+        return paths, log_z, marginals, edge_counts
 
 
 class SampledGradient:
@@ -136,6 +191,7 @@ class SampledGradient:
         self._transitions = np.zeros(scorer.transitions.size)             # [T]
         self._pool: ThreadPoolExecutor | None = None
         self._seen = np.zeros(encoded.num_predicates, dtype=bool)         # [P], kept False between calls
+        self._kernels: list[_PieceKernel] = []                            # one per piece, built on first use
 
     def potentials(self, theta: np.ndarray, first: int, last: int, sign: float = 1.0) -> Potentials:
         """The potentials of sentences first .. last-1 under sign * theta."""
@@ -148,18 +204,30 @@ class SampledGradient:
     def draw(self, theta: np.ndarray, first: int, last: int, count: int, seed: int,
              sign: float = 1.0) -> tuple[np.ndarray, Posteriors]:
         """(int32 [count, n] exact draws of state paths of sentences first .. last-1 from
-        p_{sign theta}, their posteriors).  Piece j of the minibatch draws with seed + j."""
+        p_{sign theta}, their posteriors).  Piece j of the minibatch draws with seed + j.
+        The kernel is called directly on caller-owned structs: the scores come from
+        the model and need none of :class:`Potentials`' checks."""
+        F = self.scorer.features.num_features
         bounds = self._pieces(first, last)
+        transitions = np.ascontiguousarray(self.scorer.transitions.scores(sign * theta[F:]))
+        if not self._kernels:
+            self._kernels = [_PieceKernel(self.scorer.topology, self.scorer.transitions.num_classes,
+                                          int(self.encoded.lengths.max())) for _ in range(_PIECES)]
 
         def work(piece: int) -> tuple[np.ndarray, _Piece]:
             lo, hi = bounds[piece]
-            pot = self.potentials(theta, lo, hi, sign)
-            posteriors = forward_backward(pot, each_sentence=True)
-            paths = sample(pot, count, (seed + piece) % 2 ** 64) if count else np.zeros((0, pot.num_tokens), np.int32)
-            return paths, _Piece(lo, hi, pot, posteriors)
+            emissions = self.scorer.features.emissions(self.encoded.tokens(lo, hi), theta[:F], sign)
+            token_class = (None if self.encoded.token_class is None
+                           else self.encoded.token_class[self.encoded.token_rows(lo, hi)])
+            lengths = self.encoded.lengths[lo:hi]
+            paths, log_z, marginals, edge_counts = self._kernels[piece].run(
+                emissions, lengths, transitions, token_class, count, (seed + piece) % 2 ** 64)
+            return paths, _Piece(lo, hi, lengths, emissions, transitions, token_class, log_z, marginals,
+                                 edge_counts)
 
         parts = self.map(work, range(len(bounds)))
-        return np.concatenate([paths for paths, _ in parts], axis=1), Posteriors([piece for _, piece in parts], sign)
+        return (np.concatenate([paths for paths, _ in parts], axis=1),
+                Posteriors([piece for _, piece in parts], sign, self.scorer.topology))
 
     def map(self, work, items) -> list:
         """[work(item) for item in items], on the threads of a pool kept for this object
@@ -192,13 +260,13 @@ class SampledGradient:
             rows = self.encoded.token_rows(piece.first, piece.last)
             local = slice(rows.start - self.encoded.offsets[first], rows.stop - self.encoded.offsets[first])
             weights = coefficients[:, lo:hi].sum(axis=0)                                 # [b]
-            sentence_of = np.repeat(np.arange(hi - lo), piece.pot.lengths)
-            marks = piece.posteriors.node_marginals * -weights[sentence_of][:, None]       # [n', S]
+            sentence_of = np.repeat(np.arange(hi - lo), piece.lengths)
+            marks = piece.marginals * -weights[sentence_of][:, None]                       # [n', S]
             for k, path in enumerate(paths):
                 marks[np.arange(len(marks)), path[local]] += coefficients[k, lo + sentence_of]
             self.scorer.features.accumulate(self.encoded.tokens(piece.first, piece.last), marks,
                                             self._piece_gradients[number], sign)
-            return np.tensordot(weights, piece.posteriors.edge_counts, axes=1)           # [E] or [C, E]
+            return np.tensordot(weights, piece.edge_counts, axes=1)                        # [E] or [C, E]
 
         expected = sum(self.map(work, range(len(posteriors.pieces))))
         self._transitions += sign * (self._path_transition_counts(first, posteriors.pieces[-1].last, paths,
