@@ -632,6 +632,20 @@ def _history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dump(args: argparse.Namespace) -> int:
+    from .compose import load_any
+    from .inspection import dump_text
+    sys.stdout.write(dump_text(load_any(args.model), top=args.top, label=args.label))
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    from .compose import load_any
+    from .inspection import info_text
+    sys.stdout.write(info_text(load_any(args.model), args.model))
+    return 0
+
+
 def _bench(args: argparse.Namespace) -> int:
     from . import bench
     if args.what == "kernel":
@@ -973,6 +987,20 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--plot", default=None,
                          help="write a PNG of the objective and the dev score per iteration (default: none)")
     history.add_argument("--title", default=None, help="title of the plot (default: the model file)")
+
+    dump = command("dump", "a model's labels, topology, template and largest state and transition weights",
+                   _dump, inputs=("model",))
+    dump.add_argument("model", help="model file (not a composed model: dump each component's file)")
+    dump.add_argument("--top", type=POSITIVE, default=20,
+                      help="show this many largest positive and largest negative weights of each kind "
+                           "(default %(default)s)")
+    dump.add_argument("--label", default=None,
+                      help="only the state features whose output is this label (or a state of it) and the "
+                           "transitions leaving or entering it (default: every label)")
+
+    info = command("info", "a model's sizes, training settings and training history summary "
+                           "(each component's, for a composed model)", _info, inputs=("model",))
+    info.add_argument("model", help="model file or composed model file")
 
     bench = command("bench", "measure speed against reference implementations", _bench, outputs=("plot",))
     bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit"],
