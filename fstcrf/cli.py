@@ -591,19 +591,15 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dev_score(record: dict) -> float | None:
-    """An iteration's dev score ("dev_f1" in files written before "dev_score")."""
-    return record.get("dev_score", record.get("dev_f1"))
-
-
 def _history(args: argparse.Namespace) -> int:
+    from .inspection import dev_score
     from .model import load_model
     model = load_model(args.model)
     history = model.history_
     metric = next((record["dev_metric"] for record in history if record.get("dev_metric")), "F1")
     print(f"iteration  objective      gradient-norm  seconds  dev-{metric}")
     for record in history:
-        dev = _dev_score(record)
+        dev = dev_score(record)
         print(f"{record['iteration']:9d}  {record['objective']:<13.6g}  {record.get('gradient_norm') or 0:<13.4g}  "
               f"{record['seconds']:7.2f}  {'' if dev is None else f'{dev:.2f}'}")
     print(f"kept the weights of iteration {model.best_iteration_} of {model.n_iter_}"
@@ -620,7 +616,7 @@ def _history(args: argparse.Namespace) -> int:
         objective_axis.semilogy(iterations, [r["objective"] for r in history], color="tab:blue")
         objective_axis.set_xlabel(f"{model.algorithm} iteration")
         objective_axis.set_ylabel("objective (penalised negative log-likelihood)", color="tab:blue")
-        dev = [(r["iteration"], _dev_score(r)) for r in history if _dev_score(r) is not None]
+        dev = [(r["iteration"], dev_score(r)) for r in history if dev_score(r) is not None]
         if dev:
             dev_axis = objective_axis.twinx()
             dev_axis.plot(*zip(*dev), color="tab:red")
