@@ -370,11 +370,11 @@ class _Steps:
 
 #: Below this many coordinates a gather or a step runs on one thread (handing work to
 #: the pool costs more than it saves).
-_SPLIT_COORDINATES = 200_000
+_SPLIT_COORDINATES = 20_000
 
 
 def _runs(size: int) -> list[slice]:
-    """Consecutive runs covering range(size): ``_PIECES`` of them for large sizes, else one."""
+    """Consecutive runs covering range(size): ``_PIECES`` of them, or one below the split size."""
     if size < _SPLIT_COORDINATES:
         return [slice(0, size)]
     cuts = np.linspace(0, size, _PIECES + 1).astype(int)
