@@ -554,6 +554,18 @@ class ChainCRF:
         encoded = self._encode(as_sentences(corpus, "ChainCRF.potentials"))
         return self._scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences)
 
+    def _decoding_potentials(self, sentences: Sequence[Sentence]) -> tuple[EncodedSentences, Potentials, np.ndarray]:
+        """(the encoded sentences, their potentials on the decoding topology -- the
+        model's, or its restriction to the training grammar -- and int [S'] the model
+        state of each decoding state) for sampling and k-best lists."""
+        encoded = self._encode(sentences)
+        scorer = self._scorer()
+        pot = scorer.potentials(encoded, self.weights_, 0, encoded.num_sequences)
+        if scorer.constrained is None:
+            return encoded, pot, np.arange(self.topology_.num_states)
+        restriction = restrict_to(pot, scorer.constrained)
+        return encoded, restriction.potentials, restriction.state_map
+
     @blas_single_threaded()
     def sample(self, corpus: Corpus | Sequence[Sentence], num_samples: int = 1, seed: int = 0
                ) -> tuple[list[list[list[str]]], np.ndarray]:
@@ -564,17 +576,10 @@ class ChainCRF:
         sentences = as_sentences(corpus, "ChainCRF.sample")
         if not sentences:
             return [[] for _ in range(int(num_samples))], np.zeros((int(num_samples), 0))
-        encoded = self._encode(sentences)
-        scorer = self._scorer()
-        pot = scorer.potentials(encoded, self.weights_, 0, encoded.num_sequences)
-        if scorer.constrained is not None:
-            restriction = restrict_to(pot, scorer.constrained)
-            paths = sample(restriction.potentials, num_samples, seed, int(self.threads))
-            log_p = restriction.potentials.path_scores(paths) - log_partition(restriction.potentials)
-            paths = restriction.state_map[paths]
-        else:
-            paths = sample(pot, num_samples, seed, int(self.threads))
-            log_p = pot.path_scores(paths) - log_partition(pot, int(self.threads))
+        encoded, pot, state_map = self._decoding_potentials(sentences)
+        paths = sample(pot, num_samples, seed, int(self.threads))
+        log_p = pot.path_scores(paths) - log_partition(pot, int(self.threads))
+        paths = state_map[paths]
         return [split_labels(self.topology_, path, encoded.offsets) for path in paths], log_p
 
     @blas_single_threaded()
@@ -586,13 +591,7 @@ class ChainCRF:
         sentences = as_sentences(corpus, "ChainCRF.kbest")
         if not sentences:
             return [], np.zeros((0, int(k)))
-        encoded = self._encode(sentences)
-        scorer = self._scorer()
-        pot = scorer.potentials(encoded, self.weights_, 0, encoded.num_sequences)
-        state_map = np.arange(self.topology_.num_states)
-        if scorer.constrained is not None:
-            restriction = restrict_to(pot, scorer.constrained)
-            pot, state_map = restriction.potentials, restriction.state_map
+        _, pot, state_map = self._decoding_potentials(sentences)
         best = kbest(pot, k, int(self.threads))
         probabilities = np.exp(best.scores - log_partition(pot, int(self.threads))[:, None])
         labels = [[split_labels(self.topology_, state_map[states], np.array([0, len(states)]))[0]
