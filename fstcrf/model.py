@@ -22,7 +22,7 @@ from .conll import Corpus, Sentence, as_corpus, as_sentences
 from .encoding import FEATURE_SETS, EncodedSentences, TransitionWeights, build_features
 from .errors import (ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError,
                      TemplateError)
-from .evaluate import ChunkScores, TagScores, score_labels
+from .evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
 from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, POS_TAGGING,
                        SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
 from .grammar import Grammar, compile_grammar, load_grammar, restrict_to
@@ -252,16 +252,27 @@ class ChainCRF:
                 raise FstcrfError("algorithm 'bandit' does not train under a grammar nor read a lower "
                                   "tagger's labels yet; decode under a grammar instead")
 
-    def _dev_evaluator(self, dev: Corpus | None, target: str, extractor: FeatureExtractor, scorer: Scorer,
-                       lower_labels: Sequence[str] | None):
-        """The dev scoring function of training (None without dev): weights -> scores of
-        the predicted ``target`` column (chunk F1 for chunk labels, else accuracy)."""
+    @staticmethod
+    def _dev_gold(dev, target: str) -> tuple[Corpus, list[list[str]]] | None:
+        """(the dev corpus, its gold ``target`` column), checked before any training work
+        (partial labels raise LabelError), and the selection metric logged; None
+        without dev."""
         if dev is None:
             return None
         dev = as_corpus(dev, "ChainCRF.fit (dev)")
         gold = dev.column(target)
-        metric = score_labels(gold, gold).metric
-        logger.info("selecting on dev %s", "chunk F1" if metric == "F1" else "token accuracy")
+        check_single_labels(gold)
+        logger.info("selecting on dev %s", "chunk F1" if is_chunk_labels(gold) else "token accuracy")
+        return dev, gold
+
+    def _dev_evaluator(self, dev_gold: tuple[Corpus, list[list[str]]] | None, extractor: FeatureExtractor,
+                       scorer: Scorer, lower_labels: Sequence[str] | None):
+        """The dev scoring function of training (None without dev): weights -> scores of
+        the predicted column against ``dev_gold`` (from :meth:`_dev_gold`): chunk F1
+        for chunk labels, else accuracy."""
+        if dev_gold is None:
+            return None
+        dev, gold = dev_gold
         encoded = EncodedSentences.from_corpus(extractor, dev, token_class=self._token_classes(dev, lower_labels))
 
         def evaluate(weights: np.ndarray) -> ChunkScores | TagScores:
@@ -344,7 +355,6 @@ class ChainCRF:
         """
         self._check_params()
         corpus = as_corpus(corpus, "ChainCRF.fit")
-        dev = None if dev is None else as_corpus(dev, "ChainCRF.fit (dev)")
         if not isinstance(target, str):
             raise ArgumentTypeError(f"target must be a column name, got {type(target).__name__} {target!r}")
         if len(corpus) == 0:
@@ -372,8 +382,7 @@ class ChainCRF:
             feedback = self._bandit_feedback(corpus, target)
         else:
             gold_labels = corpus.column(target)
-        if dev is not None:
-            score_labels(dev.column(target), dev.column(target))   # partial dev labels raise LabelError now
+        dev_gold = self._dev_gold(dev, target)
         if init is not None:
             topology, extractor = init.topology_, init.extractor_
         else:
@@ -405,7 +414,7 @@ class ChainCRF:
         scorer = Scorer(features, topology, int(self.threads), constraint,
                         self._transition_layout(topology.num_edges, lower_labels))
         problem = TrainingSet(scorer, encoded, states, allowed_labels) if feedback is None else None
-        evaluate = self._dev_evaluator(dev, target, extractor, scorer, lower_labels)
+        evaluate = self._dev_evaluator(dev_gold, extractor, scorer, lower_labels)
 
         stopped_by = None
         if self.algorithm == "bandit":
@@ -479,6 +488,7 @@ class ChainCRF:
             raise FstcrfError("learning from a log does not train under a grammar nor read a lower "
                               "tagger's labels yet")
         columns = log.sentences[0].column_names
+        dev_gold = self._dev_gold(dev, target)
         if init is not None:
             init._check_fitted()
             if init.reads is not None or init.constraint_ is not None:
@@ -494,7 +504,7 @@ class ChainCRF:
         scorer = Scorer(features, topology, int(self.threads))
         problem = LoggedObjective(SampledGradient(scorer, encoded), shown_states(topology, log, encoded.offsets),
                                   log.rewards, log.probabilities, self.weighting, self.max_ratio)
-        evaluate = self._dev_evaluator(dev, target, extractor, scorer, None)
+        evaluate = self._dev_evaluator(dev_gold, extractor, scorer, None)
         result = train.lbfgs(problem, self.sigma, self.max_iter, self.tol, evaluate, callback,
                              None if init is None else init.weights_, name=f"log-{self.weighting}")
         self._set_fitted(topology, None, None, extractor, features, target, columns + (target,), result)
