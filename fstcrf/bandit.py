@@ -145,16 +145,8 @@ class _PieceKernel(KernelBuffers):
         """(paths int32 [count, n] drawn with ``seed``, log_z [b], marginals [n, S],
         edge_counts [b, ...]) of sentences of ``lengths`` [b] scored by emissions [n, S]."""
         self._keep = list(self._owned)               # release the previous call's arrays
-        scores = ffi.new("fc_scores *")
-        scores.trans = self._ptr("double[]", transitions)
-        scores.start, scores.final = self._ptr("double[]", self._start), self._ptr("double[]", self._final)
-        scores.num_classes = self._num_classes
-        batch = ffi.new("fc_batch *")
-        batch.num_sequences = len(lengths)
-        batch.offsets = self._ptr("int64_t[]", lengths_to_offsets(lengths))
-        batch.emit = self._ptr("double[]", emissions)
-        if token_class is not None:
-            batch.token_class = self._ptr("int32_t[]", token_class)
+        scores = self.new_scores(transitions, self._start, self._final, self._num_classes)
+        batch = self.new_batch(lengths_to_offsets(lengths), emissions, token_class)
         log_z = np.empty(len(lengths))
         marginals = np.empty(emissions.shape)
         edge_counts = np.zeros((len(lengths), *transitions.shape))

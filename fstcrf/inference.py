@@ -283,12 +283,29 @@ class KernelBuffers:
         """Set ``batch`` and ``token_range`` to sentences first..last-1 of pot."""
         offsets = pot.offsets[first:last + 1]
         self.token_range = slice(int(offsets[0]), int(offsets[-1]))
-        self.batch = ffi.new("fc_batch *")
-        self.batch.num_sequences = last - first
-        self.batch.offsets = self._ptr("int64_t[]", offsets - offsets[0])
-        self.batch.emit = self._ptr("double[]", pot.emissions[self.token_range])
-        if getattr(pot, "token_class", None) is not None:
-            self.batch.token_class = self._ptr("int32_t[]", pot.token_class[self.token_range])
+        token_class = getattr(pot, "token_class", None)
+        self.batch = self.new_batch(offsets - offsets[0], pot.emissions[self.token_range],
+                                    None if token_class is None else token_class[self.token_range])
+
+    def new_batch(self, offsets: np.ndarray, emissions: np.ndarray, token_class: np.ndarray | None):
+        """An fc_batch of sentences cut at offsets int64 [b+1] (from 0), scored by
+        emissions float [n, S], with token classes int32 [n] or None."""
+        batch = ffi.new("fc_batch *")
+        batch.num_sequences = len(offsets) - 1
+        batch.offsets = self._ptr("int64_t[]", offsets)
+        batch.emit = self._ptr("double[]", emissions)
+        if token_class is not None:
+            batch.token_class = self._ptr("int32_t[]", token_class)
+        return batch
+
+    def new_scores(self, transitions: np.ndarray, start: np.ndarray, final: np.ndarray, num_classes: int):
+        """An fc_scores of transition scores [E] or [C, E] and start, final scores [S]."""
+        scores = ffi.new("fc_scores *")
+        scores.trans = self._ptr("double[]", transitions)
+        scores.start = self._ptr("double[]", start)
+        scores.final = self._ptr("double[]", final)
+        scores.num_classes = num_classes
+        return scores
 
     def fill_workspace(self, num_doubles: int, num_ints: int, t_max: int, k: int = 1) -> None:
         self.workspace = ffi.new("fc_workspace *")
@@ -306,11 +323,7 @@ class _KernelArgs(KernelBuffers):
         topo = pot.topology
         self.graph = ffi.new("fc_graph *")
         self.fill_graph(self.graph, topo)
-        self.scores = ffi.new("fc_scores *")
-        self.scores.trans = self._ptr("double[]", pot.transitions)
-        self.scores.start = self._ptr("double[]", pot.start)
-        self.scores.final = self._ptr("double[]", pot.final)
-        self.scores.num_classes = pot.num_classes
+        self.scores = self.new_scores(pot.transitions, pot.start, pot.final, pot.num_classes)
         self.fill_batch(pot, first, last)
         t_max = int(pot.lengths[first:last].max())
         S, E = topo.num_states, topo.num_edges
