@@ -37,18 +37,17 @@ Steps ascend J: "constant" w += rate * s, "adagrad" w += rate * s / (sqrt(G) +
 Only the coordinates a minibatch touches are read or moved.  There is no
 penalty term: the epoch with the best dev score is kept.
 
-The gradients run in C: emissions, forward-backward and the expected counts
-of a minibatch go through ``ft_gradient`` with a per-sentence weight (the sum
-of the sentence's coefficients), the drawn paths' counts through
-``ff_accumulate``; each minibatch is split over the threads.
+The gradients run in C (see :class:`SampledGradient`): per fixed piece of a
+minibatch, one pass computes the emissions, the posteriors with each
+sentence's expected edge counts and the draws, and one ``ff_accumulate``
+the feature gradient; the pieces run on the threads.
 """
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse
@@ -60,8 +59,6 @@ from .encoding import EncodedSentences, buffer_pointer
 from .errors import FeedbackError, FstcrfError
 from .inference import KernelBuffers, Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
 from .objective import Scorer, _path_edges
-
-logger = logging.getLogger(__name__)
 
 _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8
@@ -381,13 +378,11 @@ def _optional(array: np.ndarray | None):
 class _Running:
     """Running sums over an epoch and over the whole run."""
 
-    calls: int = 0
     baseline_sum: float = 0.0
     baseline_count: int = 0
     epoch_gain: float = 0.0
     epoch_draws: int = 0
     epoch_clipped: int = 0
-    history: list = field(default_factory=list)
 
     def mean(self) -> float:
         return self.baseline_sum / self.baseline_count if self.baseline_count else 0.0
