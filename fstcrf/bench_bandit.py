@@ -75,7 +75,7 @@ def run_bandit(train: Corpus, dev: Corpus, test: Corpus, objective: str, seed: i
     return {"objective": objective, "seed": seed, "flip": flip, "test_f1": model.score(test).f1,
             "best_epoch": model.best_iteration_, "epochs": model.n_iter_, "curve": curve,
             "seconds": time.perf_counter() - started,
-            "clipped": [r.get("clipped") for r in model.history_][-1]}
+            "clipped": model.history_[-1].get("clipped")}
 
 
 def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
