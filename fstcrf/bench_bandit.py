@@ -78,10 +78,14 @@ def run_bandit(train: Corpus, dev: Corpus, test: Corpus, objective: str, seed: i
             "clipped": model.history_[-1].get("clipped")}
 
 
+#: (draws per sentence, minibatch size) of the timed epochs.
+SPEED_SETTINGS = ((1, 16), (1, 64), (1, 256), (DEFAULT_DRAWS, 16), (DEFAULT_DRAWS, 64))
+
+
 def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
-    """Seconds of one full gradient (L-BFGS's, on gold labels) and of one bandit epoch
-    (expected gain, one draw per sentence, and with the default draws) on the same
-    sentences and features."""
+    """Seconds of one full gradient (L-BFGS's, on gold labels; best of 7) and of one
+    bandit epoch (expected gain; best of ``repeats``) for each of SPEED_SETTINGS, on
+    the same sentences and features."""
     from .bandit import SampledGradient, learn, permuted
     from .bandit_settings import BanditSettings
     from .encoding import EncodedSentences, build_features
@@ -101,27 +105,51 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     theta = np.zeros(problem.num_weights)
     order = np.random.default_rng(0).permutation(len(train))
     sampled = SampledGradient(scorer, permuted(encoded, order))
-    def epoch_seconds(draws: int) -> float:
+
+    def epoch_seconds(draws: int, batch_size: int) -> float:
         times = []
         for repeat in range(repeats):
             feedback = simulated_feedback(train.sentences, "chunk", topology.labels)
-            settings = BanditSettings(max_iter=1, seed=repeat, draws=draws)
+            settings = BanditSettings(max_iter=1, seed=repeat, draws=draws, batch_size=batch_size)
             times.append(_seconds(lambda: learn(sampled, feedback, settings, order)))
         return min(times)
 
     with blas_single_threaded():
-        gradient_seconds = min(_seconds(lambda: problem.loss_and_gradient(theta)) for _ in range(repeats))
-        one_draw, default_draws = epoch_seconds(1), epoch_seconds(DEFAULT_DRAWS)
-    return {"features": features.num_features, "gradient_seconds": gradient_seconds,
-            "epoch_seconds": one_draw, "ratio": one_draw / gradient_seconds,
-            "calls_per_second": len(train) / one_draw, "default_epoch_seconds": default_draws,
-            "default_ratio": default_draws / gradient_seconds}
+        gradient_seconds = min(_seconds(lambda: problem.loss_and_gradient(theta)) for _ in range(7))
+        epochs = [{"draws": draws, "batch_size": size, "seconds": epoch_seconds(draws, size)}
+                  for draws, size in SPEED_SETTINGS]
+    for epoch in epochs:
+        epoch["ratio"] = epoch["seconds"] / gradient_seconds
+        epoch["calls_per_second"] = len(train) * epoch["draws"] / epoch["seconds"]
+    return {"features": features.num_features, "gradient_seconds": gradient_seconds, "epochs": epochs}
+
+
+def format_speed(speed: dict) -> str:
+    """The epoch timings of :func:`measure_speed`, one line each."""
+    lines = [f"speed (one run, same data, {speed['features']:,} weights): one full gradient "
+             f"{speed['gradient_seconds']:.3f} s; one bandit epoch (expected gain):"]
+    for epoch in speed["epochs"]:
+        lines.append(f"  {epoch['draws']} draw(s), minibatches of {epoch['batch_size']:>3}: {epoch['seconds']:.2f} s "
+                     f"= {epoch['ratio']:.1f} full gradients, {epoch['calls_per_second']:,.0f} feedback calls/s")
+    return "\n".join(lines)
 
 
 def _seconds(function) -> float:
     started = time.perf_counter()
     function()
     return time.perf_counter() - started
+
+
+def splits(folder, dev_sentences: int = DEV_SENTENCES) -> tuple[Corpus, Corpus, Corpus]:
+    """(train, dev, test) NP-chunking corpora: ``folder``'s train.txt without and with
+    only its last ``dev_sentences``, and test.txt."""
+    folder = Path(folder)
+    full = noun_phrases(read_conll(folder / "train.txt"))
+    test = noun_phrases(read_conll(folder / "test.txt"))
+    if len(full) <= dev_sentences:
+        raise FstcrfError(f"{folder / 'train.txt'} has {len(full)} sentences; the benchmark keeps the last "
+                          f"{dev_sentences} for dev and needs more")
+    return full[:-dev_sentences], full[-dev_sentences:], test
 
 
 def bench_bandit(folder, seeds: int = 3, calls: int = 1_000_000,
@@ -131,20 +159,13 @@ def bench_bandit(folder, seeds: int = 3, calls: int = 1_000_000,
     """Every run of the benchmark (see the module doc) on ``folder``'s train.txt and
     test.txt, the last ``dev_sentences`` of train.txt for dev; ``plot`` writes the
     dev curves."""
-    folder = Path(folder)
-    full = noun_phrases(read_conll(folder / "train.txt"))
-    test = noun_phrases(read_conll(folder / "test.txt"))
-    if len(full) <= dev_sentences:
-        raise FstcrfError(f"{folder / 'train.txt'} has {len(full)} sentences; the benchmark keeps the last "
-                          f"{dev_sentences} for dev and needs more")
-    train, dev = full[:-dev_sentences], full[-dev_sentences:]
+    train, dev, test = splits(folder, dev_sentences)
     quiet = logging.getLogger("fstcrf.train")
     level = quiet.level
     quiet.setLevel(logging.WARNING)                # one line per run, not per epoch
     try:
         result = {"speed": measure_speed(train, threads)}
-        LOG.info("speed: one bandit epoch %.2f s, one full gradient %.2f s (ratio %.2f)",
-                 result["speed"]["epoch_seconds"], result["speed"]["gradient_seconds"], result["speed"]["ratio"])
+        LOG.info("%s", format_speed(result["speed"]))
         result["full"] = run_full_information(train, dev, test, threads)
         LOG.info("full information: test F1 %.2f", result["full"]["test_f1"])
         result["runs"] = []
@@ -192,10 +213,7 @@ def format_bandit(result: dict) -> str:
         if run["flip"]:
             lines.append(f"{'expected, flip ' + str(run['flip']):<34}{run['test_f1']:>16.2f}")
     lines.append(f"budget: {result['calls']:,} feedback calls per run")
-    lines.append(f"speed (one run, same data): a bandit epoch (expected gain, one draw per sentence) takes "
-                 f"{speed['ratio']:.2f} full gradients ({speed['epoch_seconds']:.2f} s against "
-                 f"{speed['gradient_seconds']:.2f} s); {speed['calls_per_second']:,.0f} feedback calls/s; with "
-                 f"the default {DEFAULT_DRAWS} draws an epoch takes {speed['default_ratio']:.2f} full gradients")
+    lines.append(format_speed(speed))
     return "\n".join(lines)
 
 

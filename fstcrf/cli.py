@@ -661,12 +661,15 @@ def _bench(args: argparse.Namespace) -> int:
             raise FstcrfError("bench compose on a real model needs both --model JOINT and --test FILE")
         print(bench.format_compose_model(bench.bench_compose_model(args.model, args.test, repeats=args.repeats)))
     elif args.what == "bandit":
-        from .bench_bandit import bench_bandit, format_bandit
+        from .bench_bandit import bench_bandit, format_bandit, format_speed, measure_speed, splits
         folder = find_conll2000(args.data)
         if folder is None:
             raise FstcrfError("bench bandit needs CoNLL-2000: set FSTCRF_DATA or --data")
-        print(format_bandit(bench_bandit(folder, seeds=args.seeds, calls=args.calls, threads=args.threads,
-                                         plot=args.plot, dev_sentences=args.dev_sentences)))
+        if args.speed_only:
+            print(format_speed(measure_speed(splits(folder, args.dev_sentences)[0], args.threads)))
+        else:
+            print(format_bandit(bench_bandit(folder, seeds=args.seeds, calls=args.calls, threads=args.threads,
+                                             plot=args.plot, dev_sentences=args.dev_sentences)))
     elif args.what == "compose":
         print(bench.format_compose(bench.bench_compose(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
     else:
@@ -1010,6 +1013,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--seeds", type=POSITIVE, default=3, help="bandit: seeds per objective (default %(default)s)")
     bench.add_argument("--calls", type=POSITIVE, default=1_000_000,
                        help="bandit: feedback calls per run (default %(default)s)")
+    bench.add_argument("--speed-only", action="store_true",
+                       help="bandit: only time epochs against a full gradient (about a minute; default: off)")
     bench.add_argument("--dev-sentences", type=POSITIVE, default=1000,
                        help="bandit: the last N training sentences are the dev split (default %(default)s)")
     bench.add_argument("--plot", default=None, metavar="PNG",

@@ -76,9 +76,12 @@ def test_bench_bandit_runs_end_to_end(tmp_path, capsys, data_file):
                  "--dev-sentences", "100", "--plot", str(plot)]) == 0
     report = capsys.readouterr().out
     for row in ("full information (L-BFGS)", "expected (1 seeds)", "pairwise (1 seeds)", "cross-entropy (1 seeds)",
-                "expected, flip 0.1", "full gradients"):
+                "expected, flip 0.1", "1 draw(s), minibatches of 256", "4 draw(s), minibatches of  64"):
         assert row in report
     assert plot.read_bytes().startswith(b"\x89PNG")
+    assert main(["-q", "bench", "bandit", "--data", str(folder), "--speed-only", "--dev-sentences", "100"]) == 0
+    speed = capsys.readouterr().out
+    assert speed.count("full gradients") == 5 and "pairwise" not in speed
 
 
 def test_first_reaching_counts_calls_to_a_dev_score():
