@@ -1,0 +1,234 @@
+"""The two-stage alternative to non-local inference (Krishnan & Manning 2006).
+
+A first chain CRF tags the input; a second chain CRF reads, besides the usual
+columns, six columns of document and corpus statistics of the first one's
+labels, and gives the final labels.  The second stage is trained on
+jackknifed first-stage output (:func:`fstcrf.compose.jackknife`), so it learns
+how far to trust the kind of labels the first stage gives to unseen text.
+
+The majority columns (:data:`MAJORITY_COLUMNS`), for a token t of a sentence in
+document D of corpus C (C: all sentences given together, e.g. one file).  The
+first stage's labels are read as entities (first token, last token, type) with
+:func:`fstcrf.schemes.read_chunks`; a token's type is its entity's type, or
+"O" outside every entity.
+
+* ``token_doc`` / ``token_corpus``: the majority type of the *other* tokens of
+  D / C with the same word (case-sensitive), "O" counting as a type; "none"
+  when the word occurs nowhere else.
+* ``entity_doc`` / ``entity_corpus``: for a token inside an entity e, the
+  majority type of the *other* entities of D / C with exactly e's words;
+  "none" when there is no such entity or t is outside every entity.
+* ``superentity_doc`` / ``superentity_corpus``: for a token inside an entity e,
+  the majority type of the entities of D / C whose words contain e's words as a
+  proper contiguous part ("Bank of England" for "England"), each entity voting
+  once; "none" when there is none or t is outside every entity.
+
+Ties go to an entity type over "O", then to the alphabetically first type, so
+the columns depend on the labels only, never on the order of the sentences.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from importlib import resources
+from typing import Iterable, Sequence
+
+from ..compose import jackknife
+from ..conll import Corpus, Sentence, as_corpus, as_sentences
+from ..errors import ArgumentTypeError, FstcrfError, ShapeError
+from ..features import Template, parse_template
+from ..model import ChainCRF, _resolve_template
+from ..progress import Progress
+from ..schemes import read_chunks
+from .documents import document_spans
+
+#: The columns :func:`majority_columns` adds, in this order.
+MAJORITY_COLUMNS = ("token_doc", "token_corpus", "entity_doc", "entity_corpus",
+                    "superentity_doc", "superentity_corpus")
+#: The value of a majority column without any vote.
+NO_VOTE = "none"
+#: The type of a token outside every entity.
+OUTSIDE = "O"
+_SECOND_STAGE_FILE = "ner_second_stage.txt"
+
+
+def _majority(votes: Counter) -> str:
+    """The type with most votes (ties: an entity type before "O", then alphabetical)."""
+    best = min(((-count, label == OUTSIDE, label) for label, count in votes.items() if count > 0),
+               default=None)
+    return NO_VOTE if best is None else best[2]
+
+
+class _Votes:
+    """The first-stage votes of a group of sentences (one document or the whole corpus)."""
+
+    def __init__(self, words: Iterable[list[str]], entities: Iterable[list[tuple[int, int, str]]]):
+        self.token: defaultdict[str, Counter] = defaultdict(Counter)
+        self.entity: defaultdict[tuple[str, ...], Counter] = defaultdict(Counter)
+        self.superentity: defaultdict[tuple[str, ...], Counter] = defaultdict(Counter)
+        for sentence_words, sentence_entities in zip(words, entities):
+            for word, token_type in zip(sentence_words, _token_types(sentence_entities, len(sentence_words))):
+                self.token[word][token_type] += 1
+            for first, last, entity_type in sentence_entities:
+                entity_words = tuple(sentence_words[first:last + 1])
+                self.entity[entity_words][entity_type] += 1
+                for part in _proper_parts(entity_words):
+                    self.superentity[part][entity_type] += 1
+
+    def token_columns(self, words: list[str], types: list[str]) -> list[str]:
+        """token majority [T] of one sentence's tokens, each leaving out its own vote."""
+        return [_majority(self.token[word] - Counter({own: 1})) for word, own in zip(words, types)]
+
+    def entity_columns(self, words: list[str], entities: list[tuple[int, int, str]]
+                       ) -> tuple[list[str], list[str]]:
+        """entity and superentity majorities [T] of one sentence (each entity leaves out its own vote)."""
+        entity_column = [NO_VOTE] * len(words)
+        superentity_column = [NO_VOTE] * len(words)
+        for first, last, entity_type in entities:
+            entity_words = tuple(words[first:last + 1])
+            others = self.entity[entity_words] - Counter({entity_type: 1})
+            entity_column[first:last + 1] = [_majority(others)] * (last + 1 - first)
+            superentity_column[first:last + 1] = [_majority(self.superentity[entity_words])] * (last + 1 - first)
+        return entity_column, superentity_column
+
+
+def _token_types(entities: list[tuple[int, int, str]], length: int) -> list[str]:
+    types = [OUTSIDE] * length
+    for first, last, entity_type in entities:
+        types[first:last + 1] = [entity_type] * (last + 1 - first)
+    return types
+
+
+def _proper_parts(words: tuple[str, ...]) -> set[tuple[str, ...]]:
+    """The distinct contiguous parts of ``words`` shorter than it."""
+    return {words[first:last] for first in range(len(words)) for last in range(first + 1, len(words) + 1)
+            if last - first < len(words)}
+
+
+def majority_columns(sentences: Sequence[Sentence], labels: Sequence[Sequence[str]],
+                     spans: Sequence[tuple[int, int]], word_column: str = "word") -> list[Sentence]:
+    """The sentences with the :data:`MAJORITY_COLUMNS` (see the module doc) computed from
+    first-stage ``labels`` [B][T] (IOB2, or any scheme :func:`~fstcrf.schemes.read_chunks`
+    reads) within the documents ``spans`` ([first, last) sentence ranges, as from
+    :func:`~fstcrf.document.documents.document_spans`) and over all the sentences."""
+    sentences = as_sentences(sentences, "majority_columns")
+    if len(labels) != len(sentences):
+        raise ShapeError(f"majority_columns: {len(sentences)} sentences but {len(labels)} label sequences")
+    covered = [index for first, last in spans for index in range(first, last)]
+    if covered != list(range(len(sentences))):
+        raise FstcrfError(f"majority_columns: the document spans must cover sentences 0..{len(sentences) - 1} "
+                          f"in order, each once; got {list(spans)[:5]}...")
+    words = []
+    for index, (sentence, sentence_labels) in enumerate(zip(sentences, labels)):
+        if word_column not in sentence.columns:
+            raise FstcrfError(f"majority_columns: sentence {index} has no column {word_column!r}; "
+                              f"its columns are {', '.join(sentence.column_names)}")
+        if len(sentence_labels) != len(sentence):
+            raise ShapeError(f"majority_columns: sentence {index} has {len(sentence)} tokens but "
+                             f"{len(sentence_labels)} labels")
+        words.append(sentence[word_column])
+    entities = [read_chunks(sentence_labels) for sentence_labels in labels]
+    corpus_votes = _Votes(words, entities)
+    extended = []
+    for first, last in spans:
+        document_votes = _Votes(words[first:last], entities[first:last])
+        for index in range(first, last):
+            types = _token_types(entities[index], len(words[index]))
+            columns = {}
+            for level, votes in (("doc", document_votes), ("corpus", corpus_votes)):
+                columns[f"token_{level}"] = votes.token_columns(words[index], types)
+                columns[f"entity_{level}"], columns[f"superentity_{level}"] = \
+                    votes.entity_columns(words[index], entities[index])
+            sentence = sentences[index]
+            for name in MAJORITY_COLUMNS:
+                sentence = sentence.with_column(name, columns[name])
+            extended.append(sentence)
+    return extended
+
+
+def second_stage_template(first_template: Template | str) -> Template:
+    """The first stage's template (a Template, text or shipped name) followed by the
+    predicates of ``fstcrf/templates/ner_second_stage.txt`` on the majority columns."""
+    first = _resolve_template(first_template)
+    extra = resources.files("fstcrf").joinpath("templates", _SECOND_STAGE_FILE).read_text("utf-8")
+    return parse_template(first.text + extra, f"{first.source} + fstcrf/templates/{_SECOND_STAGE_FILE}")
+
+
+class TwoStageTagger:
+    """Krishnan & Manning's two-stage tagger: a chain CRF, then a chain CRF that also
+    reads the majority columns of the first one's labels (see the module doc).
+
+    Args:
+        first: an unfitted ChainCRF giving the first stage's settings (cloned).
+        second: an unfitted ChainCRF giving the second stage's settings, its template
+            reading the majority columns; None: ``first``'s settings with
+            :func:`second_stage_template` of its template.
+        folds: the jackknife's folds: the second stage trains on the labels that
+            models trained on the other folds give to each fold.
+        word_column: the column whose values the token majorities compare.
+        progress: report the stages of ``fit`` on stderr.
+
+    Learned attributes: ``first_`` and ``second_`` (the fitted ChainCRFs; ``first_``
+    trained on all of the training corpus) and ``target_``.
+    """
+
+    def __init__(self, first: ChainCRF, second: ChainCRF | None = None, folds: int = 10,
+                 word_column: str = "word", progress: bool = True):
+        self.first = first
+        self.second = second
+        self.folds = folds
+        self.word_column = word_column
+        self.progress = progress
+
+    def _check_params(self) -> None:
+        for name in ("first", "second"):
+            value = getattr(self, name)
+            if not isinstance(value, ChainCRF) and not (name == "second" and value is None):
+                raise ArgumentTypeError(f"TwoStageTagger: {name} must be a ChainCRF"
+                                        f"{' or None' if name == 'second' else ''}, got {type(value).__name__}")
+
+    def _second_settings(self) -> ChainCRF:
+        if self.second is not None:
+            return ChainCRF(**self.second.get_params())
+        params = self.first.get_params()
+        return ChainCRF(**{**params, "template": second_stage_template(params["template"])})
+
+    def _with_majorities(self, corpus: Corpus, labels: Sequence[Sequence[str]], source: str) -> Corpus:
+        spans = document_spans(corpus.sentences, source)
+        sentences = majority_columns(corpus.sentences, labels, spans, self.word_column)
+        names = corpus.column_names + tuple(name for name in MAJORITY_COLUMNS if name not in corpus.column_names)
+        return Corpus(names, sentences, corpus.path, corpus.separator, corpus.trailing_docstart_lines)
+
+    def fit(self, corpus: Corpus | Sequence[Sentence], target: str = "ner",
+            dev: Corpus | Sequence[Sentence] | None = None) -> TwoStageTagger:
+        """Train the first stage on ``corpus``, jackknife it over ``folds`` folds, and train
+        the second stage on the gold ``target`` column with the jackknifed labels'
+        majority columns.  With ``dev`` each stage keeps its best iteration on it
+        (the second stage reads the fitted first stage's labels of ``dev``)."""
+        self._check_params()
+        corpus = as_corpus(corpus, "TwoStageTagger.fit")
+        dev = None if dev is None else as_corpus(dev, "TwoStageTagger.fit (dev)")
+        settings = self.first.get_params()
+        with Progress(3, "two-stage training", unit="stages", enabled=self.progress, interval=0.0) as progress:
+            first = ChainCRF(**settings).fit(corpus, target=target, dev=dev)
+            progress.update()
+            held_out = jackknife(corpus, ChainCRF(**settings), target, folds=self.folds).column(target)
+            progress.update()
+            train_second = self._with_majorities(corpus, held_out, "the training corpus")
+            dev_second = None if dev is None else self._with_majorities(dev, first.predict(dev), "the dev corpus")
+            second = self._second_settings().fit(train_second, target=target, dev=dev_second)
+            progress.update()
+        self.first_, self.second_, self.target_ = first, second, target
+        return self
+
+    def predict_stages(self, corpus: Corpus | Sequence[Sentence]) -> tuple[list[list[str]], list[list[str]]]:
+        """The first stage's and the final labels [B][T] of every sentence."""
+        if not hasattr(self, "second_"):
+            raise FstcrfError("this TwoStageTagger is not fitted yet; call fit first")
+        corpus = as_corpus(corpus, "TwoStageTagger.predict")
+        first_labels = self.first_.predict(corpus)
+        extended = self._with_majorities(corpus, first_labels, str(corpus.path or "the input"))
+        return first_labels, self.second_.predict(extended)
+
+    def predict(self, corpus: Corpus | Sequence[Sentence]) -> list[list[str]]:
+        """The second stage's labels [B][T] of every sentence."""
+        return self.predict_stages(corpus)[1]
