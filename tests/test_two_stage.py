@@ -1,0 +1,241 @@
+"""The two-stage tagger: majority columns against hand-made documents and a direct
+enumeration of their definitions, the jackknife's held-out tagging, and fit/predict."""
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import fstcrf.compose
+from fstcrf.conll import Sentence
+from fstcrf.document.two_stage import (MAJORITY_COLUMNS, TwoStageTagger, majority_columns,
+                                       second_stage_template)
+from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
+from fstcrf.model import ChainCRF
+from fstcrf.schemes import read_chunks
+
+
+def _sentence(words, start=False):
+    return Sentence({"word": list(words)}, docstart_lines=("-DOCSTART- O",) if start else ())
+
+
+def _column(sentences, name):
+    return [sentence[name] for sentence in sentences]
+
+
+def test_token_majority_leaves_out_the_token_itself_and_counts_per_document_and_corpus():
+    sentences = [_sentence(["Paris", "is", "big"], start=True), _sentence(["Paris", "Hilton"]),
+                 _sentence(["Paris", "again"], start=True)]
+    labels = [["B-LOC", "O", "O"], ["B-PER", "I-PER"], ["B-LOC", "O"]]
+    extended = majority_columns(sentences, labels, [(0, 2), (2, 3)])
+    # document 1: the other "Paris" is PER for the first and LOC for the second
+    assert _column(extended, "token_doc")[:2] == [["PER", "none", "none"], ["LOC", "none"]]
+    # document 2 has one "Paris": no other occurrence
+    assert _column(extended, "token_doc")[2] == ["none", "none"]
+    # corpus: the first Paris sees PER and LOC (a tie: alphabetical), the PER one sees LOC twice
+    assert _column(extended, "token_corpus") == [["LOC", "none", "none"], ["LOC", "none"], ["LOC", "none"]]
+
+
+def test_ties_prefer_an_entity_type_over_outside_then_the_alphabet():
+    sentences = [_sentence(["May"], start=True), _sentence(["May"]), _sentence(["May"]),
+                 _sentence(["May"]), _sentence(["May"])]
+    labels = [["O"], ["O"], ["B-PER"], ["B-MISC"], ["B-MISC"]]
+    extended = majority_columns(sentences, labels, [(0, 5)])
+    # the O tokens see O, PER, MISC, MISC; the PER one O, O, MISC, MISC (a tie: the entity
+    # type wins); the MISC ones O, O, PER, MISC
+    assert _column(extended, "token_doc") == [["MISC"], ["MISC"], ["MISC"], ["O"], ["O"]]
+    tie = majority_columns([_sentence(["a"]), _sentence(["a"]), _sentence(["a"])],
+                           [["B-PER"], ["B-ORG"], ["B-LOC"]], [(0, 3)])
+    assert _column(tie, "token_doc") == [["LOC"], ["LOC"], ["ORG"]]
+
+
+def test_entity_and_superentity_majorities():
+    sentences = [_sentence(["Bank", "of", "England", "said"], start=True),
+                 _sentence(["England", "won"]),
+                 _sentence(["England", "lost"]),
+                 _sentence(["in", "England"], start=True),
+                 _sentence(["Bank", "of", "England"])]
+    labels = [["B-ORG", "I-ORG", "I-ORG", "O"], ["B-LOC", "O"], ["B-ORG", "O"],
+              ["O", "B-LOC"], ["B-ORG", "I-ORG", "I-ORG"]]
+    extended = majority_columns(sentences, labels, [(0, 3), (3, 5)])
+    entity_doc = _column(extended, "entity_doc")
+    assert entity_doc[0] == ["none"] * 4          # no other "Bank of England" in document 1
+    assert entity_doc[1] == ["ORG", "none"]       # the other "England" entity of document 1
+    assert entity_doc[2] == ["LOC", "none"]
+    assert entity_doc[3] == ["none", "none"]      # "England" is inside an entity only, in document 2
+    entity_corpus = _column(extended, "entity_corpus")
+    assert entity_corpus[0] == ["ORG", "ORG", "ORG", "none"]
+    assert entity_corpus[1] == ["LOC", "none"]    # LOC 1 (document 2), ORG 1: tie, alphabetical
+    assert entity_corpus[3] == ["none", "LOC"]    # the others: LOC 1, ORG 1
+    super_doc = _column(extended, "superentity_doc")
+    assert super_doc[1] == ["ORG", "none"]        # "England" is part of "Bank of England" (ORG)
+    assert super_doc[0] == ["none"] * 4           # nothing contains the whole name
+    assert super_doc[3] == ["none", "ORG"]
+    super_corpus = _column(extended, "superentity_corpus")
+    assert super_corpus[2] == ["ORG", "none"]     # two ORG superentities in the corpus
+    assert _column(extended, "token_doc")[3] == ["none", "ORG"]   # the "England" of "Bank of England"
+
+
+@st.composite
+def _documents(draw):
+    vocabulary = ["a", "b", "c", "d"]
+    types = ["PER", "LOC", "O"]
+    sentences, labels = [], []
+    for _ in range(draw(st.integers(1, 6))):
+        length = draw(st.integers(1, 5))
+        words = draw(st.lists(st.sampled_from(vocabulary), min_size=length, max_size=length))
+        tags, previous = [], "O"
+        for _ in range(length):
+            tag_type = draw(st.sampled_from(types))
+            inside = tag_type != "O" and previous == tag_type and draw(st.booleans())
+            tags.append("O" if tag_type == "O" else ("I-" if inside else "B-") + tag_type)
+            previous = tag_type
+        sentences.append(_sentence(words))
+        labels.append(tags)
+    cuts = sorted(set(draw(st.lists(st.integers(1, len(sentences) - 1), max_size=3)))) if len(sentences) > 1 else []
+    bounds = [0] + cuts + [len(sentences)]
+    return sentences, labels, list(zip(bounds[:-1], bounds[1:]))
+
+
+def _naive_majority(votes):
+    if not votes:
+        return "none"
+    counts = Counter(votes)
+    best = max(counts.values())
+    winners = sorted(label for label, count in counts.items() if count == best)
+    entity_winners = [label for label in winners if label != "O"]
+    return (entity_winners or winners)[0]
+
+
+def _naive_columns(sentences, labels, group):
+    """Each token's six values, from pairwise comparison with every token and entity of ``group``
+    (the sentence indices of its document or of the corpus)."""
+    token_types = {}
+    entities = []          # (sentence, first, last, type, words)
+    for index in group:
+        for first, last, entity_type in read_chunks(labels[index]):
+            entities.append((index, first, last, entity_type, tuple(sentences[index]["word"][first:last + 1])))
+        for position in range(len(sentences[index])):
+            token_types[index, position] = "O"
+    for index, first, last, entity_type, _ in entities:
+        for position in range(first, last + 1):
+            token_types[index, position] = entity_type
+    columns = {}
+    for index in group:
+        words = sentences[index]["word"]
+        token = [_naive_majority([token_types[other] for other in token_types if other != (index, position)
+                                  and sentences[other[0]]["word"][other[1]] == words[position]])
+                 for position in range(len(words))]
+        entity, superentity = ["none"] * len(words), ["none"] * len(words)
+        for own in entities:
+            if own[0] != index:
+                continue
+            same = [other[3] for other in entities if other[4] == own[4] and other[:3] != own[:3]]
+            containing = [other[3] for other in entities if len(other[4]) > len(own[4]) and any(
+                other[4][start:start + len(own[4])] == own[4] for start in range(len(other[4])))]
+            for position in range(own[1], own[2] + 1):
+                entity[position] = _naive_majority(same)
+                superentity[position] = _naive_majority(containing)
+        columns[index] = (token, entity, superentity)
+    return columns
+
+
+@settings(max_examples=150, deadline=None)
+@given(_documents())
+def test_majority_columns_match_a_pairwise_enumeration(case):
+    sentences, labels, spans = case
+    extended = majority_columns(sentences, labels, spans)
+    corpus = _naive_columns(sentences, labels, range(len(sentences)))
+    for first, last in spans:
+        document = _naive_columns(sentences, labels, range(first, last))
+        for index in range(first, last):
+            got = extended[index]
+            assert (got["token_doc"], got["entity_doc"], got["superentity_doc"]) == document[index]
+            assert (got["token_corpus"], got["entity_corpus"], got["superentity_corpus"]) == corpus[index]
+            assert got["word"] == sentences[index]["word"]
+
+
+def test_majority_columns_checks_its_input():
+    sentences = [_sentence(["a", "b"]), _sentence(["c"])]
+    with pytest.raises(ShapeError, match="2 sentences but 1"):
+        majority_columns(sentences, [["O", "O"]], [(0, 2)])
+    with pytest.raises(ShapeError, match="sentence 1 has 1 tokens but 2 labels"):
+        majority_columns(sentences, [["O", "O"], ["O", "O"]], [(0, 2)])
+    with pytest.raises(FstcrfError, match="cover"):
+        majority_columns(sentences, [["O", "O"], ["O"]], [(0, 1)])
+    with pytest.raises(FstcrfError, match="no column 'token'"):
+        majority_columns(sentences, [["O", "O"], ["O"]], [(0, 2)], word_column="token")
+
+
+def _toy_corpus(count):
+    """Sentences "<name> <verb>" where the name's type is fixed per name."""
+    names = [("Anna Berg", "PER"), ("Bert", "PER"), ("Oslo", "LOC"), ("New Rome", "LOC"), ("Acme", "ORG")]
+    verbs = ["runs", "sleeps", "grows"]
+    sentences = []
+    for index in range(count):
+        name, name_type = names[index % len(names)]
+        words = name.split()
+        tags = [f"B-{name_type}"] + [f"I-{name_type}"] * (len(words) - 1)
+        sentences.append(Sentence({"word": words + [verbs[index % len(verbs)]], "ner": tags + ["O"]},
+                                  docstart_lines=("-DOCSTART- O",) if index % 4 == 0 else ()))
+    return sentences
+
+
+class _Spy(ChainCRF):
+    """A ChainCRF recording the sentences each instance trains on and tags."""
+
+    trained_on: list = []
+    tagged_by: dict = {}
+
+    def fit(self, corpus, target="chunk", **kwargs):
+        seen = {id(sentence) for sentence in corpus}
+        type(self).trained_on.append(seen)
+        self._seen = seen
+        return super().fit(corpus, target=target, **kwargs)
+
+    def predict(self, corpus, **kwargs):
+        for sentence in corpus:
+            type(self).tagged_by[id(sentence)] = self._seen
+        return super().predict(corpus, **kwargs)
+
+
+def test_the_jackknife_never_tags_a_sentence_with_a_model_that_saw_it(monkeypatch):
+    monkeypatch.setattr(fstcrf.compose, "ChainCRF", _Spy)
+    _Spy.trained_on, _Spy.tagged_by = [], {}
+    sentences = _toy_corpus(20)
+    first = ChainCRF(template="bias\nword[0]\n", max_iter=5, threads=1)
+    TwoStageTagger(first, folds=4, progress=False).fit(sentences, target="ner")
+    assert len(_Spy.trained_on) == 4
+    assert set(_Spy.tagged_by) == {id(sentence) for sentence in sentences}
+    for sentence in sentences:
+        assert id(sentence) not in _Spy.tagged_by[id(sentence)]
+    # the folds together see every sentence, each fold model all but a quarter of them
+    assert all(len(seen) == 15 for seen in _Spy.trained_on)
+
+
+def test_fit_and_predict_end_to_end():
+    train = _toy_corpus(30)
+    first = ChainCRF(template="bias\nword[0]\nword[-1]\n", grammar="iob2", max_iter=20, threads=1)
+    tagger = TwoStageTagger(first, folds=3, progress=False)
+    assert tagger.fit(train, target="ner") is tagger
+    assert set(MAJORITY_COLUMNS) <= set(tagger.second_.extractor_.template.columns)
+    assert tagger.first_.get_params()["template"] == first.template
+    test = [Sentence({"word": ["New", "Rome", "grows"]}, docstart_lines=("-DOCSTART- O",)),
+            Sentence({"word": ["Anna", "Berg", "sleeps"]}), Sentence({"word": ["Acme", "runs"]})]
+    first_labels, labels = tagger.predict_stages(test)
+    assert first_labels == tagger.first_.predict(test)
+    assert labels == tagger.predict(test)
+    assert labels == [["B-LOC", "I-LOC", "O"], ["B-PER", "I-PER", "O"], ["B-ORG", "O"]]
+
+
+def test_the_second_stage_template_adds_the_majority_predicates():
+    template = second_stage_template("bias\nword[0]\n")
+    names = [predicate.name for predicate in template]
+    assert names[:2] == ["bias", "word[0]"]
+    assert set(MAJORITY_COLUMNS) <= set(template.columns)
+
+
+def test_the_tagger_checks_its_settings():
+    with pytest.raises(ArgumentTypeError, match="first must be a ChainCRF"):
+        TwoStageTagger("crf").fit(_toy_corpus(4), target="ner")
+    with pytest.raises(FstcrfError, match="not fitted"):
+        TwoStageTagger(ChainCRF()).predict(_toy_corpus(4))
