@@ -28,7 +28,6 @@ the columns depend on the labels only, never on the order of the sentences.
 """
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from importlib import resources
 from typing import Iterable, Sequence
 
@@ -51,32 +50,43 @@ OUTSIDE = "O"
 _SECOND_STAGE_FILE = "ner_second_stage.txt"
 
 
-def _majority(votes: Counter) -> str:
-    """The type with most votes (ties: an entity type before "O", then alphabetical)."""
-    best = min(((-count, label == OUTSIDE, label) for label, count in votes.items() if count > 0),
-               default=None)
+def _majority(votes: dict[str, int], own: str | None = None) -> str:
+    """The type with most votes, leaving out one vote for ``own`` (ties: an entity type
+    before "O", then alphabetical); NO_VOTE without any vote."""
+    best = None
+    for label, count in votes.items():
+        count -= label == own
+        if count > 0 and (best is None or (-count, label == OUTSIDE, label) < best):
+            best = (-count, label == OUTSIDE, label)
     return NO_VOTE if best is None else best[2]
 
 
+def _vote(table: dict, key, label: str) -> None:
+    votes = table.setdefault(key, {})
+    votes[label] = votes.get(label, 0) + 1
+
+
 class _Votes:
-    """The first-stage votes of a group of sentences (one document or the whole corpus)."""
+    """The first-stage votes of a group of sentences (one document or the whole corpus):
+    per word, per entity's words and per proper part of an entity's words, the count
+    of each type."""
 
     def __init__(self, words: Iterable[list[str]], entities: Iterable[list[tuple[int, int, str]]]):
-        self.token: defaultdict[str, Counter] = defaultdict(Counter)
-        self.entity: defaultdict[tuple[str, ...], Counter] = defaultdict(Counter)
-        self.superentity: defaultdict[tuple[str, ...], Counter] = defaultdict(Counter)
+        self.token: dict[str, dict[str, int]] = {}
+        self.entity: dict[tuple[str, ...], dict[str, int]] = {}
+        self.superentity: dict[tuple[str, ...], dict[str, int]] = {}
         for sentence_words, sentence_entities in zip(words, entities):
             for word, token_type in zip(sentence_words, _token_types(sentence_entities, len(sentence_words))):
-                self.token[word][token_type] += 1
+                _vote(self.token, word, token_type)
             for first, last, entity_type in sentence_entities:
                 entity_words = tuple(sentence_words[first:last + 1])
-                self.entity[entity_words][entity_type] += 1
+                _vote(self.entity, entity_words, entity_type)
                 for part in _proper_parts(entity_words):
-                    self.superentity[part][entity_type] += 1
+                    _vote(self.superentity, part, entity_type)
 
     def token_columns(self, words: list[str], types: list[str]) -> list[str]:
         """token majority [T] of one sentence's tokens, each leaving out its own vote."""
-        return [_majority(self.token[word] - Counter({own: 1})) for word, own in zip(words, types)]
+        return [_majority(self.token[word], own) for word, own in zip(words, types)]
 
     def entity_columns(self, words: list[str], entities: list[tuple[int, int, str]]
                        ) -> tuple[list[str], list[str]]:
@@ -85,9 +95,10 @@ class _Votes:
         superentity_column = [NO_VOTE] * len(words)
         for first, last, entity_type in entities:
             entity_words = tuple(words[first:last + 1])
-            others = self.entity[entity_words] - Counter({entity_type: 1})
-            entity_column[first:last + 1] = [_majority(others)] * (last + 1 - first)
-            superentity_column[first:last + 1] = [_majority(self.superentity[entity_words])] * (last + 1 - first)
+            others = _majority(self.entity[entity_words], entity_type)
+            containing = _majority(self.superentity.get(entity_words, {}))
+            entity_column[first:last + 1] = [others] * (last + 1 - first)
+            superentity_column[first:last + 1] = [containing] * (last + 1 - first)
         return entity_column, superentity_column
 
 
@@ -139,9 +150,8 @@ def majority_columns(sentences: Sequence[Sentence], labels: Sequence[Sequence[st
                 columns[f"entity_{level}"], columns[f"superentity_{level}"] = \
                     votes.entity_columns(words[index], entities[index])
             sentence = sentences[index]
-            for name in MAJORITY_COLUMNS:
-                sentence = sentence.with_column(name, columns[name])
-            extended.append(sentence)
+            added = {name: columns[name] for name in MAJORITY_COLUMNS}
+            extended.append(Sentence({**sentence.columns, **added}, sentence.line_numbers, sentence.docstart_lines))
     return extended
 
 
