@@ -154,7 +154,9 @@ class ChainCRF:
     ``interrupted_`` and ``history_`` (one record per iteration, see
     :mod:`fstcrf.train`), ``constraint_`` (the compiled training grammar, a
     pynini acceptor over ``labels_``, or None), ``lower_labels_`` (the values
-    of the ``reads`` column seen in training, or None).
+    of the ``reads`` column seen in training, or None), ``consistency_``
+    (label-consistency penalties for non-local decoding, see
+    :mod:`fstcrf.document`, or None; ``fit`` leaves it None).
     """
 
     def __init__(self, template: Template | str = "sha-pereira", order: int = 1,
@@ -465,6 +467,7 @@ class ChainCRF:
         self.best_iteration_ = result.best_iteration
         self.interrupted_ = result.interrupted
         self.history_ = result.history
+        self.consistency_ = None
 
     @blas_single_threaded()
     def fit_log(self, log, target: str = "chunk", dev: Corpus | Sequence[Sentence] | None = None,
@@ -564,7 +567,7 @@ class ChainCRF:
         encoded = self._encode(as_sentences(corpus, "ChainCRF.potentials"))
         return self._scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences)
 
-    def _decoding_potentials(self, sentences: Sequence[Sentence]) -> tuple[EncodedSentences, Potentials, np.ndarray]:
+    def decoding_potentials(self, sentences: Sequence[Sentence]) -> tuple[EncodedSentences, Potentials, np.ndarray]:
         """(the encoded sentences, their potentials on the decoding topology -- the
         model's, or its restriction to the training grammar -- and int [S'] the model
         state of each decoding state) for sampling and k-best lists."""
@@ -586,7 +589,7 @@ class ChainCRF:
         sentences = as_sentences(corpus, "ChainCRF.sample")
         if not sentences:
             return [[] for _ in range(int(num_samples))], np.zeros((int(num_samples), 0))
-        encoded, pot, state_map = self._decoding_potentials(sentences)
+        encoded, pot, state_map = self.decoding_potentials(sentences)
         paths = sample(pot, num_samples, seed, int(self.threads))
         log_p = pot.path_scores(paths) - log_partition(pot, int(self.threads))
         paths = state_map[paths]
@@ -601,7 +604,7 @@ class ChainCRF:
         sentences = as_sentences(corpus, "ChainCRF.kbest")
         if not sentences:
             return [], np.zeros((0, int(k)))
-        _, pot, state_map = self._decoding_potentials(sentences)
+        _, pot, state_map = self.decoding_potentials(sentences)
         best = kbest(pot, k, int(self.threads))
         probabilities = np.exp(best.scores - log_partition(pot, int(self.threads))[:, None])
         labels = [[split_labels(self.topology_, state_map[states], np.array([0, len(states)]))[0]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pynini
 
+from .document.consistency import ConsistencyPenalties
 from .encoding import FactoredFeatures
 from .errors import BudgetError, FstcrfError, ModelFileError
 from .features import FeatureExtractor, Template
@@ -65,6 +66,7 @@ def model_payload(model: ChainCRF) -> tuple[dict, dict[str, np.ndarray]]:
                            "num_states": model.topology_.num_states,
                            "num_edges": model.topology_.num_edges},
               "extractor": model.extractor_.to_dict(), "lower_labels": model.lower_labels_,
+              "consistency": None if model.consistency_ is None else model.consistency_.to_dict(),
               "training": {"n_iter": model.n_iter_, "best_iteration": model.best_iteration_,
                            "interrupted": model.interrupted_, "history": model.history_}}
     return header, arrays
@@ -230,6 +232,8 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     model.best_iteration_ = header_field(training, "best_iteration", int, where)
     model.interrupted_ = header_field(training, "interrupted", bool, where)
     model.history_ = [_current_record(record) for record in header_field(training, "history", list, where)]
+    consistency = header.get("consistency")
+    model.consistency_ = None if consistency is None else ConsistencyPenalties.from_dict(consistency, where)
     return model
 
 

@@ -1,0 +1,85 @@
+"""Non-local decoding with a fitted ChainCRF: documents of a corpus, the model's
+stored consistency penalties, and annealing over the model's decoding lattice."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..conll import Corpus, Sentence, as_sentences
+from ..errors import FstcrfError
+from ..labels import split_labels
+from ..model import ChainCRF
+from .annealing import DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START, Annealed, anneal
+from .consistency import ConsistencyFactor, ConsistencyPenalties, estimate_penalties
+from .documents import document_spans
+from .factors import DocumentFactor, LabelledDocument
+
+#: Names of the non-local models the command line offers.
+NONLOCAL_MODELS = ("consistency",)
+
+
+def word_column(columns: Sequence[str]) -> str:
+    """The column that holds the words: ``word`` if present, else the first."""
+    return "word" if "word" in columns else columns[0]
+
+
+def labelled_documents(sentences: Sequence[Sentence], target: str, label_names: Sequence[str],
+                       source: str = "the corpus") -> list[LabelledDocument]:
+    """The documents of gold-labelled sentences (labels outside ``label_names`` are
+    an error naming the sentence)."""
+    index = {label: i for i, label in enumerate(label_names)}
+    words_column = word_column(list(sentences[0].column_names)) if sentences else "word"
+    documents = []
+    for d, (first, last) in enumerate(document_spans(sentences, source)):
+        labels = []
+        for number in range(first, last):
+            unknown = [label for label in sentences[number][target] if label not in index]
+            if unknown:
+                raise FstcrfError(f"{source}: sentence {number + 1} has label {unknown[0]!r}, which is not "
+                                  f"among the labels {', '.join(label_names)}")
+            labels.append([index[label] for label in sentences[number][target]])
+        documents.append(LabelledDocument([sentences[n][words_column] for n in range(first, last)],
+                                          tuple(label_names), labels, d))
+    return documents
+
+
+def estimate_consistency(corpus: Corpus | Sequence[Sentence], target: str, scale: float = 1.0
+                         ) -> ConsistencyPenalties:
+    """Finkel et al.'s penalties estimated from a gold-labelled training corpus."""
+    sentences = as_sentences(corpus, "estimate_consistency")
+    labels = sorted({label for sentence in sentences for label in sentence[target]})
+    return estimate_penalties(labelled_documents(sentences, target, labels,
+                                                 str(getattr(corpus, "path", None) or "the corpus")), scale)
+
+
+def model_factors(model: ChainCRF, names: Sequence[str], scale: float | None = None) -> list[DocumentFactor]:
+    """The factors named (from NONLOCAL_MODELS) with what the model stores for them."""
+    factors: list[DocumentFactor] = []
+    for name in names:
+        if name not in NONLOCAL_MODELS:
+            raise FstcrfError(f"unknown non-local model {name!r}; choose from {', '.join(NONLOCAL_MODELS)}")
+        penalties = getattr(model, "consistency_", None)
+        if penalties is None:
+            raise FstcrfError("the model stores no consistency penalties: train it with --consistency "
+                              "(or set model.consistency_ = fstcrf.document.estimate_consistency(...))")
+        factors.append(ConsistencyFactor(penalties if scale is None else penalties.with_scale(scale)))
+    return factors
+
+
+def decode_documents(model: ChainCRF, corpus: Corpus | Sequence[Sentence], factors: Sequence[DocumentFactor],
+                     sampler: str = "block", sweeps: int = DEFAULT_SWEEPS, t_start: float = DEFAULT_T_START,
+                     t_end: float = DEFAULT_T_END, block_size: int = 0, seed: int = 0,
+                     progress: bool = False) -> tuple[list[list[str]], Annealed]:
+    """(labels [B][T], the annealing record): the best labelling of every document under
+    the product of ``model`` and ``factors`` found by annealing from Viterbi."""
+    sentences = as_sentences(corpus, "decode_documents")
+    if not sentences:
+        return [], None
+    encoded, pot, state_map = model.decoding_potentials(sentences)
+    topology = model.topology_
+    label_of_state = topology.state_label[state_map]
+    words = [sentence[word_column(list(sentence.column_names))] for sentence in sentences]
+    source = str(getattr(corpus, "path", None) or "the input")
+    result = anneal(pot, document_spans(sentences, source), words, topology.labels, label_of_state, factors,
+                    sampler, sweeps, t_start, t_end, block_size, seed, int(model.threads), progress=progress)
+    labels = split_labels(topology, state_map[result.best], encoded.offsets)
+    return labels, result
