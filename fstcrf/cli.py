@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import math
 import os
@@ -13,6 +14,8 @@ from typing import Callable
 from .bandit_settings import (BASELINES, DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, OBJECTIVES, SGD_LEARNING_RATE, STEPS,
                               WEIGHTINGS)
 from .budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK, limits
+from .document.settings import (DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START, NONLOCAL_OPTIONS,
+                               SAMPLERS)
 from .errors import FeedbackError, FstcrfError, LabelError
 from .files import check_output_path, write_atomically
 
@@ -135,6 +138,9 @@ def _train(args: argparse.Namespace) -> int:
         raise FstcrfError("give a training file TRAIN, or a feedback log with --algorithm bandit --log FILE "
                           "(not both)")
     if args.log is not None:
+        if args.consistency:
+            raise FstcrfError("--consistency estimates penalties from gold-labelled training documents; a "
+                              "feedback log has none")
         return _train_from_log(args)
     train = _read(args.train, args.columns)
     if keep and args.target in train.column_names:
@@ -147,6 +153,12 @@ def _train(args: argparse.Namespace) -> int:
         init = load_model(args.init)
         args.order, args.reads, args.no_read_transitions = init.order, init.reads, not init.read_transitions
     model = _model_from_args(args)
+    penalties = None
+    if args.consistency:
+        from .document.decode import estimate_consistency
+        penalties = estimate_consistency(train, args.target)
+        LOG.info("estimated label-consistency penalties for the types %s from %s", ", ".join(penalties.types),
+                 args.train)
     LOG.info("training a %s order-%d CRF on %s (%d sentences, %d tokens)%s%s", args.algorithm, args.order,
              args.train, len(train), train.num_tokens, f", selecting on {args.dev}" if dev else "",
              f", starting from {args.init}" if init else "")
@@ -158,6 +170,7 @@ def _train(args: argparse.Namespace) -> int:
             LOG.warning("kept the weights of epoch %d of %d in %s", model.best_iteration_, model.n_iter_,
                         args.output)
         raise
+    model.consistency_ = penalties
     _save_trained(model, args)
     return 0
 
@@ -199,6 +212,7 @@ def _warn_define_without_grammar(args: argparse.Namespace) -> None:
 def _warn_ignored_decoding_options(args: argparse.Namespace, composed: bool) -> None:
     """Warn once for each decoding option the model does not use."""
     _warn_define_without_grammar(args)
+    _warn_ignored_nonlocal_options(args, composed)
     given = [name for name, default in DECODING_DEFAULTS.items() if getattr(args, name) != default]
     if "on_infeasible" in given and not args.grammar:
         LOG.warning("--on-infeasible is ignored: it applies to decoding under --grammar, which is not given")
@@ -236,6 +250,8 @@ def _predict_with_progress(model, corpus, args: argparse.Namespace, chunk: int =
     from .progress import Progress
     if args.threads is not None:
         model.threads = args.threads
+    if args.nonlocal_model:
+        return _predict_nonlocal(model, corpus, args)
     options = _grammar_options(args)
     predictions = []
     sentences = corpus.sentences
@@ -307,6 +323,33 @@ def _read_for(model, path: str, gold_required: bool = False, columns: str | None
                             ",".join(columns))
                 break
     return corpus
+
+
+def _predict_nonlocal(model, corpus, args: argparse.Namespace) -> list[list[str]]:
+    """Labels [B][T] decoded under the --nonlocal factors."""
+    from .document.decode import decode_documents, model_factors
+    if args.grammar:
+        raise FstcrfError("--nonlocal decodes with the model's own lattice; --grammar cannot be combined with it")
+    factors = model_factors(model, [args.nonlocal_model], args.consistency_scale)
+    labels, result = decode_documents(model, corpus, factors, args.sampler, args.sweeps, args.t_start, args.t_end,
+                                      args.block_size, args.seed, progress=not args.quiet)
+    if result is not None:
+        LOG.info("non-local decoding: %d of %d label-changing moves accepted; the product score rose in %d of "
+                 "%d documents", result.accepted, result.proposed,
+                 int((result.best_score > result.viterbi_score).sum()), len(result.best_score))
+        if result.interrupted:
+            raise KeyboardInterrupt
+    return labels
+
+
+def _warn_ignored_nonlocal_options(args: argparse.Namespace, composed: bool) -> None:
+    """Refuse --nonlocal with a composed model; warn for sampler options given without it."""
+    if args.nonlocal_model and composed:
+        raise FstcrfError(f"--nonlocal applies to single models; {args.model} is a composed model")
+    if not args.nonlocal_model:
+        given = [option for option, name, default in NONLOCAL_OPTIONS if getattr(args, name) != default]
+        for option in given:
+            LOG.warning("%s is ignored: it applies to decoding with --nonlocal, which is not given", option)
 
 
 def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
@@ -660,6 +703,21 @@ def _bench(args: argparse.Namespace) -> int:
         if not (args.model and args.test):
             raise FstcrfError("bench compose on a real model needs both --model JOINT and --test FILE")
         print(bench.format_compose_model(bench.bench_compose_model(args.model, args.test, repeats=args.repeats)))
+    elif args.what == "nonlocal":
+        from .bench_nonlocal import CORPORA, bench_nonlocal, format_nonlocal, nonlocal_json
+        languages = [language for language in args.languages.split(",") if language]
+        unknown = sorted(set(languages) - set(CORPORA))
+        if unknown or not languages:
+            raise FstcrfError(f"--languages takes {', '.join(CORPORA)}, got {args.languages!r}")
+        results = bench_nonlocal(_shared_data(args.data, "nonlocal", [CORPORA[x][0] for x in languages]),
+                                 languages, args.cache, seeds=args.seeds or 5, sweeps=args.sweeps,
+                                 gibbs_sweeps=args.gibbs_sweeps, threads=args.threads, plot=args.plot)
+        print(json.dumps(nonlocal_json(results)) if args.json else format_nonlocal(results))
+    elif args.what == "transfer":
+        from .bench_transfer import bench_transfer, format_transfer, transfer_json
+        results = bench_transfer(_shared_data(args.data, "transfer", ["conll2003", "seminars"]), splits=args.splits,
+                                 seed=args.seed, threads=args.threads, plot=args.plot, cache=args.cache)
+        print(json.dumps(transfer_json(results)) if args.json else format_transfer(results))
     elif args.what == "bandit":
         from .bench_bandit import bench_bandit, format_bandit, format_speed, measure_speed, splits
         folder = find_conll2000(args.data)
@@ -668,7 +726,7 @@ def _bench(args: argparse.Namespace) -> int:
         if args.speed_only:
             print(format_speed(measure_speed(splits(folder, args.dev_sentences)[0], args.threads)))
         else:
-            print(format_bandit(bench_bandit(folder, seeds=args.seeds, calls=args.calls, threads=args.threads,
+            print(format_bandit(bench_bandit(folder, seeds=args.seeds or 3, calls=args.calls, threads=args.threads,
                                              plot=args.plot, dev_sentences=args.dev_sentences)))
     elif args.what == "compose":
         print(bench.format_compose(bench.bench_compose(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
@@ -679,6 +737,17 @@ def _bench(args: argparse.Namespace) -> int:
         print(bench.format_train(bench.bench_train(folder, args.vs, iterations=args.iterations,
                                                    threads=args.threads)))
     return 0
+
+
+def _shared_data(folder: str | None, what: str, corpora: list[str]) -> Path:
+    """The data folder (--data, else $FSTCRF_DATA) holding the named corpus folders."""
+    chosen = folder or os.environ.get("FSTCRF_DATA")
+    if not chosen:
+        raise FstcrfError(f"bench {what} needs --data DIR (or FSTCRF_DATA) holding {', '.join(corpora)}")
+    missing = [name for name in corpora if not (Path(chosen) / name).is_dir()]
+    if missing:
+        raise FstcrfError(f"bench {what}: {chosen} has no {', '.join(missing)} folder")
+    return Path(chosen)
 
 
 def _whole_number(minimum: int) -> Callable[[str], int]:
@@ -751,8 +820,12 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="mce-f: C of the F-score stage's prior ||w||^2 / (2C) (default %(default)g)")
     parser.add_argument("--mce-iter", type=POSITIVE, default=50,
                         help="mce-f: L-BFGS iterations of the F-score stage (default %(default)s)")
+    parser.add_argument("--consistency", action="store_true",
+                        help="also estimate Finkel et al.'s label-consistency penalties from the training "
+                             "documents (-DOCSTART- markers) and store them in the model, for tag and eval "
+                             "--nonlocal consistency (default: off)")
     parser.add_argument("--template", default="sha-pereira",
-                        help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos "
+                        help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos, ner "
                              "or a template file (default %(default)s)")
     parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default=None,
                         help="which (predicate, output) pairs get a weight: supported: those seen in the gold "
@@ -848,7 +921,35 @@ def _add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
                         default=DECODING_DEFAULTS["on_infeasible"],
                         help="with --grammar, a sentence no accepted sequence fits: stop with an error naming "
                              "it, or tag it without the grammar (default %(default)s)")
+    parser.add_argument("--seed", type=_whole_number(0), default=0,
+                        help="seed of tag --sample and of the --nonlocal sampler (default %(default)s)")
+    _add_nonlocal_arguments(parser)
     _add_budget_arguments(parser)
+
+
+def _add_nonlocal_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nonlocal", choices=["consistency"], default=None, dest="nonlocal_model",
+                        help="single models: decode each document (-DOCSTART- to -DOCSTART-) under non-local "
+                             "factors by annealed sampling from the Viterbi labels; consistency: Finkel et "
+                             "al.'s label consistency, with the penalties stored by train --consistency "
+                             "(default: none, Viterbi per sentence)")
+    parser.add_argument("--sampler", choices=SAMPLERS, default="block",
+                        help="with --nonlocal: block redraws a sentence (or --block-size tokens) at a time "
+                             "from the CRF and accepts by the non-local change; gibbs redraws one token at a "
+                             "time (Finkel et al.) (default %(default)s)")
+    parser.add_argument("--sweeps", type=POSITIVE, default=DEFAULT_SWEEPS,
+                        help="with --nonlocal: sweeps over each document, cooling linearly from --t-start to "
+                             "--t-end (default %(default)s)")
+    parser.add_argument("--t-start", type=_real_number(0.0, 1e6, closed=False), default=DEFAULT_T_START,
+                        help="with --nonlocal: temperature of the first sweep (default %(default)s)")
+    parser.add_argument("--t-end", type=_real_number(0.0, 1e6, closed=False), default=DEFAULT_T_END,
+                        help="with --nonlocal: temperature of the last sweep (default %(default)s)")
+    parser.add_argument("--block-size", type=_whole_number(0), default=DEFAULT_BLOCK_SIZE,
+                        help="with --nonlocal --sampler block: tokens per block, 0 for whole sentences "
+                             "(default %(default)s)")
+    parser.add_argument("--consistency-scale", type=_real_number(0.0, 1e6), default=None,
+                        help="with --nonlocal consistency: multiply the log penalties by this (default: the "
+                             "scale stored in the model, 1 unless chosen on development data)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -915,7 +1016,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --sample: write a feedback log instead (JSON lines: the input columns, the "
                           "labels drawn, their probability and a null reward to fill in) for fstcrf train "
                           "--algorithm bandit --log (default: off)")
-    tag.add_argument("--seed", type=_whole_number(0), default=0, help="seed of --sample (default %(default)s)")
     tag.add_argument("--nbest", type=POSITIVE, default=None, metavar="K",
                      help="single models: the K best label sequences of each sentence with their exact "
                           "probabilities p(y | x) (under the model's training grammar, if any): K label "
@@ -1002,15 +1102,35 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("model", help="model file or composed model file")
 
     bench = command("bench", "measure speed against reference implementations", _bench, outputs=("plot",))
-    bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit"],
+    bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit", "nonlocal",
+                                        "transfer"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
                             "train: training and tagging against python-crfsuite on CoNLL-2000; "
                             "grammar: decoding time under each shipped grammar (--model, --test); "
                             "partial: training with hidden labels against fewer whole sentences; "
                             "bandit: learning from bandit feedback against full information on CoNLL-2000 "
-                            "NP chunking (about an hour with the defaults)")
-    bench.add_argument("--seeds", type=POSITIVE, default=3, help="bandit: seeds per objective (default %(default)s)")
+                            "NP chunking (about an hour with the defaults); "
+                            "nonlocal: label consistency by annealed sampling against Viterbi on CoNLL-2003 "
+                            "English and CoNLL-2002 Dutch NER (--data DIR holding conll2003/ and conll2002/); "
+                            "transfer: seminar extraction with no transfer, the cascade and joint decoding of "
+                            "a CoNLL-2003 NER model (--data DIR holding conll2003/ and seminars/)")
+    bench.add_argument("--seeds", type=POSITIVE, default=None,
+                       help="bandit: seeds per objective (default 3); nonlocal: seeds of the block sampler "
+                            "(default 5)")
+    bench.add_argument("--json", action="store_true",
+                       help="nonlocal, transfer: print one JSON object instead of the table (default: off)")
+    bench.add_argument("--splits", type=POSITIVE, default=10,
+                       help="transfer: random 50/50 splits of the seminar messages (default %(default)s)")
+    bench.add_argument("--languages", default="eng,ned",
+                       help="nonlocal: comma-separated languages, from eng and ned (default %(default)s)")
+    bench.add_argument("--sweeps", type=POSITIVE, default=DEFAULT_SWEEPS,
+                       help="nonlocal: sweeps of the block sampler (default %(default)s)")
+    bench.add_argument("--gibbs-sweeps", type=POSITIVE, default=10,
+                       help="nonlocal: sweeps of the gibbs sampler (default %(default)s)")
+    bench.add_argument("--cache", default=None, metavar="DIR",
+                       help="nonlocal, transfer: keep trained models here and reuse them (default "
+                            "~/.cache/fstcrf)")
     bench.add_argument("--calls", type=POSITIVE, default=1_000_000,
                        help="bandit: feedback calls per run (default %(default)s)")
     bench.add_argument("--speed-only", action="store_true",
@@ -1018,7 +1138,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--dev-sentences", type=POSITIVE, default=1000,
                        help="bandit: the last N training sentences are the dev split (default %(default)s)")
     bench.add_argument("--plot", default=None, metavar="PNG",
-                       help="bandit: write dev F1 against feedback calls here (needs matplotlib; default: none)")
+                       help="bandit: write dev F1 against feedback calls here; nonlocal: English test F1 against "
+                            "sweeps for both samplers; transfer: the learning curve (needs matplotlib; default: "
+                            "none)")
     bench.add_argument("--tokens", type=POSITIVE, default=100_000,
                        help="tokens per lattice size (kernel, compose) (default %(default)s)")
     bench.add_argument("--repeats", type=POSITIVE, default=3,

@@ -207,6 +207,8 @@ POS_TAGGING = _shipped_template("pos_tagging.txt")
 CHUNKING_READS_POS = _shipped_template("chunking_reads_pos.txt")
 #: Table 1 with word bigrams and word-POS pairs chosen by cross-validation on CoNLL-2000 train.
 CHUNKING_EXTENDED = _shipped_template("chunking_extended.txt")
+#: Named-entity tagging from words, POS and chunk tags (CoNLL-2003 columns), chosen on eng.testa.
+NER = _shipped_template("ner.txt")
 
 
 def _missing_column_message(column: str, available: Sequence[str]) -> str:

@@ -166,6 +166,9 @@ def _model_info(model: ChainCRF) -> list[tuple[str, str]]:
                ("best dev score", "none" if best is None else
                 f"{dev_score(best):.2f} {best.get('dev_metric') or 'F1'} (iteration {best['iteration']})"),
                ("training seconds", f"{sum(record['seconds'] for record in history):.2f}")]
+    penalties = model.consistency_
+    fields.append(("consistency", "none" if penalties is None else
+                   f"penalties for {', '.join(penalties.types)}, scale {penalties.scale:g}"))
     return fields
 
 

@@ -41,13 +41,10 @@ from ..errors import FstcrfError
 from ..inference import Potentials, sample, viterbi
 from ..progress import Progress
 from .factors import DocumentFactor, FactorError, LabelledDocument, checked_change, checked_score
+from .settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START, SAMPLERS
 
 logger = logging.getLogger(__name__)
 
-SAMPLERS = ("block", "gibbs")
-DEFAULT_SWEEPS = 20
-DEFAULT_T_START = 1.0
-DEFAULT_T_END = 0.05
 #: Documents are annealed in batches of about this many tokens.
 BATCH_TOKENS = 20_000
 #: A document longer than this many tokens is decoded sentence by sentence (Viterbi), with a warning.
@@ -269,7 +266,7 @@ def _gibbs_sweep(chain: _Chain, temperature: float, tables: np.ndarray, rng: np.
 def anneal(pot: Potentials, spans: Sequence[tuple[int, int]], words: Sequence[Sequence[str]],
            label_names: Sequence[str], label_of_state: np.ndarray, factors: Sequence[DocumentFactor],
            sampler: str = "block", sweeps: int = DEFAULT_SWEEPS, t_start: float = DEFAULT_T_START,
-           t_end: float = DEFAULT_T_END, block_size: int = 0, seed: int = 0, threads: int = 1,
+           t_end: float = DEFAULT_T_END, block_size: int = DEFAULT_BLOCK_SIZE, seed: int = 0, threads: int = 1,
            batch_tokens: int = BATCH_TOKENS, progress: bool = False) -> Annealed:
     """Anneal the product of the chain scores ``pot`` (B sentences) and ``factors``.
 

@@ -32,6 +32,7 @@ change costs O(length² of the entities it touches), not O(document).
 from __future__ import annotations
 
 from collections import defaultdict
+from operator import mul
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -204,6 +205,7 @@ class _ConsistencyState(FactorState):
     def __init__(self, reader: EntityReader, same: list[list[float]], sub: list[list[float]],
                  document: LabelledDocument):
         self.reader, self.same, self.sub = reader, same, sub
+        self.sub_into = [list(column) for column in zip(*sub)]     # sub_into[b][a] = sub[a][b]
         self.K = len(reader.types)
         self.words = document.words
         self.labels = [list(sentence) for sentence in document.labels]
@@ -221,18 +223,17 @@ class _ConsistencyState(FactorState):
 
     def _change_of(self, key: tuple, entity_type: int) -> float:
         """Change in log score from one more occurrence (key, type), given the others."""
-        K, same_row, sub_row = self.K, self.same[entity_type], self.sub[entity_type]
         counts = self.counts.get(key)
         total = 0.0
         if counts is not None:
-            total += len(key) * sum(counts[b] * same_row[b] for b in range(K))
+            total += len(key) * sum(map(mul, counts, self.same[entity_type]))
         for part in self._parts_of(key):
             part_counts = self.counts.get(part)
             if part_counts is not None:
-                total += len(part) * sum(part_counts[b] * sub_row[b] for b in range(K))
+                total += len(part) * sum(map(mul, part_counts, self.sub[entity_type]))
         containing = self.containing.get(key)
         if containing is not None:
-            total += len(key) * sum(containing[b] * self.sub[b][entity_type] for b in range(K))
+            total += len(key) * sum(map(mul, containing, self.sub_into[entity_type]))
         return total
 
     def _add(self, key: tuple, entity_type: int) -> float:

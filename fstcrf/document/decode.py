@@ -8,10 +8,11 @@ from ..conll import Corpus, Sentence, as_sentences
 from ..errors import FstcrfError
 from ..labels import split_labels
 from ..model import ChainCRF
-from .annealing import DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START, Annealed, anneal
+from .annealing import Annealed, anneal
 from .consistency import ConsistencyFactor, ConsistencyPenalties, estimate_penalties
 from .documents import document_spans
 from .factors import DocumentFactor, LabelledDocument
+from .settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START
 
 #: Names of the non-local models the command line offers.
 NONLOCAL_MODELS = ("consistency",)
@@ -67,7 +68,7 @@ def model_factors(model: ChainCRF, names: Sequence[str], scale: float | None = N
 
 def decode_documents(model: ChainCRF, corpus: Corpus | Sequence[Sentence], factors: Sequence[DocumentFactor],
                      sampler: str = "block", sweeps: int = DEFAULT_SWEEPS, t_start: float = DEFAULT_T_START,
-                     t_end: float = DEFAULT_T_END, block_size: int = 0, seed: int = 0,
+                     t_end: float = DEFAULT_T_END, block_size: int = DEFAULT_BLOCK_SIZE, seed: int = 0,
                      progress: bool = False) -> tuple[list[list[str]], Annealed]:
     """(labels [B][T], the annealing record): the best labelling of every document under
     the product of ``model`` and ``factors`` found by annealing from Viterbi."""
