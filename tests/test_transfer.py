@@ -11,6 +11,7 @@ import pytest
 
 from fstcrf.compose import compose
 from fstcrf.conll import Corpus, Sentence
+from fstcrf.errors import FstcrfError
 from fstcrf.features import parse_template
 from fstcrf.inference import viterbi
 from fstcrf.model import ChainCRF
@@ -114,6 +115,56 @@ def test_the_cascade_reads_the_ner_models_one_best(ner, reader, documents, readi
     assert decoded.ner == transfer.column(reading_documents, "ner")
     assert decoded.fields == [[reader.predict([sentence])[0] for sentence in document]
                               for document in reading_documents]
+
+
+def test_ner_samples_repeat_each_document_with_drawn_labels(ner, documents):
+    copies = transfer.with_ner_samples(documents, ner, 3, seed=1)
+    assert len(copies) == 3 * len(documents)
+    assert copies == transfer.with_ner_samples(documents, ner, 3, seed=1)
+    for k in range(3):
+        block = copies[k * len(documents):(k + 1) * len(documents)]
+        assert transfer.column(block, "word") == transfer.column(documents, "word")
+        assert transfer.column(block, "field") == transfer.column(documents, "field")
+    drawn = {tag for document in copies for sentence in document for tag in sentence["ner"]}
+    assert drawn <= set(ner.labels_) and len(drawn) > 1
+
+
+def test_timed_decodings_keep_the_labels_of_each_mode(ner, reader, documents):
+    joint = compose([ner, reader], threads=1, scales=[0.5, 1.0])
+    timed = transfer.timed_decodings(joint, documents)
+    for mode in ("cascade", "joint"):
+        assert timed[mode].fields == transfer.decode_joint(joint, documents, mode).fields
+        assert timed[mode].seconds > 0
+
+
+def _write_conll2003(folder: Path, extra: str = "") -> None:
+    """Tiny eng.train / testa / testb files (IOB1 NER tags, as CoNLL-2003 has)."""
+    lines = [f"{word} NNP I-NP {tag}" for words, tags in NEWSWIRE
+             for word, tag in zip(words.split(), tags.replace("B-", "I-").split())]
+    text = "-DOCSTART- -X- O O\n\n" + "\n".join(lines) + "\n" + extra
+    for name in ("eng.train", "eng.testa", "eng.testb"):
+        (folder / name).write_text(text)
+
+
+def test_the_ner_model_is_cached_by_its_data(tmp_path, monkeypatch):
+    monkeypatch.setitem(transfer.NER_SETTINGS, "max_iter", 10)
+    data, cache = tmp_path / "conll2003", tmp_path / "cache"
+    data.mkdir()
+    _write_conll2003(data)
+    first = transfer.ner_model(data, cache, threads=1)
+    again = transfer.ner_model(data, cache, threads=1)
+    assert (first.cached, again.cached) == (False, True)
+    np.testing.assert_array_equal(first.model.weights_, again.model.weights_)
+    assert (again.dev_f1, again.test_f1) == (first.dev_f1, first.test_f1)
+    assert set(first.model.labels_) == {"B-PER", "I-PER", "B-ORG", "B-LOC", "I-LOC", "O"}    # read as IOB2
+    _write_conll2003(data, extra="\nIntel NNP I-NP I-ORG\n")
+    assert not transfer.ner_model(data, cache, threads=1).cached
+    assert len(list(cache.glob("*.model"))) == 2
+
+
+def test_a_missing_conll_file_is_named(tmp_path):
+    with pytest.raises(FstcrfError, match="eng.train"):
+        transfer.ner_model(tmp_path, tmp_path / "cache")
 
 
 def test_random_splits_are_seeded_halves_that_cover_every_document():
