@@ -59,11 +59,14 @@ def _folders(data_folder) -> tuple[Path, Path]:
 
 
 def bench_transfer(data_folder, splits: int = 10, seed: int = 0, threads: int = 2, learning_curve: bool = False,
-                   plot=None, progress: bool = True, cache=None, upstream: bool = True) -> TransferResults:
+                   plot=None, progress: bool = True, cache=None, upstream: bool = True, ner_samples: int = 0
+                   ) -> TransferResults:
     """Run the experiment on ``data_folder`` (holding conll2003/ and seminars/):
     ``splits`` random halves seeded by ``seed`` plus (``upstream``) the upstream
     split; with ``learning_curve`` (or ``plot``, a PNG path) the learning curve
-    too.  ``cache`` holds the trained NER model (default ~/.cache/fstcrf)."""
+    too.  ``cache`` holds the trained NER model (default $FSTCRF_CACHE or
+    ~/.cache/fstcrf); ``ner_samples`` > 0 trains the reading seminar CRF on that
+    many NER samples per document instead of the NER 1-best."""
     if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
         raise FstcrfError(f"splits must be a positive integer, got {splits!r}")
     if plot is not None and not Path(plot).parent.is_dir():
@@ -80,19 +83,21 @@ def bench_transfer(data_folder, splits: int = 10, seed: int = 0, threads: int = 
         random = transfer.random_splits(len(documents), splits, seed)
         results = []
         for split in random:
-            results.append(transfer.run_split(ner.model, documents, split, threads, seed=seed))
+            results.append(transfer.run_split(ner.model, documents, split, threads, seed=seed,
+                                              ner_samples=ner_samples))
             bar.update()
         upstream_result = None
         if upstream:
             upstream_result = transfer.run_split(ner.model, documents, transfer.upstream_split(paths), threads,
-                                                 seed=seed)
+                                                 seed=seed, ner_samples=ner_samples)
             bar.update()
         curve = None
         if learning_curve:
             curves = []
             for split, result in zip(random[:CURVE_SPLITS], results):
                 curves.append(transfer.learning_curve(ner.model, documents, split, CURVE_FRACTIONS, threads,
-                                                      ner_scale=result.ner_scale, seed=seed))
+                                                      ner_scale=result.ner_scale, seed=seed,
+                                                      ner_samples=ner_samples))
                 bar.update(len(CURVE_FRACTIONS))
             curve = {fraction: {system: {name: float(np.mean([c[fraction][system][name] for c in curves]))
                                          for name in transfer.SCORE_FIELDS} for system in transfer.SYSTEMS}

@@ -299,13 +299,23 @@ def timed_decodings(joint: JointModel, documents: Sequence[Document], repeats: i
             for mode, found in runs.items()}
 
 
+def train_reader(ner: ChainCRF, documents: Sequence[Document], ner_samples: int = 0, threads: int = 2,
+                 seed: int = 0) -> ChainCRF:
+    """The seminar CRF reading the ``ner`` column of ``documents`` (the NER 1-best),
+    or, with ``ner_samples`` > 0, reading that many NER samples per document
+    (:func:`with_ner_samples`)."""
+    if ner_samples:
+        documents = with_ner_samples(documents, ner, ner_samples, seed)
+    return train_seminar(documents, reads_ner=True, threads=threads)
+
+
 def choose_ner_scale(ner: ChainCRF, documents: Sequence[Document], split: Split, threads: int = 2,
-                     seed: int = 0) -> tuple[float, dict[float, float]]:
+                     seed: int = 0, ner_samples: int = 0) -> tuple[float, dict[float, float]]:
     """The NER component scale (of :data:`NER_SCALES`) whose joint decoding scores the
-    best overall F1 on the dev side of ``split``'s training documents, and the
-    dev F1 of every scale.  ``documents`` carry the ``ner`` column."""
+    best overall F1 on the dev side of ``split``'s training documents (ties go
+    to 1), and the dev F1 of every scale.  ``documents`` carry the ``ner`` column."""
     side = dev_side(split, seed=seed)
-    reader = train_seminar(_pick(documents, side.train), reads_ner=True, threads=threads)
+    reader = train_reader(ner, _pick(documents, side.train), ner_samples, threads, seed)
     dev = _pick(documents, side.test)
     dev_f1 = {}
     for scale in NER_SCALES:
@@ -332,15 +342,16 @@ class SplitResult:
 
 
 def run_split(ner: ChainCRF, documents: Sequence[Document], split: Split, threads: int = 2,
-              choose_scale: bool = True, seed: int = 0) -> SplitResult:
+              choose_scale: bool = True, seed: int = 0, ner_samples: int = 0) -> SplitResult:
     """Train and decode the three systems on one split.  ``documents`` carry the
     ``ner`` column (the NER model's 1-best labels).  With ``choose_scale`` the
     NER component's scale is chosen on the dev side of the training documents
-    (:func:`choose_ner_scale`), else it is 1."""
+    (:func:`choose_ner_scale`), else it is 1; ``ner_samples``: see :func:`train_reader`."""
     train, test = _pick(documents, split.train), _pick(documents, split.test)
-    scale, dev_f1 = choose_ner_scale(ner, documents, split, threads, seed) if choose_scale else (1.0, {})
+    scale, dev_f1 = (choose_ner_scale(ner, documents, split, threads, seed, ner_samples) if choose_scale
+                     else (1.0, {}))
     plain = train_seminar(train, reads_ner=False, threads=threads)
-    reader = train_seminar(train, reads_ner=True, threads=threads)
+    reader = train_reader(ner, train, ner_samples, threads, seed)
     joint = compose([ner, reader], threads=threads, scales=[scale, 1.0])
     flat_test = _flatten(test)
     decoded = {"none": Decoded(_regroup(plain.predict(flat_test), test), None, 0.0), **timed_decodings(joint, test)}
@@ -433,7 +444,8 @@ def paired_tests(results: Sequence[SplitResult], better: str, worse: str) -> dic
 
 def learning_curve(ner: ChainCRF, documents: Sequence[Document], split: Split,
                    fractions: Sequence[float] = (0.25, 0.5, 0.75, 1.0), threads: int = 2,
-                   ner_scale: float = 1.0, seed: int = 0) -> dict[float, dict[str, dict[str, float]]]:
+                   ner_scale: float = 1.0, seed: int = 0, ner_samples: int = 0
+                   ) -> dict[float, dict[str, dict[str, float]]]:
     """F1 [fraction][system][field] when the seminar CRFs train on the first
     ``fraction`` of a seeded permutation of ``split``'s training documents,
     tested on its whole test side.  ``documents`` carry the ``ner`` column."""
@@ -445,7 +457,7 @@ def learning_curve(ner: ChainCRF, documents: Sequence[Document], split: Split,
         chosen = [split.train[i] for i in sorted(order[:max(1, round(fraction * len(split.train)))])]
         train = _pick(documents, chosen)
         plain = train_seminar(train, reads_ner=False, threads=threads)
-        joint = compose([ner, train_seminar(train, reads_ner=True, threads=threads)], threads=threads,
+        joint = compose([ner, train_reader(ner, train, ner_samples, threads, seed)], threads=threads,
                         scales=[ner_scale, 1.0])
         predicted = {"none": _regroup(plain.predict(_flatten(test)), test),
                      "cascade": decode_joint(joint, test, "cascade").fields,

@@ -167,6 +167,18 @@ def test_a_missing_conll_file_is_named(tmp_path):
         transfer.ner_model(tmp_path, tmp_path / "cache")
 
 
+def test_run_split_scores_the_three_systems(ner, reading_documents):
+    split = transfer.Split("tiny", (0, 1, 2), (3,))
+    result = transfer.run_split(ner, reading_documents, split, threads=1)
+    assert set(result.dev_f1) == set(transfer.NER_SCALES) and result.ner_scale in transfer.NER_SCALES
+    assert set(result.f1) == set(result.token_f1) == set(transfer.SYSTEMS)
+    for system in transfer.SYSTEMS:
+        assert set(result.f1[system]) == set(transfer.SCORE_FIELDS)
+        assert all(0 <= value <= 100 for value in result.f1[system].values())
+    assert result.headers.header_totals == {"speaker:": 1, "host:": 1, "dates:": 1, "time:": 1, "place:": 1}
+    assert 0 <= result.mcnemar_p <= 1
+
+
 def test_random_splits_are_seeded_halves_that_cover_every_document():
     splits = transfer.random_splits(485, 10, seed=3)
     assert splits == transfer.random_splits(485, 10, seed=3)
