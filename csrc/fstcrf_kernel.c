@@ -902,14 +902,14 @@ static int64_t joint_weight_count(const fc_joint *j)
 /* doubles: alpha [t_max, P] | beta [t_max, P] | exp_emit [t_max, P]
  *          | steps [t_max, N, P] | log_scale [t_max] | emit_max [t_max]
  *          | tensors [2, P] | exp_trans [W] | exp_trans_out [W] | trans_in [W]
- *          | trans_out [W] | edge_scratch [W] | sentence_counts [W] | exp_start [P]
+ *          | trans_out [W] | sentence_counts [W] | exp_start [P]
  *          | exp_final [P]
  * with W = sum_k L_k E_k.  No ints are used (one is asked for, so that the
  * caller's buffer is never empty). */
 int64_t fc_joint_workspace_doubles(const fc_joint *j, int64_t t_max)
 {
     const int64_t P = joint_size(j);
-    return (3 + j->num_components) * t_max * P + 2 * t_max + 4 * P + 6 * joint_weight_count(j);
+    return (3 + j->num_components) * t_max * P + 2 * t_max + 4 * P + 5 * joint_weight_count(j);
 }
 
 int64_t fc_joint_workspace_ints(const fc_joint *j, int64_t t_max)
@@ -928,7 +928,6 @@ typedef struct {
     double *exp_trans;               /* [W] exp(trans[k] - trans_max[k]), edge order, per component */
     double *exp_trans_out;           /* [W] the same in leaving-slot order */
     double *trans_in, *trans_out;    /* [W] the scores themselves, in each slot order */
-    double *edge_scratch;            /* [W] one transition's unnormalised edge counts */
     double *sentence_counts;         /* [W] one sentence's expected edge counts */
     double *exp_start, *exp_final;   /* [P] */
     int64_t weight_offset[64];       /* component k's tables start at weight_offset[k] of [W] */
@@ -954,8 +953,7 @@ static joint_buffers joint_carve(const fc_joint *j, fc_workspace *ws)
     w.exp_trans_out = w.exp_trans + W;
     w.trans_in = w.exp_trans_out + W;
     w.trans_out = w.trans_in + W;
-    w.edge_scratch = w.trans_out + W;
-    w.sentence_counts = w.edge_scratch + W;
+    w.sentence_counts = w.trans_out + W;
     w.exp_start = w.sentence_counts + W;
     for (int64_t k = 0, offset = 0; k < j->num_components; ++k) {
         w.weight_offset[k] = offset;
@@ -1132,52 +1130,67 @@ static int64_t post_size(const fc_joint *j, const joint_buffers *w, int32_t k, i
 
 /* Add to counts [L_k, E_k] the expected use of each (lower state, edge) pair
  * of component k at one transition, from the forward tensor entering step k,
- * fwd [P] (over [pre, S, post]), and the backward tensor leaving it, bwd [P]:
- *     raw[p mod L, m] += fwd[p, src(m), q] * exp_trans[m] * bwd[p, dst(m), q]
- * normalised by its sum (every path uses one edge of component k).  scratch
- * holds W_k = L_k E_k doubles.  Returns 0 if the sum is not positive. */
+ * fwd [P] (over [pre, S, post]), and the backward tensor entering its
+ * backward step, bwd [P]:
+ *     counts[p mod L, m] += fwd[p, src(m), q] * exp_trans[m] * bwd[p, dst(m), q] / total
+ * where total, the same sum over every edge (each path takes one edge of
+ * component k), is <fwd, moved> with moved [P] = the backward step's result
+ * before rescaling.  Returns 0 if total is not positive. */
 static int add_joint_edge_counts(const fc_joint *j, const joint_buffers *w, int32_t k,
-                                 const double *fwd, const double *bwd, double *scratch, double *counts)
+                                 const double *fwd, const double *bwd, const double *moved,
+                                 double *counts)
 {
     const fc_graph *g = &j->graphs[k];
     const int32_t S = g->num_states, E = g->num_edges, L = lower_size(j, k);
     const double *weight = w->exp_trans + w->weight_offset[k];
     int64_t pre;
     const int64_t post = post_size(j, w, k, &pre);
-    for (int64_t i = 0; i < (int64_t)L * E; ++i) scratch[i] = 0.0;
+    double total = 0.0;
+#pragma omp simd reduction(+:total)
+    for (int64_t s = 0; s < w->P; ++s) total += fwd[s] * moved[s];
+    if (!(total > 0.0)) return 0;
+    const double inverse = 1.0 / total;
     for (int64_t p = 0; p < pre; ++p) {
         const int64_t lower = (p % L) * (int64_t)E;
         const double *f = fwd + p * S * post, *b = bwd + p * S * post;
-        double *raw = scratch + lower;
         for (int32_t x = 0; x < S; ++x) {
+            const int32_t lo = g->in_ptr[x], hi = g->in_ptr[x + 1];
+            if (post == 1) {
+                const double c = b[x] * inverse;
+                if (c == 0.0) continue;
+                double *out = counts + lower;
+                const double *wt = weight + lower;
+                if (hi - lo == S) {    /* every state enters x, in order */
+#pragma omp simd
+                    for (int32_t i = 0; i < S; ++i) out[lo + i] += f[i] * wt[lo + i] * c;
+                } else {
+                    for (int32_t m = lo; m < hi; ++m) out[m] += f[g->in_src[m]] * wt[m] * c;
+                }
+                continue;
+            }
             const double *b_x = b + x * post;
-            for (int32_t m = g->in_ptr[x]; m < g->in_ptr[x + 1]; ++m) {
+            for (int32_t m = lo; m < hi; ++m) {
                 const double *f_y = f + (int64_t)g->in_src[m] * post;
-                double s = 0.0;
-#pragma omp simd reduction(+:s)
-                for (int64_t q = 0; q < post; ++q) s += f_y[q] * b_x[q];
-                raw[m] += s;
+                double dot = 0.0;
+#pragma omp simd reduction(+:dot)
+                for (int64_t q = 0; q < post; ++q) dot += f_y[q] * b_x[q];
+                counts[lower + m] += dot * weight[lower + m] * inverse;
             }
         }
     }
-    double total = 0.0;
-    for (int64_t l = 0; l < L; ++l)
-        for (int32_t m = 0; m < E; ++m) total += (scratch[l * E + m] *= weight[l * E + m]);
-    if (!(total > 0.0)) return 0;
-    const double inverse = 1.0 / total;
-    for (int64_t i = 0; i < (int64_t)L * E; ++i) counts[i] += scratch[i] * inverse;
     return 1;
 }
 
 /* Apply all component transitions to `cur` (forward: components in chain
  * order through entering edges; backward: reverse order through leaving
- * edges).  Step k's input is kept in stash [N, P] row k (row 0 only if
- * stash_first; the input of step 0 is the table row itself).
+ * edges), writing the last step's result to out_last if it is not NULL.
  *   Linear domain: rescales after every step, adding the log factors to
  *   *log_factor, and returns the buffer holding the result or NULL when a
- *   check fails.  Going backward with edge_counts [W], the forward tensors
- *   stash [N, P] of the same transition are read to add each component's
- *   expected (lower state, edge) counts (before its backward step).
+ *   check fails.  Going forward, the result of step k < N-1 (the tensor
+ *   entering step k+1) is kept in stash [N, P] row k+1.  Going backward
+ *   with edge_counts [W], stash holds those forward tensors of the same
+ *   transition and fwd_first [P] the one entering step 0 (the forward row),
+ *   and each component's expected (lower state, edge) counts are added.
  *   Max semiring (forward only): step k's result is kept in stash row k, for
  *   the backtrace. */
 static double *joint_transition(semiring sr, int backward, const fc_joint *j,
@@ -1194,12 +1207,6 @@ static double *joint_transition(semiring sr, int backward, const fc_joint *j,
         int64_t pre;
         const int64_t post = post_size(j, w, k, &pre);
         const component_rows c = rows_of(sr, backward, j, w, k);
-        if (edge_counts) {
-            const double *fwd = k == 0 ? fwd_first : stash + k * P;
-            if (!add_joint_edge_counts(j, w, k, fwd, cur, w->edge_scratch,
-                                       edge_counts + w->weight_offset[k]))
-                return NULL;
-        }
         if (sr == SEMIRING_MAX) out = stash + (int64_t)k * P;
         else if (!backward && step < N - 1 && stash) out = stash + (int64_t)(k + 1) * P;
         else if (step == N - 1 && out_last) out = out_last;
@@ -1208,6 +1215,9 @@ static double *joint_transition(semiring sr, int backward, const fc_joint *j,
             buffer ^= 1;
         }
         component_step(sr, &c, pre, post, cur, out);
+        if (edge_counts && !add_joint_edge_counts(j, w, k, k == 0 ? fwd_first : stash + k * P, cur, out,
+                                                  edge_counts + w->weight_offset[k]))
+            return NULL;
         if (sr != SEMIRING_MAX) {
             double factor;
             if (!rescale(out, (int32_t)P, &factor)) return NULL;
