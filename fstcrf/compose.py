@@ -161,8 +161,8 @@ class JointModel:
 
     def _joint_potentials(self, sentences: list[Sentence], component_emissions: list[np.ndarray]) -> JointPotentials:
         """JointPotentials of sentences from their component emissions (see _component_emissions)."""
-        emissions = joint_emissions(self.space, [scale * scores for scale, scores in
-                                                 zip(self.scales, component_emissions)])
+        emissions = joint_emissions(self.space, [scores if scale == 1.0 else scale * scores
+                                                 for scale, scores in zip(self.scales, component_emissions)])
         first = self.components[0]
         transitions = [self.scales[0] * first.weights_[first.features_.num_features:]]
         for scale, lower, model in zip(self.scales[1:], self.components, self.components[1:]):
@@ -195,7 +195,9 @@ class JointModel:
         for lower, model in zip(self.components, self.components[1:]):
             with clock.phase(f"features and emissions: {model.target_} under each {lower.target_} label"):
                 by_label = model.reading_emissions(sentences, lower.labels_)     # [n, L_{k-1}, S_k]
-                emissions.append(by_label[:, lower.topology_.state_label, :])
+                state_label = lower.topology_.state_label
+                one_state_per_label = np.array_equal(state_label, np.arange(len(lower.labels_)))
+                emissions.append(by_label if one_state_per_label else by_label[:, state_label, :])
         return emissions
 
     def _joint_block(self, sentences: list[Sentence], clock: PhaseClock | None = None) -> list[list[list[str]]]:

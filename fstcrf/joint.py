@@ -149,7 +149,7 @@ def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]
     if len(component_emissions) != len(space.components):
         raise ShapeError(f"expected {len(space.components)} emission arrays, got {len(component_emissions)}")
     N = len(component_emissions[0])
-    total = np.zeros((N,) + space.sizes)
+    total = np.empty((N,) + space.sizes)
     for k, scores in enumerate(component_emissions):
         scores = np.asarray(scores, dtype=np.float64)
         S_k = space.sizes[k]
@@ -161,7 +161,10 @@ def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]
         elif scores.shape != (N, S_k):
             raise ShapeError(f"emissions[{k}] has shape {scores.shape}, expected ({N}, {S_k})")
         shape[k + 1] = S_k
-        total += scores.reshape(shape)
+        if k == 0:
+            total[...] = scores.reshape(shape)
+        else:
+            total += scores.reshape(shape)
     return total.reshape(N, space.num_states)
 
 
