@@ -989,14 +989,14 @@ static void joint_prepare(const fc_joint *j, joint_buffers *w)
 }
 
 /* The rows of one component step: the component's graph read entering
- * (forward) or leaving (backward) -- "pull": out[x] gathers from nbr[m] over
- * slots m of x -- with the same rows read the other way for "push": in[y]
- * scatters to nbr[m] over slots m of y.  pull_weight and push_weight [L, E]
- * hold the transition factors of the same edges in each slot order. */
+ * (forward) or leaving (backward), where out[x] gathers from nbr[m] over the
+ * slots m of x ("pull"), and for a complete graph the same edges read the
+ * other way, where in[y] is pushed along the slots of y.  pull_weight and
+ * push_weight [L, E] hold the transition weights in each slot order. */
 typedef struct {
     int32_t S, E, L;
     int complete;                     /* E == S * S: every row lists all states in order */
-    const int32_t *pull_ptr, *pull_nbr, *push_ptr, *push_nbr;
+    const int32_t *pull_ptr, *pull_nbr;
     const double *pull_weight, *push_weight;
 } component_rows;
 
@@ -1054,20 +1054,13 @@ static void component_step(semiring sr, const component_rows *c, int64_t pre, in
         double *restrict out_p = out + p * S * post;
         for (int64_t q = 0; q < S * post; ++q) out_p[q] = zero;
         if (post == 1 && c->complete) {
+            /* push the rows of a complete graph: out[x] (+)= w[y, x] (*) in[y] */
             const double *w = c->push_weight + lower;
             int32_t y = 0;
-            double a[4];
             for (; y + 4 <= S; y += 4) {
-                if (sr == SEMIRING_MAX) {
-                    for (int i = 0; i < 4; ++i) a[i] = in_p[y + i];
-                    /* push rows of a complete graph: out[x] (+)= w[y, x] (*) in[y] */
-                    max4(a, w + (int64_t)y * S, w + (int64_t)(y + 1) * S, w + (int64_t)(y + 2) * S,
-                         w + (int64_t)(y + 3) * S, out_p, S);
-                } else {
-                    for (int i = 0; i < 4; ++i) a[i] = in_p[y + i];
-                    axpy4(a, w + (int64_t)y * S, w + (int64_t)(y + 1) * S, w + (int64_t)(y + 2) * S,
-                          w + (int64_t)(y + 3) * S, out_p, S);
-                }
+                const double *w0 = w + (int64_t)y * S;
+                if (sr == SEMIRING_MAX) max4(in_p + y, w0, w0 + S, w0 + 2 * S, w0 + 3 * S, out_p, S);
+                else axpy4(in_p + y, w0, w0 + S, w0 + 2 * S, w0 + 3 * S, out_p, S);
             }
             for (; y < S; ++y) step_row(sr, in_p[y], w + (int64_t)y * S, out_p, S);
             continue;
@@ -1108,8 +1101,6 @@ static component_rows rows_of(semiring sr, int backward, const fc_joint *j, cons
     c.complete = (int64_t)c.E == (int64_t)c.S * c.S;
     c.pull_ptr = backward ? g->out_ptr : g->in_ptr;
     c.pull_nbr = backward ? g->out_dst : g->in_src;
-    c.push_ptr = backward ? g->in_ptr : g->out_ptr;
-    c.push_nbr = backward ? g->in_src : g->out_dst;
     const double *in_order = sr == SEMIRING_MAX ? w->trans_in + w->weight_offset[k]
                                                 : w->exp_trans + w->weight_offset[k];
     const double *out_order = sr == SEMIRING_MAX ? w->trans_out + w->weight_offset[k]
@@ -1293,7 +1284,7 @@ int fc_joint_forward_backward(const fc_joint *j, const fc_batch *b, double *log_
     if (status != FC_OK) return status;
     joint_buffers w = joint_carve(j, ws);
     joint_prepare(j, &w);
-    const int64_t P = w.P;
+    const int64_t P = w.P, W = joint_weight_count(j);
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const double *emit = b->emit + off * P;
@@ -1303,7 +1294,7 @@ int fc_joint_forward_backward(const fc_joint *j, const fc_batch *b, double *log_
         /* a sentence the caller redoes must add nothing: its counts are
          * gathered apart and added once both passes have succeeded */
         double *counts = edge_counts ? w.sentence_counts : NULL;
-        for (int64_t m = 0; counts && m < joint_weight_count(j); ++m) counts[m] = 0.0;
+        for (int64_t m = 0; counts && m < W; ++m) counts[m] = 0.0;
         ok = ok && joint_scaled_pass(0, j, &w, T, w.alpha, NULL)
              && (!(node_marg || counts) || joint_scaled_pass(1, j, &w, T, w.beta, counts));
         redo[i] = !ok;
@@ -1317,7 +1308,7 @@ int fc_joint_forward_backward(const fc_joint *j, const fc_batch *b, double *log_
         for (int64_t t = 0; t < T; ++t) lz += w.log_scale[t] + w.emit_max[t];
         log_z[i] = lz + log(total);
         if (total == 0.0) status = FC_INFEASIBLE;
-        for (int64_t m = 0; counts && m < joint_weight_count(j); ++m) edge_counts[m] += counts[m];
+        for (int64_t m = 0; counts && m < W; ++m) edge_counts[m] += counts[m];
         for (int64_t t = 0; node_marg && t < T; ++t) {
             const double *a = w.alpha + t * P, *bt = w.beta + t * P;
             double *out = node_marg + (off + t) * P, norm = 0.0;
