@@ -1259,8 +1259,9 @@ static int joint_scaled_pass(int backward, const fc_joint *j, joint_buffers *w, 
         if (!joint_transition(SEMIRING_SCALED, 1, j, w, v, &discarded, w->steps + (t + 1) * N * P,
                               w->alpha + t * P, edge_counts, row))
             return 0;
+        /* the last step left row rescaled; only a mask can change it */
         mask_joint(j, P, row, 0.0);
-        if (!rescale(row, (int32_t)P, &discarded)) return 0;
+        if (j->allowed && !rescale(row, (int32_t)P, &discarded)) return 0;
     }
     return 1;
 }
