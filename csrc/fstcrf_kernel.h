@@ -189,13 +189,21 @@ int64_t fc_joint_workspace_doubles(const fc_joint *j, int64_t t_max);
 int64_t fc_joint_workspace_ints(const fc_joint *j, int64_t t_max);
 
 /* Sum-product over the joint space, in the linear domain with rescaling.
- *   log_z     [B]    log partition function
- *   node_marg [N, P] joint posteriors, or NULL
- *   redo      [B]    set to 1 for a sentence whose scores spread too widely
- *                    for the linear domain (its outputs are then undefined
- *                    and the caller must use an exact log-domain method) */
+ *   log_z       [B]    log partition function
+ *   node_marg   [N, P] joint posteriors, or NULL
+ *   edge_counts [W]    ADDED TO, or NULL: W = sum_k L_k E_k, component k's
+ *                      block [L_k, E_k] (at offset sum_{i<k} L_i E_i) holds
+ *                      the expected number of transitions that use edge e of
+ *                      component k while component k-1 is in state l at the
+ *                      new token, summed over the batch's sentences (those
+ *                      not redone) -- the gradient of log Z in trans[k]
+ *   redo        [B]    set to 1 for a sentence whose scores spread too widely
+ *                      for the linear domain (its outputs are then undefined,
+ *                      nothing is added for it, and the caller must use an
+ *                      exact log-domain method) */
 int fc_joint_forward_backward(const fc_joint *j, const fc_batch *b, double *log_z,
-                              double *node_marg, int32_t *redo, fc_workspace *ws);
+                              double *node_marg, double *edge_counts, int32_t *redo,
+                              fc_workspace *ws);
 
 /* Joint Viterbi.  path [N] best joint state per token, score [B]. */
 int fc_joint_viterbi(const fc_joint *j, const fc_batch *b, int32_t *path, double *score,

@@ -29,6 +29,16 @@ def best_time(function, repeats: int) -> float:
     return min(times)
 
 
+def tokens_per_second(function, tokens: int, repeats: int, bar: Progress) -> float:
+    """``tokens`` / the smallest seconds of ``repeats`` calls, advancing ``bar`` by
+    ``tokens`` after each call."""
+    best = float("inf")
+    for _ in range(repeats):
+        best = min(best, best_time(function, 1))
+        bar.update(tokens)
+    return tokens / best
+
+
 def random_potentials(topology: Topology, num_tokens: int, seed: int,
                       mean_length: int = 24) -> Potentials:
     """Random scores over sentences of CoNLL-like lengths (mean ``mean_length``),
@@ -140,105 +150,124 @@ class ComposeRow:
     factorised_viterbi_tokens_per_s: float
     factorised_viterbi_2threads_tokens_per_s: float
     dense_viterbi_tokens_per_s: float
+    factorised_edge_counts_tokens_per_s: float
+
+
+def _random_chain(sizes: tuple[int, ...], tokens: int, seed: int):
+    """JointPotentials over first-order components of ``sizes`` states, each reading
+    the one below (emissions [N, S_{k-1}, S_k], transitions [S_{k-1}, E_k]),
+    scores drawn at random."""
+    from . import joint
+    rng = np.random.default_rng(seed)
+    components = [first_order([f"c{k}.{i:02d}" for i in range(S)]) for k, S in enumerate(sizes)]
+    space = joint.JointSpace(components)
+    lengths = random_potentials(components[0], tokens, seed).lengths
+    N = int(lengths.sum())
+    emissions = [rng.normal(scale=2.0, size=(N, sizes[0]))]
+    emissions += [rng.normal(scale=2.0, size=(N, lower, S)) for lower, S in zip(sizes, sizes[1:])]
+    transitions = [rng.normal(size=space.transition_shape(k)) for k in range(len(sizes))]
+    return joint.JointPotentials(space, joint.joint_emissions(space, emissions), lengths, transitions)
+
+
+COMPOSE_CASES = (("45 x 23 (POS x chunk)", (45, 23)), ("23 x 9 x 5 (3 components)", (23, 9, 5)))
 
 
 def bench_compose(tokens: int = 20_000, repeats: int = 3, reference_seconds: float = 3.0,
                   seed: int = 0, progress: bool = True) -> list[ComposeRow]:
     """Factorised joint inference against the dense cross-product kernel.
 
-    A first-order 45-state tagger (POS) composed with a 23-state tagger that
-    reads it (chunks), scores drawn at random; the dense kernel runs on a
-    prefix of the sentences sized to take about ``reference_seconds``."""
+    For each case of COMPOSE_CASES, random scores over ``tokens`` tokens; the
+    dense kernel (1 thread, like the factorised passes unless stated) runs on a
+    prefix of the sentences sized to take about ``reference_seconds`` in all
+    over its ``repeats`` runs.  Every figure is the best of ``repeats`` runs.
+    The progress bar counts the tokens decoded."""
     from . import joint
-    rng = np.random.default_rng(seed)
-    lower = first_order([f"p{i:02d}" for i in range(45)])
-    upper = first_order([f"c{i:02d}" for i in range(23)])
-    space = joint.JointSpace([lower, upper])
-    sample = random_potentials(lower, tokens, seed)
-    lengths = sample.lengths
-    N = int(lengths.sum())
-    emissions = joint.joint_emissions(space, [rng.normal(scale=2.0, size=(N, 45)),
-                                              rng.normal(scale=2.0, size=(N, 45, 23))])
-    transitions = [rng.normal(size=space.transition_shape(0)), rng.normal(size=space.transition_shape(1))]
-    jp = joint.JointPotentials(space, emissions, lengths, transitions)
-    rows = []
-    with Progress(4, "bench compose", unit="step", enabled=progress) as bar:
-        fb = N / best_time(lambda: joint.joint_forward_backward(jp), repeats)
-        bar.update()
-        vit = N / best_time(lambda: joint.joint_viterbi(jp), repeats)
-        vit2 = N / best_time(lambda: joint.joint_viterbi(jp, threads=2), repeats)
-        bar.update()
+    cases = []
+    for name, sizes in COMPOSE_CASES:
+        jp = _random_chain(sizes, tokens, seed)
         dense = jp.to_product()
-        prefix = _subset(dense, int(np.clip(reference_seconds * 1000 / 24, 2, dense.num_sequences)))
-        dense_fb = prefix.num_tokens / best_time(lambda: inference.forward_backward(prefix, edge_counts=False), 1)
-        bar.update()
-        dense_vit = prefix.num_tokens / best_time(lambda: inference.viterbi(prefix), 1)
-        bar.update()
-    rows.append(ComposeRow("45 x 23 (POS x chunk), random scores", space.num_states, fb, dense_fb, vit, vit2,
-                           dense_vit))
+        # the dense prefix is sized from a two-sentence probe
+        probe = _subset(dense, 2)
+        rate = probe.num_tokens / best_time(lambda: inference.forward_backward(probe, edge_counts=False), 1)
+        sentences = int(np.clip(reference_seconds / repeats * rate / 24, 2, dense.num_sequences))
+        cases.append((name, jp, _subset(dense, sentences)))
+    total = sum(repeats * (4 * jp.num_tokens + 2 * prefix.num_tokens) for _, jp, prefix in cases)
+    rows = []
+    with Progress(total, "bench compose", unit="tok", enabled=progress) as bar:
+        for name, jp, prefix in cases:
+            N, n = jp.num_tokens, prefix.num_tokens
+            fb = tokens_per_second(lambda: joint.joint_forward_backward(jp), N, repeats, bar)
+            counts = tokens_per_second(lambda: joint.joint_posteriors(jp, marginals=False), N, repeats, bar)
+            vit = tokens_per_second(lambda: joint.joint_viterbi(jp), N, repeats, bar)
+            vit2 = tokens_per_second(lambda: joint.joint_viterbi(jp, threads=2), N, repeats, bar)
+            dense_fb = tokens_per_second(lambda: inference.forward_backward(prefix, edge_counts=False), n, repeats,
+                                         bar)
+            dense_vit = tokens_per_second(lambda: inference.viterbi(prefix), n, repeats, bar)
+            rows.append(ComposeRow(f"{name}, random scores", jp.space.num_states, fb, dense_fb, vit, vit2,
+                                   dense_vit, counts))
     return rows
 
 
 def format_compose(rows: list[ComposeRow]) -> str:
     lines = [
         "| joint space | P | factorised fwd-bwd tok/s | dense fwd-bwd tok/s | speed-up | "
-        "factorised Viterbi tok/s | same, 2 threads | dense Viterbi tok/s | speed-up |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "factorised Viterbi tok/s | same, 2 threads | dense Viterbi tok/s | speed-up | "
+        "factorised log Z + edge counts tok/s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(f"| {r.name} | {r.joint_states} | {r.factorised_fb_tokens_per_s:,.0f} | "
                      f"{r.dense_fb_tokens_per_s:,.0f} | {r.factorised_fb_tokens_per_s / r.dense_fb_tokens_per_s:.1f}x | "
                      f"{r.factorised_viterbi_tokens_per_s:,.0f} | {r.factorised_viterbi_2threads_tokens_per_s:,.0f} | "
                      f"{r.dense_viterbi_tokens_per_s:,.0f} | "
-                     f"{r.factorised_viterbi_tokens_per_s / r.dense_viterbi_tokens_per_s:.1f}x |")
+                     f"{r.factorised_viterbi_tokens_per_s / r.dense_viterbi_tokens_per_s:.1f}x | "
+                     f"{r.factorised_edge_counts_tokens_per_s:,.0f} |")
     return "\n".join(lines)
 
 
 def bench_compose_model(joint_path, test_path, repeats: int = 3, k: int = 5, progress: bool = True) -> dict:
-    """A composed model on a real test set: the joint Viterbi kernel alone (scores
-    precomputed, 1 and 2 threads), and end-to-end decoding (features, scores and
-    search) in each mode, as tokens per second and as a ratio to the cascade."""
+    """A composed model on a real test set, in one run: end-to-end decoding (features,
+    scores, search, labels; the model's threads) in each mode, as seconds and as a
+    ratio to the cascade; the joint decoding's phases on one thread; and the joint
+    Viterbi kernel alone on precomputed scores (1 and 2 threads)."""
     from .compose import load_joint
     from .conll import read_conll
+    from .joint import joint_viterbi
     model = load_joint(joint_path)
     test = read_conll(test_path, model.components[0].columns_, allow_missing=model.targets)
     sentences = test.sentences
     N = test.num_tokens
-    with Progress(2 + 3, "bench compose (model)", unit="step", enabled=progress) as bar:
-        kernel_1, kernel_2 = (N / seconds for seconds in
-                              _joint_viterbi_seconds(model.potentials(sentences), repeats, bar))
-        seconds = {}
-        for mode in ("cascade", "kbest", "joint"):
-            seconds[mode] = best_time(lambda: model.predict(sentences, mode=mode, k=k), repeats)
-            bar.update()
+    modes = ("cascade", "kbest", "joint")
+    with Progress(N * (len(modes) * repeats + 4), "bench compose (model)", unit="tok", enabled=progress) as bar:
+        seconds = {mode: N / tokens_per_second(lambda: model.predict(sentences, mode=mode, k=k), N, repeats, bar)
+                   for mode in modes}
+        phases = model.joint_phases(sentences)
+        bar.update(N)
+        jp = model.potentials(sentences)
+        bar.update(N)
+        kernel = [tokens_per_second(lambda: joint_viterbi(jp, threads=threads), N, 1, bar) for threads in (1, 2)]
     return {"model": str(joint_path), "test": str(test_path), "tokens": N,
-            "joint_states": model.space.num_states, "k": k,
-            "kernel_tokens_per_s": kernel_1, "kernel_2threads_tokens_per_s": kernel_2,
-            "seconds": seconds}
-
-
-def _joint_viterbi_seconds(jp, repeats: int, bar: Progress) -> tuple[float, float]:
-    """Seconds of the joint Viterbi kernel on precomputed scores, on 1 and on 2 threads."""
-    from .joint import joint_viterbi
-    times = []
-    for threads in (1, 2):
-        times.append(best_time(lambda: joint_viterbi(jp, threads=threads), repeats))
-        bar.update()
-    return times[0], times[1]
+            "joint_states": model.space.num_states, "k": k, "threads": model.threads,
+            "kernel_tokens_per_s": kernel[0], "kernel_2threads_tokens_per_s": kernel[1],
+            "seconds": seconds, "joint_phases": phases}
 
 
 def format_compose_model(result: dict) -> str:
-    N, seconds = result["tokens"], result["seconds"]
+    N, seconds, phases = result["tokens"], result["seconds"], result["joint_phases"]
     lines = [f"{result['model']} on {result['test']}: {N:,} tokens, {result['joint_states']:,} joint states",
-             f"joint Viterbi kernel (scores precomputed): {result['kernel_tokens_per_s']:,.0f} tok/s on 1 thread, "
-             f"{result['kernel_2threads_tokens_per_s']:,.0f} tok/s on 2",
              "",
-             "| decoding (end to end, 2 threads) | seconds | tok/s | x cascade time |",
+             f"| decoding (end to end, {result['threads']} threads) | seconds | tok/s | x cascade time |",
              "|---|---|---|---|"]
     for mode, label in (("cascade", "cascade (1-best)"), ("kbest", f"cascade, {result['k']}-best lists"),
                         ("joint", "joint (exact)")):
         lines.append(f"| {label} | {seconds[mode]:.2f} | {N / seconds[mode]:,.0f} | "
                      f"{seconds[mode] / seconds['cascade']:.2f} |")
+    total = sum(phases.values())
+    lines += ["", "| joint decoding, phase (1 thread) | seconds | share |", "|---|---|---|"]
+    lines += [f"| {name} | {value:.2f} | {value / total:.0%} |" for name, value in phases.items()]
+    lines += [f"| total | {total:.2f} | 100% |", "",
+              f"joint Viterbi kernel (scores precomputed): {result['kernel_tokens_per_s']:,.0f} tok/s on 1 thread, "
+              f"{result['kernel_2threads_tokens_per_s']:,.0f} tok/s on 2"]
     return "\n".join(lines)
 
 

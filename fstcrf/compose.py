@@ -27,6 +27,8 @@ Joint model files hold every component (same container as a model file,
 from __future__ import annotations
 
 import os
+import time
+from contextlib import contextmanager
 from typing import Sequence
 
 import numpy as np
@@ -155,8 +157,12 @@ class JointModel:
         ``joint_viterbi``, ``joint_kbest`` or ``joint_sample`` on them.  Memory is
         N x P doubles: pass a few thousand tokens at a time."""
         sentences = as_sentences(corpus, "JointModel.potentials")
-        emissions = joint_emissions(self.space, [scale * scores for scale, scores in
-                                                 zip(self.scales, self._component_emissions(sentences))])
+        return self._joint_potentials(sentences, self._component_emissions(sentences))
+
+    def _joint_potentials(self, sentences: list[Sentence], component_emissions: list[np.ndarray]) -> JointPotentials:
+        """JointPotentials of sentences from their component emissions (see _component_emissions)."""
+        emissions = joint_emissions(self.space, [scores if scale == 1.0 else scale * scores
+                                                 for scale, scores in zip(self.scales, component_emissions)])
         first = self.components[0]
         transitions = [self.scales[0] * first.weights_[first.features_.num_features:]]
         for scale, lower, model in zip(self.scales[1:], self.components, self.components[1:]):
@@ -179,20 +185,42 @@ class JointModel:
                 result[k] += np.split(states @ by_label, np.cumsum([len(s) for s in block])[:-1])
         return result
 
-    def _component_emissions(self, sentences: list[Sentence]) -> list[np.ndarray]:
+    def _component_emissions(self, sentences: list[Sentence], clock: PhaseClock | None = None) -> list[np.ndarray]:
         """Component 0: float [n, S_0]; component k: float [n, S_{k-1}, S_k], the
         emissions of each state given the lower component's state."""
+        clock = clock or PhaseClock()
         first = self.components[0]
-        emissions = [first.potentials(sentences).emissions]
+        with clock.phase(f"features and emissions: {first.target_}"):
+            emissions = [first.potentials(sentences).emissions]
         for lower, model in zip(self.components, self.components[1:]):
-            by_label = model.reading_emissions(sentences, lower.labels_)     # [n, L_{k-1}, S_k]
-            emissions.append(by_label[:, lower.topology_.state_label, :])
+            with clock.phase(f"features and emissions: {model.target_} under each {lower.target_} label"):
+                by_label = model.reading_emissions(sentences, lower.labels_)     # [n, L_{k-1}, S_k]
+                state_label = lower.topology_.state_label
+                one_state_per_label = np.array_equal(state_label, np.arange(len(lower.labels_)))
+                emissions.append(by_label if one_state_per_label else by_label[:, state_label, :])
         return emissions
 
-    def _joint_block(self, sentences: list[Sentence]) -> list[list[list[str]]]:
-        jp = self.potentials(sentences)
-        states = self.space.component_states(joint_viterbi(jp).paths)
-        return [split_labels(model.topology_, states[:, k], jp.offsets) for k, model in enumerate(self.components)]
+    def _joint_block(self, sentences: list[Sentence], clock: PhaseClock | None = None) -> list[list[list[str]]]:
+        clock = clock or PhaseClock()
+        component_emissions = self._component_emissions(sentences, clock)
+        with clock.phase("joint scores"):
+            jp = self._joint_potentials(sentences, component_emissions)
+        with clock.phase("joint Viterbi kernel"):
+            paths = joint_viterbi(jp).paths
+        with clock.phase("labels"):
+            states = self.space.component_states(paths)
+            return [split_labels(model.topology_, states[:, k], jp.offsets) for k, model in enumerate(self.components)]
+
+    @blas_single_threaded()
+    def joint_phases(self, corpus: Corpus | Sequence[Sentence]) -> dict[str, float]:
+        """Seconds of each phase of joint decoding (predict, mode "joint"), run on one
+        thread: features and emission scores of each component, joint scores, the
+        kernel, and labels."""
+        sentences = as_sentences(corpus, "JointModel.joint_phases")
+        clock = PhaseClock()
+        for first, last in _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states)):
+            self._joint_block(sentences[first:last], clock)
+        return clock.seconds
 
     def _kbest_block(self, sentences: list[Sentence], k: int) -> list[list[list[str]]]:
         """Cascaded decoding keeping the k best partial tuples (by summed score) per level."""
@@ -261,6 +289,21 @@ class JointModel:
     def load(cls, path: str | os.PathLike) -> JointModel:
         """Read a joint model written by :meth:`save`."""
         return load_joint(path)
+
+
+class PhaseClock:
+    """Wall-clock seconds summed per named phase (``with clock.phase(name): ...``)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
 
 
 def _as_kbest(best: Viterbi) -> KBest:

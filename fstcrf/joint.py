@@ -14,6 +14,7 @@ holds the scores of a batch.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence
 
@@ -148,7 +149,7 @@ def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]
     if len(component_emissions) != len(space.components):
         raise ShapeError(f"expected {len(space.components)} emission arrays, got {len(component_emissions)}")
     N = len(component_emissions[0])
-    total = np.zeros((N,) + space.sizes)
+    total = np.empty((N,) + space.sizes)
     for k, scores in enumerate(component_emissions):
         scores = np.asarray(scores, dtype=np.float64)
         S_k = space.sizes[k]
@@ -160,7 +161,10 @@ def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]
         elif scores.shape != (N, S_k):
             raise ShapeError(f"emissions[{k}] has shape {scores.shape}, expected ({N}, {S_k})")
         shape[k + 1] = S_k
-        total += scores.reshape(shape)
+        if k == 0:
+            total[...] = scores.reshape(shape)
+        else:
+            total += scores.reshape(shape)
     return total.reshape(N, space.num_states)
 
 
@@ -240,25 +244,45 @@ class _JointArgs(KernelBuffers):
                             lib.fc_joint_workspace_ints(self.joint, t_max), t_max)
 
 
-def joint_forward_backward(jp: JointPotentials, marginals: bool = True, threads: int = 1):
-    """(log Z [B], joint node marginals [N, P] or None), factorised.
+@dataclass
+class JointPosteriors:
+    """log_z float [B]; node_marginals float [N, P] or None; edge_counts: None,
+    or N arrays, the k-th float [L_k, E_k]: the expected number of transitions
+    of the batch that take edge e of component k while component k-1 is in
+    state l at the new token (L_0 = 1), i.e. the gradient of sum_b log Z_b in
+    the transition scores of JointPotentials."""
+    log_z: np.ndarray
+    node_marginals: np.ndarray | None
+    edge_counts: list[np.ndarray] | None
+
+
+def joint_posteriors(jp: JointPotentials, marginals: bool = True, edge_counts: bool = True,
+                     threads: int = 1) -> JointPosteriors:
+    """log Z, joint node marginals and expected component edge counts, factorised.
 
     Sentences whose scores spread too widely for the linear domain are redone
     exactly on the dense cross-product topology."""
-    _check_joint(jp, "joint_forward_backward")
+    _check_joint(jp, "joint_posteriors")
     marginals = check_flag(marginals, "marginals")
+    edge_counts = check_flag(edge_counts, "edge_counts")
+    space = jp.space
     log_z = np.empty(jp.num_sequences)
-    node = np.empty((jp.num_tokens, jp.space.num_states)) if marginals else None
+    node = np.empty((jp.num_tokens, space.num_states)) if marginals else None
     redo = np.zeros(jp.num_sequences, dtype=np.int32)
+    num_weights = sum(int(np.prod(space.transition_shape(k))) for k in range(len(space.components)))
 
     def job(first: int, last: int):
         args = _JointArgs(jp, first, last)
+        counts = np.zeros(num_weights) if edge_counts else None
         _check_status(lib.fc_joint_forward_backward(
             args.joint, args.batch, args.out(log_z[first:last]),
             args.out(node[args.token_range]) if marginals else ffi.NULL,
-            args.out(redo[first:last]), args.workspace), "joint_forward_backward")
+            args.out(counts) if edge_counts else ffi.NULL,
+            args.out(redo[first:last]), args.workspace), "joint_posteriors")
+        return counts
 
-    _run(jp, threads, job)
+    results = _run(jp, threads, job)
+    total = np.sum(results, axis=0) if edge_counts else None
     if redo.any():
         product = jp.to_product()
         for b in np.flatnonzero(redo):
@@ -266,11 +290,37 @@ def joint_forward_backward(jp: JointPotentials, marginals: bool = True, threads:
             single = Potentials(product.topology, product.emissions[rows], None, product.transitions,
                                 np.where(np.isfinite(product.start), product.start, 0.0),
                                 np.where(np.isfinite(product.final), product.final, 0.0))
-            exact = forward_backward(single, marginals=marginals, edge_counts=False)
+            exact = forward_backward(single, marginals=marginals, edge_counts=edge_counts)
             log_z[b] = exact.log_z[0]
             if marginals:
                 node[rows] = exact.node_marginals
-    return log_z, node
+            if edge_counts:
+                total += np.concatenate([c.ravel() for c in product_edge_counts(space, exact.edge_counts)])
+    if edge_counts:
+        blocks = np.cumsum([0] + [int(np.prod(space.transition_shape(k))) for k in range(len(space.components))])
+        total = [total[lo:hi].reshape(space.transition_shape(k)) for k, (lo, hi) in enumerate(zip(blocks, blocks[1:]))]
+    return JointPosteriors(log_z, node, total)
+
+
+def product_edge_counts(space: JointSpace, counts: np.ndarray) -> list[np.ndarray]:
+    """Expected edge counts float [E_prod] of the dense cross product, summed
+    into each component's (lower state, edge) counts float [L_k, E_k]."""
+    lower_states = space.component_states(space.product.edge_dst)
+    edges = space.product_edge_components
+    result = []
+    for k in range(len(space.components)):
+        block = np.zeros(space.transition_shape(k))
+        lower = np.zeros(len(edges), dtype=np.int64) if k == 0 else lower_states[:, k - 1]
+        np.add.at(block, (lower, edges[:, k]), counts)
+        result.append(block)
+    return result
+
+
+def joint_forward_backward(jp: JointPotentials, marginals: bool = True, threads: int = 1):
+    """(log Z [B], joint node marginals [N, P] or None), factorised (see joint_posteriors)."""
+    _check_joint(jp, "joint_forward_backward")
+    result = joint_posteriors(jp, marginals=marginals, edge_counts=False, threads=threads)
+    return result.log_z, result.node_marginals
 
 
 def joint_viterbi(jp: JointPotentials, threads: int = 1) -> Viterbi:

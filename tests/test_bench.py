@@ -21,10 +21,18 @@ def test_bench_kernel_rows_are_complete():
 
 
 @pytest.mark.slow
-def test_bench_compose_runs():
-    rows = bench.bench_compose(tokens=500, repeats=1, reference_seconds=0.05, progress=False)
-    assert rows[0].joint_states == 45 * 23
-    assert all(math.isfinite(v) and v > 0 for v in (rows[0].factorised_fb_tokens_per_s, rows[0].dense_fb_tokens_per_s))
+def test_bench_compose_runs_and_counts_tokens(capsys):
+    rows = bench.bench_compose(tokens=500, repeats=1, reference_seconds=0.05)
+    assert [r.joint_states for r in rows] == [45 * 23, 23 * 9 * 5]
+    assert "3 components" in rows[1].name
+    for r in rows:
+        assert all(math.isfinite(v) and v > 0 for v in (r.factorised_fb_tokens_per_s, r.dense_fb_tokens_per_s,
+                                                          r.factorised_edge_counts_tokens_per_s))
+    # the bar counts every token decoded: 4 factorised passes of 500 tokens per case, then the dense prefixes
+    lines = capsys.readouterr().err.strip().splitlines()
+    done, total = lines[-1].split("] ")[1].split(" tok")[0].split("/")
+    assert done == total and int(total.replace(",", "")) > 2 * 4 * 500
+    assert " 0 tok/s" not in "".join(lines)
 
 
 def test_bench_grammar_runs(tmp_path, capsys):
@@ -49,7 +57,9 @@ def test_bench_compose_on_a_model_runs(tmp_path, capsys):
     assert main(["-q", "bench", "compose", "--model", joint, "--test", test, "--repeats", "1"]) == 0
     out = capsys.readouterr().out
     assert "joint Viterbi kernel" in out
-    for label in ("| cascade (1-best) |", "| cascade, 5-best lists |", "| joint (exact) |"):
+    for label in ("| cascade (1-best) |", "| cascade, 5-best lists |", "| joint (exact) |",
+                  "| features and emissions: pos |", "| features and emissions: chunk under each pos label |",
+                  "| joint scores |", "| joint Viterbi kernel |", "| labels |"):
         assert label in out
 
 

@@ -1,5 +1,7 @@
 """Factorised joint inference against the dense cross-product kernel and
 against pynini composition of per-component lattice transducers."""
+import itertools
+
 import numpy as np
 import pynini
 import pytest
@@ -57,10 +59,16 @@ def test_factorised_equals_dense_cross_product(seed, num_components, with_mask):
         return
     jp, _ = built
     dense = jp.to_product()
-    log_z, marginals = joint.joint_forward_backward(jp)
-    expected = fstcrf.forward_backward(dense, edge_counts=False)
-    np.testing.assert_allclose(log_z, expected.log_z, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(marginals, expected.node_marginals, atol=1e-9)
+    result = joint.joint_posteriors(jp)
+    expected = fstcrf.forward_backward(dense)
+    np.testing.assert_allclose(result.log_z, expected.log_z, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(result.node_marginals, expected.node_marginals, atol=1e-9)
+    projected = joint.product_edge_counts(jp.space, expected.edge_counts)
+    for k, (counts, oracle) in enumerate(zip(result.edge_counts, projected)):
+        assert counts.shape == jp.space.transition_shape(k)
+        np.testing.assert_allclose(counts, oracle, atol=1e-9)
+        # every transition of every sentence takes one edge of each component
+        assert counts.sum() == pytest.approx(jp.num_tokens - jp.num_sequences, rel=1e-12)
     decoded = joint.joint_viterbi(jp)
     best = fstcrf.viterbi(dense)
     np.testing.assert_allclose(decoded.scores, best.scores, rtol=1e-9, atol=1e-9)
@@ -155,13 +163,23 @@ def test_component_marginals_and_states_round_trip():
     np.testing.assert_array_equal(jp.space.joint_state(states), np.arange(jp.space.num_states))
 
 
-def test_wide_score_spreads_fall_back_to_exact_dense_inference():
-    built = random_joint(5, 2, scale=400.0)
-    jp, _ = built
+@pytest.mark.parametrize("wide_sentences", [[0, 1, 2], [0]])
+def test_wide_score_spreads_fall_back_to_exact_dense_inference(wide_sentences):
+    """Every sentence, or only the first (4 tokens), spreads too widely for the linear
+    domain; the others keep the factorised pass and add their own counts."""
+    jp, _ = random_joint(5, 2)
+    emissions = jp.emissions.copy()
+    for b in wide_sentences:
+        emissions[jp.sentence(b)] *= 200.0
+    start, final = (np.where(np.isfinite(v), v, 0.0) for v in (jp.start, jp.final))
+    jp = joint.JointPotentials(jp.space, emissions, jp.lengths, jp.transitions, start, final)
     log_z, marginals = joint.joint_forward_backward(jp)
-    expected = fstcrf.forward_backward(jp.to_product(), edge_counts=False)
+    expected = fstcrf.forward_backward(jp.to_product())
     np.testing.assert_allclose(log_z, expected.log_z, rtol=1e-12)
     np.testing.assert_allclose(marginals, expected.node_marginals, atol=1e-9)
+    oracle = joint.product_edge_counts(jp.space, expected.edge_counts)
+    for counts, projected in zip(joint.joint_posteriors(jp).edge_counts, oracle):
+        np.testing.assert_allclose(counts, projected, atol=1e-9)
 
 
 def test_threads_give_identical_results():
@@ -175,6 +193,9 @@ def test_threads_give_identical_results():
     two = joint.joint_forward_backward(jp, threads=2)
     np.testing.assert_array_equal(one[0], two[0])
     np.testing.assert_array_equal(one[1], two[1])
+    # each thread sums its own sentences' edge counts: equal up to the order of the sum
+    for a, b in zip(joint.joint_posteriors(jp, threads=1).edge_counts, joint.joint_posteriors(jp, threads=2).edge_counts):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
     np.testing.assert_array_equal(joint.joint_viterbi(jp, threads=1).paths, joint.joint_viterbi(jp, threads=2).paths)
 
 
@@ -190,3 +211,64 @@ def test_bad_joint_input():
         joint.JointSpace([iob2(["NP"]), bioes(["X"])], allowed=np.zeros(space.num_states, dtype=bool))
     with pytest.raises(errors.ShapeError):
         joint.joint_emissions(space, [np.zeros((3, 3)), np.zeros((3, 2, 5))])
+
+
+def brute_force_edge_counts(jp, emissions, sentence):
+    """Expected (lower state, edge) counts per component of one sentence, by
+    enumerating every sequence of joint states and scoring it from the
+    component scores (no product topology)."""
+    space = jp.space
+    rows = jp.sentence(sentence)
+    T = rows.stop - rows.start
+    edge_ids = [{(a, b): e for e, (a, b) in enumerate(zip(t.edge_src, t.edge_dst))} for t in space.components]
+    weights, uses = [], []
+    for path in itertools.product(range(space.num_states), repeat=T):
+        states = space.component_states(np.array(path))   # [T, N]
+        if space.allowed is not None and not space.allowed[list(path)].all():
+            continue
+        score = jp.start[path[0]] + jp.final[path[-1]]
+        used = [np.zeros(space.transition_shape(k)) for k in range(len(space.components))]
+        feasible = np.isfinite(score)
+        for k, topo in enumerate(space.components):
+            for t in range(T):
+                lower = 0 if k == 0 else states[t, k - 1]
+                score += emissions[k][rows.start + t, states[t, 0]] if k == 0 else \
+                    emissions[k][rows.start + t, lower, states[t, k]]
+                if t == 0:
+                    continue
+                edge = edge_ids[k].get((states[t - 1, k], states[t, k]))
+                if edge is None:
+                    feasible = False
+                    break
+                score += jp.transitions[k][lower, edge]
+                used[k][lower, edge] += 1
+        if feasible:
+            weights.append(score)
+            uses.append(used)
+    weights = np.exp(np.array(weights) - np.logaddexp.reduce(weights))
+    return [sum(w * u[k] for w, u in zip(weights, uses)) for k in range(len(space.components))]
+
+
+@settings(max_examples=15, deadline=None, derandomize=True, database=None)
+@given(seed=st.integers(0, 10_000), num_components=st.integers(2, 3), with_mask=st.booleans())
+def test_joint_edge_counts_equal_brute_force_enumeration(seed, num_components, with_mask):
+    rng = np.random.default_rng(seed)
+    comps = [random_topology(rng, 2) for _ in range(num_components)]
+    allowed = None
+    if with_mask:
+        allowed = rng.random(2 ** num_components) < 0.8
+        allowed[0] = True
+    space = joint.JointSpace(comps, allowed)
+    lengths = rng.integers(1, 4, size=2)
+    N = int(lengths.sum())
+    emissions = [rng.normal(size=(N, 2))] + [rng.normal(size=(N, 2, 2)) for _ in range(1, num_components)]
+    transitions = [rng.normal(size=space.transition_shape(k)) for k in range(num_components)]
+    try:
+        jp = joint.JointPotentials(space, joint.joint_emissions(space, emissions), lengths, transitions,
+                                   rng.normal(size=space.num_states), rng.normal(size=space.num_states))
+    except errors.InfeasibleError:
+        return
+    counts = joint.joint_posteriors(jp, marginals=False).edge_counts
+    expected = [sum(parts) for parts in zip(*[brute_force_edge_counts(jp, emissions, b) for b in range(len(lengths))])]
+    for got, oracle in zip(counts, expected):
+        np.testing.assert_allclose(got, oracle, atol=1e-10)
