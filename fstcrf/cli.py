@@ -716,7 +716,8 @@ def _bench(args: argparse.Namespace) -> int:
     elif args.what == "transfer":
         from .bench_transfer import bench_transfer, format_transfer, transfer_json
         results = bench_transfer(_shared_data(args.data, "transfer", ["conll2003", "seminars"]), splits=args.splits,
-                                 seed=args.seed, threads=args.threads, plot=args.plot, cache=args.cache)
+                                 seed=args.seed, threads=args.threads, learning_curve=args.plot is not None,
+                                 plot=args.plot, progress=not args.quiet, cache=args.cache)
         print(json.dumps(transfer_json(results)) if args.json else format_transfer(results))
     elif args.what == "bandit":
         from .bench_bandit import bench_bandit, format_bandit, format_speed, measure_speed, splits
