@@ -72,8 +72,8 @@ class ConsistencyPenalties:
             bad = np.argwhere(~((table > 0) & (table <= 1)))
             if len(bad):
                 a, b = bad[0]
-                raise PenaltyError(f"penalty {name}[{self.types[a]}, {self.types[b]}] = {table[a, b]!r} is "
-                                   "outside (0, 1]")
+                raise PenaltyError(f"penalty {name}[{self.types[a]}, {self.types[b]}] = {float(table[a, b])!r} "
+                                   "is outside (0, 1]")
             object.__setattr__(self, name, table)
         if not (np.isfinite(self.scale) and self.scale >= 0):
             raise PenaltyError(f"the penalty scale must be a finite number >= 0, got {self.scale!r}")
