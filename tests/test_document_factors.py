@@ -169,12 +169,11 @@ def test_estimated_penalties_follow_the_papers_formula():
 def test_penalties_outside_the_unit_interval_are_rejected_with_the_value(table, value):
     tables = {"same": np.ones((2, 2)), "sub": np.ones((2, 2))}
     tables[table][0, 1] = value
-    with pytest.raises(PenaltyError, match=rf"{table}\[A, B\] = \S*{value!r}\S* is outside") as raised:
+    with pytest.raises(PenaltyError, match=rf"{table}\[A, B\] = {value!r} is outside") as raised:
         ConsistencyPenalties(("A", "B"), tables["same"], tables["sub"])
     assert isinstance(raised.value, ValueError)
 
 
-@pytest.mark.xfail(strict=True, reason="PenaltyError shows numpy's repr, 'np.float64(1.5)', not 1.5")
 def test_a_rejected_penalty_is_written_as_a_plain_number():
     with pytest.raises(PenaltyError, match=r"sub\[B, A\] = 1\.5 is outside"):
         ConsistencyPenalties(("A", "B"), np.ones((2, 2)), np.array([[1.0, 1.0], [1.5, 1.0]]))
