@@ -65,6 +65,7 @@ def test_the_region_holds_every_entity_a_replacement_changes(case, data):
     # ones that differ: outside the region the entity lists agree
     inside_before = set(reader.entities(labels, lo, hi))
     inside_after = {(a + lo, b + lo, k) for a, b, k in reader.entities(after[lo:hi])}
+    assert inside_before <= old and inside_after <= new
     assert old - new <= inside_before and new - old <= inside_after
     assert old - inside_before == new - inside_after
     assert all(lo <= a and b <= hi for a, b, _ in inside_before | inside_after)
