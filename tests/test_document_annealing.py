@@ -220,8 +220,6 @@ def test_documents_must_cover_the_sentences_in_order(spans):
         anneal(pot, spans, words, LABELS, TOPOLOGY.state_label, [FACTOR])
 
 
-@pytest.mark.xfail(strict=True, reason="an empty last document passes the span check and fails later "
-                                       "with IndexError in add.reduceat")
 def test_an_empty_last_document_is_rejected():
     pot, words = _small_problem()
     with pytest.raises(AnnealingError, match="cover the 2 sentences"):

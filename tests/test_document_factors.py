@@ -211,8 +211,6 @@ def test_penalties_round_trip_through_a_dict_and_reject_malformed_ones():
         ConsistencyPenalties.from_dict(described, "model.fstcrf")
 
 
-@pytest.mark.xfail(strict=True, reason="the dataclass's generated __eq__ compares the ndarray tables "
-                                       "with ==, which raises ValueError for two distinct objects")
 def test_equal_penalties_compare_equal():
     penalties = estimate_penalties(_hand_made_documents())
     assert ConsistencyPenalties.from_dict(penalties.to_dict(), "model.fstcrf") == penalties

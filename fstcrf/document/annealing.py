@@ -286,7 +286,7 @@ def anneal(pot: Potentials, spans: Sequence[tuple[int, int]], words: Sequence[Se
                              f"states for {len(label_names)} labels: use the block sampler")
     spans = [(int(first), int(last)) for first, last in spans]
     if not spans or spans[0][0] != 0 or spans[-1][1] != pot.num_sequences or any(
-            a[1] != b[0] or a[0] >= a[1] for a, b in zip(spans, spans[1:])):
+            first >= last for first, last in spans) or any(a[1] != b[0] for a, b in zip(spans, spans[1:])):
         raise AnnealingError(f"the documents must cover the {pot.num_sequences} sentences in order")
     label_names = tuple(label_names)
     best = viterbi(pot, threads).paths.astype(np.int32)

@@ -47,7 +47,7 @@ class PenaltyError(FstcrfError):
     """A consistency penalty outside (0, 1], or tables that do not fit the labels."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ConsistencyPenalties:
     """Penalty tables over K entity types.
 
@@ -77,6 +77,12 @@ class ConsistencyPenalties:
             object.__setattr__(self, name, table)
         if not (np.isfinite(self.scale) and self.scale >= 0):
             raise PenaltyError(f"the penalty scale must be a finite number >= 0, got {self.scale!r}")
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ConsistencyPenalties) and self.types == other.types and self.scale == other.scale
+                and np.array_equal(self.same, other.same) and np.array_equal(self.sub, other.sub))
+
+    __hash__ = None
 
     def with_scale(self, scale: float) -> ConsistencyPenalties:
         """The same tables with another scale."""
