@@ -72,7 +72,7 @@ def _score(model: ChainCRF, sentence: Sentence, labels) -> float:
     return float(model.potentials([sentence]).score(np.array([index[label] for label in labels]))[0])
 
 
-@pytest.mark.parametrize("ner_scale", [1.0, 0.5])
+@pytest.mark.parametrize("ner_scale", [1.0, 0.2])    # at 0.2 the NER labels of 5 sentences change
 def test_joint_decoding_maximises_the_summed_score_by_enumeration(ner, reader, documents, ner_scale):
     """Every NER label sequence of sentences of up to 3 tokens, each with its best
     field labels (chain Viterbi of the reading model given those NER labels)."""
