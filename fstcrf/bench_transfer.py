@@ -125,8 +125,8 @@ def transfer_json(results: TransferResults) -> dict:
 
 
 def _table(results: list[transfer.SplitResult], per_token: bool) -> list[str]:
-    lines = [f"{'field':<9} {'none':>12} {'cascade':>12} {'joint':>12} {'j-c':>6} {'t p':>7} {'sign p':>7} "
-             f"{'W/L':>5} {'c-n':>6} {'t p':>7}"]
+    lines = [f"{'field':<9} {'none':>12} {'cascade':>12} {'joint':>12}" + ("" if per_token else
+             f" {'j-c':>6} {'t p':>7} {'sign p':>7} {'W/L':>5} {'c-n':>6} {'t p':>7}")]
     if not per_token:
         joint_cascade = transfer.paired_tests(results, "joint", "cascade")
         cascade_none = transfer.paired_tests(results, "cascade", "none")
