@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import contextmanager
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pynini
@@ -48,6 +48,10 @@ from .modelfile import (JOINT_KIND, MODEL_KIND, header_field, model_from_payload
 from .objective import BLOCK_CELLS
 
 MODES = ("joint", "cascade", "kbest")
+#: Joint decoding extracts the features of batches of this many tokens (fewer if the
+#: threads would otherwise idle), then scores and searches them block by block; each
+#: extraction codes every distinct word of its batch, a cost that small blocks pay often.
+FEATURE_TOKENS = 4096
 
 
 def compatibility_pairs(lower_labels: Sequence[str], upper_labels: Sequence[str],
@@ -132,14 +136,16 @@ class JointModel:
         result: list[list[list[str]]] = [[] for _ in self.components]
         if not sentences:
             return result
-        decode = {"joint": self._joint_block, "cascade": lambda block: self._kbest_block(block, 1),
+        decode = {"joint": self._joint_batch, "cascade": lambda block: self._kbest_block(block, 1),
                   "kbest": lambda block: self._kbest_block(block, int(k))}[mode]
-        # joint decoding holds [n, P] joint scores; the cascades hold, per hypothesis,
-        # one component's [n, S_k] scores and k-best tables [n, S_k, k]
-        cells_per_token = self.space.num_states if mode == "joint" else \
-            max(model.topology_.num_states for model in self.components) * (int(k) if mode == "kbest" else 1)
-        blocks = _blocks(sentences, max(1, BLOCK_CELLS // cells_per_token))
-        if mode != "joint":         # each block's cascade, before any is decoded
+        if mode == "joint":         # a batch of features per thread at least, decoded block by block
+            num_tokens = sum(len(sentence) for sentence in sentences)
+            blocks = _blocks(sentences, min(FEATURE_TOKENS, -(-num_tokens // max(1, int(self.threads)))))
+        else:                       # per hypothesis, one component's [n, S_k] scores and tables [n, S_k, k]
+            cells_per_token = max(model.topology_.num_states for model in self.components) * \
+                (int(k) if mode == "kbest" else 1)
+            blocks = _blocks(sentences, max(1, BLOCK_CELLS // cells_per_token))
+            # each block's cascade, before any is decoded
             check_cascade(int(k) if mode == "kbest" else 1,
                           max(sum(len(s) for s in sentences[first:last]) for first, last in blocks),
                           [model.topology_.num_states for model in self.components])
@@ -157,10 +163,10 @@ class JointModel:
         ``joint_viterbi``, ``joint_kbest`` or ``joint_sample`` on them.  Memory is
         N x P doubles: pass a few thousand tokens at a time."""
         sentences = as_sentences(corpus, "JointModel.potentials")
-        return self._joint_potentials(sentences, self._component_emissions(sentences))
+        return self._joint_potentials(sentences, self._component_scorer(sentences, PhaseClock())(0, len(sentences)))
 
     def _joint_potentials(self, sentences: list[Sentence], component_emissions: list[np.ndarray]) -> JointPotentials:
-        """JointPotentials of sentences from their component emissions (see _component_emissions)."""
+        """JointPotentials of sentences from their component emissions (see _component_scorer)."""
         emissions = joint_emissions(self.space, [scores if scale == 1.0 else scale * scores
                                                  for scale, scores in zip(self.scales, component_emissions)])
         first = self.components[0]
@@ -185,31 +191,51 @@ class JointModel:
                 result[k] += np.split(states @ by_label, np.cumsum([len(s) for s in block])[:-1])
         return result
 
-    def _component_emissions(self, sentences: list[Sentence], clock: PhaseClock | None = None) -> list[np.ndarray]:
-        """Component 0: float [n, S_0]; component k: float [n, S_{k-1}, S_k], the
-        emissions of each state given the lower component's state."""
-        clock = clock or PhaseClock()
-        first = self.components[0]
-        with clock.phase(f"features and emissions: {first.target_}"):
-            emissions = [first.potentials(sentences).emissions]
+    def _component_scorer(self, sentences: list[Sentence], clock: PhaseClock
+                          ) -> Callable[[int, int], list[np.ndarray]]:
+        """Extract every component's features of ``sentences`` once; the function returned
+        gives the component emissions of sentences first..last-1 (n tokens): component
+        0 float [n, S_0], component k float [n, S_{k-1}, S_k], the emissions of each
+        state given the lower component's state."""
+        offsets = lengths_to_offsets([len(sentence) for sentence in sentences])
+        lowest = self.components[0]
+        with clock.phase(f"features and emissions: {lowest.target_}"):
+            lowest_scores = lowest.potentials(sentences).emissions                     # [N, S_0]
+        readers = []
         for lower, model in zip(self.components, self.components[1:]):
-            with clock.phase(f"features and emissions: {model.target_} under each {lower.target_} label"):
-                by_label = model.reading_emissions(sentences, lower.labels_)     # [n, L_{k-1}, S_k]
-                state_label = lower.topology_.state_label
-                one_state_per_label = np.array_equal(state_label, np.arange(len(lower.labels_)))
-                emissions.append(by_label if one_state_per_label else by_label[:, state_label, :])
+            phase = f"features and emissions: {model.target_} under each {lower.target_} label"
+            with clock.phase(phase):
+                features = model._reading_features(sentences, lower.labels_)
+            state_label = lower.topology_.state_label
+            one_state_per_label = np.array_equal(state_label, np.arange(len(lower.labels_)))
+            readers.append((phase, model, features, None if one_state_per_label else state_label))
+
+        def emissions(first: int, last: int) -> list[np.ndarray]:
+            scores = [lowest_scores[offsets[first]:offsets[last]]]
+            for phase, model, features, state_label in readers:
+                with clock.phase(phase):
+                    by_label = model._reading_block(features, first, last)            # [n, L_{k-1}, S_k]
+                    scores.append(by_label if state_label is None else by_label[:, state_label, :])
+            return scores
         return emissions
 
-    def _joint_block(self, sentences: list[Sentence], clock: PhaseClock | None = None) -> list[list[list[str]]]:
+    def _joint_batch(self, sentences: list[Sentence], clock: PhaseClock | None = None) -> list[list[list[str]]]:
+        """Joint Viterbi labels [N components][B][T] of a batch of sentences: features
+        extracted once, joint scores [n, P] built and searched block by block."""
         clock = clock or PhaseClock()
-        component_emissions = self._component_emissions(sentences, clock)
-        with clock.phase("joint scores"):
-            jp = self._joint_potentials(sentences, component_emissions)
-        with clock.phase("joint Viterbi kernel"):
-            paths = joint_viterbi(jp).paths
-        with clock.phase("labels"):
-            states = self.space.component_states(paths)
-            return [split_labels(model.topology_, states[:, k], jp.offsets) for k, model in enumerate(self.components)]
+        emissions = self._component_scorer(sentences, clock)
+        labels: list[list[list[str]]] = [[] for _ in self.components]
+        for first, last in _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states)):
+            component_emissions = emissions(first, last)
+            with clock.phase("joint scores"):
+                jp = self._joint_potentials(sentences[first:last], component_emissions)
+            with clock.phase("joint Viterbi kernel"):
+                paths = joint_viterbi(jp).paths
+            with clock.phase("labels"):
+                states = self.space.component_states(paths)
+                for k, model in enumerate(self.components):
+                    labels[k] += split_labels(model.topology_, states[:, k], jp.offsets)
+        return labels
 
     @blas_single_threaded()
     def joint_phases(self, corpus: Corpus | Sequence[Sentence]) -> dict[str, float]:
@@ -218,8 +244,8 @@ class JointModel:
         kernel, and labels."""
         sentences = as_sentences(corpus, "JointModel.joint_phases")
         clock = PhaseClock()
-        for first, last in _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states)):
-            self._joint_block(sentences[first:last], clock)
+        for first, last in _blocks(sentences, FEATURE_TOKENS):
+            self._joint_batch(sentences[first:last], clock)
         return clock.seconds
 
     def _kbest_block(self, sentences: list[Sentence], k: int) -> list[list[list[str]]]:

@@ -230,16 +230,6 @@ class _TokenTable:
         self._value_names: dict[tuple[str, str | None], list[str]] = {}
         self._observations: dict[tuple[str, str | None, int], tuple[np.ndarray, list[str]]] = {}
 
-    def with_constant(self, column: str, value: str) -> "_TokenTable":
-        """The same tokens with ``column`` set to ``value`` everywhere (other columns'
-        codes are shared, not recomputed)."""
-        table = copy.copy(self)
-        table._coded_columns = {key: coded for key, coded in self._coded_columns.items() if key[0] != column}
-        table._value_names = {key: names for key, names in self._value_names.items() if key[0] != column}
-        table._coded_columns[(column, None)] = (np.zeros(self.num_tokens, dtype=np.int64), [value])
-        table._observations = {key: coded for key, coded in self._observations.items() if key[0] != column}
-        return table
-
     def _column_values(self, column: str) -> list[str]:
         values: list[str] = []
         for sentence in self.sentences:
@@ -276,6 +266,11 @@ class _TokenTable:
         if key not in self._value_names:
             self._value_names[key] = [_escape(value) for value in values]
         return codes, self._value_names[key]
+
+    def value_names(self, column: str, transform: str | None) -> list[str]:
+        """The escaped value of each code of a (transformed) column; an observation at
+        an offset other than 0 adds the boundary values after these."""
+        return self._coded_names(column, transform)[1]
 
     def observation_codes(self, observation: Observation) -> tuple[np.ndarray, list[str]]:
         """Codes [num_tokens] of an observation at each token, and the name of each code."""
@@ -352,6 +347,35 @@ def _split_values(values: str) -> list[str]:
     return parts
 
 
+def _prefix_steps(codes: np.ndarray, sizes: Sequence[int]) -> tuple[list[np.ndarray], np.ndarray]:
+    """The sorted prefix tables of a chain of m >= 1 observations over M known predicates.
+
+    ``codes`` int [M, m] holds each predicate's value codes, ``sizes`` [m] the
+    vocabulary size of each observation.  Returns the m - 1 sorted tables of
+    the known prefixes of lengths 2..m (prefix id * V_i + code) and each
+    predicate's id [M]: its position in the last table (its code if m = 1)."""
+    ids, steps = codes[:, 0], []
+    for i in range(1, codes.shape[1]):
+        table, ids = np.unique(ids * sizes[i] + codes[:, i], return_inverse=True)
+        steps.append(table)
+    return steps, ids.reshape(-1)
+
+
+@dataclass(frozen=True)
+class _ReadingTable:
+    """The known predicates of one template that reads a column (at offset 0 only),
+    keyed by the rest of the template and by K values of that column.
+
+    ``others``: the other observations, whose chain of prefix tables ``steps``
+    gives a token's context id c in [0, C); ``columns`` int32 [C + 1, K]: the
+    predicate column of context c when the column takes the k-th value, -1 if
+    unknown, the last row all -1 for an unknown context (id -1)."""
+
+    others: tuple[Observation, ...]
+    steps: list[np.ndarray]
+    columns: np.ndarray
+
+
 class _PredicateIndex:
     """Integer lookup of known predicates, so that transform never builds names.
 
@@ -360,7 +384,9 @@ class _PredicateIndex:
     observations o_1..o_m maps a token to id_1 = code(o_1), then
     id_i = position of id_{i-1} * V_i + code(o_i) in the sorted array of the
     known prefixes of length i, and finally to a predicate column; a prefix
-    that no known predicate has gives -1."""
+    that no known predicate has gives -1.  A template that reads a lower
+    tagger's column is also kept as a :class:`_ReadingTable`, built on first
+    use, to look its predicates up under every value of that column at once."""
 
     def __init__(self, template: Template, names: Sequence[str]):
         by_prefix: dict[str, list[tuple[int, list[str]]]] = {}
@@ -383,67 +409,117 @@ class _PredicateIndex:
         # sorted prefix tables need the final vocabulary sizes
         self.tables = []
         for predicate, codes, columns in self.plans:
-            steps, ids = [], None
-            for i, observation in enumerate(predicate.observations):
-                if i == 0:
-                    ids = codes[:, 0]
-                    continue
-                combos = ids * len(self.vocab[(observation.column, observation.transform)]) + codes[:, i]
-                table, ids = np.unique(combos, return_inverse=True)
-                steps.append(table)
-            predicate_of = np.full((ids.max() + 1) if ids is not None and len(ids) else 0, -1, dtype=np.int64)
-            if ids is not None and len(ids):
-                predicate_of[ids] = columns
-            self.tables.append((steps, predicate_of if predicate.observations else columns))
+            if not predicate.observations:
+                self.tables.append(([], columns))
+                continue
+            steps, ids = _prefix_steps(codes, self._sizes(predicate.observations))
+            predicate_of = np.full(ids.max() + 1 if len(ids) else 0, -1, dtype=np.int64)
+            predicate_of[ids] = columns
+            self.tables.append((steps, predicate_of))
+        self._reading: dict[str, tuple[tuple[str, ...], list[_ReadingTable]]] = {}
 
-    def columns(self, table: "_TokenTable", templates: Sequence[int] | None = None,
-                varying: tuple[str, Sequence[str]] | None = None) -> np.ndarray:
+    def _sizes(self, observations: Sequence[Observation]) -> list[int]:
+        return [len(self.vocab[(observation.column, observation.transform)]) for observation in observations]
+
+    def _known_codes(self, table: "_TokenTable", observation: Observation, cache: dict[tuple, np.ndarray]
+                     ) -> np.ndarray:
+        """int [num_tokens]: the known code of an observation at each token, -1 if unknown
+        (``cache`` keeps the codes of the table's values for the other observations)."""
+        local, names = table.observation_codes(observation)
+        key = (observation.column, observation.transform, observation.offset)
+        if key not in cache:
+            vocab = self.vocab[(observation.column, observation.transform)]
+            values = (observation.column, observation.transform)        # shared by every offset
+            if values not in cache:
+                cache[values] = np.array([vocab.get(name, -1) for name in table.value_names(*values)],
+                                         dtype=np.int64)
+            boundaries = [vocab.get(name, -1) for name in names[len(cache[values]):]]
+            cache[key] = np.concatenate([cache[values], np.array(boundaries, dtype=np.int64)])
+        return cache[key][local]
+
+    def _chain_ids(self, table: "_TokenTable", observations: Sequence[Observation], steps: list[np.ndarray],
+                   cache: dict[tuple, np.ndarray]) -> np.ndarray:
+        """int [num_tokens]: each token's id in the last prefix table of a chain of
+        observations (its code if there is one observation), -1 if unknown."""
+        ids = None
+        for i, observation in enumerate(observations):
+            codes = self._known_codes(table, observation, cache)
+            if i == 0:
+                ids = codes
+                continue
+            step = steps[i - 1]
+            combos = ids * len(self.vocab[(observation.column, observation.transform)]) + codes
+            position = np.minimum(np.searchsorted(step, combos), len(step) - 1)
+            ids = np.where((ids >= 0) & (codes >= 0) & (step[position] == combos), position, -1)
+        return ids
+
+    def columns(self, table: "_TokenTable", templates: Sequence[int] | None = None) -> np.ndarray:
         """int64 [num_tokens, num_templates]: each token's predicate column per template
-        (only those listed in ``templates``; the others stay -1), -1 if unknown.
-
-        With ``varying`` = (column, values), ``column`` is set to each of the K
-        values at every token in turn and the result is [K, num_tokens,
-        num_templates]: all K lookups run at once, the other observations
-        coded once."""
-        column, values = varying if varying is not None else (None, [None])
-        if column is not None:
-            table = table.with_constant(column, values[0])
-        out = np.full((len(values), table.num_tokens, len(self.plans)), -1, dtype=np.int64)
-        known_codes: dict[tuple[str, str | None, int], np.ndarray] = {}
+        (only those listed in ``templates``; the others stay -1), -1 if unknown."""
+        out = np.full((table.num_tokens, len(self.plans)), -1, dtype=np.int64)
+        cache: dict[tuple, np.ndarray] = {}
         for index, ((predicate, _, _), (steps, predicate_of)) in enumerate(zip(self.plans, self.tables)):
             if templates is not None and index not in templates:
                 continue
             if not predicate.observations:
                 if len(predicate_of):
-                    out[:, :, index] = predicate_of[0]
+                    out[:, index] = predicate_of[0]
                 continue
             if len(predicate_of) == 0:
                 continue
-            ids = None
-            for i, observation in enumerate(predicate.observations):
-                local, names = table.observation_codes(observation)
-                vocab = self.vocab[(observation.column, observation.transform)]
-                key = (observation.column, observation.transform, observation.offset)
-                if key not in known_codes:      # [num codes], or [K, num codes] for ``column``
-                    known_codes[key] = np.array([vocab.get(name, -1) for name in names], dtype=np.int64)
-                    if observation.column == column:
-                        # code 0 is the constant value; the others mark the sentence boundaries
-                        transform = _transform_function(observation.transform) if observation.transform \
-                            else str
-                        known_codes[key] = np.repeat(known_codes[key][None], len(values), axis=0)
-                        known_codes[key][:, 0] = [vocab.get(_escape(transform(value)), -1) for value in values]
-                codes = np.atleast_2d(known_codes[key][..., local])   # [K or 1, num_tokens]
-                if i == 0:
-                    ids = codes
-                    continue
-                step = steps[i - 1]
-                combos = ids * len(vocab) + codes
-                position = np.minimum(np.searchsorted(step, combos), len(step) - 1)
-                ids = np.where((ids >= 0) & (codes >= 0) & (step[position] == combos), position, -1)
-            ids = np.broadcast_to(ids, out.shape[:2])
+            ids = self._chain_ids(table, predicate.observations, steps, cache)
             hit = (ids >= 0) & (ids < len(predicate_of))
             out[hit, index] = predicate_of[ids[hit]]
-        return out if column is not None else out[0]
+        return out
+
+    def _reading_tables(self, column: str, values: Sequence[str]) -> list[_ReadingTable]:
+        """The templates that read ``column``, in template order, as reading tables for
+        ``values`` (the tables of the latest values asked for are kept)."""
+        values = tuple(values)
+        if self._reading.get(column, (None,))[0] == values:
+            return self._reading[column][1]
+        tables = []
+        for predicate, codes, columns in self.plans:
+            reads = np.array([observation.column == column for observation in predicate.observations])
+            if not reads.any():
+                continue
+            others = tuple(o for o, read in zip(predicate.observations, reads) if not read)
+            readers = [o for o, read in zip(predicate.observations, reads) if read]
+            if others and len(codes):
+                steps, contexts = _prefix_steps(codes[:, ~reads], self._sizes(others))
+                num_contexts = len(steps[-1]) if steps else self._sizes(others)[0]
+            else:           # one context for every token (or no known predicate at all)
+                others, steps, contexts, num_contexts = (), [], np.zeros(len(codes), dtype=np.int64), 1
+            value_codes, value_ids = np.unique(codes[:, reads], axis=0, return_inverse=True)
+            by_value_id = np.full((num_contexts + 1, len(value_codes) + 1), -1, dtype=np.int32)
+            by_value_id[contexts, value_ids.reshape(-1)] = columns
+            value_id = {tuple(row): r for r, row in enumerate(value_codes.tolist())}
+            chosen = [value_id.get(self._value_codes(readers, value), -1) for value in values]
+            tables.append(_ReadingTable(others, steps, np.ascontiguousarray(by_value_id[:, chosen])))
+        self._reading[column] = (values, tables)
+        return tables
+
+    def reading_columns(self, table: "_TokenTable", column: str, values: Sequence[str]) -> np.ndarray:
+        """int32 [num_tokens, K, R]: the predicate column that each of the R templates
+        reading ``column`` (at offset 0) yields at each token when ``column`` takes
+        the k-th of the K ``values`` there, -1 if unknown."""
+        tables = self._reading_tables(column, values)
+        out = np.empty((table.num_tokens, len(values), len(tables)), dtype=np.int32)
+        cache: dict[tuple, np.ndarray] = {}
+        for j, reading in enumerate(tables):
+            contexts = self._chain_ids(table, reading.others, reading.steps, cache) if reading.others \
+                else np.zeros(table.num_tokens, dtype=np.int64)
+            # context -1 wraps to the last row, where no predicate is known
+            np.take(reading.columns, contexts, axis=0, out=out[:, :, j], mode="wrap")
+        return out
+
+    def _value_codes(self, observations: Sequence[Observation], value: str) -> tuple[int, ...]:
+        """The codes of observations of one column whose value is ``value`` (-1: unknown)."""
+        codes = []
+        for observation in observations:
+            transform = _transform_function(observation.transform) if observation.transform else str
+            codes.append(self.vocab[(observation.column, observation.transform)].get(_escape(transform(value)), -1))
+        return tuple(codes)
 
 
 class FeatureExtractor:
@@ -528,12 +604,12 @@ class FeatureExtractor:
         return self._csr(columns)
 
     def _csr(self, columns: np.ndarray) -> scipy.sparse.csr_matrix:
-        """The binary matrix of per-template predicate columns int64 [N, templates] (-1: none)."""
+        """The binary matrix of per-template predicate columns int [N, templates] (-1: none)."""
         num_tokens = len(columns)
         columns = np.sort(columns, axis=1)   # canonical CSR: ascending predicates in each row
         present = columns >= 0
         indptr = np.zeros(num_tokens + 1, dtype=np.int64)
-        np.cumsum(present.sum(axis=1), out=indptr[1:])
+        np.cumsum(np.count_nonzero(present, axis=1), out=indptr[1:])
         indices = columns[present]
         data = np.ones(len(indices), dtype=np.float64)
         return scipy.sparse.csr_matrix((data, indices, indptr),
@@ -552,19 +628,24 @@ class FeatureExtractor:
     def transform_reading(self, corpus: Corpus | Sequence[Sentence], column: str,
                           values: Sequence[str]) -> tuple[scipy.sparse.csr_matrix, scipy.sparse.csr_matrix]:
         """The predicate matrix of a corpus whose ``column`` is not known but may take
-        each of ``values`` (a lower tagger's labels): the predicates that do not
-        read ``column`` [num_tokens, num_predicates], and those that do
-        [K * num_tokens, num_predicates], row k * num_tokens + n for token n
-        with ``column`` = values[k] at every token."""
+        each of ``values`` (a lower tagger's K labels) at each token: the predicates
+        that do not read ``column`` [N, P], and those that do [N * K, P], row
+        n * K + k for token n with ``column`` = values[k] there.  The template
+        may read ``column`` at offset 0 only (TemplateError otherwise)."""
         self._check_fitted()
-        index = self._index()
         predicates = self._template().predicates
-        reading = [i for i, predicate in enumerate(predicates) if column in
-                   {observation.column for observation in predicate.observations}]
-        others = [i for i in range(len(predicates)) if i not in reading]
+        offsets = sorted({observation.offset for predicate in predicates for observation in predicate.observations
+                          if observation.column == column} - {0})
+        if offsets:
+            raise TemplateError(f"the template reads column {column!r} at offsets "
+                                f"{', '.join(f'{offset:+d}' for offset in offsets)}; its values can be "
+                                "varied at offset 0 only")
+        index = self._index()
+        others = [i for i, predicate in enumerate(predicates)
+                  if column not in {observation.column for observation in predicate.observations}]
         table = _TokenTable(list(corpus))   # ``column`` itself may be missing
         base = self._csr(index.columns(table, others))
-        by_value = index.columns(table, reading, (column, values))       # [K, num_tokens, templates]
+        by_value = index.reading_columns(table, column, values)        # [N, K, R]
         return base, self._csr(by_value.reshape(-1, by_value.shape[2]))
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:

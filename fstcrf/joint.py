@@ -149,7 +149,7 @@ def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]
     if len(component_emissions) != len(space.components):
         raise ShapeError(f"expected {len(space.components)} emission arrays, got {len(component_emissions)}")
     N = len(component_emissions[0])
-    total = np.empty((N,) + space.sizes)
+    views = []              # each component's scores, shaped to broadcast over the joint states
     for k, scores in enumerate(component_emissions):
         scores = np.asarray(scores, dtype=np.float64)
         S_k = space.sizes[k]
@@ -161,10 +161,14 @@ def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]
         elif scores.shape != (N, S_k):
             raise ShapeError(f"emissions[{k}] has shape {scores.shape}, expected ({N}, {S_k})")
         shape[k + 1] = S_k
-        if k == 0:
-            total[...] = scores.reshape(shape)
-        else:
-            total += scores.reshape(shape)
+        views.append(scores.reshape(shape))
+    total = np.empty((N,) + space.sizes)
+    if len(views) == 1:
+        total[...] = views[0]
+    else:                   # the first two components in one pass
+        np.add(views[0], views[1], out=total)
+    for view in views[2:]:
+        total += view
     return total.reshape(N, space.num_states)
 
 

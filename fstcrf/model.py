@@ -614,21 +614,32 @@ class ChainCRF:
     def reading_emissions(self, sentences: Sequence[Sentence], lower_labels: Sequence[str]) -> np.ndarray:
         """float [N, K, S]: the emission scores of every state at every token when the
         ``reads`` column takes the k-th of ``lower_labels`` there (K of them)."""
+        sentences = as_sentences(sentences, "ChainCRF.reading_emissions")
+        return self._reading_block(self._reading_features(sentences, lower_labels), 0, len(sentences))
+
+    def _reading_features(self, sentences: list[Sentence], lower_labels: Sequence[str]
+                          ) -> tuple[EncodedSentences, EncodedSentences, int]:
+        """The features of :meth:`reading_emissions`, extracted once for
+        :meth:`_reading_block`: the predicates that do not read the lower labels
+        [N rows], those that do [N * K rows, token-major], and K."""
         self._check_fitted()
         if self.reads is None:
             raise FstcrfError("this model reads no lower tagger's labels (train it with reads=...)")
-        sentences = as_sentences(sentences, "ChainCRF.reading_emissions")
         base, by_value = self.extractor_.transform_reading(sentences, self.reads, lower_labels)
-        lengths = [len(sentence) for sentence in sentences]
-        F = self.features_.num_features
+        lengths = np.array([len(sentence) for sentence in sentences], dtype=np.int64)
+        K = len(lower_labels)
+        return EncodedSentences(base, lengths), EncodedSentences(by_value, lengths * K), K
 
-        def state_scores(matrix, copies: int) -> np.ndarray:
-            encoded = EncodedSentences(matrix, lengths * copies)
-            return self.features_.emissions(encoded.tokens(0, encoded.num_sequences), self.weights_[:F])
-
-        common = state_scores(base, 1)                                           # [N, S]
-        per_value = state_scores(by_value, len(lower_labels))                    # [K * N, S]
-        return common[:, None, :] + per_value.reshape(len(lower_labels), len(common), -1).transpose(1, 0, 2)
+    def _reading_block(self, features: tuple[EncodedSentences, EncodedSentences, int], first: int,
+                       last: int) -> np.ndarray:
+        """float [n, K, S]: :meth:`reading_emissions` of sentences first..last-1 (n tokens)
+        from their :meth:`_reading_features`."""
+        common, by_value, K = features
+        theta = self.weights_[:self.features_.num_features]
+        shared = self.features_.emissions(common.tokens(first, last), theta)                     # [n, S]
+        scores = self.features_.emissions(by_value.tokens(first, last), theta).reshape(len(shared), K, -1)
+        scores += shared[:, None, :]
+        return scores
 
     @blas_single_threaded()
     def predict_marginals(self, corpus: Corpus | Sequence[Sentence], grammar=None,

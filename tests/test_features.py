@@ -298,26 +298,36 @@ def test_matrix_matches_a_token_by_token_reference(train, test):
 
 
 READING_TEMPLATE = parse_template("bias\nword[0]\npos[0]\npos[0]|word[-1]\nword[+1]|pos[0]\n"
-                                  "pos[-1]|pos[0]\nlower(pos[0])|suffix2(word[0])\npos[+2]\n")
+                                  "word[-1]|word[0]|pos[0]\npos[0]|word[+1]|lower(pos[0])\n"
+                                  "lower(pos[0])|suffix2(word[0])\n")
 
 
 @settings(max_examples=100, deadline=None)
-@given(train=sentence_lists(), test=sentence_lists(),
+@given(train=sentence_lists(), test=sentence_lists(), min_count=st.integers(1, 2),
        values=st.lists(st.sampled_from(["DT", "NN", "dt", "VB", "\\|"]), min_size=1, max_size=4))
 @pytest.mark.slow
-def test_reading_matrices_equal_the_matrix_with_the_column_set_to_each_value(train, test, values):
+def test_reading_matrices_equal_the_matrix_with_the_column_set_to_each_value(train, test, min_count, values):
     """transform_reading looks up every value at once; the oracle substitutes each value
-    into the column at every token and transforms the corpus."""
-    extractor = FeatureExtractor(READING_TEMPLATE).fit(train)
+    into the column at every token and transforms the corpus.  "dt" and "DT" share
+    their lower-cased predicates; min_count 2 may leave a template no predicate."""
+    extractor = FeatureExtractor(READING_TEMPLATE, min_count).fit(train)
     base, by_value = extractor.transform_reading([Sentence({"word": s["word"]}) for s in test], "pos", values)
     num_tokens = base.shape[0]
-    assert by_value.shape == (len(values) * num_tokens, base.shape[1])
+    assert by_value.shape == (num_tokens * len(values), base.shape[1])
     for k, value in enumerate(values):
-        reading = by_value[k * num_tokens:(k + 1) * num_tokens]
+        reading = by_value[k::len(values)]            # row n * K + k is token n
         substituted = [Sentence({"word": s["word"], "pos": [value] * len(s)}) for s in test]
         expected = extractor.transform(substituted)
         assert ((base + reading) != expected).nnz == 0
         assert base.multiply(reading).nnz == 0        # no predicate counted twice
+        assert all(np.all(np.diff(reading[n].indices) > 0) for n in range(num_tokens))
+
+
+def test_reading_a_column_at_another_offset_is_refused():
+    train = corpus_of([("the", "DT"), ("cat", "NN")])
+    extractor = FeatureExtractor(parse_template("pos[0]\npos[-1]|word[0]\n")).fit(train)
+    with pytest.raises(TemplateError, match=r"offsets -1"):
+        extractor.transform_reading(train, "pos", ["DT", "NN"])
 
 
 @pytest.mark.slow
