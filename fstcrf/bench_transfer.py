@@ -149,7 +149,8 @@ def _header_lines(results: list[transfer.SplitResult]) -> list[str]:
     lines = [f"header words (a line's first token ending in ':') on the test halves, summed over splits: "
              f"{headers.tokens}; inside an NER entity: cascade {headers.entity['cascade']}, "
              f"joint {headers.entity['joint']}"]
-    for word, _ in (headers.by_word["cascade"] + headers.by_word["joint"]).most_common(6):
+    shown = [word for word, _ in (headers.by_word["cascade"] + headers.by_word["joint"]).most_common(6)]
+    for word in shown + (["host:"] if "host:" not in shown else []):
         lines.append(f"  {word:<12} {headers.header_totals[word]:>5} times; entity: cascade "
                      f"{headers.by_word['cascade'][word]}, joint {headers.by_word['joint'][word]}")
     lines.append(f"NER labels that joint decoding changed from the cascade's: {headers.changed} tokens, "
