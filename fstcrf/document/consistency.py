@@ -112,7 +112,7 @@ def _occurrences(reader: EntityReader, words: list[list[str]], labels: Sequence[
             for first, end, entity_type in reader.entities(sentence_labels)]
 
 
-def _proper_parts(key: tuple) -> set[tuple]:
+def proper_parts(key: tuple) -> set[tuple]:
     """The distinct proper contiguous sub-sequences of ``key``."""
     n = len(key)
     return {key[i:j] for i in range(n) for j in range(i + 1, n + 1) if j - i < n}
@@ -134,7 +134,7 @@ def count_violations(reader: EntityReader, documents: Sequence[LabelledDocument]
                 for b in range(a + 1, K):
                     same[a, b] += counts[a] * counts[b]
                     same[b, a] += counts[a] * counts[b]
-            for part in _proper_parts(key):
+            for part in proper_parts(key):
                 part_counts = by_key.get(part)
                 if part_counts is not None:
                     sub += np.outer(counts, part_counts)
@@ -191,7 +191,7 @@ class ConsistencyFactor(DocumentFactor):
         occurrences = _occurrences(reader, document.words, document.labels)
         total = 0.0
         for i, (key_i, type_i) in enumerate(occurrences):
-            parts = _proper_parts(key_i)
+            parts = proper_parts(key_i)
             for j, (key_j, type_j) in enumerate(occurrences):
                 if i < j and key_i == key_j:
                     total += len(key_i) * same[type_i][type_j]
@@ -224,7 +224,7 @@ class _ConsistencyState(FactorState):
     def _parts_of(self, key: tuple) -> set[tuple]:
         parts = self._parts.get(key)
         if parts is None:
-            parts = self._parts[key] = _proper_parts(key)
+            parts = self._parts[key] = proper_parts(key)
         return parts
 
     def _change_of(self, key: tuple, entity_type: int) -> float:

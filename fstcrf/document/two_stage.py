@@ -38,6 +38,7 @@ from ..features import Template, parse_template
 from ..model import ChainCRF, _resolve_template
 from ..progress import Progress
 from ..schemes import read_chunks
+from .consistency import proper_parts
 from .documents import document_spans
 
 #: The columns :func:`majority_columns` adds, in this order.
@@ -81,7 +82,7 @@ class _Votes:
             for first, last, entity_type in sentence_entities:
                 entity_words = tuple(sentence_words[first:last + 1])
                 _vote(self.entity, entity_words, entity_type)
-                for part in _proper_parts(entity_words):
+                for part in proper_parts(entity_words):
                     _vote(self.superentity, part, entity_type)
 
     def token_columns(self, words: list[str], types: list[str]) -> list[str]:
@@ -107,12 +108,6 @@ def _token_types(entities: list[tuple[int, int, str]], length: int) -> list[str]
     for first, last, entity_type in entities:
         types[first:last + 1] = [entity_type] * (last + 1 - first)
     return types
-
-
-def _proper_parts(words: tuple[str, ...]) -> set[tuple[str, ...]]:
-    """The distinct contiguous parts of ``words`` shorter than it."""
-    return {words[first:last] for first in range(len(words)) for last in range(first + 1, len(words) + 1)
-            if last - first < len(words)}
 
 
 def majority_columns(sentences: Sequence[Sentence], labels: Sequence[Sequence[str]],
