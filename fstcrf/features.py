@@ -376,6 +376,20 @@ class _ReadingTable:
     columns: np.ndarray
 
 
+@dataclass(frozen=True)
+class _ReadingLookup:
+    """The reading tables of one column for K values, and the M predicates they hold
+    in the order they meet them (table by table, context by context, value by
+    value: the predicates of one token under every value are neighbours):
+    ``predicates`` int64 [M], and ``position`` int32 [P] of each predicate in it
+    (-1 for the others)."""
+
+    values: tuple[str, ...]
+    tables: list[_ReadingTable]
+    predicates: np.ndarray
+    position: np.ndarray
+
+
 class _PredicateIndex:
     """Integer lookup of known predicates, so that transform never builds names.
 
@@ -416,7 +430,8 @@ class _PredicateIndex:
             predicate_of = np.full(ids.max() + 1 if len(ids) else 0, -1, dtype=np.int64)
             predicate_of[ids] = columns
             self.tables.append((steps, predicate_of))
-        self._reading: dict[str, tuple[tuple[str, ...], list[_ReadingTable]]] = {}
+        self.num_predicates = len(names)
+        self._reading: dict[str, _ReadingLookup] = {}
 
     def _sizes(self, observations: Sequence[Observation]) -> list[int]:
         return [len(self.vocab[(observation.column, observation.transform)]) for observation in observations]
@@ -472,12 +487,13 @@ class _PredicateIndex:
             out[hit, index] = predicate_of[ids[hit]]
         return out
 
-    def _reading_tables(self, column: str, values: Sequence[str]) -> list[_ReadingTable]:
-        """The templates that read ``column``, in template order, as reading tables for
-        ``values`` (the tables of the latest values asked for are kept)."""
+    def reading_lookup(self, column: str, values: Sequence[str]) -> "_ReadingLookup":
+        """The templates that read ``column`` as reading tables for ``values``, and the
+        order of their predicates (the lookup of the latest values asked for is kept)."""
         values = tuple(values)
-        if self._reading.get(column, (None,))[0] == values:
-            return self._reading[column][1]
+        lookup = self._reading.get(column)
+        if lookup is not None and lookup.values == values:
+            return lookup
         tables = []
         for predicate, codes, columns in self.plans:
             reads = np.array([observation.column == column for observation in predicate.observations])
@@ -496,14 +512,20 @@ class _PredicateIndex:
             value_id = {tuple(row): r for r, row in enumerate(value_codes.tolist())}
             chosen = [value_id.get(self._value_codes(readers, value), -1) for value in values]
             tables.append(_ReadingTable(others, steps, np.ascontiguousarray(by_value_id[:, chosen])))
-        self._reading[column] = (values, tables)
-        return tables
+        met = np.concatenate([np.zeros(0, dtype=np.int32)] + [table.columns.ravel() for table in tables])
+        met = met[met >= 0]
+        known, first = np.unique(met, return_index=True)
+        predicates = known[np.argsort(first)].astype(np.int64)
+        position = np.full(self.num_predicates, -1, dtype=np.int32)
+        position[predicates] = np.arange(len(predicates), dtype=np.int32)
+        self._reading[column] = lookup = _ReadingLookup(values, tables, predicates, position)
+        return lookup
 
     def reading_columns(self, table: "_TokenTable", column: str, values: Sequence[str]) -> np.ndarray:
         """int32 [num_tokens, K, R]: the predicate column that each of the R templates
         reading ``column`` (at offset 0) yields at each token when ``column`` takes
         the k-th of the K ``values`` there, -1 if unknown."""
-        tables = self._reading_tables(column, values)
+        tables = self.reading_lookup(column, values).tables
         out = np.empty((table.num_tokens, len(values), len(tables)), dtype=np.int32)
         cache: dict[tuple, np.ndarray] = {}
         for j, reading in enumerate(tables):
@@ -625,13 +647,19 @@ class FeatureExtractor:
         self._check_fitted()
         return self._csr(self._index().columns(self._token_table(corpus)))
 
-    def transform_reading(self, corpus: Corpus | Sequence[Sentence], column: str,
-                          values: Sequence[str]) -> tuple[scipy.sparse.csr_matrix, scipy.sparse.csr_matrix]:
-        """The predicate matrix of a corpus whose ``column`` is not known but may take
-        each of ``values`` (a lower tagger's K labels) at each token: the predicates
-        that do not read ``column`` [N, P], and those that do [N * K, P], row
-        n * K + k for token n with ``column`` = values[k] there.  The template
-        may read ``column`` at offset 0 only (TemplateError otherwise)."""
+    def transform_reading(self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
+                          ) -> tuple[scipy.sparse.csr_matrix, scipy.sparse.csr_matrix, np.ndarray]:
+        """The predicate matrices of a corpus whose ``column`` is not known but may take
+        each of ``values`` (a lower tagger's K labels) at each token.
+
+        Returns the matrix of the predicates that do not read ``column`` [N, P];
+        the matrix of those that do [N * K, M], row n * K + k for token n with
+        ``column`` = values[k] there, over the M predicates that read one of
+        ``values``; and their columns int64 [M] in the full matrix.  The M predicates are
+        ordered so that one token's rows use neighbouring columns; within a row
+        the entries follow the full matrix's column order, so that sums over a
+        row run in the same order as over the full matrix.  The template may
+        read ``column`` at offset 0 only (TemplateError otherwise)."""
         self._check_fitted()
         predicates = self._template().predicates
         offsets = sorted({observation.offset for predicate in predicates for observation in predicate.observations
@@ -646,7 +674,11 @@ class FeatureExtractor:
         table = _TokenTable(list(corpus))   # ``column`` itself may be missing
         base = self._csr(index.columns(table, others))
         by_value = index.reading_columns(table, column, values)        # [N, K, R]
-        return base, self._csr(by_value.reshape(-1, by_value.shape[2]))
+        full = self._csr(by_value.reshape(-1, by_value.shape[2]))
+        lookup = index.reading_lookup(column, values)
+        reading = scipy.sparse.csr_matrix((full.data, lookup.position[full.indices], full.indptr),
+                                          shape=(full.shape[0], len(lookup.predicates)))
+        return base, reading, lookup.predicates
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """``fit`` then ``transform`` on the same corpus, extracting the observations once."""

@@ -617,28 +617,48 @@ class ChainCRF:
         sentences = as_sentences(sentences, "ChainCRF.reading_emissions")
         return self._reading_block(self._reading_features(sentences, lower_labels), 0, len(sentences))
 
-    def _reading_features(self, sentences: list[Sentence], lower_labels: Sequence[str]
-                          ) -> tuple[EncodedSentences, EncodedSentences, int]:
+    def _reading_features(self, sentences: list[Sentence], lower_labels: Sequence[str]) -> tuple:
         """The features of :meth:`reading_emissions`, extracted once for
         :meth:`_reading_block`: the predicates that do not read the lower labels
-        [N rows], those that do [N * K rows, token-major], and K."""
+        (EncodedSentences, N rows); those that do (N * K rows, token-major, over
+        the M reading predicates); K; the feature dictionary of the M predicates
+        and its weights float [F_M]."""
         self._check_fitted()
         if self.reads is None:
             raise FstcrfError("this model reads no lower tagger's labels (train it with reads=...)")
-        base, by_value = self.extractor_.transform_reading(sentences, self.reads, lower_labels)
+        base, by_value, predicates = self.extractor_.transform_reading(sentences, self.reads, lower_labels)
         lengths = np.array([len(sentence) for sentence in sentences], dtype=np.int64)
         K = len(lower_labels)
-        return EncodedSentences(base, lengths), EncodedSentences(by_value, lengths * K), K
+        dictionary, features = self._reading_dictionary(predicates)
+        return (EncodedSentences(base, lengths), EncodedSentences(by_value, lengths * K), K, dictionary,
+                self.weights_[features])
 
-    def _reading_block(self, features: tuple[EncodedSentences, EncodedSentences, int], first: int,
-                       last: int) -> np.ndarray:
+    def _reading_dictionary(self, predicates: np.ndarray) -> tuple:
+        """The feature dictionary of the reading predicates int [M], in that order (a
+        token's rows then read neighbouring weights; every sum keeps its terms and
+        their order), and the index int [F_M] of each of its features in the model's
+        weights; kept for the latest ``predicates`` array the extractor gave."""
+        from .encoding import FactoredFeatures
+        kept = getattr(self, "_reading_dictionary_kept", None)
+        if kept is not None and kept[0] is predicates and kept[1] is self.features_:
+            return kept[2:]
+        ptr = self.features_.ptr
+        counts = ptr[predicates + 1] - ptr[predicates]
+        reading_ptr = np.zeros(len(predicates) + 1, dtype=np.int64)
+        np.cumsum(counts, out=reading_ptr[1:])
+        features = np.repeat(ptr[predicates] - reading_ptr[:-1], counts) + np.arange(reading_ptr[-1])
+        dictionary = FactoredFeatures(self.features_.state_label, self.features_.num_labels, reading_ptr,
+                                      self.features_.output[features])
+        self._reading_dictionary_kept = (predicates, self.features_, dictionary, features)
+        return dictionary, features
+
+    def _reading_block(self, features: tuple, first: int, last: int) -> np.ndarray:
         """float [n, K, S]: :meth:`reading_emissions` of sentences first..last-1 (n tokens)
         from their :meth:`_reading_features`."""
-        common, by_value, K = features
-        theta = self.weights_[:self.features_.num_features]
-        shared = self.features_.emissions(common.tokens(first, last), theta)                     # [n, S]
-        scores = self.features_.emissions(by_value.tokens(first, last), theta).reshape(len(shared), K, -1)
-        scores += shared[:, None, :]
+        common, by_value, K, dictionary, reading_weights = features
+        shared = self.features_.emissions(common.tokens(first, last), self.weights_[:self.features_.num_features])
+        scores = dictionary.emissions(by_value.tokens(first, last), reading_weights).reshape(len(shared), K, -1)
+        scores += shared[:, None, :]                                                            # [n, K, S]
         return scores
 
     @blas_single_threaded()

@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+import scipy.sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -311,16 +312,23 @@ def test_reading_matrices_equal_the_matrix_with_the_column_set_to_each_value(tra
     into the column at every token and transforms the corpus.  "dt" and "DT" share
     their lower-cased predicates; min_count 2 may leave a template no predicate."""
     extractor = FeatureExtractor(READING_TEMPLATE, min_count).fit(train)
-    base, by_value = extractor.transform_reading([Sentence({"word": s["word"]}) for s in test], "pos", values)
-    num_tokens = base.shape[0]
-    assert by_value.shape == (num_tokens * len(values), base.shape[1])
+    base, by_value, predicates = extractor.transform_reading([Sentence({"word": s["word"]}) for s in test],
+                                                             "pos", values)
+    num_tokens, num_predicates = base.shape
+    reads = [name for name in extractor.predicate_names_ if "pos[0]" in name.partition("=")[0]]
+    assert len(set(predicates.tolist())) == len(predicates)
+    assert set(predicates.tolist()) <= {extractor.vocabulary_[name] for name in reads}
+    assert by_value.shape == (num_tokens * len(values), len(predicates))
+    # the same rows over the full matrix's columns, entries in their stored order
+    full = scipy.sparse.csr_matrix((by_value.data, predicates[by_value.indices], by_value.indptr),
+                                   shape=(by_value.shape[0], num_predicates))
+    assert all(np.all(np.diff(full.indices[a:b]) > 0) for a, b in zip(full.indptr, full.indptr[1:]))
     for k, value in enumerate(values):
-        reading = by_value[k::len(values)]            # row n * K + k is token n
+        reading = full[k::len(values)]                # row n * K + k is token n
         substituted = [Sentence({"word": s["word"], "pos": [value] * len(s)}) for s in test]
         expected = extractor.transform(substituted)
         assert ((base + reading) != expected).nnz == 0
         assert base.multiply(reading).nnz == 0        # no predicate counted twice
-        assert all(np.all(np.diff(reading[n].indices) > 0) for n in range(num_tokens))
 
 
 def test_reading_a_column_at_another_offset_is_refused():
