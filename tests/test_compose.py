@@ -10,6 +10,7 @@ import pytest
 from fstcrf import cli
 from fstcrf.compose import JointModel, compatibility_pairs, compose, load_any, load_joint
 from fstcrf.conll import Corpus, Sentence, read_conll
+from fstcrf.encoding import EncodedSentences
 from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError, TemplateError
 from fstcrf.inference import viterbi
 from fstcrf.joint import joint_kbest, joint_sample, joint_viterbi
@@ -73,6 +74,30 @@ def test_reading_emissions_match_the_given_column(chunk_model, test_corpus):
     np.testing.assert_allclose(by_label[np.arange(len(gold)), gold], given, rtol=0, atol=1e-12)
 
 
+def test_reading_emissions_are_exactly_the_sums_under_each_substituted_label(chunk_model, test_corpus):
+    """Bit for bit: the predicates that do not read the lower labels summed in column
+    order, plus those that do summed in column order, with the column set to each label."""
+    sentences = test_corpus.sentences[:30]
+    labels = chunk_model.lower_labels_ + ["never-seen"]
+    by_label = chunk_model.reading_emissions(sentences, labels)
+    extractor, features = chunk_model.extractor_, chunk_model.features_
+    reads = np.array(["pos[0]" in name.partition("=")[0] for name in extractor.predicate_names_])
+    lengths = [len(s) for s in sentences]
+    theta = chunk_model.weights_[:features.num_features]
+
+    def scores(matrix):
+        encoded = EncodedSentences(matrix, lengths)
+        return features.emissions(encoded.tokens(0, len(lengths)), theta)
+
+    for k, label in enumerate(labels):
+        matrix = extractor.transform([Sentence({**s.columns, "pos": [label] * len(s)}) for s in sentences])
+        split = [matrix.multiply(np.where(reads == part, 1.0, 0.0)[None, :]).tocsr() for part in (False, True)]
+        for part in split:
+            part.eliminate_zeros()
+        expected = scores(split[0]) + scores(split[1])
+        np.testing.assert_array_equal(by_label[:, k, :], expected)
+
+
 def test_joint_decoding_maximises_the_summed_score_by_brute_force(joint, test_corpus):
     """On short sentences, enumerate every (POS, chunk) pair of label sequences."""
     pos_model, chunk_model = joint.components
@@ -116,6 +141,7 @@ def test_threads_and_blocks_do_not_change_results(joint, test_corpus, monkeypatc
     import fstcrf.compose as compose_module
     reference = joint.predict(test_corpus, mode="joint")
     monkeypatch.setattr(compose_module, "BLOCK_CELLS", 2000)
+    monkeypatch.setattr(compose_module, "FEATURE_TOKENS", 150)
     joint.threads = 1
     try:
         assert joint.predict(test_corpus, mode="joint") == reference
