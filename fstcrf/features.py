@@ -24,7 +24,7 @@ share a name.
 """
 from __future__ import annotations
 
-import copy
+import functools
 import logging
 import math
 
@@ -56,6 +56,7 @@ _BOUNDARY_LIKE = re.compile(r"__(?:BOS-|EOS\+)[0-9]+__")
 _TRANSFORM_NAMES = "lower, shape, prefix1..prefix9, suffix1..suffix9"
 
 
+@functools.lru_cache(maxsize=1 << 16)      # words recur from batch to batch
 def _word_shape(value: str) -> str:
     symbols: list[str] = []
     for character in value:
