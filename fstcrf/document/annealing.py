@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import FstcrfError
 from ..inference import Potentials, sample, viterbi
 from ..progress import Progress
-from .factors import DocumentFactor, FactorError, LabelledDocument, checked_change, checked_score
+from .factors import DocumentFactor, LabelledDocument, call_factor, checked_score
 from .settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START, SAMPLERS
 
 logger = logging.getLogger(__name__)
@@ -150,14 +150,7 @@ class _Chain:
         j = int(self.sentence_in_document[b])
         total = 0.0
         for factor, state in zip(self.factors, self.factor_states[position]):
-            try:
-                value = state.delta(j, first, new_labels)
-            except FstcrfError:
-                raise
-            except Exception as error:      # a user's factor: report where it failed
-                raise FactorError(f"factor {factor.name!r} failed on document {self.document_ids[position]}: "
-                                  f"{type(error).__name__}: {error}") from error
-            total += checked_change(value, factor, self.document_ids[position])
+            total += call_factor(factor, self.document_ids[position], lambda: state.delta(j, first, new_labels))
         return total
 
     def accept(self, b: int, first: int, new_states: np.ndarray, new_labels: list[int], change: float) -> None:

@@ -18,9 +18,13 @@ from .settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT
 NONLOCAL_MODELS = ("consistency",)
 
 
-def word_column(columns: Sequence[str]) -> str:
-    """The column that holds the words: ``word`` if present, else the first."""
-    return "word" if "word" in columns else columns[0]
+def sentence_words(sentences: Sequence[Sentence]) -> list[list[str]]:
+    """The words [T_b] of every sentence: the ``word`` column if present, else the first."""
+    if not sentences:
+        return []
+    columns = sentences[0].column_names
+    column = "word" if "word" in columns else columns[0]
+    return [sentence[column] for sentence in sentences]
 
 
 def labelled_documents(sentences: Sequence[Sentence], target: str, label_names: Sequence[str],
@@ -28,7 +32,7 @@ def labelled_documents(sentences: Sequence[Sentence], target: str, label_names: 
     """The documents of gold-labelled sentences (labels outside ``label_names`` are
     an error naming the sentence)."""
     index = {label: i for i, label in enumerate(label_names)}
-    words_column = word_column(list(sentences[0].column_names)) if sentences else "word"
+    words = sentence_words(sentences)
     documents = []
     for d, (first, last) in enumerate(document_spans(sentences, source)):
         labels = []
@@ -38,8 +42,7 @@ def labelled_documents(sentences: Sequence[Sentence], target: str, label_names: 
                 raise FstcrfError(f"{source}: sentence {number + 1} has label {unknown[0]!r}, which is not "
                                   f"among the labels {', '.join(label_names)}")
             labels.append([index[label] for label in sentences[number][target]])
-        documents.append(LabelledDocument([sentences[n][words_column] for n in range(first, last)],
-                                          tuple(label_names), labels, d))
+        documents.append(LabelledDocument(words[first:last], tuple(label_names), labels, d))
     return documents
 
 
@@ -78,9 +81,9 @@ def decode_documents(model: ChainCRF, corpus: Corpus | Sequence[Sentence], facto
     encoded, pot, state_map = model.decoding_potentials(sentences)
     topology = model.topology_
     label_of_state = topology.state_label[state_map]
-    words = [sentence[word_column(list(sentence.column_names))] for sentence in sentences]
     source = str(getattr(corpus, "path", None) or "the input")
-    result = anneal(pot, document_spans(sentences, source), words, topology.labels, label_of_state, factors,
-                    sampler, sweeps, t_start, t_end, block_size, seed, int(model.threads), progress=progress)
+    result = anneal(pot, document_spans(sentences, source), sentence_words(sentences), topology.labels,
+                    label_of_state, factors, sampler, sweeps, t_start, t_end, block_size, seed, int(model.threads),
+                    progress=progress)
     labels = split_labels(topology, state_map[result.best], encoded.offsets)
     return labels, result

@@ -11,18 +11,16 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
 from ..errors import LabelError
 
 
 class EntityReader:
     """Reads entities from label ids [T] over a label set.
 
-    Attributes:
+    Attributes (plain lists: the readers index them one label at a time):
         types: the entity types, sorted (K of them).
-        type_of: int [L], the type index of each label, -1 for ``O``.
-        continues: bool [L, L], ``continues[a, b]``: label b continues label a.
+        type_of: [L], the type index of each label, -1 for ``O``.
+        continues: [L][L], ``continues[a][b]``: label b continues label a.
     """
 
     def __init__(self, labels: Sequence[str]):
@@ -39,12 +37,10 @@ class EntityReader:
         self.labels = tuple(labels)
         self.types = tuple(sorted({entity_type for _, entity_type in parts if entity_type}))
         index = {entity_type: k for k, entity_type in enumerate(self.types)}
-        self.type_of = np.array([index[t] if t else -1 for _, t in parts], dtype=np.int64)
-        self.continues = np.array([[a_type is not None and a_type == b_type and a_prefix in ("B", "I")
-                                    and b_prefix in ("I", "E") for b_prefix, b_type in parts]
-                                   for a_prefix, a_type in parts], dtype=bool).reshape(len(parts), len(parts))
-        self._type_list = self.type_of.tolist()
-        self._continue_list = self.continues.tolist()
+        self.type_of = [index[t] if t else -1 for _, t in parts]
+        self.continues = [[a_type is not None and a_type == b_type and a_prefix in ("B", "I")
+                           and b_prefix in ("I", "E") for b_prefix, b_type in parts]
+                          for a_prefix, a_type in parts]
 
     def entities(self, labels: Sequence[int], first: int = 0, last: int | None = None
                  ) -> list[tuple[int, int, int]]:
@@ -52,7 +48,7 @@ class EntityReader:
         read as if the slice were a sentence (callers give region bounds from :meth:`region`)."""
         last = len(labels) if last is None else last
         found = []
-        type_of, continues = self._type_list, self._continue_list
+        type_of, continues = self.type_of, self.continues
         start = -1
         for t in range(first, last):
             label = labels[t]
@@ -70,7 +66,7 @@ class EntityReader:
         replaced: the span widened to whole entities on both sides.  The bounds hold for
         the labels before and after the change alike, because only the continuations
         into and out of the replaced tokens change."""
-        continues = self._continue_list
+        continues = self.continues
         lo = max(first - 1, 0)
         while lo > 0 and continues[labels[lo - 1]][labels[lo]]:
             lo -= 1

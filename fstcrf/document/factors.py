@@ -102,14 +102,20 @@ class _RescoringState(FactorState):
 def checked_score(factor: DocumentFactor, document: LabelledDocument) -> float:
     """``factor.log_score(document)``, or FactorError naming the factor and the document
     when it raises or is not a finite number."""
+    return call_factor(factor, document.index, lambda: factor.log_score(document), "log score")
+
+
+def call_factor(factor, document_index: int, call, what: str = "change in log score") -> float:
+    """``call()`` (a factor's score or change on document ``document_index``) as a float, or
+    FactorError naming the factor and the document when it raises or is not finite."""
     try:
-        value = factor.log_score(document)
+        value = call()
     except FstcrfError:
         raise
     except Exception as error:      # a user's factor: any failure is reported with where it happened
-        raise FactorError(f"factor {factor.name!r} failed on document {document.index}: "
-                          f"{type(error).__name__}: {error}") from error
-    return checked_change(value, factor, document.index, "log score")
+        raise FactorError(f"factor {getattr(factor, 'name', type(factor).__name__)!r} failed on document "
+                          f"{document_index}: {type(error).__name__}: {error}") from error
+    return checked_change(value, factor, document_index, what)
 
 
 def checked_change(value, factor, document_index: int, what: str = "change in log score") -> float:
