@@ -39,8 +39,7 @@ logger = logging.getLogger(__name__)
 
 #: Language -> (folder, train, dev, test, columns, template, converted from IOB1).
 CORPORA = {"eng": ("conll2003", "eng.train", "eng.testa", "eng.testb", "word,pos,chunk,ner", "ner", True),
-           "ned": ("conll2002", "ned.train", "ned.testa", "ned.testb", "word,pos,ner", "fstcrf/templates/ner_pos.txt",
-                   False)}
+           "ned": ("conll2002", "ned.train", "ned.testa", "ned.testb", "word,pos,ner", "ner-pos", False)}
 #: Settings of the local CRF (sigma chosen on eng.testa; the best dev iteration is kept).
 LOCAL_SETTINGS = {"sigma": 3.0, "max_iter": 250, "grammar": "iob2"}
 SCALES = (0.5, 1.0, 2.0)
@@ -64,12 +63,6 @@ class LanguageResult:
     curve: dict = field(default_factory=dict)   # sampler -> [(sweeps, F1)]
 
 
-def _template(name: str) -> str:
-    if name.startswith("fstcrf/"):
-        return str(Path(__file__).resolve().parent.parent / name)
-    return name
-
-
 def _read(folder: Path, file_name: str, columns: str, iob1: bool) -> Corpus:
     corpus = read_conll(folder / file_name, columns)
     if iob1:
@@ -86,9 +79,7 @@ def _local_model(language: str, train: Corpus, dev: Corpus, cache: Path, threads
     key = hashlib.sha256(json.dumps([language, columns, template, LOCAL_SETTINGS, 1]).encode()).hexdigest()[:12]
     path = cache / f"nonlocal-{language}-{key}.model"
     if not path.exists():
-        from .features import load_template
-        chosen = template if not template.startswith("fstcrf/") else load_template(_template(template))
-        model = ChainCRF(chosen, threads=threads, **LOCAL_SETTINGS)
+        model = ChainCRF(template, threads=threads, **LOCAL_SETTINGS)
         model.fit(train, target="ner", dev=dev)
         model.consistency_ = estimate_consistency(train, "ner")
         cache.mkdir(parents=True, exist_ok=True)

@@ -826,7 +826,8 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
                              "documents (-DOCSTART- markers) and store them in the model, for tag and eval "
                              "--nonlocal consistency (default: off)")
     parser.add_argument("--template", default="sha-pereira",
-                        help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos, ner "
+                        help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos, ner, "
+                             "ner-pos "
                              "or a template file (default %(default)s)")
     parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default=None,
                         help="which (predicate, output) pairs get a weight: supported: those seen in the gold "

@@ -210,6 +210,8 @@ CHUNKING_READS_POS = _shipped_template("chunking_reads_pos.txt")
 CHUNKING_EXTENDED = _shipped_template("chunking_extended.txt")
 #: Named-entity tagging from words, POS and chunk tags (CoNLL-2003 columns), chosen on eng.testa.
 NER = _shipped_template("ner.txt")
+#: The same without the chunk predicates (CoNLL-2002 Dutch columns: word, pos).
+NER_POS = _shipped_template("ner_pos.txt")
 
 
 def _missing_column_message(column: str, available: Sequence[str]) -> str:

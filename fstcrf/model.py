@@ -23,7 +23,7 @@ from .encoding import FEATURE_SETS, EncodedSentences, TransitionWeights, build_f
 from .errors import (ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError,
                      TemplateError)
 from .evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
-from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, NER, POS_TAGGING,
+from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, NER, NER_POS, POS_TAGGING,
                        SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
 from .grammar import Grammar, compile_grammar, load_grammar, restrict_to
 from .inference import Potentials, blas_single_threaded, kbest, log_partition, sample
@@ -36,7 +36,8 @@ __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load
 
 #: Template names ``ChainCRF`` accepts besides Template objects and template text.
 TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos": POS_TAGGING,
-             "chunking-reads-pos": CHUNKING_READS_POS, "chunking-extended": CHUNKING_EXTENDED, "ner": NER}
+             "chunking-reads-pos": CHUNKING_READS_POS, "chunking-extended": CHUNKING_EXTENDED, "ner": NER,
+             "ner-pos": NER_POS}
 ALGORITHMS = ("lbfgs", "perceptron", "sgd", "mce-f", "bandit")
 #: The name of the always-true predicate.
 BIAS = "bias"
