@@ -18,6 +18,7 @@ from .document.settings import (DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_EN
                                SAMPLERS)
 from .errors import FeedbackError, FstcrfError, LabelError
 from .files import check_output_path, write_atomically
+from .phases import phase
 
 LOG = logging.getLogger("fstcrf")
 #: The Gaussian prior's sigma of ``fstcrf train`` without --sigma or --c2 (ChainCRF's default).
@@ -67,7 +68,19 @@ def _restrict_types(corpus, target: str, keep: set[str] | None):
 
 def _read(path: str, columns=None, allow_missing=(), separator: str | None = None):
     from .conll import read_conll
-    return read_conll(path, columns, separator, allow_missing=allow_missing)
+    with phase("read"):
+        return read_conll(path, columns, separator, allow_missing=allow_missing)
+
+
+def _timed(items, name: str):
+    """The items of an iterable, the work of producing each one timed as phase ``name``."""
+    iterator = iter(items)
+    while True:
+        with phase(name):
+            item = next(iterator, _timed)
+        if item is _timed:
+            return
+        yield item
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -175,7 +188,8 @@ def _train(args: argparse.Namespace) -> int:
              args.train, len(train), train.num_tokens, f", selecting on {args.dev}" if dev else "",
              f", starting from {args.init}" if init else "")
     try:
-        model.fit(train, target=args.target, dev=dev, init=init)
+        with phase("train"):
+            model.fit(train, target=args.target, dev=dev, init=init)
     except FeedbackError:
         if hasattr(model, "weights_"):      # keep what bandit learning learnt before the feedback failed
             model.save(args.output)
@@ -208,7 +222,8 @@ def _train_from_log(args: argparse.Namespace) -> int:
 
 
 def _save_trained(model, args: argparse.Namespace) -> None:
-    model.save(args.output)
+    with phase("write"):
+        model.save(args.output)
     report = LOG.warning if model.interrupted_ else LOG.info
     report("%s the weights of iteration %d of %d; %d features; model written to %s",
            "interrupted; kept" if model.interrupted_ else "kept", model.best_iteration_, model.n_iter_,
@@ -407,7 +422,8 @@ def _tag(args: argparse.Namespace) -> int:
     from .compose import JointModel, load_any
     from .conll import write_conll
     from .progress import Progress
-    model = load_any(args.model)
+    with phase("load"):
+        model = load_any(args.model)
     composed = isinstance(model, JointModel)
     _warn_ignored_decoding_options(args, composed=composed)
     _check_tag_options(args, composed)
@@ -427,10 +443,13 @@ def _tag(args: argparse.Namespace) -> int:
         text = _Utf8Text(stream, args.output)
         with Progress(None, "tagging", unit="tokens", enabled=not args.quiet) as bar:
             for path in args.input:
-                for batch in _batches_for(model, path, columns=args.columns, separator=args.separator,
-                                          batch_tokens=TAG_BATCH_TOKENS, whole_documents=bool(args.nonlocal_model)):
-                    write_conll(batch, text, extra_columns=_tag_columns(model, batch, args, composed))
-                    stream.flush()
+                for batch in _timed(_batches_for(model, path, columns=args.columns, separator=args.separator,
+                                                 batch_tokens=TAG_BATCH_TOKENS,
+                                                 whole_documents=bool(args.nonlocal_model)), "read"):
+                    columns = _tag_columns(model, batch, args, composed)
+                    with phase("write"):
+                        write_conll(batch, text, extra_columns=columns)
+                        stream.flush()
                     tagged["sentences"] += len(batch)
                     bar.update(batch.num_tokens)
 

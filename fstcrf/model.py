@@ -31,6 +31,7 @@ from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, 
 from .modelfile import load_model, save_model
 from .bandit_settings import DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, WEIGHTINGS, BanditSettings
 from .objective import Scorer, TrainingSet
+from .phases import phase
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
 
@@ -428,8 +429,9 @@ class ChainCRF:
 
     def _encode(self, sentences: Sequence[Sentence]) -> EncodedSentences:
         """Sentences encoded by the fitted extractor, with their transition classes."""
-        return EncodedSentences.from_corpus(self.extractor_, sentences,
-                                            token_class=self._token_classes(sentences, self.lower_labels_))
+        with phase("features"):
+            return EncodedSentences.from_corpus(self.extractor_, sentences,
+                                                token_class=self._token_classes(sentences, self.lower_labels_))
 
     def _scorer(self) -> Scorer:
         return Scorer(self.features_, self.topology_, int(self.threads), self.constraint_,
@@ -507,8 +509,9 @@ class ChainCRF:
             constraint = compile_grammar(grammar, topology.labels, params=self.grammar_params)
         lower_labels = (init.lower_labels_ if init is not None else None if self.reads is None else
                         sorted({value for values in corpus.column(self.reads) for value in values}))
-        encoded = EncodedSentences.from_corpus(extractor, corpus, fit=init is None,
-                                               token_class=self._token_classes(corpus, lower_labels))
+        with phase("features"):
+            encoded = EncodedSentences.from_corpus(extractor, corpus, fit=init is None,
+                                                   token_class=self._token_classes(corpus, lower_labels))
         label_ids = states = allowed_labels = None
         if gold_labels is not None:
             label_ids, allowed_labels = parse_gold(topology, gold_labels)
@@ -651,8 +654,9 @@ class ChainCRF:
             return []
         if grammar is None:
             encoded = self._encode(sentences)
-            return split_labels(self.topology_, self._scorer().paths(encoded, self.weights_),
-                                 encoded.offsets)
+            with phase("decode"):
+                return split_labels(self.topology_, self._scorer().paths(encoded, self.weights_),
+                                     encoded.offsets)
         if on_infeasible not in ("error", "unconstrained"):
             raise FstcrfError(f"on_infeasible must be 'error' or 'unconstrained', got {on_infeasible!r}")
         if not isinstance(grammar, Grammar):
