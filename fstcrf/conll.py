@@ -303,24 +303,23 @@ def _split_lines(text: str, first: bool) -> list[str]:
 def _parse_conll(lines: Iterator[str], name: str, path: Path | None, names: tuple[str, ...] | None,
                  allow_missing: tuple[str, ...], separator: str | None, batch_tokens: int | None,
                  whole_documents: bool) -> Iterator[Corpus]:
-    """Batches of the sentences of CoNLL ``lines`` (see :func:`iter_conll`)."""
-    present: tuple[str, ...] | None = None
-    first_token_line = 0
+    """Batches of the sentences of CoNLL ``lines`` (see :func:`iter_conll`).  A
+    sentence's lines are kept whole and split into fields when it ends."""
+    layout = _Layout(name, names, allow_missing, separator)
     sentences: list[Sentence] = []
     batch_size = 0
-    rows: list[list[str]] = []
-    row_lines: list[int] = []
+    raw: list[str] = []                 # the lines of the sentence being read
+    first_line = 0
     docstart_lines: list[str] = []
     yielded = False
 
     def finish_sentence():
         nonlocal batch_size
-        if rows:
-            sentences.append(Sentence(dict(zip(present, map(list, zip(*rows)))),
-                                      row_lines.copy(), tuple(docstart_lines)))
-            batch_size += len(rows)
-            rows.clear()
-            row_lines.clear()
+        if raw:
+            sentences.append(Sentence(layout.columns(raw, first_line),
+                                      list(range(first_line, first_line + len(raw))), tuple(docstart_lines)))
+            batch_size += len(raw)
+            raw.clear()
             docstart_lines.clear()
 
     def full(at_document_start: bool) -> bool:
@@ -332,40 +331,76 @@ def _parse_conll(lines: Iterator[str], name: str, path: Path | None, names: tupl
         if not stripped:
             finish_sentence()
             continue
-        if separator is None:
-            fields = _WHITESPACE_RUN.split(stripped)
-        else:
-            fields = line.rstrip("\r").split(separator)
-        if fields[0] == DOCSTART:
+        if stripped.startswith(DOCSTART) and layout.first_field(line, stripped) == DOCSTART:
             finish_sentence()
             if not docstart_lines and full(True):
-                yield Corpus(present, sentences, path, separator)
+                yield Corpus(layout.present, sentences, path, separator)
                 sentences, batch_size, yielded = [], 0, True
             docstart_lines.append(line.rstrip("\r"))
             continue
-        if not rows and full(False):
-            yield Corpus(present, sentences, path, separator)
-            sentences, batch_size, yielded = [], 0, True
-        if "" in fields:
-            raise ConllFormatError(f"{name}:{line_number}: expected non-empty fields separated "
-                                   f"by {separator!r}, found an empty field "
-                                   f"(field {fields.index('') + 1})")
-        if present is None:
-            present = _present_columns(names, allow_missing, len(fields))
-            if present is None:
-                raise ConllFormatError(f"{name}:{line_number}: expected "
-                                       f"{_expected_fields(names, allow_missing)}, "
-                                       f"found {len(fields)} fields")
-            first_token_line = line_number
-        elif len(fields) != len(present):
-            raise ConllFormatError(f"{name}:{line_number}: expected {len(present)} fields "
-                                   f"({' '.join(present)}) as on line {first_token_line}, "
-                                   f"found {len(fields)}")
-        rows.append(fields)
-        row_lines.append(line_number)
+        if not raw:
+            if full(False):
+                yield Corpus(layout.present, sentences, path, separator)
+                sentences, batch_size, yielded = [], 0, True
+            first_line = line_number
+        raw.append(line)
     finish_sentence()
     if sentences or docstart_lines or not yielded:
-        yield Corpus(present or names or (), sentences, path, separator, tuple(docstart_lines))
+        yield Corpus(layout.present or names or (), sentences, path, separator, tuple(docstart_lines))
+
+
+#: Characters str.split() takes for whitespace that CoNLL fields may hold (only " \t\r\f\v" split
+#: fields): a sentence holding one is split by the regular expression instead.
+_OTHER_SPACE = re.compile("[\n\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+
+class _Layout:
+    """The fields of a file's token lines: how they split, how many, their names."""
+
+    def __init__(self, name: str, names: tuple[str, ...] | None, allow_missing: tuple[str, ...],
+                 separator: str | None):
+        self.name, self.names, self.allow_missing, self.separator = name, names, allow_missing, separator
+        self.present: tuple[str, ...] | None = None
+        self.first_token_line = 0
+
+    def first_field(self, line: str, stripped: str) -> str:
+        """The first field of a non-blank line."""
+        if self.separator is None:
+            return _WHITESPACE_RUN.split(stripped, maxsplit=1)[0]
+        return line.rstrip("\r").split(self.separator, 1)[0]
+
+    def columns(self, lines: list[str], first_line: int) -> dict[str, list[str]]:
+        """The columns of a sentence's token lines (line numbers from first_line);
+        ConllFormatError names FILE:LINE of an empty field or a wrong field count."""
+        if self.separator is None and self.present is not None and not _OTHER_SPACE.search("".join(lines)):
+            rows = [line.split() for line in lines]
+            if set(map(len, rows)) == {len(self.present)}:
+                return dict(zip(self.present, map(list, zip(*rows))))
+        rows = [self._fields(line, first_line + offset) for offset, line in enumerate(lines)]
+        return dict(zip(self.present, map(list, zip(*rows))))
+
+    def _fields(self, line: str, line_number: int) -> list[str]:
+        """The checked fields of one token line."""
+        if self.separator is None:
+            fields = _WHITESPACE_RUN.split(line.strip(_WHITESPACE))
+        else:
+            fields = line.rstrip("\r").split(self.separator)
+        if "" in fields:
+            raise ConllFormatError(f"{self.name}:{line_number}: expected non-empty fields separated "
+                                   f"by {self.separator!r}, found an empty field "
+                                   f"(field {fields.index('') + 1})")
+        if self.present is None:
+            self.present = _present_columns(self.names, self.allow_missing, len(fields))
+            if self.present is None:
+                raise ConllFormatError(f"{self.name}:{line_number}: expected "
+                                       f"{_expected_fields(self.names, self.allow_missing)}, "
+                                       f"found {len(fields)} fields")
+            self.first_token_line = line_number
+        elif len(fields) != len(self.present):
+            raise ConllFormatError(f"{self.name}:{line_number}: expected {len(self.present)} fields "
+                                   f"({' '.join(self.present)}) as on line {self.first_token_line}, "
+                                   f"found {len(fields)}")
+        return fields
 
 
 def _forbidden_in_field(separator: str) -> re.Pattern:
