@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from .bandit_settings import (BASELINES, DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, OBJECTIVES, SGD_LEARNING_RATE, STEPS,
                               WEIGHTINGS)
@@ -118,11 +118,13 @@ def _seminars(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_from_args(args: argparse.Namespace):
-    """An unfitted ChainCRF configured by the training options."""
+def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
+    """An unfitted ChainCRF configured by the training options, for training data with
+    ``columns`` (they choose the default template)."""
     from .features import load_template
     from .model import TEMPLATES, ChainCRF
-    template = args.template if args.template in TEMPLATES else load_template(args.template)
+    template = args.template or _default_template(args.target, columns)
+    template = template if template in TEMPLATES else load_template(template)
     return ChainCRF(template=template, order=args.order, algorithm=args.algorithm, sigma=_sigma(args),
                     c1=args.c1, transitions=args.transitions, min_freq=args.min_freq,
                     max_iter=args.max_iter, features=args.features, min_count=args.min_count,
@@ -132,6 +134,15 @@ def _model_from_args(args: argparse.Namespace):
                     objective=args.objective, feedback=args.feedback, draws=args.draws, baseline=args.baseline,
                     step=args.step, clip=args.clip, batch_size=args.batch_size, feedback_flip=args.feedback_flip,
                     feedback_noise=args.feedback_noise, weighting=args.weighting, max_ratio=args.max_ratio)
+
+
+def _default_template(target: str, columns: Sequence[str]) -> str:
+    """The default template's name for the target and the training file's columns (logged)."""
+    from .defaults import default_template
+    name = default_template(target, columns)
+    LOG.info("template %s, the default for target %s with the columns %s (see --template)", name, target,
+             ",".join(columns))
+    return name
 
 
 def _sigma(args: argparse.Namespace) -> float:
@@ -147,7 +158,7 @@ def _jackknife(args: argparse.Namespace) -> int:
     from .compose import jackknife
     from .conll import write_conll
     corpus = _read(args.train, args.columns)
-    model = _model_from_args(args)
+    model = _model_from_args(args, corpus.column_names)
     LOG.info("jackknifing column %s of %s: %d models, each trained on %d/%d of the sentences",
              args.target, args.train, args.folds, args.folds - 1, args.folds)
     result = jackknife(corpus, model, args.target, args.folds)
@@ -177,7 +188,7 @@ def _train(args: argparse.Namespace) -> int:
         from .model import load_model
         init = load_model(args.init)
         args.order, args.reads, args.no_read_transitions = init.order, init.reads, not init.read_transitions
-    model = _model_from_args(args)
+    model = _model_from_args(args, train.column_names)
     penalties = None
     if args.consistency:
         from .document.decode import estimate_consistency
@@ -213,7 +224,7 @@ def _train_from_log(args: argparse.Namespace) -> int:
         from .model import load_model
         init = load_model(args.init)
         args.order = init.order
-    model = _model_from_args(args)
+    model = _model_from_args(args, log.sentences[0].column_names)
     LOG.info("learning from %d logged outputs of %s (%s weighting, mean reward %.4f)%s", len(log.labels),
              args.log, args.weighting, float(log.rewards.mean()), f", starting from {args.init}" if init else "")
     model.fit_log(log, target=args.target, dev=dev, init=init)
@@ -936,10 +947,11 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also estimate Finkel et al.'s label-consistency penalties from the training "
                              "documents (-DOCSTART- markers) and store them in the model, for tag and eval "
                              "--nonlocal consistency (default: off)")
-    parser.add_argument("--template", default="sha-pereira",
+    parser.add_argument("--template", default=None,
                         help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos, ner, "
-                             "ner-pos "
-                             "or a template file (default %(default)s)")
+                             "ner-pos, words or a template file (default: by --target and the file's columns: "
+                             "sha-pereira for chunk, pos for pos, otherwise ner for word,pos,chunk files, ner-pos "
+                             "for word,pos files, words for files with a word column)")
     parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default=None,
                         help="which (predicate, output) pairs get a weight: supported: those seen in the gold "
                              "training labels; complete: every pair (refused when too many); complete-tags: "

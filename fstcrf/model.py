@@ -24,7 +24,7 @@ from .errors import (ArgumentTypeError, EmptySequenceError, FeedbackError, Fstcr
                      TemplateError)
 from .evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
 from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, NER, NER_POS, POS_TAGGING,
-                       SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
+                       SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template, shipped_template)
 from .grammar import Grammar, compile_grammar, load_grammar, restrict_to
 from .inference import Potentials, blas_single_threaded, kbest, log_partition, sample
 from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
@@ -35,10 +35,12 @@ from .phases import phase
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
 
+#: Word-only tagging (named entities without POS or chunk columns, or any task with a word column).
+WORDS = shipped_template("seminar_ner.txt")
 #: Template names ``ChainCRF`` accepts besides Template objects and template text.
 TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos": POS_TAGGING,
              "chunking-reads-pos": CHUNKING_READS_POS, "chunking-extended": CHUNKING_EXTENDED, "ner": NER,
-             "ner-pos": NER_POS}
+             "ner-pos": NER_POS, "words": WORDS}
 ALGORITHMS = ("lbfgs", "perceptron", "ap", "sgd", "l2sgd", "pa", "arow", "mce-f", "bandit")
 #: Algorithms that learn from Viterbi rivals or single sentences (fstcrf.train, fstcrf.online).
 ONLINE_ALGORITHMS = ("perceptron", "ap", "sgd", "l2sgd", "pa", "arow")
