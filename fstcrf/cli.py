@@ -821,6 +821,11 @@ def _bench(args: argparse.Namespace) -> int:
                                  languages, args.cache, seeds=args.seeds or 5, sweeps=args.sweeps,
                                  gibbs_sweeps=args.gibbs_sweeps, threads=args.threads, plot=args.plot)
         print(json.dumps(nonlocal_json(results)) if args.json else format_nonlocal(results))
+    elif args.what == "defaults":
+        from .bench_defaults import bench_defaults, defaults_json, format_defaults
+        results = bench_defaults(_shared_data(args.data, "defaults", ["conll2000", "conll2003"]), folds=args.folds,
+                                 sentences=args.sentences, threads=args.threads, progress=not args.quiet)
+        print(defaults_json(results) if args.json else format_defaults(results))
     elif args.what == "transfer":
         from .bench_transfer import bench_transfer, format_transfer, transfer_json
         results = bench_transfer(_shared_data(args.data, "transfer", ["conll2003", "seminars"]), splits=args.splits,
@@ -1230,7 +1235,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = command("bench", "measure speed against reference implementations", _bench, outputs=("plot",))
     bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit", "nonlocal",
-                                        "transfer"],
+                                        "transfer", "defaults"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
                             "train: training and tagging against python-crfsuite on CoNLL-2000; "
@@ -1241,7 +1246,13 @@ def build_parser() -> argparse.ArgumentParser:
                             "nonlocal: label consistency by annealed sampling against Viterbi on CoNLL-2003 "
                             "English and CoNLL-2002 Dutch NER (--data DIR holding conll2003/ and conll2002/); "
                             "transfer: seminar extraction with no transfer, the cascade and joint decoding of "
-                            "a CoNLL-2003 NER model (--data DIR holding conll2003/ and seminars/)")
+                            "a CoNLL-2003 NER model (--data DIR holding conll2003/ and seminars/); "
+                            "defaults: the default templates of fstcrf train by cross-validation on the training "
+                            "data of CoNLL-2000 chunking and CoNLL-2003 NER, and their test F1 (--data DIR)")
+    bench.add_argument("--folds", type=_whole_number(2), default=3,
+                       help="defaults: cross-validation folds (default %(default)s)")
+    bench.add_argument("--sentences", type=POSITIVE, default=4000,
+                       help="defaults: training sentences cross-validated (default %(default)s)")
     bench.add_argument("--seeds", type=POSITIVE, default=None,
                        help="bandit: seeds per objective (default 3); nonlocal: seeds of the block sampler "
                             "(default 5)")
