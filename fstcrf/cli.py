@@ -955,7 +955,7 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--template", default=None,
                         help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos, ner, "
                              "ner-pos, words or a template file (default: by --target and the file's columns: "
-                             "sha-pereira for chunk, pos for pos, otherwise ner for word,pos,chunk files, ner-pos "
+                             "chunking-extended for chunk, pos for pos, otherwise ner for word,pos,chunk files, ner-pos "
                              "for word,pos files, words for files with a word column)")
     parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default=None,
                         help="which (predicate, output) pairs get a weight: supported: those seen in the gold "

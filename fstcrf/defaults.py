@@ -1,15 +1,17 @@
 """The template ``fstcrf train`` uses when none is given: chosen by the target column
 and the columns the training file has.
 
-    target "chunk"                       sha-pereira  (Sha & Pereira's chunker)
+    target "chunk"                       chunking-extended  (Sha & Pereira's Table 1,
+                                         word pairs and word-POS pairs)
     target "pos"                         pos          (words, affixes, shapes)
     any other target, by columns:
         word, pos and chunk              ner          (CoNLL-2003 layout)
         word and pos                     ner-pos      (CoNLL-2002 layout)
         word                             words        (word windows, shapes, affixes)
 
-The named-entity choices were compared by cross-validation on the training
-data (``fstcrf bench defaults``, docs/benchmarks.md), never on a test set.
+Both choices were made by cross-validation on the training data (``fstcrf
+bench defaults``, docs/benchmarks.md): chunking-extended over sha-pereira
+and crfpp, ner over words and sha-pereira; never on a test set.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ def default_template(target: str, columns: Sequence[str]) -> str:
         raise TemplateError(f"no default template fits the columns {', '.join(columns)}: the defaults read a "
                             f"'word' column; name the columns with --columns or give --template")
     if target == "chunk" and "pos" in available:
-        return "sha-pereira"
+        return "chunking-extended"
     if target == "pos":
         return "pos"
     if {"pos", "chunk"} <= available:

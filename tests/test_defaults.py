@@ -8,7 +8,7 @@ from fstcrf.model import TEMPLATES, load_model
 
 
 @pytest.mark.parametrize("target, columns, expected", [
-    ("chunk", ("word", "pos", "chunk"), "sha-pereira"),
+    ("chunk", ("word", "pos", "chunk"), "chunking-extended"),
     ("pos", ("word", "pos"), "pos"),
     ("ner", ("word", "pos", "chunk", "ner"), "ner"),
     ("ner", ("word", "pos", "ner"), "ner-pos"),
