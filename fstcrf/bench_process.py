@@ -192,6 +192,14 @@ def _run(command: list[str], scratch, name: str) -> dict:
             "phases": phases, "stdout": out_path.read_text()}
 
 
+def _check_counts(**counts: int) -> None:
+    """Each count must be a whole number >= 1 (FstcrfError naming it otherwise)."""
+    from .errors import FstcrfError
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise FstcrfError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
 def _fstcrf_command(*arguments: str) -> list[str]:
     return [sys.executable, "-m", "fstcrf.cli", *arguments]
 
@@ -270,6 +278,7 @@ def bench_tag_process(folder, copies: int = 10, model=None, threads: int = 2, re
     from .features import FeatureExtractor
     from .model import load_model
     from .progress import Progress
+    _check_counts(copies=copies, threads=threads, repeats=repeats, train_iterations=train_iterations)
     folder = Path(folder)
     with tempfile.TemporaryDirectory(prefix="fstcrf-bench-tag-") as name, \
             Progress(2 * repeats + 2, "bench tag", unit="process", enabled=progress) as bar:
@@ -311,22 +320,28 @@ def bench_train_process(folder, iterations: int = 50, threads: int = 2, repeats:
                         progress: bool = True) -> dict:
     """Whole-process training on ``folder``/train.txt for ``iterations`` L-BFGS
     iterations: ``fstcrf train`` with its default settings against a
-    python-crfsuite script with the same predicates, columns and L2 prior
-    (c2 = 1 / (2 sigma^2)), each in fresh processes.  Both models are scored
-    on test.txt.  Returns JSON-able data for :func:`format_process`; "ratio"
-    is fstcrf's whole-process wall time over CRFsuite's."""
+    python-crfsuite script with the same predicates (fstcrf's default template
+    for the chunk column), columns and L2 prior (c2 = 1 / (2 sigma^2)), each in
+    fresh processes.  Both models are scored on test.txt.  Returns JSON-able
+    data for :func:`format_process`; "ratio" is fstcrf's whole-process wall
+    time over CRFsuite's."""
     import tempfile
     from pathlib import Path
 
     import pycrfsuite
 
+    from .cli import DEFAULT_SIGMA
     from .conll import read_conll
-    from .model import TEMPLATES, ChainCRF, load_model
+    from .defaults import default_template
+    from .errors import FstcrfError
+    from .evaluate import score_chunks
+    from .model import TEMPLATES, load_model
     from .progress import Progress
+    _check_counts(iterations=iterations, threads=threads, repeats=repeats)
     folder = Path(folder)
-    defaults = ChainCRF()
-    template = TEMPLATES[defaults.template]
     test = read_conll(folder / "test.txt")
+    template_name = default_template("chunk", test.column_names)
+    template = TEMPLATES[template_name]
     with tempfile.TemporaryDirectory(prefix="fstcrf-bench-train-") as name, \
             Progress(2 * repeats, "bench train", unit="process", enabled=progress) as bar:
         scratch = Path(name)
@@ -337,20 +352,25 @@ def bench_train_process(folder, iterations: int = 50, threads: int = 2, repeats:
                                               "--threads", str(threads), "-o", str(models["fstcrf"])),
                     "crfsuite": _crfsuite_command("crfsuite-train", str(spec), str(folder / "train.txt"),
                                                   str(models["crfsuite"]), str(iterations),
-                                                  repr(1.0 / (2.0 * defaults.sigma ** 2)))}
+                                                  repr(1.0 / (2.0 * DEFAULT_SIGMA ** 2)))}
         result = _side_by_side(commands, scratch, repeats, bar)
         fitted = load_model(models["fstcrf"])
+        if fitted.extractor_.template != template or fitted.sigma != DEFAULT_SIGMA:
+            raise FstcrfError(f"fstcrf train's defaults are not what the CRFsuite side was given ({template_name}, "
+                              f"sigma {DEFAULT_SIGMA:g}): its model has sigma {fitted.sigma:g} and the template\n"
+                              f"{fitted.extractor_.template.text}")
         sides = result["sides"]
         sides["fstcrf"].update(iterations=int(fitted.n_iter_), weights=int(len(fitted.weights_)),
                                f1=fitted.score(test).f1)
+        del sides["fstcrf"]["stdout"]
         sides["crfsuite"].update(json.loads(sides["crfsuite"].pop("stdout")))
         tagger = pycrfsuite.Tagger()
         tagger.open(str(models["crfsuite"]))
-        predicted = [tagger.tag(token_attributes(template_spec(template), sentence.columns)) for sentence in test]
-    from .evaluate import score_chunks
+        predicates = template_spec(template)
+        predicted = [tagger.tag(token_attributes(predicates, sentence.columns)) for sentence in test]
     sides["crfsuite"]["f1"] = score_chunks(test.column("chunk"), predicted).f1
     return {"kind": "train", "iterations": iterations, "threads": threads, "repeats": repeats,
-            "template": defaults.template, "sigma": defaults.sigma,
+            "template": template_name, "sigma": DEFAULT_SIGMA,
             "ratio": sides["fstcrf"]["wall"] / sides["crfsuite"]["wall"], **result, "load_average": os.getloadavg()}
 
 

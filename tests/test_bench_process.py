@@ -149,7 +149,7 @@ def demo_folder(tmp_path):
 def test_bench_tag_process_runs_both_sides_end_to_end(demo_folder):
     result = bench_process.bench_tag_process(demo_folder, copies=2, repeats=2, progress=False, train_iterations=3)
     assert result["tokens"] == 2 * read_conll(demo_folder / "test.txt").num_tokens
-    assert result["template"] == "sha-pereira" and result["order"] == 1
+    assert result["template"] == "chunking-extended" and result["order"] == 1     # fstcrf train's defaults
     for figures in result["sides"].values():
         assert len(figures["walls"]) == 2 and figures["wall"] == min(figures["walls"])
         assert 0 < figures["cpu"] and 10 < figures["peak_rss_mib"] and 50 < figures["f1"] <= 100
@@ -164,6 +164,16 @@ def test_bench_train_process_trains_both_sides_for_the_same_iterations(demo_fold
     result = bench_process.bench_train_process(demo_folder, iterations=4, progress=False)
     fstcrf, crfsuite = result["sides"]["fstcrf"], result["sides"]["crfsuite"]
     assert fstcrf["iterations"] == crfsuite["iterations"] == 4
+    assert result["template"] == "chunking-extended" and result["sigma"] == 10
     assert {"read", "features", "train", "process"} <= set(crfsuite["phases"])
     assert abs(fstcrf["f1"] - crfsuite["f1"]) < 5       # the same model, optimised by two implementations
     assert "| fstcrf |" in format_process(json.loads(json.dumps(result)))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_counts_must_be_whole_numbers_of_at_least_one(tmp_path, bad):
+    from fstcrf.errors import FstcrfError
+    with pytest.raises(FstcrfError, match="copies must be a whole number >= 1"):
+        bench_process.bench_tag_process(tmp_path, copies=bad, progress=False)
+    with pytest.raises(FstcrfError, match="repeats must be a whole number >= 1"):
+        bench_process.bench_train_process(tmp_path, repeats=bad, progress=False)
