@@ -19,7 +19,7 @@ values = st.recursive(leaves, lambda inner: st.one_of(st.dictionaries(names, inn
 tokens = st.one_of(st.dictionaries(names, values, max_size=5), st.lists(names, max_size=4))
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(tokens)
 def test_attribute_names_and_values_match_pycrfsuite(token):
     expected = pycrfsuite.ItemSequence([token]).items()[0]

@@ -228,3 +228,24 @@ def test_metrics_equal_sklearn_on_flat_lists():
     assert metrics.sequence_accuracy_score([["A", "B"]] * 2, np.array([["A", "B"], ["A", "C"]])) == 0.5
     with pytest.raises(ShapeError, match="sentence 1"):
         metrics.flat_accuracy_score([["A"], ["B"]], [["A"], ["B", "C"]])
+
+
+def _iob2_valid(labels):
+    return all(not label.startswith("I-") or (previous in ("B-" + label[2:], label))
+               for previous, label in zip(["O"] + list(labels), labels))
+
+
+def test_grammar_and_order_two_extras():
+    # "y" is always I-X in training, so after "q" (O) the free model predicts I-X after O
+    X = [[{"w": "x"}, {"w": "y"}, {"w": "z"}]] * 6 + [[{"w": "q"}, {"w": "y"}]] * 2
+    y = [["B-X", "I-X", "O"]] * 6 + [["O", "O"]] * 2
+    test = [[{"w": "q"}, {"w": "y"}, {"w": "y"}], [{"w": "y"}]]
+    free = CRF(c2=0.01, max_iterations=40, all_possible_transitions=True).fit(X, y)
+    assert not all(_iob2_valid(labels) for labels in free.predict(test))
+    constrained = CRF(c2=0.01, max_iterations=40, all_possible_transitions=True, grammar="iob2").fit(X, y)
+    assert all(_iob2_valid(labels) for labels in constrained.predict(test))
+    for marginals in constrained.predict_marginals(test):
+        assert marginals[0]["I-X"] == pytest.approx(0.0, abs=1e-12)
+    second = CRF(c2=0.01, max_iterations=40, order=2).fit(X, y)
+    assert [list(labels) for labels in second.predict(X)] == y
+    assert all(isinstance(key, tuple) and len(key) == 2 for key in second.transition_features_)
