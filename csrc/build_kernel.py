@@ -38,7 +38,7 @@ ffibuilder.cdef(_declarations() + "#define FC_OK 0\n#define FC_INFEASIBLE 1\n#de
                 + _declarations(FEATURES_HEADER) + _declarations(TRAIN_HEADER)
                 + _declarations(UPDATE_HEADER)
                 + "#define FU_CONSTANT 0\n#define FU_ADAGRAD 1\n#define FU_ADAM 2\n"
-                + _declarations(HASHING_HEADER) + "#define FH_DUPLICATE 3\n")
+                + _declarations(HASHING_HEADER) + "#define FH_DUPLICATE 3\n#define FH_BLOCK 64\n")
 ffibuilder.set_source(
     "fstcrf._kernel",
     '#include "fstcrf_kernel.h"\n#include "fstcrf_features.h"\n#include "fstcrf_train.h"\n#include "fstcrf_update.h"\n#include "fstcrf_hashing.h"',

@@ -6,7 +6,6 @@
 
 #define CHECKSUM_PRIME 0x9e3779b97f4a7c15ULL
 #define LENGTH_PRIME 0xc2b2ae3d27d4eb4fULL
-#define LOOKUP_BLOCK 64
 
 uint64_t fh_mix(uint64_t x)
 {
@@ -122,12 +121,14 @@ int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64
                 return FC_BAD_ARGUMENT;
     }
     uint64_t mask = (uint64_t)capacity - 1;
-    uint64_t keys[LOOKUP_BLOCK];
-    /* template by template over blocks of tokens: the keys of a block are computed,
-       their slots prefetched, then probed, so that the cache misses overlap */
-    for (int32_t k = 0; k < num_templates; ++k) {
-        for (int64_t start = 0; start < num_tokens; start += LOOKUP_BLOCK) {
-            int64_t n = num_tokens - start < LOOKUP_BLOCK ? num_tokens - start : LOOKUP_BLOCK;
+    uint64_t keys[FH_BLOCK];
+    int64_t nnz = 0;
+    indptr[0] = 0;
+    /* block by block, template by template: the keys of a block are computed, their
+       slots prefetched, then probed, so that the cache misses overlap */
+    for (int64_t start = 0; start < num_tokens; start += FH_BLOCK) {
+        int64_t n = num_tokens - start < FH_BLOCK ? num_tokens - start : FH_BLOCK;
+        for (int32_t k = 0; k < num_templates; ++k) {
             for (int64_t t = 0; t < n; ++t)
                 keys[t] = seeds[k];
             for (int32_t i = item_ptr[k]; i < item_ptr[k + 1]; ++i) {
@@ -138,28 +139,26 @@ int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64
             for (int64_t t = 0; t < n; ++t)
                 __builtin_prefetch(slots + 2 * (keys[t] & mask));
             for (int64_t t = 0; t < n; ++t)
-                scratch[(start + t) * num_templates + k] = (int32_t)find(keys[t], mask, slots);
+                scratch[t * num_templates + k] = (int32_t)find(keys[t], mask, slots);
         }
-    }
-    int64_t nnz = 0;
-    indptr[0] = 0;
-    for (int64_t t = 0; t < num_tokens; ++t) {
-        const int32_t *row = scratch + t * num_templates;
-        int32_t *out = indices + nnz;
-        int64_t m = 0;
-        for (int32_t k = 0; k < num_templates; ++k) {
-            int32_t column = row[k];
-            if (column < 0)
-                continue;
-            int64_t j = m++;            /* insertion sort: rows hold a few dozen columns */
-            while (j > 0 && out[j - 1] > column) {
-                out[j] = out[j - 1];
-                --j;
+        for (int64_t t = 0; t < n; ++t) {
+            const int32_t *row = scratch + t * num_templates;
+            int32_t *out = indices + nnz;
+            int64_t m = 0;
+            for (int32_t k = 0; k < num_templates; ++k) {
+                int32_t column = row[k];
+                if (column < 0)
+                    continue;
+                int64_t j = m++;        /* insertion sort: rows hold a few dozen columns */
+                while (j > 0 && out[j - 1] > column) {
+                    out[j] = out[j - 1];
+                    --j;
+                }
+                out[j] = column;
             }
-            out[j] = column;
+            nnz += m;
+            indptr[start + t + 1] = nnz;
         }
-        nnz += m;
-        indptr[t + 1] = nnz;
     }
     return FC_OK;
 }

@@ -25,6 +25,8 @@
 
 /* Returned by fh_build_table when two keys are equal (a hash collision). */
 #define FH_DUPLICATE 3
+/* Tokens looked up together by fh_predicate_rows. */
+#define FH_BLOCK 64
 
 /* A bijective 64-bit mixer (the splitmix64 finaliser). */
 uint64_t fh_mix(uint64_t x);
@@ -61,7 +63,7 @@ void fh_lookup(const uint64_t *keys, int64_t n, int64_t capacity, const uint64_t
  *   item_ptr     [T+1]   template k reads observations items[item_ptr[k] .. item_ptr[k+1]-1]
  *   items        [I]     observation indices in [0, J)
  *   slots        [2 * capacity]  the table (see above)
- *   scratch      [N, T]  OVERWRITTEN: the column of each template at each token, -1 if unknown
+ *   scratch      [FH_BLOCK, T]  OVERWRITTEN: the columns of a block of tokens
  *   indptr       [N+1]   OVERWRITTEN: row pointers
  *   indices      [N * T] OVERWRITTEN in its first indptr[N] entries: the columns of row t,
  *                        ascending, at indptr[t] .. indptr[t+1]-1

@@ -37,6 +37,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import scipy.sparse
 
+from ._kernel import ffi, lib
 from .conll import Corpus, Sentence
 from .errors import FstcrfError, ModelFileError, TemplateError
 from .files import read_utf8
@@ -246,11 +247,11 @@ class _TokenTable:
         key = (column, transform)
         if key not in self._coded_columns:
             if transform is None:
-                code_of: dict[str, int] = {}
-                codes = np.fromiter((code_of.setdefault(value, len(code_of))
-                                     for value in self._column_values(column)),
+                first_use: dict[str, int] = {}     # value -> the token where it first occurs
+                first = np.fromiter(map(first_use.setdefault, self._column_values(column), range(self.num_tokens)),
                                     dtype=np.int64, count=self.num_tokens)
-                values = list(code_of)
+                codes = (np.cumsum(first == np.arange(self.num_tokens)) - 1)[first]
+                values = list(first_use)
             else:
                 raw_codes, raw_values = self._coded_column(column, None)
                 function = _transform_function(transform)
@@ -394,7 +395,7 @@ class _ReadingLookup:
 
 
 class _PredicateIndex:
-    """Integer lookup of known predicates, so that transform never builds names.
+    """Integer lookup of known predicates by value codes, for transform_reading.
 
     Every (column, transform) has one code per escaped value seen in the known
     predicates' names (boundary values included).  A predicate template with
@@ -471,25 +472,6 @@ class _PredicateIndex:
             ids = np.where((ids >= 0) & (codes >= 0) & (step[position] == combos), position, -1)
         return ids
 
-    def columns(self, table: "_TokenTable", templates: Sequence[int] | None = None) -> np.ndarray:
-        """int64 [num_tokens, num_templates]: each token's predicate column per template
-        (only those listed in ``templates``; the others stay -1), -1 if unknown."""
-        out = np.full((table.num_tokens, len(self.plans)), -1, dtype=np.int64)
-        cache: dict[tuple, np.ndarray] = {}
-        for index, ((predicate, _, _), (steps, predicate_of)) in enumerate(zip(self.plans, self.tables)):
-            if templates is not None and index not in templates:
-                continue
-            if not predicate.observations:
-                if len(predicate_of):
-                    out[:, index] = predicate_of[0]
-                continue
-            if len(predicate_of) == 0:
-                continue
-            ids = self._chain_ids(table, predicate.observations, steps, cache)
-            hit = (ids >= 0) & (ids < len(predicate_of))
-            out[hit, index] = predicate_of[ids[hit]]
-        return out
-
     def reading_lookup(self, column: str, values: Sequence[str]) -> "_ReadingLookup":
         """The templates that read ``column`` as reading tables for ``values``, and the
         order of their predicates (the lookup of the latest values asked for is kept)."""
@@ -547,13 +529,131 @@ class _PredicateIndex:
         return tuple(codes)
 
 
+#: ``fit`` tries this many salts for a dictionary whose 64-bit keys are all distinct.
+SALT_TRIES = 16
+
+
+class HashCollisionError(FstcrfError):
+    """No salt gave distinct keys to the fitted predicates (never seen with 64-bit hashes)."""
+
+
+def _string_hashes(values: Sequence[str], salt: int) -> np.ndarray:
+    """uint64 [n]: the 64-bit hash of each string's UTF-8 text under ``salt``."""
+    encoded = [value.encode("utf-8", "surrogatepass") for value in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(text) for text in encoded], out=offsets[1:])
+    blob = np.frombuffer(b"".join(encoded) + b"\0", dtype=np.uint8)    # never empty
+    hashes = np.empty(len(encoded), dtype=np.uint64)
+    lib.fh_string_hashes(ffi.from_buffer("uint8_t[]", blob), ffi.from_buffer("int64_t[]", offsets),
+                         len(encoded), salt, ffi.from_buffer("uint64_t[]", hashes))
+    return hashes
+
+
+def _chain(keys: np.ndarray, values: np.ndarray) -> None:
+    """keys uint64 [n] <- mix(keys ^ values), in place (one link of a predicate's key)."""
+    lib.fh_chain(ffi.from_buffer("uint64_t[]", keys), ffi.from_buffer("uint64_t[]", values), len(keys))
+
+
+def _predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.ndarray:
+    """uint64 [P]: the key of each named predicate (see :class:`_HashedDictionary`);
+    a name that does not fit ``template`` raises TemplateError."""
+    slots = {predicate.name: k for k, predicate in enumerate(template)}
+    groups: list[tuple[list[int], list[list[str]]]] = [([], []) for _ in template]
+    for column, name in enumerate(names):
+        prefix, _, values = name.partition("=")
+        k = slots.get(prefix)
+        split = _split_values(values) if values else []
+        if k is None or len(split) != len(template.predicates[k].observations):
+            raise TemplateError(f"predicate {name!r} does not fit the template")
+        groups[k][0].append(column)
+        groups[k][1].append(split)
+    keys = np.empty(len(names), dtype=np.uint64)
+    seeds = _string_hashes([predicate.name for predicate in template], salt)
+    for k, (columns, values) in enumerate(groups):
+        own = np.full(len(columns), seeds[k], dtype=np.uint64)
+        for i in range(len(template.predicates[k].observations)):
+            _chain(own, _string_hashes([split[i] for split in values], salt))
+        keys[columns] = own
+    return keys
+
+
+class _HashedDictionary:
+    """The fitted predicates as 64-bit keys, so that transform never builds names.
+
+    A predicate's key chains hashes of the UTF-8 text of its template's name and
+    of its escaped values (csrc/fstcrf_hashing.h): key = h(template name), then
+    key = mix(key ^ h(value)) for each value, every hash under ``salt``.  A token
+    computes the same chain from the hashes of its (few, distinct) column values.
+    ``keys`` uint64 [P] holds the key of each column; they are all distinct (fit
+    changes the salt until they are), and an open-addressing table maps them
+    back to columns."""
+
+    def __init__(self, keys: np.ndarray, salt: int):
+        capacity = 1 << max(4, int(4 * len(keys) // 3).bit_length())      # load factor <= 3/4
+        slots = np.empty(2 * capacity, dtype=np.uint64)
+        status = lib.fh_build_table(ffi.from_buffer("uint64_t[]", keys), len(keys), capacity,
+                                    ffi.from_buffer("uint64_t[]", slots))
+        if status == lib.FH_DUPLICATE:
+            raise HashCollisionError(f"two predicates have the same key under salt {salt}")
+        self.keys, self.salt, self.capacity, self.slots = keys, salt, capacity, slots
+
+    @classmethod
+    def fit(cls, template: Template, names: Sequence[str]) -> _HashedDictionary:
+        """The dictionary of named predicates under the first salt without collisions."""
+        for salt in range(SALT_TRIES):
+            try:
+                return cls(_predicate_keys(template, names, salt), salt)
+            except HashCollisionError:
+                logger.info("predicate keys collide under salt %d; rehashing", salt)
+        raise HashCollisionError(f"the keys of the {len(names)} predicates collide under each of "
+                                 f"{SALT_TRIES} salts")
+
+    def rows(self, table: _TokenTable, template: Template, chosen: Sequence[int]
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """indptr int64 [N + 1] and indices int32 [nnz]: the known predicates of the
+        templates ``chosen`` at each token, ascending within a row."""
+        observations: dict[Observation, int] = {}
+        items, item_ptr = [], [0]
+        for k in chosen:
+            for observation in template.predicates[k].observations:
+                items.append(observations.setdefault(observation, len(observations)))
+            item_ptr.append(len(items))
+        value_hashes = np.empty((len(observations), table.num_tokens), dtype=np.uint64)
+        base: dict[tuple[str, str | None], np.ndarray] = {}
+        for observation, j in observations.items():
+            codes, names = table.observation_codes(observation)
+            values = (observation.column, observation.transform)
+            if values not in base:
+                base[values] = _string_hashes(table.value_names(*values), self.salt)
+            hashes = np.concatenate([base[values], _string_hashes(names[len(base[values]):], self.salt)])
+            np.take(hashes, codes, out=value_hashes[j])
+        names = [template.predicates[k].name for k in chosen]
+        seeds = _string_hashes(names, self.salt)
+        item_ptr = np.array(item_ptr, dtype=np.int32)
+        items = np.array(items, dtype=np.int32)
+        scratch = np.empty((lib.FH_BLOCK, len(chosen)), dtype=np.int32)
+        indptr = np.empty(table.num_tokens + 1, dtype=np.int64)
+        indices = np.empty(table.num_tokens * len(chosen), dtype=np.int32)
+        status = lib.fh_predicate_rows(
+            table.num_tokens, len(observations), ffi.from_buffer("uint64_t[]", value_hashes), len(chosen),
+            ffi.from_buffer("uint64_t[]", seeds), ffi.from_buffer("int32_t[]", item_ptr),
+            ffi.from_buffer("int32_t[]", items), self.capacity, ffi.from_buffer("uint64_t[]", self.slots),
+            ffi.from_buffer("int32_t[]", scratch), ffi.from_buffer("int64_t[]", indptr),
+            ffi.from_buffer("int32_t[]", indices))
+        if status != lib.FC_OK:
+            raise RuntimeError("fstcrf predicate lookup rejected its arguments; this is a bug in fstcrf")
+        return indptr, indices[:indptr[-1]]
+
+
 class FeatureExtractor:
     """Turns the tokens of a corpus into a binary predicate matrix [num_tokens, num_predicates].
 
     ``template`` is a :class:`Template` or template text; ``fit`` keeps the
     predicates true at ``min_count`` tokens or more, numbered most frequent
     first.  Learned attributes: ``vocabulary_`` (predicate name -> column
-    index) and ``predicate_names_``.
+    index) and ``predicate_names_``, both built on first use from the names
+    (which a loaded model keeps as one string and offsets); ``transform``
+    needs neither, only the hashed dictionary.
     """
 
     def __init__(self, template: Template | str, min_count: int = 1):
@@ -581,10 +681,35 @@ class FeatureExtractor:
         return _TokenTable(list(corpus))
 
     def _index(self) -> _PredicateIndex:
-        """The integer lookup of the fitted predicates, built on first use."""
+        """The integer lookup of the fitted predicates by value codes (for
+        transform_reading), built on first use."""
         if getattr(self, "_predicate_index", None) is None:
             self._predicate_index = _PredicateIndex(self._template(), self.predicate_names_)
         return self._predicate_index
+
+    @property
+    def predicate_names_(self) -> list[str]:
+        """The name of each predicate column [P]."""
+        self._check_fitted()
+        if self._names is None:
+            text, offsets = self._packed_names
+            bounds = offsets.tolist()
+            self._names = [text[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        return self._names
+
+    @property
+    def vocabulary_(self) -> dict[str, int]:
+        """Predicate name -> column index."""
+        if getattr(self, "_vocabulary", None) is None:
+            self._vocabulary = {name: index for index, name in enumerate(self.predicate_names_)}
+        return self._vocabulary
+
+    def _set_dictionary(self, names: list[str] | None, packed_names: tuple[str, np.ndarray] | None,
+                        dictionary: _HashedDictionary) -> None:
+        """Fitted state: the names [P] as a list or as (one string, offsets int64 [P + 1])."""
+        self._names, self._packed_names, self._dictionary = names, packed_names, dictionary
+        self._vocabulary = None
+        self._predicate_index = None
 
     def _learn(self, occurrences):
         if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \
@@ -600,9 +725,7 @@ class FeatureExtractor:
                                len(kept))
         order = sorted(range(len(kept)), key=lambda i: -kept[i][0])
         names = [kept[i][1] for i in order]
-        self.predicate_names_ = names
-        self.vocabulary_ = {name: index for index, name in enumerate(names)}
-        self._predicate_index = None
+        self._set_dictionary(names, None, _HashedDictionary.fit(self._template(), names))
 
     def _warn_if_few_kept(self, counts: np.ndarray, kept: int) -> None:
         """Log a warning when min_count keeps ``kept`` of the predicates true at counts
@@ -617,7 +740,7 @@ class FeatureExtractor:
                        lower, int(np.count_nonzero(counts >= lower)))
 
     def _check_fitted(self):
-        if not hasattr(self, "vocabulary_"):
+        if getattr(self, "_dictionary", None) is None:
             raise FstcrfError("this FeatureExtractor is not fitted; call fit first")
 
     def _matrix(self, num_tokens: int, occurrences) -> scipy.sparse.csr_matrix:
@@ -635,10 +758,20 @@ class FeatureExtractor:
         present = columns >= 0
         indptr = np.zeros(num_tokens + 1, dtype=np.int64)
         np.cumsum(np.count_nonzero(present, axis=1), out=indptr[1:])
-        indices = columns[present]
+        return self._binary(indptr, columns[present])
+
+    def _binary(self, indptr: np.ndarray, indices: np.ndarray) -> scipy.sparse.csr_matrix:
+        """The binary matrix [N, P] of rows indptr int [N + 1] over columns indices int [nnz]."""
         data = np.ones(len(indices), dtype=np.float64)
         return scipy.sparse.csr_matrix((data, indices, indptr),
-                                       shape=(num_tokens, len(self.predicate_names_)))
+                                       shape=(len(indptr) - 1, len(self._dictionary.keys)))
+
+    def _hashed_matrix(self, table: _TokenTable, templates: Sequence[int] | None = None
+                       ) -> scipy.sparse.csr_matrix:
+        """The predicate matrix [N, P] of the templates listed (all by default)."""
+        template = self._template()
+        chosen = range(len(template)) if templates is None else templates
+        return self._binary(*self._dictionary.rows(table, template, chosen))
 
     def fit(self, corpus: Corpus | Sequence[Sentence]) -> FeatureExtractor:
         """Build the predicate dictionary from a corpus or a list of sentences."""
@@ -648,7 +781,7 @@ class FeatureExtractor:
     def transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """The predicate matrix [num_tokens, num_predicates]; unknown predicates are dropped."""
         self._check_fitted()
-        return self._csr(self._index().columns(self._token_table(corpus)))
+        return self._hashed_matrix(self._token_table(corpus))
 
     def transform_reading(self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
                           ) -> tuple[scipy.sparse.csr_matrix, scipy.sparse.csr_matrix, np.ndarray]:
@@ -675,7 +808,7 @@ class FeatureExtractor:
         others = [i for i, predicate in enumerate(predicates)
                   if column not in {observation.column for observation in predicate.observations}]
         table = _TokenTable(list(corpus))   # ``column`` itself may be missing
-        base = self._csr(index.columns(table, others))
+        base = self._hashed_matrix(table, others)
         by_value = index.reading_columns(table, column, values)        # [N, K, R]
         full = self._csr(by_value.reshape(-1, by_value.shape[2]))
         lookup = index.reading_lookup(column, values)
@@ -701,18 +834,72 @@ class FeatureExtractor:
         if not isinstance(data, dict) or not {"template", "min_count", "predicates"} <= set(data):
             raise ModelFileError("feature extractor data must be a dict with template, "
                                  "min_count and predicates")
-        template_text, min_count, names = data["template"], data["min_count"], data["predicates"]
-        if not isinstance(template_text, str) or not isinstance(names, list) \
-                or not all(isinstance(name, str) for name in names) \
-                or not isinstance(min_count, int) or isinstance(min_count, bool):
+        names = data["predicates"]
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            raise ModelFileError("feature extractor data has fields of the wrong type")
+        if len(set(names)) != len(names):
+            raise ModelFileError("feature extractor predicate names repeat")
+        extractor = cls._unfitted(data)
+        try:
+            dictionary = _HashedDictionary.fit(extractor.template, names)
+        except TemplateError as error:
+            raise ModelFileError(f"feature extractor data is inconsistent: {error}") from None
+        extractor._set_dictionary(list(names), None, dictionary)
+        return extractor
+
+    @classmethod
+    def _unfitted(cls, data: dict) -> FeatureExtractor:
+        """An extractor of the template and min_count in ``data``; ModelFileError if they are bad."""
+        template_text, min_count = data["template"], data["min_count"]
+        if not isinstance(template_text, str) or not isinstance(min_count, int) or isinstance(min_count, bool):
             raise ModelFileError("feature extractor data has fields of the wrong type")
         try:
             template = parse_template(template_text, "<model file>")
         except TemplateError as error:
             raise ModelFileError(f"feature extractor template is corrupt: {error}") from None
-        if len(set(names)) != len(names):
-            raise ModelFileError("feature extractor predicate names repeat")
-        extractor = cls(template, min_count)
-        extractor.predicate_names_ = list(names)
-        extractor.vocabulary_ = {name: index for index, name in enumerate(names)}
+        return cls(template, min_count)
+
+    def to_payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """JSON-able data (template text, min_count, salt) and flat arrays: the key
+        of each predicate uint64 [P] ("keys"), and their names as one UTF-8 text
+        uint8 [bytes] ("names") split at character offsets int64 [P + 1] ("name_offsets")."""
+        self._check_fitted()
+        if self._packed_names is None:
+            lengths = np.fromiter(map(len, self._names), dtype=np.int64, count=len(self._names))
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            self._packed_names = "".join(self._names), offsets
+        text, offsets = self._packed_names
+        data = {"template": self._template().text, "min_count": int(self.min_count),
+                "salt": self._dictionary.salt}
+        names = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        return data, {"keys": self._dictionary.keys, "names": names, "name_offsets": offsets}
+
+    @classmethod
+    def from_payload(cls, data: dict, arrays: dict[str, np.ndarray]) -> FeatureExtractor:
+        """A fitted extractor from :meth:`to_payload` output without building a
+        Python object per predicate (the names are decoded on first use);
+        inconsistent data raises ModelFileError."""
+        if not isinstance(data, dict) or not {"template", "min_count", "salt"} <= set(data):
+            raise ModelFileError("feature extractor data must be a dict with template, min_count and salt")
+        extractor = cls._unfitted(data)
+        salt = data["salt"]
+        keys, names, offsets = (arrays.get(name) for name in ("keys", "names", "name_offsets"))
+        if not isinstance(salt, int) or isinstance(salt, bool) or not 0 <= salt < 2 ** 64:
+            raise ModelFileError(f"feature extractor salt {salt!r} is not a 64-bit unsigned integer")
+        if keys is None or keys.dtype != np.uint64 or names is None or names.dtype != np.uint8 \
+                or offsets is None or offsets.dtype != np.int64 or len(offsets) != len(keys) + 1:
+            raise ModelFileError("feature extractor arrays keys, names and name_offsets are missing "
+                                 "or do not fit together")
+        try:
+            text = names.tobytes().decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError as error:
+            raise ModelFileError(f"feature extractor names are not UTF-8: {error}") from None
+        if offsets[0] != 0 or offsets[-1] != len(text) or np.any(np.diff(offsets) < 0):
+            raise ModelFileError("feature extractor name offsets do not split the names")
+        try:
+            dictionary = _HashedDictionary(keys, salt)
+        except HashCollisionError as error:
+            raise ModelFileError(f"feature extractor dictionary is corrupt: {error}") from None
+        extractor._set_dictionary(None, (text, offsets), dictionary)
         return extractor
