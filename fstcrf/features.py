@@ -698,6 +698,12 @@ class FeatureExtractor:
         return self._names
 
     @property
+    def num_predicates(self) -> int:
+        """P, the number of predicate columns."""
+        self._check_fitted()
+        return len(self._dictionary.keys)
+
+    @property
     def vocabulary_(self) -> dict[str, int]:
         """Predicate name -> column index."""
         if getattr(self, "_vocabulary", None) is None:
