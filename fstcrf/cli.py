@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from .bandit_settings import (BASELINES, DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, OBJECTIVES, SGD_LEARNING_RATE, STEPS,
                               WEIGHTINGS)
@@ -18,8 +18,11 @@ from .document.settings import (DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_EN
                                SAMPLERS)
 from .errors import FeedbackError, FstcrfError, LabelError
 from .files import check_output_path, write_atomically
+from .phases import phase
 
 LOG = logging.getLogger("fstcrf")
+#: The Gaussian prior's sigma of ``fstcrf train`` without --sigma or --c2 (ChainCRF's default).
+DEFAULT_SIGMA = 10.0
 
 
 def _only_types(args: argparse.Namespace) -> set[str] | None:
@@ -65,7 +68,19 @@ def _restrict_types(corpus, target: str, keep: set[str] | None):
 
 def _read(path: str, columns=None, allow_missing=(), separator: str | None = None):
     from .conll import read_conll
-    return read_conll(path, columns, separator, allow_missing=allow_missing)
+    with phase("read"):
+        return read_conll(path, columns, separator, allow_missing=allow_missing)
+
+
+def _timed(items, name: str):
+    """The items of an iterable, the work of producing each one timed as phase ``name``."""
+    iterator = iter(items)
+    while True:
+        with phase(name):
+            item = next(iterator, _timed)
+        if item is _timed:
+            return
+        yield item
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -103,12 +118,15 @@ def _seminars(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_from_args(args: argparse.Namespace):
-    """An unfitted ChainCRF configured by the training options."""
+def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
+    """An unfitted ChainCRF configured by the training options, for training data with
+    ``columns`` (they choose the default template)."""
     from .features import load_template
     from .model import TEMPLATES, ChainCRF
-    template = args.template if args.template in TEMPLATES else load_template(args.template)
-    return ChainCRF(template=template, order=args.order, algorithm=args.algorithm, sigma=args.sigma,
+    template = args.template or _default_template(args.target, columns)
+    template = template if template in TEMPLATES else load_template(template)
+    return ChainCRF(template=template, order=args.order, algorithm=args.algorithm, sigma=_sigma(args),
+                    c1=args.c1, transitions=args.transitions, min_freq=args.min_freq,
                     max_iter=args.max_iter, features=args.features, min_count=args.min_count,
                     threads=args.threads, grammar=args.grammar, grammar_params=_grammar_params(args),
                     reads=args.reads, read_transitions=not args.no_read_transitions, mce_c=args.mce_c,
@@ -118,11 +136,29 @@ def _model_from_args(args: argparse.Namespace):
                     feedback_noise=args.feedback_noise, weighting=args.weighting, max_ratio=args.max_ratio)
 
 
+def _default_template(target: str, columns: Sequence[str]) -> str:
+    """The default template's name for the target and the training file's columns (logged)."""
+    from .defaults import default_template
+    name = default_template(target, columns)
+    LOG.info("template %s, the default for target %s with the columns %s (see --template)", name, target,
+             ",".join(columns))
+    return name
+
+
+def _sigma(args: argparse.Namespace) -> float:
+    """The Gaussian prior's sigma from --sigma or CRFsuite's --c2 = 1 / (2 sigma^2) (c2 = 0: no prior)."""
+    if args.c2 is None:
+        return DEFAULT_SIGMA if args.sigma is None else args.sigma
+    if args.sigma is not None:
+        raise FstcrfError("--sigma and --c2 both set the L2 prior (c2 = 1 / (2 sigma^2)); give one of them")
+    return math.inf if args.c2 == 0 else math.sqrt(0.5 / args.c2)
+
+
 def _jackknife(args: argparse.Namespace) -> int:
     from .compose import jackknife
     from .conll import write_conll
     corpus = _read(args.train, args.columns)
-    model = _model_from_args(args)
+    model = _model_from_args(args, corpus.column_names)
     LOG.info("jackknifing column %s of %s: %d models, each trained on %d/%d of the sentences",
              args.target, args.train, args.folds, args.folds - 1, args.folds)
     result = jackknife(corpus, model, args.target, args.folds)
@@ -152,7 +188,7 @@ def _train(args: argparse.Namespace) -> int:
         from .model import load_model
         init = load_model(args.init)
         args.order, args.reads, args.no_read_transitions = init.order, init.reads, not init.read_transitions
-    model = _model_from_args(args)
+    model = _model_from_args(args, train.column_names)
     penalties = None
     if args.consistency:
         from .document.decode import estimate_consistency
@@ -163,7 +199,8 @@ def _train(args: argparse.Namespace) -> int:
              args.train, len(train), train.num_tokens, f", selecting on {args.dev}" if dev else "",
              f", starting from {args.init}" if init else "")
     try:
-        model.fit(train, target=args.target, dev=dev, init=init)
+        with phase("train"):
+            model.fit(train, target=args.target, dev=dev, init=init)
     except FeedbackError:
         if hasattr(model, "weights_"):      # keep what bandit learning learnt before the feedback failed
             model.save(args.output)
@@ -187,7 +224,7 @@ def _train_from_log(args: argparse.Namespace) -> int:
         from .model import load_model
         init = load_model(args.init)
         args.order = init.order
-    model = _model_from_args(args)
+    model = _model_from_args(args, log.sentences[0].column_names)
     LOG.info("learning from %d logged outputs of %s (%s weighting, mean reward %.4f)%s", len(log.labels),
              args.log, args.weighting, float(log.rewards.mean()), f", starting from {args.init}" if init else "")
     model.fit_log(log, target=args.target, dev=dev, init=init)
@@ -196,7 +233,8 @@ def _train_from_log(args: argparse.Namespace) -> int:
 
 
 def _save_trained(model, args: argparse.Namespace) -> None:
-    model.save(args.output)
+    with phase("write"):
+        model.save(args.output)
     report = LOG.warning if model.interrupted_ else LOG.info
     report("%s the weights of iteration %d of %d; %d features; model written to %s",
            "interrupted; kept" if model.interrupted_ else "kept", model.best_iteration_, model.n_iter_,
@@ -292,37 +330,55 @@ def _components(model) -> list:
 
 def _read_for(model, path: str, gold_required: bool = False, columns: str | None = None,
               separator: str | None = None):
-    """A CoNLL file read with the columns a model or a joint model was trained on
-    (the predicted columns may be missing unless ``gold_required``), or with the
-    comma-separated names ``columns``, which must include every column the model
-    was trained on but the predicted ones.  Warns when the file has no sentences,
-    and when it lacks the predicted columns while a column read as an
-    observation holds mostly the model's labels (e.g. a word+chunk file given
-    to a word,pos,chunk model)."""
+    """A CoNLL file read whole with the columns a model was trained on (see
+    :func:`_batches_for`)."""
+    corpus, = _batches_for(model, path, gold_required, columns, separator)
+    return corpus
+
+
+def _batches_for(model, path: str, gold_required: bool = False, columns: str | None = None,
+                 separator: str | None = None, batch_tokens: int | None = None, whole_documents: bool = False):
+    """The sentences of a CoNLL file ("-": standard input) in batches of about
+    ``batch_tokens`` tokens (None: one batch), read with the columns a model or a
+    joint model was trained on (the predicted columns may be missing unless
+    ``gold_required``), or with the comma-separated names ``columns``, which must
+    include every column the model was trained on but the predicted ones.  Warns
+    when the file has no sentences, and when it lacks the predicted columns while
+    a column read as an observation holds mostly the model's labels (e.g. a
+    word+chunk file given to a word,pos,chunk model)."""
+    from .conll import iter_conll
     components = _components(model)
     trained, targets = components[0].columns_, [component.target_ for component in components]
+    names, allow_missing = (columns, ()) if columns is not None else (trained, () if gold_required else targets)
+    batches = iter_conll(path, names, separator, allow_missing=allow_missing, batch_tokens=batch_tokens,
+                         whole_documents=whole_documents)
+    first = next(batches)
     if columns is not None:
-        corpus = _read(path, columns, separator=separator)
-        missing = [name for name in trained if name not in targets and name not in corpus.column_names]
+        missing = [name for name in trained if name not in targets and name not in first.column_names]
         if missing:
             raise FstcrfError(f"--columns {columns} does not name {', '.join(missing)}, which the model "
                               f"reads (it was trained on the columns {','.join(trained)})")
-        return corpus
-    columns = trained
-    corpus = _read(path, columns, allow_missing=() if gold_required else targets, separator=separator)
-    if not corpus.sentences:
-        LOG.warning("no sentences in %s", path)
-    elif len(corpus.column_names) != len(columns):
-        labels = {label for component in components for label in component.labels_}
-        for name in corpus.column_names[1:]:
-            values = [value for sentence in corpus.column(name) for value in sentence]
-            if sum(value in labels for value in values) > len(values) / 2:
-                LOG.warning("%s has %d columns, read as %s, and its column %s holds mostly the model's "
-                            "labels; the model was trained on %d columns (%s): is the file's layout right?",
-                            path, len(corpus.column_names), ",".join(corpus.column_names), name, len(columns),
-                            ",".join(columns))
-                break
-    return corpus
+    elif not first.sentences:
+        LOG.warning("no sentences in %s", "standard input" if path == "-" else path)
+    elif len(first.column_names) != len(trained):
+        _warn_if_labels_read(first, components, path)
+    yield first
+    yield from batches
+
+
+def _warn_if_labels_read(corpus, components: list, path: str) -> None:
+    """Warn when a file lacking the predicted columns has a column read as an observation
+    that holds mostly the models' labels (a layout mistake)."""
+    columns = components[0].columns_
+    labels = {label for component in components for label in component.labels_}
+    for name in corpus.column_names[1:]:
+        values = [value for sentence in corpus.column(name) for value in sentence]
+        if sum(value in labels for value in values) > len(values) / 2:
+            LOG.warning("%s has %d columns, read as %s, and its column %s holds mostly the model's "
+                        "labels; the model was trained on %d columns (%s): is the file's layout right?",
+                        path, len(corpus.column_names), ",".join(corpus.column_names), name, len(columns),
+                        ",".join(columns))
+            return
 
 
 def _predict_nonlocal(model, corpus, args: argparse.Namespace) -> list[list[str]]:
@@ -368,26 +424,78 @@ def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
         raise FstcrfError("--nbest and --marginals are different outputs; give one of them")
 
 
+#: Tokens ``fstcrf tag`` reads, tags and writes at a time: its memory is bounded by a batch
+#: (a whole document with --nonlocal), whatever the input's size.
+TAG_BATCH_TOKENS = 20_000
+
+
 def _tag(args: argparse.Namespace) -> int:
     from .compose import JointModel, load_any
     from .conll import write_conll
-    model = load_any(args.model)
+    from .progress import Progress
+    with phase("load"):
+        model = load_any(args.model)
     composed = isinstance(model, JointModel)
     _warn_ignored_decoding_options(args, composed=composed)
     _check_tag_options(args, composed)
-    corpus = _read_for(model, args.input, columns=args.columns, separator=args.separator)
     if args.sample or args.with_probability:
-        return _tag_samples(model, corpus, args)
-    if args.nbest is not None:
-        extra = _nbest_columns(model, corpus, args)
-    elif composed:
-        extra = _joint_predict_with_progress(model, corpus, args)
-    else:
-        extra = [_predict_with_progress(model, corpus, args)]
-    if args.marginals:
-        extra.append(_marginal_column(model, corpus, extra[0], args))
-    write_conll(corpus, args.output, extra_columns=extra)
+        if len(args.input) != 1:
+            raise FstcrfError("--sample tags one input file at a time")
+        return _tag_samples(model, _read_for(model, args.input[0], columns=args.columns, separator=args.separator),
+                            args)
+    if args.input.count("-") > 1:
+        raise FstcrfError("standard input (-) can be read once")
+    if args.threads is not None:
+        for component in _components(model):
+            component.threads = args.threads
+    tagged = {"sentences": 0}
+
+    def write(stream) -> None:
+        text = _Utf8Text(stream, args.output)
+        with Progress(None, "tagging", unit="tokens", enabled=not args.quiet) as bar:
+            for path in args.input:
+                for batch in _timed(_batches_for(model, path, columns=args.columns, separator=args.separator,
+                                                 batch_tokens=TAG_BATCH_TOKENS,
+                                                 whole_documents=bool(args.nonlocal_model)), "read"):
+                    columns = _tag_columns(model, batch, args, composed)
+                    with phase("write"):
+                        write_conll(batch, text, extra_columns=columns)
+                        stream.flush()
+                    tagged["sentences"] += len(batch)
+                    bar.update(batch.num_tokens)
+
+    try:
+        write_atomically(args.output, write, keep_on_interrupt=True)
+    except KeyboardInterrupt:
+        LOG.warning("interrupted: the first %d sentences were tagged and written to %s", tagged["sentences"],
+                    "standard output" if args.output == "-" else args.output)
+        raise
     return 0
+
+
+class _Utf8Text:
+    """Text written to a binary stream as UTF-8 (what write_conll needs of an open file),
+    without a TextIOWrapper that would close the stream when it is collected."""
+
+    def __init__(self, stream, name: str):
+        self.stream = stream
+        self.name = name
+
+    def write(self, text: str) -> None:
+        self.stream.write(text.encode("utf-8"))
+
+
+def _tag_columns(model, batch, args: argparse.Namespace, composed: bool) -> list[list[list[str]]]:
+    """The columns ``fstcrf tag`` appends to a batch of sentences [columns][B][T]."""
+    if args.nbest is not None:
+        extra = _nbest_columns(model, batch, args)
+    elif composed:
+        extra = _joint_predict_with_progress(model, batch, args)
+    else:
+        extra = [_predict_with_progress(model, batch, args)]
+    if args.marginals:
+        extra.append(_marginal_column(model, batch, extra[0], args))
+    return extra
 
 
 #: The label and probability written for a rank of --nbest beyond the
@@ -713,6 +821,11 @@ def _bench(args: argparse.Namespace) -> int:
                                  languages, args.cache, seeds=args.seeds or 5, sweeps=args.sweeps,
                                  gibbs_sweeps=args.gibbs_sweeps, threads=args.threads, plot=args.plot)
         print(json.dumps(nonlocal_json(results)) if args.json else format_nonlocal(results))
+    elif args.what == "defaults":
+        from .bench_defaults import bench_defaults, defaults_json, format_defaults
+        results = bench_defaults(_shared_data(args.data, "defaults", ["conll2000", "conll2003"]), folds=args.folds,
+                                 sentences=args.sentences, threads=args.threads, progress=not args.quiet)
+        print(defaults_json(results) if args.json else format_defaults(results))
     elif args.what == "transfer":
         from .bench_transfer import bench_transfer, format_transfer, transfer_json
         results = bench_transfer(_shared_data(args.data, "transfer", ["conll2003", "seminars"]), splits=args.splits,
@@ -807,14 +920,28 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--order", type=int, choices=[1, 2], default=1,
                         help="1: one state per label; 2: one state per pair of tags, Sha & Pereira's "
                              "second-order chunker (default %(default)s)")
-    parser.add_argument("--algorithm", choices=["lbfgs", "perceptron", "sgd", "mce-f", "bandit"], default="lbfgs",
-                        help="lbfgs: penalised log-likelihood; perceptron: averaged perceptron; sgd: "
-                             "stochastic gradient; mce-f: L-BFGS on the log-likelihood, then on the smoothed "
+    parser.add_argument("--algorithm", choices=["lbfgs", "perceptron", "ap", "sgd", "l2sgd", "pa", "arow", "mce-f",
+                                                "bandit"], default="lbfgs",
+                        help="lbfgs: penalised log-likelihood (OWL-QN with --c1); perceptron or ap: averaged "
+                             "perceptron; sgd: stochastic gradient; l2sgd, pa (passive-aggressive), arow: "
+                             "CRFsuite's online learners; mce-f: L-BFGS on the log-likelihood, then on the smoothed "
                              "chunk F-score (Suzuki et al. 2006); bandit: from sampled outputs scored by "
                              "feedback, never the gold labels (see the bandit options) (default %(default)s)")
-    parser.add_argument("--sigma", type=_real_number(1e-4, 1e6), default=10.0,
-                        help="standard deviation of the Gaussian prior on every weight; smaller values "
-                             "regularise more (default %(default)s)")
+    parser.add_argument("--sigma", type=_real_number(1e-4, 1e6), default=None,
+                        help=f"standard deviation of the Gaussian prior on every weight; smaller values "
+                             f"regularise more (default {DEFAULT_SIGMA})")
+    parser.add_argument("--c2", type=_real_number(0.0, 1e8), default=None,
+                        help="CRFsuite's L2 coefficient c2 * ||w||^2, instead of --sigma (c2 = 1 / (2 sigma^2); "
+                             "0: no L2 prior) (default: from --sigma)")
+    parser.add_argument("--c1", type=_real_number(0.0, 1e8), default=0.0,
+                        help="L1 coefficient c1 * ||w||_1, trained by OWL-QN (lbfgs, mce-f); with the L2 prior an "
+                             "elastic net; the model keeps only the non-zero weights (default %(default)s)")
+    parser.add_argument("--transitions", choices=["all", "seen"], default="all",
+                        help="all: a weight for every label transition; seen: only for the transitions of the "
+                             "training labels, as CRFsuite does (default %(default)s)")
+    parser.add_argument("--min-freq", type=_real_number(0.0, 1e12), default=0.0,
+                        help="CRFsuite's cut-off: keep the (predicate, label) features seen at more than this many "
+                             "training tokens (default %(default)s)")
     parser.add_argument("--max-iter", "--epochs", type=POSITIVE, default=100, dest="max_iter",
                         help="L-BFGS iterations or online (and bandit) epochs (default %(default)s)")
     parser.add_argument("--mce-c", type=_real_number(1e-6, 1e12), default=1e5,
@@ -825,10 +952,11 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also estimate Finkel et al.'s label-consistency penalties from the training "
                              "documents (-DOCSTART- markers) and store them in the model, for tag and eval "
                              "--nonlocal consistency (default: off)")
-    parser.add_argument("--template", default="sha-pereira",
+    parser.add_argument("--template", default=None,
                         help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos, ner, "
-                             "ner-pos "
-                             "or a template file (default %(default)s)")
+                             "ner-pos, words or a template file (default: by --target and the file's columns: "
+                             "chunking-extended for chunk, pos for pos, otherwise ner for word,pos,chunk files, ner-pos "
+                             "for word,pos files, words for files with a word column)")
     parser.add_argument("--features", choices=["supported", "complete", "complete-tags"], default=None,
                         help="which (predicate, output) pairs get a weight: supported: those seen in the gold "
                              "training labels; complete: every pair (refused when too many); complete-tags: "
@@ -1007,8 +1135,10 @@ def build_parser() -> argparse.ArgumentParser:
     tag = command("tag", "append a predicted label column (one per component of a composed model) to a "
                          "CoNLL file", _tag, inputs=("model", "input"), outputs=("output",))
     tag.add_argument("model", help="model file (from train or compose)")
-    tag.add_argument("input", help="CoNLL file with the columns the model was trained on; the gold column may "
-                                   "be absent")
+    tag.add_argument("input", nargs="+", help="CoNLL files with the columns the model was trained on, tagged in "
+                                              "order into one output; - reads standard input; the gold column "
+                                              "may be absent. Read, tagged and written a batch of sentences at a "
+                                              "time, so memory stays bounded and output appears as it goes")
     tag.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
     _add_decoding_arguments(tag)
     tag.add_argument("--sample", type=POSITIVE, default=None, metavar="N",
@@ -1105,7 +1235,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = command("bench", "measure speed against reference implementations", _bench, outputs=("plot",))
     bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit", "nonlocal",
-                                        "transfer"],
+                                        "transfer", "defaults"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
                             "train: training and tagging against python-crfsuite on CoNLL-2000; "
@@ -1116,7 +1246,13 @@ def build_parser() -> argparse.ArgumentParser:
                             "nonlocal: label consistency by annealed sampling against Viterbi on CoNLL-2003 "
                             "English and CoNLL-2002 Dutch NER (--data DIR holding conll2003/ and conll2002/); "
                             "transfer: seminar extraction with no transfer, the cascade and joint decoding of "
-                            "a CoNLL-2003 NER model (--data DIR holding conll2003/ and seminars/)")
+                            "a CoNLL-2003 NER model (--data DIR holding conll2003/ and seminars/); "
+                            "defaults: the default templates of fstcrf train by cross-validation on the training "
+                            "data of CoNLL-2000 chunking and CoNLL-2003 NER, and their test F1 (--data DIR)")
+    bench.add_argument("--folds", type=_whole_number(2), default=3,
+                       help="defaults: cross-validation folds (default %(default)s)")
+    bench.add_argument("--sentences", type=POSITIVE, default=4000,
+                       help="defaults: training sentences cross-validated (default %(default)s)")
     bench.add_argument("--seeds", type=POSITIVE, default=None,
                        help="bandit: seeds per objective (default 3); nonlocal: seeds of the block sampler "
                             "(default 5)")

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence, TextIO
+from typing import BinaryIO, Iterator, Sequence, TextIO
 
 from .errors import ArgumentTypeError, ConllFormatError, FstcrfError, ShapeError
-from .files import read_utf8, write_atomically
+from .files import write_atomically
 
 DOCSTART = "-DOCSTART-"
 
@@ -207,7 +208,29 @@ def read_conll(path: str | os.PathLike, columns: str | Sequence[str] | None = No
     FILE:LINE, on invalid UTF-8, an empty field or a line whose field count
     differs from the first token line's.
     """
-    path = Path(path)
+    batch, = iter_conll(path, columns, separator, allow_missing=allow_missing)
+    return batch
+
+
+#: Bytes read from a file at a time by :func:`iter_conll`.
+READ_BLOCK = 1 << 22
+
+
+def iter_conll(source: str | os.PathLike | BinaryIO, columns: str | Sequence[str] | None = None,
+               separator: str | None = None, *, allow_missing: Sequence[str] = (),
+               batch_tokens: int | None = None, whole_documents: bool = False,
+               name: str | None = None) -> Iterator[Corpus]:
+    """The sentences of a CoNLL file in batches, read as they are needed (memory
+    bounded by the batch, not the file): each batch a :class:`Corpus` of whole
+    sentences holding ``batch_tokens`` tokens or more (the last one fewer); with
+    None, one batch of the whole file.  With ``whole_documents`` batches end only
+    before a ``-DOCSTART-`` line (a file without one is one document).
+
+    ``source`` is a path, "-" (standard input) or a binary stream named ``name``
+    in messages.  The other arguments and the errors are :func:`read_conll`'s;
+    an error is raised when its line is reached: the batches finished before
+    it have been yielded, the one it falls in is not.
+    """
     names = _column_names(columns)
     allow_missing = tuple(allow_missing)
     if allow_missing and names is None:
@@ -217,62 +240,167 @@ def read_conll(path: str | os.PathLike, columns: str | Sequence[str] | None = No
                           f"among the columns {', '.join(names)}")
     if separator == "":
         raise FstcrfError("separator must not be empty")
+    if batch_tokens is not None and batch_tokens < 1:
+        raise FstcrfError(f"batch_tokens must be a positive number of tokens, got {batch_tokens!r}")
+    if hasattr(source, "read"):
+        yield from _parse_conll(_stream_lines(source, name or getattr(source, "name", "<stream>")),
+                                name or getattr(source, "name", "<stream>"), None, names, allow_missing,
+                                separator, batch_tokens, whole_documents)
+        return
+    if os.fspath(source) == "-":
+        yield from iter_conll(sys.stdin.buffer, columns, separator, allow_missing=allow_missing,
+                              batch_tokens=batch_tokens, whole_documents=whole_documents, name="standard input")
+        return
+    path = Path(source)
+    try:
+        stream = open(path, "rb")
+    except OSError as problem:
+        raise ConllFormatError(f"{os.fspath(path)}: cannot read the file: {problem.strerror}") from None
+    with stream:
+        yield from _parse_conll(_stream_lines(stream, os.fspath(path)), os.fspath(path), path, names,
+                                allow_missing, separator, batch_tokens, whole_documents)
 
-    text = read_utf8(path, ConllFormatError)
-    lines = text.removeprefix("\ufeff").split("\n")
+
+def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:
+    """The lines of a UTF-8 binary stream without their "\n" (and without a leading
+    byte order mark), decoded a block at a time; ConllFormatError names NAME:LINE of
+    an invalid byte."""
+    pending, lines_before, first = b"", 0, True
+    while True:
+        try:
+            block = stream.read(READ_BLOCK)
+        except OSError as problem:
+            raise ConllFormatError(f"{name}: cannot read the file: {problem.strerror}") from None
+        data = pending + block if block else pending
+        cut = data.rfind(b"\n") + 1 if block else len(data)
+        pending = data[cut:]
+        try:
+            text = data[:cut].decode("utf-8")
+        except UnicodeDecodeError as problem:          # the lines before the bad one first
+            good = data.rfind(b"\n", 0, problem.start) + 1
+            yield from _split_lines(data[:good].decode("utf-8"), first)
+            line_number = lines_before + data.count(b"\n", 0, problem.start) + 1
+            raise ConllFormatError(f"{name}:{line_number}: expected UTF-8 text, found the invalid "
+                                   f"byte 0x{data[problem.start]:02x}") from None
+        lines = _split_lines(text, first)
+        first = False
+        lines_before += len(lines)
+        yield from lines
+        if not block:
+            return
+
+
+def _split_lines(text: str, first: bool) -> list[str]:
+    """The lines of text (a byte order mark dropped from the first block)."""
+    if first:
+        text = text.removeprefix("\ufeff")
+    lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
+    return lines
 
-    present: tuple[str, ...] | None = None
-    first_token_line = 0
+
+def _parse_conll(lines: Iterator[str], name: str, path: Path | None, names: tuple[str, ...] | None,
+                 allow_missing: tuple[str, ...], separator: str | None, batch_tokens: int | None,
+                 whole_documents: bool) -> Iterator[Corpus]:
+    """Batches of the sentences of CoNLL ``lines`` (see :func:`iter_conll`).  A
+    sentence's lines are kept whole and split into fields when it ends."""
+    layout = _Layout(name, names, allow_missing, separator)
     sentences: list[Sentence] = []
-    rows: list[list[str]] = []
-    row_lines: list[int] = []
+    batch_size = 0
+    raw: list[str] = []                 # the lines of the sentence being read
+    first_line = 0
     docstart_lines: list[str] = []
+    yielded = False
 
     def finish_sentence():
-        if rows:
-            sentences.append(Sentence(dict(zip(present, map(list, zip(*rows)))),
-                                      row_lines.copy(), tuple(docstart_lines)))
-            rows.clear()
-            row_lines.clear()
+        nonlocal batch_size
+        if raw:
+            sentences.append(Sentence(layout.columns(raw, first_line),
+                                      list(range(first_line, first_line + len(raw))), tuple(docstart_lines)))
+            batch_size += len(raw)
+            raw.clear()
             docstart_lines.clear()
+
+    def full(at_document_start: bool) -> bool:
+        return (batch_tokens is not None and batch_size >= batch_tokens
+                and (at_document_start or not whole_documents))
 
     for line_number, line in enumerate(lines, start=1):
         stripped = line.strip(_WHITESPACE)
         if not stripped:
             finish_sentence()
             continue
-        if separator is None:
-            fields = _WHITESPACE_RUN.split(stripped)
-        else:
-            fields = line.rstrip("\r").split(separator)
-        if fields[0] == DOCSTART:
+        if stripped.startswith(DOCSTART) and layout.first_field(line, stripped) == DOCSTART:
             finish_sentence()
+            if not docstart_lines and full(True):
+                yield Corpus(layout.present, sentences, path, separator)
+                sentences, batch_size, yielded = [], 0, True
             docstart_lines.append(line.rstrip("\r"))
             continue
-        if "" in fields:
-            raise ConllFormatError(f"{path}:{line_number}: expected non-empty fields separated "
-                                   f"by {separator!r}, found an empty field "
-                                   f"(field {fields.index('') + 1})")
-        if present is None:
-            present = _present_columns(names, allow_missing, len(fields))
-            if present is None:
-                raise ConllFormatError(f"{path}:{line_number}: expected "
-                                       f"{_expected_fields(names, allow_missing)}, "
-                                       f"found {len(fields)} fields")
-            first_token_line = line_number
-        elif len(fields) != len(present):
-            raise ConllFormatError(f"{path}:{line_number}: expected {len(present)} fields "
-                                   f"({' '.join(present)}) as on line {first_token_line}, "
-                                   f"found {len(fields)}")
-        rows.append(fields)
-        row_lines.append(line_number)
+        if not raw:
+            if full(False):
+                yield Corpus(layout.present, sentences, path, separator)
+                sentences, batch_size, yielded = [], 0, True
+            first_line = line_number
+        raw.append(line)
     finish_sentence()
+    if sentences or docstart_lines or not yielded:
+        yield Corpus(layout.present or names or (), sentences, path, separator, tuple(docstart_lines))
 
-    if present is None:
-        present = names or ()
-    return Corpus(present, sentences, path, separator, tuple(docstart_lines))
+
+#: Characters str.split() takes for whitespace that CoNLL fields may hold (only " \t\r\f\v" split
+#: fields): a sentence holding one is split by the regular expression instead.
+_OTHER_SPACE = re.compile("[\n\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+
+class _Layout:
+    """The fields of a file's token lines: how they split, how many, their names."""
+
+    def __init__(self, name: str, names: tuple[str, ...] | None, allow_missing: tuple[str, ...],
+                 separator: str | None):
+        self.name, self.names, self.allow_missing, self.separator = name, names, allow_missing, separator
+        self.present: tuple[str, ...] | None = None
+        self.first_token_line = 0
+
+    def first_field(self, line: str, stripped: str) -> str:
+        """The first field of a non-blank line."""
+        if self.separator is None:
+            return _WHITESPACE_RUN.split(stripped, maxsplit=1)[0]
+        return line.rstrip("\r").split(self.separator, 1)[0]
+
+    def columns(self, lines: list[str], first_line: int) -> dict[str, list[str]]:
+        """The columns of a sentence's token lines (line numbers from first_line);
+        ConllFormatError names FILE:LINE of an empty field or a wrong field count."""
+        if self.separator is None and self.present is not None and not _OTHER_SPACE.search("".join(lines)):
+            rows = [line.split() for line in lines]
+            if set(map(len, rows)) == {len(self.present)}:
+                return dict(zip(self.present, map(list, zip(*rows))))
+        rows = [self._fields(line, first_line + offset) for offset, line in enumerate(lines)]
+        return dict(zip(self.present, map(list, zip(*rows))))
+
+    def _fields(self, line: str, line_number: int) -> list[str]:
+        """The checked fields of one token line."""
+        if self.separator is None:
+            fields = _WHITESPACE_RUN.split(line.strip(_WHITESPACE))
+        else:
+            fields = line.rstrip("\r").split(self.separator)
+        if "" in fields:
+            raise ConllFormatError(f"{self.name}:{line_number}: expected non-empty fields separated "
+                                   f"by {self.separator!r}, found an empty field "
+                                   f"(field {fields.index('') + 1})")
+        if self.present is None:
+            self.present = _present_columns(self.names, self.allow_missing, len(fields))
+            if self.present is None:
+                raise ConllFormatError(f"{self.name}:{line_number}: expected "
+                                       f"{_expected_fields(self.names, self.allow_missing)}, "
+                                       f"found {len(fields)} fields")
+            self.first_token_line = line_number
+        elif len(fields) != len(self.present):
+            raise ConllFormatError(f"{self.name}:{line_number}: expected {len(self.present)} fields "
+                                   f"({' '.join(self.present)}) as on line {self.first_token_line}, "
+                                   f"found {len(fields)}")
+        return fields
 
 
 def _forbidden_in_field(separator: str) -> re.Pattern:

@@ -210,24 +210,38 @@ class TransitionWeights:
     them has [E + L E] weights: a base row and a deviation row per lower label.
     The transition into a token whose lower label is l scores base +
     deviation[l]; class L, a lower label unseen in training, scores base alone.
+
+    ``active`` bool [E] (None: every edge) limits the transition features to
+    some edges (CRFsuite's transitions "seen in training"): the others score 0
+    and their weights get no gradient, so they stay at their starting 0.
     """
 
-    def __init__(self, num_edges: int, num_lower_labels: int = 0):
+    def __init__(self, num_edges: int, num_lower_labels: int = 0, active: np.ndarray | None = None):
         self.num_edges = int(num_edges)
         self.num_lower_labels = int(num_lower_labels)
         self.size = self.num_edges * (1 + self.num_lower_labels)
         self.num_classes = self.num_lower_labels + 1 if self.num_lower_labels else 1
+        if active is not None:
+            active = np.asarray(active, dtype=bool)
+            if active.shape != (self.num_edges,):
+                raise ShapeError(f"active edges have shape {active.shape}, expected ({self.num_edges},)")
+        self.active = active
+
+    def _masked(self, table: np.ndarray) -> np.ndarray:
+        """table [..., E] with the inactive edges' entries zeroed (a copy), or table itself."""
+        return table if self.active is None else table * self.active
 
     def scores(self, weights: np.ndarray) -> np.ndarray:
         """float [E], or [L + 1, E] by token class: the kernel's scores for weights [size]."""
         if not self.num_lower_labels:
-            return weights
+            return self._masked(weights)
         base = weights[:self.num_edges]
-        return np.vstack([base + weights[self.num_edges:].reshape(self.num_lower_labels, self.num_edges),
-                          base])
+        return self._masked(np.vstack([base + weights[self.num_edges:].reshape(self.num_lower_labels,
+                                                                                 self.num_edges), base]))
 
     def gradient(self, counts: np.ndarray) -> np.ndarray:
         """float [size]: the weights' share of counts [E] (or [L + 1, E]) of the kernel's scores."""
+        counts = self._masked(counts)
         if not self.num_lower_labels:
             return counts
         return np.concatenate([counts.sum(axis=0), counts[:self.num_lower_labels].ravel()])
@@ -235,18 +249,21 @@ class TransitionWeights:
     def path_counts(self, edges: np.ndarray, token_class: np.ndarray | None,
                     weights: np.ndarray | None = None) -> np.ndarray:
         """float [E] (or [L + 1, E]): the (weighted) uses of edges int [M], each into a
-        token of class token_class [M]."""
+        token of class token_class [M] (inactive edges count 0)."""
         keys = edges if token_class is None else token_class.astype(np.int64) * self.num_edges + edges
         counts = np.bincount(keys, weights=weights, minlength=self.num_classes * self.num_edges)
-        return counts.reshape(self.num_classes, self.num_edges) if self.num_lower_labels else counts
+        return self._masked(counts.reshape(self.num_classes, self.num_edges) if self.num_lower_labels else counts)
 
 
 def build_features(encoded: EncodedSentences, states: np.ndarray, label_ids: np.ndarray,
                    topology: Topology, order: int, feature_set: str,
-                   bias_predicate: int | None) -> FactoredFeatures:
+                   bias_predicate: int | None, min_freq: float = 0.0) -> FactoredFeatures:
     """The feature dictionary of a training set (see the module doc) with gold states
     int [N] and labels int [N], -1 where partial labels leave them unknown (the
-    supported pairs are those of the tokens whose state, or label, is known)."""
+    supported pairs are those of the tokens whose state, or label, is known).
+
+    ``min_freq`` (CRFsuite's cut-off) keeps only the supported pairs seen at more
+    than that many training tokens; the pairs a complete set adds are kept."""
     S = topology.num_states
     L = topology.num_labels if order == 2 else 0
     outputs = S + L
@@ -264,15 +281,35 @@ def build_features(encoded: EncodedSentences, states: np.ndarray, label_ids: np.
         keys = [(np.arange(P, dtype=np.int64)[:, None] * outputs + np.arange(S)).ravel()]
     else:
         known = states[token] >= 0
-        keys = [predicate[known] * outputs + states[token[known]]]
+        keys = [_frequent(predicate[known] * outputs + states[token[known]], min_freq)]
     if L:
         if complete_tags:
             tagged = np.setdiff1d(np.arange(P), [] if bias_predicate is None else [bias_predicate])
             keys.append((tagged[:, None] * outputs + S + np.arange(L)).ravel())
         else:
             on = (predicate != bias_predicate) & (label_ids[token] >= 0)
-            keys.append(predicate[on] * outputs + S + label_ids[token[on]])
+            keys.append(_frequent(predicate[on] * outputs + S + label_ids[token[on]], min_freq))
     keys = np.unique(np.concatenate(keys))
     ptr = np.searchsorted(keys, np.arange(P + 1, dtype=np.int64) * outputs)
     state_label = topology.state_label if L else np.arange(S)
     return FactoredFeatures(state_label, L, ptr, keys % outputs)
+
+
+def _frequent(keys: np.ndarray, min_freq: float) -> np.ndarray:
+    """The distinct keys int64 [M] occurring more than min_freq times in keys [M']."""
+    if min_freq <= 0:
+        return keys
+    distinct, counts = np.unique(keys, return_counts=True)
+    return distinct[counts > min_freq]
+
+
+def drop_zero_features(features: FactoredFeatures, weights: np.ndarray) -> tuple[FactoredFeatures, np.ndarray]:
+    """The dictionary without the features whose weight is 0 (after L1 training) and
+    the weights float [F' + T] that remain; transition weights are all kept."""
+    F = features.num_features
+    keep = weights[:F] != 0
+    kept_before = np.zeros(F + 1, dtype=np.int64)
+    np.cumsum(keep, out=kept_before[1:])
+    pruned = FactoredFeatures(features.state_label, features.num_labels, kept_before[features.ptr],
+                              features.output[keep])
+    return pruned, np.concatenate([weights[:F][keep], weights[F:]])

@@ -193,26 +193,27 @@ def load_template(path: str | os.PathLike) -> Template:
     return parse_template(read_utf8(path, TemplateError), os.fspath(path))
 
 
-def _shipped_template(file_name: str) -> Template:
+def shipped_template(file_name: str) -> Template:
+    """A template file shipped in fstcrf/templates, parsed."""
     text = resources.files("fstcrf").joinpath("templates", file_name).read_text("utf-8")
     return parse_template(text, f"fstcrf/templates/{file_name}")
 
 
 #: Sha & Pereira (2003), Table 1: words at -2..+2 and two word pairs, POS at
 #: -2..+2, four POS pairs and three POS triples, and the bias.
-SHA_PEREIRA_CHUNKING = _shipped_template("sha_pereira_chunking.txt")
+SHA_PEREIRA_CHUNKING = shipped_template("sha_pereira_chunking.txt")
 #: The CRF++ example chunking template (U00-U06 words, U10-U22 POS) plus the bias.
-CRFPP_CHUNKING = _shipped_template("crfpp_chunking.txt")
+CRFPP_CHUNKING = shipped_template("crfpp_chunking.txt")
 #: Part-of-speech tagging from words: words at -2..+2, word pairs, affixes and shapes.
-POS_TAGGING = _shipped_template("pos_tagging.txt")
+POS_TAGGING = shipped_template("pos_tagging.txt")
 #: Chunking for a model that reads the POS label at the same token (``reads="pos"``).
-CHUNKING_READS_POS = _shipped_template("chunking_reads_pos.txt")
+CHUNKING_READS_POS = shipped_template("chunking_reads_pos.txt")
 #: Table 1 with word bigrams and word-POS pairs chosen by cross-validation on CoNLL-2000 train.
-CHUNKING_EXTENDED = _shipped_template("chunking_extended.txt")
+CHUNKING_EXTENDED = shipped_template("chunking_extended.txt")
 #: Named-entity tagging from words, POS and chunk tags (CoNLL-2003 columns), chosen on eng.testa.
-NER = _shipped_template("ner.txt")
+NER = shipped_template("ner.txt")
 #: The same without the chunk predicates (CoNLL-2002 Dutch columns: word, pos).
-NER_POS = _shipped_template("ner_pos.txt")
+NER_POS = shipped_template("ner_pos.txt")
 
 
 def _missing_column_message(column: str, available: Sequence[str]) -> str:

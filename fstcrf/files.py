@@ -73,12 +73,16 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLik
         raise OutputPathError(f"{name}: cannot create files in the folder {folder}")
 
 
-def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> None:
+def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None],
+                     keep_on_interrupt: bool = False) -> None:
     """Call ``write(stream)`` on the output ``path``.  A regular file (new, or
     the target of a symbolic link, which is kept) is written as a temporary
     file in the same folder, flushed to disk and renamed over it, keeping an
     existing file's permissions; on any error (Ctrl-C included) the temporary
-    file is removed and the old file is left as it was.  Standard output ("-"),
+    file is removed and the old file is left as it was -- except that with
+    ``keep_on_interrupt`` Ctrl-C (KeyboardInterrupt) renames what was written
+    so far over it before the interrupt goes on (streamed output whose
+    finished part is worth keeping).  Standard output ("-"),
     a device or a FIFO is written to directly.  A path that
     :func:`check_output_path` refuses raises OutputPathError before anything
     is written; an OSError while writing names ``path``."""
@@ -93,7 +97,7 @@ def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None])
             with open(name, "wb") as stream:
                 write(stream)
         else:
-            _replace(Path(os.path.realpath(name)), write)
+            _replace(Path(os.path.realpath(name)), write, keep_on_interrupt)
     except OSError as problem:
         if problem.errno is None:
             raise
@@ -101,14 +105,22 @@ def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None])
         raise type(problem)(problem.errno, problem.strerror, shown) from None
 
 
-def _replace(target: Path, write: Callable[[BinaryIO], None]) -> None:
-    """Write a temporary file beside ``target`` and rename it over ``target``."""
+def _replace(target: Path, write: Callable[[BinaryIO], None], keep_on_interrupt: bool = False) -> None:
+    """Write a temporary file beside ``target`` and rename it over ``target`` (on
+    Ctrl-C too, with ``keep_on_interrupt``)."""
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     try:
         with open(temporary, "xb") as stream:
             if target.exists():
                 os.chmod(stream.fileno(), stat.S_IMODE(target.stat().st_mode))
-            write(stream)
+            try:
+                write(stream)
+            except KeyboardInterrupt:
+                if not keep_on_interrupt:
+                    raise
+                stream.flush()
+                os.replace(temporary, target)
+                raise
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, target)

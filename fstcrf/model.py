@@ -19,39 +19,93 @@ import pynini
 
 from . import train
 from .conll import Corpus, Sentence, as_corpus, as_sentences
-from .encoding import FEATURE_SETS, EncodedSentences, TransitionWeights, build_features
+from .encoding import FEATURE_SETS, EncodedSentences, TransitionWeights, build_features, drop_zero_features
 from .errors import (ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError,
                      TemplateError)
 from .evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
 from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, NER, NER_POS, POS_TAGGING,
-                       SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template)
+                       SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template, shipped_template)
 from .grammar import Grammar, compile_grammar, load_grammar, restrict_to
 from .inference import Potentials, blas_single_threaded, kbest, log_partition, sample
 from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
 from .modelfile import load_model, save_model
 from .bandit_settings import DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, WEIGHTINGS, BanditSettings
 from .objective import Scorer, TrainingSet
+from .phases import phase
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
 
+#: Word-only tagging (named entities without POS or chunk columns, or any task with a word column).
+WORDS = shipped_template("seminar_ner.txt")
 #: Template names ``ChainCRF`` accepts besides Template objects and template text.
 TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos": POS_TAGGING,
              "chunking-reads-pos": CHUNKING_READS_POS, "chunking-extended": CHUNKING_EXTENDED, "ner": NER,
-             "ner-pos": NER_POS}
-ALGORITHMS = ("lbfgs", "perceptron", "sgd", "mce-f", "bandit")
+             "ner-pos": NER_POS, "words": WORDS}
+ALGORITHMS = ("lbfgs", "perceptron", "ap", "sgd", "l2sgd", "pa", "arow", "mce-f", "bandit")
+#: Algorithms that learn from Viterbi rivals or single sentences (fstcrf.train, fstcrf.online).
+ONLINE_ALGORITHMS = ("perceptron", "ap", "sgd", "l2sgd", "pa", "arow")
+TRANSITION_SETS = ("all", "seen")
 #: The name of the always-true predicate.
 BIAS = "bias"
 
 logger = logging.getLogger(__name__)
 
 
-def _resolve_template(template) -> Template:
-    if isinstance(template, Template):
+def _resolve_template(template):
+    """A Template, or the attribute template of token dicts (the name "attributes",
+    see :mod:`fstcrf.attributes`)."""
+    if isinstance(template, Template) or hasattr(template, "extractor"):
         return template
     if isinstance(template, str):
+        if template == "attributes":
+            from .attributes import ATTRIBUTES
+            return ATTRIBUTES
         return TEMPLATES[template] if template in TEMPLATES else parse_template(template)
-    raise TemplateError(f"template must be a Template, template text or one of "
+    raise TemplateError(f"template must be a Template, template text, 'attributes' or one of "
                         f"{', '.join(TEMPLATES)}; got {type(template).__name__}")
+
+
+def _new_extractor(template, min_count: int):
+    """The unfitted extractor of a resolved template."""
+    if hasattr(template, "extractor"):
+        return template.extractor(min_count)
+    return FeatureExtractor(template, min_count)
+
+
+def _seen_edges(topology, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """bool [E]: the edges that gold state paths int [N] (-1: unknown) cut into
+    sentences at offsets [B+1] take between two known states."""
+    inside = np.ones(len(states), dtype=bool)
+    inside[offsets[:-1]] = False
+    after = np.flatnonzero(inside)
+    before = after - 1
+    known = (states[before] >= 0) & (states[after] >= 0)
+    seen = np.zeros(topology.num_edges, dtype=bool)
+    edges = topology.edge_ids[states[before[known]], states[after[known]]]
+    seen[edges[edges >= 0]] = True
+    return seen
+
+
+def _check_non_negative(name: str, value) -> None:
+    """Raise ArgumentTypeError unless ``value`` is a number, FstcrfError unless it is >= 0 and finite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ArgumentTypeError(f"{name} must be a number >= 0, got {type(value).__name__} {value!r}")
+    if not (value >= 0 and np.isfinite(value)):
+        raise FstcrfError(f"{name} must be a finite number >= 0, got {value!r}")
+
+
+#: The arguments of a learner that ChainCRF sets itself (the rest are algorithm_params).
+_LEARNER_ARGUMENTS = frozenset({"problem", "sigma", "c2", "l1", "max_iter", "tol", "evaluate", "callback",
+                                "initial", "name", "seed", "learning_rate", "frozen"})
+
+
+def _learner(algorithm: str):
+    """The training function of an algorithm of fstcrf.train or fstcrf.online."""
+    if algorithm in ("pa", "arow", "l2sgd"):
+        from . import online
+        return {"pa": online.passive_aggressive, "arow": online.arow, "l2sgd": online.l2sgd}[algorithm]
+    return {"lbfgs": train.lbfgs, "mce-f": train.lbfgs, "perceptron": train.averaged_perceptron,
+            "ap": train.averaged_perceptron, "sgd": train.sgd}.get(algorithm)
 
 
 def _check_reading_template(template: Template, reads: str, target: str,
@@ -74,7 +128,8 @@ def _check_reading_template(template: Template, reads: str, target: str,
                             "lower label one token at a time")
 
 
-_PARAMS = ("template", "order", "algorithm", "sigma", "max_iter", "features", "min_count",
+_PARAMS = ("template", "order", "algorithm", "sigma", "c1", "max_iter", "features", "min_count", "min_freq",
+           "transitions", "algorithm_params",
            "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params", "reads",
            "read_transitions", "mce_c", "mce_iter", "objective", "feedback", "draws", "baseline",
            "step", "clip", "batch_size", "feedback_flip", "feedback_noise", "weighting", "max_ratio")
@@ -85,10 +140,14 @@ class ChainCRF:
 
     Args:
         template: a :class:`~fstcrf.features.Template`, template text, or a
-            name: "sha-pereira" (Sha & Pereira's Table 1) or "crfpp".
+            name: "sha-pereira" (Sha & Pereira's Table 1), "crfpp", ... (see
+            ``TEMPLATES``), or "attributes": the tokens of column "attributes"
+            are CRFsuite-style feature dicts (see :mod:`fstcrf.attributes`).
         order: 1 (states are labels) or 2 (states are tag pairs, which needs
             the outside tag "O" among the labels).
-        algorithm: "lbfgs", "perceptron" or "sgd" (see :mod:`fstcrf.train`), or
+        algorithm: "lbfgs", "perceptron" (or "ap") or "sgd" (see :mod:`fstcrf.train`),
+            CRFsuite's "l2sgd", "pa" (passive-aggressive) or "arow" (see
+            :mod:`fstcrf.online`), or
             "mce-f": penalised log-likelihood by L-BFGS (``sigma``, ``max_iter``),
             then the smoothed segment F-score of Suzuki et al. 2006 from those
             weights (see :mod:`fstcrf.mce`), with prior ||theta||^2 / (2 mce_c)
@@ -96,12 +155,27 @@ class ChainCRF:
             first stage.  Needs IOB2 chunk labels and full labels.
         sigma: standard deviation of the Gaussian prior on every weight
             (lbfgs, sgd), from 1e-100 to 1e100, or math.inf (no prior).  10
-            (variance 100) is a mild prior.
+            (variance 100) is a mild prior.  CRFsuite's c2 is 1 / (2 sigma^2).
+        c1: weight of an L1 penalty c1 * ||theta||_1 (algorithms "lbfgs" and
+            "mce-f"'s first stage, by OWL-QN); with sigma it is an elastic net.
+            Zero weights are dropped from the feature dictionary after training.
         max_iter: L-BFGS iterations or online epochs (bandit: epochs).
         features: "supported", "complete" or (order 2) "complete-tags" (see
             :mod:`fstcrf.encoding`); None (the default) is "supported", and
             "complete" for algorithm "bandit", which never sees gold labels.
         min_count: keep predicates true at this many training tokens or more.
+        min_freq: CRFsuite's cut-off: keep the (predicate, output) pairs seen at
+            more than this many training tokens (the pairs a "complete" set
+            adds are kept).
+        transitions: "all" (a weight for every edge of the topology) or
+            "seen" (CRFsuite's default: only edges taken by the gold paths have
+            a weight; the others score 0).
+        algorithm_params: further settings of the algorithm, by name: lbfgs:
+            memory, epsilon, period, delta, linesearch, max_linesearch; ap:
+            epsilon; pa: pa_type, c, error_sensitive, averaging, epsilon;
+            arow: variance, gamma, epsilon; l2sgd: period, delta and the
+            calibration_* settings (see :mod:`fstcrf.train` and
+            :mod:`fstcrf.online`).
         threads: threads for the L-BFGS gradient, decoding and dev scoring (the
             online algorithms update one sentence at a time, in one thread).
         tol: L-BFGS stops when an iteration lowers the objective by less than
@@ -161,8 +235,9 @@ class ChainCRF:
     """
 
     def __init__(self, template: Template | str = "sha-pereira", order: int = 1,
-                 algorithm: str = "lbfgs", sigma: float = 10.0, max_iter: int = 100,
-                 features: str | None = None, min_count: int = 1, threads: int = 2,
+                 algorithm: str = "lbfgs", sigma: float = 10.0, c1: float = 0.0, max_iter: int = 100,
+                 features: str | None = None, min_count: int = 1, min_freq: float = 0.0,
+                 transitions: str = "all", algorithm_params: dict | None = None, threads: int = 2,
                  tol: float = 1e-7, learning_rate: float | None = None, seed: int = 0,
                  grammar: str | None = None, grammar_params: dict | None = None,
                  reads: str | None = None, read_transitions: bool = True, mce_c: float = 1e5,
@@ -174,9 +249,13 @@ class ChainCRF:
         self.order = order
         self.algorithm = algorithm
         self.sigma = sigma
+        self.c1 = c1
         self.max_iter = max_iter
         self.features = features
         self.min_count = min_count
+        self.min_freq = min_freq
+        self.transitions = transitions
+        self.algorithm_params = algorithm_params
         self.threads = threads
         self.tol = tol
         self.learning_rate = learning_rate
@@ -232,6 +311,16 @@ class ChainCRF:
         train.check_positive("sigma", self.sigma, bounds=train.SIGMA_RANGE, infinite=True)
         train.check_positive("max_iter", self.max_iter, integer=True)
         train.check_positive("min_count", self.min_count, integer=True)
+        _check_non_negative("c1", self.c1)
+        _check_non_negative("min_freq", self.min_freq)
+        if self.c1 > 0 and self.algorithm not in ("lbfgs", "mce-f"):
+            raise FstcrfError(f"c1 (an L1 penalty) is trained by OWL-QN, with algorithm 'lbfgs' or "
+                              f"'mce-f'; algorithm {self.algorithm!r} has no L1 penalty")
+        if self.transitions not in TRANSITION_SETS:
+            raise FstcrfError(f"transitions must be one of {', '.join(TRANSITION_SETS)}, got {self.transitions!r}")
+        if self.transitions == "seen" and (self.algorithm == "bandit" or self.reads is not None):
+            raise FstcrfError("transitions='seen' needs gold paths and a model that reads no lower labels")
+        self._learner_params()
         train.check_positive("tol", self.tol)
         if self.learning_rate is not None:
             train.check_positive("learning_rate", self.learning_rate)
@@ -254,6 +343,24 @@ class ChainCRF:
             if self.grammar is not None or self.reads is not None:
                 raise FstcrfError("algorithm 'bandit' does not train under a grammar nor read a lower "
                                   "tagger's labels yet; decode under a grammar instead")
+
+    def _learner_params(self) -> dict:
+        """``algorithm_params`` checked against the learner's settings (FstcrfError names
+        the unknown ones and those the algorithm takes)."""
+        params = dict(self.algorithm_params or {})
+        if self.algorithm_params is not None and not isinstance(self.algorithm_params, dict):
+            raise ArgumentTypeError(f"algorithm_params must be a dict or None, got "
+                                    f"{type(self.algorithm_params).__name__}")
+        learner = _learner(self.algorithm)
+        import inspect
+        accepted = [] if learner is None else [
+            name for name, parameter in inspect.signature(learner).parameters.items()
+            if name not in _LEARNER_ARGUMENTS and parameter.kind is not inspect.Parameter.VAR_KEYWORD]
+        unknown = sorted(set(params) - set(accepted))
+        if unknown:
+            raise FstcrfError(f"algorithm {self.algorithm!r} has no setting {', '.join(map(repr, unknown))}; "
+                              f"its settings are {', '.join(accepted) or 'none'}")
+        return params
 
     @staticmethod
     def _dev_gold(dev, target: str) -> tuple[Corpus, list[list[str]]] | None:
@@ -303,10 +410,12 @@ class ChainCRF:
         if not hasattr(self, "weights_"):
             raise FstcrfError("this ChainCRF is not fitted; call fit or load_model first")
 
-    def _transition_layout(self, num_edges: int, lower_labels: Sequence[str] | None) -> TransitionWeights:
-        """How the transition weights are laid out, given the lower labels seen in training."""
+    def _transition_layout(self, num_edges: int, lower_labels: Sequence[str] | None,
+                           active: np.ndarray | None = None) -> TransitionWeights:
+        """How the transition weights are laid out, given the lower labels seen in
+        training and the edges with a weight (None: all)."""
         reading = self.reads is not None and self.read_transitions
-        return TransitionWeights(num_edges, len(lower_labels or ()) if reading else 0)
+        return TransitionWeights(num_edges, len(lower_labels or ()) if reading else 0, active)
 
     def _token_classes(self, sentences: Sequence[Sentence], lower_labels: Sequence[str] | None
                        ) -> np.ndarray | None:
@@ -322,12 +431,13 @@ class ChainCRF:
 
     def _encode(self, sentences: Sequence[Sentence]) -> EncodedSentences:
         """Sentences encoded by the fitted extractor, with their transition classes."""
-        return EncodedSentences.from_corpus(self.extractor_, sentences,
-                                            token_class=self._token_classes(sentences, self.lower_labels_))
+        with phase("features"):
+            return EncodedSentences.from_corpus(self.extractor_, sentences,
+                                                token_class=self._token_classes(sentences, self.lower_labels_))
 
     def _scorer(self) -> Scorer:
         return Scorer(self.features_, self.topology_, int(self.threads), self.constraint_,
-                      self._transition_layout(self.topology_.num_edges, self.lower_labels_))
+                      self._transition_layout(self.topology_.num_edges, self.lower_labels_, self.active_edges_))
 
     def transition_scores(self, lower_labels: Sequence[str]) -> np.ndarray:
         """float [K, E]: the transition scores when the lower label at the new token is
@@ -394,28 +504,31 @@ class ChainCRF:
                 logger.warning("every training label of column %r is %r: the model can only predict %r",
                                target, labels[0], labels[0])
             topology = chain_topology(self.order, labels)
-            extractor = FeatureExtractor(template, self.min_count)
+            extractor = _new_extractor(template, self.min_count)
         constraint = None
         if self.grammar is not None:
             grammar = self.grammar if isinstance(self.grammar, Grammar) else load_grammar(self.grammar)
             constraint = compile_grammar(grammar, topology.labels, params=self.grammar_params)
         lower_labels = (init.lower_labels_ if init is not None else None if self.reads is None else
                         sorted({value for values in corpus.column(self.reads) for value in values}))
-        encoded = EncodedSentences.from_corpus(extractor, corpus, fit=init is None,
-                                               token_class=self._token_classes(corpus, lower_labels))
+        with phase("features"):
+            encoded = EncodedSentences.from_corpus(extractor, corpus, fit=init is None,
+                                                   token_class=self._token_classes(corpus, lower_labels))
         label_ids = states = allowed_labels = None
         if gold_labels is not None:
             label_ids, allowed_labels = parse_gold(topology, gold_labels)
             states = gold_states(topology, label_ids, encoded.offsets)
-        if allowed_labels is not None and self.algorithm in ("perceptron", "mce-f"):
+        if allowed_labels is not None and self.algorithm not in ("lbfgs", "sgd", "bandit"):
             raise FstcrfError(f"algorithm {self.algorithm!r} needs fully labelled training data; train "
                               "partially labelled data with algorithm='lbfgs' or 'sgd'")
         feature_set = self.features or ("complete" if self.algorithm == "bandit" else "supported")
         features = init.features_ if init is not None else build_features(
             encoded, label_ids if self.order == 1 else states, label_ids, topology, self.order,
-            feature_set, extractor.vocabulary_.get(BIAS))
+            feature_set, extractor.vocabulary_.get(BIAS), self.min_freq)
+        active_edges = (init.active_edges_ if init is not None else
+                        _seen_edges(topology, states, encoded.offsets) if self.transitions == "seen" else None)
         scorer = Scorer(features, topology, int(self.threads), constraint,
-                        self._transition_layout(topology.num_edges, lower_labels))
+                        self._transition_layout(topology.num_edges, lower_labels, active_edges))
         problem = TrainingSet(scorer, encoded, states, allowed_labels) if feedback is None else None
         evaluate = self._dev_evaluator(dev_gold, extractor, scorer, lower_labels)
 
@@ -428,18 +541,25 @@ class ChainCRF:
                 result = bandit.learn(sampled, feedback, self._bandit_settings(), order, evaluate, callback)
             except FeedbackError as error:      # keep what was learnt, then report the feedback's fault
                 result, stopped_by = error.result, error
-        elif self.algorithm == "perceptron":
-            result = train.averaged_perceptron(problem, self.max_iter, self.seed, evaluate, callback)
+        elif self.algorithm in ("perceptron", "ap"):
+            result = train.averaged_perceptron(problem, self.max_iter, self.seed, evaluate, callback,
+                                               **self._learner_params())
         elif self.algorithm == "sgd":
             result = train.sgd(problem, self.sigma, self.max_iter,
                                train.SGD_LEARNING_RATE if self.learning_rate is None else self.learning_rate, self.seed,
                                evaluate, callback)
+        elif self.algorithm == "l2sgd":
+            result = _learner("l2sgd")(problem, c2=0.5 / self.sigma ** 2, max_iter=self.max_iter, seed=self.seed,
+                                       evaluate=evaluate, callback=callback, **self._learner_params())
+        elif self.algorithm in ("pa", "arow"):
+            result = _learner(self.algorithm)(problem, max_iter=self.max_iter, seed=self.seed, evaluate=evaluate,
+                                              callback=callback, **self._learner_params())
         else:
             initial = None if init is None else init.weights_
             stages = []
             if self.algorithm == "lbfgs" or init is None:
                 stages.append(train.lbfgs(problem, self.sigma, self.max_iter, self.tol, evaluate, callback,
-                                          initial))
+                                          initial, **({'l1': self.c1} if self.c1 else {}), **self._learner_params()))  # TODO(lead): l1=self.c1 once train.lbfgs takes it
                 initial = stages[-1].weights
             if self.algorithm == "mce-f" and not (stages and stages[-1].interrupted):
                 from .mce import SegmentFScore
@@ -447,14 +567,17 @@ class ChainCRF:
                                           self.mce_iter, self.tol, evaluate, callback, initial, name="mce-f"))
             result = stages[-1]
             result.history = [record for stage in stages for record in stage.history]
+        if self.c1 > 0:
+            features, result.weights = drop_zero_features(features, result.weights)
         self._set_fitted(topology, constraint, lower_labels, extractor, features, target,
-                         tuple(corpus.column_names), result)
+                         tuple(corpus.column_names), result, active_edges)
         if stopped_by is not None:
             raise stopped_by
         return self
 
     def _set_fitted(self, topology, constraint, lower_labels, extractor, features, target: str,
-                    columns: tuple[str, ...], result: train.TrainingResult) -> None:
+                    columns: tuple[str, ...], result: train.TrainingResult,
+                    active_edges: np.ndarray | None = None) -> None:
         self.labels_ = topology.labels
         self.topology_ = topology
         self.constraint_ = constraint
@@ -468,6 +591,7 @@ class ChainCRF:
         self.best_iteration_ = result.best_iteration
         self.interrupted_ = result.interrupted
         self.history_ = result.history
+        self.active_edges_ = active_edges
         self.consistency_ = None
 
     @blas_single_threaded()
@@ -500,7 +624,7 @@ class ChainCRF:
             topology, extractor, features = init.topology_, init.extractor_, init.features_
         else:
             topology = chain_topology(self.order, gold_label_set(log.labels))
-            extractor = FeatureExtractor(_resolve_template(self.template), self.min_count)
+            extractor = _new_extractor(_resolve_template(self.template), self.min_count)
         encoded = EncodedSentences.from_corpus(extractor, log.sentences, fit=init is None)
         if init is None:
             features = build_features(encoded, None, None, topology, self.order, self.features or "complete",
@@ -532,8 +656,9 @@ class ChainCRF:
             return []
         if grammar is None:
             encoded = self._encode(sentences)
-            return split_labels(self.topology_, self._scorer().paths(encoded, self.weights_),
-                                 encoded.offsets)
+            with phase("decode"):
+                return split_labels(self.topology_, self._scorer().paths(encoded, self.weights_),
+                                     encoded.offsets)
         if on_infeasible not in ("error", "unconstrained"):
             raise FstcrfError(f"on_infeasible must be 'error' or 'unconstrained', got {on_infeasible!r}")
         if not isinstance(grammar, Grammar):

@@ -67,12 +67,14 @@ def model_payload(model: ChainCRF) -> tuple[dict, dict[str, np.ndarray]]:
     arrays = {"weights": model.weights_.astype("<f8"),
               "feature_ptr": model.features_.ptr.astype("<i8"),
               "feature_output": model.features_.output.astype("<i4")}
-    extractor, extractor_arrays = model.extractor_.to_payload()
+    extractor, extractor_arrays = extractor_payload(model.extractor_)
     arrays.update({f"{_EXTRACTOR_PREFIX}{name}": array for name, array in extractor_arrays.items()})
     if model.constraint_ is not None:
         arrays["constraint"] = np.frombuffer(model.constraint_.write_to_string(), dtype=np.uint8)
+    if model.active_edges_ is not None:
+        arrays["active_edges"] = model.active_edges_.astype(np.uint8)
     params = model.get_params()
-    if isinstance(params["template"], Template):
+    if isinstance(params["template"], Template) or hasattr(params["template"], "extractor"):
         params["template"] = params["template"].text
     if isinstance(params["grammar"], Grammar):
         params["grammar"] = params["grammar"].source
@@ -211,6 +213,8 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     params.setdefault("read_transitions", False)   # written before transitions could read labels
     params.setdefault("mce_c", 1e5)             # written before F-score training existed
     params.setdefault("mce_iter", 50)
+    for name, default in (("c1", 0.0), ("min_freq", 0.0), ("transitions", "all"), ("algorithm_params", None)):
+        params.setdefault(name, default)     # written before L1 and CRFsuite's settings
     expected = list(ChainCRF().get_params())
     if set(params) != set(expected):
         raise ModelFileError(f"{where}: the model parameters are {', '.join(sorted(params))}; "
@@ -222,7 +226,7 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     try:
         model._check_params()
         topology = chain_topology(model.order, labels)
-        extractor = _extractor_from_payload(header.get("extractor"), arrays)
+        extractor = extractor_from_payload(header.get("extractor"), arrays)
         num_labels = topology.num_labels if model.order == 2 else 0
         state_label = topology.state_label if num_labels else np.arange(topology.num_states)
         features = FactoredFeatures(state_label, num_labels, arrays["feature_ptr"],
@@ -239,11 +243,19 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
             (described.get("kind"), described.get("num_states"), described.get("num_edges")):
         raise ModelFileError(f"{where}: the model's {described.get('kind')} topology does not "
                              f"rebuild to the stored state space")
-    if features.num_predicates != extractor.num_predicates:
+    num_predicates = extractor.num_predicates if isinstance(extractor, FeatureExtractor) \
+        else len(extractor.predicate_names_)
+    if features.num_predicates != num_predicates:
         raise ModelFileError(f"{where}: the feature dictionary has {features.num_predicates} "
-                             f"predicates but the extractor {extractor.num_predicates}")
+                             f"predicates but the extractor {num_predicates}")
     lower_labels = header.get("lower_labels")
-    layout = model._transition_layout(topology.num_edges, lower_labels if isinstance(lower_labels, list) else None)
+    active_edges = None
+    if "active_edges" in arrays:
+        if arrays["active_edges"].shape != (topology.num_edges,) or arrays["active_edges"].max(initial=0) > 1:
+            raise ModelFileError(f"{where}: the model's active edges do not fit its {topology.num_edges} edges")
+        active_edges = arrays["active_edges"].astype(bool)
+    layout = model._transition_layout(topology.num_edges, lower_labels if isinstance(lower_labels, list) else None,
+                                      active_edges)
     if len(arrays["weights"]) != features.num_features + layout.size:
         raise ModelFileError(f"{where}: {len(arrays['weights'])} weights for "
                              f"{features.num_features} features and {layout.size} transition weights")
@@ -263,6 +275,7 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
         raise ModelFileError(f"{where}: the model's lower labels {model.lower_labels_!r} do not fit "
                              f"reads={model.reads!r}")
     model.weights_ = arrays["weights"]
+    model.active_edges_ = active_edges
     model.n_iter_ = header_field(training, "n_iter", int, where)
     model.best_iteration_ = header_field(training, "best_iteration", int, where)
     model.interrupted_ = header_field(training, "interrupted", bool, where)
@@ -272,9 +285,21 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     return model
 
 
-def _extractor_from_payload(data, arrays: dict[str, np.ndarray]) -> FeatureExtractor:
-    """The feature extractor of a model: the data in the header and the arrays
-    named with _EXTRACTOR_PREFIX (version 1 files keep the names in the header)."""
+def extractor_payload(extractor) -> tuple[dict, dict[str, np.ndarray]]:
+    """The header data and the arrays (named without _EXTRACTOR_PREFIX) of a fitted extractor."""
+    if isinstance(extractor, FeatureExtractor):
+        return extractor.to_payload()
+    return extractor.to_dict(), {}
+
+
+def extractor_from_payload(data, arrays: dict[str, np.ndarray]):
+    """The fitted feature extractor a model file describes: template predicates (the
+    data in the header and the arrays named with _EXTRACTOR_PREFIX; version 1 files
+    keep the names in the header), or (``"kind": "attributes"``) CRFsuite-style
+    attributes of token dicts."""
+    if isinstance(data, dict) and data.get("kind") == "attributes":
+        from .attributes import AttributeExtractor
+        return AttributeExtractor.from_dict(data)
     if isinstance(data, dict) and "predicates" in data:
         return FeatureExtractor.from_dict(data)
     own = {name[len(_EXTRACTOR_PREFIX):]: array for name, array in arrays.items()

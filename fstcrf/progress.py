@@ -6,14 +6,15 @@ import time
 
 
 class Progress:
-    """Report ``done / total`` with rate and ETA.
+    """Report ``done / total`` with rate and ETA (``done`` and the rate alone when the
+    total is None: a stream of unknown length).
 
     Redraws one line on a terminal; elsewhere prints a line at most every
     ``interval`` seconds so logs stay short.  Use as a context manager."""
 
-    def __init__(self, total: int, description: str, unit: str = "it", stream=None,
+    def __init__(self, total: int | None, description: str, unit: str = "it", stream=None,
                  interval: float = 5.0, enabled: bool = True):
-        self.total = max(int(total), 1)
+        self.total = None if total is None else max(int(total), 1)
         self.description = description
         self.unit = unit
         self.stream = stream or sys.stderr
@@ -26,13 +27,19 @@ class Progress:
     def update(self, amount: int = 1) -> None:
         self.done += amount
         now = time.perf_counter()
-        if self.enabled and (now - self._last_draw >= self.interval or self.done >= self.total):
+        finished = self.total is not None and self.done >= self.total
+        if self.enabled and (now - self._last_draw >= self.interval or finished):
             self._last_draw = now
             self._draw(now)
 
     def _draw(self, now: float) -> None:
         elapsed = now - self._started
         rate = self.done / elapsed if elapsed > 0 else 0.0
+        if self.total is None:
+            end = "\r" if self.stream.isatty() else "\n"
+            self.stream.write(f"{self.description}: {self.done:,} {self.unit} {_rate(rate, self.unit)}{end}")
+            self.stream.flush()
+            return
         remaining = (self.total - self.done) / rate if rate > 0 else float("inf")
         width = 24
         filled = int(width * min(self.done, self.total) / self.total)
@@ -46,7 +53,7 @@ class Progress:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.enabled and self.stream.isatty() and self.done < self.total:
+        if self.enabled and self.stream.isatty() and (self.total is None or self.done < self.total):
             self.stream.write("\n")
 
 

@@ -116,7 +116,7 @@ def test_info_gives_the_models_numbers(model_path, capsys):
     assert fields["weights"] == str(len(model.weights_))
     assert fields["non-zero weights"] == str(np.count_nonzero(model.weights_))
     assert fields["order"] == str(model.order) and fields["algorithm"] == "lbfgs"
-    assert fields["template"] == "sha-pereira" and fields["max_iter"] == "5"
+    assert fields["template"] == "chunking-extended" and fields["max_iter"] == "5"
     assert fields["iterations"] == str(model.n_iter_) == "5"
     assert fields["kept iteration"] == str(model.best_iteration_)
     assert float(fields["final objective"]) == pytest.approx(model.history_[-1]["objective"], rel=1e-5)

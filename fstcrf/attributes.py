@@ -1,0 +1,297 @@
+"""CRFsuite-style token attributes: each token is a dict of features, as
+python-crfsuite's ``ItemSequence`` takes them, turned into a real-valued
+predicate matrix.
+
+A token is flattened into (attribute name, value) pairs exactly as
+python-crfsuite does:
+
+    {"word": "Paris"}            "word:Paris" = 1.0      (str and bytes values)
+    {"title": True}              "title" = 1.0           (False gives 0.0)
+    {"length": 5}                "length" = 5.0          (int and float values)
+    {"w": {"-1": "the"}}         "w:-1:the" = 1.0        (nested dicts: "outer:inner")
+    {"tags": ["a", "b"]}         "tags:a" = 1.0, "tags:b" = 1.0   (lists and sets of names)
+    ["a", "b"]                   "a" = 1.0, "b" = 1.0    (a token given as a list of names)
+
+A value of another type (None, a tuple, ...), a NaN or infinite number, a
+key that is not a string, or a whole token that is a string raises
+:class:`FeatureValueError` naming the sentence, the token and the attribute.
+Sentences carry their tokens in the column named ``"attributes"``; the model
+template of the same name is :data:`ATTRIBUTES`.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse
+
+from .conll import Corpus, Sentence
+from .errors import FstcrfError, ModelFileError, TemplateError
+
+#: The column of a Sentence that holds the token dicts.
+COLUMN = "attributes"
+#: What joins a key to a string value or to the names of a nested dict or list.
+SEPARATOR = ":"
+
+_NUMBER_TYPES = (float, int, bool)
+_NESTED_TYPES = (dict, list, set)
+_NAME_LIST_TYPES = (list, tuple, set, frozenset)
+
+
+class FeatureValueError(FstcrfError):
+    """A token's features cannot be read: an unsupported type, a NaN or infinite
+    value, a key that is not a string; the message names sentence and token."""
+
+
+class _BadItem(Exception):
+    """Raised inside flattening with what is wrong; the caller adds the position."""
+
+
+def _key(key, prefix: str) -> str:
+    if isinstance(key, str):
+        return prefix + key
+    if isinstance(key, bytes):
+        return prefix + _decode(key, prefix)
+    raise _BadItem(f"the key {key!r} under {prefix[:-1] or 'the token'!r} is {type(key).__name__}; "
+                   "feature names must be str (or UTF-8 bytes)")
+
+
+def _decode(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _BadItem(f"{name or 'a name'!r}: the bytes {data[:20]!r} are not UTF-8") from None
+
+
+def _number(name: str, value) -> float:
+    try:
+        number = float(value)
+    except OverflowError:
+        raise _BadItem(f"attribute {name!r} has the value {value!r}, too large for a float") from None
+    if not math.isfinite(number):
+        raise _BadItem(f"attribute {name!r} has the value {number!r}; values must be finite")
+    return number
+
+
+def _flatten_into(item, prefix: str, names: list, values: list) -> None:
+    """Append the (name, value) pairs of a dict, or of a list or set of names,
+    each name prefixed by ``prefix``, to names [M] and values [M]."""
+    if not isinstance(item, dict):
+        for key in item:
+            names.append(_key(key, prefix))
+            values.append(1.0)
+        return
+    for key, value in item.items():
+        name = _key(key, prefix)
+        kind = type(value)
+        if kind is str or isinstance(value, str):
+            names.append(name + SEPARATOR + value)
+            values.append(1.0)
+        elif kind in _NUMBER_TYPES or isinstance(value, (numbers.Real, np.bool_)):
+            names.append(name)
+            values.append(_number(name, value))
+        elif isinstance(value, _NESTED_TYPES):
+            _flatten_into(value, name + SEPARATOR, names, values)
+        elif isinstance(value, bytes):
+            names.append(name + SEPARATOR + _decode(value, name))
+            values.append(1.0)
+        else:
+            raise _BadItem(f"attribute {name!r} has a value of type {type(value).__name__} ({value!r:.40}); "
+                           "values must be str, bytes, bool, int, float, or a dict, list or set of them")
+
+
+def _check_token(token) -> None:
+    if not isinstance(token, (dict, *_NAME_LIST_TYPES)):
+        raise _BadItem(f"the token is {type(token).__name__} ({token!r:.40}); a token is a dict of "
+                       "features or a list of feature names")
+
+
+def attribute_pairs(token) -> list[tuple[str, float]]:
+    """The (attribute name, value) pairs [M] of one token, in python-crfsuite's
+    order (a name may repeat; CRFsuite adds the values of a repeated name)."""
+    names: list[str] = []
+    values: list[float] = []
+    try:
+        _check_token(token)
+        _flatten_into(token, "", names, values)
+    except _BadItem as error:
+        raise FeatureValueError(str(error)) from None
+    return list(zip(names, values))
+
+
+def _tokens_of(sentence: Sentence, number: int) -> list:
+    if COLUMN not in sentence.columns:
+        raise TemplateError(f"sentence {number} has no column {COLUMN!r} (its columns are "
+                            f"{', '.join(sentence.column_names) or 'none'}); attribute models read "
+                            "the token dicts from that column")
+    return sentence.columns[COLUMN]
+
+
+def flatten_sentences(sentences: Sequence[Sentence]) -> tuple[list[str], list[float], np.ndarray]:
+    """All attribute names [M] and values [M] of the tokens of ``sentences``, and
+    where each token's pairs start, int64 [N+1]."""
+    names: list[str] = []
+    values: list[float] = []
+    starts = [0]
+    for number, sentence in enumerate(sentences):
+        for position, token in enumerate(_tokens_of(sentence, number)):
+            try:
+                _check_token(token)
+                _flatten_into(token, "", names, values)
+            except _BadItem as error:
+                raise FeatureValueError(f"sentence {number}, token {position}: {error}") from None
+            starts.append(len(names))
+    return names, values, np.array(starts, dtype=np.int64)
+
+
+class AttributeTemplate:
+    """The template of models over token dicts: it reads column "attributes" and
+    has no predicate templates; its extractor is an :class:`AttributeExtractor`."""
+
+    text = COLUMN
+    columns = (COLUMN,)
+    predicates = ()
+
+    def __iter__(self):
+        return iter(self.predicates)
+
+    def __len__(self) -> int:
+        return 0
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AttributeTemplate)
+
+    def __hash__(self) -> int:
+        return hash(AttributeTemplate)
+
+    def __repr__(self) -> str:
+        return "AttributeTemplate()"
+
+    def extractor(self, min_count: int = 1) -> AttributeExtractor:
+        """A new, unfitted extractor."""
+        return AttributeExtractor(min_count)
+
+
+#: The template that ``ChainCRF(template="attributes")`` resolves to.
+ATTRIBUTES = AttributeTemplate()
+
+
+def _check_min_count(min_count) -> None:
+    if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 1:
+        raise FstcrfError(f"min_count must be a positive integer, got {min_count!r}")
+
+
+class AttributeExtractor:
+    """Turns token dicts into a real-valued matrix [num_tokens, num_attributes]
+    holding each attribute's value (the values of a repeated name are added).
+
+    ``fit`` keeps the attributes with a nonzero value at ``min_count`` tokens
+    or more, numbered most frequent first (ties in order of first occurrence).
+    Learned attributes: ``vocabulary_`` (name -> column) and ``predicate_names_``.
+    """
+
+    def __init__(self, min_count: int = 1):
+        self.min_count = min_count
+
+    def _template(self) -> AttributeTemplate:
+        return ATTRIBUTES
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "vocabulary_"):
+            raise FstcrfError("this AttributeExtractor is not fitted; call fit first")
+
+    @staticmethod
+    def _sentences(corpus: Corpus | Sequence[Sentence]) -> list[Sentence]:
+        return list(corpus.sentences if isinstance(corpus, Corpus) else corpus)
+
+    def _fit_matrix(self, corpus) -> scipy.sparse.csr_matrix:
+        """Learn the vocabulary; return the matrix of the corpus in its columns."""
+        _check_min_count(self.min_count)
+        names, values, starts = flatten_sentences(self._sentences(corpus))
+        code_of = {name: code for code, name in enumerate(dict.fromkeys(names))}
+        codes = np.fromiter(map(code_of.__getitem__, names), dtype=np.int64, count=len(names))
+        seen = _csr(values, codes, starts, len(code_of))
+        counts = np.bincount(seen.indices, minlength=len(code_of))
+        kept = np.flatnonzero(counts >= self.min_count)
+        kept = kept[np.argsort(-counts[kept], kind="stable")]
+        first_seen = list(code_of)
+        self.predicate_names_ = [first_seen[code] for code in kept.tolist()]
+        self.vocabulary_ = {name: column for column, name in enumerate(self.predicate_names_)}
+        column_of = np.full(len(code_of) + 1, -1, dtype=np.int64)
+        column_of[kept] = np.arange(len(kept))
+        return _renumbered(seen, column_of, len(kept))
+
+    def fit(self, corpus: Corpus | Sequence[Sentence]) -> AttributeExtractor:
+        """Build the attribute dictionary from a corpus or a list of sentences."""
+        self._fit_matrix(corpus)
+        return self
+
+    def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
+        """``fit`` then ``transform``, flattening the tokens once."""
+        return self._fit_matrix(corpus)
+
+    def transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
+        """float64 [num_tokens, num_attributes]; attributes unseen in fit are dropped."""
+        self._check_fitted()
+        names, values, starts = flatten_sentences(self._sentences(corpus))
+        get = self.vocabulary_.get
+        codes = np.fromiter((get(name, -1) for name in names), dtype=np.int64, count=len(names))
+        known = codes >= 0
+        return _csr(np.asarray(values, dtype=np.float64)[known], codes[known], _starts_kept(starts, known),
+                    len(self.predicate_names_))
+
+    def transform_reading(self, *args, **kwargs):
+        """Not available: token dicts do not read a lower tagger's labels."""
+        raise FstcrfError("a model over token attributes cannot read a lower tagger's labels "
+                          "(reads=...); give the lower labels as attributes of the tokens instead")
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able data: kind "attributes", min_count and the attribute names."""
+        self._check_fitted()
+        return {"kind": "attributes", "min_count": int(self.min_count),
+                "predicates": list(self.predicate_names_)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> AttributeExtractor:
+        """A fitted extractor from :meth:`to_dict` data; bad data raises ModelFileError."""
+        if not isinstance(data, dict) or data.get("kind") != "attributes" \
+                or not {"min_count", "predicates"} <= set(data):
+            raise ModelFileError("attribute extractor data must be a dict with kind 'attributes', "
+                                 "min_count and predicates")
+        min_count, names = data["min_count"], data["predicates"]
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names) \
+                or isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+            raise ModelFileError("attribute extractor data has fields of the wrong type")
+        if len(set(names)) != len(names):
+            raise ModelFileError("attribute extractor names repeat")
+        extractor = cls(min_count)
+        extractor.predicate_names_ = list(names)
+        extractor.vocabulary_ = {name: column for column, name in enumerate(names)}
+        return extractor
+
+
+def _csr(values, codes: np.ndarray, starts: np.ndarray, width: int) -> scipy.sparse.csr_matrix:
+    """Canonical float64 CSR [N, width] of entries codes [M] with values [M], token n's
+    entries at starts[n]..starts[n+1]-1: repeated columns summed, zeros dropped."""
+    matrix = scipy.sparse.csr_matrix((np.asarray(values, dtype=np.float64), codes, starts),
+                                     shape=(len(starts) - 1, width))
+    matrix.sum_duplicates()             # also sorts the indices of every row
+    matrix.eliminate_zeros()
+    return matrix
+
+
+def _renumbered(matrix: scipy.sparse.csr_matrix, column_of: np.ndarray, width: int) -> scipy.sparse.csr_matrix:
+    """The matrix with column c moved to column_of[c] (-1: dropped), canonical again."""
+    columns = column_of[matrix.indices]
+    kept = columns >= 0
+    return _csr(matrix.data[kept], columns[kept], _starts_kept(matrix.indptr, kept), width)
+
+
+def _starts_kept(starts: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """int64 [N+1]: where each token's entries start once only those with kept
+    bool [M] true remain, from where they start now, starts [N+1]."""
+    before = np.zeros(len(kept) + 1, dtype=np.int64)
+    np.cumsum(kept, out=before[1:])
+    return before[starts]

@@ -1,0 +1,9 @@
+"""A drop-in replacement for sklearn_crfsuite: ``from fstcrf.sklearn import CRF``.
+
+scikit-learn is needed by this package only (``pip install fstcrf[sklearn]``).
+See docs/sklearn.md.
+"""
+from . import metrics, scorers
+from .estimator import CRF
+
+__all__ = ["CRF", "metrics", "scorers"]

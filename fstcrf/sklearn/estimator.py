@@ -1,0 +1,395 @@
+"""``CRF``: sklearn_crfsuite.CRF's interface over :class:`fstcrf.model.ChainCRF`.
+
+X is a list of sequences, each a list of token feature dicts as
+python-crfsuite takes them (see :mod:`fstcrf.attributes`); y a list of label
+sequences of the same lengths.  Each pair becomes
+``Sentence({"attributes": xseq, "label": yseq})`` and a ChainCRF with
+``template="attributes"`` learns column "label".
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import pickle
+from typing import Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..attributes import COLUMN, flatten_sentences
+from ..conll import Sentence
+from ..errors import (ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError)
+from ..files import check_output_path
+from ..model import ChainCRF, load_model
+
+#: The column the labels are learnt from.
+TARGET = "label"
+#: CRFsuite's algorithms, by the names sklearn_crfsuite and pycrfsuite accept.
+ALGORITHM_NAMES = {"lbfgs": "lbfgs", "l2sgd": "l2sgd", "ap": "ap", "averaged-perceptron": "ap",
+                   "pa": "pa", "passive-aggressive": "pa", "arow": "arow"}
+#: Per algorithm, the CRF parameters it takes besides max_iterations and the feature
+#: settings, each with the name of the ChainCRF ``algorithm_params`` entry it sets
+#: (c1 and c2 set ChainCRF's c1 and sigma).
+ALGORITHM_SETTINGS = {
+    "lbfgs": {"c1": None, "c2": None, "num_memories": "memory", "epsilon": "epsilon", "period": "period",
+              "delta": "delta", "linesearch": "linesearch", "max_linesearch": "max_linesearch"},
+    "l2sgd": {"c2": None, "period": "period", "delta": "delta", "calibration_eta": "calibration_eta",
+              "calibration_rate": "calibration_rate", "calibration_samples": "calibration_samples",
+              "calibration_candidates": "calibration_candidates",
+              "calibration_max_trials": "calibration_max_trials"},
+    "ap": {"epsilon": "epsilon"},
+    "pa": {"pa_type": "pa_type", "c": "c", "error_sensitive": "error_sensitive", "averaging": "averaging",
+           "epsilon": "epsilon"},
+    "arow": {"variance": "variance", "gamma": "gamma", "epsilon": "epsilon"},
+}
+#: max_iterations=None: CRFsuite's default (L-BFGS: until its convergence tests stop it).
+DEFAULT_ITERATIONS = {"lbfgs": 2 ** 31 - 1, "l2sgd": 1000, "ap": 100, "pa": 100, "arow": 100}
+_ALGORITHM_PARAMETERS = sorted({name for settings in ALGORITHM_SETTINGS.values() for name in settings})
+
+
+def _sequences(data, name: str) -> list:
+    if isinstance(data, (str, bytes, dict)) or not hasattr(data, "__len__"):
+        raise ArgumentTypeError(f"{name} must be a list of sequences, got {type(data).__name__}")
+    return list(data)
+
+
+def _tokens(xseq, number: int, name: str) -> list:
+    """The token dicts of one sequence (a list, or a pycrfsuite.ItemSequence)."""
+    if type(xseq).__name__ == "ItemSequence" and hasattr(xseq, "items"):
+        return xseq.items()
+    if isinstance(xseq, (str, bytes, dict)) or not hasattr(xseq, "__len__"):
+        raise ArgumentTypeError(f"{name}[{number}] must be a list of token feature dicts, got "
+                                f"{type(xseq).__name__}")
+    return list(xseq)
+
+
+def _labels(yseq, number: int, name: str) -> list[str]:
+    if isinstance(yseq, (str, bytes, dict)) or not hasattr(yseq, "__len__"):
+        raise ArgumentTypeError(f"{name}[{number}] must be a list of labels, got {type(yseq).__name__}")
+    labels = list(yseq)
+    for position, label in enumerate(labels):
+        if not isinstance(label, str) or not label:
+            raise LabelError(f"sentence {number}, token {position}: the label is {label!r}; labels must be "
+                             "non-empty strings")
+    return labels
+
+
+def training_sentences(X, y, x_name: str = "X", y_name: str = "y") -> list[Sentence]:
+    """One Sentence per (xseq, yseq) pair, with columns "attributes" and "label";
+    ragged or empty sequences and bad labels raise errors naming the sentence."""
+    X, y = _sequences(X, x_name), _sequences(y, y_name)
+    if len(X) != len(y):
+        raise ShapeError(f"{x_name} has {len(X)} sequences but {y_name} has {len(y)}")
+    sentences = []
+    for number, (xseq, yseq) in enumerate(zip(X, y)):
+        tokens, labels = _tokens(xseq, number, x_name), _labels(yseq, number, y_name)
+        if not tokens:
+            raise EmptySequenceError(f"sentence {number} of {x_name} has no tokens")
+        if len(tokens) != len(labels):
+            raise ShapeError(f"sentence {number}, token {min(len(tokens), len(labels))}: {x_name} has "
+                             f"{len(tokens)} tokens but {y_name} has {len(labels)} labels")
+        sentences.append(Sentence({COLUMN: tokens, TARGET: labels}))
+    return sentences
+
+
+def _check_number(name: str, value, integer: bool = False, positive: bool = False) -> None:
+    kinds = (numbers.Integral,) if integer else (numbers.Real,)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, kinds):
+        raise ArgumentTypeError(f"{name} must be {'an integer' if integer else 'a number'}, got "
+                                f"{type(value).__name__} {value!r}")
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise FstcrfError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
+
+
+class CRF(BaseEstimator):
+    """A linear-chain CRF with sklearn_crfsuite.CRF's parameters, methods and
+    learned attributes, trained and decoded by fstcrf.
+
+    CRFsuite's parameters (None: CRFsuite's default) and what they set in
+    :class:`~fstcrf.model.ChainCRF`:
+
+    - algorithm: "lbfgs" (default), "l2sgd", "ap", "pa" or "arow".
+    - c1 (lbfgs, default 0): the L1 weight, ChainCRF's c1 (OWL-QN).
+    - c2 (lbfgs, l2sgd; default 1): the L2 weight c2 ||w||^2, ChainCRF's
+      sigma = sqrt(1 / (2 c2)) (c2 = 0: no prior).
+    - max_iterations: lbfgs: until convergence; l2sgd: 1000; ap, pa, arow: 100.
+    - min_freq (default 0): keep state features seen more than this often.
+    - all_possible_states (default False): every (attribute, label) pair
+      gets a weight (ChainCRF's features="complete").
+    - all_possible_transitions (default False): every label pair gets a
+      weight; otherwise only pairs seen in training (transitions="seen").
+    - num_memories, epsilon, period, delta, linesearch, max_linesearch,
+      calibration_eta, calibration_rate, calibration_samples,
+      calibration_candidates, calibration_max_trials, pa_type, c,
+      error_sensitive, averaging, variance, gamma: the algorithm's settings
+      (ChainCRF's ``algorithm_params``; num_memories is "memory").  A
+      setting the algorithm does not take raises FstcrfError, as CRFsuite does.
+    - verbose: print one line per iteration.
+    - model_filename: fit writes the model there (fstcrf's model format),
+      once training has succeeded; an unfitted CRF whose model_filename
+      exists reads it when first used.
+    - keep_tempfiles, trainer_cls: sklearn_crfsuite's temporary files and
+      pycrfsuite trainer class; fstcrf has neither, so anything but the
+      defaults raises FstcrfError.
+
+    fstcrf's extras: order (1, or 2: states are label pairs), grammar (train
+    and decode under a grammar, e.g. "iob2"), grammar_params, threads.
+    """
+
+    def __init__(self, algorithm=None, min_freq=None, all_possible_states=None, all_possible_transitions=None,
+                 c1=None, c2=None, max_iterations=None, num_memories=None, epsilon=None, period=None, delta=None,
+                 linesearch=None, max_linesearch=None, calibration_eta=None, calibration_rate=None,
+                 calibration_samples=None, calibration_candidates=None, calibration_max_trials=None,
+                 pa_type=None, c=None, error_sensitive=None, averaging=None, variance=None, gamma=None,
+                 verbose=False, model_filename=None, keep_tempfiles=False, trainer_cls=None,
+                 order=1, grammar=None, grammar_params=None, threads=2):
+        self.algorithm = algorithm
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.num_memories = num_memories
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.linesearch = linesearch
+        self.max_linesearch = max_linesearch
+        self.calibration_eta = calibration_eta
+        self.calibration_rate = calibration_rate
+        self.calibration_samples = calibration_samples
+        self.calibration_candidates = calibration_candidates
+        self.calibration_max_trials = calibration_max_trials
+        self.pa_type = pa_type
+        self.c = c
+        self.error_sensitive = error_sensitive
+        self.averaging = averaging
+        self.variance = variance
+        self.gamma = gamma
+        self.verbose = verbose
+        self.model_filename = model_filename
+        self.keep_tempfiles = keep_tempfiles
+        self.trainer_cls = trainer_cls
+        self.order = order
+        self.grammar = grammar
+        self.grammar_params = grammar_params
+        self.threads = threads
+
+    # -- parameters ----------------------------------------------------------
+    def _algorithm(self) -> str:
+        name = "lbfgs" if self.algorithm is None else self.algorithm
+        if not isinstance(name, str) or name.lower() not in ALGORITHM_NAMES:
+            raise FstcrfError(f"algorithm must be one of {', '.join(ALGORITHM_NAMES)}, got {name!r}")
+        return ALGORITHM_NAMES[name.lower()]
+
+    def chain_crf(self) -> ChainCRF:
+        """The unfitted ChainCRF these parameters describe; a parameter that does
+        not apply (to the algorithm, or to fstcrf) raises FstcrfError."""
+        algorithm = self._algorithm()
+        if self.trainer_cls is not None:
+            raise FstcrfError("trainer_cls is a pycrfsuite.Trainer class; fstcrf trains without pycrfsuite, "
+                              "so leave it None (use verbose=True for a line per iteration)")
+        if self.keep_tempfiles:
+            raise FstcrfError("keep_tempfiles does not apply: fstcrf keeps the model in memory and writes "
+                              "no temporary files (give model_filename to write the model)")
+        settings = ALGORITHM_SETTINGS[algorithm]
+        given = [name for name in _ALGORITHM_PARAMETERS if getattr(self, name) is not None]
+        foreign = [name for name in given if name not in settings]
+        if foreign:
+            raise FstcrfError(f"algorithm {algorithm!r} takes no {', '.join(foreign)} (its settings are "
+                              f"{', '.join(settings)}); CRFsuite rejects them too")
+        c1 = 0.0 if self.c1 is None else self.c1
+        c2 = 1.0 if self.c2 is None else self.c2
+        _check_number("c1", c1)
+        _check_number("c2", c2)
+        min_freq = 0.0 if self.min_freq is None else self.min_freq
+        _check_number("min_freq", min_freq)
+        if self.max_iterations is None:
+            max_iter = DEFAULT_ITERATIONS[algorithm]
+        else:
+            _check_number("max_iterations", self.max_iterations, integer=True, positive=True)
+            max_iter = int(self.max_iterations)
+        params = {settings[name]: getattr(self, name) for name in given if settings[name] is not None}
+        return ChainCRF(template=COLUMN, order=self.order, algorithm=algorithm,
+                        sigma=math.inf if c2 == 0 else math.sqrt(0.5 / c2), c1=float(c1), max_iter=max_iter,
+                        features="complete" if self.all_possible_states else None, min_freq=float(min_freq),
+                        transitions="all" if self.all_possible_transitions else "seen",
+                        algorithm_params=params or None, threads=self.threads, grammar=self.grammar,
+                        grammar_params=self.grammar_params)
+
+    # -- training ------------------------------------------------------------
+    def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
+        """Train on X (sequences of token dicts) and y (label sequences); with X_dev
+        and y_dev, the iteration with the best dev score is kept.  Nothing is
+        written to model_filename unless training succeeds."""
+        if (X_dev is None) != (y_dev is None):
+            raise FstcrfError("pass both X_dev and y_dev to use held-out data")
+        model = self.chain_crf()
+        model._check_params()
+        if self.model_filename is not None:
+            check_output_path(self.model_filename)
+        train = training_sentences(X, y)
+        dev = None
+        if X_dev is not None:
+            dev = training_sentences(X_dev, y_dev, "X_dev", "y_dev")
+            flatten_sentences(dev)          # bad dev values raise before training
+            known = {label for sentence in train for label in sentence[TARGET]}
+            for number, sentence in enumerate(dev):
+                for position, label in enumerate(sentence[TARGET]):
+                    if label not in known:
+                        raise LabelError(f"y_dev sentence {number}, token {position}: the label {label!r} "
+                                         "never occurs in y")
+        model.fit(train, target=TARGET, dev=dev, callback=_print_iteration if self.verbose else None)
+        if self.model_filename is not None:
+            model.save(self.model_filename)
+        self.crf_ = model
+        self.training_log_ = model.history_
+        self.__dict__.pop("_info", None)
+        return self
+
+    # -- the fitted model ----------------------------------------------------
+    def _model(self) -> ChainCRF | None:
+        """The fitted ChainCRF, read from model_filename when not fitted; None if neither."""
+        if "crf_" not in self.__dict__ and self.model_filename is not None:
+            if os.path.isfile(self.model_filename):
+                self.crf_ = load_model(self.model_filename)
+                self.training_log_ = self.crf_.history_
+        return self.__dict__.get("crf_")
+
+    def _fitted(self) -> ChainCRF:
+        model = self._model()
+        if model is None:
+            raise FstcrfError("this CRF is not fitted; call fit first (or give model_filename of a saved model)")
+        return model
+
+    def _sentences(self, X) -> tuple[list[Sentence], list[int]]:
+        """The nonempty sequences of X as Sentences, and the length of every sequence."""
+        sequences = [_tokens(xseq, number, "X") for number, xseq in enumerate(_sequences(X, "X"))]
+        sentences = [Sentence({COLUMN: tokens}) for tokens in sequences]
+        lengths = [len(tokens) for tokens in sequences]
+        if 0 in lengths:        # errors then name the sentences by their place in X
+            flatten_sentences(sentences)
+        return [sentence for sentence in sentences if len(sentence)], lengths
+
+    def predict(self, X) -> np.ndarray:
+        """The best label sequence of each sequence of X: an object array [B] of lists [T]."""
+        model = self._fitted()
+        sentences, lengths = self._sentences(X)
+        return _by_sequence(model.predict(sentences), lengths, [])
+
+    def predict_single(self, xseq) -> list[str]:
+        """The best label sequence [T] of one sequence of token dicts."""
+        return list(self.predict([xseq])[0])
+
+    def predict_marginals(self, X) -> np.ndarray:
+        """Per sequence of X, per token, a dict label -> p(label at the token | sequence):
+        an object array [B] of lists [T] of dicts."""
+        model = self._fitted()
+        sentences, lengths = self._sentences(X)
+        labels = list(model.labels_)
+        rows = [[dict(zip(labels, token.tolist())) for token in marginals]
+                for marginals in model.predict_marginals(sentences)]
+        return _by_sequence(rows, lengths, [])
+
+    def predict_marginals_single(self, xseq) -> list[dict]:
+        """predict_marginals of one sequence: a list [T] of dicts label -> probability."""
+        return list(self.predict_marginals([xseq])[0])
+
+    def score(self, X, y) -> float:
+        """Token accuracy of the predictions on X against y (flat_accuracy_score)."""
+        from .metrics import flat_accuracy_score
+        return flat_accuracy_score(y, self.predict(X))
+
+    # -- learned attributes (None when not fitted, as in sklearn_crfsuite) ---
+    @property
+    def classes_(self) -> list[str] | None:
+        """The labels [L]."""
+        model = self._model()
+        return None if model is None else list(model.labels_)
+
+    @property
+    def size_(self) -> int | None:
+        """The size of the fitted model, in bytes (its pickled ChainCRF)."""
+        model = self._model()
+        return None if model is None else len(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL))
+
+    @property
+    def num_attributes_(self) -> int | None:
+        """How many attributes have a nonzero state-feature weight."""
+        info = self._info_of()
+        return None if info is None else len(info[0])
+
+    @property
+    def attributes_(self) -> list[str] | None:
+        """The attributes with a nonzero state-feature weight [num_attributes_]."""
+        info = self._info_of()
+        return None if info is None else list(info[0])
+
+    @property
+    def state_features_(self) -> dict | None:
+        """{(attribute, label): weight} over the nonzero weights (order 2: the label
+        of a pair state is its name, "previous current")."""
+        info = self._info_of()
+        return None if info is None else dict(info[1])
+
+    @property
+    def transition_features_(self) -> dict | None:
+        """{(label from, label to): weight} over the nonzero weights (order 2: pair states)."""
+        info = self._info_of()
+        return None if info is None else dict(info[2])
+
+    def _info_of(self):
+        """(attributes, state features, transition features) of the fitted model, or None."""
+        model = self._model()
+        if model is None:
+            return None
+        cached = self.__dict__.get("_info")
+        if cached is not None and cached[0] is model:
+            return cached[1]
+        info = model_features(model)
+        self.__dict__["_info"] = (model, info)
+        return info
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state.pop("_info", None)
+        return state
+
+
+def model_features(model: ChainCRF) -> tuple[list[str], dict, dict]:
+    """The attributes with a nonzero state-feature weight of a fitted ChainCRF, in
+    column order; {(attribute, output name): weight} and {(from, to): weight} over
+    the nonzero state and transition weights."""
+    features, weights = model.features_, model.weights_
+    topology = model.topology_
+    outputs = list(topology.state_names) + list(topology.labels if features.num_labels else [])
+    names = model.extractor_.predicate_names_
+    F = features.num_features
+    predicate = np.repeat(np.arange(len(features.ptr) - 1), np.diff(features.ptr))
+    nonzero = np.flatnonzero(weights[:F] != 0)
+    state = {(names[p], outputs[o]): w for p, o, w in zip(predicate[nonzero].tolist(),
+                                                           features.output[nonzero].tolist(),
+                                                           weights[:F][nonzero].tolist())}
+    active = np.unique(predicate[nonzero])
+    transitions = weights[F:F + topology.num_edges]       # inactive edges keep weight 0
+    edges = np.flatnonzero(transitions != 0)
+    transition = {(topology.state_names[topology.edge_src[e]], topology.state_names[topology.edge_dst[e]]):
+                  float(transitions[e]) for e in edges.tolist()}
+    return [names[p] for p in active.tolist()], state, transition
+
+
+def _by_sequence(results: Sequence, lengths: Sequence[int], empty) -> np.ndarray:
+    """An object array [B] of the results of the nonempty sequences, ``empty`` for the others."""
+    out = np.empty(len(lengths), dtype=object)
+    produced = iter(results)
+    for number, length in enumerate(lengths):
+        out[number] = list(next(produced)) if length else list(empty)
+    return out
+
+
+def _print_iteration(record: dict) -> None:
+    dev = "" if record["dev_score"] is None else f" dev {record['dev_metric']}={record['dev_score']:.2f}"
+    norm = "" if record["gradient_norm"] is None else f" gradient_norm={record['gradient_norm']:.4g}"
+    print(f"Iter {record['iteration']:<4} time={record['seconds']:.2f} loss={record['objective']:.2f}{norm}{dev}")
