@@ -303,16 +303,17 @@ class _TokenTable:
         return np.where(inside, shifted, boundary), names + boundary_names
 
     def predicate_occurrences(self, predicate: PredicateTemplate
-                              ) -> tuple[list[str], np.ndarray, np.ndarray]:
+                              ) -> tuple[list[str], np.ndarray, np.ndarray, list[tuple[np.ndarray, list[str]]]]:
         """The predicates a template yields, in order of first occurrence.
 
         Returns their names [K], the index of each token's predicate
-        [num_tokens] and how many tokens each is true at [K].
+        [num_tokens], how many tokens each is true at [K], and per observation
+        the code of each predicate's value [K] with the escaped value of each code.
         """
         if not predicate.observations:
             names = ["bias"] if self.num_tokens else []
             return (names, np.zeros(self.num_tokens, dtype=np.int64),
-                    np.full(len(names), self.num_tokens, dtype=np.int64))
+                    np.full(len(names), self.num_tokens, dtype=np.int64), [])
         coded = [self.observation_codes(observation) for observation in predicate.observations]
         key = coded[0][0]
         for codes, names in coded[1:]:
@@ -324,11 +325,11 @@ class _TokenTable:
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))
         first_token = first_token[order]
-        value_names = [[names[code] for code in codes[first_token].tolist()]
-                       for codes, names in coded]
+        values = [(codes[first_token], names) for codes, names in coded]
+        value_names = [[names[code] for code in codes.tolist()] for codes, names in values]
         prefix = predicate.name + "="
         names = [prefix + "|".join(values) for values in zip(*value_names)]
-        return names, rank[key.reshape(-1)], counts[order]
+        return names, rank[key.reshape(-1)], counts[order], values
 
 
 def _split_values(values: str) -> list[str]:
@@ -599,14 +600,15 @@ class _HashedDictionary:
         self.keys, self.salt, self.capacity, self.slots = keys, salt, capacity, slots
 
     @classmethod
-    def fit(cls, template: Template, names: Sequence[str]) -> _HashedDictionary:
-        """The dictionary of named predicates under the first salt without collisions."""
+    def fit(cls, keys: Callable[[int], np.ndarray], num_predicates: int) -> _HashedDictionary:
+        """The dictionary of the predicates whose keys under a salt are keys(salt)
+        uint64 [P], under the first salt without collisions."""
         for salt in range(SALT_TRIES):
             try:
-                return cls(_predicate_keys(template, names, salt), salt)
+                return cls(keys(salt), salt)
             except HashCollisionError:
                 logger.info("predicate keys collide under salt %d; rehashing", salt)
-        raise HashCollisionError(f"the keys of the {len(names)} predicates collide under each of "
+        raise HashCollisionError(f"the keys of the {num_predicates} predicates collide under each of "
                                  f"{SALT_TRIES} salts")
 
     def rows(self, table: _TokenTable, template: Template, chosen: Sequence[int]
@@ -724,15 +726,30 @@ class FeatureExtractor:
             raise FstcrfError(f"min_count must be a positive integer, got {self.min_count!r}")
         # most frequent first (ties in template and first-occurrence order): the weights
         # of the predicates true at most tokens then share a few cache lines
-        kept: list[tuple[int, str]] = []
-        for predicate_names, _, counts in occurrences:
-            kept.extend((count, name) for name, count in zip(predicate_names, counts.tolist())
-                        if count >= self.min_count)
-        self._warn_if_few_kept(np.concatenate([np.zeros(0, dtype=np.int64)] + [counts for _, _, counts in occurrences]),
-                               len(kept))
-        order = sorted(range(len(kept)), key=lambda i: -kept[i][0])
-        names = [kept[i][1] for i in order]
-        self._set_dictionary(names, None, _HashedDictionary.fit(self._template(), names))
+        all_counts = [counts for _, _, counts, _ in occurrences]
+        kept = [np.flatnonzero(counts >= self.min_count) for counts in all_counts]
+        self._warn_if_few_kept(np.concatenate([np.zeros(0, dtype=np.int64)] + all_counts),
+                               sum(map(len, kept)))
+        order = np.argsort(-np.concatenate([np.zeros(0, dtype=np.int64)]
+                                           + [counts[k] for counts, k in zip(all_counts, kept)]), kind="stable")
+        names = [predicate_names[i] for (predicate_names, *_), k in zip(occurrences, kept) for i in k.tolist()]
+        names = [names[i] for i in order.tolist()]
+
+        def keys(salt: int) -> np.ndarray:
+            """uint64 [P]: the keys of the kept predicates, chained from their value codes."""
+            seeds = _string_hashes([predicate.name for predicate in self._template()], salt)
+            hashed: dict[int, np.ndarray] = {}       # the hashes of each list of value names
+            parts = []
+            for seed, (*_, values), k in zip(seeds, occurrences, kept):
+                own = np.full(len(k), seed, dtype=np.uint64)
+                for codes, value_names in values:
+                    if id(value_names) not in hashed:
+                        hashed[id(value_names)] = _string_hashes(value_names, salt)
+                    _chain(own, hashed[id(value_names)][codes[k]])
+                parts.append(own)
+            return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[order]
+
+        self._set_dictionary(names, None, _HashedDictionary.fit(keys, len(names)))
 
     def _warn_if_few_kept(self, counts: np.ndarray, kept: int) -> None:
         """Log a warning when min_count keeps ``kept`` of the predicates true at counts
@@ -752,7 +769,7 @@ class FeatureExtractor:
 
     def _matrix(self, num_tokens: int, occurrences) -> scipy.sparse.csr_matrix:
         columns = np.empty((num_tokens, len(occurrences)), dtype=np.int64)
-        for index, (predicate_names, token_predicate, _) in enumerate(occurrences):
+        for index, (predicate_names, token_predicate, *_) in enumerate(occurrences):
             predicate_column = np.array([self.vocabulary_.get(name, -1)
                                          for name in predicate_names], dtype=np.int64)
             columns[:, index] = predicate_column[token_predicate]
@@ -848,7 +865,8 @@ class FeatureExtractor:
             raise ModelFileError("feature extractor predicate names repeat")
         extractor = cls._unfitted(data)
         try:
-            dictionary = _HashedDictionary.fit(extractor.template, names)
+            dictionary = _HashedDictionary.fit(lambda salt: _predicate_keys(extractor.template, names, salt),
+                                               len(names))
         except TemplateError as error:
             raise ModelFileError(f"feature extractor data is inconsistent: {error}") from None
         extractor._set_dictionary(list(names), None, dictionary)
