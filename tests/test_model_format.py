@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.errors import ModelFileError
-from fstcrf.modelfile import FORMAT_VERSION, MAGIC, MODEL_KIND, checksum, model_payload, upgrade_model
-from test_model import TEMPLATE, chunk_corpus
+from fstcrf.compose import compose, load_joint
+from fstcrf.modelfile import (FORMAT_VERSION, JOINT_KIND, MAGIC, checksum, extractor_from_payload, read_container,
+                              upgrade_model)
+from test_model import READING_TEMPLATE, TEMPLATE, chunk_corpus
 
 PREAMBLE = struct.Struct("<16sIQQ")
 
@@ -52,17 +54,22 @@ def repack(raw: bytes, edit_header=lambda header: None, edit_array=None) -> byte
     return body + checksum(body)
 
 
-def version_1_file(model) -> bytes:
-    """The file fstcrf wrote before version 2: the predicate names in the header and
-    a SHA-256 digest (written here from the version 1 layout)."""
-    header, arrays = model_payload(model)
-    arrays = {name: array for name, array in arrays.items() if not name.startswith("extractor.")}
-    header["extractor"] = model.extractor_.to_dict()
+def version_1_bytes(path) -> bytes:
+    """The model or joint model file as fstcrf wrote it before version 2: the
+    predicate names in the header and a SHA-256 digest (the version 1 layout)."""
+    header, arrays = read_container(path)
+    arrays = dict(arrays)
+    components = header["components"] if header["format"] == JOINT_KIND else [header]
+    for k, component in enumerate(components):
+        prefix = f"{k}." if header["format"] == JOINT_KIND else ""
+        own = {name[len(prefix):]: array for name, array in arrays.items() if name.startswith(prefix)}
+        component["extractor"] = extractor_from_payload(component["extractor"], own).to_dict()
+        arrays = {name: array for name, array in arrays.items() if not name.startswith(prefix + "extractor.")}
     table, data = {}, b""
     for name, array in arrays.items():
         table[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": len(data)}
         data += array.tobytes() + b"\0" * (-array.nbytes % 8)
-    text = json.dumps({"format": MODEL_KIND, **header, "arrays": table}).encode()
+    text = json.dumps({**header, "arrays": table}).encode()
     text += b" " * (-(PREAMBLE.size + len(text)) % 8)
     body = PREAMBLE.pack(MAGIC, 1, len(text), len(data)) + text + data
     return body + hashlib.sha256(body).digest()
@@ -87,9 +94,9 @@ def test_round_trip_keeps_the_dictionary_without_names_in_the_header(fitted, sav
     assert load_model(saved.parent / "again.model").predict(test) == warm.predict(test)
 
 
-def test_version_1_files_load_and_upgrade(fitted, tmp_path):
+def test_version_1_files_load_and_upgrade(fitted, saved, tmp_path):
     old = tmp_path / "old.model"
-    old.write_bytes(version_1_file(fitted))
+    old.write_bytes(version_1_bytes(saved))
     test = chunk_corpus(5, 8)
     assert load_model(old).predict(test) == fitted.predict(test)
     upgrade_model(old, tmp_path / "new.model")
@@ -98,7 +105,7 @@ def test_version_1_files_load_and_upgrade(fitted, tmp_path):
     assert load_model(tmp_path / "new.model").predict(test) == fitted.predict(test)
     upgrade_model(old, old)                          # in place
     assert PREAMBLE.unpack_from(old.read_bytes())[1] == FORMAT_VERSION
-    corrupt = bytearray(version_1_file(fitted))
+    corrupt = bytearray(version_1_bytes(saved))
     corrupt[len(corrupt) // 2] ^= 1
     old.write_bytes(bytes(corrupt))
     with pytest.raises(ModelFileError, match="SHA-256 checksum mismatch"):
@@ -133,7 +140,7 @@ def test_truncation_at_every_section_boundary(saved):
 def test_a_flipped_bit_in_any_section_is_detected(saved):
     raw = saved.read_bytes()
     header, start = sections(raw)
-    positions = set(range(0, len(raw), max(1, len(raw) // 300)))
+    positions = set(range(0, len(raw), max(1, len(raw) // 150)))
     for entry in header["arrays"].values():       # the first and last byte of every array
         size = entry["shape"][0] * np.dtype(entry["dtype"]).itemsize
         positions |= {start + entry["offset"], start + entry["offset"] + max(size - 1, 0)}
@@ -190,3 +197,18 @@ def test_valid_checksums_over_inconsistent_dictionaries(saved):
             load_model(saved)
     saved.write_bytes(repack(raw))
     assert load_model(saved).predict(chunk_corpus(6, 3))
+
+
+def test_a_version_1_joint_model_upgrades(tmp_path):
+    corpus = chunk_corpus(7, 20)
+    pos = ChainCRF("bias\nword[0]\nword[-1]\n", max_iter=5).fit(corpus, target="pos")
+    chunk = ChainCRF(READING_TEMPLATE, reads="pos", max_iter=5).fit(corpus)
+    joint = compose([pos, chunk])
+    joint.save(tmp_path / "joint.model")
+    old = tmp_path / "old.model"
+    old.write_bytes(version_1_bytes(tmp_path / "joint.model"))
+    test = chunk_corpus(8, 6)
+    assert load_joint(old).predict(test) == joint.predict(test)
+    upgrade_model(old, tmp_path / "new.model")
+    assert PREAMBLE.unpack_from((tmp_path / "new.model").read_bytes())[1] == FORMAT_VERSION
+    assert (tmp_path / "new.model").read_bytes() == (tmp_path / "joint.model").read_bytes()
