@@ -328,7 +328,7 @@ class _TokenTable:
         values = [(codes[first_token], names) for codes, names in coded]
         value_names = [[names[code] for code in codes.tolist()] for codes, names in values]
         prefix = predicate.name + "="
-        names = [prefix + "|".join(values) for values in zip(*value_names)]
+        names = [prefix + "|".join(row) for row in zip(*value_names)]
         return names, rank[key.reshape(-1)], counts[order], values
 
 
