@@ -1,4 +1,4 @@
-"""Observation predicates of tokens, as a sparse binary matrix.
+"""Observation predicates of tokens, as a sparse matrix.
 
 A template lists one predicate template per line; ``#`` starts a comment::
 
@@ -21,6 +21,13 @@ so ``word[-1]`` is a real predicate at the first token.  In names, ``\\``
 and ``|`` within values are escaped with a backslash, and a value that looks
 like a boundary value gets a leading backslash, so distinct values never
 share a name.
+
+A line ``value(column[offset])`` (alone on its line) is one real-valued
+predicate, named like the line (``value(score[0])``), whose matrix entry at
+a token is the column's value there read as a number (Python's ``float``);
+a value of 0 or a position outside the sentence gives no entry, and a value
+that is not a finite number raises FeatureValueError naming the sentence
+and the token.  Every other predicate is binary.
 """
 from __future__ import annotations
 
@@ -39,6 +46,7 @@ import scipy.sparse
 
 from ._kernel import ffi, lib
 from .conll import Corpus, Sentence
+from .attributes import FeatureValueError
 from .errors import FstcrfError, ModelFileError, TemplateError
 from .files import read_utf8
 
@@ -54,7 +62,9 @@ _ITEM = re.compile(r"(?P<column>[A-Za-z_][A-Za-z0-9_]*)\[(?P<offset>[+-]?[0-9]+)
 _TRANSFORMED_ITEM = re.compile(r"(?P<transform>[A-Za-z_][A-Za-z0-9_]*)\((?P<item>[^()]*)\)")
 _AFFIX = re.compile(r"(?P<kind>prefix|suffix)(?P<length>[1-9])")
 _BOUNDARY_LIKE = re.compile(r"__(?:BOS-|EOS\+)[0-9]+__")
-_TRANSFORM_NAMES = "lower, shape, prefix1..prefix9, suffix1..suffix9"
+_TRANSFORM_NAMES = "lower, shape, prefix1..prefix9, suffix1..suffix9 and value"
+#: The "transform" of a real-valued predicate: the column's value read as a number.
+VALUE = "value"
 
 
 @functools.lru_cache(maxsize=1 << 16)      # words recur from batch to batch
@@ -122,6 +132,16 @@ class PredicateTemplate:
         """The canonical text: "bias" or the observations joined by "|"."""
         return "|".join(map(str, self.observations)) if self.observations else "bias"
 
+    @property
+    def real_valued(self) -> bool:
+        """Whether this is a ``value(column[offset])`` predicate."""
+        return bool(self.observations) and self.observations[0].transform == VALUE
+
+    @property
+    def num_values(self) -> int:
+        """How many values follow "=" in the names of its predicates."""
+        return 0 if self.real_valued else len(self.observations)
+
 
 @dataclass(frozen=True)
 class Template:
@@ -156,7 +176,7 @@ def _parse_observation(text: str, where: str) -> Observation:
         raise TemplateError(f"{where}: cannot parse {text!r}; expected column[offset] such "
                             f"as word[-1], or transform(column[offset]) such as lower(word[0])")
     transform = transformed["transform"] if transformed else None
-    if transform is not None and _transform_function(transform) is None:
+    if transform not in (None, VALUE) and _transform_function(transform) is None:
         raise TemplateError(f"{where}: unknown transform {transform!r}; "
                             f"the transforms are {_TRANSFORM_NAMES}")
     return Observation(item["column"], int(item["offset"]), transform)
@@ -177,6 +197,9 @@ def parse_template(text: str, source: str = "<string>") -> Template:
             observations = tuple(_parse_observation(item, where) for item in content.split("|"))
             if len(set(observations)) != len(observations):
                 raise TemplateError(f"{where}: {content!r} repeats an item")
+            if len(observations) > 1 and any(observation.transform == VALUE for observation in observations):
+                raise TemplateError(f"{where}: {content!r} joins value(...) with other items; "
+                                    "a real-valued predicate stands alone on its line")
             predicate = PredicateTemplate(observations, line_number)
         if predicate in first_lines:
             raise TemplateError(f"{where}: {predicate.name!r} repeats line "
@@ -302,6 +325,30 @@ class _TokenTable:
             boundary_names = [f"__EOS+{step}__" for step in range(1, distance + 1)]
         return np.where(inside, shifted, boundary), names + boundary_names
 
+    def numbers(self, observation: Observation) -> np.ndarray:
+        """float [num_tokens]: a column's value at an offset from each token read as a
+        number, 0 outside the sentence; FeatureValueError names a token whose value
+        is not a finite number."""
+        codes, values = self._coded_column(observation.column, None)
+        numbers = np.empty(len(values) + 1)         # the last one: outside the sentence
+        numbers[-1] = 0.0
+        for code, value in enumerate(values):
+            try:
+                numbers[code] = float(value)
+            except (ValueError, OverflowError):
+                numbers[code] = math.nan
+            if not math.isfinite(numbers[code]):
+                token = int(np.argmax(codes == code))
+                ends = np.cumsum([len(sentence) for sentence in self.sentences])
+                sentence = int(np.searchsorted(ends, token, side="right"))
+                raise FeatureValueError(f"sentence {sentence + 1}, token {int(self.position[token]) + 1}: "
+                                        f"{observation} reads {value!r} from column {observation.column!r}, "
+                                        "which is not a finite number")
+        target = self.position + observation.offset
+        inside = (target >= 0) & (target < self.sentence_length)
+        shifted = codes[np.clip(np.arange(self.num_tokens) + observation.offset, 0, max(self.num_tokens - 1, 0))]
+        return numbers[np.where(inside, shifted, len(values))]
+
     def predicate_occurrences(self, predicate: PredicateTemplate
                               ) -> tuple[list[str], np.ndarray, np.ndarray, list[tuple[np.ndarray, list[str]]]]:
         """The predicates a template yields, in order of first occurrence.
@@ -314,6 +361,10 @@ class _TokenTable:
             names = ["bias"] if self.num_tokens else []
             return (names, np.zeros(self.num_tokens, dtype=np.int64),
                     np.full(len(names), self.num_tokens, dtype=np.int64), [])
+        if predicate.real_valued:
+            true_at = np.count_nonzero(self.numbers(predicate.observations[0]))
+            names = [predicate.name] if true_at else []
+            return names, np.zeros(self.num_tokens, dtype=np.int64), np.full(len(names), true_at), []
         coded = [self.observation_codes(observation) for observation in predicate.observations]
         key = coded[0][0]
         for codes, names in coded[1:]:
@@ -400,13 +451,13 @@ class _PredicateIndex:
     """Integer lookup of known predicates by value codes, for transform_reading.
 
     Every (column, transform) has one code per escaped value seen in the known
-    predicates' names (boundary values included).  A predicate template with
-    observations o_1..o_m maps a token to id_1 = code(o_1), then
-    id_i = position of id_{i-1} * V_i + code(o_i) in the sorted array of the
-    known prefixes of length i, and finally to a predicate column; a prefix
-    that no known predicate has gives -1.  A template that reads a lower
-    tagger's column is also kept as a :class:`_ReadingTable`, built on first
-    use, to look its predicates up under every value of that column at once."""
+    predicates' names (boundary values included); ``plans`` holds each
+    template's known predicates as value codes [M, m] and their columns [M].
+    A template that reads a lower tagger's column becomes a
+    :class:`_ReadingTable` on first use: the other observations o_1..o_m map a
+    token to id_1 = code(o_1), then id_i = position of id_{i-1} * V_i + code(o_i)
+    in the sorted array of the known prefixes of length i (-1 for a prefix no
+    known predicate has), and the context id and the K values give the columns."""
 
     def __init__(self, template: Template, names: Sequence[str]):
         by_prefix: dict[str, list[tuple[int, list[str]]]] = {}
@@ -417,7 +468,7 @@ class _PredicateIndex:
         self.plans = []
         for predicate in template:
             known = by_prefix.get(predicate.name, [])
-            if not predicate.observations:
+            if predicate.num_values == 0:
                 self.plans.append((predicate, [], np.array([known[0][0]] if known else [], dtype=np.int64)))
                 continue
             columns = np.array([column for column, _ in known], dtype=np.int64)
@@ -426,16 +477,6 @@ class _PredicateIndex:
                 vocab = self.vocab.setdefault((observation.column, observation.transform), {})
                 codes[:, i] = [vocab.setdefault(values[i], len(vocab)) for _, values in known]
             self.plans.append((predicate, codes, columns))
-        # sorted prefix tables need the final vocabulary sizes
-        self.tables = []
-        for predicate, codes, columns in self.plans:
-            if not predicate.observations:
-                self.tables.append(([], columns))
-                continue
-            steps, ids = _prefix_steps(codes, self._sizes(predicate.observations))
-            predicate_of = np.full(ids.max() + 1 if len(ids) else 0, -1, dtype=np.int64)
-            predicate_of[ids] = columns
-            self.tables.append((steps, predicate_of))
         self.num_predicates = len(names)
         self._reading: dict[str, _ReadingLookup] = {}
 
@@ -565,7 +606,7 @@ def _predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.n
         prefix, _, values = name.partition("=")
         k = slots.get(prefix)
         split = _split_values(values) if values else []
-        if k is None or len(split) != len(template.predicates[k].observations):
+        if k is None or len(split) != template.predicates[k].num_values:
             raise TemplateError(f"predicate {name!r} does not fit the template")
         groups[k][0].append(column)
         groups[k][1].append(split)
@@ -573,7 +614,7 @@ def _predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.n
     seeds = _string_hashes([predicate.name for predicate in template], salt)
     for k, (columns, values) in enumerate(groups):
         own = np.full(len(columns), seeds[k], dtype=np.uint64)
-        for i in range(len(template.predicates[k].observations)):
+        for i in range(template.predicates[k].num_values):
             _chain(own, _string_hashes([split[i] for split in values], salt))
         keys[columns] = own
     return keys
@@ -610,6 +651,13 @@ class _HashedDictionary:
                 logger.info("predicate keys collide under salt %d; rehashing", salt)
         raise HashCollisionError(f"the keys of the {num_predicates} predicates collide under each of "
                                  f"{SALT_TRIES} salts")
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """int64 [n]: the column of each key uint64 [n], -1 if unknown."""
+        columns = np.empty(len(keys), dtype=np.int64)
+        lib.fh_lookup(ffi.from_buffer("uint64_t[]", keys), len(keys), self.capacity,
+                      ffi.from_buffer("uint64_t[]", self.slots), ffi.from_buffer("int64_t[]", columns))
+        return columns
 
     def rows(self, table: _TokenTable, template: Template, chosen: Sequence[int]
              ) -> tuple[np.ndarray, np.ndarray]:
@@ -673,8 +721,7 @@ class FeatureExtractor:
 
     def _occurrences(self, corpus: Corpus | Sequence[Sentence]):
         table = self._token_table(corpus)
-        return table.num_tokens, [table.predicate_occurrences(predicate)
-                                  for predicate in self._template()]
+        return table, [table.predicate_occurrences(predicate) for predicate in self._template()]
 
     def _token_table(self, corpus: Corpus | Sequence[Sentence]) -> _TokenTable:
         if isinstance(corpus, Corpus):
@@ -767,13 +814,36 @@ class FeatureExtractor:
         if getattr(self, "_dictionary", None) is None:
             raise FstcrfError("this FeatureExtractor is not fitted; call fit first")
 
-    def _matrix(self, num_tokens: int, occurrences) -> scipy.sparse.csr_matrix:
-        columns = np.empty((num_tokens, len(occurrences)), dtype=np.int64)
-        for index, (predicate_names, token_predicate, *_) in enumerate(occurrences):
-            predicate_column = np.array([self.vocabulary_.get(name, -1)
-                                         for name in predicate_names], dtype=np.int64)
-            columns[:, index] = predicate_column[token_predicate]
-        return self._csr(columns)
+    def _matrix(self, table: _TokenTable, occurrences) -> scipy.sparse.csr_matrix:
+        """The predicate matrix [N, P] from the names of ``occurrences`` (fit_transform)."""
+        columns = np.full((table.num_tokens, len(occurrences)), -1, dtype=np.int64)
+        for index, (predicate, (predicate_names, token_predicate, *_)) in enumerate(zip(self._template(),
+                                                                                         occurrences)):
+            if not predicate.real_valued:
+                predicate_column = np.array([self.vocabulary_.get(name, -1)
+                                             for name in predicate_names], dtype=np.int64)
+                columns[:, index] = predicate_column[token_predicate]
+        return self._with_numbers(self._csr(columns), table, range(len(occurrences)))
+
+    def _with_numbers(self, binary: scipy.sparse.csr_matrix, table: _TokenTable, chosen: Sequence[int]
+                      ) -> scipy.sparse.csr_matrix:
+        """The binary matrix [N, P] plus the entries of the real-valued templates ``chosen``."""
+        predicates = [self._template().predicates[k] for k in chosen]
+        real = [predicate for predicate in predicates if predicate.real_valued]
+        if not real:
+            return binary
+        matrix = binary
+        columns = self._dictionary.lookup(_string_hashes([predicate.name for predicate in real],
+                                                         self._dictionary.salt))
+        for predicate, column in zip(real, columns.tolist()):
+            if column < 0:
+                continue
+            numbers = table.numbers(predicate.observations[0])
+            rows = np.flatnonzero(numbers)
+            matrix = matrix + scipy.sparse.csr_matrix(
+                (numbers[rows], (rows, np.full(len(rows), column))), shape=binary.shape)
+        matrix.sort_indices()
+        return matrix
 
     def _csr(self, columns: np.ndarray) -> scipy.sparse.csr_matrix:
         """The binary matrix of per-template predicate columns int [N, templates] (-1: none)."""
@@ -795,7 +865,8 @@ class FeatureExtractor:
         """The predicate matrix [N, P] of the templates listed (all by default)."""
         template = self._template()
         chosen = range(len(template)) if templates is None else templates
-        return self._binary(*self._dictionary.rows(table, template, chosen))
+        binary = [k for k in chosen if not template.predicates[k].real_valued]
+        return self._with_numbers(self._binary(*self._dictionary.rows(table, template, binary)), table, chosen)
 
     def fit(self, corpus: Corpus | Sequence[Sentence]) -> FeatureExtractor:
         """Build the predicate dictionary from a corpus or a list of sentences."""
@@ -828,6 +899,11 @@ class FeatureExtractor:
             raise TemplateError(f"the template reads column {column!r} at offsets "
                                 f"{', '.join(f'{offset:+d}' for offset in offsets)}; its values can be "
                                 "varied at offset 0 only")
+        numeric = [predicate.name for predicate in predicates
+                   if predicate.real_valued and predicate.observations[0].column == column]
+        if numeric:
+            raise TemplateError(f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
+                                "its values can be varied only in binary predicates")
         index = self._index()
         others = [i for i, predicate in enumerate(predicates)
                   if column not in {observation.column for observation in predicate.observations}]
@@ -842,9 +918,9 @@ class FeatureExtractor:
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """``fit`` then ``transform`` on the same corpus, extracting the observations once."""
-        num_tokens, occurrences = self._occurrences(corpus)
+        table, occurrences = self._occurrences(corpus)
         self._learn(occurrences)
-        return self._matrix(num_tokens, occurrences)
+        return self._matrix(table, occurrences)
 
     def to_dict(self) -> dict:
         """Plain JSON-able data: the template text, min_count and the predicate names."""
