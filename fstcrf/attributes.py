@@ -20,6 +20,7 @@ template of the same name is :data:`ATTRIBUTES`.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from typing import Sequence
@@ -35,7 +36,6 @@ COLUMN = "attributes"
 #: What joins a key to a string value or to the names of a nested dict or list.
 SEPARATOR = ":"
 
-_NUMBER_TYPES = (float, int, bool)
 _NESTED_TYPES = (dict, list, set)
 _NAME_LIST_TYPES = (list, tuple, set, frozenset)
 
@@ -78,25 +78,35 @@ def _number(name: str, value) -> float:
 def _flatten_into(item, prefix: str, names: list, values: list) -> None:
     """Append the (name, value) pairs of a dict, or of a list or set of names,
     each name prefixed by ``prefix``, to names [M] and values [M]."""
+    add_name, add_value = names.append, values.append
     if not isinstance(item, dict):
         for key in item:
-            names.append(_key(key, prefix))
-            values.append(1.0)
+            add_name(prefix + key if type(key) is str else _key(key, prefix))
+            add_value(1.0)
         return
     for key, value in item.items():
-        name = _key(key, prefix)
+        name = prefix + key if type(key) is str else _key(key, prefix)
         kind = type(value)
-        if kind is str or isinstance(value, str):
-            names.append(name + SEPARATOR + value)
-            values.append(1.0)
-        elif kind in _NUMBER_TYPES or isinstance(value, (numbers.Real, np.bool_)):
-            names.append(name)
-            values.append(_number(name, value))
+        if kind is str:
+            add_name(name + SEPARATOR + value)
+            add_value(1.0)
+        elif kind is bool:
+            add_name(name)
+            add_value(1.0 if value else 0.0)
+        elif kind is float and value - value == 0.0:        # finite (inf - inf and nan are nan)
+            add_name(name)
+            add_value(value)
+        elif isinstance(value, str):
+            add_name(name + SEPARATOR + value)
+            add_value(1.0)
+        elif isinstance(value, (numbers.Real, np.bool_)):
+            add_name(name)
+            add_value(_number(name, value))
         elif isinstance(value, _NESTED_TYPES):
             _flatten_into(value, name + SEPARATOR, names, values)
         elif isinstance(value, bytes):
-            names.append(name + SEPARATOR + _decode(value, name))
-            values.append(1.0)
+            add_name(name + SEPARATOR + _decode(value, name))
+            add_value(1.0)
         else:
             raise _BadItem(f"attribute {name!r} has a value of type {type(value).__name__} ({value!r:.40}); "
                            "values must be str, bytes, bool, int, float, or a dict, list or set of them")
@@ -136,13 +146,14 @@ def flatten_sentences(sentences: Sequence[Sentence]) -> tuple[list[str], list[fl
     values: list[float] = []
     starts = [0]
     for number, sentence in enumerate(sentences):
-        for position, token in enumerate(_tokens_of(sentence, number)):
-            try:
-                _check_token(token)
+        try:
+            for position, token in enumerate(_tokens_of(sentence, number)):
+                if type(token) is not dict:
+                    _check_token(token)
                 _flatten_into(token, "", names, values)
-            except _BadItem as error:
-                raise FeatureValueError(f"sentence {number}, token {position}: {error}") from None
-            starts.append(len(names))
+                starts.append(len(names))
+        except _BadItem as error:
+            raise FeatureValueError(f"sentence {number}, token {position}: {error}") from None
     return names, values, np.array(starts, dtype=np.int64)
 
 
@@ -236,8 +247,8 @@ class AttributeExtractor:
         """float64 [num_tokens, num_attributes]; attributes unseen in fit are dropped."""
         self._check_fitted()
         names, values, starts = flatten_sentences(self._sentences(corpus))
-        get = self.vocabulary_.get
-        codes = np.fromiter((get(name, -1) for name in names), dtype=np.int64, count=len(names))
+        codes = np.fromiter(map(self.vocabulary_.get, names, itertools.repeat(-1)), dtype=np.int64,
+                            count=len(names))
         known = codes >= 0
         return _csr(np.asarray(values, dtype=np.float64)[known], codes[known], _starts_kept(starts, known),
                     len(self.predicate_names_))

@@ -388,6 +388,56 @@ class TrainingSet:
                             out: np.ndarray, scale: float) -> None:
         self._add_paths(index, index + 1, plus, minus, out, scale)
 
+    def path_difference(self, index: int, plus: np.ndarray, minus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The features of state path ``plus`` minus those of ``minus`` (int32 [T]) on
+        sentence ``index``, sparsely: (indices int64 [m], increasing; values float [m],
+        non-zero), the non-zero entries of what :meth:`add_path_difference` adds."""
+        F = self._num_features
+        features, encoded = self.scorer.features, self.encoded
+        differ = np.flatnonzero(plus != minus)
+        rows = encoded.offsets[index] + differ
+        active = encoded.indptr[rows + 1] - encoded.indptr[rows]          # predicates per token
+        entries = self._ranges(encoded.indptr[rows], active)
+        predicate = encoded.indices[entries]
+        sizes = features.ptr[predicate + 1] - features.ptr[predicate]     # features per predicate
+        feature = self._ranges(features.ptr[predicate], sizes)
+        token = np.repeat(np.repeat(differ, active), sizes)
+        value = np.repeat(encoded.values[entries], sizes)
+        output = features.output[feature]
+
+        def fires(states: np.ndarray) -> np.ndarray:
+            on = output == states
+            if features.num_labels:
+                on |= output == features.num_states + features.state_label[states]
+            return on
+
+        delta = fires(plus[token]).astype(np.int64) - fires(minus[token])
+        kept = delta != 0
+        indices, where = np.unique(feature[kept], return_inverse=True)
+        values = np.bincount(where, weights=delta[kept] * value[kept], minlength=len(indices))
+        transitions = self._transition_difference(index, plus, minus)
+        moved = np.flatnonzero(transitions)
+        indices = np.concatenate([indices, F + moved]).astype(np.int64)
+        values = np.concatenate([values, transitions[moved]])
+        nonzero = values != 0
+        return indices[nonzero], values[nonzero]
+
+    def _transition_difference(self, index: int, plus: np.ndarray, minus: np.ndarray) -> np.ndarray:
+        """float [T]: the transition weights' counts along ``plus`` minus along ``minus`` on
+        sentence ``index``."""
+        token_class = None
+        if self.encoded.token_class is not None:
+            token_class = self.encoded.token_class[self.encoded.token_rows(index, index + 1)][1:]
+        layout, ends = self.scorer.transitions, np.array([0, len(plus)])
+        return layout.gradient(layout.path_counts(_path_edges(self._edge_table, plus, ends), token_class)
+                               - layout.path_counts(_path_edges(self._edge_table, minus, ends), token_class))
+
+    @staticmethod
+    def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """int64 [sum sizes]: starts[i] .. starts[i] + sizes[i] - 1, one range after another."""
+        ends = np.cumsum(sizes)
+        return np.repeat(starts - ends + sizes, sizes) + np.arange(int(ends[-1]) if len(ends) else 0)
+
     def _add_paths(self, first: int, last: int, plus: np.ndarray, minus: np.ndarray | None,
                    out: np.ndarray, scale: float) -> None:
         """Add scale * (feature counts along state path ``plus`` [n] of sentences first ..

@@ -4,10 +4,15 @@ Each algorithm optimises a weight vector theta [D] of a :class:`Problem`,
 which knows the training sentences and how the weights score them (the
 model in :mod:`fstcrf.model` supplies one).  The algorithms are
 
-    lbfgs                 penalised conditional log-likelihood, Gaussian prior,
-                          L-BFGS (two-loop recursion, Nocedal & Wright alg. 7.4)
-                          with scipy's strong-Wolfe line search on the
-                          full-batch gradient
+    lbfgs                 penalised conditional log-likelihood on the full-batch
+                          gradient, Gaussian prior and optional L1 term (elastic
+                          net).  Without L1: L-BFGS (two-loop recursion, Nocedal &
+                          Wright alg. 7.4) with scipy's strong-Wolfe line search or
+                          a backtracking Wolfe search.  With L1: OWL-QN (Andrew &
+                          Gao 2007): the pseudo-gradient, the direction kept in its
+                          orthant and a backtracking search along the projected
+                          path.  CRFsuite's L-BFGS options (num_memories, epsilon,
+                          period, delta, linesearch, max_linesearch) are accepted
     averaged_perceptron   Collins (2002): Viterbi decoding, additive updates,
                           averaged weights (the lazy-update trick)
     sgd                   penalised log-likelihood, one sentence per step, a
@@ -20,11 +25,13 @@ history and passed to ``callback``:
     algorithm       "lbfgs", "perceptron", "sgd", or the name given to lbfgs
                     (e.g. "mce-f" for F-score training)
     iteration       1, 2, ... (0: the starting weights of a warm start)
-    objective       lbfgs: the penalised negative log-likelihood;
-                    sgd: the per-sentence losses met during the epoch plus
-                    the penalty at its end; perceptron: tokens where the
-                    paths it updated on differ from gold
-    gradient_norm   lbfgs: Euclidean norm of the gradient; None otherwise
+    objective       lbfgs: the penalised negative log-likelihood (with the
+                    L1 term when l1 > 0); sgd: the per-sentence losses met
+                    during the epoch plus the penalty at its end; perceptron:
+                    tokens where the paths it updated on differ from gold
+    gradient_norm   lbfgs: Euclidean norm of the gradient (of the
+                    pseudo-gradient when l1 > 0); None otherwise
+    nonzero         lbfgs only: the number of weights that are not 0
     seconds         training time of the iteration (dev evaluation excluded)
     elapsed         seconds since training started
     dev_score       the ``primary`` figure of ``evaluate``'s scores of the
@@ -45,6 +52,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import logging
 import math
 import time
@@ -55,7 +63,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 import numpy as np
 
 from .bandit_settings import SGD_LEARNING_RATE
-from .errors import ArgumentTypeError, FstcrfError
+from .errors import ArgumentTypeError, FstcrfError, ShapeError
 
 if TYPE_CHECKING:
     from .evaluate import ChunkScores, TagScores
@@ -64,6 +72,13 @@ logger = logging.getLogger(__name__)
 
 #: Correction pairs L-BFGS keeps (Sha & Pereira found 3 to 10 work well).
 LBFGS_MEMORY = 10
+#: lbfgs's line searches by name (ours and CRFsuite's) -> the search that runs when l1 == 0.
+LINE_SEARCHES = {"strong-wolfe": "scipy", "MoreThuente": "scipy", "Backtracking": "wolfe",
+                 "StrongBacktracking": "strong-wolfe"}
+#: The sufficient decrease (Armijo) and curvature (Wolfe) constants of every line search.
+ARMIJO, CURVATURE = 1e-4, 0.9
+#: CRFsuite's defaults for its delta test (lbfgs's ``period`` and ``delta``).
+CRFSUITE_PERIOD, CRFSUITE_DELTA = 10, 1e-5
 
 Record = dict
 Callback = Callable[[Record], "bool | None"]
@@ -130,9 +145,10 @@ class _Monitor:
         self._best_score = -math.inf
         self._started = self._resumed = time.perf_counter()
 
-    def start_from(self, theta: np.ndarray, objective: float, gradient_norm: float) -> None:
+    def start_from(self, theta: np.ndarray, objective: float, gradient_norm: float,
+                   extra: dict | None = None) -> None:
         """Record a warm start's weights as iteration 0, so that dev selection may keep them."""
-        self._record(0, theta, objective, gradient_norm)
+        self._record(0, theta, objective, gradient_norm, extra)
         self._resumed = time.perf_counter()
 
     def end_iteration(self, theta: np.ndarray, objective: float,
@@ -191,18 +207,19 @@ class _Monitor:
 
 
 def check_positive(name: str, value, integer: bool = False, bounds: tuple[float, float] | None = None,
-                   infinite: bool = False) -> None:
+                   infinite: bool = False, zero: bool = False) -> None:
     """Raise ArgumentTypeError unless ``value`` is a number (an integer with ``integer``),
-    FstcrfError unless it is positive and finite (or inf, with ``infinite``) and, with
-    ``bounds`` (low, high), low <= value <= high."""
+    FstcrfError unless it is positive (or zero, with ``zero``) and finite (or inf, with
+    ``infinite``) and, with ``bounds`` (low, high), low <= value <= high."""
     kind = "integer" if integer else "number"
+    sign = "non-negative" if zero else "positive"
     kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
     if isinstance(value, bool) or not isinstance(value, kinds):
-        raise ArgumentTypeError(f"{name} must be a positive {kind}, got {type(value).__name__} {value!r}")
+        raise ArgumentTypeError(f"{name} must be a {sign} {kind}, got {type(value).__name__} {value!r}")
     if infinite and value == math.inf:
         return
-    if not (value > 0 and math.isfinite(value)):
-        raise FstcrfError(f"{name} must be a positive finite {kind}{' or inf' if infinite else ''}, "
+    if not ((value >= 0 if zero else value > 0) and math.isfinite(value)):
+        raise FstcrfError(f"{name} must be a {sign} finite {kind}{' or inf' if infinite else ''}, "
                           f"got {value!r}")
     if bounds is not None and not bounds[0] <= value <= bounds[1]:
         raise FstcrfError(f"{name} must lie between {bounds[0]:g} and {bounds[1]:g}"
@@ -211,19 +228,46 @@ def check_positive(name: str, value, integer: bool = False, bounds: tuple[float,
 
 def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float = 1e-7,
           evaluate: Evaluate | None = None, callback: Callback | None = None,
-          initial: np.ndarray | None = None, name: str = "lbfgs") -> TrainingResult:
-    """Minimise problem loss + ||theta||^2 / (2 sigma^2) with L-BFGS, from theta = 0 or
+          initial: np.ndarray | None = None, name: str = "lbfgs", *, l1: float = 0.0,
+          memory: int = LBFGS_MEMORY, epsilon: float | None = None, period: int | None = None,
+          delta: float | None = None, linesearch: str = "strong-wolfe", max_linesearch: int = 20,
+          frozen: np.ndarray | None = None) -> TrainingResult:
+    """Minimise problem loss + ||theta||^2 / (2 sigma^2) + l1 ||theta||_1 from theta = 0 or
     from ``initial`` [D] (a warm start, recorded as iteration 0 and kept if no later
-    iteration has a better dev score).
+    iteration has a better dev score): L-BFGS when l1 == 0, OWL-QN when l1 > 0.
 
-    Stops after ``max_iter`` iterations, when an iteration lowers the objective
-    by less than ``tol`` relative to its size, or when the line search finds no
-    acceptable step (logged).  ``sigma`` may be ``math.inf`` (no prior).  ``name``
-    labels the log lines and the records.
+    ``sigma`` may be ``math.inf`` (no Gaussian prior); ``memory`` is the number of
+    correction pairs (CRFsuite's num_memories).  ``linesearch`` is "strong-wolfe" or
+    CRFsuite's "MoreThuente" (both scipy's strong-Wolfe search), "Backtracking"
+    (Wolfe conditions) or "StrongBacktracking" (strong Wolfe conditions), each with at
+    most ``max_linesearch`` trial points.  OWL-QN always backtracks with the sufficient
+    decrease condition alone along its orthant-projected path, whatever ``linesearch``
+    names (as CRFsuite does when c1 > 0).  ``frozen`` bool [D] marks weights held at
+    their starting value.  ``name`` labels the log lines and the records.
+
+    Training stops after ``max_iter`` iterations, when the line search finds no
+    acceptable point (logged), when ``callback`` asks, or when an iteration ends with
+
+    * ``epsilon`` given: ||g|| / max(1, ||theta||) <= epsilon, with g the gradient
+      (the pseudo-gradient when l1 > 0); also tested at the start (0 iterations);
+    * ``period`` or ``delta`` given (CRFsuite's test; the missing one takes CRFsuite's
+      default, 10 or 1e-5): (f_{k-period} - f_k) / |f_k| < delta at iteration k >= period,
+      with f_0 the starting objective.  ``tol`` is then not used;
+    * otherwise: the iteration lowered the objective by at most ``tol`` times
+      max(|f_{k-1}|, |f_k|, 1).
     """
     check_positive("sigma", sigma, bounds=SIGMA_RANGE, infinite=True)
     check_positive("max_iter", max_iter, integer=True)
     check_positive("tol", tol)
+    check_positive("l1", l1, zero=True)
+    check_positive("memory", memory, integer=True)
+    check_positive("max_linesearch", max_linesearch, integer=True)
+    for option, value, integer in (("epsilon", epsilon, False), ("period", period, True),
+                                   ("delta", delta, False)):
+        if value is not None:
+            check_positive(option, value, integer=integer, zero=not integer)
+    search = _line_search(linesearch, l1)
+    frozen = _frozen_mask(frozen, problem.num_weights)
     precision = 1.0 / sigma ** 2
     monitor = _Monitor(name, evaluate, callback)
 
@@ -231,7 +275,12 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
         loss, gradient = problem.loss_and_gradient(theta)
         loss += 0.5 * precision * float(theta @ theta)
         gradient += precision * theta
+        if frozen is not None:
+            gradient[frozen] = 0.0
         return loss, gradient
+
+    def counts(theta: np.ndarray) -> dict:
+        return {"nonzero": int(np.count_nonzero(theta))}
 
     if initial is None:
         theta = np.zeros(problem.num_weights)
@@ -240,28 +289,92 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
         if theta.shape != (problem.num_weights,):
             raise FstcrfError(f"initial weights have shape {theta.shape}, expected ({problem.num_weights},)")
     with monitor.interruptible():
-        start = objective(theta)
+        steps = _quasi_newton(objective, theta, float(l1), frozen, int(memory), search, int(max_linesearch))
+        theta, loss, steepest = next(steps)
         if initial is not None:
-            monitor.start_from(theta, start[0], float(np.linalg.norm(start[1])))
-        for theta, loss, gradient in _lbfgs_iterations(objective, theta, int(max_iter), tol, start):
-            if monitor.end_iteration(theta, loss, float(np.linalg.norm(gradient))):
-                break
+            monitor.start_from(theta, loss, float(np.linalg.norm(steepest)), counts(theta))
+        converged = _stopping_test(tol, epsilon, period, delta, loss)
+        if not _gradient_small(theta, steepest, epsilon):
+            for theta, loss, steepest in itertools.islice(steps, int(max_iter)):
+                if monitor.end_iteration(theta, loss, float(np.linalg.norm(steepest)), counts(theta)) \
+                        or converged(theta, loss, steepest):
+                    break
     return monitor.result(theta)
 
 
-def _lbfgs_iterations(objective: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray,
-                      max_iter: int, tol: float, start: tuple[float, np.ndarray],
-                      memory: int = LBFGS_MEMORY):
-    """Yield (theta, objective, gradient) after each L-BFGS iteration, from theta
-    whose objective and gradient are ``start``.
+def _line_search(linesearch: str, l1: float) -> str:
+    """The search lbfgs runs for ``linesearch``: a value of LINE_SEARCHES, or "armijo" when l1 > 0."""
+    if not isinstance(linesearch, str):
+        raise ArgumentTypeError(f"linesearch must be a string, got {type(linesearch).__name__} {linesearch!r}")
+    if linesearch not in LINE_SEARCHES:
+        raise FstcrfError(f"unknown linesearch {linesearch!r}; available: {', '.join(LINE_SEARCHES)}")
+    if l1 > 0:
+        logger.info("lbfgs: l1 > 0 (OWL-QN) backtracks along the orthant-projected path "
+                    "instead of the %s line search", linesearch)
+        return "armijo"
+    return LINE_SEARCHES[linesearch]
 
-    The search direction comes from the two-loop recursion over the last
-    ``memory`` pairs (s, y), scaled by s.y / y.y; the first direction is the
-    negative gradient scaled to unit length.  The step satisfies the strong
-    Wolfe conditions (c1 = 1e-4, c2 = 0.9), starting from 1.  A pair with
-    s.y <= 0 is not stored, so the implied Hessian stays positive definite.
+
+def _frozen_mask(frozen, num_weights: int) -> np.ndarray | None:
+    """``frozen`` checked to be None or bool [D]."""
+    if frozen is None:
+        return None
+    if not isinstance(frozen, np.ndarray):
+        raise ArgumentTypeError(f"frozen must be a numpy bool array [D], got {type(frozen).__name__}")
+    if frozen.dtype != np.bool_ or frozen.shape != (num_weights,):
+        raise ShapeError(f"frozen must be bool [{num_weights}] (one flag per weight), "
+                         f"got {frozen.dtype} {list(frozen.shape)}")
+    return frozen
+
+
+def _gradient_small(theta: np.ndarray, steepest: np.ndarray, epsilon: float | None) -> bool:
+    """CRFsuite's test ||steepest|| / max(1, ||theta||) <= epsilon (False without epsilon)."""
+    return epsilon is not None and \
+        float(np.linalg.norm(steepest)) <= epsilon * max(1.0, float(np.linalg.norm(theta)))
+
+
+def _stopping_test(tol: float, epsilon: float | None, period: int | None, delta: float | None,
+                   start_loss: float) -> Callable[[np.ndarray, float, np.ndarray], bool]:
+    """lbfgs's convergence test, called once per iteration with (theta [D], objective,
+    steepest [D]) and True when training should stop (see lbfgs)."""
+    crfsuite = period is not None or delta is not None
+    delta = CRFSUITE_DELTA if delta is None else delta
+    losses = collections.deque([start_loss], maxlen=(period or CRFSUITE_PERIOD) if crfsuite else 1)
+
+    def converged(theta: np.ndarray, loss: float, steepest: np.ndarray) -> bool:
+        previous = losses[0]
+        if crfsuite:
+            stop = len(losses) == losses.maxlen and previous - loss < delta * abs(loss)
+        else:
+            stop = previous - loss <= tol * max(abs(previous), abs(loss), 1.0)
+        losses.append(loss)
+        return stop or _gradient_small(theta, steepest, epsilon)
+
+    return converged
+
+
+def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray, l1: float,
+                  frozen: np.ndarray | None, memory: int, search: str, max_linesearch: int):
+    """Yield (theta, objective, steepest) at ``theta`` and after each iteration of L-BFGS
+    (l1 == 0) or OWL-QN (l1 > 0) on smooth(theta) + l1 ||theta||_1; end when the line
+    search fails.
+
+    ``smooth`` gives the smooth part and its gradient float [D] (zero at ``frozen``
+    weights).  ``steepest`` [D] is that gradient, or with l1 > 0 the pseudo-gradient
+    (zero at ``frozen`` weights too).  The direction is the two-loop recursion over
+    the last ``memory`` pairs (s, y) of steps and smooth-gradient changes applied to
+    ``steepest``, or, without pairs, -steepest scaled to unit length.  A pair with
+    s.y <= 0 is not stored, so the implied Hessian stays positive definite.  When the
+    search fails with stored pairs, the pairs are dropped and it is retried once.
+    ``search`` is "scipy" (strong Wolfe, c1 = 1e-4, c2 = 0.9, starting from 1) or a
+    condition of :func:`_backtracking`.
     """
-    loss, gradient = start
+    loss, gradient = smooth(theta)
+    steepest = gradient
+    if l1:
+        loss += l1 * float(np.abs(theta).sum())
+        steepest = _pseudo_gradient(theta, gradient, l1, frozen)
+    yield theta, loss, steepest
     pairs: collections.deque = collections.deque(maxlen=memory)   # (s, y, 1 / s.y)
     last = {}
 
@@ -269,43 +382,106 @@ def _lbfgs_iterations(objective: Callable[[np.ndarray], tuple[float, np.ndarray]
         """The objective at ``point``; the line search asks for f and f' separately."""
         if "point" not in last or not np.array_equal(point, last["point"]):
             last["point"] = point.copy()
-            last["value"] = objective(point)
+            last["value"] = smooth(point)
         return last["value"]
 
-    def line_search(direction: np.ndarray) -> float | None:
-        """A strong-Wolfe step along direction, or None (scipy's warning is replaced by ours)."""
+    def line_search(direction: np.ndarray) -> tuple[np.ndarray, float, np.ndarray] | None:
+        """(point, objective, smooth gradient) of an acceptable step along direction, or None
+        (scipy's warning is replaced by ours)."""
+        if search != "scipy":
+            return _backtracking(smooth, theta, loss, steepest, direction, l1, search, max_linesearch)
         import scipy.optimize
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The line search algorithm did not converge")
-            return scipy.optimize.line_search(lambda x: evaluated(x)[0], lambda x: evaluated(x)[1],
+            step = scipy.optimize.line_search(lambda x: evaluated(x)[0], lambda x: evaluated(x)[1],
                                               theta, direction, gfk=gradient, old_fval=loss,
-                                              c1=1e-4, c2=0.9, maxiter=20)[0]
-
-    for _ in range(max_iter):
-        direction = _two_loop(gradient, pairs)
-        if not pairs:
-            direction /= max(float(np.linalg.norm(gradient)), 1e-300)
-        step = line_search(direction)
-        if step is None and pairs:            # a stale curvature model: restart once
-            pairs.clear()
-            direction = -gradient / max(float(np.linalg.norm(gradient)), 1e-300)
-            step = line_search(direction)
+                                              c1=ARMIJO, c2=CURVATURE, maxiter=max_linesearch)[0]
         if step is None:
-            logger.warning("lbfgs: the line search found no step that lowers the objective enough, "
-                           "along the L-BFGS direction or the gradient; stopping (at a stationary point "
-                           "to working precision, or at a kink of a non-smooth objective such as mce-f's)")
+            return None
+        point = theta + step * direction
+        return (point, *evaluated(point))
+
+    while True:
+        direction = _two_loop(steepest, pairs)
+        if not pairs:
+            direction /= max(float(np.linalg.norm(steepest)), 1e-300)
+        found = line_search(direction)
+        if found is None and pairs:            # a stale curvature model: restart once
+            pairs.clear()
+            direction = -steepest / max(float(np.linalg.norm(steepest)), 1e-300)
+            found = line_search(direction)
+        if found is None:
+            if steepest.any():
+                logger.warning("lbfgs: the line search found no step that lowers the objective enough, "
+                               "along the L-BFGS direction or the gradient; stopping (at a stationary point "
+                               "to working precision, or at a kink of a non-smooth objective such as "
+                               "mce-f's)")
             return
-        new_theta = theta + step * direction
-        new_loss, new_gradient = evaluated(new_theta)
+        new_theta, new_loss, new_gradient = found
         s, y = new_theta - theta, new_gradient - gradient
         curvature = float(s @ y)
         if curvature > 1e-10 * float(y @ y):
             pairs.append((s, y, 1.0 / curvature))
-        converged = loss - new_loss <= tol * max(abs(loss), abs(new_loss), 1.0)
         theta, loss, gradient = new_theta, new_loss, new_gradient
-        yield theta, loss, gradient
-        if converged:
-            return
+        steepest = _pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
+        yield theta, loss, steepest
+
+
+def _pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float,
+                     frozen: np.ndarray | None) -> np.ndarray:
+    """float [D]: Andrew & Gao's pseudo-gradient of smooth + l1 ||theta||_1, from the smooth
+    part's ``gradient`` [D]: gradient + l1 sign(theta) where theta != 0; where theta == 0, the
+    one-sided derivative that descends (gradient shrunk towards 0 by l1), or 0; 0 at ``frozen``."""
+    sign = np.sign(theta)
+    steepest = gradient + l1 * sign
+    at_zero = sign == 0.0
+    shrunk = np.abs(gradient[at_zero]) - l1
+    steepest[at_zero] = np.sign(gradient[at_zero]) * np.maximum(shrunk, 0.0)
+    if frozen is not None:
+        steepest[frozen] = 0.0
+    return steepest
+
+
+def _backtracking(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray, loss: float,
+                  steepest: np.ndarray, direction: np.ndarray, l1: float, condition: str,
+                  max_linesearch: int) -> tuple[np.ndarray, float, np.ndarray] | None:
+    """(point, objective, smooth gradient) of the first acceptable trial point along
+    ``direction`` from theta, or None after ``max_linesearch`` trials or when direction
+    does not descend.
+
+    Every point must lower the objective f by at least ARMIJO * steepest.(point - theta).
+    ``condition`` "wolfe" also asks for the slope along direction to rise to CURVATURE
+    times its start, "strong-wolfe" for its magnitude to fall to that, "armijo" for
+    nothing more.  Steps start at 1, double while too short, halve while too long and
+    bisect once bracketed.  With l1 > 0 (OWL-QN, "armijo") direction loses the components
+    that do not descend along -steepest, f adds l1 ||point||_1, and each point is
+    projected on theta's orthant (the sign of -steepest where theta is 0): components
+    that would change sign become 0.
+    """
+    if l1:
+        direction = np.where(direction * steepest < 0.0, direction, 0.0)
+        orthant = np.where(theta != 0.0, np.sign(theta), -np.sign(steepest))
+    slope = float(steepest @ direction)
+    if not slope < 0.0:
+        return None
+    low, high, step = 0.0, math.inf, 1.0
+    for _ in range(max_linesearch):
+        point = theta + step * direction
+        if l1:
+            point[np.sign(point) != orthant] = 0.0
+        point_loss, point_gradient = smooth(point)
+        if l1:
+            point_loss += l1 * float(np.abs(point).sum())
+        point_slope = float(point_gradient @ direction)
+        if not point_loss <= loss + ARMIJO * float(steepest @ (point - theta)) or \
+                (condition == "strong-wolfe" and point_slope > -CURVATURE * slope):
+            high = step
+        elif condition != "armijo" and point_slope < CURVATURE * slope:
+            low = step
+        else:
+            return point, point_loss, point_gradient
+        step = 2.0 * step if high == math.inf else 0.5 * (low + high)
+    return None
 
 
 def _two_loop(gradient: np.ndarray, pairs) -> np.ndarray:

@@ -1,0 +1,453 @@
+"""Whole-process benchmarks against CRFsuite: what a user's command costs, from
+process start to exit, with the split of each side's time into its phases.
+
+Each side runs as its own fresh process, one after the other in one run (the
+order alternates across repeats):
+
+- fstcrf: ``python -m fstcrf.cli tag MODEL INPUT -o OUT`` (or ``train``), with
+  FSTCRF_PHASES set, so its phases appear once fstcrf times them
+  (:mod:`fstcrf.phases`);
+- CRFsuite: ``python -m fstcrf.bench_process crfsuite-tag ...`` (or
+  ``crfsuite-train``), the script a python-crfsuite user writes: it reads the
+  CoNLL file, builds each token's attribute strings in Python from the same
+  template (named as :mod:`fstcrf.features` names predicates, so the
+  attributes are the model's predicates), then tags or trains with
+  pycrfsuite and writes its output.  It imports neither numpy nor
+  fstcrf.features, as such a script would not, so its naming code is its own
+  (checked against FeatureExtractor by the tests).
+
+Wall seconds run from the spawn of a process to its reaping; CPU seconds and
+peak resident memory come from ``os.wait4``.  This module imports only the
+standard library at the top, so that the CRFsuite process pays nothing for it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from .phases import PHASES_VARIABLE, phase
+
+#: Sentences whose attributes the CRFsuite tagging script builds before tagging them.
+CRFSUITE_CHUNK = 1000
+
+# ---------------------------------------------------------------------------
+# The CRFsuite side: attribute strings built per token, as a user's script does
+
+
+def _escaped(value: str) -> str:
+    """A value as a predicate name holds it: "\\" and "|" escaped, a value that
+    looks like a boundary value (``__BOS-1__``) given a leading backslash."""
+    value = value.replace("\\", "\\\\").replace("|", "\\|")
+    if value.startswith(("__BOS-", "__EOS+")) and value.endswith("__") and value[6:-2].isdigit() \
+            and value[6:-2].isascii():
+        value = "\\" + value
+    return value
+
+
+def _shape(value: str) -> str:
+    """Upper-case letters X, lower-case x, digits d, others kept; runs collapsed."""
+    symbols = []
+    for character in value:
+        symbol = ("X" if character.isupper() else "x" if character.islower()
+                  else "d" if character.isdigit() else character)
+        if not symbols or symbols[-1] != symbol:
+            symbols.append(symbol)
+    return "".join(symbols)
+
+
+def _transform(name: str | None):
+    """The function of a template transform name (None: the value itself)."""
+    if name is None:
+        return None
+    if name == "lower":
+        return str.lower
+    if name == "shape":
+        return _shape
+    length = int(name[len("prefix"):]) if name.startswith("prefix") else int(name[len("suffix"):])
+    if name.startswith("prefix"):
+        return lambda value: value[:length]
+    return lambda value: value[-length:]
+
+
+def template_spec(template) -> list:
+    """A :class:`fstcrf.features.Template` as plain JSON data: one
+    [name, [[column, offset, transform or None], ...]] per predicate template."""
+    return [[predicate.name, [[o.column, o.offset, o.transform] for o in predicate.observations]]
+            for predicate in template.predicates]
+
+
+def token_attributes(spec: list, columns: dict[str, list[str]]) -> list[list[str]]:
+    """The predicate names of each token [T][len(spec)] of one sentence, whose
+    ``columns`` map a name to its values [T]; ``spec`` is from :func:`template_spec`."""
+    length = len(next(iter(columns.values())))
+    width = max([abs(offset) for _, items in spec for _, offset, _ in items], default=0)
+    before = [f"__BOS-{step}__" for step in range(width, 0, -1)]
+    after = [f"__EOS+{step}__" for step in range(1, width + 1)]
+    padded: dict[tuple[str, str | None], list[str]] = {}
+    plan = []
+    for name, items in spec:
+        for column, _, transform in items:
+            if (column, transform) not in padded:
+                function = _transform(transform)
+                values = columns[column] if function is None else map(function, columns[column])
+                padded[column, transform] = before + [_escaped(value) for value in values] + after
+        plan.append((name + "=", [(padded[column, transform], width + offset) for column, offset, transform in items]))
+    tokens = []
+    for i in range(length):
+        tokens.append([prefix + "|".join([values[i + shift] for values, shift in items]) if items else "bias"
+                       for prefix, items in plan])
+    return tokens
+
+
+def read_sentences(path: str, names: list[str]) -> list[dict[str, list[str]]]:
+    """The sentences of a CoNLL file, each a dict from column name to values [T]
+    (fields split on whitespace; fields beyond ``names`` dropped; -DOCSTART-
+    lines end a sentence and are not kept)."""
+    sentences, rows = [], []
+    with open(path, encoding="utf-8") as stream:
+        for line in stream:
+            fields = line.split()
+            if fields and fields[0] != "-DOCSTART-":
+                rows.append(fields)
+            elif rows:
+                sentences.append({name: list(values) for name, values in zip(names, zip(*rows))})
+                rows = []
+    if rows:
+        sentences.append({name: list(values) for name, values in zip(names, zip(*rows))})
+    return sentences
+
+
+def crfsuite_tag(spec_path: str, model_path: str, input_path: str, output_path: str) -> None:
+    """Tag a CoNLL file with a CRFsuite model, one label column appended to its columns."""
+    import pycrfsuite
+    with open(spec_path, encoding="utf-8") as stream:
+        spec = json.load(stream)
+    tagger = pycrfsuite.Tagger()
+    with phase("load"):
+        tagger.open(model_path)
+    with phase("read"):
+        sentences = read_sentences(input_path, spec["columns"])
+    labels = []
+    for first in range(0, len(sentences), CRFSUITE_CHUNK):
+        with phase("features"):
+            attributes = [token_attributes(spec["predicates"], sentence)
+                          for sentence in sentences[first:first + CRFSUITE_CHUNK]]
+        with phase("decode"):
+            labels += [tagger.tag(tokens) for tokens in attributes]
+    with phase("write"):
+        lines = []
+        for sentence, tags in zip(sentences, labels):
+            lines += [" ".join(fields) + "\n" for fields in zip(*sentence.values(), tags)]
+            lines.append("\n")
+        with open(output_path, "w", encoding="utf-8") as stream:
+            stream.writelines(lines)
+
+
+def crfsuite_train(spec_path: str, train_path: str, model_path: str, iterations: int, c2: float) -> dict:
+    """Train a first-order CRFsuite model with L-BFGS and an L2 prior ``c2`` (all label
+    transitions, as fstcrf's default); returns its iterations and feature count."""
+    import pycrfsuite
+    with open(spec_path, encoding="utf-8") as stream:
+        spec = json.load(stream)
+    with phase("read"):
+        sentences = read_sentences(train_path, spec["columns"])
+    trainer = pycrfsuite.Trainer(verbose=False)
+    with phase("features"):
+        for sentence in sentences:
+            trainer.append(token_attributes(spec["predicates"], sentence), sentence[spec["target"]])
+    trainer.select("lbfgs")
+    trainer.set_params({"c1": 0.0, "c2": c2, "max_iterations": iterations, "feature.possible_transitions": True})
+    with phase("train"):            # CRFsuite writes the model file inside train()
+        trainer.train(model_path)
+    return {"iterations": len(trainer.logparser.iterations),
+            "features": int(trainer.logparser.last_iteration["active_features"])}
+
+
+# ---------------------------------------------------------------------------
+# The benchmark: both sides as fresh processes
+
+
+def _run(command: list[str], scratch, name: str) -> dict:
+    """Run ``command`` as a fresh process with FSTCRF_PHASES set; its wall and CPU
+    seconds, peak RSS in MiB, phases (the JSON it wrote, else {}) and standard output."""
+    import subprocess
+    import time
+
+    from .errors import FstcrfError
+    phases_path, out_path, err_path = (scratch / f"{name}.{suffix}" for suffix in ("phases.json", "out", "err"))
+    phases_path.unlink(missing_ok=True)
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=err,
+                                   env={**os.environ, PHASES_VARIABLE: str(phases_path)})
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        tail = err_path.read_text(errors="replace")[-2000:]
+        raise FstcrfError(f"{' '.join(command)} exited with status {process.returncode}:\n{tail}")
+    phases = json.loads(phases_path.read_text()) if phases_path.exists() else {}
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak_rss_mib": usage.ru_maxrss / 1024.0,
+            "phases": phases, "stdout": out_path.read_text()}
+
+
+def _check_counts(**counts: int) -> None:
+    """Each count must be a whole number >= 1 (FstcrfError naming it otherwise)."""
+    from .errors import FstcrfError
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise FstcrfError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+def _fstcrf_command(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "fstcrf.cli", *arguments]
+
+
+def _crfsuite_command(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "fstcrf.bench_process", *arguments]
+
+
+def _write_spec(path, template, columns, target: str) -> None:
+    path.write_text(json.dumps({"columns": list(columns), "target": target,
+                                "predicates": template_spec(template)}))
+
+
+def _template_name(template) -> str:
+    """The shipped name of a template (see fstcrf.model.TEMPLATES), else "own template"."""
+    from .model import TEMPLATES
+    return next((name for name, shipped in TEMPLATES.items() if shipped == template), "own template")
+
+
+def _side_summary(runs: list[dict]) -> dict:
+    """The fastest run's figures and standard output, every run's wall seconds and the
+    largest peak RSS."""
+    best = min(runs, key=lambda run: run["wall"])
+    return {"wall": best["wall"], "cpu": best["cpu"], "phases": best["phases"], "walls": [r["wall"] for r in runs],
+            "peak_rss_mib": max(r["peak_rss_mib"] for r in runs), "stdout": best["stdout"]}
+
+
+def _side_by_side(commands: dict[str, list[str]], scratch, repeats: int, bar) -> dict:
+    """Run each side's command ``repeats`` times, alternating which goes first, and a
+    bare interpreter before each pair; per side the summary of its runs."""
+    runs: dict[str, list[dict]] = {side: [] for side in commands}
+    bare = []
+    names = list(commands)
+    for repeat in range(repeats):
+        bare.append(_run([sys.executable, "-c", "pass"], scratch, "bare")["wall"])
+        for side in names if repeat % 2 == 0 else names[::-1]:
+            runs[side].append(_run(commands[side], scratch, side))
+            bar.update()
+    return {"sides": {side: _side_summary(side_runs) for side, side_runs in runs.items()},
+            "interpreter_wall": min(bare)}
+
+
+def _copies_of(path, copies: int, target) -> int:
+    """Write ``copies`` copies of a CoNLL file to ``target`` (sentences kept apart);
+    returns the tokens written."""
+    text = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n"
+    target.write_text(text * copies, encoding="utf-8")
+    return copies * sum(1 for line in text.splitlines() if line.strip() and not line.startswith("-DOCSTART-"))
+
+
+def _chunk_f1(output_path) -> float:
+    """conlleval F1 of a tagged file's last column against the column before it."""
+    from .conll import read_conll
+    from .evaluate import score_chunks
+    corpus = read_conll(output_path)
+    gold, predicted = corpus.column_names[-2:]
+    return score_chunks(corpus.column(gold), corpus.column(predicted)).f1
+
+
+def bench_tag_process(folder, copies: int = 10, model=None, threads: int = 2, repeats: int = 1,
+                      progress: bool = True, train_iterations: int = 20) -> dict:
+    """Whole-process tagging of ``copies`` copies of ``folder``/test.txt as one file:
+    ``fstcrf tag`` against a python-crfsuite script, each in fresh processes.
+
+    ``model`` is an fstcrf model file; by default one is trained with fstcrf's
+    default settings for ``train_iterations`` L-BFGS iterations (tagging time
+    does not depend on the count).  CRFsuite gets a first-order model trained
+    for ``train_iterations`` on ``folder``/train.txt with the fstcrf model's
+    predicates, columns and prior.  Returns JSON-able data for
+    :func:`format_process`; "ratio" is CRFsuite's whole-process wall time over
+    fstcrf's (the speed-up)."""
+    import tempfile
+    from pathlib import Path
+
+    from .errors import FstcrfError
+    from .features import FeatureExtractor
+    from .model import load_model
+    from .progress import Progress
+    _check_counts(copies=copies, threads=threads, repeats=repeats, train_iterations=train_iterations)
+    folder = Path(folder)
+    with tempfile.TemporaryDirectory(prefix="fstcrf-bench-tag-") as name, \
+            Progress(2 * repeats + 2, "bench tag", unit="process", enabled=progress) as bar:
+        scratch = Path(name)
+        tagged = scratch / "input.txt"
+        tokens = _copies_of(folder / "test.txt", copies, tagged)
+        if model is None:
+            model = scratch / "fstcrf.model"
+            _run(_fstcrf_command("-q", "train", str(folder / "train.txt"), "--max-iter", str(train_iterations),
+                                 "--threads", str(threads), "-o", str(model)), scratch, "fstcrf-train")
+        bar.update()
+        fitted = load_model(model)
+        if not isinstance(fitted.extractor_, FeatureExtractor):
+            raise FstcrfError(f"{model}: bench tag --vs crfsuite needs a model with a predicate template; this one "
+                              f"reads token attributes")
+        spec = scratch / "spec.json"
+        _write_spec(spec, fitted.extractor_.template, fitted.columns_, fitted.target_)
+        crfsuite_model = scratch / "crfsuite.model"
+        _run(_crfsuite_command("crfsuite-train", str(spec), str(folder / "train.txt"), str(crfsuite_model),
+                               str(train_iterations), repr(1.0 / (2.0 * fitted.sigma ** 2))), scratch, "crfsuite-train")
+        bar.update()
+        outputs = {side: scratch / f"{side}.tagged" for side in ("fstcrf", "crfsuite")}
+        commands = {"fstcrf": _fstcrf_command("tag", str(model), str(tagged), "-o", str(outputs["fstcrf"]),
+                                              "--threads", str(threads)),
+                    "crfsuite": _crfsuite_command("crfsuite-tag", str(spec), str(crfsuite_model), str(tagged),
+                                                  str(outputs["crfsuite"]))}
+        result = _side_by_side(commands, scratch, repeats, bar)
+        for side, path in outputs.items():
+            result["sides"][side]["f1"] = _chunk_f1(path)
+            del result["sides"][side]["stdout"]
+    sides = result["sides"]
+    return {"kind": "tag", "tokens": tokens, "copies": copies, "model": str(model), "order": int(fitted.order),
+            "template": _template_name(fitted.extractor_.template), "weights": int(len(fitted.weights_)),
+            "threads": threads, "repeats": repeats, "train_iterations": train_iterations,
+            "ratio": sides["crfsuite"]["wall"] / sides["fstcrf"]["wall"], **result, "load_average": os.getloadavg()}
+
+
+def bench_train_process(folder, iterations: int = 50, threads: int = 2, repeats: int = 1,
+                        progress: bool = True) -> dict:
+    """Whole-process training on ``folder``/train.txt for ``iterations`` L-BFGS
+    iterations: ``fstcrf train`` with its default settings against a
+    python-crfsuite script with the same predicates (fstcrf's default template
+    for the chunk column), columns and L2 prior (c2 = 1 / (2 sigma^2)), each in
+    fresh processes.  Both models are scored on test.txt.  Returns JSON-able
+    data for :func:`format_process`; "ratio" is fstcrf's whole-process wall
+    time over CRFsuite's."""
+    import tempfile
+    from pathlib import Path
+
+    import pycrfsuite
+
+    from .cli import DEFAULT_SIGMA
+    from .conll import read_conll
+    from .defaults import default_template
+    from .errors import FstcrfError
+    from .evaluate import score_chunks
+    from .model import TEMPLATES, load_model
+    from .progress import Progress
+    _check_counts(iterations=iterations, threads=threads, repeats=repeats)
+    folder = Path(folder)
+    test = read_conll(folder / "test.txt")
+    template_name = default_template("chunk", test.column_names)
+    template = TEMPLATES[template_name]
+    with tempfile.TemporaryDirectory(prefix="fstcrf-bench-train-") as name, \
+            Progress(2 * repeats, "bench train", unit="process", enabled=progress) as bar:
+        scratch = Path(name)
+        spec = scratch / "spec.json"
+        _write_spec(spec, template, test.column_names, "chunk")
+        models = {side: scratch / f"{side}.model" for side in ("fstcrf", "crfsuite")}
+        commands = {"fstcrf": _fstcrf_command("train", str(folder / "train.txt"), "--max-iter", str(iterations),
+                                              "--threads", str(threads), "-o", str(models["fstcrf"])),
+                    "crfsuite": _crfsuite_command("crfsuite-train", str(spec), str(folder / "train.txt"),
+                                                  str(models["crfsuite"]), str(iterations),
+                                                  repr(1.0 / (2.0 * DEFAULT_SIGMA ** 2)))}
+        result = _side_by_side(commands, scratch, repeats, bar)
+        fitted = load_model(models["fstcrf"])
+        if fitted.extractor_.template != template or fitted.sigma != DEFAULT_SIGMA:
+            raise FstcrfError(f"fstcrf train's defaults are not what the CRFsuite side was given ({template_name}, "
+                              f"sigma {DEFAULT_SIGMA:g}): its model has sigma {fitted.sigma:g} and the template\n"
+                              f"{fitted.extractor_.template.text}")
+        sides = result["sides"]
+        sides["fstcrf"].update(iterations=int(fitted.n_iter_), weights=int(len(fitted.weights_)),
+                               f1=fitted.score(test).f1)
+        del sides["fstcrf"]["stdout"]
+        sides["crfsuite"].update(json.loads(sides["crfsuite"].pop("stdout")))
+        tagger = pycrfsuite.Tagger()
+        tagger.open(str(models["crfsuite"]))
+        predicates = template_spec(template)
+        predicted = [tagger.tag(token_attributes(predicates, sentence.columns)) for sentence in test]
+    sides["crfsuite"]["f1"] = score_chunks(test.column("chunk"), predicted).f1
+    return {"kind": "train", "iterations": iterations, "threads": threads, "repeats": repeats,
+            "template": template_name, "sigma": DEFAULT_SIGMA,
+            "ratio": sides["fstcrf"]["wall"] / sides["crfsuite"]["wall"], **result, "load_average": os.getloadavg()}
+
+
+# ---------------------------------------------------------------------------
+# The report
+
+#: Phase columns in the order a process runs them; others follow in the order met.
+PHASE_ORDER = ("start", "load", "read", "features", "decode", "train", "write")
+
+
+def _phase_split(side: dict) -> dict[str, float]:
+    """Wall seconds per phase of a side's fastest run: "start" (process start to the
+    first phase), each phase, "other" (in no phase after the first) and "exit" (from
+    the report at exit to the process's reaping); {} if the process timed none."""
+    phases = dict(side["phases"])
+    process = phases.pop("process", None)
+    if process is None:
+        return {}
+    return {"start": process["start"], **phases, "other": process["outside"],
+            "exit": side["wall"] - process["elapsed"]}
+
+
+def format_process(result: dict) -> str:
+    """A markdown table of a :func:`bench_tag_process` or :func:`bench_train_process`
+    result: per side the whole process and the split of its time into phases."""
+    sides = result["sides"]
+    splits = {side: _phase_split(figures) for side, figures in sides.items()}
+    met = [name for split in splits.values() for name in split if name not in ("other", "exit")]
+    names = [name for name in PHASE_ORDER if name in met]
+    names += [name for name in dict.fromkeys(met) if name not in names] + ["other", "exit"]
+    if result["kind"] == "tag":
+        title = (f"Tagging {result['tokens']:,} tokens ({result['copies']} copies of test.txt in one file), "
+                 f"model {result['model']} (order {result['order']}, {result['template']}, "
+                 f"{result['weights']:,} weights), fstcrf on {result['threads']} threads")
+        extra_header, extra = "test F1", {side: f"{figures['f1']:.2f}" for side, figures in sides.items()}
+        slow, fast = "crfsuite", "fstcrf"
+    else:
+        title = (f"Training {result['iterations']} L-BFGS iterations on train.txt ({result['template']}, "
+                 f"sigma {result['sigma']:g}), fstcrf on {result['threads']} threads")
+        extra_header = "iterations run | test F1"
+        extra = {side: f"{figures['iterations']} | {figures['f1']:.2f}" for side, figures in sides.items()}
+        slow, fast = "fstcrf", "crfsuite"
+    lines = [title + f"; best of {result['repeats']}, load average {result['load_average'][0]:.2f}.", "",
+             "| side | whole process s | CPU s | peak RSS MiB | " + " | ".join(names) + f" | {extra_header} |",
+             "|---" * (4 + len(names) + extra_header.count("|") + 1) + "|"]
+    for side, figures in sides.items():
+        split = splits[side]
+        cells = [f"{split[name]:.2f}" if name in split else "-" for name in names]
+        lines.append(f"| {side} | {figures['wall']:.2f} | {figures['cpu']:.2f} | {figures['peak_rss_mib']:,.0f} | "
+                     + " | ".join(cells) + f" | {extra[side]} |")
+    lines += ["", f"{slow} / {fast}: whole process **{result['ratio']:.2f}x**, "
+              f"CPU {sides[slow]['cpu'] / sides[fast]['cpu']:.2f}x. "
+              f"A bare interpreter (python -c pass) takes {result['interpreter_wall']:.2f} s; \"start\" is process "
+              "start to the first phase (interpreter, imports, arguments). Phases in seconds of wall time."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The CRFsuite side's processes: crfsuite-tag and crfsuite-train."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m fstcrf.bench_process",
+                                     description="the CRFsuite processes of fstcrf bench tag|train --vs crfsuite")
+    commands = parser.add_subparsers(dest="command", required=True)
+    tag = commands.add_parser("crfsuite-tag", help="tag a CoNLL file with a CRFsuite model")
+    train = commands.add_parser("crfsuite-train", help="train a CRFsuite model; prints its iterations and features")
+    for sub, files in ((tag, ("spec", "model", "input", "output")), (train, ("spec", "train", "model"))):
+        for file in files:
+            sub.add_argument(file)
+    train.add_argument("iterations", type=int)
+    train.add_argument("c2", type=float)
+    args = parser.parse_args(argv)
+    if args.command == "crfsuite-tag":
+        crfsuite_tag(args.spec, args.model, args.input, args.output)
+    else:
+        print(json.dumps(crfsuite_train(args.spec, args.train, args.model, args.iterations, args.c2)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

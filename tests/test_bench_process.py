@@ -1,0 +1,179 @@
+"""fstcrf.bench_process: the CRFsuite side builds exactly fstcrf's predicates, and both
+whole-process benchmarks run end to end on small data (no timing is asserted)."""
+import json
+import shutil
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fstcrf import bench_process
+from fstcrf.bench_process import format_process, read_sentences, template_spec, token_attributes
+from fstcrf.conll import Sentence, read_conll
+from fstcrf.features import FeatureExtractor, parse_template
+from fstcrf.model import TEMPLATES
+from fstcrf.synthetic import DATA_DIR
+
+pycrfsuite = pytest.importorskip("pycrfsuite")
+
+
+def extractor_names(template, sentences) -> list[list[str]]:
+    """Per token of ``sentences``, the sorted names of the predicates FeatureExtractor finds true."""
+    extractor = FeatureExtractor(template)
+    matrix = extractor.fit_transform(sentences)
+    names = extractor.predicate_names_
+    return [sorted(names[j] for j in matrix.indices[matrix.indptr[r]:matrix.indptr[r + 1]])
+            for r in range(matrix.shape[0])]
+
+
+def builder_names(template, sentences) -> list[list[str]]:
+    spec = template_spec(template)
+    return [sorted(token) for sentence in sentences for token in token_attributes(spec, sentence.columns)]
+
+
+@pytest.mark.parametrize("name", ["sha-pereira", "crfpp", "pos", "chunking-extended"])
+def test_the_attributes_are_the_extractors_predicates_on_the_demo_data(name):
+    sentences = read_conll(DATA_DIR / "demo_test.txt").sentences[:40]
+    template = TEMPLATES[name]
+    built = builder_names(template, sentences)
+    assert built == extractor_names(template, sentences)
+    assert all(len(token) == len(template) for token in built)      # one predicate per template line
+
+
+VALUES = st.one_of(st.text(alphabet="ab|\\_-+BOSE12XÉé.", min_size=1, max_size=7),
+                   st.sampled_from(["__BOS-1__", "__EOS+2__", "\\__BOS-1__", "__BOS-__", "__EOS+x__", "__BOS-²__",
+                                    "|", "\\", "\\|"]))
+ITEMS = st.builds(lambda column, offset, transform: (f"{transform}({column}[{offset}])" if transform
+                                                     else f"{column}[{offset}]"),
+                  st.sampled_from(["word", "pos"]), st.integers(-3, 3),
+                  st.sampled_from([None, "lower", "shape", "prefix1", "prefix3", "suffix2"]))
+
+
+@st.composite
+def templates(draw):
+    lines = ["bias"] if draw(st.booleans()) else []
+    lines += ["|".join(items) for items in draw(st.lists(st.lists(ITEMS, min_size=1, max_size=3, unique=True),
+                                                         min_size=1, max_size=5))]
+    return parse_template("\n".join(dict.fromkeys(lines)))
+
+
+@st.composite
+def sentences(draw):
+    result = []
+    for length in draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)):
+        words = draw(st.lists(VALUES, min_size=length, max_size=length))
+        tags = draw(st.lists(VALUES, min_size=length, max_size=length))
+        result.append(Sentence({"word": words, "pos": tags}))
+    return result
+
+
+@settings(max_examples=30, deadline=None)
+@given(templates(), sentences())
+def test_the_attributes_match_the_extractor_on_escapes_boundaries_and_transforms(template, corpus):
+    assert builder_names(template, corpus) == extractor_names(template, corpus)
+
+
+def test_the_crfsuite_reader_reads_the_sentences_read_conll_reads(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text("-DOCSTART- -X- O\n\nA DT B-NP extra\nb NN I-NP extra\n\n\n-DOCSTART- -X- O\nc VB B-VP extra\n")
+    assert read_sentences(str(path), ["word", "pos", "chunk"]) == \
+        [{"word": ["A", "b"], "pos": ["DT", "NN"], "chunk": ["B-NP", "I-NP"]},
+         {"word": ["c"], "pos": ["VB"], "chunk": ["B-VP"]}]
+    demo = DATA_DIR / "demo_test.txt"
+    assert read_sentences(str(demo), ["word", "pos", "chunk"]) == [s.columns for s in read_conll(demo)]
+
+
+def test_the_crfsuite_processes_train_and_tag_with_the_extractors_attributes(tmp_path):
+    """What the CRFsuite tagging process writes is what pycrfsuite gives for the
+    attributes FeatureExtractor names (the way fstcrf.bench feeds CRFsuite)."""
+    train = read_conll(DATA_DIR / "demo_train.txt")[:200]
+    test = read_conll(DATA_DIR / "demo_test.txt")[:30]
+    for name, corpus in (("train.txt", train), ("test.txt", test)):
+        (tmp_path / name).write_text("".join(" ".join(fields) + "\n" for s in corpus
+                                             for fields in [*zip(*s.columns.values()), ()]))
+    template = TEMPLATES["sha-pereira"]
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"columns": ["word", "pos", "chunk"], "target": "chunk",
+                                "predicates": template_spec(template)}))
+    model = tmp_path / "m.crfsuite"
+    trained = bench_process.crfsuite_train(str(spec), str(tmp_path / "train.txt"), str(model), 4, 0.005)
+    assert trained["iterations"] == 4 and trained["features"] > 100
+    output = tmp_path / "out.txt"
+    bench_process.crfsuite_tag(str(spec), str(model), str(tmp_path / "test.txt"), str(output))
+    tagged = read_conll(output, "word,pos,chunk,predicted")
+    assert [s.columns["word"] for s in tagged] == test.column("word")
+
+    extractor = FeatureExtractor(template).fit(train)
+    matrix = extractor.transform(test)
+    names = extractor.predicate_names_
+    tagger = pycrfsuite.Tagger()
+    tagger.open(str(model))
+    row, expected = 0, []
+    for sentence in test:
+        rows = range(row, row + len(sentence))
+        expected.append(tagger.tag([[names[j] for j in matrix.indices[matrix.indptr[r]:matrix.indptr[r + 1]]]
+                                    for r in rows]))
+        row += len(sentence)
+    assert tagged.column("predicted") == expected
+
+
+def side(wall, phases=None, **extra):
+    return {"wall": wall, "cpu": wall / 2, "peak_rss_mib": 100.0, "phases": phases or {}, "walls": [wall], **extra}
+
+
+def test_the_report_shows_the_phases_a_side_timed_and_dashes_for_the_other():
+    crfsuite_phases = {"load": 0.5, "read": 1.0, "features": 4.0, "decode": 2.0, "write": 0.25,
+                       "process": {"start": 0.2, "elapsed": 8.0, "outside": 0.05, "cpu": 7.0, "start_cpu": 0.1,
+                                   "cpu_by_phase": {}, "calls": {}}}
+    result = {"kind": "tag", "tokens": 1000, "copies": 10, "model": "m.model", "order": 1, "template": "sha-pereira",
+              "weights": 10, "threads": 2, "repeats": 1, "ratio": 8.1 / 2.0, "interpreter_wall": 0.05,
+              "load_average": (1.0, 1.0, 1.0),
+              "sides": {"fstcrf": side(2.0, f1=90.0), "crfsuite": side(8.1, crfsuite_phases, f1=89.0)}}
+    table = format_process(result)
+    assert "| side | whole process s | CPU s | peak RSS MiB | start | load | read | features | decode | write | " \
+           "other | exit | test F1 |" in table
+    assert "| fstcrf | 2.00 | 1.00 | 100 | - | - | - | - | - | - | - | - | 90.00 |" in table
+    assert "| crfsuite | 8.10 | 4.05 | 100 | 0.20 | 0.50 | 1.00 | 4.00 | 2.00 | 0.25 | 0.05 | 0.10 | 89.00 |" in table
+    assert "crfsuite / fstcrf: whole process **4.05x**" in table
+
+
+@pytest.fixture
+def demo_folder(tmp_path):
+    """A CoNLL-2000-like folder (train.txt, test.txt) holding the package's demo data."""
+    shutil.copy(DATA_DIR / "demo_train.txt", tmp_path / "train.txt")
+    shutil.copy(DATA_DIR / "demo_test.txt", tmp_path / "test.txt")
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_bench_tag_process_runs_both_sides_end_to_end(demo_folder):
+    result = bench_process.bench_tag_process(demo_folder, copies=2, repeats=2, progress=False, train_iterations=3)
+    assert result["tokens"] == 2 * read_conll(demo_folder / "test.txt").num_tokens
+    assert result["template"] == "chunking-extended" and result["order"] == 1     # fstcrf train's defaults
+    for figures in result["sides"].values():
+        assert len(figures["walls"]) == 2 and figures["wall"] == min(figures["walls"])
+        assert 0 < figures["cpu"] and 10 < figures["peak_rss_mib"] and 50 < figures["f1"] <= 100
+    crfsuite = result["sides"]["crfsuite"]["phases"]
+    assert {"load", "read", "features", "decode", "write", "process"} <= set(crfsuite)
+    assert result["ratio"] == result["sides"]["crfsuite"]["wall"] / result["sides"]["fstcrf"]["wall"]
+    assert "| crfsuite |" in format_process(json.loads(json.dumps(result)))
+
+
+@pytest.mark.slow
+def test_bench_train_process_trains_both_sides_for_the_same_iterations(demo_folder):
+    result = bench_process.bench_train_process(demo_folder, iterations=4, progress=False)
+    fstcrf, crfsuite = result["sides"]["fstcrf"], result["sides"]["crfsuite"]
+    assert fstcrf["iterations"] == crfsuite["iterations"] == 4
+    assert result["template"] == "chunking-extended" and result["sigma"] == 10
+    assert {"read", "features", "train", "process"} <= set(crfsuite["phases"])
+    assert abs(fstcrf["f1"] - crfsuite["f1"]) < 5       # the same model, optimised by two implementations
+    assert "| fstcrf |" in format_process(json.loads(json.dumps(result)))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_counts_must_be_whole_numbers_of_at_least_one(tmp_path, bad):
+    from fstcrf.errors import FstcrfError
+    with pytest.raises(FstcrfError, match="copies must be a whole number >= 1"):
+        bench_process.bench_tag_process(tmp_path, copies=bad, progress=False)
+    with pytest.raises(FstcrfError, match="repeats must be a whole number >= 1"):
+        bench_process.bench_train_process(tmp_path, repeats=bad, progress=False)

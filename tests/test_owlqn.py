@@ -1,0 +1,419 @@
+"""L1 / elastic-net training (OWL-QN) and CRFsuite's L-BFGS options of train.lbfgs.
+
+Oracles: the L1 optimality (subgradient) conditions, scipy's L-BFGS-B on the
+split form theta = u - v (u, v >= 0), the L-BFGS of train.py as it was before
+these options (read from git), and the stopping rules recomputed from the
+records.
+"""
+import math
+import subprocess
+import sys
+import types
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import scipy.optimize
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fstcrf import train
+from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
+from test_model import chunk_corpus, random_corpus, training_set
+
+#: The last commit of fstcrf/train.py before l1 and the CRFsuite options: its lbfgs is the old path.
+BEFORE_OWLQN = "f3e5a9b1feba33e70bdf3e4db101dccb7c5b9886"
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+class Quadratic:
+    """0.5 (theta - c)' A (theta - c) with A symmetric positive definite, D = len(c)."""
+
+    def __init__(self, seed: int, num_weights: int):
+        rng = np.random.default_rng(seed)
+        factor = rng.normal(size=(num_weights, num_weights))
+        self.matrix = factor @ factor.T + 0.1 * np.eye(num_weights)
+        self.centre = rng.normal(0.0, 2.0, num_weights)
+        self.num_weights, self.num_sequences = num_weights, 1
+
+    def loss_and_gradient(self, theta):
+        residual = theta - self.centre
+        gradient = self.matrix @ residual
+        return 0.5 * float(residual @ gradient), gradient
+
+
+class Logistic:
+    """Logistic regression's negative log-likelihood on N random points with noisy labels."""
+
+    def __init__(self, seed: int, num_weights: int, num_points: int = 40):
+        rng = np.random.default_rng(seed)
+        self.points = rng.normal(size=(num_points, num_weights))
+        truth = rng.normal(0.0, 2.0, num_weights)
+        positive = rng.random(num_points) < 1.0 / (1.0 + np.exp(-self.points @ truth))
+        self.signs = np.where(positive, 1.0, -1.0)
+        self.num_weights, self.num_sequences = num_weights, num_points
+
+    def loss_and_gradient(self, theta):
+        margins = self.signs * (self.points @ theta)
+        loss = float(np.logaddexp(0.0, -margins).sum())
+        return loss, self.points.T @ (-self.signs / (1.0 + np.exp(margins)))
+
+
+def problems(seed: int, num_weights: int):
+    return st.sampled_from([Quadratic(seed, num_weights), Logistic(seed, num_weights)])
+
+
+def smooth_gradient(problem, sigma: float, theta: np.ndarray) -> np.ndarray:
+    return problem.loss_and_gradient(theta)[1] + theta / sigma ** 2
+
+
+def objective(problem, sigma: float, l1: float, theta: np.ndarray) -> float:
+    return problem.loss_and_gradient(theta)[0] + 0.5 * float(theta @ theta) / sigma ** 2 + \
+        l1 * float(np.abs(theta).sum())
+
+
+def check_l1_optimal(problem, sigma: float, l1: float, theta: np.ndarray, tolerance: float) -> None:
+    """The subgradient conditions: g + l1 sign(theta) = 0 off zero, |g| <= l1 at zero."""
+    gradient = smooth_gradient(problem, sigma, theta)
+    nonzero = theta != 0.0
+    np.testing.assert_array_less(np.abs(gradient[nonzero] + l1 * np.sign(theta[nonzero])), tolerance)
+    np.testing.assert_array_less(np.abs(gradient[~nonzero]), l1 + tolerance)
+
+
+def split_optimum(problem, sigma: float, l1: float, free: np.ndarray | None = None,
+                  start: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """scipy's L-BFGS-B on the ``free`` weights written as u - v (u, v >= 0; all weights by
+    default), the others held at ``start``: (theta [D], objective).  The split form is
+    degenerate (u and v may both stay positive), so L-BFGS-B is restarted from
+    u = max(theta, 0), v = max(-theta, 0) until the objective stops falling."""
+    size = problem.num_weights
+    start = np.zeros(size) if start is None else start
+    free = np.ones(size, dtype=bool) if free is None else free
+    count = int(free.sum())
+
+    def theta_of(uv):
+        theta = start.copy()
+        theta[free] = uv[:count] - uv[count:]
+        return theta
+
+    def split_objective(uv):
+        theta = theta_of(uv)
+        gradient = smooth_gradient(problem, sigma, theta)[free]
+        return objective(problem, sigma, l1, theta), np.concatenate([gradient + l1, -gradient + l1])
+
+    theta, best = start.copy(), math.inf
+    while True:
+        found = scipy.optimize.minimize(split_objective, np.concatenate([np.maximum(theta[free], 0.0),
+                                                                         np.maximum(-theta[free], 0.0)]),
+                                        jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * (2 * count),
+                                        options={"maxiter": 5000, "ftol": 0.0, "gtol": 1e-13})
+        if not found.fun < best:
+            return theta, best
+        theta, best = theta_of(found.x), float(found.fun)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 8), st.sampled_from([math.inf, 1.0, 3.0]),
+       st.floats(0.01, 5.0), st.data())
+def test_owlqn_is_l1_optimal_and_matches_the_split_form(seed, num_weights, sigma, l1, data):
+    problem = data.draw(problems(seed, num_weights))
+    result = train.lbfgs(problem, sigma, max_iter=1000, tol=1e-15, l1=l1)
+    check_l1_optimal(problem, sigma, l1, result.weights, 1e-4 * max(1.0, l1))
+    reference, reference_objective = split_optimum(problem, sigma, l1)
+    final = objective(problem, sigma, l1, result.weights)
+    assert final <= reference_objective + 1e-9 * max(1.0, abs(reference_objective))
+    np.testing.assert_allclose(result.weights, reference, atol=1e-4)
+
+
+def test_owlqn_on_a_tiny_crf():
+    problem = training_set(chunk_corpus(1, 12), 1, "supported")
+    sigma, l1 = 3.0, 0.3
+    result = train.lbfgs(problem, sigma, max_iter=1000, tol=1e-15, l1=l1)
+    check_l1_optimal(problem, sigma, l1, result.weights, 1e-4)
+    reference, reference_objective = split_optimum(problem, sigma, l1)
+    assert result.history[-1]["objective"] == pytest.approx(reference_objective, rel=1e-9)
+    np.testing.assert_allclose(result.weights, reference, atol=1e-4)
+    assert 0 < np.count_nonzero(result.weights) < problem.num_weights / 2
+
+
+def test_records_count_the_l1_term_and_the_nonzero_weights():
+    problem = training_set(chunk_corpus(1, 20), 1, "supported")
+    sigma, l1 = 3.0, 0.3
+    seen = []
+    result = train.lbfgs(problem, sigma, max_iter=15, l1=l1, evaluate=lambda theta: seen.append(theta.copy())
+                         or SimpleNamespace(primary=0.0, metric="none"))
+    assert len(seen) == len(result.history) == 15
+    for theta, record in zip(seen, result.history):
+        assert record["objective"] == pytest.approx(objective(problem, sigma, l1, theta), rel=1e-12)
+        assert record["nonzero"] == np.count_nonzero(theta)
+    assert result.history[0]["nonzero"] > result.history[-1]["nonzero"]   # L1 zeroes weights it had moved
+    plain = train.lbfgs(problem, sigma, max_iter=3)
+    assert [record["nonzero"] for record in plain.history] == [problem.num_weights] * 3
+
+
+def test_a_warm_start_is_recorded_with_its_l1_term():
+    problem = Logistic(3, 5)
+    initial = np.array([1.0, -2.0, 0.0, 0.5, 0.0])
+    result = train.lbfgs(problem, 2.0, max_iter=3, l1=0.7, initial=initial)
+    start = result.history[0]
+    assert start["iteration"] == 0 and start["nonzero"] == 3
+    assert start["objective"] == pytest.approx(objective(problem, 2.0, 0.7, initial), rel=1e-14)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 8), st.sampled_from([math.inf, 2.0]), st.data())
+def test_an_l1_above_the_gradient_at_zero_keeps_every_weight_at_zero(seed, num_weights, sigma, data):
+    problem = data.draw(problems(seed, num_weights))
+    largest = float(np.abs(problem.loss_and_gradient(np.zeros(num_weights))[1]).max())
+    result = train.lbfgs(problem, sigma, l1=1.01 * largest)
+    assert not result.weights.any() and result.n_iter == 0
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(4, 8), st.data())
+def test_a_larger_l1_keeps_fewer_weights(seed, num_weights, data):
+    problem = data.draw(problems(seed, num_weights))
+    largest = float(np.abs(problem.loss_and_gradient(np.zeros(num_weights))[1]).max())
+    counts = [np.count_nonzero(train.lbfgs(problem, 2.0, max_iter=500, tol=1e-12, l1=l1).weights)
+              for l1 in (1e-6 * largest, 0.9 * largest)]
+    assert counts[0] == num_weights and counts[1] < num_weights
+
+
+def test_crf_nonzero_weights_fall_as_l1_grows():
+    problem = training_set(random_corpus(3, 30), 1, "supported")
+    counts = [np.count_nonzero(train.lbfgs(problem, 3.0, max_iter=200, l1=l1).weights)
+              for l1 in (0.01, 0.3, 3.0)]
+    assert counts[0] > counts[1] > counts[2] > 0
+
+
+def previous_train_module():
+    """fstcrf.train as of BEFORE_OWLQN, imported from git as fstcrf.train_before_owlqn."""
+    shown = subprocess.run(["git", "show", f"{BEFORE_OWLQN}:fstcrf/train.py"], cwd=REPOSITORY,
+                           capture_output=True, text=True)
+    if shown.returncode != 0:
+        pytest.fail(f"git cannot show the old fstcrf/train.py: {shown.stderr.strip()}")
+    module = types.ModuleType("fstcrf.train_before_owlqn")
+    module.__package__ = "fstcrf"
+    sys.modules[module.__name__] = module        # dataclasses look their module up
+    exec(compile(shown.stdout, "train_before_owlqn.py", "exec"), module.__dict__)
+    return module
+
+
+@pytest.mark.parametrize("order, sigma", [(1, 1.0), (2, math.inf)])
+def test_without_l1_the_iterates_are_the_old_ones_bit_for_bit(order, sigma):
+    old = previous_train_module()
+    problem = training_set(random_corpus(order, 25), order, "supported")
+    old_thetas, new_thetas = [], []
+
+    def keeping(thetas):
+        return lambda theta: thetas.append(theta.copy()) or SimpleNamespace(primary=0.0, metric="none")
+
+    before = old.lbfgs(problem, sigma, 30, 1e-9, keeping(old_thetas))
+    after = train.lbfgs(problem, sigma, 30, 1e-9, keeping(new_thetas), l1=0.0)
+    assert len(new_thetas) == len(old_thetas) > 5
+    assert all(np.array_equal(a, b) for a, b in zip(old_thetas, new_thetas))
+    assert [r["objective"] for r in after.history] == [r["objective"] for r in before.history]
+    assert [r["gradient_norm"] for r in after.history] == [r["gradient_norm"] for r in before.history]
+
+
+@pytest.mark.parametrize("l1", [0.0, 0.5])
+def test_frozen_weights_stay_at_their_start_and_the_rest_is_optimal(l1):
+    problem = Logistic(11, 6)
+    sigma = 2.0
+    initial = np.array([0.5, 0.0, -1.0, 0.0, 0.0, 0.0])
+    frozen = np.array([True, True, False, False, True, False])
+    result = train.lbfgs(problem, sigma, max_iter=500, tol=1e-15, l1=l1, initial=initial, frozen=frozen)
+    assert np.array_equal(result.weights[frozen], initial[frozen])
+    reference, _ = split_optimum(problem, sigma, l1, ~frozen, initial)
+    np.testing.assert_allclose(result.weights, reference, atol=1e-5)
+
+
+def test_frozen_crf_weights_stay_put():
+    problem = training_set(chunk_corpus(1, 20), 1, "supported")
+    frozen = np.zeros(problem.num_weights, dtype=bool)
+    frozen[::3] = True
+    for l1 in (0.0, 0.1):
+        weights = train.lbfgs(problem, 3.0, max_iter=10, l1=l1, frozen=frozen).weights
+        assert not weights[frozen].any() and weights[~frozen].any()
+
+
+def recorded_run(problem, sigma, **options):
+    """(result, the weights of each record) of an lbfgs run."""
+    thetas = []
+    result = train.lbfgs(problem, sigma, evaluate=lambda theta: thetas.append(theta.copy())
+                         or SimpleNamespace(primary=0.0, metric="none"), **options)
+    return result, thetas
+
+
+@pytest.mark.parametrize("l1", [0.0, 0.2])
+def test_epsilon_stops_at_the_first_small_gradient(l1):
+    problem = training_set(chunk_corpus(1, 20), 1, "supported")
+    epsilon = 1e-2
+    result, thetas = recorded_run(problem, 3.0, max_iter=500, tol=1e-300, l1=l1, epsilon=epsilon)
+    small = [record["gradient_norm"] <= epsilon * max(1.0, float(np.linalg.norm(theta)))
+             for record, theta in zip(result.history, thetas)]
+    assert small[-1] and not any(small[:-1]) and 3 < result.n_iter < 500
+    if l1:   # the pseudo-gradient is what the record shows
+        theta = thetas[-1]
+        steepest = train._pseudo_gradient(theta, smooth_gradient(problem, 3.0, theta), l1, None)
+        assert result.history[-1]["gradient_norm"] == pytest.approx(float(np.linalg.norm(steepest)), rel=1e-9)
+
+
+def test_epsilon_met_at_the_start_runs_no_iteration():
+    problem = Quadratic(2, 4)
+    result = train.lbfgs(problem, math.inf, initial=problem.centre.copy(), epsilon=1e-8)
+    assert result.n_iter == 0 and np.array_equal(result.weights, problem.centre)
+
+
+@pytest.mark.parametrize("period, delta, l1", [(3, 1e-3, 0.0), (1, 1e-2, 0.0), (5, None, 0.1), (None, 1e-3, 0.0)])
+def test_the_delta_test_stops_where_crfsuite_would(period, delta, l1):
+    problem = training_set(chunk_corpus(2, 20), 1, "supported")
+    result = train.lbfgs(problem, 3.0, max_iter=500, tol=0.5, l1=l1, period=period, delta=delta)
+    period = train.CRFSUITE_PERIOD if period is None else period
+    delta = train.CRFSUITE_DELTA if delta is None else delta
+    losses = [objective(problem, 3.0, l1, np.zeros(problem.num_weights))] + \
+        [record["objective"] for record in result.history]
+    stops = [k for k in range(period, len(losses)) if (losses[k - period] - losses[k]) / abs(losses[k]) < delta]
+    assert stops and stops[0] == result.n_iter < 500
+    assert result.n_iter > 2     # tol = 0.5 alone would have stopped after the first iterations
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(1.0, 100.0), min_size=1, max_size=30), st.integers(1, 6), st.floats(0.0, 0.2))
+def test_the_delta_test_against_its_formula(losses, period, delta):
+    converged = train._stopping_test(1e-7, None, period, delta, losses[0])
+    theta, steepest = np.ones(2), np.ones(2)
+    stops = [converged(theta, loss, steepest) for loss in losses[1:]]
+    expected = [k >= period and (losses[k - period] - losses[k]) / losses[k] < delta
+                for k in range(1, len(losses))]
+    assert stops == expected
+
+
+def test_the_tol_test_is_the_default():
+    problem = training_set(chunk_corpus(2, 20), 1, "supported")
+    result = train.lbfgs(problem, 3.0, max_iter=500, tol=1e-3)
+    losses = [record["objective"] for record in result.history]
+    drops = [a - b <= 1e-3 * max(abs(a), abs(b), 1.0) for a, b in zip(losses, losses[1:])]
+    assert drops[-1] and not any(drops[:-1])
+
+
+@pytest.mark.parametrize("linesearch", ["Backtracking", "StrongBacktracking"])
+def test_backtracking_searches_reach_the_optimum_with_descending_steps(linesearch):
+    problem = Logistic(5, 6)
+    sigma = 2.0
+    result = train.lbfgs(problem, sigma, max_iter=500, tol=1e-15, linesearch=linesearch)
+    reference, reference_objective = split_optimum(problem, sigma, 0.0)
+    np.testing.assert_allclose(result.weights, reference, atol=1e-5)
+    losses = [objective(problem, sigma, 0.0, np.zeros(6))] + [r["objective"] for r in result.history]
+    assert all(b < a for a, b in zip(losses, losses[1:-1]))
+
+
+@pytest.mark.parametrize("linesearch, condition", [("strong-wolfe", None), ("MoreThuente", None),
+                                                   ("Backtracking", "wolfe"),
+                                                   ("StrongBacktracking", "strong-wolfe")])
+def test_each_line_search_name_runs_its_search(monkeypatch, linesearch, condition):
+    conditions = []
+    backtracking = train._backtracking
+
+    def spy(*arguments):
+        conditions.append(arguments[6])
+        return backtracking(*arguments)
+
+    monkeypatch.setattr(train, "_backtracking", spy)
+    train.lbfgs(Logistic(5, 4), 2.0, max_iter=5, linesearch=linesearch)
+    assert conditions == ([] if condition is None else [condition] * len(conditions)) and \
+        (condition is None or conditions)
+
+
+@pytest.mark.parametrize("strong", [False, True])
+def test_a_backtracking_step_meets_the_wolfe_conditions(strong):
+    problem = Quadratic(7, 5)
+
+    def smooth(theta):
+        return problem.loss_and_gradient(theta)
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        theta = rng.normal(0.0, 3.0, 5)
+        loss, gradient = smooth(theta)
+        direction = -gradient * rng.uniform(1e-3, 1.0)     # steps from far too short to too long
+        found = train._backtracking(smooth, theta, loss, gradient, direction, 0.0,
+                                    "strong-wolfe" if strong else "wolfe", 40)
+        point, point_loss, point_gradient = found
+        slope, point_slope = float(gradient @ direction), float(point_gradient @ direction)
+        assert point_loss <= loss + train.ARMIJO * float(gradient @ (point - theta))
+        assert point_slope >= train.CURVATURE * slope
+        if strong:
+            assert abs(point_slope) <= -train.CURVATURE * slope
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.05, 3.0))
+def test_an_owlqn_step_moves_each_weight_against_its_pseudo_gradient_within_its_orthant(seed, l1):
+    problem = Quadratic(seed, 6)
+    rng = np.random.default_rng(seed)
+    theta = np.where(rng.random(6) < 0.3, 0.0, rng.normal(0.0, 2.0, 6))
+    gradient = problem.loss_and_gradient(theta)[1]
+    steepest = train._pseudo_gradient(theta, gradient, l1, None)
+    direction = -steepest + rng.normal(0.0, 2.0 * np.abs(steepest).max(), 6)   # some components ascend
+    found = train._backtracking(problem.loss_and_gradient, theta, objective(problem, math.inf, l1, theta),
+                                steepest, direction, l1, "armijo", 60)
+    if found is not None:
+        point = found[0]
+        assert np.all((point - theta) * steepest <= 0.0)
+        assert np.all(point * theta >= 0.0)                    # no weight crosses zero
+        assert np.all(point[theta == 0.0] * steepest[theta == 0.0] <= 0.0)
+        assert found[1] == pytest.approx(objective(problem, math.inf, l1, point), rel=1e-12)
+
+
+def test_with_l1_every_line_search_name_backtracks_the_same_way():
+    problem = Logistic(8, 5)
+    runs = [train.lbfgs(problem, 2.0, max_iter=30, l1=0.4, linesearch=name).weights
+            for name in train.LINE_SEARCHES]
+    assert all(np.array_equal(runs[0], weights) for weights in runs)
+
+
+def test_memory_is_honoured():
+    problem = Quadratic(4, 8)
+    short = train.lbfgs(problem, math.inf, max_iter=500, tol=1e-15, memory=1)
+    long = train.lbfgs(problem, math.inf, max_iter=500, tol=1e-15, memory=8)
+    np.testing.assert_allclose(short.weights, problem.centre, atol=1e-4)
+    np.testing.assert_allclose(long.weights, problem.centre, atol=1e-4)
+    assert long.n_iter < short.n_iter
+
+
+@pytest.mark.parametrize("l1, linesearch", [(0.3, "strong-wolfe"), (0.0, "Backtracking")])
+def test_max_linesearch_bounds_the_evaluations_per_iteration(l1, linesearch):
+    problem = Quadratic(6, 6)
+    calls = []
+    counting = SimpleNamespace(num_weights=6, num_sequences=1,
+                               loss_and_gradient=lambda theta: calls.append(1) or problem.loss_and_gradient(theta))
+    per_iteration = []
+    train.lbfgs(counting, math.inf, max_iter=40, l1=l1, linesearch=linesearch, max_linesearch=2,
+                callback=lambda record: per_iteration.append(len(calls)) and None)
+    evaluations = np.diff([1] + per_iteration)
+    assert len(per_iteration) > 3 and evaluations.max() <= 4    # 2 trials, twice with a restart
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"l1": -0.1}, FstcrfError), ({"l1": math.inf}, FstcrfError), ({"l1": math.nan}, FstcrfError),
+    ({"l1": "0.1"}, ArgumentTypeError), ({"l1": True}, ArgumentTypeError),
+    ({"memory": 0}, FstcrfError), ({"memory": 2.5}, ArgumentTypeError),
+    ({"epsilon": -1e-5}, FstcrfError), ({"epsilon": "small"}, ArgumentTypeError),
+    ({"period": 0}, FstcrfError), ({"period": 1.5}, ArgumentTypeError),
+    ({"delta": -1e-5}, FstcrfError), ({"delta": math.inf}, FstcrfError),
+    ({"linesearch": "wolfe"}, FstcrfError), ({"linesearch": 1}, ArgumentTypeError),
+    ({"max_linesearch": 0}, FstcrfError), ({"max_linesearch": 3.0}, ArgumentTypeError),
+    ({"frozen": [True, False, True]}, ArgumentTypeError),
+    ({"frozen": np.zeros(3)}, ShapeError), ({"frozen": np.zeros(4, dtype=bool)}, ShapeError),
+])
+def test_bad_options_raise_typed_errors(options, error):
+    with pytest.raises(error, match=next(iter(options))) as raised:
+        train.lbfgs(Quadratic(0, 3), **options)
+    assert isinstance(raised.value, ValueError)
+
+
+def test_an_unknown_line_search_names_the_available_ones():
+    with pytest.raises(FstcrfError, match="MoreThuente, Backtracking, StrongBacktracking"):
+        train.lbfgs(Quadratic(0, 3), linesearch="More-Thuente")
