@@ -20,10 +20,12 @@ template of the same name is :data:`ATTRIBUTES`.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 import numbers
-from typing import Sequence
+from array import array
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import scipy.sparse
@@ -139,22 +141,33 @@ def _tokens_of(sentence: Sentence, number: int) -> list:
     return sentence.columns[COLUMN]
 
 
-def flatten_sentences(sentences: Sequence[Sentence]) -> tuple[list[str], list[float], np.ndarray]:
-    """All attribute names [M] and values [M] of the tokens of ``sentences``, and
-    where each token's pairs start, int64 [N+1]."""
-    names: list[str] = []
-    values: list[float] = []
-    starts = [0]
+def encode_sentences(sentences: Sequence[Sentence], codes_of: Callable[[list[str]], Iterable[int]]
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The attributes of the tokens of ``sentences`` as codes int64 [M] (``codes_of``
+    maps one sentence's attribute names to their codes) and values float64 [M],
+    and where each token's pairs start, int64 [N+1].  The names of one sentence
+    at a time are held, so memory grows with the codes only."""
+    codes, values, starts = array("q"), array("d"), array("q", [0])
     for number, sentence in enumerate(sentences):
+        names: list[str] = []
+        sentence_values: list[float] = []
         try:
             for position, token in enumerate(_tokens_of(sentence, number)):
                 if type(token) is not dict:
                     _check_token(token)
-                _flatten_into(token, "", names, values)
-                starts.append(len(names))
+                _flatten_into(token, "", names, sentence_values)
+                starts.append(len(codes) + len(names))
         except _BadItem as error:
             raise FeatureValueError(f"sentence {number}, token {position}: {error}") from None
-    return names, values, np.array(starts, dtype=np.int64)
+        codes.extend(codes_of(names))
+        values.extend(sentence_values)
+    return (np.frombuffer(codes, dtype=np.int64), np.frombuffer(values, dtype=np.float64),
+            np.frombuffer(starts, dtype=np.int64))
+
+
+def check_sentences(sentences: Sequence[Sentence]) -> None:
+    """Raise FeatureValueError (naming sentence and token) if a token cannot be read."""
+    encode_sentences(sentences, lambda names: ())
 
 
 class AttributeTemplate:
@@ -220,9 +233,9 @@ class AttributeExtractor:
     def _fit_matrix(self, corpus) -> scipy.sparse.csr_matrix:
         """Learn the vocabulary; return the matrix of the corpus in its columns."""
         _check_min_count(self.min_count)
-        names, values, starts = flatten_sentences(self._sentences(corpus))
-        code_of = {name: code for code, name in enumerate(dict.fromkeys(names))}
-        codes = np.fromiter(map(code_of.__getitem__, names), dtype=np.int64, count=len(names))
+        code_of = collections.defaultdict(itertools.count().__next__)    # new names: the next code
+        codes, values, starts = encode_sentences(self._sentences(corpus),
+                                                 lambda names: map(code_of.__getitem__, names))
         seen = _csr(values, codes, starts, len(code_of))
         counts = np.bincount(seen.indices, minlength=len(code_of))
         kept = np.flatnonzero(counts >= self.min_count)
@@ -246,11 +259,11 @@ class AttributeExtractor:
     def transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """float64 [num_tokens, num_attributes]; attributes unseen in fit are dropped."""
         self._check_fitted()
-        names, values, starts = flatten_sentences(self._sentences(corpus))
-        codes = np.fromiter(map(self.vocabulary_.get, names, itertools.repeat(-1)), dtype=np.int64,
-                            count=len(names))
+        get = self.vocabulary_.get
+        codes, values, starts = encode_sentences(self._sentences(corpus),
+                                                 lambda names: map(get, names, itertools.repeat(-1)))
         known = codes >= 0
-        return _csr(np.asarray(values, dtype=np.float64)[known], codes[known], _starts_kept(starts, known),
+        return _csr(values[known], codes[known], _starts_kept(starts, known),
                     len(self.predicate_names_))
 
     def transform_reading(self, *args, **kwargs):

@@ -559,7 +559,7 @@ class ChainCRF:
             stages = []
             if self.algorithm == "lbfgs" or init is None:
                 stages.append(train.lbfgs(problem, self.sigma, self.max_iter, self.tol, evaluate, callback,
-                                          initial, **({'l1': self.c1} if self.c1 else {}), **self._learner_params()))  # TODO(lead): l1=self.c1 once train.lbfgs takes it
+                                          initial, l1=self.c1, **self._learner_params()))
                 initial = stages[-1].weights
             if self.algorithm == "mce-f" and not (stages and stages[-1].interrupted):
                 from .mce import SegmentFScore

@@ -32,7 +32,7 @@ def test_history_records_and_logging(caplog):
         model = ChainCRF(TEMPLATE, max_iter=5).fit(corpus, dev=dev)
     assert [r["iteration"] for r in model.history_] == [1, 2, 3, 4, 5]
     for record in model.history_:
-        assert set(record) == {"algorithm", "iteration", "objective", "gradient_norm", "seconds", "elapsed",
+        assert set(record) == {"algorithm", "iteration", "objective", "gradient_norm", "nonzero", "seconds", "elapsed",
                                "dev_score", "dev_metric"}
         assert record["seconds"] > 0 and record["gradient_norm"] > 0 and 0 <= record["dev_score"] <= 100
         assert record["dev_metric"] == "F1"

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..attributes import COLUMN, flatten_sentences
+from ..attributes import COLUMN, check_sentences
 from ..conll import Sentence
 from ..errors import (ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError)
 from ..files import check_output_path
@@ -234,7 +234,7 @@ class CRF(BaseEstimator):
         dev = None
         if X_dev is not None:
             dev = training_sentences(X_dev, y_dev, "X_dev", "y_dev")
-            flatten_sentences(dev)          # bad dev values raise before training
+            check_sentences(dev)          # bad dev values raise before training
             known = {label for sentence in train for label in sentence[TARGET]}
             for number, sentence in enumerate(dev):
                 for position, label in enumerate(sentence[TARGET]):
@@ -270,7 +270,7 @@ class CRF(BaseEstimator):
         sentences = [Sentence({COLUMN: tokens}) for tokens in sequences]
         lengths = [len(tokens) for tokens in sequences]
         if 0 in lengths:        # errors then name the sentences by their place in X
-            flatten_sentences(sentences)
+            check_sentences(sentences)
         return [sentence for sentence in sentences if len(sentence)], lengths
 
     def predict(self, X) -> np.ndarray:
