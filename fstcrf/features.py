@@ -1,4 +1,4 @@
-"""Observation predicates of tokens, as a sparse binary matrix.
+"""Observation predicates of tokens, as a sparse matrix.
 
 A template lists one predicate template per line; ``#`` starts a comment::
 
@@ -21,6 +21,13 @@ so ``word[-1]`` is a real predicate at the first token.  In names, ``\\``
 and ``|`` within values are escaped with a backslash, and a value that looks
 like a boundary value gets a leading backslash, so distinct values never
 share a name.
+
+A line ``value(column[offset])`` (alone on its line) is one real-valued
+predicate, named like the line (``value(score[0])``), whose matrix entry at
+a token is the column's value there read as a number (Python's ``float``);
+a value of 0 or a position outside the sentence gives no entry, and a value
+that is not a finite number raises FeatureValueError naming the sentence
+and the token.  Every other predicate is binary.
 """
 from __future__ import annotations
 
@@ -37,7 +44,9 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import scipy.sparse
 
+from ._kernel import ffi, lib
 from .conll import Corpus, Sentence
+from .attributes import FeatureValueError
 from .errors import FstcrfError, ModelFileError, TemplateError
 from .files import read_utf8
 
@@ -53,7 +62,9 @@ _ITEM = re.compile(r"(?P<column>[A-Za-z_][A-Za-z0-9_]*)\[(?P<offset>[+-]?[0-9]+)
 _TRANSFORMED_ITEM = re.compile(r"(?P<transform>[A-Za-z_][A-Za-z0-9_]*)\((?P<item>[^()]*)\)")
 _AFFIX = re.compile(r"(?P<kind>prefix|suffix)(?P<length>[1-9])")
 _BOUNDARY_LIKE = re.compile(r"__(?:BOS-|EOS\+)[0-9]+__")
-_TRANSFORM_NAMES = "lower, shape, prefix1..prefix9, suffix1..suffix9"
+_TRANSFORM_NAMES = "lower, shape, prefix1..prefix9, suffix1..suffix9 and value"
+#: The "transform" of a real-valued predicate: the column's value read as a number.
+VALUE = "value"
 
 
 @functools.lru_cache(maxsize=1 << 16)      # words recur from batch to batch
@@ -121,6 +132,16 @@ class PredicateTemplate:
         """The canonical text: "bias" or the observations joined by "|"."""
         return "|".join(map(str, self.observations)) if self.observations else "bias"
 
+    @property
+    def real_valued(self) -> bool:
+        """Whether this is a ``value(column[offset])`` predicate."""
+        return bool(self.observations) and self.observations[0].transform == VALUE
+
+    @property
+    def num_values(self) -> int:
+        """How many values follow "=" in the names of its predicates."""
+        return 0 if self.real_valued else len(self.observations)
+
 
 @dataclass(frozen=True)
 class Template:
@@ -155,7 +176,7 @@ def _parse_observation(text: str, where: str) -> Observation:
         raise TemplateError(f"{where}: cannot parse {text!r}; expected column[offset] such "
                             f"as word[-1], or transform(column[offset]) such as lower(word[0])")
     transform = transformed["transform"] if transformed else None
-    if transform is not None and _transform_function(transform) is None:
+    if transform not in (None, VALUE) and _transform_function(transform) is None:
         raise TemplateError(f"{where}: unknown transform {transform!r}; "
                             f"the transforms are {_TRANSFORM_NAMES}")
     return Observation(item["column"], int(item["offset"]), transform)
@@ -176,6 +197,9 @@ def parse_template(text: str, source: str = "<string>") -> Template:
             observations = tuple(_parse_observation(item, where) for item in content.split("|"))
             if len(set(observations)) != len(observations):
                 raise TemplateError(f"{where}: {content!r} repeats an item")
+            if len(observations) > 1 and any(observation.transform == VALUE for observation in observations):
+                raise TemplateError(f"{where}: {content!r} joins value(...) with other items; "
+                                    "a real-valued predicate stands alone on its line")
             predicate = PredicateTemplate(observations, line_number)
         if predicate in first_lines:
             raise TemplateError(f"{where}: {predicate.name!r} repeats line "
@@ -247,11 +271,11 @@ class _TokenTable:
         key = (column, transform)
         if key not in self._coded_columns:
             if transform is None:
-                code_of: dict[str, int] = {}
-                codes = np.fromiter((code_of.setdefault(value, len(code_of))
-                                     for value in self._column_values(column)),
+                first_use: dict[str, int] = {}     # value -> the token where it first occurs
+                first = np.fromiter(map(first_use.setdefault, self._column_values(column), range(self.num_tokens)),
                                     dtype=np.int64, count=self.num_tokens)
-                values = list(code_of)
+                codes = (np.cumsum(first == np.arange(self.num_tokens)) - 1)[first]
+                values = list(first_use)
             else:
                 raw_codes, raw_values = self._coded_column(column, None)
                 function = _transform_function(transform)
@@ -301,17 +325,46 @@ class _TokenTable:
             boundary_names = [f"__EOS+{step}__" for step in range(1, distance + 1)]
         return np.where(inside, shifted, boundary), names + boundary_names
 
+    def numbers(self, observation: Observation) -> np.ndarray:
+        """float [num_tokens]: a column's value at an offset from each token read as a
+        number, 0 outside the sentence; FeatureValueError names a token whose value
+        is not a finite number."""
+        codes, values = self._coded_column(observation.column, None)
+        numbers = np.empty(len(values) + 1)         # the last one: outside the sentence
+        numbers[-1] = 0.0
+        for code, value in enumerate(values):
+            try:
+                numbers[code] = float(value)
+            except (ValueError, OverflowError):
+                numbers[code] = math.nan
+            if not math.isfinite(numbers[code]):
+                token = int(np.argmax(codes == code))
+                ends = np.cumsum([len(sentence) for sentence in self.sentences])
+                sentence = int(np.searchsorted(ends, token, side="right"))
+                raise FeatureValueError(f"sentence {sentence + 1}, token {int(self.position[token]) + 1}: "
+                                        f"{observation} reads {value!r} from column {observation.column!r}, "
+                                        "which is not a finite number")
+        target = self.position + observation.offset
+        inside = (target >= 0) & (target < self.sentence_length)
+        shifted = codes[np.clip(np.arange(self.num_tokens) + observation.offset, 0, max(self.num_tokens - 1, 0))]
+        return numbers[np.where(inside, shifted, len(values))]
+
     def predicate_occurrences(self, predicate: PredicateTemplate
-                              ) -> tuple[list[str], np.ndarray, np.ndarray]:
+                              ) -> tuple[list[str], np.ndarray, np.ndarray, list[tuple[np.ndarray, list[str]]]]:
         """The predicates a template yields, in order of first occurrence.
 
         Returns their names [K], the index of each token's predicate
-        [num_tokens] and how many tokens each is true at [K].
+        [num_tokens], how many tokens each is true at [K], and per observation
+        the code of each predicate's value [K] with the escaped value of each code.
         """
         if not predicate.observations:
             names = ["bias"] if self.num_tokens else []
             return (names, np.zeros(self.num_tokens, dtype=np.int64),
-                    np.full(len(names), self.num_tokens, dtype=np.int64))
+                    np.full(len(names), self.num_tokens, dtype=np.int64), [])
+        if predicate.real_valued:
+            true_at = np.count_nonzero(self.numbers(predicate.observations[0]))
+            names = [predicate.name] if true_at else []
+            return names, np.zeros(self.num_tokens, dtype=np.int64), np.full(len(names), true_at), []
         coded = [self.observation_codes(observation) for observation in predicate.observations]
         key = coded[0][0]
         for codes, names in coded[1:]:
@@ -323,11 +376,11 @@ class _TokenTable:
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))
         first_token = first_token[order]
-        value_names = [[names[code] for code in codes[first_token].tolist()]
-                       for codes, names in coded]
+        values = [(codes[first_token], names) for codes, names in coded]
+        value_names = [[names[code] for code in codes.tolist()] for codes, names in values]
         prefix = predicate.name + "="
-        names = [prefix + "|".join(values) for values in zip(*value_names)]
-        return names, rank[key.reshape(-1)], counts[order]
+        names = [prefix + "|".join(row) for row in zip(*value_names)]
+        return names, rank[key.reshape(-1)], counts[order], values
 
 
 def _split_values(values: str) -> list[str]:
@@ -395,16 +448,16 @@ class _ReadingLookup:
 
 
 class _PredicateIndex:
-    """Integer lookup of known predicates, so that transform never builds names.
+    """Integer lookup of known predicates by value codes, for transform_reading.
 
     Every (column, transform) has one code per escaped value seen in the known
-    predicates' names (boundary values included).  A predicate template with
-    observations o_1..o_m maps a token to id_1 = code(o_1), then
-    id_i = position of id_{i-1} * V_i + code(o_i) in the sorted array of the
-    known prefixes of length i, and finally to a predicate column; a prefix
-    that no known predicate has gives -1.  A template that reads a lower
-    tagger's column is also kept as a :class:`_ReadingTable`, built on first
-    use, to look its predicates up under every value of that column at once."""
+    predicates' names (boundary values included); ``plans`` holds each
+    template's known predicates as value codes [M, m] and their columns [M].
+    A template that reads a lower tagger's column becomes a
+    :class:`_ReadingTable` on first use: the other observations o_1..o_m map a
+    token to id_1 = code(o_1), then id_i = position of id_{i-1} * V_i + code(o_i)
+    in the sorted array of the known prefixes of length i (-1 for a prefix no
+    known predicate has), and the context id and the K values give the columns."""
 
     def __init__(self, template: Template, names: Sequence[str]):
         by_prefix: dict[str, list[tuple[int, list[str]]]] = {}
@@ -415,7 +468,7 @@ class _PredicateIndex:
         self.plans = []
         for predicate in template:
             known = by_prefix.get(predicate.name, [])
-            if not predicate.observations:
+            if predicate.num_values == 0:
                 self.plans.append((predicate, [], np.array([known[0][0]] if known else [], dtype=np.int64)))
                 continue
             columns = np.array([column for column, _ in known], dtype=np.int64)
@@ -424,16 +477,6 @@ class _PredicateIndex:
                 vocab = self.vocab.setdefault((observation.column, observation.transform), {})
                 codes[:, i] = [vocab.setdefault(values[i], len(vocab)) for _, values in known]
             self.plans.append((predicate, codes, columns))
-        # sorted prefix tables need the final vocabulary sizes
-        self.tables = []
-        for predicate, codes, columns in self.plans:
-            if not predicate.observations:
-                self.tables.append(([], columns))
-                continue
-            steps, ids = _prefix_steps(codes, self._sizes(predicate.observations))
-            predicate_of = np.full(ids.max() + 1 if len(ids) else 0, -1, dtype=np.int64)
-            predicate_of[ids] = columns
-            self.tables.append((steps, predicate_of))
         self.num_predicates = len(names)
         self._reading: dict[str, _ReadingLookup] = {}
 
@@ -471,25 +514,6 @@ class _PredicateIndex:
             position = np.minimum(np.searchsorted(step, combos), len(step) - 1)
             ids = np.where((ids >= 0) & (codes >= 0) & (step[position] == combos), position, -1)
         return ids
-
-    def columns(self, table: "_TokenTable", templates: Sequence[int] | None = None) -> np.ndarray:
-        """int64 [num_tokens, num_templates]: each token's predicate column per template
-        (only those listed in ``templates``; the others stay -1), -1 if unknown."""
-        out = np.full((table.num_tokens, len(self.plans)), -1, dtype=np.int64)
-        cache: dict[tuple, np.ndarray] = {}
-        for index, ((predicate, _, _), (steps, predicate_of)) in enumerate(zip(self.plans, self.tables)):
-            if templates is not None and index not in templates:
-                continue
-            if not predicate.observations:
-                if len(predicate_of):
-                    out[:, index] = predicate_of[0]
-                continue
-            if len(predicate_of) == 0:
-                continue
-            ids = self._chain_ids(table, predicate.observations, steps, cache)
-            hit = (ids >= 0) & (ids < len(predicate_of))
-            out[hit, index] = predicate_of[ids[hit]]
-        return out
 
     def reading_lookup(self, column: str, values: Sequence[str]) -> "_ReadingLookup":
         """The templates that read ``column`` as reading tables for ``values``, and the
@@ -548,13 +572,139 @@ class _PredicateIndex:
         return tuple(codes)
 
 
+#: ``fit`` tries this many salts for a dictionary whose 64-bit keys are all distinct.
+SALT_TRIES = 16
+
+
+class HashCollisionError(FstcrfError):
+    """No salt gave distinct keys to the fitted predicates (never seen with 64-bit hashes)."""
+
+
+def _string_hashes(values: Sequence[str], salt: int) -> np.ndarray:
+    """uint64 [n]: the 64-bit hash of each string's UTF-8 text under ``salt``."""
+    encoded = [value.encode("utf-8", "surrogatepass") for value in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(text) for text in encoded], out=offsets[1:])
+    blob = np.frombuffer(b"".join(encoded) + b"\0", dtype=np.uint8)    # never empty
+    hashes = np.empty(len(encoded), dtype=np.uint64)
+    lib.fh_string_hashes(ffi.from_buffer("uint8_t[]", blob), ffi.from_buffer("int64_t[]", offsets),
+                         len(encoded), salt, ffi.from_buffer("uint64_t[]", hashes))
+    return hashes
+
+
+def _chain(keys: np.ndarray, values: np.ndarray) -> None:
+    """keys uint64 [n] <- mix(keys ^ values), in place (one link of a predicate's key)."""
+    lib.fh_chain(ffi.from_buffer("uint64_t[]", keys), ffi.from_buffer("uint64_t[]", values), len(keys))
+
+
+def _predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.ndarray:
+    """uint64 [P]: the key of each named predicate (see :class:`_HashedDictionary`);
+    a name that does not fit ``template`` raises TemplateError."""
+    slots = {predicate.name: k for k, predicate in enumerate(template)}
+    groups: list[tuple[list[int], list[list[str]]]] = [([], []) for _ in template]
+    for column, name in enumerate(names):
+        prefix, _, values = name.partition("=")
+        k = slots.get(prefix)
+        split = _split_values(values) if values else []
+        if k is None or len(split) != template.predicates[k].num_values:
+            raise TemplateError(f"predicate {name!r} does not fit the template")
+        groups[k][0].append(column)
+        groups[k][1].append(split)
+    keys = np.empty(len(names), dtype=np.uint64)
+    seeds = _string_hashes([predicate.name for predicate in template], salt)
+    for k, (columns, values) in enumerate(groups):
+        own = np.full(len(columns), seeds[k], dtype=np.uint64)
+        for i in range(template.predicates[k].num_values):
+            _chain(own, _string_hashes([split[i] for split in values], salt))
+        keys[columns] = own
+    return keys
+
+
+class _HashedDictionary:
+    """The fitted predicates as 64-bit keys, so that transform never builds names.
+
+    A predicate's key chains hashes of the UTF-8 text of its template's name and
+    of its escaped values (csrc/fstcrf_hashing.h): key = h(template name), then
+    key = mix(key ^ h(value)) for each value, every hash under ``salt``.  A token
+    computes the same chain from the hashes of its (few, distinct) column values.
+    ``keys`` uint64 [P] holds the key of each column; they are all distinct (fit
+    changes the salt until they are), and an open-addressing table maps them
+    back to columns."""
+
+    def __init__(self, keys: np.ndarray, salt: int):
+        capacity = 1 << max(4, int(4 * len(keys) // 3).bit_length())      # load factor <= 3/4
+        slots = np.empty(2 * capacity, dtype=np.uint64)
+        status = lib.fh_build_table(ffi.from_buffer("uint64_t[]", keys), len(keys), capacity,
+                                    ffi.from_buffer("uint64_t[]", slots))
+        if status == lib.FH_DUPLICATE:
+            raise HashCollisionError(f"two predicates have the same key under salt {salt}")
+        self.keys, self.salt, self.capacity, self.slots = keys, salt, capacity, slots
+
+    @classmethod
+    def fit(cls, keys: Callable[[int], np.ndarray], num_predicates: int) -> _HashedDictionary:
+        """The dictionary of the predicates whose keys under a salt are keys(salt)
+        uint64 [P], under the first salt without collisions."""
+        for salt in range(SALT_TRIES):
+            try:
+                return cls(keys(salt), salt)
+            except HashCollisionError:
+                logger.info("predicate keys collide under salt %d; rehashing", salt)
+        raise HashCollisionError(f"the keys of the {num_predicates} predicates collide under each of "
+                                 f"{SALT_TRIES} salts")
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """int64 [n]: the column of each key uint64 [n], -1 if unknown."""
+        columns = np.empty(len(keys), dtype=np.int64)
+        lib.fh_lookup(ffi.from_buffer("uint64_t[]", keys), len(keys), self.capacity,
+                      ffi.from_buffer("uint64_t[]", self.slots), ffi.from_buffer("int64_t[]", columns))
+        return columns
+
+    def rows(self, table: _TokenTable, template: Template, chosen: Sequence[int]
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """indptr int64 [N + 1] and indices int32 [nnz]: the known predicates of the
+        templates ``chosen`` at each token, ascending within a row."""
+        observations: dict[Observation, int] = {}
+        items, item_ptr = [], [0]
+        for k in chosen:
+            for observation in template.predicates[k].observations:
+                items.append(observations.setdefault(observation, len(observations)))
+            item_ptr.append(len(items))
+        value_hashes = np.empty((len(observations), table.num_tokens), dtype=np.uint64)
+        base: dict[tuple[str, str | None], np.ndarray] = {}
+        for observation, j in observations.items():
+            codes, names = table.observation_codes(observation)
+            values = (observation.column, observation.transform)
+            if values not in base:
+                base[values] = _string_hashes(table.value_names(*values), self.salt)
+            hashes = np.concatenate([base[values], _string_hashes(names[len(base[values]):], self.salt)])
+            np.take(hashes, codes, out=value_hashes[j])
+        names = [template.predicates[k].name for k in chosen]
+        seeds = _string_hashes(names, self.salt)
+        item_ptr = np.array(item_ptr, dtype=np.int32)
+        items = np.array(items, dtype=np.int32)
+        scratch = np.empty((lib.FH_BLOCK, len(chosen)), dtype=np.int32)
+        indptr = np.empty(table.num_tokens + 1, dtype=np.int64)
+        indices = np.empty(table.num_tokens * len(chosen), dtype=np.int32)
+        status = lib.fh_predicate_rows(
+            table.num_tokens, len(observations), ffi.from_buffer("uint64_t[]", value_hashes), len(chosen),
+            ffi.from_buffer("uint64_t[]", seeds), ffi.from_buffer("int32_t[]", item_ptr),
+            ffi.from_buffer("int32_t[]", items), self.capacity, ffi.from_buffer("uint64_t[]", self.slots),
+            ffi.from_buffer("int32_t[]", scratch), ffi.from_buffer("int64_t[]", indptr),
+            ffi.from_buffer("int32_t[]", indices))
+        if status != lib.FC_OK:
+            raise RuntimeError("fstcrf predicate lookup rejected its arguments; this is a bug in fstcrf")
+        return indptr, indices[:indptr[-1]]
+
+
 class FeatureExtractor:
     """Turns the tokens of a corpus into a binary predicate matrix [num_tokens, num_predicates].
 
     ``template`` is a :class:`Template` or template text; ``fit`` keeps the
     predicates true at ``min_count`` tokens or more, numbered most frequent
     first.  Learned attributes: ``vocabulary_`` (predicate name -> column
-    index) and ``predicate_names_``.
+    index) and ``predicate_names_``, both built on first use from the names
+    (which a loaded model keeps as one string and offsets); ``transform``
+    needs neither, only the hashed dictionary.
     """
 
     def __init__(self, template: Template | str, min_count: int = 1):
@@ -571,8 +721,7 @@ class FeatureExtractor:
 
     def _occurrences(self, corpus: Corpus | Sequence[Sentence]):
         table = self._token_table(corpus)
-        return table.num_tokens, [table.predicate_occurrences(predicate)
-                                  for predicate in self._template()]
+        return table, [table.predicate_occurrences(predicate) for predicate in self._template()]
 
     def _token_table(self, corpus: Corpus | Sequence[Sentence]) -> _TokenTable:
         if isinstance(corpus, Corpus):
@@ -582,10 +731,41 @@ class FeatureExtractor:
         return _TokenTable(list(corpus))
 
     def _index(self) -> _PredicateIndex:
-        """The integer lookup of the fitted predicates, built on first use."""
+        """The integer lookup of the fitted predicates by value codes (for
+        transform_reading), built on first use."""
         if getattr(self, "_predicate_index", None) is None:
             self._predicate_index = _PredicateIndex(self._template(), self.predicate_names_)
         return self._predicate_index
+
+    @property
+    def predicate_names_(self) -> list[str]:
+        """The name of each predicate column [P]."""
+        self._check_fitted()
+        if self._names is None:
+            text, offsets = self._packed_names
+            bounds = offsets.tolist()
+            self._names = [text[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        return self._names
+
+    @property
+    def num_predicates(self) -> int:
+        """P, the number of predicate columns."""
+        self._check_fitted()
+        return len(self._dictionary.keys)
+
+    @property
+    def vocabulary_(self) -> dict[str, int]:
+        """Predicate name -> column index."""
+        if getattr(self, "_vocabulary", None) is None:
+            self._vocabulary = {name: index for index, name in enumerate(self.predicate_names_)}
+        return self._vocabulary
+
+    def _set_dictionary(self, names: list[str] | None, packed_names: tuple[str, np.ndarray] | None,
+                        dictionary: _HashedDictionary) -> None:
+        """Fitted state: the names [P] as a list or as (one string, offsets int64 [P + 1])."""
+        self._names, self._packed_names, self._dictionary = names, packed_names, dictionary
+        self._vocabulary = None
+        self._predicate_index = None
 
     def _learn(self, occurrences):
         if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \
@@ -593,17 +773,30 @@ class FeatureExtractor:
             raise FstcrfError(f"min_count must be a positive integer, got {self.min_count!r}")
         # most frequent first (ties in template and first-occurrence order): the weights
         # of the predicates true at most tokens then share a few cache lines
-        kept: list[tuple[int, str]] = []
-        for predicate_names, _, counts in occurrences:
-            kept.extend((count, name) for name, count in zip(predicate_names, counts.tolist())
-                        if count >= self.min_count)
-        self._warn_if_few_kept(np.concatenate([np.zeros(0, dtype=np.int64)] + [counts for _, _, counts in occurrences]),
-                               len(kept))
-        order = sorted(range(len(kept)), key=lambda i: -kept[i][0])
-        names = [kept[i][1] for i in order]
-        self.predicate_names_ = names
-        self.vocabulary_ = {name: index for index, name in enumerate(names)}
-        self._predicate_index = None
+        all_counts = [counts for _, _, counts, _ in occurrences]
+        kept = [np.flatnonzero(counts >= self.min_count) for counts in all_counts]
+        self._warn_if_few_kept(np.concatenate([np.zeros(0, dtype=np.int64)] + all_counts),
+                               sum(map(len, kept)))
+        order = np.argsort(-np.concatenate([np.zeros(0, dtype=np.int64)]
+                                           + [counts[k] for counts, k in zip(all_counts, kept)]), kind="stable")
+        names = [predicate_names[i] for (predicate_names, *_), k in zip(occurrences, kept) for i in k.tolist()]
+        names = [names[i] for i in order.tolist()]
+
+        def keys(salt: int) -> np.ndarray:
+            """uint64 [P]: the keys of the kept predicates, chained from their value codes."""
+            seeds = _string_hashes([predicate.name for predicate in self._template()], salt)
+            hashed: dict[int, np.ndarray] = {}       # the hashes of each list of value names
+            parts = []
+            for seed, (*_, values), k in zip(seeds, occurrences, kept):
+                own = np.full(len(k), seed, dtype=np.uint64)
+                for codes, value_names in values:
+                    if id(value_names) not in hashed:
+                        hashed[id(value_names)] = _string_hashes(value_names, salt)
+                    _chain(own, hashed[id(value_names)][codes[k]])
+                parts.append(own)
+            return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[order]
+
+        self._set_dictionary(names, None, _HashedDictionary.fit(keys, len(names)))
 
     def _warn_if_few_kept(self, counts: np.ndarray, kept: int) -> None:
         """Log a warning when min_count keeps ``kept`` of the predicates true at counts
@@ -618,16 +811,39 @@ class FeatureExtractor:
                        lower, int(np.count_nonzero(counts >= lower)))
 
     def _check_fitted(self):
-        if not hasattr(self, "vocabulary_"):
+        if getattr(self, "_dictionary", None) is None:
             raise FstcrfError("this FeatureExtractor is not fitted; call fit first")
 
-    def _matrix(self, num_tokens: int, occurrences) -> scipy.sparse.csr_matrix:
-        columns = np.empty((num_tokens, len(occurrences)), dtype=np.int64)
-        for index, (predicate_names, token_predicate, _) in enumerate(occurrences):
-            predicate_column = np.array([self.vocabulary_.get(name, -1)
-                                         for name in predicate_names], dtype=np.int64)
-            columns[:, index] = predicate_column[token_predicate]
-        return self._csr(columns)
+    def _matrix(self, table: _TokenTable, occurrences) -> scipy.sparse.csr_matrix:
+        """The predicate matrix [N, P] from the names of ``occurrences`` (fit_transform)."""
+        columns = np.full((table.num_tokens, len(occurrences)), -1, dtype=np.int64)
+        for index, (predicate, (predicate_names, token_predicate, *_)) in enumerate(zip(self._template(),
+                                                                                         occurrences)):
+            if not predicate.real_valued:
+                predicate_column = np.array([self.vocabulary_.get(name, -1)
+                                             for name in predicate_names], dtype=np.int64)
+                columns[:, index] = predicate_column[token_predicate]
+        return self._with_numbers(self._csr(columns), table, range(len(occurrences)))
+
+    def _with_numbers(self, binary: scipy.sparse.csr_matrix, table: _TokenTable, chosen: Sequence[int]
+                      ) -> scipy.sparse.csr_matrix:
+        """The binary matrix [N, P] plus the entries of the real-valued templates ``chosen``."""
+        predicates = [self._template().predicates[k] for k in chosen]
+        real = [predicate for predicate in predicates if predicate.real_valued]
+        if not real:
+            return binary
+        matrix = binary
+        columns = self._dictionary.lookup(_string_hashes([predicate.name for predicate in real],
+                                                         self._dictionary.salt))
+        for predicate, column in zip(real, columns.tolist()):
+            if column < 0:
+                continue
+            numbers = table.numbers(predicate.observations[0])
+            rows = np.flatnonzero(numbers)
+            matrix = matrix + scipy.sparse.csr_matrix(
+                (numbers[rows], (rows, np.full(len(rows), column))), shape=binary.shape)
+        matrix.sort_indices()
+        return matrix
 
     def _csr(self, columns: np.ndarray) -> scipy.sparse.csr_matrix:
         """The binary matrix of per-template predicate columns int [N, templates] (-1: none)."""
@@ -636,10 +852,21 @@ class FeatureExtractor:
         present = columns >= 0
         indptr = np.zeros(num_tokens + 1, dtype=np.int64)
         np.cumsum(np.count_nonzero(present, axis=1), out=indptr[1:])
-        indices = columns[present]
+        return self._binary(indptr, columns[present])
+
+    def _binary(self, indptr: np.ndarray, indices: np.ndarray) -> scipy.sparse.csr_matrix:
+        """The binary matrix [N, P] of rows indptr int [N + 1] over columns indices int [nnz]."""
         data = np.ones(len(indices), dtype=np.float64)
         return scipy.sparse.csr_matrix((data, indices, indptr),
-                                       shape=(num_tokens, len(self.predicate_names_)))
+                                       shape=(len(indptr) - 1, len(self._dictionary.keys)))
+
+    def _hashed_matrix(self, table: _TokenTable, templates: Sequence[int] | None = None
+                       ) -> scipy.sparse.csr_matrix:
+        """The predicate matrix [N, P] of the templates listed (all by default)."""
+        template = self._template()
+        chosen = range(len(template)) if templates is None else templates
+        binary = [k for k in chosen if not template.predicates[k].real_valued]
+        return self._with_numbers(self._binary(*self._dictionary.rows(table, template, binary)), table, chosen)
 
     def fit(self, corpus: Corpus | Sequence[Sentence]) -> FeatureExtractor:
         """Build the predicate dictionary from a corpus or a list of sentences."""
@@ -649,7 +876,7 @@ class FeatureExtractor:
     def transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """The predicate matrix [num_tokens, num_predicates]; unknown predicates are dropped."""
         self._check_fitted()
-        return self._csr(self._index().columns(self._token_table(corpus)))
+        return self._hashed_matrix(self._token_table(corpus))
 
     def transform_reading(self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
                           ) -> tuple[scipy.sparse.csr_matrix, scipy.sparse.csr_matrix, np.ndarray]:
@@ -672,11 +899,16 @@ class FeatureExtractor:
             raise TemplateError(f"the template reads column {column!r} at offsets "
                                 f"{', '.join(f'{offset:+d}' for offset in offsets)}; its values can be "
                                 "varied at offset 0 only")
+        numeric = [predicate.name for predicate in predicates
+                   if predicate.real_valued and predicate.observations[0].column == column]
+        if numeric:
+            raise TemplateError(f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
+                                "its values can be varied only in binary predicates")
         index = self._index()
         others = [i for i, predicate in enumerate(predicates)
                   if column not in {observation.column for observation in predicate.observations}]
         table = _TokenTable(list(corpus))   # ``column`` itself may be missing
-        base = self._csr(index.columns(table, others))
+        base = self._hashed_matrix(table, others)
         by_value = index.reading_columns(table, column, values)        # [N, K, R]
         full = self._csr(by_value.reshape(-1, by_value.shape[2]))
         lookup = index.reading_lookup(column, values)
@@ -686,9 +918,9 @@ class FeatureExtractor:
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """``fit`` then ``transform`` on the same corpus, extracting the observations once."""
-        num_tokens, occurrences = self._occurrences(corpus)
+        table, occurrences = self._occurrences(corpus)
         self._learn(occurrences)
-        return self._matrix(num_tokens, occurrences)
+        return self._matrix(table, occurrences)
 
     def to_dict(self) -> dict:
         """Plain JSON-able data: the template text, min_count and the predicate names."""
@@ -702,18 +934,73 @@ class FeatureExtractor:
         if not isinstance(data, dict) or not {"template", "min_count", "predicates"} <= set(data):
             raise ModelFileError("feature extractor data must be a dict with template, "
                                  "min_count and predicates")
-        template_text, min_count, names = data["template"], data["min_count"], data["predicates"]
-        if not isinstance(template_text, str) or not isinstance(names, list) \
-                or not all(isinstance(name, str) for name in names) \
-                or not isinstance(min_count, int) or isinstance(min_count, bool):
+        names = data["predicates"]
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            raise ModelFileError("feature extractor data has fields of the wrong type")
+        if len(set(names)) != len(names):
+            raise ModelFileError("feature extractor predicate names repeat")
+        extractor = cls._unfitted(data)
+        try:
+            dictionary = _HashedDictionary.fit(lambda salt: _predicate_keys(extractor.template, names, salt),
+                                               len(names))
+        except TemplateError as error:
+            raise ModelFileError(f"feature extractor data is inconsistent: {error}") from None
+        extractor._set_dictionary(list(names), None, dictionary)
+        return extractor
+
+    @classmethod
+    def _unfitted(cls, data: dict) -> FeatureExtractor:
+        """An extractor of the template and min_count in ``data``; ModelFileError if they are bad."""
+        template_text, min_count = data["template"], data["min_count"]
+        if not isinstance(template_text, str) or not isinstance(min_count, int) or isinstance(min_count, bool):
             raise ModelFileError("feature extractor data has fields of the wrong type")
         try:
             template = parse_template(template_text, "<model file>")
         except TemplateError as error:
             raise ModelFileError(f"feature extractor template is corrupt: {error}") from None
-        if len(set(names)) != len(names):
-            raise ModelFileError("feature extractor predicate names repeat")
-        extractor = cls(template, min_count)
-        extractor.predicate_names_ = list(names)
-        extractor.vocabulary_ = {name: index for index, name in enumerate(names)}
+        return cls(template, min_count)
+
+    def to_payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """JSON-able data (template text, min_count, salt) and flat arrays: the key
+        of each predicate uint64 [P] ("keys"), and their names as one UTF-8 text
+        uint8 [bytes] ("names") split at character offsets int64 [P + 1] ("name_offsets")."""
+        self._check_fitted()
+        if self._packed_names is None:
+            lengths = np.fromiter(map(len, self._names), dtype=np.int64, count=len(self._names))
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            self._packed_names = "".join(self._names), offsets
+        text, offsets = self._packed_names
+        data = {"template": self._template().text, "min_count": int(self.min_count),
+                "salt": self._dictionary.salt}
+        names = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        return data, {"keys": self._dictionary.keys, "names": names, "name_offsets": offsets}
+
+    @classmethod
+    def from_payload(cls, data: dict, arrays: dict[str, np.ndarray]) -> FeatureExtractor:
+        """A fitted extractor from :meth:`to_payload` output without building a
+        Python object per predicate (the names are decoded on first use);
+        inconsistent data raises ModelFileError."""
+        if not isinstance(data, dict) or not {"template", "min_count", "salt"} <= set(data):
+            raise ModelFileError("feature extractor data must be a dict with template, min_count and salt")
+        extractor = cls._unfitted(data)
+        salt = data["salt"]
+        keys, names, offsets = (arrays.get(name) for name in ("keys", "names", "name_offsets"))
+        if not isinstance(salt, int) or isinstance(salt, bool) or not 0 <= salt < 2 ** 64:
+            raise ModelFileError(f"feature extractor salt {salt!r} is not a 64-bit unsigned integer")
+        if keys is None or keys.dtype != np.uint64 or names is None or names.dtype != np.uint8 \
+                or offsets is None or offsets.dtype != np.int64 or len(offsets) != len(keys) + 1:
+            raise ModelFileError("feature extractor arrays keys, names and name_offsets are missing "
+                                 "or do not fit together")
+        try:
+            text = names.tobytes().decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError as error:
+            raise ModelFileError(f"feature extractor names are not UTF-8: {error}") from None
+        if offsets[0] != 0 or offsets[-1] != len(text) or np.any(np.diff(offsets) < 0):
+            raise ModelFileError("feature extractor name offsets do not split the names")
+        try:
+            dictionary = _HashedDictionary(keys, salt)
+        except HashCollisionError as error:
+            raise ModelFileError(f"feature extractor dictionary is corrupt: {error}") from None
+        extractor._set_dictionary(None, (text, offsets), dictionary)
         return extractor

@@ -5,21 +5,31 @@
     header size  uint64    H
     data size    uint64    A
     header       H bytes   UTF-8 JSON (padded with spaces): labels, order,
-                           topology, template, predicate dictionary, training
-                           parameters and history, and the name, dtype, shape
-                           and offset in the data of each array
-    data         A bytes   the arrays, little-endian, 8-byte aligned
-    digest       32 bytes  SHA-256 of everything before it
+                           topology, template, training parameters and
+                           history, and the name, dtype, shape and offset in
+                           the data of each array
+    data         A bytes   the arrays, little-endian, 8-byte aligned: the
+                           weights, the feature dictionary and the predicate
+                           dictionary (64-bit keys, names as one UTF-8 text
+                           and offsets; see FeatureExtractor.to_payload)
+    digest       32 bytes  checksum of everything before it: four 64-bit
+                           lanes of csrc/fstcrf_hashing.h's fh_checksum
 
-All integers are little-endian.  :func:`load_model` checks magic, version,
-size and digest before it reads anything else, and raises ModelFileError
-for any file that is not an intact model of a version it knows.  A joint
-model (:mod:`fstcrf.compose`) uses the same container with another "format".
+All integers are little-endian.  :func:`load_model` maps the file into memory
+and checks magic, version, size and digest before it reads anything else, and
+raises ModelFileError for any file that is not an intact model of a version
+it knows.  The arrays are then read-only views of the mapping: nothing is
+rebuilt per predicate or per weight.  Version 1 files (a SHA-256 digest, the
+predicate names in the header) still load, by rebuilding the dictionary
+from the names; :func:`upgrade_model` rewrites one as the current version.
+A joint model (:mod:`fstcrf.compose`) uses the same container with another
+"format".
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import struct
 from pathlib import Path
@@ -31,6 +41,7 @@ import pynini
 from .document.consistency import ConsistencyPenalties
 from .encoding import FactoredFeatures
 from .errors import BudgetError, FstcrfError, ModelFileError
+from ._kernel import ffi, lib
 from .features import FeatureExtractor, Template
 from .files import write_atomically
 from .grammar import Grammar, constrain
@@ -43,7 +54,9 @@ MAGIC = b"FSTCRF MODEL\r\n\x1a\n"
 #: The header's "format": one model, or a composition of models.
 MODEL_KIND = "fstcrf-model"
 JOINT_KIND = "fstcrf-joint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: The first version, whose digest is SHA-256 and whose header holds the predicate names.
+_SHA256_VERSION = 1
 _PREAMBLE = struct.Struct("<16sIQQ")
 _DIGEST_SIZE = 32
 
@@ -54,6 +67,8 @@ def model_payload(model: ChainCRF) -> tuple[dict, dict[str, np.ndarray]]:
     arrays = {"weights": model.weights_.astype("<f8"),
               "feature_ptr": model.features_.ptr.astype("<i8"),
               "feature_output": model.features_.output.astype("<i4")}
+    extractor, extractor_arrays = extractor_payload(model.extractor_)
+    arrays.update({f"{_EXTRACTOR_PREFIX}{name}": array for name, array in extractor_arrays.items()})
     if model.constraint_ is not None:
         arrays["constraint"] = np.frombuffer(model.constraint_.write_to_string(), dtype=np.uint8)
     if model.active_edges_ is not None:
@@ -67,7 +82,7 @@ def model_payload(model: ChainCRF) -> tuple[dict, dict[str, np.ndarray]]:
               "topology": {"kind": model.topology_.name, "labels": list(model.topology_.labels),
                            "num_states": model.topology_.num_states,
                            "num_edges": model.topology_.num_edges},
-              "extractor": model.extractor_.to_dict(), "lower_labels": model.lower_labels_,
+              "extractor": extractor, "lower_labels": model.lower_labels_,
               "consistency": None if model.consistency_ is None else model.consistency_.to_dict(),
               "training": {"n_iter": model.n_iter_, "best_iteration": model.best_iteration_,
                            "interrupted": model.interrupted_, "history": model.history_}}
@@ -90,14 +105,20 @@ def write_container(path: str | os.PathLike, kind: str, header: dict,
     preamble = _PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(header_bytes), offset)
 
     def write(stream) -> None:
-        """The pieces, then a SHA-256 digest of them."""
-        digest = hashlib.sha256()
-        for piece in (preamble, header_bytes, *pieces):
-            digest.update(piece)
-            stream.write(piece)
-        stream.write(digest.digest())
+        """The pieces, then the checksum of them."""
+        body = b"".join((preamble, header_bytes, *pieces))
+        stream.write(body)
+        stream.write(checksum(body))
 
     write_atomically(path, write)
+
+
+def checksum(data) -> bytes:
+    """The 32-byte digest of a version-2 file: fh_checksum of the bytes of ``data``."""
+    view = np.frombuffer(data, dtype=np.uint8)
+    lanes = np.empty(4, dtype="<u8")
+    lib.fh_checksum(ffi.from_buffer("uint8_t[]", view), len(view), ffi.from_buffer("uint64_t[]", lanes))
+    return lanes.tobytes()
 
 
 def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
@@ -107,34 +128,49 @@ def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
 
 
 #: dtypes an array of a model file may have.
-_ARRAY_DTYPES = ("<f8", "<i8", "<i4", "|u1")
+_ARRAY_DTYPES = ("<f8", "<i8", "<i4", "<u8", "|u1")
+#: The arrays of the feature extractor are stored under names with this prefix.
+_EXTRACTOR_PREFIX = "extractor."
+
+
+def _mapped(path: str | os.PathLike, where: str):
+    """The file's bytes: a read-only memory map (bytes for an empty file)."""
+    try:
+        with open(path, "rb") as stream:
+            if os.fstat(stream.fileno()).st_size == 0:
+                return b""
+            return mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as error:
+        raise ModelFileError(f"{where}: cannot read the model file: "
+                             f"{getattr(error, 'strerror', None) or error}") from None
 
 
 def read_container(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
-    """The JSON header and the arrays of an intact model file (of any kind)."""
+    """The JSON header and the arrays of an intact model file (of any kind); the
+    arrays are read-only views of the file mapped into memory."""
     where = os.fspath(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as error:
-        raise ModelFileError(f"{where}: cannot read the model file: {error.strerror}") from None
+    raw = _mapped(path, where)
     if raw[:len(MAGIC)] != MAGIC:
-        if len(raw) < len(MAGIC) and MAGIC.startswith(raw) and raw:
+        if len(raw) < len(MAGIC) and MAGIC.startswith(raw[:]) and len(raw):
             raise ModelFileError(f"{where}: the model file is truncated ({len(raw)} bytes)")
         raise ModelFileError(f"{where}: not an fstcrf model file (it does not start with the "
                              f"fstcrf magic bytes)")
     if len(raw) < _PREAMBLE.size:
         raise ModelFileError(f"{where}: the model file is truncated ({len(raw)} bytes)")
     _, version, header_size, data_size = _PREAMBLE.unpack_from(raw)
-    if version != FORMAT_VERSION:
+    if version not in (_SHA256_VERSION, FORMAT_VERSION):
         newer = " (written by a newer fstcrf; upgrade fstcrf to read it)" if version > FORMAT_VERSION else ""
         raise ModelFileError(f"{where}: model file format version {version} is not supported; "
-                             f"this fstcrf reads version {FORMAT_VERSION}{newer}")
+                             f"this fstcrf reads versions {_SHA256_VERSION} and {FORMAT_VERSION}{newer}")
     expected = _PREAMBLE.size + header_size + data_size + _DIGEST_SIZE
     if len(raw) != expected:
         raise ModelFileError(f"{where}: the model file is truncated or corrupt: its preamble "
                              f"announces {expected} bytes but it has {len(raw)}")
-    if hashlib.sha256(memoryview(raw)[:-_DIGEST_SIZE]).digest() != raw[-_DIGEST_SIZE:]:
-        raise ModelFileError(f"{where}: the model file is corrupt (SHA-256 checksum mismatch)")
+    body = memoryview(raw)[:-_DIGEST_SIZE]
+    digest = hashlib.sha256(body).digest() if version == _SHA256_VERSION else checksum(body)
+    if digest != raw[-_DIGEST_SIZE:]:
+        kind = "SHA-256 checksum" if version == _SHA256_VERSION else "checksum"
+        raise ModelFileError(f"{where}: the model file is corrupt ({kind} mismatch)")
     try:
         header = json.loads(raw[_PREAMBLE.size:_PREAMBLE.size + header_size].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -148,11 +184,10 @@ def read_container(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]
                                 for key in ("dtype", "shape", "offset"))
         if dtype not in _ARRAY_DTYPES or not isinstance(shape, list) or len(shape) != 1 \
                 or not all(isinstance(n, int) and n >= 0 for n in shape) \
-                or not isinstance(offset, int) or offset < 0 \
+                or not isinstance(offset, int) or offset < 0 or offset % 8 \
                 or offset + shape[0] * np.dtype(dtype).itemsize > data_size:
             raise ModelFileError(f"{where}: array {name!r} is described wrongly in the header")
-        arrays[name] = np.frombuffer(raw, dtype=dtype, count=shape[0],
-                                     offset=data_start + offset).astype(dtype[1:])
+        arrays[name] = np.frombuffer(raw, dtype=dtype, count=shape[0], offset=data_start + offset)
     return header, arrays
 
 
@@ -191,7 +226,7 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     try:
         model._check_params()
         topology = chain_topology(model.order, labels)
-        extractor = extractor_from_dict(header.get("extractor"))
+        extractor = extractor_from_payload(header.get("extractor"), arrays)
         num_labels = topology.num_labels if model.order == 2 else 0
         state_label = topology.state_label if num_labels else np.arange(topology.num_states)
         features = FactoredFeatures(state_label, num_labels, arrays["feature_ptr"],
@@ -208,9 +243,11 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
             (described.get("kind"), described.get("num_states"), described.get("num_edges")):
         raise ModelFileError(f"{where}: the model's {described.get('kind')} topology does not "
                              f"rebuild to the stored state space")
-    if features.num_predicates != len(extractor.predicate_names_):
+    num_predicates = extractor.num_predicates if isinstance(extractor, FeatureExtractor) \
+        else len(extractor.predicate_names_)
+    if features.num_predicates != num_predicates:
         raise ModelFileError(f"{where}: the feature dictionary has {features.num_predicates} "
-                             f"predicates but the extractor {len(extractor.predicate_names_)}")
+                             f"predicates but the extractor {num_predicates}")
     lower_labels = header.get("lower_labels")
     active_edges = None
     if "active_edges" in arrays:
@@ -248,13 +285,26 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     return model
 
 
-def extractor_from_dict(data):
-    """The fitted feature extractor a model file describes: template predicates, or
-    (``"kind": "attributes"``) CRFsuite-style attributes of token dicts."""
+def extractor_payload(extractor) -> tuple[dict, dict[str, np.ndarray]]:
+    """The header data and the arrays (named without _EXTRACTOR_PREFIX) of a fitted extractor."""
+    if isinstance(extractor, FeatureExtractor):
+        return extractor.to_payload()
+    return extractor.to_dict(), {}
+
+
+def extractor_from_payload(data, arrays: dict[str, np.ndarray]):
+    """The fitted feature extractor a model file describes: template predicates (the
+    data in the header and the arrays named with _EXTRACTOR_PREFIX; version 1 files
+    keep the names in the header), or (``"kind": "attributes"``) CRFsuite-style
+    attributes of token dicts."""
     if isinstance(data, dict) and data.get("kind") == "attributes":
         from .attributes import AttributeExtractor
         return AttributeExtractor.from_dict(data)
-    return FeatureExtractor.from_dict(data)
+    if isinstance(data, dict) and "predicates" in data:
+        return FeatureExtractor.from_dict(data)
+    own = {name[len(_EXTRACTOR_PREFIX):]: array for name, array in arrays.items()
+           if name.startswith(_EXTRACTOR_PREFIX)}
+    return FeatureExtractor.from_payload(data, own)
 
 
 def _current_record(record):
@@ -278,3 +328,14 @@ def load_model(path: str | os.PathLike) -> ChainCRF:
         raise ModelFileError(f"{os.fspath(path)}: this is a joint model (from fstcrf compose); "
                              "load it with fstcrf.load_joint")
     return model_from_payload(header, arrays, os.fspath(path))
+
+
+def upgrade_model(old_path: str | os.PathLike, new_path: str | os.PathLike) -> None:
+    """Rewrite a model or joint model file of any version this fstcrf reads as
+    the current version (``old_path`` and ``new_path`` may be the same file)."""
+    from .compose import JointModel, load_any     # fstcrf.compose imports this module
+    model = load_any(old_path)
+    if isinstance(model, JointModel):
+        model.save(new_path)
+    else:
+        save_model(model, new_path)

@@ -1,0 +1,164 @@
+/* fstcrf_hashing.c -- see fstcrf_hashing.h. */
+#include <string.h>
+
+#include "fstcrf_hashing.h"
+#include "fstcrf_kernel.h"
+
+#define CHECKSUM_PRIME 0x9e3779b97f4a7c15ULL
+#define LENGTH_PRIME 0xc2b2ae3d27d4eb4fULL
+
+uint64_t fh_mix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static inline uint64_t load_word(const uint8_t *p)
+{
+    uint64_t word;
+    memcpy(&word, p, 8);
+    return word;                /* byte order of the machine: the files are little-endian,
+                                   and so are the machines fstcrf builds on */
+}
+
+static inline uint64_t checksum_step(uint64_t lane, uint64_t word)
+{
+    /* a bijection of the lane for a fixed word and of the word for a fixed lane */
+    uint64_t x = (lane ^ word) * CHECKSUM_PRIME;
+    return (x << 31) | (x >> 33);
+}
+
+void fh_checksum(const uint8_t *data, int64_t size, uint64_t *digest)
+{
+    uint64_t lane[4] = {0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL,
+                        0xa4093822299f31d0ULL, 0x082efa98ec4e6c89ULL};
+    int64_t full = size - size % 32;
+    for (int64_t i = 0; i < full; i += 32)
+        for (int l = 0; l < 4; ++l)
+            lane[l] = checksum_step(lane[l], load_word(data + i + 8 * l));
+    uint8_t tail[32] = {0};
+    memcpy(tail, data + full, (size_t)(size - full));
+    for (int l = 0; l < 4; ++l)
+        digest[l] = fh_mix(checksum_step(lane[l], load_word(tail + 8 * l)) ^ (uint64_t)size);
+}
+
+void fh_string_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, uint64_t salt,
+                      uint64_t *hashes)
+{
+    for (int64_t i = 0; i < n; ++i) {
+        const uint8_t *p = blob + offsets[i];
+        int64_t length = offsets[i + 1] - offsets[i];
+        uint64_t h = fh_mix(salt ^ ((uint64_t)length * LENGTH_PRIME));
+        int64_t j = 0;
+        for (; j + 8 <= length; j += 8)
+            h = fh_mix(h ^ load_word(p + j));
+        if (j < length) {
+            uint8_t tail[8] = {0};
+            memcpy(tail, p + j, (size_t)(length - j));
+            h = fh_mix(h ^ load_word(tail));
+        }
+        hashes[i] = h;
+    }
+}
+
+void fh_chain(uint64_t *keys, const uint64_t *values, int64_t n)
+{
+    for (int64_t i = 0; i < n; ++i)
+        keys[i] = fh_mix(keys[i] ^ values[i]);
+}
+
+int fh_build_table(const uint64_t *keys, int64_t n, int64_t capacity, uint64_t *slots)
+{
+    uint64_t mask = (uint64_t)capacity - 1;
+    memset(slots, 0, (size_t)capacity * 2 * sizeof *slots);
+    for (int64_t c = 0; c < n; ++c) {
+        uint64_t i = keys[c] & mask;
+        while (slots[2 * i + 1] != 0) {
+            if (slots[2 * i] == keys[c])
+                return FH_DUPLICATE;
+            i = (i + 1) & mask;
+        }
+        slots[2 * i] = keys[c];
+        slots[2 * i + 1] = (uint64_t)c + 1;
+    }
+    return FC_OK;
+}
+
+static inline int64_t find(uint64_t key, uint64_t mask, const uint64_t *slots)
+{
+    for (uint64_t i = key & mask;; i = (i + 1) & mask) {
+        if (slots[2 * i + 1] == 0)
+            return -1;
+        if (slots[2 * i] == key)
+            return (int64_t)slots[2 * i + 1] - 1;
+    }
+}
+
+void fh_lookup(const uint64_t *keys, int64_t n, int64_t capacity, const uint64_t *slots,
+               int64_t *columns)
+{
+    uint64_t mask = (uint64_t)capacity - 1;
+    for (int64_t i = 0; i < n; ++i)
+        columns[i] = find(keys[i], mask, slots);
+}
+
+int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64_t *value_hashes,
+                      int32_t num_templates, const uint64_t *seeds, const int32_t *item_ptr,
+                      const int32_t *items, int64_t capacity, const uint64_t *slots,
+                      int32_t *scratch, int64_t *indptr, int32_t *indices)
+{
+    if (item_ptr[0] != 0)
+        return FC_BAD_ARGUMENT;
+    for (int32_t k = 0; k < num_templates; ++k) {
+        if (item_ptr[k + 1] < item_ptr[k])
+            return FC_BAD_ARGUMENT;
+        for (int32_t i = item_ptr[k]; i < item_ptr[k + 1]; ++i)
+            if (items[i] < 0 || items[i] >= num_observations)
+                return FC_BAD_ARGUMENT;
+    }
+    uint64_t mask = (uint64_t)capacity - 1;
+    uint64_t keys[FH_BLOCK];
+    int64_t nnz = 0;
+    indptr[0] = 0;
+    /* block by block, template by template: the keys of a block are computed, their
+       slots prefetched, then probed, so that the cache misses overlap */
+    for (int64_t start = 0; start < num_tokens; start += FH_BLOCK) {
+        int64_t n = num_tokens - start < FH_BLOCK ? num_tokens - start : FH_BLOCK;
+        for (int32_t k = 0; k < num_templates; ++k) {
+            for (int64_t t = 0; t < n; ++t)
+                keys[t] = seeds[k];
+            for (int32_t i = item_ptr[k]; i < item_ptr[k + 1]; ++i) {
+                const uint64_t *hashes = value_hashes + (int64_t)items[i] * num_tokens + start;
+                for (int64_t t = 0; t < n; ++t)
+                    keys[t] = fh_mix(keys[t] ^ hashes[t]);
+            }
+            for (int64_t t = 0; t < n; ++t)
+                __builtin_prefetch(slots + 2 * (keys[t] & mask));
+            for (int64_t t = 0; t < n; ++t)
+                scratch[t * num_templates + k] = (int32_t)find(keys[t], mask, slots);
+        }
+        for (int64_t t = 0; t < n; ++t) {
+            const int32_t *row = scratch + t * num_templates;
+            int32_t *out = indices + nnz;
+            int64_t m = 0;
+            for (int32_t k = 0; k < num_templates; ++k) {
+                int32_t column = row[k];
+                if (column < 0)
+                    continue;
+                int64_t j = m++;        /* insertion sort: rows hold a few dozen columns */
+                while (j > 0 && out[j - 1] > column) {
+                    out[j] = out[j - 1];
+                    --j;
+                }
+                out[j] = column;
+            }
+            nnz += m;
+            indptr[start + t + 1] = nnz;
+        }
+    }
+    return FC_OK;
+}

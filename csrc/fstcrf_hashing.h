@@ -1,0 +1,76 @@
+/*
+ * fstcrf_hashing.h -- 64-bit hashes for the predicate dictionary and the
+ * checksum of model files.
+ *
+ * A predicate is named by its template and the values of the template's
+ * observations.  Its key is a chain of hashes:
+ *
+ *     key = seed (the hash of the template's name)
+ *     key = fh_mix(key ^ value hash)       for each observation, in order
+ *
+ * where a value hash is fh_string_hashes of the value's escaped UTF-8 text.
+ * The dictionary is an open-addressing table (linear probing) of the keys of
+ * the known predicates: slot i is slots[2i] = key, slots[2i+1] = column + 1,
+ * or 0 in slots[2i+1] for an empty slot.  The capacity is a power of two.
+ *
+ * Conventions are those of fstcrf_kernel.h: C-contiguous arrays with shapes in
+ * brackets, no globals, no allocation, every buffer owned by the caller.  The
+ * caller validates shapes and ranges; the functions that could index out of
+ * bounds on bad input check it and return FC_BAD_ARGUMENT before writing.
+ */
+#ifndef FSTCRF_HASHING_H
+#define FSTCRF_HASHING_H
+
+#include <stdint.h>
+
+/* Returned by fh_build_table when two keys are equal (a hash collision). */
+#define FH_DUPLICATE 3
+/* Tokens looked up together by fh_predicate_rows. */
+#define FH_BLOCK 64
+
+/* A bijective 64-bit mixer (the splitmix64 finaliser). */
+uint64_t fh_mix(uint64_t x);
+
+/* Checksum of `size` bytes: four independent lanes of 64 bits.
+ *   digest [4]  OVERWRITTEN: the lanes, each mixed with the size.
+ * Any change confined to one aligned 8-byte word changes the digest. */
+void fh_checksum(const uint8_t *data, int64_t size, uint64_t *digest);
+
+/* Hashes of n strings stored back to back.
+ *   blob    [offsets[n]]  the strings' bytes
+ *   offsets [n+1]         string i is blob[offsets[i] .. offsets[i+1]-1]
+ *   hashes  [n]           OVERWRITTEN */
+void fh_string_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, uint64_t salt,
+                      uint64_t *hashes);
+
+/* One link of the key chain for n keys: keys[i] = fh_mix(keys[i] ^ values[i]).
+ *   keys [n] UPDATED, values [n] */
+void fh_chain(uint64_t *keys, const uint64_t *values, int64_t n);
+
+/* Fill an empty table with keys[c] -> column c.
+ *   keys  [n]             distinct keys
+ *   slots [2 * capacity]  OVERWRITTEN; capacity a power of two > n
+ * Returns FH_DUPLICATE (table contents unspecified) if two keys are equal. */
+int fh_build_table(const uint64_t *keys, int64_t n, int64_t capacity, uint64_t *slots);
+
+/* Look keys up: columns[i] = the column of keys[i], or -1 if it is not in the table. */
+void fh_lookup(const uint64_t *keys, int64_t n, int64_t capacity, const uint64_t *slots,
+               int64_t *columns);
+
+/* The known predicates of a block of N tokens, in compressed sparse row form.
+ *   value_hashes [J, N]  the value hash of observation j at token t
+ *   seeds        [T]     the key seed of each predicate template
+ *   item_ptr     [T+1]   template k reads observations items[item_ptr[k] .. item_ptr[k+1]-1]
+ *   items        [I]     observation indices in [0, J)
+ *   slots        [2 * capacity]  the table (see above)
+ *   scratch      [FH_BLOCK, T]  OVERWRITTEN: the columns of a block of tokens
+ *   indptr       [N+1]   OVERWRITTEN: row pointers
+ *   indices      [N * T] OVERWRITTEN in its first indptr[N] entries: the columns of row t,
+ *                        ascending, at indptr[t] .. indptr[t+1]-1
+ * Returns FC_BAD_ARGUMENT if item_ptr or items are out of range, else FC_OK. */
+int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64_t *value_hashes,
+                      int32_t num_templates, const uint64_t *seeds, const int32_t *item_ptr,
+                      const int32_t *items, int64_t capacity, const uint64_t *slots,
+                      int32_t *scratch, int64_t *indptr, int32_t *indices);
+
+#endif
