@@ -252,7 +252,8 @@ def l2sgd(problem: Problem, c2: float = 1.0, max_iter: int = 1000, period: int =
     Stops after ``max_iter`` epochs, or when the objective improved by less than
     ``delta`` (relative to its value) over the last ``period`` epochs.  Without
     ``evaluate`` the result holds the weights of the epoch with the lowest
-    objective, as CRFsuite's.  Records carry the last step's ``learning_rate``.
+    objective, as CRFsuite's.  Records carry the last step's ``learning_rate``; the first
+    record's ``seconds`` include the calibration.
     """
     check_positive("c2", c2)
     check_positive("max_iter", max_iter, integer=True)
