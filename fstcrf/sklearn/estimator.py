@@ -227,7 +227,6 @@ class CRF(BaseEstimator):
         if (X_dev is None) != (y_dev is None):
             raise FstcrfError("pass both X_dev and y_dev to use held-out data")
         model = self.chain_crf()
-        model._check_params()
         if self.model_filename is not None:
             check_output_path(self.model_filename)
         train = training_sentences(X, y)
