@@ -16,8 +16,9 @@ order alternates across repeats):
   fstcrf.features, as such a script would not, so its naming code is its own
   (checked against FeatureExtractor by the tests).
 
-Wall seconds run from the spawn of a process to its reaping; CPU seconds and
-peak resident memory come from ``os.wait4``.  This module imports only the
+Wall seconds run from the spawn of a process to its reaping; CPU seconds come
+from ``os.wait4``; peak resident memory from the process's own phase report
+(VmHWM: ``ru_maxrss`` would include the benchmark's own memory at the fork).  This module imports only the
 standard library at the top, so that the CRFsuite process pays nothing for it.
 """
 from __future__ import annotations
@@ -170,7 +171,8 @@ def crfsuite_train(spec_path: str, train_path: str, model_path: str, iterations:
 
 def _run(command: list[str], scratch, name: str) -> dict:
     """Run ``command`` as a fresh process with FSTCRF_PHASES set; its wall and CPU
-    seconds, peak RSS in MiB, phases (the JSON it wrote, else {}) and standard output."""
+    seconds, phases (the JSON it wrote, else {}), peak RSS in MiB (from them, else
+    None) and standard output."""
     import subprocess
     import time
 
@@ -188,8 +190,8 @@ def _run(command: list[str], scratch, name: str) -> dict:
         tail = err_path.read_text(errors="replace")[-2000:]
         raise FstcrfError(f"{' '.join(command)} exited with status {process.returncode}:\n{tail}")
     phases = json.loads(phases_path.read_text()) if phases_path.exists() else {}
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak_rss_mib": usage.ru_maxrss / 1024.0,
-            "phases": phases, "stdout": out_path.read_text()}
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "phases": phases,
+            "peak_rss_mib": phases.get("process", {}).get("peak_rss_mib"), "stdout": out_path.read_text()}
 
 
 def _check_counts(**counts: int) -> None:
@@ -221,10 +223,11 @@ def _template_name(template) -> str:
 
 def _side_summary(runs: list[dict]) -> dict:
     """The fastest run's figures and standard output, every run's wall seconds and the
-    largest peak RSS."""
+    largest peak RSS (None if a run did not report it)."""
     best = min(runs, key=lambda run: run["wall"])
+    peaks = [r["peak_rss_mib"] for r in runs]
     return {"wall": best["wall"], "cpu": best["cpu"], "phases": best["phases"], "walls": [r["wall"] for r in runs],
-            "peak_rss_mib": max(r["peak_rss_mib"] for r in runs), "stdout": best["stdout"]}
+            "peak_rss_mib": None if None in peaks else max(peaks), "stdout": best["stdout"]}
 
 
 def _side_by_side(commands: dict[str, list[str]], scratch, repeats: int, bar) -> dict:
@@ -419,7 +422,8 @@ def format_process(result: dict) -> str:
     for side, figures in sides.items():
         split = splits[side]
         cells = [f"{split[name]:.2f}" if name in split else "-" for name in names]
-        lines.append(f"| {side} | {figures['wall']:.2f} | {figures['cpu']:.2f} | {figures['peak_rss_mib']:,.0f} | "
+        peak = "-" if figures["peak_rss_mib"] is None else f"{figures['peak_rss_mib']:,.0f}"
+        lines.append(f"| {side} | {figures['wall']:.2f} | {figures['cpu']:.2f} | {peak} | "
                      + " | ".join(cells) + f" | {extra[side]} |")
     lines += ["", f"{slow} / {fast}: whole process **{result['ratio']:.2f}x**, "
               f"CPU {sides[slow]['cpu'] / sides[fast]['cpu']:.2f}x. "

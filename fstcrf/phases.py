@@ -45,6 +45,20 @@ def process_age() -> float:
     return max(time.clock_gettime(time.CLOCK_BOOTTIME) - started_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
 
 
+def peak_resident_mib() -> float:
+    """The peak resident memory of this process's own address space (VmHWM in
+    /proc/self/status, which unlike ``ru_maxrss`` excludes what the parent held
+    before the exec), in MiB; 0.0 where /proc is missing."""
+    try:
+        with open("/proc/self/status", "rb") as stream:
+            for line in stream:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
 class PhaseTimer:
     """Exclusive wall and CPU seconds per phase name (the innermost open phase is charged).
 
@@ -94,7 +108,8 @@ class PhaseTimer:
         (wall seconds from the process's start to the first phase, or to now if
         no phase ran), "start_cpu" (CPU seconds of the process before the first
         phase), "elapsed" (wall seconds from the process's start to now),
-        "cpu" (CPU seconds of the process so far, all threads), "outside"
+        "cpu" (CPU seconds of the process so far, all threads), "peak_rss_mib"
+        (see :func:`peak_resident_mib`), "outside"
         (wall seconds after the first phase in no phase), "cpu_by_phase" and
         "calls" (per phase)."""
         now_wall, now_cpu = self._wall(), self._cpu()
@@ -103,6 +118,7 @@ class PhaseTimer:
         start = self.age_at_creation + first_wall - self.created_wall
         elapsed = self.age_at_creation + now_wall - self.created_wall
         process = {"start": start, "start_cpu": first_cpu, "elapsed": elapsed, "cpu": now_cpu,
+                   "peak_rss_mib": peak_resident_mib(),
                    "outside": now_wall - first_wall - sum(self.wall.values()),
                    "cpu_by_phase": dict(self.cpu), "calls": dict(self.calls)}
         return {**self.wall, "process": process}

@@ -118,7 +118,8 @@ def test_the_crfsuite_processes_train_and_tag_with_the_extractors_attributes(tmp
 
 
 def side(wall, phases=None, **extra):
-    return {"wall": wall, "cpu": wall / 2, "peak_rss_mib": 100.0, "phases": phases or {}, "walls": [wall], **extra}
+    return {"wall": wall, "cpu": wall / 2, "peak_rss_mib": 100.0 if phases else None, "phases": phases or {},
+            "walls": [wall], **extra}
 
 
 def test_the_report_shows_the_phases_a_side_timed_and_dashes_for_the_other():
@@ -132,7 +133,7 @@ def test_the_report_shows_the_phases_a_side_timed_and_dashes_for_the_other():
     table = format_process(result)
     assert "| side | whole process s | CPU s | peak RSS MiB | start | load | read | features | decode | write | " \
            "other | exit | test F1 |" in table
-    assert "| fstcrf | 2.00 | 1.00 | 100 | - | - | - | - | - | - | - | - | 90.00 |" in table
+    assert "| fstcrf | 2.00 | 1.00 | - | - | - | - | - | - | - | - | - | 90.00 |" in table
     assert "| crfsuite | 8.10 | 4.05 | 100 | 0.20 | 0.50 | 1.00 | 4.00 | 2.00 | 0.25 | 0.05 | 0.10 | 89.00 |" in table
     assert "crfsuite / fstcrf: whole process **4.05x**" in table
 
@@ -152,7 +153,9 @@ def test_bench_tag_process_runs_both_sides_end_to_end(demo_folder):
     assert result["template"] == "chunking-extended" and result["order"] == 1     # fstcrf train's defaults
     for figures in result["sides"].values():
         assert len(figures["walls"]) == 2 and figures["wall"] == min(figures["walls"])
-        assert 0 < figures["cpu"] and 10 < figures["peak_rss_mib"] and 50 < figures["f1"] <= 100
+        assert 0 < figures["cpu"] and 50 < figures["f1"] <= 100
+    # each side's own peak memory, not the benchmark's (which holds the model it loaded)
+    assert 10 < result["sides"]["crfsuite"]["peak_rss_mib"] < 200
     crfsuite = result["sides"]["crfsuite"]["phases"]
     assert {"load", "read", "features", "decode", "write", "process"} <= set(crfsuite)
     assert result["ratio"] == result["sides"]["crfsuite"]["wall"] / result["sides"]["fstcrf"]["wall"]

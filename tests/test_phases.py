@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from fstcrf.phases import PHASES_VARIABLE, PhaseTimer, phase, process_age
+from fstcrf.phases import PHASES_VARIABLE, PhaseTimer, peak_resident_mib, phase, process_age
 
 
 class Clock:
@@ -91,6 +91,14 @@ def test_process_age_grows_with_the_process():
     assert 0.0 < first < process_age()
 
 
+def test_peak_resident_memory_sees_a_large_allocation():
+    before = peak_resident_mib()
+    block = bytearray(64 * 2 ** 20)
+    block[::4096] = b"x" * len(block[::4096])       # touch every page
+    assert peak_resident_mib() >= before + 60 or before > 1024
+    del block
+
+
 def run_child(code: str, tmp_path, report: str = "phases.json"):
     """Run python code with FSTCRF_PHASES set; its report and the parent's wall seconds."""
     path = tmp_path / report
@@ -124,6 +132,14 @@ def test_an_enabled_process_writes_its_phases_at_exit(tmp_path):
     assert 0.0 < process["start"] <= process["elapsed"] <= wall + 0.02
     assert process["elapsed"] >= process["start"] + report["read"] + report["decode"] - 0.02
     assert 0.0 < process["start_cpu"] <= process["cpu"]
+
+
+def test_a_child_reports_its_own_peak_memory_not_its_parents(tmp_path):
+    held = bytearray(200 * 2 ** 20)
+    held[::4096] = b"x" * len(held[::4096])          # this process now holds 200 MiB more
+    report, _ = run_child("import fstcrf.phases", tmp_path)
+    assert 5 < report["process"]["peak_rss_mib"] < 150
+    del held
 
 
 def test_a_process_that_times_nothing_still_reports_its_start(tmp_path):
