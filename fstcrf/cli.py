@@ -786,6 +786,13 @@ def _dump(args: argparse.Namespace) -> int:
     return 0
 
 
+def _upgrade(args: argparse.Namespace) -> int:
+    from .modelfile import upgrade_model
+    upgrade_model(args.model, args.output)
+    LOG.info("wrote %s in the current model file format", args.output)
+    return 0
+
+
 def _info(args: argparse.Namespace) -> int:
     from .compose import load_any
     from .inspection import info_text
@@ -1228,6 +1235,12 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--label", default=None,
                       help="only the state features whose output is this label (or a state of it) and the "
                            "transitions leaving or entering it (default: every label)")
+
+    upgrade = command("upgrade", "rewrite a model or composed model file of an older format version in the "
+                                 "current one (loaded in constant time)", _upgrade, inputs=("model",),
+                      outputs=("output",))
+    upgrade.add_argument("model", help="model file or composed model file of any version this fstcrf reads")
+    upgrade.add_argument("-o", "--output", required=True, help="model file to write (not the input)")
 
     info = command("info", "a model's sizes, training settings and training history summary "
                            "(each component's, for a composed model)", _info, inputs=("model",))

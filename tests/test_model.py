@@ -1,5 +1,4 @@
 """The factored feature layout, the training objective and model files."""
-import hashlib
 import json
 import os
 import random
@@ -18,7 +17,7 @@ from fstcrf.errors import FstcrfError, LabelError, ModelFileError
 from fstcrf.features import CRFPP_CHUNKING, FeatureExtractor, parse_template
 from fstcrf.labels import chain_topology, gold_label_set, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model, save_model
-from fstcrf.modelfile import FORMAT_VERSION, MAGIC, MODEL_KIND, model_payload, write_container
+from fstcrf.modelfile import FORMAT_VERSION, MAGIC, MODEL_KIND, checksum, model_payload, write_container
 from fstcrf.objective import Scorer, TrainingSet
 from oracles import check_finite_differences
 
@@ -310,7 +309,7 @@ def _repack(raw: bytes, edit) -> bytes:
     text += b" " * (-(36 + len(text)) % 8)
     body = struct.pack("<16sIQQ", MAGIC, version, len(text), data_size) + text + \
         raw[36 + header_size:-32]
-    return body + hashlib.sha256(body).digest()
+    return body + checksum(body)
 
 
 def test_round_trip(fitted, saved):
@@ -395,7 +394,7 @@ def test_future_version(saved):
     raw = bytearray(saved.read_bytes())
     raw[16:20] = struct.pack("<I", FORMAT_VERSION + 1)
     saved.write_bytes(bytes(raw))
-    with pytest.raises(ModelFileError, match="version 2 is not supported.*newer fstcrf"):
+    with pytest.raises(ModelFileError, match=f"version {FORMAT_VERSION + 1} is not supported.*newer fstcrf"):
         load_model(saved)
 
 
