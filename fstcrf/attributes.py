@@ -266,6 +266,20 @@ class AttributeExtractor:
         return _csr(values[known], codes[known], _starts_kept(starts, known),
                     len(self.predicate_names_))
 
+    @property
+    def num_predicates(self) -> int:
+        """P, the number of attributes kept."""
+        self._check_fitted()
+        return len(self.predicate_names_)
+
+    def subset(self, keep: np.ndarray) -> AttributeExtractor:
+        """A fitted extractor of the attributes ``keep`` bool [P] selects, in their order."""
+        self._check_fitted()
+        extractor = type(self)(self.min_count)
+        extractor.predicate_names_ = [self.predicate_names_[i] for i in np.flatnonzero(keep).tolist()]
+        extractor.vocabulary_ = {name: column for column, name in enumerate(extractor.predicate_names_)}
+        return extractor
+
     def transform_reading(self, *args, **kwargs):
         """Not available: token dicts do not read a lower tagger's labels."""
         raise FstcrfError("a model over token attributes cannot read a lower tagger's labels "

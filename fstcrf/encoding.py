@@ -303,13 +303,17 @@ def _frequent(keys: np.ndarray, min_freq: float) -> np.ndarray:
     return distinct[counts > min_freq]
 
 
-def drop_zero_features(features: FactoredFeatures, weights: np.ndarray) -> tuple[FactoredFeatures, np.ndarray]:
-    """The dictionary without the features whose weight is 0 (after L1 training) and
-    the weights float [F' + T] that remain; transition weights are all kept."""
+def drop_zero_features(features: FactoredFeatures, weights: np.ndarray
+                       ) -> tuple[FactoredFeatures, np.ndarray, np.ndarray]:
+    """(the dictionary without the features whose weight is 0 (after L1 training)
+    nor the predicates left without a feature, the weights float [F' + T] that
+    remain, bool [P] the predicates kept); transition weights are all kept."""
     F = features.num_features
     keep = weights[:F] != 0
     kept_before = np.zeros(F + 1, dtype=np.int64)
     np.cumsum(keep, out=kept_before[1:])
-    pruned = FactoredFeatures(features.state_label, features.num_labels, kept_before[features.ptr],
+    ptr = kept_before[features.ptr]
+    used = np.diff(ptr) > 0
+    pruned = FactoredFeatures(features.state_label, features.num_labels, np.append(ptr[:-1][used], ptr[-1]),
                               features.output[keep])
-    return pruned, np.concatenate([weights[:F][keep], weights[F:]])
+    return pruned, np.concatenate([weights[:F][keep], weights[F:]]), used

@@ -960,6 +960,16 @@ class FeatureExtractor:
             raise ModelFileError(f"feature extractor template is corrupt: {error}") from None
         return cls(template, min_count)
 
+    def subset(self, keep: np.ndarray) -> FeatureExtractor:
+        """A fitted extractor of the predicates ``keep`` bool [P] selects, in their
+        order (their columns renumbered 0 .., the keys and salt unchanged)."""
+        self._check_fitted()
+        names = self.predicate_names_
+        extractor = type(self)(self.template, self.min_count)
+        extractor._set_dictionary([names[i] for i in np.flatnonzero(keep).tolist()], None,
+                                  _HashedDictionary(self._dictionary.keys[keep], self._dictionary.salt))
+        return extractor
+
     def to_payload(self) -> tuple[dict, dict[str, np.ndarray]]:
         """JSON-able data (template text, min_count, salt) and flat arrays: the key
         of each predicate uint64 [P] ("keys"), and their names as one UTF-8 text

@@ -568,7 +568,8 @@ class ChainCRF:
             result = stages[-1]
             result.history = [record for stage in stages for record in stage.history]
         if self.c1 > 0:
-            features, result.weights = drop_zero_features(features, result.weights)
+            features, result.weights, used = drop_zero_features(features, result.weights)
+            extractor = extractor.subset(used)
         self._set_fitted(topology, constraint, lower_labels, extractor, features, target,
                          tuple(corpus.column_names), result, active_edges)
         if stopped_by is not None:

@@ -243,8 +243,7 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
             (described.get("kind"), described.get("num_states"), described.get("num_edges")):
         raise ModelFileError(f"{where}: the model's {described.get('kind')} topology does not "
                              f"rebuild to the stored state space")
-    num_predicates = extractor.num_predicates if isinstance(extractor, FeatureExtractor) \
-        else len(extractor.predicate_names_)
+    num_predicates = extractor.num_predicates
     if features.num_predicates != num_predicates:
         raise ModelFileError(f"{where}: the feature dictionary has {features.num_predicates} "
                              f"predicates but the extractor {num_predicates}")

@@ -23,6 +23,8 @@ def test_l1_drops_zero_features_and_keeps_the_scores(sparse_model, tmp_path):
     assert np.count_nonzero(sparse_model.weights_[:sparse_model.features_.num_features]) \
         == sparse_model.features_.num_features
     assert sparse_model.history_[-1]["nonzero"] >= sparse_model.features_.num_features
+    assert sparse_model.extractor_.num_predicates == sparse_model.features_.num_predicates
+    assert sparse_model.extractor_.num_predicates < dense.extractor_.num_predicates
     path = tmp_path / "sparse.model"
     sparse_model.save(path)
     loaded = load_model(path)
@@ -39,7 +41,9 @@ def test_dropping_zero_features_changes_no_score():
     weights[:F][np.random.default_rng(0).random(F) < 0.6] = 0.0
     model.weights_ = weights
     before = model.potentials(TEST)
-    model.features_, model.weights_ = drop_zero_features(model.features_, weights)
+    model.features_, model.weights_, used = drop_zero_features(model.features_, weights)
+    assert not used.all()
+    model.extractor_ = model.extractor_.subset(used)
     after = model.potentials(TEST)
     np.testing.assert_allclose(after.emissions, before.emissions, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(after.transitions, before.transitions)
