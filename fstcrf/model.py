@@ -86,14 +86,6 @@ def _seen_edges(topology, states: np.ndarray, offsets: np.ndarray) -> np.ndarray
     return seen
 
 
-def _check_non_negative(name: str, value) -> None:
-    """Raise ArgumentTypeError unless ``value`` is a number, FstcrfError unless it is >= 0 and finite."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ArgumentTypeError(f"{name} must be a number >= 0, got {type(value).__name__} {value!r}")
-    if not (value >= 0 and np.isfinite(value)):
-        raise FstcrfError(f"{name} must be a finite number >= 0, got {value!r}")
-
-
 #: The arguments of a learner that ChainCRF sets itself (the rest are algorithm_params).
 _LEARNER_ARGUMENTS = frozenset({"problem", "sigma", "c2", "l1", "max_iter", "tol", "evaluate", "callback",
                                 "initial", "name", "seed", "learning_rate", "frozen"})
@@ -311,8 +303,8 @@ class ChainCRF:
         train.check_positive("sigma", self.sigma, bounds=train.SIGMA_RANGE, infinite=True)
         train.check_positive("max_iter", self.max_iter, integer=True)
         train.check_positive("min_count", self.min_count, integer=True)
-        _check_non_negative("c1", self.c1)
-        _check_non_negative("min_freq", self.min_freq)
+        train.check_positive("c1", self.c1, zero=True)
+        train.check_positive("min_freq", self.min_freq, zero=True)
         if self.c1 > 0 and self.algorithm not in ("lbfgs", "mce-f"):
             raise FstcrfError(f"c1 (an L1 penalty) is trained by OWL-QN, with algorithm 'lbfgs' or "
                               f"'mce-f'; algorithm {self.algorithm!r} has no L1 penalty")

@@ -45,14 +45,6 @@ class SparseProblem(Problem, Protocol):
         minus those of ``minus`` (int32 [T]) on sentence ``index``, non-zero entries only."""
 
 
-def _check_non_negative(name: str, value) -> None:
-    """ArgumentTypeError unless ``value`` is a number, FstcrfError unless it is finite and >= 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ArgumentTypeError(f"{name} must be a non-negative number, got {type(value).__name__} {value!r}")
-    if not (value >= 0 and math.isfinite(value)):
-        raise FstcrfError(f"{name} must be a non-negative finite number, got {value!r}")
-
-
 def _check_flag(name: str, value) -> None:
     if not isinstance(value, (bool, np.bool_)):
         raise ArgumentTypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
@@ -116,7 +108,7 @@ def passive_aggressive(problem: SparseProblem, pa_type: int = 1, c: float = 1.0,
     _check_flag("error_sensitive", error_sensitive)
     _check_flag("averaging", averaging)
     check_positive("max_iter", max_iter, integer=True)
-    _check_non_negative("epsilon", epsilon)
+    check_positive("epsilon", epsilon, zero=True)
     step_size = {0: lambda cost, norm2: cost / norm2,
                  1: lambda cost, norm2: min(c, cost / norm2),
                  2: lambda cost, norm2: cost / (norm2 + 0.5 / c)}[int(pa_type)]
@@ -155,7 +147,7 @@ def arow(problem: SparseProblem, variance: float = 1.0, gamma: float = 1.0, max_
     check_positive("variance", variance)
     check_positive("gamma", gamma)
     check_positive("max_iter", max_iter, integer=True)
-    _check_non_negative("epsilon", epsilon)
+    check_positive("epsilon", epsilon, zero=True)
     mean = np.zeros(problem.num_weights)
     covariance = np.full(problem.num_weights, float(variance))
 
@@ -258,7 +250,7 @@ def l2sgd(problem: Problem, c2: float = 1.0, max_iter: int = 1000, period: int =
     check_positive("c2", c2)
     check_positive("max_iter", max_iter, integer=True)
     check_positive("period", period, integer=True)
-    _check_non_negative("delta", delta)
+    check_positive("delta", delta, zero=True)
     check_positive("calibration_eta", calibration_eta)
     check_positive("calibration_rate", calibration_rate)
     if calibration_rate <= 1.0:

@@ -503,7 +503,7 @@ def _two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
 
 def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
                         evaluate: Evaluate | None = None,
-                        callback: Callback | None = None) -> TrainingResult:
+                        callback: Callback | None = None, epsilon: float = 0.0) -> TrainingResult:
     """Collins's averaged perceptron: ``max_iter`` epochs over the sentences, shuffled by ``seed``.
 
     When the gold path of a sentence is not the unique best path under w,
@@ -511,9 +511,11 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
     tie counts as a mistake: otherwise decoding's tie-break, not the weights,
     would pick gold).  The result is the average of w over all steps,
     computed lazily: with u = sum of c * update (c = the step count), the
-    average is w - u / c.
+    average is w - u / c.  As CRFsuite's "ap", training also stops after an
+    epoch whose mean share of wrong labels per sentence is below ``epsilon``.
     """
     check_positive("max_iter", max_iter, integer=True)
+    check_positive("epsilon", epsilon, zero=True)
     rng = np.random.default_rng(seed)
     weights = np.zeros(problem.num_weights)
     weighted_updates = np.zeros(problem.num_weights)
@@ -525,16 +527,18 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
     monitor = _Monitor("perceptron", evaluate, callback)
     with monitor.interruptible():
         for _ in range(int(max_iter)):
-            mistakes = 0
+            mistakes, loss = 0, 0.0
             for index in rng.permutation(problem.num_sequences):
                 rival = problem.rival(weights, index)
                 if rival is not None:
                     gold = problem.gold(index)
-                    mistakes += int(np.count_nonzero(gold != rival))
+                    wrong = int(np.count_nonzero(gold != rival))
+                    mistakes += wrong
+                    loss += wrong / len(gold)
                     problem.add_path_difference(index, gold, rival, weights, 1.0)
                     problem.add_path_difference(index, gold, rival, weighted_updates, float(step))
                 step += 1
-            if monitor.end_iteration(averaged(), mistakes):
+            if monitor.end_iteration(averaged(), mistakes) or loss / problem.num_sequences < epsilon:
                 break
     return monitor.result(averaged())
 

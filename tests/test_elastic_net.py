@@ -68,7 +68,7 @@ def test_min_freq_keeps_the_pairs_seen_more_often():
 
 
 @pytest.mark.parametrize("params, message", [
-    (dict(c1=-1.0), "c1 must be a finite number >= 0"),
+    (dict(c1=-1.0), "c1 must be a non-negative finite number"),
     (dict(c1=0.1, algorithm="perceptron"), "OWL-QN"),
     (dict(transitions="some"), "transitions must be one of"),
     (dict(algorithm_params={"memmory": 5}), "no setting 'memmory'; its settings are memory"),
@@ -82,3 +82,9 @@ def test_bad_settings_are_named_before_training(params, message):
 def test_algorithm_params_reach_lbfgs():
     model = ChainCRF(max_iter=50, algorithm_params={"epsilon": 1e30}).fit(TRAIN)
     assert model.n_iter_ == 0 or len(model.history_) <= 1
+
+
+def test_ap_stops_at_crfsuites_epsilon():
+    model = ChainCRF(algorithm="ap", max_iter=30, algorithm_params={"epsilon": 0.5}).fit(TRAIN)
+    assert model.n_iter_ < 30
+    assert ChainCRF(algorithm="ap", max_iter=3).fit(TRAIN).n_iter_ == 3
