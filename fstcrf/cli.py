@@ -802,6 +802,8 @@ def _info(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     from . import bench
+    if args.in_memory and args.what != "train":
+        raise FstcrfError("--in-memory applies to bench train")
     if args.what == "kernel":
         print(bench.format_kernel(bench.bench_kernel(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
     elif args.what == "grammar":
@@ -851,6 +853,19 @@ def _bench(args: argparse.Namespace) -> int:
                                              plot=args.plot, dev_sentences=args.dev_sentences)))
     elif args.what == "compose":
         print(bench.format_compose(bench.bench_compose(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
+    elif args.what == "sklearn":
+        from .bench_sklearn import bench_sklearn, format_sklearn
+        result = bench_sklearn(_shared_data(args.data, "sklearn", ["conll2002"]), search=args.search)
+        print(json.dumps(result) if args.json else format_sklearn(result))
+    elif args.what in ("tag", "train") and not args.in_memory:
+        from .bench_process import bench_tag_process, bench_train_process, format_process
+        folder = find_conll2000(args.data)
+        if folder is None:
+            raise FstcrfError(f"bench {args.what} needs CoNLL-2000: set FSTCRF_DATA or --data")
+        result = (bench_tag_process(folder, args.copies, args.model, args.threads, args.repeats, not args.quiet)
+                  if args.what == "tag" else
+                  bench_train_process(folder, args.iterations, args.threads, args.repeats, not args.quiet))
+        print(json.dumps(result) if args.json else format_process(result))
     else:
         folder = find_conll2000(args.data)
         if folder is None:
@@ -1248,10 +1263,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = command("bench", "measure speed against reference implementations", _bench, outputs=("plot",))
     bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit", "nonlocal",
-                                        "transfer", "defaults"],
+                                        "transfer", "defaults", "tag", "sklearn"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
-                            "train: training and tagging against python-crfsuite on CoNLL-2000; "
+                            "train: the whole fstcrf train process against a python-crfsuite script with "
+                            "the same predicates on CoNLL-2000 (--in-memory: training and tagging inside one "
+                            "process); tag: the whole fstcrf tag process against a python-crfsuite script on "
+                            "--copies copies of the CoNLL-2000 test set (--model: an fstcrf model to tag with); "
+                            "sklearn: sklearn-crfsuite's CoNLL-2002 Spanish tutorial with sklearn_crfsuite and "
+                            "fstcrf.sklearn (--search: also a RandomizedSearchCV with each); "
                             "grammar: decoding time under each shipped grammar (--model, --test); "
                             "partial: training with hidden labels against fewer whole sentences; "
                             "bandit: learning from bandit feedback against full information on CoNLL-2000 "
@@ -1270,7 +1290,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="bandit: seeds per objective (default 3); nonlocal: seeds of the block sampler "
                             "(default 5)")
     bench.add_argument("--json", action="store_true",
-                       help="nonlocal, transfer: print one JSON object instead of the table (default: off)")
+                       help="nonlocal, transfer, defaults, tag, train, sklearn: print one JSON object instead of "
+                            "the table (default: off)")
+    bench.add_argument("--copies", type=POSITIVE, default=10,
+                       help="tag: copies of the CoNLL-2000 test set tagged as one file (default %(default)s)")
+    bench.add_argument("--in-memory", action="store_true",
+                       help="train: time training and tagging inside one process, without start-up, reading "
+                            "or writing (default: the whole processes)")
+    bench.add_argument("--search", action="store_true",
+                       help="sklearn: also run RandomizedSearchCV over c1 and c2 with each tool (long; default: "
+                            "off)")
     bench.add_argument("--splits", type=POSITIVE, default=10,
                        help="transfer: random 50/50 splits of the seminar messages (default %(default)s)")
     bench.add_argument("--languages", default="eng,ned",
@@ -1295,7 +1324,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--tokens", type=POSITIVE, default=100_000,
                        help="tokens per lattice size (kernel, compose) (default %(default)s)")
     bench.add_argument("--repeats", type=POSITIVE, default=3,
-                       help="timings are the best of this many runs (default %(default)s)")
+                       help="timings are the best of this many runs; tag and train: runs of each side "
+                            "(default %(default)s)")
     bench.add_argument("--seed", type=_whole_number(0), default=0,
                        help="seed of the random scores and hidden labels (default %(default)s)")
     bench.add_argument("--vs", choices=["crfsuite"], default="crfsuite",
