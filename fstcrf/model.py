@@ -42,8 +42,6 @@ TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos"
              "chunking-reads-pos": CHUNKING_READS_POS, "chunking-extended": CHUNKING_EXTENDED, "ner": NER,
              "ner-pos": NER_POS, "words": WORDS}
 ALGORITHMS = ("lbfgs", "perceptron", "ap", "sgd", "l2sgd", "pa", "arow", "mce-f", "bandit")
-#: Algorithms that learn from Viterbi rivals or single sentences (fstcrf.train, fstcrf.online).
-ONLINE_ALGORITHMS = ("perceptron", "ap", "sgd", "l2sgd", "pa", "arow")
 TRANSITION_SETS = ("all", "seen")
 #: The name of the always-true predicate.
 BIAS = "bias"

@@ -415,22 +415,28 @@ class TrainingSet:
         kept = delta != 0
         indices, where = np.unique(feature[kept], return_inverse=True)
         values = np.bincount(where, weights=delta[kept] * value[kept], minlength=len(indices))
-        transitions = self._transition_difference(index, plus, minus)
+        transitions = self._transition_counts(index, index + 1, plus, minus)
         moved = np.flatnonzero(transitions)
         indices = np.concatenate([indices, F + moved]).astype(np.int64)
         values = np.concatenate([values, transitions[moved]])
         nonzero = values != 0
         return indices[nonzero], values[nonzero]
 
-    def _transition_difference(self, index: int, plus: np.ndarray, minus: np.ndarray) -> np.ndarray:
-        """float [T]: the transition weights' counts along ``plus`` minus along ``minus`` on
-        sentence ``index``."""
+    def _transition_counts(self, first: int, last: int, plus: np.ndarray, minus: np.ndarray | None
+                           ) -> np.ndarray:
+        """float [T]: the transition weights' counts along state path ``plus`` [n] of
+        sentences first .. last-1, minus those along ``minus`` (if given)."""
+        offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
         token_class = None
         if self.encoded.token_class is not None:
-            token_class = self.encoded.token_class[self.encoded.token_rows(index, index + 1)][1:]
-        layout, ends = self.scorer.transitions, np.array([0, len(plus)])
-        return layout.gradient(layout.path_counts(_path_edges(self._edge_table, plus, ends), token_class)
-                               - layout.path_counts(_path_edges(self._edge_table, minus, ends), token_class))
+            inside = np.ones(len(plus), dtype=bool)
+            inside[offsets[:-1]] = False
+            token_class = self.encoded.token_class[self.encoded.token_rows(first, last)][inside]
+        layout = self.scorer.transitions
+        counts = layout.path_counts(_path_edges(self._edge_table, plus, offsets), token_class)
+        if minus is not None:
+            counts = counts - layout.path_counts(_path_edges(self._edge_table, minus, offsets), token_class)
+        return layout.gradient(counts)
 
     @staticmethod
     def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -444,17 +450,7 @@ class TrainingSet:
         last-1, minus those along ``minus``) to ``out`` [F + E]."""
         F = self._num_features
         self.scorer.features.add_paths(self.encoded.tokens(first, last), plus, minus, out[:F], scale)
-        offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
-        token_class = None
-        if self.encoded.token_class is not None:
-            inside = np.ones(len(plus), dtype=bool)
-            inside[offsets[:-1]] = False
-            token_class = self.encoded.token_class[self.encoded.token_rows(first, last)][inside]
-        layout = self.scorer.transitions
-        counts = layout.path_counts(_path_edges(self._edge_table, plus, offsets), token_class)
-        if minus is not None:
-            counts = counts - layout.path_counts(_path_edges(self._edge_table, minus, offsets), token_class)
-        out[F:] += scale * layout.gradient(counts)
+        out[F:] += scale * self._transition_counts(first, last, plus, minus)
 
 
 def _runs(indices: np.ndarray) -> list[tuple[int, int]]:
