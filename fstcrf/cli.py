@@ -284,13 +284,15 @@ def _grammar_options(args: argparse.Namespace) -> dict:
             "on_infeasible": args.on_infeasible}
 
 
-def _predict_with_progress(model, corpus, args: argparse.Namespace, chunk: int = 2000) -> list[list[str]]:
+def _predict_with_progress(model, corpus, args: argparse.Namespace, options: dict, chunk: int = 2000
+                           ) -> list[list[str]]:
+    """Labels [B][T] of a single model, with a progress bar; ``options`` are
+    :func:`_grammar_options`'s, loaded once per command."""
     from .progress import Progress
     if args.threads is not None:
         model.threads = args.threads
     if args.nonlocal_model:
         return _predict_nonlocal(model, corpus, args)
-    options = _grammar_options(args)
     predictions = []
     sentences = corpus.sentences
     with Progress(len(sentences), "tagging", unit="sentences",
@@ -445,9 +447,7 @@ def _tag(args: argparse.Namespace) -> int:
                             args)
     if args.input.count("-") > 1:
         raise FstcrfError("standard input (-) can be read once")
-    if args.threads is not None:
-        for component in _components(model):
-            component.threads = args.threads
+    options = {} if composed else _grammar_options(args)
     tagged = {"sentences": 0}
 
     def write(stream) -> None:
@@ -457,7 +457,7 @@ def _tag(args: argparse.Namespace) -> int:
                 for batch in _timed(_batches_for(model, path, columns=args.columns, separator=args.separator,
                                                  batch_tokens=TAG_BATCH_TOKENS,
                                                  whole_documents=bool(args.nonlocal_model)), "read"):
-                    columns = _tag_columns(model, batch, args, composed)
+                    columns = _tag_columns(model, batch, args, composed, options)
                     with phase("write"):
                         write_conll(batch, text, extra_columns=columns)
                         stream.flush()
@@ -485,16 +485,17 @@ class _Utf8Text:
         self.stream.write(text.encode("utf-8"))
 
 
-def _tag_columns(model, batch, args: argparse.Namespace, composed: bool) -> list[list[list[str]]]:
-    """The columns ``fstcrf tag`` appends to a batch of sentences [columns][B][T]."""
+def _tag_columns(model, batch, args: argparse.Namespace, composed: bool, options: dict) -> list[list[list[str]]]:
+    """The columns ``fstcrf tag`` appends to a batch of sentences [columns][B][T] (``options``:
+    :func:`_grammar_options`'s)."""
     if args.nbest is not None:
         extra = _nbest_columns(model, batch, args)
     elif composed:
         extra = _joint_predict_with_progress(model, batch, args)
     else:
-        extra = [_predict_with_progress(model, batch, args)]
+        extra = [_predict_with_progress(model, batch, args, options)]
     if args.marginals:
-        extra.append(_marginal_column(model, batch, extra[0], args))
+        extra.append(_marginal_column(model, batch, extra[0], options))
     return extra
 
 
@@ -520,10 +521,9 @@ def _nbest_columns(model, corpus, args: argparse.Namespace) -> list[list[list[st
     return label_columns + probability_columns
 
 
-def _marginal_column(model, corpus, predicted: list[list[str]], args: argparse.Namespace) -> list[list[str]]:
+def _marginal_column(model, corpus, predicted: list[list[str]], options: dict) -> list[list[str]]:
     """--marginals: p(predicted label at each token | sentence), 4 decimals [B][T]
-    (under --grammar when it is given)."""
-    options = _grammar_options(args)
+    (under --grammar when it is given: ``options`` are :func:`_grammar_options`'s)."""
     marginals = model.predict_marginals(corpus, options.get("grammar"), options.get("params"))   # [B] [T, L]
     index = {label: number for number, label in enumerate(model.labels_)}
     return [[f"{table[t, index[label]]:.4f}" for t, label in enumerate(labels)]
@@ -664,7 +664,7 @@ def _eval(args: argparse.Namespace) -> int:
     if composed:
         predictions = _joint_predict_with_progress(model, corpus, args)
     else:
-        predictions = [_predict_with_progress(model, corpus, args)]
+        predictions = [_predict_with_progress(model, corpus, args, _grammar_options(args))]
     for component, predicted in zip(components, predictions):
         gold = corpus.column(component.target_)
         mismatch = scheme_mismatch(component.labels_, gold)
