@@ -15,19 +15,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .conll import Corpus, read_conll, write_conll
+from .bench_process import fstcrf_command
+from .conll import Corpus, read_conll
 from .defaults import default_template
 from .errors import FstcrfError
 from .evaluate import score_labels
 from .progress import Progress
-from .schemes import convert
 
 #: Task -> (corpus folder, train, test, columns, target, labels in IOB1, candidate templates).
 TASKS = {
@@ -36,7 +35,6 @@ TASKS = {
     "ner": ("conll2003", "eng.train", "eng.testb", "word,pos,chunk,ner", "ner", True,
             ("ner", "words", "sha-pereira")),
 }
-_FSTCRF = [sys.executable, "-m", "fstcrf.cli"]
 
 
 @dataclass
@@ -48,12 +46,6 @@ class TaskResult:
     default: str = ""                                 # what fstcrf train picks without --template
     default_test_f1: float = 0.0
     train_seconds: float = 0.0
-
-
-def _iob2(corpus: Corpus, column: str) -> Corpus:
-    return Corpus(corpus.column_names, [sentence.with_column(column, convert(sentence[column], "iob2"))
-                                        for sentence in corpus], corpus.path, corpus.separator,
-                  corpus.trailing_docstart_lines)
 
 
 def _cross_validate(train: Corpus, target: str, template: str, folds: int, max_iter: int,
@@ -84,8 +76,8 @@ def bench_task(task: str, data: Path, work: Path, folds: int = 3, sentences: int
     if iob1:                     # as a user would: fstcrf convert --scheme iob2
         for source in (train_path, test_path):
             converted = work / f"{source.name}.iob2"
-            _run([*_FSTCRF, "convert", str(source), "--scheme", "iob2", "--column", target, "--columns", columns,
-                  "-o", str(converted), "-q"])
+            _run(fstcrf_command("convert", str(source), "--scheme", "iob2", "--column", target,
+                                "--columns", columns, "-o", str(converted), "-q"))
         train_path, test_path = work / f"{train_path.name}.iob2", work / f"{test_path.name}.iob2"
     train = read_conll(train_path, columns)
     sample = train[:sentences]
@@ -100,9 +92,9 @@ def bench_task(task: str, data: Path, work: Path, folds: int = 3, sentences: int
     result.default = default_template(target, columns.split(","))
     model = work / f"{task}-default.model"
     started = time.perf_counter()
-    _run([*_FSTCRF, "train", str(train_path), "--columns", columns, "--target", target, "-o", str(model), "-q"])
+    _run(fstcrf_command("train", str(train_path), "--columns", columns, "--target", target, "-o", str(model), "-q"))
     result.train_seconds = time.perf_counter() - started
-    output = _run([*_FSTCRF, "eval", str(model), str(test_path), "-q"])
+    output = _run(fstcrf_command("eval", str(model), str(test_path), "-q"))
     result.default_test_f1 = _printed_f1(output)
     return result
 

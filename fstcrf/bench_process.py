@@ -202,7 +202,8 @@ def _check_counts(**counts: int) -> None:
             raise FstcrfError(f"{name} must be a whole number >= 1, got {value!r}")
 
 
-def _fstcrf_command(*arguments: str) -> list[str]:
+def fstcrf_command(*arguments: str) -> list[str]:
+    """The command line of an fstcrf command run by this Python, as a fresh process."""
     return [sys.executable, "-m", "fstcrf.cli", *arguments]
 
 
@@ -290,7 +291,7 @@ def bench_tag_process(folder, copies: int = 10, model=None, threads: int = 2, re
         tokens = _copies_of(folder / "test.txt", copies, tagged)
         if model is None:
             model = scratch / "fstcrf.model"
-            _run(_fstcrf_command("-q", "train", str(folder / "train.txt"), "--max-iter", str(train_iterations),
+            _run(fstcrf_command("-q", "train", str(folder / "train.txt"), "--max-iter", str(train_iterations),
                                  "--threads", str(threads), "-o", str(model)), scratch, "fstcrf-train")
         bar.update()
         fitted = load_model(model)
@@ -304,7 +305,7 @@ def bench_tag_process(folder, copies: int = 10, model=None, threads: int = 2, re
                                str(train_iterations), repr(1.0 / (2.0 * fitted.sigma ** 2))), scratch, "crfsuite-train")
         bar.update()
         outputs = {side: scratch / f"{side}.tagged" for side in ("fstcrf", "crfsuite")}
-        commands = {"fstcrf": _fstcrf_command("tag", str(model), str(tagged), "-o", str(outputs["fstcrf"]),
+        commands = {"fstcrf": fstcrf_command("tag", str(model), str(tagged), "-o", str(outputs["fstcrf"]),
                                               "--threads", str(threads)),
                     "crfsuite": _crfsuite_command("crfsuite-tag", str(spec), str(crfsuite_model), str(tagged),
                                                   str(outputs["crfsuite"]))}
@@ -351,7 +352,7 @@ def bench_train_process(folder, iterations: int = 50, threads: int = 2, repeats:
         spec = scratch / "spec.json"
         _write_spec(spec, template, test.column_names, "chunk")
         models = {side: scratch / f"{side}.model" for side in ("fstcrf", "crfsuite")}
-        commands = {"fstcrf": _fstcrf_command("train", str(folder / "train.txt"), "--max-iter", str(iterations),
+        commands = {"fstcrf": fstcrf_command("train", str(folder / "train.txt"), "--max-iter", str(iterations),
                                               "--threads", str(threads), "-o", str(models["fstcrf"])),
                     "crfsuite": _crfsuite_command("crfsuite-train", str(spec), str(folder / "train.txt"),
                                                   str(models["crfsuite"]), str(iterations),
