@@ -378,6 +378,36 @@ def bench_train_process(folder, iterations: int = 50, threads: int = 2, repeats:
             "ratio": sides["fstcrf"]["wall"] / sides["crfsuite"]["wall"], **result, "load_average": os.getloadavg()}
 
 
+def bench_compose_process(joint_path, test_path, threads: int = 2, repeats: int = 3, progress: bool = True
+                          ) -> dict:
+    """Whole-process decoding of ``test_path`` by a composed model: ``fstcrf tag JOINT
+    TEST --mode cascade`` against ``--mode joint``, each in fresh processes.  Returns
+    JSON-able data for :func:`format_process`; "ratio" is the joint process's wall
+    time over the cascade's."""
+    import tempfile
+    from pathlib import Path
+
+    from .compose import load_joint
+    from .conll import read_conll
+    from .progress import Progress
+    _check_counts(threads=threads, repeats=repeats)
+    joint = load_joint(joint_path)
+    tokens = read_conll(test_path, joint.components[0].columns_, allow_missing=joint.targets).num_tokens
+    with tempfile.TemporaryDirectory(prefix="fstcrf-bench-compose-") as name, \
+            Progress(2 * repeats, "bench compose (whole process)", unit="process", enabled=progress) as bar:
+        scratch = Path(name)
+        commands = {mode: fstcrf_command("tag", str(joint_path), str(test_path), "--mode", mode, "--threads",
+                                         str(threads), "-o", str(scratch / f"{mode}.tagged"))
+                    for mode in ("cascade", "joint")}
+        result = _side_by_side(commands, scratch, repeats, bar)
+    sides = result["sides"]
+    for figures in sides.values():
+        del figures["stdout"]
+    return {"kind": "compose", "model": str(joint_path), "test": str(test_path), "tokens": tokens,
+            "joint_states": int(joint.space.num_states), "threads": threads, "repeats": repeats,
+            "ratio": sides["joint"]["wall"] / sides["cascade"]["wall"], **result, "load_average": os.getloadavg()}
+
+
 # ---------------------------------------------------------------------------
 # The report
 
@@ -398,14 +428,21 @@ def _phase_split(side: dict) -> dict[str, float]:
 
 
 def format_process(result: dict) -> str:
-    """A markdown table of a :func:`bench_tag_process` or :func:`bench_train_process`
-    result: per side the whole process and the split of its time into phases."""
+    """A markdown table of a :func:`bench_tag_process`, :func:`bench_train_process` or
+    :func:`bench_compose_process` result: per side the whole process and the split of its time into phases."""
     sides = result["sides"]
     splits = {side: _phase_split(figures) for side, figures in sides.items()}
     met = [name for split in splits.values() for name in split if name not in ("other", "exit")]
     names = [name for name in PHASE_ORDER if name in met]
     names += [name for name in dict.fromkeys(met) if name not in names] + ["other", "exit"]
-    if result["kind"] == "tag":
+    if result["kind"] == "compose":
+        title = (f"Decoding {result['test']} ({result['tokens']:,} tokens) with the composed model "
+                 f"{result['model']} ({result['joint_states']:,} joint states): `fstcrf tag --mode cascade` "
+                 f"against `--mode joint`, on {result['threads']} threads")
+        extra_header, extra = "tok/s", {side: f"{result['tokens'] / figures['wall']:,.0f}"
+                                        for side, figures in sides.items()}
+        slow, fast = "joint", "cascade"
+    elif result["kind"] == "tag":
         title = (f"Tagging {result['tokens']:,} tokens ({result['copies']} copies of test.txt in one file), "
                  f"model {result['model']} (order {result['order']}, {result['template']}, "
                  f"{result['weights']:,} weights), fstcrf on {result['threads']} threads")

@@ -318,7 +318,9 @@ def _joint_predict_with_progress(joint, corpus, args: argparse.Namespace, chunk:
                   enabled=len(sentences) > chunk and not args.quiet) as bar:
         for first in range(0, len(sentences), chunk):
             batch = sentences[first:first + chunk]
-            for column, labels in zip(predictions, joint.predict(batch, mode=args.mode, k=args.k)):
+            with phase("decode"):           # every component's features, scores and the search
+                decoded = joint.predict(batch, mode=args.mode, k=args.k)
+            for column, labels in zip(predictions, decoded):
                 column.extend(labels)
             bar.update(len(batch))
     return predictions
@@ -820,6 +822,10 @@ def _bench(args: argparse.Namespace) -> int:
         if not (args.model and args.test):
             raise FstcrfError("bench compose on a real model needs both --model JOINT and --test FILE")
         print(bench.format_compose_model(bench.bench_compose_model(args.model, args.test, repeats=args.repeats)))
+        from .bench_process import bench_compose_process, format_process
+        print()
+        print(format_process(bench_compose_process(args.model, args.test, args.threads, args.repeats,
+                                                   not args.quiet)))
     elif args.what == "nonlocal":
         from .bench_nonlocal import CORPORA, bench_nonlocal, format_nonlocal, nonlocal_json
         languages = [language for language in args.languages.split(",") if language]

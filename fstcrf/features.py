@@ -404,174 +404,6 @@ def _split_values(values: str) -> list[str]:
     return parts
 
 
-def _prefix_steps(codes: np.ndarray, sizes: Sequence[int]) -> tuple[list[np.ndarray], np.ndarray]:
-    """The sorted prefix tables of a chain of m >= 1 observations over M known predicates.
-
-    ``codes`` int [M, m] holds each predicate's value codes, ``sizes`` [m] the
-    vocabulary size of each observation.  Returns the m - 1 sorted tables of
-    the known prefixes of lengths 2..m (prefix id * V_i + code) and each
-    predicate's id [M]: its position in the last table (its code if m = 1)."""
-    ids, steps = codes[:, 0], []
-    for i in range(1, codes.shape[1]):
-        table, ids = np.unique(ids * sizes[i] + codes[:, i], return_inverse=True)
-        steps.append(table)
-    return steps, ids.reshape(-1)
-
-
-@dataclass(frozen=True)
-class _ReadingTable:
-    """The known predicates of one template that reads a column (at offset 0 only),
-    keyed by the rest of the template and by K values of that column.
-
-    ``others``: the other observations, whose chain of prefix tables ``steps``
-    gives a token's context id c in [0, C); ``columns`` int32 [C + 1, K]: the
-    predicate column of context c when the column takes the k-th value, -1 if
-    unknown, the last row all -1 for an unknown context (id -1)."""
-
-    others: tuple[Observation, ...]
-    steps: list[np.ndarray]
-    columns: np.ndarray
-
-
-@dataclass(frozen=True)
-class _ReadingLookup:
-    """The reading tables of one column for K values, and the M predicates they hold
-    in the order they meet them (table by table, context by context, value by
-    value: the predicates of one token under every value are neighbours):
-    ``predicates`` int64 [M], and ``position`` int32 [P] of each predicate in it
-    (-1 for the others)."""
-
-    values: tuple[str, ...]
-    tables: list[_ReadingTable]
-    predicates: np.ndarray
-    position: np.ndarray
-
-
-class _PredicateIndex:
-    """Integer lookup of known predicates by value codes, for transform_reading.
-
-    Every (column, transform) has one code per escaped value seen in the known
-    predicates' names (boundary values included); ``plans`` holds each
-    template's known predicates as value codes [M, m] and their columns [M].
-    A template that reads a lower tagger's column becomes a
-    :class:`_ReadingTable` on first use: the other observations o_1..o_m map a
-    token to id_1 = code(o_1), then id_i = position of id_{i-1} * V_i + code(o_i)
-    in the sorted array of the known prefixes of length i (-1 for a prefix no
-    known predicate has), and the context id and the K values give the columns."""
-
-    def __init__(self, template: Template, names: Sequence[str]):
-        by_prefix: dict[str, list[tuple[int, list[str]]]] = {}
-        for column, name in enumerate(names):
-            prefix, _, values = name.partition("=")
-            by_prefix.setdefault(prefix, []).append((column, _split_values(values) if values else []))
-        self.vocab: dict[tuple[str, str | None], dict[str, int]] = {}
-        self.plans = []
-        for predicate in template:
-            known = by_prefix.get(predicate.name, [])
-            if predicate.num_values == 0:
-                self.plans.append((predicate, [], np.array([known[0][0]] if known else [], dtype=np.int64)))
-                continue
-            columns = np.array([column for column, _ in known], dtype=np.int64)
-            codes = np.empty((len(known), len(predicate.observations)), dtype=np.int64)
-            for i, observation in enumerate(predicate.observations):
-                vocab = self.vocab.setdefault((observation.column, observation.transform), {})
-                codes[:, i] = [vocab.setdefault(values[i], len(vocab)) for _, values in known]
-            self.plans.append((predicate, codes, columns))
-        self.num_predicates = len(names)
-        self._reading: dict[str, _ReadingLookup] = {}
-
-    def _sizes(self, observations: Sequence[Observation]) -> list[int]:
-        return [len(self.vocab[(observation.column, observation.transform)]) for observation in observations]
-
-    def _known_codes(self, table: "_TokenTable", observation: Observation, cache: dict[tuple, np.ndarray]
-                     ) -> np.ndarray:
-        """int [num_tokens]: the known code of an observation at each token, -1 if unknown
-        (``cache`` keeps the codes of the table's values for the other observations)."""
-        local, names = table.observation_codes(observation)
-        key = (observation.column, observation.transform, observation.offset)
-        if key not in cache:
-            vocab = self.vocab[(observation.column, observation.transform)]
-            values = (observation.column, observation.transform)        # shared by every offset
-            if values not in cache:
-                cache[values] = np.array([vocab.get(name, -1) for name in table.value_names(*values)],
-                                         dtype=np.int64)
-            boundaries = [vocab.get(name, -1) for name in names[len(cache[values]):]]
-            cache[key] = np.concatenate([cache[values], np.array(boundaries, dtype=np.int64)])
-        return cache[key][local]
-
-    def _chain_ids(self, table: "_TokenTable", observations: Sequence[Observation], steps: list[np.ndarray],
-                   cache: dict[tuple, np.ndarray]) -> np.ndarray:
-        """int [num_tokens]: each token's id in the last prefix table of a chain of
-        observations (its code if there is one observation), -1 if unknown."""
-        ids = None
-        for i, observation in enumerate(observations):
-            codes = self._known_codes(table, observation, cache)
-            if i == 0:
-                ids = codes
-                continue
-            step = steps[i - 1]
-            combos = ids * len(self.vocab[(observation.column, observation.transform)]) + codes
-            position = np.minimum(np.searchsorted(step, combos), len(step) - 1)
-            ids = np.where((ids >= 0) & (codes >= 0) & (step[position] == combos), position, -1)
-        return ids
-
-    def reading_lookup(self, column: str, values: Sequence[str]) -> "_ReadingLookup":
-        """The templates that read ``column`` as reading tables for ``values``, and the
-        order of their predicates (the lookup of the latest values asked for is kept)."""
-        values = tuple(values)
-        lookup = self._reading.get(column)
-        if lookup is not None and lookup.values == values:
-            return lookup
-        tables = []
-        for predicate, codes, columns in self.plans:
-            reads = np.array([observation.column == column for observation in predicate.observations])
-            if not reads.any():
-                continue
-            others = tuple(o for o, read in zip(predicate.observations, reads) if not read)
-            readers = [o for o, read in zip(predicate.observations, reads) if read]
-            if others and len(codes):
-                steps, contexts = _prefix_steps(codes[:, ~reads], self._sizes(others))
-                num_contexts = len(steps[-1]) if steps else self._sizes(others)[0]
-            else:           # one context for every token (or no known predicate at all)
-                others, steps, contexts, num_contexts = (), [], np.zeros(len(codes), dtype=np.int64), 1
-            value_codes, value_ids = np.unique(codes[:, reads], axis=0, return_inverse=True)
-            by_value_id = np.full((num_contexts + 1, len(value_codes) + 1), -1, dtype=np.int32)
-            by_value_id[contexts, value_ids.reshape(-1)] = columns
-            value_id = {tuple(row): r for r, row in enumerate(value_codes.tolist())}
-            chosen = [value_id.get(self._value_codes(readers, value), -1) for value in values]
-            tables.append(_ReadingTable(others, steps, np.ascontiguousarray(by_value_id[:, chosen])))
-        met = np.concatenate([np.zeros(0, dtype=np.int32)] + [table.columns.ravel() for table in tables])
-        met = met[met >= 0]
-        known, first = np.unique(met, return_index=True)
-        predicates = known[np.argsort(first)].astype(np.int64)
-        position = np.full(self.num_predicates, -1, dtype=np.int32)
-        position[predicates] = np.arange(len(predicates), dtype=np.int32)
-        self._reading[column] = lookup = _ReadingLookup(values, tables, predicates, position)
-        return lookup
-
-    def reading_columns(self, table: "_TokenTable", column: str, values: Sequence[str]) -> np.ndarray:
-        """int32 [num_tokens, K, R]: the predicate column that each of the R templates
-        reading ``column`` (at offset 0) yields at each token when ``column`` takes
-        the k-th of the K ``values`` there, -1 if unknown."""
-        tables = self.reading_lookup(column, values).tables
-        out = np.empty((table.num_tokens, len(values), len(tables)), dtype=np.int32)
-        cache: dict[tuple, np.ndarray] = {}
-        for j, reading in enumerate(tables):
-            contexts = self._chain_ids(table, reading.others, reading.steps, cache) if reading.others \
-                else np.zeros(table.num_tokens, dtype=np.int64)
-            # context -1 wraps to the last row, where no predicate is known
-            np.take(reading.columns, contexts, axis=0, out=out[:, :, j], mode="wrap")
-        return out
-
-    def _value_codes(self, observations: Sequence[Observation], value: str) -> tuple[int, ...]:
-        """The codes of observations of one column whose value is ``value`` (-1: unknown)."""
-        codes = []
-        for observation in observations:
-            transform = _transform_function(observation.transform) if observation.transform else str
-            codes.append(self.vocab[(observation.column, observation.transform)].get(_escape(transform(value)), -1))
-        return tuple(codes)
-
-
 #: ``fit`` tries this many salts for a dictionary whose 64-bit keys are all distinct.
 SALT_TRIES = 16
 
@@ -670,14 +502,9 @@ class _HashedDictionary:
                 items.append(observations.setdefault(observation, len(observations)))
             item_ptr.append(len(items))
         value_hashes = np.empty((len(observations), table.num_tokens), dtype=np.uint64)
-        base: dict[tuple[str, str | None], np.ndarray] = {}
+        hashes = _ObservationHashes(table, self.salt)
         for observation, j in observations.items():
-            codes, names = table.observation_codes(observation)
-            values = (observation.column, observation.transform)
-            if values not in base:
-                base[values] = _string_hashes(table.value_names(*values), self.salt)
-            hashes = np.concatenate([base[values], _string_hashes(names[len(base[values]):], self.salt)])
-            np.take(hashes, codes, out=value_hashes[j])
+            value_hashes[j] = hashes.at_tokens(observation)
         names = [template.predicates[k].name for k in chosen]
         seeds = _string_hashes(names, self.salt)
         item_ptr = np.array(item_ptr, dtype=np.int32)
@@ -694,6 +521,61 @@ class _HashedDictionary:
         if status != lib.FC_OK:
             raise RuntimeError("fstcrf predicate lookup rejected its arguments; this is a bug in fstcrf")
         return indptr, indices[:indptr[-1]]
+
+
+    def reading_rows(self, table: _TokenTable, template: Template, chosen: Sequence[int], column: str,
+                     values: Sequence[str]) -> np.ndarray:
+        """int32 [N, K, R]: the known predicate of each of the R templates ``chosen``
+        (each reads ``column`` at offset 0) at each token when ``column`` takes the
+        k-th of the K ``values`` there, -1 if unknown.  Keys are chained once per
+        distinct context of a template (the values of its other observations) and
+        value, then spread over the tokens of each context."""
+        hashes = _ObservationHashes(table, self.salt)
+        out = np.empty((table.num_tokens, len(values), len(chosen)), dtype=np.int32)
+        seeds = _string_hashes([template.predicates[k].name for k in chosen], self.salt)
+        for j, k in enumerate(chosen):
+            observations = template.predicates[k].observations
+            others = [observation for observation in observations if observation.column != column]
+            context = np.zeros(table.num_tokens, dtype=np.int64)      # [N] context id of each token
+            for observation in others:
+                codes, names = table.observation_codes(observation)
+                context = context * len(names) + codes
+                _, first, context = np.unique(context, return_index=True, return_inverse=True)
+            num_contexts = 1 if not others else len(first)
+            keys = np.full(num_contexts * len(values), seeds[j], dtype=np.uint64)     # [C, K] flat
+            for observation in observations:
+                if observation.column == column:
+                    link = np.tile(_string_hashes(_read_values(observation, values), self.salt), num_contexts)
+                else:
+                    link = np.repeat(hashes.at_tokens(observation)[first], len(values))
+                _chain(keys, link)
+            by_context = self.lookup(keys).astype(np.int32).reshape(num_contexts, len(values))
+            np.take(by_context, context.reshape(-1), axis=0, out=out[:, :, j])
+        return out
+
+
+class _ObservationHashes:
+    """The hash of the escaped value of observations at each token of a table, under
+    one salt (a column's value hashes are computed once for every offset)."""
+
+    def __init__(self, table: _TokenTable, salt: int):
+        self.table, self.salt = table, salt
+        self._by_values: dict[tuple[str, str | None], np.ndarray] = {}
+
+    def at_tokens(self, observation: Observation) -> np.ndarray:
+        """uint64 [N]: the hash of the observation's value at each token."""
+        codes, names = self.table.observation_codes(observation)
+        values = (observation.column, observation.transform)
+        if values not in self._by_values:
+            self._by_values[values] = _string_hashes(self.table.value_names(*values), self.salt)
+        base = self._by_values[values]
+        return np.concatenate([base, _string_hashes(names[len(base):], self.salt)])[codes]
+
+
+def _read_values(observation: Observation, values: Sequence[str]) -> list[str]:
+    """The escaped value of ``observation`` when its column takes each of ``values``."""
+    transform = _transform_function(observation.transform) if observation.transform else str
+    return [_escape(transform(value)) for value in values]
 
 
 class FeatureExtractor:
@@ -730,13 +612,6 @@ class FeatureExtractor:
                     raise TemplateError(_missing_column_message(column, corpus.column_names))
         return _TokenTable(list(corpus))
 
-    def _index(self) -> _PredicateIndex:
-        """The integer lookup of the fitted predicates by value codes (for
-        transform_reading), built on first use."""
-        if getattr(self, "_predicate_index", None) is None:
-            self._predicate_index = _PredicateIndex(self._template(), self.predicate_names_)
-        return self._predicate_index
-
     @property
     def predicate_names_(self) -> list[str]:
         """The name of each predicate column [P]."""
@@ -765,7 +640,6 @@ class FeatureExtractor:
         """Fitted state: the names [P] as a list or as (one string, offsets int64 [P + 1])."""
         self._names, self._packed_names, self._dictionary = names, packed_names, dictionary
         self._vocabulary = None
-        self._predicate_index = None
 
     def _learn(self, occurrences):
         if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \
@@ -886,10 +760,10 @@ class FeatureExtractor:
         Returns the matrix of the predicates that do not read ``column`` [N, P];
         the matrix of those that do [N * K, M], row n * K + k for token n with
         ``column`` = values[k] there, over the M predicates that read one of
-        ``values``; and their columns int64 [M] in the full matrix.  The M predicates are
-        ordered so that one token's rows use neighbouring columns; within a row
-        the entries follow the full matrix's column order, so that sums over a
-        row run in the same order as over the full matrix.  The template may
+        ``values``; and their columns int64 [M] in the full matrix: the predicates
+        met in this corpus, in the full matrix's order.  Within a row the entries
+        follow the full matrix's column order, so that sums over a row run in the
+        same order as over the full matrix.  The template may
         read ``column`` at offset 0 only (TemplateError otherwise)."""
         self._check_fitted()
         predicates = self._template().predicates
@@ -904,17 +778,20 @@ class FeatureExtractor:
         if numeric:
             raise TemplateError(f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
                                 "its values can be varied only in binary predicates")
-        index = self._index()
         others = [i for i, predicate in enumerate(predicates)
                   if column not in {observation.column for observation in predicate.observations}]
+        readers = [i for i in range(len(predicates)) if i not in set(others)]
         table = _TokenTable(list(corpus))   # ``column`` itself may be missing
         base = self._hashed_matrix(table, others)
-        by_value = index.reading_columns(table, column, values)        # [N, K, R]
-        full = self._csr(by_value.reshape(-1, by_value.shape[2]))
-        lookup = index.reading_lookup(column, values)
-        reading = scipy.sparse.csr_matrix((full.data, lookup.position[full.indices], full.indptr),
-                                          shape=(full.shape[0], len(lookup.predicates)))
-        return base, reading, lookup.predicates
+        by_value = self._dictionary.reading_rows(table, self._template(), readers, column, values)  # [N, K, R]
+        full = self._csr(by_value.reshape(-1, len(readers)))
+        position = np.full(self.num_predicates, -1, dtype=np.int32)
+        position[full.indices] = 0
+        met = np.flatnonzero(position == 0)
+        position[met] = np.arange(len(met), dtype=np.int32)
+        reading = scipy.sparse.csr_matrix((full.data, position[full.indices], full.indptr),
+                                          shape=(full.shape[0], len(met)))
+        return base, reading, met
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """``fit`` then ``transform`` on the same corpus, extracting the observations once."""

@@ -180,3 +180,23 @@ def test_counts_must_be_whole_numbers_of_at_least_one(tmp_path, bad):
         bench_process.bench_tag_process(tmp_path, copies=bad, progress=False)
     with pytest.raises(FstcrfError, match="repeats must be a whole number >= 1"):
         bench_process.bench_train_process(tmp_path, repeats=bad, progress=False)
+
+
+@pytest.mark.slow
+def test_bench_compose_process_times_cascade_and_joint_tagging_processes(tmp_path):
+    from fstcrf.compose import compose
+    from fstcrf.model import ChainCRF
+    train = read_conll(DATA_DIR / "demo_train.txt")
+    pos = ChainCRF(template="pos", max_iter=3).fit(train, target="pos")
+    chunk = ChainCRF(template="chunking-reads-pos", reads="pos", max_iter=3).fit(train, target="chunk")
+    joint_path = tmp_path / "joint.model"
+    compose([pos, chunk]).save(joint_path)
+    result = bench_process.bench_compose_process(joint_path, DATA_DIR / "demo_test.txt", threads=1, repeats=2,
+                                                 progress=False)
+    assert result["tokens"] == read_conll(DATA_DIR / "demo_test.txt").num_tokens
+    assert result["joint_states"] == len(pos.labels_) * len(chunk.labels_)
+    for figures in result["sides"].values():
+        assert len(figures["walls"]) == 2 and {"load", "read", "decode", "write"} <= set(figures["phases"])
+    assert result["ratio"] == result["sides"]["joint"]["wall"] / result["sides"]["cascade"]["wall"]
+    table = format_process(json.loads(json.dumps(result)))
+    assert "| joint |" in table and "joint / cascade: whole process" in table
