@@ -641,7 +641,10 @@ class FeatureExtractor:
         self._names, self._packed_names, self._dictionary = names, packed_names, dictionary
         self._vocabulary = None
 
-    def _learn(self, occurrences):
+    def _learn(self, occurrences) -> list[np.ndarray]:
+        """Keep the predicates of ``occurrences`` true at min_count tokens or more as the
+        fitted dictionary; returns per template the column int64 [K_t] of each predicate
+        it yields (-1 for those dropped)."""
         if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \
                 or self.min_count < 1:
             raise FstcrfError(f"min_count must be a positive integer, got {self.min_count!r}")
@@ -655,6 +658,14 @@ class FeatureExtractor:
                                            + [counts[k] for counts, k in zip(all_counts, kept)]), kind="stable")
         names = [predicate_names[i] for (predicate_names, *_), k in zip(occurrences, kept) for i in k.tolist()]
         names = [names[i] for i in order.tolist()]
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        starts = np.cumsum([0] + [len(k) for k in kept])
+        columns = []                # per template, the column of each predicate it yields (-1: dropped)
+        for (predicate_names, *_), k, start in zip(occurrences, kept, starts.tolist()):
+            column = np.full(len(predicate_names), -1, dtype=np.int64)
+            column[k] = rank[start:start + len(k)]
+            columns.append(column)
 
         def keys(salt: int) -> np.ndarray:
             """uint64 [P]: the keys of the kept predicates, chained from their value codes."""
@@ -671,6 +682,7 @@ class FeatureExtractor:
             return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[order]
 
         self._set_dictionary(names, None, _HashedDictionary.fit(keys, len(names)))
+        return columns
 
     def _warn_if_few_kept(self, counts: np.ndarray, kept: int) -> None:
         """Log a warning when min_count keeps ``kept`` of the predicates true at counts
@@ -688,14 +700,14 @@ class FeatureExtractor:
         if getattr(self, "_dictionary", None) is None:
             raise FstcrfError("this FeatureExtractor is not fitted; call fit first")
 
-    def _matrix(self, table: _TokenTable, occurrences) -> scipy.sparse.csr_matrix:
-        """The predicate matrix [N, P] from the names of ``occurrences`` (fit_transform)."""
+    def _matrix(self, table: _TokenTable, occurrences, template_columns: list[np.ndarray]
+                ) -> scipy.sparse.csr_matrix:
+        """The predicate matrix [N, P] of ``occurrences`` whose predicates have the columns
+        that :meth:`_learn` gave (fit_transform)."""
         columns = np.full((table.num_tokens, len(occurrences)), -1, dtype=np.int64)
-        for index, (predicate, (predicate_names, token_predicate, *_)) in enumerate(zip(self._template(),
-                                                                                         occurrences)):
+        for index, (predicate, (_, token_predicate, *_), predicate_column) in enumerate(
+                zip(self._template(), occurrences, template_columns)):
             if not predicate.real_valued:
-                predicate_column = np.array([self.vocabulary_.get(name, -1)
-                                             for name in predicate_names], dtype=np.int64)
                 columns[:, index] = predicate_column[token_predicate]
         return self._with_numbers(self._csr(columns), table, range(len(occurrences)))
 
@@ -796,8 +808,7 @@ class FeatureExtractor:
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """``fit`` then ``transform`` on the same corpus, extracting the observations once."""
         table, occurrences = self._occurrences(corpus)
-        self._learn(occurrences)
-        return self._matrix(table, occurrences)
+        return self._matrix(table, occurrences, self._learn(occurrences))
 
     def to_dict(self) -> dict:
         """Plain JSON-able data: the template text, min_count and the predicate names."""

@@ -354,6 +354,20 @@ def test_conll2000_train_has_every_template_at_every_token(data_file):
 
 
 @pytest.mark.slow
+def _matrix_by_name(extractor: FeatureExtractor, corpus) -> scipy.sparse.csr_matrix:
+    """The oracle: each token's predicate names looked up in ``vocabulary_``."""
+    table, occurrences = extractor._occurrences(corpus)
+    rows, columns = [], []
+    for names, token_predicate, *_ in occurrences:
+        column_of = np.array([extractor.vocabulary_.get(name, -1) for name in names] + [-1])
+        found = column_of[token_predicate]
+        rows.append(np.flatnonzero(found >= 0))
+        columns.append(found[found >= 0])
+    rows, columns = np.concatenate(rows), np.concatenate(columns)
+    return scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, columns)),
+                                   shape=(table.num_tokens, extractor.num_predicates))
+
+
 def test_integer_lookup_transform_equals_name_lookup(data_file):
     """transform goes through the integer index; it must give exactly the
     matrix that looking predicates up by name gives, on held-out data with
@@ -366,7 +380,7 @@ def test_integer_lookup_transform_equals_name_lookup(data_file):
         for min_count in (1, 3):
             extractor = FeatureExtractor(template, min_count).fit(list(train) + odd)
             for corpus in (list(test)[:500], odd):
-                by_name = extractor._matrix(*extractor._occurrences(corpus))
+                by_name = _matrix_by_name(extractor, corpus)
                 by_index = extractor.transform(corpus)
                 assert by_name.shape == by_index.shape
                 assert (by_name != by_index).nnz == 0
