@@ -256,6 +256,11 @@ class AttributeExtractor:
         """``fit`` then ``transform``, flattening the tokens once."""
         return self._fit_matrix(corpus)
 
+    def column_of(self, name: str) -> int | None:
+        """The column of the attribute named ``name`` (None if it was not seen in fit)."""
+        self._check_fitted()
+        return self.vocabulary_.get(name)
+
     def transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """float64 [num_tokens, num_attributes]; attributes unseen in fit are dropped."""
         self._check_fitted()

@@ -98,7 +98,7 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     extractor = FeatureExtractor(TEMPLATES["sha-pereira"])
     encoded = EncodedSentences.from_corpus(extractor, train, fit=True)
     topology = chain_topology(2, ["B-NP", "I-NP", "O"])
-    features = build_features(encoded, None, None, topology, 2, "complete", extractor.vocabulary_.get(BIAS))
+    features = build_features(encoded, None, None, topology, 2, "complete", extractor.column_of(BIAS))
     scorer = Scorer(features, topology, threads)
     label_ids, _ = parse_gold(topology, train.column("chunk"))
     problem = TrainingSet(scorer, encoded, gold_states(topology, label_ids, encoded.offsets))

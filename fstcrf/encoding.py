@@ -289,10 +289,23 @@ def build_features(encoded: EncodedSentences, states: np.ndarray, label_ids: np.
         else:
             on = (predicate != bias_predicate) & (label_ids[token] >= 0)
             keys.append(_frequent(predicate[on] * outputs + S + label_ids[token[on]], min_freq))
-    keys = np.unique(np.concatenate(keys))
+    keys = _distinct(np.concatenate(keys), P * outputs)
     ptr = np.searchsorted(keys, np.arange(P + 1, dtype=np.int64) * outputs)
     state_label = topology.state_label if L else np.arange(S)
     return FactoredFeatures(state_label, L, ptr, keys % outputs)
+
+
+#: Key ranges up to this size are deduplicated by marking a table of flags, not by sorting.
+FLAG_TABLE_KEYS = 1 << 26
+
+
+def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
+    """The distinct keys int64 [M], ascending, of keys int64 [M'] in [0, bound)."""
+    if bound > FLAG_TABLE_KEYS:
+        return np.unique(keys)
+    seen = np.zeros(bound, dtype=bool)
+    seen[keys] = True
+    return np.flatnonzero(seen)
 
 
 def _frequent(keys: np.ndarray, min_freq: float) -> np.ndarray:

@@ -628,6 +628,17 @@ class FeatureExtractor:
         self._check_fitted()
         return len(self._dictionary.keys)
 
+    def column_of(self, name: str) -> int | None:
+        """The column of the predicate named ``name`` (None if it is not fitted), found by
+        its hashed key: no name table is built."""
+        self._check_fitted()
+        try:
+            key = _predicate_keys(self._template(), [name], self._dictionary.salt)
+        except TemplateError:
+            return None
+        column = int(self._dictionary.lookup(key)[0])
+        return None if column < 0 else column
+
     @property
     def vocabulary_(self) -> dict[str, int]:
         """Predicate name -> column index."""

@@ -514,7 +514,7 @@ class ChainCRF:
         feature_set = self.features or ("complete" if self.algorithm == "bandit" else "supported")
         features = init.features_ if init is not None else build_features(
             encoded, label_ids if self.order == 1 else states, label_ids, topology, self.order,
-            feature_set, extractor.vocabulary_.get(BIAS), self.min_freq)
+            feature_set, extractor.column_of(BIAS), self.min_freq)
         active_edges = (init.active_edges_ if init is not None else
                         _seen_edges(topology, states, encoded.offsets) if self.transitions == "seen" else None)
         scorer = Scorer(features, topology, int(self.threads), constraint,
@@ -619,7 +619,7 @@ class ChainCRF:
         encoded = EncodedSentences.from_corpus(extractor, log.sentences, fit=init is None)
         if init is None:
             features = build_features(encoded, None, None, topology, self.order, self.features or "complete",
-                                      extractor.vocabulary_.get(BIAS))
+                                      extractor.column_of(BIAS))
         scorer = Scorer(features, topology, int(self.threads))
         problem = LoggedObjective(SampledGradient(scorer, encoded), shown_states(topology, log, encoded.offsets),
                                   log.rewards, log.probabilities, self.weighting, self.max_ratio)

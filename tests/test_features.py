@@ -384,3 +384,12 @@ def test_integer_lookup_transform_equals_name_lookup(data_file):
                 by_index = extractor.transform(corpus)
                 assert by_name.shape == by_index.shape
                 assert (by_name != by_index).nnz == 0
+
+
+def test_column_of_finds_each_fitted_predicate_by_its_key_and_nothing_else():
+    corpus = [Sentence({"word": ["a", "b|c", "__BOS-1__"], "pos": ["DT", "NN", "NN"]})]
+    extractor = FeatureExtractor(CRFPP_CHUNKING).fit(corpus)
+    for column, name in enumerate(extractor.predicate_names_):
+        assert extractor.column_of(name) == column
+    assert extractor.column_of("w[0]=never-seen") is None
+    assert extractor.column_of("no-such-template=a") is None

@@ -9,6 +9,8 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fstcrf import encoding, objective
 from fstcrf.conll import Corpus, Sentence, write_conll
@@ -496,3 +498,11 @@ def test_files_from_before_reading_transitions_and_f_score_training_load(tmp_pat
     write_container(tmp_path / "old.model", MODEL_KIND, header, arrays)
     old = load_model(tmp_path / "old.model")
     assert old.read_transitions is False and old.predict(corpus) == model.predict(corpus)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 999), max_size=200), st.booleans())
+def test_distinct_keys_by_flags_or_by_sorting_equal_numpy_unique(keys, by_sorting):
+    keys = np.array(keys, dtype=np.int64)
+    bound = encoding.FLAG_TABLE_KEYS + 1 if by_sorting else 1000
+    np.testing.assert_array_equal(encoding._distinct(keys, bound), np.unique(keys))
