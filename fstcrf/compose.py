@@ -138,9 +138,11 @@ class JointModel:
             return result
         decode = {"joint": self._joint_batch, "cascade": lambda block: self._kbest_block(block, 1),
                   "kbest": lambda block: self._kbest_block(block, int(k))}[mode]
-        if mode == "joint":         # a batch of features per thread at least, decoded block by block
+        if mode == "joint":         # the same number of feature batches per thread, decoded block by block
             num_tokens = sum(len(sentence) for sentence in sentences)
-            blocks = _blocks(sentences, min(FEATURE_TOKENS, -(-num_tokens // max(1, int(self.threads)))))
+            threads = max(1, int(self.threads))
+            per_thread = -(-num_tokens // (threads * FEATURE_TOKENS))
+            blocks = _blocks(sentences, -(-num_tokens // (threads * per_thread)))
         else:                       # per hypothesis, one component's [n, S_k] scores and tables [n, S_k, k]
             cells_per_token = max(model.topology_.num_states for model in self.components) * \
                 (int(k) if mode == "kbest" else 1)
