@@ -82,19 +82,41 @@ static int fires(const ff_dictionary *d, int32_t q, int32_t s)
     return q == s || (d->num_labels > 0 && q == d->num_states + d->state_label[s]);
 }
 
+/* The weight indices [2] of the transition into token t of a path (class c) along
+ * the model edge from src to dst, or NULL if there is no such edge. */
+static const int64_t *transition_weights(const fo_problem *p, int32_t c, int32_t src, int32_t dst)
+{
+    const int32_t e = model_edge(p->model, src, dst);
+    return e < 0 ? NULL : p->edge_weights + ((int64_t)c * p->model->num_edges + e) * 2;
+}
+
 /* Add sign to the weights of the transition into token t (class c) along the
  * model edge from src to dst; 0 if there is no such edge. */
 static int add_transition(const fo_problem *p, touched *acc, int32_t c, int32_t src, int32_t dst,
                           double sign)
 {
-    const int32_t e = model_edge(p->model, src, dst);
-    if (e < 0)
+    const int64_t *pair = transition_weights(p, c, src, dst);
+    if (pair == NULL)
         return 0;
-    const int64_t *pair = p->edge_weights + ((int64_t)c * p->model->num_edges + e) * 2;
     for (int k = 0; k < 2; ++k)
         if (pair[k] >= 0)
             add(acc, pair[k], sign);
     return 1;
+}
+
+/* FC_OK if the sentence fits the workspace and its path (or gold) states and
+ * token classes are in range. */
+static int check_sentence(const fo_problem *p, const ff_tokens *x, const int32_t *token_class,
+                          const int32_t *path, const fo_workspace *ws)
+{
+    const int64_t n = x->num_tokens;
+    if (n < 1 || n > ws->t_max)
+        return FC_BAD_ARGUMENT;
+    for (int64_t t = 0; t < n; ++t)
+        if (path[t] < 0 || path[t] >= p->model->num_states
+            || (token_class != NULL && (token_class[t] < 0 || token_class[t] >= p->num_classes)))
+            return FC_BAD_ARGUMENT;
+    return FC_OK;
 }
 
 /* The non-zero entries of phi(plus) - phi(minus) into index, value (see the header). */
@@ -159,11 +181,9 @@ int fo_mistake(const fo_problem *p, const ff_tokens *x, const int32_t *token_cla
     const int64_t n = x->num_tokens;
     const int32_t S = p->model->num_states, S2 = decoding_states(p), E2 = p->decoding->num_edges;
     const int32_t C = p->num_classes;
-    if (n < 1 || n > ws->t_max)
-        return FC_BAD_ARGUMENT;
-    for (int64_t t = 0; t < n; ++t)
-        if (gold[t] < 0 || gold[t] >= S || (token_class != NULL && (token_class[t] < 0 || token_class[t] >= C)))
-            return FC_BAD_ARGUMENT;
+    int status = check_sentence(p, x, token_class, gold, ws);
+    if (status != FC_OK)
+        return status;
     /* carve the scratch space */
     double *emit = ws->doubles;
     double *gathered = p->state_map != NULL ? emit + ws->t_max * S : emit;
@@ -174,7 +194,7 @@ int fo_mistake(const fo_problem *p, const ff_tokens *x, const int32_t *token_cla
     fc_workspace kernel_ws = {ws->t_max, 2, scores + 2, ws->ints};
     int32_t *paths = ws->ints + fc_workspace_ints(S2, E2, ws->t_max, 2);
     int32_t *found = paths + 2 * ws->t_max;
-    int status = ff_emissions(p->dictionary, x, theta, 1.0, emit, work);
+    status = ff_emissions(p->dictionary, x, theta, 1.0, emit, work);
     if (status != FC_OK)
         return status;
     if (p->state_map != NULL)
@@ -232,4 +252,72 @@ int fo_mistake(const fo_problem *p, const ff_tokens *x, const int32_t *token_cla
     if (index == NULL)
         return FC_OK;
     return difference(p, x, token_class, gold, rival, capacity, index, value, count, ws);
+}
+
+int fo_path_score(const fo_problem *p, const ff_tokens *x, const int32_t *token_class,
+                  const int32_t *path, const double *theta, double theta_scale, double *score,
+                  fo_workspace *ws)
+{
+    const ff_dictionary *d = p->dictionary;
+    const int64_t n = x->num_tokens;
+    int status = check_sentence(p, x, token_class, path, ws);
+    if (status != FC_OK)
+        return status;
+    for (int64_t j = x->indptr[0]; j < x->indptr[n]; ++j)
+        if (x->indices[j] < 0 || x->indices[j] >= d->num_predicates)
+            return FC_BAD_ARGUMENT;
+    /* each emission as ff_emissions sums it, for the path's state only */
+    double total = 0.0;
+    for (int64_t t = 0; t < n; ++t) {
+        const int32_t state = path[t];
+        const int32_t label = d->num_labels > 0 ? d->num_states + d->state_label[state] : -1;
+        double state_sum = 0.0, label_sum = 0.0;
+        for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
+            const int32_t pred = x->indices[j];
+            const double v = x->values != NULL ? x->values[j] : 1.0;
+            for (int64_t f = d->ptr[pred]; f < d->ptr[pred + 1]; ++f) {
+                if (d->output[f] == state)
+                    state_sum += v * theta[f];
+                else if (d->output[f] == label)
+                    label_sum += v * theta[f];
+            }
+        }
+        total += theta_scale * (label >= 0 ? state_sum + label_sum : state_sum);
+    }
+    for (int64_t t = 1; t < n; ++t) {
+        const int64_t *pair = transition_weights(p, token_class != NULL ? token_class[t] : 0, path[t - 1], path[t]);
+        if (pair == NULL)
+            return FC_BAD_ARGUMENT;
+        double transition = pair[0] >= 0 ? theta_scale * theta[pair[0]] : 0.0;
+        if (pair[1] >= 0)
+            transition += theta_scale * theta[pair[1]];
+        total += transition;
+    }
+    *score = total;
+    return FC_OK;
+}
+
+int fo_add_path(const fo_problem *p, const ff_tokens *x, const int32_t *token_class,
+                const int32_t *path, double scale, double *out, fo_workspace *ws)
+{
+    const int64_t n = x->num_tokens;
+    int status = check_sentence(p, x, token_class, path, ws);
+    if (status != FC_OK)
+        return status;
+    for (int64_t t = 1; t < n; ++t)
+        if (model_edge(p->model, path[t - 1], path[t]) < 0)
+            return FC_BAD_ARGUMENT;
+    status = ff_add_paths(p->dictionary, x, path, NULL, scale, out);
+    if (status != FC_OK)
+        return status;
+    touched acc = {ws->int64s, 0, 2 * ws->t_max, 0, ws->dense, ws->marks};
+    for (int64_t t = 1; t < n; ++t)
+        add_transition(p, &acc, token_class != NULL ? token_class[t] : 0, path[t - 1], path[t], 1.0);
+    for (int64_t k = 0; k < acc.count; ++k) {
+        const int64_t i = acc.index[k];
+        out[i] += scale * ws->dense[i];
+        ws->dense[i] = 0.0;
+        ws->marks[i] = 0;
+    }
+    return FC_OK;
 }

@@ -54,6 +54,7 @@ typedef struct {
     int64_t t_max;
     double *doubles;                 /* [fo_workspace_doubles(p, t_max)] */
     int32_t *ints;                   /* [fo_workspace_ints(p, t_max)] */
+    int64_t *int64s;                 /* [2 t_max] */
     double *dense;                   /* [D] all 0 between calls (each call clears what it used) */
     uint8_t *marks;                  /* [D] all 0 between calls (likewise) */
 } fo_workspace;
@@ -81,5 +82,20 @@ int64_t fo_workspace_ints(const fo_problem *p, int64_t t_max);
 int fo_mistake(const fo_problem *p, const ff_tokens *x, const int32_t *token_class,
                const int32_t *gold, const double *theta, int32_t *rival, int32_t *wrong,
                int64_t capacity, int64_t *index, double *value, int64_t *count, fo_workspace *ws);
+
+/* The score of one path under theta_scale * theta: its emission scores in token
+ * order, then its transition scores in token order (each transition the sum of
+ * theta_scale * theta[i] over its weights).
+ *   x, token_class as in fo_mistake;  path [n] model states;  score WRITTEN
+ * Returns FC_OK, or FC_BAD_ARGUMENT (writing nothing) for a bad block or path. */
+int fo_path_score(const fo_problem *p, const ff_tokens *x, const int32_t *token_class,
+                  const int32_t *path, const double *theta, double theta_scale, double *score,
+                  fo_workspace *ws);
+
+/* Add scale * phi(path) to out [D]: the features in the order of ff_add_paths,
+ * then each transition weight once, scale times its count along the path.
+ * Returns FC_OK, or FC_BAD_ARGUMENT (writing nothing) for a bad block or path. */
+int fo_add_path(const fo_problem *p, const ff_tokens *x, const int32_t *token_class,
+                const int32_t *path, double scale, double *out, fo_workspace *ws);
 
 #endif
