@@ -8,9 +8,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fstcrf import online, train
+from fstcrf.encoding import TransitionWeights
 from fstcrf.errors import ArgumentTypeError, FstcrfError
 from fstcrf.grammar import compile_grammar, load_grammar, restrict_to
 from fstcrf.labels import gold_label_set
+from fstcrf.objective import Scorer, TrainingSet
 from oracles import BruteForce
 from test_model import chunk_corpus, random_corpus, reading_training_set, training_set
 
@@ -88,6 +90,32 @@ def test_rival_is_the_brute_force_best_incorrect_path_and_its_difference_the_den
         assert indices.dtype == np.int64 and np.all(np.diff(indices) > 0) and np.all(values != 0)
         np.testing.assert_array_equal(indices, np.flatnonzero(dense))
         np.testing.assert_allclose(values, dense[indices], rtol=0, atol=1e-12)
+
+
+def test_inactive_transitions_score_nothing_in_the_rival_search_and_sentence_gradients():
+    """Transition weights "seen in training" only (TransitionWeights.active)."""
+    base = training_set(random_corpus(12, 12), 1, "supported", threads=1)
+    topology = base.scorer.topology
+    active = np.random.default_rng(12).random(topology.num_edges) < 0.5
+    active[topology.edge_ids[base.states[:-1], base.states[1:]]] = True      # the gold paths stay feasible
+    scorer = Scorer(base.scorer.features, topology, 1, transitions=TransitionWeights(topology.num_edges,
+                                                                                      active=active))
+    problem = TrainingSet(scorer, base.encoded, base.states, base.allowed_labels)
+    theta = np.random.default_rng(13).normal(size=problem.num_weights)
+    for index in range(problem.num_sequences):
+        expected = brute_force_rival(problem, theta, index)
+        rival = problem.rival(theta, index)
+        assert (rival is None) == (expected is None)
+        if rival is not None:
+            np.testing.assert_array_equal(rival, expected)
+            indices = problem.mistake(theta, index)[1]
+            assert np.all(active[indices[indices >= scorer.features.num_features] - scorer.features.num_features])
+    loss, gradient = problem.loss_and_gradient(theta)
+    total, summed = 0.0, np.zeros(problem.num_weights)
+    for index in range(problem.num_sequences):
+        total += problem.add_gradient(theta / 2, 2.0, index, summed, -1.0)
+    assert total == pytest.approx(loss, rel=1e-10)
+    np.testing.assert_allclose(-summed, gradient, atol=1e-9)
 
 
 def dense_mistake_epochs(problem, epochs, update):
