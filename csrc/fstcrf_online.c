@@ -163,10 +163,21 @@ static int difference(const fo_problem *p, const ff_tokens *x, const int32_t *to
 
 /* Whether a path other than the Viterbi path (decoding states path [n]) may score
  * as high as it (best): the largest max-marginal off the path reaches best, up
- * to a margin for the rounding of the forward and backward sums. */
-static int may_tie(const double *max_marg, const int32_t *path, int64_t n, int32_t S2, double best)
+ * to a margin for the rounding of the forward and backward sums, 1e-9 of the
+ * largest magnitude a path's partial sums can have (emit [n, S2], trans [C E2]). */
+static int may_tie(const double *max_marg, const int32_t *path, int64_t n, int32_t S2, double best,
+                   const double *emit, const double *trans, int64_t num_trans)
 {
-    const double margin = 1e-9 * (1.0 + fabs(best));
+    double largest_transition = 0.0, magnitude = 0.0;
+    for (int64_t e = 0; e < num_trans; ++e)
+        largest_transition = fmax(largest_transition, fabs(trans[e]));
+    for (int64_t t = 0; t < n; ++t) {
+        double largest = 0.0;
+        for (int32_t s = 0; s < S2; ++s)
+            largest = fmax(largest, fabs(emit[t * S2 + s]));
+        magnitude += largest + (t > 0 ? largest_transition : 0.0);
+    }
+    const double margin = 1e-9 * (1.0 + magnitude);
     for (int64_t t = 0; t < n; ++t)
         for (int32_t s = 0; s < S2; ++s)
             if (s != path[t] && max_marg[t * S2 + s] >= best - margin)
@@ -229,7 +240,7 @@ int fo_mistake(const fo_problem *p, const ff_tokens *x, const int32_t *token_cla
         status = fc_max_marginals(p->decoding, &kernel_scores, &batch, max_marg, scores + 1, &kernel_ws);
         if (status != FC_OK)
             return status;
-        if (!may_tie(max_marg, paths, n, S2, scores[0])) {
+        if (!may_tie(max_marg, paths, n, S2, scores[0], gathered, trans, (int64_t)C * E2)) {
             *wrong = -1;
             return FC_OK;
         }
