@@ -4,8 +4,9 @@ Used by setuptools through ``cffi_modules`` in setup.py; it compiles
 csrc/fstcrf_kernel.c (dynamic programs), csrc/fstcrf_features.c (feature
 scoring loops), csrc/fstcrf_train.c (the training gradient, which
 sequences the two), csrc/fstcrf_update.c (sparse steps of the online
-learners) and csrc/fstcrf_hashing.c (the hashed predicate dictionary and the
-model file checksum) into the extension module ``fstcrf._kernel``.
+learners), csrc/fstcrf_hashing.c (the hashed predicate dictionary and the
+model file checksum) and csrc/fstcrf_online.c (the rival of one sentence and
+its feature difference) into the extension module ``fstcrf._kernel``.
 Extra compiler and linker flags may be given in FSTCRF_CFLAGS, e.g.
 ``-fsanitize=address`` for the sanitizer run described in docs/development.md.
 """
@@ -21,6 +22,7 @@ FEATURES_HEADER = HERE / "fstcrf_features.h"
 TRAIN_HEADER = HERE / "fstcrf_train.h"
 UPDATE_HEADER = HERE / "fstcrf_update.h"
 HASHING_HEADER = HERE / "fstcrf_hashing.h"
+ONLINE_HEADER = HERE / "fstcrf_online.h"
 
 
 def _declarations(header: pathlib.Path = HEADER) -> str:
@@ -38,12 +40,13 @@ ffibuilder.cdef(_declarations() + "#define FC_OK 0\n#define FC_INFEASIBLE 1\n#de
                 + _declarations(FEATURES_HEADER) + _declarations(TRAIN_HEADER)
                 + _declarations(UPDATE_HEADER)
                 + "#define FU_CONSTANT 0\n#define FU_ADAGRAD 1\n#define FU_ADAM 2\n"
-                + _declarations(HASHING_HEADER) + "#define FH_DUPLICATE 3\n#define FH_BLOCK 64\n")
+                + _declarations(HASHING_HEADER) + "#define FH_DUPLICATE 3\n#define FH_BLOCK 64\n"
+                + _declarations(ONLINE_HEADER))
 ffibuilder.set_source(
     "fstcrf._kernel",
-    '#include "fstcrf_kernel.h"\n#include "fstcrf_features.h"\n#include "fstcrf_train.h"\n#include "fstcrf_update.h"\n#include "fstcrf_hashing.h"',
+    '#include "fstcrf_kernel.h"\n#include "fstcrf_features.h"\n#include "fstcrf_train.h"\n#include "fstcrf_update.h"\n#include "fstcrf_hashing.h"\n#include "fstcrf_online.h"',
     sources=[str((HERE / name).relative_to(HERE.parent)) for name in ("fstcrf_kernel.c", "fstcrf_features.c", "fstcrf_train.c",
-                                                                         "fstcrf_update.c", "fstcrf_hashing.c")],
+                                                                         "fstcrf_update.c", "fstcrf_hashing.c", "fstcrf_online.c")],
     include_dirs=[str(HERE.relative_to(HERE.parent))],
     # -fopenmp-simd: honour "#pragma omp simd" (vectorised reductions) without OpenMP threads
     extra_compile_args=["-O3", "-std=c99", "-fopenmp-simd", *EXTRA_FLAGS],

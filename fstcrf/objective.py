@@ -13,9 +13,9 @@ import pynini
 
 from ._kernel import ffi, lib
 from .encoding import EncodedSentences, FactoredFeatures, TransitionWeights, buffer_pointer
-from .errors import FstcrfError, LabelError
+from .errors import FstcrfError, LabelError, ShapeError
 from .grammar import constrain, restrict_to, restriction_maps, sum_per_original_edge
-from .inference import (KernelBuffers, Potentials, SentenceBatch, forward_backward, kbest, run_parallel,
+from .inference import (KernelBuffers, Potentials, SentenceBatch, forward_backward, run_parallel,
                         thread_chunks, viterbi)
 from .topology import Topology
 
@@ -158,7 +158,28 @@ class _GradientBlock:
     """One thread's run of sentences first .. last-1 and its buffers for ``ft_gradient``."""
 
     def __init__(self, driver: _GradientDriver, first: int, last: int, group_tokens: int,
-                 with_outputs: bool = True):
+                 with_outputs: bool = True, t_max: int | None = None):
+        encoded = driver.encoded
+        self.point_at(driver, first, last)
+        t_max = t_max or int(encoded.lengths[first:last].max())
+        self.workspace = ffi.new("ft_workspace *")
+        self.workspace.group_tokens = group_tokens
+        self.workspace.t_max = t_max
+        dictionary, graph = driver.features._dictionary, driver.graph
+        self._doubles = np.empty(lib.ft_workspace_doubles(dictionary, graph, driver.num_classes,
+                                                          group_tokens, t_max))
+        self._ints = np.empty(lib.ft_workspace_ints(graph, group_tokens, t_max), dtype=np.int32)
+        self._int64s = np.empty(lib.ft_workspace_int64s(group_tokens, t_max), dtype=np.int64)
+        self.workspace.doubles = buffer_pointer("double", self._doubles)
+        self.workspace.ints = buffer_pointer("int32_t", self._ints)
+        self.workspace.int64s = buffer_pointer("int64_t", self._int64s)
+        self._loss = np.zeros(1)
+        if with_outputs:
+            self.gradient = np.zeros(driver.features.num_features)
+            self.edge_counts = np.zeros(driver.edge_count_shape)
+
+    def point_at(self, driver: _GradientDriver, first: int, last: int) -> None:
+        """Make the block sentences first .. last-1 (they must fit its workspace)."""
         encoded = driver.encoded
         self.tokens = encoded.tokens(first, last)
         self._offsets = np.ascontiguousarray(encoded.offsets[first:last + 1] - encoded.offsets[first])
@@ -176,22 +197,6 @@ class _GradientBlock:
             self.sentences.num_labels = self._allowed.shape[1]
             self.sentences.state_label = buffer_pointer("int32_t", driver.state_label)
             self.sentences.allowed = buffer_pointer("uint8_t", self._allowed)
-        t_max = int(encoded.lengths[first:last].max())
-        self.workspace = ffi.new("ft_workspace *")
-        self.workspace.group_tokens = group_tokens
-        self.workspace.t_max = t_max
-        dictionary, graph = driver.features._dictionary, driver.graph
-        self._doubles = np.empty(lib.ft_workspace_doubles(dictionary, graph, driver.num_classes,
-                                                          group_tokens, t_max))
-        self._ints = np.empty(lib.ft_workspace_ints(graph, group_tokens, t_max), dtype=np.int32)
-        self._int64s = np.empty(lib.ft_workspace_int64s(group_tokens, t_max), dtype=np.int64)
-        self.workspace.doubles = buffer_pointer("double", self._doubles)
-        self.workspace.ints = buffer_pointer("int32_t", self._ints)
-        self.workspace.int64s = buffer_pointer("int64_t", self._int64s)
-        self._loss = np.zeros(1)
-        if with_outputs:
-            self.gradient = np.zeros(driver.features.num_features)
-            self.edge_counts = np.zeros(driver.edge_count_shape)
 
     def run(self, driver: _GradientDriver, scores, theta: np.ndarray, theta_scale: float,
             grad_scale: float, grad: np.ndarray, edge_counts: np.ndarray) -> float:
@@ -238,6 +243,7 @@ class _GradientDriver:
         self.state_label = np.ascontiguousarray(model.state_label, dtype=np.int32)
         self.blocks = [_GradientBlock(self, first, last, GROUP_TOKENS)
                        for first, last in thread_chunks(encoded, scorer.threads)]
+        self._sentence_block = None
 
     def scores(self, weights: np.ndarray) -> tuple:
         """(fc_scores of the decoding graph for transition weights [T], the arrays it
@@ -258,8 +264,14 @@ class _GradientDriver:
         return self.layout.gradient(counts)
 
     def sentence_block(self, index: int) -> _GradientBlock:
-        """A block of sentence ``index`` alone (for the online algorithms)."""
-        return _GradientBlock(self, index, index + 1, int(self.encoded.lengths[index]), with_outputs=False)
+        """A block of sentence ``index`` alone (for the online algorithms): one block, sized
+        for the longest sentence, pointed at each sentence in turn."""
+        if self._sentence_block is None:
+            t_max = int(self.encoded.lengths.max())
+            self._sentence_block = _GradientBlock(self, index, index + 1, t_max, with_outputs=False, t_max=t_max)
+        else:
+            self._sentence_block.point_at(self, index, index + 1)
+        return self._sentence_block
 
 
 class TrainingSet:
@@ -284,6 +296,7 @@ class TrainingSet:
         self.partial = np.minimum.reduceat(states, encoded.offsets[:-1]) < 0
         self._plans = scorer.plans(encoded)
         self._driver = _GradientDriver(scorer, encoded, self.partial, allowed_labels)
+        self._sentence_kernel = None
         self._edge_table = scorer.topology.edge_ids
         self._num_features = scorer.features.num_features
         self.observed = np.zeros(self.num_weights)
@@ -294,14 +307,16 @@ class TrainingSet:
         self._check_gold()
 
     def __getstate__(self) -> dict:
-        """The state without the C gradient driver, whose cffi buffers cannot be pickled;
-        :meth:`__setstate__` rebuilds it, so a training set can be sent to another
-        process (a worker evaluates the same objective)."""
-        return {name: value for name, value in self.__dict__.items() if name != "_driver"}
+        """The state without the C gradient driver and rival search, whose cffi buffers
+        cannot be pickled; :meth:`__setstate__` rebuilds the driver, so a training set
+        can be sent to another process (a worker evaluates the same objective)."""
+        return {name: value for name, value in self.__dict__.items()
+                if name not in ("_driver", "_sentence_kernel")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._driver = _GradientDriver(self.scorer, self.encoded, self.partial, self.allowed_labels)
+        self._sentence_kernel = None
 
     def _check_gold(self) -> None:
         """Raise LabelError for a sentence whose gold labels fit no allowed path (with
@@ -348,79 +363,47 @@ class TrainingSet:
         F = self._num_features
         gold_score = 0.0
         if not self.partial[index]:     # scored before ``out``, which may be ``weights``, changes
-            pot = self.scorer.potentials(self.encoded, weights, index, index + 1, scale)
-            gold = self.gold(index)
-            gold_edges = _path_edges(self._edge_table, gold, np.array([0, len(gold)]))
-            gold_score = float(pot.emissions[np.arange(len(gold)), gold].sum()
-                               + pot.transitions_into(slice(1, None))[np.arange(len(gold_edges)), gold_edges].sum())
+            gold_score = self._sentence().gold_score(weights, scale, index)
         edge_counts = np.zeros(self._driver.edge_count_shape)
         loss = self._driver.sentence_block(index).run(
             self._driver, self._driver.scores(scale * weights[F:]), weights, scale, out_scale,
             out[:F], edge_counts)
         out[F:] += self._driver.weight_gradient(edge_counts)
         if not self.partial[index]:
-            self._add_paths(index, index + 1, gold, None, out, -out_scale)
+            self._sentence().add_gold(index, -out_scale, out)
         return loss - gold_score
 
     def rival(self, theta: np.ndarray, index: int) -> np.ndarray | None:
-        pot = self.scorer.potentials(self.encoded, theta, index, index + 1)
-        if self.scorer.constrained is None:
-            best = kbest(pot, 2)
-            paths = best.paths
-        else:
-            restriction = restrict_to(pot, self.scorer.constrained)
-            best = kbest(restriction.potentials, 2)
-            paths = restriction.state_map[np.maximum(best.paths, 0)]
-        gold = self.gold(index)
-        if not np.array_equal(paths[0], gold):
-            return paths[0]
-        if best.found[0] == 2 and best.scores[0, 1] >= best.scores[0, 0]:
-            return paths[1]
-        return None
+        found = self._sentence().find(theta, index, difference=False)
+        return None if found is None else found[1]
+
+    def mistake(self, theta: np.ndarray, index: int) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """None if gold is the unique best path of sentence ``index`` under theta [D], else
+        (the number of tokens where the rival of :meth:`rival` differs from gold, indices
+        int64 [m] increasing, values float [m] non-zero): the features of gold minus
+        those of the rival, the non-zero entries of what :meth:`add_path_difference` adds."""
+        found = self._sentence().find(theta, index, difference=True)
+        return None if found is None else (found[0], found[2], found[3])
+
+    def _sentence(self) -> _SentenceKernel:
+        """The C calls on one sentence (built at the first use: only the online learners
+        need them)."""
+        if self._sentence_kernel is None:
+            self._sentence_kernel = _SentenceKernel(self)
+        return self._sentence_kernel
 
     def gold(self, index: int) -> np.ndarray:
+        self._check_complete(index)
+        return self.states[self.encoded.token_rows(index, index + 1)]
+
+    def _check_complete(self, index: int) -> None:
         if self.partial[index]:
             raise FstcrfError(f"training sentence {index} is partially labelled; the perceptron "
                               "needs full labels (use algorithm='lbfgs' or 'sgd')")
-        return self.states[self.encoded.token_rows(index, index + 1)]
 
     def add_path_difference(self, index: int, plus: np.ndarray, minus: np.ndarray,
                             out: np.ndarray, scale: float) -> None:
         self._add_paths(index, index + 1, plus, minus, out, scale)
-
-    def path_difference(self, index: int, plus: np.ndarray, minus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The features of state path ``plus`` minus those of ``minus`` (int32 [T]) on
-        sentence ``index``, sparsely: (indices int64 [m], increasing; values float [m],
-        non-zero), the non-zero entries of what :meth:`add_path_difference` adds."""
-        F = self._num_features
-        features, encoded = self.scorer.features, self.encoded
-        differ = np.flatnonzero(plus != minus)
-        rows = encoded.offsets[index] + differ
-        active = encoded.indptr[rows + 1] - encoded.indptr[rows]          # predicates per token
-        entries = self._ranges(encoded.indptr[rows], active)
-        predicate = encoded.indices[entries]
-        sizes = features.ptr[predicate + 1] - features.ptr[predicate]     # features per predicate
-        feature = self._ranges(features.ptr[predicate], sizes)
-        token = np.repeat(np.repeat(differ, active), sizes)
-        value = np.repeat(encoded.values[entries], sizes)
-        output = features.output[feature]
-
-        def fires(states: np.ndarray) -> np.ndarray:
-            on = output == states
-            if features.num_labels:
-                on |= output == features.num_states + features.state_label[states]
-            return on
-
-        delta = fires(plus[token]).astype(np.int64) - fires(minus[token])
-        kept = delta != 0
-        indices, where = np.unique(feature[kept], return_inverse=True)
-        values = np.bincount(where, weights=delta[kept] * value[kept], minlength=len(indices))
-        transitions = self._transition_counts(index, index + 1, plus, minus)
-        moved = np.flatnonzero(transitions)
-        indices = np.concatenate([indices, F + moved]).astype(np.int64)
-        values = np.concatenate([values, transitions[moved]])
-        nonzero = values != 0
-        return indices[nonzero], values[nonzero]
 
     def _transition_counts(self, first: int, last: int, plus: np.ndarray, minus: np.ndarray | None
                            ) -> np.ndarray:
@@ -438,12 +421,6 @@ class TrainingSet:
             counts = counts - layout.path_counts(_path_edges(self._edge_table, minus, offsets), token_class)
         return layout.gradient(counts)
 
-    @staticmethod
-    def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-        """int64 [sum sizes]: starts[i] .. starts[i] + sizes[i] - 1, one range after another."""
-        ends = np.cumsum(sizes)
-        return np.repeat(starts - ends + sizes, sizes) + np.arange(int(ends[-1]) if len(ends) else 0)
-
     def _add_paths(self, first: int, last: int, plus: np.ndarray, minus: np.ndarray | None,
                    out: np.ndarray, scale: float) -> None:
         """Add scale * (feature counts along state path ``plus`` [n] of sentences first ..
@@ -451,6 +428,129 @@ class TrainingSet:
         F = self._num_features
         self.scorer.features.add_paths(self.encoded.tokens(first, last), plus, minus, out[:F], scale)
         out[F:] += scale * self._transition_counts(first, last, plus, minus)
+
+
+def _edge_weights(layout: TransitionWeights, num_features: int) -> np.ndarray:
+    """int64 [C, E, 2]: the indices in theta [F + T] of the (at most two) weights the
+    transition along edge e into a token of class c sums (-1: none), as
+    ``layout.scores`` sums them (see csrc/fstcrf_online.h)."""
+    E, L = layout.num_edges, layout.num_lower_labels
+    base = num_features + np.arange(E, dtype=np.int64)
+    if layout.active is not None:
+        base[~layout.active] = -1
+    table = np.full((layout.num_classes, E, 2), -1, dtype=np.int64)
+    table[:, :, 0] = base
+    if L:
+        deviations = num_features + E + np.arange(L * E, dtype=np.int64).reshape(L, E)
+        table[:L, :, 1] = np.where(base >= 0, deviations, -1)
+    return table
+
+
+class _SentenceKernel:
+    """The C calls of csrc/fstcrf_online.h on one sentence of a training set at a time:
+    the problem struct, the workspace and the output buffers, built once.  Not for
+    concurrent use (one workspace)."""
+
+    def __init__(self, training: TrainingSet):
+        driver, scorer, encoded = training._driver, training.scorer, training.encoded
+        self._training = training
+        self._buffers = KernelBuffers()
+        self._model = ffi.new("fc_graph *")
+        self._buffers.fill_graph(self._model, scorer.topology)
+        problem = self.problem = ffi.new("fo_problem *")
+        problem.dictionary = scorer.features._dictionary
+        problem.model = self._model
+        problem.decoding = driver.graph
+        problem.state_map = driver.state_map_pointer
+        if driver.edge_map is not None:
+            problem.edge_map = self._buffers._ptr("int32_t[]", np.asarray(driver.edge_map, dtype=np.int32))
+        problem.start = self._buffers._ptr("double[]", driver._start)
+        problem.final = self._buffers._ptr("double[]", driver._final)
+        problem.num_classes = driver.num_classes
+        problem.edge_weights = self._buffers._ptr("int64_t[]", _edge_weights(scorer.transitions,
+                                                                             scorer.features.num_features))
+        problem.num_weights = training.num_weights
+        t_max = int(encoded.lengths.max())
+        self.workspace = ffi.new("fo_workspace *")
+        self.workspace.t_max = t_max
+        self.workspace.doubles = self._buffers._ptr("double[]", np.empty(lib.fo_workspace_doubles(problem, t_max)))
+        self.workspace.ints = self._buffers._ptr("int32_t[]", np.empty(lib.fo_workspace_ints(problem, t_max),
+                                                                        dtype=np.int32))
+        self.workspace.int64s = self._buffers._ptr("int64_t[]", np.empty(2 * t_max, dtype=np.int64))
+        self.workspace.dense = self._buffers._ptr("double[]", np.zeros(training.num_weights))
+        self.workspace.marks = self._buffers._ptr("uint8_t[]", np.zeros(training.num_weights, dtype=np.uint8))
+        # the difference touches at most every feature of a token's predicates, and
+        # two weights per transition of each path
+        features_per_entry = np.diff(scorer.features.ptr)[encoded.indices]
+        per_token = np.add.reduceat(np.concatenate([features_per_entry, [0]]), encoded.indptr[:-1]) \
+            * (np.diff(encoded.indptr) > 0)
+        per_sentence = np.add.reduceat(per_token + 4, encoded.offsets[:-1])
+        self.capacity = int(min(per_sentence.max(), training.num_weights))
+        self._index = np.empty(self.capacity, dtype=np.int64)
+        self._value = np.empty(self.capacity)
+        self._index_pointer = buffer_pointer("int64_t", self._index)
+        self._value_pointer = buffer_pointer("double", self._value)
+        self._rival = np.empty(t_max, dtype=np.int32)
+        self._rival_pointer = buffer_pointer("int32_t", self._rival)
+        self._wrong = ffi.new("int32_t *")
+        self._count = ffi.new("int64_t *")
+        self._score = ffi.new("double *")
+        self._states = buffer_pointer("int32_t", np.ascontiguousarray(training.states, dtype=np.int32))
+        self._token_class = (ffi.NULL if encoded.token_class is None
+                             else buffer_pointer("int32_t", encoded.token_class))
+
+    def _check_weights(self, weights: np.ndarray, name: str) -> np.ndarray:
+        """``weights`` as a contiguous float [D] array (ShapeError otherwise)."""
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        if weights.shape != (self._training.num_weights,):
+            raise ShapeError(f"{name} have shape {weights.shape}, expected ({self._training.num_weights},)")
+        return weights
+
+    def _call(self, status: int, function: str, index: int) -> None:
+        if status != lib.FC_OK:
+            raise RuntimeError(f"{function} returned status {status} on training sentence {index} of a "
+                               "validated training set; this is a bug in fstcrf")
+
+    def _sentence_args(self, index: int) -> tuple:
+        """(ff_tokens, token classes, gold states) of sentence ``index`` for the C calls."""
+        self._training._check_complete(index)
+        first = int(self._training.encoded.offsets[index])
+        token_class = self._token_class if self._token_class == ffi.NULL else self._token_class + first
+        return self._training.encoded.tokens(index, index + 1), token_class, self._states + first
+
+    def gold_score(self, weights: np.ndarray, scale: float, index: int) -> float:
+        """The score of sentence ``index``'s gold path under scale * weights [D]."""
+        weights = self._check_weights(weights, "weights")
+        self._call(lib.fo_path_score(self.problem, *self._sentence_args(index), buffer_pointer("double", weights),
+                                     scale, self._score, self.workspace), "fo_path_score", index)
+        return self._score[0]
+
+    def add_gold(self, index: int, scale: float, out: np.ndarray) -> None:
+        """Add scale * the features of sentence ``index``'s gold path to out [D] (in place)."""
+        if out.dtype != np.float64 or not out.flags.c_contiguous or out.shape != (self._training.num_weights,):
+            raise ShapeError(f"out must be a contiguous float64 array of shape ({self._training.num_weights},), "
+                             f"got {out.dtype} {out.shape}")
+        self._call(lib.fo_add_path(self.problem, *self._sentence_args(index), scale, buffer_pointer("double", out),
+                                   self.workspace), "fo_add_path", index)
+
+    def find(self, theta: np.ndarray, index: int, difference: bool):
+        """None if gold is the unique best path of sentence ``index`` under theta [D], else
+        (wrong tokens, rival int32 [T], and with ``difference`` indices int64 [m] and values
+        [m] of phi(gold) - phi(rival), else None, None)."""
+        theta = self._check_weights(theta, "weights")
+        self._call(lib.fo_mistake(self.problem, *self._sentence_args(index), buffer_pointer("double", theta),
+                                  self._rival_pointer, self._wrong, self.capacity,
+                                  self._index_pointer if difference else ffi.NULL, self._value_pointer,
+                                  self._count, self.workspace), "fo_mistake", index)
+        length = int(self._training.encoded.lengths[index])
+        wrong = self._wrong[0]
+        if wrong < 0:
+            return None
+        rival = self._rival[:length].copy()
+        if not difference:
+            return wrong, rival, None, None
+        count = self._count[0]
+        return wrong, rival, self._index[:count].copy(), self._value[:count].copy()
 
 
 def _runs(indices: np.ndarray) -> list[tuple[int, int]]:

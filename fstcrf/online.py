@@ -38,11 +38,12 @@ PA_TYPES = (0, 1, 2)
 
 
 class SparseProblem(Problem, Protocol):
-    """A :class:`~fstcrf.train.Problem` that also gives path differences sparsely."""
+    """A :class:`~fstcrf.train.Problem` that also gives a sentence's mistake sparsely."""
 
-    def path_difference(self, index: int, plus: np.ndarray, minus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(indices int64 [m], values float [m]): the features of state path ``plus``
-        minus those of ``minus`` (int32 [T]) on sentence ``index``, non-zero entries only."""
+    def mistake(self, theta: np.ndarray, index: int) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """None if gold is the unique best path of sentence ``index`` under theta [D], else
+        (the number of tokens where the rival differs from gold, indices int64 [m] and
+        values float [m]: the non-zero entries of phi(gold) - phi(rival))."""
 
 
 def _check_flag(name: str, value) -> None:
@@ -54,12 +55,11 @@ def _mistake(problem: SparseProblem, weights: np.ndarray, index: int):
     """None if gold is the unique best path of sentence ``index`` under ``weights``, else
     (labels wrong on the rival, indices int64 [m], values [m] of gold minus rival, margin
     = score of gold minus score of the rival)."""
-    rival = problem.rival(weights, index)
-    if rival is None:
+    found = problem.mistake(weights, index)
+    if found is None:
         return None
-    gold = problem.gold(index)
-    indices, values = problem.path_difference(index, gold, rival)
-    return int(np.count_nonzero(gold != rival)), indices, values, float(weights[indices] @ values)
+    wrong, indices, values = found
+    return wrong, indices, values, float(weights[indices] @ values)
 
 
 def _mistake_epochs(algorithm: str, problem: SparseProblem, weights: np.ndarray, update, result_weights,

@@ -110,6 +110,11 @@ class Problem(Protocol):
         """int32 [T]: the best state sequence of sentence ``index`` other than the gold one,
         if it scores at least as much as gold; None if gold is the unique best."""
 
+    def mistake(self, theta: np.ndarray, index: int) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """None if :meth:`rival` is None, else (the number of tokens where the rival differs
+        from gold, indices int64 [m], values [m]): the non-zero entries of the features of
+        gold minus those of the rival."""
+
     def gold(self, index: int) -> np.ndarray:
         """int32 [T]: the gold state sequence of sentence ``index``."""
 
@@ -529,14 +534,13 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
         for _ in range(int(max_iter)):
             mistakes, loss = 0, 0.0
             for index in rng.permutation(problem.num_sequences):
-                rival = problem.rival(weights, index)
-                if rival is not None:
-                    gold = problem.gold(index)
-                    wrong = int(np.count_nonzero(gold != rival))
+                found = problem.mistake(weights, index)
+                if found is not None:
+                    wrong, indices, values = found
                     mistakes += wrong
-                    loss += wrong / len(gold)
-                    problem.add_path_difference(index, gold, rival, weights, 1.0)
-                    problem.add_path_difference(index, gold, rival, weighted_updates, float(step))
+                    loss += wrong / len(problem.gold(index))
+                    weights[indices] += values
+                    weighted_updates[indices] += step * values
                 step += 1
             if monitor.end_iteration(averaged(), mistakes) or loss / problem.num_sequences < epsilon:
                 break

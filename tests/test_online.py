@@ -4,11 +4,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fstcrf import online, train
+from fstcrf.encoding import TransitionWeights
 from fstcrf.errors import ArgumentTypeError, FstcrfError
+from fstcrf.grammar import compile_grammar, load_grammar, restrict_to
+from fstcrf.labels import gold_label_set
+from fstcrf.objective import Scorer, TrainingSet
+from oracles import BruteForce
 from test_model import chunk_corpus, random_corpus, reading_training_set, training_set
 
 LEARNERS = {"pa": (online.passive_aggressive, dict(max_iter=10)),
@@ -33,25 +38,130 @@ def sentence_accuracy(problem, weights) -> float:
     return 100.0 * np.mean([problem.rival(weights, i) is None for i in range(problem.num_sequences)])
 
 
-# -- the sparse path difference ------------------------------------------------------
+# -- the rival and its sparse feature difference -----------------------------------
 
-@settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10 ** 6), order=st.sampled_from([1, 2]),
-       feature_set=st.sampled_from(["supported", "complete"]), reading=st.booleans())
-def test_sparse_path_difference_equals_the_dense_one(seed, order, feature_set, reading):
-    corpus = random_corpus(seed, 6)
-    problem = (reading_training_set(corpus, order, threads=1) if reading
-               else training_set(corpus, order, feature_set, threads=1))
+def brute_force_rival(problem, theta, index):
+    """The rival by enumeration: the best allowed path if it is not gold, else the
+    second best if it scores as high, else None (ties ranked by the kernel's rule)."""
+    pot = problem.scorer.potentials(problem.encoded, theta, index, index + 1)
+    state_map = np.arange(pot.topology.num_states)
+    if problem.scorer.constrained is not None:
+        restriction = restrict_to(pot, problem.scorer.constrained)
+        pot, state_map = restriction.potentials, restriction.state_map
+    oracle = BruteForce(pot.topology, pot.emissions, pot.transitions, pot.start, pot.final, pot.token_class)
+    ranked = oracle.ranked()
+    gold = problem.gold(index)
+    if not np.array_equal(state_map[list(ranked[0][1])], gold):
+        return state_map[list(ranked[0][1])]
+    if len(ranked) > 1 and ranked[1][0] >= ranked[0][0]:
+        return state_map[list(ranked[1][1])]
+    return None
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), order=st.sampled_from([1, 2]), reading=st.booleans(),
+       constrained=st.booleans(), weights=st.sampled_from(["normal", "integers", "zero"]))
+def test_rival_is_the_brute_force_best_incorrect_path_and_its_difference_the_dense_one(
+        seed, order, reading, constrained, weights):
+    corpus = random_corpus(seed, 10)
+    labels = gold_label_set(corpus.column("chunk"))
+    assume(not constrained or {"I-NP", "I-VP"} <= set(labels))     # the grammar names them
+    constraint = compile_grammar(load_grammar("iob2"), labels) if constrained else None
+    problem = (reading_training_set(corpus, order, constraint, threads=1) if reading
+               else training_set(corpus, order, "supported", threads=1, constraint=constraint))
     rng = np.random.default_rng(seed)
+    # small integers make every sum exact, so ties between paths are exact too
+    theta = {"normal": rng.normal(size=problem.num_weights),
+             "integers": rng.integers(-1, 2, size=problem.num_weights).astype(float),
+             "zero": np.zeros(problem.num_weights)}[weights]
     for index in range(problem.num_sequences):
+        if problem.scorer.topology.num_states ** problem.encoded.lengths[index] > 10 ** 5:
+            continue        # too many sequences to enumerate
+        expected = brute_force_rival(problem, theta, index)
+        rival, mistake = problem.rival(theta, index), problem.mistake(theta, index)
+        if expected is None:
+            assert rival is None and mistake is None
+            continue
+        np.testing.assert_array_equal(rival, expected)
         gold = problem.gold(index)
-        rival = problem.rival(rng.normal(size=problem.num_weights), index)
-        for plus, minus in [(gold, gold)] + ([] if rival is None else [(gold, rival), (rival, gold)]):
-            dense = dense_difference(problem, index, plus, minus)
-            indices, values = problem.path_difference(index, plus, minus)
-            assert indices.dtype == np.int64 and np.all(np.diff(indices) > 0) and np.all(values != 0)
-            np.testing.assert_array_equal(indices, np.flatnonzero(dense))
-            np.testing.assert_allclose(values, dense[indices], rtol=0, atol=1e-12)
+        wrong, indices, values = mistake
+        assert wrong == np.count_nonzero(gold != rival)
+        dense = dense_difference(problem, index, gold, rival)
+        assert indices.dtype == np.int64 and np.all(np.diff(indices) > 0) and np.all(values != 0)
+        np.testing.assert_array_equal(indices, np.flatnonzero(dense))
+        np.testing.assert_allclose(values, dense[indices], rtol=0, atol=1e-12)
+
+
+def test_inactive_transitions_score_nothing_in_the_rival_search_and_sentence_gradients():
+    """Transition weights "seen in training" only (TransitionWeights.active)."""
+    base = training_set(random_corpus(12, 12), 1, "supported", threads=1)
+    topology = base.scorer.topology
+    active = np.random.default_rng(12).random(topology.num_edges) < 0.5
+    active[topology.edge_ids[base.states[:-1], base.states[1:]]] = True      # the gold paths stay feasible
+    scorer = Scorer(base.scorer.features, topology, 1, transitions=TransitionWeights(topology.num_edges,
+                                                                                      active=active))
+    problem = TrainingSet(scorer, base.encoded, base.states, base.allowed_labels)
+    theta = np.random.default_rng(13).normal(size=problem.num_weights)
+    for index in range(problem.num_sequences):
+        expected = brute_force_rival(problem, theta, index)
+        rival = problem.rival(theta, index)
+        assert (rival is None) == (expected is None)
+        if rival is not None:
+            np.testing.assert_array_equal(rival, expected)
+            indices = problem.mistake(theta, index)[1]
+            assert np.all(active[indices[indices >= scorer.features.num_features] - scorer.features.num_features])
+    loss, gradient = problem.loss_and_gradient(theta)
+    total, summed = 0.0, np.zeros(problem.num_weights)
+    for index in range(problem.num_sequences):
+        total += problem.add_gradient(theta / 2, 2.0, index, summed, -1.0)
+    assert total == pytest.approx(loss, rel=1e-10)
+    np.testing.assert_allclose(-summed, gradient, atol=1e-9)
+
+
+def dense_mistake_epochs(problem, epochs, update):
+    """The epochs of :func:`online._mistake_epochs` with dense differences: on each
+    mistake, ``update(step, wrong, delta [D], margin)``."""
+    rng = np.random.default_rng(0)
+    weights, step = np.zeros(problem.num_weights), 1
+    for _ in range(epochs):
+        for index in rng.permutation(problem.num_sequences):
+            rival = problem.rival(weights, index)
+            if rival is not None:
+                gold = problem.gold(index)
+                delta = dense_difference(problem, index, gold, rival)
+                update(weights, step, int(np.count_nonzero(gold != rival)), delta, float(weights @ delta))
+            step += 1
+    return weights, step
+
+
+@pytest.mark.parametrize("reading", [False, True])
+def test_pa_and_arow_epochs_equal_dense_reference_updates(reading):
+    corpus = random_corpus(11, 30)
+    problem = reading_training_set(corpus, 1, threads=1) if reading else training_set(corpus, 2, "supported",
+                                                                                        threads=1)
+    c = 0.5
+    averaged = np.zeros(problem.num_weights)
+
+    def pa_step(weights, step, wrong, delta, margin):
+        norm2 = float(delta @ delta)
+        if norm2 > 0:
+            tau = min(c, (math.sqrt(wrong) - margin) / norm2)
+            weights += tau * delta
+            averaged[:] += tau * step * delta
+
+    weights, steps = dense_mistake_epochs(problem, 3, pa_step)
+    result = online.passive_aggressive(problem, 1, c, max_iter=3)
+    np.testing.assert_allclose(result.weights, weights - averaged / steps, rtol=1e-10, atol=1e-12)
+
+    covariance = np.ones(problem.num_weights)
+
+    def arow_step(weights, step, wrong, delta, margin):
+        alpha = (wrong - margin) / (1.0 + float(delta * covariance @ delta))
+        weights += alpha * covariance * delta
+        covariance[:] = 1.0 / (1.0 / covariance + delta * delta)
+
+    weights, _ = dense_mistake_epochs(problem, 3, arow_step)
+    np.testing.assert_allclose(online.arow(problem, max_iter=3).weights, weights, rtol=1e-10, atol=1e-12)
 
 
 # -- single updates against their closed forms ---------------------------------------
