@@ -1,0 +1,107 @@
+"""The driver's training objective: one :class:`~fstcrf.objective.TrainingSet` per
+shard lives on a worker; each evaluation sends the weights once to every worker
+and receives one (loss, gradient) per shard, summed in shard order, so the
+result does not depend on which worker ran which shard.  The prior is not in
+it: :func:`fstcrf.train.lbfgs` adds it once, on the driver."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..objective import Scorer, TrainingSet
+from .dictionary import EncodedShard
+
+logger = logging.getLogger(__name__)
+
+#: Times one evaluation is tried again after the loss of a worker or a connection.
+RETRIES = 3
+
+
+def make_problem(shard: EncodedShard, scorer: Scorer) -> TrainingSet:
+    """Worker: the training set of a shard, built once and kept in the worker's memory."""
+    return TrainingSet(scorer, shard.encoded, shard.states, shard.allowed_labels)
+
+
+def shard_loss_and_gradient(problem: TrainingSet, theta: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """Worker: (negative log-likelihood of the shard, its gradient float [D], seconds spent)."""
+    from ..inference import blas_single_threaded
+    started = time.perf_counter()
+    with blas_single_threaded():
+        loss, gradient = problem.loss_and_gradient(theta)
+    return loss, gradient, time.perf_counter() - started
+
+
+@dataclass
+class Traffic:
+    """What the evaluations cost: their number, the wall seconds, the seconds of the
+    slowest shard's gradient in each, the bytes of weights sent and of gradients
+    received, and the evaluations retried."""
+
+    evaluations: int = 0
+    seconds: float = 0.0
+    gradient_seconds: float = 0.0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    retried: int = 0
+    per_evaluation: list[tuple[float, float]] = field(default_factory=list)
+
+
+def _lost_worker_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that mean a worker or a connection went away (not a fault of the data)."""
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+    from distributed.comm import CommClosedError
+    return KilledWorker, FutureCancelledError, CommClosedError, OSError, TimeoutError
+
+
+class DistributedObjective:
+    """A :class:`fstcrf.train.Problem` (L-BFGS's part: ``loss_and_gradient``) whose
+    sentences are the shards' training sets, futures held on the workers of ``client``."""
+
+    def __init__(self, client, problems: list, num_weights: int, num_sequences: int, retries: int = RETRIES):
+        self.client = client
+        self.problems = problems
+        self.num_weights = num_weights
+        self.num_sequences = num_sequences
+        self.retries = retries
+        self.traffic = Traffic()
+
+    def _evaluate_shards(self, theta: np.ndarray) -> list[tuple[float, np.ndarray, float]]:
+        """One result per shard, in shard order; an evaluation a lost worker broke is run
+        again (Dask rebuilds the lost shards from their files)."""
+        lost = _lost_worker_errors()
+        for attempt in range(self.retries + 1):
+            try:
+                weights = self.client.scatter(theta, broadcast=True, hash=False)
+                workers = len(self.client.nthreads())
+                futures = [self.client.submit(shard_loss_and_gradient, problem, weights, pure=False)
+                           for problem in self.problems]
+                results = self.client.gather(futures)
+                self.traffic.bytes_sent += theta.nbytes * workers
+                return results
+            except lost as problem:
+                if attempt == self.retries:
+                    raise
+                self.traffic.retried += 1
+                logger.warning("a gradient evaluation failed (%s: %s); trying it again (%d of %d)",
+                               type(problem).__name__, problem, attempt + 1, self.retries)
+                self.client.wait_for_workers(1)
+
+    def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        started = time.perf_counter()
+        results = self._evaluate_shards(np.ascontiguousarray(theta, dtype=np.float64))
+        loss, gradient = results[0][0], results[0][1].copy()
+        for shard_loss, shard_gradient, _ in results[1:]:
+            loss += shard_loss
+            gradient += shard_gradient
+        seconds = time.perf_counter() - started
+        slowest = max(result[2] for result in results)
+        self.traffic.evaluations += 1
+        self.traffic.seconds += seconds
+        self.traffic.gradient_seconds += slowest
+        self.traffic.bytes_received += sum(result[1].nbytes for result in results)
+        self.traffic.per_evaluation.append((seconds, slowest))
+        return loss, gradient
