@@ -12,10 +12,10 @@ CONNECT_TIMEOUT = 10
 
 
 @contextlib.contextmanager
-def connect(spec: str, threads_per_worker: int = 1):
+def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIMEOUT):
     """A dask.distributed Client for ``spec`` ("local:N" or a scheduler address such
     as "tcp://host:8786"), closed (with its LocalCluster) on exit; SchedulerError
-    when the scheduler cannot be reached."""
+    when the scheduler does not answer within ``timeout`` seconds."""
     local = re.fullmatch(r"local:(\d+)", spec)
     if local is None and not re.fullmatch(r"(tcp|tls|inproc|ws|wss|ucx)://\S+|[\w.-]+:\d+", spec):
         raise FstcrfError(f"--dask takes a scheduler address such as tcp://host:8786 or local:N, got {spec!r}")
@@ -25,13 +25,13 @@ def connect(spec: str, threads_per_worker: int = 1):
         if workers < 1:
             raise FstcrfError(f"--dask local:N needs N >= 1 workers, got {spec!r}")
         with LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
             yield client
         return
     try:
-        client = Client(spec, timeout=CONNECT_TIMEOUT)
+        client = Client(spec, timeout=timeout)
     except (OSError, TimeoutError) as problem:
-        raise SchedulerError(f"cannot reach the Dask scheduler at {spec} within {CONNECT_TIMEOUT} s: "
+        raise SchedulerError(f"cannot reach the Dask scheduler at {spec} within {timeout:g} s: "
                              f"{problem}") from None
     with client:
         yield client

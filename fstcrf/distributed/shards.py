@@ -101,7 +101,7 @@ def read_shard(shard: Shard, columns: str | Sequence[str] | None = None, separat
     """The sentences of a shard (none when it holds only blank lines); ShardError names
     ``worker`` and the file when a piece cannot be read or parsed, or when pieces
     differ in their columns."""
-    sentences, names = [], None
+    sentences, names, first = [], None, None
     for piece in shard.pieces:
         try:
             with open(piece.path, "rb") as stream:
@@ -118,8 +118,10 @@ def read_shard(shard: Shard, columns: str | Sequence[str] | None = None, separat
             raise ShardError(f"worker {worker}: {problem}") from None
         if names is not None and corpus.sentences and corpus.column_names != names:
             raise ShardError(f"worker {worker}: {piece} has the columns {', '.join(corpus.column_names)} "
-                             f"but the shard's first piece has {', '.join(names)}")
+                             f"({len(corpus.column_names)} fields) but {first} has {', '.join(names)} "
+                             f"({len(names)} fields)")
         if corpus.sentences:
-            names = names or corpus.column_names
+            if names is None:
+                names, first = corpus.column_names, piece
             sentences.extend(corpus.sentences)
     return Corpus(names or (), sentences)
