@@ -469,6 +469,8 @@ def _tag(args: argparse.Namespace) -> int:
     composed = isinstance(model, JointModel)
     _warn_ignored_decoding_options(args, composed=composed)
     _check_tag_options(args, composed)
+    if args.dask is not None:
+        return _tag_on_dask(model, composed, args)
     if args.sample or args.with_probability:
         if len(args.input) != 1:
             raise FstcrfError("--sample tags one input file at a time")
@@ -499,6 +501,29 @@ def _tag(args: argparse.Namespace) -> int:
         LOG.warning("interrupted: the first %d sentences were tagged and written to %s", tagged["sentences"],
                     "standard output" if args.output == "-" else args.output)
         raise
+    return 0
+
+
+def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
+    """tag --dask SPEC: the inputs cut into shards of whole sentences, tagged on the
+    workers (which read the inputs and the model by their paths) and written in order."""
+    from .distributed.cluster import connect
+    from .distributed.tagging import tag_on_dask
+    refused = [option for option, given in (("a composed model", composed), ("--sample", args.sample),
+                                            ("--nbest", args.nbest is not None), ("--marginals", args.marginals),
+                                            ("--nonlocal", args.nonlocal_model), ("standard input", "-" in args.input))
+               if given]
+    if refused:
+        raise FstcrfError(f"tagging on Dask (--dask) writes the best labels of a single model read from files; "
+                          f"it does not take {', '.join(refused)}")
+    names, allow_missing = (args.columns, ()) if args.columns is not None else (model.columns_, (model.target_,))
+    options = _grammar_options(args)
+    if options:
+        options["grammar"] = args.grammar          # loaded by each worker
+    with connect(args.dask) as client, phase("decode"):
+        shards = tag_on_dask(client, args.model, args.input, args.output, names, allow_missing, args.separator,
+                             args.threads or 1, options)
+    LOG.info("tagged %s in %d shards on the Dask workers of %s", ", ".join(args.input), shards, args.dask)
     return 0
 
 
@@ -1213,6 +1238,12 @@ def build_parser() -> argparse.ArgumentParser:
                                               "may be absent. Read, tagged and written a batch of sentences at a "
                                               "time, so memory stays bounded and output appears as it goes")
     tag.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    tag.add_argument("--dask", default=None, metavar="ADDRESS|local:N",
+                     help="tag on a Dask cluster (a scheduler address, or local:N worker processes): the input "
+                          "files are cut into shards of whole sentences that the workers read and tag with the "
+                          "model (both by path), and the output is written in input order; best labels of a "
+                          "single model, optionally under --grammar (needs fstcrf[distributed]) (default: in "
+                          "this process)")
     _add_decoding_arguments(tag)
     tag.add_argument("--sample", type=POSITIVE, default=None, metavar="N",
                      help="instead of the best labels, N label sequences per sentence drawn exactly from the "

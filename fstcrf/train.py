@@ -313,12 +313,7 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
     def counts(theta: np.ndarray) -> dict:
         return {"nonzero": int(np.count_nonzero(theta))}
 
-    if initial is None:
-        theta = np.zeros(problem.num_weights)
-    else:
-        theta = np.array(initial, dtype=np.float64)
-        if theta.shape != (problem.num_weights,):
-            raise FstcrfError(f"initial weights have shape {theta.shape}, expected ({problem.num_weights},)")
+    theta = _starting_weights(problem, initial)
     start = None
     if resume is not None:
         theta = resume.theta.copy()
@@ -343,6 +338,16 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
                 if stop:
                     break
     return monitor.result(theta)
+
+
+def _starting_weights(problem: Problem, initial: np.ndarray | None) -> np.ndarray:
+    """float [D]: zeros, or a copy of ``initial`` checked to have D weights."""
+    if initial is None:
+        return np.zeros(problem.num_weights)
+    theta = np.array(initial, dtype=np.float64)
+    if theta.shape != (problem.num_weights,):
+        raise FstcrfError(f"initial weights have shape {theta.shape}, expected ({problem.num_weights},)")
+    return theta
 
 
 def _line_search(linesearch: str, l1: float) -> str:
@@ -554,8 +559,10 @@ def _two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
 
 def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
                         evaluate: Evaluate | None = None,
-                        callback: Callback | None = None, epsilon: float = 0.0) -> TrainingResult:
-    """Collins's averaged perceptron: ``max_iter`` epochs over the sentences, shuffled by ``seed``.
+                        callback: Callback | None = None, epsilon: float = 0.0,
+                        initial: np.ndarray | None = None) -> TrainingResult:
+    """Collins's averaged perceptron: ``max_iter`` epochs over the sentences, shuffled by ``seed``,
+    from w = 0 or from ``initial`` [D].
 
     When the gold path of a sentence is not the unique best path under w,
     w moves by the features of gold minus those of the best other path (a
@@ -568,7 +575,7 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
     check_positive("max_iter", max_iter, integer=True)
     check_positive("epsilon", epsilon, zero=True)
     rng = np.random.default_rng(seed)
-    weights = np.zeros(problem.num_weights)
+    weights = _starting_weights(problem, initial)
     weighted_updates = np.zeros(problem.num_weights)
     step = 1
 
@@ -596,8 +603,9 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
 
 def sgd(problem: Problem, sigma: float = 10.0, max_iter: int = 10, learning_rate: float = SGD_LEARNING_RATE,
         seed: int = 0, evaluate: Evaluate | None = None,
-        callback: Callback | None = None) -> TrainingResult:
-    """Stochastic gradient descent on the penalised log-likelihood, one sentence per step.
+        callback: Callback | None = None, initial: np.ndarray | None = None) -> TrainingResult:
+    """Stochastic gradient descent on the penalised log-likelihood, one sentence per step,
+    from theta = 0 or from ``initial`` [D].
 
     Each of the B sentences carries 1/B of the prior, so step t (counted over
     all epochs) does theta <- theta - eta_t * (gradient of its sentence's
@@ -615,7 +623,7 @@ def sgd(problem: Problem, sigma: float = 10.0, max_iter: int = 10, learning_rate
                           f"the prior would flip the weights' sign (need learning_rate * "
                           f"1 / (sigma^2 * {num_sentences} sentences) < 1)")
     rng = np.random.default_rng(seed)
-    weights = np.zeros(problem.num_weights)
+    weights = _starting_weights(problem, initial)
     scale = 1.0
     step = 0
     monitor = _Monitor("sgd", evaluate, callback)

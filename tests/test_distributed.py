@@ -166,3 +166,28 @@ def test_cli_writes_no_model_when_a_shard_is_bad(tmp_path, capsys):
     assert main(["-q", "train", str(bad), "--dask", "local:2", "--max-iter", "2", "-o", str(out)]) == 2
     assert "worker tcp://" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("algorithm", ["perceptron", "sgd"])
+def test_mixing_one_shard_for_one_epoch_is_the_single_process_epoch(clients, algorithm):
+    single = ChainCRF(algorithm=algorithm, max_iter=1, threads=1).fit(read_conll(DEMO))
+    from fstcrf.distributed.fit import fit_on_dask
+    mixed = fit_on_dask(ChainCRF(algorithm=algorithm, max_iter=1, threads=1), str(DEMO), clients(2), shards=1)
+    assert np.array_equal(mixed.weights_, single.weights_)
+
+
+def test_mixing_depends_on_the_shards_not_on_the_workers(clients):
+    from fstcrf.distributed.fit import fit_on_dask
+    two, four = (fit_on_dask(ChainCRF(algorithm="perceptron", max_iter=3, threads=1), str(DEMO), clients(n), shards=4)
+                 for n in (2, 4))
+    assert np.array_equal(two.weights_, four.weights_)
+    assert [r["objective"] for r in two.history_] == [r["objective"] for r in four.history_]
+
+
+def test_mixed_perceptron_learns_about_as_well_as_one_process(clients):
+    from fstcrf.distributed.fit import fit_on_dask
+    test = read_conll(DEMO.with_name("demo_test.txt"))
+    single = ChainCRF(algorithm="perceptron", max_iter=5, threads=1).fit(read_conll(DEMO))
+    mixed = fit_on_dask(ChainCRF(algorithm="perceptron", max_iter=5, threads=1), str(DEMO), clients(4), shards=4)
+    print("F1 single", single.score(test).f1, "mixed", mixed.score(test).f1)
+    assert mixed.score(test).f1 > single.score(test).f1 - 3.0

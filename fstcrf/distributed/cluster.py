@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 
 from ..errors import FstcrfError, SchedulerError
@@ -20,6 +21,7 @@ def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIM
     if local is None and not re.fullmatch(r"(tcp|tls|inproc|ws|wss|ucx)://\S+|[\w.-]+:\d+", spec):
         raise FstcrfError(f"--dask takes a scheduler address such as tcp://host:8786 or local:N, got {spec!r}")
     from distributed import Client, LocalCluster
+    logging.getLogger("distributed").setLevel(logging.WARNING)    # fstcrf's own log says what happens
     if local is not None:
         workers = int(local.group(1))
         if workers < 1:

@@ -1,7 +1,8 @@
 """``ChainCRF.fit`` on a Dask cluster: the driver cuts the corpus into shards; the
 workers read, count and encode their shards; the driver reduces the counts into
 the labels, the predicate dictionary and the feature dictionary, and runs the
-single-process L-BFGS (OWL-QN with c1) on :class:`~.objective.DistributedObjective`.
+single-process L-BFGS (OWL-QN with c1) on :class:`~.objective.DistributedObjective`,
+or mixes the shards' perceptron or SGD epochs (:mod:`.mixing`).
 Every error the data can cause is raised by the counting passes, before training."""
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ..objective import Scorer
 from . import checkpoint as checkpoints
 from .dictionary import (check_layouts, encode_shard, load_shard, merged_extractor, shard_pair_counts,
                          summarise, union_labels)
+from .mixing import mix
 from .objective import DistributedObjective, make_problem
 from .shards import Shard, partition
 
@@ -32,9 +34,9 @@ def _value(value):
 
 
 def _check_supported(model) -> None:
-    if model.algorithm != "lbfgs":
-        raise FstcrfError(f"distributed training runs algorithm 'lbfgs' (with c1: OWL-QN), not "
-                          f"{model.algorithm!r}")
+    if model.algorithm not in ("lbfgs", "perceptron", "ap", "sgd"):
+        raise FstcrfError(f"distributed training runs algorithms 'lbfgs' (with c1: OWL-QN), 'perceptron' ('ap') "
+                          f"and 'sgd' (by iterative parameter mixing), not {model.algorithm!r}")
     if model.grammar is not None or model.reads is not None:
         raise FstcrfError("distributed training does not train under a grammar nor read a lower tagger's "
                           "labels yet")
@@ -76,6 +78,8 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
                             "at tagging time that column is unknown")
     if resume and checkpoint is None:
         raise FstcrfError("resume needs the checkpoint file to resume from")
+    if checkpoint is not None and model.algorithm != "lbfgs":
+        raise FstcrfError(f"checkpoints hold L-BFGS state; algorithm {model.algorithm!r} has none")
     train.check_positive("checkpoint_every", checkpoint_every, integer=True)
     shards = shards or len(client.nthreads())
     train.check_positive("shards", shards, integer=True)
@@ -117,6 +121,15 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     objective = DistributedObjective(client, problems, scorer.num_weights, sum(s.sentences for s in summaries))
     evaluate = model._dev_evaluator(dev_gold, extractor, scorer, None)
 
+    if model.algorithm != "lbfgs":
+        learning_rate = train.SGD_LEARNING_RATE if model.learning_rate is None else model.learning_rate
+        result = mix(client, problems, [s.sentences for s in summaries], scorer.num_weights,
+                     "sgd" if model.algorithm == "sgd" else "perceptron", model.max_iter,
+                     {"seed": model.seed, "sigma": model.sigma, "learning_rate": learning_rate,
+                      "params": model._learner_params()}, evaluate, callback)
+        model._set_fitted(topology, None, None, extractor, features, target, tuple(column_names), result,
+                          active_edges)
+        return model
     run = checkpoints.fingerprint({name: value for name, value in model.get_params().items() if name != "client"},
                                   labels, [features.ptr, features.output, extractor._dictionary.keys])
     state = checkpoints.load_state(checkpoint, run) if resume else None

@@ -57,6 +57,32 @@ def _lost_worker_errors() -> tuple[type[BaseException], ...]:
     return KilledWorker, FutureCancelledError, CommClosedError, OSError, TimeoutError
 
 
+def on_every_shard(client, function, problems: list, vector: np.ndarray, *args, retries: int = RETRIES,
+                   traffic: Traffic | None = None) -> list:
+    """``function(problem, vector, *args)`` for every shard's problem, run on the workers
+    that hold them, results in shard order.  ``vector`` is sent once to each worker;
+    a run that a lost worker or connection broke is started again (Dask rebuilds the
+    lost shards from their files), at most ``retries`` times."""
+    lost = _lost_worker_errors()
+    for attempt in range(retries + 1):
+        try:
+            shared = client.scatter(vector, broadcast=True, hash=False)
+            workers = len(client.nthreads())
+            results = client.gather([client.submit(function, problem, shared, *args, pure=False)
+                                     for problem in problems])
+            if traffic is not None:
+                traffic.bytes_sent += vector.nbytes * workers
+            return results
+        except lost as problem:
+            if attempt == retries:
+                raise
+            if traffic is not None:
+                traffic.retried += 1
+            logger.warning("a run on the shards failed (%s: %s); trying it again (%d of %d)",
+                           type(problem).__name__, problem, attempt + 1, retries)
+            client.wait_for_workers(1)
+
+
 class DistributedObjective:
     """A :class:`fstcrf.train.Problem` (L-BFGS's part: ``loss_and_gradient``) whose
     sentences are the shards' training sets, futures held on the workers of ``client``."""
@@ -69,30 +95,11 @@ class DistributedObjective:
         self.retries = retries
         self.traffic = Traffic()
 
-    def _evaluate_shards(self, theta: np.ndarray) -> list[tuple[float, np.ndarray, float]]:
-        """One result per shard, in shard order; an evaluation a lost worker broke is run
-        again (Dask rebuilds the lost shards from their files)."""
-        lost = _lost_worker_errors()
-        for attempt in range(self.retries + 1):
-            try:
-                weights = self.client.scatter(theta, broadcast=True, hash=False)
-                workers = len(self.client.nthreads())
-                futures = [self.client.submit(shard_loss_and_gradient, problem, weights, pure=False)
-                           for problem in self.problems]
-                results = self.client.gather(futures)
-                self.traffic.bytes_sent += theta.nbytes * workers
-                return results
-            except lost as problem:
-                if attempt == self.retries:
-                    raise
-                self.traffic.retried += 1
-                logger.warning("a gradient evaluation failed (%s: %s); trying it again (%d of %d)",
-                               type(problem).__name__, problem, attempt + 1, self.retries)
-                self.client.wait_for_workers(1)
-
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         started = time.perf_counter()
-        results = self._evaluate_shards(np.ascontiguousarray(theta, dtype=np.float64))
+        results = on_every_shard(self.client, shard_loss_and_gradient, self.problems,
+                                 np.ascontiguousarray(theta, dtype=np.float64), retries=self.retries,
+                                 traffic=self.traffic)
         loss, gradient = results[0][0], results[0][1].copy()
         for shard_loss, shard_gradient, _ in results[1:]:
             loss += shard_loss

@@ -14,8 +14,11 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..conll import Corpus, iter_conll
+from ..conll import DOCSTART, Corpus, Sentence, iter_conll
 from ..errors import ConllFormatError, FstcrfError, ShardError
+
+#: Bytes looked at before a cut for the start of the line it falls in.
+LINE_LOOKBACK = 1 << 16
 
 @dataclass(frozen=True)
 class Piece:
@@ -51,16 +54,25 @@ def _file_size(path: str) -> int:
 
 
 def _next_sentence_start(path: str, offset: int, size: int) -> int:
-    """The first byte at or after ``offset`` that follows a blank line, or ``size``."""
+    """The first byte at or after ``offset`` that follows a blank line closing a sentence
+    (not one closing a ``-DOCSTART-`` line, which belongs with the sentence after it),
+    or ``size``."""
     with open(path, "rb") as stream:
-        stream.seek(offset - 1)
-        inside_line = stream.read(1) != b"\n"   # the line ``offset`` falls in started before it
-        position = offset
+        back = max(0, offset - LINE_LOOKBACK)
+        stream.seek(back)
+        newline = stream.read(offset - back).rfind(b"\n")
+        line_start = back + newline + 1 if newline >= 0 or back == 0 else offset
+        stream.seek(line_start)
+        position, docstart = line_start, False
         for line in iter(stream.readline, b""):
+            started = position
             position += len(line)
-            if not inside_line and not line.strip(b" \t\r\f\v\n"):
-                return position
-            inside_line = False
+            stripped = line.strip(b" \t\r\f\v\n")
+            if not stripped:
+                if started >= offset and not docstart:
+                    return position
+            else:
+                docstart = stripped.startswith(DOCSTART.encode())
     return size
 
 
@@ -97,11 +109,12 @@ def partition(paths: str | os.PathLike | Sequence[str | os.PathLike], num_shards
 
 
 def read_shard(shard: Shard, columns: str | Sequence[str] | None = None, separator: str | None = None,
-               worker: str = "this process") -> Corpus:
+               worker: str = "this process", allow_missing: Sequence[str] = ()) -> Corpus:
     """The sentences of a shard (none when it holds only blank lines); ShardError names
     ``worker`` and the file when a piece cannot be read or parsed, or when pieces
-    differ in their columns."""
-    sentences, names, first = [], None, None
+    differ in their columns.  ``columns``, ``separator`` and ``allow_missing`` are
+    :func:`~fstcrf.conll.read_conll`'s."""
+    sentences, names, first, pending = [], None, None, ()
     for piece in shard.pieces:
         try:
             with open(piece.path, "rb") as stream:
@@ -113,7 +126,8 @@ def read_shard(shard: Shard, columns: str | Sequence[str] | None = None, separat
             raise ShardError(f"worker {worker} read {len(data)} bytes of {piece}: the file changed "
                              "after the corpus was partitioned")
         try:
-            corpus, = iter_conll(io.BytesIO(data), columns, separator, name=str(piece))
+            corpus, = iter_conll(io.BytesIO(data), columns, separator, allow_missing=allow_missing,
+                                 name=str(piece))
         except ConllFormatError as problem:
             raise ShardError(f"worker {worker}: {problem}") from None
         if names is not None and corpus.sentences and corpus.column_names != names:
@@ -123,5 +137,9 @@ def read_shard(shard: Shard, columns: str | Sequence[str] | None = None, separat
         if corpus.sentences:
             if names is None:
                 names, first = corpus.column_names, piece
-            sentences.extend(corpus.sentences)
-    return Corpus(names or (), sentences)
+            head = corpus.sentences[0]
+            sentences.append(Sentence(head.columns, head.line_numbers, pending + head.docstart_lines))
+            sentences.extend(corpus.sentences[1:])
+            pending = ()
+        pending += corpus.trailing_docstart_lines
+    return Corpus(names or (), sentences, None, separator, pending)
