@@ -26,8 +26,9 @@ def _concatenated(source: Path, copies: int, folder: str) -> Path:
     return target
 
 
-def _row(setting: str, model, seconds: float, tokens: int, traffic=None) -> dict:
-    """The figures of one fitted model (``seconds``: the whole fit)."""
+def _row(setting: str, model, seconds: float, tokens: int, traffic=None, workers: int = 1) -> dict:
+    """The figures of one fitted model (``seconds``: the whole fit; ``traffic`` and
+    ``workers``: of a distributed fit, one shard per worker)."""
     iterations = model.n_iter_
     training = model.history_[-1]["elapsed"]
     row = {"setting": setting, "tokens": tokens, "weights": len(model.weights_), "iterations": iterations,
@@ -38,7 +39,8 @@ def _row(setting: str, model, seconds: float, tokens: int, traffic=None) -> dict
                     "gradient_seconds_per_iteration": traffic.gradient_seconds / iterations,
                     "other_seconds_per_iteration": training / iterations - traffic.gradient_seconds / iterations,
                     "bytes_per_iteration": (traffic.bytes_sent + traffic.bytes_received) / iterations,
-                    "gradient_seconds_per_token": traffic.gradient_seconds / traffic.evaluations / tokens,
+                    "gradient_seconds_per_shard_token": traffic.gradient_seconds / traffic.evaluations
+                                                        / (tokens / workers),
                     "retried": traffic.retried})
     return row
 
@@ -74,7 +76,7 @@ def bench_distributed(folder: str | os.PathLike, copies: int = 20, iterations: i
                     started = time.perf_counter()
                     model = fit_on_dask(ChainCRF(max_iter=iterations, threads=1), path, client)
                     rows.append({"corpus": name, **_row(f"LocalCluster, {count} worker(s)", model,
-                                                        time.perf_counter() - started, tokens, model.traffic_)})
+                                                        time.perf_counter() - started, tokens, model.traffic_, count)})
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return rows
