@@ -135,8 +135,9 @@ class LbfgsState:
     """Where :func:`lbfgs` stands after an iteration, enough to continue it exactly
     (a checkpoint): the weights, objective and smooth gradient float [D], the
     correction pairs (s [D], y [D], 1 / s.y), oldest first, the iterations done,
-    their records, the objectives the stopping test still compares against, and the
-    weights kept so far (with their iteration and dev score)."""
+    their records, the objectives the stopping test still compares against, the
+    weights kept so far (with their iteration and dev score), and whether the run
+    stopped there."""
 
     theta: np.ndarray
     loss: float
@@ -148,6 +149,7 @@ class LbfgsState:
     kept_weights: np.ndarray | None
     kept_iteration: int
     best_score: float
+    finished: bool = False
 
 
 class _Monitor:
@@ -327,14 +329,15 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
             monitor.start_from(theta, loss, float(np.linalg.norm(steepest)), counts(theta))
         converged = _stopping_test(tol, epsilon, period, delta,
                                    [loss] if resume is None else resume.recent_losses)
-        if resume is not None or not _gradient_small(theta, steepest, epsilon):
+        if (resume is None and not _gradient_small(theta, steepest, epsilon)) or \
+                (resume is not None and not resume.finished):
             for theta, loss, steepest, (gradient, pairs) in itertools.islice(steps, int(max_iter) - monitor.iterations):
                 stop = monitor.end_iteration(theta, loss, float(np.linalg.norm(steepest)), counts(theta)) \
                     or converged(theta, loss, steepest)
                 if checkpoint is not None:
                     checkpoint(LbfgsState(theta.copy(), loss, gradient.copy(), list(pairs), monitor.iterations,
                                           list(monitor.history), list(converged.losses), monitor.kept_weights,
-                                          monitor.kept_iteration, monitor._best_score))
+                                          monitor.kept_iteration, monitor._best_score, stop))
                 if stop:
                     break
     return monitor.result(theta)

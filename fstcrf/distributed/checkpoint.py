@@ -33,7 +33,8 @@ def save_state(path: str | os.PathLike, state: LbfgsState, run: str) -> None:
     """Write ``state`` of run ``run`` (a :func:`fingerprint`) to ``path`` atomically."""
     header = {"run": run, "loss": state.loss, "iteration": state.iteration, "history": state.history,
               "recent_losses": state.recent_losses, "kept_iteration": state.kept_iteration,
-              "best_score": _finite_or_none(state.best_score), "kept": state.kept_weights is not None}
+              "best_score": _finite_or_none(state.best_score), "kept": state.kept_weights is not None,
+              "finished": state.finished}
     D = len(state.theta)
     arrays = {"theta": state.theta, "gradient": state.gradient,
               "s": np.array([s for s, _, _ in state.pairs]).reshape(-1, D),
@@ -64,7 +65,7 @@ def load_state(path: str | os.PathLike, run: str) -> LbfgsState:
     return LbfgsState(arrays["theta"], float(header["loss"]), arrays["gradient"], pairs, int(header["iteration"]),
                       header["history"], [float(x) for x in header["recent_losses"]],
                       arrays.get("kept_weights") if header["kept"] else None, int(header["kept_iteration"]),
-                      -math.inf if best is None else float(best))
+                      -math.inf if best is None else float(best), bool(header["finished"]))
 
 
 def every(path: str | os.PathLike, iterations: int, run: str):
