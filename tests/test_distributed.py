@@ -189,5 +189,4 @@ def test_mixed_perceptron_learns_about_as_well_as_one_process(clients):
     test = read_conll(DEMO.with_name("demo_test.txt"))
     single = ChainCRF(algorithm="perceptron", max_iter=5, threads=1).fit(read_conll(DEMO))
     mixed = fit_on_dask(ChainCRF(algorithm="perceptron", max_iter=5, threads=1), str(DEMO), clients(4), shards=4)
-    print("F1 single", single.score(test).f1, "mixed", mixed.score(test).f1)
     assert mixed.score(test).f1 > single.score(test).f1 - 3.0
