@@ -68,7 +68,9 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     after another, or sentences in memory -- on the workers of ``client``; ``shards``
     (default: one per worker) pieces.  With ``checkpoint`` the L-BFGS state is saved
     there every ``checkpoint_every`` iterations; ``resume`` continues from it.
-    The result equals single-process training on the same sentences up to rounding."""
+    The result equals single-process training on the same sentences up to rounding;
+    L-BFGS also sets ``model.traffic_`` (a :class:`~.objective.Traffic`: evaluations,
+    seconds, bytes, retries)."""
     model._check_params()
     _check_supported(model)
     from ..model import _resolve_template
