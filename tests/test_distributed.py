@@ -66,10 +66,13 @@ def test_same_objective_and_weights_as_one_process(clients, single_process, work
     assert model.traffic_.evaluations >= ITERATIONS and model.traffic_.retried == 0
 
 
-def test_estimator_with_a_client_trains_on_sentences_in_memory(clients, single_process):
+def test_estimator_with_a_client_trains_on_sentences_in_memory(clients, single_process, tmp_path):
     model = ChainCRF(max_iter=ITERATIONS, threads=1, client=clients(2)).fit(read_conll(DEMO))
     assert _relative(model.weights_, single_process.weights_) < 1e-9
     assert model.get_params()["client"] is clients(2)
+    model.save(tmp_path / "model.fcrf")            # the client is a connection, not part of the model
+    loaded = ChainCRF.load(tmp_path / "model.fcrf")
+    assert loaded.client is None and np.array_equal(loaded.weights_, model.weights_)
 
 
 def test_a_worker_killed_mid_training_costs_a_retry_not_the_result(clients):

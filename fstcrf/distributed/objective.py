@@ -25,24 +25,27 @@ def make_problem(shard: EncodedShard, scorer: Scorer) -> TrainingSet:
     return TrainingSet(scorer, shard.encoded, shard.states, shard.allowed_labels)
 
 
-def shard_loss_and_gradient(problem: TrainingSet, theta: np.ndarray) -> tuple[float, np.ndarray, float]:
-    """Worker: (negative log-likelihood of the shard, its gradient float [D], seconds spent)."""
+def shard_loss_and_gradient(problem: TrainingSet, theta: np.ndarray) -> tuple[float, np.ndarray, float, float]:
+    """Worker: (negative log-likelihood of the shard, its gradient float [D], seconds spent,
+    CPU seconds of the worker process meanwhile)."""
     from ..inference import blas_single_threaded
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with blas_single_threaded():
         loss, gradient = problem.loss_and_gradient(theta)
-    return loss, gradient, time.perf_counter() - started
+    return loss, gradient, time.perf_counter() - started, time.process_time() - cpu
 
 
 @dataclass
 class Traffic:
     """What the evaluations cost: their number, the wall seconds, the seconds of the
-    slowest shard's gradient in each, the bytes of weights sent and of gradients
-    received, and the evaluations retried."""
+    slowest shard's gradient in each and the most CPU seconds a shard's gradient took
+    in each, the bytes of weights sent and of gradients received, and the evaluations
+    retried."""
 
     evaluations: int = 0
     seconds: float = 0.0
     gradient_seconds: float = 0.0
+    gradient_cpu_seconds: float = 0.0
     bytes_sent: int = 0
     bytes_received: int = 0
     retried: int = 0
@@ -101,7 +104,7 @@ class DistributedObjective:
                                  np.ascontiguousarray(theta, dtype=np.float64), retries=self.retries,
                                  traffic=self.traffic)
         loss, gradient = results[0][0], results[0][1].copy()
-        for shard_loss, shard_gradient, _ in results[1:]:
+        for shard_loss, shard_gradient, *_ in results[1:]:
             loss += shard_loss
             gradient += shard_gradient
         seconds = time.perf_counter() - started
@@ -109,6 +112,7 @@ class DistributedObjective:
         self.traffic.evaluations += 1
         self.traffic.seconds += seconds
         self.traffic.gradient_seconds += slowest
+        self.traffic.gradient_cpu_seconds += max(result[3] for result in results)
         self.traffic.bytes_received += sum(result[1].nbytes for result in results)
         self.traffic.per_evaluation.append((seconds, slowest))
         return loss, gradient
