@@ -178,6 +178,10 @@ def _train(args: argparse.Namespace) -> int:
             raise FstcrfError("--consistency estimates penalties from gold-labelled training documents; a "
                               "feedback log has none")
         return _train_from_log(args)
+    if args.dask is not None:
+        return _train_on_dask(args)
+    if args.checkpoint is not None or args.resume:
+        raise FstcrfError("--checkpoint and --resume apply to distributed training (--dask)")
     train = _read(args.train, args.columns)
     if keep and args.target in train.column_names:
         _check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
@@ -208,6 +212,31 @@ def _train(args: argparse.Namespace) -> int:
                         args.output)
         raise
     model.consistency_ = penalties
+    _save_trained(model, args)
+    return 0
+
+
+def _train_on_dask(args: argparse.Namespace) -> int:
+    """train --dask SPEC: data-parallel L-BFGS on a Dask cluster; the workers read the
+    training file's shards (see fstcrf.distributed)."""
+    from .conll import iter_conll
+    from .distributed.cluster import connect
+    from .distributed.fit import fit_on_dask
+    ignored = [option for option, given in (("--consistency", args.consistency), ("--only-types", args.only_types),
+                                            ("--init", args.init)) if given]
+    if ignored:
+        raise FstcrfError(f"distributed training (--dask) does not take {', '.join(ignored)} yet")
+    if args.resume and args.checkpoint is None:
+        raise FstcrfError("--resume needs --checkpoint PATH, the checkpoint to resume from")
+    first = next(iter(iter_conll(args.train, args.columns, batch_tokens=1)))
+    model = _model_from_args(args, first.column_names)
+    dev = _read(args.dev, args.columns) if args.dev else None
+    with connect(args.dask) as client:
+        LOG.info("training a %s order-%d CRF on %s on the Dask workers of %s", args.algorithm, args.order,
+                 args.train, args.dask)
+        with phase("train"):
+            fit_on_dask(model, args.train, client, args.target, dev, columns=args.columns,
+                        checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume)
     _save_trained(model, args)
     return 0
 
@@ -442,6 +471,8 @@ def _tag(args: argparse.Namespace) -> int:
     composed = isinstance(model, JointModel)
     _warn_ignored_decoding_options(args, composed=composed)
     _check_tag_options(args, composed)
+    if args.dask is not None:
+        return _tag_on_dask(model, composed, args)
     if args.sample or args.with_probability:
         if len(args.input) != 1:
             raise FstcrfError("--sample tags one input file at a time")
@@ -472,6 +503,29 @@ def _tag(args: argparse.Namespace) -> int:
         LOG.warning("interrupted: the first %d sentences were tagged and written to %s", tagged["sentences"],
                     "standard output" if args.output == "-" else args.output)
         raise
+    return 0
+
+
+def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
+    """tag --dask SPEC: the inputs cut into shards of whole sentences, tagged on the
+    workers (which read the inputs and the model by their paths) and written in order."""
+    from .distributed.cluster import connect
+    from .distributed.tagging import tag_on_dask
+    refused = [option for option, given in (("a composed model", composed), ("--sample", args.sample),
+                                            ("--nbest", args.nbest is not None), ("--marginals", args.marginals),
+                                            ("--nonlocal", args.nonlocal_model), ("standard input", "-" in args.input))
+               if given]
+    if refused:
+        raise FstcrfError(f"tagging on Dask (--dask) writes the best labels of a single model read from files; "
+                          f"it does not take {', '.join(refused)}")
+    names, allow_missing = (args.columns, ()) if args.columns is not None else (model.columns_, (model.target_,))
+    options = _grammar_options(args)
+    if options:
+        options["grammar"] = args.grammar          # loaded by each worker
+    with connect(args.dask) as client, phase("decode"):
+        shards = tag_on_dask(client, args.model, args.input, args.output, names, allow_missing, args.separator,
+                             args.threads or 1, options)
+    LOG.info("tagged %s in %d shards on the Dask workers of %s", ", ".join(args.input), shards, args.dask)
     return 0
 
 
@@ -812,11 +866,20 @@ def _bench(args: argparse.Namespace) -> int:
         if not (args.model and args.test):
             raise FstcrfError("bench grammar needs --model MODEL --test FILE")
         print(bench.format_grammar(bench.bench_grammar(args.model, args.test, repeats=args.repeats)))
+    elif args.what == "distributed":
+        from .bench_distributed import bench_distributed, distributed_json, format_distributed
+        folder = find_conll2000(args.data)
+        if folder is None:
+            raise FstcrfError("bench distributed needs CoNLL-2000: set FSTCRF_DATA or --data")
+        load_before = os.getloadavg()
+        rows = bench_distributed(folder, args.copies or 20, args.iterations or 5)
+        load = (load_before, os.getloadavg())
+        print(json.dumps(distributed_json(rows, load)) if args.json else format_distributed(rows, load))
     elif args.what == "partial":
         folder = find_conll2000(args.data)
         if folder is None:
             raise FstcrfError("bench partial needs CoNLL-2000: set FSTCRF_DATA or --data")
-        print(bench.format_partial(bench.bench_partial(folder, args.fraction, args.seed, args.iterations,
+        print(bench.format_partial(bench.bench_partial(folder, args.fraction, args.seed, args.iterations or 50,
                                                        args.threads)))
     elif args.what == "compose" and (args.model or args.test):
         if not (args.model and args.test):
@@ -868,15 +931,15 @@ def _bench(args: argparse.Namespace) -> int:
         folder = find_conll2000(args.data)
         if folder is None:
             raise FstcrfError(f"bench {args.what} needs CoNLL-2000: set FSTCRF_DATA or --data")
-        result = (bench_tag_process(folder, args.copies, args.model, args.threads, args.repeats, not args.quiet)
+        result = (bench_tag_process(folder, args.copies or 10, args.model, args.threads, args.repeats, not args.quiet)
                   if args.what == "tag" else
-                  bench_train_process(folder, args.iterations, args.threads, args.repeats, not args.quiet))
+                  bench_train_process(folder, args.iterations or 50, args.threads, args.repeats, not args.quiet))
         print(json.dumps(result) if args.json else format_process(result))
     else:
         folder = find_conll2000(args.data)
         if folder is None:
             raise FstcrfError("bench train needs CoNLL-2000: set FSTCRF_DATA or --data")
-        print(bench.format_train(bench.bench_train(folder, args.vs, iterations=args.iterations,
+        print(bench.format_train(bench.bench_train(folder, args.vs, iterations=args.iterations or 50,
                                                    threads=args.threads)))
     return 0
 
@@ -1138,6 +1201,19 @@ def build_parser() -> argparse.ArgumentParser:
                             "feature dictionary are used (default: start from zero)")
     train.add_argument("--only-types", default=None,
                        help="comma-separated chunk types to keep; others become O, e.g. NP (default: all)")
+    train.add_argument("--dask", default=None, metavar="ADDRESS|local:N",
+                       help="train data-parallel on a Dask cluster: a scheduler address (tcp://host:8786) or "
+                            "local:N for N local worker processes; the workers read shards of TRAIN, one per "
+                            "worker, with --threads threads each (needs fstcrf[distributed]; lbfgs only) "
+                            "(default: in this process)")
+    train.add_argument("--checkpoint", default=None, metavar="PATH",
+                       help="with --dask: save the L-BFGS state here every --checkpoint-every iterations "
+                            "(default: none)")
+    train.add_argument("--checkpoint-every", type=POSITIVE, default=1, metavar="N",
+                       help="with --checkpoint: iterations between checkpoints (default %(default)s)")
+    train.add_argument("--resume", action="store_true",
+                       help="with --dask and --checkpoint: continue the run saved there (same data and "
+                            "options) after the driver died (default: start afresh)")
 
     jackknife = command("jackknife", "replace a column by k-fold held-out predictions (to train a model that "
                                      "reads a lower tagger's output)", _jackknife,
@@ -1168,6 +1244,12 @@ def build_parser() -> argparse.ArgumentParser:
                                               "may be absent. Read, tagged and written a batch of sentences at a "
                                               "time, so memory stays bounded and output appears as it goes")
     tag.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    tag.add_argument("--dask", default=None, metavar="ADDRESS|local:N",
+                     help="tag on a Dask cluster (a scheduler address, or local:N worker processes): the input "
+                          "files are cut into shards of whole sentences that the workers read and tag with the "
+                          "model (both by path), and the output is written in input order; best labels of a "
+                          "single model, optionally under --grammar (needs fstcrf[distributed]) (default: in "
+                          "this process)")
     _add_decoding_arguments(tag)
     tag.add_argument("--sample", type=POSITIVE, default=None, metavar="N",
                      help="instead of the best labels, N label sequences per sentence drawn exactly from the "
@@ -1269,7 +1351,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = command("bench", "measure speed against reference implementations", _bench, outputs=("plot",))
     bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit", "nonlocal",
-                                        "transfer", "defaults", "tag", "sklearn"],
+                                        "transfer", "defaults", "tag", "sklearn", "distributed"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
                             "train: the whole fstcrf train process against a python-crfsuite script with "
@@ -1287,7 +1369,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "transfer: seminar extraction with no transfer, the cascade and joint decoding of "
                             "a CoNLL-2003 NER model (--data DIR holding conll2003/ and seminars/); "
                             "defaults: the default templates of fstcrf train by cross-validation on the training "
-                            "data of CoNLL-2000 chunking and CoNLL-2003 NER, and their test F1 (--data DIR)")
+                            "data of CoNLL-2000 chunking and CoNLL-2003 NER, and their test F1 (--data DIR); "
+                            "distributed: seconds per L-BFGS iteration in one process and on LocalClusters of 1 "
+                            "and 2 workers, on CoNLL-2000 and on --copies copies of it (default 20) (needs "
+                            "fstcrf[distributed])")
     bench.add_argument("--folds", type=_whole_number(2), default=3,
                        help="defaults: cross-validation folds (default %(default)s)")
     bench.add_argument("--sentences", type=POSITIVE, default=4000,
@@ -1296,10 +1381,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="bandit: seeds per objective (default 3); nonlocal: seeds of the block sampler "
                             "(default 5)")
     bench.add_argument("--json", action="store_true",
-                       help="nonlocal, transfer, defaults, tag, train, sklearn: print one JSON object instead of "
+                       help="nonlocal, transfer, defaults, tag, train, sklearn, distributed: print one JSON object instead of "
                             "the table (default: off)")
-    bench.add_argument("--copies", type=POSITIVE, default=10,
-                       help="tag: copies of the CoNLL-2000 test set tagged as one file (default %(default)s)")
+    bench.add_argument("--copies", type=POSITIVE, default=None,
+                       help="tag: copies of the CoNLL-2000 test set tagged as one file (default 10); distributed: "
+                            "copies of the training set trained on as one file (default 20)")
     bench.add_argument("--in-memory", action="store_true",
                        help="train: time training and tagging inside one process, without start-up, reading "
                             "or writing (default: the whole processes)")
@@ -1336,8 +1422,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seed of the random scores and hidden labels (default %(default)s)")
     bench.add_argument("--vs", choices=["crfsuite"], default="crfsuite",
                        help="peer for bench train (default %(default)s)")
-    bench.add_argument("--iterations", type=POSITIVE, default=50,
-                       help="L-BFGS iterations (bench train, partial) (default %(default)s)")
+    bench.add_argument("--iterations", type=POSITIVE, default=None,
+                       help="L-BFGS iterations (bench train, partial: default 50; distributed: default 5)")
     bench.add_argument("--fraction", type=_real_number(0.0, 1.0, closed=False), default=0.5,
                        help="share of labels hidden (bench partial) (default %(default)s)")
     bench.add_argument("--threads", type=POSITIVE, default=2,

@@ -264,10 +264,71 @@ def build_features(encoded: EncodedSentences, states: np.ndarray, label_ids: np.
 
     ``min_freq`` (CRFsuite's cut-off) keeps only the supported pairs seen at more
     than that many training tokens; the pairs a complete set adds are kept."""
-    S = topology.num_states
-    L = topology.num_labels if order == 2 else 0
+    counts = supported_pair_counts(encoded, states, label_ids, topology, order, feature_set, bias_predicate)
+    return features_from_counts(counts, encoded.num_predicates, topology, order, feature_set, bias_predicate,
+                                min_freq)
+
+
+def _outputs(topology: Topology, order: int) -> tuple[int, int]:
+    """(S, L): the state outputs and the label outputs (0 in order 1) of features."""
+    return topology.num_states, topology.num_labels if order == 2 else 0
+
+
+def supported_pair_counts(encoded: EncodedSentences, states: np.ndarray, label_ids: np.ndarray,
+                          topology: Topology, order: int, feature_set: str, bias_predicate: int | None
+                          ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The (predicate, output) pairs the gold tokens support, as {"states": ..., "labels": ...}
+    (only the parts the feature set does not complete), each (distinct keys int64 [M],
+    ascending, predicate * (S + L) + output; tokens int64 [M] at which each is seen).
+    Counts of several training sets add up (:func:`merge_pair_counts`)."""
+    S, L = _outputs(topology, order)
+    token = np.repeat(np.arange(encoded.num_tokens), np.diff(encoded.indptr))
+    predicate = encoded.indices.astype(np.int64)
+    bound = encoded.num_predicates * (S + L)
+    counts = {}
+    if feature_set != "complete":
+        known = states[token] >= 0
+        counts["states"] = _key_counts(predicate[known] * (S + L) + states[token[known]], bound)
+    if L and feature_set == "supported":
+        on = (predicate != bias_predicate) & (label_ids[token] >= 0)
+        counts["labels"] = _key_counts(predicate[on] * (S + L) + S + label_ids[token[on]], bound)
+    return counts
+
+
+#: Key ranges up to this size are counted in a table (int64 [bound]) instead of by sorting the keys.
+COUNT_TABLE_KEYS = 1 << 24
+
+
+def _key_counts(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct keys int64 [M], ascending, how often each occurs int64 [M]) of keys
+    int64 [M'] in [0, bound)."""
+    if bound > COUNT_TABLE_KEYS:
+        return np.unique(keys, return_counts=True)
+    table = np.bincount(keys, minlength=bound)
+    distinct = np.flatnonzero(table)
+    return distinct, table[distinct]
+
+
+def merge_pair_counts(parts: Sequence[dict[str, tuple[np.ndarray, np.ndarray]]]
+                      ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The :func:`supported_pair_counts` of the training sets together."""
+    merged = {}
+    for part in {name for counts in parts for name in counts}:
+        keys = np.concatenate([counts[part][0] for counts in parts])
+        distinct, where = np.unique(keys, return_inverse=True)
+        tokens = np.concatenate([counts[part][1] for counts in parts])
+        merged[part] = distinct, np.bincount(where, weights=tokens, minlength=len(distinct)).astype(np.int64)
+    return merged
+
+
+def features_from_counts(counts: dict[str, tuple[np.ndarray, np.ndarray]], num_predicates: int,
+                         topology: Topology, order: int, feature_set: str, bias_predicate: int | None,
+                         min_freq: float = 0.0) -> FactoredFeatures:
+    """The feature dictionary (see :func:`build_features`) from the supported pairs'
+    counts of :func:`supported_pair_counts` over P = ``num_predicates`` predicates."""
+    S, L = _outputs(topology, order)
     outputs = S + L
-    P = encoded.num_predicates
+    P = num_predicates
     complete_states = feature_set == "complete"
     complete_tags = feature_set in ("complete", "complete-tags") and L > 0
     size = P * S * complete_states + P * L * complete_tags
@@ -275,45 +336,17 @@ def build_features(encoded: EncodedSentences, states: np.ndarray, label_ids: np.
         smaller = "'complete-tags' or 'supported'" if complete_states and L else "'supported'"
         raise FstcrfError(f"the {feature_set} feature set would have {size:,} features, more "
                           f"than {MAX_FEATURES:,}; use features={smaller} or raise min_count")
-    token = np.repeat(np.arange(encoded.num_tokens), np.diff(encoded.indptr))
-    predicate = encoded.indices.astype(np.int64)
+    keys = [distinct[tokens > min_freq] for distinct, tokens in counts.values()]
     if complete_states:
-        keys = [(np.arange(P, dtype=np.int64)[:, None] * outputs + np.arange(S)).ravel()]
-    else:
-        known = states[token] >= 0
-        keys = [_frequent(predicate[known] * outputs + states[token[known]], min_freq)]
-    if L:
-        if complete_tags:
-            tagged = np.setdiff1d(np.arange(P), [] if bias_predicate is None else [bias_predicate])
-            keys.append((tagged[:, None] * outputs + S + np.arange(L)).ravel())
-        else:
-            on = (predicate != bias_predicate) & (label_ids[token] >= 0)
-            keys.append(_frequent(predicate[on] * outputs + S + label_ids[token[on]], min_freq))
-    keys = _distinct(np.concatenate(keys), P * outputs)
+        keys.append((np.arange(P, dtype=np.int64)[:, None] * outputs + np.arange(S)).ravel())
+    if complete_tags:
+        tagged = np.setdiff1d(np.arange(P), [] if bias_predicate is None else [bias_predicate])
+        keys.append((tagged[:, None] * outputs + S + np.arange(L)).ravel())
+    keys = np.concatenate(keys + [np.zeros(0, dtype=np.int64)])
+    keys = _key_counts(keys, P * outputs)[0] if len(counts) > 1 or complete_states or complete_tags else keys
     ptr = np.searchsorted(keys, np.arange(P + 1, dtype=np.int64) * outputs)
     state_label = topology.state_label if L else np.arange(S)
     return FactoredFeatures(state_label, L, ptr, keys % outputs)
-
-
-#: Key ranges up to this size are deduplicated by marking a table of flags, not by sorting.
-FLAG_TABLE_KEYS = 1 << 26
-
-
-def _distinct(keys: np.ndarray, bound: int) -> np.ndarray:
-    """The distinct keys int64 [M], ascending, of keys int64 [M'] in [0, bound)."""
-    if bound > FLAG_TABLE_KEYS:
-        return np.unique(keys)
-    seen = np.zeros(bound, dtype=bool)
-    seen[keys] = True
-    return np.flatnonzero(seen)
-
-
-def _frequent(keys: np.ndarray, min_freq: float) -> np.ndarray:
-    """The distinct keys int64 [M] occurring more than min_freq times in keys [M']."""
-    if min_freq <= 0:
-        return keys
-    distinct, counts = np.unique(keys, return_counts=True)
-    return distinct[counts > min_freq]
 
 
 def drop_zero_features(features: FactoredFeatures, weights: np.ndarray

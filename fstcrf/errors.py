@@ -73,3 +73,16 @@ class OutputPathError(FstcrfError):
 class FeedbackError(FstcrfError):
     """A feedback function raised, or returned something other than a finite
     gain in [0, 1]; the message names the sentence."""
+
+
+class SchedulerError(FstcrfError):
+    """A Dask scheduler cannot be reached or started (the message names its address)."""
+
+
+class ShardError(FstcrfError):
+    """A shard of a distributed corpus cannot be read, or its columns differ from the
+    other shards' (the message names the worker and the file)."""
+
+
+class CheckpointError(FstcrfError):
+    """A training checkpoint is missing, unreadable or belongs to another run."""

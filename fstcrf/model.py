@@ -122,7 +122,7 @@ _PARAMS = ("template", "order", "algorithm", "sigma", "c1", "max_iter", "feature
            "transitions", "algorithm_params",
            "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params", "reads",
            "read_transitions", "mce_c", "mce_iter", "objective", "feedback", "draws", "baseline",
-           "step", "clip", "batch_size", "feedback_flip", "feedback_noise", "weighting", "max_ratio")
+           "step", "clip", "batch_size", "feedback_flip", "feedback_noise", "weighting", "max_ratio", "client")
 
 
 class ChainCRF:
@@ -207,6 +207,9 @@ class ChainCRF:
         weighting, max_ratio: :meth:`fit_log` (learning from logged feedback):
             "self-normalised", "clipped" (importance ratios clipped at
             ``max_ratio``) or "ips".
+        client: a ``dask.distributed.Client``: ``fit`` trains data-parallel on its
+            workers (algorithm "lbfgs"; the corpus may also be a CoNLL file or a
+            list of files, read by the workers; see :mod:`fstcrf.distributed`).
 
     The gold column may leave labels unknown, "?", or give the labels a token
     may take, "B-NP|I-NP" (training only): those positions are marginalised.
@@ -234,7 +237,7 @@ class ChainCRF:
                  mce_iter: int = 50, objective: str = "expected", feedback="f1", draws: int = DEFAULT_DRAWS,
                  baseline: str | None = None, step: str = "adam", clip: float = 0.0, batch_size: int = 16,
                  feedback_flip: float = 0.0, feedback_noise: float = 0.0,
-                 weighting: str = "self-normalised", max_ratio: float = 10.0):
+                 weighting: str = "self-normalised", max_ratio: float = 10.0, client=None):
         self.template = template
         self.order = order
         self.algorithm = algorithm
@@ -267,6 +270,7 @@ class ChainCRF:
         self.feedback_noise = feedback_noise
         self.weighting = weighting
         self.max_ratio = max_ratio
+        self.client = client
 
     def get_params(self, deep: bool = True) -> dict:
         """The constructor arguments, by name (scikit-learn's protocol: ``clone`` works;
@@ -456,6 +460,11 @@ class ChainCRF:
         starting point: its template, order, feature dictionary and weights
         are used, and the gold labels must be among its labels.
         """
+        if self.client is not None:
+            if init is not None:
+                raise FstcrfError("distributed training (client=...) starts from zero; init is not distributed yet")
+            from .distributed.fit import fit_on_dask
+            return fit_on_dask(self, corpus, self.client, target, dev, callback)
         self._check_params()
         corpus = as_corpus(corpus, "ChainCRF.fit")
         if not isinstance(target, str):

@@ -74,6 +74,7 @@ def model_payload(model: ChainCRF) -> tuple[dict, dict[str, np.ndarray]]:
     if model.active_edges_ is not None:
         arrays["active_edges"] = model.active_edges_.astype(np.uint8)
     params = model.get_params()
+    params["client"] = None           # a connection, not a property of the model
     if isinstance(params["template"], Template) or hasattr(params["template"], "extractor"):
         params["template"] = params["template"].text
     if isinstance(params["grammar"], Grammar):
@@ -213,6 +214,7 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     params.setdefault("read_transitions", False)   # written before transitions could read labels
     params.setdefault("mce_c", 1e5)             # written before F-score training existed
     params.setdefault("mce_iter", 50)
+    params.setdefault("client", None)           # written before distributed training
     for name, default in (("c1", 0.0), ("min_freq", 0.0), ("transitions", "all"), ("algorithm_params", None)):
         params.setdefault(name, default)     # written before L1 and CRFsuite's settings
     expected = list(ChainCRF().get_params())

@@ -135,6 +135,28 @@ class TrainingResult:
     history: list[Record] = field(default_factory=list)
 
 
+@dataclass
+class LbfgsState:
+    """Where :func:`lbfgs` stands after an iteration, enough to continue it exactly
+    (a checkpoint): the weights, objective and smooth gradient float [D], the
+    correction pairs (s [D], y [D], 1 / s.y), oldest first, the iterations done,
+    their records, the objectives the stopping test still compares against, the
+    weights kept so far (with their iteration and dev score), and whether the run
+    stopped there."""
+
+    theta: np.ndarray
+    loss: float
+    gradient: np.ndarray
+    pairs: list[tuple[np.ndarray, np.ndarray, float]]
+    iteration: int
+    history: list[Record]
+    recent_losses: list[float]
+    kept_weights: np.ndarray | None
+    kept_iteration: int
+    best_score: float
+    finished: bool = False
+
+
 class _Monitor:
     """Records iterations, keeps the best (or last) weights and handles Ctrl-C."""
 
@@ -149,6 +171,13 @@ class _Monitor:
         self.iterations = 0
         self._best_score = -math.inf
         self._started = self._resumed = time.perf_counter()
+
+    def resume(self, state: LbfgsState) -> None:
+        """Continue the records and kept weights of a checkpointed run."""
+        self.history = list(state.history)
+        self.iterations = state.iteration
+        self.kept_weights, self.kept_iteration = state.kept_weights, state.kept_iteration
+        self._best_score = state.best_score
 
     def start_from(self, theta: np.ndarray, objective: float, gradient_norm: float,
                    extra: dict | None = None) -> None:
@@ -236,7 +265,8 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
           initial: np.ndarray | None = None, name: str = "lbfgs", *, l1: float = 0.0,
           memory: int = LBFGS_MEMORY, epsilon: float | None = None, period: int | None = None,
           delta: float | None = None, linesearch: str = "strong-wolfe", max_linesearch: int = 20,
-          frozen: np.ndarray | None = None) -> TrainingResult:
+          frozen: np.ndarray | None = None, checkpoint: Callable[[LbfgsState], None] | None = None,
+          resume: LbfgsState | None = None) -> TrainingResult:
     """Minimise problem loss + ||theta||^2 / (2 sigma^2) + l1 ||theta||_1 from theta = 0 or
     from ``initial`` [D] (a warm start, recorded as iteration 0 and kept if no later
     iteration has a better dev score): L-BFGS when l1 == 0, OWL-QN when l1 > 0.
@@ -249,6 +279,9 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
     decrease condition alone along its orthant-projected path, whatever ``linesearch``
     names (as CRFsuite does when c1 > 0).  ``frozen`` bool [D] marks weights held at
     their starting value.  ``name`` labels the log lines and the records.
+    ``checkpoint(state)`` is called after every iteration with an :class:`LbfgsState`;
+    ``resume``, such a state, continues that run (``initial`` is then not used) and
+    ends where the uninterrupted run would have, ``max_iter`` counting from its start.
 
     Training stops after ``max_iter`` iterations, when the line search finds no
     acceptable point (logged), when ``callback`` asks, or when an iteration ends with
@@ -287,24 +320,42 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
     def counts(theta: np.ndarray) -> dict:
         return {"nonzero": int(np.count_nonzero(theta))}
 
-    if initial is None:
-        theta = np.zeros(problem.num_weights)
-    else:
-        theta = np.array(initial, dtype=np.float64)
-        if theta.shape != (problem.num_weights,):
-            raise FstcrfError(f"initial weights have shape {theta.shape}, expected ({problem.num_weights},)")
+    theta = _starting_weights(problem, initial)
+    start = None
+    if resume is not None:
+        theta = resume.theta.copy()
+        start = (resume.loss, resume.gradient.copy(), resume.pairs)
+        monitor.resume(resume)
     with monitor.interruptible():
-        steps = _quasi_newton(objective, theta, float(l1), frozen, int(memory), search, int(max_linesearch))
-        theta, loss, steepest = next(steps)
-        if initial is not None:
+        steps = _quasi_newton(objective, theta, float(l1), frozen, int(memory), search, int(max_linesearch),
+                              start)
+        theta, loss, steepest, (gradient, pairs) = next(steps)
+        if initial is not None and resume is None:
             monitor.start_from(theta, loss, float(np.linalg.norm(steepest)), counts(theta))
-        converged = _stopping_test(tol, epsilon, period, delta, loss)
-        if not _gradient_small(theta, steepest, epsilon):
-            for theta, loss, steepest in itertools.islice(steps, int(max_iter)):
-                if monitor.end_iteration(theta, loss, float(np.linalg.norm(steepest)), counts(theta)) \
-                        or converged(theta, loss, steepest):
+        converged = _stopping_test(tol, epsilon, period, delta,
+                                   [loss] if resume is None else resume.recent_losses)
+        if (resume is None and not _gradient_small(theta, steepest, epsilon)) or \
+                (resume is not None and not resume.finished):
+            for theta, loss, steepest, (gradient, pairs) in itertools.islice(steps, int(max_iter) - monitor.iterations):
+                stop = monitor.end_iteration(theta, loss, float(np.linalg.norm(steepest)), counts(theta)) \
+                    or converged(theta, loss, steepest)
+                if checkpoint is not None:
+                    checkpoint(LbfgsState(theta.copy(), loss, gradient.copy(), list(pairs), monitor.iterations,
+                                          list(monitor.history), list(converged.losses), monitor.kept_weights,
+                                          monitor.kept_iteration, monitor._best_score, stop))
+                if stop:
                     break
     return monitor.result(theta)
+
+
+def _starting_weights(problem: Problem, initial: np.ndarray | None) -> np.ndarray:
+    """float [D]: zeros, or a copy of ``initial`` checked to have D weights."""
+    if initial is None:
+        return np.zeros(problem.num_weights)
+    theta = np.array(initial, dtype=np.float64)
+    if theta.shape != (problem.num_weights,):
+        raise FstcrfError(f"initial weights have shape {theta.shape}, expected ({problem.num_weights},)")
+    return theta
 
 
 def _line_search(linesearch: str, l1: float) -> str:
@@ -339,12 +390,14 @@ def _gradient_small(theta: np.ndarray, steepest: np.ndarray, epsilon: float | No
 
 
 def _stopping_test(tol: float, epsilon: float | None, period: int | None, delta: float | None,
-                   start_loss: float) -> Callable[[np.ndarray, float, np.ndarray], bool]:
+                   recent_losses: list[float]) -> Callable[[np.ndarray, float, np.ndarray], bool]:
     """lbfgs's convergence test, called once per iteration with (theta [D], objective,
-    steepest [D]) and True when training should stop (see lbfgs)."""
+    steepest [D]) and True when training should stop (see lbfgs).  ``recent_losses``
+    are the objectives met so far (the start's, then each iteration's); the test keeps
+    those it still compares against in its attribute ``losses``."""
     crfsuite = period is not None or delta is not None
     delta = CRFSUITE_DELTA if delta is None else delta
-    losses = collections.deque([start_loss], maxlen=(period or CRFSUITE_PERIOD) if crfsuite else 1)
+    losses = collections.deque(recent_losses, maxlen=(period or CRFSUITE_PERIOD) if crfsuite else 1)
 
     def converged(theta: np.ndarray, loss: float, steepest: np.ndarray) -> bool:
         previous = losses[0]
@@ -355,14 +408,17 @@ def _stopping_test(tol: float, epsilon: float | None, period: int | None, delta:
         losses.append(loss)
         return stop or _gradient_small(theta, steepest, epsilon)
 
+    converged.losses = losses
     return converged
 
 
 def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray, l1: float,
-                  frozen: np.ndarray | None, memory: int, search: str, max_linesearch: int):
-    """Yield (theta, objective, steepest) at ``theta`` and after each iteration of L-BFGS
-    (l1 == 0) or OWL-QN (l1 > 0) on smooth(theta) + l1 ||theta||_1; end when the line
-    search fails.
+                  frozen: np.ndarray | None, memory: int, search: str, max_linesearch: int,
+                  start: tuple | None = None):
+    """Yield (theta, objective, steepest, (smooth gradient, the pairs)) at ``theta`` and
+    after each iteration of L-BFGS (l1 == 0) or OWL-QN (l1 > 0) on smooth(theta) + l1
+    ||theta||_1; end when the line search fails.  ``start`` (objective, smooth gradient,
+    pairs) at ``theta`` continues a run instead of evaluating ``theta`` afresh.
 
     ``smooth`` gives the smooth part and its gradient float [D] (zero at ``frozen``
     weights).  ``steepest`` [D] is that gradient, or with l1 > 0 the pseudo-gradient
@@ -374,13 +430,16 @@ def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], thet
     ``search`` is "scipy" (strong Wolfe, c1 = 1e-4, c2 = 0.9, starting from 1) or a
     condition of :func:`_backtracking`.
     """
-    loss, gradient = smooth(theta)
-    steepest = gradient
-    if l1:
-        loss += l1 * float(np.abs(theta).sum())
-        steepest = _pseudo_gradient(theta, gradient, l1, frozen)
-    yield theta, loss, steepest
     pairs: collections.deque = collections.deque(maxlen=memory)   # (s, y, 1 / s.y)
+    if start is None:
+        loss, gradient = smooth(theta)
+        if l1:
+            loss += l1 * float(np.abs(theta).sum())
+    else:
+        loss, gradient, resumed = start
+        pairs.extend(resumed)
+    steepest = _pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
+    yield theta, loss, steepest, (gradient, pairs)
     last = {}
 
     def evaluated(point: np.ndarray) -> tuple[float, np.ndarray]:
@@ -429,7 +488,7 @@ def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], thet
             pairs.append((s, y, 1.0 / curvature))
         theta, loss, gradient = new_theta, new_loss, new_gradient
         steepest = _pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
-        yield theta, loss, steepest
+        yield theta, loss, steepest, (gradient, pairs)
 
 
 def _pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float,
@@ -508,8 +567,10 @@ def _two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
 
 def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
                         evaluate: Evaluate | None = None,
-                        callback: Callback | None = None, epsilon: float = 0.0) -> TrainingResult:
-    """Collins's averaged perceptron: ``max_iter`` epochs over the sentences, shuffled by ``seed``.
+                        callback: Callback | None = None, epsilon: float = 0.0,
+                        initial: np.ndarray | None = None) -> TrainingResult:
+    """Collins's averaged perceptron: ``max_iter`` epochs over the sentences, shuffled by ``seed``,
+    from w = 0 or from ``initial`` [D].
 
     When the gold path of a sentence is not the unique best path under w,
     w moves by the features of gold minus those of the best other path (a
@@ -522,7 +583,7 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
     check_positive("max_iter", max_iter, integer=True)
     check_positive("epsilon", epsilon, zero=True)
     rng = np.random.default_rng(seed)
-    weights = np.zeros(problem.num_weights)
+    weights = _starting_weights(problem, initial)
     weighted_updates = np.zeros(problem.num_weights)
     step = 1
 
@@ -549,8 +610,9 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
 
 def sgd(problem: Problem, sigma: float = 10.0, max_iter: int = 10, learning_rate: float = SGD_LEARNING_RATE,
         seed: int = 0, evaluate: Evaluate | None = None,
-        callback: Callback | None = None) -> TrainingResult:
-    """Stochastic gradient descent on the penalised log-likelihood, one sentence per step.
+        callback: Callback | None = None, initial: np.ndarray | None = None) -> TrainingResult:
+    """Stochastic gradient descent on the penalised log-likelihood, one sentence per step,
+    from theta = 0 or from ``initial`` [D].
 
     Each of the B sentences carries 1/B of the prior, so step t (counted over
     all epochs) does theta <- theta - eta_t * (gradient of its sentence's
@@ -568,7 +630,7 @@ def sgd(problem: Problem, sigma: float = 10.0, max_iter: int = 10, learning_rate
                           f"the prior would flip the weights' sign (need learning_rate * "
                           f"1 / (sigma^2 * {num_sentences} sentences) < 1)")
     rng = np.random.default_rng(seed)
-    weights = np.zeros(problem.num_weights)
+    weights = _starting_weights(problem, initial)
     scale = 1.0
     step = 0
     monitor = _Monitor("sgd", evaluate, callback)

@@ -502,7 +502,10 @@ def test_files_from_before_reading_transitions_and_f_score_training_load(tmp_pat
 
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.integers(0, 999), max_size=200), st.booleans())
-def test_distinct_keys_by_flags_or_by_sorting_equal_numpy_unique(keys, by_sorting):
+def test_key_counts_by_table_or_by_sorting_equal_numpy_unique(keys, by_sorting):
     keys = np.array(keys, dtype=np.int64)
-    bound = encoding.FLAG_TABLE_KEYS + 1 if by_sorting else 1000
-    np.testing.assert_array_equal(encoding._distinct(keys, bound), np.unique(keys))
+    bound = encoding.COUNT_TABLE_KEYS + 1 if by_sorting else 1000
+    distinct, counts = encoding._key_counts(keys, bound)
+    expected = np.unique(keys, return_counts=True)
+    np.testing.assert_array_equal(distinct, expected[0])
+    np.testing.assert_array_equal(counts, expected[1])

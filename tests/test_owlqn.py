@@ -282,7 +282,7 @@ def test_the_delta_test_stops_where_crfsuite_would(period, delta, l1):
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.floats(1.0, 100.0), min_size=1, max_size=30), st.integers(1, 6), st.floats(0.0, 0.2))
 def test_the_delta_test_against_its_formula(losses, period, delta):
-    converged = train._stopping_test(1e-7, None, period, delta, losses[0])
+    converged = train._stopping_test(1e-7, None, period, delta, [losses[0]])
     theta, steepest = np.ones(2), np.ones(2)
     stops = [converged(theta, loss, steepest) for loss in losses[1:]]
     expected = [k >= period and (losses[k - period] - losses[k]) / losses[k] < delta

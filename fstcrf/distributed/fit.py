@@ -1,0 +1,149 @@
+"""``ChainCRF.fit`` on a Dask cluster: the driver cuts the corpus into shards; the
+workers read, count and encode their shards; the driver reduces the counts into
+the labels, the predicate dictionary and the feature dictionary, and runs the
+single-process L-BFGS (OWL-QN with c1) on :class:`~.objective.DistributedObjective`,
+or mixes the shards' perceptron or SGD epochs (:mod:`.mixing`).
+Every error the data can cause is raised by the counting passes, before training."""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Sequence
+
+import numpy as np
+
+from .. import train
+from ..conll import Corpus, Sentence, as_corpus
+from ..encoding import drop_zero_features, features_from_counts, merge_pair_counts
+from ..errors import EmptySequenceError, FstcrfError, TemplateError
+from ..labels import chain_topology
+from ..objective import Scorer
+from . import checkpoint as checkpoints
+from .dictionary import (check_layouts, encode_shard, load_shard, merged_extractor, shard_pair_counts,
+                         summarise, union_labels)
+from .mixing import mix
+from .objective import DistributedObjective, make_problem
+from .shards import Shard, partition
+
+logger = logging.getLogger(__name__)
+
+
+def _value(value):
+    """Worker: ``value`` itself (a task Dask can run again if the worker holding it dies)."""
+    return value
+
+
+def _check_supported(model) -> None:
+    if model.algorithm not in ("lbfgs", "perceptron", "ap", "sgd"):
+        raise FstcrfError(f"distributed training runs algorithms 'lbfgs' (with c1: OWL-QN), 'perceptron' ('ap') "
+                          f"and 'sgd' (by iterative parameter mixing), not {model.algorithm!r}")
+    if model.grammar is not None or model.reads is not None:
+        raise FstcrfError("distributed training does not train under a grammar nor read a lower tagger's "
+                          "labels yet")
+    if model.template == "attributes" or hasattr(model.template, "extractor"):
+        raise FstcrfError("distributed training reads CoNLL columns; the 'attributes' template is not "
+                          "distributed yet")
+
+
+def _corpus_parts(client, source, shards: int, columns, separator: str | None) -> tuple[list, list[str]]:
+    """(futures of the shards' sentences, what each shard is): files are read on the
+    workers; sentences in memory are cut into contiguous slices."""
+    if isinstance(source, (str, os.PathLike)) or (isinstance(source, (list, tuple)) and source
+                                                   and all(isinstance(p, (str, os.PathLike)) for p in source)):
+        parts = partition(source, shards)
+        return ([client.submit(load_shard, shard, columns, separator, pure=False) for shard in parts],
+                [str(shard) for shard in parts])
+    corpus = as_corpus(source, "ChainCRF.fit")
+    bounds = np.linspace(0, len(corpus), shards + 1).round().astype(int)
+    slices = [Corpus(corpus.column_names, corpus.sentences[a:b]) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    return ([client.submit(_value, part, pure=False) for part in slices],
+            [f"sentences {a + 1}-{b} of the corpus" for a, b in zip(bounds[:-1], bounds[1:]) if b > a])
+
+
+def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequence[Sentence] | None = None,
+                callback: train.Callback | None = None, shards: int | None = None, columns=None,
+                separator: str | None = None, checkpoint: str | os.PathLike | None = None,
+                checkpoint_every: int = 1, resume: bool = False):
+    """Fit ``model`` (a ChainCRF) on ``source`` -- a CoNLL file, a list of files read one
+    after another, or sentences in memory -- on the workers of ``client``; ``shards``
+    (default: one per worker) pieces.  With ``checkpoint`` the L-BFGS state is saved
+    there every ``checkpoint_every`` iterations; ``resume`` continues from it.
+    The result equals single-process training on the same sentences up to rounding;
+    L-BFGS also sets ``model.traffic_`` (a :class:`~.objective.Traffic`: evaluations,
+    seconds, bytes, retries)."""
+    model._check_params()
+    _check_supported(model)
+    from ..model import _resolve_template
+    template = _resolve_template(model.template)
+    if target in template.columns:
+        raise TemplateError(f"the template reads column {target!r}, the column the model learns to predict; "
+                            "at tagging time that column is unknown")
+    if resume and checkpoint is None:
+        raise FstcrfError("resume needs the checkpoint file to resume from")
+    if checkpoint is not None and model.algorithm != "lbfgs":
+        raise FstcrfError(f"checkpoints hold L-BFGS state; algorithm {model.algorithm!r} has none")
+    train.check_positive("checkpoint_every", checkpoint_every, integer=True)
+    shards = shards or len(client.nthreads())
+    train.check_positive("shards", shards, integer=True)
+    dev_gold = model._dev_gold(dev, target)
+
+    loaded, where = _corpus_parts(client, source, shards, columns, separator)
+    summaries = client.gather([client.submit(summarise, corpus, shard, template, target, pure=False)
+                               for corpus, shard in zip(loaded, where)])
+    kept = [i for i, summary in enumerate(summaries) if summary.sentences]
+    if not kept:
+        raise EmptySequenceError("the training corpus has no sentences")
+    loaded, summaries = [loaded[i] for i in kept], [summaries[i] for i in kept]
+    column_names = check_layouts(summaries)
+    labels = union_labels(summaries)
+    if len(labels) == 1:
+        logger.warning("every training label of column %r is %r: the model can only predict %r",
+                       target, labels[0], labels[0])
+    topology = chain_topology(model.order, labels)
+    extractor = merged_extractor(template, model.min_count, summaries)
+    logger.info("%d shards on %d workers: %d sentences, %d tokens, %d predicates", len(loaded),
+                len(client.nthreads()), sum(s.sentences for s in summaries), sum(s.tokens for s in summaries),
+                extractor.num_predicates)
+
+    shared_extractor, shared_topology = (client.submit(_value, x, pure=False) for x in (extractor, topology))
+    encoded = [client.submit(encode_shard, corpus, shared_extractor, shared_topology, target, pure=False)
+               for corpus in loaded]
+    feature_set = model.features or "supported"
+    bias = extractor.vocabulary_.get("bias")
+    counted = client.gather([client.submit(shard_pair_counts, shard, shared_topology, model.order, feature_set,
+                                           bias, model.transitions == "seen", pure=False) for shard in encoded])
+    features = features_from_counts(merge_pair_counts([counts for counts, _ in counted]), extractor.num_predicates,
+                                    topology, model.order, feature_set, bias, model.min_freq)
+    active_edges = (np.logical_or.reduce([seen for _, seen in counted]) if model.transitions == "seen" else None)
+    scorer = Scorer(features, topology, int(model.threads), None,
+                    model._transition_layout(topology.num_edges, None, active_edges))
+    shared_scorer = client.submit(_value, scorer, pure=False)
+    problems = [client.submit(make_problem, shard, shared_scorer, pure=False) for shard in encoded]
+    client.gather(problems)          # LabelError and the like now, before training
+    objective = DistributedObjective(client, problems, scorer.num_weights, sum(s.sentences for s in summaries))
+    evaluate = model._dev_evaluator(dev_gold, extractor, scorer, None)
+
+    if model.algorithm != "lbfgs":
+        learning_rate = train.SGD_LEARNING_RATE if model.learning_rate is None else model.learning_rate
+        result = mix(client, problems, [s.sentences for s in summaries], scorer.num_weights,
+                     "sgd" if model.algorithm == "sgd" else "perceptron", model.max_iter,
+                     {"seed": model.seed, "sigma": model.sigma, "learning_rate": learning_rate,
+                      "params": model._learner_params()}, evaluate, callback)
+        model._set_fitted(topology, None, None, extractor, features, target, tuple(column_names), result,
+                          active_edges)
+        return model
+    run = checkpoints.fingerprint({name: value for name, value in model.get_params().items() if name != "client"},
+                                  labels, [features.ptr, features.output, extractor._dictionary.keys])
+    state = checkpoints.load_state(checkpoint, run) if resume else None
+    if state is not None:
+        logger.info("resuming from %s after iteration %d", checkpoint, state.iteration)
+    result = train.lbfgs(objective, model.sigma, model.max_iter, model.tol, evaluate, callback, None,
+                         l1=model.c1, checkpoint=None if checkpoint is None else
+                         checkpoints.every(checkpoint, checkpoint_every, run),
+                         resume=state, **model._learner_params())
+    model.traffic_ = objective.traffic
+    if model.c1 > 0:
+        features, result.weights, used = drop_zero_features(features, result.weights)
+        extractor = extractor.subset(used)
+    model._set_fitted(topology, None, None, extractor, features, target, tuple(column_names), result, active_edges)
+    return model

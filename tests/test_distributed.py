@@ -1,0 +1,195 @@
+"""Data-parallel training on Dask: shards, the same optimum as one process on 1, 2
+and 4 worker processes, a worker killed mid-training, and bad input."""
+import os
+import signal
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fstcrf.conll import read_conll
+from fstcrf.distributed.shards import partition, read_shard
+from fstcrf.errors import SchedulerError, ShardError
+from fstcrf.model import ChainCRF
+
+distributed = pytest.importorskip("distributed")
+
+DEMO = Path(__file__).resolve().parents[1] / "fstcrf" / "data" / "demo_train.txt"
+ITERATIONS = 6
+
+
+@pytest.fixture(scope="module")
+def clients():
+    """A function from a number of workers to a Client of a LocalCluster of that many
+    single-threaded worker processes (started once per module)."""
+    started = {}
+
+    def client(workers: int):
+        if workers not in started:
+            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                               dashboard_address=":0")
+            started[workers] = (cluster, distributed.Client(cluster))
+        return started[workers][1]
+
+    yield client
+    for cluster, client in started.values():
+        client.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def single_process():
+    return ChainCRF(max_iter=ITERATIONS, threads=1).fit(read_conll(DEMO))
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+def _fit(client, source, **options):
+    from fstcrf.distributed.fit import fit_on_dask
+    return fit_on_dask(ChainCRF(max_iter=ITERATIONS, threads=1), source, client, **options)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_same_objective_and_weights_as_one_process(clients, single_process, workers):
+    model = _fit(clients(workers), str(DEMO))
+    assert model.extractor_.predicate_names_ == single_process.extractor_.predicate_names_
+    assert np.array_equal(model.features_.output, single_process.features_.output)
+    assert model.n_iter_ == single_process.n_iter_ == ITERATIONS
+    objectives = np.array([record["objective"] for record in model.history_])
+    reference = np.array([record["objective"] for record in single_process.history_])
+    assert np.max(np.abs(objectives - reference) / np.abs(reference)) < 1e-9
+    assert _relative(model.weights_, single_process.weights_) < 1e-9
+    assert model.traffic_.evaluations >= ITERATIONS and model.traffic_.retried == 0
+
+
+def test_estimator_with_a_client_trains_on_sentences_in_memory(clients, single_process, tmp_path):
+    model = ChainCRF(max_iter=ITERATIONS, threads=1, client=clients(2)).fit(read_conll(DEMO))
+    assert _relative(model.weights_, single_process.weights_) < 1e-9
+    assert model.get_params()["client"] is clients(2)
+    model.save(tmp_path / "model.fcrf")            # the client is a connection, not part of the model
+    loaded = ChainCRF.load(tmp_path / "model.fcrf")
+    assert loaded.client is None and np.array_equal(loaded.weights_, model.weights_)
+
+
+def test_a_worker_killed_mid_training_costs_a_retry_not_the_result(clients):
+    client = clients(2)
+    undisturbed = _fit(client, str(DEMO))
+    pids = client.run(os.getpid)
+    victim = pids[sorted(pids)[0]]
+    timers = []
+
+    def kill_during_the_next_iteration(record):
+        if record["iteration"] == 2:
+            timers.append(threading.Timer(0.02, os.kill, (victim, signal.SIGKILL)))
+            timers[-1].start()
+
+    from fstcrf.distributed.fit import fit_on_dask
+    model = fit_on_dask(ChainCRF(max_iter=ITERATIONS, threads=1), str(DEMO), client,
+                        callback=kill_during_the_next_iteration)
+    timers[0].join()
+    client.wait_for_workers(2)
+    assert victim not in client.run(os.getpid).values()
+    assert model.n_iter_ == ITERATIONS
+    assert np.array_equal(model.weights_, undisturbed.weights_)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 4), min_size=1, max_size=6), min_size=1, max_size=3),
+       st.integers(1, 9), st.booleans())
+def test_shards_hold_every_sentence_once_in_order(tmp_path_factory, files, num_shards, extra_blank_lines):
+    folder = tmp_path_factory.mktemp("shards")
+    paths, expected = [], []
+    for f, lengths in enumerate(files):
+        blank = "\n \n" if extra_blank_lines else "\n"
+        text = blank.join("".join(f"w{f}.{s}.{t} P B-NP\n" for t in range(n)) for s, n in enumerate(lengths))
+        path = folder / f"part{f}.txt"
+        path.write_text(text + blank)
+        paths.append(str(path))
+        expected += [sentence.columns for sentence in read_conll(path).sentences]
+    shards = partition(paths, num_shards)
+    assert 1 <= len(shards) <= num_shards
+    found = [sentence.columns for shard in shards for sentence in read_shard(shard).sentences]
+    assert found == expected
+
+
+def test_unreachable_scheduler_is_a_typed_error():
+    from fstcrf.distributed.cluster import connect
+    with pytest.raises(SchedulerError, match="tcp://127.0.0.1:9"):
+        with connect("tcp://127.0.0.1:9", timeout=1):
+            pass
+
+
+def test_a_shard_the_worker_cannot_read_names_worker_and_file(clients, tmp_path):
+    from fstcrf.distributed.dictionary import load_shard
+    client = clients(2)
+    path = tmp_path / "train.txt"
+    path.write_bytes(DEMO.read_bytes())
+    shard = partition(str(path), 2)[1]
+    path.write_bytes(DEMO.read_bytes()[:100])          # the file changed after partitioning
+    with pytest.raises(ShardError, match=rf"worker tcp://.*{path.name}"):
+        client.submit(load_shard, shard, None, None, pure=False).result()
+    path.write_bytes(DEMO.read_bytes().replace(b"\nthe ", b"\nth\xffe ", 1))
+    with pytest.raises(ShardError, match=rf"worker tcp://.*{path.name}.*UTF-8"):
+        client.submit(load_shard, partition(str(path), 1)[0], None, None, pure=False).result()
+
+
+def test_a_shard_with_other_columns_is_refused_before_training(clients, tmp_path):
+    three, four = tmp_path / "three.txt", tmp_path / "four.txt"
+    three.write_text("He PRP B-NP\nran VBD B-VP\n\n")
+    four.write_text("She PRP x B-NP\nsat VBD x B-VP\n\n")
+    calls = []
+    from fstcrf.distributed.fit import fit_on_dask
+    with pytest.raises(ShardError, match=r"worker tcp://.*four\.txt.*4 fields.*three\.txt"):
+        fit_on_dask(ChainCRF(max_iter=2, threads=1), [str(three), str(four)], clients(2), shards=2,
+                    callback=calls.append)
+    assert calls == []
+
+
+def test_a_label_seen_by_one_worker_only_is_a_label_of_the_model(clients, tmp_path):
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_bytes(DEMO.read_bytes())
+    second.write_text("The DT B-NP\nrare JJ B-RARE\nword NN I-RARE\n\n")
+    model = _fit(clients(2), [str(first), str(second)], shards=2)
+    reference = ChainCRF(max_iter=ITERATIONS, threads=1).fit(
+        read_conll(first).sentences + read_conll(second).sentences)
+    assert "B-RARE" in model.labels_ and model.labels_ == reference.labels_
+    assert _relative(model.weights_, reference.weights_) < 1e-9
+
+
+def test_cli_writes_no_model_when_a_shard_is_bad(tmp_path, capsys):
+    from fstcrf.cli import main
+    bad = tmp_path / "bad.txt"
+    text = DEMO.read_text()
+    bad.write_text(text + "\nextra column here too many\n\n")
+    out = tmp_path / "model.fcrf"
+    assert main(["-q", "train", str(bad), "--dask", "local:2", "--max-iter", "2", "-o", str(out)]) == 2
+    assert "worker tcp://" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("algorithm", ["perceptron", "sgd"])
+def test_mixing_one_shard_for_one_epoch_is_the_single_process_epoch(clients, algorithm):
+    single = ChainCRF(algorithm=algorithm, max_iter=1, threads=1).fit(read_conll(DEMO))
+    from fstcrf.distributed.fit import fit_on_dask
+    mixed = fit_on_dask(ChainCRF(algorithm=algorithm, max_iter=1, threads=1), str(DEMO), clients(2), shards=1)
+    assert np.array_equal(mixed.weights_, single.weights_)
+
+
+def test_mixing_depends_on_the_shards_not_on_the_workers(clients):
+    from fstcrf.distributed.fit import fit_on_dask
+    two, four = (fit_on_dask(ChainCRF(algorithm="perceptron", max_iter=3, threads=1), str(DEMO), clients(n), shards=4)
+                 for n in (2, 4))
+    assert np.array_equal(two.weights_, four.weights_)
+    assert [r["objective"] for r in two.history_] == [r["objective"] for r in four.history_]
+
+
+def test_mixed_perceptron_learns_about_as_well_as_one_process(clients):
+    from fstcrf.distributed.fit import fit_on_dask
+    test = read_conll(DEMO.with_name("demo_test.txt"))
+    single = ChainCRF(algorithm="perceptron", max_iter=5, threads=1).fit(read_conll(DEMO))
+    mixed = fit_on_dask(ChainCRF(algorithm="perceptron", max_iter=5, threads=1), str(DEMO), clients(4), shards=4)
+    assert mixed.score(test).f1 > single.score(test).f1 - 3.0
