@@ -835,6 +835,16 @@ def _bench(args: argparse.Namespace) -> int:
         results = bench_defaults(_shared_data(args.data, "defaults", ["conll2000", "conll2003"]), folds=args.folds,
                                  sentences=args.sentences, threads=args.threads, progress=not args.quiet)
         print(defaults_json(results) if args.json else format_defaults(results))
+    elif args.what == "mce":
+        from .bench_mce import TASKS, bench_mce, format_mce, mce_json
+        tasks = [task for task in args.tasks.split(",") if task]
+        unknown = sorted(set(tasks) - set(TASKS))
+        if unknown or not tasks:
+            raise FstcrfError(f"--tasks takes {', '.join(TASKS)}, got {args.tasks!r}")
+        results = bench_mce(_shared_data(args.data, "mce", [TASKS[task][0] for task in tasks]), tasks,
+                            map_iter=args.map_iter, mce_iter=args.mce_iter, threads=args.threads,
+                            progress=not args.quiet)
+        print(mce_json(results) if args.json else format_mce(results))
     elif args.what == "transfer":
         from .bench_transfer import bench_transfer, format_transfer, transfer_json
         results = bench_transfer(_shared_data(args.data, "transfer", ["conll2003", "seminars"]), splits=args.splits,
@@ -1263,7 +1273,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = command("bench", "measure speed against reference implementations", _bench, outputs=("plot",))
     bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit", "nonlocal",
-                                        "transfer", "defaults", "tag", "sklearn"],
+                                        "transfer", "defaults", "tag", "sklearn", "mce"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
                             "train: the whole fstcrf train process against a python-crfsuite script with "
@@ -1281,7 +1291,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "transfer: seminar extraction with no transfer, the cascade and joint decoding of "
                             "a CoNLL-2003 NER model (--data DIR holding conll2003/ and seminars/); "
                             "defaults: the default templates of fstcrf train by cross-validation on the training "
-                            "data of CoNLL-2000 chunking and CoNLL-2003 NER, and their test F1 (--data DIR)")
+                            "data of CoNLL-2000 chunking and CoNLL-2003 NER, and their test F1 (--data DIR); "
+                            "mce: MAP against MCE-F F-score training on CoNLL-2000 chunking and CoNLL-2003 "
+                            "English NER, C and MCE-F iterations chosen on dev, test F1 and McNemar's test "
+                            "(--data DIR holding conll2000/ and conll2003/)")
     bench.add_argument("--folds", type=_whole_number(2), default=3,
                        help="defaults: cross-validation folds (default %(default)s)")
     bench.add_argument("--sentences", type=POSITIVE, default=4000,
@@ -1290,7 +1303,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="bandit: seeds per objective (default 3); nonlocal: seeds of the block sampler "
                             "(default 5)")
     bench.add_argument("--json", action="store_true",
-                       help="nonlocal, transfer, defaults, tag, train, sklearn: print one JSON object instead of "
+                       help="nonlocal, transfer, defaults, tag, train, sklearn, mce: print one JSON object instead of "
                             "the table (default: off)")
     bench.add_argument("--copies", type=POSITIVE, default=10,
                        help="tag: copies of the CoNLL-2000 test set tagged as one file (default %(default)s)")
@@ -1332,6 +1345,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="peer for bench train (default %(default)s)")
     bench.add_argument("--iterations", type=POSITIVE, default=50,
                        help="L-BFGS iterations (bench train, partial) (default %(default)s)")
+    bench.add_argument("--tasks", default="chunking,ner",
+                       help="mce: comma-separated tasks, from chunking and ner (default %(default)s)")
+    bench.add_argument("--map-iter", type=POSITIVE, default=None,
+                       help="mce: L-BFGS iterations of MAP training (default: 200 chunking, 150 ner)")
+    bench.add_argument("--mce-iter", type=POSITIVE, default=30,
+                       help="mce: MCE-F iterations scored on dev for each C (default %(default)s)")
     bench.add_argument("--fraction", type=_real_number(0.0, 1.0, closed=False), default=0.5,
                        help="share of labels hidden (bench partial) (default %(default)s)")
     bench.add_argument("--threads", type=POSITIVE, default=2,
