@@ -130,7 +130,8 @@ def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
                     max_iter=args.max_iter, features=args.features, min_count=args.min_count,
                     threads=args.threads, grammar=args.grammar, grammar_params=_grammar_params(args),
                     reads=args.reads, read_transitions=not args.no_read_transitions, mce_c=args.mce_c,
-                    mce_iter=args.mce_iter, learning_rate=args.learning_rate, seed=args.seed,
+                    mce_iter=args.mce_iter, mce_alpha=args.mce_alpha, mce_beta=args.mce_beta,
+                    learning_rate=args.learning_rate, seed=args.seed,
                     objective=args.objective, feedback=args.feedback, draws=args.draws, baseline=args.baseline,
                     step=args.step, clip=args.clip, batch_size=args.batch_size, feedback_flip=args.feedback_flip,
                     feedback_noise=args.feedback_noise, weighting=args.weighting, max_ratio=args.max_ratio)
@@ -980,6 +981,11 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="mce-f: C of the F-score stage's prior ||w||^2 / (2C) (default %(default)g)")
     parser.add_argument("--mce-iter", type=POSITIVE, default=50,
                         help="mce-f: L-BFGS iterations of the F-score stage (default %(default)s)")
+    parser.add_argument("--mce-alpha", type=_real_number(1e-6, 1e6), default=1.0,
+                        help="mce-f: slope alpha of the sigmoid 1 / (1 + exp(-alpha d - beta)) that smooths "
+                             "each chunk's misclassification measure d (default %(default)s, the paper's)")
+    parser.add_argument("--mce-beta", type=_real_number(-1e6, 1e6), default=0.0,
+                        help="mce-f: offset beta of that sigmoid (default %(default)s, the paper's)")
     parser.add_argument("--consistency", action="store_true",
                         help="also estimate Finkel et al.'s label-consistency penalties from the training "
                              "documents (-DOCSTART- markers) and store them in the model, for tag and eval "

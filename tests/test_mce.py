@@ -340,6 +340,24 @@ def test_warm_start_errors():
         ChainCRF(TEMPLATE, algorithm="mce-f").fit(partial)
     with pytest.raises(FstcrfError, match="mce_c"):
         ChainCRF(TEMPLATE, algorithm="mce-f", mce_c=0).fit(corpus)
+    with pytest.raises(FstcrfError, match="mce_alpha"):
+        ChainCRF(TEMPLATE, algorithm="mce-f", mce_alpha=0).fit(corpus)
+    with pytest.raises(FstcrfError, match="mce_beta"):
+        ChainCRF(TEMPLATE, algorithm="mce-f", mce_beta=float("nan")).fit(corpus)
+
+
+def test_the_sigmoid_parameters_reach_the_objective_and_the_model_file(tmp_path):
+    """The first MCE-F record of a warm start is r(theta) + ||theta||^2 / (2C) of the
+    objective with the model's alpha and beta."""
+    corpus = chunk_corpus(43, 30)
+    start = ChainCRF(TEMPLATE, max_iter=5).fit(corpus)
+    tuned = ChainCRF(algorithm="mce-f", mce_iter=1, mce_c=1e3, mce_alpha=0.3, mce_beta=-0.5).fit(corpus, init=start)
+    problem = training_set(corpus, 1, "supported")
+    r, _ = mce.SegmentFScore(problem.scorer, problem.encoded, problem.states, 0.3, -0.5).loss_and_gradient(
+        start.weights_)
+    assert tuned.history_[0]["objective"] == pytest.approx(r + start.weights_ @ start.weights_ / 2e3, rel=1e-9)
+    tuned.save(tmp_path / "tuned.model")
+    assert (load_model(tmp_path / "tuned.model").mce_alpha, load_model(tmp_path / "tuned.model").mce_beta) == (0.3, -0.5)
 
 
 @pytest.mark.slow
