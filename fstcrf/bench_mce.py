@@ -25,7 +25,7 @@ from .progress import Progress
 #: template, MAP sigma, MAP iterations).
 TASKS = {
     "chunking": ("conll2000", "train.txt", None, "test.txt", "word,pos,chunk", "chunk", False,
-                 "sha-pereira", 10.0, 200),
+                 "chunking-extended", 10.0, 200),
     "ner": ("conll2003", "eng.train", "eng.testa", "eng.testb", "word,pos,chunk,ner", "ner", True,
             "ner", 3.0, 150),
 }
