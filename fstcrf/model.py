@@ -160,8 +160,9 @@ class ChainCRF:
         transitions: "all" (a weight for every edge of the topology) or
             "seen" (CRFsuite's default: only edges taken by the gold paths have
             a weight; the others score 0).
-        algorithm_params: further settings of the algorithm, by name: lbfgs:
-            memory, epsilon, period, delta, linesearch, max_linesearch; ap:
+        algorithm_params: further settings of the algorithm, by name: lbfgs
+            and mce-f (both of its stages): memory, epsilon, period, delta,
+            linesearch, max_linesearch; ap:
             epsilon; pa: pa_type, c, error_sensitive, averaging, epsilon;
             arow: variance, gamma, epsilon; l2sgd: period, delta and the
             calibration_* settings (see :mod:`fstcrf.train` and
@@ -562,7 +563,8 @@ class ChainCRF:
                 from .mce import SegmentFScore
                 stages.append(train.lbfgs(SegmentFScore(scorer, encoded, states, self.mce_alpha, self.mce_beta),
                                           float(np.sqrt(self.mce_c)),
-                                          self.mce_iter, self.tol, evaluate, callback, initial, name="mce-f"))
+                                          self.mce_iter, self.tol, evaluate, callback, initial, name="mce-f",
+                                          **self._learner_params()))
             result = stages[-1]
             result.history = [record for stage in stages for record in stage.history]
         if self.c1 > 0:
