@@ -26,6 +26,7 @@ def test_bench_mce_prints_map_and_mce_f_test_scores(tmp_path, capsys):
                  "--mce-iter", "3"]) == 0
     results = json.loads(capsys.readouterr().out)
     assert set(results) == {"chunking", "ner"}
+    assert results["chunking"]["map_sigma"] in (1.0, 10.0) and results["ner"]["map_sigma"] == 3.0
     for result in results.values():
         assert 0.0 <= result["map"] <= 100.0 and 0.0 <= result["mce_f"] <= 100.0
         assert result["mce_c"] in (1e6, 1e7) and 0 <= result["mce_iterations"] <= 3
