@@ -7,7 +7,9 @@ objective and the dev F1 after every iteration.
 Starts from MODEL's weights.  The first step is FIRST_STEP (default 1) along the negative
 gradient, in weight-space length; then each weight takes Fahlman's secant step
 delta * g / (g_previous - g), at most MAX_GROWTH times its previous step, plus a gradient
-step of the first step's rate where the gradient kept its sign.
+step of the first step's rate where the gradient kept its sign; a whole step longer than
+MAX_LENGTH first steps is shortened to that length (without it the secant steps blow up at
+the objective's kinks within a few iterations).
 """
 import sys
 
@@ -18,6 +20,7 @@ from fstcrf.model import load_model
 from mce_margins import captured_objective      # run from docs/experiments (or with it on PYTHONPATH)
 
 MAX_GROWTH = 1.75
+MAX_LENGTH = 4.0
 
 
 def main(model_path: str, train_path: str, dev_path: str, c: float, iterations: int, first_step: float = 1.0):
@@ -49,6 +52,7 @@ def main(model_path: str, train_path: str, dev_path: str, c: float, iterations: 
         factor = np.clip(np.nan_to_num(factor, nan=0.0, posinf=MAX_GROWTH, neginf=-MAX_GROWTH),
                          -MAX_GROWTH, MAX_GROWTH)
         step = factor * step - rate * gradient * (gradient * previous > 0)
+        step *= min(1.0, MAX_LENGTH * first_step / max(np.linalg.norm(step), 1e-300))
 
 
 if __name__ == "__main__":
