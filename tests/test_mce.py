@@ -156,19 +156,21 @@ def short_corpus(seed: int, sentences: int):
 
 
 def iob2_training_set(corpus, order: int):
-    """The training problem of ``corpus`` on the model topology restricted to IOB2-valid
-    label sequences, where a segment's box holds exactly when conlleval reads the chunk."""
+    """The training problem of ``corpus`` (random_corpus's labels) on the model topology
+    restricted to IOB2-valid label sequences, where a segment's box holds exactly when
+    conlleval reads the chunk.  Every label is in the topology, seen in corpus or not, and
+    has a weight for every predicate."""
     from fstcrf.features import FeatureExtractor, parse_template
     from fstcrf.grammar import compile_grammar, constrain, load_grammar
     extractor = FeatureExtractor(parse_template(TEMPLATE))
     encoded = EncodedSentences.from_corpus(extractor, corpus, fit=True)
     gold = corpus.column("chunk")
-    labels = gold_label_set(gold)
+    labels = ["B-NP", "B-VP", "I-NP", "I-VP", "O"]
     topology = constrain(chain_topology(order, labels), compile_grammar(load_grammar("iob2"), labels))
     label_ids, _ = parse_gold(topology, gold)
     states = gold_states(topology, label_ids, encoded.offsets)
-    features = build_features(encoded, states, label_ids, topology, order, "supported",
-                                  extractor.vocabulary_.get("bias"))
+    features = build_features(encoded, states, label_ids, topology, order, "complete",
+                              extractor.vocabulary_.get("bias"))     # every label scored: no exact ties
     return TrainingSet(Scorer(features, topology, 2), encoded, states)
 
 
@@ -190,9 +192,7 @@ def small_objective(seed: int, smoothing_params=(1.0, 0.0, 1.0), gold=None) -> m
     """The objective of a few random sentences of at most 4 tokens, order 1, on the IOB2
     topology (where a box holds exactly when the chunk is output); ``gold`` replaces the
     gold states int [N] when given.  Skips (hypothesis assume) a draw without chunks."""
-    corpus = short_corpus(seed, 8)
-    assume(len(gold_label_set(corpus.column("chunk"))) == len(LABELS))   # the IOB2 grammar needs them all
-    problem = iob2_training_set(corpus, 1)
+    problem = iob2_training_set(short_corpus(seed, 8), 1)
     states = problem.states if gold is None else gold(problem)
     try:
         return mce.SegmentFScore(problem.scorer, problem.encoded, states, *smoothing_params)
@@ -242,6 +242,7 @@ def test_rival_and_segment_paths_match_enumeration(seed, gold_is_viterbi):
         assert not np.array_equal(rival[rows], paths.gold)
         assert sentence_pot.score(rival[rows])[0] == pytest.approx(paths.scores[expected], abs=1e-9)
         if gold_is_viterbi:
+            assert sentence_pot.score(paths.gold)[0] == pytest.approx(paths.scores.max(), abs=1e-9)
             assert paths.scores[expected] < paths.scores.max()
         mine = [k for k in range(len(segments)) if segments.sentence[k] == b]
         chunk_of = {k: (int(segments.first[k]), int(segments.last[k]), int(segments.chunk_type[k])) for k in mine}
