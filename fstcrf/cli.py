@@ -130,7 +130,8 @@ def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
                     max_iter=args.max_iter, features=args.features, min_count=args.min_count,
                     threads=args.threads, grammar=args.grammar, grammar_params=_grammar_params(args),
                     reads=args.reads, read_transitions=not args.no_read_transitions, mce_c=args.mce_c,
-                    mce_iter=args.mce_iter, learning_rate=args.learning_rate, seed=args.seed,
+                    mce_iter=args.mce_iter, mce_alpha=args.mce_alpha, mce_beta=args.mce_beta,
+                    learning_rate=args.learning_rate, seed=args.seed,
                     objective=args.objective, feedback=args.feedback, draws=args.draws, baseline=args.baseline,
                     step=args.step, clip=args.clip, batch_size=args.batch_size, feedback_flip=args.feedback_flip,
                     feedback_noise=args.feedback_noise, weighting=args.weighting, max_ratio=args.max_ratio)
@@ -904,6 +905,16 @@ def _bench(args: argparse.Namespace) -> int:
         results = bench_defaults(_shared_data(args.data, "defaults", ["conll2000", "conll2003"]), folds=args.folds,
                                  sentences=args.sentences, threads=args.threads, progress=not args.quiet)
         print(defaults_json(results) if args.json else format_defaults(results))
+    elif args.what == "mce":
+        from .bench_mce import TASKS, bench_mce, format_mce, mce_json
+        tasks = [task for task in args.tasks.split(",") if task]
+        unknown = sorted(set(tasks) - set(TASKS))
+        if unknown or not tasks:
+            raise FstcrfError(f"--tasks takes {', '.join(TASKS)}, got {args.tasks!r}")
+        results = bench_mce(_shared_data(args.data, "mce", [TASKS[task][0] for task in tasks]), tasks,
+                            map_iter=args.map_iter, mce_iter=args.mce_iter, threads=args.threads,
+                            progress=not args.quiet)
+        print(mce_json(results) if args.json else format_mce(results))
     elif args.what == "transfer":
         from .bench_transfer import bench_transfer, format_transfer, transfer_json
         results = bench_transfer(_shared_data(args.data, "transfer", ["conll2003", "seminars"]), splits=args.splits,
@@ -1039,6 +1050,11 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
                         help="mce-f: C of the F-score stage's prior ||w||^2 / (2C) (default %(default)g)")
     parser.add_argument("--mce-iter", type=POSITIVE, default=50,
                         help="mce-f: L-BFGS iterations of the F-score stage (default %(default)s)")
+    parser.add_argument("--mce-alpha", type=_real_number(1e-6, 1e6), default=1.0,
+                        help="mce-f: slope alpha of the sigmoid 1 / (1 + exp(-alpha d - beta)) that smooths "
+                             "each chunk's misclassification measure d (default %(default)s, the paper's)")
+    parser.add_argument("--mce-beta", type=_real_number(-1e6, 1e6), default=0.0,
+                        help="mce-f: offset beta of that sigmoid (default %(default)s, the paper's)")
     parser.add_argument("--consistency", action="store_true",
                         help="also estimate Finkel et al.'s label-consistency penalties from the training "
                              "documents (-DOCSTART- markers) and store them in the model, for tag and eval "
@@ -1351,7 +1367,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = command("bench", "measure speed against reference implementations", _bench, outputs=("plot",))
     bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit", "nonlocal",
-                                        "transfer", "defaults", "tag", "sklearn", "distributed"],
+                                        "transfer", "defaults", "tag", "sklearn", "distributed",
+                                        "mce"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
                             "train: the whole fstcrf train process against a python-crfsuite script with "
@@ -1372,7 +1389,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "data of CoNLL-2000 chunking and CoNLL-2003 NER, and their test F1 (--data DIR); "
                             "distributed: seconds per L-BFGS iteration in one process and on LocalClusters of 1 "
                             "and 2 workers, on CoNLL-2000 and on --copies copies of it (default 20) (needs "
-                            "fstcrf[distributed])")
+                            "fstcrf[distributed]); "
+                            "mce: MAP against MCE-F F-score training on CoNLL-2000 chunking and CoNLL-2003 "
+                            "English NER, C and MCE-F iterations chosen on dev, test F1 and McNemar's test "
+                            "(--data DIR holding conll2000/ and conll2003/)")
     bench.add_argument("--folds", type=_whole_number(2), default=3,
                        help="defaults: cross-validation folds (default %(default)s)")
     bench.add_argument("--sentences", type=POSITIVE, default=4000,
@@ -1381,8 +1401,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="bandit: seeds per objective (default 3); nonlocal: seeds of the block sampler "
                             "(default 5)")
     bench.add_argument("--json", action="store_true",
-                       help="nonlocal, transfer, defaults, tag, train, sklearn, distributed: print one JSON object instead of "
-                            "the table (default: off)")
+                       help="nonlocal, transfer, defaults, tag, train, sklearn, distributed, mce: print one "
+                            "JSON object instead of the table (default: off)")
     bench.add_argument("--copies", type=POSITIVE, default=None,
                        help="tag: copies of the CoNLL-2000 test set tagged as one file (default 10); distributed: "
                             "copies of the training set trained on as one file (default 20)")
@@ -1424,6 +1444,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="peer for bench train (default %(default)s)")
     bench.add_argument("--iterations", type=POSITIVE, default=None,
                        help="L-BFGS iterations (bench train, partial: default 50; distributed: default 5)")
+    bench.add_argument("--tasks", default="chunking,ner",
+                       help="mce: comma-separated tasks, from chunking and ner (default %(default)s)")
+    bench.add_argument("--map-iter", type=POSITIVE, default=None,
+                       help="mce: L-BFGS iterations of MAP training (default: 200 chunking, 150 ner)")
+    bench.add_argument("--mce-iter", type=POSITIVE, default=30,
+                       help="mce: MCE-F iterations scored on dev for each C (default %(default)s)")
     bench.add_argument("--fraction", type=_real_number(0.0, 1.0, closed=False), default=0.5,
                        help="share of labels hidden (bench partial) (default %(default)s)")
     bench.add_argument("--threads", type=POSITIVE, default=2,

@@ -160,6 +160,7 @@ class _BlockSpans:
     """The segments of one block of sentences and their span Viterbi results."""
 
     first: int                  # the block's first sentence
+    segments: Segments          # [K] gold segments, then candidate false positives (block sentences)
     rows: np.ndarray            # int64 [R]: block token row of each path entry
     span_of_row: np.ndarray     # int64 [R]: the span each path entry belongs to
     plus_paths: np.ndarray      # int32 [R]: the side d grows with (see the module doc)
@@ -203,11 +204,7 @@ class SegmentFScore:
         encoded, offsets = self.encoded, self.encoded.offsets
         pot = self.scorer.potentials(encoded, theta, first, last)
         local_offsets = offsets[first:last + 1] - offsets[first]
-        gold = self.gold_states[encoded.token_rows(first, last)]
-        best = kbest(pot, 2)
-        viterbi_is_gold = np.minimum.reduceat((best.paths[0] == gold).astype(np.int8), local_offsets[:-1]) == 1
-        rival = np.where(np.repeat(viterbi_is_gold, pot.lengths), best.paths[1], best.paths[0])
-        has_rival = ~viterbi_is_gold | (best.found >= 2)
+        rival, has_rival = best_incorrect(pot, self.gold_states[encoded.token_rows(first, last)])
         rival_labels = self.topology.state_label[np.where(rival >= 0, rival, 0)]
         candidates = read_segments(rival_labels, local_offsets, self.scheme)
         candidates = candidates.select(has_rival[candidates.sentence])
@@ -224,11 +221,11 @@ class SegmentFScore:
         cand_lengths, cand_allowed = segment_boxes(candidates, rival_labels, local_offsets, self.scheme,
                                                    self.topology.num_labels)
         is_gold = np.concatenate([np.ones(len(gold_segments), bool), np.zeros(len(candidates), bool)])
-        sentence = np.concatenate([gold_segments.sentence, candidates.sentence])
-        span_first = np.concatenate([gold_segments.first, candidates.first])
+        segments = Segments(*(np.concatenate([getattr(gold_segments, name), getattr(candidates, name)])
+                              for name in ("sentence", "first", "last", "chunk_type")))
         span_length = np.concatenate([gold_lengths, cand_lengths])
         allowed_states = np.concatenate([gold_allowed, cand_allowed])[:, self.topology.state_label]
-        result = span_viterbi(pot, sentence, span_first, span_length, allowed_states)
+        result = span_viterbi(pot, segments.sentence, segments.first, span_length, allowed_states)
 
         path_lengths = np.diff(result.path_offsets)
         gold_rows = np.repeat(is_gold, path_lengths)
@@ -236,8 +233,8 @@ class SegmentFScore:
         plus = np.where(gold_rows, result.outside_paths, result.inside_paths)
         minus = np.where(gold_rows, result.inside_paths, result.outside_paths)
         span_of_row = np.repeat(np.arange(len(d)), path_lengths)
-        rows = local_offsets[sentence][span_of_row] + _ranges(path_lengths)
-        return _BlockSpans(first, rows, span_of_row, plus, minus, d, is_gold)
+        rows = local_offsets[segments.sentence][span_of_row] + _ranges(path_lengths)
+        return _BlockSpans(first, segments, rows, span_of_row, plus, minus, d, is_gold)
 
     # -- the objective --------------------------------------------------------------------
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -301,6 +298,17 @@ class SegmentFScore:
                   - layout.path_counts(self._edge_table[minus[linked - 1], minus[linked]], token_class,
                                        row_weight[linked]))
         out[F:] += layout.gradient(counts)
+
+
+def best_incorrect(pot, gold_states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The best incorrect output of each sentence of potentials ``pot`` (B sentences, N
+    tokens) given the gold states int [N]: (states int32 [N], bool [B] whether the sentence
+    has one).  It is the Viterbi path, or the second best path when Viterbi is gold (the
+    paper's A* search for the maximum incorrect output, here by 2-best Viterbi)."""
+    best = kbest(pot, 2)
+    viterbi_is_gold = np.minimum.reduceat((best.paths[0] == gold_states).astype(np.int8), pot.offsets[:-1]) == 1
+    rival = np.where(np.repeat(viterbi_is_gold, pot.lengths), best.paths[1], best.paths[0])
+    return rival, ~viterbi_is_gold | (best.found >= 2)
 
 
 def _sorted_contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:

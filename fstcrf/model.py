@@ -121,8 +121,9 @@ def _check_reading_template(template: Template, reads: str, target: str,
 _PARAMS = ("template", "order", "algorithm", "sigma", "c1", "max_iter", "features", "min_count", "min_freq",
            "transitions", "algorithm_params",
            "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params", "reads",
-           "read_transitions", "mce_c", "mce_iter", "objective", "feedback", "draws", "baseline",
-           "step", "clip", "batch_size", "feedback_flip", "feedback_noise", "weighting", "max_ratio", "client")
+           "read_transitions", "mce_c", "mce_iter", "mce_alpha", "mce_beta", "objective", "feedback", "draws",
+           "baseline", "step", "clip", "batch_size", "feedback_flip", "feedback_noise", "weighting", "max_ratio",
+           "client")
 
 
 class ChainCRF:
@@ -160,8 +161,9 @@ class ChainCRF:
         transitions: "all" (a weight for every edge of the topology) or
             "seen" (CRFsuite's default: only edges taken by the gold paths have
             a weight; the others score 0).
-        algorithm_params: further settings of the algorithm, by name: lbfgs:
-            memory, epsilon, period, delta, linesearch, max_linesearch; ap:
+        algorithm_params: further settings of the algorithm, by name: lbfgs
+            and mce-f (both of its stages): memory, epsilon, period, delta,
+            linesearch, max_linesearch; ap:
             epsilon; pa: pa_type, c, error_sensitive, averaging, epsilon;
             arow: variance, gamma, epsilon; l2sgd: period, delta and the
             calibration_* settings (see :mod:`fstcrf.train` and
@@ -189,6 +191,8 @@ class ChainCRF:
             weight per edge plus a deviation per (lower label, edge).
         mce_c: C of the F-score stage's prior (algorithm "mce-f").
         mce_iter: L-BFGS iterations of the F-score stage (algorithm "mce-f").
+        mce_alpha, mce_beta: the F-score stage's sigmoid 1 / (1 + exp(-alpha d - beta))
+            of a segment's misclassification measure d (the paper's 1 and 0).
         objective, draws, baseline, step, clip, batch_size: algorithm "bandit"
             (learning from sampled outputs scored by feedback, see
             :mod:`fstcrf.bandit`): the objective ("expected", "pairwise",
@@ -234,7 +238,8 @@ class ChainCRF:
                  tol: float = 1e-7, learning_rate: float | None = None, seed: int = 0,
                  grammar: str | None = None, grammar_params: dict | None = None,
                  reads: str | None = None, read_transitions: bool = True, mce_c: float = 1e5,
-                 mce_iter: int = 50, objective: str = "expected", feedback="f1", draws: int = DEFAULT_DRAWS,
+                 mce_iter: int = 50, mce_alpha: float = 1.0, mce_beta: float = 0.0, objective: str = "expected",
+                 feedback="f1", draws: int = DEFAULT_DRAWS,
                  baseline: str | None = None, step: str = "adam", clip: float = 0.0, batch_size: int = 16,
                  feedback_flip: float = 0.0, feedback_noise: float = 0.0,
                  weighting: str = "self-normalised", max_ratio: float = 10.0, client=None):
@@ -259,6 +264,8 @@ class ChainCRF:
         self.read_transitions = read_transitions
         self.mce_c = mce_c
         self.mce_iter = mce_iter
+        self.mce_alpha = mce_alpha
+        self.mce_beta = mce_beta
         self.objective = objective
         self.feedback = feedback
         self.draws = draws
@@ -322,6 +329,9 @@ class ChainCRF:
         train.check_positive("mce_c", self.mce_c, bounds=tuple(x ** 2 for x in train.SIGMA_RANGE),
                              infinite=True)
         train.check_positive("mce_iter", self.mce_iter, integer=True)
+        train.check_positive("mce_alpha", self.mce_alpha)
+        if not isinstance(self.mce_beta, (int, float, np.floating)) or not np.isfinite(self.mce_beta):
+            raise ArgumentTypeError(f"mce_beta must be a finite number, got {self.mce_beta!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
             raise ArgumentTypeError(f"seed must be an integer, got {type(self.seed).__name__} {self.seed!r}")
         if not (self.reads is None or isinstance(self.reads, str)):
@@ -562,8 +572,10 @@ class ChainCRF:
                 initial = stages[-1].weights
             if self.algorithm == "mce-f" and not (stages and stages[-1].interrupted):
                 from .mce import SegmentFScore
-                stages.append(train.lbfgs(SegmentFScore(scorer, encoded, states), float(np.sqrt(self.mce_c)),
-                                          self.mce_iter, self.tol, evaluate, callback, initial, name="mce-f"))
+                stages.append(train.lbfgs(SegmentFScore(scorer, encoded, states, self.mce_alpha, self.mce_beta),
+                                          float(np.sqrt(self.mce_c)),
+                                          self.mce_iter, self.tol, evaluate, callback, initial, name="mce-f",
+                                          **self._learner_params()))
             result = stages[-1]
             result.history = [record for stage in stages for record in stage.history]
         if self.c1 > 0:

@@ -215,6 +215,8 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     params.setdefault("mce_c", 1e5)             # written before F-score training existed
     params.setdefault("mce_iter", 50)
     params.setdefault("client", None)           # written before distributed training
+    params.setdefault("mce_alpha", 1.0)         # written before the sigmoid's parameters were options
+    params.setdefault("mce_beta", 0.0)
     for name, default in (("c1", 0.0), ("min_freq", 0.0), ("transitions", "all"), ("algorithm_params", None)):
         params.setdefault(name, default)     # written before L1 and CRFsuite's settings
     expected = list(ChainCRF().get_params())
