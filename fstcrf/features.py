@@ -659,41 +659,40 @@ class FeatureExtractor:
         if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \
                 or self.min_count < 1:
             raise FstcrfError(f"min_count must be a positive integer, got {self.min_count!r}")
-        # most frequent first (ties in template and first-occurrence order): the weights
-        # of the predicates true at most tokens then share a few cache lines
         all_counts = [counts for _, _, counts, _ in occurrences]
-        kept = [np.flatnonzero(counts >= self.min_count) for counts in all_counts]
-        self._warn_if_few_kept(np.concatenate([np.zeros(0, dtype=np.int64)] + all_counts),
-                               sum(map(len, kept)))
-        order = np.argsort(-np.concatenate([np.zeros(0, dtype=np.int64)]
-                                           + [counts[k] for counts, k in zip(all_counts, kept)]), kind="stable")
-        names = [predicate_names[i] for (predicate_names, *_), k in zip(occurrences, kept) for i in k.tolist()]
-        names = [names[i] for i in order.tolist()]
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        starts = np.cumsum([0] + [len(k) for k in kept])
-        columns = []                # per template, the column of each predicate it yields (-1: dropped)
-        for (predicate_names, *_), k, start in zip(occurrences, kept, starts.tolist()):
-            column = np.full(len(predicate_names), -1, dtype=np.int64)
-            column[k] = rank[start:start + len(k)]
-            columns.append(column)
+        starts = np.cumsum([0] + [len(counts) for counts in all_counts]).tolist()
+        chosen = self.frequent_first(np.concatenate([np.zeros(0, dtype=np.int64)] + all_counts))
+        seen_names = [name for predicate_names, *_ in occurrences for name in predicate_names]
+        names = [seen_names[i] for i in chosen.tolist()]
+        column = np.full(starts[-1], -1, dtype=np.int64)
+        column[chosen] = np.arange(len(chosen))
+        columns = [column[a:b] for a, b in zip(starts[:-1], starts[1:])]     # per template (-1: dropped)
 
         def keys(salt: int) -> np.ndarray:
             """uint64 [P]: the keys of the kept predicates, chained from their value codes."""
             seeds = _string_hashes([predicate.name for predicate in self._template()], salt)
             hashed: dict[int, np.ndarray] = {}       # the hashes of each list of value names
             parts = []
-            for seed, (*_, values), k in zip(seeds, occurrences, kept):
-                own = np.full(len(k), seed, dtype=np.uint64)
+            for seed, (predicate_names, *_, values) in zip(seeds, occurrences):
+                own = np.full(len(predicate_names), seed, dtype=np.uint64)
                 for codes, value_names in values:
                     if id(value_names) not in hashed:
                         hashed[id(value_names)] = _string_hashes(value_names, salt)
-                    _chain(own, hashed[id(value_names)][codes[k]])
+                    _chain(own, hashed[id(value_names)][codes])
                 parts.append(own)
-            return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[order]
+            return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[chosen]
 
         self._set_dictionary(names, None, _HashedDictionary.fit(keys, len(names)))
         return columns
+
+    def frequent_first(self, counts: np.ndarray) -> np.ndarray:
+        """int64 [P]: the indices of the predicates true at counts int [P_seen] tokens that
+        min_count keeps, most frequent first (ties in the order of ``counts``: template,
+        then first occurrence), so that the weights of the predicates true at most
+        tokens share a few cache lines; warns when that keeps too few."""
+        kept = np.flatnonzero(counts >= self.min_count)
+        self._warn_if_few_kept(counts, len(kept))
+        return kept[np.argsort(-counts[kept], kind="stable")]
 
     def _warn_if_few_kept(self, counts: np.ndarray, kept: int) -> None:
         """Log a warning when min_count keeps ``kept`` of the predicates true at counts
@@ -801,9 +800,10 @@ class FeatureExtractor:
         if numeric:
             raise TemplateError(f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
                                 "its values can be varied only in binary predicates")
-        others = [i for i, predicate in enumerate(predicates)
-                  if column not in {observation.column for observation in predicate.observations}]
-        readers = [i for i in range(len(predicates)) if i not in set(others)]
+        reads = [any(observation.column == column for observation in predicate.observations)
+                 for predicate in predicates]
+        others = [i for i, read in enumerate(reads) if not read]
+        readers = [i for i, read in enumerate(reads) if read]
         table = _TokenTable(list(corpus))   # ``column`` itself may be missing
         base = self._hashed_matrix(table, others)
         by_value = self._dictionary.reading_rows(table, self._template(), readers, column, values)  # [N, K, R]

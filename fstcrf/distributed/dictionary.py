@@ -96,13 +96,9 @@ def merged_extractor(template: Template, min_count: int, summaries: list[ShardSu
                 merged[name] = merged.get(name, 0) + count
         names.extend(merged)
         counts.extend(merged.values())
-    counts = np.array(counts, dtype=np.int64)
-    kept = np.flatnonzero(counts >= min_count)
-    order = kept[np.argsort(-counts[kept], kind="stable")]
-    extractor = FeatureExtractor.from_dict({"template": template.text, "min_count": int(min_count),
-                                            "predicates": [names[i] for i in order.tolist()]})
-    extractor._warn_if_few_kept(counts, len(kept))
-    return extractor
+    order = FeatureExtractor(template, min_count).frequent_first(np.array(counts, dtype=np.int64))
+    return FeatureExtractor.from_dict({"template": template.text, "min_count": int(min_count),
+                                       "predicates": [names[i] for i in order.tolist()]})
 
 
 @dataclass
