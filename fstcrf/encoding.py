@@ -342,8 +342,9 @@ def features_from_counts(counts: dict[str, tuple[np.ndarray, np.ndarray]], num_p
     if complete_tags:
         tagged = np.setdiff1d(np.arange(P), [] if bias_predicate is None else [bias_predicate])
         keys.append((tagged[:, None] * outputs + S + np.arange(L)).ravel())
-    keys = np.concatenate(keys + [np.zeros(0, dtype=np.int64)])
-    keys = _key_counts(keys, P * outputs)[0] if len(counts) > 1 or complete_states or complete_tags else keys
+    # one part is distinct and ascending already; several may overlap and interleave
+    keys = keys[0] if len(keys) == 1 else _key_counts(np.concatenate(keys + [np.zeros(0, dtype=np.int64)]),
+                                                      P * outputs)[0]
     ptr = np.searchsorted(keys, np.arange(P + 1, dtype=np.int64) * outputs)
     state_label = topology.state_label if L else np.arange(S)
     return FactoredFeatures(state_label, L, ptr, keys % outputs)
