@@ -383,7 +383,7 @@ def _batches_for(model, path: str, gold_required: bool = False, columns: str | N
     from .conll import iter_conll
     components = _components(model)
     trained, targets = components[0].columns_, [component.target_ for component in components]
-    names, allow_missing = (columns, ()) if columns is not None else (trained, () if gold_required else targets)
+    names, allow_missing = _reading_columns(model, columns, gold_required)
     batches = iter_conll(path, names, separator, allow_missing=allow_missing, batch_tokens=batch_tokens,
                          whole_documents=whole_documents)
     first = next(batches)
@@ -398,6 +398,17 @@ def _batches_for(model, path: str, gold_required: bool = False, columns: str | N
         _warn_if_labels_read(first, components, path)
     yield first
     yield from batches
+
+
+def _reading_columns(model, columns: str | None, gold_required: bool = False) -> tuple:
+    """(the column names to read an input with, the columns that may be missing): the
+    comma-separated ``columns``, all required; else the columns the model (or the
+    first model of a joint model) was trained on, the predicted ones optional unless
+    ``gold_required``."""
+    if columns is not None:
+        return columns, ()
+    components = _components(model)
+    return components[0].columns_, () if gold_required else tuple(component.target_ for component in components)
 
 
 def _warn_if_labels_read(corpus, components: list, path: str) -> None:
@@ -519,7 +530,7 @@ def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
     if refused:
         raise FstcrfError(f"tagging on Dask (--dask) writes the best labels of a single model read from files; "
                           f"it does not take {', '.join(refused)}")
-    names, allow_missing = (args.columns, ()) if args.columns is not None else (model.columns_, (model.target_,))
+    names, allow_missing = _reading_columns(model, args.columns)
     options = _grammar_options(args)
     if options:
         options["grammar"] = args.grammar          # loaded by each worker
@@ -892,10 +903,7 @@ def _bench(args: argparse.Namespace) -> int:
                                                    not args.quiet)))
     elif args.what == "nonlocal":
         from .bench_nonlocal import CORPORA, bench_nonlocal, format_nonlocal, nonlocal_json
-        languages = [language for language in args.languages.split(",") if language]
-        unknown = sorted(set(languages) - set(CORPORA))
-        if unknown or not languages:
-            raise FstcrfError(f"--languages takes {', '.join(CORPORA)}, got {args.languages!r}")
+        languages = _names_among(args.languages, CORPORA, "--languages")
         results = bench_nonlocal(_shared_data(args.data, "nonlocal", [CORPORA[x][0] for x in languages]),
                                  languages, args.cache, seeds=args.seeds or 5, sweeps=args.sweeps,
                                  gibbs_sweeps=args.gibbs_sweeps, threads=args.threads, plot=args.plot)
@@ -907,10 +915,7 @@ def _bench(args: argparse.Namespace) -> int:
         print(defaults_json(results) if args.json else format_defaults(results))
     elif args.what == "mce":
         from .bench_mce import TASKS, bench_mce, format_mce, mce_json
-        tasks = [task for task in args.tasks.split(",") if task]
-        unknown = sorted(set(tasks) - set(TASKS))
-        if unknown or not tasks:
-            raise FstcrfError(f"--tasks takes {', '.join(TASKS)}, got {args.tasks!r}")
+        tasks = _names_among(args.tasks, TASKS, "--tasks")
         results = bench_mce(_shared_data(args.data, "mce", [TASKS[task][0] for task in tasks]), tasks,
                             map_iter=args.map_iter, mce_iter=args.mce_iter, threads=args.threads,
                             progress=not args.quiet)
@@ -953,6 +958,14 @@ def _bench(args: argparse.Namespace) -> int:
         print(bench.format_train(bench.bench_train(folder, args.vs, iterations=args.iterations or 50,
                                                    threads=args.threads)))
     return 0
+
+
+def _names_among(text: str, known, option: str) -> list[str]:
+    """The comma-separated names of ``text``, at least one, each among ``known``."""
+    names = [name for name in text.split(",") if name]
+    if not names or set(names) - set(known):
+        raise FstcrfError(f"{option} takes {', '.join(known)}, got {text!r}")
+    return names
 
 
 def _shared_data(folder: str | None, what: str, corpora: list[str]) -> Path:
