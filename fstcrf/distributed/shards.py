@@ -20,6 +20,7 @@ from ..errors import ConllFormatError, FstcrfError, ShardError
 #: Bytes looked at before a cut for the start of the line it falls in.
 LINE_LOOKBACK = 1 << 16
 
+
 @dataclass(frozen=True)
 class Piece:
     """Bytes start .. stop-1 of the file at ``path``."""
