@@ -31,7 +31,8 @@ import numpy as np
 import scipy.sparse
 
 from .conll import Corpus, Sentence
-from .errors import FstcrfError, ModelFileError, TemplateError
+from .errors import FeatureValueError, FstcrfError, ModelFileError, TemplateError
+from .sparse_rows import SparseRows
 
 #: The column of a Sentence that holds the token dicts.
 COLUMN = "attributes"
@@ -40,11 +41,6 @@ SEPARATOR = ":"
 
 _NESTED_TYPES = (dict, list, set)
 _NAME_LIST_TYPES = (list, tuple, set, frozenset)
-
-
-class FeatureValueError(FstcrfError):
-    """A token's features cannot be read: an unsupported type, a NaN or infinite
-    value, a key that is not a string; the message names sentence and token."""
 
 
 class _BadItem(Exception):
@@ -255,6 +251,14 @@ class AttributeExtractor:
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """``fit`` then ``transform``, flattening the tokens once."""
         return self._fit_matrix(corpus)
+
+    def fit_transform_rows(self, corpus: Corpus | Sequence[Sentence]) -> SparseRows:
+        """:meth:`fit_transform`'s matrix as :class:`SparseRows` (what the encoder takes)."""
+        return SparseRows.of(self.fit_transform(corpus))
+
+    def transform_rows(self, corpus: Corpus | Sequence[Sentence]) -> SparseRows:
+        """:meth:`transform`'s matrix as :class:`SparseRows`."""
+        return SparseRows.of(self.transform(corpus))
 
     def column_of(self, name: str) -> int | None:
         """The column of the attribute named ``name`` (None if it was not seen in fit)."""

@@ -41,13 +41,13 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import scipy.sparse
 
 from ._kernel import ffi, lib
 from .conll import Corpus, Sentence
 from .errors import EmptySequenceError, FstcrfError, ShapeError
 from .features import FeatureExtractor
 from .inference import SentenceBatch, lengths_to_offsets
+from .sparse_rows import SparseRows
 from .topology import Topology
 
 FEATURE_SETS = ("supported", "complete", "complete-tags")
@@ -91,9 +91,9 @@ class EncodedSentences(_KernelViews, SentenceBatch):
     values, which halves the memory its feature loops stream.
     """
 
-    def __init__(self, matrix: scipy.sparse.csr_matrix, lengths: Sequence[int],
-                 token_class: np.ndarray | None = None):
-        matrix = scipy.sparse.csr_matrix(matrix)
+    def __init__(self, matrix, lengths: Sequence[int], token_class: np.ndarray | None = None):
+        """``matrix``: the rows [N, P], a :class:`SparseRows` or a scipy sparse matrix."""
+        matrix = SparseRows.of(matrix)
         self.token_class = None if token_class is None else np.ascontiguousarray(token_class, dtype=np.int32)
         self.num_predicates = matrix.shape[1]
         self.indptr = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
@@ -118,7 +118,7 @@ class EncodedSentences(_KernelViews, SentenceBatch):
     def from_corpus(cls, extractor: FeatureExtractor, corpus: Corpus | Sequence[Sentence],
                     fit: bool = False, token_class: np.ndarray | None = None) -> EncodedSentences:
         """Encode a corpus with a fitted extractor (or fit it first)."""
-        matrix = extractor.fit_transform(corpus) if fit else extractor.transform(corpus)
+        matrix = extractor.fit_transform_rows(corpus) if fit else extractor.transform_rows(corpus)
         return cls(matrix, [len(sentence) for sentence in corpus], token_class)
 
     def tokens(self, first: int, last: int):

@@ -42,6 +42,11 @@ class TemplateError(FstcrfError):
     """A feature template is malformed."""
 
 
+class FeatureValueError(FstcrfError):
+    """A token's features cannot be read: an unsupported type, a NaN or infinite
+    value, a key that is not a string; the message names sentence and token."""
+
+
 class ModelFileError(FstcrfError):
     """A model file is truncated, corrupt, foreign or of an unsupported version."""
 

@@ -42,13 +42,12 @@ from importlib import resources
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
-import scipy.sparse
 
 from ._kernel import ffi, lib
 from .conll import Corpus, Sentence
-from .attributes import FeatureValueError
-from .errors import FstcrfError, ModelFileError, TemplateError
+from .errors import FeatureValueError, FstcrfError, ModelFileError, TemplateError
 from .files import read_utf8
+from .sparse_rows import SparseRows
 
 logger = logging.getLogger(__name__)
 
@@ -710,8 +709,7 @@ class FeatureExtractor:
         if getattr(self, "_dictionary", None) is None:
             raise FstcrfError("this FeatureExtractor is not fitted; call fit first")
 
-    def _matrix(self, table: _TokenTable, occurrences, template_columns: list[np.ndarray]
-                ) -> scipy.sparse.csr_matrix:
+    def _matrix(self, table: _TokenTable, occurrences, template_columns: list[np.ndarray]) -> SparseRows:
         """The predicate matrix [N, P] of ``occurrences`` whose predicates have the columns
         that :meth:`_learn` gave (fit_transform)."""
         columns = np.full((table.num_tokens, len(occurrences)), -1, dtype=np.int64)
@@ -721,27 +719,28 @@ class FeatureExtractor:
                 columns[:, index] = predicate_column[token_predicate]
         return self._with_numbers(self._csr(columns), table, range(len(occurrences)))
 
-    def _with_numbers(self, binary: scipy.sparse.csr_matrix, table: _TokenTable, chosen: Sequence[int]
-                      ) -> scipy.sparse.csr_matrix:
+    def _with_numbers(self, binary: SparseRows, table: _TokenTable, chosen: Sequence[int]) -> SparseRows:
         """The binary matrix [N, P] plus the entries of the real-valued templates ``chosen``."""
         predicates = [self._template().predicates[k] for k in chosen]
         real = [predicate for predicate in predicates if predicate.real_valued]
         if not real:
             return binary
-        matrix = binary
         columns = self._dictionary.lookup(_string_hashes([predicate.name for predicate in real],
                                                          self._dictionary.salt))
+        rows, entry_columns, values = [], [], []
         for predicate, column in zip(real, columns.tolist()):
             if column < 0:
                 continue
             numbers = table.numbers(predicate.observations[0])
-            rows = np.flatnonzero(numbers)
-            matrix = matrix + scipy.sparse.csr_matrix(
-                (numbers[rows], (rows, np.full(len(rows), column))), shape=binary.shape)
-        matrix.sort_indices()
-        return matrix
+            nonzero = np.flatnonzero(numbers)
+            rows.append(nonzero)
+            entry_columns.append(np.full(len(nonzero), column, dtype=np.int64))
+            values.append(numbers[nonzero])
+        if not rows:
+            return binary
+        return binary.with_entries(np.concatenate(rows), np.concatenate(entry_columns), np.concatenate(values))
 
-    def _csr(self, columns: np.ndarray) -> scipy.sparse.csr_matrix:
+    def _csr(self, columns: np.ndarray) -> SparseRows:
         """The binary matrix of per-template predicate columns int [N, templates] (-1: none)."""
         num_tokens = len(columns)
         columns = np.sort(columns, axis=1)   # canonical CSR: ascending predicates in each row
@@ -750,14 +749,12 @@ class FeatureExtractor:
         np.cumsum(np.count_nonzero(present, axis=1), out=indptr[1:])
         return self._binary(indptr, columns[present])
 
-    def _binary(self, indptr: np.ndarray, indices: np.ndarray) -> scipy.sparse.csr_matrix:
+    def _binary(self, indptr: np.ndarray, indices: np.ndarray) -> SparseRows:
         """The binary matrix [N, P] of rows indptr int [N + 1] over columns indices int [nnz]."""
-        data = np.ones(len(indices), dtype=np.float64)
-        return scipy.sparse.csr_matrix((data, indices, indptr),
-                                       shape=(len(indptr) - 1, len(self._dictionary.keys)))
+        return SparseRows(indptr, indices, np.ones(len(indices), dtype=np.float64),
+                          (len(indptr) - 1, len(self._dictionary.keys)))
 
-    def _hashed_matrix(self, table: _TokenTable, templates: Sequence[int] | None = None
-                       ) -> scipy.sparse.csr_matrix:
+    def _hashed_matrix(self, table: _TokenTable, templates: Sequence[int] | None = None) -> SparseRows:
         """The predicate matrix [N, P] of the templates listed (all by default)."""
         template = self._template()
         chosen = range(len(template)) if templates is None else templates
@@ -769,13 +766,18 @@ class FeatureExtractor:
         self._learn(self._occurrences(corpus)[1])
         return self
 
-    def transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
-        """The predicate matrix [num_tokens, num_predicates]; unknown predicates are dropped."""
+    def transform(self, corpus: Corpus | Sequence[Sentence]):
+        """The predicate matrix [num_tokens, num_predicates] as a scipy.sparse.csr_matrix;
+        unknown predicates are dropped."""
+        return self.transform_rows(corpus).to_scipy()
+
+    def transform_rows(self, corpus: Corpus | Sequence[Sentence]) -> SparseRows:
+        """:meth:`transform`'s matrix as :class:`SparseRows` (without importing scipy)."""
         self._check_fitted()
         return self._hashed_matrix(self._token_table(corpus))
 
     def transform_reading(self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
-                          ) -> tuple[scipy.sparse.csr_matrix, scipy.sparse.csr_matrix, np.ndarray]:
+                          ) -> tuple[SparseRows, SparseRows, np.ndarray]:
         """The predicate matrices of a corpus whose ``column`` is not known but may take
         each of ``values`` (a lower tagger's K labels) at each token.
 
@@ -812,12 +814,16 @@ class FeatureExtractor:
         position[full.indices] = 0
         met = np.flatnonzero(position == 0)
         position[met] = np.arange(len(met), dtype=np.int32)
-        reading = scipy.sparse.csr_matrix((full.data, position[full.indices], full.indptr),
-                                          shape=(full.shape[0], len(met)))
+        reading = SparseRows(full.indptr, position[full.indices], full.data, (full.shape[0], len(met)))
         return base, reading, met
 
-    def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
-        """``fit`` then ``transform`` on the same corpus, extracting the observations once."""
+    def fit_transform(self, corpus: Corpus | Sequence[Sentence]):
+        """``fit`` then ``transform`` on the same corpus, extracting the observations once
+        (a scipy.sparse.csr_matrix [num_tokens, num_predicates])."""
+        return self.fit_transform_rows(corpus).to_scipy()
+
+    def fit_transform_rows(self, corpus: Corpus | Sequence[Sentence]) -> SparseRows:
+        """:meth:`fit_transform`'s matrix as :class:`SparseRows`."""
         table, occurrences = self._occurrences(corpus)
         return self._matrix(table, occurrences, self._learn(occurrences))
 

@@ -21,7 +21,6 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pynini
-import scipy.sparse
 
 from . import budget
 from .errors import InfeasibleError, LabelError, TopologyError
@@ -243,6 +242,7 @@ def subset_states(num_states: int, src: np.ndarray, key: np.ndarray, dst: np.nda
 
     Each set is identified by a 64-bit hash (a sum of random per-state values),
     so two sets collide with probability 2^-64."""
+    import scipy.sparse   # not on the tagging path (fstcrf.sparse_rows)
     # labels with the same arcs lead every set to the same set: keep one of each
     order = np.lexsort((dst, src, key))
     src, key, dst = src[order], key[order], dst[order]

@@ -169,7 +169,7 @@ def test_value_stands_alone_and_is_not_varied_by_a_reading():
     reading = FeatureExtractor("word[0]|pos[0]\nvalue(score[0])\n").fit(train)
     base, _, _ = reading.transform_reading([Sentence({"word": ["a", "b"], "score": ["2.5", "0"]})],
                                            "pos", ["1", "2"])
-    assert base.toarray().tolist() == [[0.0, 0.0, 2.5], [0.0, 0.0, 0.0]]
+    assert base.to_scipy().toarray().tolist() == [[0.0, 0.0, 2.5], [0.0, 0.0, 0.0]]
 
 
 def test_a_model_with_a_real_valued_predicate_trains_saves_and_loads(tmp_path):

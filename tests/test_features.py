@@ -314,6 +314,7 @@ def test_reading_matrices_equal_the_matrix_with_the_column_set_to_each_value(tra
     extractor = FeatureExtractor(READING_TEMPLATE, min_count).fit(train)
     base, by_value, predicates = extractor.transform_reading([Sentence({"word": s["word"]}) for s in test],
                                                              "pos", values)
+    base = base.to_scipy()
     num_tokens, num_predicates = base.shape
     reads = [name for name in extractor.predicate_names_ if "pos[0]" in name.partition("=")[0]]
     assert len(set(predicates.tolist())) == len(predicates)
