@@ -202,7 +202,10 @@ def previous_train_module():
 
 @pytest.mark.parametrize("order, sigma", [(1, 1.0), (2, math.inf)])
 def test_without_l1_the_iterates_are_the_old_ones_bit_for_bit(order, sigma):
+    """The old L-BFGS loop with today's two-loop recursion (BLAS since, its rounding
+    differs from the old numpy one; it is checked on its own below)."""
     old = previous_train_module()
+    old._two_loop = train._two_loop
     problem = training_set(random_corpus(order, 25), order, "supported")
     old_thetas, new_thetas = [], []
 
@@ -215,6 +218,30 @@ def test_without_l1_the_iterates_are_the_old_ones_bit_for_bit(order, sigma):
     assert all(np.array_equal(a, b) for a, b in zip(old_thetas, new_thetas))
     assert [r["objective"] for r in after.history] == [r["objective"] for r in before.history]
     assert [r["gradient_norm"] for r in after.history] == [r["gradient_norm"] for r in before.history]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 5), st.integers(0, 2 ** 32 - 1))
+def test_two_loop_is_the_inverse_bfgs_matrix_times_the_gradient(dimension, num_pairs, seed):
+    """-H g with H built explicitly by the BFGS inverse update from H0 = (s.y / y.y) I of
+    the newest pair, and the old numpy recursion, agree with the BLAS recursion."""
+    rng = np.random.default_rng(seed)
+    gradient = rng.normal(size=dimension)
+    pairs = []
+    while len(pairs) < num_pairs:
+        s = rng.normal(size=dimension)
+        y = s + 0.3 * rng.normal(size=dimension)
+        if s @ y > 0.1:
+            pairs.append((s, y, 1.0 / float(s @ y)))
+    inverse = np.eye(dimension) * (float(pairs[-1][0] @ pairs[-1][1]) / float(pairs[-1][1] @ pairs[-1][1])
+                                   if pairs else 1.0)
+    for s, y, rho in pairs:
+        step = np.eye(dimension) - rho * np.outer(s, y)
+        inverse = step @ inverse @ step.T + rho * np.outer(s, s)
+    direction = train._two_loop(gradient, pairs)
+    np.testing.assert_allclose(direction, -inverse @ gradient, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(direction, previous_train_module()._two_loop(gradient, pairs),
+                               rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("l1", [0.0, 0.5])
