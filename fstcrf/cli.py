@@ -222,7 +222,7 @@ def _train_on_dask(args: argparse.Namespace) -> int:
     training file's shards (see fstcrf.distributed)."""
     from .conll import iter_conll
     from .distributed.cluster import connect
-    from .distributed.fit import fit_on_dask
+    from .distributed.fit import check_supported, fit_on_dask
     ignored = [option for option, given in (("--consistency", args.consistency), ("--only-types", args.only_types),
                                             ("--init", args.init)) if given]
     if ignored:
@@ -231,6 +231,8 @@ def _train_on_dask(args: argparse.Namespace) -> int:
         raise FstcrfError("--resume needs --checkpoint PATH, the checkpoint to resume from")
     first = next(iter(iter_conll(args.train, args.columns, batch_tokens=1)))
     model = _model_from_args(args, first.column_names)
+    model._check_params()
+    check_supported(model)
     dev = _read(args.dev, args.columns) if args.dev else None
     with connect(args.dask) as client:
         LOG.info("training a %s order-%d CRF on %s on the Dask workers of %s", args.algorithm, args.order,

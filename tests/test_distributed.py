@@ -171,6 +171,22 @@ def test_cli_writes_no_model_when_a_shard_is_bad(tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("options, message", [(["--algorithm", "pa"], "not 'pa'"),
+                                              (["--grammar", "iob2"], "under a grammar")])
+def test_cli_refuses_settings_before_starting_a_cluster(tmp_path, capsys, monkeypatch, options, message):
+    from fstcrf.cli import main
+    from fstcrf.distributed import cluster
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a cluster was started for settings that cannot be trained")
+
+    monkeypatch.setattr(cluster, "connect", no_cluster)
+    out = tmp_path / "model.fcrf"
+    assert main(["-q", "train", str(DEMO), "--dask", "local:2", *options, "-o", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("algorithm", ["perceptron", "sgd"])
 def test_mixing_one_shard_for_one_epoch_is_the_single_process_epoch(clients, algorithm):
     single = ChainCRF(algorithm=algorithm, max_iter=1, threads=1).fit(read_conll(DEMO))

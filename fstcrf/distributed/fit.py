@@ -33,7 +33,9 @@ def _value(value):
     return value
 
 
-def _check_supported(model) -> None:
+def check_supported(model) -> None:
+    """FstcrfError unless ``model``'s settings can be trained on Dask (checked before a
+    cluster is started or reached)."""
     if model.algorithm not in ("lbfgs", "perceptron", "ap", "sgd"):
         raise FstcrfError(f"distributed training runs algorithms 'lbfgs' (with c1: OWL-QN), 'perceptron' ('ap') "
                           f"and 'sgd' (by iterative parameter mixing), not {model.algorithm!r}")
@@ -72,7 +74,7 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     L-BFGS also sets ``model.traffic_`` (a :class:`~.objective.Traffic`: evaluations,
     seconds, bytes, retries)."""
     model._check_params()
-    _check_supported(model)
+    check_supported(model)
     from ..model import _resolve_template
     template = _resolve_template(model.template)
     if target in template.columns:
