@@ -195,11 +195,10 @@ def _run(command: list[str], scratch, name: str) -> dict:
 
 
 def _check_counts(**counts: int) -> None:
-    """Each count must be a whole number >= 1 (FstcrfError naming it otherwise)."""
-    from .errors import FstcrfError
+    """Each count must be a positive integer (a typed fstcrf error naming it otherwise)."""
+    from .train import check_positive
     for name, value in counts.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise FstcrfError(f"{name} must be a whole number >= 1, got {value!r}")
+        check_positive(name, value, integer=True)
 
 
 def fstcrf_command(*arguments: str) -> list[str]:

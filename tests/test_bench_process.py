@@ -176,9 +176,9 @@ def test_bench_train_process_trains_both_sides_for_the_same_iterations(demo_fold
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True])
 def test_counts_must_be_whole_numbers_of_at_least_one(tmp_path, bad):
     from fstcrf.errors import FstcrfError
-    with pytest.raises(FstcrfError, match="copies must be a whole number >= 1"):
+    with pytest.raises(FstcrfError, match="copies must be a positive (finite )?integer"):
         bench_process.bench_tag_process(tmp_path, copies=bad, progress=False)
-    with pytest.raises(FstcrfError, match="repeats must be a whole number >= 1"):
+    with pytest.raises(FstcrfError, match="repeats must be a positive (finite )?integer"):
         bench_process.bench_train_process(tmp_path, repeats=bad, progress=False)
 
 
