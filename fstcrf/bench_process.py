@@ -407,6 +407,137 @@ def bench_compose_process(joint_path, test_path, threads: int = 2, repeats: int 
             "ratio": sides["joint"]["wall"] / sides["cascade"]["wall"], **result, "load_average": os.getloadavg()}
 
 
+def _feed(stream, text: bytes, total_bytes: int, written: list[int]) -> None:
+    """Write copies of ``text`` (whole sentences) to ``stream`` until ``total_bytes``
+    are written, the last copy cut after the last sentence that fits, then close it;
+    written[0] counts the bytes written so far.  A closed pipe ends it."""
+    try:
+        while written[0] < total_bytes:
+            room = total_bytes - written[0]
+            piece = text if len(text) <= room else text[:text.rfind(b"\n\n", 0, room) + 2]
+            if len(piece) < 2:
+                break
+            stream.write(piece)
+            written[0] += len(piece)
+    except BrokenPipeError:
+        pass
+    finally:
+        try:
+            stream.close()
+        except BrokenPipeError:
+            pass
+
+
+def _resident_mib(pid: int) -> float | None:
+    """The resident memory of process ``pid`` now, in MiB (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def bench_stream_process(folder, gigabytes: float = 5.0, model=None, threads: int = 2, progress: bool = True,
+                         train_iterations: int = 20) -> dict:
+    """``fstcrf tag MODEL -`` fed ``gigabytes`` GB (10^9 bytes) of copies of
+    ``folder``/test.txt on standard input, its output read and counted as it comes:
+    tokens per second, the time to the first output, peak resident memory, and the
+    resident memory sampled every second (constant when tagging streams).
+
+    ``model`` is an fstcrf model file; by default one is trained with fstcrf's
+    defaults for ``train_iterations`` iterations.  Returns JSON-able data for
+    :func:`format_stream`."""
+    import subprocess
+    import tempfile
+    import threading
+    import time
+    from pathlib import Path
+
+    from .errors import FstcrfError
+    from .progress import Progress
+    from .train import check_positive
+    check_positive("gigabytes", gigabytes)
+    _check_counts(threads=threads, train_iterations=train_iterations)
+    folder = Path(folder)
+    text = ((folder / "test.txt").read_text(encoding="utf-8").rstrip("\n") + "\n\n").encode("utf-8")
+
+    def tokens_in(data: bytes) -> int:
+        return sum(1 for line in data.splitlines() if line.strip() and not line.startswith(b"-DOCSTART-"))
+    total = int(gigabytes * 1e9)
+    with tempfile.TemporaryDirectory(prefix="fstcrf-bench-stream-") as name:
+        scratch = Path(name)
+        if model is None:
+            model = scratch / "fstcrf.model"
+            _run(fstcrf_command("-q", "train", str(folder / "train.txt"), "--max-iter", str(train_iterations),
+                                "--threads", str(threads), "-o", str(model)), scratch, "fstcrf-train")
+        phases_path = scratch / "stream.phases.json"
+        err_path = scratch / "stream.err"
+        with open(err_path, "wb") as err, Progress(total, "bench stream", unit="B", enabled=progress) as bar:
+            started = time.perf_counter()
+            process = subprocess.Popen(fstcrf_command("-q", "tag", str(model), "-", "--threads", str(threads)),
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                       env={**os.environ, PHASES_VARIABLE: str(phases_path)})
+            fed = [0]
+            feeder = threading.Thread(target=_feed, args=(process.stdin, text, total, fed), daemon=True)
+            feeder.start()
+            first_output, output_bytes, samples = None, 0, []
+            next_sample = started
+            while True:
+                block = process.stdout.read1(1 << 20)
+                if not block:
+                    break
+                now = time.perf_counter()
+                if first_output is None:
+                    first_output = now - started
+                output_bytes += len(block)
+                bar.update(fed[0] - bar.done)
+                if now >= next_sample:
+                    samples.append((now - started, output_bytes, _resident_mib(process.pid)))
+                    next_sample = now + 1.0
+            _, status, usage = os.wait4(process.pid, 0)
+            wall = time.perf_counter() - started
+            feeder.join()
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise FstcrfError(f"fstcrf tag - exited with status {os.waitstatus_to_exitcode(status)}:\n"
+                              f"{err_path.read_text(errors='replace')[-2000:]}")
+        phases = json.loads(phases_path.read_text()) if phases_path.exists() else {}
+    copies, rest = divmod(fed[0], len(text))
+    resident = [mib for _, _, mib in samples if mib is not None]
+    return {"kind": "stream", "model": str(model), "threads": threads, "input_bytes": fed[0],
+            "tokens": copies * tokens_in(text) + tokens_in(text[:rest]), "output_bytes": output_bytes, "wall": wall,
+            "cpu": usage.ru_utime + usage.ru_stime, "first_output": first_output,
+            "peak_rss_mib": phases.get("process", {}).get("peak_rss_mib"),
+            "resident_mib": {"first": resident[0] if resident else None, "max": max(resident, default=None),
+                             "last": resident[-1] if resident else None, "samples": len(resident)},
+            "phases": {key: value for key, value in phases.items() if key != "process"},
+            "load_average": os.getloadavg()}
+
+
+def format_stream(result: dict) -> str:
+    """A markdown table of a :func:`bench_stream_process` result."""
+    resident = result["resident_mib"]
+    peak = "-" if result["peak_rss_mib"] is None else f"{result['peak_rss_mib']:,.0f}"
+
+    def mib(value):
+        return "-" if value is None else f"{value:,.0f}"
+    lines = [f"`fstcrf tag {result['model']} -` on {result['threads']} threads, fed "
+             f"{result['input_bytes'] / 1e9:g} GB ({result['tokens']:,} tokens) of copies of test.txt on standard "
+             f"input; load average {result['load_average'][0]:.2f} at the end.", "",
+             "| wall s | CPU s | tokens/s | MB/s in | first output s | peak RSS MiB | RSS MiB first / max / last "
+             "sample |", "|---|---|---|---|---|---|---|",
+             f"| {result['wall']:.1f} | {result['cpu']:.1f} | {result['tokens'] / result['wall']:,.0f} | "
+             f"{result['input_bytes'] / 1e6 / result['wall']:.1f} | {result['first_output']:.2f} | {peak} | "
+             f"{mib(resident['first'])} / {mib(resident['max'])} / {mib(resident['last'])} "
+             f"({resident['samples']} samples, one a second) |"]
+    if result["phases"]:
+        lines += ["", "Phases (s): " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in result["phases"].items()
+                                               if isinstance(seconds, (int, float)))]
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------
 # The report
 

@@ -944,6 +944,13 @@ def _bench(args: argparse.Namespace) -> int:
         from .bench_sklearn import bench_sklearn, format_sklearn
         result = bench_sklearn(_shared_data(args.data, "sklearn", ["conll2002"]), search=args.search)
         print(json.dumps(result) if args.json else format_sklearn(result))
+    elif args.what == "stream":
+        from .bench_process import bench_stream_process, format_stream
+        folder = find_conll2000(args.data)
+        if folder is None:
+            raise FstcrfError("bench stream needs CoNLL-2000: set FSTCRF_DATA or --data")
+        result = bench_stream_process(folder, args.gigabytes, args.model, args.threads, not args.quiet)
+        print(json.dumps(result) if args.json else format_stream(result))
     elif args.what in ("tag", "train") and not args.in_memory:
         from .bench_process import bench_tag_process, bench_train_process, format_process
         folder = find_conll2000(args.data)
@@ -1383,7 +1390,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = command("bench", "measure speed against reference implementations", _bench, outputs=("plot",))
     bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit", "nonlocal",
                                         "transfer", "defaults", "tag", "sklearn", "distributed",
-                                        "mce"],
+                                        "mce", "stream"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
                             "train: the whole fstcrf train process against a python-crfsuite script with "
@@ -1407,7 +1414,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "fstcrf[distributed]); "
                             "mce: MAP against MCE-F F-score training on CoNLL-2000 chunking and CoNLL-2003 "
                             "English NER, C and MCE-F iterations chosen on dev, test F1 and McNemar's test "
-                            "(--data DIR holding conll2000/ and conll2003/)")
+                            "(--data DIR holding conll2000/ and conll2003/); "
+                            "stream: fstcrf tag MODEL - fed --gigabytes of copies of the CoNLL-2000 test set on "
+                            "standard input: throughput, time to first output and resident memory")
+    bench.add_argument("--gigabytes", type=_real_number(1e-6, 1e4), default=5.0,
+                       help="stream: gigabytes (10^9 bytes) fed to fstcrf tag (default %(default)s)")
     bench.add_argument("--folds", type=_whole_number(2), default=3,
                        help="defaults: cross-validation folds (default %(default)s)")
     bench.add_argument("--sentences", type=POSITIVE, default=4000,
@@ -1416,7 +1427,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="bandit: seeds per objective (default 3); nonlocal: seeds of the block sampler "
                             "(default 5)")
     bench.add_argument("--json", action="store_true",
-                       help="nonlocal, transfer, defaults, tag, train, sklearn, distributed, mce: print one "
+                       help="nonlocal, transfer, defaults, tag, train, sklearn, distributed, mce, stream: print one "
                             "JSON object instead of the table (default: off)")
     bench.add_argument("--copies", type=POSITIVE, default=None,
                        help="tag: copies of the CoNLL-2000 test set tagged as one file (default 10); distributed: "
@@ -1472,7 +1483,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--data", default=None,
                        help="folder holding CoNLL-2000 (bench train, partial) (default: as for fstcrf demo)")
     bench.add_argument("--model", default=None,
-                       help="trained model (bench grammar) or composed model (bench compose on real data) "
+                       help="trained model (bench grammar, tag, stream) or composed model (bench compose on real data) "
                             "(default: none)")
     bench.add_argument("--test", default=None,
                        help="test file (bench grammar, bench compose --model) (default: none)")

@@ -200,3 +200,38 @@ def test_bench_compose_process_times_cascade_and_joint_tagging_processes(tmp_pat
     assert result["ratio"] == result["sides"]["joint"]["wall"] / result["sides"]["cascade"]["wall"]
     table = format_process(json.loads(json.dumps(result)))
     assert "| joint |" in table and "joint / cascade: whole process" in table
+
+
+@pytest.mark.slow
+def test_bench_stream_process_feeds_whole_sentences_and_reads_every_tagged_token(demo_folder):
+    text = (demo_folder / "test.txt").read_bytes()
+    budget = int(2.5 * len(text))           # two copies and the sentences of a third that fit
+    result = bench_process.bench_stream_process(demo_folder, gigabytes=budget / 1e9, progress=False,
+                                                train_iterations=2)
+    fed = text.rstrip(b"\n") + b"\n\n"
+    assert 2 * len(fed) < result["input_bytes"] <= budget
+    assert result["tokens"] == 2 * read_conll(demo_folder / "test.txt").num_tokens + len(
+        [line for line in fed[:result["input_bytes"] - 2 * len(fed)].splitlines() if line.strip()])
+    # the output has one more column: more bytes than the input actually fed, whose
+    # last copy stopped at a sentence boundary (else tag would have failed)
+    assert result["output_bytes"] > 2 * len(fed)
+    assert 0 < result["first_output"] <= result["wall"] and result["peak_rss_mib"] > 10
+    assert result["resident_mib"]["samples"] >= 1
+    assert {"read", "features", "decode", "write"} <= set(result["phases"])
+    assert "tokens/s" in bench_process.format_stream(json.loads(json.dumps(result)))
+
+
+def test_the_feeder_stops_at_the_last_whole_sentence_that_fits():
+    import io
+
+    class Sink(io.BytesIO):
+        def close(self):
+            self.kept = self.getvalue()
+            super().close()
+
+    text = b"a B\nb C\n\nc D\n\n"
+    for budget, expected in [(len(text), text), (len(text) + 9, text + b"a B\nb C\n\n"), (5, b""),
+                             (2 * len(text) - 1, text + b"a B\nb C\n\n")]:
+        sink, fed = Sink(), [0]
+        bench_process._feed(sink, text, budget, fed)
+        assert sink.kept == expected and fed[0] == len(expected)
