@@ -16,6 +16,21 @@ int64_t ff_work_doubles(const ff_dictionary *d)
     return (int64_t)d->num_states + d->num_labels;
 }
 
+int32_t ff_outputs_ascending(const ff_dictionary *d)
+{
+    for (int32_t p = 0; p < d->num_predicates; ++p)
+        for (int64_t f = d->ptr[p] + 1; f < d->ptr[p + 1]; ++f)
+            if (d->output[f] <= d->output[f - 1]) return 0;
+    return 1;
+}
+
+/* 1 if predicate p has a feature for every output, in output order (complete
+ * feature sets): its features f = ptr[p] + q, q < S + L, have output q. */
+static inline int complete_row(const ff_dictionary *d, int32_t p, int32_t outputs)
+{
+    return d->outputs_ascending && d->ptr[p + 1] - d->ptr[p] == outputs;
+}
+
 /* FC_OK if the block's rows and predicates (and states, when given) are in range. */
 static int check_block(const ff_dictionary *d, const ff_tokens *x, const int32_t *plus,
                        const int32_t *minus)
@@ -47,12 +62,19 @@ int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta
         return status;
     const int32_t S = d->num_states;
     const int32_t L = d->num_labels;
-    /* work[q] = score of output q at the current token */
+    /* work[q] = score of output q at the current token; a complete row adds to
+     * work in the same order as the general loop, so the sums are the same */
     for (int64_t t = 0; t < x->num_tokens; ++t) {
         memset(work, 0, sizeof(double) * (size_t)(S + L));
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
             const int32_t p = x->indices[j];
             const double v = x->values != NULL ? x->values[j] : 1.0;
+            if (complete_row(d, p, S + L)) {
+                const double *row = theta + d->ptr[p];
+#pragma omp simd
+                for (int32_t q = 0; q < S + L; ++q) work[q] += v * row[q];
+                continue;
+            }
             for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; ++f)
                 work[d->output[f]] += v * theta[f];
         }
@@ -88,6 +110,12 @@ int ff_accumulate(const ff_dictionary *d, const ff_tokens *x, const double *marg
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
             const int32_t p = x->indices[j];
             const double v = x->values != NULL ? scale * x->values[j] : scale;
+            if (complete_row(d, p, S + L)) {
+                double *row = grad + d->ptr[p];
+#pragma omp simd
+                for (int32_t q = 0; q < S + L; ++q) row[q] += v * work[q];
+                continue;
+            }
             for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; ++f)
                 grad[f] += v * work[d->output[f]];
         }

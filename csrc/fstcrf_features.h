@@ -45,6 +45,10 @@ typedef struct {
     int32_t num_predicates;      /* P */
     const int64_t *ptr;          /* [P+1] features of predicate p are ptr[p] .. ptr[p+1]-1 */
     const int32_t *output;       /* [F] output of feature f, in [0, S + L) */
+    int32_t outputs_ascending;   /* 1 if the outputs of every predicate ascend (see
+                                    ff_outputs_ascending): a predicate with S + L
+                                    features then has outputs 0 .. S+L-1 in order and
+                                    its rows are read as contiguous vectors */
 } ff_dictionary;
 
 /* A block of n consecutive tokens: rows of X in compressed sparse row form.
@@ -60,6 +64,10 @@ typedef struct {
 
 /* Length of the scratch buffer `work` the functions below need: S + L. */
 int64_t ff_work_doubles(const ff_dictionary *d);
+
+/* 1 if output[ptr[p]] < ... < output[ptr[p+1]-1] for every predicate p, else 0
+ * (what the caller stores in d->outputs_ascending; reads ptr and output only). */
+int32_t ff_outputs_ascending(const ff_dictionary *d);
 
 /* State scores of a block of tokens.
  *   theta [F]     feature weights

@@ -164,6 +164,7 @@ class FactoredFeatures(_KernelViews):
         self._dictionary.num_predicates = self.num_predicates
         self._dictionary.ptr = buffer_pointer("int64_t", self.ptr)
         self._dictionary.output = buffer_pointer("int32_t", self.output)
+        self._dictionary.outputs_ascending = lib.ff_outputs_ascending(self._dictionary)
         self._work_size = int(lib.ff_work_doubles(self._dictionary))
 
     @property

@@ -509,3 +509,33 @@ def test_key_counts_by_table_or_by_sorting_equal_numpy_unique(keys, by_sorting):
     expected = np.unique(keys, return_counts=True)
     np.testing.assert_array_equal(distinct, expected[0])
     np.testing.assert_array_equal(counts, expected[1])
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_complete_rows_are_read_as_vectors_only_when_outputs_ascend(reverse):
+    """A predicate with a feature for every output is read as a contiguous row when the
+    outputs of every predicate ascend; with one predicate's outputs reversed the general
+    loop runs.  Both give the sparse algebra's scores and counts, with real values."""
+    rng = np.random.default_rng(1)
+    S, L, P = 4, 2, 5
+    state_label = np.array([0, 1, 0, 1], dtype=np.int32)
+    full = np.arange(S + L, dtype=np.int32)
+    rows = [full[::-1] if reverse else full, np.array([1, 4], dtype=np.int32), full, np.array([0], dtype=np.int32),
+            full]
+    ptr = np.concatenate([[0], np.cumsum([len(row) for row in rows])])
+    features = FactoredFeatures(state_label, L, ptr, np.concatenate(rows))
+    assert features._dictionary.outputs_ascending == (not reverse)
+    X = scipy.sparse.random(12, P, density=0.6, random_state=3, format="csr") * 3.0
+    encoded = EncodedSentences(X, [5, 7])
+    theta = rng.normal(size=features.num_features)
+    scores = X @ dense_weights(features, theta)
+    tokens = encoded.tokens(0, 2)
+    np.testing.assert_allclose(features.emissions(tokens, theta), scores[:, :S] + scores[:, S + state_label],
+                               atol=1e-12)
+    marginals = rng.random((12, S))
+    by_output = np.hstack([marginals, marginals @ (np.arange(L)[None, :] == state_label[:, None])])
+    counts = X.T @ by_output
+    out = np.zeros(features.num_features)
+    features.accumulate(tokens, marginals, out, 0.5)
+    predicate = np.repeat(np.arange(P), np.diff(ptr))
+    np.testing.assert_allclose(out, 0.5 * counts[predicate, features.output], atol=1e-12)
