@@ -106,22 +106,14 @@ class Problem(Protocol):
         """For theta = scale * weights, add out_scale * (gradient of sentence ``index``'s
         negative log-likelihood) to ``out`` [D] and return that negative log-likelihood."""
 
-    def rival(self, theta: np.ndarray, index: int) -> np.ndarray | None:
-        """int32 [T]: the best state sequence of sentence ``index`` other than the gold one,
-        if it scores at least as much as gold; None if gold is the unique best."""
-
     def mistake(self, theta: np.ndarray, index: int) -> tuple[int, np.ndarray, np.ndarray] | None:
-        """None if :meth:`rival` is None, else (the number of tokens where the rival differs
-        from gold, indices int64 [m], values [m]): the non-zero entries of the features of
-        gold minus those of the rival."""
+        """None if gold is the unique best state sequence of sentence ``index``, else, for
+        the rival (the best sequence other than gold, which scores at least as much), (the
+        number of tokens where it differs from gold, indices int64 [m], values [m]): the
+        non-zero entries of the features of gold minus those of the rival."""
 
     def gold(self, index: int) -> np.ndarray:
         """int32 [T]: the gold state sequence of sentence ``index``."""
-
-    def add_path_difference(self, index: int, plus: np.ndarray, minus: np.ndarray,
-                            out: np.ndarray, scale: float) -> None:
-        """Add scale * (features of ``plus`` - features of ``minus``) [D] on sentence
-        ``index`` to ``out``; ``plus`` and ``minus`` are state sequences int32 [T]."""
 
 
 @dataclass
