@@ -106,6 +106,28 @@ void fh_lookup(const uint64_t *keys, int64_t n, int64_t capacity, const uint64_t
         columns[i] = find(keys[i], mask, slots);
 }
 
+int64_t fh_factorize(const uint64_t *keys, int64_t n, int64_t capacity, uint64_t *slots, int64_t *codes,
+                     int64_t *first, int64_t *counts)
+{
+    const uint64_t mask = (uint64_t)capacity - 1;
+    int64_t distinct = 0;
+    memset(slots, 0, (size_t)capacity * 2 * sizeof *slots);
+    for (int64_t t = 0; t < n; ++t) {
+        uint64_t i = fh_mix(keys[t]) & mask;     /* keys are often small integers: spread them */
+        while (slots[2 * i + 1] != 0 && slots[2 * i] != keys[t])
+            i = (i + 1) & mask;
+        if (slots[2 * i + 1] == 0) {
+            slots[2 * i] = keys[t];
+            slots[2 * i + 1] = (uint64_t)++distinct;
+            first[distinct - 1] = t;
+            counts[distinct - 1] = 0;
+        }
+        codes[t] = (int64_t)slots[2 * i + 1] - 1;
+        ++counts[codes[t]];
+    }
+    return distinct;
+}
+
 int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64_t *value_hashes,
                       int32_t num_templates, const uint64_t *seeds, const int32_t *item_ptr,
                       const int32_t *items, int64_t capacity, const uint64_t *slots,

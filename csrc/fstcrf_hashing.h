@@ -57,6 +57,17 @@ int fh_build_table(const uint64_t *keys, int64_t n, int64_t capacity, uint64_t *
 void fh_lookup(const uint64_t *keys, int64_t n, int64_t capacity, const uint64_t *slots,
                int64_t *columns);
 
+/* Number keys by first occurrence (a hash table instead of a sort):
+ *   keys   [n]
+ *   slots  [2 * capacity]  OVERWRITTEN (scratch); capacity a power of two > n
+ *   codes  [n]  OVERWRITTEN: codes[i] = the number of distinct keys whose first
+ *               occurrence comes before that of keys[i]
+ *   first  [n]  OVERWRITTEN in its first K entries: where code k first occurs (ascending)
+ *   counts [n]  OVERWRITTEN in its first K entries: how often code k occurs
+ * Returns K, the number of distinct keys. */
+int64_t fh_factorize(const uint64_t *keys, int64_t n, int64_t capacity, uint64_t *slots, int64_t *codes,
+                     int64_t *first, int64_t *counts);
+
 /* The known predicates of a block of N tokens, in compressed sparse row form.
  *   value_hashes [J, N]  the value hash of observation j at token t
  *   seeds        [T]     the key seed of each predicate template

@@ -367,19 +367,29 @@ class _TokenTable:
         coded = [self.observation_codes(observation) for observation in predicate.observations]
         key = coded[0][0]
         for codes, names in coded[1:]:
-            _, key = np.unique(key, return_inverse=True)  # compact, so the product stays small
-            key = key.reshape(-1) * len(names) + codes
-        _, first_token, key, counts = np.unique(key, return_index=True, return_inverse=True,
-                                                return_counts=True)
-        order = np.argsort(first_token, kind="stable")
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        first_token = first_token[order]
+            key = _factorize(key)[0] * len(names) + codes    # compact, so the product stays small
+        key, first_token, counts = _factorize(key)
         values = [(codes[first_token], names) for codes, names in coded]
         value_names = [[names[code] for code in codes.tolist()] for codes, names in values]
         prefix = predicate.name + "="
         names = [prefix + "|".join(row) for row in zip(*value_names)]
-        return names, rank[key.reshape(-1)], counts[order], values
+        return names, key, counts, values
+
+
+def _factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(codes int64 [n], numbered by first occurrence; where each code first occurs
+    int64 [K], ascending; how often each occurs int64 [K]) of non-negative keys int64 [n]."""
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    n = len(keys)
+    if n == 0:
+        return keys, keys, keys
+    capacity = 1 << max(1, (2 * n).bit_length())
+    slots = np.empty(2 * capacity, dtype=np.uint64)
+    codes, first, counts = (np.empty(n, dtype=np.int64) for _ in range(3))
+    distinct = lib.fh_factorize(ffi.from_buffer("uint64_t[]", keys.view(np.uint64)), n, capacity,
+                                ffi.from_buffer("uint64_t[]", slots), ffi.from_buffer("int64_t[]", codes),
+                                ffi.from_buffer("int64_t[]", first), ffi.from_buffer("int64_t[]", counts))
+    return codes, first[:distinct], counts[:distinct]
 
 
 def _split_values(values: str) -> list[str]:

@@ -394,3 +394,21 @@ def test_column_of_finds_each_fitted_predicate_by_its_key_and_nothing_else():
         assert extractor.column_of(name) == column
     assert extractor.column_of("w[0]=never-seen") is None
     assert extractor.column_of("no-such-template=a") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2 ** 62), max_size=60) | st.lists(st.integers(0, 5), max_size=60))
+def test_factorize_numbers_keys_by_first_occurrence(keys):
+    """The hash-table factorisation against a sort: codes, first occurrences and counts."""
+    keys = np.array(keys, dtype=np.int64)
+    from fstcrf.features import _factorize
+    codes, first, counts = _factorize(keys)
+    distinct, first_expected, inverse, counts_expected = np.unique(keys, return_index=True, return_inverse=True,
+                                                                   return_counts=True)
+    order = np.argsort(first_expected)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    np.testing.assert_array_equal(codes, rank[inverse.reshape(-1)])
+    np.testing.assert_array_equal(first, first_expected[order])
+    np.testing.assert_array_equal(counts, counts_expected[order])
+    np.testing.assert_array_equal(keys[first], distinct[order])
