@@ -1,5 +1,5 @@
 /*
- * fstcrf_update.c -- sparse steps of the online learners (see the header).
+ * fstcrf_update.c -- the learners' vector steps (see the header).
  */
 #include <math.h>
 #include <stddef.h>
@@ -43,4 +43,37 @@ int fu_apply(const fu_step *step, double *theta, double *squares, double *moment
         theta[k] += step->rate * moments[k] / (sqrt(squares[k]) + step->epsilon);
     }
     return 0;
+}
+
+static double dot(const double *a, const double *b, int64_t n)
+{
+    double sum = 0.0;
+#pragma omp simd reduction(+:sum)
+    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+/* y += a x */
+static void axpy(double a, const double *x, double *y, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+void fu_two_loop(double *const *steps, double *const *changes, const double *rho, int32_t m, int64_t D,
+                 double *alpha, double *q)
+{
+    for (int32_t i = m - 1; i >= 0; --i) {
+        alpha[i] = rho[i] * dot(steps[i], q, D);
+        axpy(-alpha[i], changes[i], q, D);
+    }
+    if (m > 0) {
+        const double gamma = dot(steps[m - 1], changes[m - 1], D) / dot(changes[m - 1], changes[m - 1], D);
+#pragma omp simd
+        for (int64_t i = 0; i < D; ++i) q[i] *= gamma;
+    }
+    for (int32_t i = 0; i < m; ++i) {
+        const double beta = rho[i] * dot(changes[i], q, D);
+        axpy(alpha[i] - beta, steps[i], q, D);
+    }
 }

@@ -1,5 +1,6 @@
 /*
- * fstcrf_update.h -- sparse steps of the online learners.
+ * fstcrf_update.h -- the learners' vector steps: sparse steps of the online
+ * learners and the L-BFGS two-loop recursion.
  *
  * A minibatch touches few of the D weights, so the bandit learner gathers its
  * gradient at the touched coordinates only and moves only those.  Both loops
@@ -41,5 +42,16 @@ typedef struct {
  * Returns 0, or 2 (FC_BAD_ARGUMENT) for an unknown rule or a missing array. */
 int fu_apply(const fu_step *step, double *theta, double *squares, double *moments,
              const int64_t *index, const double *g, int64_t m);
+
+/* The L-BFGS two-loop recursion (Nocedal & Wright, Algorithm 7.4): q = H q for the
+ * inverse-Hessian approximation H of m correction pairs, with H0 = (s.y / y.y) I of
+ * the newest pair; one pass over the vectors per dot product or update.
+ *   steps   [m] pointers to the steps s_i [D], oldest first
+ *   changes [m] pointers to the gradient changes y_i [D], in the same order
+ *   rho     [m] 1 / (s_i . y_i)
+ *   alpha   [m] scratch
+ *   q       [D] UPDATED: a gradient in, H times it out */
+void fu_two_loop(double *const *steps, double *const *changes, const double *rho, int32_t m, int64_t D,
+                 double *alpha, double *q);
 
 #endif

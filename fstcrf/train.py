@@ -7,8 +7,8 @@ model in :mod:`fstcrf.model` supplies one).  The algorithms are
     lbfgs                 penalised conditional log-likelihood on the full-batch
                           gradient, Gaussian prior and optional L1 term (elastic
                           net).  Without L1: L-BFGS (two-loop recursion, Nocedal &
-                          Wright alg. 7.4) with scipy's strong-Wolfe line search or
-                          a backtracking Wolfe search.  With L1: OWL-QN (Andrew &
+                          Wright alg. 7.4) with their strong-Wolfe line search
+                          (alg. 3.5 and 3.6) or a backtracking Wolfe search.  With L1: OWL-QN (Andrew &
                           Gao 2007): the pseudo-gradient, the direction kept in its
                           orthant and a backtracking search along the projected
                           path.  CRFsuite's L-BFGS options (num_memories, epsilon,
@@ -73,7 +73,7 @@ logger = logging.getLogger(__name__)
 #: Correction pairs L-BFGS keeps (Sha & Pereira found 3 to 10 work well).
 LBFGS_MEMORY = 10
 #: lbfgs's line searches by name (ours and CRFsuite's) -> the search that runs when l1 == 0.
-LINE_SEARCHES = {"strong-wolfe": "scipy", "MoreThuente": "scipy", "Backtracking": "wolfe",
+LINE_SEARCHES = {"strong-wolfe": "zoom", "MoreThuente": "zoom", "Backtracking": "wolfe",
                  "StrongBacktracking": "strong-wolfe"}
 #: The sufficient decrease (Armijo) and curvature (Wolfe) constants of every line search.
 ARMIJO, CURVATURE = 1e-4, 0.9
@@ -265,7 +265,7 @@ def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float
 
     ``sigma`` may be ``math.inf`` (no Gaussian prior); ``memory`` is the number of
     correction pairs (CRFsuite's num_memories).  ``linesearch`` is "strong-wolfe" or
-    CRFsuite's "MoreThuente" (both scipy's strong-Wolfe search), "Backtracking"
+    CRFsuite's "MoreThuente" (both :func:`_zoom_search`, a strong-Wolfe search), "Backtracking"
     (Wolfe conditions) or "StrongBacktracking" (strong Wolfe conditions), each with at
     most ``max_linesearch`` trial points.  OWL-QN always backtracks with the sufficient
     decrease condition alone along its orthant-projected path, whatever ``linesearch``
@@ -419,8 +419,8 @@ def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], thet
     ``steepest``, or, without pairs, -steepest scaled to unit length.  A pair with
     s.y <= 0 is not stored, so the implied Hessian stays positive definite.  When the
     search fails with stored pairs, the pairs are dropped and it is retried once.
-    ``search`` is "scipy" (strong Wolfe, c1 = 1e-4, c2 = 0.9, starting from 1) or a
-    condition of :func:`_backtracking`.
+    ``search`` is "zoom" (:func:`_zoom_search`: strong Wolfe, c1 = 1e-4, c2 = 0.9,
+    starting from 1) or a condition of :func:`_backtracking`.
     """
     pairs: collections.deque = collections.deque(maxlen=memory)   # (s, y, 1 / s.y)
     if start is None:
@@ -432,30 +432,11 @@ def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], thet
         pairs.extend(resumed)
     steepest = _pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
     yield theta, loss, steepest, (gradient, pairs)
-    last = {}
-
-    def evaluated(point: np.ndarray) -> tuple[float, np.ndarray]:
-        """The objective at ``point``; the line search asks for f and f' separately."""
-        if "point" not in last or not np.array_equal(point, last["point"]):
-            last["point"] = point.copy()
-            last["value"] = smooth(point)
-        return last["value"]
-
     def line_search(direction: np.ndarray) -> tuple[np.ndarray, float, np.ndarray] | None:
-        """(point, objective, smooth gradient) of an acceptable step along direction, or None
-        (scipy's warning is replaced by ours)."""
-        if search != "scipy":
-            return _backtracking(smooth, theta, loss, steepest, direction, l1, search, max_linesearch)
-        import scipy.optimize
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="The line search algorithm did not converge")
-            step = scipy.optimize.line_search(lambda x: evaluated(x)[0], lambda x: evaluated(x)[1],
-                                              theta, direction, gfk=gradient, old_fval=loss,
-                                              c1=ARMIJO, c2=CURVATURE, maxiter=max_linesearch)[0]
-        if step is None:
-            return None
-        point = theta + step * direction
-        return (point, *evaluated(point))
+        """(point, objective, smooth gradient) of an acceptable step along direction, or None."""
+        if search == "zoom":
+            return _zoom_search(smooth, theta, loss, gradient, direction, max_linesearch)
+        return _backtracking(smooth, theta, loss, steepest, direction, l1, search, max_linesearch)
 
     while True:
         direction = _two_loop(steepest, pairs)
@@ -496,6 +477,100 @@ def _pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float,
     if frozen is not None:
         steepest[frozen] = 0.0
     return steepest
+
+
+def _zoom_search(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray, loss: float,
+                 gradient: np.ndarray, direction: np.ndarray, max_linesearch: int
+                 ) -> tuple[np.ndarray, float, np.ndarray] | None:
+    """(point, objective, gradient) of a step along ``direction`` from theta that meets
+    the strong Wolfe conditions (:func:`_strong_wolfe_step`), or None."""
+    def along(step: float):
+        point = theta + step * direction
+        value, point_gradient = smooth(point)
+        return value, float(point_gradient @ direction), (point, value, point_gradient)
+
+    found = _strong_wolfe_step(along, loss, float(gradient @ direction), max_linesearch)
+    return None if found is None else found[1]
+
+
+def _strong_wolfe_step(along: Callable[[float], tuple[float, float, object]], value0: float, slope0: float,
+                       max_evaluations: int) -> tuple[float, object] | None:
+    """(step, what ``along`` gave there) for a step that meets the strong Wolfe
+    conditions (ARMIJO, CURVATURE) along a line where ``along(step)`` gives (objective,
+    slope, anything) and step 0 has value0 and slope0; None after ``max_evaluations``
+    or when slope0 does not descend.
+
+    Nocedal & Wright's line search (Algorithm 3.5): steps 1, 2, 4, ... until one is
+    too long (no sufficient decrease, or no lower than the step before) or climbs,
+    which brackets an acceptable step; then their zoom (Algorithm 3.6) shrinks the
+    bracket, each trial the minimiser of the cubic that matches the objective and its
+    slope at both ends (both are known: every evaluation gives the gradient), kept at
+    least a tenth of the bracket from either end, else the bracket's middle."""
+    if not slope0 < 0.0:
+        return None
+    evaluations = 0
+
+    def at(step: float) -> tuple[float, float, float, object]:
+        nonlocal evaluations
+        evaluations += 1
+        return (step, *along(step))
+
+    def decreases(step: float, value: float) -> bool:
+        return value <= value0 + ARMIJO * step * slope0
+
+    def flat(slope: float) -> bool:
+        return abs(slope) <= -CURVATURE * slope0
+
+    def zoom(low, high):
+        """low, high: (step, value, slope, extra); low decreases enough and is the lower."""
+        while evaluations < max_evaluations:
+            a, fa, da, _ = low
+            b, fb, db, _ = high
+            step = _cubic_minimiser(a, fa, da, b, fb, db)
+            margin = 0.1 * abs(b - a)
+            if step is None or not min(a, b) + margin <= step <= max(a, b) - margin:
+                step = 0.5 * (a + b)
+            trial = at(step)
+            if not decreases(step, trial[1]) or trial[1] >= fa:
+                high = trial
+                continue
+            if flat(trial[2]):
+                return trial[0], trial[3]
+            if trial[2] * (b - a) >= 0.0:
+                high = low
+            low = trial
+        return None
+
+    previous = (0.0, value0, slope0, None)
+    step = 1.0
+    while evaluations < max_evaluations:
+        trial = at(step)
+        if not decreases(step, trial[1]) or (evaluations > 1 and trial[1] >= previous[1]):
+            return zoom(previous, trial)
+        if flat(trial[2]):
+            return trial[0], trial[3]
+        if trial[2] >= 0.0:
+            return zoom(trial, previous)
+        previous = trial
+        step *= 2.0
+    return None
+
+
+def _cubic_minimiser(a: float, fa: float, da: float, b: float, fb: float, db: float) -> float | None:
+    """The minimiser of the cubic through (a, fa) and (b, fb) with slopes da and db
+    there, or None when it has none (Nocedal & Wright, equation 3.59)."""
+    if a == b:
+        return None
+    d1 = da + db - 3.0 * (fa - fb) / (a - b)
+    square = d1 * d1 - da * db
+    if not square >= 0.0:
+        return None
+    d2 = math.copysign(math.sqrt(square), b - a)
+    denominator = db - da + 2.0 * d2
+    if denominator == 0.0 or not math.isfinite(denominator):
+        return None
+    step = b - (b - a) * (db + d2 - d1) / denominator
+    return step if math.isfinite(step) else None
 
 
 def _backtracking(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray, loss: float,
@@ -541,22 +616,18 @@ def _backtracking(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], thet
 
 
 def _two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
-    """-H g: the L-BFGS direction for the stored pairs (s, y, rho), oldest first.
-
-    BLAS's daxpy updates q in one pass without a temporary: numpy's ``q -= alpha * y``
-    makes a fresh [D] array each time, which costs twice as long for a million weights."""
-    from scipy.linalg.blas import daxpy, ddot
-    q = gradient.copy()
-    alphas = []
-    for s, y, rho in reversed(pairs):
-        alpha = rho * ddot(s, q)
-        q = daxpy(y, q, a=-alpha)
-        alphas.append(alpha)
-    if pairs:
-        s, y, _ = pairs[-1]
-        q *= ddot(s, y) / ddot(y, y)
-    for (s, y, rho), alpha in zip(pairs, reversed(alphas)):
-        q = daxpy(s, q, a=alpha - rho * ddot(y, q))
+    """-H g: the L-BFGS direction for the stored pairs (s, y, rho), oldest first
+    (``fu_two_loop`` in C: one pass per update, no [D] temporaries)."""
+    from ._kernel import ffi, lib
+    q = np.array(gradient, dtype=np.float64)
+    m = len(pairs)
+    if m:
+        steps = ffi.new("double *[]", [ffi.from_buffer("double[]", s) for s, _, _ in pairs])
+        changes = ffi.new("double *[]", [ffi.from_buffer("double[]", y) for _, y, _ in pairs])
+        rho = np.array([r for _, _, r in pairs], dtype=np.float64)
+        alpha = np.empty(m)
+        lib.fu_two_loop(steps, changes, ffi.from_buffer("double[]", rho), m, len(q),
+                        ffi.from_buffer("double[]", alpha), ffi.from_buffer("double[]", q))
     return np.negative(q, out=q)
 
 

@@ -200,12 +200,23 @@ def previous_train_module():
     return module
 
 
+def scipy_shaped_line_search(f, fprime, xk, pk, gfk=None, old_fval=None, c1=None, c2=None, maxiter=10, **_):
+    """train._strong_wolfe_step behind scipy.optimize.line_search's signature (the step first)."""
+    def along(step):
+        x = xk + step * pk
+        return f(x), float(fprime(x) @ pk), None
+    found = train._strong_wolfe_step(along, old_fval, float(gfk @ pk), maxiter)
+    return (None if found is None else found[0],)
+
+
 @pytest.mark.parametrize("order, sigma", [(1, 1.0), (2, math.inf)])
-def test_without_l1_the_iterates_are_the_old_ones_bit_for_bit(order, sigma):
-    """The old L-BFGS loop with today's two-loop recursion (BLAS since, its rounding
-    differs from the old numpy one; it is checked on its own below)."""
+def test_without_l1_the_iterates_are_the_old_ones_bit_for_bit(order, sigma, monkeypatch):
+    """The old L-BFGS loop with today's two-loop recursion (in C since; its rounding
+    differs from the old numpy one) and line search (ours since, where the old loop
+    called scipy's): both are checked on their own below."""
     old = previous_train_module()
     old._two_loop = train._two_loop
+    monkeypatch.setattr(scipy.optimize, "line_search", scipy_shaped_line_search)
     problem = training_set(random_corpus(order, 25), order, "supported")
     old_thetas, new_thetas = [], []
 
@@ -373,6 +384,66 @@ def test_a_backtracking_step_meets_the_wolfe_conditions(strong):
         assert point_slope >= train.CURVATURE * slope
         if strong:
             assert abs(point_slope) <= -train.CURVATURE * slope
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10_000), st.floats(1e-3, 1e2), st.sampled_from(["quadratic", "logistic", "quartic"]))
+def test_the_zoom_search_meets_the_strong_wolfe_conditions(seed, scale, shape):
+    """Steps from far too short to far too long: the step found (often in the zoom,
+    after bracketing) meets both strong Wolfe conditions, within its evaluations."""
+    rng = np.random.default_rng(seed)
+    problem = Quadratic(seed, 5) if shape == "quadratic" else Logistic(seed % 50, 5)
+    if shape == "quartic":
+        def smooth(theta):
+            return float(np.sum(theta ** 4) + theta @ theta), 4 * theta ** 3 + 2 * theta
+    else:
+        smooth = problem.loss_and_gradient
+    theta = rng.normal(0.0, 2.0, 5)
+    loss, gradient = smooth(theta)
+    direction = -gradient * scale
+    calls = []
+
+    def counted(point):
+        calls.append(point)
+        return smooth(point)
+
+    found = train._zoom_search(counted, theta, loss, gradient, direction, 40)
+    assert len(calls) <= 40
+    assert found is not None
+    point, point_loss, point_gradient = found
+    step = float((point - theta) @ direction / (direction @ direction))
+    slope, point_slope = float(gradient @ direction), float(point_gradient @ direction)
+    assert point_loss <= loss + train.ARMIJO * step * slope
+    assert abs(point_slope) <= -train.CURVATURE * slope
+    assert (point_loss, *point_gradient) == (smooth(point)[0], *smooth(point)[1])
+
+
+def test_the_zoom_search_refuses_an_ascent_and_stops_at_its_budget():
+    problem = Quadratic(3, 4)
+    theta = np.ones(4)
+    loss, gradient = problem.loss_and_gradient(theta)
+    assert train._zoom_search(problem.loss_and_gradient, theta, loss, gradient, gradient, 20) is None
+    calls = []
+
+    def never_flat(step):                    # keeps descending steeply: no step is acceptable
+        calls.append(step)
+        return -10.0 * step, -10.0, None
+
+    assert train._strong_wolfe_step(never_flat, 0.0, -1.0, 7) is None and len(calls) == 7
+
+
+@given(st.floats(-3, 3), st.floats(0.1, 3), st.floats(-2, 2), st.floats(-2, 2))
+def test_the_cubic_minimiser_finds_the_minimum_of_a_cubic(low, width, root, curvature):
+    """For f(x) = (x - root)^2 (1 + c (x - root)) / 2 near its local minimum at root."""
+    def f(x):
+        return 0.5 * (x - root) ** 2 * (1.0 + curvature * (x - root))
+
+    def df(x):
+        return (x - root) * (1.0 + curvature * (x - root)) + 0.5 * curvature * (x - root) ** 2
+
+    a, b = low, low + width                 # f is a cubic: the interpolant is f itself
+    assert train._cubic_minimiser(a, f(a), df(a), b, f(b), df(b)) == pytest.approx(root, abs=1e-6)
+    assert train._cubic_minimiser(b, f(b), df(b), a, f(a), df(a)) == pytest.approx(root, abs=1e-6)
 
 
 @settings(max_examples=50, deadline=None)
