@@ -53,27 +53,45 @@ static double dot(const double *a, const double *b, int64_t n)
     return sum;
 }
 
-/* y += a x */
-static void axpy(double a, const double *x, double *y, int64_t n)
+/* q = scale q + a x (x may be NULL: no term), and the dot product of `next` with the
+ * new q (0 if next is NULL), in one pass over the vectors. */
+static double update_then_dot(double scale, double a, const double *x, double *q, const double *next, int64_t n)
 {
+    double sum = 0.0;
+    if (x != NULL && next != NULL) {
+#pragma omp simd reduction(+:sum)
+        for (int64_t i = 0; i < n; ++i) {
+            q[i] = scale * q[i] + a * x[i];
+            sum += next[i] * q[i];
+        }
+    } else if (x != NULL) {
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+        for (int64_t i = 0; i < n; ++i) q[i] = scale * q[i] + a * x[i];
+    } else if (next != NULL) {
+#pragma omp simd reduction(+:sum)
+        for (int64_t i = 0; i < n; ++i) {
+            q[i] *= scale;
+            sum += next[i] * q[i];
+        }
+    } else {
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) q[i] *= scale;
+    }
+    return sum;
 }
 
 void fu_two_loop(double *const *steps, double *const *changes, const double *rho, int32_t m, int64_t D,
                  double *alpha, double *q)
 {
+    if (m == 0) return;
+    /* each update is followed by the dot product the next one needs */
+    double next = dot(steps[m - 1], q, D);
     for (int32_t i = m - 1; i >= 0; --i) {
-        alpha[i] = rho[i] * dot(steps[i], q, D);
-        axpy(-alpha[i], changes[i], q, D);
+        alpha[i] = rho[i] * next;
+        next = update_then_dot(1.0, -alpha[i], changes[i], q, i > 0 ? steps[i - 1] : NULL, D);
     }
-    if (m > 0) {
-        const double gamma = dot(steps[m - 1], changes[m - 1], D) / dot(changes[m - 1], changes[m - 1], D);
-#pragma omp simd
-        for (int64_t i = 0; i < D; ++i) q[i] *= gamma;
-    }
-    for (int32_t i = 0; i < m; ++i) {
-        const double beta = rho[i] * dot(changes[i], q, D);
-        axpy(alpha[i] - beta, steps[i], q, D);
-    }
+    const double gamma = (1.0 / rho[m - 1]) / dot(changes[m - 1], changes[m - 1], D);
+    next = update_then_dot(gamma, 0.0, NULL, q, changes[0], D);
+    for (int32_t i = 0; i < m; ++i)
+        next = update_then_dot(1.0, alpha[i] - rho[i] * next, steps[i], q, i + 1 < m ? changes[i + 1] : NULL, D);
 }
