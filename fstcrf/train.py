@@ -8,8 +8,9 @@ model in :mod:`fstcrf.model` supplies one).  The algorithms are
                           gradient, Gaussian prior and optional L1 term (elastic
                           net).  Without L1: L-BFGS (two-loop recursion, Nocedal &
                           Wright alg. 7.4) with their strong-Wolfe line search
-                          (alg. 3.5 and 3.6) or a backtracking Wolfe search.  With L1: OWL-QN (Andrew &
-                          Gao 2007): the pseudo-gradient, the direction kept in its
+                          (alg. 3.5 and 3.6) or a backtracking Wolfe search.
+                          With L1: OWL-QN (Andrew & Gao 2007): the
+                          pseudo-gradient, the direction kept in its
                           orthant and a backtracking search along the projected
                           path.  CRFsuite's L-BFGS options (num_memories, epsilon,
                           period, delta, linesearch, max_linesearch) are accepted
@@ -56,7 +57,6 @@ import itertools
 import logging
 import math
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Protocol
 
