@@ -209,3 +209,22 @@ def test_mixed_perceptron_learns_about_as_well_as_one_process(clients):
     single = ChainCRF(algorithm="perceptron", max_iter=5, threads=1).fit(read_conll(DEMO))
     mixed = fit_on_dask(ChainCRF(algorithm="perceptron", max_iter=5, threads=1), str(DEMO), clients(4), shards=4)
     assert mixed.score(test).f1 > single.score(test).f1 - 3.0
+
+
+def test_the_shared_objects_sent_once_raise_no_large_graph_warning(clients):
+    """The extractor and feature dictionary ride in the task graph (so that Dask can
+    rebuild them); Dask's warning about a large graph would reach a user's terminal.
+    The same object submitted plainly shows that the warning would come."""
+    import warnings
+
+    import dask
+    from fstcrf.distributed.fit import _submit_value, _value
+    big = np.zeros(300_000)                       # 2.4 MB
+    client = clients(2)
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1MB"}):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert _submit_value(client, big).result().shape == big.shape
+        assert not [warning for warning in caught if "large graph" in str(warning.message)]
+        with pytest.warns(UserWarning, match="large graph"):
+            client.submit(_value, big, pure=False).result()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -31,6 +32,16 @@ logger = logging.getLogger(__name__)
 def _value(value):
     """Worker: ``value`` itself (a task Dask can run again if the worker holding it dies)."""
     return value
+
+
+def _submit_value(client, value):
+    """A future of ``value`` held in the task graph, so that Dask can rebuild it when the
+    worker holding it dies (client.scatter could not); Dask's warning that the graph is
+    large (the extractor or the feature dictionary, tens of MB, sent once) is kept from
+    the user's terminal."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+        return client.submit(_value, value, pure=False)
 
 
 def check_supported(model) -> None:
@@ -58,7 +69,7 @@ def _corpus_parts(client, source, shards: int, columns, separator: str | None) -
     corpus = as_corpus(source, "ChainCRF.fit")
     bounds = np.linspace(0, len(corpus), shards + 1).round().astype(int)
     slices = [Corpus(corpus.column_names, corpus.sentences[a:b]) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
-    return ([client.submit(_value, part, pure=False) for part in slices],
+    return ([_submit_value(client, part) for part in slices],
             [f"sentences {a + 1}-{b} of the corpus" for a, b in zip(bounds[:-1], bounds[1:]) if b > a])
 
 
@@ -107,7 +118,7 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
                 len(client.nthreads()), sum(s.sentences for s in summaries), sum(s.tokens for s in summaries),
                 extractor.num_predicates)
 
-    shared_extractor, shared_topology = (client.submit(_value, x, pure=False) for x in (extractor, topology))
+    shared_extractor, shared_topology = (_submit_value(client, x) for x in (extractor, topology))
     encoded = [client.submit(encode_shard, corpus, shared_extractor, shared_topology, target, pure=False)
                for corpus in loaded]
     feature_set = model.features or "supported"
@@ -119,7 +130,7 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     active_edges = (np.logical_or.reduce([seen for _, seen in counted]) if model.transitions == "seen" else None)
     scorer = Scorer(features, topology, int(model.threads), None,
                     model._transition_layout(topology.num_edges, None, active_edges))
-    shared_scorer = client.submit(_value, scorer, pure=False)
+    shared_scorer = _submit_value(client, scorer)
     problems = [client.submit(make_problem, shard, shared_scorer, pure=False) for shard in encoded]
     client.gather(problems)          # LabelError and the like now, before training
     objective = DistributedObjective(client, problems, scorer.num_weights, sum(s.sentences for s in summaries))
