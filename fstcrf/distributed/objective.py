@@ -52,6 +52,11 @@ class Traffic:
     per_evaluation: list[tuple[float, float]] = field(default_factory=list)
 
 
+#: How long a broadcast of the weights may take: this many seconds plus its bytes over
+#: SCATTER_BYTES_PER_SECOND (a pessimistic rate for the driver's network link).
+SCATTER_SECONDS, SCATTER_BYTES_PER_SECOND = 10.0, 50e6
+
+
 def _lost_worker_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that mean a worker or a connection went away (not a fault of the data)."""
     from distributed import KilledWorker
@@ -69,8 +74,10 @@ def on_every_shard(client, function, problems: list, vector: np.ndarray, *args, 
     lost = _lost_worker_errors()
     for attempt in range(retries + 1):
         try:
-            shared = client.scatter(vector, broadcast=True, hash=False)
             workers = len(client.nthreads())
+            # a broadcast to a worker that dies meanwhile never returns: time it out and retry
+            shared = client.scatter(vector, broadcast=True, hash=False,
+                                    timeout=SCATTER_SECONDS + vector.nbytes * workers / SCATTER_BYTES_PER_SECOND)
             results = client.gather([client.submit(function, problem, shared, *args, pure=False)
                                      for problem in problems])
             if traffic is not None:
