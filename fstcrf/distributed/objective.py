@@ -6,6 +6,7 @@ it: :func:`fstcrf.train.lbfgs` adds it once, on the driver."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -57,6 +58,29 @@ class Traffic:
 SCATTER_SECONDS, SCATTER_BYTES_PER_SECOND = 10.0, 50e6
 
 
+def _broadcast(client, vector: np.ndarray, seconds: float):
+    """A future of ``vector`` on every worker (client.scatter with broadcast), or
+    TimeoutError after ``seconds``: a broadcast to a worker that dies meanwhile never
+    returns, and scatter's own timeout does not bound it, so it runs in a thread of its
+    own that is left to Dask when it hangs."""
+    outcome: dict = {}
+
+    def scatter():
+        try:
+            outcome["future"] = client.scatter(vector, broadcast=True, hash=False)
+        except BaseException as error:         # raised again in the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=scatter, name="fstcrf-broadcast", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if "error" in outcome:
+        raise outcome["error"]
+    if "future" not in outcome:
+        raise TimeoutError(f"broadcasting the weights to the workers took more than {seconds:.0f} s")
+    return outcome["future"]
+
+
 def _lost_worker_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that mean a worker or a connection went away (not a fault of the data)."""
     from distributed import KilledWorker
@@ -75,9 +99,7 @@ def on_every_shard(client, function, problems: list, vector: np.ndarray, *args, 
     for attempt in range(retries + 1):
         try:
             workers = len(client.nthreads())
-            # a broadcast to a worker that dies meanwhile never returns: time it out and retry
-            shared = client.scatter(vector, broadcast=True, hash=False,
-                                    timeout=SCATTER_SECONDS + vector.nbytes * workers / SCATTER_BYTES_PER_SECOND)
+            shared = _broadcast(client, vector, SCATTER_SECONDS + vector.nbytes * workers / SCATTER_BYTES_PER_SECOND)
             results = client.gather([client.submit(function, problem, shared, *args, pure=False)
                                      for problem in problems])
             if traffic is not None:
