@@ -17,6 +17,14 @@ key that is not a string, or a whole token that is a string raises
 :class:`FeatureValueError` naming the sentence, the token and the attribute.
 Sentences carry their tokens in the column named ``"attributes"``; the model
 template of the same name is :data:`ATTRIBUTES`.
+
+A model that reads a lower tagger's labels (``ChainCRF(template="attributes",
+reads="pos")``, for composition) takes them from their own column of the
+Sentence, not from the dicts: a token whose lower label is "NN" gets the
+attribute "pos:NN" = 1.0, the name python-crfsuite gives ``{"pos": "NN"}``.
+Joint decoding varies that one attribute over the lower tagger's labels
+(:meth:`AttributeExtractor.transform_reading`).  The dicts of such a model
+must not hold the key "pos" themselves.
 """
 from __future__ import annotations
 
@@ -137,21 +145,43 @@ def _tokens_of(sentence: Sentence, number: int) -> list:
     return sentence.columns[COLUMN]
 
 
-def encode_sentences(sentences: Sequence[Sentence], codes_of: Callable[[list[str]], Iterable[int]]
+def _lower_labels_of(sentence: Sentence, number: int, reads: str) -> list:
+    if reads not in sentence.columns:
+        raise TemplateError(f"sentence {number} has no column {reads!r} (its columns are "
+                            f"{', '.join(sentence.column_names)}); the model reads a lower tagger's labels "
+                            "from it")
+    return sentence.columns[reads]
+
+
+def encode_sentences(sentences: Sequence[Sentence], codes_of: Callable[[list[str]], Iterable[int]],
+                     reads: str | None = None, read_labels: bool = True
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The attributes of the tokens of ``sentences`` as codes int64 [M] (``codes_of``
     maps one sentence's attribute names to their codes) and values float64 [M],
-    and where each token's pairs start, int64 [N+1].  The names of one sentence
-    at a time are held, so memory grows with the codes only."""
+    and where each token's pairs start, int64 [N+1].  With ``reads`` (a column
+    of lower labels) each token also gets the attribute "reads:label" unless
+    ``read_labels`` is False; the dicts may not hold the key ``reads``.  The names
+    of one sentence at a time are held, so memory grows with the codes only."""
     codes, values, starts = array("q"), array("d"), array("q", [0])
+    prefix = None if reads is None else reads + SEPARATOR
     for number, sentence in enumerate(sentences):
         names: list[str] = []
         sentence_values: list[float] = []
+        lower = _lower_labels_of(sentence, number, reads) if prefix is not None and read_labels else None
         try:
             for position, token in enumerate(_tokens_of(sentence, number)):
                 if type(token) is not dict:
                     _check_token(token)
+                elif prefix is not None and reads in token:
+                    raise _BadItem(f"the token dict holds the key {reads!r}, the lower labels this model "
+                                   f"reads from column {reads!r}; leave it out of the dicts")
                 _flatten_into(token, "", names, sentence_values)
+                if lower is not None:
+                    label = lower[position]
+                    if not isinstance(label, str):
+                        raise _BadItem(f"the lower label in column {reads!r} is {label!r}; labels are strings")
+                    names.append(prefix + label)
+                    sentence_values.append(1.0)
                 starts.append(len(codes) + len(names))
         except _BadItem as error:
             raise FeatureValueError(f"sentence {number}, token {position}: {error}") from None
@@ -167,12 +197,29 @@ def check_sentences(sentences: Sequence[Sentence]) -> None:
 
 
 class AttributeTemplate:
-    """The template of models over token dicts: it reads column "attributes" and
-    has no predicate templates; its extractor is an :class:`AttributeExtractor`."""
+    """The template of models over token dicts: it reads column "attributes" (and
+    the lower labels of column ``reads`` at offset 0, when given) and has no
+    predicate templates; its extractor is an :class:`AttributeExtractor`."""
 
     text = COLUMN
-    columns = (COLUMN,)
     predicates = ()
+
+    def __init__(self, reads: str | None = None):
+        if not (reads is None or isinstance(reads, str) and reads):
+            raise FstcrfError(f"reads must be a column name or None, got {reads!r}")
+        if reads == COLUMN:
+            raise FstcrfError(f"column {COLUMN!r} holds the token dicts; the lower labels need a column "
+                              "of their own")
+        self.reads = reads
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns read: the token dicts, then the lower labels if any."""
+        return (COLUMN,) if self.reads is None else (COLUMN, self.reads)
+
+    def offsets_of(self, column: str) -> set[int]:
+        """{0} for the column of lower labels, else empty (dicts are per token)."""
+        return {0} if column == self.reads else set()
 
     def __iter__(self):
         return iter(self.predicates)
@@ -181,17 +228,17 @@ class AttributeTemplate:
         return 0
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, AttributeTemplate)
+        return isinstance(other, AttributeTemplate) and other.reads == self.reads
 
     def __hash__(self) -> int:
-        return hash(AttributeTemplate)
+        return hash((AttributeTemplate, self.reads))
 
     def __repr__(self) -> str:
-        return "AttributeTemplate()"
+        return "AttributeTemplate()" if self.reads is None else f"AttributeTemplate(reads={self.reads!r})"
 
     def extractor(self, min_count: int = 1) -> AttributeExtractor:
         """A new, unfitted extractor."""
-        return AttributeExtractor(min_count)
+        return AttributeExtractor(min_count, self.reads)
 
 
 #: The template that ``ChainCRF(template="attributes")`` resolves to.
@@ -209,14 +256,17 @@ class AttributeExtractor:
 
     ``fit`` keeps the attributes with a nonzero value at ``min_count`` tokens
     or more, numbered most frequent first (ties in order of first occurrence).
+    With ``reads``, each token also has the attribute "reads:label" of its
+    label in that column (see the module doc).
     Learned attributes: ``vocabulary_`` (name -> column) and ``predicate_names_``.
     """
 
-    def __init__(self, min_count: int = 1):
+    def __init__(self, min_count: int = 1, reads: str | None = None):
         self.min_count = min_count
+        self.reads = reads
 
     def _template(self) -> AttributeTemplate:
-        return ATTRIBUTES
+        return ATTRIBUTES if self.reads is None else AttributeTemplate(self.reads)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "vocabulary_"):
@@ -231,7 +281,7 @@ class AttributeExtractor:
         _check_min_count(self.min_count)
         code_of = collections.defaultdict(itertools.count().__next__)    # new names: the next code
         codes, values, starts = encode_sentences(self._sentences(corpus),
-                                                 lambda names: map(code_of.__getitem__, names))
+                                                 lambda names: map(code_of.__getitem__, names), self.reads)
         seen = _csr(values, codes, starts, len(code_of))
         counts = np.bincount(seen.indices, minlength=len(code_of))
         kept = np.flatnonzero(counts >= self.min_count)
@@ -267,10 +317,15 @@ class AttributeExtractor:
 
     def transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
         """float64 [num_tokens, num_attributes]; attributes unseen in fit are dropped."""
+        return self._known_matrix(corpus, read_labels=True)
+
+    def _known_matrix(self, corpus, read_labels: bool) -> scipy.sparse.csr_matrix:
+        """:meth:`transform`, with or without the attributes of the lower labels."""
         self._check_fitted()
         get = self.vocabulary_.get
         codes, values, starts = encode_sentences(self._sentences(corpus),
-                                                 lambda names: map(get, names, itertools.repeat(-1)))
+                                                 lambda names: map(get, names, itertools.repeat(-1)),
+                                                 self.reads, read_labels)
         known = codes >= 0
         return _csr(values[known], codes[known], _starts_kept(starts, known),
                     len(self.predicate_names_))
@@ -284,21 +339,45 @@ class AttributeExtractor:
     def subset(self, keep: np.ndarray) -> AttributeExtractor:
         """A fitted extractor of the attributes ``keep`` bool [P] selects, in their order."""
         self._check_fitted()
-        extractor = type(self)(self.min_count)
+        extractor = type(self)(self.min_count, self.reads)
         extractor.predicate_names_ = [self.predicate_names_[i] for i in np.flatnonzero(keep).tolist()]
         extractor.vocabulary_ = {name: column for column, name in enumerate(extractor.predicate_names_)}
         return extractor
 
-    def transform_reading(self, *args, **kwargs):
-        """Not available: token dicts do not read a lower tagger's labels."""
-        raise FstcrfError("a model over token attributes cannot read a lower tagger's labels "
-                          "(reads=...); give the lower labels as attributes of the tokens instead")
+    def transform_reading(self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
+                          ) -> tuple[SparseRows, SparseRows, np.ndarray]:
+        """The attribute matrices of a corpus whose lower labels (column ``column``, the
+        one this extractor reads) are not known but may take each of ``values`` (K
+        labels) at each token: the token dicts' attributes [N, P]; the lower label's
+        attribute [N * K, M], row n * K + k for token n with label values[k], over
+        the M attributes "column:value" seen in fit; and their columns int64 [M] in
+        the full matrix, ascending (see FeatureExtractor.transform_reading)."""
+        self._check_fitted()
+        if column != self.reads:
+            raise TemplateError(f"this extractor reads the lower labels of column {self.reads!r}, "
+                                f"not {column!r}" if self.reads else
+                                "this extractor reads no lower tagger's labels (train with reads=...)")
+        base = SparseRows.of(self._known_matrix(corpus, read_labels=False))
+        code = np.array([self.vocabulary_.get(column + SEPARATOR + value, -1) for value in values],
+                        dtype=np.int64)                                                     # [K]
+        met = np.unique(code[code >= 0])
+        per_value = np.searchsorted(met, code).astype(np.int32)     # the column among the M, where known
+        known = code >= 0
+        num_rows = base.shape[0] * len(values)
+        indptr = np.zeros(num_rows + 1, dtype=np.int64)
+        np.cumsum(np.tile(known, base.shape[0]), out=indptr[1:])
+        indices = np.tile(per_value[known], base.shape[0])
+        reading = SparseRows(indptr, indices, np.ones(len(indices)), (num_rows, len(met)))
+        return base, reading, met
 
     def to_dict(self) -> dict:
-        """Plain JSON-able data: kind "attributes", min_count and the attribute names."""
+        """Plain JSON-able data: kind "attributes", min_count, the attribute names and
+        (for a model reading lower labels) the column ``reads``."""
         self._check_fitted()
-        return {"kind": "attributes", "min_count": int(self.min_count),
-                "predicates": list(self.predicate_names_)}
+        data = {"kind": "attributes", "min_count": int(self.min_count), "predicates": list(self.predicate_names_)}
+        if self.reads is not None:
+            data["reads"] = self.reads
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> AttributeExtractor:
@@ -313,7 +392,10 @@ class AttributeExtractor:
             raise ModelFileError("attribute extractor data has fields of the wrong type")
         if len(set(names)) != len(names):
             raise ModelFileError("attribute extractor names repeat")
-        extractor = cls(min_count)
+        reads = data.get("reads")
+        if not (reads is None or isinstance(reads, str) and reads and reads != COLUMN):
+            raise ModelFileError(f"attribute extractor data reads the column {reads!r}, not a column name")
+        extractor = cls(min_count, reads)
         extractor.predicate_names_ = list(names)
         extractor.vocabulary_ = {name: column for column, name in enumerate(names)}
         return extractor

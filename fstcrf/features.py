@@ -161,6 +161,11 @@ class Template:
                  for observation in predicate.observations)
         return tuple(dict.fromkeys(names))
 
+    def offsets_of(self, column: str) -> set[int]:
+        """The offsets at which the template reads ``column`` (empty if it never does)."""
+        return {observation.offset for predicate in self.predicates for observation in predicate.observations
+                if observation.column == column}
+
     def __len__(self) -> int:
         return len(self.predicates)
 

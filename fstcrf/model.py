@@ -49,15 +49,16 @@ BIAS = "bias"
 logger = logging.getLogger(__name__)
 
 
-def _resolve_template(template):
+def _resolve_template(template, reads: str | None = None):
     """A Template, or the attribute template of token dicts (the name "attributes",
-    see :mod:`fstcrf.attributes`)."""
+    see :mod:`fstcrf.attributes`), which also reads the lower labels of column
+    ``reads`` when the model reads one."""
     if isinstance(template, Template) or hasattr(template, "extractor"):
         return template
     if isinstance(template, str):
         if template == "attributes":
-            from .attributes import ATTRIBUTES
-            return ATTRIBUTES
+            from .attributes import AttributeTemplate
+            return AttributeTemplate(reads)
         return TEMPLATES[template] if template in TEMPLATES else parse_template(template)
     raise TemplateError(f"template must be a Template, template text, 'attributes' or one of "
                         f"{', '.join(TEMPLATES)}; got {type(template).__name__}")
@@ -106,8 +107,7 @@ def _check_reading_template(template: Template, reads: str, target: str,
     if reads not in column_names:
         raise TemplateError(f"the model reads column {reads!r}, which the training data lacks; its "
                             f"columns are {', '.join(column_names)}")
-    offsets = {observation.offset for predicate in template for observation in predicate.observations
-               if observation.column == reads}
+    offsets = template.offsets_of(reads)
     if not offsets:
         raise TemplateError(f"the model reads column {reads!r} but its template never uses it")
     if offsets != {0}:
@@ -493,7 +493,7 @@ class ChainCRF:
                                   f"{self.read_transitions})")
             template = init.extractor_._template()
         else:
-            template = _resolve_template(self.template)
+            template = _resolve_template(self.template, self.reads)
         if target in template.columns:
             raise TemplateError(f"the template reads column {target!r}, the column the model "
                                 "learns to predict; at tagging time that column is unknown")

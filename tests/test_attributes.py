@@ -98,3 +98,47 @@ def test_dict_round_trip_and_template():
         extractor.transform([Sentence({"word": ["a"]})])
     with pytest.raises(FstcrfError, match="min_count"):
         AttributeExtractor(0).fit([sentence({"a": 1})])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.dictionaries(st.sampled_from("abc"), st.sampled_from(["x", "y", 1.5, True]),
+                                                   max_size=3),
+                                   st.sampled_from(["NN", "VB", "DT"])), min_size=1, max_size=4),
+                min_size=1, max_size=4),
+       st.lists(st.sampled_from(["NN", "VB", "DT", "JJ"]), min_size=1, max_size=4))
+def test_reading_rows_under_each_lower_label_add_up_to_the_matrix(sentences, values):
+    """Row n * K + k of the reading matrix plus row n of the dicts' matrix is row n of
+    transform() with the lower label of every token set to values[k]."""
+    corpus = [Sentence({"attributes": [token for token, _ in pairs], "pos": [label for _, label in pairs]})
+              for pairs in sentences]
+    extractor = AttributeExtractor(reads="pos").fit(corpus)
+    base, reading, met = extractor.transform_reading(corpus, "pos", values)
+    assert np.all(np.diff(met) > 0)
+    N, K, P = sum(len(s) for s in corpus), len(values), extractor.num_predicates
+    dense_base = base.to_scipy().toarray()
+    dense_reading = np.zeros((N * K, P))
+    dense_reading[:, met] = reading.to_scipy().toarray()
+    for k, value in enumerate(values):
+        substituted = [Sentence({"attributes": s["attributes"], "pos": [value] * len(s)}) for s in corpus]
+        expected = extractor.transform(substituted).toarray()
+        np.testing.assert_array_equal(dense_base + dense_reading[k::K], expected)
+
+
+def test_an_extractor_reading_lower_labels_keeps_its_column():
+    corpus = [Sentence({"attributes": [{"w": "a"}, {"w": "b"}], "pos": ["DT", "NN"]})]
+    extractor = AttributeExtractor(reads="pos").fit(corpus)
+    assert set(extractor.predicate_names_) == {"w:a", "w:b", "pos:DT", "pos:NN"}
+    data = extractor.to_dict()
+    assert data["reads"] == "pos"
+    again = AttributeExtractor.from_dict(data)
+    assert again.reads == "pos" and again._template().columns == ("attributes", "pos")
+    assert again._template().offsets_of("pos") == {0} and again._template().offsets_of("w") == set()
+    for bad in ("", 3, "attributes"):
+        with pytest.raises(ModelFileError):
+            AttributeExtractor.from_dict({**data, "reads": bad})
+    with pytest.raises(TemplateError, match="no column 'pos'"):
+        extractor.transform([Sentence({"attributes": [{"w": "a"}]})])
+    with pytest.raises(FeatureValueError, match="token 1: the lower label in column 'pos' is None"):
+        extractor.transform([Sentence({"attributes": [{"w": "a"}, {"w": "b"}], "pos": ["DT", None]})])
+    with pytest.raises(TemplateError, match="reads the lower labels of column 'pos', not 'chunk'"):
+        extractor.transform_reading(corpus, "chunk", ["NP"])

@@ -5,5 +5,6 @@ See docs/sklearn.md.
 """
 from . import metrics, scorers
 from .estimator import CRF
+from .joint import JointCRF
 
-__all__ = ["CRF", "metrics", "scorers"]
+__all__ = ["CRF", "JointCRF", "metrics", "scorers"]

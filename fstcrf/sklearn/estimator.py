@@ -4,7 +4,10 @@ X is a list of sequences, each a list of token feature dicts as
 python-crfsuite takes them (see :mod:`fstcrf.attributes`); y a list of label
 sequences of the same lengths.  Each pair becomes
 ``Sentence({"attributes": xseq, "label": yseq})`` and a ChainCRF with
-``template="attributes"`` learns column "label".
+``template="attributes"`` learns column "label".  A CRF with ``reads="pos"``
+takes a lower tagger's label from each token dict's key "pos" into a column of
+its own (``Sentence({"attributes": dicts without "pos", "pos": labels,
+...})``), so that :class:`~fstcrf.sklearn.JointCRF` can vary it.
 """
 from __future__ import annotations
 
@@ -75,9 +78,26 @@ def _labels(yseq, number: int, name: str) -> list[str]:
     return labels
 
 
-def training_sentences(X, y, x_name: str = "X", y_name: str = "y") -> list[Sentence]:
-    """One Sentence per (xseq, yseq) pair, with columns "attributes" and "label";
-    ragged or empty sequences and bad labels raise errors naming the sentence."""
+def lower_labels(tokens: list, reads: str, number: int, name: str) -> tuple[list, list[str]]:
+    """The token dicts of one sequence without their key ``reads``, and the lower
+    labels [T] it held; a token without one raises LabelError naming it."""
+    dicts, labels = [], []
+    for position, token in enumerate(tokens):
+        label = token.get(reads) if isinstance(token, dict) else None
+        if not isinstance(label, str) or not label:
+            held = f"{label!r}" if isinstance(token, dict) and reads in token else "nothing"
+            raise LabelError(f"{name}, sentence {number}, token {position}: the key {reads!r} holds {held}; "
+                             f"a CRF with reads={reads!r} needs the lower tagger's label (a string) there in "
+                             "every token dict")
+        dicts.append({key: value for key, value in token.items() if key != reads})
+        labels.append(label)
+    return dicts, labels
+
+
+def training_sentences(X, y, x_name: str = "X", y_name: str = "y", reads: str | None = None) -> list[Sentence]:
+    """One Sentence per (xseq, yseq) pair, with columns "attributes" and "label" (and
+    with ``reads``, the lower labels taken out of the dicts); ragged or empty
+    sequences and bad labels raise errors naming the sentence."""
     X, y = _sequences(X, x_name), _sequences(y, y_name)
     if len(X) != len(y):
         raise ShapeError(f"{x_name} has {len(X)} sequences but {y_name} has {len(y)}")
@@ -89,7 +109,11 @@ def training_sentences(X, y, x_name: str = "X", y_name: str = "y") -> list[Sente
         if len(tokens) != len(labels):
             raise ShapeError(f"sentence {number}, token {min(len(tokens), len(labels))}: {x_name} has "
                              f"{len(tokens)} tokens but {y_name} has {len(labels)} labels")
-        sentences.append(Sentence({COLUMN: tokens, TARGET: labels}))
+        if reads is None:
+            sentences.append(Sentence({COLUMN: tokens, TARGET: labels}))
+        else:
+            dicts, lower = lower_labels(tokens, reads, number, x_name)
+            sentences.append(Sentence({COLUMN: dicts, reads: lower, TARGET: labels}))
     return sentences
 
 
@@ -134,7 +158,11 @@ class CRF(BaseEstimator):
       defaults raises FstcrfError.
 
     fstcrf's extras: order (1, or 2: states are label pairs), grammar (train
-    and decode under a grammar, e.g. "iob2"), grammar_params, threads.
+    and decode under a grammar, e.g. "iob2"), grammar_params, threads, and
+    reads: the key of the token dicts that holds a lower tagger's label
+    (e.g. "pos"), read as the attribute "pos:NN" and, with the transitions,
+    so that :class:`~fstcrf.sklearn.JointCRF` can decode this CRF jointly
+    with the lower one; its transitions are then all possible ones.
     """
 
     def __init__(self, algorithm=None, min_freq=None, all_possible_states=None, all_possible_transitions=None,
@@ -143,7 +171,7 @@ class CRF(BaseEstimator):
                  calibration_samples=None, calibration_candidates=None, calibration_max_trials=None,
                  pa_type=None, c=None, error_sensitive=None, averaging=None, variance=None, gamma=None,
                  verbose=False, model_filename=None, keep_tempfiles=False, trainer_cls=None,
-                 order=1, grammar=None, grammar_params=None, threads=2):
+                 order=1, grammar=None, grammar_params=None, threads=2, reads=None):
         self.algorithm = algorithm
         self.min_freq = min_freq
         self.all_possible_states = all_possible_states
@@ -176,6 +204,7 @@ class CRF(BaseEstimator):
         self.grammar = grammar
         self.grammar_params = grammar_params
         self.threads = threads
+        self.reads = reads
 
     # -- parameters ----------------------------------------------------------
     def _algorithm(self) -> str:
@@ -212,12 +241,24 @@ class CRF(BaseEstimator):
             _check_number("max_iterations", self.max_iterations, integer=True, positive=True)
             max_iter = int(self.max_iterations)
         params = {settings[name]: getattr(self, name) for name in given if settings[name] is not None}
+        self._check_reads()
+        all_transitions = self.all_possible_transitions or self.reads is not None
         return ChainCRF(template=COLUMN, order=self.order, algorithm=algorithm,
                         sigma=math.inf if c2 == 0 else math.sqrt(0.5 / c2), c1=float(c1), max_iter=max_iter,
                         features="complete" if self.all_possible_states else None, min_freq=float(min_freq),
-                        transitions="all" if self.all_possible_transitions else "seen",
+                        transitions="all" if all_transitions else "seen",
                         algorithm_params=params or None, threads=self.threads, grammar=self.grammar,
-                        grammar_params=self.grammar_params)
+                        grammar_params=self.grammar_params, reads=self.reads)
+
+    def _check_reads(self) -> None:
+        if self.reads is None:
+            return
+        if not isinstance(self.reads, str) or not self.reads or self.reads in (COLUMN, TARGET):
+            raise FstcrfError(f"reads must be the key of the token dicts that holds a lower tagger's label "
+                              f"(a non-empty string other than {COLUMN!r} and {TARGET!r}), got {self.reads!r}")
+        if self.all_possible_transitions is False:
+            raise FstcrfError("a CRF that reads a lower tagger's labels weighs every transition under each "
+                              "lower label; leave all_possible_transitions None or set it True")
 
     # -- training ------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
@@ -229,10 +270,10 @@ class CRF(BaseEstimator):
         model = self.chain_crf()
         if self.model_filename is not None:
             check_output_path(self.model_filename)
-        train = training_sentences(X, y)
+        train = training_sentences(X, y, reads=self.reads)
         dev = None
         if X_dev is not None:
-            dev = training_sentences(X_dev, y_dev, "X_dev", "y_dev")
+            dev = training_sentences(X_dev, y_dev, "X_dev", "y_dev", reads=self.reads)
             check_sentences(dev)          # bad dev values raise before training
             known = {label for sentence in train for label in sentence[TARGET]}
             for number, sentence in enumerate(dev):
@@ -266,7 +307,14 @@ class CRF(BaseEstimator):
     def _sentences(self, X) -> tuple[list[Sentence], list[int]]:
         """The nonempty sequences of X as Sentences, and the length of every sequence."""
         sequences = [_tokens(xseq, number, "X") for number, xseq in enumerate(_sequences(X, "X"))]
-        sentences = [Sentence({COLUMN: tokens}) for tokens in sequences]
+        reads = self._fitted().reads
+        if reads is None:
+            sentences = [Sentence({COLUMN: tokens}) for tokens in sequences]
+        else:
+            sentences = []
+            for number, tokens in enumerate(sequences):
+                dicts, lower = lower_labels(tokens, reads, number, "X")
+                sentences.append(Sentence({COLUMN: dicts, reads: lower}))
         lengths = [len(tokens) for tokens in sequences]
         if 0 in lengths:        # errors then name the sentences by their place in X
             check_sentences(sentences)
@@ -335,9 +383,19 @@ class CRF(BaseEstimator):
 
     @property
     def transition_features_(self) -> dict | None:
-        """{(label from, label to): weight} over the nonzero weights (order 2: pair states)."""
+        """{(label from, label to): weight} over the nonzero weights (order 2: pair states).
+        A CRF that reads lower labels adds lower_transition_features_ to them."""
         info = self._info_of()
         return None if info is None else dict(info[2])
+
+    @property
+    def lower_transition_features_(self) -> dict | None:
+        """{(lower label, from, to): weight} over the nonzero weights of a CRF made with
+        ``reads``: added to transition_features_[(from, to)] when the token entered
+        has that lower label (a lower label unseen in training adds nothing); empty
+        for other CRFs."""
+        info = self._info_of()
+        return None if info is None else dict(info[3])
 
     def _info_of(self):
         """(attributes, state features, transition features) of the fitted model, or None."""
@@ -357,10 +415,11 @@ class CRF(BaseEstimator):
         return state
 
 
-def model_features(model: ChainCRF) -> tuple[list[str], dict, dict]:
+def model_features(model: ChainCRF) -> tuple[list[str], dict, dict, dict]:
     """The attributes with a nonzero state-feature weight of a fitted ChainCRF, in
-    column order; {(attribute, output name): weight} and {(from, to): weight} over
-    the nonzero state and transition weights."""
+    column order; {(attribute, output name): weight}, {(from, to): weight} and
+    {(lower label, from, to): weight} over the nonzero state, transition and
+    lower-label transition weights."""
     features, weights = model.features_, model.weights_
     topology = model.topology_
     outputs = list(topology.state_names) + list(topology.labels if features.num_labels else [])
@@ -374,9 +433,14 @@ def model_features(model: ChainCRF) -> tuple[list[str], dict, dict]:
     active = np.unique(predicate[nonzero])
     transitions = weights[F:F + topology.num_edges]       # inactive edges keep weight 0
     edges = np.flatnonzero(transitions != 0)
-    transition = {(topology.state_names[topology.edge_src[e]], topology.state_names[topology.edge_dst[e]]):
-                  float(transitions[e]) for e in edges.tolist()}
-    return [names[p] for p in active.tolist()], state, transition
+    names_of = topology.state_names
+    transition = {(names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]): float(transitions[e])
+                  for e in edges.tolist()}
+    E = topology.num_edges
+    deviations = weights[F + E:].reshape(-1, E)                   # [L lower labels, E], or [0, E]
+    lower = {(model.lower_labels_[l], names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]):
+             float(deviations[l, e]) for l, e in zip(*(index.tolist() for index in np.nonzero(deviations)))}
+    return [names[p] for p in active.tolist()], state, transition, lower
 
 
 def _by_sequence(results: Sequence, lengths: Sequence[int], empty) -> np.ndarray:
