@@ -203,6 +203,15 @@ class FactoredFeatures(_KernelViews):
                                        scale, buffer_pointer("double", out)), "ff_add_paths")
 
 
+def token_classes(sentences: Sequence[Sentence], column: str, lower_labels: Sequence[str]) -> np.ndarray:
+    """int32 [N]: the transition class of each token of ``sentences``, the index of its
+    value in ``column`` among lower_labels [L] (L for a value not among them)."""
+    index = {label: i for i, label in enumerate(lower_labels)}
+    unseen = len(lower_labels)
+    return np.array([index.get(value, unseen) for sentence in sentences for value in sentence[column]],
+                    dtype=np.int32)
+
+
 class TransitionWeights:
     """The transition part of a weight vector and the kernel scores it makes.
 

@@ -19,7 +19,8 @@ import pynini
 
 from . import train
 from .conll import Corpus, Sentence, as_corpus, as_sentences
-from .encoding import FEATURE_SETS, EncodedSentences, TransitionWeights, build_features, drop_zero_features
+from .encoding import (FEATURE_SETS, EncodedSentences, TransitionWeights, build_features, drop_zero_features,
+                       token_classes)
 from .errors import (ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError,
                      TemplateError)
 from .evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
@@ -428,10 +429,7 @@ class ChainCRF:
         the transitions do not read a lower label."""
         if self.reads is None or not self.read_transitions:
             return None
-        index = {label: i for i, label in enumerate(lower_labels)}
-        unseen = len(lower_labels)
-        return np.array([index.get(value, unseen) for sentence in sentences for value in sentence[self.reads]],
-                        dtype=np.int32)
+        return token_classes(sentences, self.reads, lower_labels)
 
     def _encode(self, sentences: Sequence[Sentence]) -> EncodedSentences:
         """Sentences encoded by the fitted extractor, with their transition classes."""

@@ -160,6 +160,27 @@ def test_a_label_seen_by_one_worker_only_is_a_label_of_the_model(clients, tmp_pa
     assert _relative(model.weights_, reference.weights_) < 1e-9
 
 
+@pytest.mark.parametrize("read_transitions", [True, False])
+def test_a_model_reading_lower_labels_trains_to_the_single_process_optimum(clients, tmp_path, read_transitions):
+    """A chunker reading the POS column, sharded so that the POS tag RARE is seen by
+    the second worker only: its lower labels are the union over the shards."""
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_bytes(DEMO.read_bytes())
+    second.write_text("The DT B-NP\nrare RARE I-NP\nword NN I-NP\n\n")
+    options = {"template": "chunking-reads-pos", "reads": "pos", "read_transitions": read_transitions,
+               "max_iter": ITERATIONS, "threads": 1}
+    from fstcrf.distributed.fit import fit_on_dask
+    model = fit_on_dask(ChainCRF(**options), [str(first), str(second)], clients(2), shards=2)
+    reference = ChainCRF(**options).fit(read_conll(first).sentences + read_conll(second).sentences)
+    assert model.lower_labels_ == reference.lower_labels_ and "RARE" in model.lower_labels_
+    assert len(model.weights_) == len(reference.weights_)
+    assert _relative(model.weights_, reference.weights_) < 1e-9
+    test = read_conll(DEMO).sentences[:20]
+    assert model.predict(test) == reference.predict(test)
+    with pytest.raises(ShardError, match=r"worker tcp://.*no column 'tag' of lower labels to read"):
+        fit_on_dask(ChainCRF(**{**options, "reads": "tag", "template": "tag[0]"}), [str(first)], clients(2))
+
+
 def test_cli_writes_no_model_when_a_shard_is_bad(tmp_path, capsys):
     from fstcrf.cli import main
     bad = tmp_path / "bad.txt"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..conll import Corpus
-from ..encoding import EncodedSentences, supported_pair_counts
+from ..encoding import EncodedSentences, supported_pair_counts, token_classes
 from ..errors import ShardError
 from ..features import FeatureExtractor, Template
 from ..labels import gold_label_set, gold_states, parse_gold
@@ -37,8 +37,9 @@ def load_shard(shard: Shard, columns, separator: str | None) -> Corpus:
 @dataclass
 class ShardSummary:
     """What one shard holds: where it was read, its columns, sentence and token
-    counts, its distinct gold values, and per template the predicates in order of
-    first occurrence [K] with the tokens each is true at int64 [K]."""
+    counts, its distinct gold values, the distinct lower labels of the column the
+    model reads (empty when it reads none), and per template the predicates in
+    order of first occurrence [K] with the tokens each is true at int64 [K]."""
 
     shard: str
     worker: str
@@ -46,21 +47,27 @@ class ShardSummary:
     sentences: int
     tokens: int
     gold_values: set[str]
+    lower_values: set[str]
     predicates: list[tuple[list[str], np.ndarray]]
 
 
-def summarise(corpus: Corpus, shard: Shard, template: Template, target: str) -> ShardSummary:
-    """Worker: the :class:`ShardSummary` of a shard read as ``corpus``."""
+def summarise(corpus: Corpus, shard: Shard, template: Template, target: str,
+              reads: str | None = None) -> ShardSummary:
+    """Worker: the :class:`ShardSummary` of a shard read as ``corpus``; ``reads`` is the
+    column of a lower tagger's labels the model reads, or None."""
     worker = worker_name()
-    if corpus.sentences and target not in corpus.column_names:
-        raise ShardError(f"worker {worker}: {shard} has no column {target!r} to learn (its columns are "
-                         f"{', '.join(corpus.column_names)})")
+    for column, role in ((target, "to learn"), (reads, "of lower labels to read")):
+        if column is not None and corpus.sentences and column not in corpus.column_names:
+            raise ShardError(f"worker {worker}: {shard} has no column {column!r} {role} (its columns are "
+                             f"{', '.join(corpus.column_names)})")
     predicates = []
     if corpus.sentences:
         _, occurrences = FeatureExtractor(template)._occurrences(corpus)
         predicates = [(names, counts) for names, _, counts, _ in occurrences]
     values = {value for labels in corpus.column(target) for value in labels} if corpus.sentences else set()
-    return ShardSummary(str(shard), worker, corpus.column_names, len(corpus), corpus.num_tokens, values,
+    lower = {value for labels in corpus.column(reads) for value in labels} \
+        if reads is not None and corpus.sentences else set()
+    return ShardSummary(str(shard), worker, corpus.column_names, len(corpus), corpus.num_tokens, values, lower,
                         predicates)
 
 
@@ -113,9 +120,13 @@ class EncodedShard:
     allowed_labels: np.ndarray | None
 
 
-def encode_shard(corpus: Corpus, extractor: FeatureExtractor, topology: Topology, target: str) -> EncodedShard:
-    """Worker: a shard's predicate rows and gold states."""
-    encoded = EncodedSentences.from_corpus(extractor, corpus)
+def encode_shard(corpus: Corpus, extractor: FeatureExtractor, topology: Topology, target: str,
+                 reads: str | None = None, lower_labels: list[str] | None = None) -> EncodedShard:
+    """Worker: a shard's predicate rows and gold states; with ``reads`` (a model whose
+    transitions read that column's lower labels, ``lower_labels`` [L]) the tokens'
+    transition classes too."""
+    classes = None if reads is None else token_classes(corpus.sentences, reads, lower_labels)
+    encoded = EncodedSentences.from_corpus(extractor, corpus, token_class=classes)
     label_ids, allowed_labels = parse_gold(topology, corpus.column(target))
     return EncodedShard(encoded, gold_states(topology, label_ids, encoded.offsets), label_ids, allowed_labels)
 

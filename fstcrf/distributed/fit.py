@@ -50,9 +50,8 @@ def check_supported(model) -> None:
     if model.algorithm not in ("lbfgs", "perceptron", "ap", "sgd"):
         raise FstcrfError(f"distributed training runs algorithms 'lbfgs' (with c1: OWL-QN), 'perceptron' ('ap') "
                           f"and 'sgd' (by iterative parameter mixing), not {model.algorithm!r}")
-    if model.grammar is not None or model.reads is not None:
-        raise FstcrfError("distributed training does not train under a grammar nor read a lower tagger's "
-                          "labels yet")
+    if model.grammar is not None:
+        raise FstcrfError("distributed training does not train under a grammar yet")
     if model.template == "attributes" or hasattr(model.template, "extractor"):
         raise FstcrfError("distributed training reads CoNLL columns; the 'attributes' template is not "
                           "distributed yet")
@@ -86,7 +85,7 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     seconds, bytes, retries)."""
     model._check_params()
     check_supported(model)
-    from ..model import _resolve_template
+    from ..model import _check_reading_template, _resolve_template
     template = _resolve_template(model.template)
     if target in template.columns:
         raise TemplateError(f"the template reads column {target!r}, the column the model learns to predict; "
@@ -101,13 +100,17 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     dev_gold = model._dev_gold(dev, target)
 
     loaded, where = _corpus_parts(client, source, shards, columns, separator)
-    summaries = client.gather([client.submit(summarise, corpus, shard, template, target, pure=False)
+    summaries = client.gather([client.submit(summarise, corpus, shard, template, target, model.reads, pure=False)
                                for corpus, shard in zip(loaded, where)])
     kept = [i for i, summary in enumerate(summaries) if summary.sentences]
     if not kept:
         raise EmptySequenceError("the training corpus has no sentences")
     loaded, summaries = [loaded[i] for i in kept], [summaries[i] for i in kept]
     column_names = check_layouts(summaries)
+    lower_labels = None
+    if model.reads is not None:
+        _check_reading_template(template, model.reads, target, column_names)
+        lower_labels = sorted(set().union(*(summary.lower_values for summary in summaries)))
     labels = union_labels(summaries)
     if len(labels) == 1:
         logger.warning("every training label of column %r is %r: the model can only predict %r",
@@ -119,8 +122,9 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
                 extractor.num_predicates)
 
     shared_extractor, shared_topology = (_submit_value(client, x) for x in (extractor, topology))
-    encoded = [client.submit(encode_shard, corpus, shared_extractor, shared_topology, target, pure=False)
-               for corpus in loaded]
+    reads_classes = model.reads if model.reads is not None and model.read_transitions else None
+    encoded = [client.submit(encode_shard, corpus, shared_extractor, shared_topology, target, reads_classes,
+                             lower_labels, pure=False) for corpus in loaded]
     feature_set = model.features or "supported"
     bias = extractor.vocabulary_.get("bias")
     counted = client.gather([client.submit(shard_pair_counts, shard, shared_topology, model.order, feature_set,
@@ -129,12 +133,12 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
                                     topology, model.order, feature_set, bias, model.min_freq)
     active_edges = (np.logical_or.reduce([seen for _, seen in counted]) if model.transitions == "seen" else None)
     scorer = Scorer(features, topology, int(model.threads), None,
-                    model._transition_layout(topology.num_edges, None, active_edges))
+                    model._transition_layout(topology.num_edges, lower_labels, active_edges))
     shared_scorer = _submit_value(client, scorer)
     problems = [client.submit(make_problem, shard, shared_scorer, pure=False) for shard in encoded]
     client.gather(problems)          # LabelError and the like now, before training
     objective = DistributedObjective(client, problems, scorer.num_weights, sum(s.sentences for s in summaries))
-    evaluate = model._dev_evaluator(dev_gold, extractor, scorer, None)
+    evaluate = model._dev_evaluator(dev_gold, extractor, scorer, lower_labels)
 
     if model.algorithm != "lbfgs":
         learning_rate = train.SGD_LEARNING_RATE if model.learning_rate is None else model.learning_rate
@@ -142,11 +146,12 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
                      "sgd" if model.algorithm == "sgd" else "perceptron", model.max_iter,
                      {"seed": model.seed, "sigma": model.sigma, "learning_rate": learning_rate,
                       "params": model._learner_params()}, evaluate, callback)
-        model._set_fitted(topology, None, None, extractor, features, target, tuple(column_names), result,
+        model._set_fitted(topology, None, lower_labels, extractor, features, target, tuple(column_names), result,
                           active_edges)
         return model
     run = checkpoints.fingerprint({name: value for name, value in model.get_params().items() if name != "client"},
-                                  labels, [features.ptr, features.output, extractor._dictionary.keys])
+                                  labels if lower_labels is None else [labels, lower_labels],
+                                  [features.ptr, features.output, extractor._dictionary.keys])
     state = checkpoints.load_state(checkpoint, run) if resume else None
     if state is not None:
         logger.info("resuming from %s after iteration %d", checkpoint, state.iteration)
@@ -158,5 +163,6 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     if model.c1 > 0:
         features, result.weights, used = drop_zero_features(features, result.weights)
         extractor = extractor.subset(used)
-    model._set_fitted(topology, None, None, extractor, features, target, tuple(column_names), result, active_edges)
+    model._set_fitted(topology, None, lower_labels, extractor, features, target, tuple(column_names), result,
+                      active_edges)
     return model
