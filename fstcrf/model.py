@@ -512,10 +512,7 @@ class ChainCRF:
                                target, labels[0], labels[0])
             topology = chain_topology(self.order, labels)
             extractor = _new_extractor(template, self.min_count)
-        constraint = None
-        if self.grammar is not None:
-            grammar = self.grammar if isinstance(self.grammar, Grammar) else load_grammar(self.grammar)
-            constraint = compile_grammar(grammar, topology.labels, params=self.grammar_params)
+        constraint = self._training_constraint(topology)
         lower_labels = (init.lower_labels_ if init is not None else None if self.reads is None else
                         sorted({value for values in corpus.column(self.reads) for value in values}))
         with phase("features"):
@@ -584,6 +581,13 @@ class ChainCRF:
         if stopped_by is not None:
             raise stopped_by
         return self
+
+    def _training_constraint(self, topology) -> pynini.Fst | None:
+        """The training grammar compiled over the topology's labels, or None."""
+        if self.grammar is None:
+            return None
+        grammar = self.grammar if isinstance(self.grammar, Grammar) else load_grammar(self.grammar)
+        return compile_grammar(grammar, topology.labels, params=self.grammar_params)
 
     def _set_fitted(self, topology, constraint, lower_labels, extractor, features, target: str,
                     columns: tuple[str, ...], result: train.TrainingResult,

@@ -181,6 +181,20 @@ def test_a_model_reading_lower_labels_trains_to_the_single_process_optimum(clien
         fit_on_dask(ChainCRF(**{**options, "reads": "tag", "template": "tag[0]"}), [str(first)], clients(2))
 
 
+@pytest.mark.parametrize("algorithm", ["lbfgs", "perceptron"])
+def test_training_under_a_grammar_reaches_the_single_process_result(clients, algorithm):
+    options = {"grammar": "iob2", "algorithm": algorithm, "max_iter": ITERATIONS if algorithm == "lbfgs" else 1,
+               "threads": 1}
+    shards = 2 if algorithm == "lbfgs" else 1        # one shard mixes to the single-process epoch
+    from fstcrf.distributed.fit import fit_on_dask
+    model = fit_on_dask(ChainCRF(**options), str(DEMO), clients(2), shards=shards)
+    reference = ChainCRF(**options).fit(read_conll(DEMO))
+    assert model.constraint_ is not None
+    assert _relative(model.weights_, reference.weights_) < 1e-9
+    test = read_conll(DEMO).sentences[:20]
+    assert model.predict(test) == reference.predict(test)
+
+
 def test_cli_writes_no_model_when_a_shard_is_bad(tmp_path, capsys):
     from fstcrf.cli import main
     bad = tmp_path / "bad.txt"
@@ -193,7 +207,7 @@ def test_cli_writes_no_model_when_a_shard_is_bad(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("options, message", [(["--algorithm", "pa"], "not 'pa'"),
-                                              (["--grammar", "iob2"], "under a grammar")])
+                                              (["--grammar", "no-such.grammar"], "no-such.grammar")])
 def test_cli_refuses_settings_before_starting_a_cluster(tmp_path, capsys, monkeypatch, options, message):
     from fstcrf.cli import main
     from fstcrf.distributed import cluster

@@ -17,6 +17,7 @@ from .. import train
 from ..conll import Corpus, Sentence, as_corpus
 from ..encoding import drop_zero_features, features_from_counts, merge_pair_counts
 from ..errors import EmptySequenceError, FstcrfError, TemplateError
+from ..grammar import Grammar, load_grammar
 from ..labels import chain_topology
 from ..objective import Scorer
 from . import checkpoint as checkpoints
@@ -50,11 +51,11 @@ def check_supported(model) -> None:
     if model.algorithm not in ("lbfgs", "perceptron", "ap", "sgd"):
         raise FstcrfError(f"distributed training runs algorithms 'lbfgs' (with c1: OWL-QN), 'perceptron' ('ap') "
                           f"and 'sgd' (by iterative parameter mixing), not {model.algorithm!r}")
-    if model.grammar is not None:
-        raise FstcrfError("distributed training does not train under a grammar yet")
     if model.template == "attributes" or hasattr(model.template, "extractor"):
         raise FstcrfError("distributed training reads CoNLL columns; the 'attributes' template is not "
                           "distributed yet")
+    if model.grammar is not None and not isinstance(model.grammar, Grammar):
+        load_grammar(model.grammar)         # a missing or malformed grammar file fails here
 
 
 def _corpus_parts(client, source, shards: int, columns, separator: str | None) -> tuple[list, list[str]]:
@@ -116,6 +117,7 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
         logger.warning("every training label of column %r is %r: the model can only predict %r",
                        target, labels[0], labels[0])
     topology = chain_topology(model.order, labels)
+    constraint = model._training_constraint(topology)
     extractor = merged_extractor(template, model.min_count, summaries)
     logger.info("%d shards on %d workers: %d sentences, %d tokens, %d predicates", len(loaded),
                 len(client.nthreads()), sum(s.sentences for s in summaries), sum(s.tokens for s in summaries),
@@ -132,7 +134,7 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     features = features_from_counts(merge_pair_counts([counts for counts, _ in counted]), extractor.num_predicates,
                                     topology, model.order, feature_set, bias, model.min_freq)
     active_edges = (np.logical_or.reduce([seen for _, seen in counted]) if model.transitions == "seen" else None)
-    scorer = Scorer(features, topology, int(model.threads), None,
+    scorer = Scorer(features, topology, int(model.threads), constraint,
                     model._transition_layout(topology.num_edges, lower_labels, active_edges))
     shared_scorer = _submit_value(client, scorer)
     problems = [client.submit(make_problem, shard, shared_scorer, pure=False) for shard in encoded]
@@ -146,8 +148,8 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
                      "sgd" if model.algorithm == "sgd" else "perceptron", model.max_iter,
                      {"seed": model.seed, "sigma": model.sigma, "learning_rate": learning_rate,
                       "params": model._learner_params()}, evaluate, callback)
-        model._set_fitted(topology, None, lower_labels, extractor, features, target, tuple(column_names), result,
-                          active_edges)
+        model._set_fitted(topology, constraint, lower_labels, extractor, features, target, tuple(column_names),
+                          result, active_edges)
         return model
     run = checkpoints.fingerprint({name: value for name, value in model.get_params().items() if name != "client"},
                                   labels if lower_labels is None else [labels, lower_labels],
@@ -163,6 +165,6 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     if model.c1 > 0:
         features, result.weights, used = drop_zero_features(features, result.weights)
         extractor = extractor.subset(used)
-    model._set_fitted(topology, None, lower_labels, extractor, features, target, tuple(column_names), result,
+    model._set_fitted(topology, constraint, lower_labels, extractor, features, target, tuple(column_names), result,
                       active_edges)
     return model
