@@ -58,7 +58,7 @@ from .bandit_settings import BanditSettings
 from .encoding import EncodedSentences, buffer_pointer
 from .errors import FeedbackError, FstcrfError
 from .inference import KernelBuffers, Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
-from .objective import Scorer, _path_edges
+from .objective import Scorer, path_edges
 
 _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8
@@ -304,7 +304,7 @@ class SampledGradient:
         layout = self.scorer.transitions
         total = 0.0
         for k, path in enumerate(paths):
-            edges = _path_edges(self._edge_table, path, offsets)
+            edges = path_edges(self._edge_table, path, offsets)
             total = total + layout.gradient(layout.path_counts(edges, token_class, coefficients[k, per_edge]))
         return total
 

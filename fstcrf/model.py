@@ -31,7 +31,7 @@ from .inference import Potentials, blas_single_threaded, kbest, log_partition, s
 from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
 from .modelfile import load_model, save_model
 from .bandit_settings import DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, WEIGHTINGS, BanditSettings
-from .objective import Scorer, TrainingSet
+from .objective import Scorer, TrainingSet, seen_edges
 from .phases import phase
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
@@ -70,20 +70,6 @@ def _new_extractor(template, min_count: int):
     if hasattr(template, "extractor"):
         return template.extractor(min_count)
     return FeatureExtractor(template, min_count)
-
-
-def _seen_edges(topology, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """bool [E]: the edges that gold state paths int [N] (-1: unknown) cut into
-    sentences at offsets [B+1] take between two known states."""
-    inside = np.ones(len(states), dtype=bool)
-    inside[offsets[:-1]] = False
-    after = np.flatnonzero(inside)
-    before = after - 1
-    known = (states[before] >= 0) & (states[after] >= 0)
-    seen = np.zeros(topology.num_edges, dtype=bool)
-    edges = topology.edge_ids[states[before[known]], states[after[known]]]
-    seen[edges[edges >= 0]] = True
-    return seen
 
 
 #: The arguments of a learner that ChainCRF sets itself (the rest are algorithm_params).
@@ -530,7 +516,7 @@ class ChainCRF:
             encoded, label_ids if self.order == 1 else states, label_ids, topology, self.order,
             feature_set, extractor.column_of(BIAS), self.min_freq)
         active_edges = (init.active_edges_ if init is not None else
-                        _seen_edges(topology, states, encoded.offsets) if self.transitions == "seen" else None)
+                        seen_edges(topology, states, encoded.offsets) if self.transitions == "seen" else None)
         scorer = Scorer(features, topology, int(self.threads), constraint,
                         self._transition_layout(topology.num_edges, lower_labels, active_edges))
         problem = TrainingSet(scorer, encoded, states, allowed_labels) if feedback is None else None

@@ -23,11 +23,31 @@ from .topology import Topology
 BLOCK_CELLS = 2 ** 19
 
 
-def _path_edges(table: np.ndarray, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """int64 [N - B]: the edge ids along state paths [N] cut into sentences at offsets."""
-    inside = np.ones(len(states), dtype=bool)
+def _neighbours(offsets: np.ndarray, num_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """int64 [N - B] twice: tokens t - 1 and t of each pair of neighbours within the
+    sentences that offsets [B+1] cut N tokens into."""
+    inside = np.ones(num_tokens, dtype=bool)
     inside[offsets[:-1]] = False
-    return table[states[np.flatnonzero(inside) - 1], states[inside]]
+    after = np.flatnonzero(inside)
+    return after - 1, after
+
+
+def path_edges(table: np.ndarray, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """int64 [N - B]: the edge ids (``table`` [S, S] of a topology's edge_ids) along
+    state paths [N] cut into sentences at offsets [B+1]."""
+    before, after = _neighbours(offsets, len(states))
+    return table[states[before], states[after]]
+
+
+def seen_edges(topology, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """bool [E]: the edges that gold state paths int [N] (-1: unknown) cut into
+    sentences at offsets [B+1] take between two known states."""
+    before, after = _neighbours(offsets, len(states))
+    known = (states[before] >= 0) & (states[after] >= 0)
+    seen = np.zeros(topology.num_edges, dtype=bool)
+    edges = topology.edge_ids[states[before[known]], states[after[known]]]
+    seen[edges[edges >= 0]] = True
+    return seen
 
 
 def _thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list[list[tuple[int, int]]]:
@@ -416,9 +436,9 @@ class TrainingSet:
             inside[offsets[:-1]] = False
             token_class = self.encoded.token_class[self.encoded.token_rows(first, last)][inside]
         layout = self.scorer.transitions
-        counts = layout.path_counts(_path_edges(self._edge_table, plus, offsets), token_class)
+        counts = layout.path_counts(path_edges(self._edge_table, plus, offsets), token_class)
         if minus is not None:
-            counts = counts - layout.path_counts(_path_edges(self._edge_table, minus, offsets), token_class)
+            counts = counts - layout.path_counts(path_edges(self._edge_table, minus, offsets), token_class)
         return layout.gradient(counts)
 
     def _add_paths(self, first: int, last: int, plus: np.ndarray, minus: np.ndarray | None,

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..conll import Corpus
 from ..encoding import EncodedSentences, supported_pair_counts, token_classes
+from ..objective import seen_edges
 from ..errors import ShardError
 from ..features import FeatureExtractor, Template
 from ..labels import gold_label_set, gold_states, parse_gold
@@ -135,7 +136,6 @@ def shard_pair_counts(shard: EncodedShard, topology: Topology, order: int, featu
                       bias_predicate: int | None, seen_edges: bool) -> tuple[dict, np.ndarray | None]:
     """Worker: the shard's :func:`~fstcrf.encoding.supported_pair_counts` and, with
     ``seen_edges``, bool [E] the edges its gold paths take."""
-    from ..model import _seen_edges
     counts = supported_pair_counts(shard.encoded, shard.label_ids if order == 1 else shard.states,
                                    shard.label_ids, topology, order, feature_set, bias_predicate)
-    return counts, (_seen_edges(topology, shard.states, shard.encoded.offsets) if seen_edges else None)
+    return counts, (seen_edges(topology, shard.states, shard.encoded.offsets) if seen_edges else None)
