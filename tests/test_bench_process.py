@@ -1,6 +1,7 @@
 """fstcrf.bench_process: the CRFsuite side builds exactly fstcrf's predicates, and both
 whole-process benchmarks run end to end on small data (no timing is asserted)."""
 import json
+import os
 import shutil
 
 import pytest
@@ -136,6 +137,16 @@ def test_the_report_shows_the_phases_a_side_timed_and_dashes_for_the_other():
     assert "| fstcrf | 2.00 | 1.00 | - | - | - | - | - | - | - | - | - | 90.00 |" in table
     assert "| crfsuite | 8.10 | 4.05 | 100 | 0.20 | 0.50 | 1.00 | 4.00 | 2.00 | 0.25 | 0.05 | 0.10 | 89.00 |" in table
     assert "crfsuite / fstcrf: whole process **4.05x**" in table
+    assert "could not be compiled to bytecode first" in table
+    assert "compiled to bytecode first, as pip install" in format_process({**result, "bytecode_compiled": True})
+
+
+def test_the_bytecode_of_every_module_is_compiled_before_timing(monkeypatch):
+    import compileall
+    compiled = []
+    monkeypatch.setattr(compileall, "compile_dir", lambda folder, quiet: compiled.append(folder) or True)
+    assert bench_process.compile_bytecode()
+    assert compiled == [os.path.dirname(os.path.abspath(bench_process.__file__))]
 
 
 @pytest.fixture
