@@ -54,6 +54,22 @@ static int check_block(const ff_dictionary *d, const ff_tokens *x, const int32_t
     return FC_OK;
 }
 
+/* Ask for the rows of weights [F] (or gradient) and outputs of the predicates
+ * of token t, read a token later: a large model's rows lie scattered far beyond
+ * the caches, and one row read after another leaves the memory mostly idle. */
+static void prefetch_rows(const ff_dictionary *d, const ff_tokens *x, int64_t t, const double *weights)
+{
+    if (t >= x->num_tokens)
+        return;
+    for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
+        const int32_t p = x->indices[j];
+        for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += 8)
+            __builtin_prefetch(weights + f);
+        for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += 16)
+            __builtin_prefetch(d->output + f);
+    }
+}
+
 int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta,
                  double scale, double *emit, double *work)
 {
@@ -64,7 +80,9 @@ int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta
     const int32_t L = d->num_labels;
     /* work[q] = score of output q at the current token; a complete row adds to
      * work in the same order as the general loop, so the sums are the same */
+    prefetch_rows(d, x, 0, theta);
     for (int64_t t = 0; t < x->num_tokens; ++t) {
+        prefetch_rows(d, x, t + 1, theta);
         memset(work, 0, sizeof(double) * (size_t)(S + L));
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
             const int32_t p = x->indices[j];
@@ -99,7 +117,9 @@ int ff_accumulate(const ff_dictionary *d, const ff_tokens *x, const double *marg
     const int32_t S = d->num_states;
     const int32_t L = d->num_labels;
     /* work[q] = weight of output q at the current token (m_t in the header) */
+    prefetch_rows(d, x, 0, grad);
     for (int64_t t = 0; t < x->num_tokens; ++t) {
+        prefetch_rows(d, x, t + 1, grad);
         const double *row = marg + t * (int64_t)S;
         memcpy(work, row, sizeof(double) * (size_t)S);
         if (L > 0) {
