@@ -58,7 +58,7 @@ from .bandit_settings import BanditSettings
 from .encoding import EncodedSentences, buffer_pointer
 from .errors import FeedbackError, FstcrfError
 from .inference import KernelBuffers, Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
-from .objective import Scorer, path_edges
+from .objective import Scorer, neighbours, path_edges
 
 _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8
@@ -296,10 +296,9 @@ class SampledGradient:
                                 coefficients: np.ndarray) -> np.ndarray:
         """float [T]: sum_k sum_b coefficients[k, b] * transition-weight counts of paths[k]."""
         offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
-        inside = np.ones(offsets[-1], dtype=bool)
-        inside[offsets[:-1]] = False
+        _, after = neighbours(offsets, offsets[-1])
         token_class = (None if self.encoded.token_class is None else
-                       self.encoded.token_class[self.encoded.token_rows(first, last)][inside])
+                       self.encoded.token_class[self.encoded.token_rows(first, last)][after])
         per_edge = np.repeat(np.arange(last - first), np.diff(offsets) - 1)
         layout = self.scorer.transitions
         total = 0.0

@@ -23,7 +23,7 @@ from .topology import Topology
 BLOCK_CELLS = 2 ** 19
 
 
-def _neighbours(offsets: np.ndarray, num_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+def neighbours(offsets: np.ndarray, num_tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """int64 [N - B] twice: tokens t - 1 and t of each pair of neighbours within the
     sentences that offsets [B+1] cut N tokens into."""
     inside = np.ones(num_tokens, dtype=bool)
@@ -35,14 +35,14 @@ def _neighbours(offsets: np.ndarray, num_tokens: int) -> tuple[np.ndarray, np.nd
 def path_edges(table: np.ndarray, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """int64 [N - B]: the edge ids (``table`` [S, S] of a topology's edge_ids) along
     state paths [N] cut into sentences at offsets [B+1]."""
-    before, after = _neighbours(offsets, len(states))
+    before, after = neighbours(offsets, len(states))
     return table[states[before], states[after]]
 
 
 def seen_edges(topology, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """bool [E]: the edges that gold state paths int [N] (-1: unknown) cut into
     sentences at offsets [B+1] take between two known states."""
-    before, after = _neighbours(offsets, len(states))
+    before, after = neighbours(offsets, len(states))
     known = (states[before] >= 0) & (states[after] >= 0)
     seen = np.zeros(topology.num_edges, dtype=bool)
     edges = topology.edge_ids[states[before[known]], states[after[known]]]
@@ -432,9 +432,8 @@ class TrainingSet:
         offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
         token_class = None
         if self.encoded.token_class is not None:
-            inside = np.ones(len(plus), dtype=bool)
-            inside[offsets[:-1]] = False
-            token_class = self.encoded.token_class[self.encoded.token_rows(first, last)][inside]
+            _, after = neighbours(offsets, len(plus))
+            token_class = self.encoded.token_class[self.encoded.token_rows(first, last)][after]
         layout = self.scorer.transitions
         counts = layout.path_counts(path_edges(self._edge_table, plus, offsets), token_class)
         if minus is not None:

@@ -398,7 +398,8 @@ class CRF(BaseEstimator):
         return None if info is None else dict(info[3])
 
     def _info_of(self):
-        """(attributes, state features, transition features) of the fitted model, or None."""
+        """(attributes, state features, transition features, lower-label transition
+        features) of the fitted model (see model_features), or None."""
         model = self._model()
         if model is None:
             return None
