@@ -153,6 +153,24 @@ def _lower_labels_of(sentence: Sentence, number: int, reads: str) -> list:
     return sentence.columns[reads]
 
 
+def _read_token(token, lower: list | None, position: int, reads: str | None, names: list, values: list) -> None:
+    """Append the (name, value) pairs of one token to names and values: its dict's
+    (which may not hold the key ``reads``), then the attribute "reads:label" of
+    its lower label lower[position] when ``lower`` is given."""
+    if not isinstance(token, dict):
+        _check_token(token)
+    elif reads is not None and reads in token:
+        raise _BadItem(f"the token dict holds the key {reads!r}, the lower labels this model "
+                       f"reads from column {reads!r}; leave it out of the dicts")
+    _flatten_into(token, "", names, values)
+    if lower is not None:
+        label = lower[position]
+        if not isinstance(label, str):
+            raise _BadItem(f"the lower label in column {reads!r} is {label!r}; labels are strings")
+        names.append(reads + SEPARATOR + label)
+        values.append(1.0)
+
+
 def encode_sentences(sentences: Sequence[Sentence], codes_of: Callable[[list[str]], Iterable[int]],
                      reads: str | None = None, read_labels: bool = True
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -163,31 +181,47 @@ def encode_sentences(sentences: Sequence[Sentence], codes_of: Callable[[list[str
     ``read_labels`` is False; the dicts may not hold the key ``reads``.  The names
     of one sentence at a time are held, so memory grows with the codes only."""
     codes, values, starts = array("q"), array("d"), array("q", [0])
-    prefix = None if reads is None else reads + SEPARATOR
     for number, sentence in enumerate(sentences):
         names: list[str] = []
         sentence_values: list[float] = []
-        lower = _lower_labels_of(sentence, number, reads) if prefix is not None and read_labels else None
+        lower = _lower_labels_of(sentence, number, reads) if reads is not None and read_labels else None
         try:
             for position, token in enumerate(_tokens_of(sentence, number)):
-                if type(token) is not dict:
-                    _check_token(token)
-                elif prefix is not None and reads in token:
-                    raise _BadItem(f"the token dict holds the key {reads!r}, the lower labels this model "
-                                   f"reads from column {reads!r}; leave it out of the dicts")
-                _flatten_into(token, "", names, sentence_values)
-                if lower is not None:
-                    label = lower[position]
-                    if not isinstance(label, str):
-                        raise _BadItem(f"the lower label in column {reads!r} is {label!r}; labels are strings")
-                    names.append(prefix + label)
-                    sentence_values.append(1.0)
+                _read_token(token, lower, position, reads, names, sentence_values)
                 starts.append(len(codes) + len(names))
         except _BadItem as error:
             raise FeatureValueError(f"sentence {number}, token {position}: {error}") from None
         codes.extend(codes_of(names))
         values.extend(sentence_values)
     return (np.frombuffer(codes, dtype=np.int64), np.frombuffer(values, dtype=np.float64),
+            np.frombuffer(starts, dtype=np.int64))
+
+
+def known_entries(sentences: Sequence[Sentence], vocabulary: dict[str, int], by_key: dict[str, dict[str, int]],
+                  reads: str | None = None, read_labels: bool = True
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`encode_sentences` of the names ``vocabulary`` knows, read in C
+    (fstcrf._attributes): columns int64 [M], values float64 [M] and token
+    starts int64 [N+1], unknown names left out.  ``by_key`` is
+    ``fstcrf._attributes.values_by_key(vocabulary, SEPARATOR)``."""
+    from ._attributes import known_columns
+
+    tokens = [_tokens_of(sentence, number) for number, sentence in enumerate(sentences)]
+    lower = [_lower_labels_of(sentence, number, reads) for number, sentence in enumerate(sentences)] \
+        if reads is not None and read_labels else None
+
+    def read_in_python(token, number: int, position: int) -> tuple[list, list]:
+        names: list[str] = []
+        values: list[float] = []
+        try:
+            _read_token(token, None if lower is None else lower[number], position, reads, names, values)
+        except _BadItem as error:
+            raise FeatureValueError(f"sentence {number}, token {position}: {error}") from None
+        return names, values
+
+    columns, values, starts = known_columns(tokens, lower, vocabulary, by_key, by_key.get(reads, {}), reads,
+                                            read_in_python)
+    return (np.frombuffer(columns, dtype=np.int64), np.frombuffer(values, dtype=np.float64),
             np.frombuffer(starts, dtype=np.int64))
 
 
@@ -322,13 +356,24 @@ class AttributeExtractor:
     def _known_matrix(self, corpus, read_labels: bool) -> scipy.sparse.csr_matrix:
         """:meth:`transform`, with or without the attributes of the lower labels."""
         self._check_fitted()
-        get = self.vocabulary_.get
-        codes, values, starts = encode_sentences(self._sentences(corpus),
-                                                 lambda names: map(get, names, itertools.repeat(-1)),
-                                                 self.reads, read_labels)
-        known = codes >= 0
-        return _csr(values[known], codes[known], _starts_kept(starts, known),
-                    len(self.predicate_names_))
+        columns, values, starts = known_entries(self._sentences(corpus), self.vocabulary_, self._values_by_key(),
+                                                self.reads, read_labels)
+        return _csr(values, columns, starts, len(self.predicate_names_))
+
+    def _values_by_key(self) -> dict[str, dict[str, int]]:
+        """key -> {value: column} for the names "key:value" of ``vocabulary_``, split at
+        each separator in turn, built once per vocabulary (see fstcrf._attributes)."""
+        from ._attributes import values_by_key
+
+        cached = self.__dict__.get("_by_key")
+        if cached is None or cached[0] is not self.vocabulary_:
+            cached = self._by_key = (self.vocabulary_, values_by_key(self.vocabulary_, SEPARATOR))
+        return cached[1]
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_by_key", None)          # rebuilt on first use
+        return state
 
     @property
     def num_predicates(self) -> int:

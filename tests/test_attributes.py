@@ -142,3 +142,59 @@ def test_an_extractor_reading_lower_labels_keeps_its_column():
         extractor.transform([Sentence({"attributes": [{"w": "a"}, {"w": "b"}], "pos": ["DT", None]})])
     with pytest.raises(TemplateError, match="reads the lower labels of column 'pos', not 'chunk'"):
         extractor.transform_reading(corpus, "chunk", ["NP"])
+
+
+def dense_of_known(corpus, vocabulary, reads=None):
+    """The oracle of transform: each token's attribute_pairs (and its lower label's
+    attribute) summed into the columns of ``vocabulary``, unknown names dropped."""
+    rows = []
+    for s in corpus:
+        for position, token in enumerate(s["attributes"]):
+            row = np.zeros(len(vocabulary))
+            pairs = attribute_pairs(token) + ([(f"{reads}:{s[reads][position]}", 1.0)] if reads else [])
+            for name, value in pairs:
+                if name in vocabulary:
+                    row[vocabulary[name]] += value
+            rows.append(row)
+    return np.array(rows).reshape(len(rows), len(vocabulary))
+
+
+odd_leaves = st.one_of(leaves, finite.map(np.float64), st.integers(-5, 5).map(np.int32),
+                       st.integers(2 ** 62, 2 ** 70))
+odd_tokens = st.one_of(st.dictionaries(names, st.one_of(odd_leaves, values), max_size=5), st.lists(names, max_size=4))
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.lists(st.tuples(odd_tokens, st.sampled_from(["NN", "a:b", "é"])), min_size=1, max_size=4),
+                min_size=1, max_size=4),
+       st.booleans(), st.randoms(use_true_random=False))
+def test_transform_read_in_c_equals_the_pairs_of_every_token(sentences, reads, random):
+    """transform (token dicts read in C, the rest in Python) against attribute_pairs
+    summed over the names of a vocabulary holding some of the corpus's names and
+    some it lacks; names and values hold the separator, so keys split ambiguously."""
+    column = "pos" if reads else None
+    corpus = [Sentence({"attributes": [token for token, _ in pairs], "pos": [label for _, label in pairs]})
+              for pairs in sentences]
+    seen = sorted({name for s in corpus for token in s["attributes"] for name, _ in attribute_pairs(token)}
+                  | {f"pos:{label}" for s in corpus for label in s["pos"]})
+    chosen = [name for name in seen if random.random() < 0.7] + ["a:b:c", "pos", "zz"]
+    extractor = AttributeExtractor(reads=column)
+    extractor.predicate_names_ = chosen
+    extractor.vocabulary_ = {name: index for index, name in enumerate(chosen)}
+    matrix = extractor.transform(corpus)
+    assert matrix.has_canonical_format
+    np.testing.assert_array_equal(matrix.toarray(), dense_of_known(corpus, extractor.vocabulary_, column))
+
+
+@pytest.mark.parametrize("token, found", [
+    ({"x": None}, "NoneType"), ({"x": float("nan")}, "nan"), ({"x": -math.inf}, "inf"),
+    ({3: "a"}, "int"), ("word", "str"), ({"x": 10 ** 400}, "too large"), ({"x": np.float64("nan")}, "nan"),
+    ({"pos": "NN"}, "holds the key 'pos'")])
+def test_transform_names_the_sentence_and_token_of_a_bad_value(token, found):
+    extractor = AttributeExtractor(reads="pos").fit([Sentence({"attributes": [{"x": 1}], "pos": ["DT"]})])
+    corpus = [Sentence({"attributes": [{"x": 2}], "pos": ["DT"]}),
+              Sentence({"attributes": [{"x": 1}, token], "pos": ["DT", "DT"]})]
+    with pytest.raises(FeatureValueError, match=r"sentence 1, token 1: .*" + found):
+        extractor.transform(corpus)
+    with pytest.raises(FeatureValueError, match=r"sentence 0, token 0: .*labels are strings"):
+        extractor.transform([Sentence({"attributes": [{"x": 1}], "pos": [None]})])

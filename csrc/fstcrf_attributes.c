@@ -1,0 +1,329 @@
+/* fstcrf._attributes: the columns of CRFsuite-style token dicts, read with the
+ * CPython limited API.
+ *
+ * The one module of fstcrf written against the CPython API: cffi cannot walk
+ * Python dicts, and walking them in Python costs more than python-crfsuite's
+ * Cython conversion.  It does no numerics and knows no model: it maps the items
+ * of token dicts to the columns of a fitted vocabulary, and hands every token it
+ * does not understand to a Python function that does (fstcrf/attributes.py,
+ * which also documents how a token is named).
+ *
+ * A token is read here when it is a dict whose keys are str and whose values are
+ * str (the attribute "key:value" = 1), bool (the attribute "key" = 0 or 1), int
+ * or float (the attribute "key" = the value, when finite).  Anything else -- a
+ * list of names, a nested dict, bytes, a subclass, NaN, an int too large for a
+ * double, the forbidden key -- goes whole to the fallback.
+ */
+#define PY_SSIZE_T_CLEAN
+#ifndef Py_LIMITED_API
+#define Py_LIMITED_API 0x030A0000      /* setup.py defines it too */
+#endif
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A growing buffer of (column int64, value float64) entries and of the start
+ * of each token's entries. */
+typedef struct {
+    int64_t *columns;       /* [capacity] */
+    double *values;         /* [capacity] */
+    Py_ssize_t size, capacity;
+    int64_t *starts;        /* [num_tokens + 1] */
+    Py_ssize_t num_starts, starts_capacity;
+} Entries;
+
+/* Reallocate *array [capacity] to hold ``wanted`` items of ``item`` bytes. */
+static int resize(void **array, Py_ssize_t wanted, size_t item)
+{
+    void *bigger = realloc(*array, (size_t)wanted * item);
+    if (bigger == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *array = bigger;
+    return 0;
+}
+
+static int add_entry(Entries *entries, int64_t column, double value)
+{
+    if (entries->size == entries->capacity) {
+        Py_ssize_t wanted = entries->capacity ? 2 * entries->capacity : 4096;
+        if (resize((void **)&entries->columns, wanted, sizeof(int64_t)) < 0
+            || resize((void **)&entries->values, wanted, sizeof(double)) < 0)
+            return -1;
+        entries->capacity = wanted;
+    }
+    entries->columns[entries->size] = column;
+    entries->values[entries->size] = value;
+    entries->size++;
+    return 0;
+}
+
+static int add_start(Entries *entries)
+{
+    if (entries->num_starts == entries->starts_capacity) {
+        Py_ssize_t wanted = entries->starts_capacity ? 2 * entries->starts_capacity : 1024;
+        if (resize((void **)&entries->starts, wanted, sizeof(int64_t)) < 0)
+            return -1;
+        entries->starts_capacity = wanted;
+    }
+    entries->starts[entries->num_starts++] = entries->size;
+    return 0;
+}
+
+/* Add the entry of ``name`` in ``table`` (a dict str -> int column) with
+ * ``value`` if the name is there.  Returns 0, or -1 with an exception set. */
+static int add_known(Entries *entries, PyObject *table, PyObject *name, double value)
+{
+    PyObject *column;
+    long code;
+    if (table == NULL)
+        return 0;
+    column = PyDict_GetItemWithError(table, name);      /* borrowed */
+    if (column == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    code = PyLong_AsLong(column);
+    if (code == -1 && PyErr_Occurred())
+        return -1;
+    return add_entry(entries, code, value);
+}
+
+/* Read one token dict.  Returns 1 when done, 0 when the token must go to the
+ * fallback (nothing of it is kept), -1 with an exception set. */
+static int read_dict(Entries *entries, PyObject *token, PyObject *by_name, PyObject *by_key,
+                     PyObject *forbidden)
+{
+    Py_ssize_t place = 0, first = entries->size;
+    PyObject *key, *value;
+    if (forbidden != Py_None) {
+        int holds = PyDict_Contains(token, forbidden);
+        if (holds != 0)
+            return holds < 0 ? -1 : 0;
+    }
+    while (PyDict_Next(token, &place, &key, &value)) {
+        PyTypeObject *kind = Py_TYPE(value);
+        double number;
+        int status;
+        if (Py_TYPE(key) != &PyUnicode_Type)
+            goto fallback;
+        if (kind == &PyUnicode_Type) {
+            PyObject *values = PyDict_GetItemWithError(by_key, key);     /* borrowed */
+            if (values == NULL && PyErr_Occurred())
+                return -1;
+            status = add_known(entries, values, value, 1.0);
+        } else {
+            if (kind == &PyBool_Type)
+                number = value == Py_True ? 1.0 : 0.0;
+            else if (kind == &PyFloat_Type)
+                number = PyFloat_AsDouble(value);
+            else if (kind == &PyLong_Type) {
+                number = PyLong_AsDouble(value);
+                if (number == -1.0 && PyErr_Occurred()) {
+                    PyErr_Clear();          /* too large: the fallback names it */
+                    goto fallback;
+                }
+            } else
+                goto fallback;
+            if (!isfinite(number))
+                goto fallback;
+            status = add_known(entries, by_name, key, number);
+        }
+        if (status < 0)
+            return -1;
+    }
+    return 1;
+fallback:
+    entries->size = first;
+    return 0;
+}
+
+/* Add the entries of the (names, values) pair of lists the fallback returned. */
+static int add_fallback_pairs(Entries *entries, PyObject *pairs, PyObject *by_name)
+{
+    PyObject *names, *values;
+    Py_ssize_t count, i;
+    if (!PyTuple_Check(pairs) || PyTuple_Size(pairs) != 2) {
+        PyErr_SetString(PyExc_TypeError, "the fallback must return a pair (names, values)");
+        return -1;
+    }
+    names = PyTuple_GetItem(pairs, 0);
+    values = PyTuple_GetItem(pairs, 1);
+    if (!PyList_Check(names) || !PyList_Check(values) || PyList_Size(names) != PyList_Size(values)) {
+        PyErr_SetString(PyExc_TypeError, "the fallback must return two lists of equal length");
+        return -1;
+    }
+    count = PyList_Size(names);
+    for (i = 0; i < count; i++) {
+        double value = PyFloat_AsDouble(PyList_GetItem(values, i));
+        if (value == -1.0 && PyErr_Occurred())
+            return -1;
+        if (add_known(entries, by_name, PyList_GetItem(names, i), value) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static PyObject *as_bytearray(const void *data, Py_ssize_t count, size_t item)
+{
+    return PyByteArray_FromStringAndSize(count ? (const char *)data : "", count * (Py_ssize_t)item);
+}
+
+PyDoc_STRVAR(known_columns_doc,
+"known_columns(token_lists, lower_lists, by_name, by_key, reading, forbidden, fallback)\n"
+"\n"
+"The attributes of a corpus that a fitted vocabulary knows, as three\n"
+"bytearrays: columns int64 [M], values float64 [M] and where each token's entries\n"
+"start, int64 [N+1], tokens in order across the B sentences.\n"
+"\n"
+"token_lists: list [B] of lists of tokens.  lower_lists: None, or list [B] of\n"
+"lists of lower labels (one per token), whose column is reading[label] (dict).\n"
+"by_name: dict name -> column, for numeric and bool values and for the names\n"
+"the fallback returns.  by_key: dict key -> dict value -> column, holding\n"
+"values_by_key(by_name, ':').  forbidden: a key no\n"
+"dict may hold (its tokens go to the fallback), or None.\n"
+"fallback(token, sentence, position) -> (names, values): the pairs of a token\n"
+"read in Python, including its lower label's; it raises for a bad token.\n"
+"Names unknown to the vocabulary are dropped; values of 0 are kept.");
+
+static PyObject *known_columns(PyObject *module, PyObject *args)
+{
+    PyObject *token_lists, *lower_lists, *by_name, *by_key, *reading, *forbidden, *fallback;
+    PyObject *result = NULL;
+    Entries entries = {0};
+    Py_ssize_t num_sentences, sentence;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!OO!O!OOO:known_columns", &PyList_Type, &token_lists, &lower_lists,
+                          &PyDict_Type, &by_name, &PyDict_Type, &by_key, &reading, &forbidden, &fallback))
+        return NULL;
+    num_sentences = PyList_Size(token_lists);
+    if (lower_lists != Py_None && (!PyList_Check(lower_lists) || PyList_Size(lower_lists) != num_sentences
+                                   || !PyDict_Check(reading))) {
+        PyErr_SetString(PyExc_TypeError, "lower_lists must be None or a list as long as token_lists, "
+                                         "with reading a dict");
+        return NULL;
+    }
+    if (add_start(&entries) < 0)
+        goto done;
+    for (sentence = 0; sentence < num_sentences; sentence++) {
+        PyObject *tokens = PyList_GetItem(token_lists, sentence);
+        PyObject *lower = lower_lists == Py_None ? NULL : PyList_GetItem(lower_lists, sentence);
+        Py_ssize_t length, position;
+        if (!PyList_Check(tokens) || (lower != NULL && (!PyList_Check(lower)
+                                                        || PyList_Size(lower) != PyList_Size(tokens)))) {
+            PyErr_SetString(PyExc_TypeError, "every sentence must be a list of tokens (and of as many labels)");
+            goto done;
+        }
+        length = PyList_Size(tokens);
+        for (position = 0; position < length; position++) {
+            PyObject *token = PyList_GetItem(tokens, position);
+            PyObject *label = lower == NULL ? NULL : PyList_GetItem(lower, position);
+            int read = 0;
+            if (PyDict_CheckExact(token) && (label == NULL || PyUnicode_CheckExact(label))) {
+                read = read_dict(&entries, token, by_name, by_key, forbidden);
+                if (read < 0 || (read == 1 && label != NULL && add_known(&entries, reading, label, 1.0) < 0))
+                    goto done;
+            }
+            if (read == 0) {
+                PyObject *pairs = PyObject_CallFunction(fallback, "Onn", token, sentence, position);
+                int status;
+                if (pairs == NULL)
+                    goto done;
+                status = add_fallback_pairs(&entries, pairs, by_name);
+                Py_DECREF(pairs);
+                if (status < 0)
+                    goto done;
+            }
+            if (add_start(&entries) < 0)
+                goto done;
+        }
+    }
+    result = Py_BuildValue("(NNN)", as_bytearray(entries.columns, entries.size, sizeof(int64_t)),
+                           as_bytearray(entries.values, entries.size, sizeof(double)),
+                           as_bytearray(entries.starts, entries.num_starts, sizeof(int64_t)));
+done:
+    free(entries.columns);
+    free(entries.values);
+    free(entries.starts);
+    return result;
+}
+
+/* table[key][value] = column, the inner dict made on first use.  Steals no reference. */
+static int put_split(PyObject *table, PyObject *key, PyObject *value, PyObject *column)
+{
+    PyObject *values = PyDict_GetItemWithError(table, key);     /* borrowed */
+    if (values == NULL) {
+        int status;
+        if (PyErr_Occurred() || (values = PyDict_New()) == NULL)
+            return -1;
+        status = PyDict_SetItem(table, key, values);
+        Py_DECREF(values);          /* the table holds it */
+        if (status < 0)
+            return -1;
+    }
+    return PyDict_SetItem(values, value, column);
+}
+
+PyDoc_STRVAR(values_by_key_doc,
+"values_by_key(vocabulary, separator)\n"
+"\n"
+"key -> {value: column} for every name 'key<separator>value' of vocabulary (a dict\n"
+"str -> column), split at each of its separators in turn (a name holding two\n"
+"has two entries), so that a token's pair (key, value) is found without\n"
+"joining the two.");
+
+static PyObject *values_by_key(PyObject *module, PyObject *args)
+{
+    PyObject *vocabulary, *name, *column, *table;
+    Py_ssize_t place = 0;
+    Py_UCS4 separator;
+    int separator_code;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!C:values_by_key", &PyDict_Type, &vocabulary, &separator_code))
+        return NULL;
+    separator = (Py_UCS4)separator_code;
+    if ((table = PyDict_New()) == NULL)
+        return NULL;
+    while (PyDict_Next(vocabulary, &place, &name, &column)) {
+        Py_ssize_t length, at = 0;
+        if (!PyUnicode_Check(name)) {
+            PyErr_SetString(PyExc_TypeError, "vocabulary names must be str");
+            goto failed;
+        }
+        length = PyUnicode_GetLength(name);
+        while ((at = PyUnicode_FindChar(name, separator, at, length, 1)) >= 0) {
+            PyObject *key = PyUnicode_Substring(name, 0, at);
+            PyObject *value = key == NULL ? NULL : PyUnicode_Substring(name, at + 1, length);
+            int status = value == NULL ? -1 : put_split(table, key, value, column);
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            if (status < 0)
+                goto failed;
+            at++;
+        }
+        if (at == -2)
+            goto failed;
+    }
+    return table;
+failed:
+    Py_DECREF(table);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"known_columns", known_columns, METH_VARARGS, known_columns_doc},
+    {"values_by_key", values_by_key, METH_VARARGS, values_by_key_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT, "fstcrf._attributes",
+    "The columns of CRFsuite-style token dicts, read in C (see fstcrf/attributes.py).",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__attributes(void)
+{
+    return PyModule_Create(&module_definition);
+}
