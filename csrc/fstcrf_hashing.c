@@ -128,6 +128,34 @@ int64_t fh_factorize(const uint64_t *keys, int64_t n, int64_t capacity, uint64_t
     return distinct;
 }
 
+/* out [m]: the columns known [m] in ascending order.  Each column goes to its rank,
+   the number of smaller columns: counting is branch-free and vectorised, where
+   sorting a few dozen columns by insertion mispredicts its branches.  Columns are
+   distinct (every template has columns of its own) unless two templates' keys
+   collide; then the ranks tie, their sum falls short of 0 + 1 + ... + (m - 1),
+   and the row is sorted by insertion instead. */
+static void sort_row(const int32_t *known, int32_t m, int32_t *out)
+{
+    int64_t rank_sum = 0;
+    for (int32_t i = 0; i < m; ++i) {
+        int32_t column = known[i], rank = 0;
+        for (int32_t j = 0; j < m; ++j)
+            rank += known[j] < column;
+        out[rank] = column;
+        rank_sum += rank;
+    }
+    if (rank_sum == (int64_t)m * (m - 1) / 2)
+        return;
+    for (int32_t i = 0; i < m; ++i) {
+        int32_t j = i;
+        while (j > 0 && out[j - 1] > known[i]) {
+            out[j] = out[j - 1];
+            --j;
+        }
+        out[j] = known[i];
+    }
+}
+
 int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64_t *value_hashes,
                       int32_t num_templates, const uint64_t *seeds, const int32_t *item_ptr,
                       const int32_t *items, int64_t capacity, const uint64_t *slots,
@@ -164,20 +192,12 @@ int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64
                 scratch[t * num_templates + k] = (int32_t)find(keys[t], mask, slots);
         }
         for (int64_t t = 0; t < n; ++t) {
-            const int32_t *row = scratch + t * num_templates;
-            int32_t *out = indices + nnz;
-            int64_t m = 0;
-            for (int32_t k = 0; k < num_templates; ++k) {
-                int32_t column = row[k];
-                if (column < 0)
-                    continue;
-                int64_t j = m++;        /* insertion sort: rows hold a few dozen columns */
-                while (j > 0 && out[j - 1] > column) {
-                    out[j] = out[j - 1];
-                    --j;
-                }
-                out[j] = column;
-            }
+            int32_t *known = scratch + t * num_templates;
+            int32_t m = 0;
+            for (int32_t k = 0; k < num_templates; ++k)     /* the known columns, in template order */
+                if (known[k] >= 0)
+                    known[m++] = known[k];
+            sort_row(known, m, indices + nnz);
             nnz += m;
             indptr[start + t + 1] = nnz;
         }
