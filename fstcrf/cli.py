@@ -944,6 +944,15 @@ def _bench(args: argparse.Namespace) -> int:
         from .bench_sklearn import bench_sklearn, format_sklearn
         result = bench_sklearn(_shared_data(args.data, "sklearn", ["conll2002"]), search=args.search)
         print(json.dumps(result) if args.json else format_sklearn(result))
+    elif args.what == "features":
+        from .bench_features import bench_features, format_features
+        folder = find_conll2000(args.data)
+        if folder is None:
+            raise FstcrfError("bench features needs CoNLL-2000: set FSTCRF_DATA or --data")
+        tutorial = next((candidate for candidate in (folder.parent / "conll2002", folder / "conll2002")
+                         if (candidate / "esp.train").is_file() and (candidate / "esp.testb").is_file()), None)
+        rows = bench_features(folder, args.copies or 10, args.repeats, tutorial)
+        print(json.dumps(rows) if args.json else format_features(rows))
     elif args.what == "stream":
         from .bench_process import bench_stream_process, format_stream
         folder = find_conll2000(args.data)
@@ -1390,7 +1399,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = command("bench", "measure speed against reference implementations", _bench, outputs=("plot",))
     bench.add_argument("what", choices=["kernel", "compose", "train", "grammar", "partial", "bandit", "nonlocal",
                                         "transfer", "defaults", "tag", "sklearn", "distributed",
-                                        "mce", "stream"],
+                                        "mce", "stream", "features"],
                        help="kernel: forward-backward and Viterbi against numpy and pynini; "
                             "compose: factorised joint inference against the dense cross product; "
                             "train: the whole fstcrf train process against a python-crfsuite script with "
@@ -1416,7 +1425,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "English NER, C and MCE-F iterations chosen on dev, test F1 and McNemar's test "
                             "(--data DIR holding conll2000/ and conll2003/); "
                             "stream: fstcrf tag MODEL - fed --gigabytes of copies of the CoNLL-2000 test set on "
-                            "standard input: throughput, time to first output and resident memory")
+                            "standard input: throughput, time to first output and resident memory; "
+                            "features: tokens per second of feature extraction for the shipped chunking "
+                            "templates on --copies copies of the CoNLL-2000 test set (default 10), and for "
+                            "sklearn-crfsuite's tutorial dicts when conll2002/ is beside conll2000/")
     bench.add_argument("--gigabytes", type=_real_number(1e-6, 1e4), default=5.0,
                        help="stream: gigabytes (10^9 bytes) fed to fstcrf tag (default %(default)s)")
     bench.add_argument("--folds", type=_whole_number(2), default=3,
@@ -1427,10 +1439,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="bandit: seeds per objective (default 3); nonlocal: seeds of the block sampler "
                             "(default 5)")
     bench.add_argument("--json", action="store_true",
-                       help="nonlocal, transfer, defaults, tag, train, sklearn, distributed, mce, stream: print one "
-                            "JSON object instead of the table (default: off)")
+                       help="nonlocal, transfer, defaults, tag, train, sklearn, distributed, mce, stream, features: "
+                            "print JSON instead of the table (default: off)")
     bench.add_argument("--copies", type=POSITIVE, default=None,
-                       help="tag: copies of the CoNLL-2000 test set tagged as one file (default 10); distributed: "
+                       help="tag: copies of the CoNLL-2000 test set tagged as one file (default 10; features: "
+                            "transformed); distributed: "
                             "copies of the training set trained on as one file (default 20)")
     bench.add_argument("--in-memory", action="store_true",
                        help="train: time training and tagging inside one process, without start-up, reading "

@@ -246,3 +246,21 @@ def test_the_feeder_stops_at_the_last_whole_sentence_that_fits():
         sink, fed = Sink(), [0]
         bench_process._feed(sink, text, budget, fed)
         assert sink.kept == expected and fed[0] == len(expected)
+
+
+def test_bench_features_times_each_template_and_the_tutorial_dicts(demo_folder, capsys):
+    from fstcrf.bench_features import TEMPLATE_NAMES, bench_features
+    from fstcrf.cli import main
+    (demo_folder / "conll2002").mkdir()
+    shutil.copy(demo_folder / "train.txt", demo_folder / "conll2002" / "esp.train")
+    shutil.copy(demo_folder / "test.txt", demo_folder / "conll2002" / "esp.testb")
+    rows = bench_features(demo_folder, copies=2, repeats=2, conll2002=demo_folder / "conll2002")
+    test_tokens = read_conll(demo_folder / "test.txt").num_tokens
+    assert [row["input"] for row in rows] == [*TEMPLATE_NAMES, "sklearn tutorial dicts"]
+    assert [row["tokens"] for row in rows] == [2 * test_tokens] * 3 + [test_tokens]
+    for row in rows:
+        assert row["tokens_per_second"] == row["tokens"] / row["seconds"] and 1 < row["per_token"] < 40
+    assert main(["bench", "features", "--data", str(demo_folder), "--copies", "1", "--repeats", "1",
+                 "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [row["tokens"] for row in printed] == [test_tokens] * 4
