@@ -188,11 +188,7 @@ def _train(args: argparse.Namespace) -> int:
         _check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
     train = _restrict_types(train, args.target, keep)
     dev = _restrict_types(_read(args.dev, args.columns), args.target, keep) if args.dev else None
-    init = None
-    if args.init:
-        from .model import load_model
-        init = load_model(args.init)
-        args.order, args.reads, args.no_read_transitions = init.order, init.reads, not init.read_transitions
+    init = _warm_start(args)
     model = _model_from_args(args, train.column_names)
     penalties = None
     if args.consistency:
@@ -223,23 +219,26 @@ def _train_on_dask(args: argparse.Namespace) -> int:
     from .conll import iter_conll
     from .distributed.cluster import connect
     from .distributed.fit import check_supported, fit_on_dask
-    ignored = [option for option, given in (("--consistency", args.consistency), ("--only-types", args.only_types),
-                                            ("--init", args.init)) if given]
+    ignored = [option for option, given in (("--consistency", args.consistency), ("--only-types", args.only_types))
+               if given]
     if ignored:
         raise FstcrfError(f"distributed training (--dask) does not take {', '.join(ignored)} yet")
     if args.resume and args.checkpoint is None:
         raise FstcrfError("--resume needs --checkpoint PATH, the checkpoint to resume from")
     first = next(iter(iter_conll(args.train, args.columns, batch_tokens=1)))
+    init = _warm_start(args)
     model = _model_from_args(args, first.column_names)
     model._check_params()
     check_supported(model)
+    model._template_of(init, algorithms=("lbfgs",))
     dev = _read(args.dev, args.columns) if args.dev else None
     with connect(args.dask) as client:
-        LOG.info("training a %s order-%d CRF on %s on the Dask workers of %s", args.algorithm, args.order,
-                 args.train, args.dask)
+        LOG.info("training a %s order-%d CRF on %s on the Dask workers of %s%s", args.algorithm, args.order,
+                 args.train, args.dask, f", starting from {args.init}" if init else "")
         with phase("train"):
             fit_on_dask(model, args.train, client, args.target, dev, columns=args.columns,
-                        checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume)
+                        checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume,
+                        init=init)
     _save_trained(model, args)
     return 0
 
@@ -251,17 +250,24 @@ def _train_from_log(args: argparse.Namespace) -> int:
         raise FstcrfError("--log needs --algorithm bandit")
     log = read_feedback_log(args.log)
     dev = _read(args.dev, args.columns) if args.dev else None
-    init = None
-    if args.init:
-        from .model import load_model
-        init = load_model(args.init)
-        args.order = init.order
+    init = _warm_start(args)
     model = _model_from_args(args, log.sentences[0].column_names)
     LOG.info("learning from %d logged outputs of %s (%s weighting, mean reward %.4f)%s", len(log.labels),
              args.log, args.weighting, float(log.rewards.mean()), f", starting from {args.init}" if init else "")
     model.fit_log(log, target=args.target, dev=dev, init=init)
     _save_trained(model, args)
     return 0
+
+
+def _warm_start(args: argparse.Namespace):
+    """The model of --init (None without it); args take its order and its reading of
+    lower labels, which a warm start keeps."""
+    if not args.init:
+        return None
+    from .model import load_model
+    init = load_model(args.init)
+    args.order, args.reads, args.no_read_transitions = init.order, init.reads, not init.read_transitions
+    return init
 
 
 def _save_trained(model, args: argparse.Namespace) -> None:
@@ -1244,8 +1250,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="development file: keep the iteration with the best score on it (chunk F1, or "
                             "accuracy for tags) (default: keep the last iteration)")
     train.add_argument("--init", default=None, metavar="MODEL",
-                       help="start from this model's weights (lbfgs, mce-f); its template, order, reads and "
-                            "feature dictionary are used (default: start from zero)")
+                       help="start from this model's weights (lbfgs, mce-f; with --dask: lbfgs); its template, "
+                            "order, reads and feature dictionary are used (default: start from zero)")
     train.add_argument("--only-types", default=None,
                        help="comma-separated chunk types to keep; others become O, e.g. NP (default: all)")
     train.add_argument("--dask", default=None, metavar="ADDRESS|local:N",

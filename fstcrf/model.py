@@ -455,29 +455,15 @@ class ChainCRF:
         are used, and the gold labels must be among its labels.
         """
         if self.client is not None:
-            if init is not None:
-                raise FstcrfError("distributed training (client=...) starts from zero; init is not distributed yet")
             from .distributed.fit import fit_on_dask
-            return fit_on_dask(self, corpus, self.client, target, dev, callback)
+            return fit_on_dask(self, corpus, self.client, target, dev, callback, init=init)
         self._check_params()
         corpus = as_corpus(corpus, "ChainCRF.fit")
         if not isinstance(target, str):
             raise ArgumentTypeError(f"target must be a column name, got {type(target).__name__} {target!r}")
         if len(corpus) == 0:
             raise EmptySequenceError("the training corpus has no sentences")
-        if init is not None:
-            if self.algorithm not in ("lbfgs", "mce-f"):
-                raise FstcrfError(f"init (a warm start) works with algorithm 'lbfgs' or 'mce-f', "
-                                  f"not {self.algorithm!r}")
-            init._check_fitted()
-            if (init.order, init.reads, init.read_transitions) != (self.order, self.reads, self.read_transitions):
-                raise FstcrfError(f"init is a model of order {init.order} reading {init.reads!r} "
-                                  f"(read_transitions={init.read_transitions}); give this ChainCRF the same "
-                                  f"order, reads and read_transitions (it has {self.order}, {self.reads!r}, "
-                                  f"{self.read_transitions})")
-            template = init.extractor_._template()
-        else:
-            template = _resolve_template(self.template, self.reads)
+        template = self._template_of(init)
         if target in template.columns:
             raise TemplateError(f"the template reads column {target!r}, the column the model "
                                 "learns to predict; at tagging time that column is unknown")
@@ -567,6 +553,23 @@ class ChainCRF:
         if stopped_by is not None:
             raise stopped_by
         return self
+
+    def _template_of(self, init: ChainCRF | None, algorithms: tuple[str, ...] = ("lbfgs", "mce-f")):
+        """The template to train with: init's (after checking that init, a warm start,
+        is a fitted model this estimator's ``algorithms`` can continue), else this
+        estimator's."""
+        if init is None:
+            return _resolve_template(self.template, self.reads)
+        if self.algorithm not in algorithms:
+            raise FstcrfError(f"init (a warm start) works with algorithm {' or '.join(map(repr, algorithms))}, "
+                              f"not {self.algorithm!r}")
+        init._check_fitted()
+        if (init.order, init.reads, init.read_transitions) != (self.order, self.reads, self.read_transitions):
+            raise FstcrfError(f"init is a model of order {init.order} reading {init.reads!r} "
+                              f"(read_transitions={init.read_transitions}); give this ChainCRF the same "
+                              f"order, reads and read_transitions (it has {self.order}, {self.reads!r}, "
+                              f"{self.read_transitions})")
+        return init.extractor_._template()
 
     def _training_constraint(self, topology) -> pynini.Fst | None:
         """The training grammar compiled over the topology's labels, or None."""

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from fstcrf.conll import read_conll
 from fstcrf.distributed.shards import partition, read_shard
-from fstcrf.errors import SchedulerError, ShardError
+from fstcrf.errors import FstcrfError, SchedulerError, ShardError
 from fstcrf.model import ChainCRF
 
 distributed = pytest.importorskip("distributed")
@@ -263,3 +263,36 @@ def test_the_shared_objects_sent_once_raise_no_large_graph_warning(clients):
         assert not [warning for warning in caught if "large graph" in str(warning.message)]
         with pytest.warns(UserWarning, match="large graph"):
             client.submit(_value, big, pure=False).result()
+
+
+def test_a_warm_start_on_dask_reaches_the_single_process_result(clients, single_process, tmp_path):
+    """init on Dask: the init model's dictionaries and weights, then the same L-BFGS
+    iterations as ChainCRF.fit(init=...) in one process; a label init lacks is refused
+    before training."""
+    from fstcrf.distributed.fit import fit_on_dask
+    from fstcrf.errors import LabelError
+    model = fit_on_dask(ChainCRF(max_iter=3, threads=1), str(DEMO), clients(2), init=single_process)
+    reference = ChainCRF(max_iter=3, threads=1).fit(read_conll(DEMO), init=single_process)
+    assert model.extractor_ is single_process.extractor_ and model.features_ is single_process.features_
+    objectives = np.array([record["objective"] for record in model.history_])
+    expected = np.array([record["objective"] for record in reference.history_])
+    assert len(objectives) == len(expected) and np.max(np.abs(objectives - expected) / np.abs(expected)) < 1e-9
+    assert objectives[0] < single_process.history_[0]["objective"]        # it did start from init's weights
+    assert _relative(model.weights_, reference.weights_) < 1e-9
+    extra = tmp_path / "extra.txt"
+    extra.write_text(DEMO.read_text() + "\nOdd NNP B-ODD\n\n")
+    with pytest.raises(LabelError, match="B-ODD"):
+        fit_on_dask(ChainCRF(max_iter=3, threads=1), str(extra), clients(2), init=single_process)
+    with pytest.raises(FstcrfError, match="'lbfgs'"):
+        fit_on_dask(ChainCRF(algorithm="perceptron", max_iter=1), str(DEMO), clients(2), init=single_process)
+
+
+def test_cli_warm_start_on_dask_writes_the_single_process_model(tmp_path):
+    from fstcrf.cli import main
+    from fstcrf.model import load_model
+    start, local, dask = (tmp_path / name for name in ("start.model", "local.model", "dask.model"))
+    assert main(["-q", "train", str(DEMO), "--max-iter", "3", "--threads", "1", "-o", str(start)]) == 0
+    common = ["-q", "train", str(DEMO), "--init", str(start), "--max-iter", "2", "--threads", "1"]
+    assert main([*common, "-o", str(local)]) == 0
+    assert main([*common, "--dask", "local:2", "-o", str(dask)]) == 0
+    assert _relative(load_model(dask).weights_, load_model(local).weights_) < 1e-9

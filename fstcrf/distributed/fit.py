@@ -16,7 +16,7 @@ import numpy as np
 from .. import train
 from ..conll import Corpus, Sentence, as_corpus
 from ..encoding import drop_zero_features, features_from_counts, merge_pair_counts
-from ..errors import EmptySequenceError, FstcrfError, TemplateError
+from ..errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
 from ..grammar import Grammar, load_grammar
 from ..labels import chain_topology
 from ..objective import Scorer
@@ -76,18 +76,20 @@ def _corpus_parts(client, source, shards: int, columns, separator: str | None) -
 def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequence[Sentence] | None = None,
                 callback: train.Callback | None = None, shards: int | None = None, columns=None,
                 separator: str | None = None, checkpoint: str | os.PathLike | None = None,
-                checkpoint_every: int = 1, resume: bool = False):
+                checkpoint_every: int = 1, resume: bool = False, init=None):
     """Fit ``model`` (a ChainCRF) on ``source`` -- a CoNLL file, a list of files read one
     after another, or sentences in memory -- on the workers of ``client``; ``shards``
     (default: one per worker) pieces.  With ``checkpoint`` the L-BFGS state is saved
     there every ``checkpoint_every`` iterations; ``resume`` continues from it.
+    ``init``, a fitted ChainCRF (algorithm "lbfgs"), is the starting point: its
+    template, labels, dictionaries and weights, as in ``ChainCRF.fit``.
     The result equals single-process training on the same sentences up to rounding;
     L-BFGS also sets ``model.traffic_`` (a :class:`~.objective.Traffic`: evaluations,
     seconds, bytes, retries)."""
     model._check_params()
     check_supported(model)
-    from ..model import _check_reading_template, _resolve_template
-    template = _resolve_template(model.template)
+    from ..model import _check_reading_template
+    template = model._template_of(init, algorithms=("lbfgs",))
     if target in template.columns:
         raise TemplateError(f"the template reads column {target!r}, the column the model learns to predict; "
                             "at tagging time that column is unknown")
@@ -108,17 +110,21 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
         raise EmptySequenceError("the training corpus has no sentences")
     loaded, summaries = [loaded[i] for i in kept], [summaries[i] for i in kept]
     column_names = check_layouts(summaries)
-    lower_labels = None
     if model.reads is not None:
         _check_reading_template(template, model.reads, target, column_names)
-        lower_labels = sorted(set().union(*(summary.lower_values for summary in summaries)))
     labels = union_labels(summaries)
-    if len(labels) == 1:
-        logger.warning("every training label of column %r is %r: the model can only predict %r",
-                       target, labels[0], labels[0])
-    topology = chain_topology(model.order, labels)
+    if init is not None:
+        _check_labels_of(init, labels)
+        topology, extractor, lower_labels = init.topology_, init.extractor_, init.lower_labels_
+    else:
+        if len(labels) == 1:
+            logger.warning("every training label of column %r is %r: the model can only predict %r",
+                           target, labels[0], labels[0])
+        topology = chain_topology(model.order, labels)
+        extractor = merged_extractor(template, model.min_count, summaries)
+        lower_labels = (None if model.reads is None else
+                        sorted(set().union(*(summary.lower_values for summary in summaries))))
     constraint = model._training_constraint(topology)
-    extractor = merged_extractor(template, model.min_count, summaries)
     logger.info("%d shards on %d workers: %d sentences, %d tokens, %d predicates", len(loaded),
                 len(client.nthreads()), sum(s.sentences for s in summaries), sum(s.tokens for s in summaries),
                 extractor.num_predicates)
@@ -127,13 +133,10 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     reads_classes = model.reads if model.reads is not None and model.read_transitions else None
     encoded = [client.submit(encode_shard, corpus, shared_extractor, shared_topology, target, reads_classes,
                              lower_labels, pure=False) for corpus in loaded]
-    feature_set = model.features or "supported"
-    bias = extractor.vocabulary_.get("bias")
-    counted = client.gather([client.submit(shard_pair_counts, shard, shared_topology, model.order, feature_set,
-                                           bias, model.transitions == "seen", pure=False) for shard in encoded])
-    features = features_from_counts(merge_pair_counts([counts for counts, _ in counted]), extractor.num_predicates,
-                                    topology, model.order, feature_set, bias, model.min_freq)
-    active_edges = (np.logical_or.reduce([seen for _, seen in counted]) if model.transitions == "seen" else None)
+    if init is not None:
+        features, active_edges = init.features_, init.active_edges_
+    else:
+        features, active_edges = _counted_features(client, encoded, shared_topology, model, extractor, topology)
     scorer = Scorer(features, topology, int(model.threads), constraint,
                     model._transition_layout(topology.num_edges, lower_labels, active_edges))
     shared_scorer = _submit_value(client, scorer)
@@ -157,7 +160,8 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     state = checkpoints.load_state(checkpoint, run) if resume else None
     if state is not None:
         logger.info("resuming from %s after iteration %d", checkpoint, state.iteration)
-    result = train.lbfgs(objective, model.sigma, model.max_iter, model.tol, evaluate, callback, None,
+    result = train.lbfgs(objective, model.sigma, model.max_iter, model.tol, evaluate, callback,
+                         None if init is None else init.weights_,
                          l1=model.c1, checkpoint=None if checkpoint is None else
                          checkpoints.every(checkpoint, checkpoint_every, run),
                          resume=state, **model._learner_params())
@@ -168,3 +172,24 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     model._set_fitted(topology, constraint, lower_labels, extractor, features, target, tuple(column_names), result,
                       active_edges)
     return model
+
+
+def _check_labels_of(init, labels: list[str]) -> None:
+    """LabelError (before training) if a gold label of the shards is not a label of ``init``."""
+    unknown = sorted(set(labels) - set(init.labels_))
+    if unknown:
+        raise LabelError(f"the training data has the labels {', '.join(unknown)}, which the init model does "
+                         f"not have (its labels are {', '.join(init.labels_)}); a warm start keeps its labels")
+
+
+def _counted_features(client, encoded: list, shared_topology, model, extractor, topology):
+    """The feature dictionary reduced from the shards' (predicate, label) counts, and the
+    transitions seen (bool [E], or None unless model.transitions is "seen")."""
+    feature_set = model.features or "supported"
+    bias = extractor.vocabulary_.get("bias")
+    counted = client.gather([client.submit(shard_pair_counts, shard, shared_topology, model.order, feature_set,
+                                           bias, model.transitions == "seen", pure=False) for shard in encoded])
+    features = features_from_counts(merge_pair_counts([counts for counts, _ in counted]), extractor.num_predicates,
+                                    topology, model.order, feature_set, bias, model.min_freq)
+    active_edges = np.logical_or.reduce([seen for _, seen in counted]) if model.transitions == "seen" else None
+    return features, active_edges
