@@ -4,15 +4,16 @@
  * The one module of fstcrf written against the CPython API: cffi cannot walk
  * Python dicts, and walking them in Python costs more than python-crfsuite's
  * Cython conversion.  It does no numerics and knows no model: it maps the items
- * of token dicts to the columns of a fitted vocabulary, and hands every token it
- * does not understand to a Python function that does (fstcrf/attributes.py,
- * which also documents how a token is named).
+ * of token dicts to the columns of a vocabulary (fitted, or growing while an
+ * extractor is fitted), and hands every token it does not understand to a Python
+ * function that does (fstcrf/attributes.py, which also documents how a token is
+ * named).
  *
  * A token is read here when it is a dict whose keys are str and whose values are
  * str (the attribute "key:value" = 1), bool (the attribute "key" = 0 or 1), int
  * or float (the attribute "key" = the value, when finite).  Anything else -- a
  * list of names, a nested dict, bytes, a subclass, NaN, an int too large for a
- * double, the forbidden key -- goes whole to the fallback.
+ * double, the key of the lower labels -- goes whole to the fallback.
  */
 #define PY_SSIZE_T_CLEAN
 #ifndef Py_LIMITED_API
@@ -73,27 +74,98 @@ static int add_start(Entries *entries)
     return 0;
 }
 
-/* Add the entry of ``name`` in ``table`` (a dict str -> int column) with
- * ``value`` if the name is there.  Returns 0, or -1 with an exception set. */
-static int add_known(Entries *entries, PyObject *table, PyObject *name, double value)
+/* The vocabulary columns are looked up in: by_name (dict name -> column), by_key
+ * (dict key -> dict value -> column, every name "key:value" under each of its
+ * splits at the separator) and, when the vocabulary grows, names (the list of
+ * names in column order; NULL: unknown names are dropped). */
+typedef struct {
+    PyObject *by_name, *by_key, *names, *separator;
+} Vocabulary;
+
+/* table[key][value] = column, the inner dict made on first use. */
+static int put_split(PyObject *table, PyObject *key, PyObject *value, PyObject *column)
 {
-    PyObject *column;
-    long code;
-    if (table == NULL)
-        return 0;
-    column = PyDict_GetItemWithError(table, name);      /* borrowed */
-    if (column == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    code = PyLong_AsLong(column);
+    PyObject *values = PyDict_GetItemWithError(table, key);     /* borrowed */
+    if (values == NULL) {
+        int status;
+        if (PyErr_Occurred() || (values = PyDict_New()) == NULL)
+            return -1;
+        status = PyDict_SetItem(table, key, values);
+        Py_DECREF(values);          /* the table holds it */
+        if (status < 0)
+            return -1;
+    }
+    return PyDict_SetItem(values, value, column);
+}
+
+static int add_column(Entries *entries, PyObject *column, double value)
+{
+    long code = PyLong_AsLong(column);
     if (code == -1 && PyErr_Occurred())
         return -1;
     return add_entry(entries, code, value);
 }
 
+/* The column of ``name`` (borrowed), a new one when the vocabulary grows; NULL
+ * when it is unknown (no exception) or on error (exception set). */
+static PyObject *column_of_name(Vocabulary *vocabulary, PyObject *name)
+{
+    PyObject *column = PyDict_GetItemWithError(vocabulary->by_name, name);     /* borrowed */
+    int status;
+    if (column != NULL || PyErr_Occurred() || vocabulary->names == NULL)
+        return column;
+    if ((column = PyLong_FromSsize_t(PyList_Size(vocabulary->names))) == NULL)
+        return NULL;
+    status = PyList_Append(vocabulary->names, name) < 0 ? -1
+             : PyDict_SetItem(vocabulary->by_name, name, column);
+    Py_DECREF(column);              /* by_name holds it */
+    return status < 0 ? NULL : column;
+}
+
+/* Add the entry of the attribute ``name`` with ``value`` if the vocabulary has
+ * or takes it.  Returns 0, or -1 with an exception set. */
+static int add_name(Entries *entries, Vocabulary *vocabulary, PyObject *name, double value)
+{
+    PyObject *column = column_of_name(vocabulary, name);
+    if (column == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    return add_column(entries, column, value);
+}
+
+/* Add the entry of the attribute "key:value" = 1 (``value`` a str) if the
+ * vocabulary has or takes it, without joining the two when it is known. */
+static int add_pair(Entries *entries, Vocabulary *vocabulary, PyObject *key, PyObject *value)
+{
+    PyObject *values = PyDict_GetItemWithError(vocabulary->by_key, key);     /* borrowed */
+    PyObject *column, *prefix, *name;
+    if (values != NULL) {
+        column = PyDict_GetItemWithError(values, value);
+        if (column != NULL)
+            return add_column(entries, column, 1.0);
+    }
+    if (PyErr_Occurred())
+        return -1;
+    if (vocabulary->names == NULL)
+        return 0;
+    /* a new pair: its name may have a column already (a numeric key, another split) */
+    if ((prefix = PyUnicode_Concat(key, vocabulary->separator)) == NULL)
+        return -1;
+    name = PyUnicode_Concat(prefix, value);
+    Py_DECREF(prefix);
+    if (name == NULL)
+        return -1;
+    column = column_of_name(vocabulary, name);
+    Py_DECREF(name);
+    if (column == NULL || put_split(vocabulary->by_key, key, value, column) < 0)
+        return -1;
+    return add_column(entries, column, 1.0);
+}
+
 /* Read one token dict.  Returns 1 when done, 0 when the token must go to the
- * fallback (nothing of it is kept), -1 with an exception set. */
-static int read_dict(Entries *entries, PyObject *token, PyObject *by_name, PyObject *by_key,
-                     PyObject *forbidden)
+ * fallback (its entries are taken back; a growing vocabulary keeps the names it
+ * took, which the fallback meets again first, so their columns do not change),
+ * -1 with an exception set. */
+static int read_dict(Entries *entries, Vocabulary *vocabulary, PyObject *token, PyObject *forbidden)
 {
     Py_ssize_t place = 0, first = entries->size;
     PyObject *key, *value;
@@ -108,12 +180,9 @@ static int read_dict(Entries *entries, PyObject *token, PyObject *by_name, PyObj
         int status;
         if (Py_TYPE(key) != &PyUnicode_Type)
             goto fallback;
-        if (kind == &PyUnicode_Type) {
-            PyObject *values = PyDict_GetItemWithError(by_key, key);     /* borrowed */
-            if (values == NULL && PyErr_Occurred())
-                return -1;
-            status = add_known(entries, values, value, 1.0);
-        } else {
+        if (kind == &PyUnicode_Type)
+            status = add_pair(entries, vocabulary, key, value);
+        else {
             if (kind == &PyBool_Type)
                 number = value == Py_True ? 1.0 : 0.0;
             else if (kind == &PyFloat_Type)
@@ -128,7 +197,7 @@ static int read_dict(Entries *entries, PyObject *token, PyObject *by_name, PyObj
                 goto fallback;
             if (!isfinite(number))
                 goto fallback;
-            status = add_known(entries, by_name, key, number);
+            status = add_name(entries, vocabulary, key, number);
         }
         if (status < 0)
             return -1;
@@ -140,7 +209,7 @@ fallback:
 }
 
 /* Add the entries of the (names, values) pair of lists the fallback returned. */
-static int add_fallback_pairs(Entries *entries, PyObject *pairs, PyObject *by_name)
+static int add_fallback_pairs(Entries *entries, Vocabulary *vocabulary, PyObject *pairs)
 {
     PyObject *names, *values;
     Py_ssize_t count, i;
@@ -159,7 +228,7 @@ static int add_fallback_pairs(Entries *entries, PyObject *pairs, PyObject *by_na
         double value = PyFloat_AsDouble(PyList_GetItem(values, i));
         if (value == -1.0 && PyErr_Occurred())
             return -1;
-        if (add_known(entries, by_name, PyList_GetItem(names, i), value) < 0)
+        if (add_name(entries, vocabulary, PyList_GetItem(names, i), value) < 0)
             return -1;
     }
     return 0;
@@ -170,40 +239,46 @@ static PyObject *as_bytearray(const void *data, Py_ssize_t count, size_t item)
     return PyByteArray_FromStringAndSize(count ? (const char *)data : "", count * (Py_ssize_t)item);
 }
 
-PyDoc_STRVAR(known_columns_doc,
-"known_columns(token_lists, lower_lists, by_name, by_key, reading, forbidden, fallback)\n"
+PyDoc_STRVAR(read_columns_doc,
+"read_columns(token_lists, lower_lists, reads, by_name, by_key, names, fallback)\n"
 "\n"
-"The attributes of a corpus that a fitted vocabulary knows, as three\n"
+"The attributes of a corpus in the columns of a vocabulary, as three\n"
 "bytearrays: columns int64 [M], values float64 [M] and where each token's entries\n"
 "start, int64 [N+1], tokens in order across the B sentences.\n"
 "\n"
 "token_lists: list [B] of lists of tokens.  lower_lists: None, or list [B] of\n"
-"lists of lower labels (one per token), whose column is reading[label] (dict).\n"
-"by_name: dict name -> column, for numeric and bool values and for the names\n"
-"the fallback returns.  by_key: dict key -> dict value -> column, holding\n"
-"values_by_key(by_name, ':').  forbidden: a key no\n"
-"dict may hold (its tokens go to the fallback), or None.\n"
+"lists of lower labels (one per token), each the attribute 'reads:label'.\n"
+"reads: the key no dict may hold (its tokens go to the fallback), or None.\n"
+"by_name: dict name -> column.  by_key: dict key -> dict value -> column,\n"
+"values_by_key(by_name, ':').  names: None (a fitted vocabulary: unknown names\n"
+"are dropped) or the list of names in column order (the vocabulary grows: an\n"
+"unknown name takes the next column and joins names, by_name and by_key).\n"
 "fallback(token, sentence, position) -> (names, values): the pairs of a token\n"
 "read in Python, including its lower label's; it raises for a bad token.\n"
-"Names unknown to the vocabulary are dropped; values of 0 are kept.");
+"Values of 0 are kept.");
 
-static PyObject *known_columns(PyObject *module, PyObject *args)
+static PyObject *read_columns(PyObject *module, PyObject *args)
 {
-    PyObject *token_lists, *lower_lists, *by_name, *by_key, *reading, *forbidden, *fallback;
+    PyObject *token_lists, *lower_lists, *reads, *names, *fallback;
     PyObject *result = NULL;
+    Vocabulary vocabulary;
     Entries entries = {0};
     Py_ssize_t num_sentences, sentence;
     (void)module;
-    if (!PyArg_ParseTuple(args, "O!OO!O!OOO:known_columns", &PyList_Type, &token_lists, &lower_lists,
-                          &PyDict_Type, &by_name, &PyDict_Type, &by_key, &reading, &forbidden, &fallback))
+    if (!PyArg_ParseTuple(args, "O!OOO!O!OO:read_columns", &PyList_Type, &token_lists, &lower_lists, &reads,
+                          &PyDict_Type, &vocabulary.by_name, &PyDict_Type, &vocabulary.by_key, &names, &fallback))
         return NULL;
     num_sentences = PyList_Size(token_lists);
-    if (lower_lists != Py_None && (!PyList_Check(lower_lists) || PyList_Size(lower_lists) != num_sentences
-                                   || !PyDict_Check(reading))) {
-        PyErr_SetString(PyExc_TypeError, "lower_lists must be None or a list as long as token_lists, "
-                                         "with reading a dict");
+    if ((lower_lists != Py_None && (!PyList_Check(lower_lists) || PyList_Size(lower_lists) != num_sentences
+                                    || !PyUnicode_Check(reads)))
+        || (names != Py_None && !PyList_Check(names))) {
+        PyErr_SetString(PyExc_TypeError, "lower_lists must be None or a list as long as token_lists (with reads "
+                                         "a str), and names None or a list");
         return NULL;
     }
+    vocabulary.names = names == Py_None ? NULL : names;
+    if ((vocabulary.separator = PyUnicode_FromString(":")) == NULL)
+        return NULL;
     if (add_start(&entries) < 0)
         goto done;
     for (sentence = 0; sentence < num_sentences; sentence++) {
@@ -221,8 +296,8 @@ static PyObject *known_columns(PyObject *module, PyObject *args)
             PyObject *label = lower == NULL ? NULL : PyList_GetItem(lower, position);
             int read = 0;
             if (PyDict_CheckExact(token) && (label == NULL || PyUnicode_CheckExact(label))) {
-                read = read_dict(&entries, token, by_name, by_key, forbidden);
-                if (read < 0 || (read == 1 && label != NULL && add_known(&entries, reading, label, 1.0) < 0))
+                read = read_dict(&entries, &vocabulary, token, reads);
+                if (read < 0 || (read == 1 && label != NULL && add_pair(&entries, &vocabulary, reads, label) < 0))
                     goto done;
             }
             if (read == 0) {
@@ -230,7 +305,7 @@ static PyObject *known_columns(PyObject *module, PyObject *args)
                 int status;
                 if (pairs == NULL)
                     goto done;
-                status = add_fallback_pairs(&entries, pairs, by_name);
+                status = add_fallback_pairs(&entries, &vocabulary, pairs);
                 Py_DECREF(pairs);
                 if (status < 0)
                     goto done;
@@ -243,26 +318,11 @@ static PyObject *known_columns(PyObject *module, PyObject *args)
                            as_bytearray(entries.values, entries.size, sizeof(double)),
                            as_bytearray(entries.starts, entries.num_starts, sizeof(int64_t)));
 done:
+    Py_DECREF(vocabulary.separator);
     free(entries.columns);
     free(entries.values);
     free(entries.starts);
     return result;
-}
-
-/* table[key][value] = column, the inner dict made on first use.  Steals no reference. */
-static int put_split(PyObject *table, PyObject *key, PyObject *value, PyObject *column)
-{
-    PyObject *values = PyDict_GetItemWithError(table, key);     /* borrowed */
-    if (values == NULL) {
-        int status;
-        if (PyErr_Occurred() || (values = PyDict_New()) == NULL)
-            return -1;
-        status = PyDict_SetItem(table, key, values);
-        Py_DECREF(values);          /* the table holds it */
-        if (status < 0)
-            return -1;
-    }
-    return PyDict_SetItem(values, value, column);
 }
 
 PyDoc_STRVAR(values_by_key_doc,
@@ -312,7 +372,7 @@ failed:
 }
 
 static PyMethodDef methods[] = {
-    {"known_columns", known_columns, METH_VARARGS, known_columns_doc},
+    {"read_columns", read_columns, METH_VARARGS, read_columns_doc},
     {"values_by_key", values_by_key, METH_VARARGS, values_by_key_doc},
     {NULL, NULL, 0, NULL},
 };

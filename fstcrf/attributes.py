@@ -28,12 +28,9 @@ must not hold the key "pos" themselves.
 """
 from __future__ import annotations
 
-import collections
-import itertools
 import math
 import numbers
-from array import array
-from typing import Callable, Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import scipy.sparse
@@ -171,63 +168,42 @@ def _read_token(token, lower: list | None, position: int, reads: str | None, nam
         values.append(1.0)
 
 
-def encode_sentences(sentences: Sequence[Sentence], codes_of: Callable[[list[str]], Iterable[int]],
-                     reads: str | None = None, read_labels: bool = True
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The attributes of the tokens of ``sentences`` as codes int64 [M] (``codes_of``
-    maps one sentence's attribute names to their codes) and values float64 [M],
-    and where each token's pairs start, int64 [N+1].  With ``reads`` (a column
-    of lower labels) each token also gets the attribute "reads:label" unless
-    ``read_labels`` is False; the dicts may not hold the key ``reads``.  The names
-    of one sentence at a time are held, so memory grows with the codes only."""
-    codes, values, starts = array("q"), array("d"), array("q", [0])
-    for number, sentence in enumerate(sentences):
-        names: list[str] = []
-        sentence_values: list[float] = []
-        lower = _lower_labels_of(sentence, number, reads) if reads is not None and read_labels else None
-        try:
-            for position, token in enumerate(_tokens_of(sentence, number)):
-                _read_token(token, lower, position, reads, names, sentence_values)
-                starts.append(len(codes) + len(names))
-        except _BadItem as error:
-            raise FeatureValueError(f"sentence {number}, token {position}: {error}") from None
-        codes.extend(codes_of(names))
-        values.extend(sentence_values)
-    return (np.frombuffer(codes, dtype=np.int64), np.frombuffer(values, dtype=np.float64),
-            np.frombuffer(starts, dtype=np.int64))
-
-
-def known_entries(sentences: Sequence[Sentence], vocabulary: dict[str, int], by_key: dict[str, dict[str, int]],
-                  reads: str | None = None, read_labels: bool = True
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`encode_sentences` of the names ``vocabulary`` knows, read in C
-    (fstcrf._attributes): columns int64 [M], values float64 [M] and token
-    starts int64 [N+1], unknown names left out.  ``by_key`` is
-    ``fstcrf._attributes.values_by_key(vocabulary, SEPARATOR)``."""
-    from ._attributes import known_columns
+def read_entries(sentences: Sequence[Sentence], by_name: dict[str, int], by_key: dict[str, dict[str, int]],
+                 names: list[str] | None = None, reads: str | None = None, read_labels: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The attributes of the tokens of ``sentences`` in the columns of a vocabulary,
+    read in C (fstcrf._attributes): columns int64 [M], values float64 [M] and
+    where each token's entries start, int64 [N+1].  ``by_name`` maps names to
+    columns and ``by_key`` is ``fstcrf._attributes.values_by_key(by_name, ":")``.
+    With ``names`` None unknown names are left out; else ``names`` lists the
+    names in column order and an unknown name takes the next column (all three
+    grow).  With ``reads`` (a column of lower labels) each token also has the
+    attribute "reads:label" unless ``read_labels`` is False, and the dicts may
+    not hold the key ``reads``.  A bad token raises FeatureValueError naming its
+    sentence and position."""
+    from ._attributes import read_columns
 
     tokens = [_tokens_of(sentence, number) for number, sentence in enumerate(sentences)]
     lower = [_lower_labels_of(sentence, number, reads) for number, sentence in enumerate(sentences)] \
         if reads is not None and read_labels else None
 
     def read_in_python(token, number: int, position: int) -> tuple[list, list]:
-        names: list[str] = []
+        token_names: list[str] = []
         values: list[float] = []
         try:
-            _read_token(token, None if lower is None else lower[number], position, reads, names, values)
+            _read_token(token, None if lower is None else lower[number], position, reads, token_names, values)
         except _BadItem as error:
             raise FeatureValueError(f"sentence {number}, token {position}: {error}") from None
-        return names, values
+        return token_names, values
 
-    columns, values, starts = known_columns(tokens, lower, vocabulary, by_key, by_key.get(reads, {}), reads,
-                                            read_in_python)
+    columns, values, starts = read_columns(tokens, lower, reads, by_name, by_key, names, read_in_python)
     return (np.frombuffer(columns, dtype=np.int64), np.frombuffer(values, dtype=np.float64),
             np.frombuffer(starts, dtype=np.int64))
 
 
 def check_sentences(sentences: Sequence[Sentence]) -> None:
     """Raise FeatureValueError (naming sentence and token) if a token cannot be read."""
-    encode_sentences(sentences, lambda names: ())
+    read_entries(sentences, {}, {})
 
 
 class AttributeTemplate:
@@ -313,17 +289,15 @@ class AttributeExtractor:
     def _fit_matrix(self, corpus) -> scipy.sparse.csr_matrix:
         """Learn the vocabulary; return the matrix of the corpus in its columns."""
         _check_min_count(self.min_count)
-        code_of = collections.defaultdict(itertools.count().__next__)    # new names: the next code
-        codes, values, starts = encode_sentences(self._sentences(corpus),
-                                                 lambda names: map(code_of.__getitem__, names), self.reads)
-        seen = _csr(values, codes, starts, len(code_of))
-        counts = np.bincount(seen.indices, minlength=len(code_of))
+        first_seen: list[str] = []          # the names in order of first occurrence, numbered so
+        codes, values, starts = read_entries(self._sentences(corpus), {}, {}, first_seen, self.reads)
+        seen = _csr(values, codes, starts, len(first_seen))
+        counts = np.bincount(seen.indices, minlength=len(first_seen))
         kept = np.flatnonzero(counts >= self.min_count)
         kept = kept[np.argsort(-counts[kept], kind="stable")]
-        first_seen = list(code_of)
         self.predicate_names_ = [first_seen[code] for code in kept.tolist()]
         self.vocabulary_ = {name: column for column, name in enumerate(self.predicate_names_)}
-        column_of = np.full(len(code_of) + 1, -1, dtype=np.int64)
+        column_of = np.full(len(first_seen) + 1, -1, dtype=np.int64)
         column_of[kept] = np.arange(len(kept))
         return _renumbered(seen, column_of, len(kept))
 
@@ -356,8 +330,8 @@ class AttributeExtractor:
     def _known_matrix(self, corpus, read_labels: bool) -> scipy.sparse.csr_matrix:
         """:meth:`transform`, with or without the attributes of the lower labels."""
         self._check_fitted()
-        columns, values, starts = known_entries(self._sentences(corpus), self.vocabulary_, self._values_by_key(),
-                                                self.reads, read_labels)
+        columns, values, starts = read_entries(self._sentences(corpus), self.vocabulary_, self._values_by_key(),
+                                               reads=self.reads, read_labels=read_labels)
         return _csr(values, columns, starts, len(self.predicate_names_))
 
     def _values_by_key(self) -> dict[str, dict[str, int]]:

@@ -198,3 +198,33 @@ def test_transform_names_the_sentence_and_token_of_a_bad_value(token, found):
         extractor.transform(corpus)
     with pytest.raises(FeatureValueError, match=r"sentence 0, token 0: .*labels are strings"):
         extractor.transform([Sentence({"attributes": [{"x": 1}], "pos": [None]})])
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.lists(st.tuples(odd_tokens, st.sampled_from(["NN", "a:b", "é"])), min_size=1, max_size=4),
+                min_size=1, max_size=5),
+       st.booleans(), st.integers(1, 3))
+def test_fit_read_in_c_keeps_the_names_of_the_pairs_most_frequent_first(sentences, reads, min_count):
+    """fit_transform (names numbered in C as they first occur) against the pairs of
+    every token: the names nonzero at min_count tokens or more, most frequent first
+    and ties in order of first occurrence, and each token's values summed."""
+    column = "pos" if reads else None
+    corpus = [Sentence({"attributes": [token for token, _ in pairs], "pos": [label for _, label in pairs]})
+              for pairs in sentences]
+    first_seen, rows = {}, []
+    for s in corpus:
+        for position, token in enumerate(s["attributes"]):
+            row = {}
+            for name, value in attribute_pairs(token) + ([(f"pos:{s['pos'][position]}", 1.0)] if reads else []):
+                first_seen.setdefault(name, len(first_seen))
+                row[name] = row.get(name, 0.0) + value
+            rows.append(row)
+    counts = {name: sum(1 for row in rows if row.get(name, 0.0) != 0) for name in first_seen}
+    expected = sorted((name for name in first_seen if counts[name] >= min_count),
+                      key=lambda name: (-counts[name], first_seen[name]))
+    extractor = AttributeExtractor(min_count, reads=column)
+    matrix = extractor.fit_transform(corpus)
+    assert extractor.predicate_names_ == expected
+    dense = np.array([[row.get(name, 0.0) for name in expected] for row in rows]).reshape(len(rows), len(expected))
+    np.testing.assert_array_equal(matrix.toarray(), dense)
+    np.testing.assert_array_equal(extractor.transform(corpus).toarray(), dense)
