@@ -58,16 +58,20 @@ class Traffic:
 SCATTER_SECONDS, SCATTER_BYTES_PER_SECOND = 10.0, 50e6
 
 
-def _broadcast(client, vector: np.ndarray, seconds: float):
-    """A future of ``vector`` on every worker (client.scatter with broadcast), or
-    TimeoutError after ``seconds``: a broadcast to a worker that dies meanwhile never
-    returns, and scatter's own timeout does not bound it, so it runs in a thread of its
-    own that is left to Dask when it hangs."""
+def _broadcast(client, vector: np.ndarray, workers: list[str], seconds: float) -> dict:
+    """worker address -> a future of ``vector`` held on that worker, one scatter to
+    each of ``workers``; TimeoutError after ``seconds``.  Dask's own broadcast
+    (scatter to one worker, then the scheduler's replicate) is not used: a replicate
+    that meets a worker dying waits on connection timeouts while holding the
+    scheduler's replica lock, and every later broadcast waits behind it.  A scatter
+    to a dead worker may hang as well, so the scatters run in a thread of their own
+    that is left to Dask when it hangs."""
     outcome: dict = {}
 
     def scatter():
         try:
-            outcome["future"] = client.scatter(vector, broadcast=True, hash=False)
+            outcome["futures"] = {address: client.scatter(vector, workers=[address], hash=False)
+                                  for address in workers}
         except BaseException as error:         # raised again in the caller's thread
             outcome["error"] = error
 
@@ -76,9 +80,18 @@ def _broadcast(client, vector: np.ndarray, seconds: float):
     thread.join(seconds)
     if "error" in outcome:
         raise outcome["error"]
-    if "future" not in outcome:
-        raise TimeoutError(f"broadcasting the weights to the workers took more than {seconds:.0f} s")
-    return outcome["future"]
+    if "futures" not in outcome:
+        raise TimeoutError(f"sending the weights to the workers took more than {seconds:.0f} s")
+    return outcome["futures"]
+
+
+def _local_copy(copies: dict, holders) -> object:
+    """The copy (a future) on a worker that holds the shard (``holders``, addresses),
+    else any copy: the shard is being rebuilt and its worker is not known yet."""
+    for address in holders or ():
+        if address in copies:
+            return copies[address]
+    return next(iter(copies.values()))
 
 
 def _lost_worker_errors() -> tuple[type[BaseException], ...]:
@@ -98,12 +111,14 @@ def on_every_shard(client, function, problems: list, vector: np.ndarray, *args, 
     lost = _lost_worker_errors()
     for attempt in range(retries + 1):
         try:
-            workers = len(client.nthreads())
-            shared = _broadcast(client, vector, SCATTER_SECONDS + vector.nbytes * workers / SCATTER_BYTES_PER_SECOND)
-            results = client.gather([client.submit(function, problem, shared, *args, pure=False)
-                                     for problem in problems])
+            workers = sorted(client.nthreads())
+            shared = _broadcast(client, vector, workers,
+                                SCATTER_SECONDS + vector.nbytes * len(workers) / SCATTER_BYTES_PER_SECOND)
+            holders = client.who_has(problems)
+            results = client.gather([client.submit(function, problem, _local_copy(shared, holders.get(problem.key)),
+                                                   *args, pure=False) for problem in problems])
             if traffic is not None:
-                traffic.bytes_sent += vector.nbytes * workers
+                traffic.bytes_sent += vector.nbytes * len(workers)
             return results
         except lost as problem:
             if attempt == retries:
