@@ -206,6 +206,15 @@ def check_sentences(sentences: Sequence[Sentence]) -> None:
     read_entries(sentences, {}, {})
 
 
+def _reads_problem(reads) -> str | None:
+    """What is wrong with ``reads`` as the column of lower labels, or None."""
+    if not (reads is None or isinstance(reads, str) and reads):
+        return f"reads must be a column name or None, got {reads!r}"
+    if reads == COLUMN:
+        return f"column {COLUMN!r} holds the token dicts; the lower labels need a column of their own"
+    return None
+
+
 class AttributeTemplate:
     """The template of models over token dicts: it reads column "attributes" (and
     the lower labels of column ``reads`` at offset 0, when given) and has no
@@ -215,11 +224,9 @@ class AttributeTemplate:
     predicates = ()
 
     def __init__(self, reads: str | None = None):
-        if not (reads is None or isinstance(reads, str) and reads):
-            raise FstcrfError(f"reads must be a column name or None, got {reads!r}")
-        if reads == COLUMN:
-            raise FstcrfError(f"column {COLUMN!r} holds the token dicts; the lower labels need a column "
-                              "of their own")
+        problem = _reads_problem(reads)
+        if problem:
+            raise FstcrfError(problem)
         self.reads = reads
 
     @property
@@ -412,8 +419,9 @@ class AttributeExtractor:
         if len(set(names)) != len(names):
             raise ModelFileError("attribute extractor names repeat")
         reads = data.get("reads")
-        if not (reads is None or isinstance(reads, str) and reads and reads != COLUMN):
-            raise ModelFileError(f"attribute extractor data reads the column {reads!r}, not a column name")
+        problem = _reads_problem(reads)
+        if problem:
+            raise ModelFileError(f"attribute extractor data: {problem}")
         extractor = cls(min_count, reads)
         extractor.predicate_names_ = list(names)
         extractor.vocabulary_ = {name: column for column, name in enumerate(names)}

@@ -6,7 +6,8 @@ import pycrfsuite
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstcrf.attributes import (ATTRIBUTES, AttributeExtractor, FeatureValueError, attribute_pairs)
+from fstcrf.attributes import (ATTRIBUTES, AttributeExtractor, AttributeTemplate, FeatureValueError,
+                               attribute_pairs)
 from fstcrf.conll import Sentence
 from fstcrf.errors import FstcrfError, ModelFileError, TemplateError
 
@@ -87,9 +88,13 @@ def test_dict_round_trip_and_template():
     data = extractor.to_dict()
     assert data == {"kind": "attributes", "min_count": 2, "predicates": ["a"]}
     assert AttributeExtractor.from_dict(data).vocabulary_ == {"a": 0}
-    for bad in (None, {"kind": "template"}, {**data, "predicates": ["a", "a"]}, {**data, "min_count": 0}):
+    for bad in (None, {"kind": "template"}, {**data, "predicates": ["a", "a"]}, {**data, "min_count": 0},
+                {**data, "reads": ""}, {**data, "reads": 3}, {**data, "reads": "attributes"}):
         with pytest.raises(ModelFileError):
             AttributeExtractor.from_dict(bad)
+    for bad_reads in ("", 3, "attributes"):
+        with pytest.raises(FstcrfError, match="reads must be|holds the token dicts"):
+            AttributeTemplate(bad_reads)
     assert ATTRIBUTES.text == "attributes" and ATTRIBUTES.columns == ("attributes",)
     assert ATTRIBUTES.predicates == () and isinstance(ATTRIBUTES.extractor(3), AttributeExtractor)
     with pytest.raises(FstcrfError):
