@@ -19,6 +19,7 @@ from .document.settings import (DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_EN
 from .errors import FeedbackError, FstcrfError, LabelError
 from .files import check_output_path, write_atomically
 from .phases import phase
+from .schemes import keep_types, missing_types, restrict_types
 
 LOG = logging.getLogger("fstcrf")
 #: The Gaussian prior's sigma of ``fstcrf train`` without --sigma or --c2 (ChainCRF's default).
@@ -32,38 +33,10 @@ def _only_types(args: argparse.Namespace) -> set[str] | None:
 
 def _check_only_types(keep: set[str] | None, labels: list[list[str]], where: str) -> None:
     """Warn when a type of --only-types never occurs among chunk labels [sentences][tokens]."""
-    if not keep:
-        return
-    present = {member.partition("-")[2] for sentence in labels for label in sentence
-               for member in label.split("|")} - {""}
-    missing = sorted(keep - present)
+    missing, present = missing_types(keep, labels)
     if missing:
         LOG.warning("--only-types: %s %s not occur in %s, whose chunk types are %s", ", ".join(missing),
-                    "does" if len(missing) == 1 else "do", where, ", ".join(sorted(present)) or "none")
-
-
-def _map_types(labels: list[list[str]], keep: set[str] | None) -> list[list[str]]:
-    """Replace chunk labels whose type is not in ``keep`` by O (NP chunking); an
-    unknown label "?" stays, and each member of a label set "A|B" is mapped."""
-    if not keep:
-        return labels
-
-    def mapped(value: str) -> str:
-        if value == "?":
-            return value
-        members = [label if label.partition("-")[2] in keep else "O" for label in value.split("|")]
-        return "|".join(dict.fromkeys(members))
-
-    return [[mapped(label) for label in sentence] for sentence in labels]
-
-
-def _restrict_types(corpus, target: str, keep: set[str] | None):
-    """The corpus with the target column's foreign chunk types mapped to O."""
-    if not keep:
-        return corpus
-    for sentence, labels in zip(corpus.sentences, _map_types(corpus.column(target), keep)):
-        sentence.columns[target] = labels
-    return corpus
+                    "does" if len(missing) == 1 else "do", where, ", ".join(present) or "none")
 
 
 def _read(path: str, columns=None, allow_missing=(), separator: str | None = None):
@@ -186,8 +159,8 @@ def _train(args: argparse.Namespace) -> int:
     train = _read(args.train, args.columns)
     if keep and args.target in train.column_names:
         _check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
-    train = _restrict_types(train, args.target, keep)
-    dev = _restrict_types(_read(args.dev, args.columns), args.target, keep) if args.dev else None
+    train = restrict_types(train, args.target, keep)
+    dev = restrict_types(_read(args.dev, args.columns), args.target, keep) if args.dev else None
     init = _warm_start(args)
     model = _model_from_args(args, train.column_names)
     penalties = None
@@ -219,10 +192,8 @@ def _train_on_dask(args: argparse.Namespace) -> int:
     from .conll import iter_conll
     from .distributed.cluster import connect
     from .distributed.fit import check_supported, fit_on_dask
-    ignored = [option for option, given in (("--consistency", args.consistency), ("--only-types", args.only_types))
-               if given]
-    if ignored:
-        raise FstcrfError(f"distributed training (--dask) does not take {', '.join(ignored)} yet")
+    if args.consistency:
+        raise FstcrfError("distributed training (--dask) does not take --consistency yet")
     if args.resume and args.checkpoint is None:
         raise FstcrfError("--resume needs --checkpoint PATH, the checkpoint to resume from")
     first = next(iter(iter_conll(args.train, args.columns, batch_tokens=1)))
@@ -231,14 +202,15 @@ def _train_on_dask(args: argparse.Namespace) -> int:
     model._check_params()
     check_supported(model)
     model._template_of(init, algorithms=("lbfgs",))
-    dev = _read(args.dev, args.columns) if args.dev else None
+    keep = _only_types(args)
+    dev = restrict_types(_read(args.dev, args.columns), args.target, keep) if args.dev else None
     with connect(args.dask) as client:
         LOG.info("training a %s order-%d CRF on %s on the Dask workers of %s%s", args.algorithm, args.order,
                  args.train, args.dask, f", starting from {args.init}" if init else "")
         with phase("train"):
             fit_on_dask(model, args.train, client, args.target, dev, columns=args.columns,
                         checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume,
-                        init=init)
+                        init=init, only_types=keep)
     _save_trained(model, args)
     return 0
 
@@ -712,7 +684,7 @@ def _scores(gold: list[list[str]], predicted: list[list[str]], keep: set[str] | 
     from .evaluate import is_chunk_labels, score_labels
     if keep and is_chunk_labels(gold):
         _check_only_types(keep, gold, where)
-        gold, predicted = _map_types(gold, keep), _map_types(predicted, keep)
+        gold, predicted = keep_types(gold, keep), keep_types(predicted, keep)
     return score_labels(gold, predicted)
 
 

@@ -15,6 +15,7 @@ A gold column may also hold partial labels for training: the unknown label
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 from .errors import LabelError
@@ -84,3 +85,37 @@ def write_chunks(chunks: Sequence[tuple[int, int, str]], length: int, scheme: st
 def convert(tags: Sequence[str], scheme: str) -> list[str]:
     """One sentence's tags rewritten in ``scheme``, chunk for chunk."""
     return write_chunks(read_chunks(tags), len(tags), scheme)
+
+
+def missing_types(keep: set[str] | None, labels: list[list[str]]) -> tuple[list[str], list[str]]:
+    """The types of ``keep`` that no chunk label of ``labels`` [sentences][tokens] has,
+    and the types the labels have, both sorted (label sets "A|B" count each member)."""
+    present = {member.partition("-")[2] for sentence in labels for label in sentence
+               for member in label.split(LABEL_SET_SEPARATOR)} - {""}
+    return sorted(set(keep or ()) - present), sorted(present)
+
+
+def keep_types(labels: list[list[str]], keep: set[str] | None) -> list[list[str]]:
+    """Labels [sentences][tokens] with every chunk label whose type is not in ``keep``
+    replaced by O (``--only-types``, e.g. NP chunking); the unknown label "?" stays,
+    and each member of a label set "A|B" is mapped.  ``keep`` None: unchanged."""
+    if not keep:
+        return labels
+
+    def mapped(value: str) -> str:
+        if value == UNKNOWN_LABEL:
+            return value
+        members = [label if label.partition("-")[2] in keep else "O" for label in value.split(LABEL_SET_SEPARATOR)]
+        return LABEL_SET_SEPARATOR.join(dict.fromkeys(members))
+
+    return [[mapped(label) for label in sentence] for sentence in labels]
+
+
+def restrict_types(corpus, target: str, keep: set[str] | None):
+    """A copy of the corpus whose column ``target`` has the chunk types outside ``keep``
+    mapped to O (:func:`keep_types`); the corpus itself when ``keep`` is None."""
+    if not keep:
+        return corpus
+    sentences = [dataclasses.replace(sentence, columns={**sentence.columns, target: labels})
+                 for sentence, labels in zip(corpus.sentences, keep_types(corpus.column(target), keep))]
+    return dataclasses.replace(corpus, sentences=sentences)

@@ -296,3 +296,37 @@ def test_cli_warm_start_on_dask_writes_the_single_process_model(tmp_path):
     assert main([*common, "-o", str(local)]) == 0
     assert main([*common, "--dask", "local:2", "-o", str(dask)]) == 0
     assert _relative(load_model(dask).weights_, load_model(local).weights_) < 1e-9
+
+
+def test_only_types_on_dask_is_the_single_process_np_chunker(clients, caplog):
+    """only_types maps the other chunk types to O on the workers: the same labels and
+    weights as one process trained on the restricted corpus; a type absent from the
+    data is warned about."""
+    from fstcrf.distributed.fit import fit_on_dask
+    from fstcrf.schemes import restrict_types
+    model = fit_on_dask(ChainCRF(max_iter=ITERATIONS, threads=1), str(DEMO), clients(2), only_types={"NP", "XYZ"})
+    reference = ChainCRF(max_iter=ITERATIONS, threads=1).fit(restrict_types(read_conll(DEMO), "chunk", {"NP"}))
+    assert list(model.labels_) == list(reference.labels_) == ["B-NP", "I-NP", "O"]
+    assert _relative(model.weights_, reference.weights_) < 1e-9
+    assert "XYZ does not occur" in caplog.text
+
+
+def test_restrict_types_copies_and_keeps_unknown_and_label_sets():
+    from fstcrf.conll import Corpus, Sentence
+    from fstcrf.schemes import missing_types, restrict_types
+    corpus = Corpus(("word", "chunk"), [Sentence({"word": ["a", "b", "c", "d"], "chunk": ["B-NP", "B-VP", "?",
+                                                                                          "B-VP|I-NP"]})])
+    restricted = restrict_types(corpus, "chunk", {"NP"})
+    assert restricted.column("chunk") == [["B-NP", "O", "?", "O|I-NP"]]
+    assert corpus.column("chunk") == [["B-NP", "B-VP", "?", "B-VP|I-NP"]]         # the input is not changed
+    assert restrict_types(corpus, "chunk", None) is corpus
+    assert missing_types({"NP", "PP"}, corpus.column("chunk")) == (["PP"], ["NP", "VP"])
+
+
+def test_cli_only_types_on_dask_trains_an_np_chunker(tmp_path):
+    from fstcrf.cli import main
+    from fstcrf.model import load_model
+    out = tmp_path / "np.model"
+    assert main(["-q", "train", str(DEMO), "--dask", "local:2", "--only-types", "NP", "--max-iter", "2",
+                 "-o", str(out)]) == 0
+    assert list(load_model(out).labels_) == ["B-NP", "I-NP", "O"]

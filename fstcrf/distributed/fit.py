@@ -20,6 +20,7 @@ from ..errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
 from ..grammar import Grammar, load_grammar
 from ..labels import chain_topology
 from ..objective import Scorer
+from ..schemes import missing_types, restrict_types
 from . import checkpoint as checkpoints
 from .dictionary import (check_layouts, encode_shard, load_shard, merged_extractor, shard_pair_counts,
                          summarise, union_labels)
@@ -76,13 +77,15 @@ def _corpus_parts(client, source, shards: int, columns, separator: str | None) -
 def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequence[Sentence] | None = None,
                 callback: train.Callback | None = None, shards: int | None = None, columns=None,
                 separator: str | None = None, checkpoint: str | os.PathLike | None = None,
-                checkpoint_every: int = 1, resume: bool = False, init=None):
+                checkpoint_every: int = 1, resume: bool = False, init=None, only_types: set[str] | None = None):
     """Fit ``model`` (a ChainCRF) on ``source`` -- a CoNLL file, a list of files read one
     after another, or sentences in memory -- on the workers of ``client``; ``shards``
     (default: one per worker) pieces.  With ``checkpoint`` the L-BFGS state is saved
     there every ``checkpoint_every`` iterations; ``resume`` continues from it.
     ``init``, a fitted ChainCRF (algorithm "lbfgs"), is the starting point: its
     template, labels, dictionaries and weights, as in ``ChainCRF.fit``.
+    ``only_types`` (chunk types) maps the other types of column ``target`` to O on
+    the workers (``--only-types``; :func:`fstcrf.schemes.restrict_types`).
     The result equals single-process training on the same sentences up to rounding;
     L-BFGS also sets ``model.traffic_`` (a :class:`~.objective.Traffic`: evaluations,
     seconds, bytes, retries)."""
@@ -103,6 +106,8 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     dev_gold = model._dev_gold(dev, target)
 
     loaded, where = _corpus_parts(client, source, shards, columns, separator)
+    if only_types:
+        loaded = [client.submit(restrict_types, corpus, target, only_types, pure=False) for corpus in loaded]
     summaries = client.gather([client.submit(summarise, corpus, shard, template, target, model.reads, pure=False)
                                for corpus, shard in zip(loaded, where)])
     kept = [i for i, summary in enumerate(summaries) if summary.sentences]
@@ -113,6 +118,10 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     if model.reads is not None:
         _check_reading_template(template, model.reads, target, column_names)
     labels = union_labels(summaries)
+    missing, present = missing_types(only_types, [labels])
+    if missing:
+        logger.warning("only_types: %s %s not occur in the training data, whose chunk types are %s",
+                       ", ".join(missing), "does" if len(missing) == 1 else "do", ", ".join(present) or "none")
     if init is not None:
         _check_labels_of(init, labels)
         topology, extractor, lower_labels = init.topology_, init.extractor_, init.lower_labels_
