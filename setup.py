@@ -1,8 +1,13 @@
 """Builds the cffi kernel and the token-dict reader; all metadata lives in pyproject.toml."""
+import os
+
 from setuptools import Extension, setup
 
+# extra compiler and linker flags for both extensions, e.g. a sanitizer (docs/development.md)
+EXTRA_FLAGS = os.environ.get("FSTCRF_CFLAGS", "").split()
 # fstcrf._attributes uses only the limited API of Python 3.10, so one build serves later versions too.
 ATTRIBUTES = Extension("fstcrf._attributes", ["csrc/fstcrf_attributes.c"], py_limited_api=True,
-                       define_macros=[("Py_LIMITED_API", "0x030A0000")], extra_compile_args=["-O2"])
+                       define_macros=[("Py_LIMITED_API", "0x030A0000")], extra_compile_args=["-O2", *EXTRA_FLAGS],
+                       extra_link_args=EXTRA_FLAGS)
 
 setup(cffi_modules=["csrc/build_kernel.py:ffibuilder"], ext_modules=[ATTRIBUTES])
