@@ -19,7 +19,7 @@ from .document.settings import (DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_EN
 from .errors import FeedbackError, FstcrfError, LabelError
 from .files import check_output_path, write_atomically
 from .phases import phase
-from .schemes import keep_types, missing_types, restrict_types
+from .schemes import keep_types, missing_types_warning, restrict_types
 
 LOG = logging.getLogger("fstcrf")
 #: The Gaussian prior's sigma of ``fstcrf train`` without --sigma or --c2 (ChainCRF's default).
@@ -33,10 +33,14 @@ def _only_types(args: argparse.Namespace) -> set[str] | None:
 
 def _check_only_types(keep: set[str] | None, labels: list[list[str]], where: str) -> None:
     """Warn when a type of --only-types never occurs among chunk labels [sentences][tokens]."""
-    missing, present = missing_types(keep, labels)
-    if missing:
-        LOG.warning("--only-types: %s %s not occur in %s, whose chunk types are %s", ", ".join(missing),
-                    "does" if len(missing) == 1 else "do", where, ", ".join(present) or "none")
+    warning = missing_types_warning(keep, labels, where)
+    if warning:
+        LOG.warning("%s", warning)
+
+
+def _read_dev(args: argparse.Namespace, keep: set[str] | None):
+    """The --dev corpus with --only-types applied, or None without --dev."""
+    return restrict_types(_read(args.dev, args.columns), args.target, keep) if args.dev else None
 
 
 def _read(path: str, columns=None, allow_missing=(), separator: str | None = None):
@@ -160,7 +164,7 @@ def _train(args: argparse.Namespace) -> int:
     if keep and args.target in train.column_names:
         _check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
     train = restrict_types(train, args.target, keep)
-    dev = restrict_types(_read(args.dev, args.columns), args.target, keep) if args.dev else None
+    dev = _read_dev(args, keep)
     init = _warm_start(args)
     model = _model_from_args(args, train.column_names)
     penalties = None
@@ -203,7 +207,7 @@ def _train_on_dask(args: argparse.Namespace) -> int:
     check_supported(model)
     model._template_of(init, algorithms=("lbfgs",))
     keep = _only_types(args)
-    dev = restrict_types(_read(args.dev, args.columns), args.target, keep) if args.dev else None
+    dev = _read_dev(args, keep)
     with connect(args.dask) as client:
         LOG.info("training a %s order-%d CRF on %s on the Dask workers of %s%s", args.algorithm, args.order,
                  args.train, args.dask, f", starting from {args.init}" if init else "")

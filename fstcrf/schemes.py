@@ -87,12 +87,19 @@ def convert(tags: Sequence[str], scheme: str) -> list[str]:
     return write_chunks(read_chunks(tags), len(tags), scheme)
 
 
-def missing_types(keep: set[str] | None, labels: list[list[str]]) -> tuple[list[str], list[str]]:
-    """The types of ``keep`` that no chunk label of ``labels`` [sentences][tokens] has,
-    and the types the labels have, both sorted (label sets "A|B" count each member)."""
+def missing_types_warning(keep: set[str] | None, labels: list[list[str]], where: str) -> str | None:
+    """The warning that a type of ``keep`` (``--only-types``) has no chunk label among
+    ``labels`` [sentences][tokens] read from ``where``, naming the types they have
+    (label sets "A|B" count each member); None when every type occurs."""
+    if not keep:
+        return None
     present = {member.partition("-")[2] for sentence in labels for label in sentence
                for member in label.split(LABEL_SET_SEPARATOR)} - {""}
-    return sorted(set(keep or ()) - present), sorted(present)
+    missing = sorted(keep - present)
+    if not missing:
+        return None
+    return (f"--only-types: {', '.join(missing)} {'does' if len(missing) == 1 else 'do'} not occur in {where}, "
+            f"whose chunk types are {', '.join(sorted(present)) or 'none'}")
 
 
 def keep_types(labels: list[list[str]], keep: set[str] | None) -> list[list[str]]:

@@ -313,14 +313,16 @@ def test_only_types_on_dask_is_the_single_process_np_chunker(clients, caplog):
 
 def test_restrict_types_copies_and_keeps_unknown_and_label_sets():
     from fstcrf.conll import Corpus, Sentence
-    from fstcrf.schemes import missing_types, restrict_types
+    from fstcrf.schemes import missing_types_warning, restrict_types
     corpus = Corpus(("word", "chunk"), [Sentence({"word": ["a", "b", "c", "d"], "chunk": ["B-NP", "B-VP", "?",
                                                                                           "B-VP|I-NP"]})])
     restricted = restrict_types(corpus, "chunk", {"NP"})
     assert restricted.column("chunk") == [["B-NP", "O", "?", "O|I-NP"]]
     assert corpus.column("chunk") == [["B-NP", "B-VP", "?", "B-VP|I-NP"]]         # the input is not changed
     assert restrict_types(corpus, "chunk", None) is corpus
-    assert missing_types({"NP", "PP"}, corpus.column("chunk")) == (["PP"], ["NP", "VP"])
+    assert missing_types_warning({"NP", "PP"}, corpus.column("chunk"), "f.txt") == \
+        "--only-types: PP does not occur in f.txt, whose chunk types are NP, VP"
+    assert missing_types_warning({"NP"}, corpus.column("chunk"), "f.txt") is None
 
 
 def test_cli_only_types_on_dask_trains_an_np_chunker(tmp_path):

@@ -20,7 +20,7 @@ from ..errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
 from ..grammar import Grammar, load_grammar
 from ..labels import chain_topology
 from ..objective import Scorer
-from ..schemes import missing_types, restrict_types
+from ..schemes import missing_types_warning, restrict_types
 from . import checkpoint as checkpoints
 from .dictionary import (check_layouts, encode_shard, load_shard, merged_extractor, shard_pair_counts,
                          summarise, union_labels)
@@ -118,10 +118,9 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     if model.reads is not None:
         _check_reading_template(template, model.reads, target, column_names)
     labels = union_labels(summaries)
-    missing, present = missing_types(only_types, [labels])
-    if missing:
-        logger.warning("only_types: %s %s not occur in the training data, whose chunk types are %s",
-                       ", ".join(missing), "does" if len(missing) == 1 else "do", ", ".join(present) or "none")
+    warning = missing_types_warning(only_types, [labels], "the training data")
+    if warning:
+        logger.warning("%s", warning)
     if init is not None:
         _check_labels_of(init, labels)
         topology, extractor, lower_labels = init.topology_, init.extractor_, init.lower_labels_
