@@ -1059,9 +1059,9 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
                              "training tokens (default %(default)s)")
     parser.add_argument("--max-iter", "--epochs", type=POSITIVE, default=100, dest="max_iter",
                         help="L-BFGS iterations or online (and bandit) epochs (default %(default)s)")
-    parser.add_argument("--mce-c", type=_real_number(1e-6, 1e12), default=1e5,
+    parser.add_argument("--mce-c", type=_real_number(1e-6, 1e12), default=1e7,
                         help="mce-f: C of the F-score stage's prior ||w||^2 / (2C) (default %(default)g)")
-    parser.add_argument("--mce-iter", type=POSITIVE, default=50,
+    parser.add_argument("--mce-iter", type=POSITIVE, default=8,
                         help="mce-f: L-BFGS iterations of the F-score stage (default %(default)s)")
     parser.add_argument("--mce-alpha", type=_real_number(1e-6, 1e6), default=1.0,
                         help="mce-f: slope alpha of the sigmoid 1 / (1 + exp(-alpha d - beta)) that smooths "

@@ -212,8 +212,8 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     params.setdefault("grammar_params", None)
     params.setdefault("reads", None)
     params.setdefault("read_transitions", False)   # written before transitions could read labels
-    params.setdefault("mce_c", 1e5)             # written before F-score training existed
-    params.setdefault("mce_iter", 50)
+    params.setdefault("mce_c", 1e7)             # written before F-score training existed
+    params.setdefault("mce_iter", 8)
     params.setdefault("client", None)           # written before distributed training
     params.setdefault("mce_alpha", 1.0)         # written before the sigmoid's parameters were options
     params.setdefault("mce_beta", 0.0)
