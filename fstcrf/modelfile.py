@@ -201,6 +201,13 @@ def header_field(mapping, key: str, kind: type, where: str):
     return value
 
 
+#: ChainCRF parameters added after the first model files: a file without one was
+#: written before the option existed and loads with its default (grammars, reading
+#: models, F-score training, distributed training, L1 and CRFsuite's settings).
+LATER_PARAMS = ("grammar", "grammar_params", "reads", "mce_c", "mce_iter", "mce_alpha", "mce_beta", "client",
+                "c1", "min_freq", "transitions", "algorithm_params")
+
+
 def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) -> ChainCRF:
     """Rebuild a fitted model from :func:`model_payload`'s output; ModelFileError if inconsistent."""
     from .model import ChainCRF     # fstcrf.model imports this module
@@ -208,18 +215,11 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
         if name not in arrays or arrays[name].dtype != dtype:
             raise ModelFileError(f"{where}: the model file lacks a valid {name!r} array")
     params = dict(header_field(header, "params", dict, where))
-    params.setdefault("grammar", None)          # written before training grammars existed
-    params.setdefault("grammar_params", None)
-    params.setdefault("reads", None)
+    defaults = ChainCRF().get_params()
+    for name in LATER_PARAMS:                   # a file written before the option existed: its default
+        params.setdefault(name, defaults[name])
     params.setdefault("read_transitions", False)   # written before transitions could read labels
-    params.setdefault("mce_c", 1e7)             # written before F-score training existed
-    params.setdefault("mce_iter", 8)
-    params.setdefault("client", None)           # written before distributed training
-    params.setdefault("mce_alpha", 1.0)         # written before the sigmoid's parameters were options
-    params.setdefault("mce_beta", 0.0)
-    for name, default in (("c1", 0.0), ("min_freq", 0.0), ("transitions", "all"), ("algorithm_params", None)):
-        params.setdefault(name, default)     # written before L1 and CRFsuite's settings
-    expected = list(ChainCRF().get_params())
+    expected = list(defaults)
     if set(params) != set(expected):
         raise ModelFileError(f"{where}: the model parameters are {', '.join(sorted(params))}; "
                              f"expected {', '.join(expected)}")
