@@ -85,23 +85,30 @@ def token_attributes(spec: list, columns: dict[str, list[str]]) -> list[list[str
     """The predicate names of each token [T][len(spec)] of one sentence, whose
     ``columns`` map a name to its values [T]; ``spec`` is from :func:`template_spec`."""
     length = len(next(iter(columns.values())))
-    width = max([abs(offset) for _, items in spec for _, offset, _ in items], default=0)
-    before = [f"__BOS-{step}__" for step in range(width, 0, -1)]
-    after = [f"__EOS+{step}__" for step in range(1, width + 1)]
-    padded: dict[tuple[str, str | None], list[str]] = {}
+    escaped: dict[tuple[str, str | None], list[str]] = {}
+    shifted: dict[tuple[str, str | None, int], list[str]] = {}
     plan = []
     for name, items in spec:
-        for column, _, transform in items:
-            if (column, transform) not in padded:
+        for column, offset, transform in items:
+            if (column, transform) not in escaped:
                 function = _transform(transform)
                 values = columns[column] if function is None else map(function, columns[column])
-                padded[column, transform] = before + [_escaped(value) for value in values] + after
-        plan.append((name + "=", [(padded[column, transform], width + offset) for column, offset, transform in items]))
+                escaped[column, transform] = [_escaped(value) for value in values]
+            if (column, transform, offset) not in shifted:
+                shifted[column, transform, offset] = _shifted(escaped[column, transform], offset)
+        plan.append((name + "=", [shifted[column, transform, offset] for column, offset, transform in items]))
     tokens = []
     for i in range(length):
-        tokens.append([prefix + "|".join([values[i + shift] for values, shift in items]) if items else "bias"
+        tokens.append([prefix + "|".join([values[i] for values in items]) if items else "bias"
                        for prefix, items in plan])
     return tokens
+
+
+def _shifted(values: list[str], offset: int) -> list[str]:
+    """The value at ``offset`` from each token [T], a boundary value outside the sentence."""
+    length = len(values)
+    return [values[j] if 0 <= j < length else f"__BOS-{-j}__" if j < 0 else f"__EOS+{j - length + 1}__"
+            for j in range(offset, offset + length)]
 
 
 def read_sentences(path: str, names: list[str]) -> list[dict[str, list[str]]]:

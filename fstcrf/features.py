@@ -28,6 +28,10 @@ a token is the column's value there read as a number (Python's ``float``);
 a value of 0 or a position outside the sentence gives no entry, and a value
 that is not a finite number raises FeatureValueError naming the sentence
 and the token.  Every other predicate is binary.
+
+A template is refused (TemplateError) beyond MAX_PREDICATE_TEMPLATES lines,
+MAX_ITEMS items on a line, or an offset beyond MAX_OFFSET either side; an
+offset's size costs nothing beyond reading the boundary values.
 """
 from __future__ import annotations
 
@@ -45,7 +49,7 @@ import numpy as np
 
 from ._kernel import ffi, lib
 from .conll import Corpus, Sentence
-from .errors import FeatureValueError, FstcrfError, ModelFileError, TemplateError
+from .errors import ArgumentTypeError, FeatureValueError, FstcrfError, ModelFileError, TemplateError
 from .files import read_utf8
 from .sparse_rows import SparseRows
 
@@ -56,6 +60,14 @@ logger = logging.getLogger(__name__)
 #: that would keep enough.
 FEW_PREDICATES = 200
 FEW_PREDICATES_SHARE = 0.01
+
+#: Limits on a template, checked when it is parsed (from a file, a string or a model
+#: header): the offset of an item (any offset past the longest sentence reads only
+#: boundary values, and costs no more than one that reaches just past it), the
+#: items a predicate template joins, and the predicate templates of a template.
+MAX_OFFSET = 1_000_000
+MAX_ITEMS = 32
+MAX_PREDICATE_TEMPLATES = 10_000
 
 _ITEM = re.compile(r"(?P<column>[A-Za-z_][A-Za-z0-9_]*)\[(?P<offset>[+-]?[0-9]+)\]")
 _TRANSFORMED_ITEM = re.compile(r"(?P<transform>[A-Za-z_][A-Za-z0-9_]*)\((?P<item>[^()]*)\)")
@@ -183,6 +195,10 @@ def _parse_observation(text: str, where: str) -> Observation:
     if transform not in (None, VALUE) and _transform_function(transform) is None:
         raise TemplateError(f"{where}: unknown transform {transform!r}; "
                             f"the transforms are {_TRANSFORM_NAMES}")
+    digits = item["offset"].lstrip("+-").lstrip("0")
+    if len(digits) > len(str(MAX_OFFSET)) or abs(int(item["offset"])) > MAX_OFFSET:
+        raise TemplateError(f"{where}: the offset of {text!r} is beyond the limit of "
+                            f"{MAX_OFFSET:,} tokens either side")
     return Observation(item["column"], int(item["offset"]), transform)
 
 
@@ -198,7 +214,11 @@ def parse_template(text: str, source: str = "<string>") -> Template:
         if content == "bias":
             predicate = PredicateTemplate((), line_number)
         else:
-            observations = tuple(_parse_observation(item, where) for item in content.split("|"))
+            items = content.split("|")
+            if len(items) > MAX_ITEMS:
+                raise TemplateError(f"{where}: {len(items)} items joined by '|'; a predicate "
+                                    f"template joins at most {MAX_ITEMS}")
+            observations = tuple(_parse_observation(item, where) for item in items)
             if len(set(observations)) != len(observations):
                 raise TemplateError(f"{where}: {content!r} repeats an item")
             if len(observations) > 1 and any(observation.transform == VALUE for observation in observations):
@@ -210,6 +230,9 @@ def parse_template(text: str, source: str = "<string>") -> Template:
                                 f"{first_lines[predicate]}")
         first_lines[predicate] = line_number
         predicates.append(predicate)
+        if len(predicates) > MAX_PREDICATE_TEMPLATES:
+            raise TemplateError(f"{where}: more than {MAX_PREDICATE_TEMPLATES:,} predicate templates; "
+                                "a template holds at most that many")
     if not predicates:
         raise TemplateError(f"{source}: the template defines no predicates")
     return Template(tuple(predicates), source)
@@ -276,12 +299,18 @@ class _TokenTable:
         if key not in self._coded_columns:
             if transform is None:
                 first_use: dict[str, int] = {}     # value -> the token where it first occurs
-                first = np.fromiter(map(first_use.setdefault, self._column_values(column), range(self.num_tokens)),
-                                    dtype=np.int64, count=self.num_tokens)
+                column_values = self._column_values(column)
+                try:
+                    first = np.fromiter(map(first_use.setdefault, column_values, range(self.num_tokens)),
+                                        dtype=np.int64, count=self.num_tokens)
+                except TypeError:                  # an unhashable value
+                    self._check_strings(column, column_values)
+                    raise
                 codes = (np.cumsum(first == np.arange(self.num_tokens)) - 1)[first]
                 values = list(first_use)
             else:
                 raw_codes, raw_values = self._coded_column(column, None)
+                self._check_strings(column, raw_values, raw_codes)
                 function = _transform_function(transform)
                 code_of = {}
                 recode = np.array([code_of.setdefault(function(value), len(code_of))
@@ -296,8 +325,26 @@ class _TokenTable:
         codes, values = self._coded_column(column, transform)
         key = (column, transform)
         if key not in self._value_names:
+            self._check_strings(column, values, codes)
             self._value_names[key] = [_escape(value) for value in values]
         return codes, self._value_names[key]
+
+    def _check_strings(self, column: str, values: Sequence, codes: np.ndarray | None = None) -> None:
+        """ArgumentTypeError naming the first token whose value in ``column`` is not a
+        string; ``values`` are the column's values [N], or its distinct values when
+        ``codes`` [N] gives each token's."""
+        bad = next((k for k, value in enumerate(values) if not isinstance(value, str)), None)
+        if bad is None:
+            return
+        token = bad if codes is None else int(np.argmax(codes == bad))
+        sentence, position = self.place(token)
+        raise ArgumentTypeError(f"sentence {sentence + 1}, token {position + 1}: column {column!r} holds "
+                                f"{type(values[bad]).__name__} {values[bad]!r}; token values must be strings")
+
+    def place(self, token: int) -> tuple[int, int]:
+        """The sentence of a token of the table and its position there (both from 0)."""
+        ends = np.cumsum([len(sentence) for sentence in self.sentences])
+        return int(np.searchsorted(ends, token, side="right")), int(self.position[token])
 
     def value_names(self, column: str, transform: str | None) -> list[str]:
         """The escaped value of each code of a (transformed) column; an observation at
@@ -316,18 +363,19 @@ class _TokenTable:
         offset = observation.offset
         if offset == 0:
             return codes, names
-        distance = abs(offset)
         target = self.position + offset
         inside = (target >= 0) & (target < self.sentence_length)
         shifted = codes[np.clip(np.arange(self.num_tokens) + offset, 0,
                                 max(self.num_tokens - 1, 0))]
-        if offset < 0:
-            boundary = len(names) - target - 1
-            boundary_names = [f"__BOS-{step}__" for step in range(1, distance + 1)]
-        else:
-            boundary = len(names) + target - self.sentence_length
-            boundary_names = [f"__EOS+{step}__" for step in range(1, distance + 1)]
-        return np.where(inside, shifted, boundary), names + boundary_names
+        # Only the boundary steps some token reaches get a code: at most the longest
+        # sentence's length of them, however large the offset.
+        step = np.where(offset < 0, -target, target - self.sentence_length + 1)
+        reached = step[~inside]
+        first_step = int(reached.min()) if len(reached) else 1
+        last_step = int(reached.max()) if len(reached) else 0
+        kind = "__BOS-{}__" if offset < 0 else "__EOS+{}__"
+        boundary_names = [kind.format(k) for k in range(first_step, last_step + 1)]
+        return np.where(inside, shifted, len(names) + step - first_step), names + boundary_names
 
     def numbers(self, observation: Observation) -> np.ndarray:
         """float [num_tokens]: a column's value at an offset from each token read as a
@@ -339,13 +387,11 @@ class _TokenTable:
         for code, value in enumerate(values):
             try:
                 numbers[code] = float(value)
-            except (ValueError, OverflowError):
+            except (TypeError, ValueError, OverflowError):
                 numbers[code] = math.nan
             if not math.isfinite(numbers[code]):
-                token = int(np.argmax(codes == code))
-                ends = np.cumsum([len(sentence) for sentence in self.sentences])
-                sentence = int(np.searchsorted(ends, token, side="right"))
-                raise FeatureValueError(f"sentence {sentence + 1}, token {int(self.position[token]) + 1}: "
+                sentence, position = self.place(int(np.argmax(codes == code)))
+                raise FeatureValueError(f"sentence {sentence + 1}, token {position + 1}: "
                                         f"{observation} reads {value!r} from column {observation.column!r}, "
                                         "which is not a finite number")
         target = self.position + observation.offset

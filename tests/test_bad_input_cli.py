@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from fstcrf.cli import main
@@ -366,3 +367,48 @@ def test_partial_labels_in_an_eval_gold_column_name_file_and_line(tmp_path, caps
     test.write_text("The DT B-NP\ndog NN ?\n\n")
     assert main(["eval", str(model), str(test)]) == 2
     assert f"{test}:2: gold labels must be single labels" in capsys.readouterr().err
+
+
+# -- template budgets ----------------------------------------------------------
+
+@pytest.mark.parametrize("template, message", [
+    ("word[+99999999999]\n", "beyond the limit of 1,000,000 tokens"),
+    ("word[-" + "9" * 5000 + "]\n", "beyond the limit of 1,000,000 tokens"),
+    ("|".join(f"word[{k}]" for k in range(-20, 20)) + "\n", "40 items joined"),
+    ("".join(f"suffix{1 + k % 9}(word[{k // 9}])\n" for k in range(10_001)), "more than 10,000 predicate"),
+], ids=["offset", "offset past int64", "40 items", "10,001 templates"])
+def test_a_template_beyond_its_limits_is_refused_before_training(template, message, tmp_path, capsys,
+                                                                no_training):
+    path = tmp_path / "t.txt"
+    path.write_text(template)
+    assert main(["train", TRAIN, "--template", str(path), "-o", str(tmp_path / "m.model")]) == 2
+    assert message in _error(capsys) and not (tmp_path / "m.model").exists()
+
+
+def test_a_model_whose_template_has_a_huge_offset_is_refused_at_load(model_path, tmp_path, capsys):
+    from fstcrf.modelfile import MODEL_KIND, read_container, write_container
+    header, arrays = read_container(model_path)
+    header = dict(header, extractor=dict(header["extractor"], template="word[+99999999999]\n"))
+    arrays = {name: np.array(array) for name, array in arrays.items()}
+    hostile = tmp_path / "hostile.model"
+    write_container(hostile, MODEL_KIND, {key: value for key, value in header.items() if key != "arrays"}, arrays)
+    assert main(["tag", str(hostile), TEST, "-o", str(tmp_path / "out.txt")]) == 2
+    assert "word[+99999999999]" in _error(capsys) and not (tmp_path / "out.txt").exists()
+
+
+def test_an_offset_past_every_sentence_costs_what_a_short_one_does():
+    import tracemalloc
+    from fstcrf.features import MAX_OFFSET, FeatureExtractor
+    corpus = read_conll(TRAIN)
+    longest = max(len(sentence) for sentence in corpus)
+    tracemalloc.start()
+    try:
+        names = FeatureExtractor(f"word[+{MAX_OFFSET}]\nword[-{MAX_OFFSET}]").fit(corpus).predicate_names_
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    steps = {(MAX_OFFSET + position - len(sentence) + 1, MAX_OFFSET - position)
+             for sentence in corpus for position in range(len(sentence))}
+    assert set(names) == ({f"word[+{MAX_OFFSET}]=__EOS+{after}__" for after, _ in steps}
+                          | {f"word[-{MAX_OFFSET}]=__BOS-{before}__" for _, before in steps})
+    assert len(names) <= 2 * longest and peak < 20e6, peak
