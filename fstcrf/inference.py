@@ -35,6 +35,11 @@ from .topology import Topology
 
 
 def _as_float_array(name: str, values, shape: tuple[int, ...]) -> np.ndarray:
+    dtype = values.dtype if isinstance(values, np.ndarray) else np.asarray(values).dtype
+    if dtype.kind in "cO":
+        raise ScoreError(f"{name} must be real numbers, got an array of dtype {dtype}; scores are float64")
+    if dtype.kind not in "biuf":
+        raise ShapeError(f"{name} must be numeric, got an array of dtype {dtype}")
     try:
         array = np.ascontiguousarray(values, dtype=np.float64)
     except (TypeError, ValueError) as error:
@@ -380,7 +385,20 @@ def _check_status(status: int, what: str, allow_infeasible: bool = False) -> Non
     # fallback rules out underflow, so only a clamp can leave a sentence no path.
     if status == lib.FC_INFEASIBLE:
         raise InfeasibleError(f"{what}: a sentence has no allowed path: the states its clamp allows "
-                              "at each token do not connect through the topology")
+                              "at each token do not connect through the topology, or every path's "
+                              "score is below float64's range (scale the scores down)")
+
+
+def _check_totals(totals: np.ndarray, what: str, name: str, allow_infeasible: bool = False) -> None:
+    """ScoreError naming the first sentence whose total [B] (log Z or a path score)
+    left float64's range: +inf or NaN (or -inf, unless infeasible sentences are allowed)."""
+    overflow = np.isnan(totals) | (totals == np.inf)
+    if not allow_infeasible:
+        overflow |= totals == -np.inf
+    if overflow.any():
+        b = int(np.argmax(overflow))
+        raise ScoreError(f"{what}: {name} of sentence {b} is {totals[b]}: the scores are too large "
+                         "to add up in float64 (scale them down)")
 
 
 # -- public entry points -----------------------------------------------------
@@ -510,6 +528,7 @@ def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool 
         return counts
 
     results = _run(pot, threads, job)
+    _check_totals(log_z, "forward_backward", "log Z", allow_infeasible)
     if not edge_counts or each_sentence:
         return ForwardBackward(log_z, node, per_sentence)
     return ForwardBackward(log_z, node, np.sum(results, axis=0))
@@ -539,6 +558,7 @@ def viterbi(pot: Potentials, threads: int = 1) -> Viterbi:
                                      args.out(scores[first:last]), args.workspace), "viterbi")
 
     _run(pot, threads, job)
+    _check_totals(scores, "viterbi", "the best path's score")
     return Viterbi(paths, scores)
 
 

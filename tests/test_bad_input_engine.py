@@ -1,7 +1,9 @@
 """Budgets for work that can explode, and argument checks of the engine API."""
 from __future__ import annotations
 
+import re
 import threading
+import warnings
 import time
 
 import numpy as np
@@ -257,3 +259,40 @@ def test_symbol_table_of_grammar_result_survives(pot):
     fst = compile_grammar(parse_grammar("start = (a | b)+ ;"), ["a", "b", "c"])
     assert fst.input_symbols().find(1) == symbol_table(["a", "b", "c"]).find(1)
 
+
+
+# -- values no float64 arithmetic can hold ---------------------------------------
+
+@pytest.mark.parametrize("scores, error", [(np.full((7, 3), 1 + 2j), errors.ScoreError),
+                                           (np.full((7, 3), 1.0, dtype=object), errors.ScoreError),
+                                           (np.full((7, 3), "1.5"), errors.ShapeError)],
+                         ids=["complex", "object", "strings"])
+def test_scores_that_are_not_real_numbers_are_refused(scores, error):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # numpy's ComplexWarning must not leak
+        with pytest.raises(error, match=f"dtype {scores.dtype}"):
+            fstcrf.Potentials(first_order(["a", "b", "c"]), scores, [3, 4])
+
+
+@pytest.mark.parametrize("inference", [fstcrf.forward_backward, fstcrf.log_partition, fstcrf.viterbi])
+def test_scores_whose_sum_overflows_name_the_sentence(inference):
+    scores = np.zeros((7, 3))
+    scores[3:] = 1e308                       # sentence 1 (tokens 3..6) overflows, sentence 0 does not
+    pot = fstcrf.Potentials(first_order(["a", "b", "c"]), scores, [3, 4])
+    with pytest.raises(errors.ScoreError, match="of sentence 1 is inf"):
+        inference(pot)
+
+
+def test_token_values_that_are_not_strings_name_sentence_token_and_column():
+    from fstcrf.conll import Sentence
+    from fstcrf.features import FeatureExtractor
+    good = Sentence({"word": ["the", "cat"], "pos": ["DT", "NN"]})
+    extractor = FeatureExtractor("word[0]\nlower(word[-1])|pos[0]").fit([good])
+    cases = [(Sentence({"word": [1, None], "pos": [2.5, "NN"]}), "sentence 2, token 1: column 'word' holds int 1"),
+             (Sentence({"word": ["a", ["b"]], "pos": ["NN", "NN"]}), "sentence 2, token 2: column 'word' holds list"),
+             (Sentence({"word": ["a", "b"], "pos": ["NN", b"NN"]}), "sentence 2, token 2: column 'pos' holds bytes")]
+    for bad, message in cases:
+        with pytest.raises(errors.ArgumentTypeError, match=re.escape(message)):
+            extractor.transform([good, bad])
+        with pytest.raises(errors.ArgumentTypeError, match=re.escape(message)):
+            FeatureExtractor("word[0]\nlower(word[-1])|pos[0]").fit([good, bad])
