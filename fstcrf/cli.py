@@ -160,6 +160,8 @@ def _train(args: argparse.Namespace) -> int:
         return _train_on_dask(args)
     if args.checkpoint is not None or args.resume:
         raise FstcrfError("--checkpoint and --resume apply to distributed training (--dask)")
+    if args.dask_dashboard is not None:
+        raise FstcrfError("--dask-dashboard applies to --dask local:N")
     train = _read(args.train, args.columns)
     if keep and args.target in train.column_names:
         _check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
@@ -208,7 +210,7 @@ def _train_on_dask(args: argparse.Namespace) -> int:
     model._template_of(init, algorithms=("lbfgs",))
     keep = _only_types(args)
     dev = _read_dev(args, keep)
-    with connect(args.dask) as client:
+    with connect(args.dask, dashboard=args.dask_dashboard) as client:
         LOG.info("training a %s order-%d CRF on %s on the Dask workers of %s%s", args.algorithm, args.order,
                  args.train, args.dask, f", starting from {args.init}" if init else "")
         with phase("train"):
@@ -469,6 +471,8 @@ def _tag(args: argparse.Namespace) -> int:
     _check_tag_options(args, composed)
     if args.dask is not None:
         return _tag_on_dask(model, composed, args)
+    if args.dask_dashboard is not None:
+        raise FstcrfError("--dask-dashboard applies to --dask local:N")
     if args.sample or args.with_probability:
         if len(args.input) != 1:
             raise FstcrfError("--sample tags one input file at a time")
@@ -518,7 +522,7 @@ def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
     options = _grammar_options(args)
     if options:
         options["grammar"] = args.grammar          # loaded by each worker
-    with connect(args.dask) as client, phase("decode"):
+    with connect(args.dask, dashboard=args.dask_dashboard) as client, phase("decode"):
         shards = tag_on_dask(client, args.model, args.input, args.output, names, allow_missing, args.separator,
                              args.threads or 1, options)
     LOG.info("tagged %s in %d shards on the Dask workers of %s", ", ".join(args.input), shards, args.dask)
@@ -1202,6 +1206,14 @@ def _add_nonlocal_arguments(parser: argparse.ArgumentParser) -> None:
                              "scale stored in the model, 1 unless chosen on development data)")
 
 
+def _add_dask_dashboard(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dask-dashboard", default=None, metavar="HOST:PORT",
+                        help="with --dask local:N: serve Dask's dashboard (no authentication) on HOST:PORT, e.g. "
+                             "127.0.0.1:8787 for this machine only, 0.0.0.0:8787 for every interface, port 0 for "
+                             "any free port; the address is logged (default: no dashboard, and the cluster "
+                             "listens on 127.0.0.1 only)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command; each command's defaults name the
     options that hold its input and output paths (checked before any work)."""
@@ -1235,6 +1247,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "local:N for N local worker processes; the workers read shards of TRAIN, one per "
                             "worker, with --threads threads each (needs fstcrf[distributed]; lbfgs only) "
                             "(default: in this process)")
+    _add_dask_dashboard(train)
     train.add_argument("--checkpoint", default=None, metavar="PATH",
                        help="with --dask: save the L-BFGS state here every --checkpoint-every iterations "
                             "(default: none)")
@@ -1279,6 +1292,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "model (both by path), and the output is written in input order; best labels of a "
                           "single model, optionally under --grammar (needs fstcrf[distributed]) (default: in "
                           "this process)")
+    _add_dask_dashboard(tag)
     _add_decoding_arguments(tag)
     tag.add_argument("--sample", type=POSITIVE, default=None, metavar="N",
                      help="instead of the best labels, N label sequences per sentence drawn exactly from the "

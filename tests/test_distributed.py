@@ -29,7 +29,7 @@ def clients():
     def client(workers: int):
         if workers not in started:
             cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                               dashboard_address=":0")
+                                               host="127.0.0.1", dashboard_address="127.0.0.1:0")
             started[workers] = (cluster, distributed.Client(cluster))
         return started[workers][1]
 

@@ -78,8 +78,9 @@ def test_resume_on_dask_after_the_driver_died(tmp_path):
         if record["iteration"] == 5:
             raise DriverDied
 
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as cluster, \
+            distributed.Client(cluster) as client:
         whole = fit_on_dask(ChainCRF(max_iter=8, threads=1), str(DEMO), client)
         died = ChainCRF(max_iter=8, threads=1)
         with pytest.raises(DriverDied):

@@ -34,8 +34,9 @@ def test_many_byte_ranges_of_one_file_come_back_in_order(model_path, tmp_path):
                               for line in (DATA / "demo_test.txt").read_text().splitlines()))
     alone, spread = tmp_path / "alone.txt", tmp_path / "spread.txt"
     assert main(["-q", "tag", str(model_path), str(source), "-o", str(alone)]) == 0
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as cluster, \
+            distributed.Client(cluster) as client:
         assert tag_on_dask(client, str(model_path), [str(source)], str(spread), ("word", "pos", "chunk"),
                            ("chunk",), shards=13) == 13
     assert spread.read_bytes() == alone.read_bytes()

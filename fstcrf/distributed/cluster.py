@@ -1,5 +1,6 @@
 """A Dask client for ``fstcrf train/tag --dask SPEC``: a scheduler address, or
-``local:N`` for a LocalCluster of N single-threaded worker processes."""
+``local:N`` for a LocalCluster of N single-threaded worker processes that listens
+on the loopback interface only (its dashboard too, unless ``--dask-dashboard``)."""
 from __future__ import annotations
 
 import contextlib
@@ -12,16 +13,29 @@ from ..errors import FstcrfError, SchedulerError
 #: Seconds to wait for a scheduler to answer before SchedulerError.
 CONNECT_TIMEOUT = 10
 
+#: The one interface a LocalCluster's scheduler, nannies and workers listen on.
+LOOPBACK = "127.0.0.1"
+
+#: --dask-dashboard HOST:PORT; no IPv6 address, since Dask cuts the address at its colons.
+DASHBOARD_ADDRESS = re.compile(r"([\w.-]+):(\d{1,5})")
+
+LOG = logging.getLogger(__name__)
+
 
 @contextlib.contextmanager
-def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIMEOUT):
+def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIMEOUT,
+            dashboard: str | None = None):
     """A dask.distributed Client for ``spec`` ("local:N" or a scheduler address such
     as "tcp://host:8786"), closed (with its LocalCluster) on exit; SchedulerError
-    when the scheduler does not answer within ``timeout`` seconds."""
+    when the scheduler does not answer within ``timeout`` seconds. A LocalCluster
+    listens on 127.0.0.1 only and serves its dashboard only when ``dashboard``
+    ("HOST:PORT", port 0 for any free port) asks for it."""
     local = re.fullmatch(r"local:(\d+)", spec)
     if local is None and not re.fullmatch(r"(tcp|tls|inproc|ws|wss|ucx)://\S+|[\w.-]+:\d+", spec):
         raise FstcrfError(f"--dask takes a scheduler address such as tcp://host:8786 or local:N, got {spec!r}")
-    from distributed import Client, LocalCluster
+    if dashboard is not None:
+        _check_dashboard(dashboard, spec, local is not None)
+    from distributed import Client
     # fstcrf's own log and typed errors say what happens; Dask's logs (tracebacks of
     # heartbeats that race a closing scheduler) would reach the user's terminal
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
@@ -30,9 +44,10 @@ def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIM
         if workers < 1:
             raise FstcrfError(f"--dask local:N needs N >= 1 workers, got {spec!r}")
         with _environment(DASK_LOGGING__DISTRIBUTED="critical"):        # read by the worker processes
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
-                                   dashboard_address=":0")
+            cluster = _local_cluster(workers, threads_per_worker, dashboard)
         with cluster, Client(cluster) as client:
+            if dashboard is not None:
+                LOG.info("Dask dashboard (no authentication) at %s", client.dashboard_link)
             yield client
         return
     try:
@@ -40,8 +55,43 @@ def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIM
     except (OSError, TimeoutError) as problem:
         raise SchedulerError(f"cannot reach the Dask scheduler at {spec} within {timeout:g} s: "
                              f"{problem}") from None
+    except (RuntimeError, TypeError) as problem:     # Dask's TLS settings refuse the address or are missing
+        raise SchedulerError(f"cannot connect to the Dask scheduler at {spec}: {problem} (TLS comes from "
+                             f"Dask's configuration, see docs/distributed.md)") from None
     with client:
         yield client
+
+
+def _check_dashboard(address: str, spec: str, local: bool) -> None:
+    """FstcrfError unless ``address`` is HOST:PORT and ``spec`` starts a LocalCluster."""
+    form = DASHBOARD_ADDRESS.fullmatch(address)
+    if form is None or int(form.group(2)) > 65535:
+        raise FstcrfError(f"--dask-dashboard takes HOST:PORT, such as 127.0.0.1:8787 (this machine only), "
+                          f"0.0.0.0:8787 (every interface) or 127.0.0.1:0 (any free port), got {address!r}")
+    if not local:
+        raise FstcrfError(f"--dask-dashboard opens the dashboard of a LocalCluster (--dask local:N); the "
+                          f"scheduler at {spec} serves its own, set where it is started")
+
+
+def _local_cluster(workers: int, threads_per_worker: int, dashboard: str | None):
+    """A LocalCluster of ``workers`` processes whose scheduler, nannies and workers listen
+    on LOOPBACK; with the dashboard on ``dashboard``, or without one (the scheduler's
+    HTTP server, which Dask always starts for its health and metrics pages, then on
+    LOOPBACK at a free port)."""
+    from distributed import LocalCluster
+    if dashboard is None:
+        options = {"dashboard_address": f"{LOOPBACK}:0", "scheduler_kwargs": {"dashboard": False}}
+    else:
+        options = {"dashboard_address": dashboard}
+    try:
+        return LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
+                            host=LOOPBACK, **options)
+    except (OSError, RuntimeError) as problem:     # Dask wraps the cause (a dashboard address that
+        while problem.__cause__ is not None:       # cannot be bound, TLS required without certificates)
+            problem = problem.__cause__
+        where = "" if dashboard is None else f" with its dashboard on {dashboard}"
+        raise FstcrfError(f"cannot start the LocalCluster of --dask local:{workers}{where}: "
+                          f"{type(problem).__name__}: {problem}") from None
 
 
 @contextlib.contextmanager
