@@ -1,13 +1,16 @@
-"""The options of bandit learning (:mod:`fstcrf.bandit`) and of learning from
-logged feedback (:mod:`fstcrf.counterfactual`), and the default step size of
-sgd (:mod:`fstcrf.train`), kept apart from the numerics so that the command
-line can offer them without importing the learners."""
+"""Settings of the learners, kept apart from the numerics so that the command
+line can offer them without importing the learners: the options of bandit
+learning (:mod:`fstcrf.bandit`) and of learning from logged feedback
+(:mod:`fstcrf.counterfactual`), the default prior and sgd step size
+(:mod:`fstcrf.train`), and :func:`check_positive`, the check of every numeric
+option."""
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
-from .errors import FstcrfError
+from .errors import ArgumentTypeError, FstcrfError
 
 OBJECTIVES = ("expected", "pairwise", "pairwise-independent", "cross-entropy")
 BASELINES = ("none", "mean", "loo")
@@ -21,6 +24,30 @@ DEFAULT_LEARNING_RATE = 0.003
 DEFAULT_DRAWS = 4
 #: The initial SGD step size when none is given.
 SGD_LEARNING_RATE = 0.1
+#: The Gaussian prior's sigma when none is given (ChainCRF, lbfgs, sgd, ``fstcrf train``).
+DEFAULT_SIGMA = 10.0
+#: The sigmas whose prior 1 / sigma^2 is a normal double; math.inf (no prior) is also accepted.
+SIGMA_RANGE = (1e-100, 1e100)
+
+
+def check_positive(name: str, value, integer: bool = False, bounds: tuple[float, float] | None = None,
+                   infinite: bool = False, zero: bool = False) -> None:
+    """Raise ArgumentTypeError unless ``value`` is a number (an integer with ``integer``),
+    FstcrfError unless it is positive (or zero, with ``zero``) and finite (or inf, with
+    ``infinite``) and, with ``bounds`` (low, high), low <= value <= high."""
+    kind = "integer" if integer else "number"
+    sign = "non-negative" if zero else "positive"
+    number = numbers.Integral if integer else numbers.Real      # numpy's scalars included
+    if isinstance(value, bool) or not isinstance(value, number):
+        raise ArgumentTypeError(f"{name} must be a {sign} {kind}, got {type(value).__name__} {value!r}")
+    if infinite and value == math.inf:
+        return
+    if not ((value >= 0 if zero else value > 0) and math.isfinite(value)):
+        raise FstcrfError(f"{name} must be a {sign} finite {kind}{' or inf' if infinite else ''}, "
+                          f"got {value!r}")
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        raise FstcrfError(f"{name} must lie between {bounds[0]:g} and {bounds[1]:g}"
+                          f"{' (or be inf)' if infinite else ''}, got {value!r}")
 
 
 @dataclass
@@ -45,7 +72,6 @@ class BanditSettings:
                              "loo" if isinstance(self.draws, int) and self.draws >= 2 else "mean")
 
     def check(self) -> None:
-        from .train import check_positive
         for name, value, choices in (("objective", self.objective, OBJECTIVES),
                                      ("baseline", self.baseline, BASELINES), ("step", self.step, STEPS)):
             if value not in choices:

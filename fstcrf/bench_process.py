@@ -206,7 +206,7 @@ def _run(command: list[str], scratch, name: str) -> dict:
 
 def _check_counts(**counts: int) -> None:
     """Each count must be a positive integer (a typed fstcrf error naming it otherwise)."""
-    from .train import check_positive
+    from .bandit_settings import check_positive
     for name, value in counts.items():
         check_positive(name, value, integer=True)
 
@@ -353,7 +353,7 @@ def bench_train_process(folder, iterations: int = 50, threads: int = 2, repeats:
 
     import pycrfsuite
 
-    from .cli import DEFAULT_SIGMA
+    from .bandit_settings import DEFAULT_SIGMA
     from .conll import read_conll
     from .defaults import default_template
     from .errors import FstcrfError
@@ -478,7 +478,7 @@ def bench_stream_process(folder, gigabytes: float = 5.0, model=None, threads: in
 
     from .errors import FstcrfError
     from .progress import Progress
-    from .train import check_positive
+    from .bandit_settings import check_positive
     check_positive("gigabytes", gigabytes)
     _check_counts(threads=threads, train_iterations=train_iterations)
     folder = Path(folder)

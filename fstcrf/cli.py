@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .bandit_settings import (BASELINES, DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, OBJECTIVES, SGD_LEARNING_RATE, STEPS,
-                              WEIGHTINGS)
+from .bandit_settings import (BASELINES, DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, DEFAULT_SIGMA, OBJECTIVES,
+                              SGD_LEARNING_RATE, STEPS, WEIGHTINGS)
 from .budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK, limits
 from .document.settings import (DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START, NONLOCAL_OPTIONS,
                                SAMPLERS)
@@ -22,8 +22,6 @@ from .phases import phase
 from .schemes import keep_types, missing_types_warning, restrict_types
 
 LOG = logging.getLogger("fstcrf")
-#: The Gaussian prior's sigma of ``fstcrf train`` without --sigma or --c2 (ChainCRF's default).
-DEFAULT_SIGMA = 10.0
 
 
 def _only_types(args: argparse.Namespace) -> set[str] | None:

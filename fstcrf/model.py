@@ -30,7 +30,8 @@ from .grammar import Grammar, compile_grammar, load_grammar, restrict_to
 from .inference import Potentials, blas_single_threaded, kbest, log_partition, sample
 from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
 from .modelfile import load_model, save_model
-from .bandit_settings import DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, WEIGHTINGS, BanditSettings
+from .bandit_settings import (DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, DEFAULT_SIGMA, SGD_LEARNING_RATE, SIGMA_RANGE, WEIGHTINGS,
+                              BanditSettings, check_positive)
 from .objective import Scorer, TrainingSet, seen_edges
 from .phases import phase
 
@@ -222,7 +223,7 @@ class ChainCRF:
     """
 
     def __init__(self, template: Template | str = "sha-pereira", order: int = 1,
-                 algorithm: str = "lbfgs", sigma: float = 10.0, c1: float = 0.0, max_iter: int = 100,
+                 algorithm: str = "lbfgs", sigma: float = DEFAULT_SIGMA, c1: float = 0.0, max_iter: int = 100,
                  features: str | None = None, min_count: int = 1, min_freq: float = 0.0,
                  transitions: str = "all", algorithm_params: dict | None = None, threads: int = 2,
                  tol: float = 1e-7, learning_rate: float | None = None, seed: int = 0,
@@ -298,12 +299,12 @@ class ChainCRF:
         if self.features == "complete-tags" and self.order != 2:
             raise FstcrfError("features='complete-tags' needs order=2 (in order 1 states are "
                               "tags: use 'complete')")
-        train.check_positive("threads", self.threads, integer=True)
-        train.check_positive("sigma", self.sigma, bounds=train.SIGMA_RANGE, infinite=True)
-        train.check_positive("max_iter", self.max_iter, integer=True)
-        train.check_positive("min_count", self.min_count, integer=True)
-        train.check_positive("c1", self.c1, zero=True)
-        train.check_positive("min_freq", self.min_freq, zero=True)
+        check_positive("threads", self.threads, integer=True)
+        check_positive("sigma", self.sigma, bounds=SIGMA_RANGE, infinite=True)
+        check_positive("max_iter", self.max_iter, integer=True)
+        check_positive("min_count", self.min_count, integer=True)
+        check_positive("c1", self.c1, zero=True)
+        check_positive("min_freq", self.min_freq, zero=True)
         if self.c1 > 0 and self.algorithm not in ("lbfgs", "mce-f"):
             raise FstcrfError(f"c1 (an L1 penalty) is trained by OWL-QN, with algorithm 'lbfgs' or "
                               f"'mce-f'; algorithm {self.algorithm!r} has no L1 penalty")
@@ -312,14 +313,14 @@ class ChainCRF:
         if self.transitions == "seen" and (self.algorithm == "bandit" or self.reads is not None):
             raise FstcrfError("transitions='seen' needs gold paths and a model that reads no lower labels")
         self._learner_params()
-        train.check_positive("tol", self.tol)
+        check_positive("tol", self.tol)
         if self.learning_rate is not None:
-            train.check_positive("learning_rate", self.learning_rate)
+            check_positive("learning_rate", self.learning_rate)
         # mce_c is the F-score stage's prior variance: sigma = sqrt(mce_c)
-        train.check_positive("mce_c", self.mce_c, bounds=tuple(x ** 2 for x in train.SIGMA_RANGE),
+        check_positive("mce_c", self.mce_c, bounds=tuple(x ** 2 for x in SIGMA_RANGE),
                              infinite=True)
-        train.check_positive("mce_iter", self.mce_iter, integer=True)
-        train.check_positive("mce_alpha", self.mce_alpha)
+        check_positive("mce_iter", self.mce_iter, integer=True)
+        check_positive("mce_alpha", self.mce_alpha)
         if not isinstance(self.mce_beta, (int, float, np.floating)) or not np.isfinite(self.mce_beta):
             raise ArgumentTypeError(f"mce_beta must be a finite number, got {self.mce_beta!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
@@ -331,7 +332,7 @@ class ChainCRF:
                                     f"{type(self.grammar_params).__name__}")
         if self.weighting not in WEIGHTINGS:
             raise FstcrfError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
-        train.check_positive("max_ratio", self.max_ratio)
+        check_positive("max_ratio", self.max_ratio)
         if self.algorithm == "bandit":
             self._bandit_settings().check()
             if self.grammar is not None or self.reads is not None:
@@ -525,7 +526,7 @@ class ChainCRF:
                                                **self._learner_params())
         elif self.algorithm == "sgd":
             result = train.sgd(problem, self.sigma, self.max_iter,
-                               train.SGD_LEARNING_RATE if self.learning_rate is None else self.learning_rate, self.seed,
+                               SGD_LEARNING_RATE if self.learning_rate is None else self.learning_rate, self.seed,
                                evaluate, callback)
         elif self.algorithm == "l2sgd":
             result = _learner("l2sgd")(problem, c2=0.5 / self.sigma ** 2, max_iter=self.max_iter, seed=self.seed,

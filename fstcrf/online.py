@@ -30,7 +30,8 @@ from typing import Protocol
 import numpy as np
 
 from .errors import ArgumentTypeError, FstcrfError
-from .train import Callback, Evaluate, Problem, TrainingResult, _Monitor, check_positive
+from .bandit_settings import check_positive
+from .train import Callback, Evaluate, Problem, TrainingResult, _Monitor
 
 logger = logging.getLogger(__name__)
 

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 
-from .bandit_settings import SGD_LEARNING_RATE
+from .bandit_settings import DEFAULT_SIGMA, SGD_LEARNING_RATE, SIGMA_RANGE, check_positive
 from .errors import ArgumentTypeError, FstcrfError, ShapeError
 
 if TYPE_CHECKING:
@@ -84,8 +84,6 @@ Record = dict
 Callback = Callable[[Record], "bool | None"]
 #: A dev evaluation: weights -> scores with ``.primary`` (percent) and ``.metric`` (its name).
 Evaluate = Callable[[np.ndarray], "ChunkScores | TagScores"]
-#: The sigmas whose prior 1 / sigma^2 is a normal double; math.inf (no prior) is also accepted.
-SIGMA_RANGE = (1e-100, 1e100)
 
 
 class Problem(Protocol):
@@ -232,27 +230,7 @@ class _Monitor:
                               self.interrupted, self.history)
 
 
-def check_positive(name: str, value, integer: bool = False, bounds: tuple[float, float] | None = None,
-                   infinite: bool = False, zero: bool = False) -> None:
-    """Raise ArgumentTypeError unless ``value`` is a number (an integer with ``integer``),
-    FstcrfError unless it is positive (or zero, with ``zero``) and finite (or inf, with
-    ``infinite``) and, with ``bounds`` (low, high), low <= value <= high."""
-    kind = "integer" if integer else "number"
-    sign = "non-negative" if zero else "positive"
-    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
-    if isinstance(value, bool) or not isinstance(value, kinds):
-        raise ArgumentTypeError(f"{name} must be a {sign} {kind}, got {type(value).__name__} {value!r}")
-    if infinite and value == math.inf:
-        return
-    if not ((value >= 0 if zero else value > 0) and math.isfinite(value)):
-        raise FstcrfError(f"{name} must be a {sign} finite {kind}{' or inf' if infinite else ''}, "
-                          f"got {value!r}")
-    if bounds is not None and not bounds[0] <= value <= bounds[1]:
-        raise FstcrfError(f"{name} must lie between {bounds[0]:g} and {bounds[1]:g}"
-                          f"{' (or be inf)' if infinite else ''}, got {value!r}")
-
-
-def lbfgs(problem: Problem, sigma: float = 10.0, max_iter: int = 100, tol: float = 1e-7,
+def lbfgs(problem: Problem, sigma: float = DEFAULT_SIGMA, max_iter: int = 100, tol: float = 1e-7,
           evaluate: Evaluate | None = None, callback: Callback | None = None,
           initial: np.ndarray | None = None, name: str = "lbfgs", *, l1: float = 0.0,
           memory: int = LBFGS_MEMORY, epsilon: float | None = None, period: int | None = None,
@@ -674,7 +652,7 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
     return monitor.result(averaged())
 
 
-def sgd(problem: Problem, sigma: float = 10.0, max_iter: int = 10, learning_rate: float = SGD_LEARNING_RATE,
+def sgd(problem: Problem, sigma: float = DEFAULT_SIGMA, max_iter: int = 10, learning_rate: float = SGD_LEARNING_RATE,
         seed: int = 0, evaluate: Evaluate | None = None,
         callback: Callback | None = None, initial: np.ndarray | None = None) -> TrainingResult:
     """Stochastic gradient descent on the penalised log-likelihood, one sentence per step,

@@ -16,6 +16,7 @@ import numpy as np
 from .. import train
 from ..conll import Corpus, Sentence, as_corpus
 from ..encoding import drop_zero_features, features_from_counts, merge_pair_counts
+from ..bandit_settings import SGD_LEARNING_RATE, check_positive
 from ..errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
 from ..grammar import Grammar, load_grammar
 from ..labels import chain_topology
@@ -100,9 +101,9 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
         raise FstcrfError("resume needs the checkpoint file to resume from")
     if checkpoint is not None and model.algorithm != "lbfgs":
         raise FstcrfError(f"checkpoints hold L-BFGS state; algorithm {model.algorithm!r} has none")
-    train.check_positive("checkpoint_every", checkpoint_every, integer=True)
+    check_positive("checkpoint_every", checkpoint_every, integer=True)
     shards = shards or len(client.nthreads())
-    train.check_positive("shards", shards, integer=True)
+    check_positive("shards", shards, integer=True)
     dev_gold = model._dev_gold(dev, target)
 
     loaded, where = _corpus_parts(client, source, shards, columns, separator)
@@ -154,7 +155,7 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     evaluate = model._dev_evaluator(dev_gold, extractor, scorer, lower_labels)
 
     if model.algorithm != "lbfgs":
-        learning_rate = train.SGD_LEARNING_RATE if model.learning_rate is None else model.learning_rate
+        learning_rate = SGD_LEARNING_RATE if model.learning_rate is None else model.learning_rate
         result = mix(client, problems, [s.sentences for s in summaries], scorer.num_weights,
                      "sgd" if model.algorithm == "sgd" else "perceptron", model.max_iter,
                      {"seed": model.seed, "sigma": model.sigma, "learning_rate": learning_rate,
