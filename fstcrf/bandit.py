@@ -471,7 +471,7 @@ def learn(gradient: SampledGradient, feedback, settings: BanditSettings, order: 
     carries the result so far as its ``result``."""
     settings.check()
     run = _Run(gradient, feedback, settings, order)
-    monitor = train._Monitor(f"bandit-{settings.objective}", evaluate, callback)
+    monitor = train.Monitor(f"bandit-{settings.objective}", evaluate, callback)
     try:
         with monitor.interruptible(), contextlib.closing(gradient):
             for _ in range(settings.max_iter):

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Iterator, Sequence
 
 from .errors import ArgumentTypeError, LabelError, ShapeError
-from .schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL, read_chunks, write_chunks
+from .schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL, chunk_end, chunk_start, read_chunks, split_tag, write_chunks
 
 #: The schemes ``scheme=`` accepts; ``None`` detects each side's scheme from its tags.
 SCHEMES = ("iob1", "iob2", "bioes")
@@ -39,42 +39,11 @@ _CHUNK_PREFIXES = ("B", "I", "E", "S")
 _EXACT_TEST_BELOW = 25
 
 
-def _split_tag(tag: str) -> tuple[str, str]:
-    """A tag's prefix and chunk type, split at the first dash ("O" -> ("O", "")).
-
-    The type "0" becomes "", as in conlleval, where Perl takes "0" for false.
-    """
-    prefix, _, chunk_type = tag.partition("-")
-    return prefix, "" if chunk_type == "0" else chunk_type
-
-
-def _chunk_end(previous: tuple[str, str], current: tuple[str, str]) -> bool:
-    """conlleval's endOfChunk: did a chunk end just before the current (prefix, type)?"""
-    (previous_prefix, previous_type), (prefix, chunk_type) = previous, current
-    if (previous_prefix, prefix) in {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"),
-                                      ("E", "E"), ("E", "I"), ("E", "O")}:
-        return True
-    if previous_prefix not in ("O", ".") and previous_type != chunk_type:
-        return True
-    return previous_prefix in ("[", "]")
-
-
-def _chunk_start(previous: tuple[str, str], current: tuple[str, str]) -> bool:
-    """conlleval's startOfChunk: does a chunk start at the current (prefix, type)?"""
-    (previous_prefix, previous_type), (prefix, chunk_type) = previous, current
-    if (previous_prefix, prefix) in {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"),
-                                      ("E", "E"), ("E", "I"), ("O", "E")}:
-        return True
-    if prefix not in ("O", ".") and previous_type != chunk_type:
-        return True
-    return prefix in ("[", "]")
-
-
-def _percentage(part: int, whole: int) -> float:
+def percentage(part: int, whole: int) -> float:
     return 100.0 * part / whole if whole > 0 else 0.0
 
 
-def _f1(precision: float, recall: float) -> float:
+def f1(precision: float, recall: float) -> float:
     total = precision + recall
     return 2.0 * precision * recall / total if total > 0 else 0.0
 
@@ -212,9 +181,9 @@ def _per_type_scores(gold_found: Counter[str], predicted_found: Counter[str],
     """Scores of each chunk type or tag, in sorted order, from its counts."""
     per_type = {}
     for name in sorted(gold_found.keys() | predicted_found.keys()):
-        precision = _percentage(correct_found[name], predicted_found[name])
-        recall = _percentage(correct_found[name], gold_found[name])
-        per_type[name] = TypeScores(precision, recall, _f1(precision, recall), predicted_found[name],
+        precision = percentage(correct_found[name], predicted_found[name])
+        recall = percentage(correct_found[name], gold_found[name])
+        per_type[name] = TypeScores(precision, recall, f1(precision, recall), predicted_found[name],
                                     gold_found[name], correct_found[name])
     return per_type
 
@@ -284,10 +253,10 @@ class TagScores:
 def _chunk_scores(gold_found: Counter[str], predicted_found: Counter[str], correct_found: Counter[str],
                   num_tokens: int, num_correct_tokens: int) -> ChunkScores:
     num_correct = sum(correct_found.values())
-    precision = _percentage(num_correct, sum(predicted_found.values()))
-    recall = _percentage(num_correct, sum(gold_found.values()))
-    return ChunkScores(precision=precision, recall=recall, f1=_f1(precision, recall),
-                       accuracy=_percentage(num_correct_tokens, num_tokens),
+    precision = percentage(num_correct, sum(predicted_found.values()))
+    recall = percentage(num_correct, sum(gold_found.values()))
+    return ChunkScores(precision=precision, recall=recall, f1=f1(precision, recall),
+                       accuracy=percentage(num_correct_tokens, num_tokens),
                        num_gold_chunks=sum(gold_found.values()),
                        num_predicted_chunks=sum(predicted_found.values()),
                        num_correct_chunks=num_correct, num_tokens=num_tokens,
@@ -305,7 +274,7 @@ def _tag_pairs(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]
     sentence_end = ("O", "")
     for gold_tags, predicted_tags in zip(gold, pred):
         for gold_tag, predicted_tag in zip(gold_tags, predicted_tags):
-            yield _split_tag(gold_tag), _split_tag(predicted_tag), True
+            yield split_tag(gold_tag), split_tag(predicted_tag), True
         yield sentence_end, sentence_end, False
 
 
@@ -319,16 +288,16 @@ def _score_conlleval(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]
     in_correct = False
     last_gold = last_predicted = ("O", "")
     for gold_tag, predicted_tag, is_token in _tag_pairs(gold, pred):
-        gold_ends = _chunk_end(last_gold, gold_tag)
-        predicted_ends = _chunk_end(last_predicted, predicted_tag)
+        gold_ends = chunk_end(last_gold, gold_tag)
+        predicted_ends = chunk_end(last_predicted, predicted_tag)
         if in_correct:
             if gold_ends and predicted_ends and last_predicted[1] == last_gold[1]:
                 in_correct = False
                 correct_found[last_gold[1]] += 1
             elif gold_ends != predicted_ends or predicted_tag[1] != gold_tag[1]:
                 in_correct = False
-        gold_starts = _chunk_start(last_gold, gold_tag)
-        predicted_starts = _chunk_start(last_predicted, predicted_tag)
+        gold_starts = chunk_start(last_gold, gold_tag)
+        predicted_starts = chunk_start(last_predicted, predicted_tag)
         if gold_starts and predicted_starts and predicted_tag[1] == gold_tag[1]:
             in_correct = True
         if gold_starts:
@@ -422,7 +391,7 @@ def _score_tags(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) ->
                             for gold_label, predicted_label in zip(gold_labels, predicted_labels)
                             if gold_label == predicted_label)
     num_tokens, num_correct = sum(gold_found.values()), sum(correct_found.values())
-    return TagScores(_percentage(num_correct, num_tokens), num_tokens, num_correct,
+    return TagScores(percentage(num_correct, num_tokens), num_tokens, num_correct,
                      _per_type_scores(gold_found, predicted_found, correct_found))
 
 

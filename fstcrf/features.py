@@ -265,6 +265,47 @@ NER = shipped_template("ner.txt")
 #: The same without the chunk predicates (CoNLL-2002 Dutch columns: word, pos).
 NER_POS = shipped_template("ner_pos.txt")
 
+#: Word-only tagging (named entities without POS or chunk columns, or any task with a word column).
+WORDS = shipped_template("seminar_ner.txt")
+#: Template names ``ChainCRF`` accepts besides Template objects and template text.
+TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos": POS_TAGGING,
+             "chunking-reads-pos": CHUNKING_READS_POS, "chunking-extended": CHUNKING_EXTENDED, "ner": NER,
+             "ner-pos": NER_POS, "words": WORDS}
+
+
+def resolve_template(template, reads: str | None = None):
+    """A Template, or the attribute template of token dicts (the name "attributes",
+    see :mod:`fstcrf.attributes`), which also reads the lower labels of column
+    ``reads`` when the model reads one."""
+    if isinstance(template, Template) or hasattr(template, "extractor"):
+        return template
+    if isinstance(template, str):
+        if template == "attributes":
+            from .attributes import AttributeTemplate
+            return AttributeTemplate(reads)
+        return TEMPLATES[template] if template in TEMPLATES else parse_template(template)
+    raise TemplateError(f"template must be a Template, template text, 'attributes' or one of "
+                        f"{', '.join(TEMPLATES)}; got {type(template).__name__}")
+
+
+def check_reading_template(template: Template, reads: str, target: str,
+                           column_names: Sequence[str]) -> None:
+    """A model reading a lower tagger's labels in column ``reads`` may use them at offset 0 only."""
+    if reads == target:
+        raise FstcrfError(f"a model cannot read the labels of the column it predicts ({target!r})")
+    if reads not in column_names:
+        raise TemplateError(f"the model reads column {reads!r}, which the training data lacks; its "
+                            f"columns are {', '.join(column_names)}")
+    offsets = template.offsets_of(reads)
+    if not offsets:
+        raise TemplateError(f"the model reads column {reads!r} but its template never uses it")
+    if offsets != {0}:
+        raise TemplateError(f"the template uses the lower labels {reads!r} at offsets "
+                            f"{', '.join(f'{o:+d}' for o in sorted(offsets - {0}))}; a model that "
+                            f"reads a lower tagger's labels may use them at offset 0 only (e.g. "
+                            f"{reads}[0]|word[-1]), because joint decoding scores each token's "
+                            "lower label one token at a time")
+
 
 def _missing_column_message(column: str, available: Sequence[str]) -> str:
     return (f"the template reads column {column!r}, which the corpus lacks; "

@@ -27,7 +27,7 @@ import numpy as np
 
 from .conll import Sentence
 from .errors import FeedbackError, FstcrfError, LabelError
-from .evaluate import _chunk_end, _chunk_start, _split_tag
+from .schemes import chunk_end, chunk_start, split_tag
 
 METRICS = ("f1", "accuracy")
 
@@ -47,14 +47,14 @@ class ChunkTables:
     labels with E- or S- tags a chunk ends at E or S."""
 
     def __init__(self, labels: Sequence[str]):
-        tags = [_split_tag(label) for label in labels] + [("O", "")]
+        tags = [split_tag(label) for label in labels] + [("O", "")]
         self.outside = len(labels)
         if any(prefix in ("E", "S") and chunk_type for prefix, chunk_type in tags):
             self.starts = np.array([[b[0] != "O" and not _continues(a, b) for b in tags] for a in tags])
             self.ends = np.array([[a[0] != "O" and not _continues(a, b) for b in tags] for a in tags])
         else:
-            self.starts = np.array([[_chunk_start(a, b) for b in tags] for a in tags])
-            self.ends = np.array([[_chunk_end(a, b) for b in tags] for a in tags])
+            self.starts = np.array([[chunk_start(a, b) for b in tags] for a in tags])
+            self.ends = np.array([[chunk_end(a, b) for b in tags] for a in tags])
         types = {name: index for index, name in enumerate(sorted({t for _, t in tags}))}
         self.kind = np.array([types[t] for _, t in tags], dtype=np.int64)
 

@@ -35,7 +35,7 @@ import pynini
 from . import budget
 from .errors import GrammarError, LabelError, TopologyError
 from .inference import Potentials, Viterbi, viterbi
-from .topology import Topology, _check_labels, bounded_determinize, bounded_intersect, intersect, symbol_table
+from .topology import Topology, check_labels, bounded_determinize, bounded_intersect, intersect, symbol_table
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "grammars"
 EXTENSION = ".fgr"
@@ -1003,7 +1003,7 @@ def compile_grammar(grammar: Grammar, labels: Sequence[str], rule: str = "start"
     if not isinstance(grammar, Grammar):
         raise GrammarError(f"expected a Grammar (from parse_grammar or load_grammar), got {type(grammar).__name__}")
     params = _check_params(params)
-    labels = _check_labels(labels)
+    labels = check_labels(labels)
     table = symbol_table(labels)
     if rule not in grammar.rule_map:
         rules = ", ".join(grammar.rule_names) or "none"

@@ -34,7 +34,7 @@ from .errors import ArgumentTypeError, EmptySequenceError, InfeasibleError, Labe
 from .topology import Topology
 
 
-def _as_float_array(name: str, values, shape: tuple[int, ...]) -> np.ndarray:
+def as_float_array(name: str, values, shape: tuple[int, ...]) -> np.ndarray:
     dtype = values.dtype if isinstance(values, np.ndarray) else np.asarray(values).dtype
     if dtype.kind in "cO":
         raise ScoreError(f"{name} must be real numbers, got an array of dtype {dtype}; scores are float64")
@@ -59,7 +59,7 @@ def check_emissions(emissions, num_states: int) -> np.ndarray:
     emissions = np.asarray(emissions)
     if emissions.ndim != 2:
         raise ShapeError(f"emissions must be a 2-D array [tokens, {num_states} states], got shape {emissions.shape}")
-    return _as_float_array("emissions", emissions, (emissions.shape[0], num_states))
+    return as_float_array("emissions", emissions, (emissions.shape[0], num_states))
 
 
 def _check_token_class(token_class, num_tokens: int, num_classes: int) -> np.ndarray | None:
@@ -150,15 +150,15 @@ class Potentials(SentenceBatch):
         zeros_s = np.zeros(S)
         transitions = np.zeros(E) if transitions is None else np.asarray(transitions)
         if transitions.ndim == 2:
-            self.transitions = _as_float_array("transitions", transitions, (len(transitions), E))
+            self.transitions = as_float_array("transitions", transitions, (len(transitions), E))
             self.token_class = _check_token_class(token_class, N, len(transitions))
         else:
-            self.transitions = _as_float_array("transitions", transitions, (E,))
+            self.transitions = as_float_array("transitions", transitions, (E,))
             if token_class is not None:
                 raise ShapeError("token_class needs transitions of shape [C, E], one row per class")
             self.token_class = None
-        start = _as_float_array("start", zeros_s if start is None else start, (S,))
-        final = _as_float_array("final", zeros_s if final is None else final, (S,))
+        start = as_float_array("start", zeros_s if start is None else start, (S,))
+        final = as_float_array("final", zeros_s if final is None else final, (S,))
         self.start = np.where(topology.start, start, -np.inf)
         self.final = np.where(topology.final, final, -np.inf)
         topology.check_lengths(self.lengths)
@@ -370,13 +370,13 @@ def run_parallel(work, items: Sequence) -> list:
         return [future.result() for future in [pool.submit(work, item) for item in items]]
 
 
-def _run(pot: SentenceBatch, threads: int, job) -> list:
+def run_chunks(pot: SentenceBatch, threads: int, job) -> list:
     """Run ``job(first, last)`` on each chunk of sentences, in parallel threads."""
     check_count(threads, "threads")
     return run_parallel(lambda chunk: job(*chunk), thread_chunks(pot, threads))
 
 
-def _check_status(status: int, what: str, allow_infeasible: bool = False) -> None:
+def check_status(status: int, what: str, allow_infeasible: bool = False) -> None:
     if status == lib.FC_INFEASIBLE and allow_infeasible:
         return
     if status == lib.FC_BAD_ARGUMENT:
@@ -524,10 +524,10 @@ def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool 
         status = kernel(args.graph, args.scores, args.batch, args.out(log_z[first:last]),
                         args.out(node[args.token_range]) if marginals else ffi.NULL,
                         args.out(counts) if edge_counts else ffi.NULL, args.workspace)
-        _check_status(status, "forward_backward", allow_infeasible)
+        check_status(status, "forward_backward", allow_infeasible)
         return counts
 
-    results = _run(pot, threads, job)
+    results = run_chunks(pot, threads, job)
     _check_totals(log_z, "forward_backward", "log Z", allow_infeasible)
     if not edge_counts or each_sentence:
         return ForwardBackward(log_z, node, per_sentence)
@@ -554,10 +554,10 @@ def viterbi(pot: Potentials, threads: int = 1) -> Viterbi:
 
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last)
-        _check_status(lib.fc_viterbi(args.graph, args.scores, args.batch, args.out(paths[args.token_range]),
+        check_status(lib.fc_viterbi(args.graph, args.scores, args.batch, args.out(paths[args.token_range]),
                                      args.out(scores[first:last]), args.workspace), "viterbi")
 
-    _run(pot, threads, job)
+    run_chunks(pot, threads, job)
     _check_totals(scores, "viterbi", "the best path's score")
     return Viterbi(paths, scores)
 
@@ -570,10 +570,10 @@ def max_marginals(pot: Potentials, threads: int = 1) -> tuple[np.ndarray, np.nda
 
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last)
-        _check_status(lib.fc_max_marginals(args.graph, args.scores, args.batch, args.out(table[args.token_range]),
+        check_status(lib.fc_max_marginals(args.graph, args.scores, args.batch, args.out(table[args.token_range]),
                                            args.out(best[first:last]), args.workspace), "max_marginals")
 
-    _run(pot, threads, job)
+    run_chunks(pot, threads, job)
     return table, best
 
 
@@ -669,9 +669,9 @@ def span_viterbi(pot: Potentials, span_sentence, span_first, span_length, allowe
             args.out(inside[lo:hi]), args.out(outside[lo:hi]),
             args.out(inside_paths[path_rows]) if paths else ffi.NULL,
             args.out(outside_paths[path_rows]) if paths else ffi.NULL, args.workspace)
-        _check_status(status, "span_viterbi")
+        check_status(status, "span_viterbi")
 
-    _run(pot, threads, job)
+    run_chunks(pot, threads, job)
     path_rows = _segment_rows(path_offsets, rank)  # the sorted rows in the caller's order
     return SpanViterbi(inside[rank], outside[rank], inside_paths[path_rows] if paths else None,
                        outside_paths[path_rows] if paths else None, lengths_to_offsets(sentence_length))
@@ -707,12 +707,12 @@ def kbest(pot: Potentials, k: int, threads: int = 1) -> KBest:
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last, k)
         chunk_paths = np.empty((k, args.token_range.stop - args.token_range.start), dtype=np.int32)
-        _check_status(lib.fc_kbest(args.graph, args.scores, args.batch, k, args.out(chunk_paths),
+        check_status(lib.fc_kbest(args.graph, args.scores, args.batch, k, args.out(chunk_paths),
                                    args.out(scores[first:last]), args.out(found[first:last]),
                                    args.workspace), "kbest")
         paths[:, args.token_range] = chunk_paths
 
-    _run(pot, threads, job)
+    run_chunks(pot, threads, job)
     return KBest(paths, scores, found)
 
 
@@ -732,9 +732,9 @@ def sample(pot: Potentials, num_samples: int, seed: int = 0, threads: int = 1) -
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last)
         chunk = np.empty((num_samples, args.token_range.stop - args.token_range.start), dtype=np.int32)
-        _check_status(lib.fc_sample(args.graph, args.scores, args.batch, int(seed), first, num_samples,
+        check_status(lib.fc_sample(args.graph, args.scores, args.batch, int(seed), first, num_samples,
                                     args.out(chunk), args.workspace), "sample")
         draws[:, args.token_range] = chunk
 
-    _run(pot, threads, job)
+    run_chunks(pot, threads, job)
     return draws

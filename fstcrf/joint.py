@@ -23,7 +23,7 @@ import numpy as np
 from . import budget
 from ._kernel import ffi, lib
 from .errors import CompositionError, ShapeError
-from .inference import (KBest, KernelBuffers, Potentials, SentenceBatch, Viterbi, _as_float_array, _check_status, _run,
+from .inference import (KBest, KernelBuffers, Potentials, SentenceBatch, Viterbi, as_float_array, check_status, run_chunks,
                         check_count, check_emissions, check_flag, check_lengths, check_type, forward_backward, kbest,
                         lengths_to_offsets, sample)
 from .topology import Topology
@@ -204,9 +204,9 @@ class JointPotentials(SentenceBatch):
             scores = np.asarray(scores, dtype=np.float64)
             if scores.ndim == 1:
                 scores = np.broadcast_to(scores, shape)
-            self.transitions.append(_as_float_array(f"transitions[{k}]", scores, shape))
-        self.start = np.where(space.start, _as_float_array("start", np.zeros(P) if start is None else start, (P,)), -np.inf)
-        self.final = np.where(space.final, _as_float_array("final", np.zeros(P) if final is None else final, (P,)), -np.inf)
+            self.transitions.append(as_float_array(f"transitions[{k}]", scores, shape))
+        self.start = np.where(space.start, as_float_array("start", np.zeros(P) if start is None else start, (P,)), -np.inf)
+        self.final = np.where(space.final, as_float_array("final", np.zeros(P) if final is None else final, (P,)), -np.inf)
         space.check_lengths(self.lengths)
 
     def to_product(self) -> Potentials:
@@ -278,14 +278,14 @@ def joint_posteriors(jp: JointPotentials, marginals: bool = True, edge_counts: b
     def job(first: int, last: int):
         args = _JointArgs(jp, first, last)
         counts = np.zeros(num_weights) if edge_counts else None
-        _check_status(lib.fc_joint_forward_backward(
+        check_status(lib.fc_joint_forward_backward(
             args.joint, args.batch, args.out(log_z[first:last]),
             args.out(node[args.token_range]) if marginals else ffi.NULL,
             args.out(counts) if edge_counts else ffi.NULL,
             args.out(redo[first:last]), args.workspace), "joint_posteriors")
         return counts
 
-    results = _run(jp, threads, job)
+    results = run_chunks(jp, threads, job)
     total = np.sum(results, axis=0) if edge_counts else None
     if redo.any():
         product = jp.to_product()
@@ -335,10 +335,10 @@ def joint_viterbi(jp: JointPotentials, threads: int = 1) -> Viterbi:
 
     def job(first: int, last: int):
         args = _JointArgs(jp, first, last)
-        _check_status(lib.fc_joint_viterbi(args.joint, args.batch, args.out(paths[args.token_range]),
+        check_status(lib.fc_joint_viterbi(args.joint, args.batch, args.out(paths[args.token_range]),
                                            args.out(scores[first:last]), args.workspace), "joint_viterbi")
 
-    _run(jp, threads, job)
+    run_chunks(jp, threads, job)
     return Viterbi(paths, scores)
 
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import FstcrfError, LabelError
-from .evaluate import _split_tag
+from .schemes import split_tag
 from .inference import kbest, run_parallel, span_viterbi
 
 #: Label kinds of the IOB2 scheme.
@@ -66,7 +66,7 @@ class Scheme:
         chunk_type = np.full(len(labels), -1, dtype=np.int32)
         types: dict[str, int] = {}
         for index, label in enumerate(labels):
-            prefix, name = _split_tag(label)
+            prefix, name = split_tag(label)
             if label == "O":
                 kind[index] = OUTSIDE
             elif prefix in ("B", "I") and name:

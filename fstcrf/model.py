@@ -24,8 +24,7 @@ from .encoding import (FEATURE_SETS, EncodedSentences, TransitionWeights, build_
 from .errors import (ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError,
                      TemplateError)
 from .evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
-from .features import (CHUNKING_EXTENDED, CHUNKING_READS_POS, CRFPP_CHUNKING, NER, NER_POS, POS_TAGGING,
-                       SHA_PEREIRA_CHUNKING, FeatureExtractor, Template, parse_template, shipped_template)
+from .features import TEMPLATES, FeatureExtractor, Template, check_reading_template, resolve_template
 from .grammar import Grammar, compile_grammar, load_grammar, restrict_to
 from .inference import Potentials, blas_single_threaded, kbest, log_partition, sample
 from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
@@ -37,33 +36,12 @@ from .phases import phase
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
 
-#: Word-only tagging (named entities without POS or chunk columns, or any task with a word column).
-WORDS = shipped_template("seminar_ner.txt")
-#: Template names ``ChainCRF`` accepts besides Template objects and template text.
-TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos": POS_TAGGING,
-             "chunking-reads-pos": CHUNKING_READS_POS, "chunking-extended": CHUNKING_EXTENDED, "ner": NER,
-             "ner-pos": NER_POS, "words": WORDS}
 ALGORITHMS = ("lbfgs", "perceptron", "ap", "sgd", "l2sgd", "pa", "arow", "mce-f", "bandit")
 TRANSITION_SETS = ("all", "seen")
 #: The name of the always-true predicate.
 BIAS = "bias"
 
 logger = logging.getLogger(__name__)
-
-
-def _resolve_template(template, reads: str | None = None):
-    """A Template, or the attribute template of token dicts (the name "attributes",
-    see :mod:`fstcrf.attributes`), which also reads the lower labels of column
-    ``reads`` when the model reads one."""
-    if isinstance(template, Template) or hasattr(template, "extractor"):
-        return template
-    if isinstance(template, str):
-        if template == "attributes":
-            from .attributes import AttributeTemplate
-            return AttributeTemplate(reads)
-        return TEMPLATES[template] if template in TEMPLATES else parse_template(template)
-    raise TemplateError(f"template must be a Template, template text, 'attributes' or one of "
-                        f"{', '.join(TEMPLATES)}; got {type(template).__name__}")
 
 
 def _new_extractor(template, min_count: int):
@@ -85,25 +63,6 @@ def _learner(algorithm: str):
         return {"pa": online.passive_aggressive, "arow": online.arow, "l2sgd": online.l2sgd}[algorithm]
     return {"lbfgs": train.lbfgs, "mce-f": train.lbfgs, "perceptron": train.averaged_perceptron,
             "ap": train.averaged_perceptron, "sgd": train.sgd}.get(algorithm)
-
-
-def _check_reading_template(template: Template, reads: str, target: str,
-                            column_names: Sequence[str]) -> None:
-    """A model reading a lower tagger's labels in column ``reads`` may use them at offset 0 only."""
-    if reads == target:
-        raise FstcrfError(f"a model cannot read the labels of the column it predicts ({target!r})")
-    if reads not in column_names:
-        raise TemplateError(f"the model reads column {reads!r}, which the training data lacks; its "
-                            f"columns are {', '.join(column_names)}")
-    offsets = template.offsets_of(reads)
-    if not offsets:
-        raise TemplateError(f"the model reads column {reads!r} but its template never uses it")
-    if offsets != {0}:
-        raise TemplateError(f"the template uses the lower labels {reads!r} at offsets "
-                            f"{', '.join(f'{o:+d}' for o in sorted(offsets - {0}))}; a model that "
-                            f"reads a lower tagger's labels may use them at offset 0 only (e.g. "
-                            f"{reads}[0]|word[-1]), because joint decoding scores each token's "
-                            "lower label one token at a time")
 
 
 _PARAMS = ("template", "order", "algorithm", "sigma", "c1", "max_iter", "features", "min_count", "min_freq",
@@ -472,7 +431,7 @@ class ChainCRF:
             raise TemplateError(f"the template reads column {target!r}, the column the model "
                                 "learns to predict; at tagging time that column is unknown")
         if self.reads is not None:
-            _check_reading_template(template, self.reads, target, corpus.column_names)
+            check_reading_template(template, self.reads, target, corpus.column_names)
         feedback = gold_labels = None
         if self.algorithm == "bandit":          # the learner reads labels from the feedback only
             feedback = self._bandit_feedback(corpus, target)
@@ -563,7 +522,7 @@ class ChainCRF:
         is a fitted model this estimator's ``algorithms`` can continue), else this
         estimator's."""
         if init is None:
-            return _resolve_template(self.template, self.reads)
+            return resolve_template(self.template, self.reads)
         if self.algorithm not in algorithms:
             raise FstcrfError(f"init (a warm start) works with algorithm {' or '.join(map(repr, algorithms))}, "
                               f"not {self.algorithm!r}")
@@ -631,7 +590,7 @@ class ChainCRF:
             topology, extractor, features = init.topology_, init.extractor_, init.features_
         else:
             topology = chain_topology(self.order, gold_label_set(log.labels))
-            extractor = _new_extractor(_resolve_template(self.template), self.min_count)
+            extractor = _new_extractor(resolve_template(self.template), self.min_count)
         encoded = EncodedSentences.from_corpus(extractor, log.sentences, fit=init is None)
         if init is None:
             features = build_features(encoded, None, None, topology, self.order, self.features or "complete",

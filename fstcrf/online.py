@@ -31,7 +31,7 @@ import numpy as np
 
 from .errors import ArgumentTypeError, FstcrfError
 from .bandit_settings import check_positive
-from .train import Callback, Evaluate, Problem, TrainingResult, _Monitor
+from .train import Callback, Evaluate, Problem, TrainingResult, Monitor
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def _mistake_epochs(algorithm: str, problem: SparseProblem, weights: np.ndarray,
     sentence's cost.  After an epoch the weights ``result_weights(step)`` are
     recorded; training stops when ``converged(costs / sentences)``."""
     rng = np.random.default_rng(seed)
-    monitor = _Monitor(algorithm, evaluate, callback)
+    monitor = Monitor(algorithm, evaluate, callback)
     step = 1
     with monitor.interruptible():
         for _ in range(int(max_iter)):
@@ -263,7 +263,7 @@ def l2sgd(problem: Problem, c2: float = 1.0, max_iter: int = 1000, period: int =
     num_sentences = problem.num_sequences
     lam = 2.0 * c2 / num_sentences
     rng = np.random.default_rng(seed)
-    monitor = _Monitor("l2sgd", evaluate, callback)
+    monitor = Monitor("l2sgd", evaluate, callback)
     weights = np.zeros(problem.num_weights)
     best_weights, best_objective, best_epoch = weights.copy(), math.inf, 0
     with monitor.interruptible():

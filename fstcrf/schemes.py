@@ -39,6 +39,39 @@ def _split(tag: str, position: int) -> tuple[str, str]:
     return prefix, chunk_type
 
 
+# -- conlleval's chunk boundaries, shared by its scorer and the learners' gains --
+
+def split_tag(tag: str) -> tuple[str, str]:
+    """A tag's prefix and chunk type, split at the first dash ("O" -> ("O", "")).
+
+    The type "0" becomes "", as in conlleval, where Perl takes "0" for false.
+    """
+    prefix, _, chunk_type = tag.partition("-")
+    return prefix, "" if chunk_type == "0" else chunk_type
+
+
+def chunk_end(previous: tuple[str, str], current: tuple[str, str]) -> bool:
+    """conlleval's endOfChunk: did a chunk end just before the current (prefix, type)?"""
+    (previous_prefix, previous_type), (prefix, chunk_type) = previous, current
+    if (previous_prefix, prefix) in {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"),
+                                      ("E", "E"), ("E", "I"), ("E", "O")}:
+        return True
+    if previous_prefix not in ("O", ".") and previous_type != chunk_type:
+        return True
+    return previous_prefix in ("[", "]")
+
+
+def chunk_start(previous: tuple[str, str], current: tuple[str, str]) -> bool:
+    """conlleval's startOfChunk: does a chunk start at the current (prefix, type)?"""
+    (previous_prefix, previous_type), (prefix, chunk_type) = previous, current
+    if (previous_prefix, prefix) in {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"),
+                                      ("E", "E"), ("E", "I"), ("O", "E")}:
+        return True
+    if prefix not in ("O", ".") and previous_type != chunk_type:
+        return True
+    return prefix in ("[", "]")
+
+
 def read_chunks(tags: Sequence[str]) -> list[tuple[int, int, str]]:
     """The chunks (first token, last token, type) of one sentence's tags."""
     chunks: list[tuple[int, int, str]] = []

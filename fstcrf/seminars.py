@@ -50,7 +50,7 @@ from typing import Sequence
 
 from .conll import DOCSTART, Corpus, Sentence, as_sentences
 from .errors import ArgumentTypeError, ConllFormatError, FstcrfError, LabelError, ShapeError
-from .evaluate import _f1, _percentage
+from .evaluate import f1, percentage
 from .files import read_utf8
 from .schemes import read_chunks
 
@@ -425,15 +425,15 @@ class FieldScore:
 
     @property
     def precision(self) -> float:
-        return _percentage(self.correct, self.predicted)
+        return percentage(self.correct, self.predicted)
 
     @property
     def recall(self) -> float:
-        return _percentage(self.correct, self.gold)
+        return percentage(self.correct, self.gold)
 
     @property
     def f1(self) -> float:
-        return _f1(self.precision, self.recall)
+        return f1(self.precision, self.recall)
 
 
 def _check_documents(name: str, documents, reference=None) -> None:

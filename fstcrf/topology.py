@@ -37,7 +37,7 @@ def symbol_table(labels: Sequence[str]) -> pynini.SymbolTable:
     return table
 
 
-def _check_labels(labels: Iterable[str]) -> tuple[str, ...]:
+def check_labels(labels: Iterable[str]) -> tuple[str, ...]:
     labels = tuple(labels)
     if not labels:
         raise TopologyError("a topology needs at least one label")
@@ -66,7 +66,7 @@ class Topology:
 
     def __init__(self, labels: Sequence[str], state_label, edge_src, edge_dst, start, final,
                  state_names: Sequence[str] | None = None, name: str = "custom"):
-        self.labels = _check_labels(labels)
+        self.labels = check_labels(labels)
         self.name = name
         state_label = np.asarray(state_label, dtype=np.int64)
         num_states = len(state_label)
@@ -337,7 +337,7 @@ def from_acceptor(acceptor: pynini.Fst, labels: Sequence[str], name: str = "acce
     :func:`symbol_table`); weights must be trivial.  A non-deterministic or
     epsilon-bearing acceptor is determinised first.  Each model state is a
     distinct (label, destination) pair of the trimmed acceptor."""
-    labels = _check_labels(labels)
+    labels = check_labels(labels)
     fsa = acceptor.copy()
     if fsa.start() == pynini.NO_STATE_ID or fsa.num_states() == 0:
         raise TopologyError(f"{name}: the acceptor has no start state (empty language)")
@@ -408,7 +408,7 @@ def _history_acceptor(labels: Sequence[str], order: int, pad: str | None,
 
 def first_order(labels: Sequence[str]) -> Topology:
     """Every label may follow every label: one state per label."""
-    labels = _check_labels(labels)
+    labels = check_labels(labels)
     return from_acceptor(_history_acceptor(labels, 1, None, None), labels, name="first-order")
 
 
@@ -418,7 +418,7 @@ def kth_order(labels: Sequence[str], order: int, pad: str | None = None) -> Topo
     With ``pad`` the history before the first token is ``order - 1`` copies of
     ``pad`` (Sha & Pereira's c_0 = O), so every state is a full ``order``-tuple;
     without it the first states remember shorter prefixes."""
-    labels = _check_labels(labels)
+    labels = check_labels(labels)
     if not isinstance(order, int) or order < 1:
         raise TopologyError(f"order must be a positive integer, got {order!r}")
     if pad is not None and pad not in labels:
@@ -514,7 +514,7 @@ def second_order(tags: Sequence[str], outside: str = "O") -> Topology:
     ``outside``; pairs must overlap consistently, and a pair ending in an I tag
     after ``outside`` is impossible.  ``tags`` are the chunk tags themselves,
     e.g. ``iob2_labels(["NP"])`` or all 23 CoNLL-2000 tags."""
-    tags = _check_labels(tags)
+    tags = check_labels(tags)
     if outside not in tags:
         raise LabelError(f"the outside tag {outside!r} is not among the tags")
     history = kth_order(tags, 2, pad=outside)

@@ -147,7 +147,7 @@ class LbfgsState:
     finished: bool = False
 
 
-class _Monitor:
+class Monitor:
     """Records iterations, keeps the best (or last) weights and handles Ctrl-C."""
 
     def __init__(self, algorithm: str, evaluate: Evaluate | None, callback: Callback | None):
@@ -277,7 +277,7 @@ def lbfgs(problem: Problem, sigma: float = DEFAULT_SIGMA, max_iter: int = 100, t
     search = _line_search(linesearch, l1)
     frozen = _frozen_mask(frozen, problem.num_weights)
     precision = 1.0 / sigma ** 2
-    monitor = _Monitor(name, evaluate, callback)
+    monitor = Monitor(name, evaluate, callback)
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         loss, gradient = problem.loss_and_gradient(theta)
@@ -634,7 +634,7 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
     def averaged() -> np.ndarray:
         return weights - weighted_updates / step
 
-    monitor = _Monitor("perceptron", evaluate, callback)
+    monitor = Monitor("perceptron", evaluate, callback)
     with monitor.interruptible():
         for _ in range(int(max_iter)):
             mistakes, loss = 0, 0.0
@@ -677,7 +677,7 @@ def sgd(problem: Problem, sigma: float = DEFAULT_SIGMA, max_iter: int = 10, lear
     weights = _starting_weights(problem, initial)
     scale = 1.0
     step = 0
-    monitor = _Monitor("sgd", evaluate, callback)
+    monitor = Monitor("sgd", evaluate, callback)
     with monitor.interruptible():
         for _ in range(int(max_iter)):
             loss = 0.0

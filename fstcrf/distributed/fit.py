@@ -92,7 +92,7 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     seconds, bytes, retries)."""
     model._check_params()
     check_supported(model)
-    from ..model import _check_reading_template
+    from ..features import check_reading_template
     template = model._template_of(init, algorithms=("lbfgs",))
     if target in template.columns:
         raise TemplateError(f"the template reads column {target!r}, the column the model learns to predict; "
@@ -117,7 +117,7 @@ def fit_on_dask(model, source, client, target: str = "chunk", dev: Corpus | Sequ
     loaded, summaries = [loaded[i] for i in kept], [summaries[i] for i in kept]
     column_names = check_layouts(summaries)
     if model.reads is not None:
-        _check_reading_template(template, model.reads, target, column_names)
+        check_reading_template(template, model.reads, target, column_names)
     labels = union_labels(summaries)
     warning = missing_types_warning(only_types, [labels], "the training data")
     if warning:

@@ -33,7 +33,7 @@ def mix(client, problems: list, sizes: list[int], num_weights: int, algorithm: s
     """``max_iter`` epochs of iterative parameter mixing of ``algorithm`` ("perceptron" or
     "sgd") over the shards' training sets ``problems`` of ``sizes`` sentences each.
     Records as :mod:`fstcrf.train`'s (objective: the shards' mistakes or losses summed)."""
-    monitor = train._Monitor(f"{algorithm}-mixing", evaluate, callback)
+    monitor = train.Monitor(f"{algorithm}-mixing", evaluate, callback)
     shares = np.asarray(sizes, dtype=np.float64) / sum(sizes)
     weights = np.zeros(num_weights)
     with monitor.interruptible():

@@ -35,7 +35,8 @@ from ..compose import jackknife
 from ..conll import Corpus, Sentence, as_corpus, as_sentences
 from ..errors import ArgumentTypeError, FstcrfError, ShapeError
 from ..features import Template, parse_template
-from ..model import ChainCRF, _resolve_template
+from ..features import resolve_template
+from ..model import ChainCRF
 from ..progress import Progress
 from ..schemes import read_chunks
 from .consistency import proper_parts
@@ -153,7 +154,7 @@ def majority_columns(sentences: Sequence[Sentence], labels: Sequence[Sequence[st
 def second_stage_template(first_template: Template | str) -> Template:
     """The first stage's template (a Template, text or shipped name) followed by the
     predicates of ``fstcrf/templates/ner_second_stage.txt`` on the majority columns."""
-    first = _resolve_template(first_template)
+    first = resolve_template(first_template)
     extra = resources.files("fstcrf").joinpath("templates", _SECOND_STAGE_FILE).read_text("utf-8")
     return parse_template(first.text + extra, f"{first.source} + fstcrf/templates/{_SECOND_STAGE_FILE}")
 

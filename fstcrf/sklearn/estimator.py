@@ -51,13 +51,13 @@ DEFAULT_ITERATIONS = {"lbfgs": 2 ** 31 - 1, "l2sgd": 1000, "ap": 100, "pa": 100,
 _ALGORITHM_PARAMETERS = sorted({name for settings in ALGORITHM_SETTINGS.values() for name in settings})
 
 
-def _sequences(data, name: str) -> list:
+def as_sequences(data, name: str) -> list:
     if isinstance(data, (str, bytes, dict)) or not hasattr(data, "__len__"):
         raise ArgumentTypeError(f"{name} must be a list of sequences, got {type(data).__name__}")
     return list(data)
 
 
-def _tokens(xseq, number: int, name: str) -> list:
+def as_tokens(xseq, number: int, name: str) -> list:
     """The token dicts of one sequence (a list, or a pycrfsuite.ItemSequence)."""
     if type(xseq).__name__ == "ItemSequence" and hasattr(xseq, "items"):
         return xseq.items()
@@ -98,12 +98,12 @@ def training_sentences(X, y, x_name: str = "X", y_name: str = "y", reads: str | 
     """One Sentence per (xseq, yseq) pair, with columns "attributes" and "label" (and
     with ``reads``, the lower labels taken out of the dicts); ragged or empty
     sequences and bad labels raise errors naming the sentence."""
-    X, y = _sequences(X, x_name), _sequences(y, y_name)
+    X, y = as_sequences(X, x_name), as_sequences(y, y_name)
     if len(X) != len(y):
         raise ShapeError(f"{x_name} has {len(X)} sequences but {y_name} has {len(y)}")
     sentences = []
     for number, (xseq, yseq) in enumerate(zip(X, y)):
-        tokens, labels = _tokens(xseq, number, x_name), _labels(yseq, number, y_name)
+        tokens, labels = as_tokens(xseq, number, x_name), _labels(yseq, number, y_name)
         if not tokens:
             raise EmptySequenceError(f"sentence {number} of {x_name} has no tokens")
         if len(tokens) != len(labels):
@@ -306,7 +306,7 @@ class CRF(BaseEstimator):
 
     def _sentences(self, X) -> tuple[list[Sentence], list[int]]:
         """The nonempty sequences of X as Sentences, and the length of every sequence."""
-        sequences = [_tokens(xseq, number, "X") for number, xseq in enumerate(_sequences(X, "X"))]
+        sequences = [as_tokens(xseq, number, "X") for number, xseq in enumerate(as_sequences(X, "X"))]
         reads = self._fitted().reads
         if reads is None:
             sentences = [Sentence({COLUMN: tokens}) for tokens in sequences]
@@ -324,7 +324,7 @@ class CRF(BaseEstimator):
         """The best label sequence of each sequence of X: an object array [B] of lists [T]."""
         model = self._fitted()
         sentences, lengths = self._sentences(X)
-        return _by_sequence(model.predict(sentences), lengths, [])
+        return by_sequence(model.predict(sentences), lengths, [])
 
     def predict_single(self, xseq) -> list[str]:
         """The best label sequence [T] of one sequence of token dicts."""
@@ -338,7 +338,7 @@ class CRF(BaseEstimator):
         labels = list(model.labels_)
         rows = [[dict(zip(labels, token.tolist())) for token in marginals]
                 for marginals in model.predict_marginals(sentences)]
-        return _by_sequence(rows, lengths, [])
+        return by_sequence(rows, lengths, [])
 
     def predict_marginals_single(self, xseq) -> list[dict]:
         """predict_marginals of one sequence: a list [T] of dicts label -> probability."""
@@ -444,7 +444,7 @@ def model_features(model: ChainCRF) -> tuple[list[str], dict, dict, dict]:
     return [names[p] for p in active.tolist()], state, transition, lower
 
 
-def _by_sequence(results: Sequence, lengths: Sequence[int], empty) -> np.ndarray:
+def by_sequence(results: Sequence, lengths: Sequence[int], empty) -> np.ndarray:
     """An object array [B] of the results of the nonempty sequences, ``empty`` for the others."""
     out = np.empty(len(lengths), dtype=object)
     produced = iter(results)

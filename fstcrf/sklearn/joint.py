@@ -19,7 +19,7 @@ from ..attributes import COLUMN
 from ..compose import MODES, JointModel, compose
 from ..conll import Sentence
 from ..errors import ArgumentTypeError, CompositionError, FstcrfError, ShapeError
-from .estimator import CRF, _by_sequence, _sequences, _tokens
+from .estimator import CRF, by_sequence, as_sequences, as_tokens
 
 
 class JointCRF(BaseEstimator):
@@ -71,10 +71,10 @@ class JointCRF(BaseEstimator):
         labels (gold, or held-out predictions with ``folds``) set in each token
         dict's key ``reads``."""
         crfs = self._check_crfs()
-        ys = _sequences(ys, "ys")
+        ys = as_sequences(ys, "ys")
         if len(ys) != len(crfs):
             raise ShapeError(f"ys must hold one list of label sequences per CRF ({len(crfs)}), got {len(ys)}")
-        X = _sequences(X, "X")
+        X = as_sequences(X, "X")
         if self.folds is not None and (isinstance(self.folds, bool) or not isinstance(self.folds, int)
                                        or not 2 <= self.folds <= len(X)):
             raise FstcrfError(f"folds must be None or an integer from 2 to the number of sequences ({len(X)}), "
@@ -83,12 +83,12 @@ class JointCRF(BaseEstimator):
         for level, (crf, y) in enumerate(zip(crfs, ys)):
             reads = crf.reads
             if level and reads is not None:
-                lower = _sequences(ys[level - 1], f"ys[{level - 1}]")
+                lower = as_sequences(ys[level - 1], f"ys[{level - 1}]")
                 if len(lower) != len(X):
                     raise ShapeError(f"X has {len(X)} sequences but ys[{level - 1}] has {len(lower)}")
                 if self.folds is not None:
                     lower = _held_out(crfs[level - 1], inputs[level - 1], lower, self.folds)
-                X_level = [_with_labels(_tokens(xseq, number, "X"), labels, reads, number)
+                X_level = [_with_labels(as_tokens(xseq, number, "X"), labels, reads, number)
                            for number, (xseq, labels) in enumerate(zip(X, lower))]
             else:
                 X_level = X
@@ -106,7 +106,7 @@ class JointCRF(BaseEstimator):
         """The nonempty sequences of X as Sentences of token dicts without the keys
         the CRFs read, and the length of every sequence."""
         keys = {crf.reads for crf in model.components if crf.reads is not None}
-        sequences = [_tokens(xseq, number, "X") for number, xseq in enumerate(_sequences(X, "X"))]
+        sequences = [as_tokens(xseq, number, "X") for number, xseq in enumerate(as_sequences(X, "X"))]
         sentences = [Sentence({COLUMN: [{key: value for key, value in token.items() if key not in keys}
                                         if isinstance(token, dict) and not keys.isdisjoint(token) else token
                                         for token in tokens]})
@@ -121,7 +121,7 @@ class JointCRF(BaseEstimator):
         model = self._model()
         sentences, lengths = self._sentences(X, model)
         per_crf = model.predict(sentences, self.mode, self.k) if sentences else [[] for _ in model.components]
-        return [_by_sequence(labels, lengths, []) for labels in per_crf]
+        return [by_sequence(labels, lengths, []) for labels in per_crf]
 
     def predict_single(self, xseq) -> list[list[str]]:
         """Per CRF, the label sequence [T] of one sequence of token dicts."""
@@ -133,7 +133,7 @@ class JointCRF(BaseEstimator):
         model = self._model()
         sentences, lengths = self._sentences(X, model)
         per_crf = model.predict_marginals(sentences) if sentences else [[] for _ in model.components]
-        return [_by_sequence([[dict(zip(crf.labels_, row.tolist())) for row in marginals]
+        return [by_sequence([[dict(zip(crf.labels_, row.tolist())) for row in marginals]
                               for marginals in sentences_marginals], lengths, [])
                 for crf, sentences_marginals in zip(model.components, per_crf)]
 
