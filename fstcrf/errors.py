@@ -91,3 +91,23 @@ class ShardError(FstcrfError):
 
 class CheckpointError(FstcrfError):
     """A training checkpoint is missing, unreadable or belongs to another run."""
+
+
+class PenaltyError(FstcrfError):
+    """A consistency penalty outside (0, 1], or tables that do not fit the labels."""
+
+
+class FactorError(FstcrfError):
+    """A non-local factor failed or returned a change in log score that is not finite."""
+
+
+class AnnealingError(FstcrfError):
+    """Settings of non-local decoding that cannot work (a bad schedule, a sampler the topology does not allow)."""
+
+
+class HashCollisionError(FstcrfError):
+    """No salt gave distinct keys to the fitted predicates (never seen with 64-bit hashes)."""
+
+
+class UnknownLabelError(GrammarError, LabelError):
+    """A grammar names a label, or a class matches no label, of the model."""

@@ -49,7 +49,7 @@ import numpy as np
 
 from ._kernel import ffi, lib
 from .conll import Corpus, Sentence
-from .errors import ArgumentTypeError, FeatureValueError, FstcrfError, ModelFileError, TemplateError
+from .errors import ArgumentTypeError, FeatureValueError, FstcrfError, HashCollisionError, ModelFileError, TemplateError
 from .files import read_utf8
 from .sparse_rows import SparseRows
 
@@ -507,10 +507,6 @@ def _split_values(values: str) -> list[str]:
 
 #: ``fit`` tries this many salts for a dictionary whose 64-bit keys are all distinct.
 SALT_TRIES = 16
-
-
-class HashCollisionError(FstcrfError):
-    """No salt gave distinct keys to the fitted predicates (never seen with 64-bit hashes)."""
 
 
 def _string_hashes(values: Sequence[str], salt: int) -> np.ndarray:

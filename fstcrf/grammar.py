@@ -33,7 +33,7 @@ import numpy as np
 import pynini
 
 from . import budget
-from .errors import GrammarError, LabelError, TopologyError
+from .errors import GrammarError, LabelError, TopologyError, UnknownLabelError
 from .inference import Potentials, Viterbi, viterbi
 from .topology import Topology, check_labels, bounded_determinize, bounded_intersect, intersect, symbol_table
 
@@ -41,10 +41,6 @@ SHIPPED_DIR = Path(__file__).resolve().parent / "grammars"
 EXTENSION = ".fgr"
 MAX_REPEAT = 1000
 KEYWORDS = frozenset({"import", "as", "any", "all", "with"})
-
-
-class UnknownLabelError(GrammarError, LabelError):
-    """A grammar names a label, or a class matches no label, of the model."""
 
 
 # -- the syntax tree -----------------------------------------------------------

@@ -37,7 +37,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import FstcrfError
+from ..errors import AnnealingError
 from ..inference import Potentials, sample, viterbi
 from ..progress import Progress
 from .factors import DocumentFactor, LabelledDocument, call_factor, checked_score
@@ -49,10 +49,6 @@ logger = logging.getLogger(__name__)
 BATCH_TOKENS = 20_000
 #: A document longer than this many tokens is decoded sentence by sentence (Viterbi), with a warning.
 MAX_DOCUMENT_TOKENS = 200_000
-
-
-class AnnealingError(FstcrfError):
-    """Settings of non-local decoding that cannot work (a bad schedule, a sampler the topology does not allow)."""
 
 
 def temperatures(sweeps: int, t_start: float = DEFAULT_T_START, t_end: float = DEFAULT_T_END) -> np.ndarray:

@@ -38,13 +38,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import FstcrfError, ModelFileError
+from ..errors import ModelFileError, PenaltyError
 from .entities import EntityReader
 from .factors import DocumentFactor, FactorState, LabelledDocument
-
-
-class PenaltyError(FstcrfError):
-    """A consistency penalty outside (0, 1], or tables that do not fit the labels."""
 
 
 @dataclass(frozen=True, eq=False)

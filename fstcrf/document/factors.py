@@ -20,11 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import FstcrfError
-
-
-class FactorError(FstcrfError):
-    """A non-local factor failed or returned a change in log score that is not finite."""
+from ..errors import FactorError, FstcrfError
 
 
 @dataclass
