@@ -27,7 +27,7 @@ __all__ = [
     "kbest", "log_partition", "max_marginals", "sample", "span_viterbi", "viterbi", "Topology", "bioes",
     "first_order", "from_acceptor", "intersect", "iob2", "kth_order", "second_order",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 
 def __getattr__(name: str):

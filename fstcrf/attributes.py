@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 import scipy.sparse
@@ -164,7 +164,7 @@ def _read_token(token, lower: list | None, position: int, reads: str | None, nam
         label = lower[position]
         if not isinstance(label, str):
             raise _BadItem(f"the lower label in column {reads!r} is {label!r}; labels are strings")
-        names.append(reads + SEPARATOR + label)
+        names.append(cast(str, reads) + SEPARATOR + label)
         values.append(1.0)
 
 

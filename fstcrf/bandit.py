@@ -293,7 +293,7 @@ class SampledGradient:
         return [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
 
     def _path_transition_counts(self, first: int, last: int, paths: np.ndarray,
-                                coefficients: np.ndarray) -> np.ndarray:
+                                coefficients: np.ndarray) -> np.ndarray | float:
         """float [T]: sum_k sum_b coefficients[k, b] * transition-weight counts of paths[k]."""
         offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
         _, after = neighbours(offsets, offsets[-1])
@@ -301,7 +301,7 @@ class SampledGradient:
                        self.encoded.token_class[self.encoded.token_rows(first, last)][after])
         per_edge = np.repeat(np.arange(last - first), np.diff(offsets) - 1)
         layout = self.scorer.transitions
-        total = 0.0
+        total: np.ndarray | float = 0.0
         for k, path in enumerate(paths):
             edges = path_edges(self._edge_table, path, offsets)
             total = total + layout.gradient(layout.path_counts(edges, token_class, coefficients[k, per_edge]))

@@ -42,10 +42,10 @@ def check_positive(name: str, value, integer: bool = False, bounds: tuple[float,
         raise ArgumentTypeError(f"{name} must be a {sign} {kind}, got {type(value).__name__} {value!r}")
     if infinite and value == math.inf:
         return
-    if not ((value >= 0 if zero else value > 0) and math.isfinite(value)):
+    if not ((value >= 0 if zero else value > 0) and math.isfinite(value)):  # type: ignore[operator]  # numbers.Real declares no comparisons
         raise FstcrfError(f"{name} must be a {sign} finite {kind}{' or inf' if infinite else ''}, "
                           f"got {value!r}")
-    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:  # type: ignore[operator]  # as above
         raise FstcrfError(f"{name} must lie between {bounds[0]:g} and {bounds[1]:g}"
                           f"{' (or be inf)' if infinite else ''}, got {value!r}")
 

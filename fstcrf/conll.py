@@ -16,7 +16,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Iterator, Sequence, TextIO
+from typing import BinaryIO, Iterator, Sequence, TextIO, cast
 
 from .errors import ArgumentTypeError, ConllFormatError, FstcrfError, ShapeError
 from .files import write_atomically
@@ -243,8 +243,9 @@ def iter_conll(source: str | os.PathLike | BinaryIO, columns: str | Sequence[str
     if batch_tokens is not None and batch_tokens < 1:
         raise FstcrfError(f"batch_tokens must be a positive number of tokens, got {batch_tokens!r}")
     if hasattr(source, "read"):
-        yield from _parse_conll(_stream_lines(source, name or getattr(source, "name", "<stream>")),
-                                name or getattr(source, "name", "<stream>"), None, names, allow_missing,
+        stream_name = cast(str, name or getattr(source, "name", "<stream>"))
+        yield from _parse_conll(_stream_lines(cast(BinaryIO, source), stream_name),
+                                stream_name, None, names, allow_missing,
                                 separator, batch_tokens, whole_documents)
         return
     if os.fspath(source) == "-":
@@ -334,13 +335,13 @@ def _parse_conll(lines: Iterator[str], name: str, path: Path | None, names: tupl
         if stripped.startswith(DOCSTART) and layout.first_field(line, stripped) == DOCSTART:
             finish_sentence()
             if not docstart_lines and full(True):
-                yield Corpus(layout.present, sentences, path, separator)
+                yield Corpus(cast("tuple[str, ...]", layout.present), sentences, path, separator)
                 sentences, batch_size, yielded = [], 0, True
             docstart_lines.append(line.rstrip("\r"))
             continue
         if not raw:
             if full(False):
-                yield Corpus(layout.present, sentences, path, separator)
+                yield Corpus(cast("tuple[str, ...]", layout.present), sentences, path, separator)
                 sentences, batch_size, yielded = [], 0, True
             first_line = line_number
         raw.append(line)
@@ -377,7 +378,7 @@ class _Layout:
             if set(map(len, rows)) == {len(self.present)}:
                 return dict(zip(self.present, map(list, zip(*rows))))
         rows = [self._fields(line, first_line + offset) for offset, line in enumerate(lines)]
-        return dict(zip(self.present, map(list, zip(*rows))))
+        return dict(zip(cast("tuple[str, ...]", self.present), map(list, zip(*rows))))
 
     def _fields(self, line: str, line_number: int) -> list[str]:
         """The checked fields of one token line."""
@@ -393,7 +394,7 @@ class _Layout:
             self.present = _present_columns(self.names, self.allow_missing, len(fields))
             if self.present is None:
                 raise ConllFormatError(f"{self.name}:{line_number}: expected "
-                                       f"{_expected_fields(self.names, self.allow_missing)}, "
+                                       f"{_expected_fields(cast('tuple[str, ...]', self.names), self.allow_missing)}, "
                                        f"found {len(fields)} fields")
             self.first_token_line = line_number
         elif len(fields) != len(self.present):
@@ -416,7 +417,7 @@ def _format_lines(sentences: Sequence[Sentence], trailing_docstart_lines: Sequen
     docstart_padding = "".join(separator + "O" for _ in extra_columns)
     out: list[str] = []
 
-    def check_fields(values: list[str], first_line: int):
+    def check_fields(values: Sequence[str], first_line: int):
         if all(values) and not forbidden.search("".join(values)):
             return
         for offset, value in enumerate(values):
@@ -429,7 +430,7 @@ def _format_lines(sentences: Sequence[Sentence], trailing_docstart_lines: Sequen
         for docstart_line in sentence.docstart_lines:
             out.append(docstart_line + docstart_padding + "\n")
             out.append("\n")
-        columns = list(sentence.columns.values())
+        columns: list[Sequence[str]] = list(sentence.columns.values())
         for extra in extra_columns:
             values = extra[index]
             if isinstance(values, str) or len(values) != len(sentence):
@@ -482,9 +483,9 @@ def write_conll(corpus_or_sentences: Corpus | Sequence[Sentence],
                              f"got {'a string' if isinstance(extra, str) else len(extra)}")
 
     is_stream = hasattr(path_or_file, "write")
-    target = getattr(path_or_file, "name", "<stream>") if is_stream else os.fspath(path_or_file)
+    target = getattr(path_or_file, "name", "<stream>") if is_stream else os.fspath(cast("str | os.PathLike", path_or_file))
     text = "".join(_format_lines(sentences, trailing, extra_columns, separator, str(target)))
     if is_stream:
-        path_or_file.write(text)
+        cast(TextIO, path_or_file).write(text)
     else:
-        write_atomically(path_or_file, lambda stream: stream.write(text.encode("utf-8")))
+        write_atomically(cast("str | os.PathLike", path_or_file), lambda stream: stream.write(text.encode("utf-8")))

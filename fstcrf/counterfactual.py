@@ -199,14 +199,14 @@ def shown_states(topology, log: FeedbackLog, offsets: np.ndarray) -> np.ndarray:
     """int32 [N]: the state path of each record's shown labels (LabelError naming
     FILE:LINE for a label the model does not have or a path its topology forbids)."""
     index = {label: i for i, label in enumerate(topology.labels)}
-    ids = []
+    id_list: list[int] = []
     for number, shown in enumerate(log.labels):
         for label in shown:
             if label not in index:
                 raise LabelError(f"{log.where(number)}: label {label!r} is not one of the model's labels "
                                  f"({', '.join(topology.labels)})")
-            ids.append(index[label])
-    ids = np.array(ids, dtype=np.int64)
+            id_list.append(index[label])
+    ids = np.array(id_list, dtype=np.int64)
     try:
         return label_states(topology, ids, offsets)
     except LabelError:                  # name the first record the topology rejects

@@ -38,7 +38,7 @@ grouped by predicate -- feature f = ``FactoredFeatures.ptr[p]`` ..
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -72,6 +72,8 @@ class _KernelViews:
     views cannot be pickled: pickling and copying drop every cffi attribute, and
     unpickling rebuilds them with the subclass's ``_make_views``."""
 
+    _make_views: Callable[[], None]     # defined by each subclass
+
     def __getstate__(self) -> dict:
         return {name: value for name, value in self.__dict__.items() if not isinstance(value, ffi.CData)}
 
@@ -91,7 +93,7 @@ class EncodedSentences(_KernelViews, SentenceBatch):
     values, which halves the memory its feature loops stream.
     """
 
-    def __init__(self, matrix, lengths: Sequence[int], token_class: np.ndarray | None = None):
+    def __init__(self, matrix, lengths: Sequence[int] | np.ndarray, token_class: np.ndarray | None = None):
         """``matrix``: the rows [N, P], a :class:`SparseRows` or a scipy sparse matrix."""
         matrix = SparseRows.of(matrix)
         self.token_class = None if token_class is None else np.ascontiguousarray(token_class, dtype=np.int32)
@@ -353,11 +355,11 @@ def features_from_counts(counts: dict[str, tuple[np.ndarray, np.ndarray]], num_p
         tagged = np.setdiff1d(np.arange(P), [] if bias_predicate is None else [bias_predicate])
         keys.append((tagged[:, None] * outputs + S + np.arange(L)).ravel())
     # one part is distinct and ascending already; several may overlap and interleave
-    keys = keys[0] if len(keys) == 1 else _key_counts(np.concatenate(keys + [np.zeros(0, dtype=np.int64)]),
-                                                      P * outputs)[0]
-    ptr = np.searchsorted(keys, np.arange(P + 1, dtype=np.int64) * outputs)
+    merged = keys[0] if len(keys) == 1 else _key_counts(np.concatenate(keys + [np.zeros(0, dtype=np.int64)]),
+                                                        P * outputs)[0]
+    ptr = np.searchsorted(merged, np.arange(P + 1, dtype=np.int64) * outputs)
     state_label = topology.state_label if L else np.arange(S)
-    return FactoredFeatures(state_label, L, ptr, keys % outputs)
+    return FactoredFeatures(state_label, L, ptr, merged % outputs)
 
 
 def drop_zero_features(features: FactoredFeatures, weights: np.ndarray

@@ -4,6 +4,7 @@ Every error caused by user input derives from :class:`FstcrfError` and from
 :class:`ValueError`, so ``except ValueError`` keeps working for callers that do
 not care which check failed.
 """
+from typing import Any
 
 
 class FstcrfError(ValueError):
@@ -24,6 +25,10 @@ class EmptySequenceError(FstcrfError):
 
 class LabelError(FstcrfError):
     """A label, label index or state index is unknown or out of range."""
+
+    #: Set by the checks that locate a bad label: its sentence and token index.
+    sentence: int
+    position: int
 
 
 class TopologyError(FstcrfError):
@@ -78,6 +83,9 @@ class OutputPathError(FstcrfError):
 class FeedbackError(FstcrfError):
     """A feedback function raised, or returned something other than a finite
     gain in [0, 1]; the message names the sentence."""
+
+    #: Set by bandit learning: the training result so far (a fstcrf.train.TrainingResult).
+    result: Any
 
 
 class SchedulerError(FstcrfError):

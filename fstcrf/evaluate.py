@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import ClassVar, Iterator, Sequence
+from typing import ClassVar, Iterator, Sequence, cast
 
 from .errors import ArgumentTypeError, LabelError, ShapeError
 from .schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL, chunk_end, chunk_start, read_chunks, split_tag, write_chunks
@@ -114,7 +114,7 @@ def _chunk_prefixes(sentences: Sequence[Sequence[str]]) -> set[str] | None:
     when they are not chunk labels.  Partial labels count by their members."""
     distinct = {label for labels in sentences for label in labels}
     prefixes = {_chunk_prefix(member) for label in distinct for member in _label_members(label)} - {""}
-    return prefixes if prefixes and None not in prefixes else None
+    return cast("set[str]", prefixes) if prefixes and None not in prefixes else None
 
 
 def is_chunk_labels(sentences: Sequence[Sequence[str]]) -> bool:
@@ -343,7 +343,7 @@ def _score_chunk_spans(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[st
         gold_found.update(chunk_type for _, _, chunk_type in gold_chunks)
         predicted_found.update(chunk_type for _, _, chunk_type in predicted_chunks)
         correct_found.update(chunk_type for _, _, chunk_type in set(gold_chunks) & set(predicted_chunks))
-        if rewrite:
+        if rewrite and gold_scheme is not None:
             predicted_tags = write_chunks(predicted_chunks, len(predicted_tags), gold_scheme)
         num_tokens += len(gold_tags)
         num_correct_tokens += sum(map(str.__eq__, gold_tags, predicted_tags))
@@ -438,7 +438,7 @@ def scheme_mismatch(model_labels: Sequence[str], file_sentences: Sequence[Sequen
         model_text = f"{model_name} chunk labels" if model_name else "labels without chunk structure"
         file_text = f"{file_name} chunk labels" if file_name else "labels without chunk structure"
         return f"the model has {model_text} but the file's gold labels are {file_text}"
-    if model_name == _scheme_family(file_scheme):
+    if file_scheme is not None and model_name == _scheme_family(file_scheme):
         return None
     return (f"the model's labels are {model_name} but the file's gold labels are {file_name}: chunks "
             f"are matched by each scheme's rules, and predicted tags are rewritten in {file_name} "

@@ -43,7 +43,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence, cast
 
 import numpy as np
 
@@ -352,8 +352,8 @@ class _TokenTable:
             else:
                 raw_codes, raw_values = self._coded_column(column, None)
                 self._check_strings(column, raw_values, raw_codes)
-                function = _transform_function(transform)
-                code_of = {}
+                function = cast(Callable[[str], str], _transform_function(transform))
+                code_of: dict[str, int] = {}
                 recode = np.array([code_of.setdefault(function(value), len(code_of))
                                    for value in raw_values], dtype=np.int64)
                 codes = recode[raw_codes]
@@ -541,10 +541,10 @@ def _predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.n
         groups[k][1].append(split)
     keys = np.empty(len(names), dtype=np.uint64)
     seeds = _string_hashes([predicate.name for predicate in template], salt)
-    for k, (columns, values) in enumerate(groups):
+    for k, (columns, splits) in enumerate(groups):
         own = np.full(len(columns), seeds[k], dtype=np.uint64)
         for i in range(template.predicates[k].num_values):
-            _chain(own, _string_hashes([split[i] for split in values], salt))
+            _chain(own, _string_hashes([split[i] for split in splits], salt))
         keys[columns] = own
     return keys
 
@@ -604,15 +604,15 @@ class _HashedDictionary:
             value_hashes[j] = hashes.at_tokens(observation)
         names = [template.predicates[k].name for k in chosen]
         seeds = _string_hashes(names, self.salt)
-        item_ptr = np.array(item_ptr, dtype=np.int32)
-        items = np.array(items, dtype=np.int32)
+        item_ptr_array = np.array(item_ptr, dtype=np.int32)
+        items_array = np.array(items, dtype=np.int32)
         scratch = np.empty((lib.FH_BLOCK, len(chosen)), dtype=np.int32)
         indptr = np.empty(table.num_tokens + 1, dtype=np.int64)
         indices = np.empty(table.num_tokens * len(chosen), dtype=np.int32)
         status = lib.fh_predicate_rows(
             table.num_tokens, len(observations), ffi.from_buffer("uint64_t[]", value_hashes), len(chosen),
-            ffi.from_buffer("uint64_t[]", seeds), ffi.from_buffer("int32_t[]", item_ptr),
-            ffi.from_buffer("int32_t[]", items), self.capacity, ffi.from_buffer("uint64_t[]", self.slots),
+            ffi.from_buffer("uint64_t[]", seeds), ffi.from_buffer("int32_t[]", item_ptr_array),
+            ffi.from_buffer("int32_t[]", items_array), self.capacity, ffi.from_buffer("uint64_t[]", self.slots),
             ffi.from_buffer("int32_t[]", scratch), ffi.from_buffer("int64_t[]", indptr),
             ffi.from_buffer("int32_t[]", indices))
         if status != lib.FC_OK:
@@ -671,7 +671,7 @@ class _ObservationHashes:
 
 def _read_values(observation: Observation, values: Sequence[str]) -> list[str]:
     """The escaped value of ``observation`` when its column takes each of ``values``."""
-    transform = _transform_function(observation.transform) if observation.transform else str
+    transform = cast(Callable[[str], str], _transform_function(observation.transform)) if observation.transform else str
     return [_escape(transform(value)) for value in values]
 
 
@@ -685,6 +685,11 @@ class FeatureExtractor:
     (which a loaded model keeps as one string and offsets); ``transform``
     needs neither, only the hashed dictionary.
     """
+
+    # fitted state (see _set_dictionary)
+    _names: list[str] | None
+    _packed_names: tuple[str, np.ndarray] | None
+    _vocabulary: dict[str, int] | None
 
     def __init__(self, template: Template | str, min_count: int = 1):
         self.template = template
@@ -714,7 +719,7 @@ class FeatureExtractor:
         """The name of each predicate column [P]."""
         self._check_fitted()
         if self._names is None:
-            text, offsets = self._packed_names
+            text, offsets = cast("tuple[str, np.ndarray]", self._packed_names)
             bounds = offsets.tolist()
             self._names = [text[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
         return self._names
@@ -739,9 +744,10 @@ class FeatureExtractor:
     @property
     def vocabulary_(self) -> dict[str, int]:
         """Predicate name -> column index."""
-        if getattr(self, "_vocabulary", None) is None:
-            self._vocabulary = {name: index for index, name in enumerate(self.predicate_names_)}
-        return self._vocabulary
+        vocabulary = getattr(self, "_vocabulary", None)
+        if vocabulary is None:
+            vocabulary = self._vocabulary = {name: index for index, name in enumerate(self.predicate_names_)}
+        return vocabulary
 
     def _set_dictionary(self, names: list[str] | None, packed_names: tuple[str, np.ndarray] | None,
                         dictionary: _HashedDictionary) -> None:
@@ -944,7 +950,7 @@ class FeatureExtractor:
             raise ModelFileError("feature extractor predicate names repeat")
         extractor = cls._unfitted(data)
         try:
-            dictionary = _HashedDictionary.fit(lambda salt: _predicate_keys(extractor.template, names, salt),
+            dictionary = _HashedDictionary.fit(lambda salt: _predicate_keys(extractor._template(), names, salt),
                                                len(names))
         except TemplateError as error:
             raise ModelFileError(f"feature extractor data is inconsistent: {error}") from None
@@ -979,10 +985,11 @@ class FeatureExtractor:
         uint8 [bytes] ("names") split at character offsets int64 [P + 1] ("name_offsets")."""
         self._check_fitted()
         if self._packed_names is None:
-            lengths = np.fromiter(map(len, self._names), dtype=np.int64, count=len(self._names))
+            names_list = cast("list[str]", self._names)
+            lengths = np.fromiter(map(len, names_list), dtype=np.int64, count=len(names_list))
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
-            self._packed_names = "".join(self._names), offsets
+            self._packed_names = "".join(names_list), offsets
         text, offsets = self._packed_names
         data = {"template": self._template().text, "min_count": int(self.min_count),
                 "salt": self._dictionary.salt}

@@ -73,7 +73,7 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLik
         raise OutputPathError(f"{name}: cannot create files in the folder {folder}")
 
 
-def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None],
+def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], object],
                      keep_on_interrupt: bool = False) -> None:
     """Call ``write(stream)`` on the output ``path``.  A regular file (new, or
     the target of a symbolic link, which is kept) is written as a temporary
@@ -105,7 +105,7 @@ def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None],
         raise type(problem)(problem.errno, problem.strerror, shown) from None
 
 
-def _replace(target: Path, write: Callable[[BinaryIO], None], keep_on_interrupt: bool = False) -> None:
+def _replace(target: Path, write: Callable[[BinaryIO], object], keep_on_interrupt: bool = False) -> None:
     """Write a temporary file beside ``target`` and rename it over ``target`` (on
     Ctrl-C too, with ``keep_on_interrupt``)."""
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")

@@ -23,7 +23,7 @@ import contextlib
 import copy
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 import threadpoolctl
@@ -113,7 +113,7 @@ class SentenceBatch:
     def num_tokens(self) -> int:
         return int(self.offsets[-1])
 
-    def sentence(self, index: int) -> slice:
+    def sentence(self, index: int | np.integer) -> slice:
         """Rows of sentence ``index`` in every [N, ...] array."""
         return slice(int(self.offsets[index]), int(self.offsets[index + 1]))
 
@@ -138,7 +138,7 @@ class Potentials(SentenceBatch):
             transitions; the class of a sentence's first token is not read).
     """
 
-    def __init__(self, topology: Topology, emissions, lengths: Sequence[int] | None = None,
+    def __init__(self, topology: Topology, emissions, lengths: Sequence[int] | np.ndarray | None = None,
                  transitions=None, start=None, final=None, token_class=None):
         check_type(topology, Topology, "topology", "a Topology (e.g. fstcrf.first_order(labels))")
         self.topology = topology
@@ -175,7 +175,7 @@ class Potentials(SentenceBatch):
             return np.broadcast_to(table, (len(np.arange(self.num_tokens)[rows]), len(table)))
         return self.transitions[self.token_class[rows]]
 
-    def select(self, sentences: Sequence[int]) -> Potentials:
+    def select(self, sentences: Sequence[int] | np.ndarray) -> Potentials:
         """The potentials of some of the sentences (indices into [B]), in that order."""
         sentences = np.asarray(sentences)
         if sentences.ndim != 1 or len(sentences) == 0 or not np.issubdtype(sentences.dtype, np.integer):
@@ -495,8 +495,8 @@ def check_potentials(pot, what: str) -> "Potentials":
 @dataclass
 class ForwardBackward:
     log_z: np.ndarray           # [B]
-    node_marginals: np.ndarray  # [N, S] (None if not requested)
-    edge_counts: np.ndarray     # [E] (or [C, E], by token class) summed over the batch, or [B, E] (or
+    node_marginals: np.ndarray | None  # [N, S] (None if not requested)
+    edge_counts: np.ndarray | None     # [E] (or [C, E], by token class) summed over the batch, or [B, E] (or
                                 # [B, C, E]) per sentence with each_sentence (None if not requested)
 
 
@@ -519,11 +519,11 @@ def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool 
 
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last)
-        counts = (per_sentence[first:last] if each_sentence else np.zeros(pot.transitions.shape)) \
+        counts = (per_sentence[first:last] if per_sentence is not None else np.zeros(pot.transitions.shape)) \
             if edge_counts else None
         status = kernel(args.graph, args.scores, args.batch, args.out(log_z[first:last]),
-                        args.out(node[args.token_range]) if marginals else ffi.NULL,
-                        args.out(counts) if edge_counts else ffi.NULL, args.workspace)
+                        args.out(node[args.token_range]) if node is not None else ffi.NULL,
+                        args.out(counts) if counts is not None else ffi.NULL, args.workspace)
         check_status(status, "forward_backward", allow_infeasible)
         return counts
 
@@ -597,14 +597,14 @@ def _segment_rows(offsets: np.ndarray, order: np.ndarray) -> np.ndarray:
 class SpanViterbi:
     inside: np.ndarray         # [K] best score of a path allowed at every token of span k (-inf if none)
     outside: np.ndarray        # [K] best score of a path not allowed at some token of span k (-inf if none)
-    inside_paths: np.ndarray   # int32 [R] such paths over whole sentences, -1 if none (None if not requested)
-    outside_paths: np.ndarray  # int32 [R]
+    inside_paths: np.ndarray | None   # int32 [R] such paths over whole sentences, -1 if none (None if not requested)
+    outside_paths: np.ndarray | None  # int32 [R]
     path_offsets: np.ndarray   # int64 [K+1] span k's paths are rows path_offsets[k] .. path_offsets[k+1]-1
 
     def span_paths(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """int32 [T] the inside and the outside path of span k (T = length of its sentence)."""
         rows = slice(int(self.path_offsets[k]), int(self.path_offsets[k + 1]))
-        return self.inside_paths[rows], self.outside_paths[rows]
+        return cast(np.ndarray, self.inside_paths)[rows], cast(np.ndarray, self.outside_paths)[rows]
 
 
 def span_viterbi(pot: Potentials, span_sentence, span_first, span_length, allowed,
@@ -667,14 +667,15 @@ def span_viterbi(pot: Potentials, span_sentence, span_first, span_length, allowe
             args._ptr("uint8_t[]", sorted_allowed[mask_offsets[lo]:mask_offsets[hi]]),
             args._ptr("int64_t[]", path_offsets[lo:hi + 1] - path_offsets[lo]),
             args.out(inside[lo:hi]), args.out(outside[lo:hi]),
-            args.out(inside_paths[path_rows]) if paths else ffi.NULL,
-            args.out(outside_paths[path_rows]) if paths else ffi.NULL, args.workspace)
+            args.out(inside_paths[path_rows]) if inside_paths is not None else ffi.NULL,
+            args.out(outside_paths[path_rows]) if outside_paths is not None else ffi.NULL, args.workspace)
         check_status(status, "span_viterbi")
 
     run_chunks(pot, threads, job)
     path_rows = _segment_rows(path_offsets, rank)  # the sorted rows in the caller's order
-    return SpanViterbi(inside[rank], outside[rank], inside_paths[path_rows] if paths else None,
-                       outside_paths[path_rows] if paths else None, lengths_to_offsets(sentence_length))
+    return SpanViterbi(inside[rank], outside[rank], inside_paths[path_rows] if inside_paths is not None else None,
+                       outside_paths[path_rows] if outside_paths is not None else None,
+                       lengths_to_offsets(sentence_length))
 
 
 @dataclass

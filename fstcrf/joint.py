@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 
@@ -280,8 +280,8 @@ def joint_posteriors(jp: JointPotentials, marginals: bool = True, edge_counts: b
         counts = np.zeros(num_weights) if edge_counts else None
         check_status(lib.fc_joint_forward_backward(
             args.joint, args.batch, args.out(log_z[first:last]),
-            args.out(node[args.token_range]) if marginals else ffi.NULL,
-            args.out(counts) if edge_counts else ffi.NULL,
+            args.out(node[args.token_range]) if node is not None else ffi.NULL,
+            args.out(counts) if counts is not None else ffi.NULL,
             args.out(redo[first:last]), args.workspace), "joint_posteriors")
         return counts
 
@@ -296,11 +296,11 @@ def joint_posteriors(jp: JointPotentials, marginals: bool = True, edge_counts: b
                                 np.where(np.isfinite(product.final), product.final, 0.0))
             exact = forward_backward(single, marginals=marginals, edge_counts=edge_counts)
             log_z[b] = exact.log_z[0]
-            if marginals:
+            if node is not None:
                 node[rows] = exact.node_marginals
-            if edge_counts:
-                total += np.concatenate([c.ravel() for c in product_edge_counts(space, exact.edge_counts)])
-    if edge_counts:
+            if total is not None:
+                total += np.concatenate([c.ravel() for c in product_edge_counts(space, cast(np.ndarray, exact.edge_counts))])
+    if total is not None:
         blocks = np.cumsum([0] + [int(np.prod(space.transition_shape(k))) for k in range(len(space.components))])
         total = [total[lo:hi].reshape(space.transition_shape(k)) for k, (lo, hi) in enumerate(zip(blocks, blocks[1:]))]
     return JointPosteriors(log_z, node, total)

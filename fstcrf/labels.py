@@ -45,7 +45,7 @@ def _label_options(value: str) -> list[str] | None:
 
 def gold_label_set(sentences: Sequence[Sequence[str]]) -> list[str]:
     """The sorted labels a gold column mentions (in single labels and label sets)."""
-    labels = set()
+    labels: set[str] = set()
     for values in sentences:
         for value in set(values):
             labels.update(_label_options(value) or ())
@@ -119,7 +119,7 @@ def label_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray,
         rows = offsets[:-1][lengths > t] + t
         states[rows] = successor[states[rows - 1], label_ids[rows]]
     ends = offsets[1:] - 1
-    bad = np.flatnonzero((np.minimum.reduceat(states, offsets[:-1]) < 0)
+    bad: np.ndarray | list[int] = np.flatnonzero((np.minimum.reduceat(states, offsets[:-1]) < 0)
                          | ~topology.final[states[ends]]) if len(lengths) else []
     if len(bad):
         sentence = int(bad[0])

@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 import pynini
+import pywrapfst
 
 from . import budget
 from .errors import ArgumentTypeError, LabelError, OutputPathError, ShapeError
@@ -54,7 +55,7 @@ def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical",
             return value
     else:
         def weight(value):
-            return pynini.Weight(arc_type, value)
+            return pywrapfst.Weight(arc_type, value)
     initial = fst.add_state()
     fst.set_start(initial)
     first_node = initial + 1
@@ -64,14 +65,14 @@ def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical",
     def node(t: int, s: int) -> int:
         return first_node + t * S + s
 
-    for s in np.flatnonzero(topo.start):
-        fst.add_arc(initial, pynini.Arc(keys[s], keys[s], weight(-(pot.start[s] + emit[0, s])), node(0, s)))
+    for s in np.flatnonzero(topo.start).tolist():
+        fst.add_arc(initial, pywrapfst.Arc(keys[s], keys[s], weight(-(pot.start[s] + emit[0, s])), node(0, s)))
     transitions = pot.transitions_into(pot.sentence(sentence))
     for t in range(1, T):
         weights = -(transitions[t] + emit[t, topo.edge_dst])
         for src, dst, score in zip(topo.edge_src.tolist(), topo.edge_dst.tolist(), weights.tolist()):
-            fst.add_arc(node(t - 1, src), pynini.Arc(keys[dst], keys[dst], weight(score), node(t, dst)))
-    for s in np.flatnonzero(topo.final):
+            fst.add_arc(node(t - 1, src), pywrapfst.Arc(keys[dst], keys[dst], weight(score), node(t, dst)))
+    for s in np.flatnonzero(topo.final).tolist():
         fst.set_final(node(T - 1, s), weight(-pot.final[s]))
     table = topo.symbols if symbols == "labels" else topo.state_symbols
     fst.set_input_symbols(table)

@@ -99,7 +99,7 @@ class Segments:
         start = offsets[self.sentence] + self.first
         return (start * (offsets[-1] + 1) + self.last - self.first) * num_types + self.chunk_type
 
-    def select(self, mask: np.ndarray) -> Segments:
+    def select(self, mask: np.ndarray | slice) -> Segments:
         return Segments(self.sentence[mask], self.first[mask], self.last[mask], self.chunk_type[mask])
 
 
@@ -226,6 +226,7 @@ class SegmentFScore:
         span_length = np.concatenate([gold_lengths, cand_lengths])
         allowed_states = np.concatenate([gold_allowed, cand_allowed])[:, self.topology.state_label]
         result = span_viterbi(pot, segments.sentence, segments.first, span_length, allowed_states)
+        assert result.inside_paths is not None and result.outside_paths is not None   # paths=True
 
         path_lengths = np.diff(result.path_offsets)
         gold_rows = np.repeat(is_gold, path_lengths)

@@ -8,6 +8,8 @@ per thread by :class:`_GradientDriver`) and the gold paths' feature counts.
 """
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pynini
 
@@ -122,8 +124,8 @@ class Scorer:
         result.log_z[stranded] = -np.inf
         if restriction is None:
             return result.log_z, result.node_marginals, result.edge_counts
-        return (result.log_z, restriction.original_marginals(result.node_marginals),
-                restriction.original_edge_counts(result.edge_counts))
+        return (result.log_z, restriction.original_marginals(cast(np.ndarray, result.node_marginals)),
+                restriction.original_edge_counts(cast(np.ndarray, result.edge_counts)))
 
     def plans(self, encoded: EncodedSentences, topology: Topology | None = None) -> list[list[tuple[int, int]]]:
         """Per-thread sentence blocks.  Checks first that every length is feasible, which
@@ -212,7 +214,7 @@ class _GradientBlock:
         if driver.partial is not None and driver.partial[first:last].any():
             rows = encoded.token_rows(first, last)
             self._partial = np.ascontiguousarray(driver.partial[first:last], dtype=np.uint8)
-            self._allowed = np.ascontiguousarray(driver.allowed_labels[rows], dtype=np.uint8)
+            self._allowed = np.ascontiguousarray(cast(np.ndarray, driver.allowed_labels)[rows], dtype=np.uint8)
             self.sentences.partial = buffer_pointer("uint8_t", self._partial)
             self.sentences.num_labels = self._allowed.shape[1]
             self.sentences.state_label = buffer_pointer("int32_t", driver.state_label)
@@ -247,6 +249,8 @@ class _GradientDriver:
         self.num_classes = self.layout.num_classes
         model = scorer.topology
         decoding = scorer.constrained or model
+        self.state_map: np.ndarray | None
+        self.edge_map: np.ndarray | None
         self.state_map, self.edge_map = (None, None) if decoding is model else restriction_maps(model, decoding)
         self._buffers = KernelBuffers()
         self.graph = ffi.new("fc_graph *")
@@ -263,7 +267,7 @@ class _GradientDriver:
         self.state_label = np.ascontiguousarray(model.state_label, dtype=np.int32)
         self.blocks = [_GradientBlock(self, first, last, GROUP_TOKENS)
                        for first, last in thread_chunks(encoded, scorer.threads)]
-        self._sentence_block = None
+        self._sentence_block: _GradientBlock | None = None
 
     def scores(self, weights: np.ndarray) -> tuple:
         """(fc_scores of the decoding graph for transition weights [T], the arrays it
@@ -316,7 +320,7 @@ class TrainingSet:
         self.partial = np.minimum.reduceat(states, encoded.offsets[:-1]) < 0
         self._plans = scorer.plans(encoded)
         self._driver = _GradientDriver(scorer, encoded, self.partial, allowed_labels)
-        self._sentence_kernel = None
+        self._sentence_kernel: _SentenceKernel | None = None
         self._edge_table = scorer.topology.edge_ids
         self._num_features = scorer.features.num_features
         self.observed = np.zeros(self.num_weights)
@@ -348,7 +352,7 @@ class TrainingSet:
         complete = np.repeat(~self.partial, self.encoded.lengths)
         allowed[np.flatnonzero(complete), self.scorer.topology.state_label[self.states[complete]]] = True
         if self.partial.any():
-            allowed[~complete] = self.allowed_labels[~complete]
+            allowed[~complete] = cast(np.ndarray, self.allowed_labels)[~complete]
         for blocks in self._plans:
             for first, last in blocks:
                 pot = self.scorer.potentials(self.encoded, zero, first, last)

@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pynini
+import pywrapfst
 
 from . import budget
 from .errors import InfeasibleError, LabelError, TopologyError
@@ -28,9 +29,9 @@ from .errors import InfeasibleError, LabelError, TopologyError
 EPSILON = "<eps>"
 
 
-def symbol_table(labels: Sequence[str]) -> pynini.SymbolTable:
+def symbol_table(labels: Sequence[str]) -> pywrapfst.SymbolTable:
     """A symbol table with ``<eps>`` = 0 and label i at key i + 1."""
-    table = pynini.SymbolTable()
+    table = pywrapfst.SymbolTable()
     table.add_symbol(EPSILON, 0)
     for key, label in enumerate(labels, start=1):
         table.add_symbol(label, key)
@@ -126,11 +127,11 @@ class Topology:
         return table
 
     @cached_property
-    def symbols(self) -> pynini.SymbolTable:
+    def symbols(self) -> pywrapfst.SymbolTable:
         return symbol_table(self.labels)
 
     @cached_property
-    def state_symbols(self) -> pynini.SymbolTable:
+    def state_symbols(self) -> pywrapfst.SymbolTable:
         """A symbol table with state i at key i + 1 (for lattices over states)."""
         return symbol_table(self.state_names)
 
@@ -161,9 +162,9 @@ class Topology:
         nodes = [fsa.add_state() for _ in range(self.num_states)]
         keys = self.state_label + 1
         for s in np.flatnonzero(self.start):
-            fsa.add_arc(initial, pynini.Arc(keys[s], keys[s], 0, nodes[s]))
+            fsa.add_arc(initial, pywrapfst.Arc(keys[s], keys[s], 0, nodes[s]))
         for src, dst in zip(self.edge_src, self.edge_dst):
-            fsa.add_arc(nodes[src], pynini.Arc(keys[dst], keys[dst], 0, nodes[dst]))
+            fsa.add_arc(nodes[src], pywrapfst.Arc(keys[dst], keys[dst], 0, nodes[dst]))
         for s in np.flatnonzero(self.final):
             fsa.set_final(nodes[s])
         fsa.set_input_symbols(self.symbols)
@@ -298,7 +299,7 @@ def bounded_determinize(fsa: pynini.Fst, what: str) -> pynini.Fst:
     """``fsa`` (an epsilon-free unweighted acceptor) determinised, or BudgetError naming
     ``what`` if the result would have more than ``budget.max_states`` states, found by
     counting the subsets before building them."""
-    if fsa.properties(pynini.I_DETERMINISTIC, True):
+    if fsa.properties(pywrapfst.I_DETERMINISTIC, True):
         return fsa
     limit = budget.current("max_states")
     probe_states = min(_PROBE_STATES, limit + 1)
@@ -339,13 +340,13 @@ def from_acceptor(acceptor: pynini.Fst, labels: Sequence[str], name: str = "acce
     distinct (label, destination) pair of the trimmed acceptor."""
     labels = check_labels(labels)
     fsa = acceptor.copy()
-    if fsa.start() == pynini.NO_STATE_ID or fsa.num_states() == 0:
+    if fsa.start() == pywrapfst.NO_STATE_ID or fsa.num_states() == 0:
         raise TopologyError(f"{name}: the acceptor has no start state (empty language)")
-    if not fsa.properties(pynini.ACCEPTOR, True):
+    if not fsa.properties(pywrapfst.ACCEPTOR, True):
         raise TopologyError(f"{name}: expected an acceptor, got a transducer (input and output labels differ)")
-    if not fsa.properties(pynini.UNWEIGHTED, True):
+    if not fsa.properties(pywrapfst.UNWEIGHTED, True):
         raise TopologyError(f"{name}: topology acceptors must be unweighted")
-    if fsa.properties(pynini.EPSILONS, True):
+    if fsa.properties(pywrapfst.EPSILONS, True):
         fsa = pynini.rmepsilon(fsa)
     fsa = bounded_determinize(fsa, f"{name}: the deterministic acceptor")
     fsa.connect()
@@ -373,7 +374,7 @@ def from_acceptor(acceptor: pynini.Fst, labels: Sequence[str], name: str = "acce
     edge_src = order[np.repeat(lo, counts) + within]
     start = np.zeros(len(pair_ids), dtype=bool)
     start[arc_state[arc_src == fsa.start()]] = True
-    zero = pynini.Weight.zero(fsa.weight_type())
+    zero = pywrapfst.Weight.zero(fsa.weight_type())
     final = np.array([fsa.final(q) != zero for q in state_dst], dtype=bool)
     topology = Topology(labels, state_label, edge_src, edge_dst, start, final, name=name)
     if not np.any(final):
@@ -402,7 +403,7 @@ def _history_acceptor(labels: Sequence[str], order: int, pad: str | None,
                 state_of[following] = fsa.add_state()
                 fsa.set_final(state_of[following])
                 agenda.append(following)
-            fsa.add_arc(state_of[history], pynini.Arc(keys[label], keys[label], 0, state_of[following]))
+            fsa.add_arc(state_of[history], pywrapfst.Arc(keys[label], keys[label], 0, state_of[following]))
     return fsa
 
 
@@ -533,7 +534,7 @@ def second_order(tags: Sequence[str], outside: str = "O") -> Topology:
                 target = elsewhere
             else:
                 target = elsewhere
-            no_inside_after_outside.add_arc(state, pynini.Arc(keys[tag], keys[tag], 0, target))
+            no_inside_after_outside.add_arc(state, pywrapfst.Arc(keys[tag], keys[tag], 0, target))
     topology = intersect(history, no_inside_after_outside, name="second-order")
     return _rename_by_history(topology, 2, outside)
 
@@ -545,9 +546,9 @@ def intersect(topology: Topology, acceptor: pynini.Fst, name: str | None = None)
     is determinised and minimised first (its language is all that matters);
     the product state remembers the topology's history and the acceptor's."""
     name = name or f"{topology.name}&grammar"
-    if acceptor.start() == pynini.NO_STATE_ID:
+    if acceptor.start() == pywrapfst.NO_STATE_ID:
         raise TopologyError(f"{name}: the constraint acceptor has no start state (empty language)")
-    if not acceptor.properties(pynini.ACCEPTOR, True):
+    if not acceptor.properties(pywrapfst.ACCEPTOR, True):
         raise TopologyError(f"{name}: the constraint must be an acceptor")
     _check_symbol_keys(acceptor, topology)
     constraint = bounded_determinize(pynini.rmepsilon(acceptor), f"{name}: the constraint acceptor").minimize()

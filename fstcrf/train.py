@@ -58,7 +58,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -112,6 +112,14 @@ class Problem(Protocol):
 
     def gold(self, index: int) -> np.ndarray:
         """int32 [T]: the gold state sequence of sentence ``index``."""
+
+
+class _StoppingTest(Protocol):
+    """lbfgs's convergence test (see :func:`_stopping_test`)."""
+
+    losses: collections.deque[float]
+
+    def __call__(self, theta: np.ndarray, loss: float, steepest: np.ndarray) -> bool: ...
 
 
 @dataclass
@@ -360,7 +368,7 @@ def _gradient_small(theta: np.ndarray, steepest: np.ndarray, epsilon: float | No
 
 
 def _stopping_test(tol: float, epsilon: float | None, period: int | None, delta: float | None,
-                   recent_losses: list[float]) -> Callable[[np.ndarray, float, np.ndarray], bool]:
+                   recent_losses: list[float]) -> _StoppingTest:
     """lbfgs's convergence test, called once per iteration with (theta [D], objective,
     steepest [D]) and True when training should stop (see lbfgs).  ``recent_losses``
     are the objectives met so far (the start's, then each iteration's); the test keeps
@@ -378,8 +386,9 @@ def _stopping_test(tol: float, epsilon: float | None, period: int | None, delta:
         losses.append(loss)
         return stop or _gradient_small(theta, steepest, epsilon)
 
-    converged.losses = losses
-    return converged
+    test = cast(_StoppingTest, converged)
+    test.losses = losses
+    return test
 
 
 def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray, l1: float,
@@ -457,6 +466,9 @@ def _pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float,
     return steepest
 
 
+_Payload = TypeVar("_Payload")
+
+
 def _zoom_search(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray, loss: float,
                  gradient: np.ndarray, direction: np.ndarray, max_linesearch: int
                  ) -> tuple[np.ndarray, float, np.ndarray] | None:
@@ -471,8 +483,8 @@ def _zoom_search(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta
     return None if found is None else found[1]
 
 
-def _strong_wolfe_step(along: Callable[[float], tuple[float, float, object]], value0: float, slope0: float,
-                       max_evaluations: int) -> tuple[float, object] | None:
+def _strong_wolfe_step(along: Callable[[float], tuple[float, float, _Payload]], value0: float, slope0: float,
+                       max_evaluations: int) -> tuple[float, _Payload] | None:
     """(step, what ``along`` gave there) for a step that meets the strong Wolfe
     conditions (ARMIJO, CURVATURE) along a line where ``along(step)`` gives (objective,
     slope, anything) and step 0 has value0 and slope0; None after ``max_evaluations``
@@ -488,7 +500,7 @@ def _strong_wolfe_step(along: Callable[[float], tuple[float, float, object]], va
         return None
     evaluations = 0
 
-    def at(step: float) -> tuple[float, float, float, object]:
+    def at(step: float) -> tuple[float, float, float, _Payload]:
         nonlocal evaluations
         evaluations += 1
         return (step, *along(step))
@@ -519,7 +531,7 @@ def _strong_wolfe_step(along: Callable[[float], tuple[float, float, object]], va
             low = trial
         return None
 
-    previous = (0.0, value0, slope0, None)
+    previous: tuple[float, float, float, _Payload | None] = (0.0, value0, slope0, None)
     step = 1.0
     while evaluations < max_evaluations:
         trial = at(step)
