@@ -4,28 +4,88 @@ The error classes are imported with the package.  The inference routines,
 the topologies and the submodules (``fstcrf.budget``, ``fstcrf.model``, ...)
 are imported on first use (PEP 562), so that ``import fstcrf`` and the
 command line start without numpy, scipy, pynini or the C kernel."""
+
 from importlib import import_module as _import_module
 
-from .errors import (ArgumentTypeError, BudgetError, ConllFormatError, CompositionError,
-                     EmptySequenceError, FstcrfError, GrammarError, InfeasibleError, LabelError,
-                     ModelFileError, OutputPathError, ScoreError, ShapeError, TemplateError,
-                     TopologyError)
+from .errors import (
+    ArgumentTypeError,
+    BudgetError,
+    ConllFormatError,
+    CompositionError,
+    EmptySequenceError,
+    FstcrfError,
+    GrammarError,
+    InfeasibleError,
+    LabelError,
+    ModelFileError,
+    OutputPathError,
+    ScoreError,
+    ShapeError,
+    TemplateError,
+    TopologyError,
+)
 
 #: The public names imported on first use, with the submodule that defines each.
 _LAZY_NAMES = {
-    **dict.fromkeys(("ForwardBackward", "KBest", "Potentials", "SpanViterbi", "Viterbi", "forward_backward",
-                     "kbest", "log_partition", "max_marginals", "sample", "span_viterbi", "viterbi"),
-                    "inference"),
-    **dict.fromkeys(("Topology", "bioes", "first_order", "from_acceptor", "intersect", "iob2", "kth_order",
-                     "second_order"), "topology"),
+    **dict.fromkeys(
+        (
+            "ForwardBackward",
+            "KBest",
+            "Potentials",
+            "SpanViterbi",
+            "Viterbi",
+            "forward_backward",
+            "kbest",
+            "log_partition",
+            "max_marginals",
+            "sample",
+            "span_viterbi",
+            "viterbi",
+        ),
+        "inference",
+    ),
+    **dict.fromkeys(
+        ("Topology", "bioes", "first_order", "from_acceptor", "intersect", "iob2", "kth_order", "second_order"),
+        "topology",
+    ),
 }
 
 __all__ = [
-    "ArgumentTypeError", "BudgetError", "ConllFormatError", "CompositionError", "EmptySequenceError",
-    "FstcrfError", "GrammarError", "InfeasibleError", "LabelError", "ModelFileError", "OutputPathError",
-    "ScoreError", "ShapeError", "TemplateError", "TopologyError", "ForwardBackward", "KBest", "Potentials", "SpanViterbi", "Viterbi", "forward_backward",
-    "kbest", "log_partition", "max_marginals", "sample", "span_viterbi", "viterbi", "Topology", "bioes",
-    "first_order", "from_acceptor", "intersect", "iob2", "kth_order", "second_order",
+    "ArgumentTypeError",
+    "BudgetError",
+    "ConllFormatError",
+    "CompositionError",
+    "EmptySequenceError",
+    "FstcrfError",
+    "GrammarError",
+    "InfeasibleError",
+    "LabelError",
+    "ModelFileError",
+    "OutputPathError",
+    "ScoreError",
+    "ShapeError",
+    "TemplateError",
+    "TopologyError",
+    "ForwardBackward",
+    "KBest",
+    "Potentials",
+    "SpanViterbi",
+    "Viterbi",
+    "forward_backward",
+    "kbest",
+    "log_partition",
+    "max_marginals",
+    "sample",
+    "span_viterbi",
+    "viterbi",
+    "Topology",
+    "bioes",
+    "first_order",
+    "from_acceptor",
+    "intersect",
+    "iob2",
+    "kth_order",
+    "second_order",
 ]
 __version__ = "0.2.0.dev0"
 

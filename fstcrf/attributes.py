@@ -26,11 +26,13 @@ Joint decoding varies that one attribute over the lower tagger's labels
 (:meth:`AttributeExtractor.transform_reading`).  The dicts of such a model
 must not hold the key "pos" themselves.
 """
+
 from __future__ import annotations
 
 import math
 import numbers
-from typing import Sequence, cast
+from typing import cast
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse
@@ -57,8 +59,10 @@ def _key(key, prefix: str) -> str:
         return prefix + key
     if isinstance(key, bytes):
         return prefix + _decode(key, prefix)
-    raise _BadItem(f"the key {key!r} under {prefix[:-1] or 'the token'!r} is {type(key).__name__}; "
-                   "feature names must be str (or UTF-8 bytes)")
+    raise _BadItem(
+        f"the key {key!r} under {prefix[:-1] or 'the token'!r} is {type(key).__name__}; "
+        "feature names must be str (or UTF-8 bytes)"
+    )
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -96,7 +100,7 @@ def _flatten_into(item, prefix: str, names: list, values: list) -> None:
         elif kind is bool:
             add_name(name)
             add_value(1.0 if value else 0.0)
-        elif kind is float and value - value == 0.0:        # finite (inf - inf and nan are nan)
+        elif kind is float and value - value == 0.0:  # finite (inf - inf and nan are nan)
             add_name(name)
             add_value(value)
         elif isinstance(value, str):
@@ -111,14 +115,18 @@ def _flatten_into(item, prefix: str, names: list, values: list) -> None:
             add_name(name + SEPARATOR + _decode(value, name))
             add_value(1.0)
         else:
-            raise _BadItem(f"attribute {name!r} has a value of type {type(value).__name__} ({value!r:.40}); "
-                           "values must be str, bytes, bool, int, float, or a dict, list or set of them")
+            raise _BadItem(
+                f"attribute {name!r} has a value of type {type(value).__name__} ({value!r:.40}); "
+                "values must be str, bytes, bool, int, float, or a dict, list or set of them"
+            )
 
 
 def _check_token(token) -> None:
     if not isinstance(token, (dict, *_NAME_LIST_TYPES)):
-        raise _BadItem(f"the token is {type(token).__name__} ({token!r:.40}); a token is a dict of "
-                       "features or a list of feature names")
+        raise _BadItem(
+            f"the token is {type(token).__name__} ({token!r:.40}); a token is a dict of "
+            "features or a list of feature names"
+        )
 
 
 def attribute_pairs(token) -> list[tuple[str, float]]:
@@ -136,17 +144,21 @@ def attribute_pairs(token) -> list[tuple[str, float]]:
 
 def _tokens_of(sentence: Sentence, number: int) -> list:
     if COLUMN not in sentence.columns:
-        raise TemplateError(f"sentence {number} has no column {COLUMN!r} (its columns are "
-                            f"{', '.join(sentence.column_names) or 'none'}); attribute models read "
-                            "the token dicts from that column")
+        raise TemplateError(
+            f"sentence {number} has no column {COLUMN!r} (its columns are "
+            f"{', '.join(sentence.column_names) or 'none'}); attribute models read "
+            "the token dicts from that column"
+        )
     return sentence.columns[COLUMN]
 
 
 def _lower_labels_of(sentence: Sentence, number: int, reads: str) -> list:
     if reads not in sentence.columns:
-        raise TemplateError(f"sentence {number} has no column {reads!r} (its columns are "
-                            f"{', '.join(sentence.column_names)}); the model reads a lower tagger's labels "
-                            "from it")
+        raise TemplateError(
+            f"sentence {number} has no column {reads!r} (its columns are "
+            f"{', '.join(sentence.column_names)}); the model reads a lower tagger's labels "
+            "from it"
+        )
     return sentence.columns[reads]
 
 
@@ -157,8 +169,10 @@ def _read_token(token, lower: list | None, position: int, reads: str | None, nam
     if not isinstance(token, dict):
         _check_token(token)
     elif reads is not None and reads in token:
-        raise _BadItem(f"the token dict holds the key {reads!r}, the lower labels this model "
-                       f"reads from column {reads!r}; leave it out of the dicts")
+        raise _BadItem(
+            f"the token dict holds the key {reads!r}, the lower labels this model "
+            f"reads from column {reads!r}; leave it out of the dicts"
+        )
     _flatten_into(token, "", names, values)
     if lower is not None:
         label = lower[position]
@@ -168,9 +182,14 @@ def _read_token(token, lower: list | None, position: int, reads: str | None, nam
         values.append(1.0)
 
 
-def read_entries(sentences: Sequence[Sentence], by_name: dict[str, int], by_key: dict[str, dict[str, int]],
-                 names: list[str] | None = None, reads: str | None = None, read_labels: bool = True
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def read_entries(
+    sentences: Sequence[Sentence],
+    by_name: dict[str, int],
+    by_key: dict[str, dict[str, int]],
+    names: list[str] | None = None,
+    reads: str | None = None,
+    read_labels: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The attributes of the tokens of ``sentences`` in the columns of a vocabulary,
     read in C (fstcrf._attributes): columns int64 [M], values float64 [M] and
     where each token's entries start, int64 [N+1].  ``by_name`` maps names to
@@ -184,8 +203,11 @@ def read_entries(sentences: Sequence[Sentence], by_name: dict[str, int], by_key:
     from ._attributes import read_columns
 
     tokens = [_tokens_of(sentence, number) for number, sentence in enumerate(sentences)]
-    lower = [_lower_labels_of(sentence, number, reads) for number, sentence in enumerate(sentences)] \
-        if reads is not None and read_labels else None
+    lower = (
+        [_lower_labels_of(sentence, number, reads) for number, sentence in enumerate(sentences)]
+        if reads is not None and read_labels
+        else None
+    )
 
     def read_in_python(token, number: int, position: int) -> tuple[list, list]:
         token_names: list[str] = []
@@ -197,8 +219,11 @@ def read_entries(sentences: Sequence[Sentence], by_name: dict[str, int], by_key:
         return token_names, values
 
     columns, values, starts = read_columns(tokens, lower, reads, by_name, by_key, names, read_in_python)
-    return (np.frombuffer(columns, dtype=np.int64), np.frombuffer(values, dtype=np.float64),
-            np.frombuffer(starts, dtype=np.int64))
+    return (
+        np.frombuffer(columns, dtype=np.int64),
+        np.frombuffer(values, dtype=np.float64),
+        np.frombuffer(starts, dtype=np.int64),
+    )
 
 
 def check_sentences(sentences: Sequence[Sentence]) -> None:
@@ -296,7 +321,7 @@ class AttributeExtractor:
     def _fit_matrix(self, corpus) -> scipy.sparse.csr_matrix:
         """Learn the vocabulary; return the matrix of the corpus in its columns."""
         _check_min_count(self.min_count)
-        first_seen: list[str] = []          # the names in order of first occurrence, numbered so
+        first_seen: list[str] = []  # the names in order of first occurrence, numbered so
         codes, values, starts = read_entries(self._sentences(corpus), {}, {}, first_seen, self.reads)
         seen = _csr(values, codes, starts, len(first_seen))
         counts = np.bincount(seen.indices, minlength=len(first_seen))
@@ -337,8 +362,9 @@ class AttributeExtractor:
     def _known_matrix(self, corpus, read_labels: bool) -> scipy.sparse.csr_matrix:
         """:meth:`transform`, with or without the attributes of the lower labels."""
         self._check_fitted()
-        columns, values, starts = read_entries(self._sentences(corpus), self.vocabulary_, self._values_by_key(),
-                                               reads=self.reads, read_labels=read_labels)
+        columns, values, starts = read_entries(
+            self._sentences(corpus), self.vocabulary_, self._values_by_key(), reads=self.reads, read_labels=read_labels
+        )
         return _csr(values, columns, starts, len(self.predicate_names_))
 
     def _values_by_key(self) -> dict[str, dict[str, int]]:
@@ -353,7 +379,7 @@ class AttributeExtractor:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state.pop("_by_key", None)          # rebuilt on first use
+        state.pop("_by_key", None)  # rebuilt on first use
         return state
 
     @property
@@ -370,8 +396,9 @@ class AttributeExtractor:
         extractor.vocabulary_ = {name: column for column, name in enumerate(extractor.predicate_names_)}
         return extractor
 
-    def transform_reading(self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
-                          ) -> tuple[SparseRows, SparseRows, np.ndarray]:
+    def transform_reading(
+        self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
+    ) -> tuple[SparseRows, SparseRows, np.ndarray]:
         """The attribute matrices of a corpus whose lower labels (column ``column``, the
         one this extractor reads) are not known but may take each of ``values`` (K
         labels) at each token: the token dicts' attributes [N, P]; the lower label's
@@ -380,14 +407,17 @@ class AttributeExtractor:
         the full matrix, ascending (see FeatureExtractor.transform_reading)."""
         self._check_fitted()
         if column != self.reads:
-            raise TemplateError(f"this extractor reads the lower labels of column {self.reads!r}, "
-                                f"not {column!r}" if self.reads else
-                                "this extractor reads no lower tagger's labels (train with reads=...)")
+            raise TemplateError(
+                f"this extractor reads the lower labels of column {self.reads!r}, not {column!r}"
+                if self.reads
+                else "this extractor reads no lower tagger's labels (train with reads=...)"
+            )
         base = SparseRows.of(self._known_matrix(corpus, read_labels=False))
-        code = np.array([self.vocabulary_.get(column + SEPARATOR + value, -1) for value in values],
-                        dtype=np.int64)                                                     # [K]
+        code = np.array(
+            [self.vocabulary_.get(column + SEPARATOR + value, -1) for value in values], dtype=np.int64
+        )  # [K]
         met = np.unique(code[code >= 0])
-        per_value = np.searchsorted(met, code).astype(np.int32)     # the column among the M, where known
+        per_value = np.searchsorted(met, code).astype(np.int32)  # the column among the M, where known
         known = code >= 0
         num_rows = base.shape[0] * len(values)
         indptr = np.zeros(num_rows + 1, dtype=np.int64)
@@ -408,13 +438,22 @@ class AttributeExtractor:
     @classmethod
     def from_dict(cls, data: dict) -> AttributeExtractor:
         """A fitted extractor from :meth:`to_dict` data; bad data raises ModelFileError."""
-        if not isinstance(data, dict) or data.get("kind") != "attributes" \
-                or not {"min_count", "predicates"} <= set(data):
-            raise ModelFileError("attribute extractor data must be a dict with kind 'attributes', "
-                                 "min_count and predicates")
+        if (
+            not isinstance(data, dict)
+            or data.get("kind") != "attributes"
+            or not {"min_count", "predicates"} <= set(data)
+        ):
+            raise ModelFileError(
+                "attribute extractor data must be a dict with kind 'attributes', min_count and predicates"
+            )
         min_count, names = data["min_count"], data["predicates"]
-        if not isinstance(names, list) or not all(isinstance(name, str) for name in names) \
-                or isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+        if (
+            not isinstance(names, list)
+            or not all(isinstance(name, str) for name in names)
+            or isinstance(min_count, bool)
+            or not isinstance(min_count, int)
+            or min_count < 1
+        ):
             raise ModelFileError("attribute extractor data has fields of the wrong type")
         if len(set(names)) != len(names):
             raise ModelFileError("attribute extractor names repeat")
@@ -431,9 +470,10 @@ class AttributeExtractor:
 def _csr(values, codes: np.ndarray, starts: np.ndarray, width: int) -> scipy.sparse.csr_matrix:
     """Canonical float64 CSR [N, width] of entries codes [M] with values [M], token n's
     entries at starts[n]..starts[n+1]-1: repeated columns summed, zeros dropped."""
-    matrix = scipy.sparse.csr_matrix((np.asarray(values, dtype=np.float64), codes, starts),
-                                     shape=(len(starts) - 1, width))
-    matrix.sum_duplicates()             # also sorts the indices of every row
+    matrix = scipy.sparse.csr_matrix(
+        (np.asarray(values, dtype=np.float64), codes, starts), shape=(len(starts) - 1, width)
+    )
+    matrix.sum_duplicates()  # also sorts the indices of every row
     matrix.eliminate_zeros()
     return matrix
 

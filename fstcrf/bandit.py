@@ -42,6 +42,7 @@ minibatch, one pass computes the emissions, the posteriors with each
 sentence's expected edge counts and the draws, and one ``ff_accumulate``
 the feature gradient; the pieces run on the threads.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -114,8 +115,9 @@ class Posteriors:
         parts, row = [], 0
         for piece in self.pieces:
             rows = slice(row, row + len(piece.emissions))
-            pot = Potentials(self.topology, piece.emissions, piece.lengths, piece.transitions,
-                             token_class=piece.token_class)
+            pot = Potentials(
+                self.topology, piece.emissions, piece.lengths, piece.transitions, token_class=piece.token_class
+            )
             parts.append(pot.path_scores(paths[:, rows]) - piece.log_z)
             row = rows.stop
         return np.concatenate(parts, axis=1)
@@ -130,26 +132,35 @@ class _PieceKernel(KernelBuffers):
         S, E = topology.num_states, topology.num_edges
         self.graph = ffi.new("fc_graph *")
         self.fill_graph(self.graph, topology)
-        self.fill_workspace(lib.fc_workspace_doubles(S, E, num_classes, t_max, 1),
-                            lib.fc_workspace_ints(S, E, t_max, 1), t_max)
+        self.fill_workspace(
+            lib.fc_workspace_doubles(S, E, num_classes, t_max, 1), lib.fc_workspace_ints(S, E, t_max, 1), t_max
+        )
         self._start = np.where(topology.start, 0.0, -np.inf)
         self._final = np.where(topology.final, 0.0, -np.inf)
         self._num_classes = num_classes
         self._owned = list(self._keep)
 
-    def run(self, emissions: np.ndarray, lengths: np.ndarray, transitions: np.ndarray,
-            token_class: np.ndarray | None, count: int, seed: int):
+    def run(
+        self,
+        emissions: np.ndarray,
+        lengths: np.ndarray,
+        transitions: np.ndarray,
+        token_class: np.ndarray | None,
+        count: int,
+        seed: int,
+    ):
         """(paths int32 [count, n] drawn with ``seed``, log_z [b], marginals [n, S],
         edge_counts [b, ...]) of sentences of ``lengths`` [b] scored by emissions [n, S]."""
-        self._keep = list(self._owned)               # release the previous call's arrays
+        self._keep = list(self._owned)  # release the previous call's arrays
         scores = self.new_scores(transitions, self._start, self._final, self._num_classes)
         batch = self.new_batch(lengths_to_offsets(lengths), emissions, token_class)
         log_z = np.empty(len(lengths))
         marginals = np.empty(emissions.shape)
         edge_counts = np.zeros((len(lengths), *transitions.shape))
         paths = np.empty((count, len(emissions)), dtype=np.int32)
-        status = lib.fc_forward_backward_each(self.graph, scores, batch, self.out(log_z), self.out(marginals),
-                                              self.out(edge_counts), self.workspace)
+        status = lib.fc_forward_backward_each(
+            self.graph, scores, batch, self.out(log_z), self.out(marginals), self.out(edge_counts), self.workspace
+        )
         if count and status == lib.FC_OK:
             status = lib.fc_sample(self.graph, scores, batch, seed, 0, count, self.out(paths), self.workspace)
         if status != lib.FC_OK:
@@ -168,19 +179,21 @@ class SampledGradient:
 
     def __init__(self, scorer: Scorer, encoded: EncodedSentences):
         if scorer.constrained is not None:
-            raise FstcrfError("bandit training under a training grammar is not supported; train "
-                              "without --grammar and decode under the grammar instead")
+            raise FstcrfError(
+                "bandit training under a training grammar is not supported; train "
+                "without --grammar and decode under the grammar instead"
+            )
         self.scorer = scorer
         self.encoded = encoded
         self.num_weights = scorer.num_weights
         self._edge_table = scorer.topology.edge_ids
         F = scorer.features.num_features
-        self._piece_gradients = [np.zeros(F) for _ in range(_PIECES)]     # each [F], kept zero between minibatches
+        self._piece_gradients = [np.zeros(F) for _ in range(_PIECES)]  # each [F], kept zero between minibatches
         self._piece_pointers = ffi.new("double *[]", [buffer_pointer("double", grad) for grad in self._piece_gradients])
-        self._transitions = np.zeros(scorer.transitions.size)             # [T]
+        self._transitions = np.zeros(scorer.transitions.size)  # [T]
         self._pool: ThreadPoolExecutor | None = None
-        self._seen = np.zeros(encoded.num_predicates, dtype=bool)         # [P], kept False between calls
-        self._kernels: list[_PieceKernel] = []                            # one per piece, built on first use
+        self._seen = np.zeros(encoded.num_predicates, dtype=bool)  # [P], kept False between calls
+        self._kernels: list[_PieceKernel] = []  # one per piece, built on first use
 
     def potentials(self, theta: np.ndarray, first: int, last: int, sign: float = 1.0) -> Potentials:
         """The potentials of sentences first .. last-1 under sign * theta."""
@@ -190,8 +203,9 @@ class SampledGradient:
         """The posteriors of sentences first .. last-1 under sign * theta."""
         return self.draw(theta, first, last, 0, 0, sign)[1]
 
-    def draw(self, theta: np.ndarray, first: int, last: int, count: int, seed: int,
-             sign: float = 1.0) -> tuple[np.ndarray, Posteriors]:
+    def draw(
+        self, theta: np.ndarray, first: int, last: int, count: int, seed: int, sign: float = 1.0
+    ) -> tuple[np.ndarray, Posteriors]:
         """(int32 [count, n] exact draws of state paths of sentences first .. last-1 from
         p_{sign theta}, their posteriors).  Piece j of the minibatch draws with seed + j.
         The kernel is called directly on caller-owned structs: the scores come from
@@ -200,23 +214,28 @@ class SampledGradient:
         bounds = self._pieces(first, last)
         transitions = np.ascontiguousarray(self.scorer.transitions.scores(sign * theta[F:]))
         if not self._kernels:
-            self._kernels = [_PieceKernel(self.scorer.topology, self.scorer.transitions.num_classes,
-                                          int(self.encoded.lengths.max())) for _ in range(_PIECES)]
+            self._kernels = [
+                _PieceKernel(self.scorer.topology, self.scorer.transitions.num_classes, int(self.encoded.lengths.max()))
+                for _ in range(_PIECES)
+            ]
 
         def work(piece: int) -> tuple[np.ndarray, _Piece]:
             lo, hi = bounds[piece]
             emissions = self.scorer.features.emissions(self.encoded.tokens(lo, hi), theta[:F], sign)
-            token_class = (None if self.encoded.token_class is None
-                           else self.encoded.token_class[self.encoded.token_rows(lo, hi)])
+            token_class = (
+                None if self.encoded.token_class is None else self.encoded.token_class[self.encoded.token_rows(lo, hi)]
+            )
             lengths = self.encoded.lengths[lo:hi]
             paths, log_z, marginals, edge_counts = self._kernels[piece].run(
-                emissions, lengths, transitions, token_class, count, (seed + piece) % 2 ** 64)
-            return paths, _Piece(lo, hi, lengths, emissions, transitions, token_class, log_z, marginals,
-                                 edge_counts)
+                emissions, lengths, transitions, token_class, count, (seed + piece) % 2**64
+            )
+            return paths, _Piece(lo, hi, lengths, emissions, transitions, token_class, log_z, marginals, edge_counts)
 
         parts = self.map(work, range(len(bounds)))
-        return (np.concatenate([paths for paths, _ in parts], axis=1),
-                Posteriors([piece for _, piece in parts], sign, self.scorer.topology))
+        return (
+            np.concatenate([paths for paths, _ in parts], axis=1),
+            Posteriors([piece for _, piece in parts], sign, self.scorer.topology),
+        )
 
     def map(self, work, items) -> list:
         """[work(item) for item in items], on the threads of a pool kept for this object
@@ -245,28 +264,31 @@ class SampledGradient:
 
         def work(number: int) -> np.ndarray:
             piece = posteriors.pieces[number]
-            lo, hi = piece.first - first, piece.last - first           # within the minibatch
+            lo, hi = piece.first - first, piece.last - first  # within the minibatch
             rows = self.encoded.token_rows(piece.first, piece.last)
             local = slice(rows.start - self.encoded.offsets[first], rows.stop - self.encoded.offsets[first])
-            weights = coefficients[:, lo:hi].sum(axis=0)                                 # [b]
+            weights = coefficients[:, lo:hi].sum(axis=0)  # [b]
             sentence_of = np.repeat(np.arange(hi - lo), piece.lengths)
-            marks = piece.marginals * -weights[sentence_of][:, None]                       # [n', S]
+            marks = piece.marginals * -weights[sentence_of][:, None]  # [n', S]
             for k, path in enumerate(paths):
                 marks[np.arange(len(marks)), path[local]] += coefficients[k, lo + sentence_of]
-            self.scorer.features.accumulate(self.encoded.tokens(piece.first, piece.last), marks,
-                                            self._piece_gradients[number], sign)
-            return np.tensordot(weights, piece.edge_counts, axes=1)                        # [E] or [C, E]
+            self.scorer.features.accumulate(
+                self.encoded.tokens(piece.first, piece.last), marks, self._piece_gradients[number], sign
+            )
+            return np.tensordot(weights, piece.edge_counts, axes=1)  # [E] or [C, E]
 
         expected = sum(self.map(work, range(len(posteriors.pieces))))
-        self._transitions += sign * (self._path_transition_counts(first, posteriors.pieces[-1].last, paths,
-                                                                  coefficients) - layout.gradient(expected))
+        self._transitions += sign * (
+            self._path_transition_counts(first, posteriors.pieces[-1].last, paths, coefficients)
+            - layout.gradient(expected)
+        )
 
     def take(self, first: int, last: int) -> SparseGradient:
         """The gradient added since the last call, for sentences first .. last-1, and
         reset it.  Only the features of the predicates of those sentences can be
         non-zero, so only they are read and cleared."""
         rows = self.encoded.token_rows(first, last)
-        self._seen[self.encoded.indices[self.encoded.indptr[rows.start]:self.encoded.indptr[rows.stop]]] = True
+        self._seen[self.encoded.indices[self.encoded.indptr[rows.start] : self.encoded.indptr[rows.stop]]] = True
         predicates = np.flatnonzero(self._seen)
         self._seen[predicates] = False
         ptr = self.scorer.features.ptr
@@ -276,9 +298,13 @@ class SampledGradient:
         values = np.empty(len(indices))
 
         def gather(run: slice) -> None:
-            lib.fu_gather_clear(self._piece_pointers, len(self._piece_gradients),
-                                buffer_pointer("int64_t", indices[run]), run.stop - run.start,
-                                buffer_pointer("double", values[run]))
+            lib.fu_gather_clear(
+                self._piece_pointers,
+                len(self._piece_gradients),
+                buffer_pointer("int64_t", indices[run]),
+                run.stop - run.start,
+                buffer_pointer("double", values[run]),
+            )
 
         self.map(gather, _runs(len(indices)))
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
@@ -289,16 +315,20 @@ class SampledGradient:
         counts (the same whatever the threads, so results do not depend on them)."""
         minibatch = SentenceBatch()
         minibatch.lengths = self.encoded.lengths[first:last]
-        minibatch.offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
+        minibatch.offsets = self.encoded.offsets[first : last + 1] - self.encoded.offsets[first]
         return [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
 
-    def _path_transition_counts(self, first: int, last: int, paths: np.ndarray,
-                                coefficients: np.ndarray) -> np.ndarray | float:
+    def _path_transition_counts(
+        self, first: int, last: int, paths: np.ndarray, coefficients: np.ndarray
+    ) -> np.ndarray | float:
         """float [T]: sum_k sum_b coefficients[k, b] * transition-weight counts of paths[k]."""
-        offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
+        offsets = self.encoded.offsets[first : last + 1] - self.encoded.offsets[first]
         _, after = neighbours(offsets, offsets[-1])
-        token_class = (None if self.encoded.token_class is None else
-                       self.encoded.token_class[self.encoded.token_rows(first, last)][after])
+        token_class = (
+            None
+            if self.encoded.token_class is None
+            else self.encoded.token_class[self.encoded.token_rows(first, last)][after]
+        )
         per_edge = np.repeat(np.arange(last - first), np.diff(offsets) - 1)
         layout = self.scorer.transitions
         total: np.ndarray | float = 0.0
@@ -313,8 +343,9 @@ def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
     sentence order[i])."""
     rows = np.concatenate([np.arange(encoded.offsets[i], encoded.offsets[i + 1]) for i in order])
     token_class = None if encoded.token_class is None else encoded.token_class[rows]
-    matrix = scipy.sparse.csr_matrix((encoded.values, encoded.indices, encoded.indptr),
-                                     shape=(encoded.num_tokens, encoded.num_predicates))
+    matrix = scipy.sparse.csr_matrix(
+        (encoded.values, encoded.indices, encoded.indptr), shape=(encoded.num_tokens, encoded.num_predicates)
+    )
     return EncodedSentences(matrix[rows], encoded.lengths[order], token_class)
 
 
@@ -336,21 +367,36 @@ class _Steps:
         self._step.beta1, self._step.beta2 = _ADAM_BETAS
         self._step.epsilon = _EPSILON
 
-    def apply(self, theta: np.ndarray, gradient: SparseGradient, map_=lambda work, items: list(map(work, items))
-              ) -> None:
+    def apply(
+        self, theta: np.ndarray, gradient: SparseGradient, map_=lambda work, items: list(map(work, items))
+    ) -> None:
         """Step at the gradient's coordinates, split in ``_PIECES`` runs handed to
         ``map_`` (coordinates are independent, so any split gives the same result)."""
         at = np.concatenate([gradient.indices, self.num_features + np.arange(len(gradient.transitions))])
         g = np.concatenate([gradient.values, gradient.transitions])
         self.count += 1
         beta1, beta2 = _ADAM_BETAS
-        self._step.rate = (self.rate if self.rule != "adam" else
-                           self.rate * math.sqrt(1.0 - beta2 ** self.count) / (1.0 - beta1 ** self.count))
-        theta_pointer, squares, moments = buffer_pointer("double", theta), _optional(self.squares), _optional(self.moments)
+        self._step.rate = (
+            self.rate
+            if self.rule != "adam"
+            else self.rate * math.sqrt(1.0 - beta2**self.count) / (1.0 - beta1**self.count)
+        )
+        theta_pointer, squares, moments = (
+            buffer_pointer("double", theta),
+            _optional(self.squares),
+            _optional(self.moments),
+        )
 
         def work(run: slice) -> int:
-            return lib.fu_apply(self._step, theta_pointer, squares, moments, buffer_pointer("int64_t", at[run]),
-                                buffer_pointer("double", g[run]), run.stop - run.start)
+            return lib.fu_apply(
+                self._step,
+                theta_pointer,
+                squares,
+                moments,
+                buffer_pointer("int64_t", at[run]),
+                buffer_pointer("double", g[run]),
+                run.stop - run.start,
+            )
 
         if any(map_(work, _runs(len(at)))):
             raise RuntimeError("fu_apply rejected its arguments; this is a bug in fstcrf")
@@ -399,9 +445,17 @@ def _centred(raw: np.ndarray, settings: BanditSettings, running: _Running) -> np
     return raw
 
 
-def minibatch_gradient(gradient: SampledGradient, feedback, settings: BanditSettings, theta: np.ndarray,
-                       first: int, last: int, indices: np.ndarray, seed: int,
-                       running: _Running) -> SparseGradient:
+def minibatch_gradient(
+    gradient: SampledGradient,
+    feedback,
+    settings: BanditSettings,
+    theta: np.ndarray,
+    first: int,
+    last: int,
+    indices: np.ndarray,
+    seed: int,
+    running: _Running,
+) -> SparseGradient:
     """The stochastic gradient of sentences first .. last-1 (training sentences
     ``indices`` [B] for the feedback) under ``theta``."""
     K = settings.draws
@@ -437,8 +491,9 @@ class _Run:
         self.gradient, self.feedback, self.settings, self.order = gradient, feedback, settings, order
         self.rng = np.random.default_rng(settings.seed)
         self.theta = np.zeros(gradient.num_weights)
-        self.steps = _Steps(settings.step, settings.learning_rate, gradient.scorer.features.num_features,
-                            gradient.num_weights)
+        self.steps = _Steps(
+            settings.step, settings.learning_rate, gradient.scorer.features.num_features, gradient.num_weights
+        )
         self.running = _Running()
 
     def epoch(self) -> tuple[float, dict]:
@@ -450,8 +505,17 @@ class _Run:
         running.epoch_gain, running.epoch_draws, running.epoch_clipped = 0.0, 0, 0
         for first in self.rng.permutation(np.arange(0, B, size)).tolist():
             last = min(first + size, B)
-            gradient = minibatch_gradient(self.gradient, self.feedback, self.settings, self.theta, first, last,
-                                          self.order[first:last], int(self.rng.integers(2 ** 63)), running)
+            gradient = minibatch_gradient(
+                self.gradient,
+                self.feedback,
+                self.settings,
+                self.theta,
+                first,
+                last,
+                self.order[first:last],
+                int(self.rng.integers(2**63)),
+                running,
+            )
             self.steps.apply(self.theta, gradient, self.gradient.map)
         mean_gain = running.epoch_gain / max(running.epoch_draws, 1)
         extra = {"mean_gain": mean_gain, "feedback_calls": int(self.feedback.calls)}
@@ -460,9 +524,14 @@ class _Run:
         return -mean_gain, extra
 
 
-def learn(gradient: SampledGradient, feedback, settings: BanditSettings, order: np.ndarray,
-          evaluate: train.Evaluate | None = None, callback: train.Callback | None = None
-          ) -> train.TrainingResult:
+def learn(
+    gradient: SampledGradient,
+    feedback,
+    settings: BanditSettings,
+    order: np.ndarray,
+    evaluate: train.Evaluate | None = None,
+    callback: train.Callback | None = None,
+) -> train.TrainingResult:
     """Bandit training over the sentences of ``gradient`` (training sentences ``order``
     [B] for the feedback); one iteration is an epoch, whose record's objective is
     minus the mean gain of its draws and which adds ``mean_gain``,

@@ -4,6 +4,7 @@ learning (:mod:`fstcrf.bandit`) and of learning from logged feedback
 (:mod:`fstcrf.counterfactual`), the default prior and sgd step size
 (:mod:`fstcrf.train`), and :func:`check_positive`, the check of every numeric
 option."""
+
 from __future__ import annotations
 
 import math
@@ -30,24 +31,31 @@ DEFAULT_SIGMA = 10.0
 SIGMA_RANGE = (1e-100, 1e100)
 
 
-def check_positive(name: str, value, integer: bool = False, bounds: tuple[float, float] | None = None,
-                   infinite: bool = False, zero: bool = False) -> None:
+def check_positive(
+    name: str,
+    value,
+    integer: bool = False,
+    bounds: tuple[float, float] | None = None,
+    infinite: bool = False,
+    zero: bool = False,
+) -> None:
     """Raise ArgumentTypeError unless ``value`` is a number (an integer with ``integer``),
     FstcrfError unless it is positive (or zero, with ``zero``) and finite (or inf, with
     ``infinite``) and, with ``bounds`` (low, high), low <= value <= high."""
     kind = "integer" if integer else "number"
     sign = "non-negative" if zero else "positive"
-    number = numbers.Integral if integer else numbers.Real      # numpy's scalars included
+    number = numbers.Integral if integer else numbers.Real  # numpy's scalars included
     if isinstance(value, bool) or not isinstance(value, number):
         raise ArgumentTypeError(f"{name} must be a {sign} {kind}, got {type(value).__name__} {value!r}")
     if infinite and value == math.inf:
         return
     if not ((value >= 0 if zero else value > 0) and math.isfinite(value)):  # type: ignore[operator]  # numbers.Real declares no comparisons
-        raise FstcrfError(f"{name} must be a {sign} finite {kind}{' or inf' if infinite else ''}, "
-                          f"got {value!r}")
+        raise FstcrfError(f"{name} must be a {sign} finite {kind}{' or inf' if infinite else ''}, got {value!r}")
     if bounds is not None and not bounds[0] <= value <= bounds[1]:  # type: ignore[operator]  # as above
-        raise FstcrfError(f"{name} must lie between {bounds[0]:g} and {bounds[1]:g}"
-                          f"{' (or be inf)' if infinite else ''}, got {value!r}")
+        raise FstcrfError(
+            f"{name} must lie between {bounds[0]:g} and {bounds[1]:g}"
+            f"{' (or be inf)' if infinite else ''}, got {value!r}"
+        )
 
 
 @dataclass
@@ -67,13 +75,21 @@ class BanditSettings:
     seed: int = 0
 
     def __post_init__(self):
-        if self.baseline is None:       # the default: none where the estimator is centred already
-            self.baseline = ("none" if self.objective == "pairwise-independent" else
-                             "loo" if isinstance(self.draws, int) and self.draws >= 2 else "mean")
+        if self.baseline is None:  # the default: none where the estimator is centred already
+            self.baseline = (
+                "none"
+                if self.objective == "pairwise-independent"
+                else "loo"
+                if isinstance(self.draws, int) and self.draws >= 2
+                else "mean"
+            )
 
     def check(self) -> None:
-        for name, value, choices in (("objective", self.objective, OBJECTIVES),
-                                     ("baseline", self.baseline, BASELINES), ("step", self.step, STEPS)):
+        for name, value, choices in (
+            ("objective", self.objective, OBJECTIVES),
+            ("baseline", self.baseline, BASELINES),
+            ("step", self.step, STEPS),
+        ):
             if value not in choices:
                 raise FstcrfError(f"bandit {name} must be one of {', '.join(choices)}, got {value!r}")
         check_positive("draws", self.draws, integer=True)
@@ -85,7 +101,6 @@ class BanditSettings:
         if self.baseline == "loo" and self.draws < 2:
             raise FstcrfError("baseline 'loo' (leave-one-out) needs draws >= 2")
         if self.objective == "pairwise-independent" and self.baseline != "none":
-            raise FstcrfError("objective 'pairwise-independent' is centred by construction; use "
-                              "baseline 'none'")
+            raise FstcrfError("objective 'pairwise-independent' is centred by construction; use baseline 'none'")
         if not isinstance(self.seed, numbers.Integral) or isinstance(self.seed, bool) or self.seed < 0:
             raise FstcrfError(f"seed must be a non-negative integer, got {self.seed!r}")

@@ -4,6 +4,7 @@ Every comparison is measured in one run on the same data, and reported as a
 ratio: the machine is shared and noisy, so absolute seconds mean little.
 Each timing is the best of ``repeats`` runs.
 """
+
 from __future__ import annotations
 
 import time
@@ -39,8 +40,7 @@ def tokens_per_second(function, tokens: int, repeats: int, bar: Progress) -> flo
     return tokens / best
 
 
-def random_potentials(topology: Topology, num_tokens: int, seed: int,
-                      mean_length: int = 24) -> Potentials:
+def random_potentials(topology: Topology, num_tokens: int, seed: int, mean_length: int = 24) -> Potentials:
     """Random scores over sentences of CoNLL-like lengths (mean ``mean_length``),
     ``num_tokens`` >= 1 tokens in all."""
     if num_tokens < 1:
@@ -53,8 +53,9 @@ def random_potentials(topology: Topology, num_tokens: int, seed: int,
     if lengths[-1] <= 0:
         lengths.pop()
     total = sum(lengths)
-    return Potentials(topology, rng.normal(scale=2.0, size=(total, topology.num_states)), lengths,
-                      rng.normal(size=topology.num_edges))
+    return Potentials(
+        topology, rng.normal(scale=2.0, size=(total, topology.num_states)), lengths, rng.normal(size=topology.num_edges)
+    )
 
 
 def as_dense(pot: Potentials, forbidden_score: float = -1e30) -> Potentials:
@@ -62,12 +63,26 @@ def as_dense(pot: Potentials, forbidden_score: float = -1e30) -> Potentials:
     ``forbidden_score`` (so exp() of them is exactly 0)."""
     topo = pot.topology
     S = topo.num_states
-    dense = Topology(topo.labels, topo.state_label, np.repeat(np.arange(S), S), np.tile(np.arange(S), S),
-                     topo.start, topo.final, topo.state_names, name=topo.name + "-as-dense")
+    dense = Topology(
+        topo.labels,
+        topo.state_label,
+        np.repeat(np.arange(S), S),
+        np.tile(np.arange(S), S),
+        topo.start,
+        topo.final,
+        topo.state_names,
+        name=topo.name + "-as-dense",
+    )
     transitions = np.full(S * S, forbidden_score)
     transitions[topo.edge_dst.astype(np.int64) * S + topo.edge_src] = pot.transitions  # dst-major ids
-    return Potentials(dense, pot.emissions, pot.lengths, transitions,
-                      np.where(topo.start, pot.start, 0.0), np.where(topo.final, pot.final, 0.0))
+    return Potentials(
+        dense,
+        pot.emissions,
+        pot.lengths,
+        transitions,
+        np.where(topo.start, pot.start, 0.0),
+        np.where(topo.final, pot.final, 0.0),
+    )
 
 
 @dataclass
@@ -86,12 +101,19 @@ class KernelRow:
 
 def _subset(pot: Potentials, num_sentences: int) -> Potentials:
     rows = slice(0, int(pot.offsets[num_sentences]))
-    return Potentials(pot.topology, pot.emissions[rows], pot.lengths[:num_sentences], pot.transitions,
-                      np.where(pot.topology.start, pot.start, 0.0), np.where(pot.topology.final, pot.final, 0.0))
+    return Potentials(
+        pot.topology,
+        pot.emissions[rows],
+        pot.lengths[:num_sentences],
+        pot.transitions,
+        np.where(pot.topology.start, pot.start, 0.0),
+        np.where(pot.topology.final, pot.final, 0.0),
+    )
 
 
-def bench_kernel(tokens: int = 100_000, repeats: int = 3, reference_seconds: float = 1.0,
-                 seed: int = 0, progress: bool = True) -> list[KernelRow]:
+def bench_kernel(
+    tokens: int = 100_000, repeats: int = 3, reference_seconds: float = 1.0, seed: int = 0, progress: bool = True
+) -> list[KernelRow]:
     """Forward-backward and Viterbi throughput of the C kernel against numpy and pynini.
 
     The kernel runs on the whole batch (its intended use); numpy and pynini,
@@ -112,8 +134,9 @@ def bench_kernel(tokens: int = 100_000, repeats: int = 3, reference_seconds: flo
             forward = n / best_time(lambda: inference.log_partition(pot), repeats)
             prefix = _subset(pot, int(np.clip(reference_seconds * fb / 400 / 24, 2, pot.num_sequences)))
             sentences = range(prefix.num_sequences)
-            np_fb = prefix.num_tokens / best_time(lambda: [reference.forward_backward(prefix, b) for b in sentences],
-                                                  repeats)
+            np_fb = prefix.num_tokens / best_time(
+                lambda: [reference.forward_backward(prefix, b) for b in sentences], repeats
+            )
             np_vit = prefix.num_tokens / best_time(lambda: [reference.viterbi(prefix, b) for b in sentences], repeats)
             fsts = [lattice.to_fst(prefix, b, arc_type="log") for b in sentences]
             py_sd = prefix.num_tokens / best_time(lambda: [pynini.shortestdistance(f) for f in fsts], repeats)
@@ -121,8 +144,20 @@ def bench_kernel(tokens: int = 100_000, repeats: int = 3, reference_seconds: flo
             if topo.density() < 0.5:
                 dense = as_dense(pot)
                 dense_ratio = fb / (n / best_time(lambda: inference.forward_backward(dense), 1))
-            rows.append(KernelRow(name, topo.num_states, topo.num_edges, fb, vit, fb2,
-                                  fb / np_fb, vit / np_vit, forward / py_sd, dense_ratio))
+            rows.append(
+                KernelRow(
+                    name,
+                    topo.num_states,
+                    topo.num_edges,
+                    fb,
+                    vit,
+                    fb2,
+                    fb / np_fb,
+                    vit / np_vit,
+                    forward / py_sd,
+                    dense_ratio,
+                )
+            )
             bar.update()
     return rows
 
@@ -135,9 +170,11 @@ def format_kernel(rows: list[KernelRow]) -> str:
     ]
     for r in rows:
         dense = f"{r.dense_ratio:.1f}x" if r.dense_ratio is not None else "-"
-        lines.append(f"| {r.name} | {r.states} | {r.edges} | {r.fb_tokens_per_s:,.0f} | "
-                     f"{r.viterbi_tokens_per_s:,.0f} | {r.fb_2threads_tokens_per_s:,.0f} | "
-                     f"{r.numpy_fb_ratio:.0f}x | {r.numpy_viterbi_ratio:.0f}x | {r.pynini_ratio:.0f}x | {dense} |")
+        lines.append(
+            f"| {r.name} | {r.states} | {r.edges} | {r.fb_tokens_per_s:,.0f} | "
+            f"{r.viterbi_tokens_per_s:,.0f} | {r.fb_2threads_tokens_per_s:,.0f} | "
+            f"{r.numpy_fb_ratio:.0f}x | {r.numpy_viterbi_ratio:.0f}x | {r.pynini_ratio:.0f}x | {dense} |"
+        )
     return "\n".join(lines)
 
 
@@ -158,6 +195,7 @@ def _random_chain(sizes: tuple[int, ...], tokens: int, seed: int):
     the one below (emissions [N, S_{k-1}, S_k], transitions [S_{k-1}, E_k]),
     scores drawn at random."""
     from . import joint
+
     rng = np.random.default_rng(seed)
     components = [first_order([f"c{k}.{i:02d}" for i in range(S)]) for k, S in enumerate(sizes)]
     space = joint.JointSpace(components)
@@ -172,8 +210,9 @@ def _random_chain(sizes: tuple[int, ...], tokens: int, seed: int):
 COMPOSE_CASES = (("45 x 23 (POS x chunk)", (45, 23)), ("23 x 9 x 5 (3 components)", (23, 9, 5)))
 
 
-def bench_compose(tokens: int = 20_000, repeats: int = 3, reference_seconds: float = 3.0,
-                  seed: int = 0, progress: bool = True) -> list[ComposeRow]:
+def bench_compose(
+    tokens: int = 20_000, repeats: int = 3, reference_seconds: float = 3.0, seed: int = 0, progress: bool = True
+) -> list[ComposeRow]:
     """Factorised joint inference against the dense cross-product kernel.
 
     For each case of COMPOSE_CASES, random scores over ``tokens`` tokens; the
@@ -182,6 +221,7 @@ def bench_compose(tokens: int = 20_000, repeats: int = 3, reference_seconds: flo
     over its ``repeats`` runs.  Every figure is the best of ``repeats`` runs.
     The progress bar counts the tokens decoded."""
     from . import joint
+
     cases = []
     for name, sizes in COMPOSE_CASES:
         jp = _random_chain(sizes, tokens, seed)
@@ -200,11 +240,11 @@ def bench_compose(tokens: int = 20_000, repeats: int = 3, reference_seconds: flo
             counts = tokens_per_second(lambda: joint.joint_posteriors(jp, marginals=False), N, repeats, bar)
             vit = tokens_per_second(lambda: joint.joint_viterbi(jp), N, repeats, bar)
             vit2 = tokens_per_second(lambda: joint.joint_viterbi(jp, threads=2), N, repeats, bar)
-            dense_fb = tokens_per_second(lambda: inference.forward_backward(prefix, edge_counts=False), n, repeats,
-                                         bar)
+            dense_fb = tokens_per_second(lambda: inference.forward_backward(prefix, edge_counts=False), n, repeats, bar)
             dense_vit = tokens_per_second(lambda: inference.viterbi(prefix), n, repeats, bar)
-            rows.append(ComposeRow(f"{name}, random scores", jp.space.num_states, fb, dense_fb, vit, vit2,
-                                   dense_vit, counts))
+            rows.append(
+                ComposeRow(f"{name}, random scores", jp.space.num_states, fb, dense_fb, vit, vit2, dense_vit, counts)
+            )
     return rows
 
 
@@ -216,12 +256,14 @@ def format_compose(rows: list[ComposeRow]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(f"| {r.name} | {r.joint_states} | {r.factorised_fb_tokens_per_s:,.0f} | "
-                     f"{r.dense_fb_tokens_per_s:,.0f} | {r.factorised_fb_tokens_per_s / r.dense_fb_tokens_per_s:.1f}x | "
-                     f"{r.factorised_viterbi_tokens_per_s:,.0f} | {r.factorised_viterbi_2threads_tokens_per_s:,.0f} | "
-                     f"{r.dense_viterbi_tokens_per_s:,.0f} | "
-                     f"{r.factorised_viterbi_tokens_per_s / r.dense_viterbi_tokens_per_s:.1f}x | "
-                     f"{r.factorised_edge_counts_tokens_per_s:,.0f} |")
+        lines.append(
+            f"| {r.name} | {r.joint_states} | {r.factorised_fb_tokens_per_s:,.0f} | "
+            f"{r.dense_fb_tokens_per_s:,.0f} | {r.factorised_fb_tokens_per_s / r.dense_fb_tokens_per_s:.1f}x | "
+            f"{r.factorised_viterbi_tokens_per_s:,.0f} | {r.factorised_viterbi_2threads_tokens_per_s:,.0f} | "
+            f"{r.dense_viterbi_tokens_per_s:,.0f} | "
+            f"{r.factorised_viterbi_tokens_per_s / r.dense_viterbi_tokens_per_s:.1f}x | "
+            f"{r.factorised_edge_counts_tokens_per_s:,.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -233,41 +275,61 @@ def bench_compose_model(joint_path, test_path, repeats: int = 3, k: int = 5, pro
     from .compose import load_joint
     from .conll import read_conll
     from .joint import joint_viterbi
+
     model = load_joint(joint_path)
     test = read_conll(test_path, model.components[0].columns_, allow_missing=model.targets)
     sentences = test.sentences
     N = test.num_tokens
     modes = ("cascade", "kbest", "joint")
     with Progress(N * (len(modes) * repeats + 4), "bench compose (model)", unit="tok", enabled=progress) as bar:
-        seconds = {mode: N / tokens_per_second(lambda: model.predict(sentences, mode=mode, k=k), N, repeats, bar)
-                   for mode in modes}
+        seconds = {
+            mode: N / tokens_per_second(lambda: model.predict(sentences, mode=mode, k=k), N, repeats, bar)
+            for mode in modes
+        }
         phases = model.joint_phases(sentences)
         bar.update(N)
         jp = model.potentials(sentences)
         bar.update(N)
         kernel = [tokens_per_second(lambda: joint_viterbi(jp, threads=threads), N, 1, bar) for threads in (1, 2)]
-    return {"model": str(joint_path), "test": str(test_path), "tokens": N,
-            "joint_states": model.space.num_states, "k": k, "threads": model.threads,
-            "kernel_tokens_per_s": kernel[0], "kernel_2threads_tokens_per_s": kernel[1],
-            "seconds": seconds, "joint_phases": phases}
+    return {
+        "model": str(joint_path),
+        "test": str(test_path),
+        "tokens": N,
+        "joint_states": model.space.num_states,
+        "k": k,
+        "threads": model.threads,
+        "kernel_tokens_per_s": kernel[0],
+        "kernel_2threads_tokens_per_s": kernel[1],
+        "seconds": seconds,
+        "joint_phases": phases,
+    }
 
 
 def format_compose_model(result: dict) -> str:
     N, seconds, phases = result["tokens"], result["seconds"], result["joint_phases"]
-    lines = [f"{result['model']} on {result['test']}: {N:,} tokens, {result['joint_states']:,} joint states",
-             "",
-             f"| decoding (end to end, {result['threads']} threads) | seconds | tok/s | x cascade time |",
-             "|---|---|---|---|"]
-    for mode, label in (("cascade", "cascade (1-best)"), ("kbest", f"cascade, {result['k']}-best lists"),
-                        ("joint", "joint (exact)")):
-        lines.append(f"| {label} | {seconds[mode]:.2f} | {N / seconds[mode]:,.0f} | "
-                     f"{seconds[mode] / seconds['cascade']:.2f} |")
+    lines = [
+        f"{result['model']} on {result['test']}: {N:,} tokens, {result['joint_states']:,} joint states",
+        "",
+        f"| decoding (end to end, {result['threads']} threads) | seconds | tok/s | x cascade time |",
+        "|---|---|---|---|",
+    ]
+    for mode, label in (
+        ("cascade", "cascade (1-best)"),
+        ("kbest", f"cascade, {result['k']}-best lists"),
+        ("joint", "joint (exact)"),
+    ):
+        lines.append(
+            f"| {label} | {seconds[mode]:.2f} | {N / seconds[mode]:,.0f} | {seconds[mode] / seconds['cascade']:.2f} |"
+        )
     total = sum(phases.values())
     lines += ["", "| joint decoding, phase (1 thread) | seconds | share |", "|---|---|---|"]
     lines += [f"| {name} | {value:.2f} | {value / total:.0%} |" for name, value in phases.items()]
-    lines += [f"| total | {total:.2f} | 100% |", "",
-              f"joint Viterbi kernel (scores precomputed): {result['kernel_tokens_per_s']:,.0f} tok/s on 1 thread, "
-              f"{result['kernel_2threads_tokens_per_s']:,.0f} tok/s on 2"]
+    lines += [
+        f"| total | {total:.2f} | 100% |",
+        "",
+        f"joint Viterbi kernel (scores precomputed): {result['kernel_tokens_per_s']:,.0f} tok/s on 1 thread, "
+        f"{result['kernel_2threads_tokens_per_s']:,.0f} tok/s on 2",
+    ]
     return "\n".join(lines)
 
 
@@ -276,11 +338,12 @@ def hide_labels(corpus, target: str, fraction: float, seed: int = 0):
     random, replaced by the unknown label "?"."""
     from .conll import Corpus
     from .model import UNKNOWN_LABEL
+
     rng = np.random.default_rng(seed)
     hidden = rng.permutation(corpus.num_tokens) < round(fraction * corpus.num_tokens)
     sentences, start = [], 0
     for sentence in corpus.sentences:
-        mask = hidden[start:start + len(sentence)]
+        mask = hidden[start : start + len(sentence)]
         labels = [UNKNOWN_LABEL if h else label for h, label in zip(mask, sentence.columns[target])]
         sentences.append(sentence.with_column(target, labels))
         start += len(sentence)
@@ -291,14 +354,16 @@ def sentences_with_budget(corpus, fraction: float, seed: int = 0):
     """A random subset of whole sentences holding ``fraction`` of the tokens (the last
     sentence drawn may overshoot by less than one sentence)."""
     from .conll import Corpus
+
     order = np.random.default_rng(seed).permutation(len(corpus.sentences))
     lengths = np.array([len(corpus.sentences[i]) for i in order])
     count = int(np.searchsorted(np.cumsum(lengths), fraction * corpus.num_tokens)) + 1
     return Corpus(corpus.column_names, [corpus.sentences[i] for i in sorted(order[:count])])
 
 
-def bench_partial(folder, fraction: float = 0.5, seed: int = 0, max_iter: int = 200, threads: int = 2,
-                  progress: bool = True) -> list[dict]:
+def bench_partial(
+    folder, fraction: float = 0.5, seed: int = 0, max_iter: int = 200, threads: int = 2, progress: bool = True
+) -> list[dict]:
     """Partial labels against fewer full sentences on CoNLL-2000 full chunking: a
     first-order chunker (Sha & Pereira features, L-BFGS, sigma 10) trained with
     ``fraction`` of the training tokens' labels hidden, and one trained on whole
@@ -308,12 +373,19 @@ def bench_partial(folder, fraction: float = 0.5, seed: int = 0, max_iter: int = 
 
     from .conll import read_conll
     from .model import ChainCRF
+
     train = read_conll(Path(folder) / "train.txt")
     test = read_conll(Path(folder) / "test.txt")
-    settings = [(f"{fraction:.0%} of tokens' labels hidden at random (seed {seed})",
-                 hide_labels(train, "chunk", fraction, seed)),
-                (f"{1 - fraction:.0%} of tokens as whole sentences (seed {seed})",
-                 sentences_with_budget(train, 1 - fraction, seed))]
+    settings = [
+        (
+            f"{fraction:.0%} of tokens' labels hidden at random (seed {seed})",
+            hide_labels(train, "chunk", fraction, seed),
+        ),
+        (
+            f"{1 - fraction:.0%} of tokens as whole sentences (seed {seed})",
+            sentences_with_budget(train, 1 - fraction, seed),
+        ),
+    ]
     rows = []
     with Progress(len(settings), "bench partial", unit="model", enabled=progress) as bar:
         for name, corpus in settings:
@@ -321,19 +393,31 @@ def bench_partial(folder, fraction: float = 0.5, seed: int = 0, max_iter: int = 
             started = time.perf_counter()
             model = ChainCRF(max_iter=max_iter, threads=threads).fit(corpus)
             seconds = time.perf_counter() - started
-            rows.append({"setting": name, "sentences": len(corpus), "tokens": corpus.num_tokens,
-                         "labelled": labelled, "f1": model.score(test).f1, "seconds": seconds,
-                         "iterations": model.n_iter_})
+            rows.append(
+                {
+                    "setting": name,
+                    "sentences": len(corpus),
+                    "tokens": corpus.num_tokens,
+                    "labelled": labelled,
+                    "f1": model.score(test).f1,
+                    "seconds": seconds,
+                    "iterations": model.n_iter_,
+                }
+            )
             bar.update()
     return rows
 
 
 def format_partial(rows: list[dict]) -> str:
-    lines = ["| training data | sentences | tokens | labelled tokens | test F1 | L-BFGS iterations | train s |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| training data | sentences | tokens | labelled tokens | test F1 | L-BFGS iterations | train s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['setting']} | {r['sentences']:,} | {r['tokens']:,} | {r['labelled']:,} | "
-                     f"{r['f1']:.2f} | {r['iterations']} | {r['seconds']:.0f} |")
+        lines.append(
+            f"| {r['setting']} | {r['sentences']:,} | {r['tokens']:,} | {r['labelled']:,} | "
+            f"{r['f1']:.2f} | {r['iterations']} | {r['seconds']:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -347,13 +431,14 @@ def _train_side(which: str, folder: str, iterations: int, threads: int) -> dict:
 
     from .conll import read_conll
     from .evaluate import score_chunks
+
     train = read_conll(Path(folder) / "train.txt")
     test = read_conll(Path(folder) / "test.txt")
     result: dict = {"toolkit": which}
     if which == "fstcrf":
         from .model import ChainCRF
-        model = ChainCRF("crfpp", order=1, max_iter=iterations, threads=threads, sigma=0.5 ** 0.5,
-                         tol=1e-12).fit(train)
+
+        model = ChainCRF("crfpp", order=1, max_iter=iterations, threads=threads, sigma=0.5**0.5, tol=1e-12).fit(train)
         seconds = [record["seconds"] for record in model.history_]
         predicted = model.predict(test)
         tag_seconds = best_time(lambda: model.predict(test), 3)
@@ -364,23 +449,25 @@ def _train_side(which: str, folder: str, iterations: int, threads: int) -> dict:
         import pycrfsuite
 
         from .features import CRFPP_CHUNKING, FeatureExtractor
+
         extractor = FeatureExtractor(CRFPP_CHUNKING).fit(train)
         names = extractor.predicate_names_
 
         def attributes(corpus):
             """Per sentence, per token: the names of the true predicates."""
             matrix = extractor.transform(corpus)
-            tokens = [[names[j] for j in matrix.indices[matrix.indptr[r]:matrix.indptr[r + 1]]]
-                      for r in range(matrix.shape[0])]
+            tokens = [
+                [names[j] for j in matrix.indices[matrix.indptr[r] : matrix.indptr[r + 1]]]
+                for r in range(matrix.shape[0])
+            ]
             ends = np.cumsum([len(sentence) for sentence in corpus])
-            return [tokens[end - len(sentence):end] for sentence, end in zip(corpus, ends)]
+            return [tokens[end - len(sentence) : end] for sentence, end in zip(corpus, ends)]
 
         trainer = pycrfsuite.Trainer(verbose=False)
         for xseq, sentence in zip(attributes(train), train):
             trainer.append(xseq, sentence["chunk"])
         trainer.select("lbfgs")
-        trainer.set_params({"c1": 0.0, "c2": 1.0, "max_iterations": iterations, "epsilon": 0.0,
-                            "delta": 0.0})
+        trainer.set_params({"c1": 0.0, "c2": 1.0, "max_iterations": iterations, "epsilon": 0.0, "delta": 0.0})
         with tempfile.TemporaryDirectory() as scratch:
             path = str(Path(scratch) / "model.crfsuite")
             trainer.train(path)
@@ -426,14 +513,20 @@ def bench_train(folder, peer: str = "crfsuite", iterations: int = 50, threads: i
 
 def format_train(rows: list[dict]) -> str:
     ours, peer = rows
-    lines = ["| toolkit | features | L-BFGS iterations | s / iteration (median) | tagging tok/s | "
-             "test F1 | peak RSS MiB |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| toolkit | features | L-BFGS iterations | s / iteration (median) | tagging tok/s | test F1 | peak RSS MiB |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['toolkit']} | {r['features']:,} | {r['iterations']} | {r['seconds_per_iteration']:.3f} | "
-                     f"{r['tag_tokens_per_s']:,.0f} | {r['f1']:.2f} | {r['peak_rss_mib']:,.0f} |")
+        lines.append(
+            f"| {r['toolkit']} | {r['features']:,} | {r['iterations']} | {r['seconds_per_iteration']:.3f} | "
+            f"{r['tag_tokens_per_s']:,.0f} | {r['f1']:.2f} | {r['peak_rss_mib']:,.0f} |"
+        )
     lines.append("")
-    lines.append(f"s / iteration, fstcrf / CRFsuite: {ours['seconds_per_iteration'] / peer['seconds_per_iteration']:.2f}; "
-                 f"tagging throughput, fstcrf / CRFsuite: {ours['tag_tokens_per_s'] / peer['tag_tokens_per_s']:.2f}")
+    lines.append(
+        f"s / iteration, fstcrf / CRFsuite: {ours['seconds_per_iteration'] / peer['seconds_per_iteration']:.2f}; "
+        f"tagging throughput, fstcrf / CRFsuite: {ours['tag_tokens_per_s'] / peer['tag_tokens_per_s']:.2f}"
+    )
     return "\n".join(lines)
 
 
@@ -446,6 +539,7 @@ def bench_grammar(model_path, test_path, repeats: int = 3) -> list[dict]:
     from .errors import GrammarError
     from .grammar import constrain, load_grammar, shipped_grammars
     from .model import load_model
+
     model = load_model(model_path)
     test = read_conll(test_path, model.columns_)
     types = [label[2:] for label in model.labels_ if label.startswith("B-")]
@@ -453,8 +547,15 @@ def bench_grammar(model_path, test_path, repeats: int = 3) -> list[dict]:
     params = {"X": max(counts, key=counts.get)} if counts else {}
     model.predict(test)
     free = best_time(lambda: model.predict(test), repeats)
-    rows = [{"grammar": "(none)", "states": model.topology_.num_states, "edges": model.topology_.num_edges,
-             "seconds": free, "ratio": 1.0}]
+    rows = [
+        {
+            "grammar": "(none)",
+            "states": model.topology_.num_states,
+            "edges": model.topology_.num_edges,
+            "seconds": free,
+            "ratio": 1.0,
+        }
+    ]
     for name in shipped_grammars():
         grammar = load_grammar(name)
         needed = params if name.startswith("at_") else None
@@ -465,11 +566,19 @@ def bench_grammar(model_path, test_path, repeats: int = 3) -> list[dict]:
             rows.append({"grammar": name, "skipped": reason})
             continue
         model.predict(test, grammar=grammar, params=needed, on_infeasible="unconstrained")
-        seconds = best_time(lambda: model.predict(test, grammar=grammar, params=needed,
-                                                  on_infeasible="unconstrained"), repeats)
+        seconds = best_time(
+            lambda: model.predict(test, grammar=grammar, params=needed, on_infeasible="unconstrained"), repeats
+        )
         label = name + (f" (X={params['X']})" if needed else "")
-        rows.append({"grammar": label, "states": topology.num_states, "edges": topology.num_edges,
-                     "seconds": seconds, "ratio": seconds / free})
+        rows.append(
+            {
+                "grammar": label,
+                "states": topology.num_states,
+                "edges": topology.num_edges,
+                "seconds": seconds,
+                "ratio": seconds / free,
+            }
+        )
     return rows
 
 

@@ -13,6 +13,7 @@ spread over seeds), the feedback calls each objective needed to reach its
 published F1 on test-free dev curves, F1 under flipped feedback, and, measured
 in one run on the same data, one bandit epoch against one full gradient.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,8 +31,7 @@ LOG = logging.getLogger("fstcrf")
 
 DEV_SENTENCES = 1000
 #: Published test F1 (Sokolov et al. 2016, CoNLL-2000 NP chunking) and this project's targets.
-PUBLISHED = {"full": 93.5, "expected": 92.3, "pairwise": 91.4, "pairwise-independent": 91.4,
-             "cross-entropy": 89.1}
+PUBLISHED = {"full": 93.5, "expected": 92.3, "pairwise": 91.4, "pairwise-independent": 91.4, "cross-entropy": 89.1}
 TARGETS = {"expected": 93.0, "pairwise": 93.0, "pairwise-independent": 93.0, "cross-entropy": 91.5}
 #: Per-objective options chosen on the dev split (docs/bandit.md); the rest are ChainCRF's defaults.
 SETTINGS = {"expected": {}, "pairwise": {}, "pairwise-independent": {}, "cross-entropy": {"clip": 0.5}}
@@ -52,6 +52,7 @@ def calls_per_sentence(objective: str, draws: int) -> int:
 
 def _model(threads: int, **options):
     from .model import ChainCRF
+
     return ChainCRF("sha-pereira", order=2, features="complete", threads=threads, **options)
 
 
@@ -59,12 +60,17 @@ def run_full_information(train: Corpus, dev: Corpus, test: Corpus, threads: int)
     """L-BFGS on the gold labels, the iteration best on dev kept."""
     started = time.perf_counter()
     model = _model(threads, **FULL_INFORMATION).fit(train, dev=dev)
-    return {"test_f1": model.score(test).f1, "dev_f1": max(r["dev_score"] for r in model.history_),
-            "seconds": time.perf_counter() - started, "iterations": model.n_iter_}
+    return {
+        "test_f1": model.score(test).f1,
+        "dev_f1": max(r["dev_score"] for r in model.history_),
+        "seconds": time.perf_counter() - started,
+        "iterations": model.n_iter_,
+    }
 
 
-def run_bandit(train: Corpus, dev: Corpus, test: Corpus, objective: str, seed: int, calls: int,
-               threads: int, flip: float = 0.0) -> dict:
+def run_bandit(
+    train: Corpus, dev: Corpus, test: Corpus, objective: str, seed: int, calls: int, threads: int, flip: float = 0.0
+) -> dict:
     """One bandit run of at most ``calls`` feedback calls; the epoch best on dev kept."""
     options = {**SETTINGS.get(objective, {}), "objective": objective, "seed": seed, "feedback_flip": flip}
     draws = options.get("draws", DEFAULT_DRAWS)
@@ -72,10 +78,17 @@ def run_bandit(train: Corpus, dev: Corpus, test: Corpus, objective: str, seed: i
     started = time.perf_counter()
     model = _model(threads, algorithm="bandit", max_iter=epochs, **options).fit(train, dev=dev)
     curve = [(r["feedback_calls"], r["dev_score"]) for r in model.history_]
-    return {"objective": objective, "seed": seed, "flip": flip, "test_f1": model.score(test).f1,
-            "best_epoch": model.best_iteration_, "epochs": model.n_iter_, "curve": curve,
-            "seconds": time.perf_counter() - started,
-            "clipped": model.history_[-1].get("clipped")}
+    return {
+        "objective": objective,
+        "seed": seed,
+        "flip": flip,
+        "test_f1": model.score(test).f1,
+        "best_epoch": model.best_iteration_,
+        "epochs": model.n_iter_,
+        "curve": curve,
+        "seconds": time.perf_counter() - started,
+        "clipped": model.history_[-1].get("clipped"),
+    }
 
 
 #: (draws per sentence, minibatch size) of the timed epochs.
@@ -95,6 +108,7 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     from .labels import chain_topology, gold_states, parse_gold
     from .model import BIAS, TEMPLATES
     from .objective import Scorer, TrainingSet
+
     extractor = FeatureExtractor(TEMPLATES["sha-pereira"])
     encoded = EncodedSentences.from_corpus(extractor, train, fit=True)
     topology = chain_topology(2, ["B-NP", "I-NP", "O"])
@@ -116,8 +130,10 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
 
     with blas_single_threaded():
         gradient_seconds = min(_seconds(lambda: problem.loss_and_gradient(theta)) for _ in range(7))
-        epochs = [{"draws": draws, "batch_size": size, "seconds": epoch_seconds(draws, size)}
-                  for draws, size in SPEED_SETTINGS]
+        epochs = [
+            {"draws": draws, "batch_size": size, "seconds": epoch_seconds(draws, size)}
+            for draws, size in SPEED_SETTINGS
+        ]
     for epoch in epochs:
         epoch["ratio"] = epoch["seconds"] / gradient_seconds
         epoch["calls_per_second"] = len(train) * epoch["draws"] / epoch["seconds"]
@@ -126,11 +142,15 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
 
 def format_speed(speed: dict) -> str:
     """The epoch timings of :func:`measure_speed`, one line each."""
-    lines = [f"speed (one run, same data, {speed['features']:,} weights): one full gradient "
-             f"{speed['gradient_seconds']:.3f} s; one bandit epoch (expected gain):"]
+    lines = [
+        f"speed (one run, same data, {speed['features']:,} weights): one full gradient "
+        f"{speed['gradient_seconds']:.3f} s; one bandit epoch (expected gain):"
+    ]
     for epoch in speed["epochs"]:
-        lines.append(f"  {epoch['draws']} draw(s), minibatches of {epoch['batch_size']:>3}: {epoch['seconds']:.2f} s "
-                     f"= {epoch['ratio']:.1f} full gradients, {epoch['calls_per_second']:,.0f} feedback calls/s")
+        lines.append(
+            f"  {epoch['draws']} draw(s), minibatches of {epoch['batch_size']:>3}: {epoch['seconds']:.2f} s "
+            f"= {epoch['ratio']:.1f} full gradients, {epoch['calls_per_second']:,.0f} feedback calls/s"
+        )
     return "\n".join(lines)
 
 
@@ -147,22 +167,30 @@ def splits(folder, dev_sentences: int = DEV_SENTENCES) -> tuple[Corpus, Corpus, 
     full = noun_phrases(read_conll(folder / "train.txt"))
     test = noun_phrases(read_conll(folder / "test.txt"))
     if len(full) <= dev_sentences:
-        raise FstcrfError(f"{folder / 'train.txt'} has {len(full)} sentences; the benchmark keeps the last "
-                          f"{dev_sentences} for dev and needs more")
+        raise FstcrfError(
+            f"{folder / 'train.txt'} has {len(full)} sentences; the benchmark keeps the last "
+            f"{dev_sentences} for dev and needs more"
+        )
     return full[:-dev_sentences], full[-dev_sentences:], test
 
 
-def bench_bandit(folder, seeds: int = 3, calls: int = 1_000_000,
-                 objectives=("expected", "pairwise", "pairwise-independent", "cross-entropy"),
-                 flips=(0.1, 0.3), threads: int = 2, plot: str | None = None,
-                 dev_sentences: int = DEV_SENTENCES) -> dict:
+def bench_bandit(
+    folder,
+    seeds: int = 3,
+    calls: int = 1_000_000,
+    objectives=("expected", "pairwise", "pairwise-independent", "cross-entropy"),
+    flips=(0.1, 0.3),
+    threads: int = 2,
+    plot: str | None = None,
+    dev_sentences: int = DEV_SENTENCES,
+) -> dict:
     """Every run of the benchmark (see the module doc) on ``folder``'s train.txt and
     test.txt, the last ``dev_sentences`` of train.txt for dev; ``plot`` writes the
     dev curves."""
     train, dev, test = splits(folder, dev_sentences)
     quiet = logging.getLogger("fstcrf.train")
     level = quiet.level
-    quiet.setLevel(logging.WARNING)                # one line per run, not per epoch
+    quiet.setLevel(logging.WARNING)  # one line per run, not per epoch
     try:
         result = {"speed": measure_speed(train, threads)}
         LOG.info("%s", format_speed(result["speed"]))
@@ -173,8 +201,15 @@ def bench_bandit(folder, seeds: int = 3, calls: int = 1_000_000,
             for seed in range(seeds):
                 run = run_bandit(train, dev, test, objective, seed, calls, threads)
                 result["runs"].append(run)
-                LOG.info("%s seed %d: test F1 %.2f (epoch %d of %d, %.0f s)", objective, seed, run["test_f1"],
-                         run["best_epoch"], run["epochs"], run["seconds"])
+                LOG.info(
+                    "%s seed %d: test F1 %.2f (epoch %d of %d, %.0f s)",
+                    objective,
+                    seed,
+                    run["test_f1"],
+                    run["best_epoch"],
+                    run["epochs"],
+                    run["seconds"],
+                )
         for flip in flips:
             run = run_bandit(train, dev, test, "expected", 0, calls, threads, flip=flip)
             result["runs"].append(run)
@@ -194,18 +229,22 @@ def first_reaching(curve: list[tuple[int, float]], f1: float) -> int | None:
 
 def format_bandit(result: dict) -> str:
     speed, full = result["speed"], result["full"]
-    lines = [f"CoNLL-2000 NP chunking, second order, complete features ({speed['features']:,} weights); "
-             f"test F1 (conlleval), epoch or iteration chosen on the last {result['dev_sentences']} training sentences",
-             f"{'learner':<34}{'test F1':>16}{'published':>11}{'target':>8}{'calls to published F1 (dev)':>30}",
-             f"{'full information (L-BFGS)':<34}{full['test_f1']:>16.2f}{PUBLISHED['full']:>11.1f}{'':>8}"]
+    lines = [
+        f"CoNLL-2000 NP chunking, second order, complete features ({speed['features']:,} weights); "
+        f"test F1 (conlleval), epoch or iteration chosen on the last {result['dev_sentences']} training sentences",
+        f"{'learner':<34}{'test F1':>16}{'published':>11}{'target':>8}{'calls to published F1 (dev)':>30}",
+        f"{'full information (L-BFGS)':<34}{full['test_f1']:>16.2f}{PUBLISHED['full']:>11.1f}{'':>8}",
+    ]
     clean = [run for run in result["runs"] if run["flip"] == 0]
     for objective in dict.fromkeys(run["objective"] for run in clean):
         runs = [run for run in clean if run["objective"] == objective]
         scores = np.array([run["test_f1"] for run in runs])
         reach = [first_reaching(run["curve"], PUBLISHED[objective]) for run in runs]
         shown = ", ".join("never" if calls is None else f"{calls:,}" for calls in reach)
-        lines.append(f"{objective + f' ({len(runs)} seeds)':<34}{scores.mean():>9.2f} ± {scores.std():<4.2f}"
-                     f"{PUBLISHED[objective]:>11.1f}{TARGETS[objective]:>8.1f}{shown:>30}")
+        lines.append(
+            f"{objective + f' ({len(runs)} seeds)':<34}{scores.mean():>9.2f} ± {scores.std():<4.2f}"
+            f"{PUBLISHED[objective]:>11.1f}{TARGETS[objective]:>8.1f}{shown:>30}"
+        )
         clipped = [run["clipped"] for run in runs if run["clipped"] is not None]
         if clipped:
             lines.append(f"{'':<4}share of draws clipped in the last epoch: {np.mean(clipped):.3f}")
@@ -222,11 +261,13 @@ def plot_curves(result: dict, path: str) -> None:
     information's best dev F1, written to a PNG at ``path``."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         raise FstcrfError("plotting needs matplotlib: pip install 'fstcrf[bench]'") from None
     from .files import write_atomically
+
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     clean = [run for run in result["runs"] if run["flip"] == 0]
     full = result["full"]["dev_f1"]

@@ -10,6 +10,7 @@ For each task (CoNLL-2000 chunking, CoNLL-2003 English NER converted to IOB2):
 2. The whole user process with defaults: ``fstcrf train TRAIN --target T -o
    MODEL`` (no --template), ``fstcrf eval MODEL TEST``; the test F1 it prints.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,28 +31,34 @@ from .progress import Progress
 
 #: Task -> (corpus folder, train, test, columns, target, labels in IOB1, candidate templates).
 TASKS = {
-    "chunk": ("conll2000", "train.txt", "test.txt", "word,pos,chunk", "chunk", False,
-              ("sha-pereira", "crfpp", "chunking-extended")),
-    "ner": ("conll2003", "eng.train", "eng.testb", "word,pos,chunk,ner", "ner", True,
-            ("ner", "words", "sha-pereira")),
+    "chunk": (
+        "conll2000",
+        "train.txt",
+        "test.txt",
+        "word,pos,chunk",
+        "chunk",
+        False,
+        ("sha-pereira", "crfpp", "chunking-extended"),
+    ),
+    "ner": ("conll2003", "eng.train", "eng.testb", "word,pos,chunk,ner", "ner", True, ("ner", "words", "sha-pereira")),
 }
 
 
 @dataclass
 class TaskResult:
     task: str
-    cv_f1: dict = field(default_factory=dict)        # template -> mean F1 over the folds
-    cv_folds: dict = field(default_factory=dict)     # template -> [F1 per fold]
+    cv_f1: dict = field(default_factory=dict)  # template -> mean F1 over the folds
+    cv_folds: dict = field(default_factory=dict)  # template -> [F1 per fold]
     chosen_by_cv: str = ""
-    default: str = ""                                 # what fstcrf train picks without --template
+    default: str = ""  # what fstcrf train picks without --template
     default_test_f1: float = 0.0
     train_seconds: float = 0.0
 
 
-def _cross_validate(train: Corpus, target: str, template: str, folds: int, max_iter: int,
-                    threads: int) -> list[float]:
+def _cross_validate(train: Corpus, target: str, template: str, folds: int, max_iter: int, threads: int) -> list[float]:
     """Chunk F1 of each fold's held-out sentences (contiguous folds)."""
     from .model import ChainCRF
+
     bounds = np.linspace(0, len(train), folds + 1).astype(int)
     scores = []
     for first, last in zip(bounds[:-1], bounds[1:]):
@@ -69,21 +76,41 @@ def _run(command: list[str]) -> str:
     return completed.stdout
 
 
-def bench_task(task: str, data: Path, work: Path, folds: int = 3, sentences: int = 4000, max_iter: int = 60,
-               threads: int = 2, progress: bool = True) -> TaskResult:
+def bench_task(
+    task: str,
+    data: Path,
+    work: Path,
+    folds: int = 3,
+    sentences: int = 4000,
+    max_iter: int = 60,
+    threads: int = 2,
+    progress: bool = True,
+) -> TaskResult:
     folder, train_name, test_name, columns, target, iob1, candidates = TASKS[task]
     train_path, test_path = data / folder / train_name, data / folder / test_name
-    if iob1:                     # as a user would: fstcrf convert --scheme iob2
+    if iob1:  # as a user would: fstcrf convert --scheme iob2
         for source in (train_path, test_path):
             converted = work / f"{source.name}.iob2"
-            _run(fstcrf_command("convert", str(source), "--scheme", "iob2", "--column", target,
-                                "--columns", columns, "-o", str(converted), "-q"))
+            _run(
+                fstcrf_command(
+                    "convert",
+                    str(source),
+                    "--scheme",
+                    "iob2",
+                    "--column",
+                    target,
+                    "--columns",
+                    columns,
+                    "-o",
+                    str(converted),
+                    "-q",
+                )
+            )
         train_path, test_path = work / f"{train_path.name}.iob2", work / f"{test_path.name}.iob2"
     train = read_conll(train_path, columns)
     sample = train[:sentences]
     result = TaskResult(task)
-    with Progress(len(candidates), f"{task}: cross-validating templates", unit="templates",
-                  enabled=progress) as bar:
+    with Progress(len(candidates), f"{task}: cross-validating templates", unit="templates", enabled=progress) as bar:
         for template in candidates:
             result.cv_folds[template] = _cross_validate(sample, target, template, folds, max_iter, threads)
             result.cv_f1[template] = float(np.mean(result.cv_folds[template]))
@@ -107,13 +134,22 @@ def _printed_f1(report: str) -> float:
     raise FstcrfError(f"no overall FB1 in the eval report: {report[:500]}")
 
 
-def bench_defaults(data: str | os.PathLike, tasks=("chunk", "ner"), folds: int = 3, sentences: int = 4000,
-                   max_iter: int = 60, threads: int = 2, work: str | os.PathLike | None = None,
-                   progress: bool = True) -> list[TaskResult]:
+def bench_defaults(
+    data: str | os.PathLike,
+    tasks=("chunk", "ner"),
+    folds: int = 3,
+    sentences: int = 4000,
+    max_iter: int = 60,
+    threads: int = 2,
+    work: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> list[TaskResult]:
     import tempfile
+
     with tempfile.TemporaryDirectory(dir=work) as folder:
-        return [bench_task(task, Path(data), Path(folder), folds, sentences, max_iter, threads, progress)
-                for task in tasks]
+        return [
+            bench_task(task, Path(data), Path(folder), folds, sentences, max_iter, threads, progress) for task in tasks
+        ]
 
 
 def format_defaults(results: list[TaskResult]) -> str:
@@ -122,8 +158,10 @@ def format_defaults(results: list[TaskResult]) -> str:
         for template, f1 in result.cv_f1.items():
             marks = " (CV best)" if template == result.chosen_by_cv else ""
             marks += " (default)" if template == result.default else ""
-            lines.append(f"| {result.task} | {template}{marks} | {f1:.2f} | "
-                         f"{', '.join(f'{x:.2f}' for x in result.cv_folds[template])} |")
+            lines.append(
+                f"| {result.task} | {template}{marks} | {f1:.2f} | "
+                f"{', '.join(f'{x:.2f}' for x in result.cv_folds[template])} |"
+            )
     lines += ["", "| task | default template | test F1 (fstcrf train + eval) | train seconds |", "|---|---|---|---|"]
     lines += [f"| {r.task} | {r.default} | {r.default_test_f1:.2f} | {r.train_seconds:.0f} |" for r in results]
     return "\n".join(lines)

@@ -10,6 +10,7 @@ dicts of esp.train fit an attribute extractor and those of esp.testb, built
 beforehand, are transformed the same way.  A kernel-and-Python figure, not a
 whole process: ``fstcrf bench tag`` times extraction as a user meets it.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,8 +29,7 @@ def _best_seconds(work, repeats: int) -> float:
     return best
 
 
-def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll2002: Path | None = None
-                   ) -> list[dict]:
+def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll2002: Path | None = None) -> list[dict]:
     """Per template (and for the tutorial's dicts when ``conll2002`` is given): its
     name, predicates P, tokens N and predicates per token, best seconds and tokens/s."""
     from .attributes import AttributeExtractor
@@ -46,23 +46,40 @@ def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll200
         def dicts(path: Path) -> list[Sentence]:
             return [Sentence({"attributes": sent2features(sentence)}) for sentence in read_sentences(path)]
 
-        jobs.append(("sklearn tutorial dicts", AttributeExtractor().fit(dicts(conll2002 / "esp.train")),
-                     dicts(conll2002 / "esp.testb")))
+        jobs.append(
+            (
+                "sklearn tutorial dicts",
+                AttributeExtractor().fit(dicts(conll2002 / "esp.train")),
+                dicts(conll2002 / "esp.testb"),
+            )
+        )
     rows = []
     for name, extractor, sentences in jobs:
         num_tokens = sum(len(sentence) for sentence in sentences)
         nnz = extractor.transform_rows(sentences).nnz
         seconds = _best_seconds(lambda: extractor.transform_rows(sentences), repeats)
-        rows.append({"input": name, "predicates": extractor.num_predicates, "tokens": num_tokens,
-                     "per_token": nnz / num_tokens, "seconds": seconds, "tokens_per_second": num_tokens / seconds})
+        rows.append(
+            {
+                "input": name,
+                "predicates": extractor.num_predicates,
+                "tokens": num_tokens,
+                "per_token": nnz / num_tokens,
+                "seconds": seconds,
+                "tokens_per_second": num_tokens / seconds,
+            }
+        )
     return rows
 
 
 def format_features(rows: list[dict]) -> str:
     """The table of :func:`bench_features`."""
-    lines = ["feature extraction (transform_rows, best of the repeats; file reading not timed)",
-             f"{'input':<24}{'predicates':>12}{'tokens':>10}{'known/token':>13}{'seconds':>10}{'tokens/s':>12}"]
+    lines = [
+        "feature extraction (transform_rows, best of the repeats; file reading not timed)",
+        f"{'input':<24}{'predicates':>12}{'tokens':>10}{'known/token':>13}{'seconds':>10}{'tokens/s':>12}",
+    ]
     for row in rows:
-        lines.append(f"{row['input']:<24}{row['predicates']:>12,}{row['tokens']:>10,}{row['per_token']:>13.1f}"
-                     f"{row['seconds']:>10.3f}{row['tokens_per_second'] / 1e6:>11.2f}M")
+        lines.append(
+            f"{row['input']:<24}{row['predicates']:>12,}{row['tokens']:>10,}{row['per_token']:>13.1f}"
+            f"{row['seconds']:>10.3f}{row['tokens_per_second'] / 1e6:>11.2f}M"
+        )
     return "\n".join(lines)

@@ -14,6 +14,7 @@ ned.testa) by F1, then on the test set (eng.testb, ned.testb) report
 * with ``plot``, F1 on the test set against the number of sweeps for both
   samplers (the schedule is the same linear one, stretched over the sweeps).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,8 +39,10 @@ from .schemes import convert
 logger = logging.getLogger(__name__)
 
 #: Language -> (folder, train, dev, test, columns, template, converted from IOB1).
-CORPORA = {"eng": ("conll2003", "eng.train", "eng.testa", "eng.testb", "word,pos,chunk,ner", "ner", True),
-           "ned": ("conll2002", "ned.train", "ned.testa", "ned.testb", "word,pos,ner", "ner-pos", False)}
+CORPORA = {
+    "eng": ("conll2003", "eng.train", "eng.testa", "eng.testb", "word,pos,chunk,ner", "ner", True),
+    "ned": ("conll2002", "ned.train", "ned.testa", "ned.testb", "word,pos,ner", "ner-pos", False),
+}
 #: Settings of the local CRF (sigma chosen on eng.testa; the best dev iteration is kept).
 LOCAL_SETTINGS = {"sigma": 3.0, "max_iter": 250, "grammar": "iob2"}
 SCALES = (0.5, 1.0, 2.0)
@@ -53,28 +56,33 @@ class LanguageResult:
     local_f1: float
     chosen_scale: float
     chosen_block_size: int
-    dev: dict                          # "scale,block" -> dev F1, and "local" -> dev F1
-    block_f1: list[float]              # per seed, on the test set
+    dev: dict  # "scale,block" -> dev F1, and "local" -> dev F1
+    block_f1: list[float]  # per seed, on the test set
     gibbs_f1: float
     gibbs_sweeps: int
     mcnemar_p: float
-    local_seconds: float = 0.0         # whole process, fstcrf tag
+    local_seconds: float = 0.0  # whole process, fstcrf tag
     nonlocal_seconds: float = 0.0
-    curve: dict = field(default_factory=dict)   # sampler -> [(sweeps, F1)]
+    curve: dict = field(default_factory=dict)  # sampler -> [(sweeps, F1)]
 
 
 def _read(folder: Path, file_name: str, columns: str, iob1: bool) -> Corpus:
     corpus = read_conll(folder / file_name, columns)
     if iob1:
-        corpus = Corpus(corpus.column_names, [sentence.with_column("ner", convert(sentence["ner"], "iob2"))
-                                              for sentence in corpus], corpus.path, corpus.separator,
-                        corpus.trailing_docstart_lines)
+        corpus = Corpus(
+            corpus.column_names,
+            [sentence.with_column("ner", convert(sentence["ner"], "iob2")) for sentence in corpus],
+            corpus.path,
+            corpus.separator,
+            corpus.trailing_docstart_lines,
+        )
     return corpus
 
 
 def _local_model(language: str, train: Corpus, dev: Corpus, cache: Path, threads: int) -> Path:
     """The path of the cached local model, trained first if absent."""
     from .document.decode import estimate_consistency
+
     folder, *_, columns, template, _ = CORPORA[language]
     key = hashlib.sha256(json.dumps([language, columns, template, LOCAL_SETTINGS, 1]).encode()).hexdigest()[:12]
     path = cache / f"nonlocal-{language}-{key}.model"
@@ -93,20 +101,35 @@ def _f1(gold, predicted) -> float:
 
 def _decode(model, corpus, scale, block_size, sweeps, seed, sampler="block"):
     from .document.decode import decode_documents, model_factors
-    labels, _ = decode_documents(model, corpus, model_factors(model, ["consistency"], scale), sampler, sweeps,
-                                 block_size=block_size, seed=seed)
+
+    labels, _ = decode_documents(
+        model, corpus, model_factors(model, ["consistency"], scale), sampler, sweeps, block_size=block_size, seed=seed
+    )
     return labels
 
 
 #: The command a user runs: the installed script, else the same entry point through this Python.
-_FSTCRF = [shutil.which("fstcrf")] if shutil.which("fstcrf") else [
-    sys.executable, "-c", "import sys; from fstcrf.cli import main; sys.exit(main())"]
+_FSTCRF = (
+    [shutil.which("fstcrf")]
+    if shutil.which("fstcrf")
+    else [sys.executable, "-c", "import sys; from fstcrf.cli import main; sys.exit(main())"]
+)
 
 
 def _whole_process(model_path: Path, test_path: Path, columns: str, options: list[str], output: Path) -> float:
     """Wall seconds of one ``fstcrf tag`` process."""
-    command = [*_FSTCRF, "tag", str(model_path), str(test_path), "--columns", columns, "-q", "-o", str(output),
-               *options]
+    command = [
+        *_FSTCRF,
+        "tag",
+        str(model_path),
+        str(test_path),
+        "--columns",
+        columns,
+        "-q",
+        "-o",
+        str(output),
+        *options,
+    ]
     started = time.perf_counter()
     completed = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - started
@@ -115,9 +138,17 @@ def _whole_process(model_path: Path, test_path: Path, columns: str, options: lis
     return seconds
 
 
-def bench_language(language: str, data: Path, cache: Path, seeds: int = 5, sweeps: int = 20,
-                   gibbs_sweeps: int = 10, threads: int = 2, curve: bool = False, repeats: int = 2
-                   ) -> LanguageResult:
+def bench_language(
+    language: str,
+    data: Path,
+    cache: Path,
+    seeds: int = 5,
+    sweeps: int = 20,
+    gibbs_sweeps: int = 10,
+    threads: int = 2,
+    curve: bool = False,
+    repeats: int = 2,
+) -> LanguageResult:
     """The figures of one language (see the module doc)."""
     folder, train_name, dev_name, test_name, columns, _, iob1 = CORPORA[language]
     where = data / folder
@@ -139,35 +170,72 @@ def bench_language(language: str, data: Path, cache: Path, seeds: int = 5, sweep
     local = model.predict(test)
     block_runs = [_decode(model, test, scale, block_size, sweeps, seed) for seed in range(seeds)]
     gibbs = _decode(model, test, scale, block_size, gibbs_sweeps, 0, "gibbs")
-    result = LanguageResult(language, _f1(test_gold, local), scale, block_size, dev_scores,
-                            [_f1(test_gold, labels) for labels in block_runs], _f1(test_gold, gibbs), gibbs_sweeps,
-                            mcnemar(test_gold, local, block_runs[0]).p_value)
+    result = LanguageResult(
+        language,
+        _f1(test_gold, local),
+        scale,
+        block_size,
+        dev_scores,
+        [_f1(test_gold, labels) for labels in block_runs],
+        _f1(test_gold, gibbs),
+        gibbs_sweeps,
+        mcnemar(test_gold, local, block_runs[0]).p_value,
+    )
     if curve:
         logger.info("%s: F1 against sweeps", language)
-        result.curve = {sampler: [(count, _f1(test_gold, _decode(model, test, scale, block_size, count, 0, sampler)))
-                                  for count in counts] for sampler, counts in CURVE_SWEEPS.items()}
+        result.curve = {
+            sampler: [
+                (count, _f1(test_gold, _decode(model, test, scale, block_size, count, 0, sampler))) for count in counts
+            ]
+            for sampler, counts in CURVE_SWEEPS.items()
+        }
     test_iob2 = cache / f"nonlocal-{language}-test.iob2"
     write_conll(test, test_iob2)
     output = cache / f"nonlocal-{language}-tagged.txt"
-    options = ["--nonlocal", "consistency", "--sweeps", str(sweeps), "--consistency-scale", str(scale),
-               "--block-size", str(block_size)]
+    options = [
+        "--nonlocal",
+        "consistency",
+        "--sweeps",
+        str(sweeps),
+        "--consistency-scale",
+        str(scale),
+        "--block-size",
+        str(block_size),
+    ]
     logger.info("%s: timing fstcrf tag with and without --nonlocal, whole process", language)
     local_times, nonlocal_times = [], []
-    for _ in range(repeats):                      # side by side, alternating
+    for _ in range(repeats):  # side by side, alternating
         local_times.append(_whole_process(model_path, test_iob2, columns, [], output))
         nonlocal_times.append(_whole_process(model_path, test_iob2, columns, options, output))
     result.local_seconds, result.nonlocal_seconds = min(local_times), min(nonlocal_times)
     return result
 
 
-def bench_nonlocal(data: str | os.PathLike, languages=("eng", "ned"), cache: str | os.PathLike | None = None,
-                   seeds: int = 5, sweeps: int = 20, gibbs_sweeps: int = 10, threads: int = 2,
-                   plot: str | None = None) -> list[LanguageResult]:
+def bench_nonlocal(
+    data: str | os.PathLike,
+    languages=("eng", "ned"),
+    cache: str | os.PathLike | None = None,
+    seeds: int = 5,
+    sweeps: int = 20,
+    gibbs_sweeps: int = 10,
+    threads: int = 2,
+    plot: str | None = None,
+) -> list[LanguageResult]:
     """:func:`bench_language` for each language; with ``plot``, the F1-against-sweeps plot of English."""
     cache = Path(cache) if cache else Path.home() / ".cache" / "fstcrf"
-    results = [bench_language(language, Path(data), cache, seeds, sweeps, gibbs_sweeps, threads,
-                              curve=plot is not None and language == "eng")
-               for language in languages]
+    results = [
+        bench_language(
+            language,
+            Path(data),
+            cache,
+            seeds,
+            sweeps,
+            gibbs_sweeps,
+            threads,
+            curve=plot is not None and language == "eng",
+        )
+        for language in languages
+    ]
     if plot:
         _plot(results[0], plot)
     return results
@@ -175,8 +243,10 @@ def bench_nonlocal(data: str | os.PathLike, languages=("eng", "ned"), cache: str
 
 def _plot(result: LanguageResult, path: str) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     figure, axes = plt.subplots(figsize=(6, 4))
     for sampler, points in result.curve.items():
         axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=sampler)
@@ -193,15 +263,17 @@ def format_nonlocal(results: list[LanguageResult]) -> str:
     lines = []
     for r in results:
         block = np.array(r.block_f1)
-        lines += [f"== {r.language}: label consistency (scale {r.chosen_scale:g}, block size {r.chosen_block_size}, "
-                  f"chosen on the dev set)",
-                  f"dev F1: " + ", ".join(f"{key} {value:.2f}" for key, value in r.dev.items()),
-                  f"local Viterbi F1      {r.local_f1:.2f}",
-                  f"block sampler F1      {block.mean():.2f} +- {block.std(ddof=1) if len(block) > 1 else 0:.3f} "
-                  f"over {len(block)} seeds (gain {block.mean() - r.local_f1:+.2f}; McNemar p = {r.mcnemar_p:.3g})",
-                  f"gibbs sampler F1      {r.gibbs_f1:.2f} ({r.gibbs_sweeps} sweeps, seed 0)",
-                  f"whole process: fstcrf tag {r.local_seconds:.2f} s, with --nonlocal {r.nonlocal_seconds:.2f} s "
-                  f"(ratio {r.nonlocal_seconds / r.local_seconds:.2f})"]
+        lines += [
+            f"== {r.language}: label consistency (scale {r.chosen_scale:g}, block size {r.chosen_block_size}, "
+            f"chosen on the dev set)",
+            "dev F1: " + ", ".join(f"{key} {value:.2f}" for key, value in r.dev.items()),
+            f"local Viterbi F1      {r.local_f1:.2f}",
+            f"block sampler F1      {block.mean():.2f} +- {block.std(ddof=1) if len(block) > 1 else 0:.3f} "
+            f"over {len(block)} seeds (gain {block.mean() - r.local_f1:+.2f}; McNemar p = {r.mcnemar_p:.3g})",
+            f"gibbs sampler F1      {r.gibbs_f1:.2f} ({r.gibbs_sweeps} sweeps, seed 0)",
+            f"whole process: fstcrf tag {r.local_seconds:.2f} s, with --nonlocal {r.nonlocal_seconds:.2f} s "
+            f"(ratio {r.nonlocal_seconds / r.local_seconds:.2f})",
+        ]
         for sampler, points in r.curve.items():
             lines.append(f"{sampler} F1 by sweeps: " + ", ".join(f"{count}: {f1:.2f}" for count, f1 in points))
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from ``os.wait4``; peak resident memory from the process's own phase report
 (VmHWM: ``ru_maxrss`` would include the benchmark's own memory at the fork).  This module imports only the
 standard library at the top, so that the CRFsuite process pays nothing for it.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,12 @@ def _escaped(value: str) -> str:
     """A value as a predicate name holds it: "\\" and "|" escaped, a value that
     looks like a boundary value (``__BOS-1__``) given a leading backslash."""
     value = value.replace("\\", "\\\\").replace("|", "\\|")
-    if value.startswith(("__BOS-", "__EOS+")) and value.endswith("__") and value[6:-2].isdigit() \
-            and value[6:-2].isascii():
+    if (
+        value.startswith(("__BOS-", "__EOS+"))
+        and value.endswith("__")
+        and value[6:-2].isdigit()
+        and value[6:-2].isascii()
+    ):
         value = "\\" + value
     return value
 
@@ -53,8 +58,9 @@ def _shape(value: str) -> str:
     """Upper-case letters X, lower-case x, digits d, others kept; runs collapsed."""
     symbols = []
     for character in value:
-        symbol = ("X" if character.isupper() else "x" if character.islower()
-                  else "d" if character.isdigit() else character)
+        symbol = (
+            "X" if character.isupper() else "x" if character.islower() else "d" if character.isdigit() else character
+        )
         if not symbols or symbols[-1] != symbol:
             symbols.append(symbol)
     return "".join(symbols)
@@ -68,7 +74,7 @@ def _transform(name: str | None):
         return str.lower
     if name == "shape":
         return _shape
-    length = int(name[len("prefix"):]) if name.startswith("prefix") else int(name[len("suffix"):])
+    length = int(name[len("prefix") :]) if name.startswith("prefix") else int(name[len("suffix") :])
     if name.startswith("prefix"):
         return lambda value: value[:length]
     return lambda value: value[-length:]
@@ -77,8 +83,10 @@ def _transform(name: str | None):
 def template_spec(template) -> list:
     """A :class:`fstcrf.features.Template` as plain JSON data: one
     [name, [[column, offset, transform or None], ...]] per predicate template."""
-    return [[predicate.name, [[o.column, o.offset, o.transform] for o in predicate.observations]]
-            for predicate in template.predicates]
+    return [
+        [predicate.name, [[o.column, o.offset, o.transform] for o in predicate.observations]]
+        for predicate in template.predicates
+    ]
 
 
 def token_attributes(spec: list, columns: dict[str, list[str]]) -> list[list[str]]:
@@ -99,16 +107,19 @@ def token_attributes(spec: list, columns: dict[str, list[str]]) -> list[list[str
         plan.append((name + "=", [shifted[column, transform, offset] for column, offset, transform in items]))
     tokens = []
     for i in range(length):
-        tokens.append([prefix + "|".join([values[i] for values in items]) if items else "bias"
-                       for prefix, items in plan])
+        tokens.append(
+            [prefix + "|".join([values[i] for values in items]) if items else "bias" for prefix, items in plan]
+        )
     return tokens
 
 
 def _shifted(values: list[str], offset: int) -> list[str]:
     """The value at ``offset`` from each token [T], a boundary value outside the sentence."""
     length = len(values)
-    return [values[j] if 0 <= j < length else f"__BOS-{-j}__" if j < 0 else f"__EOS+{j - length + 1}__"
-            for j in range(offset, offset + length)]
+    return [
+        values[j] if 0 <= j < length else f"__BOS-{-j}__" if j < 0 else f"__EOS+{j - length + 1}__"
+        for j in range(offset, offset + length)
+    ]
 
 
 def read_sentences(path: str, names: list[str]) -> list[dict[str, list[str]]]:
@@ -132,6 +143,7 @@ def read_sentences(path: str, names: list[str]) -> list[dict[str, list[str]]]:
 def crfsuite_tag(spec_path: str, model_path: str, input_path: str, output_path: str) -> None:
     """Tag a CoNLL file with a CRFsuite model, one label column appended to its columns."""
     import pycrfsuite
+
     with open(spec_path, encoding="utf-8") as stream:
         spec = json.load(stream)
     tagger = pycrfsuite.Tagger()
@@ -142,8 +154,9 @@ def crfsuite_tag(spec_path: str, model_path: str, input_path: str, output_path: 
     labels = []
     for first in range(0, len(sentences), CRFSUITE_CHUNK):
         with phase("features"):
-            attributes = [token_attributes(spec["predicates"], sentence)
-                          for sentence in sentences[first:first + CRFSUITE_CHUNK]]
+            attributes = [
+                token_attributes(spec["predicates"], sentence) for sentence in sentences[first : first + CRFSUITE_CHUNK]
+            ]
         with phase("decode"):
             labels += [tagger.tag(tokens) for tokens in attributes]
     with phase("write"):
@@ -159,6 +172,7 @@ def crfsuite_train(spec_path: str, train_path: str, model_path: str, iterations:
     """Train a first-order CRFsuite model with L-BFGS and an L2 prior ``c2`` (all label
     transitions, as fstcrf's default); returns its iterations and feature count."""
     import pycrfsuite
+
     with open(spec_path, encoding="utf-8") as stream:
         spec = json.load(stream)
     with phase("read"):
@@ -169,10 +183,12 @@ def crfsuite_train(spec_path: str, train_path: str, model_path: str, iterations:
             trainer.append(token_attributes(spec["predicates"], sentence), sentence[spec["target"]])
     trainer.select("lbfgs")
     trainer.set_params({"c1": 0.0, "c2": c2, "max_iterations": iterations, "feature.possible_transitions": True})
-    with phase("train"):            # CRFsuite writes the model file inside train()
+    with phase("train"):  # CRFsuite writes the model file inside train()
         trainer.train(model_path)
-    return {"iterations": len(trainer.logparser.iterations),
-            "features": int(trainer.logparser.last_iteration["active_features"])}
+    return {
+        "iterations": len(trainer.logparser.iterations),
+        "features": int(trainer.logparser.last_iteration["active_features"]),
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -187,12 +203,14 @@ def _run(command: list[str], scratch, name: str) -> dict:
     import time
 
     from .errors import FstcrfError
+
     phases_path, out_path, err_path = (scratch / f"{name}.{suffix}" for suffix in ("phases.json", "out", "err"))
     phases_path.unlink(missing_ok=True)
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err,
-                                   env={**os.environ, PHASES_VARIABLE: str(phases_path)})
+        process = subprocess.Popen(
+            command, stdout=out, stderr=err, env={**os.environ, PHASES_VARIABLE: str(phases_path)}
+        )
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -200,13 +218,19 @@ def _run(command: list[str], scratch, name: str) -> dict:
         tail = err_path.read_text(errors="replace")[-2000:]
         raise FstcrfError(f"{' '.join(command)} exited with status {process.returncode}:\n{tail}")
     phases = json.loads(phases_path.read_text()) if phases_path.exists() else {}
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "phases": phases,
-            "peak_rss_mib": phases.get("process", {}).get("peak_rss_mib"), "stdout": out_path.read_text()}
+    return {
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "phases": phases,
+        "peak_rss_mib": phases.get("process", {}).get("peak_rss_mib"),
+        "stdout": out_path.read_text(),
+    }
 
 
 def _check_counts(**counts: int) -> None:
     """Each count must be a positive integer (a typed fstcrf error naming it otherwise)."""
     from .bandit_settings import check_positive
+
     for name, value in counts.items():
         check_positive(name, value, integer=True)
 
@@ -221,13 +245,13 @@ def _crfsuite_command(*arguments: str) -> list[str]:
 
 
 def _write_spec(path, template, columns, target: str) -> None:
-    path.write_text(json.dumps({"columns": list(columns), "target": target,
-                                "predicates": template_spec(template)}))
+    path.write_text(json.dumps({"columns": list(columns), "target": target, "predicates": template_spec(template)}))
 
 
 def _template_name(template) -> str:
     """The shipped name of a template (see fstcrf.model.TEMPLATES), else "own template"."""
     from .model import TEMPLATES
+
     return next((name for name, shipped in TEMPLATES.items() if shipped == template), "own template")
 
 
@@ -236,8 +260,14 @@ def _side_summary(runs: list[dict]) -> dict:
     largest peak RSS (None if a run did not report it)."""
     best = min(runs, key=lambda run: run["wall"])
     peaks = [r["peak_rss_mib"] for r in runs]
-    return {"wall": best["wall"], "cpu": best["cpu"], "phases": best["phases"], "walls": [r["wall"] for r in runs],
-            "peak_rss_mib": None if None in peaks else max(peaks), "stdout": best["stdout"]}
+    return {
+        "wall": best["wall"],
+        "cpu": best["cpu"],
+        "phases": best["phases"],
+        "walls": [r["wall"] for r in runs],
+        "peak_rss_mib": None if None in peaks else max(peaks),
+        "stdout": best["stdout"],
+    }
 
 
 def compile_bytecode() -> bool:
@@ -245,6 +275,7 @@ def compile_bytecode() -> bool:
     when that cannot be done (a read-only folder), and processes then compile them
     at every start unless Python may write its caches."""
     import compileall
+
     return bool(compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=2))
 
 
@@ -261,8 +292,11 @@ def _side_by_side(commands: dict[str, list[str]], scratch, repeats: int, bar) ->
         for side in names if repeat % 2 == 0 else names[::-1]:
             runs[side].append(_run(commands[side], scratch, side))
             bar.update()
-    return {"sides": {side: _side_summary(side_runs) for side, side_runs in runs.items()},
-            "interpreter_wall": min(bare), "bytecode_compiled": compiled}
+    return {
+        "sides": {side: _side_summary(side_runs) for side, side_runs in runs.items()},
+        "interpreter_wall": min(bare),
+        "bytecode_compiled": compiled,
+    }
 
 
 def _copies_of(path, copies: int, target) -> int:
@@ -277,13 +311,21 @@ def _chunk_f1(output_path) -> float:
     """conlleval F1 of a tagged file's last column against the column before it."""
     from .conll import read_conll
     from .evaluate import score_chunks
+
     corpus = read_conll(output_path)
     gold, predicted = corpus.column_names[-2:]
     return score_chunks(corpus.column(gold), corpus.column(predicted)).f1
 
 
-def bench_tag_process(folder, copies: int = 10, model=None, threads: int = 2, repeats: int = 1,
-                      progress: bool = True, train_iterations: int = 20) -> dict:
+def bench_tag_process(
+    folder,
+    copies: int = 10,
+    model=None,
+    threads: int = 2,
+    repeats: int = 1,
+    progress: bool = True,
+    train_iterations: int = 20,
+) -> dict:
     """Whole-process tagging of ``copies`` copies of ``folder``/test.txt as one file:
     ``fstcrf tag`` against a python-crfsuite script, each in fresh processes.
 
@@ -301,46 +343,90 @@ def bench_tag_process(folder, copies: int = 10, model=None, threads: int = 2, re
     from .features import FeatureExtractor
     from .model import load_model
     from .progress import Progress
+
     _check_counts(copies=copies, threads=threads, repeats=repeats, train_iterations=train_iterations)
     folder = Path(folder)
-    with tempfile.TemporaryDirectory(prefix="fstcrf-bench-tag-") as name, \
-            Progress(2 * repeats + 2, "bench tag", unit="process", enabled=progress) as bar:
+    with (
+        tempfile.TemporaryDirectory(prefix="fstcrf-bench-tag-") as name,
+        Progress(2 * repeats + 2, "bench tag", unit="process", enabled=progress) as bar,
+    ):
         scratch = Path(name)
         tagged = scratch / "input.txt"
         tokens = _copies_of(folder / "test.txt", copies, tagged)
         if model is None:
             model = scratch / "fstcrf.model"
-            _run(fstcrf_command("-q", "train", str(folder / "train.txt"), "--max-iter", str(train_iterations),
-                                 "--threads", str(threads), "-o", str(model)), scratch, "fstcrf-train")
+            _run(
+                fstcrf_command(
+                    "-q",
+                    "train",
+                    str(folder / "train.txt"),
+                    "--max-iter",
+                    str(train_iterations),
+                    "--threads",
+                    str(threads),
+                    "-o",
+                    str(model),
+                ),
+                scratch,
+                "fstcrf-train",
+            )
         bar.update()
         fitted = load_model(model)
         if not isinstance(fitted.extractor_, FeatureExtractor):
-            raise FstcrfError(f"{model}: bench tag --vs crfsuite needs a model with a predicate template; this one "
-                              f"reads token attributes")
+            raise FstcrfError(
+                f"{model}: bench tag --vs crfsuite needs a model with a predicate template; this one "
+                f"reads token attributes"
+            )
         spec = scratch / "spec.json"
         _write_spec(spec, fitted.extractor_.template, fitted.columns_, fitted.target_)
         crfsuite_model = scratch / "crfsuite.model"
-        _run(_crfsuite_command("crfsuite-train", str(spec), str(folder / "train.txt"), str(crfsuite_model),
-                               str(train_iterations), repr(1.0 / (2.0 * fitted.sigma ** 2))), scratch, "crfsuite-train")
+        _run(
+            _crfsuite_command(
+                "crfsuite-train",
+                str(spec),
+                str(folder / "train.txt"),
+                str(crfsuite_model),
+                str(train_iterations),
+                repr(1.0 / (2.0 * fitted.sigma**2)),
+            ),
+            scratch,
+            "crfsuite-train",
+        )
         bar.update()
         outputs = {side: scratch / f"{side}.tagged" for side in ("fstcrf", "crfsuite")}
-        commands = {"fstcrf": fstcrf_command("tag", str(model), str(tagged), "-o", str(outputs["fstcrf"]),
-                                              "--threads", str(threads)),
-                    "crfsuite": _crfsuite_command("crfsuite-tag", str(spec), str(crfsuite_model), str(tagged),
-                                                  str(outputs["crfsuite"]))}
+        commands = {
+            "fstcrf": fstcrf_command(
+                "tag", str(model), str(tagged), "-o", str(outputs["fstcrf"]), "--threads", str(threads)
+            ),
+            "crfsuite": _crfsuite_command(
+                "crfsuite-tag", str(spec), str(crfsuite_model), str(tagged), str(outputs["crfsuite"])
+            ),
+        }
         result = _side_by_side(commands, scratch, repeats, bar)
         for side, path in outputs.items():
             result["sides"][side]["f1"] = _chunk_f1(path)
             del result["sides"][side]["stdout"]
     sides = result["sides"]
-    return {"kind": "tag", "tokens": tokens, "copies": copies, "model": str(model), "order": int(fitted.order),
-            "template": _template_name(fitted.extractor_.template), "weights": int(len(fitted.weights_)),
-            "threads": threads, "repeats": repeats, "train_iterations": train_iterations,
-            "ratio": sides["crfsuite"]["wall"] / sides["fstcrf"]["wall"], **result, "load_average": os.getloadavg()}
+    return {
+        "kind": "tag",
+        "tokens": tokens,
+        "copies": copies,
+        "model": str(model),
+        "order": int(fitted.order),
+        "template": _template_name(fitted.extractor_.template),
+        "weights": int(len(fitted.weights_)),
+        "threads": threads,
+        "repeats": repeats,
+        "train_iterations": train_iterations,
+        "ratio": sides["crfsuite"]["wall"] / sides["fstcrf"]["wall"],
+        **result,
+        "load_average": os.getloadavg(),
+    }
 
 
-def bench_train_process(folder, iterations: int = 50, threads: int = 2, repeats: int = 1,
-                        progress: bool = True) -> dict:
+def bench_train_process(
+    folder, iterations: int = 50, threads: int = 2, repeats: int = 1, progress: bool = True
+) -> dict:
     """Whole-process training on ``folder``/train.txt for ``iterations`` L-BFGS
     iterations: ``fstcrf train`` with its default settings against a
     python-crfsuite script with the same predicates (fstcrf's default template
@@ -360,31 +446,52 @@ def bench_train_process(folder, iterations: int = 50, threads: int = 2, repeats:
     from .evaluate import score_chunks
     from .model import TEMPLATES, load_model
     from .progress import Progress
+
     _check_counts(iterations=iterations, threads=threads, repeats=repeats)
     folder = Path(folder)
     test = read_conll(folder / "test.txt")
     template_name = default_template("chunk", test.column_names)
     template = TEMPLATES[template_name]
-    with tempfile.TemporaryDirectory(prefix="fstcrf-bench-train-") as name, \
-            Progress(2 * repeats, "bench train", unit="process", enabled=progress) as bar:
+    with (
+        tempfile.TemporaryDirectory(prefix="fstcrf-bench-train-") as name,
+        Progress(2 * repeats, "bench train", unit="process", enabled=progress) as bar,
+    ):
         scratch = Path(name)
         spec = scratch / "spec.json"
         _write_spec(spec, template, test.column_names, "chunk")
         models = {side: scratch / f"{side}.model" for side in ("fstcrf", "crfsuite")}
-        commands = {"fstcrf": fstcrf_command("train", str(folder / "train.txt"), "--max-iter", str(iterations),
-                                              "--threads", str(threads), "-o", str(models["fstcrf"])),
-                    "crfsuite": _crfsuite_command("crfsuite-train", str(spec), str(folder / "train.txt"),
-                                                  str(models["crfsuite"]), str(iterations),
-                                                  repr(1.0 / (2.0 * DEFAULT_SIGMA ** 2)))}
+        commands = {
+            "fstcrf": fstcrf_command(
+                "train",
+                str(folder / "train.txt"),
+                "--max-iter",
+                str(iterations),
+                "--threads",
+                str(threads),
+                "-o",
+                str(models["fstcrf"]),
+            ),
+            "crfsuite": _crfsuite_command(
+                "crfsuite-train",
+                str(spec),
+                str(folder / "train.txt"),
+                str(models["crfsuite"]),
+                str(iterations),
+                repr(1.0 / (2.0 * DEFAULT_SIGMA**2)),
+            ),
+        }
         result = _side_by_side(commands, scratch, repeats, bar)
         fitted = load_model(models["fstcrf"])
         if fitted.extractor_.template != template or fitted.sigma != DEFAULT_SIGMA:
-            raise FstcrfError(f"fstcrf train's defaults are not what the CRFsuite side was given ({template_name}, "
-                              f"sigma {DEFAULT_SIGMA:g}): its model has sigma {fitted.sigma:g} and the template\n"
-                              f"{fitted.extractor_.template.text}")
+            raise FstcrfError(
+                f"fstcrf train's defaults are not what the CRFsuite side was given ({template_name}, "
+                f"sigma {DEFAULT_SIGMA:g}): its model has sigma {fitted.sigma:g} and the template\n"
+                f"{fitted.extractor_.template.text}"
+            )
         sides = result["sides"]
-        sides["fstcrf"].update(iterations=int(fitted.n_iter_), weights=int(len(fitted.weights_)),
-                               f1=fitted.score(test).f1)
+        sides["fstcrf"].update(
+            iterations=int(fitted.n_iter_), weights=int(len(fitted.weights_)), f1=fitted.score(test).f1
+        )
         del sides["fstcrf"]["stdout"]
         sides["crfsuite"].update(json.loads(sides["crfsuite"].pop("stdout")))
         tagger = pycrfsuite.Tagger()
@@ -392,13 +499,20 @@ def bench_train_process(folder, iterations: int = 50, threads: int = 2, repeats:
         predicates = template_spec(template)
         predicted = [tagger.tag(token_attributes(predicates, sentence.columns)) for sentence in test]
     sides["crfsuite"]["f1"] = score_chunks(test.column("chunk"), predicted).f1
-    return {"kind": "train", "iterations": iterations, "threads": threads, "repeats": repeats,
-            "template": template_name, "sigma": DEFAULT_SIGMA,
-            "ratio": sides["fstcrf"]["wall"] / sides["crfsuite"]["wall"], **result, "load_average": os.getloadavg()}
+    return {
+        "kind": "train",
+        "iterations": iterations,
+        "threads": threads,
+        "repeats": repeats,
+        "template": template_name,
+        "sigma": DEFAULT_SIGMA,
+        "ratio": sides["fstcrf"]["wall"] / sides["crfsuite"]["wall"],
+        **result,
+        "load_average": os.getloadavg(),
+    }
 
 
-def bench_compose_process(joint_path, test_path, threads: int = 2, repeats: int = 3, progress: bool = True
-                          ) -> dict:
+def bench_compose_process(joint_path, test_path, threads: int = 2, repeats: int = 3, progress: bool = True) -> dict:
     """Whole-process decoding of ``test_path`` by a composed model: ``fstcrf tag JOINT
     TEST --mode cascade`` against ``--mode joint``, each in fresh processes.  Returns
     JSON-able data for :func:`format_process`; "ratio" is the joint process's wall
@@ -409,22 +523,45 @@ def bench_compose_process(joint_path, test_path, threads: int = 2, repeats: int 
     from .compose import load_joint
     from .conll import read_conll
     from .progress import Progress
+
     _check_counts(threads=threads, repeats=repeats)
     joint = load_joint(joint_path)
     tokens = read_conll(test_path, joint.components[0].columns_, allow_missing=joint.targets).num_tokens
-    with tempfile.TemporaryDirectory(prefix="fstcrf-bench-compose-") as name, \
-            Progress(2 * repeats, "bench compose (whole process)", unit="process", enabled=progress) as bar:
+    with (
+        tempfile.TemporaryDirectory(prefix="fstcrf-bench-compose-") as name,
+        Progress(2 * repeats, "bench compose (whole process)", unit="process", enabled=progress) as bar,
+    ):
         scratch = Path(name)
-        commands = {mode: fstcrf_command("tag", str(joint_path), str(test_path), "--mode", mode, "--threads",
-                                         str(threads), "-o", str(scratch / f"{mode}.tagged"))
-                    for mode in ("cascade", "joint")}
+        commands = {
+            mode: fstcrf_command(
+                "tag",
+                str(joint_path),
+                str(test_path),
+                "--mode",
+                mode,
+                "--threads",
+                str(threads),
+                "-o",
+                str(scratch / f"{mode}.tagged"),
+            )
+            for mode in ("cascade", "joint")
+        }
         result = _side_by_side(commands, scratch, repeats, bar)
     sides = result["sides"]
     for figures in sides.values():
         del figures["stdout"]
-    return {"kind": "compose", "model": str(joint_path), "test": str(test_path), "tokens": tokens,
-            "joint_states": int(joint.space.num_states), "threads": threads, "repeats": repeats,
-            "ratio": sides["joint"]["wall"] / sides["cascade"]["wall"], **result, "load_average": os.getloadavg()}
+    return {
+        "kind": "compose",
+        "model": str(joint_path),
+        "test": str(test_path),
+        "tokens": tokens,
+        "joint_states": int(joint.space.num_states),
+        "threads": threads,
+        "repeats": repeats,
+        "ratio": sides["joint"]["wall"] / sides["cascade"]["wall"],
+        **result,
+        "load_average": os.getloadavg(),
+    }
 
 
 def _feed(stream, text: bytes, total_bytes: int, written: list[int]) -> None:
@@ -434,7 +571,7 @@ def _feed(stream, text: bytes, total_bytes: int, written: list[int]) -> None:
     try:
         while written[0] < total_bytes:
             room = total_bytes - written[0]
-            piece = text if len(text) <= room else text[:text.rfind(b"\n\n", 0, room) + 2]
+            piece = text if len(text) <= room else text[: text.rfind(b"\n\n", 0, room) + 2]
             if len(piece) < 2:
                 break
             stream.write(piece)
@@ -460,8 +597,9 @@ def _resident_mib(pid: int) -> float | None:
     return None
 
 
-def bench_stream_process(folder, gigabytes: float = 5.0, model=None, threads: int = 2, progress: bool = True,
-                         train_iterations: int = 20) -> dict:
+def bench_stream_process(
+    folder, gigabytes: float = 5.0, model=None, threads: int = 2, progress: bool = True, train_iterations: int = 20
+) -> dict:
     """``fstcrf tag MODEL -`` fed ``gigabytes`` GB (10^9 bytes) of copies of
     ``folder``/test.txt on standard input, its output read and counted as it comes:
     tokens per second, the time to the first output, peak resident memory, and the
@@ -479,6 +617,7 @@ def bench_stream_process(folder, gigabytes: float = 5.0, model=None, threads: in
     from .errors import FstcrfError
     from .progress import Progress
     from .bandit_settings import check_positive
+
     check_positive("gigabytes", gigabytes)
     _check_counts(threads=threads, train_iterations=train_iterations)
     folder = Path(folder)
@@ -486,20 +625,38 @@ def bench_stream_process(folder, gigabytes: float = 5.0, model=None, threads: in
 
     def tokens_in(data: bytes) -> int:
         return sum(1 for line in data.splitlines() if line.strip() and not line.startswith(b"-DOCSTART-"))
+
     total = int(gigabytes * 1e9)
     with tempfile.TemporaryDirectory(prefix="fstcrf-bench-stream-") as name:
         scratch = Path(name)
         if model is None:
             model = scratch / "fstcrf.model"
-            _run(fstcrf_command("-q", "train", str(folder / "train.txt"), "--max-iter", str(train_iterations),
-                                "--threads", str(threads), "-o", str(model)), scratch, "fstcrf-train")
+            _run(
+                fstcrf_command(
+                    "-q",
+                    "train",
+                    str(folder / "train.txt"),
+                    "--max-iter",
+                    str(train_iterations),
+                    "--threads",
+                    str(threads),
+                    "-o",
+                    str(model),
+                ),
+                scratch,
+                "fstcrf-train",
+            )
         phases_path = scratch / "stream.phases.json"
         err_path = scratch / "stream.err"
         with open(err_path, "wb") as err, Progress(total, "bench stream", unit="B", enabled=progress) as bar:
             started = time.perf_counter()
-            process = subprocess.Popen(fstcrf_command("-q", "tag", str(model), "-", "--threads", str(threads)),
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                       env={**os.environ, PHASES_VARIABLE: str(phases_path)})
+            process = subprocess.Popen(
+                fstcrf_command("-q", "tag", str(model), "-", "--threads", str(threads)),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env={**os.environ, PHASES_VARIABLE: str(phases_path)},
+            )
             fed = [0]
             feeder = threading.Thread(target=_feed, args=(process.stdin, text, total, fed), daemon=True)
             feeder.start()
@@ -521,19 +678,33 @@ def bench_stream_process(folder, gigabytes: float = 5.0, model=None, threads: in
             wall = time.perf_counter() - started
             feeder.join()
         if os.waitstatus_to_exitcode(status) != 0:
-            raise FstcrfError(f"fstcrf tag - exited with status {os.waitstatus_to_exitcode(status)}:\n"
-                              f"{err_path.read_text(errors='replace')[-2000:]}")
+            raise FstcrfError(
+                f"fstcrf tag - exited with status {os.waitstatus_to_exitcode(status)}:\n"
+                f"{err_path.read_text(errors='replace')[-2000:]}"
+            )
         phases = json.loads(phases_path.read_text()) if phases_path.exists() else {}
     copies, rest = divmod(fed[0], len(text))
     resident = [mib for _, _, mib in samples if mib is not None]
-    return {"kind": "stream", "model": str(model), "threads": threads, "input_bytes": fed[0],
-            "tokens": copies * tokens_in(text) + tokens_in(text[:rest]), "output_bytes": output_bytes, "wall": wall,
-            "cpu": usage.ru_utime + usage.ru_stime, "first_output": first_output,
-            "peak_rss_mib": phases.get("process", {}).get("peak_rss_mib"),
-            "resident_mib": {"first": resident[0] if resident else None, "max": max(resident, default=None),
-                             "last": resident[-1] if resident else None, "samples": len(resident)},
-            "phases": {key: value for key, value in phases.items() if key != "process"},
-            "load_average": os.getloadavg()}
+    return {
+        "kind": "stream",
+        "model": str(model),
+        "threads": threads,
+        "input_bytes": fed[0],
+        "tokens": copies * tokens_in(text) + tokens_in(text[:rest]),
+        "output_bytes": output_bytes,
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "first_output": first_output,
+        "peak_rss_mib": phases.get("process", {}).get("peak_rss_mib"),
+        "resident_mib": {
+            "first": resident[0] if resident else None,
+            "max": max(resident, default=None),
+            "last": resident[-1] if resident else None,
+            "samples": len(resident),
+        },
+        "phases": {key: value for key, value in phases.items() if key != "process"},
+        "load_average": os.getloadavg(),
+    }
 
 
 def format_stream(result: dict) -> str:
@@ -543,18 +714,29 @@ def format_stream(result: dict) -> str:
 
     def mib(value):
         return "-" if value is None else f"{value:,.0f}"
-    lines = [f"`fstcrf tag {result['model']} -` on {result['threads']} threads, fed "
-             f"{result['input_bytes'] / 1e9:g} GB ({result['tokens']:,} tokens) of copies of test.txt on standard "
-             f"input; load average {result['load_average'][0]:.2f} at the end.", "",
-             "| wall s | CPU s | tokens/s | MB/s in | first output s | peak RSS MiB | RSS MiB first / max / last "
-             "sample |", "|---|---|---|---|---|---|---|",
-             f"| {result['wall']:.1f} | {result['cpu']:.1f} | {result['tokens'] / result['wall']:,.0f} | "
-             f"{result['input_bytes'] / 1e6 / result['wall']:.1f} | {result['first_output']:.2f} | {peak} | "
-             f"{mib(resident['first'])} / {mib(resident['max'])} / {mib(resident['last'])} "
-             f"({resident['samples']} samples, one a second) |"]
+
+    lines = [
+        f"`fstcrf tag {result['model']} -` on {result['threads']} threads, fed "
+        f"{result['input_bytes'] / 1e9:g} GB ({result['tokens']:,} tokens) of copies of test.txt on standard "
+        f"input; load average {result['load_average'][0]:.2f} at the end.",
+        "",
+        "| wall s | CPU s | tokens/s | MB/s in | first output s | peak RSS MiB | RSS MiB first / max / last sample |",
+        "|---|---|---|---|---|---|---|",
+        f"| {result['wall']:.1f} | {result['cpu']:.1f} | {result['tokens'] / result['wall']:,.0f} | "
+        f"{result['input_bytes'] / 1e6 / result['wall']:.1f} | {result['first_output']:.2f} | {peak} | "
+        f"{mib(resident['first'])} / {mib(resident['max'])} / {mib(resident['last'])} "
+        f"({resident['samples']} samples, one a second) |",
+    ]
     if result["phases"]:
-        lines += ["", "Phases (s): " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in result["phases"].items()
-                                               if isinstance(seconds, (int, float)))]
+        lines += [
+            "",
+            "Phases (s): "
+            + ", ".join(
+                f"{name} {seconds:.1f}"
+                for name, seconds in result["phases"].items()
+                if isinstance(seconds, (int, float))
+            ),
+        ]
     return "\n".join(lines)
 
 
@@ -573,8 +755,7 @@ def _phase_split(side: dict) -> dict[str, float]:
     process = phases.pop("process", None)
     if process is None:
         return {}
-    return {"start": process["start"], **phases, "other": process["outside"],
-            "exit": side["wall"] - process["elapsed"]}
+    return {"start": process["start"], **phases, "other": process["outside"], "exit": side["wall"] - process["elapsed"]}
 
 
 def format_process(result: dict) -> str:
@@ -586,49 +767,71 @@ def format_process(result: dict) -> str:
     names = [name for name in PHASE_ORDER if name in met]
     names += [name for name in dict.fromkeys(met) if name not in names] + ["other", "exit"]
     if result["kind"] == "compose":
-        title = (f"Decoding {result['test']} ({result['tokens']:,} tokens) with the composed model "
-                 f"{result['model']} ({result['joint_states']:,} joint states): `fstcrf tag --mode cascade` "
-                 f"against `--mode joint`, on {result['threads']} threads")
-        extra_header, extra = "tok/s", {side: f"{result['tokens'] / figures['wall']:,.0f}"
-                                        for side, figures in sides.items()}
+        title = (
+            f"Decoding {result['test']} ({result['tokens']:,} tokens) with the composed model "
+            f"{result['model']} ({result['joint_states']:,} joint states): `fstcrf tag --mode cascade` "
+            f"against `--mode joint`, on {result['threads']} threads"
+        )
+        extra_header, extra = (
+            "tok/s",
+            {side: f"{result['tokens'] / figures['wall']:,.0f}" for side, figures in sides.items()},
+        )
         slow, fast = "joint", "cascade"
     elif result["kind"] == "tag":
-        title = (f"Tagging {result['tokens']:,} tokens ({result['copies']} copies of test.txt in one file), "
-                 f"model {result['model']} (order {result['order']}, {result['template']}, "
-                 f"{result['weights']:,} weights), fstcrf on {result['threads']} threads")
+        title = (
+            f"Tagging {result['tokens']:,} tokens ({result['copies']} copies of test.txt in one file), "
+            f"model {result['model']} (order {result['order']}, {result['template']}, "
+            f"{result['weights']:,} weights), fstcrf on {result['threads']} threads"
+        )
         extra_header, extra = "test F1", {side: f"{figures['f1']:.2f}" for side, figures in sides.items()}
         slow, fast = "crfsuite", "fstcrf"
     else:
-        title = (f"Training {result['iterations']} L-BFGS iterations on train.txt ({result['template']}, "
-                 f"sigma {result['sigma']:g}), fstcrf on {result['threads']} threads")
+        title = (
+            f"Training {result['iterations']} L-BFGS iterations on train.txt ({result['template']}, "
+            f"sigma {result['sigma']:g}), fstcrf on {result['threads']} threads"
+        )
         extra_header = "iterations run | test F1"
         extra = {side: f"{figures['iterations']} | {figures['f1']:.2f}" for side, figures in sides.items()}
         slow, fast = "fstcrf", "crfsuite"
-    lines = [title + f"; best of {result['repeats']}, load average {result['load_average'][0]:.2f}.", "",
-             "| side | whole process s | CPU s | peak RSS MiB | " + " | ".join(names) + f" | {extra_header} |",
-             "|---" * (4 + len(names) + extra_header.count("|") + 1) + "|"]
+    lines = [
+        title + f"; best of {result['repeats']}, load average {result['load_average'][0]:.2f}.",
+        "",
+        "| side | whole process s | CPU s | peak RSS MiB | " + " | ".join(names) + f" | {extra_header} |",
+        "|---" * (4 + len(names) + extra_header.count("|") + 1) + "|",
+    ]
     for side, figures in sides.items():
         split = splits[side]
         cells = [f"{split[name]:.2f}" if name in split else "-" for name in names]
         peak = "-" if figures["peak_rss_mib"] is None else f"{figures['peak_rss_mib']:,.0f}"
-        lines.append(f"| {side} | {figures['wall']:.2f} | {figures['cpu']:.2f} | {peak} | "
-                     + " | ".join(cells) + f" | {extra[side]} |")
-    lines += ["", f"{slow} / {fast}: whole process **{result['ratio']:.2f}x**, "
-              f"CPU {sides[slow]['cpu'] / sides[fast]['cpu']:.2f}x. "
-              f"A bare interpreter (python -c pass) takes {result['interpreter_wall']:.2f} s; \"start\" is process "
-              "start to the first phase (interpreter, imports, arguments). Phases in seconds of wall time. "
-              + ("fstcrf's modules were compiled to bytecode first, as pip install leaves them."
-                 if result.get("bytecode_compiled") else
-                 "fstcrf's modules could not be compiled to bytecode first (a read-only folder?): each start "
-                 "may have compiled them.")]
+        lines.append(
+            f"| {side} | {figures['wall']:.2f} | {figures['cpu']:.2f} | {peak} | "
+            + " | ".join(cells)
+            + f" | {extra[side]} |"
+        )
+    lines += [
+        "",
+        f"{slow} / {fast}: whole process **{result['ratio']:.2f}x**, "
+        f"CPU {sides[slow]['cpu'] / sides[fast]['cpu']:.2f}x. "
+        f'A bare interpreter (python -c pass) takes {result["interpreter_wall"]:.2f} s; "start" is process '
+        "start to the first phase (interpreter, imports, arguments). Phases in seconds of wall time. "
+        + (
+            "fstcrf's modules were compiled to bytecode first, as pip install leaves them."
+            if result.get("bytecode_compiled")
+            else "fstcrf's modules could not be compiled to bytecode first (a read-only folder?): each start "
+            "may have compiled them."
+        ),
+    ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     """The CRFsuite side's processes: crfsuite-tag and crfsuite-train."""
     import argparse
-    parser = argparse.ArgumentParser(prog="python -m fstcrf.bench_process",
-                                     description="the CRFsuite processes of fstcrf bench tag|train --vs crfsuite")
+
+    parser = argparse.ArgumentParser(
+        prog="python -m fstcrf.bench_process",
+        description="the CRFsuite processes of fstcrf bench tag|train --vs crfsuite",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     tag = commands.add_parser("crfsuite-tag", help="tag a CoNLL file with a CRFsuite model")
     train = commands.add_parser("crfsuite-train", help="train a CRFsuite model; prints its iterations and features")

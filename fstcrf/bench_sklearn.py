@@ -16,6 +16,7 @@ sklearn_crfsuite process loads nothing of fstcrf.  fstcrf's modules are
 compiled to bytecode first (:func:`fstcrf.bench_process.compile_bytecode`),
 as a pip install leaves them.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,13 +29,19 @@ from pathlib import Path
 
 TOOLS = ("sklearn-crfsuite", "fstcrf")
 #: The tutorial's estimator settings.
-TUTORIAL_SETTINGS = {"algorithm": "lbfgs", "c1": 0.1, "c2": 0.1, "max_iterations": 100,
-                     "all_possible_transitions": True}
+TUTORIAL_SETTINGS = {
+    "algorithm": "lbfgs",
+    "c1": 0.1,
+    "c2": 0.1,
+    "max_iterations": 100,
+    "all_possible_transitions": True,
+}
 TRAIN_FILE, TEST_FILE = "conll2002/esp.train", "conll2002/esp.testb"
 
 
 # ---------------------------------------------------------------------------
 # The tutorial's features (both processes)
+
 
 def read_sentences(path: str | os.PathLike, limit: int | None = None) -> list[list[tuple[str, ...]]]:
     """The sentences of a CoNLL-2002 file, each a list of (word, pos, label) triples."""
@@ -53,8 +60,13 @@ def read_sentences(path: str | os.PathLike, limit: int | None = None) -> list[li
 
 
 def _word_features(word: str, pos: str, prefix: str) -> dict:
-    return {prefix + "word.lower()": word.lower(), prefix + "word.istitle()": word.istitle(),
-            prefix + "word.isupper()": word.isupper(), prefix + "postag": pos, prefix + "postag[:2]": pos[:2]}
+    return {
+        prefix + "word.lower()": word.lower(),
+        prefix + "word.istitle()": word.istitle(),
+        prefix + "word.isupper()": word.isupper(),
+        prefix + "postag": pos,
+        prefix + "postag[:2]": pos[:2],
+    }
 
 
 def word2features(sentence: list[tuple[str, ...]], i: int) -> dict:
@@ -63,9 +75,17 @@ def word2features(sentence: list[tuple[str, ...]], i: int) -> dict:
     the POS tag and its first two characters; the same word and POS facts of
     the neighbours at -1 and +1 (prefixed "-1:" and "+1:"), else BOS / EOS."""
     word, pos = sentence[i][0], sentence[i][1]
-    features = {"bias": 1.0, "word.lower()": word.lower(), "word[-3:]": word[-3:], "word[-2:]": word[-2:],
-                "word.isupper()": word.isupper(), "word.istitle()": word.istitle(),
-                "word.isdigit()": word.isdigit(), "postag": pos, "postag[:2]": pos[:2]}
+    features = {
+        "bias": 1.0,
+        "word.lower()": word.lower(),
+        "word[-3:]": word[-3:],
+        "word[-2:]": word[-2:],
+        "word.isupper()": word.isupper(),
+        "word.istitle()": word.istitle(),
+        "word.isdigit()": word.isdigit(),
+        "postag": pos,
+        "postag[:2]": pos[:2],
+    }
     if i > 0:
         features.update(_word_features(sentence[i - 1][0], sentence[i - 1][1], "-1:"))
     else:
@@ -90,6 +110,7 @@ def sent2labels(sentence: list[tuple[str, ...]]) -> list[str]:
 # ---------------------------------------------------------------------------
 # One tool in its own process
 
+
 def _estimator(tool: str, **settings):
     if tool == "fstcrf":
         from fstcrf.sklearn import CRF
@@ -112,9 +133,18 @@ def _fit_child(tool: str, train_path: str, test_path: str, output: str, limit: i
     started = time.perf_counter()
     predicted = [list(labels) for labels in crf.predict(X_test)]
     predict = time.perf_counter() - started
-    Path(output).write_text(json.dumps({"features_seconds": features, "fit_seconds": fit,
-                                        "predict_seconds": predict, "labels": list(crf.classes_),
-                                        "predicted": predicted}), encoding="utf-8")
+    Path(output).write_text(
+        json.dumps(
+            {
+                "features_seconds": features,
+                "fit_seconds": fit,
+                "predict_seconds": predict,
+                "labels": list(crf.classes_),
+                "predicted": predicted,
+            }
+        ),
+        encoding="utf-8",
+    )
 
 
 def _search_child(tool: str, train_path: str, output: str, limit: int | None, iterations: int) -> None:
@@ -122,6 +152,7 @@ def _search_child(tool: str, train_path: str, output: str, limit: int | None, it
     import scipy.stats
     from sklearn.metrics import make_scorer
     from sklearn.model_selection import RandomizedSearchCV
+
     if tool == "fstcrf":
         from fstcrf.sklearn.metrics import flat_f1_score
     else:
@@ -130,16 +161,28 @@ def _search_child(tool: str, train_path: str, output: str, limit: int | None, it
     X, y = [sent2features(s) for s in train], [sent2labels(s) for s in train]
     labels = sorted({label for labels in y for label in labels} - {"O"})
     settings = {name: value for name, value in TUTORIAL_SETTINGS.items() if name not in ("c1", "c2")}
-    search = RandomizedSearchCV(_estimator(tool, **settings),
-                                {"c1": scipy.stats.expon(scale=0.5), "c2": scipy.stats.expon(scale=0.05)},
-                                cv=3, n_iter=iterations, n_jobs=2, random_state=0,
-                                scoring=make_scorer(flat_f1_score, average="weighted", labels=labels))
+    search = RandomizedSearchCV(
+        _estimator(tool, **settings),
+        {"c1": scipy.stats.expon(scale=0.5), "c2": scipy.stats.expon(scale=0.05)},
+        cv=3,
+        n_iter=iterations,
+        n_jobs=2,
+        random_state=0,
+        scoring=make_scorer(flat_f1_score, average="weighted", labels=labels),
+    )
     started = time.perf_counter()
     search.fit(X, y)
-    Path(output).write_text(json.dumps({"search_seconds": time.perf_counter() - started,
-                                        "best_params": {k: float(v) for k, v in search.best_params_.items()},
-                                        "best_score": float(search.best_score_),
-                                        "candidates": len(search.cv_results_["params"])}), encoding="utf-8")
+    Path(output).write_text(
+        json.dumps(
+            {
+                "search_seconds": time.perf_counter() - started,
+                "best_params": {k: float(v) for k, v in search.best_params_.items()},
+                "best_score": float(search.best_score_),
+                "candidates": len(search.cv_results_["params"]),
+            }
+        ),
+        encoding="utf-8",
+    )
 
 
 def _run_child(arguments: list[str]) -> tuple[dict, float, float]:
@@ -152,8 +195,9 @@ def _run_child(arguments: list[str]) -> tuple[dict, float, float]:
         child.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - started
         if child.returncode != 0:
-            raise RuntimeError(f"the benchmark process {' '.join(arguments[:2])} failed with exit code "
-                               f"{child.returncode}")
+            raise RuntimeError(
+                f"the benchmark process {' '.join(arguments[:2])} failed with exit code {child.returncode}"
+            )
         result = json.loads(Path(output).read_text(encoding="utf-8"))
     return result, wall, usage.ru_maxrss / 1024
 
@@ -161,20 +205,25 @@ def _run_child(arguments: list[str]) -> tuple[dict, float, float]:
 # ---------------------------------------------------------------------------
 # The benchmark
 
+
 def _scores(gold: list[list[str]], predicted: list[list[str]], labels: list[str]) -> dict:
     from sklearn.metrics import f1_score
 
     from .evaluate import score_chunks
+
     flat_gold = [label for sentence in gold for label in sentence]
     flat_predicted = [label for sentence in predicted for label in sentence]
     entity_labels = sorted(set(labels) - {"O"})
-    return {"flat_f1_without_o": 100 * float(f1_score(flat_gold, flat_predicted, average="weighted",
-                                                      labels=entity_labels, zero_division=0)),
-            "conlleval_f1": float(score_chunks(gold, predicted).f1)}
+    return {
+        "flat_f1_without_o": 100
+        * float(f1_score(flat_gold, flat_predicted, average="weighted", labels=entity_labels, zero_division=0)),
+        "conlleval_f1": float(score_chunks(gold, predicted).f1),
+    }
 
 
-def bench_sklearn(data_dir: str | os.PathLike, search: bool = False, limit: int | None = None,
-                  search_iter: int = 10) -> dict:
+def bench_sklearn(
+    data_dir: str | os.PathLike, search: bool = False, limit: int | None = None, search_iter: int = 10
+) -> dict:
     """Run the tutorial with both tools (see the module doc) on ``data_dir``'s
     conll2002 esp.train and esp.testb (their first ``limit`` sentences, if
     given).  Returns per tool: features_seconds, fit_seconds, predict_seconds,
@@ -187,21 +236,37 @@ def bench_sklearn(data_dir: str | os.PathLike, search: bool = False, limit: int 
     for path in (train_path, test_path):
         if not path.is_file():
             from .errors import FstcrfError
-            raise FstcrfError(f"{path} is missing; bench sklearn needs the CoNLL-2002 Spanish files in "
-                              f"DATA/{Path(TRAIN_FILE).parent}")
+
+            raise FstcrfError(
+                f"{path} is missing; bench sklearn needs the CoNLL-2002 Spanish files in DATA/{Path(TRAIN_FILE).parent}"
+            )
     gold = [sent2labels(s) for s in read_sentences(test_path, limit)]
     limit_arguments = [str(limit if limit is not None else 0)]
     from .bench_process import compile_bytecode
-    result: dict = {"train": str(train_path), "test": str(test_path), "limit": limit,
-                    "settings": TUTORIAL_SETTINGS, "tools": {}, "bytecode_compiled": compile_bytecode()}
+
+    result: dict = {
+        "train": str(train_path),
+        "test": str(test_path),
+        "limit": limit,
+        "settings": TUTORIAL_SETTINGS,
+        "tools": {},
+        "bytecode_compiled": compile_bytecode(),
+    }
     for tool in TOOLS:
         child, wall, rss = _run_child(["fit", tool, str(train_path), str(test_path), *limit_arguments])
-        result["tools"][tool] = {"features_seconds": child["features_seconds"], "fit_seconds": child["fit_seconds"],
-                                 "predict_seconds": child["predict_seconds"], "process_seconds": wall,
-                                 "peak_rss_mb": rss, **_scores(gold, child["predicted"], child["labels"])}
+        result["tools"][tool] = {
+            "features_seconds": child["features_seconds"],
+            "fit_seconds": child["fit_seconds"],
+            "predict_seconds": child["predict_seconds"],
+            "process_seconds": wall,
+            "peak_rss_mb": rss,
+            **_scores(gold, child["predicted"], child["labels"]),
+        }
     ours, theirs = result["tools"]["fstcrf"], result["tools"]["sklearn-crfsuite"]
-    result["ratios"] = {name: ours[name] / theirs[name] for name in
-                        ("fit_seconds", "predict_seconds", "features_seconds", "process_seconds", "peak_rss_mb")}
+    result["ratios"] = {
+        name: ours[name] / theirs[name]
+        for name in ("fit_seconds", "predict_seconds", "features_seconds", "process_seconds", "peak_rss_mb")
+    }
     result["differences"] = {name: ours[name] - theirs[name] for name in ("flat_f1_without_o", "conlleval_f1")}
     if search:
         result["search"] = {}
@@ -216,24 +281,35 @@ def bench_sklearn(data_dir: str | os.PathLike, search: bool = False, limit: int 
 
 def format_sklearn(result: dict) -> str:
     """A readable table of :func:`bench_sklearn`'s result."""
-    lines = [f"sklearn-crfsuite tutorial (CoNLL-2002 Spanish NER): {result['train']} -> {result['test']}"
-             + (f", first {result['limit']} sentences" if result["limit"] else ""),
-             f"settings: {', '.join(f'{k}={v}' for k, v in result['settings'].items())}",
-             f"{'':24}{'sklearn-crfsuite':>18}{'fstcrf':>12}{'ratio / diff':>14}"]
-    rows = [("features_seconds", "features (s)", "ratio"), ("fit_seconds", "fit (s)", "ratio"),
-            ("predict_seconds", "predict (s)", "ratio"), ("process_seconds", "whole process (s)", "ratio"),
-            ("peak_rss_mb", "peak RSS (MB)", "ratio"), ("flat_f1_without_o", "flat F1 without O", "diff"),
-            ("conlleval_f1", "conlleval F1", "diff")]
+    lines = [
+        f"sklearn-crfsuite tutorial (CoNLL-2002 Spanish NER): {result['train']} -> {result['test']}"
+        + (f", first {result['limit']} sentences" if result["limit"] else ""),
+        f"settings: {', '.join(f'{k}={v}' for k, v in result['settings'].items())}",
+        f"{'':24}{'sklearn-crfsuite':>18}{'fstcrf':>12}{'ratio / diff':>14}",
+    ]
+    rows = [
+        ("features_seconds", "features (s)", "ratio"),
+        ("fit_seconds", "fit (s)", "ratio"),
+        ("predict_seconds", "predict (s)", "ratio"),
+        ("process_seconds", "whole process (s)", "ratio"),
+        ("peak_rss_mb", "peak RSS (MB)", "ratio"),
+        ("flat_f1_without_o", "flat F1 without O", "diff"),
+        ("conlleval_f1", "conlleval F1", "diff"),
+    ]
     tools = result["tools"]
     for key, name, kind in rows:
         change = result["ratios"][key] if kind == "ratio" else result["differences"][key]
-        lines.append(f"{name:24}{tools['sklearn-crfsuite'][key]:>18.2f}{tools['fstcrf'][key]:>12.2f}"
-                     f"{change:>14.{3 if kind == 'ratio' else 2}f}")
+        lines.append(
+            f"{name:24}{tools['sklearn-crfsuite'][key]:>18.2f}{tools['fstcrf'][key]:>12.2f}"
+            f"{change:>14.{3 if kind == 'ratio' else 2}f}"
+        )
     for tool, search in result.get("search", {}).items():
         if search["completed"]:
             best = ", ".join(f"{k}={v:.4f}" for k, v in sorted(search["best_params"].items()))
-            lines.append(f"search {tool}: completed, {search['candidates']} candidates x 3 folds in "
-                         f"{search['search_seconds']:.0f} s, best {best}, CV flat F1 {100 * search['best_score']:.2f}")
+            lines.append(
+                f"search {tool}: completed, {search['candidates']} candidates x 3 folds in "
+                f"{search['search_seconds']:.0f} s, best {best}, CV flat F1 {100 * search['best_score']:.2f}"
+            )
         else:
             lines.append(f"search {tool}: FAILED ({search['error']})")
     return "\n".join(lines)

@@ -12,12 +12,13 @@ whole process (the command line's ``--max-states`` / ``--max-work``).
 A check that fails raises :class:`~fstcrf.errors.BudgetError` with the
 estimate, the limit and how to raise it.
 """
+
 from __future__ import annotations
 
 import contextlib
 import numbers
 import threading
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from .errors import ArgumentTypeError, BudgetError
 
@@ -58,8 +59,7 @@ def current(name: str) -> int:
 
 
 def _given(max_states, max_work) -> dict[str, int]:
-    values = {"max_states": _check_limit("max_states", max_states),
-              "max_work": _check_limit("max_work", max_work)}
+    values = {"max_states": _check_limit("max_states", max_states), "max_work": _check_limit("max_work", max_work)}
     return {name: value for name, value in values.items() if value is not None}
 
 
@@ -89,8 +89,9 @@ def _check(name: str, estimate: int, what: str, unit: str, at_least: bool = Fals
     limit = current(name)
     if estimate > limit:
         size = f"{'at least' if at_least else 'about'} {estimate:,} {unit}"
-        raise BudgetError(f"{what} would need {size}, more than the budget of "
-                          f"{limit:,} ({name}); raise it with {_HOW_TO_RAISE[name]}")
+        raise BudgetError(
+            f"{what} would need {size}, more than the budget of {limit:,} ({name}); raise it with {_HOW_TO_RAISE[name]}"
+        )
 
 
 def check_states(estimate: int, what: str, at_least: bool = False) -> None:

@@ -24,12 +24,13 @@ choose them on held-out data.  Decoding modes:
 Joint model files hold every component (same container as a model file,
 "format": "fstcrf-joint"), so a composition saves and loads like a model.
 """
+
 from __future__ import annotations
 
 import os
 import time
 from contextlib import contextmanager
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pynini
@@ -37,14 +38,35 @@ import pynini
 from .budget import check_cascade
 from .conll import Corpus, Sentence, as_corpus, as_sentences
 from .errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError
-from .inference import (KBest, Potentials, Viterbi, blas_single_threaded, kbest, lengths_to_offsets,
-                        run_parallel, viterbi)
-from .joint import (JointPotentials, JointSpace, component_marginals, joint_emissions, joint_forward_backward,
-                    joint_viterbi)
+from .inference import (
+    KBest,
+    Potentials,
+    Viterbi,
+    blas_single_threaded,
+    kbest,
+    lengths_to_offsets,
+    run_parallel,
+    viterbi,
+)
+from .joint import (
+    JointPotentials,
+    JointSpace,
+    component_marginals,
+    joint_emissions,
+    joint_forward_backward,
+    joint_viterbi,
+)
 from .labels import split_labels
 from .model import ChainCRF
-from .modelfile import (JOINT_KIND, MODEL_KIND, header_field, model_from_payload, model_payload, read_container,
-                        write_container)
+from .modelfile import (
+    JOINT_KIND,
+    MODEL_KIND,
+    header_field,
+    model_from_payload,
+    model_payload,
+    read_container,
+    write_container,
+)
 from .objective import BLOCK_CELLS
 
 MODES = ("joint", "cascade", "kbest")
@@ -54,20 +76,21 @@ MODES = ("joint", "cascade", "kbest")
 FEATURE_TOKENS = 4096
 
 
-def compatibility_pairs(lower_labels: Sequence[str], upper_labels: Sequence[str],
-                        relation: pynini.Fst) -> np.ndarray:
+def compatibility_pairs(lower_labels: Sequence[str], upper_labels: Sequence[str], relation: pynini.Fst) -> np.ndarray:
     """bool [L_lower, L_upper]: the label pairs (a, b) a transducer relates, i.e. those
     for which ``relation`` maps the one-symbol string a to the one-symbol string b.
     The transducer's input and output symbol tables name the labels."""
     inputs, outputs = relation.input_symbols(), relation.output_symbols()
     if inputs is None or outputs is None:
-        raise CompositionError("the compatibility transducer needs input and output symbol tables "
-                               "naming the lower and upper labels")
+        raise CompositionError(
+            "the compatibility transducer needs input and output symbol tables naming the lower and upper labels"
+        )
     unknown_in = [label for label in lower_labels if inputs.find(label) == pynini.NO_SYMBOL]
     unknown_out = [label for label in upper_labels if outputs.find(label) == pynini.NO_SYMBOL]
     if unknown_in or unknown_out:
-        raise CompositionError("the compatibility transducer's symbol tables lack the labels "
-                               f"{', '.join(unknown_in + unknown_out)}")
+        raise CompositionError(
+            f"the compatibility transducer's symbol tables lack the labels {', '.join(unknown_in + unknown_out)}"
+        )
     upper_index = {label: j for j, label in enumerate(upper_labels)}
     pairs = np.zeros((len(lower_labels), len(upper_labels)), dtype=bool)
     for i, label in enumerate(lower_labels):
@@ -92,8 +115,13 @@ class JointModel:
     ``scales`` (float [N], each component's score weight) and ``threads``.
     """
 
-    def __init__(self, components: Sequence[ChainCRF], compatibility: Sequence[np.ndarray | None] | None = None,
-                 threads: int = 2, scales: Sequence[float] | None = None):
+    def __init__(
+        self,
+        components: Sequence[ChainCRF],
+        compatibility: Sequence[np.ndarray | None] | None = None,
+        threads: int = 2,
+        scales: Sequence[float] | None = None,
+    ):
         self.components = tuple(components)
         self.threads = threads
         self.scales = _check_scales(scales, len(self.components))
@@ -124,8 +152,7 @@ class JointModel:
 
     # -- decoding --------------------------------------------------------------
     @blas_single_threaded()
-    def predict(self, corpus: Corpus | Sequence[Sentence], mode: str = "joint", k: int = 5
-                ) -> list[list[list[str]]]:
+    def predict(self, corpus: Corpus | Sequence[Sentence], mode: str = "joint", k: int = 5) -> list[list[list[str]]]:
         """Labels [N components][B sentences][T] of every sentence, decoded by ``mode``
         (``k`` is the list length of mode "kbest")."""
         if mode not in MODES:
@@ -136,23 +163,30 @@ class JointModel:
         result: list[list[list[str]]] = [[] for _ in self.components]
         if not sentences:
             return result
-        decode = {"joint": self._joint_batch, "cascade": lambda block: self._kbest_block(block, 1),
-                  "kbest": lambda block: self._kbest_block(block, int(k))}[mode]
-        if mode == "joint":         # the same number of feature batches per thread, decoded block by block
+        decode = {
+            "joint": self._joint_batch,
+            "cascade": lambda block: self._kbest_block(block, 1),
+            "kbest": lambda block: self._kbest_block(block, int(k)),
+        }[mode]
+        if mode == "joint":  # the same number of feature batches per thread, decoded block by block
             num_tokens = sum(len(sentence) for sentence in sentences)
             threads = max(1, int(self.threads))
             per_thread = -(-num_tokens // (threads * FEATURE_TOKENS))
             blocks = _blocks(sentences, -(-num_tokens // (threads * per_thread)))
-        else:                       # per hypothesis, one component's [n, S_k] scores and tables [n, S_k, k]
-            cells_per_token = max(model.topology_.num_states for model in self.components) * \
-                (int(k) if mode == "kbest" else 1)
+        else:  # per hypothesis, one component's [n, S_k] scores and tables [n, S_k, k]
+            cells_per_token = max(model.topology_.num_states for model in self.components) * (
+                int(k) if mode == "kbest" else 1
+            )
             blocks = _blocks(sentences, max(1, BLOCK_CELLS // cells_per_token))
             # each block's cascade, before any is decoded
-            check_cascade(int(k) if mode == "kbest" else 1,
-                          max(sum(len(s) for s in sentences[first:last]) for first, last in blocks),
-                          [model.topology_.num_states for model in self.components])
-        per_block = run_parallel(lambda plan: [decode(sentences[first:last]) for first, last in plan],
-                                 _spread(blocks, self.threads))
+            check_cascade(
+                int(k) if mode == "kbest" else 1,
+                max(sum(len(s) for s in sentences[first:last]) for first, last in blocks),
+                [model.topology_.num_states for model in self.components],
+            )
+        per_block = run_parallel(
+            lambda plan: [decode(sentences[first:last]) for first, last in plan], _spread(blocks, self.threads)
+        )
         for plan in per_block:
             for labels in plan:
                 for component, sentence_labels in zip(result, labels):
@@ -169,10 +203,12 @@ class JointModel:
 
     def _joint_potentials(self, sentences: list[Sentence], component_emissions: list[np.ndarray]) -> JointPotentials:
         """JointPotentials of sentences from their component emissions (see _component_scorer)."""
-        emissions = joint_emissions(self.space, [scores if scale == 1.0 else scale * scores
-                                                 for scale, scores in zip(self.scales, component_emissions)])
+        emissions = joint_emissions(
+            self.space,
+            [scores if scale == 1.0 else scale * scores for scale, scores in zip(self.scales, component_emissions)],
+        )
         first = self.components[0]
-        transitions = [self.scales[0] * first.weights_[first.features_.num_features:]]
+        transitions = [self.scales[0] * first.weights_[first.features_.num_features :]]
         for scale, lower, model in zip(self.scales[1:], self.components, self.components[1:]):
             # [S_{k-1}, E_k]: the transition scores under each lower state's label
             transitions.append(scale * model.transition_scores(lower.labels_)[lower.topology_.state_label])
@@ -193,8 +229,7 @@ class JointModel:
                 result[k] += np.split(states @ by_label, np.cumsum([len(s) for s in block])[:-1])
         return result
 
-    def _component_scorer(self, sentences: list[Sentence], clock: PhaseClock
-                          ) -> Callable[[int, int], list[np.ndarray]]:
+    def _component_scorer(self, sentences: list[Sentence], clock: PhaseClock) -> Callable[[int, int], list[np.ndarray]]:
         """Extract every component's features of ``sentences`` once; the function returned
         gives the component emissions of sentences first..last-1 (n tokens): component
         0 float [n, S_0], component k float [n, S_{k-1}, S_k], the emissions of each
@@ -202,7 +237,7 @@ class JointModel:
         offsets = lengths_to_offsets([len(sentence) for sentence in sentences])
         lowest = self.components[0]
         with clock.phase(f"features and emissions: {lowest.target_}"):
-            lowest_scores = lowest.potentials(sentences).emissions                     # [N, S_0]
+            lowest_scores = lowest.potentials(sentences).emissions  # [N, S_0]
         readers = []
         for lower, model in zip(self.components, self.components[1:]):
             phase = f"features and emissions: {model.target_} under each {lower.target_} label"
@@ -213,12 +248,13 @@ class JointModel:
             readers.append((phase, model, features, None if one_state_per_label else state_label))
 
         def emissions(first: int, last: int) -> list[np.ndarray]:
-            scores = [lowest_scores[offsets[first]:offsets[last]]]
+            scores = [lowest_scores[offsets[first] : offsets[last]]]
             for phase, model, features, state_label in readers:
                 with clock.phase(phase):
-                    by_label = model._reading_block(features, first, last)            # [n, L_{k-1}, S_k]
+                    by_label = model._reading_block(features, first, last)  # [n, L_{k-1}, S_k]
                     scores.append(by_label if state_label is None else by_label[:, state_label, :])
             return scores
+
         return emissions
 
     def _joint_batch(self, sentences: list[Sentence], clock: PhaseClock | None = None) -> list[list[list[str]]]:
@@ -269,14 +305,15 @@ class JointModel:
                         f"cascaded decoding: the labels chosen for model {level - 1} "
                         f"({self.components[level - 1].target_}) leave a sentence with no path of model "
                         f"{level} ({model.target_}) that the compatibility relation allows; decode with "
-                        "mode 'joint', which searches compatible label pairs only") from None
+                        "mode 'joint', which searches compatible label pairs only"
+                    ) from None
                 for rank in range(keep):
                     candidate_paths.append(np.concatenate([paths[h], best.paths[rank][None]], axis=0))
                     candidate_scores.append(scores[:, h] + self.scales[level] * best.scores[:, rank])
-            stacked = np.stack(candidate_paths)                     # [C, level+1, n]
-            total = np.stack(candidate_scores, axis=1)              # [B, C]
+            stacked = np.stack(candidate_paths)  # [C, level+1, n]
+            total = np.stack(candidate_scores, axis=1)  # [B, C]
             order = np.argsort(-total, axis=1, kind="stable")[:, :k]
-            chosen = order[token_sentence]                          # [n, H']
+            chosen = order[token_sentence]  # [n, H']
             columns = np.arange(len(token_sentence))
             paths = np.stack([stacked[chosen[:, j], :, columns].T for j in range(order.shape[1])])
             scores = np.take_along_axis(total, order, axis=1)
@@ -293,8 +330,12 @@ class JointModel:
         lower_states = np.maximum(lower_paths[level - 1], 0)
         lower_labels = lower.topology_.state_label[lower_states]
         offsets = lengths_to_offsets([len(sentence) for sentence in sentences])
-        pot = model.potentials([sentence.with_column(model.reads, labels) for sentence, labels
-                                in zip(sentences, split_labels(lower.topology_, lower_states, offsets))])
+        pot = model.potentials(
+            [
+                sentence.with_column(model.reads, labels)
+                for sentence, labels in zip(sentences, split_labels(lower.topology_, lower_states, offsets))
+            ]
+        )
         pairs = self.compatibility[level - 1]
         if pairs is None:
             return pot
@@ -376,40 +417,58 @@ def _check_chain(models: Sequence[ChainCRF], compatibility: list) -> None:
     if len(models) < 2:
         raise CompositionError(f"composition needs at least two models, got {len(models)}")
     if len(compatibility) != len(models) - 1:
-        raise CompositionError(f"{len(models)} models need {len(models) - 1} compatibility relations "
-                               f"(None for none), got {len(compatibility)}")
+        raise CompositionError(
+            f"{len(models)} models need {len(models) - 1} compatibility relations "
+            f"(None for none), got {len(compatibility)}"
+        )
     for k, model in enumerate(models):
         model._check_fitted()
         if model.constraint_ is not None:
-            raise CompositionError(f"model {k} ({model.target_}) was trained under a grammar; composing "
-                                   "grammar-trained models is not supported")
+            raise CompositionError(
+                f"model {k} ({model.target_}) was trained under a grammar; composing "
+                "grammar-trained models is not supported"
+            )
         if k == 0:
             if model.reads is not None:
-                raise CompositionError(f"the first model of a chain reads {model.reads!r}, which no model "
-                                       "in the chain predicts; put the model predicting it first")
+                raise CompositionError(
+                    f"the first model of a chain reads {model.reads!r}, which no model "
+                    "in the chain predicts; put the model predicting it first"
+                )
             continue
         lower = models[k - 1]
         if model.reads is None:
-            raise CompositionError(f"model {k} ({model.target_}) does not read the labels of model {k - 1} "
-                                   f"({lower.target_}); train it with --reads {lower.target_}")
+            raise CompositionError(
+                f"model {k} ({model.target_}) does not read the labels of model {k - 1} "
+                f"({lower.target_}); train it with --reads {lower.target_}"
+            )
         never = sorted(set(model.lower_labels_) - set(lower.labels_))
         if never:
-            raise CompositionError(f"model {k} ({model.target_}) reads {model.reads!r} labels that model "
-                                   f"{k - 1} ({lower.target_}) never produces: {', '.join(never)}")
+            raise CompositionError(
+                f"model {k} ({model.target_}) reads {model.reads!r} labels that model "
+                f"{k - 1} ({lower.target_}) never produces: {', '.join(never)}"
+            )
         others = {m.target_ for m in models} - {model.reads}
         leaked = sorted(others & set(model.extractor_._template().columns))
         if leaked:
-            raise CompositionError(f"model {k} ({model.target_})'s template reads the column(s) "
-                                   f"{', '.join(leaked)} that the chain predicts; only {model.reads!r} "
-                                   "at offset 0 can be decoded jointly")
+            raise CompositionError(
+                f"model {k} ({model.target_})'s template reads the column(s) "
+                f"{', '.join(leaked)} that the chain predicts; only {model.reads!r} "
+                "at offset 0 can be decoded jointly"
+            )
         pairs = compatibility[k - 1]
         if pairs is not None and np.shape(pairs) != (len(lower.labels_), len(model.labels_)):
-            raise CompositionError(f"compatibility relation {k} has shape {np.shape(pairs)}, expected "
-                                   f"({len(lower.labels_)}, {len(model.labels_)})")
+            raise CompositionError(
+                f"compatibility relation {k} has shape {np.shape(pairs)}, expected "
+                f"({len(lower.labels_)}, {len(model.labels_)})"
+            )
 
 
-def compose(models: Sequence[ChainCRF], compatibility: Sequence[pynini.Fst | np.ndarray | None] | None = None,
-            threads: int = 2, scales: Sequence[float] | None = None) -> JointModel:
+def compose(
+    models: Sequence[ChainCRF],
+    compatibility: Sequence[pynini.Fst | np.ndarray | None] | None = None,
+    threads: int = 2,
+    scales: Sequence[float] | None = None,
+) -> JointModel:
     """Compose fitted models, lowest first, into a :class:`JointModel`.
 
     ``compatibility`` gives, per adjacent pair, None, a pynini transducer from
@@ -436,8 +495,7 @@ def jackknife(corpus: Corpus, model: ChainCRF, target: str, folds: int = 5) -> C
     that reads this column then trains on the kind of errors it meets at test time."""
     corpus = as_corpus(corpus, "jackknife")
     if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or not 2 <= folds <= len(corpus):
-        raise FstcrfError(f"folds must be an integer from 2 to the number of sentences ({len(corpus)}), "
-                          f"got {folds!r}")
+        raise FstcrfError(f"folds must be an integer from 2 to the number of sentences ({len(corpus)}), got {folds!r}")
     sentences = corpus.sentences
     cuts = np.linspace(0, len(sentences), int(folds) + 1).round().astype(int)
     predicted: list[list[str]] = []
@@ -453,8 +511,7 @@ def load_joint(path: str | os.PathLike) -> JointModel:
     """Read a joint model written by :meth:`JointModel.save`."""
     header, arrays = read_container(path)
     if header["format"] != JOINT_KIND:
-        raise ModelFileError(f"{os.fspath(path)}: this is a single model, not a composition "
-                             "(fstcrf compose makes one)")
+        raise ModelFileError(f"{os.fspath(path)}: this is a single model, not a composition (fstcrf compose makes one)")
     return _joint_from_payload(header, arrays, os.fspath(path))
 
 
@@ -462,15 +519,16 @@ def _joint_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str)
     components = []
     for k, component in enumerate(header_field(header, "components", list, where)):
         prefix = f"{k}."
-        own = {name[len(prefix):]: array for name, array in arrays.items() if name.startswith(prefix)}
+        own = {name[len(prefix) :]: array for name, array in arrays.items() if name.startswith(prefix)}
         components.append(model_from_payload(component, own, f"{where} (component {k})"))
     compatibility = []
     for k in range(1, len(components)):
         flat = arrays.get(f"compatibility.{k}")
         shape = (len(components[k - 1].labels_), len(components[k].labels_))
         if flat is not None and flat.size != shape[0] * shape[1]:
-            raise ModelFileError(f"{where}: compatibility relation {k} has {flat.size} entries, expected "
-                                 f"{shape[0] * shape[1]}")
+            raise ModelFileError(
+                f"{where}: compatibility relation {k} has {flat.size} entries, expected {shape[0] * shape[1]}"
+            )
         compatibility.append(None if flat is None else flat.reshape(shape).astype(bool))
     try:
         return JointModel(components, compatibility, scales=header.get("scales"))

@@ -9,6 +9,7 @@ is never a token, but it is kept so that :func:`write_conll` reproduces it.
     corpus.column("chunk")          # one list of tags per sentence
     write_conll(corpus, "out.txt", extra_columns=[predicted_chunks])
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,8 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Iterator, Sequence, TextIO, cast
+from typing import BinaryIO, TextIO, cast
+from collections.abc import Iterator, Sequence
 
 from .errors import ArgumentTypeError, ConllFormatError, FstcrfError, ShapeError
 from .files import write_atomically
@@ -48,8 +50,7 @@ class Sentence:
         if len(set(lengths.values())) > 1:
             raise ShapeError(f"sentence columns differ in length: {lengths}")
         if self.line_numbers is not None and len(self.line_numbers) != len(self):
-            raise ShapeError(f"sentence has {len(self)} tokens but "
-                             f"{len(self.line_numbers)} line numbers")
+            raise ShapeError(f"sentence has {len(self)} tokens but {len(self.line_numbers)} line numbers")
         self.docstart_lines = tuple(self.docstart_lines)
 
     @property
@@ -69,7 +70,7 @@ class Sentence:
         """The values of one column [num_tokens]."""
         return self.columns[column]
 
-    def with_column(self, column: str, values: Sequence[str]) -> "Sentence":
+    def with_column(self, column: str, values: Sequence[str]) -> Sentence:
         """A copy with ``column`` set to ``values`` [num_tokens] (added if new), the
         same line numbers and ``-DOCSTART-`` lines."""
         return Sentence({**self.columns, column: list(values)}, self.line_numbers, self.docstart_lines)
@@ -93,8 +94,10 @@ class Corpus:
     def column(self, name: str) -> list[list[str]]:
         """The values of one column, one list [num_tokens] per sentence."""
         if name not in self.column_names:
-            raise ConllFormatError(f"{self.path or '<corpus>'}: no column {name!r}; "
-                                   f"the columns are {', '.join(self.column_names) or 'none'}")
+            raise ConllFormatError(
+                f"{self.path or '<corpus>'}: no column {name!r}; "
+                f"the columns are {', '.join(self.column_names) or 'none'}"
+            )
         return [sentence.columns[name] for sentence in self.sentences]
 
     @property
@@ -116,8 +119,9 @@ class Corpus:
             trailing = self.trailing_docstart_lines if numbers[index][-1:] == numbers[-1:] else ()
             return Corpus(self.column_names, self.sentences[index], self.path, self.separator, trailing)
         if isinstance(index, bool) or not hasattr(index, "__index__"):
-            raise ArgumentTypeError(f"a corpus is indexed by a sentence number or a slice, got "
-                                    f"{type(index).__name__} {_shorten(index)}")
+            raise ArgumentTypeError(
+                f"a corpus is indexed by a sentence number or a slice, got {type(index).__name__} {_shorten(index)}"
+            )
         return self.sentences[index]
 
 
@@ -125,22 +129,28 @@ def as_sentences(data, method: str) -> list[Sentence]:
     """The sentences of a Corpus or of a sequence of :class:`Sentence`, for ``method``
     (named in errors); ArgumentTypeError for anything else, such as a file name,
     raw text or lists of words."""
-    hint = ("read a CoNLL file with fstcrf.conll.read_conll(path, columns=...), or build "
-            "sentences with Sentence({'word': [...], ...})")
+    hint = (
+        "read a CoNLL file with fstcrf.conll.read_conll(path, columns=...), or build "
+        "sentences with Sentence({'word': [...], ...})"
+    )
     if isinstance(data, Corpus):
         return list(data.sentences)
     if isinstance(data, (str, bytes, os.PathLike)):
-        raise ArgumentTypeError(f"{method} expects a Corpus or a list of Sentence, got "
-                                f"{type(data).__name__} {_shorten(data)}; {hint}")
+        raise ArgumentTypeError(
+            f"{method} expects a Corpus or a list of Sentence, got {type(data).__name__} {_shorten(data)}; {hint}"
+        )
     try:
         sentences = list(data)
     except TypeError:
-        raise ArgumentTypeError(f"{method} expects a Corpus or a list of Sentence, got "
-                                f"{type(data).__name__}; {hint}") from None
+        raise ArgumentTypeError(
+            f"{method} expects a Corpus or a list of Sentence, got {type(data).__name__}; {hint}"
+        ) from None
     for number, sentence in enumerate(sentences):
         if not isinstance(sentence, Sentence):
-            raise ArgumentTypeError(f"{method} expects a Corpus or a list of Sentence, but item "
-                                    f"{number} is {type(sentence).__name__} {_shorten(sentence)}; {hint}")
+            raise ArgumentTypeError(
+                f"{method} expects a Corpus or a list of Sentence, but item "
+                f"{number} is {type(sentence).__name__} {_shorten(sentence)}; {hint}"
+            )
     return sentences
 
 
@@ -174,8 +184,9 @@ def _column_names(columns: str | Sequence[str] | None) -> tuple[str, ...] | None
     return names
 
 
-def _present_columns(names: tuple[str, ...] | None, allow_missing: tuple[str, ...],
-                     num_fields: int) -> tuple[str, ...] | None:
+def _present_columns(
+    names: tuple[str, ...] | None, allow_missing: tuple[str, ...], num_fields: int
+) -> tuple[str, ...] | None:
     """The names of a file whose token lines have ``num_fields`` fields, or None if none fit."""
     if names is None:
         if num_fields == len(_THREE_COLUMN_NAMES):
@@ -195,8 +206,13 @@ def _expected_fields(names: tuple[str, ...], allow_missing: tuple[str, ...]) -> 
     return " or ".join(str(count) for count in counts) + f" fields ({' '.join(names)})"
 
 
-def read_conll(path: str | os.PathLike, columns: str | Sequence[str] | None = None,
-               separator: str | None = None, *, allow_missing: Sequence[str] = ()) -> Corpus:
+def read_conll(
+    path: str | os.PathLike,
+    columns: str | Sequence[str] | None = None,
+    separator: str | None = None,
+    *,
+    allow_missing: Sequence[str] = (),
+) -> Corpus:
     """Read a UTF-8 CoNLL file into a :class:`Corpus`.
 
     ``columns`` names the fields, as a sequence or a comma string such as
@@ -208,7 +224,7 @@ def read_conll(path: str | os.PathLike, columns: str | Sequence[str] | None = No
     FILE:LINE, on invalid UTF-8, an empty field or a line whose field count
     differs from the first token line's.
     """
-    batch, = iter_conll(path, columns, separator, allow_missing=allow_missing)
+    (batch,) = iter_conll(path, columns, separator, allow_missing=allow_missing)
     return batch
 
 
@@ -216,10 +232,16 @@ def read_conll(path: str | os.PathLike, columns: str | Sequence[str] | None = No
 READ_BLOCK = 1 << 22
 
 
-def iter_conll(source: str | os.PathLike | BinaryIO, columns: str | Sequence[str] | None = None,
-               separator: str | None = None, *, allow_missing: Sequence[str] = (),
-               batch_tokens: int | None = None, whole_documents: bool = False,
-               name: str | None = None) -> Iterator[Corpus]:
+def iter_conll(
+    source: str | os.PathLike | BinaryIO,
+    columns: str | Sequence[str] | None = None,
+    separator: str | None = None,
+    *,
+    allow_missing: Sequence[str] = (),
+    batch_tokens: int | None = None,
+    whole_documents: bool = False,
+    name: str | None = None,
+) -> Iterator[Corpus]:
     """The sentences of a CoNLL file in batches, read as they are needed (memory
     bounded by the batch, not the file): each batch a :class:`Corpus` of whole
     sentences holding ``batch_tokens`` tokens or more (the last one fewer); with
@@ -236,21 +258,36 @@ def iter_conll(source: str | os.PathLike | BinaryIO, columns: str | Sequence[str
     if allow_missing and names is None:
         raise FstcrfError("allow_missing needs explicit column names")
     if names is not None and not set(allow_missing) <= set(names):
-        raise FstcrfError(f"allow_missing names {', '.join(allow_missing)} are not all "
-                          f"among the columns {', '.join(names)}")
+        raise FstcrfError(
+            f"allow_missing names {', '.join(allow_missing)} are not all among the columns {', '.join(names)}"
+        )
     if separator == "":
         raise FstcrfError("separator must not be empty")
     if batch_tokens is not None and batch_tokens < 1:
         raise FstcrfError(f"batch_tokens must be a positive number of tokens, got {batch_tokens!r}")
     if hasattr(source, "read"):
         stream_name = cast(str, name or getattr(source, "name", "<stream>"))
-        yield from _parse_conll(_stream_lines(cast(BinaryIO, source), stream_name),
-                                stream_name, None, names, allow_missing,
-                                separator, batch_tokens, whole_documents)
+        yield from _parse_conll(
+            _stream_lines(cast(BinaryIO, source), stream_name),
+            stream_name,
+            None,
+            names,
+            allow_missing,
+            separator,
+            batch_tokens,
+            whole_documents,
+        )
         return
     if os.fspath(source) == "-":
-        yield from iter_conll(sys.stdin.buffer, columns, separator, allow_missing=allow_missing,
-                              batch_tokens=batch_tokens, whole_documents=whole_documents, name="standard input")
+        yield from iter_conll(
+            sys.stdin.buffer,
+            columns,
+            separator,
+            allow_missing=allow_missing,
+            batch_tokens=batch_tokens,
+            whole_documents=whole_documents,
+            name="standard input",
+        )
         return
     path = Path(source)
     try:
@@ -258,8 +295,16 @@ def iter_conll(source: str | os.PathLike | BinaryIO, columns: str | Sequence[str
     except OSError as problem:
         raise ConllFormatError(f"{os.fspath(path)}: cannot read the file: {problem.strerror}") from None
     with stream:
-        yield from _parse_conll(_stream_lines(stream, os.fspath(path)), os.fspath(path), path, names,
-                                allow_missing, separator, batch_tokens, whole_documents)
+        yield from _parse_conll(
+            _stream_lines(stream, os.fspath(path)),
+            os.fspath(path),
+            path,
+            names,
+            allow_missing,
+            separator,
+            batch_tokens,
+            whole_documents,
+        )
 
 
 def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:
@@ -277,12 +322,13 @@ def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:
         pending = data[cut:]
         try:
             text = data[:cut].decode("utf-8")
-        except UnicodeDecodeError as problem:          # the lines before the bad one first
+        except UnicodeDecodeError as problem:  # the lines before the bad one first
             good = data.rfind(b"\n", 0, problem.start) + 1
             yield from _split_lines(data[:good].decode("utf-8"), first)
             line_number = lines_before + data.count(b"\n", 0, problem.start) + 1
-            raise ConllFormatError(f"{name}:{line_number}: expected UTF-8 text, found the invalid "
-                                   f"byte 0x{data[problem.start]:02x}") from None
+            raise ConllFormatError(
+                f"{name}:{line_number}: expected UTF-8 text, found the invalid byte 0x{data[problem.start]:02x}"
+            ) from None
         lines = _split_lines(text, first)
         first = False
         lines_before += len(lines)
@@ -301,15 +347,22 @@ def _split_lines(text: str, first: bool) -> list[str]:
     return lines
 
 
-def _parse_conll(lines: Iterator[str], name: str, path: Path | None, names: tuple[str, ...] | None,
-                 allow_missing: tuple[str, ...], separator: str | None, batch_tokens: int | None,
-                 whole_documents: bool) -> Iterator[Corpus]:
+def _parse_conll(
+    lines: Iterator[str],
+    name: str,
+    path: Path | None,
+    names: tuple[str, ...] | None,
+    allow_missing: tuple[str, ...],
+    separator: str | None,
+    batch_tokens: int | None,
+    whole_documents: bool,
+) -> Iterator[Corpus]:
     """Batches of the sentences of CoNLL ``lines`` (see :func:`iter_conll`).  A
     sentence's lines are kept whole and split into fields when it ends."""
     layout = _Layout(name, names, allow_missing, separator)
     sentences: list[Sentence] = []
     batch_size = 0
-    raw: list[str] = []                 # the lines of the sentence being read
+    raw: list[str] = []  # the lines of the sentence being read
     first_line = 0
     docstart_lines: list[str] = []
     yielded = False
@@ -317,15 +370,19 @@ def _parse_conll(lines: Iterator[str], name: str, path: Path | None, names: tupl
     def finish_sentence():
         nonlocal batch_size
         if raw:
-            sentences.append(Sentence(layout.columns(raw, first_line),
-                                      list(range(first_line, first_line + len(raw))), tuple(docstart_lines)))
+            sentences.append(
+                Sentence(
+                    layout.columns(raw, first_line),
+                    list(range(first_line, first_line + len(raw))),
+                    tuple(docstart_lines),
+                )
+            )
             batch_size += len(raw)
             raw.clear()
             docstart_lines.clear()
 
     def full(at_document_start: bool) -> bool:
-        return (batch_tokens is not None and batch_size >= batch_tokens
-                and (at_document_start or not whole_documents))
+        return batch_tokens is not None and batch_size >= batch_tokens and (at_document_start or not whole_documents)
 
     for line_number, line in enumerate(lines, start=1):
         stripped = line.strip(_WHITESPACE)
@@ -358,8 +415,7 @@ _OTHER_SPACE = re.compile("[\n\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u
 class _Layout:
     """The fields of a file's token lines: how they split, how many, their names."""
 
-    def __init__(self, name: str, names: tuple[str, ...] | None, allow_missing: tuple[str, ...],
-                 separator: str | None):
+    def __init__(self, name: str, names: tuple[str, ...] | None, allow_missing: tuple[str, ...], separator: str | None):
         self.name, self.names, self.allow_missing, self.separator = name, names, allow_missing, separator
         self.present: tuple[str, ...] | None = None
         self.first_token_line = 0
@@ -387,20 +443,26 @@ class _Layout:
         else:
             fields = line.rstrip("\r").split(self.separator)
         if "" in fields:
-            raise ConllFormatError(f"{self.name}:{line_number}: expected non-empty fields separated "
-                                   f"by {self.separator!r}, found an empty field "
-                                   f"(field {fields.index('') + 1})")
+            raise ConllFormatError(
+                f"{self.name}:{line_number}: expected non-empty fields separated "
+                f"by {self.separator!r}, found an empty field "
+                f"(field {fields.index('') + 1})"
+            )
         if self.present is None:
             self.present = _present_columns(self.names, self.allow_missing, len(fields))
             if self.present is None:
-                raise ConllFormatError(f"{self.name}:{line_number}: expected "
-                                       f"{_expected_fields(cast('tuple[str, ...]', self.names), self.allow_missing)}, "
-                                       f"found {len(fields)} fields")
+                raise ConllFormatError(
+                    f"{self.name}:{line_number}: expected "
+                    f"{_expected_fields(cast('tuple[str, ...]', self.names), self.allow_missing)}, "
+                    f"found {len(fields)} fields"
+                )
             self.first_token_line = line_number
         elif len(fields) != len(self.present):
-            raise ConllFormatError(f"{self.name}:{line_number}: expected {len(self.present)} fields "
-                                   f"({' '.join(self.present)}) as on line {self.first_token_line}, "
-                                   f"found {len(fields)}")
+            raise ConllFormatError(
+                f"{self.name}:{line_number}: expected {len(self.present)} fields "
+                f"({' '.join(self.present)}) as on line {self.first_token_line}, "
+                f"found {len(fields)}"
+            )
         return fields
 
 
@@ -410,9 +472,13 @@ def _forbidden_in_field(separator: str) -> re.Pattern:
     return re.compile(f"{re.escape(separator)}|[\n\r]")
 
 
-def _format_lines(sentences: Sequence[Sentence], trailing_docstart_lines: Sequence[str],
-                  extra_columns: Sequence[Sequence[Sequence[str]]], separator: str,
-                  target: str) -> list[str]:
+def _format_lines(
+    sentences: Sequence[Sentence],
+    trailing_docstart_lines: Sequence[str],
+    extra_columns: Sequence[Sequence[Sequence[str]]],
+    separator: str,
+    target: str,
+) -> list[str]:
     forbidden = _forbidden_in_field(separator)
     docstart_padding = "".join(separator + "O" for _ in extra_columns)
     out: list[str] = []
@@ -422,9 +488,11 @@ def _format_lines(sentences: Sequence[Sentence], trailing_docstart_lines: Sequen
             return
         for offset, value in enumerate(values):
             if not value or forbidden.search(value):
-                raise ConllFormatError(f"{target}:{first_line + offset}: cannot write the "
-                                       f"field {value!r}: fields must be non-empty and "
-                                       f"contain no separator or line break")
+                raise ConllFormatError(
+                    f"{target}:{first_line + offset}: cannot write the "
+                    f"field {value!r}: fields must be non-empty and "
+                    f"contain no separator or line break"
+                )
 
     for index, sentence in enumerate(sentences):
         for docstart_line in sentence.docstart_lines:
@@ -434,15 +502,19 @@ def _format_lines(sentences: Sequence[Sentence], trailing_docstart_lines: Sequen
         for extra in extra_columns:
             values = extra[index]
             if isinstance(values, str) or len(values) != len(sentence):
-                raise ShapeError(f"extra column for sentence {index} has "
-                                 f"{'a string' if isinstance(values, str) else len(values)}, "
-                                 f"expected a list of {len(sentence)} strings")
+                raise ShapeError(
+                    f"extra column for sentence {index} has "
+                    f"{'a string' if isinstance(values, str) else len(values)}, "
+                    f"expected a list of {len(sentence)} strings"
+                )
             columns.append(values)
         for values in columns:
             check_fields(values, len(out) + 1)
         if columns and DOCSTART in columns[0]:
-            raise ConllFormatError(f"{target}:{len(out) + columns[0].index(DOCSTART) + 1}: "
-                                   f"cannot write a token whose first field is {DOCSTART}")
+            raise ConllFormatError(
+                f"{target}:{len(out) + columns[0].index(DOCSTART) + 1}: "
+                f"cannot write a token whose first field is {DOCSTART}"
+            )
         out.extend(separator.join(fields) + "\n" for fields in zip(*columns))
         out.append("\n")
     for docstart_line in trailing_docstart_lines:
@@ -451,10 +523,13 @@ def _format_lines(sentences: Sequence[Sentence], trailing_docstart_lines: Sequen
     return out
 
 
-def write_conll(corpus_or_sentences: Corpus | Sequence[Sentence],
-                path_or_file: str | os.PathLike | TextIO,
-                extra_columns: Sequence[Sequence[Sequence[str]]] | None = None, *,
-                separator: str | None = None):
+def write_conll(
+    corpus_or_sentences: Corpus | Sequence[Sentence],
+    path_or_file: str | os.PathLike | TextIO,
+    extra_columns: Sequence[Sequence[Sequence[str]]] | None = None,
+    *,
+    separator: str | None = None,
+):
     """Write sentences in CoNLL format, each token's fields followed by any extra columns.
 
     ``extra_columns`` is a list of columns to append, each one list of strings
@@ -478,12 +553,16 @@ def write_conll(corpus_or_sentences: Corpus | Sequence[Sentence],
     extra_columns = list(extra_columns or ())
     for number, extra in enumerate(extra_columns):
         if isinstance(extra, str) or len(extra) != len(sentences):
-            raise ShapeError(f"extra column {number} must hold one list of strings per "
-                             f"sentence ({len(sentences)}), "
-                             f"got {'a string' if isinstance(extra, str) else len(extra)}")
+            raise ShapeError(
+                f"extra column {number} must hold one list of strings per "
+                f"sentence ({len(sentences)}), "
+                f"got {'a string' if isinstance(extra, str) else len(extra)}"
+            )
 
     is_stream = hasattr(path_or_file, "write")
-    target = getattr(path_or_file, "name", "<stream>") if is_stream else os.fspath(cast("str | os.PathLike", path_or_file))
+    target = (
+        getattr(path_or_file, "name", "<stream>") if is_stream else os.fspath(cast("str | os.PathLike", path_or_file))
+    )
     text = "".join(_format_lines(sentences, trailing, extra_columns, separator, str(target)))
     if is_stream:
         cast(TextIO, path_or_file).write(text)

@@ -23,13 +23,15 @@ The log is a JSON-lines file, one record per shown output:
 ``fstcrf tag --sample N --with-probability`` writes such records with
 ``"reward": null`` for the application to fill in.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import os
 from dataclasses import dataclass
-from typing import IO, Sequence
+from typing import IO
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -60,7 +62,7 @@ class FeedbackLog:
     path: str | None = None
 
     def where(self, index: int) -> str:
-        """"FILE:LINE" of record ``index`` (or "record INDEX")."""
+        """ "FILE:LINE" of record ``index`` (or "record INDEX")."""
         if self.line_numbers is None:
             return f"record {index}"
         return f"{self.path}:{self.line_numbers[index]}"
@@ -89,8 +91,11 @@ def read_feedback_log(path: str | os.PathLike) -> FeedbackLog:
         if not isinstance(record, dict) or not {"columns", "labels", "reward", "probability"} <= set(record):
             raise FstcrfError(f"{where}: a record needs the fields columns, labels, reward and probability")
         columns, shown = record["columns"], record["labels"]
-        if (not isinstance(columns, dict) or not columns
-                or not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in columns.values())):
+        if (
+            not isinstance(columns, dict)
+            or not columns
+            or not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in columns.values())
+        ):
             raise FstcrfError(f"{where}: columns must map column names to lists of strings")
         lengths = {len(values) for values in columns.values()}
         if len(lengths) != 1 or 0 in lengths:
@@ -115,14 +120,24 @@ def read_feedback_log(path: str | os.PathLike) -> FeedbackLog:
     return FeedbackLog(sentences, labels, np.array(rewards), np.array(probabilities), lines, path)
 
 
-def write_feedback_records(stream: IO[str], sentence: Sentence, columns: Sequence[str],
-                           labels: Sequence[Sequence[str]], probabilities: Sequence[float]) -> None:
+def write_feedback_records(
+    stream: IO[str],
+    sentence: Sentence,
+    columns: Sequence[str],
+    labels: Sequence[Sequence[str]],
+    probabilities: Sequence[float],
+) -> None:
     """Write one record per shown label sequence of ``sentence`` (its ``columns``), each
     with its probability and a null reward."""
     inputs = {name: sentence[name] for name in columns}
     for shown, probability in zip(labels, probabilities):
-        stream.write(json.dumps({"columns": inputs, "labels": list(shown), "reward": None,
-                                 "probability": float(probability)}, ensure_ascii=False) + "\n")
+        stream.write(
+            json.dumps(
+                {"columns": inputs, "labels": list(shown), "reward": None, "probability": float(probability)},
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
 
 
 class LoggedObjective:
@@ -136,8 +151,15 @@ class LoggedObjective:
         weighting: one of WEIGHTINGS; max_ratio: the clip of "clipped".
     """
 
-    def __init__(self, gradient: SampledGradient, states: np.ndarray, rewards: np.ndarray,
-                 probabilities: np.ndarray, weighting: str = "self-normalised", max_ratio: float = 10.0):
+    def __init__(
+        self,
+        gradient: SampledGradient,
+        states: np.ndarray,
+        rewards: np.ndarray,
+        probabilities: np.ndarray,
+        weighting: str = "self-normalised",
+        max_ratio: float = 10.0,
+    ):
         if weighting not in WEIGHTINGS:
             raise FstcrfError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
         if isinstance(max_ratio, bool) or not isinstance(max_ratio, (int, float)) or not max_ratio > 0:
@@ -149,8 +171,10 @@ class LoggedObjective:
         self.weighting, self.max_ratio = weighting, float(max_ratio)
         self.num_weights = gradient.num_weights
         self.num_sequences = gradient.encoded.num_sequences
-        self._blocks = [(first, min(first + _BLOCK_SENTENCES, self.num_sequences))
-                        for first in range(0, self.num_sequences, _BLOCK_SENTENCES)]
+        self._blocks = [
+            (first, min(first + _BLOCK_SENTENCES, self.num_sequences))
+            for first in range(0, self.num_sequences, _BLOCK_SENTENCES)
+        ]
 
     def _posteriors(self, theta: np.ndarray) -> list:
         return [self.gradient.posteriors(theta, first, last) for first, last in self._blocks]
@@ -162,18 +186,19 @@ class LoggedObjective:
     def log_ratios(self, theta: np.ndarray, posteriors: list | None = None) -> np.ndarray:
         """float [B]: log rho_i = log p_theta(y_i | x_i) - log pi_i."""
         posteriors = posteriors or self._posteriors(theta)
-        parts = [block.log_probabilities(self._path(first, last))[0]
-                 for (first, last), block in zip(self._blocks, posteriors)]
+        parts = [
+            block.log_probabilities(self._path(first, last))[0]
+            for (first, last), block in zip(self._blocks, posteriors)
+        ]
         return np.concatenate(parts) - self.log_propensities
 
-    def reward_and_coefficients(self, theta: np.ndarray, posteriors: list | None = None
-                                ) -> tuple[float, np.ndarray]:
+    def reward_and_coefficients(self, theta: np.ndarray, posteriors: list | None = None) -> tuple[float, np.ndarray]:
         """(R(theta), float [B] c_i with grad R = sum_i c_i (phi(y_i) - E[phi]))."""
         log_ratio = np.minimum(self.log_ratios(theta, posteriors), _MAX_LOG_RATIO)
         r = self.rewards
         if self.weighting == "self-normalised":
             share = np.exp(log_ratio - log_ratio.max())
-            share /= share.sum()                                   # rho_i / sum rho
+            share /= share.sum()  # rho_i / sum rho
             mean = float(share @ r)
             return len(r) * mean, len(r) * (r - mean) * share
         ratio = np.exp(log_ratio)
@@ -203,18 +228,22 @@ def shown_states(topology, log: FeedbackLog, offsets: np.ndarray) -> np.ndarray:
     for number, shown in enumerate(log.labels):
         for label in shown:
             if label not in index:
-                raise LabelError(f"{log.where(number)}: label {label!r} is not one of the model's labels "
-                                 f"({', '.join(topology.labels)})")
+                raise LabelError(
+                    f"{log.where(number)}: label {label!r} is not one of the model's labels "
+                    f"({', '.join(topology.labels)})"
+                )
             id_list.append(index[label])
     ids = np.array(id_list, dtype=np.int64)
     try:
         return label_states(topology, ids, offsets)
-    except LabelError:                  # name the first record the topology rejects
+    except LabelError:  # name the first record the topology rejects
         for number in range(len(log.labels)):
             rows = slice(offsets[number], offsets[number + 1])
             try:
                 label_states(topology, ids[rows], np.array([0, rows.stop - rows.start]))
             except LabelError:
-                raise LabelError(f"{log.where(number)}: the labels {' '.join(log.labels[number])} are not "
-                                 f"allowed by the model's {topology.name} topology") from None
+                raise LabelError(
+                    f"{log.where(number)}: the labels {' '.join(log.labels[number])} are not "
+                    f"allowed by the model's {topology.name} topology"
+                ) from None
         raise

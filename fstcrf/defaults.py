@@ -13,9 +13,10 @@ Both choices were made by cross-validation on the training data (``fstcrf
 bench defaults``, docs/benchmarks.md): chunking-extended over sha-pereira
 and crfpp, ner over words and sha-pereira; never on a test set.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .errors import TemplateError
 
@@ -26,8 +27,10 @@ def default_template(target: str, columns: Sequence[str]) -> str:
     default fits (no word column)."""
     available = set(columns) - {target}
     if "word" not in available:
-        raise TemplateError(f"no default template fits the columns {', '.join(columns)}: the defaults read a "
-                            f"'word' column; name the columns with --columns or give --template")
+        raise TemplateError(
+            f"no default template fits the columns {', '.join(columns)}: the defaults read a "
+            f"'word' column; name the columns with --columns or give --template"
+        )
     if target == "chunk" and "pos" in available:
         return "chunking-extended"
     if target == "pos":

@@ -36,9 +36,10 @@ grouped by predicate -- feature f = ``FactoredFeatures.ptr[p]`` ..
 -- then the T transition weights laid out by :class:`TransitionWeights`
 (T = E, in the topology's edge order, unless transitions read lower labels).
 """
+
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -53,7 +54,7 @@ from .topology import Topology
 FEATURE_SETS = ("supported", "complete", "complete-tags")
 #: Complete feature sets larger than this are refused: L-BFGS needs about 260 bytes per
 #: weight (its 10 correction pairs, gradients and copies), so 2**24 weights take ~4.4 GB.
-MAX_FEATURES = 2 ** 24
+MAX_FEATURES = 2**24
 
 
 def _check_kernel(status: int, what: str) -> None:
@@ -72,7 +73,7 @@ class _KernelViews:
     views cannot be pickled: pickling and copying drop every cffi attribute, and
     unpickling rebuilds them with the subclass's ``_make_views``."""
 
-    _make_views: Callable[[], None]     # defined by each subclass
+    _make_views: Callable[[], None]  # defined by each subclass
 
     def __getstate__(self) -> dict:
         return {name: value for name, value in self.__dict__.items() if not isinstance(value, ffi.CData)}
@@ -104,11 +105,12 @@ class EncodedSentences(_KernelViews, SentenceBatch):
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.offsets = lengths_to_offsets(self.lengths)
         if self.offsets[-1] != matrix.shape[0]:
-            raise ShapeError(f"{matrix.shape[0]} token rows for sentences of "
-                             f"{int(self.offsets[-1])} tokens")
+            raise ShapeError(f"{matrix.shape[0]} token rows for sentences of {int(self.offsets[-1])} tokens")
         if np.any(self.lengths <= 0):
-            raise EmptySequenceError(f"sentence {int(np.flatnonzero(self.lengths <= 0)[0])} "
-                                     "is empty; every sentence needs at least one token")
+            raise EmptySequenceError(
+                f"sentence {int(np.flatnonzero(self.lengths <= 0)[0])} "
+                "is empty; every sentence needs at least one token"
+            )
         self._make_views()
 
     def _make_views(self) -> None:
@@ -117,8 +119,13 @@ class EncodedSentences(_KernelViews, SentenceBatch):
         self._values = ffi.NULL if np.all(self.values == 1.0) else buffer_pointer("double", self.values)
 
     @classmethod
-    def from_corpus(cls, extractor: FeatureExtractor, corpus: Corpus | Sequence[Sentence],
-                    fit: bool = False, token_class: np.ndarray | None = None) -> EncodedSentences:
+    def from_corpus(
+        cls,
+        extractor: FeatureExtractor,
+        corpus: Corpus | Sequence[Sentence],
+        fit: bool = False,
+        token_class: np.ndarray | None = None,
+    ) -> EncodedSentences:
         """Encode a corpus with a fitted extractor (or fit it first)."""
         matrix = extractor.fit_transform_rows(corpus) if fit else extractor.transform_rows(corpus)
         return cls(matrix, [len(sentence) for sentence in corpus], token_class)
@@ -151,8 +158,13 @@ class FactoredFeatures(_KernelViews):
         S, L = len(self.state_label), self.num_labels
         if S == 0 or L < 0 or (L and (self.state_label.min() < 0 or self.state_label.max() >= L)):
             raise ShapeError(f"feature dictionary: bad state labels for {L} label outputs")
-        if self.ptr.ndim != 1 or len(self.ptr) == 0 or self.ptr[0] != 0 \
-                or np.any(np.diff(self.ptr) < 0) or self.ptr[-1] != len(self.output):
+        if (
+            self.ptr.ndim != 1
+            or len(self.ptr) == 0
+            or self.ptr[0] != 0
+            or np.any(np.diff(self.ptr) < 0)
+            or self.ptr[-1] != len(self.output)
+        ):
             raise ShapeError("feature dictionary: ptr must rise from 0 to the number of features")
         if len(self.output) and (self.output.min() < 0 or self.output.max() >= S + L):
             raise ShapeError(f"feature dictionary: outputs must lie in [0, {S + L})")
@@ -185,24 +197,49 @@ class FactoredFeatures(_KernelViews):
         """float [n, S]: scale * state scores of a token block under feature weights theta [F]."""
         emit = np.empty((tokens.num_tokens, self.num_states))
         work = np.empty(self._work_size)
-        _check_kernel(lib.ff_emissions(self._dictionary, tokens, buffer_pointer("double", theta), scale,
-                                       buffer_pointer("double", emit), buffer_pointer("double", work)),
-                      "ff_emissions")
+        _check_kernel(
+            lib.ff_emissions(
+                self._dictionary,
+                tokens,
+                buffer_pointer("double", theta),
+                scale,
+                buffer_pointer("double", emit),
+                buffer_pointer("double", work),
+            ),
+            "ff_emissions",
+        )
         return emit
 
     def accumulate(self, tokens, marginals: np.ndarray, out: np.ndarray, scale: float = 1.0) -> None:
         """Add scale * expected feature counts [F] under state marginals [n, S] to ``out``."""
         work = np.empty(self._work_size)
-        _check_kernel(lib.ff_accumulate(self._dictionary, tokens, buffer_pointer("double", marginals), scale,
-                                        buffer_pointer("double", out), buffer_pointer("double", work)),
-                      "ff_accumulate")
+        _check_kernel(
+            lib.ff_accumulate(
+                self._dictionary,
+                tokens,
+                buffer_pointer("double", marginals),
+                scale,
+                buffer_pointer("double", out),
+                buffer_pointer("double", work),
+            ),
+            "ff_accumulate",
+        )
 
-    def add_paths(self, tokens, plus: np.ndarray, minus: np.ndarray | None, out: np.ndarray,
-                  scale: float = 1.0) -> None:
+    def add_paths(
+        self, tokens, plus: np.ndarray, minus: np.ndarray | None, out: np.ndarray, scale: float = 1.0
+    ) -> None:
         """Add scale * (feature counts along state path ``plus`` [n] - along ``minus``) to ``out``."""
-        _check_kernel(lib.ff_add_paths(self._dictionary, tokens, buffer_pointer("int32_t", plus),
-                                       ffi.NULL if minus is None else buffer_pointer("int32_t", minus),
-                                       scale, buffer_pointer("double", out)), "ff_add_paths")
+        _check_kernel(
+            lib.ff_add_paths(
+                self._dictionary,
+                tokens,
+                buffer_pointer("int32_t", plus),
+                ffi.NULL if minus is None else buffer_pointer("int32_t", minus),
+                scale,
+                buffer_pointer("double", out),
+            ),
+            "ff_add_paths",
+        )
 
 
 def token_classes(sentences: Sequence[Sentence], column: str, lower_labels: Sequence[str]) -> np.ndarray:
@@ -210,8 +247,7 @@ def token_classes(sentences: Sequence[Sentence], column: str, lower_labels: Sequ
     value in ``column`` among lower_labels [L] (L for a value not among them)."""
     index = {label: i for i, label in enumerate(lower_labels)}
     unseen = len(lower_labels)
-    return np.array([index.get(value, unseen) for sentence in sentences for value in sentence[column]],
-                    dtype=np.int32)
+    return np.array([index.get(value, unseen) for sentence in sentences for value in sentence[column]], dtype=np.int32)
 
 
 class TransitionWeights:
@@ -247,19 +283,21 @@ class TransitionWeights:
         """float [E], or [L + 1, E] by token class: the kernel's scores for weights [size]."""
         if not self.num_lower_labels:
             return self._masked(weights)
-        base = weights[:self.num_edges]
-        return self._masked(np.vstack([base + weights[self.num_edges:].reshape(self.num_lower_labels,
-                                                                                 self.num_edges), base]))
+        base = weights[: self.num_edges]
+        return self._masked(
+            np.vstack([base + weights[self.num_edges :].reshape(self.num_lower_labels, self.num_edges), base])
+        )
 
     def gradient(self, counts: np.ndarray) -> np.ndarray:
         """float [size]: the weights' share of counts [E] (or [L + 1, E]) of the kernel's scores."""
         counts = self._masked(counts)
         if not self.num_lower_labels:
             return counts
-        return np.concatenate([counts.sum(axis=0), counts[:self.num_lower_labels].ravel()])
+        return np.concatenate([counts.sum(axis=0), counts[: self.num_lower_labels].ravel()])
 
-    def path_counts(self, edges: np.ndarray, token_class: np.ndarray | None,
-                    weights: np.ndarray | None = None) -> np.ndarray:
+    def path_counts(
+        self, edges: np.ndarray, token_class: np.ndarray | None, weights: np.ndarray | None = None
+    ) -> np.ndarray:
         """float [E] (or [L + 1, E]): the (weighted) uses of edges int [M], each into a
         token of class token_class [M] (inactive edges count 0)."""
         keys = edges if token_class is None else token_class.astype(np.int64) * self.num_edges + edges
@@ -267,9 +305,16 @@ class TransitionWeights:
         return self._masked(counts.reshape(self.num_classes, self.num_edges) if self.num_lower_labels else counts)
 
 
-def build_features(encoded: EncodedSentences, states: np.ndarray, label_ids: np.ndarray,
-                   topology: Topology, order: int, feature_set: str,
-                   bias_predicate: int | None, min_freq: float = 0.0) -> FactoredFeatures:
+def build_features(
+    encoded: EncodedSentences,
+    states: np.ndarray,
+    label_ids: np.ndarray,
+    topology: Topology,
+    order: int,
+    feature_set: str,
+    bias_predicate: int | None,
+    min_freq: float = 0.0,
+) -> FactoredFeatures:
     """The feature dictionary of a training set (see the module doc) with gold states
     int [N] and labels int [N], -1 where partial labels leave them unknown (the
     supported pairs are those of the tokens whose state, or label, is known).
@@ -277,8 +322,7 @@ def build_features(encoded: EncodedSentences, states: np.ndarray, label_ids: np.
     ``min_freq`` (CRFsuite's cut-off) keeps only the supported pairs seen at more
     than that many training tokens; the pairs a complete set adds are kept."""
     counts = supported_pair_counts(encoded, states, label_ids, topology, order, feature_set, bias_predicate)
-    return features_from_counts(counts, encoded.num_predicates, topology, order, feature_set, bias_predicate,
-                                min_freq)
+    return features_from_counts(counts, encoded.num_predicates, topology, order, feature_set, bias_predicate, min_freq)
 
 
 def _outputs(topology: Topology, order: int) -> tuple[int, int]:
@@ -286,9 +330,15 @@ def _outputs(topology: Topology, order: int) -> tuple[int, int]:
     return topology.num_states, topology.num_labels if order == 2 else 0
 
 
-def supported_pair_counts(encoded: EncodedSentences, states: np.ndarray, label_ids: np.ndarray,
-                          topology: Topology, order: int, feature_set: str, bias_predicate: int | None
-                          ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def supported_pair_counts(
+    encoded: EncodedSentences,
+    states: np.ndarray,
+    label_ids: np.ndarray,
+    topology: Topology,
+    order: int,
+    feature_set: str,
+    bias_predicate: int | None,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The (predicate, output) pairs the gold tokens support, as {"states": ..., "labels": ...}
     (only the parts the feature set does not complete), each (distinct keys int64 [M],
     ascending, predicate * (S + L) + output; tokens int64 [M] at which each is seen).
@@ -321,8 +371,9 @@ def _key_counts(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
     return distinct, table[distinct]
 
 
-def merge_pair_counts(parts: Sequence[dict[str, tuple[np.ndarray, np.ndarray]]]
-                      ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def merge_pair_counts(
+    parts: Sequence[dict[str, tuple[np.ndarray, np.ndarray]]],
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The :func:`supported_pair_counts` of the training sets together."""
     merged = {}
     for part in {name for counts in parts for name in counts}:
@@ -333,9 +384,15 @@ def merge_pair_counts(parts: Sequence[dict[str, tuple[np.ndarray, np.ndarray]]]
     return merged
 
 
-def features_from_counts(counts: dict[str, tuple[np.ndarray, np.ndarray]], num_predicates: int,
-                         topology: Topology, order: int, feature_set: str, bias_predicate: int | None,
-                         min_freq: float = 0.0) -> FactoredFeatures:
+def features_from_counts(
+    counts: dict[str, tuple[np.ndarray, np.ndarray]],
+    num_predicates: int,
+    topology: Topology,
+    order: int,
+    feature_set: str,
+    bias_predicate: int | None,
+    min_freq: float = 0.0,
+) -> FactoredFeatures:
     """The feature dictionary (see :func:`build_features`) from the supported pairs'
     counts of :func:`supported_pair_counts` over P = ``num_predicates`` predicates."""
     S, L = _outputs(topology, order)
@@ -346,8 +403,10 @@ def features_from_counts(counts: dict[str, tuple[np.ndarray, np.ndarray]], num_p
     size = P * S * complete_states + P * L * complete_tags
     if size > MAX_FEATURES:
         smaller = "'complete-tags' or 'supported'" if complete_states and L else "'supported'"
-        raise FstcrfError(f"the {feature_set} feature set would have {size:,} features, more "
-                          f"than {MAX_FEATURES:,}; use features={smaller} or raise min_count")
+        raise FstcrfError(
+            f"the {feature_set} feature set would have {size:,} features, more "
+            f"than {MAX_FEATURES:,}; use features={smaller} or raise min_count"
+        )
     keys = [distinct[tokens > min_freq] for distinct, tokens in counts.values()]
     if complete_states:
         keys.append((np.arange(P, dtype=np.int64)[:, None] * outputs + np.arange(S)).ravel())
@@ -355,15 +414,17 @@ def features_from_counts(counts: dict[str, tuple[np.ndarray, np.ndarray]], num_p
         tagged = np.setdiff1d(np.arange(P), [] if bias_predicate is None else [bias_predicate])
         keys.append((tagged[:, None] * outputs + S + np.arange(L)).ravel())
     # one part is distinct and ascending already; several may overlap and interleave
-    merged = keys[0] if len(keys) == 1 else _key_counts(np.concatenate(keys + [np.zeros(0, dtype=np.int64)]),
-                                                        P * outputs)[0]
+    merged = (
+        keys[0] if len(keys) == 1 else _key_counts(np.concatenate(keys + [np.zeros(0, dtype=np.int64)]), P * outputs)[0]
+    )
     ptr = np.searchsorted(merged, np.arange(P + 1, dtype=np.int64) * outputs)
     state_label = topology.state_label if L else np.arange(S)
     return FactoredFeatures(state_label, L, ptr, merged % outputs)
 
 
-def drop_zero_features(features: FactoredFeatures, weights: np.ndarray
-                       ) -> tuple[FactoredFeatures, np.ndarray, np.ndarray]:
+def drop_zero_features(
+    features: FactoredFeatures, weights: np.ndarray
+) -> tuple[FactoredFeatures, np.ndarray, np.ndarray]:
     """(the dictionary without the features whose weight is 0 (after L1 training)
     nor the predicates left without a feature, the weights float [F' + T] that
     remain, bool [P] the predicates kept); transition weights are all kept."""
@@ -373,6 +434,7 @@ def drop_zero_features(features: FactoredFeatures, weights: np.ndarray
     np.cumsum(keep, out=kept_before[1:])
     ptr = kept_before[features.ptr]
     used = np.diff(ptr) > 0
-    pruned = FactoredFeatures(features.state_label, features.num_labels, np.append(ptr[:-1][used], ptr[-1]),
-                              features.output[keep])
+    pruned = FactoredFeatures(
+        features.state_label, features.num_labels, np.append(ptr[:-1][used], ptr[-1]), features.output[keep]
+    )
     return pruned, np.concatenate([weights[:F][keep], weights[F:]]), used

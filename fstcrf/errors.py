@@ -4,6 +4,7 @@ Every error caused by user input derives from :class:`FstcrfError` and from
 :class:`ValueError`, so ``except ValueError`` keeps working for callers that do
 not care which check failed.
 """
+
 from typing import Any
 
 

@@ -24,11 +24,13 @@ the prediction is rewritten in the gold's scheme.
 
 Precision, recall, F1 and accuracy are percentages, as conlleval prints them.
 """
+
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import ClassVar, Iterator, Sequence, cast
+from typing import ClassVar, cast
+from collections.abc import Iterator, Sequence
 
 from .errors import ArgumentTypeError, LabelError, ShapeError
 from .schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL, chunk_end, chunk_start, read_chunks, split_tag, write_chunks
@@ -51,16 +53,16 @@ def f1(precision: float, recall: float) -> float:
 def _check_sentences(sentences, name: str):
     """Raise ArgumentTypeError unless ``sentences`` is a sequence of sequences of strings."""
     if isinstance(sentences, str):
-        raise ArgumentTypeError(f"{name} must be sentences (lists of labels), got the string "
-                                f"{sentences[:30]!r}")
+        raise ArgumentTypeError(f"{name} must be sentences (lists of labels), got the string {sentences[:30]!r}")
     for index, labels in enumerate(sentences):
         if isinstance(labels, str):
-            raise ArgumentTypeError(f"{name} sentence {index} is the string {labels[:30]!r}, "
-                                    "not a list of labels")
+            raise ArgumentTypeError(f"{name} sentence {index} is the string {labels[:30]!r}, not a list of labels")
         for position, label in enumerate(labels):
             if not isinstance(label, str):
-                raise ArgumentTypeError(f"{name} sentence {index} token {position}: labels must "
-                                        f"be strings, got {type(label).__name__} {label!r}")
+                raise ArgumentTypeError(
+                    f"{name} sentence {index} token {position}: labels must "
+                    f"be strings, got {type(label).__name__} {label!r}"
+                )
 
 
 def _check_lengths(gold: Sequence[Sequence[str]], *predictions: Sequence[Sequence[str]]):
@@ -71,8 +73,7 @@ def _check_lengths(gold: Sequence[Sequence[str]], *predictions: Sequence[Sequenc
             raise ShapeError(f"{len(gold)} gold sentences but {len(prediction)} predicted")
         for index, (gold_tags, predicted_tags) in enumerate(zip(gold, prediction)):
             if len(gold_tags) != len(predicted_tags):
-                raise ShapeError(f"sentence {index} has {len(gold_tags)} gold tags but "
-                                 f"{len(predicted_tags)} predicted")
+                raise ShapeError(f"sentence {index} has {len(gold_tags)} gold tags but {len(predicted_tags)} predicted")
 
 
 def _is_single(label: str) -> bool:
@@ -91,7 +92,8 @@ def check_single_labels(gold: Sequence[Sequence[str]]):
                 error = LabelError(
                     f"gold labels must be single labels: sentence {index} token {position} has "
                     f"{label!r} (the unknown label {UNKNOWN_LABEL!r} and label sets such as "
-                    f"'B-NP{LABEL_SET_SEPARATOR}I-NP' are partial labels, for training only)")
+                    f"'B-NP{LABEL_SET_SEPARATOR}I-NP' are partial labels, for training only)"
+                )
                 error.sentence, error.position = index, position
                 raise error
 
@@ -135,8 +137,12 @@ def _starts_inside(sentences: Sequence[Sequence[str]]) -> bool:
     for labels in sentences:
         previous = "O"
         for label in labels:
-            if label.startswith("I-") and _is_single(label) and _is_single(previous) \
-                    and previous.partition("-")[2] != label[2:]:
+            if (
+                label.startswith("I-")
+                and _is_single(label)
+                and _is_single(previous)
+                and previous.partition("-")[2] != label[2:]
+            ):
                 return True
             previous = label
     return False
@@ -176,22 +182,27 @@ class TypeScores:
     num_correct: int
 
 
-def _per_type_scores(gold_found: Counter[str], predicted_found: Counter[str],
-                     correct_found: Counter[str]) -> dict[str, TypeScores]:
+def _per_type_scores(
+    gold_found: Counter[str], predicted_found: Counter[str], correct_found: Counter[str]
+) -> dict[str, TypeScores]:
     """Scores of each chunk type or tag, in sorted order, from its counts."""
     per_type = {}
     for name in sorted(gold_found.keys() | predicted_found.keys()):
         precision = percentage(correct_found[name], predicted_found[name])
         recall = percentage(correct_found[name], gold_found[name])
-        per_type[name] = TypeScores(precision, recall, f1(precision, recall), predicted_found[name],
-                                    gold_found[name], correct_found[name])
+        per_type[name] = TypeScores(
+            precision, recall, f1(precision, recall), predicted_found[name], gold_found[name], correct_found[name]
+        )
     return per_type
 
 
 def _per_type_lines(per_type: dict[str, TypeScores]) -> list[str]:
     """conlleval's per-type lines: precision, recall, F1 and the number predicted."""
-    return [f"{name:>17}: precision: {scores.precision:6.2f}%; recall: {scores.recall:6.2f}%; "
-            f"FB1: {scores.f1:6.2f}  {scores.num_predicted}" for name, scores in per_type.items()]
+    return [
+        f"{name:>17}: precision: {scores.precision:6.2f}%; recall: {scores.recall:6.2f}%; "
+        f"FB1: {scores.f1:6.2f}  {scores.num_predicted}"
+        for name, scores in per_type.items()
+    ]
 
 
 @dataclass(frozen=True)
@@ -218,12 +229,16 @@ class ChunkScores:
 
     def format(self) -> str:
         """The report in conlleval's layout."""
-        lines = [f"processed {self.num_tokens} tokens with {self.num_gold_chunks} phrases; "
-                 f"found: {self.num_predicted_chunks} phrases; "
-                 f"correct: {self.num_correct_chunks}."]
+        lines = [
+            f"processed {self.num_tokens} tokens with {self.num_gold_chunks} phrases; "
+            f"found: {self.num_predicted_chunks} phrases; "
+            f"correct: {self.num_correct_chunks}."
+        ]
         if self.num_tokens > 0:
-            lines.append(f"accuracy: {self.accuracy:6.2f}%; precision: {self.precision:6.2f}%; "
-                         f"recall: {self.recall:6.2f}%; FB1: {self.f1:6.2f}")
+            lines.append(
+                f"accuracy: {self.accuracy:6.2f}%; precision: {self.precision:6.2f}%; "
+                f"recall: {self.recall:6.2f}%; FB1: {self.f1:6.2f}"
+            )
         return "\n".join(lines + _per_type_lines(self.per_type)) + "\n"
 
 
@@ -250,22 +265,33 @@ class TagScores:
         return "\n".join([first] + _per_type_lines(self.per_tag)) + "\n"
 
 
-def _chunk_scores(gold_found: Counter[str], predicted_found: Counter[str], correct_found: Counter[str],
-                  num_tokens: int, num_correct_tokens: int) -> ChunkScores:
+def _chunk_scores(
+    gold_found: Counter[str],
+    predicted_found: Counter[str],
+    correct_found: Counter[str],
+    num_tokens: int,
+    num_correct_tokens: int,
+) -> ChunkScores:
     num_correct = sum(correct_found.values())
     precision = percentage(num_correct, sum(predicted_found.values()))
     recall = percentage(num_correct, sum(gold_found.values()))
-    return ChunkScores(precision=precision, recall=recall, f1=f1(precision, recall),
-                       accuracy=percentage(num_correct_tokens, num_tokens),
-                       num_gold_chunks=sum(gold_found.values()),
-                       num_predicted_chunks=sum(predicted_found.values()),
-                       num_correct_chunks=num_correct, num_tokens=num_tokens,
-                       num_correct_tokens=num_correct_tokens,
-                       per_type=_per_type_scores(gold_found, predicted_found, correct_found))
+    return ChunkScores(
+        precision=precision,
+        recall=recall,
+        f1=f1(precision, recall),
+        accuracy=percentage(num_correct_tokens, num_tokens),
+        num_gold_chunks=sum(gold_found.values()),
+        num_predicted_chunks=sum(predicted_found.values()),
+        num_correct_chunks=num_correct,
+        num_tokens=num_tokens,
+        num_correct_tokens=num_correct_tokens,
+        per_type=_per_type_scores(gold_found, predicted_found, correct_found),
+    )
 
 
-def _tag_pairs(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]
-               ) -> Iterator[tuple[tuple[str, str], tuple[str, str], bool]]:
+def _tag_pairs(
+    gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]
+) -> Iterator[tuple[tuple[str, str], tuple[str, str], bool]]:
     """Yield (gold tag, predicted tag, is a token) split into (prefix, type), sentence by sentence.
 
     Each sentence is followed by an ("O", "") pair that is not a token, like
@@ -324,8 +350,9 @@ def _read_sentence_chunks(tags: Sequence[str], index: int, side: str) -> list[tu
         raise located from None
 
 
-def _score_chunk_spans(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
-                       gold_scheme: str | None, pred_scheme: str | None) -> ChunkScores:
+def _score_chunk_spans(
+    gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], gold_scheme: str | None, pred_scheme: str | None
+) -> ChunkScores:
     """Chunk scores of checked tags [num_sentences][num_tokens] read by
     :func:`fstcrf.schemes.read_chunks`: a chunk is correct when both sides have it.
 
@@ -350,8 +377,9 @@ def _score_chunk_spans(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[st
     return _chunk_scores(gold_found, predicted_found, correct_found, num_tokens, num_correct_tokens)
 
 
-def score_chunks(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
-                 scheme: str | None = None) -> ChunkScores:
+def score_chunks(
+    gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], scheme: str | None = None
+) -> ChunkScores:
     """Score predicted tags [num_sentences][num_tokens] against gold tags.
 
     ``scheme`` is "iob1", "iob2", "bioes" or None (detect each side's scheme).
@@ -366,16 +394,19 @@ def score_chunks(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     return _score_checked_chunks(gold, pred, scheme)
 
 
-def _score_checked_chunks(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
-                          scheme: str | None) -> ChunkScores:
+def _score_checked_chunks(
+    gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], scheme: str | None
+) -> ChunkScores:
     """:func:`score_chunks` of tags [num_sentences][num_tokens] already checked."""
     if scheme is not None and scheme not in SCHEMES:
         raise LabelError(f"scheme must be one of {', '.join(SCHEMES)} or None, got {scheme!r}")
     if scheme in ("iob1", "iob2"):
         for side, tags in (("gold", gold), ("predicted", pred)):
             if any(_chunk_prefix(tag) in ("E", "S") for labels in tags for tag in labels):
-                raise LabelError(f"the {side} tags have E- or S- tags, which {scheme.upper()} has "
-                                 "not; declare scheme='bioes' or leave scheme=None to detect it")
+                raise LabelError(
+                    f"the {side} tags have E- or S- tags, which {scheme.upper()} has "
+                    "not; declare scheme='bioes' or leave scheme=None to detect it"
+                )
         return _score_conlleval(gold, pred)
     gold_scheme, pred_scheme = _detect_checked_scheme(gold), _detect_checked_scheme(pred)
     if scheme == "bioes" or "bioes" in (gold_scheme, pred_scheme):
@@ -387,16 +418,24 @@ def _score_tags(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) ->
     """Token accuracy and per-tag scores of checked labels [num_sentences][num_tokens]."""
     gold_found = Counter(label for labels in gold for label in labels)
     predicted_found = Counter(label for labels in pred for label in labels)
-    correct_found = Counter(gold_label for gold_labels, predicted_labels in zip(gold, pred)
-                            for gold_label, predicted_label in zip(gold_labels, predicted_labels)
-                            if gold_label == predicted_label)
+    correct_found = Counter(
+        gold_label
+        for gold_labels, predicted_labels in zip(gold, pred)
+        for gold_label, predicted_label in zip(gold_labels, predicted_labels)
+        if gold_label == predicted_label
+    )
     num_tokens, num_correct = sum(gold_found.values()), sum(correct_found.values())
-    return TagScores(percentage(num_correct, num_tokens), num_tokens, num_correct,
-                     _per_type_scores(gold_found, predicted_found, correct_found))
+    return TagScores(
+        percentage(num_correct, num_tokens),
+        num_tokens,
+        num_correct,
+        _per_type_scores(gold_found, predicted_found, correct_found),
+    )
 
 
-def score_labels(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
-                 scheme: str | None = None) -> ChunkScores | TagScores:
+def score_labels(
+    gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], scheme: str | None = None
+) -> ChunkScores | TagScores:
     """Score predicted labels [num_sentences][num_tokens] against gold labels.
 
     Chunk scores (:func:`score_chunks`) when ``scheme`` is given or the gold
@@ -440,9 +479,11 @@ def scheme_mismatch(model_labels: Sequence[str], file_sentences: Sequence[Sequen
         return f"the model has {model_text} but the file's gold labels are {file_text}"
     if file_scheme is not None and model_name == _scheme_family(file_scheme):
         return None
-    return (f"the model's labels are {model_name} but the file's gold labels are {file_name}: chunks "
-            f"are matched by each scheme's rules, and predicted tags are rewritten in {file_name} "
-            "for token accuracy")
+    return (
+        f"the model's labels are {model_name} but the file's gold labels are {file_name}: chunks "
+        f"are matched by each scheme's rules, and predicted tags are rewritten in {file_name} "
+        "for token accuracy"
+    )
 
 
 @dataclass(frozen=True)
@@ -459,14 +500,16 @@ class McNemarResult:
     method: str
 
 
-def mcnemar(gold: Sequence[Sequence[str]], pred_a: Sequence[Sequence[str]],
-            pred_b: Sequence[Sequence[str]]) -> McNemarResult:
+def mcnemar(
+    gold: Sequence[Sequence[str]], pred_a: Sequence[Sequence[str]], pred_b: Sequence[Sequence[str]]
+) -> McNemarResult:
     """McNemar's test on the token labelling errors of two taggers [num_sentences][num_tokens].
 
     Uses the exact binomial test when fewer than 25 tokens are right in just
     one of the two, else the chi-square test with continuity correction.
     """
     from scipy import stats
+
     _check_lengths(gold, pred_a, pred_b)
     check_single_labels(gold)
     n01 = n10 = 0

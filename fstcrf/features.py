@@ -33,6 +33,7 @@ A template is refused (TemplateError) beyond MAX_PREDICATE_TEMPLATES lines,
 MAX_ITEMS items on a line, or an offset beyond MAX_OFFSET either side; an
 offset's size costs nothing beyond reading the boundary values.
 """
+
 from __future__ import annotations
 
 import functools
@@ -43,7 +44,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Callable, Iterator, Sequence, cast
+from typing import cast
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -78,7 +80,7 @@ _TRANSFORM_NAMES = "lower, shape, prefix1..prefix9, suffix1..suffix9 and value"
 VALUE = "value"
 
 
-@functools.lru_cache(maxsize=1 << 16)      # words recur from batch to batch
+@functools.lru_cache(maxsize=1 << 16)  # words recur from batch to batch
 def _word_shape(value: str) -> str:
     symbols: list[str] = []
     for character in value:
@@ -169,14 +171,17 @@ class Template:
     @property
     def columns(self) -> tuple[str, ...]:
         """The columns the template reads, in order of first use."""
-        names = (observation.column for predicate in self.predicates
-                 for observation in predicate.observations)
+        names = (observation.column for predicate in self.predicates for observation in predicate.observations)
         return tuple(dict.fromkeys(names))
 
     def offsets_of(self, column: str) -> set[int]:
         """The offsets at which the template reads ``column`` (empty if it never does)."""
-        return {observation.offset for predicate in self.predicates for observation in predicate.observations
-                if observation.column == column}
+        return {
+            observation.offset
+            for predicate in self.predicates
+            for observation in predicate.observations
+            if observation.column == column
+        }
 
     def __len__(self) -> int:
         return len(self.predicates)
@@ -189,16 +194,16 @@ def _parse_observation(text: str, where: str) -> Observation:
     transformed = _TRANSFORMED_ITEM.fullmatch(text)
     item = _ITEM.fullmatch(transformed["item"] if transformed else text)
     if item is None:
-        raise TemplateError(f"{where}: cannot parse {text!r}; expected column[offset] such "
-                            f"as word[-1], or transform(column[offset]) such as lower(word[0])")
+        raise TemplateError(
+            f"{where}: cannot parse {text!r}; expected column[offset] such "
+            f"as word[-1], or transform(column[offset]) such as lower(word[0])"
+        )
     transform = transformed["transform"] if transformed else None
     if transform not in (None, VALUE) and _transform_function(transform) is None:
-        raise TemplateError(f"{where}: unknown transform {transform!r}; "
-                            f"the transforms are {_TRANSFORM_NAMES}")
+        raise TemplateError(f"{where}: unknown transform {transform!r}; the transforms are {_TRANSFORM_NAMES}")
     digits = item["offset"].lstrip("+-").lstrip("0")
     if len(digits) > len(str(MAX_OFFSET)) or abs(int(item["offset"])) > MAX_OFFSET:
-        raise TemplateError(f"{where}: the offset of {text!r} is beyond the limit of "
-                            f"{MAX_OFFSET:,} tokens either side")
+        raise TemplateError(f"{where}: the offset of {text!r} is beyond the limit of {MAX_OFFSET:,} tokens either side")
     return Observation(item["column"], int(item["offset"]), transform)
 
 
@@ -216,23 +221,27 @@ def parse_template(text: str, source: str = "<string>") -> Template:
         else:
             items = content.split("|")
             if len(items) > MAX_ITEMS:
-                raise TemplateError(f"{where}: {len(items)} items joined by '|'; a predicate "
-                                    f"template joins at most {MAX_ITEMS}")
+                raise TemplateError(
+                    f"{where}: {len(items)} items joined by '|'; a predicate template joins at most {MAX_ITEMS}"
+                )
             observations = tuple(_parse_observation(item, where) for item in items)
             if len(set(observations)) != len(observations):
                 raise TemplateError(f"{where}: {content!r} repeats an item")
             if len(observations) > 1 and any(observation.transform == VALUE for observation in observations):
-                raise TemplateError(f"{where}: {content!r} joins value(...) with other items; "
-                                    "a real-valued predicate stands alone on its line")
+                raise TemplateError(
+                    f"{where}: {content!r} joins value(...) with other items; "
+                    "a real-valued predicate stands alone on its line"
+                )
             predicate = PredicateTemplate(observations, line_number)
         if predicate in first_lines:
-            raise TemplateError(f"{where}: {predicate.name!r} repeats line "
-                                f"{first_lines[predicate]}")
+            raise TemplateError(f"{where}: {predicate.name!r} repeats line {first_lines[predicate]}")
         first_lines[predicate] = line_number
         predicates.append(predicate)
         if len(predicates) > MAX_PREDICATE_TEMPLATES:
-            raise TemplateError(f"{where}: more than {MAX_PREDICATE_TEMPLATES:,} predicate templates; "
-                                "a template holds at most that many")
+            raise TemplateError(
+                f"{where}: more than {MAX_PREDICATE_TEMPLATES:,} predicate templates; "
+                "a template holds at most that many"
+            )
     if not predicates:
         raise TemplateError(f"{source}: the template defines no predicates")
     return Template(tuple(predicates), source)
@@ -268,9 +277,16 @@ NER_POS = shipped_template("ner_pos.txt")
 #: Word-only tagging (named entities without POS or chunk columns, or any task with a word column).
 WORDS = shipped_template("seminar_ner.txt")
 #: Template names ``ChainCRF`` accepts besides Template objects and template text.
-TEMPLATES = {"sha-pereira": SHA_PEREIRA_CHUNKING, "crfpp": CRFPP_CHUNKING, "pos": POS_TAGGING,
-             "chunking-reads-pos": CHUNKING_READS_POS, "chunking-extended": CHUNKING_EXTENDED, "ner": NER,
-             "ner-pos": NER_POS, "words": WORDS}
+TEMPLATES = {
+    "sha-pereira": SHA_PEREIRA_CHUNKING,
+    "crfpp": CRFPP_CHUNKING,
+    "pos": POS_TAGGING,
+    "chunking-reads-pos": CHUNKING_READS_POS,
+    "chunking-extended": CHUNKING_EXTENDED,
+    "ner": NER,
+    "ner-pos": NER_POS,
+    "words": WORDS,
+}
 
 
 def resolve_template(template, reads: str | None = None):
@@ -282,34 +298,42 @@ def resolve_template(template, reads: str | None = None):
     if isinstance(template, str):
         if template == "attributes":
             from .attributes import AttributeTemplate
+
             return AttributeTemplate(reads)
         return TEMPLATES[template] if template in TEMPLATES else parse_template(template)
-    raise TemplateError(f"template must be a Template, template text, 'attributes' or one of "
-                        f"{', '.join(TEMPLATES)}; got {type(template).__name__}")
+    raise TemplateError(
+        f"template must be a Template, template text, 'attributes' or one of "
+        f"{', '.join(TEMPLATES)}; got {type(template).__name__}"
+    )
 
 
-def check_reading_template(template: Template, reads: str, target: str,
-                           column_names: Sequence[str]) -> None:
+def check_reading_template(template: Template, reads: str, target: str, column_names: Sequence[str]) -> None:
     """A model reading a lower tagger's labels in column ``reads`` may use them at offset 0 only."""
     if reads == target:
         raise FstcrfError(f"a model cannot read the labels of the column it predicts ({target!r})")
     if reads not in column_names:
-        raise TemplateError(f"the model reads column {reads!r}, which the training data lacks; its "
-                            f"columns are {', '.join(column_names)}")
+        raise TemplateError(
+            f"the model reads column {reads!r}, which the training data lacks; its "
+            f"columns are {', '.join(column_names)}"
+        )
     offsets = template.offsets_of(reads)
     if not offsets:
         raise TemplateError(f"the model reads column {reads!r} but its template never uses it")
     if offsets != {0}:
-        raise TemplateError(f"the template uses the lower labels {reads!r} at offsets "
-                            f"{', '.join(f'{o:+d}' for o in sorted(offsets - {0}))}; a model that "
-                            f"reads a lower tagger's labels may use them at offset 0 only (e.g. "
-                            f"{reads}[0]|word[-1]), because joint decoding scores each token's "
-                            "lower label one token at a time")
+        raise TemplateError(
+            f"the template uses the lower labels {reads!r} at offsets "
+            f"{', '.join(f'{o:+d}' for o in sorted(offsets - {0}))}; a model that "
+            f"reads a lower tagger's labels may use them at offset 0 only (e.g. "
+            f"{reads}[0]|word[-1]), because joint decoding scores each token's "
+            "lower label one token at a time"
+        )
 
 
 def _missing_column_message(column: str, available: Sequence[str]) -> str:
-    return (f"the template reads column {column!r}, which the corpus lacks; "
-            f"its columns are {', '.join(available) or 'none'}")
+    return (
+        f"the template reads column {column!r}, which the corpus lacks; "
+        f"its columns are {', '.join(available) or 'none'}"
+    )
 
 
 class _TokenTable:
@@ -339,12 +363,15 @@ class _TokenTable:
         key = (column, transform)
         if key not in self._coded_columns:
             if transform is None:
-                first_use: dict[str, int] = {}     # value -> the token where it first occurs
+                first_use: dict[str, int] = {}  # value -> the token where it first occurs
                 column_values = self._column_values(column)
                 try:
-                    first = np.fromiter(map(first_use.setdefault, column_values, range(self.num_tokens)),
-                                        dtype=np.int64, count=self.num_tokens)
-                except TypeError:                  # an unhashable value
+                    first = np.fromiter(
+                        map(first_use.setdefault, column_values, range(self.num_tokens)),
+                        dtype=np.int64,
+                        count=self.num_tokens,
+                    )
+                except TypeError:  # an unhashable value
                     self._check_strings(column, column_values)
                     raise
                 codes = (np.cumsum(first == np.arange(self.num_tokens)) - 1)[first]
@@ -354,8 +381,9 @@ class _TokenTable:
                 self._check_strings(column, raw_values, raw_codes)
                 function = cast(Callable[[str], str], _transform_function(transform))
                 code_of: dict[str, int] = {}
-                recode = np.array([code_of.setdefault(function(value), len(code_of))
-                                   for value in raw_values], dtype=np.int64)
+                recode = np.array(
+                    [code_of.setdefault(function(value), len(code_of)) for value in raw_values], dtype=np.int64
+                )
                 codes = recode[raw_codes]
                 values = list(code_of)
             self._coded_columns[key] = codes, values
@@ -379,8 +407,10 @@ class _TokenTable:
             return
         token = bad if codes is None else int(np.argmax(codes == bad))
         sentence, position = self.place(token)
-        raise ArgumentTypeError(f"sentence {sentence + 1}, token {position + 1}: column {column!r} holds "
-                                f"{type(values[bad]).__name__} {values[bad]!r}; token values must be strings")
+        raise ArgumentTypeError(
+            f"sentence {sentence + 1}, token {position + 1}: column {column!r} holds "
+            f"{type(values[bad]).__name__} {values[bad]!r}; token values must be strings"
+        )
 
     def place(self, token: int) -> tuple[int, int]:
         """The sentence of a token of the table and its position there (both from 0)."""
@@ -406,8 +436,7 @@ class _TokenTable:
             return codes, names
         target = self.position + offset
         inside = (target >= 0) & (target < self.sentence_length)
-        shifted = codes[np.clip(np.arange(self.num_tokens) + offset, 0,
-                                max(self.num_tokens - 1, 0))]
+        shifted = codes[np.clip(np.arange(self.num_tokens) + offset, 0, max(self.num_tokens - 1, 0))]
         # Only the boundary steps some token reaches get a code: at most the longest
         # sentence's length of them, however large the offset.
         step = np.where(offset < 0, -target, target - self.sentence_length + 1)
@@ -423,7 +452,7 @@ class _TokenTable:
         number, 0 outside the sentence; FeatureValueError names a token whose value
         is not a finite number."""
         codes, values = self._coded_column(observation.column, None)
-        numbers = np.empty(len(values) + 1)         # the last one: outside the sentence
+        numbers = np.empty(len(values) + 1)  # the last one: outside the sentence
         numbers[-1] = 0.0
         for code, value in enumerate(values):
             try:
@@ -432,16 +461,19 @@ class _TokenTable:
                 numbers[code] = math.nan
             if not math.isfinite(numbers[code]):
                 sentence, position = self.place(int(np.argmax(codes == code)))
-                raise FeatureValueError(f"sentence {sentence + 1}, token {position + 1}: "
-                                        f"{observation} reads {value!r} from column {observation.column!r}, "
-                                        "which is not a finite number")
+                raise FeatureValueError(
+                    f"sentence {sentence + 1}, token {position + 1}: "
+                    f"{observation} reads {value!r} from column {observation.column!r}, "
+                    "which is not a finite number"
+                )
         target = self.position + observation.offset
         inside = (target >= 0) & (target < self.sentence_length)
         shifted = codes[np.clip(np.arange(self.num_tokens) + observation.offset, 0, max(self.num_tokens - 1, 0))]
         return numbers[np.where(inside, shifted, len(values))]
 
-    def predicate_occurrences(self, predicate: PredicateTemplate
-                              ) -> tuple[list[str], np.ndarray, np.ndarray, list[tuple[np.ndarray, list[str]]]]:
+    def predicate_occurrences(
+        self, predicate: PredicateTemplate
+    ) -> tuple[list[str], np.ndarray, np.ndarray, list[tuple[np.ndarray, list[str]]]]:
         """The predicates a template yields, in order of first occurrence.
 
         Returns their names [K], the index of each token's predicate
@@ -450,8 +482,12 @@ class _TokenTable:
         """
         if not predicate.observations:
             names = ["bias"] if self.num_tokens else []
-            return (names, np.zeros(self.num_tokens, dtype=np.int64),
-                    np.full(len(names), self.num_tokens, dtype=np.int64), [])
+            return (
+                names,
+                np.zeros(self.num_tokens, dtype=np.int64),
+                np.full(len(names), self.num_tokens, dtype=np.int64),
+                [],
+            )
         if predicate.real_valued:
             true_at = np.count_nonzero(self.numbers(predicate.observations[0]))
             names = [predicate.name] if true_at else []
@@ -459,7 +495,7 @@ class _TokenTable:
         coded = [self.observation_codes(observation) for observation in predicate.observations]
         key = coded[0][0]
         for codes, names in coded[1:]:
-            key = _factorize(key)[0] * len(names) + codes    # compact, so the product stays small
+            key = _factorize(key)[0] * len(names) + codes  # compact, so the product stays small
         key, first_token, counts = _factorize(key)
         values = [(codes[first_token], names) for codes, names in coded]
         value_names = [[names[code] for code in codes.tolist()] for codes, names in values]
@@ -478,9 +514,15 @@ def _factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     capacity = 1 << max(1, (2 * n).bit_length())
     slots = np.empty(2 * capacity, dtype=np.uint64)
     codes, first, counts = (np.empty(n, dtype=np.int64) for _ in range(3))
-    distinct = lib.fh_factorize(ffi.from_buffer("uint64_t[]", keys.view(np.uint64)), n, capacity,
-                                ffi.from_buffer("uint64_t[]", slots), ffi.from_buffer("int64_t[]", codes),
-                                ffi.from_buffer("int64_t[]", first), ffi.from_buffer("int64_t[]", counts))
+    distinct = lib.fh_factorize(
+        ffi.from_buffer("uint64_t[]", keys.view(np.uint64)),
+        n,
+        capacity,
+        ffi.from_buffer("uint64_t[]", slots),
+        ffi.from_buffer("int64_t[]", codes),
+        ffi.from_buffer("int64_t[]", first),
+        ffi.from_buffer("int64_t[]", counts),
+    )
     return codes, first[:distinct], counts[:distinct]
 
 
@@ -514,10 +556,15 @@ def _string_hashes(values: Sequence[str], salt: int) -> np.ndarray:
     encoded = [value.encode("utf-8", "surrogatepass") for value in values]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum([len(text) for text in encoded], out=offsets[1:])
-    blob = np.frombuffer(b"".join(encoded) + b"\0", dtype=np.uint8)    # never empty
+    blob = np.frombuffer(b"".join(encoded) + b"\0", dtype=np.uint8)  # never empty
     hashes = np.empty(len(encoded), dtype=np.uint64)
-    lib.fh_string_hashes(ffi.from_buffer("uint8_t[]", blob), ffi.from_buffer("int64_t[]", offsets),
-                         len(encoded), salt, ffi.from_buffer("uint64_t[]", hashes))
+    lib.fh_string_hashes(
+        ffi.from_buffer("uint8_t[]", blob),
+        ffi.from_buffer("int64_t[]", offsets),
+        len(encoded),
+        salt,
+        ffi.from_buffer("uint64_t[]", hashes),
+    )
     return hashes
 
 
@@ -561,10 +608,11 @@ class _HashedDictionary:
     back to columns."""
 
     def __init__(self, keys: np.ndarray, salt: int):
-        capacity = 1 << max(4, int(4 * len(keys) // 3).bit_length())      # load factor <= 3/4
+        capacity = 1 << max(4, int(4 * len(keys) // 3).bit_length())  # load factor <= 3/4
         slots = np.empty(2 * capacity, dtype=np.uint64)
-        status = lib.fh_build_table(ffi.from_buffer("uint64_t[]", keys), len(keys), capacity,
-                                    ffi.from_buffer("uint64_t[]", slots))
+        status = lib.fh_build_table(
+            ffi.from_buffer("uint64_t[]", keys), len(keys), capacity, ffi.from_buffer("uint64_t[]", slots)
+        )
         if status == lib.FH_DUPLICATE:
             raise HashCollisionError(f"two predicates have the same key under salt {salt}")
         self.keys, self.salt, self.capacity, self.slots = keys, salt, capacity, slots
@@ -578,18 +626,23 @@ class _HashedDictionary:
                 return cls(keys(salt), salt)
             except HashCollisionError:
                 logger.info("predicate keys collide under salt %d; rehashing", salt)
-        raise HashCollisionError(f"the keys of the {num_predicates} predicates collide under each of "
-                                 f"{SALT_TRIES} salts")
+        raise HashCollisionError(
+            f"the keys of the {num_predicates} predicates collide under each of {SALT_TRIES} salts"
+        )
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """int64 [n]: the column of each key uint64 [n], -1 if unknown."""
         columns = np.empty(len(keys), dtype=np.int64)
-        lib.fh_lookup(ffi.from_buffer("uint64_t[]", keys), len(keys), self.capacity,
-                      ffi.from_buffer("uint64_t[]", self.slots), ffi.from_buffer("int64_t[]", columns))
+        lib.fh_lookup(
+            ffi.from_buffer("uint64_t[]", keys),
+            len(keys),
+            self.capacity,
+            ffi.from_buffer("uint64_t[]", self.slots),
+            ffi.from_buffer("int64_t[]", columns),
+        )
         return columns
 
-    def rows(self, table: _TokenTable, template: Template, chosen: Sequence[int]
-             ) -> tuple[np.ndarray, np.ndarray]:
+    def rows(self, table: _TokenTable, template: Template, chosen: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """indptr int64 [N + 1] and indices int32 [nnz]: the known predicates of the
         templates ``chosen`` at each token, ascending within a row."""
         observations: dict[Observation, int] = {}
@@ -610,18 +663,26 @@ class _HashedDictionary:
         indptr = np.empty(table.num_tokens + 1, dtype=np.int64)
         indices = np.empty(table.num_tokens * len(chosen), dtype=np.int32)
         status = lib.fh_predicate_rows(
-            table.num_tokens, len(observations), ffi.from_buffer("uint64_t[]", value_hashes), len(chosen),
-            ffi.from_buffer("uint64_t[]", seeds), ffi.from_buffer("int32_t[]", item_ptr_array),
-            ffi.from_buffer("int32_t[]", items_array), self.capacity, ffi.from_buffer("uint64_t[]", self.slots),
-            ffi.from_buffer("int32_t[]", scratch), ffi.from_buffer("int64_t[]", indptr),
-            ffi.from_buffer("int32_t[]", indices))
+            table.num_tokens,
+            len(observations),
+            ffi.from_buffer("uint64_t[]", value_hashes),
+            len(chosen),
+            ffi.from_buffer("uint64_t[]", seeds),
+            ffi.from_buffer("int32_t[]", item_ptr_array),
+            ffi.from_buffer("int32_t[]", items_array),
+            self.capacity,
+            ffi.from_buffer("uint64_t[]", self.slots),
+            ffi.from_buffer("int32_t[]", scratch),
+            ffi.from_buffer("int64_t[]", indptr),
+            ffi.from_buffer("int32_t[]", indices),
+        )
         if status != lib.FC_OK:
             raise RuntimeError("fstcrf predicate lookup rejected its arguments; this is a bug in fstcrf")
-        return indptr, indices[:indptr[-1]]
+        return indptr, indices[: indptr[-1]]
 
-
-    def reading_rows(self, table: _TokenTable, template: Template, chosen: Sequence[int], column: str,
-                     values: Sequence[str]) -> np.ndarray:
+    def reading_rows(
+        self, table: _TokenTable, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
+    ) -> np.ndarray:
         """int32 [N, K, R]: the known predicate of each of the R templates ``chosen``
         (each reads ``column`` at offset 0) at each token when ``column`` takes the
         k-th of the K ``values`` there, -1 if unknown.  Keys are chained once per
@@ -633,13 +694,13 @@ class _HashedDictionary:
         for j, k in enumerate(chosen):
             observations = template.predicates[k].observations
             others = [observation for observation in observations if observation.column != column]
-            context = np.zeros(table.num_tokens, dtype=np.int64)      # [N] context id of each token
+            context = np.zeros(table.num_tokens, dtype=np.int64)  # [N] context id of each token
             for observation in others:
                 codes, names = table.observation_codes(observation)
                 context = context * len(names) + codes
                 _, first, context = np.unique(context, return_index=True, return_inverse=True)
             num_contexts = 1 if not others else len(first)
-            keys = np.full(num_contexts * len(values), seeds[j], dtype=np.uint64)     # [C, K] flat
+            keys = np.full(num_contexts * len(values), seeds[j], dtype=np.uint64)  # [C, K] flat
             for observation in observations:
                 if observation.column == column:
                     link = np.tile(_string_hashes(_read_values(observation, values), self.salt), num_contexts)
@@ -666,7 +727,7 @@ class _ObservationHashes:
         if values not in self._by_values:
             self._by_values[values] = _string_hashes(self.table.value_names(*values), self.salt)
         base = self._by_values[values]
-        return np.concatenate([base, _string_hashes(names[len(base):], self.salt)])[codes]
+        return np.concatenate([base, _string_hashes(names[len(base) :], self.salt)])[codes]
 
 
 def _read_values(observation: Observation, values: Sequence[str]) -> list[str]:
@@ -700,8 +761,7 @@ class FeatureExtractor:
             return self.template
         if isinstance(self.template, str):
             return parse_template(self.template)
-        raise TemplateError(f"template must be a Template or template text, "
-                            f"got {type(self.template).__name__}")
+        raise TemplateError(f"template must be a Template or template text, got {type(self.template).__name__}")
 
     def _occurrences(self, corpus: Corpus | Sequence[Sentence]):
         table = self._token_table(corpus)
@@ -749,8 +809,9 @@ class FeatureExtractor:
             vocabulary = self._vocabulary = {name: index for index, name in enumerate(self.predicate_names_)}
         return vocabulary
 
-    def _set_dictionary(self, names: list[str] | None, packed_names: tuple[str, np.ndarray] | None,
-                        dictionary: _HashedDictionary) -> None:
+    def _set_dictionary(
+        self, names: list[str] | None, packed_names: tuple[str, np.ndarray] | None, dictionary: _HashedDictionary
+    ) -> None:
         """Fitted state: the names [P] as a list or as (one string, offsets int64 [P + 1])."""
         self._names, self._packed_names, self._dictionary = names, packed_names, dictionary
         self._vocabulary = None
@@ -759,8 +820,7 @@ class FeatureExtractor:
         """Keep the predicates of ``occurrences`` true at min_count tokens or more as the
         fitted dictionary; returns per template the column int64 [K_t] of each predicate
         it yields (-1 for those dropped)."""
-        if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) \
-                or self.min_count < 1:
+        if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) or self.min_count < 1:
             raise FstcrfError(f"min_count must be a positive integer, got {self.min_count!r}")
         all_counts = [counts for _, _, counts, _ in occurrences]
         starts = np.cumsum([0] + [len(counts) for counts in all_counts]).tolist()
@@ -769,12 +829,12 @@ class FeatureExtractor:
         names = [seen_names[i] for i in chosen.tolist()]
         column = np.full(starts[-1], -1, dtype=np.int64)
         column[chosen] = np.arange(len(chosen))
-        columns = [column[a:b] for a, b in zip(starts[:-1], starts[1:])]     # per template (-1: dropped)
+        columns = [column[a:b] for a, b in zip(starts[:-1], starts[1:])]  # per template (-1: dropped)
 
         def keys(salt: int) -> np.ndarray:
             """uint64 [P]: the keys of the kept predicates, chained from their value codes."""
             seeds = _string_hashes([predicate.name for predicate in self._template()], salt)
-            hashed: dict[int, np.ndarray] = {}       # the hashes of each list of value names
+            hashed: dict[int, np.ndarray] = {}  # the hashes of each list of value names
             parts = []
             for seed, (predicate_names, *_, values) in zip(seeds, occurrences):
                 own = np.full(len(predicate_names), seed, dtype=np.uint64)
@@ -804,10 +864,16 @@ class FeatureExtractor:
         enough = max(math.ceil(FEW_PREDICATES_SHARE * seen), min(FEW_PREDICATES, math.ceil(seen / 2)))
         if kept >= enough:
             return
-        lower = int(np.sort(counts)[::-1][enough - 1])       # keeps at least ``enough`` predicates
-        logger.warning("min_count=%d keeps %d of the %d predicates seen in training (%.2g%%); "
-                       "lower it (--min-count %d keeps %d)", self.min_count, kept, seen, 100 * kept / seen,
-                       lower, int(np.count_nonzero(counts >= lower)))
+        lower = int(np.sort(counts)[::-1][enough - 1])  # keeps at least ``enough`` predicates
+        logger.warning(
+            "min_count=%d keeps %d of the %d predicates seen in training (%.2g%%); lower it (--min-count %d keeps %d)",
+            self.min_count,
+            kept,
+            seen,
+            100 * kept / seen,
+            lower,
+            int(np.count_nonzero(counts >= lower)),
+        )
 
     def _check_fitted(self):
         if getattr(self, "_dictionary", None) is None:
@@ -818,7 +884,8 @@ class FeatureExtractor:
         that :meth:`_learn` gave (fit_transform)."""
         columns = np.full((table.num_tokens, len(occurrences)), -1, dtype=np.int64)
         for index, (predicate, (_, token_predicate, *_), predicate_column) in enumerate(
-                zip(self._template(), occurrences, template_columns)):
+            zip(self._template(), occurrences, template_columns)
+        ):
             if not predicate.real_valued:
                 columns[:, index] = predicate_column[token_predicate]
         return self._with_numbers(self._csr(columns), table, range(len(occurrences)))
@@ -829,8 +896,7 @@ class FeatureExtractor:
         real = [predicate for predicate in predicates if predicate.real_valued]
         if not real:
             return binary
-        columns = self._dictionary.lookup(_string_hashes([predicate.name for predicate in real],
-                                                         self._dictionary.salt))
+        columns = self._dictionary.lookup(_string_hashes([predicate.name for predicate in real], self._dictionary.salt))
         rows, entry_columns, values = [], [], []
         for predicate, column in zip(real, columns.tolist()):
             if column < 0:
@@ -847,7 +913,7 @@ class FeatureExtractor:
     def _csr(self, columns: np.ndarray) -> SparseRows:
         """The binary matrix of per-template predicate columns int [N, templates] (-1: none)."""
         num_tokens = len(columns)
-        columns = np.sort(columns, axis=1)   # canonical CSR: ascending predicates in each row
+        columns = np.sort(columns, axis=1)  # canonical CSR: ascending predicates in each row
         present = columns >= 0
         indptr = np.zeros(num_tokens + 1, dtype=np.int64)
         np.cumsum(np.count_nonzero(present, axis=1), out=indptr[1:])
@@ -855,8 +921,9 @@ class FeatureExtractor:
 
     def _binary(self, indptr: np.ndarray, indices: np.ndarray) -> SparseRows:
         """The binary matrix [N, P] of rows indptr int [N + 1] over columns indices int [nnz]."""
-        return SparseRows(indptr, indices, np.ones(len(indices), dtype=np.float64),
-                          (len(indptr) - 1, len(self._dictionary.keys)))
+        return SparseRows(
+            indptr, indices, np.ones(len(indices), dtype=np.float64), (len(indptr) - 1, len(self._dictionary.keys))
+        )
 
     def _hashed_matrix(self, table: _TokenTable, templates: Sequence[int] | None = None) -> SparseRows:
         """The predicate matrix [N, P] of the templates listed (all by default)."""
@@ -880,8 +947,9 @@ class FeatureExtractor:
         self._check_fitted()
         return self._hashed_matrix(self._token_table(corpus))
 
-    def transform_reading(self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
-                          ) -> tuple[SparseRows, SparseRows, np.ndarray]:
+    def transform_reading(
+        self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
+    ) -> tuple[SparseRows, SparseRows, np.ndarray]:
         """The predicate matrices of a corpus whose ``column`` is not known but may take
         each of ``values`` (a lower tagger's K labels) at each token.
 
@@ -895,22 +963,37 @@ class FeatureExtractor:
         read ``column`` at offset 0 only (TemplateError otherwise)."""
         self._check_fitted()
         predicates = self._template().predicates
-        offsets = sorted({observation.offset for predicate in predicates for observation in predicate.observations
-                          if observation.column == column} - {0})
+        offsets = sorted(
+            {
+                observation.offset
+                for predicate in predicates
+                for observation in predicate.observations
+                if observation.column == column
+            }
+            - {0}
+        )
         if offsets:
-            raise TemplateError(f"the template reads column {column!r} at offsets "
-                                f"{', '.join(f'{offset:+d}' for offset in offsets)}; its values can be "
-                                "varied at offset 0 only")
-        numeric = [predicate.name for predicate in predicates
-                   if predicate.real_valued and predicate.observations[0].column == column]
+            raise TemplateError(
+                f"the template reads column {column!r} at offsets "
+                f"{', '.join(f'{offset:+d}' for offset in offsets)}; its values can be "
+                "varied at offset 0 only"
+            )
+        numeric = [
+            predicate.name
+            for predicate in predicates
+            if predicate.real_valued and predicate.observations[0].column == column
+        ]
         if numeric:
-            raise TemplateError(f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
-                                "its values can be varied only in binary predicates")
-        reads = [any(observation.column == column for observation in predicate.observations)
-                 for predicate in predicates]
+            raise TemplateError(
+                f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
+                "its values can be varied only in binary predicates"
+            )
+        reads = [
+            any(observation.column == column for observation in predicate.observations) for predicate in predicates
+        ]
         others = [i for i, read in enumerate(reads) if not read]
         readers = [i for i, read in enumerate(reads) if read]
-        table = _TokenTable(list(corpus))   # ``column`` itself may be missing
+        table = _TokenTable(list(corpus))  # ``column`` itself may be missing
         base = self._hashed_matrix(table, others)
         by_value = self._dictionary.reading_rows(table, self._template(), readers, column, values)  # [N, K, R]
         full = self._csr(by_value.reshape(-1, len(readers)))
@@ -934,15 +1017,17 @@ class FeatureExtractor:
     def to_dict(self) -> dict:
         """Plain JSON-able data: the template text, min_count and the predicate names."""
         self._check_fitted()
-        return {"template": self._template().text, "min_count": int(self.min_count),
-                "predicates": list(self.predicate_names_)}
+        return {
+            "template": self._template().text,
+            "min_count": int(self.min_count),
+            "predicates": list(self.predicate_names_),
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> FeatureExtractor:
         """A fitted extractor from :meth:`to_dict` data; bad data raises ModelFileError."""
         if not isinstance(data, dict) or not {"template", "min_count", "predicates"} <= set(data):
-            raise ModelFileError("feature extractor data must be a dict with template, "
-                                 "min_count and predicates")
+            raise ModelFileError("feature extractor data must be a dict with template, min_count and predicates")
         names = data["predicates"]
         if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             raise ModelFileError("feature extractor data has fields of the wrong type")
@@ -950,8 +1035,9 @@ class FeatureExtractor:
             raise ModelFileError("feature extractor predicate names repeat")
         extractor = cls._unfitted(data)
         try:
-            dictionary = _HashedDictionary.fit(lambda salt: _predicate_keys(extractor._template(), names, salt),
-                                               len(names))
+            dictionary = _HashedDictionary.fit(
+                lambda salt: _predicate_keys(extractor._template(), names, salt), len(names)
+            )
         except TemplateError as error:
             raise ModelFileError(f"feature extractor data is inconsistent: {error}") from None
         extractor._set_dictionary(list(names), None, dictionary)
@@ -975,8 +1061,11 @@ class FeatureExtractor:
         self._check_fitted()
         names = self.predicate_names_
         extractor = type(self)(self.template, self.min_count)
-        extractor._set_dictionary([names[i] for i in np.flatnonzero(keep).tolist()], None,
-                                  _HashedDictionary(self._dictionary.keys[keep], self._dictionary.salt))
+        extractor._set_dictionary(
+            [names[i] for i in np.flatnonzero(keep).tolist()],
+            None,
+            _HashedDictionary(self._dictionary.keys[keep], self._dictionary.salt),
+        )
         return extractor
 
     def to_payload(self) -> tuple[dict, dict[str, np.ndarray]]:
@@ -991,8 +1080,7 @@ class FeatureExtractor:
             np.cumsum(lengths, out=offsets[1:])
             self._packed_names = "".join(names_list), offsets
         text, offsets = self._packed_names
-        data = {"template": self._template().text, "min_count": int(self.min_count),
-                "salt": self._dictionary.salt}
+        data = {"template": self._template().text, "min_count": int(self.min_count), "salt": self._dictionary.salt}
         names = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
         return data, {"keys": self._dictionary.keys, "names": names, "name_offsets": offsets}
 
@@ -1006,12 +1094,20 @@ class FeatureExtractor:
         extractor = cls._unfitted(data)
         salt = data["salt"]
         keys, names, offsets = (arrays.get(name) for name in ("keys", "names", "name_offsets"))
-        if not isinstance(salt, int) or isinstance(salt, bool) or not 0 <= salt < 2 ** 64:
+        if not isinstance(salt, int) or isinstance(salt, bool) or not 0 <= salt < 2**64:
             raise ModelFileError(f"feature extractor salt {salt!r} is not a 64-bit unsigned integer")
-        if keys is None or keys.dtype != np.uint64 or names is None or names.dtype != np.uint8 \
-                or offsets is None or offsets.dtype != np.int64 or len(offsets) != len(keys) + 1:
-            raise ModelFileError("feature extractor arrays keys, names and name_offsets are missing "
-                                 "or do not fit together")
+        if (
+            keys is None
+            or keys.dtype != np.uint64
+            or names is None
+            or names.dtype != np.uint8
+            or offsets is None
+            or offsets.dtype != np.int64
+            or len(offsets) != len(keys) + 1
+        ):
+            raise ModelFileError(
+                "feature extractor arrays keys, names and name_offsets are missing or do not fit together"
+            )
         try:
             text = names.tobytes().decode("utf-8", "surrogatepass")
         except UnicodeDecodeError as error:

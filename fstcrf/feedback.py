@@ -18,10 +18,11 @@ Built in:
 
 Every source counts its ``calls`` (one per draw scored).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -73,14 +74,12 @@ class ChunkTables:
         return starts, np.minimum.accumulate(positions[::-1])[::-1]
 
 
-def sentence_chunk_f1(tables: ChunkTables, gold: np.ndarray, predicted: np.ndarray,
-                      offsets: np.ndarray) -> np.ndarray:
+def sentence_chunk_f1(tables: ChunkTables, gold: np.ndarray, predicted: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """float [B]: per-sentence chunk F1 in [0, 1] of predicted label ids [N] against
     gold [N] (1 where neither side has a chunk)."""
     gold_starts, gold_ends = tables.chunks(gold, offsets)
     starts, ends = tables.chunks(predicted, offsets)
-    correct = (gold_starts & starts & (gold_ends == ends)
-               & (tables.kind[gold] == tables.kind[predicted]))
+    correct = gold_starts & starts & (gold_ends == ends) & (tables.kind[gold] == tables.kind[predicted])
     firsts = offsets[:-1]
     found = np.add.reduceat(correct.astype(np.int64), firsts)
     total = np.add.reduceat(gold_starts.astype(np.int64) + starts, firsts)
@@ -95,8 +94,16 @@ def sentence_accuracy(gold: np.ndarray, predicted: np.ndarray, offsets: np.ndarr
 class SimulatedFeedback:
     """A simulated user holding gold label ids [N] (sentences cut at offsets [B+1])."""
 
-    def __init__(self, labels: Sequence[str], gold: np.ndarray, offsets: np.ndarray,
-                 metric: str = "f1", flip: float = 0.0, noise: float = 0.0, seed: int = 0):
+    def __init__(
+        self,
+        labels: Sequence[str],
+        gold: np.ndarray,
+        offsets: np.ndarray,
+        metric: str = "f1",
+        flip: float = 0.0,
+        noise: float = 0.0,
+        seed: int = 0,
+    ):
         if metric not in METRICS:
             raise FstcrfError(f"feedback metric must be one of {', '.join(METRICS)}, got {metric!r}")
         for name, value, upper in (("flip", flip, 1.0), ("noise", noise, math.inf)):
@@ -121,8 +128,11 @@ class SimulatedFeedback:
         gold = self._gold[rows]
         gains = np.empty((len(label_ids), len(indices)))
         for k, predicted in enumerate(np.asarray(label_ids, dtype=np.int64)):
-            gains[k] = (sentence_chunk_f1(self._tables, gold, predicted, offsets) if self._tables
-                        else sentence_accuracy(gold, predicted, offsets))
+            gains[k] = (
+                sentence_chunk_f1(self._tables, gold, predicted, offsets)
+                if self._tables
+                else sentence_accuracy(gold, predicted, offsets)
+            )
         self.calls += gains.size
         if self._flip > 0:
             flipped = self._rng.random(gains.shape) < self._flip
@@ -132,9 +142,15 @@ class SimulatedFeedback:
         return gains
 
 
-def simulated_feedback(sentences: Sequence[Sentence], target: str, labels: Sequence[str],
-                       metric: str = "f1", flip: float = 0.0, noise: float = 0.0,
-                       seed: int = 0) -> SimulatedFeedback:
+def simulated_feedback(
+    sentences: Sequence[Sentence],
+    target: str,
+    labels: Sequence[str],
+    metric: str = "f1",
+    flip: float = 0.0,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> SimulatedFeedback:
     """A simulated user for column ``target`` of ``sentences`` over ``labels``; the gold
     labels are copied, so later changes to the sentences do not reach it."""
     index = {label: i for i, label in enumerate(labels)}
@@ -142,8 +158,10 @@ def simulated_feedback(sentences: Sequence[Sentence], target: str, labels: Seque
     for number, sentence in enumerate(sentences):
         for position, label in enumerate(sentence[target]):
             if label not in index:
-                raise LabelError(f"sentence {number} token {position}: the feedback's gold label "
-                                 f"{label!r} is not among the model's labels ({', '.join(labels)})")
+                raise LabelError(
+                    f"sentence {number} token {position}: the feedback's gold label "
+                    f"{label!r} is not among the model's labels ({', '.join(labels)})"
+                )
             gold.append(index[label])
     offsets = np.concatenate([[0], np.cumsum([len(sentence) for sentence in sentences])])
     return SimulatedFeedback(labels, np.array(gold, dtype=np.int64), offsets, metric, flip, noise, seed)
@@ -154,8 +172,9 @@ class CallableFeedback:
     called once per draw with the training :class:`~fstcrf.conll.Sentence` and the
     drawn labels (a list of strings)."""
 
-    def __init__(self, function: Callable[[Sentence, list[str]], float], sentences: Sequence[Sentence],
-                 labels: Sequence[str]):
+    def __init__(
+        self, function: Callable[[Sentence, list[str]], float], sentences: Sequence[Sentence], labels: Sequence[str]
+    ):
         if not callable(function):
             raise FstcrfError(f"feedback must be 'f1', 'accuracy' or a callable, got {function!r}")
         self.function = function
@@ -176,14 +195,19 @@ class CallableFeedback:
     def _call(self, index: int, labels: list[str]) -> float:
         try:
             value = self.function(self._sentences[index], labels)
-        except Exception as error:          # the user's code: report it with the sentence
-            raise FeedbackError(f"the feedback function raised {type(error).__name__}: {error} "
-                                f"(training sentence {index})") from error
+        except Exception as error:  # the user's code: report it with the sentence
+            raise FeedbackError(
+                f"the feedback function raised {type(error).__name__}: {error} (training sentence {index})"
+            ) from error
         self.calls += 1
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise FeedbackError(f"the feedback function returned {type(value).__name__} {value!r} for "
-                                f"training sentence {index}; expected a number in [0, 1]")
+            raise FeedbackError(
+                f"the feedback function returned {type(value).__name__} {value!r} for "
+                f"training sentence {index}; expected a number in [0, 1]"
+            )
         if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            raise FeedbackError(f"the feedback function returned {value!r} for training sentence "
-                                f"{index}; expected a finite number in [0, 1]")
+            raise FeedbackError(
+                f"the feedback function returned {value!r} for training sentence "
+                f"{index}; expected a finite number in [0, 1]"
+            )
         return float(value)

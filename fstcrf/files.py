@@ -3,6 +3,7 @@ before any work, and writes that never leave a part of a file: a regular file
 is replaced atomically (readers see the old file or the new one), a symbolic
 link is followed, and a device or FIFO is written to as it is.  The output
 path "-" is standard output."""
+
 from __future__ import annotations
 
 import os
@@ -10,7 +11,8 @@ import secrets
 import stat
 import sys
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable
+from typing import BinaryIO
+from collections.abc import Callable, Iterable
 
 from .errors import OutputPathError
 
@@ -28,8 +30,9 @@ def read_utf8(path: str | os.PathLike, error: type[Exception]) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as problem:
         line_number = raw.count(b"\n", 0, problem.start) + 1
-        raise error(f"{os.fspath(path)}:{line_number}: expected UTF-8 text, found the invalid "
-                    f"byte 0x{raw[problem.start]:02x}") from None
+        raise error(
+            f"{os.fspath(path)}:{line_number}: expected UTF-8 text, found the invalid byte 0x{raw[problem.start]:02x}"
+        ) from None
 
 
 def written_in_place(path: str | os.PathLike) -> bool:
@@ -58,8 +61,9 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLik
         raise OutputPathError(f"{name}: is a folder; give the name of a file to write")
     for source in inputs:
         if target.exists() and os.path.exists(source) and os.path.samefile(target, source):
-            raise OutputPathError(f"{name}: is the same file as the input {os.fspath(source)}; "
-                                  "writing it would destroy the input")
+            raise OutputPathError(
+                f"{name}: is the same file as the input {os.fspath(source)}; writing it would destroy the input"
+            )
     if target.exists() and not os.access(target, os.W_OK):
         raise OutputPathError(f"{name}: the file is not writable")
     if written_in_place(target):
@@ -73,8 +77,9 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLik
         raise OutputPathError(f"{name}: cannot create files in the folder {folder}")
 
 
-def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], object],
-                     keep_on_interrupt: bool = False) -> None:
+def write_atomically(
+    path: str | os.PathLike, write: Callable[[BinaryIO], object], keep_on_interrupt: bool = False
+) -> None:
     """Call ``write(stream)`` on the output ``path``.  A regular file (new, or
     the target of a symbolic link, which is kept) is written as a temporary
     file in the same folder, flushed to disk and renamed over it, keeping an

@@ -19,6 +19,7 @@ deterministic acceptor over label keys (label i = key i + 1);
 :func:`constrain` intersects a topology with it; :func:`restrict` and
 :func:`decode` run inference under a grammar in the original state space.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -27,7 +28,7 @@ import weakref
 from dataclasses import dataclass, fields
 from functools import cached_property, reduce
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pynini
@@ -44,6 +45,7 @@ KEYWORDS = frozenset({"import", "as", "any", "all", "with"})
 
 
 # -- the syntax tree -----------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Position:
@@ -76,8 +78,7 @@ Template = tuple
 
 def render(template: Template) -> str:
     """The source spelling of a template, e.g. ``B-{T}`` or ``*-NP``."""
-    return "".join(p if isinstance(p, str) else "*" if p is WILDCARD else "{" + p.name + "}"
-                   for p in template)
+    return "".join(p if isinstance(p, str) else "*" if p is WILDCARD else "{" + p.name + "}" for p in template)
 
 
 def _variables(template: Template) -> set[str]:
@@ -206,7 +207,7 @@ class Import:
     """``import "path" as alias ;``, with the imported grammar parsed."""
 
     alias: str
-    grammar: "Grammar"
+    grammar: Grammar
     pos: Position
 
 
@@ -223,7 +224,7 @@ class Grammar:
         return {rule.name: rule for rule in self.rules}
 
     @cached_property
-    def import_map(self) -> dict[str, "Grammar"]:
+    def import_map(self) -> dict[str, Grammar]:
         return {item.alias: item.grammar for item in self.imports}
 
     @property
@@ -246,12 +247,12 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PIECE = re.compile(r"[A-Za-z0-9_$]+|" + _VARIABLE.pattern)
 _PUNCTUATION = "=;|&-!*+?(){},.:"
-_CLASS_STOP = set(" \t\r\n[]\"#")
+_CLASS_STOP = set(' \t\r\n[]"#')
 
 
 @dataclass(frozen=True)
 class _Token:
-    kind: str      # word, string, qname, class, keyword, punct, end
+    kind: str  # word, string, qname, class, keyword, punct, end
     value: object
     pos: Position
 
@@ -328,9 +329,9 @@ class _Lexer:
         text = self.text
         after_word = i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$}")
         token_start = i == 0 or text[i - 1].isspace() or text[i - 1] in "(|&=:!"
-        glued_star = (text[i] == "-" and text.startswith("*", i + 1) and after_word) or \
-                     (text[i] == "*" and token_start and text.startswith("-", i + 1)
-                      and _PIECE.match(text, i + 2) is not None)
+        glued_star = (text[i] == "-" and text.startswith("*", i + 1) and after_word) or (
+            text[i] == "*" and token_start and text.startswith("-", i + 1) and _PIECE.match(text, i + 2) is not None
+        )
         if glued_star:
             start = i
             while start > 0 and not text[start - 1].isspace() and text[start - 1] not in "()|&;=":
@@ -338,8 +339,11 @@ class _Lexer:
             end = i
             while end < len(text) and not text[end].isspace() and text[end] not in "()|&;":
                 end += 1
-            raise self.error(start, f"'{text[start:end]}' looks like a label pattern; patterns are "
-                                    f"written in brackets, e.g. [{text[start:end]}]")
+            raise self.error(
+                start,
+                f"'{text[start:end]}' looks like a label pattern; patterns are "
+                f"written in brackets, e.g. [{text[start:end]}]",
+            )
 
     def string(self, i: int) -> tuple[str, int]:
         text, chars, j = self.text, [], i + 1
@@ -349,10 +353,12 @@ class _Lexer:
             chars.append(text[j])
             j += 1
         if j >= len(text) or text[j] != '"':
-            raise self.error(i, "unterminated string (a quoted label ends with \" on the same line)")
+            raise self.error(i, 'unterminated string (a quoted label ends with " on the same line)')
         value = "".join(chars)
         if not value or any(ch.isspace() for ch in value):
-            raise self.error(i, f"invalid quoted label {text[i:j + 1]}: labels are non-empty and contain no whitespace")
+            raise self.error(
+                i, f"invalid quoted label {text[i : j + 1]}: labels are non-empty and contain no whitespace"
+            )
         return value, j + 1
 
     def word(self, i: int) -> tuple[_Token, int]:
@@ -399,7 +405,7 @@ class _Lexer:
                 end += 1
             patterns.append(self.glob(i, end))
             i = end
-        source_text = text[start:i + 1]
+        source_text = text[start : i + 1]
         if not patterns:
             raise self.error(start, f"empty label class {source_text}")
         return (tuple(patterns), negated, source_text), i + 1
@@ -486,8 +492,10 @@ class _Parser:
             if self.at("keyword", "import"):
                 item = self.import_statement()
                 if item.alias in imports:
-                    raise GrammarError(f"{item.pos}: a grammar is already imported as '{item.alias}' "
-                                       f"(at {imports[item.alias].pos}); use 'as' to pick another name")
+                    raise GrammarError(
+                        f"{item.pos}: a grammar is already imported as '{item.alias}' "
+                        f"(at {imports[item.alias].pos}); use 'as' to pick another name"
+                    )
                 imports[item.alias] = item
             else:
                 rule = self.rule()
@@ -502,8 +510,9 @@ class _Parser:
     def import_statement(self) -> Import:
         keyword = self.advance()
         if not self.at("string"):
-            raise self.error(self.peek(), f"expected a quoted grammar name or path after 'import', "
-                                          f"found {self.peek().describe()}")
+            raise self.error(
+                self.peek(), f"expected a quoted grammar name or path after 'import', found {self.peek().describe()}"
+            )
         spec = self.advance().value
         path = _resolve_import(spec, self.base_dir, keyword.pos)
         alias = Path(spec).name.removesuffix(EXTENSION)
@@ -514,7 +523,7 @@ class _Parser:
             raise self.error(keyword, f"'{alias}' is not a valid namespace name; add 'as <name>'")
         self.expect_punct(";", "after the import")
         if path in self.loading:
-            cycle = " -> ".join(str(p) for p in self.loading[self.loading.index(path):] + (path,))
+            cycle = " -> ".join(str(p) for p in self.loading[self.loading.index(path) :] + (path,))
             raise GrammarError(f"{keyword.pos}: import cycle: {cycle}")
         return Import(alias, _load(path, self.loading), keyword.pos)
 
@@ -551,8 +560,11 @@ class _Parser:
 
     def starts_operand(self) -> bool:
         token = self.peek()
-        return (token.kind in _ATOM_START or (token.kind == "punct" and token.value in ".(!")
-                or (token.kind == "keyword" and token.value in ("any", "all", "with")))
+        return (
+            token.kind in _ATOM_START
+            or (token.kind == "punct" and token.value in ".(!")
+            or (token.kind == "keyword" and token.value in ("any", "all", "with"))
+        )
 
     def unary(self) -> Node:
         token = self.peek()
@@ -612,8 +624,12 @@ class _Parser:
 
     def number(self, optional: bool) -> int | None:
         token = self.peek()
-        if token.kind == "word" and len(token.value) == 1 and isinstance(token.value[0], str) \
-                and token.value[0].isdigit():
+        if (
+            token.kind == "word"
+            and len(token.value) == 1
+            and isinstance(token.value[0], str)
+            and token.value[0].isdigit()
+        ):
             self.advance()
             return int(token.value[0])
         if optional:
@@ -647,12 +663,16 @@ def _check_qualified_refs(grammar: Grammar, node: Node) -> None:
         target = grammar.import_map.get(node.namespace)
         if target is None:
             known = ", ".join(grammar.import_map) or "none"
-            raise GrammarError(f"{node.pos}: '{node.namespace}.{node.name}' names no imported grammar "
-                               f"'{node.namespace}' (imports: {known}); write '{node.namespace} . {node.name}' "
-                               "with spaces for a label followed by any label")
+            raise GrammarError(
+                f"{node.pos}: '{node.namespace}.{node.name}' names no imported grammar "
+                f"'{node.namespace}' (imports: {known}); write '{node.namespace} . {node.name}' "
+                "with spaces for a label followed by any label"
+            )
         if node.name not in target.rule_map:
-            raise GrammarError(f"{node.pos}: grammar '{node.namespace}' ({target.source}) has no rule "
-                               f"'{node.name}' (rules: {', '.join(target.rule_names)})")
+            raise GrammarError(
+                f"{node.pos}: grammar '{node.namespace}' ({target.source}) has no rule "
+                f"'{node.name}' (rules: {', '.join(target.rule_names)})"
+            )
     for child in _children(node):
         _check_qualified_refs(grammar, child)
 
@@ -670,8 +690,10 @@ def _resolve_import(spec: str, base_dir: Path, pos: Position) -> Path:
     shipped = _shipped_path(spec)
     if shipped is not None:
         return shipped
-    raise GrammarError(f"{pos}: cannot find grammar '{spec}' in {base_dir} nor among the shipped "
-                       f"grammars ({', '.join(shipped_grammars())})")
+    raise GrammarError(
+        f"{pos}: cannot find grammar '{spec}' in {base_dir} nor among the shipped "
+        f"grammars ({', '.join(shipped_grammars())})"
+    )
 
 
 def _shipped_path(name: str) -> Path | None:
@@ -706,12 +728,15 @@ def load_grammar(path_or_name) -> Grammar:
         return _load(path.resolve(), ())
     shipped = _shipped_path(str(path_or_name))
     if shipped is None:
-        raise GrammarError(f"no grammar file {path_or_name!r} and no shipped grammar of that name "
-                           f"(shipped: {', '.join(shipped_grammars())})")
+        raise GrammarError(
+            f"no grammar file {path_or_name!r} and no shipped grammar of that name "
+            f"(shipped: {', '.join(shipped_grammars())})"
+        )
     return _load(shipped, ())
 
 
 # -- compiler ------------------------------------------------------------------
+
 
 def _known(labels: Sequence[str]) -> str:
     shown = ", ".join(labels[:60])
@@ -794,8 +819,10 @@ class _Compiler:
         if name in self.params:
             self.used_params.add(name)
             return self.params[name], False
-        raise GrammarError(f"{pos}: variable {{{name}}} has no value: bind it with 'any {name}:', "
-                           f"'all {name}:' or 'with {name} = ...:', or pass params={{'{name}': ...}}")
+        raise GrammarError(
+            f"{pos}: variable {{{name}}} has no value: bind it with 'any {name}:', "
+            f"'all {name}:' or 'with {name} = ...:', or pass params={{'{name}': ...}}"
+        )
 
     def fill(self, template: Template, env: dict, pos: Position) -> tuple[Template, bool]:
         """The template with its variables replaced, and whether a quantifier bound any."""
@@ -823,10 +850,11 @@ class _Compiler:
     def rule(self, grammar: Grammar, name: str, pos: Position, env: dict) -> pynini.Fst:
         key = (id(grammar), name)
         if key in self.active:
-            names = [n for _, n in self.active[self.active.index(key):]]
+            names = [n for _, n in self.active[self.active.index(key) :]]
             cycle = " -> ".join(names + [name])
-            raise GrammarError(f"{pos}: rule '{name}' refers to itself ({cycle}); grammars are regular: "
-                               "use '*' or '+' for repetition")
+            raise GrammarError(
+                f"{pos}: rule '{name}' refers to itself ({cycle}); grammars are regular: use '*' or '+' for repetition"
+            )
         memo_key = (key, frozenset(env.items()))
         if memo_key not in self.memo:
             self.active.append(key)
@@ -854,8 +882,9 @@ class _Compiler:
         if isinstance(node, Intersection):
             return _combined(self.expr(grammar, node.left, env), self.expr(grammar, node.right, env), node.pos)
         if isinstance(node, Difference):
-            return _combined(self.expr(grammar, node.left, env), self.expr(grammar, node.right, env), node.pos,
-                             difference=True)
+            return _combined(
+                self.expr(grammar, node.left, env), self.expr(grammar, node.right, env), node.pos, difference=True
+            )
         if isinstance(node, Complement):
             return _combined(self.sigma_star, self.expr(grammar, node.operand, env), node.pos, difference=True)
         if isinstance(node, Repeat):
@@ -883,8 +912,10 @@ class _Compiler:
         if _is_identifier(node.template) and node.template[0] in grammar.rule_map:
             word = node.template[0]
             if word in self.keys:
-                raise GrammarError(f"{node.pos}: '{word}' is both a rule of {grammar.source} and a label; "
-                                   f"write \"{word}\" for the label or rename the rule")
+                raise GrammarError(
+                    f"{node.pos}: '{word}' is both a rule of {grammar.source} and a label; "
+                    f'write "{word}" for the label or rename the rule'
+                )
             return self.rule(grammar, word, node.pos, env)
         pieces, quantified = self.fill(node.template, env, node.pos)
         label = "".join(pieces)
@@ -901,13 +932,14 @@ class _Compiler:
             pieces, by_quantifier = self.fill(pattern, env, node.pos)
             filled.append(pieces)
             quantified |= by_quantifier
-        matching = {label for label in self.labels
-                    if any(next(_bindings(p, label), None) is not None for p in filled)}
+        matching = {label for label in self.labels if any(next(_bindings(p, label), None) is not None for p in filled)}
         keys = [self.keys[label] for label in self.labels if (label in matching) != node.negated]
         self.note_template(node, quantified, bool(keys))
         if not keys and not quantified:
-            raise UnknownLabelError(f"{node.pos}: the label class {node.text} matches no label; "
-                                    f"the model's labels are {_known(self.labels)}")
+            raise UnknownLabelError(
+                f"{node.pos}: the label class {node.text} matches no label; "
+                f"the model's labels are {_known(self.labels)}"
+            )
         return self.label_set(keys)
 
     def quantifier(self, grammar: Grammar, node: Quantifier, env: dict) -> pynini.Fst:
@@ -923,29 +955,42 @@ class _Compiler:
         variable, values, patterns = node.variable, set(), []
         for template, inner in _occurrences(grammar, node.body, variable, set(), frozenset()):
             patterns.append(template)
-            pieces = _merge([self.outer_value(piece, env) if isinstance(piece, Var) and piece.name != variable
-                             and piece.name not in inner else piece for piece in template])
+            pieces = _merge(
+                [
+                    self.outer_value(piece, env)
+                    if isinstance(piece, Var) and piece.name != variable and piece.name not in inner
+                    else piece
+                    for piece in template
+                ]
+            )
             for label in self.labels:
                 values.update(b[variable] for b in _bindings(pieces, label))
         if not patterns:
-            raise GrammarError(f"{node.pos}: variable {{{variable}}} of '{node.kind} {variable}:' appears in "
-                               "no label or label class of its body")
+            raise GrammarError(
+                f"{node.pos}: variable {{{variable}}} of '{node.kind} {variable}:' appears in "
+                "no label or label class of its body"
+            )
         if not values:
             shown = ", ".join(render(t) for t in patterns)
-            raise UnknownLabelError(f"{node.pos}: '{node.kind} {variable}:' ranges over nothing: no label "
-                                    f"matches {shown}; the model's labels are {_known(self.labels)}")
+            raise UnknownLabelError(
+                f"{node.pos}: '{node.kind} {variable}:' ranges over nothing: no label "
+                f"matches {shown}; the model's labels are {_known(self.labels)}"
+            )
         return sorted(values)
 
     def check_templates(self) -> None:
         for node, hit in self.template_hits.items():
             if not hit:
                 what = node.text if isinstance(node, LabelClass) else render(node.template)
-                raise UnknownLabelError(f"{node.pos}: {what} matches no label for any value of its variables; "
-                                        f"the model's labels are {_known(self.labels)}")
+                raise UnknownLabelError(
+                    f"{node.pos}: {what} matches no label for any value of its variables; "
+                    f"the model's labels are {_known(self.labels)}"
+                )
 
 
-def _occurrences(grammar: Grammar, node: Node, variable: str, seen: set,
-                 inner: frozenset) -> Iterator[tuple[Template, frozenset]]:
+def _occurrences(
+    grammar: Grammar, node: Node, variable: str, seen: set, inner: frozenset
+) -> Iterator[tuple[Template, frozenset]]:
     """Label templates mentioning ``{variable}`` reachable from ``node`` through rule
     references, with the variables bound in between (which stay free)."""
     if isinstance(node, Name):
@@ -968,8 +1013,9 @@ def _occurrences(grammar: Grammar, node: Node, variable: str, seen: set,
         yield from _occurrences(grammar, child, variable, seen, inner)
 
 
-def _rule_occurrences(grammar: Grammar, name: str, variable: str, seen: set,
-                      inner: frozenset) -> Iterator[tuple[Template, frozenset]]:
+def _rule_occurrences(
+    grammar: Grammar, name: str, variable: str, seen: set, inner: frozenset
+) -> Iterator[tuple[Template, frozenset]]:
     key = (id(grammar), name)
     if key not in seen:
         seen.add(key)
@@ -988,8 +1034,9 @@ def _check_params(params) -> dict[str, str]:
     return dict(params)
 
 
-def compile_grammar(grammar: Grammar, labels: Sequence[str], rule: str = "start",
-                    params: Mapping[str, str] | None = None) -> pynini.Fst:
+def compile_grammar(
+    grammar: Grammar, labels: Sequence[str], rule: str = "start", params: Mapping[str, str] | None = None
+) -> pynini.Fst:
     """The language of ``rule`` as a minimal deterministic acceptor over label keys
     (label i = key i + 1), with ``symbol_table(labels)`` attached.
 
@@ -1012,8 +1059,10 @@ def compile_grammar(grammar: Grammar, labels: Sequence[str], rule: str = "start"
         raise GrammarError(f"{grammar.source}: rule '{rule}' does not use the parameter(s) {', '.join(unused)}")
     non_empty = pynini.intersect(fst, pynini.closure(compiler.sigma, 1))
     if non_empty.num_states() == 0:
-        raise GrammarError(f"{grammar.rule_map[rule].pos}: the grammar accepts nothing: rule '{rule}' "
-                           f"allows no non-empty sequence of the labels {_known(labels)}")
+        raise GrammarError(
+            f"{grammar.rule_map[rule].pos}: the grammar accepts nothing: rule '{rule}' "
+            f"allows no non-empty sequence of the labels {_known(labels)}"
+        )
     fst = fst.copy()
     fst.set_input_symbols(table)
     fst.set_output_symbols(table)
@@ -1033,8 +1082,10 @@ def accepts(fst: pynini.Fst, labels: Sequence[str]) -> bool:
     for label in labels:
         key = table.find(label) if isinstance(label, str) else -1
         if key <= 0:
-            raise LabelError(f"unknown label {label!r}; the acceptor knows "
-                             f"{_known([table.find(k) for k in range(1, table.num_symbols())])}")
+            raise LabelError(
+                f"unknown label {label!r}; the acceptor knows "
+                f"{_known([table.find(k) for k in range(1, table.num_symbols())])}"
+            )
         following = chain.add_state()
         chain.add_arc(state, pynini.Arc(key, key, pynini.Weight.one(chain.weight_type()), following))
         state = following
@@ -1044,11 +1095,10 @@ def accepts(fst: pynini.Fst, labels: Sequence[str]) -> bool:
 
 # -- topologies and inference under a grammar ------------------------------------------
 
-_CONSTRAINED: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDictionary()
+_CONSTRAINED: weakref.WeakKeyDictionary[Topology, dict] = weakref.WeakKeyDictionary()
 
 
-def constrain(topology: Topology, constraint, rule: str = "start",
-              params: Mapping[str, str] | None = None) -> Topology:
+def constrain(topology: Topology, constraint, rule: str = "start", params: Mapping[str, str] | None = None) -> Topology:
     """The topology restricted to a grammar's language (or any acceptor's, via
     :func:`fstcrf.topology.intersect`).  Grammar results are cached per topology."""
     if isinstance(constraint, pynini.Fst):
@@ -1078,9 +1128,11 @@ def state_map(original: Topology, constrained: Topology) -> np.ndarray:
     targets = np.concatenate([original.edge_dst, starts]).astype(np.int64)
     keys = sources * L + original.state_label[targets]
     if len(np.unique(keys)) != len(keys):
-        raise TopologyError(f"topology {original.name!r} has two states with the same label that "
-                            "start a path or follow one state; inference under a grammar needs label "
-                            "sequences to determine state sequences")
+        raise TopologyError(
+            f"topology {original.name!r} has two states with the same label that "
+            "start a path or follow one state; inference under a grammar needs label "
+            "sequences to determine state sequences"
+        )
     successor = np.full((S + 1) * L, -1, dtype=np.int64)
     successor[keys] = targets
     mapping = np.full(constrained.num_states, -1, dtype=np.int64)
@@ -1102,9 +1154,9 @@ class Restriction:
     """Potentials under a grammar and the way back to the original states."""
 
     potentials: Potentials  # over the constrained topology (S' states, E' edges)
-    original: Topology      # the topology restricted (S states, E edges)
-    state_map: np.ndarray   # int32 [S']: original state of each constrained state
-    edge_map: np.ndarray    # int64 [E']: original edge of each constrained edge
+    original: Topology  # the topology restricted (S states, E edges)
+    state_map: np.ndarray  # int32 [S']: original state of each constrained state
+    edge_map: np.ndarray  # int64 [E']: original edge of each constrained edge
 
     def original_marginals(self, marginals: np.ndarray) -> np.ndarray:
         """float [N, S]: constrained-state marginals [N, S'] summed per original state."""
@@ -1128,7 +1180,7 @@ def sum_per_original_edge(edge_map: np.ndarray, num_edges: int, counts: np.ndarr
     return summed.reshape(np.shape(counts)[:-1] + (num_edges,))
 
 
-_MAPS: "weakref.WeakKeyDictionary[Topology, dict]" = weakref.WeakKeyDictionary()
+_MAPS: weakref.WeakKeyDictionary[Topology, dict] = weakref.WeakKeyDictionary()
 
 
 def restriction_maps(original: Topology, constrained: Topology) -> tuple[np.ndarray, np.ndarray]:
@@ -1144,8 +1196,7 @@ def restriction_maps(original: Topology, constrained: Topology) -> tuple[np.ndar
     return cached[original]
 
 
-def restrict(pot: Potentials, constraint, rule: str = "start",
-             params: Mapping[str, str] | None = None) -> Restriction:
+def restrict(pot: Potentials, constraint, rule: str = "start", params: Mapping[str, str] | None = None) -> Restriction:
     """The same scores on the topology constrained by a grammar (or acceptor).
 
     Raises InfeasibleError when the grammar allows no sequence of some sentence's length."""
@@ -1159,13 +1210,15 @@ def restrict_to(pot: Potentials, constrained: Topology) -> Restriction:
     mapping, edges = restriction_maps(original, constrained)
     start = np.where(constrained.start, pot.start[mapping], 0.0)
     final = np.where(constrained.final, pot.final[mapping], 0.0)
-    restricted = Potentials(constrained, pot.emissions[:, mapping], pot.lengths,
-                            pot.transitions[..., edges], start, final, pot.token_class)
+    restricted = Potentials(
+        constrained, pot.emissions[:, mapping], pot.lengths, pot.transitions[..., edges], start, final, pot.token_class
+    )
     return Restriction(restricted, original, mapping, edges)
 
 
-def decode(pot: Potentials, constraint, rule: str = "start", params: Mapping[str, str] | None = None,
-           threads: int = 1) -> Viterbi:
+def decode(
+    pot: Potentials, constraint, rule: str = "start", params: Mapping[str, str] | None = None, threads: int = 1
+) -> Viterbi:
     """The best state sequence of every sentence among those the grammar accepts.
 
     ``.paths`` int32 [N] are states of ``pot.topology``; ``.scores`` [B]."""

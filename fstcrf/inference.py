@@ -17,13 +17,15 @@ GIL) and return plain numpy arrays:
 N is the total number of tokens of the batch, B the number of sentences, S
 the number of states and E the number of allowed transitions.
 """
+
 from __future__ import annotations
 
 import contextlib
 import copy
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Sequence, cast
+from typing import cast
+from collections.abc import Sequence
 
 import numpy as np
 import threadpoolctl
@@ -48,9 +50,11 @@ def as_float_array(name: str, values, shape: tuple[int, ...]) -> np.ndarray:
         raise ShapeError(f"{name} has shape {array.shape}, expected {shape}")
     if not np.all(np.isfinite(array)):
         where = np.argwhere(~np.isfinite(array))[0]
-        raise ScoreError(f"{name} has a non-finite value {array[tuple(where)]} at index "
-                         f"{tuple(int(i) for i in where)}; scores must be finite (use the topology "
-                         "or a grammar to forbid states)")
+        raise ScoreError(
+            f"{name} has a non-finite value {array[tuple(where)]} at index "
+            f"{tuple(int(i) for i in where)}; scores must be finite (use the topology "
+            "or a grammar to forbid states)"
+        )
     return array
 
 
@@ -66,16 +70,19 @@ def _check_token_class(token_class, num_tokens: int, num_classes: int) -> np.nda
     """int32 [N] token classes in [0, C), or None (allowed when C = 1)."""
     if token_class is None:
         if num_classes != 1:
-            raise ShapeError(f"transitions have {num_classes} class rows; give token_class [N], "
-                             "the class of each token")
+            raise ShapeError(
+                f"transitions have {num_classes} class rows; give token_class [N], the class of each token"
+            )
         return None
     token_class = np.asarray(token_class)
     if token_class.shape != (num_tokens,) or not np.issubdtype(token_class.dtype, np.integer):
-        raise ShapeError(f"token_class must be integers of shape ({num_tokens},), got "
-                         f"{token_class.dtype} {token_class.shape}")
+        raise ShapeError(
+            f"token_class must be integers of shape ({num_tokens},), got {token_class.dtype} {token_class.shape}"
+        )
     if num_tokens and (token_class.min() < 0 or token_class.max() >= num_classes):
-        raise ShapeError(f"token classes must lie in [0, {num_classes}), got "
-                         f"[{token_class.min()}, {token_class.max()}]")
+        raise ShapeError(
+            f"token classes must lie in [0, {num_classes}), got [{token_class.min()}, {token_class.max()}]"
+        )
     return np.ascontiguousarray(token_class, dtype=np.int32)
 
 
@@ -86,8 +93,9 @@ def check_lengths(lengths, num_tokens: int) -> np.ndarray:
     if lengths.ndim != 1 or len(lengths) == 0 or not np.issubdtype(lengths.dtype, np.integer):
         raise ShapeError(f"lengths must be a non-empty 1-D integer array, got {lengths!r}")
     if np.any(lengths <= 0):
-        raise EmptySequenceError(f"sentence {int(np.flatnonzero(lengths <= 0)[0])} is empty; "
-                                 "every sentence needs at least one token")
+        raise EmptySequenceError(
+            f"sentence {int(np.flatnonzero(lengths <= 0)[0])} is empty; every sentence needs at least one token"
+        )
     if int(lengths.sum()) != num_tokens:
         raise ShapeError(f"lengths sum to {int(lengths.sum())} but the scores have {num_tokens} rows")
     return lengths.astype(np.int64)
@@ -138,8 +146,16 @@ class Potentials(SentenceBatch):
             transitions; the class of a sentence's first token is not read).
     """
 
-    def __init__(self, topology: Topology, emissions, lengths: Sequence[int] | np.ndarray | None = None,
-                 transitions=None, start=None, final=None, token_class=None):
+    def __init__(
+        self,
+        topology: Topology,
+        emissions,
+        lengths: Sequence[int] | np.ndarray | None = None,
+        transitions=None,
+        start=None,
+        final=None,
+        token_class=None,
+    ):
         check_type(topology, Topology, "topology", "a Topology (e.g. fstcrf.first_order(labels))")
         self.topology = topology
         S, E = topology.num_states, topology.num_edges
@@ -179,8 +195,10 @@ class Potentials(SentenceBatch):
         """The potentials of some of the sentences (indices into [B]), in that order."""
         sentences = np.asarray(sentences)
         if sentences.ndim != 1 or len(sentences) == 0 or not np.issubdtype(sentences.dtype, np.integer):
-            raise ArgumentTypeError(f"sentences must be a non-empty 1-D array of sentence indices, got "
-                                    f"dtype {sentences.dtype} and shape {sentences.shape}")
+            raise ArgumentTypeError(
+                f"sentences must be a non-empty 1-D array of sentence indices, got "
+                f"dtype {sentences.dtype} and shape {sentences.shape}"
+            )
         bad = np.flatnonzero((sentences < 0) | (sentences >= self.num_sequences))
         if len(bad):
             raise LabelError(f"sentence {sentences[bad[0]]} is out of range [0, {self.num_sequences})")
@@ -217,8 +235,9 @@ class Potentials(SentenceBatch):
     def score(self, states) -> np.ndarray:
         """float [B]: score of a state sequence int [N] (for checking decoders)."""
         states = check_state_path(states, self)
-        edge_index = {(int(a), int(b)): e for e, (a, b) in
-                      enumerate(zip(self.topology.edge_src, self.topology.edge_dst))}
+        edge_index = {
+            (int(a), int(b)): e for e, (a, b) in enumerate(zip(self.topology.edge_src, self.topology.edge_dst))
+        }
         result = np.empty(self.num_sequences)
         for b in range(self.num_sequences):
             rows = self.sentence(b)
@@ -241,7 +260,7 @@ class Potentials(SentenceBatch):
         inside = np.ones(self.num_tokens, dtype=bool)
         inside[firsts] = False
         rows = np.flatnonzero(inside)
-        transitions = self.transitions_into(rows)                            # [N - B, E]
+        transitions = self.transitions_into(rows)  # [N - B, E]
         table = self.topology.edge_ids
         result = np.empty((len(paths), self.num_sequences))
         for k, path in enumerate(paths):
@@ -255,6 +274,7 @@ class Potentials(SentenceBatch):
 
 
 # -- kernel plumbing ---------------------------------------------------------
+
 
 class KernelBuffers:
     """Keeps numpy arrays alive while the kernel holds pointers into them."""
@@ -286,11 +306,14 @@ class KernelBuffers:
 
     def fill_batch(self, pot, first: int, last: int) -> None:
         """Set ``batch`` and ``token_range`` to sentences first..last-1 of pot."""
-        offsets = pot.offsets[first:last + 1]
+        offsets = pot.offsets[first : last + 1]
         self.token_range = slice(int(offsets[0]), int(offsets[-1]))
         token_class = getattr(pot, "token_class", None)
-        self.batch = self.new_batch(offsets - offsets[0], pot.emissions[self.token_range],
-                                    None if token_class is None else token_class[self.token_range])
+        self.batch = self.new_batch(
+            offsets - offsets[0],
+            pot.emissions[self.token_range],
+            None if token_class is None else token_class[self.token_range],
+        )
 
     def new_batch(self, offsets: np.ndarray, emissions: np.ndarray, token_class: np.ndarray | None):
         """An fc_batch of sentences cut at offsets int64 [b+1] (from 0), scored by
@@ -332,8 +355,9 @@ class _KernelArgs(KernelBuffers):
         self.fill_batch(pot, first, last)
         t_max = int(pot.lengths[first:last].max())
         S, E = topo.num_states, topo.num_edges
-        self.fill_workspace(lib.fc_workspace_doubles(S, E, pot.num_classes, t_max, k),
-                            lib.fc_workspace_ints(S, E, t_max, k), t_max, k)
+        self.fill_workspace(
+            lib.fc_workspace_doubles(S, E, pot.num_classes, t_max, k), lib.fc_workspace_ints(S, E, t_max, k), t_max, k
+        )
 
 
 def thread_chunks(pot: SentenceBatch, threads: int) -> list[tuple[int, int]]:
@@ -384,9 +408,11 @@ def check_status(status: int, what: str, allow_infeasible: bool = False) -> None
     # Potentials validated the lengths against the topology, and the kernel's exact
     # fallback rules out underflow, so only a clamp can leave a sentence no path.
     if status == lib.FC_INFEASIBLE:
-        raise InfeasibleError(f"{what}: a sentence has no allowed path: the states its clamp allows "
-                              "at each token do not connect through the topology, or every path's "
-                              "score is below float64's range (scale the scores down)")
+        raise InfeasibleError(
+            f"{what}: a sentence has no allowed path: the states its clamp allows "
+            "at each token do not connect through the topology, or every path's "
+            "score is below float64's range (scale the scores down)"
+        )
 
 
 def _check_totals(totals: np.ndarray, what: str, name: str, allow_infeasible: bool = False) -> None:
@@ -397,11 +423,14 @@ def _check_totals(totals: np.ndarray, what: str, name: str, allow_infeasible: bo
         overflow |= totals == -np.inf
     if overflow.any():
         b = int(np.argmax(overflow))
-        raise ScoreError(f"{what}: {name} of sentence {b} is {totals[b]}: the scores are too large "
-                         "to add up in float64 (scale them down)")
+        raise ScoreError(
+            f"{what}: {name} of sentence {b} is {totals[b]}: the scores are too large "
+            "to add up in float64 (scale them down)"
+        )
 
 
 # -- public entry points -----------------------------------------------------
+
 
 def check_type(value, expected, argument: str, description: str) -> None:
     """Raise ArgumentTypeError unless ``value`` is an instance of ``expected``; the
@@ -425,11 +454,13 @@ def check_flag(value, argument: str) -> bool:
     return bool(value)
 
 
-def check_state_path(states, pot: "Potentials") -> np.ndarray:
+def check_state_path(states, pot: Potentials) -> np.ndarray:
     """int64 [N]: a state sequence for the N tokens of ``pot``, each in [0, S)."""
     array = np.asarray(states)
     if array.dtype == object or not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
-        raise ArgumentTypeError(f"states must be an integer array of shape ({pot.num_tokens},), got dtype {array.dtype}")
+        raise ArgumentTypeError(
+            f"states must be an integer array of shape ({pot.num_tokens},), got dtype {array.dtype}"
+        )
     if array.shape != (pot.num_tokens,):
         raise ShapeError(f"states has shape {array.shape}, expected ({pot.num_tokens},), one state per token")
     S = pot.topology.num_states
@@ -439,12 +470,16 @@ def check_state_path(states, pot: "Potentials") -> np.ndarray:
     return array.astype(np.int64)
 
 
-def _float_table(pot: "Potentials", name: str, shape: tuple[int, ...], what: str) -> np.ndarray:
+def _float_table(pot: Potentials, name: str, shape: tuple[int, ...], what: str) -> np.ndarray:
     """Potentials attribute ``name``, checked to be float64 C-contiguous [shape] without NaN or +inf."""
     array = getattr(pot, name)
     changed = f"{what}: Potentials.{name} was changed after the Potentials was built; build a new Potentials instead"
-    if not isinstance(array, np.ndarray) or array.dtype != np.float64 or array.shape != shape \
-            or not array.flags.c_contiguous:
+    if (
+        not isinstance(array, np.ndarray)
+        or array.dtype != np.float64
+        or array.shape != shape
+        or not array.flags.c_contiguous
+    ):
         found = f"{array.dtype} {array.shape}" if isinstance(array, np.ndarray) else type(array).__name__
         raise ShapeError(f"{changed} (it is {found}, expected float64 {shape})")
     if not np.all(array < np.inf):
@@ -453,27 +488,42 @@ def _float_table(pot: "Potentials", name: str, shape: tuple[int, ...], what: str
     return array
 
 
-def check_potentials(pot, what: str) -> "Potentials":
+def check_potentials(pot, what: str) -> Potentials:
     """``pot`` itself after checking that it is a Potentials whose arrays still fit
     together: ArgumentTypeError for another type, ShapeError or ScoreError for
     arrays replaced or edited after it was built (which the kernel would reject)."""
-    check_type(pot, Potentials, f"{what}: the potentials",
-               "a Potentials (fstcrf.Potentials(topology, emissions, ...) or model.potentials(sentences))")
+    check_type(
+        pot,
+        Potentials,
+        f"{what}: the potentials",
+        "a Potentials (fstcrf.Potentials(topology, emissions, ...) or model.potentials(sentences))",
+    )
     check_type(pot.topology, Topology, f"{what}: Potentials.topology", "a Topology")
     S, E = pot.topology.num_states, pot.topology.num_edges
     lengths, offsets = pot.lengths, pot.offsets
-    if not (isinstance(lengths, np.ndarray) and isinstance(offsets, np.ndarray) and lengths.ndim == 1
-            and len(lengths) and lengths.dtype == np.int64 and offsets.shape == (len(lengths) + 1,)
-            and np.all(lengths > 0) and np.array_equal(offsets, lengths_to_offsets(lengths))):
-        raise ShapeError(f"{what}: Potentials.lengths and .offsets were changed after the Potentials was built "
-                         "and no longer fit together; build a new Potentials instead")
+    if not (
+        isinstance(lengths, np.ndarray)
+        and isinstance(offsets, np.ndarray)
+        and lengths.ndim == 1
+        and len(lengths)
+        and lengths.dtype == np.int64
+        and offsets.shape == (len(lengths) + 1,)
+        and np.all(lengths > 0)
+        and np.array_equal(offsets, lengths_to_offsets(lengths))
+    ):
+        raise ShapeError(
+            f"{what}: Potentials.lengths and .offsets were changed after the Potentials was built "
+            "and no longer fit together; build a new Potentials instead"
+        )
     N = int(offsets[-1])
     _float_table(pot, "emissions", (N, S), what)
     for name in ("start", "final"):
         allowed = getattr(pot.topology, name)
         if np.any(_float_table(pot, name, (S,), what)[~allowed] != -np.inf):
-            raise ScoreError(f"{what}: Potentials.{name} was changed after the Potentials was built and "
-                             f"gives a score to a state the topology does not let a path {name} in")
+            raise ScoreError(
+                f"{what}: Potentials.{name} was changed after the Potentials was built and "
+                f"gives a score to a state the topology does not let a path {name} in"
+            )
     two_d = isinstance(pot.transitions, np.ndarray) and pot.transitions.ndim == 2
     C = len(pot.transitions) if two_d else 1
     _float_table(pot, "transitions", (C, E) if two_d else (E,), what)
@@ -481,28 +531,40 @@ def check_potentials(pot, what: str) -> "Potentials":
     if token_class is None:
         fits = C == 1
     else:
-        fits = (two_d and isinstance(token_class, np.ndarray) and token_class.dtype == np.int32
-                and token_class.shape == (N,) and token_class.flags.c_contiguous
-                and 0 <= token_class.min() and token_class.max() < C)
+        fits = (
+            two_d
+            and isinstance(token_class, np.ndarray)
+            and token_class.dtype == np.int32
+            and token_class.shape == (N,)
+            and token_class.flags.c_contiguous
+            and 0 <= token_class.min()
+            and token_class.max() < C
+        )
     if not fits:
-        raise ShapeError(f"{what}: Potentials.token_class was changed after the Potentials was built (expected "
-                         f"int32 ({N},) classes in [0, {C}) with transitions [C, E], or None with {C} "
-                         "transition row); build a new Potentials instead")
+        raise ShapeError(
+            f"{what}: Potentials.token_class was changed after the Potentials was built (expected "
+            f"int32 ({N},) classes in [0, {C}) with transitions [C, E], or None with {C} "
+            "transition row); build a new Potentials instead"
+        )
     return pot
-
 
 
 @dataclass
 class ForwardBackward:
-    log_z: np.ndarray           # [B]
+    log_z: np.ndarray  # [B]
     node_marginals: np.ndarray | None  # [N, S] (None if not requested)
-    edge_counts: np.ndarray | None     # [E] (or [C, E], by token class) summed over the batch, or [B, E] (or
-                                # [B, C, E]) per sentence with each_sentence (None if not requested)
+    edge_counts: np.ndarray | None  # [E] (or [C, E], by token class) summed over the batch, or [B, E] (or
+    # [B, C, E]) per sentence with each_sentence (None if not requested)
 
 
-def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool = True,
-                     threads: int = 1, allow_infeasible: bool = False,
-                     each_sentence: bool = False) -> ForwardBackward:
+def forward_backward(
+    pot: Potentials,
+    marginals: bool = True,
+    edge_counts: bool = True,
+    threads: int = 1,
+    allow_infeasible: bool = False,
+    each_sentence: bool = False,
+) -> ForwardBackward:
     """Sum-product inference: log Z, node marginals and expected edge counts (summed
     over the batch, or with ``each_sentence`` one row per sentence).
 
@@ -519,11 +581,20 @@ def forward_backward(pot: Potentials, marginals: bool = True, edge_counts: bool 
 
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last)
-        counts = (per_sentence[first:last] if per_sentence is not None else np.zeros(pot.transitions.shape)) \
-            if edge_counts else None
-        status = kernel(args.graph, args.scores, args.batch, args.out(log_z[first:last]),
-                        args.out(node[args.token_range]) if node is not None else ffi.NULL,
-                        args.out(counts) if counts is not None else ffi.NULL, args.workspace)
+        counts = (
+            (per_sentence[first:last] if per_sentence is not None else np.zeros(pot.transitions.shape))
+            if edge_counts
+            else None
+        )
+        status = kernel(
+            args.graph,
+            args.scores,
+            args.batch,
+            args.out(log_z[first:last]),
+            args.out(node[args.token_range]) if node is not None else ffi.NULL,
+            args.out(counts) if counts is not None else ffi.NULL,
+            args.workspace,
+        )
         check_status(status, "forward_backward", allow_infeasible)
         return counts
 
@@ -542,7 +613,7 @@ def log_partition(pot: Potentials, threads: int = 1) -> np.ndarray:
 
 @dataclass
 class Viterbi:
-    paths: np.ndarray   # int32 [N] best state at each token
+    paths: np.ndarray  # int32 [N] best state at each token
     scores: np.ndarray  # [B]
 
 
@@ -554,8 +625,17 @@ def viterbi(pot: Potentials, threads: int = 1) -> Viterbi:
 
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last)
-        check_status(lib.fc_viterbi(args.graph, args.scores, args.batch, args.out(paths[args.token_range]),
-                                     args.out(scores[first:last]), args.workspace), "viterbi")
+        check_status(
+            lib.fc_viterbi(
+                args.graph,
+                args.scores,
+                args.batch,
+                args.out(paths[args.token_range]),
+                args.out(scores[first:last]),
+                args.workspace,
+            ),
+            "viterbi",
+        )
 
     run_chunks(pot, threads, job)
     _check_totals(scores, "viterbi", "the best path's score")
@@ -570,8 +650,17 @@ def max_marginals(pot: Potentials, threads: int = 1) -> tuple[np.ndarray, np.nda
 
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last)
-        check_status(lib.fc_max_marginals(args.graph, args.scores, args.batch, args.out(table[args.token_range]),
-                                           args.out(best[first:last]), args.workspace), "max_marginals")
+        check_status(
+            lib.fc_max_marginals(
+                args.graph,
+                args.scores,
+                args.batch,
+                args.out(table[args.token_range]),
+                args.out(best[first:last]),
+                args.workspace,
+            ),
+            "max_marginals",
+        )
 
     run_chunks(pot, threads, job)
     return table, best
@@ -595,11 +684,11 @@ def _segment_rows(offsets: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 @dataclass
 class SpanViterbi:
-    inside: np.ndarray         # [K] best score of a path allowed at every token of span k (-inf if none)
-    outside: np.ndarray        # [K] best score of a path not allowed at some token of span k (-inf if none)
-    inside_paths: np.ndarray | None   # int32 [R] such paths over whole sentences, -1 if none (None if not requested)
+    inside: np.ndarray  # [K] best score of a path allowed at every token of span k (-inf if none)
+    outside: np.ndarray  # [K] best score of a path not allowed at some token of span k (-inf if none)
+    inside_paths: np.ndarray | None  # int32 [R] such paths over whole sentences, -1 if none (None if not requested)
     outside_paths: np.ndarray | None  # int32 [R]
-    path_offsets: np.ndarray   # int64 [K+1] span k's paths are rows path_offsets[k] .. path_offsets[k+1]-1
+    path_offsets: np.ndarray  # int64 [K+1] span k's paths are rows path_offsets[k] .. path_offsets[k+1]-1
 
     def span_paths(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """int32 [T] the inside and the outside path of span k (T = length of its sentence)."""
@@ -607,8 +696,9 @@ class SpanViterbi:
         return cast(np.ndarray, self.inside_paths)[rows], cast(np.ndarray, self.outside_paths)[rows]
 
 
-def span_viterbi(pot: Potentials, span_sentence, span_first, span_length, allowed,
-                 paths: bool = True, threads: int = 1) -> SpanViterbi:
+def span_viterbi(
+    pot: Potentials, span_sentence, span_first, span_length, allowed, paths: bool = True, threads: int = 1
+) -> SpanViterbi:
     """Best paths inside and outside a set of allowed states on each of K spans.
 
     Span k covers tokens span_first[k] .. span_first[k] + span_length[k] - 1 of
@@ -624,8 +714,10 @@ def span_viterbi(pot: Potentials, span_sentence, span_first, span_length, allowe
     length = _check_span_column("span_length", span_length)
     K, S = len(sentence), pot.topology.num_states
     if len(first) != K or len(length) != K:
-        raise ShapeError(f"span_sentence, span_first and span_length must have one entry per span, "
-                         f"got {K}, {len(first)} and {len(length)} entries")
+        raise ShapeError(
+            f"span_sentence, span_first and span_length must have one entry per span, "
+            f"got {K}, {len(first)} and {len(length)} entries"
+        )
     bad = np.flatnonzero((sentence < 0) | (sentence >= pot.num_sequences))
     if len(bad):
         raise LabelError(f"span {bad[0]}: sentence {sentence[bad[0]]} is out of range [0, {pot.num_sequences})")
@@ -636,12 +728,16 @@ def span_viterbi(pot: Potentials, span_sentence, span_first, span_length, allowe
     bad = np.flatnonzero((first < 0) | (first > sentence_length - length))
     if len(bad):
         k = bad[0]
-        raise ShapeError(f"span {k} covers tokens {first[k]} .. {first[k] + length[k] - 1} of sentence "
-                         f"{sentence[k]}, which has tokens 0 .. {sentence_length[k] - 1}")
+        raise ShapeError(
+            f"span {k} covers tokens {first[k]} .. {first[k] + length[k] - 1} of sentence "
+            f"{sentence[k]}, which has tokens 0 .. {sentence_length[k] - 1}"
+        )
     allowed = np.asarray(allowed)
     if allowed.dtype != np.bool_ or allowed.shape != (int(length.sum()), S):
-        raise ShapeError(f"allowed must be a bool array of shape ({int(length.sum())}, {S}), one row per span "
-                         f"token, got dtype {allowed.dtype} and shape {allowed.shape}")
+        raise ShapeError(
+            f"allowed must be a bool array of shape ({int(length.sum())}, {S}), one row per span "
+            f"token, got dtype {allowed.dtype} and shape {allowed.shape}"
+        )
     # the kernel takes spans sorted by sentence; results go back to the caller's order
     order = np.argsort(sentence, kind="stable")
     rank = np.argsort(order)  # position of each span in the sorted order
@@ -660,29 +756,40 @@ def span_viterbi(pot: Potentials, span_sentence, span_first, span_length, allowe
         args = _KernelArgs(pot, first_sentence, last_sentence, k=3)
         path_rows = slice(path_offsets[lo], path_offsets[hi])
         status = lib.fc_span_viterbi(
-            args.graph, args.scores, args.batch, hi - lo,
+            args.graph,
+            args.scores,
+            args.batch,
+            hi - lo,
             args._ptr("int32_t[]", (sentence[lo:hi] - first_sentence).astype(np.int32)),
-            args._ptr("int64_t[]", first[lo:hi]), args._ptr("int64_t[]", length[lo:hi]),
-            args._ptr("int64_t[]", mask_offsets[lo:hi + 1] - mask_offsets[lo]),
-            args._ptr("uint8_t[]", sorted_allowed[mask_offsets[lo]:mask_offsets[hi]]),
-            args._ptr("int64_t[]", path_offsets[lo:hi + 1] - path_offsets[lo]),
-            args.out(inside[lo:hi]), args.out(outside[lo:hi]),
+            args._ptr("int64_t[]", first[lo:hi]),
+            args._ptr("int64_t[]", length[lo:hi]),
+            args._ptr("int64_t[]", mask_offsets[lo : hi + 1] - mask_offsets[lo]),
+            args._ptr("uint8_t[]", sorted_allowed[mask_offsets[lo] : mask_offsets[hi]]),
+            args._ptr("int64_t[]", path_offsets[lo : hi + 1] - path_offsets[lo]),
+            args.out(inside[lo:hi]),
+            args.out(outside[lo:hi]),
             args.out(inside_paths[path_rows]) if inside_paths is not None else ffi.NULL,
-            args.out(outside_paths[path_rows]) if outside_paths is not None else ffi.NULL, args.workspace)
+            args.out(outside_paths[path_rows]) if outside_paths is not None else ffi.NULL,
+            args.workspace,
+        )
         check_status(status, "span_viterbi")
 
     run_chunks(pot, threads, job)
     path_rows = _segment_rows(path_offsets, rank)  # the sorted rows in the caller's order
-    return SpanViterbi(inside[rank], outside[rank], inside_paths[path_rows] if inside_paths is not None else None,
-                       outside_paths[path_rows] if outside_paths is not None else None,
-                       lengths_to_offsets(sentence_length))
+    return SpanViterbi(
+        inside[rank],
+        outside[rank],
+        inside_paths[path_rows] if inside_paths is not None else None,
+        outside_paths[path_rows] if outside_paths is not None else None,
+        lengths_to_offsets(sentence_length),
+    )
 
 
 @dataclass
 class KBest:
-    paths: np.ndarray   # int32 [k, N], -1 where the r-th path does not exist
+    paths: np.ndarray  # int32 [k, N], -1 where the r-th path does not exist
     scores: np.ndarray  # [B, k], -inf where it does not exist
-    found: np.ndarray   # int32 [B] number of paths found (<= k)
+    found: np.ndarray  # int32 [B] number of paths found (<= k)
 
     def sentence_paths(self, pot: Potentials, index: int) -> list[tuple[float, np.ndarray]]:
         """The (score, states) pairs of sentence ``index``, best first."""
@@ -694,13 +801,17 @@ def kbest(pot: Potentials, k: int, threads: int = 1) -> KBest:
     """The k best state sequences of every sentence, exactly, best first."""
     check_potentials(pot, "kbest")
     k = check_count(k, "k")
-    budget.check_work(k * pot.num_tokens * pot.topology.num_states,
-                      f"k-best lists (k={k}) over {pot.num_tokens} tokens and {pot.topology.num_states} states")
+    budget.check_work(
+        k * pot.num_tokens * pot.topology.num_states,
+        f"k-best lists (k={k}) over {pot.num_tokens} tokens and {pot.topology.num_states} states",
+    )
     t_max = int(pot.lengths.max())
     cells = t_max * pot.topology.num_states * k
-    if cells > 2 ** 31 - 1:
-        raise ShapeError(f"k-best tables would need {cells} cells (longest sentence {t_max} x "
-                         f"{pot.topology.num_states} states x k={k}); lower k or split long sentences")
+    if cells > 2**31 - 1:
+        raise ShapeError(
+            f"k-best tables would need {cells} cells (longest sentence {t_max} x "
+            f"{pot.topology.num_states} states x k={k}); lower k or split long sentences"
+        )
     paths = np.empty((k, pot.num_tokens), dtype=np.int32)
     scores = np.empty((pot.num_sequences, k))
     found = np.empty(pot.num_sequences, dtype=np.int32)
@@ -708,9 +819,19 @@ def kbest(pot: Potentials, k: int, threads: int = 1) -> KBest:
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last, k)
         chunk_paths = np.empty((k, args.token_range.stop - args.token_range.start), dtype=np.int32)
-        check_status(lib.fc_kbest(args.graph, args.scores, args.batch, k, args.out(chunk_paths),
-                                   args.out(scores[first:last]), args.out(found[first:last]),
-                                   args.workspace), "kbest")
+        check_status(
+            lib.fc_kbest(
+                args.graph,
+                args.scores,
+                args.batch,
+                k,
+                args.out(chunk_paths),
+                args.out(scores[first:last]),
+                args.out(found[first:last]),
+                args.workspace,
+            ),
+            "kbest",
+        )
         paths[:, args.token_range] = chunk_paths
 
     run_chunks(pot, threads, job)
@@ -724,17 +845,23 @@ def sample(pot: Potentials, num_samples: int, seed: int = 0, threads: int = 1) -
     num_samples = check_count(num_samples, "num_samples")
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
         raise ArgumentTypeError(f"seed must be an integer in [0, 2**64), got {type(seed).__name__} {seed!r}")
-    if not 0 <= seed < 2 ** 64:
+    if not 0 <= seed < 2**64:
         raise ShapeError(f"seed must be an integer in [0, 2**64), got {seed!r}")
-    budget.check_work(num_samples * pot.num_tokens * pot.topology.num_states,
-                      f"{num_samples} samples over {pot.num_tokens} tokens and {pot.topology.num_states} states")
+    budget.check_work(
+        num_samples * pot.num_tokens * pot.topology.num_states,
+        f"{num_samples} samples over {pot.num_tokens} tokens and {pot.topology.num_states} states",
+    )
     draws = np.empty((num_samples, pot.num_tokens), dtype=np.int32)
 
     def job(first: int, last: int):
         args = _KernelArgs(pot, first, last)
         chunk = np.empty((num_samples, args.token_range.stop - args.token_range.start), dtype=np.int32)
-        check_status(lib.fc_sample(args.graph, args.scores, args.batch, int(seed), first, num_samples,
-                                    args.out(chunk), args.workspace), "sample")
+        check_status(
+            lib.fc_sample(
+                args.graph, args.scores, args.batch, int(seed), first, num_samples, args.out(chunk), args.workspace
+            ),
+            "sample",
+        )
         draws[:, args.token_range] = chunk
 
     run_chunks(pot, threads, job)

@@ -6,11 +6,13 @@ gives sizes, training settings and a summary of the training history of a
 model or of a composition (:class:`~fstcrf.compose.JointModel`).  The weight
 layout is that of :mod:`fstcrf.encoding`.
 """
+
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -21,8 +23,20 @@ if TYPE_CHECKING:
     from .model import ChainCRF
 
 #: Options of algorithm "bandit" that ``info`` reports.
-BANDIT_OPTIONS = ("objective", "feedback", "draws", "baseline", "step", "learning_rate", "clip", "batch_size",
-                  "feedback_flip", "feedback_noise", "weighting", "max_ratio")
+BANDIT_OPTIONS = (
+    "objective",
+    "feedback",
+    "draws",
+    "baseline",
+    "step",
+    "learning_rate",
+    "clip",
+    "batch_size",
+    "feedback_flip",
+    "feedback_noise",
+    "weighting",
+    "max_ratio",
+)
 DEFAULT_TOP = 20
 
 
@@ -46,7 +60,7 @@ def output_names(model: ChainCRF) -> list[str]:
     """The name of each output [S + L] (see :mod:`fstcrf.encoding`): a state's name, or a
     tag label's name (order 2)."""
     topology = model.topology_
-    return list(topology.state_names) + list(topology.labels[:model.features_.num_labels])
+    return list(topology.state_names) + list(topology.labels[: model.features_.num_labels])
 
 
 def output_labels(model: ChainCRF) -> np.ndarray:
@@ -65,12 +79,15 @@ def state_weights(model: ChainCRF, label: str | None = None) -> Weights:
     features whose output is that label or a state of that label."""
     features = model.features_
     predicate = np.repeat(np.arange(features.num_predicates), np.diff(features.ptr))
-    keep = np.ones(features.num_features, dtype=bool) if label is None else \
-        output_labels(model)[features.output] == _label_index(model, label)
+    keep = (
+        np.ones(features.num_features, dtype=bool)
+        if label is None
+        else output_labels(model)[features.output] == _label_index(model, label)
+    )
     names, outputs = model.extractor_.predicate_names_, output_names(model)
     kept = np.flatnonzero(keep)
     keys = [(names[predicate[f]], outputs[features.output[f]]) for f in kept]
-    return Weights(keys, model.weights_[:features.num_features][kept])
+    return Weights(keys, model.weights_[: features.num_features][kept])
 
 
 def transition_weights(model: ChainCRF, label: str | None = None) -> Weights:
@@ -82,12 +99,16 @@ def transition_weights(model: ChainCRF, label: str | None = None) -> Weights:
     edge_keep = np.ones(E, dtype=bool)
     if label is not None:
         index = _label_index(model, label)
-        edge_keep = (topology.state_label[topology.edge_src] == index) | \
-                    (topology.state_label[topology.edge_dst] == index)
+        edge_keep = (topology.state_label[topology.edge_src] == index) | (
+            topology.state_label[topology.edge_dst] == index
+        )
     states = topology.state_names
-    keys = [(states[topology.edge_src[e]], states[topology.edge_dst[e]], row)
-            for row in rows for e in np.flatnonzero(edge_keep)]
-    values = model.weights_[model.features_.num_features:].reshape(len(rows), E)[:, edge_keep].ravel()
+    keys = [
+        (states[topology.edge_src[e]], states[topology.edge_dst[e]], row)
+        for row in rows
+        for e in np.flatnonzero(edge_keep)
+    ]
+    values = model.weights_[model.features_.num_features :].reshape(len(rows), E)[:, edge_keep].ravel()
     return Weights(keys, values)
 
 
@@ -96,17 +117,21 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     if not rows:
         return ["  (none)"]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  " + "  ".join([cell.ljust(width) for cell, width in zip(row[:-1], widths)]
-                             + [row[-1].rjust(widths[-1])]) for row in rows]
+    return [
+        "  " + "  ".join([cell.ljust(width) for cell, width in zip(row[:-1], widths)] + [row[-1].rjust(widths[-1])])
+        for row in rows
+    ]
 
 
 def _weight_lines(title: str, header: Sequence[str], weights: Weights, top: int) -> list[str]:
     lines = []
     for sign, indices in zip(("positive", "negative"), weights.largest(top)):
         lines.append(f"{title}: the {top} largest {sign} of {len(weights.values)}")
-        lines += _table([list(header) + ["weight"]]
-                        + [[*weights.keys[i], f"{weights.values[i]:.6f}"] for i in indices]
-                        if indices else [])
+        lines += _table(
+            [list(header) + ["weight"]] + [[*weights.keys[i], f"{weights.values[i]:.6f}"] for i in indices]
+            if indices
+            else []
+        )
     return lines
 
 
@@ -114,20 +139,28 @@ def dump_text(model: ChainCRF | JointModel, top: int = DEFAULT_TOP, label: str |
     """A fitted model as text: labels, topology, template, then the ``top`` largest positive
     and negative state and transition weights (only those of ``label`` when given)."""
     if not hasattr(model, "weights_"):
-        raise FstcrfError("dump reads one model, and this is a composition of models: dump each "
-                          "component's model file instead")
+        raise FstcrfError(
+            "dump reads one model, and this is a composition of models: dump each component's model file instead"
+        )
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
         raise FstcrfError(f"top must be a positive integer, got {top!r}")
     topology = model.topology_
     transitions = transition_weights(model, label)
-    lines = [f"labels ({len(model.labels_)}): {' '.join(model.labels_)}",
-             f"topology: {topology.name}, {topology.num_states} states, {topology.num_edges} edges",
-             "template:", *("  " + line for line in model.extractor_._template().text.splitlines())]
+    lines = [
+        f"labels ({len(model.labels_)}): {' '.join(model.labels_)}",
+        f"topology: {topology.name}, {topology.num_states} states, {topology.num_edges} edges",
+        "template:",
+        *("  " + line for line in model.extractor_._template().text.splitlines()),
+    ]
     lines += _weight_lines("state features", ("predicate", "output"), state_weights(model, label), top)
-    header = ("from", "to", "lower") if transitions.keys and len({key[2] for key in transitions.keys}) > 1 \
+    header = (
+        ("from", "to", "lower")
+        if transitions.keys and len({key[2] for key in transitions.keys}) > 1
         else ("from", "to")
-    lines += _weight_lines("transitions", header,
-                           Weights([key[:len(header)] for key in transitions.keys], transitions.values), top)
+    )
+    lines += _weight_lines(
+        "transitions", header, Weights([key[: len(header)] for key in transitions.keys], transitions.values), top
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -138,6 +171,7 @@ def dev_score(record: dict) -> float | None:
 
 def _template_name(template) -> str:
     from .model import TEMPLATES
+
     return template if isinstance(template, str) and template in TEMPLATES else "custom"
 
 
@@ -145,30 +179,53 @@ def _model_info(model: ChainCRF) -> list[tuple[str, str]]:
     """(field, value) pairs: sizes, training settings and the training history summary."""
     params = model.get_params()
     weights = model.weights_
-    fields = [("target", model.target_), ("labels", str(len(model.labels_))),
-              ("states", str(model.topology_.num_states)), ("edges", str(model.topology_.num_edges)),
-              ("predicates", str(model.features_.num_predicates)),
-              ("features", str(model.features_.num_features)), ("weights", str(len(weights))),
-              ("non-zero weights", str(int(np.count_nonzero(weights))))]
-    settings = [("algorithm", params["algorithm"]), ("order", params["order"]), ("sigma", params["sigma"]),
-                ("max_iter", params["max_iter"]), ("template", _template_name(params["template"])),
-                ("feature set", params["features"] or "default"), ("min_count", params["min_count"]),
-                ("grammar", params["grammar"]), ("reads", params["reads"])]
+    fields = [
+        ("target", model.target_),
+        ("labels", str(len(model.labels_))),
+        ("states", str(model.topology_.num_states)),
+        ("edges", str(model.topology_.num_edges)),
+        ("predicates", str(model.features_.num_predicates)),
+        ("features", str(model.features_.num_features)),
+        ("weights", str(len(weights))),
+        ("non-zero weights", str(int(np.count_nonzero(weights)))),
+    ]
+    settings = [
+        ("algorithm", params["algorithm"]),
+        ("order", params["order"]),
+        ("sigma", params["sigma"]),
+        ("max_iter", params["max_iter"]),
+        ("template", _template_name(params["template"])),
+        ("feature set", params["features"] or "default"),
+        ("min_count", params["min_count"]),
+        ("grammar", params["grammar"]),
+        ("reads", params["reads"]),
+    ]
     if params["algorithm"] == "bandit":
         settings += [(name, params[name]) for name in BANDIT_OPTIONS]
     fields += [(name, "none" if value is None else str(value)) for name, value in settings]
     history = model.history_
     scored = [record for record in history if dev_score(record) is not None]
     best = max(scored, key=dev_score) if scored else None
-    fields += [("iterations", str(model.n_iter_)), ("kept iteration", str(model.best_iteration_)),
-               ("interrupted", "yes" if model.interrupted_ else "no"),
-               ("final objective", f"{history[-1]['objective']:.6g}" if history else "none"),
-               ("best dev score", "none" if best is None else
-                f"{dev_score(best):.2f} {best.get('dev_metric') or 'F1'} (iteration {best['iteration']})"),
-               ("training seconds", f"{sum(record['seconds'] for record in history):.2f}")]
+    fields += [
+        ("iterations", str(model.n_iter_)),
+        ("kept iteration", str(model.best_iteration_)),
+        ("interrupted", "yes" if model.interrupted_ else "no"),
+        ("final objective", f"{history[-1]['objective']:.6g}" if history else "none"),
+        (
+            "best dev score",
+            "none"
+            if best is None
+            else f"{dev_score(best):.2f} {best.get('dev_metric') or 'F1'} (iteration {best['iteration']})",
+        ),
+        ("training seconds", f"{sum(record['seconds'] for record in history):.2f}"),
+    ]
     penalties = model.consistency_
-    fields.append(("consistency", "none" if penalties is None else
-                   f"penalties for {', '.join(penalties.types)}, scale {penalties.scale:g}"))
+    fields.append(
+        (
+            "consistency",
+            "none" if penalties is None else f"penalties for {', '.join(penalties.types)}, scale {penalties.scale:g}",
+        )
+    )
     return fields
 
 
@@ -186,8 +243,12 @@ def info_text(model: ChainCRF | JointModel, path: str | os.PathLike | None = Non
         return "\n".join(lines + _field_lines(_model_info(model))) + "\n"
     lines.append(f"composition of {len(components)} models, lowest first: {' -> '.join(model.targets)}")
     for k, component in enumerate(components):
-        relation = "" if k == 0 else ", compatibility with the one below: " + \
-            ("all pairs" if model.compatibility[k - 1] is None else "given")
+        relation = (
+            ""
+            if k == 0
+            else ", compatibility with the one below: "
+            + ("all pairs" if model.compatibility[k - 1] is None else "given")
+        )
         lines.append(f"component {k} (scale {model.scales[k]:g}{relation})")
         lines += _field_lines(_model_info(component), "  ")
     return "\n".join(lines) + "\n"

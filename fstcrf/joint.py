@@ -12,20 +12,38 @@ compatibility mask); it builds the dense cross-product :class:`Topology` on
 demand, which is the oracle and the exact fallback.  :class:`JointPotentials`
 holds the scores of a batch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence, cast
+from typing import cast
+from collections.abc import Sequence
 
 import numpy as np
 
 from . import budget
 from ._kernel import ffi, lib
 from .errors import CompositionError, ShapeError
-from .inference import (KBest, KernelBuffers, Potentials, SentenceBatch, Viterbi, as_float_array, check_status, run_chunks,
-                        check_count, check_emissions, check_flag, check_lengths, check_type, forward_backward, kbest,
-                        lengths_to_offsets, sample)
+from .inference import (
+    KBest,
+    KernelBuffers,
+    Potentials,
+    SentenceBatch,
+    Viterbi,
+    as_float_array,
+    check_status,
+    run_chunks,
+    check_count,
+    check_emissions,
+    check_flag,
+    check_lengths,
+    check_type,
+    forward_backward,
+    kbest,
+    lengths_to_offsets,
+    sample,
+)
 from .topology import Topology
 
 
@@ -49,7 +67,7 @@ class JointSpace:
             raise CompositionError("at most 64 components can be composed")
         self.sizes = tuple(t.num_states for t in self.components)
         self.num_states = int(np.prod(self.sizes))
-        if self.num_states > 2 ** 31 - 1:
+        if self.num_states > 2**31 - 1:
             raise CompositionError(f"the product space has {self.num_states} states, more than the kernel's 2^31 - 1")
         if allowed is None:
             self.allowed = None
@@ -133,10 +151,8 @@ class JointSpace:
         order = np.argsort(dst * np.int64(self.num_states) + src, kind="stable")
         # a product state is named by each component state's label and number ("NN#3|B-NP#7"):
         # unique, and free of the spaces that k-th order state names hold
-        names = ["|".join(f"{t.labels[t.state_label[s]]}#{s}" for t, s in zip(self.components, row))
-                 for row in states]
-        topology = Topology(names, np.arange(self.num_states), src[order], dst[order], start, final,
-                            name="product")
+        names = ["|".join(f"{t.labels[t.state_label[s]]}#{s}" for t, s in zip(self.components, row)) for row in states]
+        topology = Topology(names, np.arange(self.num_states), src[order], dst[order], start, final, name="product")
         return topology, edge_components[order]
 
 
@@ -149,14 +165,16 @@ def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]
     if len(component_emissions) != len(space.components):
         raise ShapeError(f"expected {len(space.components)} emission arrays, got {len(component_emissions)}")
     N = len(component_emissions[0])
-    views = []              # each component's scores, shaped to broadcast over the joint states
+    views = []  # each component's scores, shaped to broadcast over the joint states
     for k, scores in enumerate(component_emissions):
         scores = np.asarray(scores, dtype=np.float64)
         S_k = space.sizes[k]
         shape = [N] + [1] * len(space.sizes)
         if scores.ndim == 3 and k > 0:
             if scores.shape != (N, space.sizes[k - 1], S_k):
-                raise ShapeError(f"emissions[{k}] has shape {scores.shape}, expected ({N}, {space.sizes[k - 1]}, {S_k})")
+                raise ShapeError(
+                    f"emissions[{k}] has shape {scores.shape}, expected ({N}, {space.sizes[k - 1]}, {S_k})"
+                )
             shape[k] = space.sizes[k - 1]
         elif scores.shape != (N, S_k):
             raise ShapeError(f"emissions[{k}] has shape {scores.shape}, expected ({N}, {S_k})")
@@ -165,7 +183,7 @@ def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]
     total = np.empty((N,) + space.sizes)
     if len(views) == 1:
         total[...] = views[0]
-    else:                   # the first two components in one pass
+    else:  # the first two components in one pass
         np.add(views[0], views[1], out=total)
     for view in views[2:]:
         total += view
@@ -205,8 +223,12 @@ class JointPotentials(SentenceBatch):
             if scores.ndim == 1:
                 scores = np.broadcast_to(scores, shape)
             self.transitions.append(as_float_array(f"transitions[{k}]", scores, shape))
-        self.start = np.where(space.start, as_float_array("start", np.zeros(P) if start is None else start, (P,)), -np.inf)
-        self.final = np.where(space.final, as_float_array("final", np.zeros(P) if final is None else final, (P,)), -np.inf)
+        self.start = np.where(
+            space.start, as_float_array("start", np.zeros(P) if start is None else start, (P,)), -np.inf
+        )
+        self.final = np.where(
+            space.final, as_float_array("final", np.zeros(P) if final is None else final, (P,)), -np.inf
+        )
         space.check_lengths(self.lengths)
 
     def to_product(self) -> Potentials:
@@ -218,9 +240,14 @@ class JointPotentials(SentenceBatch):
         for k in range(len(space.components)):
             lower = np.zeros(len(trans), dtype=np.int64) if k == 0 else lower_states[:, k - 1]
             trans += self.transitions[k][lower, edge_components[:, k]]
-        return Potentials(space.product, self.emissions, self.lengths, trans,
-                          np.where(np.isfinite(self.start), self.start, 0.0),
-                          np.where(np.isfinite(self.final), self.final, 0.0))
+        return Potentials(
+            space.product,
+            self.emissions,
+            self.lengths,
+            trans,
+            np.where(np.isfinite(self.start), self.start, 0.0),
+            np.where(np.isfinite(self.final), self.final, 0.0),
+        )
 
 
 class _JointArgs(KernelBuffers):
@@ -240,12 +267,14 @@ class _JointArgs(KernelBuffers):
         self.joint.trans = self.trans
         self.joint.start = self._ptr("double[]", jp.start)
         self.joint.final = self._ptr("double[]", jp.final)
-        self.joint.allowed = (ffi.NULL if space.allowed is None
-                              else self._ptr("uint8_t[]", space.allowed.astype(np.uint8)))
+        self.joint.allowed = (
+            ffi.NULL if space.allowed is None else self._ptr("uint8_t[]", space.allowed.astype(np.uint8))
+        )
         self.fill_batch(jp, first, last)
         t_max = int(jp.lengths[first:last].max())
-        self.fill_workspace(lib.fc_joint_workspace_doubles(self.joint, t_max),
-                            lib.fc_joint_workspace_ints(self.joint, t_max), t_max)
+        self.fill_workspace(
+            lib.fc_joint_workspace_doubles(self.joint, t_max), lib.fc_joint_workspace_ints(self.joint, t_max), t_max
+        )
 
 
 @dataclass
@@ -255,13 +284,15 @@ class JointPosteriors:
     of the batch that take edge e of component k while component k-1 is in
     state l at the new token (L_0 = 1), i.e. the gradient of sum_b log Z_b in
     the transition scores of JointPotentials."""
+
     log_z: np.ndarray
     node_marginals: np.ndarray | None
     edge_counts: list[np.ndarray] | None
 
 
-def joint_posteriors(jp: JointPotentials, marginals: bool = True, edge_counts: bool = True,
-                     threads: int = 1) -> JointPosteriors:
+def joint_posteriors(
+    jp: JointPotentials, marginals: bool = True, edge_counts: bool = True, threads: int = 1
+) -> JointPosteriors:
     """log Z, joint node marginals and expected component edge counts, factorised.
 
     Sentences whose scores spread too widely for the linear domain are redone
@@ -278,11 +309,18 @@ def joint_posteriors(jp: JointPotentials, marginals: bool = True, edge_counts: b
     def job(first: int, last: int):
         args = _JointArgs(jp, first, last)
         counts = np.zeros(num_weights) if edge_counts else None
-        check_status(lib.fc_joint_forward_backward(
-            args.joint, args.batch, args.out(log_z[first:last]),
-            args.out(node[args.token_range]) if node is not None else ffi.NULL,
-            args.out(counts) if counts is not None else ffi.NULL,
-            args.out(redo[first:last]), args.workspace), "joint_posteriors")
+        check_status(
+            lib.fc_joint_forward_backward(
+                args.joint,
+                args.batch,
+                args.out(log_z[first:last]),
+                args.out(node[args.token_range]) if node is not None else ffi.NULL,
+                args.out(counts) if counts is not None else ffi.NULL,
+                args.out(redo[first:last]),
+                args.workspace,
+            ),
+            "joint_posteriors",
+        )
         return counts
 
     results = run_chunks(jp, threads, job)
@@ -291,15 +329,22 @@ def joint_posteriors(jp: JointPotentials, marginals: bool = True, edge_counts: b
         product = jp.to_product()
         for b in np.flatnonzero(redo):
             rows = jp.sentence(b)
-            single = Potentials(product.topology, product.emissions[rows], None, product.transitions,
-                                np.where(np.isfinite(product.start), product.start, 0.0),
-                                np.where(np.isfinite(product.final), product.final, 0.0))
+            single = Potentials(
+                product.topology,
+                product.emissions[rows],
+                None,
+                product.transitions,
+                np.where(np.isfinite(product.start), product.start, 0.0),
+                np.where(np.isfinite(product.final), product.final, 0.0),
+            )
             exact = forward_backward(single, marginals=marginals, edge_counts=edge_counts)
             log_z[b] = exact.log_z[0]
             if node is not None:
                 node[rows] = exact.node_marginals
             if total is not None:
-                total += np.concatenate([c.ravel() for c in product_edge_counts(space, cast(np.ndarray, exact.edge_counts))])
+                total += np.concatenate(
+                    [c.ravel() for c in product_edge_counts(space, cast(np.ndarray, exact.edge_counts))]
+                )
     if total is not None:
         blocks = np.cumsum([0] + [int(np.prod(space.transition_shape(k))) for k in range(len(space.components))])
         total = [total[lo:hi].reshape(space.transition_shape(k)) for k, (lo, hi) in enumerate(zip(blocks, blocks[1:]))]
@@ -335,8 +380,12 @@ def joint_viterbi(jp: JointPotentials, threads: int = 1) -> Viterbi:
 
     def job(first: int, last: int):
         args = _JointArgs(jp, first, last)
-        check_status(lib.fc_joint_viterbi(args.joint, args.batch, args.out(paths[args.token_range]),
-                                           args.out(scores[first:last]), args.workspace), "joint_viterbi")
+        check_status(
+            lib.fc_joint_viterbi(
+                args.joint, args.batch, args.out(paths[args.token_range]), args.out(scores[first:last]), args.workspace
+            ),
+            "joint_viterbi",
+        )
 
     run_chunks(jp, threads, job)
     return Viterbi(paths, scores)
@@ -347,8 +396,10 @@ def joint_kbest(jp: JointPotentials, k: int, threads: int = 1) -> KBest:
     (k-best lists do not factorise; this costs O(P^2) per token)."""
     _check_joint(jp, "joint_kbest")
     k = check_count(k, "k")
-    budget.check_work(k * jp.num_tokens * jp.space.num_states,
-                      f"joint k-best lists (k={k}) over {jp.num_tokens} tokens and {jp.space.num_states} joint states")
+    budget.check_work(
+        k * jp.num_tokens * jp.space.num_states,
+        f"joint k-best lists (k={k}) over {jp.num_tokens} tokens and {jp.space.num_states} joint states",
+    )
     return kbest(jp.to_product(), k, threads=threads)
 
 
@@ -356,14 +407,20 @@ def joint_sample(jp: JointPotentials, num_samples: int, seed: int = 0, threads: 
     """int32 [num_samples, N] exact joint draws, on the dense cross product."""
     _check_joint(jp, "joint_sample")
     num_samples = check_count(num_samples, "num_samples")
-    budget.check_work(num_samples * jp.num_tokens * jp.space.num_states,
-                      f"{num_samples} joint samples over {jp.num_tokens} tokens and {jp.space.num_states} joint states")
+    budget.check_work(
+        num_samples * jp.num_tokens * jp.space.num_states,
+        f"{num_samples} joint samples over {jp.num_tokens} tokens and {jp.space.num_states} joint states",
+    )
     return sample(jp.to_product(), num_samples, seed=seed, threads=threads)
 
 
 def _check_joint(jp, what: str) -> None:
-    check_type(jp, JointPotentials, f"{what}: the potentials",
-               "a JointPotentials (JointPotentials(space, emissions, ...) or JointModel.potentials(sentences))")
+    check_type(
+        jp,
+        JointPotentials,
+        f"{what}: the potentials",
+        "a JointPotentials (JointPotentials(space, emissions, ...) or JointModel.potentials(sentences))",
+    )
 
 
 def component_marginals(space: JointSpace, node_marginals: np.ndarray) -> list[np.ndarray]:

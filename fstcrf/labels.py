@@ -6,9 +6,10 @@ labels never hold that syntax (:func:`gold_label_set` takes the members of a
 set), and scoring predictions against gold with it raises LabelError
 (:mod:`fstcrf.evaluate`).
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -25,8 +26,10 @@ def chain_topology(order: int, labels: Sequence[str]) -> Topology:
     if order == 1:
         return first_order(labels)
     if OUTSIDE not in labels:
-        raise LabelError(f"a second-order model needs the outside tag {OUTSIDE!r} among the "
-                         f"labels (it is c_0 before every sentence); the labels are {', '.join(labels)}")
+        raise LabelError(
+            f"a second-order model needs the outside tag {OUTSIDE!r} among the "
+            f"labels (it is c_0 before every sentence); the labels are {', '.join(labels)}"
+        )
     return second_order(labels, outside=OUTSIDE)
 
 
@@ -37,8 +40,10 @@ def _label_options(value: str) -> list[str] | None:
     if LABEL_SET_SEPARATOR in value:
         options = value.split(LABEL_SET_SEPARATOR)
         if not all(options) or UNKNOWN_LABEL in options:
-            raise LabelError(f"label set {value!r} has an empty member or {UNKNOWN_LABEL!r}; "
-                             f"write labels separated by {LABEL_SET_SEPARATOR!r}, e.g. 'B-NP|I-NP'")
+            raise LabelError(
+                f"label set {value!r} has an empty member or {UNKNOWN_LABEL!r}; "
+                f"write labels separated by {LABEL_SET_SEPARATOR!r}, e.g. 'B-NP|I-NP'"
+            )
         return options
     return [value]
 
@@ -50,13 +55,11 @@ def gold_label_set(sentences: Sequence[Sequence[str]]) -> list[str]:
         for value in set(values):
             labels.update(_label_options(value) or ())
     if not labels:
-        raise LabelError("the gold column names no label: every token is unknown "
-                         f"({UNKNOWN_LABEL!r})")
+        raise LabelError(f"the gold column names no label: every token is unknown ({UNKNOWN_LABEL!r})")
     return sorted(labels)
 
 
-def parse_gold(topology: Topology, sentences: Sequence[Sequence[str]]
-                 ) -> tuple[np.ndarray, np.ndarray | None]:
+def parse_gold(topology: Topology, sentences: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray | None]:
     """(label index int64 [N], -1 where the gold value is not one label; the labels
     each token allows, bool [N, L], or None if every token has one label)."""
     index = {label: i for i, label in enumerate(topology.labels)}
@@ -99,15 +102,16 @@ def split_labels(topology: Topology, states: np.ndarray, offsets: np.ndarray) ->
     return [sentence.tolist() for sentence in np.split(labels, offsets[1:-1])]
 
 
-def label_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray,
-                 sentence_numbers: np.ndarray | None = None) -> np.ndarray:
+def label_states(
+    topology: Topology, label_ids: np.ndarray, offsets: np.ndarray, sentence_numbers: np.ndarray | None = None
+) -> np.ndarray:
     """int32 [N]: the state sequence of label index sequences int [N] (sentences cut at offsets).
 
     The topology is deterministic, so labels fix states; raises LabelError
     naming the first sentence whose labels it does not allow (numbered by
     ``sentence_numbers`` [B] when the sentences are a selection)."""
     S, L = topology.num_states, topology.num_labels
-    successor = np.full((S + 1, L), -1, dtype=np.int64)   # row S: no state (a dead path)
+    successor = np.full((S + 1, L), -1, dtype=np.int64)  # row S: no state (a dead path)
     successor[topology.edge_src, topology.state_label[topology.edge_dst]] = topology.edge_dst
     entry = np.full(L, -1, dtype=np.int64)
     starts = np.flatnonzero(topology.start)
@@ -119,12 +123,17 @@ def label_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray,
         rows = offsets[:-1][lengths > t] + t
         states[rows] = successor[states[rows - 1], label_ids[rows]]
     ends = offsets[1:] - 1
-    bad: np.ndarray | list[int] = np.flatnonzero((np.minimum.reduceat(states, offsets[:-1]) < 0)
-                         | ~topology.final[states[ends]]) if len(lengths) else []
+    bad: np.ndarray | list[int] = (
+        np.flatnonzero((np.minimum.reduceat(states, offsets[:-1]) < 0) | ~topology.final[states[ends]])
+        if len(lengths)
+        else []
+    )
     if len(bad):
         sentence = int(bad[0])
-        labels = [topology.labels[i] for i in label_ids[offsets[sentence]:offsets[sentence + 1]]]
+        labels = [topology.labels[i] for i in label_ids[offsets[sentence] : offsets[sentence + 1]]]
         number = sentence if sentence_numbers is None else int(sentence_numbers[sentence])
-        raise LabelError(f"sentence {number} ({' '.join(labels)}) is not allowed by the "
-                         f"{topology.name} topology ({len(bad)} such sentences)")
+        raise LabelError(
+            f"sentence {number} ({' '.join(labels)}) is not allowed by the "
+            f"{topology.name} topology ({len(bad)} such sentences)"
+        )
     return states.astype(np.int32)

@@ -7,6 +7,7 @@ weights are negated path scores.  In the tropical semiring shortestpath is
 Viterbi; in the log semiring shortestdistance from the start is -log Z.  OpenFst's
 "tropical" and "log" weights are single precision; "log64" keeps doubles.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,7 @@ from .inference import Potentials, check_potentials
 ARC_TYPES = ("tropical", "log", "log64")
 
 
-def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical",
-           symbols: str = "labels") -> pynini.Fst:
+def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical", symbols: str = "labels") -> pynini.Fst:
     """The lattice of one sentence of ``pot`` as an acceptor.
 
     Args:
@@ -51,11 +51,14 @@ def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical",
     keys = (topo.state_label + 1) if symbols == "labels" else np.arange(1, S + 1)
     fst = pynini.Fst(arc_type="standard" if arc_type == "tropical" else arc_type)
     if arc_type == "tropical":
+
         def weight(value):
             return value
     else:
+
         def weight(value):
             return pywrapfst.Weight(arc_type, value)
+
     initial = fst.add_state()
     fst.set_start(initial)
     first_node = initial + 1
@@ -80,8 +83,9 @@ def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical",
     return fst
 
 
-def write_lattice(pot: Potentials, path: str | os.PathLike, sentence: int = 0, arc_type: str = "tropical",
-                  symbols: str = "labels") -> None:
+def write_lattice(
+    pot: Potentials, path: str | os.PathLike, sentence: int = 0, arc_type: str = "tropical", symbols: str = "labels"
+) -> None:
     """Write the lattice of one sentence as an OpenFst binary ``.fst`` file, atomically.
 
     Raises OutputPathError, before any work, when ``path`` is a folder or its

@@ -36,6 +36,7 @@ The gradient of d_s is Phi(best path of the winning side) - Phi(best path of
 the other side); all segments of a block are folded into per-token state
 weights and counted by one pass of the feature loops.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -73,8 +74,9 @@ class Scheme:
                 kind[index] = BEGIN if prefix == "B" else INSIDE
                 chunk_type[index] = types.setdefault(name, len(types))
             else:
-                raise LabelError(f"F-score training reads chunks of IOB2 labels (O, B-X, I-X); "
-                                 f"label {label!r} is none of these")
+                raise LabelError(
+                    f"F-score training reads chunks of IOB2 labels (O, B-X, I-X); label {label!r} is none of these"
+                )
         inside_label = np.full(len(types), -1, dtype=np.int32)
         inside = np.flatnonzero(kind == INSIDE)
         inside_label[chunk_type[inside]] = inside
@@ -113,7 +115,7 @@ def read_segments(label_ids: np.ndarray, offsets: np.ndarray, scheme: Scheme) ->
     sentence_start = np.zeros(N, dtype=bool)
     sentence_start[offsets[:-1]] = True
     in_chunk = kind != OUTSIDE
-    continues = np.zeros(N, dtype=bool)      # token t continues the chunk of token t-1
+    continues = np.zeros(N, dtype=bool)  # token t continues the chunk of token t-1
     continues[1:] = (kind[1:] == INSIDE) & in_chunk[:-1] & (chunk_type[1:] == chunk_type[:-1])
     continues &= ~sentence_start
     starts = np.flatnonzero(in_chunk & ~continues)
@@ -121,12 +123,12 @@ def read_segments(label_ids: np.ndarray, offsets: np.ndarray, scheme: Scheme) ->
     breaks = np.flatnonzero(~continues)
     ends = np.append(breaks, N)[np.searchsorted(breaks, starts, side="right")] - 1
     sentence = np.searchsorted(offsets, starts, side="right") - 1
-    return Segments(sentence.astype(np.int64), starts - offsets[sentence], ends - offsets[sentence],
-                    chunk_type[starts])
+    return Segments(sentence.astype(np.int64), starts - offsets[sentence], ends - offsets[sentence], chunk_type[starts])
 
 
-def segment_boxes(segments: Segments, label_ids: np.ndarray, offsets: np.ndarray, scheme: Scheme,
-                  num_labels: int) -> tuple[np.ndarray, np.ndarray]:
+def segment_boxes(
+    segments: Segments, label_ids: np.ndarray, offsets: np.ndarray, scheme: Scheme, num_labels: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(span lengths int64 [K], allowed labels bool [R, L]): the box of each segment over
     its tokens and the token after it, rows of a segment consecutive; label_ids [N] are
     the sequences the segments were read from."""
@@ -159,14 +161,14 @@ def _ranges(lengths: np.ndarray) -> np.ndarray:
 class _BlockSpans:
     """The segments of one block of sentences and their span Viterbi results."""
 
-    first: int                  # the block's first sentence
-    segments: Segments          # [K] gold segments, then candidate false positives (block sentences)
-    rows: np.ndarray            # int64 [R]: block token row of each path entry
-    span_of_row: np.ndarray     # int64 [R]: the span each path entry belongs to
-    plus_paths: np.ndarray      # int32 [R]: the side d grows with (see the module doc)
-    minus_paths: np.ndarray     # int32 [R]
-    d: np.ndarray               # float [K]
-    gold: np.ndarray            # bool [K]: a gold segment (else a candidate false positive)
+    first: int  # the block's first sentence
+    segments: Segments  # [K] gold segments, then candidate false positives (block sentences)
+    rows: np.ndarray  # int64 [R]: block token row of each path entry
+    span_of_row: np.ndarray  # int64 [R]: the span each path entry belongs to
+    plus_paths: np.ndarray  # int32 [R]: the side d grows with (see the module doc)
+    minus_paths: np.ndarray  # int32 [R]
+    d: np.ndarray  # float [K]
+    gold: np.ndarray  # bool [K]: a gold segment (else a candidate false positive)
 
 
 class SegmentFScore:
@@ -174,11 +176,13 @@ class SegmentFScore:
     without the per-sentence methods); ``last_counts`` holds TP, FN, FP of the last
     evaluation.  The model's topology must be unconstrained and its labels IOB2."""
 
-    def __init__(self, scorer, encoded, gold_states: np.ndarray, alpha: float = 1.0,
-                 beta: float = 0.0, gamma: float = 1.0):
+    def __init__(
+        self, scorer, encoded, gold_states: np.ndarray, alpha: float = 1.0, beta: float = 0.0, gamma: float = 1.0
+    ):
         if scorer.constrained is not None:
-            raise FstcrfError("F-score training does not support a training grammar; decode "
-                              "under it instead (tag --grammar)")
+            raise FstcrfError(
+                "F-score training does not support a training grammar; decode under it instead (tag --grammar)"
+            )
         if np.any(gold_states < 0):
             raise FstcrfError("F-score training needs fully labelled sentences")
         self.scorer = scorer
@@ -203,30 +207,42 @@ class SegmentFScore:
     def _block_spans(self, theta: np.ndarray, first: int, last: int) -> _BlockSpans:
         encoded, offsets = self.encoded, self.encoded.offsets
         pot = self.scorer.potentials(encoded, theta, first, last)
-        local_offsets = offsets[first:last + 1] - offsets[first]
+        local_offsets = offsets[first : last + 1] - offsets[first]
         rival, has_rival = best_incorrect(pot, self.gold_states[encoded.token_rows(first, last)])
         rival_labels = self.topology.state_label[np.where(rival >= 0, rival, 0)]
         candidates = read_segments(rival_labels, local_offsets, self.scheme)
         candidates = candidates.select(has_rival[candidates.sentence])
-        candidate_keys = Segments(candidates.sentence + first, candidates.first, candidates.last,
-                                  candidates.chunk_type).keys(offsets, self._num_types)
+        candidate_keys = Segments(
+            candidates.sentence + first, candidates.first, candidates.last, candidates.chunk_type
+        ).keys(offsets, self._num_types)
         candidates = candidates.select(~_sorted_contains(self._gold_keys, candidate_keys))
 
         lo, hi = np.searchsorted(self.gold_segments.sentence, [first, last])
         gold_segments = self.gold_segments.select(slice(lo, hi))
-        gold_segments = Segments(gold_segments.sentence - first, gold_segments.first,
-                                 gold_segments.last, gold_segments.chunk_type)
-        gold_lengths, gold_allowed = segment_boxes(gold_segments, self.gold_labels[encoded.token_rows(first, last)],
-                                                   local_offsets, self.scheme, self.topology.num_labels)
-        cand_lengths, cand_allowed = segment_boxes(candidates, rival_labels, local_offsets, self.scheme,
-                                                   self.topology.num_labels)
+        gold_segments = Segments(
+            gold_segments.sentence - first, gold_segments.first, gold_segments.last, gold_segments.chunk_type
+        )
+        gold_lengths, gold_allowed = segment_boxes(
+            gold_segments,
+            self.gold_labels[encoded.token_rows(first, last)],
+            local_offsets,
+            self.scheme,
+            self.topology.num_labels,
+        )
+        cand_lengths, cand_allowed = segment_boxes(
+            candidates, rival_labels, local_offsets, self.scheme, self.topology.num_labels
+        )
         is_gold = np.concatenate([np.ones(len(gold_segments), bool), np.zeros(len(candidates), bool)])
-        segments = Segments(*(np.concatenate([getattr(gold_segments, name), getattr(candidates, name)])
-                              for name in ("sentence", "first", "last", "chunk_type")))
+        segments = Segments(
+            *(
+                np.concatenate([getattr(gold_segments, name), getattr(candidates, name)])
+                for name in ("sentence", "first", "last", "chunk_type")
+            )
+        )
         span_length = np.concatenate([gold_lengths, cand_lengths])
         allowed_states = np.concatenate([gold_allowed, cand_allowed])[:, self.topology.state_label]
         result = span_viterbi(pot, segments.sentence, segments.first, span_length, allowed_states)
-        assert result.inside_paths is not None and result.outside_paths is not None   # paths=True
+        assert result.inside_paths is not None and result.outside_paths is not None  # paths=True
 
         path_lengths = np.diff(result.path_offsets)
         gold_rows = np.repeat(is_gold, path_lengths)
@@ -241,9 +257,14 @@ class SegmentFScore:
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """r(theta) (see the module doc) and its gradient float [D]."""
         import scipy.special
-        blocks = [block for blocks in run_parallel(
-            lambda plan: [self._block_spans(theta, first, last) for first, last in plan], self._plans)
-            for block in blocks]
+
+        blocks = [
+            block
+            for blocks in run_parallel(
+                lambda plan: [self._block_spans(theta, first, last) for first, last in plan], self._plans
+            )
+            for block in blocks
+        ]
         d = np.concatenate([block.d for block in blocks])
         gold = np.concatenate([block.gold for block in blocks])
         smoothed = scipy.special.expit(self.alpha * d + self.beta)
@@ -251,13 +272,15 @@ class SegmentFScore:
         false_negatives = float(np.sum(smoothed[gold]))
         false_positives = float(np.sum(smoothed[~gold]))
         self.last_counts = (true_positives, false_negatives, false_positives)
-        g2 = self.gamma ** 2
+        g2 = self.gamma**2
         numerator = g2 * false_negatives + false_positives
         denominator = (1.0 + g2) * true_positives
         if denominator <= 0.0:
-            raise FstcrfError("F-score training: every gold chunk is missed with certainty "
-                              "(smoothed TP = 0); start from trained weights")
-        dr_dl = np.where(gold, g2 / denominator + (1.0 + g2) * numerator / denominator ** 2, 1.0 / denominator)
+            raise FstcrfError(
+                "F-score training: every gold chunk is missed with certainty "
+                "(smoothed TP = 0); start from trained weights"
+            )
+        dr_dl = np.where(gold, g2 / denominator + (1.0 + g2) * numerator / denominator**2, 1.0 / denominator)
         weight = dr_dl * self.alpha * smoothed * (1.0 - smoothed)
         weight[~np.isfinite(d)] = 0.0
 
@@ -285,19 +308,23 @@ class SegmentFScore:
         n = int(self.encoded.offsets[last] - self.encoded.offsets[first])
         row_weight = weights[block.span_of_row][keep]
         rows, plus, minus = block.rows[keep], block.plus_paths[keep], block.minus_paths[keep]
-        state_weights = (np.bincount(rows * S + plus, weights=row_weight, minlength=n * S)
-                         - np.bincount(rows * S + minus, weights=row_weight, minlength=n * S))
+        state_weights = np.bincount(rows * S + plus, weights=row_weight, minlength=n * S) - np.bincount(
+            rows * S + minus, weights=row_weight, minlength=n * S
+        )
         self.scorer.features.accumulate(self.encoded.tokens(first, last), state_weights.reshape(n, S), out[:F])
         # transitions: consecutive entries of one span's (whole-sentence) paths, each
         # into a token of its transition class
         spans = block.span_of_row[keep]
         linked = np.flatnonzero(spans[1:] == spans[:-1]) + 1
-        token_class = (None if self.encoded.token_class is None
-                       else self.encoded.token_class[self.encoded.offsets[first] + rows[linked]])
+        token_class = (
+            None
+            if self.encoded.token_class is None
+            else self.encoded.token_class[self.encoded.offsets[first] + rows[linked]]
+        )
         layout = self.scorer.transitions
-        counts = (layout.path_counts(self._edge_table[plus[linked - 1], plus[linked]], token_class, row_weight[linked])
-                  - layout.path_counts(self._edge_table[minus[linked - 1], minus[linked]], token_class,
-                                       row_weight[linked]))
+        counts = layout.path_counts(
+            self._edge_table[plus[linked - 1], plus[linked]], token_class, row_weight[linked]
+        ) - layout.path_counts(self._edge_table[minus[linked - 1], minus[linked]], token_class, row_weight[linked])
         out[F:] += layout.gradient(counts)
 
 

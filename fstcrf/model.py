@@ -8,29 +8,43 @@ objective), :mod:`fstcrf.train` (the algorithms) and :mod:`fstcrf.modelfile`
 (model files; :func:`save_model` and :func:`load_model` are importable from
 here too).
 """
+
 from __future__ import annotations
 
 import logging
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pynini
 
 from . import train
 from .conll import Corpus, Sentence, as_corpus, as_sentences
-from .encoding import (FEATURE_SETS, EncodedSentences, TransitionWeights, build_features, drop_zero_features,
-                       token_classes)
-from .errors import (ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError,
-                     TemplateError)
+from .encoding import (
+    FEATURE_SETS,
+    EncodedSentences,
+    TransitionWeights,
+    build_features,
+    drop_zero_features,
+    token_classes,
+)
+from .errors import ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError, TemplateError
 from .evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
 from .features import TEMPLATES, FeatureExtractor, Template, check_reading_template, resolve_template
 from .grammar import Grammar, compile_grammar, load_grammar, restrict_to
 from .inference import Potentials, blas_single_threaded, kbest, log_partition, sample
 from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
 from .modelfile import load_model, save_model
-from .bandit_settings import (DEFAULT_DRAWS, DEFAULT_LEARNING_RATE, DEFAULT_SIGMA, SGD_LEARNING_RATE, SIGMA_RANGE, WEIGHTINGS,
-                              BanditSettings, check_positive)
+from .bandit_settings import (
+    DEFAULT_DRAWS,
+    DEFAULT_LEARNING_RATE,
+    DEFAULT_SIGMA,
+    SGD_LEARNING_RATE,
+    SIGMA_RANGE,
+    WEIGHTINGS,
+    BanditSettings,
+    check_positive,
+)
 from .objective import Scorer, TrainingSet, seen_edges
 from .phases import phase
 
@@ -52,25 +66,77 @@ def _new_extractor(template, min_count: int):
 
 
 #: The arguments of a learner that ChainCRF sets itself (the rest are algorithm_params).
-_LEARNER_ARGUMENTS = frozenset({"problem", "sigma", "c2", "l1", "max_iter", "tol", "evaluate", "callback",
-                                "initial", "name", "seed", "learning_rate", "frozen"})
+_LEARNER_ARGUMENTS = frozenset(
+    {
+        "problem",
+        "sigma",
+        "c2",
+        "l1",
+        "max_iter",
+        "tol",
+        "evaluate",
+        "callback",
+        "initial",
+        "name",
+        "seed",
+        "learning_rate",
+        "frozen",
+    }
+)
 
 
 def _learner(algorithm: str):
     """The training function of an algorithm of fstcrf.train or fstcrf.online."""
     if algorithm in ("pa", "arow", "l2sgd"):
         from . import online
+
         return {"pa": online.passive_aggressive, "arow": online.arow, "l2sgd": online.l2sgd}[algorithm]
-    return {"lbfgs": train.lbfgs, "mce-f": train.lbfgs, "perceptron": train.averaged_perceptron,
-            "ap": train.averaged_perceptron, "sgd": train.sgd}.get(algorithm)
+    return {
+        "lbfgs": train.lbfgs,
+        "mce-f": train.lbfgs,
+        "perceptron": train.averaged_perceptron,
+        "ap": train.averaged_perceptron,
+        "sgd": train.sgd,
+    }.get(algorithm)
 
 
-_PARAMS = ("template", "order", "algorithm", "sigma", "c1", "max_iter", "features", "min_count", "min_freq",
-           "transitions", "algorithm_params",
-           "threads", "tol", "learning_rate", "seed", "grammar", "grammar_params", "reads",
-           "read_transitions", "mce_c", "mce_iter", "mce_alpha", "mce_beta", "objective", "feedback", "draws",
-           "baseline", "step", "clip", "batch_size", "feedback_flip", "feedback_noise", "weighting", "max_ratio",
-           "client")
+_PARAMS = (
+    "template",
+    "order",
+    "algorithm",
+    "sigma",
+    "c1",
+    "max_iter",
+    "features",
+    "min_count",
+    "min_freq",
+    "transitions",
+    "algorithm_params",
+    "threads",
+    "tol",
+    "learning_rate",
+    "seed",
+    "grammar",
+    "grammar_params",
+    "reads",
+    "read_transitions",
+    "mce_c",
+    "mce_iter",
+    "mce_alpha",
+    "mce_beta",
+    "objective",
+    "feedback",
+    "draws",
+    "baseline",
+    "step",
+    "clip",
+    "batch_size",
+    "feedback_flip",
+    "feedback_noise",
+    "weighting",
+    "max_ratio",
+    "client",
+)
 
 
 class ChainCRF:
@@ -181,18 +247,44 @@ class ChainCRF:
     :mod:`fstcrf.document`, or None; ``fit`` leaves it None).
     """
 
-    def __init__(self, template: Template | str = "sha-pereira", order: int = 1,
-                 algorithm: str = "lbfgs", sigma: float = DEFAULT_SIGMA, c1: float = 0.0, max_iter: int = 100,
-                 features: str | None = None, min_count: int = 1, min_freq: float = 0.0,
-                 transitions: str = "all", algorithm_params: dict | None = None, threads: int = 2,
-                 tol: float = 1e-7, learning_rate: float | None = None, seed: int = 0,
-                 grammar: str | None = None, grammar_params: dict | None = None,
-                 reads: str | None = None, read_transitions: bool = True, mce_c: float = 1e7,
-                 mce_iter: int = 8, mce_alpha: float = 1.0, mce_beta: float = 0.0, objective: str = "expected",
-                 feedback="f1", draws: int = DEFAULT_DRAWS,
-                 baseline: str | None = None, step: str = "adam", clip: float = 0.0, batch_size: int = 16,
-                 feedback_flip: float = 0.0, feedback_noise: float = 0.0,
-                 weighting: str = "self-normalised", max_ratio: float = 10.0, client=None):
+    def __init__(
+        self,
+        template: Template | str = "sha-pereira",
+        order: int = 1,
+        algorithm: str = "lbfgs",
+        sigma: float = DEFAULT_SIGMA,
+        c1: float = 0.0,
+        max_iter: int = 100,
+        features: str | None = None,
+        min_count: int = 1,
+        min_freq: float = 0.0,
+        transitions: str = "all",
+        algorithm_params: dict | None = None,
+        threads: int = 2,
+        tol: float = 1e-7,
+        learning_rate: float | None = None,
+        seed: int = 0,
+        grammar: str | None = None,
+        grammar_params: dict | None = None,
+        reads: str | None = None,
+        read_transitions: bool = True,
+        mce_c: float = 1e7,
+        mce_iter: int = 8,
+        mce_alpha: float = 1.0,
+        mce_beta: float = 0.0,
+        objective: str = "expected",
+        feedback="f1",
+        draws: int = DEFAULT_DRAWS,
+        baseline: str | None = None,
+        step: str = "adam",
+        clip: float = 0.0,
+        batch_size: int = 16,
+        feedback_flip: float = 0.0,
+        feedback_noise: float = 0.0,
+        weighting: str = "self-normalised",
+        max_ratio: float = 10.0,
+        client=None,
+    ):
         self.template = template
         self.order = order
         self.algorithm = algorithm
@@ -239,8 +331,9 @@ class ChainCRF:
         They are checked when ``fit`` runs."""
         unknown = sorted(set(params) - set(_PARAMS))
         if unknown:
-            raise FstcrfError(f"ChainCRF has no parameter {', '.join(map(repr, unknown))}; its "
-                              f"parameters are {', '.join(_PARAMS)}")
+            raise FstcrfError(
+                f"ChainCRF has no parameter {', '.join(map(repr, unknown))}; its parameters are {', '.join(_PARAMS)}"
+            )
         for name, value in params.items():
             setattr(self, name, value)
         return self
@@ -253,11 +346,12 @@ class ChainCRF:
         if self.features is not None and self.features not in FEATURE_SETS:
             raise FstcrfError(f"features must be one of {', '.join(FEATURE_SETS)} or None, got {self.features!r}")
         if self.algorithm == "bandit" and self.features not in (None, "complete"):
-            raise FstcrfError(f"algorithm 'bandit' never sees gold labels, so it cannot choose the "
-                              f"{self.features!r} features they support; use features='complete' (or None)")
+            raise FstcrfError(
+                f"algorithm 'bandit' never sees gold labels, so it cannot choose the "
+                f"{self.features!r} features they support; use features='complete' (or None)"
+            )
         if self.features == "complete-tags" and self.order != 2:
-            raise FstcrfError("features='complete-tags' needs order=2 (in order 1 states are "
-                              "tags: use 'complete')")
+            raise FstcrfError("features='complete-tags' needs order=2 (in order 1 states are tags: use 'complete')")
         check_positive("threads", self.threads, integer=True)
         check_positive("sigma", self.sigma, bounds=SIGMA_RANGE, infinite=True)
         check_positive("max_iter", self.max_iter, integer=True)
@@ -265,8 +359,10 @@ class ChainCRF:
         check_positive("c1", self.c1, zero=True)
         check_positive("min_freq", self.min_freq, zero=True)
         if self.c1 > 0 and self.algorithm not in ("lbfgs", "mce-f"):
-            raise FstcrfError(f"c1 (an L1 penalty) is trained by OWL-QN, with algorithm 'lbfgs' or "
-                              f"'mce-f'; algorithm {self.algorithm!r} has no L1 penalty")
+            raise FstcrfError(
+                f"c1 (an L1 penalty) is trained by OWL-QN, with algorithm 'lbfgs' or "
+                f"'mce-f'; algorithm {self.algorithm!r} has no L1 penalty"
+            )
         if self.transitions not in TRANSITION_SETS:
             raise FstcrfError(f"transitions must be one of {', '.join(TRANSITION_SETS)}, got {self.transitions!r}")
         if self.transitions == "seen" and (self.algorithm == "bandit" or self.reads is not None):
@@ -276,8 +372,7 @@ class ChainCRF:
         if self.learning_rate is not None:
             check_positive("learning_rate", self.learning_rate)
         # mce_c is the F-score stage's prior variance: sigma = sqrt(mce_c)
-        check_positive("mce_c", self.mce_c, bounds=tuple(x ** 2 for x in SIGMA_RANGE),
-                             infinite=True)
+        check_positive("mce_c", self.mce_c, bounds=tuple(x**2 for x in SIGMA_RANGE), infinite=True)
         check_positive("mce_iter", self.mce_iter, integer=True)
         check_positive("mce_alpha", self.mce_alpha)
         if not isinstance(self.mce_beta, (int, float, np.floating)) or not np.isfinite(self.mce_beta):
@@ -287,33 +382,44 @@ class ChainCRF:
         if not (self.reads is None or isinstance(self.reads, str)):
             raise ArgumentTypeError(f"reads must be a column name or None, got {type(self.reads).__name__}")
         if not (self.grammar_params is None or isinstance(self.grammar_params, dict)):
-            raise ArgumentTypeError(f"grammar_params must be a dict or None, got "
-                                    f"{type(self.grammar_params).__name__}")
+            raise ArgumentTypeError(f"grammar_params must be a dict or None, got {type(self.grammar_params).__name__}")
         if self.weighting not in WEIGHTINGS:
             raise FstcrfError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
         check_positive("max_ratio", self.max_ratio)
         if self.algorithm == "bandit":
             self._bandit_settings().check()
             if self.grammar is not None or self.reads is not None:
-                raise FstcrfError("algorithm 'bandit' does not train under a grammar nor read a lower "
-                                  "tagger's labels yet; decode under a grammar instead")
+                raise FstcrfError(
+                    "algorithm 'bandit' does not train under a grammar nor read a lower "
+                    "tagger's labels yet; decode under a grammar instead"
+                )
 
     def _learner_params(self) -> dict:
         """``algorithm_params`` checked against the learner's settings (FstcrfError names
         the unknown ones and those the algorithm takes)."""
         params = dict(self.algorithm_params or {})
         if self.algorithm_params is not None and not isinstance(self.algorithm_params, dict):
-            raise ArgumentTypeError(f"algorithm_params must be a dict or None, got "
-                                    f"{type(self.algorithm_params).__name__}")
+            raise ArgumentTypeError(
+                f"algorithm_params must be a dict or None, got {type(self.algorithm_params).__name__}"
+            )
         learner = _learner(self.algorithm)
         import inspect
-        accepted = [] if learner is None else [
-            name for name, parameter in inspect.signature(learner).parameters.items()
-            if name not in _LEARNER_ARGUMENTS and parameter.kind is not inspect.Parameter.VAR_KEYWORD]
+
+        accepted = (
+            []
+            if learner is None
+            else [
+                name
+                for name, parameter in inspect.signature(learner).parameters.items()
+                if name not in _LEARNER_ARGUMENTS and parameter.kind is not inspect.Parameter.VAR_KEYWORD
+            ]
+        )
         unknown = sorted(set(params) - set(accepted))
         if unknown:
-            raise FstcrfError(f"algorithm {self.algorithm!r} has no setting {', '.join(map(repr, unknown))}; "
-                              f"its settings are {', '.join(accepted) or 'none'}")
+            raise FstcrfError(
+                f"algorithm {self.algorithm!r} has no setting {', '.join(map(repr, unknown))}; "
+                f"its settings are {', '.join(accepted) or 'none'}"
+            )
         return params
 
     @staticmethod
@@ -329,8 +435,13 @@ class ChainCRF:
         logger.info("selecting on dev %s", "chunk F1" if is_chunk_labels(gold) else "token accuracy")
         return dev, gold
 
-    def _dev_evaluator(self, dev_gold: tuple[Corpus, list[list[str]]] | None, extractor: FeatureExtractor,
-                       scorer: Scorer, lower_labels: Sequence[str] | None):
+    def _dev_evaluator(
+        self,
+        dev_gold: tuple[Corpus, list[list[str]]] | None,
+        extractor: FeatureExtractor,
+        scorer: Scorer,
+        lower_labels: Sequence[str] | None,
+    ):
         """The dev scoring function of training (None without dev): weights -> scores of
         the predicted column against ``dev_gold`` (from :meth:`_dev_gold`): chunk F1
         for chunk labels, else accuracy."""
@@ -346,33 +457,44 @@ class ChainCRF:
 
     def _bandit_settings(self) -> BanditSettings:
         rate = DEFAULT_LEARNING_RATE if self.learning_rate is None else self.learning_rate
-        return BanditSettings(self.objective, self.draws, self.baseline, self.step, rate,
-                                     self.clip, self.batch_size, self.max_iter, self.seed)
+        return BanditSettings(
+            self.objective,
+            self.draws,
+            self.baseline,
+            self.step,
+            rate,
+            self.clip,
+            self.batch_size,
+            self.max_iter,
+            self.seed,
+        )
 
     def _bandit_feedback(self, corpus: Corpus, target: str):
         """The feedback source of algorithm "bandit" (its ``labels`` are the model's)."""
         from .feedback import CallableFeedback, simulated_feedback
+
         if hasattr(self.feedback, "gains") and hasattr(self.feedback, "labels"):
             return self.feedback
         labels = gold_label_set(corpus.column(target))
         if callable(self.feedback):
             return CallableFeedback(self.feedback, corpus.sentences, labels)
-        return simulated_feedback(corpus.sentences, target, labels, self.feedback, self.feedback_flip,
-                                  self.feedback_noise, self.seed)
+        return simulated_feedback(
+            corpus.sentences, target, labels, self.feedback, self.feedback_flip, self.feedback_noise, self.seed
+        )
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "weights_"):
             raise FstcrfError("this ChainCRF is not fitted; call fit or load_model first")
 
-    def _transition_layout(self, num_edges: int, lower_labels: Sequence[str] | None,
-                           active: np.ndarray | None = None) -> TransitionWeights:
+    def _transition_layout(
+        self, num_edges: int, lower_labels: Sequence[str] | None, active: np.ndarray | None = None
+    ) -> TransitionWeights:
         """How the transition weights are laid out, given the lower labels seen in
         training and the edges with a weight (None: all)."""
         reading = self.reads is not None and self.read_transitions
         return TransitionWeights(num_edges, len(lower_labels or ()) if reading else 0, active)
 
-    def _token_classes(self, sentences: Sequence[Sentence], lower_labels: Sequence[str] | None
-                       ) -> np.ndarray | None:
+    def _token_classes(self, sentences: Sequence[Sentence], lower_labels: Sequence[str] | None) -> np.ndarray | None:
         """int32 [N]: the transition class of each token, the index of its ``reads`` value
         among lower_labels (len(lower_labels) for a value unseen in training); None when
         the transitions do not read a lower label."""
@@ -383,12 +505,18 @@ class ChainCRF:
     def _encode(self, sentences: Sequence[Sentence]) -> EncodedSentences:
         """Sentences encoded by the fitted extractor, with their transition classes."""
         with phase("features"):
-            return EncodedSentences.from_corpus(self.extractor_, sentences,
-                                                token_class=self._token_classes(sentences, self.lower_labels_))
+            return EncodedSentences.from_corpus(
+                self.extractor_, sentences, token_class=self._token_classes(sentences, self.lower_labels_)
+            )
 
     def _scorer(self) -> Scorer:
-        return Scorer(self.features_, self.topology_, int(self.threads), self.constraint_,
-                      self._transition_layout(self.topology_.num_edges, self.lower_labels_, self.active_edges_))
+        return Scorer(
+            self.features_,
+            self.topology_,
+            int(self.threads),
+            self.constraint_,
+            self._transition_layout(self.topology_.num_edges, self.lower_labels_, self.active_edges_),
+        )
 
     def transition_scores(self, lower_labels: Sequence[str]) -> np.ndarray:
         """float [K, E]: the transition scores when the lower label at the new token is
@@ -397,15 +525,23 @@ class ChainCRF:
         self._check_fitted()
         F = self.features_.num_features
         table = self._scorer().transitions.scores(self.weights_[F:])
-        classes = self._token_classes([Sentence({self.reads: list(lower_labels)})], self.lower_labels_) \
-            if table.ndim == 2 else np.zeros(len(lower_labels), dtype=np.int64)
+        classes = (
+            self._token_classes([Sentence({self.reads: list(lower_labels)})], self.lower_labels_)
+            if table.ndim == 2
+            else np.zeros(len(lower_labels), dtype=np.int64)
+        )
         return np.atleast_2d(table)[classes]
 
     # -- training ------------------------------------------------------------
     @blas_single_threaded()
-    def fit(self, corpus: Corpus | Sequence[Sentence], target: str = "chunk",
-            dev: Corpus | Sequence[Sentence] | None = None, callback: train.Callback | None = None,
-            init: ChainCRF | None = None) -> ChainCRF:
+    def fit(
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        target: str = "chunk",
+        dev: Corpus | Sequence[Sentence] | None = None,
+        callback: train.Callback | None = None,
+        init: ChainCRF | None = None,
+    ) -> ChainCRF:
         """Learn the labels of column ``target`` of ``corpus``.
 
         With ``dev`` the weights of the iteration with the best dev score are
@@ -419,6 +555,7 @@ class ChainCRF:
         """
         if self.client is not None:
             from .distributed.fit import fit_on_dask
+
             return fit_on_dask(self, corpus, self.client, target, dev, callback, init=init)
         self._check_params()
         corpus = as_corpus(corpus, "ChainCRF.fit")
@@ -428,12 +565,14 @@ class ChainCRF:
             raise EmptySequenceError("the training corpus has no sentences")
         template = self._template_of(init)
         if target in template.columns:
-            raise TemplateError(f"the template reads column {target!r}, the column the model "
-                                "learns to predict; at tagging time that column is unknown")
+            raise TemplateError(
+                f"the template reads column {target!r}, the column the model "
+                "learns to predict; at tagging time that column is unknown"
+            )
         if self.reads is not None:
             check_reading_template(template, self.reads, target, corpus.column_names)
         feedback = gold_labels = None
-        if self.algorithm == "bandit":          # the learner reads labels from the feedback only
+        if self.algorithm == "bandit":  # the learner reads labels from the feedback only
             feedback = self._bandit_feedback(corpus, target)
         else:
             gold_labels = corpus.column(target)
@@ -443,31 +582,64 @@ class ChainCRF:
         else:
             labels = gold_label_set(gold_labels) if feedback is None else list(feedback.labels)
             if len(labels) == 1:
-                logger.warning("every training label of column %r is %r: the model can only predict %r",
-                               target, labels[0], labels[0])
+                logger.warning(
+                    "every training label of column %r is %r: the model can only predict %r",
+                    target,
+                    labels[0],
+                    labels[0],
+                )
             topology = chain_topology(self.order, labels)
             extractor = _new_extractor(template, self.min_count)
         constraint = self._training_constraint(topology)
-        lower_labels = (init.lower_labels_ if init is not None else None if self.reads is None else
-                        sorted({value for values in corpus.column(self.reads) for value in values}))
+        lower_labels = (
+            init.lower_labels_
+            if init is not None
+            else None
+            if self.reads is None
+            else sorted({value for values in corpus.column(self.reads) for value in values})
+        )
         with phase("features"):
-            encoded = EncodedSentences.from_corpus(extractor, corpus, fit=init is None,
-                                                   token_class=self._token_classes(corpus, lower_labels))
+            encoded = EncodedSentences.from_corpus(
+                extractor, corpus, fit=init is None, token_class=self._token_classes(corpus, lower_labels)
+            )
         label_ids = states = allowed_labels = None
         if gold_labels is not None:
             label_ids, allowed_labels = parse_gold(topology, gold_labels)
             states = gold_states(topology, label_ids, encoded.offsets)
         if allowed_labels is not None and self.algorithm not in ("lbfgs", "sgd", "bandit"):
-            raise FstcrfError(f"algorithm {self.algorithm!r} needs fully labelled training data; train "
-                              "partially labelled data with algorithm='lbfgs' or 'sgd'")
+            raise FstcrfError(
+                f"algorithm {self.algorithm!r} needs fully labelled training data; train "
+                "partially labelled data with algorithm='lbfgs' or 'sgd'"
+            )
         feature_set = self.features or ("complete" if self.algorithm == "bandit" else "supported")
-        features = init.features_ if init is not None else build_features(
-            encoded, label_ids if self.order == 1 else states, label_ids, topology, self.order,
-            feature_set, extractor.column_of(BIAS), self.min_freq)
-        active_edges = (init.active_edges_ if init is not None else
-                        seen_edges(topology, states, encoded.offsets) if self.transitions == "seen" else None)
-        scorer = Scorer(features, topology, int(self.threads), constraint,
-                        self._transition_layout(topology.num_edges, lower_labels, active_edges))
+        features = (
+            init.features_
+            if init is not None
+            else build_features(
+                encoded,
+                label_ids if self.order == 1 else states,
+                label_ids,
+                topology,
+                self.order,
+                feature_set,
+                extractor.column_of(BIAS),
+                self.min_freq,
+            )
+        )
+        active_edges = (
+            init.active_edges_
+            if init is not None
+            else seen_edges(topology, states, encoded.offsets)
+            if self.transitions == "seen"
+            else None
+        )
+        scorer = Scorer(
+            features,
+            topology,
+            int(self.threads),
+            constraint,
+            self._transition_layout(topology.num_edges, lower_labels, active_edges),
+        )
         problem = TrainingSet(scorer, encoded, states, allowed_labels) if feedback is None else None
         evaluate = self._dev_evaluator(dev_gold, extractor, scorer, lower_labels)
 
@@ -475,44 +647,95 @@ class ChainCRF:
         if self.algorithm == "bandit":
             order = np.random.default_rng(self.seed).permutation(len(corpus))
             from . import bandit
+
             sampled = bandit.SampledGradient(scorer, bandit.permuted(encoded, order))
             try:
                 result = bandit.learn(sampled, feedback, self._bandit_settings(), order, evaluate, callback)
-            except FeedbackError as error:      # keep what was learnt, then report the feedback's fault
+            except FeedbackError as error:  # keep what was learnt, then report the feedback's fault
                 result, stopped_by = error.result, error
         elif self.algorithm in ("perceptron", "ap"):
-            result = train.averaged_perceptron(problem, self.max_iter, self.seed, evaluate, callback,
-                                               **self._learner_params())
+            result = train.averaged_perceptron(
+                problem, self.max_iter, self.seed, evaluate, callback, **self._learner_params()
+            )
         elif self.algorithm == "sgd":
-            result = train.sgd(problem, self.sigma, self.max_iter,
-                               SGD_LEARNING_RATE if self.learning_rate is None else self.learning_rate, self.seed,
-                               evaluate, callback)
+            result = train.sgd(
+                problem,
+                self.sigma,
+                self.max_iter,
+                SGD_LEARNING_RATE if self.learning_rate is None else self.learning_rate,
+                self.seed,
+                evaluate,
+                callback,
+            )
         elif self.algorithm == "l2sgd":
-            result = _learner("l2sgd")(problem, c2=0.5 / self.sigma ** 2, max_iter=self.max_iter, seed=self.seed,
-                                       evaluate=evaluate, callback=callback, **self._learner_params())
+            result = _learner("l2sgd")(
+                problem,
+                c2=0.5 / self.sigma**2,
+                max_iter=self.max_iter,
+                seed=self.seed,
+                evaluate=evaluate,
+                callback=callback,
+                **self._learner_params(),
+            )
         elif self.algorithm in ("pa", "arow"):
-            result = _learner(self.algorithm)(problem, max_iter=self.max_iter, seed=self.seed, evaluate=evaluate,
-                                              callback=callback, **self._learner_params())
+            result = _learner(self.algorithm)(
+                problem,
+                max_iter=self.max_iter,
+                seed=self.seed,
+                evaluate=evaluate,
+                callback=callback,
+                **self._learner_params(),
+            )
         else:
             initial = None if init is None else init.weights_
             stages = []
             if self.algorithm == "lbfgs" or init is None:
-                stages.append(train.lbfgs(problem, self.sigma, self.max_iter, self.tol, evaluate, callback,
-                                          initial, l1=self.c1, **self._learner_params()))
+                stages.append(
+                    train.lbfgs(
+                        problem,
+                        self.sigma,
+                        self.max_iter,
+                        self.tol,
+                        evaluate,
+                        callback,
+                        initial,
+                        l1=self.c1,
+                        **self._learner_params(),
+                    )
+                )
                 initial = stages[-1].weights
             if self.algorithm == "mce-f" and not (stages and stages[-1].interrupted):
                 from .mce import SegmentFScore
-                stages.append(train.lbfgs(SegmentFScore(scorer, encoded, states, self.mce_alpha, self.mce_beta),
-                                          float(np.sqrt(self.mce_c)),
-                                          self.mce_iter, self.tol, evaluate, callback, initial, name="mce-f",
-                                          **self._learner_params()))
+
+                stages.append(
+                    train.lbfgs(
+                        SegmentFScore(scorer, encoded, states, self.mce_alpha, self.mce_beta),
+                        float(np.sqrt(self.mce_c)),
+                        self.mce_iter,
+                        self.tol,
+                        evaluate,
+                        callback,
+                        initial,
+                        name="mce-f",
+                        **self._learner_params(),
+                    )
+                )
             result = stages[-1]
             result.history = [record for stage in stages for record in stage.history]
         if self.c1 > 0:
             features, result.weights, used = drop_zero_features(features, result.weights)
             extractor = extractor.subset(used)
-        self._set_fitted(topology, constraint, lower_labels, extractor, features, target,
-                         tuple(corpus.column_names), result, active_edges)
+        self._set_fitted(
+            topology,
+            constraint,
+            lower_labels,
+            extractor,
+            features,
+            target,
+            tuple(corpus.column_names),
+            result,
+            active_edges,
+        )
         if stopped_by is not None:
             raise stopped_by
         return self
@@ -524,14 +747,17 @@ class ChainCRF:
         if init is None:
             return resolve_template(self.template, self.reads)
         if self.algorithm not in algorithms:
-            raise FstcrfError(f"init (a warm start) works with algorithm {' or '.join(map(repr, algorithms))}, "
-                              f"not {self.algorithm!r}")
+            raise FstcrfError(
+                f"init (a warm start) works with algorithm {' or '.join(map(repr, algorithms))}, not {self.algorithm!r}"
+            )
         init._check_fitted()
         if (init.order, init.reads, init.read_transitions) != (self.order, self.reads, self.read_transitions):
-            raise FstcrfError(f"init is a model of order {init.order} reading {init.reads!r} "
-                              f"(read_transitions={init.read_transitions}); give this ChainCRF the same "
-                              f"order, reads and read_transitions (it has {self.order}, {self.reads!r}, "
-                              f"{self.read_transitions})")
+            raise FstcrfError(
+                f"init is a model of order {init.order} reading {init.reads!r} "
+                f"(read_transitions={init.read_transitions}); give this ChainCRF the same "
+                f"order, reads and read_transitions (it has {self.order}, {self.reads!r}, "
+                f"{self.read_transitions})"
+            )
         return init.extractor_._template()
 
     def _training_constraint(self, topology) -> pynini.Fst | None:
@@ -541,9 +767,18 @@ class ChainCRF:
         grammar = self.grammar if isinstance(self.grammar, Grammar) else load_grammar(self.grammar)
         return compile_grammar(grammar, topology.labels, params=self.grammar_params)
 
-    def _set_fitted(self, topology, constraint, lower_labels, extractor, features, target: str,
-                    columns: tuple[str, ...], result: train.TrainingResult,
-                    active_edges: np.ndarray | None = None) -> None:
+    def _set_fitted(
+        self,
+        topology,
+        constraint,
+        lower_labels,
+        extractor,
+        features,
+        target: str,
+        columns: tuple[str, ...],
+        result: train.TrainingResult,
+        active_edges: np.ndarray | None = None,
+    ) -> None:
         self.labels_ = topology.labels
         self.topology_ = topology
         self.constraint_ = constraint
@@ -561,8 +796,14 @@ class ChainCRF:
         self.consistency_ = None
 
     @blas_single_threaded()
-    def fit_log(self, log, target: str = "chunk", dev: Corpus | Sequence[Sentence] | None = None,
-                callback: train.Callback | None = None, init: ChainCRF | None = None) -> ChainCRF:
+    def fit_log(
+        self,
+        log,
+        target: str = "chunk",
+        dev: Corpus | Sequence[Sentence] | None = None,
+        callback: train.Callback | None = None,
+        init: ChainCRF | None = None,
+    ) -> ChainCRF:
         """Learn offline from logged bandit feedback ``log``, a
         :class:`~fstcrf.counterfactual.FeedbackLog` (see that module):
         L-BFGS on its importance-weighted reward (``weighting``,
@@ -574,13 +815,14 @@ class ChainCRF:
         the best dev score is kept."""
         from .bandit import SampledGradient
         from .counterfactual import FeedbackLog, LoggedObjective, shown_states
+
         self._check_params()
         if not isinstance(log, FeedbackLog):
-            raise ArgumentTypeError(f"fit_log expects a FeedbackLog (read_feedback_log(path)), got "
-                                    f"{type(log).__name__}")
+            raise ArgumentTypeError(
+                f"fit_log expects a FeedbackLog (read_feedback_log(path)), got {type(log).__name__}"
+            )
         if self.grammar is not None or self.reads is not None:
-            raise FstcrfError("learning from a log does not train under a grammar nor read a lower "
-                              "tagger's labels yet")
+            raise FstcrfError("learning from a log does not train under a grammar nor read a lower tagger's labels yet")
         columns = log.sentences[0].column_names
         dev_gold = self._dev_gold(dev, target)
         if init is not None:
@@ -593,21 +835,41 @@ class ChainCRF:
             extractor = _new_extractor(resolve_template(self.template), self.min_count)
         encoded = EncodedSentences.from_corpus(extractor, log.sentences, fit=init is None)
         if init is None:
-            features = build_features(encoded, None, None, topology, self.order, self.features or "complete",
-                                      extractor.column_of(BIAS))
+            features = build_features(
+                encoded, None, None, topology, self.order, self.features or "complete", extractor.column_of(BIAS)
+            )
         scorer = Scorer(features, topology, int(self.threads))
-        problem = LoggedObjective(SampledGradient(scorer, encoded), shown_states(topology, log, encoded.offsets),
-                                  log.rewards, log.probabilities, self.weighting, self.max_ratio)
+        problem = LoggedObjective(
+            SampledGradient(scorer, encoded),
+            shown_states(topology, log, encoded.offsets),
+            log.rewards,
+            log.probabilities,
+            self.weighting,
+            self.max_ratio,
+        )
         evaluate = self._dev_evaluator(dev_gold, extractor, scorer, None)
-        result = train.lbfgs(problem, self.sigma, self.max_iter, self.tol, evaluate, callback,
-                             None if init is None else init.weights_, name=f"log-{self.weighting}")
+        result = train.lbfgs(
+            problem,
+            self.sigma,
+            self.max_iter,
+            self.tol,
+            evaluate,
+            callback,
+            None if init is None else init.weights_,
+            name=f"log-{self.weighting}",
+        )
         self._set_fitted(topology, None, None, extractor, features, target, columns + (target,), result)
         return self
 
     # -- prediction ----------------------------------------------------------
     @blas_single_threaded()
-    def predict(self, corpus: Corpus | Sequence[Sentence], grammar=None, params: dict | None = None,
-                on_infeasible: str = "error") -> list[list[str]]:
+    def predict(
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        grammar=None,
+        params: dict | None = None,
+        on_infeasible: str = "error",
+    ) -> list[list[str]]:
         """The best label sequence of every sentence [B][T].
 
         With ``grammar`` (a :class:`~fstcrf.grammar.Grammar`, a grammar file or a
@@ -623,8 +885,7 @@ class ChainCRF:
         if grammar is None:
             encoded = self._encode(sentences)
             with phase("decode"):
-                return split_labels(self.topology_, self._scorer().paths(encoded, self.weights_),
-                                     encoded.offsets)
+                return split_labels(self.topology_, self._scorer().paths(encoded, self.weights_), encoded.offsets)
         if on_infeasible not in ("error", "unconstrained"):
             raise FstcrfError(f"on_infeasible must be 'error' or 'unconstrained', got {on_infeasible!r}")
         if not isinstance(grammar, Grammar):
@@ -633,10 +894,12 @@ class ChainCRF:
         infeasible = [i for i, sentence in enumerate(sentences) if not constrained.is_feasible(len(sentence))]
         if infeasible and on_infeasible == "error":
             shown = ", ".join(f"{i} (length {len(sentences[i])})" for i in infeasible[:10])
-            raise InfeasibleError(f"grammar {grammar.source} accepts no label sequence as long as sentence "
-                                  f"{shown}{' ...' if len(infeasible) > 10 else ''}; fix the grammar, or tag "
-                                  "those sentences without it (on_infeasible='unconstrained', "
-                                  "CLI --on-infeasible unconstrained)")
+            raise InfeasibleError(
+                f"grammar {grammar.source} accepts no label sequence as long as sentence "
+                f"{shown}{' ...' if len(infeasible) > 10 else ''}; fix the grammar, or tag "
+                "those sentences without it (on_infeasible='unconstrained', "
+                "CLI --on-infeasible unconstrained)"
+            )
         result: list[list[str] | None] = [None] * len(sentences)
         feasible = sorted(set(range(len(sentences))) - set(infeasible))
         if feasible:
@@ -647,7 +910,9 @@ class ChainCRF:
         if infeasible:
             logger.warning(
                 "grammar %s accepts no sequence as long as %d sentence(s); tagged them without it",
-                grammar.source, len(infeasible))
+                grammar.source,
+                len(infeasible),
+            )
             for i, labels in zip(infeasible, self.predict([sentences[i] for i in infeasible])):
                 result[i] = labels
         return result
@@ -672,8 +937,9 @@ class ChainCRF:
         return encoded, restriction.potentials, restriction.state_map
 
     @blas_single_threaded()
-    def sample(self, corpus: Corpus | Sequence[Sentence], num_samples: int = 1, seed: int = 0
-               ) -> tuple[list[list[list[str]]], np.ndarray]:
+    def sample(
+        self, corpus: Corpus | Sequence[Sentence], num_samples: int = 1, seed: int = 0
+    ) -> tuple[list[list[list[str]]], np.ndarray]:
         """(labels [K][B][T]: K label sequences per sentence drawn exactly from p(y | x),
         float [K, B] their log-probabilities); reproducible for a seed.  Models with
         a training grammar sample among the sequences it accepts."""
@@ -699,8 +965,13 @@ class ChainCRF:
         _, pot, state_map = self.decoding_potentials(sentences)
         best = kbest(pot, k, int(self.threads))
         probabilities = np.exp(best.scores - log_partition(pot, int(self.threads))[:, None])
-        labels = [[split_labels(self.topology_, state_map[states], np.array([0, len(states)]))[0]
-                   for _, states in best.sentence_paths(pot, b)] for b in range(pot.num_sequences)]
+        labels = [
+            [
+                split_labels(self.topology_, state_map[states], np.array([0, len(states)]))[0]
+                for _, states in best.sentence_paths(pot, b)
+            ]
+            for b in range(pot.num_sequences)
+        ]
         return labels, probabilities
 
     def reading_emissions(self, sentences: Sequence[Sentence], lower_labels: Sequence[str]) -> np.ndarray:
@@ -722,8 +993,13 @@ class ChainCRF:
         lengths = np.array([len(sentence) for sentence in sentences], dtype=np.int64)
         K = len(lower_labels)
         dictionary, features = self._reading_dictionary(predicates)
-        return (EncodedSentences(base, lengths), EncodedSentences(by_value, lengths * K), K, dictionary,
-                self.weights_[features])
+        return (
+            EncodedSentences(base, lengths),
+            EncodedSentences(by_value, lengths * K),
+            K,
+            dictionary,
+            self.weights_[features],
+        )
 
     def _reading_dictionary(self, predicates: np.ndarray) -> tuple:
         """The feature dictionary of the reading predicates int [M], in that order (a
@@ -731,6 +1007,7 @@ class ChainCRF:
         their order), and the index int [F_M] of each of its features in the model's
         weights; kept for the latest ``predicates`` array the extractor gave."""
         from .encoding import FactoredFeatures
+
         kept = getattr(self, "_reading_dictionary_kept", None)
         if kept is not None and kept[0] is predicates and kept[1] is self.features_:
             return kept[2:]
@@ -739,8 +1016,9 @@ class ChainCRF:
         reading_ptr = np.zeros(len(predicates) + 1, dtype=np.int64)
         np.cumsum(counts, out=reading_ptr[1:])
         features = np.repeat(ptr[predicates] - reading_ptr[:-1], counts) + np.arange(reading_ptr[-1])
-        dictionary = FactoredFeatures(self.features_.state_label, self.features_.num_labels, reading_ptr,
-                                      self.features_.output[features])
+        dictionary = FactoredFeatures(
+            self.features_.state_label, self.features_.num_labels, reading_ptr, self.features_.output[features]
+        )
         self._reading_dictionary_kept = (predicates, self.features_, dictionary, features)
         return dictionary, features
 
@@ -748,14 +1026,15 @@ class ChainCRF:
         """float [n, K, S]: :meth:`reading_emissions` of sentences first..last-1 (n tokens)
         from their :meth:`_reading_features`."""
         common, by_value, K, dictionary, reading_weights = features
-        shared = self.features_.emissions(common.tokens(first, last), self.weights_[:self.features_.num_features])
+        shared = self.features_.emissions(common.tokens(first, last), self.weights_[: self.features_.num_features])
         scores = dictionary.emissions(by_value.tokens(first, last), reading_weights).reshape(len(shared), K, -1)
-        scores += shared[:, None, :]                                                            # [n, K, S]
+        scores += shared[:, None, :]  # [n, K, S]
         return scores
 
     @blas_single_threaded()
-    def predict_marginals(self, corpus: Corpus | Sequence[Sentence], grammar=None,
-                          params: dict | None = None) -> list[np.ndarray]:
+    def predict_marginals(
+        self, corpus: Corpus | Sequence[Sentence], grammar=None, params: dict | None = None
+    ) -> list[np.ndarray]:
         """float [T, L] per sentence: p(label at token t = l | sentence), columns in
         ``labels_`` order (state marginals summed over the states of each label);
         with ``grammar``, p(label | sentence, the labels are accepted by it)."""

@@ -6,6 +6,7 @@ features, transitions from the topology's edges) and decodes them;
 loss and gradient come from the C training gradient (``ft_gradient``, driven
 per thread by :class:`_GradientDriver`) and the gold paths' feature counts.
 """
+
 from __future__ import annotations
 
 from typing import cast
@@ -17,12 +18,11 @@ from ._kernel import ffi, lib
 from .encoding import EncodedSentences, FactoredFeatures, TransitionWeights, buffer_pointer
 from .errors import FstcrfError, LabelError, ShapeError
 from .grammar import constrain, restrict_to, restriction_maps, sum_per_original_edge
-from .inference import (KernelBuffers, Potentials, SentenceBatch, forward_backward, run_parallel,
-                        thread_chunks, viterbi)
+from .inference import KernelBuffers, Potentials, SentenceBatch, forward_backward, run_parallel, thread_chunks, viterbi
 from .topology import Topology
 
 #: Cells (tokens x states) of one block of sentences scored at once per thread.
-BLOCK_CELLS = 2 ** 19
+BLOCK_CELLS = 2**19
 
 
 def neighbours(offsets: np.ndarray, num_tokens: int) -> tuple[np.ndarray, np.ndarray]:
@@ -77,8 +77,14 @@ class Scorer:
     inference runs on the topology restricted to the accepted label sequences
     (Z sums over those only) and reports results on the original states."""
 
-    def __init__(self, features: FactoredFeatures, topology: Topology, threads: int,
-                 constraint: pynini.Fst | None = None, transitions: TransitionWeights | None = None):
+    def __init__(
+        self,
+        features: FactoredFeatures,
+        topology: Topology,
+        threads: int,
+        constraint: pynini.Fst | None = None,
+        transitions: TransitionWeights | None = None,
+    ):
         self.features = features
         self.topology = topology
         self.threads = threads
@@ -86,15 +92,20 @@ class Scorer:
         self.num_weights = features.num_features + self.transitions.size
         self.constrained = None if constraint is None else constrain(topology, constraint)
 
-    def potentials(self, encoded: EncodedSentences, weights: np.ndarray, first: int, last: int,
-                   scale: float = 1.0) -> Potentials:
+    def potentials(
+        self, encoded: EncodedSentences, weights: np.ndarray, first: int, last: int, scale: float = 1.0
+    ) -> Potentials:
         """The potentials of sentences first .. last-1 under scale * weights."""
         F = self.features.num_features
         emit = self.features.emissions(encoded.tokens(first, last), weights[:F], scale)
-        token_class = (None if encoded.token_class is None
-                       else encoded.token_class[encoded.token_rows(first, last)])
-        return Potentials(self.topology, emit, encoded.lengths[first:last],
-                          self.transitions.scores(scale * weights[F:]), token_class=token_class)
+        token_class = None if encoded.token_class is None else encoded.token_class[encoded.token_rows(first, last)]
+        return Potentials(
+            self.topology,
+            emit,
+            encoded.lengths[first:last],
+            self.transitions.scores(scale * weights[F:]),
+            token_class=token_class,
+        )
 
     def decoding_topology(self, grammar=None, params: dict | None = None) -> Topology:
         """The topology decoding runs on: the model's, restricted to the training
@@ -102,8 +113,7 @@ class Scorer:
         topology = self.constrained or self.topology
         return topology if grammar is None else constrain(topology, grammar, params=params)
 
-    def sum_product(self, pot: Potentials, allowed_labels: np.ndarray | None = None,
-                    topology: Topology | None = None):
+    def sum_product(self, pot: Potentials, allowed_labels: np.ndarray | None = None, topology: Topology | None = None):
         """(log Z [B], state marginals [N, S], expected edge counts [E]) under the
         constraint (or on ``topology``, a restriction of the model's); with
         ``allowed_labels`` bool [N, L], summed over the paths whose labels keep to
@@ -124,8 +134,11 @@ class Scorer:
         result.log_z[stranded] = -np.inf
         if restriction is None:
             return result.log_z, result.node_marginals, result.edge_counts
-        return (result.log_z, restriction.original_marginals(cast(np.ndarray, result.node_marginals)),
-                restriction.original_edge_counts(cast(np.ndarray, result.edge_counts)))
+        return (
+            result.log_z,
+            restriction.original_marginals(cast(np.ndarray, result.node_marginals)),
+            restriction.original_edge_counts(cast(np.ndarray, result.edge_counts)),
+        )
 
     def plans(self, encoded: EncodedSentences, topology: Topology | None = None) -> list[list[tuple[int, int]]]:
         """Per-thread sentence blocks.  Checks first that every length is feasible, which
@@ -134,8 +147,9 @@ class Scorer:
         topology.check_lengths(encoded.lengths)
         return _thread_plans(encoded, self.threads, max(1, BLOCK_CELLS // topology.num_states))
 
-    def paths(self, encoded: EncodedSentences, weights: np.ndarray, grammar=None,
-              params: dict | None = None) -> np.ndarray:
+    def paths(
+        self, encoded: EncodedSentences, weights: np.ndarray, grammar=None, params: dict | None = None
+    ) -> np.ndarray:
         """int32 [N]: the Viterbi state paths of all sentences, among the label
         sequences the training constraint and ``grammar`` accept."""
         paths = np.empty(encoded.num_tokens, dtype=np.int32)
@@ -154,8 +168,9 @@ class Scorer:
         run_parallel(work, self.plans(encoded, topology))
         return paths
 
-    def marginals(self, encoded: EncodedSentences, weights: np.ndarray, grammar=None,
-                  params: dict | None = None) -> np.ndarray:
+    def marginals(
+        self, encoded: EncodedSentences, weights: np.ndarray, grammar=None, params: dict | None = None
+    ) -> np.ndarray:
         """float [N, S]: the state marginals of all sentences, among the label
         sequences the training constraint and ``grammar`` accept."""
         marginals = np.empty((encoded.num_tokens, self.topology.num_states))
@@ -179,8 +194,15 @@ GROUP_TOKENS = 1024
 class _GradientBlock:
     """One thread's run of sentences first .. last-1 and its buffers for ``ft_gradient``."""
 
-    def __init__(self, driver: _GradientDriver, first: int, last: int, group_tokens: int,
-                 with_outputs: bool = True, t_max: int | None = None):
+    def __init__(
+        self,
+        driver: _GradientDriver,
+        first: int,
+        last: int,
+        group_tokens: int,
+        with_outputs: bool = True,
+        t_max: int | None = None,
+    ):
         encoded = driver.encoded
         self.point_at(driver, first, last)
         t_max = t_max or int(encoded.lengths[first:last].max())
@@ -188,8 +210,7 @@ class _GradientBlock:
         self.workspace.group_tokens = group_tokens
         self.workspace.t_max = t_max
         dictionary, graph = driver.features._dictionary, driver.graph
-        self._doubles = np.empty(lib.ft_workspace_doubles(dictionary, graph, driver.num_classes,
-                                                          group_tokens, t_max))
+        self._doubles = np.empty(lib.ft_workspace_doubles(dictionary, graph, driver.num_classes, group_tokens, t_max))
         self._ints = np.empty(lib.ft_workspace_ints(graph, group_tokens, t_max), dtype=np.int32)
         self._int64s = np.empty(lib.ft_workspace_int64s(group_tokens, t_max), dtype=np.int64)
         self.workspace.doubles = buffer_pointer("double", self._doubles)
@@ -204,7 +225,7 @@ class _GradientBlock:
         """Make the block sentences first .. last-1 (they must fit its workspace)."""
         encoded = driver.encoded
         self.tokens = encoded.tokens(first, last)
-        self._offsets = np.ascontiguousarray(encoded.offsets[first:last + 1] - encoded.offsets[first])
+        self._offsets = np.ascontiguousarray(encoded.offsets[first : last + 1] - encoded.offsets[first])
         self.sentences = ffi.new("ft_sentences *")
         self.sentences.num_sequences = last - first
         self.sentences.offsets = buffer_pointer("int64_t", self._offsets)
@@ -220,19 +241,39 @@ class _GradientBlock:
             self.sentences.state_label = buffer_pointer("int32_t", driver.state_label)
             self.sentences.allowed = buffer_pointer("uint8_t", self._allowed)
 
-    def run(self, driver: _GradientDriver, scores, theta: np.ndarray, theta_scale: float,
-            grad_scale: float, grad: np.ndarray, edge_counts: np.ndarray) -> float:
+    def run(
+        self,
+        driver: _GradientDriver,
+        scores,
+        theta: np.ndarray,
+        theta_scale: float,
+        grad_scale: float,
+        grad: np.ndarray,
+        edge_counts: np.ndarray,
+    ) -> float:
         """Add the block's Z-dependent terms to grad [F] and edge_counts [E'] or [C, E']
         (see ``ft_gradient``) and return its log Z sum minus its partial sentences'
         clamped log Z."""
         self._loss[0] = 0.0
-        status = lib.ft_gradient(driver.features._dictionary, self.tokens, self.sentences, driver.graph,
-                                 scores[0], driver.state_map_pointer, buffer_pointer("double", theta), theta_scale,
-                                 grad_scale, buffer_pointer("double", self._loss), buffer_pointer("double", grad),
-                                 buffer_pointer("double", edge_counts), self.workspace)
+        status = lib.ft_gradient(
+            driver.features._dictionary,
+            self.tokens,
+            self.sentences,
+            driver.graph,
+            scores[0],
+            driver.state_map_pointer,
+            buffer_pointer("double", theta),
+            theta_scale,
+            grad_scale,
+            buffer_pointer("double", self._loss),
+            buffer_pointer("double", grad),
+            buffer_pointer("double", edge_counts),
+            self.workspace,
+        )
         if status != lib.FC_OK:
-            raise RuntimeError(f"ft_gradient returned status {status} on a validated training set; "
-                               "this is a bug in fstcrf")
+            raise RuntimeError(
+                f"ft_gradient returned status {status} on a validated training set; this is a bug in fstcrf"
+            )
         return float(self._loss[0])
 
 
@@ -241,8 +282,9 @@ class _GradientDriver:
     sentences, on the decoding topology (the model's, or its restriction to the
     training constraint), with the partial sentences' clamps."""
 
-    def __init__(self, scorer: Scorer, encoded: EncodedSentences, partial: np.ndarray,
-                 allowed_labels: np.ndarray | None):
+    def __init__(
+        self, scorer: Scorer, encoded: EncodedSentences, partial: np.ndarray, allowed_labels: np.ndarray | None
+    ):
         self.features = scorer.features
         self.encoded = encoded
         self.layout = scorer.transitions
@@ -255,8 +297,9 @@ class _GradientDriver:
         self._buffers = KernelBuffers()
         self.graph = ffi.new("fc_graph *")
         self._buffers.fill_graph(self.graph, decoding)
-        self.edge_count_shape = ((decoding.num_edges,) if self.layout.num_classes == 1
-                                 else (self.layout.num_classes, decoding.num_edges))
+        self.edge_count_shape = (
+            (decoding.num_edges,) if self.layout.num_classes == 1 else (self.layout.num_classes, decoding.num_edges)
+        )
         self.state_map_pointer = ffi.NULL if self.state_map is None else self._buffers._ptr("int32_t[]", self.state_map)
         starts = decoding.start if self.state_map is None else decoding.start & model.start[self.state_map]
         finals = decoding.final if self.state_map is None else decoding.final & model.final[self.state_map]
@@ -265,8 +308,9 @@ class _GradientDriver:
         self.partial = partial if partial.any() else None
         self.allowed_labels = allowed_labels
         self.state_label = np.ascontiguousarray(model.state_label, dtype=np.int32)
-        self.blocks = [_GradientBlock(self, first, last, GROUP_TOKENS)
-                       for first, last in thread_chunks(encoded, scorer.threads)]
+        self.blocks = [
+            _GradientBlock(self, first, last, GROUP_TOKENS) for first, last in thread_chunks(encoded, scorer.threads)
+        ]
         self._sentence_block: _GradientBlock | None = None
 
     def scores(self, weights: np.ndarray) -> tuple:
@@ -309,8 +353,9 @@ class TrainingSet:
             contributes log Z - log Z(paths keeping to its allowed labels).
     """
 
-    def __init__(self, scorer: Scorer, encoded: EncodedSentences, states: np.ndarray,
-                 allowed_labels: np.ndarray | None = None):
+    def __init__(
+        self, scorer: Scorer, encoded: EncodedSentences, states: np.ndarray, allowed_labels: np.ndarray | None = None
+    ):
         self.scorer = scorer
         self.encoded = encoded
         self.states = states
@@ -326,16 +371,14 @@ class TrainingSet:
         self.observed = np.zeros(self.num_weights)
         complete = np.flatnonzero(~self.partial)
         for first, last in _runs(complete):
-            self._add_paths(first, last, states[encoded.token_rows(first, last)], None,
-                            self.observed, 1.0)
+            self._add_paths(first, last, states[encoded.token_rows(first, last)], None, self.observed, 1.0)
         self._check_gold()
 
     def __getstate__(self) -> dict:
         """The state without the C gradient driver and rival search, whose cffi buffers
         cannot be pickled; :meth:`__setstate__` rebuilds the driver, so a training set
         can be sent to another process (a worker evaluates the same objective)."""
-        return {name: value for name, value in self.__dict__.items()
-                if name not in ("_driver", "_sentence_kernel")}
+        return {name: value for name, value in self.__dict__.items() if name not in ("_driver", "_sentence_kernel")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -360,8 +403,10 @@ class TrainingSet:
                 bad = np.flatnonzero(np.isneginf(log_z))
                 if len(bad):
                     what = "the training grammar" if self.scorer.constrained else "the topology"
-                    raise LabelError(f"training sentence {first + int(bad[0])}: no label sequence "
-                                     f"allowed by {what} fits its gold labels")
+                    raise LabelError(
+                        f"training sentence {first + int(bad[0])}: no label sequence "
+                        f"allowed by {what} fits its gold labels"
+                    )
 
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         F = self._num_features
@@ -377,21 +422,21 @@ class TrainingSet:
         gradient[:F] = self._driver.blocks[0].gradient
         for block in self._driver.blocks[1:]:
             gradient[:F] += block.gradient
-        gradient[F:] = self._driver.weight_gradient(np.sum([block.edge_counts for block in self._driver.blocks],
-                                                           axis=0))
+        gradient[F:] = self._driver.weight_gradient(
+            np.sum([block.edge_counts for block in self._driver.blocks], axis=0)
+        )
         gradient -= self.observed
         return sum(losses) - float(theta @ self.observed), gradient
 
-    def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray,
-                     out_scale: float) -> float:
+    def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray, out_scale: float) -> float:
         F = self._num_features
         gold_score = 0.0
-        if not self.partial[index]:     # scored before ``out``, which may be ``weights``, changes
+        if not self.partial[index]:  # scored before ``out``, which may be ``weights``, changes
             gold_score = self._sentence().gold_score(weights, scale, index)
         edge_counts = np.zeros(self._driver.edge_count_shape)
         loss = self._driver.sentence_block(index).run(
-            self._driver, self._driver.scores(scale * weights[F:]), weights, scale, out_scale,
-            out[:F], edge_counts)
+            self._driver, self._driver.scores(scale * weights[F:]), weights, scale, out_scale, out[:F], edge_counts
+        )
         out[F:] += self._driver.weight_gradient(edge_counts)
         if not self.partial[index]:
             self._sentence().add_gold(index, -out_scale, out)
@@ -422,18 +467,20 @@ class TrainingSet:
 
     def _check_complete(self, index: int) -> None:
         if self.partial[index]:
-            raise FstcrfError(f"training sentence {index} is partially labelled; the perceptron "
-                              "needs full labels (use algorithm='lbfgs' or 'sgd')")
+            raise FstcrfError(
+                f"training sentence {index} is partially labelled; the perceptron "
+                "needs full labels (use algorithm='lbfgs' or 'sgd')"
+            )
 
-    def add_path_difference(self, index: int, plus: np.ndarray, minus: np.ndarray,
-                            out: np.ndarray, scale: float) -> None:
+    def add_path_difference(
+        self, index: int, plus: np.ndarray, minus: np.ndarray, out: np.ndarray, scale: float
+    ) -> None:
         self._add_paths(index, index + 1, plus, minus, out, scale)
 
-    def _transition_counts(self, first: int, last: int, plus: np.ndarray, minus: np.ndarray | None
-                           ) -> np.ndarray:
+    def _transition_counts(self, first: int, last: int, plus: np.ndarray, minus: np.ndarray | None) -> np.ndarray:
         """float [T]: the transition weights' counts along state path ``plus`` [n] of
         sentences first .. last-1, minus those along ``minus`` (if given)."""
-        offsets = self.encoded.offsets[first:last + 1] - self.encoded.offsets[first]
+        offsets = self.encoded.offsets[first : last + 1] - self.encoded.offsets[first]
         token_class = None
         if self.encoded.token_class is not None:
             _, after = neighbours(offsets, len(plus))
@@ -444,8 +491,9 @@ class TrainingSet:
             counts = counts - layout.path_counts(path_edges(self._edge_table, minus, offsets), token_class)
         return layout.gradient(counts)
 
-    def _add_paths(self, first: int, last: int, plus: np.ndarray, minus: np.ndarray | None,
-                   out: np.ndarray, scale: float) -> None:
+    def _add_paths(
+        self, first: int, last: int, plus: np.ndarray, minus: np.ndarray | None, out: np.ndarray, scale: float
+    ) -> None:
         """Add scale * (feature counts along state path ``plus`` [n] of sentences first ..
         last-1, minus those along ``minus``) to ``out`` [F + E]."""
         F = self._num_features
@@ -490,23 +538,26 @@ class _SentenceKernel:
         problem.start = self._buffers._ptr("double[]", driver._start)
         problem.final = self._buffers._ptr("double[]", driver._final)
         problem.num_classes = driver.num_classes
-        problem.edge_weights = self._buffers._ptr("int64_t[]", _edge_weights(scorer.transitions,
-                                                                             scorer.features.num_features))
+        problem.edge_weights = self._buffers._ptr(
+            "int64_t[]", _edge_weights(scorer.transitions, scorer.features.num_features)
+        )
         problem.num_weights = training.num_weights
         t_max = int(encoded.lengths.max())
         self.workspace = ffi.new("fo_workspace *")
         self.workspace.t_max = t_max
         self.workspace.doubles = self._buffers._ptr("double[]", np.empty(lib.fo_workspace_doubles(problem, t_max)))
-        self.workspace.ints = self._buffers._ptr("int32_t[]", np.empty(lib.fo_workspace_ints(problem, t_max),
-                                                                        dtype=np.int32))
+        self.workspace.ints = self._buffers._ptr(
+            "int32_t[]", np.empty(lib.fo_workspace_ints(problem, t_max), dtype=np.int32)
+        )
         self.workspace.int64s = self._buffers._ptr("int64_t[]", np.empty(2 * t_max, dtype=np.int64))
         self.workspace.dense = self._buffers._ptr("double[]", np.zeros(training.num_weights))
         self.workspace.marks = self._buffers._ptr("uint8_t[]", np.zeros(training.num_weights, dtype=np.uint8))
         # the difference touches at most every feature of a token's predicates, and
         # two weights per transition of each path
         features_per_entry = np.diff(scorer.features.ptr)[encoded.indices]
-        per_token = np.add.reduceat(np.concatenate([features_per_entry, [0]]), encoded.indptr[:-1]) \
-            * (np.diff(encoded.indptr) > 0)
+        per_token = np.add.reduceat(np.concatenate([features_per_entry, [0]]), encoded.indptr[:-1]) * (
+            np.diff(encoded.indptr) > 0
+        )
         per_sentence = np.add.reduceat(per_token + 4, encoded.offsets[:-1])
         self.capacity = int(min(per_sentence.max(), training.num_weights))
         self._index = np.empty(self.capacity, dtype=np.int64)
@@ -519,8 +570,7 @@ class _SentenceKernel:
         self._count = ffi.new("int64_t *")
         self._score = ffi.new("double *")
         self._states = buffer_pointer("int32_t", np.ascontiguousarray(training.states, dtype=np.int32))
-        self._token_class = (ffi.NULL if encoded.token_class is None
-                             else buffer_pointer("int32_t", encoded.token_class))
+        self._token_class = ffi.NULL if encoded.token_class is None else buffer_pointer("int32_t", encoded.token_class)
 
     def _check_weights(self, weights: np.ndarray, name: str) -> np.ndarray:
         """``weights`` as a contiguous float [D] array (ShapeError otherwise)."""
@@ -531,8 +581,10 @@ class _SentenceKernel:
 
     def _call(self, status: int, function: str, index: int) -> None:
         if status != lib.FC_OK:
-            raise RuntimeError(f"{function} returned status {status} on training sentence {index} of a "
-                               "validated training set; this is a bug in fstcrf")
+            raise RuntimeError(
+                f"{function} returned status {status} on training sentence {index} of a "
+                "validated training set; this is a bug in fstcrf"
+            )
 
     def _sentence_args(self, index: int) -> tuple:
         """(ff_tokens, token classes, gold states) of sentence ``index`` for the C calls."""
@@ -544,27 +596,56 @@ class _SentenceKernel:
     def gold_score(self, weights: np.ndarray, scale: float, index: int) -> float:
         """The score of sentence ``index``'s gold path under scale * weights [D]."""
         weights = self._check_weights(weights, "weights")
-        self._call(lib.fo_path_score(self.problem, *self._sentence_args(index), buffer_pointer("double", weights),
-                                     scale, self._score, self.workspace), "fo_path_score", index)
+        self._call(
+            lib.fo_path_score(
+                self.problem,
+                *self._sentence_args(index),
+                buffer_pointer("double", weights),
+                scale,
+                self._score,
+                self.workspace,
+            ),
+            "fo_path_score",
+            index,
+        )
         return self._score[0]
 
     def add_gold(self, index: int, scale: float, out: np.ndarray) -> None:
         """Add scale * the features of sentence ``index``'s gold path to out [D] (in place)."""
         if out.dtype != np.float64 or not out.flags.c_contiguous or out.shape != (self._training.num_weights,):
-            raise ShapeError(f"out must be a contiguous float64 array of shape ({self._training.num_weights},), "
-                             f"got {out.dtype} {out.shape}")
-        self._call(lib.fo_add_path(self.problem, *self._sentence_args(index), scale, buffer_pointer("double", out),
-                                   self.workspace), "fo_add_path", index)
+            raise ShapeError(
+                f"out must be a contiguous float64 array of shape ({self._training.num_weights},), "
+                f"got {out.dtype} {out.shape}"
+            )
+        self._call(
+            lib.fo_add_path(
+                self.problem, *self._sentence_args(index), scale, buffer_pointer("double", out), self.workspace
+            ),
+            "fo_add_path",
+            index,
+        )
 
     def find(self, theta: np.ndarray, index: int, difference: bool):
         """None if gold is the unique best path of sentence ``index`` under theta [D], else
         (wrong tokens, rival int32 [T], and with ``difference`` indices int64 [m] and values
         [m] of phi(gold) - phi(rival), else None, None)."""
         theta = self._check_weights(theta, "weights")
-        self._call(lib.fo_mistake(self.problem, *self._sentence_args(index), buffer_pointer("double", theta),
-                                  self._rival_pointer, self._wrong, self.capacity,
-                                  self._index_pointer if difference else ffi.NULL, self._value_pointer,
-                                  self._count, self.workspace), "fo_mistake", index)
+        self._call(
+            lib.fo_mistake(
+                self.problem,
+                *self._sentence_args(index),
+                buffer_pointer("double", theta),
+                self._rival_pointer,
+                self._wrong,
+                self.capacity,
+                self._index_pointer if difference else ffi.NULL,
+                self._value_pointer,
+                self._count,
+                self.workspace,
+            ),
+            "fo_mistake",
+            index,
+        )
         length = int(self._training.encoded.lengths[index])
         wrong = self._wrong[0]
         if wrong < 0:

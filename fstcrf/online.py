@@ -20,6 +20,7 @@ log-likelihood met during the epoch plus c2 ||theta||^2 at its end.
 As in :func:`fstcrf.train.averaged_perceptron`, a rival that ties with gold
 counts as a mistake.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,9 +64,18 @@ def _mistake(problem: SparseProblem, weights: np.ndarray, index: int):
     return wrong, indices, values, float(weights[indices] @ values)
 
 
-def _mistake_epochs(algorithm: str, problem: SparseProblem, weights: np.ndarray, update, result_weights,
-                    max_iter: int, seed: int, evaluate: Evaluate | None, callback: Callback | None,
-                    converged) -> TrainingResult:
+def _mistake_epochs(
+    algorithm: str,
+    problem: SparseProblem,
+    weights: np.ndarray,
+    update,
+    result_weights,
+    max_iter: int,
+    seed: int,
+    evaluate: Evaluate | None,
+    callback: Callback | None,
+    converged,
+) -> TrainingResult:
     """Epochs over the sentences shuffled by ``seed``: on a sentence whose gold path is
     not the unique best under ``weights`` [D], ``update(step, *mistake)`` (see
     :func:`_mistake`; step counts sentences from 1) moves them and returns the
@@ -87,9 +97,18 @@ def _mistake_epochs(algorithm: str, problem: SparseProblem, weights: np.ndarray,
     return monitor.result(result_weights(step))
 
 
-def passive_aggressive(problem: SparseProblem, pa_type: int = 1, c: float = 1.0, error_sensitive: bool = True,
-                       averaging: bool = True, max_iter: int = 100, epsilon: float = 0.0, seed: int = 0,
-                       evaluate: Evaluate | None = None, callback: Callback | None = None) -> TrainingResult:
+def passive_aggressive(
+    problem: SparseProblem,
+    pa_type: int = 1,
+    c: float = 1.0,
+    error_sensitive: bool = True,
+    averaging: bool = True,
+    max_iter: int = 100,
+    epsilon: float = 0.0,
+    seed: int = 0,
+    evaluate: Evaluate | None = None,
+    callback: Callback | None = None,
+) -> TrainingResult:
     """Passive-aggressive training as CRFsuite's ``pa``.
 
     On a sentence whose rival y' differs from gold y in d labels, with
@@ -110,9 +129,11 @@ def passive_aggressive(problem: SparseProblem, pa_type: int = 1, c: float = 1.0,
     _check_flag("averaging", averaging)
     check_positive("max_iter", max_iter, integer=True)
     check_positive("epsilon", epsilon, zero=True)
-    step_size = {0: lambda cost, norm2: cost / norm2,
-                 1: lambda cost, norm2: min(c, cost / norm2),
-                 2: lambda cost, norm2: cost / (norm2 + 0.5 / c)}[int(pa_type)]
+    step_size = {
+        0: lambda cost, norm2: cost / norm2,
+        1: lambda cost, norm2: min(c, cost / norm2),
+        2: lambda cost, norm2: cost / (norm2 + 0.5 / c),
+    }[int(pa_type)]
     weights = np.zeros(problem.num_weights)
     weighted_updates = np.zeros(problem.num_weights)
 
@@ -128,13 +149,30 @@ def passive_aggressive(problem: SparseProblem, pa_type: int = 1, c: float = 1.0,
     def result_weights(steps: int) -> np.ndarray:
         return weights - weighted_updates / steps if averaging else weights
 
-    return _mistake_epochs("pa", problem, weights, update, result_weights, max_iter, seed, evaluate, callback,
-                           lambda mean_loss: mean_loss < epsilon)
+    return _mistake_epochs(
+        "pa",
+        problem,
+        weights,
+        update,
+        result_weights,
+        max_iter,
+        seed,
+        evaluate,
+        callback,
+        lambda mean_loss: mean_loss < epsilon,
+    )
 
 
-def arow(problem: SparseProblem, variance: float = 1.0, gamma: float = 1.0, max_iter: int = 100,
-         epsilon: float = 0.0, seed: int = 0, evaluate: Evaluate | None = None,
-         callback: Callback | None = None) -> TrainingResult:
+def arow(
+    problem: SparseProblem,
+    variance: float = 1.0,
+    gamma: float = 1.0,
+    max_iter: int = 100,
+    epsilon: float = 0.0,
+    seed: int = 0,
+    evaluate: Evaluate | None = None,
+    callback: Callback | None = None,
+) -> TrainingResult:
     """AROW as CRFsuite's ``arow``: a mean mu [D] and a diagonal covariance sigma [D],
     which starts at ``variance``.
 
@@ -157,12 +195,23 @@ def arow(problem: SparseProblem, variance: float = 1.0, gamma: float = 1.0, max_
         arow_update(mean, covariance, indices, values, cost, gamma)
         return cost
 
-    return _mistake_epochs("arow", problem, mean, update, lambda steps: mean, max_iter, seed, evaluate, callback,
-                           lambda mean_loss: mean_loss <= epsilon)
+    return _mistake_epochs(
+        "arow",
+        problem,
+        mean,
+        update,
+        lambda steps: mean,
+        max_iter,
+        seed,
+        evaluate,
+        callback,
+        lambda mean_loss: mean_loss <= epsilon,
+    )
 
 
-def arow_update(mean: np.ndarray, covariance: np.ndarray, indices: np.ndarray, values: np.ndarray,
-                cost: float, gamma: float) -> None:
+def arow_update(
+    mean: np.ndarray, covariance: np.ndarray, indices: np.ndarray, values: np.ndarray, cost: float, gamma: float
+) -> None:
     """One AROW step in place on mean [D] and the diagonal covariance [D], for the
     feature difference x given by indices int64 [m] (distinct) and values [m]:
     mu += cost / (gamma + x' Sigma x) Sigma x, and the precision's diagonal grows by
@@ -174,8 +223,9 @@ def arow_update(mean: np.ndarray, covariance: np.ndarray, indices: np.ndarray, v
     covariance[indices] = 1.0 / (1.0 / spread + squares / gamma)
 
 
-def _sgd_epoch(problem: Problem, weights: np.ndarray, order: np.ndarray, lam: float, t0: float,
-               t: int) -> tuple[float, float]:
+def _sgd_epoch(
+    problem: Problem, weights: np.ndarray, order: np.ndarray, lam: float, t0: float, t: int
+) -> tuple[float, float]:
     """One epoch of l2sgd over the sentences ``order`` from step ``t``, in place on
     ``weights`` [D]: (the summed negative log-likelihoods met, the last eta).  Step t
     shrinks theta by 1 - eta lambda with eta = 1 / (lambda (t0 + t)), then moves it by
@@ -194,8 +244,9 @@ def _sgd_epoch(problem: Problem, weights: np.ndarray, order: np.ndarray, lam: fl
     return loss, eta
 
 
-def _calibrate(problem: Problem, sample: np.ndarray, lam: float, eta: float, rate: float, candidates: int,
-               max_trials: int) -> float:
+def _calibrate(
+    problem: Problem, sample: np.ndarray, lam: float, eta: float, rate: float, candidates: int, max_trials: int
+) -> float:
     """CRFsuite's search for the initial learning rate: one epoch of l2sgd from zero
     on ``sample`` per trial eta, raising eta by ``rate`` while it lowers the loss
     (up to ``candidates`` such rates), then lowering it from eta / rate until
@@ -209,13 +260,14 @@ def _calibrate(problem: Problem, sample: np.ndarray, lam: float, eta: float, rat
     remaining, decreasing, trials = candidates, False, 1
     while remaining > 0 or not decreasing:
         loss = math.inf
-        if eta * lam < 1.0:          # otherwise the first shrinking step would flip theta's sign
+        if eta * lam < 1.0:  # otherwise the first shrinking step would flip theta's sign
             weights = np.zeros(problem.num_weights)
             loss = _sgd_epoch(problem, weights, sample, lam, 1.0 / (lam * eta), 0)[0]
             loss += 0.5 * lam * float(weights @ weights) * len(sample)
         improved = math.isfinite(loss) and loss < initial_loss
-        logger.info("l2sgd calibration trial %d: eta %.6g, loss %.6g%s", trials, eta, loss,
-                    "" if improved else " (worse)")
+        logger.info(
+            "l2sgd calibration trial %d: eta %.6g, loss %.6g%s", trials, eta, loss, "" if improved else " (worse)"
+        )
         if improved:
             remaining -= 1
         if math.isfinite(loss) and loss < best_loss:
@@ -233,10 +285,21 @@ def _calibrate(problem: Problem, sample: np.ndarray, lam: float, eta: float, rat
     return best_eta
 
 
-def l2sgd(problem: Problem, c2: float = 1.0, max_iter: int = 1000, period: int = 10, delta: float = 1e-6,
-          calibration_eta: float = 0.1, calibration_rate: float = 2.0, calibration_samples: int = 1000,
-          calibration_candidates: int = 10, calibration_max_trials: int = 20, seed: int = 0,
-          evaluate: Evaluate | None = None, callback: Callback | None = None) -> TrainingResult:
+def l2sgd(
+    problem: Problem,
+    c2: float = 1.0,
+    max_iter: int = 1000,
+    period: int = 10,
+    delta: float = 1e-6,
+    calibration_eta: float = 0.1,
+    calibration_rate: float = 2.0,
+    calibration_samples: int = 1000,
+    calibration_candidates: int = 10,
+    calibration_max_trials: int = 20,
+    seed: int = 0,
+    evaluate: Evaluate | None = None,
+    callback: Callback | None = None,
+) -> TrainingResult:
     """SGD as CRFsuite's ``l2sgd``: minimise the negative log-likelihood + c2 ||theta||^2.
 
     With lambda = 2 c2 / B, step t (over all epochs) uses eta = 1 / (lambda (t0 +
@@ -255,8 +318,9 @@ def l2sgd(problem: Problem, c2: float = 1.0, max_iter: int = 1000, period: int =
     check_positive("calibration_eta", calibration_eta)
     check_positive("calibration_rate", calibration_rate)
     if calibration_rate <= 1.0:
-        raise FstcrfError(f"calibration_rate must exceed 1 (it scales the trial learning rates), "
-                          f"got {calibration_rate!r}")
+        raise FstcrfError(
+            f"calibration_rate must exceed 1 (it scales the trial learning rates), got {calibration_rate!r}"
+        )
     check_positive("calibration_samples", calibration_samples, integer=True)
     check_positive("calibration_candidates", calibration_candidates, integer=True)
     check_positive("calibration_max_trials", calibration_max_trials, integer=True)
@@ -267,20 +331,29 @@ def l2sgd(problem: Problem, c2: float = 1.0, max_iter: int = 1000, period: int =
     weights = np.zeros(problem.num_weights)
     best_weights, best_objective, best_epoch = weights.copy(), math.inf, 0
     with monitor.interruptible():
-        sample = rng.permutation(num_sentences)[:int(calibration_samples)]
-        eta0 = _calibrate(problem, sample, lam, calibration_eta, calibration_rate, int(calibration_candidates),
-                          int(calibration_max_trials))
+        sample = rng.permutation(num_sentences)[: int(calibration_samples)]
+        eta0 = _calibrate(
+            problem,
+            sample,
+            lam,
+            calibration_eta,
+            calibration_rate,
+            int(calibration_candidates),
+            int(calibration_max_trials),
+        )
         if eta0 * lam >= 1.0:
-            raise FstcrfError(f"l2sgd: no usable learning rate (calibration_eta {calibration_eta} times "
-                              f"2 c2 / {num_sentences} sentences must stay below 1); lower calibration_eta")
+            raise FstcrfError(
+                f"l2sgd: no usable learning rate (calibration_eta {calibration_eta} times "
+                f"2 c2 / {num_sentences} sentences must stay below 1); lower calibration_eta"
+            )
         t0 = 1.0 / (lam * eta0)
         objectives: list[float] = []
         for epoch in range(1, int(max_iter) + 1):
-            loss, eta = _sgd_epoch(problem, weights, rng.permutation(num_sentences), lam, t0,
-                                   (epoch - 1) * num_sentences)
+            loss, eta = _sgd_epoch(
+                problem, weights, rng.permutation(num_sentences), lam, t0, (epoch - 1) * num_sentences
+            )
             if not math.isfinite(loss):
-                raise FstcrfError(f"l2sgd: the loss overflowed in epoch {epoch}; lower calibration_eta "
-                                  "or raise c2")
+                raise FstcrfError(f"l2sgd: the loss overflowed in epoch {epoch}; lower calibration_eta or raise c2")
             objective = loss + c2 * float(weights @ weights)
             if objective < best_objective:
                 best_weights, best_objective, best_epoch = weights.copy(), objective, epoch

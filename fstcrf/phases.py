@@ -19,6 +19,7 @@ so an outer phase's figure excludes its inner phases and the figures add up.
 /proc/self/stat (the fork of the process, in clock ticks of 10 ms), to the
 first phase: interpreter start-up, imports and argument parsing.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -26,7 +27,7 @@ import contextlib
 import json
 import os
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 #: The environment variable that names the JSON file to write at exit.
 PHASES_VARIABLE = "FSTCRF_PHASES"
@@ -41,7 +42,7 @@ def process_age() -> float:
     except OSError:
         return 0.0
     # the fields after the parenthesised command name; start time is field 22 of the whole line
-    started_ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
+    started_ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])
     return max(time.clock_gettime(time.CLOCK_BOOTTIME) - started_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
 
 
@@ -65,8 +66,12 @@ class PhaseTimer:
     ``wall`` and ``cpu`` are the clocks (seconds); ``age`` gives the seconds
     between the process's start and the moment the timer is made."""
 
-    def __init__(self, wall: Callable[[], float] = time.perf_counter,
-                 cpu: Callable[[], float] = time.process_time, age: Callable[[], float] = process_age):
+    def __init__(
+        self,
+        wall: Callable[[], float] = time.perf_counter,
+        cpu: Callable[[], float] = time.process_time,
+        age: Callable[[], float] = process_age,
+    ):
         self._wall, self._cpu = wall, cpu
         self.created_wall, self.created_cpu = wall(), cpu()
         self.age_at_creation = age()
@@ -117,16 +122,23 @@ class PhaseTimer:
         first_cpu = now_cpu if self.first_cpu is None else self.first_cpu
         start = self.age_at_creation + first_wall - self.created_wall
         elapsed = self.age_at_creation + now_wall - self.created_wall
-        process = {"start": start, "start_cpu": first_cpu, "elapsed": elapsed, "cpu": now_cpu,
-                   "peak_rss_mib": peak_resident_mib(),
-                   "outside": now_wall - first_wall - sum(self.wall.values()),
-                   "cpu_by_phase": dict(self.cpu), "calls": dict(self.calls)}
+        process = {
+            "start": start,
+            "start_cpu": first_cpu,
+            "elapsed": elapsed,
+            "cpu": now_cpu,
+            "peak_rss_mib": peak_resident_mib(),
+            "outside": now_wall - first_wall - sum(self.wall.values()),
+            "cpu_by_phase": dict(self.cpu),
+            "calls": dict(self.calls),
+        }
         return {**self.wall, "process": process}
 
 
 def _write_report(timer: PhaseTimer, path: str) -> None:
     """Write ``timer.report()`` as JSON to ``path`` (atomically)."""
     from .files import write_atomically
+
     text = json.dumps(timer.report(), indent=1) + "\n"
     write_atomically(path, lambda stream: stream.write(text.encode("utf-8")))
 

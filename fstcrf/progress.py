@@ -1,4 +1,5 @@
 """A dependency-free progress bar on stderr for long runs."""
+
 from __future__ import annotations
 
 import sys
@@ -12,8 +13,15 @@ class Progress:
     Redraws one line on a terminal; elsewhere prints a line at most every
     ``interval`` seconds so logs stay short.  Use as a context manager."""
 
-    def __init__(self, total: int | None, description: str, unit: str = "it", stream=None,
-                 interval: float = 5.0, enabled: bool = True):
+    def __init__(
+        self,
+        total: int | None,
+        description: str,
+        unit: str = "it",
+        stream=None,
+        interval: float = 5.0,
+        enabled: bool = True,
+    ):
         self.total = None if total is None else max(int(total), 1)
         self.description = description
         self.unit = unit
@@ -43,13 +51,15 @@ class Progress:
         remaining = (self.total - self.done) / rate if rate > 0 else float("inf")
         width = 24
         filled = int(width * min(self.done, self.total) / self.total)
-        line = (f"{self.description} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                f"{self.unit} {_rate(rate, self.unit)} ETA {remaining:,.0f}s")
+        line = (
+            f"{self.description} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+            f"{self.unit} {_rate(rate, self.unit)} ETA {remaining:,.0f}s"
+        )
         end = "\r" if self.stream.isatty() and self.done < self.total else "\n"
         self.stream.write(line + end)
         self.stream.flush()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -58,7 +68,7 @@ class Progress:
 
 
 def _rate(per_second: float, unit: str) -> str:
-    """"1,234 it/s" for fast work, "12.3 s/it" for slow work (never "0 it/s")."""
+    """ "1,234 it/s" for fast work, "12.3 s/it" for slow work (never "0 it/s")."""
     if per_second >= 1.0:
         return f"{per_second:,.0f} {unit}/s"
     if per_second > 0.0:

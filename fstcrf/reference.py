@@ -6,6 +6,7 @@ the baseline of ``fstcrf bench kernel`` and the log-space reference the C
 kernel is tested against on long sentences with extreme scores; it is not
 used for real work.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -13,10 +13,11 @@ BIOES marks a one-token chunk S and a longer chunk B I* E.
 A gold column may also hold partial labels for training: the unknown label
 ``?`` and label sets such as ``B-NP|I-NP``.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 from .errors import LabelError
 
@@ -41,6 +42,7 @@ def _split(tag: str, position: int) -> tuple[str, str]:
 
 # -- conlleval's chunk boundaries, shared by its scorer and the learners' gains --
 
+
 def split_tag(tag: str) -> tuple[str, str]:
     """A tag's prefix and chunk type, split at the first dash ("O" -> ("O", "")).
 
@@ -53,8 +55,15 @@ def split_tag(tag: str) -> tuple[str, str]:
 def chunk_end(previous: tuple[str, str], current: tuple[str, str]) -> bool:
     """conlleval's endOfChunk: did a chunk end just before the current (prefix, type)?"""
     (previous_prefix, previous_type), (prefix, chunk_type) = previous, current
-    if (previous_prefix, prefix) in {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"),
-                                      ("E", "E"), ("E", "I"), ("E", "O")}:
+    if (previous_prefix, prefix) in {
+        ("B", "B"),
+        ("B", "O"),
+        ("I", "B"),
+        ("I", "O"),
+        ("E", "E"),
+        ("E", "I"),
+        ("E", "O"),
+    }:
         return True
     if previous_prefix not in ("O", ".") and previous_type != chunk_type:
         return True
@@ -64,8 +73,15 @@ def chunk_end(previous: tuple[str, str], current: tuple[str, str]) -> bool:
 def chunk_start(previous: tuple[str, str], current: tuple[str, str]) -> bool:
     """conlleval's startOfChunk: does a chunk start at the current (prefix, type)?"""
     (previous_prefix, previous_type), (prefix, chunk_type) = previous, current
-    if (previous_prefix, prefix) in {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"),
-                                      ("E", "E"), ("E", "I"), ("O", "E")}:
+    if (previous_prefix, prefix) in {
+        ("B", "B"),
+        ("I", "B"),
+        ("O", "B"),
+        ("O", "I"),
+        ("E", "E"),
+        ("E", "I"),
+        ("O", "E"),
+    }:
         return True
     if prefix not in ("O", ".") and previous_type != chunk_type:
         return True
@@ -75,10 +91,10 @@ def chunk_start(previous: tuple[str, str], current: tuple[str, str]) -> bool:
 def read_chunks(tags: Sequence[str]) -> list[tuple[int, int, str]]:
     """The chunks (first token, last token, type) of one sentence's tags."""
     chunks: list[tuple[int, int, str]] = []
-    open_chunk: tuple[int, str] | None = None     # (first token, type) of the chunk being read
+    open_chunk: tuple[int, str] | None = None  # (first token, type) of the chunk being read
     for position, tag in enumerate(tags):
         prefix, chunk_type = _split(tag, position)
-        continues = (open_chunk is not None and prefix in ("I", "E") and chunk_type == open_chunk[1])
+        continues = open_chunk is not None and prefix in ("I", "E") and chunk_type == open_chunk[1]
         if open_chunk is not None and not continues:
             chunks.append((open_chunk[0], position - 1, open_chunk[1]))
             open_chunk = None
@@ -100,7 +116,7 @@ def write_chunks(chunks: Sequence[tuple[int, int, str]], length: int, scheme: st
     if scheme not in SCHEMES:
         raise LabelError(f"scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
     tags = ["O"] * length
-    previous_end: tuple[int, str] | None = None     # (last token, type) of the chunk before
+    previous_end: tuple[int, str] | None = None  # (last token, type) of the chunk before
     for first, last, chunk_type in chunks:
         if scheme == "bioes" and first == last:
             tags[first] = f"S-{chunk_type}"
@@ -126,13 +142,19 @@ def missing_types_warning(keep: set[str] | None, labels: list[list[str]], where:
     (label sets "A|B" count each member); None when every type occurs."""
     if not keep:
         return None
-    present = {member.partition("-")[2] for sentence in labels for label in sentence
-               for member in label.split(LABEL_SET_SEPARATOR)} - {""}
+    present = {
+        member.partition("-")[2]
+        for sentence in labels
+        for label in sentence
+        for member in label.split(LABEL_SET_SEPARATOR)
+    } - {""}
     missing = sorted(keep - present)
     if not missing:
         return None
-    return (f"--only-types: {', '.join(missing)} {'does' if len(missing) == 1 else 'do'} not occur in {where}, "
-            f"whose chunk types are {', '.join(sorted(present)) or 'none'}")
+    return (
+        f"--only-types: {', '.join(missing)} {'does' if len(missing) == 1 else 'do'} not occur in {where}, "
+        f"whose chunk types are {', '.join(sorted(present)) or 'none'}"
+    )
 
 
 def keep_types(labels: list[list[str]], keep: set[str] | None) -> list[list[str]]:
@@ -156,6 +178,8 @@ def restrict_types(corpus, target: str, keep: set[str] | None):
     mapped to O (:func:`keep_types`); the corpus itself when ``keep`` is None."""
     if not keep:
         return corpus
-    sentences = [dataclasses.replace(sentence, columns={**sentence.columns, target: labels})
-                 for sentence, labels in zip(corpus.sentences, keep_types(corpus.column(target), keep))]
+    sentences = [
+        dataclasses.replace(sentence, columns={**sentence.columns, target: labels})
+        for sentence, labels in zip(corpus.sentences, keep_types(corpus.column(target), keep))
+    ]
     return dataclasses.replace(corpus, sentences=sentences)

@@ -37,6 +37,7 @@ and of Sutton & McCallum 2005, :func:`token_scores` the per-token measure
 of Finkel et al. 2005; :func:`mean_f1` averages the fields, as both papers'
 "overall" figure does.
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,7 +47,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from .conll import DOCSTART, Corpus, Sentence, as_sentences
 from .errors import ArgumentTypeError, ConllFormatError, FstcrfError, LabelError, ShapeError
@@ -68,7 +69,8 @@ DOCSTART_LINE = f"{DOCSTART} O"
 PICKS = ("most_frequent", "first")
 
 _TAG = re.compile(r"<(/?)([a-z]+)>")
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
       [\w.+-]+@\w[\w-]*(?:\.[\w-]+)*                # e-mail address: maa+@ISL1.RI.CMU.EDU
     | (?:https?|ftp)://[^\s<>"]*[\w/]               # URL
     | \d{1,2}:\d\d(?::\d\d)?                        # clock time: 3:30 (3:30pm is 3:30 pm)
@@ -84,7 +86,9 @@ _TOKEN = re.compile(r"""
     | [^\W_]+                                       # letters and digits: 4P56  WEH7500  2nd
     | ([^\w\s]|_)\1+                                # a run of one punctuation mark: --- ...
     | \S                                            # any other character
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,7 @@ class SeminarDocument:
 
     def mention_text(self, mention: Mention) -> str:
         """The characters of ``mention``."""
-        return self.text[mention.start:mention.end]
+        return self.text[mention.start : mention.end]
 
 
 class _Tags:
@@ -139,10 +143,10 @@ class _Tags:
         self.path = path
         self.mentions: list[Mention] = []
         self.breaks: list[int] = []
-        self.joined: list[tuple[int, int]] = []       # paragraphs and sentences: their line breaks end none
+        self.joined: list[tuple[int, int]] = []  # paragraphs and sentences: their line breaks end none
         self.repairs: list[Repair] = []
-        self.open_structure: dict[str, tuple[int, int]] = {}    # tag -> (offset, line) where opened
-        self.open_field: tuple[str, int, int] | None = None     # (field, offset, line)
+        self.open_structure: dict[str, tuple[int, int]] = {}  # tag -> (offset, line) where opened
+        self.open_field: tuple[str, int, int] | None = None  # (field, offset, line)
 
     def repair(self, line: int, kind: str, tag: str, action: str) -> None:
         repair = Repair(self.path, line, kind, tag, action)
@@ -161,8 +165,9 @@ class _Tags:
             self.close_structure(name, offset)
         else:
             if name in self.open_structure:
-                self.repair(self.open_structure[name][1], "unclosed", f"<{name}>",
-                            f"closed at the <{name}> on line {line}")
+                self.repair(
+                    self.open_structure[name][1], "unclosed", f"<{name}>", f"closed at the <{name}> on line {line}"
+                )
                 self.close_structure(name, offset)
             self.open_structure[name] = (offset, line)
         if name == "paragraph" or not closing:
@@ -175,15 +180,17 @@ class _Tags:
         if closing:
             opened, start, start_line = self.open_field
             if opened != name:
-                self.repair(line, "mismatched", f"</{name}>",
-                            f"closes the <{opened}> of line {start_line}, kept as {opened}")
+                self.repair(
+                    line, "mismatched", f"</{name}>", f"closes the <{opened}> of line {start_line}, kept as {opened}"
+                )
             self.mentions.append(Mention(opened, start, offset))
             self.open_field = None
             return
         if self.open_field is not None:
             opened, _, start_line = self.open_field
-            self.repair(start_line, "unclosed", f"<{opened}>", f"not closed before the <{name}> on line "
-                        f"{line}; dropped")
+            self.repair(
+                start_line, "unclosed", f"<{opened}>", f"not closed before the <{name}> on line {line}; dropped"
+            )
         self.open_field = (name, offset, line)
 
     def finish(self, end: int, last_line: int) -> None:
@@ -205,7 +212,7 @@ def _strip_tags(raw: str, path: Path) -> tuple[str, _Tags]:
     previous_end = 0
     line = 1
     for match in _TAG.finditer(raw):
-        piece = raw[previous_end:match.start()]
+        piece = raw[previous_end : match.start()]
         pieces.append(piece)
         length += len(piece)
         line += piece.count("\n")
@@ -297,26 +304,26 @@ def read_seminar(path: str | os.PathLike) -> SeminarDocument:
     newlines = [match.start() for match in re.finditer("\n", text)]
     mentions = []
     for mention in tags.mentions:
-        if text[mention.start:mention.end].strip():
+        if text[mention.start : mention.end].strip():
             mentions.append(mention)
         else:
-            tags.repair(bisect_left(newlines, mention.start) + 1, "empty", f"<{mention.field}>",
-                        "no text; dropped")
+            tags.repair(bisect_left(newlines, mention.start) + 1, "empty", f"<{mention.field}>", "no text; dropped")
     spans, split_tokens = _tokens(text, mentions)
     if not spans:
         logger.warning("%s:1: no text (an empty file); the document has no sentences", path)
         return SeminarDocument(path, text, mentions, [], tags.repairs, split_tokens)
     labels = _field_labels(spans, mentions)
     breaks = _sentence_breaks(newlines, tags)
-    sentence_numbers = [bisect_right(breaks, start) for start, _ in spans]     # breaks before each token
+    sentence_numbers = [bisect_right(breaks, start) for start, _ in spans]  # breaks before each token
     sentences = []
     first = 0
     for index in range(1, len(spans) + 1):
         if index == len(spans) or sentence_numbers[index] != sentence_numbers[first]:
             words = [text[start:end] for start, end in spans[first:index]]
             lines = [bisect_left(newlines, start) + 1 for start, _ in spans[first:index]]
-            sentences.append(Sentence({"word": words, "field": labels[first:index]}, lines,
-                                      () if sentences else (DOCSTART_LINE,)))
+            sentences.append(
+                Sentence({"word": words, "field": labels[first:index]}, lines, () if sentences else (DOCSTART_LINE,))
+            )
             first = index
     return SeminarDocument(path, text, mentions, sentences, tags.repairs, split_tokens)
 
@@ -366,14 +373,17 @@ class SeminarCounts:
 
     def lines(self) -> list[str]:
         """A report, one line per figure."""
-        fields = ", ".join(f"{name} {self.mentions[name]} in {self.documents_with[name]} documents"
-                           for name in self.mentions)
+        fields = ", ".join(
+            f"{name} {self.mentions[name]} in {self.documents_with[name]} documents" for name in self.mentions
+        )
         repairs = ", ".join(f"{kind} {count}" for kind, count in sorted(self.repairs.items())) or "none"
-        return [f"{self.documents} documents ({self.empty_documents} without text), {self.sentences} sentences, "
-                f"{self.tokens} tokens",
-                f"field mentions: {fields}",
-                f"repaired tags: {repairs}",
-                f"tokens cut at a field edge: {self.split_tokens}"]
+        return [
+            f"{self.documents} documents ({self.empty_documents} without text), {self.sentences} sentences, "
+            f"{self.tokens} tokens",
+            f"field mentions: {fields}",
+            f"repaired tags: {repairs}",
+            f"tokens cut at a field edge: {self.split_tokens}",
+        ]
 
 
 def count_seminars(documents: Sequence[SeminarDocument]) -> SeminarCounts:
@@ -381,8 +391,9 @@ def count_seminars(documents: Sequence[SeminarDocument]) -> SeminarCounts:
     mentions = Counter()
     documents_with = Counter()
     for document in documents:
-        starts = Counter(label[2:] for sentence in document.sentences for label in sentence["field"]
-                         if label.startswith("B-"))
+        starts = Counter(
+            label[2:] for sentence in document.sentences for label in sentence["field"] if label.startswith("B-")
+        )
         mentions.update(starts)
         documents_with.update(starts.keys())
     return SeminarCounts(
@@ -393,7 +404,8 @@ def count_seminars(documents: Sequence[SeminarDocument]) -> SeminarCounts:
         mentions={name: mentions[name] for name in FIELDS},
         documents_with={name: documents_with[name] for name in FIELDS},
         repairs=Counter(f"{repair.kind} {repair.tag}" for document in documents for repair in document.repairs),
-        split_tokens=sum(document.split_tokens for document in documents))
+        split_tokens=sum(document.split_tokens for document in documents),
+    )
 
 
 def group_documents(sentences) -> list[list[Sentence]]:
@@ -440,32 +452,40 @@ def _check_documents(name: str, documents, reference=None) -> None:
     """Raise unless ``documents`` is [documents][sentences][tokens] of strings shaped
     like ``reference`` (when given)."""
     if isinstance(documents, (str, Sentence, Corpus)):
-        raise ArgumentTypeError(f"{name} must be lists of labels grouped as [documents][sentences][tokens] "
-                                f"(see document_column), got {type(documents).__name__}")
+        raise ArgumentTypeError(
+            f"{name} must be lists of labels grouped as [documents][sentences][tokens] "
+            f"(see document_column), got {type(documents).__name__}"
+        )
     if reference is not None and len(documents) != len(reference):
         raise ShapeError(f"{name} has {len(documents)} documents, expected {len(reference)}")
     for number, document in enumerate(documents):
         if isinstance(document, str) or any(isinstance(sentence, str) for sentence in document):
-            raise ArgumentTypeError(f"{name} document {number} must be a list of sentences, each a list of "
-                                    "strings, got a string")
+            raise ArgumentTypeError(
+                f"{name} document {number} must be a list of sentences, each a list of strings, got a string"
+            )
         if reference is not None and len(document) != len(reference[number]):
-            raise ShapeError(f"{name} document {number} has {len(document)} sentences, expected "
-                             f"{len(reference[number])}")
+            raise ShapeError(
+                f"{name} document {number} has {len(document)} sentences, expected {len(reference[number])}"
+            )
         for index, sentence in enumerate(document):
             if not all(isinstance(value, str) for value in sentence):
-                raise ArgumentTypeError(f"{name} document {number} sentence {index} holds a value that is not "
-                                        "a string")
+                raise ArgumentTypeError(f"{name} document {number} sentence {index} holds a value that is not a string")
             if reference is not None and len(sentence) != len(reference[number][index]):
-                raise ShapeError(f"{name} document {number} sentence {index} has {len(sentence)} tokens, "
-                                 f"expected {len(reference[number][index])}")
+                raise ShapeError(
+                    f"{name} document {number} sentence {index} has {len(sentence)} tokens, "
+                    f"expected {len(reference[number][index])}"
+                )
 
 
-def _mentions(words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]], name: str,
-              number: int) -> list[tuple[str, tuple[str, ...]]]:
+def _mentions(
+    words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]], name: str, number: int
+) -> list[tuple[str, tuple[str, ...]]]:
     """The (field, words) of each mention of one document, in text order."""
-    return [(kind, tuple(sentence_words[first:last + 1]))
-            for index, (sentence_words, sentence_labels) in enumerate(zip(words, labels))
-            for first, last, kind in _chunks(sentence_labels, name, number, index)]
+    return [
+        (kind, tuple(sentence_words[first : last + 1]))
+        for index, (sentence_words, sentence_labels) in enumerate(zip(words, labels))
+        for first, last, kind in _chunks(sentence_labels, name, number, index)
+    ]
 
 
 def _chunks(labels: Sequence[str], name: str, number: int, index: int) -> list[tuple[int, int, str]]:
@@ -484,8 +504,9 @@ def _pick(values: list[tuple[str, ...]], pick: str) -> tuple[str, ...]:
     return max(counts, key=lambda value: (counts[value], -values.index(value)))
 
 
-def document_scores(words, gold, predicted, fields: Sequence[str] = FIELDS,
-                    pick: str = "most_frequent") -> dict[str, FieldScore]:
+def document_scores(
+    words, gold, predicted, fields: Sequence[str] = FIELDS, pick: str = "most_frequent"
+) -> dict[str, FieldScore]:
     """Sutton & McCallum's one-value-per-document scores of each field.
 
     ``words``, ``gold`` and ``predicted`` are [documents][sentences][tokens]
@@ -545,7 +566,7 @@ def _token_fields(labels: Sequence[str], name: str, number: int, index: int) -> 
     """The field of each token of one sentence (None outside mentions)."""
     fields: list[str | None] = [None] * len(labels)
     for first, last, kind in _chunks(labels, name, number, index):
-        fields[first:last + 1] = [kind] * (last - first + 1)
+        fields[first : last + 1] = [kind] * (last - first + 1)
     return fields
 
 

@@ -5,6 +5,7 @@ imports numpy.f2py and numpy.testing), a third of ``fstcrf tag``'s start-up.  Ta
 only builds CSR arrays and hands them to the kernel, so it keeps them in
 :class:`SparseRows` and makes a scipy matrix only where a caller asks for one.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -18,6 +19,7 @@ class SparseRows(NamedTuple):
     ``indptr`` int64 [N + 1], ``indices`` int [nnz] (columns), ``data`` float64 [nnz],
     ``shape`` (N, P).  Attribute names follow scipy.sparse.csr_matrix.
     """
+
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
@@ -49,4 +51,5 @@ class SparseRows(NamedTuple):
     def to_scipy(self):
         """The same matrix as a scipy.sparse.csr_matrix (imports scipy.sparse)."""
         import scipy.sparse
+
         return scipy.sparse.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)

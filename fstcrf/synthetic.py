@@ -9,6 +9,7 @@ words are ambiguous between parts of speech, and the POS column is noisy
 (POS_ERROR_RATE of the tags are replaced at random, as an automatic tagger
 would err), so the chunker must weigh words against tags.
 """
+
 from __future__ import annotations
 
 import random

@@ -14,10 +14,11 @@ Builders (free functions returning new topologies, in the OpenFst style):
 :func:`first_order`, :func:`iob2`, :func:`bioes`, :func:`kth_order`,
 :func:`second_order` and :func:`intersect` with any user acceptor.
 """
+
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import pynini
@@ -44,7 +45,9 @@ def check_labels(labels: Iterable[str]) -> tuple[str, ...]:
         raise TopologyError("a topology needs at least one label")
     for label in labels:
         if not isinstance(label, str) or not label or label == EPSILON or any(c.isspace() for c in label):
-            raise LabelError(f"invalid label {label!r}: labels are non-empty strings without whitespace, not {EPSILON!r}")
+            raise LabelError(
+                f"invalid label {label!r}: labels are non-empty strings without whitespace, not {EPSILON!r}"
+            )
     duplicates = sorted({label for label in labels if labels.count(label) > 1})
     if duplicates:
         raise LabelError(f"duplicate labels: {', '.join(duplicates)}")
@@ -65,8 +68,17 @@ class Topology:
         out_ptr: int32 [S+1]; out_dst, out_edge: int32 [E], the same edges by source.
     """
 
-    def __init__(self, labels: Sequence[str], state_label, edge_src, edge_dst, start, final,
-                 state_names: Sequence[str] | None = None, name: str = "custom"):
+    def __init__(
+        self,
+        labels: Sequence[str],
+        state_label,
+        edge_src,
+        edge_dst,
+        start,
+        final,
+        state_names: Sequence[str] | None = None,
+        name: str = "custom",
+    ):
         self.labels = check_labels(labels)
         self.name = name
         state_label = np.asarray(state_label, dtype=np.int64)
@@ -143,11 +155,13 @@ class Topology:
 
     def density(self) -> float:
         """Fraction of the S*S state pairs that are allowed transitions."""
-        return self.num_edges / float(self.num_states ** 2)
+        return self.num_edges / float(self.num_states**2)
 
     def __repr__(self) -> str:
-        return (f"Topology({self.name!r}, labels={len(self.labels)}, states={self.num_states}, "
-                f"edges={self.num_edges}, density={self.density():.3f})")
+        return (
+            f"Topology({self.name!r}, labels={len(self.labels)}, states={self.num_states}, "
+            f"edges={self.num_edges}, density={self.density():.3f})"
+        )
 
     # -- the acceptor view ---------------------------------------------------
     @cached_property
@@ -215,7 +229,8 @@ class Topology:
             raise InfeasibleError(
                 f"topology {self.name!r} allows no label sequence of length "
                 f"{', '.join(map(str, bad_lengths))} (sentences {shown}); "
-                "relax the topology or grammar, or drop those sentences")
+                "relax the topology or grammar, or drop those sentences"
+            )
 
 
 # -- size-bounded determinisation and intersection ----------------------------
@@ -229,13 +244,15 @@ _CHUNK_CELLS = 1 << 21  # subset members expanded per step of subset_states
 def acceptor_arcs(fsa: pynini.Fst) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(Q, src, key, dst int64 [A], initial int64 [1]): the states and arcs of an acceptor."""
     arcs = [(q, arc.ilabel, arc.nextstate) for q in fsa.states() for arc in fsa.arcs(q)]
-    src, key, dst = (np.array(column, dtype=np.int64) for column in zip(*arcs)) if arcs else \
-        (np.zeros(0, dtype=np.int64),) * 3
+    src, key, dst = (
+        (np.array(column, dtype=np.int64) for column in zip(*arcs)) if arcs else (np.zeros(0, dtype=np.int64),) * 3
+    )
     return fsa.num_states(), src, key, dst, np.array([fsa.start()], dtype=np.int64)
 
 
-def subset_states(num_states: int, src: np.ndarray, key: np.ndarray, dst: np.ndarray,
-                  initial: np.ndarray, limit: int) -> int:
+def subset_states(
+    num_states: int, src: np.ndarray, key: np.ndarray, dst: np.ndarray, initial: np.ndarray, limit: int
+) -> int:
     """States of the determinised acceptor with ``num_states`` states, arcs src -> dst
     reading key (int [A], no epsilons) and initial states int [I]: the sets of
     states reachable by some label sequence, counted breadth-first until the
@@ -243,7 +260,8 @@ def subset_states(num_states: int, src: np.ndarray, key: np.ndarray, dst: np.nda
 
     Each set is identified by a 64-bit hash (a sum of random per-state values),
     so two sets collide with probability 2^-64."""
-    import scipy.sparse   # not on the tagging path (fstcrf.sparse_rows)
+    import scipy.sparse  # not on the tagging path (fstcrf.sparse_rows)
+
     # labels with the same arcs lead every set to the same set: keep one of each
     order = np.lexsort((dst, src, key))
     src, key, dst = src[order], key[order], dst[order]
@@ -255,14 +273,20 @@ def subset_states(num_states: int, src: np.ndarray, key: np.ndarray, dst: np.nda
     labels, label_slot = np.unique(key, return_inverse=True)
     width = len(labels) * num_states
     # one sparse step: row q of `step` has a 1 in column (label slot, q') for each arc q -(label)-> q'
-    step = scipy.sparse.csr_matrix((np.ones(len(src), dtype=np.float32), (src, label_slot * num_states + dst)),
-                                   shape=(num_states, width))
-    state_hash = np.random.default_rng(0).integers(0, 2 ** 63, size=num_states, dtype=np.uint64) * np.uint64(2) + \
-        np.uint64(1)
+    step = scipy.sparse.csr_matrix(
+        (np.ones(len(src), dtype=np.float32), (src, label_slot * num_states + dst)), shape=(num_states, width)
+    )
+    state_hash = np.random.default_rng(0).integers(0, 2**63, size=num_states, dtype=np.uint64) * np.uint64(
+        2
+    ) + np.uint64(1)
     out_degree = max(1.0, len(src) / max(1, num_states))
     first = np.unique(initial)
-    queue = [scipy.sparse.csr_matrix((np.ones(len(first), dtype=np.float32), (np.zeros(len(first), dtype=np.int64),
-                                                                                 first)), shape=(1, num_states))]
+    queue = [
+        scipy.sparse.csr_matrix(
+            (np.ones(len(first), dtype=np.float32), (np.zeros(len(first), dtype=np.int64), first)),
+            shape=(1, num_states),
+        )
+    ]
     seen = {int(state_hash[first].sum(dtype=np.uint64))}
     while queue and len(seen) <= limit:
         frontier = queue.pop(0)
@@ -290,8 +314,11 @@ def subset_states(num_states: int, src: np.ndarray, key: np.ndarray, dst: np.nda
         row_of_entry = new_row[subset]
         entries = np.flatnonzero(row_of_entry >= 0)
         row_ptr = np.concatenate([[0], np.cumsum(np.bincount(row_of_entry[entries], minlength=len(chosen)))])
-        queue.append(scipy.sparse.csr_matrix((np.ones(len(entries), dtype=np.float32), member[entries], row_ptr),
-                                             shape=(len(chosen), num_states)))
+        queue.append(
+            scipy.sparse.csr_matrix(
+                (np.ones(len(entries), dtype=np.float32), member[entries], row_ptr), shape=(len(chosen), num_states)
+            )
+        )
     return len(seen)
 
 
@@ -321,11 +348,14 @@ def bounded_intersect(left: pynini.Fst, right: pynini.Fst, what: str, difference
     if left.num_states() * (right.num_states() + (1 if difference else 0)) > limit:
         left_states, left_src, left_key, left_dst, left_initial = acceptor_arcs(left)
         right_states, right_src, right_key, right_dst, right_initial = acceptor_arcs(right)
-        count = subset_states(left_states + right_states,
-                              np.concatenate([left_src, right_src + left_states]),
-                              np.concatenate([left_key, right_key]),
-                              np.concatenate([left_dst, right_dst + left_states]),
-                              np.concatenate([left_initial, right_initial + left_states]), limit)
+        count = subset_states(
+            left_states + right_states,
+            np.concatenate([left_src, right_src + left_states]),
+            np.concatenate([left_key, right_key]),
+            np.concatenate([left_dst, right_dst + left_states]),
+            np.concatenate([left_initial, right_initial + left_states]),
+            limit,
+        )
         budget.check_states(count, what, at_least=count > limit)
     right = pynini.arcsort(right, "ilabel")
     return pynini.difference(left, right) if difference else pynini.intersect(left, right)
@@ -382,8 +412,9 @@ def from_acceptor(acceptor: pynini.Fst, labels: Sequence[str], name: str = "acce
     return topology
 
 
-def _history_acceptor(labels: Sequence[str], order: int, pad: str | None,
-                      allowed: Callable[[tuple[str, ...], str], bool] | None) -> pynini.Fst:
+def _history_acceptor(
+    labels: Sequence[str], order: int, pad: str | None, allowed: Callable[[tuple[str, ...], str], bool] | None
+) -> pynini.Fst:
     """Acceptor whose state is the last ``order`` labels (fewer at the start,
     or pad-filled when ``pad`` is given); ``allowed(history, label)`` prunes arcs."""
     keys = {label: i + 1 for i, label in enumerate(labels)}
@@ -441,7 +472,7 @@ def _rename_by_history(topology: Topology, order: int, pad: str | None) -> Topol
         history = [topology.labels[topology.state_label[s]]]
         current = s
         while len(history) < order:
-            sources = topology.edge_src[topology.in_ptr[current]:topology.in_ptr[current + 1]]
+            sources = topology.edge_src[topology.in_ptr[current] : topology.in_ptr[current + 1]]
             if len(sources) == 0:
                 if pad is not None:
                     history += [pad] * (order - len(history))
@@ -484,6 +515,7 @@ def iob2(types: Sequence[str]) -> Topology:
         if prefix != "I":
             return True
         return bool(history) and chunk_type(history[-1])[1] == kind
+
     return from_acceptor(_history_acceptor(labels, 1, None, allowed), labels, name="iob2")
 
 
@@ -501,11 +533,19 @@ def bioes(types: Sequence[str]) -> Topology:
         if inside:
             return prefix in ("I", "E") and chunk_type(history[-1])[1] == kind
         return prefix in ("O", "B", "S")
+
     topology = from_acceptor(_history_acceptor(labels, 1, None, allowed), labels, name="bioes")
     # a sentence may not end inside a segment
     ends_inside = np.isin([chunk_type(topology.labels[i])[0] for i in topology.state_label], ["B", "I"])
-    return Topology(topology.labels, topology.state_label, topology.edge_src, topology.edge_dst,
-                    topology.start, topology.final & ~ends_inside, name="bioes")
+    return Topology(
+        topology.labels,
+        topology.state_label,
+        topology.edge_src,
+        topology.edge_dst,
+        topology.start,
+        topology.final & ~ends_inside,
+        name="bioes",
+    )
 
 
 def second_order(tags: Sequence[str], outside: str = "O") -> Topology:
@@ -552,7 +592,9 @@ def intersect(topology: Topology, acceptor: pynini.Fst, name: str | None = None)
         raise TopologyError(f"{name}: the constraint must be an acceptor")
     _check_symbol_keys(acceptor, topology)
     constraint = bounded_determinize(pynini.rmepsilon(acceptor), f"{name}: the constraint acceptor").minimize()
-    product = bounded_intersect(topology.acceptor, constraint, f"{name}: the product of the topology and the constraint")
+    product = bounded_intersect(
+        topology.acceptor, constraint, f"{name}: the product of the topology and the constraint"
+    )
     product.connect()
     if product.num_states() == 0:
         raise TopologyError(f"{name}: no label sequence is allowed by both the topology and the constraint")
@@ -570,9 +612,12 @@ def _check_symbol_keys(acceptor: pynini.Fst, topology: Topology) -> None:
                 continue
             if key > topology.num_labels:
                 label = repr(table.find(key)) if table is not None and table.member(key) else f"label key {key}"
-                raise LabelError(f"the constraint uses {label}, which the model does not know "
-                                 f"(it has {topology.num_labels} labels: {', '.join(topology.labels)})")
+                raise LabelError(
+                    f"the constraint uses {label}, which the model does not know "
+                    f"(it has {topology.num_labels} labels: {', '.join(topology.labels)})"
+                )
             if table is not None and table.member(key) and table.find(key) != topology.labels[key - 1]:
-                raise LabelError(f"symbol key {key} is {table.find(key)!r} in the constraint but "
-                                 f"{topology.labels[key - 1]!r} in the model")
-
+                raise LabelError(
+                    f"symbol key {key} is {table.find(key)!r} in the constraint but "
+                    f"{topology.labels[key - 1]!r} in the model"
+                )

@@ -49,6 +49,7 @@ callback returning True stops training after that iteration.  Ctrl-C
 weights so far (without ``evaluate``, those of the last finished iteration)
 and ``interrupted`` is True.
 """
+
 from __future__ import annotations
 
 import collections
@@ -58,7 +59,8 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
+from collections.abc import Callable
 
 import numpy as np
 
@@ -73,8 +75,12 @@ logger = logging.getLogger(__name__)
 #: Correction pairs L-BFGS keeps (Sha & Pereira found 3 to 10 work well).
 LBFGS_MEMORY = 10
 #: lbfgs's line searches by name (ours and CRFsuite's) -> the search that runs when l1 == 0.
-LINE_SEARCHES = {"strong-wolfe": "zoom", "MoreThuente": "zoom", "Backtracking": "wolfe",
-                 "StrongBacktracking": "strong-wolfe"}
+LINE_SEARCHES = {
+    "strong-wolfe": "zoom",
+    "MoreThuente": "zoom",
+    "Backtracking": "wolfe",
+    "StrongBacktracking": "strong-wolfe",
+}
 #: The sufficient decrease (Armijo) and curvature (Wolfe) constants of every line search.
 ARMIJO, CURVATURE = 1e-4, 0.9
 #: CRFsuite's defaults for its delta test (lbfgs's ``period`` and ``delta``).
@@ -93,14 +99,13 @@ class Problem(Protocol):
     weights and the output may be the same array.
     """
 
-    num_weights: int     # D
-    num_sequences: int   # B
+    num_weights: int  # D
+    num_sequences: int  # B
 
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """Negative log-likelihood of all sentences (no prior) and its gradient float [D]."""
 
-    def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray,
-                     out_scale: float) -> float:
+    def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray, out_scale: float) -> float:
         """For theta = scale * weights, add out_scale * (gradient of sentence ``index``'s
         negative log-likelihood) to ``out`` [D] and return that negative log-likelihood."""
 
@@ -177,14 +182,14 @@ class Monitor:
         self.kept_weights, self.kept_iteration = state.kept_weights, state.kept_iteration
         self._best_score = state.best_score
 
-    def start_from(self, theta: np.ndarray, objective: float, gradient_norm: float,
-                   extra: dict | None = None) -> None:
+    def start_from(self, theta: np.ndarray, objective: float, gradient_norm: float, extra: dict | None = None) -> None:
         """Record a warm start's weights as iteration 0, so that dev selection may keep them."""
         self._record(0, theta, objective, gradient_norm, extra)
         self._resumed = time.perf_counter()
 
-    def end_iteration(self, theta: np.ndarray, objective: float,
-                      gradient_norm: float | None = None, extra: dict | None = None) -> bool:
+    def end_iteration(
+        self, theta: np.ndarray, objective: float, gradient_norm: float | None = None, extra: dict | None = None
+    ) -> bool:
         """Record an iteration that ended with weights ``theta`` (``extra`` adds fields to
         its record); True means stop."""
         self.iterations += 1
@@ -193,13 +198,26 @@ class Monitor:
         self._resumed = time.perf_counter()
         return stop
 
-    def _record(self, iteration: int, theta: np.ndarray, objective: float,
-                gradient_norm: float | None, extra: dict | None = None) -> Record:
+    def _record(
+        self,
+        iteration: int,
+        theta: np.ndarray,
+        objective: float,
+        gradient_norm: float | None,
+        extra: dict | None = None,
+    ) -> Record:
         now = time.perf_counter()
-        record = {"algorithm": self.algorithm, "iteration": iteration, "objective": float(objective),
-                  "gradient_norm": None if gradient_norm is None else float(gradient_norm),
-                  "seconds": now - self._resumed, "elapsed": now - self._started, "dev_score": None,
-                  "dev_metric": None, **(extra or {})}
+        record = {
+            "algorithm": self.algorithm,
+            "iteration": iteration,
+            "objective": float(objective),
+            "gradient_norm": None if gradient_norm is None else float(gradient_norm),
+            "seconds": now - self._resumed,
+            "elapsed": now - self._started,
+            "dev_score": None,
+            "dev_metric": None,
+            **(extra or {}),
+        }
         if self.evaluate is None:
             self.kept_weights, self.kept_iteration = theta.copy(), iteration
         else:
@@ -209,13 +227,20 @@ class Monitor:
                 self._best_score = record["dev_score"]
                 self.kept_weights, self.kept_iteration = theta.copy(), iteration
         self.history.append(record)
-        shown = "".join(f", {name.replace('_', ' ')} " + (f"{value:,}" if isinstance(value, int) else f"{value:.4g}")
-                        for name, value in (extra or {}).items())
-        logger.info("%s iteration %d: objective %.6g%s%s, %.2f s%s", self.algorithm, iteration,
-                    record["objective"],
-                    "" if gradient_norm is None else f", gradient norm {gradient_norm:.4g}", shown,
-                    record["seconds"],
-                    "" if record["dev_score"] is None else f", dev {record['dev_metric']} {record['dev_score']:.2f}")
+        shown = "".join(
+            f", {name.replace('_', ' ')} " + (f"{value:,}" if isinstance(value, int) else f"{value:.4g}")
+            for name, value in (extra or {}).items()
+        )
+        logger.info(
+            "%s iteration %d: objective %.6g%s%s, %.2f s%s",
+            self.algorithm,
+            iteration,
+            record["objective"],
+            "" if gradient_norm is None else f", gradient norm {gradient_norm:.4g}",
+            shown,
+            record["seconds"],
+            "" if record["dev_score"] is None else f", dev {record['dev_metric']} {record['dev_score']:.2f}",
+        )
         return record
 
     @contextlib.contextmanager
@@ -225,8 +250,12 @@ class Monitor:
             yield
         except KeyboardInterrupt:
             self.interrupted = True
-            logger.warning("%s interrupted after %d iterations; keeping the weights of "
-                           "iteration %d", self.algorithm, len(self.history), self.kept_iteration)
+            logger.warning(
+                "%s interrupted after %d iterations; keeping the weights of iteration %d",
+                self.algorithm,
+                len(self.history),
+                self.kept_iteration,
+            )
 
     def result(self, final_weights: np.ndarray) -> TrainingResult:
         """The result; ``final_weights`` are used when no iteration's weights were kept,
@@ -234,17 +263,32 @@ class Monitor:
         use_final = self.kept_weights is None or (self.evaluate is None and not self.interrupted)
         weights = final_weights if use_final else self.kept_weights
         best = self.iterations if use_final else self.kept_iteration
-        return TrainingResult(np.array(weights, dtype=np.float64), self.iterations, best,
-                              self.interrupted, self.history)
+        return TrainingResult(
+            np.array(weights, dtype=np.float64), self.iterations, best, self.interrupted, self.history
+        )
 
 
-def lbfgs(problem: Problem, sigma: float = DEFAULT_SIGMA, max_iter: int = 100, tol: float = 1e-7,
-          evaluate: Evaluate | None = None, callback: Callback | None = None,
-          initial: np.ndarray | None = None, name: str = "lbfgs", *, l1: float = 0.0,
-          memory: int = LBFGS_MEMORY, epsilon: float | None = None, period: int | None = None,
-          delta: float | None = None, linesearch: str = "strong-wolfe", max_linesearch: int = 20,
-          frozen: np.ndarray | None = None, checkpoint: Callable[[LbfgsState], None] | None = None,
-          resume: LbfgsState | None = None) -> TrainingResult:
+def lbfgs(
+    problem: Problem,
+    sigma: float = DEFAULT_SIGMA,
+    max_iter: int = 100,
+    tol: float = 1e-7,
+    evaluate: Evaluate | None = None,
+    callback: Callback | None = None,
+    initial: np.ndarray | None = None,
+    name: str = "lbfgs",
+    *,
+    l1: float = 0.0,
+    memory: int = LBFGS_MEMORY,
+    epsilon: float | None = None,
+    period: int | None = None,
+    delta: float | None = None,
+    linesearch: str = "strong-wolfe",
+    max_linesearch: int = 20,
+    frozen: np.ndarray | None = None,
+    checkpoint: Callable[[LbfgsState], None] | None = None,
+    resume: LbfgsState | None = None,
+) -> TrainingResult:
     """Minimise problem loss + ||theta||^2 / (2 sigma^2) + l1 ||theta||_1 from theta = 0 or
     from ``initial`` [D] (a warm start, recorded as iteration 0 and kept if no later
     iteration has a better dev score): L-BFGS when l1 == 0, OWL-QN when l1 > 0.
@@ -278,13 +322,12 @@ def lbfgs(problem: Problem, sigma: float = DEFAULT_SIGMA, max_iter: int = 100, t
     check_positive("l1", l1, zero=True)
     check_positive("memory", memory, integer=True)
     check_positive("max_linesearch", max_linesearch, integer=True)
-    for option, value, integer in (("epsilon", epsilon, False), ("period", period, True),
-                                   ("delta", delta, False)):
+    for option, value, integer in (("epsilon", epsilon, False), ("period", period, True), ("delta", delta, False)):
         if value is not None:
             check_positive(option, value, integer=integer, zero=not integer)
     search = _line_search(linesearch, l1)
     frozen = _frozen_mask(frozen, problem.num_weights)
-    precision = 1.0 / sigma ** 2
+    precision = 1.0 / sigma**2
     monitor = Monitor(name, evaluate, callback)
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -305,22 +348,34 @@ def lbfgs(problem: Problem, sigma: float = DEFAULT_SIGMA, max_iter: int = 100, t
         start = (resume.loss, resume.gradient.copy(), resume.pairs)
         monitor.resume(resume)
     with monitor.interruptible():
-        steps = _quasi_newton(objective, theta, float(l1), frozen, int(memory), search, int(max_linesearch),
-                              start)
+        steps = _quasi_newton(objective, theta, float(l1), frozen, int(memory), search, int(max_linesearch), start)
         theta, loss, steepest, (gradient, pairs) = next(steps)
         if initial is not None and resume is None:
             monitor.start_from(theta, loss, float(np.linalg.norm(steepest)), counts(theta))
-        converged = _stopping_test(tol, epsilon, period, delta,
-                                   [loss] if resume is None else resume.recent_losses)
-        if (resume is None and not _gradient_small(theta, steepest, epsilon)) or \
-                (resume is not None and not resume.finished):
+        converged = _stopping_test(tol, epsilon, period, delta, [loss] if resume is None else resume.recent_losses)
+        if (resume is None and not _gradient_small(theta, steepest, epsilon)) or (
+            resume is not None and not resume.finished
+        ):
             for theta, loss, steepest, (gradient, pairs) in itertools.islice(steps, int(max_iter) - monitor.iterations):
-                stop = monitor.end_iteration(theta, loss, float(np.linalg.norm(steepest)), counts(theta)) \
-                    or converged(theta, loss, steepest)
+                stop = monitor.end_iteration(theta, loss, float(np.linalg.norm(steepest)), counts(theta)) or converged(
+                    theta, loss, steepest
+                )
                 if checkpoint is not None:
-                    checkpoint(LbfgsState(theta.copy(), loss, gradient.copy(), list(pairs), monitor.iterations,
-                                          list(monitor.history), list(converged.losses), monitor.kept_weights,
-                                          monitor.kept_iteration, monitor._best_score, stop))
+                    checkpoint(
+                        LbfgsState(
+                            theta.copy(),
+                            loss,
+                            gradient.copy(),
+                            list(pairs),
+                            monitor.iterations,
+                            list(monitor.history),
+                            list(converged.losses),
+                            monitor.kept_weights,
+                            monitor.kept_iteration,
+                            monitor._best_score,
+                            stop,
+                        )
+                    )
                 if stop:
                     break
     return monitor.result(theta)
@@ -343,8 +398,10 @@ def _line_search(linesearch: str, l1: float) -> str:
     if linesearch not in LINE_SEARCHES:
         raise FstcrfError(f"unknown linesearch {linesearch!r}; available: {', '.join(LINE_SEARCHES)}")
     if l1 > 0:
-        logger.info("lbfgs: l1 > 0 (OWL-QN) backtracks along the orthant-projected path "
-                    "instead of the %s line search", linesearch)
+        logger.info(
+            "lbfgs: l1 > 0 (OWL-QN) backtracks along the orthant-projected path instead of the %s line search",
+            linesearch,
+        )
         return "armijo"
     return LINE_SEARCHES[linesearch]
 
@@ -356,19 +413,20 @@ def _frozen_mask(frozen, num_weights: int) -> np.ndarray | None:
     if not isinstance(frozen, np.ndarray):
         raise ArgumentTypeError(f"frozen must be a numpy bool array [D], got {type(frozen).__name__}")
     if frozen.dtype != np.bool_ or frozen.shape != (num_weights,):
-        raise ShapeError(f"frozen must be bool [{num_weights}] (one flag per weight), "
-                         f"got {frozen.dtype} {list(frozen.shape)}")
+        raise ShapeError(
+            f"frozen must be bool [{num_weights}] (one flag per weight), got {frozen.dtype} {list(frozen.shape)}"
+        )
     return frozen
 
 
 def _gradient_small(theta: np.ndarray, steepest: np.ndarray, epsilon: float | None) -> bool:
     """CRFsuite's test ||steepest|| / max(1, ||theta||) <= epsilon (False without epsilon)."""
-    return epsilon is not None and \
-        float(np.linalg.norm(steepest)) <= epsilon * max(1.0, float(np.linalg.norm(theta)))
+    return epsilon is not None and float(np.linalg.norm(steepest)) <= epsilon * max(1.0, float(np.linalg.norm(theta)))
 
 
-def _stopping_test(tol: float, epsilon: float | None, period: int | None, delta: float | None,
-                   recent_losses: list[float]) -> _StoppingTest:
+def _stopping_test(
+    tol: float, epsilon: float | None, period: int | None, delta: float | None, recent_losses: list[float]
+) -> _StoppingTest:
     """lbfgs's convergence test, called once per iteration with (theta [D], objective,
     steepest [D]) and True when training should stop (see lbfgs).  ``recent_losses``
     are the objectives met so far (the start's, then each iteration's); the test keeps
@@ -391,9 +449,16 @@ def _stopping_test(tol: float, epsilon: float | None, period: int | None, delta:
     return test
 
 
-def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray, l1: float,
-                  frozen: np.ndarray | None, memory: int, search: str, max_linesearch: int,
-                  start: tuple | None = None):
+def _quasi_newton(
+    smooth: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    theta: np.ndarray,
+    l1: float,
+    frozen: np.ndarray | None,
+    memory: int,
+    search: str,
+    max_linesearch: int,
+    start: tuple | None = None,
+):
     """Yield (theta, objective, steepest, (smooth gradient, the pairs)) at ``theta`` and
     after each iteration of L-BFGS (l1 == 0) or OWL-QN (l1 > 0) on smooth(theta) + l1
     ||theta||_1; end when the line search fails.  ``start`` (objective, smooth gradient,
@@ -409,7 +474,7 @@ def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], thet
     ``search`` is "zoom" (:func:`_zoom_search`: strong Wolfe, c1 = 1e-4, c2 = 0.9,
     starting from 1) or a condition of :func:`_backtracking`.
     """
-    pairs: collections.deque = collections.deque(maxlen=memory)   # (s, y, 1 / s.y)
+    pairs: collections.deque = collections.deque(maxlen=memory)  # (s, y, 1 / s.y)
     if start is None:
         loss, gradient = smooth(theta)
         if l1:
@@ -419,6 +484,7 @@ def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], thet
         pairs.extend(resumed)
     steepest = _pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
     yield theta, loss, steepest, (gradient, pairs)
+
     def line_search(direction: np.ndarray) -> tuple[np.ndarray, float, np.ndarray] | None:
         """(point, objective, smooth gradient) of an acceptable step along direction, or None."""
         if search == "zoom":
@@ -430,16 +496,18 @@ def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], thet
         if not pairs:
             direction /= max(float(np.linalg.norm(steepest)), 1e-300)
         found = line_search(direction)
-        if found is None and pairs:            # a stale curvature model: restart once
+        if found is None and pairs:  # a stale curvature model: restart once
             pairs.clear()
             direction = -steepest / max(float(np.linalg.norm(steepest)), 1e-300)
             found = line_search(direction)
         if found is None:
             if steepest.any():
-                logger.warning("lbfgs: the line search found no step that lowers the objective enough, "
-                               "along the L-BFGS direction or the gradient; stopping (at a stationary point "
-                               "to working precision, or at a kink of a non-smooth objective such as "
-                               "mce-f's)")
+                logger.warning(
+                    "lbfgs: the line search found no step that lowers the objective enough, "
+                    "along the L-BFGS direction or the gradient; stopping (at a stationary point "
+                    "to working precision, or at a kink of a non-smooth objective such as "
+                    "mce-f's)"
+                )
             return
         new_theta, new_loss, new_gradient = found
         s, y = new_theta - theta, new_gradient - gradient
@@ -451,8 +519,7 @@ def _quasi_newton(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], thet
         yield theta, loss, steepest, (gradient, pairs)
 
 
-def _pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float,
-                     frozen: np.ndarray | None) -> np.ndarray:
+def _pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float, frozen: np.ndarray | None) -> np.ndarray:
     """float [D]: Andrew & Gao's pseudo-gradient of smooth + l1 ||theta||_1, from the smooth
     part's ``gradient`` [D]: gradient + l1 sign(theta) where theta != 0; where theta == 0, the
     one-sided derivative that descends (gradient shrunk towards 0 by l1), or 0; 0 at ``frozen``."""
@@ -469,11 +536,17 @@ def _pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float,
 _Payload = TypeVar("_Payload")
 
 
-def _zoom_search(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray, loss: float,
-                 gradient: np.ndarray, direction: np.ndarray, max_linesearch: int
-                 ) -> tuple[np.ndarray, float, np.ndarray] | None:
+def _zoom_search(
+    smooth: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    theta: np.ndarray,
+    loss: float,
+    gradient: np.ndarray,
+    direction: np.ndarray,
+    max_linesearch: int,
+) -> tuple[np.ndarray, float, np.ndarray] | None:
     """(point, objective, gradient) of a step along ``direction`` from theta that meets
     the strong Wolfe conditions (:func:`_strong_wolfe_step`), or None."""
+
     def along(step: float):
         point = theta + step * direction
         value, point_gradient = smooth(point)
@@ -483,8 +556,9 @@ def _zoom_search(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta
     return None if found is None else found[1]
 
 
-def _strong_wolfe_step(along: Callable[[float], tuple[float, float, _Payload]], value0: float, slope0: float,
-                       max_evaluations: int) -> tuple[float, _Payload] | None:
+def _strong_wolfe_step(
+    along: Callable[[float], tuple[float, float, _Payload]], value0: float, slope0: float, max_evaluations: int
+) -> tuple[float, _Payload] | None:
     """(step, what ``along`` gave there) for a step that meets the strong Wolfe
     conditions (ARMIJO, CURVATURE) along a line where ``along(step)`` gives (objective,
     slope, anything) and step 0 has value0 and slope0; None after ``max_evaluations``
@@ -563,9 +637,16 @@ def _cubic_minimiser(a: float, fa: float, da: float, b: float, fb: float, db: fl
     return step if math.isfinite(step) else None
 
 
-def _backtracking(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], theta: np.ndarray, loss: float,
-                  steepest: np.ndarray, direction: np.ndarray, l1: float, condition: str,
-                  max_linesearch: int) -> tuple[np.ndarray, float, np.ndarray] | None:
+def _backtracking(
+    smooth: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    theta: np.ndarray,
+    loss: float,
+    steepest: np.ndarray,
+    direction: np.ndarray,
+    l1: float,
+    condition: str,
+    max_linesearch: int,
+) -> tuple[np.ndarray, float, np.ndarray] | None:
     """(point, objective, smooth gradient) of the first acceptable trial point along
     ``direction`` from theta, or None after ``max_linesearch`` trials or when direction
     does not descend.
@@ -594,8 +675,9 @@ def _backtracking(smooth: Callable[[np.ndarray], tuple[float, np.ndarray]], thet
         if l1:
             point_loss += l1 * float(np.abs(point).sum())
         point_slope = float(point_gradient @ direction)
-        if not point_loss <= loss + ARMIJO * float(steepest @ (point - theta)) or \
-                (condition == "strong-wolfe" and point_slope > -CURVATURE * slope):
+        if not point_loss <= loss + ARMIJO * float(steepest @ (point - theta)) or (
+            condition == "strong-wolfe" and point_slope > -CURVATURE * slope
+        ):
             high = step
         elif condition != "armijo" and point_slope < CURVATURE * slope:
             low = step
@@ -609,6 +691,7 @@ def _two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
     """-H g: the L-BFGS direction for the stored pairs (s, y, rho), oldest first
     (``fu_two_loop`` in C: one pass per update, no [D] temporaries)."""
     from ._kernel import ffi, lib
+
     q = np.array(gradient, dtype=np.float64)
     m = len(pairs)
     if m:
@@ -616,15 +699,27 @@ def _two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
         changes = ffi.new("double *[]", [ffi.from_buffer("double[]", y) for _, y, _ in pairs])
         rho = np.array([r for _, _, r in pairs], dtype=np.float64)
         alpha = np.empty(m)
-        lib.fu_two_loop(steps, changes, ffi.from_buffer("double[]", rho), m, len(q),
-                        ffi.from_buffer("double[]", alpha), ffi.from_buffer("double[]", q))
+        lib.fu_two_loop(
+            steps,
+            changes,
+            ffi.from_buffer("double[]", rho),
+            m,
+            len(q),
+            ffi.from_buffer("double[]", alpha),
+            ffi.from_buffer("double[]", q),
+        )
     return np.negative(q, out=q)
 
 
-def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
-                        evaluate: Evaluate | None = None,
-                        callback: Callback | None = None, epsilon: float = 0.0,
-                        initial: np.ndarray | None = None) -> TrainingResult:
+def averaged_perceptron(
+    problem: Problem,
+    max_iter: int = 10,
+    seed: int = 0,
+    evaluate: Evaluate | None = None,
+    callback: Callback | None = None,
+    epsilon: float = 0.0,
+    initial: np.ndarray | None = None,
+) -> TrainingResult:
     """Collins's averaged perceptron: ``max_iter`` epochs over the sentences, shuffled by ``seed``,
     from w = 0 or from ``initial`` [D].
 
@@ -664,9 +759,16 @@ def averaged_perceptron(problem: Problem, max_iter: int = 10, seed: int = 0,
     return monitor.result(averaged())
 
 
-def sgd(problem: Problem, sigma: float = DEFAULT_SIGMA, max_iter: int = 10, learning_rate: float = SGD_LEARNING_RATE,
-        seed: int = 0, evaluate: Evaluate | None = None,
-        callback: Callback | None = None, initial: np.ndarray | None = None) -> TrainingResult:
+def sgd(
+    problem: Problem,
+    sigma: float = DEFAULT_SIGMA,
+    max_iter: int = 10,
+    learning_rate: float = SGD_LEARNING_RATE,
+    seed: int = 0,
+    evaluate: Evaluate | None = None,
+    callback: Callback | None = None,
+    initial: np.ndarray | None = None,
+) -> TrainingResult:
     """Stochastic gradient descent on the penalised log-likelihood, one sentence per step,
     from theta = 0 or from ``initial`` [D].
 
@@ -680,11 +782,13 @@ def sgd(problem: Problem, sigma: float = DEFAULT_SIGMA, max_iter: int = 10, lear
     check_positive("max_iter", max_iter, integer=True)
     check_positive("learning_rate", learning_rate)
     num_sentences = problem.num_sequences
-    decay = 1.0 / (sigma ** 2 * num_sentences)
+    decay = 1.0 / (sigma**2 * num_sentences)
     if learning_rate * decay >= 1.0:
-        raise FstcrfError(f"learning_rate {learning_rate} is too large for sigma {sigma}: "
-                          f"the prior would flip the weights' sign (need learning_rate * "
-                          f"1 / (sigma^2 * {num_sentences} sentences) < 1)")
+        raise FstcrfError(
+            f"learning_rate {learning_rate} is too large for sigma {sigma}: "
+            f"the prior would flip the weights' sign (need learning_rate * "
+            f"1 / (sigma^2 * {num_sentences} sentences) < 1)"
+        )
     rng = np.random.default_rng(seed)
     weights = _starting_weights(problem, initial)
     scale = 1.0
@@ -703,7 +807,7 @@ def sgd(problem: Problem, sigma: float = DEFAULT_SIGMA, max_iter: int = 10, lear
                     weights *= scale
                     scale = 1.0
             theta = scale * weights
-            loss += 0.5 * float(theta @ theta) / sigma ** 2
+            loss += 0.5 * float(theta @ theta) / sigma**2
             if monitor.end_iteration(theta, loss):
                 break
     return monitor.result(scale * weights)

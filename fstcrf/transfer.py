@@ -23,6 +23,7 @@ The pieces, as library functions:
 Labels are [documents][sentences][tokens] throughout, as the seminar scorers
 take them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,7 +37,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -122,16 +123,17 @@ class NerModel:
     cached: bool
 
 
-def ner_model(conll_folder: str | os.PathLike, cache: str | os.PathLike | None = None,
-              threads: int = 2) -> NerModel:
+def ner_model(conll_folder: str | os.PathLike, cache: str | os.PathLike | None = None, threads: int = 2) -> NerModel:
     """The word-only NER CRF trained on eng.train (iteration kept by eng.testa F1),
     loaded from ``cache`` (default :func:`default_cache`) when trained before on
     the same files, template and settings."""
     conll_folder = Path(conll_folder)
     for name in ("eng.train", "eng.testa", "eng.testb"):
         if not (conll_folder / name).is_file():
-            raise FstcrfError(f"{conll_folder / name}: missing; give the folder holding CoNLL-2003's "
-                              "eng.train, eng.testa and eng.testb")
+            raise FstcrfError(
+                f"{conll_folder / name}: missing; give the folder holding CoNLL-2003's "
+                "eng.train, eng.testa and eng.testb"
+            )
     cache = Path(cache) if cache is not None else default_cache()
     key = _ner_cache_key(conll_folder)
     model_path, scores_path = cache / f"transfer-ner-{key}.model", cache / f"transfer-ner-{key}.json"
@@ -141,11 +143,14 @@ def ner_model(conll_folder: str | os.PathLike, cache: str | os.PathLike | None =
         model.threads = threads
         return NerModel(model, scores["dev_f1"], scores["test_f1"], cached=True)
     corpora = read_conll2003(conll_folder)
-    model = ChainCRF(parse_template(ner_template_text(), "fstcrf/templates/seminar_ner.txt"),
-                     threads=threads, **NER_SETTINGS)
+    model = ChainCRF(
+        parse_template(ner_template_text(), "fstcrf/templates/seminar_ner.txt"), threads=threads, **NER_SETTINGS
+    )
     model.fit(corpora["eng.train"], "ner", dev=corpora["eng.testa"])
-    dev_f1, test_f1 = (score_labels(corpora[name].column("ner"), model.predict(corpora[name])).primary
-                       for name in ("eng.testa", "eng.testb"))
+    dev_f1, test_f1 = (
+        score_labels(corpora[name].column("ner"), model.predict(corpora[name])).primary
+        for name in ("eng.testa", "eng.testb")
+    )
     cache.mkdir(parents=True, exist_ok=True)
     model.save(model_path)
     temporary = scores_path.with_suffix(".json.tmp")
@@ -170,7 +175,7 @@ def _regroup(flat: Sequence, documents: Sequence[Document]) -> list[list]:
     """Per-sentence items [sentences] grouped as ``documents`` are."""
     grouped, position = [], 0
     for document in documents:
-        grouped.append(list(flat[position:position + len(document)]))
+        grouped.append(list(flat[position : position + len(document)]))
         position += len(document)
     return grouped
 
@@ -182,8 +187,7 @@ def with_ner(documents: Sequence[Document], model: ChainCRF) -> list[Document]:
     return _regroup([sentence.with_column("ner", tags) for sentence, tags in zip(flat, labels)], documents)
 
 
-def with_ner_samples(documents: Sequence[Document], model: ChainCRF, samples: int, seed: int = 0
-                     ) -> list[Document]:
+def with_ner_samples(documents: Sequence[Document], model: ChainCRF, samples: int, seed: int = 0) -> list[Document]:
     """Each document ``samples`` times, the ``ner`` column of copy k drawn exactly from
     the NER model's p(y | x) (a training set that shows the reading model the
     NER model's uncertainty instead of its 1-best alone)."""
@@ -219,8 +223,9 @@ def random_splits(num_documents: int, splits: int, seed: int = 0) -> list[Split]
     for index in range(splits):
         order = np.random.default_rng([seed, index]).permutation(num_documents)
         half = num_documents // 2
-        result.append(Split(f"random {index}", tuple(sorted(order[:half].tolist())),
-                            tuple(sorted(order[half:].tolist()))))
+        result.append(
+            Split(f"random {index}", tuple(sorted(order[:half].tolist())), tuple(sorted(order[half:].tolist())))
+        )
     return result
 
 
@@ -239,8 +244,11 @@ def dev_side(split: Split, fraction: float = 0.25, seed: int = 0) -> Split:
     order = np.random.default_rng([seed, len(split.train)]).permutation(len(split.train))
     held = max(1, round(fraction * len(split.train)))
     documents = np.array(split.train)
-    return Split(f"{split.name} dev", tuple(sorted(documents[order[held:]].tolist())),
-                 tuple(sorted(documents[order[:held]].tolist())))
+    return Split(
+        f"{split.name} dev",
+        tuple(sorted(documents[order[held:]].tolist())),
+        tuple(sorted(documents[order[:held]].tolist())),
+    )
 
 
 def _pick(documents: Sequence[Document], indices: Sequence[int]) -> list[Document]:
@@ -293,14 +301,16 @@ def timed_decodings(joint: JointModel, documents: Sequence[Document], repeats: i
     alternating order; ``seconds`` is the fastest run of each."""
     runs: dict[str, list[Decoded]] = {"cascade": [], "joint": []}
     for repeat in range(repeats):
-        for mode in (("cascade", "joint") if repeat % 2 == 0 else ("joint", "cascade")):
+        for mode in ("cascade", "joint") if repeat % 2 == 0 else ("joint", "cascade"):
             runs[mode].append(decode_joint(joint, documents, mode))
-    return {mode: Decoded(found[0].fields, found[0].ner, min(run.seconds for run in found))
-            for mode, found in runs.items()}
+    return {
+        mode: Decoded(found[0].fields, found[0].ner, min(run.seconds for run in found)) for mode, found in runs.items()
+    }
 
 
-def train_reader(ner: ChainCRF, documents: Sequence[Document], ner_samples: int = 0, threads: int = 2,
-                 seed: int = 0) -> ChainCRF:
+def train_reader(
+    ner: ChainCRF, documents: Sequence[Document], ner_samples: int = 0, threads: int = 2, seed: int = 0
+) -> ChainCRF:
     """The seminar CRF reading the ``ner`` column of ``documents`` (the NER 1-best),
     or, with ``ner_samples`` > 0, reading that many NER samples per document
     (:func:`with_ner_samples`)."""
@@ -309,8 +319,9 @@ def train_reader(ner: ChainCRF, documents: Sequence[Document], ner_samples: int 
     return train_seminar(documents, reads_ner=True, threads=threads)
 
 
-def choose_ner_scale(ner: ChainCRF, documents: Sequence[Document], split: Split, threads: int = 2,
-                     seed: int = 0, ner_samples: int = 0) -> tuple[float, dict[float, float]]:
+def choose_ner_scale(
+    ner: ChainCRF, documents: Sequence[Document], split: Split, threads: int = 2, seed: int = 0, ner_samples: int = 0
+) -> tuple[float, dict[float, float]]:
     """The NER component scale (of :data:`NER_SCALES`) whose joint decoding scores the
     best overall F1 on the dev side of ``split``'s training documents (ties go
     to 1), and the dev F1 of every scale.  ``documents`` carry the ``ner`` column."""
@@ -338,18 +349,24 @@ class SplitResult:
     seconds: dict[str, float]
     ner_scale: float
     dev_f1: dict[float, float]
-    headers: "HeaderCounts"
+    headers: HeaderCounts
 
 
-def run_split(ner: ChainCRF, documents: Sequence[Document], split: Split, threads: int = 2,
-              choose_scale: bool = True, seed: int = 0, ner_samples: int = 0) -> SplitResult:
+def run_split(
+    ner: ChainCRF,
+    documents: Sequence[Document],
+    split: Split,
+    threads: int = 2,
+    choose_scale: bool = True,
+    seed: int = 0,
+    ner_samples: int = 0,
+) -> SplitResult:
     """Train and decode the three systems on one split.  ``documents`` carry the
     ``ner`` column (the NER model's 1-best labels).  With ``choose_scale`` the
     NER component's scale is chosen on the dev side of the training documents
     (:func:`choose_ner_scale`), else it is 1; ``ner_samples``: see :func:`train_reader`."""
     train, test = _pick(documents, split.train), _pick(documents, split.test)
-    scale, dev_f1 = (choose_ner_scale(ner, documents, split, threads, seed, ner_samples) if choose_scale
-                     else (1.0, {}))
+    scale, dev_f1 = choose_ner_scale(ner, documents, split, threads, seed, ner_samples) if choose_scale else (1.0, {})
     plain = train_seminar(train, reads_ner=False, threads=threads)
     reader = train_reader(ner, train, ner_samples, threads, seed)
     joint = compose([ner, reader], threads=threads, scales=[scale, 1.0])
@@ -364,8 +381,10 @@ def run_split(ner: ChainCRF, documents: Sequence[Document], split: Split, thread
         token_f1={system: per_token_scores(gold, result.fields) for system, result in decoded.items()},
         mcnemar_p=mcnemar(flat_gold, flat["cascade"], flat["joint"]).p_value,
         seconds={system: decoded[system].seconds for system in ("cascade", "joint")},
-        ner_scale=scale, dev_f1=dev_f1,
-        headers=header_counts(words, gold, decoded["cascade"].ner, decoded["joint"].ner))
+        ner_scale=scale,
+        dev_f1=dev_f1,
+        headers=header_counts(words, gold, decoded["cascade"].ner, decoded["joint"].ner),
+    )
 
 
 # -- analysis ---------------------------------------------------------------------
@@ -384,12 +403,16 @@ class HeaderCounts:
     changed: int = 0
     changed_in_field: int = 0
 
-    def add(self, other: "HeaderCounts") -> "HeaderCounts":
+    def add(self, other: HeaderCounts) -> HeaderCounts:
         """The sum of two counts (a new object)."""
-        return HeaderCounts(self.tokens + other.tokens, self.entity + other.entity,
-                            {name: self.by_word[name] + other.by_word[name] for name in self.by_word},
-                            self.header_totals + other.header_totals,
-                            self.changed + other.changed, self.changed_in_field + other.changed_in_field)
+        return HeaderCounts(
+            self.tokens + other.tokens,
+            self.entity + other.entity,
+            {name: self.by_word[name] + other.by_word[name] for name in self.by_word},
+            self.header_totals + other.header_totals,
+            self.changed + other.changed,
+            self.changed_in_field + other.changed_in_field,
+        )
 
 
 def header_counts(words: Labels, gold: Labels, cascade_ner: Labels, joint_ner: Labels) -> HeaderCounts:
@@ -428,13 +451,15 @@ class PairedTest:
 def paired_tests(results: Sequence[SplitResult], better: str, worse: str) -> dict[str, PairedTest]:
     """Paired tests per field of :data:`SCORE_FIELDS` over the splits."""
     from scipy import stats
+
     tests = {}
     for name in SCORE_FIELDS:
         differences = np.array([result.f1[better][name] - result.f1[worse][name] for result in results])
         wins, losses = int((differences > 0).sum()), int((differences < 0).sum())
         if len(differences) > 1 and np.ptp(differences) > 0:
-            t_p = float(stats.ttest_rel([r.f1[better][name] for r in results],
-                                        [r.f1[worse][name] for r in results]).pvalue)
+            t_p = float(
+                stats.ttest_rel([r.f1[better][name] for r in results], [r.f1[worse][name] for r in results]).pvalue
+            )
         else:
             t_p = 1.0 if not differences.any() else math.nan
         sign_p = float(stats.binomtest(wins, wins + losses, 0.5).pvalue) if wins + losses else 1.0
@@ -442,10 +467,16 @@ def paired_tests(results: Sequence[SplitResult], better: str, worse: str) -> dic
     return tests
 
 
-def learning_curve(ner: ChainCRF, documents: Sequence[Document], split: Split,
-                   fractions: Sequence[float] = (0.25, 0.5, 0.75, 1.0), threads: int = 2,
-                   ner_scale: float = 1.0, seed: int = 0, ner_samples: int = 0
-                   ) -> dict[float, dict[str, dict[str, float]]]:
+def learning_curve(
+    ner: ChainCRF,
+    documents: Sequence[Document],
+    split: Split,
+    fractions: Sequence[float] = (0.25, 0.5, 0.75, 1.0),
+    threads: int = 2,
+    ner_scale: float = 1.0,
+    seed: int = 0,
+    ner_samples: int = 0,
+) -> dict[float, dict[str, dict[str, float]]]:
     """F1 [fraction][system][field] when the seminar CRFs train on the first
     ``fraction`` of a seeded permutation of ``split``'s training documents,
     tested on its whole test side.  ``documents`` carry the ``ner`` column."""
@@ -454,13 +485,16 @@ def learning_curve(ner: ChainCRF, documents: Sequence[Document], split: Split,
     words, gold = column(test, "word"), column(test, "field")
     curve = {}
     for fraction in fractions:
-        chosen = [split.train[i] for i in sorted(order[:max(1, round(fraction * len(split.train)))])]
+        chosen = [split.train[i] for i in sorted(order[: max(1, round(fraction * len(split.train)))])]
         train = _pick(documents, chosen)
         plain = train_seminar(train, reads_ner=False, threads=threads)
-        joint = compose([ner, train_reader(ner, train, ner_samples, threads, seed)], threads=threads,
-                        scales=[ner_scale, 1.0])
-        predicted = {"none": _regroup(plain.predict(_flatten(test)), test),
-                     "cascade": decode_joint(joint, test, "cascade").fields,
-                     "joint": decode_joint(joint, test, "joint").fields}
+        joint = compose(
+            [ner, train_reader(ner, train, ner_samples, threads, seed)], threads=threads, scales=[ner_scale, 1.0]
+        )
+        predicted = {
+            "none": _regroup(plain.predict(_flatten(test)), test),
+            "cascade": decode_joint(joint, test, "cascade").fields,
+            "joint": decode_joint(joint, test, "joint").fields,
+        }
         curve[fraction] = {system: scores(words, gold, labels) for system, labels in predicted.items()}
     return curve

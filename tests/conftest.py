@@ -1,4 +1,5 @@
 """Shared fixtures."""
+
 import os
 from pathlib import Path
 
@@ -29,9 +30,11 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def data_file(data_dir):
     """A function from a path inside ``data_dir`` to that file (skip or fail if missing)."""
+
     def find(relative_path: str) -> Path:
         path = data_dir / relative_path
         if not path.is_file():
             _missing(f"real data file {path} is missing (set FSTCRF_DATA)")
         return path
+
     return find

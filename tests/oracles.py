@@ -18,6 +18,7 @@ The "topology-like spec" is anything with ``num_states``, ``edge_src``,
 ``edge_dst``, ``start`` and ``final`` attributes (a :class:`fstcrf.Topology`
 is one); edge scores are given in the spec's edge order.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -32,15 +33,15 @@ def edge_index_table(spec) -> np.ndarray:
     """int64 [S, S]: the edge id of each allowed pair (src, dst), -1 elsewhere."""
     S = int(spec.num_states)
     table = np.full((S, S), -1, dtype=np.int64)
-    table[np.asarray(spec.edge_src, dtype=np.int64), np.asarray(spec.edge_dst, dtype=np.int64)] = \
-        np.arange(len(spec.edge_src))
+    table[np.asarray(spec.edge_src, dtype=np.int64), np.asarray(spec.edge_dst, dtype=np.int64)] = np.arange(
+        len(spec.edge_src)
+    )
     return table
 
 
 def all_sequences(num_states: int, length: int) -> np.ndarray:
     """int64 [S^T, T]: every state sequence of ``length`` tokens (itertools.product order)."""
-    return np.array(list(itertools.product(range(num_states), repeat=length)),
-                    dtype=np.int64).reshape(-1, length)
+    return np.array(list(itertools.product(range(num_states), repeat=length)), dtype=np.int64).reshape(-1, length)
 
 
 def allowed_mask(spec, paths: np.ndarray) -> np.ndarray:
@@ -116,10 +117,13 @@ class BruteForce:
         self.final_scores = np.zeros(self.S) if self.final_scores is None else np.asarray(self.final_scores, np.float64)
         self.edges = edge_index_table(self.spec)
         # [T, E]: the scores of the transitions into each token
-        self.token_transitions = (np.broadcast_to(self.transitions, (self.T, E)) if self.transitions.ndim == 1
-                                  else self.transitions[np.asarray(self.token_class)])
-        self.paths = allowed_sequences(self.spec, self.T)          # [M, T]
-        self.scores = self._score(self.paths)                      # [M]
+        self.token_transitions = (
+            np.broadcast_to(self.transitions, (self.T, E))
+            if self.transitions.ndim == 1
+            else self.transitions[np.asarray(self.token_class)]
+        )
+        self.paths = allowed_sequences(self.spec, self.T)  # [M, T]
+        self.scores = self._score(self.paths)  # [M]
 
     # -- scoring ---------------------------------------------------------------
     def _score(self, paths: np.ndarray) -> np.ndarray:
@@ -231,18 +235,30 @@ class BruteForce:
         return float(top[0] - top[1])
 
 
-def check_finite_differences(loss_and_gradient, theta: np.ndarray, num_features: int, seed: int,
-                             num_coordinates: int = 12, step: float = 1e-5, relative: float = 1e-6,
-                             absolute: float | None = None) -> None:
+def check_finite_differences(
+    loss_and_gradient,
+    theta: np.ndarray,
+    num_features: int,
+    seed: int,
+    num_coordinates: int = 12,
+    step: float = 1e-5,
+    relative: float = 1e-6,
+    absolute: float | None = None,
+) -> None:
     """Assert that central differences of loss_and_gradient(theta)[0] match its gradient
     [D] on random feature weights (index < num_features) and transition weights (the
     rest); the tolerance is ``absolute``, or ``relative`` times max(1, |loss|)."""
     rng = np.random.default_rng(seed)
     loss, gradient = loss_and_gradient(theta)
     E = len(theta) - num_features
-    coordinates = np.unique(np.concatenate([
-        rng.choice(num_features, min(num_features, num_coordinates), replace=False),
-        num_features + rng.choice(E, min(E, max(1, num_coordinates // 2)), replace=False)]))
+    coordinates = np.unique(
+        np.concatenate(
+            [
+                rng.choice(num_features, min(num_features, num_coordinates), replace=False),
+                num_features + rng.choice(E, min(E, max(1, num_coordinates // 2)), replace=False),
+            ]
+        )
+    )
     tolerance = absolute if absolute is not None else relative * max(1.0, abs(loss))
     for i in coordinates:
         delta = np.zeros_like(theta)

@@ -17,6 +17,7 @@ States are relabelled by a random permutation so that state 0 is not special.
 Scores are real (floats in [-5, 5], generic or hypothesis' edge values) or
 small integers (which make exact ties, for the tie-breaking tests).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,9 +40,13 @@ KINDS = ("random", "random", "random", "complete", "cycle", "chain", "empty")
 
 def oracle_settings(max_examples: int) -> settings:
     """Deterministic, deadline-free settings (CI-reproducible, no example database)."""
-    return settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                           HealthCheck.data_too_large])
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    )
 
 
 @dataclass
@@ -60,8 +65,14 @@ class Spec:
         return [f"s{i}" for i in range(self.num_states)]
 
     def topology(self) -> Topology:
-        return Topology(self.labels, state_label=np.arange(self.num_states), edge_src=self.edge_src,
-                        edge_dst=self.edge_dst, start=self.start, final=self.final)
+        return Topology(
+            self.labels,
+            state_label=np.arange(self.num_states),
+            edge_src=self.edge_src,
+            edge_dst=self.edge_dst,
+            start=self.start,
+            final=self.final,
+        )
 
     def feasible_lengths(self, max_length: int = MAX_LENGTH) -> list[int]:
         return [T for T in range(1, max_length + 1) if count_sequences_by_matrix_power(self, T) > 0]
@@ -94,7 +105,7 @@ def specs(draw, kinds=KINDS, max_states=MAX_STATES) -> Spec:
         # a mask of a drawn density from a drawn seed: hypothesis' own booleans
         # lean towards all-False masks, which are almost always infeasible
         density = draw(st.sampled_from([0.5, 0.25, 0.75, 1.0]))
-        rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
         adjacency = rng.random((S, S)) < density
         start, final = rng.random(S) < 0.5, rng.random(S) < 0.5
         return _from_adjacency(adjacency, start, final, kind, perm)
@@ -152,8 +163,7 @@ def score_arrays(shape, kind: str):
     integer  small integers in [-2, 2] (as floats): exact ties
     """
     if kind == "uniform":
-        return st.integers(0, 2 ** 32 - 1).map(
-            lambda seed: np.random.default_rng(seed).uniform(-5.0, 5.0, shape))
+        return st.integers(0, 2**32 - 1).map(lambda seed: np.random.default_rng(seed).uniform(-5.0, 5.0, shape))
     if kind == "integer":
         elements = st.integers(-2, 2).map(float)
     else:
@@ -168,12 +178,12 @@ class Instance:
     spec: Spec
     topology: Topology
     lengths: list[int]
-    emissions: np.ndarray          # [N, S]
-    transitions: np.ndarray        # [E], in topology edge order
-    start: np.ndarray              # [S]
-    final: np.ndarray              # [S]
+    emissions: np.ndarray  # [N, S]
+    transitions: np.ndarray  # [E], in topology edge order
+    start: np.ndarray  # [S]
+    final: np.ndarray  # [S]
     score_kind: str
-    pass_defaults: bool = False    # build Potentials with transitions/start/final = None when all zero
+    pass_defaults: bool = False  # build Potentials with transitions/start/final = None when all zero
     _oracles: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -187,8 +197,7 @@ class Instance:
     def feasible(self) -> bool:
         return all(count_sequences_by_matrix_power(self.spec, T) > 0 for T in self.lengths)
 
-    def potentials(self, emissions=None, transitions=None, start=None, final=None,
-                   sentences=None) -> fstcrf.Potentials:
+    def potentials(self, emissions=None, transitions=None, start=None, final=None, sentences=None) -> fstcrf.Potentials:
         """Potentials of the whole batch (or of the listed sentences), optionally
         with replaced score arrays."""
         emissions = self.emissions if emissions is None else emissions
@@ -205,8 +214,9 @@ class Instance:
 
     def oracle(self, b: int = 0) -> BruteForce:
         if b not in self._oracles:
-            self._oracles[b] = BruteForce(self.topology, self.emissions[self.rows(b)], self.transitions,
-                                          self.start, self.final)
+            self._oracles[b] = BruteForce(
+                self.topology, self.emissions[self.rows(b)], self.transitions, self.start, self.final
+            )
         return self._oracles[b]
 
     def exact_arithmetic(self) -> bool:
@@ -219,9 +229,15 @@ class Instance:
 
 
 @st.composite
-def instances(draw, feasible: bool | None = None, num_sentences=(1, 1), score_kinds=SCORE_KINDS,
-              kinds=KINDS, max_length: int = MAX_LENGTH,
-              max_states: int = MAX_STATES) -> Instance:
+def instances(
+    draw,
+    feasible: bool | None = None,
+    num_sentences=(1, 1),
+    score_kinds=SCORE_KINDS,
+    kinds=KINDS,
+    max_length: int = MAX_LENGTH,
+    max_states: int = MAX_STATES,
+) -> Instance:
     """Random instances.
 
     feasible: True draws only lengths the topology allows (sentences are then

@@ -1,6 +1,7 @@
 """Bad input to the command line: every case ends in a one-line error or a
 warning, never a traceback, a lost file or a silently wrong result.  One test
 (or one parameter) per reported case; add new cases here."""
+
 import errno
 import logging
 import os
@@ -39,6 +40,7 @@ def no_training(monkeypatch):
 
     def refuse(*args, **kwargs):
         raise AssertionError("training started before the output path was checked")
+
     monkeypatch.setattr(ChainCRF, "fit", refuse)
 
 
@@ -51,18 +53,22 @@ def _error(capsys) -> str:
 
 # -- output paths --------------------------------------------------------------
 
-@pytest.mark.parametrize("case", ["missing folder", "folder", "training file", "link to training file",
-                                  "inside a file"])
+
+@pytest.mark.parametrize(
+    "case", ["missing folder", "folder", "training file", "link to training file", "inside a file"]
+)
 def test_train_refuses_an_output_path_before_training(case, tmp_path, capsys, no_training):
     train = tmp_path / "train.txt"
     shutil.copy(TRAIN, train)
     before = train.read_bytes()
     (tmp_path / "link.txt").symlink_to(train)
-    output, expected = {"missing folder": (tmp_path / "nowhere" / "m.model", "does not exist"),
-                        "folder": (tmp_path, "is a folder"),
-                        "training file": (train, "same file as the input"),
-                        "link to training file": (tmp_path / "link.txt", "same file as the input"),
-                        "inside a file": (train / "m.model", "is not a folder")}[case]
+    output, expected = {
+        "missing folder": (tmp_path / "nowhere" / "m.model", "does not exist"),
+        "folder": (tmp_path, "is a folder"),
+        "training file": (train, "same file as the input"),
+        "link to training file": (tmp_path / "link.txt", "same file as the input"),
+        "inside a file": (train / "m.model", "is not a folder"),
+    }[case]
     assert main(["-q", "train", str(train), "-o", str(output)]) == 2
     assert expected in _error(capsys)
     assert train.read_bytes() == before
@@ -154,6 +160,7 @@ def test_a_failed_write_keeps_the_old_file_and_names_it(tmp_path):
     def write(stream):
         stream.write(b"partial")
         raise OSError(errno.ENOSPC, "No space left on device")
+
     with pytest.raises(OSError) as caught:
         write_atomically(path, write)
     assert caught.value.filename == str(path) and caught.value.errno == errno.ENOSPC
@@ -163,16 +170,25 @@ def test_a_failed_write_keeps_the_old_file_and_names_it(tmp_path):
 @pytest.mark.parametrize("command", [["eval", "{model}", TEST], ["convert", TEST, "--scheme", "bioes", "-o", "-"]])
 def test_a_full_disk_on_standard_output_is_one_line(model_path, command):
     with open("/dev/full", "w") as full:
-        result = subprocess.run(FSTCRF + ["-q"] + [word.format(model=model_path) for word in command],
-                                stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        result = subprocess.run(
+            FSTCRF + ["-q"] + [word.format(model=model_path) for word in command],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     assert result.returncode != 0
     assert result.stderr.strip() == "fstcrf: error: standard output: No space left on device"
 
 
 def test_a_file_written_to_a_full_device_is_one_line():
     assert written_in_place("/dev/full")  # guard: the device is opened, never renamed over
-    result = subprocess.run(FSTCRF + ["-q", "convert", TEST, "--scheme", "bioes", "-o", "/dev/full"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        FSTCRF + ["-q", "convert", TEST, "--scheme", "bioes", "-o", "/dev/full"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode != 0
     assert result.stderr.strip() == "fstcrf: error: /dev/full: No space left on device"
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
@@ -181,8 +197,11 @@ def test_a_file_written_to_a_full_device_is_one_line():
 @pytest.mark.slow
 def test_sigterm_during_training_keeps_the_best_model(tmp_path):
     output = tmp_path / "m.model"
-    process = subprocess.Popen(FSTCRF + ["train", TRAIN, "--algorithm", "perceptron", "--max-iter", "100000",
-                                         "-o", str(output)], stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        FSTCRF + ["train", TRAIN, "--algorithm", "perceptron", "--max-iter", "100000", "-o", str(output)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         for line in process.stderr:
             if "iteration 2:" in line:
@@ -194,21 +213,35 @@ def test_sigterm_during_training_keeps_the_best_model(tmp_path):
         process.kill()
     assert "interrupted; kept the weights" in rest and "Traceback" not in rest
     from fstcrf.model import load_model
+
     assert load_model(output).interrupted_
 
 
 # -- numeric options -------------------------------------------------------------
 
-@pytest.mark.parametrize("argv", [
-    ["bench", "kernel", "--tokens", "0"], ["bench", "partial", "--fraction", "1.5"],
-    ["bench", "partial", "--fraction", "nan"], ["bench", "kernel", "--repeats", "-1"],
-    ["bench", "kernel", "--seed", "-3"], ["train", TRAIN, "-o", "m", "--sigma", "inf"],
-    ["train", TRAIN, "-o", "m", "--sigma", "1e-300"], ["train", TRAIN, "-o", "m", "--sigma", "1e300"],
-    ["train", TRAIN, "-o", "m", "--max-iter", "0"], ["train", TRAIN, "-o", "m", "--threads", "0"],
-    ["train", TRAIN, "-o", "m", "--min-count", "0"], ["train", TRAIN, "-o", "m", "--mce-c", "-1"],
-    ["train", TRAIN, "-o", "m", "--mce-iter", "1.5"], ["jackknife", TRAIN, "-o", "m", "--folds", "1"],
-    ["tag", "m", TEST, "--k", "0"], ["eval", "m", TEST, "--threads", "0"], ["demo", "--max-iter", "0"],
-])
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "kernel", "--tokens", "0"],
+        ["bench", "partial", "--fraction", "1.5"],
+        ["bench", "partial", "--fraction", "nan"],
+        ["bench", "kernel", "--repeats", "-1"],
+        ["bench", "kernel", "--seed", "-3"],
+        ["train", TRAIN, "-o", "m", "--sigma", "inf"],
+        ["train", TRAIN, "-o", "m", "--sigma", "1e-300"],
+        ["train", TRAIN, "-o", "m", "--sigma", "1e300"],
+        ["train", TRAIN, "-o", "m", "--max-iter", "0"],
+        ["train", TRAIN, "-o", "m", "--threads", "0"],
+        ["train", TRAIN, "-o", "m", "--min-count", "0"],
+        ["train", TRAIN, "-o", "m", "--mce-c", "-1"],
+        ["train", TRAIN, "-o", "m", "--mce-iter", "1.5"],
+        ["jackknife", TRAIN, "-o", "m", "--folds", "1"],
+        ["tag", "m", TEST, "--k", "0"],
+        ["eval", "m", TEST, "--threads", "0"],
+        ["demo", "--max-iter", "0"],
+    ],
+)
 def test_numeric_options_are_checked_when_parsed(argv, capsys):
     with pytest.raises(SystemExit) as stopped:
         main(argv)
@@ -221,6 +254,7 @@ def test_benchmark_lattices_need_a_token():
     from fstcrf import bench
     from fstcrf.errors import FstcrfError
     from fstcrf.topology import first_order
+
     with pytest.raises(FstcrfError, match="at least 1 token"):
         bench.random_potentials(first_order(["a", "b"]), 0, seed=0)
     assert bench.random_potentials(first_order(["a", "b"]), 1, seed=0).num_tokens == 1
@@ -228,13 +262,16 @@ def test_benchmark_lattices_need_a_token():
 
 # -- warnings and errors instead of silently wrong results ----------------------------
 
+
 def test_a_file_whose_columns_do_not_fit_the_model_is_flagged(model_path, tmp_path, caplog):
     word_chunk = tmp_path / "word_chunk.txt"
-    word_chunk.write_text("".join("".join(f"{w} {c}\n" for w, c in zip(s["word"], s["chunk"])) + "\n"
-                                  for s in read_conll(TEST)))
+    word_chunk.write_text(
+        "".join("".join(f"{w} {c}\n" for w, c in zip(s["word"], s["chunk"])) + "\n" for s in read_conll(TEST))
+    )
     word_pos = tmp_path / "word_pos.txt"
-    word_pos.write_text("".join("".join(f"{w} {p}\n" for w, p in zip(s["word"], s["pos"])) + "\n"
-                                for s in read_conll(TEST)))
+    word_pos.write_text(
+        "".join("".join(f"{w} {p}\n" for w, p in zip(s["word"], s["pos"])) + "\n" for s in read_conll(TEST))
+    )
     with caplog.at_level(logging.WARNING, logger="fstcrf"):
         assert main(["-q", "tag", model_path, str(word_pos), "-o", str(tmp_path / "a")]) == 0
         assert not caplog.records
@@ -269,18 +306,24 @@ def test_empty_files(model_path, tmp_path, capsys, caplog):
 
 def test_eval_of_a_tagger_without_chunks_reports_accuracy(tmp_path, capsys):
     model = tmp_path / "pos.model"
-    assert main(["-q", "train", TRAIN, "--target", "pos", "--template", "pos", "--max-iter", "3",
-                 "-o", str(model)]) == 0
+    assert (
+        main(["-q", "train", TRAIN, "--target", "pos", "--template", "pos", "--max-iter", "3", "-o", str(model)]) == 0
+    )
     capsys.readouterr()
     assert main(["-q", "eval", str(model), TEST]) == 0
     report = capsys.readouterr().out
     assert report.startswith("processed") and "; accuracy:" in report.splitlines()[0] and "phrases" not in report
 
 
-@pytest.mark.parametrize("option, warning", [
-    (["--mode", "cascade"], "--mode is ignored"), (["--k", "3"], "--k is ignored"),
-    (["--define", "X=NP"], "--define X=NP is ignored"), (["--on-infeasible", "unconstrained"],
-                                                        "--on-infeasible is ignored")])
+@pytest.mark.parametrize(
+    "option, warning",
+    [
+        (["--mode", "cascade"], "--mode is ignored"),
+        (["--k", "3"], "--k is ignored"),
+        (["--define", "X=NP"], "--define X=NP is ignored"),
+        (["--on-infeasible", "unconstrained"], "--on-infeasible is ignored"),
+    ],
+)
 def test_options_a_single_model_does_not_use_are_flagged(model_path, option, warning, tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="fstcrf"):
         assert main(["tag", model_path, TEST, "-o", str(tmp_path / "out")] + option) == 0
@@ -292,6 +335,7 @@ def test_quiet_after_the_command(model_path, tmp_path, capsys):
     assert main(["--quiet", "history", model_path]) == 0
     assert main(["history", "--quiet", model_path]) == 0
     from fstcrf.cli import build_parser
+
     assert build_parser().parse_args(["history", "-q", "m"]).quiet
     assert build_parser().parse_args(["-q", "history", "m"]).quiet
     assert not build_parser().parse_args(["history", "m"]).quiet
@@ -299,9 +343,11 @@ def test_quiet_after_the_command(model_path, tmp_path, capsys):
 
 def test_history_heads_the_dev_column_by_its_metric(model_path, tmp_path, capsys):
     from fstcrf.model import load_model
+
     model = load_model(model_path)
-    model.history_ = [dict(record, dev_score=90.0 + record["iteration"], dev_metric="accuracy")
-                      for record in model.history_]
+    model.history_ = [
+        dict(record, dev_score=90.0 + record["iteration"], dev_metric="accuracy") for record in model.history_
+    ]
     path = tmp_path / "dev.model"
     model.save(path)
     capsys.readouterr()
@@ -317,9 +363,11 @@ def test_history_heads_the_dev_column_by_its_metric(model_path, tmp_path, capsys
 
 def test_budget_options_apply_to_the_command_only(model_path, capsys):
     from fstcrf import budget
+
     before = budget.current("max_states")
-    assert main(["-q", "tag", model_path, TEST, "--grammar", "at_most_one", "--define", "X=NP",
-                 "--max-states", "3"]) == 2
+    assert (
+        main(["-q", "tag", model_path, TEST, "--grammar", "at_most_one", "--define", "X=NP", "--max-states", "3"]) == 2
+    )
     assert "--max-states" in _error(capsys)
     assert budget.current("max_states") == before
     assert main(["-q", "tag", model_path, TEST, "--max-work", "1", "--max-states", "100"]) == 0
@@ -338,8 +386,12 @@ def test_eval_warns_when_the_model_and_the_file_use_different_schemes(tmp_path, 
 def test_eval_of_a_composed_model_scores_each_component_by_its_own_measure(tmp_path, capsys, caplog):
     pos, chunk, joint = (str(tmp_path / name) for name in ("p.model", "c.model", "j.model"))
     assert main(["-q", "train", TRAIN, "--target", "pos", "--template", "pos", "--max-iter", "2", "-o", pos]) == 0
-    assert main(["-q", "train", TRAIN, "--reads", "pos", "--template", "chunking-reads-pos", "--max-iter", "2",
-                 "-o", chunk]) == 0
+    assert (
+        main(
+            ["-q", "train", TRAIN, "--reads", "pos", "--template", "chunking-reads-pos", "--max-iter", "2", "-o", chunk]
+        )
+        == 0
+    )
     assert main(["-q", "compose", pos, chunk, "-o", joint]) == 0
     capsys.readouterr()
     with caplog.at_level(logging.WARNING, logger="fstcrf"):
@@ -347,7 +399,7 @@ def test_eval_of_a_composed_model_scores_each_component_by_its_own_measure(tmp_p
     assert not caplog.records
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "== pos (joint decoding)" and lines[1].startswith("processed 1985 tokens; accuracy:")
-    chunk_report = lines[lines.index("== chunk (joint decoding)") + 1:]
+    chunk_report = lines[lines.index("== chunk (joint decoding)") + 1 :]
     assert "phrases" in chunk_report[0] and chunk_report[2].strip().startswith("NP:") and len(chunk_report) == 4
 
 
@@ -371,14 +423,18 @@ def test_partial_labels_in_an_eval_gold_column_name_file_and_line(tmp_path, caps
 
 # -- template budgets ----------------------------------------------------------
 
-@pytest.mark.parametrize("template, message", [
-    ("word[+99999999999]\n", "beyond the limit of 1,000,000 tokens"),
-    ("word[-" + "9" * 5000 + "]\n", "beyond the limit of 1,000,000 tokens"),
-    ("|".join(f"word[{k}]" for k in range(-20, 20)) + "\n", "40 items joined"),
-    ("".join(f"suffix{1 + k % 9}(word[{k // 9}])\n" for k in range(10_001)), "more than 10,000 predicate"),
-], ids=["offset", "offset past int64", "40 items", "10,001 templates"])
-def test_a_template_beyond_its_limits_is_refused_before_training(template, message, tmp_path, capsys,
-                                                                no_training):
+
+@pytest.mark.parametrize(
+    "template, message",
+    [
+        ("word[+99999999999]\n", "beyond the limit of 1,000,000 tokens"),
+        ("word[-" + "9" * 5000 + "]\n", "beyond the limit of 1,000,000 tokens"),
+        ("|".join(f"word[{k}]" for k in range(-20, 20)) + "\n", "40 items joined"),
+        ("".join(f"suffix{1 + k % 9}(word[{k // 9}])\n" for k in range(10_001)), "more than 10,000 predicate"),
+    ],
+    ids=["offset", "offset past int64", "40 items", "10,001 templates"],
+)
+def test_a_template_beyond_its_limits_is_refused_before_training(template, message, tmp_path, capsys, no_training):
     path = tmp_path / "t.txt"
     path.write_text(template)
     assert main(["train", TRAIN, "--template", str(path), "-o", str(tmp_path / "m.model")]) == 2
@@ -387,6 +443,7 @@ def test_a_template_beyond_its_limits_is_refused_before_training(template, messa
 
 def test_a_model_whose_template_has_a_huge_offset_is_refused_at_load(model_path, tmp_path, capsys):
     from fstcrf.modelfile import MODEL_KIND, read_container, write_container
+
     header, arrays = read_container(model_path)
     header = dict(header, extractor=dict(header["extractor"], template="word[+99999999999]\n"))
     arrays = {name: np.array(array) for name, array in arrays.items()}
@@ -399,6 +456,7 @@ def test_a_model_whose_template_has_a_huge_offset_is_refused_at_load(model_path,
 def test_an_offset_past_every_sentence_costs_what_a_short_one_does():
     import tracemalloc
     from fstcrf.features import MAX_OFFSET, FeatureExtractor
+
     corpus = read_conll(TRAIN)
     longest = max(len(sentence) for sentence in corpus)
     tracemalloc.start()
@@ -407,8 +465,13 @@ def test_an_offset_past_every_sentence_costs_what_a_short_one_does():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    steps = {(MAX_OFFSET + position - len(sentence) + 1, MAX_OFFSET - position)
-             for sentence in corpus for position in range(len(sentence))}
-    assert set(names) == ({f"word[+{MAX_OFFSET}]=__EOS+{after}__" for after, _ in steps}
-                          | {f"word[-{MAX_OFFSET}]=__BOS-{before}__" for _, before in steps})
+    steps = {
+        (MAX_OFFSET + position - len(sentence) + 1, MAX_OFFSET - position)
+        for sentence in corpus
+        for position in range(len(sentence))
+    }
+    assert set(names) == (
+        {f"word[+{MAX_OFFSET}]=__EOS+{after}__" for after, _ in steps}
+        | {f"word[-{MAX_OFFSET}]=__BOS-{before}__" for _, before in steps}
+    )
     assert len(names) <= 2 * longest and peak < 20e6, peak

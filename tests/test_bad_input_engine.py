@@ -1,4 +1,5 @@
 """Budgets for work that can explode, and argument checks of the engine API."""
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,19 @@ import fstcrf
 from fstcrf import budget, errors, joint
 from fstcrf.grammar import compile_grammar, constrain, load_grammar, parse_grammar, shipped_grammars
 from fstcrf.lattice import to_fst, write_lattice
-from fstcrf.topology import (acceptor_arcs, bioes, first_order, from_acceptor, intersect, iob2, iob2_labels, kth_order,
-                             second_order, subset_states, symbol_table)
+from fstcrf.topology import (
+    acceptor_arcs,
+    bioes,
+    first_order,
+    from_acceptor,
+    intersect,
+    iob2,
+    iob2_labels,
+    kth_order,
+    second_order,
+    subset_states,
+    symbol_table,
+)
 
 CHUNK_TYPES = "ADJP ADVP CONJP INTJ LST NP PP PRT SBAR UCP VP".split()
 CHUNK_LABELS = iob2_labels(CHUNK_TYPES)  # the 23 CoNLL-2000 chunk labels
@@ -27,6 +39,7 @@ def pot():
 
 
 # -- the budget module ----------------------------------------------------------
+
 
 def test_limits_are_scoped_nested_and_seen_by_other_threads():
     default = budget.current("max_states")
@@ -44,8 +57,11 @@ def test_limits_are_scoped_nested_and_seen_by_other_threads():
 
 def test_check_messages_give_estimate_limit_and_options():
     with budget.limits(max_states=100):
-        with pytest.raises(errors.BudgetError, match=r"about 1,000 states.*budget of 100.*--max-states N.*"
-                                                     r"fstcrf\.budget\.limits\(max_states=N\)"):
+        with pytest.raises(
+            errors.BudgetError,
+            match=r"about 1,000 states.*budget of 100.*--max-states N.*"
+            r"fstcrf\.budget\.limits\(max_states=N\)",
+        ):
             budget.check_states(1000, "the thing")
         budget.check_states(100, "the thing")
     with budget.limits(max_work=5):
@@ -69,6 +85,7 @@ def test_cascade_budget_counts_a_model_call_per_hypothesis():
 
 # -- states of topologies and grammars ---------------------------------------------
 
+
 def test_subset_count_matches_pynini_determinize():
     rng = np.random.default_rng(3)
     for _ in range(40):
@@ -79,7 +96,7 @@ def test_subset_count_matches_pynini_determinize():
         for _ in range(int(rng.integers(3, 25))):
             key = int(rng.integers(1, 4))
             fsa.add_arc(states[rng.integers(len(states))], pynini.Arc(key, key, 0, states[rng.integers(len(states))]))
-        assert subset_states(*acceptor_arcs(fsa), limit=10 ** 6) == pynini.determinize(fsa).num_states()
+        assert subset_states(*acceptor_arcs(fsa), limit=10**6) == pynini.determinize(fsa).num_states()
 
 
 def test_kth_order_is_refused_before_it_is_built():
@@ -143,6 +160,7 @@ def test_shipped_grammars_compile_within_the_default_budget():
 
 # -- k-best lists and sampling ------------------------------------------------------
 
+
 def test_kbest_and_sample_budget(pot):
     with budget.limits(max_work=100):
         with pytest.raises(errors.BudgetError, match=r"k=5.*7 tokens and 3 states"):
@@ -169,26 +187,30 @@ def test_joint_kbest_and_sample_budget():
 
 # -- argument types of the engine API -----------------------------------------------
 
-@pytest.mark.parametrize("call", [
-    lambda p: fstcrf.forward_backward(p.emissions),
-    lambda p: fstcrf.viterbi(None),
-    lambda p: fstcrf.max_marginals("potentials"),
-    lambda p: fstcrf.kbest([p], 2),
-    lambda p: fstcrf.sample({}, 2),
-    lambda p: fstcrf.kbest(p, "3"),
-    lambda p: fstcrf.kbest(p, 2.5),
-    lambda p: fstcrf.kbest(p, True),
-    lambda p: fstcrf.sample(p, 1.0),
-    lambda p: fstcrf.sample(p, 2, seed="7"),
-    lambda p: fstcrf.viterbi(p, threads="2"),
-    lambda p: fstcrf.forward_backward(p, marginals="yes"),
-    lambda p: to_fst(p, sentence="0"),
-    lambda p: to_fst(p, arc_type=None),
-    lambda p: to_fst(None),
-    lambda p: write_lattice(p, 42),
-    lambda p: p.score("abc"),
-    lambda p: fstcrf.Potentials("first-order", np.zeros((2, 3))),
-])
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p: fstcrf.forward_backward(p.emissions),
+        lambda p: fstcrf.viterbi(None),
+        lambda p: fstcrf.max_marginals("potentials"),
+        lambda p: fstcrf.kbest([p], 2),
+        lambda p: fstcrf.sample({}, 2),
+        lambda p: fstcrf.kbest(p, "3"),
+        lambda p: fstcrf.kbest(p, 2.5),
+        lambda p: fstcrf.kbest(p, True),
+        lambda p: fstcrf.sample(p, 1.0),
+        lambda p: fstcrf.sample(p, 2, seed="7"),
+        lambda p: fstcrf.viterbi(p, threads="2"),
+        lambda p: fstcrf.forward_backward(p, marginals="yes"),
+        lambda p: to_fst(p, sentence="0"),
+        lambda p: to_fst(p, arc_type=None),
+        lambda p: to_fst(None),
+        lambda p: write_lattice(p, 42),
+        lambda p: p.score("abc"),
+        lambda p: fstcrf.Potentials("first-order", np.zeros((2, 3))),
+    ],
+)
 def test_wrong_types_raise_argument_type_error(pot, call):
     with pytest.raises(errors.ArgumentTypeError) as raised:
         call(pot)
@@ -221,20 +243,30 @@ def test_write_lattice_to_a_missing_folder_or_a_folder(pot, tmp_path):
 
 # -- arrays changed after a Potentials was built ---------------------------------------
 
-@pytest.mark.parametrize("change, error, message", [
-    (lambda p: setattr(p, "emissions", np.full((7, 3), np.nan)), errors.ScoreError, "emissions.*nan"),
-    (lambda p: setattr(p, "emissions", np.zeros((8, 3))), errors.ShapeError, r"emissions.*\(8, 3\)"),
-    (lambda p: setattr(p, "emissions", p.emissions.astype(np.float32)), errors.ShapeError, "emissions"),
-    (lambda p: p.emissions.__setitem__((2, 1), np.inf), errors.ScoreError, "emissions.*inf"),
-    (lambda p: setattr(p, "transitions", np.zeros(4)), errors.ShapeError, "transitions"),
-    (lambda p: setattr(p, "start", np.zeros(2)), errors.ShapeError, "start"),
-    (lambda p: setattr(p, "lengths", np.array([2, 4])), errors.ShapeError, "lengths"),
-    (lambda p: setattr(p, "token_class", np.zeros(7, dtype=np.int32)), errors.ShapeError, "token_class"),
-])
+
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        (lambda p: setattr(p, "emissions", np.full((7, 3), np.nan)), errors.ScoreError, "emissions.*nan"),
+        (lambda p: setattr(p, "emissions", np.zeros((8, 3))), errors.ShapeError, r"emissions.*\(8, 3\)"),
+        (lambda p: setattr(p, "emissions", p.emissions.astype(np.float32)), errors.ShapeError, "emissions"),
+        (lambda p: p.emissions.__setitem__((2, 1), np.inf), errors.ScoreError, "emissions.*inf"),
+        (lambda p: setattr(p, "transitions", np.zeros(4)), errors.ShapeError, "transitions"),
+        (lambda p: setattr(p, "start", np.zeros(2)), errors.ShapeError, "start"),
+        (lambda p: setattr(p, "lengths", np.array([2, 4])), errors.ShapeError, "lengths"),
+        (lambda p: setattr(p, "token_class", np.zeros(7, dtype=np.int32)), errors.ShapeError, "token_class"),
+    ],
+)
 def test_changed_arrays_are_the_users_error(pot, change, error, message):
     change(pot)
-    for run in (fstcrf.forward_backward, fstcrf.viterbi, fstcrf.max_marginals,
-                lambda p: fstcrf.kbest(p, 2), lambda p: fstcrf.sample(p, 2), to_fst):
+    for run in (
+        fstcrf.forward_backward,
+        fstcrf.viterbi,
+        fstcrf.max_marginals,
+        lambda p: fstcrf.kbest(p, 2),
+        lambda p: fstcrf.sample(p, 2),
+        to_fst,
+    ):
         with pytest.raises(error, match=message):
             run(pot)
 
@@ -260,16 +292,21 @@ def test_symbol_table_of_grammar_result_survives(pot):
     assert fst.input_symbols().find(1) == symbol_table(["a", "b", "c"]).find(1)
 
 
-
 # -- values no float64 arithmetic can hold ---------------------------------------
 
-@pytest.mark.parametrize("scores, error", [(np.full((7, 3), 1 + 2j), errors.ScoreError),
-                                           (np.full((7, 3), 1.0, dtype=object), errors.ScoreError),
-                                           (np.full((7, 3), "1.5"), errors.ShapeError)],
-                         ids=["complex", "object", "strings"])
+
+@pytest.mark.parametrize(
+    "scores, error",
+    [
+        (np.full((7, 3), 1 + 2j), errors.ScoreError),
+        (np.full((7, 3), 1.0, dtype=object), errors.ScoreError),
+        (np.full((7, 3), "1.5"), errors.ShapeError),
+    ],
+    ids=["complex", "object", "strings"],
+)
 def test_scores_that_are_not_real_numbers_are_refused(scores, error):
     with warnings.catch_warnings():
-        warnings.simplefilter("error")      # numpy's ComplexWarning must not leak
+        warnings.simplefilter("error")  # numpy's ComplexWarning must not leak
         with pytest.raises(error, match=f"dtype {scores.dtype}"):
             fstcrf.Potentials(first_order(["a", "b", "c"]), scores, [3, 4])
 
@@ -277,7 +314,7 @@ def test_scores_that_are_not_real_numbers_are_refused(scores, error):
 @pytest.mark.parametrize("inference", [fstcrf.forward_backward, fstcrf.log_partition, fstcrf.viterbi])
 def test_scores_whose_sum_overflows_name_the_sentence(inference):
     scores = np.zeros((7, 3))
-    scores[3:] = 1e308                       # sentence 1 (tokens 3..6) overflows, sentence 0 does not
+    scores[3:] = 1e308  # sentence 1 (tokens 3..6) overflows, sentence 0 does not
     pot = fstcrf.Potentials(first_order(["a", "b", "c"]), scores, [3, 4])
     with pytest.raises(errors.ScoreError, match="of sentence 1 is inf"):
         inference(pot)
@@ -286,11 +323,14 @@ def test_scores_whose_sum_overflows_name_the_sentence(inference):
 def test_token_values_that_are_not_strings_name_sentence_token_and_column():
     from fstcrf.conll import Sentence
     from fstcrf.features import FeatureExtractor
+
     good = Sentence({"word": ["the", "cat"], "pos": ["DT", "NN"]})
     extractor = FeatureExtractor("word[0]\nlower(word[-1])|pos[0]").fit([good])
-    cases = [(Sentence({"word": [1, None], "pos": [2.5, "NN"]}), "sentence 2, token 1: column 'word' holds int 1"),
-             (Sentence({"word": ["a", ["b"]], "pos": ["NN", "NN"]}), "sentence 2, token 2: column 'word' holds list"),
-             (Sentence({"word": ["a", "b"], "pos": ["NN", b"NN"]}), "sentence 2, token 2: column 'pos' holds bytes")]
+    cases = [
+        (Sentence({"word": [1, None], "pos": [2.5, "NN"]}), "sentence 2, token 1: column 'word' holds int 1"),
+        (Sentence({"word": ["a", ["b"]], "pos": ["NN", "NN"]}), "sentence 2, token 2: column 'word' holds list"),
+        (Sentence({"word": ["a", "b"], "pos": ["NN", b"NN"]}), "sentence 2, token 2: column 'pos' holds bytes"),
+    ]
     for bad, message in cases:
         with pytest.raises(errors.ArgumentTypeError, match=re.escape(message)):
             extractor.transform([good, bad])

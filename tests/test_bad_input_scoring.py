@@ -1,9 +1,9 @@
 """Bad input to the scoring functions raises typed errors that say where."""
+
 import pytest
 
 from fstcrf.errors import ArgumentTypeError, FstcrfError, LabelError, ShapeError
-from fstcrf.evaluate import (detect_scheme, is_chunk_labels, mcnemar, scheme_mismatch, score_chunks,
-                             score_labels)
+from fstcrf.evaluate import detect_scheme, is_chunk_labels, mcnemar, scheme_mismatch, score_chunks, score_labels
 
 
 @pytest.mark.parametrize("score", [score_chunks, score_labels])
@@ -31,12 +31,15 @@ def test_ragged_input_names_the_sentence(score):
 
 
 @pytest.mark.parametrize("score", [score_chunks, score_labels])
-@pytest.mark.parametrize("gold, pred, message", [
-    ("B-NP I-NP", [["B-NP"]], "gold must be sentences .lists of labels., got the string 'B-NP I-NP'"),
-    (["B-NP", "I-NP"], ["B-NP", "I-NP"], "gold sentence 0 is the string 'B-NP', not a list of labels"),
-    ([["B-NP", "O"]], [["B-NP", 0]], "predicted sentence 0 token 1: labels must be strings, got int 0"),
-    ([["B-NP", None]], [["B-NP", "O"]], "gold sentence 0 token 1: labels must be strings, got NoneType"),
-])
+@pytest.mark.parametrize(
+    "gold, pred, message",
+    [
+        ("B-NP I-NP", [["B-NP"]], "gold must be sentences .lists of labels., got the string 'B-NP I-NP'"),
+        (["B-NP", "I-NP"], ["B-NP", "I-NP"], "gold sentence 0 is the string 'B-NP', not a list of labels"),
+        ([["B-NP", "O"]], [["B-NP", 0]], "predicted sentence 0 token 1: labels must be strings, got int 0"),
+        ([["B-NP", None]], [["B-NP", "O"]], "gold sentence 0 token 1: labels must be strings, got NoneType"),
+    ],
+)
 def test_wrong_types_are_argument_type_errors(score, gold, pred, message):
     with pytest.raises(ArgumentTypeError, match=message) as caught:
         score(gold, pred)
@@ -64,8 +67,11 @@ def test_unknown_scheme_is_a_label_error():
 
 
 def test_every_error_is_a_value_error():
-    for bad in (lambda: score_chunks([["?"]], [["O"]]), lambda: score_labels([["O"]], []),
-                lambda: score_labels("O", "O")):
+    for bad in (
+        lambda: score_chunks([["?"]], [["O"]]),
+        lambda: score_labels([["O"]], []),
+        lambda: score_labels("O", "O"),
+    ):
         with pytest.raises(FstcrfError):
             bad()
         with pytest.raises(ValueError):

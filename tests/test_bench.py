@@ -1,5 +1,6 @@
 """The benchmark commands run end to end on small inputs (no timing is asserted:
 speed targets live in the benchmarks, not in tests)."""
+
 import math
 
 import pytest
@@ -26,8 +27,10 @@ def test_bench_compose_runs_and_counts_tokens(capsys):
     assert [r.joint_states for r in rows] == [45 * 23, 23 * 9 * 5]
     assert "3 components" in rows[1].name
     for r in rows:
-        assert all(math.isfinite(v) and v > 0 for v in (r.factorised_fb_tokens_per_s, r.dense_fb_tokens_per_s,
-                                                          r.factorised_edge_counts_tokens_per_s))
+        assert all(
+            math.isfinite(v) and v > 0
+            for v in (r.factorised_fb_tokens_per_s, r.dense_fb_tokens_per_s, r.factorised_edge_counts_tokens_per_s)
+        )
     # the bar counts every token decoded: 4 factorised passes of 500 tokens per case, then the dense prefixes
     lines = capsys.readouterr().err.strip().splitlines()
     done, total = lines[-1].split("] ")[1].split(" tok")[0].split("/")
@@ -39,8 +42,22 @@ def test_bench_grammar_runs(tmp_path, capsys):
     model = tmp_path / "m.model"
     assert main(["-q", "train", str(DATA_DIR / "demo_train.txt"), "-o", str(model), "--max-iter", "5"]) == 0
     capsys.readouterr()
-    assert main(["-q", "bench", "grammar", "--model", str(model), "--test", str(DATA_DIR / "demo_test.txt"),
-                 "--repeats", "1"]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "bench",
+                "grammar",
+                "--model",
+                str(model),
+                "--test",
+                str(DATA_DIR / "demo_test.txt"),
+                "--repeats",
+                "1",
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     for name in ("(none)", "iob2", "second_order", "at_most_one (X=NP)", "at_least_one (X=NP)"):
         assert f"| {name} |" in table
@@ -50,26 +67,38 @@ def test_bench_compose_on_a_model_runs(tmp_path, capsys):
     train, test = str(DATA_DIR / "demo_train.txt"), str(DATA_DIR / "demo_test.txt")
     pos, chunk, joint = (str(tmp_path / name) for name in ("p.model", "c.model", "j.model"))
     assert main(["-q", "train", train, "--target", "pos", "--template", "pos", "--max-iter", "3", "-o", pos]) == 0
-    assert main(["-q", "train", train, "--reads", "pos", "--template", "chunking-reads-pos", "--max-iter", "3",
-                 "-o", chunk]) == 0
+    assert (
+        main(
+            ["-q", "train", train, "--reads", "pos", "--template", "chunking-reads-pos", "--max-iter", "3", "-o", chunk]
+        )
+        == 0
+    )
     assert main(["-q", "compose", pos, chunk, "-o", joint]) == 0
     capsys.readouterr()
     assert main(["-q", "bench", "compose", "--model", joint, "--test", test, "--repeats", "1"]) == 0
     out = capsys.readouterr().out
     assert "joint Viterbi kernel" in out
-    for label in ("| cascade (1-best) |", "| cascade, 5-best lists |", "| joint (exact) |",
-                  "| features and emissions: pos |", "| features and emissions: chunk under each pos label |",
-                  "| joint scores |", "| joint Viterbi kernel |", "| labels |"):
+    for label in (
+        "| cascade (1-best) |",
+        "| cascade, 5-best lists |",
+        "| joint (exact) |",
+        "| features and emissions: pos |",
+        "| features and emissions: chunk under each pos label |",
+        "| joint scores |",
+        "| joint Viterbi kernel |",
+        "| labels |",
+    ):
         assert label in out
 
 
 def test_bench_partial_runs(tmp_path):
     import shutil
+
     shutil.copy(DATA_DIR / "demo_train.txt", tmp_path / "train.txt")
     shutil.copy(DATA_DIR / "demo_test.txt", tmp_path / "test.txt")
     rows = bench.bench_partial(tmp_path, fraction=0.5, max_iter=3, progress=False)
     hidden, whole = rows
-    assert hidden["tokens"] > 2 * whole["tokens"] - 100      # every sentence, against half the tokens
+    assert hidden["tokens"] > 2 * whole["tokens"] - 100  # every sentence, against half the tokens
     assert abs(hidden["labelled"] - whole["labelled"]) < 60  # the same label budget, up to one sentence
     assert "| training data |" in bench.format_partial(rows)
 
@@ -82,11 +111,36 @@ def test_bench_bandit_runs_end_to_end(tmp_path, capsys, data_file):
         text = data_file(f"conll2000/{name}").read_text().splitlines()[:lines]
         (folder / name).write_text("\n".join(text) + "\n")
     plot = tmp_path / "curves.png"
-    assert main(["-q", "bench", "bandit", "--data", str(folder), "--seeds", "1", "--calls", "1500",
-                 "--dev-sentences", "100", "--plot", str(plot)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "bench",
+                "bandit",
+                "--data",
+                str(folder),
+                "--seeds",
+                "1",
+                "--calls",
+                "1500",
+                "--dev-sentences",
+                "100",
+                "--plot",
+                str(plot),
+            ]
+        )
+        == 0
+    )
     report = capsys.readouterr().out
-    for row in ("full information (L-BFGS)", "expected (1 seeds)", "pairwise (1 seeds)", "cross-entropy (1 seeds)",
-                "expected, flip 0.1", "1 draw(s), minibatches of 256", "4 draw(s), minibatches of  64"):
+    for row in (
+        "full information (L-BFGS)",
+        "expected (1 seeds)",
+        "pairwise (1 seeds)",
+        "cross-entropy (1 seeds)",
+        "expected, flip 0.1",
+        "1 draw(s), minibatches of 256",
+        "4 draw(s), minibatches of  64",
+    ):
         assert row in report
     assert plot.read_bytes().startswith(b"\x89PNG")
     assert main(["-q", "bench", "bandit", "--data", str(folder), "--speed-only", "--dev-sentences", "100"]) == 0
@@ -96,5 +150,6 @@ def test_bench_bandit_runs_end_to_end(tmp_path, capsys, data_file):
 
 def test_first_reaching_counts_calls_to_a_dev_score():
     from fstcrf.bench_bandit import first_reaching
+
     assert first_reaching([(100, 80.0), (200, 92.5), (300, 93.1)], 92.3) == 200
     assert first_reaching([(100, 80.0)], 92.3) is None

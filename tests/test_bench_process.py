@@ -1,5 +1,6 @@
 """fstcrf.bench_process: the CRFsuite side builds exactly fstcrf's predicates, and both
 whole-process benchmarks run end to end on small data (no timing is asserted)."""
+
 import json
 import os
 import shutil
@@ -23,8 +24,10 @@ def extractor_names(template, sentences) -> list[list[str]]:
     extractor = FeatureExtractor(template)
     matrix = extractor.fit_transform(sentences)
     names = extractor.predicate_names_
-    return [sorted(names[j] for j in matrix.indices[matrix.indptr[r]:matrix.indptr[r + 1]])
-            for r in range(matrix.shape[0])]
+    return [
+        sorted(names[j] for j in matrix.indices[matrix.indptr[r] : matrix.indptr[r + 1]])
+        for r in range(matrix.shape[0])
+    ]
 
 
 def builder_names(template, sentences) -> list[list[str]]:
@@ -38,23 +41,28 @@ def test_the_attributes_are_the_extractors_predicates_on_the_demo_data(name):
     template = TEMPLATES[name]
     built = builder_names(template, sentences)
     assert built == extractor_names(template, sentences)
-    assert all(len(token) == len(template) for token in built)      # one predicate per template line
+    assert all(len(token) == len(template) for token in built)  # one predicate per template line
 
 
-VALUES = st.one_of(st.text(alphabet="ab|\\_-+BOSE12XÉé.", min_size=1, max_size=7),
-                   st.sampled_from(["__BOS-1__", "__EOS+2__", "\\__BOS-1__", "__BOS-__", "__EOS+x__", "__BOS-²__",
-                                    "|", "\\", "\\|"]))
-ITEMS = st.builds(lambda column, offset, transform: (f"{transform}({column}[{offset}])" if transform
-                                                     else f"{column}[{offset}]"),
-                  st.sampled_from(["word", "pos"]), st.integers(-3, 3),
-                  st.sampled_from([None, "lower", "shape", "prefix1", "prefix3", "suffix2"]))
+VALUES = st.one_of(
+    st.text(alphabet="ab|\\_-+BOSE12XÉé.", min_size=1, max_size=7),
+    st.sampled_from(["__BOS-1__", "__EOS+2__", "\\__BOS-1__", "__BOS-__", "__EOS+x__", "__BOS-²__", "|", "\\", "\\|"]),
+)
+ITEMS = st.builds(
+    lambda column, offset, transform: f"{transform}({column}[{offset}])" if transform else f"{column}[{offset}]",
+    st.sampled_from(["word", "pos"]),
+    st.integers(-3, 3),
+    st.sampled_from([None, "lower", "shape", "prefix1", "prefix3", "suffix2"]),
+)
 
 
 @st.composite
 def templates(draw):
     lines = ["bias"] if draw(st.booleans()) else []
-    lines += ["|".join(items) for items in draw(st.lists(st.lists(ITEMS, min_size=1, max_size=3, unique=True),
-                                                         min_size=1, max_size=5))]
+    lines += [
+        "|".join(items)
+        for items in draw(st.lists(st.lists(ITEMS, min_size=1, max_size=3, unique=True), min_size=1, max_size=5))
+    ]
     return parse_template("\n".join(dict.fromkeys(lines)))
 
 
@@ -77,9 +85,10 @@ def test_the_attributes_match_the_extractor_on_escapes_boundaries_and_transforms
 def test_the_crfsuite_reader_reads_the_sentences_read_conll_reads(tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("-DOCSTART- -X- O\n\nA DT B-NP extra\nb NN I-NP extra\n\n\n-DOCSTART- -X- O\nc VB B-VP extra\n")
-    assert read_sentences(str(path), ["word", "pos", "chunk"]) == \
-        [{"word": ["A", "b"], "pos": ["DT", "NN"], "chunk": ["B-NP", "I-NP"]},
-         {"word": ["c"], "pos": ["VB"], "chunk": ["B-VP"]}]
+    assert read_sentences(str(path), ["word", "pos", "chunk"]) == [
+        {"word": ["A", "b"], "pos": ["DT", "NN"], "chunk": ["B-NP", "I-NP"]},
+        {"word": ["c"], "pos": ["VB"], "chunk": ["B-VP"]},
+    ]
     demo = DATA_DIR / "demo_test.txt"
     assert read_sentences(str(demo), ["word", "pos", "chunk"]) == [s.columns for s in read_conll(demo)]
 
@@ -90,12 +99,14 @@ def test_the_crfsuite_processes_train_and_tag_with_the_extractors_attributes(tmp
     train = read_conll(DATA_DIR / "demo_train.txt")[:200]
     test = read_conll(DATA_DIR / "demo_test.txt")[:30]
     for name, corpus in (("train.txt", train), ("test.txt", test)):
-        (tmp_path / name).write_text("".join(" ".join(fields) + "\n" for s in corpus
-                                             for fields in [*zip(*s.columns.values()), ()]))
+        (tmp_path / name).write_text(
+            "".join(" ".join(fields) + "\n" for s in corpus for fields in [*zip(*s.columns.values()), ()])
+        )
     template = TEMPLATES["sha-pereira"]
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"columns": ["word", "pos", "chunk"], "target": "chunk",
-                                "predicates": template_spec(template)}))
+    spec.write_text(
+        json.dumps({"columns": ["word", "pos", "chunk"], "target": "chunk", "predicates": template_spec(template)})
+    )
     model = tmp_path / "m.crfsuite"
     trained = bench_process.crfsuite_train(str(spec), str(tmp_path / "train.txt"), str(model), 4, 0.005)
     assert trained["iterations"] == 4 and trained["features"] > 100
@@ -112,28 +123,61 @@ def test_the_crfsuite_processes_train_and_tag_with_the_extractors_attributes(tmp
     row, expected = 0, []
     for sentence in test:
         rows = range(row, row + len(sentence))
-        expected.append(tagger.tag([[names[j] for j in matrix.indices[matrix.indptr[r]:matrix.indptr[r + 1]]]
-                                    for r in rows]))
+        expected.append(
+            tagger.tag([[names[j] for j in matrix.indices[matrix.indptr[r] : matrix.indptr[r + 1]]] for r in rows])
+        )
         row += len(sentence)
     assert tagged.column("predicted") == expected
 
 
 def side(wall, phases=None, **extra):
-    return {"wall": wall, "cpu": wall / 2, "peak_rss_mib": 100.0 if phases else None, "phases": phases or {},
-            "walls": [wall], **extra}
+    return {
+        "wall": wall,
+        "cpu": wall / 2,
+        "peak_rss_mib": 100.0 if phases else None,
+        "phases": phases or {},
+        "walls": [wall],
+        **extra,
+    }
 
 
 def test_the_report_shows_the_phases_a_side_timed_and_dashes_for_the_other():
-    crfsuite_phases = {"load": 0.5, "read": 1.0, "features": 4.0, "decode": 2.0, "write": 0.25,
-                       "process": {"start": 0.2, "elapsed": 8.0, "outside": 0.05, "cpu": 7.0, "start_cpu": 0.1,
-                                   "cpu_by_phase": {}, "calls": {}}}
-    result = {"kind": "tag", "tokens": 1000, "copies": 10, "model": "m.model", "order": 1, "template": "sha-pereira",
-              "weights": 10, "threads": 2, "repeats": 1, "ratio": 8.1 / 2.0, "interpreter_wall": 0.05,
-              "load_average": (1.0, 1.0, 1.0),
-              "sides": {"fstcrf": side(2.0, f1=90.0), "crfsuite": side(8.1, crfsuite_phases, f1=89.0)}}
+    crfsuite_phases = {
+        "load": 0.5,
+        "read": 1.0,
+        "features": 4.0,
+        "decode": 2.0,
+        "write": 0.25,
+        "process": {
+            "start": 0.2,
+            "elapsed": 8.0,
+            "outside": 0.05,
+            "cpu": 7.0,
+            "start_cpu": 0.1,
+            "cpu_by_phase": {},
+            "calls": {},
+        },
+    }
+    result = {
+        "kind": "tag",
+        "tokens": 1000,
+        "copies": 10,
+        "model": "m.model",
+        "order": 1,
+        "template": "sha-pereira",
+        "weights": 10,
+        "threads": 2,
+        "repeats": 1,
+        "ratio": 8.1 / 2.0,
+        "interpreter_wall": 0.05,
+        "load_average": (1.0, 1.0, 1.0),
+        "sides": {"fstcrf": side(2.0, f1=90.0), "crfsuite": side(8.1, crfsuite_phases, f1=89.0)},
+    }
     table = format_process(result)
-    assert "| side | whole process s | CPU s | peak RSS MiB | start | load | read | features | decode | write | " \
-           "other | exit | test F1 |" in table
+    assert (
+        "| side | whole process s | CPU s | peak RSS MiB | start | load | read | features | decode | write | "
+        "other | exit | test F1 |" in table
+    )
     assert "| fstcrf | 2.00 | 1.00 | - | - | - | - | - | - | - | - | - | 90.00 |" in table
     assert "| crfsuite | 8.10 | 4.05 | 100 | 0.20 | 0.50 | 1.00 | 4.00 | 2.00 | 0.25 | 0.05 | 0.10 | 89.00 |" in table
     assert "crfsuite / fstcrf: whole process **4.05x**" in table
@@ -143,6 +187,7 @@ def test_the_report_shows_the_phases_a_side_timed_and_dashes_for_the_other():
 
 def test_the_bytecode_of_every_module_is_compiled_before_timing(monkeypatch):
     import compileall
+
     compiled = []
     monkeypatch.setattr(compileall, "compile_dir", lambda folder, quiet: compiled.append(folder) or True)
     assert bench_process.compile_bytecode()
@@ -161,7 +206,7 @@ def demo_folder(tmp_path):
 def test_bench_tag_process_runs_both_sides_end_to_end(demo_folder):
     result = bench_process.bench_tag_process(demo_folder, copies=2, repeats=2, progress=False, train_iterations=3)
     assert result["tokens"] == 2 * read_conll(demo_folder / "test.txt").num_tokens
-    assert result["template"] == "chunking-extended" and result["order"] == 1     # fstcrf train's defaults
+    assert result["template"] == "chunking-extended" and result["order"] == 1  # fstcrf train's defaults
     for figures in result["sides"].values():
         assert len(figures["walls"]) == 2 and figures["wall"] == min(figures["walls"])
         assert 0 < figures["cpu"] and 50 < figures["f1"] <= 100
@@ -180,13 +225,14 @@ def test_bench_train_process_trains_both_sides_for_the_same_iterations(demo_fold
     assert fstcrf["iterations"] == crfsuite["iterations"] == 4
     assert result["template"] == "chunking-extended" and result["sigma"] == 10
     assert {"read", "features", "train", "process"} <= set(crfsuite["phases"])
-    assert abs(fstcrf["f1"] - crfsuite["f1"]) < 5       # the same model, optimised by two implementations
+    assert abs(fstcrf["f1"] - crfsuite["f1"]) < 5  # the same model, optimised by two implementations
     assert "| fstcrf |" in format_process(json.loads(json.dumps(result)))
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True])
 def test_counts_must_be_whole_numbers_of_at_least_one(tmp_path, bad):
     from fstcrf.errors import FstcrfError
+
     with pytest.raises(FstcrfError, match="copies must be a positive (finite )?integer"):
         bench_process.bench_tag_process(tmp_path, copies=bad, progress=False)
     with pytest.raises(FstcrfError, match="repeats must be a positive (finite )?integer"):
@@ -197,13 +243,15 @@ def test_counts_must_be_whole_numbers_of_at_least_one(tmp_path, bad):
 def test_bench_compose_process_times_cascade_and_joint_tagging_processes(tmp_path):
     from fstcrf.compose import compose
     from fstcrf.model import ChainCRF
+
     train = read_conll(DATA_DIR / "demo_train.txt")
     pos = ChainCRF(template="pos", max_iter=3).fit(train, target="pos")
     chunk = ChainCRF(template="chunking-reads-pos", reads="pos", max_iter=3).fit(train, target="chunk")
     joint_path = tmp_path / "joint.model"
     compose([pos, chunk]).save(joint_path)
-    result = bench_process.bench_compose_process(joint_path, DATA_DIR / "demo_test.txt", threads=1, repeats=2,
-                                                 progress=False)
+    result = bench_process.bench_compose_process(
+        joint_path, DATA_DIR / "demo_test.txt", threads=1, repeats=2, progress=False
+    )
     assert result["tokens"] == read_conll(DATA_DIR / "demo_test.txt").num_tokens
     assert result["joint_states"] == len(pos.labels_) * len(chunk.labels_)
     for figures in result["sides"].values():
@@ -216,13 +264,13 @@ def test_bench_compose_process_times_cascade_and_joint_tagging_processes(tmp_pat
 @pytest.mark.slow
 def test_bench_stream_process_feeds_whole_sentences_and_reads_every_tagged_token(demo_folder):
     text = (demo_folder / "test.txt").read_bytes()
-    budget = int(2.5 * len(text))           # two copies and the sentences of a third that fit
-    result = bench_process.bench_stream_process(demo_folder, gigabytes=budget / 1e9, progress=False,
-                                                train_iterations=2)
+    budget = int(2.5 * len(text))  # two copies and the sentences of a third that fit
+    result = bench_process.bench_stream_process(demo_folder, gigabytes=budget / 1e9, progress=False, train_iterations=2)
     fed = text.rstrip(b"\n") + b"\n\n"
     assert 2 * len(fed) < result["input_bytes"] <= budget
     assert result["tokens"] == 2 * read_conll(demo_folder / "test.txt").num_tokens + len(
-        [line for line in fed[:result["input_bytes"] - 2 * len(fed)].splitlines() if line.strip()])
+        [line for line in fed[: result["input_bytes"] - 2 * len(fed)].splitlines() if line.strip()]
+    )
     # the output has one more column: more bytes than the input actually fed, whose
     # last copy stopped at a sentence boundary (else tag would have failed)
     assert result["output_bytes"] > 2 * len(fed)
@@ -241,8 +289,12 @@ def test_the_feeder_stops_at_the_last_whole_sentence_that_fits():
             super().close()
 
     text = b"a B\nb C\n\nc D\n\n"
-    for budget, expected in [(len(text), text), (len(text) + 9, text + b"a B\nb C\n\n"), (5, b""),
-                             (2 * len(text) - 1, text + b"a B\nb C\n\n")]:
+    for budget, expected in [
+        (len(text), text),
+        (len(text) + 9, text + b"a B\nb C\n\n"),
+        (5, b""),
+        (2 * len(text) - 1, text + b"a B\nb C\n\n"),
+    ]:
         sink, fed = Sink(), [0]
         bench_process._feed(sink, text, budget, fed)
         assert sink.kept == expected and fed[0] == len(expected)
@@ -251,6 +303,7 @@ def test_the_feeder_stops_at_the_last_whole_sentence_that_fits():
 def test_bench_features_times_each_template_and_the_tutorial_dicts(demo_folder, capsys):
     from fstcrf.bench_features import TEMPLATE_NAMES, bench_features
     from fstcrf.cli import main
+
     (demo_folder / "conll2002").mkdir()
     shutil.copy(demo_folder / "train.txt", demo_folder / "conll2002" / "esp.train")
     shutil.copy(demo_folder / "test.txt", demo_folder / "conll2002" / "esp.testb")
@@ -260,7 +313,6 @@ def test_bench_features_times_each_template_and_the_tutorial_dicts(demo_folder, 
     assert [row["tokens"] for row in rows] == [2 * test_tokens] * 3 + [test_tokens]
     for row in rows:
         assert row["tokens_per_second"] == row["tokens"] / row["seconds"] and 1 < row["per_token"] < 40
-    assert main(["bench", "features", "--data", str(demo_folder), "--copies", "1", "--repeats", "1",
-                 "--json"]) == 0
+    assert main(["bench", "features", "--data", str(demo_folder), "--copies", "1", "--repeats", "1", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert [row["tokens"] for row in printed] == [test_tokens] * 4

@@ -4,6 +4,7 @@ Oracle: the predicate names of every token built one by one from the
 documented naming scheme (test_features.reference_names), looked up in the
 fitted names; and fit_transform, which numbers the names it builds through a
 dict, against transform, which never builds a name."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -51,8 +52,10 @@ def test_transform_of_the_training_set_equals_fit_transform(train, min_count):
 def colliding_at_salt_zero(real):
     """A string hash under which, at salt 0, every value hashes like its first
     character (so "ab" and "aA" collide), and at other salts is ``real``."""
+
     def hashes(values, salt):
         return real([value[:1] for value in values] if salt == 0 else values, salt)
+
     return hashes
 
 
@@ -61,9 +64,10 @@ def test_a_forced_collision_is_detected_and_rehashed(monkeypatch, tmp_path):
     train = [Sentence({"word": ["ab", "aA", "b|", "bb"], "pos": ["DT", "NN", "NN", "DT"]})]
     test = [Sentence({"word": ["aA", "zz", "bb", "ab"], "pos": ["NN", "DT", "NN", "NN"]})]
     template = features.parse_template("bias\nword[0]\nword[-1]|pos[0]\n")
-    with pytest.raises(HashCollisionError):        # salt 0 collides: the table refuses it
-        features._HashedDictionary(features._predicate_keys(template, FeatureExtractor(template).fit(
-            train).predicate_names_, 0), 0)
+    with pytest.raises(HashCollisionError):  # salt 0 collides: the table refuses it
+        features._HashedDictionary(
+            features._predicate_keys(template, FeatureExtractor(template).fit(train).predicate_names_, 0), 0
+        )
     extractor = FeatureExtractor(template).fit(train)
     assert extractor._dictionary.salt == 1
     assert len(set(extractor._dictionary.keys.tolist())) == extractor.num_predicates
@@ -76,8 +80,7 @@ def test_a_forced_collision_is_detected_and_rehashed(monkeypatch, tmp_path):
 
 
 def test_no_salt_without_collisions_is_a_typed_error(monkeypatch):
-    monkeypatch.setattr(features, "_string_hashes",
-                        lambda values, salt: np.zeros(len(values), dtype=np.uint64))
+    monkeypatch.setattr(features, "_string_hashes", lambda values, salt: np.zeros(len(values), dtype=np.uint64))
     train = [Sentence({"word": ["a", "b"], "pos": ["DT", "NN"]})]
     with pytest.raises(HashCollisionError, match="collide under each of 16 salts") as caught:
         FeatureExtractor("word[0]\n").fit(train)
@@ -114,8 +117,9 @@ def scored_sentences(draw):
         length = draw(st.integers(1, 5))
         words = draw(st.lists(st.sampled_from(["a", "b", "c|"]), min_size=length, max_size=length))
         tags = draw(st.lists(st.sampled_from(["DT", "NN"]), min_size=length, max_size=length))
-        scores = draw(st.lists(st.sampled_from(["0", "1.5", "-2", "1e3", "0.0", "7"]), min_size=length,
-                               max_size=length))
+        scores = draw(
+            st.lists(st.sampled_from(["0", "1.5", "-2", "1e3", "0.0", "7"]), min_size=length, max_size=length)
+        )
         sentences.append(Sentence({"word": words, "pos": tags, "score": scores}))
     return sentences
 
@@ -128,8 +132,10 @@ def test_real_valued_entries_are_the_numbers_read_token_by_token(train, test):
     template = features.parse_template(NUMERIC_TEMPLATE)
     binary = features.parse_template("bias\nword[0]\nword[0]|pos[+1]\n")
     extractor = FeatureExtractor(template).fit(train)
-    for sentences, matrix in ((train, FeatureExtractor(template).fit_transform(train)),
-                              (test, extractor.transform(test))):
+    for sentences, matrix in (
+        (train, FeatureExtractor(template).fit_transform(train)),
+        (test, extractor.transform(test)),
+    ):
         assert matrix.has_canonical_format
         expected_names = reference_names(sentences, binary)
         row = 0
@@ -149,8 +155,11 @@ def test_real_valued_entries_are_the_numbers_read_token_by_token(train, test):
 def test_non_numbers_name_the_sentence_and_token():
     good = Sentence({"word": ["a", "b"], "score": ["1", "2"]})
     bad = Sentence({"word": ["a", "b", "c"], "score": ["1", "2", "many"]})
-    with pytest.raises(features.FeatureValueError, match=r"sentence 2, token 3: value\(score\[0\]\) reads "
-                                                         r"'many'"):
+    with pytest.raises(
+        features.FeatureValueError,
+        match=r"sentence 2, token 3: value\(score\[0\]\) reads "
+        r"'many'",
+    ):
         FeatureExtractor("value(score[0])\n").fit([good, bad])
     extractor = FeatureExtractor("value(score[0])\n").fit([good])
     with pytest.raises(features.FeatureValueError, match="sentence 1, token 2.*'nan'"):
@@ -167,23 +176,30 @@ def test_value_stands_alone_and_is_not_varied_by_a_reading():
     with pytest.raises(features.TemplateError, match="reads column 'pos' as a number"):
         extractor.transform_reading([Sentence({"word": ["a"], "score": ["3"]})], "pos", ["1", "2"])
     reading = FeatureExtractor("word[0]|pos[0]\nvalue(score[0])\n").fit(train)
-    base, _, _ = reading.transform_reading([Sentence({"word": ["a", "b"], "score": ["2.5", "0"]})],
-                                           "pos", ["1", "2"])
+    base, _, _ = reading.transform_reading([Sentence({"word": ["a", "b"], "score": ["2.5", "0"]})], "pos", ["1", "2"])
     assert base.to_scipy().toarray().tolist() == [[0.0, 0.0, 2.5], [0.0, 0.0, 0.0]]
 
 
 def test_a_model_with_a_real_valued_predicate_trains_saves_and_loads(tmp_path):
     from fstcrf.model import ChainCRF, load_model
+
     rng = np.random.default_rng(5)
     sentences = []
     for _ in range(30):
         scores = rng.normal(size=6)
-        sentences.append(Sentence({"word": ["w"] * 6, "score": [f"{x:.3f}" for x in scores],
-                                   "tag": ["P" if x > 0 else "N" for x in scores]}))
+        sentences.append(
+            Sentence(
+                {
+                    "word": ["w"] * 6,
+                    "score": [f"{x:.3f}" for x in scores],
+                    "tag": ["P" if x > 0 else "N" for x in scores],
+                }
+            )
+        )
     model = ChainCRF("bias\nvalue(score[0])\n", max_iter=30).fit(sentences, target="tag")
     predicted = [label for labels in model.predict(sentences) for label in labels]
     gold = [label for sentence in sentences for label in sentence["tag"]]
-    assert np.mean(np.array(predicted) == np.array(gold)) > 0.9      # the sign of the number decides
+    assert np.mean(np.array(predicted) == np.array(gold)) > 0.9  # the sign of the number decides
     model.save(tmp_path / "m.model")
     loaded = load_model(tmp_path / "m.model")
     assert loaded.predict(sentences) == model.predict(sentences)
@@ -191,42 +207,56 @@ def test_a_model_with_a_real_valued_predicate_trains_saves_and_loads(tmp_path):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 150), st.integers(1, 40), st.integers(0, 2 ** 32), st.booleans())
+@given(st.integers(1, 150), st.integers(1, 40), st.integers(0, 2**32), st.booleans())
 def test_predicate_rows_are_the_known_columns_ascending(num_tokens, num_templates, seed, collide):
     """fh_predicate_rows against numpy: each token's row holds the columns of the keys
     its templates find, ascending.  With ``collide`` two templates share a seed and
     an item, so their keys and columns are equal (the ranks tie and the row falls
     back to insertion); a third of the keys are unknown."""
     from fstcrf._kernel import ffi, lib
+
     rng = np.random.default_rng(seed)
     num_observations = 3
-    value_hashes = rng.integers(0, 2 ** 63, size=(num_observations, num_tokens), dtype=np.uint64)
-    seeds = rng.integers(0, 2 ** 63, size=num_templates, dtype=np.uint64)
+    value_hashes = rng.integers(0, 2**63, size=(num_observations, num_tokens), dtype=np.uint64)
+    seeds = rng.integers(0, 2**63, size=num_templates, dtype=np.uint64)
     items = rng.integers(0, num_observations, size=num_templates).astype(np.int32)
     if collide and num_templates > 1:
         seeds[1], items[1] = seeds[0], items[0]
     item_ptr = np.arange(num_templates + 1, dtype=np.int32)
-    keys = np.repeat(seeds[None, :], num_tokens, axis=0)                           # [N, K]
+    keys = np.repeat(seeds[None, :], num_tokens, axis=0)  # [N, K]
     for k in range(num_templates):
         column = np.ascontiguousarray(keys[:, k])
         features._chain(column, np.ascontiguousarray(value_hashes[items[k]]))
         keys[:, k] = column
     known = np.unique(keys)
-    known = rng.permutation(known[rng.random(len(known)) < 0.67])                 # key -> its column
+    known = rng.permutation(known[rng.random(len(known)) < 0.67])  # key -> its column
     column_of = {int(key): column for column, key in enumerate(known.tolist())}
     capacity = 1 << max(4, int(4 * len(known) // 3).bit_length())
     slots = np.empty(2 * capacity, dtype=np.uint64)
-    assert lib.fh_build_table(ffi.from_buffer("uint64_t[]", known), len(known), capacity,
-                              ffi.from_buffer("uint64_t[]", slots)) == lib.FC_OK
+    assert (
+        lib.fh_build_table(
+            ffi.from_buffer("uint64_t[]", known), len(known), capacity, ffi.from_buffer("uint64_t[]", slots)
+        )
+        == lib.FC_OK
+    )
     scratch = np.empty(lib.FH_BLOCK * num_templates, dtype=np.int32)
     indptr = np.empty(num_tokens + 1, dtype=np.int64)
     indices = np.empty(num_tokens * num_templates, dtype=np.int32)
-    status = lib.fh_predicate_rows(num_tokens, num_observations, ffi.from_buffer("uint64_t[]", value_hashes),
-                                   num_templates, ffi.from_buffer("uint64_t[]", seeds),
-                                   ffi.from_buffer("int32_t[]", item_ptr), ffi.from_buffer("int32_t[]", items),
-                                   capacity, ffi.from_buffer("uint64_t[]", slots), ffi.from_buffer("int32_t[]", scratch),
-                                   ffi.from_buffer("int64_t[]", indptr), ffi.from_buffer("int32_t[]", indices))
+    status = lib.fh_predicate_rows(
+        num_tokens,
+        num_observations,
+        ffi.from_buffer("uint64_t[]", value_hashes),
+        num_templates,
+        ffi.from_buffer("uint64_t[]", seeds),
+        ffi.from_buffer("int32_t[]", item_ptr),
+        ffi.from_buffer("int32_t[]", items),
+        capacity,
+        ffi.from_buffer("uint64_t[]", slots),
+        ffi.from_buffer("int32_t[]", scratch),
+        ffi.from_buffer("int64_t[]", indptr),
+        ffi.from_buffer("int32_t[]", indices),
+    )
     assert status == lib.FC_OK
     for t in range(num_tokens):
         expected = sorted(column_of[int(key)] for key in keys[t] if int(key) in column_of)
-        assert indices[indptr[t]:indptr[t + 1]].tolist() == expected
+        assert indices[indptr[t] : indptr[t + 1]].tolist() == expected

@@ -1,4 +1,5 @@
 """The command line end to end, on the synthetic corpus the package ships."""
+
 import subprocess
 import sys
 
@@ -38,8 +39,9 @@ def test_tag_appends_one_column_and_eval_agrees(model_path, tmp_path, capsys):
 
 def test_tag_input_without_gold_column(model_path, tmp_path):
     words_only = tmp_path / "raw.txt"
-    words_only.write_text("".join(
-        "".join(f"{w} {p}\n" for w, p in zip(s["word"], s["pos"])) + "\n" for s in read_conll(TEST)))
+    words_only.write_text(
+        "".join("".join(f"{w} {p}\n" for w, p in zip(s["word"], s["pos"])) + "\n" for s in read_conll(TEST))
+    )
     out = tmp_path / "out.txt"
     assert main(["-q", "tag", str(model_path), str(words_only), "-o", str(out)]) == 0
     tagged = read_conll(out, columns="word,pos,predicted")
@@ -62,6 +64,7 @@ def test_only_types_maps_other_chunks_to_outside(tmp_path, capsys):
     path = tmp_path / "np.model"
     assert main(["-q", "train", TRAIN, "-o", str(path), "--max-iter", "5", "--only-types", "NP"]) == 0
     from fstcrf.model import load_model
+
     assert set(load_model(path).labels_) == {"O", "B-NP", "I-NP"}
 
 
@@ -107,8 +110,9 @@ def test_history_lists_every_iteration(model_path, capsys):
 
 def test_tag_under_a_parameterised_grammar(model_path, tmp_path):
     out = tmp_path / "one_np.txt"
-    assert main(["-q", "tag", str(model_path), TEST, "--grammar", "at_most_one", "--define", "X=NP",
-                 "-o", str(out)]) == 0
+    assert (
+        main(["-q", "tag", str(model_path), TEST, "--grammar", "at_most_one", "--define", "X=NP", "-o", str(out)]) == 0
+    )
     tagged = read_conll(out, columns="word,pos,chunk,predicted")
     assert all(sentence["predicted"].count("B-NP") <= 1 for sentence in tagged)
     assert any(sentence["chunk"].count("B-NP") > 1 for sentence in tagged)

@@ -1,4 +1,5 @@
 """Composed models: reading models, joint / cascade / k-best decoding, files, errors."""
+
 from __future__ import annotations
 
 import itertools
@@ -61,8 +62,10 @@ def _path_score(model: ChainCRF, sentence: Sentence, labels: list[str], lower: l
 
 def _joint_score(joint: JointModel, sentence: Sentence, tuple_labels: list[list[str]]) -> float:
     lowers = [None] + tuple_labels[:-1]
-    return sum(_path_score(model, sentence, labels, lower)
-               for model, labels, lower in zip(joint.components, tuple_labels, lowers))
+    return sum(
+        _path_score(model, sentence, labels, lower)
+        for model, labels, lower in zip(joint.components, tuple_labels, lowers)
+    )
 
 
 def test_reading_emissions_match_the_given_column(chunk_model, test_corpus):
@@ -83,7 +86,7 @@ def test_reading_emissions_are_exactly_the_sums_under_each_substituted_label(chu
     extractor, features = chunk_model.extractor_, chunk_model.features_
     reads = np.array(["pos[0]" in name.partition("=")[0] for name in extractor.predicate_names_])
     lengths = [len(s) for s in sentences]
-    theta = chunk_model.weights_[:features.num_features]
+    theta = chunk_model.weights_[: features.num_features]
 
     def scores(matrix):
         encoded = EncodedSentences(matrix, lengths)
@@ -107,7 +110,7 @@ def test_joint_decoding_maximises_the_summed_score_by_brute_force(joint, test_co
         T = len(sentence)
         for tags in itertools.product(pos_model.labels_, repeat=T):
             chunk_pot = chunk_model.potentials([Sentence({**sentence.columns, "pos": list(tags)})])
-            upper = viterbi(chunk_pot).scores[0]      # the best chunking for these tags
+            upper = viterbi(chunk_pot).scores[0]  # the best chunking for these tags
             total = _path_score(pos_model, sentence, list(tags), None) + upper
             assert total <= best + 1e-9
 
@@ -116,8 +119,9 @@ def test_joint_beats_or_ties_the_cascades_on_score(joint, test_corpus):
     sentences = test_corpus.sentences[:60]
     decoded = {mode: joint.predict(sentences, mode=mode, k=3) for mode in ("joint", "cascade", "kbest")}
     for b, sentence in enumerate(sentences):
-        scores = {mode: _joint_score(joint, sentence, [labels[b] for labels in result])
-                  for mode, result in decoded.items()}
+        scores = {
+            mode: _joint_score(joint, sentence, [labels[b] for labels in result]) for mode, result in decoded.items()
+        }
         assert scores["joint"] >= scores["kbest"] - 1e-9
         assert scores["kbest"] >= scores["cascade"] - 1e-9
 
@@ -139,6 +143,7 @@ def test_a_long_kbest_list_reaches_the_joint_optimum(joint, test_corpus):
 
 def test_threads_and_blocks_do_not_change_results(joint, test_corpus, monkeypatch):
     import fstcrf.compose as compose_module
+
     reference = joint.predict(test_corpus, mode="joint")
     monkeypatch.setattr(compose_module, "BLOCK_CELLS", 2000)
     monkeypatch.setattr(compose_module, "FEATURE_TOKENS", 150)
@@ -151,18 +156,22 @@ def test_threads_and_blocks_do_not_change_results(joint, test_corpus, monkeypatc
 
 def test_three_model_chain(train, test_corpus, pos_model, chunk_model):
     """A third model reading the chunk labels; joint >= cascade on summed score."""
-    rows = [Sentence({**s.columns, "np": ["NP" if c.endswith("NP") else "-" for c in s.columns["chunk"]]})
-            for s in train.sentences]
+    rows = [
+        Sentence({**s.columns, "np": ["NP" if c.endswith("NP") else "-" for c in s.columns["chunk"]]})
+        for s in train.sentences
+    ]
     corpus = Corpus(("word", "pos", "chunk", "np"), rows)
-    top = ChainCRF(template="bias\nword[0]\nchunk[0]\nchunk[0]|word[-1]", reads="chunk",
-                   max_iter=10).fit(corpus, target="np")
+    top = ChainCRF(template="bias\nword[0]\nchunk[0]\nchunk[0]|word[-1]", reads="chunk", max_iter=10).fit(
+        corpus, target="np"
+    )
     joint = compose([pos_model, chunk_model, top])
     assert joint.space.num_states == np.prod([m.topology_.num_states for m in joint.components])
     sentences = test_corpus.sentences[:30]
     decoded = {mode: joint.predict(sentences, mode=mode) for mode in ("joint", "cascade")}
     for b, sentence in enumerate(sentences):
-        scores = {mode: _joint_score(joint, sentence, [labels[b] for labels in result])
-                  for mode, result in decoded.items()}
+        scores = {
+            mode: _joint_score(joint, sentence, [labels[b] for labels in result]) for mode, result in decoded.items()
+        }
         assert scores["joint"] >= scores["cascade"] - 1e-9
 
 
@@ -189,8 +198,7 @@ def _relation(lower: list[str], upper: list[str], pairs) -> pynini.Fst:
 
 def test_compatibility_relation_restricts_every_mode(pos_model, chunk_model, test_corpus):
     # noun tags may not be outside a chunk; everything else is free
-    pairs = [(t, c) for t in pos_model.labels_ for c in chunk_model.labels_
-             if not (t.startswith("NN") and c == "O")]
+    pairs = [(t, c) for t in pos_model.labels_ for c in chunk_model.labels_ if not (t.startswith("NN") and c == "O")]
     relation = _relation(pos_model.labels_, chunk_model.labels_, pairs)
     table = compatibility_pairs(pos_model.labels_, chunk_model.labels_, relation)
     assert table.sum() == len(pairs)
@@ -223,8 +231,7 @@ def test_a_cascade_the_relation_leaves_without_a_path_is_a_clear_error(pos_model
     chunker = order2_chunker
     sentence = test_corpus.sentences[0]
     first_tag = pos_model.predict([sentence])[0][0]
-    pairs = [(t, c) for t in pos_model.labels_ for c in chunker.labels_
-             if t != first_tag or c.startswith("I-")]
+    pairs = [(t, c) for t in pos_model.labels_ for c in chunker.labels_ if t != first_tag or c.startswith("I-")]
     joint = compose([pos_model, chunker], [_relation(pos_model.labels_, chunker.labels_, pairs)])
     with pytest.raises(InfeasibleError, match="mode 'joint'"):
         joint.predict([sentence], mode="cascade")
@@ -257,10 +264,12 @@ def test_chain_errors(train, pos_model, chunk_model):
     with pytest.raises(CompositionError, match="at least two"):
         compose([pos_model])
     # a chunker trained on a tag the POS model never produces
-    odd = [Sentence({**s.columns, "pos": ["ODD" if t == "DT" else t for t in s.columns["pos"]]})
-           for s in train.sentences]
-    reader = ChainCRF(template="bias\npos[0]", reads="pos", max_iter=3).fit(Corpus(train.column_names, odd),
-                                                                             target="chunk")
+    odd = [
+        Sentence({**s.columns, "pos": ["ODD" if t == "DT" else t for t in s.columns["pos"]]}) for s in train.sentences
+    ]
+    reader = ChainCRF(template="bias\npos[0]", reads="pos", max_iter=3).fit(
+        Corpus(train.column_names, odd), target="chunk"
+    )
     with pytest.raises(CompositionError, match="never produces: ODD"):
         compose([pos_model, reader])
 
@@ -285,18 +294,39 @@ def test_unknown_mode_is_refused(joint, test_corpus):
 
 def test_command_line(tmp_path, capsys):
     pos_path, chunk_path, joint_path = (str(tmp_path / name) for name in ("p.model", "c.model", "j.model"))
-    assert cli.main(["-q", "train", str(TRAIN), "--target", "pos", "--template", "pos", "--max-iter", "8",
-                     "-o", pos_path]) == 0
-    assert cli.main(["-q", "train", str(TRAIN), "--reads", "pos", "--template", "chunking-reads-pos",
-                     "--max-iter", "8", "-o", chunk_path]) == 0
+    assert (
+        cli.main(["-q", "train", str(TRAIN), "--target", "pos", "--template", "pos", "--max-iter", "8", "-o", pos_path])
+        == 0
+    )
+    assert (
+        cli.main(
+            [
+                "-q",
+                "train",
+                str(TRAIN),
+                "--reads",
+                "pos",
+                "--template",
+                "chunking-reads-pos",
+                "--max-iter",
+                "8",
+                "-o",
+                chunk_path,
+            ]
+        )
+        == 0
+    )
     assert cli.main(["-q", "compose", pos_path, chunk_path, "-o", joint_path]) == 0
     words = tmp_path / "words.txt"
-    words.write_text("".join(line.split(" ")[0] + "\n" if line.strip() else "\n"
-                             for line in TEST.read_text().splitlines(keepends=True)))
+    words.write_text(
+        "".join(
+            line.split(" ")[0] + "\n" if line.strip() else "\n" for line in TEST.read_text().splitlines(keepends=True)
+        )
+    )
     capsys.readouterr()
     assert cli.main(["-q", "tag", joint_path, str(words)]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()]
-    assert all(len(row) == 3 for row in rows)      # word, predicted POS, predicted chunk
+    assert all(len(row) == 3 for row in rows)  # word, predicted POS, predicted chunk
     assert cli.main(["-q", "eval", joint_path, str(TEST), "--mode", "cascade"]) == 0
     out = capsys.readouterr().out
     assert "== pos (cascade decoding)" in out and "== chunk (cascade decoding)" in out
@@ -306,6 +336,7 @@ def test_command_line(tmp_path, capsys):
 
 def test_jackknife_replaces_the_column_with_held_out_predictions(train):
     from fstcrf.compose import jackknife
+
     small = Corpus(train.column_names, train.sentences[:120])
     template_model = ChainCRF(template="bias\nword[0]\nsuffix2(word[0])", max_iter=5)
     result = jackknife(small, template_model, "pos", folds=3)
@@ -321,12 +352,30 @@ def test_jackknife_replaces_the_column_with_held_out_predictions(train):
 
 def test_jackknife_command(tmp_path):
     out = tmp_path / "jk.txt"
-    assert cli.main(["-q", "jackknife", str(TRAIN), "--target", "pos", "--template", "pos", "--folds", "2",
-                     "--max-iter", "3", "-o", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "-q",
+                "jackknife",
+                str(TRAIN),
+                "--target",
+                "pos",
+                "--template",
+                "pos",
+                "--folds",
+                "2",
+                "--max-iter",
+                "3",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     written = read_conll(out)
     original = read_conll(TRAIN)
     assert written.column("word") == original.column("word")
-    assert written.column("pos") != original.column("pos")   # 3 iterations cannot copy the tags
+    assert written.column("pos") != original.column("pos")  # 3 iterations cannot copy the tags
 
 
 def test_joint_marginals_match_brute_force(joint, test_corpus):
@@ -378,8 +427,23 @@ def test_command_line_compatibility_and_scales(tmp_path, pos_model, chunk_model,
     pairs = [(t, c) for t in pos_model.labels_ for c in chunk_model.labels_ if not (t == "DT" and c == "O")]
     relation_path = str(tmp_path / "compat.fst")
     _relation(pos_model.labels_, chunk_model.labels_, pairs).write(relation_path)
-    assert cli.main(["-q", "compose", pos_path, chunk_path, "--compat", f"1={relation_path}",
-                     "--scales", "1,0.5", "-o", joint_path]) == 0
+    assert (
+        cli.main(
+            [
+                "-q",
+                "compose",
+                pos_path,
+                chunk_path,
+                "--compat",
+                f"1={relation_path}",
+                "--scales",
+                "1,0.5",
+                "-o",
+                joint_path,
+            ]
+        )
+        == 0
+    )
     joint = load_joint(joint_path)
     assert joint.scales == [1.0, 0.5] and joint.compatibility[0].sum() == len(pairs)
     capsys.readouterr()
@@ -392,6 +456,7 @@ def test_command_line_compatibility_and_scales(tmp_path, pos_model, chunk_model,
 
 def test_a_cascade_with_a_huge_k_is_refused_before_decoding(joint, test_corpus):
     from fstcrf.errors import BudgetError
+
     sentence = [Sentence({name: values[:1] for name, values in test_corpus.sentences[0].columns.items()})]
     with pytest.raises(BudgetError, match="--max-work"):
         joint.predict(sentence, mode="kbest", k=100000)

@@ -1,4 +1,5 @@
 """Reading and writing CoNLL column files."""
+
 import io
 import os
 import re
@@ -60,17 +61,19 @@ def test_non_ascii_spaces_stay_inside_fields(tmp_path):
 
 
 def test_docstart_lines_mark_documents_and_are_not_tokens(tmp_path):
-    text = ("-DOCSTART- -X- O\n"
-            "De Art O\n"
-            "tekst N O\n"
-            "\n"
-            "-DOCSTART- -X- O\n"
-            "\n"
-            "Hij Pron O\n"
-            "-DOCSTART- -X- O\n"
-            "Zij Pron O\n"
-            "\n"
-            "-DOCSTART- -X- O\n")
+    text = (
+        "-DOCSTART- -X- O\n"
+        "De Art O\n"
+        "tekst N O\n"
+        "\n"
+        "-DOCSTART- -X- O\n"
+        "\n"
+        "Hij Pron O\n"
+        "-DOCSTART- -X- O\n"
+        "Zij Pron O\n"
+        "\n"
+        "-DOCSTART- -X- O\n"
+    )
     corpus = read_conll(write_bytes(tmp_path, text.encode()))
     assert corpus.column("word") == [["De", "tekst"], ["Hij"], ["Zij"]]
     assert [sentence.document_start for sentence in corpus] == [True, True, True]
@@ -101,8 +104,7 @@ def test_ragged_line_names_file_line_and_counts(tmp_path):
 
 def test_fewer_fields_than_named_is_an_error_without_allow_missing(tmp_path):
     path = write_bytes(tmp_path, b"\na b\n")
-    with pytest.raises(ConllFormatError, match=re.escape(f"{path}:2:") + ".*expected 3 fields"
-                       ".*found 2"):
+    with pytest.raises(ConllFormatError, match=re.escape(f"{path}:2:") + ".*expected 3 fields.*found 2"):
         read_conll(path, columns="word,pos,chunk")
 
 
@@ -173,9 +175,7 @@ def test_writes_fields_extra_columns_and_docstart_lines(tmp_path):
     predicted = [["O", "B-PER"], ["B-MISC"]]
     out = io.StringIO()
     write_conll(corpus, out, extra_columns=[predicted])
-    assert out.getvalue() == ("-DOCSTART- -X- O O\n\n"
-                              "De Art O O\nKoen N B-PER B-PER\n\n"
-                              "OK Int O B-MISC\n\n")
+    assert out.getvalue() == ("-DOCSTART- -X- O O\n\nDe Art O O\nKoen N B-PER B-PER\n\nOK Int O B-MISC\n\n")
     out = io.StringIO()
     write_conll(corpus.sentences, out)
     assert out.getvalue() == "-DOCSTART- -X- O\n\nDe Art O\nKoen N B-PER\n\nOK Int O\n\n"
@@ -227,15 +227,16 @@ def test_writing_a_path_replaces_it_atomically(tmp_path):
 def test_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch):
     def failing_replace(source, destination):
         raise OSError("disk full")
+
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(OSError, match="disk full"):
         write_conll([Sentence({"word": ["a"]})], tmp_path / "out.txt")
     assert os.listdir(tmp_path) == []
 
 
-field_text = st.text(st.characters(blacklist_categories=("Cs",),
-                                   blacklist_characters=" \t\n\r\f\v\ufeff"), min_size=1,
-                     max_size=6).filter(lambda value: value != "-DOCSTART-")
+field_text = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters=" \t\n\r\f\v\ufeff"), min_size=1, max_size=6
+).filter(lambda value: value != "-DOCSTART-")
 
 
 @st.composite
@@ -245,8 +246,7 @@ def corpora(draw):
     sentences = []
     for _ in range(draw(st.integers(0, 5))):
         length = draw(st.integers(1, 4))
-        columns = {name: draw(st.lists(field_text, min_size=length, max_size=length))
-                   for name in names}
+        columns = {name: draw(st.lists(field_text, min_size=length, max_size=length)) for name in names}
         docstart = draw(st.sampled_from([(), ("-DOCSTART- x",), ("-DOCSTART-", "-DOCSTART-")]))
         sentences.append(Sentence(columns, docstart_lines=docstart))
     return Corpus(names, sentences)
@@ -261,14 +261,16 @@ def test_write_then_read_round_trips(tmp_path_factory, corpus):
     assert again.sentences == corpus.sentences
 
 
-@pytest.mark.parametrize("relative_path, num_sentences, num_tokens, num_documents", [
-    ("conll2000/train.txt", 8936, 211727, 0),
-    ("conll2002/esp.train", 8323, 264715, 0),
-    ("conll2002/ned.train", 15806, 202644, 287),
-])
+@pytest.mark.parametrize(
+    "relative_path, num_sentences, num_tokens, num_documents",
+    [
+        ("conll2000/train.txt", 8936, 211727, 0),
+        ("conll2002/esp.train", 8323, 264715, 0),
+        ("conll2002/ned.train", 15806, 202644, 287),
+    ],
+)
 @pytest.mark.slow
-def test_real_files_round_trip(data_file, tmp_path, relative_path, num_sentences, num_tokens,
-                               num_documents):
+def test_real_files_round_trip(data_file, tmp_path, relative_path, num_sentences, num_tokens, num_documents):
     corpus = read_conll(data_file(relative_path))
     assert (len(corpus), corpus.num_tokens) == (num_sentences, num_tokens)
     assert sum(sentence.document_start for sentence in corpus) == num_documents

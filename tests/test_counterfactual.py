@@ -1,6 +1,7 @@
 """Learning from logged feedback: the log format and its errors, the importance-
 weighted objectives' gradients (finite differences), and learning that improves
 on the logging model."""
+
 import json
 
 import numpy as np
@@ -9,8 +10,7 @@ import pytest
 from fstcrf.bandit import SampledGradient
 from fstcrf.conll import Sentence
 from fstcrf.bandit_settings import WEIGHTINGS
-from fstcrf.counterfactual import (FeedbackLog, LoggedObjective, read_feedback_log, shown_states,
-                                   write_feedback_records)
+from fstcrf.counterfactual import FeedbackLog, LoggedObjective, read_feedback_log, shown_states, write_feedback_records
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.feedback import ChunkTables, sentence_chunk_f1
 from fstcrf.inference import sample
@@ -26,6 +26,7 @@ def logged(model: ChainCRF, corpus, seed: int = 0) -> FeedbackLog:
     states = model.topology_.state_label[paths]
     labels = [[model.labels_[i] for i in states[pot.sentence(b)]] for b in range(len(corpus))]
     from fstcrf.inference import log_partition
+
     log_p = pot.score(paths) - log_partition(pot)
     ids = {label: i for i, label in enumerate(model.labels_)}
     gold = np.array([ids[x] for s in corpus.column("chunk") for x in s])
@@ -40,8 +41,12 @@ def test_log_round_trip(tmp_path):
     with open(path, "w") as stream:
         write_feedback_records(stream, sentence, ["word", "pos"], [["B-NP", "I-NP"], ["O", "B-NP"]], [0.5, 0.25])
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    assert records[1] == {"columns": {"word": ["the", "dog"], "pos": ["DT", "NN"]}, "labels": ["O", "B-NP"],
-                          "reward": None, "probability": 0.25}
+    assert records[1] == {
+        "columns": {"word": ["the", "dog"], "pos": ["DT", "NN"]},
+        "labels": ["O", "B-NP"],
+        "reward": None,
+        "probability": 0.25,
+    }
     with pytest.raises(FstcrfError, match="log.jsonl:1: the reward is null"):
         read_feedback_log(path)
     for record, reward in zip(records, [1.0, 0.0]):
@@ -52,10 +57,17 @@ def test_log_round_trip(tmp_path):
     assert list(log.probabilities) == [0.5, 0.25] and log.where(1) == f"{path}:2"
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"probability": 0.0}, r"probability must lie in \(0, 1\]"), ({"probability": 1.5}, "probability"),
-    ({"reward": 2}, r"reward must lie in \[0, 1\]"), ({"reward": "good"}, "finite number"),
-    ({"labels": ["O"]}, "one per token"), ({"columns": {"word": []}}, "at least one token")])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"probability": 0.0}, r"probability must lie in \(0, 1\]"),
+        ({"probability": 1.5}, "probability"),
+        ({"reward": 2}, r"reward must lie in \[0, 1\]"),
+        ({"reward": "good"}, "finite number"),
+        ({"labels": ["O"]}, "one per token"),
+        ({"columns": {"word": []}}, "at least one token"),
+    ],
+)
 def test_bad_records_name_file_and_line(tmp_path, change, message):
     good = {"columns": {"word": ["a", "b"]}, "labels": ["O", "O"], "reward": 1.0, "probability": 0.5}
     path = tmp_path / "log.jsonl"
@@ -84,11 +96,16 @@ def test_gradients_match_finite_differences(weighting):
     log = logged(model, corpus)
     encoded = model._encode(log.sentences)
     scorer = model._scorer()
-    problem = LoggedObjective(SampledGradient(scorer, encoded), shown_states(model.topology_, log, encoded.offsets),
-                              log.rewards, log.probabilities, weighting, max_ratio=1.5)
+    problem = LoggedObjective(
+        SampledGradient(scorer, encoded),
+        shown_states(model.topology_, log, encoded.offsets),
+        log.rewards,
+        log.probabilities,
+        weighting,
+        max_ratio=1.5,
+    )
     theta = model.weights_ + np.random.default_rng(0).normal(0, 0.05, len(model.weights_))
-    check_finite_differences(problem.loss_and_gradient, theta, scorer.features.num_features, seed=1,
-                             relative=1e-5)
+    check_finite_differences(problem.loss_and_gradient, theta, scorer.features.num_features, seed=1, relative=1e-5)
 
 
 def test_learning_from_a_log_improves_on_the_logging_model():
@@ -105,20 +122,21 @@ def test_learning_from_a_log_improves_on_the_logging_model():
 def test_model_samples_follow_the_model_distribution():
     import itertools
     from scipy.stats import chisquare
+
     corpus = chunk_corpus(5, 30)
     model = ChainCRF(TEMPLATE, max_iter=2).fit(corpus)
     sentence = Sentence({name: values[:3] for name, values in corpus.sentences[0].columns.items()})
     pot = model.potentials([sentence])
     paths = np.array(list(itertools.product(range(model.topology_.num_states), repeat=3)))
     scores = np.array([pot.score(path)[0] for path in paths])
-    exact = np.exp(scores - np.logaddexp.reduce(scores))                 # by enumeration
+    exact = np.exp(scores - np.logaddexp.reduce(scores))  # by enumeration
     draws = 20000
     labels, log_p = model.sample([sentence], draws, seed=3)
     index = {tuple(model.labels_[model.topology_.state_label[s]] for s in path): i for i, path in enumerate(paths)}
     drawn = np.array([index[tuple(draw[0])] for draw in labels])
-    assert np.allclose(np.exp(log_p[:, 0]), exact[drawn])                # the reported probabilities
+    assert np.allclose(np.exp(log_p[:, 0]), exact[drawn])  # the reported probabilities
     counts = np.bincount(drawn, minlength=len(paths))
-    big = exact * draws >= 5                                             # chi-square cells, the rest lumped
+    big = exact * draws >= 5  # chi-square cells, the rest lumped
     observed = np.append(counts[big], counts[~big].sum())
     expected = np.append(exact[big], exact[~big].sum()) * draws
     assert chisquare(observed, expected).pvalue > 1e-3

@@ -1,4 +1,5 @@
 """The default template of ``fstcrf train`` by target and columns."""
+
 import pytest
 
 from fstcrf.cli import main
@@ -7,15 +8,18 @@ from fstcrf.errors import TemplateError
 from fstcrf.model import TEMPLATES, load_model
 
 
-@pytest.mark.parametrize("target, columns, expected", [
-    ("chunk", ("word", "pos", "chunk"), "chunking-extended"),
-    ("pos", ("word", "pos"), "pos"),
-    ("ner", ("word", "pos", "chunk", "ner"), "ner"),
-    ("ner", ("word", "pos", "ner"), "ner-pos"),
-    ("ner", ("word", "ner"), "words"),
-    ("chunk", ("word", "chunk"), "words"),
-    ("label", ("word", "label"), "words"),
-])
+@pytest.mark.parametrize(
+    "target, columns, expected",
+    [
+        ("chunk", ("word", "pos", "chunk"), "chunking-extended"),
+        ("pos", ("word", "pos"), "pos"),
+        ("ner", ("word", "pos", "chunk", "ner"), "ner"),
+        ("ner", ("word", "pos", "ner"), "ner-pos"),
+        ("ner", ("word", "ner"), "words"),
+        ("chunk", ("word", "chunk"), "words"),
+        ("label", ("word", "label"), "words"),
+    ],
+)
 def test_the_default_follows_the_target_and_the_columns(target, columns, expected):
     assert default_template(target, columns) == expected
     assert expected in TEMPLATES
@@ -32,7 +36,22 @@ def test_train_without_template_uses_the_default_of_its_columns(tmp_path, caplog
     train.write_text("John NNP B-NP B-PER\nruns VBZ B-VP O\n\nMary NNP B-NP B-PER\nsleeps VBZ B-VP O\n\n")
     model_path = tmp_path / "ner.model"
     with caplog.at_level("INFO", logger="fstcrf"):
-        assert main(["train", str(train), "--columns", "word,pos,chunk,ner", "--target", "ner", "--max-iter", "2",
-                     "-o", str(model_path)]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    str(train),
+                    "--columns",
+                    "word,pos,chunk,ner",
+                    "--target",
+                    "ner",
+                    "--max-iter",
+                    "2",
+                    "-o",
+                    str(model_path),
+                ]
+            )
+            == 0
+        )
     assert "template ner, the default for target ner" in caplog.text
     assert load_model(model_path).extractor_._template().text == TEMPLATES["ner"].text

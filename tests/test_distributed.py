@@ -1,5 +1,6 @@
 """Data-parallel training on Dask: shards, the same optimum as one process on 1, 2
 and 4 worker processes, a worker killed mid-training, and bad input."""
+
 import os
 import signal
 import threading
@@ -28,8 +29,13 @@ def clients():
 
     def client(workers: int):
         if workers not in started:
-            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                               host="127.0.0.1", dashboard_address="127.0.0.1:0")
+            cluster = distributed.LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",
+            )
             started[workers] = (cluster, distributed.Client(cluster))
         return started[workers][1]
 
@@ -50,6 +56,7 @@ def _relative(a: np.ndarray, b: np.ndarray) -> float:
 
 def _fit(client, source, **options):
     from fstcrf.distributed.fit import fit_on_dask
+
     return fit_on_dask(ChainCRF(max_iter=ITERATIONS, threads=1), source, client, **options)
 
 
@@ -70,7 +77,7 @@ def test_estimator_with_a_client_trains_on_sentences_in_memory(clients, single_p
     model = ChainCRF(max_iter=ITERATIONS, threads=1, client=clients(2)).fit(read_conll(DEMO))
     assert _relative(model.weights_, single_process.weights_) < 1e-9
     assert model.get_params()["client"] is clients(2)
-    model.save(tmp_path / "model.fcrf")            # the client is a connection, not part of the model
+    model.save(tmp_path / "model.fcrf")  # the client is a connection, not part of the model
     loaded = ChainCRF.load(tmp_path / "model.fcrf")
     assert loaded.client is None and np.array_equal(loaded.weights_, model.weights_)
 
@@ -88,8 +95,10 @@ def test_a_worker_killed_mid_training_costs_a_retry_not_the_result(clients):
             timers[-1].start()
 
     from fstcrf.distributed.fit import fit_on_dask
-    model = fit_on_dask(ChainCRF(max_iter=ITERATIONS, threads=1), str(DEMO), client,
-                        callback=kill_during_the_next_iteration)
+
+    model = fit_on_dask(
+        ChainCRF(max_iter=ITERATIONS, threads=1), str(DEMO), client, callback=kill_during_the_next_iteration
+    )
     timers[0].join()
     client.wait_for_workers(2)
     assert victim not in client.run(os.getpid).values()
@@ -98,8 +107,11 @@ def test_a_worker_killed_mid_training_costs_a_retry_not_the_result(clients):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.lists(st.integers(1, 4), min_size=1, max_size=6), min_size=1, max_size=3),
-       st.integers(1, 9), st.booleans())
+@given(
+    st.lists(st.lists(st.integers(1, 4), min_size=1, max_size=6), min_size=1, max_size=3),
+    st.integers(1, 9),
+    st.booleans(),
+)
 def test_shards_hold_every_sentence_once_in_order(tmp_path_factory, files, num_shards, extra_blank_lines):
     folder = tmp_path_factory.mktemp("shards")
     paths, expected = [], []
@@ -118,6 +130,7 @@ def test_shards_hold_every_sentence_once_in_order(tmp_path_factory, files, num_s
 
 def test_unreachable_scheduler_is_a_typed_error():
     from fstcrf.distributed.cluster import connect
+
     with pytest.raises(SchedulerError, match="tcp://127.0.0.1:9"):
         with connect("tcp://127.0.0.1:9", timeout=1):
             pass
@@ -125,11 +138,12 @@ def test_unreachable_scheduler_is_a_typed_error():
 
 def test_a_shard_the_worker_cannot_read_names_worker_and_file(clients, tmp_path):
     from fstcrf.distributed.dictionary import load_shard
+
     client = clients(2)
     path = tmp_path / "train.txt"
     path.write_bytes(DEMO.read_bytes())
     shard = partition(str(path), 2)[1]
-    path.write_bytes(DEMO.read_bytes()[:100])          # the file changed after partitioning
+    path.write_bytes(DEMO.read_bytes()[:100])  # the file changed after partitioning
     with pytest.raises(ShardError, match=rf"worker tcp://.*{path.name}"):
         client.submit(load_shard, shard, None, None, pure=False).result()
     path.write_bytes(DEMO.read_bytes().replace(b"\nthe ", b"\nth\xffe ", 1))
@@ -143,9 +157,11 @@ def test_a_shard_with_other_columns_is_refused_before_training(clients, tmp_path
     four.write_text("She PRP x B-NP\nsat VBD x B-VP\n\n")
     calls = []
     from fstcrf.distributed.fit import fit_on_dask
+
     with pytest.raises(ShardError, match=r"worker tcp://.*four\.txt.*4 fields.*three\.txt"):
-        fit_on_dask(ChainCRF(max_iter=2, threads=1), [str(three), str(four)], clients(2), shards=2,
-                    callback=calls.append)
+        fit_on_dask(
+            ChainCRF(max_iter=2, threads=1), [str(three), str(four)], clients(2), shards=2, callback=calls.append
+        )
     assert calls == []
 
 
@@ -154,8 +170,7 @@ def test_a_label_seen_by_one_worker_only_is_a_label_of_the_model(clients, tmp_pa
     first.write_bytes(DEMO.read_bytes())
     second.write_text("The DT B-NP\nrare JJ B-RARE\nword NN I-RARE\n\n")
     model = _fit(clients(2), [str(first), str(second)], shards=2)
-    reference = ChainCRF(max_iter=ITERATIONS, threads=1).fit(
-        read_conll(first).sentences + read_conll(second).sentences)
+    reference = ChainCRF(max_iter=ITERATIONS, threads=1).fit(read_conll(first).sentences + read_conll(second).sentences)
     assert "B-RARE" in model.labels_ and model.labels_ == reference.labels_
     assert _relative(model.weights_, reference.weights_) < 1e-9
 
@@ -167,9 +182,15 @@ def test_a_model_reading_lower_labels_trains_to_the_single_process_optimum(clien
     first, second = tmp_path / "a.txt", tmp_path / "b.txt"
     first.write_bytes(DEMO.read_bytes())
     second.write_text("The DT B-NP\nrare RARE I-NP\nword NN I-NP\n\n")
-    options = {"template": "chunking-reads-pos", "reads": "pos", "read_transitions": read_transitions,
-               "max_iter": ITERATIONS, "threads": 1}
+    options = {
+        "template": "chunking-reads-pos",
+        "reads": "pos",
+        "read_transitions": read_transitions,
+        "max_iter": ITERATIONS,
+        "threads": 1,
+    }
     from fstcrf.distributed.fit import fit_on_dask
+
     model = fit_on_dask(ChainCRF(**options), [str(first), str(second)], clients(2), shards=2)
     reference = ChainCRF(**options).fit(read_conll(first).sentences + read_conll(second).sentences)
     assert model.lower_labels_ == reference.lower_labels_ and "RARE" in model.lower_labels_
@@ -183,10 +204,15 @@ def test_a_model_reading_lower_labels_trains_to_the_single_process_optimum(clien
 
 @pytest.mark.parametrize("algorithm", ["lbfgs", "perceptron"])
 def test_training_under_a_grammar_reaches_the_single_process_result(clients, algorithm):
-    options = {"grammar": "iob2", "algorithm": algorithm, "max_iter": ITERATIONS if algorithm == "lbfgs" else 1,
-               "threads": 1}
-    shards = 2 if algorithm == "lbfgs" else 1        # one shard mixes to the single-process epoch
+    options = {
+        "grammar": "iob2",
+        "algorithm": algorithm,
+        "max_iter": ITERATIONS if algorithm == "lbfgs" else 1,
+        "threads": 1,
+    }
+    shards = 2 if algorithm == "lbfgs" else 1  # one shard mixes to the single-process epoch
     from fstcrf.distributed.fit import fit_on_dask
+
     model = fit_on_dask(ChainCRF(**options), str(DEMO), clients(2), shards=shards)
     reference = ChainCRF(**options).fit(read_conll(DEMO))
     assert model.constraint_ is not None
@@ -197,6 +223,7 @@ def test_training_under_a_grammar_reaches_the_single_process_result(clients, alg
 
 def test_cli_writes_no_model_when_a_shard_is_bad(tmp_path, capsys):
     from fstcrf.cli import main
+
     bad = tmp_path / "bad.txt"
     text = DEMO.read_text()
     bad.write_text(text + "\nextra column here too many\n\n")
@@ -206,8 +233,9 @@ def test_cli_writes_no_model_when_a_shard_is_bad(tmp_path, capsys):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("options, message", [(["--algorithm", "pa"], "not 'pa'"),
-                                              (["--grammar", "no-such.grammar"], "no-such.grammar")])
+@pytest.mark.parametrize(
+    "options, message", [(["--algorithm", "pa"], "not 'pa'"), (["--grammar", "no-such.grammar"], "no-such.grammar")]
+)
 def test_cli_refuses_settings_before_starting_a_cluster(tmp_path, capsys, monkeypatch, options, message):
     from fstcrf.cli import main
     from fstcrf.distributed import cluster
@@ -226,20 +254,25 @@ def test_cli_refuses_settings_before_starting_a_cluster(tmp_path, capsys, monkey
 def test_mixing_one_shard_for_one_epoch_is_the_single_process_epoch(clients, algorithm):
     single = ChainCRF(algorithm=algorithm, max_iter=1, threads=1).fit(read_conll(DEMO))
     from fstcrf.distributed.fit import fit_on_dask
+
     mixed = fit_on_dask(ChainCRF(algorithm=algorithm, max_iter=1, threads=1), str(DEMO), clients(2), shards=1)
     assert np.array_equal(mixed.weights_, single.weights_)
 
 
 def test_mixing_depends_on_the_shards_not_on_the_workers(clients):
     from fstcrf.distributed.fit import fit_on_dask
-    two, four = (fit_on_dask(ChainCRF(algorithm="perceptron", max_iter=3, threads=1), str(DEMO), clients(n), shards=4)
-                 for n in (2, 4))
+
+    two, four = (
+        fit_on_dask(ChainCRF(algorithm="perceptron", max_iter=3, threads=1), str(DEMO), clients(n), shards=4)
+        for n in (2, 4)
+    )
     assert np.array_equal(two.weights_, four.weights_)
     assert [r["objective"] for r in two.history_] == [r["objective"] for r in four.history_]
 
 
 def test_mixed_perceptron_learns_about_as_well_as_one_process(clients):
     from fstcrf.distributed.fit import fit_on_dask
+
     test = read_conll(DEMO.with_name("demo_test.txt"))
     single = ChainCRF(algorithm="perceptron", max_iter=5, threads=1).fit(read_conll(DEMO))
     mixed = fit_on_dask(ChainCRF(algorithm="perceptron", max_iter=5, threads=1), str(DEMO), clients(4), shards=4)
@@ -254,7 +287,8 @@ def test_the_shared_objects_sent_once_raise_no_large_graph_warning(clients):
 
     import dask
     from fstcrf.distributed.fit import _submit_value, _value
-    big = np.zeros(300_000)                       # 2.4 MB
+
+    big = np.zeros(300_000)  # 2.4 MB
     client = clients(2)
     with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1MB"}):
         with warnings.catch_warnings(record=True) as caught:
@@ -271,13 +305,14 @@ def test_a_warm_start_on_dask_reaches_the_single_process_result(clients, single_
     before training."""
     from fstcrf.distributed.fit import fit_on_dask
     from fstcrf.errors import LabelError
+
     model = fit_on_dask(ChainCRF(max_iter=3, threads=1), str(DEMO), clients(2), init=single_process)
     reference = ChainCRF(max_iter=3, threads=1).fit(read_conll(DEMO), init=single_process)
     assert model.extractor_ is single_process.extractor_ and model.features_ is single_process.features_
     objectives = np.array([record["objective"] for record in model.history_])
     expected = np.array([record["objective"] for record in reference.history_])
     assert len(objectives) == len(expected) and np.max(np.abs(objectives - expected) / np.abs(expected)) < 1e-9
-    assert objectives[0] < single_process.history_[0]["objective"]        # it did start from init's weights
+    assert objectives[0] < single_process.history_[0]["objective"]  # it did start from init's weights
     assert _relative(model.weights_, reference.weights_) < 1e-9
     extra = tmp_path / "extra.txt"
     extra.write_text(DEMO.read_text() + "\nOdd NNP B-ODD\n\n")
@@ -290,6 +325,7 @@ def test_a_warm_start_on_dask_reaches_the_single_process_result(clients, single_
 def test_cli_warm_start_on_dask_writes_the_single_process_model(tmp_path):
     from fstcrf.cli import main
     from fstcrf.model import load_model
+
     start, local, dask = (tmp_path / name for name in ("start.model", "local.model", "dask.model"))
     assert main(["-q", "train", str(DEMO), "--max-iter", "3", "--threads", "1", "-o", str(start)]) == 0
     common = ["-q", "train", str(DEMO), "--init", str(start), "--max-iter", "2", "--threads", "1"]
@@ -304,6 +340,7 @@ def test_only_types_on_dask_is_the_single_process_np_chunker(clients, caplog):
     data is warned about."""
     from fstcrf.distributed.fit import fit_on_dask
     from fstcrf.schemes import restrict_types
+
     model = fit_on_dask(ChainCRF(max_iter=ITERATIONS, threads=1), str(DEMO), clients(2), only_types={"NP", "XYZ"})
     reference = ChainCRF(max_iter=ITERATIONS, threads=1).fit(restrict_types(read_conll(DEMO), "chunk", {"NP"}))
     assert list(model.labels_) == list(reference.labels_) == ["B-NP", "I-NP", "O"]
@@ -314,21 +351,28 @@ def test_only_types_on_dask_is_the_single_process_np_chunker(clients, caplog):
 def test_restrict_types_copies_and_keeps_unknown_and_label_sets():
     from fstcrf.conll import Corpus, Sentence
     from fstcrf.schemes import missing_types_warning, restrict_types
-    corpus = Corpus(("word", "chunk"), [Sentence({"word": ["a", "b", "c", "d"], "chunk": ["B-NP", "B-VP", "?",
-                                                                                          "B-VP|I-NP"]})])
+
+    corpus = Corpus(
+        ("word", "chunk"), [Sentence({"word": ["a", "b", "c", "d"], "chunk": ["B-NP", "B-VP", "?", "B-VP|I-NP"]})]
+    )
     restricted = restrict_types(corpus, "chunk", {"NP"})
     assert restricted.column("chunk") == [["B-NP", "O", "?", "O|I-NP"]]
-    assert corpus.column("chunk") == [["B-NP", "B-VP", "?", "B-VP|I-NP"]]         # the input is not changed
+    assert corpus.column("chunk") == [["B-NP", "B-VP", "?", "B-VP|I-NP"]]  # the input is not changed
     assert restrict_types(corpus, "chunk", None) is corpus
-    assert missing_types_warning({"NP", "PP"}, corpus.column("chunk"), "f.txt") == \
-        "--only-types: PP does not occur in f.txt, whose chunk types are NP, VP"
+    assert (
+        missing_types_warning({"NP", "PP"}, corpus.column("chunk"), "f.txt")
+        == "--only-types: PP does not occur in f.txt, whose chunk types are NP, VP"
+    )
     assert missing_types_warning({"NP"}, corpus.column("chunk"), "f.txt") is None
 
 
 def test_cli_only_types_on_dask_trains_an_np_chunker(tmp_path):
     from fstcrf.cli import main
     from fstcrf.model import load_model
+
     out = tmp_path / "np.model"
-    assert main(["-q", "train", str(DEMO), "--dask", "local:2", "--only-types", "NP", "--max-iter", "2",
-                 "-o", str(out)]) == 0
+    assert (
+        main(["-q", "train", str(DEMO), "--dask", "local:2", "--only-types", "NP", "--max-iter", "2", "-o", str(out)])
+        == 0
+    )
     assert list(load_model(out).labels_) == ["B-NP", "I-NP", "O"]

@@ -1,4 +1,5 @@
 """bench distributed runs end to end on a small corpus (no timing is asserted)."""
+
 import json
 import shutil
 from pathlib import Path
@@ -12,12 +13,19 @@ DEMO = Path(__file__).resolve().parents[1] / "fstcrf" / "data" / "demo_train.txt
 
 def test_bench_distributed_rows_are_complete_and_agree(tmp_path):
     from fstcrf.bench_distributed import bench_distributed, cpu_speedups, distributed_json, format_distributed
+
     shutil.copy(DEMO, tmp_path / "train.txt")
     rows = bench_distributed(tmp_path, copies=2, iterations=2)
     assert [(row["corpus"], row["setting"]) for row in rows] == [
-        (corpus, setting) for corpus in ("CoNLL-2000", "CoNLL-2000 x2")
-        for setting in ("in-process, 1 thread(s)", "in-process, 2 thread(s)", "LocalCluster, 1 worker(s)",
-                        "LocalCluster, 2 worker(s)")]
+        (corpus, setting)
+        for corpus in ("CoNLL-2000", "CoNLL-2000 x2")
+        for setting in (
+            "in-process, 1 thread(s)",
+            "in-process, 2 thread(s)",
+            "LocalCluster, 1 worker(s)",
+            "LocalCluster, 2 worker(s)",
+        )
+    ]
     for corpus in ("CoNLL-2000", "CoNLL-2000 x2"):
         objectives = [row["objective"] for row in rows if row["corpus"] == corpus]
         assert max(objectives) - min(objectives) <= 1e-9 * abs(objectives[0])

@@ -2,6 +2,7 @@
 nannies, the workers and the scheduler's HTTP server, with no dashboard unless
 ``--dask-dashboard HOST:PORT`` asks for one; bad dashboard addresses and Dask's
 TLS settings give typed errors."""
+
 import ipaddress
 import logging
 import urllib.error
@@ -59,7 +60,7 @@ def test_local_cluster_listens_on_loopback_only_and_serves_no_dashboard():
         sockets = [socket for socket in listening_sockets() if socket[1:] not in before]
         me = psutil.Process().pid
         workers = {pid for pid, _, _ in sockets if pid != me}
-        assert len(workers) == 2, sockets                      # the worker processes were looked at
+        assert len(workers) == 2, sockets  # the worker processes were looked at
         assert len([socket for socket in sockets if socket[0] == me]) >= 3, sockets  # scheduler, nannies
         assert not_on_loopback(sockets) == []
         addresses = [client.scheduler.address, *client.scheduler_info()["workers"]]
@@ -73,11 +74,22 @@ def test_dask_dashboard_opens_the_dashboard_on_the_address_asked_for():
         assert client.dashboard_link.startswith("http://127.0.0.1:")
         port = int(client.dashboard_link.split(":")[2].split("/")[0])
         assert (psutil.Process().pid, "127.0.0.1", port) in sockets
-        assert http_status(client.dashboard_link) == 200      # the dashboard, or Dask's page asking for bokeh
+        assert http_status(client.dashboard_link) == 200  # the dashboard, or Dask's page asking for bokeh
 
 
-@pytest.mark.parametrize("address", [":8787", "8787", "localhost", "127.0.0.1:99999", "[::1]:8787",
-                                     "127.0.0.1:port", "127.0.0.1:8787,0.0.0.0:8788", ""])
+@pytest.mark.parametrize(
+    "address",
+    [
+        ":8787",
+        "8787",
+        "localhost",
+        "127.0.0.1:99999",
+        "[::1]:8787",
+        "127.0.0.1:port",
+        "127.0.0.1:8787,0.0.0.0:8788",
+        "",
+    ],
+)
 def test_a_bad_dashboard_address_is_refused_before_dask_starts(address):
     with pytest.raises(FstcrfError, match="--dask-dashboard takes HOST:PORT"):
         with connect("local:1", dashboard=address):
@@ -92,16 +104,19 @@ def test_a_dashboard_is_refused_for_a_remote_scheduler():
 
 def test_a_dashboard_address_that_cannot_be_bound_is_a_typed_error():
     before = set(psutil.Process().children(recursive=True))
-    with pytest.raises(FstcrfError, match="dashboard on 192.0.2.1:8787: OSError"):   # TEST-NET-1, not ours
+    with pytest.raises(FstcrfError, match="dashboard on 192.0.2.1:8787: OSError"):  # TEST-NET-1, not ours
         with connect("local:1", dashboard="192.0.2.1:8787"):
             pass
-    assert [child for child in psutil.Process().children(recursive=True)
-            if child not in before and child.is_running() and child.status() != psutil.STATUS_ZOMBIE] == []
+    assert [
+        child
+        for child in psutil.Process().children(recursive=True)
+        if child not in before and child.is_running() and child.status() != psutil.STATUS_ZOMBIE
+    ] == []
 
 
 def test_dask_tls_settings_that_refuse_a_scheduler_are_a_scheduler_error():
     with dask.config.set({"distributed.comm.tls.ca-file": None, "distributed.comm.tls.client.cert": None}):
-        with pytest.raises(SchedulerError, match="docs/distributed.md"):      # no certificates configured
+        with pytest.raises(SchedulerError, match="docs/distributed.md"):  # no certificates configured
             with connect("tls://127.0.0.1:9", timeout=1):
                 pass
     with dask.config.set({"distributed.comm.require-encryption": True}):
@@ -112,16 +127,33 @@ def test_dask_tls_settings_that_refuse_a_scheduler_are_a_scheduler_error():
 
 def test_cli_tag_opens_the_dashboard_it_is_asked_for(model_path, tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="fstcrf"):
-        assert main(["tag", str(model_path), str(DATA / "demo_test.txt"), "-o", str(tmp_path / "out.txt"),
-                     "--dask", "local:1", "--dask-dashboard", "127.0.0.1:0"]) == 0
+        assert (
+            main(
+                [
+                    "tag",
+                    str(model_path),
+                    str(DATA / "demo_test.txt"),
+                    "-o",
+                    str(tmp_path / "out.txt"),
+                    "--dask",
+                    "local:1",
+                    "--dask-dashboard",
+                    "127.0.0.1:0",
+                ]
+            )
+            == 0
+        )
     assert "Dask dashboard (no authentication) at http://127.0.0.1:" in caplog.text
 
 
 @pytest.mark.parametrize("command", ["train", "tag"])
 def test_cli_refuses_bad_dashboard_options(command, model_path, tmp_path, capsys):
     data = str(DATA / "demo_test.txt")
-    start = (["train", data, "-o", str(tmp_path / "m.fcrf")] if command == "train"
-             else ["tag", str(model_path), data, "-o", str(tmp_path / "out.txt")])
+    start = (
+        ["train", data, "-o", str(tmp_path / "m.fcrf")]
+        if command == "train"
+        else ["tag", str(model_path), data, "-o", str(tmp_path / "out.txt")]
+    )
     assert main(["-q", *start, "--dask", "local:1", "--dask-dashboard", ":8787"]) == 2
     assert "--dask-dashboard takes HOST:PORT" in capsys.readouterr().err
     assert main(["-q", *start, "--dask", "tcp://127.0.0.1:9", "--dask-dashboard", "127.0.0.1:0"]) == 2

@@ -1,4 +1,5 @@
 """Tagging on Dask writes what tagging in one process writes, in input order."""
+
 from pathlib import Path
 
 import pytest
@@ -29,16 +30,28 @@ def test_cli_tags_files_on_dask_as_in_one_process(model_path, tmp_path):
 
 def test_many_byte_ranges_of_one_file_come_back_in_order(model_path, tmp_path):
     from fstcrf.distributed.tagging import tag_on_dask
-    source = tmp_path / "words.txt"           # no gold column: it may be missing
-    source.write_text("".join(line.rsplit(" ", 1)[0] + "\n" if line.strip() else "\n"
-                              for line in (DATA / "demo_test.txt").read_text().splitlines()))
+
+    source = tmp_path / "words.txt"  # no gold column: it may be missing
+    source.write_text(
+        "".join(
+            line.rsplit(" ", 1)[0] + "\n" if line.strip() else "\n"
+            for line in (DATA / "demo_test.txt").read_text().splitlines()
+        )
+    )
     alone, spread = tmp_path / "alone.txt", tmp_path / "spread.txt"
     assert main(["-q", "tag", str(model_path), str(source), "-o", str(alone)]) == 0
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address="127.0.0.1:0") as cluster, \
-            distributed.Client(cluster) as client:
-        assert tag_on_dask(client, str(model_path), [str(source)], str(spread), ("word", "pos", "chunk"),
-                           ("chunk",), shards=13) == 13
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        assert (
+            tag_on_dask(
+                client, str(model_path), [str(source)], str(spread), ("word", "pos", "chunk"), ("chunk",), shards=13
+            )
+            == 13
+        )
     assert spread.read_bytes() == alone.read_bytes()
 
 

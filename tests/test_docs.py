@@ -1,6 +1,7 @@
 """The documentation's examples work: the ```python blocks of README.md and
 docs/tutorial.md run, every fstcrf command line of a ```sh block in README.md
 and docs/ parses, and every command-line option says what it does."""
+
 import argparse
 import re
 import shlex
@@ -63,11 +64,16 @@ def test_shell_examples_parse(document, capsys):
 
 
 def test_the_shell_example_reader_finds_continued_commands():
-    block = ("# a comment\nfstcrf train a.txt \\\n    --max-iter 3 -o m  # trailing\npip install x\n"
-             "fstcrf tag m a.txt -o b.txt; fstcrf eval m a.txt | head && fstcrf history m\n")
-    assert fstcrf_commands(block) == [["train", "a.txt", "--max-iter", "3", "-o", "m"],
-                                      ["tag", "m", "a.txt", "-o", "b.txt"], ["eval", "m", "a.txt"],
-                                      ["history", "m"]]
+    block = (
+        "# a comment\nfstcrf train a.txt \\\n    --max-iter 3 -o m  # trailing\npip install x\n"
+        "fstcrf tag m a.txt -o b.txt; fstcrf eval m a.txt | head && fstcrf history m\n"
+    )
+    assert fstcrf_commands(block) == [
+        ["train", "a.txt", "--max-iter", "3", "-o", "m"],
+        ["tag", "m", "a.txt", "-o", "b.txt"],
+        ["eval", "m", "a.txt"],
+        ["history", "m"],
+    ]
 
 
 def test_every_option_says_what_it_does_and_its_default():
@@ -102,6 +108,7 @@ def tutorial_folder(tmp_path, monkeypatch, data_file):
     with a third of the chunk labels hidden)."""
     from fstcrf.bench import hide_labels
     from fstcrf.conll import read_conll, write_conll
+
     train = read_conll(data_file("conll2000/train.txt"))[:100]
     write_conll(train, tmp_path / "train.txt")
     write_conll(read_conll(data_file("conll2000/test.txt"))[:40], tmp_path / "test.txt")

@@ -1,6 +1,7 @@
 """Non-local factors: the entity reader against read_chunks, the consistency factor's
 incremental changes against its pair enumeration, the paper's penalty estimates on
 hand-made documents, stored penalties, and user factors through the rescoring state."""
+
 import math
 
 import numpy as np
@@ -8,8 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from fstcrf.conll import Sentence
-from fstcrf.document.consistency import (ConsistencyFactor, ConsistencyPenalties, PenaltyError,
-                                         estimate_penalties)
+from fstcrf.document.consistency import ConsistencyFactor, ConsistencyPenalties, PenaltyError, estimate_penalties
 from fstcrf.document.decode import estimate_consistency
 from fstcrf.document.entities import EntityReader
 from fstcrf.document.factors import DocumentFactor, FactorError, LabelledDocument
@@ -41,8 +41,10 @@ def labelled_sentences(draw):
 def test_entities_are_the_chunks_conlleval_reads(case):
     names, labels = case
     reader = EntityReader(names)
-    expected = [(first, last + 1, reader.types.index(kind)) for first, last, kind in
-                read_chunks([names[label] for label in labels])]
+    expected = [
+        (first, last + 1, reader.types.index(kind))
+        for first, last, kind in read_chunks([names[label] for label in labels])
+    ]
     assert reader.entities(labels) == expected
 
 
@@ -55,8 +57,7 @@ def test_the_region_holds_every_entity_a_replacement_changes(case, data):
     reader = EntityReader(names)
     first = data.draw(st.integers(0, len(labels) - 1))
     last = data.draw(st.integers(first + 1, len(labels)))
-    replacement = data.draw(st.lists(st.integers(0, len(names) - 1), min_size=last - first,
-                                     max_size=last - first))
+    replacement = data.draw(st.lists(st.integers(0, len(names) - 1), min_size=last - first, max_size=last - first))
     after = labels[:first] + replacement + labels[last:]
     lo, hi = reader.region(labels, first, last)
     assert (lo, hi) == reader.region(after, first, last)
@@ -91,10 +92,10 @@ def consistency_cases(draw):
     """(factor, document, moves): a small document whose words repeat, random penalties,
     and a list of moves (sentence, first, new labels)."""
     scheme = draw(st.sampled_from(["iob2", "bioes"]))
-    types = TYPES[:draw(st.integers(2, 3))]
+    types = TYPES[: draw(st.integers(2, 3))]
     names = iob2_labels(types) if scheme == "iob2" else bioes_labels(types)
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
-    vocabulary = ["x", "y", "z"][:draw(st.integers(1, 3))]
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    vocabulary = ["x", "y", "z"][: draw(st.integers(1, 3))]
     lengths = draw(st.lists(st.integers(1, 5), min_size=2, max_size=4))
     words = [[str(rng.choice(vocabulary)) for _ in range(T)] for T in lengths]
     # labels leaning to entities, so pairs of entities are common
@@ -141,14 +142,14 @@ def test_the_consistency_score_of_a_hand_made_document():
     # "x y" typed A and B (length 2); the B "x y" contains the A "x"; the A "x y" too (same type)
     assert factor.log_score(document) == pytest.approx(2 * math.log(0.2) + math.log(0.4))
     assert ConsistencyFactor(factor.penalties.with_scale(0.5)).log_score(document) == pytest.approx(
-        0.5 * (2 * math.log(0.2) + math.log(0.4)))
+        0.5 * (2 * math.log(0.2) + math.log(0.4))
+    )
 
 
 def _hand_made_documents():
     names = ("O", "B-A", "I-A", "B-B", "I-B")
     first = LabelledDocument([["x", "y"], ["x", "y"], ["x"]], names, [[1, 2], [3, 4], [1]], 0)
-    second = LabelledDocument([["x"], ["x"], ["y"], ["y", "x", "q"]], names,
-                              [[1], [1], [3], [3, 4, 0]], 1)
+    second = LabelledDocument([["x"], ["x"], ["y"], ["y", "x", "q"]], names, [[1], [1], [3], [3, 4, 0]], 1)
     return [first, second]
 
 
@@ -191,7 +192,8 @@ def test_penalty_tables_of_the_wrong_shape_or_scale_are_rejected():
         estimate_penalties([])
     with pytest.raises(PenaltyError, match="C"):
         ConsistencyFactor(ConsistencyPenalties(("A", "B"), np.ones((2, 2)), np.ones((2, 2)))).log_score(
-            LabelledDocument([["x"]], ("O", "B-C"), [[1]]))
+            LabelledDocument([["x"]], ("O", "B-C"), [[1]])
+        )
 
 
 def _assert_same_penalties(got, expected):
@@ -218,11 +220,17 @@ def test_equal_penalties_compare_equal():
 
 
 def _ner_sentences():
-    rows = [(["Anna", "runs"], ["B-PER", "O"], True), (["Oslo", "grows"], ["B-LOC", "O"], False),
-            (["Anna", "sleeps"], ["B-PER", "O"], False), (["Oslo", "Anna"], ["B-LOC", "I-LOC"], True),
-            (["Anna", "runs"], ["B-LOC", "O"], False)]
-    return [Sentence({"word": words, "ner": tags}, docstart_lines=("-DOCSTART- O",) if start else ())
-            for words, tags, start in rows]
+    rows = [
+        (["Anna", "runs"], ["B-PER", "O"], True),
+        (["Oslo", "grows"], ["B-LOC", "O"], False),
+        (["Anna", "sleeps"], ["B-PER", "O"], False),
+        (["Oslo", "Anna"], ["B-LOC", "I-LOC"], True),
+        (["Anna", "runs"], ["B-LOC", "O"], False),
+    ]
+    return [
+        Sentence({"word": words, "ner": tags}, docstart_lines=("-DOCSTART- O",) if start else ())
+        for words, tags, start in rows
+    ]
 
 
 def test_a_saved_model_keeps_its_consistency_penalties(tmp_path):
@@ -249,8 +257,9 @@ class _CountB(DocumentFactor):
     name = "count_b"
 
     def log_score(self, document):
-        return -0.3 * sum(label == 1 for words, labels in zip(document.words, document.labels)
-                          if "x" in words for label in labels)
+        return -0.3 * sum(
+            label == 1 for words, labels in zip(document.words, document.labels) if "x" in words for label in labels
+        )
 
 
 class _Failing(DocumentFactor):
@@ -284,11 +293,13 @@ def test_a_user_factor_with_only_log_score_works_through_rescoring():
         assert state.delta(j, first, new) == pytest.approx(expected)
         state.apply(j, first, new)
         current = current.relabelled(j, first, new)
-    assert document.labels == [[0, 1], [1], [2, 1, 0]]     # the state keeps its own copy
+    assert document.labels == [[0, 1], [1], [2, 1, 0]]  # the state keeps its own copy
 
 
-@pytest.mark.parametrize("factor", [_Failing(), _Failing(float("nan")), _Failing(float("inf")),
-                                    _Failing(-float("inf")), _Failing("a string")])
+@pytest.mark.parametrize(
+    "factor",
+    [_Failing(), _Failing(float("nan")), _Failing(float("inf")), _Failing(-float("inf")), _Failing("a string")],
+)
 def test_a_failing_user_factor_gives_a_factor_error_naming_the_document(factor):
     names = ("O", "B-A", "I-A")
     clean = LabelledDocument([["x", "y"], ["y"]], names, [[0, 0], [0]], 7)

@@ -1,5 +1,6 @@
 """ChainCRF's CRFsuite settings: c1 (elastic net, zero features dropped), transitions="seen",
 min_freq and algorithm_params."""
+
 import numpy as np
 import pytest
 
@@ -20,8 +21,10 @@ def sparse_model():
 def test_l1_drops_zero_features_and_keeps_the_scores(sparse_model, tmp_path):
     dense = ChainCRF(sigma=3.0, max_iter=40).fit(TRAIN)
     assert sparse_model.features_.num_features < dense.features_.num_features
-    assert np.count_nonzero(sparse_model.weights_[:sparse_model.features_.num_features]) \
+    assert (
+        np.count_nonzero(sparse_model.weights_[: sparse_model.features_.num_features])
         == sparse_model.features_.num_features
+    )
     assert sparse_model.history_[-1]["nonzero"] >= sparse_model.features_.num_features
     assert sparse_model.extractor_.num_predicates == sparse_model.features_.num_predicates
     assert sparse_model.extractor_.num_predicates < dense.extractor_.num_predicates
@@ -35,6 +38,7 @@ def test_l1_drops_zero_features_and_keeps_the_scores(sparse_model, tmp_path):
 
 def test_dropping_zero_features_changes_no_score():
     from fstcrf.encoding import drop_zero_features
+
     model = ChainCRF(sigma=3.0, max_iter=5).fit(TRAIN)
     F = model.features_.num_features
     weights = model.weights_.copy()
@@ -67,13 +71,16 @@ def test_min_freq_keeps_the_pairs_seen_more_often():
     assert frequent.features_.num_features < every.features_.num_features
 
 
-@pytest.mark.parametrize("params, message", [
-    (dict(c1=-1.0), "c1 must be a non-negative finite number"),
-    (dict(c1=0.1, algorithm="perceptron"), "OWL-QN"),
-    (dict(transitions="some"), "transitions must be one of"),
-    (dict(algorithm_params={"memmory": 5}), "no setting 'memmory'; its settings are memory"),
-    (dict(algorithm="perceptron", algorithm_params={"memory": 5}), "no setting 'memory'"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (dict(c1=-1.0), "c1 must be a non-negative finite number"),
+        (dict(c1=0.1, algorithm="perceptron"), "OWL-QN"),
+        (dict(transitions="some"), "transitions must be one of"),
+        (dict(algorithm_params={"memmory": 5}), "no setting 'memmory'; its settings are memory"),
+        (dict(algorithm="perceptron", algorithm_params={"memory": 5}), "no setting 'memory'"),
+    ],
+)
 def test_bad_settings_are_named_before_training(params, message):
     with pytest.raises(FstcrfError, match=message):
         ChainCRF(**params).fit(TRAIN)

@@ -1,5 +1,6 @@
 """Chunk scores equal to conlleval's on IOB tags and to seqeval's strict mode on
 valid tags of any scheme, token accuracy for other labels, and McNemar's test."""
+
 import math
 from collections import Counter, defaultdict
 
@@ -9,8 +10,16 @@ from hypothesis import strategies as st
 
 from fstcrf.conll import read_conll
 from fstcrf.errors import LabelError, ShapeError
-from fstcrf.evaluate import (ChunkScores, TagScores, detect_scheme, is_chunk_labels, mcnemar,
-                             scheme_mismatch, score_chunks, score_labels)
+from fstcrf.evaluate import (
+    ChunkScores,
+    TagScores,
+    detect_scheme,
+    is_chunk_labels,
+    mcnemar,
+    scheme_mismatch,
+    score_chunks,
+    score_labels,
+)
 from fstcrf.schemes import convert, read_chunks, write_chunks
 
 try:  # seqeval is an optional oracle, installed with the test extra
@@ -33,8 +42,7 @@ def test_report_matches_conlleval_worked_by_hand():
     scores = score_chunks(gold, pred)
     # gold chunks NP(0-1) VP(3) NP(0); predicted NP(0-1) NP(3) NP(0), the last
     # one opened by I-NP after the sentence start; NP(0-1) and NP(0) are correct.
-    assert (scores.num_gold_chunks, scores.num_predicted_chunks,
-            scores.num_correct_chunks) == (3, 3, 2)
+    assert (scores.num_gold_chunks, scores.num_predicted_chunks, scores.num_correct_chunks) == (3, 3, 2)
     assert (scores.num_tokens, scores.num_correct_tokens) == (5, 3)
     assert scores.accuracy == pytest.approx(60.0)
     assert scores.precision == pytest.approx(200 / 3)
@@ -43,14 +51,14 @@ def test_report_matches_conlleval_worked_by_hand():
     noun_phrases = scores.per_type["NP"]
     assert (noun_phrases.precision, noun_phrases.recall) == (pytest.approx(200 / 3), 100.0)
     assert noun_phrases.f1 == pytest.approx(80.0)
-    assert (noun_phrases.num_predicted, noun_phrases.num_gold,
-            noun_phrases.num_correct) == (3, 2, 2)
+    assert (noun_phrases.num_predicted, noun_phrases.num_gold, noun_phrases.num_correct) == (3, 2, 2)
     assert list(scores.per_type) == ["NP", "VP"]
     assert scores.format() == (
         "processed 5 tokens with 3 phrases; found: 3 phrases; correct: 2.\n"
         "accuracy:  60.00%; precision:  66.67%; recall:  66.67%; FB1:  66.67\n"
         "               NP: precision:  66.67%; recall: 100.00%; FB1:  80.00  3\n"
-        "               VP: precision:   0.00%; recall:   0.00%; FB1:   0.00  0\n")
+        "               VP: precision:   0.00%; recall:   0.00%; FB1:   0.00  0\n"
+    )
 
 
 def test_iob1_and_iob2_spellings_of_the_same_chunks_agree():
@@ -61,38 +69,43 @@ def test_iob1_and_iob2_spellings_of_the_same_chunks_agree():
 
 def test_chunk_must_end_where_the_gold_chunk_ends():
     scores = score_chunks([["B-NP", "I-NP"]], [["B-NP", "O"]])
-    assert (scores.num_gold_chunks, scores.num_predicted_chunks,
-            scores.num_correct_chunks) == (1, 1, 0)
+    assert (scores.num_gold_chunks, scores.num_predicted_chunks, scores.num_correct_chunks) == (1, 1, 0)
 
 
 def test_chunk_types_must_agree():
     scores = score_chunks([["B-NP", "I-NP"]], [["B-VP", "I-VP"]])
     assert scores.num_correct_chunks == 0
-    assert scores.format().endswith("FB1:   0.00  0\n"
-                                    "               VP: precision:   0.00%; recall:   0.00%; "
-                                    "FB1:   0.00  1\n")
+    assert scores.format().endswith(
+        "FB1:   0.00  0\n               VP: precision:   0.00%; recall:   0.00%; FB1:   0.00  1\n"
+    )
 
 
-@pytest.mark.parametrize("tags, expected", [
-    (["O", "I-NP"], 1),                      # I after O opens a chunk
-    (["B-NP", "I-VP"], 2),                   # a change of type closes one and opens another
-    (["I-NP", "I-NP", "B-NP"], 2),           # IOB1
-    (["B-NP", "B-NP", "I-NP", "O"], 2),      # IOB2
-    (["[-NP", "]-NP"], 2),                   # bracket chunks have length 1
-    (["B", "I", "O", "B"], 2),               # tags without a type: the empty type
-])
+@pytest.mark.parametrize(
+    "tags, expected",
+    [
+        (["O", "I-NP"], 1),  # I after O opens a chunk
+        (["B-NP", "I-VP"], 2),  # a change of type closes one and opens another
+        (["I-NP", "I-NP", "B-NP"], 2),  # IOB1
+        (["B-NP", "B-NP", "I-NP", "O"], 2),  # IOB2
+        (["[-NP", "]-NP"], 2),  # bracket chunks have length 1
+        (["B", "I", "O", "B"], 2),  # tags without a type: the empty type
+    ],
+)
 def test_chunk_boundaries_follow_conlleval_rules(tags, expected):
     assert num_chunks(tags) == expected
 
 
-@pytest.mark.parametrize("tags, expected", [
-    (["I-NP", "E-NP", "E-NP"], 2),           # IOE: E then E is a new chunk
-    (["I-NP", "I-NP", "E-NP", "I-NP"], 2),   # IOE: I after E is a new chunk
-    (["E-NP", "B-NP"], 2),                   # conlleval has no rule for B after E: it read 1
-    (["S-NP", "S-NP"], 2),                   # nor any rule for S tags: it read 1
-    (["S-NP", "S-VP"], 2),
-    (["B-NP", "E-NP", "S-NP", "O", "S-VP"], 3),
-])
+@pytest.mark.parametrize(
+    "tags, expected",
+    [
+        (["I-NP", "E-NP", "E-NP"], 2),  # IOE: E then E is a new chunk
+        (["I-NP", "I-NP", "E-NP", "I-NP"], 2),  # IOE: I after E is a new chunk
+        (["E-NP", "B-NP"], 2),  # conlleval has no rule for B after E: it read 1
+        (["S-NP", "S-NP"], 2),  # nor any rule for S tags: it read 1
+        (["S-NP", "S-VP"], 2),
+        (["B-NP", "E-NP", "S-NP", "O", "S-VP"], 3),
+    ],
+)
 def test_e_and_s_tags_end_chunks(tags, expected):
     assert num_chunks(tags) == expected
 
@@ -107,8 +120,7 @@ def test_type_zero_is_the_empty_type_as_in_conlleval():
     scores = score_chunks([["B-0", "O"]], [["B", "O"]])
     assert scores.num_correct_chunks == 1 and scores.accuracy == 100.0
     assert list(scores.per_type) == [""]
-    assert scores.format().splitlines()[-1] == (" " * 17 + ": precision: 100.00%; "
-                                                "recall: 100.00%; FB1: 100.00  1")
+    assert scores.format().splitlines()[-1] == (" " * 17 + ": precision: 100.00%; recall: 100.00%; FB1: 100.00  1")
 
 
 def test_no_tokens_prints_only_the_counts():
@@ -145,8 +157,7 @@ def test_conll2000_baseline_reproduces_the_published_scores(data_file):
     best = {pos: counts.most_common(1)[0][0] for pos, counts in chunk_counts.items()}
     predicted = [[best.get(pos, "O") for pos in sentence["pos"]] for sentence in test]
     report = score_chunks(test.column("chunk"), predicted).format().splitlines()
-    assert report[0] == ("processed 47377 tokens with 23852 phrases; found: 26992 phrases; "
-                         "correct: 19592.")
+    assert report[0] == ("processed 47377 tokens with 23852 phrases; found: 26992 phrases; correct: 19592.")
     assert report[1] == "accuracy:  77.29%; precision:  72.58%; recall:  82.14%; FB1:  77.07"
 
 
@@ -186,14 +197,10 @@ def test_agrees_with_seqeval_default_mode(sentences):
         assert type_scores.num_predicted == sum(chunk[0] == kind for chunk in predicted_chunks)
         assert type_scores.num_correct == sum(chunk[0] == kind for chunk in correct_chunks)
     if scores.num_tokens:
-        assert scores.precision == pytest.approx(
-            100 * seqeval_metrics.precision_score(gold, pred, zero_division=0))
-        assert scores.recall == pytest.approx(
-            100 * seqeval_metrics.recall_score(gold, pred, zero_division=0))
-        assert scores.f1 == pytest.approx(
-            100 * seqeval_metrics.f1_score(gold, pred, zero_division=0))
-        assert scores.accuracy == pytest.approx(
-            100 * seqeval_metrics.accuracy_score(gold, pred))
+        assert scores.precision == pytest.approx(100 * seqeval_metrics.precision_score(gold, pred, zero_division=0))
+        assert scores.recall == pytest.approx(100 * seqeval_metrics.recall_score(gold, pred, zero_division=0))
+        assert scores.f1 == pytest.approx(100 * seqeval_metrics.f1_score(gold, pred, zero_division=0))
+        assert scores.accuracy == pytest.approx(100 * seqeval_metrics.accuracy_score(gold, pred))
 
 
 @needs_seqeval
@@ -206,8 +213,8 @@ def test_e_and_s_tags_read_as_seqeval_reads_them(tags):
 
 def test_mcnemar_counts_one_sided_errors():
     gold = [["B-NP", "I-NP", "O"], ["B-VP"]]
-    pred_a = [["B-NP", "I-NP", "B-NP"], ["B-VP"]]   # wrong at token 3
-    pred_b = [["B-NP", "O", "O"], ["O"]]           # wrong at tokens 2 and 4
+    pred_a = [["B-NP", "I-NP", "B-NP"], ["B-VP"]]  # wrong at token 3
+    pred_b = [["B-NP", "O", "O"], ["O"]]  # wrong at tokens 2 and 4
     result = mcnemar(gold, pred_a, pred_b)
     assert (result.n01, result.n10) == (2, 1)
     assert result.method == "exact"
@@ -220,7 +227,7 @@ def test_mcnemar_exact_binomial_for_few_disagreements():
     gold = [["O"] * 5]
     result = mcnemar(gold, gold, [["B-NP"] * 5])
     assert (result.n01, result.n10, result.method) == (5, 0, "exact")
-    assert result.p_value == pytest.approx(2 * 0.5 ** 5)
+    assert result.p_value == pytest.approx(2 * 0.5**5)
 
 
 def test_mcnemar_chi_square_with_continuity_correction():
@@ -252,6 +259,7 @@ def test_mcnemar_lengths_must_agree():
 
 try:
     from seqeval.scheme import IOB1, IOB2, IOBES, IOE2, Entities
+
     SEQEVAL_SCHEMES = {"iob1": IOB1, "iob2": IOB2, "bioes": IOBES}
 except ImportError:
     SEQEVAL_SCHEMES = {}
@@ -263,7 +271,7 @@ def chunkings(draw, length):
     chunks, position = [], 0
     while position < length:
         if draw(st.booleans()):
-            position += 1            # an O token
+            position += 1  # an O token
             continue
         last = min(length - 1, position + draw(st.integers(0, 3)))
         chunks.append((position, last, draw(st.sampled_from(TYPES))))
@@ -280,8 +288,10 @@ def two_chunkings(draw):
 
 def seqeval_chunks(sentences, scheme):
     """seqeval's strict reading: the set of (sentence, type, first, last + 1)."""
-    return {entity.to_tuple() for entity in
-            [e for sentence in Entities(sentences, SEQEVAL_SCHEMES[scheme]).entities for e in sentence]}
+    return {
+        entity.to_tuple()
+        for entity in [e for sentence in Entities(sentences, SEQEVAL_SCHEMES[scheme]).entities for e in sentence]
+    }
 
 
 def scheme_pairs():
@@ -302,12 +312,15 @@ def test_valid_sequences_agree_with_seqeval_strict(gold_scheme, pred_scheme, sen
     expected_gold = seqeval_chunks(gold, gold_scheme)
     expected_pred = seqeval_chunks(pred, pred_scheme)
     expected_correct = expected_gold & expected_pred
-    assert (scores.num_gold_chunks, scores.num_predicted_chunks, scores.num_correct_chunks) == \
-        (len(expected_gold), len(expected_pred), len(expected_correct))
+    assert (scores.num_gold_chunks, scores.num_predicted_chunks, scores.num_correct_chunks) == (
+        len(expected_gold),
+        len(expected_pred),
+        len(expected_correct),
+    )
     for kind, type_scores in scores.per_type.items():
         assert (type_scores.num_gold, type_scores.num_predicted, type_scores.num_correct) == tuple(
-            sum(chunk[1] == kind for chunk in chunks)
-            for chunks in (expected_gold, expected_pred, expected_correct))
+            sum(chunk[1] == kind for chunk in chunks) for chunks in (expected_gold, expected_pred, expected_correct)
+        )
     if gold_scheme == pred_scheme and expected_gold | expected_pred:
         strict = {"mode": "strict", "scheme": SEQEVAL_SCHEMES[gold_scheme], "zero_division": 0}
         assert scores.f1 == pytest.approx(100 * seqeval_metrics.f1_score(gold, pred, **strict))
@@ -326,11 +339,15 @@ def test_valid_sequences_agree_with_seqeval_strict(gold_scheme, pred_scheme, sen
 @given(st.lists(st.sampled_from(["O"] + [f"{p}-{kind}" for p in "IE" for kind in TYPES]), max_size=10))
 def test_ioe_tags_are_read_by_the_bioes_rules(tags):
     """Valid IOE2 tags (every chunk ends with E) read as seqeval's strict IOE2 reads them."""
-    if tags and tags[-1].startswith("I-") or any(
-            a.startswith("I-") and a[2:] != b[2:] for a, b in zip(tags, tags[1:] + ["O"])):
-        return    # not valid IOE2: an I- tag must be followed by the same type
-    expected = {(first, last - 1, kind) for _, kind, first, last in
-                (e.to_tuple() for e in Entities([tags], IOE2).entities[0])}
+    if (
+        tags
+        and tags[-1].startswith("I-")
+        or any(a.startswith("I-") and a[2:] != b[2:] for a, b in zip(tags, tags[1:] + ["O"]))
+    ):
+        return  # not valid IOE2: an I- tag must be followed by the same type
+    expected = {
+        (first, last - 1, kind) for _, kind, first, last in (e.to_tuple() for e in Entities([tags], IOE2).entities[0])
+    }
     assert set(read_chunks(tags)) == expected
     assert score_chunks([tags], [tags]).num_gold_chunks == len(expected)
 
@@ -347,17 +364,18 @@ def test_scores_depend_only_on_the_chunks(data):
     lengths = data.draw(st.lists(st.integers(1, 8), min_size=1, max_size=4))
     gold = [data.draw(st.lists(BIOES_TAGS, min_size=n, max_size=n)) for n in lengths]
     pred = [data.draw(st.lists(BIOES_TAGS, min_size=n, max_size=n)) for n in lengths]
-    gold.append(["S-NP"])      # keeps the gold column BIOES
+    gold.append(["S-NP"])  # keeps the gold column BIOES
     pred.append(["O"])
     scores = score_chunks(gold, pred)
     counts = (scores.num_gold_chunks, scores.num_predicted_chunks, scores.num_correct_chunks)
-    assert counts == (sum(len(read_chunks(tags)) for tags in gold),
-                      sum(len(read_chunks(tags)) for tags in pred),
-                      sum(len(set(read_chunks(a)) & set(read_chunks(b))) for a, b in zip(gold, pred)))
+    assert counts == (
+        sum(len(read_chunks(tags)) for tags in gold),
+        sum(len(read_chunks(tags)) for tags in pred),
+        sum(len(set(read_chunks(a)) & set(read_chunks(b))) for a, b in zip(gold, pred)),
+    )
     for scheme in ("iob1", "iob2", "bioes"):
         rewritten = score_chunks(gold, [convert(tags, scheme) for tags in pred])
-        assert (rewritten.num_gold_chunks, rewritten.num_predicted_chunks,
-                rewritten.num_correct_chunks) == counts
+        assert (rewritten.num_gold_chunks, rewritten.num_predicted_chunks, rewritten.num_correct_chunks) == counts
         assert rewritten.per_type == scores.per_type
 
 
@@ -397,26 +415,29 @@ def test_declared_scheme():
         score_chunks(gold, gold, scheme="bilou")
 
 
-@pytest.mark.parametrize("sentences, scheme", [
-    ([["B-NP", "I-NP", "O", "B-VP"], ["B-PP"]], "iob2"),
-    ([["B-NP"], ["O", "I-NP"]], "iob1"),                  # I after O
-    ([["B-NP", "I-VP"]], "iob1"),                         # I after another type
-    ([["I-NP"]], "iob1"),                                 # I at the sentence start
-    ([["B-NP", "B-NP", "I-NP"]], "iob2"),
-    ([["B-NP", "E-NP", "O"]], "bioes"),
-    ([["S-PER"]], "bioes"),
-    ([["I-NP", "E-NP"]], "bioes"),                        # IOE: read by the BIOES rules
-    ([["B-NP|I-NP", "I-NP"], ["?"]], "iob2"),             # partial labels: no I after O seen
-    ([["O", "?", "I-NP"]], "iob2"),
-    ([["O", "I-NP|O"]], "iob2"),
-    ([["O", "O"]], None),                                 # no chunk at all
-    ([], None),
-    ([["NN", "VBD"]], None),                              # POS tags
-    ([["B-NP", "NN"]], None),                             # a non-O label without prefix
-    ([["B", "I"]], None),                                 # no type
-    ([["X-NP"]], None),
-    ([["?"]], None),
-])
+@pytest.mark.parametrize(
+    "sentences, scheme",
+    [
+        ([["B-NP", "I-NP", "O", "B-VP"], ["B-PP"]], "iob2"),
+        ([["B-NP"], ["O", "I-NP"]], "iob1"),  # I after O
+        ([["B-NP", "I-VP"]], "iob1"),  # I after another type
+        ([["I-NP"]], "iob1"),  # I at the sentence start
+        ([["B-NP", "B-NP", "I-NP"]], "iob2"),
+        ([["B-NP", "E-NP", "O"]], "bioes"),
+        ([["S-PER"]], "bioes"),
+        ([["I-NP", "E-NP"]], "bioes"),  # IOE: read by the BIOES rules
+        ([["B-NP|I-NP", "I-NP"], ["?"]], "iob2"),  # partial labels: no I after O seen
+        ([["O", "?", "I-NP"]], "iob2"),
+        ([["O", "I-NP|O"]], "iob2"),
+        ([["O", "O"]], None),  # no chunk at all
+        ([], None),
+        ([["NN", "VBD"]], None),  # POS tags
+        ([["B-NP", "NN"]], None),  # a non-O label without prefix
+        ([["B", "I"]], None),  # no type
+        ([["X-NP"]], None),
+        ([["?"]], None),
+    ],
+)
 def test_detect_scheme(sentences, scheme):
     assert detect_scheme(sentences) == scheme
     assert is_chunk_labels(sentences) == (scheme is not None)
@@ -437,22 +458,26 @@ def test_conll2000_in_bioes_agrees_with_conlleval_and_seqeval_strict(data_file):
     23,852 and scored IOB2 gold against the same chunks in BIOES 92.58."""
     gold = read_conll(data_file("conll2000/test.txt")).column("chunk")
     # a prediction that errs: every 7th token O and every 11th a B-NP (invalid IOB2 in places)
-    pred = [["O" if i % 7 == 3 else "B-NP" if i % 11 == 5 else tag for i, tag in enumerate(tags)]
-            for tags in gold]
+    pred = [["O" if i % 7 == 3 else "B-NP" if i % 11 == 5 else tag for i, tag in enumerate(tags)] for tags in gold]
     gold_bioes = [convert(tags, "bioes") for tags in gold]
     pred_bioes = [convert(tags, "bioes") for tags in pred]
     same = score_chunks(gold, gold_bioes)
     assert (same.num_gold_chunks, same.num_correct_chunks, same.f1, same.accuracy) == (23852, 23852, 100.0, 100.0)
     assert score_chunks(gold_bioes, gold_bioes).num_gold_chunks == 23852
     conlleval = score_chunks(gold, pred)
-    for scores in (score_chunks(gold_bioes, pred_bioes), score_chunks(gold, pred_bioes),
-                   score_chunks(gold_bioes, pred)):
+    for scores in (
+        score_chunks(gold_bioes, pred_bioes),
+        score_chunks(gold, pred_bioes),
+        score_chunks(gold_bioes, pred),
+    ):
         assert scores.per_type == conlleval.per_type
-        assert (scores.precision, scores.recall, scores.f1) == (conlleval.precision, conlleval.recall,
-                                                                conlleval.f1)
+        assert (scores.precision, scores.recall, scores.f1) == (conlleval.precision, conlleval.recall, conlleval.f1)
     expected = seqeval_chunks(gold_bioes, "bioes"), seqeval_chunks(pred_bioes, "bioes")
-    assert (conlleval.num_gold_chunks, conlleval.num_predicted_chunks, conlleval.num_correct_chunks) == \
-        (len(expected[0]), len(expected[1]), len(expected[0] & expected[1]))
+    assert (conlleval.num_gold_chunks, conlleval.num_predicted_chunks, conlleval.num_correct_chunks) == (
+        len(expected[0]),
+        len(expected[1]),
+        len(expected[0] & expected[1]),
+    )
     assert score_chunks(gold_bioes, pred).accuracy == score_chunks(gold_bioes, pred_bioes).accuracy
 
 
@@ -465,14 +490,20 @@ def test_labels_without_chunk_structure_are_scored_by_token_accuracy():
     assert (scores.metric, scores.primary, scores.accuracy) == ("accuracy", 75.0, 75.0)
     assert list(scores.per_tag) == ["DT", "NN", "VBD"]
     nouns, verbs = scores.per_tag["NN"], scores.per_tag["VBD"]
-    assert (nouns.precision, nouns.recall, nouns.num_predicted, nouns.num_gold, nouns.num_correct) == \
-        (100.0, 50.0, 1, 2, 1)
+    assert (nouns.precision, nouns.recall, nouns.num_predicted, nouns.num_gold, nouns.num_correct) == (
+        100.0,
+        50.0,
+        1,
+        2,
+        1,
+    )
     assert (verbs.precision, verbs.recall, verbs.f1) == (50.0, 100.0, pytest.approx(200 / 3))
     assert scores.format() == (
         "processed 4 tokens; accuracy:  75.00%\n"
         "               DT: precision: 100.00%; recall: 100.00%; FB1: 100.00  1\n"
         "               NN: precision: 100.00%; recall:  50.00%; FB1:  66.67  1\n"
-        "              VBD: precision:  50.00%; recall: 100.00%; FB1:  66.67  2\n")
+        "              VBD: precision:  50.00%; recall: 100.00%; FB1:  66.67  2\n"
+    )
     assert score_labels([], []).format() == "processed 0 tokens; accuracy:   0.00%\n"
 
 
@@ -497,27 +528,46 @@ def test_score_labels_picks_chunk_scores_for_chunk_labels():
     assert isinstance(score_labels([["O", "O"]], [["O", "O"]]), TagScores)
 
 
-@pytest.mark.parametrize("model_labels, file_sentences, message", [
-    (["O", "B-NP", "I-NP", "E-NP", "S-NP"], [["B-NP", "I-NP", "O"]],
-     "the model's labels are BIOES but the file's gold labels are IOB2: "),
-    (["O", "B-NP", "I-NP"], [["S-NP", "O"]], "the model's labels are IOB but the file's gold labels are BIOES: "),
-    (["O", "B-NP", "I-NP"], [["I-NP", "S-NP"]], "the model's labels are IOB but the file's gold labels are BIOES: "),
-    (["NN", "VB"], [["B-NP"]], "the model has labels without chunk structure but the file's gold labels are "
-                               "IOB2 chunk labels"),
-    (["O", "B-NP", "I-NP", "E-NP", "S-NP"], [["NN"]], "the model has BIOES chunk labels but the file's gold "
-                                                     "labels are labels without chunk structure"),
-])
+@pytest.mark.parametrize(
+    "model_labels, file_sentences, message",
+    [
+        (
+            ["O", "B-NP", "I-NP", "E-NP", "S-NP"],
+            [["B-NP", "I-NP", "O"]],
+            "the model's labels are BIOES but the file's gold labels are IOB2: ",
+        ),
+        (["O", "B-NP", "I-NP"], [["S-NP", "O"]], "the model's labels are IOB but the file's gold labels are BIOES: "),
+        (
+            ["O", "B-NP", "I-NP"],
+            [["I-NP", "S-NP"]],
+            "the model's labels are IOB but the file's gold labels are BIOES: ",
+        ),
+        (
+            ["NN", "VB"],
+            [["B-NP"]],
+            "the model has labels without chunk structure but the file's gold labels are IOB2 chunk labels",
+        ),
+        (
+            ["O", "B-NP", "I-NP", "E-NP", "S-NP"],
+            [["NN"]],
+            "the model has BIOES chunk labels but the file's gold labels are labels without chunk structure",
+        ),
+    ],
+)
 def test_scheme_mismatch_says_what_differs(model_labels, file_sentences, message):
     warning = scheme_mismatch(model_labels, file_sentences)
     assert warning.startswith(message) and "\n" not in warning
 
 
-@pytest.mark.parametrize("model_labels, file_sentences", [
-    (["O", "B-NP", "I-NP"], [["B-NP", "I-NP"]]),
-    (["O", "B-NP", "I-NP", "I-VP", "B-VP"], [["I-NP", "O", "I-VP"]]),   # IOB1 file, IOB model
-    (["O", "B-NP", "I-NP", "E-NP", "S-NP"], [["S-NP", "B-NP", "E-NP"]]),
-    (["O", "B-NP", "I-NP", "E-NP", "S-NP"], [["O", "?"]]),             # nothing to tell
-    (["NN", "VB"], [["VB", "NN"]]),
-])
+@pytest.mark.parametrize(
+    "model_labels, file_sentences",
+    [
+        (["O", "B-NP", "I-NP"], [["B-NP", "I-NP"]]),
+        (["O", "B-NP", "I-NP", "I-VP", "B-VP"], [["I-NP", "O", "I-VP"]]),  # IOB1 file, IOB model
+        (["O", "B-NP", "I-NP", "E-NP", "S-NP"], [["S-NP", "B-NP", "E-NP"]]),
+        (["O", "B-NP", "I-NP", "E-NP", "S-NP"], [["O", "?"]]),  # nothing to tell
+        (["NN", "VB"], [["VB", "NN"]]),
+    ],
+)
 def test_scheme_mismatch_is_none_when_schemes_agree(model_labels, file_sentences):
     assert scheme_mismatch(model_labels, file_sentences) is None

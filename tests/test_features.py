@@ -1,4 +1,5 @@
 """Feature templates and the predicate matrix."""
+
 import json
 import pickle
 import re
@@ -11,15 +12,23 @@ from hypothesis import strategies as st
 
 from fstcrf.conll import Corpus, Sentence, read_conll
 from fstcrf.errors import FstcrfError, ModelFileError, TemplateError
-from fstcrf.features import (CHUNKING_EXTENDED, CRFPP_CHUNKING, SHA_PEREIRA_CHUNKING, FeatureExtractor,
-                             Observation, load_template, parse_template)
+from fstcrf.features import (
+    CHUNKING_EXTENDED,
+    CRFPP_CHUNKING,
+    SHA_PEREIRA_CHUNKING,
+    FeatureExtractor,
+    Observation,
+    load_template,
+    parse_template,
+)
 
 
 def corpus_of(*sentences):
     """A word/pos corpus from sentences given as lists of (word, pos) pairs."""
-    return Corpus(("word", "pos"), [Sentence({"word": [word for word, _ in tokens],
-                                              "pos": [pos for _, pos in tokens]})
-                                    for tokens in sentences])
+    return Corpus(
+        ("word", "pos"),
+        [Sentence({"word": [word for word, _ in tokens], "pos": [pos for _, pos in tokens]}) for tokens in sentences],
+    )
 
 
 def row_names(extractor, matrix, row):
@@ -27,8 +36,7 @@ def row_names(extractor, matrix, row):
 
 
 def test_parse_template_reads_items_comments_and_bias():
-    template = parse_template("# a comment\n\nbias\n word [ -1 ] | word[0]  # pair\n"
-                              "lower(word[1])\npos[+2]\n")
+    template = parse_template("# a comment\n\nbias\n word [ -1 ] | word[0]  # pair\nlower(word[1])\npos[+2]\n")
     assert len(template) == 4
     bias, pair, lowered, pos = template
     assert bias.observations == () and bias.name == "bias"
@@ -40,17 +48,20 @@ def test_parse_template_reads_items_comments_and_bias():
     assert pair.line == 4
 
 
-@pytest.mark.parametrize("line, message", [
-    ("word[x]", r"cannot parse 'word\[x\]'"),
-    ("word[0", "cannot parse"),
-    ("word(0)", "cannot parse"),
-    ("word[0]|", "cannot parse ''"),
-    ("bias|word[0]", "cannot parse 'bias'"),
-    ("upper(word[0])", "unknown transform 'upper'.*lower, shape"),
-    ("suffix0(word[0])", "unknown transform"),
-    ("lower(lower(word[0]))", "cannot parse"),
-    ("word[0]|word[+0]", r"'word\[0\]\|word\[\+0\]' repeats an item"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("word[x]", r"cannot parse 'word\[x\]'"),
+        ("word[0", "cannot parse"),
+        ("word(0)", "cannot parse"),
+        ("word[0]|", "cannot parse ''"),
+        ("bias|word[0]", "cannot parse 'bias'"),
+        ("upper(word[0])", "unknown transform 'upper'.*lower, shape"),
+        ("suffix0(word[0])", "unknown transform"),
+        ("lower(lower(word[0]))", "cannot parse"),
+        ("word[0]|word[+0]", r"'word\[0\]\|word\[\+0\]' repeats an item"),
+    ],
+)
 def test_syntax_errors_name_source_and_line(line, message):
     with pytest.raises(TemplateError, match=r"^my\.tpl:3: " + message):
         parse_template(f"bias\n# comment\n{line}\n", source="my.tpl")
@@ -105,8 +116,10 @@ def test_shipped_templates():
     assert set(CRFPP_CHUNKING) == set(expected) and len(CRFPP_CHUNKING) == 20
     assert SHA_PEREIRA_CHUNKING.columns == ("word", "pos")
     # Table 1, two more word pairs and five word-POS pairs
-    extended = parse_template("word[-2]|word[-1]\nword[+1]|word[+2]\nword[0]|pos[0]\nword[-1]|pos[0]\n"
-                              "word[0]|pos[+1]\nword[+1]|pos[0]\nword[0]|pos[-1]\n")
+    extended = parse_template(
+        "word[-2]|word[-1]\nword[+1]|word[+2]\nword[0]|pos[0]\nword[-1]|pos[0]\n"
+        "word[0]|pos[+1]\nword[+1]|pos[0]\nword[0]|pos[-1]\n"
+    )
     assert set(CHUNKING_EXTENDED) == set(expected) | set(extended) and len(CHUNKING_EXTENDED) == 27
 
 
@@ -115,19 +128,33 @@ def test_positions_outside_the_sentence_get_boundary_values():
     extractor = FeatureExtractor("word[-2]\nword[-1]|word[0]\nword[+1]\npos[2]")
     matrix = extractor.fit_transform(corpus)
     assert row_names(extractor, matrix, 0) == {
-        "word[-2]=__BOS-2__", "word[-1]|word[0]=__BOS-1__|He", "word[+1]=ran",
-        "pos[+2]=__EOS+1__"}
+        "word[-2]=__BOS-2__",
+        "word[-1]|word[0]=__BOS-1__|He",
+        "word[+1]=ran",
+        "pos[+2]=__EOS+1__",
+    }
     assert row_names(extractor, matrix, 1) == {
-        "word[-2]=__BOS-1__", "word[-1]|word[0]=He|ran", "word[+1]=__EOS+1__",
-        "pos[+2]=__EOS+2__"}
+        "word[-2]=__BOS-1__",
+        "word[-1]|word[0]=He|ran",
+        "word[+1]=__EOS+1__",
+        "pos[+2]=__EOS+2__",
+    }
     assert row_names(extractor, matrix, 2) == {
-        "word[-2]=__BOS-2__", "word[-1]|word[0]=__BOS-1__|Go", "word[+1]=__EOS+1__",
-        "pos[+2]=__EOS+2__"}
+        "word[-2]=__BOS-2__",
+        "word[-1]|word[0]=__BOS-1__|Go",
+        "word[+1]=__EOS+1__",
+        "pos[+2]=__EOS+2__",
+    }
 
 
 def test_values_never_share_a_name():
-    corpus = corpus_of([("a|b", "X"), ("c", "X")], [("a", "X"), ("b|c", "X")],
-                       [("__BOS-1__", "X")], [("\\__BOS-1__", "X")], [("a\\", "X"), ("|c", "X")])
+    corpus = corpus_of(
+        [("a|b", "X"), ("c", "X")],
+        [("a", "X"), ("b|c", "X")],
+        [("__BOS-1__", "X")],
+        [("\\__BOS-1__", "X")],
+        [("a\\", "X"), ("|c", "X")],
+    )
     extractor = FeatureExtractor("word[-1]|word[0]\nword[0]|word[+1]")
     matrix = extractor.fit_transform(corpus)
     names = extractor.predicate_names_
@@ -141,17 +168,25 @@ def test_values_never_share_a_name():
 
 def test_transforms():
     corpus = corpus_of([("McDonald's", "NNP"), ("1,234.50", "CD"), ("É", "NN")])
-    extractor = FeatureExtractor("lower(word[0])\nshape(word[0])\nprefix2(word[0])\n"
-                                 "suffix3(word[0])\nsuffix3(word[-1])")
+    extractor = FeatureExtractor(
+        "lower(word[0])\nshape(word[0])\nprefix2(word[0])\nsuffix3(word[0])\nsuffix3(word[-1])"
+    )
     matrix = extractor.fit_transform(corpus)
     assert row_names(extractor, matrix, 0) == {
-        "lower(word[0])=mcdonald's", "shape(word[0])=XxXx'x", "prefix2(word[0])=Mc",
-        "suffix3(word[0])=d's", "suffix3(word[-1])=__BOS-1__"}
+        "lower(word[0])=mcdonald's",
+        "shape(word[0])=XxXx'x",
+        "prefix2(word[0])=Mc",
+        "suffix3(word[0])=d's",
+        "suffix3(word[-1])=__BOS-1__",
+    }
     assert row_names(extractor, matrix, 1) == {
-        "lower(word[0])=1,234.50", "shape(word[0])=d,d.d", "prefix2(word[0])=1,",
-        "suffix3(word[0])=.50", "suffix3(word[-1])=d's"}
-    assert row_names(extractor, matrix, 2) >= {"lower(word[0])=é", "shape(word[0])=X",
-                                               "prefix2(word[0])=É"}
+        "lower(word[0])=1,234.50",
+        "shape(word[0])=d,d.d",
+        "prefix2(word[0])=1,",
+        "suffix3(word[0])=.50",
+        "suffix3(word[-1])=d's",
+    }
+    assert row_names(extractor, matrix, 2) >= {"lower(word[0])=é", "shape(word[0])=X", "prefix2(word[0])=É"}
 
 
 def test_unknown_columns_name_the_available_ones():
@@ -167,8 +202,7 @@ def test_fit_keeps_predicates_seen_min_count_times():
     extractor = FeatureExtractor("bias\nword[0]\npos[0]", min_count=2)
     assert extractor.fit(corpus) is extractor
     assert extractor.predicate_names_ == ["bias", "word[0]=the", "pos[0]=DT", "pos[0]=NN"]
-    assert extractor.vocabulary_ == {name: index for index, name
-                                     in enumerate(extractor.predicate_names_)}
+    assert extractor.vocabulary_ == {name: index for index, name in enumerate(extractor.predicate_names_)}
     matrix = extractor.transform(corpus)
     assert matrix.toarray().tolist() == [[1, 1, 1, 0], [1, 0, 0, 1], [1, 1, 1, 0], [1, 0, 0, 1]]
 
@@ -225,14 +259,17 @@ def test_to_dict_round_trips_through_json_and_pickle():
     assert (unpickled.transform(test) != extractor.transform(test)).nnz == 0
 
 
-@pytest.mark.parametrize("data", [
-    None,
-    {"template": "bias\n", "min_count": 1},
-    {"template": "bias\n", "min_count": "1", "predicates": []},
-    {"template": "bias\n", "min_count": 1, "predicates": ["bias", 3]},
-    {"template": "bias|\n", "min_count": 1, "predicates": []},
-    {"template": "bias\n", "min_count": 1, "predicates": ["bias", "bias"]},
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        {"template": "bias\n", "min_count": 1},
+        {"template": "bias\n", "min_count": "1", "predicates": []},
+        {"template": "bias\n", "min_count": 1, "predicates": ["bias", 3]},
+        {"template": "bias|\n", "min_count": 1, "predicates": []},
+        {"template": "bias\n", "min_count": 1, "predicates": ["bias", "bias"]},
+    ],
+)
 def test_from_dict_rejects_bad_data(data):
     with pytest.raises(ModelFileError):
         FeatureExtractor.from_dict(data)
@@ -240,12 +277,12 @@ def test_from_dict_rejects_bad_data(data):
 
 def reference_names(sentences, template):
     """Predicate names of every token, computed one token at a time."""
+
     def escape(value):
         value = value.replace("\\", "\\\\").replace("|", "\\|")
         return "\\" + value if re.fullmatch(r"__(BOS-|EOS\+)[0-9]+__", value) else value
 
-    transforms = {None: lambda value: value, "lower": str.lower,
-                  "suffix2": lambda value: value[-2:]}
+    transforms = {None: lambda value: value, "lower": str.lower, "suffix2": lambda value: value[-2:]}
     rows = []
     for sentence in sentences:
         for position in range(len(sentence)):
@@ -266,8 +303,10 @@ def reference_names(sentences, template):
     return rows
 
 
-token_text = st.one_of(st.text(alphabet="aAb|\\_BOS-1", min_size=1, max_size=4),
-                       st.sampled_from(["__BOS-1__", "\\__EOS+2__", "__BOS-x__", "__EOS+3__|"]))
+token_text = st.one_of(
+    st.text(alphabet="aAb|\\_BOS-1", min_size=1, max_size=4),
+    st.sampled_from(["__BOS-1__", "\\__EOS+2__", "__BOS-x__", "__EOS+3__|"]),
+)
 
 
 @st.composite
@@ -281,8 +320,7 @@ def sentence_lists(draw):
     return sentences
 
 
-MIXED_TEMPLATE = parse_template(SHA_PEREIRA_CHUNKING.text
-                                + "lower(word[0])|pos[+3]\nsuffix2(word[-3])\n")
+MIXED_TEMPLATE = parse_template(SHA_PEREIRA_CHUNKING.text + "lower(word[0])|pos[+3]\nsuffix2(word[-3])\n")
 
 
 @pytest.mark.slow
@@ -298,22 +336,29 @@ def test_matrix_matches_a_token_by_token_reference(train, test):
         assert row_names(extractor, matrix, row) == names & known
 
 
-READING_TEMPLATE = parse_template("bias\nword[0]\npos[0]\npos[0]|word[-1]\nword[+1]|pos[0]\n"
-                                  "word[-1]|word[0]|pos[0]\npos[0]|word[+1]|lower(pos[0])\n"
-                                  "lower(pos[0])|suffix2(word[0])\n")
+READING_TEMPLATE = parse_template(
+    "bias\nword[0]\npos[0]\npos[0]|word[-1]\nword[+1]|pos[0]\n"
+    "word[-1]|word[0]|pos[0]\npos[0]|word[+1]|lower(pos[0])\n"
+    "lower(pos[0])|suffix2(word[0])\n"
+)
 
 
 @settings(max_examples=100, deadline=None)
-@given(train=sentence_lists(), test=sentence_lists(), min_count=st.integers(1, 2),
-       values=st.lists(st.sampled_from(["DT", "NN", "dt", "VB", "\\|"]), min_size=1, max_size=4))
+@given(
+    train=sentence_lists(),
+    test=sentence_lists(),
+    min_count=st.integers(1, 2),
+    values=st.lists(st.sampled_from(["DT", "NN", "dt", "VB", "\\|"]), min_size=1, max_size=4),
+)
 @pytest.mark.slow
 def test_reading_matrices_equal_the_matrix_with_the_column_set_to_each_value(train, test, min_count, values):
     """transform_reading looks up every value at once; the oracle substitutes each value
     into the column at every token and transforms the corpus.  "dt" and "DT" share
     their lower-cased predicates; min_count 2 may leave a template no predicate."""
     extractor = FeatureExtractor(READING_TEMPLATE, min_count).fit(train)
-    base, by_value, predicates = extractor.transform_reading([Sentence({"word": s["word"]}) for s in test],
-                                                             "pos", values)
+    base, by_value, predicates = extractor.transform_reading(
+        [Sentence({"word": s["word"]}) for s in test], "pos", values
+    )
     base = base.to_scipy()
     num_tokens, num_predicates = base.shape
     reads = [name for name in extractor.predicate_names_ if "pos[0]" in name.partition("=")[0]]
@@ -321,15 +366,16 @@ def test_reading_matrices_equal_the_matrix_with_the_column_set_to_each_value(tra
     assert set(predicates.tolist()) <= {extractor.vocabulary_[name] for name in reads}
     assert by_value.shape == (num_tokens * len(values), len(predicates))
     # the same rows over the full matrix's columns, entries in their stored order
-    full = scipy.sparse.csr_matrix((by_value.data, predicates[by_value.indices], by_value.indptr),
-                                   shape=(by_value.shape[0], num_predicates))
+    full = scipy.sparse.csr_matrix(
+        (by_value.data, predicates[by_value.indices], by_value.indptr), shape=(by_value.shape[0], num_predicates)
+    )
     assert all(np.all(np.diff(full.indices[a:b]) > 0) for a, b in zip(full.indptr, full.indptr[1:]))
     for k, value in enumerate(values):
-        reading = full[k::len(values)]                # row n * K + k is token n
+        reading = full[k :: len(values)]  # row n * K + k is token n
         substituted = [Sentence({"word": s["word"], "pos": [value] * len(s)}) for s in test]
         expected = extractor.transform(substituted)
         assert ((base + reading) != expected).nnz == 0
-        assert base.multiply(reading).nnz == 0        # no predicate counted twice
+        assert base.multiply(reading).nnz == 0  # no predicate counted twice
 
 
 def test_reading_a_column_at_another_offset_is_refused():
@@ -365,8 +411,9 @@ def _matrix_by_name(extractor: FeatureExtractor, corpus) -> scipy.sparse.csr_mat
         rows.append(np.flatnonzero(found >= 0))
         columns.append(found[found >= 0])
     rows, columns = np.concatenate(rows), np.concatenate(columns)
-    return scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, columns)),
-                                   shape=(table.num_tokens, extractor.num_predicates))
+    return scipy.sparse.csr_matrix(
+        (np.ones(len(rows)), (rows, columns)), shape=(table.num_tokens, extractor.num_predicates)
+    )
 
 
 def test_integer_lookup_transform_equals_name_lookup(data_file):
@@ -375,8 +422,7 @@ def test_integer_lookup_transform_equals_name_lookup(data_file):
     unknown values and with values that need escaping."""
     train = read_conll(data_file("conll2000/train.txt"))
     test = read_conll(data_file("conll2000/test.txt"))
-    odd = [Sentence({"word": ["a|b", "\\x", "__BOS-1__", "The"], "pos": ["NN", "|", "DT", "DT"],
-                     "chunk": ["O"] * 4})]
+    odd = [Sentence({"word": ["a|b", "\\x", "__BOS-1__", "The"], "pos": ["NN", "|", "DT", "DT"], "chunk": ["O"] * 4})]
     for template in (SHA_PEREIRA_CHUNKING, CRFPP_CHUNKING):
         for min_count in (1, 3):
             extractor = FeatureExtractor(template, min_count).fit(list(train) + odd)
@@ -397,14 +443,16 @@ def test_column_of_finds_each_fitted_predicate_by_its_key_and_nothing_else():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 2 ** 62), max_size=60) | st.lists(st.integers(0, 5), max_size=60))
+@given(st.lists(st.integers(0, 2**62), max_size=60) | st.lists(st.integers(0, 5), max_size=60))
 def test_factorize_numbers_keys_by_first_occurrence(keys):
     """The hash-table factorisation against a sort: codes, first occurrences and counts."""
     keys = np.array(keys, dtype=np.int64)
     from fstcrf.features import _factorize
+
     codes, first, counts = _factorize(keys)
-    distinct, first_expected, inverse, counts_expected = np.unique(keys, return_index=True, return_inverse=True,
-                                                                   return_counts=True)
+    distinct, first_expected, inverse, counts_expected = np.unique(
+        keys, return_index=True, return_inverse=True, return_counts=True
+    )
     order = np.argsort(first_expected)
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))

@@ -7,6 +7,7 @@ random grammars maps each label to one character: a sub-grammar without
 ``re.fullmatch``; the boolean operators combine the resulting string sets
 (exact, since only lengths <= 5 are compared and concatenation never shortens).
 """
+
 import fnmatch
 import itertools
 import math
@@ -21,10 +22,21 @@ from hypothesis import strategies as st
 
 import fstcrf
 from fstcrf.errors import GrammarError, InfeasibleError, LabelError, TopologyError
-from fstcrf.grammar import (SHIPPED_DIR, UnknownLabelError, accepts, compile_grammar, constrain, decode,
-                            load_grammar, parse_grammar, restrict, shipped_grammars, state_map)
+from fstcrf.grammar import (
+    SHIPPED_DIR,
+    UnknownLabelError,
+    accepts,
+    compile_grammar,
+    constrain,
+    decode,
+    load_grammar,
+    parse_grammar,
+    restrict,
+    shipped_grammars,
+    state_map,
+)
 from fstcrf.lattice import to_fst
-from fstcrf.topology import (Topology, bioes, bioes_labels, first_order, iob2, iob2_labels, second_order)
+from fstcrf.topology import Topology, bioes, bioes_labels, first_order, iob2, iob2_labels, second_order
 
 from oracles import BruteForce, enumerate_state_paths
 from strategies import oracle_settings
@@ -81,6 +93,7 @@ def compiled(text, labels=NP_VP, **kwargs):
 # every construct
 # ---------------------------------------------------------------------------
 
+
 def _count(seq, prefix):
     return sum(label.startswith(prefix) for label in seq)
 
@@ -114,20 +127,28 @@ CONSTRUCTS = [
     ("start = O .* - O O .* - O B-NP ;", lambda s: s[:1] == ("O",) and s[:2] != ("O", "O") and s != ("O", "B-NP")),
     ("start = O . & . B-NP | I-NP ;", lambda s: s in {("O", "B-NP"), ("I-NP",)}),
     # rules, used before they are defined; comments anywhere
-    ("# header\nstart = np+ ; # trailing\nnp = B-NP I-NP* ;\n",
-     lambda s: len(s) >= 1 and s[0] == "B-NP" and set(s) <= {"B-NP", "I-NP"}),
+    (
+        "# header\nstart = np+ ; # trailing\nnp = B-NP I-NP* ;\n",
+        lambda s: len(s) >= 1 and s[0] == "B-NP" and set(s) <= {"B-NP", "I-NP"},
+    ),
     # variables: any / all / with
-    ("start = any T: B-{T} I-{T}* ;", lambda s: len(s) >= 1 and s[0].startswith("B-")
-     and all(x == "I-" + s[0][2:] for x in s[1:])),
+    (
+        "start = any T: B-{T} I-{T}* ;",
+        lambda s: len(s) >= 1 and s[0].startswith("B-") and all(x == "I-" + s[0][2:] for x in s[1:]),
+    ),
     ("start = . & (all T: [^I-{T}]) ;", lambda s: s in {("O",), ("B-NP",), ("B-VP",)}),
     ("start = with T = VP: B-{T} I-{T} ;", lambda s: s == ("B-VP", "I-VP")),
     ('start = with T = "NP": [*-{T}] ;', lambda s: s in {("B-NP",), ("I-NP",)}),
     ("start = any T: any U: B-{T} B-{U} ;", lambda s: len(s) == 2 and all(x.startswith("B-") for x in s)),
     ("start = any T: B-{T} (with T = NP: I-{T}) ;", lambda s: s in {("B-NP", "I-NP"), ("B-VP", "I-NP")}),
     ("start = B-NP any T: I-{T} ;", lambda s: s in {("B-NP", "I-NP"), ("B-NP", "I-VP")}),
-    ("seg = B-{T} I-{T}* ;\nstart = (O | any T: seg)* ;",
-     lambda s: not s or re.fullmatch(r"(O|B-NP( I-NP)*|B-VP( I-VP)*)( (O|B-NP( I-NP)*|B-VP( I-VP)*))*", " ".join(s))
-     is not None),
+    (
+        "seg = B-{T} I-{T}* ;\nstart = (O | any T: seg)* ;",
+        lambda s: (
+            not s
+            or re.fullmatch(r"(O|B-NP( I-NP)*|B-VP( I-VP)*)( (O|B-NP( I-NP)*|B-VP( I-VP)*))*", " ".join(s)) is not None
+        ),
+    ),
 ]
 
 
@@ -148,13 +169,16 @@ def test_odd_labels_are_quoted_and_keywords_too():
 def test_compact_spelling():
     """Whitespace is only needed to separate labels from each other and from '-'."""
     assert language(compiled("start=(O|B-NP)+&.{2}-O.;")) == defined(
-        NP_VP, lambda s: len(s) == 2 and set(s) <= {"O", "B-NP"} and s[0] != "O")
+        NP_VP, lambda s: len(s) == 2 and set(s) <= {"O", "B-NP"} and s[0] != "O"
+    )
 
 
 def test_compiled_acceptor():
     fst = compiled("start = B-NP I-NP* | O ;")
-    assert fst.properties(pynini.I_DETERMINISTIC | pynini.ACCEPTOR | pynini.NO_EPSILONS, True) == \
-        pynini.I_DETERMINISTIC | pynini.ACCEPTOR | pynini.NO_EPSILONS
+    assert (
+        fst.properties(pynini.I_DETERMINISTIC | pynini.ACCEPTOR | pynini.NO_EPSILONS, True)
+        == pynini.I_DETERMINISTIC | pynini.ACCEPTOR | pynini.NO_EPSILONS
+    )
     assert fst.num_states() == 3  # minimal
     table = fst.input_symbols()
     assert [table.find(k) for k in range(1, 6)] == list(NP_VP)
@@ -175,7 +199,8 @@ def test_grammar_ast():
 def test_params():
     grammar = parse_grammar("start = B-{X} I-{X}* ;")
     assert language(compile_grammar(grammar, NP_VP, params={"X": "VP"})) == defined(
-        NP_VP, lambda s: s[:1] == ("B-VP",) and set(s[1:]) <= {"I-VP"})
+        NP_VP, lambda s: s[:1] == ("B-VP",) and set(s[1:]) <= {"I-VP"}
+    )
     # `with` overrides a parameter
     grammar = parse_grammar("start = B-{X} (with X = NP: I-{X}) ;")
     assert language(compile_grammar(grammar, NP_VP, params={"X": "VP"})) == {("B-VP", "I-NP")}
@@ -232,26 +257,38 @@ def test_syntax_error(text, message):
 
 
 COMPILE_ERRORS = [
-    ("start = O B-XX ;", UnknownLabelError,
-     "<string>:1:11: unknown label 'B-XX' (and no rule has that name); "
-     "the model's labels are O, B-NP, I-NP, B-VP, I-VP"),
-    ('start = "np" ;', UnknownLabelError, "<string>:1:9: unknown label \"np\""),
-    ("start = [B-X*] ;", UnknownLabelError,
-     "<string>:1:9: the label class [B-X*] matches no label; the model's labels are O"),
+    (
+        "start = O B-XX ;",
+        UnknownLabelError,
+        "<string>:1:11: unknown label 'B-XX' (and no rule has that name); "
+        "the model's labels are O, B-NP, I-NP, B-VP, I-VP",
+    ),
+    ('start = "np" ;', UnknownLabelError, '<string>:1:9: unknown label "np"'),
+    (
+        "start = [B-X*] ;",
+        UnknownLabelError,
+        "<string>:1:9: the label class [B-X*] matches no label; the model's labels are O",
+    ),
     ("start = [^*] ;", UnknownLabelError, "<string>:1:9: the label class [^*] matches no label"),
     ("start = B-{X} ;", UnknownLabelError, "unknown label 'B-PP' (from B-{X})"),
     ("start = O - O ;", GrammarError, "<string>:1:1: the grammar accepts nothing: rule 'start' allows no non-empty"),
     ("start = O{0} ;", GrammarError, "the grammar accepts nothing"),
     ("main = O ;", GrammarError, "<string>: no rule named 'start' (rules: main)"),
-    ("O = B-NP ;\nstart = O ;", GrammarError,
-     "<string>:2:9: 'O' is both a rule of <string> and a label; write \"O\" for the label or rename the rule"),
+    (
+        "O = B-NP ;\nstart = O ;",
+        GrammarError,
+        "<string>:2:9: 'O' is both a rule of <string> and a label; write \"O\" for the label or rename the rule",
+    ),
     ("start = O start? ;", GrammarError, "<string>:1:11: rule 'start' refers to itself (start -> start)"),
     ("start = a ;\na = O b ;\nb = a | O ;", GrammarError, "<string>:3:5: rule 'a' refers to itself (a -> b -> a)"),
     ("start = B-{T} ;", GrammarError, "<string>:1:9: variable {T} has no value"),
     ("start = any T: O ;", GrammarError, "<string>:1:9: variable {T} of 'any T:' appears in no label"),
     ("start = any T: Q-{T} ;", UnknownLabelError, "<string>:1:9: 'any T:' ranges over nothing: no label matches Q-{T}"),
-    ("start = any T: B-{T} E-{T}? ;", UnknownLabelError,
-     "<string>:1:22: E-{T} matches no label for any value of its variables"),
+    (
+        "start = any T: B-{T} E-{T}? ;",
+        UnknownLabelError,
+        "<string>:1:22: E-{T} matches no label for any value of its variables",
+    ),
     ("start = all T: [B-{T}] | [S-{T}] ;", UnknownLabelError, "<string>:1:26: [S-{T}] matches no label for any value"),
 ]
 
@@ -298,18 +335,25 @@ def test_bad_arguments():
 # imports and files
 # ---------------------------------------------------------------------------
 
+
 def test_imports_relative_and_shipped(tmp_path):
     tmp_path = tmp_path.resolve()
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "chunks.fgr").write_text("np = B-NP I-NP* ;\nvp = B-VP I-VP* ;\n")
     (tmp_path / "main.fgr").write_text(
         'import "lib/chunks.fgr" ;\nimport "lib/chunks" as c ;\nimport "iob2" ;\n'
-        "start = (chunks.np | c.vp | O)+ & iob2.start ;\n")
+        "start = (chunks.np | c.vp | O)+ & iob2.start ;\n"
+    )
     grammar = load_grammar(tmp_path / "main.fgr")
     assert [item.alias for item in grammar.imports] == ["chunks", "c", "iob2"]
     assert grammar.import_map["iob2"].source == str(SHIPPED_DIR / "iob2.fgr")
-    expected = defined(NP_VP, lambda s: len(s) >= 1 and re.fullmatch(
-        r"(O|B-NP( I-NP)*|B-VP( I-VP)*)( (O|B-NP( I-NP)*|B-VP( I-VP)*))*", " ".join(s)) is not None)
+    expected = defined(
+        NP_VP,
+        lambda s: (
+            len(s) >= 1
+            and re.fullmatch(r"(O|B-NP( I-NP)*|B-VP( I-VP)*)( (O|B-NP( I-NP)*|B-VP( I-VP)*))*", " ".join(s)) is not None
+        ),
+    )
     assert language(compile_grammar(grammar, NP_VP)) == expected
     # parse_grammar with a file source resolves imports next to it
     text = (tmp_path / "main.fgr").read_text()
@@ -326,8 +370,11 @@ def test_imported_rules_see_the_callers_variables(tmp_path):
     (tmp_path / "seg.fgr").write_text("seg = B-{T} I-{T}* ;\n")
     (tmp_path / "main.fgr").write_text('import "seg" ;\nstart = any T: seg.seg O ;\n')
     assert language(compile_grammar(load_grammar(tmp_path / "main.fgr"), NP_VP)) == defined(
-        NP_VP, lambda s: len(s) >= 2 and s[-1] == "O" and s[0] in ("B-NP", "B-VP")
-        and all(x == "I-" + s[0][2:] for x in s[1:-1]))
+        NP_VP,
+        lambda s: (
+            len(s) >= 2 and s[-1] == "O" and s[0] in ("B-NP", "B-VP") and all(x == "I-" + s[0][2:] for x in s[1:-1])
+        ),
+    )
 
 
 def test_errors_name_the_file_line_and_column(tmp_path):
@@ -347,9 +394,13 @@ def test_import_cycles(tmp_path):
     tmp_path = tmp_path.resolve()
     (tmp_path / "a.fgr").write_text('import "b" ;\nstart = O ;\n')
     (tmp_path / "b.fgr").write_text('\nimport "a.fgr" ;\nx = O ;\n')
-    with pytest.raises(GrammarError, match=re.escape(
+    with pytest.raises(
+        GrammarError,
+        match=re.escape(
             f"{tmp_path / 'b.fgr'}:2:1: import cycle: {tmp_path / 'a.fgr'} -> {tmp_path / 'b.fgr'} -> "
-            f"{tmp_path / 'a.fgr'}")):
+            f"{tmp_path / 'a.fgr'}"
+        ),
+    ):
         load_grammar(tmp_path / "a.fgr")
     (tmp_path / "self.fgr").write_text('import "self" ;\n')
     with pytest.raises(GrammarError, match="import cycle"):
@@ -366,6 +417,7 @@ def test_unreadable_import(tmp_path):
 # ---------------------------------------------------------------------------
 # the shipped grammars against their definitions
 # ---------------------------------------------------------------------------
+
 
 def test_shipped_grammar_files():
     names = ("at_least_one", "at_most_one", "bioes", "iob2", "second_order")
@@ -428,8 +480,7 @@ def test_bioes_grammar(types):
 def test_second_order_grammar(types):
     tags = iob2_labels(types)
     grammar = load_grammar("second_order")
-    expected = defined(tags, lambda s: not any(x.startswith("I-") and p == "O"
-                                               for p, x in zip(("O",) + s[:-1], s)))
+    expected = defined(tags, lambda s: not any(x.startswith("I-") and p == "O" for p, x in zip(("O",) + s[:-1], s)))
     assert language(compile_grammar(grammar, tags)) == expected
     assert topology_language(second_order(tags)) == expected - {()}
     assert topology_language(constrain(first_order(tags), grammar)) == expected - {()}
@@ -440,17 +491,22 @@ def test_segment_count_grammars(labels):
     most, least = load_grammar("at_most_one"), load_grammar("at_least_one")
     for kind in ("A", "B"):
         params = {"X": kind}
-        assert language(compile_grammar(most, labels, params=params), 4) == \
-            defined(labels, lambda s: segment_starts(s, kind) <= 1, 4)
-        assert language(compile_grammar(least, labels, params=params), 4) == \
-            defined(labels, lambda s: segment_starts(s, kind) >= 1, 4)
+        assert language(compile_grammar(most, labels, params=params), 4) == defined(
+            labels, lambda s: segment_starts(s, kind) <= 1, 4
+        )
+        assert language(compile_grammar(least, labels, params=params), 4) == defined(
+            labels, lambda s: segment_starts(s, kind) >= 1, 4
+        )
     # templates applied to every type at once, and combined with validity
     scheme, valid = ("iob2", iob2_valid) if "I-B" in labels else ("bioes", bioes_valid)
-    grammar = parse_grammar(f'import "at_most_one" as most ;\nimport "at_least_one" as least ;\n'
-                            f'import "{scheme}" as valid ;\n'
-                            "start = valid.start & (all X: most.start) & (with X = A: least.start) ;\n")
+    grammar = parse_grammar(
+        f'import "at_most_one" as most ;\nimport "at_least_one" as least ;\n'
+        f'import "{scheme}" as valid ;\n'
+        "start = valid.start & (all X: most.start) & (with X = A: least.start) ;\n"
+    )
     assert language(compile_grammar(grammar, labels), 4) == defined(
-        labels, lambda s: valid(s) and segment_starts(s, "A") == 1 and segment_starts(s, "B") <= 1, 4)
+        labels, lambda s: valid(s) and segment_starts(s, "A") == 1 and segment_starts(s, "B") <= 1, 4
+    )
 
 
 def test_segment_count_grammar_errors():
@@ -480,16 +536,21 @@ def class_chars(text):
 
 def trees(with_ref):
     """Random expression trees (nested tuples); ("ref",) leaves stand for the rule `helper`."""
-    leaves = [st.tuples(st.just("label"), st.sampled_from(LABELS), st.booleans()),
-              st.tuples(st.just("class"), st.sampled_from(CLASSES)),
-              st.just(("any",))]
+    leaves = [
+        st.tuples(st.just("label"), st.sampled_from(LABELS), st.booleans()),
+        st.tuples(st.just("class"), st.sampled_from(CLASSES)),
+        st.just(("any",)),
+    ]
     if with_ref:
         leaves.append(st.just(("ref",)))
 
     def extend(children):
-        return st.one_of(st.tuples(st.sampled_from(["concat", "union", "and", "minus"]), children, children),
-                         st.tuples(st.sampled_from(["not", "star", "plus", "opt"]), children),
-                         st.tuples(st.just("rep"), children, st.sampled_from(REPEATS)))
+        return st.one_of(
+            st.tuples(st.sampled_from(["concat", "union", "and", "minus"]), children, children),
+            st.tuples(st.sampled_from(["not", "star", "plus", "opt"]), children),
+            st.tuples(st.just("rep"), children, st.sampled_from(REPEATS)),
+        )
+
     return st.recursive(st.one_of(*leaves), extend, max_leaves=6)
 
 
@@ -537,7 +598,7 @@ def regex(node, helper):
         return "[abcd]"
     if kind == "ref":
         return helper[1]
-    parts = [regex(c, helper) for c in node[1:3 if kind in BINARY else 2]]
+    parts = [regex(c, helper) for c in node[1 : 3 if kind in BINARY else 2]]
     if kind in ("and", "minus", "not") or None in parts:
         return None
     if kind == "concat":
@@ -582,8 +643,12 @@ def oracle(node, helper) -> frozenset:
     if kind == "rep":
         return power_sets(a, *node[2])
     b = oracle(node[2], helper)
-    return {"concat": concat_sets, "union": frozenset.union, "and": frozenset.intersection,
-            "minus": frozenset.difference}[kind](a, b)
+    return {
+        "concat": concat_sets,
+        "union": frozenset.union,
+        "and": frozenset.intersection,
+        "minus": frozenset.difference,
+    }[kind](a, b)
 
 
 @st.composite
@@ -623,11 +688,17 @@ def test_random_grammar_against_regex_oracle(grammar):
 # inference under random grammars: kernel vs brute force vs pynini
 # ---------------------------------------------------------------------------
 
+
 def random_potentials(topology, lengths, seed):
     rng = np.random.default_rng(seed)
-    return fstcrf.Potentials(topology, rng.uniform(-3, 3, (sum(lengths), topology.num_states)), lengths,
-                             rng.uniform(-3, 3, topology.num_edges), rng.uniform(-1, 1, topology.num_states),
-                             rng.uniform(-1, 1, topology.num_states))
+    return fstcrf.Potentials(
+        topology,
+        rng.uniform(-3, 3, (sum(lengths), topology.num_states)),
+        lengths,
+        rng.uniform(-3, 3, topology.num_edges),
+        rng.uniform(-1, 1, topology.num_states),
+        rng.uniform(-1, 1, topology.num_states),
+    )
 
 
 def check_inference_under_grammar(pot, grammar, allowed, params=None):
@@ -648,8 +719,13 @@ def check_inference_under_grammar(pot, grammar, allowed, params=None):
     draws = fstcrf.sample(inner, 12, seed=7)
     for b in range(pot.num_sequences):
         rows = pot.sentence(b)
-        brute = BruteForce(topology, pot.emissions[rows], pot.transitions, np.where(topology.start, pot.start, 0),
-                           np.where(topology.final, pot.final, 0))
+        brute = BruteForce(
+            topology,
+            pot.emissions[rows],
+            pot.transitions,
+            np.where(topology.start, pot.start, 0),
+            np.where(topology.final, pot.final, 0),
+        )
         labels_of = [tuple(topology.labels[topology.state_label[s]] for s in path) for path in brute.paths]
         keep = np.array([allowed(seq) for seq in labels_of], dtype=bool)
         scores = brute.scores[keep]
@@ -669,7 +745,8 @@ def check_inference_under_grammar(pot, grammar, allowed, params=None):
         kept_paths = brute.paths[keep]
         for t in range(len(path)):
             np.testing.assert_allclose(
-                marginals[t], np.bincount(kept_paths[:, t], probabilities, topology.num_states), atol=1e-10)
+                marginals[t], np.bincount(kept_paths[:, t], probabilities, topology.num_states), atol=1e-10
+            )
         # k best: the top allowed scores, each path allowed
         found = min(k, len(scores))
         assert top.found[b] == found
@@ -691,13 +768,14 @@ def check_inference_under_grammar(pot, grammar, allowed, params=None):
         assert math.isclose(-float(it.weight()), scores.max(), rel_tol=1e-4, abs_tol=1e-4)
         ranked = np.sort(scores)[::-1]
         if len(ranked) == 1 or ranked[0] - ranked[1] > 1e-3:
-            assert [topology.labels[k - 1] for k in it.ilabels()] == \
-                [topology.labels[topology.state_label[s]] for s in path]
+            assert [topology.labels[k - 1] for k in it.ilabels()] == [
+                topology.labels[topology.state_label[s]] for s in path
+            ]
 
 
 @pytest.mark.slow
 @oracle_settings(120)
-@given(random_grammars(), st.integers(0, 2 ** 32 - 1), st.lists(st.integers(1, 4), min_size=1, max_size=3))
+@given(random_grammars(), st.integers(0, 2**32 - 1), st.lists(st.integers(1, 4), min_size=1, max_size=3))
 def test_inference_under_random_grammar(grammar, seed, lengths):
     text, strings = grammar
     assume(strings - {""})
@@ -710,12 +788,15 @@ def test_inference_under_random_grammar(grammar, seed, lengths):
     check_inference_under_grammar(pot, parsed, lambda seq: as_string(seq) in strings)
 
 
-@pytest.mark.parametrize("name, topology, params, allowed", [
-    ("at_most_one", iob2(["A", "B"]), {"X": "A"}, lambda s: segment_starts(s, "A") <= 1),
-    ("at_least_one", bioes(["A"]), {"X": "A"}, lambda s: segment_starts(s, "A") >= 1),
-    ("iob2", second_order(iob2_labels(["A"])), None, iob2_valid),
-    ("at_least_one", second_order(iob2_labels(["A"])), {"X": "A"}, lambda s: segment_starts(s, "A") >= 1),
-])
+@pytest.mark.parametrize(
+    "name, topology, params, allowed",
+    [
+        ("at_most_one", iob2(["A", "B"]), {"X": "A"}, lambda s: segment_starts(s, "A") <= 1),
+        ("at_least_one", bioes(["A"]), {"X": "A"}, lambda s: segment_starts(s, "A") >= 1),
+        ("iob2", second_order(iob2_labels(["A"])), None, iob2_valid),
+        ("at_least_one", second_order(iob2_labels(["A"])), {"X": "A"}, lambda s: segment_starts(s, "A") >= 1),
+    ],
+)
 def test_inference_under_shipped_grammar(name, topology, params, allowed):
     """Grammars over topologies whose states remember more than one label."""
     pot = random_potentials(topology, [4, 3, 1], 5)
@@ -747,6 +828,7 @@ def test_constrain_and_restrict_details():
 # ---------------------------------------------------------------------------
 # the documentation's examples parse
 # ---------------------------------------------------------------------------
+
 
 def test_documented_examples_parse():
     text = (ROOT / "docs" / "grammars.md").read_text()

@@ -1,5 +1,6 @@
 """fstcrf dump and fstcrf info: the largest weights really are the largest, --label
 filters, and info's numbers are the model's."""
+
 import os
 import re
 
@@ -57,7 +58,7 @@ def test_dump_lists_the_largest_state_and_transition_weights(model_path, capsys)
     assert status == 0
     assert out.startswith(f"labels ({len(model.labels_)}): {' '.join(model.labels_)}\n")
     assert f"topology: {model.topology_.name}, {model.topology_.num_states} states" in out
-    assert "\n  pos[-1]|pos[0]\n" in out            # the template
+    assert "\n  pos[-1]|pos[0]\n" in out  # the template
     tables = sections(out)
     F = model.features_.num_features
     state = np.sort(model.weights_[:F])
@@ -67,8 +68,10 @@ def test_dump_lists_the_largest_state_and_transition_weights(model_path, capsys)
     assert [float(row[-1]) for row in tables["transitions positive"]] == pytest.approx(edges[::-1][:7], abs=1e-6)
     # each listed transition names its states and carries that edge's weight
     topology = model.topology_
-    by_names = {(topology.state_names[s], topology.state_names[d]): model.weights_[F + e]
-                for e, (s, d) in enumerate(zip(topology.edge_src, topology.edge_dst))}
+    by_names = {
+        (topology.state_names[s], topology.state_names[d]): model.weights_[F + e]
+        for e, (s, d) in enumerate(zip(topology.edge_src, topology.edge_dst))
+    }
     for source, target, weight in tables["transitions positive"] + tables["transitions negative"]:
         assert by_names[source, target] == pytest.approx(float(weight), abs=1e-6)
 
@@ -77,7 +80,7 @@ def test_state_weights_pair_each_weight_with_its_predicate_and_output(model_path
     model = load_model(model_path)
     weights = state_weights(model)
     features = model.features_
-    f = int(np.argmax(np.abs(model.weights_[:features.num_features])))
+    f = int(np.argmax(np.abs(model.weights_[: features.num_features])))
     predicate = int(np.searchsorted(features.ptr, f, side="right") - 1)
     assert weights.keys[f][0] == model.extractor_.predicate_names_[predicate]
     assert weights.values[f] == model.weights_[f]
@@ -126,6 +129,7 @@ def test_info_gives_the_models_numbers(model_path, capsys):
 def test_info_of_a_custom_template_and_a_dev_set(tmp_path):
     from fstcrf.conll import read_conll
     from fstcrf.model import ChainCRF
+
     corpus = read_conll(TRAIN)
     model = ChainCRF(template="bias\nword[0]\npos[0]", max_iter=3).fit(corpus[:150], dev=corpus[150:200])
     fields = info_fields(info_text(model))
@@ -138,10 +142,28 @@ def test_info_of_a_custom_template_and_a_dev_set(tmp_path):
 def joint_path(tmp_path_factory):
     folder = tmp_path_factory.mktemp("joint")
     pos_path, chunk_path, joint_path = (str(folder / name) for name in ("p.model", "c.model", "j.model"))
-    assert cli.main(["-q", "train", str(TRAIN), "--target", "pos", "--template", "pos", "--max-iter", "3",
-                     "-o", pos_path]) == 0
-    assert cli.main(["-q", "train", str(TRAIN), "--reads", "pos", "--template", "chunking-reads-pos",
-                     "--max-iter", "3", "-o", chunk_path]) == 0
+    assert (
+        cli.main(["-q", "train", str(TRAIN), "--target", "pos", "--template", "pos", "--max-iter", "3", "-o", pos_path])
+        == 0
+    )
+    assert (
+        cli.main(
+            [
+                "-q",
+                "train",
+                str(TRAIN),
+                "--reads",
+                "pos",
+                "--template",
+                "chunking-reads-pos",
+                "--max-iter",
+                "3",
+                "-o",
+                chunk_path,
+            ]
+        )
+        == 0
+    )
     assert cli.main(["-q", "compose", pos_path, chunk_path, "-o", joint_path]) == 0
     return joint_path
 
@@ -171,10 +193,13 @@ def test_dump_of_a_composition_or_a_non_model_is_a_one_line_error(joint_path, tm
 def test_dump_reads_the_transitions_that_depend_on_lower_labels(tmp_path):
     from fstcrf.conll import read_conll
     from fstcrf.model import ChainCRF
+
     corpus = read_conll(TRAIN)[:120]
     model = ChainCRF(template="bias\nword[0]\npos[0]", reads="pos", max_iter=3).fit(corpus)
     weights = transition_weights(model)
     E = model.topology_.num_edges
-    assert len(weights.values) == E * (1 + len(model.lower_labels_)) == len(model.weights_) - model.features_.num_features
+    assert (
+        len(weights.values) == E * (1 + len(model.lower_labels_)) == len(model.weights_) - model.features_.num_features
+    )
     assert {key[2] for key in weights.keys} == {"*", *model.lower_labels_}
     assert "  from" in dump_text(model) and "lower" in dump_text(model, top=1)

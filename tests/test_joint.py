@@ -1,5 +1,6 @@
 """Factorised joint inference against the dense cross-product kernel and
 against pynini composition of per-component lattice transducers."""
+
 import itertools
 
 import numpy as np
@@ -92,9 +93,11 @@ def component_lattice(jp, emissions, k, sentence):
     fst.set_start(initial)
     nodes = [[fst.add_state() for _ in range(topo.num_states)] for _ in range(T)]
     for lower in range(1 if k == 0 else space.sizes[k - 1]):
+
         def arc(state, t, score, target):
             key_in = state + 1 if k == 0 else lower + 1
             fst.add_arc(target[0], pynini.Arc(key_in, state + 1, pynini.Weight("log64", -score), target[1]))
+
         for s in np.flatnonzero(topo.start):
             arc(s, 0, e[0, s] if k == 0 else e[0, lower, s], (initial, nodes[0][s]))
         for t in range(1, T):
@@ -147,7 +150,9 @@ def test_joint_kbest_and_sampling_follow_the_joint_distribution():
     assert np.all(np.diff(top.scores, axis=1) <= 0)
     draws = joint.joint_sample(jp, 4000, seed=3)
     _, marginals = joint.joint_forward_backward(jp)
-    frequencies = np.stack([np.bincount(draws[:, n], minlength=jp.space.num_states) for n in range(jp.num_tokens)]) / 4000
+    frequencies = (
+        np.stack([np.bincount(draws[:, n], minlength=jp.space.num_states) for n in range(jp.num_tokens)]) / 4000
+    )
     np.testing.assert_allclose(frequencies, marginals, atol=0.04)
 
 
@@ -187,14 +192,20 @@ def test_threads_give_identical_results():
     space = joint.JointSpace([iob2(["NP", "VP"]), first_order(["a", "b", "c"])])
     lengths = rng.integers(1, 30, size=50)
     N = int(lengths.sum())
-    jp = joint.JointPotentials(space, rng.normal(size=(N, space.num_states)), lengths,
-                               [rng.normal(size=space.transition_shape(k)) for k in range(2)])
+    jp = joint.JointPotentials(
+        space,
+        rng.normal(size=(N, space.num_states)),
+        lengths,
+        [rng.normal(size=space.transition_shape(k)) for k in range(2)],
+    )
     one = joint.joint_forward_backward(jp, threads=1)
     two = joint.joint_forward_backward(jp, threads=2)
     np.testing.assert_array_equal(one[0], two[0])
     np.testing.assert_array_equal(one[1], two[1])
     # each thread sums its own sentences' edge counts: equal up to the order of the sum
-    for a, b in zip(joint.joint_posteriors(jp, threads=1).edge_counts, joint.joint_posteriors(jp, threads=2).edge_counts):
+    for a, b in zip(
+        joint.joint_posteriors(jp, threads=1).edge_counts, joint.joint_posteriors(jp, threads=2).edge_counts
+    ):
         np.testing.assert_allclose(a, b, rtol=1e-12)
     np.testing.assert_array_equal(joint.joint_viterbi(jp, threads=1).paths, joint.joint_viterbi(jp, threads=2).paths)
 
@@ -223,7 +234,7 @@ def brute_force_edge_counts(jp, emissions, sentence):
     edge_ids = [{(a, b): e for e, (a, b) in enumerate(zip(t.edge_src, t.edge_dst))} for t in space.components]
     weights, uses = [], []
     for path in itertools.product(range(space.num_states), repeat=T):
-        states = space.component_states(np.array(path))   # [T, N]
+        states = space.component_states(np.array(path))  # [T, N]
         if space.allowed is not None and not space.allowed[list(path)].all():
             continue
         score = jp.start[path[0]] + jp.final[path[-1]]
@@ -232,8 +243,11 @@ def brute_force_edge_counts(jp, emissions, sentence):
         for k, topo in enumerate(space.components):
             for t in range(T):
                 lower = 0 if k == 0 else states[t, k - 1]
-                score += emissions[k][rows.start + t, states[t, 0]] if k == 0 else \
-                    emissions[k][rows.start + t, lower, states[t, k]]
+                score += (
+                    emissions[k][rows.start + t, states[t, 0]]
+                    if k == 0
+                    else emissions[k][rows.start + t, lower, states[t, k]]
+                )
                 if t == 0:
                     continue
                 edge = edge_ids[k].get((states[t - 1, k], states[t, k]))
@@ -256,7 +270,7 @@ def test_joint_edge_counts_equal_brute_force_enumeration(seed, num_components, w
     comps = [random_topology(rng, 2) for _ in range(num_components)]
     allowed = None
     if with_mask:
-        allowed = rng.random(2 ** num_components) < 0.8
+        allowed = rng.random(2**num_components) < 0.8
         allowed[0] = True
     space = joint.JointSpace(comps, allowed)
     lengths = rng.integers(1, 4, size=2)
@@ -264,8 +278,14 @@ def test_joint_edge_counts_equal_brute_force_enumeration(seed, num_components, w
     emissions = [rng.normal(size=(N, 2))] + [rng.normal(size=(N, 2, 2)) for _ in range(1, num_components)]
     transitions = [rng.normal(size=space.transition_shape(k)) for k in range(num_components)]
     try:
-        jp = joint.JointPotentials(space, joint.joint_emissions(space, emissions), lengths, transitions,
-                                   rng.normal(size=space.num_states), rng.normal(size=space.num_states))
+        jp = joint.JointPotentials(
+            space,
+            joint.joint_emissions(space, emissions),
+            lengths,
+            transitions,
+            rng.normal(size=space.num_states),
+            rng.normal(size=space.num_states),
+        )
     except errors.InfeasibleError:
         return
     counts = joint.joint_posteriors(jp, marginals=False).edge_counts

@@ -1,5 +1,6 @@
 """MCE-F training (fstcrf.mce): segments as conlleval reads them, segment boxes, the
 objective against brute-force enumeration, its gradient, and the estimator."""
+
 import itertools
 import math
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from fstcrf.encoding import EncodedSentences, build_features
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.inference import kbest
 from fstcrf.evaluate import score_chunks
-from fstcrf.labels import chain_topology, gold_label_set, gold_states, parse_gold
+from fstcrf.labels import chain_topology, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.objective import Scorer, TrainingSet
 from oracles import check_finite_differences
@@ -33,8 +34,10 @@ def segment_set(labels: list[str]) -> set[tuple[int, int, int]]:
 
 
 def iob2_valid(labels) -> bool:
-    return all(not label.startswith("I-") or (t > 0 and labels[t - 1][2:] == label[2:] and labels[t - 1] != "O")
-               for t, label in enumerate(labels))
+    return all(
+        not label.startswith("I-") or (t > 0 and labels[t - 1][2:] == label[2:] and labels[t - 1] != "O")
+        for t, label in enumerate(labels)
+    )
 
 
 label_sequences = st.lists(st.sampled_from(LABELS), min_size=1, max_size=9)
@@ -43,7 +46,7 @@ label_sequences = st.lists(st.sampled_from(LABELS), min_size=1, max_size=9)
 @settings(max_examples=300, deadline=None)
 @given(label_sequences, label_sequences)
 def test_segments_are_the_chunks_conlleval_counts(a, b):
-    b = (b * len(a))[:len(a)]
+    b = (b * len(a))[: len(a)]
     scores = score_chunks([a], [b])
     assert len(segment_set(a)) == scores.num_gold_chunks
     assert len(segment_set(b)) == scores.num_predicted_chunks
@@ -70,7 +73,7 @@ def test_a_box_holds_exactly_when_the_segment_is_output(length):
         span_lengths, allowed = mce.segment_boxes(segments, ids, np.array([0, length]), SCHEME, len(LABELS))
         rows = np.cumsum(span_lengths) - span_lengths
         for k in range(len(segments)):
-            box = allowed[rows[k]:rows[k] + span_lengths[k]]
+            box = allowed[rows[k] : rows[k] + span_lengths[k]]
             first = int(segments.first[k])
             key = (first, int(segments.last[k]), int(segments.chunk_type[k]))
             for z in valid:
@@ -84,6 +87,7 @@ def test_non_iob2_labels_are_refused():
 
 
 # -- the objective against enumeration --------------------------------------------------
+
 
 @dataclass
 class SentencePaths:
@@ -104,8 +108,9 @@ class SentencePaths:
 
     def best_incorrect(self) -> int | None:
         """The index of the best path that is not gold (None if every path is gold)."""
-        incorrect = [i for i in np.argsort(-self.scores, kind="stable")
-                     if not np.array_equal(self.states[i], self.gold)]
+        incorrect = [
+            i for i in np.argsort(-self.scores, kind="stable") if not np.array_equal(self.states[i], self.gold)
+        ]
         return incorrect[0] if incorrect else None
 
 
@@ -124,12 +129,12 @@ def enumerate_sentence(objective: mce.SegmentFScore, theta: np.ndarray, b: int) 
         return set(zip(segments.first.tolist(), segments.last.tolist(), segments.chunk_type.tolist()))
 
     gold = objective.gold_states[rows]
-    return SentencePaths(states[feasible], scores[feasible], [chunks(p) for p in states[feasible]],
-                         gold, chunks(gold))
+    return SentencePaths(states[feasible], scores[feasible], [chunks(p) for p in states[feasible]], gold, chunks(gold))
 
 
 def brute_force_objective(objective: mce.SegmentFScore, theta: np.ndarray) -> float:
     """r(theta) from every label path of every sentence."""
+
     def smooth(d):
         return scipy.special.expit(objective.alpha * d + objective.beta)
 
@@ -145,7 +150,7 @@ def brute_force_objective(objective: mce.SegmentFScore, theta: np.ndarray) -> fl
         for chunk in paths.chunks[rival] - paths.gold_chunks:
             inside, outside = paths.margin(chunk)
             fp += smooth(inside - outside)
-    g2 = objective.gamma ** 2
+    g2 = objective.gamma**2
     return (g2 * fn + fp) / ((1 + g2) * tp)
 
 
@@ -162,6 +167,7 @@ def iob2_training_set(corpus, order: int):
     has a weight for every predicate."""
     from fstcrf.features import FeatureExtractor, parse_template
     from fstcrf.grammar import compile_grammar, constrain, load_grammar
+
     extractor = FeatureExtractor(parse_template(TEMPLATE))
     encoded = EncodedSentences.from_corpus(extractor, corpus, fit=True)
     gold = corpus.column("chunk")
@@ -169,8 +175,9 @@ def iob2_training_set(corpus, order: int):
     topology = constrain(chain_topology(order, labels), compile_grammar(load_grammar("iob2"), labels))
     label_ids, _ = parse_gold(topology, gold)
     states = gold_states(topology, label_ids, encoded.offsets)
-    features = build_features(encoded, states, label_ids, topology, order, "complete",
-                              extractor.vocabulary_.get("bias"))     # every label scored: no exact ties
+    features = build_features(
+        encoded, states, label_ids, topology, order, "complete", extractor.vocabulary_.get("bias")
+    )  # every label scored: no exact ties
     return TrainingSet(Scorer(features, topology, 2), encoded, states)
 
 
@@ -184,8 +191,9 @@ def test_objective_matches_enumeration(order, seed):
     assert value == pytest.approx(brute_force_objective(objective, theta), rel=1e-10)
 
 
-smoothing = st.tuples(st.sampled_from([1.0, 0.3, 3.0]), st.sampled_from([0.0, -1.0, 0.5]),
-                      st.sampled_from([1.0, 0.5, 2.0]))          # alpha, beta, gamma
+smoothing = st.tuples(
+    st.sampled_from([1.0, 0.3, 3.0]), st.sampled_from([0.0, -1.0, 0.5]), st.sampled_from([1.0, 0.5, 2.0])
+)  # alpha, beta, gamma
 
 
 def small_objective(seed: int, smoothing_params=(1.0, 0.0, 1.0), gold=None) -> mce.SegmentFScore:
@@ -201,7 +209,7 @@ def small_objective(seed: int, smoothing_params=(1.0, 0.0, 1.0), gold=None) -> m
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.integers(0, 2 ** 16), st.sampled_from([0.2, 1.0, 3.0]), smoothing)
+@given(st.integers(0, 2**16), st.sampled_from([0.2, 1.0, 3.0]), smoothing)
 def test_objective_matches_enumeration_for_any_smoothing(seed, scale, smoothing_params):
     objective = small_objective(seed, smoothing_params)
     theta = np.random.default_rng(seed).normal(0, scale, objective.num_weights)
@@ -212,15 +220,17 @@ def test_objective_matches_enumeration_for_any_smoothing(seed, scale, smoothing_
 def viterbi_as_gold(theta_seed: int):
     """gold(problem) for small_objective: the Viterbi states under N(0, 1) weights of seed
     theta_seed, so that the best incorrect output is the second best path."""
+
     def gold(problem):
         theta = np.random.default_rng(theta_seed).normal(0, 1.0, problem.num_weights)
         pot = problem.scorer.potentials(problem.encoded, theta, 0, problem.num_sequences)
         return kbest(pot, 1).paths[0].astype(np.int64)
+
     return gold
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2 ** 16), st.booleans())
+@given(st.integers(0, 2**16), st.booleans())
 def test_rival_and_segment_paths_match_enumeration(seed, gold_is_viterbi):
     """The best incorrect output, the candidate false positives read from it, and for
     every segment the best path that outputs it and the best that differs from it there
@@ -253,21 +263,22 @@ def test_rival_and_segment_paths_match_enumeration(seed, gold_is_viterbi):
             sign = 1.0 if block.gold[k] else -1.0
             assert block.d[k] == pytest.approx(sign * (outside - inside), abs=1e-9)
             entries = block.span_of_row == k
-            inside_path, outside_path = ((block.minus_paths, block.plus_paths) if block.gold[k]
-                                         else (block.plus_paths, block.minus_paths))
-            for path, score, outputs in ((inside_path[entries], inside, True),
-                                         (outside_path[entries], outside, False)):
+            inside_path, outside_path = (
+                (block.minus_paths, block.plus_paths) if block.gold[k] else (block.plus_paths, block.minus_paths)
+            )
+            for path, score, outputs in ((inside_path[entries], inside, True), (outside_path[entries], outside, False)):
                 if not np.isfinite(score):
                     continue
                 labels = objective.topology.state_label[path]
                 read = mce.read_segments(labels, np.array([0, len(labels)]), objective.scheme)
-                assert (chunk_of[k] in set(zip(read.first.tolist(), read.last.tolist(),
-                                                read.chunk_type.tolist()))) == outputs
+                assert (
+                    chunk_of[k] in set(zip(read.first.tolist(), read.last.tolist(), read.chunk_type.tolist()))
+                ) == outputs
                 assert sentence_pot.score(path)[0] == pytest.approx(score, abs=1e-9)
 
 
 @settings(max_examples=8, deadline=None)
-@given(st.integers(0, 2 ** 16), st.sampled_from([1, 2]), smoothing)
+@given(st.integers(0, 2**16), st.sampled_from([1, 2]), smoothing)
 def test_gradient_matches_finite_differences(seed, order, smoothing_params):
     problem = training_set(random_corpus(seed, 14), order, "supported")
     try:
@@ -275,8 +286,9 @@ def test_gradient_matches_finite_differences(seed, order, smoothing_params):
     except LabelError:
         assume(False)
     theta = np.random.default_rng(seed).normal(0, 0.7, problem.num_weights)
-    check_finite_differences(objective.loss_and_gradient, theta, problem.scorer.features.num_features,
-                             seed=seed, step=1e-6, absolute=1e-7)
+    check_finite_differences(
+        objective.loss_and_gradient, theta, problem.scorer.features.num_features, seed=seed, step=1e-6, absolute=1e-7
+    )
 
 
 def test_threads_do_not_change_the_objective():
@@ -298,13 +310,14 @@ def test_a_corpus_without_chunks_is_refused():
 
 # -- the estimator --------------------------------------------------------------------
 
+
 def test_mce_f_trains_from_the_map_weights_and_records_both_stages():
     train_corpus, dev = random_corpus(31, 80), chunk_corpus(32, 30)
     model = ChainCRF(TEMPLATE, algorithm="mce-f", max_iter=15, mce_iter=8, mce_c=1e3).fit(train_corpus, dev=dev)
     stages = [record["algorithm"] for record in model.history_]
     assert stages[:15] == ["lbfgs"] * 15 and stages[15] == "mce-f"
     mce_records = [record for record in model.history_ if record["algorithm"] == "mce-f"]
-    assert mce_records[0]["iteration"] == 0       # the MAP weights, scored on dev
+    assert mce_records[0]["iteration"] == 0  # the MAP weights, scored on dev
     assert model.best_iteration_ == max(mce_records, key=lambda r: r["dev_score"])["iteration"]
     assert model.score(dev).f1 == pytest.approx(max(r["dev_score"] for r in mce_records), abs=1e-12)
 
@@ -321,7 +334,7 @@ def test_warm_start_continues_from_a_model_and_keeps_its_dictionary(tmp_path):
     again = load_model(tmp_path / "warm.model")
     assert (again.mce_c, again.mce_iter) == (1e7, 5)
     assert again.predict(corpus) == warm.predict(corpus)
-    resumed = ChainCRF(order=2, max_iter=3).fit(corpus, init=start)      # plain L-BFGS warm start
+    resumed = ChainCRF(order=2, max_iter=3).fit(corpus, init=start)  # plain L-BFGS warm start
     assert [r["iteration"] for r in resumed.history_] == [0, 1, 2, 3]
     assert resumed.history_[0]["objective"] < ChainCRF(order=2, max_iter=1).fit(corpus).history_[0]["objective"]
 
@@ -355,10 +368,14 @@ def test_the_sigmoid_parameters_reach_the_objective_and_the_model_file(tmp_path)
     tuned = ChainCRF(algorithm="mce-f", mce_iter=1, mce_c=1e3, mce_alpha=0.3, mce_beta=-0.5).fit(corpus, init=start)
     problem = training_set(corpus, 1, "supported")
     r, _ = mce.SegmentFScore(problem.scorer, problem.encoded, problem.states, 0.3, -0.5).loss_and_gradient(
-        start.weights_)
+        start.weights_
+    )
     assert tuned.history_[0]["objective"] == pytest.approx(r + start.weights_ @ start.weights_ / 2e3, rel=1e-9)
     tuned.save(tmp_path / "tuned.model")
-    assert (load_model(tmp_path / "tuned.model").mce_alpha, load_model(tmp_path / "tuned.model").mce_beta) == (0.3, -0.5)
+    assert (load_model(tmp_path / "tuned.model").mce_alpha, load_model(tmp_path / "tuned.model").mce_beta) == (
+        0.3,
+        -0.5,
+    )
 
 
 @pytest.mark.slow
@@ -367,6 +384,7 @@ def test_f_score_training_on_conll2000_raises_the_smoothed_training_f(data_file)
     errors to learn from), 10 MCE-F iterations lower r (the smoothed 1/F - 1 of the
     training chunks) and raise the training F-score."""
     from fstcrf.conll import Corpus, read_conll
+
     train_corpus = read_conll(data_file("conll2000/train.txt"))
     small = Corpus(train_corpus.column_names, train_corpus.sentences[:500])
     start = ChainCRF("crfpp", max_iter=5).fit(small)
@@ -378,8 +396,16 @@ def test_f_score_training_on_conll2000_raises_the_smoothed_training_f(data_file)
 
 def test_gradient_with_transitions_that_read_a_lower_label():
     from test_model import reading_training_set
+
     problem = reading_training_set(random_corpus(64, 14), 1)
     objective = mce.SegmentFScore(problem.scorer, problem.encoded, problem.states)
     theta = np.random.default_rng(5).normal(0, 0.7, problem.num_weights)
-    check_finite_differences(objective.loss_and_gradient, theta, problem.scorer.features.num_features,
-                             seed=5, step=1e-6, absolute=1e-7, num_coordinates=16)
+    check_finite_differences(
+        objective.loss_and_gradient,
+        theta,
+        problem.scorer.features.num_features,
+        seed=5,
+        step=1e-6,
+        absolute=1e-7,
+        num_coordinates=16,
+    )

@@ -1,4 +1,5 @@
 """fstcrf bench mce on toy corpora laid out like CoNLL-2000 and CoNLL-2003 (IOB1 NER)."""
+
 import json
 
 from fstcrf.cli import main
@@ -22,8 +23,7 @@ def toy_data(folder):
 
 def test_bench_mce_prints_map_and_mce_f_test_scores(tmp_path, capsys):
     toy_data(tmp_path)
-    assert main(["-q", "bench", "mce", "--data", str(tmp_path), "--json", "--map-iter", "4",
-                 "--mce-iter", "3"]) == 0
+    assert main(["-q", "bench", "mce", "--data", str(tmp_path), "--json", "--map-iter", "4", "--mce-iter", "3"]) == 0
     results = json.loads(capsys.readouterr().out)
     assert set(results) == {"chunking", "ner"}
     assert results["chunking"]["map_sigma"] in (1.0, 10.0) and results["ner"]["map_sigma"] == 3.0
@@ -34,7 +34,7 @@ def test_bench_mce_prints_map_and_mce_f_test_scores(tmp_path, capsys):
         best_dev = max(point[2] for curve in curves.values() for point in curve)
         chosen = dict((point[0], point[2]) for point in curves[f"{result['mce_c']:g}"])
         assert chosen[result["mce_iterations"]] == best_dev
-        assert all(curve[0][2] == result["dev_map"] for curve in curves.values())   # iteration 0 is MAP
+        assert all(curve[0][2] == result["dev_map"] for curve in curves.values())  # iteration 0 is MAP
         if result["mce_iterations"] == 0:
             assert result["mce_f"] == result["map"]
 

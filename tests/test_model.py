@@ -1,4 +1,5 @@
 """The factored feature layout, the training objective and model files."""
+
 import json
 import os
 import random
@@ -25,9 +26,14 @@ from oracles import check_finite_differences
 
 TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\npos[-1]\npos[0]\npos[0]|pos[+1]\n"
 
-_WORDS = {"DT": ["the", "a", "every"], "JJ": ["big", "red", "old", "new"],
-          "NN": ["dog", "cat", "park", "ball", "idea"], "VB": ["sees", "likes", "chased", "is"],
-          "IN": ["in", "near", "with"], ".": [".", "!"]}
+_WORDS = {
+    "DT": ["the", "a", "every"],
+    "JJ": ["big", "red", "old", "new"],
+    "NN": ["dog", "cat", "park", "ball", "idea"],
+    "VB": ["sees", "likes", "chased", "is"],
+    "IN": ["in", "near", "with"],
+    ".": [".", "!"],
+}
 
 
 def chunk_corpus(seed: int, num_sentences: int) -> Corpus:
@@ -69,14 +75,19 @@ def random_corpus(seed: int, num_sentences: int) -> Corpus:
             choices = ["O", "B-NP", "B-VP"] + (["I-" + previous[2:]] if previous != "O" else [])
             previous = rng.choice(choices)
             chunks.append(previous)
-        sentences.append(Sentence({"word": [rng.choice("abcdef") for _ in range(length)],
-                                   "pos": [rng.choice("XYZ") for _ in range(length)],
-                                   "chunk": chunks}))
+        sentences.append(
+            Sentence(
+                {
+                    "word": [rng.choice("abcdef") for _ in range(length)],
+                    "pos": [rng.choice("XYZ") for _ in range(length)],
+                    "chunk": chunks,
+                }
+            )
+        )
     return Corpus(("word", "pos", "chunk"), sentences)
 
 
-def training_set(corpus: Corpus, order: int, feature_set: str, threads: int = 2,
-                 constraint=None) -> TrainingSet:
+def training_set(corpus: Corpus, order: int, feature_set: str, threads: int = 2, constraint=None) -> TrainingSet:
     """The training problem of ``corpus``'s chunk column (which may hold partial
     labels), optionally under a constraint acceptor."""
     extractor = FeatureExtractor(parse_template(TEMPLATE))
@@ -85,8 +96,15 @@ def training_set(corpus: Corpus, order: int, feature_set: str, threads: int = 2,
     topology = chain_topology(order, gold_label_set(gold))
     label_ids, allowed = parse_gold(topology, gold)
     states = gold_states(topology, label_ids, encoded.offsets)
-    features = build_features(encoded, label_ids if order == 1 else states, label_ids, topology,
-                                  order, feature_set, extractor.vocabulary_.get("bias"))
+    features = build_features(
+        encoded,
+        label_ids if order == 1 else states,
+        label_ids,
+        topology,
+        order,
+        feature_set,
+        extractor.vocabulary_.get("bias"),
+    )
     return TrainingSet(Scorer(features, topology, threads, constraint), encoded, states, allowed)
 
 
@@ -99,15 +117,16 @@ def dense_weights(features: FactoredFeatures, theta: np.ndarray) -> np.ndarray:
 
 
 def csr(encoded: EncodedSentences) -> scipy.sparse.csr_matrix:
-    return scipy.sparse.csr_matrix((encoded.values, encoded.indices, encoded.indptr),
-                                   shape=(encoded.num_tokens, encoded.num_predicates))
+    return scipy.sparse.csr_matrix(
+        (encoded.values, encoded.indices, encoded.indptr), shape=(encoded.num_tokens, encoded.num_predicates)
+    )
 
 
-CONFIGURATIONS = [(1, "supported"), (1, "complete"), (2, "supported"), (2, "complete"),
-                  (2, "complete-tags")]
+CONFIGURATIONS = [(1, "supported"), (1, "complete"), (2, "supported"), (2, "complete"), (2, "complete-tags")]
 
 
 # -- the feature layout ------------------------------------------------------------
+
 
 @pytest.mark.parametrize("order,feature_set", CONFIGURATIONS)
 def test_feature_loops_match_sparse_algebra(order, feature_set):
@@ -117,14 +136,15 @@ def test_feature_loops_match_sparse_algebra(order, feature_set):
     rng = np.random.default_rng(0)
     theta = rng.normal(size=features.num_features)
     X = csr(encoded)
-    scores = X @ dense_weights(features, theta)                      # [N, S + L]
+    scores = X @ dense_weights(features, theta)  # [N, S + L]
     expected = scores[:, :S] + (scores[:, S + features.state_label] if L else 0.0)
     tokens = encoded.tokens(0, encoded.num_sequences)
     np.testing.assert_allclose(features.emissions(tokens, theta, 0.5), 0.5 * expected, atol=1e-12)
     marginals = rng.random((encoded.num_tokens, S))
-    by_output = np.hstack([marginals, marginals @ (np.arange(L)[None, :] == features.state_label[:, None])]) \
-        if L else marginals
-    counts = X.T @ by_output                                          # [P, S + L]
+    by_output = (
+        np.hstack([marginals, marginals @ (np.arange(L)[None, :] == features.state_label[:, None])]) if L else marginals
+    )
+    counts = X.T @ by_output  # [P, S + L]
     predicate = np.repeat(np.arange(features.num_predicates), np.diff(features.ptr))
     out = np.ones(features.num_features)
     features.accumulate(tokens, marginals, out, 2.0)
@@ -173,6 +193,7 @@ def test_complete_feature_sets_too_large_are_refused(monkeypatch):
 def test_gold_labels_the_topology_forbids():
     def sentence(chunks):
         return Sentence({"word": ["w"] * len(chunks), "pos": ["P"] * len(chunks), "chunk": chunks})
+
     corpus = Corpus(("word", "pos", "chunk"), [sentence(["B-NP", "I-NP"]), sentence(["O", "I-NP", "O"])])
     with pytest.raises(LabelError, match=r"sentence 1 \(O I-NP O\) is not allowed by the second-order"):
         ChainCRF(TEMPLATE, order=2).fit(corpus)
@@ -189,12 +210,14 @@ def test_second_order_needs_the_outside_tag():
 
 # -- the objective -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("order,feature_set", CONFIGURATIONS)
 def test_gradient_matches_finite_differences(order, feature_set):
     problem = training_set(random_corpus(5, 12), order, feature_set)
     theta = np.random.default_rng(order).normal(0, 0.5, problem.num_weights)
-    check_finite_differences(problem.loss_and_gradient, theta, problem.scorer.features.num_features,
-                             seed=order, num_coordinates=6)
+    check_finite_differences(
+        problem.loss_and_gradient, theta, problem.scorer.features.num_features, seed=order, num_coordinates=6
+    )
 
 
 @pytest.mark.parametrize("order", [1, 2])
@@ -204,6 +227,7 @@ def test_loss_is_the_negative_log_likelihood(order):
     loss, _ = problem.loss_and_gradient(theta)
     pot = problem.scorer.potentials(problem.encoded, theta, 0, problem.num_sequences)
     from fstcrf.inference import log_partition
+
     expected = float(np.sum(log_partition(pot)) - np.sum(pot.score(problem.states)))
     assert loss == pytest.approx(expected, rel=1e-10)
 
@@ -231,26 +255,27 @@ def test_threads_do_not_change_the_objective():
     np.testing.assert_allclose(gradient_one, gradient_two, atol=1e-10)
 
 
-@pytest.mark.parametrize("order,constrained,partial", [(1, False, False), (2, False, True),
-                                                       (1, True, True), (2, True, False)])
+@pytest.mark.parametrize(
+    "order,constrained,partial", [(1, False, False), (2, False, True), (1, True, True), (2, True, False)]
+)
 def test_sentence_groups_do_not_change_the_objective(monkeypatch, order, constrained, partial):
     """The C gradient scores, runs forward-backward and counts features group by group;
     groups of one sentence give the same objective as one group of all, also with a
     training constraint and with partially labelled sentences among full ones."""
     from fstcrf.grammar import compile_grammar, load_grammar
+
     corpus = random_corpus(12, 30)
     if partial:
         rng = random.Random(5)
         for sentence in corpus.sentences[::3]:
-            sentence.columns["chunk"] = ["?" if rng.random() < 0.5 else label
-                                         for label in sentence.columns["chunk"]]
+            sentence.columns["chunk"] = ["?" if rng.random() < 0.5 else label for label in sentence.columns["chunk"]]
     labels = gold_label_set(corpus.column("chunk"))
     constraint = compile_grammar(load_grammar("iob2"), labels) if constrained else None
     whole = training_set(corpus, order, "supported", constraint=constraint)
     assert whole.partial.any() == partial
     theta = np.random.default_rng(13).normal(size=whole.num_weights)
     expected = whole.loss_and_gradient(theta)
-    monkeypatch.setattr(objective, "GROUP_TOKENS", 1)   # one sentence per group
+    monkeypatch.setattr(objective, "GROUP_TOKENS", 1)  # one sentence per group
     grouped = training_set(corpus, order, "supported", constraint=constraint)
     loss, gradient = grouped.loss_and_gradient(theta)
     assert loss == pytest.approx(expected[0], rel=1e-12)
@@ -259,10 +284,18 @@ def test_sentence_groups_do_not_change_the_objective(monkeypatch, order, constra
 
 # -- the estimator -----------------------------------------------------------------
 
+
 def test_parameters_are_checked_at_fit():
     corpus = chunk_corpus(0, 5)
-    for bad in [dict(order=3), dict(algorithm="newton"), dict(features="all"), dict(threads=0),
-                dict(sigma=-1.0), dict(max_iter=0), dict(features="complete-tags", order=1)]:
+    for bad in [
+        dict(order=3),
+        dict(algorithm="newton"),
+        dict(features="all"),
+        dict(threads=0),
+        dict(sigma=-1.0),
+        dict(max_iter=0),
+        dict(features="complete-tags", order=1),
+    ]:
         with pytest.raises(FstcrfError):
             ChainCRF(TEMPLATE, **bad).fit(corpus)
     with pytest.raises(FstcrfError, match="not fitted"):
@@ -271,8 +304,10 @@ def test_parameters_are_checked_at_fit():
 
 def test_templates_by_name_text_and_object():
     corpus = chunk_corpus(0, 10)
-    names = [ChainCRF(template, max_iter=2).fit(corpus).extractor_.to_dict()["template"]
-             for template in ("crfpp", CRFPP_CHUNKING, CRFPP_CHUNKING.text)]
+    names = [
+        ChainCRF(template, max_iter=2).fit(corpus).extractor_.to_dict()["template"]
+        for template in ("crfpp", CRFPP_CHUNKING, CRFPP_CHUNKING.text)
+    ]
     assert names[0] == names[1] == names[2]
 
 
@@ -290,6 +325,7 @@ def test_label_marginals():
 
 # -- model files -------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def fitted():
     return ChainCRF(TEMPLATE, order=2, max_iter=15).fit(chunk_corpus(0, 30))
@@ -305,12 +341,11 @@ def saved(fitted, tmp_path):
 def _repack(raw: bytes, edit) -> bytes:
     """The file with its JSON header edited by ``edit`` and a fresh digest."""
     _, version, header_size, data_size = struct.unpack_from("<16sIQQ", raw)
-    header = json.loads(raw[36:36 + header_size])
+    header = json.loads(raw[36 : 36 + header_size])
     edit(header)
     text = json.dumps(header).encode()
     text += b" " * (-(36 + len(text)) % 8)
-    body = struct.pack("<16sIQQ", MAGIC, version, len(text), data_size) + text + \
-        raw[36 + header_size:-32]
+    body = struct.pack("<16sIQQ", MAGIC, version, len(text), data_size) + text + raw[36 + header_size : -32]
     return body + checksum(body)
 
 
@@ -323,8 +358,12 @@ def test_round_trip(fitted, saved):
     np.testing.assert_array_equal(loaded.weights_, fitted.weights_)
     assert loaded.labels_ == fitted.labels_ and loaded.history_ == fitted.history_
     assert loaded.get_params() == fitted.get_params()
-    assert (loaded.n_iter_, loaded.best_iteration_, loaded.interrupted_, loaded.target_) == \
-        (fitted.n_iter_, fitted.best_iteration_, fitted.interrupted_, fitted.target_)
+    assert (loaded.n_iter_, loaded.best_iteration_, loaded.interrupted_, loaded.target_) == (
+        fitted.n_iter_,
+        fitted.best_iteration_,
+        fitted.interrupted_,
+        fitted.target_,
+    )
     assert [f for f in os.listdir(saved.parent) if f != saved.name] == []
 
 
@@ -332,15 +371,21 @@ def test_round_trip(fitted, saved):
 def test_fresh_process_gives_identical_predictions(fitted, saved, tmp_path):
     test = chunk_corpus(6, 10)
     write_conll(test, tmp_path / "test.txt")
-    script = ("import json, sys\n"
-              "from fstcrf.conll import read_conll\n"
-              "from fstcrf.model import load_model\n"
-              "model = load_model(sys.argv[1])\n"
-              "corpus = read_conll(sys.argv[2])\n"
-              "print(json.dumps([model.predict(corpus), "
-              "[m.tolist() for m in model.predict_marginals(corpus)]]))\n")
-    output = subprocess.run([sys.executable, "-c", script, str(saved), str(tmp_path / "test.txt")],
-                            check=True, capture_output=True, text=True).stdout
+    script = (
+        "import json, sys\n"
+        "from fstcrf.conll import read_conll\n"
+        "from fstcrf.model import load_model\n"
+        "model = load_model(sys.argv[1])\n"
+        "corpus = read_conll(sys.argv[2])\n"
+        "print(json.dumps([model.predict(corpus), "
+        "[m.tolist() for m in model.predict_marginals(corpus)]]))\n"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", script, str(saved), str(tmp_path / "test.txt")],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     labels, marginals = json.loads(output)
     assert labels == fitted.predict(test)
     assert marginals == [m.tolist() for m in fitted.predict_marginals(test)]
@@ -358,8 +403,7 @@ def test_saving_replaces_atomically(fitted, saved):
 
 def test_truncated_files(saved):
     raw = saved.read_bytes()
-    for size in [0, 1, 10, 16, 20, 35, 36, 37, 100, len(raw) // 2, len(raw) - 33, len(raw) - 32,
-                 len(raw) - 1]:
+    for size in [0, 1, 10, 16, 20, 35, 36, 37, 100, len(raw) // 2, len(raw) - 33, len(raw) - 32, len(raw) - 1]:
         saved.write_bytes(raw[:size])
         with pytest.raises(ModelFileError, match="truncated|not an fstcrf model"):
             load_model(saved)
@@ -368,8 +412,9 @@ def test_truncated_files(saved):
 def test_flipped_bytes(saved):
     raw = saved.read_bytes()
     rng = np.random.default_rng(0)
-    positions = sorted({0, 15, 16, 20, 28, 36, 40, len(raw) // 2, len(raw) - 40, len(raw) - 1,
-                        *rng.integers(0, len(raw), 20).tolist()})
+    positions = sorted(
+        {0, 15, 16, 20, 28, 36, 40, len(raw) // 2, len(raw) - 40, len(raw) - 1, *rng.integers(0, len(raw), 20).tolist()}
+    )
     for position in positions:
         corrupt = bytearray(raw)
         corrupt[position] ^= 0x10
@@ -402,15 +447,17 @@ def test_future_version(saved):
 
 def test_intact_file_with_inconsistent_contents(saved):
     raw = saved.read_bytes()
-    edits = [lambda h: h.update(format="something-else"),
-             lambda h: h["arrays"]["weights"].update(shape=[3]),
-             lambda h: h["arrays"]["feature_ptr"].update(offset=10 ** 9),
-             lambda h: h["arrays"]["weights"].update(dtype="<f4"),
-             lambda h: h["topology"].update(labels=["O", "B-NP"]),
-             lambda h: h["params"].update(order=3),
-             lambda h: h["params"].pop("sigma"),
-             lambda h: h["extractor"].update(predicates=["bias"]),
-             lambda h: h["training"].update(n_iter="many")]
+    edits = [
+        lambda h: h.update(format="something-else"),
+        lambda h: h["arrays"]["weights"].update(shape=[3]),
+        lambda h: h["arrays"]["feature_ptr"].update(offset=10**9),
+        lambda h: h["arrays"]["weights"].update(dtype="<f4"),
+        lambda h: h["topology"].update(labels=["O", "B-NP"]),
+        lambda h: h["params"].update(order=3),
+        lambda h: h["params"].pop("sigma"),
+        lambda h: h["extractor"].update(predicates=["bias"]),
+        lambda h: h["training"].update(n_iter="many"),
+    ]
     for edit in edits:
         saved.write_bytes(_repack(raw, edit))
         with pytest.raises(ModelFileError):
@@ -430,23 +477,32 @@ def reading_training_set(corpus: Corpus, order: int, constraint=None, threads: i
     model = ChainCRF(READING_TEMPLATE, order=order, reads="pos")
     extractor = FeatureExtractor(parse_template(READING_TEMPLATE))
     lower_labels = sorted({value for values in corpus.column("pos") for value in values})
-    encoded = EncodedSentences.from_corpus(extractor, corpus, fit=True,
-                                               token_class=model._token_classes(corpus, lower_labels))
+    encoded = EncodedSentences.from_corpus(
+        extractor, corpus, fit=True, token_class=model._token_classes(corpus, lower_labels)
+    )
     gold = corpus.column("chunk")
     topology = chain_topology(order, gold_label_set(gold))
     label_ids, allowed = parse_gold(topology, gold)
     states = gold_states(topology, label_ids, encoded.offsets)
-    features = build_features(encoded, label_ids if order == 1 else states, label_ids, topology, order,
-                                  "supported", extractor.vocabulary_.get("bias"))
-    scorer = Scorer(features, topology, threads, constraint, model._transition_layout(topology.num_edges,
-                                                                                           lower_labels))
+    features = build_features(
+        encoded,
+        label_ids if order == 1 else states,
+        label_ids,
+        topology,
+        order,
+        "supported",
+        extractor.vocabulary_.get("bias"),
+    )
+    scorer = Scorer(features, topology, threads, constraint, model._transition_layout(topology.num_edges, lower_labels))
     return TrainingSet(scorer, encoded, states, allowed)
 
 
-@pytest.mark.parametrize("order,constrained,partial", [(1, False, False), (2, False, False),
-                                                       (1, True, True), (2, False, True)])
+@pytest.mark.parametrize(
+    "order,constrained,partial", [(1, False, False), (2, False, False), (1, True, True), (2, False, True)]
+)
 def test_reading_transitions_gradient_matches_finite_differences(order, constrained, partial):
     from fstcrf.grammar import compile_grammar, load_grammar
+
     corpus = random_corpus(61, 14)
     if partial:
         for sentence in corpus.sentences[::3]:
@@ -455,14 +511,19 @@ def test_reading_transitions_gradient_matches_finite_differences(order, constrai
     constraint = compile_grammar(load_grammar("iob2"), labels) if constrained else None
     problem = reading_training_set(corpus, order, constraint)
     layout = problem.scorer.transitions
-    assert layout.num_lower_labels == 3 and problem.num_weights == problem.scorer.features.num_features + 4 * layout.num_edges
+    assert (
+        layout.num_lower_labels == 3
+        and problem.num_weights == problem.scorer.features.num_features + 4 * layout.num_edges
+    )
     theta = np.random.default_rng(order).normal(0, 0.5, problem.num_weights)
-    check_finite_differences(problem.loss_and_gradient, theta, problem.scorer.features.num_features,
-                             seed=order, num_coordinates=12)
+    check_finite_differences(
+        problem.loss_and_gradient, theta, problem.scorer.features.num_features, seed=order, num_coordinates=12
+    )
     # the loss is the negative log-likelihood of the gold paths (full labels)
     if not partial and not constrained:
         pot = problem.scorer.potentials(problem.encoded, theta, 0, problem.num_sequences)
         from fstcrf.inference import log_partition
+
         loss, _ = problem.loss_and_gradient(theta)
         assert loss == pytest.approx(float(np.sum(log_partition(pot)) - np.sum(pot.score(problem.states))), rel=1e-10)
 
@@ -478,7 +539,7 @@ def test_reading_transitions_are_learned_saved_and_composed(tmp_path):
     assert len(model.weights_) == model.features_.num_features + E * (1 + len(model.lower_labels_))
     assert len(plain.weights_) == plain.features_.num_features + E
     table = model.transition_scores(model.lower_labels_ + ["UNSEEN"])
-    base = model.weights_[model.features_.num_features:][:E]
+    base = model.weights_[model.features_.num_features :][:E]
     np.testing.assert_allclose(table[-1], base)
     assert not np.allclose(table[0], table[1])
     assert np.ptp(plain.transition_scores(plain.lower_labels_), axis=0).max() == 0.0
@@ -520,8 +581,13 @@ def test_complete_rows_are_read_as_vectors_only_when_outputs_ascend(reverse):
     S, L, P = 4, 2, 5
     state_label = np.array([0, 1, 0, 1], dtype=np.int32)
     full = np.arange(S + L, dtype=np.int32)
-    rows = [full[::-1] if reverse else full, np.array([1, 4], dtype=np.int32), full, np.array([0], dtype=np.int32),
-            full]
+    rows = [
+        full[::-1] if reverse else full,
+        np.array([1, 4], dtype=np.int32),
+        full,
+        np.array([0], dtype=np.int32),
+        full,
+    ]
     ptr = np.concatenate([[0], np.cumsum([len(row) for row in rows])])
     features = FactoredFeatures(state_label, L, ptr, np.concatenate(rows))
     assert features._dictionary.outputs_ascending == (not reverse)
@@ -530,8 +596,9 @@ def test_complete_rows_are_read_as_vectors_only_when_outputs_ascend(reverse):
     theta = rng.normal(size=features.num_features)
     scores = X @ dense_weights(features, theta)
     tokens = encoded.tokens(0, 2)
-    np.testing.assert_allclose(features.emissions(tokens, theta), scores[:, :S] + scores[:, S + state_label],
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        features.emissions(tokens, theta), scores[:, :S] + scores[:, S + state_label], atol=1e-12
+    )
     marginals = rng.random((12, S))
     by_output = np.hstack([marginals, marginals @ (np.arange(L)[None, :] == state_label[:, None])])
     counts = X.T @ by_output

@@ -1,5 +1,6 @@
 """Model file format version 2 (issue 18 item 2): memory-mapped arrays, the
 hashed predicate dictionary, a checksum over every byte; version 1 still loads."""
+
 import hashlib
 import json
 import struct
@@ -12,8 +13,15 @@ from hypothesis import strategies as st
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.errors import ModelFileError
 from fstcrf.compose import compose, load_joint
-from fstcrf.modelfile import (FORMAT_VERSION, JOINT_KIND, MAGIC, checksum, extractor_from_payload, read_container,
-                              upgrade_model)
+from fstcrf.modelfile import (
+    FORMAT_VERSION,
+    JOINT_KIND,
+    MAGIC,
+    checksum,
+    extractor_from_payload,
+    read_container,
+    upgrade_model,
+)
 from test_model import READING_TEMPLATE, TEMPLATE, chunk_corpus
 
 PREAMBLE = struct.Struct("<16sIQQ")
@@ -34,7 +42,7 @@ def saved(fitted, tmp_path):
 def sections(raw: bytes) -> tuple[dict, int]:
     """The JSON header of a file and where its data starts."""
     _, _, header_size, _ = PREAMBLE.unpack_from(raw)
-    return json.loads(raw[PREAMBLE.size:PREAMBLE.size + header_size]), PREAMBLE.size + header_size
+    return json.loads(raw[PREAMBLE.size : PREAMBLE.size + header_size]), PREAMBLE.size + header_size
 
 
 def repack(raw: bytes, edit_header=lambda header: None, edit_array=None) -> bytes:
@@ -46,7 +54,7 @@ def repack(raw: bytes, edit_header=lambda header: None, edit_array=None) -> byte
         name, edit = edit_array
         entry = header["arrays"][name]
         size = entry["shape"][0] * np.dtype(entry["dtype"]).itemsize
-        data[entry["offset"]:entry["offset"] + size] = edit(bytes(data[entry["offset"]:entry["offset"] + size]))
+        data[entry["offset"] : entry["offset"] + size] = edit(bytes(data[entry["offset"] : entry["offset"] + size]))
     edit_header(header)
     text = json.dumps(header).encode()
     text += b" " * (-(PREAMBLE.size + len(text)) % 8)
@@ -62,7 +70,7 @@ def version_1_bytes(path) -> bytes:
     components = header["components"] if header["format"] == JOINT_KIND else [header]
     for k, component in enumerate(components):
         prefix = f"{k}." if header["format"] == JOINT_KIND else ""
-        own = {name[len(prefix):]: array for name, array in arrays.items() if name.startswith(prefix)}
+        own = {name[len(prefix) :]: array for name, array in arrays.items() if name.startswith(prefix)}
         component["extractor"] = extractor_from_payload(component["extractor"], own).to_dict()
         arrays = {name: array for name, array in arrays.items() if not name.startswith(prefix + "extractor.")}
     table, data = {}, b""
@@ -82,11 +90,11 @@ def test_round_trip_keeps_the_dictionary_without_names_in_the_header(fitted, sav
     assert "predicates" not in header["extractor"] and header["extractor"]["salt"] == 0
     assert {"extractor.keys", "extractor.names", "extractor.name_offsets"} <= set(header["arrays"])
     loaded = load_model(saved)
-    assert not loaded.weights_.flags.writeable       # a view of the mapped file
+    assert not loaded.weights_.flags.writeable  # a view of the mapped file
     np.testing.assert_array_equal(loaded.weights_, fitted.weights_)
     test = chunk_corpus(4, 8)
     assert loaded.predict(test) == fitted.predict(test)
-    assert loaded.extractor_._names is None           # tagging decoded no name
+    assert loaded.extractor_._names is None  # tagging decoded no name
     assert loaded.extractor_.predicate_names_ == fitted.extractor_.predicate_names_
     # a loaded model trains on (a warm start copies the read-only weights) and saves again
     warm = ChainCRF(TEMPLATE, max_iter=2).fit(chunk_corpus(3, 20), init=loaded)
@@ -103,7 +111,7 @@ def test_version_1_files_load_and_upgrade(fitted, saved, tmp_path):
     raw = (tmp_path / "new.model").read_bytes()
     assert PREAMBLE.unpack_from(raw)[1] == FORMAT_VERSION
     assert load_model(tmp_path / "new.model").predict(test) == fitted.predict(test)
-    upgrade_model(old, old)                          # in place
+    upgrade_model(old, old)  # in place
     assert PREAMBLE.unpack_from(old.read_bytes())[1] == FORMAT_VERSION
     corrupt = bytearray(version_1_bytes(saved))
     corrupt[len(corrupt) // 2] ^= 1
@@ -117,8 +125,9 @@ def test_unknown_versions_are_named(saved):
     for version in (0, 3, 99):
         raw[16:20] = struct.pack("<I", version)
         saved.write_bytes(bytes(raw))
-        with pytest.raises(ModelFileError, match=f"version {version} is not supported; "
-                                                 "this fstcrf reads versions 1 and 2"):
+        with pytest.raises(
+            ModelFileError, match=f"version {version} is not supported; this fstcrf reads versions 1 and 2"
+        ):
             load_model(saved)
 
 
@@ -141,7 +150,7 @@ def test_a_flipped_bit_in_any_section_is_detected(saved):
     raw = saved.read_bytes()
     header, start = sections(raw)
     positions = set(range(0, len(raw), max(1, len(raw) // 150)))
-    for entry in header["arrays"].values():       # the first and last byte of every array
+    for entry in header["arrays"].values():  # the first and last byte of every array
         size = entry["shape"][0] * np.dtype(entry["dtype"]).itemsize
         positions |= {start + entry["offset"], start + entry["offset"] + max(size - 1, 0)}
     positions |= {len(raw) - 32, len(raw) - 1}
@@ -155,8 +164,7 @@ def test_a_flipped_bit_in_any_section_is_detected(saved):
 
 
 @settings(max_examples=200, deadline=None)
-@given(data=st.binary(min_size=0, max_size=300), position=st.integers(0, 299),
-       word=st.integers(1, 2 ** 64 - 1))
+@given(data=st.binary(min_size=0, max_size=300), position=st.integers(0, 299), word=st.integers(1, 2**64 - 1))
 def test_the_checksum_detects_any_change_within_one_aligned_word(data, position, word):
     """Each lane step is a bijection of the lane and of the word, so a change
     confined to one aligned 8-byte word always changes the digest."""
@@ -164,33 +172,39 @@ def test_the_checksum_detects_any_change_within_one_aligned_word(data, position,
         return
     position = position % len(data) // 8 * 8
     changed = bytearray(data + b"\0" * 8)
-    original = int.from_bytes(changed[position:position + 8], "little")
-    changed[position:position + 8] = (original ^ word).to_bytes(8, "little")
-    changed = bytes(changed[:len(data)])
-    if changed == data:          # the change fell beyond the end of the data
+    original = int.from_bytes(changed[position : position + 8], "little")
+    changed[position : position + 8] = (original ^ word).to_bytes(8, "little")
+    changed = bytes(changed[: len(data)])
+    if changed == data:  # the change fell beyond the end of the data
         return
     assert checksum(changed) != checksum(data)
-    assert checksum(data + b"\0") != checksum(data)         # the size is part of the digest
+    assert checksum(data + b"\0") != checksum(data)  # the size is part of the digest
 
 
 def test_valid_checksums_over_inconsistent_dictionaries(saved):
     raw = saved.read_bytes()
     duplicate_keys = ("extractor.keys", lambda b: b[:8] * (len(b) // 8))
     bad_names = ("extractor.names", lambda b: b"\xff" + b[1:])
-    bad_offsets = ("extractor.name_offsets", lambda b: b[:-8] + struct.pack("<q", 10 ** 9))
-    falling_offsets = ("extractor.name_offsets", lambda b: b[:8] + struct.pack("<q", 10 ** 6) + b[16:])
-    for edit, match in [(duplicate_keys, "same key"), (bad_names, "not UTF-8"),
-                        (bad_offsets, "offsets"), (falling_offsets, "offsets")]:
+    bad_offsets = ("extractor.name_offsets", lambda b: b[:-8] + struct.pack("<q", 10**9))
+    falling_offsets = ("extractor.name_offsets", lambda b: b[:8] + struct.pack("<q", 10**6) + b[16:])
+    for edit, match in [
+        (duplicate_keys, "same key"),
+        (bad_names, "not UTF-8"),
+        (bad_offsets, "offsets"),
+        (falling_offsets, "offsets"),
+    ]:
         saved.write_bytes(repack(raw, edit_array=edit))
         with pytest.raises(ModelFileError, match=match):
             load_model(saved)
-    header_edits = [(lambda h: h["extractor"].update(salt=-1), "salt"),
-                    (lambda h: h["extractor"].update(salt=True), "salt"),
-                    (lambda h: h["extractor"].pop("salt"), "salt"),
-                    (lambda h: h["arrays"].pop("extractor.keys"), "keys"),
-                    (lambda h: h["arrays"]["extractor.keys"].update(dtype="<i8"), "keys"),
-                    (lambda h: h["arrays"]["extractor.names"].update(offset=3), "described wrongly"),
-                    (lambda h: h["arrays"]["extractor.name_offsets"].update(shape=[2]), "do not fit")]
+    header_edits = [
+        (lambda h: h["extractor"].update(salt=-1), "salt"),
+        (lambda h: h["extractor"].update(salt=True), "salt"),
+        (lambda h: h["extractor"].pop("salt"), "salt"),
+        (lambda h: h["arrays"].pop("extractor.keys"), "keys"),
+        (lambda h: h["arrays"]["extractor.keys"].update(dtype="<i8"), "keys"),
+        (lambda h: h["arrays"]["extractor.names"].update(offset=3), "described wrongly"),
+        (lambda h: h["arrays"]["extractor.name_offsets"].update(shape=[2]), "do not fit"),
+    ]
     for edit, match in header_edits:
         saved.write_bytes(repack(raw, edit))
         with pytest.raises(ModelFileError, match=match):

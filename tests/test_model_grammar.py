@@ -1,4 +1,5 @@
 """Decoding a trained model under a constraint grammar."""
+
 import numpy as np
 import pytest
 
@@ -58,6 +59,7 @@ def test_infeasible_sentences_error_or_fall_back(sabotaged):
 def test_marginals_under_a_grammar_match_brute_force():
     """p(label at t | x, the grammar accepts the labels), by enumerating every sequence."""
     import itertools
+
     train = read_conll(DATA_DIR / "demo_train.txt")
     test = read_conll(DATA_DIR / "demo_test.txt")
     model = ChainCRF(max_iter=10).fit(train)
@@ -68,12 +70,15 @@ def test_marginals_under_a_grammar_match_brute_force():
     for sentence, got in zip(sentences, marginals):
         pot = model.potentials([sentence])
         table, total = np.zeros((len(sentence), L)), 0.0
-        paths = [np.array(p) for p in itertools.product(range(L), repeat=len(sentence))
-                 if accepts(acceptor, [model.labels_[i] for i in p])]
+        paths = [
+            np.array(p)
+            for p in itertools.product(range(L), repeat=len(sentence))
+            if accepts(acceptor, [model.labels_[i] for i in p])
+        ]
         scores = np.array([pot.score(path)[0] for path in paths])
         weights = np.exp(scores - scores.max())
         for path, weight in zip(paths, weights):
             table[np.arange(len(sentence)), path] += weight
             total += weight
         np.testing.assert_allclose(got, table / total, atol=1e-9)
-        assert not np.allclose(got, model.predict_marginals([sentence])[0])   # the grammar matters
+        assert not np.allclose(got, model.predict_marginals([sentence])[0])  # the grammar matters

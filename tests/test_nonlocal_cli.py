@@ -1,5 +1,6 @@
 """Non-local decoding from the command line: train --consistency, tag and eval
 --nonlocal consistency, and the errors and warnings around them."""
+
 import logging
 
 import pytest
@@ -17,6 +18,7 @@ VERBS = ["said", "reported", "met", "visited", "left"]
 def _corpus_text(num_documents: int, seed: int) -> str:
     """Documents (with -DOCSTART-) whose sentences mention a few names in word, pos, chunk, ner columns."""
     import random
+
     rng = random.Random(seed)
     lines = []
     for _ in range(num_documents):
@@ -24,8 +26,13 @@ def _corpus_text(num_documents: int, seed: int) -> str:
         cast = rng.sample(NAMES, 2)
         for _ in range(rng.randint(2, 4)):
             name, entity_type = rng.choice(cast)
-            words = [(name, "NNP", "I-NP", f"B-{entity_type}"), (rng.choice(VERBS), "VBD", "I-VP", "O"),
-                     ("the", "DT", "I-NP", "O"), ("news", "NN", "I-NP", "O"), (".", ".", "O", "O")]
+            words = [
+                (name, "NNP", "I-NP", f"B-{entity_type}"),
+                (rng.choice(VERBS), "VBD", "I-VP", "O"),
+                ("the", "DT", "I-NP", "O"),
+                ("news", "NN", "I-NP", "O"),
+                (".", ".", "O", "O"),
+            ]
             if rng.random() < 0.5:
                 words = words[2:4] + [(name, "NNP", "I-NP", f"B-{entity_type}")] + words[1:2] + words[4:]
             lines += [" ".join(token) for token in words] + [""]
@@ -38,11 +45,48 @@ def files(tmp_path_factory):
     (folder / "train.txt").write_text(_corpus_text(30, 0))
     (folder / "test.txt").write_text(_corpus_text(8, 1))
     model = folder / "ner.model"
-    assert main(["-q", "train", str(folder / "train.txt"), "--columns", "word,pos,chunk,ner", "--target", "ner",
-                 "--template", "ner", "--max-iter", "15", "--consistency", "-o", str(model)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "train",
+                str(folder / "train.txt"),
+                "--columns",
+                "word,pos,chunk,ner",
+                "--target",
+                "ner",
+                "--template",
+                "ner",
+                "--max-iter",
+                "15",
+                "--consistency",
+                "-o",
+                str(model),
+            ]
+        )
+        == 0
+    )
     plain = folder / "plain.model"
-    assert main(["-q", "train", str(folder / "train.txt"), "--columns", "word,pos,chunk,ner", "--target", "ner",
-                 "--template", "ner", "--max-iter", "15", "-o", str(plain)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "train",
+                str(folder / "train.txt"),
+                "--columns",
+                "word,pos,chunk,ner",
+                "--target",
+                "ner",
+                "--template",
+                "ner",
+                "--max-iter",
+                "15",
+                "-o",
+                str(plain),
+            ]
+        )
+        == 0
+    )
     return folder, model, plain
 
 
@@ -67,8 +111,27 @@ def test_tag_nonlocal_writes_one_label_per_token_and_is_reproducible(files, samp
     folder, model, _ = files
     outputs = []
     for name in ("a.txt", "b.txt"):
-        assert main(["-q", "tag", str(model), str(folder / "test.txt"), "--nonlocal", "consistency", "--sampler",
-                     sampler, "--sweeps", "4", "--seed", "3", "-o", str(tmp_path / name)]) == 0
+        assert (
+            main(
+                [
+                    "-q",
+                    "tag",
+                    str(model),
+                    str(folder / "test.txt"),
+                    "--nonlocal",
+                    "consistency",
+                    "--sampler",
+                    sampler,
+                    "--sweeps",
+                    "4",
+                    "--seed",
+                    "3",
+                    "-o",
+                    str(tmp_path / name),
+                ]
+            )
+            == 0
+        )
         outputs.append((tmp_path / name).read_text())
     assert outputs[0] == outputs[1]
     tagged = read_conll(tmp_path / "a.txt", "word,pos,chunk,ner,predicted")
@@ -92,36 +155,70 @@ def test_nonlocal_without_stored_penalties_is_one_line_error(files, capsys):
 
 def test_nonlocal_with_a_grammar_is_refused(files, capsys):
     folder, model, _ = files
-    assert main(["tag", str(model), str(folder / "test.txt"), "--nonlocal", "consistency", "--grammar", "iob2",
-                 "-o", str(folder / "out.txt")]) != 0
+    assert (
+        main(
+            [
+                "tag",
+                str(model),
+                str(folder / "test.txt"),
+                "--nonlocal",
+                "consistency",
+                "--grammar",
+                "iob2",
+                "-o",
+                str(folder / "out.txt"),
+            ]
+        )
+        != 0
+    )
     assert "--grammar cannot be combined" in _one_line_error(capsys)
 
 
 def test_gibbs_on_a_second_order_model_names_the_block_sampler(files, capsys, tmp_path):
     folder, _, _ = files
     model = tmp_path / "order2.model"
-    assert main(["-q", "train", str(folder / "train.txt"), "--columns", "word,pos,chunk,ner", "--target", "ner",
-                 "--template", "ner", "--order", "2", "--max-iter", "3", "--consistency", "-o", str(model)]) == 0
-    assert main(["eval", str(model), str(folder / "test.txt"), "--nonlocal", "consistency", "--sampler",
-                 "gibbs"]) != 0
+    assert (
+        main(
+            [
+                "-q",
+                "train",
+                str(folder / "train.txt"),
+                "--columns",
+                "word,pos,chunk,ner",
+                "--target",
+                "ner",
+                "--template",
+                "ner",
+                "--order",
+                "2",
+                "--max-iter",
+                "3",
+                "--consistency",
+                "-o",
+                str(model),
+            ]
+        )
+        == 0
+    )
+    assert main(["eval", str(model), str(folder / "test.txt"), "--nonlocal", "consistency", "--sampler", "gibbs"]) != 0
     assert "use the block sampler" in _one_line_error(capsys)
-    assert main(["-q", "eval", str(model), str(folder / "test.txt"), "--nonlocal", "consistency", "--sweeps",
-                 "2"]) == 0
+    assert main(["-q", "eval", str(model), str(folder / "test.txt"), "--nonlocal", "consistency", "--sweeps", "2"]) == 0
 
 
 def test_sampler_options_without_nonlocal_warn(files, caplog):
     folder, model, _ = files
     with caplog.at_level(logging.WARNING):
-        assert main(["tag", str(model), str(folder / "test.txt"), "--sweeps", "7", "-o",
-                     str(folder / "o.txt")]) == 0
+        assert main(["tag", str(model), str(folder / "test.txt"), "--sweeps", "7", "-o", str(folder / "o.txt")]) == 0
     assert "--sweeps is ignored" in caplog.text
 
 
 def test_consistency_with_a_feedback_log_is_refused(files, capsys, tmp_path):
     log = tmp_path / "log.jsonl"
     log.write_text("")
-    assert main(["train", "--algorithm", "bandit", "--log", str(log), "--consistency", "-o",
-                 str(tmp_path / "m.model")]) != 0
+    assert (
+        main(["train", "--algorithm", "bandit", "--log", str(log), "--consistency", "-o", str(tmp_path / "m.model")])
+        != 0
+    )
     assert "feedback log" in _one_line_error(capsys)
 
 

@@ -1,4 +1,5 @@
 """The kernel stays exact and finite on long sentences with extreme scores."""
+
 import numpy as np
 import pytest
 
@@ -25,9 +26,14 @@ def test_long_sentence_extreme_scores_match_log_space_reference(magnitude):
     rng = np.random.default_rng(int(magnitude))
     topo = masked_random_topology(rng, 5, 0.5)
     T = 100_000
-    pot = fstcrf.Potentials(topo, rng.uniform(-magnitude, magnitude, (T, 5)), None,
-                            rng.uniform(-magnitude, magnitude, topo.num_edges),
-                            rng.uniform(-magnitude, magnitude, 5), rng.uniform(-magnitude, magnitude, 5))
+    pot = fstcrf.Potentials(
+        topo,
+        rng.uniform(-magnitude, magnitude, (T, 5)),
+        None,
+        rng.uniform(-magnitude, magnitude, topo.num_edges),
+        rng.uniform(-magnitude, magnitude, 5),
+        rng.uniform(-magnitude, magnitude, 5),
+    )
     result = fstcrf.forward_backward(pot)
     log_z, marginals, _ = reference.forward_backward(pot)
     assert np.isfinite(result.log_z[0])
@@ -44,8 +50,7 @@ def test_long_sentence_extreme_scores_match_log_space_reference(magnitude):
 
 def test_only_path_through_hugely_unlikely_states_is_found():
     """Forward scaling must not underflow the only feasible continuation."""
-    topo = Topology(["a", "b", "c"], [0, 1, 2], [0, 1, 2], [0, 2, 2], [True, True, False],
-                    [False, False, True])
+    topo = Topology(["a", "b", "c"], [0, 1, 2], [0, 1, 2], [0, 2, 2], [True, True, False], [False, False, True])
     # state a is very attractive but a dead end; b -> c is the only way to finish
     T = 50
     emit = np.zeros((T, 3))
@@ -63,8 +68,9 @@ def test_large_batch_equals_sentence_by_sentence_and_threads_agree():
     rng = np.random.default_rng(7)
     topo = iob2(["NP", "VP", "PP"])
     lengths = rng.integers(1, 40, size=300)
-    pot = fstcrf.Potentials(topo, rng.normal(size=(lengths.sum(), topo.num_states)) * 3, lengths,
-                            rng.normal(size=topo.num_edges))
+    pot = fstcrf.Potentials(
+        topo, rng.normal(size=(lengths.sum(), topo.num_states)) * 3, lengths, rng.normal(size=topo.num_edges)
+    )
     one = fstcrf.forward_backward(pot, threads=1)
     two = fstcrf.forward_backward(pot, threads=2)
     np.testing.assert_array_equal(one.log_z, two.log_z)
@@ -86,8 +92,12 @@ def test_scaled_and_log_domain_paths_agree_with_reference(magnitude):
     for trial in range(20):
         topo = masked_random_topology(rng, int(rng.integers(2, 7)), 0.4)
         lengths = rng.integers(1, 30, size=4)
-        pot = fstcrf.Potentials(topo, rng.uniform(-magnitude, magnitude, (lengths.sum(), topo.num_states)),
-                                lengths, rng.uniform(-magnitude, magnitude, topo.num_edges))
+        pot = fstcrf.Potentials(
+            topo,
+            rng.uniform(-magnitude, magnitude, (lengths.sum(), topo.num_states)),
+            lengths,
+            rng.uniform(-magnitude, magnitude, topo.num_edges),
+        )
         result = fstcrf.forward_backward(pot)
         counts = np.zeros((topo.num_states, topo.num_states))
         for b in range(len(lengths)):

@@ -1,4 +1,5 @@
 """CRFsuite's online learners (fstcrf.online) and the sparse path difference they use."""
+
 import math
 from dataclasses import dataclass
 
@@ -16,9 +17,11 @@ from fstcrf.objective import Scorer, TrainingSet
 from oracles import BruteForce
 from test_model import chunk_corpus, random_corpus, reading_training_set, training_set
 
-LEARNERS = {"pa": (online.passive_aggressive, dict(max_iter=10)),
-            "arow": (online.arow, dict(max_iter=10)),
-            "l2sgd": (online.l2sgd, dict(max_iter=12, c2=0.01, calibration_samples=20))}
+LEARNERS = {
+    "pa": (online.passive_aggressive, dict(max_iter=10)),
+    "arow": (online.arow, dict(max_iter=10)),
+    "l2sgd": (online.l2sgd, dict(max_iter=12, c2=0.01, calibration_samples=20)),
+}
 
 
 @dataclass
@@ -40,6 +43,7 @@ def sentence_accuracy(problem, weights) -> float:
 
 # -- the rival and its sparse feature difference -----------------------------------
 
+
 def brute_force_rival(problem, theta, index):
     """The rival by enumeration: the best allowed path if it is not gold, else the
     second best if it scores as high, else None (ties ranked by the kernel's rule)."""
@@ -59,24 +63,35 @@ def brute_force_rival(problem, theta, index):
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10 ** 6), order=st.sampled_from([1, 2]), reading=st.booleans(),
-       constrained=st.booleans(), weights=st.sampled_from(["normal", "integers", "zero"]))
+@given(
+    seed=st.integers(0, 10**6),
+    order=st.sampled_from([1, 2]),
+    reading=st.booleans(),
+    constrained=st.booleans(),
+    weights=st.sampled_from(["normal", "integers", "zero"]),
+)
 def test_rival_is_the_brute_force_best_incorrect_path_and_its_difference_the_dense_one(
-        seed, order, reading, constrained, weights):
+    seed, order, reading, constrained, weights
+):
     corpus = random_corpus(seed, 10)
     labels = gold_label_set(corpus.column("chunk"))
-    assume(not constrained or {"I-NP", "I-VP"} <= set(labels))     # the grammar names them
+    assume(not constrained or {"I-NP", "I-VP"} <= set(labels))  # the grammar names them
     constraint = compile_grammar(load_grammar("iob2"), labels) if constrained else None
-    problem = (reading_training_set(corpus, order, constraint, threads=1) if reading
-               else training_set(corpus, order, "supported", threads=1, constraint=constraint))
+    problem = (
+        reading_training_set(corpus, order, constraint, threads=1)
+        if reading
+        else training_set(corpus, order, "supported", threads=1, constraint=constraint)
+    )
     rng = np.random.default_rng(seed)
     # small integers make every sum exact, so ties between paths are exact too
-    theta = {"normal": rng.normal(size=problem.num_weights),
-             "integers": rng.integers(-1, 2, size=problem.num_weights).astype(float),
-             "zero": np.zeros(problem.num_weights)}[weights]
+    theta = {
+        "normal": rng.normal(size=problem.num_weights),
+        "integers": rng.integers(-1, 2, size=problem.num_weights).astype(float),
+        "zero": np.zeros(problem.num_weights),
+    }[weights]
     for index in range(problem.num_sequences):
-        if problem.scorer.topology.num_states ** problem.encoded.lengths[index] > 10 ** 5:
-            continue        # too many sequences to enumerate
+        if problem.scorer.topology.num_states ** problem.encoded.lengths[index] > 10**5:
+            continue  # too many sequences to enumerate
         expected = brute_force_rival(problem, theta, index)
         rival, mistake = problem.rival(theta, index), problem.mistake(theta, index)
         if expected is None:
@@ -97,9 +112,8 @@ def test_inactive_transitions_score_nothing_in_the_rival_search_and_sentence_gra
     base = training_set(random_corpus(12, 12), 1, "supported", threads=1)
     topology = base.scorer.topology
     active = np.random.default_rng(12).random(topology.num_edges) < 0.5
-    active[topology.edge_ids[base.states[:-1], base.states[1:]]] = True      # the gold paths stay feasible
-    scorer = Scorer(base.scorer.features, topology, 1, transitions=TransitionWeights(topology.num_edges,
-                                                                                      active=active))
+    active[topology.edge_ids[base.states[:-1], base.states[1:]]] = True  # the gold paths stay feasible
+    scorer = Scorer(base.scorer.features, topology, 1, transitions=TransitionWeights(topology.num_edges, active=active))
     problem = TrainingSet(scorer, base.encoded, base.states, base.allowed_labels)
     theta = np.random.default_rng(13).normal(size=problem.num_weights)
     for index in range(problem.num_sequences):
@@ -137,8 +151,7 @@ def dense_mistake_epochs(problem, epochs, update):
 @pytest.mark.parametrize("reading", [False, True])
 def test_pa_and_arow_epochs_equal_dense_reference_updates(reading):
     corpus = random_corpus(11, 30)
-    problem = reading_training_set(corpus, 1, threads=1) if reading else training_set(corpus, 2, "supported",
-                                                                                        threads=1)
+    problem = reading_training_set(corpus, 1, threads=1) if reading else training_set(corpus, 2, "supported", threads=1)
     c = 0.5
     averaged = np.zeros(problem.num_weights)
 
@@ -166,6 +179,7 @@ def test_pa_and_arow_epochs_equal_dense_reference_updates(reading):
 
 # -- single updates against their closed forms ---------------------------------------
 
+
 def one_sentence_problem():
     problem = training_set(chunk_corpus(7, 1), 1, "supported", threads=1)
     zero = np.zeros(problem.num_weights)
@@ -173,18 +187,19 @@ def one_sentence_problem():
     return problem, gold, rival, dense_difference(problem, 0, gold, rival)
 
 
-@pytest.mark.parametrize("pa_type,c,error_sensitive", [(0, 1.0, True), (1, 0.01, True), (1, 100.0, False),
-                                                       (2, 0.3, True)])
+@pytest.mark.parametrize(
+    "pa_type,c,error_sensitive", [(0, 1.0, True), (1, 0.01, True), (1, 100.0, False), (2, 0.3, True)]
+)
 def test_passive_aggressive_step_is_the_closed_form(pa_type, c, error_sensitive):
     problem, gold, rival, delta = one_sentence_problem()
     wrong = int(np.count_nonzero(gold != rival))
-    cost = math.sqrt(wrong) if error_sensitive else 1.0        # the margin is 0 at w = 0
+    cost = math.sqrt(wrong) if error_sensitive else 1.0  # the margin is 0 at w = 0
     norm2 = float(delta @ delta)
     tau = {0: cost / norm2, 1: min(c, cost / norm2), 2: cost / (norm2 + 0.5 / c)}[pa_type]
     result = online.passive_aggressive(problem, pa_type, c, error_sensitive, averaging=False, max_iter=1)
     np.testing.assert_allclose(result.weights, tau * delta, rtol=1e-12, atol=1e-15)
     assert result.history[0]["objective"] == pytest.approx(cost)
-    if pa_type == 0:      # PA: afterwards gold beats that rival by exactly the required margin
+    if pa_type == 0:  # PA: afterwards gold beats that rival by exactly the required margin
         assert float(result.weights @ delta) == pytest.approx(math.sqrt(wrong))
     # averaged: u = 2 after one sentence, so w - u^-1 * (1 * tau * delta) = tau * delta / 2
     averaged = online.passive_aggressive(problem, pa_type, c, error_sensitive, averaging=True, max_iter=1)
@@ -218,6 +233,7 @@ def test_arow_update_against_the_full_covariance_closed_form():
 
 # -- learning, records, stopping ---------------------------------------------------
 
+
 @pytest.mark.parametrize("name", list(LEARNERS))
 def test_each_learner_separates_a_separable_set(name):
     learner, params = LEARNERS[name]
@@ -232,7 +248,7 @@ def test_each_learner_separates_a_separable_set(name):
 @pytest.mark.parametrize("name", list(LEARNERS))
 def test_best_dev_iteration_callback_stop_and_ctrl_c(name):
     learner, params = LEARNERS[name]
-    problem = training_set(random_corpus(3, 40), 1, "supported")      # noisy: the scores move
+    problem = training_set(random_corpus(3, 40), 1, "supported")  # noisy: the scores move
 
     def evaluate(weights):
         return Scores(sentence_accuracy(problem, weights))
@@ -262,47 +278,55 @@ def test_l2sgd_objective_decreases_towards_the_lbfgs_optimum():
         return problem.loss_and_gradient(weights)[0] + c2 * float(weights @ weights)
 
     seen = []
-    online.l2sgd(problem, c2=c2, max_iter=15, calibration_samples=40,
-                 evaluate=lambda w: seen.append(objective(w)) or Scores(-seen[-1]))
+    online.l2sgd(
+        problem,
+        c2=c2,
+        max_iter=15,
+        calibration_samples=40,
+        evaluate=lambda w: seen.append(objective(w)) or Scores(-seen[-1]),
+    )
     optimum = objective(train.lbfgs(problem, sigma=math.sqrt(0.5 / c2), max_iter=200).weights)
     start = objective(np.zeros(problem.num_weights))
-    assert seen[-1] < seen[7] < seen[3] < seen[0] < start        # SGD: down, though not at every epoch
+    assert seen[-1] < seen[7] < seen[3] < seen[0] < start  # SGD: down, though not at every epoch
     assert seen[-1] - optimum < 0.1 * (start - optimum)
 
 
 def test_stopping_tests():
     problem = training_set(chunk_corpus(1, 30), 1, "supported")
-    arow = online.arow(problem, max_iter=50)          # epsilon 0: stops after an epoch without mistakes
+    arow = online.arow(problem, max_iter=50)  # epsilon 0: stops after an epoch without mistakes
     assert arow.n_iter < 50 and arow.history[-1]["objective"] == 0.0
     assert arow.history[-2]["objective"] > 0.0
     assert online.passive_aggressive(problem, max_iter=50, epsilon=1e9).n_iter == 1
-    assert online.passive_aggressive(problem, max_iter=4).n_iter == 4            # epsilon 0: never
+    assert online.passive_aggressive(problem, max_iter=4).n_iter == 4  # epsilon 0: never
     sgd = online.l2sgd(problem, max_iter=50, period=3, delta=10.0, calibration_samples=10)
     assert sgd.n_iter == 4
 
 
-@pytest.mark.parametrize("learner,params,error", [
-    (online.passive_aggressive, dict(pa_type=3), FstcrfError),
-    (online.passive_aggressive, dict(pa_type=1.0), ArgumentTypeError),
-    (online.passive_aggressive, dict(c=0.0), FstcrfError),
-    (online.passive_aggressive, dict(c="1"), ArgumentTypeError),
-    (online.passive_aggressive, dict(error_sensitive=1), ArgumentTypeError),
-    (online.passive_aggressive, dict(averaging=None), ArgumentTypeError),
-    (online.passive_aggressive, dict(epsilon=-1.0), FstcrfError),
-    (online.passive_aggressive, dict(max_iter=0), FstcrfError),
-    (online.arow, dict(variance=-1.0), FstcrfError),
-    (online.arow, dict(gamma=math.inf), FstcrfError),
-    (online.arow, dict(max_iter=2.5), ArgumentTypeError),
-    (online.arow, dict(epsilon=math.nan), FstcrfError),
-    (online.l2sgd, dict(c2=0.0), FstcrfError),
-    (online.l2sgd, dict(period=0), FstcrfError),
-    (online.l2sgd, dict(delta=-1e-6), FstcrfError),
-    (online.l2sgd, dict(calibration_eta=0.0), FstcrfError),
-    (online.l2sgd, dict(calibration_rate=1.0), FstcrfError),
-    (online.l2sgd, dict(calibration_samples=1.5), ArgumentTypeError),
-    (online.l2sgd, dict(calibration_candidates=0), FstcrfError),
-    (online.l2sgd, dict(calibration_max_trials=-3), FstcrfError),
-])
+@pytest.mark.parametrize(
+    "learner,params,error",
+    [
+        (online.passive_aggressive, dict(pa_type=3), FstcrfError),
+        (online.passive_aggressive, dict(pa_type=1.0), ArgumentTypeError),
+        (online.passive_aggressive, dict(c=0.0), FstcrfError),
+        (online.passive_aggressive, dict(c="1"), ArgumentTypeError),
+        (online.passive_aggressive, dict(error_sensitive=1), ArgumentTypeError),
+        (online.passive_aggressive, dict(averaging=None), ArgumentTypeError),
+        (online.passive_aggressive, dict(epsilon=-1.0), FstcrfError),
+        (online.passive_aggressive, dict(max_iter=0), FstcrfError),
+        (online.arow, dict(variance=-1.0), FstcrfError),
+        (online.arow, dict(gamma=math.inf), FstcrfError),
+        (online.arow, dict(max_iter=2.5), ArgumentTypeError),
+        (online.arow, dict(epsilon=math.nan), FstcrfError),
+        (online.l2sgd, dict(c2=0.0), FstcrfError),
+        (online.l2sgd, dict(period=0), FstcrfError),
+        (online.l2sgd, dict(delta=-1e-6), FstcrfError),
+        (online.l2sgd, dict(calibration_eta=0.0), FstcrfError),
+        (online.l2sgd, dict(calibration_rate=1.0), FstcrfError),
+        (online.l2sgd, dict(calibration_samples=1.5), ArgumentTypeError),
+        (online.l2sgd, dict(calibration_candidates=0), FstcrfError),
+        (online.l2sgd, dict(calibration_max_trials=-3), FstcrfError),
+    ],
+)
 def test_bad_parameters_raise_typed_errors(learner, params, error):
     problem = training_set(chunk_corpus(1, 3), 1, "supported", threads=1)
     with pytest.raises(error) as raised:

@@ -1,4 +1,5 @@
 """The C kernel against brute-force enumeration of every state sequence (tests/oracles.py)."""
+
 import math
 
 import numpy as np
@@ -11,10 +12,8 @@ import fstcrf
 from fstcrf.errors import InfeasibleError
 from fstcrf.topology import Topology
 
-from oracles import (BruteForce, allowed_sequences, count_sequences_by_matrix_power,
-                     enumerate_state_paths)
-from strategies import (Spec, batches, feasible_instances, instances, oracle_settings, specs,
-                        three_cycle_spec)
+from oracles import BruteForce, allowed_sequences, count_sequences_by_matrix_power, enumerate_state_paths
+from strategies import Spec, batches, feasible_instances, instances, oracle_settings, specs, three_cycle_spec
 
 KBEST_CAP = 300  # k = (number of allowed sequences) + 2, capped: fc_kbest inserts in O(k) per candidate
 
@@ -22,6 +21,7 @@ KBEST_CAP = 300  # k = (number of allowed sequences) + 2, capped: fc_kbest inser
 # ---------------------------------------------------------------------------
 # feasibility
 # ---------------------------------------------------------------------------
+
 
 def reachable_by_matrix_power(spec, length):
     """bool [S]: states some allowed prefix of ``length`` tokens ends in."""
@@ -85,6 +85,7 @@ def test_three_cycle_only_lengths_one_mod_three():
 # ---------------------------------------------------------------------------
 # single sentences
 # ---------------------------------------------------------------------------
+
 
 @oracle_settings(150)
 @given(instances(feasible=None))
@@ -159,8 +160,7 @@ def test_viterbi_tie_rule_all_zero_scores():
     assert fstcrf.viterbi(pot).paths.tolist() == [0, 0, 0, 0]
     # only 0->1, 1->2, 2->0, 2->2; may not end in state 0: the smallest LAST
     # state is 1, reached only by ... 2 -> 0 -> 1
-    topology = Topology(["a", "b", "c"], [0, 1, 2], [0, 1, 2, 2], [1, 2, 0, 2], [True] * 3,
-                        [False, True, True])
+    topology = Topology(["a", "b", "c"], [0, 1, 2], [0, 1, 2, 2], [1, 2, 0, 2], [True] * 3, [False, True, True])
     pot = fstcrf.Potentials(topology, np.zeros((3, 3)))
     oracle = BruteForce(topology, np.zeros((3, 3)))
     assert tuple(fstcrf.viterbi(pot).paths.tolist()) == oracle.best_path == (2, 0, 1)
@@ -285,6 +285,7 @@ def test_gradient_identity_finite_differences(inst):
 # batches and threads
 # ---------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 @oracle_settings(100)
 @given(batches(), st.sampled_from([1, 2]))
@@ -344,9 +345,9 @@ def test_batches_and_threads_match_one_by_one(inst, threads):
 # (df 20 after merging), power 1.0000 (N = 20 000 would already give >= 0.999);
 # the worst case over ANY instance (p_a = p_b = 1/2, lambda = 0.0016 N = 160)
 # still has power >= 0.99999 for df <= 100.  Both are asserted below.
-SAMPLE_ALPHA = 1e-3      # significance level of the goodness-of-fit test
-SAMPLE_DRAWS = 100_000   # draws per instance
-MASS_MOVED = 0.02        # the error the test must detect: 2% of the probability mass
+SAMPLE_ALPHA = 1e-3  # significance level of the goodness-of-fit test
+SAMPLE_DRAWS = 100_000  # draws per instance
+MASS_MOVED = 0.02  # the error the test must detect: 2% of the probability mass
 REQUIRED_POWER = 0.99
 
 
@@ -356,19 +357,36 @@ def fixed_sampling_instances():
     out = []
     # first order, 3 states, T = 4 (81 paths), mild scores
     topo = fstcrf.first_order(["a", "b", "c"])
-    out.append(("first-order", fstcrf.Potentials(topo, rng.normal(0, 0.7, (4, 3)), None,
-                                                 rng.normal(0, 0.7, topo.num_edges))))
+    out.append(
+        ("first-order", fstcrf.Potentials(topo, rng.normal(0, 0.7, (4, 3)), None, rng.normal(0, 0.7, topo.num_edges)))
+    )
     # a 3-cycle plus a random component, T = 4 (some lengths infeasible)
-    spec = Spec(5, np.array([0, 1, 2, 3, 3, 4, 4]), np.array([1, 2, 0, 3, 4, 3, 4]),
-                np.array([1, 0, 0, 1, 0], bool), np.array([1, 0, 0, 0, 1], bool))
+    spec = Spec(
+        5,
+        np.array([0, 1, 2, 3, 3, 4, 4]),
+        np.array([1, 2, 0, 3, 4, 3, 4]),
+        np.array([1, 0, 0, 1, 0], bool),
+        np.array([1, 0, 0, 0, 1], bool),
+    )
     topo = spec.topology()
-    out.append(("cycle", fstcrf.Potentials(topo, rng.normal(0, 1.0, (4, 5)), None,
-                                           rng.normal(0, 1.0, topo.num_edges), rng.normal(0, 1, 5),
-                                           rng.normal(0, 1, 5))))
+    out.append(
+        (
+            "cycle",
+            fstcrf.Potentials(
+                topo,
+                rng.normal(0, 1.0, (4, 5)),
+                None,
+                rng.normal(0, 1.0, topo.num_edges),
+                rng.normal(0, 1, 5),
+                rng.normal(0, 1, 5),
+            ),
+        )
+    )
     # skewed: many paths with expected counts < 5 (cells to merge)
     topo = fstcrf.iob2(["NP"])
-    out.append(("iob2-skewed", fstcrf.Potentials(topo, rng.normal(0, 3.0, (5, 3)), None,
-                                                 rng.normal(0, 1.0, topo.num_edges))))
+    out.append(
+        ("iob2-skewed", fstcrf.Potentials(topo, rng.normal(0, 3.0, (5, 3)), None, rng.normal(0, 1.0, topo.num_edges)))
+    )
     return out
 
 
@@ -396,7 +414,7 @@ def power_to_detect_moved_mass(probabilities, draws, alpha, mass=MASS_MOVED):
     N mass^2 (1/p_a + 1/p_b), smallest for the two largest cells."""
     p = np.sort(probabilities)[::-1]
     assert p[0] >= mass  # the donor cell can give the mass
-    lam = draws * mass ** 2 * (1 / p[0] + 1 / p[1])
+    lam = draws * mass**2 * (1 / p[0] + 1 / p[1])
     df = len(p) - 1
     return stats.ncx2.sf(stats.chi2.isf(alpha, df), df, lam), lam, df
 
@@ -405,7 +423,7 @@ def test_sampling_power_worst_case_documented():
     """Documented worst case over ANY instance: 1/p_a + 1/p_b >= 4 when
     p_a + p_b <= 1, so lambda >= 0.0016 N = 160 at N = 100 000.  With df up to
     100 merged cells the power at alpha = 1e-3 is still >= 0.99."""
-    lam = SAMPLE_DRAWS * MASS_MOVED ** 2 * 4
+    lam = SAMPLE_DRAWS * MASS_MOVED**2 * 4
     assert lam == pytest.approx(160.0)
     for df in (1, 10, 50, 100):
         power = stats.ncx2.sf(stats.chi2.isf(SAMPLE_ALPHA, df), df, lam)
@@ -415,9 +433,13 @@ def test_sampling_power_worst_case_documented():
 @pytest.mark.parametrize("case", range(3))
 def test_sample_frequencies_chi_square(case):
     name, pot = fixed_sampling_instances()[case]
-    oracle = BruteForce(pot.topology, pot.emissions, pot.transitions,
-                        np.where(np.isfinite(pot.start), pot.start, 0.0),
-                        np.where(np.isfinite(pot.final), pot.final, 0.0))
+    oracle = BruteForce(
+        pot.topology,
+        pot.emissions,
+        pot.transitions,
+        np.where(np.isfinite(pot.start), pot.start, 0.0),
+        np.where(np.isfinite(pot.final), pot.final, 0.0),
+    )
     assert 5 <= oracle.num_paths <= 200
     draws = fstcrf.sample(pot, SAMPLE_DRAWS, seed=12345)
     index = {tuple(p.tolist()): i for i, p in enumerate(oracle.paths)}

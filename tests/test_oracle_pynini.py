@@ -7,6 +7,7 @@ wins by a margin > 1e-3.  "log64" keeps doubles; pynini prints a Weight with
 final scores are shifted by the kernel's -log Z: the distance is then a
 residual near 0 that prints precisely.
 """
+
 import math
 
 import numpy as np
@@ -68,6 +69,7 @@ def close(a, b, rel=FLOAT32_REL):
 # engine bug: the default arc type
 # ---------------------------------------------------------------------------
 
+
 def test_to_fst_tropical_lattice():
     """ENGINE BUG (fstcrf/lattice.py): to_fst's default arc_type="tropical" calls
     pynini.Fst(arc_type="tropical"), but OpenFst names that arc type "standard"
@@ -82,6 +84,7 @@ def test_to_fst_tropical_lattice():
 # ---------------------------------------------------------------------------
 # Viterbi and k-best = shortest paths in the tropical semiring
 # ---------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 @oracle_settings(80)
@@ -126,20 +129,23 @@ def test_shortestpath_labels_on_second_order_topology():
     rng = np.random.default_rng(5)
     topology = second_order(iob2_labels(["NP", "VP"]))
     for T in (1, 3, 6):
-        pot = fstcrf.Potentials(topology, rng.normal(0, 2, (T, topology.num_states)), None,
-                                rng.normal(0, 1, topology.num_edges))
+        pot = fstcrf.Potentials(
+            topology, rng.normal(0, 2, (T, topology.num_states)), None, rng.normal(0, 1, topology.num_edges)
+        )
         decoded = fstcrf.viterbi(pot)
         top2 = fstcrf.kbest(pot, 2).scores[0]
         [(keys, weight)] = path_items(pynini.shortestpath(tropical_lattice(pot, symbols="labels")))
         assert close(-weight, decoded.scores[0])
         if top2[0] - top2[1] > MARGIN:
-            assert [topology.labels[k - 1] for k in keys] == \
-                [topology.labels[topology.state_label[s]] for s in decoded.paths]
+            assert [topology.labels[k - 1] for k in keys] == [
+                topology.labels[topology.state_label[s]] for s in decoded.paths
+            ]
 
 
 # ---------------------------------------------------------------------------
 # log Z = shortest distance in the log semiring
 # ---------------------------------------------------------------------------
+
 
 @oracle_settings(80)
 @given(feasible_instances())
@@ -164,18 +170,29 @@ def test_log64_shortest_distance_is_log_z(inst):
 # files
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("arc_type", ["log", "log64",
-                                      pytest.param("tropical", marks=pytest.mark.skipif(
-                                          not TROPICAL_EXPORT_WORKS,
-                                          reason="to_fst(arc_type='tropical') is broken: "
-                                                 "see test_to_fst_tropical_lattice"))])
+
+@pytest.mark.parametrize(
+    "arc_type",
+    [
+        "log",
+        "log64",
+        pytest.param(
+            "tropical",
+            marks=pytest.mark.skipif(
+                not TROPICAL_EXPORT_WORKS,
+                reason="to_fst(arc_type='tropical') is broken: see test_to_fst_tropical_lattice",
+            ),
+        ),
+    ],
+)
 @pytest.mark.parametrize("symbols", ["labels", "states"])
 def test_write_lattice_reads_back_with_symbols(tmp_path, arc_type, symbols):
     rng = np.random.default_rng(11)
     topology = second_order(iob2_labels(["NP", "VP"]))
     lengths = [2, 4]
-    pot = fstcrf.Potentials(topology, rng.normal(0, 1, (6, topology.num_states)), lengths,
-                            rng.normal(0, 1, topology.num_edges))
+    pot = fstcrf.Potentials(
+        topology, rng.normal(0, 1, (6, topology.num_states)), lengths, rng.normal(0, 1, topology.num_edges)
+    )
     path = tmp_path / "lattice.fst"
     write_lattice(pot, str(path), sentence=1, arc_type=arc_type, symbols=symbols)
     fst = pynini.Fst.read(str(path))
@@ -200,10 +217,21 @@ def test_lattice_matches_bruteforce_on_all_paths():
     sequence the topology allows and minus its score (float32)."""
     rng = np.random.default_rng(2)
     topology = fstcrf.iob2(["NP"])
-    pot = fstcrf.Potentials(topology, rng.normal(0, 1, (3, 3)), None, rng.normal(0, 1, topology.num_edges),
-                            rng.normal(0, 1, 3), rng.normal(0, 1, 3))
-    oracle = BruteForce(topology, pot.emissions, pot.transitions,
-                        np.where(np.isfinite(pot.start), pot.start, 0), np.where(np.isfinite(pot.final), pot.final, 0))
+    pot = fstcrf.Potentials(
+        topology,
+        rng.normal(0, 1, (3, 3)),
+        None,
+        rng.normal(0, 1, topology.num_edges),
+        rng.normal(0, 1, 3),
+        rng.normal(0, 1, 3),
+    )
+    oracle = BruteForce(
+        topology,
+        pot.emissions,
+        pot.transitions,
+        np.where(np.isfinite(pot.start), pot.start, 0),
+        np.where(np.isfinite(pot.final), pot.final, 0),
+    )
     lattice = tropical_lattice(pot)
     lattice.connect()
     items = path_items(lattice)

@@ -5,6 +5,7 @@ split form theta = u - v (u, v >= 0), the L-BFGS of train.py as it was before
 these options (read from git), and the stopping rules recomputed from the
 records.
 """
+
 import math
 import subprocess
 import sys
@@ -65,12 +66,11 @@ def problems(seed: int, num_weights: int):
 
 
 def smooth_gradient(problem, sigma: float, theta: np.ndarray) -> np.ndarray:
-    return problem.loss_and_gradient(theta)[1] + theta / sigma ** 2
+    return problem.loss_and_gradient(theta)[1] + theta / sigma**2
 
 
 def objective(problem, sigma: float, l1: float, theta: np.ndarray) -> float:
-    return problem.loss_and_gradient(theta)[0] + 0.5 * float(theta @ theta) / sigma ** 2 + \
-        l1 * float(np.abs(theta).sum())
+    return problem.loss_and_gradient(theta)[0] + 0.5 * float(theta @ theta) / sigma**2 + l1 * float(np.abs(theta).sum())
 
 
 def check_l1_optimal(problem, sigma: float, l1: float, theta: np.ndarray, tolerance: float) -> None:
@@ -81,8 +81,9 @@ def check_l1_optimal(problem, sigma: float, l1: float, theta: np.ndarray, tolera
     np.testing.assert_array_less(np.abs(gradient[~nonzero]), l1 + tolerance)
 
 
-def split_optimum(problem, sigma: float, l1: float, free: np.ndarray | None = None,
-                  start: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+def split_optimum(
+    problem, sigma: float, l1: float, free: np.ndarray | None = None, start: np.ndarray | None = None
+) -> tuple[np.ndarray, float]:
     """scipy's L-BFGS-B on the ``free`` weights written as u - v (u, v >= 0; all weights by
     default), the others held at ``start``: (theta [D], objective).  The split form is
     degenerate (u and v may both stay positive), so L-BFGS-B is restarted from
@@ -104,18 +105,23 @@ def split_optimum(problem, sigma: float, l1: float, free: np.ndarray | None = No
 
     theta, best = start.copy(), math.inf
     while True:
-        found = scipy.optimize.minimize(split_objective, np.concatenate([np.maximum(theta[free], 0.0),
-                                                                         np.maximum(-theta[free], 0.0)]),
-                                        jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * (2 * count),
-                                        options={"maxiter": 5000, "ftol": 0.0, "gtol": 1e-13})
+        found = scipy.optimize.minimize(
+            split_objective,
+            np.concatenate([np.maximum(theta[free], 0.0), np.maximum(-theta[free], 0.0)]),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(0.0, None)] * (2 * count),
+            options={"maxiter": 5000, "ftol": 0.0, "gtol": 1e-13},
+        )
         if not found.fun < best:
             return theta, best
         theta, best = theta_of(found.x), float(found.fun)
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.integers(0, 10_000), st.integers(2, 8), st.sampled_from([math.inf, 1.0, 3.0]),
-       st.floats(0.01, 5.0), st.data())
+@given(
+    st.integers(0, 10_000), st.integers(2, 8), st.sampled_from([math.inf, 1.0, 3.0]), st.floats(0.01, 5.0), st.data()
+)
 def test_owlqn_is_l1_optimal_and_matches_the_split_form(seed, num_weights, sigma, l1, data):
     problem = data.draw(problems(seed, num_weights))
     result = train.lbfgs(problem, sigma, max_iter=1000, tol=1e-15, l1=l1)
@@ -141,13 +147,18 @@ def test_records_count_the_l1_term_and_the_nonzero_weights():
     problem = training_set(chunk_corpus(1, 20), 1, "supported")
     sigma, l1 = 3.0, 0.3
     seen = []
-    result = train.lbfgs(problem, sigma, max_iter=15, l1=l1, evaluate=lambda theta: seen.append(theta.copy())
-                         or SimpleNamespace(primary=0.0, metric="none"))
+    result = train.lbfgs(
+        problem,
+        sigma,
+        max_iter=15,
+        l1=l1,
+        evaluate=lambda theta: seen.append(theta.copy()) or SimpleNamespace(primary=0.0, metric="none"),
+    )
     assert len(seen) == len(result.history) == 15
     for theta, record in zip(seen, result.history):
         assert record["objective"] == pytest.approx(objective(problem, sigma, l1, theta), rel=1e-12)
         assert record["nonzero"] == np.count_nonzero(theta)
-    assert result.history[0]["nonzero"] > result.history[-1]["nonzero"]   # L1 zeroes weights it had moved
+    assert result.history[0]["nonzero"] > result.history[-1]["nonzero"]  # L1 zeroes weights it had moved
     plain = train.lbfgs(problem, sigma, max_iter=3)
     assert [record["nonzero"] for record in plain.history] == [problem.num_weights] * 3
 
@@ -175,36 +186,40 @@ def test_an_l1_above_the_gradient_at_zero_keeps_every_weight_at_zero(seed, num_w
 def test_a_larger_l1_keeps_fewer_weights(seed, num_weights, data):
     problem = data.draw(problems(seed, num_weights))
     largest = float(np.abs(problem.loss_and_gradient(np.zeros(num_weights))[1]).max())
-    counts = [np.count_nonzero(train.lbfgs(problem, 2.0, max_iter=500, tol=1e-12, l1=l1).weights)
-              for l1 in (1e-6 * largest, 0.9 * largest)]
+    counts = [
+        np.count_nonzero(train.lbfgs(problem, 2.0, max_iter=500, tol=1e-12, l1=l1).weights)
+        for l1 in (1e-6 * largest, 0.9 * largest)
+    ]
     assert counts[0] == num_weights and counts[1] < num_weights
 
 
 def test_crf_nonzero_weights_fall_as_l1_grows():
     problem = training_set(random_corpus(3, 30), 1, "supported")
-    counts = [np.count_nonzero(train.lbfgs(problem, 3.0, max_iter=200, l1=l1).weights)
-              for l1 in (0.01, 0.3, 3.0)]
+    counts = [np.count_nonzero(train.lbfgs(problem, 3.0, max_iter=200, l1=l1).weights) for l1 in (0.01, 0.3, 3.0)]
     assert counts[0] > counts[1] > counts[2] > 0
 
 
 def previous_train_module():
     """fstcrf.train as of BEFORE_OWLQN, imported from git as fstcrf.train_before_owlqn."""
-    shown = subprocess.run(["git", "show", f"{BEFORE_OWLQN}:fstcrf/train.py"], cwd=REPOSITORY,
-                           capture_output=True, text=True)
+    shown = subprocess.run(
+        ["git", "show", f"{BEFORE_OWLQN}:fstcrf/train.py"], cwd=REPOSITORY, capture_output=True, text=True
+    )
     if shown.returncode != 0:
         pytest.fail(f"git cannot show the old fstcrf/train.py: {shown.stderr.strip()}")
     module = types.ModuleType("fstcrf.train_before_owlqn")
     module.__package__ = "fstcrf"
-    sys.modules[module.__name__] = module        # dataclasses look their module up
+    sys.modules[module.__name__] = module  # dataclasses look their module up
     exec(compile(shown.stdout, "train_before_owlqn.py", "exec"), module.__dict__)
     return module
 
 
 def scipy_shaped_line_search(f, fprime, xk, pk, gfk=None, old_fval=None, c1=None, c2=None, maxiter=10, **_):
     """train._strong_wolfe_step behind scipy.optimize.line_search's signature (the step first)."""
+
     def along(step):
         x = xk + step * pk
         return f(x), float(fprime(x) @ pk), None
+
     found = train._strong_wolfe_step(along, old_fval, float(gfk @ pk), maxiter)
     return (None if found is None else found[0],)
 
@@ -232,7 +247,7 @@ def test_without_l1_the_iterates_are_the_old_ones_bit_for_bit(order, sigma, monk
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 12), st.integers(0, 5), st.integers(0, 2 ** 32 - 1))
+@given(st.integers(1, 12), st.integers(0, 5), st.integers(0, 2**32 - 1))
 def test_two_loop_is_the_inverse_bfgs_matrix_times_the_gradient(dimension, num_pairs, seed):
     """-H g with H built explicitly by the BFGS inverse update from H0 = (s.y / y.y) I of
     the newest pair, and the old numpy recursion, agree with the BLAS recursion."""
@@ -244,15 +259,15 @@ def test_two_loop_is_the_inverse_bfgs_matrix_times_the_gradient(dimension, num_p
         y = s + 0.3 * rng.normal(size=dimension)
         if s @ y > 0.1:
             pairs.append((s, y, 1.0 / float(s @ y)))
-    inverse = np.eye(dimension) * (float(pairs[-1][0] @ pairs[-1][1]) / float(pairs[-1][1] @ pairs[-1][1])
-                                   if pairs else 1.0)
+    inverse = np.eye(dimension) * (
+        float(pairs[-1][0] @ pairs[-1][1]) / float(pairs[-1][1] @ pairs[-1][1]) if pairs else 1.0
+    )
     for s, y, rho in pairs:
         step = np.eye(dimension) - rho * np.outer(s, y)
         inverse = step @ inverse @ step.T + rho * np.outer(s, s)
     direction = train._two_loop(gradient, pairs)
     np.testing.assert_allclose(direction, -inverse @ gradient, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(direction, previous_train_module()._two_loop(gradient, pairs),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(direction, previous_train_module()._two_loop(gradient, pairs), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("l1", [0.0, 0.5])
@@ -279,8 +294,12 @@ def test_frozen_crf_weights_stay_put():
 def recorded_run(problem, sigma, **options):
     """(result, the weights of each record) of an lbfgs run."""
     thetas = []
-    result = train.lbfgs(problem, sigma, evaluate=lambda theta: thetas.append(theta.copy())
-                         or SimpleNamespace(primary=0.0, metric="none"), **options)
+    result = train.lbfgs(
+        problem,
+        sigma,
+        evaluate=lambda theta: thetas.append(theta.copy()) or SimpleNamespace(primary=0.0, metric="none"),
+        **options,
+    )
     return result, thetas
 
 
@@ -289,10 +308,12 @@ def test_epsilon_stops_at_the_first_small_gradient(l1):
     problem = training_set(chunk_corpus(1, 20), 1, "supported")
     epsilon = 1e-2
     result, thetas = recorded_run(problem, 3.0, max_iter=500, tol=1e-300, l1=l1, epsilon=epsilon)
-    small = [record["gradient_norm"] <= epsilon * max(1.0, float(np.linalg.norm(theta)))
-             for record, theta in zip(result.history, thetas)]
+    small = [
+        record["gradient_norm"] <= epsilon * max(1.0, float(np.linalg.norm(theta)))
+        for record, theta in zip(result.history, thetas)
+    ]
     assert small[-1] and not any(small[:-1]) and 3 < result.n_iter < 500
-    if l1:   # the pseudo-gradient is what the record shows
+    if l1:  # the pseudo-gradient is what the record shows
         theta = thetas[-1]
         steepest = train._pseudo_gradient(theta, smooth_gradient(problem, 3.0, theta), l1, None)
         assert result.history[-1]["gradient_norm"] == pytest.approx(float(np.linalg.norm(steepest)), rel=1e-9)
@@ -310,11 +331,12 @@ def test_the_delta_test_stops_where_crfsuite_would(period, delta, l1):
     result = train.lbfgs(problem, 3.0, max_iter=500, tol=0.5, l1=l1, period=period, delta=delta)
     period = train.CRFSUITE_PERIOD if period is None else period
     delta = train.CRFSUITE_DELTA if delta is None else delta
-    losses = [objective(problem, 3.0, l1, np.zeros(problem.num_weights))] + \
-        [record["objective"] for record in result.history]
+    losses = [objective(problem, 3.0, l1, np.zeros(problem.num_weights))] + [
+        record["objective"] for record in result.history
+    ]
     stops = [k for k in range(period, len(losses)) if (losses[k - period] - losses[k]) / abs(losses[k]) < delta]
     assert stops and stops[0] == result.n_iter < 500
-    assert result.n_iter > 2     # tol = 0.5 alone would have stopped after the first iterations
+    assert result.n_iter > 2  # tol = 0.5 alone would have stopped after the first iterations
 
 
 @settings(max_examples=50, deadline=None)
@@ -323,8 +345,7 @@ def test_the_delta_test_against_its_formula(losses, period, delta):
     converged = train._stopping_test(1e-7, None, period, delta, [losses[0]])
     theta, steepest = np.ones(2), np.ones(2)
     stops = [converged(theta, loss, steepest) for loss in losses[1:]]
-    expected = [k >= period and (losses[k - period] - losses[k]) / losses[k] < delta
-                for k in range(1, len(losses))]
+    expected = [k >= period and (losses[k - period] - losses[k]) / losses[k] < delta for k in range(1, len(losses))]
     assert stops == expected
 
 
@@ -347,9 +368,10 @@ def test_backtracking_searches_reach_the_optimum_with_descending_steps(linesearc
     assert all(b < a for a, b in zip(losses, losses[1:-1]))
 
 
-@pytest.mark.parametrize("linesearch, condition", [("strong-wolfe", None), ("MoreThuente", None),
-                                                   ("Backtracking", "wolfe"),
-                                                   ("StrongBacktracking", "strong-wolfe")])
+@pytest.mark.parametrize(
+    "linesearch, condition",
+    [("strong-wolfe", None), ("MoreThuente", None), ("Backtracking", "wolfe"), ("StrongBacktracking", "strong-wolfe")],
+)
 def test_each_line_search_name_runs_its_search(monkeypatch, linesearch, condition):
     conditions = []
     backtracking = train._backtracking
@@ -360,8 +382,9 @@ def test_each_line_search_name_runs_its_search(monkeypatch, linesearch, conditio
 
     monkeypatch.setattr(train, "_backtracking", spy)
     train.lbfgs(Logistic(5, 4), 2.0, max_iter=5, linesearch=linesearch)
-    assert conditions == ([] if condition is None else [condition] * len(conditions)) and \
-        (condition is None or conditions)
+    assert conditions == ([] if condition is None else [condition] * len(conditions)) and (
+        condition is None or conditions
+    )
 
 
 @pytest.mark.parametrize("strong", [False, True])
@@ -375,9 +398,10 @@ def test_a_backtracking_step_meets_the_wolfe_conditions(strong):
     for _ in range(20):
         theta = rng.normal(0.0, 3.0, 5)
         loss, gradient = smooth(theta)
-        direction = -gradient * rng.uniform(1e-3, 1.0)     # steps from far too short to too long
-        found = train._backtracking(smooth, theta, loss, gradient, direction, 0.0,
-                                    "strong-wolfe" if strong else "wolfe", 40)
+        direction = -gradient * rng.uniform(1e-3, 1.0)  # steps from far too short to too long
+        found = train._backtracking(
+            smooth, theta, loss, gradient, direction, 0.0, "strong-wolfe" if strong else "wolfe", 40
+        )
         point, point_loss, point_gradient = found
         slope, point_slope = float(gradient @ direction), float(point_gradient @ direction)
         assert point_loss <= loss + train.ARMIJO * float(gradient @ (point - theta))
@@ -394,8 +418,9 @@ def test_the_zoom_search_meets_the_strong_wolfe_conditions(seed, scale, shape):
     rng = np.random.default_rng(seed)
     problem = Quadratic(seed, 5) if shape == "quadratic" else Logistic(seed % 50, 5)
     if shape == "quartic":
+
         def smooth(theta):
-            return float(np.sum(theta ** 4) + theta @ theta), 4 * theta ** 3 + 2 * theta
+            return float(np.sum(theta**4) + theta @ theta), 4 * theta**3 + 2 * theta
     else:
         smooth = problem.loss_and_gradient
     theta = rng.normal(0.0, 2.0, 5)
@@ -407,7 +432,7 @@ def test_the_zoom_search_meets_the_strong_wolfe_conditions(seed, scale, shape):
         calls.append(point)
         return smooth(point)
 
-    with np.errstate(over="ignore"):        # long trial steps overflow exp in the logistic loss
+    with np.errstate(over="ignore"):  # long trial steps overflow exp in the logistic loss
         found = train._zoom_search(counted, theta, loss, gradient, direction, 40)
     assert len(calls) <= 40
     assert found is not None
@@ -426,7 +451,7 @@ def test_the_zoom_search_refuses_an_ascent_and_stops_at_its_budget():
     assert train._zoom_search(problem.loss_and_gradient, theta, loss, gradient, gradient, 20) is None
     calls = []
 
-    def never_flat(step):                    # keeps descending steeply: no step is acceptable
+    def never_flat(step):  # keeps descending steeply: no step is acceptable
         calls.append(step)
         return -10.0 * step, -10.0, None
 
@@ -436,13 +461,14 @@ def test_the_zoom_search_refuses_an_ascent_and_stops_at_its_budget():
 @given(st.floats(-3, 3), st.floats(0.1, 3), st.floats(-2, 2), st.floats(-2, 2))
 def test_the_cubic_minimiser_finds_the_minimum_of_a_cubic(low, width, root, curvature):
     """For f(x) = (x - root)^2 (1 + c (x - root)) / 2 near its local minimum at root."""
+
     def f(x):
         return 0.5 * (x - root) ** 2 * (1.0 + curvature * (x - root))
 
     def df(x):
         return (x - root) * (1.0 + curvature * (x - root)) + 0.5 * curvature * (x - root) ** 2
 
-    a, b = low, low + width                 # f is a cubic: the interpolant is f itself
+    a, b = low, low + width  # f is a cubic: the interpolant is f itself
     assert train._cubic_minimiser(a, f(a), df(a), b, f(b), df(b)) == pytest.approx(root, abs=1e-6)
     assert train._cubic_minimiser(b, f(b), df(b), a, f(a), df(a)) == pytest.approx(root, abs=1e-6)
 
@@ -455,21 +481,21 @@ def test_an_owlqn_step_moves_each_weight_against_its_pseudo_gradient_within_its_
     theta = np.where(rng.random(6) < 0.3, 0.0, rng.normal(0.0, 2.0, 6))
     gradient = problem.loss_and_gradient(theta)[1]
     steepest = train._pseudo_gradient(theta, gradient, l1, None)
-    direction = -steepest + rng.normal(0.0, 2.0 * np.abs(steepest).max(), 6)   # some components ascend
-    found = train._backtracking(problem.loss_and_gradient, theta, objective(problem, math.inf, l1, theta),
-                                steepest, direction, l1, "armijo", 60)
+    direction = -steepest + rng.normal(0.0, 2.0 * np.abs(steepest).max(), 6)  # some components ascend
+    found = train._backtracking(
+        problem.loss_and_gradient, theta, objective(problem, math.inf, l1, theta), steepest, direction, l1, "armijo", 60
+    )
     if found is not None:
         point = found[0]
         assert np.all((point - theta) * steepest <= 0.0)
-        assert np.all(point * theta >= 0.0)                    # no weight crosses zero
+        assert np.all(point * theta >= 0.0)  # no weight crosses zero
         assert np.all(point[theta == 0.0] * steepest[theta == 0.0] <= 0.0)
         assert found[1] == pytest.approx(objective(problem, math.inf, l1, point), rel=1e-12)
 
 
 def test_with_l1_every_line_search_name_backtracks_the_same_way():
     problem = Logistic(8, 5)
-    runs = [train.lbfgs(problem, 2.0, max_iter=30, l1=0.4, linesearch=name).weights
-            for name in train.LINE_SEARCHES]
+    runs = [train.lbfgs(problem, 2.0, max_iter=30, l1=0.4, linesearch=name).weights for name in train.LINE_SEARCHES]
     assert all(np.array_equal(runs[0], weights) for weights in runs)
 
 
@@ -486,27 +512,50 @@ def test_memory_is_honoured():
 def test_max_linesearch_bounds_the_evaluations_per_iteration(l1, linesearch):
     problem = Quadratic(6, 6)
     calls = []
-    counting = SimpleNamespace(num_weights=6, num_sequences=1,
-                               loss_and_gradient=lambda theta: calls.append(1) or problem.loss_and_gradient(theta))
+    counting = SimpleNamespace(
+        num_weights=6,
+        num_sequences=1,
+        loss_and_gradient=lambda theta: calls.append(1) or problem.loss_and_gradient(theta),
+    )
     per_iteration = []
-    train.lbfgs(counting, math.inf, max_iter=40, l1=l1, linesearch=linesearch, max_linesearch=2,
-                callback=lambda record: per_iteration.append(len(calls)) and None)
+    train.lbfgs(
+        counting,
+        math.inf,
+        max_iter=40,
+        l1=l1,
+        linesearch=linesearch,
+        max_linesearch=2,
+        callback=lambda record: per_iteration.append(len(calls)) and None,
+    )
     evaluations = np.diff([1] + per_iteration)
-    assert len(per_iteration) > 3 and evaluations.max() <= 4    # 2 trials, twice with a restart
+    assert len(per_iteration) > 3 and evaluations.max() <= 4  # 2 trials, twice with a restart
 
 
-@pytest.mark.parametrize("options, error", [
-    ({"l1": -0.1}, FstcrfError), ({"l1": math.inf}, FstcrfError), ({"l1": math.nan}, FstcrfError),
-    ({"l1": "0.1"}, ArgumentTypeError), ({"l1": True}, ArgumentTypeError),
-    ({"memory": 0}, FstcrfError), ({"memory": 2.5}, ArgumentTypeError),
-    ({"epsilon": -1e-5}, FstcrfError), ({"epsilon": "small"}, ArgumentTypeError),
-    ({"period": 0}, FstcrfError), ({"period": 1.5}, ArgumentTypeError),
-    ({"delta": -1e-5}, FstcrfError), ({"delta": math.inf}, FstcrfError),
-    ({"linesearch": "wolfe"}, FstcrfError), ({"linesearch": 1}, ArgumentTypeError),
-    ({"max_linesearch": 0}, FstcrfError), ({"max_linesearch": 3.0}, ArgumentTypeError),
-    ({"frozen": [True, False, True]}, ArgumentTypeError),
-    ({"frozen": np.zeros(3)}, ShapeError), ({"frozen": np.zeros(4, dtype=bool)}, ShapeError),
-])
+@pytest.mark.parametrize(
+    "options, error",
+    [
+        ({"l1": -0.1}, FstcrfError),
+        ({"l1": math.inf}, FstcrfError),
+        ({"l1": math.nan}, FstcrfError),
+        ({"l1": "0.1"}, ArgumentTypeError),
+        ({"l1": True}, ArgumentTypeError),
+        ({"memory": 0}, FstcrfError),
+        ({"memory": 2.5}, ArgumentTypeError),
+        ({"epsilon": -1e-5}, FstcrfError),
+        ({"epsilon": "small"}, ArgumentTypeError),
+        ({"period": 0}, FstcrfError),
+        ({"period": 1.5}, ArgumentTypeError),
+        ({"delta": -1e-5}, FstcrfError),
+        ({"delta": math.inf}, FstcrfError),
+        ({"linesearch": "wolfe"}, FstcrfError),
+        ({"linesearch": 1}, ArgumentTypeError),
+        ({"max_linesearch": 0}, FstcrfError),
+        ({"max_linesearch": 3.0}, ArgumentTypeError),
+        ({"frozen": [True, False, True]}, ArgumentTypeError),
+        ({"frozen": np.zeros(3)}, ShapeError),
+        ({"frozen": np.zeros(4, dtype=bool)}, ShapeError),
+    ],
+)
 def test_bad_options_raise_typed_errors(options, error):
     with pytest.raises(error, match=next(iter(options))) as raised:
         train.lbfgs(Quadratic(0, 3), **options)

@@ -9,6 +9,7 @@ where Z sums over the sequences the topology (and the training grammar)
 allows and Z_clamped over those of them whose labels keep to each token's
 allowed set (for a fully labelled sentence: the gold sequence alone).
 """
+
 import copy
 import random
 from collections import Counter
@@ -43,18 +44,24 @@ CHUNK_LABELS = ("O", "B-NP", "I-NP", "B-VP", "I-VP")
 GRAMMARS = {
     "iob2": load_grammar("iob2"),
     "no_two_outside": parse_grammar("start = .* - .* O O .* ;", "no_two_outside.fgr"),
-    "at_most_two_begins": parse_grammar("start = !(.* [B-*] .* [B-*] .* [B-*] .*) ;",
-                                        "at_most_two_begins.fgr"),
-    "iob2_no_leading_outside": parse_grammar('import "iob2" ;\nstart = iob2.start & !(O .*) ;',
-                                             "iob2_no_leading_outside.fgr"),
+    "at_most_two_begins": parse_grammar("start = !(.* [B-*] .* [B-*] .* [B-*] .*) ;", "at_most_two_begins.fgr"),
+    "iob2_no_leading_outside": parse_grammar(
+        'import "iob2" ;\nstart = iob2.start & !(O .*) ;', "iob2_no_leading_outside.fgr"
+    ),
     "ends_outside_or_one_token": parse_grammar("start = .* O | . ;", "ends_outside.fgr"),
 }
 
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 # -- helpers --------------------------------------------------------------------------
+
 
 def sentence(chunks, words=None) -> Sentence:
     words = words or [f"w{i}" for i in range(len(chunks))]
@@ -65,8 +72,9 @@ def corpus_of(*chunk_lists) -> Corpus:
     return Corpus(("word", "pos", "chunk"), [sentence(chunks) for chunks in chunk_lists])
 
 
-def hide_labels(corpus: Corpus, seed: int, unknown: float, label_set: float,
-                max_length: int | None = MAX_LENGTH) -> Corpus:
+def hide_labels(
+    corpus: Corpus, seed: int, unknown: float, label_set: float, max_length: int | None = MAX_LENGTH
+) -> Corpus:
     """A copy of ``corpus`` (sentences cut to ``max_length`` tokens) whose gold chunk
     labels are hidden as "?" with probability ``unknown`` and written as a random
     two-label set containing the gold label with probability ``label_set``."""
@@ -162,14 +170,15 @@ def feasible_under(corpus: Corpus, order: int, grammar=None) -> tuple[Corpus, py
         if grammar is not None:
             try:
                 constraint = compile_grammar(grammar, labels)
-            except GrammarError:            # e.g. no label matches a class of the grammar
+            except GrammarError:  # e.g. no label matches a class of the grammar
                 return None
         topology = chain_topology(order, labels)
         keep = []
         for original in corpus:
             _, label_paths = enumerate_paths(topology, len(original))
-            fits = acceptance(constraint, labels, label_paths) & \
-                consistency(allowed_sets(original["chunk"], labels), label_paths)
+            fits = acceptance(constraint, labels, label_paths) & consistency(
+                allowed_sets(original["chunk"], labels), label_paths
+            )
             if fits.any():
                 keep.append(original)
         if not keep:
@@ -181,7 +190,7 @@ def feasible_under(corpus: Corpus, order: int, grammar=None) -> tuple[Corpus, py
 
 @st.composite
 def partial_corpora(draw, max_sentences: int = 5):
-    seed = draw(st.integers(0, 2 ** 31 - 1))
+    seed = draw(st.integers(0, 2**31 - 1))
     num_sentences = draw(st.integers(1, max_sentences))
     unknown = draw(st.sampled_from([0.0, 0.25, 0.5, 0.8]))
     label_set = draw(st.sampled_from([0.0, 0.2, 0.4]))
@@ -200,19 +209,26 @@ def _check_loss_against_oracle(problem, corpus, seed, constraint=None):
 
 def _check_finite_differences(problem, seed: int, num_coordinates: int = 24):
     theta = np.random.default_rng(seed).normal(0, 0.5, problem.num_weights)
-    check_finite_differences(problem.loss_and_gradient, theta, problem.scorer.features.num_features,
-                             seed=seed, num_coordinates=num_coordinates)
+    check_finite_differences(
+        problem.loss_and_gradient,
+        theta,
+        problem.scorer.features.num_features,
+        seed=seed,
+        num_coordinates=num_coordinates,
+    )
 
 
 # -- the objective against brute force --------------------------------------------------
 
-@pytest.mark.parametrize("order,feature_set", [(1, "supported"), (1, "complete"), (2, "supported"),
-                                               (2, "complete-tags")])
+
+@pytest.mark.parametrize(
+    "order,feature_set", [(1, "supported"), (1, "complete"), (2, "supported"), (2, "complete-tags")]
+)
 @SETTINGS
 @given(instance=partial_corpora())
 def test_partial_label_loss_matches_brute_force(order, feature_set, instance):
     corpus, seed = instance
-    feasible = feasible_under(corpus, order)    # (order 2 "O ? I-VP" may fit no path)
+    feasible = feasible_under(corpus, order)  # (order 2 "O ? I-VP" may fit no path)
     assume(feasible is not None)
     corpus = feasible[0]
     problem = training_set(corpus, order, feature_set)
@@ -243,14 +259,16 @@ def test_oracle_sees_the_clamp_and_the_grammar():
     constraint = compile_grammar(load_grammar("iob2"), problem.scorer.topology.labels)
     constrained = brute_force_loss(problem, corpus, theta, constraint)
     assert free != pytest.approx(constrained, rel=1e-6)
-    full = corpus_of(["B-NP", "I-NP", "O"], ["O", "B-NP", "O"])    # one completion of corpus
+    full = corpus_of(["B-NP", "I-NP", "O"], ["O", "B-NP", "O"])  # one completion of corpus
     assert free != pytest.approx(brute_force_loss(problem, full, theta), rel=1e-6)
 
 
 # -- gradients ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("order,feature_set", [(1, "supported"), (1, "complete"), (2, "supported"),
-                                               (2, "complete-tags")])
+
+@pytest.mark.parametrize(
+    "order,feature_set", [(1, "supported"), (1, "complete"), (2, "supported"), (2, "complete-tags")]
+)
 def test_partial_label_gradient_matches_finite_differences(order, feature_set):
     corpus = hide_labels(random_corpus(31, 14), 32, 0.15, 0.1, max_length=None)
     problem = training_set(corpus, order, feature_set)
@@ -261,8 +279,7 @@ def test_partial_label_gradient_matches_finite_differences(order, feature_set):
 @pytest.mark.parametrize("order", [1, 2])
 @pytest.mark.parametrize("grammar_name", ["iob2", "no_two_outside", "at_most_two_begins"])
 def test_constrained_gradient_matches_finite_differences(order, grammar_name):
-    feasible = feasible_under(hide_labels(random_corpus(41, 16), 42, 0.3, 0.3), order,
-                              GRAMMARS[grammar_name])
+    feasible = feasible_under(hide_labels(random_corpus(41, 16), 42, 0.3, 0.3), order, GRAMMARS[grammar_name])
     assert feasible is not None
     corpus, constraint = feasible
     assert len(corpus) >= 5
@@ -304,6 +321,7 @@ def test_a_sentence_of_unknown_labels_contributes_nothing():
 
 # -- partial labels that pin one path give the fully labelled objective -----------------------
 
+
 def _same_objective(full: Corpus, pinned: Corpus, order: int, feature_set: str, constraint=None):
     """(Unknown labels leave out the supported features of their tokens, so the pinned
     corpora of the clamped-path tests use the complete feature set.)"""
@@ -319,7 +337,7 @@ def _same_objective(full: Corpus, pinned: Corpus, order: int, feature_set: str, 
 
 @pytest.mark.parametrize("order", [1, 2])
 def test_a_one_member_label_set_is_the_label(order):
-    """"GOLD|GOLD" means GOLD: the same loss and gradient as the plain label."""
+    """ "GOLD|GOLD" means GOLD: the same loss and gradient as the plain label."""
     full = random_corpus(61, 12)
     pinned = copy.deepcopy(full)
     for sentence_ in pinned.sentences[::2]:
@@ -368,6 +386,7 @@ def test_a_label_set_the_grammar_narrows_to_gold_takes_the_clamped_path():
 
 # -- errors -------------------------------------------------------------------------------
 
+
 def test_gold_labels_the_topology_forbids_among_partial_sentences():
     corpus = corpus_of(["B-NP", "?"], ["O", "I-NP", "O"])
     with pytest.raises(LabelError):
@@ -397,20 +416,41 @@ def test_gold_labels_the_grammar_rejects_name_the_sentence():
 
 def test_grammar_parameters_reject_gold_and_restrict_predictions():
     """at_most_one with X=PP: gold with two PP chunks is refused; predictions never have two."""
-    train = chunk_corpus(0, 40)               # at most one PP per sentence
+    train = chunk_corpus(0, 40)  # at most one PP per sentence
     model = ChainCRF(TEMPLATE, grammar="at_most_one", grammar_params={"X": "PP"}, max_iter=30).fit(train)
     words = "the dog sees a cat in the park with the ball near a big cat .".split()
     tags = ["DT", "NN", "VB", "DT", "NN", "IN", "DT", "NN", "IN", "DT", "NN", "IN", "DT", "JJ", "NN", "."]
     two_pps = Sentence({"word": words, "pos": tags, "chunk": ["O"] * len(words)})
     free = ChainCRF(TEMPLATE, max_iter=30).fit(train).predict([two_pps])[0]
-    assert free.count("B-PP") >= 2                 # the words call for several PP chunks
+    assert free.count("B-PP") >= 2  # the words call for several PP chunks
     predicted = model.predict([two_pps])[0]
     assert predicted.count("B-PP") <= 1
     assert accepts(model.constraint_, predicted)
     bad = copy.deepcopy(train)
-    bad.sentences[3] = Sentence({"word": words, "pos": tags,
-                                 "chunk": ["B-NP", "I-NP", "B-VP", "B-NP", "I-NP", "B-PP", "B-NP", "I-NP",
-                                           "B-PP", "B-NP", "I-NP", "B-PP", "B-NP", "I-NP", "I-NP", "O"]})
+    bad.sentences[3] = Sentence(
+        {
+            "word": words,
+            "pos": tags,
+            "chunk": [
+                "B-NP",
+                "I-NP",
+                "B-VP",
+                "B-NP",
+                "I-NP",
+                "B-PP",
+                "B-NP",
+                "I-NP",
+                "B-PP",
+                "B-NP",
+                "I-NP",
+                "B-PP",
+                "B-NP",
+                "I-NP",
+                "I-NP",
+                "O",
+            ],
+        }
+    )
     with pytest.raises(LabelError, match="training sentence 3"):
         ChainCRF(TEMPLATE, grammar="at_most_one", grammar_params={"X": "PP"}).fit(bad)
 
@@ -426,11 +466,14 @@ def test_label_sets_that_admit_no_path(order, grammar):
         ChainCRF(TEMPLATE, order=order, grammar=grammar).fit(corpus)
 
 
-@pytest.mark.parametrize("order,grammar,chunks", [
-    (2, None, ["O", "?", "I-VP"]),                  # labels O, I-VP: no state has label I-VP
-    (1, "iob2", ["O", "?", "I-VP"]),                # no B-VP, so IOB2 accepts no I-VP
-    (1, "iob2", ["O", "I-VP"]),                     # the same with full labels
-])
+@pytest.mark.parametrize(
+    "order,grammar,chunks",
+    [
+        (2, None, ["O", "?", "I-VP"]),  # labels O, I-VP: no state has label I-VP
+        (1, "iob2", ["O", "?", "I-VP"]),  # no B-VP, so IOB2 accepts no I-VP
+        (1, "iob2", ["O", "I-VP"]),  # the same with full labels
+    ],
+)
 def test_labels_no_allowed_state_carries_are_label_errors(order, grammar, chunks):
     """A token whose allowed labels no state of the (constrained) topology carries is a
     gold sequence that fits no path: LabelError naming the training sentence, like any
@@ -483,6 +526,7 @@ def test_the_perceptron_refuses_partial_labels():
 
 
 # -- end to end ----------------------------------------------------------------------------
+
 
 def invalid_iob2(labels) -> bool:
     previous = "O"
@@ -564,6 +608,7 @@ def test_half_hidden_labels_still_learn_the_chunker(demo, order, grammar):
 
 # -- the command line -----------------------------------------------------------------------
 
+
 def test_cli_trains_on_partial_labels_under_a_grammar(tmp_path):
     rng = random.Random(3)
     corpus = read_conll(DATA_DIR / "demo_train.txt")
@@ -583,8 +628,7 @@ def test_cli_trains_on_partial_labels_under_a_grammar(tmp_path):
     write_conll(corpus, path)
     text = path.read_text()
     assert "B-NP|I-NP" in text and " ?\n" in text
-    assert main(["-q", "train", str(path), "-o", str(model_path), "--grammar", "iob2",
-                 "--max-iter", "5"]) == 0
+    assert main(["-q", "train", str(path), "-o", str(model_path), "--grammar", "iob2", "--max-iter", "5"]) == 0
     loaded = load_model(model_path)
     assert loaded.constraint_ is not None
     assert set(loaded.labels_) == {"O", "B-NP", "I-NP", "B-VP", "I-VP", "B-PP", "B-ADVP"}
@@ -592,6 +636,7 @@ def test_cli_trains_on_partial_labels_under_a_grammar(tmp_path):
     # a gold sequence the grammar rejects: an error naming the sentence, exit status 2
     bad = tmp_path / "bad.txt"
     write_conll(corpus_of(["B-NP", "I-NP"], ["O", "I-NP"]), bad)
-    assert main(["-q", "train", str(bad), "-o", str(tmp_path / "bad.model"), "--grammar", "iob2",
-                 "--max-iter", "2"]) == 2
+    assert (
+        main(["-q", "train", str(bad), "-o", str(tmp_path / "bad.model"), "--grammar", "iob2", "--max-iter", "2"]) == 2
+    )
     assert not (tmp_path / "bad.model").exists()

@@ -1,4 +1,5 @@
 """fstcrf.phases: exclusive per-phase seconds, and the JSON file written at exit."""
+
 import json
 import os
 import subprocess
@@ -7,7 +8,7 @@ import time
 
 import pytest
 
-from fstcrf.phases import PHASES_VARIABLE, PhaseTimer, peak_resident_mib, phase, process_age
+from fstcrf.phases import PHASES_VARIABLE, PhaseTimer, phase, process_age
 
 
 class Clock:
@@ -27,7 +28,7 @@ def timer_with_clocks(age: float = 0.5):
 
 def test_phases_accumulate_over_calls_and_nested_time_goes_to_the_inner_phase():
     timer, wall, cpu = timer_with_clocks()
-    wall.now = 1.0                   # 1 s before the first phase
+    wall.now = 1.0  # 1 s before the first phase
     cpu.now = 0.25
     with timer.phase("read"):
         wall.now += 2.0
@@ -35,8 +36,8 @@ def test_phases_accumulate_over_calls_and_nested_time_goes_to_the_inner_phase():
         with timer.phase("features"):
             wall.now += 3.0
             cpu.now += 0.5
-        wall.now += 0.5              # back in read
-    wall.now += 7.0                  # in no phase
+        wall.now += 0.5  # back in read
+    wall.now += 7.0  # in no phase
     with timer.phase("features"):
         wall.now += 4.0
         cpu.now += 2.0
@@ -46,14 +47,15 @@ def test_phases_accumulate_over_calls_and_nested_time_goes_to_the_inner_phase():
     process = report["process"]
     assert process["cpu_by_phase"] == pytest.approx({"read": 1.0, "features": 2.5})
     assert process["calls"] == {"read": 1, "features": 2}
-    assert process["start"] == pytest.approx(0.5 + 1.0)       # age at creation + time to the first phase
+    assert process["start"] == pytest.approx(0.5 + 1.0)  # age at creation + time to the first phase
     assert process["start_cpu"] == pytest.approx(0.25)
     assert process["outside"] == pytest.approx(7.0)
     assert process["elapsed"] == pytest.approx(0.5 + 17.5)
     assert process["cpu"] == pytest.approx(3.75)
     # the figures add up to the process's elapsed time
-    assert process["start"] + report["read"] + report["features"] + process["outside"] \
-        == pytest.approx(process["elapsed"])
+    assert process["start"] + report["read"] + report["features"] + process["outside"] == pytest.approx(
+        process["elapsed"]
+    )
 
 
 def test_a_phase_left_by_an_exception_is_closed_and_charged():
@@ -93,13 +95,16 @@ def test_process_age_grows_with_the_process():
 
 def test_peak_resident_memory_sees_a_large_allocation():
     # in a fresh process, whose peak is its current size (this one's may lie far above it)
-    code = ("from fstcrf.phases import peak_resident_mib\n"
-            "before = peak_resident_mib()\n"
-            "block = bytearray(64 * 2 ** 20)\n"
-            "block[::4096] = b'x' * len(block[::4096])\n"      # touch every page
-            "print(before, peak_resident_mib())\n")
-    before, after = map(float, subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                              text=True).stdout.split())
+    code = (
+        "from fstcrf.phases import peak_resident_mib\n"
+        "before = peak_resident_mib()\n"
+        "block = bytearray(64 * 2 ** 20)\n"
+        "block[::4096] = b'x' * len(block[::4096])\n"  # touch every page
+        "print(before, peak_resident_mib())\n"
+    )
+    before, after = map(
+        float, subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    )
     assert after >= before + 60
 
 
@@ -113,23 +118,25 @@ def run_child(code: str, tmp_path, report: str = "phases.json"):
 
 
 def test_an_enabled_process_writes_its_phases_at_exit(tmp_path):
-    code = "\n".join([
-        "import os, time",
-        "from fstcrf.phases import phase",
-        "assert 'FSTCRF_PHASES' not in os.environ    # not passed on to child processes",
-        "with phase('read'):",
-        "    time.sleep(0.1)",
-        "    with phase('decode'):",
-        "        end = time.process_time() + 0.2",
-        "        while time.process_time() < end:",
-        "            pass",
-        "with phase('read'):",
-        "    time.sleep(0.1)",
-    ])
+    code = "\n".join(
+        [
+            "import os, time",
+            "from fstcrf.phases import phase",
+            "assert 'FSTCRF_PHASES' not in os.environ    # not passed on to child processes",
+            "with phase('read'):",
+            "    time.sleep(0.1)",
+            "    with phase('decode'):",
+            "        end = time.process_time() + 0.2",
+            "        while time.process_time() < end:",
+            "            pass",
+            "with phase('read'):",
+            "    time.sleep(0.1)",
+        ]
+    )
     report, wall = run_child(code, tmp_path)
     process = report["process"]
     assert process["calls"] == {"read": 2, "decode": 1}
-    assert 0.2 <= report["read"] < 0.2 + 0.5            # the sleeps, not the busy loop
+    assert 0.2 <= report["read"] < 0.2 + 0.5  # the sleeps, not the busy loop
     assert report["decode"] >= 0.2 and process["cpu_by_phase"]["decode"] >= 0.2
     assert process["cpu_by_phase"]["read"] < 0.1
     # start-up is measured from the process's start (10 ms ticks), so everything fits in the parent's wall time
@@ -139,8 +146,8 @@ def test_an_enabled_process_writes_its_phases_at_exit(tmp_path):
 
 
 def test_a_child_reports_its_own_peak_memory_not_its_parents(tmp_path):
-    held = bytearray(200 * 2 ** 20)
-    held[::4096] = b"x" * len(held[::4096])          # this process now holds 200 MiB more
+    held = bytearray(200 * 2**20)
+    held[::4096] = b"x" * len(held[::4096])  # this process now holds 200 MiB more
     report, _ = run_child("import fstcrf.phases", tmp_path)
     assert 5 < report["process"]["peak_rss_mib"] < 150
     del held

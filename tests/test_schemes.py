@@ -1,5 +1,6 @@
 """Chunk tagging schemes: reading agrees with conlleval where conlleval reads the
 scheme, conversions keep every chunk (IOB1 as seqeval reads it), and bad tags name their place."""
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,7 +19,7 @@ BIOES = IOB + ["E-NP", "S-NP", "E-VP", "S-VP"]
 @given(st.lists(st.sampled_from(IOB), min_size=1, max_size=10), st.lists(st.sampled_from(IOB), min_size=1, max_size=10))
 def test_iob_chunks_are_those_conlleval_counts(a, b):
     """IOB1 / IOB2 tags (conlleval's own schemes): the same chunks, counted and matched."""
-    b = (b * len(a))[:len(a)]
+    b = (b * len(a))[: len(a)]
     scores = score_chunks([a], [b])
     assert len(read_chunks(a)) == scores.num_gold_chunks
     assert len(read_chunks(b)) == scores.num_predicted_chunks
@@ -32,13 +33,17 @@ def test_conversions_keep_every_chunk(tags):
     for scheme in ("iob1", "iob2", "bioes"):
         converted = convert(tags, scheme)
         assert read_chunks(converted) == chunks
-        assert convert(converted, scheme) == converted          # written exactly
+        assert convert(converted, scheme) == converted  # written exactly
     assert convert(convert(tags, "bioes"), "iob2") == convert(tags, "iob2")
 
 
 def test_bioes_reading():
-    assert read_chunks(["S-NP", "S-NP", "B-VP", "E-VP", "O", "B-NP", "I-NP"]) == \
-        [(0, 0, "NP"), (1, 1, "NP"), (2, 3, "VP"), (5, 6, "NP")]
+    assert read_chunks(["S-NP", "S-NP", "B-VP", "E-VP", "O", "B-NP", "I-NP"]) == [
+        (0, 0, "NP"),
+        (1, 1, "NP"),
+        (2, 3, "VP"),
+        (5, 6, "NP"),
+    ]
     assert write_chunks([(0, 0, "NP"), (1, 3, "VP")], 5, "bioes") == ["S-NP", "B-VP", "I-VP", "E-VP", "O"]
     assert write_chunks([(0, 0, "NP"), (1, 3, "VP")], 5, "iob2") == ["B-NP", "B-VP", "I-VP", "I-VP", "O"]
 
@@ -61,8 +66,10 @@ except ImportError:
 def test_iob1_written_is_what_seqeval_strict_reads(tags):
     converted = convert(tags, "iob1")
     assert not any(tag.startswith(("E-", "S-")) for tag in converted)
-    read = [(first, last - 1, kind) for _, kind, first, last in
-            (entity.to_tuple() for entity in Entities([converted], IOB1).entities[0])]
+    read = [
+        (first, last - 1, kind)
+        for _, kind, first, last in (entity.to_tuple() for entity in Entities([converted], IOB1).entities[0])
+    ]
     assert sorted(read) == read_chunks(tags)
 
 
@@ -79,8 +86,9 @@ def test_convert_command(tmp_path, capsys):
     source.write_text("He PRP B-NP\nran VBD B-VP\nhome NN B-NP\nfast RB I-NP\n\nOk UH O\n\n", encoding="utf-8")
     assert main(["-q", "convert", str(source), "-o", str(tmp_path / "bioes.txt"), "--scheme", "bioes"]) == 0
     assert read_conll(tmp_path / "bioes.txt").column("chunk") == [["S-NP", "S-VP", "B-NP", "E-NP"], ["O"]]
-    assert main(["-q", "convert", str(tmp_path / "bioes.txt"), "-o", str(tmp_path / "back.txt"), "--scheme",
-                 "iob2"]) == 0
+    assert (
+        main(["-q", "convert", str(tmp_path / "bioes.txt"), "-o", str(tmp_path / "back.txt"), "--scheme", "iob2"]) == 0
+    )
     assert read_conll(tmp_path / "back.txt").column("chunk") == read_conll(source).column("chunk")
     source.write_text("Hi UH O\n\nHe PRP B-NP\nran VBD Q-VP\n", encoding="utf-8")
     assert main(["-q", "convert", str(source), "-o", str(tmp_path / "bad.txt"), "--scheme", "bioes"]) != 0

@@ -1,5 +1,6 @@
 """The seminar announcements reader, its repairs of malformed tags, the
 ``fstcrf seminars`` command and the scorers of the papers."""
+
 import logging
 import re
 from collections import Counter
@@ -9,9 +10,20 @@ import pytest
 from fstcrf.cli import main
 from fstcrf.conll import read_conll
 from fstcrf.errors import ArgumentTypeError, ConllFormatError, FstcrfError, LabelError, ShapeError
-from fstcrf.seminars import (FIELDS, FieldScore, count_seminars, document_column, document_scores,
-                             group_documents, mean_f1, read_seminar, read_seminars, seminar_corpus,
-                             seminar_paths, token_scores)
+from fstcrf.seminars import (
+    FIELDS,
+    FieldScore,
+    count_seminars,
+    document_column,
+    document_scores,
+    group_documents,
+    mean_f1,
+    read_seminar,
+    read_seminars,
+    seminar_corpus,
+    seminar_paths,
+    token_scores,
+)
 
 ANNOUNCEMENT = """\
 <0.1.2.3@cs.cmu.edu.0>
@@ -28,12 +40,18 @@ Host:     Bob Jones
 
 #: README of the corpus: tagged instances / documents containing the field.
 README_COUNTS = {
-    "all": ({"speaker": 756, "location": 642, "stime": 982, "etime": 431},
-            {"speaker": 409, "location": 464, "stime": 485, "etime": 227}),
-    "training": ({"speaker": 419, "location": 356, "stime": 600, "etime": 248},
-                 {"speaker": 240, "location": 282, "stime": 301, "etime": 129}),
-    "test": ({"speaker": 337, "location": 286, "stime": 382, "etime": 183},
-             {"speaker": 169, "location": 182, "stime": 184, "etime": 98}),
+    "all": (
+        {"speaker": 756, "location": 642, "stime": 982, "etime": 431},
+        {"speaker": 409, "location": 464, "stime": 485, "etime": 227},
+    ),
+    "training": (
+        {"speaker": 419, "location": 356, "stime": 600, "etime": 248},
+        {"speaker": 240, "location": 282, "stime": 301, "etime": 129},
+    ),
+    "test": (
+        {"speaker": 337, "location": 286, "stime": 382, "etime": 183},
+        {"speaker": 169, "location": 182, "stime": 184, "etime": 98},
+    ),
 }
 
 
@@ -61,59 +79,89 @@ def test_announcement_tokens_labels_and_sentences(tmp_path):
     assert rows(document) == [
         [("<", "O"), ("0.1.2.3@cs.cmu.edu.0", "O"), (">", "O")],
         [("Type:", "O"), ("cmu", "O"), (".", "O"), ("cs", "O"), (".", "O"), ("scs", "O")],
-        [("Who:", "O"), ("Dr.", "B-speaker"), ("Jane", "I-speaker"), ("Smith", "I-speaker"), (",", "O"),
-         ("CMU", "O")],
-        [("Time:", "O"), ("3:30", "B-stime"), ("pm", "I-stime"), ("-", "O"), ("5:00", "B-etime"),
-         ("p.m", "I-etime"), (".", "O")],
+        [("Who:", "O"), ("Dr.", "B-speaker"), ("Jane", "I-speaker"), ("Smith", "I-speaker"), (",", "O"), ("CMU", "O")],
+        [
+            ("Time:", "O"),
+            ("3:30", "B-stime"),
+            ("pm", "I-stime"),
+            ("-", "O"),
+            ("5:00", "B-etime"),
+            ("p.m", "I-etime"),
+            (".", "O"),
+        ],
         # a line break inside a field ends no sentence
         [("Place:", "O"), ("Wean", "B-location"), ("Hall", "I-location"), ("5409", "I-location")],
         [("Host:", "O"), ("Bob", "O"), ("Jones", "O")],
         # tagged sentences run over line breaks; the "." after </sentence> stays with its sentence, and
         # the </sentence> inside the location crosses it without harm
-        [("Smith", "B-speaker"), ("will", "O"), ("talk", "O"), ("at", "O"), ("3:30", "B-stime"), ("in", "O"),
-         ("DH", "B-location"), ("2315", "I-location"), (".", "O")],
+        [
+            ("Smith", "B-speaker"),
+            ("will", "O"),
+            ("talk", "O"),
+            ("at", "O"),
+            ("3:30", "B-stime"),
+            ("in", "O"),
+            ("DH", "B-location"),
+            ("2315", "I-location"),
+            (".", "O"),
+        ],
         [("All", "O"), ("welcome", "O"), (".", "O")],
     ]
     assert [sentence.docstart_lines for sentence in document.sentences] == [("-DOCSTART- O",)] + [()] * 7
     assert document.sentences[4].line_numbers == [5, 5, 5, 6]
     assert [(mention.field, document.mention_text(mention)) for mention in document.mentions] == [
-        ("speaker", "Dr. Jane Smith"), ("stime", "3:30pm"), ("etime", "5:00 p.m"),
-        ("location", "Wean Hall\n          5409"), ("speaker", "Smith"), ("stime", "3:30"),
-        ("location", "DH 2315")]
+        ("speaker", "Dr. Jane Smith"),
+        ("stime", "3:30pm"),
+        ("etime", "5:00 p.m"),
+        ("location", "Wean Hall\n          5409"),
+        ("speaker", "Smith"),
+        ("stime", "3:30"),
+        ("location", "DH 2315"),
+    ]
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("at 3:30pm, or 5pm", ["at", "3:30", "pm", ",", "or", "5", "pm"]),
-    ("4:00-5:30 p.m. today", ["4:00", "-", "5:30", "p.m", ".", "today"]),
-    ("10:30 a.m", ["10:30", "a.m"]),
-    ("Who: Dr. J. Smith", ["Who:", "Dr.", "J.", "Smith"]),
-    ("PostedBy: x E-mail:y", ["PostedBy:", "x", "E-mail:", "y"]),
-    ("IBM's T.J. Watson, e.g. here", ["IBM", "'s", "T.J.", "Watson", ",", "e.g.", "here"]),
-    ("don't", ["do", "n't"]),
-    ("mail maa+@ISL1.RI.CMU.EDU.", ["mail", "maa+@ISL1.RI.CMU.EDU", "."]),
-    ("see http://www.cs.cmu.edu/~x/.", ["see", "http://www.cs.cmu.edu/~x/", "."]),
-    ("WEH 4623, 1,000 people", ["WEH", "4623", ",", "1,000", "people"]),
-    ("29-Nov-94 Carnegie-Mellon 4P56", ["29", "-", "Nov", "-", "94", "Carnegie-Mellon", "4P56"]),
-    ("-------- ... !?", ["--------", "...", "!", "?"]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("at 3:30pm, or 5pm", ["at", "3:30", "pm", ",", "or", "5", "pm"]),
+        ("4:00-5:30 p.m. today", ["4:00", "-", "5:30", "p.m", ".", "today"]),
+        ("10:30 a.m", ["10:30", "a.m"]),
+        ("Who: Dr. J. Smith", ["Who:", "Dr.", "J.", "Smith"]),
+        ("PostedBy: x E-mail:y", ["PostedBy:", "x", "E-mail:", "y"]),
+        ("IBM's T.J. Watson, e.g. here", ["IBM", "'s", "T.J.", "Watson", ",", "e.g.", "here"]),
+        ("don't", ["do", "n't"]),
+        ("mail maa+@ISL1.RI.CMU.EDU.", ["mail", "maa+@ISL1.RI.CMU.EDU", "."]),
+        ("see http://www.cs.cmu.edu/~x/.", ["see", "http://www.cs.cmu.edu/~x/", "."]),
+        ("WEH 4623, 1,000 people", ["WEH", "4623", ",", "1,000", "people"]),
+        ("29-Nov-94 Carnegie-Mellon 4P56", ["29", "-", "Nov", "-", "94", "Carnegie-Mellon", "4P56"]),
+        ("-------- ... !?", ["--------", "...", "!", "?"]),
+    ],
+)
 def test_tokeniser(tmp_path, text, expected):
     assert words(tmp_path, text) == expected
 
 
 def test_a_token_is_cut_at_a_field_edge_inside_it(tmp_path):
     document = read_seminar(write(tmp_path, "1.txt", "by <speaker>Mel Siege</speaker>l now\n"))
-    assert rows(document) == [[("by", "O"), ("Mel", "B-speaker"), ("Siege", "I-speaker"), ("l", "O"),
-                               ("now", "O")]]
+    assert rows(document) == [[("by", "O"), ("Mel", "B-speaker"), ("Siege", "I-speaker"), ("l", "O"), ("now", "O")]]
     assert document.split_tokens == 1
 
 
 def test_sentence_breaks_from_structure_tags_and_lines(tmp_path):
-    text = ("Header one\nHeader two\n<paragraph>First part\nstill first.  <sentence>Second\n"
-            "one</sentence>.</paragraph> after\n<sentence>Outside a paragraph</sentence> rest of line\nlast\n")
+    text = (
+        "Header one\nHeader two\n<paragraph>First part\nstill first.  <sentence>Second\n"
+        "one</sentence>.</paragraph> after\n<sentence>Outside a paragraph</sentence> rest of line\nlast\n"
+    )
     document = read_seminar(write(tmp_path, "1.txt", text))
     assert [" ".join(sentence["word"]) for sentence in document.sentences] == [
-        "Header one", "Header two", "First part still first .", "Second one .", "after",
-        "Outside a paragraph rest of line", "last"]
+        "Header one",
+        "Header two",
+        "First part still first .",
+        "Second one .",
+        "after",
+        "Outside a paragraph rest of line",
+        "last",
+    ]
 
 
 def repairs(document):
@@ -133,13 +181,16 @@ def test_field_left_open_at_the_end_is_dropped_with_a_warning(tmp_path, caplog):
 def test_field_tags_unclosed_mismatched_and_stray(tmp_path):
     text = "<speaker>Ann <location>Room 1</location>\n<speaker>Bob</location> and</etime> <stime>3</stime>\n"
     document = read_seminar(write(tmp_path, "1.txt", text))
-    assert repairs(document) == [(1, "unclosed", "<speaker>"), (2, "mismatched", "</location>"),
-                                 (2, "stray", "</etime>")]
+    assert repairs(document) == [
+        (1, "unclosed", "<speaker>"),
+        (2, "mismatched", "</location>"),
+        (2, "stray", "</etime>"),
+    ]
     assert rows(document) == [
         [("Ann", "O"), ("Room", "B-location"), ("1", "I-location")],
-        [("Bob", "B-speaker"), ("and", "O"), ("3", "B-stime")]]
-    assert Counter(f"{repair.kind} {repair.tag}" for repair in document.repairs) == \
-        count_seminars([document]).repairs
+        [("Bob", "B-speaker"), ("and", "O"), ("3", "B-stime")],
+    ]
+    assert Counter(f"{repair.kind} {repair.tag}" for repair in document.repairs) == count_seminars([document]).repairs
 
 
 def test_unknown_tags_are_dropped_and_counted(tmp_path, caplog):
@@ -152,15 +203,24 @@ def test_unknown_tags_are_dropped_and_counted(tmp_path, caplog):
 
 
 def test_structure_tags_unclosed_reopened_and_crossed(tmp_path):
-    text = ("<paragraph>one\ntwo</paragraph>\n"
-            "<paragraph><sentence>three\nfour</paragraph></sentence>\n"   # crossed: no repair
-            "<paragraph>five\n<paragraph>six\nseven\n"                    # opened twice, open at the end
-            "</sentence>\n")
+    text = (
+        "<paragraph>one\ntwo</paragraph>\n"
+        "<paragraph><sentence>three\nfour</paragraph></sentence>\n"  # crossed: no repair
+        "<paragraph>five\n<paragraph>six\nseven\n"  # opened twice, open at the end
+        "</sentence>\n"
+    )
     document = read_seminar(write(tmp_path, "1.txt", text))
-    assert repairs(document) == [(5, "unclosed", "<paragraph>"), (8, "stray", "</sentence>"),
-                                 (6, "unclosed", "<paragraph>")]
+    assert repairs(document) == [
+        (5, "unclosed", "<paragraph>"),
+        (8, "stray", "</sentence>"),
+        (6, "unclosed", "<paragraph>"),
+    ]
     assert [" ".join(sentence["word"]) for sentence in document.sentences] == [
-        "one two", "three four", "five", "six seven"]
+        "one two",
+        "three four",
+        "five",
+        "six seven",
+    ]
 
 
 def test_mention_without_text_is_dropped(tmp_path):
@@ -192,7 +252,11 @@ def test_paths_sorted_by_numeric_name(tmp_path):
     for name in ["training/10.txt", "training/9.txt", "test/100.txt", "notes.txt", "test/readme.md"]:
         write(tmp_path, name, "x\n")
     assert [path.relative_to(tmp_path).as_posix() for path in seminar_paths(tmp_path)] == [
-        "training/9.txt", "training/10.txt", "test/100.txt", "notes.txt"]
+        "training/9.txt",
+        "training/10.txt",
+        "test/100.txt",
+        "notes.txt",
+    ]
     (tmp_path / "empty").mkdir()
     with pytest.raises(FstcrfError, match=r"no \*\.txt files"):
         seminar_paths(tmp_path / "empty")
@@ -239,9 +303,11 @@ def test_real_corpus_counts_match_the_readme(data_dir):
         counts = count_seminars(chosen)
         assert counts.mentions == mentions, part
         assert counts.documents_with == with_field, part
-    assert [(document.path.name, repair.line, repair.kind, repair.tag)
-            for document in documents for repair in document.repairs] == [
-        ("165.txt", 16, "unclosed", "<paragraph>"), ("397.txt", 24, "unclosed", "<sentence>")]
+    assert [
+        (document.path.name, repair.line, repair.kind, repair.tag)
+        for document in documents
+        for repair in document.repairs
+    ] == [("165.txt", 16, "unclosed", "<paragraph>"), ("397.txt", 24, "unclosed", "<sentence>")]
     for document in documents:
         raw = document.path.read_text()
         assert document.text == re.sub(r"</?[a-z]+>", "", raw)
@@ -273,9 +339,9 @@ def test_document_scores_one_value_per_document():
     predicted = [
         # "Bob Ray" first, "Jane Smith" twice: the most frequent value is correct, the first is not
         [["O", "B-speaker", "I-speaker"], ["O", "B-speaker", "I-speaker", "O", "B-speaker", "I-speaker"]],
-        [["B-speaker", "O"]],            # wrong value
-        [["O", "B-speaker"]],            # a value where there is no true mention
-        [["O", "O"]],                    # nothing predicted
+        [["B-speaker", "O"]],  # wrong value
+        [["O", "B-speaker"]],  # a value where there is no true mention
+        [["O", "O"]],  # nothing predicted
     ]
     scores = document_scores(WORDS, GOLD, predicted, fields=("speaker",))
     assert scores == {"speaker": FieldScore(correct=1, predicted=3, gold=3)}
@@ -318,8 +384,12 @@ def test_token_scores_per_field_and_their_mean():
     gold = [[["B-speaker", "I-speaker", "O", "B-stime"]], [["B-location", "O"]]]
     predicted = [[["B-speaker", "O", "B-speaker", "B-stime"]], [["I-location", "B-etime"]]]
     scores = token_scores(gold, predicted)
-    assert scores == {"speaker": FieldScore(1, 2, 2), "location": FieldScore(1, 1, 1),
-                      "stime": FieldScore(1, 1, 1), "etime": FieldScore(0, 1, 0)}
+    assert scores == {
+        "speaker": FieldScore(1, 2, 2),
+        "location": FieldScore(1, 1, 1),
+        "stime": FieldScore(1, 1, 1),
+        "etime": FieldScore(0, 1, 0),
+    }
     assert scores["speaker"].f1 == 50.0
     assert mean_f1(scores) == pytest.approx((50 + 100 + 100 + 0) / 4)
     assert list(scores) == list(FIELDS)

@@ -1,4 +1,5 @@
 """fstcrf.sklearn.CRF against sklearn_crfsuite's contract, brute force and sklearn.metrics."""
+
 import itertools
 import math
 import pickle
@@ -9,7 +10,7 @@ import sklearn.metrics
 from sklearn.base import clone
 
 from fstcrf.attributes import FeatureValueError, attribute_pairs
-from fstcrf.errors import (ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError)
+from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError
 from fstcrf.sklearn import CRF, metrics
 
 WORDS = {"A": ["the", "a"], "B": ["dog", "cat", "fish"], "C": ["runs", "eats"]}
@@ -22,8 +23,7 @@ def toy_corpus(count: int, seed: int = 0):
     for _ in range(count):
         labels = ["A", "B", "C"][: rng.integers(1, 4)]
         words = [str(rng.choice(WORDS[label])) for label in labels]
-        X.append([{"bias": 1.0, "word": word, "suffix": {"1": word[-1:]}, "long": len(word) > 3}
-                  for word in words])
+        X.append([{"bias": 1.0, "word": word, "suffix": {"1": word[-1:]}, "long": len(word) > 3} for word in words])
         y.append(labels)
     return X, y
 
@@ -62,16 +62,27 @@ def _brute_force(crf, xseq):
     weights read from state_features_ and transition_features_."""
     labels = crf.classes_
     state, transition = crf.state_features_, crf.transition_features_
-    emission = [{label: sum(value * state.get((name, label), 0.0) for name, value in attribute_pairs(token))
-                 for label in labels} for token in xseq]
+    emission = [
+        {
+            label: sum(value * state.get((name, label), 0.0) for name, value in attribute_pairs(token))
+            for label in labels
+        }
+        for token in xseq
+    ]
     scores = {}
     for path in itertools.product(labels, repeat=len(xseq)):
-        scores[path] = sum(emission[t][label] for t, label in enumerate(path)) + \
-            sum(transition.get(pair, 0.0) for pair in zip(path, path[1:]))
+        scores[path] = sum(emission[t][label] for t, label in enumerate(path)) + sum(
+            transition.get(pair, 0.0) for pair in zip(path, path[1:])
+        )
     top = max(scores.values())
     z = sum(math.exp(score - top) for score in scores.values())
-    marginals = [{label: sum(math.exp(score - top) for path, score in scores.items() if path[t] == label) / z
-                  for label in labels} for t in range(len(xseq))]
+    marginals = [
+        {
+            label: sum(math.exp(score - top) for path, score in scores.items() if path[t] == label) / z
+            for label in labels
+        }
+        for t in range(len(xseq))
+    ]
     return list(max(scores, key=scores.get)), marginals
 
 
@@ -79,8 +90,13 @@ def _brute_force(crf, xseq):
 def test_learned_weights_reproduce_predictions_by_enumeration(transitions):
     rng = np.random.default_rng(7)
     names = ["p", "q", "r", "s"]
-    X = [[{name: float(rng.normal()) for name in rng.choice(names, 2, replace=False)} | {"w": str(rng.integers(3))}
-          for _ in range(rng.integers(1, 5))] for _ in range(30)]
+    X = [
+        [
+            {name: float(rng.normal()) for name in rng.choice(names, 2, replace=False)} | {"w": str(rng.integers(3))}
+            for _ in range(rng.integers(1, 5))
+        ]
+        for _ in range(30)
+    ]
     y = [[str(rng.choice(["X", "Y", "Z"])) for _ in xseq] for xseq in X]
     crf = CRF(c2=0.05, max_iterations=30, all_possible_transitions=transitions).fit(X, y)
     if not transitions:
@@ -100,8 +116,7 @@ def test_a_real_valued_feature_decides_the_label():
     X = [[{"bias": 1.0, "v": float(v)}] for v in (-3, -2, -1, 1, 2, 3)]
     y = [["neg"], ["neg"], ["neg"], ["pos"], ["pos"], ["pos"]]
     crf = CRF(c2=0.01, max_iterations=50).fit(X, y)
-    assert [list(p) for p in crf.predict([[{"bias": 1.0, "v": 5.0}], [{"bias": 1.0, "v": -0.5}]])] == \
-        [["pos"], ["neg"]]
+    assert [list(p) for p in crf.predict([[{"bias": 1.0, "v": 5.0}], [{"bias": 1.0, "v": -0.5}]])] == [["pos"], ["neg"]]
     # the same values as categories say nothing about an unseen value
     X_categorical = [[{"bias": 1.0, "v": str(token["v"])}] for (token,) in X]
     crf = CRF(c2=0.01, max_iterations=50).fit(X_categorical, y)
@@ -144,13 +159,19 @@ def test_bad_dev_data_and_parameters_raise(tmp_path):
         CRF(model_filename=str(path)).fit(X, y, X_dev=[[{"w": "a"}, {"w": math.nan}]], y_dev=[["A", "B"]])
     with pytest.raises(FstcrfError, match="both X_dev and y_dev"):
         CRF().fit(X, y, X_dev=X)
-    for params, message in [({"c1": -0.1}, "c1"), ({"c2": -1}, "c2"), ({"c2": math.nan}, "c2"),
-                            ({"algorithm": "ap", "c2": 0.1}, "takes no c2"),
-                            ({"algorithm": "lbfgs", "pa_type": 1}, "takes no pa_type"),
-                            ({"algorithm": "arow", "c1": 0.1}, "takes no c1"),
-                            ({"algorithm": "crf"}, "algorithm must be"), ({"max_iterations": 0}, "max_iterations"),
-                            ({"keep_tempfiles": True}, "keep_tempfiles"), ({"trainer_cls": object}, "trainer_cls"),
-                            ({"min_freq": -1}, "min_freq")]:
+    for params, message in [
+        ({"c1": -0.1}, "c1"),
+        ({"c2": -1}, "c2"),
+        ({"c2": math.nan}, "c2"),
+        ({"algorithm": "ap", "c2": 0.1}, "takes no c2"),
+        ({"algorithm": "lbfgs", "pa_type": 1}, "takes no pa_type"),
+        ({"algorithm": "arow", "c1": 0.1}, "takes no c1"),
+        ({"algorithm": "crf"}, "algorithm must be"),
+        ({"max_iterations": 0}, "max_iterations"),
+        ({"keep_tempfiles": True}, "keep_tempfiles"),
+        ({"trainer_cls": object}, "trainer_cls"),
+        ({"min_freq": -1}, "min_freq"),
+    ]:
         with pytest.raises(FstcrfError, match=message):
             CRF(model_filename=str(path), **params).fit(X, y)
     with pytest.raises(ArgumentTypeError):
@@ -161,14 +182,28 @@ def test_bad_dev_data_and_parameters_raise(tmp_path):
 
 
 def test_parameters_map_to_chain_crf():
-    model = CRF(c1=0.2, c2=0.5, max_iterations=7, num_memories=4, epsilon=1e-4, min_freq=2,
-                all_possible_states=True, all_possible_transitions=True, order=2).chain_crf()
+    model = CRF(
+        c1=0.2,
+        c2=0.5,
+        max_iterations=7,
+        num_memories=4,
+        epsilon=1e-4,
+        min_freq=2,
+        all_possible_states=True,
+        all_possible_transitions=True,
+        order=2,
+    ).chain_crf()
     assert (model.c1, model.sigma, model.max_iter, model.min_freq) == (0.2, 1.0, 7, 2.0)
     assert (model.features, model.transitions, model.order) == ("complete", "all", 2)
     assert model.algorithm_params == {"memory": 4, "epsilon": 1e-4}
     default = CRF().chain_crf()
-    assert (default.algorithm, default.c1, default.sigma, default.transitions, default.features) == \
-        ("lbfgs", 0.0, math.sqrt(0.5), "seen", None)
+    assert (default.algorithm, default.c1, default.sigma, default.transitions, default.features) == (
+        "lbfgs",
+        0.0,
+        math.sqrt(0.5),
+        "seen",
+        None,
+    )
     assert math.isinf(CRF(c2=0).chain_crf().sigma)
     assert CRF(algorithm="pa", pa_type=2, c=0.5).chain_crf().algorithm_params == {"pa_type": 2, "c": 0.5}
     assert CRF(algorithm="ap").chain_crf().max_iter == 100
@@ -178,9 +213,24 @@ def test_get_params_set_params_clone():
     crf = CRF(c1=0.1, c2=0.2, all_possible_transitions=True, order=2)
     params = crf.get_params()
     assert params["c1"] == 0.1 and params["all_possible_transitions"] is True and params["order"] == 2
-    assert set(params) >= {"algorithm", "min_freq", "all_possible_states", "max_iterations", "num_memories",
-                           "epsilon", "period", "delta", "pa_type", "c", "variance", "gamma", "averaging",
-                           "verbose", "model_filename", "grammar"}
+    assert set(params) >= {
+        "algorithm",
+        "min_freq",
+        "all_possible_states",
+        "max_iterations",
+        "num_memories",
+        "epsilon",
+        "period",
+        "delta",
+        "pa_type",
+        "c",
+        "variance",
+        "gamma",
+        "averaging",
+        "verbose",
+        "model_filename",
+        "grammar",
+    }
     copy = clone(crf)
     assert copy is not crf and copy.get_params() == params
     assert crf.set_params(c1=0.5) is crf and crf.c1 == 0.5
@@ -216,13 +266,17 @@ def test_metrics_equal_sklearn_on_flat_lists():
     flat_true, flat_pred = sum(y_true, []), sum(y_pred, [])
     chosen = labels[1:]
     assert metrics.flat_accuracy_score(y_true, y_pred) == sklearn.metrics.accuracy_score(flat_true, flat_pred)
-    for ours, theirs in [(metrics.flat_f1_score, sklearn.metrics.f1_score),
-                         (metrics.flat_precision_score, sklearn.metrics.precision_score),
-                         (metrics.flat_recall_score, sklearn.metrics.recall_score)]:
-        assert ours(y_true, y_pred, average="weighted", labels=chosen) == \
-            theirs(flat_true, flat_pred, average="weighted", labels=chosen)
-    assert metrics.flat_classification_report(y_true, y_pred, labels=chosen, digits=3) == \
-        sklearn.metrics.classification_report(flat_true, flat_pred, labels=chosen, digits=3)
+    for ours, theirs in [
+        (metrics.flat_f1_score, sklearn.metrics.f1_score),
+        (metrics.flat_precision_score, sklearn.metrics.precision_score),
+        (metrics.flat_recall_score, sklearn.metrics.recall_score),
+    ]:
+        assert ours(y_true, y_pred, average="weighted", labels=chosen) == theirs(
+            flat_true, flat_pred, average="weighted", labels=chosen
+        )
+    assert metrics.flat_classification_report(
+        y_true, y_pred, labels=chosen, digits=3
+    ) == sklearn.metrics.classification_report(flat_true, flat_pred, labels=chosen, digits=3)
     exact = sum(t == p for t, p in zip(y_true, y_pred)) / len(y_true)
     assert metrics.sequence_accuracy_score(y_true, y_pred) == exact
     assert metrics.sequence_accuracy_score([["A", "B"]] * 2, np.array([["A", "B"], ["A", "C"]])) == 0.5
@@ -231,8 +285,10 @@ def test_metrics_equal_sklearn_on_flat_lists():
 
 
 def _iob2_valid(labels):
-    return all(not label.startswith("I-") or (previous in ("B-" + label[2:], label))
-               for previous, label in zip(["O"] + list(labels), labels))
+    return all(
+        not label.startswith("I-") or (previous in ("B-" + label[2:], label))
+        for previous, label in zip(["O"] + list(labels), labels)
+    )
 
 
 def test_grammar_and_order_two_extras():

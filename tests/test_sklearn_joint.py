@@ -1,4 +1,5 @@
 """fstcrf.sklearn.JointCRF: CRFs over token dicts composed, checked by enumeration."""
+
 import itertools
 import math
 import pickle
@@ -12,8 +13,7 @@ from fstcrf.errors import ArgumentTypeError, CompositionError, FstcrfError, Labe
 from fstcrf.sklearn import CRF, JointCRF
 
 #: Words by part of speech; a tagger sees the word, a chunker reads the tag.
-WORDS = {"D": ["the", "a", "that"], "N": ["dog", "cat", "that"], "V": ["runs", "sees", "that"],
-         "J": ["big", "red"]}
+WORDS = {"D": ["the", "a", "that"], "N": ["dog", "cat", "that"], "V": ["runs", "sees", "that"], "J": ["big", "red"]}
 
 
 def tagged_corpus(count: int, seed: int):
@@ -51,8 +51,13 @@ def _crf_scores(crf: CRF, xseq: list, lower: list | None) -> dict:
     state, transition = crf.state_features_, crf.transition_features_
     by_lower = crf.lower_transition_features_
     tokens = xseq if lower is None else [{**token, crf.reads: label} for token, label in zip(xseq, lower)]
-    emission = [{label: sum(value * state.get((name, label), 0.0) for name, value in attribute_pairs(token))
-                 for label in crf.classes_} for token in tokens]
+    emission = [
+        {
+            label: sum(value * state.get((name, label), 0.0) for name, value in attribute_pairs(token))
+            for label in crf.classes_
+        }
+        for token in tokens
+    ]
     scores = {}
     for path in itertools.product(crf.classes_, repeat=len(xseq)):
         score = sum(emission[t][label] for t, label in enumerate(path))
@@ -74,9 +79,13 @@ def _joint_by_enumeration(joint: JointCRF, xseq: list) -> tuple[tuple, list, lis
     top = max(totals.values())
     weights = {pair: math.exp(score - top) for pair, score in totals.items()}
     z = sum(weights.values())
-    marginals = [[{label: sum(w for pair, w in weights.items() if pair[level][t] == label) / z
-                   for label in crf.classes_} for t in range(len(xseq))]
-                 for level, crf in enumerate(joint.crfs_)]
+    marginals = [
+        [
+            {label: sum(w for pair, w in weights.items() if pair[level][t] == label) / z for label in crf.classes_}
+            for t in range(len(xseq))
+        ]
+        for level, crf in enumerate(joint.crfs_)
+    ]
     return max(totals, key=totals.get), marginals[0], marginals[1]
 
 
@@ -118,8 +127,10 @@ def test_joint_decoding_beats_or_ties_the_cascade_on_score(joint):
     piped = [[{**token, "pos": tag} for token, tag in zip(xseq, tags)] for xseq, tags in zip(short, cascade_tags)]
     assert [list(c) for c in cascade_chunks] == [list(c) for c in chunker.predict(piped)]
     for xseq, tags, chunks, c_tags, c_chunks in zip(short, joint_tags, joint_chunks, cascade_tags, cascade_chunks):
+
         def total(t, c):
             return _crf_scores(tagger, xseq, None)[tuple(t)] + _crf_scores(chunker, xseq, list(t))[tuple(c)]
+
         assert total(tags, chunks) >= total(c_tags, c_chunks) - 1e-9
 
 
@@ -202,6 +213,7 @@ def test_bad_chains_and_inputs_are_clear_errors(corpus, joint):
     # the lower labels live in their own column, not in the token dicts
     from fstcrf.attributes import AttributeExtractor
     from fstcrf.conll import Sentence
+
     with pytest.raises(FeatureValueError, match="sentence 0, token 0: the token dict holds the key 'pos'"):
         AttributeExtractor(reads="pos").fit([Sentence({"attributes": [{"pos": "D"}], "pos": ["D"]})])
 
@@ -224,8 +236,8 @@ def test_folds_train_the_reader_on_held_out_lower_predictions(corpus, monkeypatc
     assert [len(X_fit) for _, X_fit, _ in calls[:4]] == [30, 20, 20, 20]
     expected = []
     for k, (_, X_fit, y_fit) in enumerate(calls[1:4]):
-        part = X[10 * k:10 * k + 10]
-        assert X_fit == X[:10 * k] + X[10 * k + 10:]
+        part = X[10 * k : 10 * k + 10]
+        assert X_fit == X[: 10 * k] + X[10 * k + 10 :]
         expected += [list(t) for t in CRF(max_iterations=15).fit(X_fit, y_fit).predict(part)]
     read = [[token["pos"] for token in xseq] for xseq in calls[-1][1]]
     assert read == expected and read != tags

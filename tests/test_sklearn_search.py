@@ -1,5 +1,6 @@
 """fstcrf.sklearn.CRF inside scikit-learn's model selection, and beside
 sklearn_crfsuite on real data."""
+
 import numpy as np
 import pytest
 import scipy.stats
@@ -24,15 +25,22 @@ def test_cross_val_score_with_the_flat_accuracy_scorer():
 def test_randomized_and_grid_search_with_two_jobs():
     X, y = toy_corpus(30, seed=2)
     f1 = scorers.flat_f1(["A", "B", "C"])
-    search = RandomizedSearchCV(CRF(max_iterations=15, all_possible_transitions=True),
-                                {"c1": scipy.stats.expon(scale=0.5), "c2": scipy.stats.expon(scale=0.05)},
-                                cv=3, n_iter=4, n_jobs=2, random_state=0, scoring=f1)
+    search = RandomizedSearchCV(
+        CRF(max_iterations=15, all_possible_transitions=True),
+        {"c1": scipy.stats.expon(scale=0.5), "c2": scipy.stats.expon(scale=0.05)},
+        cv=3,
+        n_iter=4,
+        n_jobs=2,
+        random_state=0,
+        scoring=f1,
+    )
     search.fit(X, y)
     assert len(search.cv_results_["params"]) == 4 and search.best_score_ > 0.9
     assert set(search.best_params_) == {"c1", "c2"}
     assert list(search.best_estimator_.predict(X[:1])[0]) == y[0]
-    grid = GridSearchCV(CRF(max_iterations=15), {"c2": [0.01, 1.0]}, cv=2, n_jobs=2,
-                        scoring=make_scorer(metrics.flat_accuracy_score))
+    grid = GridSearchCV(
+        CRF(max_iterations=15), {"c2": [0.01, 1.0]}, cv=2, n_jobs=2, scoring=make_scorer(metrics.flat_accuracy_score)
+    )
     grid.fit(X, y)
     assert grid.best_params_["c2"] in (0.01, 1.0)
 

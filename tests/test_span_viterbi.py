@@ -1,5 +1,6 @@
 """span_viterbi (fc_span_viterbi) against brute-force enumeration, max-marginals,
 Viterbi and clamped Viterbi, plus its argument checks in Python and in C."""
+
 from __future__ import annotations
 
 import math
@@ -26,14 +27,14 @@ class Spans:
     """K spans over a batch, in the order given to span_viterbi."""
 
     sentence: np.ndarray  # int [K]
-    first: np.ndarray     # int [K] first token within the sentence
-    length: np.ndarray    # int [K]
-    allowed: np.ndarray   # bool [sum(length), S]
+    first: np.ndarray  # int [K] first token within the sentence
+    length: np.ndarray  # int [K]
+    allowed: np.ndarray  # bool [sum(length), S]
 
     def mask(self, k: int) -> np.ndarray:
         """bool [length[k], S]: the allowed rows of span k."""
         offsets = lengths_to_offsets(self.length)
-        return self.allowed[offsets[k]:offsets[k + 1]]
+        return self.allowed[offsets[k] : offsets[k + 1]]
 
     def run(self, pot, **kwargs):
         return span_viterbi(pot, self.sentence, self.first, self.length, self.allowed, **kwargs)
@@ -45,7 +46,7 @@ def span_cases(draw, max_spans: int = 8):
     sentence order, with rows allowing a random set, every state, no state or one state."""
     inst = draw(instances(feasible=True, num_sentences=(1, 4)))
     S = inst.spec.num_states
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     sentence, first, length, rows = [], [], [], []
     for _ in range(draw(st.integers(1, max_spans))):
         b = draw(st.integers(0, len(inst.lengths) - 1))
@@ -138,8 +139,12 @@ def test_single_state_span_is_max_marginal(inst):
     table, _ = max_marginals(pot)
     tokens = np.arange(pot.num_tokens)
     sentence = np.repeat(np.arange(pot.num_sequences), pot.lengths)
-    spans = Spans(np.repeat(sentence, S), np.repeat(tokens - pot.offsets[sentence], S),
-                  np.ones(pot.num_tokens * S, dtype=np.int64), np.tile(np.eye(S, dtype=bool), (pot.num_tokens, 1)))
+    spans = Spans(
+        np.repeat(sentence, S),
+        np.repeat(tokens - pot.offsets[sentence], S),
+        np.ones(pot.num_tokens * S, dtype=np.int64),
+        np.tile(np.eye(S, dtype=bool), (pot.num_tokens, 1)),
+    )
     result = spans.run(pot)
     inside = result.inside.reshape(-1, S)
     np.testing.assert_array_equal(np.isfinite(inside), np.isfinite(table))
@@ -162,8 +167,9 @@ def test_threads_and_span_order_do_not_change_results(case):
     K = len(spans.sentence)
     reverse = np.arange(K)[::-1]
     rows = np.split(spans.allowed, np.cumsum(spans.length)[:-1])
-    reversed_spans = Spans(spans.sentence[reverse], spans.first[reverse], spans.length[reverse],
-                           np.concatenate([rows[k] for k in reverse]))
+    reversed_spans = Spans(
+        spans.sentence[reverse], spans.first[reverse], spans.length[reverse], np.concatenate([rows[k] for k in reverse])
+    )
     again = reversed_spans.run(pot, threads=2)
     np.testing.assert_array_equal(again.inside, one.inside[reverse])
     np.testing.assert_array_equal(again.outside, one.outside[reverse])
@@ -187,8 +193,14 @@ def test_long_sentences_match_clamped_viterbi():
     S = 6
     topo = fstcrf.first_order([f"l{i}" for i in range(S)])
     lengths = [300, 1, 250, 40]
-    pot = fstcrf.Potentials(topo, rng.normal(0, 3, (sum(lengths), S)), lengths,
-                            rng.normal(0, 3, topo.num_edges), rng.normal(size=S), rng.normal(size=S))
+    pot = fstcrf.Potentials(
+        topo,
+        rng.normal(0, 3, (sum(lengths), S)),
+        lengths,
+        rng.normal(0, 3, topo.num_edges),
+        rng.normal(size=S),
+        rng.normal(size=S),
+    )
     K = 25
     sentence = rng.integers(0, len(lengths), K)
     first = np.array([rng.integers(0, lengths[b]) for b in sentence])
@@ -202,12 +214,12 @@ def test_long_sentences_match_clamped_viterbi():
         single = pot.select([b])
         mask = spans.mask(k)
         clamp = np.ones((lengths[b], S), dtype=bool)
-        clamp[a:a + L] = mask
+        clamp[a : a + L] = mask
         assert math.isclose(result.inside[k], clamped_viterbi_score(single, clamp), rel_tol=1e-9)
         expected_outside = -math.inf
         for i in range(L):
             clamp = np.ones((lengths[b], S), dtype=bool)
-            clamp[a:a + i] = mask[:i]
+            clamp[a : a + i] = mask[:i]
             clamp[a + i] = ~mask[i]
             expected_outside = max(expected_outside, clamped_viterbi_score(single, clamp))
         assert math.isclose(result.outside[k], expected_outside, rel_tol=1e-9)
@@ -227,6 +239,7 @@ def test_no_spans():
 # bad input
 # ---------------------------------------------------------------------------
 
+
 @pytest.fixture
 def two_sentences():
     """iob2(NP) (3 states), sentences of 3 and 4 tokens."""
@@ -239,20 +252,27 @@ def good_arguments():
     return dict(span_sentence=[1, 0], span_first=[1, 0], span_length=[2, 3], allowed=np.ones((5, 3), dtype=bool))
 
 
-@pytest.mark.parametrize("change, error, message", [
-    (dict(span_sentence=[[1, 0]]), errors.ShapeError, "span_sentence must be a 1-D integer array"),
-    (dict(span_first=[1.0, 0.0]), errors.ShapeError, "span_first must be a 1-D integer array"),
-    (dict(span_length=[True, True]), errors.ShapeError, "span_length must be a 1-D integer array"),
-    (dict(span_first=[1]), errors.ShapeError, "one entry per span"),
-    (dict(span_sentence=[2, 0]), errors.LabelError, r"span 0: sentence 2 is out of range \[0, 2\)"),
-    (dict(span_sentence=[1, -1]), errors.LabelError, "span 1: sentence -1"),
-    (dict(span_length=[0, 3], allowed=np.ones((3, 3), dtype=bool)), errors.ShapeError, "span 0 has length 0"),
-    (dict(span_first=[3, 0]), errors.ShapeError, r"span 0 covers tokens 3 \.\. 4 of sentence 1, which has tokens 0 \.\. 3"),
-    (dict(span_first=[1, -1]), errors.ShapeError, "span 1 covers tokens -1"),
-    (dict(allowed=np.ones((4, 3), dtype=bool)), errors.ShapeError, r"shape \(5, 3\)"),
-    (dict(allowed=np.ones((5, 2), dtype=bool)), errors.ShapeError, r"shape \(5, 3\)"),
-    (dict(allowed=np.ones((5, 3), dtype=np.int64)), errors.ShapeError, "must be a bool array"),
-])
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        (dict(span_sentence=[[1, 0]]), errors.ShapeError, "span_sentence must be a 1-D integer array"),
+        (dict(span_first=[1.0, 0.0]), errors.ShapeError, "span_first must be a 1-D integer array"),
+        (dict(span_length=[True, True]), errors.ShapeError, "span_length must be a 1-D integer array"),
+        (dict(span_first=[1]), errors.ShapeError, "one entry per span"),
+        (dict(span_sentence=[2, 0]), errors.LabelError, r"span 0: sentence 2 is out of range \[0, 2\)"),
+        (dict(span_sentence=[1, -1]), errors.LabelError, "span 1: sentence -1"),
+        (dict(span_length=[0, 3], allowed=np.ones((3, 3), dtype=bool)), errors.ShapeError, "span 0 has length 0"),
+        (
+            dict(span_first=[3, 0]),
+            errors.ShapeError,
+            r"span 0 covers tokens 3 \.\. 4 of sentence 1, which has tokens 0 \.\. 3",
+        ),
+        (dict(span_first=[1, -1]), errors.ShapeError, "span 1 covers tokens -1"),
+        (dict(allowed=np.ones((4, 3), dtype=bool)), errors.ShapeError, r"shape \(5, 3\)"),
+        (dict(allowed=np.ones((5, 2), dtype=bool)), errors.ShapeError, r"shape \(5, 3\)"),
+        (dict(allowed=np.ones((5, 3), dtype=np.int64)), errors.ShapeError, "must be a bool array"),
+    ],
+)
 def test_bad_input_raises_typed_errors(two_sentences, change, error, message):
     arguments = {**good_arguments(), **change}
     with pytest.raises(error, match=message):
@@ -268,29 +288,49 @@ def call_kernel(pot, sentence, first, length, mask_offsets, allowed, path_offset
     inside, outside = np.full(K, 7.0), np.full(K, 7.0)
     inside_path, outside_path = np.full(P, 7, dtype=np.int32), np.full(P, 7, dtype=np.int32)
     status = lib.fc_span_viterbi(
-        args.graph, args.scores, args.batch, K, args._ptr("int32_t[]", np.asarray(sentence, np.int32)),
-        args._ptr("int64_t[]", np.asarray(first, np.int64)), args._ptr("int64_t[]", np.asarray(length, np.int64)),
+        args.graph,
+        args.scores,
+        args.batch,
+        K,
+        args._ptr("int32_t[]", np.asarray(sentence, np.int32)),
+        args._ptr("int64_t[]", np.asarray(first, np.int64)),
+        args._ptr("int64_t[]", np.asarray(length, np.int64)),
         args._ptr("int64_t[]", np.asarray(mask_offsets, np.int64)),
-        args._ptr("uint8_t[]", np.asarray(allowed, np.uint8)), args._ptr("int64_t[]", np.asarray(path_offsets, np.int64)),
-        args.out(inside), args.out(outside), args.out(inside_path), args.out(outside_path), args.workspace)
+        args._ptr("uint8_t[]", np.asarray(allowed, np.uint8)),
+        args._ptr("int64_t[]", np.asarray(path_offsets, np.int64)),
+        args.out(inside),
+        args.out(outside),
+        args.out(inside_path),
+        args.out(outside_path),
+        args.workspace,
+    )
     return status, inside, outside, inside_path, outside_path
 
 
-@pytest.mark.parametrize("change", [
-    dict(sentence=[1, 0]),                       # not sorted by sentence
-    dict(sentence=[0, 2]),                       # no such sentence
-    dict(first=[-1, 0]),
-    dict(first=[2, 0]),                          # tokens 2..3 of a 3-token sentence
-    dict(length=[0, 3], mask_offsets=[0, 0, 3]),
-    dict(mask_offsets=[0, 1, 5]),                # span 0 has 2 rows
-    dict(mask_offsets=[1, 3, 6]),
-    dict(path_offsets=[0, 4, 8]),                # sentence 0 has 3 tokens
-    dict(path_offsets=[1, 4, 8]),
-    dict(k=1),                                   # workspace sized for k = 1
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        dict(sentence=[1, 0]),  # not sorted by sentence
+        dict(sentence=[0, 2]),  # no such sentence
+        dict(first=[-1, 0]),
+        dict(first=[2, 0]),  # tokens 2..3 of a 3-token sentence
+        dict(length=[0, 3], mask_offsets=[0, 0, 3]),
+        dict(mask_offsets=[0, 1, 5]),  # span 0 has 2 rows
+        dict(mask_offsets=[1, 3, 6]),
+        dict(path_offsets=[0, 4, 8]),  # sentence 0 has 3 tokens
+        dict(path_offsets=[1, 4, 8]),
+        dict(k=1),  # workspace sized for k = 1
+    ],
+)
 def test_kernel_rejects_bad_arguments_before_writing(two_sentences, change):
-    arguments = dict(sentence=[0, 1], first=[1, 0], length=[2, 3], mask_offsets=[0, 2, 5],
-                     allowed=np.ones((5, 3)), path_offsets=[0, 3, 7])
+    arguments = dict(
+        sentence=[0, 1],
+        first=[1, 0],
+        length=[2, 3],
+        mask_offsets=[0, 2, 5],
+        allowed=np.ones((5, 3)),
+        path_offsets=[0, 3, 7],
+    )
     status, *outputs = call_kernel(two_sentences, **{**arguments, **change})
     assert status == lib.FC_BAD_ARGUMENT
     for output in outputs:
@@ -307,7 +347,8 @@ def test_kernel_reports_an_infeasible_sentence():
     clamp = np.ones((5, 3), dtype=bool)
     clamp[2] = ~topo.start  # sentence 1 must start in I-NP
     status, inside, outside, inside_path, outside_path = call_kernel(
-        pot.clamp(clamp), [0, 1], [0, 1], [2, 1], [0, 2, 3], np.ones((3, 3)), [0, 2, 5])
+        pot.clamp(clamp), [0, 1], [0, 1], [2, 1], [0, 2, 3], np.ones((3, 3)), [0, 2, 5]
+    )
     assert status == lib.FC_INFEASIBLE
     assert inside[0] == fstcrf.viterbi(pot.select([0])).scores[0] and outside[0] == -np.inf
     assert inside[1] == outside[1] == -np.inf

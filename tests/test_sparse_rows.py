@@ -1,4 +1,5 @@
 """SparseRows against scipy.sparse: the same matrix, with entries added the same way."""
+
 import numpy as np
 import scipy.sparse
 from hypothesis import given, settings, strategies as st
@@ -14,13 +15,20 @@ def matrices_and_new_entries(draw):
     stored = draw(st.lists(st.sampled_from(cells), unique=True)) if cells else []
     free = [cell for cell in cells if cell not in set(stored)]
     added = draw(st.lists(st.sampled_from(free), unique=True)) if free else []
+
     def values(n):
         return np.array(draw(st.lists(st.floats(-5, 5).filter(bool), min_size=n, max_size=n)), dtype=np.float64)
-    matrix = scipy.sparse.csr_matrix((values(len(stored)), ([r for r, _ in stored], [c for _, c in stored])),
-                                     shape=(rows, columns))
+
+    matrix = scipy.sparse.csr_matrix(
+        (values(len(stored)), ([r for r, _ in stored], [c for _, c in stored])), shape=(rows, columns)
+    )
     matrix.sort_indices()
-    return matrix, np.array([r for r, _ in added], dtype=np.int64), \
-        np.array([c for _, c in added], dtype=np.int64), values(len(added))
+    return (
+        matrix,
+        np.array([r for r, _ in added], dtype=np.int64),
+        np.array([c for _, c in added], dtype=np.int64),
+        values(len(added)),
+    )
 
 
 @settings(max_examples=200, deadline=None)

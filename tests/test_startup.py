@@ -3,6 +3,7 @@ without numpy, scipy, pynini or the C kernel, the public names of the package
 are imported on first access, and the tagging path does not load the training
 and scoring libraries it does not use.  Each check runs in a fresh interpreter,
 whose ``sys.modules`` shows what was imported."""
+
 import argparse
 import json
 import subprocess
@@ -17,8 +18,17 @@ from fstcrf.cli import build_parser
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Modules too heavy for start-up (a name covers its submodules).
-HEAVY = ("numpy", "scipy", "pynini", "_pynini", "cffi", "_cffi_backend", "fstcrf._kernel", "threadpoolctl",
-         "matplotlib")
+HEAVY = (
+    "numpy",
+    "scipy",
+    "pynini",
+    "_pynini",
+    "cffi",
+    "_cffi_backend",
+    "fstcrf._kernel",
+    "threadpoolctl",
+    "matplotlib",
+)
 
 #: Prints the heavy modules loaded so far, as a JSON list (appended to a child's code).
 REPORT_HEAVY = f"""
@@ -41,10 +51,12 @@ def test_import_fstcrf_loads_no_heavy_module():
 
 
 def test_every_help_loads_no_heavy_module():
-    commands = list(next(action for action in build_parser()._actions
-                         if isinstance(action, argparse._SubParsersAction)).choices)
+    commands = list(
+        next(action for action in build_parser()._actions if isinstance(action, argparse._SubParsersAction)).choices
+    )
     assert "tag" in commands and "train" in commands
-    code = f"""
+    code = (
+        f"""
 import contextlib, io
 from fstcrf.cli import main
 for words in [["--help"]] + [[command, "--help"] for command in {commands!r}]:
@@ -55,7 +67,9 @@ for words in [["--help"]] + [[command, "--help"] for command in {commands!r}]:
     except SystemExit as stopped:
         assert stopped.code == 0, (words, stopped.code)
     assert text.getvalue().startswith("usage: fstcrf"), (words, text.getvalue()[:200])
-""" + REPORT_HEAVY
+"""
+        + REPORT_HEAVY
+    )
     assert run_child(code) == []
 
 
@@ -78,6 +92,7 @@ print(json.dumps([before, missing, origins]))
 
 def test_lazy_names_are_the_submodules_objects():
     from fstcrf import budget, inference, topology
+
     assert fstcrf.forward_backward is inference.forward_backward
     assert fstcrf.Topology is topology.Topology
     assert fstcrf.budget is budget
@@ -94,7 +109,7 @@ def test_unknown_names_raise_attribute_error():
 
 def test_tagging_path_leaves_training_and_scoring_libraries_out():
     loaded = run_child("import fstcrf.compose, fstcrf.model" + REPORT_HEAVY)
-    assert "numpy" in loaded and "pynini" in loaded       # the tagger needs these
+    assert "numpy" in loaded and "pynini" in loaded  # the tagger needs these
     for name in ("scipy.stats", "scipy.optimize", "scipy.special", "matplotlib"):
         assert name not in loaded
     assert not [name for name in loaded if name.startswith("scipy")]
@@ -105,16 +120,22 @@ def test_training_and_tagging_a_file_never_import_scipy(tmp_path):
     tagging keeps its rows in SparseRows, L-BFGS has its own line search."""
     data = ROOT / "fstcrf" / "data"
     model = tmp_path / "demo.model"
-    code = f"""
+    code = (
+        f"""
 from fstcrf.cli import main
-main(["-q", "train", {str(data / 'demo_train.txt')!r}, "--max-iter", "3", "-o", {str(model)!r}])
-""" + REPORT_HEAVY
+main(["-q", "train", {str(data / "demo_train.txt")!r}, "--max-iter", "3", "-o", {str(model)!r}])
+"""
+        + REPORT_HEAVY
+    )
     loaded = run_child(code)
     assert "numpy" in loaded and not [name for name in loaded if name.startswith("scipy")]
-    code = f"""
+    code = (
+        f"""
 from fstcrf.cli import main
-main(["tag", {str(model)!r}, {str(data / 'demo_test.txt')!r}, "-o", {str(tmp_path / 'tagged.txt')!r}])
-""" + REPORT_HEAVY
+main(["tag", {str(model)!r}, {str(data / "demo_test.txt")!r}, "-o", {str(tmp_path / "tagged.txt")!r}])
+"""
+        + REPORT_HEAVY
+    )
     loaded = run_child(code)
     assert "numpy" in loaded and "fstcrf._kernel" in loaded
     assert not [name for name in loaded if name.startswith("scipy")]

@@ -1,5 +1,6 @@
 """Streaming: fstcrf.conll.iter_conll and ``fstcrf tag`` over standard input, several files,
 batches, Ctrl-C/SIGTERM and closed pipes."""
+
 import os
 import signal
 import subprocess
@@ -52,7 +53,7 @@ def test_batches_hold_the_sentences_read_whole_in_order(tmp_path_factory, text, 
     assert batches[-1].trailing_docstart_lines == whole.trailing_docstart_lines
     for batch in batches[:-1]:
         assert batch.num_tokens >= batch_tokens
-    if whole_documents:     # the last batch may hold only trailing -DOCSTART- lines
+    if whole_documents:  # the last batch may hold only trailing -DOCSTART- lines
         assert all(batch.sentences[0].document_start for batch in batches[1:] if batch.sentences)
 
 
@@ -60,14 +61,13 @@ def test_a_bad_line_of_a_stream_is_named_by_its_line(tmp_path):
     path = tmp_path / "bad.txt"
     path.write_bytes(b"a B\n\nb C\n\nc \xff\n")
     batches = iter_conll(open(path, "rb"), batch_tokens=1, name="standard input")
-    assert next(batches).num_tokens == 1           # the batches before the bad line's
+    assert next(batches).num_tokens == 1  # the batches before the bad line's
     with pytest.raises(ConllFormatError, match=r"standard input:5: expected UTF-8"):
         next(batches)
 
 
 def _tag(args, **kwargs):
-    return subprocess.run([sys.executable, "-m", "fstcrf.cli", "-q", "tag", *args], capture_output=True,
-                          **kwargs)
+    return subprocess.run([sys.executable, "-m", "fstcrf.cli", "-q", "tag", *args], capture_output=True, **kwargs)
 
 
 def test_standard_input_and_several_files_tag_as_their_concatenation(model_path, tmp_path):
@@ -94,13 +94,15 @@ def test_batch_boundaries_do_not_change_the_output(model_path, tmp_path, monkeyp
 def test_sigterm_keeps_every_finished_sentence(model_path, tmp_path):
     out = tmp_path / "out.txt"
     text = open(TEST, "rb").read()
-    process = subprocess.Popen([sys.executable, "-m", "fstcrf.cli", "-q", "tag", str(model_path), "-", "-o",
-                                str(out)], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fstcrf.cli", "-q", "tag", str(model_path), "-", "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     copies = 0
     deadline = time.monotonic() + 60
-    while not any(name.startswith(".out.txt.") and (tmp_path / name).stat().st_size
-                  for name in os.listdir(tmp_path)):
-        process.stdin.write(text)          # more than a batch, so some output is written
+    while not any(name.startswith(".out.txt.") and (tmp_path / name).stat().st_size for name in os.listdir(tmp_path)):
+        process.stdin.write(text)  # more than a batch, so some output is written
         process.stdin.flush()
         copies += 1
         assert time.monotonic() < deadline
@@ -110,7 +112,7 @@ def test_sigterm_keeps_every_finished_sentence(model_path, tmp_path):
     assert process.returncode == 130, stderr
     assert b"Traceback" not in stderr and b"were tagged and written" in stderr
     written = out.read_text()
-    assert written.endswith("\n\n")                        # whole sentences only
+    assert written.endswith("\n\n")  # whole sentences only
     reference = tmp_path / "reference.txt"
     (tmp_path / "copies.txt").write_bytes(text * copies)
     assert main(["-q", "tag", str(model_path), str(tmp_path / "copies.txt"), "-o", str(reference)]) == 0
@@ -121,8 +123,11 @@ def test_sigterm_keeps_every_finished_sentence(model_path, tmp_path):
 def test_a_closed_pipe_ends_quietly(model_path, tmp_path):
     big = tmp_path / "big.txt"
     big.write_text(open(TEST).read() * 20)
-    process = subprocess.Popen([sys.executable, "-m", "fstcrf.cli", "-q", "tag", str(model_path), str(big)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fstcrf.cli", "-q", "tag", str(model_path), str(big)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     process.stdout.readline()
     process.stdout.close()
     stderr = process.stderr.read()

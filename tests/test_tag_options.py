@@ -1,4 +1,5 @@
 """fstcrf tag --nbest, --marginals, --separator and --columns (what CRFsuite and CRF++ users expect)."""
+
 import itertools
 
 import numpy as np
@@ -35,8 +36,10 @@ def short_file(tmp_path_factory):
 
 def iob2_valid(labels: list[str]) -> bool:
     """True if every I-X follows B-X or I-X."""
-    return all(not label.startswith("I-") or previous[2:] == label[2:] and previous != "O"
-               for previous, label in zip(["O"] + labels, labels))
+    return all(
+        not label.startswith("I-") or previous[2:] == label[2:] and previous != "O"
+        for previous, label in zip(["O"] + labels, labels)
+    )
 
 
 def brute_force(model, sentence, accepted=lambda labels: True) -> list[tuple[float, list[str]]]:
@@ -45,12 +48,21 @@ def brute_force(model, sentence, accepted=lambda labels: True) -> list[tuple[flo
     pot = model.potentials([sentence])
     topology = pot.topology
     paths = [np.array(states) for states in itertools.product(range(topology.num_states), repeat=len(sentence))]
-    scores = np.array([pot.score(states)[0] if accepted([topology.labels[topology.state_label[s]] for s in states])
-                       else -np.inf for states in paths])
+    scores = np.array(
+        [
+            pot.score(states)[0] if accepted([topology.labels[topology.state_label[s]] for s in states]) else -np.inf
+            for states in paths
+        ]
+    )
     log_z = np.logaddexp.reduce(scores)
-    ranked = sorted(((float(np.exp(score - log_z)), [topology.labels[topology.state_label[s]] for s in states])
-                     for score, states in zip(scores, paths) if np.isfinite(score)),
-                    key=lambda pair: -pair[0])
+    ranked = sorted(
+        (
+            (float(np.exp(score - log_z)), [topology.labels[topology.state_label[s]] for s in states])
+            for score, states in zip(scores, paths)
+            if np.isfinite(score)
+        ),
+        key=lambda pair: -pair[0],
+    )
     return ranked
 
 
@@ -87,7 +99,8 @@ def test_nbest_of_a_model_trained_under_a_grammar_ranks_only_accepted_sequences(
         expected = brute_force(model, Sentence({"word": sentence["word"], "pos": sentence["pos"]}), iob2_valid)
         assert [sentence[f"label{r}"] for r in range(k)] == [labels for _, labels in expected[:k]]
         assert [float(sentence[f"prob{r}"][0]) for r in range(k)] == pytest.approx(
-            [p for p, _ in expected[:k]], rel=1e-5)
+            [p for p, _ in expected[:k]], rel=1e-5
+        )
 
 
 def test_nbest_marks_ranks_beyond_the_sequences_of_a_sentence(model_path, tmp_path):
@@ -98,7 +111,7 @@ def test_nbest_marks_ranks_beyond_the_sequences_of_a_sentence(model_path, tmp_pa
     out = tmp_path / "nbest.txt"
     assert main(["-q", "tag", str(model_path), str(one_token), "--nbest", str(k), "-o", str(out)]) == 0
     fields = out.read_text().split()
-    labels, probabilities = fields[2:2 + k], [float(value) for value in fields[2 + k:]]
+    labels, probabilities = fields[2 : 2 + k], [float(value) for value in fields[2 + k :]]
     assert labels[-2:] == ["_", "_"] and "_" not in labels[:-2]
     assert probabilities[-2:] == [0.0, 0.0]
     assert sum(probabilities) == pytest.approx(1.0, abs=1e-5)
@@ -143,8 +156,11 @@ def test_tab_separated_tokens_with_spaces_round_trip(model_path, tmp_path):
 def test_columns_names_another_layout_and_a_missing_column_is_an_error(model_path, tmp_path, capsys):
     corpus = read_conll(TEST)
     reordered = tmp_path / "reordered.txt"
-    reordered.write_text("".join("".join(f"{pos} {word}\n" for word, pos in zip(s["word"], s["pos"])) + "\n"
-                                 for s in corpus.sentences[:20]))
+    reordered.write_text(
+        "".join(
+            "".join(f"{pos} {word}\n" for word, pos in zip(s["word"], s["pos"])) + "\n" for s in corpus.sentences[:20]
+        )
+    )
     out, expected = tmp_path / "tagged.txt", tmp_path / "expected.txt"
     assert main(["-q", "tag", str(model_path), str(reordered), "--columns", "pos,word", "-o", str(out)]) == 0
     assert main(["-q", "tag", str(model_path), TEST, "-o", str(expected)]) == 0

@@ -1,6 +1,7 @@
 """Transition scores that depend on a per-token class (trans[c, e] into a token of
 class c, e.g. the label a lower tagger gives it): every kernel routine against
 brute-force enumeration, pynini on the exported lattice, and the class-free kernel."""
+
 import math
 
 import numpy as np
@@ -23,7 +24,7 @@ def classed(draw, instances=batches(), spread=(1.0, 1.0, 100.0)):
     to the kernel's exact log-domain pass."""
     inst = draw(instances)
     C = draw(st.integers(1, 3))
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     scale = draw(st.sampled_from(spread))
     table = rng.uniform(-5, 5, (C, inst.topology.num_edges)) * scale
     token_class = rng.integers(0, C, sum(inst.lengths))
@@ -31,14 +32,16 @@ def classed(draw, instances=batches(), spread=(1.0, 1.0, 100.0)):
 
 
 def potentials(inst, table, token_class, scale=1.0) -> fstcrf.Potentials:
-    return fstcrf.Potentials(inst.topology, inst.emissions * scale, inst.lengths, table, inst.start,
-                             inst.final, token_class=token_class)
+    return fstcrf.Potentials(
+        inst.topology, inst.emissions * scale, inst.lengths, table, inst.start, inst.final, token_class=token_class
+    )
 
 
 def oracle(inst, table, token_class, b, scale=1.0) -> BruteForce:
     rows = inst.rows(b)
-    return BruteForce(inst.topology, inst.emissions[rows] * scale, table, inst.start, inst.final,
-                      token_class=token_class[rows])
+    return BruteForce(
+        inst.topology, inst.emissions[rows] * scale, table, inst.start, inst.final, token_class=token_class[rows]
+    )
 
 
 @pytest.mark.slow
@@ -70,13 +73,13 @@ def test_max_product_matches_bruteforce(case):
         assert best.scores[b] == pytest.approx(brute.best_score, rel=1e-12, abs=1e-9)
         assert brute.score_of(best.paths[inst.rows(b)]) == pytest.approx(brute.best_score, rel=1e-12, abs=1e-9)
         expected = [score for score, _ in brute.ranked()[:4]]
-        np.testing.assert_allclose(top.scores[b, :len(expected)], expected, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(top.scores[b, : len(expected)], expected, rtol=1e-12, atol=1e-9)
         np.testing.assert_allclose(max_marginals[inst.rows(b)], brute.max_marginals, rtol=1e-12, atol=1e-9)
 
 
 @pytest.mark.slow
 @oracle_settings(100)
-@given(classed(), st.integers(0, 2 ** 32 - 1))
+@given(classed(), st.integers(0, 2**32 - 1))
 def test_span_viterbi_matches_bruteforce(case, seed):
     inst, table, token_class, scale = case
     pot = potentials(inst, table, token_class, scale)
@@ -89,9 +92,9 @@ def test_span_viterbi_matches_bruteforce(case, seed):
     row = 0
     for k, b in enumerate(sentence):
         brute = oracle(inst, table, token_class, b, scale)
-        box = allowed[row:row + length[k]]
+        box = allowed[row : row + length[k]]
         row += length[k]
-        keeps = np.all(box[np.arange(length[k]), brute.paths[:, first[k]:first[k] + length[k]]], axis=1)
+        keeps = np.all(box[np.arange(length[k]), brute.paths[:, first[k] : first[k] + length[k]]], axis=1)
         inside = brute.scores[keeps].max(initial=-math.inf)
         outside = brute.scores[~keeps].max(initial=-math.inf)
         assert result.inside[k] == pytest.approx(inside, rel=1e-12, abs=1e-9)
@@ -109,7 +112,7 @@ def test_lattice_export_matches_pynini(case):
     assert -float(distance) == pytest.approx(fstcrf.log_partition(pot)[0], rel=1e-6, abs=1e-6)
     tropical = lattice.to_fst(pot, arc_type="tropical")
     best = pynini.shortestdistance(tropical, reverse=True)[tropical.start()]
-    assert -float(best) == pytest.approx(fstcrf.viterbi(pot).scores[0], abs=1e-4)   # single precision
+    assert -float(best) == pytest.approx(fstcrf.viterbi(pot).scores[0], abs=1e-4)  # single precision
 
 
 @oracle_settings(60)
@@ -132,6 +135,7 @@ def test_samples_are_drawn_under_the_class_scores(case):
     """Exact sampling: on a sentence with few paths the empirical path frequencies
     match the brute-force probabilities (chi-square, alpha = 1e-3)."""
     from scipy import stats
+
     inst, table, token_class, _ = case
     brute = oracle(inst, table, token_class, 0)
     if brute.num_paths < 2 or brute.num_paths > 40:

@@ -7,6 +7,7 @@ the sequences the definition allows, each reached by exactly ONE state path
 (no double counting in log Z).  The definitions are written independently of
 fstcrf.topology, mostly as regular expressions over space-joined labels.
 """
+
 import itertools
 import math
 import re
@@ -17,8 +18,7 @@ import pytest
 
 import fstcrf
 from fstcrf.errors import InfeasibleError, TopologyError
-from fstcrf.topology import (bioes, bioes_labels, first_order, intersect, iob2, iob2_labels,
-                             kth_order, second_order)
+from fstcrf.topology import bioes, bioes_labels, first_order, intersect, iob2, iob2_labels, kth_order, second_order
 
 from oracles import enumerate_state_paths
 
@@ -29,6 +29,7 @@ CONLL2000_TYPES = ["ADJP", "ADVP", "CONJP", "INTJ", "LST", "NP", "PP", "PRT", "S
 # ---------------------------------------------------------------------------
 # definitions
 # ---------------------------------------------------------------------------
+
 
 def sequence_regex(segment: str) -> re.Pattern:
     return re.compile(f"(?:{segment})(?: (?:{segment}))*")
@@ -52,9 +53,11 @@ def sha_pereira_definition(outside="O"):
     """Second order (Sha & Pereira): pairs (c_{i-1}, c_i) with c_0 = O; no pair
     (O, I-X): an I tag can't follow O or start a sentence, but CAN follow a B
     or I tag of another type."""
+
     def allowed(seq):
         previous = (outside,) + tuple(seq[:-1])
         return not any(p == outside and c.startswith("I-") for p, c in zip(previous, seq))
+
     return allowed
 
 
@@ -79,8 +82,10 @@ def check_against_definition(topology, definition, max_length=MAX_LENGTH):
         assert not doubles, f"T={T}: label sequences with several state paths: {list(doubles.items())[:3]}"
         expected = {seq for seq in itertools.product(topology.labels, repeat=T) if definition(seq)}
         allowed = set(by_labels)
-        assert allowed == expected, (f"T={T}: allowed but not in the definition: {sorted(allowed - expected)[:5]}; "
-                                     f"in the definition but not allowed: {sorted(expected - allowed)[:5]}")
+        assert allowed == expected, (
+            f"T={T}: allowed but not in the definition: {sorted(allowed - expected)[:5]}; "
+            f"in the definition but not allowed: {sorted(expected - allowed)[:5]}"
+        )
         counts.append(len(expected))
         # the kernel counts them too: with all scores 0, log Z = log(number of sequences)
         if expected:
@@ -96,6 +101,7 @@ def check_against_definition(topology, definition, max_length=MAX_LENGTH):
 # ---------------------------------------------------------------------------
 # the builders
 # ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("labels", [["a"], ["a", "b"], ["O", "B-NP", "I-NP", "x"]])
 def test_first_order(labels):
@@ -132,8 +138,7 @@ def test_second_order(types):
     for T in range(1, 5):
         for path in enumerate_state_paths(topology, T):
             labels = ["O"] + [topology.labels[topology.state_label[s]] for s in path]
-            assert [topology.state_names[s] for s in path] == \
-                [f"{labels[t]} {labels[t + 1]}" for t in range(T)]
+            assert [topology.state_names[s] for s in path] == [f"{labels[t]} {labels[t + 1]}" for t in range(T)]
 
 
 def test_second_order_allows_inside_after_other_type():
@@ -149,7 +154,7 @@ def test_kth_order(order, pad):
     labels = ["a", "b", "c"]
     topology = kth_order(labels, order, pad)
     counts = check_against_definition(topology, everything, 5 if order < 3 else 4)
-    assert counts == [3 ** T for T in range(1, len(counts) + 1)]
+    assert counts == [3**T for T in range(1, len(counts) + 1)]
     # a state remembers the last `order` labels (pad-filled, or fewer at the start)
     if order > 1:
         for T in range(1, 5):
@@ -157,7 +162,7 @@ def test_kth_order(order, pad):
                 seq = [labels[topology.state_label[s]] for s in path]
                 padded = [pad] * (order - 1) + seq if pad is not None else seq
                 offset = order - 1 if pad is not None else 0
-                expected = [" ".join(padded[max(0, t + offset - order + 1):t + offset + 1]) for t in range(T)]
+                expected = [" ".join(padded[max(0, t + offset - order + 1) : t + offset + 1]) for t in range(T)]
                 assert [topology.state_names[s] for s in path] == expected
 
 
@@ -165,12 +170,13 @@ def test_kth_order(order, pad):
 # intersect with user acceptors
 # ---------------------------------------------------------------------------
 
+
 def at_most_one(topology, label):
     """sigma* label? sigma* over the other labels, built with pynini operations
     (epsilons and non-determinism included)."""
     table = topology.symbols
-    others = [l for l in topology.labels if l != label]
-    sigma = pynini.union(*[pynini.accep(l, token_type=table) for l in others])
+    others = [other for other in topology.labels if other != label]
+    sigma = pynini.union(*[pynini.accep(other, token_type=table) for other in others])
     fsa = sigma.closure() + pynini.accep(label, token_type=table).ques + sigma.closure()
     fsa.set_input_symbols(table)
     fsa.set_output_symbols(table)
@@ -201,8 +207,12 @@ def empty_language_acceptors(topology):
     no_final.add_arc(q, pynini.Arc(1, 1, 0, q))
     only_empty_string = pynini.accep("", token_type=table)
     disjoint = pynini.accep("I-NP", token_type=table)  # IOB2 cannot start with I-NP
-    return {"no start": no_start, "no final": no_final, "only the empty string": only_empty_string,
-            "disjoint": disjoint}
+    return {
+        "no start": no_start,
+        "no final": no_final,
+        "only the empty string": only_empty_string,
+        "disjoint": disjoint,
+    }
 
 
 @pytest.mark.parametrize("case", ["no start", "no final", "only the empty string", "disjoint"])
@@ -217,6 +227,7 @@ def test_intersect_empty_language_raises(case):
 # CoNLL-2000
 # ---------------------------------------------------------------------------
 
+
 def test_conll2000_second_order_size():
     """23 CoNLL-2000 chunk tags (O + B/I x 11 types): 23^2 = 529 pairs minus the
     11 pairs (O, I-X) = 518 states.  Edges (a, b) -> (b, c): middle tag O gives
@@ -225,8 +236,10 @@ def test_conll2000_second_order_size():
     tags = iob2_labels(CONLL2000_TYPES)
     assert len(tags) == 23
     topology = second_order(tags)
-    print(f"\nCoNLL-2000 second order: {topology.num_states} states, {topology.num_edges} edges, "
-          f"density {topology.density():.4f}")
+    print(
+        f"\nCoNLL-2000 second order: {topology.num_states} states, {topology.num_edges} edges, "
+        f"density {topology.density():.4f}"
+    )
     assert topology.num_states == 529 - 11 == 518
     assert topology.num_edges == 23 * 12 + 11 * 23 * 23 + 11 * 22 * 23 == 11661
     assert topology.density() == pytest.approx(0.0435, abs=5e-4)

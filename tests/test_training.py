@@ -1,4 +1,5 @@
 """The training algorithms: they learn, log, keep the best weights and survive Ctrl-C."""
+
 import logging
 
 import numpy as np
@@ -12,8 +13,7 @@ from fstcrf.model import ChainCRF
 from fstcrf.objective import TrainingSet
 from test_model import TEMPLATE, chunk_corpus, random_corpus, training_set
 
-SETTINGS = {"lbfgs": dict(max_iter=60), "perceptron": dict(max_iter=10),
-            "sgd": dict(max_iter=10, learning_rate=0.2)}
+SETTINGS = {"lbfgs": dict(max_iter=60), "perceptron": dict(max_iter=10), "sgd": dict(max_iter=10, learning_rate=0.2)}
 
 
 @pytest.mark.parametrize("order", [1, 2])
@@ -32,8 +32,17 @@ def test_history_records_and_logging(caplog):
         model = ChainCRF(TEMPLATE, max_iter=5).fit(corpus, dev=dev)
     assert [r["iteration"] for r in model.history_] == [1, 2, 3, 4, 5]
     for record in model.history_:
-        assert set(record) == {"algorithm", "iteration", "objective", "gradient_norm", "nonzero", "seconds", "elapsed",
-                               "dev_score", "dev_metric"}
+        assert set(record) == {
+            "algorithm",
+            "iteration",
+            "objective",
+            "gradient_norm",
+            "nonzero",
+            "seconds",
+            "elapsed",
+            "dev_score",
+            "dev_metric",
+        }
         assert record["seconds"] > 0 and record["gradient_norm"] > 0 and 0 <= record["dev_score"] <= 100
         assert record["dev_metric"] == "F1"
     objectives = [r["objective"] for r in model.history_]
@@ -44,7 +53,7 @@ def test_history_records_and_logging(caplog):
 
 @pytest.mark.parametrize("algorithm", list(SETTINGS))
 def test_the_weights_of_the_best_dev_iteration_are_kept(algorithm):
-    corpus, dev = random_corpus(3, 60), chunk_corpus(4, 20)   # noisy training data
+    corpus, dev = random_corpus(3, 60), chunk_corpus(4, 20)  # noisy training data
     model = ChainCRF(TEMPLATE, algorithm=algorithm, max_iter=6).fit(corpus, dev=dev)
     scores = [r["dev_score"] for r in model.history_]
     assert model.best_iteration_ == int(np.argmax(scores)) + 1
@@ -61,7 +70,8 @@ def test_without_dev_the_final_weights_are_kept():
 @pytest.mark.parametrize("algorithm", list(SETTINGS))
 def test_callback_can_stop_training(algorithm):
     model = ChainCRF(TEMPLATE, algorithm=algorithm, max_iter=20).fit(
-        random_corpus(5, 40), callback=lambda record: record["iteration"] == 3)
+        random_corpus(5, 40), callback=lambda record: record["iteration"] == 3
+    )
     assert model.n_iter_ == 3 and not model.interrupted_
 
 
@@ -143,6 +153,7 @@ def test_lbfgs_reaches_the_optimum_scipy_finds():
     """The native L-BFGS against scipy's L-BFGS-B on the same penalised objective."""
     import scipy.optimize
     from fstcrf.synthetic import DATA_DIR
+
     corpus = read_conll(DATA_DIR / "demo_train.txt")
     corpus.sentences = corpus.sentences[:150]
     problem = training_set(corpus, 1, "supported")
@@ -150,20 +161,25 @@ def test_lbfgs_reaches_the_optimum_scipy_finds():
 
     def penalised(theta):
         loss, gradient = problem.loss_and_gradient(theta)
-        return loss + 0.5 * float(theta @ theta) / sigma ** 2, gradient + theta / sigma ** 2
+        return loss + 0.5 * float(theta @ theta) / sigma**2, gradient + theta / sigma**2
 
-    reference = scipy.optimize.minimize(penalised, np.zeros(problem.num_weights), jac=True,
-                                        method="L-BFGS-B", options={"maxiter": 2000, "ftol": 1e-15,
-                                                                    "gtol": 1e-9})
+    reference = scipy.optimize.minimize(
+        penalised,
+        np.zeros(problem.num_weights),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9},
+    )
     result = train.lbfgs(problem, sigma=sigma, max_iter=2000, tol=1e-13)
     assert result.history[-1]["objective"] == pytest.approx(reference.fun, rel=1e-8)
     np.testing.assert_allclose(result.weights, reference.x, atol=1e-3)
     objectives = [record["objective"] for record in result.history]
-    assert all(b <= a for a, b in zip(objectives, objectives[1:]))   # Armijo: every step descends
+    assert all(b <= a for a, b in zip(objectives, objectives[1:]))  # Armijo: every step descends
 
 
 def test_a_training_set_pickles_and_gives_the_same_objective():
     import pickle
+
     problem = training_set(chunk_corpus(1, 20), 2, "supported")
     copy = pickle.loads(pickle.dumps(problem))
     theta = np.random.default_rng(0).normal(0.0, 0.1, problem.num_weights)

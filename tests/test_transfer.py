@@ -1,5 +1,6 @@
 """The transfer experiment: splits, the composed NER x seminar model against brute
 force and the dense cross product, the analysis helpers and the bench's JSON."""
+
 from __future__ import annotations
 
 import itertools
@@ -72,7 +73,7 @@ def _score(model: ChainCRF, sentence: Sentence, labels) -> float:
     return float(model.potentials([sentence]).score(np.array([index[label] for label in labels]))[0])
 
 
-@pytest.mark.parametrize("ner_scale", [1.0, 0.2])    # at 0.2 the NER labels of 5 sentences change
+@pytest.mark.parametrize("ner_scale", [1.0, 0.2])  # at 0.2 the NER labels of 5 sentences change
 def test_joint_decoding_maximises_the_summed_score_by_enumeration(ner, reader, documents, ner_scale):
     """Every NER label sequence of sentences of up to 3 tokens, each with its best
     field labels (chain Viterbi of the reading model given those NER labels)."""
@@ -85,14 +86,15 @@ def test_joint_decoding_maximises_the_summed_score_by_enumeration(ner, reader, d
         index = {label: i for i, label in enumerate(ner.labels_)}
         lower = ner.potentials([sentence]).path_scores(np.array([[index[tag] for tag in tags] for tags in every]))
         upper = viterbi(reader.potentials([sentence.with_column("ner", list(tags)) for tags in every]))
-        totals = ner_scale * lower[:, 0] + upper.scores                 # [every NER sequence]
+        totals = ner_scale * lower[:, 0] + upper.scores  # [every NER sequence]
         best = int(np.argmax(totals))
         fields = np.array(reader.topology_.labels)[reader.topology_.state_label[upper.paths]].tolist()
-        found = ner_scale * _score(ner, sentence, ner_best) + _score(reader, sentence.with_column("ner", ner_best),
-                                                                      field_best)
+        found = ner_scale * _score(ner, sentence, ner_best) + _score(
+            reader, sentence.with_column("ner", ner_best), field_best
+        )
         assert found == pytest.approx(totals[best], abs=1e-8)
-        assert np.sum(totals > totals[best] - 1e-9) == 1              # a unique optimum
-        assert (ner_best, field_best) == (list(every[best]), fields[best * len(sentence):(best + 1) * len(sentence)])
+        assert np.sum(totals > totals[best] - 1e-9) == 1  # a unique optimum
+        assert (ner_best, field_best) == (list(every[best]), fields[best * len(sentence) : (best + 1) * len(sentence)])
 
 
 def test_joint_decoding_equals_viterbi_over_the_dense_cross_product(ner, reader, documents):
@@ -102,8 +104,13 @@ def test_joint_decoding_equals_viterbi_over_the_dense_cross_product(ner, reader,
     dense = viterbi(jp.to_product())
     states = joint.space.component_states(dense.paths)
     offsets = np.cumsum([0] + [len(sentence) for sentence in sentences])
-    expected = [[np.array(model.topology_.labels)[model.topology_.state_label[states[first:last, k]]].tolist()
-                 for first, last in zip(offsets[:-1], offsets[1:])] for k, model in enumerate(joint.components)]
+    expected = [
+        [
+            np.array(model.topology_.labels)[model.topology_.state_label[states[first:last, k]]].tolist()
+            for first, last in zip(offsets[:-1], offsets[1:])
+        ]
+        for k, model in enumerate(joint.components)
+    ]
     assert joint.predict(sentences, mode="joint") == expected
     decoded = transfer.decode_joint(joint, documents, "joint")
     assert [tags for document in decoded.fields for tags in document] == expected[1]
@@ -113,8 +120,9 @@ def test_joint_decoding_equals_viterbi_over_the_dense_cross_product(ner, reader,
 def test_the_cascade_reads_the_ner_models_one_best(ner, reader, documents, reading_documents):
     decoded = transfer.decode_joint(compose([ner, reader], threads=1), documents, "cascade")
     assert decoded.ner == transfer.column(reading_documents, "ner")
-    assert decoded.fields == [[reader.predict([sentence])[0] for sentence in document]
-                              for document in reading_documents]
+    assert decoded.fields == [
+        [reader.predict([sentence])[0] for sentence in document] for document in reading_documents
+    ]
 
 
 def test_ner_samples_repeat_each_document_with_drawn_labels(ner, documents):
@@ -122,7 +130,7 @@ def test_ner_samples_repeat_each_document_with_drawn_labels(ner, documents):
     assert len(copies) == 3 * len(documents)
     assert copies == transfer.with_ner_samples(documents, ner, 3, seed=1)
     for k in range(3):
-        block = copies[k * len(documents):(k + 1) * len(documents)]
+        block = copies[k * len(documents) : (k + 1) * len(documents)]
         assert transfer.column(block, "word") == transfer.column(documents, "word")
         assert transfer.column(block, "field") == transfer.column(documents, "field")
     drawn = {tag for document in copies for sentence in document for tag in sentence["ner"]}
@@ -139,8 +147,11 @@ def test_timed_decodings_keep_the_labels_of_each_mode(ner, reader, documents):
 
 def _write_conll2003(folder: Path, extra: str = "") -> None:
     """Tiny eng.train / testa / testb files (IOB1 NER tags, as CoNLL-2003 has)."""
-    lines = [f"{word} NNP I-NP {tag}" for words, tags in NEWSWIRE
-             for word, tag in zip(words.split(), tags.replace("B-", "I-").split())]
+    lines = [
+        f"{word} NNP I-NP {tag}"
+        for words, tags in NEWSWIRE
+        for word, tag in zip(words.split(), tags.replace("B-", "I-").split())
+    ]
     text = "-DOCSTART- -X- O O\n\n" + "\n".join(lines) + "\n" + extra
     for name in ("eng.train", "eng.testa", "eng.testb"):
         (folder / name).write_text(text)
@@ -156,7 +167,7 @@ def test_the_ner_model_is_cached_by_its_data(tmp_path, monkeypatch):
     assert (first.cached, again.cached) == (False, True)
     np.testing.assert_array_equal(first.model.weights_, again.model.weights_)
     assert (again.dev_f1, again.test_f1) == (first.dev_f1, first.test_f1)
-    assert set(first.model.labels_) == {"B-PER", "I-PER", "B-ORG", "B-LOC", "I-LOC", "O"}    # read as IOB2
+    assert set(first.model.labels_) == {"B-PER", "I-PER", "B-ORG", "B-LOC", "I-LOC", "O"}  # read as IOB2
     _write_conll2003(data, extra="\nIntel NNP I-NP I-ORG\n")
     assert not transfer.ner_model(data, cache, threads=1).cached
     assert len(list(cache.glob("*.model"))) == 2
@@ -220,8 +231,7 @@ def test_header_counts_on_a_hand_made_case():
 def _result(name: str, joint_speaker: float, scale: float = 1.0) -> transfer.SplitResult:
     f1 = {system: {field: 80.0 for field in transfer.SCORE_FIELDS} for system in transfer.SYSTEMS}
     f1["joint"]["speaker"] = joint_speaker
-    return transfer.SplitResult(name, f1, f1, 1.0, {"cascade": 1.0, "joint": 2.0}, scale, {},
-                                transfer.HeaderCounts())
+    return transfer.SplitResult(name, f1, f1, 1.0, {"cascade": 1.0, "joint": 2.0}, scale, {}, transfer.HeaderCounts())
 
 
 def test_paired_tests_count_wins_and_losses():
@@ -238,8 +248,12 @@ def test_paired_tests_count_wins_and_losses():
 
 def test_transfer_json_has_the_issues_shape():
     results = bench_transfer.TransferResults(
-        ner=transfer.NerModel(None, 90.0, 85.0, cached=True), splits=[_result("a", 82.0), _result("b", 84.0)],
-        upstream=_result("upstream", 81.0), seed=0, seconds=1.0)
+        ner=transfer.NerModel(None, 90.0, 85.0, cached=True),
+        splits=[_result("a", 82.0), _result("b", 84.0)],
+        upstream=_result("upstream", 81.0),
+        seed=0,
+        seconds=1.0,
+    )
     payload = bench_transfer.transfer_json(results)
     assert json.loads(json.dumps(payload)) == payload
     assert set(payload) == {"speaker", "location", "stime", "etime", "overall"}

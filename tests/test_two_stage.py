@@ -1,5 +1,6 @@
 """The two-stage tagger: majority columns against hand-made documents and a direct
 enumeration of their definitions, the jackknife's held-out tagging, and fit/predict."""
+
 from collections import Counter
 
 import pytest
@@ -7,8 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 import fstcrf.compose
 from fstcrf.conll import Sentence
-from fstcrf.document.two_stage import (MAJORITY_COLUMNS, TwoStageTagger, majority_columns,
-                                       second_stage_template)
+from fstcrf.document.two_stage import MAJORITY_COLUMNS, TwoStageTagger, majority_columns, second_stage_template
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.model import ChainCRF
 from fstcrf.schemes import read_chunks
@@ -23,8 +23,11 @@ def _column(sentences, name):
 
 
 def test_token_majority_leaves_out_the_token_itself_and_counts_per_document_and_corpus():
-    sentences = [_sentence(["Paris", "is", "big"], start=True), _sentence(["Paris", "Hilton"]),
-                 _sentence(["Paris", "again"], start=True)]
+    sentences = [
+        _sentence(["Paris", "is", "big"], start=True),
+        _sentence(["Paris", "Hilton"]),
+        _sentence(["Paris", "again"], start=True),
+    ]
     labels = [["B-LOC", "O", "O"], ["B-PER", "I-PER"], ["B-LOC", "O"]]
     extended = majority_columns(sentences, labels, [(0, 2), (2, 3)])
     # document 1: the other "Paris" is PER for the first and LOC for the second
@@ -36,43 +39,56 @@ def test_token_majority_leaves_out_the_token_itself_and_counts_per_document_and_
 
 
 def test_ties_prefer_an_entity_type_over_outside_then_the_alphabet():
-    sentences = [_sentence(["May"], start=True), _sentence(["May"]), _sentence(["May"]),
-                 _sentence(["May"]), _sentence(["May"])]
+    sentences = [
+        _sentence(["May"], start=True),
+        _sentence(["May"]),
+        _sentence(["May"]),
+        _sentence(["May"]),
+        _sentence(["May"]),
+    ]
     labels = [["O"], ["O"], ["B-PER"], ["B-MISC"], ["B-MISC"]]
     extended = majority_columns(sentences, labels, [(0, 5)])
     # the O tokens see O, PER, MISC, MISC; the PER one O, O, MISC, MISC (a tie: the entity
     # type wins); the MISC ones O, O, PER, MISC
     assert _column(extended, "token_doc") == [["MISC"], ["MISC"], ["MISC"], ["O"], ["O"]]
-    tie = majority_columns([_sentence(["a"]), _sentence(["a"]), _sentence(["a"])],
-                           [["B-PER"], ["B-ORG"], ["B-LOC"]], [(0, 3)])
+    tie = majority_columns(
+        [_sentence(["a"]), _sentence(["a"]), _sentence(["a"])], [["B-PER"], ["B-ORG"], ["B-LOC"]], [(0, 3)]
+    )
     assert _column(tie, "token_doc") == [["LOC"], ["LOC"], ["ORG"]]
 
 
 def test_entity_and_superentity_majorities():
-    sentences = [_sentence(["Bank", "of", "England", "said"], start=True),
-                 _sentence(["England", "won"]),
-                 _sentence(["England", "lost"]),
-                 _sentence(["in", "England"], start=True),
-                 _sentence(["Bank", "of", "England"])]
-    labels = [["B-ORG", "I-ORG", "I-ORG", "O"], ["B-LOC", "O"], ["B-ORG", "O"],
-              ["O", "B-LOC"], ["B-ORG", "I-ORG", "I-ORG"]]
+    sentences = [
+        _sentence(["Bank", "of", "England", "said"], start=True),
+        _sentence(["England", "won"]),
+        _sentence(["England", "lost"]),
+        _sentence(["in", "England"], start=True),
+        _sentence(["Bank", "of", "England"]),
+    ]
+    labels = [
+        ["B-ORG", "I-ORG", "I-ORG", "O"],
+        ["B-LOC", "O"],
+        ["B-ORG", "O"],
+        ["O", "B-LOC"],
+        ["B-ORG", "I-ORG", "I-ORG"],
+    ]
     extended = majority_columns(sentences, labels, [(0, 3), (3, 5)])
     entity_doc = _column(extended, "entity_doc")
-    assert entity_doc[0] == ["none"] * 4          # no other "Bank of England" in document 1
-    assert entity_doc[1] == ["ORG", "none"]       # the other "England" entity of document 1
+    assert entity_doc[0] == ["none"] * 4  # no other "Bank of England" in document 1
+    assert entity_doc[1] == ["ORG", "none"]  # the other "England" entity of document 1
     assert entity_doc[2] == ["LOC", "none"]
-    assert entity_doc[3] == ["none", "none"]      # "England" is inside an entity only, in document 2
+    assert entity_doc[3] == ["none", "none"]  # "England" is inside an entity only, in document 2
     entity_corpus = _column(extended, "entity_corpus")
     assert entity_corpus[0] == ["ORG", "ORG", "ORG", "none"]
-    assert entity_corpus[1] == ["LOC", "none"]    # LOC 1 (document 2), ORG 1: tie, alphabetical
-    assert entity_corpus[3] == ["none", "LOC"]    # the others: LOC 1, ORG 1
+    assert entity_corpus[1] == ["LOC", "none"]  # LOC 1 (document 2), ORG 1: tie, alphabetical
+    assert entity_corpus[3] == ["none", "LOC"]  # the others: LOC 1, ORG 1
     super_doc = _column(extended, "superentity_doc")
-    assert super_doc[1] == ["ORG", "none"]        # "England" is part of "Bank of England" (ORG)
-    assert super_doc[0] == ["none"] * 4           # nothing contains the whole name
+    assert super_doc[1] == ["ORG", "none"]  # "England" is part of "Bank of England" (ORG)
+    assert super_doc[0] == ["none"] * 4  # nothing contains the whole name
     assert super_doc[3] == ["none", "ORG"]
     super_corpus = _column(extended, "superentity_corpus")
-    assert super_corpus[2] == ["ORG", "none"]     # two ORG superentities in the corpus
-    assert _column(extended, "token_doc")[3] == ["none", "ORG"]   # the "England" of "Bank of England"
+    assert super_corpus[2] == ["ORG", "none"]  # two ORG superentities in the corpus
+    assert _column(extended, "token_doc")[3] == ["none", "ORG"]  # the "England" of "Bank of England"
 
 
 @st.composite
@@ -110,10 +126,10 @@ def _naive_columns(sentences, labels, group):
     """Each token's six values, from pairwise comparison with every token and entity of ``group``
     (the sentence indices of its document or of the corpus)."""
     token_types = {}
-    entities = []          # (sentence, first, last, type, words)
+    entities = []  # (sentence, first, last, type, words)
     for index in group:
         for first, last, entity_type in read_chunks(labels[index]):
-            entities.append((index, first, last, entity_type, tuple(sentences[index]["word"][first:last + 1])))
+            entities.append((index, first, last, entity_type, tuple(sentences[index]["word"][first : last + 1])))
         for position in range(len(sentences[index])):
             token_types[index, position] = "O"
     for index, first, last, entity_type, _ in entities:
@@ -122,16 +138,27 @@ def _naive_columns(sentences, labels, group):
     columns = {}
     for index in group:
         words = sentences[index]["word"]
-        token = [_naive_majority([token_types[other] for other in token_types if other != (index, position)
-                                  and sentences[other[0]]["word"][other[1]] == words[position]])
-                 for position in range(len(words))]
+        token = [
+            _naive_majority(
+                [
+                    token_types[other]
+                    for other in token_types
+                    if other != (index, position) and sentences[other[0]]["word"][other[1]] == words[position]
+                ]
+            )
+            for position in range(len(words))
+        ]
         entity, superentity = ["none"] * len(words), ["none"] * len(words)
         for own in entities:
             if own[0] != index:
                 continue
             same = [other[3] for other in entities if other[4] == own[4] and other[:3] != own[:3]]
-            containing = [other[3] for other in entities if len(other[4]) > len(own[4]) and any(
-                other[4][start:start + len(own[4])] == own[4] for start in range(len(other[4])))]
+            containing = [
+                other[3]
+                for other in entities
+                if len(other[4]) > len(own[4])
+                and any(other[4][start : start + len(own[4])] == own[4] for start in range(len(other[4])))
+            ]
             for position in range(own[1], own[2] + 1):
                 entity[position] = _naive_majority(same)
                 superentity[position] = _naive_majority(containing)
@@ -175,8 +202,12 @@ def _toy_corpus(count):
         name, name_type = names[index % len(names)]
         words = name.split()
         tags = [f"B-{name_type}"] + [f"I-{name_type}"] * (len(words) - 1)
-        sentences.append(Sentence({"word": words + [verbs[index % len(verbs)]], "ner": tags + ["O"]},
-                                  docstart_lines=("-DOCSTART- O",) if index % 4 == 0 else ()))
+        sentences.append(
+            Sentence(
+                {"word": words + [verbs[index % len(verbs)]], "ner": tags + ["O"]},
+                docstart_lines=("-DOCSTART- O",) if index % 4 == 0 else (),
+            )
+        )
     return sentences
 
 
@@ -219,8 +250,11 @@ def test_fit_and_predict_end_to_end():
     assert tagger.fit(train, target="ner") is tagger
     assert set(MAJORITY_COLUMNS) <= set(tagger.second_.extractor_.template.columns)
     assert tagger.first_.get_params()["template"] == first.template
-    test = [Sentence({"word": ["New", "Rome", "grows"]}, docstart_lines=("-DOCSTART- O",)),
-            Sentence({"word": ["Anna", "Berg", "sleeps"]}), Sentence({"word": ["Acme", "runs"]})]
+    test = [
+        Sentence({"word": ["New", "Rome", "grows"]}, docstart_lines=("-DOCSTART- O",)),
+        Sentence({"word": ["Anna", "Berg", "sleeps"]}),
+        Sentence({"word": ["Acme", "runs"]}),
+    ]
     first_labels, labels = tagger.predict_stages(test)
     assert first_labels == tagger.first_.predict(test)
     assert labels == tagger.predict(test)

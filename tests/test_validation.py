@@ -1,4 +1,5 @@
 """Bad input raises a typed fstcrf error, before the kernel runs."""
+
 import numpy as np
 import pynini
 import pytest
@@ -20,15 +21,18 @@ def test_every_error_is_a_value_error():
             assert issubclass(cls, ValueError)
 
 
-@pytest.mark.parametrize("emissions, error", [
-    (np.zeros(3), errors.ShapeError),
-    (np.zeros((4, 2)), errors.ShapeError),
-    (np.zeros((4, 3, 1)), errors.ShapeError),
-    (np.array([["a", "b", "c"]]), errors.ShapeError),
-    (np.array([[0.0, np.nan, 0.0]]), errors.ScoreError),
-    (np.array([[0.0, np.inf, 0.0]]), errors.ScoreError),
-    (np.zeros((0, 3)), errors.EmptySequenceError),
-])
+@pytest.mark.parametrize(
+    "emissions, error",
+    [
+        (np.zeros(3), errors.ShapeError),
+        (np.zeros((4, 2)), errors.ShapeError),
+        (np.zeros((4, 3, 1)), errors.ShapeError),
+        (np.array([["a", "b", "c"]]), errors.ShapeError),
+        (np.array([[0.0, np.nan, 0.0]]), errors.ScoreError),
+        (np.array([[0.0, np.inf, 0.0]]), errors.ScoreError),
+        (np.zeros((0, 3)), errors.EmptySequenceError),
+    ],
+)
 def test_bad_emissions(topo, emissions, error):
     with pytest.raises(error):
         fstcrf.Potentials(topo, emissions)
@@ -63,8 +67,7 @@ def test_bad_transition_start_final(topo):
 
 def test_infeasible_length_is_reported_with_sentence_index():
     # a -> b -> c -> a cycle, ending only in c: lengths 3, 6, 9, ... only
-    cycle = Topology(["a", "b", "c"], [0, 1, 2], [0, 1, 2], [1, 2, 0], [True, False, False],
-                     [False, False, True])
+    cycle = Topology(["a", "b", "c"], [0, 1, 2], [0, 1, 2], [1, 2, 0], [True, False, False], [False, False, True])
     assert [cycle.is_feasible(n) for n in range(1, 10)] == [False, False, True] * 3
     assert cycle.is_feasible(300_000) and not cycle.is_feasible(300_001)
     with pytest.raises(errors.InfeasibleError, match=r"length 4 \(sentences 1\)"):

@@ -1,6 +1,7 @@
 """A Dask client for ``fstcrf train/tag --dask SPEC``: a scheduler address, or
 ``local:N`` for a LocalCluster of N single-threaded worker processes that listens
 on the loopback interface only (its dashboard too, unless ``--dask-dashboard``)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -23,8 +24,7 @@ LOG = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
-def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIMEOUT,
-            dashboard: str | None = None):
+def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIMEOUT, dashboard: str | None = None):
     """A dask.distributed Client for ``spec`` ("local:N" or a scheduler address such
     as "tcp://host:8786"), closed (with its LocalCluster) on exit; SchedulerError
     when the scheduler does not answer within ``timeout`` seconds. A LocalCluster
@@ -36,6 +36,7 @@ def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIM
     if dashboard is not None:
         _check_dashboard(dashboard, spec, local is not None)
     from distributed import Client
+
     # fstcrf's own log and typed errors say what happens; Dask's logs (tracebacks of
     # heartbeats that race a closing scheduler) would reach the user's terminal
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
@@ -43,7 +44,7 @@ def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIM
         workers = int(local.group(1))
         if workers < 1:
             raise FstcrfError(f"--dask local:N needs N >= 1 workers, got {spec!r}")
-        with _environment(DASK_LOGGING__DISTRIBUTED="critical"):        # read by the worker processes
+        with _environment(DASK_LOGGING__DISTRIBUTED="critical"):  # read by the worker processes
             cluster = _local_cluster(workers, threads_per_worker, dashboard)
         with cluster, Client(cluster) as client:
             if dashboard is not None:
@@ -53,11 +54,12 @@ def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIM
     try:
         client = Client(spec, timeout=timeout)
     except (OSError, TimeoutError) as problem:
-        raise SchedulerError(f"cannot reach the Dask scheduler at {spec} within {timeout:g} s: "
-                             f"{problem}") from None
-    except (RuntimeError, TypeError) as problem:     # Dask's TLS settings refuse the address or are missing
-        raise SchedulerError(f"cannot connect to the Dask scheduler at {spec}: {problem} (TLS comes from "
-                             f"Dask's configuration, see docs/distributed.md)") from None
+        raise SchedulerError(f"cannot reach the Dask scheduler at {spec} within {timeout:g} s: {problem}") from None
+    except (RuntimeError, TypeError) as problem:  # Dask's TLS settings refuse the address or are missing
+        raise SchedulerError(
+            f"cannot connect to the Dask scheduler at {spec}: {problem} (TLS comes from "
+            f"Dask's configuration, see docs/distributed.md)"
+        ) from None
     with client:
         yield client
 
@@ -66,11 +68,15 @@ def _check_dashboard(address: str, spec: str, local: bool) -> None:
     """FstcrfError unless ``address`` is HOST:PORT and ``spec`` starts a LocalCluster."""
     form = DASHBOARD_ADDRESS.fullmatch(address)
     if form is None or int(form.group(2)) > 65535:
-        raise FstcrfError(f"--dask-dashboard takes HOST:PORT, such as 127.0.0.1:8787 (this machine only), "
-                          f"0.0.0.0:8787 (every interface) or 127.0.0.1:0 (any free port), got {address!r}")
+        raise FstcrfError(
+            f"--dask-dashboard takes HOST:PORT, such as 127.0.0.1:8787 (this machine only), "
+            f"0.0.0.0:8787 (every interface) or 127.0.0.1:0 (any free port), got {address!r}"
+        )
     if not local:
-        raise FstcrfError(f"--dask-dashboard opens the dashboard of a LocalCluster (--dask local:N); the "
-                          f"scheduler at {spec} serves its own, set where it is started")
+        raise FstcrfError(
+            f"--dask-dashboard opens the dashboard of a LocalCluster (--dask local:N); the "
+            f"scheduler at {spec} serves its own, set where it is started"
+        )
 
 
 def _local_cluster(workers: int, threads_per_worker: int, dashboard: str | None):
@@ -79,19 +85,22 @@ def _local_cluster(workers: int, threads_per_worker: int, dashboard: str | None)
     HTTP server, which Dask always starts for its health and metrics pages, then on
     LOOPBACK at a free port)."""
     from distributed import LocalCluster
+
     if dashboard is None:
         options = {"dashboard_address": f"{LOOPBACK}:0", "scheduler_kwargs": {"dashboard": False}}
     else:
         options = {"dashboard_address": dashboard}
     try:
-        return LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
-                            host=LOOPBACK, **options)
-    except (OSError, RuntimeError) as problem:     # Dask wraps the cause (a dashboard address that
-        while problem.__cause__ is not None:       # cannot be bound, TLS required without certificates)
+        return LocalCluster(
+            n_workers=workers, threads_per_worker=threads_per_worker, processes=True, host=LOOPBACK, **options
+        )
+    except (OSError, RuntimeError) as problem:  # Dask wraps the cause (a dashboard address that
+        while problem.__cause__ is not None:  # cannot be bound, TLS required without certificates)
             problem = problem.__cause__
         where = "" if dashboard is None else f" with its dashboard on {dashboard}"
-        raise FstcrfError(f"cannot start the LocalCluster of --dask local:{workers}{where}: "
-                          f"{type(problem).__name__}: {problem}") from None
+        raise FstcrfError(
+            f"cannot start the LocalCluster of --dask local:{workers}{where}: {type(problem).__name__}: {problem}"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@ dictionary keeps those counted ``min_count`` times or more over all shards, in
 the order a single process would give them), and the supported features.
 
 The functions that run on a worker take and return plain picklable objects."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,7 +14,6 @@ import numpy as np
 
 from ..conll import Corpus
 from ..encoding import EncodedSentences, supported_pair_counts, token_classes
-from ..objective import seen_edges
 from ..errors import ShardError
 from ..features import FeatureExtractor, Template
 from ..labels import gold_label_set, gold_states, parse_gold
@@ -25,6 +25,7 @@ def worker_name() -> str:
     """The address of the Dask worker running the caller, or "the driver"."""
     try:
         from distributed import get_worker
+
         return get_worker().address
     except (ImportError, ValueError):
         return "the driver"
@@ -52,24 +53,29 @@ class ShardSummary:
     predicates: list[tuple[list[str], np.ndarray]]
 
 
-def summarise(corpus: Corpus, shard: Shard, template: Template, target: str,
-              reads: str | None = None) -> ShardSummary:
+def summarise(corpus: Corpus, shard: Shard, template: Template, target: str, reads: str | None = None) -> ShardSummary:
     """Worker: the :class:`ShardSummary` of a shard read as ``corpus``; ``reads`` is the
     column of a lower tagger's labels the model reads, or None."""
     worker = worker_name()
     for column, role in ((target, "to learn"), (reads, "of lower labels to read")):
         if column is not None and corpus.sentences and column not in corpus.column_names:
-            raise ShardError(f"worker {worker}: {shard} has no column {column!r} {role} (its columns are "
-                             f"{', '.join(corpus.column_names)})")
+            raise ShardError(
+                f"worker {worker}: {shard} has no column {column!r} {role} (its columns are "
+                f"{', '.join(corpus.column_names)})"
+            )
     predicates = []
     if corpus.sentences:
         _, occurrences = FeatureExtractor(template)._occurrences(corpus)
         predicates = [(names, counts) for names, _, counts, _ in occurrences]
     values = {value for labels in corpus.column(target) for value in labels} if corpus.sentences else set()
-    lower = {value for labels in corpus.column(reads) for value in labels} \
-        if reads is not None and corpus.sentences else set()
-    return ShardSummary(str(shard), worker, corpus.column_names, len(corpus), corpus.num_tokens, values, lower,
-                        predicates)
+    lower = (
+        {value for labels in corpus.column(reads) for value in labels}
+        if reads is not None and corpus.sentences
+        else set()
+    )
+    return ShardSummary(
+        str(shard), worker, corpus.column_names, len(corpus), corpus.num_tokens, values, lower, predicates
+    )
 
 
 def check_layouts(summaries: list[ShardSummary]) -> tuple[str, ...]:
@@ -78,10 +84,12 @@ def check_layouts(summaries: list[ShardSummary]) -> tuple[str, ...]:
     first = summaries[0]
     for summary in summaries[1:]:
         if summary.columns != first.columns:
-            raise ShardError(f"worker {summary.worker}: {summary.shard} has the columns "
-                             f"{', '.join(summary.columns)} ({len(summary.columns)} fields) but "
-                             f"{first.shard} (worker {first.worker}) has {', '.join(first.columns)} "
-                             f"({len(first.columns)} fields)")
+            raise ShardError(
+                f"worker {summary.worker}: {summary.shard} has the columns "
+                f"{', '.join(summary.columns)} ({len(summary.columns)} fields) but "
+                f"{first.shard} (worker {first.worker}) has {', '.join(first.columns)} "
+                f"({len(first.columns)} fields)"
+            )
     return first.columns
 
 
@@ -105,8 +113,9 @@ def merged_extractor(template: Template, min_count: int, summaries: list[ShardSu
         names.extend(merged)
         counts.extend(merged.values())
     order = FeatureExtractor(template, min_count).frequent_first(np.array(counts, dtype=np.int64))
-    return FeatureExtractor.from_dict({"template": template.text, "min_count": int(min_count),
-                                       "predicates": [names[i] for i in order.tolist()]})
+    return FeatureExtractor.from_dict(
+        {"template": template.text, "min_count": int(min_count), "predicates": [names[i] for i in order.tolist()]}
+    )
 
 
 @dataclass
@@ -121,8 +130,14 @@ class EncodedShard:
     allowed_labels: np.ndarray | None
 
 
-def encode_shard(corpus: Corpus, extractor: FeatureExtractor, topology: Topology, target: str,
-                 reads: str | None = None, lower_labels: list[str] | None = None) -> EncodedShard:
+def encode_shard(
+    corpus: Corpus,
+    extractor: FeatureExtractor,
+    topology: Topology,
+    target: str,
+    reads: str | None = None,
+    lower_labels: list[str] | None = None,
+) -> EncodedShard:
     """Worker: a shard's predicate rows and gold states; with ``reads`` (a model whose
     transitions read that column's lower labels, ``lower_labels`` [L]) the tokens'
     transition classes too."""
@@ -132,10 +147,18 @@ def encode_shard(corpus: Corpus, extractor: FeatureExtractor, topology: Topology
     return EncodedShard(encoded, gold_states(topology, label_ids, encoded.offsets), label_ids, allowed_labels)
 
 
-def shard_pair_counts(shard: EncodedShard, topology: Topology, order: int, feature_set: str,
-                      bias_predicate: int | None, seen_edges: bool) -> tuple[dict, np.ndarray | None]:
+def shard_pair_counts(
+    shard: EncodedShard, topology: Topology, order: int, feature_set: str, bias_predicate: int | None, seen_edges: bool
+) -> tuple[dict, np.ndarray | None]:
     """Worker: the shard's :func:`~fstcrf.encoding.supported_pair_counts` and, with
     ``seen_edges``, bool [E] the edges its gold paths take."""
-    counts = supported_pair_counts(shard.encoded, shard.label_ids if order == 1 else shard.states,
-                                   shard.label_ids, topology, order, feature_set, bias_predicate)
+    counts = supported_pair_counts(
+        shard.encoded,
+        shard.label_ids if order == 1 else shard.states,
+        shard.label_ids,
+        topology,
+        order,
+        feature_set,
+        bias_predicate,
+    )
     return counts, (seen_edges(topology, shard.states, shard.encoded.offsets) if seen_edges else None)

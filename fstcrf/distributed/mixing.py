@@ -7,6 +7,7 @@ The result depends on the shards, not on the workers that ran them.
 An epoch of SGD restarts its 1/t step schedule at the shard's epoch (each shard
 carries the whole prior once per epoch, 1/B_s of it per sentence), so mixing
 approximates the single-process run; it does not reproduce it."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,9 @@ from ..objective import TrainingSet
 from .objective import on_every_shard
 
 
-def shard_epoch(problem: TrainingSet, weights: np.ndarray, algorithm: str, epoch: int, settings: dict
-                ) -> tuple[np.ndarray, float]:
+def shard_epoch(
+    problem: TrainingSet, weights: np.ndarray, algorithm: str, epoch: int, settings: dict
+) -> tuple[np.ndarray, float]:
     """Worker: (the weights float [D] after one epoch of ``algorithm`` on the shard from
     ``weights``, that epoch's objective: mistakes or losses)."""
     seed = settings["seed"] + epoch
@@ -28,8 +30,17 @@ def shard_epoch(problem: TrainingSet, weights: np.ndarray, algorithm: str, epoch
     return result.weights, result.history[-1]["objective"]
 
 
-def mix(client, problems: list, sizes: list[int], num_weights: int, algorithm: str, max_iter: int, settings: dict,
-        evaluate: train.Evaluate | None = None, callback: train.Callback | None = None) -> train.TrainingResult:
+def mix(
+    client,
+    problems: list,
+    sizes: list[int],
+    num_weights: int,
+    algorithm: str,
+    max_iter: int,
+    settings: dict,
+    evaluate: train.Evaluate | None = None,
+    callback: train.Callback | None = None,
+) -> train.TrainingResult:
     """``max_iter`` epochs of iterative parameter mixing of ``algorithm`` ("perceptron" or
     "sgd") over the shards' training sets ``problems`` of ``sizes`` sentences each.
     Records as :mod:`fstcrf.train`'s (objective: the shards' mistakes or losses summed)."""

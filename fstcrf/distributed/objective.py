@@ -3,6 +3,7 @@ shard lives on a worker; each evaluation sends the weights once to every worker
 and receives one (loss, gradient) per shard, summed in shard order, so the
 result does not depend on which worker ran which shard.  The prior is not in
 it: :func:`fstcrf.train.lbfgs` adds it once, on the driver."""
+
 from __future__ import annotations
 
 import logging
@@ -30,6 +31,7 @@ def shard_loss_and_gradient(problem: TrainingSet, theta: np.ndarray) -> tuple[fl
     """Worker: (negative log-likelihood of the shard, its gradient float [D], seconds spent,
     CPU seconds of the worker process meanwhile)."""
     from ..inference import blas_single_threaded
+
     started, cpu = time.perf_counter(), time.process_time()
     with blas_single_threaded():
         loss, gradient = problem.loss_and_gradient(theta)
@@ -70,9 +72,8 @@ def _broadcast(client, vector: np.ndarray, workers: list[str], seconds: float) -
 
     def scatter():
         try:
-            outcome["futures"] = {address: client.scatter(vector, workers=[address], hash=False)
-                                  for address in workers}
-        except BaseException as error:         # raised again in the caller's thread
+            outcome["futures"] = {address: client.scatter(vector, workers=[address], hash=False) for address in workers}
+        except BaseException as error:  # raised again in the caller's thread
             outcome["error"] = error
 
     thread = threading.Thread(target=scatter, name="fstcrf-broadcast", daemon=True)
@@ -99,11 +100,13 @@ def _lost_worker_errors() -> tuple[type[BaseException], ...]:
     from distributed import KilledWorker
     from distributed.client import FutureCancelledError
     from distributed.comm import CommClosedError
+
     return KilledWorker, FutureCancelledError, CommClosedError, OSError, TimeoutError
 
 
-def on_every_shard(client, function, problems: list, vector: np.ndarray, *args, retries: int = RETRIES,
-                   traffic: Traffic | None = None) -> list:
+def on_every_shard(
+    client, function, problems: list, vector: np.ndarray, *args, retries: int = RETRIES, traffic: Traffic | None = None
+) -> list:
     """``function(problem, vector, *args)`` for every shard's problem, run on the workers
     that hold them, results in shard order.  ``vector`` is sent once to each worker;
     a run that a lost worker or connection broke is started again (Dask rebuilds the
@@ -112,11 +115,16 @@ def on_every_shard(client, function, problems: list, vector: np.ndarray, *args, 
     for attempt in range(retries + 1):
         try:
             workers = sorted(client.nthreads())
-            shared = _broadcast(client, vector, workers,
-                                SCATTER_SECONDS + vector.nbytes * len(workers) / SCATTER_BYTES_PER_SECOND)
+            shared = _broadcast(
+                client, vector, workers, SCATTER_SECONDS + vector.nbytes * len(workers) / SCATTER_BYTES_PER_SECOND
+            )
             holders = client.who_has(problems)
-            results = client.gather([client.submit(function, problem, _local_copy(shared, holders.get(problem.key)),
-                                                   *args, pure=False) for problem in problems])
+            results = client.gather(
+                [
+                    client.submit(function, problem, _local_copy(shared, holders.get(problem.key)), *args, pure=False)
+                    for problem in problems
+                ]
+            )
             if traffic is not None:
                 traffic.bytes_sent += vector.nbytes * len(workers)
             return results
@@ -125,8 +133,13 @@ def on_every_shard(client, function, problems: list, vector: np.ndarray, *args, 
                 raise
             if traffic is not None:
                 traffic.retried += 1
-            logger.warning("a run on the shards failed (%s: %s); trying it again (%d of %d)",
-                           type(problem).__name__, problem, attempt + 1, retries)
+            logger.warning(
+                "a run on the shards failed (%s: %s); trying it again (%d of %d)",
+                type(problem).__name__,
+                problem,
+                attempt + 1,
+                retries,
+            )
             client.wait_for_workers(1)
 
 
@@ -144,9 +157,14 @@ class DistributedObjective:
 
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         started = time.perf_counter()
-        results = on_every_shard(self.client, shard_loss_and_gradient, self.problems,
-                                 np.ascontiguousarray(theta, dtype=np.float64), retries=self.retries,
-                                 traffic=self.traffic)
+        results = on_every_shard(
+            self.client,
+            shard_loss_and_gradient,
+            self.problems,
+            np.ascontiguousarray(theta, dtype=np.float64),
+            retries=self.retries,
+            traffic=self.traffic,
+        )
         loss, gradient = results[0][0], results[0][1].copy()
         for shard_loss, shard_gradient, *_ in results[1:]:
             loss += shard_loss

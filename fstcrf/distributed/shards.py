@@ -7,12 +7,13 @@ cut moved forward to the end of a blank line, so that each shard holds whole
 sentences and the shards, read in order, hold the sentences of the files in
 order.
 """
+
 from __future__ import annotations
 
 import io
 import os
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..conll import DOCSTART, Corpus, Sentence, iter_conll
 from ..errors import ConllFormatError, FstcrfError, ShardError
@@ -91,7 +92,7 @@ def partition(paths: str | os.PathLike | Sequence[str | os.PathLike], num_shards
     starts = [0]
     for size in sizes:
         starts.append(starts[-1] + size)
-    bounds = {0, starts[-1]}                   # shard bounds in the files read one after another
+    bounds = {0, starts[-1]}  # shard bounds in the files read one after another
     for k in range(1, num_shards):
         target = k * starts[-1] // num_shards
         index = max(i for i in range(len(paths)) if starts[i] <= target)
@@ -101,16 +102,23 @@ def partition(paths: str | os.PathLike | Sequence[str | os.PathLike], num_shards
     bounds = sorted(bounds)
     shards = []
     for low, high in zip(bounds[:-1], bounds[1:]):
-        pieces = tuple(Piece(path, max(low, start) - start, min(high, start + size) - start)
-                       for path, start, size in zip(paths, starts, sizes)
-                       if max(low, start) < min(high, start + size))
+        pieces = tuple(
+            Piece(path, max(low, start) - start, min(high, start + size) - start)
+            for path, start, size in zip(paths, starts, sizes)
+            if max(low, start) < min(high, start + size)
+        )
         if pieces:
             shards.append(Shard(pieces))
     return shards
 
 
-def read_shard(shard: Shard, columns: str | Sequence[str] | None = None, separator: str | None = None,
-               worker: str = "this process", allow_missing: Sequence[str] = ()) -> Corpus:
+def read_shard(
+    shard: Shard,
+    columns: str | Sequence[str] | None = None,
+    separator: str | None = None,
+    worker: str = "this process",
+    allow_missing: Sequence[str] = (),
+) -> Corpus:
     """The sentences of a shard (none when it holds only blank lines); ShardError names
     ``worker`` and the file when a piece cannot be read or parsed, or when pieces
     differ in their columns.  ``columns``, ``separator`` and ``allow_missing`` are
@@ -124,17 +132,19 @@ def read_shard(shard: Shard, columns: str | Sequence[str] | None = None, separat
         except OSError as problem:
             raise ShardError(f"worker {worker} cannot read {piece}: {problem.strerror}") from None
         if len(data) != piece.stop - piece.start:
-            raise ShardError(f"worker {worker} read {len(data)} bytes of {piece}: the file changed "
-                             "after the corpus was partitioned")
+            raise ShardError(
+                f"worker {worker} read {len(data)} bytes of {piece}: the file changed after the corpus was partitioned"
+            )
         try:
-            corpus, = iter_conll(io.BytesIO(data), columns, separator, allow_missing=allow_missing,
-                                 name=str(piece))
+            (corpus,) = iter_conll(io.BytesIO(data), columns, separator, allow_missing=allow_missing, name=str(piece))
         except ConllFormatError as problem:
             raise ShardError(f"worker {worker}: {problem}") from None
         if names is not None and corpus.sentences and corpus.column_names != names:
-            raise ShardError(f"worker {worker}: {piece} has the columns {', '.join(corpus.column_names)} "
-                             f"({len(corpus.column_names)} fields) but {first} has {', '.join(names)} "
-                             f"({len(names)} fields)")
+            raise ShardError(
+                f"worker {worker}: {piece} has the columns {', '.join(corpus.column_names)} "
+                f"({len(corpus.column_names)} fields) but {first} has {', '.join(names)} "
+                f"({len(names)} fields)"
+            )
         if corpus.sentences:
             if names is None:
                 names, first = corpus.column_names, piece

@@ -27,13 +27,14 @@ about ``batch_tokens`` tokens; a batch runs all its sweeps (one kernel call per
 sweep) before the next starts, so progress is reported over documents and an
 interruption keeps every finished document's result.
 """
+
 from __future__ import annotations
 
 import copy
 import logging
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -112,24 +113,34 @@ def _batches(spans: list[tuple[int, int]], offsets: np.ndarray, batch_tokens: in
 class _Chain:
     """The current labelling of a batch of documents and the factors' states of each."""
 
-    def __init__(self, pot: Potentials, states: np.ndarray, spans, words, label_names,
-                 label_of_state: np.ndarray, factors: Sequence[DocumentFactor], document_ids):
+    def __init__(
+        self,
+        pot: Potentials,
+        states: np.ndarray,
+        spans,
+        words,
+        label_names,
+        label_of_state: np.ndarray,
+        factors: Sequence[DocumentFactor],
+        document_ids,
+    ):
         self.pot = pot
         self.states = states
         num_sentences = pot.num_sequences
         self.label_of_state = label_of_state
         self.document_ids = document_ids
-        self.document_of = np.empty(num_sentences, dtype=np.int64)   # batch document of each batch sentence
+        self.document_of = np.empty(num_sentences, dtype=np.int64)  # batch document of each batch sentence
         self.sentence_in_document = np.empty(num_sentences, dtype=np.int64)
         self.factor_states, self.nonlocal_score = [], []
         first_row = 0
         for position, d in enumerate(document_ids):
             first, last = spans[d]
             count = last - first
-            self.document_of[first_row:first_row + count] = position
-            self.sentence_in_document[first_row:first_row + count] = np.arange(count)
-            document = LabelledDocument(words[first:last], label_names,
-                                        [self.labels_of(first_row + j) for j in range(count)], d)
+            self.document_of[first_row : first_row + count] = position
+            self.sentence_in_document[first_row : first_row + count] = np.arange(count)
+            document = LabelledDocument(
+                words[first:last], label_names, [self.labels_of(first_row + j) for j in range(count)], d
+            )
             self.factor_states.append([factor.attach(document) for factor in factors])
             self.nonlocal_score.append(sum(checked_score(factor, document) for factor in factors))
             first_row += count
@@ -155,7 +166,7 @@ class _Chain:
         for state in self.factor_states[position]:
             state.apply(j, first, new_labels)
         start = self.pot.offsets[b]
-        self.states[start + first:start + first + len(new_states)] = new_states
+        self.states[start + first : start + first + len(new_states)] = new_states
         self.nonlocal_score[position] += change
 
     def document_scores(self) -> np.ndarray:
@@ -164,8 +175,9 @@ class _Chain:
         return np.add.reduceat(local, self.document_first) + np.array(self.nonlocal_score)
 
 
-def _block_sweep(chain: _Chain, temperature: float, block_size: int, seed: int, rng: np.random.Generator,
-                 threads: int) -> tuple[int, int]:
+def _block_sweep(
+    chain: _Chain, temperature: float, block_size: int, seed: int, rng: np.random.Generator, threads: int
+) -> tuple[int, int]:
     """One sweep of block moves; (accepted, proposed) moves that change labels."""
     pot = chain.pot
     proposal_pot = _tempered(pot, temperature)
@@ -190,12 +202,12 @@ def _block_sweep(chain: _Chain, temperature: float, block_size: int, seed: int, 
             edges = np.flatnonzero(np.diff(np.concatenate(([0], free.astype(np.int8), [0]))))
             blocks = list(zip(edges[::2].tolist(), edges[1::2].tolist()))
         for first, last in blocks:
-            new_states = draw[start + first:start + last]
-            if not differs[start + first:start + last].any():
+            new_states = draw[start + first : start + last]
+            if not differs[start + first : start + last].any():
                 continue
             new_labels = chain.label_of_state[new_states].tolist()
             if new_labels == chain.labels_of(b, first, last):
-                chain.accept(b, first, new_states, new_labels, 0.0)     # same labels: the factors agree
+                chain.accept(b, first, new_states, new_labels, 0.0)  # same labels: the factors agree
                 continue
             proposed += 1
             change = chain.change(b, first, new_labels)
@@ -215,8 +227,7 @@ def _transition_tables(pot: Potentials) -> np.ndarray:
     return table
 
 
-def _gibbs_sweep(chain: _Chain, temperature: float, tables: np.ndarray, rng: np.random.Generator
-                 ) -> tuple[int, int]:
+def _gibbs_sweep(chain: _Chain, temperature: float, tables: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
     """One sweep of token-by-token Gibbs moves; (accepted, proposed) label changes."""
     pot = chain.pot
     token_class = pot.token_class
@@ -247,16 +258,33 @@ def _gibbs_sweep(chain: _Chain, temperature: float, tables: np.ndarray, rng: np.
             if chosen != current:
                 proposed += 1
                 accepted += 1
-                chain.accept(b, t - start, np.array([chosen], dtype=states.dtype),
-                             [int(chain.label_of_state[chosen])], changes[chosen])
+                chain.accept(
+                    b,
+                    t - start,
+                    np.array([chosen], dtype=states.dtype),
+                    [int(chain.label_of_state[chosen])],
+                    changes[chosen],
+                )
     return accepted, proposed
 
 
-def anneal(pot: Potentials, spans: Sequence[tuple[int, int]], words: Sequence[Sequence[str]],
-           label_names: Sequence[str], label_of_state: np.ndarray, factors: Sequence[DocumentFactor],
-           sampler: str = "block", sweeps: int = DEFAULT_SWEEPS, t_start: float = DEFAULT_T_START,
-           t_end: float = DEFAULT_T_END, block_size: int = DEFAULT_BLOCK_SIZE, seed: int = 0, threads: int = 1,
-           batch_tokens: int = BATCH_TOKENS, progress: bool = False) -> Annealed:
+def anneal(
+    pot: Potentials,
+    spans: Sequence[tuple[int, int]],
+    words: Sequence[Sequence[str]],
+    label_names: Sequence[str],
+    label_of_state: np.ndarray,
+    factors: Sequence[DocumentFactor],
+    sampler: str = "block",
+    sweeps: int = DEFAULT_SWEEPS,
+    t_start: float = DEFAULT_T_START,
+    t_end: float = DEFAULT_T_END,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    seed: int = 0,
+    threads: int = 1,
+    batch_tokens: int = BATCH_TOKENS,
+    progress: bool = False,
+) -> Annealed:
     """Anneal the product of the chain scores ``pot`` (B sentences) and ``factors``.
 
     ``spans``: the documents, [first, last) sentence ranges covering [0, B) in order;
@@ -270,12 +298,19 @@ def anneal(pot: Potentials, spans: Sequence[tuple[int, int]], words: Sequence[Se
         raise AnnealingError(f"block_size must be a whole number >= 0 (0: whole sentences), got {block_size!r}")
     label_of_state = np.asarray(label_of_state, dtype=np.int64)
     if sampler == "gibbs" and sorted(label_of_state.tolist()) != list(range(len(label_names))):
-        raise AnnealingError(f"the gibbs sampler redraws one token's label at a time, so it needs one state "
-                             f"per label; this {pot.topology.name} topology has {pot.topology.num_states} "
-                             f"states for {len(label_names)} labels: use the block sampler")
+        raise AnnealingError(
+            f"the gibbs sampler redraws one token's label at a time, so it needs one state "
+            f"per label; this {pot.topology.name} topology has {pot.topology.num_states} "
+            f"states for {len(label_names)} labels: use the block sampler"
+        )
     spans = [(int(first), int(last)) for first, last in spans]
-    if not spans or spans[0][0] != 0 or spans[-1][1] != pot.num_sequences or any(
-            first >= last for first, last in spans) or any(a[1] != b[0] for a, b in zip(spans, spans[1:])):
+    if (
+        not spans
+        or spans[0][0] != 0
+        or spans[-1][1] != pot.num_sequences
+        or any(first >= last for first, last in spans)
+        or any(a[1] != b[0] for a, b in zip(spans, spans[1:]))
+    ):
         raise AnnealingError(f"the documents must cover the {pot.num_sequences} sentences in order")
     label_names = tuple(label_names)
     best = viterbi(pot, threads).paths.astype(np.int32)
@@ -283,17 +318,21 @@ def anneal(pot: Potentials, spans: Sequence[tuple[int, int]], words: Sequence[Se
     viterbi_score = np.empty(len(spans))
     best_score = np.empty(len(spans))
     tables = _transition_tables(pot) if sampler == "gibbs" else None
-    rng = np.random.default_rng([seed, 0x5eed])
+    rng = np.random.default_rng([seed, 0x5EED])
     accepted = proposed = 0
-    large = {d for d, (first, last) in enumerate(spans)
-             if pot.offsets[last] - pot.offsets[first] > MAX_DOCUMENT_TOKENS}
+    large = {d for d, (first, last) in enumerate(spans) if pot.offsets[last] - pot.offsets[first] > MAX_DOCUMENT_TOKENS}
     if large:
-        logger.warning("%d document(s) have more than %d tokens; they are decoded sentence by sentence "
-                       "(Viterbi) without the non-local factors", len(large), MAX_DOCUMENT_TOKENS)
+        logger.warning(
+            "%d document(s) have more than %d tokens; they are decoded sentence by sentence "
+            "(Viterbi) without the non-local factors",
+            len(large),
+            MAX_DOCUMENT_TOKENS,
+        )
     interrupted = False
     done = 0
-    with Progress(len(spans), f"non-local decoding ({sampler}, {len(schedule)} sweeps)", unit="doc",
-                  enabled=progress) as bar:
+    with Progress(
+        len(spans), f"non-local decoding ({sampler}, {len(schedule)} sweeps)", unit="doc", enabled=progress
+    ) as bar:
         try:
             for batch in _batches(spans, pot.offsets, batch_tokens):
                 todo = [d for d in batch if d not in large]
@@ -302,37 +341,78 @@ def anneal(pot: Potentials, spans: Sequence[tuple[int, int]], words: Sequence[Se
                         viterbi_score[d] = best_score[d] = np.nan
                 if todo:
                     accepted_here, proposed_here = _anneal_batch(
-                        pot, spans, todo, words, label_names, label_of_state, factors, sampler, schedule,
-                        block_size, seed, rng, threads, tables, best, final, viterbi_score, best_score)
+                        pot,
+                        spans,
+                        todo,
+                        words,
+                        label_names,
+                        label_of_state,
+                        factors,
+                        sampler,
+                        schedule,
+                        block_size,
+                        seed,
+                        rng,
+                        threads,
+                        tables,
+                        best,
+                        final,
+                        viterbi_score,
+                        best_score,
+                    )
                     accepted += accepted_here
                     proposed += proposed_here
                 done += len(batch)
                 bar.update(len(batch))
         except KeyboardInterrupt:
             interrupted = True
-            logger.warning("non-local decoding interrupted after %d of %d documents; the others keep their "
-                           "Viterbi labels", done, len(spans))
+            logger.warning(
+                "non-local decoding interrupted after %d of %d documents; the others keep their Viterbi labels",
+                done,
+                len(spans),
+            )
     return Annealed(best, final, viterbi_score, best_score, accepted, proposed, interrupted)
 
 
-def _anneal_batch(pot, spans, documents, words, label_names, label_of_state, factors, sampler, schedule,
-                  block_size, seed, rng, threads, tables, best, final, viterbi_score, best_score):
+def _anneal_batch(
+    pot,
+    spans,
+    documents,
+    words,
+    label_names,
+    label_of_state,
+    factors,
+    sampler,
+    schedule,
+    block_size,
+    seed,
+    rng,
+    threads,
+    tables,
+    best,
+    final,
+    viterbi_score,
+    best_score,
+):
     """Anneal one batch of consecutive documents, writing into best, final and the score arrays."""
     first_sentence, last_sentence = spans[documents[0]][0], spans[documents[-1]][1]
     batch_pot = pot.select(np.arange(first_sentence, last_sentence))
     rows = slice(int(pot.offsets[first_sentence]), int(pot.offsets[last_sentence]))
-    chain = _Chain(batch_pot, best[rows].copy(), spans, words, label_names, label_of_state, factors,
-                   documents)
+    chain = _Chain(batch_pot, best[rows].copy(), spans, words, label_names, label_of_state, factors, documents)
     scores = chain.document_scores()
     viterbi_score[documents] = scores
     best_states = chain.states.copy()
     best_of_batch = scores.copy()
-    document_rows = [slice(int(batch_pot.offsets[spans[d][0] - first_sentence]),
-                           int(batch_pot.offsets[spans[d][1] - first_sentence])) for d in documents]
+    document_rows = [
+        slice(
+            int(batch_pot.offsets[spans[d][0] - first_sentence]), int(batch_pot.offsets[spans[d][1] - first_sentence])
+        )
+        for d in documents
+    ]
     accepted = proposed = 0
     for k, temperature in enumerate(schedule):
         if sampler == "block":
-            sweep_seed = (seed * 0x9E3779B1 + first_sentence * 0x85EBCA77 + k) % 2 ** 64
+            sweep_seed = (seed * 0x9E3779B1 + first_sentence * 0x85EBCA77 + k) % 2**64
             moved = _block_sweep(chain, float(temperature), block_size, sweep_seed, rng, threads)
         else:
             moved = _gibbs_sweep(chain, float(temperature), tables, rng)

@@ -29,12 +29,13 @@ The document state keeps, per token sequence, how many occurrences each type
 has and how many occurrences of each type contain the sequence, so a move's
 change costs O(length² of the entities it touches), not O(document).
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
 from operator import mul
 from dataclasses import dataclass, field
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -63,20 +64,28 @@ class ConsistencyPenalties:
         for name in ("same", "sub"):
             table = np.asarray(getattr(self, name), dtype=float)
             if table.shape != (K, K):
-                raise PenaltyError(f"the {name!r} penalty table has shape {table.shape}, expected ({K}, {K}) "
-                                   f"for the types {', '.join(self.types)}")
+                raise PenaltyError(
+                    f"the {name!r} penalty table has shape {table.shape}, expected ({K}, {K}) "
+                    f"for the types {', '.join(self.types)}"
+                )
             bad = np.argwhere(~((table > 0) & (table <= 1)))
             if len(bad):
                 a, b = bad[0]
-                raise PenaltyError(f"penalty {name}[{self.types[a]}, {self.types[b]}] = {float(table[a, b])!r} "
-                                   "is outside (0, 1]")
+                raise PenaltyError(
+                    f"penalty {name}[{self.types[a]}, {self.types[b]}] = {float(table[a, b])!r} is outside (0, 1]"
+                )
             object.__setattr__(self, name, table)
         if not (np.isfinite(self.scale) and self.scale >= 0):
             raise PenaltyError(f"the penalty scale must be a finite number >= 0, got {self.scale!r}")
 
     def __eq__(self, other) -> bool:
-        return (isinstance(other, ConsistencyPenalties) and self.types == other.types and self.scale == other.scale
-                and np.array_equal(self.same, other.same) and np.array_equal(self.sub, other.sub))
+        return (
+            isinstance(other, ConsistencyPenalties)
+            and self.types == other.types
+            and self.scale == other.scale
+            and np.array_equal(self.same, other.same)
+            and np.array_equal(self.sub, other.sub)
+        )
 
     __hash__ = None
 
@@ -86,26 +95,38 @@ class ConsistencyPenalties:
 
     def to_dict(self) -> dict:
         """A JSON-able description (for model files)."""
-        return {"types": list(self.types), "same": self.same.tolist(), "sub": self.sub.tolist(),
-                "scale": self.scale, "counts": self.counts}
+        return {
+            "types": list(self.types),
+            "same": self.same.tolist(),
+            "sub": self.sub.tolist(),
+            "scale": self.scale,
+            "counts": self.counts,
+        }
 
     @classmethod
     def from_dict(cls, described, where: str) -> ConsistencyPenalties:
         """Rebuild from :meth:`to_dict`; ModelFileError naming ``where`` if malformed."""
         try:
-            return cls(tuple(described["types"]), np.array(described["same"], dtype=float),
-                       np.array(described["sub"], dtype=float), float(described["scale"]),
-                       dict(described.get("counts", {})))
+            return cls(
+                tuple(described["types"]),
+                np.array(described["same"], dtype=float),
+                np.array(described["sub"], dtype=float),
+                float(described["scale"]),
+                dict(described.get("counts", {})),
+            )
         except (KeyError, TypeError, ValueError) as error:
             raise ModelFileError(f"{where}: the stored consistency penalties are malformed: {error}") from None
 
 
-def _occurrences(reader: EntityReader, words: list[list[str]], labels: Sequence[Sequence[int]]
-                 ) -> list[tuple[tuple[str, ...], int]]:
+def _occurrences(
+    reader: EntityReader, words: list[list[str]], labels: Sequence[Sequence[int]]
+) -> list[tuple[tuple[str, ...], int]]:
     """(words, type index) of every entity of a document."""
-    return [(tuple(sentence_words[first:end]), entity_type)
-            for sentence_words, sentence_labels in zip(words, labels)
-            for first, end, entity_type in reader.entities(sentence_labels)]
+    return [
+        (tuple(sentence_words[first:end]), entity_type)
+        for sentence_words, sentence_labels in zip(words, labels)
+        for first, end, entity_type in reader.entities(sentence_labels)
+    ]
 
 
 def proper_parts(key: tuple) -> set[tuple]:
@@ -150,8 +171,9 @@ def estimate_penalties(documents: Sequence[LabelledDocument], scale: float = 1.0
     theta_sub = np.maximum(sub, 1) / (sub.sum(axis=1, keepdims=True) + 1)
     np.fill_diagonal(theta_same, 1.0)
     np.fill_diagonal(theta_sub, 1.0)
-    return ConsistencyPenalties(reader.types, theta_same, theta_sub, float(scale),
-                                {"same": same.tolist(), "sub": sub.tolist()})
+    return ConsistencyPenalties(
+        reader.types, theta_same, theta_sub, float(scale), {"same": same.tolist(), "sub": sub.tolist()}
+    )
 
 
 class ConsistencyFactor(DocumentFactor):
@@ -172,8 +194,10 @@ class ConsistencyFactor(DocumentFactor):
             reader = EntityReader(label_names)
             missing = sorted(set(reader.types) - set(self.penalties.types))
             if missing:
-                raise PenaltyError(f"the labels have entity types {', '.join(missing)} that the consistency "
-                                   f"penalties lack (they know {', '.join(self.penalties.types)})")
+                raise PenaltyError(
+                    f"the labels have entity types {', '.join(missing)} that the consistency "
+                    f"penalties lack (they know {', '.join(self.penalties.types)})"
+                )
             order = [self.penalties.types.index(entity_type) for entity_type in reader.types]
             scale = self.penalties.scale
             same = (scale * np.log(self.penalties.same[np.ix_(order, order)])).tolist()
@@ -204,10 +228,11 @@ class _ConsistencyState(FactorState):
     """Counts of one document's entities: per token sequence, occurrences per type and
     occurrences per type of the entities that properly contain it."""
 
-    def __init__(self, reader: EntityReader, same: list[list[float]], sub: list[list[float]],
-                 document: LabelledDocument):
+    def __init__(
+        self, reader: EntityReader, same: list[list[float]], sub: list[list[float]], document: LabelledDocument
+    ):
         self.reader, self.same, self.sub = reader, same, sub
-        self.sub_into = [list(column) for column in zip(*sub)]     # sub_into[b][a] = sub[a][b]
+        self.sub_into = [list(column) for column in zip(*sub)]  # sub_into[b][a] = sub[a][b]
         self.K = len(reader.types)
         self.words = document.words
         self.labels = [list(sentence) for sentence in document.labels]
@@ -255,10 +280,10 @@ class _ConsistencyState(FactorState):
         """(entities before, entities after) of the region the move can change, as (key, type)."""
         old = self.labels[sentence]
         lo, hi = self.reader.region(old, first, first + len(new_labels))
-        new = old[lo:first] + list(new_labels) + old[first + len(new_labels):hi]
+        new = old[lo:first] + list(new_labels) + old[first + len(new_labels) : hi]
         words = self.words[sentence]
         before = [(tuple(words[a:b]), k) for a, b, k in self.reader.entities(old, lo, hi)]
-        after = [(tuple(words[lo + a:lo + b]), k) for a, b, k in self.reader.entities(new)]
+        after = [(tuple(words[lo + a : lo + b]), k) for a, b, k in self.reader.entities(new)]
         return before, after
 
     def _move(self, before, after) -> float:
@@ -276,5 +301,4 @@ class _ConsistencyState(FactorState):
         before, after = self._region_entities(sentence, first, new_labels)
         if before != after:
             self._move(before, after)
-        self.labels[sentence][first:first + len(new_labels)] = list(new_labels)
-
+        self.labels[sentence][first : first + len(new_labels)] = list(new_labels)

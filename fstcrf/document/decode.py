@@ -1,8 +1,9 @@
 """Non-local decoding with a fitted ChainCRF: documents of a corpus, the model's
 stored consistency penalties, and annealing over the model's decoding lattice."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..conll import Corpus, Sentence, as_sentences
 from ..errors import FstcrfError
@@ -27,8 +28,9 @@ def sentence_words(sentences: Sequence[Sentence]) -> list[list[str]]:
     return [sentence[column] for sentence in sentences]
 
 
-def labelled_documents(sentences: Sequence[Sentence], target: str, label_names: Sequence[str],
-                       source: str = "the corpus") -> list[LabelledDocument]:
+def labelled_documents(
+    sentences: Sequence[Sentence], target: str, label_names: Sequence[str], source: str = "the corpus"
+) -> list[LabelledDocument]:
     """The documents of gold-labelled sentences (labels outside ``label_names`` are
     an error naming the sentence)."""
     index = {label: i for i, label in enumerate(label_names)}
@@ -39,20 +41,22 @@ def labelled_documents(sentences: Sequence[Sentence], target: str, label_names: 
         for number in range(first, last):
             unknown = [label for label in sentences[number][target] if label not in index]
             if unknown:
-                raise FstcrfError(f"{source}: sentence {number + 1} has label {unknown[0]!r}, which is not "
-                                  f"among the labels {', '.join(label_names)}")
+                raise FstcrfError(
+                    f"{source}: sentence {number + 1} has label {unknown[0]!r}, which is not "
+                    f"among the labels {', '.join(label_names)}"
+                )
             labels.append([index[label] for label in sentences[number][target]])
         documents.append(LabelledDocument(words[first:last], tuple(label_names), labels, d))
     return documents
 
 
-def estimate_consistency(corpus: Corpus | Sequence[Sentence], target: str, scale: float = 1.0
-                         ) -> ConsistencyPenalties:
+def estimate_consistency(corpus: Corpus | Sequence[Sentence], target: str, scale: float = 1.0) -> ConsistencyPenalties:
     """Finkel et al.'s penalties estimated from a gold-labelled training corpus."""
     sentences = as_sentences(corpus, "estimate_consistency")
     labels = sorted({label for sentence in sentences for label in sentence[target]})
-    return estimate_penalties(labelled_documents(sentences, target, labels,
-                                                 str(getattr(corpus, "path", None) or "the corpus")), scale)
+    return estimate_penalties(
+        labelled_documents(sentences, target, labels, str(getattr(corpus, "path", None) or "the corpus")), scale
+    )
 
 
 def model_factors(model: ChainCRF, names: Sequence[str], scale: float | None = None) -> list[DocumentFactor]:
@@ -63,16 +67,26 @@ def model_factors(model: ChainCRF, names: Sequence[str], scale: float | None = N
             raise FstcrfError(f"unknown non-local model {name!r}; choose from {', '.join(NONLOCAL_MODELS)}")
         penalties = getattr(model, "consistency_", None)
         if penalties is None:
-            raise FstcrfError("the model stores no consistency penalties: train it with --consistency "
-                              "(or set model.consistency_ = fstcrf.document.estimate_consistency(...))")
+            raise FstcrfError(
+                "the model stores no consistency penalties: train it with --consistency "
+                "(or set model.consistency_ = fstcrf.document.estimate_consistency(...))"
+            )
         factors.append(ConsistencyFactor(penalties if scale is None else penalties.with_scale(scale)))
     return factors
 
 
-def decode_documents(model: ChainCRF, corpus: Corpus | Sequence[Sentence], factors: Sequence[DocumentFactor],
-                     sampler: str = "block", sweeps: int = DEFAULT_SWEEPS, t_start: float = DEFAULT_T_START,
-                     t_end: float = DEFAULT_T_END, block_size: int = DEFAULT_BLOCK_SIZE, seed: int = 0,
-                     progress: bool = False) -> tuple[list[list[str]], Annealed]:
+def decode_documents(
+    model: ChainCRF,
+    corpus: Corpus | Sequence[Sentence],
+    factors: Sequence[DocumentFactor],
+    sampler: str = "block",
+    sweeps: int = DEFAULT_SWEEPS,
+    t_start: float = DEFAULT_T_START,
+    t_end: float = DEFAULT_T_END,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    seed: int = 0,
+    progress: bool = False,
+) -> tuple[list[list[str]], Annealed]:
     """(labels [B][T], the annealing record): the best labelling of every document under
     the product of ``model`` and ``factors`` found by annealing from Viterbi."""
     sentences = as_sentences(corpus, "decode_documents")
@@ -82,8 +96,21 @@ def decode_documents(model: ChainCRF, corpus: Corpus | Sequence[Sentence], facto
     topology = model.topology_
     label_of_state = topology.state_label[state_map]
     source = str(getattr(corpus, "path", None) or "the input")
-    result = anneal(pot, document_spans(sentences, source), sentence_words(sentences), topology.labels,
-                    label_of_state, factors, sampler, sweeps, t_start, t_end, block_size, seed, int(model.threads),
-                    progress=progress)
+    result = anneal(
+        pot,
+        document_spans(sentences, source),
+        sentence_words(sentences),
+        topology.labels,
+        label_of_state,
+        factors,
+        sampler,
+        sweeps,
+        t_start,
+        t_end,
+        block_size,
+        seed,
+        int(model.threads),
+        progress=progress,
+    )
     labels = split_labels(topology, state_map[result.best], encoded.offsets)
     return labels, result

@@ -4,10 +4,11 @@ A CoNLL file marks each document with a ``-DOCSTART-`` line; the reader keeps
 those markers on the sentence that follows them.  A file without markers is
 one document.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..conll import Sentence
 
@@ -30,6 +31,10 @@ def document_spans(sentences: Sequence[Sentence], source: str = "the input") -> 
     if len(spans) == 1 and sentences and not sentences[0].document_start:
         tokens = sum(len(sentence) for sentence in sentences)
         if tokens > LARGE_DOCUMENT_TOKENS:
-            logger.warning("%s has no -DOCSTART- lines, so its %d tokens are one document; non-local "
-                           "factors then relate all of its sentences", source, tokens)
+            logger.warning(
+                "%s has no -DOCSTART- lines, so its %d tokens are one document; non-local "
+                "factors then relate all of its sentences",
+                source,
+                tokens,
+            )
     return spans

@@ -7,9 +7,10 @@ agree and token t-1 is B- or I-; an entity is a maximal run of entity tokens
 in which each token continues the one before (so ``E-``/``S-`` end one, and
 an ``I-`` that does not continue starts one, as conlleval reads them).
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import LabelError
 
@@ -31,19 +32,24 @@ class EntityReader:
                 continue
             prefix, dash, entity_type = label.partition("-")
             if not dash or prefix not in ("B", "I", "E", "S") or not entity_type:
-                raise LabelError(f"label {label!r} is not O or B-, I-, E-, S- followed by a type; "
-                                 "non-local entity factors need chunk labels")
+                raise LabelError(
+                    f"label {label!r} is not O or B-, I-, E-, S- followed by a type; "
+                    "non-local entity factors need chunk labels"
+                )
             parts.append((prefix, entity_type))
         self.labels = tuple(labels)
         self.types = tuple(sorted({entity_type for _, entity_type in parts if entity_type}))
         index = {entity_type: k for k, entity_type in enumerate(self.types)}
         self.type_of = [index[t] if t else -1 for _, t in parts]
-        self.continues = [[a_type is not None and a_type == b_type and a_prefix in ("B", "I")
-                           and b_prefix in ("I", "E") for b_prefix, b_type in parts]
-                          for a_prefix, a_type in parts]
+        self.continues = [
+            [
+                a_type is not None and a_type == b_type and a_prefix in ("B", "I") and b_prefix in ("I", "E")
+                for b_prefix, b_type in parts
+            ]
+            for a_prefix, a_type in parts
+        ]
 
-    def entities(self, labels: Sequence[int], first: int = 0, last: int | None = None
-                 ) -> list[tuple[int, int, int]]:
+    def entities(self, labels: Sequence[int], first: int = 0, last: int | None = None) -> list[tuple[int, int, int]]:
         """The entities (first token, end token exclusive, type index) of ``labels[first:last]``,
         read as if the slice were a sentence (callers give region bounds from :meth:`region`)."""
         last = len(labels) if last is None else last

@@ -13,10 +13,11 @@ A sampler changes the labels of one span of one sentence at a time (a
 counts and answers in time independent of the document's length, as the
 label-consistency factor does.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class LabelledDocument:
         """A copy with ``labels[sentence][first:first + len(new_labels)]`` replaced."""
         labels = list(self.labels)
         changed = list(labels[sentence])
-        changed[first:first + len(new_labels)] = new_labels
+        changed[first : first + len(new_labels)] = new_labels
         labels[sentence] = changed
         return LabelledDocument(self.words, self.label_names, labels, self.index)
 
@@ -83,8 +84,9 @@ class _RescoringState(FactorState):
 
     def __init__(self, factor: DocumentFactor, document: LabelledDocument):
         self.factor = factor
-        self.document = LabelledDocument(document.words, document.label_names,
-                                         [list(sentence) for sentence in document.labels], document.index)
+        self.document = LabelledDocument(
+            document.words, document.label_names, [list(sentence) for sentence in document.labels], document.index
+        )
         self.score = checked_score(factor, self.document)
 
     def delta(self, sentence, first, new_labels) -> float:
@@ -108,9 +110,11 @@ def call_factor(factor, document_index: int, call, what: str = "change in log sc
         value = call()
     except FstcrfError:
         raise
-    except Exception as error:      # a user's factor: any failure is reported with where it happened
-        raise FactorError(f"factor {getattr(factor, 'name', type(factor).__name__)!r} failed on document "
-                          f"{document_index}: {type(error).__name__}: {error}") from error
+    except Exception as error:  # a user's factor: any failure is reported with where it happened
+        raise FactorError(
+            f"factor {getattr(factor, 'name', type(factor).__name__)!r} failed on document "
+            f"{document_index}: {type(error).__name__}: {error}"
+        ) from error
     return checked_change(value, factor, document_index, what)
 
 
@@ -121,6 +125,8 @@ def checked_change(value, factor, document_index: int, what: str = "change in lo
     except (TypeError, ValueError):
         number = float("nan")
     if not np.isfinite(number):
-        raise FactorError(f"factor {getattr(factor, 'name', type(factor).__name__)!r} returned the "
-                          f"{what} {value!r} on document {document_index}; expected a finite number")
+        raise FactorError(
+            f"factor {getattr(factor, 'name', type(factor).__name__)!r} returned the "
+            f"{what} {value!r} on document {document_index}; expected a finite number"
+        )
     return number

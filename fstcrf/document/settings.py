@@ -10,7 +10,11 @@ DEFAULT_T_END = 0.05
 #: Tokens per block of the block sampler (0: whole sentences).
 DEFAULT_BLOCK_SIZE = 0
 #: (option, argparse destination, default) of the command line's non-local options.
-NONLOCAL_OPTIONS = (("--sampler", "sampler", "block"), ("--sweeps", "sweeps", DEFAULT_SWEEPS),
-                    ("--t-start", "t_start", DEFAULT_T_START), ("--t-end", "t_end", DEFAULT_T_END),
-                    ("--block-size", "block_size", DEFAULT_BLOCK_SIZE),
-                    ("--consistency-scale", "consistency_scale", None))
+NONLOCAL_OPTIONS = (
+    ("--sampler", "sampler", "block"),
+    ("--sweeps", "sweeps", DEFAULT_SWEEPS),
+    ("--t-start", "t_start", DEFAULT_T_START),
+    ("--t-end", "t_end", DEFAULT_T_END),
+    ("--block-size", "block_size", DEFAULT_BLOCK_SIZE),
+    ("--consistency-scale", "consistency_scale", None),
+)

@@ -26,10 +26,11 @@ first stage's labels are read as entities (first token, last token, type) with
 Ties go to an entity type over "O", then to the alphabetically first type, so
 the columns depend on the labels only, never on the order of the sentences.
 """
+
 from __future__ import annotations
 
 from importlib import resources
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..compose import jackknife
 from ..conll import Corpus, Sentence, as_corpus, as_sentences
@@ -43,8 +44,7 @@ from .consistency import proper_parts
 from .documents import document_spans
 
 #: The columns :func:`majority_columns` adds, in this order.
-MAJORITY_COLUMNS = ("token_doc", "token_corpus", "entity_doc", "entity_corpus",
-                    "superentity_doc", "superentity_corpus")
+MAJORITY_COLUMNS = ("token_doc", "token_corpus", "entity_doc", "entity_corpus", "superentity_doc", "superentity_corpus")
 #: The value of a majority column without any vote.
 NO_VOTE = "none"
 #: The type of a token outside every entity.
@@ -81,7 +81,7 @@ class _Votes:
             for word, token_type in zip(sentence_words, _token_types(sentence_entities, len(sentence_words))):
                 _vote(self.token, word, token_type)
             for first, last, entity_type in sentence_entities:
-                entity_words = tuple(sentence_words[first:last + 1])
+                entity_words = tuple(sentence_words[first : last + 1])
                 _vote(self.entity, entity_words, entity_type)
                 for part in proper_parts(entity_words):
                     _vote(self.superentity, part, entity_type)
@@ -90,29 +90,32 @@ class _Votes:
         """token majority [T] of one sentence's tokens, each leaving out its own vote."""
         return [_majority(self.token[word], own) for word, own in zip(words, types)]
 
-    def entity_columns(self, words: list[str], entities: list[tuple[int, int, str]]
-                       ) -> tuple[list[str], list[str]]:
+    def entity_columns(self, words: list[str], entities: list[tuple[int, int, str]]) -> tuple[list[str], list[str]]:
         """entity and superentity majorities [T] of one sentence (each entity leaves out its own vote)."""
         entity_column = [NO_VOTE] * len(words)
         superentity_column = [NO_VOTE] * len(words)
         for first, last, entity_type in entities:
-            entity_words = tuple(words[first:last + 1])
+            entity_words = tuple(words[first : last + 1])
             others = _majority(self.entity[entity_words], entity_type)
             containing = _majority(self.superentity.get(entity_words, {}))
-            entity_column[first:last + 1] = [others] * (last + 1 - first)
-            superentity_column[first:last + 1] = [containing] * (last + 1 - first)
+            entity_column[first : last + 1] = [others] * (last + 1 - first)
+            superentity_column[first : last + 1] = [containing] * (last + 1 - first)
         return entity_column, superentity_column
 
 
 def _token_types(entities: list[tuple[int, int, str]], length: int) -> list[str]:
     types = [OUTSIDE] * length
     for first, last, entity_type in entities:
-        types[first:last + 1] = [entity_type] * (last + 1 - first)
+        types[first : last + 1] = [entity_type] * (last + 1 - first)
     return types
 
 
-def majority_columns(sentences: Sequence[Sentence], labels: Sequence[Sequence[str]],
-                     spans: Sequence[tuple[int, int]], word_column: str = "word") -> list[Sentence]:
+def majority_columns(
+    sentences: Sequence[Sentence],
+    labels: Sequence[Sequence[str]],
+    spans: Sequence[tuple[int, int]],
+    word_column: str = "word",
+) -> list[Sentence]:
     """The sentences with the :data:`MAJORITY_COLUMNS` (see the module doc) computed from
     first-stage ``labels`` [B][T] (IOB2, or any scheme :func:`~fstcrf.schemes.read_chunks`
     reads) within the documents ``spans`` ([first, last) sentence ranges, as from
@@ -122,16 +125,21 @@ def majority_columns(sentences: Sequence[Sentence], labels: Sequence[Sequence[st
         raise ShapeError(f"majority_columns: {len(sentences)} sentences but {len(labels)} label sequences")
     covered = [index for first, last in spans for index in range(first, last)]
     if covered != list(range(len(sentences))):
-        raise FstcrfError(f"majority_columns: the document spans must cover sentences 0..{len(sentences) - 1} "
-                          f"in order, each once; got {list(spans)[:5]}...")
+        raise FstcrfError(
+            f"majority_columns: the document spans must cover sentences 0..{len(sentences) - 1} "
+            f"in order, each once; got {list(spans)[:5]}..."
+        )
     words = []
     for index, (sentence, sentence_labels) in enumerate(zip(sentences, labels)):
         if word_column not in sentence.columns:
-            raise FstcrfError(f"majority_columns: sentence {index} has no column {word_column!r}; "
-                              f"its columns are {', '.join(sentence.column_names)}")
+            raise FstcrfError(
+                f"majority_columns: sentence {index} has no column {word_column!r}; "
+                f"its columns are {', '.join(sentence.column_names)}"
+            )
         if len(sentence_labels) != len(sentence):
-            raise ShapeError(f"majority_columns: sentence {index} has {len(sentence)} tokens but "
-                             f"{len(sentence_labels)} labels")
+            raise ShapeError(
+                f"majority_columns: sentence {index} has {len(sentence)} tokens but {len(sentence_labels)} labels"
+            )
         words.append(sentence[word_column])
     entities = [read_chunks(sentence_labels) for sentence_labels in labels]
     corpus_votes = _Votes(words, entities)
@@ -143,8 +151,9 @@ def majority_columns(sentences: Sequence[Sentence], labels: Sequence[Sequence[st
             columns = {}
             for level, votes in (("doc", document_votes), ("corpus", corpus_votes)):
                 columns[f"token_{level}"] = votes.token_columns(words[index], types)
-                columns[f"entity_{level}"], columns[f"superentity_{level}"] = \
-                    votes.entity_columns(words[index], entities[index])
+                columns[f"entity_{level}"], columns[f"superentity_{level}"] = votes.entity_columns(
+                    words[index], entities[index]
+                )
             sentence = sentences[index]
             added = {name: columns[name] for name in MAJORITY_COLUMNS}
             extended.append(Sentence({**sentence.columns, **added}, sentence.line_numbers, sentence.docstart_lines))
@@ -177,8 +186,14 @@ class TwoStageTagger:
     trained on all of the training corpus) and ``target_``.
     """
 
-    def __init__(self, first: ChainCRF, second: ChainCRF | None = None, folds: int = 10,
-                 word_column: str = "word", progress: bool = True):
+    def __init__(
+        self,
+        first: ChainCRF,
+        second: ChainCRF | None = None,
+        folds: int = 10,
+        word_column: str = "word",
+        progress: bool = True,
+    ):
         self.first = first
         self.second = second
         self.folds = folds
@@ -189,8 +204,10 @@ class TwoStageTagger:
         for name in ("first", "second"):
             value = getattr(self, name)
             if not isinstance(value, ChainCRF) and not (name == "second" and value is None):
-                raise ArgumentTypeError(f"TwoStageTagger: {name} must be a ChainCRF"
-                                        f"{' or None' if name == 'second' else ''}, got {type(value).__name__}")
+                raise ArgumentTypeError(
+                    f"TwoStageTagger: {name} must be a ChainCRF"
+                    f"{' or None' if name == 'second' else ''}, got {type(value).__name__}"
+                )
 
     def _second_settings(self) -> ChainCRF:
         if self.second is not None:
@@ -204,8 +221,9 @@ class TwoStageTagger:
         names = corpus.column_names + tuple(name for name in MAJORITY_COLUMNS if name not in corpus.column_names)
         return Corpus(names, sentences, corpus.path, corpus.separator, corpus.trailing_docstart_lines)
 
-    def fit(self, corpus: Corpus | Sequence[Sentence], target: str = "ner",
-            dev: Corpus | Sequence[Sentence] | None = None) -> TwoStageTagger:
+    def fit(
+        self, corpus: Corpus | Sequence[Sentence], target: str = "ner", dev: Corpus | Sequence[Sentence] | None = None
+    ) -> TwoStageTagger:
         """Train the first stage on ``corpus``, jackknife it over ``folds`` folds, and train
         the second stage on the gold ``target`` column with the jackknifed labels'
         majority columns.  With ``dev`` each stage keeps its best iteration on it

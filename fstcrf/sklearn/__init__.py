@@ -3,6 +3,7 @@
 scikit-learn is needed by this package only (``pip install fstcrf[sklearn]``).
 See docs/sklearn.md.
 """
+
 from . import metrics, scorers
 from .estimator import CRF
 from .joint import JointCRF

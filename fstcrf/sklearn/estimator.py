@@ -9,45 +9,72 @@ takes a lower tagger's label from each token dict's key "pos" into a column of
 its own (``Sentence({"attributes": dicts without "pos", "pos": labels,
 ...})``), so that :class:`~fstcrf.sklearn.JointCRF` can vary it.
 """
+
 from __future__ import annotations
 
 import math
 import numbers
 import os
 import pickle
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..attributes import COLUMN, check_sentences
 from ..conll import Sentence
-from ..errors import (ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError)
+from ..errors import ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError
 from ..files import check_output_path
 from ..model import ChainCRF, load_model
 
 #: The column the labels are learnt from.
 TARGET = "label"
 #: CRFsuite's algorithms, by the names sklearn_crfsuite and pycrfsuite accept.
-ALGORITHM_NAMES = {"lbfgs": "lbfgs", "l2sgd": "l2sgd", "ap": "ap", "averaged-perceptron": "ap",
-                   "pa": "pa", "passive-aggressive": "pa", "arow": "arow"}
+ALGORITHM_NAMES = {
+    "lbfgs": "lbfgs",
+    "l2sgd": "l2sgd",
+    "ap": "ap",
+    "averaged-perceptron": "ap",
+    "pa": "pa",
+    "passive-aggressive": "pa",
+    "arow": "arow",
+}
 #: Per algorithm, the CRF parameters it takes besides max_iterations and the feature
 #: settings, each with the name of the ChainCRF ``algorithm_params`` entry it sets
 #: (c1 and c2 set ChainCRF's c1 and sigma).
 ALGORITHM_SETTINGS = {
-    "lbfgs": {"c1": None, "c2": None, "num_memories": "memory", "epsilon": "epsilon", "period": "period",
-              "delta": "delta", "linesearch": "linesearch", "max_linesearch": "max_linesearch"},
-    "l2sgd": {"c2": None, "period": "period", "delta": "delta", "calibration_eta": "calibration_eta",
-              "calibration_rate": "calibration_rate", "calibration_samples": "calibration_samples",
-              "calibration_candidates": "calibration_candidates",
-              "calibration_max_trials": "calibration_max_trials"},
+    "lbfgs": {
+        "c1": None,
+        "c2": None,
+        "num_memories": "memory",
+        "epsilon": "epsilon",
+        "period": "period",
+        "delta": "delta",
+        "linesearch": "linesearch",
+        "max_linesearch": "max_linesearch",
+    },
+    "l2sgd": {
+        "c2": None,
+        "period": "period",
+        "delta": "delta",
+        "calibration_eta": "calibration_eta",
+        "calibration_rate": "calibration_rate",
+        "calibration_samples": "calibration_samples",
+        "calibration_candidates": "calibration_candidates",
+        "calibration_max_trials": "calibration_max_trials",
+    },
     "ap": {"epsilon": "epsilon"},
-    "pa": {"pa_type": "pa_type", "c": "c", "error_sensitive": "error_sensitive", "averaging": "averaging",
-           "epsilon": "epsilon"},
+    "pa": {
+        "pa_type": "pa_type",
+        "c": "c",
+        "error_sensitive": "error_sensitive",
+        "averaging": "averaging",
+        "epsilon": "epsilon",
+    },
     "arow": {"variance": "variance", "gamma": "gamma", "epsilon": "epsilon"},
 }
 #: max_iterations=None: CRFsuite's default (L-BFGS: until its convergence tests stop it).
-DEFAULT_ITERATIONS = {"lbfgs": 2 ** 31 - 1, "l2sgd": 1000, "ap": 100, "pa": 100, "arow": 100}
+DEFAULT_ITERATIONS = {"lbfgs": 2**31 - 1, "l2sgd": 1000, "ap": 100, "pa": 100, "arow": 100}
 _ALGORITHM_PARAMETERS = sorted({name for settings in ALGORITHM_SETTINGS.values() for name in settings})
 
 
@@ -62,8 +89,7 @@ def as_tokens(xseq, number: int, name: str) -> list:
     if type(xseq).__name__ == "ItemSequence" and hasattr(xseq, "items"):
         return xseq.items()
     if isinstance(xseq, (str, bytes, dict)) or not hasattr(xseq, "__len__"):
-        raise ArgumentTypeError(f"{name}[{number}] must be a list of token feature dicts, got "
-                                f"{type(xseq).__name__}")
+        raise ArgumentTypeError(f"{name}[{number}] must be a list of token feature dicts, got {type(xseq).__name__}")
     return list(xseq)
 
 
@@ -73,8 +99,9 @@ def _labels(yseq, number: int, name: str) -> list[str]:
     labels = list(yseq)
     for position, label in enumerate(labels):
         if not isinstance(label, str) or not label:
-            raise LabelError(f"sentence {number}, token {position}: the label is {label!r}; labels must be "
-                             "non-empty strings")
+            raise LabelError(
+                f"sentence {number}, token {position}: the label is {label!r}; labels must be non-empty strings"
+            )
     return labels
 
 
@@ -86,9 +113,11 @@ def lower_labels(tokens: list, reads: str, number: int, name: str) -> tuple[list
         label = token.get(reads) if isinstance(token, dict) else None
         if not isinstance(label, str) or not label:
             held = f"{label!r}" if isinstance(token, dict) and reads in token else "nothing"
-            raise LabelError(f"{name}, sentence {number}, token {position}: the key {reads!r} holds {held}; "
-                             f"a CRF with reads={reads!r} needs the lower tagger's label (a string) there in "
-                             "every token dict")
+            raise LabelError(
+                f"{name}, sentence {number}, token {position}: the key {reads!r} holds {held}; "
+                f"a CRF with reads={reads!r} needs the lower tagger's label (a string) there in "
+                "every token dict"
+            )
         dicts.append({key: value for key, value in token.items() if key != reads})
         labels.append(label)
     return dicts, labels
@@ -107,8 +136,10 @@ def training_sentences(X, y, x_name: str = "X", y_name: str = "y", reads: str | 
         if not tokens:
             raise EmptySequenceError(f"sentence {number} of {x_name} has no tokens")
         if len(tokens) != len(labels):
-            raise ShapeError(f"sentence {number}, token {min(len(tokens), len(labels))}: {x_name} has "
-                             f"{len(tokens)} tokens but {y_name} has {len(labels)} labels")
+            raise ShapeError(
+                f"sentence {number}, token {min(len(tokens), len(labels))}: {x_name} has "
+                f"{len(tokens)} tokens but {y_name} has {len(labels)} labels"
+            )
         if reads is None:
             sentences.append(Sentence({COLUMN: tokens, TARGET: labels}))
         else:
@@ -120,8 +151,9 @@ def training_sentences(X, y, x_name: str = "X", y_name: str = "y", reads: str | 
 def _check_number(name: str, value, integer: bool = False, positive: bool = False) -> None:
     kinds = (numbers.Integral,) if integer else (numbers.Real,)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, kinds):
-        raise ArgumentTypeError(f"{name} must be {'an integer' if integer else 'a number'}, got "
-                                f"{type(value).__name__} {value!r}")
+        raise ArgumentTypeError(
+            f"{name} must be {'an integer' if integer else 'a number'}, got {type(value).__name__} {value!r}"
+        )
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
         raise FstcrfError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
 
@@ -165,13 +197,42 @@ class CRF(BaseEstimator):
     with the lower one; its transitions are then all possible ones.
     """
 
-    def __init__(self, algorithm=None, min_freq=None, all_possible_states=None, all_possible_transitions=None,
-                 c1=None, c2=None, max_iterations=None, num_memories=None, epsilon=None, period=None, delta=None,
-                 linesearch=None, max_linesearch=None, calibration_eta=None, calibration_rate=None,
-                 calibration_samples=None, calibration_candidates=None, calibration_max_trials=None,
-                 pa_type=None, c=None, error_sensitive=None, averaging=None, variance=None, gamma=None,
-                 verbose=False, model_filename=None, keep_tempfiles=False, trainer_cls=None,
-                 order=1, grammar=None, grammar_params=None, threads=2, reads=None):
+    def __init__(
+        self,
+        algorithm=None,
+        min_freq=None,
+        all_possible_states=None,
+        all_possible_transitions=None,
+        c1=None,
+        c2=None,
+        max_iterations=None,
+        num_memories=None,
+        epsilon=None,
+        period=None,
+        delta=None,
+        linesearch=None,
+        max_linesearch=None,
+        calibration_eta=None,
+        calibration_rate=None,
+        calibration_samples=None,
+        calibration_candidates=None,
+        calibration_max_trials=None,
+        pa_type=None,
+        c=None,
+        error_sensitive=None,
+        averaging=None,
+        variance=None,
+        gamma=None,
+        verbose=False,
+        model_filename=None,
+        keep_tempfiles=False,
+        trainer_cls=None,
+        order=1,
+        grammar=None,
+        grammar_params=None,
+        threads=2,
+        reads=None,
+    ):
         self.algorithm = algorithm
         self.min_freq = min_freq
         self.all_possible_states = all_possible_states
@@ -218,17 +279,23 @@ class CRF(BaseEstimator):
         not apply (to the algorithm, or to fstcrf) raises FstcrfError."""
         algorithm = self._algorithm()
         if self.trainer_cls is not None:
-            raise FstcrfError("trainer_cls is a pycrfsuite.Trainer class; fstcrf trains without pycrfsuite, "
-                              "so leave it None (use verbose=True for a line per iteration)")
+            raise FstcrfError(
+                "trainer_cls is a pycrfsuite.Trainer class; fstcrf trains without pycrfsuite, "
+                "so leave it None (use verbose=True for a line per iteration)"
+            )
         if self.keep_tempfiles:
-            raise FstcrfError("keep_tempfiles does not apply: fstcrf keeps the model in memory and writes "
-                              "no temporary files (give model_filename to write the model)")
+            raise FstcrfError(
+                "keep_tempfiles does not apply: fstcrf keeps the model in memory and writes "
+                "no temporary files (give model_filename to write the model)"
+            )
         settings = ALGORITHM_SETTINGS[algorithm]
         given = [name for name in _ALGORITHM_PARAMETERS if getattr(self, name) is not None]
         foreign = [name for name in given if name not in settings]
         if foreign:
-            raise FstcrfError(f"algorithm {algorithm!r} takes no {', '.join(foreign)} (its settings are "
-                              f"{', '.join(settings)}); CRFsuite rejects them too")
+            raise FstcrfError(
+                f"algorithm {algorithm!r} takes no {', '.join(foreign)} (its settings are "
+                f"{', '.join(settings)}); CRFsuite rejects them too"
+            )
         c1 = 0.0 if self.c1 is None else self.c1
         c2 = 1.0 if self.c2 is None else self.c2
         _check_number("c1", c1)
@@ -243,22 +310,36 @@ class CRF(BaseEstimator):
         params = {settings[name]: getattr(self, name) for name in given if settings[name] is not None}
         self._check_reads()
         all_transitions = self.all_possible_transitions or self.reads is not None
-        return ChainCRF(template=COLUMN, order=self.order, algorithm=algorithm,
-                        sigma=math.inf if c2 == 0 else math.sqrt(0.5 / c2), c1=float(c1), max_iter=max_iter,
-                        features="complete" if self.all_possible_states else None, min_freq=float(min_freq),
-                        transitions="all" if all_transitions else "seen",
-                        algorithm_params=params or None, threads=self.threads, grammar=self.grammar,
-                        grammar_params=self.grammar_params, reads=self.reads)
+        return ChainCRF(
+            template=COLUMN,
+            order=self.order,
+            algorithm=algorithm,
+            sigma=math.inf if c2 == 0 else math.sqrt(0.5 / c2),
+            c1=float(c1),
+            max_iter=max_iter,
+            features="complete" if self.all_possible_states else None,
+            min_freq=float(min_freq),
+            transitions="all" if all_transitions else "seen",
+            algorithm_params=params or None,
+            threads=self.threads,
+            grammar=self.grammar,
+            grammar_params=self.grammar_params,
+            reads=self.reads,
+        )
 
     def _check_reads(self) -> None:
         if self.reads is None:
             return
         if not isinstance(self.reads, str) or not self.reads or self.reads in (COLUMN, TARGET):
-            raise FstcrfError(f"reads must be the key of the token dicts that holds a lower tagger's label "
-                              f"(a non-empty string other than {COLUMN!r} and {TARGET!r}), got {self.reads!r}")
+            raise FstcrfError(
+                f"reads must be the key of the token dicts that holds a lower tagger's label "
+                f"(a non-empty string other than {COLUMN!r} and {TARGET!r}), got {self.reads!r}"
+            )
         if self.all_possible_transitions is False:
-            raise FstcrfError("a CRF that reads a lower tagger's labels weighs every transition under each "
-                              "lower label; leave all_possible_transitions None or set it True")
+            raise FstcrfError(
+                "a CRF that reads a lower tagger's labels weighs every transition under each "
+                "lower label; leave all_possible_transitions None or set it True"
+            )
 
     # -- training ------------------------------------------------------------
     def fit(self, X, y, X_dev=None, y_dev=None) -> CRF:
@@ -274,13 +355,14 @@ class CRF(BaseEstimator):
         dev = None
         if X_dev is not None:
             dev = training_sentences(X_dev, y_dev, "X_dev", "y_dev", reads=self.reads)
-            check_sentences(dev)          # bad dev values raise before training
+            check_sentences(dev)  # bad dev values raise before training
             known = {label for sentence in train for label in sentence[TARGET]}
             for number, sentence in enumerate(dev):
                 for position, label in enumerate(sentence[TARGET]):
                     if label not in known:
-                        raise LabelError(f"y_dev sentence {number}, token {position}: the label {label!r} "
-                                         "never occurs in y")
+                        raise LabelError(
+                            f"y_dev sentence {number}, token {position}: the label {label!r} never occurs in y"
+                        )
         model.fit(train, target=TARGET, dev=dev, callback=_print_iteration if self.verbose else None)
         if self.model_filename is not None:
             model.save(self.model_filename)
@@ -316,7 +398,7 @@ class CRF(BaseEstimator):
                 dicts, lower = lower_labels(tokens, reads, number, "X")
                 sentences.append(Sentence({COLUMN: dicts, reads: lower}))
         lengths = [len(tokens) for tokens in sequences]
-        if 0 in lengths:        # errors then name the sentences by their place in X
+        if 0 in lengths:  # errors then name the sentences by their place in X
             check_sentences(sentences)
         return [sentence for sentence in sentences if len(sentence)], lengths
 
@@ -336,8 +418,10 @@ class CRF(BaseEstimator):
         model = self._fitted()
         sentences, lengths = self._sentences(X)
         labels = list(model.labels_)
-        rows = [[dict(zip(labels, token.tolist())) for token in marginals]
-                for marginals in model.predict_marginals(sentences)]
+        rows = [
+            [dict(zip(labels, token.tolist())) for token in marginals]
+            for marginals in model.predict_marginals(sentences)
+        ]
         return by_sequence(rows, lengths, [])
 
     def predict_marginals_single(self, xseq) -> list[dict]:
@@ -347,6 +431,7 @@ class CRF(BaseEstimator):
     def score(self, X, y) -> float:
         """Token accuracy of the predictions on X against y (flat_accuracy_score)."""
         from .metrics import flat_accuracy_score
+
         return flat_accuracy_score(y, self.predict(X))
 
     # -- learned attributes (None when not fitted, as in sklearn_crfsuite) ---
@@ -428,19 +513,27 @@ def model_features(model: ChainCRF) -> tuple[list[str], dict, dict, dict]:
     F = features.num_features
     predicate = np.repeat(np.arange(len(features.ptr) - 1), np.diff(features.ptr))
     nonzero = np.flatnonzero(weights[:F] != 0)
-    state = {(names[p], outputs[o]): w for p, o, w in zip(predicate[nonzero].tolist(),
-                                                           features.output[nonzero].tolist(),
-                                                           weights[:F][nonzero].tolist())}
+    state = {
+        (names[p], outputs[o]): w
+        for p, o, w in zip(
+            predicate[nonzero].tolist(), features.output[nonzero].tolist(), weights[:F][nonzero].tolist()
+        )
+    }
     active = np.unique(predicate[nonzero])
-    transitions = weights[F:F + topology.num_edges]       # inactive edges keep weight 0
+    transitions = weights[F : F + topology.num_edges]  # inactive edges keep weight 0
     edges = np.flatnonzero(transitions != 0)
     names_of = topology.state_names
-    transition = {(names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]): float(transitions[e])
-                  for e in edges.tolist()}
+    transition = {
+        (names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]): float(transitions[e]) for e in edges.tolist()
+    }
     E = topology.num_edges
-    deviations = weights[F + E:].reshape(-1, E)                   # [L lower labels, E], or [0, E]
-    lower = {(model.lower_labels_[l], names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]):
-             float(deviations[l, e]) for l, e in zip(*(index.tolist() for index in np.nonzero(deviations)))}
+    deviations = weights[F + E :].reshape(-1, E)  # [L lower labels, E], or [0, E]
+    lower = {
+        (model.lower_labels_[k], names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]): float(
+            deviations[k, e]
+        )
+        for k, e in zip(*(index.tolist() for index in np.nonzero(deviations)))
+    }
     return [names[p] for p in active.tolist()], state, transition, lower
 
 

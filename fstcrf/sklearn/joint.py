@@ -8,9 +8,10 @@ tuple of label sequences with the best summed score (Sutton & McCallum 2005;
 :mod:`fstcrf.compose`), so a chunker's evidence can correct the tagger below
 it instead of inheriting its 1-best errors.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
@@ -46,8 +47,16 @@ class JointCRF(BaseEstimator):
     one object array [B] of label lists per CRF, lowest first.
     """
 
-    def __init__(self, crfs: Sequence[CRF], compatibility=None, scales=None, mode: str = "joint", k: int = 5,
-                 threads: int = 2, folds: int | None = None):
+    def __init__(
+        self,
+        crfs: Sequence[CRF],
+        compatibility=None,
+        scales=None,
+        mode: str = "joint",
+        k: int = 5,
+        threads: int = 2,
+        folds: int | None = None,
+    ):
         self.crfs = crfs
         self.compatibility = compatibility
         self.scales = scales
@@ -59,8 +68,9 @@ class JointCRF(BaseEstimator):
     def _check_crfs(self) -> list[CRF]:
         crfs = list(self.crfs) if isinstance(self.crfs, (list, tuple)) else None
         if crfs is None or len(crfs) < 2 or not all(isinstance(crf, CRF) for crf in crfs):
-            raise ArgumentTypeError("crfs must be a list of two or more fstcrf.sklearn.CRF, lowest first, "
-                                    f"got {self.crfs!r:.80}")
+            raise ArgumentTypeError(
+                f"crfs must be a list of two or more fstcrf.sklearn.CRF, lowest first, got {self.crfs!r:.80}"
+            )
         if self.mode not in MODES:
             raise FstcrfError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         return crfs
@@ -75,10 +85,12 @@ class JointCRF(BaseEstimator):
         if len(ys) != len(crfs):
             raise ShapeError(f"ys must hold one list of label sequences per CRF ({len(crfs)}), got {len(ys)}")
         X = as_sequences(X, "X")
-        if self.folds is not None and (isinstance(self.folds, bool) or not isinstance(self.folds, int)
-                                       or not 2 <= self.folds <= len(X)):
-            raise FstcrfError(f"folds must be None or an integer from 2 to the number of sequences ({len(X)}), "
-                              f"got {self.folds!r}")
+        if self.folds is not None and (
+            isinstance(self.folds, bool) or not isinstance(self.folds, int) or not 2 <= self.folds <= len(X)
+        ):
+            raise FstcrfError(
+                f"folds must be None or an integer from 2 to the number of sequences ({len(X)}), got {self.folds!r}"
+            )
         fitted, inputs = [], []
         for level, (crf, y) in enumerate(zip(crfs, ys)):
             reads = crf.reads
@@ -88,13 +100,15 @@ class JointCRF(BaseEstimator):
                     raise ShapeError(f"X has {len(X)} sequences but ys[{level - 1}] has {len(lower)}")
                 if self.folds is not None:
                     lower = _held_out(crfs[level - 1], inputs[level - 1], lower, self.folds)
-                X_level = [_with_labels(as_tokens(xseq, number, "X"), labels, reads, number)
-                           for number, (xseq, labels) in enumerate(zip(X, lower))]
+                X_level = [
+                    _with_labels(as_tokens(xseq, number, "X"), labels, reads, number)
+                    for number, (xseq, labels) in enumerate(zip(X, lower))
+                ]
             else:
                 X_level = X
             inputs.append(X_level)
             fitted.append(clone(crf).fit(X_level, y))
-        _joint_model(fitted, self)      # a chain that does not fit together fails here
+        _joint_model(fitted, self)  # a chain that does not fit together fails here
         self.crfs_ = fitted
         return self
 
@@ -107,10 +121,20 @@ class JointCRF(BaseEstimator):
         the CRFs read, and the length of every sequence."""
         keys = {crf.reads for crf in model.components if crf.reads is not None}
         sequences = [as_tokens(xseq, number, "X") for number, xseq in enumerate(as_sequences(X, "X"))]
-        sentences = [Sentence({COLUMN: [{key: value for key, value in token.items() if key not in keys}
-                                        if isinstance(token, dict) and not keys.isdisjoint(token) else token
-                                        for token in tokens]})
-                     for tokens in sequences if tokens]
+        sentences = [
+            Sentence(
+                {
+                    COLUMN: [
+                        {key: value for key, value in token.items() if key not in keys}
+                        if isinstance(token, dict) and not keys.isdisjoint(token)
+                        else token
+                        for token in tokens
+                    ]
+                }
+            )
+            for tokens in sequences
+            if tokens
+        ]
         return sentences, [len(tokens) for tokens in sequences]
 
     def predict(self, X) -> list[np.ndarray]:
@@ -133,9 +157,14 @@ class JointCRF(BaseEstimator):
         model = self._model()
         sentences, lengths = self._sentences(X, model)
         per_crf = model.predict_marginals(sentences) if sentences else [[] for _ in model.components]
-        return [by_sequence([[dict(zip(crf.labels_, row.tolist())) for row in marginals]
-                              for marginals in sentences_marginals], lengths, [])
-                for crf, sentences_marginals in zip(model.components, per_crf)]
+        return [
+            by_sequence(
+                [[dict(zip(crf.labels_, row.tolist())) for row in marginals] for marginals in sentences_marginals],
+                lengths,
+                [],
+            )
+            for crf, sentences_marginals in zip(model.components, per_crf)
+        ]
 
 
 def _held_out(crf: CRF, X: list, y: list, folds: int) -> list:
@@ -153,12 +182,15 @@ def _with_labels(tokens: list, labels, reads: str, number: int) -> list:
     """Copies of a sequence's token dicts with ``reads`` set to its labels."""
     labels = list(labels)
     if len(labels) != len(tokens):
-        raise ShapeError(f"sentence {number}: X has {len(tokens)} tokens but the labels read as {reads!r} "
-                         f"have {len(labels)}")
+        raise ShapeError(
+            f"sentence {number}: X has {len(tokens)} tokens but the labels read as {reads!r} have {len(labels)}"
+        )
     for position, token in enumerate(tokens):
         if not isinstance(token, dict):
-            raise ArgumentTypeError(f"sentence {number}, token {position}: a CRF reading {reads!r} needs token "
-                                    f"dicts, got {type(token).__name__}")
+            raise ArgumentTypeError(
+                f"sentence {number}, token {position}: a CRF reading {reads!r} needs token "
+                f"dicts, got {type(token).__name__}"
+            )
     return [{**token, reads: label} for token, label in zip(tokens, labels)]
 
 
@@ -170,10 +202,14 @@ def _joint_model(crfs: list[CRF], joint: JointCRF) -> JointModel:
         if model is None:
             raise FstcrfError(f"CRF {level} of the chain is not fitted; call JointCRF.fit, or fit each CRF")
         if level == 0 and model.reads is not None:
-            raise CompositionError(f"the lowest CRF reads the key {model.reads!r}, which no CRF below it "
-                                   "predicts; put the CRF that predicts it first")
+            raise CompositionError(
+                f"the lowest CRF reads the key {model.reads!r}, which no CRF below it "
+                "predicts; put the CRF that predicts it first"
+            )
         if level and model.reads is None:
-            raise CompositionError(f"CRF {level} reads no lower labels; make it with reads=KEY, the key of "
-                                   f"the token dicts holding CRF {level - 1}'s label")
+            raise CompositionError(
+                f"CRF {level} reads no lower labels; make it with reads=KEY, the key of "
+                f"the token dicts holding CRF {level - 1}'s label"
+            )
         models.append(model)
     return compose(models, joint.compatibility, joint.threads, joint.scales)

@@ -2,6 +2,7 @@
 ``flat_*`` function joins the sequences of ``y_true`` and ``y_pred`` [B][T] into
 one list of tokens and calls the scikit-learn metric of the same name with
 the remaining arguments (``labels=``, ``average=``, ...)."""
+
 from __future__ import annotations
 
 from itertools import chain
@@ -10,8 +11,16 @@ from sklearn import metrics
 
 from ..errors import ShapeError
 
-__all__ = ["flat_accuracy_score", "flat_precision_score", "flat_recall_score", "flat_f1_score",
-           "flat_fbeta_score", "flat_classification_report", "sequence_accuracy_score", "flatten"]
+__all__ = [
+    "flat_accuracy_score",
+    "flat_precision_score",
+    "flat_recall_score",
+    "flat_f1_score",
+    "flat_fbeta_score",
+    "flat_classification_report",
+    "sequence_accuracy_score",
+    "flatten",
+]
 
 
 def flatten(sequences) -> list:
@@ -29,13 +38,13 @@ def _check_lengths(y_true, y_pred) -> None:
 
 def _on_tokens(metric, name: str):
     """The scikit-learn ``metric`` applied to the flattened sequences, named ``name``."""
+
     def flat(y_true, y_pred, *args, **kwargs):
         _check_lengths(y_true, y_pred)
         return metric(flatten(y_true), flatten(y_pred), *args, **kwargs)
 
     flat.__name__ = flat.__qualname__ = name
-    flat.__doc__ = (f"sklearn.metrics.{metric.__name__} of the tokens of y_true and y_pred [B][T] "
-                    "(see the module doc).")
+    flat.__doc__ = f"sklearn.metrics.{metric.__name__} of the tokens of y_true and y_pred [B][T] (see the module doc)."
     return flat
 
 

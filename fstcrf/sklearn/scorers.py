@@ -2,6 +2,7 @@
 (``scoring=``), as sklearn_crfsuite.scorers: token accuracy and sequence
 accuracy; :func:`flat_f1` builds a token F1 scorer over chosen labels (the
 CoNLL tutorials' "F1 without O")."""
+
 from __future__ import annotations
 
 from sklearn.metrics import make_scorer
