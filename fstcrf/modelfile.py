@@ -15,16 +15,25 @@
     digest       32 bytes  checksum of everything before it: four 64-bit
                            lanes of csrc/fstcrf_hashing.h's fh_checksum
 
-All integers are little-endian.  :func:`load_model` maps the file into memory
-and checks magic, version, size and digest before it reads anything else, and
-raises ModelFileError for any file that is not an intact model of a version
-it knows.  The arrays are then read-only views of the mapping: nothing is
-rebuilt per predicate or per weight.  Version 1 files (a SHA-256 digest, the
-predicate names in the header) still load, by rebuilding the dictionary
-from the names; :func:`upgrade_model` rewrites one as the current version.
-A joint model (:mod:`fstcrf.compose`) uses the same container with another
-"format".
+All integers are little-endian.  :func:`load_model` first makes the file's
+bytes the process's own (:func:`private_bytes`): a file of at most
+MODEL_IN_MEMORY_BYTES (64 MiB; the environment variable
+FSTCRF_MODEL_IN_MEMORY_BYTES overrides it) is read into memory, a larger one
+is copied to an unlinked temporary file that is mapped.  A model in use thus
+survives its file being replaced or truncated in place, which killed a
+process that mapped the file itself (SIGBUS), and the digest is checked over
+exactly the bytes that are used.  It checks magic, version, size and digest
+before it reads anything else, and raises ModelFileError for any file that is
+not an intact model of a version it knows (a file changed while it is read
+fails the size or the digest check) or whose float arrays hold a NaN or an
+infinity.  The arrays are then read-only views of those bytes: nothing is
+rebuilt per predicate or per weight (load costs: docs/architecture.md,
+"Loading").  Version 1 files (a SHA-256 digest, the predicate names in the
+header) still load, by rebuilding the dictionary from the names;
+:func:`upgrade_model` rewrites one as the current version.  A joint model
+(:mod:`fstcrf.compose`) uses the same container with another "format".
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,7 +41,7 @@ import json
 import mmap
 import os
 import struct
-from pathlib import Path
+import tempfile
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,14 +68,23 @@ FORMAT_VERSION = 2
 _SHA256_VERSION = 1
 _PREAMBLE = struct.Struct("<16sIQQ")
 _DIGEST_SIZE = 32
+#: A model file of at most this many bytes is read into memory; a larger one is
+#: copied to a private snapshot (see :func:`private_bytes`).
+MODEL_IN_MEMORY_BYTES = 64 << 20
+#: The environment variable that overrides MODEL_IN_MEMORY_BYTES (0: always a snapshot).
+MODEL_IN_MEMORY_VARIABLE = "FSTCRF_MODEL_IN_MEMORY_BYTES"
+#: Bytes copied at a time into a snapshot.
+SNAPSHOT_BLOCK = 1 << 20
 
 
 def model_payload(model: ChainCRF) -> tuple[dict, dict[str, np.ndarray]]:
     """The JSON-able description and the arrays of a fitted model."""
     model._check_fitted()
-    arrays = {"weights": model.weights_.astype("<f8"),
-              "feature_ptr": model.features_.ptr.astype("<i8"),
-              "feature_output": model.features_.output.astype("<i4")}
+    arrays = {
+        "weights": model.weights_.astype("<f8"),
+        "feature_ptr": model.features_.ptr.astype("<i8"),
+        "feature_output": model.features_.output.astype("<i4"),
+    }
     extractor, extractor_arrays = extractor_payload(model.extractor_)
     arrays.update({f"{_EXTRACTOR_PREFIX}{name}": array for name, array in extractor_arrays.items()})
     if model.constraint_ is not None:
@@ -74,24 +92,35 @@ def model_payload(model: ChainCRF) -> tuple[dict, dict[str, np.ndarray]]:
     if model.active_edges_ is not None:
         arrays["active_edges"] = model.active_edges_.astype(np.uint8)
     params = model.get_params()
-    params["client"] = None           # a connection, not a property of the model
+    params["client"] = None  # a connection, not a property of the model
     if isinstance(params["template"], Template) or hasattr(params["template"], "extractor"):
         params["template"] = params["template"].text
     if isinstance(params["grammar"], Grammar):
         params["grammar"] = params["grammar"].source
-    header = {"params": params, "target": model.target_, "columns": list(model.columns_),
-              "topology": {"kind": model.topology_.name, "labels": list(model.topology_.labels),
-                           "num_states": model.topology_.num_states,
-                           "num_edges": model.topology_.num_edges},
-              "extractor": extractor, "lower_labels": model.lower_labels_,
-              "consistency": None if model.consistency_ is None else model.consistency_.to_dict(),
-              "training": {"n_iter": model.n_iter_, "best_iteration": model.best_iteration_,
-                           "interrupted": model.interrupted_, "history": model.history_}}
+    header = {
+        "params": params,
+        "target": model.target_,
+        "columns": list(model.columns_),
+        "topology": {
+            "kind": model.topology_.name,
+            "labels": list(model.topology_.labels),
+            "num_states": model.topology_.num_states,
+            "num_edges": model.topology_.num_edges,
+        },
+        "extractor": extractor,
+        "lower_labels": model.lower_labels_,
+        "consistency": None if model.consistency_ is None else model.consistency_.to_dict(),
+        "training": {
+            "n_iter": model.n_iter_,
+            "best_iteration": model.best_iteration_,
+            "interrupted": model.interrupted_,
+            "history": model.history_,
+        },
+    }
     return header, arrays
 
 
-def write_container(path: str | os.PathLike, kind: str, header: dict,
-                    arrays: dict[str, np.ndarray]) -> None:
+def write_container(path: str | os.PathLike, kind: str, header: dict, arrays: dict[str, np.ndarray]) -> None:
     """Write a header and 1-D arrays as one model file (layout in the module doc), atomically."""
     table, pieces, offset = {}, [], 0
     for name, array in arrays.items():
@@ -134,46 +163,115 @@ _ARRAY_DTYPES = ("<f8", "<i8", "<i4", "<u8", "|u1")
 _EXTRACTOR_PREFIX = "extractor."
 
 
-def _mapped(path: str | os.PathLike, where: str):
-    """The file's bytes: a read-only memory map (bytes for an empty file)."""
+def in_memory_limit() -> int:
+    """The size in bytes up to which a model file is read into memory:
+    ``$FSTCRF_MODEL_IN_MEMORY_BYTES`` if set, else MODEL_IN_MEMORY_BYTES."""
+    text = os.environ.get(MODEL_IN_MEMORY_VARIABLE, "")
+    if not text:
+        return MODEL_IN_MEMORY_BYTES
     try:
-        with open(path, "rb") as stream:
-            if os.fstat(stream.fileno()).st_size == 0:
-                return b""
-            return mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError) as error:
-        raise ModelFileError(f"{where}: cannot read the model file: "
-                             f"{getattr(error, 'strerror', None) or error}") from None
+        limit = int(text)
+    except ValueError:
+        limit = -1
+    if limit < 0:
+        raise FstcrfError(f"{MODEL_IN_MEMORY_VARIABLE} must be a number of bytes (an integer >= 0), got {text!r}")
+    return limit
+
+
+def private_bytes(path: str | os.PathLike, where: str):
+    """The file's bytes as this process's own copy, which nothing can change or
+    truncate: read into memory if the file has at most :func:`in_memory_limit`
+    bytes, else a read-only map of a snapshot (an unlinked temporary file).  A
+    file changed while it is read gives bytes that fail the size or checksum checks."""
+    limit = in_memory_limit()
+    try:
+        with open(path, "rb", buffering=0) as stream:
+            size = os.fstat(stream.fileno()).st_size
+            if size <= limit:
+                return _read_into_memory(stream, size)
+            return _snapshot(stream, size, where)
+    except ModelFileError:
+        raise
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the path
+        raise ModelFileError(
+            f"{where}: cannot read the model file: {getattr(error, 'strerror', None) or error}"
+        ) from None
+
+
+def _read_into_memory(stream, size: int):
+    """The first ``size`` bytes of an unbuffered binary stream (fewer if it ends first),
+    read into private anonymous memory: on transparent huge pages where the system
+    offers them, which cuts the cost of first touching the memory about threefold."""
+    if size == 0:
+        return b""
+    if hasattr(mmap, "MAP_ANONYMOUS"):
+        memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    else:  # Windows: anonymous memory is the only kind of -1
+        memory = mmap.mmap(-1, size)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        memory.madvise(mmap.MADV_HUGEPAGE)
+    filled = 0
+    with memoryview(memory) as view:
+        while filled < size:
+            count = stream.readinto(view[filled:])
+            if not count:
+                break
+            filled += count
+    return memory if filled == size else memory[:filled]
+
+
+def _snapshot(stream, size: int, where: str):
+    """The first ``size`` bytes of an unbuffered binary stream (fewer if it ends first),
+    copied to an unlinked temporary file and mapped read-only (b"" if none)."""
+    block = bytearray(min(size, SNAPSHOT_BLOCK))
+    try:
+        with tempfile.TemporaryFile() as snapshot, memoryview(block) as view:
+            copied = 0
+            while copied < size:
+                count = stream.readinto(view[: min(len(block), size - copied)])
+                if not count:
+                    break
+                snapshot.write(view[:count])
+                copied += count
+            snapshot.flush()
+            return mmap.mmap(snapshot.fileno(), 0, access=mmap.ACCESS_READ) if copied else b""
+    except OSError as error:
+        raise ModelFileError(
+            f"{where}: cannot copy the model file to a snapshot in {tempfile.gettempdir()}: {error.strerror or error}"
+        ) from None
 
 
 def read_container(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
-    """The JSON header and the arrays of an intact model file (of any kind); the
-    arrays are read-only views of the file mapped into memory."""
+    """The JSON header and the arrays of an intact model file (of any kind) whose
+    float arrays are finite; the arrays are read-only views of :func:`private_bytes`."""
     where = os.fspath(path)
-    raw = _mapped(path, where)
-    if raw[:len(MAGIC)] != MAGIC:
+    raw = private_bytes(path, where)
+    if raw[: len(MAGIC)] != MAGIC:
         if len(raw) < len(MAGIC) and MAGIC.startswith(raw[:]) and len(raw):
             raise ModelFileError(f"{where}: the model file is truncated ({len(raw)} bytes)")
-        raise ModelFileError(f"{where}: not an fstcrf model file (it does not start with the "
-                             f"fstcrf magic bytes)")
+        raise ModelFileError(f"{where}: not an fstcrf model file (it does not start with the fstcrf magic bytes)")
     if len(raw) < _PREAMBLE.size:
         raise ModelFileError(f"{where}: the model file is truncated ({len(raw)} bytes)")
     _, version, header_size, data_size = _PREAMBLE.unpack_from(raw)
     if version not in (_SHA256_VERSION, FORMAT_VERSION):
         newer = " (written by a newer fstcrf; upgrade fstcrf to read it)" if version > FORMAT_VERSION else ""
-        raise ModelFileError(f"{where}: model file format version {version} is not supported; "
-                             f"this fstcrf reads versions {_SHA256_VERSION} and {FORMAT_VERSION}{newer}")
+        raise ModelFileError(
+            f"{where}: model file format version {version} is not supported; "
+            f"this fstcrf reads versions {_SHA256_VERSION} and {FORMAT_VERSION}{newer}"
+        )
     expected = _PREAMBLE.size + header_size + data_size + _DIGEST_SIZE
     if len(raw) != expected:
-        raise ModelFileError(f"{where}: the model file is truncated or corrupt: its preamble "
-                             f"announces {expected} bytes but it has {len(raw)}")
+        raise ModelFileError(
+            f"{where}: the model file is truncated or corrupt: its preamble "
+            f"announces {expected} bytes but it has {len(raw)}"
+        )
     body = memoryview(raw)[:-_DIGEST_SIZE]
     digest = hashlib.sha256(body).digest() if version == _SHA256_VERSION else checksum(body)
     if digest != raw[-_DIGEST_SIZE:]:
         kind = "SHA-256 checksum" if version == _SHA256_VERSION else "checksum"
         raise ModelFileError(f"{where}: the model file is corrupt ({kind} mismatch)")
     try:
-        header = json.loads(raw[_PREAMBLE.size:_PREAMBLE.size + header_size].decode("utf-8"))
+        header = json.loads(raw[_PREAMBLE.size : _PREAMBLE.size + header_size].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ModelFileError(f"{where}: the model header is not UTF-8 JSON: {error}") from None
     if not isinstance(header, dict) or header.get("format") not in (MODEL_KIND, JOINT_KIND):
@@ -181,14 +279,28 @@ def read_container(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]
     data_start = _PREAMBLE.size + header_size
     arrays = {}
     for name, entry in header_field(header, "arrays", dict, where).items():
-        dtype, shape, offset = (entry.get(key) if isinstance(entry, dict) else None
-                                for key in ("dtype", "shape", "offset"))
-        if dtype not in _ARRAY_DTYPES or not isinstance(shape, list) or len(shape) != 1 \
-                or not all(isinstance(n, int) and n >= 0 for n in shape) \
-                or not isinstance(offset, int) or offset < 0 or offset % 8 \
-                or offset + shape[0] * np.dtype(dtype).itemsize > data_size:
+        dtype, shape, offset = (
+            entry.get(key) if isinstance(entry, dict) else None for key in ("dtype", "shape", "offset")
+        )
+        if (
+            dtype not in _ARRAY_DTYPES
+            or not isinstance(shape, list)
+            or len(shape) != 1
+            or not all(isinstance(n, int) and n >= 0 for n in shape)
+            or not isinstance(offset, int)
+            or offset < 0
+            or offset % 8
+            or offset + shape[0] * np.dtype(dtype).itemsize > data_size
+        ):
             raise ModelFileError(f"{where}: array {name!r} is described wrongly in the header")
-        arrays[name] = np.frombuffer(raw, dtype=dtype, count=shape[0], offset=data_start + offset)
+        array = np.frombuffer(raw, dtype=dtype, count=shape[0], offset=data_start + offset)
+        array.flags.writeable = False
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            index = int(np.flatnonzero(~np.isfinite(array))[0])
+            raise ModelFileError(
+                f"{where}: array {name!r} has a non-finite value {float(array[index])} at index {index}"
+            )
+        arrays[name] = array
     return header, arrays
 
 
@@ -196,33 +308,46 @@ def header_field(mapping, key: str, kind: type, where: str):
     """mapping[key], which must be a ``kind``; else ModelFileError."""
     value = mapping.get(key) if isinstance(mapping, dict) else None
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ModelFileError(f"{where}: the model header lacks a valid {key!r} "
-                             f"({kind.__name__} expected)")
+        raise ModelFileError(f"{where}: the model header lacks a valid {key!r} ({kind.__name__} expected)")
     return value
 
 
 #: ChainCRF parameters added after the first model files: a file without one was
 #: written before the option existed and loads with its default (grammars, reading
 #: models, F-score training, distributed training, L1 and CRFsuite's settings).
-LATER_PARAMS = ("grammar", "grammar_params", "reads", "mce_c", "mce_iter", "mce_alpha", "mce_beta", "client",
-                "c1", "min_freq", "transitions", "algorithm_params")
+LATER_PARAMS = (
+    "grammar",
+    "grammar_params",
+    "reads",
+    "mce_c",
+    "mce_iter",
+    "mce_alpha",
+    "mce_beta",
+    "client",
+    "c1",
+    "min_freq",
+    "transitions",
+    "algorithm_params",
+)
 
 
 def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) -> ChainCRF:
     """Rebuild a fitted model from :func:`model_payload`'s output; ModelFileError if inconsistent."""
-    from .model import ChainCRF     # fstcrf.model imports this module
+    from .model import ChainCRF  # fstcrf.model imports this module
+
     for name, dtype in (("weights", "float64"), ("feature_ptr", "int64"), ("feature_output", "int32")):
         if name not in arrays or arrays[name].dtype != dtype:
             raise ModelFileError(f"{where}: the model file lacks a valid {name!r} array")
     params = dict(header_field(header, "params", dict, where))
     defaults = ChainCRF().get_params()
-    for name in LATER_PARAMS:                   # a file written before the option existed: its default
+    for name in LATER_PARAMS:  # a file written before the option existed: its default
         params.setdefault(name, defaults[name])
-    params.setdefault("read_transitions", False)   # written before transitions could read labels
+    params.setdefault("read_transitions", False)  # written before transitions could read labels
     expected = list(defaults)
     if set(params) != set(expected):
-        raise ModelFileError(f"{where}: the model parameters are {', '.join(sorted(params))}; "
-                             f"expected {', '.join(expected)}")
+        raise ModelFileError(
+            f"{where}: the model parameters are {', '.join(sorted(params))}; expected {', '.join(expected)}"
+        )
     model = ChainCRF(**params)
     described = header_field(header, "topology", dict, where)
     labels = header_field(described, "labels", list, where)
@@ -233,35 +358,43 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
         extractor = extractor_from_payload(header.get("extractor"), arrays)
         num_labels = topology.num_labels if model.order == 2 else 0
         state_label = topology.state_label if num_labels else np.arange(topology.num_states)
-        features = FactoredFeatures(state_label, num_labels, arrays["feature_ptr"],
-                                    arrays["feature_output"])
+        features = FactoredFeatures(state_label, num_labels, arrays["feature_ptr"], arrays["feature_output"])
         constraint = None
         if "constraint" in arrays:
             constraint = pynini.Fst.read_from_string(arrays["constraint"].tobytes())
             constrain(topology, constraint)
     except BudgetError:
-        raise                           # the file may be fine: the user's budget is too small for it
+        raise  # the file may be fine: the user's budget is too small for it
     except (FstcrfError, pynini.FstIOError) as error:
         raise ModelFileError(f"{where}: the model file is inconsistent: {error}") from None
-    if (topology.name, topology.num_states, topology.num_edges) != \
-            (described.get("kind"), described.get("num_states"), described.get("num_edges")):
-        raise ModelFileError(f"{where}: the model's {described.get('kind')} topology does not "
-                             f"rebuild to the stored state space")
+    if (topology.name, topology.num_states, topology.num_edges) != (
+        described.get("kind"),
+        described.get("num_states"),
+        described.get("num_edges"),
+    ):
+        raise ModelFileError(
+            f"{where}: the model's {described.get('kind')} topology does not rebuild to the stored state space"
+        )
     num_predicates = extractor.num_predicates
     if features.num_predicates != num_predicates:
-        raise ModelFileError(f"{where}: the feature dictionary has {features.num_predicates} "
-                             f"predicates but the extractor {num_predicates}")
+        raise ModelFileError(
+            f"{where}: the feature dictionary has {features.num_predicates} "
+            f"predicates but the extractor {num_predicates}"
+        )
     lower_labels = header.get("lower_labels")
     active_edges = None
     if "active_edges" in arrays:
         if arrays["active_edges"].shape != (topology.num_edges,) or arrays["active_edges"].max(initial=0) > 1:
             raise ModelFileError(f"{where}: the model's active edges do not fit its {topology.num_edges} edges")
         active_edges = arrays["active_edges"].astype(bool)
-    layout = model._transition_layout(topology.num_edges, lower_labels if isinstance(lower_labels, list) else None,
-                                      active_edges)
+    layout = model._transition_layout(
+        topology.num_edges, lower_labels if isinstance(lower_labels, list) else None, active_edges
+    )
     if len(arrays["weights"]) != features.num_features + layout.size:
-        raise ModelFileError(f"{where}: {len(arrays['weights'])} weights for "
-                             f"{features.num_features} features and {layout.size} transition weights")
+        raise ModelFileError(
+            f"{where}: {len(arrays['weights'])} weights for "
+            f"{features.num_features} features and {layout.size} transition weights"
+        )
     model.labels_ = topology.labels
     model.topology_ = topology
     model.constraint_ = constraint
@@ -274,9 +407,11 @@ def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) 
     model.columns_ = tuple(columns)
     model.lower_labels_ = header.get("lower_labels")
     if (model.reads is None) != (model.lower_labels_ is None) or not (
-            model.lower_labels_ is None or all(isinstance(label, str) for label in model.lower_labels_)):
-        raise ModelFileError(f"{where}: the model's lower labels {model.lower_labels_!r} do not fit "
-                             f"reads={model.reads!r}")
+        model.lower_labels_ is None or all(isinstance(label, str) for label in model.lower_labels_)
+    ):
+        raise ModelFileError(
+            f"{where}: the model's lower labels {model.lower_labels_!r} do not fit reads={model.reads!r}"
+        )
     model.weights_ = arrays["weights"]
     model.active_edges_ = active_edges
     model.n_iter_ = header_field(training, "n_iter", int, where)
@@ -302,11 +437,13 @@ def extractor_from_payload(data, arrays: dict[str, np.ndarray]):
     attributes of token dicts."""
     if isinstance(data, dict) and data.get("kind") == "attributes":
         from .attributes import AttributeExtractor
+
         return AttributeExtractor.from_dict(data)
     if isinstance(data, dict) and "predicates" in data:
         return FeatureExtractor.from_dict(data)
-    own = {name[len(_EXTRACTOR_PREFIX):]: array for name, array in arrays.items()
-           if name.startswith(_EXTRACTOR_PREFIX)}
+    own = {
+        name[len(_EXTRACTOR_PREFIX) :]: array for name, array in arrays.items() if name.startswith(_EXTRACTOR_PREFIX)
+    }
     return FeatureExtractor.from_payload(data, own)
 
 
@@ -328,15 +465,17 @@ def load_model(path: str | os.PathLike) -> ChainCRF:
     """
     header, arrays = read_container(path)
     if header["format"] != MODEL_KIND:
-        raise ModelFileError(f"{os.fspath(path)}: this is a joint model (from fstcrf compose); "
-                             "load it with fstcrf.load_joint")
+        raise ModelFileError(
+            f"{os.fspath(path)}: this is a joint model (from fstcrf compose); load it with fstcrf.load_joint"
+        )
     return model_from_payload(header, arrays, os.fspath(path))
 
 
 def upgrade_model(old_path: str | os.PathLike, new_path: str | os.PathLike) -> None:
     """Rewrite a model or joint model file of any version this fstcrf reads as
     the current version (``old_path`` and ``new_path`` may be the same file)."""
-    from .compose import JointModel, load_any     # fstcrf.compose imports this module
+    from .compose import JointModel, load_any  # fstcrf.compose imports this module
+
     model = load_any(old_path)
     if isinstance(model, JointModel):
         model.save(new_path)
