@@ -1049,7 +1049,7 @@ def _dump(args: argparse.Namespace) -> int:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from .modelfile import upgrade_model
+    from .compose import upgrade_model
 
     upgrade_model(args.model, args.output)
     LOG.info("wrote %s in the current model file format", args.output)

@@ -57,16 +57,8 @@ from .joint import (
     joint_viterbi,
 )
 from .labels import split_labels
-from .model import ChainCRF
-from .modelfile import (
-    JOINT_KIND,
-    MODEL_KIND,
-    header_field,
-    model_from_payload,
-    model_payload,
-    read_container,
-    write_container,
-)
+from .model import ChainCRF, save_model
+from .modelfile import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
 from .objective import BLOCK_CELLS
 
 MODES = ("joint", "cascade", "kbest")
@@ -346,7 +338,7 @@ class JointModel:
         """Write every component and the compatibility relations to one file, atomically."""
         headers, arrays = [], {}
         for k, model in enumerate(self.components):
-            header, component_arrays = model_payload(model)
+            header, component_arrays = model.to_payload()
             headers.append(header)
             arrays.update({f"{k}.{name}": array for name, array in component_arrays.items()})
         for k, pairs in enumerate(self.compatibility, start=1):
@@ -520,7 +512,7 @@ def _joint_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str)
     for k, component in enumerate(header_field(header, "components", list, where)):
         prefix = f"{k}."
         own = {name[len(prefix) :]: array for name, array in arrays.items() if name.startswith(prefix)}
-        components.append(model_from_payload(component, own, f"{where} (component {k})"))
+        components.append(ChainCRF.from_payload(component, own, f"{where} (component {k})"))
     compatibility = []
     for k in range(1, len(components)):
         flat = arrays.get(f"compatibility.{k}")
@@ -540,5 +532,15 @@ def load_any(path: str | os.PathLike) -> ChainCRF | JointModel:
     """A model or a joint model, whichever the file holds."""
     header, arrays = read_container(path)
     if header["format"] == MODEL_KIND:
-        return model_from_payload(header, arrays, os.fspath(path))
+        return ChainCRF.from_payload(header, arrays, os.fspath(path))
     return _joint_from_payload(header, arrays, os.fspath(path))
+
+
+def upgrade_model(old_path: str | os.PathLike, new_path: str | os.PathLike) -> None:
+    """Rewrite a model or joint model file of any version this fstcrf reads as
+    the current version (``old_path`` and ``new_path`` may be the same file)."""
+    model = load_any(old_path)
+    if isinstance(model, JointModel):
+        model.save(new_path)
+    else:
+        save_model(model, new_path)

@@ -254,7 +254,7 @@ def load_template(path: str | os.PathLike) -> Template:
 
 def shipped_template(file_name: str) -> Template:
     """A template file shipped in fstcrf/templates, parsed."""
-    text = resources.files("fstcrf").joinpath("templates", file_name).read_text("utf-8")
+    text = (resources.files("fstcrf") / "templates" / file_name).read_text("utf-8")
     return parse_template(text, f"fstcrf/templates/{file_name}")
 
 

@@ -20,21 +20,32 @@ import pynini
 
 from . import train
 from .conll import Corpus, Sentence, as_corpus, as_sentences
+from .document.consistency import ConsistencyPenalties
 from .encoding import (
     FEATURE_SETS,
     EncodedSentences,
+    FactoredFeatures,
     TransitionWeights,
     build_features,
     drop_zero_features,
     token_classes,
 )
-from .errors import ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, InfeasibleError, TemplateError
+from .errors import (
+    ArgumentTypeError,
+    BudgetError,
+    EmptySequenceError,
+    FeedbackError,
+    FstcrfError,
+    InfeasibleError,
+    ModelFileError,
+    TemplateError,
+)
 from .evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
 from .features import TEMPLATES, FeatureExtractor, Template, check_reading_template, resolve_template
-from .grammar import Grammar, compile_grammar, load_grammar, restrict_to
+from .grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to
 from .inference import Potentials, blas_single_threaded, kbest, log_partition, sample
 from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
-from .modelfile import load_model, save_model
+from .modelfile import MODEL_KIND, header_field, read_container, write_container
 from .bandit_settings import (
     DEFAULT_DRAWS,
     DEFAULT_LEARNING_RATE,
@@ -1059,6 +1070,140 @@ class ChainCRF:
         return score_labels(corpus.column(target or self.target_), self.predict(corpus))
 
     # -- files ---------------------------------------------------------------
+    def to_payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """The JSON-able description and the arrays of the fitted model (a model file's
+        header and arrays, see :mod:`fstcrf.modelfile`)."""
+        self._check_fitted()
+        arrays = {
+            "weights": self.weights_.astype("<f8"),
+            "feature_ptr": self.features_.ptr.astype("<i8"),
+            "feature_output": self.features_.output.astype("<i4"),
+        }
+        extractor, extractor_arrays = extractor_payload(self.extractor_)
+        arrays.update({f"{EXTRACTOR_PREFIX}{name}": array for name, array in extractor_arrays.items()})
+        if self.constraint_ is not None:
+            arrays["constraint"] = np.frombuffer(self.constraint_.write_to_string(), dtype=np.uint8)
+        if self.active_edges_ is not None:
+            arrays["active_edges"] = self.active_edges_.astype(np.uint8)
+        params = self.get_params()
+        params["client"] = None  # a connection, not a property of the model
+        if isinstance(params["template"], Template) or hasattr(params["template"], "extractor"):
+            params["template"] = params["template"].text
+        if isinstance(params["grammar"], Grammar):
+            params["grammar"] = params["grammar"].source
+        header = {
+            "params": params,
+            "target": self.target_,
+            "columns": list(self.columns_),
+            "topology": {
+                "kind": self.topology_.name,
+                "labels": list(self.topology_.labels),
+                "num_states": self.topology_.num_states,
+                "num_edges": self.topology_.num_edges,
+            },
+            "extractor": extractor,
+            "lower_labels": self.lower_labels_,
+            "consistency": None if self.consistency_ is None else self.consistency_.to_dict(),
+            "training": {
+                "n_iter": self.n_iter_,
+                "best_iteration": self.best_iteration_,
+                "interrupted": self.interrupted_,
+                "history": self.history_,
+            },
+        }
+        return header, arrays
+
+    @classmethod
+    def from_payload(cls, header: dict, arrays: dict[str, np.ndarray], where: str) -> ChainCRF:
+        """A fitted model from :meth:`to_payload`'s output (``where`` names the file in
+        errors); ModelFileError if it is inconsistent."""
+        for name, dtype in (("weights", "float64"), ("feature_ptr", "int64"), ("feature_output", "int32")):
+            if name not in arrays or arrays[name].dtype != dtype:
+                raise ModelFileError(f"{where}: the model file lacks a valid {name!r} array")
+        params = dict(header_field(header, "params", dict, where))
+        defaults = cls().get_params()
+        for name in LATER_PARAMS:  # a file written before the option existed: its default
+            params.setdefault(name, defaults[name])
+        params.setdefault("read_transitions", False)  # written before transitions could read labels
+        expected = list(defaults)
+        if set(params) != set(expected):
+            raise ModelFileError(
+                f"{where}: the model parameters are {', '.join(sorted(params))}; expected {', '.join(expected)}"
+            )
+        model = cls(**params)
+        described = header_field(header, "topology", dict, where)
+        labels = header_field(described, "labels", list, where)
+        training = header_field(header, "training", dict, where)
+        try:
+            model._check_params()
+            topology = chain_topology(model.order, labels)
+            extractor = extractor_from_payload(header.get("extractor"), arrays)
+            num_labels = topology.num_labels if model.order == 2 else 0
+            state_label = topology.state_label if num_labels else np.arange(topology.num_states)
+            features = FactoredFeatures(state_label, num_labels, arrays["feature_ptr"], arrays["feature_output"])
+            constraint = None
+            if "constraint" in arrays:
+                constraint = pynini.Fst.read_from_string(arrays["constraint"].tobytes())
+                constrain(topology, constraint)
+        except BudgetError:
+            raise  # the file may be fine: the user's budget is too small for it
+        except (FstcrfError, pynini.FstIOError) as error:
+            raise ModelFileError(f"{where}: the model file is inconsistent: {error}") from None
+        if (topology.name, topology.num_states, topology.num_edges) != (
+            described.get("kind"),
+            described.get("num_states"),
+            described.get("num_edges"),
+        ):
+            raise ModelFileError(
+                f"{where}: the model's {described.get('kind')} topology does not rebuild to the stored state space"
+            )
+        num_predicates = extractor.num_predicates
+        if features.num_predicates != num_predicates:
+            raise ModelFileError(
+                f"{where}: the feature dictionary has {features.num_predicates} "
+                f"predicates but the extractor {num_predicates}"
+            )
+        lower_labels = header.get("lower_labels")
+        active_edges = None
+        if "active_edges" in arrays:
+            if arrays["active_edges"].shape != (topology.num_edges,) or arrays["active_edges"].max(initial=0) > 1:
+                raise ModelFileError(f"{where}: the model's active edges do not fit its {topology.num_edges} edges")
+            active_edges = arrays["active_edges"].astype(bool)
+        layout = model._transition_layout(
+            topology.num_edges, lower_labels if isinstance(lower_labels, list) else None, active_edges
+        )
+        if len(arrays["weights"]) != features.num_features + layout.size:
+            raise ModelFileError(
+                f"{where}: {len(arrays['weights'])} weights for "
+                f"{features.num_features} features and {layout.size} transition weights"
+            )
+        model.labels_ = topology.labels
+        model.topology_ = topology
+        model.constraint_ = constraint
+        model.extractor_ = extractor
+        model.features_ = features
+        model.target_ = header_field(header, "target", str, where)
+        columns = header_field(header, "columns", list, where)
+        if not all(isinstance(name, str) for name in columns) or model.target_ not in columns:
+            raise ModelFileError(f"{where}: the model's column names {columns!r} are invalid")
+        model.columns_ = tuple(columns)
+        model.lower_labels_ = header.get("lower_labels")
+        if (model.reads is None) != (model.lower_labels_ is None) or not (
+            model.lower_labels_ is None or all(isinstance(label, str) for label in model.lower_labels_)
+        ):
+            raise ModelFileError(
+                f"{where}: the model's lower labels {model.lower_labels_!r} do not fit reads={model.reads!r}"
+            )
+        model.weights_ = arrays["weights"]
+        model.active_edges_ = active_edges
+        model.n_iter_ = header_field(training, "n_iter", int, where)
+        model.best_iteration_ = header_field(training, "best_iteration", int, where)
+        model.interrupted_ = header_field(training, "interrupted", bool, where)
+        model.history_ = [current_record(record) for record in header_field(training, "history", list, where)]
+        consistency = header.get("consistency")
+        model.consistency_ = None if consistency is None else ConsistencyPenalties.from_dict(consistency, where)
+        return model
+
     def save(self, path: str | os.PathLike) -> None:
         """Write the fitted model to ``path`` atomically (see :func:`save_model`)."""
         save_model(self, path)
@@ -1067,3 +1212,76 @@ class ChainCRF:
     def load(cls, path: str | os.PathLike) -> ChainCRF:
         """Read a model written by :meth:`save` (see :func:`load_model`)."""
         return load_model(path)
+
+
+#: The arrays of the feature extractor are stored under names with this prefix.
+EXTRACTOR_PREFIX = "extractor."
+#: ChainCRF parameters added after the first model files: a file without one was
+#: written before the option existed and loads with its default (grammars, reading
+#: models, F-score training, distributed training, L1 and CRFsuite's settings).
+LATER_PARAMS = (
+    "grammar",
+    "grammar_params",
+    "reads",
+    "mce_c",
+    "mce_iter",
+    "mce_alpha",
+    "mce_beta",
+    "client",
+    "c1",
+    "min_freq",
+    "transitions",
+    "algorithm_params",
+)
+
+
+def extractor_payload(extractor) -> tuple[dict, dict[str, np.ndarray]]:
+    """The header data and the arrays (named without EXTRACTOR_PREFIX) of a fitted extractor."""
+    if isinstance(extractor, FeatureExtractor):
+        return extractor.to_payload()
+    return extractor.to_dict(), {}
+
+
+def extractor_from_payload(data, arrays: dict[str, np.ndarray]):
+    """The fitted feature extractor a model file describes: template predicates (the
+    data in the header and the arrays named with EXTRACTOR_PREFIX; version 1 files
+    keep the names in the header), or (``"kind": "attributes"``) CRFsuite-style
+    attributes of token dicts."""
+    if isinstance(data, dict) and data.get("kind") == "attributes":
+        from .attributes import AttributeExtractor
+
+        return AttributeExtractor.from_dict(data)
+    if isinstance(data, dict) and "predicates" in data:
+        return FeatureExtractor.from_dict(data)
+    own = {name[len(EXTRACTOR_PREFIX) :]: array for name, array in arrays.items() if name.startswith(EXTRACTOR_PREFIX)}
+    return FeatureExtractor.from_payload(data, own)
+
+
+def current_record(record):
+    """An iteration record with the keys written now: files written before dev
+    scores named their metric hold the dev chunk F1 as "dev_f1"."""
+    if not isinstance(record, dict) or "dev_f1" not in record:
+        return record
+    renamed = {key: value for key, value in record.items() if key != "dev_f1"}
+    score = record["dev_f1"]
+    return {**renamed, "dev_score": score, "dev_metric": None if score is None else "F1"}
+
+
+def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
+    """Write a fitted model to one self-describing file (layout in :mod:`fstcrf.modelfile`)."""
+    header, arrays = model.to_payload()
+    write_container(path, MODEL_KIND, header, arrays)
+
+
+def load_model(path: str | os.PathLike) -> ChainCRF:
+    """Read a model written by :func:`save_model`.
+
+    Raises ModelFileError if the file cannot be read, is not an fstcrf model,
+    is truncated or corrupt, or has a format version this fstcrf does not read.
+    """
+    header, arrays = read_container(path)
+    if header["format"] != MODEL_KIND:
+        raise ModelFileError(
+            f"{os.fspath(path)}: this is a joint model (from fstcrf compose); load it with fstcrf.load_joint"
+        )
+    return ChainCRF.from_payload(header, arrays, os.fspath(path))

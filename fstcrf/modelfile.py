@@ -1,4 +1,7 @@
-"""Model files: one self-describing binary file per model, written atomically.
+"""Model files: the container, one self-describing binary file per model,
+written atomically.  What goes in it is the model's business
+(:meth:`fstcrf.model.ChainCRF.to_payload`, :class:`fstcrf.compose.JointModel`):
+this module knows bytes, arrays and checksums, never an estimator.
 
     magic        16 bytes  b"FSTCRF MODEL\\r\\n\\x1a\\n"
     version      uint32    FORMAT_VERSION
@@ -15,8 +18,8 @@
     digest       32 bytes  checksum of everything before it: four 64-bit
                            lanes of csrc/fstcrf_hashing.h's fh_checksum
 
-All integers are little-endian.  :func:`load_model` first makes the file's
-bytes the process's own (:func:`private_bytes`): a file of at most
+All integers are little-endian.  :func:`read_container` first makes the
+file's bytes the process's own (:func:`private_bytes`): a file of at most
 MODEL_IN_MEMORY_BYTES (64 MiB; the environment variable
 FSTCRF_MODEL_IN_MEMORY_BYTES overrides it) is read into memory, a larger one
 is copied to an unlinked temporary file that is mapped.  A model in use thus
@@ -30,7 +33,7 @@ infinity.  The arrays are then read-only views of those bytes: nothing is
 rebuilt per predicate or per weight (load costs: docs/architecture.md,
 "Loading").  Version 1 files (a SHA-256 digest, the predicate names in the
 header) still load, by rebuilding the dictionary from the names;
-:func:`upgrade_model` rewrites one as the current version.  A joint model
+:func:`fstcrf.compose.upgrade_model` rewrites one as the current version.  A joint model
 (:mod:`fstcrf.compose`) uses the same container with another "format".
 """
 
@@ -42,22 +45,12 @@ import mmap
 import os
 import struct
 import tempfile
-from typing import TYPE_CHECKING
 
 import numpy as np
-import pynini
 
-from .document.consistency import ConsistencyPenalties
-from .encoding import FactoredFeatures
-from .errors import BudgetError, FstcrfError, ModelFileError
+from .errors import FstcrfError, ModelFileError
 from ._kernel import ffi, lib
-from .features import FeatureExtractor, Template
 from .files import write_atomically
-from .grammar import Grammar, constrain
-from .labels import chain_topology
-
-if TYPE_CHECKING:
-    from .model import ChainCRF
 
 MAGIC = b"FSTCRF MODEL\r\n\x1a\n"
 #: The header's "format": one model, or a composition of models.
@@ -75,49 +68,6 @@ MODEL_IN_MEMORY_BYTES = 64 << 20
 MODEL_IN_MEMORY_VARIABLE = "FSTCRF_MODEL_IN_MEMORY_BYTES"
 #: Bytes copied at a time into a snapshot.
 SNAPSHOT_BLOCK = 1 << 20
-
-
-def model_payload(model: ChainCRF) -> tuple[dict, dict[str, np.ndarray]]:
-    """The JSON-able description and the arrays of a fitted model."""
-    model._check_fitted()
-    arrays = {
-        "weights": model.weights_.astype("<f8"),
-        "feature_ptr": model.features_.ptr.astype("<i8"),
-        "feature_output": model.features_.output.astype("<i4"),
-    }
-    extractor, extractor_arrays = extractor_payload(model.extractor_)
-    arrays.update({f"{_EXTRACTOR_PREFIX}{name}": array for name, array in extractor_arrays.items()})
-    if model.constraint_ is not None:
-        arrays["constraint"] = np.frombuffer(model.constraint_.write_to_string(), dtype=np.uint8)
-    if model.active_edges_ is not None:
-        arrays["active_edges"] = model.active_edges_.astype(np.uint8)
-    params = model.get_params()
-    params["client"] = None  # a connection, not a property of the model
-    if isinstance(params["template"], Template) or hasattr(params["template"], "extractor"):
-        params["template"] = params["template"].text
-    if isinstance(params["grammar"], Grammar):
-        params["grammar"] = params["grammar"].source
-    header = {
-        "params": params,
-        "target": model.target_,
-        "columns": list(model.columns_),
-        "topology": {
-            "kind": model.topology_.name,
-            "labels": list(model.topology_.labels),
-            "num_states": model.topology_.num_states,
-            "num_edges": model.topology_.num_edges,
-        },
-        "extractor": extractor,
-        "lower_labels": model.lower_labels_,
-        "consistency": None if model.consistency_ is None else model.consistency_.to_dict(),
-        "training": {
-            "n_iter": model.n_iter_,
-            "best_iteration": model.best_iteration_,
-            "interrupted": model.interrupted_,
-            "history": model.history_,
-        },
-    }
-    return header, arrays
 
 
 def write_container(path: str | os.PathLike, kind: str, header: dict, arrays: dict[str, np.ndarray]) -> None:
@@ -151,16 +101,8 @@ def checksum(data) -> bytes:
     return lanes.tobytes()
 
 
-def save_model(model: ChainCRF, path: str | os.PathLike) -> None:
-    """Write a fitted model to one self-describing file (layout in the module doc)."""
-    header, arrays = model_payload(model)
-    write_container(path, MODEL_KIND, header, arrays)
-
-
 #: dtypes an array of a model file may have.
 _ARRAY_DTYPES = ("<f8", "<i8", "<i4", "<u8", "|u1")
-#: The arrays of the feature extractor are stored under names with this prefix.
-_EXTRACTOR_PREFIX = "extractor."
 
 
 def in_memory_limit() -> int:
@@ -310,174 +252,3 @@ def header_field(mapping, key: str, kind: type, where: str):
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ModelFileError(f"{where}: the model header lacks a valid {key!r} ({kind.__name__} expected)")
     return value
-
-
-#: ChainCRF parameters added after the first model files: a file without one was
-#: written before the option existed and loads with its default (grammars, reading
-#: models, F-score training, distributed training, L1 and CRFsuite's settings).
-LATER_PARAMS = (
-    "grammar",
-    "grammar_params",
-    "reads",
-    "mce_c",
-    "mce_iter",
-    "mce_alpha",
-    "mce_beta",
-    "client",
-    "c1",
-    "min_freq",
-    "transitions",
-    "algorithm_params",
-)
-
-
-def model_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str) -> ChainCRF:
-    """Rebuild a fitted model from :func:`model_payload`'s output; ModelFileError if inconsistent."""
-    from .model import ChainCRF  # fstcrf.model imports this module
-
-    for name, dtype in (("weights", "float64"), ("feature_ptr", "int64"), ("feature_output", "int32")):
-        if name not in arrays or arrays[name].dtype != dtype:
-            raise ModelFileError(f"{where}: the model file lacks a valid {name!r} array")
-    params = dict(header_field(header, "params", dict, where))
-    defaults = ChainCRF().get_params()
-    for name in LATER_PARAMS:  # a file written before the option existed: its default
-        params.setdefault(name, defaults[name])
-    params.setdefault("read_transitions", False)  # written before transitions could read labels
-    expected = list(defaults)
-    if set(params) != set(expected):
-        raise ModelFileError(
-            f"{where}: the model parameters are {', '.join(sorted(params))}; expected {', '.join(expected)}"
-        )
-    model = ChainCRF(**params)
-    described = header_field(header, "topology", dict, where)
-    labels = header_field(described, "labels", list, where)
-    training = header_field(header, "training", dict, where)
-    try:
-        model._check_params()
-        topology = chain_topology(model.order, labels)
-        extractor = extractor_from_payload(header.get("extractor"), arrays)
-        num_labels = topology.num_labels if model.order == 2 else 0
-        state_label = topology.state_label if num_labels else np.arange(topology.num_states)
-        features = FactoredFeatures(state_label, num_labels, arrays["feature_ptr"], arrays["feature_output"])
-        constraint = None
-        if "constraint" in arrays:
-            constraint = pynini.Fst.read_from_string(arrays["constraint"].tobytes())
-            constrain(topology, constraint)
-    except BudgetError:
-        raise  # the file may be fine: the user's budget is too small for it
-    except (FstcrfError, pynini.FstIOError) as error:
-        raise ModelFileError(f"{where}: the model file is inconsistent: {error}") from None
-    if (topology.name, topology.num_states, topology.num_edges) != (
-        described.get("kind"),
-        described.get("num_states"),
-        described.get("num_edges"),
-    ):
-        raise ModelFileError(
-            f"{where}: the model's {described.get('kind')} topology does not rebuild to the stored state space"
-        )
-    num_predicates = extractor.num_predicates
-    if features.num_predicates != num_predicates:
-        raise ModelFileError(
-            f"{where}: the feature dictionary has {features.num_predicates} "
-            f"predicates but the extractor {num_predicates}"
-        )
-    lower_labels = header.get("lower_labels")
-    active_edges = None
-    if "active_edges" in arrays:
-        if arrays["active_edges"].shape != (topology.num_edges,) or arrays["active_edges"].max(initial=0) > 1:
-            raise ModelFileError(f"{where}: the model's active edges do not fit its {topology.num_edges} edges")
-        active_edges = arrays["active_edges"].astype(bool)
-    layout = model._transition_layout(
-        topology.num_edges, lower_labels if isinstance(lower_labels, list) else None, active_edges
-    )
-    if len(arrays["weights"]) != features.num_features + layout.size:
-        raise ModelFileError(
-            f"{where}: {len(arrays['weights'])} weights for "
-            f"{features.num_features} features and {layout.size} transition weights"
-        )
-    model.labels_ = topology.labels
-    model.topology_ = topology
-    model.constraint_ = constraint
-    model.extractor_ = extractor
-    model.features_ = features
-    model.target_ = header_field(header, "target", str, where)
-    columns = header_field(header, "columns", list, where)
-    if not all(isinstance(name, str) for name in columns) or model.target_ not in columns:
-        raise ModelFileError(f"{where}: the model's column names {columns!r} are invalid")
-    model.columns_ = tuple(columns)
-    model.lower_labels_ = header.get("lower_labels")
-    if (model.reads is None) != (model.lower_labels_ is None) or not (
-        model.lower_labels_ is None or all(isinstance(label, str) for label in model.lower_labels_)
-    ):
-        raise ModelFileError(
-            f"{where}: the model's lower labels {model.lower_labels_!r} do not fit reads={model.reads!r}"
-        )
-    model.weights_ = arrays["weights"]
-    model.active_edges_ = active_edges
-    model.n_iter_ = header_field(training, "n_iter", int, where)
-    model.best_iteration_ = header_field(training, "best_iteration", int, where)
-    model.interrupted_ = header_field(training, "interrupted", bool, where)
-    model.history_ = [_current_record(record) for record in header_field(training, "history", list, where)]
-    consistency = header.get("consistency")
-    model.consistency_ = None if consistency is None else ConsistencyPenalties.from_dict(consistency, where)
-    return model
-
-
-def extractor_payload(extractor) -> tuple[dict, dict[str, np.ndarray]]:
-    """The header data and the arrays (named without _EXTRACTOR_PREFIX) of a fitted extractor."""
-    if isinstance(extractor, FeatureExtractor):
-        return extractor.to_payload()
-    return extractor.to_dict(), {}
-
-
-def extractor_from_payload(data, arrays: dict[str, np.ndarray]):
-    """The fitted feature extractor a model file describes: template predicates (the
-    data in the header and the arrays named with _EXTRACTOR_PREFIX; version 1 files
-    keep the names in the header), or (``"kind": "attributes"``) CRFsuite-style
-    attributes of token dicts."""
-    if isinstance(data, dict) and data.get("kind") == "attributes":
-        from .attributes import AttributeExtractor
-
-        return AttributeExtractor.from_dict(data)
-    if isinstance(data, dict) and "predicates" in data:
-        return FeatureExtractor.from_dict(data)
-    own = {
-        name[len(_EXTRACTOR_PREFIX) :]: array for name, array in arrays.items() if name.startswith(_EXTRACTOR_PREFIX)
-    }
-    return FeatureExtractor.from_payload(data, own)
-
-
-def _current_record(record):
-    """An iteration record with the keys written now: files written before dev
-    scores named their metric hold the dev chunk F1 as "dev_f1"."""
-    if not isinstance(record, dict) or "dev_f1" not in record:
-        return record
-    renamed = {key: value for key, value in record.items() if key != "dev_f1"}
-    score = record["dev_f1"]
-    return {**renamed, "dev_score": score, "dev_metric": None if score is None else "F1"}
-
-
-def load_model(path: str | os.PathLike) -> ChainCRF:
-    """Read a model written by :func:`save_model`.
-
-    Raises ModelFileError if the file cannot be read, is not an fstcrf model,
-    is truncated or corrupt, or has a format version this fstcrf does not read.
-    """
-    header, arrays = read_container(path)
-    if header["format"] != MODEL_KIND:
-        raise ModelFileError(
-            f"{os.fspath(path)}: this is a joint model (from fstcrf compose); load it with fstcrf.load_joint"
-        )
-    return model_from_payload(header, arrays, os.fspath(path))
-
-
-def upgrade_model(old_path: str | os.PathLike, new_path: str | os.PathLike) -> None:
-    """Rewrite a model or joint model file of any version this fstcrf reads as
-    the current version (``old_path`` and ``new_path`` may be the same file)."""
-    from .compose import JointModel, load_any  # fstcrf.compose imports this module
-
-    model = load_any(old_path)
-    if isinstance(model, JointModel):
-        model.save(new_path)
-    else:
-        save_model(model, new_path)

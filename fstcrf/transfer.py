@@ -72,7 +72,7 @@ Labels = list[list[list[str]]]
 
 
 def _shipped_text(name: str) -> str:
-    return resources.files("fstcrf").joinpath("templates", name).read_text("utf-8")
+    return (resources.files("fstcrf") / "templates" / name).read_text("utf-8")
 
 
 def ner_template_text() -> str:

@@ -25,7 +25,7 @@ from fstcrf.conll import READ_BLOCK, Corpus, Sentence
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ModelFileError
 from fstcrf.evaluate import TagScores
 from fstcrf.model import ChainCRF, load_model
-from fstcrf.modelfile import MODEL_IN_MEMORY_VARIABLE, MODEL_KIND, model_payload, read_container, write_container
+from fstcrf.modelfile import MODEL_IN_MEMORY_VARIABLE, MODEL_KIND, read_container, write_container
 from fstcrf.synthetic import DATA_DIR
 from test_model import TEMPLATE, chunk_corpus
 
@@ -246,7 +246,7 @@ def test_dev_selection_on_chunks_uses_f1(corpus, caplog):
 
 def test_model_files_with_dev_f1_records_still_load(corpus, tmp_path):
     model = ChainCRF(TEMPLATE, max_iter=3).fit(corpus, dev=chunk_corpus(5, 10))
-    header, arrays = model_payload(model)
+    header, arrays = model.to_payload()
     old = [
         {key: value for key, value in record.items() if key not in ("dev_score", "dev_metric")}
         for record in header["training"]["history"]
@@ -597,7 +597,7 @@ _CONSISTENCY = {"types": ["NP", "VP"], "same": [[0.5, 0.5], [0.5, 0.5]], "sub": 
     ids=["sigma", "tol", "consistency penalty", "consistency scale"],
 )
 def test_non_finite_numbers_in_the_header_are_refused_at_load(model, tmp_path, edit, message):
-    header, arrays = model_payload(model)
+    header, arrays = model.to_payload()
     edit(header)
     write_container(tmp_path / "hostile.model", MODEL_KIND, header, arrays)
     with pytest.raises(ModelFileError, match=message):

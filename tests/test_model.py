@@ -20,7 +20,7 @@ from fstcrf.errors import FstcrfError, LabelError, ModelFileError
 from fstcrf.features import CRFPP_CHUNKING, FeatureExtractor, parse_template
 from fstcrf.labels import chain_topology, gold_label_set, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model, save_model
-from fstcrf.modelfile import FORMAT_VERSION, MAGIC, MODEL_KIND, checksum, model_payload, write_container
+from fstcrf.modelfile import FORMAT_VERSION, MAGIC, MODEL_KIND, checksum, write_container
 from fstcrf.objective import Scorer, TrainingSet
 from oracles import check_finite_differences
 
@@ -553,7 +553,7 @@ def test_files_from_before_reading_transitions_and_f_score_training_load(tmp_pat
     (its transitions read no label) loads with that meaning."""
     corpus = chunk_corpus(65, 20)
     model = ChainCRF(READING_TEMPLATE, reads="pos", read_transitions=False, max_iter=5).fit(corpus)
-    header, arrays = model_payload(model)
+    header, arrays = model.to_payload()
     for name in ("read_transitions", "mce_c", "mce_iter"):
         del header["params"][name]
     write_container(tmp_path / "old.model", MODEL_KIND, header, arrays)

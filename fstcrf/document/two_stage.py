@@ -164,7 +164,7 @@ def second_stage_template(first_template: Template | str) -> Template:
     """The first stage's template (a Template, text or shipped name) followed by the
     predicates of ``fstcrf/templates/ner_second_stage.txt`` on the majority columns."""
     first = resolve_template(first_template)
-    extra = resources.files("fstcrf").joinpath("templates", _SECOND_STAGE_FILE).read_text("utf-8")
+    extra = (resources.files("fstcrf") / "templates" / _SECOND_STAGE_FILE).read_text("utf-8")
     return parse_template(first.text + extra, f"{first.source} + fstcrf/templates/{_SECOND_STAGE_FILE}")
 
 
