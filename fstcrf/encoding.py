@@ -79,7 +79,13 @@ class _KernelViews:
         return {name: value for name, value in self.__dict__.items() if not isinstance(value, ffi.CData)}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
+        # Arrays unpickled from out-of-band buffers (Dask's transport) may start at any
+        # byte; the kernel reads them as int64 or double, so each such array is copied.
+        aligned = {
+            name: value.copy() if isinstance(value, np.ndarray) and not value.flags.aligned else value
+            for name, value in state.items()
+        }
+        self.__dict__.update(aligned)
         self._make_views()
 
 

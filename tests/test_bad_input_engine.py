@@ -336,3 +336,28 @@ def test_token_values_that_are_not_strings_name_sentence_token_and_column():
             extractor.transform([good, bad])
         with pytest.raises(errors.ArgumentTypeError, match=re.escape(message)):
             FeatureExtractor("word[0]\nlower(word[-1])|pos[0]").fit([good, bad])
+
+
+def test_kernel_arrays_unpickled_from_misaligned_buffers_are_aligned():
+    """Dask sends arrays as out-of-band buffers that may start at any byte; the
+    kernel reads int64 and double arrays, which must be aligned (UBSan found one)."""
+    import pickle
+
+    from fstcrf.encoding import EncodedSentences
+    from fstcrf.sparse_rows import SparseRows
+
+    rows = SparseRows(np.array([0, 2, 3, 5]), np.array([0, 1, 1, 0, 2], dtype=np.int32), np.ones(5), (3, 3))
+    encoded = EncodedSentences(rows, [1, 2])
+    buffers = []
+    data = pickle.dumps(encoded, protocol=5, buffer_callback=buffers.append)
+    shifted = []
+    for buffer in buffers:
+        raw = bytearray(len(buffer.raw()) + 1)
+        raw[1:] = buffer.raw()
+        shifted.append(memoryview(raw)[1:])
+    copy = pickle.loads(data, buffers=shifted)
+    arrays = {name: value for name, value in vars(copy).items() if isinstance(value, np.ndarray)}
+    assert arrays and all(array.flags.aligned for array in arrays.values()), {
+        name: array.flags.aligned for name, array in arrays.items()
+    }
+    assert np.array_equal(copy.indptr, encoded.indptr) and np.array_equal(copy.indices, encoded.indices)
