@@ -7,7 +7,7 @@ command line start without numpy, scipy, pynini or the C kernel."""
 
 from importlib import import_module as _import_module
 
-from .errors import (
+from fstcrf.errors import (
     ArgumentTypeError,
     BudgetError,
     ConllFormatError,

@@ -37,9 +37,9 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse
 
-from .conll import Corpus, Sentence
-from .errors import FeatureValueError, FstcrfError, ModelFileError, TemplateError
-from .sparse_rows import SparseRows
+from fstcrf.conll import Corpus, Sentence
+from fstcrf.errors import FeatureValueError, FstcrfError, ModelFileError, TemplateError
+from fstcrf.sparse_rows import SparseRows
 
 #: The column of a Sentence that holds the token dicts.
 COLUMN = "attributes"
@@ -200,7 +200,7 @@ def read_entries(
     attribute "reads:label" unless ``read_labels`` is False, and the dicts may
     not hold the key ``reads``.  A bad token raises FeatureValueError naming its
     sentence and position."""
-    from ._attributes import read_columns
+    from fstcrf._attributes import read_columns
 
     tokens = [_tokens_of(sentence, number) for number, sentence in enumerate(sentences)]
     lower = (
@@ -370,7 +370,7 @@ class AttributeExtractor:
     def _values_by_key(self) -> dict[str, dict[str, int]]:
         """key -> {value: column} for the names "key:value" of ``vocabulary_``, split at
         each separator in turn, built once per vocabulary (see fstcrf._attributes)."""
-        from ._attributes import values_by_key
+        from fstcrf._attributes import values_by_key
 
         cached = self.__dict__.get("_by_key")
         if cached is None or cached[0] is not self.vocabulary_:

@@ -53,13 +53,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse
 
-from . import train
-from ._kernel import ffi, lib
-from .bandit_settings import BanditSettings
-from .encoding import EncodedSentences, buffer_pointer
-from .errors import FeedbackError, FstcrfError
-from .inference import KernelBuffers, Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
-from .objective import Scorer, neighbours, path_edges
+from fstcrf import train
+from fstcrf._kernel import ffi, lib
+from fstcrf.bandit_settings import BanditSettings
+from fstcrf.encoding import EncodedSentences, buffer_pointer
+from fstcrf.errors import FeedbackError, FstcrfError
+from fstcrf.inference import KernelBuffers, Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
+from fstcrf.objective import Scorer, neighbours, path_edges
 
 _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8

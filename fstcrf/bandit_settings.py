@@ -11,7 +11,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from .errors import ArgumentTypeError, FstcrfError
+from fstcrf.errors import ArgumentTypeError, FstcrfError
 
 OBJECTIVES = ("expected", "pairwise", "pairwise-independent", "cross-entropy")
 BASELINES = ("none", "mean", "loo")

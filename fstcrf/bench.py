@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 import pynini
 
-from . import inference, lattice, reference
-from .errors import FstcrfError
-from .inference import Potentials
-from .progress import Progress
-from .topology import Topology, first_order, kth_order
+from fstcrf import inference, lattice, reference
+from fstcrf.errors import FstcrfError
+from fstcrf.inference import Potentials
+from fstcrf.progress import Progress
+from fstcrf.topology import Topology, first_order, kth_order
 
 
 def best_time(function, repeats: int) -> float:
@@ -194,7 +194,7 @@ def _random_chain(sizes: tuple[int, ...], tokens: int, seed: int):
     """JointPotentials over first-order components of ``sizes`` states, each reading
     the one below (emissions [N, S_{k-1}, S_k], transitions [S_{k-1}, E_k]),
     scores drawn at random."""
-    from . import joint
+    from fstcrf import joint
 
     rng = np.random.default_rng(seed)
     components = [first_order([f"c{k}.{i:02d}" for i in range(S)]) for k, S in enumerate(sizes)]
@@ -220,7 +220,7 @@ def bench_compose(
     prefix of the sentences sized to take about ``reference_seconds`` in all
     over its ``repeats`` runs.  Every figure is the best of ``repeats`` runs.
     The progress bar counts the tokens decoded."""
-    from . import joint
+    from fstcrf import joint
 
     cases = []
     for name, sizes in COMPOSE_CASES:
@@ -272,9 +272,9 @@ def bench_compose_model(joint_path, test_path, repeats: int = 3, k: int = 5, pro
     scores, search, labels; the model's threads) in each mode, as seconds and as a
     ratio to the cascade; the joint decoding's phases on one thread; and the joint
     Viterbi kernel alone on precomputed scores (1 and 2 threads)."""
-    from .compose import load_joint
-    from .conll import read_conll
-    from .joint import joint_viterbi
+    from fstcrf.compose import load_joint
+    from fstcrf.conll import read_conll
+    from fstcrf.joint import joint_viterbi
 
     model = load_joint(joint_path)
     test = read_conll(test_path, model.components[0].columns_, allow_missing=model.targets)
@@ -336,8 +336,8 @@ def format_compose_model(result: dict) -> str:
 def hide_labels(corpus, target: str, fraction: float, seed: int = 0):
     """A copy of ``corpus`` with ``fraction`` of the tokens' ``target`` labels, drawn at
     random, replaced by the unknown label "?"."""
-    from .conll import Corpus
-    from .model import UNKNOWN_LABEL
+    from fstcrf.conll import Corpus
+    from fstcrf.model import UNKNOWN_LABEL
 
     rng = np.random.default_rng(seed)
     hidden = rng.permutation(corpus.num_tokens) < round(fraction * corpus.num_tokens)
@@ -353,7 +353,7 @@ def hide_labels(corpus, target: str, fraction: float, seed: int = 0):
 def sentences_with_budget(corpus, fraction: float, seed: int = 0):
     """A random subset of whole sentences holding ``fraction`` of the tokens (the last
     sentence drawn may overshoot by less than one sentence)."""
-    from .conll import Corpus
+    from fstcrf.conll import Corpus
 
     order = np.random.default_rng(seed).permutation(len(corpus.sentences))
     lengths = np.array([len(corpus.sentences[i]) for i in order])
@@ -371,8 +371,8 @@ def bench_partial(
     import time
     from pathlib import Path
 
-    from .conll import read_conll
-    from .model import ChainCRF
+    from fstcrf.conll import read_conll
+    from fstcrf.model import ChainCRF
 
     train = read_conll(Path(folder) / "train.txt")
     test = read_conll(Path(folder) / "test.txt")
@@ -429,14 +429,14 @@ def _train_side(which: str, folder: str, iterations: int, threads: int) -> dict:
     import resource
     from pathlib import Path
 
-    from .conll import read_conll
-    from .evaluate import score_chunks
+    from fstcrf.conll import read_conll
+    from fstcrf.evaluate import score_chunks
 
     train = read_conll(Path(folder) / "train.txt")
     test = read_conll(Path(folder) / "test.txt")
     result: dict = {"toolkit": which}
     if which == "fstcrf":
-        from .model import ChainCRF
+        from fstcrf.model import ChainCRF
 
         model = ChainCRF("crfpp", order=1, max_iter=iterations, threads=threads, sigma=0.5**0.5, tol=1e-12).fit(train)
         seconds = [record["seconds"] for record in model.history_]
@@ -448,7 +448,7 @@ def _train_side(which: str, folder: str, iterations: int, threads: int) -> dict:
 
         import pycrfsuite
 
-        from .features import CRFPP_CHUNKING, FeatureExtractor
+        from fstcrf.features import CRFPP_CHUNKING, FeatureExtractor
 
         extractor = FeatureExtractor(CRFPP_CHUNKING).fit(train)
         names = extractor.predicate_names_
@@ -535,10 +535,10 @@ def bench_grammar(model_path, test_path, repeats: int = 3) -> list[dict]:
     its labels, as a ratio to unconstrained decoding, with the size of the
     constrained state space.  Parameterised grammars get X = the most
     frequent chunk type of the model."""
-    from .conll import read_conll
-    from .errors import GrammarError
-    from .grammar import constrain, load_grammar, shipped_grammars
-    from .model import load_model
+    from fstcrf.conll import read_conll
+    from fstcrf.errors import GrammarError
+    from fstcrf.grammar import constrain, load_grammar, shipped_grammars
+    from fstcrf.model import load_model
 
     model = load_model(model_path)
     test = read_conll(test_path, model.columns_)

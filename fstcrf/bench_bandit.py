@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .bandit_settings import DEFAULT_DRAWS
-from .conll import Corpus, read_conll
-from .errors import FstcrfError
+from fstcrf.bandit_settings import DEFAULT_DRAWS
+from fstcrf.conll import Corpus, read_conll
+from fstcrf.errors import FstcrfError
 
 LOG = logging.getLogger("fstcrf")
 
@@ -51,7 +51,7 @@ def calls_per_sentence(objective: str, draws: int) -> int:
 
 
 def _model(threads: int, **options):
-    from .model import ChainCRF
+    from fstcrf.model import ChainCRF
 
     return ChainCRF("sha-pereira", order=2, features="complete", threads=threads, **options)
 
@@ -99,15 +99,15 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     """Seconds of one full gradient (L-BFGS's, on gold labels; best of 7) and of one
     bandit epoch (expected gain; best of ``repeats``) for each of SPEED_SETTINGS, on
     the same sentences and features."""
-    from .bandit import SampledGradient, learn, permuted
-    from .bandit_settings import BanditSettings
-    from .encoding import EncodedSentences, build_features
-    from .features import FeatureExtractor
-    from .feedback import simulated_feedback
-    from .inference import blas_single_threaded
-    from .labels import chain_topology, gold_states, parse_gold
-    from .model import BIAS, TEMPLATES
-    from .objective import Scorer, TrainingSet
+    from fstcrf.bandit import SampledGradient, learn, permuted
+    from fstcrf.bandit_settings import BanditSettings
+    from fstcrf.encoding import EncodedSentences, build_features
+    from fstcrf.features import FeatureExtractor
+    from fstcrf.feedback import simulated_feedback
+    from fstcrf.inference import blas_single_threaded
+    from fstcrf.labels import chain_topology, gold_states, parse_gold
+    from fstcrf.model import BIAS, TEMPLATES
+    from fstcrf.objective import Scorer, TrainingSet
 
     extractor = FeatureExtractor(TEMPLATES["sha-pereira"])
     encoded = EncodedSentences.from_corpus(extractor, train, fit=True)
@@ -266,7 +266,7 @@ def plot_curves(result: dict, path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise FstcrfError("plotting needs matplotlib: pip install 'fstcrf[bench]'") from None
-    from .files import write_atomically
+    from fstcrf.files import write_atomically
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     clean = [run for run in result["runs"] if run["flip"] == 0]

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .bench_process import fstcrf_command
-from .conll import Corpus, read_conll
-from .defaults import default_template
-from .errors import FstcrfError
-from .evaluate import score_labels
-from .progress import Progress
+from fstcrf.bench_process import fstcrf_command
+from fstcrf.conll import Corpus, read_conll
+from fstcrf.defaults import default_template
+from fstcrf.errors import FstcrfError
+from fstcrf.evaluate import score_labels
+from fstcrf.progress import Progress
 
 #: Task -> (corpus folder, train, test, columns, target, labels in IOB1, candidate templates).
 TASKS = {
@@ -57,7 +57,7 @@ class TaskResult:
 
 def _cross_validate(train: Corpus, target: str, template: str, folds: int, max_iter: int, threads: int) -> list[float]:
     """Chunk F1 of each fold's held-out sentences (contiguous folds)."""
-    from .model import ChainCRF
+    from fstcrf.model import ChainCRF
 
     bounds = np.linspace(0, len(train), folds + 1).astype(int)
     scores = []

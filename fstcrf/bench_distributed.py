@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .errors import FstcrfError
+from fstcrf.errors import FstcrfError
 
 
 def _concatenated(source: Path, copies: int, folder: str) -> Path:
@@ -61,10 +61,10 @@ def bench_distributed(
 ) -> list[dict]:
     """One row per (corpus, setting): in one process with 1 and 2 threads, then on a
     LocalCluster of each number of ``workers`` (one shard and one thread each)."""
-    from .conll import read_conll
-    from .distributed.cluster import connect
-    from .distributed.fit import fit_on_dask
-    from .model import ChainCRF
+    from fstcrf.conll import read_conll
+    from fstcrf.distributed.cluster import connect
+    from fstcrf.distributed.fit import fit_on_dask
+    from fstcrf.model import ChainCRF
 
     source = Path(folder) / "train.txt"
     if not source.exists():

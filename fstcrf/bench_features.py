@@ -32,16 +32,16 @@ def _best_seconds(work, repeats: int) -> float:
 def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll2002: Path | None = None) -> list[dict]:
     """Per template (and for the tutorial's dicts when ``conll2002`` is given): its
     name, predicates P, tokens N and predicates per token, best seconds and tokens/s."""
-    from .attributes import AttributeExtractor
-    from .conll import Sentence, read_conll
-    from .features import FeatureExtractor
-    from .model import TEMPLATES
+    from fstcrf.attributes import AttributeExtractor
+    from fstcrf.conll import Sentence, read_conll
+    from fstcrf.features import FeatureExtractor
+    from fstcrf.model import TEMPLATES
 
     train = read_conll(conll2000 / "train.txt")
     test = list(read_conll(conll2000 / "test.txt").sentences) * copies
     jobs = [(name, FeatureExtractor(TEMPLATES[name]).fit(train), test) for name in TEMPLATE_NAMES]
     if conll2002 is not None:
-        from .bench_sklearn import read_sentences, sent2features
+        from fstcrf.bench_sklearn import read_sentences, sent2features
 
         def dicts(path: Path) -> list[Sentence]:
             return [Sentence({"attributes": sent2features(sentence)}) for sentence in read_sentences(path)]

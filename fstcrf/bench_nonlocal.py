@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .conll import Corpus, read_conll, write_conll
-from .errors import FstcrfError
-from .evaluate import mcnemar, score_labels
-from .model import ChainCRF
-from .schemes import convert
+from fstcrf.conll import Corpus, read_conll, write_conll
+from fstcrf.errors import FstcrfError
+from fstcrf.evaluate import mcnemar, score_labels
+from fstcrf.model import ChainCRF
+from fstcrf.schemes import convert
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def _read(folder: Path, file_name: str, columns: str, iob1: bool) -> Corpus:
 
 def _local_model(language: str, train: Corpus, dev: Corpus, cache: Path, threads: int) -> Path:
     """The path of the cached local model, trained first if absent."""
-    from .document.decode import estimate_consistency
+    from fstcrf.document.decode import estimate_consistency
 
     folder, *_, columns, template, _ = CORPORA[language]
     key = hashlib.sha256(json.dumps([language, columns, template, LOCAL_SETTINGS, 1]).encode()).hexdigest()[:12]
@@ -100,7 +100,7 @@ def _f1(gold, predicted) -> float:
 
 
 def _decode(model, corpus, scale, block_size, sweeps, seed, sampler="block"):
-    from .document.decode import decode_documents, model_factors
+    from fstcrf.document.decode import decode_documents, model_factors
 
     labels, _ = decode_documents(
         model, corpus, model_factors(model, ["consistency"], scale), sampler, sweeps, block_size=block_size, seed=seed

@@ -31,7 +31,7 @@ import json
 import os
 import sys
 
-from .phases import PHASES_VARIABLE, phase
+from fstcrf.phases import PHASES_VARIABLE, phase
 
 #: Sentences whose attributes the CRFsuite tagging script builds before tagging them.
 CRFSUITE_CHUNK = 1000
@@ -202,7 +202,7 @@ def _run(command: list[str], scratch, name: str) -> dict:
     import subprocess
     import time
 
-    from .errors import FstcrfError
+    from fstcrf.errors import FstcrfError
 
     phases_path, out_path, err_path = (scratch / f"{name}.{suffix}" for suffix in ("phases.json", "out", "err"))
     phases_path.unlink(missing_ok=True)
@@ -229,7 +229,7 @@ def _run(command: list[str], scratch, name: str) -> dict:
 
 def _check_counts(**counts: int) -> None:
     """Each count must be a positive integer (a typed fstcrf error naming it otherwise)."""
-    from .bandit_settings import check_positive
+    from fstcrf.bandit_settings import check_positive
 
     for name, value in counts.items():
         check_positive(name, value, integer=True)
@@ -250,7 +250,7 @@ def _write_spec(path, template, columns, target: str) -> None:
 
 def _template_name(template) -> str:
     """The shipped name of a template (see fstcrf.model.TEMPLATES), else "own template"."""
-    from .model import TEMPLATES
+    from fstcrf.model import TEMPLATES
 
     return next((name for name, shipped in TEMPLATES.items() if shipped == template), "own template")
 
@@ -309,8 +309,8 @@ def _copies_of(path, copies: int, target) -> int:
 
 def _chunk_f1(output_path) -> float:
     """conlleval F1 of a tagged file's last column against the column before it."""
-    from .conll import read_conll
-    from .evaluate import score_chunks
+    from fstcrf.conll import read_conll
+    from fstcrf.evaluate import score_chunks
 
     corpus = read_conll(output_path)
     gold, predicted = corpus.column_names[-2:]
@@ -339,10 +339,10 @@ def bench_tag_process(
     import tempfile
     from pathlib import Path
 
-    from .errors import FstcrfError
-    from .features import FeatureExtractor
-    from .model import load_model
-    from .progress import Progress
+    from fstcrf.errors import FstcrfError
+    from fstcrf.features import FeatureExtractor
+    from fstcrf.model import load_model
+    from fstcrf.progress import Progress
 
     _check_counts(copies=copies, threads=threads, repeats=repeats, train_iterations=train_iterations)
     folder = Path(folder)
@@ -439,13 +439,13 @@ def bench_train_process(
 
     import pycrfsuite
 
-    from .bandit_settings import DEFAULT_SIGMA
-    from .conll import read_conll
-    from .defaults import default_template
-    from .errors import FstcrfError
-    from .evaluate import score_chunks
-    from .model import TEMPLATES, load_model
-    from .progress import Progress
+    from fstcrf.bandit_settings import DEFAULT_SIGMA
+    from fstcrf.conll import read_conll
+    from fstcrf.defaults import default_template
+    from fstcrf.errors import FstcrfError
+    from fstcrf.evaluate import score_chunks
+    from fstcrf.model import TEMPLATES, load_model
+    from fstcrf.progress import Progress
 
     _check_counts(iterations=iterations, threads=threads, repeats=repeats)
     folder = Path(folder)
@@ -520,9 +520,9 @@ def bench_compose_process(joint_path, test_path, threads: int = 2, repeats: int 
     import tempfile
     from pathlib import Path
 
-    from .compose import load_joint
-    from .conll import read_conll
-    from .progress import Progress
+    from fstcrf.compose import load_joint
+    from fstcrf.conll import read_conll
+    from fstcrf.progress import Progress
 
     _check_counts(threads=threads, repeats=repeats)
     joint = load_joint(joint_path)
@@ -614,9 +614,9 @@ def bench_stream_process(
     import time
     from pathlib import Path
 
-    from .errors import FstcrfError
-    from .progress import Progress
-    from .bandit_settings import check_positive
+    from fstcrf.errors import FstcrfError
+    from fstcrf.progress import Progress
+    from fstcrf.bandit_settings import check_positive
 
     check_positive("gigabytes", gigabytes)
     _check_counts(threads=threads, train_iterations=train_iterations)

@@ -209,7 +209,7 @@ def _run_child(arguments: list[str]) -> tuple[dict, float, float]:
 def _scores(gold: list[list[str]], predicted: list[list[str]], labels: list[str]) -> dict:
     from sklearn.metrics import f1_score
 
-    from .evaluate import score_chunks
+    from fstcrf.evaluate import score_chunks
 
     flat_gold = [label for sentence in gold for label in sentence]
     flat_predicted = [label for sentence in predicted for label in sentence]
@@ -235,14 +235,14 @@ def bench_sklearn(
     train_path, test_path = data_dir / TRAIN_FILE, data_dir / TEST_FILE
     for path in (train_path, test_path):
         if not path.is_file():
-            from .errors import FstcrfError
+            from fstcrf.errors import FstcrfError
 
             raise FstcrfError(
                 f"{path} is missing; bench sklearn needs the CoNLL-2002 Spanish files in DATA/{Path(TRAIN_FILE).parent}"
             )
     gold = [sent2labels(s) for s in read_sentences(test_path, limit)]
     limit_arguments = [str(limit if limit is not None else 0)]
-    from .bench_process import compile_bytecode
+    from fstcrf.bench_process import compile_bytecode
 
     result: dict = {
         "train": str(train_path),

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import transfer
-from .errors import FstcrfError, OutputPathError
-from .progress import Progress
+from fstcrf import transfer
+from fstcrf.errors import FstcrfError, OutputPathError
+from fstcrf.progress import Progress
 
 #: Sutton & McCallum (2005), Table 2 (F1).
 PUBLISHED = {

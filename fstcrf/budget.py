@@ -20,7 +20,7 @@ import numbers
 import threading
 from collections.abc import Iterator, Sequence
 
-from .errors import ArgumentTypeError, BudgetError
+from fstcrf.errors import ArgumentTypeError, BudgetError
 
 DEFAULT_MAX_STATES = 200_000
 DEFAULT_MAX_WORK = 200_000_000

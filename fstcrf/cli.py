@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
-from .bandit_settings import (
+from fstcrf.bandit_settings import (
     BASELINES,
     DEFAULT_DRAWS,
     DEFAULT_LEARNING_RATE,
@@ -22,8 +22,8 @@ from .bandit_settings import (
     STEPS,
     WEIGHTINGS,
 )
-from .budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK, limits
-from .document.settings import (
+from fstcrf.budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK, limits
+from fstcrf.document.settings import (
     DEFAULT_BLOCK_SIZE,
     DEFAULT_SWEEPS,
     DEFAULT_T_END,
@@ -31,10 +31,10 @@ from .document.settings import (
     NONLOCAL_OPTIONS,
     SAMPLERS,
 )
-from .errors import FeedbackError, FstcrfError, LabelError
-from .files import check_output_path, write_atomically
-from .phases import phase
-from .schemes import keep_types, missing_types_warning, restrict_types
+from fstcrf.errors import FeedbackError, FstcrfError, LabelError
+from fstcrf.files import check_output_path, write_atomically
+from fstcrf.phases import phase
+from fstcrf.schemes import keep_types, missing_types_warning, restrict_types
 
 LOG = logging.getLogger("fstcrf")
 
@@ -57,7 +57,7 @@ def _read_dev(args: argparse.Namespace, keep: set[str] | None):
 
 
 def _read(path: str, columns=None, allow_missing=(), separator: str | None = None):
-    from .conll import read_conll
+    from fstcrf.conll import read_conll
 
     with phase("read"):
         return read_conll(path, columns, separator, allow_missing=allow_missing)
@@ -75,8 +75,8 @@ def _timed(items, name: str):
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from .conll import write_conll
-    from .schemes import convert
+    from fstcrf.conll import write_conll
+    from fstcrf.schemes import convert
 
     corpus = _read(args.input, args.columns)
     if args.column not in corpus.column_names:
@@ -97,8 +97,8 @@ def _convert(args: argparse.Namespace) -> int:
 
 def _seminars(args: argparse.Namespace) -> int:
     """seminars DIR -o OUT: every announcement under DIR as word and field columns; logs the counts."""
-    from .conll import write_conll
-    from .seminars import count_seminars, read_seminar, seminar_corpus, seminar_paths
+    from fstcrf.conll import write_conll
+    from fstcrf.seminars import count_seminars, read_seminar, seminar_corpus, seminar_paths
 
     paths = seminar_paths(args.folder)
     output = Path(args.output).resolve()
@@ -117,8 +117,8 @@ def _seminars(args: argparse.Namespace) -> int:
 def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
     """An unfitted ChainCRF configured by the training options, for training data with
     ``columns`` (they choose the default template)."""
-    from .features import load_template
-    from .model import TEMPLATES, ChainCRF
+    from fstcrf.features import load_template
+    from fstcrf.model import TEMPLATES, ChainCRF
 
     template = args.template or _default_template(args.target, columns)
     template = template if template in TEMPLATES else load_template(template)
@@ -160,7 +160,7 @@ def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
 
 def _default_template(target: str, columns: Sequence[str]) -> str:
     """The default template's name for the target and the training file's columns (logged)."""
-    from .defaults import default_template
+    from fstcrf.defaults import default_template
 
     name = default_template(target, columns)
     LOG.info(
@@ -179,8 +179,8 @@ def _sigma(args: argparse.Namespace) -> float:
 
 
 def _jackknife(args: argparse.Namespace) -> int:
-    from .compose import jackknife
-    from .conll import write_conll
+    from fstcrf.compose import jackknife
+    from fstcrf.conll import write_conll
 
     corpus = _read(args.train, args.columns)
     model = _model_from_args(args, corpus.column_names)
@@ -224,7 +224,7 @@ def _train(args: argparse.Namespace) -> int:
     model = _model_from_args(args, train.column_names)
     penalties = None
     if args.consistency:
-        from .document.decode import estimate_consistency
+        from fstcrf.document.decode import estimate_consistency
 
         penalties = estimate_consistency(train, args.target)
         LOG.info(
@@ -256,9 +256,9 @@ def _train(args: argparse.Namespace) -> int:
 def _train_on_dask(args: argparse.Namespace) -> int:
     """train --dask SPEC: data-parallel L-BFGS on a Dask cluster; the workers read the
     training file's shards (see fstcrf.distributed)."""
-    from .conll import iter_conll
-    from .distributed.cluster import connect
-    from .distributed.fit import check_supported, fit_on_dask
+    from fstcrf.conll import iter_conll
+    from fstcrf.distributed.cluster import connect
+    from fstcrf.distributed.fit import check_supported, fit_on_dask
 
     if args.consistency:
         raise FstcrfError("distributed training (--dask) does not take --consistency yet")
@@ -301,7 +301,7 @@ def _train_on_dask(args: argparse.Namespace) -> int:
 
 def _train_from_log(args: argparse.Namespace) -> int:
     """train --algorithm bandit --log FILE: learn offline from logged feedback."""
-    from .counterfactual import read_feedback_log
+    from fstcrf.counterfactual import read_feedback_log
 
     if args.algorithm != "bandit":
         raise FstcrfError("--log needs --algorithm bandit")
@@ -327,7 +327,7 @@ def _warm_start(args: argparse.Namespace):
     lower labels, which a warm start keeps."""
     if not args.init:
         return None
-    from .model import load_model
+    from fstcrf.model import load_model
 
     init = load_model(args.init)
     args.order, args.reads, args.no_read_transitions = init.order, init.reads, not init.read_transitions
@@ -390,7 +390,7 @@ def _grammar_options(args: argparse.Namespace) -> dict:
     """predict() keyword arguments from --grammar, --define and --on-infeasible."""
     if not args.grammar:
         return {}
-    from .grammar import load_grammar
+    from fstcrf.grammar import load_grammar
 
     return {"grammar": load_grammar(args.grammar), "params": _grammar_params(args), "on_infeasible": args.on_infeasible}
 
@@ -400,7 +400,7 @@ def _predict_with_progress(
 ) -> list[list[str]]:
     """Labels [B][T] of a single model, with a progress bar; ``options`` are
     :func:`_grammar_options`'s, loaded once per command."""
-    from .progress import Progress
+    from fstcrf.progress import Progress
 
     if args.threads is not None:
         model.threads = args.threads
@@ -420,7 +420,7 @@ def _predict_with_progress(
 
 def _joint_predict_with_progress(joint, corpus, args: argparse.Namespace, chunk: int = 2000) -> list[list[list[str]]]:
     """[components][sentences][tokens] labels of a composed model, with a progress bar."""
-    from .progress import Progress
+    from fstcrf.progress import Progress
 
     if args.grammar:
         raise FstcrfError("--grammar applies to single models; a composed model decodes without one")
@@ -443,7 +443,7 @@ def _joint_predict_with_progress(joint, corpus, args: argparse.Namespace, chunk:
 
 def _components(model) -> list:
     """The single models of a model or of a composed model."""
-    from .compose import JointModel
+    from fstcrf.compose import JointModel
 
     return list(model.components) if isinstance(model, JointModel) else [model]
 
@@ -472,7 +472,7 @@ def _batches_for(
     when the file has no sentences, and when it lacks the predicted columns while
     a column read as an observation holds mostly the model's labels (e.g. a
     word+chunk file given to a word,pos,chunk model)."""
-    from .conll import iter_conll
+    from fstcrf.conll import iter_conll
 
     components = _components(model)
     trained, targets = components[0].columns_, [component.target_ for component in components]
@@ -530,7 +530,7 @@ def _warn_if_labels_read(corpus, components: list, path: str) -> None:
 
 def _predict_nonlocal(model, corpus, args: argparse.Namespace) -> list[list[str]]:
     """Labels [B][T] decoded under the --nonlocal factors."""
-    from .document.decode import decode_documents, model_factors
+    from fstcrf.document.decode import decode_documents, model_factors
 
     if args.grammar:
         raise FstcrfError("--nonlocal decodes with the model's own lattice; --grammar cannot be combined with it")
@@ -594,9 +594,9 @@ TAG_BATCH_TOKENS = 20_000
 
 
 def _tag(args: argparse.Namespace) -> int:
-    from .compose import JointModel, load_any
-    from .conll import write_conll
-    from .progress import Progress
+    from fstcrf.compose import JointModel, load_any
+    from fstcrf.conll import write_conll
+    from fstcrf.progress import Progress
 
     with phase("load"):
         model = load_any(args.model)
@@ -655,8 +655,8 @@ def _tag(args: argparse.Namespace) -> int:
 def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
     """tag --dask SPEC: the inputs cut into shards of whole sentences, tagged on the
     workers (which read the inputs and the model by their paths) and written in order."""
-    from .distributed.cluster import connect
-    from .distributed.tagging import tag_on_dask
+    from fstcrf.distributed.cluster import connect
+    from fstcrf.distributed.tagging import tag_on_dask
 
     refused = [
         option
@@ -766,9 +766,9 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
     """tag --sample N [--with-probability]: N exact draws per sentence, as N label columns,
     or with their probabilities as a feedback log (JSON lines, rewards left null)."""
     import io
-    from .compose import JointModel
-    from .conll import write_conll
-    from .counterfactual import write_feedback_records
+    from fstcrf.compose import JointModel
+    from fstcrf.conll import write_conll
+    from fstcrf.counterfactual import write_feedback_records
 
     if isinstance(model, JointModel):
         raise FstcrfError(
@@ -809,8 +809,8 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
 
 def _compose(args: argparse.Namespace) -> int:
     import pynini
-    from .compose import compose
-    from .model import load_model
+    from fstcrf.compose import compose
+    from fstcrf.model import load_model
 
     models = [load_model(path) for path in args.models]
     relations = [None] * (len(models) - 1)
@@ -858,7 +858,7 @@ def _split_gold_pred(path: str) -> tuple[list[list[str]], list[list[str]]]:
 def _check_gold(corpus, column: str) -> None:
     """LabelError naming FILE:LINE at the first partial label ("?" or "A|B", which only
     training reads) of a gold column, before any tagging starts."""
-    from .evaluate import check_single_labels
+    from fstcrf.evaluate import check_single_labels
 
     try:
         check_single_labels(corpus.column(column))
@@ -872,7 +872,7 @@ def _scores(gold: list[list[str]], predicted: list[list[str]], keep: set[str] | 
     """Chunk scores, or token accuracy for labels without chunk structure; the
     types ``keep`` (--only-types) apply to chunk labels only, checked against
     the gold labels of ``where``."""
-    from .evaluate import is_chunk_labels, score_labels
+    from fstcrf.evaluate import is_chunk_labels, score_labels
 
     if keep and is_chunk_labels(gold):
         _check_only_types(keep, gold, where)
@@ -881,7 +881,7 @@ def _scores(gold: list[list[str]], predicted: list[list[str]], keep: set[str] | 
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from .evaluate import scheme_mismatch
+    from fstcrf.evaluate import scheme_mismatch
 
     keep = _only_types(args)
     if args.pred:
@@ -892,7 +892,7 @@ def _eval(args: argparse.Namespace) -> int:
         return 0
     if not (args.model and args.test):
         raise FstcrfError("give MODEL and TEST, or --pred FILE")
-    from .compose import JointModel, load_any
+    from fstcrf.compose import JointModel, load_any
 
     model = load_any(args.model)
     composed = isinstance(model, JointModel)
@@ -919,7 +919,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .evaluate import mcnemar
+    from fstcrf.evaluate import mcnemar
 
     gold_a, pred_a = _split_gold_pred(args.pred_a)
     gold_b, pred_b = _split_gold_pred(args.pred_b)
@@ -967,8 +967,8 @@ def find_conll2000(data_dir: str | None = None) -> Path | None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .model import ChainCRF
-    from .synthetic import DATA_DIR
+    from fstcrf.model import ChainCRF
+    from fstcrf.synthetic import DATA_DIR
 
     if args.output == "-":
         raise FstcrfError("demo prints its report on standard output; give -o a file for the model")
@@ -998,8 +998,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from .inspection import dev_score
-    from .model import load_model
+    from fstcrf.inspection import dev_score
+    from fstcrf.model import load_model
 
     model = load_model(args.model)
     history = model.history_
@@ -1041,15 +1041,15 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _dump(args: argparse.Namespace) -> int:
-    from .compose import load_any
-    from .inspection import dump_text
+    from fstcrf.compose import load_any
+    from fstcrf.inspection import dump_text
 
     sys.stdout.write(dump_text(load_any(args.model), top=args.top, label=args.label))
     return 0
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from .compose import upgrade_model
+    from fstcrf.compose import upgrade_model
 
     upgrade_model(args.model, args.output)
     LOG.info("wrote %s in the current model file format", args.output)
@@ -1057,15 +1057,15 @@ def _upgrade(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from .compose import load_any
-    from .inspection import info_text
+    from fstcrf.compose import load_any
+    from fstcrf.inspection import info_text
 
     sys.stdout.write(info_text(load_any(args.model), args.model))
     return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from . import bench
+    from fstcrf import bench
 
     if args.in_memory and args.what != "train":
         raise FstcrfError("--in-memory applies to bench train")
@@ -1076,7 +1076,7 @@ def _bench(args: argparse.Namespace) -> int:
             raise FstcrfError("bench grammar needs --model MODEL --test FILE")
         print(bench.format_grammar(bench.bench_grammar(args.model, args.test, repeats=args.repeats)))
     elif args.what == "distributed":
-        from .bench_distributed import bench_distributed, distributed_json, format_distributed
+        from fstcrf.bench_distributed import bench_distributed, distributed_json, format_distributed
 
         folder = find_conll2000(args.data)
         if folder is None:
@@ -1098,12 +1098,12 @@ def _bench(args: argparse.Namespace) -> int:
         if not (args.model and args.test):
             raise FstcrfError("bench compose on a real model needs both --model JOINT and --test FILE")
         print(bench.format_compose_model(bench.bench_compose_model(args.model, args.test, repeats=args.repeats)))
-        from .bench_process import bench_compose_process, format_process
+        from fstcrf.bench_process import bench_compose_process, format_process
 
         print()
         print(format_process(bench_compose_process(args.model, args.test, args.threads, args.repeats, not args.quiet)))
     elif args.what == "nonlocal":
-        from .bench_nonlocal import CORPORA, bench_nonlocal, format_nonlocal, nonlocal_json
+        from fstcrf.bench_nonlocal import CORPORA, bench_nonlocal, format_nonlocal, nonlocal_json
 
         languages = _names_among(args.languages, CORPORA, "--languages")
         results = bench_nonlocal(
@@ -1118,7 +1118,7 @@ def _bench(args: argparse.Namespace) -> int:
         )
         print(json.dumps(nonlocal_json(results)) if args.json else format_nonlocal(results))
     elif args.what == "defaults":
-        from .bench_defaults import bench_defaults, defaults_json, format_defaults
+        from fstcrf.bench_defaults import bench_defaults, defaults_json, format_defaults
 
         results = bench_defaults(
             _shared_data(args.data, "defaults", ["conll2000", "conll2003"]),
@@ -1129,7 +1129,7 @@ def _bench(args: argparse.Namespace) -> int:
         )
         print(defaults_json(results) if args.json else format_defaults(results))
     elif args.what == "mce":
-        from .bench_mce import TASKS, bench_mce, format_mce, mce_json
+        from fstcrf.bench_mce import TASKS, bench_mce, format_mce, mce_json
 
         tasks = _names_among(args.tasks, TASKS, "--tasks")
         results = bench_mce(
@@ -1142,7 +1142,7 @@ def _bench(args: argparse.Namespace) -> int:
         )
         print(mce_json(results) if args.json else format_mce(results))
     elif args.what == "transfer":
-        from .bench_transfer import bench_transfer, format_transfer, transfer_json
+        from fstcrf.bench_transfer import bench_transfer, format_transfer, transfer_json
 
         results = bench_transfer(
             _shared_data(args.data, "transfer", ["conll2003", "seminars"]),
@@ -1156,7 +1156,7 @@ def _bench(args: argparse.Namespace) -> int:
         )
         print(json.dumps(transfer_json(results)) if args.json else format_transfer(results))
     elif args.what == "bandit":
-        from .bench_bandit import bench_bandit, format_bandit, format_speed, measure_speed, splits
+        from fstcrf.bench_bandit import bench_bandit, format_bandit, format_speed, measure_speed, splits
 
         folder = find_conll2000(args.data)
         if folder is None:
@@ -1179,12 +1179,12 @@ def _bench(args: argparse.Namespace) -> int:
     elif args.what == "compose":
         print(bench.format_compose(bench.bench_compose(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
     elif args.what == "sklearn":
-        from .bench_sklearn import bench_sklearn, format_sklearn
+        from fstcrf.bench_sklearn import bench_sklearn, format_sklearn
 
         result = bench_sklearn(_shared_data(args.data, "sklearn", ["conll2002"]), search=args.search)
         print(json.dumps(result) if args.json else format_sklearn(result))
     elif args.what == "features":
-        from .bench_features import bench_features, format_features
+        from fstcrf.bench_features import bench_features, format_features
 
         folder = find_conll2000(args.data)
         if folder is None:
@@ -1200,7 +1200,7 @@ def _bench(args: argparse.Namespace) -> int:
         rows = bench_features(folder, args.copies or 10, args.repeats, tutorial)
         print(json.dumps(rows) if args.json else format_features(rows))
     elif args.what == "stream":
-        from .bench_process import bench_stream_process, format_stream
+        from fstcrf.bench_process import bench_stream_process, format_stream
 
         folder = find_conll2000(args.data)
         if folder is None:
@@ -1208,7 +1208,7 @@ def _bench(args: argparse.Namespace) -> int:
         result = bench_stream_process(folder, args.gigabytes, args.model, args.threads, not args.quiet)
         print(json.dumps(result) if args.json else format_stream(result))
     elif args.what in ("tag", "train") and not args.in_memory:
-        from .bench_process import bench_tag_process, bench_train_process, format_process
+        from fstcrf.bench_process import bench_tag_process, bench_train_process, format_process
 
         folder = find_conll2000(args.data)
         if folder is None:

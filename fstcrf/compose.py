@@ -35,10 +35,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pynini
 
-from .budget import check_cascade
-from .conll import Corpus, Sentence, as_corpus, as_sentences
-from .errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError
-from .inference import (
+from fstcrf.budget import check_cascade
+from fstcrf.conll import Corpus, Sentence, as_corpus, as_sentences
+from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError
+from fstcrf.inference import (
     KBest,
     Potentials,
     Viterbi,
@@ -48,7 +48,7 @@ from .inference import (
     run_parallel,
     viterbi,
 )
-from .joint import (
+from fstcrf.joint import (
     JointPotentials,
     JointSpace,
     component_marginals,
@@ -56,10 +56,10 @@ from .joint import (
     joint_forward_backward,
     joint_viterbi,
 )
-from .labels import split_labels
-from .model import ChainCRF, save_model
-from .modelfile import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
-from .objective import BLOCK_CELLS
+from fstcrf.labels import split_labels
+from fstcrf.model import ChainCRF, save_model
+from fstcrf.modelfile import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
+from fstcrf.objective import BLOCK_CELLS
 
 MODES = ("joint", "cascade", "kbest")
 #: Joint decoding extracts the features of batches of this many tokens (fewer if the

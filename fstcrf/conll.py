@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import BinaryIO, TextIO, cast
 from collections.abc import Iterator, Sequence
 
-from .errors import ArgumentTypeError, ConllFormatError, FstcrfError, ShapeError
-from .files import write_atomically
+from fstcrf.errors import ArgumentTypeError, ConllFormatError, FstcrfError, ShapeError
+from fstcrf.files import write_atomically
 
 DOCSTART = "-DOCSTART-"
 

@@ -35,12 +35,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .bandit import SampledGradient
-from .bandit_settings import WEIGHTINGS
-from .conll import Sentence
-from .errors import FstcrfError, LabelError
-from .files import read_utf8
-from .labels import label_states
+from fstcrf.bandit import SampledGradient
+from fstcrf.bandit_settings import WEIGHTINGS
+from fstcrf.conll import Sentence
+from fstcrf.errors import FstcrfError, LabelError
+from fstcrf.files import read_utf8
+from fstcrf.labels import label_states
 
 #: Log-ratios are capped here before exponentiation (exp(700) is near the largest double).
 _MAX_LOG_RATIO = 700.0

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .errors import TemplateError
+from fstcrf.errors import TemplateError
 
 
 def default_template(target: str, columns: Sequence[str]) -> str:

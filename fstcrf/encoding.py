@@ -43,13 +43,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ._kernel import ffi, lib
-from .conll import Corpus, Sentence
-from .errors import EmptySequenceError, FstcrfError, ShapeError
-from .features import FeatureExtractor
-from .inference import SentenceBatch, lengths_to_offsets
-from .sparse_rows import SparseRows
-from .topology import Topology
+from fstcrf._kernel import ffi, lib
+from fstcrf.conll import Corpus, Sentence
+from fstcrf.errors import EmptySequenceError, FstcrfError, ShapeError
+from fstcrf.features import FeatureExtractor
+from fstcrf.inference import SentenceBatch, lengths_to_offsets
+from fstcrf.sparse_rows import SparseRows
+from fstcrf.topology import Topology
 
 FEATURE_SETS = ("supported", "complete", "complete-tags")
 #: Complete feature sets larger than this are refused: L-BFGS needs about 260 bytes per

@@ -32,8 +32,16 @@ from dataclasses import dataclass, field
 from typing import ClassVar, cast
 from collections.abc import Iterator, Sequence
 
-from .errors import ArgumentTypeError, LabelError, ShapeError
-from .schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL, chunk_end, chunk_start, read_chunks, split_tag, write_chunks
+from fstcrf.errors import ArgumentTypeError, LabelError, ShapeError
+from fstcrf.schemes import (
+    LABEL_SET_SEPARATOR,
+    UNKNOWN_LABEL,
+    chunk_end,
+    chunk_start,
+    read_chunks,
+    split_tag,
+    write_chunks,
+)
 
 #: The schemes ``scheme=`` accepts; ``None`` detects each side's scheme from its tags.
 SCHEMES = ("iob1", "iob2", "bioes")

@@ -49,11 +49,18 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ._kernel import ffi, lib
-from .conll import Corpus, Sentence
-from .errors import ArgumentTypeError, FeatureValueError, FstcrfError, HashCollisionError, ModelFileError, TemplateError
-from .files import read_utf8
-from .sparse_rows import SparseRows
+from fstcrf._kernel import ffi, lib
+from fstcrf.conll import Corpus, Sentence
+from fstcrf.errors import (
+    ArgumentTypeError,
+    FeatureValueError,
+    FstcrfError,
+    HashCollisionError,
+    ModelFileError,
+    TemplateError,
+)
+from fstcrf.files import read_utf8
+from fstcrf.sparse_rows import SparseRows
 
 logger = logging.getLogger(__name__)
 
@@ -297,7 +304,7 @@ def resolve_template(template, reads: str | None = None):
         return template
     if isinstance(template, str):
         if template == "attributes":
-            from .attributes import AttributeTemplate
+            from fstcrf.attributes import AttributeTemplate
 
             return AttributeTemplate(reads)
         return TEMPLATES[template] if template in TEMPLATES else parse_template(template)

@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .conll import Sentence
-from .errors import FeedbackError, FstcrfError, LabelError
-from .schemes import chunk_end, chunk_start, split_tag
+from fstcrf.conll import Sentence
+from fstcrf.errors import FeedbackError, FstcrfError, LabelError
+from fstcrf.schemes import chunk_end, chunk_start, split_tag
 
 METRICS = ("f1", "accuracy")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 from collections.abc import Callable, Iterable
 
-from .errors import OutputPathError
+from fstcrf.errors import OutputPathError
 
 STDOUT = "-"
 

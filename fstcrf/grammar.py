@@ -33,10 +33,10 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 import pynini
 
-from . import budget
-from .errors import GrammarError, LabelError, TopologyError, UnknownLabelError
-from .inference import Potentials, Viterbi, viterbi
-from .topology import Topology, check_labels, bounded_determinize, bounded_intersect, intersect, symbol_table
+from fstcrf import budget
+from fstcrf.errors import GrammarError, LabelError, TopologyError, UnknownLabelError
+from fstcrf.inference import Potentials, Viterbi, viterbi
+from fstcrf.topology import Topology, check_labels, bounded_determinize, bounded_intersect, intersect, symbol_table
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "grammars"
 EXTENSION = ".fgr"

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import FstcrfError, LabelError
+from fstcrf.errors import FstcrfError, LabelError
 
 if TYPE_CHECKING:
-    from .compose import JointModel
-    from .model import ChainCRF
+    from fstcrf.compose import JointModel
+    from fstcrf.model import ChainCRF
 
 #: Options of algorithm "bandit" that ``info`` reports.
 BANDIT_OPTIONS = (
@@ -170,7 +170,7 @@ def dev_score(record: dict) -> float | None:
 
 
 def _template_name(template) -> str:
-    from .model import TEMPLATES
+    from fstcrf.model import TEMPLATES
 
     return template if isinstance(template, str) and template in TEMPLATES else "custom"
 

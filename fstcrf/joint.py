@@ -22,10 +22,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import budget
-from ._kernel import ffi, lib
-from .errors import CompositionError, ShapeError
-from .inference import (
+from fstcrf import budget
+from fstcrf._kernel import ffi, lib
+from fstcrf.errors import CompositionError, ShapeError
+from fstcrf.inference import (
     KBest,
     KernelBuffers,
     Potentials,
@@ -44,7 +44,7 @@ from .inference import (
     lengths_to_offsets,
     sample,
 )
-from .topology import Topology
+from fstcrf.topology import Topology
 
 
 class JointSpace:

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import LabelError
-from .inference import lengths_to_offsets
-from .schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL
-from .topology import Topology, first_order, second_order
+from fstcrf.errors import LabelError
+from fstcrf.inference import lengths_to_offsets
+from fstcrf.schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL
+from fstcrf.topology import Topology, first_order, second_order
 
 #: The outside tag, c_0 of second-order models.
 OUTSIDE = "O"

@@ -43,9 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import FstcrfError, LabelError
-from .schemes import split_tag
-from .inference import kbest, run_parallel, span_viterbi
+from fstcrf.errors import FstcrfError, LabelError
+from fstcrf.schemes import split_tag
+from fstcrf.inference import kbest, run_parallel, span_viterbi
 
 #: Label kinds of the IOB2 scheme.
 OUTSIDE, BEGIN, INSIDE = 0, 1, 2

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 import numpy as np
 import pynini
 
-from . import train
-from .conll import Corpus, Sentence, as_corpus, as_sentences
-from .document.consistency import ConsistencyPenalties
-from .encoding import (
+from fstcrf import train
+from fstcrf.conll import Corpus, Sentence, as_corpus, as_sentences
+from fstcrf.document.consistency import ConsistencyPenalties
+from fstcrf.encoding import (
     FEATURE_SETS,
     EncodedSentences,
     FactoredFeatures,
@@ -30,7 +30,7 @@ from .encoding import (
     drop_zero_features,
     token_classes,
 )
-from .errors import (
+from fstcrf.errors import (
     ArgumentTypeError,
     BudgetError,
     EmptySequenceError,
@@ -40,13 +40,13 @@ from .errors import (
     ModelFileError,
     TemplateError,
 )
-from .evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
-from .features import TEMPLATES, FeatureExtractor, Template, check_reading_template, resolve_template
-from .grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to
-from .inference import Potentials, blas_single_threaded, kbest, log_partition, sample
-from .labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
-from .modelfile import MODEL_KIND, header_field, read_container, write_container
-from .bandit_settings import (
+from fstcrf.evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
+from fstcrf.features import TEMPLATES, FeatureExtractor, Template, check_reading_template, resolve_template
+from fstcrf.grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to
+from fstcrf.inference import Potentials, blas_single_threaded, kbest, log_partition, sample
+from fstcrf.labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
+from fstcrf.modelfile import MODEL_KIND, header_field, read_container, write_container
+from fstcrf.bandit_settings import (
     DEFAULT_DRAWS,
     DEFAULT_LEARNING_RATE,
     DEFAULT_SIGMA,
@@ -56,8 +56,8 @@ from .bandit_settings import (
     BanditSettings,
     check_positive,
 )
-from .objective import Scorer, TrainingSet, seen_edges
-from .phases import phase
+from fstcrf.objective import Scorer, TrainingSet, seen_edges
+from fstcrf.phases import phase
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
 
@@ -99,7 +99,7 @@ _LEARNER_ARGUMENTS = frozenset(
 def _learner(algorithm: str):
     """The training function of an algorithm of fstcrf.train or fstcrf.online."""
     if algorithm in ("pa", "arow", "l2sgd"):
-        from . import online
+        from fstcrf import online
 
         return {"pa": online.passive_aggressive, "arow": online.arow, "l2sgd": online.l2sgd}[algorithm]
     return {
@@ -482,7 +482,7 @@ class ChainCRF:
 
     def _bandit_feedback(self, corpus: Corpus, target: str):
         """The feedback source of algorithm "bandit" (its ``labels`` are the model's)."""
-        from .feedback import CallableFeedback, simulated_feedback
+        from fstcrf.feedback import CallableFeedback, simulated_feedback
 
         if hasattr(self.feedback, "gains") and hasattr(self.feedback, "labels"):
             return self.feedback
@@ -565,7 +565,7 @@ class ChainCRF:
         are used, and the gold labels must be among its labels.
         """
         if self.client is not None:
-            from .distributed.fit import fit_on_dask
+            from fstcrf.distributed.fit import fit_on_dask
 
             return fit_on_dask(self, corpus, self.client, target, dev, callback, init=init)
         self._check_params()
@@ -657,7 +657,7 @@ class ChainCRF:
         stopped_by = None
         if self.algorithm == "bandit":
             order = np.random.default_rng(self.seed).permutation(len(corpus))
-            from . import bandit
+            from fstcrf import bandit
 
             sampled = bandit.SampledGradient(scorer, bandit.permuted(encoded, order))
             try:
@@ -716,7 +716,7 @@ class ChainCRF:
                 )
                 initial = stages[-1].weights
             if self.algorithm == "mce-f" and not (stages and stages[-1].interrupted):
-                from .mce import SegmentFScore
+                from fstcrf.mce import SegmentFScore
 
                 stages.append(
                     train.lbfgs(
@@ -824,8 +824,8 @@ class ChainCRF:
         are those shown in the log and the features the complete set.  The
         predicted column is named ``target``; with ``dev`` the iteration with
         the best dev score is kept."""
-        from .bandit import SampledGradient
-        from .counterfactual import FeedbackLog, LoggedObjective, shown_states
+        from fstcrf.bandit import SampledGradient
+        from fstcrf.counterfactual import FeedbackLog, LoggedObjective, shown_states
 
         self._check_params()
         if not isinstance(log, FeedbackLog):
@@ -1017,7 +1017,7 @@ class ChainCRF:
         token's rows then read neighbouring weights; every sum keeps its terms and
         their order), and the index int [F_M] of each of its features in the model's
         weights; kept for the latest ``predicates`` array the extractor gave."""
-        from .encoding import FactoredFeatures
+        from fstcrf.encoding import FactoredFeatures
 
         kept = getattr(self, "_reading_dictionary_kept", None)
         if kept is not None and kept[0] is predicates and kept[1] is self.features_:
@@ -1248,7 +1248,7 @@ def extractor_from_payload(data, arrays: dict[str, np.ndarray]):
     keep the names in the header), or (``"kind": "attributes"``) CRFsuite-style
     attributes of token dicts."""
     if isinstance(data, dict) and data.get("kind") == "attributes":
-        from .attributes import AttributeExtractor
+        from fstcrf.attributes import AttributeExtractor
 
         return AttributeExtractor.from_dict(data)
     if isinstance(data, dict) and "predicates" in data:

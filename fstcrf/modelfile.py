@@ -48,9 +48,9 @@ import tempfile
 
 import numpy as np
 
-from .errors import FstcrfError, ModelFileError
-from ._kernel import ffi, lib
-from .files import write_atomically
+from fstcrf.errors import FstcrfError, ModelFileError
+from fstcrf._kernel import ffi, lib
+from fstcrf.files import write_atomically
 
 MAGIC = b"FSTCRF MODEL\r\n\x1a\n"
 #: The header's "format": one model, or a composition of models.

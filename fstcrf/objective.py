@@ -14,12 +14,20 @@ from typing import cast
 import numpy as np
 import pynini
 
-from ._kernel import ffi, lib
-from .encoding import EncodedSentences, FactoredFeatures, TransitionWeights, buffer_pointer
-from .errors import FstcrfError, LabelError, ShapeError
-from .grammar import constrain, restrict_to, restriction_maps, sum_per_original_edge
-from .inference import KernelBuffers, Potentials, SentenceBatch, forward_backward, run_parallel, thread_chunks, viterbi
-from .topology import Topology
+from fstcrf._kernel import ffi, lib
+from fstcrf.encoding import EncodedSentences, FactoredFeatures, TransitionWeights, buffer_pointer
+from fstcrf.errors import FstcrfError, LabelError, ShapeError
+from fstcrf.grammar import constrain, restrict_to, restriction_maps, sum_per_original_edge
+from fstcrf.inference import (
+    KernelBuffers,
+    Potentials,
+    SentenceBatch,
+    forward_backward,
+    run_parallel,
+    thread_chunks,
+    viterbi,
+)
+from fstcrf.topology import Topology
 
 #: Cells (tokens x states) of one block of sentences scored at once per thread.
 BLOCK_CELLS = 2**19

@@ -30,9 +30,9 @@ from typing import Protocol
 
 import numpy as np
 
-from .errors import ArgumentTypeError, FstcrfError
-from .bandit_settings import check_positive
-from .train import Callback, Evaluate, Problem, TrainingResult, Monitor
+from fstcrf.errors import ArgumentTypeError, FstcrfError
+from fstcrf.bandit_settings import check_positive
+from fstcrf.train import Callback, Evaluate, Problem, TrainingResult, Monitor
 
 logger = logging.getLogger(__name__)
 

@@ -137,7 +137,7 @@ class PhaseTimer:
 
 def _write_report(timer: PhaseTimer, path: str) -> None:
     """Write ``timer.report()`` as JSON to ``path`` (atomically)."""
-    from .files import write_atomically
+    from fstcrf.files import write_atomically
 
     text = json.dumps(timer.report(), indent=1) + "\n"
     write_atomically(path, lambda stream: stream.write(text.encode("utf-8")))

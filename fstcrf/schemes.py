@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from .errors import LabelError
+from fstcrf.errors import LabelError
 
 SCHEMES = ("iob1", "iob2", "bioes")
 #: The gold-column value of a token whose label is unknown (partial labels, training only).

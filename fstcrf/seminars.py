@@ -49,11 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Sequence
 
-from .conll import DOCSTART, Corpus, Sentence, as_sentences
-from .errors import ArgumentTypeError, ConllFormatError, FstcrfError, LabelError, ShapeError
-from .evaluate import f1, percentage
-from .files import read_utf8
-from .schemes import read_chunks
+from fstcrf.conll import DOCSTART, Corpus, Sentence, as_sentences
+from fstcrf.errors import ArgumentTypeError, ConllFormatError, FstcrfError, LabelError, ShapeError
+from fstcrf.evaluate import f1, percentage
+from fstcrf.files import read_utf8
+from fstcrf.schemes import read_chunks
 
 logger = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ import numpy as np
 import pynini
 import pywrapfst
 
-from . import budget
-from .errors import InfeasibleError, LabelError, TopologyError
+from fstcrf import budget
+from fstcrf.errors import InfeasibleError, LabelError, TopologyError
 
 EPSILON = "<eps>"
 

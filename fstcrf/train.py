@@ -64,11 +64,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .bandit_settings import DEFAULT_SIGMA, SGD_LEARNING_RATE, SIGMA_RANGE, check_positive
-from .errors import ArgumentTypeError, FstcrfError, ShapeError
+from fstcrf.bandit_settings import DEFAULT_SIGMA, SGD_LEARNING_RATE, SIGMA_RANGE, check_positive
+from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 
 if TYPE_CHECKING:
-    from .evaluate import ChunkScores, TagScores
+    from fstcrf.evaluate import ChunkScores, TagScores
 
 logger = logging.getLogger(__name__)
 
@@ -690,7 +690,7 @@ def _backtracking(
 def _two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
     """-H g: the L-BFGS direction for the stored pairs (s, y, rho), oldest first
     (``fu_two_loop`` in C: one pass per update, no [D] temporaries)."""
-    from ._kernel import ffi, lib
+    from fstcrf._kernel import ffi, lib
 
     q = np.array(gradient, dtype=np.float64)
     m = len(pairs)

@@ -41,14 +41,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .compose import JointModel, compose
-from .conll import Corpus, Sentence, read_conll
-from .errors import FstcrfError
-from .evaluate import mcnemar, score_labels
-from .features import parse_template
-from .model import ChainCRF
-from .schemes import convert
-from .seminars import FIELDS, document_scores, mean_f1, read_seminars, token_scores
+from fstcrf.compose import JointModel, compose
+from fstcrf.conll import Corpus, Sentence, read_conll
+from fstcrf.errors import FstcrfError
+from fstcrf.evaluate import mcnemar, score_labels
+from fstcrf.features import parse_template
+from fstcrf.model import ChainCRF
+from fstcrf.schemes import convert
+from fstcrf.seminars import FIELDS, document_scores, mean_f1, read_seminars, token_scores
 
 logger = logging.getLogger(__name__)
 

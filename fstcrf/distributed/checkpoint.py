@@ -12,9 +12,9 @@ import os
 
 import numpy as np
 
-from ..errors import CheckpointError
-from ..files import write_atomically
-from ..train import LbfgsState
+from fstcrf.errors import CheckpointError
+from fstcrf.files import write_atomically
+from fstcrf.train import LbfgsState
 
 
 def fingerprint(settings: dict, labels: list[str], arrays: list[np.ndarray]) -> str:

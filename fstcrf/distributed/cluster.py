@@ -9,7 +9,7 @@ import logging
 import os
 import re
 
-from ..errors import FstcrfError, SchedulerError
+from fstcrf.errors import FstcrfError, SchedulerError
 
 #: Seconds to wait for a scheduler to answer before SchedulerError.
 CONNECT_TIMEOUT = 10

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..conll import Corpus
-from ..encoding import EncodedSentences, supported_pair_counts, token_classes
-from ..errors import ShardError
-from ..features import FeatureExtractor, Template
-from ..labels import gold_label_set, gold_states, parse_gold
-from ..topology import Topology
-from .shards import Shard, read_shard
+from fstcrf.conll import Corpus
+from fstcrf.encoding import EncodedSentences, supported_pair_counts, token_classes
+from fstcrf.errors import ShardError
+from fstcrf.features import FeatureExtractor, Template
+from fstcrf.labels import gold_label_set, gold_states, parse_gold
+from fstcrf.topology import Topology
+from fstcrf.distributed.shards import Shard, read_shard
 
 
 def worker_name() -> str:

@@ -14,17 +14,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import train
-from ..conll import Corpus, Sentence, as_corpus
-from ..encoding import drop_zero_features, features_from_counts, merge_pair_counts
-from ..bandit_settings import SGD_LEARNING_RATE, check_positive
-from ..errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
-from ..grammar import Grammar, load_grammar
-from ..labels import chain_topology
-from ..objective import Scorer
-from ..schemes import missing_types_warning, restrict_types
-from . import checkpoint as checkpoints
-from .dictionary import (
+from fstcrf import train
+from fstcrf.conll import Corpus, Sentence, as_corpus
+from fstcrf.encoding import drop_zero_features, features_from_counts, merge_pair_counts
+from fstcrf.bandit_settings import SGD_LEARNING_RATE, check_positive
+from fstcrf.errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
+from fstcrf.grammar import Grammar, load_grammar
+from fstcrf.labels import chain_topology
+from fstcrf.objective import Scorer
+from fstcrf.schemes import missing_types_warning, restrict_types
+from fstcrf.distributed import checkpoint as checkpoints
+from fstcrf.distributed.dictionary import (
     check_layouts,
     encode_shard,
     load_shard,
@@ -33,9 +33,9 @@ from .dictionary import (
     summarise,
     union_labels,
 )
-from .mixing import mix
-from .objective import DistributedObjective, make_problem
-from .shards import partition
+from fstcrf.distributed.mixing import mix
+from fstcrf.distributed.objective import DistributedObjective, make_problem
+from fstcrf.distributed.shards import partition
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def fit_on_dask(
     seconds, bytes, retries)."""
     model._check_params()
     check_supported(model)
-    from ..features import check_reading_template
+    from fstcrf.features import check_reading_template
 
     template = model._template_of(init, algorithms=("lbfgs",))
     if target in template.columns:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import train
-from ..objective import TrainingSet
-from .objective import on_every_shard
+from fstcrf import train
+from fstcrf.objective import TrainingSet
+from fstcrf.distributed.objective import on_every_shard
 
 
 def shard_epoch(

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..objective import Scorer, TrainingSet
-from .dictionary import EncodedShard
+from fstcrf.objective import Scorer, TrainingSet
+from fstcrf.distributed.dictionary import EncodedShard
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ def make_problem(shard: EncodedShard, scorer: Scorer) -> TrainingSet:
 def shard_loss_and_gradient(problem: TrainingSet, theta: np.ndarray) -> tuple[float, np.ndarray, float, float]:
     """Worker: (negative log-likelihood of the shard, its gradient float [D], seconds spent,
     CPU seconds of the worker process meanwhile)."""
-    from ..inference import blas_single_threaded
+    from fstcrf.inference import blas_single_threaded
 
     started, cpu = time.perf_counter(), time.process_time()
     with blas_single_threaded():

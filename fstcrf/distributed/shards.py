@@ -15,8 +15,8 @@ import os
 from dataclasses import dataclass
 from collections.abc import Sequence
 
-from ..conll import DOCSTART, Corpus, Sentence, iter_conll
-from ..errors import ConllFormatError, FstcrfError, ShardError
+from fstcrf.conll import DOCSTART, Corpus, Sentence, iter_conll
+from fstcrf.errors import ConllFormatError, FstcrfError, ShardError
 
 #: Bytes looked at before a cut for the start of the line it falls in.
 LINE_LOOKBACK = 1 << 16

@@ -10,9 +10,9 @@ import io
 import os
 from collections.abc import Sequence
 
-from ..files import write_atomically
-from .dictionary import worker_name
-from .shards import Shard, partition, read_shard
+from fstcrf.files import write_atomically
+from fstcrf.distributed.dictionary import worker_name
+from fstcrf.distributed.shards import Shard, partition, read_shard
 
 #: Shards per worker: enough that the workers stay busy to the end.
 SHARDS_PER_WORKER = 4
@@ -22,7 +22,7 @@ _loaded: dict[tuple, object] = {}
 
 def _model(path: str, threads: int):
     """The model at ``path``, loaded once per worker process (again if the file changes)."""
-    from ..model import load_model
+    from fstcrf.model import load_model
 
     status = os.stat(path)
     key = (os.path.realpath(path), status.st_mtime_ns, status.st_size)
@@ -45,7 +45,7 @@ def tag_shard(
 ) -> str:
     """Worker: the CoNLL text of a shard's sentences with the predicted column appended
     (``options``: keyword arguments of ``ChainCRF.predict``)."""
-    from ..conll import write_conll
+    from fstcrf.conll import write_conll
 
     model = _model(model_path, threads)
     corpus = read_shard(shard, columns, separator, worker_name(), allow_missing)

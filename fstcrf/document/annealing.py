@@ -38,11 +38,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import AnnealingError
-from ..inference import Potentials, sample, viterbi
-from ..progress import Progress
-from .factors import DocumentFactor, LabelledDocument, call_factor, checked_score
-from .settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START, SAMPLERS
+from fstcrf.errors import AnnealingError
+from fstcrf.inference import Potentials, sample, viterbi
+from fstcrf.progress import Progress
+from fstcrf.document.factors import DocumentFactor, LabelledDocument, call_factor, checked_score
+from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START, SAMPLERS
 
 logger = logging.getLogger(__name__)
 

@@ -39,9 +39,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ModelFileError, PenaltyError
-from .entities import EntityReader
-from .factors import DocumentFactor, FactorState, LabelledDocument
+from fstcrf.errors import ModelFileError, PenaltyError
+from fstcrf.document.entities import EntityReader
+from fstcrf.document.factors import DocumentFactor, FactorState, LabelledDocument
 
 
 @dataclass(frozen=True, eq=False)

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..conll import Corpus, Sentence, as_sentences
-from ..errors import FstcrfError
-from ..labels import split_labels
-from ..model import ChainCRF
-from .annealing import Annealed, anneal
-from .consistency import ConsistencyFactor, ConsistencyPenalties, estimate_penalties
-from .documents import document_spans
-from .factors import DocumentFactor, LabelledDocument
-from .settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START
+from fstcrf.conll import Corpus, Sentence, as_sentences
+from fstcrf.errors import FstcrfError
+from fstcrf.labels import split_labels
+from fstcrf.model import ChainCRF
+from fstcrf.document.annealing import Annealed, anneal
+from fstcrf.document.consistency import ConsistencyFactor, ConsistencyPenalties, estimate_penalties
+from fstcrf.document.documents import document_spans
+from fstcrf.document.factors import DocumentFactor, LabelledDocument
+from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START
 
 #: Names of the non-local models the command line offers.
 NONLOCAL_MODELS = ("consistency",)

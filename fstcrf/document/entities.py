@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import LabelError
+from fstcrf.errors import LabelError
 
 
 class EntityReader:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import FactorError, FstcrfError
+from fstcrf.errors import FactorError, FstcrfError
 
 
 @dataclass

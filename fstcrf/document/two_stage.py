@@ -32,16 +32,16 @@ from __future__ import annotations
 from importlib import resources
 from collections.abc import Iterable, Sequence
 
-from ..compose import jackknife
-from ..conll import Corpus, Sentence, as_corpus, as_sentences
-from ..errors import ArgumentTypeError, FstcrfError, ShapeError
-from ..features import Template, parse_template
-from ..features import resolve_template
-from ..model import ChainCRF
-from ..progress import Progress
-from ..schemes import read_chunks
-from .consistency import proper_parts
-from .documents import document_spans
+from fstcrf.compose import jackknife
+from fstcrf.conll import Corpus, Sentence, as_corpus, as_sentences
+from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
+from fstcrf.features import Template, parse_template
+from fstcrf.features import resolve_template
+from fstcrf.model import ChainCRF
+from fstcrf.progress import Progress
+from fstcrf.schemes import read_chunks
+from fstcrf.document.consistency import proper_parts
+from fstcrf.document.documents import document_spans
 
 #: The columns :func:`majority_columns` adds, in this order.
 MAJORITY_COLUMNS = ("token_doc", "token_corpus", "entity_doc", "entity_corpus", "superentity_doc", "superentity_corpus")

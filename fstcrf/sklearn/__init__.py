@@ -4,8 +4,8 @@ scikit-learn is needed by this package only (``pip install fstcrf[sklearn]``).
 See docs/sklearn.md.
 """
 
-from . import metrics, scorers
-from .estimator import CRF
-from .joint import JointCRF
+from fstcrf.sklearn import metrics, scorers
+from fstcrf.sklearn.estimator import CRF
+from fstcrf.sklearn.joint import JointCRF
 
 __all__ = ["CRF", "JointCRF", "metrics", "scorers"]

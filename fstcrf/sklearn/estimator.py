@@ -21,11 +21,11 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..attributes import COLUMN, check_sentences
-from ..conll import Sentence
-from ..errors import ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError
-from ..files import check_output_path
-from ..model import ChainCRF, load_model
+from fstcrf.attributes import COLUMN, check_sentences
+from fstcrf.conll import Sentence
+from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError
+from fstcrf.files import check_output_path
+from fstcrf.model import ChainCRF, load_model
 
 #: The column the labels are learnt from.
 TARGET = "label"
@@ -430,7 +430,7 @@ class CRF(BaseEstimator):
 
     def score(self, X, y) -> float:
         """Token accuracy of the predictions on X against y (flat_accuracy_score)."""
-        from .metrics import flat_accuracy_score
+        from fstcrf.sklearn.metrics import flat_accuracy_score
 
         return flat_accuracy_score(y, self.predict(X))
 

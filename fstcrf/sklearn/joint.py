@@ -16,11 +16,11 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
-from ..attributes import COLUMN
-from ..compose import MODES, JointModel, compose
-from ..conll import Sentence
-from ..errors import ArgumentTypeError, CompositionError, FstcrfError, ShapeError
-from .estimator import CRF, by_sequence, as_sequences, as_tokens
+from fstcrf.attributes import COLUMN
+from fstcrf.compose import MODES, JointModel, compose
+from fstcrf.conll import Sentence
+from fstcrf.errors import ArgumentTypeError, CompositionError, FstcrfError, ShapeError
+from fstcrf.sklearn.estimator import CRF, by_sequence, as_sequences, as_tokens
 
 
 class JointCRF(BaseEstimator):

@@ -9,7 +9,7 @@ from itertools import chain
 
 from sklearn import metrics
 
-from ..errors import ShapeError
+from fstcrf.errors import ShapeError
 
 __all__ = [
     "flat_accuracy_score",

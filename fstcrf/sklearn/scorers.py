@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sklearn.metrics import make_scorer
 
-from . import metrics
+from fstcrf.sklearn import metrics
 
 flat_accuracy = make_scorer(metrics.flat_accuracy_score)
 sequence_accuracy = make_scorer(metrics.sequence_accuracy_score)
