@@ -1,12 +1,13 @@
 """fstcrf: conditional random fields as weighted finite-state transducers.
 
 The error classes are imported with the package.  The inference routines,
-the topologies and the submodules (``fstcrf.budget``, ``fstcrf.model``, ...)
+the topologies and the submodules (``fstcrf.engine.budget``, ``fstcrf.model``, ...)
 are imported on first use (PEP 562), so that ``import fstcrf`` and the
 command line start without numpy, scipy, pynini or the C kernel."""
 
 from importlib import import_module as _import_module
 
+from fstcrf import moved
 from fstcrf.errors import (
     ArgumentTypeError,
     BudgetError,
@@ -42,11 +43,11 @@ _LAZY_NAMES = {
             "span_viterbi",
             "viterbi",
         ),
-        "inference",
+        "engine.inference",
     ),
     **dict.fromkeys(
         ("Topology", "bioes", "first_order", "from_acceptor", "intersect", "iob2", "kth_order", "second_order"),
-        "topology",
+        "engine.topology",
     ),
 }
 
@@ -88,6 +89,8 @@ __all__ = [
     "second_order",
 ]
 __version__ = "0.2.0.dev0"
+
+moved.install()
 
 
 def __getattr__(name: str):

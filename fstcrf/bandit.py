@@ -58,7 +58,7 @@ from fstcrf._kernel import ffi, lib
 from fstcrf.bandit_settings import BanditSettings
 from fstcrf.encoding import EncodedSentences, buffer_pointer
 from fstcrf.errors import FeedbackError, FstcrfError
-from fstcrf.inference import KernelBuffers, Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
+from fstcrf.engine.inference import KernelBuffers, Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
 from fstcrf.objective import Scorer, neighbours, path_edges
 
 _ADAM_BETAS = (0.9, 0.999)

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 import pynini
 
-from fstcrf import inference, lattice, reference
+from fstcrf.engine import inference, lattice, reference
 from fstcrf.errors import FstcrfError
-from fstcrf.inference import Potentials
+from fstcrf.engine.inference import Potentials
 from fstcrf.progress import Progress
-from fstcrf.topology import Topology, first_order, kth_order
+from fstcrf.engine.topology import Topology, first_order, kth_order
 
 
 def best_time(function, repeats: int) -> float:
@@ -194,7 +194,7 @@ def _random_chain(sizes: tuple[int, ...], tokens: int, seed: int):
     """JointPotentials over first-order components of ``sizes`` states, each reading
     the one below (emissions [N, S_{k-1}, S_k], transitions [S_{k-1}, E_k]),
     scores drawn at random."""
-    from fstcrf import joint
+    from fstcrf.engine import joint
 
     rng = np.random.default_rng(seed)
     components = [first_order([f"c{k}.{i:02d}" for i in range(S)]) for k, S in enumerate(sizes)]
@@ -220,7 +220,7 @@ def bench_compose(
     prefix of the sentences sized to take about ``reference_seconds`` in all
     over its ``repeats`` runs.  Every figure is the best of ``repeats`` runs.
     The progress bar counts the tokens decoded."""
-    from fstcrf import joint
+    from fstcrf.engine import joint
 
     cases = []
     for name, sizes in COMPOSE_CASES:
@@ -274,7 +274,7 @@ def bench_compose_model(joint_path, test_path, repeats: int = 3, k: int = 5, pro
     Viterbi kernel alone on precomputed scores (1 and 2 threads)."""
     from fstcrf.compose import load_joint
     from fstcrf.conll import read_conll
-    from fstcrf.joint import joint_viterbi
+    from fstcrf.engine.joint import joint_viterbi
 
     model = load_joint(joint_path)
     test = read_conll(test_path, model.components[0].columns_, allow_missing=model.targets)

@@ -104,7 +104,7 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     from fstcrf.encoding import EncodedSentences, build_features
     from fstcrf.features import FeatureExtractor
     from fstcrf.feedback import simulated_feedback
-    from fstcrf.inference import blas_single_threaded
+    from fstcrf.engine.inference import blas_single_threaded
     from fstcrf.labels import chain_topology, gold_states, parse_gold
     from fstcrf.model import BIAS, TEMPLATES
     from fstcrf.objective import Scorer, TrainingSet

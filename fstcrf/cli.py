@@ -22,7 +22,7 @@ from fstcrf.bandit_settings import (
     STEPS,
     WEIGHTINGS,
 )
-from fstcrf.budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK, limits
+from fstcrf.engine.budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK, limits
 from fstcrf.document.settings import (
     DEFAULT_BLOCK_SIZE,
     DEFAULT_SWEEPS,
@@ -772,7 +772,7 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
 
     if isinstance(model, JointModel):
         raise FstcrfError(
-            "--sample applies to single models; a composed model draws with fstcrf.joint.joint_sample in Python"
+            "--sample applies to single models; a composed model draws with fstcrf.engine.joint.joint_sample in Python"
         )
     if args.grammar:
         raise FstcrfError(

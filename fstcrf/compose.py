@@ -35,10 +35,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pynini
 
-from fstcrf.budget import check_cascade
+from fstcrf.engine.budget import check_cascade
 from fstcrf.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError
-from fstcrf.inference import (
+from fstcrf.engine.inference import (
     KBest,
     Potentials,
     Viterbi,
@@ -48,7 +48,7 @@ from fstcrf.inference import (
     run_parallel,
     viterbi,
 )
-from fstcrf.joint import (
+from fstcrf.engine.joint import (
     JointPotentials,
     JointSpace,
     component_marginals,
@@ -102,7 +102,7 @@ class JointModel:
     """Fitted models composed into a chain, lowest first (see the module doc).
 
     Attributes: ``components`` (the ChainCRFs), ``space`` (the
-    :class:`~fstcrf.joint.JointSpace` of their topologies), ``compatibility``
+    :class:`~fstcrf.engine.joint.JointSpace` of their topologies), ``compatibility``
     (per adjacent pair, bool [L_{k-1}, L_k] allowed label pairs, or None),
     ``scales`` (float [N], each component's score weight) and ``threads``.
     """
@@ -187,7 +187,7 @@ class JointModel:
 
     def potentials(self, corpus: Corpus | Sequence[Sentence]) -> JointPotentials:
         """The joint scores of a batch of sentences [N, P]: run
-        :func:`~fstcrf.joint.joint_forward_backward` (log Z, joint marginals),
+        :func:`~fstcrf.engine.joint.joint_forward_backward` (log Z, joint marginals),
         ``joint_viterbi``, ``joint_kbest`` or ``joint_sample`` on them.  Memory is
         N x P doubles: pass a few thousand tokens at a time."""
         sentences = as_sentences(corpus, "JointModel.potentials")

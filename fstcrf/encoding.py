@@ -47,9 +47,9 @@ from fstcrf._kernel import ffi, lib
 from fstcrf.conll import Corpus, Sentence
 from fstcrf.errors import EmptySequenceError, FstcrfError, ShapeError
 from fstcrf.features import FeatureExtractor
-from fstcrf.inference import SentenceBatch, lengths_to_offsets
+from fstcrf.engine.inference import SentenceBatch, lengths_to_offsets
 from fstcrf.sparse_rows import SparseRows
-from fstcrf.topology import Topology
+from fstcrf.engine.topology import Topology
 
 FEATURE_SETS = ("supported", "complete", "complete-tags")
 #: Complete feature sets larger than this are refused: L-BFGS needs about 260 bytes per

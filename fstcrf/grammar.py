@@ -33,10 +33,17 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 import pynini
 
-from fstcrf import budget
+from fstcrf.engine import budget
 from fstcrf.errors import GrammarError, LabelError, TopologyError, UnknownLabelError
-from fstcrf.inference import Potentials, Viterbi, viterbi
-from fstcrf.topology import Topology, check_labels, bounded_determinize, bounded_intersect, intersect, symbol_table
+from fstcrf.engine.inference import Potentials, Viterbi, viterbi
+from fstcrf.engine.topology import (
+    Topology,
+    check_labels,
+    bounded_determinize,
+    bounded_intersect,
+    intersect,
+    symbol_table,
+)
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "grammars"
 EXTENSION = ".fgr"
@@ -1100,7 +1107,7 @@ _CONSTRAINED: weakref.WeakKeyDictionary[Topology, dict] = weakref.WeakKeyDiction
 
 def constrain(topology: Topology, constraint, rule: str = "start", params: Mapping[str, str] | None = None) -> Topology:
     """The topology restricted to a grammar's language (or any acceptor's, via
-    :func:`fstcrf.topology.intersect`).  Grammar results are cached per topology."""
+    :func:`fstcrf.engine.topology.intersect`).  Grammar results are cached per topology."""
     if isinstance(constraint, pynini.Fst):
         return intersect(topology, constraint)
     if not isinstance(constraint, Grammar):

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from fstcrf.errors import LabelError
-from fstcrf.inference import lengths_to_offsets
+from fstcrf.engine.inference import lengths_to_offsets
 from fstcrf.schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL
-from fstcrf.topology import Topology, first_order, second_order
+from fstcrf.engine.topology import Topology, first_order, second_order
 
 #: The outside tag, c_0 of second-order models.
 OUTSIDE = "O"

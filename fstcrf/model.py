@@ -43,7 +43,7 @@ from fstcrf.errors import (
 from fstcrf.evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
 from fstcrf.features import TEMPLATES, FeatureExtractor, Template, check_reading_template, resolve_template
 from fstcrf.grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to
-from fstcrf.inference import Potentials, blas_single_threaded, kbest, log_partition, sample
+from fstcrf.engine.inference import Potentials, blas_single_threaded, kbest, log_partition, sample
 from fstcrf.labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
 from fstcrf.modelfile import MODEL_KIND, header_field, read_container, write_container
 from fstcrf.bandit_settings import (
@@ -930,7 +930,7 @@ class ChainCRF:
 
     def potentials(self, corpus: Corpus | Sequence[Sentence]) -> Potentials:
         """The scores of a batch of sentences on ``topology_`` (for lattice export,
-        k-best lists, sampling or marginals with :mod:`fstcrf.inference`)."""
+        k-best lists, sampling or marginals with :mod:`fstcrf.engine.inference`)."""
         self._check_fitted()
         encoded = self._encode(as_sentences(corpus, "ChainCRF.potentials"))
         return self._scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences)

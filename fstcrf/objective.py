@@ -18,7 +18,7 @@ from fstcrf._kernel import ffi, lib
 from fstcrf.encoding import EncodedSentences, FactoredFeatures, TransitionWeights, buffer_pointer
 from fstcrf.errors import FstcrfError, LabelError, ShapeError
 from fstcrf.grammar import constrain, restrict_to, restriction_maps, sum_per_original_edge
-from fstcrf.inference import (
+from fstcrf.engine.inference import (
     KernelBuffers,
     Potentials,
     SentenceBatch,
@@ -27,7 +27,7 @@ from fstcrf.inference import (
     thread_chunks,
     viterbi,
 )
-from fstcrf.topology import Topology
+from fstcrf.engine.topology import Topology
 
 #: Cells (tokens x states) of one block of sentences scored at once per thread.
 BLOCK_CELLS = 2**19
@@ -62,7 +62,7 @@ def seen_edges(topology, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 def _thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list[list[tuple[int, int]]]:
     """Sentence blocks (first, last): one list per thread (the threads' runs as in
-    :func:`~fstcrf.inference.thread_chunks`), each block at most ``max_tokens``
+    :func:`~fstcrf.engine.inference.thread_chunks`), each block at most ``max_tokens``
     tokens (or one sentence)."""
     offsets = encoded.offsets
     plans = []

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import fstcrf
-from fstcrf.topology import Topology
+from fstcrf.engine.topology import Topology
 
 from oracles import BruteForce, count_sequences_by_matrix_power
 

@@ -253,7 +253,7 @@ def test_numeric_options_are_checked_when_parsed(argv, capsys):
 def test_benchmark_lattices_need_a_token():
     from fstcrf import bench
     from fstcrf.errors import FstcrfError
-    from fstcrf.topology import first_order
+    from fstcrf.engine.topology import first_order
 
     with pytest.raises(FstcrfError, match="at least 1 token"):
         bench.random_potentials(first_order(["a", "b"]), 0, seed=0)
@@ -362,7 +362,7 @@ def test_history_heads_the_dev_column_by_its_metric(model_path, tmp_path, capsys
 
 
 def test_budget_options_apply_to_the_command_only(model_path, capsys):
-    from fstcrf import budget
+    from fstcrf.engine import budget
 
     before = budget.current("max_states")
     assert (

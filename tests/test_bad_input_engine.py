@@ -12,10 +12,11 @@ import pynini
 import pytest
 
 import fstcrf
-from fstcrf import budget, errors, joint
+from fstcrf import errors
+from fstcrf.engine import budget, joint
 from fstcrf.grammar import compile_grammar, constrain, load_grammar, parse_grammar, shipped_grammars
-from fstcrf.lattice import to_fst, write_lattice
-from fstcrf.topology import (
+from fstcrf.engine.lattice import to_fst, write_lattice
+from fstcrf.engine.topology import (
     acceptor_arcs,
     bioes,
     first_order,
@@ -60,7 +61,7 @@ def test_check_messages_give_estimate_limit_and_options():
         with pytest.raises(
             errors.BudgetError,
             match=r"about 1,000 states.*budget of 100.*--max-states N.*"
-            r"fstcrf\.budget\.limits\(max_states=N\)",
+            r"fstcrf\.engine\.budget\.limits\(max_states=N\)",
         ):
             budget.check_states(1000, "the thing")
         budget.check_states(100, "the thing")

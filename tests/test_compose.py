@@ -13,8 +13,8 @@ from fstcrf.compose import JointModel, compatibility_pairs, compose, load_any, l
 from fstcrf.conll import Corpus, Sentence, read_conll
 from fstcrf.encoding import EncodedSentences
 from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError, TemplateError
-from fstcrf.inference import viterbi
-from fstcrf.joint import joint_kbest, joint_sample, joint_viterbi
+from fstcrf.engine.inference import viterbi
+from fstcrf.engine.joint import joint_kbest, joint_sample, joint_viterbi
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.synthetic import DATA_DIR
 

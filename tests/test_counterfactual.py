@@ -13,7 +13,7 @@ from fstcrf.bandit_settings import WEIGHTINGS
 from fstcrf.counterfactual import FeedbackLog, LoggedObjective, read_feedback_log, shown_states, write_feedback_records
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.feedback import ChunkTables, sentence_chunk_f1
-from fstcrf.inference import sample
+from fstcrf.engine.inference import sample
 from fstcrf.model import ChainCRF
 from oracles import check_finite_differences
 from test_model import TEMPLATE, chunk_corpus
@@ -25,7 +25,7 @@ def logged(model: ChainCRF, corpus, seed: int = 0) -> FeedbackLog:
     paths = sample(pot, 1, seed)[0]
     states = model.topology_.state_label[paths]
     labels = [[model.labels_[i] for i in states[pot.sentence(b)]] for b in range(len(corpus))]
-    from fstcrf.inference import log_partition
+    from fstcrf.engine.inference import log_partition
 
     log_p = pot.score(paths) - log_partition(pot)
     ids = {label: i for i, label in enumerate(model.labels_)}

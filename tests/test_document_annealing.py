@@ -12,8 +12,8 @@ from scipy.stats import chisquare
 from fstcrf.document.annealing import AnnealingError, anneal
 from fstcrf.document.consistency import ConsistencyFactor, ConsistencyPenalties
 from fstcrf.document.factors import DocumentFactor, FactorError, LabelledDocument
-from fstcrf.inference import Potentials, viterbi
-from fstcrf.topology import first_order, second_order
+from fstcrf.engine.inference import Potentials, viterbi
+from fstcrf.engine.topology import first_order, second_order
 
 from oracles import BruteForce
 

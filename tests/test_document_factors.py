@@ -16,7 +16,7 @@ from fstcrf.document.factors import DocumentFactor, FactorError, LabelledDocumen
 from fstcrf.errors import ModelFileError
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.schemes import read_chunks
-from fstcrf.topology import bioes_labels, iob2_labels
+from fstcrf.engine.topology import bioes_labels, iob2_labels
 
 from strategies import oracle_settings
 

@@ -35,8 +35,8 @@ from fstcrf.grammar import (
     shipped_grammars,
     state_map,
 )
-from fstcrf.lattice import to_fst
-from fstcrf.topology import Topology, bioes, bioes_labels, first_order, iob2, iob2_labels, second_order
+from fstcrf.engine.lattice import to_fst
+from fstcrf.engine.topology import Topology, bioes, bioes_labels, first_order, iob2, iob2_labels, second_order
 
 from oracles import BruteForce, enumerate_state_paths
 from strategies import oracle_settings

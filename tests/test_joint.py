@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import fstcrf
-from fstcrf import errors, joint
-from fstcrf.topology import Topology, bioes, first_order, iob2
+from fstcrf import errors
+from fstcrf.engine import joint
+from fstcrf.engine.topology import Topology, bioes, first_order, iob2
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None)
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from fstcrf import mce
 from fstcrf.encoding import EncodedSentences, build_features
 from fstcrf.errors import FstcrfError, LabelError
-from fstcrf.inference import kbest
+from fstcrf.engine.inference import kbest
 from fstcrf.evaluate import score_chunks
 from fstcrf.labels import chain_topology, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model

@@ -226,7 +226,7 @@ def test_loss_is_the_negative_log_likelihood(order):
     theta = np.random.default_rng(7).normal(size=problem.num_weights)
     loss, _ = problem.loss_and_gradient(theta)
     pot = problem.scorer.potentials(problem.encoded, theta, 0, problem.num_sequences)
-    from fstcrf.inference import log_partition
+    from fstcrf.engine.inference import log_partition
 
     expected = float(np.sum(log_partition(pot)) - np.sum(pot.score(problem.states)))
     assert loss == pytest.approx(expected, rel=1e-10)
@@ -522,7 +522,7 @@ def test_reading_transitions_gradient_matches_finite_differences(order, constrai
     # the loss is the negative log-likelihood of the gold paths (full labels)
     if not partial and not constrained:
         pot = problem.scorer.potentials(problem.encoded, theta, 0, problem.num_sequences)
-        from fstcrf.inference import log_partition
+        from fstcrf.engine.inference import log_partition
 
         loss, _ = problem.loss_and_gradient(theta)
         assert loss == pytest.approx(float(np.sum(log_partition(pot)) - np.sum(pot.score(problem.states))), rel=1e-10)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import fstcrf
-from fstcrf import reference
-from fstcrf.topology import Topology, iob2
+from fstcrf.engine import reference
+from fstcrf.engine.topology import Topology, iob2
 
 
 def masked_random_topology(rng, num_states, density):

@@ -10,7 +10,7 @@ from scipy import stats
 
 import fstcrf
 from fstcrf.errors import InfeasibleError
-from fstcrf.topology import Topology
+from fstcrf.engine.topology import Topology
 
 from oracles import BruteForce, allowed_sequences, count_sequences_by_matrix_power, enumerate_state_paths
 from strategies import Spec, batches, feasible_instances, instances, oracle_settings, specs, three_cycle_spec

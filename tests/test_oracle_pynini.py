@@ -1,4 +1,4 @@
-"""The C kernel against OpenFst (pynini) run on the exported lattices (fstcrf.lattice).
+"""The C kernel against OpenFst (pynini) run on the exported lattices (fstcrf.engine.lattice).
 
 OpenFst's "tropical" and "log" weights are float32, so Viterbi / k-best scores
 are compared to ~1e-4 relative, and label sequences only when the best path
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 
 import fstcrf
-from fstcrf.lattice import to_fst, write_lattice
-from fstcrf.topology import iob2_labels, second_order
+from fstcrf.engine.lattice import to_fst, write_lattice
+from fstcrf.engine.topology import iob2_labels, second_order
 
 from oracles import BruteForce
 from strategies import feasible_instances, oracle_settings

@@ -29,7 +29,7 @@ from fstcrf.grammar import accepts, compile_grammar, load_grammar, parse_grammar
 from fstcrf.labels import chain_topology, gold_label_set, parse_gold
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.synthetic import DATA_DIR
-from fstcrf.topology import first_order
+from fstcrf.engine.topology import first_order
 
 from oracles import check_finite_differences, edge_index_table, enumerate_state_paths
 from test_model import TEMPLATE, chunk_corpus, random_corpus, training_set

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import fstcrf
 from fstcrf import errors
 from fstcrf._kernel import lib
-from fstcrf.inference import _KernelArgs, lengths_to_offsets, max_marginals, span_viterbi
+from fstcrf.engine.inference import _KernelArgs, lengths_to_offsets, max_marginals, span_viterbi
 
 from strategies import instances, oracle_settings
 

@@ -77,25 +77,25 @@ def test_public_names_resolve_on_first_access():
     code = """
 import json, sys
 import fstcrf
-before = [name for name in ("fstcrf.inference", "fstcrf.topology") if name in sys.modules]
+before = [name for name in ("fstcrf.engine.inference", "fstcrf.engine.topology") if name in sys.modules]
 missing = [name for name in fstcrf.__all__ if name not in dir(fstcrf)]
 origins = {name: getattr(fstcrf, name).__module__ for name in fstcrf.__all__}
 print(json.dumps([before, missing, origins]))
 """
     before, missing, origins = run_child(code)
     assert before == [] and missing == []
-    assert origins["Potentials"] == origins["viterbi"] == "fstcrf.inference"
-    assert origins["iob2"] == origins["Topology"] == "fstcrf.topology"
+    assert origins["Potentials"] == origins["viterbi"] == "fstcrf.engine.inference"
+    assert origins["iob2"] == origins["Topology"] == "fstcrf.engine.topology"
     assert origins["ShapeError"] == "fstcrf.errors"
     assert set(origins) == set(fstcrf.__all__)
 
 
 def test_lazy_names_are_the_submodules_objects():
-    from fstcrf import budget, inference, topology
+    from fstcrf.engine import budget, inference, topology
 
     assert fstcrf.forward_backward is inference.forward_backward
     assert fstcrf.Topology is topology.Topology
-    assert fstcrf.budget is budget
+    assert fstcrf.engine.budget is budget
     namespace: dict = {}
     exec("from fstcrf import *", namespace)
     assert {name for name in namespace if not name.startswith("__")} == set(fstcrf.__all__)

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fstcrf
-from fstcrf import lattice
+from fstcrf.engine import lattice
 from fstcrf.errors import ShapeError
 
 from oracles import BruteForce

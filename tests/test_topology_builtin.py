@@ -5,7 +5,7 @@ For each topology the label sequences it allows (state paths from start to
 final along its edges, states mapped to labels by state_label) must be exactly
 the sequences the definition allows, each reached by exactly ONE state path
 (no double counting in log Z).  The definitions are written independently of
-fstcrf.topology, mostly as regular expressions over space-joined labels.
+fstcrf.engine.topology, mostly as regular expressions over space-joined labels.
 """
 
 import itertools
@@ -18,7 +18,16 @@ import pytest
 
 import fstcrf
 from fstcrf.errors import InfeasibleError, TopologyError
-from fstcrf.topology import bioes, bioes_labels, first_order, intersect, iob2, iob2_labels, kth_order, second_order
+from fstcrf.engine.topology import (
+    bioes,
+    bioes_labels,
+    first_order,
+    intersect,
+    iob2,
+    iob2_labels,
+    kth_order,
+    second_order,
+)
 
 from oracles import enumerate_state_paths
 

@@ -14,7 +14,7 @@ from fstcrf.compose import compose
 from fstcrf.conll import Corpus, Sentence
 from fstcrf.errors import FstcrfError
 from fstcrf.features import parse_template
-from fstcrf.inference import viterbi
+from fstcrf.engine.inference import viterbi
 from fstcrf.model import ChainCRF
 from fstcrf.seminars import read_seminar
 from fstcrf import bench_transfer, transfer

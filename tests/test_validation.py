@@ -6,7 +6,7 @@ import pytest
 
 import fstcrf
 from fstcrf import errors
-from fstcrf.topology import Topology, first_order, from_acceptor, intersect, iob2, kth_order, symbol_table
+from fstcrf.engine.topology import Topology, first_order, from_acceptor, intersect, iob2, kth_order, symbol_table
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import scipy.optimize
 from fstcrf.compose import load_joint
 from fstcrf.conll import read_conll
 from fstcrf.evaluate import score_chunks
-from fstcrf.joint import JointPotentials, joint_forward_backward, joint_viterbi
+from fstcrf.engine.joint import JointPotentials, joint_forward_backward, joint_viterbi
 
 from common import joint_labels, token_accuracy
 

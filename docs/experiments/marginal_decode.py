@@ -9,9 +9,9 @@ import numpy as np
 from fstcrf.compose import load_joint
 from fstcrf.conll import read_conll
 from fstcrf.evaluate import score_chunks
-from fstcrf.inference import Potentials, sample, viterbi
+from fstcrf.engine.inference import Potentials, sample, viterbi
 from fstcrf.grammar import constrain, load_grammar, restrict_to
-from fstcrf.topology import first_order
+from fstcrf.engine.topology import first_order
 
 from common import with_lower_labels
 

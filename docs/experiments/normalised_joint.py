@@ -10,8 +10,8 @@ from scipy.special import logsumexp
 from fstcrf.compose import load_joint
 from fstcrf.conll import read_conll
 from fstcrf.evaluate import score_chunks
-from fstcrf.joint import JointPotentials, joint_viterbi
-from fstcrf.inference import viterbi
+from fstcrf.engine.joint import JointPotentials, joint_viterbi
+from fstcrf.engine.inference import viterbi
 
 from common import joint_labels, token_accuracy, with_lower_labels
 

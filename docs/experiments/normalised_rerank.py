@@ -10,7 +10,7 @@ import numpy as np
 from fstcrf.compose import load_joint
 from fstcrf.conll import read_conll
 from fstcrf.evaluate import score_chunks
-from fstcrf.inference import kbest, log_partition, viterbi
+from fstcrf.engine.inference import kbest, log_partition, viterbi
 
 from common import labels_per_sentence, token_accuracy, with_lower_labels
 

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 from fstcrf.conll import Corpus, Sentence, read_conll, write_conll
-from fstcrf.inference import sample
+from fstcrf.engine.inference import sample
 from fstcrf.model import ChainCRF
 
 from common import with_lower_labels

@@ -20,7 +20,7 @@ import numpy as np
 
 from fstcrf.conll import read_conll
 from fstcrf.evaluate import score_chunks
-from fstcrf.inference import Potentials, viterbi
+from fstcrf.engine.inference import Potentials, viterbi
 from fstcrf.labels import split_labels
 from fstcrf.model import load_model
 

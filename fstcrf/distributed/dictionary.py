@@ -17,7 +17,7 @@ from fstcrf.encoding import EncodedSentences, supported_pair_counts, token_class
 from fstcrf.errors import ShardError
 from fstcrf.features import FeatureExtractor, Template
 from fstcrf.labels import gold_label_set, gold_states, parse_gold
-from fstcrf.topology import Topology
+from fstcrf.engine.topology import Topology
 from fstcrf.distributed.shards import Shard, read_shard
 
 

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fstcrf.errors import AnnealingError
-from fstcrf.inference import Potentials, sample, viterbi
+from fstcrf.engine.inference import Potentials, sample, viterbi
 from fstcrf.progress import Progress
 from fstcrf.document.factors import DocumentFactor, LabelledDocument, call_factor, checked_score
 from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START, SAMPLERS

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fstcrf.inference import Potentials
+from fstcrf.engine.inference import Potentials
 
 
 def dense_transitions(pot: Potentials, sentence: int) -> np.ndarray:

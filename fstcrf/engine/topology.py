@@ -24,7 +24,7 @@ import numpy as np
 import pynini
 import pywrapfst
 
-from fstcrf import budget
+from fstcrf.engine import budget
 from fstcrf.errors import InfeasibleError, LabelError, TopologyError
 
 EPSILON = "<eps>"

@@ -33,8 +33,8 @@ _process = {"max_states": DEFAULT_MAX_STATES, "max_work": DEFAULT_MAX_WORK}
 _overrides: list[dict[str, int]] = []  # active limits() blocks, innermost (latest) last
 
 _HOW_TO_RAISE = {
-    "max_states": "--max-states N on the command line, fstcrf.budget.limits(max_states=N) in Python",
-    "max_work": "--max-work N on the command line, fstcrf.budget.limits(max_work=N) in Python",
+    "max_states": "--max-states N on the command line, fstcrf.engine.budget.limits(max_states=N) in Python",
+    "max_work": "--max-work N on the command line, fstcrf.engine.budget.limits(max_work=N) in Python",
 }
 
 

@@ -16,10 +16,10 @@ import numpy as np
 import pynini
 import pywrapfst
 
-from fstcrf import budget
+from fstcrf.engine import budget
 from fstcrf.errors import ArgumentTypeError, LabelError, OutputPathError, ShapeError
 from fstcrf.files import check_output_path, write_atomically
-from fstcrf.inference import Potentials, check_potentials
+from fstcrf.engine.inference import Potentials, check_potentials
 
 ARC_TYPES = ("tropical", "log", "log64")
 

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 import numpy as np
 import threadpoolctl
 
-from fstcrf import budget
+from fstcrf.engine import budget
 from fstcrf._kernel import ffi, lib
 from fstcrf.errors import ArgumentTypeError, EmptySequenceError, InfeasibleError, LabelError, ScoreError, ShapeError
-from fstcrf.topology import Topology
+from fstcrf.engine.topology import Topology
 
 
 def as_float_array(name: str, values, shape: tuple[int, ...]) -> np.ndarray:

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fstcrf import budget
+from fstcrf.engine import budget
 from fstcrf._kernel import ffi, lib
 from fstcrf.errors import CompositionError, ShapeError
-from fstcrf.inference import (
+from fstcrf.engine.inference import (
     KBest,
     KernelBuffers,
     Potentials,
@@ -44,7 +44,7 @@ from fstcrf.inference import (
     lengths_to_offsets,
     sample,
 )
-from fstcrf.topology import Topology
+from fstcrf.engine.topology import Topology
 
 
 class JointSpace:

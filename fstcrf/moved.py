@@ -1,0 +1,47 @@
+"""Old module paths, kept for one release (listed in CHANGELOG.md).
+
+``import fstcrf.topology`` gives :mod:`fstcrf.engine.topology` itself, so old
+imports, pickles (which name a class by its module) and monkeypatches through
+an old name keep working.  :func:`install` puts the finder first on
+``sys.meta_path`` when fstcrf is imported; it imports nothing until an old
+path is asked for."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+
+#: old dotted path -> the module that now holds everything it held.
+MOVED: dict[str, str] = {
+    "fstcrf.budget": "fstcrf.engine.budget",
+    "fstcrf.topology": "fstcrf.engine.topology",
+    "fstcrf.inference": "fstcrf.engine.inference",
+    "fstcrf.joint": "fstcrf.engine.joint",
+    "fstcrf.lattice": "fstcrf.engine.lattice",
+    "fstcrf.reference": "fstcrf.engine.reference",
+}
+
+
+class OldPathFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds the old paths of MOVED and loads each as its new module."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec):
+        return None  # a placeholder module, replaced in exec_module
+
+    def exec_module(self, module):
+        # the import system returns what sys.modules holds after this: the new module
+        sys.modules[module.__name__] = importlib.import_module(MOVED[module.__name__])
+
+
+def install() -> None:
+    """Put the finder first on sys.meta_path (once), before any file finder that
+    could still see a stale copy of an old module."""
+    if not any(isinstance(finder, OldPathFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, OldPathFinder())
