@@ -37,7 +37,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse
 
-from fstcrf.conll import Corpus, Sentence
+from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.errors import FeatureValueError, FstcrfError, ModelFileError, TemplateError
 from fstcrf.sparse_rows import SparseRows
 

@@ -273,7 +273,7 @@ def bench_compose_model(joint_path, test_path, repeats: int = 3, k: int = 5, pro
     ratio to the cascade; the joint decoding's phases on one thread; and the joint
     Viterbi kernel alone on precomputed scores (1 and 2 threads)."""
     from fstcrf.compose import load_joint
-    from fstcrf.conll import read_conll
+    from fstcrf.corpus.conll import read_conll
     from fstcrf.engine.joint import joint_viterbi
 
     model = load_joint(joint_path)
@@ -336,7 +336,7 @@ def format_compose_model(result: dict) -> str:
 def hide_labels(corpus, target: str, fraction: float, seed: int = 0):
     """A copy of ``corpus`` with ``fraction`` of the tokens' ``target`` labels, drawn at
     random, replaced by the unknown label "?"."""
-    from fstcrf.conll import Corpus
+    from fstcrf.corpus.conll import Corpus
     from fstcrf.model import UNKNOWN_LABEL
 
     rng = np.random.default_rng(seed)
@@ -353,7 +353,7 @@ def hide_labels(corpus, target: str, fraction: float, seed: int = 0):
 def sentences_with_budget(corpus, fraction: float, seed: int = 0):
     """A random subset of whole sentences holding ``fraction`` of the tokens (the last
     sentence drawn may overshoot by less than one sentence)."""
-    from fstcrf.conll import Corpus
+    from fstcrf.corpus.conll import Corpus
 
     order = np.random.default_rng(seed).permutation(len(corpus.sentences))
     lengths = np.array([len(corpus.sentences[i]) for i in order])
@@ -371,7 +371,7 @@ def bench_partial(
     import time
     from pathlib import Path
 
-    from fstcrf.conll import read_conll
+    from fstcrf.corpus.conll import read_conll
     from fstcrf.model import ChainCRF
 
     train = read_conll(Path(folder) / "train.txt")
@@ -429,8 +429,8 @@ def _train_side(which: str, folder: str, iterations: int, threads: int) -> dict:
     import resource
     from pathlib import Path
 
-    from fstcrf.conll import read_conll
-    from fstcrf.evaluate import score_chunks
+    from fstcrf.corpus.conll import read_conll
+    from fstcrf.corpus.evaluate import score_chunks
 
     train = read_conll(Path(folder) / "train.txt")
     test = read_conll(Path(folder) / "test.txt")
@@ -535,7 +535,7 @@ def bench_grammar(model_path, test_path, repeats: int = 3) -> list[dict]:
     its labels, as a ratio to unconstrained decoding, with the size of the
     constrained state space.  Parameterised grammars get X = the most
     frequent chunk type of the model."""
-    from fstcrf.conll import read_conll
+    from fstcrf.corpus.conll import read_conll
     from fstcrf.errors import GrammarError
     from fstcrf.grammar import constrain, load_grammar, shipped_grammars
     from fstcrf.model import load_model

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from fstcrf.bandit_settings import DEFAULT_DRAWS
-from fstcrf.conll import Corpus, read_conll
+from fstcrf.corpus.conll import Corpus, read_conll
 from fstcrf.errors import FstcrfError
 
 LOG = logging.getLogger("fstcrf")
@@ -105,7 +105,7 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     from fstcrf.features import FeatureExtractor
     from fstcrf.feedback import simulated_feedback
     from fstcrf.engine.inference import blas_single_threaded
-    from fstcrf.labels import chain_topology, gold_states, parse_gold
+    from fstcrf.corpus.labels import chain_topology, gold_states, parse_gold
     from fstcrf.model import BIAS, TEMPLATES
     from fstcrf.objective import Scorer, TrainingSet
 

@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from fstcrf.bench_process import fstcrf_command
-from fstcrf.conll import Corpus, read_conll
+from fstcrf.corpus.conll import Corpus, read_conll
 from fstcrf.defaults import default_template
 from fstcrf.errors import FstcrfError
-from fstcrf.evaluate import score_labels
+from fstcrf.corpus.evaluate import score_labels
 from fstcrf.progress import Progress
 
 #: Task -> (corpus folder, train, test, columns, target, labels in IOB1, candidate templates).

@@ -61,7 +61,7 @@ def bench_distributed(
 ) -> list[dict]:
     """One row per (corpus, setting): in one process with 1 and 2 threads, then on a
     LocalCluster of each number of ``workers`` (one shard and one thread each)."""
-    from fstcrf.conll import read_conll
+    from fstcrf.corpus.conll import read_conll
     from fstcrf.distributed.cluster import connect
     from fstcrf.distributed.fit import fit_on_dask
     from fstcrf.model import ChainCRF

@@ -33,7 +33,7 @@ def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll200
     """Per template (and for the tutorial's dicts when ``conll2002`` is given): its
     name, predicates P, tokens N and predicates per token, best seconds and tokens/s."""
     from fstcrf.attributes import AttributeExtractor
-    from fstcrf.conll import Sentence, read_conll
+    from fstcrf.corpus.conll import Sentence, read_conll
     from fstcrf.features import FeatureExtractor
     from fstcrf.model import TEMPLATES
 

@@ -20,7 +20,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from fstcrf.conll import Corpus, read_conll
+from fstcrf.corpus.conll import Corpus, read_conll
 from fstcrf.progress import Progress
 
 #: Task -> (folder, train, dev (None: the tail of train), test, columns, target, IOB1 labels,
@@ -62,7 +62,7 @@ def _read(path: Path, columns: str, target: str, iob1: bool) -> Corpus:
     """The corpus at path; IOB1 labels of column target rewritten as IOB2 (fstcrf convert)."""
     corpus = read_conll(path, columns)
     if iob1:
-        from fstcrf.schemes import convert
+        from fstcrf.corpus.schemes import convert
 
         for sentence in corpus.sentences:
             sentence.columns[target] = convert(sentence.columns[target], "iob2")
@@ -79,7 +79,7 @@ def bench_task(
     threads: int = 2,
     progress: bool = True,
 ) -> TaskResult:
-    from fstcrf.evaluate import mcnemar, score_labels
+    from fstcrf.corpus.evaluate import mcnemar, score_labels
     from fstcrf.model import ChainCRF
 
     folder, train_name, dev_name, test_name, columns, target, iob1, template, sigmas, default_iter = TASKS[task]

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fstcrf.conll import Corpus, read_conll, write_conll
+from fstcrf.corpus.conll import Corpus, read_conll, write_conll
 from fstcrf.errors import FstcrfError
-from fstcrf.evaluate import mcnemar, score_labels
+from fstcrf.corpus.evaluate import mcnemar, score_labels
 from fstcrf.model import ChainCRF
-from fstcrf.schemes import convert
+from fstcrf.corpus.schemes import convert
 
 logger = logging.getLogger(__name__)
 

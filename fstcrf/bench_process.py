@@ -309,8 +309,8 @@ def _copies_of(path, copies: int, target) -> int:
 
 def _chunk_f1(output_path) -> float:
     """conlleval F1 of a tagged file's last column against the column before it."""
-    from fstcrf.conll import read_conll
-    from fstcrf.evaluate import score_chunks
+    from fstcrf.corpus.conll import read_conll
+    from fstcrf.corpus.evaluate import score_chunks
 
     corpus = read_conll(output_path)
     gold, predicted = corpus.column_names[-2:]
@@ -440,10 +440,10 @@ def bench_train_process(
     import pycrfsuite
 
     from fstcrf.bandit_settings import DEFAULT_SIGMA
-    from fstcrf.conll import read_conll
+    from fstcrf.corpus.conll import read_conll
     from fstcrf.defaults import default_template
     from fstcrf.errors import FstcrfError
-    from fstcrf.evaluate import score_chunks
+    from fstcrf.corpus.evaluate import score_chunks
     from fstcrf.model import TEMPLATES, load_model
     from fstcrf.progress import Progress
 
@@ -521,7 +521,7 @@ def bench_compose_process(joint_path, test_path, threads: int = 2, repeats: int 
     from pathlib import Path
 
     from fstcrf.compose import load_joint
-    from fstcrf.conll import read_conll
+    from fstcrf.corpus.conll import read_conll
     from fstcrf.progress import Progress
 
     _check_counts(threads=threads, repeats=repeats)

@@ -209,7 +209,7 @@ def _run_child(arguments: list[str]) -> tuple[dict, float, float]:
 def _scores(gold: list[list[str]], predicted: list[list[str]], labels: list[str]) -> dict:
     from sklearn.metrics import f1_score
 
-    from fstcrf.evaluate import score_chunks
+    from fstcrf.corpus.evaluate import score_chunks
 
     flat_gold = [label for sentence in gold for label in sentence]
     flat_predicted = [label for sentence in predicted for label in sentence]

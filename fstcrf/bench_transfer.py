@@ -1,7 +1,7 @@
 """``fstcrf bench transfer``: Sutton & McCallum's (2005) transfer experiment.
 
 An NER CRF trained on CoNLL-2003 (word column only, cached, see
-:func:`fstcrf.transfer.ner_model`) is composed with a seminar CRF that reads
+:func:`fstcrf.experiments.transfer.ner_model`) is composed with a seminar CRF that reads
 its labels.  Three systems with the same seminar features on the same splits
 (seeded random halves of the 485 announcements, and the upstream 301/184
 split): no transfer (the seminar CRF without the NER reading predicates),
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fstcrf import transfer
+from fstcrf.experiments import transfer
 from fstcrf.errors import FstcrfError, OutputPathError
 from fstcrf.progress import Progress
 

@@ -34,7 +34,7 @@ from fstcrf.document.settings import (
 from fstcrf.errors import FeedbackError, FstcrfError, LabelError
 from fstcrf.files import check_output_path, write_atomically
 from fstcrf.phases import phase
-from fstcrf.schemes import keep_types, missing_types_warning, restrict_types
+from fstcrf.corpus.schemes import keep_types, missing_types_warning, restrict_types
 
 LOG = logging.getLogger("fstcrf")
 
@@ -57,7 +57,7 @@ def _read_dev(args: argparse.Namespace, keep: set[str] | None):
 
 
 def _read(path: str, columns=None, allow_missing=(), separator: str | None = None):
-    from fstcrf.conll import read_conll
+    from fstcrf.corpus.conll import read_conll
 
     with phase("read"):
         return read_conll(path, columns, separator, allow_missing=allow_missing)
@@ -75,8 +75,8 @@ def _timed(items, name: str):
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from fstcrf.conll import write_conll
-    from fstcrf.schemes import convert
+    from fstcrf.corpus.conll import write_conll
+    from fstcrf.corpus.schemes import convert
 
     corpus = _read(args.input, args.columns)
     if args.column not in corpus.column_names:
@@ -97,8 +97,8 @@ def _convert(args: argparse.Namespace) -> int:
 
 def _seminars(args: argparse.Namespace) -> int:
     """seminars DIR -o OUT: every announcement under DIR as word and field columns; logs the counts."""
-    from fstcrf.conll import write_conll
-    from fstcrf.seminars import count_seminars, read_seminar, seminar_corpus, seminar_paths
+    from fstcrf.corpus.conll import write_conll
+    from fstcrf.experiments.seminars import count_seminars, read_seminar, seminar_corpus, seminar_paths
 
     paths = seminar_paths(args.folder)
     output = Path(args.output).resolve()
@@ -180,7 +180,7 @@ def _sigma(args: argparse.Namespace) -> float:
 
 def _jackknife(args: argparse.Namespace) -> int:
     from fstcrf.compose import jackknife
-    from fstcrf.conll import write_conll
+    from fstcrf.corpus.conll import write_conll
 
     corpus = _read(args.train, args.columns)
     model = _model_from_args(args, corpus.column_names)
@@ -256,7 +256,7 @@ def _train(args: argparse.Namespace) -> int:
 def _train_on_dask(args: argparse.Namespace) -> int:
     """train --dask SPEC: data-parallel L-BFGS on a Dask cluster; the workers read the
     training file's shards (see fstcrf.distributed)."""
-    from fstcrf.conll import iter_conll
+    from fstcrf.corpus.conll import iter_conll
     from fstcrf.distributed.cluster import connect
     from fstcrf.distributed.fit import check_supported, fit_on_dask
 
@@ -472,7 +472,7 @@ def _batches_for(
     when the file has no sentences, and when it lacks the predicted columns while
     a column read as an observation holds mostly the model's labels (e.g. a
     word+chunk file given to a word,pos,chunk model)."""
-    from fstcrf.conll import iter_conll
+    from fstcrf.corpus.conll import iter_conll
 
     components = _components(model)
     trained, targets = components[0].columns_, [component.target_ for component in components]
@@ -595,7 +595,7 @@ TAG_BATCH_TOKENS = 20_000
 
 def _tag(args: argparse.Namespace) -> int:
     from fstcrf.compose import JointModel, load_any
-    from fstcrf.conll import write_conll
+    from fstcrf.corpus.conll import write_conll
     from fstcrf.progress import Progress
 
     with phase("load"):
@@ -767,7 +767,7 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
     or with their probabilities as a feedback log (JSON lines, rewards left null)."""
     import io
     from fstcrf.compose import JointModel
-    from fstcrf.conll import write_conll
+    from fstcrf.corpus.conll import write_conll
     from fstcrf.counterfactual import write_feedback_records
 
     if isinstance(model, JointModel):
@@ -858,7 +858,7 @@ def _split_gold_pred(path: str) -> tuple[list[list[str]], list[list[str]]]:
 def _check_gold(corpus, column: str) -> None:
     """LabelError naming FILE:LINE at the first partial label ("?" or "A|B", which only
     training reads) of a gold column, before any tagging starts."""
-    from fstcrf.evaluate import check_single_labels
+    from fstcrf.corpus.evaluate import check_single_labels
 
     try:
         check_single_labels(corpus.column(column))
@@ -872,7 +872,7 @@ def _scores(gold: list[list[str]], predicted: list[list[str]], keep: set[str] | 
     """Chunk scores, or token accuracy for labels without chunk structure; the
     types ``keep`` (--only-types) apply to chunk labels only, checked against
     the gold labels of ``where``."""
-    from fstcrf.evaluate import is_chunk_labels, score_labels
+    from fstcrf.corpus.evaluate import is_chunk_labels, score_labels
 
     if keep and is_chunk_labels(gold):
         _check_only_types(keep, gold, where)
@@ -881,7 +881,7 @@ def _scores(gold: list[list[str]], predicted: list[list[str]], keep: set[str] | 
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from fstcrf.evaluate import scheme_mismatch
+    from fstcrf.corpus.evaluate import scheme_mismatch
 
     keep = _only_types(args)
     if args.pred:
@@ -919,7 +919,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from fstcrf.evaluate import mcnemar
+    from fstcrf.corpus.evaluate import mcnemar
 
     gold_a, pred_a = _split_gold_pred(args.pred_a)
     gold_b, pred_b = _split_gold_pred(args.pred_b)
@@ -968,7 +968,7 @@ def find_conll2000(data_dir: str | None = None) -> Path | None:
 
 def _demo(args: argparse.Namespace) -> int:
     from fstcrf.model import ChainCRF
-    from fstcrf.synthetic import DATA_DIR
+    from fstcrf.corpus.synthetic import DATA_DIR
 
     if args.output == "-":
         raise FstcrfError("demo prints its report on standard output; give -o a file for the model")
@@ -1850,7 +1850,7 @@ def build_parser() -> argparse.ArgumentParser:
         "probabilities p(y | x) (under the model's training grammar, if any): K label "
         "columns, best first, then K columns each holding one rank's probability, repeated "
         "on every token of the sentence, so that every line has the same fields and the "
-        "file stays a CoNLL file (read it with fstcrf.conll.read_conll). A sentence with "
+        "file stays a CoNLL file (read it with fstcrf.corpus.conll.read_conll). A sentence with "
         "fewer than K label sequences gets _ labels and probability 0 at the missing ranks "
         "(default: the best labels only)",
     )

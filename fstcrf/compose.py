@@ -36,7 +36,7 @@ import numpy as np
 import pynini
 
 from fstcrf.engine.budget import check_cascade
-from fstcrf.conll import Corpus, Sentence, as_corpus, as_sentences
+from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError
 from fstcrf.engine.inference import (
     KBest,
@@ -56,7 +56,7 @@ from fstcrf.engine.joint import (
     joint_forward_backward,
     joint_viterbi,
 )
-from fstcrf.labels import split_labels
+from fstcrf.corpus.labels import split_labels
 from fstcrf.model import ChainCRF, save_model
 from fstcrf.modelfile import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
 from fstcrf.objective import BLOCK_CELLS

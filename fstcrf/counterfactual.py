@@ -37,10 +37,10 @@ import numpy as np
 
 from fstcrf.bandit import SampledGradient
 from fstcrf.bandit_settings import WEIGHTINGS
-from fstcrf.conll import Sentence
+from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.files import read_utf8
-from fstcrf.labels import label_states
+from fstcrf.corpus.labels import label_states
 
 #: Log-ratios are capped here before exponentiation (exp(700) is near the largest double).
 _MAX_LOG_RATIO = 700.0

@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from fstcrf._kernel import ffi, lib
-from fstcrf.conll import Corpus, Sentence
+from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.errors import EmptySequenceError, FstcrfError, ShapeError
 from fstcrf.features import FeatureExtractor
 from fstcrf.engine.inference import SentenceBatch, lengths_to_offsets

@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from fstcrf._kernel import ffi, lib
-from fstcrf.conll import Corpus, Sentence
+from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.errors import (
     ArgumentTypeError,
     FeatureValueError,

@@ -8,7 +8,7 @@ Built in:
 
 - :func:`simulated_feedback`: a simulated user who knows the gold labels and
   answers with the per-sentence chunk F1 of the draw (a sentence with no gold
-  and no predicted chunks scores 1; chunks read as :func:`fstcrf.evaluate.score_chunks`
+  and no predicted chunks scores 1; chunks read as :func:`fstcrf.corpus.evaluate.score_chunks`
   reads them) or its token
   accuracy, optionally noisy: the gain flipped to 1 - g with probability
   ``flip`` and perturbed by Gaussian noise of standard deviation ``noise``
@@ -26,15 +26,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from fstcrf.conll import Sentence
+from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import FeedbackError, FstcrfError, LabelError
-from fstcrf.schemes import chunk_end, chunk_start, split_tag
+from fstcrf.corpus.schemes import chunk_end, chunk_start, split_tag
 
 METRICS = ("f1", "accuracy")
 
 
 def _continues(previous: tuple[str, str], current: tuple[str, str]) -> bool:
-    """BIOES reading (as :func:`fstcrf.schemes.read_chunks`): does the current tag
+    """BIOES reading (as :func:`fstcrf.corpus.schemes.read_chunks`): does the current tag
     continue the chunk the previous tag left open?"""
     return previous[0] in ("B", "I") and current[0] in ("I", "E") and previous[1] == current[1]
 
@@ -44,7 +44,7 @@ class ChunkTables:
     label b after label a) and ``ends[a, b]`` (a chunk ends between a and b), with
     an extra id L standing for the implicit O around a sentence; ``kind`` int
     [L + 1] numbers the chunk types.  The rules are those of
-    :func:`fstcrf.evaluate.score_chunks`: conlleval's for IOB labels, and for
+    :func:`fstcrf.corpus.evaluate.score_chunks`: conlleval's for IOB labels, and for
     labels with E- or S- tags a chunk ends at E or S."""
 
     def __init__(self, labels: Sequence[str]):
@@ -169,7 +169,7 @@ def simulated_feedback(
 
 class CallableFeedback:
     """Gains from a user function ``feedback(sentence, labels) -> float`` in [0, 1],
-    called once per draw with the training :class:`~fstcrf.conll.Sentence` and the
+    called once per draw with the training :class:`~fstcrf.corpus.conll.Sentence` and the
     drawn labels (a list of strings)."""
 
     def __init__(

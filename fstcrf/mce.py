@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fstcrf.errors import FstcrfError, LabelError
-from fstcrf.schemes import split_tag
+from fstcrf.corpus.schemes import split_tag
 from fstcrf.engine.inference import kbest, run_parallel, span_viterbi
 
 #: Label kinds of the IOB2 scheme.

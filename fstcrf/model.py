@@ -1,7 +1,7 @@
 """The estimator: a linear-chain CRF over CoNLL columns with Sha & Pereira's factored
 features (see :mod:`fstcrf.encoding` for the features and the layout of ``weights_``).
 
-The pieces live in their own modules: :mod:`fstcrf.labels` (gold columns,
+The pieces live in their own modules: :mod:`fstcrf.corpus.labels` (gold columns,
 partial labels, label paths), :mod:`fstcrf.encoding` (encoded sentences and
 the feature dictionary), :mod:`fstcrf.objective` (the scorer and the training
 objective), :mod:`fstcrf.train` (the algorithms) and :mod:`fstcrf.modelfile`
@@ -19,7 +19,7 @@ import numpy as np
 import pynini
 
 from fstcrf import train
-from fstcrf.conll import Corpus, Sentence, as_corpus, as_sentences
+from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.document.consistency import ConsistencyPenalties
 from fstcrf.encoding import (
     FEATURE_SETS,
@@ -40,11 +40,11 @@ from fstcrf.errors import (
     ModelFileError,
     TemplateError,
 )
-from fstcrf.evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
+from fstcrf.corpus.evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
 from fstcrf.features import TEMPLATES, FeatureExtractor, Template, check_reading_template, resolve_template
 from fstcrf.grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to
 from fstcrf.engine.inference import Potentials, blas_single_threaded, kbest, log_partition, sample
-from fstcrf.labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
+from fstcrf.corpus.labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
 from fstcrf.modelfile import MODEL_KIND, header_field, read_container, write_container
 from fstcrf.bandit_settings import (
     DEFAULT_DRAWS,
@@ -557,7 +557,7 @@ class ChainCRF:
 
         With ``dev`` the weights of the iteration with the best dev score are
         kept: chunk F1 for chunk labels, else token accuracy (see
-        :func:`~fstcrf.evaluate.score_labels`).  ``callback(record)`` sees each iteration's record (see
+        :func:`~fstcrf.corpus.evaluate.score_labels`).  ``callback(record)`` sees each iteration's record (see
         :mod:`fstcrf.train`) and may return True to stop.  Ctrl-C stops
         training and keeps the best weights so far (``interrupted_`` is True).
         ``init``, a fitted model (algorithms "lbfgs" and "mce-f"), is the
@@ -1064,7 +1064,7 @@ class ChainCRF:
     def score(self, corpus: Corpus | Sequence[Sentence], target: str | None = None) -> ChunkScores | TagScores:
         """Scores of the predictions against column ``target`` (default: the column
         trained on): chunk scores for chunk labels, else token accuracy (see
-        :func:`~fstcrf.evaluate.score_labels`)."""
+        :func:`~fstcrf.corpus.evaluate.score_labels`)."""
         self._check_fitted()
         corpus = as_corpus(corpus, "ChainCRF.score")
         return score_labels(corpus.column(target or self.target_), self.predict(corpus))

@@ -15,6 +15,13 @@ import sys
 
 #: old dotted path -> the module that now holds everything it held.
 MOVED: dict[str, str] = {
+    "fstcrf.seminars": "fstcrf.experiments.seminars",
+    "fstcrf.transfer": "fstcrf.experiments.transfer",
+    "fstcrf.conll": "fstcrf.corpus.conll",
+    "fstcrf.schemes": "fstcrf.corpus.schemes",
+    "fstcrf.labels": "fstcrf.corpus.labels",
+    "fstcrf.evaluate": "fstcrf.corpus.evaluate",
+    "fstcrf.synthetic": "fstcrf.corpus.synthetic",
     "fstcrf.budget": "fstcrf.engine.budget",
     "fstcrf.topology": "fstcrf.engine.topology",
     "fstcrf.inference": "fstcrf.engine.inference",

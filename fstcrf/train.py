@@ -40,8 +40,8 @@ history and passed to ``callback``:
     dev_metric      the name of that figure (``metric``: "F1", "accuracy"),
                     or None
 
-``evaluate(theta)`` returns scores such as :class:`~fstcrf.evaluate.ChunkScores`
-or :class:`~fstcrf.evaluate.TagScores`; the result keeps the weights of the
+``evaluate(theta)`` returns scores such as :class:`~fstcrf.corpus.evaluate.ChunkScores`
+or :class:`~fstcrf.corpus.evaluate.TagScores`; the result keeps the weights of the
 iteration with the best dev score (Sha & Pereira found the best F1 well
 before convergence).  A
 callback returning True stops training after that iteration.  Ctrl-C
@@ -68,7 +68,7 @@ from fstcrf.bandit_settings import DEFAULT_SIGMA, SGD_LEARNING_RATE, SIGMA_RANGE
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 
 if TYPE_CHECKING:
-    from fstcrf.evaluate import ChunkScores, TagScores
+    from fstcrf.corpus.evaluate import ChunkScores, TagScores
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fstcrf.attributes import ATTRIBUTES, AttributeExtractor, AttributeTemplate, FeatureValueError, attribute_pairs
-from fstcrf.conll import Sentence
+from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import FstcrfError, ModelFileError, TemplateError
 
 names = st.text(alphabet="ab:=_ é1", min_size=1, max_size=4)

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from fstcrf.cli import main
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.files import check_output_path, write_atomically, written_in_place
 from fstcrf.errors import OutputPathError
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.synthetic import DATA_DIR
 
 TRAIN = str(DATA_DIR / "demo_train.txt")
 TEST = str(DATA_DIR / "demo_test.txt")

@@ -322,7 +322,7 @@ def test_scores_whose_sum_overflows_name_the_sentence(inference):
 
 
 def test_token_values_that_are_not_strings_name_sentence_token_and_column():
-    from fstcrf.conll import Sentence
+    from fstcrf.corpus.conll import Sentence
     from fstcrf.features import FeatureExtractor
 
     good = Sentence({"word": ["the", "cat"], "pos": ["DT", "NN"]})

@@ -21,12 +21,12 @@ import pytest
 
 from fstcrf.cli import main
 from fstcrf.compose import compose, load_joint
-from fstcrf.conll import READ_BLOCK, Corpus, Sentence
+from fstcrf.corpus.conll import READ_BLOCK, Corpus, Sentence
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ModelFileError
-from fstcrf.evaluate import TagScores
+from fstcrf.corpus.evaluate import TagScores
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.modelfile import MODEL_IN_MEMORY_VARIABLE, MODEL_KIND, read_container, write_container
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.synthetic import DATA_DIR
 from test_model import TEMPLATE, chunk_corpus
 
 POS_TEMPLATE = "bias\nword[0]\nword[-1]\nword[+1]\n"
@@ -305,9 +305,9 @@ def test_training_labels_that_are_all_one_label_warn(corpus, caplog):
 
 _TRAIN_UNTIL_SIGTERM = """
 import json, signal, sys, time
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.model import ChainCRF
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.synthetic import DATA_DIR
 
 def raise_keyboard_interrupt(signal_number, frame):
     raise KeyboardInterrupt

@@ -3,7 +3,7 @@
 import pytest
 
 from fstcrf.errors import ArgumentTypeError, FstcrfError, LabelError, ShapeError
-from fstcrf.evaluate import detect_scheme, is_chunk_labels, mcnemar, scheme_mismatch, score_chunks, score_labels
+from fstcrf.corpus.evaluate import detect_scheme, is_chunk_labels, mcnemar, scheme_mismatch, score_chunks, score_labels
 
 
 @pytest.mark.parametrize("score", [score_chunks, score_labels])

@@ -11,12 +11,12 @@ import pytest
 from fstcrf import bandit
 from fstcrf.bandit import SampledGradient, _Running, minibatch_gradient
 from fstcrf.bandit_settings import BanditSettings
-from fstcrf.conll import Corpus, Sentence
+from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.encoding import EncodedSentences, build_features
-from fstcrf.evaluate import score_chunks
+from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.features import FeatureExtractor, parse_template
 from fstcrf.feedback import ChunkTables, sentence_chunk_f1, simulated_feedback
-from fstcrf.labels import chain_topology
+from fstcrf.corpus.labels import chain_topology
 from fstcrf.objective import Scorer
 from hypothesis import given, settings, strategies as st
 
@@ -345,7 +345,7 @@ def test_vectorised_path_scores_equal_the_reference_scores(seed):
 def test_command_line_bandit_training_sampling_and_logged_learning(tmp_path, capsys):
     import json
     from fstcrf.cli import main
-    from fstcrf.synthetic import DATA_DIR
+    from fstcrf.corpus.synthetic import DATA_DIR
 
     train, test = str(DATA_DIR / "demo_train.txt"), str(DATA_DIR / "demo_test.txt")
     model, log, filled, learnt = (str(tmp_path / name) for name in ("b.model", "log.jsonl", "filled.jsonl", "l.model"))
@@ -382,7 +382,7 @@ def test_command_line_bandit_training_sampling_and_logged_learning(tmp_path, cap
 )
 def test_command_line_bandit_misuse_is_one_line(tmp_path, capsys, monkeypatch, argv, message):
     from fstcrf.cli import main
-    from fstcrf.synthetic import DATA_DIR
+    from fstcrf.corpus.synthetic import DATA_DIR
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "t.txt").write_text((DATA_DIR / "demo_train.txt").read_text())

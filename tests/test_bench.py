@@ -7,7 +7,7 @@ import pytest
 
 from fstcrf import bench
 from fstcrf.cli import main
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.synthetic import DATA_DIR
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fstcrf.features as features
-from fstcrf.conll import Sentence, read_conll
+from fstcrf.corpus.conll import Sentence, read_conll
 from fstcrf.errors import FstcrfError
 from fstcrf.features import SHA_PEREIRA_CHUNKING, FeatureExtractor, HashCollisionError
 from test_features import MIXED_TEMPLATE, reference_names, row_names, sentence_lists

@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from fstcrf.cli import main
-from fstcrf.conll import read_conll
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.conll import read_conll
+from fstcrf.corpus.synthetic import DATA_DIR
 
 TRAIN = str(DATA_DIR / "demo_train.txt")
 TEST = str(DATA_DIR / "demo_test.txt")

@@ -10,13 +10,13 @@ import pytest
 
 from fstcrf import cli
 from fstcrf.compose import JointModel, compatibility_pairs, compose, load_any, load_joint
-from fstcrf.conll import Corpus, Sentence, read_conll
+from fstcrf.corpus.conll import Corpus, Sentence, read_conll
 from fstcrf.encoding import EncodedSentences
 from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError, TemplateError
 from fstcrf.engine.inference import viterbi
 from fstcrf.engine.joint import joint_kbest, joint_sample, joint_viterbi
 from fstcrf.model import ChainCRF, load_model
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.synthetic import DATA_DIR
 
 TRAIN = DATA_DIR / "demo_train.txt"
 TEST = DATA_DIR / "demo_test.txt"

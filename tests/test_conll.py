@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstcrf.conll import Corpus, Sentence, read_conll, write_conll
+from fstcrf.corpus.conll import Corpus, Sentence, read_conll, write_conll
 from fstcrf.errors import ConllFormatError, FstcrfError, ShapeError
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fstcrf.bandit import SampledGradient
-from fstcrf.conll import Sentence
+from fstcrf.corpus.conll import Sentence
 from fstcrf.bandit_settings import WEIGHTINGS
 from fstcrf.counterfactual import FeedbackLog, LoggedObjective, read_feedback_log, shown_states, write_feedback_records
 from fstcrf.errors import FstcrfError, LabelError

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.distributed.shards import partition, read_shard
 from fstcrf.errors import FstcrfError, SchedulerError, ShardError
 from fstcrf.model import ChainCRF
@@ -339,7 +339,7 @@ def test_only_types_on_dask_is_the_single_process_np_chunker(clients, caplog):
     weights as one process trained on the restricted corpus; a type absent from the
     data is warned about."""
     from fstcrf.distributed.fit import fit_on_dask
-    from fstcrf.schemes import restrict_types
+    from fstcrf.corpus.schemes import restrict_types
 
     model = fit_on_dask(ChainCRF(max_iter=ITERATIONS, threads=1), str(DEMO), clients(2), only_types={"NP", "XYZ"})
     reference = ChainCRF(max_iter=ITERATIONS, threads=1).fit(restrict_types(read_conll(DEMO), "chunk", {"NP"}))
@@ -349,8 +349,8 @@ def test_only_types_on_dask_is_the_single_process_np_chunker(clients, caplog):
 
 
 def test_restrict_types_copies_and_keeps_unknown_and_label_sets():
-    from fstcrf.conll import Corpus, Sentence
-    from fstcrf.schemes import missing_types_warning, restrict_types
+    from fstcrf.corpus.conll import Corpus, Sentence
+    from fstcrf.corpus.schemes import missing_types_warning, restrict_types
 
     corpus = Corpus(
         ("word", "chunk"), [Sentence({"word": ["a", "b", "c", "d"], "chunk": ["B-NP", "B-VP", "?", "B-VP|I-NP"]})]

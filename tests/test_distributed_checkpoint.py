@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 from fstcrf import train
 from fstcrf.errors import CheckpointError
-from fstcrf.evaluate import TagScores
+from fstcrf.corpus.evaluate import TagScores
 
 from test_owlqn import Logistic
 

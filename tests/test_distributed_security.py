@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fstcrf.cli import main
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.distributed.cluster import connect
 from fstcrf.errors import FstcrfError, SchedulerError
 from fstcrf.model import ChainCRF

@@ -6,7 +6,7 @@ import pytest
 
 from fstcrf.cli import main
 from fstcrf.model import ChainCRF
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 
 distributed = pytest.importorskip("distributed")
 

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from fstcrf.conll import Sentence
+from fstcrf.corpus.conll import Sentence
 from fstcrf.document.consistency import ConsistencyFactor, ConsistencyPenalties, PenaltyError, estimate_penalties
 from fstcrf.document.decode import estimate_consistency
 from fstcrf.document.entities import EntityReader
 from fstcrf.document.factors import DocumentFactor, FactorError, LabelledDocument
 from fstcrf.errors import ModelFileError
 from fstcrf.model import ChainCRF, load_model
-from fstcrf.schemes import read_chunks
+from fstcrf.corpus.schemes import read_chunks
 from fstcrf.engine.topology import bioes_labels, iob2_labels
 
 from strategies import oracle_settings

@@ -4,10 +4,10 @@ min_freq and algorithm_params."""
 import numpy as np
 import pytest
 
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.errors import FstcrfError
 from fstcrf.model import ChainCRF, load_model
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.synthetic import DATA_DIR
 
 TRAIN = read_conll(DATA_DIR / "demo_train.txt")[:150]
 TEST = read_conll(DATA_DIR / "demo_test.txt")[:40]

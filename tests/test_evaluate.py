@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.errors import LabelError, ShapeError
-from fstcrf.evaluate import (
+from fstcrf.corpus.evaluate import (
     ChunkScores,
     TagScores,
     detect_scheme,
@@ -20,7 +20,7 @@ from fstcrf.evaluate import (
     score_chunks,
     score_labels,
 )
-from fstcrf.schemes import convert, read_chunks, write_chunks
+from fstcrf.corpus.schemes import convert, read_chunks, write_chunks
 
 try:  # seqeval is an optional oracle, installed with the test extra
     from seqeval import metrics as seqeval_metrics

@@ -10,7 +10,7 @@ import scipy.sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstcrf.conll import Corpus, Sentence, read_conll
+from fstcrf.corpus.conll import Corpus, Sentence, read_conll
 from fstcrf.errors import FstcrfError, ModelFileError, TemplateError
 from fstcrf.features import (
     CHUNKING_EXTENDED,

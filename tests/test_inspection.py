@@ -12,7 +12,7 @@ from fstcrf.compose import load_any
 from fstcrf.errors import FstcrfError
 from fstcrf.inspection import dump_text, info_text, state_weights, transition_weights
 from fstcrf.model import load_model
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.synthetic import DATA_DIR
 
 TRAIN = DATA_DIR / "demo_train.txt"
 
@@ -127,7 +127,7 @@ def test_info_gives_the_models_numbers(model_path, capsys):
 
 
 def test_info_of_a_custom_template_and_a_dev_set(tmp_path):
-    from fstcrf.conll import read_conll
+    from fstcrf.corpus.conll import read_conll
     from fstcrf.model import ChainCRF
 
     corpus = read_conll(TRAIN)
@@ -191,7 +191,7 @@ def test_dump_of_a_composition_or_a_non_model_is_a_one_line_error(joint_path, tm
 
 
 def test_dump_reads_the_transitions_that_depend_on_lower_labels(tmp_path):
-    from fstcrf.conll import read_conll
+    from fstcrf.corpus.conll import read_conll
     from fstcrf.model import ChainCRF
 
     corpus = read_conll(TRAIN)[:120]

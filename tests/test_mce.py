@@ -15,8 +15,8 @@ from fstcrf import mce
 from fstcrf.encoding import EncodedSentences, build_features
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.engine.inference import kbest
-from fstcrf.evaluate import score_chunks
-from fstcrf.labels import chain_topology, gold_states, parse_gold
+from fstcrf.corpus.evaluate import score_chunks
+from fstcrf.corpus.labels import chain_topology, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.objective import Scorer, TrainingSet
 from oracles import check_finite_differences
@@ -383,7 +383,7 @@ def test_f_score_training_on_conll2000_raises_the_smoothed_training_f(data_file)
     """500 CoNLL-2000 sentences, order 1: from 5 MAP iterations (which leave training
     errors to learn from), 10 MCE-F iterations lower r (the smoothed 1/F - 1 of the
     training chunks) and raise the training F-score."""
-    from fstcrf.conll import Corpus, read_conll
+    from fstcrf.corpus.conll import Corpus, read_conll
 
     train_corpus = read_conll(data_file("conll2000/train.txt"))
     small = Corpus(train_corpus.column_names, train_corpus.sentences[:500])

@@ -3,8 +3,8 @@
 import json
 
 from fstcrf.cli import main
-from fstcrf.conll import Corpus, Sentence, write_conll
-from fstcrf.schemes import convert
+from fstcrf.corpus.conll import Corpus, Sentence, write_conll
+from fstcrf.corpus.schemes import convert
 from test_model import chunk_corpus
 
 

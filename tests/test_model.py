@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstcrf import encoding, objective
-from fstcrf.conll import Corpus, Sentence, write_conll
+from fstcrf.corpus.conll import Corpus, Sentence, write_conll
 from fstcrf.encoding import EncodedSentences, FactoredFeatures, build_features
 from fstcrf.errors import FstcrfError, LabelError, ModelFileError
 from fstcrf.features import CRFPP_CHUNKING, FeatureExtractor, parse_template
-from fstcrf.labels import chain_topology, gold_label_set, gold_states, parse_gold
+from fstcrf.corpus.labels import chain_topology, gold_label_set, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model, save_model
 from fstcrf.modelfile import FORMAT_VERSION, MAGIC, MODEL_KIND, checksum, write_container
 from fstcrf.objective import Scorer, TrainingSet
@@ -373,7 +373,7 @@ def test_fresh_process_gives_identical_predictions(fitted, saved, tmp_path):
     write_conll(test, tmp_path / "test.txt")
     script = (
         "import json, sys\n"
-        "from fstcrf.conll import read_conll\n"
+        "from fstcrf.corpus.conll import read_conll\n"
         "from fstcrf.model import load_model\n"
         "model = load_model(sys.argv[1])\n"
         "corpus = read_conll(sys.argv[2])\n"

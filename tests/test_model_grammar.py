@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.errors import InfeasibleError
 from fstcrf.grammar import accepts, compile_grammar, load_grammar, parse_grammar
 from fstcrf.model import ChainCRF
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.synthetic import DATA_DIR
 
 
 def invalid_iob2(labels):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fstcrf.conll import read_conll
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.conll import read_conll
+from fstcrf.corpus.synthetic import DATA_DIR
 from fstcrf.model import load_model
 from fstcrf.moved import MOVED
 

@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from fstcrf.cli import main
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.document import documents
 from fstcrf.document.documents import document_spans
 from fstcrf.model import ChainCRF

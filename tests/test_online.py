@@ -12,7 +12,7 @@ from fstcrf import online, train
 from fstcrf.encoding import TransitionWeights
 from fstcrf.errors import ArgumentTypeError, FstcrfError
 from fstcrf.grammar import compile_grammar, load_grammar, restrict_to
-from fstcrf.labels import gold_label_set
+from fstcrf.corpus.labels import gold_label_set
 from fstcrf.objective import Scorer, TrainingSet
 from oracles import BruteForce
 from test_model import chunk_corpus, random_corpus, reading_training_set, training_set

@@ -22,13 +22,13 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 from fstcrf.cli import main
-from fstcrf.conll import Corpus, Sentence, read_conll, write_conll
+from fstcrf.corpus.conll import Corpus, Sentence, read_conll, write_conll
 from fstcrf.errors import FstcrfError, GrammarError, LabelError
-from fstcrf.evaluate import score_chunks
+from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.grammar import accepts, compile_grammar, load_grammar, parse_grammar
-from fstcrf.labels import chain_topology, gold_label_set, parse_gold
+from fstcrf.corpus.labels import chain_topology, gold_label_set, parse_gold
 from fstcrf.model import ChainCRF, load_model
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.synthetic import DATA_DIR
 from fstcrf.engine.topology import first_order
 
 from oracles import check_finite_differences, edge_index_table, enumerate_state_paths

@@ -6,10 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstcrf.cli import main
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.errors import LabelError
-from fstcrf.evaluate import score_chunks
-from fstcrf.schemes import convert, read_chunks, write_chunks
+from fstcrf.corpus.evaluate import score_chunks
+from fstcrf.corpus.schemes import convert, read_chunks, write_chunks
 
 IOB = ["O", "B-NP", "I-NP", "B-VP", "I-VP"]
 BIOES = IOB + ["E-NP", "S-NP", "E-VP", "S-VP"]

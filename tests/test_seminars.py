@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 
 from fstcrf.cli import main
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.errors import ArgumentTypeError, ConllFormatError, FstcrfError, LabelError, ShapeError
-from fstcrf.seminars import (
+from fstcrf.experiments.seminars import (
     FIELDS,
     FieldScore,
     count_seminars,

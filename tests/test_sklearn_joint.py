@@ -212,7 +212,7 @@ def test_bad_chains_and_inputs_are_clear_errors(corpus, joint):
         joint.crfs_[1].predict([[{**X[0][0], "pos": "D"}], [{"w": "a", "pos": None}]])
     # the lower labels live in their own column, not in the token dicts
     from fstcrf.attributes import AttributeExtractor
-    from fstcrf.conll import Sentence
+    from fstcrf.corpus.conll import Sentence
 
     with pytest.raises(FeatureValueError, match="sentence 0, token 0: the token dict holds the key 'pos'"):
         AttributeExtractor(reads="pos").fit([Sentence({"attributes": [{"pos": "D"}], "pos": ["D"]})])

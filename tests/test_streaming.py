@@ -1,4 +1,4 @@
-"""Streaming: fstcrf.conll.iter_conll and ``fstcrf tag`` over standard input, several files,
+"""Streaming: fstcrf.corpus.conll.iter_conll and ``fstcrf tag`` over standard input, several files,
 batches, Ctrl-C/SIGTERM and closed pipes."""
 
 import os
@@ -12,9 +12,9 @@ from hypothesis import given, settings, strategies as st
 
 from fstcrf import cli
 from fstcrf.cli import main
-from fstcrf.conll import iter_conll, read_conll
+from fstcrf.corpus.conll import iter_conll, read_conll
 from fstcrf.errors import ConllFormatError
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.synthetic import DATA_DIR
 
 TRAIN = str(DATA_DIR / "demo_train.txt")
 TEST = str(DATA_DIR / "demo_test.txt")

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from fstcrf.cli import main
-from fstcrf.conll import Sentence, read_conll
+from fstcrf.corpus.conll import Sentence, read_conll
 from fstcrf.model import ChainCRF
-from fstcrf.synthetic import DATA_DIR
+from fstcrf.corpus.synthetic import DATA_DIR
 
 TRAIN = str(DATA_DIR / "demo_train.txt")
 TEST = str(DATA_DIR / "demo_test.txt")

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from fstcrf import train
-from fstcrf.conll import Corpus, read_conll
+from fstcrf.corpus.conll import Corpus, read_conll
 from fstcrf.errors import FstcrfError
-from fstcrf.evaluate import score_chunks
+from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.model import ChainCRF
 from fstcrf.objective import TrainingSet
 from test_model import TEMPLATE, chunk_corpus, random_corpus, training_set
@@ -152,7 +152,7 @@ def most_frequent_tag(train_corpus: Corpus, test_corpus: Corpus) -> float:
 def test_lbfgs_reaches_the_optimum_scipy_finds():
     """The native L-BFGS against scipy's L-BFGS-B on the same penalised objective."""
     import scipy.optimize
-    from fstcrf.synthetic import DATA_DIR
+    from fstcrf.corpus.synthetic import DATA_DIR
 
     corpus = read_conll(DATA_DIR / "demo_train.txt")
     corpus.sentences = corpus.sentences[:150]

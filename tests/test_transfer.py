@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from fstcrf.compose import compose
-from fstcrf.conll import Corpus, Sentence
+from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.errors import FstcrfError
 from fstcrf.features import parse_template
 from fstcrf.engine.inference import viterbi
 from fstcrf.model import ChainCRF
-from fstcrf.seminars import read_seminar
-from fstcrf import bench_transfer, transfer
+from fstcrf.experiments.seminars import read_seminar
+from fstcrf import bench_transfer
+from fstcrf.experiments import transfer
 
 ANNOUNCEMENTS = [
     "Type: cmu.cs.robotics\nWho: <speaker>John Smith</speaker>\nHost: Mary Jones\n"

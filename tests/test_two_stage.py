@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import fstcrf.compose
-from fstcrf.conll import Sentence
+from fstcrf.corpus.conll import Sentence
 from fstcrf.document.two_stage import MAJORITY_COLUMNS, TwoStageTagger, majority_columns, second_stage_template
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.model import ChainCRF
-from fstcrf.schemes import read_chunks
+from fstcrf.corpus.schemes import read_chunks
 
 
 def _sentence(words, start=False):

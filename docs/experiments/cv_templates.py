@@ -6,7 +6,7 @@
 import sys
 
 import numpy as np
-from fstcrf.conll import Corpus, read_conll
+from fstcrf.corpus.conll import Corpus, read_conll
 from fstcrf.features import SHA_PEREIRA_CHUNKING, parse_template
 from fstcrf.model import ChainCRF
 

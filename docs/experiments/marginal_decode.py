@@ -7,8 +7,8 @@ beside the cascade's and the composed model's marginals, decoded the same way.
 import sys
 import numpy as np
 from fstcrf.compose import load_joint
-from fstcrf.conll import read_conll
-from fstcrf.evaluate import score_chunks
+from fstcrf.corpus.conll import read_conll
+from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.engine.inference import Potentials, sample, viterbi
 from fstcrf.grammar import constrain, load_grammar, restrict_to
 from fstcrf.engine.topology import first_order

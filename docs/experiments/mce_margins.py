@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from fstcrf import train as training
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.mce import SegmentFScore
 from fstcrf.model import ChainCRF, load_model
 

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.model import load_model
 from mce_margins import captured_objective      # run from docs/experiments (or with it on PYTHONPATH)
 

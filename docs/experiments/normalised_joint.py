@@ -8,8 +8,8 @@ import sys
 import numpy as np
 from scipy.special import logsumexp
 from fstcrf.compose import load_joint
-from fstcrf.conll import read_conll
-from fstcrf.evaluate import score_chunks
+from fstcrf.corpus.conll import read_conll
+from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.engine.joint import JointPotentials, joint_viterbi
 from fstcrf.engine.inference import viterbi
 

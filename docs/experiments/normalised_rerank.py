@@ -8,8 +8,8 @@ import sys
 
 import numpy as np
 from fstcrf.compose import load_joint
-from fstcrf.conll import read_conll
-from fstcrf.evaluate import score_chunks
+from fstcrf.corpus.conll import read_conll
+from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.engine.inference import kbest, log_partition, viterbi
 
 from common import labels_per_sentence, token_accuracy, with_lower_labels

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 from fstcrf.model import load_model
-from fstcrf.conll import read_conll
+from fstcrf.corpus.conll import read_conll
 from fstcrf.engine.inference import kbest, log_partition, sample
 
 from common import with_lower_labels

@@ -10,7 +10,7 @@ trained on OUT sees POS tags as uncertain as the POS CRF is about them.
 import sys
 
 import numpy as np
-from fstcrf.conll import Corpus, Sentence, read_conll, write_conll
+from fstcrf.corpus.conll import Corpus, Sentence, read_conll, write_conll
 from fstcrf.engine.inference import sample
 from fstcrf.model import ChainCRF
 

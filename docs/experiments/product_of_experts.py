@@ -18,10 +18,10 @@ import sys
 
 import numpy as np
 
-from fstcrf.conll import read_conll
-from fstcrf.evaluate import score_chunks
+from fstcrf.corpus.conll import read_conll
+from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.engine.inference import Potentials, viterbi
-from fstcrf.labels import split_labels
+from fstcrf.corpus.labels import split_labels
 from fstcrf.model import load_model
 
 FORBIDDEN = -1e30   # a finite stand-in for -inf, so that scaled sums stay defined

@@ -20,8 +20,8 @@ McNemar's test between cascade and joint.
 import sys
 import time
 
-from fstcrf.conll import read_conll
-from fstcrf.evaluate import mcnemar, score_chunks
+from fstcrf.corpus.conll import read_conll
+from fstcrf.corpus.evaluate import mcnemar, score_chunks
 from fstcrf.sklearn import CRF, JointCRF, metrics
 
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fstcrf.conll import Corpus
+from fstcrf.corpus.conll import Corpus
 from fstcrf.encoding import EncodedSentences, supported_pair_counts, token_classes
 from fstcrf.errors import ShardError
 from fstcrf.features import FeatureExtractor, Template
-from fstcrf.labels import gold_label_set, gold_states, parse_gold
+from fstcrf.corpus.labels import gold_label_set, gold_states, parse_gold
 from fstcrf.engine.topology import Topology
 from fstcrf.distributed.shards import Shard, read_shard
 

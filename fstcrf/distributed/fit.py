@@ -15,14 +15,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from fstcrf import train
-from fstcrf.conll import Corpus, Sentence, as_corpus
+from fstcrf.corpus.conll import Corpus, Sentence, as_corpus
 from fstcrf.encoding import drop_zero_features, features_from_counts, merge_pair_counts
 from fstcrf.bandit_settings import SGD_LEARNING_RATE, check_positive
 from fstcrf.errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
 from fstcrf.grammar import Grammar, load_grammar
-from fstcrf.labels import chain_topology
+from fstcrf.corpus.labels import chain_topology
 from fstcrf.objective import Scorer
-from fstcrf.schemes import missing_types_warning, restrict_types
+from fstcrf.corpus.schemes import missing_types_warning, restrict_types
 from fstcrf.distributed import checkpoint as checkpoints
 from fstcrf.distributed.dictionary import (
     check_layouts,
@@ -112,7 +112,7 @@ def fit_on_dask(
     ``init``, a fitted ChainCRF (algorithm "lbfgs"), is the starting point: its
     template, labels, dictionaries and weights, as in ``ChainCRF.fit``.
     ``only_types`` (chunk types) maps the other types of column ``target`` to O on
-    the workers (``--only-types``; :func:`fstcrf.schemes.restrict_types`).
+    the workers (``--only-types``; :func:`fstcrf.corpus.schemes.restrict_types`).
     The result equals single-process training on the same sentences up to rounding;
     L-BFGS also sets ``model.traffic_`` (a :class:`~.objective.Traffic`: evaluations,
     seconds, bytes, retries)."""

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from collections.abc import Sequence
 
-from fstcrf.conll import DOCSTART, Corpus, Sentence, iter_conll
+from fstcrf.corpus.conll import DOCSTART, Corpus, Sentence, iter_conll
 from fstcrf.errors import ConllFormatError, FstcrfError, ShardError
 
 #: Bytes looked at before a cut for the start of the line it falls in.
@@ -122,7 +122,7 @@ def read_shard(
     """The sentences of a shard (none when it holds only blank lines); ShardError names
     ``worker`` and the file when a piece cannot be read or parsed, or when pieces
     differ in their columns.  ``columns``, ``separator`` and ``allow_missing`` are
-    :func:`~fstcrf.conll.read_conll`'s."""
+    :func:`~fstcrf.corpus.conll.read_conll`'s."""
     sentences, names, first, pending = [], None, None, ()
     for piece in shard.pieces:
         try:

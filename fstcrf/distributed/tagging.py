@@ -45,7 +45,7 @@ def tag_shard(
 ) -> str:
     """Worker: the CoNLL text of a shard's sentences with the predicted column appended
     (``options``: keyword arguments of ``ChainCRF.predict``)."""
-    from fstcrf.conll import write_conll
+    from fstcrf.corpus.conll import write_conll
 
     model = _model(model_path, threads)
     corpus = read_shard(shard, columns, separator, worker_name(), allow_missing)
@@ -69,7 +69,7 @@ def tag_on_dask(
     """Tag ``inputs`` (files, read one after another) with the model at ``model_path``
     on the workers of ``client`` into ``output`` (a path, or "-"); returns the number
     of shards.  ``columns``, ``allow_missing`` and ``separator`` are
-    :func:`~fstcrf.conll.read_conll`'s."""
+    :func:`~fstcrf.corpus.conll.read_conll`'s."""
     parts = partition(list(inputs), shards or SHARDS_PER_WORKER * len(client.nthreads()))
     path = os.path.realpath(model_path)
     futures = [

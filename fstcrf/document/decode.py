@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fstcrf.conll import Corpus, Sentence, as_sentences
+from fstcrf.corpus.conll import Corpus, Sentence, as_sentences
 from fstcrf.errors import FstcrfError
-from fstcrf.labels import split_labels
+from fstcrf.corpus.labels import split_labels
 from fstcrf.model import ChainCRF
 from fstcrf.document.annealing import Annealed, anneal
 from fstcrf.document.consistency import ConsistencyFactor, ConsistencyPenalties, estimate_penalties

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from fstcrf.conll import Sentence
+from fstcrf.corpus.conll import Sentence
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ how far to trust the kind of labels the first stage gives to unseen text.
 The majority columns (:data:`MAJORITY_COLUMNS`), for a token t of a sentence in
 document D of corpus C (C: all sentences given together, e.g. one file).  The
 first stage's labels are read as entities (first token, last token, type) with
-:func:`fstcrf.schemes.read_chunks`; a token's type is its entity's type, or
+:func:`fstcrf.corpus.schemes.read_chunks`; a token's type is its entity's type, or
 "O" outside every entity.
 
 * ``token_doc`` / ``token_corpus``: the majority type of the *other* tokens of
@@ -33,13 +33,13 @@ from importlib import resources
 from collections.abc import Iterable, Sequence
 
 from fstcrf.compose import jackknife
-from fstcrf.conll import Corpus, Sentence, as_corpus, as_sentences
+from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.features import Template, parse_template
 from fstcrf.features import resolve_template
 from fstcrf.model import ChainCRF
 from fstcrf.progress import Progress
-from fstcrf.schemes import read_chunks
+from fstcrf.corpus.schemes import read_chunks
 from fstcrf.document.consistency import proper_parts
 from fstcrf.document.documents import document_spans
 
@@ -117,7 +117,7 @@ def majority_columns(
     word_column: str = "word",
 ) -> list[Sentence]:
     """The sentences with the :data:`MAJORITY_COLUMNS` (see the module doc) computed from
-    first-stage ``labels`` [B][T] (IOB2, or any scheme :func:`~fstcrf.schemes.read_chunks`
+    first-stage ``labels`` [B][T] (IOB2, or any scheme :func:`~fstcrf.corpus.schemes.read_chunks`
     reads) within the documents ``spans`` ([first, last) sentence ranges, as from
     :func:`~fstcrf.document.documents.document_spans`) and over all the sentences."""
     sentences = as_sentences(sentences, "majority_columns")

@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from fstcrf.attributes import COLUMN, check_sentences
-from fstcrf.conll import Sentence
+from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError
 from fstcrf.files import check_output_path
 from fstcrf.model import ChainCRF, load_model

@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator, clone
 
 from fstcrf.attributes import COLUMN
 from fstcrf.compose import MODES, JointModel, compose
-from fstcrf.conll import Sentence
+from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import ArgumentTypeError, CompositionError, FstcrfError, ShapeError
 from fstcrf.sklearn.estimator import CRF, by_sequence, as_sequences, as_tokens
 

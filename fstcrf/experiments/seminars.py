@@ -7,7 +7,7 @@ An announcement is raw e-mail text with inline SGML tags: the fields
 (any ``</?[a-z]+>``, as Freitag's page says, so the untagged text is the
 original message), tokenises the text and returns its sentences with the
 columns ``word`` and ``field`` (IOB2 over the four fields); the first
-sentence carries a ``-DOCSTART-`` line, so :func:`fstcrf.conll.write_conll`
+sentence carries a ``-DOCSTART-`` line, so :func:`fstcrf.corpus.conll.write_conll`
 writes one before each message.
 
 Tokens come from the untagged text alone (see ``_TOKEN``), so the tags
@@ -31,7 +31,7 @@ of the file is dropped (its text stays unlabelled); a field closed by
 another field's tag keeps its opening field; a closing tag with nothing
 open is dropped, and so is a field mention without text.
 
-Scores (percentages, as in :mod:`fstcrf.evaluate`):
+Scores (percentages, as in :mod:`fstcrf.corpus.evaluate`):
 :func:`document_scores` is the one-value-per-document measure of Freitag
 and of Sutton & McCallum 2005, :func:`token_scores` the per-token measure
 of Finkel et al. 2005; :func:`mean_f1` averages the fields, as both papers'
@@ -49,11 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Sequence
 
-from fstcrf.conll import DOCSTART, Corpus, Sentence, as_sentences
+from fstcrf.corpus.conll import DOCSTART, Corpus, Sentence, as_sentences
 from fstcrf.errors import ArgumentTypeError, ConllFormatError, FstcrfError, LabelError, ShapeError
-from fstcrf.evaluate import f1, percentage
+from fstcrf.corpus.evaluate import f1, percentage
 from fstcrf.files import read_utf8
-from fstcrf.schemes import read_chunks
+from fstcrf.corpus.schemes import read_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -511,7 +511,7 @@ def document_scores(
 
     ``words``, ``gold`` and ``predicted`` are [documents][sentences][tokens]
     (see :func:`document_column`); labels are IOB2 (any chunk scheme
-    :func:`fstcrf.schemes.read_chunks` reads).  In each document the
+    :func:`fstcrf.corpus.schemes.read_chunks` reads).  In each document the
     predicted mentions of a field give one value: the most frequent word
     sequence, ties going to the earliest (``pick="most_frequent"``), or the
     first mention (``pick="first"``).  It is correct if its words equal those

@@ -17,7 +17,7 @@ prints the empty type twice when both gold and predicted chunks have it).
 
 conlleval has no rule for ``S`` tags, so when gold or predicted tags hold an
 ``E-`` or ``S-`` tag (BIOES, or IOE) each side's chunks are read by
-:func:`fstcrf.schemes.read_chunks` (a chunk ends at E or S) and a chunk is
+:func:`fstcrf.corpus.schemes.read_chunks` (a chunk ends at E or S) and a chunk is
 correct when the other side has the same (first token, last token, type).
 Gold and prediction may then be in different schemes; for token accuracy
 the prediction is rewritten in the gold's scheme.
@@ -33,7 +33,7 @@ from typing import ClassVar, cast
 from collections.abc import Iterator, Sequence
 
 from fstcrf.errors import ArgumentTypeError, LabelError, ShapeError
-from fstcrf.schemes import (
+from fstcrf.corpus.schemes import (
     LABEL_SET_SEPARATOR,
     UNKNOWN_LABEL,
     chunk_end,
@@ -362,7 +362,7 @@ def _score_chunk_spans(
     gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], gold_scheme: str | None, pred_scheme: str | None
 ) -> ChunkScores:
     """Chunk scores of checked tags [num_sentences][num_tokens] read by
-    :func:`fstcrf.schemes.read_chunks`: a chunk is correct when both sides have it.
+    :func:`fstcrf.corpus.schemes.read_chunks`: a chunk is correct when both sides have it.
 
     When one side is BIOES and the other IOB, the predicted tags are rewritten
     in the gold's scheme before tokens are compared.

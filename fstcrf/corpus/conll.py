@@ -130,7 +130,7 @@ def as_sentences(data, method: str) -> list[Sentence]:
     (named in errors); ArgumentTypeError for anything else, such as a file name,
     raw text or lists of words."""
     hint = (
-        "read a CoNLL file with fstcrf.conll.read_conll(path, columns=...), or build "
+        "read a CoNLL file with fstcrf.corpus.conll.read_conll(path, columns=...), or build "
         "sentences with Sentence({'word': [...], ...})"
     )
     if isinstance(data, Corpus):

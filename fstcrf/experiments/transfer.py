@@ -15,7 +15,7 @@ The pieces, as library functions:
 - :func:`run_split`: the three systems on one split (no transfer: the
   seminar CRF alone; cascade: NER 1-best feeds the reading seminar CRF;
   joint: exact Viterbi of the composition), scored one value per document
-  and per token (:mod:`fstcrf.seminars`).
+  and per token (:mod:`fstcrf.experiments.seminars`).
 - :func:`paired_tests` (paired t-test and sign test over splits),
   :func:`header_counts` (how often a header word such as "Host:" is an
   entity under each decoding) and :func:`learning_curve`.
@@ -42,13 +42,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from fstcrf.compose import JointModel, compose
-from fstcrf.conll import Corpus, Sentence, read_conll
+from fstcrf.corpus.conll import Corpus, Sentence, read_conll
 from fstcrf.errors import FstcrfError
-from fstcrf.evaluate import mcnemar, score_labels
+from fstcrf.corpus.evaluate import mcnemar, score_labels
 from fstcrf.features import parse_template
 from fstcrf.model import ChainCRF
-from fstcrf.schemes import convert
-from fstcrf.seminars import FIELDS, document_scores, mean_f1, read_seminars, token_scores
+from fstcrf.corpus.schemes import convert
+from fstcrf.experiments.seminars import FIELDS, document_scores, mean_f1, read_seminars, token_scores
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ A gold column value is one label, or, in training data only, UNKNOWN_LABEL
 ("?", any label) or a label set ("B-NP|I-NP", any of these labels).  Model
 labels never hold that syntax (:func:`gold_label_set` takes the members of a
 set), and scoring predictions against gold with it raises LabelError
-(:mod:`fstcrf.evaluate`).
+(:mod:`fstcrf.corpus.evaluate`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from fstcrf.errors import LabelError
 from fstcrf.engine.inference import lengths_to_offsets
-from fstcrf.schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL
+from fstcrf.corpus.schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL
 from fstcrf.engine.topology import Topology, first_order, second_order
 
 #: The outside tag, c_0 of second-order models.
