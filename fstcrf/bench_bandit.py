@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fstcrf.bandit_settings import DEFAULT_DRAWS
+from fstcrf.learn.settings import DEFAULT_DRAWS
 from fstcrf.corpus.conll import Corpus, read_conll
 from fstcrf.errors import FstcrfError
 
@@ -99,15 +99,15 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     """Seconds of one full gradient (L-BFGS's, on gold labels; best of 7) and of one
     bandit epoch (expected gain; best of ``repeats``) for each of SPEED_SETTINGS, on
     the same sentences and features."""
-    from fstcrf.bandit import SampledGradient, learn, permuted
-    from fstcrf.bandit_settings import BanditSettings
+    from fstcrf.learn.bandit import SampledGradient, learn, permuted
+    from fstcrf.learn.settings import BanditSettings
     from fstcrf.encoding import EncodedSentences, build_features
     from fstcrf.features import FeatureExtractor
-    from fstcrf.feedback import simulated_feedback
+    from fstcrf.learn.feedback import simulated_feedback
     from fstcrf.engine.inference import blas_single_threaded
     from fstcrf.corpus.labels import chain_topology, gold_states, parse_gold
     from fstcrf.model import BIAS, TEMPLATES
-    from fstcrf.objective import Scorer, TrainingSet
+    from fstcrf.learn.objective import Scorer, TrainingSet
 
     extractor = FeatureExtractor(TEMPLATES["sha-pereira"])
     encoded = EncodedSentences.from_corpus(extractor, train, fit=True)
@@ -188,7 +188,7 @@ def bench_bandit(
     test.txt, the last ``dev_sentences`` of train.txt for dev; ``plot`` writes the
     dev curves."""
     train, dev, test = splits(folder, dev_sentences)
-    quiet = logging.getLogger("fstcrf.train")
+    quiet = logging.getLogger("fstcrf.learn.train")
     level = quiet.level
     quiet.setLevel(logging.WARNING)  # one line per run, not per epoch
     try:

@@ -229,7 +229,7 @@ def _run(command: list[str], scratch, name: str) -> dict:
 
 def _check_counts(**counts: int) -> None:
     """Each count must be a positive integer (a typed fstcrf error naming it otherwise)."""
-    from fstcrf.bandit_settings import check_positive
+    from fstcrf.learn.settings import check_positive
 
     for name, value in counts.items():
         check_positive(name, value, integer=True)
@@ -439,7 +439,7 @@ def bench_train_process(
 
     import pycrfsuite
 
-    from fstcrf.bandit_settings import DEFAULT_SIGMA
+    from fstcrf.learn.settings import DEFAULT_SIGMA
     from fstcrf.corpus.conll import read_conll
     from fstcrf.defaults import default_template
     from fstcrf.errors import FstcrfError
@@ -616,7 +616,7 @@ def bench_stream_process(
 
     from fstcrf.errors import FstcrfError
     from fstcrf.progress import Progress
-    from fstcrf.bandit_settings import check_positive
+    from fstcrf.learn.settings import check_positive
 
     check_positive("gigabytes", gigabytes)
     _check_counts(threads=threads, train_iterations=train_iterations)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
-from fstcrf.bandit_settings import (
+from fstcrf.learn.settings import (
     BASELINES,
     DEFAULT_DRAWS,
     DEFAULT_LEARNING_RATE,
@@ -301,7 +301,7 @@ def _train_on_dask(args: argparse.Namespace) -> int:
 
 def _train_from_log(args: argparse.Namespace) -> int:
     """train --algorithm bandit --log FILE: learn offline from logged feedback."""
-    from fstcrf.counterfactual import read_feedback_log
+    from fstcrf.learn.counterfactual import read_feedback_log
 
     if args.algorithm != "bandit":
         raise FstcrfError("--log needs --algorithm bandit")
@@ -768,7 +768,7 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
     import io
     from fstcrf.compose import JointModel
     from fstcrf.corpus.conll import write_conll
-    from fstcrf.counterfactual import write_feedback_records
+    from fstcrf.learn.counterfactual import write_feedback_records
 
     if isinstance(model, JointModel):
         raise FstcrfError(

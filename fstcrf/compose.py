@@ -59,7 +59,7 @@ from fstcrf.engine.joint import (
 from fstcrf.corpus.labels import split_labels
 from fstcrf.model import ChainCRF, save_model
 from fstcrf.modelfile import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
-from fstcrf.objective import BLOCK_CELLS
+from fstcrf.learn.objective import BLOCK_CELLS
 
 MODES = ("joint", "cascade", "kbest")
 #: Joint decoding extracts the features of batches of this many tokens (fewer if the

@@ -85,7 +85,7 @@ class FeedbackError(FstcrfError):
     """A feedback function raised, or returned something other than a finite
     gain in [0, 1]; the message names the sentence."""
 
-    #: Set by bandit learning: the training result so far (a fstcrf.train.TrainingResult).
+    #: Set by bandit learning: the training result so far (a fstcrf.learn.train.TrainingResult).
     result: Any
 
 

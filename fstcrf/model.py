@@ -3,8 +3,8 @@ features (see :mod:`fstcrf.encoding` for the features and the layout of ``weight
 
 The pieces live in their own modules: :mod:`fstcrf.corpus.labels` (gold columns,
 partial labels, label paths), :mod:`fstcrf.encoding` (encoded sentences and
-the feature dictionary), :mod:`fstcrf.objective` (the scorer and the training
-objective), :mod:`fstcrf.train` (the algorithms) and :mod:`fstcrf.modelfile`
+the feature dictionary), :mod:`fstcrf.learn.objective` (the scorer and the training
+objective), :mod:`fstcrf.learn.train` (the algorithms) and :mod:`fstcrf.modelfile`
 (model files; :func:`save_model` and :func:`load_model` are importable from
 here too).
 """
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import pynini
 
-from fstcrf import train
+from fstcrf.learn import train
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.document.consistency import ConsistencyPenalties
 from fstcrf.encoding import (
@@ -46,7 +46,7 @@ from fstcrf.grammar import Grammar, compile_grammar, constrain, load_grammar, re
 from fstcrf.engine.inference import Potentials, blas_single_threaded, kbest, log_partition, sample
 from fstcrf.corpus.labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
 from fstcrf.modelfile import MODEL_KIND, header_field, read_container, write_container
-from fstcrf.bandit_settings import (
+from fstcrf.learn.settings import (
     DEFAULT_DRAWS,
     DEFAULT_LEARNING_RATE,
     DEFAULT_SIGMA,
@@ -56,7 +56,7 @@ from fstcrf.bandit_settings import (
     BanditSettings,
     check_positive,
 )
-from fstcrf.objective import Scorer, TrainingSet, seen_edges
+from fstcrf.learn.objective import Scorer, TrainingSet, seen_edges
 from fstcrf.phases import phase
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
@@ -97,9 +97,9 @@ _LEARNER_ARGUMENTS = frozenset(
 
 
 def _learner(algorithm: str):
-    """The training function of an algorithm of fstcrf.train or fstcrf.online."""
+    """The training function of an algorithm of fstcrf.learn.train or fstcrf.learn.online."""
     if algorithm in ("pa", "arow", "l2sgd"):
-        from fstcrf import online
+        from fstcrf.learn import online
 
         return {"pa": online.passive_aggressive, "arow": online.arow, "l2sgd": online.l2sgd}[algorithm]
     return {
@@ -160,12 +160,12 @@ class ChainCRF:
             are CRFsuite-style feature dicts (see :mod:`fstcrf.attributes`).
         order: 1 (states are labels) or 2 (states are tag pairs, which needs
             the outside tag "O" among the labels).
-        algorithm: "lbfgs", "perceptron" (or "ap") or "sgd" (see :mod:`fstcrf.train`),
+        algorithm: "lbfgs", "perceptron" (or "ap") or "sgd" (see :mod:`fstcrf.learn.train`),
             CRFsuite's "l2sgd", "pa" (passive-aggressive) or "arow" (see
-            :mod:`fstcrf.online`), or
+            :mod:`fstcrf.learn.online`), or
             "mce-f": penalised log-likelihood by L-BFGS (``sigma``, ``max_iter``),
             then the smoothed segment F-score of Suzuki et al. 2006 from those
-            weights (see :mod:`fstcrf.mce`), with prior ||theta||^2 / (2 mce_c)
+            weights (see :mod:`fstcrf.learn.mce`), with prior ||theta||^2 / (2 mce_c)
             for ``mce_iter`` L-BFGS iterations.  ``fit(init=model)`` skips the
             first stage.  Needs IOB2 chunk labels and full labels.
         sigma: standard deviation of the Gaussian prior on every weight
@@ -190,14 +190,14 @@ class ChainCRF:
             linesearch, max_linesearch; ap:
             epsilon; pa: pa_type, c, error_sensitive, averaging, epsilon;
             arow: variance, gamma, epsilon; l2sgd: period, delta and the
-            calibration_* settings (see :mod:`fstcrf.train` and
-            :mod:`fstcrf.online`).
+            calibration_* settings (see :mod:`fstcrf.learn.train` and
+            :mod:`fstcrf.learn.online`).
         threads: threads for the L-BFGS gradient, decoding and dev scoring (the
             online algorithms update one sentence at a time, in one thread).
         tol: L-BFGS stops when an iteration lowers the objective by less than
             this fraction of it.
         learning_rate: the initial SGD step size (None: 0.1); the bandit step
-            size (None: :data:`fstcrf.bandit_settings.DEFAULT_LEARNING_RATE`).
+            size (None: :data:`fstcrf.learn.settings.DEFAULT_LEARNING_RATE`).
         seed: the shuffling seed of the online algorithms (bandit: also of
             the draws and the simulated feedback's noise).
         grammar: train and decode under a grammar (a shipped grammar name such
@@ -222,15 +222,15 @@ class ChainCRF:
             of a segment's misclassification measure d (the paper's 1 and 0).
         objective, draws, baseline, step, clip, batch_size: algorithm "bandit"
             (learning from sampled outputs scored by feedback, see
-            :mod:`fstcrf.bandit`): the objective ("expected", "pairwise",
+            :mod:`fstcrf.learn.bandit`): the objective ("expected", "pairwise",
             "pairwise-independent", "cross-entropy"), draws per sentence, the
             baseline ("none", "mean", "loo"; None: the objective's default,
-            see :class:`~fstcrf.bandit_settings.BanditSettings`), the step rule
+            see :class:`~fstcrf.learn.settings.BanditSettings`), the step rule
             ("constant", "adagrad", "adam"), the probability floor of
             cross-entropy and the sentences per update.
         feedback: algorithm "bandit": "f1" or "accuracy" (a simulated user
             scoring each draw against the ``target`` column; the learner never
-            reads that column), a feedback object of :mod:`fstcrf.feedback`,
+            reads that column), a feedback object of :mod:`fstcrf.learn.feedback`,
             or a function ``feedback(sentence, labels) -> float`` in [0, 1].
         feedback_flip, feedback_noise: simulated feedback only: the gain is
             flipped to 1 - g with this probability and perturbed by Gaussian
@@ -251,7 +251,7 @@ class ChainCRF:
     trained on), ``columns_`` (the column names of the training file),
     ``n_iter_``, ``best_iteration_`` (whose weights were kept),
     ``interrupted_`` and ``history_`` (one record per iteration, see
-    :mod:`fstcrf.train`), ``constraint_`` (the compiled training grammar, a
+    :mod:`fstcrf.learn.train`), ``constraint_`` (the compiled training grammar, a
     pynini acceptor over ``labels_``, or None), ``lower_labels_`` (the values
     of the ``reads`` column seen in training, or None), ``consistency_``
     (label-consistency penalties for non-local decoding, see
@@ -482,7 +482,7 @@ class ChainCRF:
 
     def _bandit_feedback(self, corpus: Corpus, target: str):
         """The feedback source of algorithm "bandit" (its ``labels`` are the model's)."""
-        from fstcrf.feedback import CallableFeedback, simulated_feedback
+        from fstcrf.learn.feedback import CallableFeedback, simulated_feedback
 
         if hasattr(self.feedback, "gains") and hasattr(self.feedback, "labels"):
             return self.feedback
@@ -558,7 +558,7 @@ class ChainCRF:
         With ``dev`` the weights of the iteration with the best dev score are
         kept: chunk F1 for chunk labels, else token accuracy (see
         :func:`~fstcrf.corpus.evaluate.score_labels`).  ``callback(record)`` sees each iteration's record (see
-        :mod:`fstcrf.train`) and may return True to stop.  Ctrl-C stops
+        :mod:`fstcrf.learn.train`) and may return True to stop.  Ctrl-C stops
         training and keeps the best weights so far (``interrupted_`` is True).
         ``init``, a fitted model (algorithms "lbfgs" and "mce-f"), is the
         starting point: its template, order, feature dictionary and weights
@@ -657,7 +657,7 @@ class ChainCRF:
         stopped_by = None
         if self.algorithm == "bandit":
             order = np.random.default_rng(self.seed).permutation(len(corpus))
-            from fstcrf import bandit
+            from fstcrf.learn import bandit
 
             sampled = bandit.SampledGradient(scorer, bandit.permuted(encoded, order))
             try:
@@ -716,7 +716,7 @@ class ChainCRF:
                 )
                 initial = stages[-1].weights
             if self.algorithm == "mce-f" and not (stages and stages[-1].interrupted):
-                from fstcrf.mce import SegmentFScore
+                from fstcrf.learn.mce import SegmentFScore
 
                 stages.append(
                     train.lbfgs(
@@ -816,7 +816,7 @@ class ChainCRF:
         init: ChainCRF | None = None,
     ) -> ChainCRF:
         """Learn offline from logged bandit feedback ``log``, a
-        :class:`~fstcrf.counterfactual.FeedbackLog` (see that module):
+        :class:`~fstcrf.learn.counterfactual.FeedbackLog` (see that module):
         L-BFGS on its importance-weighted reward (``weighting``,
         ``max_ratio``) with the Gaussian prior ``sigma``, for ``max_iter``
         iterations.  ``init`` (typically the logging model) gives the template,
@@ -824,8 +824,8 @@ class ChainCRF:
         are those shown in the log and the features the complete set.  The
         predicted column is named ``target``; with ``dev`` the iteration with
         the best dev score is kept."""
-        from fstcrf.bandit import SampledGradient
-        from fstcrf.counterfactual import FeedbackLog, LoggedObjective, shown_states
+        from fstcrf.learn.bandit import SampledGradient
+        from fstcrf.learn.counterfactual import FeedbackLog, LoggedObjective, shown_states
 
         self._check_params()
         if not isinstance(log, FeedbackLog):

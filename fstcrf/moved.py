@@ -15,6 +15,14 @@ import sys
 
 #: old dotted path -> the module that now holds everything it held.
 MOVED: dict[str, str] = {
+    "fstcrf.train": "fstcrf.learn.train",
+    "fstcrf.bandit_settings": "fstcrf.learn.settings",
+    "fstcrf.online": "fstcrf.learn.online",
+    "fstcrf.objective": "fstcrf.learn.objective",
+    "fstcrf.mce": "fstcrf.learn.mce",
+    "fstcrf.bandit": "fstcrf.learn.bandit",
+    "fstcrf.counterfactual": "fstcrf.learn.counterfactual",
+    "fstcrf.feedback": "fstcrf.learn.feedback",
     "fstcrf.seminars": "fstcrf.experiments.seminars",
     "fstcrf.transfer": "fstcrf.experiments.transfer",
     "fstcrf.conll": "fstcrf.corpus.conll",

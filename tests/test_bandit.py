@@ -8,16 +8,16 @@ import itertools
 import numpy as np
 import pytest
 
-from fstcrf import bandit
-from fstcrf.bandit import SampledGradient, _Running, minibatch_gradient
-from fstcrf.bandit_settings import BanditSettings
+from fstcrf.learn import bandit
+from fstcrf.learn.bandit import SampledGradient, _Running, minibatch_gradient
+from fstcrf.learn.settings import BanditSettings
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.encoding import EncodedSentences, build_features
 from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.features import FeatureExtractor, parse_template
-from fstcrf.feedback import ChunkTables, sentence_chunk_f1, simulated_feedback
+from fstcrf.learn.feedback import ChunkTables, sentence_chunk_f1, simulated_feedback
 from fstcrf.corpus.labels import chain_topology
-from fstcrf.objective import Scorer
+from fstcrf.learn.objective import Scorer
 from hypothesis import given, settings, strategies as st
 
 TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\n"
@@ -394,7 +394,7 @@ def test_command_line_bandit_misuse_is_one_line(tmp_path, capsys, monkeypatch, a
 
 @pytest.mark.parametrize("rule", ["constant", "adagrad", "adam"])
 def test_sparse_steps_equal_their_formulas(rule):
-    from fstcrf.bandit import SparseGradient, _Steps
+    from fstcrf.learn.bandit import SparseGradient, _Steps
 
     rng = np.random.default_rng(5)
     F, T, rate = 50, 4, 0.01

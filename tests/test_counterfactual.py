@@ -7,12 +7,18 @@ import json
 import numpy as np
 import pytest
 
-from fstcrf.bandit import SampledGradient
+from fstcrf.learn.bandit import SampledGradient
 from fstcrf.corpus.conll import Sentence
-from fstcrf.bandit_settings import WEIGHTINGS
-from fstcrf.counterfactual import FeedbackLog, LoggedObjective, read_feedback_log, shown_states, write_feedback_records
+from fstcrf.learn.settings import WEIGHTINGS
+from fstcrf.learn.counterfactual import (
+    FeedbackLog,
+    LoggedObjective,
+    read_feedback_log,
+    shown_states,
+    write_feedback_records,
+)
 from fstcrf.errors import FstcrfError, LabelError
-from fstcrf.feedback import ChunkTables, sentence_chunk_f1
+from fstcrf.learn.feedback import ChunkTables, sentence_chunk_f1
 from fstcrf.engine.inference import sample
 from fstcrf.model import ChainCRF
 from oracles import check_finite_differences

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstcrf import train
+from fstcrf.learn import train
 from fstcrf.errors import CheckpointError
 from fstcrf.corpus.evaluate import TagScores
 

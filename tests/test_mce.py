@@ -1,4 +1,4 @@
-"""MCE-F training (fstcrf.mce): segments as conlleval reads them, segment boxes, the
+"""MCE-F training (fstcrf.learn.mce): segments as conlleval reads them, segment boxes, the
 objective against brute-force enumeration, its gradient, and the estimator."""
 
 import itertools
@@ -11,14 +11,14 @@ import scipy.special
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from fstcrf import mce
+from fstcrf.learn import mce
 from fstcrf.encoding import EncodedSentences, build_features
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.engine.inference import kbest
 from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.corpus.labels import chain_topology, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model
-from fstcrf.objective import Scorer, TrainingSet
+from fstcrf.learn.objective import Scorer, TrainingSet
 from oracles import check_finite_differences
 from test_model import TEMPLATE, chunk_corpus, random_corpus, training_set
 

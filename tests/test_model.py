@@ -13,7 +13,8 @@ import scipy.sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstcrf import encoding, objective
+from fstcrf import encoding
+from fstcrf.learn import objective
 from fstcrf.corpus.conll import Corpus, Sentence, write_conll
 from fstcrf.encoding import EncodedSentences, FactoredFeatures, build_features
 from fstcrf.errors import FstcrfError, LabelError, ModelFileError
@@ -21,7 +22,7 @@ from fstcrf.features import CRFPP_CHUNKING, FeatureExtractor, parse_template
 from fstcrf.corpus.labels import chain_topology, gold_label_set, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model, save_model
 from fstcrf.modelfile import FORMAT_VERSION, MAGIC, MODEL_KIND, checksum, write_container
-from fstcrf.objective import Scorer, TrainingSet
+from fstcrf.learn.objective import Scorer, TrainingSet
 from oracles import check_finite_differences
 
 TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\npos[-1]\npos[0]\npos[0]|pos[+1]\n"

@@ -1,4 +1,4 @@
-"""CRFsuite's online learners (fstcrf.online) and the sparse path difference they use."""
+"""CRFsuite's online learners (fstcrf.learn.online) and the sparse path difference they use."""
 
 import math
 from dataclasses import dataclass
@@ -8,12 +8,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from fstcrf import online, train
+from fstcrf.learn import online, train
 from fstcrf.encoding import TransitionWeights
 from fstcrf.errors import ArgumentTypeError, FstcrfError
 from fstcrf.grammar import compile_grammar, load_grammar, restrict_to
 from fstcrf.corpus.labels import gold_label_set
-from fstcrf.objective import Scorer, TrainingSet
+from fstcrf.learn.objective import Scorer, TrainingSet
 from oracles import BruteForce
 from test_model import chunk_corpus, random_corpus, reading_training_set, training_set
 

@@ -19,7 +19,7 @@ import scipy.optimize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstcrf import train
+from fstcrf.learn import train
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from test_model import chunk_corpus, random_corpus, training_set
 
@@ -200,7 +200,7 @@ def test_crf_nonzero_weights_fall_as_l1_grows():
 
 
 def previous_train_module():
-    """fstcrf.train as of BEFORE_OWLQN, imported from git as fstcrf.train_before_owlqn."""
+    """fstcrf.learn.train as of BEFORE_OWLQN, imported from git as fstcrf.train_before_owlqn."""
     shown = subprocess.run(
         ["git", "show", f"{BEFORE_OWLQN}:fstcrf/train.py"], cwd=REPOSITORY, capture_output=True, text=True
     )

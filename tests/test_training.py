@@ -5,12 +5,12 @@ import logging
 import numpy as np
 import pytest
 
-from fstcrf import train
+from fstcrf.learn import train
 from fstcrf.corpus.conll import Corpus, read_conll
 from fstcrf.errors import FstcrfError
 from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.model import ChainCRF
-from fstcrf.objective import TrainingSet
+from fstcrf.learn.objective import TrainingSet
 from test_model import TEMPLATE, chunk_corpus, random_corpus, training_set
 
 SETTINGS = {"lbfgs": dict(max_iter=60), "perceptron": dict(max_iter=10), "sgd": dict(max_iter=10, learning_rate=0.2)}
@@ -28,7 +28,7 @@ def test_each_algorithm_learns_a_synthetic_task(algorithm, order):
 
 def test_history_records_and_logging(caplog):
     corpus, dev = chunk_corpus(1, 30), chunk_corpus(2, 10)
-    with caplog.at_level(logging.INFO, logger="fstcrf.train"):
+    with caplog.at_level(logging.INFO, logger="fstcrf.learn.train"):
         model = ChainCRF(TEMPLATE, max_iter=5).fit(corpus, dev=dev)
     assert [r["iteration"] for r in model.history_] == [1, 2, 3, 4, 5]
     for record in model.history_:

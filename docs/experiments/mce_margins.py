@@ -14,7 +14,7 @@ import numpy as np
 
 from fstcrf import train as training
 from fstcrf.corpus.conll import read_conll
-from fstcrf.mce import SegmentFScore
+from fstcrf.learn.mce import SegmentFScore
 from fstcrf.model import ChainCRF, load_model
 
 BINS = (-np.inf, -10, -3, -1, 0, 1, 3, np.inf)

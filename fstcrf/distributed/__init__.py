@@ -7,7 +7,7 @@ One concern per module; Dask is imported only inside them, when they run:
   sentences, lists of files) and read on the workers;
 - :mod:`.dictionary`: the counting passes (labels, predicates, supported
   features) reduced across the workers;
-- :mod:`.objective`: the driver's :class:`~fstcrf.train.Problem` that sums one
+- :mod:`.objective`: the driver's :class:`~fstcrf.learn.train.Problem` that sums one
   gradient per shard in a fixed order and retries an evaluation a lost worker broke;
 - :mod:`.checkpoint`: L-BFGS state saved every N iterations, for ``--resume``;
 - :mod:`.fit`: the estimator's distributed ``fit``;

@@ -14,7 +14,7 @@ import numpy as np
 
 from fstcrf.errors import CheckpointError
 from fstcrf.files import write_atomically
-from fstcrf.train import LbfgsState
+from fstcrf.learn.train import LbfgsState
 
 
 def fingerprint(settings: dict, labels: list[str], arrays: list[np.ndarray]) -> str:
@@ -91,7 +91,7 @@ def load_state(path: str | os.PathLike, run: str) -> LbfgsState:
 
 
 def every(path: str | os.PathLike, iterations: int, run: str):
-    """The ``checkpoint`` callback of :func:`fstcrf.train.lbfgs` that saves every
+    """The ``checkpoint`` callback of :func:`fstcrf.learn.train.lbfgs` that saves every
     ``iterations``-th state to ``path``."""
 
     def save(state: LbfgsState) -> None:

@@ -14,14 +14,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fstcrf import train
+from fstcrf.learn import train
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus
 from fstcrf.encoding import drop_zero_features, features_from_counts, merge_pair_counts
-from fstcrf.bandit_settings import SGD_LEARNING_RATE, check_positive
+from fstcrf.learn.settings import SGD_LEARNING_RATE, check_positive
 from fstcrf.errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
 from fstcrf.grammar import Grammar, load_grammar
 from fstcrf.corpus.labels import chain_topology
-from fstcrf.objective import Scorer
+from fstcrf.learn.objective import Scorer
 from fstcrf.corpus.schemes import missing_types_warning, restrict_types
 from fstcrf.distributed import checkpoint as checkpoints
 from fstcrf.distributed.dictionary import (

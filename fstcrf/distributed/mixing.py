@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fstcrf import train
-from fstcrf.objective import TrainingSet
+from fstcrf.learn import train
+from fstcrf.learn.objective import TrainingSet
 from fstcrf.distributed.objective import on_every_shard
 
 
@@ -43,7 +43,7 @@ def mix(
 ) -> train.TrainingResult:
     """``max_iter`` epochs of iterative parameter mixing of ``algorithm`` ("perceptron" or
     "sgd") over the shards' training sets ``problems`` of ``sizes`` sentences each.
-    Records as :mod:`fstcrf.train`'s (objective: the shards' mistakes or losses summed)."""
+    Records as :mod:`fstcrf.learn.train`'s (objective: the shards' mistakes or losses summed)."""
     monitor = train.Monitor(f"{algorithm}-mixing", evaluate, callback)
     shares = np.asarray(sizes, dtype=np.float64) / sum(sizes)
     weights = np.zeros(num_weights)

@@ -1,8 +1,8 @@
-"""The driver's training objective: one :class:`~fstcrf.objective.TrainingSet` per
+"""The driver's training objective: one :class:`~fstcrf.learn.objective.TrainingSet` per
 shard lives on a worker; each evaluation sends the weights once to every worker
 and receives one (loss, gradient) per shard, summed in shard order, so the
 result does not depend on which worker ran which shard.  The prior is not in
-it: :func:`fstcrf.train.lbfgs` adds it once, on the driver."""
+it: :func:`fstcrf.learn.train.lbfgs` adds it once, on the driver."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fstcrf.objective import Scorer, TrainingSet
+from fstcrf.learn.objective import Scorer, TrainingSet
 from fstcrf.distributed.dictionary import EncodedShard
 
 logger = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ def on_every_shard(
 
 
 class DistributedObjective:
-    """A :class:`fstcrf.train.Problem` (L-BFGS's part: ``loss_and_gradient``) whose
+    """A :class:`fstcrf.learn.train.Problem` (L-BFGS's part: ``loss_and_gradient``) whose
     sentences are the shards' training sets, futures held on the workers of ``client``."""
 
     def __init__(self, client, problems: list, num_weights: int, num_sequences: int, retries: int = RETRIES):

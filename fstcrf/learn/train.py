@@ -20,7 +20,7 @@ model in :mod:`fstcrf.model` supplies one).  The algorithms are
                           1/t learning rate and the L2 prior shared per sentence
 
 One *iteration* is an L-BFGS iteration or an epoch of the online methods.
-After each one a record is logged (logger ``fstcrf.train``), appended to the
+After each one a record is logged (logger ``fstcrf.learn.train``), appended to the
 history and passed to ``callback``:
 
     algorithm       "lbfgs", "perceptron", "sgd", or the name given to lbfgs
@@ -64,7 +64,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fstcrf.bandit_settings import DEFAULT_SIGMA, SGD_LEARNING_RATE, SIGMA_RANGE, check_positive
+from fstcrf.learn.settings import DEFAULT_SIGMA, SGD_LEARNING_RATE, SIGMA_RANGE, check_positive
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 
 if TYPE_CHECKING:

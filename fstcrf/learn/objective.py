@@ -2,7 +2,7 @@
 
 :class:`Scorer` scores encoded sentences (emissions from the factored
 features, transitions from the topology's edges) and decodes them;
-:class:`TrainingSet` is the :class:`fstcrf.train.Problem` of a model: its
+:class:`TrainingSet` is the :class:`fstcrf.learn.train.Problem` of a model: its
 loss and gradient come from the C training gradient (``ft_gradient``, driven
 per thread by :class:`_GradientDriver`) and the gold paths' feature counts.
 """
@@ -352,7 +352,7 @@ class _GradientDriver:
 
 class TrainingSet:
     """Encoded sentences with gold labels, scored by a :class:`Scorer`: the
-    :class:`fstcrf.train.Problem` of a model (weights theta float [F + E]).
+    :class:`fstcrf.learn.train.Problem` of a model (weights theta float [F + E]).
 
     Args:
         states: int32 [N] gold states, -1 throughout a partially labelled sentence.

@@ -3,7 +3,7 @@ the gold labels (Sokolov, Kreutzer, Lo & Riezler 2016; paper 001).
 
 On each minibatch of sentences the learner draws label sequences from its own
 distribution p_w(y|x) with the kernel's exact sampler, asks a feedback source
-(:mod:`fstcrf.feedback`) for the gain g in [0, 1] of each draw, and moves the
+(:mod:`fstcrf.learn.feedback`) for the gain g in [0, 1] of each draw, and moves the
 weights along a stochastic gradient.  Every estimator has the form
 
     s = sum over draws of c(draw) * grad_w log p(draw | x)
@@ -53,13 +53,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse
 
-from fstcrf import train
+from fstcrf.learn import train
 from fstcrf._kernel import ffi, lib
-from fstcrf.bandit_settings import BanditSettings
+from fstcrf.learn.settings import BanditSettings
 from fstcrf.encoding import EncodedSentences, buffer_pointer
 from fstcrf.errors import FeedbackError, FstcrfError
 from fstcrf.engine.inference import KernelBuffers, Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
-from fstcrf.objective import Scorer, neighbours, path_edges
+from fstcrf.learn.objective import Scorer, neighbours, path_edges
 
 _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8

@@ -13,7 +13,7 @@ offline from the log alone, by importance weighting (Swaminathan & Joachims
 
 L-BFGS maximises R(w) minus the Gaussian prior ||w||^2 / (2 sigma^2); the
 gradients are sum_i c_i (phi(y_i) - E_w[phi]) and run through the bandit
-learner's C path (:class:`fstcrf.bandit.SampledGradient`).
+learner's C path (:class:`fstcrf.learn.bandit.SampledGradient`).
 
 The log is a JSON-lines file, one record per shown output:
 
@@ -35,8 +35,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fstcrf.bandit import SampledGradient
-from fstcrf.bandit_settings import WEIGHTINGS
+from fstcrf.learn.bandit import SampledGradient
+from fstcrf.learn.settings import WEIGHTINGS
 from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.files import read_utf8
@@ -141,8 +141,8 @@ def write_feedback_records(
 
 
 class LoggedObjective:
-    """Minus the importance-weighted reward of a log, as a :class:`fstcrf.train.Problem`
-    over weights theta [D] (for :func:`fstcrf.train.lbfgs`).
+    """Minus the importance-weighted reward of a log, as a :class:`fstcrf.learn.train.Problem`
+    over weights theta [D] (for :func:`fstcrf.learn.train.lbfgs`).
 
     Args:
         gradient: the log's sentences, encoded and scored.

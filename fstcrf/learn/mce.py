@@ -172,7 +172,7 @@ class _BlockSpans:
 
 
 class SegmentFScore:
-    """The MCE-F objective r(theta) of a training set (a :class:`fstcrf.train.Problem`
+    """The MCE-F objective r(theta) of a training set (a :class:`fstcrf.learn.train.Problem`
     without the per-sentence methods); ``last_counts`` holds TP, FN, FP of the last
     evaluation.  The model's topology must be unconstrained and its labels IOB2."""
 

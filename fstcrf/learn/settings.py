@@ -1,8 +1,8 @@
 """Settings of the learners, kept apart from the numerics so that the command
 line can offer them without importing the learners: the options of bandit
-learning (:mod:`fstcrf.bandit`) and of learning from logged feedback
-(:mod:`fstcrf.counterfactual`), the default prior and sgd step size
-(:mod:`fstcrf.train`), and :func:`check_positive`, the check of every numeric
+learning (:mod:`fstcrf.learn.bandit`) and of learning from logged feedback
+(:mod:`fstcrf.learn.counterfactual`), the default prior and sgd step size
+(:mod:`fstcrf.learn.train`), and :func:`check_positive`, the check of every numeric
 option."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def check_positive(
 
 @dataclass
 class BanditSettings:
-    """The options of :func:`fstcrf.bandit.learn` (see that module's doc).  The
+    """The options of :func:`fstcrf.learn.bandit.learn` (see that module's doc).  The
     baseline None becomes "none" for pairwise-independent, "loo" with two draws
     or more, else "mean"."""
 

@@ -1,7 +1,7 @@
 """CRFsuite's online learners: passive-aggressive, AROW and SGD with an L2 prior.
 
 Each function trains the weights theta [D] of a :class:`SparseProblem` (a
-:class:`fstcrf.train.Problem` that also gives the feature difference of two
+:class:`fstcrf.learn.train.Problem` that also gives the feature difference of two
 paths sparsely) and follows CRFsuite's algorithm, defaults and stopping test:
 
     passive_aggressive   Crammer et al. (2006): PA, PA-I or PA-II steps on the
@@ -12,12 +12,12 @@ paths sparsely) and follows CRFsuite's algorithm, defaults and stopping test:
                          eta_t = 1 / (lambda (t0 + t)), t0 calibrated on a sample
 
 One iteration is an epoch over the sentences, shuffled by ``seed``.  Records,
-dev selection, callbacks and Ctrl-C behave as in :mod:`fstcrf.train`; the
+dev selection, callbacks and Ctrl-C behave as in :mod:`fstcrf.learn.train`; the
 ``objective`` of a record is CRFsuite's loss of the epoch: pa and arow, the
 summed costs of the sentences they updated on; l2sgd, the negative
 log-likelihood met during the epoch plus c2 ||theta||^2 at its end.
 
-As in :func:`fstcrf.train.averaged_perceptron`, a rival that ties with gold
+As in :func:`fstcrf.learn.train.averaged_perceptron`, a rival that ties with gold
 counts as a mistake.
 """
 
@@ -31,8 +31,8 @@ from typing import Protocol
 import numpy as np
 
 from fstcrf.errors import ArgumentTypeError, FstcrfError
-from fstcrf.bandit_settings import check_positive
-from fstcrf.train import Callback, Evaluate, Problem, TrainingResult, Monitor
+from fstcrf.learn.settings import check_positive
+from fstcrf.learn.train import Callback, Evaluate, Problem, TrainingResult, Monitor
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ PA_TYPES = (0, 1, 2)
 
 
 class SparseProblem(Problem, Protocol):
-    """A :class:`~fstcrf.train.Problem` that also gives a sentence's mistake sparsely."""
+    """A :class:`~fstcrf.learn.train.Problem` that also gives a sentence's mistake sparsely."""
 
     def mistake(self, theta: np.ndarray, index: int) -> tuple[int, np.ndarray, np.ndarray] | None:
         """None if gold is the unique best path of sentence ``index`` under theta [D], else

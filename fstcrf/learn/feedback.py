@@ -1,4 +1,4 @@
-"""Feedback for learning from sampled outputs (see :mod:`fstcrf.bandit`).
+"""Feedback for learning from sampled outputs (see :mod:`fstcrf.learn.bandit`).
 
 A feedback source answers, for label sequences drawn by the learner, how good
 each one was: a gain in [0, 1].  The learner passes sentence indices and label
