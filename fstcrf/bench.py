@@ -448,7 +448,8 @@ def _train_side(which: str, folder: str, iterations: int, threads: int) -> dict:
 
         import pycrfsuite
 
-        from fstcrf.features import CRFPP_CHUNKING, FeatureExtractor
+        from fstcrf.features.extractor import FeatureExtractor
+        from fstcrf.features.template import CRFPP_CHUNKING
 
         extractor = FeatureExtractor(CRFPP_CHUNKING).fit(train)
         names = extractor.predicate_names_

@@ -101,8 +101,8 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     the same sentences and features."""
     from fstcrf.learn.bandit import SampledGradient, learn, permuted
     from fstcrf.learn.settings import BanditSettings
-    from fstcrf.encoding import EncodedSentences, build_features
-    from fstcrf.features import FeatureExtractor
+    from fstcrf.features.encoding import EncodedSentences, build_features
+    from fstcrf.features.extractor import FeatureExtractor
     from fstcrf.learn.feedback import simulated_feedback
     from fstcrf.engine.inference import blas_single_threaded
     from fstcrf.corpus.labels import chain_topology, gold_states, parse_gold

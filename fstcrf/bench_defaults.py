@@ -24,7 +24,7 @@ import numpy as np
 
 from fstcrf.bench_process import fstcrf_command
 from fstcrf.corpus.conll import Corpus, read_conll
-from fstcrf.defaults import default_template
+from fstcrf.features.defaults import default_template
 from fstcrf.errors import FstcrfError
 from fstcrf.corpus.evaluate import score_labels
 from fstcrf.progress import Progress

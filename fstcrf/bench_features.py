@@ -32,9 +32,9 @@ def _best_seconds(work, repeats: int) -> float:
 def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll2002: Path | None = None) -> list[dict]:
     """Per template (and for the tutorial's dicts when ``conll2002`` is given): its
     name, predicates P, tokens N and predicates per token, best seconds and tokens/s."""
-    from fstcrf.attributes import AttributeExtractor
+    from fstcrf.features.attributes import AttributeExtractor
     from fstcrf.corpus.conll import Sentence, read_conll
-    from fstcrf.features import FeatureExtractor
+    from fstcrf.features.extractor import FeatureExtractor
     from fstcrf.model import TEMPLATES
 
     train = read_conll(conll2000 / "train.txt")

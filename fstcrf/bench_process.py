@@ -81,7 +81,7 @@ def _transform(name: str | None):
 
 
 def template_spec(template) -> list:
-    """A :class:`fstcrf.features.Template` as plain JSON data: one
+    """A :class:`fstcrf.features.template.Template` as plain JSON data: one
     [name, [[column, offset, transform or None], ...]] per predicate template."""
     return [
         [predicate.name, [[o.column, o.offset, o.transform] for o in predicate.observations]]
@@ -340,7 +340,7 @@ def bench_tag_process(
     from pathlib import Path
 
     from fstcrf.errors import FstcrfError
-    from fstcrf.features import FeatureExtractor
+    from fstcrf.features.extractor import FeatureExtractor
     from fstcrf.model import load_model
     from fstcrf.progress import Progress
 
@@ -441,7 +441,7 @@ def bench_train_process(
 
     from fstcrf.learn.settings import DEFAULT_SIGMA
     from fstcrf.corpus.conll import read_conll
-    from fstcrf.defaults import default_template
+    from fstcrf.features.defaults import default_template
     from fstcrf.errors import FstcrfError
     from fstcrf.corpus.evaluate import score_chunks
     from fstcrf.model import TEMPLATES, load_model

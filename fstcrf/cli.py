@@ -117,7 +117,7 @@ def _seminars(args: argparse.Namespace) -> int:
 def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
     """An unfitted ChainCRF configured by the training options, for training data with
     ``columns`` (they choose the default template)."""
-    from fstcrf.features import load_template
+    from fstcrf.features.template import load_template
     from fstcrf.model import TEMPLATES, ChainCRF
 
     template = args.template or _default_template(args.target, columns)
@@ -160,7 +160,7 @@ def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
 
 def _default_template(target: str, columns: Sequence[str]) -> str:
     """The default template's name for the target and the training file's columns (logged)."""
-    from fstcrf.defaults import default_template
+    from fstcrf.features.defaults import default_template
 
     name = default_template(target, columns)
     LOG.info(

@@ -4,7 +4,7 @@
 state and transition weights, as ``crfsuite dump`` does; :func:`info_text`
 gives sizes, training settings and a summary of the training history of a
 model or of a composition (:class:`~fstcrf.compose.JointModel`).  The weight
-layout is that of :mod:`fstcrf.encoding`.
+layout is that of :mod:`fstcrf.features.encoding`.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class Weights:
 
 
 def output_names(model: ChainCRF) -> list[str]:
-    """The name of each output [S + L] (see :mod:`fstcrf.encoding`): a state's name, or a
+    """The name of each output [S + L] (see :mod:`fstcrf.features.encoding`): a state's name, or a
     tag label's name (order 2)."""
     topology = model.topology_
     return list(topology.state_names) + list(topology.labels[: model.features_.num_labels])

@@ -1,8 +1,8 @@
 """The estimator: a linear-chain CRF over CoNLL columns with Sha & Pereira's factored
-features (see :mod:`fstcrf.encoding` for the features and the layout of ``weights_``).
+features (see :mod:`fstcrf.features.encoding` for the features and the layout of ``weights_``).
 
 The pieces live in their own modules: :mod:`fstcrf.corpus.labels` (gold columns,
-partial labels, label paths), :mod:`fstcrf.encoding` (encoded sentences and
+partial labels, label paths), :mod:`fstcrf.features.encoding` (encoded sentences and
 the feature dictionary), :mod:`fstcrf.learn.objective` (the scorer and the training
 objective), :mod:`fstcrf.learn.train` (the algorithms) and :mod:`fstcrf.modelfile`
 (model files; :func:`save_model` and :func:`load_model` are importable from
@@ -21,7 +21,7 @@ import pynini
 from fstcrf.learn import train
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.document.consistency import ConsistencyPenalties
-from fstcrf.encoding import (
+from fstcrf.features.encoding import (
     FEATURE_SETS,
     EncodedSentences,
     FactoredFeatures,
@@ -41,7 +41,8 @@ from fstcrf.errors import (
     TemplateError,
 )
 from fstcrf.corpus.evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
-from fstcrf.features import TEMPLATES, FeatureExtractor, Template, check_reading_template, resolve_template
+from fstcrf.features.extractor import FeatureExtractor
+from fstcrf.features.template import TEMPLATES, Template, check_reading_template, resolve_template
 from fstcrf.grammar import Grammar, compile_grammar, constrain, load_grammar, restrict_to
 from fstcrf.engine.inference import Potentials, blas_single_threaded, kbest, log_partition, sample
 from fstcrf.corpus.labels import UNKNOWN_LABEL, chain_topology, gold_label_set, gold_states, parse_gold, split_labels
@@ -154,10 +155,10 @@ class ChainCRF:
     """A linear-chain CRF over CoNLL columns with Sha & Pereira's factored features.
 
     Args:
-        template: a :class:`~fstcrf.features.Template`, template text, or a
+        template: a :class:`~fstcrf.features.template.Template`, template text, or a
             name: "sha-pereira" (Sha & Pereira's Table 1), "crfpp", ... (see
             ``TEMPLATES``), or "attributes": the tokens of column "attributes"
-            are CRFsuite-style feature dicts (see :mod:`fstcrf.attributes`).
+            are CRFsuite-style feature dicts (see :mod:`fstcrf.features.attributes`).
         order: 1 (states are labels) or 2 (states are tag pairs, which needs
             the outside tag "O" among the labels).
         algorithm: "lbfgs", "perceptron" (or "ap") or "sgd" (see :mod:`fstcrf.learn.train`),
@@ -176,7 +177,7 @@ class ChainCRF:
             Zero weights are dropped from the feature dictionary after training.
         max_iter: L-BFGS iterations or online epochs (bandit: epochs).
         features: "supported", "complete" or (order 2) "complete-tags" (see
-            :mod:`fstcrf.encoding`); None (the default) is "supported", and
+            :mod:`fstcrf.features.encoding`); None (the default) is "supported", and
             "complete" for algorithm "bandit", which never sees gold labels.
         min_count: keep predicates true at this many training tokens or more.
         min_freq: CRFsuite's cut-off: keep the (predicate, output) pairs seen at
@@ -1017,7 +1018,7 @@ class ChainCRF:
         token's rows then read neighbouring weights; every sum keeps its terms and
         their order), and the index int [F_M] of each of its features in the model's
         weights; kept for the latest ``predicates`` array the extractor gave."""
-        from fstcrf.encoding import FactoredFeatures
+        from fstcrf.features.encoding import FactoredFeatures
 
         kept = getattr(self, "_reading_dictionary_kept", None)
         if kept is not None and kept[0] is predicates and kept[1] is self.features_:
@@ -1248,7 +1249,7 @@ def extractor_from_payload(data, arrays: dict[str, np.ndarray]):
     keep the names in the header), or (``"kind": "attributes"``) CRFsuite-style
     attributes of token dicts."""
     if isinstance(data, dict) and data.get("kind") == "attributes":
-        from fstcrf.attributes import AttributeExtractor
+        from fstcrf.features.attributes import AttributeExtractor
 
         return AttributeExtractor.from_dict(data)
     if isinstance(data, dict) and "predicates" in data:

@@ -15,6 +15,10 @@ import sys
 
 #: old dotted path -> the module that now holds everything it held.
 MOVED: dict[str, str] = {
+    "fstcrf.attributes": "fstcrf.features.attributes",
+    "fstcrf.encoding": "fstcrf.features.encoding",
+    "fstcrf.sparse_rows": "fstcrf.features.sparse_rows",
+    "fstcrf.defaults": "fstcrf.features.defaults",
     "fstcrf.train": "fstcrf.learn.train",
     "fstcrf.bandit_settings": "fstcrf.learn.settings",
     "fstcrf.online": "fstcrf.learn.online",

@@ -7,7 +7,13 @@ import pycrfsuite
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstcrf.attributes import ATTRIBUTES, AttributeExtractor, AttributeTemplate, FeatureValueError, attribute_pairs
+from fstcrf.features.attributes import (
+    ATTRIBUTES,
+    AttributeExtractor,
+    AttributeTemplate,
+    FeatureValueError,
+    attribute_pairs,
+)
 from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import FstcrfError, ModelFileError, TemplateError
 

@@ -455,7 +455,8 @@ def test_a_model_whose_template_has_a_huge_offset_is_refused_at_load(model_path,
 
 def test_an_offset_past_every_sentence_costs_what_a_short_one_does():
     import tracemalloc
-    from fstcrf.features import MAX_OFFSET, FeatureExtractor
+    from fstcrf.features.extractor import FeatureExtractor
+    from fstcrf.features.template import MAX_OFFSET
 
     corpus = read_conll(TRAIN)
     longest = max(len(sentence) for sentence in corpus)

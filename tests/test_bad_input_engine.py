@@ -323,7 +323,7 @@ def test_scores_whose_sum_overflows_name_the_sentence(inference):
 
 def test_token_values_that_are_not_strings_name_sentence_token_and_column():
     from fstcrf.corpus.conll import Sentence
-    from fstcrf.features import FeatureExtractor
+    from fstcrf.features.extractor import FeatureExtractor
 
     good = Sentence({"word": ["the", "cat"], "pos": ["DT", "NN"]})
     extractor = FeatureExtractor("word[0]\nlower(word[-1])|pos[0]").fit([good])
@@ -344,8 +344,8 @@ def test_kernel_arrays_unpickled_from_misaligned_buffers_are_aligned():
     kernel reads int64 and double arrays, which must be aligned (UBSan found one)."""
     import pickle
 
-    from fstcrf.encoding import EncodedSentences
-    from fstcrf.sparse_rows import SparseRows
+    from fstcrf.features.encoding import EncodedSentences
+    from fstcrf.features.sparse_rows import SparseRows
 
     rows = SparseRows(np.array([0, 2, 3, 5]), np.array([0, 1, 1, 0, 2], dtype=np.int32), np.ones(5), (3, 3))
     encoded = EncodedSentences(rows, [1, 2])

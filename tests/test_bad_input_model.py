@@ -279,7 +279,7 @@ def test_a_min_count_that_keeps_few_predicates_warns(caplog):
     ]
     with caplog.at_level(logging.WARNING, logger="fstcrf"):
         ChainCRF("bias\nword[0]\nword[-1]|word[0]\npos[0]", min_count=2, max_iter=2).fit(sentences)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "fstcrf.features"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "fstcrf.features.extractor"]
     assert len(warnings) == 1
     assert "min_count=2 keeps 5 of the 725 predicates" in warnings[0] and "--min-count 1 keeps 725" in warnings[0]
     caplog.clear()

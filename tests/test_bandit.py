@@ -12,9 +12,10 @@ from fstcrf.learn import bandit
 from fstcrf.learn.bandit import SampledGradient, _Running, minibatch_gradient
 from fstcrf.learn.settings import BanditSettings
 from fstcrf.corpus.conll import Corpus, Sentence
-from fstcrf.encoding import EncodedSentences, build_features
+from fstcrf.features.encoding import EncodedSentences, build_features
 from fstcrf.corpus.evaluate import score_chunks
-from fstcrf.features import FeatureExtractor, parse_template
+from fstcrf.features.extractor import FeatureExtractor
+from fstcrf.features.template import parse_template
 from fstcrf.learn.feedback import ChunkTables, sentence_chunk_f1, simulated_feedback
 from fstcrf.corpus.labels import chain_topology
 from fstcrf.learn.objective import Scorer

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from fstcrf import bench_process
 from fstcrf.bench_process import format_process, read_sentences, template_spec, token_attributes
 from fstcrf.corpus.conll import Sentence, read_conll
-from fstcrf.features import FeatureExtractor, parse_template
+from fstcrf.features.extractor import FeatureExtractor
+from fstcrf.features.template import parse_template
 from fstcrf.model import TEMPLATES
 from fstcrf.corpus.synthetic import DATA_DIR
 

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fstcrf.features as features
+import fstcrf.features.extractor as features
 from fstcrf.corpus.conll import Sentence, read_conll
 from fstcrf.errors import FstcrfError
-from fstcrf.features import SHA_PEREIRA_CHUNKING, FeatureExtractor, HashCollisionError
+from fstcrf.errors import HashCollisionError
+from fstcrf.features.extractor import FeatureExtractor
+from fstcrf.features.template import SHA_PEREIRA_CHUNKING
 from test_features import MIXED_TEMPLATE, reference_names, row_names, sentence_lists
 
 
@@ -65,7 +67,7 @@ def test_a_forced_collision_is_detected_and_rehashed(monkeypatch, tmp_path):
     test = [Sentence({"word": ["aA", "zz", "bb", "ab"], "pos": ["NN", "DT", "NN", "NN"]})]
     template = features.parse_template("bias\nword[0]\nword[-1]|pos[0]\n")
     with pytest.raises(HashCollisionError):  # salt 0 collides: the table refuses it
-        features._HashedDictionary(
+        features.HashedDictionary(
             features._predicate_keys(template, FeatureExtractor(template).fit(train).predicate_names_, 0), 0
         )
     extractor = FeatureExtractor(template).fit(train)

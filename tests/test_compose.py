@@ -11,7 +11,7 @@ import pytest
 from fstcrf import cli
 from fstcrf.compose import JointModel, compatibility_pairs, compose, load_any, load_joint
 from fstcrf.corpus.conll import Corpus, Sentence, read_conll
-from fstcrf.encoding import EncodedSentences
+from fstcrf.features.encoding import EncodedSentences
 from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError, TemplateError
 from fstcrf.engine.inference import viterbi
 from fstcrf.engine.joint import joint_kbest, joint_sample, joint_viterbi

@@ -3,7 +3,7 @@
 import pytest
 
 from fstcrf.cli import main
-from fstcrf.defaults import default_template
+from fstcrf.features.defaults import default_template
 from fstcrf.errors import TemplateError
 from fstcrf.model import TEMPLATES, load_model
 

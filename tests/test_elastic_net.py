@@ -37,7 +37,7 @@ def test_l1_drops_zero_features_and_keeps_the_scores(sparse_model, tmp_path):
 
 
 def test_dropping_zero_features_changes_no_score():
-    from fstcrf.encoding import drop_zero_features
+    from fstcrf.features.encoding import drop_zero_features
 
     model = ChainCRF(sigma=3.0, max_iter=5).fit(TRAIN)
     F = model.features_.num_features

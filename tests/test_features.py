@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from fstcrf.corpus.conll import Corpus, Sentence, read_conll
 from fstcrf.errors import FstcrfError, ModelFileError, TemplateError
-from fstcrf.features import (
+from fstcrf.features.extractor import FeatureExtractor
+from fstcrf.features.template import (
     CHUNKING_EXTENDED,
     CRFPP_CHUNKING,
-    SHA_PEREIRA_CHUNKING,
-    FeatureExtractor,
     Observation,
+    SHA_PEREIRA_CHUNKING,
     load_template,
     parse_template,
 )
@@ -447,7 +447,7 @@ def test_column_of_finds_each_fitted_predicate_by_its_key_and_nothing_else():
 def test_factorize_numbers_keys_by_first_occurrence(keys):
     """The hash-table factorisation against a sort: codes, first occurrences and counts."""
     keys = np.array(keys, dtype=np.int64)
-    from fstcrf.features import _factorize
+    from fstcrf.features.extractor import _factorize
 
     codes, first, counts = _factorize(keys)
     distinct, first_expected, inverse, counts_expected = np.unique(

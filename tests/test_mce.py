@@ -12,7 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fstcrf.learn import mce
-from fstcrf.encoding import EncodedSentences, build_features
+from fstcrf.features.encoding import EncodedSentences, build_features
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.engine.inference import kbest
 from fstcrf.corpus.evaluate import score_chunks
@@ -165,7 +165,8 @@ def iob2_training_set(corpus, order: int):
     restricted to IOB2-valid label sequences, where a segment's box holds exactly when
     conlleval reads the chunk.  Every label is in the topology, seen in corpus or not, and
     has a weight for every predicate."""
-    from fstcrf.features import FeatureExtractor, parse_template
+    from fstcrf.features.extractor import FeatureExtractor
+    from fstcrf.features.template import parse_template
     from fstcrf.grammar import compile_grammar, constrain, load_grammar
 
     extractor = FeatureExtractor(parse_template(TEMPLATE))

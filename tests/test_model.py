@@ -13,12 +13,13 @@ import scipy.sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstcrf import encoding
+from fstcrf.features import encoding
 from fstcrf.learn import objective
 from fstcrf.corpus.conll import Corpus, Sentence, write_conll
-from fstcrf.encoding import EncodedSentences, FactoredFeatures, build_features
+from fstcrf.features.encoding import EncodedSentences, FactoredFeatures, build_features
 from fstcrf.errors import FstcrfError, LabelError, ModelFileError
-from fstcrf.features import CRFPP_CHUNKING, FeatureExtractor, parse_template
+from fstcrf.features.extractor import FeatureExtractor
+from fstcrf.features.template import CRFPP_CHUNKING, parse_template
 from fstcrf.corpus.labels import chain_topology, gold_label_set, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model, save_model
 from fstcrf.modelfile import FORMAT_VERSION, MAGIC, MODEL_KIND, checksum, write_container

@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fstcrf.learn import online, train
-from fstcrf.encoding import TransitionWeights
+from fstcrf.features.encoding import TransitionWeights
 from fstcrf.errors import ArgumentTypeError, FstcrfError
 from fstcrf.grammar import compile_grammar, load_grammar, restrict_to
 from fstcrf.corpus.labels import gold_label_set

@@ -9,7 +9,7 @@ import pytest
 import sklearn.metrics
 from sklearn.base import clone
 
-from fstcrf.attributes import FeatureValueError, attribute_pairs
+from fstcrf.features.attributes import FeatureValueError, attribute_pairs
 from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError
 from fstcrf.sklearn import CRF, metrics
 

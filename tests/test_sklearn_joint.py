@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from fstcrf.attributes import FeatureValueError, attribute_pairs
+from fstcrf.features.attributes import FeatureValueError, attribute_pairs
 from fstcrf.errors import ArgumentTypeError, CompositionError, FstcrfError, LabelError, ShapeError
 from fstcrf.sklearn import CRF, JointCRF
 
@@ -211,7 +211,7 @@ def test_bad_chains_and_inputs_are_clear_errors(corpus, joint):
     with pytest.raises(LabelError, match=r"sentence 1, token 0: the key 'pos' holds None"):
         joint.crfs_[1].predict([[{**X[0][0], "pos": "D"}], [{"w": "a", "pos": None}]])
     # the lower labels live in their own column, not in the token dicts
-    from fstcrf.attributes import AttributeExtractor
+    from fstcrf.features.attributes import AttributeExtractor
     from fstcrf.corpus.conll import Sentence
 
     with pytest.raises(FeatureValueError, match="sentence 0, token 0: the token dict holds the key 'pos'"):

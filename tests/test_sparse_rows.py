@@ -4,7 +4,7 @@ import numpy as np
 import scipy.sparse
 from hypothesis import given, settings, strategies as st
 
-from fstcrf.sparse_rows import SparseRows
+from fstcrf.features.sparse_rows import SparseRows
 
 
 @st.composite

@@ -13,7 +13,7 @@ import pytest
 from fstcrf.compose import compose
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.errors import FstcrfError
-from fstcrf.features import parse_template
+from fstcrf.features.template import parse_template
 from fstcrf.engine.inference import viterbi
 from fstcrf.model import ChainCRF
 from fstcrf.experiments.seminars import read_seminar

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from fstcrf.corpus.conll import Corpus
-from fstcrf.encoding import EncodedSentences, supported_pair_counts, token_classes
+from fstcrf.features.encoding import EncodedSentences, supported_pair_counts, token_classes
 from fstcrf.errors import ShardError
-from fstcrf.features import FeatureExtractor, Template
+from fstcrf.features.extractor import FeatureExtractor
+from fstcrf.features.template import Template
 from fstcrf.corpus.labels import gold_label_set, gold_states, parse_gold
 from fstcrf.engine.topology import Topology
 from fstcrf.distributed.shards import Shard, read_shard
@@ -150,7 +151,7 @@ def encode_shard(
 def shard_pair_counts(
     shard: EncodedShard, topology: Topology, order: int, feature_set: str, bias_predicate: int | None, seen_edges: bool
 ) -> tuple[dict, np.ndarray | None]:
-    """Worker: the shard's :func:`~fstcrf.encoding.supported_pair_counts` and, with
+    """Worker: the shard's :func:`~fstcrf.features.encoding.supported_pair_counts` and, with
     ``seen_edges``, bool [E] the edges its gold paths take."""
     counts = supported_pair_counts(
         shard.encoded,

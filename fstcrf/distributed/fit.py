@@ -16,7 +16,7 @@ import numpy as np
 
 from fstcrf.learn import train
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus
-from fstcrf.encoding import drop_zero_features, features_from_counts, merge_pair_counts
+from fstcrf.features.encoding import drop_zero_features, features_from_counts, merge_pair_counts
 from fstcrf.learn.settings import SGD_LEARNING_RATE, check_positive
 from fstcrf.errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
 from fstcrf.grammar import Grammar, load_grammar
@@ -118,7 +118,7 @@ def fit_on_dask(
     seconds, bytes, retries)."""
     model._check_params()
     check_supported(model)
-    from fstcrf.features import check_reading_template
+    from fstcrf.features.template import check_reading_template
 
     template = model._template_of(init, algorithms=("lbfgs",))
     if target in template.columns:

@@ -35,8 +35,8 @@ from collections.abc import Iterable, Sequence
 from fstcrf.compose import jackknife
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
-from fstcrf.features import Template, parse_template
-from fstcrf.features import resolve_template
+from fstcrf.features.template import Template, parse_template
+from fstcrf.features.template import resolve_template
 from fstcrf.model import ChainCRF
 from fstcrf.progress import Progress
 from fstcrf.corpus.schemes import read_chunks

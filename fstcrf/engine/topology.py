@@ -260,7 +260,7 @@ def subset_states(
 
     Each set is identified by a 64-bit hash (a sum of random per-state values),
     so two sets collide with probability 2^-64."""
-    import scipy.sparse  # not on the tagging path (fstcrf.sparse_rows)
+    import scipy.sparse  # not on the tagging path (fstcrf.features.sparse_rows)
 
     # labels with the same arcs lead every set to the same set: keep one of each
     order = np.lexsort((dst, src, key))

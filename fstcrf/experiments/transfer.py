@@ -45,7 +45,7 @@ from fstcrf.compose import JointModel, compose
 from fstcrf.corpus.conll import Corpus, Sentence, read_conll
 from fstcrf.errors import FstcrfError
 from fstcrf.corpus.evaluate import mcnemar, score_labels
-from fstcrf.features import parse_template
+from fstcrf.features.template import parse_template
 from fstcrf.model import ChainCRF
 from fstcrf.corpus.schemes import convert
 from fstcrf.experiments.seminars import FIELDS, document_scores, mean_f1, read_seminars, token_scores

@@ -56,7 +56,7 @@ import scipy.sparse
 from fstcrf.learn import train
 from fstcrf._kernel import ffi, lib
 from fstcrf.learn.settings import BanditSettings
-from fstcrf.encoding import EncodedSentences, buffer_pointer
+from fstcrf.features.encoding import EncodedSentences, buffer_pointer
 from fstcrf.errors import FeedbackError, FstcrfError
 from fstcrf.engine.inference import KernelBuffers, Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
 from fstcrf.learn.objective import Scorer, neighbours, path_edges

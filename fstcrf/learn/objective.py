@@ -15,7 +15,7 @@ import numpy as np
 import pynini
 
 from fstcrf._kernel import ffi, lib
-from fstcrf.encoding import EncodedSentences, FactoredFeatures, TransitionWeights, buffer_pointer
+from fstcrf.features.encoding import EncodedSentences, FactoredFeatures, TransitionWeights, buffer_pointer
 from fstcrf.errors import FstcrfError, LabelError, ShapeError
 from fstcrf.grammar import constrain, restrict_to, restriction_maps, sum_per_original_edge
 from fstcrf.engine.inference import (

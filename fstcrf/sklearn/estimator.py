@@ -1,7 +1,7 @@
 """``CRF``: sklearn_crfsuite.CRF's interface over :class:`fstcrf.model.ChainCRF`.
 
 X is a list of sequences, each a list of token feature dicts as
-python-crfsuite takes them (see :mod:`fstcrf.attributes`); y a list of label
+python-crfsuite takes them (see :mod:`fstcrf.features.attributes`); y a list of label
 sequences of the same lengths.  Each pair becomes
 ``Sentence({"attributes": xseq, "label": yseq})`` and a ChainCRF with
 ``template="attributes"`` learns column "label".  A CRF with ``reads="pos"``
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from fstcrf.attributes import COLUMN, check_sentences
+from fstcrf.features.attributes import COLUMN, check_sentences
 from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError
 from fstcrf.files import check_output_path

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
-from fstcrf.attributes import COLUMN
+from fstcrf.features.attributes import COLUMN
 from fstcrf.compose import MODES, JointModel, compose
 from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import ArgumentTypeError, CompositionError, FstcrfError, ShapeError

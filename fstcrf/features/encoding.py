@@ -3,7 +3,7 @@
 Features
 --------
 A feature is an observation predicate p (a column of the predicate matrix X
-[N, P] of :class:`~fstcrf.features.FeatureExtractor`) paired with an output
+[N, P] of :class:`~fstcrf.features.extractor.FeatureExtractor`) paired with an output
 predicate q on the state at the token.  Outputs are numbered
 
     q = s        0 <= s < S    the state is s
@@ -46,9 +46,9 @@ import numpy as np
 from fstcrf._kernel import ffi, lib
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.errors import EmptySequenceError, FstcrfError, ShapeError
-from fstcrf.features import FeatureExtractor
+from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.engine.inference import SentenceBatch, lengths_to_offsets
-from fstcrf.sparse_rows import SparseRows
+from fstcrf.features.sparse_rows import SparseRows
 from fstcrf.engine.topology import Topology
 
 FEATURE_SETS = ("supported", "complete", "complete-tags")

@@ -39,7 +39,7 @@ import scipy.sparse
 
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.errors import FeatureValueError, FstcrfError, ModelFileError, TemplateError
-from fstcrf.sparse_rows import SparseRows
+from fstcrf.features.sparse_rows import SparseRows
 
 #: The column of a Sentence that holds the token dicts.
 COLUMN = "attributes"
