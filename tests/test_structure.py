@@ -114,3 +114,41 @@ def test_error_classes_live_in_errors(name):
         and any(isinstance(base, ast.Name) and base.id.endswith("Error") for base in node.bases)
     ]
     assert defined == [], f"{name} defines {defined}; error classes belong in fstcrf.errors"
+
+
+#: The layers, lowest first: a module may import from its own layer and the ones below,
+#: never from a layer above (docs/architecture.md).  Names are fstcrf's packages and
+#: top-level modules; bench_* modules count as "bench".
+LAYERS = [
+    {"errors"},
+    {"files", "phases", "progress", "moved"},
+    {"_kernel", "engine", "modelfile"},
+    {"grammar", "corpus"},
+    {"features"},
+    {"learn"},
+    {"model", "compose", "distributed", "document", "experiments", "inspection", "sklearn"},
+    {"bench", "cli"},
+]
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "fstcrf"
+    return "bench" if parts[1].startswith("bench") else parts[1]
+
+
+def test_every_package_and_module_has_a_layer():
+    units = {_unit(name) for name in MODULES} - {"fstcrf"}
+    assert units <= set().union(*LAYERS), units - set().union(*LAYERS)
+
+
+def test_no_module_imports_from_a_higher_layer():
+    layer = {unit: k for k, units in enumerate(LAYERS) for unit in units}
+    upward = sorted(
+        f"{source} -> {target}"
+        for source, targets in _graph().items()
+        for target in targets
+        if _unit(source) != "fstcrf" and layer[_unit(target)] > layer[_unit(source)]
+    )
+    assert upward == []
