@@ -362,3 +362,21 @@ def test_kernel_arrays_unpickled_from_misaligned_buffers_are_aligned():
         name: array.flags.aligned for name, array in arrays.items()
     }
     assert np.array_equal(copy.indptr, encoded.indptr) and np.array_equal(copy.indices, encoded.indices)
+
+
+def test_misaligned_weights_give_the_aligned_gradient():
+    """Weights unpickled on a Dask worker may start at any byte (UBSan found
+    ft_gradient reading them misaligned; the sanitizer run of docs/development.md
+    checks this test): a misaligned copy of the weights gives the same loss and
+    gradient as the aligned array."""
+    from test_model import random_corpus, training_set
+
+    problem = training_set(random_corpus(3, 12), 1, "supported")
+    theta = np.random.default_rng(3).normal(size=problem.num_weights)
+    raw = bytearray(theta.nbytes + 1)
+    misaligned = np.frombuffer(memoryview(raw)[1:], dtype=np.float64)
+    misaligned[:] = theta
+    assert not misaligned.flags.aligned
+    loss, gradient = problem.loss_and_gradient(theta)
+    loss_misaligned, gradient_misaligned = problem.loss_and_gradient(misaligned)
+    assert loss_misaligned == loss and np.array_equal(gradient_misaligned, gradient)

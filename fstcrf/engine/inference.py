@@ -283,14 +283,14 @@ class KernelBuffers:
         self._keep = []
 
     def _ptr(self, ctype: str, array: np.ndarray):
-        array = np.ascontiguousarray(array)
+        array = np.require(array, requirements=["C", "A"])  # a misaligned input is copied
         self._keep.append(array)
         return ffi.cast(ctype.replace("[]", " *"), ffi.from_buffer(ctype, array))
 
     def out(self, array: np.ndarray):
         """Pointer to a caller-allocated output array (must be contiguous)."""
-        if not array.flags.c_contiguous:
-            raise ShapeError("output arrays must be C-contiguous")
+        if not (array.flags.c_contiguous and array.flags.aligned):
+            raise ShapeError("output arrays must be C-contiguous and aligned")
         ctype = {np.float64: "double[]", np.int32: "int32_t[]"}[array.dtype.type]
         return ffi.from_buffer(ctype, array)
 

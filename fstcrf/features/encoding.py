@@ -64,7 +64,11 @@ def _check_kernel(status: int, what: str) -> None:
 
 def buffer_pointer(ctype: str, array: np.ndarray):
     """A cffi view of a C-contiguous array's data; it keeps the array alive, but
-    a struct field or a cast it is stored in does not."""
+    a struct field or a cast it is stored in does not.  An array that is not
+    aligned for its type (unpickled from an out-of-band buffer, as Dask sends
+    weights) is copied first, so pass misaligned arrays as inputs only."""
+    if not array.flags.aligned:
+        array = array.copy()
     return ffi.from_buffer(ctype + "[]", array)
 
 
