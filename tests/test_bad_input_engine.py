@@ -380,3 +380,12 @@ def test_misaligned_weights_give_the_aligned_gradient():
     loss, gradient = problem.loss_and_gradient(theta)
     loss_misaligned, gradient_misaligned = problem.loss_and_gradient(misaligned)
     assert loss_misaligned == loss and np.array_equal(gradient_misaligned, gradient)
+
+
+@pytest.mark.parametrize("argument", ["emissions", "transitions", "start"])
+def test_ragged_scores_are_a_shape_error(argument):
+    topology = first_order(["a", "b", "c"])
+    scores = {"emissions": np.zeros((3, 3))}
+    scores[argument] = [[0.0, 1.0], [2.0]]
+    with pytest.raises(errors.ShapeError, match=f"{argument} must be numeric"):
+        fstcrf.Potentials(topology, scores.pop("emissions"), **scores)

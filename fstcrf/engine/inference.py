@@ -37,15 +37,8 @@ from fstcrf.engine.topology import Topology
 
 
 def as_float_array(name: str, values, shape: tuple[int, ...]) -> np.ndarray:
-    dtype = values.dtype if isinstance(values, np.ndarray) else np.asarray(values).dtype
-    if dtype.kind in "cO":
-        raise ScoreError(f"{name} must be real numbers, got an array of dtype {dtype}; scores are float64")
-    if dtype.kind not in "biuf":
-        raise ShapeError(f"{name} must be numeric, got an array of dtype {dtype}")
-    try:
-        array = np.ascontiguousarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ShapeError(f"{name} must be numeric: {error}") from None
+    given = numeric_array(name, values)
+    array = np.ascontiguousarray(given, dtype=np.float64)
     if array.shape != shape:
         raise ShapeError(f"{name} has shape {array.shape}, expected {shape}")
     if not np.all(np.isfinite(array)):
@@ -58,9 +51,23 @@ def as_float_array(name: str, values, shape: tuple[int, ...]) -> np.ndarray:
     return array
 
 
+def numeric_array(name: str, values) -> np.ndarray:
+    """``values`` as an array of real numbers (bool, integer or float): ScoreError for
+    complex or object values, ShapeError for anything else that is not numeric."""
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as error:  # a ragged nesting of lists, ...
+        raise ShapeError(f"{name} must be numeric: {error}") from None
+    if array.dtype.kind in "cO":
+        raise ScoreError(f"{name} must be real numbers, got an array of dtype {array.dtype}; scores are float64")
+    if array.dtype.kind not in "biuf":
+        raise ShapeError(f"{name} must be numeric, got an array of dtype {array.dtype}")
+    return array
+
+
 def check_emissions(emissions, num_states: int) -> np.ndarray:
     """float64 [N, S] finite emission scores."""
-    emissions = np.asarray(emissions)
+    emissions = numeric_array("emissions", emissions)
     if emissions.ndim != 2:
         raise ShapeError(f"emissions must be a 2-D array [tokens, {num_states} states], got shape {emissions.shape}")
     return as_float_array("emissions", emissions, (emissions.shape[0], num_states))
@@ -164,7 +171,7 @@ class Potentials(SentenceBatch):
         self.lengths = check_lengths(lengths, N)
         self.offsets = lengths_to_offsets(self.lengths)
         zeros_s = np.zeros(S)
-        transitions = np.zeros(E) if transitions is None else np.asarray(transitions)
+        transitions = np.zeros(E) if transitions is None else numeric_array("transitions", transitions)
         if transitions.ndim == 2:
             self.transitions = as_float_array("transitions", transitions, (len(transitions), E))
             self.token_class = _check_token_class(token_class, N, len(transitions))
