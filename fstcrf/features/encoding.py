@@ -62,11 +62,19 @@ def _check_kernel(status: int, what: str) -> None:
         raise RuntimeError(f"fstcrf feature loop {what} rejected its arguments; this is a bug in fstcrf")
 
 
+def kernel_array(values, dtype) -> np.ndarray:
+    """``values`` as a C-contiguous array of ``dtype`` aligned for it (a copy only
+    when it is not already one): what objects keep for the kernel to read."""
+    return np.require(values, dtype=dtype, requirements=["C", "A"])
+
+
 def buffer_pointer(ctype: str, array: np.ndarray):
     """A cffi view of a C-contiguous array's data; it keeps the array alive, but
     a struct field or a cast it is stored in does not.  An array that is not
-    aligned for its type (unpickled from an out-of-band buffer, as Dask sends
-    weights) is copied first, so pass misaligned arrays as inputs only."""
+    aligned for its type (weights unpickled from an out-of-band buffer, as Dask
+    sends them) is copied first, which the view keeps alive: so a struct field
+    gets only an array its owner made with :func:`kernel_array` (or allocated),
+    and outputs are always allocated, hence aligned."""
     if not array.flags.aligned:
         array = array.copy()
     return ffi.from_buffer(ctype + "[]", array)
@@ -107,11 +115,11 @@ class EncodedSentences(_KernelViews, SentenceBatch):
     def __init__(self, matrix, lengths: Sequence[int] | np.ndarray, token_class: np.ndarray | None = None):
         """``matrix``: the rows [N, P], a :class:`SparseRows` or a scipy sparse matrix."""
         matrix = SparseRows.of(matrix)
-        self.token_class = None if token_class is None else np.ascontiguousarray(token_class, dtype=np.int32)
+        self.token_class = None if token_class is None else kernel_array(token_class, np.int32)
         self.num_predicates = matrix.shape[1]
-        self.indptr = np.ascontiguousarray(matrix.indptr, dtype=np.int64)
-        self.indices = np.ascontiguousarray(matrix.indices, dtype=np.int32)
-        self.values = np.ascontiguousarray(matrix.data, dtype=np.float64)
+        self.indptr = kernel_array(matrix.indptr, np.int64)
+        self.indices = kernel_array(matrix.indices, np.int32)
+        self.values = kernel_array(matrix.data, np.float64)
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.offsets = lengths_to_offsets(self.lengths)
         if self.offsets[-1] != matrix.shape[0]:
@@ -161,10 +169,10 @@ class FactoredFeatures(_KernelViews):
     """
 
     def __init__(self, state_label, num_labels: int, ptr, output):
-        self.state_label = np.ascontiguousarray(state_label, dtype=np.int32)
+        self.state_label = kernel_array(state_label, np.int32)
         self.num_labels = int(num_labels)
-        self.ptr = np.ascontiguousarray(ptr, dtype=np.int64)
-        self.output = np.ascontiguousarray(output, dtype=np.int32)
+        self.ptr = kernel_array(ptr, np.int64)
+        self.output = kernel_array(output, np.int32)
         S, L = len(self.state_label), self.num_labels
         if S == 0 or L < 0 or (L and (self.state_label.min() < 0 or self.state_label.max() >= L)):
             raise ShapeError(f"feature dictionary: bad state labels for {L} label outputs")

@@ -15,7 +15,7 @@ import numpy as np
 import pynini
 
 from fstcrf._kernel import ffi, lib
-from fstcrf.features.encoding import EncodedSentences, FactoredFeatures, TransitionWeights, buffer_pointer
+from fstcrf.features.encoding import EncodedSentences, FactoredFeatures, TransitionWeights, buffer_pointer, kernel_array
 from fstcrf.errors import FstcrfError, LabelError, ShapeError
 from fstcrf.grammar import constrain, restrict_to, restriction_maps, sum_per_original_edge
 from fstcrf.engine.inference import (
@@ -315,7 +315,7 @@ class _GradientDriver:
         self._final = np.where(finals, 0.0, -np.inf)
         self.partial = partial if partial.any() else None
         self.allowed_labels = allowed_labels
-        self.state_label = np.ascontiguousarray(model.state_label, dtype=np.int32)
+        self.state_label = kernel_array(model.state_label, np.int32)  # read through a struct field
         self.blocks = [
             _GradientBlock(self, first, last, GROUP_TOKENS) for first, last in thread_chunks(encoded, scorer.threads)
         ]
