@@ -272,7 +272,7 @@ def bench_compose_model(joint_path, test_path, repeats: int = 3, k: int = 5, pro
     scores, search, labels; the model's threads) in each mode, as seconds and as a
     ratio to the cascade; the joint decoding's phases on one thread; and the joint
     Viterbi kernel alone on precomputed scores (1 and 2 threads)."""
-    from fstcrf.compose import load_joint
+    from fstcrf.model.compose import load_joint
     from fstcrf.corpus.conll import read_conll
     from fstcrf.engine.joint import joint_viterbi
 
@@ -337,7 +337,7 @@ def hide_labels(corpus, target: str, fraction: float, seed: int = 0):
     """A copy of ``corpus`` with ``fraction`` of the tokens' ``target`` labels, drawn at
     random, replaced by the unknown label "?"."""
     from fstcrf.corpus.conll import Corpus
-    from fstcrf.model import UNKNOWN_LABEL
+    from fstcrf.corpus.labels import UNKNOWN_LABEL
 
     rng = np.random.default_rng(seed)
     hidden = rng.permutation(corpus.num_tokens) < round(fraction * corpus.num_tokens)
@@ -372,7 +372,7 @@ def bench_partial(
     from pathlib import Path
 
     from fstcrf.corpus.conll import read_conll
-    from fstcrf.model import ChainCRF
+    from fstcrf.model.chain import ChainCRF
 
     train = read_conll(Path(folder) / "train.txt")
     test = read_conll(Path(folder) / "test.txt")
@@ -436,7 +436,7 @@ def _train_side(which: str, folder: str, iterations: int, threads: int) -> dict:
     test = read_conll(Path(folder) / "test.txt")
     result: dict = {"toolkit": which}
     if which == "fstcrf":
-        from fstcrf.model import ChainCRF
+        from fstcrf.model.chain import ChainCRF
 
         model = ChainCRF("crfpp", order=1, max_iter=iterations, threads=threads, sigma=0.5**0.5, tol=1e-12).fit(train)
         seconds = [record["seconds"] for record in model.history_]
@@ -539,7 +539,7 @@ def bench_grammar(model_path, test_path, repeats: int = 3) -> list[dict]:
     from fstcrf.corpus.conll import read_conll
     from fstcrf.errors import GrammarError
     from fstcrf.grammar import constrain, load_grammar, shipped_grammars
-    from fstcrf.model import load_model
+    from fstcrf.model.chain import load_model
 
     model = load_model(model_path)
     test = read_conll(test_path, model.columns_)

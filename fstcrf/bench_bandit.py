@@ -51,7 +51,7 @@ def calls_per_sentence(objective: str, draws: int) -> int:
 
 
 def _model(threads: int, **options):
-    from fstcrf.model import ChainCRF
+    from fstcrf.model.chain import ChainCRF
 
     return ChainCRF("sha-pereira", order=2, features="complete", threads=threads, **options)
 
@@ -106,7 +106,8 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     from fstcrf.learn.feedback import simulated_feedback
     from fstcrf.engine.inference import blas_single_threaded
     from fstcrf.corpus.labels import chain_topology, gold_states, parse_gold
-    from fstcrf.model import BIAS, TEMPLATES
+    from fstcrf.model.fitting import BIAS
+    from fstcrf.features.template import TEMPLATES
     from fstcrf.learn.objective import Scorer, TrainingSet
 
     extractor = FeatureExtractor(TEMPLATES["sha-pereira"])

@@ -57,7 +57,7 @@ class TaskResult:
 
 def _cross_validate(train: Corpus, target: str, template: str, folds: int, max_iter: int, threads: int) -> list[float]:
     """Chunk F1 of each fold's held-out sentences (contiguous folds)."""
-    from fstcrf.model import ChainCRF
+    from fstcrf.model.chain import ChainCRF
 
     bounds = np.linspace(0, len(train), folds + 1).astype(int)
     scores = []

@@ -64,7 +64,7 @@ def bench_distributed(
     from fstcrf.corpus.conll import read_conll
     from fstcrf.distributed.cluster import connect
     from fstcrf.distributed.fit import fit_on_dask
-    from fstcrf.model import ChainCRF
+    from fstcrf.model.chain import ChainCRF
 
     source = Path(folder) / "train.txt"
     if not source.exists():

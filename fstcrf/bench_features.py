@@ -35,7 +35,7 @@ def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll200
     from fstcrf.features.attributes import AttributeExtractor
     from fstcrf.corpus.conll import Sentence, read_conll
     from fstcrf.features.extractor import FeatureExtractor
-    from fstcrf.model import TEMPLATES
+    from fstcrf.features.template import TEMPLATES
 
     train = read_conll(conll2000 / "train.txt")
     test = list(read_conll(conll2000 / "test.txt").sentences) * copies

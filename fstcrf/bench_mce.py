@@ -80,7 +80,7 @@ def bench_task(
     progress: bool = True,
 ) -> TaskResult:
     from fstcrf.corpus.evaluate import mcnemar, score_labels
-    from fstcrf.model import ChainCRF
+    from fstcrf.model.chain import ChainCRF
 
     folder, train_name, dev_name, test_name, columns, target, iob1, template, sigmas, default_iter = TASKS[task]
     map_iter = default_iter if map_iter is None else map_iter

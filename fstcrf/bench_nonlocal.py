@@ -33,7 +33,7 @@ import numpy as np
 from fstcrf.corpus.conll import Corpus, read_conll, write_conll
 from fstcrf.errors import FstcrfError
 from fstcrf.corpus.evaluate import mcnemar, score_labels
-from fstcrf.model import ChainCRF
+from fstcrf.model.chain import ChainCRF
 from fstcrf.corpus.schemes import convert
 
 logger = logging.getLogger(__name__)

@@ -250,7 +250,7 @@ def _write_spec(path, template, columns, target: str) -> None:
 
 def _template_name(template) -> str:
     """The shipped name of a template (see fstcrf.model.TEMPLATES), else "own template"."""
-    from fstcrf.model import TEMPLATES
+    from fstcrf.features.template import TEMPLATES
 
     return next((name for name, shipped in TEMPLATES.items() if shipped == template), "own template")
 
@@ -341,7 +341,7 @@ def bench_tag_process(
 
     from fstcrf.errors import FstcrfError
     from fstcrf.features.extractor import FeatureExtractor
-    from fstcrf.model import load_model
+    from fstcrf.model.chain import load_model
     from fstcrf.progress import Progress
 
     _check_counts(copies=copies, threads=threads, repeats=repeats, train_iterations=train_iterations)
@@ -444,7 +444,8 @@ def bench_train_process(
     from fstcrf.features.defaults import default_template
     from fstcrf.errors import FstcrfError
     from fstcrf.corpus.evaluate import score_chunks
-    from fstcrf.model import TEMPLATES, load_model
+    from fstcrf.features.template import TEMPLATES
+    from fstcrf.model.chain import load_model
     from fstcrf.progress import Progress
 
     _check_counts(iterations=iterations, threads=threads, repeats=repeats)
@@ -520,7 +521,7 @@ def bench_compose_process(joint_path, test_path, threads: int = 2, repeats: int 
     import tempfile
     from pathlib import Path
 
-    from fstcrf.compose import load_joint
+    from fstcrf.model.compose import load_joint
     from fstcrf.corpus.conll import read_conll
     from fstcrf.progress import Progress
 

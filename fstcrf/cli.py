@@ -118,7 +118,8 @@ def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
     """An unfitted ChainCRF configured by the training options, for training data with
     ``columns`` (they choose the default template)."""
     from fstcrf.features.template import load_template
-    from fstcrf.model import TEMPLATES, ChainCRF
+    from fstcrf.features.template import TEMPLATES
+    from fstcrf.model.chain import ChainCRF
 
     template = args.template or _default_template(args.target, columns)
     template = template if template in TEMPLATES else load_template(template)
@@ -179,7 +180,7 @@ def _sigma(args: argparse.Namespace) -> float:
 
 
 def _jackknife(args: argparse.Namespace) -> int:
-    from fstcrf.compose import jackknife
+    from fstcrf.model.compose import jackknife
     from fstcrf.corpus.conll import write_conll
 
     corpus = _read(args.train, args.columns)
@@ -259,6 +260,8 @@ def _train_on_dask(args: argparse.Namespace) -> int:
     from fstcrf.corpus.conll import iter_conll
     from fstcrf.distributed.cluster import connect
     from fstcrf.distributed.fit import check_supported, fit_on_dask
+    from fstcrf.model.fitting import template_of
+    from fstcrf.model.params import check_params
 
     if args.consistency:
         raise FstcrfError("distributed training (--dask) does not take --consistency yet")
@@ -267,9 +270,9 @@ def _train_on_dask(args: argparse.Namespace) -> int:
     first = next(iter(iter_conll(args.train, args.columns, batch_tokens=1)))
     init = _warm_start(args)
     model = _model_from_args(args, first.column_names)
-    model._check_params()
+    check_params(model)
     check_supported(model)
-    model._template_of(init, algorithms=("lbfgs",))
+    template_of(model, init, algorithms=("lbfgs",))
     keep = _only_types(args)
     dev = _read_dev(args, keep)
     with connect(args.dask, dashboard=args.dask_dashboard) as client:
@@ -327,7 +330,7 @@ def _warm_start(args: argparse.Namespace):
     lower labels, which a warm start keeps."""
     if not args.init:
         return None
-    from fstcrf.model import load_model
+    from fstcrf.model.chain import load_model
 
     init = load_model(args.init)
     args.order, args.reads, args.no_read_transitions = init.order, init.reads, not init.read_transitions
@@ -443,7 +446,7 @@ def _joint_predict_with_progress(joint, corpus, args: argparse.Namespace, chunk:
 
 def _components(model) -> list:
     """The single models of a model or of a composed model."""
-    from fstcrf.compose import JointModel
+    from fstcrf.model.compose import JointModel
 
     return list(model.components) if isinstance(model, JointModel) else [model]
 
@@ -594,7 +597,7 @@ TAG_BATCH_TOKENS = 20_000
 
 
 def _tag(args: argparse.Namespace) -> int:
-    from fstcrf.compose import JointModel, load_any
+    from fstcrf.model.compose import JointModel, load_any
     from fstcrf.corpus.conll import write_conll
     from fstcrf.progress import Progress
 
@@ -766,7 +769,7 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
     """tag --sample N [--with-probability]: N exact draws per sentence, as N label columns,
     or with their probabilities as a feedback log (JSON lines, rewards left null)."""
     import io
-    from fstcrf.compose import JointModel
+    from fstcrf.model.compose import JointModel
     from fstcrf.corpus.conll import write_conll
     from fstcrf.learn.counterfactual import write_feedback_records
 
@@ -809,8 +812,8 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
 
 def _compose(args: argparse.Namespace) -> int:
     import pynini
-    from fstcrf.compose import compose
-    from fstcrf.model import load_model
+    from fstcrf.model.compose import compose
+    from fstcrf.model.chain import load_model
 
     models = [load_model(path) for path in args.models]
     relations = [None] * (len(models) - 1)
@@ -892,7 +895,7 @@ def _eval(args: argparse.Namespace) -> int:
         return 0
     if not (args.model and args.test):
         raise FstcrfError("give MODEL and TEST, or --pred FILE")
-    from fstcrf.compose import JointModel, load_any
+    from fstcrf.model.compose import JointModel, load_any
 
     model = load_any(args.model)
     composed = isinstance(model, JointModel)
@@ -967,7 +970,7 @@ def find_conll2000(data_dir: str | None = None) -> Path | None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from fstcrf.model import ChainCRF
+    from fstcrf.model.chain import ChainCRF
     from fstcrf.corpus.synthetic import DATA_DIR
 
     if args.output == "-":
@@ -998,8 +1001,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from fstcrf.inspection import dev_score
-    from fstcrf.model import load_model
+    from fstcrf.model.inspection import dev_score
+    from fstcrf.model.chain import load_model
 
     model = load_model(args.model)
     history = model.history_
@@ -1041,15 +1044,15 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _dump(args: argparse.Namespace) -> int:
-    from fstcrf.compose import load_any
-    from fstcrf.inspection import dump_text
+    from fstcrf.model.compose import load_any
+    from fstcrf.model.inspection import dump_text
 
     sys.stdout.write(dump_text(load_any(args.model), top=args.top, label=args.label))
     return 0
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from fstcrf.compose import upgrade_model
+    from fstcrf.model.compose import upgrade_model
 
     upgrade_model(args.model, args.output)
     LOG.info("wrote %s in the current model file format", args.output)
@@ -1057,8 +1060,8 @@ def _upgrade(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from fstcrf.compose import load_any
-    from fstcrf.inspection import info_text
+    from fstcrf.model.compose import load_any
+    from fstcrf.model.inspection import info_text
 
     sys.stdout.write(info_text(load_any(args.model), args.model))
     return 0

@@ -40,6 +40,9 @@ MOVED: dict[str, str] = {
     "fstcrf.joint": "fstcrf.engine.joint",
     "fstcrf.lattice": "fstcrf.engine.lattice",
     "fstcrf.reference": "fstcrf.engine.reference",
+    "fstcrf.modelfile": "fstcrf.model.file",
+    "fstcrf.compose": "fstcrf.model.compose",
+    "fstcrf.inspection": "fstcrf.model.inspection",
 }
 
 

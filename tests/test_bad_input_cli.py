@@ -442,7 +442,7 @@ def test_a_template_beyond_its_limits_is_refused_before_training(template, messa
 
 
 def test_a_model_whose_template_has_a_huge_offset_is_refused_at_load(model_path, tmp_path, capsys):
-    from fstcrf.modelfile import MODEL_KIND, read_container, write_container
+    from fstcrf.model.file import MODEL_KIND, read_container, write_container
 
     header, arrays = read_container(model_path)
     header = dict(header, extractor=dict(header["extractor"], template="word[+99999999999]\n"))

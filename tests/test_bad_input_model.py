@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 
 from fstcrf.cli import main
-from fstcrf.compose import compose, load_joint
+from fstcrf.model.compose import compose, load_joint
 from fstcrf.corpus.conll import READ_BLOCK, Corpus, Sentence
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ModelFileError
 from fstcrf.corpus.evaluate import TagScores
 from fstcrf.model import ChainCRF, load_model
-from fstcrf.modelfile import MODEL_IN_MEMORY_VARIABLE, MODEL_KIND, read_container, write_container
+from fstcrf.model.file import MODEL_IN_MEMORY_VARIABLE, MODEL_KIND, read_container, write_container
 from fstcrf.corpus.synthetic import DATA_DIR
 from test_model import TEMPLATE, chunk_corpus
 

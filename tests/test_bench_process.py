@@ -242,7 +242,7 @@ def test_counts_must_be_whole_numbers_of_at_least_one(tmp_path, bad):
 
 @pytest.mark.slow
 def test_bench_compose_process_times_cascade_and_joint_tagging_processes(tmp_path):
-    from fstcrf.compose import compose
+    from fstcrf.model.compose import compose
     from fstcrf.model import ChainCRF
 
     train = read_conll(DATA_DIR / "demo_train.txt")

@@ -9,7 +9,7 @@ import pynini
 import pytest
 
 from fstcrf import cli
-from fstcrf.compose import JointModel, compatibility_pairs, compose, load_any, load_joint
+from fstcrf.model.compose import JointModel, compatibility_pairs, compose, load_any, load_joint
 from fstcrf.corpus.conll import Corpus, Sentence, read_conll
 from fstcrf.features.encoding import EncodedSentences
 from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError, TemplateError
@@ -142,7 +142,7 @@ def test_a_long_kbest_list_reaches_the_joint_optimum(joint, test_corpus):
 
 
 def test_threads_and_blocks_do_not_change_results(joint, test_corpus, monkeypatch):
-    import fstcrf.compose as compose_module
+    import fstcrf.model.compose as compose_module
 
     reference = joint.predict(test_corpus, mode="joint")
     monkeypatch.setattr(compose_module, "BLOCK_CELLS", 2000)
@@ -335,7 +335,7 @@ def test_command_line(tmp_path, capsys):
 
 
 def test_jackknife_replaces_the_column_with_held_out_predictions(train):
-    from fstcrf.compose import jackknife
+    from fstcrf.model.compose import jackknife
 
     small = Corpus(train.column_names, train.sentences[:120])
     template_model = ChainCRF(template="bias\nword[0]\nsuffix2(word[0])", max_iter=5)

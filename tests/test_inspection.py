@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from fstcrf import cli
-from fstcrf.compose import load_any
+from fstcrf.model.compose import load_any
 from fstcrf.errors import FstcrfError
-from fstcrf.inspection import dump_text, info_text, state_weights, transition_weights
+from fstcrf.model.inspection import dump_text, info_text, state_weights, transition_weights
 from fstcrf.model import load_model
 from fstcrf.corpus.synthetic import DATA_DIR
 

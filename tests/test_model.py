@@ -21,8 +21,9 @@ from fstcrf.errors import FstcrfError, LabelError, ModelFileError
 from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.features.template import CRFPP_CHUNKING, parse_template
 from fstcrf.corpus.labels import chain_topology, gold_label_set, gold_states, parse_gold
+from fstcrf.model.fitting import token_classes, transition_layout
 from fstcrf.model import ChainCRF, load_model, save_model
-from fstcrf.modelfile import FORMAT_VERSION, MAGIC, MODEL_KIND, checksum, write_container
+from fstcrf.model.file import FORMAT_VERSION, MAGIC, MODEL_KIND, checksum, write_container
 from fstcrf.learn.objective import Scorer, TrainingSet
 from oracles import check_finite_differences
 
@@ -480,7 +481,7 @@ def reading_training_set(corpus: Corpus, order: int, constraint=None, threads: i
     extractor = FeatureExtractor(parse_template(READING_TEMPLATE))
     lower_labels = sorted({value for values in corpus.column("pos") for value in values})
     encoded = EncodedSentences.from_corpus(
-        extractor, corpus, fit=True, token_class=model._token_classes(corpus, lower_labels)
+        extractor, corpus, fit=True, token_class=token_classes(model, corpus, lower_labels)
     )
     gold = corpus.column("chunk")
     topology = chain_topology(order, gold_label_set(gold))
@@ -495,7 +496,7 @@ def reading_training_set(corpus: Corpus, order: int, constraint=None, threads: i
         "supported",
         extractor.vocabulary_.get("bias"),
     )
-    scorer = Scorer(features, topology, threads, constraint, model._transition_layout(topology.num_edges, lower_labels))
+    scorer = Scorer(features, topology, threads, constraint, transition_layout(model, topology.num_edges, lower_labels))
     return TrainingSet(scorer, encoded, states, allowed)
 
 

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.errors import ModelFileError
-from fstcrf.compose import compose, load_joint, upgrade_model
+from fstcrf.model.compose import compose, load_joint, upgrade_model
 from fstcrf.model import extractor_from_payload
-from fstcrf.modelfile import FORMAT_VERSION, JOINT_KIND, MAGIC, checksum, read_container
+from fstcrf.model.file import FORMAT_VERSION, JOINT_KIND, MAGIC, checksum, read_container
 from test_model import READING_TEMPLATE, TEMPLATE, chunk_corpus
 
 PREAMBLE = struct.Struct("<16sIQQ")

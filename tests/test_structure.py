@@ -122,11 +122,11 @@ def test_error_classes_live_in_errors(name):
 LAYERS = [
     {"errors"},
     {"files", "phases", "progress", "moved"},
-    {"_kernel", "engine", "modelfile"},
+    {"_kernel", "engine"},
     {"grammar", "corpus"},
     {"features"},
     {"learn"},
-    {"model", "compose", "distributed", "document", "experiments", "inspection", "sklearn"},
+    {"model", "distributed", "document", "experiments", "sklearn"},
     {"bench", "cli"},
 ]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fstcrf.compose import compose
+from fstcrf.model.compose import compose
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.errors import FstcrfError
 from fstcrf.features.template import parse_template

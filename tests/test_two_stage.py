@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import fstcrf.compose
+import fstcrf.model.compose
 from fstcrf.corpus.conll import Sentence
 from fstcrf.document.two_stage import MAJORITY_COLUMNS, TwoStageTagger, majority_columns, second_stage_template
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
@@ -230,7 +230,7 @@ class _Spy(ChainCRF):
 
 
 def test_the_jackknife_never_tags_a_sentence_with_a_model_that_saw_it(monkeypatch):
-    monkeypatch.setattr(fstcrf.compose, "ChainCRF", _Spy)
+    monkeypatch.setattr(fstcrf.model.compose, "ChainCRF", _Spy)
     _Spy.trained_on, _Spy.tagged_by = [], {}
     sentences = _toy_corpus(20)
     first = ChainCRF(template="bias\nword[0]\n", max_iter=5, threads=1)

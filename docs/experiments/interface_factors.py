@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 import scipy.optimize
-from fstcrf.compose import load_joint
+from fstcrf.model.compose import load_joint
 from fstcrf.corpus.conll import read_conll
 from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.engine.joint import JointPotentials, joint_forward_backward, joint_viterbi

@@ -6,7 +6,7 @@ beside the cascade's and the composed model's marginals, decoded the same way.
 """
 import sys
 import numpy as np
-from fstcrf.compose import load_joint
+from fstcrf.model.compose import load_joint
 from fstcrf.corpus.conll import read_conll
 from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.engine.inference import Potentials, sample, viterbi

@@ -7,7 +7,7 @@ subtracted, times a weight, from the joint score of tag a at token t.
 import sys
 import numpy as np
 from scipy.special import logsumexp
-from fstcrf.compose import load_joint
+from fstcrf.model.compose import load_joint
 from fstcrf.corpus.conll import read_conll
 from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.engine.joint import JointPotentials, joint_viterbi

@@ -7,7 +7,7 @@ sequences: for each, the chunker's best path and its exact log Z(x, y).
 import sys
 
 import numpy as np
-from fstcrf.compose import load_joint
+from fstcrf.model.compose import load_joint
 from fstcrf.corpus.conll import read_conll
 from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.engine.inference import kbest, log_partition, viterbi

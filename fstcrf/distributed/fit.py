@@ -23,6 +23,15 @@ from fstcrf.grammar import Grammar, load_grammar
 from fstcrf.corpus.labels import chain_topology
 from fstcrf.learn.objective import Scorer
 from fstcrf.corpus.schemes import missing_types_warning, restrict_types
+from fstcrf.model.fitting import (
+    dev_evaluator,
+    dev_gold,
+    fitted_state,
+    template_of,
+    training_constraint,
+    transition_layout,
+)
+from fstcrf.model.params import check_params, learner_params
 from fstcrf.distributed import checkpoint as checkpoints
 from fstcrf.distributed.dictionary import (
     check_layouts,
@@ -116,11 +125,11 @@ def fit_on_dask(
     The result equals single-process training on the same sentences up to rounding;
     L-BFGS also sets ``model.traffic_`` (a :class:`~.objective.Traffic`: evaluations,
     seconds, bytes, retries)."""
-    model._check_params()
+    check_params(model)
     check_supported(model)
     from fstcrf.features.template import check_reading_template
 
-    template = model._template_of(init, algorithms=("lbfgs",))
+    template = template_of(model, init, algorithms=("lbfgs",))
     if target in template.columns:
         raise TemplateError(
             f"the template reads column {target!r}, the column the model learns to predict; "
@@ -133,7 +142,7 @@ def fit_on_dask(
     check_positive("checkpoint_every", checkpoint_every, integer=True)
     shards = shards or len(client.nthreads())
     check_positive("shards", shards, integer=True)
-    dev_gold = model._dev_gold(dev, target)
+    dev_labels = dev_gold(dev, target)
 
     loaded, where = _corpus_parts(client, source, shards, columns, separator)
     if only_types:
@@ -168,7 +177,7 @@ def fit_on_dask(
         lower_labels = (
             None if model.reads is None else sorted(set().union(*(summary.lower_values for summary in summaries)))
         )
-    constraint = model._training_constraint(topology)
+    constraint = training_constraint(model, topology)
     logger.info(
         "%d shards on %d workers: %d sentences, %d tokens, %d predicates",
         len(loaded),
@@ -195,13 +204,13 @@ def fit_on_dask(
         topology,
         int(model.threads),
         constraint,
-        model._transition_layout(topology.num_edges, lower_labels, active_edges),
+        transition_layout(model, topology.num_edges, lower_labels, active_edges),
     )
     shared_scorer = _submit_value(client, scorer)
     problems = [client.submit(make_problem, shard, shared_scorer, pure=False) for shard in encoded]
     client.gather(problems)  # LabelError and the like now, before training
     objective = DistributedObjective(client, problems, scorer.num_weights, sum(s.sentences for s in summaries))
-    evaluate = model._dev_evaluator(dev_gold, extractor, scorer, lower_labels)
+    evaluate = dev_evaluator(model, dev_labels, extractor, scorer, lower_labels)
 
     if model.algorithm != "lbfgs":
         learning_rate = SGD_LEARNING_RATE if model.learning_rate is None else model.learning_rate
@@ -216,19 +225,28 @@ def fit_on_dask(
                 "seed": model.seed,
                 "sigma": model.sigma,
                 "learning_rate": learning_rate,
-                "params": model._learner_params(),
+                "params": learner_params(model),
             },
             evaluate,
             callback,
         )
-        model._set_fitted(
-            topology, constraint, lower_labels, extractor, features, target, tuple(column_names), result, active_edges
+        return model.set_fitted_state(
+            fitted_state(
+                topology,
+                constraint,
+                lower_labels,
+                extractor,
+                features,
+                target,
+                tuple(column_names),
+                result,
+                active_edges,
+            )
         )
-        return model
     run = checkpoints.fingerprint(
         {name: value for name, value in model.get_params().items() if name != "client"},
         labels if lower_labels is None else [labels, lower_labels],
-        [features.ptr, features.output, extractor._dictionary.keys],
+        [features.ptr, features.output, extractor.dictionary.keys],
     )
     state = checkpoints.load_state(checkpoint, run) if resume else None
     if state is not None:
@@ -244,16 +262,16 @@ def fit_on_dask(
         l1=model.c1,
         checkpoint=None if checkpoint is None else checkpoints.every(checkpoint, checkpoint_every, run),
         resume=state,
-        **model._learner_params(),
+        **learner_params(model),
     )
-    model.traffic_ = objective.traffic
     if model.c1 > 0:
         features, result.weights, used = drop_zero_features(features, result.weights)
         extractor = extractor.subset(used)
-    model._set_fitted(
+    state = fitted_state(
         topology, constraint, lower_labels, extractor, features, target, tuple(column_names), result, active_edges
     )
-    return model
+    state.traffic = objective.traffic
+    return model.set_fitted_state(state)
 
 
 def _check_labels_of(init, labels: list[str]) -> None:

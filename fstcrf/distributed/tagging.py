@@ -22,7 +22,7 @@ _loaded: dict[tuple, object] = {}
 
 def _model(path: str, threads: int):
     """The model at ``path``, loaded once per worker process (again if the file changes)."""
-    from fstcrf.model import load_model
+    from fstcrf.model.chain import load_model
 
     status = os.stat(path)
     key = (os.path.realpath(path), status.st_mtime_ns, status.st_size)

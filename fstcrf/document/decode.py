@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from fstcrf.corpus.conll import Corpus, Sentence, as_sentences
 from fstcrf.errors import FstcrfError
 from fstcrf.corpus.labels import split_labels
-from fstcrf.model import ChainCRF
+from fstcrf.model.chain import ChainCRF
 from fstcrf.document.annealing import Annealed, anneal
 from fstcrf.document.consistency import ConsistencyFactor, ConsistencyPenalties, estimate_penalties
 from fstcrf.document.documents import document_spans

@@ -3,7 +3,7 @@
 A first chain CRF tags the input; a second chain CRF reads, besides the usual
 columns, six columns of document and corpus statistics of the first one's
 labels, and gives the final labels.  The second stage is trained on
-jackknifed first-stage output (:func:`fstcrf.compose.jackknife`), so it learns
+jackknifed first-stage output (:func:`fstcrf.model.compose.jackknife`), so it learns
 how far to trust the kind of labels the first stage gives to unseen text.
 
 The majority columns (:data:`MAJORITY_COLUMNS`), for a token t of a sentence in
@@ -32,12 +32,12 @@ from __future__ import annotations
 from importlib import resources
 from collections.abc import Iterable, Sequence
 
-from fstcrf.compose import jackknife
+from fstcrf.model.compose import jackknife
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.features.template import Template, parse_template
 from fstcrf.features.template import resolve_template
-from fstcrf.model import ChainCRF
+from fstcrf.model.chain import ChainCRF
 from fstcrf.progress import Progress
 from fstcrf.corpus.schemes import read_chunks
 from fstcrf.document.consistency import proper_parts

@@ -41,12 +41,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fstcrf.compose import JointModel, compose
+from fstcrf.model.compose import JointModel, compose
 from fstcrf.corpus.conll import Corpus, Sentence, read_conll
 from fstcrf.errors import FstcrfError
 from fstcrf.corpus.evaluate import mcnemar, score_labels
 from fstcrf.features.template import parse_template
-from fstcrf.model import ChainCRF
+from fstcrf.model.chain import ChainCRF
 from fstcrf.corpus.schemes import convert
 from fstcrf.experiments.seminars import FIELDS, document_scores, mean_f1, read_seminars, token_scores
 

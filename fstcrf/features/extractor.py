@@ -496,6 +496,12 @@ class FeatureExtractor:
         return self._names
 
     @property
+    def dictionary(self) -> HashedDictionary:
+        """The fitted hashed dictionary: predicate keys uint64 [P] and their salt."""
+        self._check_fitted()
+        return self._dictionary
+
+    @property
     def num_predicates(self) -> int:
         """P, the number of predicate columns."""
         self._check_fitted()

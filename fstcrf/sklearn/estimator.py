@@ -25,7 +25,7 @@ from fstcrf.features.attributes import COLUMN, check_sentences
 from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError
 from fstcrf.files import check_output_path
-from fstcrf.model import ChainCRF, load_model
+from fstcrf.model.chain import ChainCRF, load_model
 
 #: The column the labels are learnt from.
 TARGET = "label"

@@ -5,7 +5,7 @@ A chain of CRFs, lowest first, where each CRF above the first was made with
 below it (a chunker reading part-of-speech tags, an NER tagger reading
 chunks).  Decoding searches the cross product of their label sets for the
 tuple of label sequences with the best summed score (Sutton & McCallum 2005;
-:mod:`fstcrf.compose`), so a chunker's evidence can correct the tagger below
+:mod:`fstcrf.model.compose`), so a chunker's evidence can correct the tagger below
 it instead of inheriting its 1-best errors.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from fstcrf.features.attributes import COLUMN
-from fstcrf.compose import MODES, JointModel, compose
+from fstcrf.model.compose import MODES, JointModel, compose
 from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import ArgumentTypeError, CompositionError, FstcrfError, ShapeError
 from fstcrf.sklearn.estimator import CRF, by_sequence, as_sequences, as_tokens
@@ -31,7 +31,7 @@ class JointCRF(BaseEstimator):
       used at once (predict without fit); ``fit`` trains clones.
     - compatibility: None, or per adjacent pair None, a pynini transducer
       from lower to upper labels, or a bool array [L_lower, L_upper] of the
-      label pairs allowed at one token (see :func:`fstcrf.compose.compose`).
+      label pairs allowed at one token (see :func:`fstcrf.model.compose.compose`).
     - scales: positive weights of the CRFs' scores (default all 1).
     - mode: "joint" (exact Viterbi over the product), "cascade" (1-best of
       each CRF feeds the next) or "kbest" (cascade keeping the ``k`` best

@@ -3,7 +3,7 @@
 :func:`dump_text` gives a model's labels, topology, template and its largest
 state and transition weights, as ``crfsuite dump`` does; :func:`info_text`
 gives sizes, training settings and a summary of the training history of a
-model or of a composition (:class:`~fstcrf.compose.JointModel`).  The weight
+model or of a composition (:class:`~fstcrf.model.compose.JointModel`).  The weight
 layout is that of :mod:`fstcrf.features.encoding`.
 """
 
@@ -19,8 +19,8 @@ import numpy as np
 from fstcrf.errors import FstcrfError, LabelError
 
 if TYPE_CHECKING:
-    from fstcrf.compose import JointModel
-    from fstcrf.model import ChainCRF
+    from fstcrf.model.compose import JointModel
+    from fstcrf.model.chain import ChainCRF
 
 #: Options of algorithm "bandit" that ``info`` reports.
 BANDIT_OPTIONS = (
@@ -170,7 +170,7 @@ def dev_score(record: dict) -> float | None:
 
 
 def _template_name(template) -> str:
-    from fstcrf.model import TEMPLATES
+    from fstcrf.features.template import TEMPLATES
 
     return template if isinstance(template, str) and template in TEMPLATES else "custom"
 

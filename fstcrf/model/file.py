@@ -1,6 +1,6 @@
 """Model files: the container, one self-describing binary file per model,
 written atomically.  What goes in it is the model's business
-(:meth:`fstcrf.model.ChainCRF.to_payload`, :class:`fstcrf.compose.JointModel`):
+(:meth:`fstcrf.model.ChainCRF.to_payload`, :class:`fstcrf.model.compose.JointModel`):
 this module knows bytes, arrays and checksums, never an estimator.
 
     magic        16 bytes  b"FSTCRF MODEL\\r\\n\\x1a\\n"
@@ -33,8 +33,8 @@ infinity.  The arrays are then read-only views of those bytes: nothing is
 rebuilt per predicate or per weight (load costs: docs/architecture.md,
 "Loading").  Version 1 files (a SHA-256 digest, the predicate names in the
 header) still load, by rebuilding the dictionary from the names;
-:func:`fstcrf.compose.upgrade_model` rewrites one as the current version.  A joint model
-(:mod:`fstcrf.compose`) uses the same container with another "format".
+:func:`fstcrf.model.compose.upgrade_model` rewrites one as the current version.  A joint model
+(:mod:`fstcrf.model.compose`) uses the same container with another "format".
 """
 
 from __future__ import annotations

@@ -57,8 +57,9 @@ from fstcrf.engine.joint import (
     joint_viterbi,
 )
 from fstcrf.corpus.labels import split_labels
-from fstcrf.model import ChainCRF, save_model
-from fstcrf.modelfile import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
+from fstcrf.model.chain import ChainCRF, save_model
+from fstcrf.model.fitting import check_fitted
+from fstcrf.model.file import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
 from fstcrf.learn.objective import BLOCK_CELLS
 
 MODES = ("joint", "cascade", "kbest")
@@ -234,7 +235,7 @@ class JointModel:
         for lower, model in zip(self.components, self.components[1:]):
             phase = f"features and emissions: {model.target_} under each {lower.target_} label"
             with clock.phase(phase):
-                features = model._reading_features(sentences, lower.labels_)
+                features = model.reading_features(sentences, lower.labels_)
             state_label = lower.topology_.state_label
             one_state_per_label = np.array_equal(state_label, np.arange(len(lower.labels_)))
             readers.append((phase, model, features, None if one_state_per_label else state_label))
@@ -243,7 +244,7 @@ class JointModel:
             scores = [lowest_scores[offsets[first] : offsets[last]]]
             for phase, model, features, state_label in readers:
                 with clock.phase(phase):
-                    by_label = model._reading_block(features, first, last)  # [n, L_{k-1}, S_k]
+                    by_label = model.reading_block(features, first, last)  # [n, L_{k-1}, S_k]
                     scores.append(by_label if state_label is None else by_label[:, state_label, :])
             return scores
 
@@ -414,7 +415,7 @@ def _check_chain(models: Sequence[ChainCRF], compatibility: list) -> None:
             f"(None for none), got {len(compatibility)}"
         )
     for k, model in enumerate(models):
-        model._check_fitted()
+        check_fitted(model)
         if model.constraint_ is not None:
             raise CompositionError(
                 f"model {k} ({model.target_}) was trained under a grammar; composing "
