@@ -196,8 +196,8 @@ def test_an_extractor_reading_lower_labels_keeps_its_column():
     data = extractor.to_dict()
     assert data["reads"] == "pos"
     again = AttributeExtractor.from_dict(data)
-    assert again.reads == "pos" and again._template().columns == ("attributes", "pos")
-    assert again._template().offsets_of("pos") == {0} and again._template().offsets_of("w") == set()
+    assert again.reads == "pos" and again.parsed_template().columns == ("attributes", "pos")
+    assert again.parsed_template().offsets_of("pos") == {0} and again.parsed_template().offsets_of("w") == set()
     for bad in ("", 3, "attributes"):
         with pytest.raises(ModelFileError):
             AttributeExtractor.from_dict({**data, "reads": bad})

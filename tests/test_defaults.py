@@ -54,4 +54,4 @@ def test_train_without_template_uses_the_default_of_its_columns(tmp_path, caplog
             == 0
         )
     assert "template ner, the default for target ner" in caplog.text
-    assert load_model(model_path).extractor_._template().text == TEMPLATES["ner"].text
+    assert load_model(model_path).extractor_.parsed_template().text == TEMPLATES["ner"].text

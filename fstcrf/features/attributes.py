@@ -307,7 +307,8 @@ class AttributeExtractor:
         self.min_count = min_count
         self.reads = reads
 
-    def _template(self) -> AttributeTemplate:
+    def parsed_template(self) -> AttributeTemplate:
+        """The attribute template: every token attribute, and the "reads" labels if any."""
         return ATTRIBUTES if self.reads is None else AttributeTemplate(self.reads)
 
     def _check_fitted(self) -> None:

@@ -260,7 +260,7 @@ class FactoredFeatures(_KernelViews):
         )
 
 
-def token_classes(sentences: Sequence[Sentence], column: str, lower_labels: Sequence[str]) -> np.ndarray:
+def token_classes(sentences: Corpus | Sequence[Sentence], column: str, lower_labels: Sequence[str]) -> np.ndarray:
     """int32 [N]: the transition class of each token of ``sentences``, the index of its
     value in ``column`` among lower_labels [L] (L for a value not among them)."""
     index = {label: i for i, label in enumerate(lower_labels)}
@@ -325,8 +325,8 @@ class TransitionWeights:
 
 def build_features(
     encoded: EncodedSentences,
-    states: np.ndarray,
-    label_ids: np.ndarray,
+    states: np.ndarray | None,
+    label_ids: np.ndarray | None,
     topology: Topology,
     order: int,
     feature_set: str,
@@ -350,8 +350,8 @@ def _outputs(topology: Topology, order: int) -> tuple[int, int]:
 
 def supported_pair_counts(
     encoded: EncodedSentences,
-    states: np.ndarray,
-    label_ids: np.ndarray,
+    states: np.ndarray | None,
+    label_ids: np.ndarray | None,
     topology: Topology,
     order: int,
     feature_set: str,
@@ -366,10 +366,10 @@ def supported_pair_counts(
     predicate = encoded.indices.astype(np.int64)
     bound = encoded.num_predicates * (S + L)
     counts = {}
-    if feature_set != "complete":
+    if feature_set != "complete" and states is not None:
         known = states[token] >= 0
         counts["states"] = _key_counts(predicate[known] * (S + L) + states[token[known]], bound)
-    if L and feature_set == "supported":
+    if L and feature_set == "supported" and label_ids is not None:
         on = (predicate != bias_predicate) & (label_ids[token] >= 0)
         counts["labels"] = _key_counts(predicate[on] * (S + L) + S + label_ids[token[on]], bound)
     return counts

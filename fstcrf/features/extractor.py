@@ -467,7 +467,8 @@ class FeatureExtractor:
         self.template = template
         self.min_count = min_count
 
-    def _template(self) -> Template:
+    def parsed_template(self) -> Template:
+        """The template as a parsed Template (the one given, or its text parsed)."""
         if isinstance(self.template, Template):
             return self.template
         if isinstance(self.template, str):
@@ -476,11 +477,11 @@ class FeatureExtractor:
 
     def _occurrences(self, corpus: Corpus | Sequence[Sentence]):
         table = self._token_table(corpus)
-        return table, [table.predicate_occurrences(predicate) for predicate in self._template()]
+        return table, [table.predicate_occurrences(predicate) for predicate in self.parsed_template()]
 
     def _token_table(self, corpus: Corpus | Sequence[Sentence]) -> _TokenTable:
         if isinstance(corpus, Corpus):
-            for column in self._template().columns:
+            for column in self.parsed_template().columns:
                 if column not in corpus.column_names:
                     raise TemplateError(_missing_column_message(column, corpus.column_names))
         return _TokenTable(list(corpus))
@@ -512,7 +513,7 @@ class FeatureExtractor:
         its hashed key: no name table is built."""
         self._check_fitted()
         try:
-            key = _predicate_keys(self._template(), [name], self._dictionary.salt)
+            key = _predicate_keys(self.parsed_template(), [name], self._dictionary.salt)
         except TemplateError:
             return None
         column = int(self._dictionary.lookup(key)[0])
@@ -550,7 +551,7 @@ class FeatureExtractor:
 
         def keys(salt: int) -> np.ndarray:
             """uint64 [P]: the keys of the kept predicates, chained from their value codes."""
-            seeds = _string_hashes([predicate.name for predicate in self._template()], salt)
+            seeds = _string_hashes([predicate.name for predicate in self.parsed_template()], salt)
             hashed: dict[int, np.ndarray] = {}  # the hashes of each list of value names
             parts = []
             for seed, (predicate_names, *_, values) in zip(seeds, occurrences):
@@ -601,7 +602,7 @@ class FeatureExtractor:
         that :meth:`_learn` gave (fit_transform)."""
         columns = np.full((table.num_tokens, len(occurrences)), -1, dtype=np.int64)
         for index, (predicate, (_, token_predicate, *_), predicate_column) in enumerate(
-            zip(self._template(), occurrences, template_columns)
+            zip(self.parsed_template(), occurrences, template_columns)
         ):
             if not predicate.real_valued:
                 columns[:, index] = predicate_column[token_predicate]
@@ -609,7 +610,7 @@ class FeatureExtractor:
 
     def _with_numbers(self, binary: SparseRows, table: _TokenTable, chosen: Sequence[int]) -> SparseRows:
         """The binary matrix [N, P] plus the entries of the real-valued templates ``chosen``."""
-        predicates = [self._template().predicates[k] for k in chosen]
+        predicates = [self.parsed_template().predicates[k] for k in chosen]
         real = [predicate for predicate in predicates if predicate.real_valued]
         if not real:
             return binary
@@ -644,7 +645,7 @@ class FeatureExtractor:
 
     def _hashed_matrix(self, table: _TokenTable, templates: Sequence[int] | None = None) -> SparseRows:
         """The predicate matrix [N, P] of the templates listed (all by default)."""
-        template = self._template()
+        template = self.parsed_template()
         chosen = range(len(template)) if templates is None else templates
         binary = [k for k in chosen if not template.predicates[k].real_valued]
         return self._with_numbers(self._binary(*self._dictionary.rows(table, template, binary)), table, chosen)
@@ -679,7 +680,7 @@ class FeatureExtractor:
         same order as over the full matrix.  The template may
         read ``column`` at offset 0 only (TemplateError otherwise)."""
         self._check_fitted()
-        predicates = self._template().predicates
+        predicates = self.parsed_template().predicates
         offsets = sorted(
             {
                 observation.offset
@@ -712,7 +713,7 @@ class FeatureExtractor:
         readers = [i for i, read in enumerate(reads) if read]
         table = _TokenTable(list(corpus))  # ``column`` itself may be missing
         base = self._hashed_matrix(table, others)
-        by_value = self._dictionary.reading_rows(table, self._template(), readers, column, values)  # [N, K, R]
+        by_value = self._dictionary.reading_rows(table, self.parsed_template(), readers, column, values)  # [N, K, R]
         full = self._csr(by_value.reshape(-1, len(readers)))
         position = np.full(self.num_predicates, -1, dtype=np.int32)
         position[full.indices] = 0
@@ -735,7 +736,7 @@ class FeatureExtractor:
         """Plain JSON-able data: the template text, min_count and the predicate names."""
         self._check_fitted()
         return {
-            "template": self._template().text,
+            "template": self.parsed_template().text,
             "min_count": int(self.min_count),
             "predicates": list(self.predicate_names_),
         }
@@ -753,7 +754,7 @@ class FeatureExtractor:
         extractor = cls._unfitted(data)
         try:
             dictionary = HashedDictionary.fit(
-                lambda salt: _predicate_keys(extractor._template(), names, salt), len(names)
+                lambda salt: _predicate_keys(extractor.parsed_template(), names, salt), len(names)
             )
         except TemplateError as error:
             raise ModelFileError(f"feature extractor data is inconsistent: {error}") from None
@@ -797,7 +798,11 @@ class FeatureExtractor:
             np.cumsum(lengths, out=offsets[1:])
             self._packed_names = "".join(names_list), offsets
         text, offsets = self._packed_names
-        data = {"template": self._template().text, "min_count": int(self.min_count), "salt": self._dictionary.salt}
+        data = {
+            "template": self.parsed_template().text,
+            "min_count": int(self.min_count),
+            "salt": self._dictionary.salt,
+        }
         names = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
         return data, {"keys": self._dictionary.keys, "names": names, "name_offsets": offsets}
 

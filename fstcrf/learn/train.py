@@ -92,18 +92,23 @@ Callback = Callable[[Record], "bool | None"]
 Evaluate = Callable[[np.ndarray], "ChunkScores | TagScores"]
 
 
-class Problem(Protocol):
+class Objective(Protocol):
+    """What L-BFGS minimises: a loss of weights theta [D] and its gradient."""
+
+    num_weights: int  # D
+
+    def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """The loss (no prior) and its gradient float [D]."""
+
+
+class Problem(Objective, Protocol):
     """A labelled training set scored by weights theta [D].
 
     ``add_gradient`` reads its weights before it writes its output, so the
     weights and the output may be the same array.
     """
 
-    num_weights: int  # D
     num_sequences: int  # B
-
-    def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        """Negative log-likelihood of all sentences (no prior) and its gradient float [D]."""
 
     def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray, out_scale: float) -> float:
         """For theta = scale * weights, add out_scale * (gradient of sentence ``index``'s
@@ -269,7 +274,7 @@ class Monitor:
 
 
 def lbfgs(
-    problem: Problem,
+    problem: Objective,
     sigma: float = DEFAULT_SIGMA,
     max_iter: int = 100,
     tol: float = 1e-7,
@@ -381,7 +386,7 @@ def lbfgs(
     return monitor.result(theta)
 
 
-def _starting_weights(problem: Problem, initial: np.ndarray | None) -> np.ndarray:
+def _starting_weights(problem: Objective, initial: np.ndarray | None) -> np.ndarray:
     """float [D]: zeros, or a copy of ``initial`` checked to have D weights."""
     if initial is None:
         return np.zeros(problem.num_weights)

@@ -274,7 +274,7 @@ class ChainCRF:
         table = self._scorer().transitions.scores(self.weights_[F:])
         classes = (
             token_classes(self, [Sentence({self.reads: list(lower_labels)})], self.lower_labels_)
-            if table.ndim == 2
+            if table.ndim == 2 and self.reads is not None
             else np.zeros(len(lower_labels), dtype=np.int64)
         )
         return np.atleast_2d(table)[classes]
@@ -391,7 +391,7 @@ class ChainCRF:
                 "those sentences without it (on_infeasible='unconstrained', "
                 "CLI --on-infeasible unconstrained)"
             )
-        result: list[list[str] | None] = [None] * len(sentences)
+        result: list[list[str]] = [[] for _ in sentences]  # every one is filled below
         feasible = sorted(set(range(len(sentences))) - set(infeasible))
         if feasible:
             encoded = self._encode([sentences[i] for i in feasible])

@@ -30,10 +30,12 @@ from __future__ import annotations
 import os
 import time
 from contextlib import contextmanager
+from typing import cast
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pynini
+import pywrapfst
 
 from fstcrf.engine.budget import check_cascade
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
@@ -78,8 +80,8 @@ def compatibility_pairs(lower_labels: Sequence[str], upper_labels: Sequence[str]
         raise CompositionError(
             "the compatibility transducer needs input and output symbol tables naming the lower and upper labels"
         )
-    unknown_in = [label for label in lower_labels if inputs.find(label) == pynini.NO_SYMBOL]
-    unknown_out = [label for label in upper_labels if outputs.find(label) == pynini.NO_SYMBOL]
+    unknown_in = [label for label in lower_labels if inputs.find(label) == pywrapfst.NO_SYMBOL]
+    unknown_out = [label for label in upper_labels if outputs.find(label) == pywrapfst.NO_SYMBOL]
     if unknown_in or unknown_out:
         raise CompositionError(
             f"the compatibility transducer's symbol tables lack the labels {', '.join(unknown_in + unknown_out)}"
@@ -89,7 +91,7 @@ def compatibility_pairs(lower_labels: Sequence[str], upper_labels: Sequence[str]
     for i, label in enumerate(lower_labels):
         single = pynini.accep(label, token_type=inputs)
         image = pynini.project(pynini.compose(single, relation), "output").rmepsilon()
-        if image.start() == pynini.NO_STATE_ID:
+        if image.start() == pywrapfst.NO_STATE_ID:
             continue
         for path in image.paths(input_token_type=outputs, output_token_type=outputs).ostrings():
             if path in upper_index:
@@ -325,7 +327,7 @@ class JointModel:
         offsets = lengths_to_offsets([len(sentence) for sentence in sentences])
         pot = model.potentials(
             [
-                sentence.with_column(model.reads, labels)
+                sentence.with_column(cast(str, model.reads), labels)  # every upper model reads (check_chain)
                 for sentence, labels in zip(sentences, split_labels(lower.topology_, lower_states, offsets))
             ]
         )
@@ -434,14 +436,14 @@ def _check_chain(models: Sequence[ChainCRF], compatibility: list) -> None:
                 f"model {k} ({model.target_}) does not read the labels of model {k - 1} "
                 f"({lower.target_}); train it with --reads {lower.target_}"
             )
-        never = sorted(set(model.lower_labels_) - set(lower.labels_))
+        never = sorted(set(model.lower_labels_ or ()) - set(lower.labels_))
         if never:
             raise CompositionError(
                 f"model {k} ({model.target_}) reads {model.reads!r} labels that model "
                 f"{k - 1} ({lower.target_}) never produces: {', '.join(never)}"
             )
         others = {m.target_ for m in models} - {model.reads}
-        leaked = sorted(others & set(model.extractor_._template().columns))
+        leaked = sorted(others & set(model.extractor_.parsed_template().columns))
         if leaked:
             raise CompositionError(
                 f"model {k} ({model.target_})'s template reads the column(s) "

@@ -72,9 +72,11 @@ SNAPSHOT_BLOCK = 1 << 20
 
 def write_container(path: str | os.PathLike, kind: str, header: dict, arrays: dict[str, np.ndarray]) -> None:
     """Write a header and 1-D arrays as one model file (layout in the module doc), atomically."""
-    table, pieces, offset = {}, [], 0
+    table: dict[str, dict] = {}
+    pieces: list[bytes | memoryview] = []
+    offset = 0
     for name, array in arrays.items():
-        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        data = np.ascontiguousarray(array).data.cast("B")
         padding = b"\0" * (-len(data) % 8)
         table[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": offset}
         pieces += [data, padding]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pynini
@@ -50,7 +51,8 @@ class FittedState:
     topology: Topology
     constraint: pynini.Fst | None
     lower_labels: list[str] | None
-    extractor: object
+    #: a FeatureExtractor or an AttributeExtractor (the same interface)
+    extractor: Any
     features: FactoredFeatures
     target: str
     columns: tuple[str, ...]
@@ -125,7 +127,7 @@ def template_of(model, init, algorithms: tuple[str, ...] = ("lbfgs", "mce-f")):
             f"order, reads and read_transitions (it has {model.order}, {model.reads!r}, "
             f"{model.read_transitions})"
         )
-    return init.extractor_._template()
+    return init.extractor_.parsed_template()
 
 
 def training_constraint(model, topology) -> pynini.Fst | None:
@@ -145,11 +147,13 @@ def transition_layout(
     return TransitionWeights(num_edges, len(lower_labels or ()) if reading else 0, active)
 
 
-def token_classes(model, sentences: Sequence[Sentence], lower_labels: Sequence[str] | None) -> np.ndarray | None:
+def token_classes(
+    model, sentences: Corpus | Sequence[Sentence], lower_labels: Sequence[str] | None
+) -> np.ndarray | None:
     """int32 [N]: the transition class of each token, the index of its ``reads`` value
     among lower_labels (len(lower_labels) for a value unseen in training); None when
     the transitions do not read a lower label."""
-    if model.reads is None or not model.read_transitions:
+    if model.reads is None or not model.read_transitions or lower_labels is None:
         return None
     return reads_token_classes(sentences, model.reads, lower_labels)
 
@@ -227,7 +231,8 @@ def fit_corpus(
         )
     if model.reads is not None:
         check_reading_template(template, model.reads, target, corpus.column_names)
-    feedback = gold_labels = None
+    feedback: Any = None
+    gold_labels = None
     if model.algorithm == "bandit":  # the learner reads labels from the feedback only
         feedback = bandit_feedback(model, corpus, target)
     else:
@@ -236,7 +241,7 @@ def fit_corpus(
     if init is not None:
         topology, extractor = init.topology_, init.extractor_
     else:
-        labels = gold_label_set(gold_labels) if feedback is None else list(feedback.labels)
+        labels = list(feedback.labels) if gold_labels is None else gold_label_set(gold_labels)
         if len(labels) == 1:
             logger.warning(
                 "every training label of column %r is %r: the model can only predict %r",
@@ -286,7 +291,7 @@ def fit_corpus(
         init.active_edges_
         if init is not None
         else seen_edges(topology, states, encoded.offsets)
-        if model.transitions == "seen"
+        if model.transitions == "seen" and states is not None  # "seen" needs gold paths (check_params)
         else None
     )
     scorer = Scorer(
@@ -296,11 +301,10 @@ def fit_corpus(
         constraint,
         transition_layout(model, topology.num_edges, lower_labels, active_edges),
     )
-    problem = TrainingSet(scorer, encoded, states, allowed_labels) if feedback is None else None
     evaluate = dev_evaluator(model, dev_labels, extractor, scorer, lower_labels)
 
     stopped_by = None
-    if model.algorithm == "bandit":
+    if states is None:  # algorithm "bandit": labels come from the feedback only
         order = np.random.default_rng(model.seed).permutation(len(corpus))
         from fstcrf.learn import bandit
 
@@ -309,75 +313,8 @@ def fit_corpus(
             result = bandit.learn(sampled, feedback, bandit_settings(model), order, evaluate, callback)
         except FeedbackError as error:  # keep what was learnt, then report the feedback's fault
             result, stopped_by = error.result, error
-    elif model.algorithm in ("perceptron", "ap"):
-        result = train.averaged_perceptron(
-            problem, model.max_iter, model.seed, evaluate, callback, **learner_params(model)
-        )
-    elif model.algorithm == "sgd":
-        result = train.sgd(
-            problem,
-            model.sigma,
-            model.max_iter,
-            SGD_LEARNING_RATE if model.learning_rate is None else model.learning_rate,
-            model.seed,
-            evaluate,
-            callback,
-        )
-    elif model.algorithm == "l2sgd":
-        result = learner("l2sgd")(
-            problem,
-            c2=0.5 / model.sigma**2,
-            max_iter=model.max_iter,
-            seed=model.seed,
-            evaluate=evaluate,
-            callback=callback,
-            **learner_params(model),
-        )
-    elif model.algorithm in ("pa", "arow"):
-        result = learner(model.algorithm)(
-            problem,
-            max_iter=model.max_iter,
-            seed=model.seed,
-            evaluate=evaluate,
-            callback=callback,
-            **learner_params(model),
-        )
     else:
-        initial = None if init is None else init.weights_
-        stages = []
-        if model.algorithm == "lbfgs" or init is None:
-            stages.append(
-                train.lbfgs(
-                    problem,
-                    model.sigma,
-                    model.max_iter,
-                    model.tol,
-                    evaluate,
-                    callback,
-                    initial,
-                    l1=model.c1,
-                    **learner_params(model),
-                )
-            )
-            initial = stages[-1].weights
-        if model.algorithm == "mce-f" and not (stages and stages[-1].interrupted):
-            from fstcrf.learn.mce import SegmentFScore
-
-            stages.append(
-                train.lbfgs(
-                    SegmentFScore(scorer, encoded, states, model.mce_alpha, model.mce_beta),
-                    float(np.sqrt(model.mce_c)),
-                    model.mce_iter,
-                    model.tol,
-                    evaluate,
-                    callback,
-                    initial,
-                    name="mce-f",
-                    **learner_params(model),
-                )
-            )
-        result = stages[-1]
-        result.history = [record for stage in stages for record in stage.history]
+        result = learn_labelled(model, TrainingSet(scorer, encoded, states, allowed_labels), evaluate, callback, init)
     if model.c1 > 0:
         features, result.weights, used = drop_zero_features(features, result.weights)
         extractor = extractor.subset(used)
@@ -456,3 +393,79 @@ def fit_log(
         name=f"log-{model.weighting}",
     )
     return fitted_state(topology, None, None, extractor, features, target, columns + (target,), result)
+
+
+def learn_labelled(
+    model, problem: TrainingSet, evaluate, callback: train.Callback | None, init=None
+) -> train.TrainingResult:
+    """Train with ``model``'s algorithm (any but "bandit") on labelled sentences; with
+    ``init``, from its weights (L-BFGS and the F-score stage of "mce-f")."""
+    if model.algorithm in ("perceptron", "ap"):
+        return train.averaged_perceptron(
+            problem, model.max_iter, model.seed, evaluate, callback, **learner_params(model)
+        )
+    if model.algorithm == "sgd":
+        return train.sgd(
+            problem,
+            model.sigma,
+            model.max_iter,
+            SGD_LEARNING_RATE if model.learning_rate is None else model.learning_rate,
+            model.seed,
+            evaluate,
+            callback,
+        )
+    if model.algorithm == "l2sgd":
+        return learner("l2sgd")(
+            problem,
+            c2=0.5 / model.sigma**2,
+            max_iter=model.max_iter,
+            seed=model.seed,
+            evaluate=evaluate,
+            callback=callback,
+            **learner_params(model),
+        )
+    if model.algorithm in ("pa", "arow"):
+        return learner(model.algorithm)(
+            problem,
+            max_iter=model.max_iter,
+            seed=model.seed,
+            evaluate=evaluate,
+            callback=callback,
+            **learner_params(model),
+        )
+    initial = None if init is None else init.weights_
+    stages = []
+    if model.algorithm == "lbfgs" or init is None:
+        stages.append(
+            train.lbfgs(
+                problem,
+                model.sigma,
+                model.max_iter,
+                model.tol,
+                evaluate,
+                callback,
+                initial,
+                l1=model.c1,
+                **learner_params(model),
+            )
+        )
+        initial = stages[-1].weights
+    if model.algorithm == "mce-f" and not (stages and stages[-1].interrupted):
+        from fstcrf.learn.mce import SegmentFScore
+
+        stages.append(
+            train.lbfgs(
+                SegmentFScore(problem.scorer, problem.encoded, problem.states, model.mce_alpha, model.mce_beta),
+                float(np.sqrt(model.mce_c)),
+                model.mce_iter,
+                model.tol,
+                evaluate,
+                callback,
+                initial,
+                name="mce-f",
+                **learner_params(model),
+            )
+        )
+    result = stages[-1]
+    result.history = [record for stage in stages for record in stage.history]
+    return result

@@ -18,8 +18,9 @@ import numpy as np
 
 from fstcrf.errors import FstcrfError, LabelError
 
+from fstcrf.model.compose import JointModel
+
 if TYPE_CHECKING:
-    from fstcrf.model.compose import JointModel
     from fstcrf.model.chain import ChainCRF
 
 #: Options of algorithm "bandit" that ``info`` reports.
@@ -44,7 +45,7 @@ DEFAULT_TOP = 20
 class Weights:
     """Named weights of one kind: ``keys`` (tuples of names) and ``values`` float [K]."""
 
-    keys: list[tuple[str, ...]]
+    keys: Sequence[tuple[str, ...]]
     values: np.ndarray
 
     def largest(self, top: int) -> tuple[list[int], list[int]]:
@@ -95,7 +96,7 @@ def transition_weights(model: ChainCRF, label: str | None = None) -> Weights:
     row); with ``label``, only the edges leaving or entering a state of that label."""
     topology = model.topology_
     E = topology.num_edges
-    rows = ["*"] + (list(model.lower_labels_) if len(model.weights_) > model.features_.num_features + E else [])
+    rows = ["*"] + (list(model.lower_labels_ or ()) if len(model.weights_) > model.features_.num_features + E else [])
     edge_keep = np.ones(E, dtype=bool)
     if label is not None:
         index = _label_index(model, label)
@@ -138,7 +139,7 @@ def _weight_lines(title: str, header: Sequence[str], weights: Weights, top: int)
 def dump_text(model: ChainCRF | JointModel, top: int = DEFAULT_TOP, label: str | None = None) -> str:
     """A fitted model as text: labels, topology, template, then the ``top`` largest positive
     and negative state and transition weights (only those of ``label`` when given)."""
-    if not hasattr(model, "weights_"):
+    if isinstance(model, JointModel):
         raise FstcrfError(
             "dump reads one model, and this is a composition of models: dump each component's model file instead"
         )
@@ -150,7 +151,7 @@ def dump_text(model: ChainCRF | JointModel, top: int = DEFAULT_TOP, label: str |
         f"labels ({len(model.labels_)}): {' '.join(model.labels_)}",
         f"topology: {topology.name}, {topology.num_states} states, {topology.num_edges} edges",
         "template:",
-        *("  " + line for line in model.extractor_._template().text.splitlines()),
+        *("  " + line for line in model.extractor_.parsed_template().text.splitlines()),
     ]
     lines += _weight_lines("state features", ("predicate", "output"), state_weights(model, label), top)
     header = (
@@ -205,7 +206,7 @@ def _model_info(model: ChainCRF) -> list[tuple[str, str]]:
     fields += [(name, "none" if value is None else str(value)) for name, value in settings]
     history = model.history_
     scored = [record for record in history if dev_score(record) is not None]
-    best = max(scored, key=dev_score) if scored else None
+    best = max(scored, key=lambda record: dev_score(record) or 0.0) if scored else None
     fields += [
         ("iterations", str(model.n_iter_)),
         ("kept iteration", str(model.best_iteration_)),
@@ -238,9 +239,9 @@ def info_text(model: ChainCRF | JointModel, path: str | os.PathLike | None = Non
     """Sizes, training settings and training history of a model, or of each component of a
     composition; with ``path``, the model file's size too."""
     lines = [] if path is None else [f"file size: {os.path.getsize(path)} bytes"]
-    components = getattr(model, "components", None)
-    if components is None:
+    if not isinstance(model, JointModel):
         return "\n".join(lines + _field_lines(_model_info(model))) + "\n"
+    components = model.components
     lines.append(f"composition of {len(components)} models, lowest first: {' -> '.join(model.targets)}")
     for k, component in enumerate(components):
         relation = (

@@ -95,7 +95,7 @@ def check_params(model) -> None:
     if model.learning_rate is not None:
         check_positive("learning_rate", model.learning_rate)
     # mce_c is the F-score stage's prior variance: sigma = sqrt(mce_c)
-    check_positive("mce_c", model.mce_c, bounds=tuple(x**2 for x in SIGMA_RANGE), infinite=True)
+    check_positive("mce_c", model.mce_c, bounds=(SIGMA_RANGE[0] ** 2, SIGMA_RANGE[1] ** 2), infinite=True)
     check_positive("mce_iter", model.mce_iter, integer=True)
     check_positive("mce_alpha", model.mce_alpha)
     if not isinstance(model.mce_beta, (int, float, np.floating)) or not np.isfinite(model.mce_beta):

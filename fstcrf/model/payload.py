@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pynini
+import pywrapfst
 
 from fstcrf.corpus.labels import chain_topology
 from fstcrf.document.consistency import ConsistencyPenalties
@@ -117,7 +118,7 @@ def fitted_from_payload(model, header: dict, arrays: dict[str, np.ndarray], wher
             constrain(topology, constraint)
     except BudgetError:
         raise  # the file may be fine: the user's budget is too small for it
-    except (FstcrfError, pynini.FstIOError) as error:
+    except (FstcrfError, pywrapfst.FstIOError) as error:
         raise ModelFileError(f"{where}: the model file is inconsistent: {error}") from None
     if (topology.name, topology.num_states, topology.num_edges) != (
         described.get("kind"),
