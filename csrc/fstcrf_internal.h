@@ -1,0 +1,145 @@
+/*
+ * fstcrf_internal.h -- what the dynamic-program sources share; not part of
+ * the API and not read by cffi (fstcrf_kernel.h is the contract).
+ *
+ *   fstcrf_chain.c      workspace sizing and layout, one pass over a sentence
+ *                       in each semiring (chain_pass, scaled_pass)
+ *   fstcrf_marginals.c  forward-backward (log Z, posteriors, edge counts),
+ *                       max-marginals
+ *   fstcrf_search.c     Viterbi, span Viterbi, k best
+ *   fstcrf_sampling.c   exact sampling and its generator
+ *   fstcrf_joint.c      the joint kernel over composed chains
+ *
+ * Functions shared between these files carry the prefix fc__ and are
+ * defined in fstcrf_chain.c; small helpers are static inline here.
+ */
+#ifndef FSTCRF_INTERNAL_H
+#define FSTCRF_INTERNAL_H
+
+#include "fstcrf_kernel.h"
+
+#include <math.h>
+#include <stddef.h>
+
+typedef enum { SEMIRING_LOG = 0, SEMIRING_MAX = 1, SEMIRING_SCALED = 2 } semiring;
+
+/* The chain kernels' view of a caller's fc_workspace (fc__carve). */
+typedef struct {
+    double *alpha;      /* [t_max, S] forward table */
+    double *beta;       /* [t_max, S] backward table */
+    double *exp_emit;   /* [t_max, S] exp(emit[t, s] - emit_max[t]) */
+    double *log_scale;  /* [t_max] log of the forward rescaling factor of token t */
+    double *emit_max;   /* [t_max] max_s emit[t, s] */
+    double *exp_trans;  /* [C, E] exp(trans[c, e] - trans_max) */
+    double *exp_trans_out; /* [C, E] exp_trans[c, out_edge[k]]: the same in leaving-slot order */
+    double *exp_start;  /* [S] exp(start[s] - start_max) */
+    double *exp_final;  /* [S] exp(final[s] - final_max) */
+    double *vec_a;      /* [S] scratch */
+    double *vec_b;      /* [S] scratch */
+    double *kscore;     /* [t_max, S, k] k-best score lists */
+    int32_t *backptr;   /* [t_max, S, k] k-best / Viterbi back pointers */
+    double trans_max, start_max, final_max;
+    int scaled_ok;      /* transition/start/final spreads allow SEMIRING_SCALED */
+} buffers;
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Offset of the scores of the transition into token t in [C, E] tables, for a
+ * sentence whose token classes are cls [T] (NULL: every token is of class 0). */
+static inline int64_t trans_row(const int32_t *cls, int64_t t, int32_t E)
+{
+    return cls ? (int64_t)cls[t] * E : 0;
+}
+
+static inline double max_of(const double *v, int32_t n)
+{
+    double m = -INFINITY;
+#pragma omp simd reduction(max:m)
+    for (int32_t i = 0; i < n; ++i) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/* y[k] += a * x[k] for k < n. */
+static inline void axpy(double a, const double *x, double *y, int32_t n)
+{
+#pragma omp simd
+    for (int32_t k = 0; k < n; ++k) y[k] += a * x[k];
+}
+
+/* log sum_i exp(v[i]), exact for any finite or -inf entries. */
+static inline double log_sum_exp(const double *v, int32_t n)
+{
+    const double m = max_of(v, n);
+    if (m == -INFINITY) return -INFINITY;
+    double s = 0.0;
+    for (int32_t i = 0; i < n; ++i) s += exp(v[i] - m);
+    return m + log(s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* fstcrf_chain.c                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* FC_OK, or FC_BAD_ARGUMENT for an empty state space, no classes, a workspace
+ * made for fewer than k best or a sentence that is empty or longer than it. */
+int fc__check_workspace(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                        const fc_workspace *ws, int32_t k);
+
+/* Lay the buffers out in ws (see fc_workspace_doubles). */
+buffers fc__carve(const fc_graph *g, const fc_scores *sc, fc_workspace *ws);
+
+/* out [n] = exp(v[i] - max v); returns max v; *ok cleared if a finite entry
+ * is more than SCALED_SPREAD below the max. */
+double fc__exp_shifted(const double *v, int32_t n, double *out, int *ok);
+
+/* Fill the batch-wide exponentiated scores of w (exp_trans, exp_trans_out,
+ * exp_start, exp_final, their maxima and scaled_ok). */
+void fc__prepare_transitions(const fc_graph *g, const fc_scores *sc, buffers *w);
+
+/* For every state x:  out[x] = (+)_{slots k of x} v[nbr[k]] (*) trans[edge(k)]
+ * over the CSR rows ptr [S+1] / nbr [E] / edge [E] (edge == NULL means the
+ * slot number is the edge id), with trans [E] one row of transition scores
+ * and exp_weight [E] the same row exponentiated (less trans_max) in slot
+ * order; scaled_v [S] is scratch.  In the max semiring arg[x] receives the
+ * arg-max neighbour (first one among ties), or -1.  sr is SEMIRING_LOG or
+ * SEMIRING_MAX. */
+void fc__reduce_edges(semiring sr, int32_t S, const int32_t *ptr, const int32_t *nbr,
+                      const int32_t *edge, const double *v, const double *trans,
+                      const double *exp_weight, double trans_max, double *scaled_v,
+                      double *out, int32_t *arg);
+
+/* Fill table [T, S] for one sentence with emissions emit [T, S] and token
+ * classes cls [T] (or NULL), in SEMIRING_LOG or SEMIRING_MAX.
+ * Forward:  table[t, s] = (+) over paths of tokens 0..t ending in s.
+ * Backward: table[t, s] = (+) over continuations from s at t to the end,
+ *           excluding emit[t, s] and including final scores.
+ * backptr [T, S] (max semiring, may be NULL) gets the arg-max predecessor
+ * (forward) or successor (backward) of each state, -1 where there is none;
+ * the row of the first (forward) or last (backward) token is left unset. */
+void fc__chain_pass(semiring sr, int backward, const fc_graph *g, const fc_scores *sc,
+                    const int32_t *cls, const double *emit, int64_t T, const buffers *w,
+                    double *table, int32_t *backptr);
+
+/* Divide row [S] by its maximum m and set *log_factor = log m.  Returns 0 if
+ * the row is all zero or a non-zero entry is below SCALED_FLOOR * m. */
+int fc__rescale(double *row, int32_t S, double *log_factor);
+
+/* The linear-domain pass (SEMIRING_SCALED) over one sentence whose exp_emit
+ * and emit_max rows are filled.  Forward: table [T, S] row t is alpha_t
+ * divided by exp(sum_{u<=t} log_scale[u]) and by the emission, transition
+ * and start maxima factored out.  Backward: table[t] is proportional to
+ * beta_t (its scale is not kept; posteriors are normalised per token).
+ * Returns 0 if a check fails, and the caller redoes the sentence in the log
+ * domain. */
+int fc__scaled_pass(int backward, const fc_graph *g, const buffers *w, const int32_t *cls,
+                    int64_t T, double *table);
+
+/* Score of the best (SEMIRING_MAX) or total (SEMIRING_LOG) of all complete
+ * paths from the last forward row last_row [S]; scratch [S].  In the max
+ * semiring *arg (unless arg is NULL) gets the best last state, or -1. */
+double fc__close_paths(semiring sr, const double *last_row, const double *final,
+                       int32_t S, double *scratch, int32_t *arg);
+
+#endif

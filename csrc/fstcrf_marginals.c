@@ -1,0 +1,200 @@
+/*
+ * fstcrf_marginals.c -- sum-product forward-backward (log Z, node posteriors,
+ * expected edge counts) and max-marginals; see fstcrf_kernel.h for the
+ * contract and fstcrf_chain.c for the passes and their numerics.
+ */
+#include "fstcrf_internal.h"
+
+/* Edge posteriors are formed as p_i * exp_trans_e * q_j * c; the fast form is
+ * used while c stays below exp(MAX_LOG_SCALE), so a product lost to underflow
+ * is below 1e-308 * 1e250. */
+#define MAX_LOG_SCALE 575.0
+
+/* ------------------------------------------------------------------------ */
+/* Sum-product                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* log Z from a completed scaled forward table. */
+static double scaled_log_z(const fc_graph *g, const buffers *w, int64_t T)
+{
+    const int32_t S = g->num_states;
+    const double *last = w->alpha + (T - 1) * S;
+    double total = 0.0, offset = w->start_max + w->final_max + (double)(T - 1) * w->trans_max;
+    for (int32_t s = 0; s < S; ++s) total += last[s] * w->exp_final[s];
+    for (int64_t t = 0; t < T; ++t) offset += w->log_scale[t] + w->emit_max[t];
+    return offset + log(total);
+}
+
+/* Add the expected use of every edge between tokens t-1 and t to counts [E],
+ * for the row trans [E] of transition scores into token t (exp_trans [E]: the
+ * same exponentiated, less trans_max). */
+static void add_edge_posteriors(const fc_graph *g, const double *trans, const double *exp_trans,
+                                const buffers *w, const double *alpha_prev, const double *beta_t,
+                                const double *emit_t, double log_z, double *counts)
+{
+    const int32_t S = g->num_states;
+    double *p = w->vec_a, *q = w->vec_b;
+    const double m_alpha = max_of(alpha_prev, S);
+    double m_rest = -INFINITY;
+    for (int32_t s = 0; s < S; ++s) {
+        q[s] = emit_t[s] + beta_t[s];
+        if (q[s] > m_rest) m_rest = q[s];
+    }
+    const double log_scale = m_alpha + m_rest + w->trans_max - log_z;
+    if (log_scale <= MAX_LOG_SCALE) {
+        const double scale = exp(log_scale);
+        for (int32_t s = 0; s < S; ++s) {
+            p[s] = exp(alpha_prev[s] - m_alpha);
+            q[s] = exp(q[s] - m_rest) * scale;
+        }
+        for (int32_t j = 0; j < S; ++j) {
+            if (q[j] == 0.0) continue;
+            for (int32_t e = g->in_ptr[j]; e < g->in_ptr[j + 1]; ++e)
+                counts[e] += p[g->in_src[e]] * exp_trans[e] * q[j];
+        }
+        return;
+    }
+    for (int32_t j = 0; j < S; ++j)
+        for (int32_t e = g->in_ptr[j]; e < g->in_ptr[j + 1]; ++e)
+            counts[e] += exp(alpha_prev[g->in_src[e]] + trans[e] + q[j] - log_z);
+}
+
+/* Posteriors of one sentence from its forward and backward tables, either
+ * scaled (linear domain) or log-domain; each token is normalised by its own
+ * sum over states, which equals Z but shares the rounding of its tables. */
+static void add_posteriors(int scaled, const fc_graph *g, const fc_scores *sc, const buffers *w,
+                           const int32_t *cls, const double *emit, int64_t T, double *node_marg,
+                           double *edge_counts)
+{
+    const int32_t S = g->num_states, E = g->num_edges;
+    double *joint = w->vec_b;
+    for (int64_t t = 0; t < T; ++t) {
+        const double *a = w->alpha + t * S, *bt = w->beta + t * S;
+        double norm = 0.0, log_norm = 0.0;
+        if (scaled) {
+            for (int32_t s = 0; s < S; ++s) norm += (joint[s] = a[s] * bt[s]);
+        } else {
+            for (int32_t s = 0; s < S; ++s) joint[s] = a[s] + bt[s];
+            log_norm = log_sum_exp(joint, S);
+        }
+        if (node_marg) {
+            double *out = node_marg + t * S;
+            if (scaled)
+                for (int32_t s = 0; s < S; ++s) out[s] = joint[s] / norm;
+            else
+                for (int32_t s = 0; s < S; ++s) out[s] = exp(joint[s] - log_norm);
+        }
+        if (!edge_counts || t == 0) continue;
+        const int64_t r = trans_row(cls, t, E);
+        double *counts_t = edge_counts + r;
+        const double *exp_trans = w->exp_trans + r;
+        if (!scaled) {
+            add_edge_posteriors(g, sc->trans + r, exp_trans, w, a - S, bt, emit + t * S, log_norm,
+                                counts_t);
+            continue;
+        }
+        /* sum over edges into j of alpha_{t-1}(i) M_ij equals alpha_t(j) * row max / exp_emit */
+        const double *prev = a - S, *e = w->exp_emit + t * S;
+        const double factor = 1.0 / (exp(w->log_scale[t]) * norm);
+        for (int32_t j = 0; j < S; ++j) {
+            const double q = e[j] * bt[j] * factor;
+            const int32_t lo = g->in_ptr[j], hi = g->in_ptr[j + 1];
+            if (q == 0.0) continue;
+            if (hi - lo == S) {            /* every state enters j, in order: contiguous */
+                double *counts = counts_t + lo;
+                const double *m = exp_trans + lo;
+#pragma omp simd
+                for (int32_t i = 0; i < S; ++i) counts[i] += prev[i] * m[i] * q;
+                continue;
+            }
+            for (int32_t k = lo; k < hi; ++k)
+                counts_t[k] += prev[g->in_src[k]] * exp_trans[k] * q;
+        }
+    }
+}
+
+int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                        double *log_z, double *node_marg, double *edge_counts,
+                        fc_workspace *ws)
+{
+    int status = fc__check_workspace(g, sc, b, ws, 1);
+    if (status != FC_OK) return status;
+    const int32_t S = g->num_states;
+    buffers w = fc__carve(g, sc, ws);
+    fc__prepare_transitions(g, sc, &w);
+    const int backward_needed = node_marg != NULL || edge_counts != NULL;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
+        const double *emit = b->emit + off * S;
+        const int32_t *cls = b->token_class ? b->token_class + off : NULL;
+        int scaled = w.scaled_ok;
+        for (int64_t t = 0; t < T; ++t)
+            w.emit_max[t] = fc__exp_shifted(emit + t * S, S, w.exp_emit + t * S, &scaled);
+        scaled = scaled && fc__scaled_pass(0, g, &w, cls, T, w.alpha)
+                 && (!backward_needed || fc__scaled_pass(1, g, &w, cls, T, w.beta));
+        double lz;
+        if (scaled) {
+            lz = scaled_log_z(g, &w, T);
+        } else {
+            fc__chain_pass(SEMIRING_LOG, 0, g, sc, cls, emit, T, &w, w.alpha, NULL);
+            lz = fc__close_paths(SEMIRING_LOG, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, NULL);
+            if (backward_needed && lz > -INFINITY)
+                fc__chain_pass(SEMIRING_LOG, 1, g, sc, cls, emit, T, &w, w.beta, NULL);
+        }
+        log_z[i] = lz;
+        if (lz == -INFINITY) {
+            status = FC_INFEASIBLE;
+            if (node_marg)
+                for (int64_t n = 0; n < T * S; ++n) node_marg[off * S + n] = 0.0;
+            continue;
+        }
+        if (backward_needed)
+            add_posteriors(scaled, g, sc, &w, cls, emit, T, node_marg ? node_marg + off * S : NULL,
+                           edge_counts);
+    }
+    return status;
+}
+
+int fc_forward_backward_each(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                             double *log_z, double *node_marg, double *edge_counts,
+                             fc_workspace *ws)
+{
+    int status = fc__check_workspace(g, sc, b, ws, 1);
+    if (status != FC_OK) return status;
+    const int64_t per_sentence = (int64_t)sc->num_classes * g->num_edges;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], offsets[2] = {0, b->offsets[i + 1] - off};
+        const fc_batch one = {1, offsets, b->emit + off * g->num_states,
+                              b->token_class != NULL ? b->token_class + off : NULL};
+        const int one_status = fc_forward_backward(g, sc, &one, log_z + i,
+                                                   node_marg ? node_marg + off * g->num_states : NULL,
+                                                   edge_counts ? edge_counts + i * per_sentence : NULL, ws);
+        if (one_status > status) status = one_status;
+    }
+    return status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Max-marginals                                                             */
+/* ------------------------------------------------------------------------ */
+
+int fc_max_marginals(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                     double *max_marg, double *best, fc_workspace *ws)
+{
+    int status = fc__check_workspace(g, sc, b, ws, 1);
+    if (status != FC_OK) return status;
+    const int32_t S = g->num_states;
+    buffers w = fc__carve(g, sc, ws);
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
+        const double *emit = b->emit + off * S;
+        const int32_t *cls = b->token_class ? b->token_class + off : NULL;
+        fc__chain_pass(SEMIRING_MAX, 0, g, sc, cls, emit, T, &w, w.alpha, NULL);
+        fc__chain_pass(SEMIRING_MAX, 1, g, sc, cls, emit, T, &w, w.beta, NULL);
+        best[i] = fc__close_paths(SEMIRING_MAX, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, NULL);
+        if (best[i] == -INFINITY) status = FC_INFEASIBLE;
+        double *out = max_marg + off * S;
+        for (int64_t n = 0; n < T * S; ++n) out[n] = w.alpha[n] + w.beta[n];
+    }
+    return status;
+}
