@@ -1,0 +1,405 @@
+"""Compiling a grammar rule into a minimal deterministic acceptor over label keys
+(label i = key i + 1) with pynini: classes and templates matched against the
+labels, variables bound by ``any``/``all``/``with`` and parameters, every step
+budgeted (:func:`compile_grammar`, :func:`accepts`)."""
+
+from __future__ import annotations
+
+from functools import reduce
+from collections.abc import Iterator, Mapping, Sequence
+
+import pynini
+
+from fstcrf.engine import budget
+from fstcrf.errors import GrammarError, LabelError, UnknownLabelError
+from fstcrf.engine.topology import (
+    check_labels,
+    bounded_determinize,
+    bounded_intersect,
+    symbol_table,
+)
+from fstcrf.grammar.nodes import (
+    AnyLabel,
+    Binding,
+    Complement,
+    Concat,
+    Difference,
+    Grammar,
+    Intersection,
+    LabelClass,
+    Name,
+    Node,
+    Position,
+    QualifiedRef,
+    Quantifier,
+    QuotedLabel,
+    Repeat,
+    Template,
+    Union,
+    Var,
+    WILDCARD,
+    children,
+    template_variables,
+    render,
+    IDENTIFIER,
+    is_identifier,
+    merge_pieces,
+)
+
+
+# -- compiler ------------------------------------------------------------------
+
+
+def _known(labels: Sequence[str]) -> str:
+    shown = ", ".join(labels[:60])
+    return shown + (f", ... ({len(labels)} labels)" if len(labels) > 60 else "")
+
+
+def _bindings(pieces: Template, label: str, start: int = 0, bound: dict | None = None) -> Iterator[dict]:
+    """Every assignment of the template's variables (non-empty values) under which it
+    spells ``label``; WILDCARD matches any text."""
+    bound = {} if bound is None else bound
+    if not pieces:
+        if start == len(label):
+            yield dict(bound)
+        return
+    head, rest = pieces[0], pieces[1:]
+    if isinstance(head, str):
+        if label.startswith(head, start):
+            yield from _bindings(rest, label, start + len(head), bound)
+    elif head is WILDCARD:
+        for end in range(start, len(label) + 1):
+            yield from _bindings(rest, label, end, bound)
+    elif head.name in bound:
+        if label.startswith(bound[head.name], start):
+            yield from _bindings(rest, label, start + len(bound[head.name]), bound)
+    else:
+        for end in range(start + 1, len(label) + 1):
+            bound[head.name] = label[start:end]
+            yield from _bindings(rest, label, end, bound)
+        del bound[head.name]
+
+
+def _optimized(fst: pynini.Fst, pos: Position) -> pynini.Fst:
+    """A fresh acceptor made epsilon-free, deterministic and minimal; BudgetError
+    (naming the grammar position ``pos``) if it would pass max_states."""
+    return bounded_determinize(pynini.rmepsilon(fst), _part(pos)).minimize()
+
+
+def _part(pos: Position) -> str:
+    """How budget errors name the part of a grammar being compiled."""
+    return f"{pos}: the acceptor of this part of the grammar"
+
+
+def _combined(left: pynini.Fst, right: pynini.Fst, pos: Position, difference: bool = False) -> pynini.Fst:
+    """``left & right`` (or ``left - right``) of minimal deterministic acceptors, minimal."""
+    return _optimized(bounded_intersect(left, right, _part(pos), difference), pos)
+
+
+class _Compiler:
+    """Compiles rules against one label set.  ``env`` maps a variable to
+    (value, bound by a quantifier); compile-time parameters are looked up last."""
+
+    def __init__(self, labels: Sequence[str], params: Mapping[str, str]):
+        self.labels = tuple(labels)
+        self.keys = {label: key for key, label in enumerate(self.labels, start=1)}
+        self.params = dict(params)
+        self.used_params: set[str] = set()
+        self.sigma = self.label_set(self.keys.values())
+        self.sigma_star = pynini.closure(self.sigma).optimize()
+        self.epsilon = pynini.Fst()
+        self.epsilon.set_start(self.epsilon.add_state())
+        self.epsilon.set_final(self.epsilon.start())
+        self.memo: dict = {}
+        self.active: list[tuple[int, str]] = []
+        self.template_hits: dict[Node, bool] = {}
+
+    @staticmethod
+    def label_set(keys) -> pynini.Fst:
+        fst = pynini.Fst()
+        start, end = fst.add_state(), fst.add_state()
+        fst.set_start(start)
+        fst.set_final(end)
+        for key in sorted(keys):
+            fst.add_arc(start, pynini.Arc(key, key, 0, end))
+        return fst
+
+    # variables
+    def lookup(self, name: str, env: dict, pos: Position) -> tuple[str, bool]:
+        if name in env:
+            return env[name]
+        if name in self.params:
+            self.used_params.add(name)
+            return self.params[name], False
+        raise GrammarError(
+            f"{pos}: variable {{{name}}} has no value: bind it with 'any {name}:', "
+            f"'all {name}:' or 'with {name} = ...:', or pass params={{'{name}': ...}}"
+        )
+
+    def fill(self, template: Template, env: dict, pos: Position) -> tuple[Template, bool]:
+        """The template with its variables replaced, and whether a quantifier bound any."""
+        pieces, quantified = [], False
+        for piece in template:
+            if isinstance(piece, Var):
+                value, by_quantifier = self.lookup(piece.name, env, pos)
+                pieces.append(value)
+                quantified |= by_quantifier
+            else:
+                pieces.append(piece)
+        return merge_pieces(pieces), quantified
+
+    def outer_value(self, piece: Var, env: dict):
+        """The value of a variable bound outside a quantifier, or the variable itself (free)."""
+        if piece.name in env:
+            return env[piece.name][0]
+        return self.params.get(piece.name, piece)
+
+    def note_template(self, node: Node, quantified: bool, hit: bool) -> None:
+        if quantified:
+            self.template_hits[node] = self.template_hits.get(node, False) or hit
+
+    # rules
+    def rule(self, grammar: Grammar, name: str, pos: Position, env: dict) -> pynini.Fst:
+        key = (id(grammar), name)
+        if key in self.active:
+            names = [n for _, n in self.active[self.active.index(key) :]]
+            cycle = " -> ".join(names + [name])
+            raise GrammarError(
+                f"{pos}: rule '{name}' refers to itself ({cycle}); grammars are regular: use '*' or '+' for repetition"
+            )
+        memo_key = (key, frozenset(env.items()))
+        if memo_key not in self.memo:
+            self.active.append(key)
+            try:
+                self.memo[memo_key] = self.expr(grammar, grammar.rule_map[name].body, env)
+            finally:
+                self.active.pop()
+        return self.memo[memo_key]
+
+    def expr(self, grammar: Grammar, node: Node, env: dict) -> pynini.Fst:
+        if isinstance(node, Name):
+            return self.name(grammar, node, env)
+        if isinstance(node, QuotedLabel):
+            return self.label_set([self.known_key(node.text, node.pos, f'"{node.text}"')])
+        if isinstance(node, AnyLabel):
+            return self.sigma
+        if isinstance(node, LabelClass):
+            return self.label_class(node, env)
+        if isinstance(node, QualifiedRef):
+            return self.rule(grammar.import_map[node.namespace], node.name, node.pos, env)
+        if isinstance(node, Concat):
+            return _optimized(reduce(pynini.concat, (self.expr(grammar, p, env) for p in node.parts)), node.pos)
+        if isinstance(node, Union):
+            return _optimized(pynini.union(*(self.expr(grammar, p, env) for p in node.parts)), node.pos)
+        if isinstance(node, Intersection):
+            return _combined(self.expr(grammar, node.left, env), self.expr(grammar, node.right, env), node.pos)
+        if isinstance(node, Difference):
+            return _combined(
+                self.expr(grammar, node.left, env), self.expr(grammar, node.right, env), node.pos, difference=True
+            )
+        if isinstance(node, Complement):
+            return _combined(self.sigma_star, self.expr(grammar, node.operand, env), node.pos, difference=True)
+        if isinstance(node, Repeat):
+            operand = self.expr(grammar, node.operand, env)
+            if node.high == 0:  # pynini.closure(x, 0, 0) would be x*
+                return self.epsilon
+            # the closure holds max(low, high) copies of the operand before it is determinised
+            budget.check_states(operand.num_states() * max(node.low, node.high or 1), _part(node.pos))
+            if node.high is None:
+                return _optimized(pynini.closure(operand, node.low), node.pos)
+            return _optimized(pynini.closure(operand, node.low, node.high), node.pos)
+        if isinstance(node, Quantifier):
+            return self.quantifier(grammar, node, env)
+        if isinstance(node, Binding):
+            value, quantified = self.fill(node.value, env, node.pos)
+            return self.expr(grammar, node.body, {**env, node.variable: ("".join(value), quantified)})
+        raise TypeError(f"not a grammar node: {node!r}")
+
+    def known_key(self, label: str, pos: Position, spelled: str) -> int:
+        if label not in self.keys:
+            raise UnknownLabelError(f"{pos}: unknown label {spelled}; the model's labels are {_known(self.labels)}")
+        return self.keys[label]
+
+    def name(self, grammar: Grammar, node: Name, env: dict) -> pynini.Fst:
+        if is_identifier(node.template) and node.template[0] in grammar.rule_map:
+            word = node.template[0]
+            if word in self.keys:
+                raise GrammarError(
+                    f"{node.pos}: '{word}' is both a rule of {grammar.source} and a label; "
+                    f'write "{word}" for the label or rename the rule'
+                )
+            return self.rule(grammar, word, node.pos, env)
+        pieces, quantified = self.fill(node.template, env, node.pos)
+        label = "".join(pieces)
+        self.note_template(node, quantified, label in self.keys)
+        if label not in self.keys and quantified:
+            return self.label_set([])
+        spelled = f"'{label}'" + (f" (from {render(node.template)})" if template_variables(node.template) else "")
+        rule_hint = "" if template_variables(node.template) else " (and no rule has that name)"
+        return self.label_set([self.known_key(label, node.pos, spelled + rule_hint)])
+
+    def label_class(self, node: LabelClass, env: dict) -> pynini.Fst:
+        filled, quantified = [], False
+        for pattern in node.patterns:
+            pieces, by_quantifier = self.fill(pattern, env, node.pos)
+            filled.append(pieces)
+            quantified |= by_quantifier
+        matching = {label for label in self.labels if any(next(_bindings(p, label), None) is not None for p in filled)}
+        keys = [self.keys[label] for label in self.labels if (label in matching) != node.negated]
+        self.note_template(node, quantified, bool(keys))
+        if not keys and not quantified:
+            raise UnknownLabelError(
+                f"{node.pos}: the label class {node.text} matches no label; "
+                f"the model's labels are {_known(self.labels)}"
+            )
+        return self.label_set(keys)
+
+    def quantifier(self, grammar: Grammar, node: Quantifier, env: dict) -> pynini.Fst:
+        values = self.domain(grammar, node, env)
+        branches = [self.expr(grammar, node.body, {**env, node.variable: (value, True)}) for value in values]
+        if node.kind == "any":
+            return _optimized(pynini.union(*branches), node.pos)
+        return reduce(lambda left, right: _combined(left, right, node.pos), branches)
+
+    def domain(self, grammar: Grammar, node: Quantifier, env: dict) -> list[str]:
+        """Values of the quantified variable: every non-empty text that makes some
+        label pattern mentioning it (in the body or the rules it uses) match a label."""
+        variable, values, patterns = node.variable, set(), []
+        for template, inner in _occurrences(grammar, node.body, variable, set(), frozenset()):
+            patterns.append(template)
+            pieces = merge_pieces(
+                [
+                    self.outer_value(piece, env)
+                    if isinstance(piece, Var) and piece.name != variable and piece.name not in inner
+                    else piece
+                    for piece in template
+                ]
+            )
+            for label in self.labels:
+                values.update(b[variable] for b in _bindings(pieces, label))
+        if not patterns:
+            raise GrammarError(
+                f"{node.pos}: variable {{{variable}}} of '{node.kind} {variable}:' appears in "
+                "no label or label class of its body"
+            )
+        if not values:
+            shown = ", ".join(render(t) for t in patterns)
+            raise UnknownLabelError(
+                f"{node.pos}: '{node.kind} {variable}:' ranges over nothing: no label "
+                f"matches {shown}; the model's labels are {_known(self.labels)}"
+            )
+        return sorted(values)
+
+    def check_templates(self) -> None:
+        for node, hit in self.template_hits.items():
+            if not hit:
+                what = node.text if isinstance(node, LabelClass) else render(node.template)
+                raise UnknownLabelError(
+                    f"{node.pos}: {what} matches no label for any value of its variables; "
+                    f"the model's labels are {_known(self.labels)}"
+                )
+
+
+def _occurrences(
+    grammar: Grammar, node: Node, variable: str, seen: set, inner: frozenset
+) -> Iterator[tuple[Template, frozenset]]:
+    """Label templates mentioning ``{variable}`` reachable from ``node`` through rule
+    references, with the variables bound in between (which stay free)."""
+    if isinstance(node, Name):
+        if Var(variable) in node.template:
+            yield node.template, inner
+        elif is_identifier(node.template) and node.template[0] in grammar.rule_map:
+            yield from _rule_occurrences(grammar, node.template[0], variable, seen, inner)
+        return
+    if isinstance(node, LabelClass):
+        yield from ((p, inner) for p in node.patterns if Var(variable) in p)
+        return
+    if isinstance(node, QualifiedRef):
+        yield from _rule_occurrences(grammar.import_map[node.namespace], node.name, variable, seen, inner)
+        return
+    if isinstance(node, (Quantifier, Binding)):
+        if node.variable == variable:
+            return
+        inner = inner | {node.variable}
+    for child in children(node):
+        yield from _occurrences(grammar, child, variable, seen, inner)
+
+
+def _rule_occurrences(
+    grammar: Grammar, name: str, variable: str, seen: set, inner: frozenset
+) -> Iterator[tuple[Template, frozenset]]:
+    key = (id(grammar), name)
+    if key not in seen:
+        seen.add(key)
+        yield from _occurrences(grammar, grammar.rule_map[name].body, variable, seen, inner)
+
+
+def check_params(params) -> dict[str, str]:
+    params = {} if params is None else params
+    if not isinstance(params, Mapping):
+        raise GrammarError(f"params must be a mapping from variable names to values, got {type(params).__name__}")
+    for name, value in params.items():
+        if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
+            raise GrammarError(f"parameter name {name!r} is not an identifier")
+        if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+            raise GrammarError(f"parameter {name} = {value!r}: values are non-empty strings without whitespace")
+    return dict(params)
+
+
+def compile_grammar(
+    grammar: Grammar, labels: Sequence[str], rule: str = "start", params: Mapping[str, str] | None = None
+) -> pynini.Fst:
+    """The language of ``rule`` as a minimal deterministic acceptor over label keys
+    (label i = key i + 1), with ``symbol_table(labels)`` attached.
+
+    ``params`` gives values to free variables such as ``{X}``.  Raises GrammarError
+    (UnknownLabelError for labels or classes the model lacks) and when the rule
+    accepts no non-empty label sequence."""
+    if not isinstance(grammar, Grammar):
+        raise GrammarError(f"expected a Grammar (from parse_grammar or load_grammar), got {type(grammar).__name__}")
+    params = check_params(params)
+    labels = check_labels(labels)
+    table = symbol_table(labels)
+    if rule not in grammar.rule_map:
+        rules = ", ".join(grammar.rule_names) or "none"
+        raise GrammarError(f"{grammar.source}: no rule named '{rule}' (rules: {rules})")
+    compiler = _Compiler(labels, params)
+    fst = compiler.rule(grammar, rule, grammar.rule_map[rule].pos, {})
+    compiler.check_templates()
+    unused = sorted(set(params) - compiler.used_params)
+    if unused:
+        raise GrammarError(f"{grammar.source}: rule '{rule}' does not use the parameter(s) {', '.join(unused)}")
+    non_empty = pynini.intersect(fst, pynini.closure(compiler.sigma, 1))
+    if non_empty.num_states() == 0:
+        raise GrammarError(
+            f"{grammar.rule_map[rule].pos}: the grammar accepts nothing: rule '{rule}' "
+            f"allows no non-empty sequence of the labels {_known(labels)}"
+        )
+    fst = fst.copy()
+    fst.set_input_symbols(table)
+    fst.set_output_symbols(table)
+    return fst
+
+
+def accepts(fst: pynini.Fst, labels: Sequence[str]) -> bool:
+    """Whether the acceptor accepts the label sequence (looked up in its input symbols)."""
+    if isinstance(labels, str):
+        raise LabelError(f"expected a sequence of labels, got the string {labels!r}")
+    table = fst.input_symbols()
+    if table is None:
+        raise LabelError("the acceptor has no symbol table to look labels up in")
+    chain = pynini.Fst(arc_type=fst.arc_type())
+    state = chain.add_state()
+    chain.set_start(state)
+    for label in labels:
+        key = table.find(label) if isinstance(label, str) else -1
+        if key <= 0:
+            raise LabelError(
+                f"unknown label {label!r}; the acceptor knows "
+                f"{_known([table.find(k) for k in range(1, table.num_symbols())])}"
+            )
+        following = chain.add_state()
+        chain.add_arc(state, pynini.Arc(key, key, pynini.Weight.one(chain.weight_type()), following))
+        state = following
+    chain.set_final(state)
+    return pynini.intersect(chain, pynini.arcsort(fst, "ilabel")).num_states() > 0
