@@ -1,5 +1,6 @@
-"""The one binding to fstcrf's C code, the cffi module ``fstcrf._kernel`` (its
-API is the headers in csrc/): no other module imports it.
+"""The one binding to fstcrf's C code: the cffi module ``fstcrf._kernel`` (its
+API is the headers in csrc/) and the CPython extension ``fstcrf._attributes``
+(token dicts to columns, csrc/fstcrf_attributes.c).  No other module imports them.
 
 An array reaches C by its dtype (float64 as ``double``, int32, int64, uint64,
 uint8; any other dtype is a KeyError, never a reinterpretation) in one of
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+import fstcrf._attributes as attributes_extension
 from fstcrf._kernel import ffi, lib
 from fstcrf.errors import HashCollisionError, InfeasibleError, ShapeError
 
@@ -870,3 +872,32 @@ def predicate_rows(
         output_pointer(indices),
     )
     check_status(status, "fh_predicate_rows")
+
+
+# -- token dicts (fstcrf._attributes) ------------------------------------------
+
+
+def read_columns(
+    token_lists: list,
+    lower_lists: list | None,
+    reads: str | None,
+    by_name: dict[str, int],
+    by_key: dict[str, dict[str, int]],
+    names: list[str] | None,
+    fallback: Callable[[object, int, int], tuple[list, list]],
+) -> tuple[bytearray, bytearray, bytearray]:
+    """The attributes of the token dicts of B sentences (token_lists [B] of lists) in
+    the columns of a vocabulary, as bytearrays: columns int64 [M], values float64
+    [M] and where each token's entries start, int64 [N+1].  lower_lists [B] of lists
+    of lower labels (or None) give each token the attribute "reads:label";
+    ``by_name`` maps names to columns and ``by_key`` is :func:`values_by_key` of it;
+    ``names`` None drops unknown names, else (the names in column order) they take
+    the next columns.  fallback(token, sentence, position) -> (names, values) reads a
+    token the C code hands back (anything but a dict of str, bool, int or float)."""
+    return attributes_extension.read_columns(token_lists, lower_lists, reads, by_name, by_key, names, fallback)
+
+
+def values_by_key(vocabulary: dict[str, int], separator: str) -> dict[str, dict[str, int]]:
+    """key -> {value: column} for every name "key<separator>value" of a vocabulary
+    (name -> column), split at each of its separators in turn."""
+    return attributes_extension.values_by_key(vocabulary, separator)
