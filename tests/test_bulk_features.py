@@ -215,7 +215,7 @@ def test_predicate_rows_are_the_known_columns_ascending(num_tokens, num_template
     its templates find, ascending.  With ``collide`` two templates share a seed and
     an item, so their keys and columns are equal (the ranks tie and the row falls
     back to insertion); a third of the keys are unknown."""
-    from fstcrf._kernel import ffi, lib
+    from fstcrf.engine import kernel
 
     rng = np.random.default_rng(seed)
     num_observations = 3
@@ -228,37 +228,17 @@ def test_predicate_rows_are_the_known_columns_ascending(num_tokens, num_template
     keys = np.repeat(seeds[None, :], num_tokens, axis=0)  # [N, K]
     for k in range(num_templates):
         column = np.ascontiguousarray(keys[:, k])
-        features._chain(column, np.ascontiguousarray(value_hashes[items[k]]))
+        kernel.chain_keys(column, np.ascontiguousarray(value_hashes[items[k]]))
         keys[:, k] = column
     known = np.unique(keys)
     known = rng.permutation(known[rng.random(len(known)) < 0.67])  # key -> its column
     column_of = {int(key): column for column, key in enumerate(known.tolist())}
     capacity = 1 << max(4, int(4 * len(known) // 3).bit_length())
     slots = np.empty(2 * capacity, dtype=np.uint64)
-    assert (
-        lib.fh_build_table(
-            ffi.from_buffer("uint64_t[]", known), len(known), capacity, ffi.from_buffer("uint64_t[]", slots)
-        )
-        == lib.FC_OK
-    )
-    scratch = np.empty(lib.FH_BLOCK * num_templates, dtype=np.int32)
+    kernel.build_table(known, slots, "the known keys")
     indptr = np.empty(num_tokens + 1, dtype=np.int64)
     indices = np.empty(num_tokens * num_templates, dtype=np.int32)
-    status = lib.fh_predicate_rows(
-        num_tokens,
-        num_observations,
-        ffi.from_buffer("uint64_t[]", value_hashes),
-        num_templates,
-        ffi.from_buffer("uint64_t[]", seeds),
-        ffi.from_buffer("int32_t[]", item_ptr),
-        ffi.from_buffer("int32_t[]", items),
-        capacity,
-        ffi.from_buffer("uint64_t[]", slots),
-        ffi.from_buffer("int32_t[]", scratch),
-        ffi.from_buffer("int64_t[]", indptr),
-        ffi.from_buffer("int32_t[]", indices),
-    )
-    assert status == lib.FC_OK
+    kernel.predicate_rows(value_hashes, seeds, item_ptr, items, slots, indptr, indices)
     for t in range(num_tokens):
         expected = sorted(column_of[int(key)] for key in keys[t] if int(key) in column_of)
         assert indices[indptr[t] : indptr[t + 1]].tolist() == expected

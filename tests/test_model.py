@@ -593,7 +593,7 @@ def test_complete_rows_are_read_as_vectors_only_when_outputs_ascend(reverse):
     ]
     ptr = np.concatenate([[0], np.cumsum([len(row) for row in rows])])
     features = FactoredFeatures(state_label, L, ptr, np.concatenate(rows))
-    assert features._dictionary.outputs_ascending == (not reverse)
+    assert features.kernel_dictionary.outputs_ascending == (not reverse)
     X = scipy.sparse.random(12, P, density=0.6, random_state=3, format="csr") * 3.0
     encoded = EncodedSentences(X, [5, 7])
     theta = rng.normal(size=features.num_features)

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import fstcrf
 from fstcrf import errors
-from fstcrf._kernel import lib
-from fstcrf.engine.inference import _KernelArgs, lengths_to_offsets, max_marginals, span_viterbi
+from fstcrf.engine import kernel
+from fstcrf.engine.inference import ChunkStructs, lengths_to_offsets, max_marginals, span_viterbi
 
 from strategies import instances, oracle_settings
 
@@ -282,29 +282,31 @@ def test_bad_input_raises_typed_errors(two_sentences, change, error, message):
 
 def call_kernel(pot, sentence, first, length, mask_offsets, allowed, path_offsets, k: int = 3):
     """fc_span_viterbi on the whole batch with outputs pre-filled with 7; returns
-    (status, inside, outside, inside_path, outside_path)."""
-    args = _KernelArgs(pot, 0, pot.num_sequences, k=k)
+    (the error its status raised or None, inside, outside, inside_path, outside_path)."""
+    chunk = ChunkStructs(pot, 0, pot.num_sequences, k=k)
     K, P = len(sentence), max(int(path_offsets[-1]), 1)
     inside, outside = np.full(K, 7.0), np.full(K, 7.0)
     inside_path, outside_path = np.full(P, 7, dtype=np.int32), np.full(P, 7, dtype=np.int32)
-    status = lib.fc_span_viterbi(
-        args.graph,
-        args.scores,
-        args.batch,
-        K,
-        args._ptr("int32_t[]", np.asarray(sentence, np.int32)),
-        args._ptr("int64_t[]", np.asarray(first, np.int64)),
-        args._ptr("int64_t[]", np.asarray(length, np.int64)),
-        args._ptr("int64_t[]", np.asarray(mask_offsets, np.int64)),
-        args._ptr("uint8_t[]", np.asarray(allowed, np.uint8)),
-        args._ptr("int64_t[]", np.asarray(path_offsets, np.int64)),
-        args.out(inside),
-        args.out(outside),
-        args.out(inside_path),
-        args.out(outside_path),
-        args.workspace,
-    )
-    return status, inside, outside, inside_path, outside_path
+    try:
+        kernel.span_viterbi(
+            chunk.graph,
+            chunk.scores,
+            chunk.batch,
+            np.asarray(sentence, np.int32),
+            np.asarray(first, np.int64),
+            np.asarray(length, np.int64),
+            np.asarray(mask_offsets, np.int64),
+            np.asarray(allowed, np.uint8),
+            np.asarray(path_offsets, np.int64),
+            inside,
+            outside,
+            inside_path,
+            outside_path,
+            chunk.workspace,
+        )
+    except (RuntimeError, errors.InfeasibleError) as error:
+        return error, inside, outside, inside_path, outside_path
+    return None, inside, outside, inside_path, outside_path
 
 
 @pytest.mark.parametrize(
@@ -331,25 +333,25 @@ def test_kernel_rejects_bad_arguments_before_writing(two_sentences, change):
         allowed=np.ones((5, 3)),
         path_offsets=[0, 3, 7],
     )
-    status, *outputs = call_kernel(two_sentences, **{**arguments, **change})
-    assert status == lib.FC_BAD_ARGUMENT
+    error, *outputs = call_kernel(two_sentences, **{**arguments, **change})
+    assert type(error) is RuntimeError and "rejected the arguments of span_viterbi" in str(error)
     for output in outputs:
         assert np.all(output == 7)
-    assert call_kernel(two_sentences, **arguments)[0] == lib.FC_OK
+    assert call_kernel(two_sentences, **arguments)[0] is None
 
 
 def test_kernel_reports_an_infeasible_sentence():
-    """A clamp can leave a sentence without any path: FC_INFEASIBLE, and its spans
-    get -inf scores and -1 paths while the other sentences' spans are computed."""
+    """A clamp can leave a sentence without any path: FC_INFEASIBLE (InfeasibleError),
+    and its spans get -inf scores and -1 paths while the other sentences' spans are computed."""
     topo = fstcrf.iob2(["NP"])
     rng = np.random.default_rng(2)
     pot = fstcrf.Potentials(topo, rng.normal(size=(5, 3)), [2, 3])
     clamp = np.ones((5, 3), dtype=bool)
     clamp[2] = ~topo.start  # sentence 1 must start in I-NP
-    status, inside, outside, inside_path, outside_path = call_kernel(
+    error, inside, outside, inside_path, outside_path = call_kernel(
         pot.clamp(clamp), [0, 1], [0, 1], [2, 1], [0, 2, 3], np.ones((3, 3)), [0, 2, 5]
     )
-    assert status == lib.FC_INFEASIBLE
+    assert isinstance(error, errors.InfeasibleError)
     assert inside[0] == fstcrf.viterbi(pot.select([0])).scores[0] and outside[0] == -np.inf
     assert inside[1] == outside[1] == -np.inf
     assert np.all(inside_path[2:] == -1) and np.all(outside_path == -1)

@@ -1,6 +1,7 @@
 """The package's structure, checked so that it stays true: no import cycle (imports
 inside functions and under TYPE_CHECKING count), no private name imported from
-another module, and every error class in fstcrf.errors."""
+another module, every error class in fstcrf.errors, and one binding to the
+compiled extensions."""
 
 from __future__ import annotations
 
@@ -103,6 +104,43 @@ def test_no_private_name_is_imported_from_another_module():
     assert private == []
 
 
+#: The one module that imports fstcrf's compiled extensions (docs/architecture.md).
+BINDING = "fstcrf.engine.kernel"
+EXTENSIONS = ("fstcrf._kernel", "fstcrf._attributes")
+
+
+def _extension_imports(modules: dict[str, ast.Module]) -> list[str]:
+    """ "module -> extension" for every import of a compiled extension, in any form."""
+    found = set()
+    for name, tree in modules.items():
+        for module, names in _imports(name, tree):
+            found.update(
+                f"{name} -> {extension}"
+                for extension in EXTENSIONS
+                if module == extension or extension in (f"{module}.{imported}" for imported in names)
+            )
+    return sorted(found)
+
+
+def test_the_extension_finder_finds_every_form_of_import():
+    snippets = {
+        "fstcrf.a": "from fstcrf._kernel import ffi, lib",
+        "fstcrf.engine.b": "def f():\n    from .. import _attributes",
+        "fstcrf.c": "import fstcrf._kernel as k",
+        "fstcrf.d": "from fstcrf import errors",
+    }
+    modules = {name: ast.parse(text) for name, text in snippets.items()}
+    assert _extension_imports(modules) == [
+        "fstcrf.a -> fstcrf._kernel",
+        "fstcrf.c -> fstcrf._kernel",
+        "fstcrf.engine.b -> fstcrf._attributes",
+    ]
+
+
+def test_only_the_binding_imports_the_compiled_extensions():
+    assert _extension_imports(MODULES) == [f"{BINDING} -> {extension}" for extension in sorted(EXTENSIONS)]
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_error_classes_live_in_errors(name):
     if name == "fstcrf.errors":
@@ -122,7 +160,7 @@ def test_error_classes_live_in_errors(name):
 LAYERS = [
     {"errors"},
     {"files", "phases", "progress", "moved"},
-    {"_kernel", "engine"},
+    {"_kernel", "_attributes", "engine"},  # the extensions: imported by engine.kernel alone
     {"grammar", "corpus"},
     {"features"},
     {"learn"},

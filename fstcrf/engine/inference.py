@@ -30,9 +30,8 @@ from collections.abc import Sequence
 import numpy as np
 import threadpoolctl
 
-from fstcrf.engine import budget
-from fstcrf._kernel import ffi, lib
-from fstcrf.errors import ArgumentTypeError, EmptySequenceError, InfeasibleError, LabelError, ScoreError, ShapeError
+from fstcrf.engine import budget, kernel
+from fstcrf.errors import ArgumentTypeError, EmptySequenceError, LabelError, ScoreError, ShapeError
 from fstcrf.engine.topology import Topology
 
 
@@ -283,88 +282,26 @@ class Potentials(SentenceBatch):
 # -- kernel plumbing ---------------------------------------------------------
 
 
-class KernelBuffers:
-    """Keeps numpy arrays alive while the kernel holds pointers into them."""
-
-    def __init__(self):
-        self._keep = []
-
-    def _ptr(self, ctype: str, array: np.ndarray):
-        array = np.require(array, requirements=["C", "A"])  # a misaligned input is copied
-        self._keep.append(array)
-        return ffi.cast(ctype.replace("[]", " *"), ffi.from_buffer(ctype, array))
-
-    def out(self, array: np.ndarray):
-        """Pointer to a caller-allocated output array (must be contiguous)."""
-        if not (array.flags.c_contiguous and array.flags.aligned):
-            raise ShapeError("output arrays must be C-contiguous and aligned")
-        ctype = {np.float64: "double[]", np.int32: "int32_t[]"}[array.dtype.type]
-        return ffi.from_buffer(ctype, array)
-
-    def fill_graph(self, graph, topo: Topology) -> None:
-        """Point an fc_graph struct at a topology's CSR arrays."""
-        graph.num_states = topo.num_states
-        graph.num_edges = topo.num_edges
-        graph.in_ptr = self._ptr("int32_t[]", topo.in_ptr)
-        graph.in_src = self._ptr("int32_t[]", topo.edge_src)
-        graph.out_ptr = self._ptr("int32_t[]", topo.out_ptr)
-        graph.out_dst = self._ptr("int32_t[]", topo.out_dst)
-        graph.out_edge = self._ptr("int32_t[]", topo.out_edge)
-
-    def fill_batch(self, pot, first: int, last: int) -> None:
-        """Set ``batch`` and ``token_range`` to sentences first..last-1 of pot."""
-        offsets = pot.offsets[first : last + 1]
-        self.token_range = slice(int(offsets[0]), int(offsets[-1]))
-        token_class = getattr(pot, "token_class", None)
-        self.batch = self.new_batch(
-            offsets - offsets[0],
-            pot.emissions[self.token_range],
-            None if token_class is None else token_class[self.token_range],
-        )
-
-    def new_batch(self, offsets: np.ndarray, emissions: np.ndarray, token_class: np.ndarray | None):
-        """An fc_batch of sentences cut at offsets int64 [b+1] (from 0), scored by
-        emissions float [n, S], with token classes int32 [n] or None."""
-        batch = ffi.new("fc_batch *")
-        batch.num_sequences = len(offsets) - 1
-        batch.offsets = self._ptr("int64_t[]", offsets)
-        batch.emit = self._ptr("double[]", emissions)
-        if token_class is not None:
-            batch.token_class = self._ptr("int32_t[]", token_class)
-        return batch
-
-    def new_scores(self, transitions: np.ndarray, start: np.ndarray, final: np.ndarray, num_classes: int):
-        """An fc_scores of transition scores [E] or [C, E] and start, final scores [S]."""
-        scores = ffi.new("fc_scores *")
-        scores.trans = self._ptr("double[]", transitions)
-        scores.start = self._ptr("double[]", start)
-        scores.final = self._ptr("double[]", final)
-        scores.num_classes = num_classes
-        return scores
-
-    def fill_workspace(self, num_doubles: int, num_ints: int, t_max: int, k: int = 1) -> None:
-        self.workspace = ffi.new("fc_workspace *")
-        self.workspace.t_max = t_max
-        self.workspace.k = k
-        self.workspace.doubles = self._ptr("double[]", np.empty(num_doubles))
-        self.workspace.ints = self._ptr("int32_t[]", np.empty(num_ints, dtype=np.int32))
-
-
-class _KernelArgs(KernelBuffers):
-    """cffi structs for one chunk of sentences of a Potentials."""
+class ChunkStructs:
+    """The kernel structs of sentences first .. last-1 of a Potentials: its graph and
+    scores, their batch and a workspace (k paths); ``token_range``: their rows."""
 
     def __init__(self, pot: Potentials, first: int, last: int, k: int = 1):
-        super().__init__()
-        topo = pot.topology
-        self.graph = ffi.new("fc_graph *")
-        self.fill_graph(self.graph, topo)
-        self.scores = self.new_scores(pot.transitions, pot.start, pot.final, pot.num_classes)
-        self.fill_batch(pot, first, last)
-        t_max = int(pot.lengths[first:last].max())
-        S, E = topo.num_states, topo.num_edges
-        self.fill_workspace(
-            lib.fc_workspace_doubles(S, E, pot.num_classes, t_max, k), lib.fc_workspace_ints(S, E, t_max, k), t_max, k
-        )
+        self.batch, self.token_range = chunk_batch(pot, first, last)
+        self.graph = kernel.Graph(pot.topology)
+        self.scores = kernel.Scores(pot.transitions, pot.start, pot.final)
+        self.workspace = kernel.chain_workspace(pot.topology, pot.num_classes, int(pot.lengths[first:last].max()), k)
+
+
+def chunk_batch(pot, first: int, last: int) -> tuple[kernel.Batch, slice]:
+    """The kernel batch of sentences first .. last-1 of a Potentials or JointPotentials,
+    and their token rows."""
+    offsets = pot.offsets[first : last + 1]
+    rows = slice(int(offsets[0]), int(offsets[-1]))
+    token_class = getattr(pot, "token_class", None)
+    return kernel.Batch(
+        offsets - offsets[0], pot.emissions[rows], None if token_class is None else token_class[rows]
+    ), rows
 
 
 def thread_chunks(pot: SentenceBatch, threads: int) -> list[tuple[int, int]]:
@@ -405,21 +342,6 @@ def run_chunks(pot: SentenceBatch, threads: int, job) -> list:
     """Run ``job(first, last)`` on each chunk of sentences, in parallel threads."""
     check_count(threads, "threads")
     return run_parallel(lambda chunk: job(*chunk), thread_chunks(pot, threads))
-
-
-def check_status(status: int, what: str, allow_infeasible: bool = False) -> None:
-    if status == lib.FC_INFEASIBLE and allow_infeasible:
-        return
-    if status == lib.FC_BAD_ARGUMENT:
-        raise RuntimeError(f"fstcrf kernel rejected the arguments of {what}; this is a bug in fstcrf")
-    # Potentials validated the lengths against the topology, and the kernel's exact
-    # fallback rules out underflow, so only a clamp can leave a sentence no path.
-    if status == lib.FC_INFEASIBLE:
-        raise InfeasibleError(
-            f"{what}: a sentence has no allowed path: the states its clamp allows "
-            "at each token do not connect through the topology, or every path's "
-            "score is below float64's range (scale the scores down)"
-        )
 
 
 def _check_totals(totals: np.ndarray, what: str, name: str, allow_infeasible: bool = False) -> None:
@@ -584,25 +506,25 @@ def forward_backward(
     log_z = np.empty(pot.num_sequences)
     node = np.empty((pot.num_tokens, pot.topology.num_states)) if marginals else None
     per_sentence = np.zeros((pot.num_sequences, *pot.transitions.shape)) if edge_counts and each_sentence else None
-    kernel = lib.fc_forward_backward_each if each_sentence else lib.fc_forward_backward
 
     def job(first: int, last: int):
-        args = _KernelArgs(pot, first, last)
+        chunk = ChunkStructs(pot, first, last)
         counts = (
             (per_sentence[first:last] if per_sentence is not None else np.zeros(pot.transitions.shape))
             if edge_counts
             else None
         )
-        status = kernel(
-            args.graph,
-            args.scores,
-            args.batch,
-            args.out(log_z[first:last]),
-            args.out(node[args.token_range]) if node is not None else ffi.NULL,
-            args.out(counts) if counts is not None else ffi.NULL,
-            args.workspace,
+        kernel.forward_backward(
+            chunk.graph,
+            chunk.scores,
+            chunk.batch,
+            log_z[first:last],
+            node[chunk.token_range] if node is not None else None,
+            counts,
+            chunk.workspace,
+            each_sentence,
+            allow_infeasible,
         )
-        check_status(status, "forward_backward", allow_infeasible)
         return counts
 
     results = run_chunks(pot, threads, job)
@@ -631,17 +553,9 @@ def viterbi(pot: Potentials, threads: int = 1) -> Viterbi:
     scores = np.empty(pot.num_sequences)
 
     def job(first: int, last: int):
-        args = _KernelArgs(pot, first, last)
-        check_status(
-            lib.fc_viterbi(
-                args.graph,
-                args.scores,
-                args.batch,
-                args.out(paths[args.token_range]),
-                args.out(scores[first:last]),
-                args.workspace,
-            ),
-            "viterbi",
+        chunk = ChunkStructs(pot, first, last)
+        kernel.viterbi(
+            chunk.graph, chunk.scores, chunk.batch, paths[chunk.token_range], scores[first:last], chunk.workspace
         )
 
     run_chunks(pot, threads, job)
@@ -656,17 +570,9 @@ def max_marginals(pot: Potentials, threads: int = 1) -> tuple[np.ndarray, np.nda
     best = np.empty(pot.num_sequences)
 
     def job(first: int, last: int):
-        args = _KernelArgs(pot, first, last)
-        check_status(
-            lib.fc_max_marginals(
-                args.graph,
-                args.scores,
-                args.batch,
-                args.out(table[args.token_range]),
-                args.out(best[first:last]),
-                args.workspace,
-            ),
-            "max_marginals",
+        chunk = ChunkStructs(pot, first, last)
+        kernel.max_marginals(
+            chunk.graph, chunk.scores, chunk.batch, table[chunk.token_range], best[first:last], chunk.workspace
         )
 
     run_chunks(pot, threads, job)
@@ -760,26 +666,24 @@ def span_viterbi(
         lo, hi = (int(i) for i in np.searchsorted(sentence, [first_sentence, last_sentence]))
         if lo == hi:
             return
-        args = _KernelArgs(pot, first_sentence, last_sentence, k=3)
+        chunk = ChunkStructs(pot, first_sentence, last_sentence, k=3)
         path_rows = slice(path_offsets[lo], path_offsets[hi])
-        status = lib.fc_span_viterbi(
-            args.graph,
-            args.scores,
-            args.batch,
-            hi - lo,
-            args._ptr("int32_t[]", (sentence[lo:hi] - first_sentence).astype(np.int32)),
-            args._ptr("int64_t[]", first[lo:hi]),
-            args._ptr("int64_t[]", length[lo:hi]),
-            args._ptr("int64_t[]", mask_offsets[lo : hi + 1] - mask_offsets[lo]),
-            args._ptr("uint8_t[]", sorted_allowed[mask_offsets[lo] : mask_offsets[hi]]),
-            args._ptr("int64_t[]", path_offsets[lo : hi + 1] - path_offsets[lo]),
-            args.out(inside[lo:hi]),
-            args.out(outside[lo:hi]),
-            args.out(inside_paths[path_rows]) if inside_paths is not None else ffi.NULL,
-            args.out(outside_paths[path_rows]) if outside_paths is not None else ffi.NULL,
-            args.workspace,
+        kernel.span_viterbi(
+            chunk.graph,
+            chunk.scores,
+            chunk.batch,
+            (sentence[lo:hi] - first_sentence).astype(np.int32),
+            first[lo:hi],
+            length[lo:hi],
+            mask_offsets[lo : hi + 1] - mask_offsets[lo],
+            sorted_allowed[mask_offsets[lo] : mask_offsets[hi]],
+            path_offsets[lo : hi + 1] - path_offsets[lo],
+            inside[lo:hi],
+            outside[lo:hi],
+            inside_paths[path_rows] if inside_paths is not None else None,
+            outside_paths[path_rows] if outside_paths is not None else None,
+            chunk.workspace,
         )
-        check_status(status, "span_viterbi")
 
     run_chunks(pot, threads, job)
     path_rows = _segment_rows(path_offsets, rank)  # the sorted rows in the caller's order
@@ -824,22 +728,19 @@ def kbest(pot: Potentials, k: int, threads: int = 1) -> KBest:
     found = np.empty(pot.num_sequences, dtype=np.int32)
 
     def job(first: int, last: int):
-        args = _KernelArgs(pot, first, last, k)
-        chunk_paths = np.empty((k, args.token_range.stop - args.token_range.start), dtype=np.int32)
-        check_status(
-            lib.fc_kbest(
-                args.graph,
-                args.scores,
-                args.batch,
-                k,
-                args.out(chunk_paths),
-                args.out(scores[first:last]),
-                args.out(found[first:last]),
-                args.workspace,
-            ),
-            "kbest",
+        chunk = ChunkStructs(pot, first, last, k)
+        chunk_paths = np.empty((k, chunk.token_range.stop - chunk.token_range.start), dtype=np.int32)
+        kernel.kbest(
+            chunk.graph,
+            chunk.scores,
+            chunk.batch,
+            k,
+            chunk_paths,
+            scores[first:last],
+            found[first:last],
+            chunk.workspace,
         )
-        paths[:, args.token_range] = chunk_paths
+        paths[:, chunk.token_range] = chunk_paths
 
     run_chunks(pot, threads, job)
     return KBest(paths, scores, found)
@@ -861,15 +762,10 @@ def sample(pot: Potentials, num_samples: int, seed: int = 0, threads: int = 1) -
     draws = np.empty((num_samples, pot.num_tokens), dtype=np.int32)
 
     def job(first: int, last: int):
-        args = _KernelArgs(pot, first, last)
-        chunk = np.empty((num_samples, args.token_range.stop - args.token_range.start), dtype=np.int32)
-        check_status(
-            lib.fc_sample(
-                args.graph, args.scores, args.batch, int(seed), first, num_samples, args.out(chunk), args.workspace
-            ),
-            "sample",
-        )
-        draws[:, args.token_range] = chunk
+        chunk = ChunkStructs(pot, first, last)
+        chunk_draws = np.empty((num_samples, chunk.token_range.stop - chunk.token_range.start), dtype=np.int32)
+        kernel.sample(chunk.graph, chunk.scores, chunk.batch, int(seed), first, chunk_draws, chunk.workspace)
+        draws[:, chunk.token_range] = chunk_draws
 
     run_chunks(pot, threads, job)
     return draws

@@ -22,17 +22,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fstcrf.engine import budget
-from fstcrf._kernel import ffi, lib
+from fstcrf.engine import budget, kernel
 from fstcrf.errors import CompositionError, ShapeError
 from fstcrf.engine.inference import (
     KBest,
-    KernelBuffers,
     Potentials,
     SentenceBatch,
     Viterbi,
     as_float_array,
-    check_status,
+    chunk_batch,
     run_chunks,
     check_count,
     check_emissions,
@@ -250,31 +248,16 @@ class JointPotentials(SentenceBatch):
         )
 
 
-class _JointArgs(KernelBuffers):
-    """cffi structs for one chunk of sentences of a JointPotentials."""
+class _JointChunk:
+    """The kernel structs of sentences first .. last-1 of a JointPotentials: the
+    joint space and its scores, their batch and a workspace; ``token_range``: their rows."""
 
     def __init__(self, jp: JointPotentials, first: int, last: int):
-        super().__init__()
         space = jp.space
-        N = len(space.components)
-        self.graphs = ffi.new("fc_graph[]", N)
-        for k, topo in enumerate(space.components):
-            self.fill_graph(self.graphs[k], topo)
-        self.trans = ffi.new("double *[]", [self._ptr("double[]", t) for t in jp.transitions])
-        self.joint = ffi.new("fc_joint *")
-        self.joint.num_components = N
-        self.joint.graphs = self.graphs
-        self.joint.trans = self.trans
-        self.joint.start = self._ptr("double[]", jp.start)
-        self.joint.final = self._ptr("double[]", jp.final)
-        self.joint.allowed = (
-            ffi.NULL if space.allowed is None else self._ptr("uint8_t[]", space.allowed.astype(np.uint8))
-        )
-        self.fill_batch(jp, first, last)
-        t_max = int(jp.lengths[first:last].max())
-        self.fill_workspace(
-            lib.fc_joint_workspace_doubles(self.joint, t_max), lib.fc_joint_workspace_ints(self.joint, t_max), t_max
-        )
+        allowed = None if space.allowed is None else space.allowed.astype(np.uint8)
+        self.joint = kernel.Joint(space.components, jp.transitions, jp.start, jp.final, allowed)
+        self.batch, self.token_range = chunk_batch(jp, first, last)
+        self.workspace = kernel.joint_workspace(self.joint, int(jp.lengths[first:last].max()))
 
 
 @dataclass
@@ -307,19 +290,16 @@ def joint_posteriors(
     num_weights = sum(int(np.prod(space.transition_shape(k))) for k in range(len(space.components)))
 
     def job(first: int, last: int):
-        args = _JointArgs(jp, first, last)
+        chunk = _JointChunk(jp, first, last)
         counts = np.zeros(num_weights) if edge_counts else None
-        check_status(
-            lib.fc_joint_forward_backward(
-                args.joint,
-                args.batch,
-                args.out(log_z[first:last]),
-                args.out(node[args.token_range]) if node is not None else ffi.NULL,
-                args.out(counts) if counts is not None else ffi.NULL,
-                args.out(redo[first:last]),
-                args.workspace,
-            ),
-            "joint_posteriors",
+        kernel.joint_forward_backward(
+            chunk.joint,
+            chunk.batch,
+            log_z[first:last],
+            node[chunk.token_range] if node is not None else None,
+            counts,
+            redo[first:last],
+            chunk.workspace,
         )
         return counts
 
@@ -379,13 +359,8 @@ def joint_viterbi(jp: JointPotentials, threads: int = 1) -> Viterbi:
     scores = np.empty(jp.num_sequences)
 
     def job(first: int, last: int):
-        args = _JointArgs(jp, first, last)
-        check_status(
-            lib.fc_joint_viterbi(
-                args.joint, args.batch, args.out(paths[args.token_range]), args.out(scores[first:last]), args.workspace
-            ),
-            "joint_viterbi",
-        )
+        chunk = _JointChunk(jp, first, last)
+        kernel.joint_viterbi(chunk.joint, chunk.batch, paths[chunk.token_range], scores[first:last], chunk.workspace)
 
     run_chunks(jp, threads, job)
     return Viterbi(paths, scores)

@@ -38,6 +38,7 @@ import numpy as np
 import scipy.sparse
 
 from fstcrf.corpus.conll import Corpus, Sentence
+from fstcrf.engine import kernel
 from fstcrf.errors import FeatureValueError, FstcrfError, ModelFileError, TemplateError
 from fstcrf.features.sparse_rows import SparseRows
 
@@ -193,15 +194,13 @@ def read_entries(
     """The attributes of the tokens of ``sentences`` in the columns of a vocabulary,
     read in C (fstcrf._attributes): columns int64 [M], values float64 [M] and
     where each token's entries start, int64 [N+1].  ``by_name`` maps names to
-    columns and ``by_key`` is ``fstcrf._attributes.values_by_key(by_name, ":")``.
+    columns and ``by_key`` is ``fstcrf.engine.kernel.values_by_key(by_name, ":")``.
     With ``names`` None unknown names are left out; else ``names`` lists the
     names in column order and an unknown name takes the next column (all three
     grow).  With ``reads`` (a column of lower labels) each token also has the
     attribute "reads:label" unless ``read_labels`` is False, and the dicts may
     not hold the key ``reads``.  A bad token raises FeatureValueError naming its
     sentence and position."""
-    from fstcrf._attributes import read_columns
-
     tokens = [_tokens_of(sentence, number) for number, sentence in enumerate(sentences)]
     lower = (
         [_lower_labels_of(sentence, number, reads) for number, sentence in enumerate(sentences)]
@@ -218,7 +217,7 @@ def read_entries(
             raise FeatureValueError(f"sentence {number}, token {position}: {error}") from None
         return token_names, values
 
-    columns, values, starts = read_columns(tokens, lower, reads, by_name, by_key, names, read_in_python)
+    columns, values, starts = kernel.read_columns(tokens, lower, reads, by_name, by_key, names, read_in_python)
     return (
         np.frombuffer(columns, dtype=np.int64),
         np.frombuffer(values, dtype=np.float64),
@@ -371,11 +370,9 @@ class AttributeExtractor:
     def _values_by_key(self) -> dict[str, dict[str, int]]:
         """key -> {value: column} for the names "key:value" of ``vocabulary_``, split at
         each separator in turn, built once per vocabulary (see fstcrf._attributes)."""
-        from fstcrf._attributes import values_by_key
-
         cached = self.__dict__.get("_by_key")
         if cached is None or cached[0] is not self.vocabulary_:
-            cached = self._by_key = (self.vocabulary_, values_by_key(self.vocabulary_, SEPARATOR))
+            cached = self._by_key = (self.vocabulary_, kernel.values_by_key(self.vocabulary_, SEPARATOR))
         return cached[1]
 
     def __getstate__(self) -> dict:

@@ -39,12 +39,12 @@ grouped by predicate -- feature f = ``FactoredFeatures.ptr[p]`` ..
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from fstcrf._kernel import ffi, lib
 from fstcrf.corpus.conll import Corpus, Sentence
+from fstcrf.engine import kernel
 from fstcrf.errors import EmptySequenceError, FstcrfError, ShapeError
 from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.engine.inference import SentenceBatch, lengths_to_offsets
@@ -57,51 +57,7 @@ FEATURE_SETS = ("supported", "complete", "complete-tags")
 MAX_FEATURES = 2**24
 
 
-def _check_kernel(status: int, what: str) -> None:
-    if status != lib.FC_OK:
-        raise RuntimeError(f"fstcrf feature loop {what} rejected its arguments; this is a bug in fstcrf")
-
-
-def kernel_array(values, dtype) -> np.ndarray:
-    """``values`` as a C-contiguous array of ``dtype`` aligned for it (a copy only
-    when it is not already one): what objects keep for the kernel to read."""
-    return np.require(values, dtype=dtype, requirements=["C", "A"])
-
-
-def buffer_pointer(ctype: str, array: np.ndarray):
-    """A cffi view of a C-contiguous array's data; it keeps the array alive, but
-    a struct field or a cast it is stored in does not.  An array that is not
-    aligned for its type (weights unpickled from an out-of-band buffer, as Dask
-    sends them) is copied first, which the view keeps alive: so a struct field
-    gets only an array its owner made with :func:`kernel_array` (or allocated),
-    and outputs are always allocated, hence aligned."""
-    if not array.flags.aligned:
-        array = array.copy()
-    return ffi.from_buffer(ctype + "[]", array)
-
-
-class _KernelViews:
-    """An object that keeps cffi views of its own arrays for the C kernel.  The
-    views cannot be pickled: pickling and copying drop every cffi attribute, and
-    unpickling rebuilds them with the subclass's ``_make_views``."""
-
-    _make_views: Callable[[], None]  # defined by each subclass
-
-    def __getstate__(self) -> dict:
-        return {name: value for name, value in self.__dict__.items() if not isinstance(value, ffi.CData)}
-
-    def __setstate__(self, state: dict) -> None:
-        # Arrays unpickled from out-of-band buffers (Dask's transport) may start at any
-        # byte; the kernel reads them as int64 or double, so each such array is copied.
-        aligned = {
-            name: value.copy() if isinstance(value, np.ndarray) and not value.flags.aligned else value
-            for name, value in state.items()
-        }
-        self.__dict__.update(aligned)
-        self._make_views()
-
-
-class EncodedSentences(_KernelViews, SentenceBatch):
+class EncodedSentences(kernel.KernelViews, SentenceBatch):
     """Sentences as predicate rows: X [N, P] in CSR form cut into sentences.
 
     Attributes: ``indptr`` int64 [N+1], ``indices`` int32 [nnz] (predicates),
@@ -115,11 +71,11 @@ class EncodedSentences(_KernelViews, SentenceBatch):
     def __init__(self, matrix, lengths: Sequence[int] | np.ndarray, token_class: np.ndarray | None = None):
         """``matrix``: the rows [N, P], a :class:`SparseRows` or a scipy sparse matrix."""
         matrix = SparseRows.of(matrix)
-        self.token_class = None if token_class is None else kernel_array(token_class, np.int32)
+        self.token_class = None if token_class is None else kernel.kernel_array(token_class, np.int32)
         self.num_predicates = matrix.shape[1]
-        self.indptr = kernel_array(matrix.indptr, np.int64)
-        self.indices = kernel_array(matrix.indices, np.int32)
-        self.values = kernel_array(matrix.data, np.float64)
+        self.indptr = kernel.kernel_array(matrix.indptr, np.int64)
+        self.indices = kernel.kernel_array(matrix.indices, np.int32)
+        self.values = kernel.kernel_array(matrix.data, np.float64)
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.offsets = lengths_to_offsets(self.lengths)
         if self.offsets[-1] != matrix.shape[0]:
@@ -129,12 +85,13 @@ class EncodedSentences(_KernelViews, SentenceBatch):
                 f"sentence {int(np.flatnonzero(self.lengths <= 0)[0])} "
                 "is empty; every sentence needs at least one token"
             )
-        self._make_views()
+        self.make_views()
 
-    def _make_views(self) -> None:
-        self._indptr = buffer_pointer("int64_t", self.indptr)
-        self._indices = buffer_pointer("int32_t", self.indices)
-        self._values = ffi.NULL if np.all(self.values == 1.0) else buffer_pointer("double", self.values)
+    def make_views(self) -> None:
+        """The kernel's view of the rows (without the values when they are all 1)."""
+        self.kernel_rows = kernel.PredicateRows(
+            self.indptr, self.indices, None if np.all(self.values == 1.0) else self.values
+        )
 
     @classmethod
     def from_corpus(
@@ -148,18 +105,12 @@ class EncodedSentences(_KernelViews, SentenceBatch):
         matrix = extractor.fit_transform_rows(corpus) if fit else extractor.transform_rows(corpus)
         return cls(matrix, [len(sentence) for sentence in corpus], token_class)
 
-    def tokens(self, first: int, last: int):
-        """The cffi ff_tokens of sentences first .. last-1."""
-        block = ffi.new("ff_tokens *")
-        start, stop = int(self.offsets[first]), int(self.offsets[last])
-        block.num_tokens = stop - start
-        block.indptr = self._indptr + start
-        block.indices = self._indices
-        block.values = self._values
-        return block
+    def tokens(self, first: int, last: int) -> kernel.Tokens:
+        """The kernel's token block of sentences first .. last-1."""
+        return self.kernel_rows.tokens(int(self.offsets[first]), int(self.offsets[last]))
 
 
-class FactoredFeatures(_KernelViews):
+class FactoredFeatures(kernel.KernelViews):
     """The feature dictionary: which (predicate, output) pairs carry a weight.
 
     Attributes: ``state_label`` int32 [S]; ``num_labels`` L (label outputs, 0
@@ -169,10 +120,10 @@ class FactoredFeatures(_KernelViews):
     """
 
     def __init__(self, state_label, num_labels: int, ptr, output):
-        self.state_label = kernel_array(state_label, np.int32)
+        self.state_label = kernel.kernel_array(state_label, np.int32)
         self.num_labels = int(num_labels)
-        self.ptr = kernel_array(ptr, np.int64)
-        self.output = kernel_array(output, np.int32)
+        self.ptr = kernel.kernel_array(ptr, np.int64)
+        self.output = kernel.kernel_array(output, np.int32)
         S, L = len(self.state_label), self.num_labels
         if S == 0 or L < 0 or (L and (self.state_label.min() < 0 or self.state_label.max() >= L)):
             raise ShapeError(f"feature dictionary: bad state labels for {L} label outputs")
@@ -186,18 +137,11 @@ class FactoredFeatures(_KernelViews):
             raise ShapeError("feature dictionary: ptr must rise from 0 to the number of features")
         if len(self.output) and (self.output.min() < 0 or self.output.max() >= S + L):
             raise ShapeError(f"feature dictionary: outputs must lie in [0, {S + L})")
-        self._make_views()
+        self.make_views()
 
-    def _make_views(self) -> None:
-        self._dictionary = ffi.new("ff_dictionary *")
-        self._dictionary.num_states = self.num_states
-        self._dictionary.num_labels = self.num_labels
-        self._dictionary.state_label = buffer_pointer("int32_t", self.state_label)
-        self._dictionary.num_predicates = self.num_predicates
-        self._dictionary.ptr = buffer_pointer("int64_t", self.ptr)
-        self._dictionary.output = buffer_pointer("int32_t", self.output)
-        self._dictionary.outputs_ascending = lib.ff_outputs_ascending(self._dictionary)
-        self._work_size = int(lib.ff_work_doubles(self._dictionary))
+    def make_views(self) -> None:
+        """The kernel's view of the dictionary."""
+        self.kernel_dictionary = kernel.FeatureDictionary(self.state_label, self.num_labels, self.ptr, self.output)
 
     @property
     def num_states(self) -> int:
@@ -211,53 +155,21 @@ class FactoredFeatures(_KernelViews):
     def num_features(self) -> int:
         return len(self.output)
 
-    def emissions(self, tokens, theta: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    def emissions(self, tokens: kernel.Tokens, theta: np.ndarray, scale: float = 1.0) -> np.ndarray:
         """float [n, S]: scale * state scores of a token block under feature weights theta [F]."""
         emit = np.empty((tokens.num_tokens, self.num_states))
-        work = np.empty(self._work_size)
-        _check_kernel(
-            lib.ff_emissions(
-                self._dictionary,
-                tokens,
-                buffer_pointer("double", theta),
-                scale,
-                buffer_pointer("double", emit),
-                buffer_pointer("double", work),
-            ),
-            "ff_emissions",
-        )
+        self.kernel_dictionary.emissions(tokens, theta, scale, emit)
         return emit
 
-    def accumulate(self, tokens, marginals: np.ndarray, out: np.ndarray, scale: float = 1.0) -> None:
+    def accumulate(self, tokens: kernel.Tokens, marginals: np.ndarray, out: np.ndarray, scale: float = 1.0) -> None:
         """Add scale * expected feature counts [F] under state marginals [n, S] to ``out``."""
-        work = np.empty(self._work_size)
-        _check_kernel(
-            lib.ff_accumulate(
-                self._dictionary,
-                tokens,
-                buffer_pointer("double", marginals),
-                scale,
-                buffer_pointer("double", out),
-                buffer_pointer("double", work),
-            ),
-            "ff_accumulate",
-        )
+        self.kernel_dictionary.accumulate(tokens, marginals, scale, out)
 
     def add_paths(
-        self, tokens, plus: np.ndarray, minus: np.ndarray | None, out: np.ndarray, scale: float = 1.0
+        self, tokens: kernel.Tokens, plus: np.ndarray, minus: np.ndarray | None, out: np.ndarray, scale: float = 1.0
     ) -> None:
         """Add scale * (feature counts along state path ``plus`` [n] - along ``minus``) to ``out``."""
-        _check_kernel(
-            lib.ff_add_paths(
-                self._dictionary,
-                tokens,
-                buffer_pointer("int32_t", plus),
-                ffi.NULL if minus is None else buffer_pointer("int32_t", minus),
-                scale,
-                buffer_pointer("double", out),
-            ),
-            "ff_add_paths",
-        )
+        self.kernel_dictionary.add_paths(tokens, plus, minus, scale, out)
 
 
 def token_classes(sentences: Corpus | Sequence[Sentence], column: str, lower_labels: Sequence[str]) -> np.ndarray:

@@ -11,8 +11,8 @@ from typing import cast
 
 import numpy as np
 
-from fstcrf._kernel import ffi, lib
 from fstcrf.corpus.conll import Corpus, Sentence
+from fstcrf.engine import kernel
 from fstcrf.errors import (
     ArgumentTypeError,
     FeatureValueError,
@@ -225,15 +225,7 @@ def _factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     capacity = 1 << max(1, (2 * n).bit_length())
     slots = np.empty(2 * capacity, dtype=np.uint64)
     codes, first, counts = (np.empty(n, dtype=np.int64) for _ in range(3))
-    distinct = lib.fh_factorize(
-        ffi.from_buffer("uint64_t[]", keys.view(np.uint64)),
-        n,
-        capacity,
-        ffi.from_buffer("uint64_t[]", slots),
-        ffi.from_buffer("int64_t[]", codes),
-        ffi.from_buffer("int64_t[]", first),
-        ffi.from_buffer("int64_t[]", counts),
-    )
+    distinct = kernel.factorize(keys.view(np.uint64), slots, codes, first, counts)
     return codes, first[:distinct], counts[:distinct]
 
 
@@ -269,19 +261,8 @@ def _string_hashes(values: Sequence[str], salt: int) -> np.ndarray:
     np.cumsum([len(text) for text in encoded], out=offsets[1:])
     blob = np.frombuffer(b"".join(encoded) + b"\0", dtype=np.uint8)  # never empty
     hashes = np.empty(len(encoded), dtype=np.uint64)
-    lib.fh_string_hashes(
-        ffi.from_buffer("uint8_t[]", blob),
-        ffi.from_buffer("int64_t[]", offsets),
-        len(encoded),
-        salt,
-        ffi.from_buffer("uint64_t[]", hashes),
-    )
+    kernel.string_hashes(blob, offsets, salt, hashes)
     return hashes
-
-
-def _chain(keys: np.ndarray, values: np.ndarray) -> None:
-    """keys uint64 [n] <- mix(keys ^ values), in place (one link of a predicate's key)."""
-    lib.fh_chain(ffi.from_buffer("uint64_t[]", keys), ffi.from_buffer("uint64_t[]", values), len(keys))
 
 
 def _predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.ndarray:
@@ -302,7 +283,7 @@ def _predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.n
     for k, (columns, splits) in enumerate(groups):
         own = np.full(len(columns), seeds[k], dtype=np.uint64)
         for i in range(template.predicates[k].num_values):
-            _chain(own, _string_hashes([split[i] for split in splits], salt))
+            kernel.chain_keys(own, _string_hashes([split[i] for split in splits], salt))
         keys[columns] = own
     return keys
 
@@ -321,12 +302,8 @@ class HashedDictionary:
     def __init__(self, keys: np.ndarray, salt: int):
         capacity = 1 << max(4, int(4 * len(keys) // 3).bit_length())  # load factor <= 3/4
         slots = np.empty(2 * capacity, dtype=np.uint64)
-        status = lib.fh_build_table(
-            ffi.from_buffer("uint64_t[]", keys), len(keys), capacity, ffi.from_buffer("uint64_t[]", slots)
-        )
-        if status == lib.FH_DUPLICATE:
-            raise HashCollisionError(f"two predicates have the same key under salt {salt}")
-        self.keys, self.salt, self.capacity, self.slots = keys, salt, capacity, slots
+        kernel.build_table(keys, slots, f"the predicate keys under salt {salt}")
+        self.keys, self.salt, self.slots = keys, salt, slots
 
     @classmethod
     def fit(cls, keys: Callable[[int], np.ndarray], num_predicates: int) -> HashedDictionary:
@@ -344,13 +321,7 @@ class HashedDictionary:
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """int64 [n]: the column of each key uint64 [n], -1 if unknown."""
         columns = np.empty(len(keys), dtype=np.int64)
-        lib.fh_lookup(
-            ffi.from_buffer("uint64_t[]", keys),
-            len(keys),
-            self.capacity,
-            ffi.from_buffer("uint64_t[]", self.slots),
-            ffi.from_buffer("int64_t[]", columns),
-        )
+        kernel.lookup(keys, self.slots, columns)
         return columns
 
     def rows(self, table: _TokenTable, template: Template, chosen: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -370,25 +341,9 @@ class HashedDictionary:
         seeds = _string_hashes(names, self.salt)
         item_ptr_array = np.array(item_ptr, dtype=np.int32)
         items_array = np.array(items, dtype=np.int32)
-        scratch = np.empty((lib.FH_BLOCK, len(chosen)), dtype=np.int32)
         indptr = np.empty(table.num_tokens + 1, dtype=np.int64)
         indices = np.empty(table.num_tokens * len(chosen), dtype=np.int32)
-        status = lib.fh_predicate_rows(
-            table.num_tokens,
-            len(observations),
-            ffi.from_buffer("uint64_t[]", value_hashes),
-            len(chosen),
-            ffi.from_buffer("uint64_t[]", seeds),
-            ffi.from_buffer("int32_t[]", item_ptr_array),
-            ffi.from_buffer("int32_t[]", items_array),
-            self.capacity,
-            ffi.from_buffer("uint64_t[]", self.slots),
-            ffi.from_buffer("int32_t[]", scratch),
-            ffi.from_buffer("int64_t[]", indptr),
-            ffi.from_buffer("int32_t[]", indices),
-        )
-        if status != lib.FC_OK:
-            raise RuntimeError("fstcrf predicate lookup rejected its arguments; this is a bug in fstcrf")
+        kernel.predicate_rows(value_hashes, seeds, item_ptr_array, items_array, self.slots, indptr, indices)
         return indptr, indices[: indptr[-1]]
 
     def reading_rows(
@@ -417,7 +372,7 @@ class HashedDictionary:
                     link = np.tile(_string_hashes(_read_values(observation, values), self.salt), num_contexts)
                 else:
                     link = np.repeat(hashes.at_tokens(observation)[first], len(values))
-                _chain(keys, link)
+                kernel.chain_keys(keys, link)
             by_context = self.lookup(keys).astype(np.int32).reshape(num_contexts, len(values))
             np.take(by_context, context.reshape(-1), axis=0, out=out[:, :, j])
         return out
@@ -559,7 +514,7 @@ class FeatureExtractor:
                 for codes, value_names in values:
                     if id(value_names) not in hashed:
                         hashed[id(value_names)] = _string_hashes(value_names, salt)
-                    _chain(own, hashed[id(value_names)][codes])
+                    kernel.chain_keys(own, hashed[id(value_names)][codes])
                 parts.append(own)
             return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[chosen]
 

@@ -54,11 +54,11 @@ import numpy as np
 import scipy.sparse
 
 from fstcrf.learn import train
-from fstcrf._kernel import ffi, lib
+from fstcrf.engine import kernel
 from fstcrf.learn.settings import BanditSettings
-from fstcrf.features.encoding import EncodedSentences, buffer_pointer
+from fstcrf.features.encoding import EncodedSentences
 from fstcrf.errors import FeedbackError, FstcrfError
-from fstcrf.engine.inference import KernelBuffers, Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
+from fstcrf.engine.inference import Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
 from fstcrf.learn.objective import Scorer, neighbours, path_edges
 
 _ADAM_BETAS = (0.9, 0.999)
@@ -123,22 +123,15 @@ class Posteriors:
         return np.concatenate(parts, axis=1)
 
 
-class _PieceKernel(KernelBuffers):
-    """One piece's caller-owned kernel structs: the graph and a workspace for the
-    longest sentence, built once; the scores and the batch, set by each call."""
+class _PieceKernel:
+    """One piece's kernel structs: the graph and a workspace for the longest sentence,
+    built once; the scores and the batch, made by each call."""
 
     def __init__(self, topology, num_classes: int, t_max: int):
-        super().__init__()
-        S, E = topology.num_states, topology.num_edges
-        self.graph = ffi.new("fc_graph *")
-        self.fill_graph(self.graph, topology)
-        self.fill_workspace(
-            lib.fc_workspace_doubles(S, E, num_classes, t_max, 1), lib.fc_workspace_ints(S, E, t_max, 1), t_max
-        )
+        self.graph = kernel.Graph(topology)
+        self.workspace = kernel.chain_workspace(topology, num_classes, t_max)
         self._start = np.where(topology.start, 0.0, -np.inf)
         self._final = np.where(topology.final, 0.0, -np.inf)
-        self._num_classes = num_classes
-        self._owned = list(self._keep)
 
     def run(
         self,
@@ -151,20 +144,17 @@ class _PieceKernel(KernelBuffers):
     ):
         """(paths int32 [count, n] drawn with ``seed``, log_z [b], marginals [n, S],
         edge_counts [b, ...]) of sentences of ``lengths`` [b] scored by emissions [n, S]."""
-        self._keep = list(self._owned)  # release the previous call's arrays
-        scores = self.new_scores(transitions, self._start, self._final, self._num_classes)
-        batch = self.new_batch(lengths_to_offsets(lengths), emissions, token_class)
+        scores = kernel.Scores(transitions, self._start, self._final)
+        batch = kernel.Batch(lengths_to_offsets(lengths), emissions, token_class)
         log_z = np.empty(len(lengths))
         marginals = np.empty(emissions.shape)
         edge_counts = np.zeros((len(lengths), *transitions.shape))
         paths = np.empty((count, len(emissions)), dtype=np.int32)
-        status = lib.fc_forward_backward_each(
-            self.graph, scores, batch, self.out(log_z), self.out(marginals), self.out(edge_counts), self.workspace
+        kernel.forward_backward(
+            self.graph, scores, batch, log_z, marginals, edge_counts, self.workspace, each_sentence=True
         )
-        if count and status == lib.FC_OK:
-            status = lib.fc_sample(self.graph, scores, batch, seed, 0, count, self.out(paths), self.workspace)
-        if status != lib.FC_OK:
-            raise RuntimeError(f"the kernel returned status {status} on a bandit minibatch; this is a bug in fstcrf")
+        if count:
+            kernel.sample(self.graph, scores, batch, seed, 0, paths, self.workspace)
         return paths, log_z, marginals, edge_counts
 
 
@@ -189,7 +179,7 @@ class SampledGradient:
         self._edge_table = scorer.topology.edge_ids
         F = scorer.features.num_features
         self._piece_gradients = [np.zeros(F) for _ in range(_PIECES)]  # each [F], kept zero between minibatches
-        self._piece_pointers = ffi.new("double *[]", [buffer_pointer("double", grad) for grad in self._piece_gradients])
+        self._piece_buffers = kernel.GatherBuffers(self._piece_gradients)
         self._transitions = np.zeros(scorer.transitions.size)  # [T]
         self._pool: ThreadPoolExecutor | None = None
         self._seen = np.zeros(encoded.num_predicates, dtype=bool)  # [P], kept False between calls
@@ -298,13 +288,7 @@ class SampledGradient:
         values = np.empty(len(indices))
 
         def gather(run: slice) -> None:
-            lib.fu_gather_clear(
-                self._piece_pointers,
-                len(self._piece_gradients),
-                buffer_pointer("int64_t", indices[run]),
-                run.stop - run.start,
-                buffer_pointer("double", values[run]),
-            )
+            kernel.gather_clear(self._piece_buffers, indices[run], values[run])
 
         self.map(gather, _runs(len(indices)))
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
@@ -355,17 +339,11 @@ class _Steps:
     and Adam's moments (lazy Adam, bias-corrected by the global step count) are
     kept per coordinate."""
 
-    _RULES = {"constant": lib.FU_CONSTANT, "adagrad": lib.FU_ADAGRAD, "adam": lib.FU_ADAM}
-
     def __init__(self, rule: str, learning_rate: float, num_features: int, size: int):
         self.rule, self.rate, self.num_features = rule, learning_rate, num_features
         self.squares = np.zeros(size) if rule in ("adagrad", "adam") else None
         self.moments = np.zeros(size) if rule == "adam" else None
         self.count = 0
-        self._step = ffi.new("fu_step *")
-        self._step.rule = self._RULES[rule]
-        self._step.beta1, self._step.beta2 = _ADAM_BETAS
-        self._step.epsilon = _EPSILON
 
     def apply(
         self, theta: np.ndarray, gradient: SparseGradient, map_=lambda work, items: list(map(work, items))
@@ -376,30 +354,17 @@ class _Steps:
         g = np.concatenate([gradient.values, gradient.transitions])
         self.count += 1
         beta1, beta2 = _ADAM_BETAS
-        self._step.rate = (
+        rate = (
             self.rate
             if self.rule != "adam"
             else self.rate * math.sqrt(1.0 - beta2**self.count) / (1.0 - beta1**self.count)
         )
-        theta_pointer, squares, moments = (
-            buffer_pointer("double", theta),
-            _optional(self.squares),
-            _optional(self.moments),
-        )
+        step = kernel.StepRule(self.rule, rate, beta1, beta2, _EPSILON)
 
-        def work(run: slice) -> int:
-            return lib.fu_apply(
-                self._step,
-                theta_pointer,
-                squares,
-                moments,
-                buffer_pointer("int64_t", at[run]),
-                buffer_pointer("double", g[run]),
-                run.stop - run.start,
-            )
+        def work(run: slice) -> None:
+            kernel.apply_step(step, theta, self.squares, self.moments, at[run], g[run])
 
-        if any(map_(work, _runs(len(at)))):
-            raise RuntimeError("fu_apply rejected its arguments; this is a bug in fstcrf")
+        map_(work, _runs(len(at)))
 
 
 #: Below this many coordinates a gather or a step runs on one thread (handing work to
@@ -413,10 +378,6 @@ def _runs(size: int) -> list[slice]:
         return [slice(0, size)]
     cuts = np.linspace(0, size, _PIECES + 1).astype(int)
     return [slice(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
-
-
-def _optional(array: np.ndarray | None):
-    return ffi.NULL if array is None else buffer_pointer("double", array)
 
 
 @dataclass

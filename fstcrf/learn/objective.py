@@ -14,12 +14,11 @@ from typing import cast
 import numpy as np
 import pynini
 
-from fstcrf._kernel import ffi, lib
-from fstcrf.features.encoding import EncodedSentences, FactoredFeatures, TransitionWeights, buffer_pointer, kernel_array
+from fstcrf.engine import kernel
+from fstcrf.features.encoding import EncodedSentences, FactoredFeatures, TransitionWeights
 from fstcrf.errors import FstcrfError, LabelError, ShapeError
 from fstcrf.grammar import constrain, restrict_to, restriction_maps, sum_per_original_edge
 from fstcrf.engine.inference import (
-    KernelBuffers,
     Potentials,
     SentenceBatch,
     forward_backward,
@@ -214,16 +213,9 @@ class _GradientBlock:
         encoded = driver.encoded
         self.point_at(driver, first, last)
         t_max = t_max or int(encoded.lengths[first:last].max())
-        self.workspace = ffi.new("ft_workspace *")
-        self.workspace.group_tokens = group_tokens
-        self.workspace.t_max = t_max
-        dictionary, graph = driver.features._dictionary, driver.graph
-        self._doubles = np.empty(lib.ft_workspace_doubles(dictionary, graph, driver.num_classes, group_tokens, t_max))
-        self._ints = np.empty(lib.ft_workspace_ints(graph, group_tokens, t_max), dtype=np.int32)
-        self._int64s = np.empty(lib.ft_workspace_int64s(group_tokens, t_max), dtype=np.int64)
-        self.workspace.doubles = buffer_pointer("double", self._doubles)
-        self.workspace.ints = buffer_pointer("int32_t", self._ints)
-        self.workspace.int64s = buffer_pointer("int64_t", self._int64s)
+        self.workspace = kernel.TrainingWorkspace(
+            driver.features.kernel_dictionary, driver.graph, driver.num_classes, group_tokens, t_max
+        )
         self._loss = np.zeros(1)
         if with_outputs:
             self.gradient = np.zeros(driver.features.num_features)
@@ -232,27 +224,25 @@ class _GradientBlock:
     def point_at(self, driver: _GradientDriver, first: int, last: int) -> None:
         """Make the block sentences first .. last-1 (they must fit its workspace)."""
         encoded = driver.encoded
+        rows = encoded.token_rows(first, last)
         self.tokens = encoded.tokens(first, last)
-        self._offsets = np.ascontiguousarray(encoded.offsets[first : last + 1] - encoded.offsets[first])
-        self.sentences = ffi.new("ft_sentences *")
-        self.sentences.num_sequences = last - first
-        self.sentences.offsets = buffer_pointer("int64_t", self._offsets)
-        if encoded.token_class is not None:
-            self._token_class = encoded.token_class[encoded.token_rows(first, last)]
-            self.sentences.token_class = buffer_pointer("int32_t", self._token_class)
+        clamp = None
         if driver.partial is not None and driver.partial[first:last].any():
-            rows = encoded.token_rows(first, last)
-            self._partial = np.ascontiguousarray(driver.partial[first:last], dtype=np.uint8)
-            self._allowed = np.ascontiguousarray(cast(np.ndarray, driver.allowed_labels)[rows], dtype=np.uint8)
-            self.sentences.partial = buffer_pointer("uint8_t", self._partial)
-            self.sentences.num_labels = self._allowed.shape[1]
-            self.sentences.state_label = buffer_pointer("int32_t", driver.state_label)
-            self.sentences.allowed = buffer_pointer("uint8_t", self._allowed)
+            clamp = (
+                np.ascontiguousarray(driver.partial[first:last], dtype=np.uint8),
+                np.ascontiguousarray(cast(np.ndarray, driver.allowed_labels)[rows], dtype=np.uint8),
+                driver.state_label,
+            )
+        self.sentences = kernel.TrainingSentences(
+            encoded.offsets[first : last + 1] - encoded.offsets[first],
+            None if encoded.token_class is None else encoded.token_class[rows],
+            clamp,
+        )
 
     def run(
         self,
         driver: _GradientDriver,
-        scores,
+        scores: kernel.Scores,
         theta: np.ndarray,
         theta_scale: float,
         grad_scale: float,
@@ -263,25 +253,21 @@ class _GradientBlock:
         (see ``ft_gradient``) and return its log Z sum minus its partial sentences'
         clamped log Z."""
         self._loss[0] = 0.0
-        status = lib.ft_gradient(
-            driver.features._dictionary,
+        kernel.training_gradient(
+            driver.features.kernel_dictionary,
             self.tokens,
             self.sentences,
             driver.graph,
-            scores[0],
-            driver.state_map_pointer,
-            buffer_pointer("double", theta),
+            scores,
+            driver.state_map,
+            theta,
             theta_scale,
             grad_scale,
-            buffer_pointer("double", self._loss),
-            buffer_pointer("double", grad),
-            buffer_pointer("double", edge_counts),
+            self._loss,
+            grad,
+            edge_counts,
             self.workspace,
         )
-        if status != lib.FC_OK:
-            raise RuntimeError(
-                f"ft_gradient returned status {status} on a validated training set; this is a bug in fstcrf"
-            )
         return float(self._loss[0])
 
 
@@ -302,35 +288,27 @@ class _GradientDriver:
         self.state_map: np.ndarray | None
         self.edge_map: np.ndarray | None
         self.state_map, self.edge_map = (None, None) if decoding is model else restriction_maps(model, decoding)
-        self._buffers = KernelBuffers()
-        self.graph = ffi.new("fc_graph *")
-        self._buffers.fill_graph(self.graph, decoding)
+        self.graph = kernel.Graph(decoding)
         self.edge_count_shape = (
             (decoding.num_edges,) if self.layout.num_classes == 1 else (self.layout.num_classes, decoding.num_edges)
         )
-        self.state_map_pointer = ffi.NULL if self.state_map is None else self._buffers._ptr("int32_t[]", self.state_map)
         starts = decoding.start if self.state_map is None else decoding.start & model.start[self.state_map]
         finals = decoding.final if self.state_map is None else decoding.final & model.final[self.state_map]
         self._start = np.where(starts, 0.0, -np.inf)
         self._final = np.where(finals, 0.0, -np.inf)
         self.partial = partial if partial.any() else None
         self.allowed_labels = allowed_labels
-        self.state_label = kernel_array(model.state_label, np.int32)  # read through a struct field
+        self.state_label = kernel.kernel_array(model.state_label, np.int32)  # read through a struct field
         self.blocks = [
             _GradientBlock(self, first, last, GROUP_TOKENS) for first, last in thread_chunks(encoded, scorer.threads)
         ]
         self._sentence_block: _GradientBlock | None = None
 
-    def scores(self, weights: np.ndarray) -> tuple:
-        """(fc_scores of the decoding graph for transition weights [T], the arrays it
-        points into, which must outlive its use)."""
+    def scores(self, weights: np.ndarray) -> kernel.Scores:
+        """The kernel scores of the decoding graph for transition weights [T]."""
         table = self.layout.scores(weights)
         trans = np.ascontiguousarray(table if self.edge_map is None else table[..., self.edge_map])
-        scores = ffi.new("fc_scores *")
-        arrays = (trans, self._start, self._final)
-        scores.trans, scores.start, scores.final = (buffer_pointer("double", array) for array in arrays)
-        scores.num_classes = self.num_classes
-        return scores, arrays
+        return kernel.Scores(trans, self._start, self._final)
 
     def weight_gradient(self, counts: np.ndarray) -> np.ndarray:
         """float [T]: the transition weights' share of decoding-graph edge counts [E']
@@ -526,40 +504,13 @@ def _edge_weights(layout: TransitionWeights, num_features: int) -> np.ndarray:
 
 
 class _SentenceKernel:
-    """The C calls of csrc/fstcrf_online.h on one sentence of a training set at a time:
-    the problem struct, the workspace and the output buffers, built once.  Not for
-    concurrent use (one workspace)."""
+    """The C calls of csrc/fstcrf_online.h on one sentence of a training set at a time
+    (:class:`fstcrf.engine.kernel.OnlineProblem`, built once).  Not for concurrent use
+    (one workspace)."""
 
     def __init__(self, training: TrainingSet):
         driver, scorer, encoded = training._driver, training.scorer, training.encoded
         self._training = training
-        self._buffers = KernelBuffers()
-        self._model = ffi.new("fc_graph *")
-        self._buffers.fill_graph(self._model, scorer.topology)
-        problem = self.problem = ffi.new("fo_problem *")
-        problem.dictionary = scorer.features._dictionary
-        problem.model = self._model
-        problem.decoding = driver.graph
-        problem.state_map = driver.state_map_pointer
-        if driver.edge_map is not None:
-            problem.edge_map = self._buffers._ptr("int32_t[]", np.asarray(driver.edge_map, dtype=np.int32))
-        problem.start = self._buffers._ptr("double[]", driver._start)
-        problem.final = self._buffers._ptr("double[]", driver._final)
-        problem.num_classes = driver.num_classes
-        problem.edge_weights = self._buffers._ptr(
-            "int64_t[]", _edge_weights(scorer.transitions, scorer.features.num_features)
-        )
-        problem.num_weights = training.num_weights
-        t_max = int(encoded.lengths.max())
-        self.workspace = ffi.new("fo_workspace *")
-        self.workspace.t_max = t_max
-        self.workspace.doubles = self._buffers._ptr("double[]", np.empty(lib.fo_workspace_doubles(problem, t_max)))
-        self.workspace.ints = self._buffers._ptr(
-            "int32_t[]", np.empty(lib.fo_workspace_ints(problem, t_max), dtype=np.int32)
-        )
-        self.workspace.int64s = self._buffers._ptr("int64_t[]", np.empty(2 * t_max, dtype=np.int64))
-        self.workspace.dense = self._buffers._ptr("double[]", np.zeros(training.num_weights))
-        self.workspace.marks = self._buffers._ptr("uint8_t[]", np.zeros(training.num_weights, dtype=np.uint8))
         # the difference touches at most every feature of a token's predicates, and
         # two weights per transition of each path
         features_per_entry = np.diff(scorer.features.ptr)[encoded.indices]
@@ -567,18 +518,23 @@ class _SentenceKernel:
             np.diff(encoded.indptr) > 0
         )
         per_sentence = np.add.reduceat(per_token + 4, encoded.offsets[:-1])
-        self.capacity = int(min(per_sentence.max(), training.num_weights))
-        self._index = np.empty(self.capacity, dtype=np.int64)
-        self._value = np.empty(self.capacity)
-        self._index_pointer = buffer_pointer("int64_t", self._index)
-        self._value_pointer = buffer_pointer("double", self._value)
-        self._rival = np.empty(t_max, dtype=np.int32)
-        self._rival_pointer = buffer_pointer("int32_t", self._rival)
-        self._wrong = ffi.new("int32_t *")
-        self._count = ffi.new("int64_t *")
-        self._score = ffi.new("double *")
-        self._states = buffer_pointer("int32_t", np.ascontiguousarray(training.states, dtype=np.int32))
-        self._token_class = ffi.NULL if encoded.token_class is None else buffer_pointer("int32_t", encoded.token_class)
+        maps = None
+        if driver.state_map is not None:
+            maps = (driver.state_map, np.asarray(driver.edge_map, dtype=np.int32))
+        self._problem = kernel.OnlineProblem(
+            scorer.features.kernel_dictionary,
+            kernel.Graph(scorer.topology),
+            driver.graph,
+            maps,
+            driver._start,
+            driver._final,
+            _edge_weights(scorer.transitions, scorer.features.num_features),
+            training.num_weights,
+            np.ascontiguousarray(training.states, dtype=np.int32),
+            encoded.token_class,
+            int(encoded.lengths.max()),
+            int(min(per_sentence.max(), training.num_weights)),
+        )
 
     def _check_weights(self, weights: np.ndarray, name: str) -> np.ndarray:
         """``weights`` as a contiguous float [D] array (ShapeError otherwise)."""
@@ -587,36 +543,15 @@ class _SentenceKernel:
             raise ShapeError(f"{name} have shape {weights.shape}, expected ({self._training.num_weights},)")
         return weights
 
-    def _call(self, status: int, function: str, index: int) -> None:
-        if status != lib.FC_OK:
-            raise RuntimeError(
-                f"{function} returned status {status} on training sentence {index} of a "
-                "validated training set; this is a bug in fstcrf"
-            )
-
-    def _sentence_args(self, index: int) -> tuple:
-        """(ff_tokens, token classes, gold states) of sentence ``index`` for the C calls."""
+    def _sentence(self, index: int) -> tuple[kernel.Tokens, int]:
+        """(the token block, the first token) of sentence ``index``, which must be fully labelled."""
         self._training._check_complete(index)
-        first = int(self._training.encoded.offsets[index])
-        token_class = self._token_class if self._token_class == ffi.NULL else self._token_class + first
-        return self._training.encoded.tokens(index, index + 1), token_class, self._states + first
+        return self._training.encoded.tokens(index, index + 1), int(self._training.encoded.offsets[index])
 
     def gold_score(self, weights: np.ndarray, scale: float, index: int) -> float:
         """The score of sentence ``index``'s gold path under scale * weights [D]."""
         weights = self._check_weights(weights, "weights")
-        self._call(
-            lib.fo_path_score(
-                self.problem,
-                *self._sentence_args(index),
-                buffer_pointer("double", weights),
-                scale,
-                self._score,
-                self.workspace,
-            ),
-            "fo_path_score",
-            index,
-        )
-        return self._score[0]
+        return self._problem.path_score(*self._sentence(index), weights, scale)
 
     def add_gold(self, index: int, scale: float, out: np.ndarray) -> None:
         """Add scale * the features of sentence ``index``'s gold path to out [D] (in place)."""
@@ -625,44 +560,14 @@ class _SentenceKernel:
                 f"out must be a contiguous float64 array of shape ({self._training.num_weights},), "
                 f"got {out.dtype} {out.shape}"
             )
-        self._call(
-            lib.fo_add_path(
-                self.problem, *self._sentence_args(index), scale, buffer_pointer("double", out), self.workspace
-            ),
-            "fo_add_path",
-            index,
-        )
+        self._problem.add_path(*self._sentence(index), scale, out)
 
     def find(self, theta: np.ndarray, index: int, difference: bool):
         """None if gold is the unique best path of sentence ``index`` under theta [D], else
         (wrong tokens, rival int32 [T], and with ``difference`` indices int64 [m] and values
         [m] of phi(gold) - phi(rival), else None, None)."""
         theta = self._check_weights(theta, "weights")
-        self._call(
-            lib.fo_mistake(
-                self.problem,
-                *self._sentence_args(index),
-                buffer_pointer("double", theta),
-                self._rival_pointer,
-                self._wrong,
-                self.capacity,
-                self._index_pointer if difference else ffi.NULL,
-                self._value_pointer,
-                self._count,
-                self.workspace,
-            ),
-            "fo_mistake",
-            index,
-        )
-        length = int(self._training.encoded.lengths[index])
-        wrong = self._wrong[0]
-        if wrong < 0:
-            return None
-        rival = self._rival[:length].copy()
-        if not difference:
-            return wrong, rival, None, None
-        count = self._count[0]
-        return wrong, rival, self._index[:count].copy(), self._value[:count].copy()
+        return self._problem.mistake(*self._sentence(index), theta, difference)
 
 
 def _runs(indices: np.ndarray) -> list[tuple[int, int]]:

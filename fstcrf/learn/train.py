@@ -695,24 +695,12 @@ def _backtracking(
 def _two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
     """-H g: the L-BFGS direction for the stored pairs (s, y, rho), oldest first
     (``fu_two_loop`` in C: one pass per update, no [D] temporaries)."""
-    from fstcrf._kernel import ffi, lib
+    from fstcrf.engine import kernel
 
     q = np.array(gradient, dtype=np.float64)
-    m = len(pairs)
-    if m:
-        steps = ffi.new("double *[]", [ffi.from_buffer("double[]", s) for s, _, _ in pairs])
-        changes = ffi.new("double *[]", [ffi.from_buffer("double[]", y) for _, y, _ in pairs])
+    if pairs:
         rho = np.array([r for _, _, r in pairs], dtype=np.float64)
-        alpha = np.empty(m)
-        lib.fu_two_loop(
-            steps,
-            changes,
-            ffi.from_buffer("double[]", rho),
-            m,
-            len(q),
-            ffi.from_buffer("double[]", alpha),
-            ffi.from_buffer("double[]", q),
-        )
+        kernel.two_loop([s for s, _, _ in pairs], [y for _, y, _ in pairs], rho, np.empty(len(pairs)), q)
     return np.negative(q, out=q)
 
 

@@ -48,8 +48,8 @@ import tempfile
 
 import numpy as np
 
+from fstcrf.engine import kernel
 from fstcrf.errors import FstcrfError, ModelFileError
-from fstcrf._kernel import ffi, lib
 from fstcrf.files import write_atomically
 
 MAGIC = b"FSTCRF MODEL\r\n\x1a\n"
@@ -97,9 +97,8 @@ def write_container(path: str | os.PathLike, kind: str, header: dict, arrays: di
 
 def checksum(data) -> bytes:
     """The 32-byte digest of a version-2 file: fh_checksum of the bytes of ``data``."""
-    view = np.frombuffer(data, dtype=np.uint8)
     lanes = np.empty(4, dtype="<u8")
-    lib.fh_checksum(ffi.from_buffer("uint8_t[]", view), len(view), ffi.from_buffer("uint64_t[]", lanes))
+    kernel.checksum(np.frombuffer(data, dtype=np.uint8), lanes)
     return lanes.tobytes()
 
 
