@@ -19,7 +19,7 @@ import scipy.optimize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstcrf.learn import train
+from fstcrf.learn import linesearch, train
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from test_model import chunk_corpus, random_corpus, training_set
 
@@ -214,13 +214,13 @@ def previous_train_module():
 
 
 def scipy_shaped_line_search(f, fprime, xk, pk, gfk=None, old_fval=None, c1=None, c2=None, maxiter=10, **_):
-    """train._strong_wolfe_step behind scipy.optimize.line_search's signature (the step first)."""
+    """linesearch.strong_wolfe_step behind scipy.optimize.line_search's signature (the step first)."""
 
     def along(step):
         x = xk + step * pk
         return f(x), float(fprime(x) @ pk), None
 
-    found = train._strong_wolfe_step(along, old_fval, float(gfk @ pk), maxiter)
+    found = linesearch.strong_wolfe_step(along, old_fval, float(gfk @ pk), maxiter)
     return (None if found is None else found[0],)
 
 
@@ -369,19 +369,19 @@ def test_backtracking_searches_reach_the_optimum_with_descending_steps(linesearc
 
 
 @pytest.mark.parametrize(
-    "linesearch, condition",
+    "name, condition",
     [("strong-wolfe", None), ("MoreThuente", None), ("Backtracking", "wolfe"), ("StrongBacktracking", "strong-wolfe")],
 )
-def test_each_line_search_name_runs_its_search(monkeypatch, linesearch, condition):
+def test_each_line_search_name_runs_its_search(monkeypatch, name, condition):
     conditions = []
-    backtracking = train._backtracking
+    backtracking = linesearch.backtracking
 
     def spy(*arguments):
         conditions.append(arguments[6])
         return backtracking(*arguments)
 
-    monkeypatch.setattr(train, "_backtracking", spy)
-    train.lbfgs(Logistic(5, 4), 2.0, max_iter=5, linesearch=linesearch)
+    monkeypatch.setattr(train, "backtracking", spy)
+    train.lbfgs(Logistic(5, 4), 2.0, max_iter=5, linesearch=name)
     assert conditions == ([] if condition is None else [condition] * len(conditions)) and (
         condition is None or conditions
     )
@@ -399,15 +399,15 @@ def test_a_backtracking_step_meets_the_wolfe_conditions(strong):
         theta = rng.normal(0.0, 3.0, 5)
         loss, gradient = smooth(theta)
         direction = -gradient * rng.uniform(1e-3, 1.0)  # steps from far too short to too long
-        found = train._backtracking(
+        found = linesearch.backtracking(
             smooth, theta, loss, gradient, direction, 0.0, "strong-wolfe" if strong else "wolfe", 40
         )
         point, point_loss, point_gradient = found
         slope, point_slope = float(gradient @ direction), float(point_gradient @ direction)
-        assert point_loss <= loss + train.ARMIJO * float(gradient @ (point - theta))
-        assert point_slope >= train.CURVATURE * slope
+        assert point_loss <= loss + linesearch.ARMIJO * float(gradient @ (point - theta))
+        assert point_slope >= linesearch.CURVATURE * slope
         if strong:
-            assert abs(point_slope) <= -train.CURVATURE * slope
+            assert abs(point_slope) <= -linesearch.CURVATURE * slope
 
 
 @settings(max_examples=200, deadline=None)
@@ -433,14 +433,14 @@ def test_the_zoom_search_meets_the_strong_wolfe_conditions(seed, scale, shape):
         return smooth(point)
 
     with np.errstate(over="ignore"):  # long trial steps overflow exp in the logistic loss
-        found = train._zoom_search(counted, theta, loss, gradient, direction, 40)
+        found = linesearch.zoom_search(counted, theta, loss, gradient, direction, 40)
     assert len(calls) <= 40
     assert found is not None
     point, point_loss, point_gradient = found
     step = float((point - theta) @ direction / (direction @ direction))
     slope, point_slope = float(gradient @ direction), float(point_gradient @ direction)
-    assert point_loss <= loss + train.ARMIJO * step * slope
-    assert abs(point_slope) <= -train.CURVATURE * slope
+    assert point_loss <= loss + linesearch.ARMIJO * step * slope
+    assert abs(point_slope) <= -linesearch.CURVATURE * slope
     assert (point_loss, *point_gradient) == (smooth(point)[0], *smooth(point)[1])
 
 
@@ -448,14 +448,14 @@ def test_the_zoom_search_refuses_an_ascent_and_stops_at_its_budget():
     problem = Quadratic(3, 4)
     theta = np.ones(4)
     loss, gradient = problem.loss_and_gradient(theta)
-    assert train._zoom_search(problem.loss_and_gradient, theta, loss, gradient, gradient, 20) is None
+    assert linesearch.zoom_search(problem.loss_and_gradient, theta, loss, gradient, gradient, 20) is None
     calls = []
 
     def never_flat(step):  # keeps descending steeply: no step is acceptable
         calls.append(step)
         return -10.0 * step, -10.0, None
 
-    assert train._strong_wolfe_step(never_flat, 0.0, -1.0, 7) is None and len(calls) == 7
+    assert linesearch.strong_wolfe_step(never_flat, 0.0, -1.0, 7) is None and len(calls) == 7
 
 
 @given(st.floats(-3, 3), st.floats(0.1, 3), st.floats(-2, 2), st.floats(-2, 2))
@@ -469,8 +469,8 @@ def test_the_cubic_minimiser_finds_the_minimum_of_a_cubic(low, width, root, curv
         return (x - root) * (1.0 + curvature * (x - root)) + 0.5 * curvature * (x - root) ** 2
 
     a, b = low, low + width  # f is a cubic: the interpolant is f itself
-    assert train._cubic_minimiser(a, f(a), df(a), b, f(b), df(b)) == pytest.approx(root, abs=1e-6)
-    assert train._cubic_minimiser(b, f(b), df(b), a, f(a), df(a)) == pytest.approx(root, abs=1e-6)
+    assert linesearch.cubic_minimiser(a, f(a), df(a), b, f(b), df(b)) == pytest.approx(root, abs=1e-6)
+    assert linesearch.cubic_minimiser(b, f(b), df(b), a, f(a), df(a)) == pytest.approx(root, abs=1e-6)
 
 
 @settings(max_examples=50, deadline=None)
@@ -482,7 +482,7 @@ def test_an_owlqn_step_moves_each_weight_against_its_pseudo_gradient_within_its_
     gradient = problem.loss_and_gradient(theta)[1]
     steepest = train._pseudo_gradient(theta, gradient, l1, None)
     direction = -steepest + rng.normal(0.0, 2.0 * np.abs(steepest).max(), 6)  # some components ascend
-    found = train._backtracking(
+    found = linesearch.backtracking(
         problem.loss_and_gradient, theta, objective(problem, math.inf, l1, theta), steepest, direction, l1, "armijo", 60
     )
     if found is not None:

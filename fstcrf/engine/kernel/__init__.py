@@ -1,0 +1,147 @@
+"""The one binding to fstcrf's C code: the cffi module ``fstcrf._kernel`` (its
+API is the headers in csrc/) and the CPython extension ``fstcrf._attributes``
+(token dicts to columns, csrc/fstcrf_attributes.c).  No module outside this
+package imports them.
+
+An array reaches C by its dtype (float64 as ``double``, int32, int64, uint64,
+uint8; any other dtype is a KeyError, never a reinterpretation) in one of
+three ways:
+
+    input_pointer(array)     an array the kernel reads: a cffi view that keeps
+                             it alive.  An array that is not C-contiguous and
+                             aligned is copied first (weights unpickled from
+                             Dask's out-of-band buffers may start at any byte).
+    output_pointer(array)    an array the kernel writes or updates: it must be
+                             C-contiguous, aligned and writable (ShapeError),
+                             since a copy would take the results.
+    KernelBuffers.pin(array) an array a struct field points to (an input or
+                             scratch): its input_pointer, kept alive as long as
+                             the struct.
+
+An optional array given as None is NULL.  Each struct is a class here
+(:class:`Graph`, :class:`Scores`, :class:`Batch`, :class:`Workspace`, ...)
+that holds the cffi struct as ``struct`` and the arrays its fields point into;
+each C function is called by one function or method below, which takes numpy
+arrays and raises the typed error of a status other than success
+(:func:`check_status`).  An object that keeps structs over arrays of its own
+makes them with :func:`kernel_array` and derives from :class:`KernelViews`.
+
+Shapes: n tokens and b sentences of a batch (N and B of a whole training set),
+S states, E edges, C transition classes, P joint states, L labels, F features
+and D weights.
+
+The binding is split as the headers are: :mod:`~fstcrf.engine.kernel.buffers` (how
+arrays and statuses cross), :mod:`~fstcrf.engine.kernel.chain`,
+:mod:`~fstcrf.engine.kernel.features` and :mod:`~fstcrf.engine.kernel.training`;
+every name is importable from here.
+"""
+
+from fstcrf.engine.kernel.buffers import (
+    C_ARRAY_TYPES,
+    FC_INFEASIBLE,
+    FC_OK,
+    FH_DUPLICATE,
+    KernelBuffers,
+    KernelViews,
+    STEP_RULES,
+    check_status,
+    input_pointer,
+    kernel_array,
+    optional_input,
+    optional_output,
+    output_pointer,
+)
+from fstcrf.engine.kernel.chain import (
+    Batch,
+    Graph,
+    Joint,
+    Scores,
+    Workspace,
+    chain_workspace,
+    forward_backward,
+    joint_forward_backward,
+    joint_viterbi,
+    joint_workspace,
+    kbest,
+    max_marginals,
+    sample,
+    span_viterbi,
+    viterbi,
+)
+from fstcrf.engine.kernel.features import (
+    FeatureDictionary,
+    PredicateRows,
+    Tokens,
+    build_table,
+    chain_keys,
+    checksum,
+    factorize,
+    lookup,
+    predicate_rows,
+    read_columns,
+    string_hashes,
+    values_by_key,
+)
+from fstcrf.engine.kernel.training import (
+    GatherBuffers,
+    OnlineProblem,
+    StepRule,
+    TrainingSentences,
+    TrainingWorkspace,
+    apply_step,
+    gather_clear,
+    training_gradient,
+    two_loop,
+)
+
+__all__ = [
+    "Batch",
+    "C_ARRAY_TYPES",
+    "FC_INFEASIBLE",
+    "FC_OK",
+    "FH_DUPLICATE",
+    "FeatureDictionary",
+    "GatherBuffers",
+    "Graph",
+    "Joint",
+    "KernelBuffers",
+    "KernelViews",
+    "OnlineProblem",
+    "PredicateRows",
+    "STEP_RULES",
+    "Scores",
+    "StepRule",
+    "Tokens",
+    "TrainingSentences",
+    "TrainingWorkspace",
+    "Workspace",
+    "apply_step",
+    "build_table",
+    "chain_keys",
+    "chain_workspace",
+    "check_status",
+    "checksum",
+    "factorize",
+    "forward_backward",
+    "gather_clear",
+    "input_pointer",
+    "joint_forward_backward",
+    "joint_viterbi",
+    "joint_workspace",
+    "kbest",
+    "kernel_array",
+    "lookup",
+    "max_marginals",
+    "optional_input",
+    "optional_output",
+    "output_pointer",
+    "predicate_rows",
+    "read_columns",
+    "sample",
+    "span_viterbi",
+    "string_hashes",
+    "training_gradient",
+    "two_loop",
+    "values_by_key",
+    "viterbi",
+]

@@ -1,0 +1,207 @@
+"""Feature scoring (csrc/fstcrf_features.h), hashing (csrc/fstcrf_hashing.h) and token
+dicts (the extension ``fstcrf._attributes``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+import fstcrf._attributes as attributes_extension
+from fstcrf._kernel import ffi, lib
+from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, optional_input, output_pointer
+
+
+# -- feature scoring (csrc/fstcrf_features.h) ---------------------------------
+
+
+class PredicateRows(KernelBuffers):
+    """The predicate rows of N tokens in CSR form, cut into ff_tokens blocks by
+    :meth:`tokens`: indptr int64 [N+1], indices int32 [nnz], and values float [nnz]
+    or None when every value is 1 (the loops then read no values)."""
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray | None):
+        super().__init__()
+        self._indptr = self.pin(indptr)
+        self._indices = self.pin(indices)
+        self._values = ffi.NULL if values is None else self.pin(values)
+
+    def tokens(self, first: int, last: int) -> Tokens:
+        """The ff_tokens of rows first .. last-1."""
+        return Tokens(self, first, last)
+
+
+class Tokens:
+    """ff_tokens: rows first .. last-1 of a :class:`PredicateRows`, which it keeps alive."""
+
+    def __init__(self, rows: PredicateRows, first: int, last: int):
+        self.rows = rows
+        self.num_tokens = last - first
+        tokens = self.struct = ffi.new("ff_tokens *")
+        tokens.num_tokens = self.num_tokens
+        tokens.indptr = rows._indptr + first
+        tokens.indices = rows._indices
+        tokens.values = rows._values
+
+
+class FeatureDictionary(KernelBuffers):
+    """ff_dictionary: the features of predicate p are ptr[p] .. ptr[p+1]-1 (int64
+    [P+1]), feature f pairing it with output[f] (int32 [F]), state s or label S + c;
+    state s has label state_label[s] (int32 [S]) of num_labels (0 in order 1)."""
+
+    def __init__(self, state_label: np.ndarray, num_labels: int, ptr: np.ndarray, output: np.ndarray):
+        super().__init__()
+        dictionary = self.struct = ffi.new("ff_dictionary *")
+        dictionary.num_states = len(state_label)
+        dictionary.num_labels = num_labels
+        dictionary.state_label = self.pin(state_label)
+        dictionary.num_predicates = len(ptr) - 1
+        dictionary.ptr = self.pin(ptr)
+        dictionary.output = self.pin(output)
+        #: Whether every predicate's outputs ascend (the loops then take their fast path).
+        self.outputs_ascending = bool(lib.ff_outputs_ascending(dictionary))
+        dictionary.outputs_ascending = self.outputs_ascending
+        self._work_size = int(lib.ff_work_doubles(dictionary))
+
+    def emissions(self, tokens: Tokens, theta: np.ndarray, scale: float, emit: np.ndarray) -> None:
+        """ff_emissions: emit float [n, S] = scale * the state scores of the tokens under
+        feature weights theta float [F]."""
+        status = lib.ff_emissions(
+            self.struct,
+            tokens.struct,
+            input_pointer(theta),
+            scale,
+            output_pointer(emit),
+            output_pointer(np.empty(self._work_size)),
+        )
+        check_status(status, "ff_emissions")
+
+    def accumulate(self, tokens: Tokens, marginals: np.ndarray, scale: float, out: np.ndarray) -> None:
+        """ff_accumulate: add scale * the expected feature counts under state marginals
+        float [n, S] to out float [F]."""
+        status = lib.ff_accumulate(
+            self.struct,
+            tokens.struct,
+            input_pointer(marginals),
+            scale,
+            output_pointer(out),
+            output_pointer(np.empty(self._work_size)),
+        )
+        check_status(status, "ff_accumulate")
+
+    def add_paths(
+        self, tokens: Tokens, plus: np.ndarray, minus: np.ndarray | None, scale: float, out: np.ndarray
+    ) -> None:
+        """ff_add_paths: add scale * (the feature counts along state path plus int32 [n],
+        minus those along minus int32 [n] if given) to out float [F]."""
+        status = lib.ff_add_paths(
+            self.struct, tokens.struct, input_pointer(plus), optional_input(minus), scale, output_pointer(out)
+        )
+        check_status(status, "ff_add_paths")
+
+
+# -- hashing (csrc/fstcrf_hashing.h) -------------------------------------------
+# A key table is slots uint64 [2 * capacity], capacity a power of two (the layout
+# is in the header).
+
+
+def checksum(data: np.ndarray, digest: np.ndarray) -> None:
+    """fh_checksum: digest uint64 [4] = the four lanes of the checksum of bytes uint8 [n]."""
+    lib.fh_checksum(input_pointer(data), len(data), output_pointer(digest))
+
+
+def string_hashes(blob: np.ndarray, offsets: np.ndarray, salt: int, hashes: np.ndarray) -> None:
+    """fh_string_hashes: hashes uint64 [n] of the n strings blob[offsets[i] ..
+    offsets[i+1]-1] (blob uint8 [offsets[n]], offsets int64 [n+1]) under ``salt``."""
+    lib.fh_string_hashes(input_pointer(blob), input_pointer(offsets), len(hashes), salt, output_pointer(hashes))
+
+
+def chain_keys(keys: np.ndarray, values: np.ndarray) -> None:
+    """fh_chain: keys uint64 [n] <- mix(keys ^ values) with values uint64 [n], in place."""
+    lib.fh_chain(output_pointer(keys), input_pointer(values), len(keys))
+
+
+def build_table(keys: np.ndarray, slots: np.ndarray, what: str) -> None:
+    """fh_build_table: fill the table ``slots`` with keys uint64 [n] -> their columns;
+    HashCollisionError naming ``what`` (the keys) if two are equal."""
+    check_status(lib.fh_build_table(input_pointer(keys), len(keys), len(slots) // 2, output_pointer(slots)), what)
+
+
+def lookup(keys: np.ndarray, slots: np.ndarray, columns: np.ndarray) -> None:
+    """fh_lookup: columns int64 [n] = the column of each key uint64 [n] in the table, -1 if none."""
+    lib.fh_lookup(input_pointer(keys), len(keys), len(slots) // 2, input_pointer(slots), output_pointer(columns))
+
+
+def factorize(keys: np.ndarray, slots: np.ndarray, codes: np.ndarray, first: np.ndarray, counts: np.ndarray) -> int:
+    """fh_factorize: K, the number of distinct keys uint64 [n]; codes int64 [n] numbers
+    the keys by first occurrence, first and counts int64 [n] hold in their first K
+    entries where each code first occurs and how often; ``slots`` is scratch."""
+    return lib.fh_factorize(
+        input_pointer(keys),
+        len(keys),
+        len(slots) // 2,
+        output_pointer(slots),
+        output_pointer(codes),
+        output_pointer(first),
+        output_pointer(counts),
+    )
+
+
+def predicate_rows(
+    value_hashes: np.ndarray,
+    seeds: np.ndarray,
+    item_ptr: np.ndarray,
+    items: np.ndarray,
+    slots: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+) -> None:
+    """fh_predicate_rows: the known predicates of N tokens in CSR form, indptr int64
+    [N+1] and the first indptr[N] entries of indices int32 [N * T], each row's columns
+    ascending.  Template k, of key seed seeds[k] (uint64 [T]), reads the observations
+    items[item_ptr[k] .. item_ptr[k+1]-1] (int32 [T+1], int32 [I]), whose value hash
+    at token t is value_hashes[j, t] (uint64 [J, N])."""
+    status = lib.fh_predicate_rows(
+        value_hashes.shape[1],
+        len(value_hashes),
+        input_pointer(value_hashes),
+        len(seeds),
+        input_pointer(seeds),
+        input_pointer(item_ptr),
+        input_pointer(items),
+        len(slots) // 2,
+        input_pointer(slots),
+        output_pointer(np.empty((lib.FH_BLOCK, len(seeds)), dtype=np.int32)),
+        output_pointer(indptr),
+        output_pointer(indices),
+    )
+    check_status(status, "fh_predicate_rows")
+
+
+# -- token dicts (fstcrf._attributes) ------------------------------------------
+
+
+def read_columns(
+    token_lists: list,
+    lower_lists: list | None,
+    reads: str | None,
+    by_name: dict[str, int],
+    by_key: dict[str, dict[str, int]],
+    names: list[str] | None,
+    fallback: Callable[[object, int, int], tuple[list, list]],
+) -> tuple[bytearray, bytearray, bytearray]:
+    """The attributes of the token dicts of B sentences (token_lists [B] of lists) in
+    the columns of a vocabulary, as bytearrays: columns int64 [M], values float64
+    [M] and where each token's entries start, int64 [N+1].  lower_lists [B] of lists
+    of lower labels (or None) give each token the attribute "reads:label";
+    ``by_name`` maps names to columns and ``by_key`` is :func:`values_by_key` of it;
+    ``names`` None drops unknown names, else (the names in column order) they take
+    the next columns.  fallback(token, sentence, position) -> (names, values) reads a
+    token the C code hands back (anything but a dict of str, bool, int or float)."""
+    return attributes_extension.read_columns(token_lists, lower_lists, reads, by_name, by_key, names, fallback)
+
+
+def values_by_key(vocabulary: dict[str, int], separator: str) -> dict[str, dict[str, int]]:
+    """key -> {value: column} for every name "key<separator>value" of a vocabulary
+    (name -> column), split at each of its separators in turn."""
+    return attributes_extension.values_by_key(vocabulary, separator)
