@@ -60,6 +60,7 @@ def _fit(client, source, **options):
     return fit_on_dask(ChainCRF(max_iter=ITERATIONS, threads=1), source, client, **options)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2, 4])
 def test_same_objective_and_weights_as_one_process(clients, single_process, workers):
     model = _fit(clients(workers), str(DEMO))
@@ -221,6 +222,7 @@ def test_training_under_a_grammar_reaches_the_single_process_result(clients, alg
     assert model.predict(test) == reference.predict(test)
 
 
+@pytest.mark.slow
 def test_cli_writes_no_model_when_a_shard_is_bad(tmp_path, capsys):
     from fstcrf.cli import main
 
@@ -322,6 +324,7 @@ def test_a_warm_start_on_dask_reaches_the_single_process_result(clients, single_
         fit_on_dask(ChainCRF(algorithm="perceptron", max_iter=1), str(DEMO), clients(2), init=single_process)
 
 
+@pytest.mark.slow
 def test_cli_warm_start_on_dask_writes_the_single_process_model(tmp_path):
     from fstcrf.cli import main
     from fstcrf.model import load_model
@@ -366,6 +369,7 @@ def test_restrict_types_copies_and_keeps_unknown_and_label_sets():
     assert missing_types_warning({"NP"}, corpus.column("chunk"), "f.txt") is None
 
 
+@pytest.mark.slow
 def test_cli_only_types_on_dask_trains_an_np_chunker(tmp_path):
     from fstcrf.cli import main
     from fstcrf.model import load_model

@@ -11,6 +11,7 @@ pytest.importorskip("distributed")
 DEMO = Path(__file__).resolve().parents[1] / "fstcrf" / "data" / "demo_train.txt"
 
 
+@pytest.mark.slow
 def test_bench_distributed_rows_are_complete_and_agree(tmp_path):
     from fstcrf.bench_distributed import bench_distributed, cpu_speedups, distributed_json, format_distributed
 

@@ -70,6 +70,7 @@ def test_a_checkpoint_of_another_run_or_none_is_refused(tmp_path):
         load_state(tmp_path / "junk.npz", "run")
 
 
+@pytest.mark.slow
 def test_resume_on_dask_after_the_driver_died(tmp_path):
     distributed = pytest.importorskip("distributed")
     from fstcrf.distributed.fit import fit_on_dask

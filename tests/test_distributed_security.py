@@ -54,6 +54,7 @@ def model_path(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_local_cluster_listens_on_loopback_only_and_serves_no_dashboard():
     before = {socket[1:] for socket in listening_sockets()}
     with connect("local:2") as client:

@@ -20,6 +20,7 @@ def model_path(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_cli_tags_files_on_dask_as_in_one_process(model_path, tmp_path):
     inputs = [str(DATA / "demo_test.txt"), str(DATA / "demo_train.txt")]
     alone, spread = tmp_path / "alone.txt", tmp_path / "spread.txt"
@@ -28,6 +29,7 @@ def test_cli_tags_files_on_dask_as_in_one_process(model_path, tmp_path):
     assert spread.read_bytes() == alone.read_bytes()
 
 
+@pytest.mark.slow
 def test_many_byte_ranges_of_one_file_come_back_in_order(model_path, tmp_path):
     from fstcrf.distributed.tagging import tag_on_dask
 

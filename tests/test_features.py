@@ -416,6 +416,7 @@ def _matrix_by_name(extractor: FeatureExtractor, corpus) -> scipy.sparse.csr_mat
     )
 
 
+@pytest.mark.slow
 def test_integer_lookup_transform_equals_name_lookup(data_file):
     """transform goes through the integer index; it must give exactly the
     matrix that looking predicates up by name gives, on held-out data with

@@ -91,6 +91,7 @@ def test_batch_boundaries_do_not_change_the_output(model_path, tmp_path, monkeyp
     assert [line.rsplit(" ", 1)[0] if line else line for line in many] == one
 
 
+@pytest.mark.slow
 def test_sigterm_keeps_every_finished_sentence(model_path, tmp_path):
     out = tmp_path / "out.txt"
     text = open(TEST, "rb").read()

@@ -129,6 +129,7 @@ def test_equal_rows_are_the_class_free_model(case):
     np.testing.assert_array_equal(fstcrf.sample(with_classes, 20, seed=3), fstcrf.sample(without, 20, seed=3))
 
 
+@pytest.mark.slow
 @oracle_settings(40)
 @given(classed(spread=(1.0,)))
 def test_samples_are_drawn_under_the_class_scores(case):
