@@ -1068,7 +1068,7 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from fstcrf import bench
+    from fstcrf.bench import kernel as bench
 
     if args.in_memory and args.what != "train":
         raise FstcrfError("--in-memory applies to bench train")
@@ -1079,7 +1079,7 @@ def _bench(args: argparse.Namespace) -> int:
             raise FstcrfError("bench grammar needs --model MODEL --test FILE")
         print(bench.format_grammar(bench.bench_grammar(args.model, args.test, repeats=args.repeats)))
     elif args.what == "distributed":
-        from fstcrf.bench_distributed import bench_distributed, distributed_json, format_distributed
+        from fstcrf.bench.distributed import bench_distributed, distributed_json, format_distributed
 
         folder = find_conll2000(args.data)
         if folder is None:
@@ -1101,12 +1101,12 @@ def _bench(args: argparse.Namespace) -> int:
         if not (args.model and args.test):
             raise FstcrfError("bench compose on a real model needs both --model JOINT and --test FILE")
         print(bench.format_compose_model(bench.bench_compose_model(args.model, args.test, repeats=args.repeats)))
-        from fstcrf.bench_process import bench_compose_process, format_process
+        from fstcrf.bench.process import bench_compose_process, format_process
 
         print()
         print(format_process(bench_compose_process(args.model, args.test, args.threads, args.repeats, not args.quiet)))
     elif args.what == "nonlocal":
-        from fstcrf.bench_nonlocal import CORPORA, bench_nonlocal, format_nonlocal, nonlocal_json
+        from fstcrf.bench.consistency import CORPORA, bench_nonlocal, format_nonlocal, nonlocal_json
 
         languages = _names_among(args.languages, CORPORA, "--languages")
         results = bench_nonlocal(
@@ -1121,7 +1121,7 @@ def _bench(args: argparse.Namespace) -> int:
         )
         print(json.dumps(nonlocal_json(results)) if args.json else format_nonlocal(results))
     elif args.what == "defaults":
-        from fstcrf.bench_defaults import bench_defaults, defaults_json, format_defaults
+        from fstcrf.bench.defaults import bench_defaults, defaults_json, format_defaults
 
         results = bench_defaults(
             _shared_data(args.data, "defaults", ["conll2000", "conll2003"]),
@@ -1132,7 +1132,7 @@ def _bench(args: argparse.Namespace) -> int:
         )
         print(defaults_json(results) if args.json else format_defaults(results))
     elif args.what == "mce":
-        from fstcrf.bench_mce import TASKS, bench_mce, format_mce, mce_json
+        from fstcrf.bench.mce import TASKS, bench_mce, format_mce, mce_json
 
         tasks = _names_among(args.tasks, TASKS, "--tasks")
         results = bench_mce(
@@ -1145,7 +1145,7 @@ def _bench(args: argparse.Namespace) -> int:
         )
         print(mce_json(results) if args.json else format_mce(results))
     elif args.what == "transfer":
-        from fstcrf.bench_transfer import bench_transfer, format_transfer, transfer_json
+        from fstcrf.bench.transfer import bench_transfer, format_transfer, transfer_json
 
         results = bench_transfer(
             _shared_data(args.data, "transfer", ["conll2003", "seminars"]),
@@ -1159,7 +1159,7 @@ def _bench(args: argparse.Namespace) -> int:
         )
         print(json.dumps(transfer_json(results)) if args.json else format_transfer(results))
     elif args.what == "bandit":
-        from fstcrf.bench_bandit import bench_bandit, format_bandit, format_speed, measure_speed, splits
+        from fstcrf.bench.bandit import bench_bandit, format_bandit, format_speed, measure_speed, splits
 
         folder = find_conll2000(args.data)
         if folder is None:
@@ -1182,12 +1182,12 @@ def _bench(args: argparse.Namespace) -> int:
     elif args.what == "compose":
         print(bench.format_compose(bench.bench_compose(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
     elif args.what == "sklearn":
-        from fstcrf.bench_sklearn import bench_sklearn, format_sklearn
+        from fstcrf.bench.sklearn import bench_sklearn, format_sklearn
 
         result = bench_sklearn(_shared_data(args.data, "sklearn", ["conll2002"]), search=args.search)
         print(json.dumps(result) if args.json else format_sklearn(result))
     elif args.what == "features":
-        from fstcrf.bench_features import bench_features, format_features
+        from fstcrf.bench.features import bench_features, format_features
 
         folder = find_conll2000(args.data)
         if folder is None:
@@ -1203,7 +1203,7 @@ def _bench(args: argparse.Namespace) -> int:
         rows = bench_features(folder, args.copies or 10, args.repeats, tutorial)
         print(json.dumps(rows) if args.json else format_features(rows))
     elif args.what == "stream":
-        from fstcrf.bench_process import bench_stream_process, format_stream
+        from fstcrf.bench.process import bench_stream_process, format_stream
 
         folder = find_conll2000(args.data)
         if folder is None:
@@ -1211,7 +1211,7 @@ def _bench(args: argparse.Namespace) -> int:
         result = bench_stream_process(folder, args.gigabytes, args.model, args.threads, not args.quiet)
         print(json.dumps(result) if args.json else format_stream(result))
     elif args.what in ("tag", "train") and not args.in_memory:
-        from fstcrf.bench_process import bench_tag_process, bench_train_process, format_process
+        from fstcrf.bench.process import bench_tag_process, bench_train_process, format_process
 
         folder = find_conll2000(args.data)
         if folder is None:

@@ -43,6 +43,15 @@ MOVED: dict[str, str] = {
     "fstcrf.modelfile": "fstcrf.model.file",
     "fstcrf.compose": "fstcrf.model.compose",
     "fstcrf.inspection": "fstcrf.model.inspection",
+    "fstcrf.bench_process": "fstcrf.bench.process",
+    "fstcrf.bench_sklearn": "fstcrf.bench.sklearn",
+    "fstcrf.bench_bandit": "fstcrf.bench.bandit",
+    "fstcrf.bench_defaults": "fstcrf.bench.defaults",
+    "fstcrf.bench_distributed": "fstcrf.bench.distributed",
+    "fstcrf.bench_features": "fstcrf.bench.features",
+    "fstcrf.bench_mce": "fstcrf.bench.mce",
+    "fstcrf.bench_nonlocal": "fstcrf.bench.consistency",
+    "fstcrf.bench_transfer": "fstcrf.bench.transfer",
 }
 
 

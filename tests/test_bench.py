@@ -149,7 +149,7 @@ def test_bench_bandit_runs_end_to_end(tmp_path, capsys, data_file):
 
 
 def test_first_reaching_counts_calls_to_a_dev_score():
-    from fstcrf.bench_bandit import first_reaching
+    from fstcrf.bench.bandit import first_reaching
 
     assert first_reaching([(100, 80.0), (200, 92.5), (300, 93.1)], 92.3) == 200
     assert first_reaching([(100, 80.0)], 92.3) is None

@@ -1,4 +1,4 @@
-"""fstcrf.bench_process: the CRFsuite side builds exactly fstcrf's predicates, and both
+"""fstcrf.bench.process: the CRFsuite side builds exactly fstcrf's predicates, and both
 whole-process benchmarks run end to end on small data (no timing is asserted)."""
 
 import json
@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstcrf import bench_process
-from fstcrf.bench_process import format_process, read_sentences, template_spec, token_attributes
+import fstcrf
+from fstcrf.bench import process as bench_process
+from fstcrf.bench.process import format_process, read_sentences, template_spec, token_attributes
 from fstcrf.corpus.conll import Sentence, read_conll
 from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.features.template import parse_template
@@ -192,7 +193,7 @@ def test_the_bytecode_of_every_module_is_compiled_before_timing(monkeypatch):
     compiled = []
     monkeypatch.setattr(compileall, "compile_dir", lambda folder, quiet: compiled.append(folder) or True)
     assert bench_process.compile_bytecode()
-    assert compiled == [os.path.dirname(os.path.abspath(bench_process.__file__))]
+    assert compiled == [os.path.dirname(os.path.abspath(fstcrf.__file__))]  # the whole package
 
 
 @pytest.fixture
@@ -302,7 +303,7 @@ def test_the_feeder_stops_at_the_last_whole_sentence_that_fits():
 
 
 def test_bench_features_times_each_template_and_the_tutorial_dicts(demo_folder, capsys):
-    from fstcrf.bench_features import TEMPLATE_NAMES, bench_features
+    from fstcrf.bench.features import TEMPLATE_NAMES, bench_features
     from fstcrf.cli import main
 
     (demo_folder / "conll2002").mkdir()

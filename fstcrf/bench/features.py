@@ -41,7 +41,7 @@ def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll200
     test = list(read_conll(conll2000 / "test.txt").sentences) * copies
     jobs = [(name, FeatureExtractor(TEMPLATES[name]).fit(train), test) for name in TEMPLATE_NAMES]
     if conll2002 is not None:
-        from fstcrf.bench_sklearn import read_sentences, sent2features
+        from fstcrf.bench.sklearn import read_sentences, sent2features
 
         def dicts(path: Path) -> list[Sentence]:
             return [Sentence({"attributes": sent2features(sentence)}) for sentence in read_sentences(path)]

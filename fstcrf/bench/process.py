@@ -7,7 +7,7 @@ order alternates across repeats):
 - fstcrf: ``python -m fstcrf.cli tag MODEL INPUT -o OUT`` (or ``train``), with
   FSTCRF_PHASES set, so its phases appear once fstcrf times them
   (:mod:`fstcrf.phases`);
-- CRFsuite: ``python -m fstcrf.bench_process crfsuite-tag ...`` (or
+- CRFsuite: ``python -m fstcrf.bench.process crfsuite-tag ...`` (or
   ``crfsuite-train``), the script a python-crfsuite user writes: it reads the
   CoNLL file, builds each token's attribute strings in Python from the same
   template (named as :mod:`fstcrf.features` names predicates, so the
@@ -241,7 +241,7 @@ def fstcrf_command(*arguments: str) -> list[str]:
 
 
 def _crfsuite_command(*arguments: str) -> list[str]:
-    return [sys.executable, "-m", "fstcrf.bench_process", *arguments]
+    return [sys.executable, "-m", "fstcrf.bench.process", *arguments]
 
 
 def _write_spec(path, template, columns, target: str) -> None:
@@ -276,7 +276,8 @@ def compile_bytecode() -> bool:
     at every start unless Python may write its caches."""
     import compileall
 
-    return bool(compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=2))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fstcrf, above fstcrf/bench
+    return bool(compileall.compile_dir(package, quiet=2))
 
 
 def _side_by_side(commands: dict[str, list[str]], scratch, repeats: int, bar) -> dict:
@@ -830,7 +831,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="python -m fstcrf.bench_process",
+        prog="python -m fstcrf.bench.process",
         description="the CRFsuite processes of fstcrf bench tag|train --vs crfsuite",
     )
     commands = parser.add_subparsers(dest="command", required=True)

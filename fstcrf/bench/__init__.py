@@ -1,0 +1,52 @@
+"""The benchmarks behind ``fstcrf bench``, one module per benchmark.
+
+Every comparison is measured in one run on the same data, and reported as a
+ratio: the machine is shared and noisy, so absolute seconds mean little.
+
+``from fstcrf.bench import bench_kernel`` still gives the names of the former
+module ``fstcrf.bench``; each is imported on first use, so that importing a
+benchmark's module (some run as fresh processes) stays light."""
+
+from importlib import import_module
+
+#: The former module's names, with the submodule that defines each.
+_NAMES = dict.fromkeys(
+    (
+        "best_time",
+        "tokens_per_second",
+        "random_potentials",
+        "as_dense",
+        "KernelRow",
+        "bench_kernel",
+        "format_kernel",
+        "ComposeRow",
+        "COMPOSE_CASES",
+        "bench_compose",
+        "format_compose",
+        "bench_compose_model",
+        "format_compose_model",
+        "hide_labels",
+        "sentences_with_budget",
+        "bench_partial",
+        "format_partial",
+        "bench_train",
+        "format_train",
+        "bench_grammar",
+        "format_grammar",
+    ),
+    "kernel",
+)
+
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str):
+    if name in _NAMES:
+        value = getattr(import_module(f"fstcrf.bench.{_NAMES[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
