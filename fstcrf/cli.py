@@ -1068,7 +1068,7 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from fstcrf.bench import kernel as bench
+    from fstcrf import bench
 
     if args.in_memory and args.what != "train":
         raise FstcrfError("--in-memory applies to bench train")

@@ -13,7 +13,7 @@ c1 and c2 (3 folds, ``search_iter`` candidates, n_jobs=2) on esp.train.
 
 This module imports only the standard library at the top, so that the
 sklearn_crfsuite process loads nothing of fstcrf.  fstcrf's modules are
-compiled to bytecode first (:func:`fstcrf.bench.process.compile_bytecode`),
+compiled to bytecode first (:func:`fstcrf.bench.harness.compile_bytecode`),
 as a pip install leaves them.
 """
 
@@ -242,7 +242,7 @@ def bench_sklearn(
             )
     gold = [sent2labels(s) for s in read_sentences(test_path, limit)]
     limit_arguments = [str(limit if limit is not None else 0)]
-    from fstcrf.bench.process import compile_bytecode
+    from fstcrf.bench.harness import compile_bytecode
 
     result: dict = {
         "train": str(train_path),
