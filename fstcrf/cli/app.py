@@ -2262,7 +2262,3 @@ def _drop_standard_output() -> None:
     """Point standard output at the null device, so that the interpreter's
     final flush of unwritten output cannot fail again."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-if __name__ == "__main__":
-    sys.exit(main())
