@@ -1,10 +1,14 @@
-"""``fstcrf bench TARGET``: the benchmarks of :mod:`fstcrf.bench`."""
+"""``fstcrf bench TARGET``: the benchmarks of :mod:`fstcrf.bench`, run through the
+table :data:`TARGETS`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 
 from fstcrf.cli.common import find_conll2000
@@ -13,171 +17,75 @@ from fstcrf.document.settings import DEFAULT_SWEEPS
 from fstcrf.errors import FstcrfError
 
 
-def _bench(args: argparse.Namespace) -> int:
-    from fstcrf import bench
+@dataclass(frozen=True)
+class Measurement:
+    """One benchmark of a target.  ``measure`` runs it with the command's options and
+    returns the arguments of the functions that print its result, named
+    "module:function" in :mod:`fstcrf.bench` (imported when the target runs, as they
+    load numpy and more): ``table``, and ``json`` for --json, which is a function
+    giving a JSON value or its text, True when the one argument is a JSON value
+    itself, or False when the table is printed."""
 
+    measure: Callable[[argparse.Namespace], tuple]
+    table: str
+    json: str | bool = False
+
+    def report(self, arguments: tuple, as_json: bool) -> str:
+        """The text printed for the result ``arguments``."""
+        if not (as_json and self.json):
+            return _bench_function(self.table)(*arguments)
+        if self.json is True:
+            return json.dumps(arguments[0])
+        value = _bench_function(self.json)(*arguments)
+        return value if isinstance(value, str) else json.dumps(value)
+
+
+def _bench_function(name: str) -> Callable:
+    """The function of a "module:function" name in :mod:`fstcrf.bench`."""
+    module, function = name.split(":")
+    return getattr(import_module(f"fstcrf.bench.{module}"), function)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    """Run a target's benchmarks, printing each one's result as soon as it is measured."""
     if args.in_memory and args.what != "train":
         raise FstcrfError("--in-memory applies to bench train")
-    if args.what == "kernel":
-        print(bench.format_kernel(bench.bench_kernel(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
-    elif args.what == "grammar":
-        if not (args.model and args.test):
-            raise FstcrfError("bench grammar needs --model MODEL --test FILE")
-        print(bench.format_grammar(bench.bench_grammar(args.model, args.test, repeats=args.repeats)))
-    elif args.what == "distributed":
-        from fstcrf.bench.distributed import bench_distributed, distributed_json, format_distributed
-
-        folder = find_conll2000(args.data)
-        if folder is None:
-            raise FstcrfError("bench distributed needs CoNLL-2000: set FSTCRF_DATA or --data")
-        load_before = os.getloadavg()
-        rows = bench_distributed(folder, args.copies or 20, args.iterations or 5)
-        load = (load_before, os.getloadavg())
-        print(json.dumps(distributed_json(rows, load)) if args.json else format_distributed(rows, load))
-    elif args.what == "partial":
-        folder = find_conll2000(args.data)
-        if folder is None:
-            raise FstcrfError("bench partial needs CoNLL-2000: set FSTCRF_DATA or --data")
-        print(
-            bench.format_partial(
-                bench.bench_partial(folder, args.fraction, args.seed, args.iterations or 50, args.threads)
-            )
-        )
-    elif args.what == "compose" and (args.model or args.test):
-        if not (args.model and args.test):
-            raise FstcrfError("bench compose on a real model needs both --model JOINT and --test FILE")
-        print(bench.format_compose_model(bench.bench_compose_model(args.model, args.test, repeats=args.repeats)))
-        from fstcrf.bench.process import bench_compose_process, format_process
-
-        print()
-        print(format_process(bench_compose_process(args.model, args.test, args.threads, args.repeats, not args.quiet)))
-    elif args.what == "nonlocal":
-        from fstcrf.bench.consistency import CORPORA, bench_nonlocal, format_nonlocal, nonlocal_json
-
-        languages = _names_among(args.languages, CORPORA, "--languages")
-        results = bench_nonlocal(
-            _shared_data(args.data, "nonlocal", [CORPORA[x][0] for x in languages]),
-            languages,
-            args.cache,
-            seeds=args.seeds or 5,
-            sweeps=args.sweeps,
-            gibbs_sweeps=args.gibbs_sweeps,
-            threads=args.threads,
-            plot=args.plot,
-        )
-        print(json.dumps(nonlocal_json(results)) if args.json else format_nonlocal(results))
-    elif args.what == "defaults":
-        from fstcrf.bench.defaults import bench_defaults, defaults_json, format_defaults
-
-        results = bench_defaults(
-            _shared_data(args.data, "defaults", ["conll2000", "conll2003"]),
-            folds=args.folds,
-            sentences=args.sentences,
-            threads=args.threads,
-            progress=not args.quiet,
-        )
-        print(defaults_json(results) if args.json else format_defaults(results))
-    elif args.what == "mce":
-        from fstcrf.bench.mce import TASKS, bench_mce, format_mce, mce_json
-
-        tasks = _names_among(args.tasks, TASKS, "--tasks")
-        results = bench_mce(
-            _shared_data(args.data, "mce", [TASKS[task][0] for task in tasks]),
-            tasks,
-            map_iter=args.map_iter,
-            mce_iter=args.mce_iter,
-            threads=args.threads,
-            progress=not args.quiet,
-        )
-        print(mce_json(results) if args.json else format_mce(results))
-    elif args.what == "transfer":
-        from fstcrf.bench.transfer import bench_transfer, format_transfer, transfer_json
-
-        results = bench_transfer(
-            _shared_data(args.data, "transfer", ["conll2003", "seminars"]),
-            splits=args.splits,
-            seed=args.seed,
-            threads=args.threads,
-            learning_curve=args.plot is not None,
-            plot=args.plot,
-            progress=not args.quiet,
-            cache=args.cache,
-        )
-        print(json.dumps(transfer_json(results)) if args.json else format_transfer(results))
-    elif args.what == "bandit":
-        from fstcrf.bench.bandit import bench_bandit, format_bandit, format_speed, measure_speed, splits
-
-        folder = find_conll2000(args.data)
-        if folder is None:
-            raise FstcrfError("bench bandit needs CoNLL-2000: set FSTCRF_DATA or --data")
-        if args.speed_only:
-            print(format_speed(measure_speed(splits(folder, args.dev_sentences)[0], args.threads)))
-        else:
-            print(
-                format_bandit(
-                    bench_bandit(
-                        folder,
-                        seeds=args.seeds or 3,
-                        calls=args.calls,
-                        threads=args.threads,
-                        plot=args.plot,
-                        dev_sentences=args.dev_sentences,
-                    )
-                )
-            )
-    elif args.what == "compose":
-        print(bench.format_compose(bench.bench_compose(tokens=args.tokens, repeats=args.repeats, seed=args.seed)))
-    elif args.what == "sklearn":
-        from fstcrf.bench.sklearn import bench_sklearn, format_sklearn
-
-        result = bench_sklearn(_shared_data(args.data, "sklearn", ["conll2002"]), search=args.search)
-        print(json.dumps(result) if args.json else format_sklearn(result))
-    elif args.what == "features":
-        from fstcrf.bench.features import bench_features, format_features
-
-        folder = find_conll2000(args.data)
-        if folder is None:
-            raise FstcrfError("bench features needs CoNLL-2000: set FSTCRF_DATA or --data")
-        tutorial = next(
-            (
-                candidate
-                for candidate in (folder.parent / "conll2002", folder / "conll2002")
-                if (candidate / "esp.train").is_file() and (candidate / "esp.testb").is_file()
-            ),
-            None,
-        )
-        rows = bench_features(folder, args.copies or 10, args.repeats, tutorial)
-        print(json.dumps(rows) if args.json else format_features(rows))
-    elif args.what == "stream":
-        from fstcrf.bench.process import bench_stream_process, format_stream
-
-        folder = find_conll2000(args.data)
-        if folder is None:
-            raise FstcrfError("bench stream needs CoNLL-2000: set FSTCRF_DATA or --data")
-        result = bench_stream_process(folder, args.gigabytes, args.model, args.threads, not args.quiet)
-        print(json.dumps(result) if args.json else format_stream(result))
-    elif args.what in ("tag", "train") and not args.in_memory:
-        from fstcrf.bench.process import bench_tag_process, bench_train_process, format_process
-
-        folder = find_conll2000(args.data)
-        if folder is None:
-            raise FstcrfError(f"bench {args.what} needs CoNLL-2000: set FSTCRF_DATA or --data")
-        result = (
-            bench_tag_process(folder, args.copies or 10, args.model, args.threads, args.repeats, not args.quiet)
-            if args.what == "tag"
-            else bench_train_process(folder, args.iterations or 50, args.threads, args.repeats, not args.quiet)
-        )
-        print(json.dumps(result) if args.json else format_process(result))
-    else:
-        folder = find_conll2000(args.data)
-        if folder is None:
-            raise FstcrfError("bench train needs CoNLL-2000: set FSTCRF_DATA or --data")
-        print(
-            bench.format_train(
-                bench.bench_train(folder, args.vs, iterations=args.iterations or 50, threads=args.threads)
-            )
-        )
+    for number, measurement in enumerate(_measurements(args)):
+        if number:
+            print()
+        print(measurement.report(measurement.measure(args), args.json))
     return 0
+
+
+def _measurements(args: argparse.Namespace) -> tuple[Measurement, ...]:
+    """The benchmarks of the command's target, or of the variant an option chooses."""
+    if args.what == "compose" and (args.model or args.test):
+        return VARIANTS["compose --model"]
+    if args.what == "train" and args.in_memory:
+        return VARIANTS["train --in-memory"]
+    if args.what == "bandit" and args.speed_only:
+        return VARIANTS["bandit --speed-only"]
+    return TARGETS[args.what]
+
+
+def _conll2000(args: argparse.Namespace) -> Path:
+    """The CoNLL-2000 folder of --data, $FSTCRF_DATA or NLTK's data (find_conll2000); an
+    error naming the target when there is none."""
+    folder = find_conll2000(args.data)
+    if folder is None:
+        raise FstcrfError(f"bench {args.what} needs CoNLL-2000: set FSTCRF_DATA or --data")
+    return folder
+
+
+def _shared_data(args: argparse.Namespace, corpora: list[str]) -> Path:
+    """The data folder (--data, else $FSTCRF_DATA) holding the named corpus folders."""
+    chosen = args.data or os.environ.get("FSTCRF_DATA")
+    if not chosen:
+        raise FstcrfError(f"bench {args.what} needs --data DIR (or FSTCRF_DATA) holding {', '.join(corpora)}")
+    missing = [name for name in corpora if not (Path(chosen) / name).is_dir()]
+    if missing:
+        raise FstcrfError(f"bench {args.what}: {chosen} has no {', '.join(missing)} folder")
+    return Path(chosen)
 
 
 def _names_among(text: str, known, option: str) -> list[str]:
@@ -188,15 +96,220 @@ def _names_among(text: str, known, option: str) -> list[str]:
     return names
 
 
-def _shared_data(folder: str | None, what: str, corpora: list[str]) -> Path:
-    """The data folder (--data, else $FSTCRF_DATA) holding the named corpus folders."""
-    chosen = folder or os.environ.get("FSTCRF_DATA")
-    if not chosen:
-        raise FstcrfError(f"bench {what} needs --data DIR (or FSTCRF_DATA) holding {', '.join(corpora)}")
-    missing = [name for name in corpora if not (Path(chosen) / name).is_dir()]
-    if missing:
-        raise FstcrfError(f"bench {what}: {chosen} has no {', '.join(missing)} folder")
-    return Path(chosen)
+def _kernel(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.kernel import bench_kernel
+
+    return (bench_kernel(tokens=args.tokens, repeats=args.repeats, seed=args.seed),)
+
+
+def _compose(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.compose import bench_compose
+
+    return (bench_compose(tokens=args.tokens, repeats=args.repeats, seed=args.seed),)
+
+
+def _compose_model(args: argparse.Namespace) -> tuple:
+    if not (args.model and args.test):
+        raise FstcrfError("bench compose on a real model needs both --model JOINT and --test FILE")
+    from fstcrf.bench.compose import bench_compose_model
+
+    return (bench_compose_model(args.model, args.test, repeats=args.repeats),)
+
+
+def _compose_process(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.process import bench_compose_process
+
+    return (bench_compose_process(args.model, args.test, args.threads, args.repeats, not args.quiet),)
+
+
+def _train_process(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.process import bench_train_process
+
+    folder = _conll2000(args)
+    return (bench_train_process(folder, args.iterations or 50, args.threads, args.repeats, not args.quiet),)
+
+
+def _train_in_memory(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.in_memory import bench_train
+
+    folder = _conll2000(args)
+    return (bench_train(folder, args.vs, iterations=args.iterations or 50, threads=args.threads),)
+
+
+def _tag_process(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.process import bench_tag_process
+
+    folder = _conll2000(args)
+    return (bench_tag_process(folder, args.copies or 10, args.model, args.threads, args.repeats, not args.quiet),)
+
+
+def _stream(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.process import bench_stream_process
+
+    folder = _conll2000(args)
+    return (bench_stream_process(folder, args.gigabytes, args.model, args.threads, not args.quiet),)
+
+
+def _grammar(args: argparse.Namespace) -> tuple:
+    if not (args.model and args.test):
+        raise FstcrfError("bench grammar needs --model MODEL --test FILE")
+    from fstcrf.bench.grammar import bench_grammar
+
+    return (bench_grammar(args.model, args.test, repeats=args.repeats),)
+
+
+def _partial(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.partial import bench_partial
+
+    folder = _conll2000(args)
+    return (bench_partial(folder, args.fraction, args.seed, args.iterations or 50, args.threads),)
+
+
+def _bandit(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.bandit import bench_bandit
+
+    folder = _conll2000(args)
+    result = bench_bandit(
+        folder,
+        seeds=args.seeds or 3,
+        calls=args.calls,
+        threads=args.threads,
+        plot=args.plot,
+        dev_sentences=args.dev_sentences,
+    )
+    return (result,)
+
+
+def _bandit_speed(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.bandit import measure_speed, splits
+
+    folder = _conll2000(args)
+    return (measure_speed(splits(folder, args.dev_sentences)[0], args.threads),)
+
+
+def _nonlocal(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.consistency import CORPORA, bench_nonlocal
+
+    languages = _names_among(args.languages, CORPORA, "--languages")
+    results = bench_nonlocal(
+        _shared_data(args, [CORPORA[x][0] for x in languages]),
+        languages,
+        args.cache,
+        seeds=args.seeds or 5,
+        sweeps=args.sweeps,
+        gibbs_sweeps=args.gibbs_sweeps,
+        threads=args.threads,
+        plot=args.plot,
+    )
+    return (results,)
+
+
+def _transfer(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.transfer import bench_transfer
+
+    results = bench_transfer(
+        _shared_data(args, ["conll2003", "seminars"]),
+        splits=args.splits,
+        seed=args.seed,
+        threads=args.threads,
+        learning_curve=args.plot is not None,
+        plot=args.plot,
+        progress=not args.quiet,
+        cache=args.cache,
+    )
+    return (results,)
+
+
+def _defaults(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.defaults import bench_defaults
+
+    results = bench_defaults(
+        _shared_data(args, ["conll2000", "conll2003"]),
+        folds=args.folds,
+        sentences=args.sentences,
+        threads=args.threads,
+        progress=not args.quiet,
+    )
+    return (results,)
+
+
+def _sklearn(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.sklearn import bench_sklearn
+
+    return (bench_sklearn(_shared_data(args, ["conll2002"]), search=args.search),)
+
+
+def _distributed(args: argparse.Namespace) -> tuple:
+    """The rows and the load averages (1, 5 and 15 minutes) before and after them."""
+    from fstcrf.bench.distributed import bench_distributed
+
+    folder = _conll2000(args)
+    load_before = os.getloadavg()
+    rows = bench_distributed(folder, args.copies or 20, args.iterations or 5)
+    return rows, (load_before, os.getloadavg())
+
+
+def _mce(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.mce import TASKS, bench_mce
+
+    tasks = _names_among(args.tasks, TASKS, "--tasks")
+    results = bench_mce(
+        _shared_data(args, [TASKS[task][0] for task in tasks]),
+        tasks,
+        map_iter=args.map_iter,
+        mce_iter=args.mce_iter,
+        threads=args.threads,
+        progress=not args.quiet,
+    )
+    return (results,)
+
+
+def _features(args: argparse.Namespace) -> tuple:
+    """Feature extraction on CoNLL-2000, and on the tutorial's dicts when conll2002/ is
+    beside conll2000/ (or in it)."""
+    from fstcrf.bench.features import bench_features
+
+    folder = _conll2000(args)
+    tutorial = next(
+        (
+            candidate
+            for candidate in (folder.parent / "conll2002", folder / "conll2002")
+            if (candidate / "esp.train").is_file() and (candidate / "esp.testb").is_file()
+        ),
+        None,
+    )
+    return (bench_features(folder, args.copies or 10, args.repeats, tutorial),)
+
+
+#: The benchmarks of each target of ``fstcrf bench``, printed one after another, in
+#: the order the help lists the targets.
+TARGETS: dict[str, tuple[Measurement, ...]] = {
+    "kernel": (Measurement(_kernel, "kernel:format_kernel"),),
+    "compose": (Measurement(_compose, "compose:format_compose"),),
+    "train": (Measurement(_train_process, "process:format_process", json=True),),
+    "grammar": (Measurement(_grammar, "grammar:format_grammar"),),
+    "partial": (Measurement(_partial, "partial:format_partial"),),
+    "bandit": (Measurement(_bandit, "bandit:format_bandit"),),
+    "nonlocal": (Measurement(_nonlocal, "consistency:format_nonlocal", json="consistency:nonlocal_json"),),
+    "transfer": (Measurement(_transfer, "transfer:format_transfer", json="transfer:transfer_json"),),
+    "defaults": (Measurement(_defaults, "defaults:format_defaults", json="defaults:defaults_json"),),
+    "tag": (Measurement(_tag_process, "process:format_process", json=True),),
+    "sklearn": (Measurement(_sklearn, "sklearn:format_sklearn", json=True),),
+    "distributed": (Measurement(_distributed, "distributed:format_distributed", json="distributed:distributed_json"),),
+    "mce": (Measurement(_mce, "mce:format_mce", json="mce:mce_json"),),
+    "stream": (Measurement(_stream, "process:format_stream", json=True),),
+    "features": (Measurement(_features, "features:format_features", json=True),),
+}
+
+#: The benchmarks of the variants of a target that an option chooses.
+VARIANTS: dict[str, tuple[Measurement, ...]] = {
+    "compose --model": (
+        Measurement(_compose_model, "compose:format_compose_model"),
+        Measurement(_compose_process, "process:format_process"),
+    ),
+    "train --in-memory": (Measurement(_train_in_memory, "in_memory:format_train"),),
+    "bandit --speed-only": (Measurement(_bandit_speed, "bandit:format_speed"),),
+}
 
 
 def add_parsers(commands) -> None:
@@ -204,23 +317,7 @@ def add_parsers(commands) -> None:
     bench = add_command(commands, "bench", "measure speed against reference implementations", _bench, outputs=("plot",))
     bench.add_argument(
         "what",
-        choices=[
-            "kernel",
-            "compose",
-            "train",
-            "grammar",
-            "partial",
-            "bandit",
-            "nonlocal",
-            "transfer",
-            "defaults",
-            "tag",
-            "sklearn",
-            "distributed",
-            "mce",
-            "stream",
-            "features",
-        ],
+        choices=list(TARGETS),
         help="kernel: forward-backward and Viterbi against numpy and pynini; "
         "compose: factorised joint inference against the dense cross product; "
         "train: the whole fstcrf train process against a python-crfsuite script with "
