@@ -10,7 +10,7 @@ ratio: the machine is shared and noisy, so absolute seconds mean little.
 module ``fstcrf.bench``; each is imported on first use, so that importing a
 benchmark's module (some run as fresh processes) stays light."""
 
-from importlib import import_module
+from fstcrf.moved import lazy_names
 
 #: The former module's names, with the submodule that defines each.
 _NAMES = {
@@ -34,14 +34,4 @@ _NAMES = {
 
 __all__ = sorted(_NAMES)
 
-
-def __getattr__(name: str):
-    if name in _NAMES:
-        value = getattr(import_module(f"fstcrf.bench.{_NAMES[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _NAMES)
