@@ -4,7 +4,8 @@
 imports, pickles (which name a class by its module) and monkeypatches through
 an old name keep working.  :func:`install` puts the finder first on
 ``sys.meta_path`` when fstcrf is imported; it imports nothing until an old
-path is asked for."""
+path is asked for.  A module that became a package (``fstcrf.model``,
+``fstcrf.bench``) keeps its names with :func:`lazy_names`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import sys
+from collections.abc import Callable
 
 #: old dotted path -> the module that now holds everything it held.
 MOVED: dict[str, str] = {
@@ -43,6 +45,15 @@ MOVED: dict[str, str] = {
     "fstcrf.modelfile": "fstcrf.model.file",
     "fstcrf.compose": "fstcrf.model.compose",
     "fstcrf.inspection": "fstcrf.model.inspection",
+    "fstcrf.bench_process": "fstcrf.bench.process",
+    "fstcrf.bench_sklearn": "fstcrf.bench.sklearn",
+    "fstcrf.bench_bandit": "fstcrf.bench.bandit",
+    "fstcrf.bench_defaults": "fstcrf.bench.defaults",
+    "fstcrf.bench_distributed": "fstcrf.bench.distributed",
+    "fstcrf.bench_features": "fstcrf.bench.features",
+    "fstcrf.bench_mce": "fstcrf.bench.mce",
+    "fstcrf.bench_nonlocal": "fstcrf.bench.consistency",
+    "fstcrf.bench_transfer": "fstcrf.bench.transfer",
 }
 
 
@@ -67,3 +78,22 @@ def install() -> None:
     could still see a stale copy of an old module."""
     if not any(isinstance(finder, OldPathFinder) for finder in sys.meta_path):
         sys.meta_path.insert(0, OldPathFinder())
+
+
+def lazy_names(package: str, names: dict[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` (PEP 562) of a package whose ``names`` (name
+    -> the submodule that defines it) are imported on first use and then kept in the
+    package, so that importing one of its submodules stays light."""
+
+    def get(name: str) -> object:
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{names[name]}"), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def listing() -> list[str]:
+        module = sys.modules[package]
+        return sorted(set(vars(module)) | set(module.__all__))
+
+    return get, listing

@@ -251,13 +251,13 @@ def test_numeric_options_are_checked_when_parsed(argv, capsys):
 
 
 def test_benchmark_lattices_need_a_token():
-    from fstcrf import bench
+    from fstcrf.bench.kernel import random_potentials
     from fstcrf.errors import FstcrfError
     from fstcrf.engine.topology import first_order
 
     with pytest.raises(FstcrfError, match="at least 1 token"):
-        bench.random_potentials(first_order(["a", "b"]), 0, seed=0)
-    assert bench.random_potentials(first_order(["a", "b"]), 1, seed=0).num_tokens == 1
+        random_potentials(first_order(["a", "b"]), 0, seed=0)
+    assert random_potentials(first_order(["a", "b"]), 1, seed=0).num_tokens == 1
 
 
 # -- warnings and errors instead of silently wrong results ----------------------------

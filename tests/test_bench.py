@@ -5,25 +5,27 @@ import math
 
 import pytest
 
-from fstcrf import bench
+from fstcrf.bench.compose import bench_compose
+from fstcrf.bench.kernel import bench_kernel, format_kernel
+from fstcrf.bench.partial import bench_partial, format_partial
 from fstcrf.cli import main
 from fstcrf.corpus.synthetic import DATA_DIR
 
 
 @pytest.mark.slow
 def test_bench_kernel_rows_are_complete():
-    rows = bench.bench_kernel(tokens=3000, repeats=1, reference_seconds=0.05, progress=False)
+    rows = bench_kernel(tokens=3000, repeats=1, reference_seconds=0.05, progress=False)
     assert [r.states for r in rows] == [3, 9, 23, 45, 529]
     for r in rows:
         for value in (r.fb_tokens_per_s, r.viterbi_tokens_per_s, r.numpy_fb_ratio, r.pynini_ratio):
             assert math.isfinite(value) and value > 0
     assert rows[-1].dense_ratio is not None and rows[0].dense_ratio is None
-    assert "second order" in bench.format_kernel(rows)
+    assert "second order" in format_kernel(rows)
 
 
 @pytest.mark.slow
 def test_bench_compose_runs_and_counts_tokens(capsys):
-    rows = bench.bench_compose(tokens=500, repeats=1, reference_seconds=0.05)
+    rows = bench_compose(tokens=500, repeats=1, reference_seconds=0.05)
     assert [r.joint_states for r in rows] == [45 * 23, 23 * 9 * 5]
     assert "3 components" in rows[1].name
     for r in rows:
@@ -96,11 +98,11 @@ def test_bench_partial_runs(tmp_path):
 
     shutil.copy(DATA_DIR / "demo_train.txt", tmp_path / "train.txt")
     shutil.copy(DATA_DIR / "demo_test.txt", tmp_path / "test.txt")
-    rows = bench.bench_partial(tmp_path, fraction=0.5, max_iter=3, progress=False)
+    rows = bench_partial(tmp_path, fraction=0.5, max_iter=3, progress=False)
     hidden, whole = rows
     assert hidden["tokens"] > 2 * whole["tokens"] - 100  # every sentence, against half the tokens
     assert abs(hidden["labelled"] - whole["labelled"]) < 60  # the same label budget, up to one sentence
-    assert "| training data |" in bench.format_partial(rows)
+    assert "| training data |" in format_partial(rows)
 
 
 @pytest.mark.slow
@@ -149,7 +151,7 @@ def test_bench_bandit_runs_end_to_end(tmp_path, capsys, data_file):
 
 
 def test_first_reaching_counts_calls_to_a_dev_score():
-    from fstcrf.bench_bandit import first_reaching
+    from fstcrf.bench.bandit import first_reaching
 
     assert first_reaching([(100, 80.0), (200, 92.5), (300, 93.1)], 92.3) == 200
     assert first_reaching([(100, 80.0)], 92.3) is None

@@ -1,4 +1,4 @@
-"""fstcrf.bench_process: the CRFsuite side builds exactly fstcrf's predicates, and both
+"""fstcrf.bench.process and fstcrf.bench.crfsuite: the CRFsuite side builds exactly fstcrf's predicates, and both
 whole-process benchmarks run end to end on small data (no timing is asserted)."""
 
 import json
@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstcrf import bench_process
-from fstcrf.bench_process import format_process, read_sentences, template_spec, token_attributes
+import fstcrf
+from fstcrf.bench import crfsuite, harness, process
+from fstcrf.bench.crfsuite import read_sentences, template_spec, token_attributes
+from fstcrf.bench.process import format_process
 from fstcrf.corpus.conll import Sentence, read_conll
 from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.features.template import parse_template
@@ -109,10 +111,10 @@ def test_the_crfsuite_processes_train_and_tag_with_the_extractors_attributes(tmp
         json.dumps({"columns": ["word", "pos", "chunk"], "target": "chunk", "predicates": template_spec(template)})
     )
     model = tmp_path / "m.crfsuite"
-    trained = bench_process.crfsuite_train(str(spec), str(tmp_path / "train.txt"), str(model), 4, 0.005)
+    trained = crfsuite.crfsuite_train(str(spec), str(tmp_path / "train.txt"), str(model), 4, 0.005)
     assert trained["iterations"] == 4 and trained["features"] > 100
     output = tmp_path / "out.txt"
-    bench_process.crfsuite_tag(str(spec), str(model), str(tmp_path / "test.txt"), str(output))
+    crfsuite.crfsuite_tag(str(spec), str(model), str(tmp_path / "test.txt"), str(output))
     tagged = read_conll(output, "word,pos,chunk,predicted")
     assert [s.columns["word"] for s in tagged] == test.column("word")
 
@@ -191,8 +193,8 @@ def test_the_bytecode_of_every_module_is_compiled_before_timing(monkeypatch):
 
     compiled = []
     monkeypatch.setattr(compileall, "compile_dir", lambda folder, quiet: compiled.append(folder) or True)
-    assert bench_process.compile_bytecode()
-    assert compiled == [os.path.dirname(os.path.abspath(bench_process.__file__))]
+    assert harness.compile_bytecode()
+    assert compiled == [os.path.dirname(os.path.abspath(fstcrf.__file__))]  # the whole package
 
 
 @pytest.fixture
@@ -205,7 +207,7 @@ def demo_folder(tmp_path):
 
 @pytest.mark.slow
 def test_bench_tag_process_runs_both_sides_end_to_end(demo_folder):
-    result = bench_process.bench_tag_process(demo_folder, copies=2, repeats=2, progress=False, train_iterations=3)
+    result = process.bench_tag_process(demo_folder, copies=2, repeats=2, progress=False, train_iterations=3)
     assert result["tokens"] == 2 * read_conll(demo_folder / "test.txt").num_tokens
     assert result["template"] == "chunking-extended" and result["order"] == 1  # fstcrf train's defaults
     for figures in result["sides"].values():
@@ -221,7 +223,7 @@ def test_bench_tag_process_runs_both_sides_end_to_end(demo_folder):
 
 @pytest.mark.slow
 def test_bench_train_process_trains_both_sides_for_the_same_iterations(demo_folder):
-    result = bench_process.bench_train_process(demo_folder, iterations=4, progress=False)
+    result = process.bench_train_process(demo_folder, iterations=4, progress=False)
     fstcrf, crfsuite = result["sides"]["fstcrf"], result["sides"]["crfsuite"]
     assert fstcrf["iterations"] == crfsuite["iterations"] == 4
     assert result["template"] == "chunking-extended" and result["sigma"] == 10
@@ -235,9 +237,9 @@ def test_counts_must_be_whole_numbers_of_at_least_one(tmp_path, bad):
     from fstcrf.errors import FstcrfError
 
     with pytest.raises(FstcrfError, match="copies must be a positive (finite )?integer"):
-        bench_process.bench_tag_process(tmp_path, copies=bad, progress=False)
+        process.bench_tag_process(tmp_path, copies=bad, progress=False)
     with pytest.raises(FstcrfError, match="repeats must be a positive (finite )?integer"):
-        bench_process.bench_train_process(tmp_path, repeats=bad, progress=False)
+        process.bench_train_process(tmp_path, repeats=bad, progress=False)
 
 
 @pytest.mark.slow
@@ -250,9 +252,7 @@ def test_bench_compose_process_times_cascade_and_joint_tagging_processes(tmp_pat
     chunk = ChainCRF(template="chunking-reads-pos", reads="pos", max_iter=3).fit(train, target="chunk")
     joint_path = tmp_path / "joint.model"
     compose([pos, chunk]).save(joint_path)
-    result = bench_process.bench_compose_process(
-        joint_path, DATA_DIR / "demo_test.txt", threads=1, repeats=2, progress=False
-    )
+    result = process.bench_compose_process(joint_path, DATA_DIR / "demo_test.txt", threads=1, repeats=2, progress=False)
     assert result["tokens"] == read_conll(DATA_DIR / "demo_test.txt").num_tokens
     assert result["joint_states"] == len(pos.labels_) * len(chunk.labels_)
     for figures in result["sides"].values():
@@ -266,7 +266,7 @@ def test_bench_compose_process_times_cascade_and_joint_tagging_processes(tmp_pat
 def test_bench_stream_process_feeds_whole_sentences_and_reads_every_tagged_token(demo_folder):
     text = (demo_folder / "test.txt").read_bytes()
     budget = int(2.5 * len(text))  # two copies and the sentences of a third that fit
-    result = bench_process.bench_stream_process(demo_folder, gigabytes=budget / 1e9, progress=False, train_iterations=2)
+    result = process.bench_stream_process(demo_folder, gigabytes=budget / 1e9, progress=False, train_iterations=2)
     fed = text.rstrip(b"\n") + b"\n\n"
     assert 2 * len(fed) < result["input_bytes"] <= budget
     assert result["tokens"] == 2 * read_conll(demo_folder / "test.txt").num_tokens + len(
@@ -278,7 +278,7 @@ def test_bench_stream_process_feeds_whole_sentences_and_reads_every_tagged_token
     assert 0 < result["first_output"] <= result["wall"] and result["peak_rss_mib"] > 10
     assert result["resident_mib"]["samples"] >= 1
     assert {"read", "features", "decode", "write"} <= set(result["phases"])
-    assert "tokens/s" in bench_process.format_stream(json.loads(json.dumps(result)))
+    assert "tokens/s" in process.format_stream(json.loads(json.dumps(result)))
 
 
 def test_the_feeder_stops_at_the_last_whole_sentence_that_fits():
@@ -297,12 +297,12 @@ def test_the_feeder_stops_at_the_last_whole_sentence_that_fits():
         (2 * len(text) - 1, text + b"a B\nb C\n\n"),
     ]:
         sink, fed = Sink(), [0]
-        bench_process._feed(sink, text, budget, fed)
+        process._feed(sink, text, budget, fed)
         assert sink.kept == expected and fed[0] == len(expected)
 
 
 def test_bench_features_times_each_template_and_the_tutorial_dicts(demo_folder, capsys):
-    from fstcrf.bench_features import TEMPLATE_NAMES, bench_features
+    from fstcrf.bench.features import TEMPLATE_NAMES, bench_features
     from fstcrf.cli import main
 
     (demo_folder / "conll2002").mkdir()

@@ -13,7 +13,7 @@ DEMO = Path(__file__).resolve().parents[1] / "fstcrf" / "data" / "demo_train.txt
 
 @pytest.mark.slow
 def test_bench_distributed_rows_are_complete_and_agree(tmp_path):
-    from fstcrf.bench_distributed import bench_distributed, cpu_speedups, distributed_json, format_distributed
+    from fstcrf.bench.distributed import bench_distributed, cpu_speedups, distributed_json, format_distributed
 
     shutil.copy(DEMO, tmp_path / "train.txt")
     rows = bench_distributed(tmp_path, copies=2, iterations=2)

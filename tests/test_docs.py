@@ -106,7 +106,7 @@ def tutorial_folder(tmp_path, monkeypatch, data_file):
     ($FSTCRF_DATA) to keep the run short: train.txt (its first 100 sentences),
     test.txt (the first 40 of test.txt) and partially_labelled.txt (train.txt
     with a third of the chunk labels hidden)."""
-    from fstcrf.bench import hide_labels
+    from fstcrf.bench.partial import hide_labels
     from fstcrf.corpus.conll import read_conll, write_conll
 
     train = read_conll(data_file("conll2000/train.txt"))[:100]

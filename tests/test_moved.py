@@ -24,6 +24,20 @@ def test_an_old_module_path_is_its_new_module(old):
     assert importlib.import_module(old) is importlib.import_module(MOVED[old])
 
 
+def test_the_names_of_the_modules_that_became_packages_are_importable_from_them():
+    """fstcrf.bench and fstcrf.cli were modules; what they held moved into submodules."""
+    from fstcrf import bench, cli
+    from fstcrf.bench import compose, harness, partial
+    from fstcrf.cli import app, common
+    from fstcrf.learn.settings import DEFAULT_SIGMA
+
+    assert [name for name in bench.__all__ if not hasattr(bench, name)] == []
+    assert bench.bench_compose is compose.bench_compose and bench.hide_labels is partial.hide_labels
+    assert bench.best_time is harness.best_time
+    assert (cli.main, cli.build_parser, cli.find_conll2000) == (app.main, app.build_parser, common.find_conll2000)
+    assert cli.DEFAULT_SIGMA == DEFAULT_SIGMA
+
+
 def test_pickles_of_the_previous_release_load_and_tag_as_they_did():
     with open(LEGACY / "objects-0.1.0.pkl", "rb") as stream:
         objects = pickle.load(stream)

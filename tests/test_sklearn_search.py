@@ -8,7 +8,7 @@ import sklearn_crfsuite
 from sklearn.metrics import make_scorer
 from sklearn.model_selection import GridSearchCV, RandomizedSearchCV, cross_val_score
 
-from fstcrf.bench_sklearn import read_sentences, sent2features, sent2labels
+from fstcrf.bench.sklearn import read_sentences, sent2features, sent2labels
 from fstcrf.sklearn import CRF, metrics, scorers
 from test_sklearn import toy_corpus
 

@@ -10,7 +10,6 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstcrf import cli
 from fstcrf.cli import main
 from fstcrf.corpus.conll import iter_conll, read_conll
 from fstcrf.errors import ConllFormatError
@@ -84,7 +83,7 @@ def test_standard_input_and_several_files_tag_as_their_concatenation(model_path,
 
 def test_batch_boundaries_do_not_change_the_output(model_path, tmp_path, monkeypatch):
     assert main(["-q", "tag", str(model_path), TEST, "-o", str(tmp_path / "one.txt")]) == 0
-    monkeypatch.setattr(cli, "TAG_BATCH_TOKENS", 7)
+    monkeypatch.setattr("fstcrf.cli.tag.TAG_BATCH_TOKENS", 7)
     assert main(["-q", "tag", str(model_path), TEST, "-o", str(tmp_path / "many.txt"), "--marginals"]) == 0
     one = (tmp_path / "one.txt").read_text().splitlines()
     many = (tmp_path / "many.txt").read_text().splitlines()

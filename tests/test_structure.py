@@ -157,7 +157,7 @@ def test_error_classes_live_in_errors(name):
 
 #: The layers, lowest first: a module may import from its own layer and the ones below,
 #: never from a layer above (docs/architecture.md).  Names are fstcrf's packages and
-#: top-level modules; bench_* modules count as "bench".
+#: top-level modules.
 LAYERS = [
     {"errors"},
     {"files", "phases", "progress", "moved"},
@@ -174,7 +174,7 @@ def _unit(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1:
         return "fstcrf"
-    return "bench" if parts[1].startswith("bench") else parts[1]
+    return parts[1]
 
 
 def test_every_package_and_module_has_a_layer():

@@ -17,7 +17,7 @@ from fstcrf.features.template import parse_template
 from fstcrf.engine.inference import viterbi
 from fstcrf.model import ChainCRF
 from fstcrf.experiments.seminars import read_seminar
-from fstcrf import bench_transfer
+from fstcrf.bench import transfer as bench_transfer
 from fstcrf.experiments import transfer
 
 ANNOUNCEMENTS = [

@@ -9,7 +9,7 @@ and info of a model (:mod:`~fstcrf.model.inspection`).
 path, as it was when ``fstcrf.model`` was a module; each name is imported on
 first use, so that importing a submodule stays light."""
 
-from importlib import import_module
+from fstcrf.moved import lazy_names
 
 #: The public names and the former module's names, with the submodule that defines each.
 _NAMES = {
@@ -24,14 +24,4 @@ _NAMES = {
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
 
-
-def __getattr__(name: str):
-    if name in _NAMES:
-        value = getattr(import_module(f"fstcrf.model.{_NAMES[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -1,7 +1,7 @@
 """sklearn-crfsuite's CoNLL-2002 Spanish NER tutorial run with sklearn_crfsuite
 and with fstcrf.sklearn on the same features.
 
-Each tool runs in its own fresh process (``python -m fstcrf.bench_sklearn
+Each tool runs in its own fresh process (``python -m fstcrf.bench.sklearn
 fit TOOL ...``), which reads esp.train and esp.testb, builds the tutorial's
 token dicts, fits ``CRF(algorithm="lbfgs", c1=0.1, c2=0.1,
 max_iterations=100, all_possible_transitions=True)`` and tags esp.testb; its
@@ -13,7 +13,7 @@ c1 and c2 (3 folds, ``search_iter`` candidates, n_jobs=2) on esp.train.
 
 This module imports only the standard library at the top, so that the
 sklearn_crfsuite process loads nothing of fstcrf.  fstcrf's modules are
-compiled to bytecode first (:func:`fstcrf.bench_process.compile_bytecode`),
+compiled to bytecode first (:func:`fstcrf.bench.harness.compile_bytecode`),
 as a pip install leaves them.
 """
 
@@ -190,7 +190,7 @@ def _run_child(arguments: list[str]) -> tuple[dict, float, float]:
     with tempfile.TemporaryDirectory(prefix="fstcrf-bench-sklearn-") as scratch:
         output = os.path.join(scratch, "out.json")
         started = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "fstcrf.bench_sklearn", *arguments, output])
+        child = subprocess.Popen([sys.executable, "-m", "fstcrf.bench.sklearn", *arguments, output])
         _, status, usage = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - started
@@ -242,7 +242,7 @@ def bench_sklearn(
             )
     gold = [sent2labels(s) for s in read_sentences(test_path, limit)]
     limit_arguments = [str(limit if limit is not None else 0)]
-    from fstcrf.bench_process import compile_bytecode
+    from fstcrf.bench.harness import compile_bytecode
 
     result: dict = {
         "train": str(train_path),

@@ -13,20 +13,12 @@ whole process: ``fstcrf bench tag`` times extraction as a user meets it.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+
+from fstcrf.bench.harness import best_time
 
 #: The templates measured: the default of ``fstcrf train --target chunk`` first.
 TEMPLATE_NAMES = ("chunking-extended", "sha-pereira", "crfpp")
-
-
-def _best_seconds(work, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll2002: Path | None = None) -> list[dict]:
@@ -41,7 +33,7 @@ def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll200
     test = list(read_conll(conll2000 / "test.txt").sentences) * copies
     jobs = [(name, FeatureExtractor(TEMPLATES[name]).fit(train), test) for name in TEMPLATE_NAMES]
     if conll2002 is not None:
-        from fstcrf.bench_sklearn import read_sentences, sent2features
+        from fstcrf.bench.sklearn import read_sentences, sent2features
 
         def dicts(path: Path) -> list[Sentence]:
             return [Sentence({"attributes": sent2features(sentence)}) for sentence in read_sentences(path)]
@@ -57,7 +49,7 @@ def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll200
     for name, extractor, sentences in jobs:
         num_tokens = sum(len(sentence) for sentence in sentences)
         nnz = extractor.transform_rows(sentences).nnz
-        seconds = _best_seconds(lambda: extractor.transform_rows(sentences), repeats)
+        seconds = best_time(lambda: extractor.transform_rows(sentences), repeats)
         rows.append(
             {
                 "input": name,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fstcrf.bench_process import fstcrf_command
+from fstcrf.bench.harness import fstcrf_command
 from fstcrf.corpus.conll import Corpus, read_conll
 from fstcrf.features.defaults import default_template
 from fstcrf.errors import FstcrfError

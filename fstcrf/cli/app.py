@@ -1,0 +1,87 @@
+"""The ``fstcrf`` parser, on which each command's module registers its commands, and
+:func:`main`, which runs one command: its paths checked first, its errors reported
+as ``fstcrf: error: ...`` with an exit status."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+
+from fstcrf.cli import bench, compose, convert, demo, evaluate, inspect, seminars, tag, train
+from fstcrf.cli.options import add_quiet
+from fstcrf.engine.budget import limits
+from fstcrf.errors import FstcrfError
+from fstcrf.files import check_output_path
+
+#: The modules of the commands, in the order ``fstcrf --help`` lists them.
+COMMANDS = (train, compose, tag, evaluate, convert, seminars, demo, inspect, bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command; each command's defaults name the
+    options that hold its input and output paths (checked before any work)."""
+    parser = argparse.ArgumentParser(
+        prog="fstcrf",
+        description="Conditional random fields as weighted FSTs. An output path '-' means standard output.",
+    )
+    add_quiet(parser)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS:
+        module.add_parsers(commands)
+    return parser
+
+
+def _paths(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
+    """The paths held by the named options of ``args`` (lists flattened, unset options skipped)."""
+    paths = []
+    for name in names:
+        value = getattr(args, name, None)
+        paths += value if isinstance(value, list) else [] if value is None else [value]
+    return paths
+
+
+def _raise_keyboard_interrupt(signal_number, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s", stream=sys.stderr)
+    previous_handler = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        inputs = _paths(args, args.inputs)
+        for output in _paths(args, args.outputs):
+            check_output_path(output, inputs)
+        with limits(getattr(args, "max_states", None), getattr(args, "max_work", None)):
+            status = args.run(args)
+        sys.stdout.flush()
+        return status
+    except FstcrfError as error:
+        print(f"fstcrf: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fstcrf: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader went away (``fstcrf eval ... | head``): stop quietly, as
+        # Unix tools do, and keep Python from failing again on the final flush
+        _drop_standard_output()
+        return 141
+    except OSError as error:
+        name = error.filename or "standard output"
+        print(f"fstcrf: error: {name}: {error.strerror or error}", file=sys.stderr)
+        if name == "standard output":
+            _drop_standard_output()
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+
+
+def _drop_standard_output() -> None:
+    """Point standard output at the null device, so that the interpreter's
+    final flush of unwritten output cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1,0 +1,94 @@
+"""What the commands share: reading a CoNLL file, the chunk types of --only-types,
+the scores printed, the parameters of --define, and where CoNLL-2000 is."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from pathlib import Path
+
+from fstcrf.corpus.schemes import keep_types, missing_types_warning
+from fstcrf.errors import FstcrfError
+from fstcrf.phases import phase
+
+LOG = logging.getLogger("fstcrf")
+
+
+def read_corpus(path: str, columns=None, allow_missing=(), separator: str | None = None):
+    """A CoNLL file read whole (see :func:`fstcrf.corpus.conll.read_conll`), timed as the phase "read"."""
+    from fstcrf.corpus.conll import read_conll
+
+    with phase("read"):
+        return read_conll(path, columns, separator, allow_missing=allow_missing)
+
+
+def only_types(args: argparse.Namespace) -> set[str] | None:
+    """The chunk types of --only-types (None when the option is not given)."""
+    return set(args.only_types.split(",")) if args.only_types else None
+
+
+def check_only_types(keep: set[str] | None, labels: list[list[str]], where: str) -> None:
+    """Warn when a type of --only-types never occurs among chunk labels [sentences][tokens]."""
+    warning = missing_types_warning(keep, labels, where)
+    if warning:
+        LOG.warning("%s", warning)
+
+
+def grammar_params(args: argparse.Namespace) -> dict | None:
+    """Grammar parameters from --define NAME=VALUE options (None if there are none)."""
+    params = {}
+    for definition in args.define:
+        name, equals, value = definition.partition("=")
+        if not equals or not name or not value:
+            raise FstcrfError(f"--define expects NAME=VALUE, got {definition!r}")
+        params[name] = value
+    return params or None
+
+
+def warn_define_without_grammar(args: argparse.Namespace) -> None:
+    """Warn that --define is ignored when --grammar is not given."""
+    if args.define and not args.grammar:
+        LOG.warning(
+            "--define %s is ignored: it sets parameters of --grammar, which is not given", " ".join(args.define)
+        )
+
+
+def label_scores(gold: list[list[str]], predicted: list[list[str]], keep: set[str] | None = None, where: str = ""):
+    """Chunk scores, or token accuracy for labels without chunk structure; the
+    types ``keep`` (--only-types) apply to chunk labels only, checked against
+    the gold labels of ``where``."""
+    from fstcrf.corpus.evaluate import is_chunk_labels, score_labels
+
+    if keep and is_chunk_labels(gold):
+        check_only_types(keep, gold, where)
+        gold, predicted = keep_types(gold, keep), keep_types(predicted, keep)
+    return score_labels(gold, predicted)
+
+
+def find_conll2000(data_dir: str | None = None) -> Path | None:
+    """The CoNLL-2000 folder (train.txt, test.txt) from --data, $FSTCRF_DATA or NLTK's
+    data folders (None if none has it); a ``data_dir`` that has not is an error."""
+    if data_dir:
+        for folder in (Path(data_dir), Path(data_dir) / "conll2000"):
+            if (folder / "train.txt").is_file() and (folder / "test.txt").is_file():
+                return folder
+        raise FstcrfError(
+            f"--data {data_dir}: found no CoNLL-2000 train.txt and test.txt in this folder or in its conll2000 folder"
+        )
+    candidates = []
+    if os.environ.get("FSTCRF_DATA"):
+        candidates.append(Path(os.environ["FSTCRF_DATA"]) / "conll2000")
+    candidates.append(Path("../shared/data/conll2000"))
+    nltk_roots = os.environ.get("NLTK_DATA", "").split(os.pathsep) + [
+        str(Path.home() / "nltk_data"),
+        "/usr/share/nltk_data",
+        "/usr/local/share/nltk_data",
+        "/usr/lib/nltk_data",
+        "/usr/local/lib/nltk_data",
+    ]
+    candidates += [Path(root) / "corpora" / "conll2000" for root in nltk_roots if root]
+    for folder in candidates:
+        if (folder / "train.txt").is_file() and (folder / "test.txt").is_file():
+            return folder
+    return None

@@ -1,0 +1,218 @@
+"""Decoding for ``fstcrf tag`` and ``fstcrf eval``: a CoNLL file read with the columns a
+model (or a composed model) was trained on, its labels predicted under the decoding
+options, and a warning for each option the model does not use."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from fstcrf.cli.common import grammar_params, warn_define_without_grammar
+from fstcrf.cli.options import DECODING_DEFAULTS
+from fstcrf.document.settings import NONLOCAL_OPTIONS
+from fstcrf.errors import FstcrfError
+from fstcrf.phases import phase
+
+LOG = logging.getLogger("fstcrf")
+
+
+def warn_ignored_decoding_options(args: argparse.Namespace, composed: bool) -> None:
+    """Warn once for each decoding option the model does not use."""
+    warn_define_without_grammar(args)
+    _warn_ignored_nonlocal_options(args, composed)
+    given = [name for name, default in DECODING_DEFAULTS.items() if getattr(args, name) != default]
+    if "on_infeasible" in given and not args.grammar:
+        LOG.warning("--on-infeasible is ignored: it applies to decoding under --grammar, which is not given")
+    if composed:
+        if "k" in given and args.mode != "kbest":
+            LOG.warning("--k is ignored: it is the list length of --mode kbest")
+    else:
+        for name in ("mode", "k"):
+            if name in given:
+                LOG.warning(
+                    "--%s is ignored: it applies to composed models (fstcrf compose), and %s is a single model",
+                    name,
+                    args.model,
+                )
+
+
+def _warn_ignored_nonlocal_options(args: argparse.Namespace, composed: bool) -> None:
+    """Refuse --nonlocal with a composed model; warn for sampler options given without it."""
+    if args.nonlocal_model and composed:
+        raise FstcrfError(f"--nonlocal applies to single models; {args.model} is a composed model")
+    if not args.nonlocal_model:
+        given = [option for option, name, default in NONLOCAL_OPTIONS if getattr(args, name) != default]
+        for option in given:
+            LOG.warning("%s is ignored: it applies to decoding with --nonlocal, which is not given", option)
+
+
+def grammar_options(args: argparse.Namespace) -> dict:
+    """predict() keyword arguments from --grammar, --define and --on-infeasible."""
+    if not args.grammar:
+        return {}
+    from fstcrf.grammar import load_grammar
+
+    return {"grammar": load_grammar(args.grammar), "params": grammar_params(args), "on_infeasible": args.on_infeasible}
+
+
+def read_for(model, path: str, gold_required: bool = False, columns: str | None = None, separator: str | None = None):
+    """A CoNLL file read whole with the columns a model was trained on (see
+    :func:`batches_for`)."""
+    (corpus,) = batches_for(model, path, gold_required, columns, separator)
+    return corpus
+
+
+def batches_for(
+    model,
+    path: str,
+    gold_required: bool = False,
+    columns: str | None = None,
+    separator: str | None = None,
+    batch_tokens: int | None = None,
+    whole_documents: bool = False,
+):
+    """The sentences of a CoNLL file ("-": standard input) in batches of about
+    ``batch_tokens`` tokens (None: one batch), read with the columns a model or a
+    joint model was trained on (the predicted columns may be missing unless
+    ``gold_required``), or with the comma-separated names ``columns``, which must
+    include every column the model was trained on but the predicted ones.  Warns
+    when the file has no sentences, and when it lacks the predicted columns while
+    a column read as an observation holds mostly the model's labels (e.g. a
+    word+chunk file given to a word,pos,chunk model)."""
+    from fstcrf.corpus.conll import iter_conll
+
+    components = model_components(model)
+    trained, targets = components[0].columns_, [component.target_ for component in components]
+    names, allow_missing = reading_columns(model, columns, gold_required)
+    batches = iter_conll(
+        path, names, separator, allow_missing=allow_missing, batch_tokens=batch_tokens, whole_documents=whole_documents
+    )
+    first = next(batches)
+    if columns is not None:
+        missing = [name for name in trained if name not in targets and name not in first.column_names]
+        if missing:
+            raise FstcrfError(
+                f"--columns {columns} does not name {', '.join(missing)}, which the model "
+                f"reads (it was trained on the columns {','.join(trained)})"
+            )
+    elif not first.sentences:
+        LOG.warning("no sentences in %s", "standard input" if path == "-" else path)
+    elif len(first.column_names) != len(trained):
+        _warn_if_labels_read(first, components, path)
+    yield first
+    yield from batches
+
+
+def reading_columns(model, columns: str | None, gold_required: bool = False) -> tuple:
+    """(the column names to read an input with, the columns that may be missing): the
+    comma-separated ``columns``, all required; else the columns the model (or the
+    first model of a joint model) was trained on, the predicted ones optional unless
+    ``gold_required``."""
+    if columns is not None:
+        return columns, ()
+    components = model_components(model)
+    return components[0].columns_, () if gold_required else tuple(component.target_ for component in components)
+
+
+def _warn_if_labels_read(corpus, components: list, path: str) -> None:
+    """Warn when a file lacking the predicted columns has a column read as an observation
+    that holds mostly the models' labels (a layout mistake)."""
+    columns = components[0].columns_
+    labels = {label for component in components for label in component.labels_}
+    for name in corpus.column_names[1:]:
+        values = [value for sentence in corpus.column(name) for value in sentence]
+        if sum(value in labels for value in values) > len(values) / 2:
+            LOG.warning(
+                "%s has %d columns, read as %s, and its column %s holds mostly the model's "
+                "labels; the model was trained on %d columns (%s): is the file's layout right?",
+                path,
+                len(corpus.column_names),
+                ",".join(corpus.column_names),
+                name,
+                len(columns),
+                ",".join(columns),
+            )
+            return
+
+
+def model_components(model) -> list:
+    """The single models of a model or of a composed model."""
+    from fstcrf.model.compose import JointModel
+
+    return list(model.components) if isinstance(model, JointModel) else [model]
+
+
+def predict_with_progress(model, corpus, args: argparse.Namespace, options: dict, chunk: int = 2000) -> list[list[str]]:
+    """Labels [B][T] of a single model, with a progress bar; ``options`` are
+    :func:`grammar_options`'s, loaded once per command."""
+    from fstcrf.progress import Progress
+
+    if args.threads is not None:
+        model.threads = args.threads
+    if args.nonlocal_model:
+        return _predict_nonlocal(model, corpus, args)
+    predictions = []
+    sentences = corpus.sentences
+    with Progress(
+        len(sentences), "tagging", unit="sentences", enabled=len(sentences) > chunk and not args.quiet
+    ) as bar:
+        for first in range(0, len(sentences), chunk):
+            batch = sentences[first : first + chunk]
+            predictions += model.predict(batch, **options)
+            bar.update(len(batch))
+    return predictions
+
+
+def _predict_nonlocal(model, corpus, args: argparse.Namespace) -> list[list[str]]:
+    """Labels [B][T] decoded under the --nonlocal factors."""
+    from fstcrf.document.decode import decode_documents, model_factors
+
+    if args.grammar:
+        raise FstcrfError("--nonlocal decodes with the model's own lattice; --grammar cannot be combined with it")
+    factors = model_factors(model, [args.nonlocal_model], args.consistency_scale)
+    labels, result = decode_documents(
+        model,
+        corpus,
+        factors,
+        args.sampler,
+        args.sweeps,
+        args.t_start,
+        args.t_end,
+        args.block_size,
+        args.seed,
+        progress=not args.quiet,
+    )
+    if result is not None:
+        LOG.info(
+            "non-local decoding: %d of %d label-changing moves accepted; the product score rose in %d of %d documents",
+            result.accepted,
+            result.proposed,
+            int((result.best_score > result.viterbi_score).sum()),
+            len(result.best_score),
+        )
+        if result.interrupted:
+            raise KeyboardInterrupt
+    return labels
+
+
+def joint_predict_with_progress(joint, corpus, args: argparse.Namespace, chunk: int = 2000) -> list[list[list[str]]]:
+    """[components][sentences][tokens] labels of a composed model, with a progress bar."""
+    from fstcrf.progress import Progress
+
+    if args.grammar:
+        raise FstcrfError("--grammar applies to single models; a composed model decodes without one")
+    if args.threads is not None:
+        joint.threads = args.threads
+    predictions: list[list[list[str]]] = [[] for _ in joint.components]
+    sentences = corpus.sentences
+    with Progress(
+        len(sentences), f"{args.mode} decoding", unit="sentences", enabled=len(sentences) > chunk and not args.quiet
+    ) as bar:
+        for first in range(0, len(sentences), chunk):
+            batch = sentences[first : first + chunk]
+            with phase("decode"):  # every component's features, scores and the search
+                decoded = joint.predict(batch, mode=args.mode, k=args.k)
+            for column, labels in zip(predictions, decoded):
+                column.extend(labels)
+            bar.update(len(batch))
+    return predictions

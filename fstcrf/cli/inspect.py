@@ -1,0 +1,141 @@
+"""What a model holds: ``fstcrf history`` (its training record, optionally
+plotted), ``fstcrf dump``, ``fstcrf info``, and ``fstcrf upgrade`` to the current
+model file format."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from fstcrf.cli.options import POSITIVE, add_command
+from fstcrf.errors import FstcrfError
+from fstcrf.files import write_atomically
+
+LOG = logging.getLogger("fstcrf")
+
+
+def _history(args: argparse.Namespace) -> int:
+    from fstcrf.model.inspection import dev_score
+    from fstcrf.model.chain import load_model
+
+    model = load_model(args.model)
+    history = model.history_
+    metric = next((record["dev_metric"] for record in history if record.get("dev_metric")), "F1")
+    print(f"iteration  objective      gradient-norm  seconds  dev-{metric}")
+    for record in history:
+        dev = dev_score(record)
+        print(
+            f"{record['iteration']:9d}  {record['objective']:<13.6g}  {record.get('gradient_norm') or 0:<13.4g}  "
+            f"{record['seconds']:7.2f}  {'' if dev is None else f'{dev:.2f}'}"
+        )
+    print(
+        f"kept the weights of iteration {model.best_iteration_} of {model.n_iter_}"
+        + (" (interrupted)" if model.interrupted_ else "")
+    )
+    if args.plot:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise FstcrfError("plotting needs matplotlib: pip install 'fstcrf[bench]'") from None
+        iterations = [r["iteration"] for r in history]
+        figure, objective_axis = plt.subplots(figsize=(7, 4))
+        objective_axis.semilogy(iterations, [r["objective"] for r in history], color="tab:blue")
+        objective_axis.set_xlabel(f"{model.algorithm} iteration")
+        objective_axis.set_ylabel("objective (penalised negative log-likelihood)", color="tab:blue")
+        dev = [(r["iteration"], dev_score(r)) for r in history if dev_score(r) is not None]
+        if dev:
+            dev_axis = objective_axis.twinx()
+            dev_axis.plot(*zip(*dev), color="tab:red")
+            dev_axis.set_ylabel(f"dev {metric}", color="tab:red")
+        objective_axis.set_title(args.title or f"{args.model}")
+        figure.tight_layout()
+        write_atomically(args.plot, lambda stream: figure.savefig(stream, format="png", dpi=110))
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+def _dump(args: argparse.Namespace) -> int:
+    from fstcrf.model.compose import load_any
+    from fstcrf.model.inspection import dump_text
+
+    sys.stdout.write(dump_text(load_any(args.model), top=args.top, label=args.label))
+    return 0
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    from fstcrf.model.compose import upgrade_model
+
+    upgrade_model(args.model, args.output)
+    LOG.info("wrote %s in the current model file format", args.output)
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    from fstcrf.model.compose import load_any
+    from fstcrf.model.inspection import info_text
+
+    sys.stdout.write(info_text(load_any(args.model), args.model))
+    return 0
+
+
+def add_parsers(commands) -> None:
+    """Register fstcrf history, dump, upgrade and info on the subparsers ``commands``."""
+    history = add_command(
+        commands,
+        "history",
+        "per-iteration training record of a model, optionally plotted",
+        _history,
+        inputs=("model",),
+        outputs=("plot",),
+    )
+    history.add_argument("model", help="model file")
+    history.add_argument(
+        "--plot", default=None, help="write a PNG of the objective and the dev score per iteration (default: none)"
+    )
+    history.add_argument("--title", default=None, help="title of the plot (default: the model file)")
+
+    dump = add_command(
+        commands,
+        "dump",
+        "a model's labels, topology, template and largest state and transition weights",
+        _dump,
+        inputs=("model",),
+    )
+    dump.add_argument("model", help="model file (not a composed model: dump each component's file)")
+    dump.add_argument(
+        "--top",
+        type=POSITIVE,
+        default=20,
+        help="show this many largest positive and largest negative weights of each kind (default %(default)s)",
+    )
+    dump.add_argument(
+        "--label",
+        default=None,
+        help="only the state features whose output is this label (or a state of it) and the "
+        "transitions leaving or entering it (default: every label)",
+    )
+
+    upgrade = add_command(
+        commands,
+        "upgrade",
+        "rewrite a model or composed model file of an older format version in the "
+        "current one (loaded in constant time)",
+        _upgrade,
+        inputs=("model",),
+        outputs=("output",),
+    )
+    upgrade.add_argument("model", help="model file or composed model file of any version this fstcrf reads")
+    upgrade.add_argument("-o", "--output", required=True, help="model file to write (not the input)")
+
+    info = add_command(
+        commands,
+        "info",
+        "a model's sizes, training settings and training history summary (each component's, for a composed model)",
+        _info,
+        inputs=("model",),
+    )
+    info.add_argument("model", help="model file or composed model file")

@@ -1,0 +1,355 @@
+"""``fstcrf tag``: the best labels (in batches, so that memory stays bounded), the
+n best, samples, marginals, and tagging on a Dask cluster."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+
+from fstcrf.cli.decoding import (
+    batches_for,
+    grammar_options,
+    joint_predict_with_progress,
+    predict_with_progress,
+    read_for,
+    reading_columns,
+    warn_ignored_decoding_options,
+)
+from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_decoding_arguments
+from fstcrf.errors import FstcrfError
+from fstcrf.files import write_atomically
+from fstcrf.phases import phase
+
+LOG = logging.getLogger("fstcrf")
+
+
+#: Tokens ``fstcrf tag`` reads, tags and writes at a time: its memory is bounded by a batch
+#: (a whole document with --nonlocal), whatever the input's size.
+TAG_BATCH_TOKENS = 20_000
+
+
+def _tag(args: argparse.Namespace) -> int:
+    from fstcrf.model.compose import JointModel, load_any
+    from fstcrf.corpus.conll import write_conll
+    from fstcrf.progress import Progress
+
+    with phase("load"):
+        model = load_any(args.model)
+    composed = isinstance(model, JointModel)
+    warn_ignored_decoding_options(args, composed=composed)
+    _check_tag_options(args, composed)
+    if args.dask is not None:
+        return _tag_on_dask(model, composed, args)
+    if args.dask_dashboard is not None:
+        raise FstcrfError("--dask-dashboard applies to --dask local:N")
+    if args.sample or args.with_probability:
+        if len(args.input) != 1:
+            raise FstcrfError("--sample tags one input file at a time")
+        return _tag_samples(model, read_for(model, args.input[0], columns=args.columns, separator=args.separator), args)
+    if args.input.count("-") > 1:
+        raise FstcrfError("standard input (-) can be read once")
+    options = {} if composed else grammar_options(args)
+    tagged = {"sentences": 0}
+
+    def write(stream) -> None:
+        text = _Utf8Text(stream, args.output)
+        with Progress(None, "tagging", unit="tokens", enabled=not args.quiet) as bar:
+            for path in args.input:
+                for batch in _timed(
+                    batches_for(
+                        model,
+                        path,
+                        columns=args.columns,
+                        separator=args.separator,
+                        batch_tokens=TAG_BATCH_TOKENS,
+                        whole_documents=bool(args.nonlocal_model),
+                    ),
+                    "read",
+                ):
+                    columns = _tag_columns(model, batch, args, composed, options)
+                    with phase("write"):
+                        write_conll(batch, text, extra_columns=columns)
+                        stream.flush()
+                    tagged["sentences"] += len(batch)
+                    bar.update(batch.num_tokens)
+
+    try:
+        write_atomically(args.output, write, keep_on_interrupt=True)
+    except KeyboardInterrupt:
+        LOG.warning(
+            "interrupted: the first %d sentences were tagged and written to %s",
+            tagged["sentences"],
+            "standard output" if args.output == "-" else args.output,
+        )
+        raise
+    return 0
+
+
+def _timed(items, name: str):
+    """The items of an iterable, the work of producing each one timed as phase ``name``."""
+    iterator = iter(items)
+    while True:
+        with phase(name):
+            item = next(iterator, _timed)
+        if item is _timed:
+            return
+        yield item
+
+
+def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
+    """Refuse --nbest and --marginals with a composed model or with options they exclude."""
+    for option, given in (("--nbest", args.nbest is not None), ("--marginals", args.marginals)):
+        if not given:
+            continue
+        if composed:
+            raise FstcrfError(f"{option} applies to single models; {args.model} is a composed model")
+        if args.sample or args.with_probability:
+            raise FstcrfError(f"{option} and --sample are different outputs; give one of them")
+    if args.nbest is not None and args.grammar:
+        raise FstcrfError(
+            "--nbest ranks the sequences of the model's own distribution (under its training "
+            "grammar, if any); --grammar is not applied to it"
+        )
+    if args.nbest is not None and args.marginals:
+        raise FstcrfError("--nbest and --marginals are different outputs; give one of them")
+
+
+def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
+    """tag --dask SPEC: the inputs cut into shards of whole sentences, tagged on the
+    workers (which read the inputs and the model by their paths) and written in order."""
+    from fstcrf.distributed.cluster import connect
+    from fstcrf.distributed.tagging import tag_on_dask
+
+    refused = [
+        option
+        for option, given in (
+            ("a composed model", composed),
+            ("--sample", args.sample),
+            ("--nbest", args.nbest is not None),
+            ("--marginals", args.marginals),
+            ("--nonlocal", args.nonlocal_model),
+            ("standard input", "-" in args.input),
+        )
+        if given
+    ]
+    if refused:
+        raise FstcrfError(
+            f"tagging on Dask (--dask) writes the best labels of a single model read from files; "
+            f"it does not take {', '.join(refused)}"
+        )
+    names, allow_missing = reading_columns(model, args.columns)
+    options = grammar_options(args)
+    if options:
+        options["grammar"] = args.grammar  # loaded by each worker
+    with connect(args.dask, dashboard=args.dask_dashboard) as client, phase("decode"):
+        shards = tag_on_dask(
+            client,
+            args.model,
+            args.input,
+            args.output,
+            names,
+            allow_missing,
+            args.separator,
+            args.threads or 1,
+            options,
+        )
+    LOG.info("tagged %s in %d shards on the Dask workers of %s", ", ".join(args.input), shards, args.dask)
+    return 0
+
+
+class _Utf8Text:
+    """Text written to a binary stream as UTF-8 (what write_conll needs of an open file),
+    without a TextIOWrapper that would close the stream when it is collected."""
+
+    def __init__(self, stream, name: str):
+        self.stream = stream
+        self.name = name
+
+    def write(self, text: str) -> None:
+        self.stream.write(text.encode("utf-8"))
+
+
+def _tag_columns(model, batch, args: argparse.Namespace, composed: bool, options: dict) -> list[list[list[str]]]:
+    """The columns ``fstcrf tag`` appends to a batch of sentences [columns][B][T] (``options``:
+    :func:`grammar_options`'s)."""
+    if args.nbest is not None:
+        extra = _nbest_columns(model, batch, args)
+    elif composed:
+        extra = joint_predict_with_progress(model, batch, args)
+    else:
+        extra = [predict_with_progress(model, batch, args, options)]
+    if args.marginals:
+        extra.append(_marginal_column(model, batch, extra[0], options))
+    return extra
+
+
+#: The label and probability written for a rank of --nbest beyond the
+#: sentence's number of label sequences (CoNLL-U's empty value).
+MISSING_RANK = "_"
+
+
+def _nbest_columns(model, corpus, args: argparse.Namespace) -> list[list[list[str]]]:
+    """--nbest K: K label columns (best first), then K columns holding each rank's
+    path probability, repeated on every token [2K][B][T]."""
+    if args.threads is not None:
+        model.threads = args.threads
+    k = args.nbest
+    labels, probabilities = model.kbest(corpus, k)  # [B][r][T], [B, K]
+    label_columns: list[list[list[str]]] = [[] for _ in range(k)]
+    probability_columns: list[list[list[str]]] = [[] for _ in range(k)]
+    for sentence, ranked, row in zip(corpus.sentences, labels, probabilities):
+        for rank in range(k):
+            found = rank < len(ranked)
+            label_columns[rank].append(ranked[rank] if found else [MISSING_RANK] * len(sentence))
+            probability_columns[rank].append([f"{row[rank]:.6g}"] * len(sentence))
+    return label_columns + probability_columns
+
+
+def _marginal_column(model, corpus, predicted: list[list[str]], options: dict) -> list[list[str]]:
+    """--marginals: p(predicted label at each token | sentence), 4 decimals [B][T]
+    (under --grammar when it is given: ``options`` are :func:`grammar_options`'s)."""
+    marginals = model.predict_marginals(corpus, options.get("grammar"), options.get("params"))  # [B] [T, L]
+    index = {label: number for number, label in enumerate(model.labels_)}
+    return [
+        [f"{table[t, index[label]]:.4f}" for t, label in enumerate(labels)]
+        for table, labels in zip(marginals, predicted)
+    ]
+
+
+def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
+    """tag --sample N [--with-probability]: N exact draws per sentence, as N label columns,
+    or with their probabilities as a feedback log (JSON lines, rewards left null)."""
+    import io
+    from fstcrf.model.compose import JointModel
+    from fstcrf.corpus.conll import write_conll
+    from fstcrf.learn.counterfactual import write_feedback_records
+
+    if isinstance(model, JointModel):
+        raise FstcrfError(
+            "--sample applies to single models; a composed model draws with fstcrf.engine.joint.joint_sample in Python"
+        )
+    if args.grammar:
+        raise FstcrfError(
+            "--sample draws from the model's own distribution (under its training grammar, "
+            "if any); --grammar is not applied to samples"
+        )
+    count = args.sample or 1
+    if args.threads is not None:
+        model.threads = args.threads
+    labels, log_p = model.sample(corpus, count, args.seed)  # [K][B][T], [K, B]
+    if not args.with_probability:
+        write_conll(corpus, args.output, extra_columns=labels)
+        return 0
+    inputs = [name for name in model.columns_ if name != model.target_ and name in corpus.column_names]
+
+    def write(stream) -> None:
+        text = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
+        for b, sentence in enumerate(corpus.sentences):
+            write_feedback_records(
+                text, sentence, inputs, [draw[b] for draw in labels], [math.exp(value) for value in log_p[:, b]]
+            )
+        text.flush()
+        text.detach()
+
+    write_atomically(args.output, write)
+    LOG.info(
+        "wrote %d sampled outputs with their probabilities to %s; fill in each record's reward "
+        "(0 to 1) and train with fstcrf train --algorithm bandit --log",
+        count * len(corpus),
+        "standard output" if args.output == "-" else args.output,
+    )
+    return 0
+
+
+def _separator(text: str) -> str:
+    """The field separator of --separator: "\\t" or "tab" means a tab."""
+    separator = "\t" if text in ("\\t", "tab") else text
+    if not separator:
+        raise argparse.ArgumentTypeError("the separator must not be empty")
+    return separator
+
+
+def add_parsers(commands) -> None:
+    """Register fstcrf tag on the subparsers ``commands``."""
+    tag = add_command(
+        commands,
+        "tag",
+        "append a predicted label column (one per component of a composed model) to a CoNLL file",
+        _tag,
+        inputs=("model", "input"),
+        outputs=("output",),
+    )
+    tag.add_argument("model", help="model file (from train or compose)")
+    tag.add_argument(
+        "input",
+        nargs="+",
+        help="CoNLL files with the columns the model was trained on, tagged in "
+        "order into one output; - reads standard input; the gold column "
+        "may be absent. Read, tagged and written a batch of sentences at a "
+        "time, so memory stays bounded and output appears as it goes",
+    )
+    tag.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    tag.add_argument(
+        "--dask",
+        default=None,
+        metavar="ADDRESS|local:N",
+        help="tag on a Dask cluster (a scheduler address, or local:N worker processes): the input "
+        "files are cut into shards of whole sentences that the workers read and tag with the "
+        "model (both by path), and the output is written in input order; best labels of a "
+        "single model, optionally under --grammar (needs fstcrf[distributed]) (default: in "
+        "this process)",
+    )
+    add_dask_dashboard(tag)
+    add_decoding_arguments(tag)
+    tag.add_argument(
+        "--sample",
+        type=POSITIVE,
+        default=None,
+        metavar="N",
+        help="instead of the best labels, N label sequences per sentence drawn exactly from the "
+        "model's distribution, as N columns (default: the best labels)",
+    )
+    tag.add_argument(
+        "--with-probability",
+        action="store_true",
+        help="with --sample: write a feedback log instead (JSON lines: the input columns, the "
+        "labels drawn, their probability and a null reward to fill in) for fstcrf train "
+        "--algorithm bandit --log (default: off)",
+    )
+    tag.add_argument(
+        "--nbest",
+        type=POSITIVE,
+        default=None,
+        metavar="K",
+        help="single models: the K best label sequences of each sentence with their exact "
+        "probabilities p(y | x) (under the model's training grammar, if any): K label "
+        "columns, best first, then K columns each holding one rank's probability, repeated "
+        "on every token of the sentence, so that every line has the same fields and the "
+        "file stays a CoNLL file (read it with fstcrf.corpus.conll.read_conll). A sentence with "
+        "fewer than K label sequences gets _ labels and probability 0 at the missing ranks "
+        "(default: the best labels only)",
+    )
+    tag.add_argument(
+        "--marginals",
+        action="store_true",
+        help="single models: after the predicted label, a column holding its marginal "
+        "probability p(label at this token | sentence), 4 decimals (CRF++'s -v1) "
+        "(default: off)",
+    )
+    tag.add_argument(
+        "--separator",
+        type=_separator,
+        default=None,
+        metavar="SEP",
+        help="read and write fields separated by SEP, e.g. '\\t' (or 'tab') for tokens "
+        "that contain spaces (default: runs of spaces and tabs; a space when writing)",
+    )
+    tag.add_argument(
+        "--columns",
+        default=None,
+        metavar="NAMES",
+        help="comma-separated names of the input file's columns, when they differ from the "
+        "model's training layout; they must include every column the model was trained on "
+        "but the predicted one (default: the training columns)",
+    )

@@ -1,0 +1,343 @@
+"""``fstcrf train`` (in this process, on a Dask cluster, or from a feedback log) and
+``fstcrf jackknife``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+from collections.abc import Sequence
+
+from fstcrf.cli.common import (
+    check_only_types,
+    grammar_params,
+    only_types,
+    read_corpus,
+    warn_define_without_grammar,
+)
+from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_training_arguments, whole_number
+from fstcrf.corpus.schemes import restrict_types
+from fstcrf.errors import FeedbackError, FstcrfError
+from fstcrf.learn.settings import DEFAULT_SIGMA
+from fstcrf.phases import phase
+
+LOG = logging.getLogger("fstcrf")
+
+
+def _train(args: argparse.Namespace) -> int:
+    keep = only_types(args)
+    warn_define_without_grammar(args)
+    if (args.train is None) == (args.log is None):
+        raise FstcrfError("give a training file TRAIN, or a feedback log with --algorithm bandit --log FILE (not both)")
+    if args.log is not None:
+        if args.consistency:
+            raise FstcrfError(
+                "--consistency estimates penalties from gold-labelled training documents; a feedback log has none"
+            )
+        return _train_from_log(args)
+    if args.dask is not None:
+        return _train_on_dask(args)
+    if args.checkpoint is not None or args.resume:
+        raise FstcrfError("--checkpoint and --resume apply to distributed training (--dask)")
+    if args.dask_dashboard is not None:
+        raise FstcrfError("--dask-dashboard applies to --dask local:N")
+    train = read_corpus(args.train, args.columns)
+    if keep and args.target in train.column_names:
+        check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
+    train = restrict_types(train, args.target, keep)
+    dev = _read_dev(args, keep)
+    init = _warm_start(args)
+    model = _model_from_args(args, train.column_names)
+    penalties = None
+    if args.consistency:
+        from fstcrf.document.decode import estimate_consistency
+
+        penalties = estimate_consistency(train, args.target)
+        LOG.info(
+            "estimated label-consistency penalties for the types %s from %s", ", ".join(penalties.types), args.train
+        )
+    LOG.info(
+        "training a %s order-%d CRF on %s (%d sentences, %d tokens)%s%s",
+        args.algorithm,
+        args.order,
+        args.train,
+        len(train),
+        train.num_tokens,
+        f", selecting on {args.dev}" if dev else "",
+        f", starting from {args.init}" if init else "",
+    )
+    try:
+        with phase("train"):
+            model.fit(train, target=args.target, dev=dev, init=init)
+    except FeedbackError:
+        if hasattr(model, "weights_"):  # keep what bandit learning learnt before the feedback failed
+            model.save(args.output)
+            LOG.warning("kept the weights of epoch %d of %d in %s", model.best_iteration_, model.n_iter_, args.output)
+        raise
+    model.consistency_ = penalties
+    _save_trained(model, args)
+    return 0
+
+
+def _train_on_dask(args: argparse.Namespace) -> int:
+    """train --dask SPEC: data-parallel L-BFGS on a Dask cluster; the workers read the
+    training file's shards (see fstcrf.distributed)."""
+    from fstcrf.corpus.conll import iter_conll
+    from fstcrf.distributed.cluster import connect
+    from fstcrf.distributed.fit import check_supported, fit_on_dask
+    from fstcrf.model.fitting import template_of
+    from fstcrf.model.params import check_params
+
+    if args.consistency:
+        raise FstcrfError("distributed training (--dask) does not take --consistency yet")
+    if args.resume and args.checkpoint is None:
+        raise FstcrfError("--resume needs --checkpoint PATH, the checkpoint to resume from")
+    first = next(iter(iter_conll(args.train, args.columns, batch_tokens=1)))
+    init = _warm_start(args)
+    model = _model_from_args(args, first.column_names)
+    check_params(model)
+    check_supported(model)
+    template_of(model, init, algorithms=("lbfgs",))
+    keep = only_types(args)
+    dev = _read_dev(args, keep)
+    with connect(args.dask, dashboard=args.dask_dashboard) as client:
+        LOG.info(
+            "training a %s order-%d CRF on %s on the Dask workers of %s%s",
+            args.algorithm,
+            args.order,
+            args.train,
+            args.dask,
+            f", starting from {args.init}" if init else "",
+        )
+        with phase("train"):
+            fit_on_dask(
+                model,
+                args.train,
+                client,
+                args.target,
+                dev,
+                columns=args.columns,
+                checkpoint=args.checkpoint,
+                checkpoint_every=args.checkpoint_every,
+                resume=args.resume,
+                init=init,
+                only_types=keep,
+            )
+    _save_trained(model, args)
+    return 0
+
+
+def _train_from_log(args: argparse.Namespace) -> int:
+    """train --algorithm bandit --log FILE: learn offline from logged feedback."""
+    from fstcrf.learn.counterfactual import read_feedback_log
+
+    if args.algorithm != "bandit":
+        raise FstcrfError("--log needs --algorithm bandit")
+    log = read_feedback_log(args.log)
+    dev = read_corpus(args.dev, args.columns) if args.dev else None
+    init = _warm_start(args)
+    model = _model_from_args(args, log.sentences[0].column_names)
+    LOG.info(
+        "learning from %d logged outputs of %s (%s weighting, mean reward %.4f)%s",
+        len(log.labels),
+        args.log,
+        args.weighting,
+        float(log.rewards.mean()),
+        f", starting from {args.init}" if init else "",
+    )
+    model.fit_log(log, target=args.target, dev=dev, init=init)
+    _save_trained(model, args)
+    return 0
+
+
+def _jackknife(args: argparse.Namespace) -> int:
+    from fstcrf.model.compose import jackknife
+    from fstcrf.corpus.conll import write_conll
+
+    corpus = read_corpus(args.train, args.columns)
+    model = _model_from_args(args, corpus.column_names)
+    LOG.info(
+        "jackknifing column %s of %s: %d models, each trained on %d/%d of the sentences",
+        args.target,
+        args.train,
+        args.folds,
+        args.folds - 1,
+        args.folds,
+    )
+    result = jackknife(corpus, model, args.target, args.folds)
+    write_conll(result, args.output)
+    LOG.info("wrote %s with column %s replaced by held-out predictions", args.output, args.target)
+    return 0
+
+
+def _read_dev(args: argparse.Namespace, keep: set[str] | None):
+    """The --dev corpus with --only-types applied, or None without --dev."""
+    return restrict_types(read_corpus(args.dev, args.columns), args.target, keep) if args.dev else None
+
+
+def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
+    """An unfitted ChainCRF configured by the training options, for training data with
+    ``columns`` (they choose the default template)."""
+    from fstcrf.features.template import load_template
+    from fstcrf.features.template import TEMPLATES
+    from fstcrf.model.chain import ChainCRF
+
+    template = args.template or _default_template(args.target, columns)
+    template = template if template in TEMPLATES else load_template(template)
+    return ChainCRF(
+        template=template,
+        order=args.order,
+        algorithm=args.algorithm,
+        sigma=_sigma(args),
+        c1=args.c1,
+        transitions=args.transitions,
+        min_freq=args.min_freq,
+        max_iter=args.max_iter,
+        features=args.features,
+        min_count=args.min_count,
+        threads=args.threads,
+        grammar=args.grammar,
+        grammar_params=grammar_params(args),
+        reads=args.reads,
+        read_transitions=not args.no_read_transitions,
+        mce_c=args.mce_c,
+        mce_iter=args.mce_iter,
+        mce_alpha=args.mce_alpha,
+        mce_beta=args.mce_beta,
+        learning_rate=args.learning_rate,
+        seed=args.seed,
+        objective=args.objective,
+        feedback=args.feedback,
+        draws=args.draws,
+        baseline=args.baseline,
+        step=args.step,
+        clip=args.clip,
+        batch_size=args.batch_size,
+        feedback_flip=args.feedback_flip,
+        feedback_noise=args.feedback_noise,
+        weighting=args.weighting,
+        max_ratio=args.max_ratio,
+    )
+
+
+def _default_template(target: str, columns: Sequence[str]) -> str:
+    """The default template's name for the target and the training file's columns (logged)."""
+    from fstcrf.features.defaults import default_template
+
+    name = default_template(target, columns)
+    LOG.info(
+        "template %s, the default for target %s with the columns %s (see --template)", name, target, ",".join(columns)
+    )
+    return name
+
+
+def _sigma(args: argparse.Namespace) -> float:
+    """The Gaussian prior's sigma from --sigma or CRFsuite's --c2 = 1 / (2 sigma^2) (c2 = 0: no prior)."""
+    if args.c2 is None:
+        return DEFAULT_SIGMA if args.sigma is None else args.sigma
+    if args.sigma is not None:
+        raise FstcrfError("--sigma and --c2 both set the L2 prior (c2 = 1 / (2 sigma^2)); give one of them")
+    return math.inf if args.c2 == 0 else math.sqrt(0.5 / args.c2)
+
+
+def _warm_start(args: argparse.Namespace):
+    """The model of --init (None without it); args take its order and its reading of
+    lower labels, which a warm start keeps."""
+    if not args.init:
+        return None
+    from fstcrf.model.chain import load_model
+
+    init = load_model(args.init)
+    args.order, args.reads, args.no_read_transitions = init.order, init.reads, not init.read_transitions
+    return init
+
+
+def _save_trained(model, args: argparse.Namespace) -> None:
+    with phase("write"):
+        model.save(args.output)
+    report = LOG.warning if model.interrupted_ else LOG.info
+    report(
+        "%s the weights of iteration %d of %d; %d features; model written to %s",
+        "interrupted; kept" if model.interrupted_ else "kept",
+        model.best_iteration_,
+        model.n_iter_,
+        len(model.weights_),
+        args.output,
+    )
+
+
+def add_parsers(commands) -> None:
+    """Register fstcrf train and fstcrf jackknife on the subparsers ``commands``."""
+    train = add_command(
+        commands,
+        "train",
+        "train a CRF tagger on a CoNLL file",
+        _train,
+        inputs=("train", "dev", "init", "log"),
+        outputs=("output",),
+    )
+    train.add_argument(
+        "train", nargs="?", help="training file (CoNLL columns, blank line between sentences); omitted with --log"
+    )
+    train.add_argument("-o", "--output", required=True, help="model file to write")
+    add_training_arguments(train)
+    train.add_argument(
+        "--dev",
+        default=None,
+        help="development file: keep the iteration with the best score on it (chunk F1, or "
+        "accuracy for tags) (default: keep the last iteration)",
+    )
+    train.add_argument(
+        "--init",
+        default=None,
+        metavar="MODEL",
+        help="start from this model's weights (lbfgs, mce-f; with --dask: lbfgs); its template, "
+        "order, reads and feature dictionary are used (default: start from zero)",
+    )
+    train.add_argument(
+        "--only-types",
+        default=None,
+        help="comma-separated chunk types to keep; others become O, e.g. NP (default: all)",
+    )
+    train.add_argument(
+        "--dask",
+        default=None,
+        metavar="ADDRESS|local:N",
+        help="train data-parallel on a Dask cluster: a scheduler address (tcp://host:8786) or "
+        "local:N for N local worker processes; the workers read shards of TRAIN, one per "
+        "worker, with --threads threads each (needs fstcrf[distributed]; lbfgs only) "
+        "(default: in this process)",
+    )
+    add_dask_dashboard(train)
+    train.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="PATH",
+        help="with --dask: save the L-BFGS state here every --checkpoint-every iterations (default: none)",
+    )
+    train.add_argument(
+        "--checkpoint-every",
+        type=POSITIVE,
+        default=1,
+        metavar="N",
+        help="with --checkpoint: iterations between checkpoints (default %(default)s)",
+    )
+    train.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --dask and --checkpoint: continue the run saved there (same data and "
+        "options) after the driver died (default: start afresh)",
+    )
+
+    jackknife = add_command(
+        commands,
+        "jackknife",
+        "replace a column by k-fold held-out predictions (to train a model that reads a lower tagger's output)",
+        _jackknife,
+        inputs=("train",),
+        outputs=("output",),
+    )
+    jackknife.add_argument("train", help="CoNLL file")
+    jackknife.add_argument("-o", "--output", required=True, help="CoNLL file to write")
+    jackknife.add_argument("--folds", type=whole_number(2), default=5, help="number of folds (default %(default)s)")
+    add_training_arguments(jackknife)
