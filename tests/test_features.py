@@ -403,7 +403,7 @@ def test_conll2000_train_has_every_template_at_every_token(data_file):
 @pytest.mark.slow
 def _matrix_by_name(extractor: FeatureExtractor, corpus) -> scipy.sparse.csr_matrix:
     """The oracle: each token's predicate names looked up in ``vocabulary_``."""
-    table, occurrences = extractor._occurrences(corpus)
+    table, occurrences = extractor.occurrences(corpus)
     rows, columns = [], []
     for names, token_predicate, *_ in occurrences:
         column_of = np.array([extractor.vocabulary_.get(name, -1) for name in names] + [-1])

@@ -430,7 +430,9 @@ class FeatureExtractor:
             return parse_template(self.template)
         raise TemplateError(f"template must be a Template or template text, got {type(self.template).__name__}")
 
-    def _occurrences(self, corpus: Corpus | Sequence[Sentence]):
+    def occurrences(self, corpus: Corpus | Sequence[Sentence]):
+        """(the corpus's token table, and per predicate template of the template what
+        its :meth:`predicate_occurrences` gives: names, token indices, counts, values)."""
         table = self._token_table(corpus)
         return table, [table.predicate_occurrences(predicate) for predicate in self.parsed_template()]
 
@@ -607,7 +609,7 @@ class FeatureExtractor:
 
     def fit(self, corpus: Corpus | Sequence[Sentence]) -> FeatureExtractor:
         """Build the predicate dictionary from a corpus or a list of sentences."""
-        self._learn(self._occurrences(corpus)[1])
+        self._learn(self.occurrences(corpus)[1])
         return self
 
     def transform(self, corpus: Corpus | Sequence[Sentence]):
@@ -684,7 +686,7 @@ class FeatureExtractor:
 
     def fit_transform_rows(self, corpus: Corpus | Sequence[Sentence]) -> SparseRows:
         """:meth:`fit_transform`'s matrix as :class:`SparseRows`."""
-        table, occurrences = self._occurrences(corpus)
+        table, occurrences = self.occurrences(corpus)
         return self._matrix(table, occurrences, self._learn(occurrences))
 
     def to_dict(self) -> dict:

@@ -372,7 +372,7 @@ class CRF(BaseEstimator):
         return self
 
     # -- the fitted model ----------------------------------------------------
-    def _model(self) -> ChainCRF | None:
+    def chain_model(self) -> ChainCRF | None:
         """The fitted ChainCRF, read from model_filename when not fitted; None if neither."""
         if "crf_" not in self.__dict__ and self.model_filename is not None:
             if os.path.isfile(self.model_filename):
@@ -381,7 +381,7 @@ class CRF(BaseEstimator):
         return self.__dict__.get("crf_")
 
     def _fitted(self) -> ChainCRF:
-        model = self._model()
+        model = self.chain_model()
         if model is None:
             raise FstcrfError("this CRF is not fitted; call fit first (or give model_filename of a saved model)")
         return model
@@ -438,13 +438,13 @@ class CRF(BaseEstimator):
     @property
     def classes_(self) -> list[str] | None:
         """The labels [L]."""
-        model = self._model()
+        model = self.chain_model()
         return None if model is None else list(model.labels_)
 
     @property
     def size_(self) -> int | None:
         """The size of the fitted model, in bytes (its pickled ChainCRF)."""
-        model = self._model()
+        model = self.chain_model()
         return None if model is None else len(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL))
 
     @property
@@ -485,7 +485,7 @@ class CRF(BaseEstimator):
     def _info_of(self):
         """(attributes, state features, transition features, lower-label transition
         features) of the fitted model (see model_features), or None."""
-        model = self._model()
+        model = self.chain_model()
         if model is None:
             return None
         cached = self.__dict__.get("_info")

@@ -198,7 +198,7 @@ def _joint_model(crfs: list[CRF], joint: JointCRF) -> JointModel:
     """The JointModel of fitted CRFs; a chain that does not fit raises CompositionError."""
     models = []
     for level, crf in enumerate(crfs):
-        model = crf._model()
+        model = crf.chain_model()
         if model is None:
             raise FstcrfError(f"CRF {level} of the chain is not fitted; call JointCRF.fit, or fit each CRF")
         if level == 0 and model.reads is not None:
