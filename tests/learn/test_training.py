@@ -11,7 +11,7 @@ from fstcrf.errors import FstcrfError
 from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.model import ChainCRF
 from fstcrf.learn.objective import TrainingSet
-from test_model import TEMPLATE, chunk_corpus, random_corpus, training_set
+from corpora import TEMPLATE, chunk_corpus, random_corpus, training_set
 
 SETTINGS = {"lbfgs": dict(max_iter=60), "perceptron": dict(max_iter=10), "sgd": dict(max_iter=10, learning_rate=0.2)}
 

@@ -259,7 +259,7 @@ def test_sentence_chunk_f1_is_score_chunks(example):
 
 from fstcrf.errors import FeedbackError, FstcrfError  # noqa: E402
 from fstcrf.model import ChainCRF  # noqa: E402
-from test_model import TEMPLATE as CHUNK_TEMPLATE, chunk_corpus  # noqa: E402
+from corpora import TEMPLATE as CHUNK_TEMPLATE, chunk_corpus  # noqa: E402
 
 BANDIT = dict(algorithm="bandit", max_iter=10, learning_rate=0.1, batch_size=8, draws=4, baseline="loo", step="adagrad")
 

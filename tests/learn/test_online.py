@@ -15,7 +15,7 @@ from fstcrf.grammar import compile_grammar, load_grammar, restrict_to
 from fstcrf.corpus.labels import gold_label_set
 from fstcrf.learn.objective import Scorer, TrainingSet
 from oracles import BruteForce
-from test_model import chunk_corpus, random_corpus, reading_training_set, training_set
+from corpora import chunk_corpus, random_corpus, reading_training_set, training_set
 
 LEARNERS = {
     "pa": (online.passive_aggressive, dict(max_iter=10)),

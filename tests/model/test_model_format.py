@@ -15,7 +15,7 @@ from fstcrf.errors import ModelFileError
 from fstcrf.model.compose import compose, load_joint, upgrade_model
 from fstcrf.model import extractor_from_payload
 from fstcrf.model.file import FORMAT_VERSION, JOINT_KIND, MAGIC, checksum, read_container
-from test_model import READING_TEMPLATE, TEMPLATE, chunk_corpus
+from corpora import READING_TEMPLATE, TEMPLATE, chunk_corpus
 
 PREAMBLE = struct.Struct("<16sIQQ")
 

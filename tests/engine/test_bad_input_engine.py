@@ -369,7 +369,7 @@ def test_misaligned_weights_give_the_aligned_gradient():
     ft_gradient reading them misaligned; the sanitizer run of docs/development.md
     checks this test): a misaligned copy of the weights gives the same loss and
     gradient as the aligned array."""
-    from test_model import random_corpus, training_set
+    from corpora import random_corpus, training_set
 
     problem = training_set(random_corpus(3, 12), 1, "supported")
     theta = np.random.default_rng(3).normal(size=problem.num_weights)

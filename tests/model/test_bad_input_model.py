@@ -27,7 +27,7 @@ from fstcrf.corpus.evaluate import TagScores
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.model.file import MODEL_IN_MEMORY_VARIABLE, MODEL_KIND, read_container, write_container
 from fstcrf.corpus.synthetic import DATA_DIR
-from test_model import TEMPLATE, chunk_corpus
+from corpora import TEMPLATE, chunk_corpus
 
 POS_TEMPLATE = "bias\nword[0]\nword[-1]\nword[+1]\n"
 READING_TEMPLATE = "bias\nword[0]\npos[0]\npos[0]|word[0]\n"

@@ -32,7 +32,7 @@ from fstcrf.corpus.synthetic import DATA_DIR
 from fstcrf.engine.topology import first_order
 
 from oracles import check_finite_differences, edge_index_table, enumerate_state_paths
-from test_model import TEMPLATE, chunk_corpus, random_corpus, training_set
+from corpora import TEMPLATE, chunk_corpus, random_corpus, training_set
 
 #: Sentences are cut to this many tokens so that every label sequence can be enumerated.
 MAX_LENGTH = 5

@@ -18,9 +18,9 @@ from fstcrf.learn import train
 from fstcrf.errors import CheckpointError
 from fstcrf.corpus.evaluate import TagScores
 
-from test_owlqn import Logistic
+from objectives import Logistic
 
-DEMO = Path(__file__).resolve().parents[1] / "fstcrf" / "data" / "demo_train.txt"
+DEMO = Path(__file__).resolve().parents[2] / "fstcrf" / "data" / "demo_train.txt"
 
 
 class DriverDied(BaseException):

@@ -21,7 +21,7 @@ dask = pytest.importorskip("dask")
 pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
 
-DATA = Path(__file__).resolve().parents[1] / "fstcrf" / "data"
+DATA = Path(__file__).resolve().parents[2] / "fstcrf" / "data"
 
 
 def listening_sockets() -> list[tuple[int, str, int]]:

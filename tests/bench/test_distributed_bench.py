@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-DEMO = Path(__file__).resolve().parents[1] / "fstcrf" / "data" / "demo_train.txt"
+DEMO = Path(__file__).resolve().parents[2] / "fstcrf" / "data" / "demo_train.txt"
 
 
 @pytest.mark.slow

@@ -42,7 +42,7 @@ from oracles import BruteForce, enumerate_state_paths
 from strategies import oracle_settings
 
 MAX_LENGTH = 5
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NP_VP = iob2_labels(["NP", "VP"])  # O B-NP I-NP B-VP I-VP
 
 

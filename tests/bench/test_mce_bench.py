@@ -5,7 +5,7 @@ import json
 from fstcrf.cli import main
 from fstcrf.corpus.conll import Corpus, Sentence, write_conll
 from fstcrf.corpus.schemes import convert
-from test_model import chunk_corpus
+from corpora import chunk_corpus
 
 
 def toy_data(folder):

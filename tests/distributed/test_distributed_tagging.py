@@ -10,7 +10,7 @@ from fstcrf.corpus.conll import read_conll
 
 distributed = pytest.importorskip("distributed")
 
-DATA = Path(__file__).resolve().parents[1] / "fstcrf" / "data"
+DATA = Path(__file__).resolve().parents[2] / "fstcrf" / "data"
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from fstcrf.learn.feedback import ChunkTables, sentence_chunk_f1
 from fstcrf.engine.inference import sample
 from fstcrf.model import ChainCRF
 from oracles import check_finite_differences
-from test_model import TEMPLATE, chunk_corpus
+from corpora import TEMPLATE, chunk_corpus
 
 
 def logged(model: ChainCRF, corpus, seed: int = 0) -> FeedbackLog:

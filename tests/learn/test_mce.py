@@ -20,7 +20,7 @@ from fstcrf.corpus.labels import chain_topology, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.learn.objective import Scorer, TrainingSet
 from oracles import check_finite_differences
-from test_model import TEMPLATE, chunk_corpus, random_corpus, training_set
+from corpora import TEMPLATE, chunk_corpus, random_corpus, training_set
 
 LABELS = ["B-A", "B-B", "I-A", "I-B", "O"]
 SCHEME = mce.Scheme.from_labels(LABELS)
@@ -396,7 +396,7 @@ def test_f_score_training_on_conll2000_raises_the_smoothed_training_f(data_file)
 
 
 def test_gradient_with_transitions_that_read_a_lower_label():
-    from test_model import reading_training_set
+    from corpora import reading_training_set
 
     problem = reading_training_set(random_corpus(64, 14), 1)
     objective = mce.SegmentFScore(problem.scorer, problem.encoded, problem.states)

@@ -15,7 +15,7 @@ import pytest
 import fstcrf
 from fstcrf.cli import build_parser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Modules too heavy for start-up (a name covers its submodules).
 HEAVY = (

@@ -17,7 +17,7 @@ from fstcrf.model import ChainCRF
 
 distributed = pytest.importorskip("distributed")
 
-DEMO = Path(__file__).resolve().parents[1] / "fstcrf" / "data" / "demo_train.txt"
+DEMO = Path(__file__).resolve().parents[2] / "fstcrf" / "data" / "demo_train.txt"
 ITERATIONS = 6
 
 
