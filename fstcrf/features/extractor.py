@@ -431,8 +431,7 @@ class FeatureExtractor:
         raise TemplateError(f"template must be a Template or template text, got {type(self.template).__name__}")
 
     def occurrences(self, corpus: Corpus | Sequence[Sentence]):
-        """(the corpus's token table, and per predicate template of the template what
-        its :meth:`predicate_occurrences` gives: names, token indices, counts, values)."""
+        """(the corpus's token table, and its predicate_occurrences of each predicate template)."""
         table = self._token_table(corpus)
         return table, [table.predicate_occurrences(predicate) for predicate in self.parsed_template()]
 
@@ -462,8 +461,7 @@ class FeatureExtractor:
     @property
     def num_predicates(self) -> int:
         """P, the number of predicate columns."""
-        self._check_fitted()
-        return len(self._dictionary.keys)
+        return len(self.dictionary.keys)
 
     def column_of(self, name: str) -> int | None:
         """The column of the predicate named ``name`` (None if it is not fitted), found by
