@@ -27,10 +27,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from fstcrf.bench.crfsuite import template_spec, token_attributes
 from fstcrf.bench.harness import compile_bytecode, fstcrf_command
 from fstcrf.phases import PHASES_VARIABLE
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # ---------------------------------------------------------------------------
 # The benchmark: both sides as fresh processes
@@ -144,6 +148,27 @@ def _chunk_f1(output_path) -> float:
     return score_chunks(corpus.column(gold), corpus.column(predicted)).f1
 
 
+def _train_chunker(folder, iterations: int, threads: int, scratch) -> Path:
+    """Train the default chunker on folder/train.txt in a process of its own; its model path."""
+    model = scratch / "fstcrf.model"
+    _run(
+        fstcrf_command(
+            "-q",
+            "train",
+            str(folder / "train.txt"),
+            "--max-iter",
+            str(iterations),
+            "--threads",
+            str(threads),
+            "-o",
+            str(model),
+        ),
+        scratch,
+        "fstcrf-train",
+    )
+    return model
+
+
 def bench_tag_process(
     folder,
     copies: int = 10,
@@ -181,22 +206,7 @@ def bench_tag_process(
         tagged = scratch / "input.txt"
         tokens = _copies_of(folder / "test.txt", copies, tagged)
         if model is None:
-            model = scratch / "fstcrf.model"
-            _run(
-                fstcrf_command(
-                    "-q",
-                    "train",
-                    str(folder / "train.txt"),
-                    "--max-iter",
-                    str(train_iterations),
-                    "--threads",
-                    str(threads),
-                    "-o",
-                    str(model),
-                ),
-                scratch,
-                "fstcrf-train",
-            )
+            model = _train_chunker(folder, train_iterations, threads, scratch)
         bar.update()
         fitted = load_model(model)
         if not isinstance(fitted.extractor_, FeatureExtractor):
@@ -458,22 +468,7 @@ def bench_stream_process(
     with tempfile.TemporaryDirectory(prefix="fstcrf-bench-stream-") as name:
         scratch = Path(name)
         if model is None:
-            model = scratch / "fstcrf.model"
-            _run(
-                fstcrf_command(
-                    "-q",
-                    "train",
-                    str(folder / "train.txt"),
-                    "--max-iter",
-                    str(train_iterations),
-                    "--threads",
-                    str(threads),
-                    "-o",
-                    str(model),
-                ),
-                scratch,
-                "fstcrf-train",
-            )
+            model = _train_chunker(folder, train_iterations, threads, scratch)
         phases_path = scratch / "stream.phases.json"
         err_path = scratch / "stream.err"
         with open(err_path, "wb") as err, Progress(total, "bench stream", unit="B", enabled=progress) as bar:
