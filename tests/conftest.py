@@ -38,3 +38,57 @@ def data_file(data_dir):
         return path
 
     return find
+
+
+#: The package's demo corpus, which the shared demo models are trained on.
+DEMO_TRAIN = Path(__file__).resolve().parents[1] / "fstcrf" / "data" / "demo_train.txt"
+
+
+def _trained(folder: Path, name: str, *options: str) -> Path:
+    """A model file ``name`` in ``folder`` that ``fstcrf train`` fits on the demo corpus."""
+    from fstcrf.cli import main
+
+    path = folder / name
+    assert main(["-q", "train", str(DEMO_TRAIN), "-o", str(path), *options]) == 0
+    return path
+
+
+def _shared(path: Path):
+    """Yield ``path`` to the tests, then fail if one of them changed the shared file."""
+    before = path.read_bytes()
+    yield path
+    assert path.read_bytes() == before, f"a test changed the shared model file {path}"
+
+
+@pytest.fixture(scope="session")
+def demo_chunker(tmp_path_factory):
+    """A first-order chunker model file (5 iterations on the demo corpus); read-only."""
+    yield from _shared(_trained(tmp_path_factory.mktemp("demo"), "chunker.model", "--max-iter", "5"))
+
+
+@pytest.fixture(scope="session")
+def demo_order2_chunker(tmp_path_factory):
+    """A second-order chunker model file (5 iterations on the demo corpus); read-only."""
+    folder = tmp_path_factory.mktemp("demo")
+    yield from _shared(_trained(folder, "order2.model", "--max-iter", "5", "--order", "2"))
+
+
+@pytest.fixture(scope="session")
+def demo_pos_tagger(tmp_path_factory):
+    """A part-of-speech model file (5 iterations on the demo corpus); read-only."""
+    folder = tmp_path_factory.mktemp("demo")
+    yield from _shared(_trained(folder, "pos.model", "--target", "pos", "--max-iter", "5"))
+
+
+@pytest.fixture(scope="session")
+def demo_joint(tmp_path_factory):
+    """The composition file of a part-of-speech tagger and a chunker that reads its tags
+    (3 iterations each on the demo corpus); read-only."""
+    from fstcrf.cli import main
+
+    folder = tmp_path_factory.mktemp("demo")
+    pos = _trained(folder, "pos.model", "--target", "pos", "--template", "pos", "--max-iter", "3")
+    chunk = _trained(folder, "chunk.model", "--reads", "pos", "--template", "chunking-reads-pos", "--max-iter", "3")
+    joint = folder / "joint.model"
+    assert main(["-q", "compose", str(pos), str(chunk), "-o", str(joint)]) == 0
+    yield from _shared(joint)

@@ -49,7 +49,7 @@ def main(model_path: str, train_path: str, alpha: float = 1.0) -> None:
     theta = model.weights_
     r, gradient = objective.loss_and_gradient(theta)
     tp, fn, fp = objective.last_counts
-    blocks = [objective._block_spans(theta, first, last) for plan in objective._plans for first, last in plan]
+    blocks = [objective.block_spans(theta, first, last) for plan in objective._plans for first, last in plan]
     d = np.concatenate([block.d for block in blocks])
     gold = np.concatenate([block.gold for block in blocks])
     print(f"r {r:.6g}  smoothed TP {tp:.1f} FN {fn:.1f} FP {fp:.1f}  smoothed F {100 / (1 + r):.3f}")

@@ -402,7 +402,7 @@ def bench_compose_process(joint_path, test_path, threads: int = 2, repeats: int 
     }
 
 
-def _feed(stream, text: bytes, total_bytes: int, written: list[int]) -> None:
+def feed_until(stream, text: bytes, total_bytes: int, written: list[int]) -> None:
     """Write copies of ``text`` (whole sentences) to ``stream`` until ``total_bytes``
     are written, the last copy cut after the last sentence that fits, then close it;
     written[0] counts the bytes written so far.  A closed pipe ends it."""
@@ -481,7 +481,7 @@ def bench_stream_process(
                 env={**os.environ, PHASES_VARIABLE: str(phases_path)},
             )
             fed = [0]
-            feeder = threading.Thread(target=_feed, args=(process.stdin, text, total, fed), daemon=True)
+            feeder = threading.Thread(target=feed_until, args=(process.stdin, text, total, fed), daemon=True)
             feeder.start()
             first_output, output_bytes, samples = None, 0, []
             next_sample = started

@@ -280,10 +280,10 @@ def supported_pair_counts(
     counts = {}
     if feature_set != "complete" and states is not None:
         known = states[token] >= 0
-        counts["states"] = _key_counts(predicate[known] * (S + L) + states[token[known]], bound)
+        counts["states"] = key_counts(predicate[known] * (S + L) + states[token[known]], bound)
     if L and feature_set == "supported" and label_ids is not None:
         on = (predicate != bias_predicate) & (label_ids[token] >= 0)
-        counts["labels"] = _key_counts(predicate[on] * (S + L) + S + label_ids[token[on]], bound)
+        counts["labels"] = key_counts(predicate[on] * (S + L) + S + label_ids[token[on]], bound)
     return counts
 
 
@@ -291,7 +291,7 @@ def supported_pair_counts(
 COUNT_TABLE_KEYS = 1 << 24
 
 
-def _key_counts(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+def key_counts(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct keys int64 [M], ascending, how often each occurs int64 [M]) of keys
     int64 [M'] in [0, bound)."""
     if bound > COUNT_TABLE_KEYS:
@@ -345,7 +345,7 @@ def features_from_counts(
         keys.append((tagged[:, None] * outputs + S + np.arange(L)).ravel())
     # one part is distinct and ascending already; several may overlap and interleave
     merged = (
-        keys[0] if len(keys) == 1 else _key_counts(np.concatenate(keys + [np.zeros(0, dtype=np.int64)]), P * outputs)[0]
+        keys[0] if len(keys) == 1 else key_counts(np.concatenate(keys + [np.zeros(0, dtype=np.int64)]), P * outputs)[0]
     )
     ptr = np.searchsorted(merged, np.arange(P + 1, dtype=np.int64) * outputs)
     state_label = topology.state_label if L else np.arange(S)

@@ -158,7 +158,7 @@ def _ranges(lengths: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class _BlockSpans:
+class BlockSpans:
     """The segments of one block of sentences and their span Viterbi results."""
 
     first: int  # the block's first sentence
@@ -204,7 +204,7 @@ class SegmentFScore:
         self.last_counts = (0.0, 0.0, 0.0)
 
     # -- pass 1: segments and their margins ---------------------------------------------
-    def _block_spans(self, theta: np.ndarray, first: int, last: int) -> _BlockSpans:
+    def block_spans(self, theta: np.ndarray, first: int, last: int) -> BlockSpans:
         encoded, offsets = self.encoded, self.encoded.offsets
         pot = self.scorer.potentials(encoded, theta, first, last)
         local_offsets = offsets[first : last + 1] - offsets[first]
@@ -251,7 +251,7 @@ class SegmentFScore:
         minus = np.where(gold_rows, result.inside_paths, result.outside_paths)
         span_of_row = np.repeat(np.arange(len(d)), path_lengths)
         rows = local_offsets[segments.sentence][span_of_row] + _ranges(path_lengths)
-        return _BlockSpans(first, segments, rows, span_of_row, plus, minus, d, is_gold)
+        return BlockSpans(first, segments, rows, span_of_row, plus, minus, d, is_gold)
 
     # -- the objective --------------------------------------------------------------------
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -261,7 +261,7 @@ class SegmentFScore:
         blocks = [
             block
             for blocks in run_parallel(
-                lambda plan: [self._block_spans(theta, first, last) for first, last in plan], self._plans
+                lambda plan: [self.block_spans(theta, first, last) for first, last in plan], self._plans
             )
             for block in blocks
         ]
@@ -296,7 +296,7 @@ class SegmentFScore:
         gradient = np.sum(run_parallel(accumulate, self._plans), axis=0)
         return numerator / denominator, gradient
 
-    def _add_block_gradient(self, block: _BlockSpans, weights: np.ndarray, last: int, out: np.ndarray) -> None:
+    def _add_block_gradient(self, block: BlockSpans, weights: np.ndarray, last: int, out: np.ndarray) -> None:
         """Add sum over the spans of block (sentences block.first .. last-1) of
         weights [K] * (Phi(plus path) - Phi(minus path)) to out [D]."""
         keep = weights[block.span_of_row] != 0.0

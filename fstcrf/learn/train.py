@@ -123,8 +123,8 @@ class Problem(Objective, Protocol):
         """int32 [T]: the gold state sequence of sentence ``index``."""
 
 
-class _StoppingTest(Protocol):
-    """lbfgs's convergence test (see :func:`_stopping_test`)."""
+class StoppingTest(Protocol):
+    """lbfgs's convergence test (see :func:`stopping_test`)."""
 
     losses: collections.deque[float]
 
@@ -356,7 +356,7 @@ def lbfgs(
         theta, loss, steepest, (gradient, pairs) = next(steps)
         if initial is not None and resume is None:
             monitor.start_from(theta, loss, float(np.linalg.norm(steepest)), counts(theta))
-        converged = _stopping_test(tol, epsilon, period, delta, [loss] if resume is None else resume.recent_losses)
+        converged = stopping_test(tol, epsilon, period, delta, [loss] if resume is None else resume.recent_losses)
         if (resume is None and not _gradient_small(theta, steepest, epsilon)) or (
             resume is not None and not resume.finished
         ):
@@ -428,9 +428,9 @@ def _gradient_small(theta: np.ndarray, steepest: np.ndarray, epsilon: float | No
     return epsilon is not None and float(np.linalg.norm(steepest)) <= epsilon * max(1.0, float(np.linalg.norm(theta)))
 
 
-def _stopping_test(
+def stopping_test(
     tol: float, epsilon: float | None, period: int | None, delta: float | None, recent_losses: list[float]
-) -> _StoppingTest:
+) -> StoppingTest:
     """lbfgs's convergence test, called once per iteration with (theta [D], objective,
     steepest [D]) and True when training should stop (see lbfgs).  ``recent_losses``
     are the objectives met so far (the start's, then each iteration's); the test keeps
@@ -448,7 +448,7 @@ def _stopping_test(
         losses.append(loss)
         return stop or _gradient_small(theta, steepest, epsilon)
 
-    test = cast(_StoppingTest, converged)
+    test = cast(StoppingTest, converged)
     test.losses = losses
     return test
 
@@ -486,7 +486,7 @@ def _quasi_newton(
     else:
         loss, gradient, resumed = start
         pairs.extend(resumed)
-    steepest = _pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
+    steepest = pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
     yield theta, loss, steepest, (gradient, pairs)
 
     def line_search(direction: np.ndarray) -> tuple[np.ndarray, float, np.ndarray] | None:
@@ -496,7 +496,7 @@ def _quasi_newton(
         return backtracking(smooth, theta, loss, steepest, direction, l1, search, max_linesearch)
 
     while True:
-        direction = _two_loop(steepest, pairs)
+        direction = two_loop(steepest, pairs)
         if not pairs:
             direction /= max(float(np.linalg.norm(steepest)), 1e-300)
         found = line_search(direction)
@@ -519,11 +519,11 @@ def _quasi_newton(
         if curvature > 1e-10 * float(y @ y):
             pairs.append((s, y, 1.0 / curvature))
         theta, loss, gradient = new_theta, new_loss, new_gradient
-        steepest = _pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
+        steepest = pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
         yield theta, loss, steepest, (gradient, pairs)
 
 
-def _pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float, frozen: np.ndarray | None) -> np.ndarray:
+def pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float, frozen: np.ndarray | None) -> np.ndarray:
     """float [D]: Andrew & Gao's pseudo-gradient of smooth + l1 ||theta||_1, from the smooth
     part's ``gradient`` [D]: gradient + l1 sign(theta) where theta != 0; where theta == 0, the
     one-sided derivative that descends (gradient shrunk towards 0 by l1), or 0; 0 at ``frozen``."""
@@ -537,7 +537,7 @@ def _pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float, frozen:
     return steepest
 
 
-def _two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
+def two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
     """-H g: the L-BFGS direction for the stored pairs (s, y, rho), oldest first
     (``fu_two_loop`` in C: one pass per update, no [D] temporaries)."""
     from fstcrf.engine import kernel

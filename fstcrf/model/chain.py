@@ -249,14 +249,15 @@ class ChainCRF:
             setattr(self, name, value)
         return self
 
-    def _encode(self, sentences: Sequence[Sentence]) -> EncodedSentences:
+    def encode(self, sentences: Sequence[Sentence]) -> EncodedSentences:
         """Sentences encoded by the fitted extractor, with their transition classes."""
         with phase("features"):
             return EncodedSentences.from_corpus(
                 self.extractor_, sentences, token_class=token_classes(self, sentences, self.lower_labels_)
             )
 
-    def _scorer(self) -> Scorer:
+    def scorer(self) -> Scorer:
+        """The Scorer of the fitted weights: features, topology, threads, training constraint, transition layout."""
         return Scorer(
             self.features_,
             self.topology_,
@@ -271,7 +272,7 @@ class ChainCRF:
         not read a lower label."""
         check_fitted(self)
         F = self.features_.num_features
-        table = self._scorer().transitions.scores(self.weights_[F:])
+        table = self.scorer().transitions.scores(self.weights_[F:])
         classes = (
             token_classes(self, [Sentence({self.reads: list(lower_labels)})], self.lower_labels_)
             if table.ndim == 2 and self.reads is not None
@@ -374,14 +375,14 @@ class ChainCRF:
         if not sentences:
             return []
         if grammar is None:
-            encoded = self._encode(sentences)
+            encoded = self.encode(sentences)
             with phase("decode"):
-                return split_labels(self.topology_, self._scorer().paths(encoded, self.weights_), encoded.offsets)
+                return split_labels(self.topology_, self.scorer().paths(encoded, self.weights_), encoded.offsets)
         if on_infeasible not in ("error", "unconstrained"):
             raise FstcrfError(f"on_infeasible must be 'error' or 'unconstrained', got {on_infeasible!r}")
         if not isinstance(grammar, Grammar):
             grammar = load_grammar(grammar)
-        constrained = self._scorer().decoding_topology(grammar, params)
+        constrained = self.scorer().decoding_topology(grammar, params)
         infeasible = [i for i, sentence in enumerate(sentences) if not constrained.is_feasible(len(sentence))]
         if infeasible and on_infeasible == "error":
             shown = ", ".join(f"{i} (length {len(sentences[i])})" for i in infeasible[:10])
@@ -394,8 +395,8 @@ class ChainCRF:
         result: list[list[str]] = [[] for _ in sentences]  # every one is filled below
         feasible = sorted(set(range(len(sentences))) - set(infeasible))
         if feasible:
-            encoded = self._encode([sentences[i] for i in feasible])
-            paths = self._scorer().paths(encoded, self.weights_, grammar, params)
+            encoded = self.encode([sentences[i] for i in feasible])
+            paths = self.scorer().paths(encoded, self.weights_, grammar, params)
             for i, labels in zip(feasible, split_labels(self.topology_, paths, encoded.offsets)):
                 result[i] = labels
         if infeasible:
@@ -412,15 +413,15 @@ class ChainCRF:
         """The scores of a batch of sentences on ``topology_`` (for lattice export,
         k-best lists, sampling or marginals with :mod:`fstcrf.engine.inference`)."""
         check_fitted(self)
-        encoded = self._encode(as_sentences(corpus, "ChainCRF.potentials"))
-        return self._scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences)
+        encoded = self.encode(as_sentences(corpus, "ChainCRF.potentials"))
+        return self.scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences)
 
     def decoding_potentials(self, sentences: Sequence[Sentence]) -> tuple[EncodedSentences, Potentials, np.ndarray]:
         """(the encoded sentences, their potentials on the decoding topology -- the
         model's, or its restriction to the training grammar -- and int [S'] the model
         state of each decoding state) for sampling and k-best lists."""
-        encoded = self._encode(sentences)
-        scorer = self._scorer()
+        encoded = self.encode(sentences)
+        scorer = self.scorer()
         pot = scorer.potentials(encoded, self.weights_, 0, encoded.num_sequences)
         if scorer.constrained is None:
             return encoded, pot, np.arange(self.topology_.num_states)
@@ -534,8 +535,8 @@ class ChainCRF:
             return []
         if grammar is not None and not isinstance(grammar, (Grammar, pynini.Fst)):
             grammar = load_grammar(grammar)
-        encoded = self._encode(sentences)
-        state_marginals = self._scorer().marginals(encoded, self.weights_, grammar, params)
+        encoded = self.encode(sentences)
+        state_marginals = self.scorer().marginals(encoded, self.weights_, grammar, params)
         by_label = np.zeros((self.topology_.num_states, self.topology_.num_labels))
         by_label[np.arange(self.topology_.num_states), self.topology_.state_label] = 1.0
         return np.split(state_marginals @ by_label, encoded.offsets[1:-1])

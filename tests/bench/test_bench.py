@@ -40,10 +40,8 @@ def test_bench_compose_runs_and_counts_tokens(capsys):
     assert " 0 tok/s" not in "".join(lines)
 
 
-def test_bench_grammar_runs(tmp_path, capsys):
-    model = tmp_path / "m.model"
-    assert main(["-q", "train", str(DATA_DIR / "demo_train.txt"), "-o", str(model), "--max-iter", "5"]) == 0
-    capsys.readouterr()
+def test_bench_grammar_runs(demo_chunker, capsys):
+    model = demo_chunker
     assert (
         main(
             [
@@ -65,19 +63,9 @@ def test_bench_grammar_runs(tmp_path, capsys):
         assert f"| {name} |" in table
 
 
-def test_bench_compose_on_a_model_runs(tmp_path, capsys):
-    train, test = str(DATA_DIR / "demo_train.txt"), str(DATA_DIR / "demo_test.txt")
-    pos, chunk, joint = (str(tmp_path / name) for name in ("p.model", "c.model", "j.model"))
-    assert main(["-q", "train", train, "--target", "pos", "--template", "pos", "--max-iter", "3", "-o", pos]) == 0
-    assert (
-        main(
-            ["-q", "train", train, "--reads", "pos", "--template", "chunking-reads-pos", "--max-iter", "3", "-o", chunk]
-        )
-        == 0
-    )
-    assert main(["-q", "compose", pos, chunk, "-o", joint]) == 0
-    capsys.readouterr()
-    assert main(["-q", "bench", "compose", "--model", joint, "--test", test, "--repeats", "1"]) == 0
+def test_bench_compose_on_a_model_runs(demo_joint, capsys):
+    test = str(DATA_DIR / "demo_test.txt")
+    assert main(["-q", "bench", "compose", "--model", str(demo_joint), "--test", test, "--repeats", "1"]) == 0
     out = capsys.readouterr().out
     assert "joint Viterbi kernel" in out
     for label in (

@@ -297,7 +297,7 @@ def test_the_feeder_stops_at_the_last_whole_sentence_that_fits():
         (2 * len(text) - 1, text + b"a B\nb C\n\n"),
     ]:
         sink, fed = Sink(), [0]
-        process._feed(sink, text, budget, fed)
+        process.feed_until(sink, text, budget, fed)
         assert sink.kept == expected and fed[0] == len(expected)
 
 

@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,12 @@ DEMO = Path(__file__).resolve().parents[2] / "fstcrf" / "data" / "demo_train.txt
 
 
 @pytest.mark.slow
-def test_bench_distributed_rows_are_complete_and_agree(tmp_path):
+def test_bench_distributed_rows_are_complete_and_agree(tmp_path, monkeypatch):
     from fstcrf.bench.distributed import bench_distributed, cpu_speedups, distributed_json, format_distributed
 
+    scratch = tmp_path / "scratch"  # the temporary folder, private to this test
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     shutil.copy(DEMO, tmp_path / "train.txt")
     rows = bench_distributed(tmp_path, copies=2, iterations=2)
     assert [(row["corpus"], row["setting"]) for row in rows] == [
@@ -36,4 +40,4 @@ def test_bench_distributed_rows_are_complete_and_agree(tmp_path):
     assert set(cpu_speedups(rows)) == {"CoNLL-2000", "CoNLL-2000 x2"}
     json.dumps(distributed_json(rows, ((1.0, 1.0, 1.0), (1.0, 1.0, 1.0))))
     assert "speed-up of 2 workers over 1 on CoNLL-2000 x2" in format_distributed(rows, ((0, 0, 0), (0, 0, 0)))
-    assert not list(Path("/tmp").glob("fstcrf-bench-distributed-*/train-x2.txt"))
+    assert not list(scratch.glob("fstcrf-bench-distributed-*/train-x2.txt"))  # the copy is removed

@@ -26,11 +26,9 @@ TEST = str(DATA_DIR / "demo_test.txt")
 FSTCRF = [sys.executable, "-m", "fstcrf.cli"]
 
 
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("bad_input") / "chunker.model"
-    assert main(["-q", "train", TRAIN, "-o", str(path), "--max-iter", "5"]) == 0
-    return str(path)
+@pytest.fixture
+def model_path(demo_chunker):
+    return str(demo_chunker)
 
 
 @pytest.fixture

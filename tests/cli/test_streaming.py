@@ -15,15 +15,12 @@ from fstcrf.corpus.conll import iter_conll, read_conll
 from fstcrf.errors import ConllFormatError
 from fstcrf.corpus.synthetic import DATA_DIR
 
-TRAIN = str(DATA_DIR / "demo_train.txt")
 TEST = str(DATA_DIR / "demo_test.txt")
 
 
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("streaming") / "chunker.model"
-    assert main(["-q", "train", TRAIN, "-o", str(path), "--max-iter", "5"]) == 0
-    return path
+@pytest.fixture
+def model_path(demo_chunker):
+    return demo_chunker
 
 
 @st.composite

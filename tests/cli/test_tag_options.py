@@ -14,11 +14,9 @@ TRAIN = str(DATA_DIR / "demo_train.txt")
 TEST = str(DATA_DIR / "demo_test.txt")
 
 
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tag_options") / "chunker.model"
-    assert main(["-q", "train", TRAIN, "-o", str(path), "--max-iter", "5"]) == 0
-    return path
+@pytest.fixture
+def model_path(demo_chunker):
+    return demo_chunker
 
 
 @pytest.fixture(scope="module")

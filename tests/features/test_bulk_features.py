@@ -71,8 +71,8 @@ def test_a_forced_collision_is_detected_and_rehashed(monkeypatch, tmp_path):
             features._predicate_keys(template, FeatureExtractor(template).fit(train).predicate_names_, 0), 0
         )
     extractor = FeatureExtractor(template).fit(train)
-    assert extractor._dictionary.salt == 1
-    assert len(set(extractor._dictionary.keys.tolist())) == extractor.num_predicates
+    assert extractor.dictionary.salt == 1
+    assert len(set(extractor.dictionary.keys.tolist())) == extractor.num_predicates
     assert_rows_match_reference(extractor, test, template)
     # the salt travels with the extractor's data
     data, arrays = extractor.to_payload()

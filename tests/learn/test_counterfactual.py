@@ -100,8 +100,8 @@ def test_gradients_match_finite_differences(weighting):
     corpus = chunk_corpus(2, 12)
     model = ChainCRF(TEMPLATE, max_iter=3).fit(corpus)
     log = logged(model, corpus)
-    encoded = model._encode(log.sentences)
-    scorer = model._scorer()
+    encoded = model.encode(log.sentences)
+    scorer = model.scorer()
     problem = LoggedObjective(
         SampledGradient(scorer, encoded),
         shown_states(model.topology_, log, encoded.offsets),

@@ -215,7 +215,10 @@ def test_objective_matches_enumeration_for_any_smoothing(seed, scale, smoothing_
     objective = small_objective(seed, smoothing_params)
     theta = np.random.default_rng(seed).normal(0, scale, objective.num_weights)
     value, _ = objective.loss_and_gradient(theta)
-    assert value == pytest.approx(brute_force_objective(objective, theta), rel=1e-10)
+    # With a steep smoothing (alpha 3) the smoothed true-positive count in the denominator
+    # can fall to 1e-7, so both sides lose about eps / tp of relative precision (seed 70
+    # differs by 2.6e-10): the tolerance is 1e-8, not the 1e-10 of the unsmoothed test.
+    assert value == pytest.approx(brute_force_objective(objective, theta), rel=1e-8)
 
 
 def viterbi_as_gold(theta_seed: int):
@@ -241,7 +244,7 @@ def test_rival_and_segment_paths_match_enumeration(seed, gold_is_viterbi):
     B = objective.num_sequences
     pot = objective.scorer.potentials(objective.encoded, theta, 0, B)
     rival, has_rival = mce.best_incorrect(pot, objective.gold_states)
-    block = objective._block_spans(theta, 0, B)
+    block = objective.block_spans(theta, 0, B)
     segments = block.segments
     for b in range(B):
         paths = enumerate_sentence(objective, theta, b)

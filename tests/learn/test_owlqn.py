@@ -198,7 +198,7 @@ def test_without_l1_the_iterates_are_the_old_ones_bit_for_bit(order, sigma, monk
     differs from the old numpy one) and line search (ours since, where the old loop
     called scipy's): both are checked on their own below."""
     old = previous_train_module()
-    old._two_loop = train._two_loop
+    old._two_loop = train.two_loop
     monkeypatch.setattr(scipy.optimize, "line_search", scipy_shaped_line_search)
     problem = training_set(random_corpus(order, 25), order, "supported")
     old_thetas, new_thetas = [], []
@@ -233,7 +233,7 @@ def test_two_loop_is_the_inverse_bfgs_matrix_times_the_gradient(dimension, num_p
     for s, y, rho in pairs:
         step = np.eye(dimension) - rho * np.outer(s, y)
         inverse = step @ inverse @ step.T + rho * np.outer(s, s)
-    direction = train._two_loop(gradient, pairs)
+    direction = train.two_loop(gradient, pairs)
     np.testing.assert_allclose(direction, -inverse @ gradient, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(direction, previous_train_module()._two_loop(gradient, pairs), rtol=1e-12, atol=1e-12)
 
@@ -283,7 +283,7 @@ def test_epsilon_stops_at_the_first_small_gradient(l1):
     assert small[-1] and not any(small[:-1]) and 3 < result.n_iter < 500
     if l1:  # the pseudo-gradient is what the record shows
         theta = thetas[-1]
-        steepest = train._pseudo_gradient(theta, smooth_gradient(problem, 3.0, theta), l1, None)
+        steepest = train.pseudo_gradient(theta, smooth_gradient(problem, 3.0, theta), l1, None)
         assert result.history[-1]["gradient_norm"] == pytest.approx(float(np.linalg.norm(steepest)), rel=1e-9)
 
 
@@ -310,7 +310,7 @@ def test_the_delta_test_stops_where_crfsuite_would(period, delta, l1):
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.floats(1.0, 100.0), min_size=1, max_size=30), st.integers(1, 6), st.floats(0.0, 0.2))
 def test_the_delta_test_against_its_formula(losses, period, delta):
-    converged = train._stopping_test(1e-7, None, period, delta, [losses[0]])
+    converged = train.stopping_test(1e-7, None, period, delta, [losses[0]])
     theta, steepest = np.ones(2), np.ones(2)
     stops = [converged(theta, loss, steepest) for loss in losses[1:]]
     expected = [k >= period and (losses[k - period] - losses[k]) / losses[k] < delta for k in range(1, len(losses))]
@@ -448,7 +448,7 @@ def test_an_owlqn_step_moves_each_weight_against_its_pseudo_gradient_within_its_
     rng = np.random.default_rng(seed)
     theta = np.where(rng.random(6) < 0.3, 0.0, rng.normal(0.0, 2.0, 6))
     gradient = problem.loss_and_gradient(theta)[1]
-    steepest = train._pseudo_gradient(theta, gradient, l1, None)
+    steepest = train.pseudo_gradient(theta, gradient, l1, None)
     direction = -steepest + rng.normal(0.0, 2.0 * np.abs(steepest).max(), 6)  # some components ascend
     found = linesearch.backtracking(
         problem.loss_and_gradient, theta, objective(problem, math.inf, l1, theta), steepest, direction, l1, "armijo", 60

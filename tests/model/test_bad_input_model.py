@@ -365,15 +365,10 @@ def saved_model(model, tmp_path):
     return path
 
 
-@pytest.fixture(scope="module")
-def demo_models(tmp_path_factory):
+@pytest.fixture(scope="session")
+def demo_models(demo_chunker, demo_pos_tagger):
     """(a chunker model file, a part-of-speech model file) trained on the demo data."""
-    folder = tmp_path_factory.mktemp("demo_models")
-    chunker, tagger = folder / "chunker.model", folder / "pos.model"
-    train = str(DATA_DIR / "demo_train.txt")
-    assert main(["-q", "train", train, "-o", str(chunker), "--max-iter", "5"]) == 0
-    assert main(["-q", "train", train, "-o", str(tagger), "--target", "pos", "--max-iter", "5"]) == 0
-    return chunker, tagger
+    return demo_chunker, demo_pos_tagger
 
 
 @pytest.fixture(scope="module")

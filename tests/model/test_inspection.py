@@ -17,11 +17,9 @@ from fstcrf.corpus.synthetic import DATA_DIR
 TRAIN = DATA_DIR / "demo_train.txt"
 
 
-@pytest.fixture(scope="module", params=[1, 2], ids=["order1", "order2"])
-def model_path(request, tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("models") / f"order{request.param}.model")
-    assert cli.main(["-q", "train", str(TRAIN), "-o", path, "--max-iter", "5", "--order", str(request.param)]) == 0
-    return path
+@pytest.fixture(params=["demo_chunker", "demo_order2_chunker"], ids=["order1", "order2"])
+def model_path(request):
+    return str(request.getfixturevalue(request.param))
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
@@ -138,34 +136,9 @@ def test_info_of_a_custom_template_and_a_dev_set(tmp_path):
     assert fields["best dev score"].startswith(f"{best:.2f} F1")
 
 
-@pytest.fixture(scope="module")
-def joint_path(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("joint")
-    pos_path, chunk_path, joint_path = (str(folder / name) for name in ("p.model", "c.model", "j.model"))
-    assert (
-        cli.main(["-q", "train", str(TRAIN), "--target", "pos", "--template", "pos", "--max-iter", "3", "-o", pos_path])
-        == 0
-    )
-    assert (
-        cli.main(
-            [
-                "-q",
-                "train",
-                str(TRAIN),
-                "--reads",
-                "pos",
-                "--template",
-                "chunking-reads-pos",
-                "--max-iter",
-                "3",
-                "-o",
-                chunk_path,
-            ]
-        )
-        == 0
-    )
-    assert cli.main(["-q", "compose", pos_path, chunk_path, "-o", joint_path]) == 0
-    return joint_path
+@pytest.fixture
+def joint_path(demo_joint):
+    return str(demo_joint)
 
 
 def test_info_of_a_composition_lists_its_components(joint_path, capsys):

@@ -456,7 +456,7 @@ def test_files_from_before_reading_transitions_and_f_score_training_load(tmp_pat
 def test_key_counts_by_table_or_by_sorting_equal_numpy_unique(keys, by_sorting):
     keys = np.array(keys, dtype=np.int64)
     bound = encoding.COUNT_TABLE_KEYS + 1 if by_sorting else 1000
-    distinct, counts = encoding._key_counts(keys, bound)
+    distinct, counts = encoding.key_counts(keys, bound)
     expected = np.unique(keys, return_counts=True)
     np.testing.assert_array_equal(distinct, expected[0])
     np.testing.assert_array_equal(counts, expected[1])
