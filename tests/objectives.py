@@ -3,6 +3,7 @@ logistic regression on random points (both with ``num_weights``,
 ``num_sequences`` and ``loss_and_gradient``, as training problems have)."""
 
 import numpy as np
+from scipy.special import expit
 
 
 class Quadratic:
@@ -35,4 +36,4 @@ class Logistic:
     def loss_and_gradient(self, theta):
         margins = self.signs * (self.points @ theta)
         loss = float(np.logaddexp(0.0, -margins).sum())
-        return loss, self.points.T @ (-self.signs / (1.0 + np.exp(margins)))
+        return loss, self.points.T @ (-self.signs * expit(-margins))  # 1 / (1 + e^m), no overflow

@@ -74,6 +74,7 @@ def test_same_objective_and_weights_as_one_process(clients, single_process, work
     assert model.traffic_.evaluations >= ITERATIONS and model.traffic_.retried == 0
 
 
+@pytest.mark.slow
 def test_estimator_with_a_client_trains_on_sentences_in_memory(clients, single_process, tmp_path):
     model = ChainCRF(max_iter=ITERATIONS, threads=1, client=clients(2)).fit(read_conll(DEMO))
     assert _relative(model.weights_, single_process.weights_) < 1e-9
@@ -83,6 +84,7 @@ def test_estimator_with_a_client_trains_on_sentences_in_memory(clients, single_p
     assert loaded.client is None and np.array_equal(loaded.weights_, model.weights_)
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_training_costs_a_retry_not_the_result(clients):
     client = clients(2)
     undisturbed = _fit(client, str(DEMO))
@@ -129,6 +131,7 @@ def test_shards_hold_every_sentence_once_in_order(tmp_path_factory, files, num_s
     assert found == expected
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_a_typed_error():
     from fstcrf.distributed.cluster import connect
 
@@ -261,6 +264,7 @@ def test_mixing_one_shard_for_one_epoch_is_the_single_process_epoch(clients, alg
     assert np.array_equal(mixed.weights_, single.weights_)
 
 
+@pytest.mark.slow
 def test_mixing_depends_on_the_shards_not_on_the_workers(clients):
     from fstcrf.distributed.fit import fit_on_dask
 

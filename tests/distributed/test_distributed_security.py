@@ -68,6 +68,7 @@ def test_local_cluster_listens_on_loopback_only_and_serves_no_dashboard():
         assert all(address.startswith("tcp://127.0.0.1:") for address in addresses), addresses
 
 
+@pytest.mark.slow
 def test_dask_dashboard_opens_the_dashboard_on_the_address_asked_for():
     with connect("local:1", dashboard="127.0.0.1:0") as client:
         sockets = listening_sockets()
@@ -126,6 +127,7 @@ def test_dask_tls_settings_that_refuse_a_scheduler_are_a_scheduler_error():
                 pass
 
 
+@pytest.mark.slow
 def test_cli_tag_opens_the_dashboard_it_is_asked_for(model_path, tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="fstcrf"):
         assert (

@@ -295,6 +295,7 @@ def test_transform_names_the_sentence_and_token_of_a_bad_value(token, found):
     st.booleans(),
     st.integers(1, 3),
 )
+@pytest.mark.slow
 def test_fit_read_in_c_keeps_the_names_of_the_pairs_most_frequent_first(sentences, reads, min_count):
     """fit_transform (names numbered in C as they first occur) against the pairs of
     every token: the names nonzero at min_count tokens or more, most frequent first

@@ -281,6 +281,7 @@ def test_rival_and_segment_paths_match_enumeration(seed, gold_is_viterbi):
                 assert sentence_pot.score(path)[0] == pytest.approx(score, abs=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(st.integers(0, 2**16), st.sampled_from([1, 2]), smoothing)
 def test_gradient_matches_finite_differences(seed, order, smoothing_params):

@@ -70,6 +70,7 @@ def brute_force_rival(problem, theta, index):
     constrained=st.booleans(),
     weights=st.sampled_from(["normal", "integers", "zero"]),
 )
+@pytest.mark.slow
 def test_rival_is_the_brute_force_best_incorrect_path_and_its_difference_the_dense_one(
     seed, order, reading, constrained, weights
 ):
