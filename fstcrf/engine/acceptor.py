@@ -11,6 +11,7 @@ keeps every topology, and so every weight layout, the same with or without pynin
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 
@@ -69,3 +70,170 @@ class Acceptor:
     def arc_ptr(self) -> np.ndarray:
         """int64 [Q+1]: the arcs leaving state q are arc_ptr[q]..arc_ptr[q+1]-1."""
         return np.searchsorted(self.arc_src, np.arange(self.num_states + 1)).astype(np.int64)
+
+    def is_deterministic(self) -> bool:
+        """No epsilon arc and no two arcs of one state reading one key."""
+        if np.any(self.arc_key == 0):
+            return False
+        pairs = self.arc_src * (int(self.arc_key.max(initial=0)) + 1) + self.arc_key
+        return len(np.unique(pairs)) == len(pairs)
+
+
+def _reached(num_states: int, origin: np.ndarray, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
+    """bool [Q]: the states reached from the ``origin`` ones along arcs tail -> head."""
+    reached = np.zeros(num_states, dtype=bool)
+    reached[origin] = True
+    frontier = reached.copy()
+    while frontier.any():
+        following = np.zeros(num_states, dtype=bool)
+        following[head[frontier[tail]]] = True
+        frontier = following & ~reached
+        reached |= frontier
+    return reached
+
+
+def connect(fsa: Acceptor) -> Acceptor:
+    """``fsa`` without the states no path from the start to a final state passes
+    through, the others renumbered in their order (OpenFst's Connect)."""
+    Q = fsa.num_states
+    if fsa.start == NO_STATE:
+        return empty(fsa.symbols)
+    accessible = _reached(Q, np.array([fsa.start]), fsa.arc_src, fsa.arc_dst)
+    coaccessible = _reached(Q, np.flatnonzero(fsa.final), fsa.arc_dst, fsa.arc_src)
+    keep = accessible & coaccessible
+    if not keep[fsa.start]:
+        return empty(fsa.symbols)
+    renumber = np.cumsum(keep) - 1
+    arcs = keep[fsa.arc_src] & keep[fsa.arc_dst]
+    return Acceptor(
+        int(keep.sum()),
+        int(renumber[fsa.start]),
+        fsa.final[keep],
+        renumber[fsa.arc_src[arcs]],
+        fsa.arc_key[arcs],
+        renumber[fsa.arc_dst[arcs]],
+        fsa.symbols,
+    )
+
+
+def empty(symbols: Mapping[int, str] | None = None) -> Acceptor:
+    """The machine without states (the empty language)."""
+    none = np.zeros(0, dtype=np.int64)
+    return Acceptor(0, NO_STATE, np.zeros(0, dtype=bool), none, none, none, symbols)
+
+
+def minimal_classes(fsa: Acceptor) -> np.ndarray:
+    """int64 [Q]: the class of each state of a deterministic, connected ``fsa`` under
+    language equivalence (Moore's refinement); states of one class accept the same suffixes."""
+    classes = fsa.final.astype(np.int64)
+    order = np.lexsort((fsa.arc_key, fsa.arc_src))
+    src, key, dst = fsa.arc_src[order], fsa.arc_key[order], fsa.arc_dst[order]
+    ptr = np.searchsorted(src, np.arange(fsa.num_states + 1))
+    while True:
+        signatures: dict[tuple, int] = {}
+        refined = np.empty(fsa.num_states, dtype=np.int64)
+        for q in range(fsa.num_states):
+            arcs = slice(ptr[q], ptr[q + 1])
+            signature = (int(classes[q]), key[arcs].tobytes(), classes[dst[arcs]].tobytes())
+            refined[q] = signatures.setdefault(signature, len(signatures))
+        if len(signatures) == len(np.unique(classes)):
+            return refined
+        classes = refined
+
+
+def minimize(fsa: Acceptor) -> Acceptor:
+    """The minimal deterministic acceptor of a deterministic ``fsa``'s language
+    (connected first; its states are the equivalence classes, numbered by first state)."""
+    fsa = connect(fsa)
+    if fsa.num_states == 0:
+        return fsa
+    classes = minimal_classes(fsa)
+    _, first = np.unique(classes, return_index=True)
+    keep = np.zeros(fsa.num_states, dtype=bool)
+    keep[first] = True
+    arcs = keep[fsa.arc_src]
+    return Acceptor(
+        len(first),
+        int(classes[fsa.start]),
+        fsa.final[first],
+        classes[fsa.arc_src[arcs]],
+        fsa.arc_key[arcs],
+        classes[fsa.arc_dst[arcs]],
+        fsa.symbols,
+    )
+
+
+def intersect(left: Acceptor, right: Acceptor, limit: int) -> Acceptor | None:
+    """The product of two epsilon-free acceptors, ``right`` deterministic, connected;
+    None if it would have more than ``limit`` states.
+
+    Product states are numbered as OpenFst's composition numbers them: breadth
+    first from the pair of start states, each state's arcs in ``left``'s order."""
+    if left.start == NO_STATE or right.start == NO_STATE:
+        return empty(left.symbols)
+    R = right.num_states
+    width = int(max(left.arc_key.max(initial=0), right.arc_key.max(initial=0))) + 1
+    # right's move on (state, key), looked up by searchsorted on the sorted keys
+    right_keys = right.arc_src * width + right.arc_key
+    by_key = np.argsort(right_keys, kind="stable")
+    right_keys, right_dst = right_keys[by_key], right.arc_dst[by_key]
+    left_ptr = left.arc_ptr()
+    pair_left, pair_right = [np.array([left.start])], [np.array([right.start])]
+    known = np.array([left.start * R + right.start])  # sorted pair keys seen so far
+    known_id = np.array([0])
+    src_parts, key_parts, dst_parts = [], [], []
+    first, count = 0, 1
+    while first < count:
+        lefts, rights = np.concatenate(pair_left[-1:]), np.concatenate(pair_right[-1:])
+        ids = np.arange(first, count)
+        # every arc of every frontier state, states in id order, arcs in left's order
+        starts, stops = left_ptr[lefts], left_ptr[lefts + 1]
+        counts = stops - starts
+        owner = np.repeat(np.arange(len(lefts)), counts)
+        arc = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        keys = left.arc_key[arc]
+        wanted = rights[owner] * width + keys
+        where = np.searchsorted(right_keys, wanted)
+        matched = where < len(right_keys)
+        matched[matched] = right_keys[where[matched]] == wanted[matched]
+        owner, arc, keys, where = owner[matched], arc[matched], keys[matched], where[matched]
+        targets = left.arc_dst[arc] * R + right_dst[where]
+        # ids of known pairs; new ones numbered in order of first appearance
+        position = np.searchsorted(known, targets)
+        seen = position < len(known)
+        seen[seen] = known[position[seen]] == targets[seen]
+        target_id = np.empty(len(targets), dtype=np.int64)
+        target_id[seen] = known_id[position[seen]]
+        fresh, first_seen, inverse = np.unique(targets[~seen], return_index=True, return_inverse=True)
+        rank = np.empty(len(fresh), dtype=np.int64)
+        rank[np.argsort(first_seen, kind="stable")] = np.arange(len(fresh))
+        target_id[~seen] = count + rank[inverse.ravel()]
+        if count + len(fresh) > limit:
+            return None
+        src_parts.append(ids[owner])
+        key_parts.append(keys)
+        dst_parts.append(target_id)
+        in_order = fresh[np.argsort(rank)]
+        pair_left.append(in_order // R)
+        pair_right.append(in_order % R)
+        merged = np.argsort(np.concatenate([known, fresh]), kind="stable")
+        known = np.concatenate([known, fresh])[merged]
+        known_id = np.concatenate([known_id, count + rank])[merged]
+        first, count = count, count + len(fresh)
+    all_left, all_right = np.concatenate(pair_left), np.concatenate(pair_right)
+    product = Acceptor(
+        count,
+        0,
+        left.final[all_left] & right.final[all_right],
+        np.concatenate(src_parts),
+        np.concatenate(key_parts),
+        np.concatenate(dst_parts),
+        left.symbols,
+    )
+    return connect(product)
+
+
+def is_fst(value) -> bool:
+    """Whether ``value`` is a pynini (OpenFst) machine; False whenever pynini is not loaded."""
+    pywrapfst = sys.modules.get("pywrapfst")
+    return pywrapfst is not None and isinstance(value, pywrapfst.Fst)

@@ -19,24 +19,27 @@ from __future__ import annotations
 
 from functools import cached_property
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pynini
-import pywrapfst
 
 from fstcrf.engine import budget
+from fstcrf.engine.acceptor import NO_STATE, Acceptor, connect, is_fst, minimize
+from fstcrf.engine.acceptor import intersect as intersect_acceptors
 from fstcrf.errors import InfeasibleError, LabelError, TopologyError
+
+if TYPE_CHECKING:
+    import pynini
+    import pywrapfst
 
 EPSILON = "<eps>"
 
 
 def symbol_table(labels: Sequence[str]) -> pywrapfst.SymbolTable:
-    """A symbol table with ``<eps>`` = 0 and label i at key i + 1."""
-    table = pywrapfst.SymbolTable()
-    table.add_symbol(EPSILON, 0)
-    for key, label in enumerate(labels, start=1):
-        table.add_symbol(label, key)
-    return table
+    """The pywrapfst symbol table with ``<eps>`` = 0 and label i at key i + 1 (needs pynini)."""
+    from fstcrf.engine import bounded
+
+    return bounded.symbol_table(labels)
 
 
 def check_labels(labels: Iterable[str]) -> tuple[str, ...]:
@@ -165,25 +168,30 @@ class Topology:
 
     # -- the acceptor view ---------------------------------------------------
     @cached_property
-    def acceptor(self) -> pynini.Fst:
-        """The topology as a deterministic acceptor over label symbols.
+    def arcs(self) -> Acceptor:
+        """The topology as a deterministic acceptor over label keys (arrays).
 
-        Its states are the model states plus an initial state; reading label
+        Its state 0 is initial and state s + 1 is model state s; reading label
         ``state_label[s]`` from a predecessor of ``s`` enters ``s``."""
-        fsa = pynini.Fst()
-        initial = fsa.add_state()
-        fsa.set_start(initial)
-        nodes = [fsa.add_state() for _ in range(self.num_states)]
-        keys = self.state_label + 1
-        for s in np.flatnonzero(self.start):
-            fsa.add_arc(initial, pywrapfst.Arc(keys[s], keys[s], 0, nodes[s]))
-        for src, dst in zip(self.edge_src, self.edge_dst):
-            fsa.add_arc(nodes[src], pywrapfst.Arc(keys[dst], keys[dst], 0, nodes[dst]))
-        for s in np.flatnonzero(self.final):
-            fsa.set_final(nodes[s])
-        fsa.set_input_symbols(self.symbols)
-        fsa.set_output_symbols(self.symbols)
-        return fsa
+        keys = self.state_label.astype(np.int64) + 1
+        starts = np.flatnonzero(self.start)
+        by_source = self.out_edge  # each state's edges in edge order (by destination)
+        return Acceptor(
+            self.num_states + 1,
+            0,
+            np.concatenate([[False], self.final]),
+            np.concatenate([np.zeros(len(starts), dtype=np.int64), self.edge_src[by_source].astype(np.int64) + 1]),
+            np.concatenate([keys[starts], keys[self.out_dst]]),
+            np.concatenate([starts + 1, self.out_dst.astype(np.int64) + 1]),
+            {0: EPSILON, **{key: label for key, label in enumerate(self.labels, start=1)}},
+        )
+
+    @cached_property
+    def acceptor(self) -> pynini.Fst:
+        """The topology as a deterministic pynini acceptor (:attr:`arcs`; needs pynini)."""
+        from fstcrf.engine import bounded
+
+        return bounded.to_fst(self.arcs)
 
     # -- feasibility ---------------------------------------------------------
     def _extend_reachability(self, length: int) -> None:
@@ -233,164 +241,37 @@ class Topology:
             )
 
 
-# -- size-bounded determinisation and intersection ----------------------------
-
-# determinisation first runs pynini with this state threshold: small results are
-# complete at once, larger ones are counted by subset_states before pynini builds them
-_PROBE_STATES = 4096
-_CHUNK_CELLS = 1 << 21  # subset members expanded per step of subset_states
-
-
-def acceptor_arcs(fsa: pynini.Fst) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(Q, src, key, dst int64 [A], initial int64 [1]): the states and arcs of an acceptor."""
-    arcs = [(q, arc.ilabel, arc.nextstate) for q in fsa.states() for arc in fsa.arcs(q)]
-    src, key, dst = (
-        (np.array(column, dtype=np.int64) for column in zip(*arcs)) if arcs else (np.zeros(0, dtype=np.int64),) * 3
-    )
-    return fsa.num_states(), src, key, dst, np.array([fsa.start()], dtype=np.int64)
-
-
-def subset_states(
-    num_states: int, src: np.ndarray, key: np.ndarray, dst: np.ndarray, initial: np.ndarray, limit: int
-) -> int:
-    """States of the determinised acceptor with ``num_states`` states, arcs src -> dst
-    reading key (int [A], no epsilons) and initial states int [I]: the sets of
-    states reachable by some label sequence, counted breadth-first until the
-    count passes ``limit`` (so the result is min(true count, about limit + 1)).
-
-    Each set is identified by a 64-bit hash (a sum of random per-state values),
-    so two sets collide with probability 2^-64."""
-    import scipy.sparse  # not on the tagging path (fstcrf.features.sparse_rows)
-
-    # labels with the same arcs lead every set to the same set: keep one of each
-    order = np.lexsort((dst, src, key))
-    src, key, dst = src[order], key[order], dst[order]
-    labels, first_arc = np.unique(key, return_index=True)
-    arcs_by_label = np.split(np.stack([src, dst], axis=1), first_arc[1:])
-    distinct = {arcs.tobytes(): label for label, arcs in zip(labels.tolist(), arcs_by_label)}
-    kept = np.isin(key, list(distinct.values()))
-    src, key, dst = src[kept], key[kept], dst[kept]
-    labels, label_slot = np.unique(key, return_inverse=True)
-    width = len(labels) * num_states
-    # one sparse step: row q of `step` has a 1 in column (label slot, q') for each arc q -(label)-> q'
-    step = scipy.sparse.csr_matrix(
-        (np.ones(len(src), dtype=np.float32), (src, label_slot * num_states + dst)), shape=(num_states, width)
-    )
-    state_hash = np.random.default_rng(0).integers(0, 2**63, size=num_states, dtype=np.uint64) * np.uint64(
-        2
-    ) + np.uint64(1)
-    out_degree = max(1.0, len(src) / max(1, num_states))
-    first = np.unique(initial)
-    queue = [
-        scipy.sparse.csr_matrix(
-            (np.ones(len(first), dtype=np.float32), (np.zeros(len(first), dtype=np.int64), first)),
-            shape=(1, num_states),
-        )
-    ]
-    seen = {int(state_hash[first].sum(dtype=np.uint64))}
-    while queue and len(seen) <= limit:
-        frontier = queue.pop(0)
-        rows = max(1, int(_CHUNK_CELLS / (out_degree * max(1.0, frontier.nnz / frontier.shape[0]))))
-        if frontier.shape[0] > rows:
-            queue.insert(0, frontier[rows:])
-            frontier = frontier[:rows]
-        following = frontier @ step
-        following.sort_indices()  # entries by (row, label, state): sets in order of their ids
-        following = following.tocoo()
-        label_of, member = np.divmod(following.col, num_states)
-        subset = following.row.astype(np.int64) * len(labels) + label_of
-        hashes = np.zeros(frontier.shape[0] * len(labels), dtype=np.uint64)
-        np.add.at(hashes, subset, state_hash[member])
-        alive = np.zeros(len(hashes), dtype=bool)
-        alive[subset] = True
-        candidates, where = np.unique(hashes[alive], return_index=True)
-        is_new = np.array([h not in seen for h in candidates.tolist()], dtype=bool)
-        if not is_new.any():
-            continue
-        seen.update(candidates[is_new].tolist())
-        chosen = np.sort(np.flatnonzero(alive)[where[is_new]])
-        new_row = np.full(len(hashes), -1, dtype=np.int64)
-        new_row[chosen] = np.arange(len(chosen))
-        row_of_entry = new_row[subset]
-        entries = np.flatnonzero(row_of_entry >= 0)
-        row_ptr = np.concatenate([[0], np.cumsum(np.bincount(row_of_entry[entries], minlength=len(chosen)))])
-        queue.append(
-            scipy.sparse.csr_matrix(
-                (np.ones(len(entries), dtype=np.float32), member[entries], row_ptr), shape=(len(chosen), num_states)
-            )
-        )
-    return len(seen)
-
-
-def bounded_determinize(fsa: pynini.Fst, what: str) -> pynini.Fst:
-    """``fsa`` (an epsilon-free unweighted acceptor) determinised, or BudgetError naming
-    ``what`` if the result would have more than ``budget.max_states`` states, found by
-    counting the subsets before building them."""
-    if fsa.properties(pywrapfst.I_DETERMINISTIC, True):
-        return fsa
-    limit = budget.current("max_states")
-    probe_states = min(_PROBE_STATES, limit + 1)
-    probe = pynini.determinize(fsa, nstate=probe_states)
-    if probe.num_states() < probe_states:
-        return probe
-    count = subset_states(*acceptor_arcs(fsa), limit=limit)
-    budget.check_states(count, what, at_least=count > limit)
-    return pynini.determinize(fsa)
-
-
-def bounded_intersect(left: pynini.Fst, right: pynini.Fst, what: str, difference: bool = False) -> pynini.Fst:
-    """``left & right`` (or ``left - right``) of two unweighted acceptors, the right one
-    deterministic, or BudgetError naming ``what`` if the product would have more than
-    max_states states: bounded by the product of the operands' sizes and, if that
-    exceeds the budget, counted on the determinisation of their union (whose sets
-    include every reachable pair of states)."""
-    limit = budget.current("max_states")
-    if left.num_states() * (right.num_states() + (1 if difference else 0)) > limit:
-        left_states, left_src, left_key, left_dst, left_initial = acceptor_arcs(left)
-        right_states, right_src, right_key, right_dst, right_initial = acceptor_arcs(right)
-        count = subset_states(
-            left_states + right_states,
-            np.concatenate([left_src, right_src + left_states]),
-            np.concatenate([left_key, right_key]),
-            np.concatenate([left_dst, right_dst + left_states]),
-            np.concatenate([left_initial, right_initial + left_states]),
-            limit,
-        )
-        budget.check_states(count, what, at_least=count > limit)
-    right = pynini.arcsort(right, "ilabel")
-    return pynini.difference(left, right) if difference else pynini.intersect(left, right)
-
-
-def from_acceptor(acceptor: pynini.Fst, labels: Sequence[str], name: str = "acceptor") -> Topology:
+def from_acceptor(acceptor: Acceptor | pynini.Fst, labels: Sequence[str], name: str = "acceptor") -> Topology:
     """Compile an acceptor over label symbols into a topology.
 
     The acceptor's arcs carry label keys (label i = key i + 1, as in
-    :func:`symbol_table`); weights must be trivial.  A non-deterministic or
-    epsilon-bearing acceptor is determinised first.  Each model state is a
-    distinct (label, destination) pair of the trimmed acceptor."""
+    :func:`symbol_table`); weights must be trivial.  A pynini acceptor that is
+    non-deterministic or has epsilons is determinised first; an
+    :class:`~fstcrf.engine.acceptor.Acceptor` must be deterministic.  Each model
+    state is a distinct (label, destination) pair of the trimmed acceptor."""
     labels = check_labels(labels)
-    fsa = acceptor.copy()
-    if fsa.start() == pywrapfst.NO_STATE_ID or fsa.num_states() == 0:
-        raise TopologyError(f"{name}: the acceptor has no start state (empty language)")
-    if not fsa.properties(pywrapfst.ACCEPTOR, True):
-        raise TopologyError(f"{name}: expected an acceptor, got a transducer (input and output labels differ)")
-    if not fsa.properties(pywrapfst.UNWEIGHTED, True):
-        raise TopologyError(f"{name}: topology acceptors must be unweighted")
-    if fsa.properties(pywrapfst.EPSILONS, True):
-        fsa = pynini.rmepsilon(fsa)
-    fsa = bounded_determinize(fsa, f"{name}: the deterministic acceptor")
-    fsa.connect()
-    if fsa.num_states() == 0:
+    if is_fst(acceptor):
+        from fstcrf.engine import bounded
+
+        fsa = bounded.deterministic(acceptor, name)
+    elif isinstance(acceptor, Acceptor):
+        fsa = acceptor
+        if fsa.start == NO_STATE:
+            raise TopologyError(f"{name}: the acceptor has no start state (empty language)")
+        if not fsa.is_deterministic():
+            raise TopologyError(f"{name}: the acceptor must be deterministic and free of epsilons")
+    else:
+        raise TopologyError(f"{name}: expected an Acceptor or a pynini.Fst, got {type(acceptor).__name__}")
+    fsa = connect(fsa)
+    if fsa.num_arcs == 0:
         raise TopologyError(f"{name}: the acceptor accepts no non-empty label sequence")
-    arcs = [(q, arc.ilabel, arc.nextstate) for q in fsa.states() for arc in fsa.arcs(q)]
-    if not arcs:
-        raise TopologyError(f"{name}: the acceptor accepts no non-empty label sequence")
-    arc_src, arc_key, arc_dst = (np.array(column, dtype=np.int64) for column in zip(*arcs))
+    arc_src, arc_key, arc_dst = fsa.arc_src, fsa.arc_key, fsa.arc_dst
     if arc_key.max() > len(labels):
         raise LabelError(f"{name}: arc label key {int(arc_key.max())} is beyond the {len(labels)} labels")
     # model states = distinct (label, destination) pairs, numbered label-major
-    num_fsa_states = fsa.num_states()
+    num_fsa_states = fsa.num_states
     pair_ids, arc_state = np.unique(arc_key * num_fsa_states + arc_dst, return_inverse=True)
+    arc_state = arc_state.ravel()
     budget.check_states(len(pair_ids), f"{name}: the topology")
     state_dst = pair_ids % num_fsa_states
     state_label = pair_ids // num_fsa_states - 1
@@ -403,9 +284,8 @@ def from_acceptor(acceptor: pynini.Fst, labels: Sequence[str], name: str = "acce
     within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
     edge_src = order[np.repeat(lo, counts) + within]
     start = np.zeros(len(pair_ids), dtype=bool)
-    start[arc_state[arc_src == fsa.start()]] = True
-    zero = pywrapfst.Weight.zero(fsa.weight_type())
-    final = np.array([fsa.final(q) != zero for q in state_dst], dtype=bool)
+    start[arc_state[arc_src == fsa.start]] = True
+    final = fsa.final[state_dst]
     topology = Topology(labels, state_label, edge_src, edge_dst, start, final, name=name)
     if not np.any(final):
         raise TopologyError(f"{name}: no state is final (empty language)")
@@ -414,16 +294,15 @@ def from_acceptor(acceptor: pynini.Fst, labels: Sequence[str], name: str = "acce
 
 def _history_acceptor(
     labels: Sequence[str], order: int, pad: str | None, allowed: Callable[[tuple[str, ...], str], bool] | None
-) -> pynini.Fst:
+) -> Acceptor:
     """Acceptor whose state is the last ``order`` labels (fewer at the start,
-    or pad-filled when ``pad`` is given); ``allowed(history, label)`` prunes arcs."""
+    or pad-filled when ``pad`` is given); ``allowed(history, label)`` prunes arcs.
+    States are numbered as they are found, depth first from the start."""
     keys = {label: i + 1 for i, label in enumerate(labels)}
-    fsa = pynini.Fst()
-    state_of: dict[tuple[str, ...], int] = {}
     initial_history = (pad,) * (order - 1) if pad is not None else ()
+    state_of: dict[tuple[str | None, ...], int] = {initial_history: 0}
     agenda = [initial_history]
-    state_of[initial_history] = fsa.add_state()
-    fsa.set_start(state_of[initial_history])
+    arcs: list[tuple[int, int, int]] = []
     while agenda:
         history = agenda.pop()
         for label in labels:
@@ -431,11 +310,14 @@ def _history_acceptor(
                 continue
             following = (history + (label,))[-order:]
             if following not in state_of:
-                state_of[following] = fsa.add_state()
-                fsa.set_final(state_of[following])
+                state_of[following] = len(state_of)
                 agenda.append(following)
-            fsa.add_arc(state_of[history], pywrapfst.Arc(keys[label], keys[label], 0, state_of[following]))
-    return fsa
+            arcs.append((state_of[history], keys[label], state_of[following]))
+    src, key, dst = (np.array(column, dtype=np.int64) for column in zip(*arcs)) if arcs else (np.zeros(0),) * 3
+    by_source = np.argsort(src, kind="stable")
+    final = np.ones(len(state_of), dtype=bool)
+    final[0] = False  # every state but the start is entered by a label
+    return Acceptor(len(state_of), 0, final, src[by_source], key[by_source], dst[by_source])
 
 
 def first_order(labels: Sequence[str]) -> Topology:
@@ -559,65 +441,68 @@ def second_order(tags: Sequence[str], outside: str = "O") -> Topology:
     if outside not in tags:
         raise LabelError(f"the outside tag {outside!r} is not among the tags")
     history = kth_order(tags, 2, pad=outside)
-    keys = {t: i + 1 for i, t in enumerate(tags)}
-    no_inside_after_outside = pynini.Fst()
-    after_outside, elsewhere = no_inside_after_outside.add_state(), no_inside_after_outside.add_state()
-    no_inside_after_outside.set_start(after_outside)
+    # state 0: after the outside tag (or at the start), state 1: elsewhere; I tags only from 1
+    after_outside, elsewhere = 0, 1
+    arcs = []
     for state in (after_outside, elsewhere):
-        no_inside_after_outside.set_final(state)
-        for tag in tags:
+        for key, tag in enumerate(tags, start=1):
             if tag == outside:
-                target = after_outside
-            elif chunk_type(tag)[0] == "I":
-                if state == after_outside:
-                    continue
-                target = elsewhere
-            else:
-                target = elsewhere
-            no_inside_after_outside.add_arc(state, pywrapfst.Arc(keys[tag], keys[tag], 0, target))
+                arcs.append((state, key, after_outside))
+            elif chunk_type(tag)[0] != "I" or state == elsewhere:
+                arcs.append((state, key, elsewhere))
+    src, key, dst = (np.array(column, dtype=np.int64) for column in zip(*arcs))
+    no_inside_after_outside = Acceptor(2, after_outside, np.ones(2, dtype=bool), src, key, dst)
     topology = intersect(history, no_inside_after_outside, name="second-order")
     return _rename_by_history(topology, 2, outside)
 
 
-def intersect(topology: Topology, acceptor: pynini.Fst, name: str | None = None) -> Topology:
+def intersect(topology: Topology, acceptor: Acceptor | pynini.Fst, name: str | None = None) -> Topology:
     """The topology restricted to the label sequences ``acceptor`` accepts.
 
-    The acceptor is over the topology's label keys (label i = key i + 1).  It
-    is determinised and minimised first (its language is all that matters);
-    the product state remembers the topology's history and the acceptor's."""
+    The acceptor is over the topology's label keys (label i = key i + 1): a
+    pynini acceptor (determinised first) or a deterministic
+    :class:`~fstcrf.engine.acceptor.Acceptor`.  Its language is all that matters:
+    it is minimised, and the product state remembers the topology's history and the
+    acceptor's, numbered as OpenFst's intersection numbers them."""
     name = name or f"{topology.name}&grammar"
-    if acceptor.start() == pywrapfst.NO_STATE_ID:
-        raise TopologyError(f"{name}: the constraint acceptor has no start state (empty language)")
-    if not acceptor.properties(pywrapfst.ACCEPTOR, True):
-        raise TopologyError(f"{name}: the constraint must be an acceptor")
-    _check_symbol_keys(acceptor, topology)
-    constraint = bounded_determinize(pynini.rmepsilon(acceptor), f"{name}: the constraint acceptor").minimize()
-    product = bounded_intersect(
-        topology.acceptor, constraint, f"{name}: the product of the topology and the constraint"
-    )
-    product.connect()
-    if product.num_states() == 0:
+    if is_fst(acceptor):
+        from fstcrf.engine import bounded
+
+        _check_symbol_keys(bounded.as_arrays(bounded.checked(acceptor, f"{name}: the constraint")), topology)
+        constraint = bounded.deterministic(acceptor, f"{name}: the constraint")
+    elif isinstance(acceptor, Acceptor):
+        if acceptor.start == NO_STATE:
+            raise TopologyError(f"{name}: the constraint acceptor has no start state (empty language)")
+        _check_symbol_keys(acceptor, topology)
+        if not acceptor.is_deterministic():
+            raise TopologyError(f"{name}: the constraint acceptor must be deterministic and free of epsilons")
+        constraint = acceptor
+    else:
+        raise TopologyError(f"{name}: a constraint is an Acceptor or a pynini.Fst, got {type(acceptor).__name__}")
+    limit = budget.current("max_states")
+    product = intersect_acceptors(topology.arcs, minimize(constraint), limit)
+    what = f"{name}: the product of the topology and the constraint"
+    if product is None:
+        budget.check_states(limit + 1, what, at_least=True)
+    elif product.num_states == 0:
         raise TopologyError(f"{name}: no label sequence is allowed by both the topology and the constraint")
     return from_acceptor(product, topology.labels, name=name)
 
 
-def _check_symbol_keys(acceptor: pynini.Fst, topology: Topology) -> None:
+def _check_symbol_keys(acceptor: Acceptor, topology: Topology) -> None:
     """Reject arcs whose keys are outside the topology's labels, or whose
     symbol table disagrees with the topology's labels."""
-    table = acceptor.input_symbols()
-    for q in acceptor.states():
-        for arc in acceptor.arcs(q):
-            key = arc.ilabel
-            if key == 0:
-                continue
-            if key > topology.num_labels:
-                label = repr(table.find(key)) if table is not None and table.member(key) else f"label key {key}"
-                raise LabelError(
-                    f"the constraint uses {label}, which the model does not know "
-                    f"(it has {topology.num_labels} labels: {', '.join(topology.labels)})"
-                )
-            if table is not None and table.member(key) and table.find(key) != topology.labels[key - 1]:
-                raise LabelError(
-                    f"symbol key {key} is {table.find(key)!r} in the constraint but "
-                    f"{topology.labels[key - 1]!r} in the model"
-                )
+    table = acceptor.symbols or {}
+    for key in np.unique(acceptor.arc_key).tolist():
+        if key == 0:
+            continue
+        if key > topology.num_labels:
+            label = repr(table[key]) if key in table else f"label key {key}"
+            raise LabelError(
+                f"the constraint uses {label}, which the model does not know "
+                f"(it has {topology.num_labels} labels: {', '.join(topology.labels)})"
+            )
+        if key in table and table[key] != topology.labels[key - 1]:
+            raise LabelError(
+                f"symbol key {key} is {table[key]!r} in the constraint but {topology.labels[key - 1]!r} in the model"
+            )

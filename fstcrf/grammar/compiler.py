@@ -12,12 +12,8 @@ import pynini
 
 from fstcrf.engine import budget
 from fstcrf.errors import GrammarError, LabelError, UnknownLabelError
-from fstcrf.engine.topology import (
-    check_labels,
-    bounded_determinize,
-    bounded_intersect,
-    symbol_table,
-)
+from fstcrf.engine.bounded import bounded_determinize, bounded_intersect, symbol_table
+from fstcrf.engine.topology import check_labels
 from fstcrf.grammar.nodes import (
     AnyLabel,
     Binding,

@@ -16,8 +16,8 @@ from fstcrf import errors
 from fstcrf.engine import budget, joint
 from fstcrf.grammar import compile_grammar, constrain, load_grammar, parse_grammar, shipped_grammars
 from fstcrf.engine.lattice import to_fst, write_lattice
+from fstcrf.engine.bounded import acceptor_arcs, subset_states
 from fstcrf.engine.topology import (
-    acceptor_arcs,
     bioes,
     first_order,
     from_acceptor,
@@ -26,7 +26,6 @@ from fstcrf.engine.topology import (
     iob2_labels,
     kth_order,
     second_order,
-    subset_states,
     symbol_table,
 )
 
