@@ -15,9 +15,15 @@ import sys
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 
+from typing import TYPE_CHECKING, TypeGuard
+
 import numpy as np
 
+from fstcrf.engine import budget
 from fstcrf.errors import TopologyError
+
+if TYPE_CHECKING:
+    import pynini
 
 NO_STATE = -1
 
@@ -163,9 +169,9 @@ def minimize(fsa: Acceptor) -> Acceptor:
     )
 
 
-def intersect(left: Acceptor, right: Acceptor, limit: int) -> Acceptor | None:
+def intersect(left: Acceptor, right: Acceptor, what: str = "the intersection") -> Acceptor:
     """The product of two epsilon-free acceptors, ``right`` deterministic, connected;
-    None if it would have more than ``limit`` states.
+    BudgetError naming ``what`` once it passes the budget's max_states.
 
     Product states are numbered as OpenFst's composition numbers them: breadth
     first from the pair of start states, each state's arcs in ``left``'s order."""
@@ -208,8 +214,7 @@ def intersect(left: Acceptor, right: Acceptor, limit: int) -> Acceptor | None:
         rank = np.empty(len(fresh), dtype=np.int64)
         rank[np.argsort(first_seen, kind="stable")] = np.arange(len(fresh))
         target_id[~seen] = count + rank[inverse.ravel()]
-        if count + len(fresh) > limit:
-            return None
+        budget.check_states(count + len(fresh), what, at_least=True)
         src_parts.append(ids[owner])
         key_parts.append(keys)
         dst_parts.append(target_id)
@@ -233,7 +238,7 @@ def intersect(left: Acceptor, right: Acceptor, limit: int) -> Acceptor | None:
     return connect(product)
 
 
-def is_fst(value) -> bool:
+def is_fst(value) -> TypeGuard[pynini.Fst]:
     """Whether ``value`` is a pynini (OpenFst) machine; False whenever pynini is not loaded."""
     pywrapfst = sys.modules.get("pywrapfst")
     return pywrapfst is not None and isinstance(value, pywrapfst.Fst)

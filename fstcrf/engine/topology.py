@@ -445,11 +445,11 @@ def second_order(tags: Sequence[str], outside: str = "O") -> Topology:
     after_outside, elsewhere = 0, 1
     arcs = []
     for state in (after_outside, elsewhere):
-        for key, tag in enumerate(tags, start=1):
+        for tag_key, tag in enumerate(tags, start=1):
             if tag == outside:
-                arcs.append((state, key, after_outside))
+                arcs.append((state, tag_key, after_outside))
             elif chunk_type(tag)[0] != "I" or state == elsewhere:
-                arcs.append((state, key, elsewhere))
+                arcs.append((state, tag_key, elsewhere))
     src, key, dst = (np.array(column, dtype=np.int64) for column in zip(*arcs))
     no_inside_after_outside = Acceptor(2, after_outside, np.ones(2, dtype=bool), src, key, dst)
     topology = intersect(history, no_inside_after_outside, name="second-order")
@@ -479,12 +479,9 @@ def intersect(topology: Topology, acceptor: Acceptor | pynini.Fst, name: str | N
         constraint = acceptor
     else:
         raise TopologyError(f"{name}: a constraint is an Acceptor or a pynini.Fst, got {type(acceptor).__name__}")
-    limit = budget.current("max_states")
-    product = intersect_acceptors(topology.arcs, minimize(constraint), limit)
     what = f"{name}: the product of the topology and the constraint"
-    if product is None:
-        budget.check_states(limit + 1, what, at_least=True)
-    elif product.num_states == 0:
+    product = intersect_acceptors(topology.arcs, minimize(constraint), what)
+    if product.num_states == 0:
         raise TopologyError(f"{name}: no label sequence is allowed by both the topology and the constraint")
     return from_acceptor(product, topology.labels, name=name)
 
