@@ -120,3 +120,8 @@ class HashCollisionError(FstcrfError):
 
 class UnknownLabelError(GrammarError, LabelError):
     """A grammar names a label, or a class matches no label, of the model."""
+
+
+class MissingExtraError(FstcrfError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names
+    the extra that installs it (e.g. ``pip install 'fstcrf[grammars]'`` for pynini)."""

@@ -92,3 +92,15 @@ def demo_joint(tmp_path_factory):
     joint = folder / "joint.model"
     assert main(["-q", "compose", str(pos), str(chunk), "-o", str(joint)]) == 0
     yield from _shared(joint)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``pynini`` skip, with the reason, where pynini is missing: only in
+    the CI leg without it (FSTCRF_WITHOUT_PYNINI=1); elsewhere under CI they fail."""
+    from fstcrf.extras import available, install_hint
+
+    if available("pynini") or (os.environ.get("CI") == "true" and os.environ.get("FSTCRF_WITHOUT_PYNINI") != "1"):
+        return  # where pynini must be installed, the marked tests run (and fail without it)
+    for item in items:
+        if "pynini" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=f"needs pynini: {install_hint('pynini')}"))

@@ -160,7 +160,7 @@ def test_error_classes_live_in_errors(name):
 #: top-level modules.
 LAYERS = [
     {"errors"},
-    {"files", "phases", "progress", "moved"},
+    {"files", "phases", "progress", "moved", "extras"},
     {"_kernel", "_attributes", "engine"},  # the extensions: imported by engine.kernel alone
     {"grammar", "corpus"},
     {"features"},

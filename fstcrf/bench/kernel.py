@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pynini
 
 from fstcrf.bench.harness import best_time
 from fstcrf.engine import inference, lattice, reference
@@ -15,6 +14,7 @@ from fstcrf.errors import FstcrfError
 from fstcrf.engine.inference import Potentials
 from fstcrf.progress import Progress
 from fstcrf.engine.topology import Topology, first_order, kth_order
+from fstcrf.extras import require
 
 
 def random_potentials(topology: Topology, num_tokens: int, seed: int, mean_length: int = 24) -> Potentials:
@@ -97,7 +97,8 @@ def bench_kernel(
     The kernel runs on the whole batch (its intended use); numpy and pynini,
     which work one sentence at a time, run on a prefix of the same sentences
     sized to take about ``reference_seconds``.  Every timing is the best of
-    ``repeats``; ratios are of tokens per second."""
+    ``repeats``; ratios are of tokens per second.  Needs pynini (the extra ``grammars``)."""
+    pynini = require("pynini", "bench kernel (it times pynini's shortestdistance)")
     tags23 = [f"t{i:02d}" for i in range(23)]
     cases = [(f"dense S={S}", first_order([f"y{i}" for i in range(S)])) for S in (3, 9, 23, 45)]
     cases.append(("second order 23 tags (529 states, sparse)", kth_order(tags23, 2, pad=tags23[0])))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from typing import TYPE_CHECKING, TypeGuard
 
@@ -76,6 +76,32 @@ class Acceptor:
     def arc_ptr(self) -> np.ndarray:
         """int64 [Q+1]: the arcs leaving state q are arc_ptr[q]..arc_ptr[q+1]-1."""
         return np.searchsorted(self.arc_src, np.arange(self.num_states + 1)).astype(np.int64)
+
+    def accepts_keys(self, keys: Sequence[int]) -> bool:
+        """Whether some path from the start reads the label keys ``keys`` (epsilons
+        allowed anywhere) and ends in a final state."""
+        if self.start == NO_STATE:
+            return False
+        current = self._closure(np.array([self.start]))
+        for key in keys:
+            moved = self.arc_dst[np.isin(self.arc_src, current) & (self.arc_key == key)]
+            current = self._closure(np.unique(moved))
+            if len(current) == 0:
+                return False
+        return bool(self.final[current].any())
+
+    def _closure(self, states: np.ndarray) -> np.ndarray:
+        """int64 [n]: ``states`` and those epsilon arcs lead to from them."""
+        reached = np.zeros(self.num_states, dtype=bool)
+        reached[states] = True
+        frontier = reached.copy()
+        epsilon = self.arc_key == 0
+        while frontier.any():
+            following = np.zeros(self.num_states, dtype=bool)
+            following[self.arc_dst[epsilon & frontier[self.arc_src]]] = True
+            frontier = following & ~reached
+            reached |= frontier
+        return np.flatnonzero(reached)
 
     def is_deterministic(self) -> bool:
         """No epsilon arc and no two arcs of one state reading one key."""

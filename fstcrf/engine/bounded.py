@@ -8,13 +8,21 @@ acceptors with it, and a topology given a pynini acceptor prepares it here
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pynini
-import pywrapfst
 
 from fstcrf.engine import budget
 from fstcrf.engine.acceptor import Acceptor
 from fstcrf.errors import TopologyError
+from fstcrf.extras import require
+
+if TYPE_CHECKING:
+    import pynini
+    import pywrapfst
+else:
+    pynini = require("pynini", "building a pynini acceptor")
+    pywrapfst = require("pywrapfst", "building a pynini acceptor")
 
 # determinisation first runs pynini with this state threshold: small results are
 # complete at once, larger ones are counted by subset_states before pynini builds them

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import os
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pynini
-import pywrapfst
 
 from fstcrf.engine import budget
 from fstcrf.errors import ArgumentTypeError, LabelError, OutputPathError, ShapeError
 from fstcrf.files import check_output_path, write_atomically
 from fstcrf.engine.inference import Potentials, check_potentials
+from fstcrf.extras import require
+
+if TYPE_CHECKING:
+    import pynini
 
 ARC_TYPES = ("tropical", "log", "log64")
 
@@ -33,6 +37,8 @@ def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical", symbo
             "states" (arcs carry state keys, so distinct state paths stay
             distinct even when states share a label).
     """
+    pynini = require("pynini", "exporting a lattice")
+    pywrapfst = require("pywrapfst", "exporting a lattice")
     check_potentials(pot, "to_fst")
     for name, value, allowed in (("arc_type", arc_type, ARC_TYPES), ("symbols", symbols, ("labels", "states"))):
         if not isinstance(value, str):
@@ -92,6 +98,7 @@ def write_lattice(
     folder is missing or unwritable, and when the file cannot be written."""
     if not isinstance(path, (str, os.PathLike)):
         raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    require("pynini", "exporting a lattice")
     check_output_path(path)
     data = to_fst(pot, sentence, arc_type, symbols).write_to_string()
     try:

@@ -57,6 +57,12 @@ def check_labels(labels: Iterable[str]) -> tuple[str, ...]:
     return labels
 
 
+def shown_labels(labels: Sequence[str]) -> str:
+    """The labels as an error message shows them: the first 60, then their count."""
+    shown = ", ".join(labels[:60])
+    return shown + (f", ... ({len(labels)} labels)" if len(labels) > 60 else "")
+
+
 class Topology:
     """A compiled label topology.
 

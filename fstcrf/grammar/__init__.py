@@ -25,7 +25,7 @@ The modules: :mod:`~fstcrf.grammar.nodes` (the syntax tree),
 """
 
 from fstcrf.errors import UnknownLabelError
-from fstcrf.grammar.compiler import accepts, compile_grammar
+from fstcrf.moved import lazy_names
 from fstcrf.grammar.nodes import (
     WILDCARD,
     AnyLabel,
@@ -60,6 +60,7 @@ from fstcrf.grammar.parser import (
 )
 from fstcrf.grammar.restriction import (
     Restriction,
+    accepts,
     constrain,
     decode,
     restrict,
@@ -110,3 +111,6 @@ __all__ = [
     "state_map",
     "sum_per_original_edge",
 ]
+
+# the compiler needs pynini: imported on first use, so the rest of the package works without it
+__getattr__, __dir__ = lazy_names(__name__, {"compile_grammar": "compiler"})

@@ -8,12 +8,19 @@ from __future__ import annotations
 from functools import reduce
 from collections.abc import Iterator, Mapping, Sequence
 
-import pynini
+from typing import TYPE_CHECKING
+
+from fstcrf.extras import require
+
+if TYPE_CHECKING:
+    import pynini
+else:
+    pynini = require("pynini", "compiling a grammar")
 
 from fstcrf.engine import budget
-from fstcrf.errors import GrammarError, LabelError, UnknownLabelError
+from fstcrf.errors import GrammarError, UnknownLabelError
 from fstcrf.engine.bounded import bounded_determinize, bounded_intersect, symbol_table
-from fstcrf.engine.topology import check_labels
+from fstcrf.engine.topology import check_labels, shown_labels
 from fstcrf.grammar.nodes import (
     AnyLabel,
     Binding,
@@ -44,11 +51,6 @@ from fstcrf.grammar.nodes import (
 
 
 # -- compiler ------------------------------------------------------------------
-
-
-def _known(labels: Sequence[str]) -> str:
-    shown = ", ".join(labels[:60])
-    return shown + (f", ... ({len(labels)} labels)" if len(labels) > 60 else "")
 
 
 def _bindings(pieces: Template, label: str, start: int = 0, bound: dict | None = None) -> Iterator[dict]:
@@ -213,7 +215,9 @@ class _Compiler:
 
     def known_key(self, label: str, pos: Position, spelled: str) -> int:
         if label not in self.keys:
-            raise UnknownLabelError(f"{pos}: unknown label {spelled}; the model's labels are {_known(self.labels)}")
+            raise UnknownLabelError(
+                f"{pos}: unknown label {spelled}; the model's labels are {shown_labels(self.labels)}"
+            )
         return self.keys[label]
 
     def name(self, grammar: Grammar, node: Name, env: dict) -> pynini.Fst:
@@ -246,7 +250,7 @@ class _Compiler:
         if not keys and not quantified:
             raise UnknownLabelError(
                 f"{node.pos}: the label class {node.text} matches no label; "
-                f"the model's labels are {_known(self.labels)}"
+                f"the model's labels are {shown_labels(self.labels)}"
             )
         return self.label_set(keys)
 
@@ -282,7 +286,7 @@ class _Compiler:
             shown = ", ".join(render(t) for t in patterns)
             raise UnknownLabelError(
                 f"{node.pos}: '{node.kind} {variable}:' ranges over nothing: no label "
-                f"matches {shown}; the model's labels are {_known(self.labels)}"
+                f"matches {shown}; the model's labels are {shown_labels(self.labels)}"
             )
         return sorted(values)
 
@@ -292,7 +296,7 @@ class _Compiler:
                 what = node.text if isinstance(node, LabelClass) else render(node.template)
                 raise UnknownLabelError(
                     f"{node.pos}: {what} matches no label for any value of its variables; "
-                    f"the model's labels are {_known(self.labels)}"
+                    f"the model's labels are {shown_labels(self.labels)}"
                 )
 
 
@@ -369,33 +373,9 @@ def compile_grammar(
     if non_empty.num_states() == 0:
         raise GrammarError(
             f"{grammar.rule_map[rule].pos}: the grammar accepts nothing: rule '{rule}' "
-            f"allows no non-empty sequence of the labels {_known(labels)}"
+            f"allows no non-empty sequence of the labels {shown_labels(labels)}"
         )
     fst = fst.copy()
     fst.set_input_symbols(table)
     fst.set_output_symbols(table)
     return fst
-
-
-def accepts(fst: pynini.Fst, labels: Sequence[str]) -> bool:
-    """Whether the acceptor accepts the label sequence (looked up in its input symbols)."""
-    if isinstance(labels, str):
-        raise LabelError(f"expected a sequence of labels, got the string {labels!r}")
-    table = fst.input_symbols()
-    if table is None:
-        raise LabelError("the acceptor has no symbol table to look labels up in")
-    chain = pynini.Fst(arc_type=fst.arc_type())
-    state = chain.add_state()
-    chain.set_start(state)
-    for label in labels:
-        key = table.find(label) if isinstance(label, str) else -1
-        if key <= 0:
-            raise LabelError(
-                f"unknown label {label!r}; the acceptor knows "
-                f"{_known([table.find(k) for k in range(1, table.num_symbols())])}"
-            )
-        following = chain.add_state()
-        chain.add_arc(state, pynini.Arc(key, key, pynini.Weight.one(chain.weight_type()), following))
-        state = following
-    chain.set_final(state)
-    return pynini.intersect(chain, pynini.arcsort(fst, "ilabel")).num_states() > 0

@@ -7,18 +7,18 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pynini
 
-from fstcrf.errors import GrammarError, TopologyError
+from fstcrf.errors import GrammarError, LabelError, TopologyError
 from fstcrf.engine.inference import Potentials, Viterbi, viterbi
+from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.engine.topology import (
+    shown_labels,
     Topology,
     intersect,
 )
-from fstcrf.grammar.compiler import check_params, compile_grammar
 from fstcrf.grammar.nodes import Grammar
 from fstcrf.grammar.parser import EXTENSION
 
@@ -29,12 +29,16 @@ _CONSTRAINED: weakref.WeakKeyDictionary[Topology, dict] = weakref.WeakKeyDiction
 
 
 def constrain(topology: Topology, constraint, rule: str = "start", params: Mapping[str, str] | None = None) -> Topology:
-    """The topology restricted to a grammar's language (or any acceptor's, via
-    :func:`fstcrf.engine.topology.intersect`).  Grammar results are cached per topology."""
-    if isinstance(constraint, pynini.Fst):
+    """The topology restricted to a grammar's language (or any acceptor's, an
+    :class:`~fstcrf.engine.acceptor.Acceptor` or a pynini.Fst, via
+    :func:`fstcrf.engine.topology.intersect`).  Grammar results are cached per
+    topology; compiling a grammar needs pynini (MissingExtraError without it)."""
+    if isinstance(constraint, Acceptor) or is_fst(constraint):
         return intersect(topology, constraint)
     if not isinstance(constraint, Grammar):
-        raise GrammarError(f"a constraint is a Grammar or a pynini.Fst, got {type(constraint).__name__}")
+        raise GrammarError(f"a constraint is a Grammar, an Acceptor or a pynini.Fst, got {type(constraint).__name__}")
+    from fstcrf.grammar.compiler import check_params, compile_grammar
+
     key = (constraint, rule, tuple(sorted(check_params(params).items())))
     cached = _CONSTRAINED.setdefault(topology, {})
     if key not in cached:
@@ -42,6 +46,26 @@ def constrain(topology: Topology, constraint, rule: str = "start", params: Mappi
         label = Path(constraint.source).name.removesuffix(EXTENSION) + ("" if rule == "start" else f".{rule}")
         cached[key] = intersect(topology, acceptor, name=f"{topology.name}&{label}")
     return cached[key]
+
+
+def accepts(acceptor, labels: Sequence[str]) -> bool:
+    """Whether ``acceptor`` (an Acceptor, e.g. a model's ``constraint_``, or a pynini
+    acceptor) accepts the label sequence, looked up in its input symbols."""
+    if isinstance(labels, str):
+        raise LabelError(f"expected a sequence of labels, got the string {labels!r}")
+    if is_fst(acceptor):
+        from fstcrf.engine.bounded import as_arrays
+
+        acceptor = as_arrays(acceptor)
+    if not isinstance(acceptor, Acceptor):
+        raise GrammarError(f"expected an Acceptor or a pynini.Fst, got {type(acceptor).__name__}")
+    if acceptor.symbols is None:
+        raise LabelError("the acceptor has no symbol table to look labels up in")
+    keys = {symbol: key for key, symbol in acceptor.symbols.items() if key > 0}
+    for label in labels:
+        if label not in keys:
+            raise LabelError(f"unknown label {label!r}; the acceptor knows {shown_labels(sorted(keys, key=keys.get))}")
+    return acceptor.accepts_keys([keys[label] for label in labels])
 
 
 def state_map(original: Topology, constrained: Topology) -> np.ndarray:

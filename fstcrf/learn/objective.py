@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import cast
 
 import numpy as np
-import pynini
 
 from fstcrf.engine import kernel
 from fstcrf.features.encoding import EncodedSentences, FactoredFeatures, TransitionWeights
@@ -26,6 +25,7 @@ from fstcrf.engine.inference import (
     thread_chunks,
     viterbi,
 )
+from fstcrf.engine.acceptor import Acceptor
 from fstcrf.engine.topology import Topology
 
 #: Cells (tokens x states) of one block of sentences scored at once per thread.
@@ -80,7 +80,7 @@ class Scorer:
     """Scores encoded sentences with a feature dictionary, a topology and weights
     [F + T] (T transition weights, laid out by ``transitions``).
 
-    With ``constraint`` (a pynini acceptor over the topology's labels) every
+    With ``constraint`` (an acceptor over the topology's labels) every
     inference runs on the topology restricted to the accepted label sequences
     (Z sums over those only) and reports results on the original states."""
 
@@ -89,7 +89,7 @@ class Scorer:
         features: FactoredFeatures,
         topology: Topology,
         threads: int,
-        constraint: pynini.Fst | None = None,
+        constraint: Acceptor | None = None,
         transitions: TransitionWeights | None = None,
     ):
         self.features = features

@@ -17,11 +17,11 @@ import os
 from collections.abc import Sequence
 
 import numpy as np
-import pynini
 
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.corpus.evaluate import ChunkScores, TagScores, score_labels
 from fstcrf.corpus.labels import UNKNOWN_LABEL, split_labels
+from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.engine.inference import Potentials, blas_single_threaded, kbest, log_partition, sample
 from fstcrf.errors import FstcrfError, InfeasibleError, ModelFileError
 from fstcrf.features.encoding import EncodedSentences, FactoredFeatures
@@ -151,7 +151,7 @@ class ChainCRF:
     ``n_iter_``, ``best_iteration_`` (whose weights were kept),
     ``interrupted_`` and ``history_`` (one record per iteration, see
     :mod:`fstcrf.learn.train`), ``constraint_`` (the compiled training grammar, a
-    pynini acceptor over ``labels_``, or None), ``lower_labels_`` (the values
+    :class:`~fstcrf.engine.acceptor.Acceptor` over ``labels_``, or None), ``lower_labels_`` (the values
     of the ``reads`` column seen in training, or None), ``consistency_``
     (label-consistency penalties for non-local decoding, see
     :mod:`fstcrf.document`, or None; ``fit`` leaves it None).
@@ -533,7 +533,7 @@ class ChainCRF:
         sentences = as_sentences(corpus, "ChainCRF.predict_marginals")
         if not sentences:
             return []
-        if grammar is not None and not isinstance(grammar, (Grammar, pynini.Fst)):
+        if grammar is not None and not (isinstance(grammar, (Grammar, Acceptor)) or is_fst(grammar)):
             grammar = load_grammar(grammar)
         encoded = self.encode(sentences)
         state_marginals = self.scorer().marginals(encoded, self.weights_, grammar, params)

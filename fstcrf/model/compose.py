@@ -30,12 +30,10 @@ from __future__ import annotations
 import os
 import time
 from contextlib import contextmanager
-from typing import cast
+from typing import TYPE_CHECKING, cast
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import pynini
-import pywrapfst
 
 from fstcrf.engine.budget import check_cascade
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
@@ -63,6 +61,11 @@ from fstcrf.model.chain import ChainCRF, save_model
 from fstcrf.model.fitting import check_fitted
 from fstcrf.model.file import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
 from fstcrf.learn.objective import BLOCK_CELLS
+from fstcrf.engine.acceptor import is_fst
+from fstcrf.extras import require
+
+if TYPE_CHECKING:
+    import pynini
 
 MODES = ("joint", "cascade", "kbest")
 #: Joint decoding extracts the features of batches of this many tokens (fewer if the
@@ -75,6 +78,8 @@ def compatibility_pairs(lower_labels: Sequence[str], upper_labels: Sequence[str]
     """bool [L_lower, L_upper]: the label pairs (a, b) a transducer relates, i.e. those
     for which ``relation`` maps the one-symbol string a to the one-symbol string b.
     The transducer's input and output symbol tables name the labels."""
+    pynini = require("pynini", "a compatibility transducer")
+    pywrapfst = require("pywrapfst", "a compatibility transducer")
     inputs, outputs = relation.input_symbols(), relation.output_symbols()
     if inputs is None or outputs is None:
         raise CompositionError(
@@ -475,7 +480,7 @@ def compose(
     relations = list(compatibility) if compatibility is not None else [None] * max(len(models) - 1, 0)
     pairs = []
     for k, relation in enumerate(relations, start=1):
-        if isinstance(relation, pynini.Fst):
+        if is_fst(relation):
             if k >= len(models):
                 raise CompositionError(f"{len(relations)} compatibility relations for {len(models)} models")
             relation = compatibility_pairs(models[k - 1].labels_, models[k].labels_, relation)

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pynini
 
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus
 from fstcrf.corpus.evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
@@ -30,7 +29,8 @@ from fstcrf.features.encoding import (
 )
 from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.features.template import check_reading_template, resolve_template
-from fstcrf.grammar import Grammar, compile_grammar, load_grammar
+from fstcrf.grammar import Grammar, load_grammar
+from fstcrf.engine.acceptor import Acceptor
 from fstcrf.learn import train
 from fstcrf.learn.objective import Scorer, TrainingSet, seen_edges
 from fstcrf.learn.settings import SGD_LEARNING_RATE
@@ -49,7 +49,7 @@ class FittedState:
     ``topology_``, ... see :class:`~fstcrf.model.chain.ChainCRF`)."""
 
     topology: Topology
-    constraint: pynini.Fst | None
+    constraint: Acceptor | None
     lower_labels: list[str] | None
     #: a FeatureExtractor or an AttributeExtractor (the same interface)
     extractor: Any
@@ -130,12 +130,15 @@ def template_of(model, init, algorithms: tuple[str, ...] = ("lbfgs", "mce-f")):
     return init.extractor_.parsed_template()
 
 
-def training_constraint(model, topology) -> pynini.Fst | None:
-    """The training grammar compiled over the topology's labels, or None."""
+def training_constraint(model, topology) -> Acceptor | None:
+    """The training grammar compiled over the topology's labels (needs pynini), or None."""
     if model.grammar is None:
         return None
+    from fstcrf.engine.bounded import as_arrays
+    from fstcrf.grammar.compiler import compile_grammar
+
     grammar = model.grammar if isinstance(model.grammar, Grammar) else load_grammar(model.grammar)
-    return compile_grammar(grammar, topology.labels, params=model.grammar_params)
+    return as_arrays(compile_grammar(grammar, topology.labels, params=model.grammar_params))
 
 
 def transition_layout(

@@ -5,10 +5,10 @@ an inconsistent payload raises ModelFileError naming the file."""
 from __future__ import annotations
 
 import numpy as np
-import pynini
-import pywrapfst
 
 from fstcrf.corpus.labels import chain_topology
+from fstcrf.engine.acceptor import Acceptor, is_fst
+from fstcrf.engine.openfst import read_acceptor, write_acceptor
 from fstcrf.document.consistency import ConsistencyPenalties
 from fstcrf.errors import BudgetError, FstcrfError, ModelFileError
 from fstcrf.features.encoding import FactoredFeatures
@@ -49,7 +49,7 @@ def to_payload(model) -> tuple[dict, dict[str, np.ndarray]]:
     extractor, extractor_arrays = extractor_payload(model.extractor_)
     arrays.update({f"{EXTRACTOR_PREFIX}{name}": array for name, array in extractor_arrays.items()})
     if model.constraint_ is not None:
-        arrays["constraint"] = np.frombuffer(model.constraint_.write_to_string(), dtype=np.uint8)
+        arrays["constraint"] = np.frombuffer(write_acceptor(constraint_arrays(model.constraint_)), dtype=np.uint8)
     if model.active_edges_ is not None:
         arrays["active_edges"] = model.active_edges_.astype(np.uint8)
     params = model.get_params()
@@ -114,11 +114,11 @@ def fitted_from_payload(model, header: dict, arrays: dict[str, np.ndarray], wher
         features = FactoredFeatures(state_label, num_labels, arrays["feature_ptr"], arrays["feature_output"])
         constraint = None
         if "constraint" in arrays:
-            constraint = pynini.Fst.read_from_string(arrays["constraint"].tobytes())
+            constraint = read_acceptor(arrays["constraint"].tobytes(), "the training grammar's acceptor")
             constrain(topology, constraint)
     except BudgetError:
         raise  # the file may be fine: the user's budget is too small for it
-    except (FstcrfError, pywrapfst.FstIOError) as error:
+    except FstcrfError as error:
         raise ModelFileError(f"{where}: the model file is inconsistent: {error}") from None
     if (topology.name, topology.num_states, topology.num_edges) != (
         described.get("kind"),
@@ -205,3 +205,13 @@ def current_record(record):
     renamed = {key: value for key, value in record.items() if key != "dev_f1"}
     score = record["dev_f1"]
     return {**renamed, "dev_score": score, "dev_metric": None if score is None else "F1"}
+
+
+def constraint_arrays(constraint) -> Acceptor:
+    """A fitted model's training constraint as an Acceptor (a model pickled by 0.1,
+    whose ``constraint_`` is a pynini acceptor, holds one of those)."""
+    if is_fst(constraint):
+        from fstcrf.engine.bounded import as_arrays
+
+        return as_arrays(constraint)
+    return constraint
