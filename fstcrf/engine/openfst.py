@@ -220,14 +220,14 @@ def _parse(data: bytes, where: str, error: type[FstcrfError]) -> Acceptor:
         reader.fail(f"the properties {properties:#x} claim a property and its negation")
     start = reader.number(INT64, "the start state")
     start_at = reader.item
-    num_states = reader.number(INT64, "the number of states")
-    num_header_arcs = reader.number(INT64, "the number of arcs")
     if start < NO_STATE:
         reader.fail(f"the start state is {start}")
+    num_states = reader.number(INT64, "the number of states")
+    states_at = reader.item
     if num_states < -1:
         reader.fail(f"the number of states is {num_states}")
-    if num_header_arcs < 0:
-        reader.fail(f"the number of arcs is {num_header_arcs}")
+    if reader.number(INT64, "the number of arcs") < 0:  # unused: VectorFst leaves it 0
+        reader.fail("the number of arcs is negative")
     symbols = reader.symbol_table("input") if flags & HAS_INPUT_SYMBOLS else None
     if flags & HAS_OUTPUT_SYMBOLS:
         reader.symbol_table("output")
@@ -236,6 +236,7 @@ def _parse(data: bytes, where: str, error: type[FstcrfError]) -> Acceptor:
     final_weight = struct.Struct("<" + np.dtype(weight_type).char)
     state_size = final_weight.size + INT64.size  # at least: a final weight and an arc count
     if num_states > reader.left // state_size:
+        reader.item = states_at
         reader.fail(
             f"the header claims {num_states} states, but the {reader.left} bytes left hold at most "
             f"{reader.left // state_size}"
