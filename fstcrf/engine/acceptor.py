@@ -154,47 +154,6 @@ def empty(symbols: Mapping[int, str] | None = None) -> Acceptor:
     return Acceptor(0, NO_STATE, np.zeros(0, dtype=bool), none, none, none, symbols)
 
 
-def minimal_classes(fsa: Acceptor) -> np.ndarray:
-    """int64 [Q]: the class of each state of a deterministic, connected ``fsa`` under
-    language equivalence (Moore's refinement); states of one class accept the same suffixes."""
-    classes = fsa.final.astype(np.int64)
-    order = np.lexsort((fsa.arc_key, fsa.arc_src))
-    src, key, dst = fsa.arc_src[order], fsa.arc_key[order], fsa.arc_dst[order]
-    ptr = np.searchsorted(src, np.arange(fsa.num_states + 1))
-    while True:
-        signatures: dict[tuple, int] = {}
-        refined = np.empty(fsa.num_states, dtype=np.int64)
-        for q in range(fsa.num_states):
-            arcs = slice(ptr[q], ptr[q + 1])
-            signature = (int(classes[q]), key[arcs].tobytes(), classes[dst[arcs]].tobytes())
-            refined[q] = signatures.setdefault(signature, len(signatures))
-        if len(signatures) == len(np.unique(classes)):
-            return refined
-        classes = refined
-
-
-def minimize(fsa: Acceptor) -> Acceptor:
-    """The minimal deterministic acceptor of a deterministic ``fsa``'s language
-    (connected first; its states are the equivalence classes, numbered by first state)."""
-    fsa = connect(fsa)
-    if fsa.num_states == 0:
-        return fsa
-    classes = minimal_classes(fsa)
-    _, first = np.unique(classes, return_index=True)
-    keep = np.zeros(fsa.num_states, dtype=bool)
-    keep[first] = True
-    arcs = keep[fsa.arc_src]
-    return Acceptor(
-        len(first),
-        int(classes[fsa.start]),
-        fsa.final[first],
-        classes[fsa.arc_src[arcs]],
-        fsa.arc_key[arcs],
-        classes[fsa.arc_dst[arcs]],
-        fsa.symbols,
-    )
-
-
 def intersect(left: Acceptor, right: Acceptor, what: str = "the intersection") -> Acceptor:
     """The product of two epsilon-free acceptors, ``right`` deterministic, connected;
     BudgetError naming ``what`` once it passes the budget's max_states.

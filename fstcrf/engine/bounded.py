@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fstcrf.engine import budget
-from fstcrf.engine.acceptor import Acceptor
+from fstcrf.engine.acceptor import NO_STATE, Acceptor
+from fstcrf.engine.openfst import parse_acceptor, symbol_entries
 from fstcrf.errors import TopologyError
 from fstcrf.extras import require
 
@@ -159,15 +160,13 @@ def symbol_table(labels) -> pywrapfst.SymbolTable:
     return table
 
 
-def as_arrays(fsa: pynini.Fst) -> Acceptor:
-    """The acceptor ``fsa`` as arrays: its states, start, finals, arcs in order and
-    input symbols."""
-    num_states, src, key, dst, initial = acceptor_arcs(fsa)
-    zero = pywrapfst.Weight.zero(fsa.weight_type())
-    final = np.array([fsa.final(q) != zero for q in range(num_states)], dtype=bool)
-    table = fsa.input_symbols()
-    symbols = None if table is None else {int(k): str(symbol) for k, symbol in table}
-    return Acceptor(num_states, int(initial[0]), final, src, key, dst, symbols)
+def as_arrays(fsa: pynini.Fst, where: str = "the acceptor") -> Acceptor:
+    """The unweighted acceptor ``fsa`` as arrays, its state numbers and arc order kept
+    (read from its OpenFst bytes); TopologyError naming ``where`` for a transducer or
+    a weighted machine."""
+    if fsa.fst_type() != "vector":
+        fsa = pynini.Fst.from_pywrapfst(fsa)
+    return parse_acceptor(fsa.write_to_string(), where, TopologyError)
 
 
 def checked(fsa: pynini.Fst, name: str) -> pynini.Fst:
@@ -189,20 +188,30 @@ def deterministic(fsa: pynini.Fst, name: str) -> Acceptor:
     return as_arrays(bounded_determinize(fsa, f"{name}: the deterministic acceptor"))
 
 
+def minimal(fsa: pynini.Fst, name: str) -> Acceptor:
+    """A checked acceptor without epsilons, determinised within the state budget and
+    minimised by OpenFst, as arrays (a constraint's language is all that matters)."""
+    fsa = checked(fsa, name)
+    return as_arrays(bounded_determinize(pynini.rmepsilon(fsa), f"{name}: the constraint acceptor").minimize())
+
+
 def to_fst(acceptor: Acceptor) -> pynini.Fst:
-    """``acceptor`` as a pynini acceptor with the same states and arcs in the same order."""
+    """``acceptor`` as a pynini acceptor with "standard" arcs: its states, start, finals
+    and arcs in their order, its symbols as input and output symbol table."""
+    entries = symbol_entries(acceptor)
     fsa = pynini.Fst()
-    for _ in range(acceptor.num_states):
-        fsa.add_state()
-    if acceptor.start >= 0:
+    if acceptor.num_states:
+        fsa.add_states(acceptor.num_states)  # add_states(0) would clear property bits
+    if acceptor.start != NO_STATE:
         fsa.set_start(acceptor.start)
-    for q in np.flatnonzero(acceptor.final):
-        fsa.set_final(int(q))
+    for state in np.flatnonzero(acceptor.final).tolist():
+        fsa.set_final(state)
+    one = pywrapfst.Weight.one(fsa.weight_type())
     for src, key, dst in zip(acceptor.arc_src.tolist(), acceptor.arc_key.tolist(), acceptor.arc_dst.tolist()):
-        fsa.add_arc(src, pywrapfst.Arc(key, key, 0, dst))
+        fsa.add_arc(src, pywrapfst.Arc(key, key, one, dst))
     if acceptor.symbols is not None:
         table = pywrapfst.SymbolTable()
-        for key, symbol in sorted(acceptor.symbols.items()):
+        for key, symbol in entries:
             table.add_symbol(symbol, key)
         fsa.set_input_symbols(table)
         fsa.set_output_symbols(table)

@@ -190,10 +190,12 @@ def read_acceptor(data: bytes, where: str) -> Acceptor:
     count, state or label out of range."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ArgumentTypeError(f"{where}: expected the bytes of an OpenFst machine, got {type(data).__name__}")
-    return _parse(bytes(data), where, ModelFileError)
+    return parse_acceptor(bytes(data), where, ModelFileError)
 
 
-def _parse(data: bytes, where: str, error: type[FstcrfError]) -> Acceptor:
+def parse_acceptor(data: bytes, where: str, error: type[FstcrfError]) -> Acceptor:
+    """The acceptor OpenFst bytes ``data`` hold; ``error`` (named after ``where``) for
+    bytes that are not an unweighted vector acceptor."""
     reader = _Reader(data, where, error)
     magic = reader.number(INT32, "the magic number")
     if magic != FST_MAGIC:
@@ -293,7 +295,7 @@ def _parse(data: bytes, where: str, error: type[FstcrfError]) -> Acceptor:
     )
 
 
-def _checked(acceptor: Acceptor) -> list[tuple[int, str]]:
+def symbol_entries(acceptor: Acceptor) -> list[tuple[int, str]]:
     """The acceptor's symbols as (key, symbol) by key, after checking that the acceptor
     fits OpenFst's int32 states and labels and its table has distinct UTF-8 symbols."""
     if not isinstance(acceptor, Acceptor):
@@ -376,7 +378,7 @@ def write_acceptor(acceptor: Acceptor) -> bytes:
     any, as both input and output symbol table.
 
     Raises TopologyError when a state, label or symbol does not fit OpenFst."""
-    entries = _checked(acceptor)
+    entries = symbol_entries(acceptor)
     table = _symbol_table_bytes(entries) if acceptor.symbols is not None else b""
     flags = HAS_INPUT_SYMBOLS | HAS_OUTPUT_SYMBOLS if table else 0
     header = b"".join(
@@ -410,45 +412,3 @@ def write_acceptor(acceptor: Acceptor) -> bytes:
     body[head_at[:, None] + np.arange(STATE_HEAD.size)] = heads.view(np.uint8).reshape(Q, STATE_HEAD.size)
     body[arc_at[:, None] + np.arange(record.itemsize)] = arcs.view(np.uint8).reshape(A, record.itemsize)
     return header + table + table + body.tobytes()
-
-
-def acceptor_from_fst(fst: Any, where: str = "the machine") -> Acceptor:
-    """The Acceptor of a pynini (or pywrapfst) unweighted acceptor, with its state
-    numbers and arc order, read from its OpenFst bytes.
-
-    Raises TopologyError, with a message that starts with ``where``, for a
-    transducer, a weighted machine or a state or label out of range."""
-    import pynini
-    import pywrapfst  # pynini's OpenFst binding, installed with it
-
-    if not isinstance(fst, pywrapfst.Fst):
-        raise ArgumentTypeError(f"{where}: expected a pynini Fst, got {type(fst).__name__}")
-    if fst.fst_type() != "vector":
-        fst = pynini.Fst.from_pywrapfst(fst)
-    return _parse(fst.write_to_string(), where, TopologyError)
-
-
-def acceptor_to_fst(acceptor: Acceptor) -> Any:
-    """The acceptor as a pynini.Fst with "standard" arcs: its states, start, finals
-    and arcs in their order, its symbols as input and output symbol table."""
-    import pynini
-    import pywrapfst
-
-    entries = _checked(acceptor)
-    fst = pynini.Fst(arc_type=WRITTEN_ARC_TYPE)
-    if acceptor.num_states:
-        fst.add_states(acceptor.num_states)
-    if acceptor.start != NO_STATE:
-        fst.set_start(acceptor.start)
-    for state in np.flatnonzero(acceptor.final).tolist():
-        fst.set_final(state)
-    one = pywrapfst.Weight.one(fst.weight_type())
-    for src, key, dst in zip(acceptor.arc_src.tolist(), acceptor.arc_key.tolist(), acceptor.arc_dst.tolist()):
-        fst.add_arc(src, pywrapfst.Arc(key, key, one, dst))
-    if acceptor.symbols is not None:
-        table = pywrapfst.SymbolTable()
-        for key, symbol in entries:
-            table.add_symbol(symbol, key)
-        fst.set_input_symbols(table)
-        fst.set_output_symbols(table)
-    return fst

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fstcrf.engine import budget
-from fstcrf.engine.acceptor import NO_STATE, Acceptor, connect, is_fst, minimize
+from fstcrf.engine.acceptor import NO_STATE, Acceptor, connect, is_fst
 from fstcrf.engine.acceptor import intersect as intersect_acceptors
 from fstcrf.errors import InfeasibleError, LabelError, TopologyError
 
@@ -466,16 +466,17 @@ def intersect(topology: Topology, acceptor: Acceptor | pynini.Fst, name: str | N
     """The topology restricted to the label sequences ``acceptor`` accepts.
 
     The acceptor is over the topology's label keys (label i = key i + 1): a
-    pynini acceptor (determinised first) or a deterministic
-    :class:`~fstcrf.engine.acceptor.Acceptor`.  Its language is all that matters:
-    it is minimised, and the product state remembers the topology's history and the
-    acceptor's, numbered as OpenFst's intersection numbers them."""
+    pynini acceptor (determinised and minimised first, by OpenFst) or a
+    deterministic :class:`~fstcrf.engine.acceptor.Acceptor`, taken as it is (e.g.
+    a model's stored constraint, minimised when it was compiled).  The product
+    state remembers the topology's history and the acceptor's, numbered as
+    OpenFst's intersection numbers them."""
     name = name or f"{topology.name}&grammar"
     if is_fst(acceptor):
         from fstcrf.engine import bounded
 
         _check_symbol_keys(bounded.as_arrays(bounded.checked(acceptor, f"{name}: the constraint")), topology)
-        constraint = bounded.deterministic(acceptor, f"{name}: the constraint")
+        constraint = bounded.minimal(acceptor, f"{name}: the constraint")
     elif isinstance(acceptor, Acceptor):
         if acceptor.start == NO_STATE:
             raise TopologyError(f"{name}: the constraint acceptor has no start state (empty language)")
@@ -486,7 +487,7 @@ def intersect(topology: Topology, acceptor: Acceptor | pynini.Fst, name: str | N
     else:
         raise TopologyError(f"{name}: a constraint is an Acceptor or a pynini.Fst, got {type(acceptor).__name__}")
     what = f"{name}: the product of the topology and the constraint"
-    product = intersect_acceptors(topology.arcs, minimize(constraint), what)
+    product = intersect_acceptors(topology.arcs, constraint, what)
     if product.num_states == 0:
         raise TopologyError(f"{name}: no label sequence is allowed by both the topology and the constraint")
     return from_acceptor(product, topology.labels, name=name)
