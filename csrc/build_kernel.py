@@ -11,7 +11,9 @@ csrc/fstcrf_internal.h, never given to cdef -- and csrc/fstcrf_features.c
 sequences the two), csrc/fstcrf_update.c (sparse steps of the online
 learners), csrc/fstcrf_hashing.c (the hashed predicate dictionary and the
 model file checksum) and csrc/fstcrf_online.c (the rival of one sentence and
-its feature difference) into the extension module ``fstcrf._kernel``.
+its feature difference) into the extension module ``fstcrf._kernel``.  What
+they ask of a compiler beyond C11 (SIMD pragmas, prefetching, restrict) goes
+through the private header csrc/fstcrf_portable.h.
 Extra compiler and linker flags may be given in FSTCRF_CFLAGS, e.g.
 ``-fsanitize=address`` for the sanitizer run described in docs/development.md.
 """
@@ -56,7 +58,9 @@ ffibuilder.set_source(
     "\n".join(f'#include "{header.name}"' for header in HEADERS),
     sources=[str((HERE / name).relative_to(HERE.parent)) for name in SOURCES],
     include_dirs=[str(HERE.relative_to(HERE.parent))],
-    # -fopenmp-simd: honour "#pragma omp simd" (vectorised reductions) without OpenMP threads
+    # -fopenmp-simd: honour "#pragma omp simd" (vectorised reductions) without OpenMP threads;
+    # FC_OPENMP_SIMD: csrc/fstcrf_portable.h then writes the pragmas
+    define_macros=[("FC_OPENMP_SIMD", "1")],
     extra_compile_args=["-O3", "-std=c99", "-fopenmp-simd", *EXTRA_FLAGS],
     extra_link_args=EXTRA_FLAGS,
     libraries=["m"],
