@@ -11,9 +11,14 @@ csrc/fstcrf_internal.h, never given to cdef -- and csrc/fstcrf_features.c
 sequences the two), csrc/fstcrf_update.c (sparse steps of the online
 learners), csrc/fstcrf_hashing.c (the hashed predicate dictionary and the
 model file checksum) and csrc/fstcrf_online.c (the rival of one sentence and
-its feature difference) into the extension module ``fstcrf._kernel``.
-Extra compiler and linker flags may be given in FSTCRF_CFLAGS, e.g.
-``-fsanitize=address`` for the sanitizer run described in docs/development.md.
+its feature difference) into the extension module ``fstcrf._kernel``.  What
+they ask of a compiler beyond C11 (SIMD pragmas, prefetching, restrict) goes
+through the private header csrc/fstcrf_portable.h.
+The compiler flags and libraries depend on the compiler (compiler_options,
+which setup.py's build_ext asks with the compiler it uses: MSVC spells C11
+/std:c11 and has no -fopenmp-simd).  Extra compiler and linker flags may be
+given in FSTCRF_CFLAGS, e.g. ``-fsanitize=address`` for the sanitizer run
+described in docs/development.md.
 """
 import os
 import pathlib
@@ -49,6 +54,20 @@ def _declarations(header: pathlib.Path) -> str:
 
 EXTRA_FLAGS = os.environ.get("FSTCRF_CFLAGS", "").split()
 
+
+def compiler_options(compiler_type: str) -> dict[str, list[str]]:
+    """The kernel's compiler flags (C11 at full optimisation, then FSTCRF_CFLAGS)
+    and libraries for a distutils compiler type ("unix", "msvc", "mingw32", ...)."""
+    if compiler_type == "msvc":
+        # C11 is /std:c11 (Visual Studio 2019 16.8 or later); no -fopenmp-simd, so the loops are plain
+        # loops (csrc/fstcrf_portable.h); the maths functions are in the C runtime, with no libm
+        return {"extra_compile_args": ["/std:c11", *EXTRA_FLAGS], "libraries": []}
+    # gcc and clang, also as mingw-w64: -fopenmp-simd honours "#pragma omp simd" (vectorised reductions)
+    # without OpenMP threads, and FC_OPENMP_SIMD has csrc/fstcrf_portable.h write the pragmas
+    return {"extra_compile_args": ["-O3", "-std=c11", "-fopenmp-simd", "-DFC_OPENMP_SIMD", *EXTRA_FLAGS],
+            "libraries": ["m"]}
+
+
 ffibuilder = cffi.FFI()
 ffibuilder.cdef("".join(_declarations(header) for header in HEADERS))
 ffibuilder.set_source(
@@ -56,10 +75,9 @@ ffibuilder.set_source(
     "\n".join(f'#include "{header.name}"' for header in HEADERS),
     sources=[str((HERE / name).relative_to(HERE.parent)) for name in SOURCES],
     include_dirs=[str(HERE.relative_to(HERE.parent))],
-    # -fopenmp-simd: honour "#pragma omp simd" (vectorised reductions) without OpenMP threads
-    extra_compile_args=["-O3", "-std=c99", "-fopenmp-simd", *EXTRA_FLAGS],
     extra_link_args=EXTRA_FLAGS,
-    libraries=["m"],
+    # for the platform's default compiler; setup.py's build_ext gives those of the compiler it uses
+    **compiler_options("msvc" if os.name == "nt" else "unix"),
 )
 
 if __name__ == "__main__":

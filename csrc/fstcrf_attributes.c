@@ -100,7 +100,7 @@ static int put_split(PyObject *table, PyObject *key, PyObject *value, PyObject *
 
 static int add_column(Entries *entries, PyObject *column, double value)
 {
-    long code = PyLong_AsLong(column);
+    long long code = PyLong_AsLongLong(column);     /* long is 32 bits on Windows */
     if (code == -1 && PyErr_Occurred())
         return -1;
     return add_entry(entries, code, value);

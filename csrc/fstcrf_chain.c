@@ -120,7 +120,7 @@ static double row_dot(const double *v, const int32_t *idx, const double *weight,
     if (hi - lo != S) return gather_dot(v, idx, weight, lo, hi);
     const double *w_row = weight + lo;
     double s = 0.0;
-#pragma omp simd reduction(+:s)
+    FC_SIMD_REDUCTION(+, s)
     for (int32_t k = 0; k < S; ++k) s += v[k] * w_row[k];
     return s;
 }
@@ -217,7 +217,7 @@ int fc__rescale(double *row, int32_t S, double *log_factor)
     if (!(m > 0.0)) return 0;
     const double inverse = 1.0 / m;
     int small = 0;
-#pragma omp simd reduction(|:small)
+    FC_SIMD_REDUCTION(|, small)
     for (int32_t s = 0; s < S; ++s) {
         row[s] *= inverse;
         small |= row[s] != 0.0 && row[s] < SCALED_FLOOR;

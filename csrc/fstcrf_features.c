@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fstcrf_features.h"
+#include "fstcrf_portable.h"
 
 int64_t ff_work_doubles(const ff_dictionary *d)
 {
@@ -64,9 +65,9 @@ static void prefetch_rows(const ff_dictionary *d, const ff_tokens *x, int64_t t,
     for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
         const int32_t p = x->indices[j];
         for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += 8)
-            __builtin_prefetch(weights + f);
+            FC_PREFETCH(weights + f);
         for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += 16)
-            __builtin_prefetch(d->output + f);
+            FC_PREFETCH(d->output + f);
     }
 }
 
@@ -89,7 +90,7 @@ int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta
             const double v = x->values != NULL ? x->values[j] : 1.0;
             if (complete_row(d, p, S + L)) {
                 const double *row = theta + d->ptr[p];
-#pragma omp simd
+                FC_SIMD
                 for (int32_t q = 0; q < S + L; ++q) work[q] += v * row[q];
                 continue;
             }
@@ -132,7 +133,7 @@ int ff_accumulate(const ff_dictionary *d, const ff_tokens *x, const double *marg
             const double v = x->values != NULL ? scale * x->values[j] : scale;
             if (complete_row(d, p, S + L)) {
                 double *row = grad + d->ptr[p];
-#pragma omp simd
+                FC_SIMD
                 for (int32_t q = 0; q < S + L; ++q) row[q] += v * work[q];
                 continue;
             }

@@ -17,6 +17,7 @@
 #define FSTCRF_INTERNAL_H
 
 #include "fstcrf_kernel.h"
+#include "fstcrf_portable.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -56,7 +57,7 @@ static inline int64_t trans_row(const int32_t *cls, int64_t t, int32_t E)
 static inline double max_of(const double *v, int32_t n)
 {
     double m = -INFINITY;
-#pragma omp simd reduction(max:m)
+    FC_SIMD_MAX(m)
     for (int32_t i = 0; i < n; ++i) m = v[i] > m ? v[i] : m;
     return m;
 }
@@ -64,7 +65,7 @@ static inline double max_of(const double *v, int32_t n)
 /* y[k] += a * x[k] for k < n. */
 static inline void axpy(double a, const double *x, double *y, int32_t n)
 {
-#pragma omp simd
+    FC_SIMD
     for (int32_t k = 0; k < n; ++k) y[k] += a * x[k];
 }
 

@@ -136,19 +136,19 @@ typedef struct {
 /* y[q] += a0 x0[q] + a1 x1[q] + a2 x2[q] + a3 x3[q] for q < n: four AXPYs
  * sharing one load and store of y. */
 static void axpy4(const double *a, const double *x0, const double *x1, const double *x2,
-                  const double *x3, double *restrict y, int64_t n)
+                  const double *x3, double *FC_RESTRICT y, int64_t n)
 {
     const double a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-#pragma omp simd
+    FC_SIMD
     for (int64_t q = 0; q < n; ++q) y[q] += (a0 * x0[q] + a1 * x1[q]) + (a2 * x2[q] + a3 * x3[q]);
 }
 
 /* y[q] = max(y[q], x0[q] + a0, ..., x3[q] + a3) for q < n. */
 static void max4(const double *a, const double *x0, const double *x1, const double *x2,
-                 const double *x3, double *restrict y, int64_t n)
+                 const double *x3, double *FC_RESTRICT y, int64_t n)
 {
     const double a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-#pragma omp simd
+    FC_SIMD
     for (int64_t q = 0; q < n; ++q) {
         const double c01 = x0[q] + a0 > x1[q] + a1 ? x0[q] + a0 : x1[q] + a1;
         const double c23 = x2[q] + a2 > x3[q] + a3 ? x2[q] + a2 : x3[q] + a3;
@@ -158,10 +158,10 @@ static void max4(const double *a, const double *x0, const double *x1, const doub
 }
 
 /* y[q] (+)= x[q] (*) a for q < n, in the linear (sum) or max semiring. */
-static void step_row(semiring sr, double a, const double *restrict x, double *restrict y, int64_t n)
+static void step_row(semiring sr, double a, const double *FC_RESTRICT x, double *FC_RESTRICT y, int64_t n)
 {
     if (sr == SEMIRING_MAX) {
-#pragma omp simd
+        FC_SIMD
         for (int64_t q = 0; q < n; ++q) y[q] = x[q] + a > y[q] ? x[q] + a : y[q];
         return;
     }
@@ -177,14 +177,14 @@ static void step_row(semiring sr, double a, const double *restrict x, double *re
  * (four source rows per pass), and along x for the last component of a
  * complete graph (post == 1: in[p, y] pushed along a leaving row). */
 static void component_step(semiring sr, const component_rows *c, int64_t pre, int64_t post,
-                           const double *in, double *restrict out)
+                           const double *in, double *FC_RESTRICT out)
 {
     const int32_t S = c->S, E = c->E;
     const double zero = sr == SEMIRING_MAX ? -INFINITY : 0.0;
     for (int64_t p = 0; p < pre; ++p) {
         const int64_t lower = (p % c->L) * (int64_t)E;
         const double *in_p = in + p * S * post;
-        double *restrict out_p = out + p * S * post;
+        double *FC_RESTRICT out_p = out + p * S * post;
         for (int64_t q = 0; q < S * post; ++q) out_p[q] = zero;
         if (post == 1 && c->complete) {
             /* push the rows of a complete graph: out[x] (+)= w[y, x] (*) in[y] */
@@ -201,7 +201,7 @@ static void component_step(semiring sr, const component_rows *c, int64_t pre, in
         const double *w = c->pull_weight + lower;
         const int32_t *ptr = c->pull_ptr, *nbr = c->pull_nbr;
         for (int32_t x = 0; x < S; ++x) {
-            double *restrict o = out_p + x * post;
+            double *FC_RESTRICT o = out_p + x * post;
             int32_t m = ptr[x];
             for (; m + 4 <= ptr[x + 1]; m += 4) {
                 const double *x0 = in_p + (int64_t)nbr[m] * post, *x1 = in_p + (int64_t)nbr[m + 1] * post;
@@ -270,7 +270,7 @@ static int add_joint_edge_counts(const fc_joint *j, const joint_buffers *w, int3
     int64_t pre;
     const int64_t post = post_size(j, w, k, &pre);
     double total = 0.0;
-#pragma omp simd reduction(+:total)
+    FC_SIMD_REDUCTION(+, total)
     for (int64_t s = 0; s < w->P; ++s) total += fwd[s] * moved[s];
     if (!(total > 0.0)) return 0;
     const double inverse = 1.0 / total;
@@ -285,7 +285,7 @@ static int add_joint_edge_counts(const fc_joint *j, const joint_buffers *w, int3
                 double *out = counts + lower;
                 const double *wt = weight + lower;
                 if (hi - lo == S) {    /* every state enters x, in order */
-#pragma omp simd
+                    FC_SIMD
                     for (int32_t i = 0; i < S; ++i) out[lo + i] += f[i] * wt[lo + i] * c;
                 } else {
                     for (int32_t m = lo; m < hi; ++m) out[m] += f[g->in_src[m]] * wt[m] * c;
@@ -296,7 +296,7 @@ static int add_joint_edge_counts(const fc_joint *j, const joint_buffers *w, int3
             for (int32_t m = lo; m < hi; ++m) {
                 const double *f_y = f + (int64_t)g->in_src[m] * post;
                 double dot = 0.0;
-#pragma omp simd reduction(+:dot)
+                FC_SIMD_REDUCTION(+, dot)
                 for (int64_t q = 0; q < post; ++q) dot += f_y[q] * b_x[q];
                 counts[lower + m] += dot * weight[lower + m] * inverse;
             }
@@ -446,7 +446,7 @@ int fc_joint_forward_backward(const fc_joint *j, const fc_batch *b, double *log_
         for (int64_t t = 0; node_marg && t < T; ++t) {
             const double *a = w.alpha + t * P, *bt = w.beta + t * P;
             double *out = node_marg + (off + t) * P, norm = 0.0;
-#pragma omp simd reduction(+:norm)
+            FC_SIMD_REDUCTION(+, norm)
             for (int64_t s = 0; s < P; ++s) norm += (out[s] = a[s] * bt[s]);
             const double inverse = 1.0 / norm;
             for (int64_t s = 0; s < P; ++s) out[s] *= inverse;

@@ -103,7 +103,7 @@ static void add_posteriors(int scaled, const fc_graph *g, const fc_scores *sc, c
             if (hi - lo == S) {            /* every state enters j, in order: contiguous */
                 double *counts = counts_t + lo;
                 const double *m = exp_trans + lo;
-#pragma omp simd
+                FC_SIMD
                 for (int32_t i = 0; i < S; ++i) counts[i] += prev[i] * m[i] * q;
                 continue;
             }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "fstcrf_update.h"
+#include "fstcrf_portable.h"
 
 void fu_gather_clear(double *const *buffers, int32_t num_buffers, const int64_t *index, int64_t m,
                      double *values)
@@ -48,7 +49,7 @@ int fu_apply(const fu_step *step, double *theta, double *squares, double *moment
 static double dot(const double *a, const double *b, int64_t n)
 {
     double sum = 0.0;
-#pragma omp simd reduction(+:sum)
+    FC_SIMD_REDUCTION(+, sum)
     for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
     return sum;
 }
@@ -59,22 +60,22 @@ static double update_then_dot(double scale, double a, const double *x, double *q
 {
     double sum = 0.0;
     if (x != NULL && next != NULL) {
-#pragma omp simd reduction(+:sum)
+        FC_SIMD_REDUCTION(+, sum)
         for (int64_t i = 0; i < n; ++i) {
             q[i] = scale * q[i] + a * x[i];
             sum += next[i] * q[i];
         }
     } else if (x != NULL) {
-#pragma omp simd
+        FC_SIMD
         for (int64_t i = 0; i < n; ++i) q[i] = scale * q[i] + a * x[i];
     } else if (next != NULL) {
-#pragma omp simd reduction(+:sum)
+        FC_SIMD_REDUCTION(+, sum)
         for (int64_t i = 0; i < n; ++i) {
             q[i] *= scale;
             sum += next[i] * q[i];
         }
     } else {
-#pragma omp simd
+        FC_SIMD
         for (int64_t i = 0; i < n; ++i) q[i] *= scale;
     }
     return sum;
