@@ -94,6 +94,7 @@ def test_every_option_says_what_it_does_and_its_default():
     assert "last two columns" in commands.choices["compare"].format_help()
 
 
+@pytest.mark.pynini
 def test_readme_python_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace = run_blocks(ROOT / "README.md")
@@ -117,6 +118,7 @@ def tutorial_folder(tmp_path, monkeypatch, data_file):
     return tmp_path
 
 
+@pytest.mark.pynini
 @pytest.mark.slow
 def test_tutorial_python_runs(tutorial_folder):
     """The tutorial's code as written (100 L-BFGS iterations, second order),

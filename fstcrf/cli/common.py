@@ -11,6 +11,7 @@ from pathlib import Path
 from fstcrf.corpus.schemes import keep_types, missing_types_warning
 from fstcrf.errors import FstcrfError
 from fstcrf.phases import phase
+from fstcrf.extras import require
 
 LOG = logging.getLogger("fstcrf")
 
@@ -46,8 +47,11 @@ def grammar_params(args: argparse.Namespace) -> dict | None:
     return params or None
 
 
-def warn_define_without_grammar(args: argparse.Namespace) -> None:
-    """Warn that --define is ignored when --grammar is not given."""
+def check_grammar_options(args: argparse.Namespace) -> None:
+    """Before any work: MissingExtraError if --grammar is given without pynini, which
+    compiles it; a warning that --define is ignored when --grammar is not given."""
+    if args.grammar:
+        require("pynini", "--grammar")
     if args.define and not args.grammar:
         LOG.warning(
             "--define %s is ignored: it sets parameters of --grammar, which is not given", " ".join(args.define)

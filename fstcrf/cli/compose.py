@@ -7,15 +7,16 @@ import logging
 
 from fstcrf.cli.options import add_budget_arguments, add_command
 from fstcrf.errors import FstcrfError
+from fstcrf.extras import require
 
 LOG = logging.getLogger("fstcrf")
 
 
 def _compose(args: argparse.Namespace) -> int:
-    import pynini
     from fstcrf.model.compose import compose
     from fstcrf.model.chain import load_model
 
+    pynini = require("pynini", "--compat") if args.compat else None
     models = [load_model(path) for path in args.models]
     relations = [None] * (len(models) - 1)
     for spec in args.compat:

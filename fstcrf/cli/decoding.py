@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from fstcrf.cli.common import grammar_params, warn_define_without_grammar
+from fstcrf.cli.common import grammar_params, check_grammar_options
 from fstcrf.cli.options import DECODING_DEFAULTS
 from fstcrf.document.settings import NONLOCAL_OPTIONS
 from fstcrf.errors import FstcrfError
@@ -18,7 +18,7 @@ LOG = logging.getLogger("fstcrf")
 
 def warn_ignored_decoding_options(args: argparse.Namespace, composed: bool) -> None:
     """Warn once for each decoding option the model does not use."""
-    warn_define_without_grammar(args)
+    check_grammar_options(args)
     _warn_ignored_nonlocal_options(args, composed)
     given = [name for name, default in DECODING_DEFAULTS.items() if getattr(args, name) != default]
     if "on_infeasible" in given and not args.grammar:

@@ -13,7 +13,7 @@ from fstcrf.cli.common import (
     grammar_params,
     only_types,
     read_corpus,
-    warn_define_without_grammar,
+    check_grammar_options,
 )
 from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_training_arguments, whole_number
 from fstcrf.corpus.schemes import restrict_types
@@ -26,7 +26,7 @@ LOG = logging.getLogger("fstcrf")
 
 def _train(args: argparse.Namespace) -> int:
     keep = only_types(args)
-    warn_define_without_grammar(args)
+    check_grammar_options(args)
     if (args.train is None) == (args.log is None):
         raise FstcrfError("give a training file TRAIN, or a feedback log with --algorithm bandit --log FILE (not both)")
     if args.log is not None:

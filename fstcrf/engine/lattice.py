@@ -37,8 +37,6 @@ def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical", symbo
             "states" (arcs carry state keys, so distinct state paths stay
             distinct even when states share a label).
     """
-    pynini = require("pynini", "exporting a lattice")
-    pywrapfst = require("pywrapfst", "exporting a lattice")
     check_potentials(pot, "to_fst")
     for name, value, allowed in (("arc_type", arc_type, ARC_TYPES), ("symbols", symbols, ("labels", "states"))):
         if not isinstance(value, str):
@@ -49,6 +47,8 @@ def to_fst(pot: Potentials, sentence: int = 0, arc_type: str = "tropical", symbo
         raise ArgumentTypeError(f"sentence must be an integer index, got {type(sentence).__name__} {sentence!r}")
     if not 0 <= sentence < pot.num_sequences:
         raise LabelError(f"sentence {sentence} is out of range [0, {pot.num_sequences})")
+    pynini = require("pynini", "exporting a lattice")
+    pywrapfst = require("pywrapfst", "exporting a lattice")
     topo = pot.topology
     S = topo.num_states
     emit = pot.emissions[pot.sentence(int(sentence))]

@@ -12,6 +12,7 @@ from fstcrf.cli import main
 from fstcrf.corpus.synthetic import DATA_DIR
 
 
+@pytest.mark.pynini
 @pytest.mark.slow
 def test_bench_kernel_rows_are_complete():
     rows = bench_kernel(tokens=3000, repeats=1, reference_seconds=0.05, progress=False)
@@ -40,6 +41,7 @@ def test_bench_compose_runs_and_counts_tokens(capsys):
     assert " 0 tok/s" not in "".join(lines)
 
 
+@pytest.mark.pynini
 def test_bench_grammar_runs(demo_chunker, capsys):
     model = demo_chunker
     assert (

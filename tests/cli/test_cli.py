@@ -108,6 +108,7 @@ def test_history_lists_every_iteration(model_path, capsys):
     assert len(lines) == 1 + 25 + 1 and lines[-1].startswith("kept the weights of iteration")
 
 
+@pytest.mark.pynini
 def test_tag_under_a_parameterised_grammar(model_path, tmp_path):
     out = tmp_path / "one_np.txt"
     assert (

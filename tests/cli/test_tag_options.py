@@ -85,6 +85,7 @@ def test_nbest_probabilities_are_exact_and_rank_one_is_the_best(model_path, shor
         assert [sentence[f"label{r}"] for r in range(k)] == [labels for _, labels in expected[:k]]
 
 
+@pytest.mark.pynini
 def test_nbest_of_a_model_trained_under_a_grammar_ranks_only_accepted_sequences(short_file, tmp_path):
     path = tmp_path / "iob2.model"
     assert main(["-q", "train", TRAIN, "-o", str(path), "--max-iter", "3", "--grammar", "iob2"]) == 0

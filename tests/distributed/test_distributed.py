@@ -206,6 +206,7 @@ def test_a_model_reading_lower_labels_trains_to_the_single_process_optimum(clien
         fit_on_dask(ChainCRF(**{**options, "reads": "tag", "template": "tag[0]"}), [str(first)], clients(2))
 
 
+@pytest.mark.pynini
 @pytest.mark.parametrize("algorithm", ["lbfgs", "perceptron"])
 def test_training_under_a_grammar_reaches_the_single_process_result(clients, algorithm):
     options = {

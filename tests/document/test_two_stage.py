@@ -243,6 +243,7 @@ def test_the_jackknife_never_tags_a_sentence_with_a_model_that_saw_it(monkeypatc
     assert all(len(seen) == 15 for seen in _Spy.trained_on)
 
 
+@pytest.mark.pynini
 def test_fit_and_predict_end_to_end():
     train = _toy_corpus(30)
     first = ChainCRF(template="bias\nword[0]\nword[-1]\n", grammar="iob2", max_iter=20, threads=1)

@@ -4,7 +4,6 @@ against pynini composition of per-component lattice transducers."""
 import itertools
 
 import numpy as np
-import pynini
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -12,6 +11,11 @@ import fstcrf
 from fstcrf import errors
 from fstcrf.engine import joint
 from fstcrf.engine.topology import Topology, bioes, first_order, iob2
+
+try:  # the tests that need pynini are marked pynini: the CI leg without it skips them
+    import pynini
+except ImportError:
+    pynini = None
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None)
 
@@ -118,6 +122,7 @@ def composed_lattice(jp, emissions, sentence):
     return lattice
 
 
+@pytest.mark.pynini
 @settings(max_examples=25, deadline=None, derandomize=True, database=None)
 @given(seed=st.integers(0, 10_000), num_components=st.integers(2, 3))
 def test_factorised_equals_pynini_composition(seed, num_components):

@@ -13,7 +13,6 @@ import math
 import re
 
 import numpy as np
-import pynini
 import pytest
 
 import fstcrf
@@ -30,6 +29,11 @@ from fstcrf.engine.topology import (
 )
 
 from oracles import enumerate_state_paths
+
+try:  # the tests that need pynini are marked pynini: the CI leg without it skips them
+    import pynini
+except ImportError:
+    pynini = None
 
 MAX_LENGTH = 5
 CONLL2000_TYPES = ["ADJP", "ADVP", "CONJP", "INTJ", "LST", "NP", "PP", "PRT", "SBAR", "UCP", "VP"]
@@ -192,6 +196,7 @@ def at_most_one(topology, label):
     return fsa
 
 
+@pytest.mark.pynini
 def test_intersect_at_most_one_b_np():
     topology = iob2(["NP", "VP"])
     constrained = intersect(topology, at_most_one(topology, "B-NP"))
@@ -200,6 +205,7 @@ def test_intersect_at_most_one_b_np():
     assert counts[1] < len(label_paths(topology, 2))
 
 
+@pytest.mark.pynini
 def test_intersect_second_order_with_constraint():
     topology = second_order(iob2_labels(["NP"]))
     constrained = intersect(topology, at_most_one(topology, "B-NP"))
@@ -224,6 +230,7 @@ def empty_language_acceptors(topology):
     }
 
 
+@pytest.mark.pynini
 @pytest.mark.parametrize("case", ["no start", "no final", "only the empty string", "disjoint"])
 def test_intersect_empty_language_raises(case):
     topology = iob2(["NP"])

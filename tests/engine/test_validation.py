@@ -1,12 +1,16 @@
 """Bad input raises a typed fstcrf error, before the kernel runs."""
 
 import numpy as np
-import pynini
 import pytest
 
 import fstcrf
 from fstcrf import errors
 from fstcrf.engine.topology import Topology, first_order, from_acceptor, intersect, iob2, kth_order, symbol_table
+
+try:  # the tests that need pynini are marked pynini: the CI leg without it skips them
+    import pynini
+except ImportError:
+    pynini = None
 
 
 @pytest.fixture
@@ -103,6 +107,7 @@ def test_bad_topologies():
         kth_order(["a"], 2, pad="O")
 
 
+@pytest.mark.pynini
 def test_bad_acceptors():
     labels = ["a", "b"]
     empty = pynini.Fst()

@@ -182,6 +182,7 @@ def iob2_training_set(corpus, order: int):
     return TrainingSet(Scorer(features, topology, 2), encoded, states)
 
 
+@pytest.mark.pynini
 @pytest.mark.slow
 @pytest.mark.parametrize("order,seed", [(2, 2), (2, 3)])
 def test_objective_matches_enumeration(order, seed):
@@ -209,6 +210,7 @@ def small_objective(seed: int, smoothing_params=(1.0, 0.0, 1.0), gold=None) -> m
         assume(False)
 
 
+@pytest.mark.pynini
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 2**16), st.sampled_from([0.2, 1.0, 3.0]), smoothing)
 def test_objective_matches_enumeration_for_any_smoothing(seed, scale, smoothing_params):
@@ -233,6 +235,7 @@ def viterbi_as_gold(theta_seed: int):
     return gold
 
 
+@pytest.mark.pynini
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**16), st.booleans())
 def test_rival_and_segment_paths_match_enumeration(seed, gold_is_viterbi):

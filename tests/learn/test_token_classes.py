@@ -5,7 +5,6 @@ brute-force enumeration, pynini on the exported lattice, and the class-free kern
 import math
 
 import numpy as np
-import pynini
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +15,11 @@ from fstcrf.errors import ShapeError
 
 from oracles import BruteForce
 from strategies import batches, feasible_instances, oracle_settings
+
+try:  # the tests that need pynini are marked pynini: the CI leg without it skips them
+    import pynini
+except ImportError:
+    pynini = None
 
 
 @st.composite
@@ -101,6 +105,7 @@ def test_span_viterbi_matches_bruteforce(case, seed):
         assert result.outside[k] == pytest.approx(outside, rel=1e-12, abs=1e-9)
 
 
+@pytest.mark.pynini
 @oracle_settings(60)
 @given(classed(instances=feasible_instances(), spread=(1.0,)))
 def test_lattice_export_matches_pynini(case):

@@ -173,6 +173,7 @@ def test_threads_do_not_change_the_objective():
     np.testing.assert_allclose(gradient_one, gradient_two, atol=1e-10)
 
 
+@pytest.mark.pynini
 @pytest.mark.parametrize(
     "order,constrained,partial", [(1, False, False), (2, False, True), (1, True, True), (2, True, False)]
 )
@@ -387,6 +388,7 @@ def test_intact_file_with_inconsistent_contents(saved):
 # -- transitions that read a lower tagger's label ------------------------------------
 
 
+@pytest.mark.pynini
 @pytest.mark.parametrize(
     "order,constrained,partial", [(1, False, False), (2, False, False), (1, True, True), (2, False, True)]
 )

@@ -291,6 +291,7 @@ def _iob2_valid(labels):
     )
 
 
+@pytest.mark.pynini
 def test_grammar_and_order_two_extras():
     # "y" is always I-X in training, so after "q" (O) the free model predicts I-X after O
     X = [[{"w": "x"}, {"w": "y"}, {"w": "z"}]] * 6 + [[{"w": "q"}, {"w": "y"}]] * 2
