@@ -10,4 +10,7 @@ ATTRIBUTES = Extension("fstcrf._attributes", ["csrc/fstcrf_attributes.c"], py_li
                        define_macros=[("Py_LIMITED_API", "0x030A0000")], extra_compile_args=["-O2", *EXTRA_FLAGS],
                        extra_link_args=EXTRA_FLAGS)
 
-setup(cffi_modules=["csrc/build_kernel.py:ffibuilder"], ext_modules=[ATTRIBUTES])
+# cffi builds fstcrf._kernel against the limited API too (its generated C defines Py_LIMITED_API), so both
+# extensions are abi3 and the wheel is tagged cp310-abi3-<platform>: one wheel per platform for Python >= 3.10.
+setup(cffi_modules=["csrc/build_kernel.py:ffibuilder"], ext_modules=[ATTRIBUTES],
+      options={"bdist_wheel": {"py_limited_api": "cp310"}})
