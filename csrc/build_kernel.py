@@ -12,12 +12,15 @@ sequences the two), csrc/fstcrf_update.c (sparse steps of the online
 learners), csrc/fstcrf_hashing.c (the hashed predicate dictionary and the
 model file checksum) and csrc/fstcrf_online.c (the rival of one sentence and
 its feature difference) into the extension module ``fstcrf._kernel``.
+csrc/fstcrf_portable.h, also private, spells what MSVC (the compiler of the
+Windows wheel) spells differently.
 Extra compiler and linker flags may be given in FSTCRF_CFLAGS, e.g.
 ``-fsanitize=address`` for the sanitizer run described in docs/development.md.
 """
 import os
 import pathlib
 import re
+import sys
 
 import cffi
 
@@ -48,6 +51,14 @@ def _declarations(header: pathlib.Path) -> str:
 
 
 EXTRA_FLAGS = os.environ.get("FSTCRF_CFLAGS", "").split()
+if sys.platform == "win32":
+    # MSVC, as setuptools calls it on Windows: its own optimisation flag, no -std (its C takes these sources
+    # as they are, see fstcrf_portable.h), "#pragma omp simd" left unvectorised, and the maths in the C
+    # runtime rather than a libm
+    COMPILE_FLAGS, LIBRARIES = ["/O2"], []
+else:
+    # -fopenmp-simd: honour "#pragma omp simd" (vectorised reductions) without OpenMP threads
+    COMPILE_FLAGS, LIBRARIES = ["-O3", "-std=c99", "-fopenmp-simd"], ["m"]
 
 ffibuilder = cffi.FFI()
 ffibuilder.cdef("".join(_declarations(header) for header in HEADERS))
@@ -56,10 +67,9 @@ ffibuilder.set_source(
     "\n".join(f'#include "{header.name}"' for header in HEADERS),
     sources=[str((HERE / name).relative_to(HERE.parent)) for name in SOURCES],
     include_dirs=[str(HERE.relative_to(HERE.parent))],
-    # -fopenmp-simd: honour "#pragma omp simd" (vectorised reductions) without OpenMP threads
-    extra_compile_args=["-O3", "-std=c99", "-fopenmp-simd", *EXTRA_FLAGS],
+    extra_compile_args=[*COMPILE_FLAGS, *EXTRA_FLAGS],
     extra_link_args=EXTRA_FLAGS,
-    libraries=["m"],
+    libraries=LIBRARIES,
 )
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fstcrf_features.h"
+#include "fstcrf_portable.h"
 
 int64_t ff_work_doubles(const ff_dictionary *d)
 {
@@ -64,9 +65,9 @@ static void prefetch_rows(const ff_dictionary *d, const ff_tokens *x, int64_t t,
     for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
         const int32_t p = x->indices[j];
         for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += 8)
-            __builtin_prefetch(weights + f);
+            FC_PREFETCH(weights + f);
         for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += 16)
-            __builtin_prefetch(d->output + f);
+            FC_PREFETCH(d->output + f);
     }
 }
 

@@ -3,6 +3,7 @@
 
 #include "fstcrf_hashing.h"
 #include "fstcrf_kernel.h"
+#include "fstcrf_portable.h"
 
 #define CHECKSUM_PRIME 0x9e3779b97f4a7c15ULL
 #define LENGTH_PRIME 0xc2b2ae3d27d4eb4fULL
@@ -187,7 +188,7 @@ int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64
                     keys[t] = fh_mix(keys[t] ^ hashes[t]);
             }
             for (int64_t t = 0; t < n; ++t)
-                __builtin_prefetch(slots + 2 * (keys[t] & mask));
+                FC_PREFETCH(slots + 2 * (keys[t] & mask));
             for (int64_t t = 0; t < n; ++t)
                 scratch[t * num_templates + k] = (int32_t)find(keys[t], mask, slots);
         }

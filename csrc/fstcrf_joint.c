@@ -6,6 +6,7 @@
  * redo for the caller to redo exactly.
  */
 #include "fstcrf_internal.h"
+#include "fstcrf_portable.h"
 
 /* ------------------------------------------------------------------------ */
 /* Joint decoding of composed chains                                        */
@@ -136,7 +137,7 @@ typedef struct {
 /* y[q] += a0 x0[q] + a1 x1[q] + a2 x2[q] + a3 x3[q] for q < n: four AXPYs
  * sharing one load and store of y. */
 static void axpy4(const double *a, const double *x0, const double *x1, const double *x2,
-                  const double *x3, double *restrict y, int64_t n)
+                  const double *x3, double *FC_RESTRICT y, int64_t n)
 {
     const double a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
 #pragma omp simd
@@ -145,7 +146,7 @@ static void axpy4(const double *a, const double *x0, const double *x1, const dou
 
 /* y[q] = max(y[q], x0[q] + a0, ..., x3[q] + a3) for q < n. */
 static void max4(const double *a, const double *x0, const double *x1, const double *x2,
-                 const double *x3, double *restrict y, int64_t n)
+                 const double *x3, double *FC_RESTRICT y, int64_t n)
 {
     const double a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
 #pragma omp simd
@@ -158,7 +159,7 @@ static void max4(const double *a, const double *x0, const double *x1, const doub
 }
 
 /* y[q] (+)= x[q] (*) a for q < n, in the linear (sum) or max semiring. */
-static void step_row(semiring sr, double a, const double *restrict x, double *restrict y, int64_t n)
+static void step_row(semiring sr, double a, const double *FC_RESTRICT x, double *FC_RESTRICT y, int64_t n)
 {
     if (sr == SEMIRING_MAX) {
 #pragma omp simd
@@ -177,14 +178,14 @@ static void step_row(semiring sr, double a, const double *restrict x, double *re
  * (four source rows per pass), and along x for the last component of a
  * complete graph (post == 1: in[p, y] pushed along a leaving row). */
 static void component_step(semiring sr, const component_rows *c, int64_t pre, int64_t post,
-                           const double *in, double *restrict out)
+                           const double *in, double *FC_RESTRICT out)
 {
     const int32_t S = c->S, E = c->E;
     const double zero = sr == SEMIRING_MAX ? -INFINITY : 0.0;
     for (int64_t p = 0; p < pre; ++p) {
         const int64_t lower = (p % c->L) * (int64_t)E;
         const double *in_p = in + p * S * post;
-        double *restrict out_p = out + p * S * post;
+        double *FC_RESTRICT out_p = out + p * S * post;
         for (int64_t q = 0; q < S * post; ++q) out_p[q] = zero;
         if (post == 1 && c->complete) {
             /* push the rows of a complete graph: out[x] (+)= w[y, x] (*) in[y] */
@@ -201,7 +202,7 @@ static void component_step(semiring sr, const component_rows *c, int64_t pre, in
         const double *w = c->pull_weight + lower;
         const int32_t *ptr = c->pull_ptr, *nbr = c->pull_nbr;
         for (int32_t x = 0; x < S; ++x) {
-            double *restrict o = out_p + x * post;
+            double *FC_RESTRICT o = out_p + x * post;
             int32_t m = ptr[x];
             for (; m + 4 <= ptr[x + 1]; m += 4) {
                 const double *x0 = in_p + (int64_t)nbr[m] * post, *x1 = in_p + (int64_t)nbr[m + 1] * post;
