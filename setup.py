@@ -26,4 +26,7 @@ class BuildExt(build_ext):
         super().build_extension(ext)
 
 
-setup(cffi_modules=["csrc/build_kernel.py:ffibuilder"], ext_modules=[ATTRIBUTES], cmdclass={"build_ext": BuildExt})
+# cffi builds fstcrf._kernel against the limited API too (its generated C defines Py_LIMITED_API), so both
+# extensions are abi3 and the wheel is tagged cp310-abi3-<platform>: one wheel per platform for Python >= 3.10.
+setup(cffi_modules=["csrc/build_kernel.py:ffibuilder"], ext_modules=[ATTRIBUTES], cmdclass={"build_ext": BuildExt},
+      options={"bdist_wheel": {"py_limited_api": "cp310"}})

@@ -15,7 +15,9 @@ import pytest
 import fstcrf
 from fstcrf.cli import build_parser
 
-ROOT = Path(__file__).resolve().parents[2]
+#: The folder holding the fstcrf this process imported: the checkout, or site-packages when the tests run
+#: against an installed wheel.  Each child interpreter starts there, so it imports the same package.
+PACKAGE_HOME = Path(fstcrf.__file__).resolve().parents[1]
 
 #: Modules too heavy for start-up (a name covers its submodules).
 HEAVY = (
@@ -41,7 +43,7 @@ print(json.dumps(sorted(name for name in sys.modules if name.startswith(heavy)
 
 def run_child(code: str) -> list:
     """The JSON value printed last by ``code`` run in a fresh interpreter."""
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], cwd=PACKAGE_HOME, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.splitlines()[-1])
 
@@ -118,7 +120,7 @@ def test_tagging_path_leaves_training_and_scoring_libraries_out():
 def test_training_and_tagging_a_file_never_import_scipy(tmp_path):
     """scipy.sparse alone costs about 0.2 s of start-up and scipy.optimize 0.35 s:
     tagging keeps its rows in SparseRows, L-BFGS has its own line search."""
-    data = ROOT / "fstcrf" / "data"
+    data = PACKAGE_HOME / "fstcrf" / "data"
     model = tmp_path / "demo.model"
     code = (
         f"""
