@@ -153,6 +153,7 @@ def test_nonlocal_without_stored_penalties_is_one_line_error(files, capsys):
     assert "train it with --consistency" in _one_line_error(capsys)
 
 
+@pytest.mark.pynini
 def test_nonlocal_with_a_grammar_is_refused(files, capsys):
     folder, model, _ = files
     assert (

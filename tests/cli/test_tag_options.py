@@ -116,6 +116,7 @@ def test_nbest_marks_ranks_beyond_the_sequences_of_a_sentence(model_path, tmp_pa
     assert sum(probabilities) == pytest.approx(1.0, abs=1e-5)
 
 
+@pytest.mark.pynini
 def test_nbest_is_refused_with_a_grammar_or_a_sample_and_needs_k_of_one_or_more(model_path, capsys):
     for extra in (["--grammar", "iob2"], ["--sample", "2"]):
         assert main(["-q", "tag", str(model_path), TEST, "--nbest", "2", *extra]) == 2
