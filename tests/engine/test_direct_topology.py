@@ -8,10 +8,6 @@ are bit-identical; the languages are also compared by pynini itself (equivalent
 after determinisation, same number of states after minimisation)."""
 
 from needs_pynini import pynini  # the oracle: the module is skipped without it
-import subprocess
-import sys
-import types
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,25 +16,16 @@ from hypothesis import strategies as st
 
 from fstcrf.engine import topology as direct
 from fstcrf.engine.acceptor import Acceptor, intersect
+from history import module_at
 
 
 PYNINI_TOPOLOGY = "28dbb5281b3cf6658def068bb40946e53cee6b2f"
-REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def reference():
     """fstcrf.engine.topology as of PYNINI_TOPOLOGY, imported from git."""
-    shown = subprocess.run(
-        ["git", "show", f"{PYNINI_TOPOLOGY}:fstcrf/engine/topology.py"], cwd=REPOSITORY, capture_output=True, text=True
-    )
-    if shown.returncode != 0:
-        pytest.fail(f"git cannot show the pynini topology module: {shown.stderr.strip()}")
-    module = types.ModuleType("fstcrf.engine.topology_by_pynini")
-    module.__package__ = "fstcrf.engine"
-    sys.modules[module.__name__] = module
-    exec(compile(shown.stdout, "topology_by_pynini.py", "exec"), module.__dict__)
-    return module
+    return module_at(PYNINI_TOPOLOGY, "fstcrf/engine/topology.py", "fstcrf.engine.topology_by_pynini", "fstcrf.engine")
 
 
 def assert_same(built, expected):

@@ -7,10 +7,6 @@ records.
 """
 
 import math
-import subprocess
-import sys
-import types
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -23,10 +19,10 @@ from fstcrf.learn import linesearch, train
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from corpora import chunk_corpus, random_corpus, training_set
 from objectives import Logistic, Quadratic
+from history import module_at
 
 #: The last commit of fstcrf/train.py before l1 and the CRFsuite options: its lbfgs is the old path.
 BEFORE_OWLQN = "f3e5a9b1feba33e70bdf3e4db101dccb7c5b9886"
-REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def problems(seed: int, num_weights: int):
@@ -169,16 +165,7 @@ def test_crf_nonzero_weights_fall_as_l1_grows():
 
 def previous_train_module():
     """fstcrf.learn.train as of BEFORE_OWLQN, imported from git as fstcrf.train_before_owlqn."""
-    shown = subprocess.run(
-        ["git", "show", f"{BEFORE_OWLQN}:fstcrf/train.py"], cwd=REPOSITORY, capture_output=True, text=True
-    )
-    if shown.returncode != 0:
-        pytest.fail(f"git cannot show the old fstcrf/train.py: {shown.stderr.strip()}")
-    module = types.ModuleType("fstcrf.train_before_owlqn")
-    module.__package__ = "fstcrf"
-    sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(shown.stdout, "train_before_owlqn.py", "exec"), module.__dict__)
-    return module
+    return module_at(BEFORE_OWLQN, "fstcrf/train.py", "fstcrf.train_before_owlqn", "fstcrf")
 
 
 def scipy_shaped_line_search(f, fprime, xk, pk, gfk=None, old_fval=None, c1=None, c2=None, maxiter=10, **_):
