@@ -92,16 +92,8 @@ class Acceptor:
 
     def _closure(self, states: np.ndarray) -> np.ndarray:
         """int64 [n]: ``states`` and those epsilon arcs lead to from them."""
-        reached = np.zeros(self.num_states, dtype=bool)
-        reached[states] = True
-        frontier = reached.copy()
         epsilon = self.arc_key == 0
-        while frontier.any():
-            following = np.zeros(self.num_states, dtype=bool)
-            following[self.arc_dst[epsilon & frontier[self.arc_src]]] = True
-            frontier = following & ~reached
-            reached |= frontier
-        return np.flatnonzero(reached)
+        return np.flatnonzero(reached(self.num_states, states, self.arc_src[epsilon], self.arc_dst[epsilon]))
 
     def is_deterministic(self) -> bool:
         """No epsilon arc and no two arcs of one state reading one key."""
@@ -111,17 +103,26 @@ class Acceptor:
         return len(np.unique(pairs)) == len(pairs)
 
 
-def _reached(num_states: int, origin: np.ndarray, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
+def from_arcs(num_states: int, start: int, final, arcs: Sequence[tuple[int, int, int]]) -> Acceptor:
+    """An acceptor from (source, key, destination) triples, each state's arcs in the
+    order ``arcs`` lists them."""
+    columns = np.array(arcs, dtype=np.int64).reshape(-1, 3)
+    by_source = np.argsort(columns[:, 0], kind="stable")
+    src, key, dst = columns[by_source].T
+    return Acceptor(num_states, start, final, src, key, dst)
+
+
+def reached(num_states: int, origin: np.ndarray, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
     """bool [Q]: the states reached from the ``origin`` ones along arcs tail -> head."""
-    reached = np.zeros(num_states, dtype=bool)
-    reached[origin] = True
-    frontier = reached.copy()
+    seen = np.zeros(num_states, dtype=bool)
+    seen[origin] = True
+    frontier = seen.copy()
     while frontier.any():
         following = np.zeros(num_states, dtype=bool)
         following[head[frontier[tail]]] = True
-        frontier = following & ~reached
-        reached |= frontier
-    return reached
+        frontier = following & ~seen
+        seen |= frontier
+    return seen
 
 
 def connect(fsa: Acceptor) -> Acceptor:
@@ -130,8 +131,8 @@ def connect(fsa: Acceptor) -> Acceptor:
     Q = fsa.num_states
     if fsa.start == NO_STATE:
         return empty(fsa.symbols)
-    accessible = _reached(Q, np.array([fsa.start]), fsa.arc_src, fsa.arc_dst)
-    coaccessible = _reached(Q, np.flatnonzero(fsa.final), fsa.arc_dst, fsa.arc_src)
+    accessible = reached(Q, np.array([fsa.start]), fsa.arc_src, fsa.arc_dst)
+    coaccessible = reached(Q, np.flatnonzero(fsa.final), fsa.arc_dst, fsa.arc_src)
     keep = accessible & coaccessible
     if not keep[fsa.start]:
         return empty(fsa.symbols)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fstcrf.engine import budget
-from fstcrf.engine.acceptor import NO_STATE, Acceptor, connect, is_fst
+from fstcrf.engine.acceptor import NO_STATE, Acceptor, connect, from_arcs, is_fst
 from fstcrf.engine.acceptor import intersect as intersect_acceptors
 from fstcrf.errors import InfeasibleError, LabelError, TopologyError
 
@@ -319,11 +319,9 @@ def _history_acceptor(
                 state_of[following] = len(state_of)
                 agenda.append(following)
             arcs.append((state_of[history], keys[label], state_of[following]))
-    src, key, dst = (np.array(column, dtype=np.int64) for column in zip(*arcs)) if arcs else (np.zeros(0),) * 3
-    by_source = np.argsort(src, kind="stable")
     final = np.ones(len(state_of), dtype=bool)
     final[0] = False  # every state but the start is entered by a label
-    return Acceptor(len(state_of), 0, final, src[by_source], key[by_source], dst[by_source])
+    return from_arcs(len(state_of), 0, final, arcs)
 
 
 def first_order(labels: Sequence[str]) -> Topology:
@@ -456,8 +454,7 @@ def second_order(tags: Sequence[str], outside: str = "O") -> Topology:
                 arcs.append((state, tag_key, after_outside))
             elif chunk_type(tag)[0] != "I" or state == elsewhere:
                 arcs.append((state, tag_key, elsewhere))
-    src, key, dst = (np.array(column, dtype=np.int64) for column in zip(*arcs))
-    no_inside_after_outside = Acceptor(2, after_outside, np.ones(2, dtype=bool), src, key, dst)
+    no_inside_after_outside = from_arcs(2, after_outside, np.ones(2, dtype=bool), arcs)
     topology = intersect(history, no_inside_after_outside, name="second-order")
     return _rename_by_history(topology, 2, outside)
 
