@@ -189,9 +189,9 @@ def deterministic(fsa: pynini.Fst, name: str) -> Acceptor:
 
 
 def minimal(fsa: pynini.Fst, name: str) -> Acceptor:
-    """A checked acceptor without epsilons, determinised within the state budget and
-    minimised by OpenFst, as arrays (a constraint's language is all that matters)."""
-    fsa = checked(fsa, name)
+    """The constraint ``fsa`` of ``name`` (an acceptor :func:`checked` already) without
+    epsilons, determinised within the state budget and minimised by OpenFst, as arrays
+    (a constraint's language is all that matters)."""
     return as_arrays(bounded_determinize(pynini.rmepsilon(fsa), f"{name}: the constraint acceptor").minimize())
 
 

@@ -472,8 +472,9 @@ def intersect(topology: Topology, acceptor: Acceptor | pynini.Fst, name: str | N
     if is_fst(acceptor):
         from fstcrf.engine import bounded
 
-        _check_symbol_keys(bounded.as_arrays(bounded.checked(acceptor, f"{name}: the constraint")), topology)
-        constraint = bounded.minimal(acceptor, f"{name}: the constraint")
+        fsa = bounded.checked(acceptor, f"{name}: the constraint")
+        _check_symbol_keys(bounded.as_arrays(fsa), topology)
+        constraint = bounded.minimal(fsa, name)
     elif isinstance(acceptor, Acceptor):
         if acceptor.start == NO_STATE:
             raise TopologyError(f"{name}: the constraint acceptor has no start state (empty language)")
