@@ -21,15 +21,14 @@ from fstcrf.learn.settings import SGD_LEARNING_RATE, check_positive
 from fstcrf.errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
 from fstcrf.grammar import Grammar, load_grammar
 from fstcrf.corpus.labels import chain_topology
-from fstcrf.learn.objective import Scorer
 from fstcrf.corpus.schemes import missing_types_warning, restrict_types
 from fstcrf.model.fitting import (
     dev_evaluator,
     dev_gold,
     fitted_state,
+    model_scorer,
     template_of,
     training_constraint,
-    transition_layout,
 )
 from fstcrf.model.params import check_params, learner_params
 from fstcrf.distributed import checkpoint as checkpoints
@@ -199,13 +198,7 @@ def fit_on_dask(
         features, active_edges = init.features_, init.active_edges_
     else:
         features, active_edges = _counted_features(client, encoded, shared_topology, model, extractor, topology)
-    scorer = Scorer(
-        features,
-        topology,
-        int(model.threads),
-        constraint,
-        transition_layout(model, topology.num_edges, lower_labels, active_edges),
-    )
+    scorer = model_scorer(model, features, topology, constraint, lower_labels, active_edges)
     shared_scorer = _submit_value(client, scorer)
     problems = [client.submit(make_problem, shard, shared_scorer, pure=False) for shard in encoded]
     client.gather(problems)  # LabelError and the like now, before training

@@ -37,8 +37,8 @@ from fstcrf.model.fitting import (
     check_fitted,
     fit_corpus,
     fit_log,
+    model_scorer,
     token_classes,
-    transition_layout,
 )
 from fstcrf.model.params import ALGORITHMS, param_names
 from fstcrf.model.payload import fitted_from_payload, params_from_payload, to_payload
@@ -258,12 +258,8 @@ class ChainCRF:
 
     def scorer(self) -> Scorer:
         """The Scorer of the fitted weights: features, topology, threads, training constraint, transition layout."""
-        return Scorer(
-            self.features_,
-            self.topology_,
-            int(self.threads),
-            self.constraint_,
-            transition_layout(self, self.topology_.num_edges, self.lower_labels_, self.active_edges_),
+        return model_scorer(
+            self, self.features_, self.topology_, self.constraint_, self.lower_labels_, self.active_edges_
         )
 
     def transition_scores(self, lower_labels: Sequence[str]) -> np.ndarray:

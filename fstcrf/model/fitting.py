@@ -141,6 +141,13 @@ def training_constraint(model, topology) -> Acceptor | None:
     return as_arrays(compile_grammar(grammar, topology.labels, params=model.grammar_params))
 
 
+def model_scorer(model, features, topology, constraint, lower_labels, active_edges) -> Scorer:
+    """The Scorer of ``features`` on ``topology`` with ``model``'s threads, the training
+    ``constraint`` and the transition layout of ``lower_labels`` and ``active_edges``."""
+    layout = transition_layout(model, topology.num_edges, lower_labels, active_edges)
+    return Scorer(features, topology, int(model.threads), constraint, layout)
+
+
 def transition_layout(
     model, num_edges: int, lower_labels: Sequence[str] | None, active: np.ndarray | None = None
 ) -> TransitionWeights:
@@ -297,13 +304,7 @@ def fit_corpus(
         if model.transitions == "seen" and states is not None  # "seen" needs gold paths (check_params)
         else None
     )
-    scorer = Scorer(
-        features,
-        topology,
-        int(model.threads),
-        constraint,
-        transition_layout(model, topology.num_edges, lower_labels, active_edges),
-    )
+    scorer = model_scorer(model, features, topology, constraint, lower_labels, active_edges)
     evaluate = dev_evaluator(model, dev_labels, extractor, scorer, lower_labels)
 
     stopped_by = None
