@@ -12,7 +12,7 @@ from types import ModuleType
 from fstcrf.errors import MissingExtraError
 
 #: The extra that installs each optional module fstcrf imports.
-EXTRAS = {"pynini": "grammars", "pywrapfst": "grammars"}
+EXTRAS = {"pynini": "grammars", "pywrapfst": "grammars", "torch": "torch"}
 
 
 def install_hint(module: str) -> str:

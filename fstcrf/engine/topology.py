@@ -395,14 +395,72 @@ def chunk_type(label: str) -> tuple[str, str | None]:
 def iob2(types: Sequence[str]) -> Topology:
     """IOB2 validity: I-t only after B-t or I-t."""
     labels = iob2_labels(_check_types(types))
+    return from_acceptor(_history_acceptor(labels, 1, None, iob2_allows), labels, name="iob2")
 
-    def allowed(history, label):
+
+def iob1_allows(history: tuple[str, ...], label: str) -> bool:
+    """IOB1: B-t only right after a chunk of type t (I-t or B-t), to split two chunks."""
+    prefix, kind = chunk_type(label)
+    if prefix != "B":
+        return True
+    return bool(history) and chunk_type(history[-1])[0] in ("B", "I") and chunk_type(history[-1])[1] == kind
+
+
+def iob2_allows(history: tuple[str, ...], label: str) -> bool:
+    """IOB2: I-t only after B-t or I-t."""
+    prefix, kind = chunk_type(label)
+    if prefix != "I":
+        return True
+    return bool(history) and chunk_type(history[-1])[1] == kind
+
+
+def bioes_allows(history: tuple[str, ...], label: str) -> bool:
+    """BIOES: inside a segment (after B-t or I-t) only I-t or E-t; elsewhere O, B-t or S-t."""
+    prefix, kind = chunk_type(label)
+    inside = bool(history) and chunk_type(history[-1])[0] in ("B", "I")
+    if inside:
+        return prefix in ("I", "E") and chunk_type(history[-1])[1] == kind
+    return prefix in ("O", "B", "S")
+
+
+#: Each tagging scheme: the prefixes its labels carry besides O, and which label may follow which.
+SCHEME_RULES: dict[str, tuple[tuple[str, ...], Callable[[tuple[str, ...], str], bool]]] = {
+    "iob1": (("B", "I"), iob1_allows),
+    "iob2": (("B", "I"), iob2_allows),
+    "bioes": (("B", "I", "E", "S"), bioes_allows),
+}
+
+
+def with_scheme(topology: Topology, scheme: str) -> Topology:
+    """The topology restricted to the label sequences valid in a tagging scheme
+    (``"iob1"``, ``"iob2"`` or ``"bioes"``), whatever the order of its labels; its
+    labels must be O and prefix-type labels of that scheme (``B-PER``, ...)."""
+    if scheme not in SCHEME_RULES:
+        raise TopologyError(f"unknown scheme {scheme!r}; choose one of {', '.join(SCHEME_RULES)}")
+    prefixes, allows = SCHEME_RULES[scheme]
+    for label in topology.labels:
         prefix, kind = chunk_type(label)
-        if prefix != "I":
-            return True
-        return bool(history) and chunk_type(history[-1])[1] == kind
-
-    return from_acceptor(_history_acceptor(labels, 1, None, allowed), labels, name="iob2")
+        if label != "O" and (prefix not in prefixes or not kind):
+            raise LabelError(
+                f"label {label!r} is not a {scheme} label: expected O or one of "
+                f"{', '.join(p + '-<type>' for p in prefixes)}"
+            )
+    validity = _history_acceptor(topology.labels, 1, None, allows)
+    restricted = intersect(topology, validity, name=f"{topology.name}&{scheme}")
+    if scheme != "bioes":
+        return restricted
+    # a sentence may not end inside a segment
+    ends_inside = np.isin([chunk_type(restricted.labels[i])[0] for i in restricted.state_label], ["B", "I"])
+    return Topology(
+        restricted.labels,
+        restricted.state_label,
+        restricted.edge_src,
+        restricted.edge_dst,
+        restricted.start,
+        restricted.final & ~ends_inside,
+        state_names=restricted.state_names,
+        name=restricted.name,
+    )
 
 
 def bioes_labels(types: Sequence[str]) -> tuple[str, ...]:
@@ -412,15 +470,7 @@ def bioes_labels(types: Sequence[str]) -> tuple[str, ...]:
 def bioes(types: Sequence[str]) -> Topology:
     """BIOES validity: B-t (I-t)* E-t or S-t segments separated by O."""
     labels = bioes_labels(_check_types(types))
-
-    def allowed(history, label):
-        prefix, kind = chunk_type(label)
-        inside = bool(history) and chunk_type(history[-1])[0] in ("B", "I")
-        if inside:
-            return prefix in ("I", "E") and chunk_type(history[-1])[1] == kind
-        return prefix in ("O", "B", "S")
-
-    topology = from_acceptor(_history_acceptor(labels, 1, None, allowed), labels, name="bioes")
+    topology = from_acceptor(_history_acceptor(labels, 1, None, bioes_allows), labels, name="bioes")
     # a sentence may not end inside a segment
     ends_inside = np.isin([chunk_type(topology.labels[i])[0] for i in topology.state_label], ["B", "I"])
     return Topology(

@@ -1,0 +1,137 @@
+"""A batch as the torch layers take it, checked once: emissions [T, B, L] (or
+[B, T, L] with ``batch_first``), gold tags [T, B] and a mask [T, B] whose on
+steps form a prefix of each sequence.  The checks and their messages follow
+pytorch-crf 0.7.2 where it has one; the rest raise fstcrf's typed errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fstcrf.errors import ArgumentTypeError, EmptySequenceError, LabelError, ScoreError, ShapeError
+
+
+@dataclass
+class PaddedBatch:
+    """emissions float [B, T, L]; tags int64 [B, T] or None; mask bool [B, T];
+    lengths int64 [B] and offsets int64 [B+1] (numpy) of the packed rows."""
+
+    emissions: torch.Tensor
+    tags: torch.Tensor | None
+    mask: torch.Tensor
+    lengths: np.ndarray
+    offsets: np.ndarray
+    batch_first: bool
+
+    @property
+    def num_sequences(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def device(self) -> torch.device:
+        return self.emissions.device
+
+    def lengths_tensor(self) -> torch.Tensor:
+        return torch.as_tensor(self.lengths, device=self.device)
+
+    def pack(self, padded: torch.Tensor) -> torch.Tensor:
+        """[N, ...]: the rows of a [B, T, ...] tensor that the mask keeps, sentence after sentence."""
+        return padded[self.mask]
+
+    def unpack(self, rows: torch.Tensor, fill) -> torch.Tensor:
+        """[B, T, ...] from packed rows [N, ...], ``fill`` where the mask is off,
+        transposed back to the caller's layout ([T, B, ...] unless batch_first)."""
+        padded = rows.new_full((*self.mask.shape, *rows.shape[1:]), fill)
+        padded[self.mask] = rows
+        return padded if self.batch_first else padded.transpose(0, 1)
+
+    def sequence_of_rows(self) -> torch.Tensor:
+        """int64 [N]: the sequence each packed row belongs to."""
+        return torch.repeat_interleave(torch.arange(self.num_sequences, device=self.device), self.lengths_tensor())
+
+    def split(self, rows: np.ndarray) -> list[list[int]]:
+        """Packed integer rows [N] cut into one list per sequence."""
+        return [chunk.tolist() for chunk in np.split(np.asarray(rows), self.offsets[1:-1])]
+
+
+def read_batch(emissions, num_tags: int, batch_first: bool, tags=None, mask=None) -> PaddedBatch:
+    """Check a batch and bring it to the batch-first layout."""
+    if not isinstance(emissions, torch.Tensor):
+        raise ArgumentTypeError(f"emissions must be a torch.Tensor, got {type(emissions).__name__}")
+    if emissions.dim() != 3:
+        raise ShapeError(f"emissions must have dimension of 3, got {emissions.dim()}")
+    if emissions.size(2) != num_tags:
+        raise ShapeError(f"expected last dimension of emissions is {num_tags}, got {emissions.size(2)}")
+    if not emissions.is_floating_point():
+        raise ArgumentTypeError(f"emissions must be a floating-point tensor, got {emissions.dtype}")
+    if tags is not None:
+        if not isinstance(tags, torch.Tensor):
+            raise ArgumentTypeError(f"tags must be a torch.Tensor, got {type(tags).__name__}")
+        if emissions.shape[:2] != tags.shape:
+            raise ShapeError(
+                "the first two dimensions of emissions and tags must match, "
+                f"got {tuple(emissions.shape[:2])} and {tuple(tags.shape)}"
+            )
+        if tags.is_floating_point() or tags.is_complex() or tags.dtype == torch.bool:
+            raise ArgumentTypeError(f"tags must be an integer tensor (torch.long), got {tags.dtype}")
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor):
+            raise ArgumentTypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+        if emissions.shape[:2] != mask.shape:
+            raise ShapeError(
+                "the first two dimensions of emissions and mask must match, "
+                f"got {tuple(emissions.shape[:2])} and {tuple(mask.shape)}"
+            )
+        if mask.is_floating_point() or mask.is_complex():
+            raise ArgumentTypeError(f"mask must be a bool or integer tensor, got {mask.dtype}")
+    if 0 in emissions.shape[:2]:
+        raise EmptySequenceError(
+            f"emissions of shape {tuple(emissions.shape)} hold no token; every sequence needs at least one"
+        )
+    if not batch_first:
+        emissions = emissions.transpose(0, 1)
+        tags = None if tags is None else tags.transpose(0, 1)
+        mask = None if mask is None else mask.transpose(0, 1)
+    if mask is None:
+        mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
+    else:
+        mask = mask.to(device=emissions.device) != 0
+        if not bool(mask[:, 0].all()):
+            raise ShapeError("mask of the first timestep must all be on")
+    lengths_tensor = mask.sum(1)
+    on_again = mask & ((~mask).cumsum(1) > 0)
+    if bool(on_again.any()):
+        b, t = (int(i) for i in torch.nonzero(on_again)[0])
+        raise ShapeError(
+            f"the mask of sequence {b} turns on again at step {t} after it was off: the on steps of each "
+            "sequence must come first (pad at the end)"
+        )
+    lengths = lengths_tensor.cpu().numpy().astype(np.int64)
+    batch = PaddedBatch(emissions, None, mask, lengths, np.concatenate([[0], np.cumsum(lengths)]), batch_first)
+    check_finite(batch)
+    if tags is not None:
+        batch.tags = tags.to(device=emissions.device, dtype=torch.long)
+        check_tags(batch.tags, batch.mask, num_tags)
+    return batch
+
+
+def check_finite(batch: PaddedBatch) -> None:
+    """ScoreError naming the first NaN or infinite emission the mask keeps."""
+    finite = torch.isfinite(batch.emissions).all(-1) | ~batch.mask
+    if not bool(finite.all()):
+        b, t = (int(i) for i in torch.nonzero(~finite)[0])
+        raise ScoreError(
+            f"emissions of sequence {b} at step {t} are not finite "
+            f"({batch.emissions[b, t].detach().cpu().tolist()[:8]}); scores must be finite numbers"
+        )
+
+
+def check_tags(tags: torch.Tensor, mask: torch.Tensor, num_tags: int) -> None:
+    """LabelError naming the first gold tag int64 [B, T] outside [0, num_tags) that
+    the mask [B, T] keeps."""
+    bad = ((tags < 0) | (tags >= num_tags)) & mask
+    if bool(bad.any()):
+        b, t = (int(i) for i in torch.nonzero(bad)[0])
+        raise LabelError(f"tag {int(tags[b, t])} of sequence {b} at step {t} is outside [0, {num_tags})")

@@ -1,0 +1,395 @@
+"""``fstcrf.torch.CRF``: a linear-chain CRF layer with pytorch-crf's interface,
+declared over any label topology.
+
+``CRF(num_tags, batch_first=False)`` is a drop-in for ``torchcrf.CRF`` (0.7.2):
+the same parameters, initialisation, methods, shapes and messages.
+``CRF.from_labels(labels, scheme=..., grammar=..., order=...)`` builds the layer
+over a topology instead: forbidden transitions are absent from the state graph,
+emissions stay per label and are lifted to states, and the transition, start
+and end scores are parameters over the allowed edges and states only.
+
+Two engines compute the same numbers: ``"kernel"`` (fstcrf's C kernel, CPU
+tensors, float64 inside, the GIL released) and ``"torch"`` (plain torch, any
+device); ``"auto"`` takes the kernel for CPU tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from fstcrf.engine.topology import Topology, first_order
+from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
+from fstcrf.torch import compiled, vectorised
+from fstcrf.torch.batch import PaddedBatch, read_batch
+from fstcrf.torch.structure import LabelStructure, label_topology
+
+ENGINES = ("auto", "kernel", "torch")
+REDUCTIONS = ("none", "sum", "mean", "token_mean")
+
+
+def check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise FstcrfError(f"invalid engine: {engine!r}; choose one of {', '.join(ENGINES)}")
+    return engine
+
+
+def check_positive(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ArgumentTypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value <= 0:
+        raise ShapeError(f"{name} must be at least 1, got {value}")
+    return int(value)
+
+
+class CRF(nn.Module):
+    """Conditional random field over tag sequences.
+
+    Args:
+        num_tags: number of tags L.
+        batch_first: whether tensors are [B, T, ...] instead of [T, B, ...].
+        topology: the label topology (default: every tag may follow every tag);
+            prefer :meth:`from_labels`.
+        engine: ``"auto"``, ``"kernel"`` (the C kernel, CPU only) or ``"torch"``.
+        threads: threads the kernel splits a batch over (default torch's).
+
+    Attributes:
+        start_transitions, end_transitions, transitions: ``nn.Parameter``.
+            Without a topology, [L], [L] and [L, L] as in pytorch-crf; with one,
+            [S0] (each start state), [SF] (each final state) and [E] (each
+            allowed edge) of :attr:`structure`.
+        structure: the :class:`~fstcrf.torch.structure.LabelStructure`.
+    """
+
+    def __init__(
+        self,
+        num_tags: int,
+        batch_first: bool = False,
+        *,
+        topology: Topology | None = None,
+        engine: str = "auto",
+        threads: int | None = None,
+    ) -> None:
+        if isinstance(num_tags, bool) or not isinstance(num_tags, (int, np.integer)):
+            raise ArgumentTypeError(f"num_tags must be an integer, got {type(num_tags).__name__}")
+        if num_tags <= 0:
+            raise ShapeError(f"invalid number of tags: {num_tags}")
+        super().__init__()
+        self.num_tags = int(num_tags)
+        self.batch_first = batch_first
+        self.engine = check_engine(engine)
+        self.threads = None if threads is None else check_positive(threads, "threads")
+        self.over_edges = topology is not None
+        if topology is None:
+            topology = first_order([str(i) for i in range(self.num_tags)])
+        elif not isinstance(topology, Topology):
+            raise ArgumentTypeError(f"topology must be a Topology, got {type(topology).__name__}")
+        elif topology.num_labels != self.num_tags:
+            raise ShapeError(f"the topology has {topology.num_labels} labels but num_tags is {self.num_tags}")
+        self.structure = LabelStructure(topology)
+        if self.over_edges:
+            self.start_transitions = nn.Parameter(torch.empty(len(self.structure.start_states)))
+            self.end_transitions = nn.Parameter(torch.empty(len(self.structure.final_states)))
+            self.transitions = nn.Parameter(torch.empty(self.structure.num_edges))
+        else:
+            self.start_transitions = nn.Parameter(torch.empty(num_tags))
+            self.end_transitions = nn.Parameter(torch.empty(num_tags))
+            self.transitions = nn.Parameter(torch.empty(num_tags, num_tags))
+        self.reset_parameters()
+
+    @classmethod
+    def from_labels(
+        cls,
+        labels: Sequence[str],
+        scheme: str | None = None,
+        grammar=None,
+        order: int = 1,
+        batch_first: bool = False,
+        *,
+        rule: str = "start",
+        params: Mapping[str, str] | None = None,
+        engine: str = "auto",
+        threads: int | None = None,
+    ) -> CRF:
+        """The layer over ``labels`` (tag i is ``labels[i]``) restricted to a scheme
+        (``"iob1"``, ``"iob2"``, ``"bioes"``) and/or a grammar (see
+        :func:`~fstcrf.torch.structure.label_topology`), with states that remember
+        the last ``order`` labels."""
+        topology = label_topology(labels, scheme=scheme, grammar=grammar, order=order, rule=rule, params=params)
+        return cls(len(topology.labels), batch_first, topology=topology, engine=engine, threads=threads)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.structure.labels
+
+    def reset_parameters(self) -> None:
+        """Draw every score uniformly from [-0.1, 0.1], as pytorch-crf does."""
+        for parameter in (self.start_transitions, self.end_transitions, self.transitions):
+            nn.init.uniform_(parameter, -0.1, 0.1)
+
+    def __repr__(self) -> str:
+        if not self.over_edges:
+            return f"{self.__class__.__name__}(num_tags={self.num_tags})"
+        topology = self.structure.topology
+        return (
+            f"{self.__class__.__name__}(num_tags={self.num_tags}, topology={topology.name!r}, "
+            f"states={topology.num_states}, edges={topology.num_edges})"
+        )
+
+    # -- scores ------------------------------------------------------------------
+    def edge_scores(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(transitions [E], start [S], final [S]) over the structure's edges and
+        states, zero at states where a path may not start or end."""
+        index = self.structure.tensors(self.transitions.device)
+        if not self.over_edges:
+            return self.transitions[index["edge_src"], index["edge_dst"]], self.start_transitions, self.end_transitions
+        zeros = self.transitions.new_zeros(self.structure.num_states)
+        start = zeros.scatter(0, index["start_states"], self.start_transitions)
+        final = zeros.scatter(0, index["final_states"], self.end_transitions)
+        return self.transitions, start, final
+
+    def transition_matrix(self) -> torch.Tensor:
+        """[S, S]: the score of each transition between states, -inf where none exists."""
+        transitions, _, _ = self.edge_scores()
+        index = self.structure.tensors(transitions.device)
+        S = self.structure.num_states
+        matrix = transitions.new_full((S, S), -torch.inf)
+        return matrix.index_put((index["edge_src"], index["edge_dst"]), transitions)
+
+    def lift(self, label_scores: torch.Tensor) -> torch.Tensor:
+        """[..., S] state scores from label scores [..., L]."""
+        if self.structure.is_identity:
+            return label_scores
+        return label_scores.index_select(-1, self.structure.tensors(label_scores.device)["state_label"])
+
+    def checked(self, emissions, tags=None, mask=None) -> PaddedBatch:
+        """The batch, checked (see :func:`~fstcrf.torch.batch.read_batch`), after the
+        engine is checked against its device."""
+        if isinstance(emissions, torch.Tensor):
+            self.uses_kernel(emissions.device)
+        return read_batch(emissions, self.num_tags, self.batch_first, tags=tags, mask=mask)
+
+    def uses_kernel(self, device: torch.device) -> bool:
+        if self.engine == "torch":
+            return False
+        if device.type != "cpu":
+            if self.engine == "kernel":
+                raise FstcrfError(f"the kernel engine runs on CPU tensors; these are on {device} (use engine='torch')")
+            return False
+        return True
+
+    def thread_count(self) -> int:
+        return self.threads or max(1, torch.get_num_threads())
+
+    def scores_on(self, batch: PaddedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        transitions, start, final = self.edge_scores()
+        device = batch.device
+        return transitions.to(device), start.to(device), final.to(device)
+
+    def padded_states(self, batch: PaddedBatch) -> torch.Tensor:
+        """[B, T, S] state emissions, zero at padding."""
+        return self.lift(batch.emissions.masked_fill(~batch.mask[..., None], 0))
+
+    # -- the pytorch-crf interface ---------------------------------------------------
+    def forward(
+        self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor | None = None, reduction: str = "sum"
+    ) -> torch.Tensor:
+        """The log-likelihood of gold ``tags`` [T, B] given ``emissions`` [T, B, L]
+        ([B, T, ...] with batch_first): [B] with ``reduction="none"``, else a
+        scalar (``sum``, ``mean`` over sequences, ``token_mean`` over tokens)."""
+        batch = self.checked(emissions, tags=tags, mask=mask)
+        if reduction not in REDUCTIONS:
+            raise FstcrfError(f"invalid reduction: {reduction}")
+        transitions, start, final = self.scores_on(batch)
+        llh = self.gold_score(batch, transitions, start, final) - self.partition(batch, transitions, start, final)
+        if reduction == "none":
+            return llh
+        if reduction == "sum":
+            return llh.sum()
+        if reduction == "mean":
+            return llh.mean()
+        return llh.sum() / batch.mask.sum()
+
+    def decode(self, emissions: torch.Tensor, mask: torch.Tensor | None = None) -> list[list[int]]:
+        """The best tag sequence of each sequence (Viterbi), as lists of tag indices."""
+        batch = self.checked(emissions, mask=mask)
+        transitions, start, final = self.scores_on(batch)
+        if self.uses_kernel(batch.device):
+            states, _ = compiled.best_paths(
+                self.structure.topology,
+                self.lift(batch.pack(batch.emissions)),
+                transitions,
+                start,
+                final,
+                batch.lengths,
+                self.thread_count(),
+            )
+            return batch.split(self.structure.state_label[states])
+        index = self.structure.tensors(batch.device)
+        with torch.no_grad():
+            paths, _ = vectorised.viterbi(
+                index, self.padded_states(batch), batch.lengths_tensor(), transitions, start, final
+            )
+        labels = self.structure.state_label[batch.pack(paths).cpu().numpy()]
+        return batch.split(labels)
+
+    # -- beyond Viterbi ----------------------------------------------------------------
+    def log_partition(self, emissions: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """log Z [B], differentiable."""
+        batch = self.checked(emissions, mask=mask)
+        return self.partition(batch, *self.scores_on(batch))
+
+    def marginals(self, emissions: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """p(tag l at step t | x), shaped as ``emissions``; 0 where the mask is off."""
+        batch = self.checked(emissions, mask=mask)
+        transitions, start, final = self.scores_on(batch)
+        if self.uses_kernel(batch.device):
+            node = compiled.node_marginals(
+                self.structure.topology,
+                self.lift(batch.pack(batch.emissions)),
+                transitions,
+                start,
+                final,
+                batch.lengths,
+                self.thread_count(),
+            )
+            per_label = np.zeros((len(node), self.num_tags))
+            np.add.at(per_label.T, self.structure.state_label, node.T)
+            rows = torch.from_numpy(per_label).to(emissions.dtype)
+            return batch.unpack(rows, 0.0)
+        with torch.enable_grad():
+            label_scores = batch.emissions.detach().masked_fill(~batch.mask[..., None], 0).requires_grad_(True)
+            log_z = vectorised.log_partition(
+                self.structure.tensors(batch.device),
+                self.lift(label_scores),
+                batch.lengths_tensor(),
+                transitions.detach(),
+                start.detach(),
+                final.detach(),
+            )
+            (gradient,) = torch.autograd.grad(log_z.sum(), label_scores)
+        return batch.unpack(batch.pack(gradient), 0.0)
+
+    def kbest(
+        self, emissions: torch.Tensor, k: int, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The k best tag sequences, exactly: (tags int64 [k, T, B] ([k, B, T] with
+        batch_first), -1 where masked and where a sequence has fewer than k paths;
+        their scores [B, k], best first, -inf for paths that do not exist)."""
+        k = check_positive(k, "k")
+        batch = self.checked(emissions, mask=mask)
+        transitions, start, final = self.scores_on(batch)
+        state_label = torch.as_tensor(self.structure.state_label, device=batch.device)
+        if self.uses_kernel(batch.device):
+            states, scores = compiled.k_best_paths(
+                self.structure.topology,
+                self.lift(batch.pack(batch.emissions)),
+                transitions,
+                start,
+                final,
+                batch.lengths,
+                k,
+                self.thread_count(),
+            )
+            rows = torch.from_numpy(states.T.astype(np.int64))  # [N, k]
+            tags = torch.where(rows >= 0, state_label[rows.clamp_min(0)], -1)
+            return batch.unpack(tags, -1).movedim(-1, 0), torch.from_numpy(scores).to(emissions.dtype)
+        with torch.no_grad():
+            paths, scores = vectorised.kbest(
+                self.structure.tensors(batch.device),
+                self.padded_states(batch),
+                batch.lengths_tensor(),
+                transitions,
+                start,
+                final,
+                k,
+            )
+        tags = torch.where(paths >= 0, state_label[paths.clamp_min(0)], -1)  # [B, k, T]
+        tags = tags.permute(1, 0, 2) if self.batch_first else tags.permute(1, 2, 0)
+        return tags, scores
+
+    def sample(
+        self, emissions: torch.Tensor, num_samples: int, mask: torch.Tensor | None = None, seed: int | None = None
+    ) -> torch.Tensor:
+        """Exact draws from p(tags | emissions): int64 [num_samples, T, B] ([num_samples,
+        B, T] with batch_first), -1 where masked.  ``seed`` makes them reproducible;
+        without it the seed is drawn from torch's generator."""
+        num_samples = check_positive(num_samples, "num_samples")
+        batch = self.checked(emissions, mask=mask)
+        if seed is None:
+            seed = int(torch.randint(0, 2**62, (1,)).item())
+        elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
+            raise ArgumentTypeError(f"seed must be an integer in [0, 2**63), got {seed!r}")
+        transitions, start, final = self.scores_on(batch)
+        state_label = torch.as_tensor(self.structure.state_label, device=batch.device)
+        if self.uses_kernel(batch.device):
+            states = compiled.sampled_paths(
+                self.structure.topology,
+                self.lift(batch.pack(batch.emissions)),
+                transitions,
+                start,
+                final,
+                batch.lengths,
+                num_samples,
+                int(seed),
+                self.thread_count(),
+            )
+            rows = state_label[torch.from_numpy(states.T.astype(np.int64))]  # [N, M]
+            return batch.unpack(rows, -1).movedim(-1, 0)
+        generator = torch.Generator(device=batch.device).manual_seed(int(seed))
+        paths = vectorised.sample(
+            self.structure.tensors(batch.device),
+            self.padded_states(batch).detach(),
+            batch.lengths_tensor(),
+            transitions.detach(),
+            start.detach(),
+            final.detach(),
+            num_samples,
+            generator,
+        )
+        tags = torch.where(paths >= 0, state_label[paths.clamp_min(0)], -1)  # [M, B, T]
+        return tags if self.batch_first else tags.transpose(1, 2)
+
+    # -- the two terms of the likelihood ---------------------------------------------------
+    def partition(self, batch: PaddedBatch, transitions, start, final) -> torch.Tensor:
+        """log Z [B] of a checked batch."""
+        if self.uses_kernel(batch.device):
+            return compiled.LogPartition.apply(
+                self.lift(batch.pack(batch.emissions)),
+                transitions,
+                start,
+                final,
+                self.structure.topology,
+                batch.lengths,
+                self.thread_count(),
+            )
+        return vectorised.log_partition(
+            self.structure.tensors(batch.device),
+            self.padded_states(batch),
+            batch.lengths_tensor(),
+            transitions,
+            start,
+            final,
+        )
+
+    def gold_score(self, batch: PaddedBatch, transitions, start, final) -> torch.Tensor:
+        """[B]: the score of the gold tags of a checked batch (LabelError if the
+        topology rejects them)."""
+        tags = batch.pack(batch.tags)  # [N]
+        states = self.structure.gold_states(tags.cpu().numpy(), batch.offsets)
+        firsts, lasts = batch.offsets[:-1], batch.offsets[1:] - 1
+        inner = np.ones(len(states), dtype=bool)
+        inner[firsts] = False
+        rows = np.flatnonzero(inner)
+        device = batch.device
+        edges = torch.as_tensor(self.structure.edge_id[states[rows - 1], states[rows]], device=device)
+        sequence = batch.sequence_of_rows()
+        emitted = batch.pack(batch.emissions).gather(1, tags[:, None]).squeeze(1)
+        total = emitted.new_zeros(batch.num_sequences).index_add(0, sequence, emitted)
+        total = total.index_add(0, sequence[torch.as_tensor(rows, device=device)], transitions[edges].to(total.dtype))
+        return total + start[torch.as_tensor(states[firsts], device=device)] + final[
+            torch.as_tensor(states[lasts], device=device)
+        ]

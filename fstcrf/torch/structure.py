@@ -1,0 +1,166 @@
+"""A label topology as the torch layers read it: index arrays for lifting label
+scores to states, for the vectorised dynamic programs and for gold paths.
+
+A topology (:mod:`fstcrf.engine.topology`) has S states, each carrying one of
+L labels, and E allowed transitions.  :func:`label_topology` builds the one a
+layer is declared over (an order, a tagging scheme, a grammar);
+:class:`LabelStructure` adds what torch code needs:
+
+    state_label          int64 [S]      label of each state (emissions are lifted by it)
+    edge_src, edge_dst   int64 [E]      the allowed transitions, destination-major
+    start_states         int64 [S0]     states a path may start in
+    final_states         int64 [SF]     states a path may end in
+    in_src, in_edge      int64 [S, D]   the edges entering each state, padded to the
+    in_valid             bool  [S, D]   largest in-degree D (in_valid marks real ones)
+    step                 int64 [S+1, L] the state reached by reading label l from state s
+                                        (row S: before the first token), -1 if not allowed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from fstcrf.engine.acceptor import Acceptor, is_fst
+from fstcrf.engine.topology import Topology, first_order, kth_order, with_scheme
+from fstcrf.errors import ArgumentTypeError, LabelError, TopologyError
+
+
+def label_topology(
+    labels: Sequence[str],
+    scheme: str | None = None,
+    grammar=None,
+    order: int = 1,
+    rule: str = "start",
+    params: Mapping[str, str] | None = None,
+) -> Topology:
+    """The topology of a layer over ``labels`` (in their order: tag index i is
+    ``labels[i]``): states remember the last ``order`` labels; ``scheme``
+    (``"iob1"``, ``"iob2"``, ``"bioes"``) keeps the sequences valid in it;
+    ``grammar`` (a Grammar, grammar text, a grammar file or shipped grammar name,
+    an Acceptor or a pynini acceptor; compiled with pynini) keeps those its rule
+    ``rule`` accepts."""
+    if isinstance(labels, str) or not isinstance(labels, Sequence):
+        raise ArgumentTypeError(f"labels must be a sequence of label strings, got {type(labels).__name__}")
+    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+        raise TopologyError(f"order must be a positive integer, got {order!r}")
+    topology = first_order(labels) if order == 1 else kth_order(labels, order)
+    if scheme is not None:
+        topology = with_scheme(topology, scheme)
+    if grammar is not None:
+        from fstcrf.grammar import Grammar, constrain, load_grammar, parse_grammar
+
+        if isinstance(grammar, str):
+            grammar = parse_grammar(grammar) if ";" in grammar else load_grammar(grammar)
+        if not isinstance(grammar, (Grammar, Acceptor)) and not is_fst(grammar):
+            raise ArgumentTypeError(
+                "grammar must be a Grammar, grammar text, a grammar file or shipped grammar "
+                f"name, an Acceptor or a pynini acceptor; got {type(grammar).__name__}"
+            )
+        topology = constrain(topology, grammar, rule, params)
+    return topology
+
+
+class LabelStructure:
+    """Index arrays of a topology for the torch layers (see the module docstring)."""
+
+    def __init__(self, topology: Topology):
+        if not isinstance(topology, Topology):
+            raise ArgumentTypeError(f"expected a Topology, got {type(topology).__name__}")
+        self.topology = topology
+        S, L = topology.num_states, topology.num_labels
+        self.state_label = topology.state_label.astype(np.int64)
+        self.edge_src = topology.edge_src.astype(np.int64)
+        self.edge_dst = topology.edge_dst.astype(np.int64)
+        self.start_states = np.flatnonzero(topology.start)
+        self.final_states = np.flatnonzero(topology.final)
+        in_degree = np.diff(topology.in_ptr)
+        width = max(int(in_degree.max()), 1)
+        slot = np.arange(width)
+        self.in_valid = slot[None, :] < in_degree[:, None]
+        self.in_edge = np.where(self.in_valid, topology.in_ptr[:-1, None] + slot[None, :], 0).astype(np.int64)
+        self.in_src = np.where(self.in_valid, self.edge_src[self.in_edge], 0).astype(np.int64)
+        self.step = np.full((S + 1, L), -1, dtype=np.int64)
+        self._set_steps(S, self.start_states)
+        for source in range(S):
+            edges = slice(int(topology.out_ptr[source]), int(topology.out_ptr[source + 1]))
+            self._set_steps(source, topology.out_dst[edges].astype(np.int64))
+        self.edge_id = topology.edge_ids.astype(np.int64)
+        self.is_identity = S == L and bool(np.all(self.state_label == np.arange(L)))
+        self._tensors: dict[str, dict[str, object]] = {}
+
+    def _set_steps(self, row: int, states: np.ndarray) -> None:
+        labels = self.state_label[states]
+        if len(np.unique(labels)) < len(labels):
+            raise TopologyError(
+                f"topology {self.topology.name!r} is not deterministic in its labels: two states with "
+                "one label follow the same state, so a tag sequence would not fix its state path"
+            )
+        self.step[row, labels] = states
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.topology.labels
+
+    @property
+    def num_states(self) -> int:
+        return self.topology.num_states
+
+    @property
+    def num_edges(self) -> int:
+        return self.topology.num_edges
+
+    @property
+    def num_labels(self) -> int:
+        return self.topology.num_labels
+
+    def tensors(self, device) -> dict:
+        """The index arrays as torch tensors on ``device`` (made once per device)."""
+        import torch
+
+        key = str(device)
+        if key not in self._tensors:
+            names = ("state_label", "edge_src", "edge_dst", "start_states", "final_states", "in_src", "in_edge")
+            made: dict[str, object] = {name: torch.as_tensor(getattr(self, name), device=device) for name in names}
+            made["in_valid"] = torch.as_tensor(self.in_valid, device=device)
+            made["start_mask"] = torch.as_tensor(self.topology.start, device=device)
+            made["final_mask"] = torch.as_tensor(self.topology.final, device=device)
+            self._tensors[key] = made
+        return self._tensors[key]
+
+    def gold_states(self, tags: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """int64 [N]: the state path that gold tags int [N] (sentences cut at
+        ``offsets`` [B+1]) fix; LabelError naming the sentence and token where the
+        topology rejects them."""
+        lengths = np.diff(offsets)
+        states = np.empty(len(tags), dtype=np.int64)
+        previous = np.full(len(lengths), self.num_states, dtype=np.int64)
+        for t in range(int(lengths.max())):
+            alive = np.flatnonzero(lengths > t)
+            rows = offsets[alive] + t
+            reached = self.step[previous[alive], tags[rows]]
+            rejected = np.flatnonzero(reached < 0)
+            if len(rejected):
+                b = int(alive[rejected[0]])
+                raise LabelError(self._rejection(b, t, tags[offsets[b] : offsets[b + 1]]))
+            states[rows] = reached
+            previous[alive] = reached
+        last = states[offsets[1:] - 1]
+        unfinished = np.flatnonzero(~self.topology.final[last])
+        if len(unfinished):
+            b = int(unfinished[0])
+            label = self.labels[int(self.state_label[last[b]])]
+            raise LabelError(
+                f"gold tags of sequence {b} end in {label!r}, where topology {self.topology.name!r} "
+                "allows no sequence to end"
+            )
+        return states
+
+    def _rejection(self, sentence: int, token: int, tags: np.ndarray) -> str:
+        shown = " ".join(self.labels[int(t)] for t in tags[max(0, token - 3) : token + 1])
+        return (
+            f"gold tags of sequence {sentence} are not allowed by topology {self.topology.name!r}: "
+            f"tag {self.labels[int(tags[token])]!r} at position {token} (... {shown}) cannot follow; "
+            "fix the tags or declare the layer without that constraint"
+        )
