@@ -9,6 +9,7 @@ from fstcrf.extras import require
 require("torch", "fstcrf.torch")
 
 from fstcrf.torch.crf import CRF  # noqa: E402
+from fstcrf.torch.joint import JointCRF  # noqa: E402
 from fstcrf.torch.structure import LabelStructure, label_topology  # noqa: E402
 
-__all__ = ["CRF", "LabelStructure", "label_topology"]
+__all__ = ["CRF", "JointCRF", "LabelStructure", "label_topology"]

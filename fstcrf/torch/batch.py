@@ -40,11 +40,15 @@ class PaddedBatch:
         """[N, ...]: the rows of a [B, T, ...] tensor that the mask keeps, sentence after sentence."""
         return padded[self.mask]
 
-    def unpack(self, rows: torch.Tensor, fill) -> torch.Tensor:
-        """[B, T, ...] from packed rows [N, ...], ``fill`` where the mask is off,
-        transposed back to the caller's layout ([T, B, ...] unless batch_first)."""
+    def padded(self, rows: torch.Tensor, fill) -> torch.Tensor:
+        """[B, T, ...] from packed rows [N, ...], ``fill`` where the mask is off."""
         padded = rows.new_full((*self.mask.shape, *rows.shape[1:]), fill)
         padded[self.mask] = rows
+        return padded
+
+    def unpack(self, rows: torch.Tensor, fill) -> torch.Tensor:
+        """:meth:`padded`, in the caller's layout ([T, B, ...] unless batch_first)."""
+        padded = self.padded(rows, fill)
         return padded if self.batch_first else padded.transpose(0, 1)
 
     def sequence_of_rows(self) -> torch.Tensor:
