@@ -25,10 +25,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 
 from fstcrf.corpus.evaluate import score_chunks
-from fstcrf.corpus.schemes import read_chunks
 from fstcrf.experiments.transfer import read_conll2003
 from fstcrf.extras import require
 

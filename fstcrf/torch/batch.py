@@ -121,6 +121,13 @@ def read_batch(emissions, num_tags: int, batch_first: bool, tags=None, mask=None
     return batch
 
 
+def gold_tags(batch: PaddedBatch) -> torch.Tensor:
+    """The batch's gold tags [B, T]; ArgumentTypeError if it was read without them."""
+    if batch.tags is None:
+        raise ArgumentTypeError("this needs gold tags, and the batch was given none")
+    return batch.tags
+
+
 def check_finite(batch: PaddedBatch) -> None:
     """ScoreError naming the first NaN or infinite emission the mask keeps."""
     finite = torch.isfinite(batch.emissions).all(-1) | ~batch.mask

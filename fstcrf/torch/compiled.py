@@ -16,6 +16,8 @@ releases the GIL and splits a batch over ``threads`` Python threads.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import torch
 
@@ -56,7 +58,10 @@ class LogPartition(torch.autograd.Function):
         d_final = weight @ node[lasts]
         dtype = grad.dtype
         return (
-            *(torch.from_numpy(np.ascontiguousarray(d)).to(dtype) for d in (d_emissions, d_transitions, d_start, d_final)),
+            *(
+                torch.from_numpy(np.ascontiguousarray(d)).to(dtype)
+                for d in (d_emissions, d_transitions, d_start, d_final)
+            ),
             None,
             None,
             None,
@@ -66,7 +71,7 @@ class LogPartition(torch.autograd.Function):
 def node_marginals(topology: Topology, emissions, transitions, start, final, lengths, threads: int) -> np.ndarray:
     """float64 [N, S]: p(state s at token n | x)."""
     pot = potentials(topology, emissions, transitions, start, final, lengths)
-    return forward_backward(pot, marginals=True, edge_counts=False, threads=threads).node_marginals
+    return cast(np.ndarray, forward_backward(pot, marginals=True, edge_counts=False, threads=threads).node_marginals)
 
 
 def best_paths(topology: Topology, emissions, transitions, start, final, lengths, threads: int):

@@ -24,7 +24,7 @@ from torch import nn
 from fstcrf.engine.topology import Topology, first_order
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.torch import compiled, vectorised
-from fstcrf.torch.batch import PaddedBatch, read_batch
+from fstcrf.torch.batch import PaddedBatch, gold_tags, read_batch
 from fstcrf.torch.structure import LabelStructure, label_topology
 
 ENGINES = ("auto", "kernel", "torch")
@@ -378,7 +378,7 @@ class CRF(nn.Module):
     def gold_score(self, batch: PaddedBatch, transitions, start, final) -> torch.Tensor:
         """[B]: the score of the gold tags of a checked batch (LabelError if the
         topology rejects them)."""
-        tags = batch.pack(batch.tags)  # [N]
+        tags = batch.pack(gold_tags(batch))  # [N]
         states = self.structure.gold_states(tags.cpu().numpy(), batch.offsets)
         firsts, lasts = batch.offsets[:-1], batch.offsets[1:] - 1
         inner = np.ones(len(states), dtype=bool)
@@ -390,6 +390,8 @@ class CRF(nn.Module):
         emitted = batch.pack(batch.emissions).gather(1, tags[:, None]).squeeze(1)
         total = emitted.new_zeros(batch.num_sequences).index_add(0, sequence, emitted)
         total = total.index_add(0, sequence[torch.as_tensor(rows, device=device)], transitions[edges].to(total.dtype))
-        return total + start[torch.as_tensor(states[firsts], device=device)] + final[
-            torch.as_tensor(states[lasts], device=device)
-        ]
+        return (
+            total
+            + start[torch.as_tensor(states[firsts], device=device)]
+            + final[torch.as_tensor(states[lasts], device=device)]
+        )

@@ -20,6 +20,7 @@ devices, from the vectorised chain programs over the dense product topology.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import torch
@@ -28,7 +29,7 @@ from torch import nn
 from fstcrf.engine.joint import JointPotentials, JointSpace, joint_posteriors, joint_viterbi
 from fstcrf.errors import ArgumentTypeError, CompositionError, FstcrfError, LabelError, ShapeError
 from fstcrf.torch import vectorised
-from fstcrf.torch.batch import PaddedBatch, check_tags, read_batch
+from fstcrf.torch.batch import PaddedBatch, check_tags, gold_tags, read_batch
 from fstcrf.torch.compiled import as_float64
 from fstcrf.torch.crf import CRF, REDUCTIONS, check_engine, check_positive
 from fstcrf.torch.structure import LabelStructure
@@ -65,6 +66,7 @@ class JointCRF(nn.Module):
         if len({layer.batch_first for layer in layers}) > 1:
             raise CompositionError("the layers disagree on batch_first")
         self.layers = nn.ModuleList(layers)
+        self.crfs: tuple[CRF, ...] = tuple(layers)  # the same layers, typed
         self.batch_first = layers[0].batch_first
         self.engine = check_engine(engine)
         self.threads = None if threads is None else check_positive(threads, "threads")
@@ -108,7 +110,7 @@ class JointCRF(nn.Module):
         """N tensors: the k-th [L_k, E_k] (L_0 = 1), the score of component k's edge e
         when component k-1 is in state l at the new token."""
         result = []
-        for k, layer in enumerate(self.layers):
+        for k, layer in enumerate(self.crfs):
             own = layer.edge_scores()[0]
             lower = self.lower_transitions[k]
             result.append(own[None, :] if lower is None else own[None, :] + lower)
@@ -118,12 +120,17 @@ class JointCRF(nn.Module):
         """(packed joint emissions [N, P], joint start [P], joint final [P], the
         components' transitions)."""
         starts, finals, emissions = [], [], []
-        for layer, part in zip(self.layers, batch):
+        for layer, part in zip(self.crfs, batch):
             _, start, final = layer.edge_scores()
             starts.append(start)
             finals.append(final)
             emissions.append(layer.lift(part.pack(part.emissions)))
-        return broadcast_sum(emissions, 1), broadcast_sum(starts, 0), broadcast_sum(finals, 0), self.component_transitions()
+        return (
+            broadcast_sum(emissions, 1),
+            broadcast_sum(starts, 0),
+            broadcast_sum(finals, 0),
+            self.component_transitions(),
+        )
 
     def product_transitions(self, transitions: list[torch.Tensor]) -> torch.Tensor:
         """[E_prod]: each product edge's score, the sum of its component edges' scores."""
@@ -142,8 +149,8 @@ class JointCRF(nn.Module):
             raise ArgumentTypeError("emissions must be a sequence of tensors, one per layer")
         if len(emissions) != self.num_layers or (tags is not None and len(tags) != self.num_layers):
             raise ShapeError(f"expected emissions (and tags) for each of the {self.num_layers} layers")
-        parts = []
-        for k, layer in enumerate(self.layers):
+        parts: list[PaddedBatch] = []
+        for k, layer in enumerate(self.crfs):
             if isinstance(emissions[k], torch.Tensor):
                 self.uses_kernel(emissions[k].device)
             part = read_batch(emissions[k], layer.num_tags, self.batch_first, None if tags is None else tags[k], mask)
@@ -198,7 +205,9 @@ class JointCRF(nn.Module):
         joint_emissions, start, final, transitions = self.joint_scores(parts)
         batch = parts[0]
         if self.uses_kernel(batch.device):
-            states = joint_viterbi(self.potentials(batch, joint_emissions, start, final, transitions), self.thread_count()).paths
+            states = joint_viterbi(
+                self.potentials(batch, joint_emissions, start, final, transitions), self.thread_count()
+            ).paths
         else:
             with torch.no_grad():
                 paths, _ = vectorised.viterbi(
@@ -211,9 +220,7 @@ class JointCRF(nn.Module):
                 )
             states = batch.pack(paths).cpu().numpy()
         per_layer = self.space.component_states(states)  # [N, layers]
-        return [
-            batch.split(layer.structure.state_label[per_layer[:, k]]) for k, layer in enumerate(self.layers)
-        ]
+        return [batch.split(layer.structure.state_label[per_layer[:, k]]) for k, layer in enumerate(self.crfs)]
 
     def marginals(self, emissions, mask=None) -> list[torch.Tensor]:
         """Each layer's p(tag l at step t | x) under the joint model, shaped as its emissions."""
@@ -258,8 +265,8 @@ class JointCRF(nn.Module):
         the compatibility relation rejects them)."""
         batch = parts[0]
         states = []
-        for layer, part in zip(self.layers, parts):
-            states.append(layer.structure.gold_states(part.pack(part.tags).cpu().numpy(), batch.offsets))
+        for layer, part in zip(self.crfs, parts):
+            states.append(layer.structure.gold_states(part.pack(gold_tags(part)).cpu().numpy(), batch.offsets))
         if self.space.allowed is not None:
             joint = self.space.joint_state(np.stack(states, -1))
             refused = np.flatnonzero(~self.space.allowed[joint])
@@ -277,8 +284,8 @@ class JointCRF(nn.Module):
         device = batch.device
         sequence = batch.sequence_of_rows()
         scores = []
-        for k, (layer, part) in enumerate(zip(self.layers, parts)):
-            tags = part.pack(part.tags)
+        for k, (layer, part) in enumerate(zip(self.crfs, parts)):
+            tags = part.pack(gold_tags(part))
             emitted = part.pack(part.emissions).gather(1, tags[:, None]).squeeze(1)
             _, start, final = layer.edge_scores()
             edges = layer.structure.edge_id[states[k][rows - 1], states[k][rows]]
@@ -332,10 +339,10 @@ class JointLogPartition(torch.autograd.Function):
         d_start = weight @ node[offsets[:-1]]
         d_final = weight @ node[offsets[1:] - 1]
         if np.all(weight == weight[0]):
-            counts = [weight[0] * c for c in result.edge_counts]
+            counts = [weight[0] * c for c in cast(list, result.edge_counts)]
         else:  # sequences weighted differently: the counts of each group of equal weights
             joint_emissions, start, final, transitions = ctx.scores
-            counts = [np.zeros_like(c) for c in result.edge_counts]
+            counts = [np.zeros_like(c) for c in cast(list, result.edge_counts)]
             for value in np.unique(weight):
                 group = np.flatnonzero(weight == value)
                 rows = np.concatenate([np.arange(offsets[b], offsets[b + 1]) for b in group])
@@ -348,7 +355,7 @@ class JointLogPartition(torch.autograd.Function):
                     as_float64(final),
                 )
                 edge_counts = joint_posteriors(part, marginals=False, threads=module.thread_count()).edge_counts
-                for total, count in zip(counts, edge_counts):
+                for total, count in zip(counts, cast(list, edge_counts)):
                     total += value * count
         # a layer that reads no other has one row of transition scores: its counts summed over the lower states
         counts = [c.sum(0, keepdims=True) if t.shape[0] == 1 else c for c, t in zip(counts, ctx.scores[3])]

@@ -80,9 +80,15 @@ def test_a_mask_with_holes(no_kernel):
     "call, error",
     [
         (lambda crf: crf(torch.zeros(3, 2, 3).numpy(), torch.zeros(3, 2, dtype=torch.long)), ArgumentTypeError),
-        (lambda crf: crf(torch.zeros(3, 2, 3, dtype=torch.long), torch.zeros(3, 2, dtype=torch.long)), ArgumentTypeError),
+        (
+            lambda crf: crf(torch.zeros(3, 2, 3, dtype=torch.long), torch.zeros(3, 2, dtype=torch.long)),
+            ArgumentTypeError,
+        ),
         (lambda crf: crf(torch.zeros(3, 2, 3), torch.zeros(3, 2)), ArgumentTypeError),
-        (lambda crf: crf(torch.zeros(3, 2, 3), torch.zeros(3, 2, dtype=torch.long), torch.ones(3, 2)), ArgumentTypeError),
+        (
+            lambda crf: crf(torch.zeros(3, 2, 3), torch.zeros(3, 2, dtype=torch.long), torch.ones(3, 2)),
+            ArgumentTypeError,
+        ),
         (lambda crf: crf.decode(torch.zeros(0, 2, 3)), EmptySequenceError),
         (lambda crf: crf.kbest(torch.zeros(3, 2, 3), 0), ShapeError),
         (lambda crf: crf.sample(torch.zeros(3, 2, 3), 2, seed=-1), ArgumentTypeError),

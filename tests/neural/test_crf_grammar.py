@@ -36,7 +36,9 @@ def test_grammar_layers_equal_enumeration(engine, grammar, order):
         Enumeration(crf.structure.topology, emissions[b, :n].numpy(), transitions, start, final)
         for b, n in enumerate([4, 3])
     ]
-    np.testing.assert_allclose(crf.log_partition(emissions, mask).detach().numpy(), [o.log_z for o in oracles], atol=1e-9)
+    np.testing.assert_allclose(
+        crf.log_partition(emissions, mask).detach().numpy(), [o.log_z for o in oracles], atol=1e-9
+    )
     assert crf.decode(emissions, mask) == [list(o.best()) for o in oracles]
     if grammar == ONE_CHUNK:
         assert all(sum(LABELS[t].startswith("B-") for t in tags) == 1 for o in oracles for tags in o.tags)

@@ -118,7 +118,9 @@ def test_gradcheck(engine, kind, reduction):
     crf.engine = engine
     emissions, mask, _, tags = instance(crf, rng, max_length=5)
     names = [name for name, _ in crf.named_parameters()]
-    inputs = [emissions.clone().requires_grad_(True)] + [p.detach().clone().requires_grad_(True) for p in crf.parameters()]
+    inputs = [emissions.clone().requires_grad_(True)] + [
+        p.detach().clone().requires_grad_(True) for p in crf.parameters()
+    ]
 
     def function(emissions, *parameters):
         return torch.func.functional_call(
@@ -135,7 +137,9 @@ def test_engines_agree_on_a_larger_batch(kind):
     lengths = rng.integers(1, 31, size=8)
     emissions = torch.from_numpy(rng.normal(scale=3.0, size=(8, int(lengths.max()), crf.num_tags)))
     mask = torch.from_numpy(np.arange(lengths.max())[None, :] < lengths[:, None])
-    tags = torch.from_numpy(np.stack([np.pad(decoded, (0, int(lengths.max()) - len(decoded))) for decoded in crf.decode(emissions, mask)]))
+    tags = torch.from_numpy(
+        np.stack([np.pad(decoded, (0, int(lengths.max()) - len(decoded))) for decoded in crf.decode(emissions, mask)])
+    )
     results = {}
     for engine in ENGINES:
         crf.engine = engine

@@ -54,7 +54,9 @@ def enumerate_joint(layer: JointCRF, emissions: list[np.ndarray]):
             for t in range(1, length):
                 lower = combination[k - 1][t] if transitions[k].shape[0] > 1 else 0
                 total += transitions[k][lower, edge_ids[k][path[t - 1], path[t]]]
-        tags = tuple(tuple(int(x) for x in topology.state_label[list(path)]) for path, topology in zip(combination, topologies))
+        tags = tuple(
+            tuple(int(x) for x in topology.state_label[list(path)]) for path, topology in zip(combination, topologies)
+        )
         results.append((tags, total))
     return results
 
@@ -79,9 +81,7 @@ def test_joint_inference_equals_enumeration(engine, seed, reads, compatible):
     log_z = [np.logaddexp.reduce([s for _, s in o]) for o in oracles]
     np.testing.assert_allclose(layer.log_partition(emissions, mask).detach().numpy(), log_z, atol=1e-9)
     gold = [o[int(rng.integers(len(o)))][0] for o in oracles]
-    tags = [
-        torch.tensor([list(g[k]) + [0] * (int(lengths.max()) - len(g[k])) for g in gold]) for k in range(2)
-    ]
+    tags = [torch.tensor([list(g[k]) + [0] * (int(lengths.max()) - len(g[k])) for g in gold]) for k in range(2)]
     llh = layer(emissions, tags, mask, reduction="none").detach().numpy()
     expected = [dict(o)[g] - z for o, g, z in zip(oracles, gold, log_z)]
     np.testing.assert_allclose(llh, expected, atol=1e-9)
@@ -104,7 +104,10 @@ def test_joint_gradcheck(engine, reduction):
     layer.engine = engine
     rng = np.random.default_rng(4)
     emissions, mask, lengths = instance(layer, rng)
-    tags = [torch.from_numpy(np.stack([np.array(d + [0] * (mask.shape[1] - len(d))) for d in decoded])) for decoded in layer.decode(emissions, mask)]
+    tags = [
+        torch.from_numpy(np.stack([np.array(d + [0] * (mask.shape[1] - len(d))) for d in decoded]))
+        for decoded in layer.decode(emissions, mask)
+    ]
     names = [name for name, _ in layer.named_parameters()]
     inputs = [e.clone().requires_grad_(True) for e in emissions] + [
         p.detach().clone().requires_grad_(True) for p in layer.parameters()
