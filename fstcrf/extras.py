@@ -12,7 +12,13 @@ from types import ModuleType
 from fstcrf.errors import MissingExtraError
 
 #: The extra that installs each optional module fstcrf imports.
-EXTRAS = {"pynini": "grammars", "pywrapfst": "grammars", "torch": "torch"}
+EXTRAS = {
+    "pynini": "grammars",
+    "pywrapfst": "grammars",
+    "torch": "torch",
+    "torchcrf": "bench-torch",
+    "torch_struct": "bench-torch",
+}
 
 
 def install_hint(module: str) -> str:

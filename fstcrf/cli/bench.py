@@ -283,6 +283,16 @@ def _features(args: argparse.Namespace) -> tuple:
 
 #: The benchmarks of each target of ``fstcrf bench``, printed one after another, in
 #: the order the help lists the targets.
+def _torch(args: argparse.Namespace) -> tuple:
+    """fstcrf.torch.CRF against pytorch-crf and torch-struct (needs fstcrf[torch,bench-torch])."""
+    from fstcrf.bench.neural import bench_torch
+    from fstcrf.extras import require
+
+    for module in ("torch", "torchcrf", "torch_struct"):
+        require(module, "bench torch")
+    return (bench_torch(seed=args.seed, repeats=args.repeats),)
+
+
 TARGETS: dict[str, tuple[Measurement, ...]] = {
     "kernel": (Measurement(_kernel, "kernel:format_kernel"),),
     "compose": (Measurement(_compose, "compose:format_compose"),),
@@ -299,6 +309,7 @@ TARGETS: dict[str, tuple[Measurement, ...]] = {
     "mce": (Measurement(_mce, "mce:format_mce", json="mce:mce_json"),),
     "stream": (Measurement(_stream, "process:format_stream", json=True),),
     "features": (Measurement(_features, "features:format_features", json=True),),
+    "torch": (Measurement(_torch, "neural:format_torch", json=True),),
 }
 
 #: The benchmarks of the variants of a target that an option chooses.
@@ -346,7 +357,10 @@ def add_parsers(commands) -> None:
         "standard input: throughput, time to first output and resident memory; "
         "features: tokens per second of feature extraction for the shipped chunking "
         "templates on --copies copies of the CoNLL-2000 test set (default 10), and for "
-        "sklearn-crfsuite's tutorial dicts when conll2002/ is beside conll2000/",
+        "sklearn-crfsuite's tutorial dicts when conll2002/ is beside conll2000/; "
+        "torch: the CRF layer fstcrf.torch.CRF against pytorch-crf and torch-struct, NLL "
+        "forward+backward and Viterbi at batch 32, lengths 25-50, 9 and 45 tags, each tool "
+        "in its own process (needs fstcrf[torch,bench-torch])",
     )
     bench.add_argument(
         "--gigabytes",

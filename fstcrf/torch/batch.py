@@ -6,6 +6,7 @@ pytorch-crf 0.7.2 where it has one; the rest raise fstcrf's typed errors."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -36,15 +37,22 @@ class PaddedBatch:
     def lengths_tensor(self) -> torch.Tensor:
         return torch.as_tensor(self.lengths, device=self.device)
 
+    @cached_property
+    def flat_rows(self) -> torch.Tensor:
+        """int64 [N]: the index b * T + t of each packed row in a flattened [B * T] axis."""
+        steps = self.mask.shape[1]
+        starts = np.arange(self.num_sequences, dtype=np.int64) * steps
+        within = np.arange(int(self.offsets[-1]), dtype=np.int64) - np.repeat(self.offsets[:-1], self.lengths)
+        return torch.from_numpy(np.repeat(starts, self.lengths) + within).to(self.device)
+
     def pack(self, padded: torch.Tensor) -> torch.Tensor:
         """[N, ...]: the rows of a [B, T, ...] tensor that the mask keeps, sentence after sentence."""
-        return padded[self.mask]
+        return padded.reshape(-1, *padded.shape[2:]).index_select(0, self.flat_rows)
 
     def padded(self, rows: torch.Tensor, fill) -> torch.Tensor:
         """[B, T, ...] from packed rows [N, ...], ``fill`` where the mask is off."""
-        padded = rows.new_full((*self.mask.shape, *rows.shape[1:]), fill)
-        padded[self.mask] = rows
-        return padded
+        flat = rows.new_full((self.mask.numel(), *rows.shape[1:]), fill)
+        return flat.index_copy(0, self.flat_rows, rows).reshape(*self.mask.shape, *rows.shape[1:])
 
     def unpack(self, rows: torch.Tensor, fill) -> torch.Tensor:
         """:meth:`padded`, in the caller's layout ([T, B, ...] unless batch_first)."""
@@ -53,7 +61,7 @@ class PaddedBatch:
 
     def sequence_of_rows(self) -> torch.Tensor:
         """int64 [N]: the sequence each packed row belongs to."""
-        return torch.repeat_interleave(torch.arange(self.num_sequences, device=self.device), self.lengths_tensor())
+        return torch.from_numpy(np.repeat(np.arange(self.num_sequences), self.lengths)).to(self.device)
 
     def split(self, rows: np.ndarray) -> list[list[int]]:
         """Packed integer rows [N] cut into one list per sequence."""

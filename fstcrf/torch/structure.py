@@ -87,6 +87,7 @@ class LabelStructure:
             edges = slice(int(topology.out_ptr[source]), int(topology.out_ptr[source + 1]))
             self._set_steps(source, topology.out_dst[edges].astype(np.int64))
         self.edge_id = topology.edge_ids.astype(np.int64)
+        #: whether state i is label i (so that tags are their own state path)
         self.is_identity = S == L and bool(np.all(self.state_label == np.arange(L)))
         self._tensors: dict[str, dict[str, object]] = {}
 
@@ -133,6 +134,20 @@ class LabelStructure:
         """int64 [N]: the state path that gold tags int [N] (sentences cut at
         ``offsets`` [B+1]) fix; LabelError naming the sentence and token where the
         topology rejects them."""
+        states = self._gold_label_states(tags, offsets) if self.is_identity else self._walk(tags, offsets)
+        last = states[offsets[1:] - 1]
+        unfinished = np.flatnonzero(~self.topology.final[last])
+        if len(unfinished):
+            b = int(unfinished[0])
+            label = self.labels[int(self.state_label[last[b]])]
+            raise LabelError(
+                f"gold tags of sequence {b} end in {label!r}, where topology {self.topology.name!r} "
+                "allows no sequence to end"
+            )
+        return states
+
+    def _walk(self, tags: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The state path of tags [N], read token by token through the step table."""
         lengths = np.diff(offsets)
         states = np.empty(len(tags), dtype=np.int64)
         previous = np.full(len(lengths), self.num_states, dtype=np.int64)
@@ -146,16 +161,22 @@ class LabelStructure:
                 raise LabelError(self._rejection(b, t, tags[offsets[b] : offsets[b + 1]]))
             states[rows] = reached
             previous[alive] = reached
-        last = states[offsets[1:] - 1]
-        unfinished = np.flatnonzero(~self.topology.final[last])
-        if len(unfinished):
-            b = int(unfinished[0])
-            label = self.labels[int(self.state_label[last[b]])]
-            raise LabelError(
-                f"gold tags of sequence {b} end in {label!r}, where topology {self.topology.name!r} "
-                "allows no sequence to end"
-            )
         return states
+
+    def _gold_label_states(self, tags: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """gold_states where state i is label i: the tags, checked at once."""
+        firsts = offsets[:-1]
+        allowed = np.ones(len(tags), dtype=bool)
+        allowed[firsts] = self.topology.start[tags[firsts]]
+        inner = np.ones(len(tags), dtype=bool)
+        inner[firsts] = False
+        rows = np.flatnonzero(inner)
+        allowed[rows] = self.edge_id[tags[rows - 1], tags[rows]] >= 0
+        if not allowed.all():
+            row = int(np.flatnonzero(~allowed)[0])
+            b = int(np.searchsorted(offsets, row, side="right") - 1)
+            raise LabelError(self._rejection(b, row - int(offsets[b]), tags[offsets[b] : offsets[b + 1]]))
+        return tags.astype(np.int64, copy=False)
 
     def _rejection(self, sentence: int, token: int, tags: np.ndarray) -> str:
         shown = " ".join(self.labels[int(t)] for t in tags[max(0, token - 3) : token + 1])
