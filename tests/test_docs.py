@@ -3,6 +3,7 @@ docs/tutorial.md run, every fstcrf command line of a ```sh block in README.md
 and docs/ parses, and every command-line option says what it does."""
 
 import argparse
+import os
 import re
 import shlex
 from pathlib import Path
@@ -96,9 +97,14 @@ def test_every_option_says_what_it_does_and_its_default():
 
 @pytest.mark.pynini
 def test_readme_python_runs(tmp_path, monkeypatch):
+    from fstcrf.extras import available, install_hint
+
+    if not available("torch") and os.environ.get("CI") != "true":
+        pytest.skip(f"the README's PyTorch example needs torch: {install_hint('torch')}")
     monkeypatch.chdir(tmp_path)
     namespace = run_blocks(ROOT / "README.md")
     assert (tmp_path / "sentence.fst").is_file() and namespace["draws"].shape == (1000, 7)
+    assert namespace["probabilities"].shape == (2, 6, 5) and len(namespace["best"]) == 2
 
 
 @pytest.fixture

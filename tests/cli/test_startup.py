@@ -30,6 +30,8 @@ HEAVY = (
     "fstcrf._kernel",
     "threadpoolctl",
     "matplotlib",
+    "torch",
+    "torchcrf",
 )
 
 #: Prints the heavy modules loaded so far, as a JSON list (appended to a child's code).
