@@ -104,7 +104,7 @@ def test_readme_python_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace = run_blocks(ROOT / "README.md")
     assert (tmp_path / "sentence.fst").is_file() and namespace["draws"].shape == (1000, 7)
-    assert namespace["probabilities"].shape == (2, 6, 5) and len(namespace["best"]) == 2
+    assert namespace["probabilities"].shape == (2, 6, 5) and len(namespace["decoded"]) == 2
 
 
 @pytest.fixture
