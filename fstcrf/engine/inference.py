@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import cast
@@ -329,15 +330,18 @@ def blas_single_threaded():
         yield
 
 
-_pools: dict[int, ThreadPoolExecutor] = {}
+_pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
 
 
 def thread_pool(size: int) -> ThreadPoolExecutor:
-    """A pool of ``size`` threads, started once and kept: starting threads for each
-    call cost 1-3 ms, as much as a forward-backward pass over a small batch."""
-    if size not in _pools:
-        _pools[size] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="fstcrf")
-    return _pools[size]
+    """A pool of ``size`` threads, started once per process and kept: starting
+    threads for each call cost 1-3 ms, as much as a forward-backward pass over a
+    small batch.  A forked child gets pools of its own (its parent's threads do
+    not exist in it)."""
+    key = (os.getpid(), size)
+    if key not in _pools:
+        _pools[key] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="fstcrf")
+    return _pools[key]
 
 
 @blas_single_threaded()
