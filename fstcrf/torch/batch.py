@@ -108,25 +108,31 @@ def read_batch(emissions, num_tags: int, batch_first: bool, tags=None, mask=None
         mask = None if mask is None else mask.transpose(0, 1)
     if mask is None:
         mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
+        lengths = np.full(mask.shape[0], mask.shape[1], dtype=np.int64)
     else:
         mask = mask.to(device=emissions.device) != 0
-        if not bool(mask[:, 0].all()):
-            raise ShapeError("mask of the first timestep must all be on")
-    lengths_tensor = mask.sum(1)
-    on_again = mask & ((~mask).cumsum(1) > 0)
-    if bool(on_again.any()):
-        b, t = (int(i) for i in torch.nonzero(on_again)[0])
-        raise ShapeError(
-            f"the mask of sequence {b} turns on again at step {t} after it was off: the on steps of each "
-            "sequence must come first (pad at the end)"
-        )
-    lengths = lengths_tensor.cpu().numpy().astype(np.int64)
+        lengths = checked_lengths(mask.cpu().numpy())
     batch = PaddedBatch(emissions, None, mask, lengths, np.concatenate([[0], np.cumsum(lengths)]), batch_first)
     check_finite(batch)
     if tags is not None:
         batch.tags = tags.to(device=emissions.device, dtype=torch.long)
         check_tags(batch.tags, batch.mask, num_tags)
     return batch
+
+
+def checked_lengths(mask: np.ndarray) -> np.ndarray:
+    """int64 [B]: the length of each sequence of a mask bool [B, T] that is on for a
+    prefix of each sequence (ShapeError otherwise)."""
+    if not mask[:, 0].all():
+        raise ShapeError("mask of the first timestep must all be on")
+    on_again = mask & (np.cumsum(~mask, axis=1) > 0)
+    if on_again.any():
+        b, t = (int(i) for i in np.argwhere(on_again)[0])
+        raise ShapeError(
+            f"the mask of sequence {b} turns on again at step {t} after it was off: the on steps of each "
+            "sequence must come first (pad at the end)"
+        )
+    return mask.sum(1).astype(np.int64)
 
 
 def gold_tags(batch: PaddedBatch) -> torch.Tensor:
@@ -138,6 +144,8 @@ def gold_tags(batch: PaddedBatch) -> torch.Tensor:
 
 def check_finite(batch: PaddedBatch) -> None:
     """ScoreError naming the first NaN or infinite emission the mask keeps."""
+    if bool(torch.isfinite(batch.emissions).all()):
+        return
     finite = torch.isfinite(batch.emissions).all(-1) | ~batch.mask
     if not bool(finite.all()):
         b, t = (int(i) for i in torch.nonzero(~finite)[0])
