@@ -447,20 +447,7 @@ def with_scheme(topology: Topology, scheme: str) -> Topology:
             )
     validity = _history_acceptor(topology.labels, 1, None, allows)
     restricted = intersect(topology, validity, name=f"{topology.name}&{scheme}")
-    if scheme != "bioes":
-        return restricted
-    # a sentence may not end inside a segment
-    ends_inside = np.isin([chunk_type(restricted.labels[i])[0] for i in restricted.state_label], ["B", "I"])
-    return Topology(
-        restricted.labels,
-        restricted.state_label,
-        restricted.edge_src,
-        restricted.edge_dst,
-        restricted.start,
-        restricted.final & ~ends_inside,
-        state_names=restricted.state_names,
-        name=restricted.name,
-    )
+    return _ending_outside_segments(restricted) if scheme == "bioes" else restricted
 
 
 def bioes_labels(types: Sequence[str]) -> tuple[str, ...]:
@@ -470,8 +457,14 @@ def bioes_labels(types: Sequence[str]) -> tuple[str, ...]:
 def bioes(types: Sequence[str]) -> Topology:
     """BIOES validity: B-t (I-t)* E-t or S-t segments separated by O."""
     labels = bioes_labels(_check_types(types))
-    topology = from_acceptor(_history_acceptor(labels, 1, None, bioes_allows), labels, name="bioes")
-    # a sentence may not end inside a segment
+    return _ending_outside_segments(
+        from_acceptor(_history_acceptor(labels, 1, None, bioes_allows), labels, name="bioes")
+    )
+
+
+def _ending_outside_segments(topology: Topology) -> Topology:
+    """The topology with no final state whose label opens or continues a BIOES
+    segment (B-t, I-t): a sentence may not end inside one."""
     ends_inside = np.isin([chunk_type(topology.labels[i])[0] for i in topology.state_label], ["B", "I"])
     return Topology(
         topology.labels,
@@ -480,7 +473,8 @@ def bioes(types: Sequence[str]) -> Topology:
         topology.edge_dst,
         topology.start,
         topology.final & ~ends_inside,
-        name="bioes",
+        state_names=topology.state_names,
+        name=topology.name,
     )
 
 

@@ -45,6 +45,13 @@ class PaddedBatch:
         within = np.arange(int(self.offsets[-1]), dtype=np.int64) - np.repeat(self.offsets[:-1], self.lengths)
         return torch.from_numpy(np.repeat(starts, self.lengths) + within).to(self.device)
 
+    @cached_property
+    def inner_rows(self) -> np.ndarray:
+        """int64 [N - B]: the packed rows that are not a sequence's first (each entered by a transition)."""
+        inner = np.ones(int(self.offsets[-1]), dtype=bool)
+        inner[self.offsets[:-1]] = False
+        return np.flatnonzero(inner)
+
     def pack(self, padded: torch.Tensor) -> torch.Tensor:
         """[N, ...]: the rows of a [B, T, ...] tensor that the mask keeps, sentence after sentence."""
         return padded.reshape(-1, *padded.shape[2:]).index_select(0, self.flat_rows)

@@ -11,17 +11,16 @@ kernel reads them (:mod:`fstcrf.engine.inference`):
 :class:`LogPartition` is the differentiable log Z: its backward is the node
 marginals and expected edge counts the kernel's forward-backward returns (the
 gradient of log Z), weighted per sentence.  The kernel computes in float64,
-releases the GIL and splits a batch over ``threads`` Python threads.
+releases the GIL and splits a batch over ``threads`` Python threads; the
+layers run its Viterbi, k-best and sampling on :func:`potentials` directly.
 """
 
 from __future__ import annotations
 
-from typing import cast
-
 import numpy as np
 import torch
 
-from fstcrf.engine.inference import Potentials, forward_backward, kbest, sample, viterbi
+from fstcrf.engine.inference import Potentials, forward_backward
 from fstcrf.engine.topology import Topology
 
 
@@ -50,43 +49,17 @@ class LogPartition(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         weight = as_float64(grad)  # [B]
-        node, counts, offsets = ctx.result.node_marginals, ctx.result.edge_counts, ctx.offsets
-        firsts, lasts = offsets[:-1], offsets[1:] - 1
-        d_emissions = node * np.repeat(weight, np.diff(offsets))[:, None]
-        d_transitions = weight @ counts
-        d_start = weight @ node[firsts]
-        d_final = weight @ node[lasts]
-        dtype = grad.dtype
-        return (
-            *(
-                torch.from_numpy(np.ascontiguousarray(d)).to(dtype)
-                for d in (d_emissions, d_transitions, d_start, d_final)
-            ),
-            None,
-            None,
-            None,
-        )
+        d_emissions, d_start, d_final = node_gradients(ctx.result.node_marginals, weight, ctx.offsets)
+        d_transitions = weight @ ctx.result.edge_counts
+        return (*as_tensors((d_emissions, d_transitions, d_start, d_final), grad.dtype), None, None, None)
 
 
-def node_marginals(topology: Topology, emissions, transitions, start, final, lengths, threads: int) -> np.ndarray:
-    """float64 [N, S]: p(state s at token n | x)."""
-    pot = potentials(topology, emissions, transitions, start, final, lengths)
-    return cast(np.ndarray, forward_backward(pot, marginals=True, edge_counts=False, threads=threads).node_marginals)
+def node_gradients(node: np.ndarray, weight: np.ndarray, offsets: np.ndarray):
+    """The gradients of sum_b weight[b] log Z_b in the emissions [N, S], start [S]
+    and final [S] scores, from the node marginals [N, S] of sentences cut at offsets."""
+    d_emissions = node * np.repeat(weight, np.diff(offsets))[:, None]
+    return d_emissions, weight @ node[offsets[:-1]], weight @ node[offsets[1:] - 1]
 
 
-def best_paths(topology: Topology, emissions, transitions, start, final, lengths, threads: int):
-    """(best states int32 [N], their scores float64 [B])."""
-    result = viterbi(potentials(topology, emissions, transitions, start, final, lengths), threads=threads)
-    return result.paths, result.scores
-
-
-def k_best_paths(topology: Topology, emissions, transitions, start, final, lengths, k: int, threads: int):
-    """(the k best state paths int32 [k, N], -1 where one does not exist; scores [B, k])."""
-    result = kbest(potentials(topology, emissions, transitions, start, final, lengths), k, threads=threads)
-    return result.paths, result.scores
-
-
-def sampled_paths(topology: Topology, emissions, transitions, start, final, lengths, num_samples, seed, threads):
-    """int32 [num_samples, N]: exact draws of state paths."""
-    pot = potentials(topology, emissions, transitions, start, final, lengths)
-    return sample(pot, num_samples, seed=seed, threads=threads)
+def as_tensors(arrays, dtype) -> list[torch.Tensor]:
+    return [torch.from_numpy(np.ascontiguousarray(array)).to(dtype) for array in arrays]

@@ -16,11 +16,14 @@ device); ``"auto"`` takes the kernel for CPU tensors.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 import torch
 from torch import nn
 
+from fstcrf.engine import inference
+from fstcrf.engine.inference import Potentials
 from fstcrf.engine.topology import Topology, first_order
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.torch import compiled, vectorised
@@ -28,6 +31,8 @@ from fstcrf.torch.batch import PaddedBatch, gold_tags, read_batch
 from fstcrf.torch.structure import LabelStructure, label_topology
 
 ENGINES = ("auto", "kernel", "torch")
+#: The arguments of the vectorised programs: (index, emissions, lengths, transitions, start, final).
+ChainInputs = tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 REDUCTIONS = ("none", "sum", "mean", "token_mean")
 
 
@@ -35,6 +40,48 @@ def check_engine(engine: str) -> str:
     if engine not in ENGINES:
         raise FstcrfError(f"invalid engine: {engine!r}; choose one of {', '.join(ENGINES)}")
     return engine
+
+
+def uses_kernel(engine: str, device: torch.device) -> bool:
+    """Whether a layer with ``engine`` runs the C kernel on tensors on ``device``
+    (FstcrfError for the kernel engine on another device than the CPU)."""
+    if engine == "torch":
+        return False
+    if device.type != "cpu":
+        if engine == "kernel":
+            raise FstcrfError(f"the kernel engine runs on CPU tensors; these are on {device} (use engine='torch')")
+        return False
+    return True
+
+
+def thread_count(threads: int | None) -> int:
+    """The kernel's threads: those given, else torch's."""
+    return threads or max(1, torch.get_num_threads())
+
+
+def reduced(llh: torch.Tensor, reduction: str, mask: torch.Tensor) -> torch.Tensor:
+    """Log-likelihoods [B] reduced as pytorch-crf reduces them."""
+    if reduction == "none":
+        return llh
+    if reduction == "sum":
+        return llh.sum()
+    if reduction == "mean":
+        return llh.mean()
+    return llh.sum() / mask.sum()
+
+
+def path_scores(batch: PaddedBatch, tags: torch.Tensor, states: np.ndarray, moves: torch.Tensor, start, final):
+    """[B]: the scores of packed tag paths: tags int64 [N] and their states [N], the
+    score ``moves`` [N - B] of the transition into each of ``batch.inner_rows``,
+    and the start and final scores [S]."""
+    device = batch.device
+    sequence = batch.sequence_of_rows()
+    emitted = batch.pack(batch.emissions).gather(1, tags[:, None]).squeeze(1)
+    total = emitted.new_zeros(batch.num_sequences).index_add(0, sequence, emitted)
+    total = total.index_add(0, sequence[torch.as_tensor(batch.inner_rows, device=device)], moves.to(total.dtype))
+    firsts = torch.as_tensor(states[batch.offsets[:-1]], device=device)
+    lasts = torch.as_tensor(states[batch.offsets[1:] - 1], device=device)
+    return total + start[firsts] + final[lasts]
 
 
 def check_positive(value, name: str) -> int:
@@ -169,29 +216,28 @@ class CRF(nn.Module):
         """The batch, checked (see :func:`~fstcrf.torch.batch.read_batch`), after the
         engine is checked against its device."""
         if isinstance(emissions, torch.Tensor):
-            self.uses_kernel(emissions.device)
+            uses_kernel(self.engine, emissions.device)
         return read_batch(emissions, self.num_tags, self.batch_first, tags=tags, mask=mask)
-
-    def uses_kernel(self, device: torch.device) -> bool:
-        if self.engine == "torch":
-            return False
-        if device.type != "cpu":
-            if self.engine == "kernel":
-                raise FstcrfError(f"the kernel engine runs on CPU tensors; these are on {device} (use engine='torch')")
-            return False
-        return True
-
-    def thread_count(self) -> int:
-        return self.threads or max(1, torch.get_num_threads())
 
     def scores_on(self, batch: PaddedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         transitions, start, final = self.edge_scores()
         device = batch.device
         return transitions.to(device), start.to(device), final.to(device)
 
-    def padded_states(self, batch: PaddedBatch) -> torch.Tensor:
-        """[B, T, S] state emissions, zero at padding."""
-        return self.lift(batch.emissions.masked_fill(~batch.mask[..., None], 0))
+    def kernel_potentials(self, batch: PaddedBatch, transitions, start, final) -> Potentials:
+        """The kernel's potentials of a checked batch."""
+        return compiled.potentials(
+            self.structure.topology, self.lift(batch.pack(batch.emissions)), transitions, start, final, batch.lengths
+        )
+
+    def chain_inputs(self, batch: PaddedBatch, transitions, start, final, label_scores=None) -> ChainInputs:
+        """The arguments of the vectorised programs: (index, state emissions [B, T, S],
+        lengths [B], transitions, start, final); the state emissions are lifted from
+        ``label_scores`` [B, T, L], else from the batch's, zero at padding."""
+        if label_scores is None:
+            label_scores = batch.emissions.masked_fill(~batch.mask[..., None], 0)
+        index = self.structure.tensors(batch.device)
+        return index, self.lift(label_scores), batch.lengths_tensor(), transitions, start, final
 
     # -- the pytorch-crf interface ---------------------------------------------------
     def forward(
@@ -205,34 +251,18 @@ class CRF(nn.Module):
             raise FstcrfError(f"invalid reduction: {reduction}")
         transitions, start, final = self.scores_on(batch)
         llh = self.gold_score(batch, transitions, start, final) - self.partition(batch, transitions, start, final)
-        if reduction == "none":
-            return llh
-        if reduction == "sum":
-            return llh.sum()
-        if reduction == "mean":
-            return llh.mean()
-        return llh.sum() / batch.mask.sum()
+        return reduced(llh, reduction, batch.mask)
 
     def decode(self, emissions: torch.Tensor, mask: torch.Tensor | None = None) -> list[list[int]]:
         """The best tag sequence of each sequence (Viterbi), as lists of tag indices."""
         batch = self.checked(emissions, mask=mask)
         transitions, start, final = self.scores_on(batch)
-        if self.uses_kernel(batch.device):
-            states, _ = compiled.best_paths(
-                self.structure.topology,
-                self.lift(batch.pack(batch.emissions)),
-                transitions,
-                start,
-                final,
-                batch.lengths,
-                self.thread_count(),
-            )
+        if uses_kernel(self.engine, batch.device):
+            pot = self.kernel_potentials(batch, transitions, start, final)
+            states = inference.viterbi(pot, threads=thread_count(self.threads)).paths
             return batch.split(self.structure.state_label[states])
-        index = self.structure.tensors(batch.device)
         with torch.no_grad():
-            paths, _ = vectorised.viterbi(
-                index, self.padded_states(batch), batch.lengths_tensor(), transitions, start, final
-            )
+            paths, _ = vectorised.viterbi(*self.chain_inputs(batch, transitions, start, final))
         labels = self.structure.state_label[batch.pack(paths).cpu().numpy()]
         return batch.split(labels)
 
@@ -246,30 +276,17 @@ class CRF(nn.Module):
         """p(tag l at step t | x), shaped as ``emissions``; 0 where the mask is off."""
         batch = self.checked(emissions, mask=mask)
         transitions, start, final = self.scores_on(batch)
-        if self.uses_kernel(batch.device):
-            node = compiled.node_marginals(
-                self.structure.topology,
-                self.lift(batch.pack(batch.emissions)),
-                transitions,
-                start,
-                final,
-                batch.lengths,
-                self.thread_count(),
-            )
-            per_label = np.zeros((len(node), self.num_tags))
-            np.add.at(per_label.T, self.structure.state_label, node.T)
+        if uses_kernel(self.engine, batch.device):
+            pot = self.kernel_potentials(batch, transitions, start, final)
+            node = inference.forward_backward(pot, edge_counts=False, threads=thread_count(self.threads)).node_marginals
+            per_label = np.zeros((pot.num_tokens, self.num_tags))
+            np.add.at(per_label.T, self.structure.state_label, cast(np.ndarray, node).T)
             rows = torch.from_numpy(per_label).to(emissions.dtype)
             return batch.unpack(rows, 0.0)
         with torch.enable_grad():
             label_scores = batch.emissions.detach().masked_fill(~batch.mask[..., None], 0).requires_grad_(True)
-            log_z = vectorised.log_partition(
-                self.structure.tensors(batch.device),
-                self.lift(label_scores),
-                batch.lengths_tensor(),
-                transitions.detach(),
-                start.detach(),
-                final.detach(),
-            )
+            scores = (transitions.detach(), start.detach(), final.detach())
+            log_z = vectorised.log_partition(*self.chain_inputs(batch, *scores, label_scores=label_scores))
             (gradient,) = torch.autograd.grad(log_z.sum(), label_scores)
         return batch.unpack(batch.pack(gradient), 0.0)
 
@@ -283,30 +300,14 @@ class CRF(nn.Module):
         batch = self.checked(emissions, mask=mask)
         transitions, start, final = self.scores_on(batch)
         state_label = torch.as_tensor(self.structure.state_label, device=batch.device)
-        if self.uses_kernel(batch.device):
-            states, scores = compiled.k_best_paths(
-                self.structure.topology,
-                self.lift(batch.pack(batch.emissions)),
-                transitions,
-                start,
-                final,
-                batch.lengths,
-                k,
-                self.thread_count(),
-            )
-            rows = torch.from_numpy(states.T.astype(np.int64))  # [N, k]
+        if uses_kernel(self.engine, batch.device):
+            pot = self.kernel_potentials(batch, transitions, start, final)
+            result = inference.kbest(pot, k, threads=thread_count(self.threads))
+            rows = torch.from_numpy(result.paths.T.astype(np.int64))  # [N, k]
             tags = torch.where(rows >= 0, state_label[rows.clamp_min(0)], -1)
-            return batch.unpack(tags, -1).movedim(-1, 0), torch.from_numpy(scores).to(emissions.dtype)
+            return batch.unpack(tags, -1).movedim(-1, 0), torch.from_numpy(result.scores).to(emissions.dtype)
         with torch.no_grad():
-            paths, scores = vectorised.kbest(
-                self.structure.tensors(batch.device),
-                self.padded_states(batch),
-                batch.lengths_tensor(),
-                transitions,
-                start,
-                final,
-                k,
-            )
+            paths, scores = vectorised.kbest(*self.chain_inputs(batch, transitions, start, final), k)
         tags = torch.where(paths >= 0, state_label[paths.clamp_min(0)], -1)  # [B, k, T]
         tags = tags.permute(1, 0, 2) if self.batch_first else tags.permute(1, 2, 0)
         return tags, scores
@@ -325,38 +326,21 @@ class CRF(nn.Module):
             raise ArgumentTypeError(f"seed must be an integer in [0, 2**63), got {seed!r}")
         transitions, start, final = self.scores_on(batch)
         state_label = torch.as_tensor(self.structure.state_label, device=batch.device)
-        if self.uses_kernel(batch.device):
-            states = compiled.sampled_paths(
-                self.structure.topology,
-                self.lift(batch.pack(batch.emissions)),
-                transitions,
-                start,
-                final,
-                batch.lengths,
-                num_samples,
-                int(seed),
-                self.thread_count(),
-            )
+        if uses_kernel(self.engine, batch.device):
+            pot = self.kernel_potentials(batch, transitions, start, final)
+            states = inference.sample(pot, num_samples, seed=int(seed), threads=thread_count(self.threads))
             rows = state_label[torch.from_numpy(states.T.astype(np.int64))]  # [N, M]
             return batch.unpack(rows, -1).movedim(-1, 0)
         generator = torch.Generator(device=batch.device).manual_seed(int(seed))
-        paths = vectorised.sample(
-            self.structure.tensors(batch.device),
-            self.padded_states(batch).detach(),
-            batch.lengths_tensor(),
-            transitions.detach(),
-            start.detach(),
-            final.detach(),
-            num_samples,
-            generator,
-        )
+        scores = (transitions.detach(), start.detach(), final.detach())
+        paths = vectorised.sample(*self.chain_inputs(batch, *scores), num_samples, generator)
         tags = torch.where(paths >= 0, state_label[paths.clamp_min(0)], -1)  # [M, B, T]
         return tags if self.batch_first else tags.transpose(1, 2)
 
     # -- the two terms of the likelihood ---------------------------------------------------
     def partition(self, batch: PaddedBatch, transitions, start, final) -> torch.Tensor:
         """log Z [B] of a checked batch."""
-        if self.uses_kernel(batch.device):
+        if uses_kernel(self.engine, batch.device):
             return compiled.LogPartition.apply(
                 self.lift(batch.pack(batch.emissions)),
                 transitions,
@@ -364,34 +348,15 @@ class CRF(nn.Module):
                 final,
                 self.structure.topology,
                 batch.lengths,
-                self.thread_count(),
+                thread_count(self.threads),
             )
-        return vectorised.log_partition(
-            self.structure.tensors(batch.device),
-            self.padded_states(batch),
-            batch.lengths_tensor(),
-            transitions,
-            start,
-            final,
-        )
+        return vectorised.log_partition(*self.chain_inputs(batch, transitions, start, final))
 
     def gold_score(self, batch: PaddedBatch, transitions, start, final) -> torch.Tensor:
         """[B]: the score of the gold tags of a checked batch (LabelError if the
         topology rejects them)."""
         tags = batch.pack(gold_tags(batch))  # [N]
         states = self.structure.gold_states(tags.cpu().numpy(), batch.offsets)
-        firsts, lasts = batch.offsets[:-1], batch.offsets[1:] - 1
-        inner = np.ones(len(states), dtype=bool)
-        inner[firsts] = False
-        rows = np.flatnonzero(inner)
-        device = batch.device
-        edges = torch.as_tensor(self.structure.edge_id[states[rows - 1], states[rows]], device=device)
-        sequence = batch.sequence_of_rows()
-        emitted = batch.pack(batch.emissions).gather(1, tags[:, None]).squeeze(1)
-        total = emitted.new_zeros(batch.num_sequences).index_add(0, sequence, emitted)
-        total = total.index_add(0, sequence[torch.as_tensor(rows, device=device)], transitions[edges].to(total.dtype))
-        return (
-            total
-            + start[torch.as_tensor(states[firsts], device=device)]
-            + final[torch.as_tensor(states[lasts], device=device)]
-        )
+        rows = batch.inner_rows
+        edges = torch.as_tensor(self.structure.edge_id[states[rows - 1], states[rows]], device=batch.device)
+        return path_scores(batch, tags, states, transitions[edges], start, final)

@@ -30,8 +30,18 @@ from fstcrf.engine.joint import JointPotentials, JointSpace, joint_posteriors, j
 from fstcrf.errors import ArgumentTypeError, CompositionError, FstcrfError, LabelError, ShapeError
 from fstcrf.torch import vectorised
 from fstcrf.torch.batch import PaddedBatch, check_tags, gold_tags, read_batch
-from fstcrf.torch.compiled import as_float64
-from fstcrf.torch.crf import CRF, REDUCTIONS, check_engine, check_positive
+from fstcrf.torch.compiled import as_float64, as_tensors, node_gradients
+from fstcrf.torch.crf import (
+    CRF,
+    REDUCTIONS,
+    ChainInputs,
+    check_engine,
+    check_positive,
+    path_scores,
+    reduced,
+    thread_count,
+    uses_kernel,
+)
 from fstcrf.torch.structure import LabelStructure
 
 
@@ -152,7 +162,7 @@ class JointCRF(nn.Module):
         parts: list[PaddedBatch] = []
         for k, layer in enumerate(self.crfs):
             if isinstance(emissions[k], torch.Tensor):
-                self.uses_kernel(emissions[k].device)
+                uses_kernel(self.engine, emissions[k].device)
             part = read_batch(emissions[k], layer.num_tags, self.batch_first, None if tags is None else tags[k], mask)
             if parts and part.emissions.shape[:2] != parts[0].emissions.shape[:2]:
                 raise ShapeError(
@@ -164,18 +174,6 @@ class JointCRF(nn.Module):
             parts.append(part)
         return parts
 
-    def uses_kernel(self, device: torch.device) -> bool:
-        if self.engine == "torch":
-            return False
-        if device.type != "cpu":
-            if self.engine == "kernel":
-                raise FstcrfError(f"the kernel engine runs on CPU tensors; these are on {device} (use engine='torch')")
-            return False
-        return True
-
-    def thread_count(self) -> int:
-        return self.threads or max(1, torch.get_num_threads())
-
     # -- the interface -------------------------------------------------------------------------
     def forward(self, emissions, tags, mask=None, reduction: str = "sum") -> torch.Tensor:
         """The joint log-likelihood of the gold tags of every layer (lists of N
@@ -186,13 +184,7 @@ class JointCRF(nn.Module):
         joint_emissions, start, final, transitions = self.joint_scores(parts)
         gold = self.gold_score(parts, transitions)
         llh = gold - self.partition(parts[0], joint_emissions, start, final, transitions)
-        if reduction == "none":
-            return llh
-        if reduction == "sum":
-            return llh.sum()
-        if reduction == "mean":
-            return llh.mean()
-        return llh.sum() / parts[0].mask.sum()
+        return reduced(llh, reduction, parts[0].mask)
 
     def log_partition(self, emissions, mask=None) -> torch.Tensor:
         """log Z [B] of the joint model, differentiable."""
@@ -204,20 +196,12 @@ class JointCRF(nn.Module):
         parts = self.checked(emissions, None, mask)
         joint_emissions, start, final, transitions = self.joint_scores(parts)
         batch = parts[0]
-        if self.uses_kernel(batch.device):
-            states = joint_viterbi(
-                self.potentials(batch, joint_emissions, start, final, transitions), self.thread_count()
-            ).paths
+        if uses_kernel(self.engine, batch.device):
+            jp = self.potentials(batch.lengths, joint_emissions, start, final, transitions)
+            states = joint_viterbi(jp, thread_count(self.threads)).paths
         else:
             with torch.no_grad():
-                paths, _ = vectorised.viterbi(
-                    self.product().tensors(batch.device),
-                    batch.padded(joint_emissions, 0.0),
-                    batch.lengths_tensor(),
-                    self.product_transitions(transitions),
-                    start,
-                    final,
-                )
+                paths, _ = vectorised.viterbi(*self.chain_inputs(batch, joint_emissions, start, final, transitions))
             states = batch.pack(paths).cpu().numpy()
         per_layer = self.space.component_states(states)  # [N, layers]
         return [batch.split(layer.structure.state_label[per_layer[:, k]]) for k, layer in enumerate(self.crfs)]
@@ -237,21 +221,20 @@ class JointCRF(nn.Module):
         return [part.unpack(part.pack(gradient), 0.0) for part, gradient in zip(parts, gradients)]
 
     # -- the two terms of the likelihood ---------------------------------------------------------
-    def potentials(self, batch: PaddedBatch, joint_emissions, start, final, transitions) -> JointPotentials:
+    def potentials(self, lengths: np.ndarray, joint_emissions, start, final, transitions) -> JointPotentials:
+        """The kernel's joint potentials of packed joint emissions [N, P] of sequences of ``lengths``."""
         return JointPotentials(
             self.space,
             as_float64(joint_emissions),
-            batch.lengths,
+            lengths,
             [as_float64(t[0] if t.shape[0] == 1 else t) for t in transitions],
             as_float64(start),
             as_float64(final),
         )
 
-    def partition(self, batch: PaddedBatch, joint_emissions, start, final, transitions) -> torch.Tensor:
-        """log Z [B]."""
-        if self.uses_kernel(batch.device):
-            return JointLogPartition.apply(self, batch, joint_emissions, start, final, *transitions)
-        return vectorised.log_partition(
+    def chain_inputs(self, batch: PaddedBatch, joint_emissions, start, final, transitions) -> ChainInputs:
+        """The arguments of the vectorised programs over the dense product topology."""
+        return (
             self.product().tensors(batch.device),
             batch.padded(joint_emissions, 0.0),
             batch.lengths_tensor(),
@@ -260,13 +243,18 @@ class JointCRF(nn.Module):
             final,
         )
 
+    def partition(self, batch: PaddedBatch, joint_emissions, start, final, transitions) -> torch.Tensor:
+        """log Z [B]."""
+        if uses_kernel(self.engine, batch.device):
+            return JointLogPartition.apply(self, batch, joint_emissions, start, final, *transitions)
+        return vectorised.log_partition(*self.chain_inputs(batch, joint_emissions, start, final, transitions))
+
     def gold_score(self, parts: list[PaddedBatch], transitions: list[torch.Tensor]) -> torch.Tensor:
         """[B]: the joint score of the gold tags (LabelError where a layer's topology or
         the compatibility relation rejects them)."""
         batch = parts[0]
-        states = []
-        for layer, part in zip(self.crfs, parts):
-            states.append(layer.structure.gold_states(part.pack(gold_tags(part)).cpu().numpy(), batch.offsets))
+        tags = [part.pack(gold_tags(part)) for part in parts]
+        states = [layer.structure.gold_states(t.cpu().numpy(), batch.offsets) for layer, t in zip(self.crfs, tags)]
         if self.space.allowed is not None:
             joint = self.space.joint_state(np.stack(states, -1))
             refused = np.flatnonzero(~self.space.allowed[joint])
@@ -277,25 +265,15 @@ class JointCRF(nn.Module):
                     f"the gold tags of sequence {b} at step {row - int(batch.offsets[b])} form a label tuple "
                     "the compatibility relation does not allow"
                 )
-        firsts, lasts = batch.offsets[:-1], batch.offsets[1:] - 1
-        inner = np.ones(len(states[0]), dtype=bool)
-        inner[firsts] = False
-        rows = np.flatnonzero(inner)
+        rows = batch.inner_rows
         device = batch.device
-        sequence = batch.sequence_of_rows()
         scores = []
         for k, (layer, part) in enumerate(zip(self.crfs, parts)):
-            tags = part.pack(gold_tags(part))
-            emitted = part.pack(part.emissions).gather(1, tags[:, None]).squeeze(1)
             _, start, final = layer.edge_scores()
             edges = layer.structure.edge_id[states[k][rows - 1], states[k][rows]]
             lower = states[k - 1][rows] if transitions[k].shape[0] > 1 else np.zeros(len(rows), dtype=np.int64)
-            moved = transitions[k][torch.as_tensor(lower, device=device), torch.as_tensor(edges, device=device)]
-            score = emitted.new_zeros(batch.num_sequences).index_add(0, sequence, emitted)
-            score = score.index_add(0, sequence[torch.as_tensor(rows, device=device)], moved.to(score.dtype))
-            score = score + start[torch.as_tensor(states[k][firsts], device=device)]
-            score = score + final[torch.as_tensor(states[k][lasts], device=device)]
-            scores.append(score)
+            moves = transitions[k][torch.as_tensor(lower, device=device), torch.as_tensor(edges, device=device)]
+            scores.append(path_scores(part, tags[k], states[k], moves, start, final))
         return torch.stack(scores).sum(0)
 
 
@@ -322,9 +300,9 @@ class JointLogPartition(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, module: JointCRF, batch: PaddedBatch, joint_emissions, start, final, *transitions):
-        jp = module.potentials(batch, joint_emissions, start, final, transitions)
+        jp = module.potentials(batch.lengths, joint_emissions, start, final, transitions)
         needed = any(ctx.needs_input_grad[2:])
-        result = joint_posteriors(jp, marginals=needed, edge_counts=needed, threads=module.thread_count())
+        result = joint_posteriors(jp, marginals=needed, edge_counts=needed, threads=thread_count(module.threads))
         ctx.module, ctx.batch, ctx.result = module, batch, result
         ctx.scores = (joint_emissions.detach(), start.detach(), final.detach(), [t.detach() for t in transitions])
         return torch.from_numpy(result.log_z).to(joint_emissions.dtype)
@@ -334,10 +312,7 @@ class JointLogPartition(torch.autograd.Function):
         weight = as_float64(grad)
         module, batch, result = ctx.module, ctx.batch, ctx.result
         offsets = batch.offsets
-        node = result.node_marginals
-        d_emissions = node * np.repeat(weight, np.diff(offsets))[:, None]
-        d_start = weight @ node[offsets[:-1]]
-        d_final = weight @ node[offsets[1:] - 1]
+        d_emissions, d_start, d_final = node_gradients(result.node_marginals, weight, offsets)
         if np.all(weight == weight[0]):
             counts = [weight[0] * c for c in cast(list, result.edge_counts)]
         else:  # sequences weighted differently: the counts of each group of equal weights
@@ -346,19 +321,10 @@ class JointLogPartition(torch.autograd.Function):
             for value in np.unique(weight):
                 group = np.flatnonzero(weight == value)
                 rows = np.concatenate([np.arange(offsets[b], offsets[b + 1]) for b in group])
-                part = JointPotentials(
-                    module.space,
-                    as_float64(joint_emissions)[rows],
-                    batch.lengths[group],
-                    [as_float64(t[0] if t.shape[0] == 1 else t) for t in transitions],
-                    as_float64(start),
-                    as_float64(final),
-                )
-                edge_counts = joint_posteriors(part, marginals=False, threads=module.thread_count()).edge_counts
+                part = module.potentials(batch.lengths[group], joint_emissions[rows], start, final, transitions)
+                edge_counts = joint_posteriors(part, marginals=False, threads=thread_count(module.threads)).edge_counts
                 for total, count in zip(counts, cast(list, edge_counts)):
                     total += value * count
         # a layer that reads no other has one row of transition scores: its counts summed over the lower states
         counts = [c.sum(0, keepdims=True) if t.shape[0] == 1 else c for c, t in zip(counts, ctx.scores[3])]
-        dtype = grad.dtype
-        tensors = [torch.from_numpy(np.ascontiguousarray(d)).to(dtype) for d in (d_emissions, d_start, d_final)]
-        return (None, None, *tensors, *(torch.from_numpy(c).to(dtype) for c in counts))
+        return (None, None, *as_tensors((d_emissions, d_start, d_final, *counts), grad.dtype))
