@@ -62,7 +62,8 @@ SCATTER_SECONDS, SCATTER_BYTES_PER_SECOND = 10.0, 50e6
 
 def _broadcast(client, vector: np.ndarray, workers: list[str], seconds: float) -> dict:
     """worker address -> a future of ``vector`` held on that worker, one scatter to
-    each of ``workers``; TimeoutError after ``seconds``.  Dask's own broadcast
+    each of ``workers``; TimeoutError after ``seconds``, ConnectionError when the
+    scheduler dropped one of ``workers`` meanwhile.  Dask's own broadcast
     (scatter to one worker, then the scheduler's replicate) is not used: a replicate
     that meets a worker dying waits on connection timeouts while holding the
     scheduler's replica lock, and every later broadcast waits behind it.  A scatter
@@ -79,8 +80,12 @@ def _broadcast(client, vector: np.ndarray, workers: list[str], seconds: float) -
     thread = threading.Thread(target=scatter, name="fstcrf-broadcast", daemon=True)
     thread.start()
     thread.join(seconds)
-    if "error" in outcome:
-        raise outcome["error"]
+    error = outcome.get("error")
+    if isinstance(error, KeyError) and error.args and error.args[0] in workers:
+        # the scheduler had already removed that worker: a lost worker, retried
+        raise ConnectionError(f"worker {error.args[0]} left while the weights were sent") from error
+    if error is not None:
+        raise error
     if "futures" not in outcome:
         raise TimeoutError(f"sending the weights to the workers took more than {seconds:.0f} s")
     return outcome["futures"]

@@ -5,6 +5,7 @@ import os
 import signal
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -389,3 +390,44 @@ def test_cli_only_types_on_dask_trains_an_np_chunker(tmp_path):
         == 0
     )
     assert list(load_model(out).labels_) == ["B-NP", "I-NP", "O"]
+
+
+class _SchedulerThatDropsAWorker:
+    """A client whose first scatter meets a worker the scheduler has already removed
+    (the scheduler's KeyError naming the address), as when a worker is killed between
+    listing the workers and sending them the weights."""
+
+    def __init__(self):
+        self.scatters = 0
+        self.waited = 0
+
+    def nthreads(self):
+        return {"tcp://127.0.0.1:1": 1} if self.scatters else {"tcp://127.0.0.1:1": 1, "tcp://127.0.0.1:2": 1}
+
+    def scatter(self, vector, workers, hash):
+        self.scatters += 1
+        if workers == ["tcp://127.0.0.1:2"]:
+            raise KeyError("tcp://127.0.0.1:2")
+        return vector
+
+    def who_has(self, problems):
+        return {}
+
+    def submit(self, function, problem, vector, pure):
+        return function(problem, vector)
+
+    def gather(self, futures):
+        return futures
+
+    def wait_for_workers(self, count):
+        self.waited += 1
+
+
+def test_a_worker_dropped_by_the_scheduler_during_the_broadcast_is_retried():
+    from fstcrf.distributed.objective import Traffic, on_every_shard
+
+    client, traffic = _SchedulerThatDropsAWorker(), Traffic()
+    shards = [SimpleNamespace(key="a", size=1), SimpleNamespace(key="b", size=2)]
+    results = on_every_shard(client, lambda shard, vector: shard.size * vector.sum(), shards, np.ones(3), traffic=traffic)
+    assert results == [3.0, 6.0]
+    assert traffic.retried == 1 and client.waited == 1
