@@ -428,6 +428,8 @@ def test_a_worker_dropped_by_the_scheduler_during_the_broadcast_is_retried():
 
     client, traffic = _SchedulerThatDropsAWorker(), Traffic()
     shards = [SimpleNamespace(key="a", size=1), SimpleNamespace(key="b", size=2)]
-    results = on_every_shard(client, lambda shard, vector: shard.size * vector.sum(), shards, np.ones(3), traffic=traffic)
+    results = on_every_shard(
+        client, lambda shard, vector: shard.size * vector.sum(), shards, np.ones(3), traffic=traffic
+    )
     assert results == [3.0, 6.0]
     assert traffic.retried == 1 and client.waited == 1
