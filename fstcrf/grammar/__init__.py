@@ -16,12 +16,13 @@ compile-time parameters).  docs/grammars.md is the language reference.
 :func:`parse_grammar` / :func:`load_grammar` build a :class:`Grammar` (the AST
 with named rules); :func:`compile_grammar` turns a rule into a minimal
 deterministic acceptor over label keys (label i = key i + 1);
-:func:`constrain` intersects a topology with it; :func:`restrict` and
+:func:`constrain` intersects a topology with it; :func:`label_topology` builds
+the topology of labels, an order, a tagging scheme and a grammar; :func:`restrict` and
 :func:`decode` run inference under a grammar in the original state space.
 
 The modules: :mod:`~fstcrf.grammar.nodes` (the syntax tree),
-:mod:`~fstcrf.grammar.parser`, :mod:`~fstcrf.grammar.compiler` and
-:mod:`~fstcrf.grammar.restriction`; their public names are importable from here.
+:mod:`~fstcrf.grammar.parser`, :mod:`~fstcrf.grammar.compiler`,
+:mod:`~fstcrf.grammar.restriction` and :mod:`~fstcrf.grammar.declaration`; their public names are importable from here.
 """
 
 from fstcrf.errors import UnknownLabelError
@@ -58,6 +59,7 @@ from fstcrf.grammar.parser import (
     parse_grammar,
     shipped_grammars,
 )
+from fstcrf.grammar.declaration import label_topology
 from fstcrf.grammar.restriction import (
     Restriction,
     accepts,
@@ -101,6 +103,7 @@ __all__ = [
     "compile_grammar",
     "constrain",
     "decode",
+    "label_topology",
     "load_grammar",
     "parse_grammar",
     "render",

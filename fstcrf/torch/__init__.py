@@ -10,6 +10,7 @@ require("torch", "fstcrf.torch")
 
 from fstcrf.torch.crf import CRF  # noqa: E402
 from fstcrf.torch.joint import JointCRF  # noqa: E402
-from fstcrf.torch.structure import LabelStructure, label_topology  # noqa: E402
+from fstcrf.grammar.declaration import label_topology  # noqa: E402
+from fstcrf.torch.structure import LabelStructure  # noqa: E402
 
 __all__ = ["CRF", "JointCRF", "LabelStructure", "label_topology"]

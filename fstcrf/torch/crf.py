@@ -28,7 +28,8 @@ from fstcrf.engine.topology import Topology, first_order
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.torch import compiled, vectorised
 from fstcrf.torch.batch import PaddedBatch, gold_tags, read_batch
-from fstcrf.torch.structure import LabelStructure, label_topology
+from fstcrf.grammar.declaration import label_topology
+from fstcrf.torch.structure import LabelStructure
 
 ENGINES = ("auto", "kernel", "torch")
 #: The arguments of the vectorised programs: (index, emissions, lengths, transitions, start, final).
@@ -163,7 +164,7 @@ class CRF(nn.Module):
     ) -> CRF:
         """The layer over ``labels`` (tag i is ``labels[i]``) restricted to a scheme
         (``"iob1"``, ``"iob2"``, ``"bioes"``) and/or a grammar (see
-        :func:`~fstcrf.torch.structure.label_topology`), with states that remember
+        :func:`~fstcrf.grammar.label_topology`), with states that remember
         the last ``order`` labels."""
         topology = label_topology(labels, scheme=scheme, grammar=grammar, order=order, rule=rule, params=params)
         return cls(len(topology.labels), batch_first, topology=topology, engine=engine, threads=threads)

@@ -2,7 +2,7 @@
 scores to states, for the vectorised dynamic programs and for gold paths.
 
 A topology (:mod:`fstcrf.engine.topology`) has S states, each carrying one of
-L labels, and E allowed transitions.  :func:`label_topology` builds the one a
+L labels, and E allowed transitions.  :func:`fstcrf.grammar.label_topology` builds the one a
 layer is declared over (an order, a tagging scheme, a grammar);
 :class:`LabelStructure` adds what torch code needs:
 
@@ -18,48 +18,10 @@ layer is declared over (an order, a tagging scheme, a grammar);
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import numpy as np
 
-from fstcrf.engine.acceptor import Acceptor, is_fst
-from fstcrf.engine.topology import Topology, first_order, kth_order, with_scheme
+from fstcrf.engine.topology import Topology
 from fstcrf.errors import ArgumentTypeError, LabelError, TopologyError
-
-
-def label_topology(
-    labels: Sequence[str],
-    scheme: str | None = None,
-    grammar=None,
-    order: int = 1,
-    rule: str = "start",
-    params: Mapping[str, str] | None = None,
-) -> Topology:
-    """The topology of a layer over ``labels`` (in their order: tag index i is
-    ``labels[i]``): states remember the last ``order`` labels; ``scheme``
-    (``"iob1"``, ``"iob2"``, ``"bioes"``) keeps the sequences valid in it;
-    ``grammar`` (a Grammar, grammar text, a grammar file or shipped grammar name,
-    an Acceptor or a pynini acceptor; compiled with pynini) keeps those its rule
-    ``rule`` accepts."""
-    if isinstance(labels, str) or not isinstance(labels, Sequence):
-        raise ArgumentTypeError(f"labels must be a sequence of label strings, got {type(labels).__name__}")
-    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
-        raise TopologyError(f"order must be a positive integer, got {order!r}")
-    topology = first_order(labels) if order == 1 else kth_order(labels, order)
-    if scheme is not None:
-        topology = with_scheme(topology, scheme)
-    if grammar is not None:
-        from fstcrf.grammar import Grammar, constrain, load_grammar, parse_grammar
-
-        if isinstance(grammar, str):
-            grammar = parse_grammar(grammar) if ";" in grammar else load_grammar(grammar)
-        if not isinstance(grammar, (Grammar, Acceptor)) and not is_fst(grammar):
-            raise ArgumentTypeError(
-                "grammar must be a Grammar, grammar text, a grammar file or shipped grammar "
-                f"name, an Acceptor or a pynini acceptor; got {type(grammar).__name__}"
-            )
-        topology = constrain(topology, grammar, rule, params)
-    return topology
 
 
 class LabelStructure:
