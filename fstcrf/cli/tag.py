@@ -98,8 +98,13 @@ def _timed(items, name: str):
 
 
 def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
-    """Refuse --nbest and --marginals with a composed model or with options they exclude."""
-    for option, given in (("--nbest", args.nbest is not None), ("--marginals", args.marginals)):
+    """Refuse --nbest, --marginals and --entity-probabilities with a composed model or with
+    options they exclude."""
+    for option, given in (
+        ("--nbest", args.nbest is not None),
+        ("--marginals", args.marginals),
+        ("--entity-probabilities", args.entity_probabilities),
+    ):
         if not given:
             continue
         if composed:
@@ -111,8 +116,14 @@ def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
             "--nbest ranks the sequences of the model's own distribution (under its training "
             "grammar, if any); --grammar is not applied to it"
         )
-    if args.nbest is not None and args.marginals:
-        raise FstcrfError("--nbest and --marginals are different outputs; give one of them")
+    if args.entity_probabilities and args.nonlocal_model:
+        raise FstcrfError(
+            "--entity-probabilities are exact under the model's chain distribution; --nonlocal "
+            "decodes another distribution (sampled), so give one of them"
+        )
+    if args.nbest is not None and (args.marginals or args.entity_probabilities):
+        option = "--marginals" if args.marginals else "--entity-probabilities"
+        raise FstcrfError(f"--nbest and {option} are different outputs; give one of them")
 
 
 def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
@@ -128,6 +139,7 @@ def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
             ("--sample", args.sample),
             ("--nbest", args.nbest is not None),
             ("--marginals", args.marginals),
+            ("--entity-probabilities", args.entity_probabilities),
             ("--nonlocal", args.nonlocal_model),
             ("standard input", "-" in args.input),
         )
@@ -181,6 +193,8 @@ def _tag_columns(model, batch, args: argparse.Namespace, composed: bool, options
         extra = [predict_with_progress(model, batch, args, options)]
     if args.marginals:
         extra.append(_marginal_column(model, batch, extra[0], options))
+    if args.entity_probabilities:
+        extra.append(_entity_probability_column(model, batch, extra[0], options))
     return extra
 
 
@@ -215,6 +229,26 @@ def _marginal_column(model, corpus, predicted: list[list[str]], options: dict) -
         [f"{table[t, index[label]]:.4f}" for t, label in enumerate(labels)]
         for table, labels in zip(marginals, predicted)
     ]
+
+
+#: The --entity-probabilities value of a token outside every predicted entity.
+OUTSIDE_ENTITIES = "_"
+
+
+def _entity_probability_column(model, corpus, predicted: list[list[str]], options: dict) -> list[list[str]]:
+    """--entity-probabilities: on every token of a predicted entity (chunk), the exact
+    probability that the output has that entity, 4 decimals; _ elsewhere [B][T]."""
+    from fstcrf.engine.spans import path_chunks
+
+    spans = [path_chunks(labels) for labels in predicted]
+    probabilities = model.span_probabilities(corpus, spans, options.get("grammar"), options.get("params"))
+    column = []
+    for labels, sentence_spans, values in zip(predicted, spans, probabilities):
+        cells = [OUTSIDE_ENTITIES] * len(labels)
+        for (first, last, _), probability in zip(sentence_spans, values):
+            cells[first : last + 1] = [f"{probability:.4f}"] * (last - first + 1)
+        column.append(cells)
+    return column
 
 
 def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
@@ -336,6 +370,14 @@ def add_parsers(commands) -> None:
         help="single models: after the predicted label, a column holding its marginal "
         "probability p(label at this token | sentence), 4 decimals (CRF++'s -v1) "
         "(default: off)",
+    )
+    tag.add_argument(
+        "--entity-probabilities",
+        action="store_true",
+        help="single models with chunk labels (IOB1, IOB2, BIOES): after the predicted label "
+        "(and --marginals), a column holding, on every token of each predicted entity, the "
+        "exact probability that the output has that entity (same span, same type), 4 "
+        "decimals; _ on tokens outside entities (default: off)",
     )
     tag.add_argument(
         "--separator",

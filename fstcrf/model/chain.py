@@ -22,11 +22,12 @@ from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.corpus.evaluate import ChunkScores, TagScores, score_labels
 from fstcrf.corpus.labels import UNKNOWN_LABEL, split_labels
 from fstcrf.engine.acceptor import Acceptor, is_fst
-from fstcrf.engine.inference import Potentials, blas_single_threaded, kbest, log_partition, sample
+from fstcrf.engine.inference import Potentials, blas_single_threaded, kbest, log_partition, sample, viterbi
+from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels
 from fstcrf.errors import FstcrfError, InfeasibleError, ModelFileError
 from fstcrf.features.encoding import EncodedSentences, FactoredFeatures
 from fstcrf.features.template import TEMPLATES, Template
-from fstcrf.grammar import Grammar, load_grammar, restrict_to
+from fstcrf.grammar import Grammar, load_grammar, restrict, restrict_to
 from fstcrf.learn import train
 from fstcrf.learn.objective import Scorer
 from fstcrf.learn.settings import DEFAULT_DRAWS, DEFAULT_SIGMA
@@ -461,6 +462,49 @@ class ChainCRF:
             for b in range(pot.num_sequences)
         ]
         return labels, probabilities
+
+    @blas_single_threaded()
+    def predict_spans(
+        self, corpus: Corpus | Sequence[Sentence], grammar=None, params: dict | None = None
+    ) -> list[list[Entity]]:
+        """The entities (chunks) of each sentence's best label sequence, as ``predict``
+        decodes it, each an :class:`~fstcrf.engine.spans.Entity` (first, last
+        inclusive, type, probability) holding the exact probability that the
+        output has this chunk, under ``grammar`` when it is given."""
+        check_fitted(self)
+        sentences = as_sentences(corpus, "ChainCRF.predict_spans")
+        if not sentences:
+            return []
+        pot = self.span_potentials(sentences, grammar, params)
+        return decoded_entities(pot, state_labels(pot.topology), viterbi(pot, int(self.threads)).paths)
+
+    @blas_single_threaded()
+    def span_probabilities(
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        spans: Sequence[Sequence[tuple[int, int, str]]],
+        grammar=None,
+        params: dict | None = None,
+    ) -> list[np.ndarray]:
+        """float [len(spans[b])] per sentence b: the exact probability that the output
+        has a chunk of the given type over tokens first..last (inclusive), for any
+        candidate spans (first, last, type), under ``grammar`` when it is given."""
+        check_fitted(self)
+        sentences = as_sentences(corpus, "ChainCRF.span_probabilities")
+        if not sentences:
+            return []
+        pot = self.span_potentials(sentences, grammar, params)
+        return entity_probabilities(pot, state_labels(pot.topology), spans)
+
+    def span_potentials(self, sentences: Sequence[Sentence], grammar=None, params: dict | None = None) -> Potentials:
+        """The potentials entity probabilities are computed on: the decoding topology,
+        restricted to ``grammar`` when it is given."""
+        _, pot, _ = self.decoding_potentials(sentences)
+        if grammar is None:
+            return pot
+        if not (isinstance(grammar, (Grammar, Acceptor)) or is_fst(grammar)):
+            grammar = load_grammar(grammar)
+        return restrict(pot, grammar, params=params).potentials
 
     def reading_emissions(self, sentences: Sequence[Sentence], lower_labels: Sequence[str]) -> np.ndarray:
         """float [N, K, S]: the emission scores of every state at every token when the

@@ -1,0 +1,301 @@
+"""Exact probabilities of labelled spans (entities, chunks) under a chain's distribution.
+
+A span (first, last, type) is an entity of a label sequence when the labels
+read as chunks (IOB1, IOB2 or BIOES, as ``fstcrf.corpus.schemes.read_chunks``
+reads them) hold a chunk of that type from token ``first`` to token ``last``
+(inclusive).  Whether it does depends on label pairs only: the chunk begins at
+``first`` (the label there is not O and does not continue the previous one),
+every later label continues it, and the label after ``last`` does not.  Each
+condition is a mask over the topology's edges, so the probability is one
+forward pass restricted to the span's edges between the chain's forward and
+backward tables:
+
+    P(span) = alpha[first-1] W_begin psi[first] (W_cont psi)... W_end beta[last+1] / Z
+
+computed in the linear domain with per-token scales, for every span of a
+sentence that starts at one token in one pass.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import NamedTuple
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import sparse
+
+from fstcrf.engine.inference import Potentials, check_type
+from fstcrf.engine.topology import Topology
+from fstcrf.errors import LabelError, ScoreError, ShapeError
+
+CHUNK_PREFIXES = ("B", "I", "E", "S")
+
+
+class Entity(NamedTuple):
+    """A labelled span: tokens ``first`` .. ``last`` (inclusive) of chunk type ``type``,
+    and the probability that the output holds exactly this chunk."""
+
+    first: int
+    last: int
+    type: str
+    probability: float
+
+
+def state_labels(topology: Topology) -> list[str]:
+    """The label of each of the topology's S states."""
+    return [topology.labels[label] for label in topology.state_label]
+
+
+def chunk_parts(label: str) -> tuple[str, str]:
+    """(prefix, type) of a chunk label; ("O", "") for O.  LabelError for any other label."""
+    if label == "O":
+        return "O", ""
+    prefix, dash, chunk_type = label.partition("-")
+    if not dash or prefix not in CHUNK_PREFIXES or not chunk_type:
+        raise LabelError(
+            f"label {label!r} is not O or B-, I-, E-, S- followed by a type, so it has no "
+            "entities (span probabilities need chunk labels: IOB1, IOB2 or BIOES)"
+        )
+    return prefix, chunk_type
+
+
+def continues(previous: tuple[str, str], current: tuple[str, str]) -> bool:
+    """Whether a label (prefix, type) continues the chunk of the label before it."""
+    return previous[0] in ("B", "I") and current[0] in ("I", "E") and previous[1] == current[1]
+
+
+@dataclass(frozen=True)
+class ChunkEdges:
+    """A topology's states and edges read as chunks.
+
+    ``types``: the chunk types; ``state_type`` int [S]: each state's type index,
+    -1 for O; ``continuing`` bool [E]: the edge continues its source's chunk."""
+
+    types: tuple[str, ...]
+    state_type: np.ndarray
+    continuing: np.ndarray
+
+    @classmethod
+    def of(cls, topology: Topology, labels: Sequence[str]) -> ChunkEdges:
+        """Chunk masks of ``topology`` whose state s carries label ``labels[s]``."""
+        if len(labels) != topology.num_states:
+            raise ShapeError(f"expected {topology.num_states} state labels, got {len(labels)}")
+        parts = {label: chunk_parts(label) for label in dict.fromkeys(labels)}
+        types = tuple(sorted({chunk_type for prefix, chunk_type in parts.values() if prefix != "O"}))
+        index = {chunk_type: i for i, chunk_type in enumerate(types)}
+        state_type = np.array(
+            [-1 if parts[label][0] == "O" else index[parts[label][1]] for label in labels], dtype=np.int64
+        )
+        pair_continues = {(a, b): continues(parts[a], parts[b]) for a in parts for b in parts}
+        continuing = np.array(
+            [
+                pair_continues[labels[src], labels[dst]]
+                for src, dst in zip(topology.edge_src.tolist(), topology.edge_dst.tolist())
+            ],
+            dtype=bool,
+        )
+        return cls(types, state_type, continuing)
+
+
+class _Tables:
+    """Scaled forward and backward tables of a batch, in the linear domain.
+
+    psi float [N, S]: exp(emissions - the token's maximum); edge_weights: per token
+    class, float [E] exp(transitions - their maximum); alpha, beta float
+    [N, S], each row summing to 1; log_prefix float [N]: the log scale of the
+    forward table up to and including each token; log_suffix float [N + 1]:
+    that of the backward table from each token to its sentence's end (0 past
+    it); log_z float [B] in these shifted units."""
+
+    def __init__(self, pot: Potentials):
+        topology = pot.topology
+        S = topology.num_states
+        emissions = pot.emissions
+        self.psi = np.exp(emissions - emissions.max(axis=1, keepdims=True))
+        self.start = _shifted_exp(pot.start)
+        self.final = _shifted_exp(pot.final)
+        shift = pot.transitions.max() if pot.transitions.size else 0.0
+        self.edge_weights = [np.exp(row - shift) for row in np.atleast_2d(pot.transitions)]
+        self.weights = [
+            sparse.csr_array((row, (topology.edge_src, topology.edge_dst)), shape=(S, S)) for row in self.edge_weights
+        ]
+        self.token_class = pot.token_class
+        self.offsets = pot.offsets
+        self.lengths = pot.lengths
+        N = len(emissions)
+        self.alpha = np.empty((N, S))
+        self.beta = np.empty((N, S))
+        self.log_prefix = np.empty(N)
+        self.log_suffix = np.zeros(N + 1)
+        self._forward()
+        self._backward()
+        last = self.offsets[1:] - 1
+        self.log_z = self.log_prefix[last] + np.log(np.einsum("bs,s->b", self.alpha[last], self.final))
+
+    def step_weights(self, rows: np.ndarray) -> list[tuple[sparse.csr_array, np.ndarray]]:
+        """(weights, which) pairs: the transition matrix into the tokens ``rows[which]``."""
+        if self.token_class is None:
+            return [(self.weights[0], np.arange(len(rows)))]
+        classes = self.token_class[rows]
+        return [(self.weights[c], np.flatnonzero(classes == c)) for c in np.unique(classes)]
+
+    def _forward(self) -> None:
+        heads = self.offsets[:-1]
+        first = self.start * self.psi[heads]
+        self._store(self.alpha, self.log_prefix, heads, first, np.zeros(len(heads)))
+        for t in range(1, int(self.lengths.max())):
+            active = np.flatnonzero(self.lengths > t)
+            rows = self.offsets[active] + t
+            moved = np.empty((len(rows), self.alpha.shape[1]))
+            for weights, which in self.step_weights(rows):
+                moved[which] = self.alpha[rows[which] - 1] @ weights
+            self._store(self.alpha, self.log_prefix, rows, moved * self.psi[rows], self.log_prefix[rows - 1])
+
+    def _backward(self) -> None:
+        tails = self.offsets[1:] - 1
+        self._store(self.beta, self.log_suffix, tails, np.broadcast_to(self.final, self.beta[tails].shape), 0.0)
+        for t in range(int(self.lengths.max()) - 2, -1, -1):
+            active = np.flatnonzero(self.lengths > t + 1)
+            rows = self.offsets[active] + t
+            after = self.psi[rows + 1] * self.beta[rows + 1]
+            moved = np.empty((len(rows), self.beta.shape[1]))
+            for weights, which in self.step_weights(rows + 1):
+                moved[which] = (weights @ after[which].T).T
+            self._store(self.beta, self.log_suffix, rows, moved, self.log_suffix[rows + 1])
+
+    @staticmethod
+    def _store(table: np.ndarray, log_scale: np.ndarray, rows: np.ndarray, values: np.ndarray, before) -> None:
+        sums = values.sum(axis=1)
+        if not np.all((sums > 0) & np.isfinite(sums)):
+            raise ScoreError(
+                "span probabilities: the scores span too wide a range for the linear domain "
+                "(a token's mass underflowed); rescale the scores"
+            )
+        table[rows] = values / sums[:, None]
+        log_scale[rows] = before + np.log(sums)
+
+
+def _shifted_exp(scores: np.ndarray) -> np.ndarray:
+    """exp(scores - max finite score), 0 where the score is -inf."""
+    finite = scores[np.isfinite(scores)]
+    return np.exp(scores - (finite.max() if len(finite) else 0.0))
+
+
+def entity_probabilities(
+    pot: Potentials, labels: Sequence[str], spans: Sequence[Sequence[tuple[int, int, str]]]
+) -> list[np.ndarray]:
+    """float [len(spans[b])] for each sentence b: the probability that the output's
+    chunks hold the span (first, last, type) (last inclusive).
+
+    ``labels``: the label of each state of ``pot.topology`` (see :func:`state_labels`;
+    a joint model passes one component's labels of the product states)."""
+    check_type(pot, Potentials, "pot", "a Potentials")
+    if len(spans) != pot.num_sequences:
+        raise ShapeError(f"expected spans for {pot.num_sequences} sentences, got {len(spans)}")
+    chunks = ChunkEdges.of(pot.topology, labels)
+    index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
+    wanted: dict[tuple[int, int, int], list[tuple[int, int]]] = defaultdict(list)  # (b, type, first) -> [(last, slot)]
+    results = []
+    for b, sentence_spans in enumerate(spans):
+        T = int(pot.lengths[b])
+        results.append(np.zeros(len(sentence_spans)))
+        for slot, (first, last, chunk_type) in enumerate(sentence_spans):
+            if not 0 <= first <= last < T:
+                raise ShapeError(f"sentence {b}: span ({first}, {last}) is outside its {T} tokens")
+            if chunk_type in index:  # a type no state carries has probability 0
+                wanted[b, index[chunk_type], first].append((last, slot))
+    if not wanted:
+        return results
+    tables = _Tables(pot)
+    topology = pot.topology
+    for (b, x, first), requests in wanted.items():
+        probabilities = _spans_from(tables, topology, chunks, b, x, first, max(last for last, _ in requests))
+        for last, slot in requests:
+            results[b][slot] = probabilities[last - first]
+    return results
+
+
+def _spans_from(
+    tables: _Tables, topology: Topology, chunks: ChunkEdges, b: int, x: int, first: int, last: int
+) -> np.ndarray:
+    """float [last - first + 1]: P(a chunk of type index x spans first..j) for j = first..last."""
+    offset, T = int(tables.offsets[b]), int(tables.lengths[b])
+    of_type = chunks.state_type == x
+    entering = of_type[topology.edge_dst]
+    begin = entering & ~chunks.continuing
+    inside = entering & chunks.continuing
+    row = offset + first
+    if first == 0:
+        mass, log_scale = tables.start * of_type * tables.psi[row], 0.0
+    else:
+        mass, log_scale = _masked_step(tables, topology, begin, tables.alpha[row - 1], row), tables.log_prefix[row - 1]
+    out = np.zeros(last - first + 1)
+    for j in range(first, last + 1):
+        row = offset + j
+        if j > first:
+            mass = _masked_step(tables, topology, inside, mass, row)
+        total = mass.sum()
+        if total == 0:
+            break
+        mass = mass / total
+        log_scale += np.log(total)
+        if j == T - 1:
+            closing, log_after = float(mass @ tables.final), 0.0
+        else:
+            after = tables.psi[row + 1] * tables.beta[row + 1]
+            closing = _masked_close(tables, topology, ~chunks.continuing, mass, after, row + 1)
+            log_after = tables.log_suffix[row + 1]
+        if closing > 0:
+            out[j - first] = np.exp(log_scale + np.log(closing) + log_after - tables.log_z[b])
+    return np.minimum(out, 1.0)
+
+
+def _masked_step(tables: _Tables, topology: Topology, mask: np.ndarray, mass: np.ndarray, row: int) -> np.ndarray:
+    """float [S]: ``mass`` [S] moved along the edges ``mask`` [E] into token ``row``."""
+    weights = _edge_weights(tables, row) * mask
+    moved = np.bincount(topology.edge_dst, weights=mass[topology.edge_src] * weights, minlength=len(mass))
+    return moved * tables.psi[row]
+
+
+def _masked_close(
+    tables: _Tables, topology: Topology, mask: np.ndarray, mass: np.ndarray, after: np.ndarray, row: int
+) -> float:
+    """sum over the edges ``mask`` into token ``row`` of mass[src] w[e] after[dst]."""
+    weights = _edge_weights(tables, row) * mask
+    return float(np.sum(mass[topology.edge_src] * weights * after[topology.edge_dst]))
+
+
+def _edge_weights(tables: _Tables, row: int) -> np.ndarray:
+    """float [E]: the linear transition weights into token ``row``, in edge order."""
+    c = 0 if tables.token_class is None else int(tables.token_class[row])
+    return tables.edge_weights[c]
+
+
+def decoded_entities(pot: Potentials, labels: Sequence[str], paths: np.ndarray) -> list[list[Entity]]:
+    """The chunks of each sentence's state path ``paths`` int [N] (e.g. Viterbi's),
+    each with its exact probability (see :func:`entity_probabilities`)."""
+    paths = np.asarray(paths)
+    if paths.shape != (pot.num_tokens,):
+        raise ShapeError(f"paths must have shape ({pot.num_tokens},), got {paths.shape}")
+    spans = [path_chunks([labels[s] for s in paths[pot.sentence(b)]]) for b in range(pot.num_sequences)]
+    probabilities = entity_probabilities(pot, labels, spans)
+    return [
+        [Entity(first, last, chunk_type, float(p)) for (first, last, chunk_type), p in zip(sentence, values)]
+        for sentence, values in zip(spans, probabilities)
+    ]
+
+
+def path_chunks(sequence: Sequence[str]) -> list[tuple[int, int, str]]:
+    """The chunks (first, last, type) of one label sequence, by the pairwise rule."""
+    parts = [chunk_parts(label) for label in sequence]
+    chunks = []
+    for t, (prefix, chunk_type) in enumerate(parts):
+        if prefix == "O" or (t > 0 and continues(parts[t - 1], parts[t])):
+            continue
+        last = t
+        while last + 1 < len(parts) and continues(parts[last], parts[last + 1]):
+            last += 1
+        chunks.append((t, last, chunk_type))
+    return chunks
