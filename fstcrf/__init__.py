@@ -49,6 +49,8 @@ _LAZY_NAMES = {
         ("Topology", "bioes", "first_order", "from_acceptor", "intersect", "iob2", "kth_order", "second_order"),
         "engine.topology",
     ),
+    **dict.fromkeys(("DecodedLogits", "decode_logits"), "logits.decode"),
+    "LogitDecoder": "logits.fit",
 }
 
 __all__ = [
@@ -87,6 +89,9 @@ __all__ = [
     "iob2",
     "kth_order",
     "second_order",
+    "DecodedLogits",
+    "LogitDecoder",
+    "decode_logits",
 ]
 __version__ = "0.2.0.dev0"
 

@@ -1,0 +1,172 @@
+"""decode_logits against brute-force enumeration of every label sequence a scheme
+(or a grammar) accepts, read by the corpus module's chunk reader and writer
+rather than by the topology code under test."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fstcrf
+from fstcrf.corpus.schemes import convert, read_chunks
+from fstcrf.errors import EmptySequenceError, LabelError, ScoreError, ShapeError
+from fstcrf.logits import decode_logits
+
+from strategies import oracle_settings
+
+PREFIXES = {"iob1": ("B", "I"), "iob2": ("B", "I"), "bioes": ("B", "I", "E", "S")}
+
+
+def scheme_labels(scheme: str, types: list[str]) -> list[str]:
+    return ["O"] + [f"{prefix}-{t}" for t in types for prefix in PREFIXES[scheme]]
+
+
+def valid(sequence: tuple[str, ...], scheme: str) -> bool:
+    """A sequence is valid in a scheme when writing its chunks in the scheme gives it back."""
+    return convert(list(sequence), scheme) == list(sequence)
+
+
+def log_softmax(rows: np.ndarray) -> np.ndarray:
+    return np.log(np.exp(rows) / np.exp(rows).sum(axis=1, keepdims=True))
+
+
+def best_by_enumeration(logits, labels, accepts, transitions=None, start=None, end=None):
+    """The best accepted sequence and its score, trying every sequence."""
+    log_probs = log_softmax(logits)
+    index = {label: i for i, label in enumerate(labels)}
+    best, best_score = None, -np.inf
+    for sequence in itertools.product(labels, repeat=len(logits)):
+        if not accepts(sequence):
+            continue
+        ids = [index[label] for label in sequence]
+        score = sum(log_probs[t, i] for t, i in enumerate(ids))
+        if transitions is not None:
+            score += sum(transitions[a, b] for a, b in zip(ids, ids[1:])) + start[ids[0]] + end[ids[-1]]
+        if score > best_score:
+            best, best_score = sequence, score
+    return best, best_score
+
+
+@st.composite
+def scheme_instances(draw):
+    scheme = draw(st.sampled_from(sorted(PREFIXES)))
+    labels = scheme_labels(scheme, ["X", "Y"][: draw(st.integers(1, 2))])
+    length = draw(st.integers(1, 4 if len(labels) <= 5 else 3))
+    values = st.floats(-6, 6, allow_nan=False, width=32)
+    logits = np.array(draw(st.lists(values, min_size=length * len(labels), max_size=length * len(labels))))
+    return scheme, labels, logits.reshape(length, len(labels))
+
+
+@oracle_settings(120)
+@given(scheme_instances(), st.booleans(), st.integers(0, 2**32 - 1))
+def test_viterbi_equals_enumeration_of_the_scheme(instance, scored, seed):
+    scheme, labels, logits = instance
+    scores = {}
+    if scored:
+        rng = np.random.default_rng(seed)
+        L = len(labels)
+        scores = {"transitions": rng.normal(size=(L, L)), "start": rng.normal(size=L), "end": rng.normal(size=L)}
+    decoded = decode_logits(logits, labels, scheme=scheme, **scores)
+    _, best_score = best_by_enumeration(logits, labels, lambda sequence: valid(sequence, scheme), **scores)
+    (found,) = decoded.labels
+    assert valid(tuple(found), scheme)
+    assert decoded.scores[0] == pytest.approx(best_score, abs=1e-9)
+
+
+@pytest.mark.pynini
+@oracle_settings(40)
+@given(st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_viterbi_equals_enumeration_of_a_grammar(length, seed):
+    labels = scheme_labels("iob2", ["X", "Y"])
+    logits = np.random.default_rng(seed).normal(scale=3, size=(length, len(labels)))
+
+    def at_most_one_entity(sequence):
+        return valid(sequence, "iob2") and len(read_chunks(sequence)) <= 1
+
+    decoded = decode_logits(logits, labels, grammar="start = O* (any T: B-{T} I-{T}*)? O* ;")
+    _, best_score = best_by_enumeration(logits, labels, at_most_one_entity)
+    assert at_most_one_entity(tuple(decoded.labels[0]))
+    assert decoded.scores[0] == pytest.approx(best_score, abs=1e-9)
+
+
+@oracle_settings(60)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(sorted(PREFIXES)))
+def test_a_batch_never_decodes_an_invalid_sequence_and_keeps_a_valid_argmax(seed, scheme):
+    rng = np.random.default_rng(seed)
+    labels = scheme_labels(scheme, ["PER", "LOC", "ORG"])
+    lengths = rng.integers(1, 12, size=20)
+    logits = rng.normal(scale=3, size=(20, 12, len(labels)))
+    lengths[0] = 1
+    logits[0, 1:] = np.nan  # padding beyond the lengths may hold anything
+    decoded = decode_logits(logits, labels, scheme=scheme, lengths=lengths)
+    assert [len(sentence) for sentence in decoded.labels] == lengths.tolist()
+    for b, sentence in enumerate(decoded.labels):
+        assert valid(tuple(sentence), scheme)
+        argmax = tuple(labels[i] for i in logits[b, : lengths[b]].argmax(axis=1))
+        if valid(argmax, scheme):
+            assert tuple(sentence) == argmax
+
+
+def test_the_argmax_is_repaired_into_a_valid_span():
+    labels = ["O", "B-PER", "I-PER"]
+    logits = np.log([[0.9, 0.05, 0.05], [0.1, 0.3, 0.6], [0.1, 0.2, 0.7], [0.8, 0.1, 0.1]])
+    decoded = decode_logits(logits, labels, scheme="iob2")
+    assert decoded.labels == [["O", "B-PER", "I-PER", "O"]]
+    assert decode_logits(logits, labels).labels == [["O", "I-PER", "I-PER", "O"]]
+    ((entity,),) = decoded.entities
+    assert (entity.first, entity.last, entity.type) == (1, 2, "PER") and 0 < entity.probability < 1
+    log_probs = np.log(np.array([0.9, 0.3, 0.7, 0.8]))
+    assert decoded.scores[0] == pytest.approx(log_probs.sum())
+
+
+def test_entity_probabilities_equal_enumeration():
+    rng = np.random.default_rng(3)
+    labels = scheme_labels("bioes", ["X"])
+    logits = rng.normal(scale=2, size=(4, len(labels)))
+    decoded = decode_logits(logits, labels, scheme="bioes")
+    log_probs = log_softmax(logits)
+    index = {label: i for i, label in enumerate(labels)}
+    mass: dict = {}
+    total = 0.0
+    for sequence in itertools.product(labels, repeat=4):
+        if not valid(sequence, "bioes"):
+            continue
+        p = np.exp(sum(log_probs[t, index[label]] for t, label in enumerate(sequence)))
+        total += p
+        for chunk in read_chunks(sequence):
+            mass[chunk] = mass.get(chunk, 0.0) + p
+    for entity in decoded.entities[0]:
+        assert entity.probability == pytest.approx(mass[(entity.first, entity.last, entity.type)] / total)
+
+
+def test_decode_logits_is_a_lazy_public_name_of_fstcrf():
+    assert fstcrf.decode_logits is decode_logits
+
+
+@pytest.mark.parametrize(
+    "logits, lengths, error, message",
+    [
+        (np.zeros((3, 4)), None, ShapeError, "3 labels"),
+        (np.zeros((2, 3, 3)), [2], ShapeError, "2 integers"),
+        (np.zeros((2, 3, 3)), [2, 4], ShapeError, "sentence 1 has length 4"),
+        (np.zeros((2, 3, 3)), [2, 0], EmptySequenceError, "sentence 1"),
+        (
+            np.array([[[0, 0, 0], [0, 0, 0]], [[0, 0, 0], [0, 0, np.inf]]]),
+            None,
+            ScoreError,
+            "sentence 1, token 1, label 2",
+        ),
+    ],
+)
+def test_bad_logits_are_named(logits, lengths, error, message):
+    with pytest.raises(error, match=message):
+        decode_logits(logits, ["O", "B-X", "I-X"], scheme="iob2", lengths=lengths)
+
+
+def test_labels_the_scheme_cannot_read_are_named():
+    with pytest.raises(LabelError, match="'PER'"):
+        decode_logits(np.zeros((2, 2)), ["O", "PER"], scheme="iob2")
+    with pytest.raises(ShapeError, match="transitions"):
+        decode_logits(np.zeros((2, 2)), ["O", "B-X"], scheme="iob2", transitions=np.zeros((3, 3)))
