@@ -1,5 +1,5 @@
-"""The documentation's examples work: the ```python blocks of README.md and
-docs/tutorial.md run, every fstcrf command line of a ```sh block in README.md
+"""The documentation's examples work: the ```python blocks of README.md,
+docs/tutorial.md and docs/logits.md run, every fstcrf command line of a ```sh block in README.md
 and docs/ parses, and every command-line option says what it does."""
 
 import argparse
@@ -132,3 +132,10 @@ def test_tutorial_python_runs(tutorial_folder):
     namespace = run_blocks(ROOT / "docs" / "tutorial.md")
     assert (tutorial_folder / "chunker.model").is_file()
     assert len(namespace["chunks"]) == len(namespace["test"])
+
+
+def test_logits_python_runs():
+    """docs/logits.md's examples, Hugging Face outputs built by hand: no download, no pynini."""
+    namespace = run_blocks(ROOT / "docs" / "logits.md")
+    assert namespace["decoder"].scale_ > 0 and len(namespace["tagged"]) == 2
+    assert len(namespace["words"].entities[0]) == 2 and len(namespace["tokens"].entities[0]) == 2
