@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from fstcrf.errors import ArgumentTypeError, EmptySequenceError, LabelError, ScoreError, ShapeError
+from fstcrf.engine.inference import numeric_array
 from fstcrf.logits.decode import as_numpy, decode_logits, log_softmax
 
 AGGREGATIONS = ("first", "mean")
@@ -169,7 +170,7 @@ def decode_subwords(
     ``I-PER`` after ``O`` comes out as a valid span."""
     if aggregation not in AGGREGATIONS:
         raise ArgumentTypeError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {aggregation!r}")
-    logits = np.asarray(as_numpy(logits))
+    logits = numeric_array("logits", as_numpy(logits))
     if logits.ndim not in (2, 3):
         raise ShapeError(f"logits must be [subtokens, labels] or [sentences, subtokens, labels], got {logits.shape}")
     batch = logits if logits.ndim == 3 else logits[None]
@@ -177,7 +178,13 @@ def decode_subwords(
     if len(sentences_word_ids) != len(batch):
         raise ShapeError(f"the logits hold {len(batch)} sentences but word_ids has {len(sentences_word_ids)} lists")
     labels = label_list(id2label, batch.shape[-1])
-    offsets = None if offsets is None else np.asarray(as_numpy(offsets)).reshape(len(batch), batch.shape[1], 2)
+    if offsets is not None:
+        offsets = numeric_array("offsets", as_numpy(offsets))
+        if offsets.shape != (*logits.shape[:-1], 2):
+            raise ShapeError(
+                f"offsets must be (start, end) per subtoken, shaped as the logits' tokens, got {offsets.shape}"
+            )
+        offsets = offsets.reshape(len(batch), batch.shape[1], 2)
     positions, rows, starts, ends = [], [], [], []
     for b, (sentence, ids) in enumerate(zip(batch, sentences_word_ids)):
         words, bounds = word_spans(ids, len(sentence), b)

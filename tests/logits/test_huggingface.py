@@ -138,6 +138,7 @@ def test_full_scores_are_used_when_a_token_has_them():
         (lambda: decode_subwords(np.zeros((2, 5)), [0, 1], {0: "O", 1: "B-PER"}), LabelError, "no label for index 2"),
         (lambda: decode_subwords(np.zeros((2, 5)), [0, 1], ID2LABEL, aggregation="max"), ArgumentTypeError, "max"),
         (lambda: decode_subwords(np.full((2, 5), np.inf), [None, 0], ID2LABEL), ScoreError, "subtoken 1, label 0"),
+        (lambda: decode_subwords(np.zeros((2, 5)), [0, 1], LABELS, offsets=[(0, 1)]), ShapeError, "offsets"),
         (lambda: decode_pipeline_output([{"entity": "B-ORG", "score": 0.9, "index": 1}], LABELS), LabelError, "ORG"),
         (lambda: decode_pipeline_output([{"entity": "O", "score": 2.0, "index": 1}], LABELS), ScoreError, "2.0"),
         (lambda: decode_pipeline_output([{"entity": "O", "score": 0.9}], LABELS), ShapeError, "'index'"),
