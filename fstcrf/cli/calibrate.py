@@ -46,7 +46,12 @@ def add_parsers(commands) -> None:
     calibrate.add_argument("model", help="model file (from train)")
     calibrate.add_argument("dev", help="labelled CoNLL file not used in training, e.g. the development set")
     calibrate.add_argument(
-        "--columns", default=None, metavar="NAMES", help="the file's column names, if not the model's"
+        "--columns",
+        default=None,
+        metavar="NAMES",
+        help="the file's comma-separated column names (default: the model's training columns)",
     )
-    calibrate.add_argument("--separator", default=None, metavar="SEP", help="field separator (default: whitespace)")
+    calibrate.add_argument(
+        "--separator", default=None, metavar="SEP", help="field separator (default: runs of spaces and tabs)"
+    )
     calibrate.add_argument("--threads", type=int, default=None, help="kernel threads (default: the model's)")

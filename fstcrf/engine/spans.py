@@ -24,7 +24,6 @@ from typing import NamedTuple
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import sparse
 
 from fstcrf.engine.inference import Potentials, check_type
 from fstcrf.engine.topology import Topology
@@ -110,6 +109,8 @@ class _Tables:
     it); log_z float [B] in these shifted units."""
 
     def __init__(self, pot: Potentials):
+        from scipy import sparse
+
         topology = pot.topology
         S = topology.num_states
         emissions = pot.emissions
@@ -134,7 +135,7 @@ class _Tables:
         last = self.offsets[1:] - 1
         self.log_z = self.log_prefix[last] + np.log(np.einsum("bs,s->b", self.alpha[last], self.final))
 
-    def step_weights(self, rows: np.ndarray) -> list[tuple[sparse.csr_array, np.ndarray]]:
+    def step_weights(self, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
         """(weights, which) pairs: the transition matrix into the tokens ``rows[which]``."""
         if self.token_class is None:
             return [(self.weights[0], np.arange(len(rows)))]
