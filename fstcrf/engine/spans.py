@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fstcrf.engine.inference import Potentials, check_type
+from fstcrf.engine.joint import JointSpace
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import LabelError, ScoreError, ShapeError
 
@@ -300,3 +301,14 @@ def path_chunks(sequence: Sequence[str]) -> list[tuple[int, int, str]]:
             last += 1
         chunks.append((t, last, chunk_type))
     return chunks
+
+
+def joint_state_labels(space: JointSpace, component: int) -> list[str]:
+    """Component ``component``'s label of each of the P states of a joint space, in
+    the numbering of its dense product (``space.product``, ``JointPotentials.to_product``)."""
+    check_type(space, JointSpace, "space", "a JointSpace")
+    if not 0 <= component < len(space.components):
+        raise ShapeError(f"component must be in [0, {len(space.components)}), got {component}")
+    topology = space.components[component]
+    states = space.component_states(np.arange(space.num_states))[:, component]
+    return [topology.labels[label] for label in topology.state_label[states]]
