@@ -116,6 +116,8 @@ def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
             "--nbest ranks the sequences of the model's own distribution (under its training "
             "grammar, if any); --grammar is not applied to it"
         )
+    if args.temperature != 1.0 and not args.entity_probabilities:
+        LOG.warning("--temperature is ignored: it applies to --entity-probabilities, which is not given")
     if args.entity_probabilities and args.nonlocal_model:
         raise FstcrfError(
             "--entity-probabilities are exact under the model's chain distribution; --nonlocal "
@@ -194,7 +196,7 @@ def _tag_columns(model, batch, args: argparse.Namespace, composed: bool, options
     if args.marginals:
         extra.append(_marginal_column(model, batch, extra[0], options))
     if args.entity_probabilities:
-        extra.append(_entity_probability_column(model, batch, extra[0], options))
+        extra.append(_entity_probability_column(model, batch, extra[0], options, args.temperature))
     return extra
 
 
@@ -235,13 +237,18 @@ def _marginal_column(model, corpus, predicted: list[list[str]], options: dict) -
 OUTSIDE_ENTITIES = "_"
 
 
-def _entity_probability_column(model, corpus, predicted: list[list[str]], options: dict) -> list[list[str]]:
+def _entity_probability_column(
+    model, corpus, predicted: list[list[str]], options: dict, temperature: float
+) -> list[list[str]]:
     """--entity-probabilities: on every token of a predicted entity (chunk), the exact
-    probability that the output has that entity, 4 decimals; _ elsewhere [B][T]."""
+    probability (at ``temperature``) that the output has that entity, 4 decimals; _
+    elsewhere [B][T]."""
     from fstcrf.engine.spans import path_chunks
 
     spans = [path_chunks(labels) for labels in predicted]
-    probabilities = model.span_probabilities(corpus, spans, options.get("grammar"), options.get("params"))
+    probabilities = model.span_probabilities(
+        corpus, spans, options.get("grammar"), options.get("params"), temperature=temperature
+    )
     column = []
     for labels, sentence_spans, values in zip(predicted, spans, probabilities):
         cells = [OUTSIDE_ENTITIES] * len(labels)
@@ -294,6 +301,17 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
         "standard output" if args.output == "-" else args.output,
     )
     return 0
+
+
+def _temperature(text: str) -> float:
+    """--temperature: a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
+    return value
 
 
 def _separator(text: str) -> str:
@@ -378,6 +396,15 @@ def add_parsers(commands) -> None:
         "(and --marginals), a column holding, on every token of each predicted entity, the "
         "exact probability that the output has that entity (same span, same type), 4 "
         "decimals; _ on tokens outside entities (default: off)",
+    )
+    tag.add_argument(
+        "--temperature",
+        type=_temperature,
+        default=1.0,
+        metavar="T",
+        help="with --entity-probabilities: divide every score by T before computing them "
+        "(fstcrf calibrate MODEL DEV prints the T that calibrates the model on held-out "
+        "data); the predicted labels do not change (default: 1)",
     )
     tag.add_argument(
         "--separator",

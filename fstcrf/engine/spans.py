@@ -24,9 +24,9 @@ from typing import NamedTuple
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import sparse
 
 from fstcrf.engine.inference import Potentials, check_type
+from fstcrf.engine.joint import JointSpace
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import LabelError, ScoreError, ShapeError
 
@@ -110,6 +110,8 @@ class _Tables:
     it); log_z float [B] in these shifted units."""
 
     def __init__(self, pot: Potentials):
+        from scipy import sparse
+
         topology = pot.topology
         S = topology.num_states
         emissions = pot.emissions
@@ -134,7 +136,7 @@ class _Tables:
         last = self.offsets[1:] - 1
         self.log_z = self.log_prefix[last] + np.log(np.einsum("bs,s->b", self.alpha[last], self.final))
 
-    def step_weights(self, rows: np.ndarray) -> list[tuple[sparse.csr_array, np.ndarray]]:
+    def step_weights(self, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
         """(weights, which) pairs: the transition matrix into the tokens ``rows[which]``."""
         if self.token_class is None:
             return [(self.weights[0], np.arange(len(rows)))]
@@ -299,3 +301,14 @@ def path_chunks(sequence: Sequence[str]) -> list[tuple[int, int, str]]:
             last += 1
         chunks.append((t, last, chunk_type))
     return chunks
+
+
+def joint_state_labels(space: JointSpace, component: int) -> list[str]:
+    """Component ``component``'s label of each of the P states of a joint space, in
+    the numbering of its dense product (``space.product``, ``JointPotentials.to_product``)."""
+    check_type(space, JointSpace, "space", "a JointSpace")
+    if not 0 <= component < len(space.components):
+        raise ShapeError(f"component must be in [0, {len(space.components)}), got {component}")
+    topology = space.components[component]
+    states = space.component_states(np.arange(space.num_states))[:, component]
+    return [topology.labels[label] for label in topology.state_label[states]]

@@ -20,11 +20,19 @@ import numpy as np
 
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.corpus.evaluate import ChunkScores, TagScores, score_labels
-from fstcrf.corpus.labels import UNKNOWN_LABEL, split_labels
+from fstcrf.corpus.labels import UNKNOWN_LABEL, label_states, split_labels
 from fstcrf.engine.acceptor import Acceptor, is_fst
-from fstcrf.engine.inference import Potentials, blas_single_threaded, kbest, log_partition, sample, viterbi
+from fstcrf.engine.inference import (
+    Potentials,
+    blas_single_threaded,
+    kbest,
+    log_partition,
+    sample,
+    tempered,
+    viterbi,
+)
 from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels
-from fstcrf.errors import FstcrfError, InfeasibleError, ModelFileError
+from fstcrf.errors import FstcrfError, InfeasibleError, LabelError, ModelFileError
 from fstcrf.features.encoding import EncodedSentences, FactoredFeatures
 from fstcrf.features.template import TEMPLATES, Template
 from fstcrf.grammar import Grammar, load_grammar, restrict, restrict_to
@@ -465,18 +473,54 @@ class ChainCRF:
 
     @blas_single_threaded()
     def predict_spans(
-        self, corpus: Corpus | Sequence[Sentence], grammar=None, params: dict | None = None
+        self, corpus: Corpus | Sequence[Sentence], grammar=None, params: dict | None = None, temperature: float = 1.0
     ) -> list[list[Entity]]:
         """The entities (chunks) of each sentence's best label sequence, as ``predict``
         decodes it, each an :class:`~fstcrf.engine.spans.Entity` (first, last
         inclusive, type, probability) holding the exact probability that the
-        output has this chunk, under ``grammar`` when it is given."""
+        output has this chunk, under ``grammar`` when it is given; ``temperature``
+        (see :meth:`fit_temperature`) tempers the distribution, not the output."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.predict_spans")
         if not sentences:
             return []
-        pot = self.span_potentials(sentences, grammar, params)
+        pot = tempered(self.span_potentials(sentences, grammar, params), temperature)
         return decoded_entities(pot, state_labels(pot.topology), viterbi(pot, int(self.threads)).paths)
+
+    @blas_single_threaded()
+    def fit_temperature(self, corpus: Corpus | Sequence[Sentence], target: str | None = None) -> float:
+        """The temperature T that maximises the likelihood of the label sequences of
+        column ``target`` (default: the one trained on) of held-out ``corpus`` under
+        p(y | x)^(1/T) (temperature scaling): T > 1 when the model is overconfident.
+        Pass it to :meth:`predict_spans` / :meth:`span_probabilities`."""
+        from scipy.optimize import minimize_scalar
+
+        check_fitted(self)
+        corpus = as_corpus(corpus, "ChainCRF.fit_temperature")
+        if not len(corpus):
+            raise FstcrfError("fit_temperature needs at least one labelled sentence")
+        pot = self.span_potentials(corpus.sentences)
+        index = {label: i for i, label in enumerate(pot.topology.labels)}
+        column = target or self.target_
+        if column not in corpus.column_names:
+            raise FstcrfError(
+                f"fit_temperature reads the labels of column {column!r}, which the corpus lacks "
+                f"(columns: {', '.join(corpus.column_names)})"
+            )
+        labels = [label for sentence in corpus for label in sentence[column]]
+        unknown = sorted(set(labels) - set(index))
+        if unknown:
+            raise LabelError(f"column {column!r} holds labels the model lacks: {', '.join(unknown[:5])}")
+        gold = label_states(pot.topology, np.array([index[label] for label in labels]), pot.offsets)
+        gold_score = float(pot.path_scores(gold).sum())
+        threads = int(self.threads)
+
+        def negative_log_likelihood(log_temperature: float) -> float:
+            temperature = float(np.exp(log_temperature))
+            return float(log_partition(tempered(pot, temperature), threads).sum()) - gold_score / temperature
+
+        best = minimize_scalar(negative_log_likelihood, bounds=(-4.0, 4.0), method="bounded")
+        return float(np.exp(best.x))
 
     @blas_single_threaded()
     def span_probabilities(
@@ -485,15 +529,17 @@ class ChainCRF:
         spans: Sequence[Sequence[tuple[int, int, str]]],
         grammar=None,
         params: dict | None = None,
+        temperature: float = 1.0,
     ) -> list[np.ndarray]:
         """float [len(spans[b])] per sentence b: the exact probability that the output
         has a chunk of the given type over tokens first..last (inclusive), for any
-        candidate spans (first, last, type), under ``grammar`` when it is given."""
+        candidate spans (first, last, type), under ``grammar`` when it is given and
+        at ``temperature`` (see :meth:`fit_temperature`)."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.span_probabilities")
         if not sentences:
             return []
-        pot = self.span_potentials(sentences, grammar, params)
+        pot = tempered(self.span_potentials(sentences, grammar, params), temperature)
         return entity_probabilities(pot, state_labels(pot.topology), spans)
 
     def span_potentials(self, sentences: Sequence[Sentence], grammar=None, params: dict | None = None) -> Potentials:

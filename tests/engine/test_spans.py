@@ -85,3 +85,32 @@ def test_spans_outside_the_sentence_and_non_chunk_labels_are_refused():
         entity_probabilities(pot, state_labels(topology), [[(2, 3, "X")]])
     with pytest.raises(ShapeError, match="expected spans for 1 sentences"):
         entity_probabilities(pot, state_labels(topology), [])
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.booleans())
+@oracle_settings(40)
+def test_each_component_of_a_joint_model_has_the_enumerated_span_probabilities(seed, length, masked):
+    from fstcrf.engine.joint import JointPotentials, JointSpace
+    from fstcrf.engine.spans import joint_state_labels
+    from oracles import BruteForce
+
+    rng = np.random.default_rng(seed)
+    components = [iob2(["A"]), iob2(["A", "B"])]
+    sizes = [t.num_states for t in components]
+    allowed = rng.random(int(np.prod(sizes))) < 0.8 if masked else None
+    if allowed is not None:
+        allowed[0] = True  # (O, O) keeps every length feasible
+    space = JointSpace(components, allowed)
+    transitions = [rng.normal(size=space.transition_shape(k)) for k in range(2)]
+    jp = JointPotentials(space, rng.normal(size=(length, space.num_states)), None, transitions)
+    product = jp.to_product()
+    oracle = BruteForce(product.topology, product.emissions, product.transitions, product.start, product.final)
+    for k in range(2):
+        labels = joint_state_labels(space, k)
+        exact: dict = {}
+        for path, probability in zip(oracle.paths, oracle.probabilities):
+            for span in read_chunks([labels[s] for s in path]):
+                exact[span] = exact.get(span, 0.0) + probability
+        spans = [(i, j, x) for i in range(length) for j in range(i, length) for x in ("A", "B")]
+        [got] = entity_probabilities(product, labels, [spans])
+        np.testing.assert_allclose(got, [exact.get(span, 0.0) for span in spans], atol=1e-9)

@@ -96,3 +96,73 @@ def test_tag_refuses_entity_probabilities_of_a_composed_model(demo_joint, capsys
 
     assert main(["-q", "tag", str(demo_joint), str(DEMO_TRAIN), "--entity-probabilities"]) != 0
     assert "--entity-probabilities applies to single models" in capsys.readouterr().err
+
+
+def test_the_fitted_temperature_maximises_the_held_out_likelihood(chunker, sentences):
+    from fstcrf.corpus.labels import label_states
+    from fstcrf.engine.inference import log_partition, tempered
+
+    best = chunker.fit_temperature(sentences)
+    pot = chunker.span_potentials(sentences.sentences)
+    index = {label: i for i, label in enumerate(pot.topology.labels)}
+    gold = label_states(pot.topology, np.array([index[y] for s in sentences for y in s["chunk"]]), pot.offsets)
+
+    def nll(temperature):
+        scaled = tempered(pot, temperature)
+        return float(log_partition(scaled).sum() - scaled.path_scores(gold).sum())
+
+    assert nll(best) <= min(nll(best * 0.95), nll(best * 1.05)) + 1e-6
+    sharp = chunker.predict_spans(sentences, temperature=0.5)
+    flat = chunker.predict_spans(sentences, temperature=2.0)
+    assert [[e[:3] for e in s] for s in sharp] == [[e[:3] for e in s] for s in flat]
+    assert all(a.probability >= b.probability - 1e-12 for x, y in zip(sharp, flat) for a, b in zip(x, y))
+
+
+@pytest.mark.parametrize("temperature", [0, -1.0, float("nan"), float("inf")])
+def test_a_temperature_that_is_not_positive_and_finite_is_refused(chunker, sentences, temperature):
+    from fstcrf.errors import ScoreError
+
+    with pytest.raises(ScoreError, match="temperature must be a positive finite number"):
+        chunker.predict_spans(sentences, temperature=temperature)
+
+
+def test_fit_temperature_refuses_labels_the_model_lacks(chunker, sentences):
+    from fstcrf.errors import LabelError
+
+    with pytest.raises(LabelError, match="column .pos. holds labels the model lacks: "):
+        chunker.fit_temperature(sentences, target="pos")
+
+
+def test_calibrate_prints_the_temperature_that_tag_takes(demo_chunker, tmp_path, capsys):
+    from conftest import DEMO_TRAIN
+
+    assert main(["-q", "calibrate", str(demo_chunker), str(DEMO_TRAIN)]) == 0
+    temperature = float(capsys.readouterr().out)
+    fitted = ChainCRF.load(demo_chunker).fit_temperature(read_conll(DEMO_TRAIN, COLUMNS))
+    assert temperature == pytest.approx(fitted, abs=1e-4)
+    source = tmp_path / "in.txt"
+    source.write_text(DEMO_TRAIN.read_text().split("\n\n")[0] + "\n")
+    columns = []
+    for value in ("1", str(temperature)):
+        output = tmp_path / f"out{value}.txt"
+        options = ["--entity-probabilities", "--temperature", value]
+        assert main(["-q", "tag", str(demo_chunker), str(source), *options, "-o", str(output)]) == 0
+        columns.append([line.split()[-2:] for line in output.read_text().splitlines() if line])
+    assert [label for label, _ in columns[0]] == [label for label, _ in columns[1]]
+    assert columns[0] != columns[1]
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "nan", "warm"])
+def test_tag_refuses_a_temperature_that_is_not_positive(demo_chunker, capsys, value):
+    from conftest import DEMO_TRAIN
+
+    with pytest.raises(SystemExit):
+        main(["-q", "tag", str(demo_chunker), str(DEMO_TRAIN), "--entity-probabilities", "--temperature", value])
+    assert "--temperature" in capsys.readouterr().err
+
+
+def test_calibrate_refuses_a_file_without_the_gold_column(demo_chunker, tmp_path, capsys):
+    source = tmp_path / "words.txt"
+    source.write_text("the DT\ndog NN\n")
+    assert main(["-q", "calibrate", str(demo_chunker), str(source), "--columns", "word,pos"]) != 0
+    assert "chunk" in capsys.readouterr().err

@@ -1,0 +1,57 @@
+"""``fstcrf calibrate``: the temperature that calibrates a model's probabilities on held-out data."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from fstcrf.cli.decoding import read_for
+from fstcrf.cli.options import add_command
+from fstcrf.errors import FstcrfError
+
+LOG = logging.getLogger("fstcrf")
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from fstcrf.model.compose import JointModel, load_any
+
+    model = load_any(args.model)
+    if isinstance(model, JointModel):
+        raise FstcrfError(f"calibrate applies to single models; {args.model} is a composed model")
+    if args.threads is not None:
+        model.threads = args.threads
+    corpus = read_for(model, args.dev, gold_required=True, columns=args.columns, separator=args.separator)
+    temperature = model.fit_temperature(corpus)
+    print(f"{temperature:.4f}")
+    LOG.info(
+        "temperature %.4f maximises the likelihood of %s's labels (%s); pass it to "
+        "fstcrf tag --entity-probabilities --temperature %.4f",
+        temperature,
+        args.dev,
+        "the model is overconfident" if temperature > 1 else "the model is underconfident",
+        temperature,
+    )
+    return 0
+
+
+def add_parsers(commands) -> None:
+    """Register fstcrf calibrate on the subparsers ``commands``."""
+    calibrate = add_command(
+        commands,
+        "calibrate",
+        "print the temperature that calibrates a model's probabilities on labelled held-out data",
+        _calibrate,
+        inputs=("model", "dev"),
+    )
+    calibrate.add_argument("model", help="model file (from train)")
+    calibrate.add_argument("dev", help="labelled CoNLL file not used in training, e.g. the development set")
+    calibrate.add_argument(
+        "--columns",
+        default=None,
+        metavar="NAMES",
+        help="the file's comma-separated column names (default: the model's training columns)",
+    )
+    calibrate.add_argument(
+        "--separator", default=None, metavar="SEP", help="field separator (default: runs of spaces and tabs)"
+    )
+    calibrate.add_argument("--threads", type=int, default=None, help="kernel threads (default: the model's)")
