@@ -264,3 +264,18 @@ def test_joint_constraint_is_over_the_tuple_labels(np_model, vp_model):
     labels = joint.tuple_labels([np_model.labels_, vp_model.labels_])
     assert [acceptor.symbols[key] for key in range(1, len(labels) + 1)] == list(labels)
     assert joint.is_per_token(acceptor)
+
+
+def test_a_grammar_trained_reader_composes_and_keeps_to_its_grammar(train, test_sentences):
+    pos = ChainCRF(template="pos", max_iter=10).fit(train, target="pos")
+    reader = ChainCRF(template="chunking-reads-pos", reads="pos", max_iter=10, grammar="iob2").fit(
+        train, target="chunk"
+    )
+    composed = compose([pos, reader])
+    valid = compile_grammar(load_grammar("iob2"), reader.labels_)
+    for mode in ("joint", "cascade", "kbest"):
+        _, chunks = composed.predict(test_sentences, mode=mode, k=3)
+        assert all(accepts(valid, labels) for labels in chunks)
+    best = joint.joint_viterbi(composed.potentials(test_sentences[:3]))
+    top = joint.joint_kbest(composed.potentials(test_sentences[:3]), 2)
+    np.testing.assert_allclose(top.scores[:, 0], best.scores, rtol=1e-9)
