@@ -267,8 +267,9 @@ class ConstrainedProduct:
 
     def __init__(self, space: JointSpace):
         constraint = cast(Acceptor, space.constraint)
-        product, Q, P = space.product, constraint.num_states, space.num_states
+        Q, P = constraint.num_states, space.num_states
         budget.check_states(P * Q, f"the cross product of the components ({P} joint states) under the joint constraint")
+        product = space.product
         move = np.full((Q, len(space.labels) + 1), -1, dtype=np.int64)  # [Q, keys]: the constraint's next state
         move[constraint.arc_src, constraint.arc_key] = constraint.arc_dst
         key = space.state_tuple + 1  # [P]

@@ -542,7 +542,9 @@ def joint_constraint(models: Sequence[ChainCRF], grammar: Grammar | str | os.Pat
 
 def _missing_parts(message: str, models: Sequence[ChainCRF]) -> str:
     """Which model lacks which part of the joint label or class an UnknownLabelError names."""
-    found = re.search(r"unknown label (['\"])(.*?)\1", message) or re.search(r"label class (\[\^?)([^\]]*)\]", message)
+    found = re.search(r"unknown label (['\"])(.*?)\1", message) or re.search(
+        r"(\[\^?)([^\]]*)\] matches no label", message
+    )
     if found is None:
         return ""
     reasons = []

@@ -16,7 +16,7 @@ from fstcrf import errors
 from fstcrf.corpus.conll import Corpus, Sentence, read_conll
 from fstcrf.corpus.schemes import restrict_types
 from fstcrf.corpus.synthetic import DATA_DIR
-from fstcrf.engine import joint
+from fstcrf.engine import budget, joint
 from fstcrf.engine.bounded import as_arrays
 from fstcrf.engine.topology import first_order, iob2
 from fstcrf.grammar import accepts, load_grammar, parse_grammar
@@ -240,6 +240,14 @@ def test_bad_joint_grammars(np_model, vp_model, chunk_model, train, test_sentenc
         compose([np_model, vp_model], joint=parse_grammar('start = ("O/O" | "O/B-XX")* ;'))
     with pytest.raises(errors.UnknownLabelError, match=r"model 0 \(chunk\) has no label I-Q\*"):
         compose([np_model, vp_model], joint=parse_grammar("start = [I-Q*/*]* ;"))
+    with pytest.raises(errors.UnknownLabelError, match=r"model 1 \(chunk\) has no label I-Z\{T\}"):
+        compose([np_model, vp_model], joint=parse_grammar("x = any T: [O/B-{T}] [O/I-Z{T}]* ; start = x* ;"))
+    reader = ChainCRF(template="bias\npos[0]", reads="pos", max_iter=3).fit(train, target="chunk")
+    with pytest.raises(errors.CompositionError, match="never produces"):
+        compose([np_model, reader], joint="no_overlap")
+    with budget.limits(max_states=30):  # 21 joint states, and the grammar's states on top
+        with pytest.raises(errors.BudgetError, match="under the joint constraint"):
+            compose([chunk_model, np_model], joint="nest")
     with pytest.raises(errors.CompositionError, match="no label sequence that the components can produce"):
         compose([chunk_model, np_model], joint=parse_grammar('start = "I-NP/O"+ ;'))  # iob2 never starts with I-
     per_token = compose([chunk_model, np_model], joint=parse_grammar('start = "I-NP/O"* ;'))
@@ -252,7 +260,6 @@ def test_bad_joint_grammars(np_model, vp_model, chunk_model, train, test_sentenc
     odd = ChainCRF(template="bias\nword[0]", max_iter=3).fit(Corpus(train.column_names, slashed), target="chunk")
     with pytest.raises(errors.LabelError, match=r"model 1 \(chunk\) has the label 'B/"):
         compose([np_model, odd], joint="no_overlap")
-    reader = ChainCRF(template="bias\npos[0]", reads="pos", max_iter=3).fit(train, target="chunk")
     with pytest.raises(errors.CompositionError, match="first model of a chain reads 'pos'"):
         compose([reader, np_model], joint="no_overlap")
     with pytest.raises(errors.CompositionError, match="--joint"):
