@@ -284,17 +284,17 @@ class ConstrainedProduct:
         start[(np.arange(P) * Q + first)[product.start & (first >= 0)]] = True
         final = np.repeat(product.final, Q) & np.tile(constraint.final, P)
         keep = reached(P * Q, np.flatnonzero(start), src, dst) & reached(P * Q, np.flatnonzero(final), dst, src)
-        kept = keep[src] & keep[dst]
-        number = np.cumsum(keep) - 1
-        src, dst, edge = number[src[kept]], number[dst[kept]], edge[kept]
-        order = np.argsort(dst * max(int(keep.sum()), 1) + src, kind="stable")  # Topology's edge order
-        self.num_joint_states = P
-        self.joint_state = np.flatnonzero(keep) // Q
-        self.product_edge = edge[order]
         if not keep.any():
             raise CompositionError(
                 "the joint constraint accepts no label sequence that the components can produce together"
             )
+        kept = keep[src] & keep[dst]
+        number = np.cumsum(keep) - 1
+        src, dst, edge = number[src[kept]], number[dst[kept]], edge[kept]
+        order = np.argsort(dst * int(keep.sum()) + src, kind="stable")  # Topology's edge order
+        self.num_joint_states = P
+        self.joint_state = np.flatnonzero(keep) // Q
+        self.product_edge = edge[order]
         self.topology = Topology(
             space.labels,
             space.state_tuple[self.joint_state],

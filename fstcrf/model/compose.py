@@ -34,7 +34,7 @@ import os
 import re
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -370,22 +370,19 @@ class JointModel:
 
     def _level_potentials(self, level: int, sentences: list[Sentence], lower_paths: np.ndarray) -> Potentials:
         """Potentials of component ``level`` on its decoding topology, with the lower
-        component's labels set by a hypothesis (its states [level, n]) if it reads
-        them; -1 states (no such hypothesis) read label 0."""
-        model = self.components[level]
-        if model.reads is None:
-            pot = self._decoding_potentials(level, sentences)
-            if level == 0:
-                return pot
-        lower_topology = self.topologies[level - 1]
+        component's labels set by a hypothesis (its states [level, n]); -1 states (no
+        such hypothesis) read label 0."""
+        if level == 0:
+            return self._decoding_potentials(0, sentences)
+        model, lower_topology = self.components[level], self.topologies[level - 1]
         lower_states = np.maximum(lower_paths[level - 1], 0)
         lower_labels = lower_topology.state_label[lower_states]
-        if model.reads is not None:
-            offsets = lengths_to_offsets([len(sentence) for sentence in sentences])
-            read = split_labels(lower_topology, lower_states, offsets)
-            pot = self._decoding_potentials(
-                level, [sentence.with_column(model.reads, labels) for sentence, labels in zip(sentences, read)]
-            )
+        offsets = lengths_to_offsets([len(sentence) for sentence in sentences])
+        read = split_labels(lower_topology, lower_states, offsets)
+        # every upper model reads (check_components; cascades are refused under a joint grammar)
+        pot = self._decoding_potentials(
+            level, [sentence.with_column(cast(str, model.reads), labels) for sentence, labels in zip(sentences, read)]
+        )
         pairs = self.compatibility[level - 1]
         if pairs is None:
             return pot
