@@ -17,6 +17,8 @@ def _compose(args: argparse.Namespace) -> int:
     from fstcrf.model.chain import load_model
 
     pynini = require("pynini", "--compat") if args.compat else None
+    if args.joint is not None:
+        require("pynini", "--joint")
     models = [load_model(path) for path in args.models]
     relations = [None] * (len(models) - 1)
     for spec in args.compat:
@@ -36,15 +38,17 @@ def _compose(args: argparse.Namespace) -> int:
             scales = [float(value) for value in args.scales.split(",")]
         except ValueError:
             raise FstcrfError(f"--scales expects comma-separated numbers, got {args.scales!r}") from None
-    joint = compose(models, relations, scales=scales)
+    joint = compose(models, relations, scales=scales, joint=args.joint)
     joint.save(args.output)
-    sizes = " x ".join(str(m.topology_.num_states) for m in models)
+    sizes = " x ".join(str(topology.num_states) for topology in joint.topologies)
     LOG.info(
-        "composed %s (%s = %d joint states%s); written to %s",
+        "composed %s (%s = %d joint states%s%s; decoder: %s); written to %s",
         " + ".join(joint.targets),
         sizes,
         joint.space.num_states,
-        "" if joint.space.allowed is None else f", {int(joint.space.allowed.sum())} compatible",
+        "" if joint.space.allowed is None else f", {int(joint.space.allowed.sum())} allowed",
+        "" if joint.grammar is None else f", joint grammar {joint.grammar}",
+        joint.space.decoder,
         args.output,
     )
     return 0
@@ -60,7 +64,11 @@ def add_parsers(commands) -> None:
         inputs=("models",),
         outputs=("output",),
     )
-    compose.add_argument("models", nargs="+", help="model files in chain order; each reads the previous one's labels")
+    compose.add_argument(
+        "models",
+        nargs="+",
+        help="model files in chain order; each reads the previous one's labels (under --joint: or nothing)",
+    )
     compose.add_argument("-o", "--output", required=True, help="joint model file to write")
     compose.add_argument(
         "--compat",
@@ -76,5 +84,13 @@ def add_parsers(commands) -> None:
         metavar="W0,W1,...",
         help="weigh each model's score, e.g. 1,0.5 to temper an upper model trained on gold "
         "lower labels; choose the weights on held-out data (default: all 1)",
+    )
+    compose.add_argument(
+        "--joint",
+        default=None,
+        metavar="GRAMMAR",
+        help="tie the models by a joint grammar (a shipped name such as no_overlap or nest, or a .fgr "
+        "file) over joint labels 'A/B/...', the models' labels in order; models may then read nothing "
+        "(default: none)",
     )
     add_budget_arguments(compose)

@@ -11,10 +11,17 @@ O(P * sum_k S_k) per token for dense components, instead of O(P^2).
 compatibility mask); it builds the dense cross-product :class:`Topology` on
 demand, which is the oracle and the exact fallback.  :class:`JointPotentials`
 holds the scores of a batch.
+
+A joint constraint is a deterministic acceptor over the joint labels
+"a/b/..." (component labels in component order, :func:`tuple_labels`).  A
+per-token one (a single state, start and final) only masks joint states, and
+decoding stays factorised; any other is decoded on the dense cross product
+intersected with it (:class:`ConstrainedProduct`).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import cached_property
 from typing import cast
@@ -23,7 +30,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from fstcrf.engine import budget, kernel
-from fstcrf.errors import CompositionError, ShapeError
+from fstcrf.engine.acceptor import Acceptor, reached
+from fstcrf.errors import CompositionError, LabelError, ShapeError
 from fstcrf.engine.inference import (
     KBest,
     Potentials,
@@ -41,8 +49,31 @@ from fstcrf.engine.inference import (
     kbest,
     lengths_to_offsets,
     sample,
+    viterbi,
 )
 from fstcrf.engine.topology import Topology
+
+#: Separates the component labels of a joint label: "B-PER/O".
+SEPARATOR = "/"
+
+
+def tuple_labels(label_sets: Sequence[Sequence[str]], names: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The joint label of every label tuple, row-major (the last component varies
+    fastest): ["O", "B-X"] and ["O"] give ("O/O", "B-X/O").  LabelError, naming the
+    component (``names[k]``, default "component k"), for a label holding SEPARATOR."""
+    for k, labels in enumerate(label_sets):
+        for label in labels:
+            if SEPARATOR in label:
+                name = f"component {k}" if names is None else names[k]
+                raise LabelError(
+                    f"{name} has the label {label!r}, which contains {SEPARATOR!r}, the separator of joint labels"
+                )
+    return tuple(SEPARATOR.join(combo) for combo in itertools.product(*label_sets))
+
+
+def is_per_token(constraint: Acceptor) -> bool:
+    """Whether an acceptor constrains each token alone: one state, start and final."""
+    return constraint.num_states == 1 and constraint.start == 0 and bool(constraint.final[0])
 
 
 class JointSpace:
@@ -52,9 +83,14 @@ class JointSpace:
         components: N >= 1 topologies.
         allowed: bool [P] joint states that may occur (default all), e.g. the
             pairs a compatibility relation between label sets admits.
+        constraint: a deterministic Acceptor over the joint labels (key i + 1 is
+            ``labels[i]``), or None.  A per-token one (:func:`is_per_token`)
+            joins ``allowed``; any other is kept as ``constraint`` and decoded on
+            :attr:`constrained`, unless ``factorise`` is False, which keeps
+            every constraint (to check the factorised decoder against it).
     """
 
-    def __init__(self, components: Sequence[Topology], allowed=None):
+    def __init__(self, components: Sequence[Topology], allowed=None, constraint=None, factorise: bool = True):
         check_type(components, (list, tuple), "components", "a list of Topology")
         self.components = tuple(components)
         if not self.components:
@@ -76,6 +112,66 @@ class JointSpace:
             if not allowed.any():
                 raise CompositionError("the compatibility relation excludes every joint state")
             self.allowed = allowed
+        self.constraint: Acceptor | None = None
+        if constraint is not None:
+            self._check_constraint(constraint)
+            if factorise and is_per_token(constraint):
+                by_key = np.zeros(len(self.labels) + 1, dtype=bool)
+                by_key[constraint.arc_key] = True
+                allowed = by_key[1:][self.state_tuple]
+                if self.allowed is not None:
+                    allowed &= self.allowed
+                if not allowed.any():
+                    raise CompositionError("the joint constraint excludes every joint state")
+                self.allowed = allowed
+            else:
+                self.constraint = constraint
+                self.constrained  # built now: CompositionError if no joint path is left
+
+    def _check_constraint(self, constraint) -> None:
+        check_type(constraint, Acceptor, "constraint", "an Acceptor over the joint labels")
+        if constraint.start < 0 or not constraint.is_deterministic():
+            raise CompositionError("the joint constraint must be a deterministic, non-empty acceptor without epsilons")
+        if constraint.arc_key.max(initial=0) > len(self.labels):
+            raise CompositionError(
+                f"the joint constraint reads label key {int(constraint.arc_key.max())}; "
+                f"the joint space has {len(self.labels)} joint labels"
+            )
+        if constraint.symbols is not None:
+            wrong = [
+                f"{key}: {symbol!r} (expected {self.labels[key - 1]!r})"
+                for key, symbol in constraint.symbols.items()
+                if 0 < key <= len(self.labels) and symbol != self.labels[key - 1]
+            ]
+            if wrong:
+                raise CompositionError(
+                    f"the joint constraint's symbols are not the joint labels: {', '.join(wrong[:5])}"
+                )
+
+    @cached_property
+    def labels(self) -> tuple[str, ...]:
+        """The joint labels "a/b/..." of all label tuples, row-major (:func:`tuple_labels`)."""
+        return tuple_labels([t.labels for t in self.components])
+
+    @cached_property
+    def state_tuple(self) -> np.ndarray:
+        """int64 [P]: the joint label (index into :attr:`labels`) of each joint state."""
+        states = self.component_states(np.arange(self.num_states))
+        label_of = [t.state_label[states[:, k]] for k, t in enumerate(self.components)]
+        return np.ravel_multi_index(tuple(label_of), tuple(t.num_labels for t in self.components))
+
+    @cached_property
+    def constrained(self) -> ConstrainedProduct:
+        """The dense cross product under :attr:`constraint` (which must be set)."""
+        if self.constraint is None:
+            raise CompositionError("this joint space has no non-local constraint; decode it factorised")
+        return ConstrainedProduct(self)
+
+    @property
+    def decoder(self) -> str:
+        """How exact inference runs: "factorised", or "product, S' states" under a
+        non-local constraint."""
+        return "factorised" if self.constraint is None else f"product, {self.constrained.topology.num_states} states"
 
     def transition_shape(self, k: int) -> tuple[int, int]:
         """(L_k, E_k): component k's transition scores depend on L_k lower states."""
@@ -113,7 +209,11 @@ class JointSpace:
     def check_lengths(self, lengths: np.ndarray) -> None:
         """Raise InfeasibleError naming a sentence no joint path fits.  Without a
         compatibility mask the components are independent, so each is checked on
-        its own; with one, the dense product is built and checked."""
+        its own; with one, the dense product is built and checked (under a
+        non-local constraint, the constrained product)."""
+        if self.constraint is not None:
+            self.constrained.topology.check_lengths(lengths)
+            return
         if self.allowed is not None:
             self.product.check_lengths(lengths)
             return
@@ -152,6 +252,77 @@ class JointSpace:
         names = ["|".join(f"{t.labels[t.state_label[s]]}#{s}" for t, s in zip(self.components, row)) for row in states]
         topology = Topology(names, np.arange(self.num_states), src[order], dst[order], start, final, name="product")
         return topology, edge_components[order]
+
+
+class ConstrainedProduct:
+    """The dense cross product of a JointSpace intersected with its constraint: a
+    state is a pair (joint state, constraint state) that some path of an accepted
+    joint-label sequence passes through.
+
+    Attributes:
+        topology: the S' pairs over the joint labels, E' edges.
+        joint_state: int64 [S'], the joint state of each pair (of P).
+        product_edge: int64 [E'], the edge of ``space.product`` behind each edge.
+    """
+
+    def __init__(self, space: JointSpace):
+        constraint = cast(Acceptor, space.constraint)
+        Q, P = constraint.num_states, space.num_states
+        budget.check_states(P * Q, f"the cross product of the components ({P} joint states) under the joint constraint")
+        product = space.product
+        move = np.full((Q, len(space.labels) + 1), -1, dtype=np.int64)  # [Q, keys]: the constraint's next state
+        move[constraint.arc_src, constraint.arc_key] = constraint.arc_dst
+        key = space.state_tuple + 1  # [P]
+        # pair p * Q + q: every product edge p -> p' taken from every constraint state q
+        next_state = move[:, key[product.edge_dst]].T  # [E_prod, Q]
+        taken = next_state >= 0
+        src = (product.edge_src.astype(np.int64)[:, None] * Q + np.arange(Q))[taken]
+        dst = (product.edge_dst.astype(np.int64)[:, None] * Q + next_state)[taken]
+        edge = np.broadcast_to(np.arange(product.num_edges)[:, None], taken.shape)[taken]
+        first = move[constraint.start, key]  # [P]
+        start = np.zeros(P * Q, dtype=bool)
+        start[(np.arange(P) * Q + first)[product.start & (first >= 0)]] = True
+        final = np.repeat(product.final, Q) & np.tile(constraint.final, P)
+        keep = reached(P * Q, np.flatnonzero(start), src, dst) & reached(P * Q, np.flatnonzero(final), dst, src)
+        if not keep.any():
+            raise CompositionError(
+                "the joint constraint accepts no label sequence that the components can produce together"
+            )
+        kept = keep[src] & keep[dst]
+        number = np.cumsum(keep) - 1
+        src, dst, edge = number[src[kept]], number[dst[kept]], edge[kept]
+        order = np.argsort(dst * int(keep.sum()) + src, kind="stable")  # Topology's edge order
+        self.num_joint_states = P
+        self.joint_state = np.flatnonzero(keep) // Q
+        self.product_edge = edge[order]
+        self.topology = Topology(
+            space.labels,
+            space.state_tuple[self.joint_state],
+            src[order],
+            dst[order],
+            start[keep],
+            final[keep],
+            name="product&joint",
+        )
+
+    def potentials(self, jp: JointPotentials) -> Potentials:
+        """The scores of ``jp`` on :attr:`topology`."""
+        product = jp.to_product()
+        return Potentials(
+            self.topology,
+            product.emissions[:, self.joint_state],
+            jp.lengths,
+            product.transitions[self.product_edge],
+            *(np.where(np.isfinite(v), v, 0.0)[self.joint_state] for v in (product.start, product.final)),
+        )
+
+    def joint_marginals(self, marginals: np.ndarray) -> np.ndarray:
+        """float [N, P]: pair marginals [N, S'] summed per joint state."""
+        order = np.argsort(self.joint_state, kind="stable")
+        states, starts = np.unique(self.joint_state[order], return_index=True)
+        out = np.zeros((len(marginals), self.num_joint_states))
+        out[:, states] = np.add.reduceat(marginals[:, order], starts, axis=1)
+        return out
 
 
 def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]) -> np.ndarray:
@@ -276,7 +447,8 @@ class JointPosteriors:
 def joint_posteriors(
     jp: JointPotentials, marginals: bool = True, edge_counts: bool = True, threads: int = 1
 ) -> JointPosteriors:
-    """log Z, joint node marginals and expected component edge counts, factorised.
+    """log Z, joint node marginals and expected component edge counts, factorised
+    (under a non-local constraint, on :attr:`JointSpace.constrained`).
 
     Sentences whose scores spread too widely for the linear domain are redone
     exactly on the dense cross-product topology."""
@@ -284,6 +456,8 @@ def joint_posteriors(
     marginals = check_flag(marginals, "marginals")
     edge_counts = check_flag(edge_counts, "edge_counts")
     space = jp.space
+    if space.constraint is not None:
+        return _constrained_posteriors(jp, marginals, edge_counts, threads)
     log_z = np.empty(jp.num_sequences)
     node = np.empty((jp.num_tokens, space.num_states)) if marginals else None
     redo = np.zeros(jp.num_sequences, dtype=np.int32)
@@ -331,6 +505,20 @@ def joint_posteriors(
     return JointPosteriors(log_z, node, total)
 
 
+def _constrained_posteriors(jp: JointPotentials, marginals: bool, edge_counts: bool, threads: int) -> JointPosteriors:
+    """joint_posteriors on the constrained product, summed back onto the joint space."""
+    constrained = jp.space.constrained
+    exact = forward_backward(constrained.potentials(jp), marginals=marginals, edge_counts=edge_counts, threads=threads)
+    node = None if exact.node_marginals is None else constrained.joint_marginals(exact.node_marginals)
+    counts = None
+    if exact.edge_counts is not None:
+        per_edge = np.bincount(
+            constrained.product_edge, weights=exact.edge_counts, minlength=jp.space.product.num_edges
+        )
+        counts = product_edge_counts(jp.space, per_edge)
+    return JointPosteriors(exact.log_z, node, counts)
+
+
 def product_edge_counts(space: JointSpace, counts: np.ndarray) -> list[np.ndarray]:
     """Expected edge counts float [E_prod] of the dense cross product, summed
     into each component's (lower state, edge) counts float [L_k, E_k]."""
@@ -353,8 +541,13 @@ def joint_forward_backward(jp: JointPotentials, marginals: bool = True, threads:
 
 
 def joint_viterbi(jp: JointPotentials, threads: int = 1) -> Viterbi:
-    """Best joint state sequence [N] and its score [B], factorised."""
+    """Best joint state sequence [N] and its score [B], factorised (under a non-local
+    constraint, on :attr:`JointSpace.constrained`)."""
     _check_joint(jp, "joint_viterbi")
+    if jp.space.constraint is not None:
+        constrained = jp.space.constrained
+        best = viterbi(constrained.potentials(jp), threads=threads)
+        return Viterbi(constrained.joint_state[best.paths].astype(np.int32), best.scores)
     paths = np.empty(jp.num_tokens, dtype=np.int32)
     scores = np.empty(jp.num_sequences)
 
@@ -367,26 +560,37 @@ def joint_viterbi(jp: JointPotentials, threads: int = 1) -> Viterbi:
 
 
 def joint_kbest(jp: JointPotentials, k: int, threads: int = 1) -> KBest:
-    """The k best joint state sequences, exactly, on the dense cross product
-    (k-best lists do not factorise; this costs O(P^2) per token)."""
+    """The k best joint state sequences, exactly, on the dense cross product (under
+    a non-local constraint, the constrained one); k-best lists do not factorise,
+    this costs O(P^2) per token."""
     _check_joint(jp, "joint_kbest")
     k = check_count(k, "k")
     budget.check_work(
         k * jp.num_tokens * jp.space.num_states,
         f"joint k-best lists (k={k}) over {jp.num_tokens} tokens and {jp.space.num_states} joint states",
     )
-    return kbest(jp.to_product(), k, threads=threads)
+    if jp.space.constraint is None:
+        return kbest(jp.to_product(), k, threads=threads)
+    constrained = jp.space.constrained
+    best = kbest(constrained.potentials(jp), k, threads=threads)
+    paths = np.where(best.paths >= 0, constrained.joint_state[np.maximum(best.paths, 0)], -1).astype(np.int32)
+    return KBest(paths, best.scores, best.found)
 
 
 def joint_sample(jp: JointPotentials, num_samples: int, seed: int = 0, threads: int = 1) -> np.ndarray:
-    """int32 [num_samples, N] exact joint draws, on the dense cross product."""
+    """int32 [num_samples, N] exact joint draws, on the dense cross product (under a
+    non-local constraint, the constrained one)."""
     _check_joint(jp, "joint_sample")
     num_samples = check_count(num_samples, "num_samples")
     budget.check_work(
         num_samples * jp.num_tokens * jp.space.num_states,
         f"{num_samples} joint samples over {jp.num_tokens} tokens and {jp.space.num_states} joint states",
     )
-    return sample(jp.to_product(), num_samples, seed=seed, threads=threads)
+    if jp.space.constraint is None:
+        return sample(jp.to_product(), num_samples, seed=seed, threads=threads)
+    constrained = jp.space.constrained
+    draws = sample(constrained.potentials(jp), num_samples, seed=seed, threads=threads)
+    return constrained.joint_state[draws].astype(np.int32)
 
 
 def _check_joint(jp, what: str) -> None:

@@ -1,9 +1,10 @@
 """Separately trained CRFs composed into one joint decoder (Sutton & McCallum 2005).
 
-A chain of N >= 2 fitted :class:`~fstcrf.model.ChainCRF` models, lowest
-first, where model k > 0 was trained with ``reads=`` set to the column that
-model k-1 predicts (a chunker reading part-of-speech tags, an NER tagger
-reading chunks...).  Model k's score of a sentence depends on model k-1's
+N >= 2 fitted :class:`~fstcrf.model.ChainCRF` models, lowest first, where
+model k > 0 was trained with ``reads=`` set to the column that model k-1
+predicts (a chunker reading part-of-speech tags, an NER tagger reading
+chunks...), or, under a joint grammar, reads nothing (an independent
+tagger).  A reading model's score of a sentence depends on model k-1's
 label at each token, so the composition scores a tuple of label sequences
 (y^0, ..., y^{N-1}) by the sum of the component scores
 
@@ -11,7 +12,8 @@ label at each token, so the composition scores a tuple of label sequences
 
 over the cross product of the component state spaces, optionally restricted
 by a compatibility relation between adjacent label sets, given as a pynini
-transducer from lower to upper labels.  Optional positive ``scales`` weigh
+transducer from lower to upper labels, and by a joint grammar over the
+joint labels "a/b/..." (:func:`joint_constraint`).  Optional positive ``scales`` weigh
 the component scores (a weighted product of experts, e.g. to temper an upper
 model that was trained on gold lower labels and is overconfident about them);
 choose them on held-out data.  Decoding modes:
@@ -27,7 +29,9 @@ Joint model files hold every component (same container as a model file,
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import re
 import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, cast
@@ -37,7 +41,7 @@ import numpy as np
 
 from fstcrf.engine.budget import check_cascade
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
-from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError
+from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError, UnknownLabelError
 from fstcrf.engine.inference import (
     KBest,
     Potentials,
@@ -49,19 +53,24 @@ from fstcrf.engine.inference import (
     viterbi,
 )
 from fstcrf.engine.joint import (
+    SEPARATOR,
     JointPotentials,
     JointSpace,
     component_marginals,
     joint_emissions,
     joint_forward_backward,
     joint_viterbi,
+    tuple_labels,
 )
+from fstcrf.engine.openfst import read_acceptor, write_acceptor
+from fstcrf.engine.topology import shown_labels
+from fstcrf.grammar import Grammar, load_grammar, restrict_to, restriction_maps
 from fstcrf.corpus.labels import split_labels
 from fstcrf.model.chain import ChainCRF, save_model
 from fstcrf.model.fitting import check_fitted
 from fstcrf.model.file import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
 from fstcrf.learn.objective import BLOCK_CELLS
-from fstcrf.engine.acceptor import is_fst
+from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.extras import require
 
 if TYPE_CHECKING:
@@ -109,10 +118,14 @@ def compatibility_pairs(lower_labels: Sequence[str], upper_labels: Sequence[str]
 class JointModel:
     """Fitted models composed into a chain, lowest first (see the module doc).
 
-    Attributes: ``components`` (the ChainCRFs), ``space`` (the
-    :class:`~fstcrf.engine.joint.JointSpace` of their topologies), ``compatibility``
-    (per adjacent pair, bool [L_{k-1}, L_k] allowed label pairs, or None),
-    ``scales`` (float [N], each component's score weight) and ``threads``.
+    Attributes: ``components`` (the ChainCRFs), ``topologies`` (each one's
+    decoding topology: its own, restricted to its training grammar if it has
+    one), ``space`` (the :class:`~fstcrf.engine.joint.JointSpace` of the
+    topologies), ``compatibility`` (per adjacent pair, bool [L_{k-1}, L_k]
+    allowed label pairs, or None), ``constraint`` (the joint grammar's
+    Acceptor over the joint labels ``space.labels``, or None), ``grammar``
+    (its name, or None), ``scales`` (float [N], each component's score
+    weight) and ``threads``.  ``space.decoder`` says how decoding runs.
     """
 
     def __init__(
@@ -121,13 +134,30 @@ class JointModel:
         compatibility: Sequence[np.ndarray | None] | None = None,
         threads: int = 2,
         scales: Sequence[float] | None = None,
+        constraint: Acceptor | None = None,
+        grammar: str | None = None,
     ):
         self.components = tuple(components)
         self.threads = threads
         self.scales = _check_scales(scales, len(self.components))
         self.compatibility = list(compatibility) if compatibility is not None else [None] * (len(self.components) - 1)
-        _check_chain(self.components, self.compatibility)
-        self.space = JointSpace([model.topology_ for model in self.components], self._allowed_states())
+        check_components(self.components, self.compatibility, independent=constraint is not None)
+        self.constraint = constraint
+        self.grammar = grammar
+        self.topologies = tuple(model.scorer().decoding_topology() for model in self.components)
+        self.space = JointSpace(list(self.topologies), self._allowed_states(), constraint)
+
+    def restriction(self, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(int [S'_k] state, int [E'_k] edge of ``topology_`` behind each state and
+        edge of component k's decoding topology), or None when they are the same."""
+        model, topology = self.components[k], self.topologies[k]
+        return None if topology is model.topology_ else restriction_maps(model.topology_, topology)
+
+    def _restricted(self, k: int, scores: np.ndarray, edges: bool = False) -> np.ndarray:
+        """Component k's state scores [..., S_k] (``edges``: edge scores [..., E_k]) on
+        its decoding topology's S'_k states (E'_k edges)."""
+        maps = self.restriction(k)
+        return scores if maps is None else scores[..., maps[1] if edges else maps[0]]
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -138,13 +168,13 @@ class JointModel:
         """bool [P] joint states whose adjacent labels the compatibility relations admit."""
         if all(pairs is None for pairs in self.compatibility):
             return None
-        sizes = [model.topology_.num_states for model in self.components]
+        sizes = [topology.num_states for topology in self.topologies]
         allowed = np.ones(sizes, dtype=bool)
         for k, pairs in enumerate(self.compatibility, start=1):
             if pairs is None:
                 continue
-            lower = self.components[k - 1].topology_.state_label
-            upper = self.components[k].topology_.state_label
+            lower = self.topologies[k - 1].state_label
+            upper = self.topologies[k].state_label
             shape = [1] * len(sizes)
             shape[k - 1], shape[k] = sizes[k - 1], sizes[k]
             allowed &= pairs[np.ix_(lower, upper)].reshape(shape)
@@ -157,6 +187,11 @@ class JointModel:
         (``k`` is the list length of mode "kbest")."""
         if mode not in MODES:
             raise FstcrfError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if mode != "joint" and self.constraint is not None:
+            raise CompositionError(
+                f"mode {mode!r} decodes one model after another and cannot keep to the joint grammar "
+                f"{self.grammar}; decode with mode 'joint'"
+            )
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise FstcrfError(f"k must be a positive integer, got {k!r}")
         sentences = as_sentences(corpus, "JointModel.predict")
@@ -174,7 +209,7 @@ class JointModel:
             per_thread = -(-num_tokens // (threads * FEATURE_TOKENS))
             blocks = _blocks(sentences, -(-num_tokens // (threads * per_thread)))
         else:  # per hypothesis, one component's [n, S_k] scores and tables [n, S_k, k]
-            cells_per_token = max(model.topology_.num_states for model in self.components) * (
+            cells_per_token = max(topology.num_states for topology in self.topologies) * (
                 int(k) if mode == "kbest" else 1
             )
             blocks = _blocks(sentences, max(1, BLOCK_CELLS // cells_per_token))
@@ -182,7 +217,7 @@ class JointModel:
             check_cascade(
                 int(k) if mode == "kbest" else 1,
                 max(sum(len(s) for s in sentences[first:last]) for first, last in blocks),
-                [model.topology_.num_states for model in self.components],
+                [topology.num_states for topology in self.topologies],
             )
         per_block = run_parallel(
             lambda plan: [decode(sentences[first:last]) for first, last in plan], _spread(blocks, self.threads)
@@ -208,10 +243,13 @@ class JointModel:
             [scores if scale == 1.0 else scale * scores for scale, scores in zip(self.scales, component_emissions)],
         )
         first = self.components[0]
-        transitions = [self.scales[0] * first.weights_[first.features_.num_features :]]
-        for scale, lower, model in zip(self.scales[1:], self.components, self.components[1:]):
+        transitions = [self.scales[0] * self._restricted(0, first.weights_[first.features_.num_features :], edges=True)]
+        for k in range(1, len(self.components)):
             # [S_{k-1}, E_k]: the transition scores under each lower state's label
-            transitions.append(scale * model.transition_scores(lower.labels_)[lower.topology_.state_label])
+            by_label = self.components[k].transition_scores(self.components[k - 1].labels_)
+            transitions.append(
+                self.scales[k] * self._restricted(k, by_label[self.topologies[k - 1].state_label], edges=True)
+            )
         return JointPotentials(self.space, emissions, [len(s) for s in sentences], transitions)
 
     @blas_single_threaded()
@@ -224,35 +262,45 @@ class JointModel:
             block = sentences[first:last]
             _, node = joint_forward_backward(self.potentials(block))
             for k, (model, states) in enumerate(zip(self.components, component_marginals(self.space, node))):
-                by_label = np.zeros((model.topology_.num_states, len(model.labels_)))
-                by_label[np.arange(model.topology_.num_states), model.topology_.state_label] = 1.0
+                topology = self.topologies[k]
+                by_label = np.zeros((topology.num_states, len(model.labels_)))
+                by_label[np.arange(topology.num_states), topology.state_label] = 1.0
                 result[k] += np.split(states @ by_label, np.cumsum([len(s) for s in block])[:-1])
         return result
 
     def _component_scorer(self, sentences: list[Sentence], clock: PhaseClock) -> Callable[[int, int], list[np.ndarray]]:
         """Extract every component's features of ``sentences`` once; the function returned
-        gives the component emissions of sentences first..last-1 (n tokens): component
-        0 float [n, S_0], component k float [n, S_{k-1}, S_k], the emissions of each
-        state given the lower component's state."""
+        gives the component emissions of sentences first..last-1 (n tokens) on the
+        decoding topologies: float [n, S_k] for a component that reads nothing, float
+        [n, S_{k-1}, S_k] for one that reads the lower labels (the emissions of each
+        state given the lower component's state)."""
         offsets = lengths_to_offsets([len(sentence) for sentence in sentences])
-        lowest = self.components[0]
-        with clock.phase(f"features and emissions: {lowest.target_}"):
-            lowest_scores = lowest.potentials(sentences).emissions  # [N, S_0]
-        readers = []
-        for lower, model in zip(self.components, self.components[1:]):
+        # per component: (phase, its scores [N, S_k]) or (phase, reading model, features, lower state labels)
+        parts: list[tuple] = []
+        for k, model in enumerate(self.components):
+            if model.reads is None:
+                phase = f"features and emissions: {model.target_}"
+                with clock.phase(phase):
+                    parts.append((phase, self._restricted(k, model.potentials(sentences).emissions)))
+                continue
+            lower, state_label = self.components[k - 1], self.topologies[k - 1].state_label
             phase = f"features and emissions: {model.target_} under each {lower.target_} label"
             with clock.phase(phase):
                 features = model.reading_features(sentences, lower.labels_)
-            state_label = lower.topology_.state_label
             one_state_per_label = np.array_equal(state_label, np.arange(len(lower.labels_)))
-            readers.append((phase, model, features, None if one_state_per_label else state_label))
+            parts.append((phase, model, features, None if one_state_per_label else state_label))
 
         def emissions(first: int, last: int) -> list[np.ndarray]:
-            scores = [lowest_scores[offsets[first] : offsets[last]]]
-            for phase, model, features, state_label in readers:
+            scores = []
+            for k, part in enumerate(parts):
+                if len(part) == 2:
+                    scores.append(part[1][offsets[first] : offsets[last]])
+                    continue
+                phase, model, features, state_label = part
                 with clock.phase(phase):
                     by_label = model.reading_block(features, first, last)  # [n, L_{k-1}, S_k]
-                    scores.append(by_label if state_label is None else by_label[:, state_label, :])
+                    by_state = by_label if state_label is None else by_label[:, state_label, :]
+                    scores.append(self._restricted(k, by_state))
             return scores
 
         return emissions
@@ -271,8 +319,8 @@ class JointModel:
                 paths = joint_viterbi(jp).paths
             with clock.phase("labels"):
                 states = self.space.component_states(paths)
-                for k, model in enumerate(self.components):
-                    labels[k] += split_labels(model.topology_, states[:, k], jp.offsets)
+                for k, topology in enumerate(self.topologies):
+                    labels[k] += split_labels(topology, states[:, k], jp.offsets)
         return labels
 
     @blas_single_threaded()
@@ -318,32 +366,37 @@ class JointModel:
             paths = np.stack([stacked[chosen[:, j], :, columns].T for j in range(order.shape[1])])
             scores = np.take_along_axis(total, order, axis=1)
         states, offsets = paths[0], lengths_to_offsets(lengths)
-        return [split_labels(model.topology_, states[level], offsets) for level, model in enumerate(self.components)]
+        return [split_labels(topology, states[level], offsets) for level, topology in enumerate(self.topologies)]
 
     def _level_potentials(self, level: int, sentences: list[Sentence], lower_paths: np.ndarray) -> Potentials:
-        """Potentials of component ``level`` with the lower component's labels set by a
-        hypothesis (its states [level, n]); -1 states (no such hypothesis) read label 0."""
-        model = self.components[level]
+        """Potentials of component ``level`` on its decoding topology, with the lower
+        component's labels set by a hypothesis (its states [level, n]); -1 states (no
+        such hypothesis) read label 0."""
         if level == 0:
-            return model.potentials(sentences)
-        lower = self.components[level - 1]
+            return self._decoding_potentials(0, sentences)
+        model, lower_topology = self.components[level], self.topologies[level - 1]
         lower_states = np.maximum(lower_paths[level - 1], 0)
-        lower_labels = lower.topology_.state_label[lower_states]
+        lower_labels = lower_topology.state_label[lower_states]
         offsets = lengths_to_offsets([len(sentence) for sentence in sentences])
-        pot = model.potentials(
-            [
-                sentence.with_column(cast(str, model.reads), labels)  # every upper model reads (check_chain)
-                for sentence, labels in zip(sentences, split_labels(lower.topology_, lower_states, offsets))
-            ]
+        read = split_labels(lower_topology, lower_states, offsets)
+        # every upper model reads (check_components; cascades are refused under a joint grammar)
+        pot = self._decoding_potentials(
+            level, [sentence.with_column(cast(str, model.reads), labels) for sentence, labels in zip(sentences, read)]
         )
         pairs = self.compatibility[level - 1]
         if pairs is None:
             return pot
-        return pot.clamp(pairs[lower_labels][:, model.topology_.state_label])
+        return pot.clamp(pairs[lower_labels][:, self.topologies[level].state_label])
+
+    def _decoding_potentials(self, k: int, sentences: list[Sentence]) -> Potentials:
+        """Component k's potentials of ``sentences`` on its decoding topology."""
+        pot = self.components[k].potentials(sentences)
+        return pot if self.restriction(k) is None else restrict_to(pot, self.topologies[k]).potentials
 
     # -- files -----------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
-        """Write every component and the compatibility relations to one file, atomically."""
+        """Write every component, the compatibility relations and the joint grammar's
+        acceptor (OpenFst bytes) to one file, atomically."""
         headers, arrays = [], {}
         for k, model in enumerate(self.components):
             header, component_arrays = model.to_payload()
@@ -352,7 +405,11 @@ class JointModel:
         for k, pairs in enumerate(self.compatibility, start=1):
             if pairs is not None:
                 arrays[f"compatibility.{k}"] = pairs.astype(np.uint8).ravel()
-        write_container(path, JOINT_KIND, {"components": headers, "scales": list(self.scales)}, arrays)
+        described = {"components": headers, "scales": list(self.scales)}
+        if self.constraint is not None:
+            arrays["joint_constraint"] = np.frombuffer(write_acceptor(self.constraint), dtype=np.uint8)
+            described["joint_grammar"] = self.grammar
+        write_container(path, JOINT_KIND, described, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> JointModel:
@@ -412,8 +469,10 @@ def _check_scales(scales, count: int) -> list[float]:
     return values
 
 
-def _check_chain(models: Sequence[ChainCRF], compatibility: list) -> None:
-    """Raise CompositionError unless the models form a chain of readers."""
+def check_components(models: Sequence[ChainCRF], compatibility: list, independent: bool = False) -> None:
+    """Raise CompositionError unless every model but the first reads the labels of
+    the one below it, or, with ``independent`` (under a joint grammar), reads them or
+    nothing."""
     if len(models) < 2:
         raise CompositionError(f"composition needs at least two models, got {len(models)}")
     if len(compatibility) != len(models) - 1:
@@ -423,11 +482,6 @@ def _check_chain(models: Sequence[ChainCRF], compatibility: list) -> None:
         )
     for k, model in enumerate(models):
         check_fitted(model)
-        if model.constraint_ is not None:
-            raise CompositionError(
-                f"model {k} ({model.target_}) was trained under a grammar; composing "
-                "grammar-trained models is not supported"
-            )
         if k == 0:
             if model.reads is not None:
                 raise CompositionError(
@@ -436,10 +490,11 @@ def _check_chain(models: Sequence[ChainCRF], compatibility: list) -> None:
                 )
             continue
         lower = models[k - 1]
-        if model.reads is None:
+        if model.reads is None and not independent:
             raise CompositionError(
                 f"model {k} ({model.target_}) does not read the labels of model {k - 1} "
-                f"({lower.target_}); train it with --reads {lower.target_}"
+                f"({lower.target_}); train it with --reads {lower.target_}, or tie models "
+                "that read nothing from each other with a joint grammar (--joint)"
             )
         never = sorted(set(model.lower_labels_ or ()) - set(lower.labels_))
         if never:
@@ -463,19 +518,63 @@ def _check_chain(models: Sequence[ChainCRF], compatibility: list) -> None:
             )
 
 
+def joint_constraint(models: Sequence[ChainCRF], grammar: Grammar | str | os.PathLike) -> Acceptor:
+    """The joint grammar (a Grammar, a shipped grammar's name or a .fgr path) compiled
+    over the joint labels "a/b/..." of the models' labels, in model order (needs pynini).
+
+    LabelError for a model label holding "/"; UnknownLabelError naming the model for
+    a joint label or class that matches no label tuple; GrammarError otherwise."""
+    from fstcrf.engine.bounded import as_arrays
+    from fstcrf.grammar.compiler import compile_grammar
+
+    labels = tuple_labels(
+        [model.labels_ for model in models], [f"model {k} ({m.target_})" for k, m in enumerate(models)]
+    )
+    grammar = grammar if isinstance(grammar, Grammar) else load_grammar(os.fspath(grammar))
+    try:
+        return as_arrays(compile_grammar(grammar, labels), "the joint grammar")
+    except UnknownLabelError as error:
+        raise UnknownLabelError(f"{error}{_missing_parts(str(error), models)}") from None
+
+
+def _missing_parts(message: str, models: Sequence[ChainCRF]) -> str:
+    """Which model lacks which part of the joint label or class an UnknownLabelError names."""
+    found = re.search(r"unknown label (['\"])(.*?)\1", message) or re.search(
+        r"(\[\^?)([^\]]*)\] matches no label", message
+    )
+    if found is None:
+        return ""
+    reasons = []
+    for pattern in found.group(2).split():
+        parts = pattern.split(SEPARATOR)
+        if len(parts) != len(models):
+            reasons.append(f"{pattern} has {len(parts)} parts for {len(models)} models")
+            continue
+        for k, (part, model) in enumerate(zip(parts, models)):
+            glob = re.sub(r"\{\w+\}", "*", part.strip('"'))
+            if not any(fnmatch.fnmatchcase(label, glob) for label in model.labels_):
+                reasons.append(
+                    f"model {k} ({model.target_}) has no label {part} (its labels: {shown_labels(model.labels_)})"
+                )
+    return f"; joint labels are the models' labels joined by {SEPARATOR!r}: {'; '.join(reasons)}" if reasons else ""
+
+
 def compose(
     models: Sequence[ChainCRF],
     compatibility: Sequence[pynini.Fst | np.ndarray | None] | None = None,
     threads: int = 2,
     scales: Sequence[float] | None = None,
+    joint: Grammar | str | os.PathLike | None = None,
 ) -> JointModel:
     """Compose fitted models, lowest first, into a :class:`JointModel`.
 
     ``compatibility`` gives, per adjacent pair, None, a pynini transducer from
     lower to upper labels (see :func:`compatibility_pairs`) or a bool
-    [L_lower, L_upper] array.  Raises CompositionError naming the problem when
-    the models do not form a chain (e.g. a model reads labels the lower one
-    never produces)."""
+    [L_lower, L_upper] array.  ``joint``, a joint grammar (see
+    :func:`joint_constraint`), restricts the label tuples; models under one may
+    read nothing from each other.  Raises CompositionError naming the problem
+    when the models do not fit together (e.g. a model reads labels the lower one
+    never produces, or the joint grammar leaves no joint path)."""
     models = list(models)
     relations = list(compatibility) if compatibility is not None else [None] * max(len(models) - 1, 0)
     pairs = []
@@ -485,7 +584,14 @@ def compose(
                 raise CompositionError(f"{len(relations)} compatibility relations for {len(models)} models")
             relation = compatibility_pairs(models[k - 1].labels_, models[k].labels_, relation)
         pairs.append(None if relation is None else np.asarray(relation, dtype=bool))
-    return JointModel(models, pairs, threads, scales)
+    if joint is None:
+        return JointModel(models, pairs, threads, scales)
+    if len(models) < 2:
+        raise CompositionError(f"composition needs at least two models, got {len(models)}")
+    for model in models:
+        check_fitted(model)
+    name = joint.source if isinstance(joint, Grammar) else os.fspath(joint)
+    return JointModel(models, pairs, threads, scales, joint_constraint(models, joint), name)
 
 
 def jackknife(corpus: Corpus, model: ChainCRF, target: str, folds: int = 5) -> Corpus:
@@ -530,8 +636,17 @@ def _joint_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str)
                 f"{where}: compatibility relation {k} has {flat.size} entries, expected {shape[0] * shape[1]}"
             )
         compatibility.append(None if flat is None else flat.reshape(shape).astype(bool))
+    constraint = None
+    if "joint_constraint" in arrays:
+        constraint = read_acceptor(arrays["joint_constraint"].tobytes(), f"{where}: the joint grammar's acceptor")
     try:
-        return JointModel(components, compatibility, scales=header.get("scales"))
+        return JointModel(
+            components,
+            compatibility,
+            scales=header.get("scales"),
+            constraint=constraint,
+            grammar=header.get("joint_grammar"),
+        )
     except CompositionError as error:
         raise ModelFileError(f"{where}: the composed models no longer fit together: {error}") from None
 

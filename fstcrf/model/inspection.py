@@ -243,6 +243,9 @@ def info_text(model: ChainCRF | JointModel, path: str | os.PathLike | None = Non
         return "\n".join(lines + _field_lines(_model_info(model))) + "\n"
     components = model.components
     lines.append(f"composition of {len(components)} models, lowest first: {' -> '.join(model.targets)}")
+    if model.grammar is not None:
+        lines.append(f"joint grammar: {model.grammar}")
+    lines.append(f"decoder: {model.space.decoder} ({model.space.num_states} joint states)")
     for k, component in enumerate(components):
         relation = (
             ""

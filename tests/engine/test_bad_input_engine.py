@@ -164,6 +164,8 @@ def test_from_acceptor_budgets_model_states():
 @pytest.mark.pynini
 def test_shipped_grammars_compile_within_the_default_budget():
     for name in shipped_grammars():
+        if name in ("nest", "no_overlap"):  # joint grammars: tests/model/test_joint_grammar.py
+            continue
         params = {"X": "NP"} if name.startswith("at_") else None
         topologies = [bioes(CHUNK_TYPES)] if name == "bioes" else [iob2(CHUNK_TYPES), second_order(CHUNK_LABELS)]
         for topology in topologies:

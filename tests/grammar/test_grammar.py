@@ -420,7 +420,7 @@ def test_unreadable_import(tmp_path):
 
 
 def test_shipped_grammar_files():
-    names = ("at_least_one", "at_most_one", "bioes", "iob2", "second_order")
+    names = ("at_least_one", "at_most_one", "bioes", "iob2", "nest", "no_overlap", "second_order")
     assert shipped_grammars() == names
     for name in names:
         text = (SHIPPED_DIR / f"{name}.fgr").read_text()
