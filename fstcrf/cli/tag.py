@@ -100,11 +100,7 @@ def _timed(items, name: str):
 def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
     """Refuse --nbest, --marginals and --entity-probabilities with a composed model or with
     options they exclude."""
-    for option, given in (
-        ("--nbest", args.nbest is not None),
-        ("--marginals", args.marginals),
-        ("--entity-probabilities", args.entity_probabilities),
-    ):
+    for option, given in (("--nbest", args.nbest is not None), ("--marginals", args.marginals)):
         if not given:
             continue
         if composed:
@@ -116,8 +112,8 @@ def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
             "--nbest ranks the sequences of the model's own distribution (under its training "
             "grammar, if any); --grammar is not applied to it"
         )
-    if args.temperature != 1.0 and not args.entity_probabilities:
-        LOG.warning("--temperature is ignored: it applies to --entity-probabilities, which is not given")
+    if args.temperature != 1.0 and (composed or not args.entity_probabilities):
+        LOG.warning("--temperature is ignored: it applies to --entity-probabilities of a single model")
     if args.entity_probabilities and args.nonlocal_model:
         raise FstcrfError(
             "--entity-probabilities are exact under the model's chain distribution; --nonlocal "
@@ -195,7 +191,9 @@ def _tag_columns(model, batch, args: argparse.Namespace, composed: bool, options
         extra = [predict_with_progress(model, batch, args, options)]
     if args.marginals:
         extra.append(_marginal_column(model, batch, extra[0], options))
-    if args.entity_probabilities:
+    if args.entity_probabilities and composed:
+        extra += [_joint_entity_column(model, batch, extra[k], k) for k in model.chunk_components()]
+    elif args.entity_probabilities:
         extra.append(_entity_probability_column(model, batch, extra[0], options, args.temperature))
     return extra
 
@@ -249,6 +247,19 @@ def _entity_probability_column(
     probabilities = model.span_probabilities(
         corpus, spans, options.get("grammar"), options.get("params"), temperature=temperature
     )
+    return _spread_over_tokens(predicted, spans, probabilities)
+
+
+def _joint_entity_column(model, corpus, predicted: list[list[str]], component: int) -> list[list[str]]:
+    """--entity-probabilities of a composed model's component (see _entity_probability_column)."""
+    from fstcrf.engine.spans import path_chunks
+
+    spans = [path_chunks(labels) for labels in predicted]
+    return _spread_over_tokens(predicted, spans, model.span_probabilities(corpus, spans, component))
+
+
+def _spread_over_tokens(predicted: list[list[str]], spans: list, probabilities: list) -> list[list[str]]:
+    """Each span's probability on its tokens, 4 decimals, _ elsewhere [B][T]."""
     column = []
     for labels, sentence_spans, values in zip(predicted, spans, probabilities):
         cells = [OUTSIDE_ENTITIES] * len(labels)
@@ -392,10 +403,12 @@ def add_parsers(commands) -> None:
     tag.add_argument(
         "--entity-probabilities",
         action="store_true",
-        help="single models with chunk labels (IOB1, IOB2, BIOES): after the predicted label "
+        help="models with chunk labels (IOB1, IOB2, BIOES): after the predicted label "
         "(and --marginals), a column holding, on every token of each predicted entity, the "
         "exact probability that the output has that entity (same span, same type), 4 "
-        "decimals; _ on tokens outside entities (default: off)",
+        "decimals; _ on tokens outside entities. A composed model gets one such column per "
+        "component with chunk labels, after the label columns, from the joint lattice "
+        "(default: off)",
     )
     tag.add_argument(
         "--temperature",

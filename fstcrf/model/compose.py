@@ -41,7 +41,14 @@ import numpy as np
 
 from fstcrf.engine.budget import check_cascade
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
-from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError, UnknownLabelError
+from fstcrf.errors import (
+    CompositionError,
+    FstcrfError,
+    InfeasibleError,
+    LabelError,
+    ModelFileError,
+    UnknownLabelError,
+)
 from fstcrf.engine.inference import (
     KBest,
     Potentials,
@@ -63,6 +70,7 @@ from fstcrf.engine.joint import (
     tuple_labels,
 )
 from fstcrf.engine.openfst import read_acceptor, write_acceptor
+from fstcrf.engine.spans import Entity, chunk_parts, entity_probabilities, joint_state_labels, path_chunks
 from fstcrf.engine.topology import shown_labels
 from fstcrf.grammar import Grammar, load_grammar, restrict_to, restriction_maps
 from fstcrf.corpus.labels import split_labels
@@ -266,6 +274,57 @@ class JointModel:
                 by_label = np.zeros((topology.num_states, len(model.labels_)))
                 by_label[np.arange(topology.num_states), topology.state_label] = 1.0
                 result[k] += np.split(states @ by_label, np.cumsum([len(s) for s in block])[:-1])
+        return result
+
+    def chunk_components(self) -> list[int]:
+        """The components whose labels are chunk labels (IOB1, IOB2, BIOES): those that have entities."""
+        chunked = []
+        for k, model in enumerate(self.components):
+            try:
+                for label in model.labels_:
+                    chunk_parts(label)
+            except LabelError:
+                continue
+            chunked.append(k)
+        return chunked
+
+    @blas_single_threaded()
+    def span_probabilities(
+        self, corpus: Corpus | Sequence[Sentence], spans: Sequence[Sequence[tuple[int, int, str]]], component: int
+    ) -> list[np.ndarray]:
+        """float [len(spans[b])] per sentence b: the exact probability under the joint
+        model (and its joint grammar) that component ``component``'s output has a chunk
+        of the given type over tokens first..last (inclusive), computed on the dense
+        product lattice."""
+        sentences = as_sentences(corpus, "JointModel.span_probabilities")
+        if not 0 <= component < len(self.components):
+            raise CompositionError(f"component must be in [0, {len(self.components)}), got {component!r}")
+        if len(spans) != len(sentences):
+            raise CompositionError(f"expected spans for {len(sentences)} sentences, got {len(spans)}")
+        labels = joint_state_labels(self.space, component)
+        if self.space.constraint is not None:
+            labels = [labels[state] for state in self.space.constrained.joint_state]
+        result: list[np.ndarray] = []
+        for first, last in _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states)):
+            jp = self.potentials(sentences[first:last])
+            pot = self.space.constrained.potentials(jp) if self.space.constraint is not None else jp.to_product()
+            result += entity_probabilities(pot, labels, spans[first:last])
+        return result
+
+    def predict_spans(self, corpus: Corpus | Sequence[Sentence]) -> list[list[list[Entity]] | None]:
+        """Per component, the entities of each sentence's jointly decoded labels with
+        their exact probabilities under the joint model [N][B][entities]; None for a
+        component whose labels are not chunk labels (e.g. part-of-speech tags)."""
+        sentences = as_sentences(corpus, "JointModel.predict_spans")
+        decoded = self.predict(sentences)
+        result: list[list[list[Entity]] | None] = [None] * len(self.components)
+        for k in self.chunk_components():
+            spans = [path_chunks(labels) for labels in decoded[k]]
+            probabilities = self.span_probabilities(sentences, spans, k)
+            result[k] = [
+                [Entity(first, last, chunk_type, float(p)) for (first, last, chunk_type), p in zip(found, values)]
+                for found, values in zip(spans, probabilities)
+            ]
         return result
 
     def _component_scorer(self, sentences: list[Sentence], clock: PhaseClock) -> Callable[[int, int], list[np.ndarray]]:

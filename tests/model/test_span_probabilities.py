@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fstcrf.cli import main
-from fstcrf.corpus.conll import Corpus, read_conll
+from fstcrf.corpus.conll import Corpus, Sentence, read_conll
 from fstcrf.corpus.schemes import read_chunks
 from fstcrf.model import ChainCRF
 
@@ -91,11 +91,55 @@ def test_tag_refuses_entity_probabilities_with_other_outputs(demo_chunker, tmp_p
     assert message in capsys.readouterr().err
 
 
-def test_tag_refuses_entity_probabilities_of_a_composed_model(demo_joint, capsys):
-    from conftest import DEMO_TRAIN
+def test_joint_span_probabilities_are_the_sums_over_every_joint_label_sequence(chunker, sentences):
+    """Two chunkers under the shipped nest grammar (the product decoder): every span of
+    each component against all joint label sequences of a two-token sentence."""
+    pytest.importorskip("pynini")
+    from fstcrf.engine.joint import joint_forward_backward, joint_kbest
+    from fstcrf.model.compose import compose
 
-    assert main(["-q", "tag", str(demo_joint), str(DEMO_TRAIN), "--entity-probabilities"]) != 0
-    assert "--entity-probabilities applies to single models" in capsys.readouterr().err
+    joint = compose([chunker, chunker], joint="nest")
+    assert joint.space.decoder.startswith("product")
+    first = sentences[0]
+    short = Corpus(sentences.column_names, [Sentence({name: first[name][:2] for name in COLUMNS})])
+    jp = joint.potentials(short)
+    log_z, _ = joint_forward_backward(jp)
+    best = joint_kbest(jp, jp.space.num_states**2)
+    types = sorted({label[2:] for label in chunker.labels_ if label != "O"})
+    spans = [(i, j, x) for i in range(2) for j in range(i, 2) for x in types]
+    for k in range(2):
+        expected = dict.fromkeys(spans, 0.0)
+        total = 0.0
+        for score, states in zip(best.scores[0, : best.found[0]], best.paths[: best.found[0]]):
+            probability = float(np.exp(score - log_z[0]))
+            total += probability
+            labels = [
+                chunker.labels_[chunker.topology_.state_label[s]] for s in jp.space.component_states(states)[:, k]
+            ]
+            for span in read_chunks(labels):
+                expected[span] += probability
+        assert total == pytest.approx(1.0)
+        [got] = joint.span_probabilities(short, [spans], k)
+        np.testing.assert_allclose(got, [expected[span] for span in spans], atol=1e-9)
+
+
+def test_tag_writes_a_column_per_chunking_component_of_a_composed_model(demo_joint, tmp_path):
+    from conftest import DEMO_TRAIN
+    from fstcrf.model.compose import load_joint
+
+    source = tmp_path / "in.txt"
+    source.write_text("\n\n".join(DEMO_TRAIN.read_text().split("\n\n")[:10]) + "\n")
+    output = tmp_path / "out.txt"
+    assert main(["-q", "tag", str(demo_joint), str(source), "--entity-probabilities", "-o", str(output)]) == 0
+    joint = load_joint(demo_joint)
+    assert joint.chunk_components() == [1]
+    tagged = read_conll(output, (*COLUMNS, "pos_predicted", "chunk_predicted", "probability"))
+    entities = joint.predict_spans(read_conll(source, COLUMNS))
+    assert entities[0] is None
+    for sentence, found in zip(tagged, entities[1]):
+        assert read_chunks(sentence["chunk_predicted"]) == [e[:3] for e in found]
+        for entity in found:
+            assert sentence["probability"][entity.first] == f"{entity.probability:.4f}"
 
 
 def test_the_fitted_temperature_maximises_the_held_out_likelihood(chunker, sentences):
