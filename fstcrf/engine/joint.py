@@ -128,6 +128,10 @@ class JointSpace:
                 self.constraint = constraint
                 self.constrained  # built now: CompositionError if no joint path is left
 
+    def __setstate__(self, state: dict) -> None:
+        """Unpickle, also a JointSpace pickled by 0.1 (which had no joint constraint)."""
+        self.__dict__.update({"constraint": None, **state})
+
     def _check_constraint(self, constraint) -> None:
         check_type(constraint, Acceptor, "constraint", "an Acceptor over the joint labels")
         if constraint.start < 0 or not constraint.is_deterministic():

@@ -155,6 +155,14 @@ class JointModel:
         self.topologies = tuple(model.scorer().decoding_topology() for model in self.components)
         self.space = JointSpace(list(self.topologies), self._allowed_states(), constraint)
 
+    def __setstate__(self, state: dict) -> None:
+        """Unpickle, also a JointModel pickled by 0.1 (no joint grammar; its components
+        were never trained under grammars, so each decodes on its own topology)."""
+        if "topologies" not in state:
+            state = {**state, "constraint": None, "grammar": None}
+            state["topologies"] = tuple(model.topology_ for model in state["components"])
+        self.__dict__.update(state)
+
     def restriction(self, k: int) -> tuple[np.ndarray, np.ndarray] | None:
         """(int [S'_k] state, int [E'_k] edge of ``topology_`` behind each state and
         edge of component k's decoding topology), or None when they are the same."""
