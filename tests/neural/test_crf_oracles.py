@@ -17,8 +17,9 @@ ENGINES = ("kernel", "torch")
 KINDS = ("full", "iob2", "bioes", "order2", "iob2-order2", "iob1")
 
 
-def layer(kind: str, rng: np.random.Generator) -> CRF:
-    """A layer of the given kind with random scores (labels in a random order)."""
+def layer(kind: str, rng: np.random.Generator, engine: str | None = None) -> CRF:
+    """A layer of the given kind with random scores (labels in a random order), running
+    on ``engine`` when one is given."""
     if kind == "full":
         crf = CRF(int(rng.integers(1, 5)), batch_first=True)
     else:
@@ -36,6 +37,8 @@ def layer(kind: str, rng: np.random.Generator) -> CRF:
     with torch.no_grad():
         for parameter in crf.parameters():
             parameter.copy_(torch.from_numpy(rng.normal(size=parameter.shape)))
+    if engine is not None:
+        crf.engine = engine
     return crf.double()
 
 
@@ -64,8 +67,7 @@ def instance(crf: CRF, rng: np.random.Generator, max_length: int = 4):
 @given(kind=st.sampled_from(KINDS), seed=st.integers(0, 2**32 - 1))
 def test_inference_equals_enumeration(engine, kind, seed):
     rng = np.random.default_rng(seed)
-    crf = layer(kind, rng)
-    crf.engine = engine
+    crf = layer(kind, rng, engine)
     emissions, mask, oracles, tags = instance(crf, rng)
     log_z = crf.log_partition(emissions, mask).detach().numpy()
     np.testing.assert_allclose(log_z, [o.log_z for o in oracles], rtol=0, atol=1e-9)
@@ -97,8 +99,7 @@ def test_inference_equals_enumeration(engine, kind, seed):
 def test_gradient_is_observed_minus_expected(engine, kind, seed):
     """d llh / d emission[t, l] = [gold tag at t is l] - p(tag l at t)."""
     rng = np.random.default_rng(seed)
-    crf = layer(kind, rng)
-    crf.engine = engine
+    crf = layer(kind, rng, engine)
     emissions, mask, oracles, tags = instance(crf, rng)
     emissions.requires_grad_(True)
     crf(emissions, tags, mask).backward()
@@ -114,8 +115,7 @@ def test_gradient_is_observed_minus_expected(engine, kind, seed):
 @pytest.mark.parametrize("reduction", ["none", "sum", "mean", "token_mean"])
 def test_gradcheck(engine, kind, reduction):
     rng = np.random.default_rng(7)
-    crf = layer(kind, rng)
-    crf.engine = engine
+    crf = layer(kind, rng, engine)
     emissions, mask, _, tags = instance(crf, rng, max_length=5)
     names = [name for name, _ in crf.named_parameters()]
     inputs = [emissions.clone().requires_grad_(True)] + [
@@ -169,8 +169,7 @@ def test_engines_agree_on_a_larger_batch(kind):
 def test_samples_follow_the_distribution(engine, kind):
     """Chi-square of 20,000 draws of each sequence against the enumerated probabilities."""
     rng = np.random.default_rng(3)
-    crf = layer(kind, rng)
-    crf.engine = engine
+    crf = layer(kind, rng, engine)
     emissions, mask, oracles, _ = instance(crf, rng, max_length=3)
     draws = crf.sample(emissions, 20000, mask, seed=5)
     assert draws.shape == (20000, *mask.shape)
