@@ -3,19 +3,12 @@ is skipped, with the reason, in the CI leg without pynini (FSTCRF_WITHOUT_PYNINI
 and fails elsewhere under CI, where pynini must be installed.  A module whose other
 tests run without pynini marks the tests that need it ``@pytest.mark.pynini``."""
 
-import os
-
-import pytest
-
 from fstcrf.extras import install_hint
+
+from needs import import_or_skip
 
 REASON = f"needs pynini, which compiles grammars and exports lattices: {install_hint('pynini')}"
 
-try:
-    import pynini
-except ImportError:
-    if os.environ.get("CI") == "true" and os.environ.get("FSTCRF_WITHOUT_PYNINI") != "1":
-        pytest.fail(f"pynini is missing outside the CI leg without it; {REASON}", pytrace=False)
-    pytest.skip(REASON, allow_module_level=True)
+pynini = import_or_skip("pynini", REASON)
 
 __all__ = ["REASON", "pynini"]
