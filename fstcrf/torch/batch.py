@@ -86,23 +86,11 @@ def read_batch(emissions, num_tags: int, batch_first: bool, tags=None, mask=None
     if not emissions.is_floating_point():
         raise ArgumentTypeError(f"emissions must be a floating-point tensor, got {emissions.dtype}")
     if tags is not None:
-        if not isinstance(tags, torch.Tensor):
-            raise ArgumentTypeError(f"tags must be a torch.Tensor, got {type(tags).__name__}")
-        if emissions.shape[:2] != tags.shape:
-            raise ShapeError(
-                "the first two dimensions of emissions and tags must match, "
-                f"got {tuple(emissions.shape[:2])} and {tuple(tags.shape)}"
-            )
+        _check_beside_emissions("tags", tags, emissions)
         if tags.is_floating_point() or tags.is_complex() or tags.dtype == torch.bool:
             raise ArgumentTypeError(f"tags must be an integer tensor (torch.long), got {tags.dtype}")
     if mask is not None:
-        if not isinstance(mask, torch.Tensor):
-            raise ArgumentTypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
-        if emissions.shape[:2] != mask.shape:
-            raise ShapeError(
-                "the first two dimensions of emissions and mask must match, "
-                f"got {tuple(emissions.shape[:2])} and {tuple(mask.shape)}"
-            )
+        _check_beside_emissions("mask", mask, emissions)
         if mask.is_floating_point() or mask.is_complex():
             raise ArgumentTypeError(f"mask must be a bool or integer tensor, got {mask.dtype}")
     if 0 in emissions.shape[:2]:
@@ -125,6 +113,17 @@ def read_batch(emissions, num_tags: int, batch_first: bool, tags=None, mask=None
         batch.tags = tags.to(device=emissions.device, dtype=torch.long)
         check_tags(batch.tags, batch.mask, num_tags)
     return batch
+
+
+def _check_beside_emissions(name: str, tensor, emissions: torch.Tensor) -> None:
+    """``tags`` or ``mask`` must be a tensor of the emissions' first two dimensions."""
+    if not isinstance(tensor, torch.Tensor):
+        raise ArgumentTypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if emissions.shape[:2] != tensor.shape:
+        raise ShapeError(
+            f"the first two dimensions of emissions and {name} must match, "
+            f"got {tuple(emissions.shape[:2])} and {tuple(tensor.shape)}"
+        )
 
 
 def checked_lengths(mask: np.ndarray) -> np.ndarray:
