@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from fstcrf.engine.chunks import chunks_of_parts, parse_chunk_label
 from fstcrf.errors import LabelError
 
 SCHEMES = ("iob1", "iob2", "bioes")
@@ -26,18 +27,15 @@ SCHEMES = ("iob1", "iob2", "bioes")
 UNKNOWN_LABEL = "?"
 #: Joins the members of a label set such as ``B-NP|I-NP`` (partial labels, training only).
 LABEL_SET_SEPARATOR = "|"
-_PREFIXES = ("B", "I", "E", "S")
 
 
 def _split(tag: str, position: int) -> tuple[str, str]:
-    if tag == "O":
-        return "O", ""
-    prefix, dash, chunk_type = tag.partition("-")
-    if not dash or prefix not in _PREFIXES or not chunk_type:
+    parts = parse_chunk_label(tag)
+    if parts is None:
         error = LabelError(f"tag {tag!r} at token {position} is not O or B-, I-, E-, S- followed by a type")
         error.position = position
         raise error
-    return prefix, chunk_type
+    return parts
 
 
 # -- conlleval's chunk boundaries, shared by its scorer and the learners' gains --
@@ -90,24 +88,7 @@ def chunk_start(previous: tuple[str, str], current: tuple[str, str]) -> bool:
 
 def read_chunks(tags: Sequence[str]) -> list[tuple[int, int, str]]:
     """The chunks (first token, last token, type) of one sentence's tags."""
-    chunks: list[tuple[int, int, str]] = []
-    open_chunk: tuple[int, str] | None = None  # (first token, type) of the chunk being read
-    for position, tag in enumerate(tags):
-        prefix, chunk_type = _split(tag, position)
-        continues = open_chunk is not None and prefix in ("I", "E") and chunk_type == open_chunk[1]
-        if open_chunk is not None and not continues:
-            chunks.append((open_chunk[0], position - 1, open_chunk[1]))
-            open_chunk = None
-        if prefix == "O":
-            continue
-        if open_chunk is None:
-            open_chunk = (position, chunk_type)
-        if prefix in ("E", "S"):
-            chunks.append((open_chunk[0], position, chunk_type))
-            open_chunk = None
-    if open_chunk is not None:
-        chunks.append((open_chunk[0], len(tags) - 1, open_chunk[1]))
-    return chunks
+    return chunks_of_parts([_split(tag, position) for position, tag in enumerate(tags)])
 
 
 def write_chunks(chunks: Sequence[tuple[int, int, str]], length: int, scheme: str) -> list[str]:

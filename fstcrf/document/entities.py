@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fstcrf.engine.chunks import continues, parse_chunk_label
 from fstcrf.errors import LabelError
 
 
@@ -27,27 +28,18 @@ class EntityReader:
     def __init__(self, labels: Sequence[str]):
         parts = []
         for label in labels:
-            if label == "O":
-                parts.append(("O", None))
-                continue
-            prefix, dash, entity_type = label.partition("-")
-            if not dash or prefix not in ("B", "I", "E", "S") or not entity_type:
+            label_parts = parse_chunk_label(label)
+            if label_parts is None:
                 raise LabelError(
                     f"label {label!r} is not O or B-, I-, E-, S- followed by a type; "
                     "non-local entity factors need chunk labels"
                 )
-            parts.append((prefix, entity_type))
+            parts.append(label_parts)
         self.labels = tuple(labels)
         self.types = tuple(sorted({entity_type for _, entity_type in parts if entity_type}))
         index = {entity_type: k for k, entity_type in enumerate(self.types)}
         self.type_of = [index[t] if t else -1 for _, t in parts]
-        self.continues = [
-            [
-                a_type is not None and a_type == b_type and a_prefix in ("B", "I") and b_prefix in ("I", "E")
-                for b_prefix, b_type in parts
-            ]
-            for a_prefix, a_type in parts
-        ]
+        self.continues = [[continues(a, b) for b in parts] for a in parts]
 
     def entities(self, labels: Sequence[int], first: int = 0, last: int | None = None) -> list[tuple[int, int, int]]:
         """The entities (first token, end token exclusive, type index) of ``labels[first:last]``,

@@ -27,10 +27,9 @@ import numpy as np
 
 from fstcrf.engine.inference import Potentials, check_type
 from fstcrf.engine.joint import JointSpace
+from fstcrf.engine.chunks import chunks_of_parts, continues, parse_chunk_label
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import LabelError, ScoreError, ShapeError
-
-CHUNK_PREFIXES = ("B", "I", "E", "S")
 
 
 class Entity(NamedTuple):
@@ -50,20 +49,13 @@ def state_labels(topology: Topology) -> list[str]:
 
 def chunk_parts(label: str) -> tuple[str, str]:
     """(prefix, type) of a chunk label; ("O", "") for O.  LabelError for any other label."""
-    if label == "O":
-        return "O", ""
-    prefix, dash, chunk_type = label.partition("-")
-    if not dash or prefix not in CHUNK_PREFIXES or not chunk_type:
+    parts = parse_chunk_label(label)
+    if parts is None:
         raise LabelError(
             f"label {label!r} is not O or B-, I-, E-, S- followed by a type, so it has no "
             "entities (span probabilities need chunk labels: IOB1, IOB2 or BIOES)"
         )
-    return prefix, chunk_type
-
-
-def continues(previous: tuple[str, str], current: tuple[str, str]) -> bool:
-    """Whether a label (prefix, type) continues the chunk of the label before it."""
-    return previous[0] in ("B", "I") and current[0] in ("I", "E") and previous[1] == current[1]
+    return parts
 
 
 @dataclass(frozen=True)
@@ -291,16 +283,7 @@ def decoded_entities(pot: Potentials, labels: Sequence[str], paths: np.ndarray) 
 
 def path_chunks(sequence: Sequence[str]) -> list[tuple[int, int, str]]:
     """The chunks (first, last, type) of one label sequence, by the pairwise rule."""
-    parts = [chunk_parts(label) for label in sequence]
-    chunks = []
-    for t, (prefix, chunk_type) in enumerate(parts):
-        if prefix == "O" or (t > 0 and continues(parts[t - 1], parts[t])):
-            continue
-        last = t
-        while last + 1 < len(parts) and continues(parts[last], parts[last + 1]):
-            last += 1
-        chunks.append((t, last, chunk_type))
-    return chunks
+    return chunks_of_parts([chunk_parts(label) for label in sequence])
 
 
 def joint_state_labels(space: JointSpace, component: int) -> list[str]:

@@ -45,7 +45,6 @@ from fstcrf.errors import (
     CompositionError,
     FstcrfError,
     InfeasibleError,
-    LabelError,
     ModelFileError,
     UnknownLabelError,
 )
@@ -70,7 +69,8 @@ from fstcrf.engine.joint import (
     tuple_labels,
 )
 from fstcrf.engine.openfst import read_acceptor, write_acceptor
-from fstcrf.engine.spans import Entity, chunk_parts, entity_probabilities, joint_state_labels, path_chunks
+from fstcrf.engine.chunks import parse_chunk_label
+from fstcrf.engine.spans import Entity, entity_probabilities, joint_state_labels, path_chunks
 from fstcrf.engine.topology import shown_labels
 from fstcrf.grammar import Grammar, load_grammar, restrict_to, restriction_maps
 from fstcrf.corpus.labels import split_labels
@@ -286,15 +286,11 @@ class JointModel:
 
     def chunk_components(self) -> list[int]:
         """The components whose labels are chunk labels (IOB1, IOB2, BIOES): those that have entities."""
-        chunked = []
-        for k, model in enumerate(self.components):
-            try:
-                for label in model.labels_:
-                    chunk_parts(label)
-            except LabelError:
-                continue
-            chunked.append(k)
-        return chunked
+        return [
+            k
+            for k, model in enumerate(self.components)
+            if all(parse_chunk_label(label) is not None for label in model.labels_)
+        ]
 
     @blas_single_threaded()
     def span_probabilities(

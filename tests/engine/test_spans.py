@@ -45,10 +45,32 @@ def test_every_span_probability_is_the_enumerated_one(instance, data):
         np.testing.assert_allclose(got, want, atol=1e-9, rtol=1e-7)
 
 
+def chunks_by_scanning(tags):
+    """An independent reading: scan the tags keeping the chunk that is open (the
+    state machine of conlleval's reader, honouring E and S)."""
+    chunks, open_chunk = [], None  # open_chunk: (first token, type)
+    for position, tag in enumerate(tags):
+        prefix, _, chunk_type = tag.partition("-")
+        continued = open_chunk is not None and prefix in ("I", "E") and chunk_type == open_chunk[1]
+        if open_chunk is not None and not continued:
+            chunks.append((open_chunk[0], position - 1, open_chunk[1]))
+            open_chunk = None
+        if prefix == "O":
+            continue
+        if open_chunk is None:
+            open_chunk = (position, chunk_type)
+        if prefix in ("E", "S"):
+            chunks.append((open_chunk[0], position, chunk_type))
+            open_chunk = None
+    if open_chunk is not None:
+        chunks.append((open_chunk[0], len(tags) - 1, open_chunk[1]))
+    return chunks
+
+
 @given(st.lists(st.sampled_from(CHUNK_LABELS), min_size=1, max_size=12))
 @oracle_settings(300)
-def test_the_pairwise_chunk_rule_reads_what_the_corpus_reader_reads(sequence):
-    assert path_chunks(sequence) == read_chunks(sequence)
+def test_the_pairwise_chunk_rule_reads_what_a_scan_of_the_tags_reads(sequence):
+    assert path_chunks(sequence) == read_chunks(sequence) == chunks_by_scanning(sequence)
 
 
 def test_decoded_entities_of_a_sharp_model_are_near_certain_and_match_the_path():
