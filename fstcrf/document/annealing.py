@@ -30,7 +30,6 @@ interruption keeps every finished document's result.
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ import numpy as np
 
 from fstcrf.errors import AnnealingError
 from fstcrf.engine.inference import Potentials, sample, viterbi
+from fstcrf.engine.tempering import tempered
 from fstcrf.progress import Progress
 from fstcrf.document.factors import DocumentFactor, LabelledDocument, call_factor, checked_score
 from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START, SAMPLERS
@@ -82,18 +82,6 @@ class Annealed:
     accepted: int
     proposed: int
     interrupted: bool = False
-
-
-def _tempered(pot: Potentials, temperature: float) -> Potentials:
-    """The same lattice with every score divided by ``temperature``."""
-    if temperature == 1.0:
-        return pot
-    tempered = copy.copy(pot)
-    tempered.emissions = pot.emissions / temperature
-    tempered.transitions = pot.transitions / temperature
-    tempered.start = pot.start / temperature
-    tempered.final = pot.final / temperature
-    return tempered
 
 
 def _batches(spans: list[tuple[int, int]], offsets: np.ndarray, batch_tokens: int) -> list[list[int]]:
@@ -180,7 +168,7 @@ def _block_sweep(
 ) -> tuple[int, int]:
     """One sweep of block moves; (accepted, proposed) moves that change labels."""
     pot = chain.pot
-    proposal_pot = _tempered(pot, temperature)
+    proposal_pot = tempered(pot, temperature)
     clamped = None
     if block_size:
         offset = int(rng.integers(block_size + 1))

@@ -555,29 +555,6 @@ def log_partition(pot: Potentials, threads: int = 1) -> np.ndarray:
     return forward_backward(pot, marginals=False, edge_counts=False, threads=threads).log_z
 
 
-def tempered(pot: Potentials, temperature: float) -> Potentials:
-    """The same potentials with every score divided by ``temperature`` > 0: the
-    distribution p(y | x)^(1/T) renormalised (the best paths are unchanged)."""
-    check_potentials(pot, "tempered")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.floating, np.integer)):
-        raise ArgumentTypeError(f"temperature must be a positive number, got {type(temperature).__name__}")
-    if not (np.isfinite(temperature) and temperature > 0):
-        raise ScoreError(f"temperature must be a positive finite number, got {temperature!r}")
-
-    def divided(scores: np.ndarray) -> np.ndarray:
-        return np.where(np.isfinite(scores), scores / temperature, 0.0)
-
-    return Potentials(
-        pot.topology,
-        pot.emissions / temperature,
-        pot.lengths,
-        pot.transitions / temperature,
-        divided(pot.start),
-        divided(pot.final),
-        pot.token_class,
-    )
-
-
 @dataclass
 class Viterbi:
     paths: np.ndarray  # int32 [N] best state at each token

@@ -28,9 +28,9 @@ from fstcrf.engine.inference import (
     kbest,
     log_partition,
     sample,
-    tempered,
     viterbi,
 )
+from fstcrf.engine.tempering import tempered
 from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels
 from fstcrf.errors import FstcrfError, InfeasibleError, LabelError, ModelFileError
 from fstcrf.features.encoding import EncodedSentences, FactoredFeatures

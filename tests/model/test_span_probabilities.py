@@ -144,7 +144,8 @@ def test_tag_writes_a_column_per_chunking_component_of_a_composed_model(demo_joi
 
 def test_the_fitted_temperature_maximises_the_held_out_likelihood(chunker, sentences):
     from fstcrf.corpus.labels import label_states
-    from fstcrf.engine.inference import log_partition, tempered
+    from fstcrf.engine.inference import log_partition
+    from fstcrf.engine.tempering import tempered
 
     best = chunker.fit_temperature(sentences)
     pot = chunker.span_potentials(sentences.sentences)
