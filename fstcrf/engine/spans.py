@@ -203,33 +203,70 @@ def entity_probabilities(
     if not wanted:
         return results
     tables = _Tables(pot)
-    topology = pot.topology
+    ending = _MaskedWeights(tables, pot.topology, ~chunks.continuing)
+    by_type: dict[int, tuple[np.ndarray, _MaskedWeights, _MaskedWeights]] = {}
     for (b, x, first), requests in wanted.items():
-        probabilities = _spans_from(tables, topology, chunks, b, x, first, max(last for last, _ in requests))
+        if x not in by_type:  # the states of the type, and the weights of the edges that begin and continue it
+            of_type = chunks.state_type == x
+            entering = of_type[pot.topology.edge_dst]
+            by_type[x] = (
+                of_type,
+                _MaskedWeights(tables, pot.topology, entering & ~chunks.continuing),
+                _MaskedWeights(tables, pot.topology, entering & chunks.continuing),
+            )
+        probabilities = _spans_from(tables, *by_type[x], ending, b, first, max(last for last, _ in requests))
         for last, slot in requests:
             results[b][slot] = probabilities[last - first]
     return results
 
 
+class _MaskedWeights:
+    """The linear transition weights of a subset of the edges, per token class."""
+
+    def __init__(self, tables: _Tables, topology: Topology, mask: np.ndarray):
+        self.tables, self.topology = tables, topology
+        self.by_class = [weights * mask for weights in tables.edge_weights]
+
+    def into(self, row: int) -> np.ndarray:
+        """float [E]: the weights into token ``row`` (0 on edges outside the subset)."""
+        token_class = self.tables.token_class
+        return self.by_class[0 if token_class is None else int(token_class[row])]
+
+    def step(self, mass: np.ndarray, row: int) -> np.ndarray:
+        """float [S]: ``mass`` [S] moved along the subset's edges into token ``row``."""
+        topology = self.topology
+        moved = np.bincount(topology.edge_dst, weights=mass[topology.edge_src] * self.into(row), minlength=len(mass))
+        return moved * self.tables.psi[row]
+
+    def close(self, mass: np.ndarray, after: np.ndarray, row: int) -> float:
+        """sum over the subset's edges into token ``row`` of mass[src] w[e] after[dst]."""
+        topology = self.topology
+        return float(np.sum(mass[topology.edge_src] * self.into(row) * after[topology.edge_dst]))
+
+
 def _spans_from(
-    tables: _Tables, topology: Topology, chunks: ChunkEdges, b: int, x: int, first: int, last: int
+    tables: _Tables,
+    of_type: np.ndarray,
+    begin: _MaskedWeights,
+    inside: _MaskedWeights,
+    ending: _MaskedWeights,
+    b: int,
+    first: int,
+    last: int,
 ) -> np.ndarray:
-    """float [last - first + 1]: P(a chunk of type index x spans first..j) for j = first..last."""
+    """float [last - first + 1]: P(a chunk of the type whose states are ``of_type`` [S]
+    spans first..j) for j = first..last."""
     offset, T = int(tables.offsets[b]), int(tables.lengths[b])
-    of_type = chunks.state_type == x
-    entering = of_type[topology.edge_dst]
-    begin = entering & ~chunks.continuing
-    inside = entering & chunks.continuing
     row = offset + first
     if first == 0:
         mass, log_scale = tables.start * of_type * tables.psi[row], 0.0
     else:
-        mass, log_scale = _masked_step(tables, topology, begin, tables.alpha[row - 1], row), tables.log_prefix[row - 1]
+        mass, log_scale = begin.step(tables.alpha[row - 1], row), tables.log_prefix[row - 1]
     out = np.zeros(last - first + 1)
     for j in range(first, last + 1):
         row = offset + j
         if j > first:
-            mass = _masked_step(tables, topology, inside, mass, row)
+            mass = inside.step(mass, row)
         total = mass.sum()
         if total == 0:
             break
@@ -238,33 +275,11 @@ def _spans_from(
         if j == T - 1:
             closing, log_after = float(mass @ tables.final), 0.0
         else:
-            after = tables.psi[row + 1] * tables.beta[row + 1]
-            closing = _masked_close(tables, topology, ~chunks.continuing, mass, after, row + 1)
+            closing = ending.close(mass, tables.psi[row + 1] * tables.beta[row + 1], row + 1)
             log_after = tables.log_suffix[row + 1]
         if closing > 0:
             out[j - first] = np.exp(log_scale + np.log(closing) + log_after - tables.log_z[b])
     return np.minimum(out, 1.0)
-
-
-def _masked_step(tables: _Tables, topology: Topology, mask: np.ndarray, mass: np.ndarray, row: int) -> np.ndarray:
-    """float [S]: ``mass`` [S] moved along the edges ``mask`` [E] into token ``row``."""
-    weights = _edge_weights(tables, row) * mask
-    moved = np.bincount(topology.edge_dst, weights=mass[topology.edge_src] * weights, minlength=len(mass))
-    return moved * tables.psi[row]
-
-
-def _masked_close(
-    tables: _Tables, topology: Topology, mask: np.ndarray, mass: np.ndarray, after: np.ndarray, row: int
-) -> float:
-    """sum over the edges ``mask`` into token ``row`` of mass[src] w[e] after[dst]."""
-    weights = _edge_weights(tables, row) * mask
-    return float(np.sum(mass[topology.edge_src] * weights * after[topology.edge_dst]))
-
-
-def _edge_weights(tables: _Tables, row: int) -> np.ndarray:
-    """float [E]: the linear transition weights into token ``row``, in edge order."""
-    c = 0 if tables.token_class is None else int(tables.token_class[row])
-    return tables.edge_weights[c]
 
 
 def decoded_entities(pot: Potentials, labels: Sequence[str], paths: np.ndarray) -> list[list[Entity]]:
