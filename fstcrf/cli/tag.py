@@ -192,7 +192,7 @@ def _tag_columns(model, batch, args: argparse.Namespace, composed: bool, options
     if args.marginals:
         extra.append(_marginal_column(model, batch, extra[0], options))
     if args.entity_probabilities and composed:
-        extra += [_joint_entity_column(model, batch, extra[k], k) for k in model.chunk_components()]
+        extra += _joint_entity_columns(model, batch, extra)
     elif args.entity_probabilities:
         extra.append(_entity_probability_column(model, batch, extra[0], options, args.temperature))
     return extra
@@ -250,12 +250,14 @@ def _entity_probability_column(
     return _spread_over_tokens(predicted, spans, probabilities)
 
 
-def _joint_entity_column(model, corpus, predicted: list[list[str]], component: int) -> list[list[str]]:
-    """--entity-probabilities of a composed model's component (see _entity_probability_column)."""
+def _joint_entity_columns(model, corpus, predicted: list[list[list[str]]]) -> list[list[list[str]]]:
+    """--entity-probabilities of a composed model: a column per component with chunk
+    labels (see _entity_probability_column), ``predicted`` holding every component's labels."""
     from fstcrf.engine.spans import path_chunks
 
-    spans = [path_chunks(labels) for labels in predicted]
-    return _spread_over_tokens(predicted, spans, model.span_probabilities(corpus, spans, component))
+    spans = {k: [path_chunks(labels) for labels in predicted[k]] for k in model.chunk_components()}
+    probabilities = model.span_probabilities_by_component(corpus, spans)
+    return [_spread_over_tokens(predicted[k], spans[k], probabilities[k]) for k in spans]
 
 
 def _spread_over_tokens(predicted: list[list[str]], spans: list, probabilities: list) -> list[list[str]]:

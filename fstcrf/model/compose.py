@@ -35,7 +35,7 @@ import re
 import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, cast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -292,7 +292,6 @@ class JointModel:
             if all(parse_chunk_label(label) is not None for label in model.labels_)
         ]
 
-    @blas_single_threaded()
     def span_probabilities(
         self, corpus: Corpus | Sequence[Sentence], spans: Sequence[Sequence[tuple[int, int, str]]], component: int
     ) -> list[np.ndarray]:
@@ -300,19 +299,30 @@ class JointModel:
         model (and its joint grammar) that component ``component``'s output has a chunk
         of the given type over tokens first..last (inclusive), computed on the dense
         product lattice."""
+        return self.span_probabilities_by_component(corpus, {component: spans})[component]
+
+    @blas_single_threaded()
+    def span_probabilities_by_component(
+        self, corpus: Corpus | Sequence[Sentence], spans: Mapping[int, Sequence[Sequence[tuple[int, int, str]]]]
+    ) -> dict[int, list[np.ndarray]]:
+        """:meth:`span_probabilities` of several components at once, ``spans`` mapping
+        each to its spans per sentence: the joint scores are built once per block."""
         sentences = as_sentences(corpus, "JointModel.span_probabilities")
-        if not 0 <= component < len(self.components):
-            raise CompositionError(f"component must be in [0, {len(self.components)}), got {component!r}")
-        if len(spans) != len(sentences):
-            raise CompositionError(f"expected spans for {len(sentences)} sentences, got {len(spans)}")
-        labels = joint_state_labels(self.space, component)
-        if self.space.constraint is not None:
-            labels = [labels[state] for state in self.space.constrained.joint_state]
-        result: list[np.ndarray] = []
+        labels = {}
+        for component, component_spans in spans.items():
+            if not 0 <= component < len(self.components):
+                raise CompositionError(f"component must be in [0, {len(self.components)}), got {component!r}")
+            if len(component_spans) != len(sentences):
+                raise CompositionError(f"expected spans for {len(sentences)} sentences, got {len(component_spans)}")
+            labels[component] = joint_state_labels(self.space, component)
+            if self.space.constraint is not None:
+                labels[component] = [labels[component][state] for state in self.space.constrained.joint_state]
+        result: dict[int, list[np.ndarray]] = {component: [] for component in spans}
         for first, last in _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states)):
             jp = self.potentials(sentences[first:last])
             pot = self.space.constrained.potentials(jp) if self.space.constraint is not None else jp.to_product()
-            result += entity_probabilities(pot, labels, spans[first:last])
+            for component, component_spans in spans.items():
+                result[component] += entity_probabilities(pot, labels[component], component_spans[first:last])
         return result
 
     def predict_spans(self, corpus: Corpus | Sequence[Sentence]) -> list[list[list[Entity]] | None]:
@@ -321,13 +331,13 @@ class JointModel:
         component whose labels are not chunk labels (e.g. part-of-speech tags)."""
         sentences = as_sentences(corpus, "JointModel.predict_spans")
         decoded = self.predict(sentences)
+        spans = {k: [path_chunks(labels) for labels in decoded[k]] for k in self.chunk_components()}
+        probabilities = self.span_probabilities_by_component(sentences, spans)
         result: list[list[list[Entity]] | None] = [None] * len(self.components)
-        for k in self.chunk_components():
-            spans = [path_chunks(labels) for labels in decoded[k]]
-            probabilities = self.span_probabilities(sentences, spans, k)
+        for k, component_spans in spans.items():
             result[k] = [
                 [Entity(first, last, chunk_type, float(p)) for (first, last, chunk_type), p in zip(found, values)]
-                for found, values in zip(spans, probabilities)
+                for found, values in zip(component_spans, probabilities[k])
             ]
         return result
 
