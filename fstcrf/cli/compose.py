@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from fstcrf.cli.options import add_budget_arguments, add_command
+from fstcrf.cli.options import POSITIVE, add_budget_arguments, add_command, real_number
+from fstcrf.learn.settings import DEFAULT_SIGMA, JOINT_INITS, JOINT_PRIORS, LBFGS_MEMORY
 from fstcrf.errors import FstcrfError
 from fstcrf.extras import require
 
@@ -39,6 +40,8 @@ def _compose(args: argparse.Namespace) -> int:
         except ValueError:
             raise FstcrfError(f"--scales expects comma-separated numbers, got {args.scales!r}") from None
     joint = compose(models, relations, scales=scales, joint=args.joint)
+    if args.train is not None:
+        _train_jointly(joint, args)
     joint.save(args.output)
     sizes = " x ".join(str(topology.num_states) for topology in joint.topologies)
     LOG.info(
@@ -52,6 +55,58 @@ def _compose(args: argparse.Namespace) -> int:
         args.output,
     )
     return 0
+
+
+def training_columns(joint, columns: str | None) -> tuple[tuple[str, ...] | str, tuple[str, ...]]:
+    """(the column names to read --train and --dev with, the columns that may be
+    missing): --columns if given, else the columns the top component was trained on
+    (which include the lower labels it reads); the components' gold columns but the
+    top one's may be missing (latent)."""
+    targets = tuple(component.target_ for component in joint.components[:-1])
+    return (columns if columns is not None else joint.components[-1].columns_), targets
+
+
+def _read_training(joint, path: str, columns: str | None):
+    """A --train or --dev file, checked to hold every column a component reads."""
+    from fstcrf.cli.common import read_corpus
+
+    names, allow_missing = training_columns(joint, columns)
+    corpus = read_corpus(path, names, allow_missing=allow_missing)
+    targets = set(joint.targets)
+    for k, component in enumerate(joint.components):
+        missing = [name for name in component.columns_ if name not in targets and name not in corpus.column_names]
+        if missing:
+            raise FstcrfError(
+                f"{path}: component {k} ({component.target_}) reads the column {', '.join(missing)}, which the "
+                f"file (read as {','.join(corpus.column_names)}) lacks; name the columns with --columns"
+            )
+    return corpus
+
+
+def _train_jointly(joint, args: argparse.Namespace) -> None:
+    """--train: every component's weights trained together (fstcrf.model.joint_training)."""
+    from fstcrf.cli.train import sigma_of
+
+    train = _read_training(joint, args.train, args.columns)
+    dev = None if args.dev is None else _read_training(joint, args.dev, args.columns)
+    joint.threads = args.threads
+    joint.fit(
+        train,
+        dev,
+        init=args.init,
+        prior=args.prior,
+        sigma=sigma_of(args),
+        max_iter=args.max_iter,
+        tol=args.tol,
+        memory=args.lbfgs_memory,
+    )
+    report = LOG.warning if joint.interrupted_ else LOG.info
+    report(
+        "%s the weights of joint iteration %d of %d",
+        "interrupted; kept" if joint.interrupted_ else "kept",
+        joint.best_iteration_,
+        joint.n_iter_,
+    )
 
 
 def add_parsers(commands) -> None:
@@ -92,5 +147,67 @@ def add_parsers(commands) -> None:
         help="tie the models by a joint grammar (a shipped name such as no_overlap or nest, or a .fgr "
         "file) over joint labels 'A/B/...', the models' labels in order; models may then read nothing "
         "(default: none)",
+    )
+    training = compose.add_argument_group(
+        "joint training (--train): every model's weights trained together, a factorial CRF"
+    )
+    training.add_argument(
+        "--train",
+        default=None,
+        metavar="FILE",
+        help="CoNLL file to train the composition on: each model reads its gold column; a lower column that "
+        "is absent or '?' is latent (marginalised) (default: no training, the models as they are)",
+    )
+    training.add_argument(
+        "--dev",
+        default=None,
+        metavar="FILE",
+        help="keep the iteration whose top model scores best on this CoNLL file (default: the last)",
+    )
+    training.add_argument(
+        "--columns",
+        default=None,
+        help="comma-separated column names of --train and --dev (default: the columns the top model was "
+        "trained on; the lower models' gold columns may be missing)",
+    )
+    training.add_argument(
+        "--init",
+        choices=JOINT_INITS,
+        default="warm",
+        help="warm: start from the models' weights; zero: from zero (default %(default)s)",
+    )
+    training.add_argument(
+        "--prior",
+        choices=JOINT_PRIORS,
+        default="start",
+        help="centre the Gaussian prior on the starting weights or on zero (default %(default)s)",
+    )
+    training.add_argument(
+        "--sigma",
+        type=real_number(1e-4, 1e6),
+        default=None,
+        help=f"standard deviation of the Gaussian prior (default {DEFAULT_SIGMA})",
+    )
+    training.add_argument(
+        "--c2",
+        type=real_number(0.0, 1e8),
+        default=None,
+        help="CRFsuite's L2 coefficient c2 = 1 / (2 sigma^2), instead of --sigma (default: from --sigma)",
+    )
+    training.add_argument("--max-iter", type=POSITIVE, default=50, help="L-BFGS iterations (default %(default)s)")
+    training.add_argument(
+        "--tol",
+        type=real_number(0.0, 1.0, closed=False),
+        default=1e-7,
+        help="stop when an iteration lowers the objective by less than this fraction of it (default %(default)s)",
+    )
+    training.add_argument(
+        "--lbfgs-memory",
+        type=POSITIVE,
+        default=LBFGS_MEMORY,
+        help="L-BFGS correction pairs kept (default %(default)s)",
+    )
+    training.add_argument(
+        "--threads", type=POSITIVE, default=2, help="threads for the joint gradient (default %(default)s)"
     )
     add_budget_arguments(compose)

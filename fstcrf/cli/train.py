@@ -188,7 +188,7 @@ def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
         template=template,
         order=args.order,
         algorithm=args.algorithm,
-        sigma=_sigma(args),
+        sigma=sigma_of(args),
         c1=args.c1,
         transitions=args.transitions,
         min_freq=args.min_freq,
@@ -231,7 +231,7 @@ def _default_template(target: str, columns: Sequence[str]) -> str:
     return name
 
 
-def _sigma(args: argparse.Namespace) -> float:
+def sigma_of(args: argparse.Namespace) -> float:
     """The Gaussian prior's sigma from --sigma or CRFsuite's --c2 = 1 / (2 sigma^2) (c2 = 0: no prior)."""
     if args.c2 is None:
         return DEFAULT_SIGMA if args.sigma is None else args.sigma

@@ -21,6 +21,7 @@ intersected with it (:class:`ConstrainedProduct`).
 
 from __future__ import annotations
 
+import copy
 import itertools
 from dataclasses import dataclass
 from functools import cached_property
@@ -312,7 +313,7 @@ class ConstrainedProduct:
     def potentials(self, jp: JointPotentials) -> Potentials:
         """The scores of ``jp`` on :attr:`topology`."""
         product = jp.to_product()
-        return Potentials(
+        return clamped_potentials(
             self.topology,
             product.emissions[:, self.joint_state],
             jp.lengths,
@@ -404,6 +405,20 @@ class JointPotentials(SentenceBatch):
         )
         space.check_lengths(self.lengths)
 
+    def clamp(self, allowed: np.ndarray) -> JointPotentials:
+        """The same scores with joint state p forbidden at token n where ``allowed[n, p]``
+        (bool [N, P]) is False: Z then sums over the joint paths that keep to
+        ``allowed`` (e.g. the label tuples consistent with observed labels)."""
+        allowed = np.asarray(allowed, dtype=bool)
+        if allowed.shape != self.emissions.shape:
+            raise ShapeError(f"allowed has shape {allowed.shape}, expected {self.emissions.shape}")
+        if not np.all(allowed.any(axis=1)):
+            row = int(np.flatnonzero(~allowed.any(axis=1))[0])
+            raise ShapeError(f"token {row} allows no joint state; a clamp must leave every token one state")
+        clamped = copy.copy(self)
+        clamped.emissions = np.where(allowed, self.emissions, -np.inf)
+        return clamped
+
     def to_product(self) -> Potentials:
         """The same scores on the dense cross-product topology (oracle, k-best, sampling)."""
         space = self.space
@@ -413,7 +428,7 @@ class JointPotentials(SentenceBatch):
         for k in range(len(space.components)):
             lower = np.zeros(len(trans), dtype=np.int64) if k == 0 else lower_states[:, k - 1]
             trans += self.transitions[k][lower, edge_components[:, k]]
-        return Potentials(
+        return clamped_potentials(
             space.product,
             self.emissions,
             self.lengths,
@@ -421,6 +436,14 @@ class JointPotentials(SentenceBatch):
             np.where(np.isfinite(self.start), self.start, 0.0),
             np.where(np.isfinite(self.final), self.final, 0.0),
         )
+
+
+def clamped_potentials(topology: Topology, emissions: np.ndarray, lengths, *scores) -> Potentials:
+    """Potentials(topology, emissions, lengths, *scores) where emissions [N, S] may be
+    -inf (a state forbidden at a token, :meth:`JointPotentials.clamp`)."""
+    finite = np.isfinite(emissions)
+    pot = Potentials(topology, np.where(finite, emissions, 0.0), lengths, *scores)
+    return pot if finite.all() else pot.clamp(finite)
 
 
 class _JointChunk:
@@ -487,7 +510,7 @@ def joint_posteriors(
         product = jp.to_product()
         for b in np.flatnonzero(redo):
             rows = jp.sentence(b)
-            single = Potentials(
+            single = clamped_potentials(
                 product.topology,
                 product.emissions[rows],
                 None,

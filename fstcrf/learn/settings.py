@@ -25,6 +25,13 @@ DEFAULT_LEARNING_RATE = 0.003
 DEFAULT_DRAWS = 4
 #: The initial SGD step size when none is given.
 SGD_LEARNING_RATE = 0.1
+#: Correction pairs L-BFGS keeps (Sha & Pereira found 3 to 10 work well).
+LBFGS_MEMORY = 10
+#: Where joint training of a composition starts: the components' fitted weights, or zero
+#: (:mod:`fstcrf.model.joint_training`).
+JOINT_INITS = ("warm", "zero")
+#: Where joint training centres its Gaussian prior: the starting weights, or zero.
+JOINT_PRIORS = ("start", "zero")
 #: The Gaussian prior's sigma when none is given (ChainCRF, lbfgs, sgd, ``fstcrf train``).
 DEFAULT_SIGMA = 10.0
 #: The sigmas whose prior 1 / sigma^2 is a normal double; math.inf (no prior) is also accepted.

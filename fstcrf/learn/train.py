@@ -64,7 +64,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fstcrf.learn.settings import DEFAULT_SIGMA, SGD_LEARNING_RATE, SIGMA_RANGE, check_positive
+from fstcrf.learn.settings import DEFAULT_SIGMA, LBFGS_MEMORY, SGD_LEARNING_RATE, SIGMA_RANGE, check_positive
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.learn.linesearch import backtracking, zoom_search
 
@@ -73,8 +73,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Correction pairs L-BFGS keeps (Sha & Pereira found 3 to 10 work well).
-LBFGS_MEMORY = 10
 #: lbfgs's line searches by name (ours and CRFsuite's) -> the search that runs when l1 == 0.
 LINE_SEARCHES = {
     "strong-wolfe": "zoom",

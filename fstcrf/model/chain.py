@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -271,19 +272,28 @@ class ChainCRF:
             self, self.features_, self.topology_, self.constraint_, self.lower_labels_, self.active_edges_
         )
 
-    def transition_scores(self, lower_labels: Sequence[str]) -> np.ndarray:
+    def transition_scores(self, lower_labels: Sequence[str], weights: np.ndarray | None = None) -> np.ndarray:
         """float [K, E]: the transition scores when the lower label at the new token is
-        each of ``lower_labels`` (K of them); rows are equal when the transitions do
-        not read a lower label."""
+        each of ``lower_labels`` (K of them), under ``weights`` [F + T] (default the
+        fitted ``weights_``); rows are equal when the transitions do not read a lower
+        label."""
         check_fitted(self)
-        F = self.features_.num_features
-        table = self.scorer().transitions.scores(self.weights_[F:])
+        weights = self.weights_ if weights is None else weights
+        table = self.scorer().transitions.scores(weights[self.features_.num_features :])
+        return np.atleast_2d(table)[self.transition_classes(lower_labels)]
+
+    def transition_classes(self, lower_labels: Sequence[str]) -> np.ndarray:
+        """int [K]: the row of the transition score table (``scorer().transitions``)
+        each of ``lower_labels`` selects: its index among the lower labels seen in
+        training (the last row for an unseen one); all 0 when the transitions do not
+        read a lower label."""
+        check_fitted(self)
         classes = (
-            token_classes(self, [Sentence({self.reads: list(lower_labels)})], self.lower_labels_)
-            if table.ndim == 2 and self.reads is not None
-            else np.zeros(len(lower_labels), dtype=np.int64)
+            None
+            if self.reads is None
+            else token_classes(self, [Sentence({self.reads: list(lower_labels)})], self.lower_labels_)
         )
-        return np.atleast_2d(table)[classes]
+        return np.zeros(len(lower_labels), dtype=np.int64) if classes is None else classes
 
     # -- training ------------------------------------------------------------
     @blas_single_threaded()
@@ -558,25 +568,21 @@ class ChainCRF:
         sentences = as_sentences(sentences, "ChainCRF.reading_emissions")
         return self.reading_block(self.reading_features(sentences, lower_labels), 0, len(sentences))
 
-    def reading_features(self, sentences: list[Sentence], lower_labels: Sequence[str]) -> tuple:
+    def reading_features(self, sentences: list[Sentence], lower_labels: Sequence[str]) -> ReadingFeatures:
         """The features of :meth:`reading_emissions`, extracted once for
-        :meth:`reading_block`: the predicates that do not read the lower labels
-        (EncodedSentences, N rows); those that do (N * K rows, token-major, over
-        the M reading predicates); K; the feature dictionary of the M predicates
-        and its weights float [F_M]."""
+        :meth:`reading_block` (see :class:`ReadingFeatures`)."""
         check_fitted(self)
         if self.reads is None:
             raise FstcrfError("this model reads no lower tagger's labels (train it with reads=...)")
         base, by_value, predicates = self.extractor_.transform_reading(sentences, self.reads, lower_labels)
         lengths = np.array([len(sentence) for sentence in sentences], dtype=np.int64)
-        K = len(lower_labels)
         dictionary, features = self._reading_dictionary(predicates)
-        return (
+        return ReadingFeatures(
             EncodedSentences(base, lengths),
-            EncodedSentences(by_value, lengths * K),
-            K,
+            EncodedSentences(by_value, lengths * len(lower_labels)),
             dictionary,
-            self.weights_[features],
+            features,
+            len(lower_labels),
         )
 
     def _reading_dictionary(self, predicates: np.ndarray) -> tuple:
@@ -599,14 +605,34 @@ class ChainCRF:
         self._reading_dictionary_kept = (predicates, self.features_, dictionary, features)
         return dictionary, features
 
-    def reading_block(self, features: tuple, first: int, last: int) -> np.ndarray:
+    def reading_block(
+        self, features: ReadingFeatures, first: int, last: int, weights: np.ndarray | None = None
+    ) -> np.ndarray:
         """float [n, K, S]: :meth:`reading_emissions` of sentences first..last-1 (n tokens)
-        from their :meth:`reading_features`."""
-        common, by_value, K, dictionary, reading_weights = features
-        shared = self.features_.emissions(common.tokens(first, last), self.weights_[: self.features_.num_features])
-        scores = dictionary.emissions(by_value.tokens(first, last), reading_weights).reshape(len(shared), K, -1)
+        from their :meth:`reading_features`, under ``weights`` [F + T] (default the
+        fitted ``weights_``)."""
+        weights = self.weights_ if weights is None else weights
+        shared = self.features_.emissions(features.common.tokens(first, last), weights[: self.features_.num_features])
+        scores = features.dictionary.emissions(
+            features.by_value.tokens(first, last), weights[features.feature_index]
+        ).reshape(len(shared), features.num_values, -1)
         scores += shared[:, None, :]  # [n, K, S]
         return scores
+
+    def add_reading_counts(
+        self, features: ReadingFeatures, first: int, last: int, pair_marginals: np.ndarray, out: np.ndarray
+    ) -> None:
+        """Add to ``out`` [F + T] the expected feature counts of sentences first..last-1
+        (n tokens) under pair_marginals float [n, K, S], the probability that the
+        lower label is the k-th value and the state s (the gradient of the scores of
+        :meth:`reading_block` in the weights, transitions aside)."""
+        F = self.features_.num_features
+        self.features_.accumulate(features.common.tokens(first, last), pair_marginals.sum(axis=1), out[:F])
+        reading = np.zeros(len(features.feature_index))
+        features.dictionary.accumulate(
+            features.by_value.tokens(first, last), pair_marginals.reshape(-1, pair_marginals.shape[2]), reading
+        )
+        out[features.feature_index] += reading  # each reading feature is a distinct weight
 
     @blas_single_threaded()
     def predict_marginals(
@@ -656,6 +682,23 @@ class ChainCRF:
     def load(cls, path: str | os.PathLike) -> ChainCRF:
         """Read a model written by :meth:`save` (see :func:`load_model`)."""
         return load_model(path)
+
+
+@dataclass
+class ReadingFeatures:
+    """The features of sentences (N tokens) for a model that reads a lower tagger's K
+    labels, extracted once: ``common``, the predicates that do not read them (N
+    rows); ``by_value``, those that do, with the lower label set to each of the K
+    values (N * K rows, token-major) over M reading predicates; ``dictionary``,
+    the feature dictionary of the M predicates; ``feature_index`` int64 [F_M], the
+    index of each of its features in the model's weights (all distinct);
+    ``num_values``, K."""
+
+    common: EncodedSentences
+    by_value: EncodedSentences
+    dictionary: FactoredFeatures
+    feature_index: np.ndarray
+    num_values: int
 
 
 def save_model(model: ChainCRF, path: str | os.PathLike) -> None:

@@ -35,7 +35,7 @@ import re
 import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, cast
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -76,6 +76,9 @@ from fstcrf.grammar import Grammar, load_grammar, restrict_to, restriction_maps
 from fstcrf.corpus.labels import split_labels
 from fstcrf.model.chain import ChainCRF, save_model
 from fstcrf.model.fitting import check_fitted
+from fstcrf.model.joint_features import ComponentFeatures, on_decoding_topology
+from fstcrf.model.joint_training import fit_joint
+from fstcrf.learn.settings import DEFAULT_SIGMA, LBFGS_MEMORY
 from fstcrf.model.file import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
 from fstcrf.learn.objective import BLOCK_CELLS
 from fstcrf.engine.acceptor import Acceptor, is_fst
@@ -169,11 +172,21 @@ class JointModel:
         model, topology = self.components[k], self.topologies[k]
         return None if topology is model.topology_ else restriction_maps(model.topology_, topology)
 
-    def _restricted(self, k: int, scores: np.ndarray, edges: bool = False) -> np.ndarray:
+    def restricted(self, k: int, scores: np.ndarray, edges: bool = False) -> np.ndarray:
         """Component k's state scores [..., S_k] (``edges``: edge scores [..., E_k]) on
         its decoding topology's S'_k states (E'_k edges)."""
-        maps = self.restriction(k)
-        return scores if maps is None else scores[..., maps[1] if edges else maps[0]]
+        return on_decoding_topology(self.restriction(k), scores, edges)
+
+    def component_features(self, sentences: list[Sentence], clock: PhaseClock | None = None) -> ComponentFeatures:
+        """Every component's features of ``sentences``, extracted once (each phase timed
+        by ``clock``)."""
+        return ComponentFeatures(
+            self.components,
+            self.topologies,
+            [self.restriction(k) for k in range(len(self.components))],
+            sentences,
+            None if clock is None else clock.phase,
+        )
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -195,6 +208,46 @@ class JointModel:
             shape[k - 1], shape[k] = sizes[k - 1], sizes[k]
             allowed &= pairs[np.ix_(lower, upper)].reshape(shape)
         return allowed.ravel()
+
+    # -- joint training ----------------------------------------------------------
+    def fit(
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        dev: Corpus | Sequence[Sentence] | None = None,
+        *,
+        init: str = "warm",
+        prior: str = "start",
+        sigma: float = DEFAULT_SIGMA,
+        max_iter: int = 100,
+        tol: float = 1e-7,
+        memory: int = LBFGS_MEMORY,
+        callback=None,
+    ) -> JointModel:
+        """Train every component jointly on ``corpus`` (a factorial CRF; see
+        :mod:`fstcrf.model.joint_training`): each component reads its gold column
+        (``targets``), whose values may be "?" or "A|B" and which may be absent (then
+        latent, marginalised).  ``init`` "warm" starts from the fitted weights, "zero"
+        from zero; ``prior`` centres the Gaussian prior (``sigma``) on the start
+        ("start") or on zero; with ``dev`` the iteration with the best score of the
+        top component on it is kept.  Returns self, its components replaced by
+        trained copies and its scales set to 1; learned attributes ``history_``,
+        ``n_iter_``, ``best_iteration_``, ``interrupted_``."""
+        trained, result = fit_joint(
+            self,
+            corpus,
+            dev,
+            init=init,
+            prior=prior,
+            sigma=sigma,
+            max_iter=max_iter,
+            tol=tol,
+            memory=memory,
+            callback=callback,
+        )
+        self.components, self.scales = trained.components, trained.scales
+        self.history_, self.n_iter_ = result.history, result.n_iter
+        self.best_iteration_, self.interrupted_ = result.best_iteration, result.interrupted
+        return self
 
     # -- decoding --------------------------------------------------------------
     @blas_single_threaded()
@@ -250,23 +303,31 @@ class JointModel:
         ``joint_viterbi``, ``joint_kbest`` or ``joint_sample`` on them.  Memory is
         N x P doubles: pass a few thousand tokens at a time."""
         sentences = as_sentences(corpus, "JointModel.potentials")
-        return self._joint_potentials(sentences, self._component_scorer(sentences, PhaseClock())(0, len(sentences)))
+        return self._joint_potentials(sentences, self.component_features(sentences).emissions(0, len(sentences)))
 
     def _joint_potentials(self, sentences: list[Sentence], component_emissions: list[np.ndarray]) -> JointPotentials:
-        """JointPotentials of sentences from their component emissions (see _component_scorer)."""
+        """JointPotentials of sentences from their component emissions (see
+        :meth:`ComponentFeatures.emissions`), under the fitted weights and scales."""
         emissions = joint_emissions(
             self.space,
             [scores if scale == 1.0 else scale * scores for scale, scores in zip(self.scales, component_emissions)],
         )
-        first = self.components[0]
-        transitions = [self.scales[0] * self._restricted(0, first.weights_[first.features_.num_features :], edges=True)]
-        for k in range(1, len(self.components)):
-            # [S_{k-1}, E_k]: the transition scores under each lower state's label
-            by_label = self.components[k].transition_scores(self.components[k - 1].labels_)
-            transitions.append(
-                self.scales[k] * self._restricted(k, by_label[self.topologies[k - 1].state_label], edges=True)
-            )
+        transitions = [scale * scores for scale, scores in zip(self.scales, self.joint_transitions())]
         return JointPotentials(self.space, emissions, [len(s) for s in sentences], transitions)
+
+    def joint_transitions(self, weights: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+        """The transition scores of JointPotentials under ``weights`` (per component,
+        float [F_k + T_k]; default the fitted ``weights_``), scales aside: float [1,
+        E'_0], then per component k > 0 float [S'_{k-1}, E'_k], the scores of its edges
+        under each lower state's label."""
+        weights = [model.weights_ for model in self.components] if weights is None else weights
+        first = self.components[0]
+        table = first.scorer().transitions.scores(weights[0][first.features_.num_features :])
+        transitions = [self.restricted(0, np.atleast_2d(table)[:1], edges=True)]
+        for k in range(1, len(self.components)):
+            by_label = self.components[k].transition_scores(self.components[k - 1].labels_, weights[k])
+            transitions.append(self.restricted(k, by_label[self.topologies[k - 1].state_label], edges=True))
+        return transitions
 
     @blas_single_threaded()
     def predict_marginals(self, corpus: Corpus | Sequence[Sentence]) -> list[list[np.ndarray]]:
@@ -341,51 +402,14 @@ class JointModel:
             ]
         return result
 
-    def _component_scorer(self, sentences: list[Sentence], clock: PhaseClock) -> Callable[[int, int], list[np.ndarray]]:
-        """Extract every component's features of ``sentences`` once; the function returned
-        gives the component emissions of sentences first..last-1 (n tokens) on the
-        decoding topologies: float [n, S_k] for a component that reads nothing, float
-        [n, S_{k-1}, S_k] for one that reads the lower labels (the emissions of each
-        state given the lower component's state)."""
-        offsets = lengths_to_offsets([len(sentence) for sentence in sentences])
-        # per component: (phase, its scores [N, S_k]) or (phase, reading model, features, lower state labels)
-        parts: list[tuple] = []
-        for k, model in enumerate(self.components):
-            if model.reads is None:
-                phase = f"features and emissions: {model.target_}"
-                with clock.phase(phase):
-                    parts.append((phase, self._restricted(k, model.potentials(sentences).emissions)))
-                continue
-            lower, state_label = self.components[k - 1], self.topologies[k - 1].state_label
-            phase = f"features and emissions: {model.target_} under each {lower.target_} label"
-            with clock.phase(phase):
-                features = model.reading_features(sentences, lower.labels_)
-            one_state_per_label = np.array_equal(state_label, np.arange(len(lower.labels_)))
-            parts.append((phase, model, features, None if one_state_per_label else state_label))
-
-        def emissions(first: int, last: int) -> list[np.ndarray]:
-            scores = []
-            for k, part in enumerate(parts):
-                if len(part) == 2:
-                    scores.append(part[1][offsets[first] : offsets[last]])
-                    continue
-                phase, model, features, state_label = part
-                with clock.phase(phase):
-                    by_label = model.reading_block(features, first, last)  # [n, L_{k-1}, S_k]
-                    by_state = by_label if state_label is None else by_label[:, state_label, :]
-                    scores.append(self._restricted(k, by_state))
-            return scores
-
-        return emissions
-
     def _joint_batch(self, sentences: list[Sentence], clock: PhaseClock | None = None) -> list[list[list[str]]]:
         """Joint Viterbi labels [N components][B][T] of a batch of sentences: features
         extracted once, joint scores [n, P] built and searched block by block."""
         clock = clock or PhaseClock()
-        emissions = self._component_scorer(sentences, clock)
+        features = self.component_features(sentences, clock)
         labels: list[list[list[str]]] = [[] for _ in self.components]
         for first, last in _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states)):
-            component_emissions = emissions(first, last)
+            component_emissions = features.emissions(first, last)
             with clock.phase("joint scores"):
                 jp = self._joint_potentials(sentences[first:last], component_emissions)
             with clock.phase("joint Viterbi kernel"):
