@@ -62,8 +62,10 @@ def training_columns(joint, columns: str | None) -> tuple[tuple[str, ...] | str,
     missing): --columns if given, else the columns the top component was trained on
     (which include the lower labels it reads); the components' gold columns but the
     top one's may be missing (latent)."""
-    targets = tuple(component.target_ for component in joint.components[:-1])
-    return (columns if columns is not None else joint.components[-1].columns_), targets
+    if columns is not None:
+        return columns, ()
+    names = tuple(joint.components[-1].columns_)
+    return names, tuple(component.target_ for component in joint.components[:-1] if component.target_ in names)
 
 
 def _read_training(joint, path: str, columns: str | None):

@@ -32,7 +32,7 @@ import numpy as np
 
 from fstcrf.engine import budget, kernel
 from fstcrf.engine.acceptor import Acceptor, reached
-from fstcrf.errors import CompositionError, LabelError, ShapeError
+from fstcrf.errors import CompositionError, InfeasibleError, LabelError, ShapeError
 from fstcrf.engine.inference import (
     KBest,
     Potentials,
@@ -530,6 +530,47 @@ def joint_posteriors(
         blocks = np.cumsum([0] + [int(np.prod(space.transition_shape(k))) for k in range(len(space.components))])
         total = [total[lo:hi].reshape(space.transition_shape(k)) for k, (lo, hi) in enumerate(zip(blocks, blocks[1:]))]
     return JointPosteriors(log_z, node, total)
+
+
+def path_posteriors(jp: JointPotentials, paths: np.ndarray) -> JointPosteriors:
+    """The posteriors of the distribution that puts all its mass on one joint state
+    path per sentence (int [N]): log_z [B] the paths' scores, one-hot node marginals
+    [N, P] and the paths' component edge counts: what :func:`joint_posteriors` gives
+    when ``jp`` is clamped to those paths, without running the forward-backward.
+    InfeasibleError if a path leaves the joint space (a missing component edge, a
+    state the space does not allow, a start or end it forbids)."""
+    _check_joint(jp, "path_posteriors")
+    space = jp.space
+    if space.constraint is not None:
+        raise CompositionError("path_posteriors: under a non-local joint constraint, clamp and use joint_posteriors")
+    paths = np.asarray(paths, dtype=np.int64)
+    if paths.shape != (jp.num_tokens,) or paths.min(initial=0) < 0 or paths.max(initial=0) >= space.num_states:
+        raise ShapeError(f"paths must be joint states in [0, {space.num_states}) of shape ({jp.num_tokens},)")
+    if space.allowed is not None and not space.allowed[paths].all():
+        raise InfeasibleError("a joint path passes through a joint state the joint space does not allow")
+    scores = jp.emissions[np.arange(jp.num_tokens), paths]
+    inside = np.ones(jp.num_tokens, dtype=bool)
+    inside[jp.offsets[:-1]] = False
+    after = np.flatnonzero(inside)
+    states = space.component_states(paths)  # [N, K]
+    counts = []
+    for k, topology in enumerate(space.components):
+        edges = topology.edge_ids[states[after - 1, k], states[after, k]]
+        if np.any(edges < 0):
+            raise InfeasibleError(f"a joint path takes a transition that component {k} does not have")
+        lower = np.zeros(len(after), dtype=np.int64) if k == 0 else states[after, k - 1]
+        scores[after] += jp.transitions[k][lower, edges]
+        block = np.zeros(space.transition_shape(k))
+        np.add.at(block, (lower, edges), 1.0)
+        counts.append(block)
+    firsts, lasts = jp.offsets[:-1], jp.offsets[1:] - 1
+    bounds = jp.start[paths[firsts]] + jp.final[paths[lasts]]
+    if not np.all(np.isfinite(scores)) or not np.all(np.isfinite(bounds)):
+        raise InfeasibleError("a joint path passes through a joint state, start or end the joint space forbids")
+    log_z = np.add.reduceat(scores, firsts) + bounds
+    node = np.zeros((jp.num_tokens, space.num_states))
+    node[np.arange(jp.num_tokens), paths] = 1.0
+    return JointPosteriors(log_z, node, counts)
 
 
 def _constrained_posteriors(jp: JointPotentials, marginals: bool, edge_counts: bool, threads: int) -> JointPosteriors:

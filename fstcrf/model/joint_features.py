@@ -39,7 +39,7 @@ def from_decoding_topology(maps: Maps, values: np.ndarray, size: int, edges: boo
         return values
     out = np.zeros(values.shape[:-1] + (size,))
     index = maps[1] if edges else maps[0]
-    np.add.at(out, (..., index), values)  # several decoding states may stand for one original state
+    np.add.at(out.T, index, values.T)  # several decoding states may stand for one original state
     return out
 
 

@@ -37,7 +37,14 @@ from fstcrf.corpus.conll import Corpus, Sentence, as_sentences
 from fstcrf.corpus.evaluate import ChunkScores, TagScores, check_single_labels, score_labels
 from fstcrf.corpus.labels import parse_gold
 from fstcrf.engine.inference import lengths_to_offsets, run_parallel
-from fstcrf.engine.joint import JointPosteriors, JointPotentials, JointSpace, joint_emissions, joint_posteriors
+from fstcrf.engine.joint import (
+    JointPosteriors,
+    JointPotentials,
+    JointSpace,
+    joint_emissions,
+    joint_posteriors,
+    path_posteriors,
+)
 from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, LabelError, ShapeError
 from fstcrf.learn.objective import BLOCK_CELLS
 from fstcrf.learn.settings import DEFAULT_SIGMA, JOINT_INITS, JOINT_PRIORS, LBFGS_MEMORY
@@ -119,15 +126,16 @@ class JointObjective:
         self.observed = observed_labels(model, sentences)
         self.features = model.component_features(sentences)
         self.transitions = [component.scorer().transitions for component in model.components]
-        self.lower_classes = [None] + [
+        #: per component, the transition row (class) of each lower label (one row for component 0)
+        self.lower_classes = [np.zeros(1, dtype=np.int64)] + [
             model.components[k].transition_classes(model.components[k - 1].labels_)
             for k in range(1, len(model.components))
         ]
         self.plans = self._plans(max(1, BLOCK_CELLS // model.space.num_states))
 
-    def _plans(self, max_tokens: int) -> list[list[tuple[int, int]]]:
-        """Blocks of sentences (first, last) of at most ``max_tokens`` tokens (or one
-        sentence), dealt to the threads in runs of about equal tokens."""
+    def _plans(self, max_tokens: int) -> list[np.ndarray]:
+        """Per thread, int64 [blocks, 2]: blocks of sentences (first, last) of at most
+        ``max_tokens`` tokens (or one sentence), dealt in runs of about equal tokens."""
         blocks, first = [], 0
         while first < len(self.lengths):
             stop = int(np.searchsorted(self.offsets, self.offsets[first] + max_tokens, side="right")) - 1
@@ -186,15 +194,18 @@ class JointObjective:
         )
         free = joint_posteriors(jp)
         observed = self._observed_posteriors(jp, allowed, first)
-        self.add_counts(first, last, free, 1.0, gradient)
-        self.add_counts(first, last, observed, -1.0, gradient)
+        self.add_counts(first, last, free, observed, gradient)
         return float(np.sum(free.log_z - observed.log_z))
 
     def _observed_posteriors(self, jp: JointPotentials, allowed: np.ndarray, first: int) -> JointPosteriors:
         """joint_posteriors of ``jp`` clamped to ``allowed``; LabelError when the observed
         labels of a sentence are impossible together under the composition."""
+        single = allowed.sum(axis=1) == 1
         try:
-            observed = joint_posteriors(jp.clamp(allowed))
+            if single.all() and self.model.space.constraint is None:  # one path: no forward-backward needed
+                observed = path_posteriors(jp, allowed.argmax(axis=1))
+            else:
+                observed = joint_posteriors(jp.clamp(allowed))
         except (InfeasibleError, ShapeError):
             observed = None
         if observed is None or not np.all(np.isfinite(observed.log_z)):
@@ -205,18 +216,21 @@ class JointObjective:
             )
         return observed
 
-    def add_counts(self, first: int, last: int, posteriors: JointPosteriors, sign: float, out: np.ndarray) -> None:
-        """Add sign * the expected feature counts under ``posteriors`` to ``out`` [D]."""
+    def add_counts(
+        self, first: int, last: int, free: JointPosteriors, observed: JointPosteriors, out: np.ndarray
+    ) -> None:
+        """Add to ``out`` [D] the expected feature counts under ``free`` minus those under
+        ``observed`` (the posteriors of the same sentences, clamped to what is observed)."""
         model, space = self.model, self.model.space
-        assert posteriors.node_marginals is not None and posteriors.edge_counts is not None  # both asked for
-        tensor = sign * posteriors.node_marginals.reshape((len(posteriors.node_marginals),) + space.sizes)
+        node = _difference(free.node_marginals, observed.node_marginals)
+        tensor = node.reshape((len(node),) + space.sizes)
         axes = range(1, len(space.sizes) + 1)
         for k, component in enumerate(model.components):
             grad = out[self.bounds[k] : self.bounds[k + 1]]
             keep = (k, k + 1) if component.reads is not None else (k + 1,)
             marginals = tensor.sum(axis=tuple(a for a in axes if a not in keep))
             self.features.add_counts(k, first, last, np.ascontiguousarray(marginals), grad)
-            counts = sign * posteriors.edge_counts[k]  # [S'_{k-1}, E'_k] ([1, E'_0])
+            counts = _difference(free.edge_counts, observed.edge_counts)[k]  # [S'_{k-1}, E'_k] ([1, E'_0])
             if k:
                 counts = lower_label_sum(
                     counts, model.topologies[k - 1].state_label, len(model.components[k - 1].labels_), axis=0
@@ -224,9 +238,18 @@ class JointObjective:
             counts = from_decoding_topology(model.restriction(k), counts, component.topology_.num_edges, edges=True)
             layout = self.transitions[k]
             by_class = np.zeros((layout.num_classes, layout.num_edges))
-            np.add.at(by_class, np.zeros(1, dtype=np.int64) if k == 0 else self.lower_classes[k], counts)
+            np.add.at(by_class, self.lower_classes[k], counts)
             F = component.features_.num_features
             grad[F:] += layout.gradient(by_class if layout.num_lower_labels else by_class[0])
+
+
+def _difference(free, observed):
+    """free - observed for arrays or lists of arrays that joint_posteriors computed."""
+    if free is None or observed is None:
+        raise FstcrfError("joint training needs node marginals and edge counts")
+    if isinstance(free, list):
+        return [a - b for a, b in zip(free, observed)]
+    return free - observed
 
 
 def dev_scorer(model: Composition, dev: Sequence[Sentence]) -> Callable[[Composition], ChunkScores | TagScores]:

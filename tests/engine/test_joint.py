@@ -298,3 +298,41 @@ def test_joint_edge_counts_equal_brute_force_enumeration(seed, num_components, w
     expected = [sum(parts) for parts in zip(*[brute_force_edge_counts(jp, emissions, b) for b in range(len(lengths))])]
     for got, oracle in zip(counts, expected):
         np.testing.assert_allclose(got, oracle, atol=1e-10)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(seed=st.integers(0, 10_000), num_components=st.integers(1, 3), with_mask=st.booleans())
+def test_clamping_to_partial_observations_and_to_one_path(seed, num_components, with_mask):
+    """jp.clamp(allowed) sums over the paths that keep to ``allowed`` (checked on the dense
+    product, whose Potentials.clamp is the oracle); clamped to one sampled path,
+    joint_posteriors equals path_posteriors: the path's score, one-hot marginals, its counts."""
+    made = random_joint(seed, num_components, with_mask=with_mask)
+    if made is None:
+        return
+    jp, _ = made
+    rng = np.random.default_rng(seed)
+    path = joint.joint_sample(jp, 1, seed=seed)[0]
+    allowed = rng.random(jp.emissions.shape) < 0.5
+    allowed[np.arange(jp.num_tokens), path] = True
+    clamped = joint.joint_posteriors(jp.clamp(allowed))
+    dense = fstcrf.forward_backward(jp.to_product().clamp(allowed), edge_counts=False)
+    np.testing.assert_allclose(clamped.log_z, dense.log_z, rtol=1e-10)
+    np.testing.assert_allclose(clamped.node_marginals, dense.node_marginals, atol=1e-10)
+    one = np.zeros_like(allowed)
+    one[np.arange(jp.num_tokens), path] = True
+    exact = joint.joint_posteriors(jp.clamp(one))
+    fast = joint.path_posteriors(jp, path)
+    np.testing.assert_allclose(fast.log_z, exact.log_z, rtol=1e-10)
+    np.testing.assert_allclose(fast.node_marginals, exact.node_marginals, atol=1e-10)
+    for got, expected in zip(fast.edge_counts, exact.edge_counts):
+        np.testing.assert_allclose(got, expected, atol=1e-10)
+
+
+def test_path_posteriors_refuse_paths_outside_the_space():
+    jp, _ = random_joint(3, 2, with_mask=True)
+    outside = np.flatnonzero(~jp.space.allowed)
+    if len(outside):
+        with pytest.raises(errors.InfeasibleError, match="does not allow"):
+            joint.path_posteriors(jp, np.full(jp.num_tokens, outside[0]))
+    with pytest.raises(errors.ShapeError, match="paths must be joint states"):
+        joint.path_posteriors(jp, np.zeros(jp.num_tokens + 1, dtype=np.int64))
