@@ -73,9 +73,7 @@ def mean_iteration_seconds(history: list[dict]) -> float:
     return float(np.mean(seconds)) if seconds else 0.0
 
 
-def separate_models(
-    train: list[Sentence], dev: list[Sentence], threads: int
-) -> tuple[ChainCRF, ChainCRF, float]:
+def separate_models(train: list[Sentence], dev: list[Sentence], threads: int) -> tuple[ChainCRF, ChainCRF, float]:
     """The tagger and the chunker trained separately, and their training seconds."""
     began = time.perf_counter()
     tagger = ChainCRF(template="pos", max_iter=100, threads=threads).fit(train, target="pos", dev=dev)
@@ -85,9 +83,7 @@ def separate_models(
     return tagger, chunker, time.perf_counter() - began
 
 
-def score_side(
-    labels: list[list[list[str]]], test: list[Sentence], cascade: list[list[str]] | None = None
-) -> Side:
+def score_side(labels: list[list[list[str]]], test: list[Sentence], cascade: list[list[str]] | None = None) -> Side:
     """Chunk F1 and tag accuracy of decoded [tags, chunks]; McNemar against the cascade's chunks."""
     gold_chunks, gold_tags = [s["chunk"] for s in test], [s["pos"] for s in test]
     side = Side(score_labels(gold_chunks, labels[1]).primary, score_labels(gold_tags, labels[0]).primary)

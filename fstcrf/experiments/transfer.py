@@ -167,11 +167,11 @@ def seminar_documents(folder: str | os.PathLike) -> tuple[list[Document], list[P
     return [document.sentences for document in documents], [document.path for document in documents]
 
 
-def _flatten(documents: Sequence[Document]) -> list[Sentence]:
+def flatten_documents(documents: Sequence[Document]) -> list[Sentence]:
     return [sentence for document in documents for sentence in document]
 
 
-def _regroup(flat: Sequence, documents: Sequence[Document]) -> list[list]:
+def regroup_documents(flat: Sequence, documents: Sequence[Document]) -> list[list]:
     """Per-sentence items [sentences] grouped as ``documents`` are."""
     grouped, position = [], 0
     for document in documents:
@@ -182,20 +182,22 @@ def _regroup(flat: Sequence, documents: Sequence[Document]) -> list[list]:
 
 def with_ner(documents: Sequence[Document], model: ChainCRF) -> list[Document]:
     """``documents`` with the NER model's 1-best labels in a column ``ner``."""
-    flat = _flatten(documents)
+    flat = flatten_documents(documents)
     labels = model.predict(flat)
-    return _regroup([sentence.with_column("ner", tags) for sentence, tags in zip(flat, labels)], documents)
+    return regroup_documents([sentence.with_column("ner", tags) for sentence, tags in zip(flat, labels)], documents)
 
 
 def with_ner_samples(documents: Sequence[Document], model: ChainCRF, samples: int, seed: int = 0) -> list[Document]:
     """Each document ``samples`` times, the ``ner`` column of copy k drawn exactly from
     the NER model's p(y | x) (a training set that shows the reading model the
     NER model's uncertainty instead of its 1-best alone)."""
-    flat = _flatten(documents)
+    flat = flatten_documents(documents)
     drawn, _ = model.sample(flat, samples, seed=seed)
     copies = []
     for labels in drawn:
-        copies += _regroup([sentence.with_column("ner", tags) for sentence, tags in zip(flat, labels)], documents)
+        copies += regroup_documents(
+            [sentence.with_column("ner", tags) for sentence, tags in zip(flat, labels)], documents
+        )
     return copies
 
 
@@ -251,7 +253,7 @@ def dev_side(split: Split, fraction: float = 0.25, seed: int = 0) -> Split:
     )
 
 
-def _pick(documents: Sequence[Document], indices: Sequence[int]) -> list[Document]:
+def pick_documents(documents: Sequence[Document], indices: Sequence[int]) -> list[Document]:
     return [documents[i] for i in indices]
 
 
@@ -261,7 +263,7 @@ def train_seminar(documents: Sequence[Document], reads_ner: bool, threads: int =
     the column ``ner`` (the NER model's predictions) at the same token."""
     template = parse_template(seminar_template_text(reads_ner), "fstcrf/templates/seminar.txt")
     model = ChainCRF(template, reads="ner" if reads_ner else None, threads=threads, **SEMINAR_SETTINGS)
-    sentences = _flatten(documents)
+    sentences = flatten_documents(documents)
     return model.fit(Corpus(sentences[0].column_names, sentences), "field")
 
 
@@ -289,11 +291,11 @@ class Decoded:
 
 def decode_joint(joint: JointModel, documents: Sequence[Document], mode: str) -> Decoded:
     """Decode ``documents`` with the composed model (mode "joint" or "cascade")."""
-    flat = _flatten(documents)
+    flat = flatten_documents(documents)
     started = time.perf_counter()
     ner, fields = joint.predict(flat, mode=mode)
     seconds = time.perf_counter() - started
-    return Decoded(_regroup(fields, documents), _regroup(ner, documents), seconds)
+    return Decoded(regroup_documents(fields, documents), regroup_documents(ner, documents), seconds)
 
 
 def timed_decodings(joint: JointModel, documents: Sequence[Document], repeats: int = 2) -> dict[str, Decoded]:
@@ -326,8 +328,8 @@ def choose_ner_scale(
     best overall F1 on the dev side of ``split``'s training documents (ties go
     to 1), and the dev F1 of every scale.  ``documents`` carry the ``ner`` column."""
     side = dev_side(split, seed=seed)
-    reader = train_reader(ner, _pick(documents, side.train), ner_samples, threads, seed)
-    dev = _pick(documents, side.test)
+    reader = train_reader(ner, pick_documents(documents, side.train), ner_samples, threads, seed)
+    dev = pick_documents(documents, side.test)
     dev_f1 = {}
     for scale in NER_SCALES:
         decoded = decode_joint(compose([ner, reader], threads=threads, scales=[scale, 1.0]), dev, "joint")
@@ -365,13 +367,16 @@ def run_split(
     ``ner`` column (the NER model's 1-best labels).  With ``choose_scale`` the
     NER component's scale is chosen on the dev side of the training documents
     (:func:`choose_ner_scale`), else it is 1; ``ner_samples``: see :func:`train_reader`."""
-    train, test = _pick(documents, split.train), _pick(documents, split.test)
+    train, test = pick_documents(documents, split.train), pick_documents(documents, split.test)
     scale, dev_f1 = choose_ner_scale(ner, documents, split, threads, seed, ner_samples) if choose_scale else (1.0, {})
     plain = train_seminar(train, reads_ner=False, threads=threads)
     reader = train_reader(ner, train, ner_samples, threads, seed)
     joint = compose([ner, reader], threads=threads, scales=[scale, 1.0])
-    flat_test = _flatten(test)
-    decoded = {"none": Decoded(_regroup(plain.predict(flat_test), test), None, 0.0), **timed_decodings(joint, test)}
+    flat_test = flatten_documents(test)
+    decoded = {
+        "none": Decoded(regroup_documents(plain.predict(flat_test), test), None, 0.0),
+        **timed_decodings(joint, test),
+    }
     words, gold = column(test, "word"), column(test, "field")
     flat_gold = [tags for document in gold for tags in document]
     flat = {system: [tags for document in result.fields for tags in document] for system, result in decoded.items()}
@@ -481,18 +486,18 @@ def learning_curve(
     ``fraction`` of a seeded permutation of ``split``'s training documents,
     tested on its whole test side.  ``documents`` carry the ``ner`` column."""
     order = np.random.default_rng([seed, len(split.train), 1]).permutation(len(split.train))
-    test = _pick(documents, split.test)
+    test = pick_documents(documents, split.test)
     words, gold = column(test, "word"), column(test, "field")
     curve = {}
     for fraction in fractions:
         chosen = [split.train[i] for i in sorted(order[: max(1, round(fraction * len(split.train)))])]
-        train = _pick(documents, chosen)
+        train = pick_documents(documents, chosen)
         plain = train_seminar(train, reads_ner=False, threads=threads)
         joint = compose(
             [ner, train_reader(ner, train, ner_samples, threads, seed)], threads=threads, scales=[ner_scale, 1.0]
         )
         predicted = {
-            "none": _regroup(plain.predict(_flatten(test)), test),
+            "none": regroup_documents(plain.predict(flatten_documents(test)), test),
             "cascade": decode_joint(joint, test, "cascade").fields,
             "joint": decode_joint(joint, test, "joint").fields,
         }

@@ -222,6 +222,7 @@ class JointModel:
         tol: float = 1e-7,
         memory: int = LBFGS_MEMORY,
         callback=None,
+        dev_score=None,
     ) -> JointModel:
         """Train every component jointly on ``corpus`` (a factorial CRF; see
         :mod:`fstcrf.model.joint_training`): each component reads its gold column
@@ -229,7 +230,8 @@ class JointModel:
         latent, marginalised).  ``init`` "warm" starts from the fitted weights, "zero"
         from zero; ``prior`` centres the Gaussian prior (``sigma``) on the start
         ("start") or on zero; with ``dev`` the iteration with the best score of the
-        top component on it is kept.  Returns self, its components replaced by
+        top component on it is kept (``dev_score``, instead of ``dev``: any score of a
+        candidate model, see :func:`~fstcrf.model.joint_training.fit_joint`).  Returns self, its components replaced by
         trained copies and its scales set to 1; learned attributes ``history_``,
         ``n_iter_``, ``best_iteration_``, ``interrupted_``."""
         trained, result = fit_joint(
@@ -243,6 +245,7 @@ class JointModel:
             tol=tol,
             memory=memory,
             callback=callback,
+            dev_score=dev_score,
         )
         self.components, self.scales = trained.components, trained.scales
         self.history_, self.n_iter_ = result.history, result.n_iter

@@ -294,6 +294,7 @@ def fit_joint(
     memory: int = LBFGS_MEMORY,
     threads: int | None = None,
     callback=None,
+    dev_score: Callable[[Model], ChunkScores | TagScores] | None = None,
 ) -> tuple[Model, TrainingResult]:
     """Train every component of ``model`` jointly on ``corpus`` by L-BFGS (see the
     module doc): ``init`` "warm" starts from the components' weights (times their
@@ -301,7 +302,9 @@ def fit_joint(
     deviation ``sigma`` on the starting weights ("start") or on zero.  With ``dev``,
     the iteration whose top-component score on it is best is kept.  Returns the
     trained copy of ``model`` and the L-BFGS result (history, iterations, whether
-    it was interrupted).  Errors in the corpus are raised before training starts."""
+    it was interrupted).  ``dev_score``, instead of ``dev``, scores a candidate
+    model by any measure (an object with ``.primary``, higher is better, and
+    ``.metric``, its name).  Errors in the corpus are raised before training starts."""
     if init not in JOINT_INITS:
         raise FstcrfError(f"init must be one of {', '.join(JOINT_INITS)}, got {init!r}")
     if prior not in JOINT_PRIORS:
@@ -316,7 +319,7 @@ def fit_joint(
             "needs the upper labels (the lower ones may be missing or '?')"
         )
     dev_sentences = None if dev is None else as_sentences(dev, "JointModel.fit (dev)")
-    score = None if dev_sentences is None else dev_scorer(model, dev_sentences)
+    score = dev_score if dev_sentences is None else dev_scorer(model, dev_sentences)
     start = np.concatenate(
         [scale * component.weights_ for scale, component in zip(model.scales, model.components)]
         if init == "warm"

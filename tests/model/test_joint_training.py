@@ -200,3 +200,36 @@ def test_bad_training_corpora_are_refused_before_training(joint, train):
         fit_joint(joint, train.sentences[:5], init="hot")
     with pytest.raises(FstcrfError, match="dev corpus has no chunk column"):
         fit_joint(joint, train.sentences[:5], [Sentence({"word": ["a"], "pos": ["DT"]})])
+
+
+def _renamed(sentences, kept: str, name: str):
+    """Sentences whose chunk column keeps the chunks of type ``kept`` only, renamed ``name``."""
+    result = []
+    for sentence in sentences:
+        labels = [label if label.endswith("-" + kept) else "O" for label in sentence["chunk"]]
+        result.append(Sentence({"word": sentence["word"], "pos": sentence["pos"], name: labels}))
+    return result
+
+
+@pytest.mark.parametrize("grammar", ["no_overlap", "nest"])
+def test_the_gradient_under_a_joint_grammar_matches_finite_differences(train, grammar):
+    """Taggers that read nothing from each other, tied by a per-token (factorised) or a
+    non-local (constrained product) joint grammar; the upper column observed, the lower
+    one observed or latent."""
+    pytest.importorskip("pynini")
+    nps, vps = _renamed(train.sentences, "NP", "np"), _renamed(train.sentences, "VP", "vp")
+    np_model = ChainCRF(template="bias\nword[0]\npos[0]", max_iter=5).fit(nps, target="np")
+    vp_model = ChainCRF(template="bias\nword[0]\npos[1]", max_iter=5).fit(vps, target="vp")
+    joint = compose([np_model, vp_model], joint=grammar)
+    sentences = [
+        Sentence({**a.columns, "vp": b["vp"]})
+        if grammar == "no_overlap"
+        else Sentence({"word": a["word"], "pos": a["pos"], "vp": b["vp"]})
+        for a, b in zip(nps[:4], vps[:4])
+    ]
+    objective, theta = _objective(joint, sentences, 5)
+    _, gradient = objective.loss_and_gradient(theta)
+    direction = np.random.default_rng(6).normal(size=objective.num_weights)
+    plus, _ = objective.loss_and_gradient(theta + 1e-5 * direction)
+    minus, _ = objective.loss_and_gradient(theta - 1e-5 * direction)
+    assert (plus - minus) / 2e-5 == pytest.approx(gradient @ direction, rel=1e-5)
