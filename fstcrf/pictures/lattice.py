@@ -283,8 +283,8 @@ def lattice_dot(
     statements.append("  }")
     statements += ["  {rank=same; " + " ".join(column) + "}" for column in columns]
     legend = (
-        "blue: the best (Viterbi) path; green, dashed: the gold path; states and arcs of probability "
-        f"{threshold:g} or more, arc width and darkness growing with probability"
+        "blue: the best (Viterbi) path; green, dashed: the gold path\n"
+        f"states and arcs of probability {threshold:g} or more; an arc's width and darkness grow with its probability"
     )
     defaults = {
         "graph": {
