@@ -16,17 +16,16 @@ from fstcrf.pictures.settings import DEFAULT_MAX_NODES, DEFAULT_MAX_STATES, DEFA
 
 
 def _grammar(args: argparse.Namespace) -> int:
+    from fstcrf.engine.topology import check_labels
     from fstcrf.pictures.render import picture_format, write_picture
 
     picture_format(args.output)
+    labels = None if args.labels is None else check_labels(args.labels.split(","))
     require("pynini", "fstcrf draw grammar (compiling the grammar)")
-    from fstcrf.engine.topology import check_labels
     from fstcrf.grammar import load_grammar
     from fstcrf.pictures.automata import grammar_dot
 
-    if args.labels is not None:
-        labels = check_labels(args.labels.split(","))
-    else:
+    if labels is None:
         from fstcrf.model.compose import JointModel, load_any
 
         model = load_any(args.model)

@@ -163,3 +163,14 @@ for words in {[words.split() + ["--help"] for words in parsers]!r}:
         + REPORT_HEAVY
     )
     assert run_child(code) == []
+
+
+def test_draw_grammar_without_pynini_names_the_extra(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pynini", None)  # import pynini now fails
+    error = refused(capsys, ["draw", "grammar", "iob2", "--labels", "O,B-NP,I-NP", "-o", str(tmp_path / "g.dot")])
+    assert "needs pynini, which is not installed: pip install 'fstcrf[grammars]'" in error
+    error = refused(capsys, ["draw", "grammar", "iob2", "--labels", "O,,B-NP", "-o", str(tmp_path / "g.dot")])
+    assert "invalid label '': labels are non-empty strings without whitespace" in error
+    assert list(tmp_path.iterdir()) == []
