@@ -28,7 +28,7 @@ from fstcrf.corpus.labels import label_states
 from fstcrf.engine.inference import Potentials, forward_backward, viterbi
 from fstcrf.engine.joint import component_marginals, joint_forward_backward, joint_viterbi
 from fstcrf.engine.topology import Topology
-from fstcrf.errors import LabelError, ShapeError
+from fstcrf.errors import LabelError, PictureError, ShapeError
 from fstcrf.model.chain import ChainCRF
 from fstcrf.model.compose import JointModel
 from fstcrf.pictures.automata import check_size
@@ -164,8 +164,7 @@ def _grey(probability: float) -> str:
 
 def _fill(probability: float) -> str:
     """A state's fill: white for improbable states, light blue for certain ones."""
-    red, green = (int(round(255 - (255 - value) * probability)) for value in (0x9E, 0xCA))
-    blue = int(round(255 - (255 - 0xE1) * probability))
+    red, green, blue = (int(round(255 - (255 - value) * probability)) for value in (0x9E, 0xCA, 0xE1))
     return f"#{red:02x}{green:02x}{blue:02x}"
 
 
@@ -262,6 +261,8 @@ def lattice_dot(
     """The dot text of one sentence's lattices (one per component, one above the other)
     under the caption ``title``, leaving out states and arcs below ``threshold``;
     PictureError if more than ``max_nodes`` states would be drawn."""
+    if not lattices:
+        raise PictureError("a lattice picture needs at least one lattice")
     tokens = lattices[0].tokens
     drawn = sum(len(states) for lattice in lattices for states in _drawn_states(lattice, threshold))
     check_size(drawn, f"the lattice picture of {title} at threshold {threshold:g}", max_nodes)

@@ -131,3 +131,5 @@ def test_a_lattice_of_too_many_states_is_refused_with_the_count_and_the_option()
     with pytest.raises(PictureError, match=r"has 20 states, more than the 19 .*--max-states 20"):
         lattice_dot([lattice], "x", threshold=0.0, max_nodes=19)
     lattice_dot([lattice], "x", threshold=0.0, max_nodes=20)
+    with pytest.raises(PictureError, match="needs at least one lattice"):
+        lattice_dot([], "x")
