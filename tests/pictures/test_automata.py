@@ -14,7 +14,7 @@ from fstcrf.engine.topology import bioes_labels, first_order, iob2, iob2_labels,
 from fstcrf.errors import PictureError
 from fstcrf.grammar import constrain, load_grammar, parse_grammar
 from fstcrf.pictures.automata import acceptor_dot, check_size, grammar_dot, topology_dot
-from graphviz import read_picture
+from drawn import read_picture
 from strategies import oracle_settings
 
 #: Chunk types with characters that the grammar language and dot both treat as syntax.

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fstcrf.pictures.dot import attribute_list, digraph, edge, node, quoted
-from graphviz import read_picture
+from drawn import read_picture
 from strategies import oracle_settings
 
 #: Characters that Graphviz or a careless writer could read as syntax.

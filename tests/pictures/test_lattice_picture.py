@@ -11,6 +11,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+import fstcrf
 from fstcrf.corpus.conll import read_conll
 from fstcrf.corpus.synthetic import DATA_DIR
 from fstcrf.engine.topology import iob2
@@ -24,8 +25,7 @@ from fstcrf.pictures.lattice import (
     lattice_dot,
     potentials_lattice,
 )
-import fstcrf
-from graphviz import read_picture
+from drawn import read_picture
 from strategies import feasible_instances, oracle_settings
 from test_lattice import brute_force_edges
 
