@@ -114,6 +114,17 @@ class AnnealingError(FstcrfError):
     """Settings of non-local decoding that cannot work (a bad schedule, a sampler the topology does not allow)."""
 
 
+class PictureError(FstcrfError):
+    """A picture cannot be drawn as asked: an automaton of more states than the limit
+    (the message gives the count and the option that raises it), an output suffix
+    that names no picture format, a sentence index outside the file."""
+
+
+class MissingProgramError(FstcrfError):
+    """A picture format needs an external program that is not installed (Graphviz's
+    ``dot``); the message names the package that installs it."""
+
+
 class HashCollisionError(FstcrfError):
     """No salt gave distinct keys to the fitted predicates (never seen with 64-bit hashes)."""
 

@@ -1,8 +1,10 @@
-"""Optional modules the tests import: skipped where they may be missing, required in
-CI's main leg, which installs every extra."""
+"""Optional modules and programs the tests use: skipped where they may be missing,
+required in CI's main leg, which installs every extra, and under CI, whose .ci/run
+installs the programs (Graphviz, Chromium)."""
 
 import importlib
 import os
+import shutil
 
 import pytest
 
@@ -22,3 +24,16 @@ def import_or_skip(name: str, reason: str):
         if extras_required():
             pytest.fail(f"{name} is missing in CI's main leg; {reason}", pytrace=False)
         pytest.skip(reason, allow_module_level=True)
+
+
+def program_or_skip(name: str, package: str) -> str:
+    """The path of the program ``name`` (Debian's package ``package``); where it is not
+    installed, the calling test module is skipped, or fails under CI (CI=true), whose
+    .ci/run installs it with apt-get."""
+    path = shutil.which(name)
+    if path is not None:
+        return path
+    reason = f"needs the program {name}: apt-get install {package}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{name} is missing under CI, whose .ci/run installs it; {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)

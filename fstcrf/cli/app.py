@@ -10,14 +10,14 @@ import os
 import signal
 import sys
 
-from fstcrf.cli import bench, calibrate, compose, convert, demo, evaluate, inspect, seminars, tag, train
+from fstcrf.cli import bench, calibrate, compose, convert, demo, draw, evaluate, inspect, seminars, tag, train, view
 from fstcrf.cli.options import add_quiet
 from fstcrf.engine.budget import limits
 from fstcrf.errors import FstcrfError
 from fstcrf.files import check_output_path
 
 #: The modules of the commands, in the order ``fstcrf --help`` lists them.
-COMMANDS = (train, compose, tag, evaluate, calibrate, convert, seminars, demo, inspect, bench)
+COMMANDS = (train, compose, tag, evaluate, calibrate, view, draw, convert, seminars, demo, inspect, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@ import argparse
 import logging
 
 from fstcrf.cli.decoding import read_for
-from fstcrf.cli.options import add_command
+from fstcrf.cli.options import add_command, add_reading_columns
 from fstcrf.errors import FstcrfError
 
 LOG = logging.getLogger("fstcrf")
@@ -45,13 +45,5 @@ def add_parsers(commands) -> None:
     )
     calibrate.add_argument("model", help="model file (from train)")
     calibrate.add_argument("dev", help="labelled CoNLL file not used in training, e.g. the development set")
-    calibrate.add_argument(
-        "--columns",
-        default=None,
-        metavar="NAMES",
-        help="the file's comma-separated column names (default: the model's training columns)",
-    )
-    calibrate.add_argument(
-        "--separator", default=None, metavar="SEP", help="field separator (default: runs of spaces and tabs)"
-    )
+    add_reading_columns(calibrate)
     calibrate.add_argument("--threads", type=int, default=None, help="kernel threads (default: the model's)")

@@ -87,6 +87,19 @@ def add_command(
     return sub
 
 
+def add_reading_columns(parser: argparse.ArgumentParser) -> None:
+    """--columns and --separator: how a command reads a CoNLL file with a model's columns."""
+    parser.add_argument(
+        "--columns",
+        default=None,
+        metavar="NAMES",
+        help="the file's comma-separated column names (default: the model's training columns)",
+    )
+    parser.add_argument(
+        "--separator", default=None, metavar="SEP", help="field separator (default: runs of spaces and tabs)"
+    )
+
+
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     """--max-states and --max-work, the limits of :mod:`fstcrf.engine.budget`."""
     parser.add_argument(
