@@ -14,7 +14,13 @@ from spacy.language import Language
 #: The factory's name: ``nlp.add_pipe(FACTORY, config=...)``.
 FACTORY = "fstcrf"
 #: The settings a config may leave out (see :mod:`fstcrf.spacy.component`); ``model`` is required.
-DEFAULT_CONFIG: dict[str, object] = {"reads": {}, "writes": None, "component": None, "threads": None, "probabilities": True}
+DEFAULT_CONFIG: dict[str, object] = {
+    "reads": {},
+    "writes": None,
+    "component": None,
+    "threads": None,
+    "probabilities": True,
+}
 
 
 @Language.factory(FACTORY, default_config=DEFAULT_CONFIG)
