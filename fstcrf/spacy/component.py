@@ -41,7 +41,6 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc
 from spacy.util import minibatch
@@ -67,7 +66,6 @@ class FstcrfComponent(Pipe):
 
     def __init__(
         self,
-        nlp: Language | None,
         name: str,
         model: str,
         reads: Mapping[str, str] | None = None,

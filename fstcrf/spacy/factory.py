@@ -38,4 +38,4 @@ def make_component(
     :class:`~fstcrf.spacy.component.FstcrfComponent`."""
     from fstcrf.spacy.component import FstcrfComponent
 
-    return FstcrfComponent(nlp, name, model, reads, writes, component, threads, probabilities)
+    return FstcrfComponent(name, model, reads, writes, component, threads, probabilities)

@@ -223,7 +223,7 @@ def test_a_saved_pipeline_carries_its_model(models, corpora, tmp_path):
     loaded = spacy.load(tmp_path / "pipeline")
     assert loaded.get_pipe("chunker").model_path == str(copy)
     assert [chunks_of(doc.spans["np"]) for doc in loaded.pipe(tagged_docs(loaded, sentences))] == expected
-    restored = FstcrfComponent(None, "again", str(copy), writes="spans:np")
+    restored = FstcrfComponent("again", str(copy), writes="spans:np")
     assert restored.model is None and restored.labels == ()
     with pytest.raises(ModelFileError, match="'again' has no model"):
         restored(tagged_docs(loaded, sentences[:1])[0])
