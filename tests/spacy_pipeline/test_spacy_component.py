@@ -185,7 +185,6 @@ def test_a_composed_model_decodes_jointly(models, corpora):
 def test_a_model_under_a_joint_grammar(corpora, tmp_path):
     """An NP chunker and a VP chunker composed under no_overlap: the component writes
     the joint decoding, whose chunks never overlap."""
-    pytest.importorskip("pynini")
     train, test = corpora
     chunkers = []
     for kind in ("NP", "VP"):
@@ -207,6 +206,25 @@ def test_a_model_under_a_joint_grammar(corpora, tmp_path):
         covered = [{t for span in doc.spans[key] for t in range(span.start, span.end)} for key in ("np", "vp")]
         assert not covered[0] & covered[1]
     assert sum(len(doc.spans["vp"]) for doc in docs) > 50
+
+
+@pytest.mark.pynini
+def test_a_model_trained_under_a_grammar(corpora, tmp_path):
+    """A chunker trained under "at least one ADVP chunk" (on the demo sentences that have
+    one; most test sentences have none): the component decodes under the grammar the
+    model file holds."""
+    train, test = corpora
+    model = ChainCRF(template=TEMPLATE, max_iter=10, grammar="at_least_one", grammar_params={"X": "ADVP"})
+    model.fit([s for s in train if "B-ADVP" in s["chunk"]], target="chunk")
+    model.save(tmp_path / "advp.model")
+    sentences = test.sentences[:40]
+    nlp = spacy.blank("en")
+    nlp.add_pipe(FACTORY, config={"model": str(tmp_path / "advp.model")})
+    docs = list(nlp.pipe(tagged_docs(nlp, sentences)))
+    expected = model.predict_spans(sentences)
+    assert [chunks_of(doc.spans["chunks"]) for doc in docs] == [[e[:3] for e in found] for found in expected]
+    assert all(any(span.label_ == "ADVP" for span in doc.spans["chunks"]) for doc in docs)
+    assert sum(s["chunk"].count("B-ADVP") for s in sentences) < len(sentences) / 2
 
 
 def test_a_saved_pipeline_carries_its_model(models, corpora, tmp_path):
