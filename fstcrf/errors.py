@@ -136,3 +136,15 @@ class UnknownLabelError(GrammarError, LabelError):
 class MissingExtraError(FstcrfError, ImportError):
     """A feature needs an optional dependency that is not installed; the message names
     the extra that installs it (e.g. ``pip install 'fstcrf[grammars]'`` for pynini)."""
+
+
+class PipelineConfigError(FstcrfError):
+    """A pipeline component's settings do not fit its model: a column it reads that no
+    token attribute is given for, an unknown attribute, component or output, or two
+    outputs written to one place (the message names the component)."""
+
+
+class TokenAttributeError(FstcrfError):
+    """A token lacks an attribute a pipeline component reads: no earlier component set
+    it, or the extension is not registered (the message names the attribute and the
+    component)."""

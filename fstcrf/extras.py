@@ -18,6 +18,7 @@ EXTRAS = {
     "torch": "torch",
     "torchcrf": "bench-torch",
     "torch_struct": "bench-torch",
+    "spacy": "spacy",
 }
 
 

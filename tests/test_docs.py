@@ -139,3 +139,19 @@ def test_logits_python_runs():
     namespace = run_blocks(ROOT / "docs" / "logits.md")
     assert namespace["decoder"].scale_ > 0 and len(namespace["tagged"]) == 2
     assert len(namespace["words"].entities[0]) == 2 and len(namespace["tokens"].entities[0]) == 2
+
+
+@pytest.mark.slow
+def test_spacy_python_runs(tmp_path, monkeypatch):
+    """docs/spacy.md's examples on the demo corpus (its spaCy tagger trained for two epochs)."""
+    from needs import import_or_skip
+    from fstcrf.extras import install_hint
+
+    import_or_skip("spacy", f"docs/spacy.md needs spaCy: {install_hint('spacy')}")
+    import fstcrf.spacy.factory  # noqa: F401  (registers "fstcrf" where fstcrf is installed without its entry points)
+
+    monkeypatch.chdir(tmp_path)
+    namespace = run_blocks(ROOT / "docs" / "spacy.md")
+    assert len(namespace["chunked"].spans["chunks"]) == len(namespace["scores"]) > 0
+    assert (tmp_path / "pipeline" / "fstcrf" / "model.fstcrf").is_file()
+    assert all(token.tag_ for token in namespace["doc"]) and namespace["doc"].spans["chunks"]

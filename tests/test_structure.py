@@ -165,7 +165,7 @@ LAYERS = [
     {"grammar", "corpus"},
     {"features"},
     {"learn"},
-    {"model", "distributed", "document", "experiments", "sklearn", "torch", "logits", "pictures"},
+    {"model", "distributed", "document", "experiments", "sklearn", "torch", "logits", "pictures", "spacy"},
     {"bench", "cli"},
 ]
 

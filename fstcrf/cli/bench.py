@@ -281,6 +281,14 @@ def _features(args: argparse.Namespace) -> tuple:
     return (bench_features(folder, args.copies or 10, args.repeats, tutorial),)
 
 
+def _spacy(args: argparse.Namespace) -> tuple:
+    """The spaCy component in nlp.pipe against the model's own decoding (needs fstcrf[spacy])."""
+    from fstcrf.bench.spacy import bench_spacy
+
+    folder = _conll2000(args)
+    return (bench_spacy(folder, args.model, args.threads, args.repeats, args.iterations or 20),)
+
+
 #: The benchmarks of each target of ``fstcrf bench``, printed one after another, in
 #: the order the help lists the targets.
 def _torch(args: argparse.Namespace) -> tuple:
@@ -310,6 +318,7 @@ TARGETS: dict[str, tuple[Measurement, ...]] = {
     "stream": (Measurement(_stream, "process:format_stream", json=True),),
     "features": (Measurement(_features, "features:format_features", json=True),),
     "torch": (Measurement(_torch, "neural:format_torch", json=True),),
+    "spacy": (Measurement(_spacy, "spacy:format_spacy", json=True),),
 }
 
 #: The benchmarks of the variants of a target that an option chooses.
@@ -360,7 +369,10 @@ def add_parsers(commands) -> None:
         "sklearn-crfsuite's tutorial dicts when conll2002/ is beside conll2000/; "
         "torch: the CRF layer fstcrf.torch.CRF against pytorch-crf and torch-struct, NLL "
         "forward+backward and Viterbi at batch 32, lengths 25-50, 9 and 45 tags, each tool "
-        "in its own process (needs fstcrf[torch,bench-torch])",
+        "in its own process (needs fstcrf[torch,bench-torch]); "
+        "spacy: tokens per second of the spaCy component inside nlp.pipe on the CoNLL-2000 test set "
+        "against the model's own decoding (--model: a chunker or composed model; default: one trained "
+        "for --iterations, default 20) (needs fstcrf[spacy])",
     )
     bench.add_argument(
         "--gigabytes",
@@ -386,7 +398,7 @@ def add_parsers(commands) -> None:
     bench.add_argument(
         "--json",
         action="store_true",
-        help="nonlocal, transfer, defaults, tag, train, sklearn, distributed, mce, stream, features: "
+        help="nonlocal, transfer, defaults, tag, train, sklearn, distributed, mce, stream, features, spacy: "
         "print JSON instead of the table (default: off)",
     )
     bench.add_argument(
@@ -481,7 +493,8 @@ def add_parsers(commands) -> None:
         "--iterations",
         type=POSITIVE,
         default=None,
-        help="L-BFGS iterations (bench train, partial: default 50; distributed: default 5)",
+        help="L-BFGS iterations (bench train, partial: default 50; distributed: default 5; spacy: of the "
+        "chunker trained when --model is not given, default 20)",
     )
     bench.add_argument(
         "--tasks",
@@ -507,7 +520,10 @@ def add_parsers(commands) -> None:
         help="share of labels hidden (bench partial) (default %(default)s)",
     )
     bench.add_argument(
-        "--threads", type=POSITIVE, default=2, help="fstcrf threads for bench train and partial (default %(default)s)"
+        "--threads",
+        type=POSITIVE,
+        default=2,
+        help="fstcrf threads for bench train, partial and spacy (default %(default)s)",
     )
     bench.add_argument(
         "--data", default=None, help="folder holding CoNLL-2000 (bench train, partial) (default: as for fstcrf demo)"
@@ -515,7 +531,8 @@ def add_parsers(commands) -> None:
     bench.add_argument(
         "--model",
         default=None,
-        help="trained model (bench grammar, tag, stream) or composed model (bench compose on real data) "
+        help="trained model (bench grammar, tag, stream, spacy) or composed model (bench compose on real data, "
+        "spacy) "
         "(default: none)",
     )
     bench.add_argument("--test", default=None, help="test file (bench grammar, bench compose --model) (default: none)")
