@@ -52,7 +52,7 @@ from fstcrf.model.chain import ChainCRF
 from fstcrf.model.compose import compose
 
 #: The prior sigmas tried on the first split's dev side.
-SIGMAS = (0.3, 1.0, 3.0)
+SIGMAS = (1.0, 3.0, 10.0, 30.0)
 #: The L-BFGS iterations of the dev runs (each iteration's dev score is recorded).
 DEV_ITERATIONS = 30
 #: The fields whose mean F1 chooses the settings (the two the cascade leaves room on).
