@@ -165,7 +165,7 @@ LAYERS = [
     {"grammar", "corpus"},
     {"features"},
     {"learn"},
-    {"model", "distributed", "document", "experiments", "sklearn", "torch", "logits"},
+    {"model", "distributed", "document", "experiments", "sklearn", "pycrfsuite", "torch", "logits"},
     {"bench", "cli"},
 ]
 
