@@ -141,10 +141,9 @@ def model_features(model: ChainCRF) -> tuple[list[str], dict, dict, dict]:
     }
     E = topology.num_edges
     deviations = weights[F + E :].reshape(-1, E)  # [L lower labels, E], or [0, E]
+    lower_labels = model.lower_labels_ or []
     lower = {
-        (model.lower_labels_[k], names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]): float(
-            deviations[k, e]
-        )
+        (lower_labels[k], names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]): float(deviations[k, e])
         for k, e in zip(*(index.tolist() for index in np.nonzero(deviations)))
     }
     return [names[p] for p in active.tolist()], state, transition, lower

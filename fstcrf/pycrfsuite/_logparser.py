@@ -76,13 +76,12 @@ class TrainLogParser:
         if self.state is None:
             self.state = "STARTING"
             self._starting(line)
-            event: str | None = "start"
-            begin = 0
+            event, begin = "start", 0
         else:
-            event = getattr(self, "_" + self.state.lower())(line)
-            if event is None:
+            found = getattr(self, "_" + self.state.lower())(line)
+            if found is None:
                 return None
-            begin = self.events[-1][2]
+            event, begin = found, self.events[-1][2]
         end = len(self.log) - (1 if event in _ENDED_BEFORE else 0)
         self.events.append((event, begin, end))
         return event

@@ -157,10 +157,10 @@ class TrainingLog:
         if self.open_block:
             self._lines(*evaluation, "\n")
             self.open_block = False
-        maximum = self.values["max_iterations"]
+        maximum = int(self.values["max_iterations"])  # type: ignore[call-overload]  # an int parameter
         reached = "terminated with the maximum number of iterations"
         if self.algorithm == "lbfgs":
-            self.emit(f"L-BFGS {reached}\n" if model.n_iter_ >= maximum else "L-BFGS resulted in convergence\n")  # type: ignore[operator]
+            self.emit(f"L-BFGS {reached}\n" if model.n_iter_ >= maximum else "L-BFGS resulted in convergence\n")
         elif self.algorithm == "l2sgd":
             stopped = reached if model.n_iter_ >= maximum else "terminated with the stopping criterion"
             self._lines(f"SGD {stopped}\n")

@@ -28,11 +28,12 @@ import os
 import pickle
 import sys
 import tempfile
+from typing import cast
 
 import numpy as np
 
 from fstcrf.corpus.labels import label_states
-from fstcrf.engine.inference import forward_backward, log_partition, viterbi
+from fstcrf.engine.inference import Potentials, forward_backward, log_partition, viterbi
 from fstcrf.errors import (
     ArgumentTypeError,
     FstcrfError,
@@ -125,8 +126,8 @@ class Tagger:
         self._forget_sequence()
 
     def _forget_sequence(self) -> None:
-        self._length = 0
-        self._potentials = self._state_map = None
+        self._potentials: Potentials | None = None
+        self._state_map: np.ndarray | None = None
         self._best: list[str] | None = None
         self._log_z: float | None = None
         self._marginals: np.ndarray | None = None
@@ -148,7 +149,6 @@ class Tagger:
         if tokens:
             sentence = item_sentence(tokens, "xseq", reads=model.reads)
             _, self._potentials, self._state_map = model.decoding_potentials([sentence])
-        self._length = len(tokens)
 
     def labels(self) -> list[str]:
         """The model's labels."""
@@ -160,7 +160,7 @@ class Tagger:
         model = self._open_model()
         if xseq is not None:
             self.set(xseq)
-        if not self._length:
+        if self._potentials is None or self._state_map is None:
             return []
         if self._best is None:
             states = self._state_map[viterbi(self._potentials).paths]
@@ -172,12 +172,12 @@ class Tagger:
         forbids, and before any sequence is set."""
         model = self._open_model()
         labels = label_list(yseq, "yseq")
-        if not self._length:
-            return 0.0
-        if len(labels) != self._length:
-            raise ShapeError(f"The numbers of items and labels differ: |x| = {self._length}, |y| = {len(labels)}")
-        ids = np.array([self._label_index(model, label) for label in labels], dtype=np.int64)
         pot = self._potentials
+        if pot is None:
+            return 0.0
+        if len(labels) != pot.num_tokens:
+            raise ShapeError(f"The numbers of items and labels differ: |x| = {pot.num_tokens}, |y| = {len(labels)}")
+        ids = np.array([self._label_index(model, label) for label in labels], dtype=np.int64)
         try:
             states = label_states(pot.topology, ids, pot.offsets)
         except LabelError:
@@ -192,16 +192,17 @@ class Tagger:
         model = self._open_model()
         (label,) = label_list([y], "y")
         pos = integer_argument("the position", pos)
-        if not self._length:
+        pot = self._potentials
+        if pot is None:
             return 0.0
         index = self._label_index(model, label)
-        if not 0 <= pos < self._length:
-            raise FstcrfError(f"The position {pos} is out of range of the {self._length} items")
+        if not 0 <= pos < pot.num_tokens:
+            raise FstcrfError(f"The position {pos} is out of range of the {pot.num_tokens} items")
         if self._marginals is None:
-            pot = self._potentials
             by_label = np.zeros((pot.topology.num_states, len(model.labels_)))
             by_label[np.arange(pot.topology.num_states), pot.topology.state_label] = 1.0
-            self._marginals = forward_backward(pot, edge_counts=False).node_marginals @ by_label  # [T, L]
+            node_marginals = cast(np.ndarray, forward_backward(pot, edge_counts=False).node_marginals)  # [T, S]
+            self._marginals = node_marginals @ by_label  # [T, L]
         return float(self._marginals[pos, index])
 
     @staticmethod

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import time
 
+from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FstcrfError, ShapeError
 from fstcrf.features.attributes import check_sentences
 from fstcrf.files import check_output_path
@@ -47,6 +48,9 @@ class BaseTrainer:
     """Trains a CRF on appended instances (python-crfsuite's BaseTrainer; see the
     module doc).  ``algorithm`` is selected and ``params`` set if given; ``verbose``
     prints the training messages."""
+
+    #: The instances appended: (the Sentence of items and labels, the group).
+    _instances: list[tuple[Sentence, int]]
 
     def __new__(cls, *args, **kwargs):
         trainer = super().__new__(cls)
@@ -190,7 +194,7 @@ class Trainer(BaseTrainer):
         if event == "featgen_progress":
             self.on_featgen_progress(text, parser.featgen_percent)
         elif event == "iteration":
-            self.on_iteration(text, parser.last_iteration)
+            self.on_iteration(text, parser.last_iteration or {})
         else:
             getattr(self, "on_" + event)(text)
 
