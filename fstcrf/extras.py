@@ -18,6 +18,8 @@ EXTRAS = {
     "torch": "torch",
     "torchcrf": "bench-torch",
     "torch_struct": "bench-torch",
+    "pycrfsuite": "bench",
+    "nltk": "test",
 }
 
 
