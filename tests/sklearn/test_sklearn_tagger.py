@@ -89,3 +89,24 @@ def test_sequence_accuracy_counts_a_sequence_of_another_length_as_wrong():
     assert metrics.sequence_accuracy_score([[1, 2], [3]], [[3], [1, 2]]) == 0
     assert metrics.sequence_accuracy_score([[1, 2], [3], [4]], [[1, 2], [4], [4]]) == pytest.approx(2 / 3)
     assert metrics.sequence_accuracy_score([], []) == 0
+
+
+@pytest.mark.pynini
+def test_the_tagger_of_a_grammar_or_second_order_crf_decodes_as_predict():
+    X = [[{"w": "x"}, {"w": "y"}, {"w": "z"}]] * 6 + [[{"w": "q"}, {"w": "y"}]] * 2
+    y = [["B-X", "I-X", "O"]] * 6 + [["O", "O"]] * 2
+    test = [[{"w": "q"}, {"w": "y"}, {"w": "y"}], [{"w": "y"}], [{"w": "x"}, {"w": "y"}]]
+    for crf in (
+        CRF(c2=0.01, max_iterations=40, all_possible_transitions=True, grammar="iob2").fit(X, y),
+        CRF(c2=0.01, max_iterations=40, order=2).fit(X, y),
+    ):
+        tagger = crf.tagger_
+        for xseq in test:
+            assert tagger.tag(xseq) == crf.predict_single(xseq)
+            for position, row in enumerate(crf.predict_marginals_single(xseq)):
+                assert [tagger.marginal(label, position) for label in row] == pytest.approx(list(row.values()))
+            paths = [list(path) for path in itertools.product(crf.classes_, repeat=len(xseq))]
+            assert sum(tagger.probability(path) for path in paths) == pytest.approx(1.0)
+        if crf.grammar is not None:  # a sequence the grammar forbids has probability 0
+            tagger.set(test[1])
+            assert tagger.probability(["I-X"]) == 0.0
