@@ -32,6 +32,20 @@ class LabelError(FstcrfError):
     position: int
 
 
+class LabelTypeError(LabelError, TypeError):
+    """A label that is not a string; also a TypeError, as python-crfsuite raises."""
+
+
+class TaggerLabelError(LabelError, RuntimeError):
+    """A python-crfsuite Tagger was asked about a label its model lacks; also a
+    RuntimeError, as python-crfsuite raises."""
+
+
+class TaggerStateError(FstcrfError, RuntimeError):
+    """A python-crfsuite Tagger was used with no model open (before ``open`` or after
+    ``close``); also a RuntimeError, which python-crfsuite raises for some of these calls."""
+
+
 class TopologyError(FstcrfError):
     """A topology or acceptor cannot be compiled (empty, non-acceptor, ...)."""
 
@@ -51,6 +65,12 @@ class TemplateError(FstcrfError):
 class FeatureValueError(FstcrfError):
     """A token's features cannot be read: an unsupported type, a NaN or infinite
     value, a key that is not a string; the message names sentence and token."""
+
+
+class FeatureTypeError(FeatureValueError, TypeError):
+    """A token's features have the wrong type: a value that is not a string, number,
+    bool or dict, list or set of them, a key that is not a string, a token that is
+    neither a dict nor a list of names; also a TypeError, as python-crfsuite raises."""
 
 
 class ModelFileError(FstcrfError):

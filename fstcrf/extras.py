@@ -19,6 +19,8 @@ EXTRAS = {
     "torchcrf": "bench-torch",
     "torch_struct": "bench-torch",
     "spacy": "spacy",
+    "pycrfsuite": "bench",
+    "nltk": "test",
 }
 
 

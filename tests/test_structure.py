@@ -165,7 +165,18 @@ LAYERS = [
     {"grammar", "corpus"},
     {"features"},
     {"learn"},
-    {"model", "distributed", "document", "experiments", "sklearn", "torch", "logits", "pictures", "spacy"},
+    {
+        "model",
+        "distributed",
+        "document",
+        "experiments",
+        "sklearn",
+        "pycrfsuite",
+        "torch",
+        "logits",
+        "pictures",
+        "spacy",
+    },
     {"bench", "cli"},
 ]
 

@@ -239,6 +239,15 @@ def _sklearn(args: argparse.Namespace) -> tuple:
     return (bench_sklearn(_shared_data(args, ["conll2002"]), search=args.search),)
 
 
+def _pycrfsuite(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.pycrfsuite import bench_pycrfsuite
+    from fstcrf.extras import require
+
+    for module in ("pycrfsuite", "nltk"):
+        require(module, "bench pycrfsuite")
+    return (bench_pycrfsuite(_conll2000(args), args.iterations),)
+
+
 def _distributed(args: argparse.Namespace) -> tuple:
     """The rows and the load averages (1, 5 and 15 minutes) before and after them."""
     from fstcrf.bench.distributed import bench_distributed
@@ -313,6 +322,7 @@ TARGETS: dict[str, tuple[Measurement, ...]] = {
     "defaults": (Measurement(_defaults, "defaults:format_defaults", json="defaults:defaults_json"),),
     "tag": (Measurement(_tag_process, "process:format_process", json=True),),
     "sklearn": (Measurement(_sklearn, "sklearn:format_sklearn", json=True),),
+    "pycrfsuite": (Measurement(_pycrfsuite, "pycrfsuite:format_pycrfsuite", json=True),),
     "distributed": (Measurement(_distributed, "distributed:format_distributed", json="distributed:distributed_json"),),
     "mce": (Measurement(_mce, "mce:format_mce", json="mce:mce_json"),),
     "stream": (Measurement(_stream, "process:format_stream", json=True),),
@@ -346,6 +356,8 @@ def add_parsers(commands) -> None:
         "--copies copies of the CoNLL-2000 test set (--model: an fstcrf model to tag with); "
         "sklearn: sklearn-crfsuite's CoNLL-2002 Spanish tutorial with sklearn_crfsuite and "
         "fstcrf.sklearn (--search: also a RandomizedSearchCV with each); "
+        "pycrfsuite: python-crfsuite's tutorial workflow and NLTK's CRFTagger on CoNLL-2000 chunking, "
+        "each with python-crfsuite and with fstcrf.pycrfsuite (needs fstcrf[bench] and nltk); "
         "grammar: decoding time under each shipped grammar (--model, --test); "
         "partial: training with hidden labels against fewer whole sentences; "
         "bandit: learning from bandit feedback against full information on CoNLL-2000 "
@@ -398,8 +410,8 @@ def add_parsers(commands) -> None:
     bench.add_argument(
         "--json",
         action="store_true",
-        help="nonlocal, transfer, defaults, tag, train, sklearn, distributed, mce, stream, features, spacy: "
-        "print JSON instead of the table (default: off)",
+        help="nonlocal, transfer, defaults, tag, train, sklearn, pycrfsuite, distributed, mce, stream, features, "
+        "spacy: print JSON instead of the table (default: off)",
     )
     bench.add_argument(
         "--copies",
@@ -493,7 +505,8 @@ def add_parsers(commands) -> None:
         "--iterations",
         type=POSITIVE,
         default=None,
-        help="L-BFGS iterations (bench train, partial: default 50; distributed: default 5; spacy: of the "
+        help="L-BFGS iterations (bench train, partial: default 50; distributed: default 5; pycrfsuite: each "
+        "workflow's own, 50 for the tutorial and until convergence for NLTK; spacy: of the "
         "chunker trained when --model is not given, default 20)",
     )
     bench.add_argument(

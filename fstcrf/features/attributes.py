@@ -12,9 +12,11 @@ python-crfsuite does:
     {"tags": ["a", "b"]}         "tags:a" = 1.0, "tags:b" = 1.0   (lists and sets of names)
     ["a", "b"]                   "a" = 1.0, "b" = 1.0    (a token given as a list of names)
 
-A value of another type (None, a tuple, ...), a NaN or infinite number, a
-key that is not a string, or a whole token that is a string raises
-:class:`FeatureValueError` naming the sentence, the token and the attribute.
+A value of another type (None, a tuple, ...), a key that is not a string, or a
+whole token that is a string raises :class:`FeatureTypeError` (a
+FeatureValueError and a TypeError, as python-crfsuite raises), a NaN or
+infinite number :class:`FeatureValueError`, each naming the sentence, the token
+and the attribute.
 Sentences carry their tokens in the column named ``"attributes"``; the model
 template of the same name is :data:`ATTRIBUTES`.
 
@@ -39,7 +41,7 @@ import scipy.sparse
 
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.engine import kernel
-from fstcrf.errors import FeatureValueError, FstcrfError, ModelFileError, TemplateError
+from fstcrf.errors import FeatureTypeError, FeatureValueError, FstcrfError, ModelFileError, TemplateError
 from fstcrf.features.sparse_rows import SparseRows
 
 #: The column of a Sentence that holds the token dicts.
@@ -52,7 +54,16 @@ _NAME_LIST_TYPES = (list, tuple, set, frozenset)
 
 
 class _BadItem(Exception):
-    """Raised inside flattening with what is wrong; the caller adds the position."""
+    """Raised inside flattening with what is wrong; the caller adds the position and
+    raises ``error``."""
+
+    error: type[FeatureValueError] = FeatureValueError
+
+
+class _WrongType(_BadItem):
+    """A key, value or token of a type that cannot be read (FeatureTypeError)."""
+
+    error = FeatureTypeError
 
 
 def _key(key, prefix: str) -> str:
@@ -60,7 +71,7 @@ def _key(key, prefix: str) -> str:
         return prefix + key
     if isinstance(key, bytes):
         return prefix + _decode(key, prefix)
-    raise _BadItem(
+    raise _WrongType(
         f"the key {key!r} under {prefix[:-1] or 'the token'!r} is {type(key).__name__}; "
         "feature names must be str (or UTF-8 bytes)"
     )
@@ -116,7 +127,7 @@ def _flatten_into(item, prefix: str, names: list, values: list) -> None:
             add_name(name + SEPARATOR + _decode(value, name))
             add_value(1.0)
         else:
-            raise _BadItem(
+            raise _WrongType(
                 f"attribute {name!r} has a value of type {type(value).__name__} ({value!r:.40}); "
                 "values must be str, bytes, bool, int, float, or a dict, list or set of them"
             )
@@ -124,7 +135,7 @@ def _flatten_into(item, prefix: str, names: list, values: list) -> None:
 
 def _check_token(token) -> None:
     if not isinstance(token, (dict, *_NAME_LIST_TYPES)):
-        raise _BadItem(
+        raise _WrongType(
             f"the token is {type(token).__name__} ({token!r:.40}); a token is a dict of "
             "features or a list of feature names"
         )
@@ -139,7 +150,7 @@ def attribute_pairs(token) -> list[tuple[str, float]]:
         _check_token(token)
         _flatten_into(token, "", names, values)
     except _BadItem as error:
-        raise FeatureValueError(str(error)) from None
+        raise error.error(str(error)) from None
     return list(zip(names, values))
 
 
@@ -190,6 +201,7 @@ def read_entries(
     names: list[str] | None = None,
     reads: str | None = None,
     read_labels: bool = True,
+    first: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The attributes of the tokens of ``sentences`` in the columns of a vocabulary,
     read in C (fstcrf._attributes): columns int64 [M], values float64 [M] and
@@ -199,8 +211,9 @@ def read_entries(
     names in column order and an unknown name takes the next column (all three
     grow).  With ``reads`` (a column of lower labels) each token also has the
     attribute "reads:label" unless ``read_labels`` is False, and the dicts may
-    not hold the key ``reads``.  A bad token raises FeatureValueError naming its
-    sentence and position."""
+    not hold the key ``reads``.  A bad token raises FeatureValueError (FeatureTypeError
+    for a value of the wrong type) naming its position and its sentence, numbered
+    from ``first``."""
     tokens = [_tokens_of(sentence, number) for number, sentence in enumerate(sentences)]
     lower = (
         [_lower_labels_of(sentence, number, reads) for number, sentence in enumerate(sentences)]
@@ -214,7 +227,7 @@ def read_entries(
         try:
             _read_token(token, None if lower is None else lower[number], position, reads, token_names, values)
         except _BadItem as error:
-            raise FeatureValueError(f"sentence {number}, token {position}: {error}") from None
+            raise error.error(f"sentence {first + number}, token {position}: {error}") from None
         return token_names, values
 
     columns, values, starts = kernel.read_columns(tokens, lower, reads, by_name, by_key, names, read_in_python)
@@ -225,9 +238,10 @@ def read_entries(
     )
 
 
-def check_sentences(sentences: Sequence[Sentence]) -> None:
-    """Raise FeatureValueError (naming sentence and token) if a token cannot be read."""
-    read_entries(sentences, {}, {})
+def check_sentences(sentences: Sequence[Sentence], first: int = 0) -> None:
+    """Raise FeatureValueError (naming sentence and token; sentences numbered from
+    ``first``) if a token cannot be read."""
+    read_entries(sentences, {}, {}, first=first)
 
 
 def _reads_problem(reads) -> str | None:

@@ -113,6 +113,42 @@ def transition_weights(model: ChainCRF, label: str | None = None) -> Weights:
     return Weights(keys, values)
 
 
+def model_features(model: ChainCRF) -> tuple[list[str], dict, dict, dict]:
+    """What sklearn-crfsuite and python-crfsuite show of a model: the attributes with a
+    nonzero state-feature weight of a fitted ChainCRF, in column order;
+    {(attribute, output name): weight}, {(from, to): weight} and
+    {(lower label, from, to): weight} over the nonzero state, transition and
+    lower-label transition weights."""
+    features, weights = model.features_, model.weights_
+    topology = model.topology_
+    outputs = output_names(model)
+    names = model.extractor_.predicate_names_
+    F = features.num_features
+    predicate = np.repeat(np.arange(len(features.ptr) - 1), np.diff(features.ptr))
+    nonzero = np.flatnonzero(weights[:F] != 0)
+    state = {
+        (names[p], outputs[o]): w
+        for p, o, w in zip(
+            predicate[nonzero].tolist(), features.output[nonzero].tolist(), weights[:F][nonzero].tolist()
+        )
+    }
+    active = np.unique(predicate[nonzero])
+    transitions = weights[F : F + topology.num_edges]  # inactive edges keep weight 0
+    edges = np.flatnonzero(transitions != 0)
+    names_of = topology.state_names
+    transition = {
+        (names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]): float(transitions[e]) for e in edges.tolist()
+    }
+    E = topology.num_edges
+    deviations = weights[F + E :].reshape(-1, E)  # [L lower labels, E], or [0, E]
+    lower_labels = model.lower_labels_ or []
+    lower = {
+        (lower_labels[k], names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]): float(deviations[k, e])
+        for k, e in zip(*(index.tolist() for index in np.nonzero(deviations)))
+    }
+    return [names[p] for p in active.tolist()], state, transition, lower
+
+
 def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     """Rows of cells as lines, each column left-aligned but the last (a number), right-aligned."""
     if not rows:

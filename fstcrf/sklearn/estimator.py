@@ -12,8 +12,6 @@ its own (``Sentence({"attributes": dicts without "pos", "pos": labels,
 
 from __future__ import annotations
 
-import math
-import numbers
 import os
 import pickle
 from collections.abc import Sequence
@@ -26,101 +24,46 @@ from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FstcrfError, LabelError, ShapeError
 from fstcrf.files import check_output_path
 from fstcrf.model.chain import ChainCRF, load_model
+from fstcrf.model.inspection import model_features
+from fstcrf.pycrfsuite.items import TARGET, item_list, item_sentence, label_list
+from fstcrf.pycrfsuite.params import algorithm_name, chain_crf, parameters
+from fstcrf.pycrfsuite.tagger import Tagger
 
-#: The column the labels are learnt from.
-TARGET = "label"
-#: CRFsuite's algorithms, by the names sklearn_crfsuite and pycrfsuite accept.
-ALGORITHM_NAMES = {
-    "lbfgs": "lbfgs",
-    "l2sgd": "l2sgd",
-    "ap": "ap",
-    "averaged-perceptron": "ap",
-    "pa": "pa",
-    "passive-aggressive": "pa",
-    "arow": "arow",
+#: The CRF parameters that are CRFsuite's, with CRFsuite's names (python-crfsuite's Trainer
+#: takes these; sklearn-crfsuite passes them on).
+CRFSUITE_NAMES = {
+    "min_freq": "feature.minfreq",
+    "all_possible_states": "feature.possible_states",
+    "all_possible_transitions": "feature.possible_transitions",
+    "c1": "c1",
+    "c2": "c2",
+    "max_iterations": "max_iterations",
+    "num_memories": "num_memories",
+    "epsilon": "epsilon",
+    "period": "period",
+    "delta": "delta",
+    "linesearch": "linesearch",
+    "max_linesearch": "max_linesearch",
+    "calibration_eta": "calibration.eta",
+    "calibration_rate": "calibration.rate",
+    "calibration_samples": "calibration.samples",
+    "calibration_candidates": "calibration.candidates",
+    "calibration_max_trials": "calibration.max_trials",
+    "pa_type": "type",
+    "c": "c",
+    "error_sensitive": "error_sensitive",
+    "averaging": "averaging",
+    "variance": "variance",
+    "gamma": "gamma",
 }
-#: Per algorithm, the CRF parameters it takes besides max_iterations and the feature
-#: settings, each with the name of the ChainCRF ``algorithm_params`` entry it sets
-#: (c1 and c2 set ChainCRF's c1 and sigma).
-ALGORITHM_SETTINGS = {
-    "lbfgs": {
-        "c1": None,
-        "c2": None,
-        "num_memories": "memory",
-        "epsilon": "epsilon",
-        "period": "period",
-        "delta": "delta",
-        "linesearch": "linesearch",
-        "max_linesearch": "max_linesearch",
-    },
-    "l2sgd": {
-        "c2": None,
-        "period": "period",
-        "delta": "delta",
-        "calibration_eta": "calibration_eta",
-        "calibration_rate": "calibration_rate",
-        "calibration_samples": "calibration_samples",
-        "calibration_candidates": "calibration_candidates",
-        "calibration_max_trials": "calibration_max_trials",
-    },
-    "ap": {"epsilon": "epsilon"},
-    "pa": {
-        "pa_type": "pa_type",
-        "c": "c",
-        "error_sensitive": "error_sensitive",
-        "averaging": "averaging",
-        "epsilon": "epsilon",
-    },
-    "arow": {"variance": "variance", "gamma": "gamma", "epsilon": "epsilon"},
-}
-#: max_iterations=None: CRFsuite's default (L-BFGS: until its convergence tests stop it).
-DEFAULT_ITERATIONS = {"lbfgs": 2**31 - 1, "l2sgd": 1000, "ap": 100, "pa": 100, "arow": 100}
-_ALGORITHM_PARAMETERS = sorted({name for settings in ALGORITHM_SETTINGS.values() for name in settings})
+#: The CRF parameter of each CRFsuite name.
+SKLEARN_NAMES = {crfsuite: name for name, crfsuite in CRFSUITE_NAMES.items()}
 
 
 def as_sequences(data, name: str) -> list:
     if isinstance(data, (str, bytes, dict)) or not hasattr(data, "__len__"):
         raise ArgumentTypeError(f"{name} must be a list of sequences, got {type(data).__name__}")
     return list(data)
-
-
-def as_tokens(xseq, number: int, name: str) -> list:
-    """The token dicts of one sequence (a list, or a pycrfsuite.ItemSequence)."""
-    if type(xseq).__name__ == "ItemSequence" and hasattr(xseq, "items"):
-        return xseq.items()
-    if isinstance(xseq, (str, bytes, dict)) or not hasattr(xseq, "__len__"):
-        raise ArgumentTypeError(f"{name}[{number}] must be a list of token feature dicts, got {type(xseq).__name__}")
-    return list(xseq)
-
-
-def _labels(yseq, number: int, name: str) -> list[str]:
-    if isinstance(yseq, (str, bytes, dict)) or not hasattr(yseq, "__len__"):
-        raise ArgumentTypeError(f"{name}[{number}] must be a list of labels, got {type(yseq).__name__}")
-    labels = list(yseq)
-    for position, label in enumerate(labels):
-        if not isinstance(label, str) or not label:
-            raise LabelError(
-                f"sentence {number}, token {position}: the label is {label!r}; labels must be non-empty strings"
-            )
-    return labels
-
-
-def lower_labels(tokens: list, reads: str, number: int, name: str) -> tuple[list, list[str]]:
-    """The token dicts of one sequence without their key ``reads``, and the lower
-    labels [T] it held; a token without one raises LabelError naming it."""
-    dicts, labels = [], []
-    for position, token in enumerate(tokens):
-        label = token.get(reads) if isinstance(token, dict) else None
-        if not isinstance(label, str) or not label:
-            held = f"{label!r}" if isinstance(token, dict) and reads in token else "nothing"
-            raise LabelError(
-                f"{name}, sentence {number}, token {position}: the key {reads!r} holds {held}; "
-                f"a CRF with reads={reads!r} needs the lower tagger's label (a string) there in "
-                "every token dict"
-            )
-        dicts.append({key: value for key, value in token.items() if key != reads})
-        labels.append(label)
-    return dicts, labels
 
 
 def training_sentences(X, y, x_name: str = "X", y_name: str = "y", reads: str | None = None) -> list[Sentence]:
@@ -132,7 +75,8 @@ def training_sentences(X, y, x_name: str = "X", y_name: str = "y", reads: str | 
         raise ShapeError(f"{x_name} has {len(X)} sequences but {y_name} has {len(y)}")
     sentences = []
     for number, (xseq, yseq) in enumerate(zip(X, y)):
-        tokens, labels = as_tokens(xseq, number, x_name), _labels(yseq, number, y_name)
+        tokens = item_list(xseq, f"{x_name}[{number}]")
+        labels = label_list(yseq, f"{y_name}, sentence {number}")
         if not tokens:
             raise EmptySequenceError(f"sentence {number} of {x_name} has no tokens")
         if len(tokens) != len(labels):
@@ -140,22 +84,8 @@ def training_sentences(X, y, x_name: str = "X", y_name: str = "y", reads: str | 
                 f"sentence {number}, token {min(len(tokens), len(labels))}: {x_name} has "
                 f"{len(tokens)} tokens but {y_name} has {len(labels)} labels"
             )
-        if reads is None:
-            sentences.append(Sentence({COLUMN: tokens, TARGET: labels}))
-        else:
-            dicts, lower = lower_labels(tokens, reads, number, x_name)
-            sentences.append(Sentence({COLUMN: dicts, reads: lower, TARGET: labels}))
+        sentences.append(item_sentence(tokens, f"{x_name}, sentence {number}", reads, labels))
     return sentences
-
-
-def _check_number(name: str, value, integer: bool = False, positive: bool = False) -> None:
-    kinds = (numbers.Integral,) if integer else (numbers.Real,)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, kinds):
-        raise ArgumentTypeError(
-            f"{name} must be {'an integer' if integer else 'a number'}, got {type(value).__name__} {value!r}"
-        )
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise FstcrfError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
 
 
 class CRF(BaseEstimator):
@@ -268,16 +198,11 @@ class CRF(BaseEstimator):
         self.reads = reads
 
     # -- parameters ----------------------------------------------------------
-    def _algorithm(self) -> str:
-        name = "lbfgs" if self.algorithm is None else self.algorithm
-        if not isinstance(name, str) or name.lower() not in ALGORITHM_NAMES:
-            raise FstcrfError(f"algorithm must be one of {', '.join(ALGORITHM_NAMES)}, got {name!r}")
-        return ALGORITHM_NAMES[name.lower()]
-
     def chain_crf(self) -> ChainCRF:
-        """The unfitted ChainCRF these parameters describe; a parameter that does
-        not apply (to the algorithm, or to fstcrf) raises FstcrfError."""
-        algorithm = self._algorithm()
+        """The unfitted ChainCRF these parameters describe
+        (:func:`fstcrf.pycrfsuite.params.chain_crf`); a parameter that does not apply
+        (to the algorithm, or to fstcrf) raises FstcrfError."""
+        algorithm = algorithm_name("lbfgs" if self.algorithm is None else self.algorithm)
         if self.trainer_cls is not None:
             raise FstcrfError(
                 "trainer_cls is a pycrfsuite.Trainer class; fstcrf trains without pycrfsuite, "
@@ -288,40 +213,24 @@ class CRF(BaseEstimator):
                 "keep_tempfiles does not apply: fstcrf keeps the model in memory and writes "
                 "no temporary files (give model_filename to write the model)"
             )
-        settings = ALGORITHM_SETTINGS[algorithm]
-        given = [name for name in _ALGORITHM_PARAMETERS if getattr(self, name) is not None]
-        foreign = [name for name in given if name not in settings]
+        settings = parameters(algorithm)
+        given = {name: getattr(self, name) for name in CRFSUITE_NAMES if getattr(self, name) is not None}
+        foreign = [name for name in given if CRFSUITE_NAMES[name] not in settings]
         if foreign:
             raise FstcrfError(
                 f"algorithm {algorithm!r} takes no {', '.join(foreign)} (its settings are "
-                f"{', '.join(settings)}); CRFsuite rejects them too"
+                f"{', '.join(SKLEARN_NAMES[name] for name in settings)}); CRFsuite rejects them too"
             )
-        c1 = 0.0 if self.c1 is None else self.c1
-        c2 = 1.0 if self.c2 is None else self.c2
-        _check_number("c1", c1)
-        _check_number("c2", c2)
-        min_freq = 0.0 if self.min_freq is None else self.min_freq
-        _check_number("min_freq", min_freq)
-        if self.max_iterations is None:
-            max_iter = DEFAULT_ITERATIONS[algorithm]
-        else:
-            _check_number("max_iterations", self.max_iterations, integer=True, positive=True)
-            max_iter = int(self.max_iterations)
-        params = {settings[name]: getattr(self, name) for name in given if settings[name] is not None}
         self._check_reads()
-        all_transitions = self.all_possible_transitions or self.reads is not None
-        return ChainCRF(
-            template=COLUMN,
-            order=self.order,
-            algorithm=algorithm,
-            sigma=math.inf if c2 == 0 else math.sqrt(0.5 / c2),
-            c1=float(c1),
-            max_iter=max_iter,
-            features="complete" if self.all_possible_states else None,
-            min_freq=float(min_freq),
-            transitions="all" if all_transitions else "seen",
-            algorithm_params=params or None,
+        values = {CRFSUITE_NAMES[name]: value for name, value in given.items()}
+        if self.reads is not None:
+            values["feature.possible_transitions"] = True
+        return chain_crf(
+            algorithm,
+            values,
+            SKLEARN_NAMES,
             threads=self.threads,
+            order=self.order,
             grammar=self.grammar,
             grammar_params=self.grammar_params,
             reads=self.reads,
@@ -388,15 +297,9 @@ class CRF(BaseEstimator):
 
     def _sentences(self, X) -> tuple[list[Sentence], list[int]]:
         """The nonempty sequences of X as Sentences, and the length of every sequence."""
-        sequences = [as_tokens(xseq, number, "X") for number, xseq in enumerate(as_sequences(X, "X"))]
+        sequences = [item_list(xseq, f"X[{number}]") for number, xseq in enumerate(as_sequences(X, "X"))]
         reads = self._fitted().reads
-        if reads is None:
-            sentences = [Sentence({COLUMN: tokens}) for tokens in sequences]
-        else:
-            sentences = []
-            for number, tokens in enumerate(sequences):
-                dicts, lower = lower_labels(tokens, reads, number, "X")
-                sentences.append(Sentence({COLUMN: dicts, reads: lower}))
+        sentences = [item_sentence(tokens, f"X, sentence {number}", reads) for number, tokens in enumerate(sequences)]
         lengths = [len(tokens) for tokens in sequences]
         if 0 in lengths:  # errors then name the sentences by their place in X
             check_sentences(sentences)
@@ -435,6 +338,20 @@ class CRF(BaseEstimator):
         return flat_accuracy_score(y, self.predict(X))
 
     # -- learned attributes (None when not fitted, as in sklearn_crfsuite) ---
+    @property
+    def tagger_(self) -> Tagger | None:
+        """python-crfsuite's Tagger over the fitted model (``labels()``, ``tag(xseq)``,
+        ``set(xseq)``, ``probability(yseq)``, ``marginal(y, pos)``, ``info()``; see
+        :class:`fstcrf.pycrfsuite.Tagger`), or None before fit."""
+        model = self.chain_model()
+        if model is None:
+            return None
+        cached = self.__dict__.get("_tagger")
+        if cached is None or cached[0] is not model:
+            cached = (model, Tagger.of_model(model))
+            self.__dict__["_tagger"] = cached
+        return cached[1]
+
     @property
     def classes_(self) -> list[str] | None:
         """The labels [L]."""
@@ -498,52 +415,16 @@ class CRF(BaseEstimator):
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         state.pop("_info", None)
+        state.pop("_tagger", None)
         return state
 
 
-def model_features(model: ChainCRF) -> tuple[list[str], dict, dict, dict]:
-    """The attributes with a nonzero state-feature weight of a fitted ChainCRF, in
-    column order; {(attribute, output name): weight}, {(from, to): weight} and
-    {(lower label, from, to): weight} over the nonzero state, transition and
-    lower-label transition weights."""
-    features, weights = model.features_, model.weights_
-    topology = model.topology_
-    outputs = list(topology.state_names) + list(topology.labels if features.num_labels else [])
-    names = model.extractor_.predicate_names_
-    F = features.num_features
-    predicate = np.repeat(np.arange(len(features.ptr) - 1), np.diff(features.ptr))
-    nonzero = np.flatnonzero(weights[:F] != 0)
-    state = {
-        (names[p], outputs[o]): w
-        for p, o, w in zip(
-            predicate[nonzero].tolist(), features.output[nonzero].tolist(), weights[:F][nonzero].tolist()
-        )
-    }
-    active = np.unique(predicate[nonzero])
-    transitions = weights[F : F + topology.num_edges]  # inactive edges keep weight 0
-    edges = np.flatnonzero(transitions != 0)
-    names_of = topology.state_names
-    transition = {
-        (names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]): float(transitions[e]) for e in edges.tolist()
-    }
-    E = topology.num_edges
-    deviations = weights[F + E :].reshape(-1, E)  # [L lower labels, E], or [0, E]
-    lower = {
-        (model.lower_labels_[k], names_of[topology.edge_src[e]], names_of[topology.edge_dst[e]]): float(
-            deviations[k, e]
-        )
-        for k, e in zip(*(index.tolist() for index in np.nonzero(deviations)))
-    }
-    return [names[p] for p in active.tolist()], state, transition, lower
-
-
 def by_sequence(results: Sequence, lengths: Sequence[int], empty) -> np.ndarray:
-    """An object array [B] of the results of the nonempty sequences, ``empty`` for the others."""
-    out = np.empty(len(lengths), dtype=object)
+    """The results of the nonempty sequences, ``empty`` for the others, in the array
+    sklearn-crfsuite returns, ``np.array(lists, dtype=object)``: an object array [B]
+    of lists, or [B, T] when every sequence has T items."""
     produced = iter(results)
-    for number, length in enumerate(lengths):
-        out[number] = list(next(produced)) if length else list(empty)
-    return out
+    return np.array([list(next(produced)) if length else list(empty) for length in lengths], dtype=object)
 
 
 def _print_iteration(record: dict) -> None:

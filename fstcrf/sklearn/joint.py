@@ -20,7 +20,8 @@ from fstcrf.features.attributes import COLUMN
 from fstcrf.model.compose import MODES, JointModel, compose
 from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import ArgumentTypeError, CompositionError, FstcrfError, ShapeError
-from fstcrf.sklearn.estimator import CRF, by_sequence, as_sequences, as_tokens
+from fstcrf.pycrfsuite.items import item_list
+from fstcrf.sklearn.estimator import CRF, by_sequence, as_sequences
 
 
 class JointCRF(BaseEstimator):
@@ -101,7 +102,7 @@ class JointCRF(BaseEstimator):
                 if self.folds is not None:
                     lower = _held_out(crfs[level - 1], inputs[level - 1], lower, self.folds)
                 X_level = [
-                    _with_labels(as_tokens(xseq, number, "X"), labels, reads, number)
+                    _with_labels(item_list(xseq, f"X[{number}]"), labels, reads, number)
                     for number, (xseq, labels) in enumerate(zip(X, lower))
                 ]
             else:
@@ -120,7 +121,7 @@ class JointCRF(BaseEstimator):
         """The nonempty sequences of X as Sentences of token dicts without the keys
         the CRFs read, and the length of every sequence."""
         keys = {crf.reads for crf in model.components if crf.reads is not None}
-        sequences = [as_tokens(xseq, number, "X") for number, xseq in enumerate(as_sequences(X, "X"))]
+        sequences = [item_list(xseq, f"X[{number}]") for number, xseq in enumerate(as_sequences(X, "X"))]
         sentences = [
             Sentence(
                 {

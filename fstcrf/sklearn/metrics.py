@@ -57,8 +57,10 @@ flat_classification_report = _on_tokens(metrics.classification_report, "flat_cla
 
 
 def sequence_accuracy_score(y_true, y_pred) -> float:
-    """The share of sequences predicted without a single error (0 for no sequences)."""
-    _check_lengths(y_true, y_pred)
+    """The share of sequences predicted without a single error (0 for no sequences); a
+    predicted sequence of another length is an error, as in sklearn_crfsuite."""
+    if len(y_true) != len(y_pred):
+        raise ShapeError(f"y_true has {len(y_true)} sequences but y_pred has {len(y_pred)}")
     if not len(y_true):
         return 0.0
     return sum(list(truth) == list(predicted) for truth, predicted in zip(y_true, y_pred)) / len(y_true)

@@ -1,0 +1,131 @@
+"""python-crfsuite's instances: ``ItemSequence``, and how a sequence of items and
+its labels are read.
+
+An item (a token's features) is a dict -- string values, numbers, booleans and
+nested dicts, lists and sets, flattened as python-crfsuite flattens them (see
+:mod:`fstcrf.features.attributes`) -- or any other iterable of attribute names
+(a list, a tuple, a set, a dict's keys ...), each of value 1.  A sequence is an
+iterable of items or an ItemSequence.  As fstcrf reads them, a list of names
+becomes the dict name -> 1.0 (the count, for a name given twice), which fstcrf's
+attribute reader reads without calling back into Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from fstcrf.corpus.conll import Sentence
+from fstcrf.errors import ArgumentTypeError, LabelError, LabelTypeError
+from fstcrf.features.attributes import COLUMN, attribute_pairs, check_sentences
+
+#: The column the labels are learnt from.
+TARGET = "label"
+
+
+def _item(token):
+    """A token as fstcrf reads it: a dict as it is, a list (or other iterable) of names
+    as the dict name -> count; anything else as it is (the reader rejects it)."""
+    if isinstance(token, (dict, str, bytes)) or not isinstance(token, Iterable):
+        return token
+    names = list(token)
+    try:
+        counts = dict.fromkeys(names, 1.0)
+    except TypeError:  # an unhashable name: the reader rejects it, naming it
+        return names
+    if len(counts) < len(names):
+        counts = dict.fromkeys(names, 0.0)
+        for name in names:
+            counts[name] += 1.0
+    return counts
+
+
+def item_list(xseq, where: str) -> list:
+    """The items [T] of one sequence as fstcrf reads them (see the module doc), from
+    an iterable of items or an ItemSequence (fstcrf's, or python-crfsuite's, whose
+    flattened dicts are read).  ArgumentTypeError naming ``where`` for a string, a
+    dict or anything not iterable; the items themselves are checked when read."""
+    if isinstance(xseq, ItemSequence):
+        return xseq.tokens
+    if type(xseq).__name__ == "ItemSequence" and callable(getattr(xseq, "items", None)):
+        return xseq.items()
+    if isinstance(xseq, (str, bytes, dict)) or not isinstance(xseq, Iterable):
+        raise ArgumentTypeError(
+            f"{where} must be a sequence of items (token feature dicts or lists of attribute names), "
+            f"got {type(xseq).__name__}"
+        )
+    return [_item(token) for token in xseq]
+
+
+def label_list(yseq, where: str) -> list[str]:
+    """The labels [T] of one sequence: strings, or UTF-8 bytes (decoded).
+    ArgumentTypeError for a string or a non-iterable ``yseq``, LabelTypeError for a
+    label that is not a string, LabelError for an empty one, naming ``where`` and
+    the token."""
+    if isinstance(yseq, (str, bytes, dict)) or not isinstance(yseq, Iterable):
+        raise ArgumentTypeError(f"{where} must be a sequence of labels (strings), got {type(yseq).__name__}")
+    labels = []
+    for position, label in enumerate(yseq):
+        if isinstance(label, bytes):
+            try:
+                label = label.decode("utf-8")
+            except UnicodeDecodeError:
+                raise LabelError(f"{where}, token {position}: the label {label!r} is not UTF-8") from None
+        if not isinstance(label, str):
+            raise LabelTypeError(
+                f"{where}, token {position}: the label is {label!r} ({type(label).__name__}); labels are strings"
+            )
+        if not label:
+            raise LabelError(f"{where}, token {position}: the label is empty; labels must be non-empty strings")
+        labels.append(label)
+    return labels
+
+
+def lower_labels(tokens: list, reads: str, where: str) -> tuple[list, list[str]]:
+    """The token dicts of one sequence without their key ``reads``, and the lower
+    labels [T] it held; a token without one raises LabelError naming it."""
+    dicts, labels = [], []
+    for position, token in enumerate(tokens):
+        label = token.get(reads) if isinstance(token, dict) else None
+        if not isinstance(label, str) or not label:
+            held = f"{label!r}" if isinstance(token, dict) and reads in token else "nothing"
+            raise LabelError(
+                f"{where}, token {position}: the key {reads!r} holds {held}; a model with "
+                f"reads={reads!r} needs the lower tagger's label (a string) there in every token dict"
+            )
+        dicts.append({key: value for key, value in token.items() if key != reads})
+        labels.append(label)
+    return dicts, labels
+
+
+def item_sentence(tokens: list, where: str, reads: str | None = None, labels: list[str] | None = None) -> Sentence:
+    """The Sentence of one sequence's items: column "attributes" (without the key
+    ``reads``, whose values go to a column of their own) and, with ``labels``,
+    column "label"."""
+    columns: dict = {COLUMN: tokens}
+    if reads is not None:
+        columns[COLUMN], columns[reads] = lower_labels(tokens, reads, where)
+    if labels is not None:
+        columns[TARGET] = labels
+    return Sentence(columns)
+
+
+class ItemSequence:
+    """The items of one sequence, read and checked once (python-crfsuite's
+    ItemSequence): pass it to ``Trainer.append`` or ``Tagger.tag`` in place of the
+    list.  A bad item raises FeatureTypeError (a TypeError) or FeatureValueError
+    (a ValueError) naming it."""
+
+    def __init__(self, pyseq):
+        self.tokens = item_list(pyseq, "ItemSequence")
+        check_sentences([Sentence({COLUMN: self.tokens})])
+
+    def items(self) -> list[dict[str, float]]:
+        """The flattened items [T]: dicts attribute name -> value (python-crfsuite's
+        ``items()``; of a name given twice, the last value)."""
+        return [dict(attribute_pairs(token)) for token in self.tokens]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __repr__(self) -> str:
+        return f"<ItemSequence of size {len(self)}>"
