@@ -78,7 +78,6 @@ from fstcrf.model.chain import ChainCRF, save_model
 from fstcrf.model.fitting import check_fitted
 from fstcrf.model.joint_features import ComponentFeatures, on_decoding_topology
 from fstcrf.model.joint_training import fit_joint
-from fstcrf.learn.settings import DEFAULT_SIGMA, LBFGS_MEMORY
 from fstcrf.model.file import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
 from fstcrf.learn.objective import BLOCK_CELLS
 from fstcrf.engine.acceptor import Acceptor, is_fst
@@ -211,42 +210,20 @@ class JointModel:
 
     # -- joint training ----------------------------------------------------------
     def fit(
-        self,
-        corpus: Corpus | Sequence[Sentence],
-        dev: Corpus | Sequence[Sentence] | None = None,
-        *,
-        init: str = "warm",
-        prior: str = "start",
-        sigma: float = DEFAULT_SIGMA,
-        max_iter: int = 100,
-        tol: float = 1e-7,
-        memory: int = LBFGS_MEMORY,
-        callback=None,
-        dev_score=None,
+        self, corpus: Corpus | Sequence[Sentence], dev: Corpus | Sequence[Sentence] | None = None, **options
     ) -> JointModel:
         """Train every component jointly on ``corpus`` (a factorial CRF; see
         :mod:`fstcrf.model.joint_training`): each component reads its gold column
         (``targets``), whose values may be "?" or "A|B" and which may be absent (then
-        latent, marginalised).  ``init`` "warm" starts from the fitted weights, "zero"
-        from zero; ``prior`` centres the Gaussian prior (``sigma``) on the start
-        ("start") or on zero; with ``dev`` the iteration with the best score of the
-        top component on it is kept (``dev_score``, instead of ``dev``: any score of a
-        candidate model, see :func:`~fstcrf.model.joint_training.fit_joint`).  Returns self, its components replaced by
-        trained copies and its scales set to 1; learned attributes ``history_``,
-        ``n_iter_``, ``best_iteration_``, ``interrupted_``."""
-        trained, result = fit_joint(
-            self,
-            corpus,
-            dev,
-            init=init,
-            prior=prior,
-            sigma=sigma,
-            max_iter=max_iter,
-            tol=tol,
-            memory=memory,
-            callback=callback,
-            dev_score=dev_score,
-        )
+        latent, marginalised).  ``options`` are those of
+        :func:`~fstcrf.model.joint_training.fit_joint`: ``init`` ("warm": from the
+        fitted weights; "zero"), ``prior`` (centred on the "start" or on "zero"),
+        ``sigma``, ``max_iter``, ``tol``, ``memory``, ``callback``, ``dev_score``.
+        With ``dev`` the iteration with the best score of the top component on it is
+        kept.  Returns self, its components replaced by trained copies and its scales
+        set to 1; learned attributes ``history_``, ``n_iter_``, ``best_iteration_``,
+        ``interrupted_``."""
+        trained, result = fit_joint(self, corpus, dev, **options)
         self.components, self.scales = trained.components, trained.scales
         self.history_, self.n_iter_ = result.history, result.n_iter
         self.best_iteration_, self.interrupted_ = result.best_iteration, result.interrupted

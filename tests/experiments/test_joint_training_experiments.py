@@ -7,25 +7,8 @@ import json
 
 import pytest
 
-from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.experiments import joint_training, latent_transfer, transfer
-from fstcrf.experiments.seminars import read_seminar
-from fstcrf.features.template import parse_template
-from fstcrf.model import ChainCRF
-
-ANNOUNCEMENTS = [
-    "Who: <speaker>John Smith</speaker>\nHost: Mary Jones\nTime: <stime>3:30</stime>\n"
-    "Place: <location>Wean Hall 5409</location>\n<sentence><speaker>Smith</speaker> of IBM talks .</sentence>\n",
-    "Who: <speaker>Ann Lee</speaker>\nHost: Bob Green\nTime: <stime>4:00 PM</stime>\n"
-    "Place: <location>Doherty Hall 1112</location>\n",
-    "Speaker: <speaker>Kim Park</speaker>\nHost: Ted Black\nTime: <stime>2:00</stime>\n"
-    "Place: <location>Smith Hall 100</location>\n",
-]
-NEWSWIRE = [
-    ("John Smith visited IBM in Boston .", "B-PER I-PER O B-ORG O B-LOC O"),
-    ("Host Bob Green spoke in Pittsburgh", "O B-PER I-PER O O B-LOC"),
-    ("Ted Black met Sue White in Smith Hall", "B-PER I-PER O B-PER I-PER O B-LOC I-LOC"),
-]
+from seminar_data import announcement_documents, newswire_ner
 
 
 @pytest.mark.slow
@@ -46,20 +29,12 @@ def test_the_conll2000_experiment_scores_three_systems_per_size(data_dir, tmp_pa
 
 @pytest.fixture(scope="module")
 def documents(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("seminars")
-    result = []
-    for number, text in enumerate(ANNOUNCEMENTS):
-        path = folder / f"{number}.txt"
-        path.write_text(text)
-        result.append(read_seminar(path).sentences)
-    return result
+    return announcement_documents(tmp_path_factory.mktemp("seminars"))
 
 
 @pytest.fixture(scope="module")
 def ner():
-    sentences = [Sentence({"word": words.split(), "ner": tags.split()}) for words, tags in NEWSWIRE]
-    template = parse_template(transfer.ner_template_text())
-    return ChainCRF(template, max_iter=20, threads=1).fit(Corpus(("word", "ner"), sentences), "ner")
+    return newswire_ner()
 
 
 def test_the_latent_transfer_split_trains_without_the_ner_labels(ner, documents, monkeypatch):
@@ -80,7 +55,7 @@ def test_the_latent_transfer_split_trains_without_the_ner_labels(ner, documents,
         return joint
 
     monkeypatch.setattr(latent_transfer, "compose", recording)
-    result = latent_transfer.run_split(ner, reading, transfer.Split("tiny", (0, 1), (2,)), 1.0, 2, threads=1)
+    result = latent_transfer.run_split(ner, reading, transfer.Split("tiny", (0, 1, 2), (3,)), 1.0, 2, threads=1)
     assert set(result.f1) == {"cascade", "joint", "joint training"}
     assert seen and all("ner" not in names for names in seen[0])
     assert all(0 <= value <= 100 for scores in result.f1.values() for value in scores.values())

@@ -11,52 +11,23 @@ import numpy as np
 import pytest
 
 from fstcrf.model.compose import compose
-from fstcrf.corpus.conll import Corpus, Sentence
+from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import FstcrfError
-from fstcrf.features.template import parse_template
 from fstcrf.engine.inference import viterbi
 from fstcrf.model import ChainCRF
-from fstcrf.experiments.seminars import read_seminar
 from fstcrf.bench import transfer as bench_transfer
 from fstcrf.experiments import transfer
-
-ANNOUNCEMENTS = [
-    "Type: cmu.cs.robotics\nWho: <speaker>John Smith</speaker>\nHost: Mary Jones\n"
-    "Time: <stime>3:30</stime> - <etime>5:00</etime>\nPlace: <location>Wean Hall 5409</location>\n"
-    "<paragraph><sentence><speaker>Smith</speaker> of IBM will talk in Pittsburgh .</sentence></paragraph>\n",
-    "Who: <speaker>Ann Lee</speaker>\nHost: Bob Green\nTime: <stime>4:00 PM</stime>\n"
-    "Place: <location>Doherty Hall 1112</location>\n<sentence>Lee visits from Intel in Boston .</sentence>\n",
-    "Topic: vision\nWho: <speaker>Mark Brown</speaker> , Microsoft\nHost: Sue White\n"
-    "Time: <stime>10:00</stime>\nPlace: <location>Wean Hall 4623</location>\n",
-    "Speaker: <speaker>Kim Park</speaker>\nHost: Ted Black\nDates: 3-May-95\nTime: <stime>2:00</stime> - "
-    "<etime>3:00</etime>\nPlace: <location>Smith Hall 100</location>\n",
-]
-
-NEWSWIRE = [
-    ("John Smith visited IBM in Boston .", "B-PER I-PER O B-ORG O B-LOC O"),
-    ("Mary Jones of Intel said .", "B-PER I-PER O B-ORG O O"),
-    ("Host Bob Green spoke in Pittsburgh", "O B-PER I-PER O O B-LOC"),
-    ("Microsoft hired Ann Lee", "B-ORG O B-PER I-PER"),
-    ("Ted Black met Sue White in Smith Hall", "B-PER I-PER O B-PER I-PER O B-LOC I-LOC"),
-]
+from seminar_data import NEWSWIRE, announcement_documents, newswire_ner
 
 
 @pytest.fixture(scope="module")
 def documents(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("seminars")
-    result = []
-    for number, text in enumerate(ANNOUNCEMENTS):
-        path = folder / f"{number}.txt"
-        path.write_text(text)
-        result.append(read_seminar(path).sentences)
-    return result
+    return announcement_documents(tmp_path_factory.mktemp("seminars"))
 
 
 @pytest.fixture(scope="module")
 def ner():
-    sentences = [Sentence({"word": words.split(), "ner": tags.split()}) for words, tags in NEWSWIRE]
-    template = parse_template(transfer.ner_template_text())
-    return ChainCRF(template, max_iter=30, threads=1).fit(Corpus(("word", "ner"), sentences), "ner")
+    return newswire_ner()
 
 
 @pytest.fixture(scope="module")

@@ -77,6 +77,15 @@ def _objective(joint, sentences, seed: int):
     return objective, theta
 
 
+def _check_finite_differences(objective, theta, seed: int, rel: float = 1e-5, abs: float = 0.0) -> None:
+    """The gradient along a random direction against central differences."""
+    _, gradient = objective.loss_and_gradient(theta)
+    direction = np.random.default_rng(seed).normal(size=objective.num_weights)
+    plus, _ = objective.loss_and_gradient(theta + 1e-5 * direction)
+    minus, _ = objective.loss_and_gradient(theta - 1e-5 * direction)
+    assert (plus - minus) / 2e-5 == pytest.approx(gradient @ direction, rel=rel, abs=abs)
+
+
 def _allows(value: str, label: str) -> bool:
     return value == "?" or label in value.split("|")
 
@@ -128,12 +137,7 @@ def test_the_gradient_matches_finite_differences(joint, vocabulary):
     def check(instance):
         sentences, seed = instance
         objective, theta = _objective(joint, sentences, seed)
-        _, gradient = objective.loss_and_gradient(theta)
-        direction = np.random.default_rng(seed + 1).normal(size=objective.num_weights)
-        step = 1e-5
-        plus, _ = objective.loss_and_gradient(theta + step * direction)
-        minus, _ = objective.loss_and_gradient(theta - step * direction)
-        assert (plus - minus) / (2 * step) == pytest.approx(gradient @ direction, rel=1e-5, abs=1e-6)
+        _check_finite_differences(objective, theta, seed + 1, abs=1e-6)
 
     check()
 
@@ -149,11 +153,7 @@ def test_the_gradient_of_grammar_restricted_components_matches_finite_difference
     sentences = train.sentences[:3]
     sentences = [sentences[0], Sentence({k: v for k, v in sentences[1].columns.items() if k != "pos"}), sentences[2]]
     objective, theta = _objective(joint, sentences, 3)
-    _, gradient = objective.loss_and_gradient(theta)
-    direction = np.random.default_rng(4).normal(size=objective.num_weights)
-    plus, _ = objective.loss_and_gradient(theta + 1e-5 * direction)
-    minus, _ = objective.loss_and_gradient(theta - 1e-5 * direction)
-    assert (plus - minus) / 2e-5 == pytest.approx(gradient @ direction, rel=1e-5)
+    _check_finite_differences(objective, theta, 4)
 
 
 def test_fit_lowers_the_objective_and_keeps_the_dev_best(joint, train):
@@ -228,8 +228,4 @@ def test_the_gradient_under_a_joint_grammar_matches_finite_differences(train, gr
         for a, b in zip(nps[:4], vps[:4])
     ]
     objective, theta = _objective(joint, sentences, 5)
-    _, gradient = objective.loss_and_gradient(theta)
-    direction = np.random.default_rng(6).normal(size=objective.num_weights)
-    plus, _ = objective.loss_and_gradient(theta + 1e-5 * direction)
-    minus, _ = objective.loss_and_gradient(theta - 1e-5 * direction)
-    assert (plus - minus) / 2e-5 == pytest.approx(gradient @ direction, rel=1e-5)
+    _check_finite_differences(objective, theta, 6)
