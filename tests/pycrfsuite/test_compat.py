@@ -11,22 +11,11 @@ import fstcrf.pycrfsuite as ours
 from fstcrf.pycrfsuite._logparser import TrainLogParser
 
 from needs import import_or_skip
+from weather import weather
 
 real = import_or_skip("pycrfsuite", "needs python-crfsuite: pip install 'fstcrf[bench]'")
 
-XSEQ = [
-    {"walk": 1, "shop": 0.5},
-    {"walk": 1},
-    {"walk": 1, "clean": 0.5},
-    {"shop": 0.5, "clean": 0.5},
-    {"walk": 0.5, "clean": 1},
-    {"clean": 1, "shop": 0.1},
-    {"walk": 1, "shop": 0.5},
-    {},
-    {"clean": 1},
-    {"солнце": "не светит".encode(), "clean": 1},
-]
-YSEQ = ["sunny"] * 3 + ["rainy"] * 3 + ["sunny"] * 2 + ["rainy"] * 2
+XSEQ, YSEQ = weather()
 
 
 def train(module, path, algorithm="lbfgs", holdout=-1, messages=None):

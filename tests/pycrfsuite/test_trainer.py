@@ -14,6 +14,7 @@ from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FstcrfError, La
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.pycrfsuite import BaseTrainer, ItemSequence, Trainer
 from fstcrf.pycrfsuite._logparser import TrainLogParser
+from weather import weather
 
 #: CRFsuite's parameters and defaults (``crfsuite learn -H``), per algorithm.
 FEATURES = {"feature.minfreq": 0.0, "feature.possible_states": False, "feature.possible_transitions": False}
@@ -55,23 +56,6 @@ CRFSUITE_DEFAULTS = {
     "arow": {**FEATURES, "variance": 1.0, "gamma": 1.0, "max_iterations": 100, "epsilon": 0.0},
 }
 ALIASES = {"averaged-perceptron": "ap", "passive-aggressive": "pa", "LBFGS": "lbfgs"}
-
-
-def weather():
-    """python-crfsuite's example instance: weighted, string and unicode attributes."""
-    xseq = [
-        {"walk": 1, "shop": 0.5},
-        {"walk": 1},
-        {"walk": 1, "clean": 0.5},
-        {"shop": 0.5, "clean": 0.5},
-        {"walk": 0.5, "clean": 1},
-        {"clean": 1, "shop": 0.1},
-        {"walk": 1, "shop": 0.5},
-        {},
-        {"clean": 1},
-        {"солнце": "не светит".encode(), "clean": 1},
-    ]
-    return xseq, ["sunny"] * 3 + ["rainy"] * 3 + ["sunny"] * 2 + ["rainy"] * 2
 
 
 class Capturing(Trainer):

@@ -11,22 +11,7 @@ import pytest
 
 from fstcrf.pycrfsuite import Tagger
 from fstcrf.sklearn import CRF, metrics
-
-
-def weather():
-    xseq = [
-        {"walk": 1, "shop": 0.5},
-        {"walk": 1},
-        {"walk": 1, "clean": 0.5},
-        {"shop": 0.5, "clean": 0.5},
-        {"walk": 0.5, "clean": 1},
-        {"clean": 1, "shop": 0.1},
-        {"walk": 1, "shop": 0.5},
-        {},
-        {"clean": 1},
-        {"солнце": "не светит".encode(), "clean": 1},
-    ]
-    return xseq, ["sunny"] * 3 + ["rainy"] * 3 + ["sunny"] * 2 + ["rainy"] * 2
+from weather import weather
 
 
 @pytest.mark.parametrize("algorithm", ["lbfgs", "l2sgd", "ap", "pa", "arow"])
