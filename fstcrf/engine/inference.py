@@ -305,6 +305,15 @@ def chunk_batch(pot, first: int, last: int) -> tuple[kernel.Batch, slice]:
     ), rows
 
 
+def neighbours(offsets: np.ndarray, num_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """int64 [N - B] twice: tokens t - 1 and t of each pair of neighbours within the
+    sentences that offsets [B+1] cut N tokens into."""
+    inside = np.ones(num_tokens, dtype=bool)
+    inside[offsets[:-1]] = False
+    after = np.flatnonzero(inside)
+    return after - 1, after
+
+
 def thread_chunks(pot: SentenceBatch, threads: int) -> list[tuple[int, int]]:
     """Split sentences into at most ``threads`` contiguous runs of similar token counts."""
     threads = max(1, min(int(threads), pot.num_sequences))

@@ -49,6 +49,7 @@ from fstcrf.engine.inference import (
     forward_backward,
     kbest,
     lengths_to_offsets,
+    neighbours,
     sample,
     viterbi,
 )
@@ -549,13 +550,11 @@ def path_posteriors(jp: JointPotentials, paths: np.ndarray) -> JointPosteriors:
     if space.allowed is not None and not space.allowed[paths].all():
         raise InfeasibleError("a joint path passes through a joint state the joint space does not allow")
     scores = jp.emissions[np.arange(jp.num_tokens), paths]
-    inside = np.ones(jp.num_tokens, dtype=bool)
-    inside[jp.offsets[:-1]] = False
-    after = np.flatnonzero(inside)
+    before, after = neighbours(jp.offsets, jp.num_tokens)
     states = space.component_states(paths)  # [N, K]
     counts = []
     for k, topology in enumerate(space.components):
-        edges = topology.edge_ids[states[after - 1, k], states[after, k]]
+        edges = topology.edge_ids[states[before, k], states[after, k]]
         if np.any(edges < 0):
             raise InfeasibleError(f"a joint path takes a transition that component {k} does not have")
         lower = np.zeros(len(after), dtype=np.int64) if k == 0 else states[after, k - 1]

@@ -58,8 +58,8 @@ from fstcrf.engine import kernel
 from fstcrf.learn.settings import BanditSettings
 from fstcrf.features.encoding import EncodedSentences
 from fstcrf.errors import FeedbackError, FstcrfError
-from fstcrf.engine.inference import Potentials, SentenceBatch, lengths_to_offsets, thread_chunks
-from fstcrf.learn.objective import Scorer, neighbours, path_edges
+from fstcrf.engine.inference import Potentials, SentenceBatch, lengths_to_offsets, neighbours, thread_chunks
+from fstcrf.learn.objective import Scorer, path_edges
 
 _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8

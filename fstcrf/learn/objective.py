@@ -21,6 +21,7 @@ from fstcrf.engine.inference import (
     Potentials,
     SentenceBatch,
     forward_backward,
+    neighbours,
     run_parallel,
     thread_chunks,
     viterbi,
@@ -30,15 +31,6 @@ from fstcrf.engine.topology import Topology
 
 #: Cells (tokens x states) of one block of sentences scored at once per thread.
 BLOCK_CELLS = 2**19
-
-
-def neighbours(offsets: np.ndarray, num_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """int64 [N - B] twice: tokens t - 1 and t of each pair of neighbours within the
-    sentences that offsets [B+1] cut N tokens into."""
-    inside = np.ones(num_tokens, dtype=bool)
-    inside[offsets[:-1]] = False
-    after = np.flatnonzero(inside)
-    return after - 1, after
 
 
 def path_edges(table: np.ndarray, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -59,7 +51,7 @@ def seen_edges(topology, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return seen
 
 
-def _thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list[list[tuple[int, int]]]:
+def thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list[list[tuple[int, int]]]:
     """Sentence blocks (first, last): one list per thread (the threads' runs as in
     :func:`~fstcrf.engine.inference.thread_chunks`), each block at most ``max_tokens``
     tokens (or one sentence)."""
@@ -152,7 +144,7 @@ class Scorer:
         also fills the topology's caches before threads share it."""
         topology = topology or self.constrained or self.topology
         topology.check_lengths(encoded.lengths)
-        return _thread_plans(encoded, self.threads, max(1, BLOCK_CELLS // topology.num_states))
+        return thread_plans(encoded, self.threads, max(1, BLOCK_CELLS // topology.num_states))
 
     def paths(
         self, encoded: EncodedSentences, weights: np.ndarray, grammar=None, params: dict | None = None

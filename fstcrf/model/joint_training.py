@@ -29,14 +29,14 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, cast
 
 import numpy as np
 
 from fstcrf.corpus.conll import Corpus, Sentence, as_sentences
 from fstcrf.corpus.evaluate import ChunkScores, TagScores, check_single_labels, score_labels
 from fstcrf.corpus.labels import parse_gold
-from fstcrf.engine.inference import lengths_to_offsets, run_parallel
+from fstcrf.engine.inference import run_parallel
 from fstcrf.engine.joint import (
     JointPosteriors,
     JointPotentials,
@@ -46,10 +46,11 @@ from fstcrf.engine.joint import (
     path_posteriors,
 )
 from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, LabelError, ShapeError
-from fstcrf.learn.objective import BLOCK_CELLS
+from fstcrf.learn.objective import BLOCK_CELLS, thread_plans
 from fstcrf.learn.settings import DEFAULT_SIGMA, JOINT_INITS, JOINT_PRIORS, LBFGS_MEMORY
 from fstcrf.learn.train import TrainingResult, lbfgs
 from fstcrf.engine.topology import Topology
+from fstcrf.features.encoding import EncodedSentences
 from fstcrf.model.chain import ChainCRF
 from fstcrf.model.joint_features import ComponentFeatures, Maps, from_decoding_topology, lower_label_sum
 
@@ -120,32 +121,18 @@ class JointObjective:
         self.center = np.asarray(center, dtype=np.float64)
         if self.center.shape != (self.num_weights,):
             raise ShapeError(f"center has shape {self.center.shape}, expected ({self.num_weights},)")
-        self.threads = int(threads)
-        self.lengths = np.array([len(sentence) for sentence in sentences], dtype=np.int64)
-        self.offsets = lengths_to_offsets(self.lengths)
         self.observed = observed_labels(model, sentences)
         self.features = model.component_features(sentences)
+        lowest = self.features.features[0]
+        #: the sentences' lengths and offsets: their encoded (non-reading) features
+        self.batch: EncodedSentences = lowest if isinstance(lowest, EncodedSentences) else lowest.common
         self.transitions = [component.scorer().transitions for component in model.components]
         #: per component, the transition row (class) of each lower label (one row for component 0)
         self.lower_classes = [np.zeros(1, dtype=np.int64)] + [
             model.components[k].transition_classes(model.components[k - 1].labels_)
             for k in range(1, len(model.components))
         ]
-        self.plans = self._plans(max(1, BLOCK_CELLS // model.space.num_states))
-
-    def _plans(self, max_tokens: int) -> list[np.ndarray]:
-        """Per thread, int64 [blocks, 2]: blocks of sentences (first, last) of at most
-        ``max_tokens`` tokens (or one sentence), dealt in runs of about equal tokens."""
-        blocks, first = [], 0
-        while first < len(self.lengths):
-            stop = int(np.searchsorted(self.offsets, self.offsets[first] + max_tokens, side="right")) - 1
-            stop = min(max(stop, first + 1), len(self.lengths))
-            blocks.append((first, stop))
-            first = stop
-        threads = max(1, min(self.threads, len(blocks)))
-        tokens = np.array([self.offsets[last] - self.offsets[first] for first, last in blocks])
-        cut = np.searchsorted(np.cumsum(tokens), np.arange(1, threads) * tokens.sum() / threads)
-        return [plan for plan in np.split(np.array(blocks, dtype=np.int64), cut) if len(plan)]
+        self.plans = thread_plans(self.batch, int(threads), max(1, BLOCK_CELLS // model.space.num_states))
 
     def component_weights(self, theta: np.ndarray) -> list[np.ndarray]:
         """Per component, its weights float [F_k + T_k] at theta."""
@@ -155,10 +142,11 @@ class JointObjective:
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """The negative log-likelihood (no prior) and its gradient float [D]."""
         weights = self.component_weights(theta)
+        transitions = self.model.joint_transitions(weights)  # the same for every block
 
-        def work(plan: np.ndarray) -> tuple[float, np.ndarray]:
+        def work(plan: list[tuple[int, int]]) -> tuple[float, np.ndarray]:
             gradient = np.zeros(self.num_weights)
-            loss = sum(self.block(weights, int(first), int(last), gradient) for first, last in plan)
+            loss = sum(self.block(weights, transitions, first, last, gradient) for first, last in plan)
             return loss, gradient
 
         results = run_parallel(work, self.plans)
@@ -167,8 +155,8 @@ class JointObjective:
     def clamp(self, first: int, last: int) -> np.ndarray | None:
         """bool [n, P]: the joint states the observed labels of sentences first..last-1
         allow at each token, or None when nothing of them is observed."""
-        space, rows = self.model.space, slice(self.offsets[first], self.offsets[last])
-        n = int(self.offsets[last] - self.offsets[first])
+        space, rows = self.model.space, self.batch.token_rows(first, last)
+        n = rows.stop - rows.start
         allowed = np.ones((n,) + space.sizes, dtype=bool)
         observed = False
         for k, labels in enumerate(self.observed):
@@ -180,17 +168,21 @@ class JointObjective:
             allowed &= labels[rows][:, self.model.topologies[k].state_label].reshape(shape)
         return allowed.reshape(n, -1) if observed else None
 
-    def block(self, weights: list[np.ndarray], first: int, last: int, gradient: np.ndarray) -> float:
-        """Add the gradient of sentences first..last-1 to ``gradient`` [D]; their loss."""
-        model, space = self.model, self.model.space
+    def block(
+        self, weights: list[np.ndarray], transitions: list[np.ndarray], first: int, last: int, gradient: np.ndarray
+    ) -> float:
+        """Add the gradient of sentences first..last-1 to ``gradient`` [D] and return
+        their loss, under ``weights`` (per component) and the joint transition scores
+        they give (:meth:`JointModel.joint_transitions`)."""
+        space = self.model.space
         allowed = self.clamp(first, last)
         if allowed is None:
             return 0.0
         jp = JointPotentials(
             space,
             joint_emissions(space, self.features.emissions(first, last, weights)),
-            self.lengths[first:last],
-            model.joint_transitions(weights),
+            self.batch.lengths[first:last],
+            transitions,
         )
         free = joint_posteriors(jp)
         observed = self._observed_posteriors(jp, allowed, first)
@@ -222,7 +214,9 @@ class JointObjective:
         """Add to ``out`` [D] the expected feature counts under ``free`` minus those under
         ``observed`` (the posteriors of the same sentences, clamped to what is observed)."""
         model, space = self.model, self.model.space
-        node = _difference(free.node_marginals, observed.node_marginals)
+        if free.node_marginals is None or free.edge_counts is None:
+            raise FstcrfError("joint training needs node marginals and edge counts")
+        node = free.node_marginals - cast(np.ndarray, observed.node_marginals)
         tensor = node.reshape((len(node),) + space.sizes)
         axes = range(1, len(space.sizes) + 1)
         for k, component in enumerate(model.components):
@@ -230,7 +224,7 @@ class JointObjective:
             keep = (k, k + 1) if component.reads is not None else (k + 1,)
             marginals = tensor.sum(axis=tuple(a for a in axes if a not in keep))
             self.features.add_counts(k, first, last, np.ascontiguousarray(marginals), grad)
-            counts = _difference(free.edge_counts, observed.edge_counts)[k]  # [S'_{k-1}, E'_k] ([1, E'_0])
+            counts = free.edge_counts[k] - cast(list, observed.edge_counts)[k]  # [S'_{k-1}, E'_k] ([1, E'_0])
             if k:
                 counts = lower_label_sum(
                     counts, model.topologies[k - 1].state_label, len(model.components[k - 1].labels_), axis=0
@@ -241,15 +235,6 @@ class JointObjective:
             np.add.at(by_class, self.lower_classes[k], counts)
             F = component.features_.num_features
             grad[F:] += layout.gradient(by_class if layout.num_lower_labels else by_class[0])
-
-
-def _difference(free, observed):
-    """free - observed for arrays or lists of arrays that joint_posteriors computed."""
-    if free is None or observed is None:
-        raise FstcrfError("joint training needs node marginals and edge counts")
-    if isinstance(free, list):
-        return [a - b for a, b in zip(free, observed)]
-    return free - observed
 
 
 def dev_scorer(model: Composition, dev: Sequence[Sentence]) -> Callable[[Composition], ChunkScores | TagScores]:
