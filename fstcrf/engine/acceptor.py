@@ -225,6 +225,8 @@ def intersect(left: Acceptor, right: Acceptor, what: str = "the intersection") -
 
 
 def is_fst(value) -> TypeGuard[pynini.Fst]:
-    """Whether ``value`` is a pynini (OpenFst) machine; False whenever pynini is not loaded."""
-    pywrapfst = sys.modules.get("pywrapfst")
+    """Whether ``value`` is a pynini (OpenFst) machine; False whenever pynini is not loaded.
+    pynini 2.1.7 loads OpenFst's binding as ``_pywrapfst`` (its ``pywrapfst`` package
+    re-exports it, and is imported only on request); earlier releases as ``pywrapfst``."""
+    pywrapfst = sys.modules.get("_pywrapfst") or sys.modules.get("pywrapfst")
     return pywrapfst is not None and isinstance(value, pywrapfst.Fst)

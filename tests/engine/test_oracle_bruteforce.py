@@ -2,6 +2,8 @@
 
 import math
 
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -495,3 +497,16 @@ def test_sample_reproducibility_contract():
     np.testing.assert_array_equal(fstcrf.sample(pot_other, 50, seed=99, threads=2)[:, 7:9], draws1[:, 8:10])
     # another seed changes the draws
     assert not np.array_equal(fstcrf.sample(pot, 50, seed=100), draws1)
+
+
+def test_feasibility_survives_pickling_also_from_before_it_was_remembered():
+    spec = three_cycle_spec(extra_states=1)
+    topology = spec.topology()
+    assert [topology.is_feasible(T) for T in (4, 5, 4)] == [True, False, True]
+    state = dict(vars(topology))
+    del state["_feasible"]  # as pickled by a release that did not remember feasibility
+    old = Topology.__new__(Topology)
+    old.__setstate__(state)
+    assert [old.is_feasible(T) for T in range(1, 16)] == [T % 3 == 1 for T in range(1, 16)]
+    again = pickle.loads(pickle.dumps(old))
+    assert [again.is_feasible(T) for T in range(1, 16)] == [T % 3 == 1 for T in range(1, 16)]

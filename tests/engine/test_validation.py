@@ -130,3 +130,20 @@ def test_bad_acceptors():
     assert topo.num_states == 1
     with pytest.raises(errors.TopologyError, match="no label sequence"):
         intersect(Topology(labels, [0, 1], [0], [0], [True, False], [True, False]), disjoint)
+
+
+@pytest.mark.pynini
+def test_pynini_acceptor_recognised_in_a_fresh_process():
+    # pynini 2.1.7 loads OpenFst's binding as _pywrapfst; nothing imports pywrapfst here
+    import subprocess
+    import sys
+
+    program = (
+        "import sys, pynini\n"
+        "from fstcrf.engine.topology import from_acceptor\n"
+        "acceptor = pynini.union(pynini.accep('[1]'), pynini.accep('[1][2]')).optimize()\n"
+        "topology = from_acceptor(acceptor, ['a', 'b'])\n"
+        "print(topology.num_states, 'pywrapfst' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert result.stdout.split()[0] == "2"
