@@ -126,6 +126,12 @@ class Topology:
         self.out_ptr = np.searchsorted(self.edge_src[by_source], np.arange(num_states + 1)).astype(np.int32)
         self._reachable: list[np.ndarray] = []
         self._cycle_start: int | None = None
+        self._feasible: dict[int, bool] = {}
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickle, also a Topology pickled before lengths' feasibility was remembered."""
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_feasible", {})
 
     # -- sizes and symbols ---------------------------------------------------
     @property
@@ -231,7 +237,10 @@ class Topology:
 
     def is_feasible(self, length: int) -> bool:
         """Whether some allowed label sequence has exactly ``length`` labels."""
-        return bool(np.any(self.reachable_at(length) & self.final))
+        feasible = self._feasible.get(length)
+        if feasible is None:
+            feasible = self._feasible[length] = bool(np.any(self.reachable_at(length) & self.final))
+        return feasible
 
     def check_lengths(self, lengths: Iterable[int]) -> None:
         """Raise InfeasibleError naming the sentences no allowed sequence fits."""
