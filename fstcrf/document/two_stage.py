@@ -29,15 +29,17 @@ the columns depend on the labels only, never on the order of the sentences.
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from collections.abc import Iterable, Sequence
 
 from fstcrf.model.compose import jackknife
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
-from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
+from fstcrf.errors import ArgumentTypeError, FstcrfError, ModelFileError, ShapeError
 from fstcrf.features.template import Template, parse_template
 from fstcrf.features.template import resolve_template
 from fstcrf.model.chain import ChainCRF
+from fstcrf.model.file import KIND_NAMES, TWO_STAGE_KIND, header_field, read_container, write_container
 from fstcrf.progress import Progress
 from fstcrf.corpus.schemes import read_chunks
 from fstcrf.document.consistency import proper_parts
@@ -50,6 +52,8 @@ NO_VOTE = "none"
 #: The type of a token outside every entity.
 OUTSIDE = "O"
 _SECOND_STAGE_FILE = "ner_second_stage.txt"
+#: The two stages' names in a two-stage model file (each stage's arrays are prefixed "NAME.").
+STAGES = ("first", "second")
 
 
 def _majority(votes: dict[str, int], own: str | None = None) -> str:
@@ -256,3 +260,48 @@ class TwoStageTagger:
     def predict(self, corpus: Corpus | Sequence[Sentence]) -> list[list[str]]:
         """The second stage's labels [B][T] of every sentence."""
         return self.predict_stages(corpus)[1]
+
+    # -- files -------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write both fitted stages and the tagger's settings to one file, atomically
+        (the model container of :mod:`fstcrf.model.file`, format ``fstcrf-two-stage``)."""
+        if not hasattr(self, "second_"):
+            raise FstcrfError("this TwoStageTagger is not fitted yet; call fit before save")
+        headers, arrays = {}, {}
+        for name, model in zip(STAGES, (self.first_, self.second_)):
+            headers[name], stage_arrays = model.to_payload()
+            arrays.update({f"{name}.{key}": array for key, array in stage_arrays.items()})
+        settings = {"target": self.target_, "folds": self.folds, "word_column": self.word_column}
+        write_container(path, TWO_STAGE_KIND, {"stages": headers, **settings}, arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> TwoStageTagger:
+        """Read a two-stage tagger written by :meth:`save` (see :func:`load_two_stage`)."""
+        return load_two_stage(path)
+
+
+def load_two_stage(path: str | os.PathLike) -> TwoStageTagger:
+    """A fitted TwoStageTagger from a file written by :meth:`TwoStageTagger.save`;
+    ModelFileError for a file of another kind or an inconsistent one."""
+    where = os.fspath(path)
+    header, arrays = read_container(path)
+    if header["format"] != TWO_STAGE_KIND:
+        raise ModelFileError(f"{where}: this is {KIND_NAMES[header['format']]}, not a two-stage tagger")
+    headers = header_field(header, "stages", dict, where)
+    stages = []
+    for name in STAGES:
+        prefix = f"{name}."
+        own = {key[len(prefix) :]: array for key, array in arrays.items() if key.startswith(prefix)}
+        stage_header = header_field(headers, name, dict, where)
+        stages.append(ChainCRF.from_payload(stage_header, own, f"{where} ({name} stage)"))
+    first, second = stages
+    tagger = TwoStageTagger(
+        ChainCRF(**first.get_params()),
+        ChainCRF(**second.get_params()),
+        folds=header_field(header, "folds", int, where),
+        word_column=header_field(header, "word_column", str, where),
+        progress=False,
+    )
+    tagger.first_, tagger.second_ = first, second
+    tagger.target_ = header_field(header, "target", str, where)
+    return tagger

@@ -40,7 +40,7 @@ from fstcrf.grammar import Grammar, load_grammar, restrict, restrict_to
 from fstcrf.learn import train
 from fstcrf.learn.objective import Scorer
 from fstcrf.learn.settings import DEFAULT_DRAWS, DEFAULT_SIGMA
-from fstcrf.model.file import MODEL_KIND, read_container, write_container
+from fstcrf.model.file import KIND_NAMES, MODEL_KIND, read_container, write_container
 from fstcrf.model.fitting import (
     BIAS,
     FittedState,
@@ -715,7 +715,5 @@ def load_model(path: str | os.PathLike) -> ChainCRF:
     """
     header, arrays = read_container(path)
     if header["format"] != MODEL_KIND:
-        raise ModelFileError(
-            f"{os.fspath(path)}: this is a joint model (from fstcrf compose); load it with fstcrf.load_joint"
-        )
+        raise ModelFileError(f"{os.fspath(path)}: this is {KIND_NAMES[header['format']]}, not a single model")
     return ChainCRF.from_payload(header, arrays, os.fspath(path))

@@ -78,7 +78,7 @@ from fstcrf.model.chain import ChainCRF, save_model
 from fstcrf.model.fitting import check_fitted
 from fstcrf.model.joint_features import ComponentFeatures, on_decoding_topology
 from fstcrf.model.joint_training import fit_joint
-from fstcrf.model.file import JOINT_KIND, MODEL_KIND, header_field, read_container, write_container
+from fstcrf.model.file import JOINT_KIND, KIND_NAMES, MODEL_KIND, header_field, read_container, write_container
 from fstcrf.learn.objective import BLOCK_CELLS
 from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.extras import require
@@ -694,7 +694,9 @@ def load_joint(path: str | os.PathLike) -> JointModel:
     """Read a joint model written by :meth:`JointModel.save`."""
     header, arrays = read_container(path)
     if header["format"] != JOINT_KIND:
-        raise ModelFileError(f"{os.fspath(path)}: this is a single model, not a composition (fstcrf compose makes one)")
+        raise ModelFileError(
+            f"{os.fspath(path)}: this is {KIND_NAMES[header['format']]}, not a composition (fstcrf compose makes one)"
+        )
     return _joint_from_payload(header, arrays, os.fspath(path))
 
 
@@ -729,10 +731,12 @@ def _joint_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str)
 
 
 def load_any(path: str | os.PathLike) -> ChainCRF | JointModel:
-    """A model or a joint model, whichever the file holds."""
+    """A model or a joint model, whichever the file holds (ModelFileError for another kind)."""
     header, arrays = read_container(path)
     if header["format"] == MODEL_KIND:
         return ChainCRF.from_payload(header, arrays, os.fspath(path))
+    if header["format"] != JOINT_KIND:
+        raise ModelFileError(f"{os.fspath(path)}: this is {KIND_NAMES[header['format']]}, not a model or a composition")
     return _joint_from_payload(header, arrays, os.fspath(path))
 
 

@@ -34,7 +34,8 @@ rebuilt per predicate or per weight (load costs: docs/architecture.md,
 "Loading").  Version 1 files (a SHA-256 digest, the predicate names in the
 header) still load, by rebuilding the dictionary from the names;
 :func:`fstcrf.model.compose.upgrade_model` rewrites one as the current version.  A joint model
-(:mod:`fstcrf.model.compose`) uses the same container with another "format".
+(:mod:`fstcrf.model.compose`) and a two-stage tagger
+(:mod:`fstcrf.document.two_stage`) use the same container with another "format".
 """
 
 from __future__ import annotations
@@ -53,9 +54,18 @@ from fstcrf.errors import FstcrfError, ModelFileError
 from fstcrf.files import write_atomically
 
 MAGIC = b"FSTCRF MODEL\r\n\x1a\n"
-#: The header's "format": one model, or a composition of models.
+#: The header's "format": one model, a composition of models, or a two-stage tagger
+#: (:class:`fstcrf.document.two_stage.TwoStageTagger`: two models, the second reading
+#: document statistics of the first one's labels).
 MODEL_KIND = "fstcrf-model"
 JOINT_KIND = "fstcrf-joint"
+TWO_STAGE_KIND = "fstcrf-two-stage"
+#: What each kind of file is called in errors, and what loads it.
+KIND_NAMES = {
+    MODEL_KIND: "a single model (fstcrf.model.load_model reads it)",
+    JOINT_KIND: "a joint model (from fstcrf compose; fstcrf.model.compose.load_joint reads it)",
+    TWO_STAGE_KIND: "a two-stage tagger (fstcrf.document.two_stage.load_two_stage reads it)",
+}
 FORMAT_VERSION = 2
 #: The first version, whose digest is SHA-256 and whose header holds the predicate names.
 _SHA256_VERSION = 1
@@ -217,7 +227,7 @@ def read_container(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]
         header = json.loads(raw[_PREAMBLE.size : _PREAMBLE.size + header_size].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ModelFileError(f"{where}: the model header is not UTF-8 JSON: {error}") from None
-    if not isinstance(header, dict) or header.get("format") not in (MODEL_KIND, JOINT_KIND):
+    if not isinstance(header, dict) or header.get("format") not in KIND_NAMES:
         raise ModelFileError(f"{where}: the model header does not describe an fstcrf model")
     data_start = _PREAMBLE.size + header_size
     arrays = {}

@@ -1,15 +1,25 @@
 """The two-stage tagger: majority columns against hand-made documents and a direct
-enumeration of their definitions, the jackknife's held-out tagging, and fit/predict."""
+enumeration of their definitions, the jackknife's held-out tagging, fit/predict,
+and the one-file model."""
 
 from collections import Counter
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import fstcrf.model.compose
 from fstcrf.corpus.conll import Sentence
-from fstcrf.document.two_stage import MAJORITY_COLUMNS, TwoStageTagger, majority_columns, second_stage_template
-from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
+from fstcrf.document.two_stage import (
+    MAJORITY_COLUMNS,
+    TwoStageTagger,
+    load_two_stage,
+    majority_columns,
+    second_stage_template,
+)
+from fstcrf.errors import ArgumentTypeError, FstcrfError, ModelFileError, ShapeError
+from fstcrf.model import load_model
+from fstcrf.model.compose import load_any, load_joint
 from fstcrf.model import ChainCRF
 from fstcrf.corpus.schemes import read_chunks
 
@@ -274,3 +284,49 @@ def test_the_tagger_checks_its_settings():
         TwoStageTagger("crf").fit(_toy_corpus(4), target="ner")
     with pytest.raises(FstcrfError, match="not fitted"):
         TwoStageTagger(ChainCRF()).predict(_toy_corpus(4))
+
+
+@pytest.mark.pynini
+def test_a_two_stage_tagger_saves_and_loads_as_one_file(tmp_path):
+    train = _toy_corpus(30)
+    first = ChainCRF(template="bias\nword[0]\nword[-1]\n", grammar="iob2", max_iter=20, threads=1)
+    tagger = TwoStageTagger(first, folds=3, progress=False).fit(train, target="ner")
+    path = tmp_path / "two.model"
+    tagger.save(path)
+    loaded = load_two_stage(path)
+    assert TwoStageTagger.load(path).target_ == loaded.target_ == "ner"
+    assert (loaded.folds, loaded.word_column) == (3, "word")
+    for stage in ("first_", "second_"):
+        np.testing.assert_array_equal(getattr(loaded, stage).weights_, getattr(tagger, stage).weights_)
+        assert getattr(loaded, stage).extractor_.template.text == getattr(tagger, stage).extractor_.template.text
+    test = _toy_corpus(7)[2:] + [Sentence({"word": ["Bert", "grows", "Oslo"]})]
+    assert loaded.predict_stages(test) == tagger.predict_stages(test)
+    # a refit from the loaded settings trains the same stages
+    refit = TwoStageTagger(loaded.first, loaded.second, folds=loaded.folds, progress=False).fit(train, target="ner")
+    np.testing.assert_array_equal(refit.second_.weights_, tagger.second_.weights_)
+
+
+def test_two_stage_files_and_other_model_files_are_told_apart(tmp_path):
+    train = _toy_corpus(12)
+    first = ChainCRF(template="bias\nword[0]\n", max_iter=5, threads=1)
+    tagger = TwoStageTagger(first, folds=2, progress=False).fit(train, target="ner")
+    two_stage, single = tmp_path / "two.model", tmp_path / "one.model"
+    tagger.save(two_stage)
+    tagger.first_.save(single)
+    with pytest.raises(ModelFileError, match="two-stage tagger.*not a single model"):
+        load_model(two_stage)
+    with pytest.raises(ModelFileError, match="two-stage tagger.*not a composition"):
+        load_joint(two_stage)
+    with pytest.raises(ModelFileError, match="two-stage tagger.*not a model or a composition"):
+        load_any(two_stage)
+    with pytest.raises(ModelFileError, match="single model.*not a two-stage tagger"):
+        load_two_stage(single)
+    with pytest.raises(FstcrfError, match="not fitted"):
+        TwoStageTagger(first).save(tmp_path / "unfitted.model")
+    assert not (tmp_path / "unfitted.model").exists()
+    # a corrupt file is refused before either stage is read
+    raw = bytearray(two_stage.read_bytes())
+    raw[-40] ^= 1
+    (tmp_path / "bad.model").write_bytes(bytes(raw))
+    with pytest.raises(ModelFileError, match="corrupt"):
+        load_two_stage(tmp_path / "bad.model")
