@@ -31,6 +31,7 @@ from fstcrf.engine.inference import (
     sample,
     viterbi,
 )
+from fstcrf.engine.mbr import mbr_decode
 from fstcrf.engine.tempering import tempered
 from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels
 from fstcrf.errors import FstcrfError, InfeasibleError, LabelError, ModelFileError
@@ -496,6 +497,38 @@ class ChainCRF:
             return []
         pot = tempered(self.span_potentials(sentences, grammar, params), temperature)
         return decoded_entities(pot, state_labels(pot.topology), viterbi(pot, int(self.threads)).paths)
+
+    @blas_single_threaded()
+    def predict_mbr(
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        threshold: float | None = None,
+        grammar=None,
+        params: dict | None = None,
+        temperature: float = 1.0,
+    ) -> list[list[str]]:
+        """The label sequences [B][T] whose chunks maximise the model's expected chunk F1
+        over the batch (minimum Bayes risk decoding, see :mod:`fstcrf.engine.mbr`), or
+        with ``threshold`` the sum of (probability - threshold) of each sentence's
+        chunks; O outside them, in the model's label scheme, under ``grammar`` when it
+        is given, the distribution tempered by ``temperature``.  Needs chunk labels."""
+        check_fitted(self)
+        sentences = as_sentences(corpus, "ChainCRF.predict_mbr")
+        if not sentences:
+            return []
+        pot = tempered(self.span_potentials(sentences, grammar, params), temperature)
+        labels = np.array(state_labels(pot.topology), dtype=object)
+        with phase("decode"):
+            decoded = mbr_decode(pot, list(labels), threshold, threads=int(self.threads))
+        logger.info(
+            "MBR decoding of %d sentences: threshold %.4f, expected F1 %.4f (%d chunks chosen, %.1f expected)",
+            len(sentences),
+            decoded.threshold,
+            decoded.expected_f1,
+            sum(len(chunks) for chunks in decoded.chunks),
+            decoded.expected_chunks,
+        )
+        return [list(sentence) for sentence in pot.split(labels[decoded.paths])]
 
     @blas_single_threaded()
     def fit_temperature(self, corpus: Corpus | Sequence[Sentence], target: str | None = None) -> float:

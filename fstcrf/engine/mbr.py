@@ -1,0 +1,281 @@
+"""F1-optimal (minimum Bayes risk) decoding of chunks: the set of chunks that maximises
+the model's expected chunk F1 over a batch, written as a label sequence.
+
+Over a batch (a corpus, or a batch of ``fstcrf tag``) with chunk sets G_b drawn
+from the model and a prediction S_b per sentence, the expected F1 is
+approximated by the ratio of expectations (Jansche 2007; Ye et al. 2012 show it
+is the limit for large batches)::
+
+    F(S) = 2 E[sum |S_b & G_b|] / (sum |S_b| + E[sum |G_b|]) = 2 sum_{s in S} p(s) / (|S| + E[#chunks])
+
+where p(s) is the exact probability of span s (:mod:`fstcrf.engine.spans`) and
+E[#chunks] is exact (a sum of edge marginals).  F is maximised exactly by
+Dinkelbach's iteration: for lambda = F(S_k), the set maximising
+2 sum p - lambda (|S| + E[#chunks]), that is sum (p - lambda / 2) over
+non-overlapping spans, is found per sentence by weighted interval scheduling,
+and lambda rises until no set does better.  The threshold t = lambda / 2 at the
+optimum is half the expected F1 (Lipton et al. 2014's F*/2 rule, here with
+overlap constraints).  A fixed threshold skips the iteration.
+
+Only spans with probability at least ``floor`` are candidates (those whose
+every token has that type with probability >= floor, a bound from the token
+marginals); no span below the threshold is ever chosen, so the candidates lose
+nothing as long as the threshold is >= floor.
+
+The chosen chunks are written as the best-scoring state path that holds
+exactly them and O elsewhere (a Viterbi pass on the lattice with the other
+states and edges forbidden), so the labels follow the lattice's own scheme
+(IOB1, IOB2, BIOES) and any grammar restricting it.  Interval scheduling lets a
+chunk follow one of the same type directly only when the lattice has an edge
+that starts a new chunk of that type after one (IOB1 without ``B-PER``
+cannot); a set the lattice still cannot hold raises InfeasibleError.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fstcrf.engine.inference import Potentials, check_type, forward_backward, viterbi
+from fstcrf.engine.spans import ChunkEdges, Entity, entity_probabilities
+from fstcrf.errors import InfeasibleError, ScoreError
+
+#: Spans less probable than this are never candidates (nor chosen, whatever the threshold
+#: found, unless a fixed threshold below it is given, which lowers the floor to it).
+SPAN_FLOOR = 0.01
+
+#: Dinkelbach's iteration converges in a few steps; this bounds it whatever happens.
+MAX_ROUNDS = 100
+
+
+@dataclass(frozen=True)
+class MbrDecoding:
+    """The result of :func:`mbr_decode`: ``paths`` int32 [N], the state path of each
+    sentence; ``chunks`` [B], the chosen spans with their probabilities; ``threshold``,
+    the threshold t they maximise sum (p - t) at; ``expected_f1``, the model's
+    expected F1 of them (ratio of expectations); ``expected_chunks``, E[#chunks]."""
+
+    paths: np.ndarray
+    chunks: list[list[Entity]]
+    threshold: float
+    expected_f1: float
+    expected_chunks: float
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The candidate spans of a batch: ``spans`` [B] of (first, last, type), their
+    exact ``probabilities`` [B] float arrays, and ``expected_chunks``, E[#chunks]."""
+
+    spans: list[list[tuple[int, int, str]]]
+    probabilities: list[np.ndarray]
+    expected_chunks: float
+
+
+def mbr_decode(
+    pot: Potentials,
+    labels: Sequence[str],
+    threshold: float | None = None,
+    floor: float = SPAN_FLOOR,
+    threads: int = 1,
+) -> MbrDecoding:
+    """The chunks that maximise the expected F1 over the batch (``threshold`` None), or
+    sum (p - threshold) per sentence, and the state paths that hold them.
+
+    ``labels``: the label of each state of ``pot.topology`` (chunk labels)."""
+    check_type(pot, Potentials, "pot", "a Potentials")
+    if threshold is not None:
+        if not 0.0 < threshold < 1.0:
+            raise ScoreError(f"the MBR threshold must be strictly between 0 and 1, got {threshold}")
+        floor = min(floor, threshold)
+    chunks = ChunkEdges.of(pot.topology, labels)
+    candidates = chunk_candidates(pot, chunks, labels, floor, threads)
+    adjacent = same_type_adjacency(pot, chunks)
+    index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
+    problems = [
+        _SentenceProblem(spans, values, int(length), index)
+        for spans, values, length in zip(candidates.spans, candidates.probabilities, pot.lengths)
+    ]
+    if threshold is None:
+        threshold, chosen = _dinkelbach(problems, adjacent, candidates.expected_chunks, floor)
+    else:
+        chosen = [problem.best(threshold, adjacent) for problem in problems]
+    spans = [[problem.entity(k) for k in picked] for problem, picked in zip(problems, chosen)]
+    return MbrDecoding(
+        chunk_paths(pot, chunks, spans, threads),
+        spans,
+        float(threshold),
+        expected_f1(spans, candidates.expected_chunks),
+        candidates.expected_chunks,
+    )
+
+
+def expected_f1(chosen: Sequence[Sequence[Entity]], expected_chunks: float) -> float:
+    """2 sum p / (|chosen| + E[#chunks]): the ratio-of-expectations F1 of a batch's chosen
+    chunks (0 when both are 0)."""
+    count = sum(len(sentence) for sentence in chosen)
+    total = count + expected_chunks
+    return 2.0 * sum(entity.probability for sentence in chosen for entity in sentence) / total if total else 0.0
+
+
+def chunk_candidates(
+    pot: Potentials, chunks: ChunkEdges, labels: Sequence[str], floor: float, threads: int = 1
+) -> Candidates:
+    """Every span whose tokens each hold a label of its type with probability >= ``floor``
+    (which includes every span of probability >= floor), with its exact probability,
+    and the exact expected number of chunks of the batch."""
+    result = forward_backward(pot, marginals=True, edge_counts=True, threads=threads)
+    topology = pot.topology
+    K = len(chunks.types)
+    of_type = np.zeros((topology.num_states, K + 1))
+    of_type[np.arange(topology.num_states), chunks.state_type] = 1.0  # O (-1) lands in column K
+    type_marginals = result.node_marginals @ of_type[:, :K]  # [N, K]
+    begins = ~chunks.continuing & (chunks.state_type[topology.edge_dst] >= 0)
+    inside_first = result.node_marginals[pot.offsets[:-1]] @ (chunks.state_type >= 0)
+    expected_chunks = float(np.sum(np.atleast_2d(result.edge_counts)[:, begins]) + inside_first.sum())
+    likely = type_marginals >= floor
+    sentence_of = np.repeat(np.arange(pot.num_sequences), pot.lengths)
+    opens = np.zeros(pot.num_tokens, dtype=bool)
+    opens[pot.offsets[:-1]] = True
+    closes = np.zeros(pot.num_tokens, dtype=bool)
+    closes[pot.offsets[1:] - 1] = True
+    spans: list[list[tuple[int, int, str]]] = [[] for _ in range(pot.num_sequences)]
+    for x, chunk_type in enumerate(chunks.types):  # the runs of likely tokens, within sentences
+        mask = likely[:, x]
+        firsts = np.flatnonzero(mask & (opens | ~np.roll(mask, 1)))
+        lasts = np.flatnonzero(mask & (closes | ~np.roll(mask, -1)))
+        for first, last in zip(firsts.tolist(), lasts.tolist()):
+            b = int(sentence_of[first])
+            offset = int(pot.offsets[b])
+            spans[b] += [
+                (i - offset, j - offset, chunk_type) for i in range(first, last + 1) for j in range(i, last + 1)
+            ]
+    probabilities = entity_probabilities(pot, labels, spans)
+    return Candidates(spans, probabilities, expected_chunks)
+
+
+def same_type_adjacency(pot: Potentials, chunks: ChunkEdges) -> np.ndarray:
+    """bool [K]: whether a chunk of each type may begin right after one of the same type
+    ends (the lattice has an edge from a state of the type into one that does not
+    continue it)."""
+    topology = pot.topology
+    src, dst = chunks.state_type[topology.edge_src], chunks.state_type[topology.edge_dst]
+    restart = ~chunks.continuing & (src == dst) & (src >= 0)
+    return np.bincount(src[restart], minlength=len(chunks.types)) > 0
+
+
+class _SentenceProblem:
+    """One sentence's candidate spans, for weighted interval scheduling."""
+
+    def __init__(self, spans: list[tuple[int, int, str]], probabilities: np.ndarray, length: int, index: dict):
+        self.spans, self.probabilities, self.length = spans, probabilities, length
+        self.types = [index[chunk_type] for _, _, chunk_type in spans]
+        self.num_types = len(index)
+
+    def entity(self, k: int) -> Entity:
+        first, last, chunk_type = self.spans[k]
+        return Entity(first, last, chunk_type, float(self.probabilities[k]))
+
+    def best(self, threshold: float, adjacent: np.ndarray) -> list[int]:
+        """The indices of the non-overlapping spans maximising sum (p - threshold), a
+        chunk following one of its type directly only where ``adjacent`` allows.
+
+        A dynamic program over the positions where a span worth taking begins or
+        ends: value[position][x] is the best sum over the tokens before it, with a
+        chunk of type x ending right before it (x = K: none does)."""
+        worth = np.flatnonzero(self.probabilities > threshold).tolist()
+        if not worth:
+            return []
+        starting: dict[int, list[int]] = {}
+        for k in worth:
+            starting.setdefault(self.spans[k][0], []).append(k)
+        positions = sorted({0, self.length} | set(starting) | {self.spans[k][1] + 1 for k in worth})
+        none = self.num_types
+        value = {position: [-np.inf] * (none + 1) for position in positions}
+        back: dict[tuple[int, int], tuple[int, int, int]] = {}  # (position, column) -> (position, column, span)
+        value[0][none] = 0.0
+        for previous, position in zip([None, *positions], positions):
+            here = value[position]
+            if previous is not None:  # the tokens from previous to position are O
+                column = max(range(none + 1), key=value[previous].__getitem__)
+                if value[previous][column] > here[none]:
+                    here[none] = value[previous][column]
+                    back[position, none] = (previous, column, -1)
+            for k in starting.get(position, ()):
+                x, end = self.types[k], self.spans[k][1] + 1
+                columns = [c for c in range(none + 1) if c != x or adjacent[x]]
+                before = max(columns, key=here.__getitem__)
+                gain = here[before] + float(self.probabilities[k]) - threshold
+                if gain > value[end][x]:
+                    value[end][x] = gain
+                    back[end, x] = (position, before, k)
+        final = value[self.length]
+        chosen, state = [], (self.length, max(range(none + 1), key=final.__getitem__))
+        while state[0] > 0:
+            position, column, k = back[state]
+            if k >= 0:
+                chosen.append(k)
+            state = (position, column)
+        return chosen[::-1]
+
+
+def _dinkelbach(
+    problems: list[_SentenceProblem], adjacent: np.ndarray, expected_chunks: float, floor: float
+) -> tuple[float, list[list[int]]]:
+    """(the threshold, the chosen spans per sentence) maximising the batch's expected F1,
+    starting from the spans more probable than 1/2 (which never overlap)."""
+
+    def ratio(chosen: list[list[int]]) -> float:
+        return expected_f1(
+            [[problem.entity(k) for k in picked] for problem, picked in zip(problems, chosen)], expected_chunks
+        )
+
+    chosen = [np.flatnonzero(problem.probabilities > 0.5).tolist() for problem in problems]
+    best = ratio(chosen)
+    threshold = max(best / 2, floor)
+    for _ in range(MAX_ROUNDS):
+        proposal = [problem.best(threshold, adjacent) for problem in problems]
+        score = ratio(proposal)
+        if score <= best + 1e-12:
+            break
+        chosen, best = proposal, score
+        threshold = max(best / 2, floor)
+    return threshold, chosen
+
+
+def chunk_paths(pot: Potentials, chunks: ChunkEdges, spans: Sequence[Sequence[Entity]], threads: int = 1) -> np.ndarray:
+    """int32 [N]: the best state path of each sentence whose chunks are exactly
+    ``spans[b]`` (O elsewhere); InfeasibleError if the lattice has none."""
+    N = pot.num_tokens
+    token_type = np.full(N, -1, dtype=np.int64)
+    role = np.zeros(N, dtype=np.int32)  # 0: any edge, 1: an edge that begins a chunk, 2: one that continues it
+    index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
+    for b, sentence in enumerate(spans):
+        offset = int(pot.offsets[b])
+        for entity in sentence:
+            first, last = offset + entity.first, offset + entity.last
+            token_type[first : last + 1] = index[entity.type]
+            role[first] = 1
+            role[first + 1 : last + 1] = 2
+    table = np.atleast_2d(pot.transitions)
+    C = len(table)
+    forbidden_begin = np.where(chunks.continuing, -np.inf, table)
+    forbidden_continue = np.where(chunks.continuing, table, -np.inf)
+    held = copy.copy(pot)
+    held.emissions = np.where(chunks.state_type[None, :] == token_type[:, None], pot.emissions, -np.inf)
+    held.transitions = np.ascontiguousarray(np.concatenate([table, forbidden_begin, forbidden_continue]))
+    base_class = np.zeros(N, dtype=np.int32) if pot.token_class is None else pot.token_class
+    held.token_class = np.ascontiguousarray(base_class + role * C, dtype=np.int32)
+    log_z = forward_backward(held, marginals=False, edge_counts=False, threads=threads, allow_infeasible=True).log_z
+    if np.any(log_z == -np.inf):
+        b = int(np.argmax(log_z == -np.inf))
+        shown = ", ".join(f"{e.type} {e.first}-{e.last}" for e in spans[b])
+        raise InfeasibleError(
+            f"sentence {b}: the lattice has no label sequence whose chunks are exactly the "
+            f"F1-optimal ones ({shown}); its labels or grammar cannot write them (decode with "
+            "Viterbi instead)"
+        )
+    return viterbi(held, threads).paths
