@@ -39,10 +39,11 @@ def warn_ignored_decoding_options(args: argparse.Namespace, composed: bool) -> N
 
 def _check_mbr_options(args: argparse.Namespace, composed: bool, given: list[str]) -> None:
     """Refuse --decode mbr with a composed model or --nonlocal; warn for --mbr-threshold
-    without it, and for --on-infeasible with it."""
+    and --mbr-temperature without it, and for --on-infeasible with it."""
     if args.decode != "mbr":
-        if "mbr_threshold" in given:
-            LOG.warning("--mbr-threshold is ignored: it applies to --decode mbr")
+        for name in ("mbr_threshold", "mbr_temperature"):
+            if name in given:
+                LOG.warning("--%s is ignored: it applies to --decode mbr", name.replace("_", "-"))
         return
     if composed:
         raise CompositionError(
@@ -171,7 +172,9 @@ def predict_with_progress(model, corpus, args: argparse.Namespace, options: dict
     if args.nonlocal_model:
         return _predict_nonlocal(model, corpus, args)
     if args.decode == "mbr":  # the threshold is chosen over the whole batch
-        return model.predict_mbr(corpus.sentences, args.mbr_threshold, options.get("grammar"), options.get("params"))
+        return model.predict_mbr(
+            corpus.sentences, args.mbr_threshold, options.get("grammar"), options.get("params"), args.mbr_temperature
+        )
     predictions = []
     sentences = corpus.sentences
     with Progress(

@@ -380,6 +380,7 @@ DECODING_DEFAULTS = {
     "on_infeasible": "error",
     "decode": "viterbi",
     "mbr_threshold": None,
+    "mbr_temperature": 1.0,
 }
 
 
@@ -453,6 +454,15 @@ def _add_mbr_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --decode mbr: keep in each sentence the non-overlapping chunks that maximise "
         "the sum of (probability - T), the same threshold for every batch (default: the "
         "threshold that maximises the expected F1 of each batch, about half of it)",
+    )
+    parser.add_argument(
+        "--mbr-temperature",
+        type=real_number(0.0, 1e6, closed=False),
+        default=DECODING_DEFAULTS["mbr_temperature"],
+        metavar="T",
+        help="with --decode mbr: the chunk probabilities of the model's distribution with every "
+        "score divided by T; fstcrf calibrate MODEL DEV prints the T that calibrates them on "
+        "held-out data (default %(default)s)",
     )
 
 

@@ -22,26 +22,25 @@ every token has that type with probability >= floor, a bound from the token
 marginals); no span below the threshold is ever chosen, so the candidates lose
 nothing as long as the threshold is >= floor.
 
-The chosen chunks are written as the best-scoring state path that holds
-exactly them and O elsewhere (a Viterbi pass on the lattice with the other
-states and edges forbidden), so the labels follow the lattice's own scheme
-(IOB1, IOB2, BIOES) and any grammar restricting it.  Interval scheduling lets a
-chunk follow one of the same type directly only when the lattice has an edge
-that starts a new chunk of that type after one (IOB1 without ``B-PER``
-cannot); a set the lattice still cannot hold raises InfeasibleError.
+The chosen chunks are written in the labels' own scheme (:func:`writing_scheme`:
+IOB2, IOB1 or BIOES, O elsewhere), and :func:`labelled_paths` finds the state
+path of those labels in the lattice, which checks that its topology and any
+grammar restricting it hold them.  Interval scheduling lets a chunk follow one
+of the same type directly only when the lattice has an edge that starts a new
+chunk of that type after one (IOB1 without ``B-PER`` cannot); a set the lattice
+still cannot hold (a grammar that forbids it) raises InfeasibleError.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from fstcrf.engine.inference import Potentials, check_type, forward_backward, viterbi
-from fstcrf.engine.spans import ChunkEdges, Entity, entity_probabilities
-from fstcrf.errors import InfeasibleError, ScoreError
+from fstcrf.engine.spans import ChunkEdges, Entity, chunk_parts, entity_probabilities
+from fstcrf.errors import InfeasibleError, ScoreError, ShapeError
 
 #: Spans less probable than this are never candidates (nor chosen, whatever the threshold
 #: found, unless a fixed threshold below it is given, which lowers the floor to it).
@@ -53,12 +52,11 @@ MAX_ROUNDS = 100
 
 @dataclass(frozen=True)
 class MbrDecoding:
-    """The result of :func:`mbr_decode`: ``paths`` int32 [N], the state path of each
-    sentence; ``chunks`` [B], the chosen spans with their probabilities; ``threshold``,
-    the threshold t they maximise sum (p - t) at; ``expected_f1``, the model's
-    expected F1 of them (ratio of expectations); ``expected_chunks``, E[#chunks]."""
+    """The result of :func:`mbr_decode`: ``chunks`` [B], the chosen spans of each sentence
+    with their probabilities, in order; ``threshold``, the threshold t they maximise
+    sum (p - t) at; ``expected_f1``, the model's expected F1 of them (ratio of
+    expectations); ``expected_chunks``, E[#chunks] of the batch."""
 
-    paths: np.ndarray
     chunks: list[list[Entity]]
     threshold: float
     expected_f1: float
@@ -83,7 +81,8 @@ def mbr_decode(
     threads: int = 1,
 ) -> MbrDecoding:
     """The chunks that maximise the expected F1 over the batch (``threshold`` None), or
-    sum (p - threshold) per sentence, and the state paths that hold them.
+    sum (p - threshold) per sentence (write them with :func:`writing_scheme` and
+    :func:`labelled_paths`).
 
     ``labels``: the label of each state of ``pot.topology`` (chunk labels)."""
     check_type(pot, Potentials, "pot", "a Potentials")
@@ -105,7 +104,6 @@ def mbr_decode(
         chosen = [problem.best(threshold, adjacent) for problem in problems]
     spans = [[problem.entity(k) for k in picked] for problem, picked in zip(problems, chosen)]
     return MbrDecoding(
-        chunk_paths(pot, chunks, spans, threads),
         spans,
         float(threshold),
         expected_f1(spans, candidates.expected_chunks),
@@ -128,14 +126,16 @@ def chunk_candidates(
     (which includes every span of probability >= floor), with its exact probability,
     and the exact expected number of chunks of the batch."""
     result = forward_backward(pot, marginals=True, edge_counts=True, threads=threads)
+    marginals, edge_counts = result.node_marginals, result.edge_counts
+    assert marginals is not None and edge_counts is not None  # both were asked for
     topology = pot.topology
     K = len(chunks.types)
     of_type = np.zeros((topology.num_states, K + 1))
     of_type[np.arange(topology.num_states), chunks.state_type] = 1.0  # O (-1) lands in column K
-    type_marginals = result.node_marginals @ of_type[:, :K]  # [N, K]
+    type_marginals = marginals @ of_type[:, :K]  # [N, K]
     begins = ~chunks.continuing & (chunks.state_type[topology.edge_dst] >= 0)
-    inside_first = result.node_marginals[pot.offsets[:-1]] @ (chunks.state_type >= 0)
-    expected_chunks = float(np.sum(np.atleast_2d(result.edge_counts)[:, begins]) + inside_first.sum())
+    begins_sentence = marginals[pot.offsets[:-1]] @ (chunks.state_type >= 0)
+    expected_chunks = float(np.sum(np.atleast_2d(edge_counts)[:, begins]) + begins_sentence.sum())
     likely = type_marginals >= floor
     sentence_of = np.repeat(np.arange(pot.num_sequences), pot.lengths)
     opens = np.zeros(pot.num_tokens, dtype=bool)
@@ -246,36 +246,40 @@ def _dinkelbach(
     return threshold, chosen
 
 
-def chunk_paths(pot: Potentials, chunks: ChunkEdges, spans: Sequence[Sequence[Entity]], threads: int = 1) -> np.ndarray:
-    """int32 [N]: the best state path of each sentence whose chunks are exactly
-    ``spans[b]`` (O elsewhere); InfeasibleError if the lattice has none."""
-    N = pot.num_tokens
-    token_type = np.full(N, -1, dtype=np.int64)
-    role = np.zeros(N, dtype=np.int32)  # 0: any edge, 1: an edge that begins a chunk, 2: one that continues it
-    index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
-    for b, sentence in enumerate(spans):
-        offset = int(pot.offsets[b])
-        for entity in sentence:
-            first, last = offset + entity.first, offset + entity.last
-            token_type[first : last + 1] = index[entity.type]
-            role[first] = 1
-            role[first + 1 : last + 1] = 2
-    table = np.atleast_2d(pot.transitions)
-    C = len(table)
-    forbidden_begin = np.where(chunks.continuing, -np.inf, table)
-    forbidden_continue = np.where(chunks.continuing, table, -np.inf)
-    held = copy.copy(pot)
-    held.emissions = np.where(chunks.state_type[None, :] == token_type[:, None], pot.emissions, -np.inf)
-    held.transitions = np.ascontiguousarray(np.concatenate([table, forbidden_begin, forbidden_continue]))
-    base_class = np.zeros(N, dtype=np.int32) if pot.token_class is None else pot.token_class
-    held.token_class = np.ascontiguousarray(base_class + role * C, dtype=np.int32)
+def writing_scheme(labels: Sequence[str]) -> str:
+    """The scheme chunks are written in with these labels: "bioes" if one has an E- or S-
+    prefix, else "iob2" if every type has a B- label, else "iob1" (B- only between two
+    chunks of a type, as CoNLL-2003's files, where B-PER never occurs)."""
+    parts = [chunk_parts(label) for label in labels]
+    prefixes = {prefix for prefix, _ in parts}
+    if prefixes & {"E", "S"}:
+        return "bioes"
+    types = {chunk_type for prefix, chunk_type in parts if prefix != "O"}
+    begun = {chunk_type for prefix, chunk_type in parts if prefix == "B"}
+    return "iob2" if types <= begun else "iob1"
+
+
+def labelled_paths(
+    pot: Potentials, labels: Sequence[str], wanted: Sequence[Sequence[str]], threads: int = 1
+) -> np.ndarray:
+    """int32 [N]: the best state path of each sentence b whose labels are ``wanted[b]``
+    (``labels``: the label of each state); InfeasibleError naming the first sentence
+    the lattice (its topology or grammar) has no such path for."""
+    flat = [label for sentence in wanted for label in sentence]
+    if len(flat) != pot.num_tokens or any(len(w) != T for w, T in zip(wanted, pot.lengths.tolist())):
+        raise ShapeError(f"expected labels for {pot.num_sequences} sentences of lengths {pot.lengths.tolist()}")
+    state_label = np.array(labels, dtype=object)
+    allowed = state_label[None, :] == np.array(flat, dtype=object)[:, None]
+    missing = np.flatnonzero(~allowed.any(axis=1))
+    held = pot.clamp(allowed | ~allowed.any(axis=1, keepdims=True))  # a label no state has is caught below
     log_z = forward_backward(held, marginals=False, edge_counts=False, threads=threads, allow_infeasible=True).log_z
-    if np.any(log_z == -np.inf):
-        b = int(np.argmax(log_z == -np.inf))
-        shown = ", ".join(f"{e.type} {e.first}-{e.last}" for e in spans[b])
+    infeasible = log_z == -np.inf
+    if len(missing):
+        infeasible[np.searchsorted(pot.offsets, missing, side="right") - 1] = True
+    if infeasible.any():
+        b = int(np.argmax(infeasible))
         raise InfeasibleError(
-            f"sentence {b}: the lattice has no label sequence whose chunks are exactly the "
-            f"F1-optimal ones ({shown}); its labels or grammar cannot write them (decode with "
-            "Viterbi instead)"
+            f"sentence {b}: the lattice has no path with the labels {' '.join(wanted[b])} (the F1-optimal "
+            "chunks); its labels or grammar cannot write them (decode with Viterbi instead)"
         )
     return viterbi(held, threads).paths

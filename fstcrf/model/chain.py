@@ -22,6 +22,7 @@ import numpy as np
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.corpus.evaluate import ChunkScores, TagScores, score_labels
 from fstcrf.corpus.labels import UNKNOWN_LABEL, label_states, split_labels
+from fstcrf.corpus.schemes import write_chunks
 from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.engine.inference import (
     Potentials,
@@ -31,7 +32,7 @@ from fstcrf.engine.inference import (
     sample,
     viterbi,
 )
-from fstcrf.engine.mbr import mbr_decode
+from fstcrf.engine.mbr import labelled_paths, mbr_decode, writing_scheme
 from fstcrf.engine.tempering import tempered
 from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels
 from fstcrf.errors import FstcrfError, InfeasibleError, LabelError, ModelFileError
@@ -517,9 +518,15 @@ class ChainCRF:
         if not sentences:
             return []
         pot = tempered(self.span_potentials(sentences, grammar, params), temperature)
-        labels = np.array(state_labels(pot.topology), dtype=object)
+        labels = state_labels(pot.topology)
+        scheme = writing_scheme(self.labels_)
         with phase("decode"):
-            decoded = mbr_decode(pot, list(labels), threshold, threads=int(self.threads))
+            decoded = mbr_decode(pot, labels, threshold, threads=int(self.threads))
+            written = [
+                write_chunks([entity[:3] for entity in chunks], len(sentence), scheme)
+                for chunks, sentence in zip(decoded.chunks, sentences)
+            ]
+            labelled_paths(pot, labels, written, int(self.threads))  # the lattice (grammar) holds them
         logger.info(
             "MBR decoding of %d sentences: threshold %.4f, expected F1 %.4f (%d chunks chosen, %.1f expected)",
             len(sentences),
@@ -528,7 +535,7 @@ class ChainCRF:
             sum(len(chunks) for chunks in decoded.chunks),
             decoded.expected_chunks,
         )
-        return [list(sentence) for sentence in pot.split(labels[decoded.paths])]
+        return written
 
     @blas_single_threaded()
     def fit_temperature(self, corpus: Corpus | Sequence[Sentence], target: str | None = None) -> float:

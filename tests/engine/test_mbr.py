@@ -11,9 +11,10 @@ import pytest
 from hypothesis import assume, given, strategies as st
 
 from fstcrf.engine.inference import Potentials
-from fstcrf.engine.mbr import chunk_paths, mbr_decode
-from fstcrf.engine.spans import ChunkEdges, Entity, path_chunks, state_labels
-from fstcrf.engine.topology import first_order, kth_order
+from fstcrf.corpus.schemes import read_chunks, write_chunks
+from fstcrf.engine.mbr import labelled_paths, mbr_decode, writing_scheme
+from fstcrf.engine.spans import path_chunks, state_labels
+from fstcrf.engine.topology import first_order, iob2, kth_order
 from fstcrf.errors import InfeasibleError, ScoreError
 
 from strategies import oracle_settings
@@ -87,9 +88,14 @@ def test_the_chosen_chunks_maximise_the_per_sentence_objective_over_all_label_se
         for entity in chosen:
             assert entity.probability == pytest.approx(table[entity.first, entity.last, entity.type], abs=1e-9)
         assert sum(entity.probability - threshold for entity in chosen) == pytest.approx(best, abs=1e-9)
-        path = decoded.paths[pot.sentence(b)]
+        scheme = writing_scheme(pot.topology.labels)
+        written = write_chunks(as_spans(chosen), int(pot.lengths[b]), scheme)
+        assert read_chunks(written) == as_spans(chosen)
+        assert write_chunks(read_chunks(written), len(written), scheme) == written  # valid in the scheme
+        assert set(written) <= set(pot.topology.labels)
+        path = labelled_paths(pot.select([b]), labels, [written])
         assert np.isfinite(pot.select([b]).path_scores(path)[0, 0])  # a path of the lattice
-        assert path_chunks([labels[s] for s in path]) == as_spans(chosen)  # that reads as the chosen chunks
+        assert [labels[s] for s in path] == written
 
 
 @given(chains(max_sentences=2, max_length=3))
@@ -122,13 +128,21 @@ def test_a_fixed_threshold_must_lie_strictly_between_0_and_1():
             mbr_decode(pot, state_labels(topology), threshold=threshold)
 
 
-def test_chunks_the_labels_cannot_write_are_refused():
-    labels = SCHEMES["io"]  # two A chunks side by side cannot be written in IO
-    topology = first_order(labels)
-    pot = Potentials(topology, np.zeros((2, topology.num_states)))
-    chunks = ChunkEdges.of(topology, state_labels(topology))
+def test_labels_the_lattice_cannot_hold_are_refused():
+    topology = iob2(["A", "B"])  # I-A only after B-A or I-A
+    pot = Potentials(topology, np.zeros((5, topology.num_states)), [2, 3])
+    labels = state_labels(topology)
+    path = labelled_paths(pot, labels, [["B-A", "I-A"], ["O", "B-B", "O"]])
+    assert [labels[s] for s in path] == ["B-A", "I-A", "O", "B-B", "O"]
+    with pytest.raises(InfeasibleError, match="sentence 1: the lattice has no path with the labels O I-A O"):
+        labelled_paths(pot, labels, [["B-A", "I-A"], ["O", "I-A", "O"]])
     with pytest.raises(InfeasibleError, match="sentence 0"):
-        chunk_paths(pot, chunks, [[Entity(0, 0, "A", 0.5), Entity(1, 1, "A", 0.5)]])
+        labelled_paths(pot, labels, [["S-A", "O"], ["O", "O", "O"]])  # no state has label S-A
+
+
+@pytest.mark.parametrize("scheme, expected", [("iob2", "iob2"), ("iob1", "iob1"), ("bioes", "bioes"), ("io", "iob1")])
+def test_the_writing_scheme_is_read_off_the_labels(scheme, expected):
+    assert writing_scheme(SCHEMES[scheme]) == expected
 
 
 def test_a_confident_chain_decodes_as_viterbi():
@@ -143,4 +157,6 @@ def test_a_confident_chain_decodes_as_viterbi():
     pot = Potentials(topology, emissions, [10, 10, 20])
     decoded = mbr_decode(pot, state_labels(topology))
     best = viterbi(pot).paths
-    assert [labels[s] for s in decoded.paths] == [labels[s] for s in best]
+    assert [as_spans(chunks) for chunks in decoded.chunks] == [
+        path_chunks([labels[s] for s in best[pot.sentence(b)]]) for b in range(pot.num_sequences)
+    ]
