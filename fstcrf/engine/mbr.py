@@ -17,10 +17,12 @@ and lambda rises until no set does better.  The threshold t = lambda / 2 at the
 optimum is half the expected F1 (Lipton et al. 2014's F*/2 rule, here with
 overlap constraints).  A fixed threshold skips the iteration.
 
-Only spans with probability at least ``floor`` are candidates (those whose
-every token has that type with probability >= floor, a bound from the token
-marginals); no span below the threshold is ever chosen, so the candidates lose
-nothing as long as the threshold is >= floor.
+Only spans with probability at least a floor are candidates (those whose every
+token has that type with probability >= floor, a bound from the token
+marginals).  No span at or below the threshold is ever chosen, so the
+candidates lose nothing while every threshold tried is >= floor: a fixed
+threshold is its own floor, and the search's thresholds never fall below half
+the expected F1 of its starting set, the spans more probable than 1/2.
 
 The chosen chunks are written in the labels' own scheme (:func:`writing_scheme`:
 IOB2, IOB1 or BIOES, O elsewhere), and :func:`labelled_paths` finds the state
@@ -42,9 +44,13 @@ from fstcrf.engine.inference import Potentials, check_type, forward_backward, vi
 from fstcrf.engine.spans import ChunkEdges, Entity, chunk_parts, entity_probabilities
 from fstcrf.errors import InfeasibleError, ScoreError, ShapeError
 
-#: Spans less probable than this are never candidates (nor chosen, whatever the threshold
-#: found, unless a fixed threshold below it is given, which lowers the floor to it).
+#: Spans less probable than this are never candidates, so never chosen (the threshold
+#: search stops at it; a fixed threshold sets the floor itself).
 SPAN_FLOOR = 0.01
+
+#: The candidates' floor the threshold search starts with: enough unless the model
+#: expects an F1 below twice this (see :func:`mbr_decode`).
+FIRST_FLOOR = 0.2
 
 #: Dinkelbach's iteration converges in a few steps; this bounds it whatever happens.
 MAX_ROUNDS = 100
@@ -64,13 +70,28 @@ class MbrDecoding:
 
 
 @dataclass(frozen=True)
-class Candidates:
-    """The candidate spans of a batch: ``spans`` [B] of (first, last, type), their
-    exact ``probabilities`` [B] float arrays, and ``expected_chunks``, E[#chunks]."""
+class ChunkMarginals:
+    """What the token marginals of a batch say about its chunks: ``type_marginals``
+    float [N, K], the probability that token n holds a label of type k; and
+    ``expected_chunks``, the exact expected number of chunks of the batch."""
 
-    spans: list[list[tuple[int, int, str]]]
-    probabilities: list[np.ndarray]
+    type_marginals: np.ndarray
     expected_chunks: float
+
+    @classmethod
+    def of(cls, pot: Potentials, chunks: ChunkEdges, threads: int = 1) -> ChunkMarginals:
+        """One forward-backward pass over ``pot`` whose states and edges ``chunks`` reads."""
+        result = forward_backward(pot, marginals=True, edge_counts=True, threads=threads)
+        marginals, edge_counts = result.node_marginals, result.edge_counts
+        assert marginals is not None and edge_counts is not None  # both were asked for
+        topology = pot.topology
+        K = len(chunks.types)
+        of_type = np.zeros((topology.num_states, K + 1))
+        of_type[np.arange(topology.num_states), chunks.state_type] = 1.0  # O (-1) lands in column K
+        begins = ~chunks.continuing & (chunks.state_type[topology.edge_dst] >= 0)
+        begins_sentence = marginals[pot.offsets[:-1]] @ (chunks.state_type >= 0)
+        expected_chunks = float(np.sum(np.atleast_2d(edge_counts)[:, begins]) + begins_sentence.sum())
+        return cls(marginals @ of_type[:, :K], expected_chunks)
 
 
 def mbr_decode(
@@ -84,30 +105,31 @@ def mbr_decode(
     sum (p - threshold) per sentence (write them with :func:`writing_scheme` and
     :func:`labelled_paths`).
 
-    ``labels``: the label of each state of ``pot.topology`` (chunk labels)."""
+    ``labels``: the label of each state of ``pot.topology`` (chunk labels).  The search
+    starts from the spans more probable than 1/2, whose expected F1 F_0 bounds every
+    threshold it tries from below by F_0 / 2, so only spans at least that probable
+    (and at least ``floor``) need be candidates: those of probability >= FIRST_FLOOR
+    first, and more when F_0 / 2 is below it."""
     check_type(pot, Potentials, "pot", "a Potentials")
-    if threshold is not None:
-        if not 0.0 < threshold < 1.0:
-            raise ScoreError(f"the MBR threshold must be strictly between 0 and 1, got {threshold}")
-        floor = min(floor, threshold)
+    if threshold is not None and not 0.0 < threshold < 1.0:
+        raise ScoreError(f"the MBR threshold must be strictly between 0 and 1, got {threshold}")
     chunks = ChunkEdges.of(pot.topology, labels)
-    candidates = chunk_candidates(pot, chunks, labels, floor, threads)
+    marginals = ChunkMarginals.of(pot, chunks, threads)
     adjacent = same_type_adjacency(pot, chunks)
-    index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
-    problems = [
-        _SentenceProblem(spans, values, int(length), index)
-        for spans, values, length in zip(candidates.spans, candidates.probabilities, pot.lengths)
-    ]
-    if threshold is None:
-        threshold, chosen = _dinkelbach(problems, adjacent, candidates.expected_chunks, floor)
-    else:
+    if threshold is not None:
+        problems = sentence_problems(pot, chunks, labels, marginals, threshold)
         chosen = [problem.best(threshold, adjacent) for problem in problems]
-    spans = [[problem.entity(k) for k in picked] for problem, picked in zip(problems, chosen)]
+    else:
+        first_floor = max(floor, FIRST_FLOOR)
+        problems = sentence_problems(pot, chunks, labels, marginals, first_floor)
+        start = expected_f1([problem.entities(problem.above(0.5)) for problem in problems], marginals.expected_chunks)
+        floor = max(floor, start / 2)
+        if floor < first_floor:  # a model expecting an F1 below 2 FIRST_FLOOR: more candidates
+            problems = sentence_problems(pot, chunks, labels, marginals, floor)
+        threshold, chosen = _dinkelbach(problems, adjacent, marginals.expected_chunks, floor)
+    spans = [problem.entities(picked) for problem, picked in zip(problems, chosen)]
     return MbrDecoding(
-        spans,
-        float(threshold),
-        expected_f1(spans, candidates.expected_chunks),
-        candidates.expected_chunks,
+        spans, float(threshold), expected_f1(spans, marginals.expected_chunks), marginals.expected_chunks
     )
 
 
@@ -119,24 +141,13 @@ def expected_f1(chosen: Sequence[Sequence[Entity]], expected_chunks: float) -> f
     return 2.0 * sum(entity.probability for sentence in chosen for entity in sentence) / total if total else 0.0
 
 
-def chunk_candidates(
-    pot: Potentials, chunks: ChunkEdges, labels: Sequence[str], floor: float, threads: int = 1
-) -> Candidates:
-    """Every span whose tokens each hold a label of its type with probability >= ``floor``
-    (which includes every span of probability >= floor), with its exact probability,
-    and the exact expected number of chunks of the batch."""
-    result = forward_backward(pot, marginals=True, edge_counts=True, threads=threads)
-    marginals, edge_counts = result.node_marginals, result.edge_counts
-    assert marginals is not None and edge_counts is not None  # both were asked for
-    topology = pot.topology
-    K = len(chunks.types)
-    of_type = np.zeros((topology.num_states, K + 1))
-    of_type[np.arange(topology.num_states), chunks.state_type] = 1.0  # O (-1) lands in column K
-    type_marginals = marginals @ of_type[:, :K]  # [N, K]
-    begins = ~chunks.continuing & (chunks.state_type[topology.edge_dst] >= 0)
-    begins_sentence = marginals[pot.offsets[:-1]] @ (chunks.state_type >= 0)
-    expected_chunks = float(np.sum(np.atleast_2d(edge_counts)[:, begins]) + begins_sentence.sum())
-    likely = type_marginals >= floor
+def sentence_problems(
+    pot: Potentials, chunks: ChunkEdges, labels: Sequence[str], marginals: ChunkMarginals, floor: float
+) -> list[SentenceProblem]:
+    """Each sentence's candidates: every span whose tokens each hold a label of its type
+    with probability >= ``floor`` (which includes every span of probability >= floor),
+    with its exact probability."""
+    likely = marginals.type_marginals >= floor
     sentence_of = np.repeat(np.arange(pot.num_sequences), pot.lengths)
     opens = np.zeros(pot.num_tokens, dtype=bool)
     opens[pot.offsets[:-1]] = True
@@ -154,7 +165,11 @@ def chunk_candidates(
                 (i - offset, j - offset, chunk_type) for i in range(first, last + 1) for j in range(i, last + 1)
             ]
     probabilities = entity_probabilities(pot, labels, spans)
-    return Candidates(spans, probabilities, expected_chunks)
+    index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
+    return [
+        SentenceProblem(sentence, values, int(length), index)
+        for sentence, values, length in zip(spans, probabilities, pot.lengths)
+    ]
 
 
 def same_type_adjacency(pot: Potentials, chunks: ChunkEdges) -> np.ndarray:
@@ -167,17 +182,30 @@ def same_type_adjacency(pot: Potentials, chunks: ChunkEdges) -> np.ndarray:
     return np.bincount(src[restart], minlength=len(chunks.types)) > 0
 
 
-class _SentenceProblem:
-    """One sentence's candidate spans, for weighted interval scheduling."""
+class SentenceProblem:
+    """One sentence's candidate spans (first, last, type) and their probabilities, for
+    weighted interval scheduling."""
 
     def __init__(self, spans: list[tuple[int, int, str]], probabilities: np.ndarray, length: int, index: dict):
         self.spans, self.probabilities, self.length = spans, probabilities, length
         self.types = [index[chunk_type] for _, _, chunk_type in spans]
         self.num_types = len(index)
 
-    def entity(self, k: int) -> Entity:
-        first, last, chunk_type = self.spans[k]
-        return Entity(first, last, chunk_type, float(self.probabilities[k]))
+    def entities(self, picked: Sequence[int]) -> list[Entity]:
+        """The spans of the given indices, with their probabilities."""
+        return [Entity(*self.spans[k], float(self.probabilities[k])) for k in picked]
+
+    def above(self, threshold: float) -> list[int]:
+        """The indices of the spans more probable than ``threshold``."""
+        return np.flatnonzero(self.probabilities > threshold).tolist()
+
+    def compatible(self, picked: list[int], adjacent: np.ndarray) -> bool:
+        """Whether the spans ``picked`` (in order) can all be chunks of one output."""
+        for k, after in zip(picked, picked[1:]):
+            (_, last, chunk_type), (first, _, next_type) = self.spans[k], self.spans[after]
+            if first <= last or (first == last + 1 and chunk_type == next_type and not adjacent[self.types[k]]):
+                return False
+        return True
 
     def best(self, threshold: float, adjacent: np.ndarray) -> list[int]:
         """The indices of the non-overlapping spans maximising sum (p - threshold), a
@@ -186,9 +214,9 @@ class _SentenceProblem:
         A dynamic program over the positions where a span worth taking begins or
         ends: value[position][x] is the best sum over the tokens before it, with a
         chunk of type x ending right before it (x = K: none does)."""
-        worth = np.flatnonzero(self.probabilities > threshold).tolist()
-        if not worth:
-            return []
+        worth = sorted(self.above(threshold), key=lambda k: self.spans[k][:2])
+        if self.compatible(worth, adjacent):  # nothing to choose between
+            return worth
         starting: dict[int, list[int]] = {}
         for k in worth:
             starting.setdefault(self.spans[k][0], []).append(k)
@@ -223,17 +251,15 @@ class _SentenceProblem:
 
 
 def _dinkelbach(
-    problems: list[_SentenceProblem], adjacent: np.ndarray, expected_chunks: float, floor: float
+    problems: list[SentenceProblem], adjacent: np.ndarray, expected_chunks: float, floor: float
 ) -> tuple[float, list[list[int]]]:
     """(the threshold, the chosen spans per sentence) maximising the batch's expected F1,
     starting from the spans more probable than 1/2 (which never overlap)."""
 
     def ratio(chosen: list[list[int]]) -> float:
-        return expected_f1(
-            [[problem.entity(k) for k in picked] for problem, picked in zip(problems, chosen)], expected_chunks
-        )
+        return expected_f1([problem.entities(picked) for problem, picked in zip(problems, chosen)], expected_chunks)
 
-    chosen = [np.flatnonzero(problem.probabilities > 0.5).tolist() for problem in problems]
+    chosen = [problem.above(0.5) for problem in problems]
     best = ratio(chosen)
     threshold = max(best / 2, floor)
     for _ in range(MAX_ROUNDS):
