@@ -17,9 +17,9 @@ and lambda rises until no set does better.  The threshold t = lambda / 2 at the
 optimum is half the expected F1 (Lipton et al. 2014's F*/2 rule, here with
 overlap constraints).  A fixed threshold skips the iteration.
 
-Only spans with probability at least a floor are candidates (those whose every
-token has that type with probability >= floor, a bound from the token
-marginals).  No span at or below the threshold is ever chosen, so the
+Only spans with probability at least a floor are candidates: those whose
+beginning, end and every continuation the token marginals do not bound below
+it (see :class:`ChunkMarginals`).  No span at or below the threshold is ever chosen, so the
 candidates lose nothing while every threshold tried is >= floor: a fixed
 threshold is its own floor, and the search's thresholds never fall below half
 the expected F1 of its starting set, the spans more probable than 1/2.
@@ -71,27 +71,49 @@ class MbrDecoding:
 
 @dataclass(frozen=True)
 class ChunkMarginals:
-    """What the token marginals of a batch say about its chunks: ``type_marginals``
-    float [N, K], the probability that token n holds a label of type k; and
-    ``expected_chunks``, the exact expected number of chunks of the batch."""
+    """What the token marginals of a batch bound about its chunks, each float [N, K] (token
+    n, chunk type k): ``begins``, the probability that a chunk of the type begins at the
+    token, or more; ``ends``, that one ends there, or more; ``continues``, that the
+    token's label is I- or E- of the type (a chunk can run into it); ``continued``, that
+    it is B- or I- of the type (a chunk can run on from it); and ``expected_chunks``,
+    the exact expected number of chunks of the batch."""
 
-    type_marginals: np.ndarray
+    begins: np.ndarray
+    ends: np.ndarray
+    continues: np.ndarray
+    continued: np.ndarray
     expected_chunks: float
 
     @classmethod
-    def of(cls, pot: Potentials, chunks: ChunkEdges, threads: int = 1) -> ChunkMarginals:
-        """One forward-backward pass over ``pot`` whose states and edges ``chunks`` reads."""
+    def of(cls, pot: Potentials, chunks: ChunkEdges, labels: Sequence[str], threads: int = 1) -> ChunkMarginals:
+        """One forward-backward pass over ``pot``; ``labels``: the label of each state.
+
+        A chunk begins at token n only if its label is B- or S- of the type, or I- or E-
+        of it after a label that is not B- or I- of it; it ends there only if the label
+        is E- or S-, or B- or I- before one that is not I- or E- of it."""
         result = forward_backward(pot, marginals=True, edge_counts=True, threads=threads)
         marginals, edge_counts = result.node_marginals, result.edge_counts
         assert marginals is not None and edge_counts is not None  # both were asked for
         topology = pot.topology
+        prefixes = [chunk_parts(label)[0] for label in labels]
         K = len(chunks.types)
-        of_type = np.zeros((topology.num_states, K + 1))
-        of_type[np.arange(topology.num_states), chunks.state_type] = 1.0  # O (-1) lands in column K
-        begins = ~chunks.continuing & (chunks.state_type[topology.edge_dst] >= 0)
-        begins_sentence = marginals[pot.offsets[:-1]] @ (chunks.state_type >= 0)
-        expected_chunks = float(np.sum(np.atleast_2d(edge_counts)[:, begins]) + begins_sentence.sum())
-        return cls(marginals @ of_type[:, :K], expected_chunks)
+
+        def mass(wanted: str) -> np.ndarray:  # [N, K]: the probability of a label of the type with such a prefix
+            of_type = np.zeros((topology.num_states, K + 1))  # O (type -1) lands in column K
+            held = [s for s, prefix in enumerate(prefixes) if prefix in wanted]
+            of_type[held, chunks.state_type[held]] = 1.0
+            return marginals @ of_type[:, :K]
+
+        continues, continued = mass("IE"), mass("BI")
+        firsts, lasts = pot.offsets[:-1], pot.offsets[1:] - 1
+        begins = mass("BS") + np.minimum(continues, 1.0 - np.roll(continued, 1, axis=0))
+        ends = mass("ES") + np.minimum(continued, 1.0 - np.roll(continues, -1, axis=0))
+        of_type = mass("BIES")
+        begins[firsts], ends[lasts] = of_type[firsts], of_type[lasts]
+        edge_begins = ~chunks.continuing & (chunks.state_type[topology.edge_dst] >= 0)
+        sentence_begins = marginals[firsts] @ (chunks.state_type >= 0)
+        expected_chunks = float(np.sum(np.atleast_2d(edge_counts)[:, edge_begins]) + sentence_begins.sum())
+        return cls(begins, ends, continues, continued, expected_chunks)
 
 
 def mbr_decode(
@@ -114,7 +136,7 @@ def mbr_decode(
     if threshold is not None and not 0.0 < threshold < 1.0:
         raise ScoreError(f"the MBR threshold must be strictly between 0 and 1, got {threshold}")
     chunks = ChunkEdges.of(pot.topology, labels)
-    marginals = ChunkMarginals.of(pot, chunks, threads)
+    marginals = ChunkMarginals.of(pot, chunks, labels, threads)
     adjacent = same_type_adjacency(pot, chunks)
     if threshold is not None:
         problems = sentence_problems(pot, chunks, labels, marginals, threshold)
@@ -144,26 +166,22 @@ def expected_f1(chosen: Sequence[Sequence[Entity]], expected_chunks: float) -> f
 def sentence_problems(
     pot: Potentials, chunks: ChunkEdges, labels: Sequence[str], marginals: ChunkMarginals, floor: float
 ) -> list[SentenceProblem]:
-    """Each sentence's candidates: every span whose tokens each hold a label of its type
-    with probability >= ``floor`` (which includes every span of probability >= floor),
-    with its exact probability."""
-    likely = marginals.type_marginals >= floor
+    """Each sentence's candidates, with their exact probabilities: every span whose
+    beginning, end and continuations the token marginals do not bound below ``floor``
+    (which includes every span of probability >= floor)."""
     sentence_of = np.repeat(np.arange(pot.num_sequences), pot.lengths)
-    opens = np.zeros(pot.num_tokens, dtype=bool)
-    opens[pot.offsets[:-1]] = True
-    closes = np.zeros(pot.num_tokens, dtype=bool)
-    closes[pot.offsets[1:] - 1] = True
     spans: list[list[tuple[int, int, str]]] = [[] for _ in range(pot.num_sequences)]
-    for x, chunk_type in enumerate(chunks.types):  # the runs of likely tokens, within sentences
-        mask = likely[:, x]
-        firsts = np.flatnonzero(mask & (opens | ~np.roll(mask, 1)))
-        lasts = np.flatnonzero(mask & (closes | ~np.roll(mask, -1)))
-        for first, last in zip(firsts.tolist(), lasts.tolist()):
-            b = int(sentence_of[first])
-            offset = int(pot.offsets[b])
-            spans[b] += [
-                (i - offset, j - offset, chunk_type) for i in range(first, last + 1) for j in range(i, last + 1)
-            ]
+    ends, continues, continued = marginals.ends >= floor, marginals.continues >= floor, marginals.continued >= floor
+    for first, x in np.argwhere(marginals.begins >= floor).tolist():
+        b = int(sentence_of[first])
+        offset, stop = int(pot.offsets[b]), int(pot.offsets[b + 1])
+        last = first
+        while True:
+            if ends[last, x]:
+                spans[b].append((first - offset, last - offset, chunks.types[x]))
+            if last + 1 == stop or not (continued[last, x] and continues[last + 1, x]):
+                break
+            last += 1
     probabilities = entity_probabilities(pot, labels, spans)
     index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
     return [
