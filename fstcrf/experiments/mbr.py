@@ -160,11 +160,21 @@ def decode_file(
     return result
 
 
-def measure(model: ChainCRF, dev: str, test: str, draws: int = 200, repeats: int = 3, resamples: int = 10_000) -> dict:
-    """The temperature fitted on ``dev``, and both files' results (draws on ``dev`` only)."""
+def measure(
+    model: ChainCRF,
+    dev: str,
+    test: str,
+    draws: int = 200,
+    repeats: int = 3,
+    resamples: int = 10_000,
+    temperature: float | None = None,
+) -> dict:
+    """The temperature (fitted on ``dev`` unless given), and both files' results (draws
+    on ``dev`` only)."""
     from fstcrf.corpus.conll import read_conll
 
-    temperature = model.fit_temperature(read_conll(dev, columns=model.columns_))
+    if temperature is None:
+        temperature = model.fit_temperature(read_conll(dev, columns=model.columns_))
     return {
         "temperature": temperature,
         "dev": decode_file(model, dev, temperature, draws, repeats, resamples),
@@ -198,15 +208,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draws", type=int, default=200, help="corpora drawn on dev to check the expected F1")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timing runs")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples")
+    parser.add_argument("--temperature", type=float, default=None, help="instead of fitting it on dev")
     parser.add_argument("--json", default=None, help="write the figures here")
     args = parser.parse_args(argv)
     try:
         model = load_model(args.model)
-        result = measure(model, args.dev, args.test, args.draws, args.repeats, args.resamples)
+        result = measure(model, args.dev, args.test, args.draws, args.repeats, args.resamples, args.temperature)
     except (FstcrfError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"temperature fitted on {args.dev}: {result['temperature']:.4f}")
+    print(f"temperature {'given' if args.temperature else 'fitted on ' + args.dev}: {result['temperature']:.4f}")
     for key in ("dev", "test"):
         print(format_result(result[key]))
     if args.json:

@@ -60,3 +60,9 @@ def test_a_run_on_the_demo_chunker_scores_the_models_decoders(demo_chunker):
     assert plain.bootstrap.difference == pytest.approx(plain.f1 - viterbi.f1)
     assert len(result["dev"].sampled) == 4 and not result["test"].sampled
     assert "F1" in mbr.format_result(result["dev"])
+
+
+def test_a_given_temperature_is_not_fitted(demo_chunker):
+    test = str(DATA_DIR / "demo_test.txt")
+    result = mbr.measure(ChainCRF.load(demo_chunker), test, test, draws=0, repeats=1, resamples=10, temperature=1.5)
+    assert result["temperature"] == 1.5 and result["test"].decodings[2].name == "mbr at T = 1.5000"
