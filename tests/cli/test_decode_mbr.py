@@ -129,3 +129,13 @@ def test_chunks_a_grammar_forbids_are_refused_in_one_line(demo_chunker, tmp_path
     command = ["tag", str(demo_chunker), TEST, "--decode", "mbr", "--grammar", "at_most_one", "--define", "X=NP"]
     assert main([*command, "-o", str(tmp_path / "out.txt")]) != 0
     assert "the lattice has no path with the labels" in one_line_error(capsys)
+
+
+@pytest.mark.pynini
+def test_a_model_trained_under_a_grammar_decodes_under_it(tmp_path):
+    model = tmp_path / "iob2.model"
+    train = str(DATA_DIR / "demo_train.txt")
+    assert main(["-q", "train", train, "--grammar", "iob2", "--max-iter", "3", "-o", str(model)]) == 0
+    out = tmp_path / "mbr.txt"
+    assert main(["-q", "tag", str(model), TEST, "--decode", "mbr", "--mbr-threshold", "0.2", "-o", str(out)]) == 0
+    assert all(iob2_valid(labels) for labels in tagged_labels(out))
