@@ -75,6 +75,7 @@ def as_spans(entities) -> list[tuple[int, int, str]]:
     return [(entity.first, entity.last, entity.type) for entity in entities]
 
 
+@pytest.mark.slow
 @given(chains(max_sentences=2), st.floats(0.02, 0.9))
 @oracle_settings(200)
 def test_the_chosen_chunks_maximise_the_per_sentence_objective_over_all_label_sequences(chain, threshold):
@@ -98,6 +99,7 @@ def test_the_chosen_chunks_maximise_the_per_sentence_objective_over_all_label_se
         assert [labels[s] for s in path] == written
 
 
+@pytest.mark.slow
 @given(chains(max_sentences=2, max_length=3))
 @oracle_settings(150)
 def test_the_threshold_search_finds_the_best_expected_f1_of_the_batch(chain):

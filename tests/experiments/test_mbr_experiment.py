@@ -46,6 +46,7 @@ def test_the_sampled_expected_f1_of_a_certain_chain_is_its_f1():
     assert mbr.sampled_expected_f1(pot, state_labels(topology), half, 5) == pytest.approx((50.0, 0.0))
 
 
+@pytest.mark.slow
 def test_a_run_on_the_demo_chunker_scores_the_models_decoders(demo_chunker):
     test = str(DATA_DIR / "demo_test.txt")
     result = mbr.measure(ChainCRF.load(demo_chunker), test, test, draws=3, repeats=1, resamples=100)
