@@ -10,7 +10,7 @@ import logging
 from fstcrf.cli.common import grammar_params, check_grammar_options
 from fstcrf.cli.options import DECODING_DEFAULTS
 from fstcrf.document.settings import NONLOCAL_OPTIONS
-from fstcrf.errors import FstcrfError
+from fstcrf.errors import CompositionError, FstcrfError
 from fstcrf.phases import phase
 
 LOG = logging.getLogger("fstcrf")
@@ -21,6 +21,7 @@ def warn_ignored_decoding_options(args: argparse.Namespace, composed: bool) -> N
     check_grammar_options(args)
     _warn_ignored_nonlocal_options(args, composed)
     given = [name for name, default in DECODING_DEFAULTS.items() if getattr(args, name) != default]
+    _check_mbr_options(args, composed, given)
     if "on_infeasible" in given and not args.grammar:
         LOG.warning("--on-infeasible is ignored: it applies to decoding under --grammar, which is not given")
     if composed:
@@ -34,6 +35,25 @@ def warn_ignored_decoding_options(args: argparse.Namespace, composed: bool) -> N
                     name,
                     args.model,
                 )
+
+
+def _check_mbr_options(args: argparse.Namespace, composed: bool, given: list[str]) -> None:
+    """Refuse --decode mbr with a composed model or --nonlocal; warn for --mbr-threshold
+    and --mbr-temperature without it, and for --on-infeasible with it."""
+    if args.decode != "mbr":
+        for name in ("mbr_threshold", "mbr_temperature"):
+            if name in given:
+                LOG.warning("--%s is ignored: it applies to --decode mbr", name.replace("_", "-"))
+        return
+    if composed:
+        raise CompositionError(
+            f"--decode mbr applies to single models; {args.model} is a composed model (decode it jointly, "
+            "and read each component's chunk probabilities with --entity-probabilities)"
+        )
+    if args.nonlocal_model:
+        raise FstcrfError("--decode mbr and --nonlocal are different decoders; give one of them")
+    if "on_infeasible" in given:
+        LOG.warning("--on-infeasible is ignored with --decode mbr: a sentence the grammar cannot fit stops it")
 
 
 def _warn_ignored_nonlocal_options(args: argparse.Namespace, composed: bool) -> None:
@@ -151,6 +171,10 @@ def predict_with_progress(model, corpus, args: argparse.Namespace, options: dict
         model.threads = args.threads
     if args.nonlocal_model:
         return _predict_nonlocal(model, corpus, args)
+    if args.decode == "mbr":  # the threshold is chosen over the whole batch
+        return model.predict_mbr(
+            corpus.sentences, args.mbr_threshold, options.get("grammar"), options.get("params"), args.mbr_temperature
+        )
     predictions = []
     sentences = corpus.sentences
     with Progress(

@@ -373,7 +373,15 @@ def _add_bandit_arguments(parser: argparse.ArgumentParser) -> None:
 
 #: Decoding options that only some models use, with their defaults (a
 #: different value means the user gave the option).
-DECODING_DEFAULTS = {"mode": "joint", "k": 5, "define": [], "on_infeasible": "error"}
+DECODING_DEFAULTS = {
+    "mode": "joint",
+    "k": 5,
+    "define": [],
+    "on_infeasible": "error",
+    "decode": "viterbi",
+    "mbr_threshold": None,
+    "mbr_temperature": 1.0,
+}
 
 
 def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
@@ -421,8 +429,41 @@ def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="seed of tag --sample and of the --nonlocal sampler (default %(default)s)",
     )
+    _add_mbr_arguments(parser)
     _add_nonlocal_arguments(parser)
     add_budget_arguments(parser)
+
+
+def _add_mbr_arguments(parser: argparse.ArgumentParser) -> None:
+    """--decode and --mbr-threshold."""
+    parser.add_argument(
+        "--decode",
+        choices=["viterbi", "mbr"],
+        default=DECODING_DEFAULTS["decode"],
+        help="single models with chunk labels: viterbi: the most probable label sequence; mbr: "
+        "the chunks that maximise the expected chunk F1 under the model (minimum Bayes risk, "
+        "from the exact chunk probabilities), chosen over the whole file by eval and over each "
+        "batch of about 20,000 tokens by tag, written in the model's label scheme with O "
+        "elsewhere (default %(default)s)",
+    )
+    parser.add_argument(
+        "--mbr-threshold",
+        type=real_number(0.0, 1.0, closed=False),
+        default=DECODING_DEFAULTS["mbr_threshold"],
+        metavar="T",
+        help="with --decode mbr: keep in each sentence the non-overlapping chunks that maximise "
+        "the sum of (probability - T), the same threshold for every batch (default: the "
+        "threshold that maximises the expected F1 of each batch, about half of it)",
+    )
+    parser.add_argument(
+        "--mbr-temperature",
+        type=real_number(0.0, 1e6, closed=False),
+        default=DECODING_DEFAULTS["mbr_temperature"],
+        metavar="T",
+        help="with --decode mbr: the chunk probabilities of the model's distribution with every "
+        "score divided by T; fstcrf calibrate MODEL DEV prints the T that calibrates them on "
+        "held-out data (default %(default)s)",
+    )
 
 
 def _add_nonlocal_arguments(parser: argparse.ArgumentParser) -> None:

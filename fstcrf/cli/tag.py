@@ -119,6 +119,8 @@ def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
             "--entity-probabilities are exact under the model's chain distribution; --nonlocal "
             "decodes another distribution (sampled), so give one of them"
         )
+    if args.decode == "mbr" and (args.nbest is not None or args.sample or args.with_probability):
+        raise FstcrfError("--decode mbr writes one label sequence; --nbest and --sample are other outputs")
     if args.nbest is not None and (args.marginals or args.entity_probabilities):
         option = "--marginals" if args.marginals else "--entity-probabilities"
         raise FstcrfError(f"--nbest and {option} are different outputs; give one of them")
@@ -139,6 +141,7 @@ def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
             ("--marginals", args.marginals),
             ("--entity-probabilities", args.entity_probabilities),
             ("--nonlocal", args.nonlocal_model),
+            ("--decode mbr", args.decode == "mbr"),
             ("standard input", "-" in args.input),
         )
         if given

@@ -22,6 +22,7 @@ import numpy as np
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.corpus.evaluate import ChunkScores, TagScores, score_labels
 from fstcrf.corpus.labels import UNKNOWN_LABEL, label_states, split_labels
+from fstcrf.corpus.schemes import write_chunks
 from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.engine.inference import (
     Potentials,
@@ -31,6 +32,7 @@ from fstcrf.engine.inference import (
     sample,
     viterbi,
 )
+from fstcrf.engine.mbr import labelled_paths, mbr_decode, writing_scheme
 from fstcrf.engine.tempering import tempered
 from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels
 from fstcrf.errors import FstcrfError, InfeasibleError, LabelError, ModelFileError
@@ -496,6 +498,44 @@ class ChainCRF:
             return []
         pot = tempered(self.span_potentials(sentences, grammar, params), temperature)
         return decoded_entities(pot, state_labels(pot.topology), viterbi(pot, int(self.threads)).paths)
+
+    @blas_single_threaded()
+    def predict_mbr(
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        threshold: float | None = None,
+        grammar=None,
+        params: dict | None = None,
+        temperature: float = 1.0,
+    ) -> list[list[str]]:
+        """The label sequences [B][T] whose chunks maximise the model's expected chunk F1
+        over the batch (minimum Bayes risk decoding, see :mod:`fstcrf.engine.mbr`), or
+        with ``threshold`` the sum of (probability - threshold) of each sentence's
+        chunks; O outside them, in the model's label scheme, under ``grammar`` when it
+        is given, the distribution tempered by ``temperature``.  Needs chunk labels."""
+        check_fitted(self)
+        sentences = as_sentences(corpus, "ChainCRF.predict_mbr")
+        if not sentences:
+            return []
+        pot = tempered(self.span_potentials(sentences, grammar, params), temperature)
+        labels = state_labels(pot.topology)
+        scheme = writing_scheme(self.labels_)
+        with phase("decode"):
+            decoded = mbr_decode(pot, labels, threshold, threads=int(self.threads))
+            written = [
+                write_chunks([entity[:3] for entity in chunks], len(sentence), scheme)
+                for chunks, sentence in zip(decoded.chunks, sentences)
+            ]
+            labelled_paths(pot, labels, written, int(self.threads))  # the lattice (grammar) holds them
+        logger.info(
+            "MBR decoding of %d sentences: threshold %.4f, expected F1 %.4f (%d chunks chosen, %.1f expected)",
+            len(sentences),
+            decoded.threshold,
+            decoded.expected_f1,
+            sum(len(chunks) for chunks in decoded.chunks),
+            decoded.expected_chunks,
+        )
+        return written
 
     @blas_single_threaded()
     def fit_temperature(self, corpus: Corpus | Sequence[Sentence], target: str | None = None) -> float:

@@ -1,0 +1,329 @@
+"""F1-optimal (minimum Bayes risk) decoding of chunks: the set of chunks that maximises
+the model's expected chunk F1 over a batch, written as a label sequence.
+
+Over a batch (a corpus, or a batch of ``fstcrf tag``) with chunk sets G_b drawn
+from the model and a prediction S_b per sentence, the expected F1 is
+approximated by the ratio of expectations (Jansche 2007; Ye et al. 2012 show it
+is the limit for large batches)::
+
+    F(S) = 2 E[sum |S_b & G_b|] / (sum |S_b| + E[sum |G_b|]) = 2 sum_{s in S} p(s) / (|S| + E[#chunks])
+
+where p(s) is the exact probability of span s (:mod:`fstcrf.engine.spans`) and
+E[#chunks] is exact (a sum of edge marginals).  F is maximised exactly by
+Dinkelbach's iteration: for lambda = F(S_k), the set maximising
+2 sum p - lambda (|S| + E[#chunks]), that is sum (p - lambda / 2) over
+non-overlapping spans, is found per sentence by weighted interval scheduling,
+and lambda rises until no set does better.  The threshold t = lambda / 2 at the
+optimum is half the expected F1 (Lipton et al. 2014's F*/2 rule, here with
+overlap constraints).  A fixed threshold skips the iteration.
+
+Only spans with probability at least a floor are candidates: those whose
+beginning, end and every continuation the token marginals do not bound below
+it (see :class:`ChunkMarginals`).  No span at or below the threshold is ever chosen, so the
+candidates lose nothing while every threshold tried is >= floor: a fixed
+threshold is its own floor, and the search's thresholds never fall below half
+the expected F1 of its starting set, the spans more probable than 1/2.
+
+The chosen chunks are written in the labels' own scheme (:func:`writing_scheme`:
+IOB2, IOB1 or BIOES, O elsewhere), and :func:`labelled_paths` finds the state
+path of those labels in the lattice, which checks that its topology and any
+grammar restricting it hold them.  Interval scheduling lets a chunk follow one
+of the same type directly only when the lattice has an edge that starts a new
+chunk of that type after one (IOB1 without ``B-PER`` cannot); a set the lattice
+still cannot hold (a grammar that forbids it) raises InfeasibleError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fstcrf.engine.inference import Potentials, check_type, forward_backward, viterbi
+from fstcrf.engine.spans import ChunkEdges, Entity, chunk_parts, entity_probabilities
+from fstcrf.errors import InfeasibleError, ScoreError, ShapeError
+
+#: Spans less probable than this are never candidates, so never chosen (the threshold
+#: search stops at it; a fixed threshold sets the floor itself).
+SPAN_FLOOR = 0.01
+
+#: The candidates' floor the threshold search starts with: enough unless the model
+#: expects an F1 below twice this (see :func:`mbr_decode`).
+FIRST_FLOOR = 0.2
+
+#: Dinkelbach's iteration converges in a few steps; this bounds it whatever happens.
+MAX_ROUNDS = 100
+
+
+@dataclass(frozen=True)
+class MbrDecoding:
+    """The result of :func:`mbr_decode`: ``chunks`` [B], the chosen spans of each sentence
+    with their probabilities, in order; ``threshold``, the threshold t they maximise
+    sum (p - t) at; ``expected_f1``, the model's expected F1 of them (ratio of
+    expectations); ``expected_chunks``, E[#chunks] of the batch."""
+
+    chunks: list[list[Entity]]
+    threshold: float
+    expected_f1: float
+    expected_chunks: float
+
+
+@dataclass(frozen=True)
+class ChunkMarginals:
+    """What the token marginals of a batch bound about its chunks, each float [N, K] (token
+    n, chunk type k): ``begins``, the probability that a chunk of the type begins at the
+    token, or more; ``ends``, that one ends there, or more; ``continues``, that the
+    token's label is I- or E- of the type (a chunk can run into it); ``continued``, that
+    it is B- or I- of the type (a chunk can run on from it); and ``expected_chunks``,
+    the exact expected number of chunks of the batch."""
+
+    begins: np.ndarray
+    ends: np.ndarray
+    continues: np.ndarray
+    continued: np.ndarray
+    expected_chunks: float
+
+    @classmethod
+    def of(cls, pot: Potentials, chunks: ChunkEdges, labels: Sequence[str], threads: int = 1) -> ChunkMarginals:
+        """One forward-backward pass over ``pot``; ``labels``: the label of each state.
+
+        A chunk begins at token n only if its label is B- or S- of the type, or I- or E-
+        of it after a label that is not B- or I- of it; it ends there only if the label
+        is E- or S-, or B- or I- before one that is not I- or E- of it."""
+        result = forward_backward(pot, marginals=True, edge_counts=True, threads=threads)
+        marginals, edge_counts = result.node_marginals, result.edge_counts
+        assert marginals is not None and edge_counts is not None  # both were asked for
+        topology = pot.topology
+        prefixes = [chunk_parts(label)[0] for label in labels]
+        K = len(chunks.types)
+
+        def mass(wanted: str) -> np.ndarray:  # [N, K]: the probability of a label of the type with such a prefix
+            of_type = np.zeros((topology.num_states, K + 1))  # O (type -1) lands in column K
+            held = [s for s, prefix in enumerate(prefixes) if prefix in wanted]
+            of_type[held, chunks.state_type[held]] = 1.0
+            return marginals @ of_type[:, :K]
+
+        continues, continued = mass("IE"), mass("BI")
+        firsts, lasts = pot.offsets[:-1], pot.offsets[1:] - 1
+        begins = mass("BS") + np.minimum(continues, 1.0 - np.roll(continued, 1, axis=0))
+        ends = mass("ES") + np.minimum(continued, 1.0 - np.roll(continues, -1, axis=0))
+        of_type = mass("BIES")
+        begins[firsts], ends[lasts] = of_type[firsts], of_type[lasts]
+        edge_begins = ~chunks.continuing & (chunks.state_type[topology.edge_dst] >= 0)
+        sentence_begins = marginals[firsts] @ (chunks.state_type >= 0)
+        expected_chunks = float(np.sum(np.atleast_2d(edge_counts)[:, edge_begins]) + sentence_begins.sum())
+        return cls(begins, ends, continues, continued, expected_chunks)
+
+
+def mbr_decode(
+    pot: Potentials,
+    labels: Sequence[str],
+    threshold: float | None = None,
+    floor: float = SPAN_FLOOR,
+    threads: int = 1,
+) -> MbrDecoding:
+    """The chunks that maximise the expected F1 over the batch (``threshold`` None), or
+    sum (p - threshold) per sentence (write them with :func:`writing_scheme` and
+    :func:`labelled_paths`).
+
+    ``labels``: the label of each state of ``pot.topology`` (chunk labels).  The search
+    starts from the spans more probable than 1/2, whose expected F1 F_0 bounds every
+    threshold it tries from below by F_0 / 2, so only spans at least that probable
+    (and at least ``floor``) need be candidates: those of probability >= FIRST_FLOOR
+    first, and more when F_0 / 2 is below it."""
+    check_type(pot, Potentials, "pot", "a Potentials")
+    if threshold is not None and not 0.0 < threshold < 1.0:
+        raise ScoreError(f"the MBR threshold must be strictly between 0 and 1, got {threshold}")
+    chunks = ChunkEdges.of(pot.topology, labels)
+    marginals = ChunkMarginals.of(pot, chunks, labels, threads)
+    adjacent = same_type_adjacency(pot, chunks)
+    if threshold is not None:
+        problems = sentence_problems(pot, chunks, labels, marginals, threshold)
+        chosen = [problem.best(threshold, adjacent) for problem in problems]
+    else:
+        first_floor = max(floor, FIRST_FLOOR)
+        problems = sentence_problems(pot, chunks, labels, marginals, first_floor)
+        start = expected_f1([problem.entities(problem.above(0.5)) for problem in problems], marginals.expected_chunks)
+        floor = max(floor, start / 2)
+        if floor < first_floor:  # a model expecting an F1 below 2 FIRST_FLOOR: more candidates
+            problems = sentence_problems(pot, chunks, labels, marginals, floor)
+        threshold, chosen = _dinkelbach(problems, adjacent, marginals.expected_chunks, floor)
+    spans = [problem.entities(picked) for problem, picked in zip(problems, chosen)]
+    return MbrDecoding(
+        spans, float(threshold), expected_f1(spans, marginals.expected_chunks), marginals.expected_chunks
+    )
+
+
+def expected_f1(chosen: Sequence[Sequence[Entity]], expected_chunks: float) -> float:
+    """2 sum p / (|chosen| + E[#chunks]): the ratio-of-expectations F1 of a batch's chosen
+    chunks (0 when both are 0)."""
+    count = sum(len(sentence) for sentence in chosen)
+    total = count + expected_chunks
+    return 2.0 * sum(entity.probability for sentence in chosen for entity in sentence) / total if total else 0.0
+
+
+def sentence_problems(
+    pot: Potentials, chunks: ChunkEdges, labels: Sequence[str], marginals: ChunkMarginals, floor: float
+) -> list[SentenceProblem]:
+    """Each sentence's candidates, with their exact probabilities: every span whose
+    beginning, end and continuations the token marginals do not bound below ``floor``
+    (which includes every span of probability >= floor)."""
+    sentence_of = np.repeat(np.arange(pot.num_sequences), pot.lengths)
+    spans: list[list[tuple[int, int, str]]] = [[] for _ in range(pot.num_sequences)]
+    ends, continues, continued = marginals.ends >= floor, marginals.continues >= floor, marginals.continued >= floor
+    for first, x in np.argwhere(marginals.begins >= floor).tolist():
+        b = int(sentence_of[first])
+        offset, stop = int(pot.offsets[b]), int(pot.offsets[b + 1])
+        last = first
+        while True:
+            if ends[last, x]:
+                spans[b].append((first - offset, last - offset, chunks.types[x]))
+            if last + 1 == stop or not (continued[last, x] and continues[last + 1, x]):
+                break
+            last += 1
+    probabilities = entity_probabilities(pot, labels, spans)
+    index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
+    return [
+        SentenceProblem(sentence, values, int(length), index)
+        for sentence, values, length in zip(spans, probabilities, pot.lengths)
+    ]
+
+
+def same_type_adjacency(pot: Potentials, chunks: ChunkEdges) -> np.ndarray:
+    """bool [K]: whether a chunk of each type may begin right after one of the same type
+    ends (the lattice has an edge from a state of the type into one that does not
+    continue it)."""
+    topology = pot.topology
+    src, dst = chunks.state_type[topology.edge_src], chunks.state_type[topology.edge_dst]
+    restart = ~chunks.continuing & (src == dst) & (src >= 0)
+    return np.bincount(src[restart], minlength=len(chunks.types)) > 0
+
+
+class SentenceProblem:
+    """One sentence's candidate spans (first, last, type) and their probabilities, for
+    weighted interval scheduling."""
+
+    def __init__(self, spans: list[tuple[int, int, str]], probabilities: np.ndarray, length: int, index: dict):
+        self.spans, self.probabilities, self.length = spans, probabilities, length
+        self.types = [index[chunk_type] for _, _, chunk_type in spans]
+        self.num_types = len(index)
+
+    def entities(self, picked: Sequence[int]) -> list[Entity]:
+        """The spans of the given indices, with their probabilities."""
+        return [Entity(*self.spans[k], float(self.probabilities[k])) for k in picked]
+
+    def above(self, threshold: float) -> list[int]:
+        """The indices of the spans more probable than ``threshold``."""
+        return np.flatnonzero(self.probabilities > threshold).tolist()
+
+    def compatible(self, picked: list[int], adjacent: np.ndarray) -> bool:
+        """Whether the spans ``picked`` (in order) can all be chunks of one output."""
+        for k, after in zip(picked, picked[1:]):
+            (_, last, chunk_type), (first, _, next_type) = self.spans[k], self.spans[after]
+            if first <= last or (first == last + 1 and chunk_type == next_type and not adjacent[self.types[k]]):
+                return False
+        return True
+
+    def best(self, threshold: float, adjacent: np.ndarray) -> list[int]:
+        """The indices of the non-overlapping spans maximising sum (p - threshold), a
+        chunk following one of its type directly only where ``adjacent`` allows.
+
+        A dynamic program over the positions where a span worth taking begins or
+        ends: value[position][x] is the best sum over the tokens before it, with a
+        chunk of type x ending right before it (x = K: none does)."""
+        worth = sorted(self.above(threshold), key=lambda k: self.spans[k][:2])
+        if self.compatible(worth, adjacent):  # nothing to choose between
+            return worth
+        starting: dict[int, list[int]] = {}
+        for k in worth:
+            starting.setdefault(self.spans[k][0], []).append(k)
+        positions = sorted({0, self.length} | set(starting) | {self.spans[k][1] + 1 for k in worth})
+        none = self.num_types
+        value = {position: [-np.inf] * (none + 1) for position in positions}
+        back: dict[tuple[int, int], tuple[int, int, int]] = {}  # (position, column) -> (position, column, span)
+        value[0][none] = 0.0
+        for previous, position in zip([None, *positions], positions):
+            here = value[position]
+            if previous is not None:  # the tokens from previous to position are O
+                column = max(range(none + 1), key=value[previous].__getitem__)
+                if value[previous][column] > here[none]:
+                    here[none] = value[previous][column]
+                    back[position, none] = (previous, column, -1)
+            for k in starting.get(position, ()):
+                x, end = self.types[k], self.spans[k][1] + 1
+                columns = [c for c in range(none + 1) if c != x or adjacent[x]]
+                before = max(columns, key=here.__getitem__)
+                gain = here[before] + float(self.probabilities[k]) - threshold
+                if gain > value[end][x]:
+                    value[end][x] = gain
+                    back[end, x] = (position, before, k)
+        final = value[self.length]
+        chosen, state = [], (self.length, max(range(none + 1), key=final.__getitem__))
+        while state[0] > 0:
+            position, column, k = back[state]
+            if k >= 0:
+                chosen.append(k)
+            state = (position, column)
+        return chosen[::-1]
+
+
+def _dinkelbach(
+    problems: list[SentenceProblem], adjacent: np.ndarray, expected_chunks: float, floor: float
+) -> tuple[float, list[list[int]]]:
+    """(the threshold, the chosen spans per sentence) maximising the batch's expected F1,
+    starting from the spans more probable than 1/2 (which never overlap)."""
+
+    def ratio(chosen: list[list[int]]) -> float:
+        return expected_f1([problem.entities(picked) for problem, picked in zip(problems, chosen)], expected_chunks)
+
+    chosen = [problem.above(0.5) for problem in problems]
+    best = ratio(chosen)
+    threshold = max(best / 2, floor)
+    for _ in range(MAX_ROUNDS):
+        proposal = [problem.best(threshold, adjacent) for problem in problems]
+        score = ratio(proposal)
+        if score <= best + 1e-12:
+            break
+        chosen, best = proposal, score
+        threshold = max(best / 2, floor)
+    return threshold, chosen
+
+
+def writing_scheme(labels: Sequence[str]) -> str:
+    """The scheme chunks are written in with these labels: "bioes" if one has an E- or S-
+    prefix, else "iob2" if every type has a B- label, else "iob1" (B- only between two
+    chunks of a type, as CoNLL-2003's files, where B-PER never occurs)."""
+    parts = [chunk_parts(label) for label in labels]
+    prefixes = {prefix for prefix, _ in parts}
+    if prefixes & {"E", "S"}:
+        return "bioes"
+    types = {chunk_type for prefix, chunk_type in parts if prefix != "O"}
+    begun = {chunk_type for prefix, chunk_type in parts if prefix == "B"}
+    return "iob2" if types <= begun else "iob1"
+
+
+def labelled_paths(
+    pot: Potentials, labels: Sequence[str], wanted: Sequence[Sequence[str]], threads: int = 1
+) -> np.ndarray:
+    """int32 [N]: the best state path of each sentence b whose labels are ``wanted[b]``
+    (``labels``: the label of each state); InfeasibleError naming the first sentence
+    the lattice (its topology or grammar) has no such path for."""
+    flat = [label for sentence in wanted for label in sentence]
+    if len(flat) != pot.num_tokens or any(len(w) != T for w, T in zip(wanted, pot.lengths.tolist())):
+        raise ShapeError(f"expected labels for {pot.num_sequences} sentences of lengths {pot.lengths.tolist()}")
+    state_label = np.array(labels, dtype=object)
+    allowed = state_label[None, :] == np.array(flat, dtype=object)[:, None]
+    missing = np.flatnonzero(~allowed.any(axis=1))
+    held = pot.clamp(allowed | ~allowed.any(axis=1, keepdims=True))  # a label no state has is caught below
+    log_z = forward_backward(held, marginals=False, edge_counts=False, threads=threads, allow_infeasible=True).log_z
+    infeasible = log_z == -np.inf
+    if len(missing):
+        infeasible[np.searchsorted(pot.offsets, missing, side="right") - 1] = True
+    if infeasible.any():
+        b = int(np.argmax(infeasible))
+        raise InfeasibleError(
+            f"sentence {b}: the lattice has no path with the labels {' '.join(wanted[b])} (the F1-optimal "
+            "chunks); its labels or grammar cannot write them (decode with Viterbi instead)"
+        )
+    return viterbi(held, threads).paths

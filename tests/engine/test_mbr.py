@@ -1,0 +1,164 @@
+"""F1-optimal (MBR) decoding against brute force over every label sequence of small
+random chains: the per-sentence objective, the batch's expected-F1 optimum, the
+expected number of chunks, and the decoded labels."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, strategies as st
+
+from fstcrf.engine.inference import Potentials
+from fstcrf.corpus.schemes import read_chunks, write_chunks
+from fstcrf.engine.mbr import labelled_paths, mbr_decode, writing_scheme
+from fstcrf.engine.spans import path_chunks, state_labels
+from fstcrf.engine.topology import first_order, iob2, kth_order
+from fstcrf.errors import InfeasibleError, ScoreError
+
+from strategies import oracle_settings
+
+#: Label sets of the schemes MBR writes: IOB2, IOB1 without B-A (two A chunks cannot
+#: touch), BIOES, and IO (no two chunks of a type can touch).
+SCHEMES = {
+    "iob2": ("O", "B-A", "I-A", "B-B", "I-B"),
+    "iob1": ("O", "I-A", "B-B", "I-B"),
+    "bioes": ("O", "B-A", "I-A", "E-A", "S-A"),
+    "io": ("O", "I-A", "I-B"),
+}
+
+
+@st.composite
+def chains(draw, max_sentences: int = 1, max_length: int = 5):
+    """(Potentials with random scores on a first- or second-order topology over one
+    scheme's labels, the label of each state)."""
+    labels = SCHEMES[draw(st.sampled_from(sorted(SCHEMES)))]
+    order = draw(st.sampled_from([1, 2])) if len(labels) <= 3 else 1
+    topology = first_order(labels) if order == 1 else kth_order(labels, 2, pad="O")
+    if order == 2:
+        max_length = min(max_length, 4)
+    lengths = draw(st.lists(st.integers(1, max_length), min_size=1, max_size=max_sentences))
+    seed = draw(st.integers(0, 2**31 - 1))
+    scale = draw(st.sampled_from([0.5, 2.0, 4.0]))
+    rng = np.random.default_rng(seed)
+    pot = Potentials(
+        topology,
+        rng.normal(0, scale, (sum(lengths), topology.num_states)),
+        lengths,
+        rng.normal(0, scale, topology.num_edges),
+    )
+    return pot, state_labels(topology)
+
+
+def enumerate_sequences(pot: Potentials, b: int, labels) -> list[tuple[float, list[tuple[int, int, str]]]]:
+    """(probability, chunks) of every state path of sentence b (brute force)."""
+    one = pot.select([b])
+    T, S = int(one.lengths[0]), one.topology.num_states
+    paths = np.array(list(itertools.product(range(S), repeat=T)))
+    scores = one.path_scores(paths)[:, 0]
+    finite = np.isfinite(scores)
+    probabilities = np.exp(scores[finite] - np.logaddexp.reduce(scores[finite]))
+    return [(float(p), path_chunks([labels[s] for s in path])) for p, path in zip(probabilities, paths[finite])]
+
+
+def span_table(sequences) -> dict[tuple[int, int, str], float]:
+    """The exact probability of every span, summed over the sequences that hold it."""
+    table: dict[tuple[int, int, str], float] = {}
+    for p, chunks in sequences:
+        for span in chunks:
+            table[span] = table.get(span, 0.0) + p
+    return table
+
+
+def as_spans(entities) -> list[tuple[int, int, str]]:
+    return [(entity.first, entity.last, entity.type) for entity in entities]
+
+
+@pytest.mark.slow
+@given(chains(max_sentences=2), st.floats(0.02, 0.9))
+@oracle_settings(200)
+def test_the_chosen_chunks_maximise_the_per_sentence_objective_over_all_label_sequences(chain, threshold):
+    pot, labels = chain
+    decoded = mbr_decode(pot, labels, threshold=threshold)
+    for b in range(pot.num_sequences):
+        sequences = enumerate_sequences(pot, b, labels)
+        table = span_table(sequences)
+        best = max(sum(table[span] - threshold for span in chunks) for _, chunks in sequences)
+        chosen = decoded.chunks[b]
+        for entity in chosen:
+            assert entity.probability == pytest.approx(table[entity.first, entity.last, entity.type], abs=1e-9)
+        assert sum(entity.probability - threshold for entity in chosen) == pytest.approx(best, abs=1e-9)
+        scheme = writing_scheme(pot.topology.labels)
+        written = write_chunks(as_spans(chosen), int(pot.lengths[b]), scheme)
+        assert read_chunks(written) == as_spans(chosen)
+        assert write_chunks(read_chunks(written), len(written), scheme) == written  # valid in the scheme
+        assert set(written) <= set(pot.topology.labels)
+        path = labelled_paths(pot.select([b]), labels, [written])
+        assert np.isfinite(pot.select([b]).path_scores(path)[0, 0])  # a path of the lattice
+        assert [labels[s] for s in path] == written
+
+
+@pytest.mark.slow
+@given(chains(max_sentences=2, max_length=3))
+@oracle_settings(150)
+def test_the_threshold_search_finds_the_best_expected_f1_of_the_batch(chain):
+    pot, labels = chain
+    per_sentence = [enumerate_sequences(pot, b, labels) for b in range(pot.num_sequences)]
+    tables = [span_table(sequences) for sequences in per_sentence]
+    expected_chunks = sum(p * len(chunks) for sequences in per_sentence for p, chunks in sequences)
+    options = [{tuple(chunks) for _, chunks in sequences} for sequences in per_sentence]
+    best = 0.0
+    for choice in itertools.product(*options):
+        hits = sum(table[span] for table, chunks in zip(tables, choice) for span in chunks)
+        count = sum(len(chunks) for chunks in choice)
+        if count + expected_chunks:
+            best = max(best, 2 * hits / (count + expected_chunks))
+    floor = 1e-6
+    assume(best / 2 > floor)  # spans below the floor are never candidates
+    decoded = mbr_decode(pot, labels, floor=floor)
+    assert decoded.expected_chunks == pytest.approx(expected_chunks, abs=1e-9)
+    assert decoded.expected_f1 == pytest.approx(best, abs=1e-9)
+    assert decoded.threshold == pytest.approx(best / 2, abs=1e-9)
+
+
+def test_a_fixed_threshold_must_lie_strictly_between_0_and_1():
+    topology = first_order(SCHEMES["iob2"])
+    pot = Potentials(topology, np.zeros((3, topology.num_states)))
+    for threshold in (0.0, 1.0, -0.5, 2.0):
+        with pytest.raises(ScoreError, match="strictly between 0 and 1"):
+            mbr_decode(pot, state_labels(topology), threshold=threshold)
+
+
+def test_labels_the_lattice_cannot_hold_are_refused():
+    topology = iob2(["A", "B"])  # I-A only after B-A or I-A
+    pot = Potentials(topology, np.zeros((5, topology.num_states)), [2, 3])
+    labels = state_labels(topology)
+    path = labelled_paths(pot, labels, [["B-A", "I-A"], ["O", "B-B", "O"]])
+    assert [labels[s] for s in path] == ["B-A", "I-A", "O", "B-B", "O"]
+    with pytest.raises(InfeasibleError, match="sentence 1: the lattice has no path with the labels O I-A O"):
+        labelled_paths(pot, labels, [["B-A", "I-A"], ["O", "I-A", "O"]])
+    with pytest.raises(InfeasibleError, match="sentence 0"):
+        labelled_paths(pot, labels, [["S-A", "O"], ["O", "O", "O"]])  # no state has label S-A
+
+
+@pytest.mark.parametrize("scheme, expected", [("iob2", "iob2"), ("iob1", "iob1"), ("bioes", "bioes"), ("io", "iob1")])
+def test_the_writing_scheme_is_read_off_the_labels(scheme, expected):
+    assert writing_scheme(SCHEMES[scheme]) == expected
+
+
+def test_a_confident_chain_decodes_as_viterbi():
+    """When every token's label is nearly certain, MBR and Viterbi agree."""
+    from fstcrf.engine.inference import viterbi
+
+    labels = SCHEMES["bioes"]
+    topology = first_order(labels)
+    rng = np.random.default_rng(0)
+    emissions = rng.normal(0, 1, (40, topology.num_states))
+    emissions[np.arange(40), rng.integers(0, topology.num_states, 40)] += 30.0
+    pot = Potentials(topology, emissions, [10, 10, 20])
+    decoded = mbr_decode(pot, state_labels(topology))
+    best = viterbi(pot).paths
+    assert [as_spans(chunks) for chunks in decoded.chunks] == [
+        path_chunks([labels[s] for s in best[pot.sentence(b)]]) for b in range(pot.num_sequences)
+    ]
