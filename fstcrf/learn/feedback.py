@@ -122,17 +122,22 @@ class SimulatedFeedback:
         """float [K, B]: the gain of each of K label-id sequences [K, n] of training
         sentences ``indices`` [B] (their tokens concatenated in that order)."""
         indices = np.asarray(indices, dtype=np.int64)
-        lengths = self._offsets[indices + 1] - self._offsets[indices]
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        rows = np.concatenate([np.arange(self._offsets[i], self._offsets[i + 1]) for i in indices])
-        gold = self._gold[rows]
-        gains = np.empty((len(label_ids), len(indices)))
-        for k, predicted in enumerate(np.asarray(label_ids, dtype=np.int64)):
-            gains[k] = (
-                sentence_chunk_f1(self._tables, gold, predicted, offsets)
-                if self._tables
-                else sentence_accuracy(gold, predicted, offsets)
-            )
+        label_ids = np.asarray(label_ids, dtype=np.int64)
+        starts = self._offsets[indices]
+        lengths = self._offsets[indices + 1] - starts
+        cuts = np.concatenate([[0], np.cumsum(lengths)])
+        n, K = int(cuts[-1]), len(label_ids)
+        # the rows of the sentences' tokens, in order; then the K draws scored as one
+        # batch of K * B sentences (each sentence's score depends on its own tokens only)
+        rows = np.repeat(starts - cuts[:-1], lengths) + np.arange(n)
+        offsets = np.append((np.arange(K)[:, None] * n + cuts[:-1]).ravel(), K * n)
+        gold = np.tile(self._gold[rows], K)
+        predicted = label_ids.ravel()
+        gains = (
+            sentence_chunk_f1(self._tables, gold, predicted, offsets)
+            if self._tables
+            else sentence_accuracy(gold, predicted, offsets)
+        ).reshape(K, len(indices))
         self.calls += gains.size
         if self._flip > 0:
             flipped = self._rng.random(gains.shape) < self._flip
