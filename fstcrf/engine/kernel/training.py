@@ -245,9 +245,7 @@ class GatherBuffers:
 def gather_clear(buffers: GatherBuffers, index: np.ndarray, values: np.ndarray) -> None:
     """fu_gather_clear: values float [m] = the sum over the buffers of their entries at
     the distinct indices int64 [m], which become 0."""
-    lib.fu_gather_clear(
-        buffers.struct, buffers.count, input_pointer(index), len(index), output_pointer(values)
-    )
+    lib.fu_gather_clear(buffers.struct, buffers.count, input_pointer(index), len(index), output_pointer(values))
 
 
 class StepRule:
