@@ -65,6 +65,9 @@ _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8
 #: Pieces each minibatch's gradient is split into (run on up to that many threads).
 _PIECES = 2
+#: Below this many tokens a minibatch's pieces accumulate their gradients one after the
+#: other on the calling thread: handing them to the pool costs more than it saves.
+_INLINE_GRADIENT_TOKENS = 4096
 
 
 @dataclass
@@ -281,7 +284,9 @@ class SampledGradient:
             weights = coefficients[:, lo:hi].sum(axis=0)[None]
             return np.dot(weights, piece.edge_counts.reshape(hi - lo, -1)).reshape(piece.edge_counts.shape[1:])
 
-        expected = sum(self.map(work, range(len(posteriors.pieces))))
+        pieces = range(len(posteriors.pieces))
+        inline = self.encoded.offsets[last] - start < _INLINE_GRADIENT_TOKENS
+        expected = sum([work(number) for number in pieces] if inline else self.map(work, pieces))
         layout = self.scorer.transitions
         shape = posteriors.pieces[0].edge_counts.shape[1:]
         counts = np.zeros((len(paths), *shape))
