@@ -65,9 +65,11 @@ _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8
 #: Pieces each minibatch's gradient is split into (run on up to that many threads).
 _PIECES = 2
-#: Below this many tokens a minibatch's pieces accumulate their gradients one after the
-#: other on the calling thread: handing them to the pool costs more than it saves.
-_INLINE_GRADIENT_TOKENS = 4096
+#: Below this many tokens a minibatch's pieces run one after the other on the calling
+#: thread: a hand-off to the pool costs more than it saves on a small minibatch (at 16
+#: sentences, two threads made an epoch about twice as slow), and more still when other
+#: processes share the cores.
+_INLINE_TOKENS = 4096
 
 
 @dataclass
@@ -227,18 +229,18 @@ class SampledGradient:
                 lo, hi, lengths, offsets, emissions, transitions, token_class, log_z, marginals, edge_counts
             )
 
-        parts = self.map(work, range(len(bounds)))
+        parts = self.map(work, range(len(bounds)), self._small(first, last))
         return (
             np.concatenate([paths for paths, _ in parts], axis=1),
             Posteriors([piece for _, piece in parts], sign, self.scorer.topology),
         )
 
-    def map(self, work, items) -> list:
+    def map(self, work, items, inline: bool = False) -> list:
         """[work(item) for item in items]: the first item on the calling thread, the
-        others on the threads of a pool kept for this object (all inline for a single
-        item or a single thread)."""
+        others on the threads of a pool kept for this object (all inline when
+        ``inline``, for a single item or a single thread)."""
         items = list(items)
-        if self.scorer.threads == 1 or len(items) <= 1:
+        if inline or self.scorer.threads == 1 or len(items) <= 1:
             return [work(item) for item in items]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=min(self.scorer.threads, _PIECES) - 1)
@@ -284,9 +286,7 @@ class SampledGradient:
             weights = coefficients[:, lo:hi].sum(axis=0)[None]
             return np.dot(weights, piece.edge_counts.reshape(hi - lo, -1)).reshape(piece.edge_counts.shape[1:])
 
-        pieces = range(len(posteriors.pieces))
-        inline = self.encoded.offsets[last] - start < _INLINE_GRADIENT_TOKENS
-        expected = sum([work(number) for number in pieces] if inline else self.map(work, pieces))
+        expected = sum(self.map(work, range(len(posteriors.pieces)), self._small(first, last)))
         layout = self.scorer.transitions
         shape = posteriors.pieces[0].edge_counts.shape[1:]
         counts = np.zeros((len(paths), *shape))
@@ -339,10 +339,14 @@ class SampledGradient:
                 self._step_order[predicates[0] :],
             )
 
-        self.map(work, self._step_ranges)
+        self.map(work, self._step_ranges, self._small(first, last))
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         at = self.scorer.features.num_features + np.arange(len(transitions))
         kernel.apply_step(rule, theta, steps.squares, steps.moments, at, transitions)
+
+    def _small(self, first: int, last: int) -> bool:
+        """Whether sentences first .. last-1 are too few tokens to share out (_INLINE_TOKENS)."""
+        return bool(self.encoded.offsets[last] - self.encoded.offsets[first] < _INLINE_TOKENS)
 
     def _pieces(self, first: int, last: int) -> list[tuple[int, int]]:
         """The fixed split of sentences first .. last-1 into pieces of similar token

@@ -204,7 +204,8 @@ def test_sampled_gradients_converge_to_the_exact_expectation(kind, baseline):
     assert feedback.calls - calls_before == runs * draws * (2 if kind.startswith("pairwise") else 1)
 
 
-def test_results_do_not_depend_on_the_threads():
+def test_results_do_not_depend_on_the_threads(monkeypatch):
+    monkeypatch.setattr(bandit, "_INLINE_TOKENS", 0)  # share out even these small minibatches
     corpus = tiny_corpus(4, lengths=(3, 4, 2, 5, 1, 3))
     feedback_settings = dict(metric="f1")
     weights = []

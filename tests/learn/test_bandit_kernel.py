@@ -155,7 +155,8 @@ def test_the_gradient_is_the_numpy_formula_bit_for_bit(instance):
 
 @pytest.mark.parametrize("rule", ["constant", "adagrad", "adam"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_the_fused_step_is_take_then_apply(rule, threads):
+def test_the_fused_step_is_take_then_apply(rule, threads, monkeypatch):
+    monkeypatch.setattr(bandit, "_INLINE_TOKENS", 0)  # share out even these small minibatches
     corpus = corpus_of(11, [5, 3, 6, 2, 4, 4, 1, 6])
     fused, unfused = (sampled_gradient(corpus, 2, False, threads=threads) for _ in range(2))
     F = fused.scorer.features.num_features
@@ -217,7 +218,9 @@ class UnfusedRun(bandit._Run):
         {"objective": "pairwise-independent", "baseline": "none", "step": "constant", "learning_rate": 0.1},
     ],
 )
-def test_a_seeded_run_gives_the_weights_of_the_unfused_learner(options):
+@pytest.mark.parametrize("inline_tokens", [0, 4096])
+def test_a_seeded_run_gives_the_weights_of_the_unfused_learner(options, inline_tokens, monkeypatch):
+    monkeypatch.setattr(bandit, "_INLINE_TOKENS", inline_tokens)  # pieces on two threads, or inline
     corpus = corpus_of(3, [4, 6, 2, 5, 3, 3, 1, 6, 4, 2, 5])
     weights = []
     for run_class in (bandit._Run, UnfusedRun):
