@@ -339,7 +339,10 @@ class SampledGradient:
                 self._step_order[predicates[0] :],
             )
 
-        self.map(work, self._step_ranges, self._small(first, last))
+        if self._small(first, last):
+            work((0, self.encoded.num_predicates))
+        else:
+            self.map(work, self._step_ranges)
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         at = self.scorer.features.num_features + np.arange(len(transitions))
         kernel.apply_step(rule, theta, steps.squares, steps.moments, at, transitions)
