@@ -388,30 +388,16 @@ def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
 
 
 class _Steps:
-    """The step rule: theta += update(s) for a stochastic gradient s (ascent), in C
-    (``fu_apply``).  Only the coordinates a minibatch touches move: AdaGrad's sums
-    and Adam's moments (lazy Adam, bias-corrected by the global step count) are
-    kept per coordinate."""
+    """The step rule: theta += update(s) for a stochastic gradient s (ascent), made
+    in C by :meth:`SampledGradient.step` (``fu_apply``).  Only the coordinates a
+    minibatch touches move: AdaGrad's sums and Adam's moments (lazy Adam,
+    bias-corrected by the global step count) are kept per coordinate."""
 
     def __init__(self, rule: str, learning_rate: float, num_features: int, size: int):
         self.rule, self.rate, self.num_features = rule, learning_rate, num_features
         self.squares = np.zeros(size) if rule in ("adagrad", "adam") else None
         self.moments = np.zeros(size) if rule == "adam" else None
         self.count = 0
-
-    def apply(
-        self, theta: np.ndarray, gradient: SparseGradient, map_=lambda work, items: list(map(work, items))
-    ) -> None:
-        """Step at the gradient's coordinates, split in ``_PIECES`` runs handed to
-        ``map_`` (coordinates are independent, so any split gives the same result)."""
-        at = np.concatenate([gradient.indices, self.num_features + np.arange(len(gradient.transitions))])
-        g = np.concatenate([gradient.values, gradient.transitions])
-        step = self.next_rule()
-
-        def work(run: slice) -> None:
-            kernel.apply_step(step, theta, self.squares, self.moments, at[run], g[run])
-
-        map_(work, _runs(len(at)))
 
     def next_rule(self) -> kernel.StepRule:
         """The rule of the next step (Adam's rate bias-corrected for it)."""
@@ -425,8 +411,8 @@ class _Steps:
         return kernel.StepRule(self.rule, rate, beta1, beta2, _EPSILON)
 
 
-#: Below this many coordinates a gather or a step runs on one thread (handing work to
-#: the pool costs more than it saves).
+#: Below this many coordinates a gather runs on one thread (handing work to the pool
+#: costs more than it saves).
 _SPLIT_COORDINATES = 20_000
 
 

@@ -176,7 +176,7 @@ def test_the_fused_step_is_take_then_apply(rule, threads, monkeypatch):
         unfused.add_gradient(posteriors, paths, coefficients)
         fused.step(first, last, steps["fused"], theta["fused"])
         gradient = unfused.take(first, last)
-        steps["unfused"].apply(theta["unfused"], gradient)
+        apply_sparse(steps["unfused"], theta["unfused"], gradient)
         assert np.array_equal(theta["fused"], theta["unfused"])
         assert np.array_equal(steps["fused"].squares, steps["unfused"].squares)
         assert np.array_equal(steps["fused"].moments, steps["unfused"].moments)
@@ -184,6 +184,14 @@ def test_the_fused_step_is_take_then_apply(rule, threads, monkeypatch):
     assert all(not buffer.any() for buffer in fused._piece_gradients)
     assert not fused._seen_bits.any()
     assert isinstance(gradient, SparseGradient)
+
+
+def apply_sparse(steps, theta: np.ndarray, gradient: SparseGradient) -> None:
+    """The step as the learner made it before the fused step: fu_apply at the sparse
+    gradient's coordinates."""
+    at = np.concatenate([gradient.indices, steps.num_features + np.arange(len(gradient.transitions))])
+    values = np.concatenate([gradient.values, gradient.transitions])
+    kernel.apply_step(steps.next_rule(), theta, steps.squares, steps.moments, at, values)
 
 
 class UnfusedRun(bandit._Run):
@@ -206,7 +214,7 @@ class UnfusedRun(bandit._Run):
                 int(self.rng.integers(2**63)),
                 self.running,
             )
-            self.steps.apply(self.theta, gradient)
+            apply_sparse(self.steps, self.theta, gradient)
 
 
 @pytest.mark.parametrize(
