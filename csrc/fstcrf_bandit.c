@@ -38,6 +38,9 @@ int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draw
 {
     const int32_t S = set->graph->num_states;
     const int64_t b = last - first;
+    for (int32_t k = 0; k < num_draws; ++k)
+        for (int64_t t = 0; t < offsets[b]; ++t)
+            if (paths[k * path_stride + t] < 0 || paths[k * path_stride + t] >= S) return FC_BAD_ARGUMENT;
     for (int64_t i = 0; i < b; ++i) {
         /* w_i summed over the draws in order, as numpy sums the rows of [K, b] */
         double w = coef[i];
@@ -54,12 +57,18 @@ int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draw
     return ff_accumulate(set->dictionary, &x, marks, sign, grad, work);
 }
 
-void fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
-                    const int32_t *paths, int32_t num_classes, double *counts)
+int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
+                   const int32_t *paths, int32_t num_classes, double *counts)
 {
     const int32_t S = set->graph->num_states, E = set->graph->num_edges;
     const int64_t row = set->offsets[first], n = set->offsets[last] - row, CE = (int64_t)num_classes * E;
     const int32_t *token_class = set->token_class ? set->token_class + row : NULL;
+    for (int64_t j = 0; j < num_draws * n; ++j)
+        if (paths[j] < 0 || paths[j] >= S) return FC_BAD_ARGUMENT;
+    for (int32_t k = 0; k < num_draws; ++k)
+        for (int64_t i = first; i < last; ++i)
+            for (int64_t t = set->offsets[i] - row + 1; t < set->offsets[i + 1] - row; ++t)
+                if (set->edge_ids[(int64_t)paths[k * n + t - 1] * S + paths[k * n + t]] < 0) return FC_BAD_ARGUMENT;
     for (int32_t k = 0; k < num_draws; ++k) {
         const int32_t *path = paths + k * n;
         double *out = counts + k * CE;
@@ -71,6 +80,7 @@ void fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_
             }
         }
     }
+    return FC_OK;
 }
 
 /* Features handed to fu_apply at once. */

@@ -55,7 +55,8 @@ int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc,
  *          c[K-1, i] summed in that order, plus c[k, i] at each draw k's state
  *          (added in the order of k)
  *   grad   [F] ADDED TO: sign * (feature counts under marks), by ff_accumulate
- * Returns ff_accumulate's status. */
+ * Returns FC_BAD_ARGUMENT, before touching any output, if a state lies outside
+ * [0, S); else ff_accumulate's status. */
 int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
                 int64_t coef_stride, const int32_t *paths, int64_t path_stride, const int64_t *offsets,
                 const double *marg, double sign, double *marks, double *grad, double *work);
@@ -64,9 +65,11 @@ int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draw
  *   coef    [K, b]     the weight of draw k of sentence i
  *   paths   [K, n]     the draws' states
  *   counts  [K, C, E]  ADDED TO: counts[k, c, e] += c[k, i] for each use of edge e into
- *                      a token of class c by draw k of sentence i, in token order */
-void fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
-                    const int32_t *paths, int32_t num_classes, double *counts);
+ *                      a token of class c by draw k of sentence i, in token order
+ * Returns FC_BAD_ARGUMENT, before touching counts, if a state lies outside [0, S)
+ * or two consecutive states are joined by no edge; else FC_OK. */
+int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
+                   const int32_t *paths, int32_t num_classes, double *counts);
 
 /* The step at the features of the predicates of tokens rows first .. last-1
  * whose id lies in [lowest, highest): each such feature f once, in ascending

@@ -264,6 +264,11 @@ class SampledGradient:
         paths = kernel.kernel_array(paths, np.int32)
         coefficients = kernel.kernel_array(coefficients, np.float64)
         start = self.encoded.offsets[first]
+        layout = self.scorer.transitions
+        # the draws' edges first: a path the topology does not allow is refused before
+        # any gradient buffer is touched
+        counts = np.zeros((len(paths), *posteriors.pieces[0].edge_counts.shape[1:]))
+        kernel.bandit.path_counts(self._training, first, last, coefficients, paths, counts)
 
         def work(number: int) -> np.ndarray:
             piece = posteriors.pieces[number]
@@ -287,10 +292,6 @@ class SampledGradient:
             return np.dot(weights, piece.edge_counts.reshape(hi - lo, -1)).reshape(piece.edge_counts.shape[1:])
 
         expected = sum(self.map(work, range(len(posteriors.pieces)), self._small(first, last)))
-        layout = self.scorer.transitions
-        shape = posteriors.pieces[0].edge_counts.shape[1:]
-        counts = np.zeros((len(paths), *shape))
-        kernel.bandit.path_counts(self._training, first, last, coefficients, paths, counts)
         total: np.ndarray | float = 0.0
         for draw in counts:
             total = total + layout.gradient(draw)

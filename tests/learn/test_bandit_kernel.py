@@ -20,6 +20,7 @@ from fstcrf.learn.feedback import ChunkTables, sentence_accuracy, sentence_chunk
 from fstcrf.learn.objective import Scorer
 from fstcrf.learn.settings import BanditSettings
 from fstcrf.engine.inference import neighbours
+from fstcrf.errors import TopologyError
 
 TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\n"
 LABELS = ["B-NP", "I-NP", "O"]
@@ -192,6 +193,22 @@ def apply_sparse(steps, theta: np.ndarray, gradient: SparseGradient) -> None:
     at = np.concatenate([gradient.indices, steps.num_features + np.arange(len(gradient.transitions))])
     values = np.concatenate([gradient.values, gradient.transitions])
     kernel.apply_step(steps.next_rule(), theta, steps.squares, steps.moments, at, values)
+
+
+@pytest.mark.parametrize("bad", ["state", "edge"])
+def test_a_path_the_topology_does_not_allow_is_refused_before_any_output(bad):
+    gradient = sampled_gradient(corpus_of(1, [3, 4]), 2, False)
+    theta = np.random.default_rng(1).normal(size=gradient.num_weights)
+    paths, posteriors = gradient.draw(theta, 0, 2, 1, 0)
+    topology = gradient.scorer.topology
+    if bad == "state":
+        paths[0, 1] = topology.num_states
+    else:  # two states no edge joins, inside the first sentence
+        a, b = np.argwhere(topology.edge_ids < 0)[0]
+        paths[0, :2] = a, b
+    with pytest.raises(TopologyError, match="topology"):
+        gradient.add_gradient(posteriors, paths, np.ones((1, 2)))
+    assert not any(buffer.any() for buffer in gradient._piece_gradients)  # refused before any output
 
 
 class UnfusedRun(bandit._Run):

@@ -7,6 +7,7 @@ import numpy as np
 
 from fstcrf._kernel import ffi, lib
 from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, output_pointer
+from fstcrf.errors import TopologyError
 from fstcrf.engine.kernel.chain import Graph, Scores, Workspace
 from fstcrf.engine.kernel.features import FeatureDictionary, PredicateRows
 from fstcrf.engine.kernel.training import GatherBuffers, StepRule
@@ -91,7 +92,8 @@ def add_gradient(
     marks: np.ndarray,
     work: np.ndarray,
 ) -> None:
-    """fb_gradient on sentences first .. last-1, whose draw k has weight
+    """fb_gradient on sentences first .. last-1 (TopologyError for a state outside the
+    topology's), whose draw k has weight
     coefficients[k, column + i] (float [K, b']) for sentence i and states paths[k,
     token:] (int32 [K, n']), both C-contiguous; ``posteriors`` = (offsets,
     marginals) of :func:`draw`.  ADDED TO: grad float [F]; marks float [n, S] and
@@ -115,7 +117,7 @@ def add_gradient(
         output_pointer(grad),
         output_pointer(work),
     )
-    check_status(status, "fb_gradient")
+    _check_paths(status, "fb_gradient")
 
 
 def path_counts(
@@ -123,8 +125,9 @@ def path_counts(
 ) -> None:
     """fb_path_counts: ADDED TO counts float [K, E] or [K, C, E], draw k's edge uses
     weighted by coefficients float [K, b] (per sentence), for the draws paths int32
-    [K, n] of sentences first .. last-1."""
-    lib.fb_path_counts(
+    [K, n] of sentences first .. last-1 (TopologyError for a path the graph does not
+    allow)."""
+    status = lib.fb_path_counts(
         training.struct,
         first,
         last,
@@ -134,6 +137,17 @@ def path_counts(
         1 if counts.ndim == 2 else counts.shape[1],
         output_pointer(counts),
     )
+    _check_paths(status, "fb_path_counts")
+
+
+def _check_paths(status: int, what: str) -> None:
+    """check_status, with TopologyError for paths the graph does not allow."""
+    if status == lib.FC_BAD_ARGUMENT:
+        raise TopologyError(
+            f"{what}: a state path has a state outside the topology's or steps along no edge of it; "
+            "paths must be ones the model's topology allows"
+        )
+    check_status(status, what)
 
 
 def step(
