@@ -174,3 +174,38 @@ int fb_step(const fb_set *set, int64_t first, int64_t last, int32_t lowest, int3
     }
     return status;
 }
+
+/* A chunk starts at a token whose previous label (outside before a sentence) and own
+ * label make one, and ends at a token whose own and following labels do. */
+#define STARTS(previous, label) starts[(previous) * (outside + 1) + (label)]
+#define ENDS(label, following) ends[(label) * (outside + 1) + (following)]
+
+int fb_chunk_f1(const int64_t *gold, const int64_t *predicted, int32_t num_draws, const int64_t *offsets,
+                int64_t num_sentences, int64_t outside, const uint8_t *starts, const uint8_t *ends,
+                const int64_t *kind, double *f1)
+{
+    const int64_t n = offsets[num_sentences];
+    for (int64_t t = 0; t < n; ++t)
+        if (gold[t] < 0 || gold[t] >= outside) return FC_BAD_ARGUMENT;
+    for (int64_t t = 0; t < num_draws * n; ++t)
+        if (predicted[t] < 0 || predicted[t] >= outside) return FC_BAD_ARGUMENT;
+    for (int32_t k = 0; k < num_draws; ++k) {
+        const int64_t *draw = predicted + k * n;
+        for (int64_t i = 0; i < num_sentences; ++i) {
+            const int64_t first = offsets[i], last = offsets[i + 1];
+            int64_t gold_end = -1, end = -1, found = 0, total = 0;
+            /* from the right, so that each token knows where the chunk it is in ends */
+            for (int64_t t = last - 1; t >= first; --t) {
+                const int64_t g = gold[t], p = draw[t];
+                if (ENDS(g, t + 1 < last ? gold[t + 1] : outside)) gold_end = t;
+                if (ENDS(p, t + 1 < last ? draw[t + 1] : outside)) end = t;
+                const int gold_starts = STARTS(t > first ? gold[t - 1] : outside, g) != 0;
+                const int draw_starts = STARTS(t > first ? draw[t - 1] : outside, p) != 0;
+                total += gold_starts + draw_starts;
+                found += gold_starts && draw_starts && gold_end == end && kind[g] == kind[p];
+            }
+            f1[k * num_sentences + i] = total > 0 ? 2.0 * (double)found / (double)total : 1.0;
+        }
+    }
+    return FC_OK;
+}

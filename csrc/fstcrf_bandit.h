@@ -83,4 +83,20 @@ int fb_step(const fb_set *set, int64_t first, int64_t last, int32_t lowest, int3
             double *const *buffers, int32_t num_buffers, const fu_step *step, double *theta, double *squares,
             double *moments, uint64_t *seen, int32_t *order);
 
+/* The simulated user's per-sentence chunk F1 (conlleval's chunks by rule tables) of
+ * K label sequences against gold ones, b sentences cut at offsets [b+1]:
+ *   gold       [n]       label ids in [0, L)
+ *   predicted  [K, n]    label ids in [0, L)
+ *   outside    L, the id of the implicit O around a sentence
+ *   starts, ends [L+1, L+1]  1 where a chunk starts at label b after label a, or
+ *                        ends between labels a and b
+ *   kind       [L+1]     the chunk type of each label
+ *   f1         [K, b]    WRITTEN: 2 matched / (gold + predicted chunks), 1 where
+ *                        neither side has a chunk; a chunk matches when it starts
+ *                        and ends at the same tokens with the same type
+ * Returns FC_BAD_ARGUMENT, before writing, for a label id outside [0, L). */
+int fb_chunk_f1(const int64_t *gold, const int64_t *predicted, int32_t num_draws, const int64_t *offsets,
+                int64_t num_sentences, int64_t outside, const uint8_t *starts, const uint8_t *ends,
+                const int64_t *kind, double *f1);
+
 #endif

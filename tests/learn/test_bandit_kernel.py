@@ -20,7 +20,7 @@ from fstcrf.learn.feedback import ChunkTables, sentence_accuracy, sentence_chunk
 from fstcrf.learn.objective import Scorer
 from fstcrf.learn.settings import BanditSettings
 from fstcrf.engine.inference import neighbours
-from fstcrf.errors import TopologyError
+from fstcrf.errors import LabelError, ShapeError, TopologyError
 
 TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\n"
 LABELS = ["B-NP", "I-NP", "O"]
@@ -279,3 +279,17 @@ def test_the_gains_of_all_draws_at_once_are_those_of_each_draw(seed, lengths, dr
             f1.gains(indices, label_ids)[k], sentence_chunk_f1(ChunkTables(LABELS), gold, label_ids[k], offsets)
         )
         assert np.array_equal(accuracy.gains(indices, label_ids)[k], sentence_accuracy(gold, label_ids[k], offsets))
+
+
+def test_chunk_f1_refuses_label_ids_outside_the_labels_and_shapes_that_do_not_fit():
+    tables = ChunkTables(LABELS)
+    offsets = np.array([0, 2, 3])
+    assert np.array_equal(sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 1, 2]), offsets), [1.0, 1.0])
+    with pytest.raises(LabelError, match="outside"):
+        sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 3, 2]), offsets)
+    with pytest.raises(LabelError, match="outside"):
+        sentence_chunk_f1(tables, np.array([0, -1, 2]), np.array([0, 1, 2]), offsets)
+    with pytest.raises(ShapeError):
+        sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 1]), offsets)
+    with pytest.raises(ShapeError):
+        sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 1, 2]), np.array([0, 2, 4]))

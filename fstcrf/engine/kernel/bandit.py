@@ -1,5 +1,6 @@
 """The bandit learner's per-minibatch work (csrc/fstcrf_bandit.h): draws with their
-posteriors, the gradient of weighted draws and the step at the touched features."""
+posteriors, the gradient of weighted draws, the step at the touched features, and
+the simulated user's chunk F1."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 
 from fstcrf._kernel import ffi, lib
 from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, output_pointer
-from fstcrf.errors import TopologyError
+from fstcrf.errors import LabelError, ShapeError, TopologyError
 from fstcrf.engine.kernel.chain import Graph, Scores, Workspace
 from fstcrf.engine.kernel.features import FeatureDictionary, PredicateRows
 from fstcrf.engine.kernel.training import GatherBuffers, StepRule
@@ -183,3 +184,39 @@ def step(
         output_pointer(order),
     )
     check_status(status, "fb_step")
+
+
+def chunk_f1(
+    gold: np.ndarray,
+    predicted: np.ndarray,
+    offsets: np.ndarray,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    f1: np.ndarray,
+) -> None:
+    """fb_chunk_f1: WRITTEN f1 float [K, b], the per-sentence chunk F1 of label ids
+    predicted int64 [K, n] against gold int64 [n] (sentences cut at offsets int64
+    [b+1]), by ``tables`` = (starts uint8 [L+1, L+1], ends uint8 [L+1, L+1], kind
+    int64 [L+1]) with L the implicit outside label; LabelError for an id outside [0, L)."""
+    starts, ends, kind = tables
+    if predicted.ndim != 2 or predicted.shape[1] != len(gold) or f1.shape != (len(predicted), len(offsets) - 1):
+        raise ShapeError(
+            f"chunk F1: predicted {predicted.shape}, gold {gold.shape} and f1 {f1.shape} do not fit "
+            f"{len(offsets) - 1} sentences of {len(gold)} tokens"
+        )
+    if len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(gold) or np.any(np.diff(offsets) < 0):
+        raise ShapeError(f"chunk F1: offsets must rise from 0 to the {len(gold)} tokens")
+    status = lib.fb_chunk_f1(
+        input_pointer(gold),
+        input_pointer(predicted),
+        len(predicted),
+        input_pointer(offsets),
+        len(offsets) - 1,
+        len(kind) - 1,
+        input_pointer(starts),
+        input_pointer(ends),
+        input_pointer(kind),
+        output_pointer(f1),
+    )
+    if status == lib.FC_BAD_ARGUMENT:
+        raise LabelError(f"chunk F1: a label id outside [0, {len(kind) - 1})")
+    check_status(status, "fb_chunk_f1")
