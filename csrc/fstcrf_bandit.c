@@ -180,11 +180,13 @@ int fb_step(const fb_set *set, int64_t first, int64_t last, int32_t lowest, int3
 #define STARTS(previous, label) starts[(previous) * (outside + 1) + (label)]
 #define ENDS(label, following) ends[(label) * (outside + 1) + (following)]
 
-int fb_chunk_f1(const int64_t *gold, const int64_t *predicted, int32_t num_draws, const int64_t *offsets,
-                int64_t num_sentences, int64_t outside, const uint8_t *starts, const uint8_t *ends,
-                const int64_t *kind, double *f1)
+int fb_chunk_f1(const int64_t *gold, const int64_t *predicted, int64_t n, int32_t num_draws,
+                const int64_t *offsets, int64_t num_sentences, int64_t outside, const uint8_t *starts,
+                const uint8_t *ends, const int64_t *kind, double *f1)
 {
-    const int64_t n = offsets[num_sentences];
+    if (offsets[0] != 0 || offsets[num_sentences] != n) return FC_BAD_ARGUMENT;
+    for (int64_t i = 0; i < num_sentences; ++i)
+        if (offsets[i + 1] < offsets[i]) return FC_BAD_ARGUMENT;
     for (int64_t t = 0; t < n; ++t)
         if (gold[t] < 0 || gold[t] >= outside) return FC_BAD_ARGUMENT;
     for (int64_t t = 0; t < num_draws * n; ++t)

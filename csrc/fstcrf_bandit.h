@@ -84,7 +84,8 @@ int fb_step(const fb_set *set, int64_t first, int64_t last, int32_t lowest, int3
             double *moments, uint64_t *seen, int32_t *order);
 
 /* The simulated user's per-sentence chunk F1 (conlleval's chunks by rule tables) of
- * K label sequences against gold ones, b sentences cut at offsets [b+1]:
+ * K label sequences against gold ones, b sentences of n tokens cut at offsets
+ * [b+1] (from 0 to n, non-decreasing):
  *   gold       [n]       label ids in [0, L)
  *   predicted  [K, n]    label ids in [0, L)
  *   outside    L, the id of the implicit O around a sentence
@@ -94,9 +95,10 @@ int fb_step(const fb_set *set, int64_t first, int64_t last, int32_t lowest, int3
  *   f1         [K, b]    WRITTEN: 2 matched / (gold + predicted chunks), 1 where
  *                        neither side has a chunk; a chunk matches when it starts
  *                        and ends at the same tokens with the same type
- * Returns FC_BAD_ARGUMENT, before writing, for a label id outside [0, L). */
-int fb_chunk_f1(const int64_t *gold, const int64_t *predicted, int32_t num_draws, const int64_t *offsets,
-                int64_t num_sentences, int64_t outside, const uint8_t *starts, const uint8_t *ends,
-                const int64_t *kind, double *f1);
+ * Returns FC_BAD_ARGUMENT, before writing, for offsets that do not cut n tokens
+ * or a label id outside [0, L). */
+int fb_chunk_f1(const int64_t *gold, const int64_t *predicted, int64_t n, int32_t num_draws,
+                const int64_t *offsets, int64_t num_sentences, int64_t outside, const uint8_t *starts,
+                const uint8_t *ends, const int64_t *kind, double *f1);
 
 #endif

@@ -291,5 +291,6 @@ def test_chunk_f1_refuses_label_ids_outside_the_labels_and_shapes_that_do_not_fi
         sentence_chunk_f1(tables, np.array([0, -1, 2]), np.array([0, 1, 2]), offsets)
     with pytest.raises(ShapeError):
         sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 1]), offsets)
-    with pytest.raises(ShapeError):
-        sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 1, 2]), np.array([0, 2, 4]))
+    for offsets in ([0, 2, 4], [1, 2, 3], [0, 3, 2]):
+        with pytest.raises(LabelError, match="offsets"):
+            sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 1, 2]), np.array(offsets))

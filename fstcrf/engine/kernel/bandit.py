@@ -196,18 +196,18 @@ def chunk_f1(
     """fb_chunk_f1: WRITTEN f1 float [K, b], the per-sentence chunk F1 of label ids
     predicted int64 [K, n] against gold int64 [n] (sentences cut at offsets int64
     [b+1]), by ``tables`` = (starts uint8 [L+1, L+1], ends uint8 [L+1, L+1], kind
-    int64 [L+1]) with L the implicit outside label; LabelError for an id outside [0, L)."""
+    int64 [L+1]) with L the implicit outside label; ShapeError for arrays that do not
+    fit, LabelError for offsets that do not cut the tokens or an id outside [0, L)."""
     starts, ends, kind = tables
     if predicted.ndim != 2 or predicted.shape[1] != len(gold) or f1.shape != (len(predicted), len(offsets) - 1):
         raise ShapeError(
             f"chunk F1: predicted {predicted.shape}, gold {gold.shape} and f1 {f1.shape} do not fit "
             f"{len(offsets) - 1} sentences of {len(gold)} tokens"
         )
-    if len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(gold) or np.any(np.diff(offsets) < 0):
-        raise ShapeError(f"chunk F1: offsets must rise from 0 to the {len(gold)} tokens")
     status = lib.fb_chunk_f1(
         input_pointer(gold),
         input_pointer(predicted),
+        len(gold),
         len(predicted),
         input_pointer(offsets),
         len(offsets) - 1,
@@ -218,5 +218,8 @@ def chunk_f1(
         output_pointer(f1),
     )
     if status == lib.FC_BAD_ARGUMENT:
-        raise LabelError(f"chunk F1: a label id outside [0, {len(kind) - 1})")
+        raise LabelError(
+            f"chunk F1: offsets that do not cut the {len(gold)} tokens into sentences, "
+            f"or a label id outside [0, {len(kind) - 1})"
+        )
     check_status(status, "fb_chunk_f1")
