@@ -37,10 +37,12 @@ Steps ascend J: "constant" w += rate * s, "adagrad" w += rate * s / (sqrt(G) +
 Only the coordinates a minibatch touches are read or moved.  There is no
 penalty term: the epoch with the best dev score is kept.
 
-The gradients run in C (see :class:`SampledGradient`): per fixed piece of a
-minibatch, one pass computes the emissions, the posteriors with each
-sentence's expected edge counts and the draws, and one ``ff_accumulate``
-the feature gradient; the pieces run on the threads.
+The gradients run in C (csrc/fstcrf_bandit.c, see :class:`SampledGradient`):
+per fixed piece of a minibatch, one call computes the emissions, the
+posteriors with each sentence's expected edge counts and the draws, another
+the feature gradient of the weighted draws, and one call per minibatch steps
+the touched features straight from the gradient buffers.  The pieces of a
+large minibatch run on the threads; a small one's run on the calling thread.
 """
 
 from __future__ import annotations
@@ -319,9 +321,10 @@ class SampledGradient:
         return SparseGradient(indices, values, transitions)
 
     def step(self, first: int, last: int, steps: _Steps, theta: np.ndarray) -> None:
-        """:meth:`take` for sentences first .. last-1 and ``steps.apply`` of the result
-        in one pass (``fb_step``): each touched feature's gradient is read, cleared and
-        stepped at once, with the same arithmetic."""
+        """Step theta by ``steps`` along the gradient added since the last call, for
+        sentences first .. last-1, and reset it: what :meth:`take` returns, stepped
+        in one pass (``fb_step``): each touched feature's gradient is read, cleared
+        and stepped at once (``fu_apply``'s arithmetic), the transitions after."""
         rows = self.encoded.token_rows(first, last)
         rule = steps.next_rule()
 
