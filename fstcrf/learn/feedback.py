@@ -46,7 +46,8 @@ class ChunkTables:
     an extra id L standing for the implicit O around a sentence; ``kind`` int
     [L + 1] numbers the chunk types.  The rules are those of
     :func:`fstcrf.corpus.evaluate.score_chunks`: conlleval's for IOB labels, and for
-    labels with E- or S- tags a chunk ends at E or S."""
+    labels with E- or S- tags a chunk ends at E or S.  ``kernel_tables`` holds the
+    three as the kernel reads them (uint8, uint8, int64)."""
 
     def __init__(self, labels: Sequence[str]):
         tags = [split_tag(label) for label in labels] + [("O", "")]
