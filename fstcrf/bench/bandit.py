@@ -98,7 +98,8 @@ SPEED_SETTINGS = ((1, 16), (1, 64), (1, 256), (DEFAULT_DRAWS, 16), (DEFAULT_DRAW
 def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     """Seconds of one full gradient (L-BFGS's, on gold labels; best of 7) and of one
     bandit epoch (expected gain; best of ``repeats``) for each of SPEED_SETTINGS, on
-    the same sentences and features."""
+    the same sentences and features: wall-clock and CPU (the process's, all threads;
+    on a machine shared with other work it is the steadier measure of cost)."""
     from fstcrf.learn.bandit import SampledGradient, learn, permuted
     from fstcrf.learn.settings import BanditSettings
     from fstcrf.features.encoding import EncodedSentences, build_features
@@ -121,44 +122,59 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     order = np.random.default_rng(0).permutation(len(train))
     sampled = SampledGradient(scorer, permuted(encoded, order))
 
-    def epoch_seconds(draws: int, batch_size: int) -> float:
+    def epoch_seconds(draws: int, batch_size: int) -> tuple[float, float]:
         times = []
         for repeat in range(repeats):
             feedback = simulated_feedback(train.sentences, "chunk", topology.labels)
             settings = BanditSettings(max_iter=1, seed=repeat, draws=draws, batch_size=batch_size)
             times.append(_seconds(lambda: learn(sampled, feedback, settings, order)))
-        return min(times)
+        return _best(times)
 
     with blas_single_threaded():
-        gradient_seconds = min(_seconds(lambda: problem.loss_and_gradient(theta)) for _ in range(7))
-        epochs = [
-            {"draws": draws, "batch_size": size, "seconds": epoch_seconds(draws, size)}
-            for draws, size in SPEED_SETTINGS
-        ]
+        gradient_seconds, gradient_cpu = _best([_seconds(lambda: problem.loss_and_gradient(theta)) for _ in range(7)])
+        epochs = []
+        for draws, size in SPEED_SETTINGS:
+            seconds, cpu = epoch_seconds(draws, size)
+            epochs.append({"draws": draws, "batch_size": size, "seconds": seconds, "cpu_seconds": cpu})
     for epoch in epochs:
         epoch["ratio"] = epoch["seconds"] / gradient_seconds
+        epoch["cpu_ratio"] = epoch["cpu_seconds"] / gradient_cpu
         epoch["calls_per_second"] = len(train) * epoch["draws"] / epoch["seconds"]
-    return {"features": features.num_features, "gradient_seconds": gradient_seconds, "epochs": epochs}
+    return {
+        "features": features.num_features,
+        "threads": threads,
+        "gradient_seconds": gradient_seconds,
+        "gradient_cpu_seconds": gradient_cpu,
+        "epochs": epochs,
+    }
 
 
 def format_speed(speed: dict) -> str:
     """The epoch timings of :func:`measure_speed`, one line each."""
     lines = [
-        f"speed (one run, same data, {speed['features']:,} weights): one full gradient "
-        f"{speed['gradient_seconds']:.3f} s; one bandit epoch (expected gain):"
+        f"speed (one run, same data, {speed['features']:,} weights, {speed['threads']} thread(s)): one full "
+        f"gradient {speed['gradient_seconds']:.3f} s (CPU {speed['gradient_cpu_seconds']:.3f} s); "
+        "one bandit epoch (expected gain):"
     ]
     for epoch in speed["epochs"]:
         lines.append(
             f"  {epoch['draws']} draw(s), minibatches of {epoch['batch_size']:>3}: {epoch['seconds']:.2f} s "
-            f"= {epoch['ratio']:.1f} full gradients, {epoch['calls_per_second']:,.0f} feedback calls/s"
+            f"= {epoch['ratio']:.1f} full gradients (CPU {epoch['cpu_seconds']:.2f} s = {epoch['cpu_ratio']:.1f}), "
+            f"{epoch['calls_per_second']:,.0f} feedback calls/s"
         )
     return "\n".join(lines)
 
 
-def _seconds(function) -> float:
-    started = time.perf_counter()
+def _seconds(function) -> tuple[float, float]:
+    """(wall-clock, CPU) seconds of a call."""
+    started, cpu = time.perf_counter(), time.process_time()
     function()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+def _best(times: list[tuple[float, float]]) -> tuple[float, float]:
+    """The least wall-clock and the least CPU seconds among (wall, CPU) timings."""
+    return min(wall for wall, _ in times), min(cpu for _, cpu in times)
 
 
 def splits(folder, dev_sentences: int = DEV_SENTENCES) -> tuple[Corpus, Corpus, Corpus]:

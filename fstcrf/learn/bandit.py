@@ -37,10 +37,12 @@ Steps ascend J: "constant" w += rate * s, "adagrad" w += rate * s / (sqrt(G) +
 Only the coordinates a minibatch touches are read or moved.  There is no
 penalty term: the epoch with the best dev score is kept.
 
-The gradients run in C (see :class:`SampledGradient`): per fixed piece of a
-minibatch, one pass computes the emissions, the posteriors with each
-sentence's expected edge counts and the draws, and one ``ff_accumulate``
-the feature gradient; the pieces run on the threads.
+The gradients run in C (csrc/fstcrf_bandit.c, see :class:`SampledGradient`):
+per fixed piece of a minibatch, one call computes the emissions, the
+posteriors with each sentence's expected edge counts and the draws, another
+the feature gradient of the weighted draws, and one call per minibatch steps
+the touched features straight from the gradient buffers.  The pieces of a
+large minibatch run on the threads; a small one's run on the calling thread.
 """
 
 from __future__ import annotations
@@ -58,13 +60,18 @@ from fstcrf.engine import kernel
 from fstcrf.learn.settings import BanditSettings
 from fstcrf.features.encoding import EncodedSentences
 from fstcrf.errors import FeedbackError, FstcrfError
-from fstcrf.engine.inference import Potentials, SentenceBatch, lengths_to_offsets, neighbours, thread_chunks
-from fstcrf.learn.objective import Scorer, path_edges
+from fstcrf.engine.inference import Potentials, SentenceBatch, thread_chunks
+from fstcrf.learn.objective import Scorer
 
 _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8
 #: Pieces each minibatch's gradient is split into (run on up to that many threads).
 _PIECES = 2
+#: Below this many tokens a minibatch's pieces run one after the other on the calling
+#: thread: a hand-off to the pool costs more than it saves on a small minibatch (at 16
+#: sentences, two threads made an epoch about twice as slow), and more still when other
+#: processes share the cores.
+_INLINE_TOKENS = 4096
 
 
 @dataclass
@@ -88,14 +95,15 @@ class SparseGradient:
 @dataclass
 class _Piece:
     """Sum-product results of sentences first .. last-1 (one fixed piece of a minibatch)
-    under sign * theta: ``lengths`` [b], ``emissions`` float [n, S], the kernel's
-    ``transitions`` [E] or [C, E] and ``token_class`` [n] (or None), ``log_z`` [b],
-    ``marginals`` float [n, S] and each sentence's expected ``edge_counts`` [b, E] or
-    [b, C, E]."""
+    under sign * theta: ``lengths`` [b], ``offsets`` int64 [b+1] (from 0),
+    ``emissions`` float [n, S], the kernel's ``transitions`` [E] or [C, E] and
+    ``token_class`` [n] (or None), ``log_z`` [b], ``marginals`` float [n, S] and each
+    sentence's expected ``edge_counts`` [b, E] or [b, C, E]."""
 
     first: int
     last: int
     lengths: np.ndarray
+    offsets: np.ndarray
     emissions: np.ndarray
     transitions: np.ndarray
     token_class: np.ndarray | None
@@ -123,49 +131,16 @@ class Posteriors:
         return np.concatenate(parts, axis=1)
 
 
-class _PieceKernel:
-    """One piece's kernel structs: the graph and a workspace for the longest sentence,
-    built once; the scores and the batch, made by each call."""
-
-    def __init__(self, topology, num_classes: int, t_max: int):
-        self.graph = kernel.Graph(topology)
-        self.workspace = kernel.chain_workspace(topology, num_classes, t_max)
-        self._start = np.where(topology.start, 0.0, -np.inf)
-        self._final = np.where(topology.final, 0.0, -np.inf)
-
-    def run(
-        self,
-        emissions: np.ndarray,
-        lengths: np.ndarray,
-        transitions: np.ndarray,
-        token_class: np.ndarray | None,
-        count: int,
-        seed: int,
-    ):
-        """(paths int32 [count, n] drawn with ``seed``, log_z [b], marginals [n, S],
-        edge_counts [b, ...]) of sentences of ``lengths`` [b] scored by emissions [n, S]."""
-        scores = kernel.Scores(transitions, self._start, self._final)
-        batch = kernel.Batch(lengths_to_offsets(lengths), emissions, token_class)
-        log_z = np.empty(len(lengths))
-        marginals = np.empty(emissions.shape)
-        edge_counts = np.zeros((len(lengths), *transitions.shape))
-        paths = np.empty((count, len(emissions)), dtype=np.int32)
-        kernel.forward_backward(
-            self.graph, scores, batch, log_z, marginals, edge_counts, self.workspace, each_sentence=True
-        )
-        if count:
-            kernel.sample(self.graph, scores, batch, seed, 0, paths, self.workspace)
-        return paths, log_z, marginals, edge_counts
-
-
 class SampledGradient:
     """Draws and score-function gradients for encoded sentences under weights
     theta [D] = [F + T] (F features, T transition weights); labels never enter.
 
     A minibatch (sentences first .. last-1) is cut into fixed pieces; each piece's
     emissions, posteriors (with each sentence's expected edge counts) and draws
-    come from one pass, and its gradient from one ``ff_accumulate`` over
-    coefficient-weighted path indicators minus weighted marginals."""
+    come from one C call (``fb_draw``), and its gradient from another
+    (``fb_gradient``: coefficient-weighted path indicators minus weighted
+    marginals, accumulated into the piece's gradient buffer).  :meth:`step` moves
+    the weights the minibatch touched straight from those buffers (``fb_step``)."""
 
     def __init__(self, scorer: Scorer, encoded: EncodedSentences):
         if scorer.constrained is not None:
@@ -176,14 +151,30 @@ class SampledGradient:
         self.scorer = scorer
         self.encoded = encoded
         self.num_weights = scorer.num_weights
-        self._edge_table = scorer.topology.edge_ids
+        topology = scorer.topology
         F = scorer.features.num_features
         self._piece_gradients = [np.zeros(F) for _ in range(_PIECES)]  # each [F], kept zero between minibatches
         self._piece_buffers = kernel.GatherBuffers(self._piece_gradients)
         self._transitions = np.zeros(scorer.transitions.size)  # [T]
         self._pool: ThreadPoolExecutor | None = None
         self._seen = np.zeros(encoded.num_predicates, dtype=bool)  # [P], kept False between calls
-        self._kernels: list[_PieceKernel] = []  # one per piece, built on first use
+        self._seen_bits = np.zeros(-(-encoded.num_predicates // 64), dtype=np.uint64)  # fb_step's, kept 0
+        self._step_order = np.empty(encoded.num_predicates, dtype=np.int32)  # fb_step's scratch
+        self._step_ranges = _predicate_ranges(encoded)
+        token_class = None if encoded.token_class is None else kernel.kernel_array(encoded.token_class, np.int32)
+        self._training = kernel.bandit.TrainingSet(
+            scorer.features.kernel_dictionary,
+            encoded.kernel_rows,
+            kernel.kernel_array(encoded.offsets, np.int64),
+            token_class,
+            kernel.Graph(topology),
+            kernel.kernel_array(np.where(topology.edge_ids >= 0, topology.edge_ids, -1), np.int32),
+        )
+        self._start = np.where(topology.start, 0.0, -np.inf)
+        self._final = np.where(topology.final, 0.0, -np.inf)
+        self._workspaces: list = []  # one per piece, built on first use
+        self._work = [np.empty(scorer.features.num_states + scorer.features.num_labels) for _ in range(_PIECES)]
+        self._bounds: dict[tuple[int, int], list[tuple[int, int]]] = {}
 
     def potentials(self, theta: np.ndarray, first: int, last: int, sign: float = 1.0) -> Potentials:
         """The potentials of sentences first .. last-1 under sign * theta."""
@@ -203,39 +194,61 @@ class SampledGradient:
         F = self.scorer.features.num_features
         bounds = self._pieces(first, last)
         transitions = np.ascontiguousarray(self.scorer.transitions.scores(sign * theta[F:]))
-        if not self._kernels:
-            self._kernels = [
-                _PieceKernel(self.scorer.topology, self.scorer.transitions.num_classes, int(self.encoded.lengths.max()))
+        scores = kernel.Scores(transitions, self._start, self._final)
+        if not self._workspaces:
+            self._workspaces = [
+                kernel.chain_workspace(
+                    self.scorer.topology, self.scorer.transitions.num_classes, int(self.encoded.lengths.max())
+                )
                 for _ in range(_PIECES)
             ]
+        S = self.scorer.topology.num_states
+        encoded = self.encoded
 
         def work(piece: int) -> tuple[np.ndarray, _Piece]:
             lo, hi = bounds[piece]
-            emissions = self.scorer.features.emissions(self.encoded.tokens(lo, hi), theta[:F], sign)
-            token_class = (
-                None if self.encoded.token_class is None else self.encoded.token_class[self.encoded.token_rows(lo, hi)]
+            rows = encoded.token_rows(lo, hi)
+            n, b = rows.stop - rows.start, hi - lo
+            offsets, emissions, marginals = np.empty(b + 1, dtype=np.int64), np.empty((n, S)), np.empty((n, S))
+            log_z, edge_counts = np.empty(b), np.empty((b, *transitions.shape))
+            paths = np.empty((count, n), dtype=np.int32)
+            outputs = (offsets, emissions, log_z, marginals, edge_counts, paths)
+            kernel.bandit.draw(
+                self._training,
+                lo,
+                hi,
+                scores,
+                theta[:F],
+                sign,
+                (seed + piece) % 2**64,
+                outputs,
+                self._workspaces[piece],
+                self._work[piece],
             )
-            lengths = self.encoded.lengths[lo:hi]
-            paths, log_z, marginals, edge_counts = self._kernels[piece].run(
-                emissions, lengths, transitions, token_class, count, (seed + piece) % 2**64
+            token_class = None if encoded.token_class is None else encoded.token_class[rows]
+            lengths = encoded.lengths[lo:hi]
+            return paths, _Piece(
+                lo, hi, lengths, offsets, emissions, transitions, token_class, log_z, marginals, edge_counts
             )
-            return paths, _Piece(lo, hi, lengths, emissions, transitions, token_class, log_z, marginals, edge_counts)
 
-        parts = self.map(work, range(len(bounds)))
+        parts = self.map(work, range(len(bounds)), self._small(first, last))
         return (
             np.concatenate([paths for paths, _ in parts], axis=1),
             Posteriors([piece for _, piece in parts], sign, self.scorer.topology),
         )
 
-    def map(self, work, items) -> list:
-        """[work(item) for item in items], on the threads of a pool kept for this object
-        (inline for a single item or a single thread)."""
+    def map(self, work, items, inline: bool = False) -> list:
+        """[work(item) for item in items]: the first item on the calling thread, the
+        others on the threads of a pool kept for this object (all inline when
+        ``inline``, for a single item or a single thread)."""
         items = list(items)
-        if self.scorer.threads == 1 or len(items) <= 1:
+        if inline or self.scorer.threads == 1 or len(items) <= 1:
             return [work(item) for item in items]
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=min(self.scorer.threads, _PIECES))
-        return list(self._pool.map(work, items))
+            self._pool = ThreadPoolExecutor(max_workers=min(self.scorer.threads, _PIECES) - 1)
+        futures = [self._pool.submit(work, item) for item in items[1:]]
+        first = work(items[0])
+        return [first, *(future.result() for future in futures)]
 
     def close(self) -> None:
         """Stop the threads (the object stays usable and restarts them if needed)."""
@@ -249,29 +262,42 @@ class SampledGradient:
         :meth:`take` returns, for state paths [K, n] of the sentences of
         ``posteriors`` (under sign * theta)."""
         sign = posteriors.sign
-        first = posteriors.pieces[0].first
+        first, last = posteriors.pieces[0].first, posteriors.pieces[-1].last
+        paths = kernel.kernel_array(paths, np.int32)
+        coefficients = kernel.kernel_array(coefficients, np.float64)
+        start = self.encoded.offsets[first]
         layout = self.scorer.transitions
+        # the draws' edges first: a path the topology does not allow is refused before
+        # any gradient buffer is touched
+        counts = np.zeros((len(paths), *posteriors.pieces[0].edge_counts.shape[1:]))
+        kernel.bandit.path_counts(self._training, first, last, coefficients, paths, counts)
 
         def work(number: int) -> np.ndarray:
             piece = posteriors.pieces[number]
             lo, hi = piece.first - first, piece.last - first  # within the minibatch
-            rows = self.encoded.token_rows(piece.first, piece.last)
-            local = slice(rows.start - self.encoded.offsets[first], rows.stop - self.encoded.offsets[first])
-            weights = coefficients[:, lo:hi].sum(axis=0)  # [b]
-            sentence_of = np.repeat(np.arange(hi - lo), piece.lengths)
-            marks = piece.marginals * -weights[sentence_of][:, None]  # [n', S]
-            for k, path in enumerate(paths):
-                marks[np.arange(len(marks)), path[local]] += coefficients[k, lo + sentence_of]
-            self.scorer.features.accumulate(
-                self.encoded.tokens(piece.first, piece.last), marks, self._piece_gradients[number], sign
+            kernel.bandit.add_gradient(
+                self._training,
+                piece.first,
+                piece.last,
+                coefficients,
+                lo,
+                paths,
+                int(self.encoded.offsets[piece.first] - start),
+                (piece.offsets, piece.marginals),
+                sign,
+                self._piece_gradients[number],
+                np.empty(piece.marginals.shape),
+                self._work[number],
             )
-            return np.tensordot(weights, piece.edge_counts, axes=1)  # [E] or [C, E]
+            # sum_b weights[b] edge_counts[b]: np.tensordot's own dot, without its overhead
+            weights = coefficients[:, lo:hi].sum(axis=0)[None]
+            return np.dot(weights, piece.edge_counts.reshape(hi - lo, -1)).reshape(piece.edge_counts.shape[1:])
 
-        expected = sum(self.map(work, range(len(posteriors.pieces))))
-        self._transitions += sign * (
-            self._path_transition_counts(first, posteriors.pieces[-1].last, paths, coefficients)
-            - layout.gradient(expected)
-        )
+        expected = sum(self.map(work, range(len(posteriors.pieces)), self._small(first, last)))
+        total: np.ndarray | float = 0.0
+        for draw in counts:
+            total = total + layout.gradient(draw)
+        self._transitions += sign * (total - layout.gradient(expected))
 
     def take(self, first: int, last: int) -> SparseGradient:
         """The gradient added since the last call, for sentences first .. last-1, and
@@ -294,32 +320,64 @@ class SampledGradient:
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         return SparseGradient(indices, values, transitions)
 
+    def step(self, first: int, last: int, steps: _Steps, theta: np.ndarray) -> None:
+        """Step theta by ``steps`` along the gradient added since the last call, for
+        sentences first .. last-1, and reset it: what :meth:`take` returns, stepped
+        in one pass (``fb_step``): each touched feature's gradient is read, cleared
+        and stepped at once (``fu_apply``'s arithmetic), the transitions after."""
+        rows = self.encoded.token_rows(first, last)
+        rule = steps.next_rule()
+
+        def work(predicates: tuple[int, int]) -> None:
+            kernel.bandit.step(
+                self._training,
+                rows.start,
+                rows.stop,
+                predicates,
+                self._piece_buffers,
+                rule,
+                theta,
+                steps.squares,
+                steps.moments,
+                self._seen_bits,
+                self._step_order[predicates[0] :],
+            )
+
+        if self._small(first, last):
+            work((0, self.encoded.num_predicates))
+        else:
+            self.map(work, self._step_ranges)
+        transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
+        at = self.scorer.features.num_features + np.arange(len(transitions))
+        kernel.apply_step(rule, theta, steps.squares, steps.moments, at, transitions)
+
+    def _small(self, first: int, last: int) -> bool:
+        """Whether sentences first .. last-1 are too few tokens to share out (_INLINE_TOKENS)."""
+        return bool(self.encoded.offsets[last] - self.encoded.offsets[first] < _INLINE_TOKENS)
+
     def _pieces(self, first: int, last: int) -> list[tuple[int, int]]:
         """The fixed split of sentences first .. last-1 into pieces of similar token
         counts (the same whatever the threads, so results do not depend on them)."""
-        minibatch = SentenceBatch()
-        minibatch.lengths = self.encoded.lengths[first:last]
-        minibatch.offsets = self.encoded.offsets[first : last + 1] - self.encoded.offsets[first]
-        return [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
+        bounds = self._bounds.get((first, last))
+        if bounds is None:
+            minibatch = SentenceBatch()
+            minibatch.lengths = self.encoded.lengths[first:last]
+            minibatch.offsets = self.encoded.offsets[first : last + 1] - self.encoded.offsets[first]
+            bounds = [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
+            self._bounds[first, last] = bounds
+        return bounds
 
-    def _path_transition_counts(
-        self, first: int, last: int, paths: np.ndarray, coefficients: np.ndarray
-    ) -> np.ndarray | float:
-        """float [T]: sum_k sum_b coefficients[k, b] * transition-weight counts of paths[k]."""
-        offsets = self.encoded.offsets[first : last + 1] - self.encoded.offsets[first]
-        _, after = neighbours(offsets, offsets[-1])
-        token_class = (
-            None
-            if self.encoded.token_class is None
-            else self.encoded.token_class[self.encoded.token_rows(first, last)][after]
-        )
-        per_edge = np.repeat(np.arange(last - first), np.diff(offsets) - 1)
-        layout = self.scorer.transitions
-        total: np.ndarray | float = 0.0
-        for k, path in enumerate(paths):
-            edges = path_edges(self._edge_table, path, offsets)
-            total = total + layout.gradient(layout.path_counts(edges, token_class, coefficients[k, per_edge]))
-        return total
+
+def _predicate_ranges(encoded: EncodedSentences) -> list[tuple[int, int]]:
+    """Predicate id ranges [lowest, highest), one per piece, with about as many
+    occurrences each, cut at multiples of 64 (fb_step's bit words)."""
+    occurrences = np.cumsum(np.bincount(encoded.indices, minlength=encoded.num_predicates))
+    cuts = [0]
+    for piece in range(1, _PIECES):
+        middle = int(np.searchsorted(occurrences, occurrences[-1] * piece / _PIECES))
+        cuts.append(max(cuts[-1], min(encoded.num_predicates, middle - middle % 64)))
+    cuts.append(encoded.num_predicates)
+    return list(zip(cuts[:-1], cuts[1:]))
 
 
 def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
@@ -334,10 +392,10 @@ def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
 
 
 class _Steps:
-    """The step rule: theta += update(s) for a stochastic gradient s (ascent), in C
-    (``fu_apply``).  Only the coordinates a minibatch touches move: AdaGrad's sums
-    and Adam's moments (lazy Adam, bias-corrected by the global step count) are
-    kept per coordinate."""
+    """The step rule: theta += update(s) for a stochastic gradient s (ascent), made
+    in C by :meth:`SampledGradient.step` (``fu_apply``).  Only the coordinates a
+    minibatch touches move: AdaGrad's sums and Adam's moments (lazy Adam,
+    bias-corrected by the global step count) are kept per coordinate."""
 
     def __init__(self, rule: str, learning_rate: float, num_features: int, size: int):
         self.rule, self.rate, self.num_features = rule, learning_rate, num_features
@@ -345,13 +403,8 @@ class _Steps:
         self.moments = np.zeros(size) if rule == "adam" else None
         self.count = 0
 
-    def apply(
-        self, theta: np.ndarray, gradient: SparseGradient, map_=lambda work, items: list(map(work, items))
-    ) -> None:
-        """Step at the gradient's coordinates, split in ``_PIECES`` runs handed to
-        ``map_`` (coordinates are independent, so any split gives the same result)."""
-        at = np.concatenate([gradient.indices, self.num_features + np.arange(len(gradient.transitions))])
-        g = np.concatenate([gradient.values, gradient.transitions])
+    def next_rule(self) -> kernel.StepRule:
+        """The rule of the next step (Adam's rate bias-corrected for it)."""
         self.count += 1
         beta1, beta2 = _ADAM_BETAS
         rate = (
@@ -359,16 +412,11 @@ class _Steps:
             if self.rule != "adam"
             else self.rate * math.sqrt(1.0 - beta2**self.count) / (1.0 - beta1**self.count)
         )
-        step = kernel.StepRule(self.rule, rate, beta1, beta2, _EPSILON)
-
-        def work(run: slice) -> None:
-            kernel.apply_step(step, theta, self.squares, self.moments, at[run], g[run])
-
-        map_(work, _runs(len(at)))
+        return kernel.StepRule(self.rule, rate, beta1, beta2, _EPSILON)
 
 
-#: Below this many coordinates a gather or a step runs on one thread (handing work to
-#: the pool costs more than it saves).
+#: Below this many coordinates a gather runs on one thread (handing work to the pool
+#: costs more than it saves).
 _SPLIT_COORDINATES = 20_000
 
 
@@ -406,7 +454,7 @@ def _centred(raw: np.ndarray, settings: BanditSettings, running: _Running) -> np
     return raw
 
 
-def minibatch_gradient(
+def add_minibatch_gradient(
     gradient: SampledGradient,
     feedback,
     settings: BanditSettings,
@@ -416,9 +464,9 @@ def minibatch_gradient(
     indices: np.ndarray,
     seed: int,
     running: _Running,
-) -> SparseGradient:
-    """The stochastic gradient of sentences first .. last-1 (training sentences
-    ``indices`` [B] for the feedback) under ``theta``."""
+) -> None:
+    """Add the stochastic gradient of sentences first .. last-1 (training sentences
+    ``indices`` [B] for the feedback) under ``theta`` to ``gradient``'s buffers."""
     K = settings.draws
     state_label = gradient.scorer.topology.state_label
     independent_pairs = settings.objective == "pairwise-independent"
@@ -442,6 +490,22 @@ def minibatch_gradient(
     else:
         half = 0.5 * np.sign(gains[:K] - gains[K:]) / K
         gradient.add_gradient(posteriors, draws, np.concatenate([half, -half]))
+
+
+def minibatch_gradient(
+    gradient: SampledGradient,
+    feedback,
+    settings: BanditSettings,
+    theta: np.ndarray,
+    first: int,
+    last: int,
+    indices: np.ndarray,
+    seed: int,
+    running: _Running,
+) -> SparseGradient:
+    """The stochastic gradient of sentences first .. last-1 (training sentences
+    ``indices`` [B] for the feedback) under ``theta``."""
+    add_minibatch_gradient(gradient, feedback, settings, theta, first, last, indices, seed, running)
     return gradient.take(first, last)
 
 
@@ -466,7 +530,7 @@ class _Run:
         running.epoch_gain, running.epoch_draws, running.epoch_clipped = 0.0, 0, 0
         for first in self.rng.permutation(np.arange(0, B, size)).tolist():
             last = min(first + size, B)
-            gradient = minibatch_gradient(
+            add_minibatch_gradient(
                 self.gradient,
                 self.feedback,
                 self.settings,
@@ -477,7 +541,7 @@ class _Run:
                 int(self.rng.integers(2**63)),
                 running,
             )
-            self.steps.apply(self.theta, gradient, self.gradient.map)
+            self.gradient.step(first, last, self.steps, self.theta)
         mean_gain = running.epoch_gain / max(running.epoch_draws, 1)
         extra = {"mean_gain": mean_gain, "feedback_calls": int(self.feedback.calls)}
         if self.settings.objective == "cross-entropy":

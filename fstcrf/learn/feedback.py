@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from fstcrf.corpus.conll import Sentence
+from fstcrf.engine import kernel
 from fstcrf.errors import FeedbackError, FstcrfError, LabelError
 from fstcrf.corpus.schemes import chunk_end, chunk_start, split_tag
 
@@ -45,7 +46,8 @@ class ChunkTables:
     an extra id L standing for the implicit O around a sentence; ``kind`` int
     [L + 1] numbers the chunk types.  The rules are those of
     :func:`fstcrf.corpus.evaluate.score_chunks`: conlleval's for IOB labels, and for
-    labels with E- or S- tags a chunk ends at E or S."""
+    labels with E- or S- tags a chunk ends at E or S.  ``kernel_tables`` holds the
+    three as the kernel reads them (uint8, uint8, int64)."""
 
     def __init__(self, labels: Sequence[str]):
         tags = [split_tag(label) for label in labels] + [("O", "")]
@@ -58,37 +60,29 @@ class ChunkTables:
             self.ends = np.array([[chunk_end(a, b) for b in tags] for a in tags])
         types = {name: index for index, name in enumerate(sorted({t for _, t in tags}))}
         self.kind = np.array([types[t] for _, t in tags], dtype=np.int64)
-
-    def chunks(self, label_ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(bool [N] a chunk starts at the token, int64 [N] the token it ends at, for
-        starting tokens) of label ids int [N] cut into sentences at offsets [B+1]."""
-        n = len(label_ids)
-        previous = np.empty(n, dtype=np.int64)
-        following = np.empty(n, dtype=np.int64)
-        previous[1:], following[:-1] = label_ids[:-1], label_ids[1:]
-        previous[offsets[:-1]] = self.outside
-        following[offsets[1:] - 1] = self.outside
-        starts = self.starts[previous, label_ids]
-        end_here = self.ends[label_ids, following]
-        positions = np.where(end_here, np.arange(n), n)
-        return starts, np.minimum.accumulate(positions[::-1])[::-1]
+        self.kernel_tables = (
+            kernel.kernel_array(self.starts, np.uint8),
+            kernel.kernel_array(self.ends, np.uint8),
+            kernel.kernel_array(self.kind, np.int64),
+        )
 
 
 def sentence_chunk_f1(tables: ChunkTables, gold: np.ndarray, predicted: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """float [B]: per-sentence chunk F1 in [0, 1] of predicted label ids [N] against
-    gold [N] (1 where neither side has a chunk)."""
-    gold_starts, gold_ends = tables.chunks(gold, offsets)
-    starts, ends = tables.chunks(predicted, offsets)
-    correct = gold_starts & starts & (gold_ends == ends) & (tables.kind[gold] == tables.kind[predicted])
-    firsts = offsets[:-1]
-    found = np.add.reduceat(correct.astype(np.int64), firsts)
-    total = np.add.reduceat(gold_starts.astype(np.int64) + starts, firsts)
-    return np.where(total > 0, 2.0 * found / np.maximum(total, 1), 1.0)
+    """float [B] (or [K, B]): per-sentence chunk F1 in [0, 1] of predicted label ids [N]
+    (or K sequences [K, N]) against gold [N] cut at offsets [B+1] (1 where neither
+    side has a chunk), in C."""
+    sequences = kernel.kernel_array(np.atleast_2d(predicted), np.int64)
+    f1 = np.empty((len(sequences), len(offsets) - 1))
+    kernel.bandit.chunk_f1(
+        kernel.kernel_array(gold, np.int64), sequences, kernel.kernel_array(offsets, np.int64), tables.kernel_tables, f1
+    )
+    return f1 if np.ndim(predicted) == 2 else f1[0]
 
 
 def sentence_accuracy(gold: np.ndarray, predicted: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """float [B]: per-sentence share of tokens whose predicted label id is the gold one."""
-    return np.add.reduceat((gold == predicted).astype(np.float64), offsets[:-1]) / np.diff(offsets)
+    """float [B] (or [K, B]): per-sentence share of tokens whose predicted label id
+    (of [N], or of each of K sequences [K, N]) is the gold one."""
+    return np.add.reduceat((gold == predicted).astype(np.float64), offsets[:-1], axis=-1) / np.diff(offsets)
 
 
 class SimulatedFeedback:
@@ -122,17 +116,17 @@ class SimulatedFeedback:
         """float [K, B]: the gain of each of K label-id sequences [K, n] of training
         sentences ``indices`` [B] (their tokens concatenated in that order)."""
         indices = np.asarray(indices, dtype=np.int64)
-        lengths = self._offsets[indices + 1] - self._offsets[indices]
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        rows = np.concatenate([np.arange(self._offsets[i], self._offsets[i + 1]) for i in indices])
+        label_ids = np.asarray(label_ids, dtype=np.int64)
+        starts = self._offsets[indices]
+        lengths = self._offsets[indices + 1] - starts
+        cuts = np.concatenate([[0], np.cumsum(lengths)])
+        rows = np.repeat(starts - cuts[:-1], lengths) + np.arange(int(cuts[-1]))  # the sentences' tokens, in order
         gold = self._gold[rows]
-        gains = np.empty((len(label_ids), len(indices)))
-        for k, predicted in enumerate(np.asarray(label_ids, dtype=np.int64)):
-            gains[k] = (
-                sentence_chunk_f1(self._tables, gold, predicted, offsets)
-                if self._tables
-                else sentence_accuracy(gold, predicted, offsets)
-            )
+        gains = (
+            sentence_chunk_f1(self._tables, gold, label_ids, cuts)
+            if self._tables
+            else sentence_accuracy(gold, label_ids, cuts)
+        )
         self.calls += gains.size
         if self._flip > 0:
             flipped = self._rng.random(gains.shape) < self._flip

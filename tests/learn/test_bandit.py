@@ -204,7 +204,8 @@ def test_sampled_gradients_converge_to_the_exact_expectation(kind, baseline):
     assert feedback.calls - calls_before == runs * draws * (2 if kind.startswith("pairwise") else 1)
 
 
-def test_results_do_not_depend_on_the_threads():
+def test_results_do_not_depend_on_the_threads(monkeypatch):
+    monkeypatch.setattr(bandit, "_INLINE_TOKENS", 0)  # share out even these small minibatches
     corpus = tiny_corpus(4, lengths=(3, 4, 2, 5, 1, 3))
     feedback_settings = dict(metric="f1")
     weights = []
@@ -394,21 +395,27 @@ def test_command_line_bandit_misuse_is_one_line(tmp_path, capsys, monkeypatch, a
 
 
 @pytest.mark.parametrize("rule", ["constant", "adagrad", "adam"])
-def test_sparse_steps_equal_their_formulas(rule):
-    from fstcrf.learn.bandit import SparseGradient, _Steps
+def test_steps_equal_their_formulas(rule):
+    from fstcrf.learn.bandit import _Steps
 
+    corpus = tiny_corpus(6, lengths=(3, 2, 4, 1, 3))
+    stepped, twin = sampled_gradient(corpus, threads=1), sampled_gradient(corpus, threads=1)
+    F, D, rate = stepped.scorer.features.num_features, stepped.num_weights, 0.01
+    steps = _Steps(rule, rate, F, D)
     rng = np.random.default_rng(5)
-    F, T, rate = 50, 4, 0.01
-    steps = _Steps(rule, rate, F, F + T)
-    theta = rng.normal(size=F + T)
+    theta = rng.normal(size=D)
     expected = theta.copy()
-    squares, moments = np.zeros(F + T), np.zeros(F + T)
+    squares, moments = np.zeros(D), np.zeros(D)
     for count in range(1, 6):
-        indices = np.sort(rng.choice(F, size=12, replace=False))
-        gradient = SparseGradient(indices, rng.normal(size=12), rng.normal(size=T))
-        steps.apply(theta, gradient)
-        at = np.concatenate([indices, F + np.arange(T)])
-        g = np.concatenate([gradient.values, gradient.transitions])
+        first = int(rng.integers(0, 4))
+        coefficients = rng.normal(size=(2, 5 - first))
+        for gradient in (stepped, twin):  # the same gradient in both, from the same weights
+            paths, posteriors = gradient.draw(expected, first, 5, 2, count)
+            gradient.add_gradient(posteriors, paths, coefficients)
+        sparse = twin.take(first, 5)
+        stepped.step(first, 5, steps, theta)
+        at = np.concatenate([sparse.indices, F + np.arange(len(sparse.transitions))])
+        g = np.concatenate([sparse.values, sparse.transitions])
         if rule == "constant":
             expected[at] += rate * g
         elif rule == "adagrad":
@@ -420,3 +427,4 @@ def test_sparse_steps_equal_their_formulas(rule):
             corrected = rate * np.sqrt(1 - 0.999**count) / (1 - 0.9**count)
             expected[at] += corrected * moments[at] / (np.sqrt(squares[at]) + 1e-8)
         np.testing.assert_allclose(theta, expected, rtol=1e-12, atol=1e-15)
+        theta[:] = expected  # both sides draw from the same weights next time

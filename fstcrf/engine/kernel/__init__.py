@@ -32,10 +32,12 @@ and D weights.
 
 The binding is split as the headers are: :mod:`~fstcrf.engine.kernel.buffers` (how
 arrays and statuses cross), :mod:`~fstcrf.engine.kernel.chain`,
-:mod:`~fstcrf.engine.kernel.features` and :mod:`~fstcrf.engine.kernel.training`;
-every name is importable from here.
+:mod:`~fstcrf.engine.kernel.features`, :mod:`~fstcrf.engine.kernel.training` and
+:mod:`~fstcrf.engine.kernel.bandit` (the bandit learner's minibatch work, used as
+``kernel.bandit.draw`` and so on); every other name is importable from here.
 """
 
+from fstcrf.engine.kernel import bandit
 from fstcrf.engine.kernel.buffers import (
     C_ARRAY_TYPES,
     FC_INFEASIBLE,
@@ -95,6 +97,7 @@ from fstcrf.engine.kernel.training import (
 )
 
 __all__ = [
+    "bandit",
     "Batch",
     "C_ARRAY_TYPES",
     "FC_INFEASIBLE",

@@ -238,15 +238,14 @@ class GatherBuffers:
 
     def __init__(self, arrays: Sequence[np.ndarray]):
         self._pointers = [output_pointer(array) for array in arrays]
+        self.count = len(self._pointers)
         self.struct = ffi.new("double *[]", self._pointers)
 
 
 def gather_clear(buffers: GatherBuffers, index: np.ndarray, values: np.ndarray) -> None:
     """fu_gather_clear: values float [m] = the sum over the buffers of their entries at
     the distinct indices int64 [m], which become 0."""
-    lib.fu_gather_clear(
-        buffers.struct, len(buffers._pointers), input_pointer(index), len(index), output_pointer(values)
-    )
+    lib.fu_gather_clear(buffers.struct, buffers.count, input_pointer(index), len(index), output_pointer(values))
 
 
 class StepRule:

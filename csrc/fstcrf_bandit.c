@@ -1,0 +1,213 @@
+/*
+ * fstcrf_bandit.c -- the bandit learner's per-minibatch work (see the header).
+ */
+#include <stddef.h>
+
+#include "fstcrf_bandit.h"
+#include "fstcrf_portable.h"
+
+/* The rows of tokens first .. last-1 of the set. */
+static ff_tokens token_block(const fb_set *set, int64_t first, int64_t last)
+{
+    ff_tokens x = *set->tokens;
+    x.num_tokens = last - first;
+    x.indptr = set->tokens->indptr + first;
+    return x;
+}
+
+int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
+            double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
+            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work)
+{
+    const int64_t row = set->offsets[first], b = last - first;
+    for (int64_t i = 0; i <= b; ++i) offsets[i] = set->offsets[first + i] - row;
+    const ff_tokens x = token_block(set, row, set->offsets[last]);
+    int status = ff_emissions(set->dictionary, &x, theta, sign, emit, work);
+    if (status != FC_OK) return status;
+    const fc_batch batch = {(int32_t)b, offsets, emit, set->token_class ? set->token_class + row : NULL};
+    const int64_t cells = b * (int64_t)sc->num_classes * set->graph->num_edges;
+    for (int64_t i = 0; i < cells; ++i) edge_counts[i] = 0.0;
+    status = fc_forward_backward_each(set->graph, sc, &batch, log_z, marg, edge_counts, ws);
+    if (status != FC_OK || num_draws == 0) return status;
+    return fc_sample(set->graph, sc, &batch, seed, 0, num_draws, paths, ws);
+}
+
+int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
+                int64_t coef_stride, const int32_t *paths, int64_t path_stride, const int64_t *offsets,
+                const double *marg, double sign, double *marks, double *grad, double *work)
+{
+    const int32_t S = set->graph->num_states;
+    const int64_t b = last - first;
+    for (int32_t k = 0; k < num_draws; ++k)
+        for (int64_t t = 0; t < offsets[b]; ++t)
+            if (paths[k * path_stride + t] < 0 || paths[k * path_stride + t] >= S) return FC_BAD_ARGUMENT;
+    for (int64_t i = 0; i < b; ++i) {
+        /* w_i summed over the draws in order, as numpy sums the rows of [K, b] */
+        double w = coef[i];
+        for (int32_t k = 1; k < num_draws; ++k) w += coef[k * coef_stride + i];
+        for (int64_t t = offsets[i]; t < offsets[i + 1]; ++t)
+            for (int32_t s = 0; s < S; ++s) marks[t * S + s] = marg[t * S + s] * -w;
+        for (int32_t k = 0; k < num_draws; ++k) {
+            const double c = coef[k * coef_stride + i];
+            const int32_t *path = paths + k * path_stride;
+            for (int64_t t = offsets[i]; t < offsets[i + 1]; ++t) marks[t * S + path[t]] += c;
+        }
+    }
+    const ff_tokens x = token_block(set, set->offsets[first], set->offsets[last]);
+    return ff_accumulate(set->dictionary, &x, marks, sign, grad, work);
+}
+
+int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
+                   const int32_t *paths, int32_t num_classes, double *counts)
+{
+    const int32_t S = set->graph->num_states, E = set->graph->num_edges;
+    const int64_t row = set->offsets[first], n = set->offsets[last] - row, CE = (int64_t)num_classes * E;
+    const int32_t *token_class = set->token_class ? set->token_class + row : NULL;
+    for (int64_t j = 0; j < num_draws * n; ++j)
+        if (paths[j] < 0 || paths[j] >= S) return FC_BAD_ARGUMENT;
+    for (int32_t k = 0; k < num_draws; ++k)
+        for (int64_t i = first; i < last; ++i)
+            for (int64_t t = set->offsets[i] - row + 1; t < set->offsets[i + 1] - row; ++t)
+                if (set->edge_ids[(int64_t)paths[k * n + t - 1] * S + paths[k * n + t]] < 0) return FC_BAD_ARGUMENT;
+    for (int32_t k = 0; k < num_draws; ++k) {
+        const int32_t *path = paths + k * n;
+        double *out = counts + k * CE;
+        for (int64_t i = first; i < last; ++i) {
+            const double c = coef[k * (last - first) + (i - first)];
+            for (int64_t t = set->offsets[i] - row + 1; t < set->offsets[i + 1] - row; ++t) {
+                const int64_t cls = token_class ? token_class[t] : 0;
+                out[cls * E + set->edge_ids[(int64_t)path[t - 1] * S + path[t]]] += c;
+            }
+        }
+    }
+    return FC_OK;
+}
+
+/* Features handed to fu_apply at once. */
+#define STEP_CHUNK 64
+
+/* The index of the lowest set bit of a non-zero word (de Bruijn multiplication). */
+static int lowest_bit(uint64_t word)
+{
+    static const int position[64] = {
+        0,  1,  2,  53, 3,  7,  54, 27, 4,  38, 41, 8,  34, 55, 48, 28, 62, 5,  39, 46, 44, 42,
+        22, 9,  24, 35, 59, 56, 49, 18, 29, 11, 63, 52, 6,  26, 37, 40, 33, 47, 61, 45, 43, 21,
+        23, 58, 17, 10, 51, 25, 36, 32, 60, 20, 57, 16, 50, 31, 19, 15, 30, 14, 13, 12};
+    return position[((word & (~word + 1)) * 0x022FDD63CC95386DULL) >> 58];
+}
+
+/* The step at the features of predicate p, from the gradient the buffers hold. */
+static int step_predicate(const ff_dictionary *d, int32_t p, double *const *buffers, int32_t num_buffers,
+                          const fu_step *step, double *theta, double *squares, double *moments)
+{
+    int64_t index[STEP_CHUNK];
+    double g[STEP_CHUNK];
+    int status = 0;
+    for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += STEP_CHUNK) {
+        const int64_t m = d->ptr[p + 1] - f < STEP_CHUNK ? d->ptr[p + 1] - f : STEP_CHUNK;
+        for (int64_t i = 0; i < m; ++i) {
+            double sum = 0.0;
+            for (int32_t q = 0; q < num_buffers; ++q) {
+                sum += buffers[q][f + i];
+                buffers[q][f + i] = 0.0;
+            }
+            index[i] = f + i;
+            g[i] = sum;
+        }
+        status |= fu_apply(step, theta, squares, moments, index, g, m);
+    }
+    return status;
+}
+
+/* Predicates stepped ahead of the one being stepped: their lines are prefetched. */
+#define STEP_AHEAD 8
+
+/* Ask for the cache lines of the features of predicate p in theta, the step's
+ * arrays and the buffers. */
+static void prefetch_predicate(const ff_dictionary *d, int32_t p, double *const *buffers, int32_t num_buffers,
+                               const double *theta, const double *squares, const double *moments)
+{
+    const int64_t f = d->ptr[p], last = d->ptr[p + 1] - 1;
+    if (last < f) return;
+    FC_PREFETCH(theta + f);
+    FC_PREFETCH(theta + last);
+    if (squares != NULL) {
+        FC_PREFETCH(squares + f);
+        FC_PREFETCH(squares + last);
+    }
+    if (moments != NULL) {
+        FC_PREFETCH(moments + f);
+        FC_PREFETCH(moments + last);
+    }
+    for (int32_t q = 0; q < num_buffers; ++q) {
+        FC_PREFETCH(buffers[q] + f);
+        FC_PREFETCH(buffers[q] + last);
+    }
+}
+
+int fb_step(const fb_set *set, int64_t first, int64_t last, int32_t lowest, int32_t highest,
+            double *const *buffers, int32_t num_buffers, const fu_step *step, double *theta, double *squares,
+            double *moments, uint64_t *seen, int32_t *order)
+{
+    const int64_t *indptr = set->tokens->indptr;
+    const int32_t *indices = set->tokens->indices;
+    const ff_dictionary *d = set->dictionary;
+    int32_t low = highest, high = lowest;  /* the range of the marked predicates */
+    for (int64_t j = indptr[first]; j < indptr[last]; ++j) {
+        const int32_t p = indices[j];
+        if (p < lowest || p >= highest) continue;
+        seen[p >> 6] |= (uint64_t)1 << (p & 63);
+        if (p < low) low = p;
+        if (p > high) high = p;
+    }
+    /* in ascending order, which keeps the weight arrays' accesses close together */
+    int64_t m = 0;
+    for (int32_t word = low >> 6; low <= high && word <= high >> 6; ++word) {
+        for (uint64_t bits = seen[word]; bits != 0; bits &= bits - 1) order[m++] = word * 64 + lowest_bit(bits);
+        seen[word] = 0;
+    }
+    int status = 0;
+    for (int64_t i = 0; i < m; ++i) {
+        if (i + STEP_AHEAD < m)
+            prefetch_predicate(d, order[i + STEP_AHEAD], buffers, num_buffers, theta, squares, moments);
+        status |= step_predicate(d, order[i], buffers, num_buffers, step, theta, squares, moments);
+    }
+    return status;
+}
+
+/* A chunk starts at a token whose previous label (outside before a sentence) and own
+ * label make one, and ends at a token whose own and following labels do. */
+#define STARTS(previous, label) starts[(previous) * (outside + 1) + (label)]
+#define ENDS(label, following) ends[(label) * (outside + 1) + (following)]
+
+int fb_chunk_f1(const int64_t *gold, const int64_t *predicted, int64_t n, int32_t num_draws,
+                const int64_t *offsets, int64_t num_sentences, int64_t outside, const uint8_t *starts,
+                const uint8_t *ends, const int64_t *kind, double *f1)
+{
+    if (offsets[0] != 0 || offsets[num_sentences] != n) return FC_BAD_ARGUMENT;
+    for (int64_t i = 0; i < num_sentences; ++i)
+        if (offsets[i + 1] < offsets[i]) return FC_BAD_ARGUMENT;
+    for (int64_t t = 0; t < n; ++t)
+        if (gold[t] < 0 || gold[t] >= outside) return FC_BAD_ARGUMENT;
+    for (int64_t t = 0; t < num_draws * n; ++t)
+        if (predicted[t] < 0 || predicted[t] >= outside) return FC_BAD_ARGUMENT;
+    for (int32_t k = 0; k < num_draws; ++k) {
+        const int64_t *draw = predicted + k * n;
+        for (int64_t i = 0; i < num_sentences; ++i) {
+            const int64_t first = offsets[i], last = offsets[i + 1];
+            int64_t gold_end = -1, end = -1, found = 0, total = 0;
+            /* from the right, so that each token knows where the chunk it is in ends */
+            for (int64_t t = last - 1; t >= first; --t) {
+                const int64_t g = gold[t], p = draw[t];
+                if (ENDS(g, t + 1 < last ? gold[t + 1] : outside)) gold_end = t;
+                if (ENDS(p, t + 1 < last ? draw[t + 1] : outside)) end = t;
+                const int gold_starts = STARTS(t > first ? gold[t - 1] : outside, g) != 0;
+                const int draw_starts = STARTS(t > first ? draw[t - 1] : outside, p) != 0;
+                total += gold_starts + draw_starts;
+                found += gold_starts && draw_starts && gold_end == end && kind[g] == kind[p];
+            }
+            f1[k * num_sentences + i] = total > 0 ? 2.0 * (double)found / (double)total : 1.0;
+        }
+    }
+    return FC_OK;
+}

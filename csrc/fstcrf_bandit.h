@@ -1,0 +1,104 @@
+/*
+ * fstcrf_bandit.h -- the bandit learner's per-minibatch work in C: draws with
+ * their posteriors, the score-function gradient of weighted draws, and the
+ * step at the features a minibatch touched (fstcrf.learn.bandit).
+ *
+ * Each function sequences the kernel's own pieces (ff_emissions,
+ * fc_forward_backward_each, fc_sample, ff_accumulate, fu_apply) over a block
+ * of consecutive sentences of a training set, so that a minibatch costs a few
+ * calls instead of dozens of small ones; the arithmetic of each piece is
+ * theirs.  Conventions as in fstcrf_kernel.h: shapes in brackets, no globals,
+ * no allocation, caller-owned buffers, so calls on disjoint outputs may run
+ * in parallel threads.
+ */
+#ifndef FSTCRF_BANDIT_H
+#define FSTCRF_BANDIT_H
+
+#include <stdint.h>
+
+#include "fstcrf_kernel.h"
+#include "fstcrf_features.h"
+#include "fstcrf_update.h"
+
+/* A training set: B sentences of N tokens, their predicate rows, the feature
+ * dictionary and the model graph. */
+typedef struct {
+    const ff_dictionary *dictionary;
+    const ff_tokens *tokens;       /* the rows of all N tokens */
+    const int64_t *offsets;        /* [B+1] sentence offsets, from 0 */
+    const int32_t *token_class;    /* [N] transition class of each token, or NULL (class 0) */
+    const fc_graph *graph;         /* S states, E edges */
+    const int32_t *edge_ids;       /* [S, S] the edge from state a to state b, -1: none */
+} fb_set;
+
+/* Sentences first .. last-1 (b sentences, n tokens) under weights sign * theta:
+ *   theta      [F]       feature weights; the transition scores are sc's (already signed)
+ *   offsets    [b+1]     WRITTEN: the block's sentence offsets, from 0
+ *   emit       [n, S]    WRITTEN: the emissions
+ *   log_z      [b]       WRITTEN
+ *   marg       [n, S]    WRITTEN: the state marginals
+ *   edge_counts [b, C, E] OVERWRITTEN: each sentence's expected edge uses
+ *   paths      [K, n]    WRITTEN: K exact draws, draw r of sentence i seeded as
+ *                        fc_sample's with (seed, first_index 0)
+ *   work       [S + L]   scratch
+ * Returns fc_sample's (or the first failing piece's) status. */
+int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
+            double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
+            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work);
+
+/* The feature part of the score-function gradient of weighted draws of
+ * sentences first .. last-1 (b sentences, n tokens), whose posteriors fb_draw
+ * wrote:
+ *   coef   row k at coef + k * coef_stride: [b] the weight c[k, i] of draw k of sentence i
+ *   paths  row k at paths + k * path_stride: [n] draw k's states
+ *   marks  [n, S] scratch: the marginals times -w_i, with w_i = c[0, i] + ... +
+ *          c[K-1, i] summed in that order, plus c[k, i] at each draw k's state
+ *          (added in the order of k)
+ *   grad   [F] ADDED TO: sign * (feature counts under marks), by ff_accumulate
+ * Returns FC_BAD_ARGUMENT, before touching any output, if a state lies outside
+ * [0, S); else ff_accumulate's status. */
+int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
+                int64_t coef_stride, const int32_t *paths, int64_t path_stride, const int64_t *offsets,
+                const double *marg, double sign, double *marks, double *grad, double *work);
+
+/* Weighted edge uses of draws of sentences first .. last-1 (b sentences, n tokens):
+ *   coef    [K, b]     the weight of draw k of sentence i
+ *   paths   [K, n]     the draws' states
+ *   counts  [K, C, E]  ADDED TO: counts[k, c, e] += c[k, i] for each use of edge e into
+ *                      a token of class c by draw k of sentence i, in token order
+ * Returns FC_BAD_ARGUMENT, before touching counts, if a state lies outside [0, S)
+ * or two consecutive states are joined by no edge; else FC_OK. */
+int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
+                   const int32_t *paths, int32_t num_classes, double *counts);
+
+/* The step at the features of the predicates of tokens rows first .. last-1
+ * whose id lies in [lowest, highest): each such feature f once, in ascending
+ * order, with the gradient g = 0 + buffers[0][f] + ... + buffers[P-1][f] (then
+ * cleared), moved by fu_apply (coordinates are independent: any split of the
+ * predicates gives the same result).  Returns fu_apply's status.
+ *   seen  [ceil(P / 64)] scratch bits, all 0 on entry and on return; calls on
+ *         disjoint ranges may share it only if the ranges start at multiples of 64
+ *   order [P] scratch */
+int fb_step(const fb_set *set, int64_t first, int64_t last, int32_t lowest, int32_t highest,
+            double *const *buffers, int32_t num_buffers, const fu_step *step, double *theta, double *squares,
+            double *moments, uint64_t *seen, int32_t *order);
+
+/* The simulated user's per-sentence chunk F1 (conlleval's chunks by rule tables) of
+ * K label sequences against gold ones, b sentences of n tokens cut at offsets
+ * [b+1] (from 0 to n, non-decreasing):
+ *   gold       [n]       label ids in [0, L)
+ *   predicted  [K, n]    label ids in [0, L)
+ *   outside    L, the id of the implicit O around a sentence
+ *   starts, ends [L+1, L+1]  1 where a chunk starts at label b after label a, or
+ *                        ends between labels a and b
+ *   kind       [L+1]     the chunk type of each label
+ *   f1         [K, b]    WRITTEN: 2 matched / (gold + predicted chunks), 1 where
+ *                        neither side has a chunk; a chunk matches when it starts
+ *                        and ends at the same tokens with the same type
+ * Returns FC_BAD_ARGUMENT, before writing, for offsets that do not cut n tokens
+ * or a label id outside [0, L). */
+int fb_chunk_f1(const int64_t *gold, const int64_t *predicted, int64_t n, int32_t num_draws,
+                const int64_t *offsets, int64_t num_sentences, int64_t outside, const uint8_t *starts,
+                const uint8_t *ends, const int64_t *kind, double *f1);
+
+#endif

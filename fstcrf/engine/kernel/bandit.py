@@ -1,0 +1,225 @@
+"""The bandit learner's per-minibatch work (csrc/fstcrf_bandit.h): draws with their
+posteriors, the gradient of weighted draws, the step at the touched features, and
+the simulated user's chunk F1."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fstcrf._kernel import ffi, lib
+from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, output_pointer
+from fstcrf.errors import LabelError, ShapeError, TopologyError
+from fstcrf.engine.kernel.chain import Graph, Scores, Workspace
+from fstcrf.engine.kernel.features import FeatureDictionary, PredicateRows
+from fstcrf.engine.kernel.training import GatherBuffers, StepRule
+
+
+class TrainingSet(KernelBuffers):
+    """fb_set: B sentences cut at offsets int64 [B+1] (from 0), their N tokens' predicate
+    rows and transition classes int32 [N] (or None), scored by a dictionary on a
+    graph whose edge from state a to state b is edge_ids[a, b] (int32 [S, S], -1: none)."""
+
+    def __init__(
+        self,
+        dictionary: FeatureDictionary,
+        rows: PredicateRows,
+        offsets: np.ndarray,
+        token_class: np.ndarray | None,
+        graph: Graph,
+        edge_ids: np.ndarray,
+    ):
+        super().__init__()
+        self._parts = (dictionary, rows, graph)  # the structs the fields point into
+        self._tokens = rows.tokens(0, int(offsets[-1]))
+        training = self.struct = ffi.new("fb_set *")
+        training.dictionary = dictionary.struct
+        training.tokens = self._tokens.struct
+        training.offsets = self.pin(offsets)
+        if token_class is not None:
+            training.token_class = self.pin(token_class)
+        training.graph = graph.struct
+        training.edge_ids = self.pin(edge_ids)
+
+
+def draw(
+    training: TrainingSet,
+    first: int,
+    last: int,
+    scores: Scores,
+    theta: np.ndarray,
+    sign: float,
+    seed: int,
+    outputs: tuple[np.ndarray, ...],
+    workspace: Workspace,
+    work: np.ndarray,
+) -> None:
+    """fb_draw on sentences first .. last-1 under sign * theta float [F] (the scores
+    already signed).  WRITTEN: ``outputs`` = (offsets int64 [b+1], emissions [n, S],
+    log_z [b], marginals [n, S], edge_counts [b, C, E], paths int32 [K, n]: K draws,
+    sentence i's r-th seeded by (seed, i, r)); work float [S + L] is scratch."""
+    offsets, emissions, log_z, marginals, edge_counts, paths = outputs
+    status = lib.fb_draw(
+        training.struct,
+        first,
+        last,
+        scores.struct,
+        input_pointer(theta),
+        sign,
+        seed,
+        len(paths),
+        output_pointer(offsets),
+        output_pointer(emissions),
+        output_pointer(log_z),
+        output_pointer(marginals),
+        output_pointer(edge_counts),
+        output_pointer(paths),
+        workspace.struct,
+        output_pointer(work),
+    )
+    check_status(status, "fb_draw")
+
+
+def add_gradient(
+    training: TrainingSet,
+    first: int,
+    last: int,
+    coefficients: np.ndarray,
+    column: int,
+    paths: np.ndarray,
+    token: int,
+    posteriors: tuple[np.ndarray, np.ndarray],
+    sign: float,
+    grad: np.ndarray,
+    marks: np.ndarray,
+    work: np.ndarray,
+) -> None:
+    """fb_gradient on sentences first .. last-1 (TopologyError for a state outside the
+    topology's), whose draw k has weight
+    coefficients[k, column + i] (float [K, b']) for sentence i and states paths[k,
+    token:] (int32 [K, n']), both C-contiguous; ``posteriors`` = (offsets,
+    marginals) of :func:`draw`.  ADDED TO: grad float [F]; marks float [n, S] and
+    work float [S + L] are scratch."""
+    offsets, marginals = posteriors
+    # the views stay referenced through the call (the arrays are C-contiguous: no copies)
+    coefficient_view, path_view = output_pointer(coefficients), output_pointer(paths)
+    status = lib.fb_gradient(
+        training.struct,
+        first,
+        last,
+        len(paths),
+        coefficient_view + column,
+        coefficients.shape[1],
+        path_view + token,
+        paths.shape[1],
+        input_pointer(offsets),
+        input_pointer(marginals),
+        sign,
+        output_pointer(marks),
+        output_pointer(grad),
+        output_pointer(work),
+    )
+    _check_paths(status, "fb_gradient")
+
+
+def path_counts(
+    training: TrainingSet, first: int, last: int, coefficients: np.ndarray, paths: np.ndarray, counts: np.ndarray
+) -> None:
+    """fb_path_counts: ADDED TO counts float [K, E] or [K, C, E], draw k's edge uses
+    weighted by coefficients float [K, b] (per sentence), for the draws paths int32
+    [K, n] of sentences first .. last-1 (TopologyError for a path the graph does not
+    allow)."""
+    status = lib.fb_path_counts(
+        training.struct,
+        first,
+        last,
+        len(paths),
+        input_pointer(coefficients),
+        input_pointer(paths),
+        1 if counts.ndim == 2 else counts.shape[1],
+        output_pointer(counts),
+    )
+    _check_paths(status, "fb_path_counts")
+
+
+def _check_paths(status: int, what: str) -> None:
+    """check_status, with TopologyError for paths the graph does not allow."""
+    if status == lib.FC_BAD_ARGUMENT:
+        raise TopologyError(
+            f"{what}: a state path has a state outside the topology's or steps along no edge of it; "
+            "paths must be ones the model's topology allows"
+        )
+    check_status(status, what)
+
+
+def step(
+    training: TrainingSet,
+    first: int,
+    last: int,
+    predicates: tuple[int, int],
+    buffers: GatherBuffers,
+    rule: StepRule,
+    theta: np.ndarray,
+    squares: np.ndarray | None,
+    moments: np.ndarray | None,
+    seen: np.ndarray,
+    order: np.ndarray,
+) -> None:
+    """fb_step: the step rule at the features of the predicates in [lowest, highest)
+    (``predicates``) of token rows first .. last-1, by the gradient the buffers hold
+    there (then cleared); ``seen`` uint64 [ceil(P / 64)] is scratch, all 0 before and
+    after, and ``order`` int32 [P] scratch."""
+    status = lib.fb_step(
+        training.struct,
+        first,
+        last,
+        predicates[0],
+        predicates[1],
+        buffers.struct,
+        buffers.count,
+        rule.struct,
+        output_pointer(theta),
+        ffi.NULL if squares is None else output_pointer(squares),
+        ffi.NULL if moments is None else output_pointer(moments),
+        output_pointer(seen),
+        output_pointer(order),
+    )
+    check_status(status, "fb_step")
+
+
+def chunk_f1(
+    gold: np.ndarray,
+    predicted: np.ndarray,
+    offsets: np.ndarray,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    f1: np.ndarray,
+) -> None:
+    """fb_chunk_f1: WRITTEN f1 float [K, b], the per-sentence chunk F1 of label ids
+    predicted int64 [K, n] against gold int64 [n] (sentences cut at offsets int64
+    [b+1]), by ``tables`` = (starts uint8 [L+1, L+1], ends uint8 [L+1, L+1], kind
+    int64 [L+1]) with L the implicit outside label; ShapeError for arrays that do not
+    fit, LabelError for offsets that do not cut the tokens or an id outside [0, L)."""
+    starts, ends, kind = tables
+    if predicted.ndim != 2 or predicted.shape[1] != len(gold) or f1.shape != (len(predicted), len(offsets) - 1):
+        raise ShapeError(
+            f"chunk F1: predicted {predicted.shape}, gold {gold.shape} and f1 {f1.shape} do not fit "
+            f"{len(offsets) - 1} sentences of {len(gold)} tokens"
+        )
+    status = lib.fb_chunk_f1(
+        input_pointer(gold),
+        input_pointer(predicted),
+        len(gold),
+        len(predicted),
+        input_pointer(offsets),
+        len(offsets) - 1,
+        len(kind) - 1,
+        input_pointer(starts),
+        input_pointer(ends),
+        input_pointer(kind),
+        output_pointer(f1),
+    )
+    if status == lib.FC_BAD_ARGUMENT:
+        raise LabelError(
+            f"chunk F1: offsets that do not cut the {len(gold)} tokens into sentences, "
+            f"or a label id outside [0, {len(kind) - 1})"
+        )
+    check_status(status, "fb_chunk_f1")

@@ -1,0 +1,296 @@
+"""The bandit learner's C minibatch work (csrc/fstcrf_bandit.c) against the kernel
+pieces and numpy formulas it replaced: the draws and posteriors equal those of the
+separate kernel calls, the gradient and the fused step are bit for bit those of
+the numpy reference, and a seeded run gives the weights of the unfused learner."""
+
+import numpy as np
+import pytest
+import scipy.sparse
+from hypothesis import given, settings, strategies as st
+
+from fstcrf.corpus.conll import Corpus, Sentence
+from fstcrf.corpus.labels import chain_topology
+from fstcrf.engine import kernel
+from fstcrf.features.encoding import EncodedSentences, TransitionWeights, build_features
+from fstcrf.features.extractor import FeatureExtractor
+from fstcrf.features.template import parse_template
+from fstcrf.learn import bandit
+from fstcrf.learn.bandit import SampledGradient, SparseGradient
+from fstcrf.learn.feedback import ChunkTables, sentence_accuracy, sentence_chunk_f1, simulated_feedback
+from fstcrf.learn.objective import Scorer
+from fstcrf.learn.settings import BanditSettings
+from fstcrf.engine.inference import neighbours
+from fstcrf.errors import LabelError, ShapeError, TopologyError
+
+TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\n"
+LABELS = ["B-NP", "I-NP", "O"]
+LOWER = 2  # lower labels of the token-class instances: classes 0, 1 and 2 (unseen)
+
+
+def corpus_of(seed: int, lengths) -> Corpus:
+    rng = np.random.default_rng(seed)
+    sentences = [
+        Sentence(
+            {
+                "word": [str(w) for w in rng.choice(list("abcde"), size=n)],
+                "chunk": [LABELS[i] for i in rng.integers(0, 3, size=n)],
+            }
+        )
+        for n in lengths
+    ]
+    return Corpus(("word", "chunk"), sentences)
+
+
+def sampled_gradient(corpus: Corpus, order: int, classes: bool, threads: int = 1, seed: int = 0) -> SampledGradient:
+    """The sampled gradient of ``corpus`` under complete features; with ``classes``,
+    random token classes and transitions that depend on them."""
+    extractor = FeatureExtractor(parse_template(TEMPLATE))
+    encoded = EncodedSentences.from_corpus(extractor, corpus, fit=True)
+    topology = chain_topology(order, LABELS)
+    layout = None
+    if classes:
+        token_class = np.random.default_rng(seed).integers(0, LOWER + 1, size=encoded.num_tokens)
+        matrix = scipy.sparse.csr_matrix(
+            (encoded.values, encoded.indices, encoded.indptr), shape=(encoded.num_tokens, encoded.num_predicates)
+        )
+        encoded = EncodedSentences(matrix, encoded.lengths, token_class)
+        layout = TransitionWeights(topology.num_edges, LOWER)
+    features = build_features(encoded, None, None, topology, order, "complete", extractor.vocabulary_.get("bias"))
+    return SampledGradient(Scorer(features, topology, threads, transitions=layout), encoded)
+
+
+instances = st.tuples(
+    st.integers(0, 2**32 - 1),  # seed
+    st.lists(st.integers(1, 6), min_size=1, max_size=7),  # sentence lengths
+    st.sampled_from([1, 2]),  # order
+    st.booleans(),  # token classes
+    st.integers(1, 3),  # draws
+    st.sampled_from([1.0, -1.0]),  # sign
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances)
+def test_draws_and_posteriors_are_the_separate_kernel_calls(instance):
+    seed, lengths, order, classes, draws, sign = instance
+    gradient = sampled_gradient(corpus_of(seed, lengths), order, classes, seed=seed)
+    scorer, encoded = gradient.scorer, gradient.encoded
+    theta = np.random.default_rng(seed).normal(0.0, 1.0, gradient.num_weights)
+    B = encoded.num_sequences
+    paths, posteriors = gradient.draw(theta, 0, B, draws, seed, sign)
+    F = scorer.features.num_features
+    transitions = np.ascontiguousarray(scorer.transitions.scores(sign * theta[F:]))
+    scores = kernel.Scores(
+        transitions, np.where(scorer.topology.start, 0.0, -np.inf), np.where(scorer.topology.final, 0.0, -np.inf)
+    )
+    graph = kernel.Graph(scorer.topology)
+    columns = []
+    for number, piece in enumerate(posteriors.pieces):
+        emissions = scorer.features.emissions(encoded.tokens(piece.first, piece.last), theta[:F], sign)
+        rows = encoded.token_rows(piece.first, piece.last)
+        token_class = None if encoded.token_class is None else encoded.token_class[rows]
+        lengths_ = encoded.lengths[piece.first : piece.last]
+        batch = kernel.Batch(np.concatenate([[0], np.cumsum(lengths_)]).astype(np.int64), emissions, token_class)
+        workspace = kernel.chain_workspace(scorer.topology, scorer.transitions.num_classes, int(lengths_.max()))
+        log_z, marginals = np.empty(len(lengths_)), np.empty(emissions.shape)
+        edge_counts = np.zeros((len(lengths_), *transitions.shape))
+        kernel.forward_backward(graph, scores, batch, log_z, marginals, edge_counts, workspace, each_sentence=True)
+        expected_paths = np.empty((draws, len(emissions)), dtype=np.int32)
+        kernel.sample(graph, scores, batch, (seed + number) % 2**64, 0, expected_paths, workspace)
+        assert np.array_equal(piece.emissions, emissions)
+        assert np.array_equal(piece.log_z, log_z)
+        assert np.array_equal(piece.marginals, marginals)
+        assert np.array_equal(piece.edge_counts, edge_counts)
+        columns.append(expected_paths)
+    assert np.array_equal(paths, np.concatenate(columns, axis=1))
+
+
+def reference_gradient(gradient: SampledGradient, posteriors, paths, coefficients) -> np.ndarray:
+    """The numpy formulas the C gradient replaced: float [F + T]."""
+    scorer, encoded = gradient.scorer, gradient.encoded
+    F = scorer.features.num_features
+    sign, first, last = posteriors.sign, posteriors.pieces[0].first, posteriors.pieces[-1].last
+    layout = scorer.transitions
+    buffers = [np.zeros(F) for _ in posteriors.pieces]
+    expected = 0
+    for number, piece in enumerate(posteriors.pieces):
+        lo, hi = piece.first - first, piece.last - first
+        rows = encoded.token_rows(piece.first, piece.last)
+        local = slice(rows.start - encoded.offsets[first], rows.stop - encoded.offsets[first])
+        weights = coefficients[:, lo:hi].sum(axis=0)
+        sentence_of = np.repeat(np.arange(hi - lo), piece.lengths)
+        marks = piece.marginals * -weights[sentence_of][:, None]
+        for k, path in enumerate(paths):
+            marks[np.arange(len(marks)), path[local]] += coefficients[k, lo + sentence_of]
+        scorer.features.accumulate(encoded.tokens(piece.first, piece.last), marks, buffers[number], sign)
+        expected = expected + np.tensordot(weights, piece.edge_counts, axes=1)
+    offsets = encoded.offsets[first : last + 1] - encoded.offsets[first]
+    before, after = neighbours(offsets, offsets[-1])
+    token_class = None if encoded.token_class is None else encoded.token_class[encoded.token_rows(first, last)][after]
+    per_edge = np.repeat(np.arange(last - first), np.diff(offsets) - 1)
+    total = 0.0
+    for k, path in enumerate(paths):
+        edges = scorer.topology.edge_ids[path[before], path[after]]
+        total = total + layout.gradient(layout.path_counts(edges, token_class, coefficients[k, per_edge]))
+    features = 0.0
+    for buffer in buffers:
+        features = features + buffer
+    return np.concatenate([features, sign * (total - layout.gradient(expected))])
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances)
+def test_the_gradient_is_the_numpy_formula_bit_for_bit(instance):
+    seed, lengths, order, classes, draws, sign = instance
+    gradient = sampled_gradient(corpus_of(seed, lengths), order, classes, seed=seed)
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0.0, 1.0, gradient.num_weights)
+    B = gradient.encoded.num_sequences
+    first = int(rng.integers(0, B))
+    paths, posteriors = gradient.draw(theta, first, B, draws, seed, sign)
+    coefficients = rng.normal(size=(draws, B - first))
+    gradient.add_gradient(posteriors, paths, coefficients)
+    result = gradient.take(first, B).dense(gradient.scorer.features.num_features)
+    assert np.array_equal(result, reference_gradient(gradient, posteriors, paths, coefficients))
+
+
+@pytest.mark.parametrize("rule", ["constant", "adagrad", "adam"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_fused_step_is_take_then_apply(rule, threads, monkeypatch):
+    monkeypatch.setattr(bandit, "_INLINE_TOKENS", 0)  # share out even these small minibatches
+    corpus = corpus_of(11, [5, 3, 6, 2, 4, 4, 1, 6])
+    fused, unfused = (sampled_gradient(corpus, 2, False, threads=threads) for _ in range(2))
+    F = fused.scorer.features.num_features
+    D = fused.num_weights
+    rng = np.random.default_rng(2)
+    theta = {name: rng.normal(size=D) for name in ("fused", "unfused")}
+    theta["unfused"][:] = theta["fused"]
+    steps = {name: bandit._Steps(rule, 0.01, F, D) for name in ("fused", "unfused")}
+    B = fused.encoded.num_sequences
+    for step in range(6):
+        first = int(rng.integers(0, B - 1))
+        last = int(rng.integers(first + 1, B + 1))
+        paths, posteriors = fused.draw(theta["fused"], first, last, 2, step)
+        coefficients = rng.normal(size=(2, last - first))
+        fused.add_gradient(posteriors, paths, coefficients)
+        paths, posteriors = unfused.draw(theta["unfused"], first, last, 2, step)
+        unfused.add_gradient(posteriors, paths, coefficients)
+        fused.step(first, last, steps["fused"], theta["fused"])
+        gradient = unfused.take(first, last)
+        apply_sparse(steps["unfused"], theta["unfused"], gradient)
+        assert np.array_equal(theta["fused"], theta["unfused"])
+        assert np.array_equal(steps["fused"].squares, steps["unfused"].squares)
+        assert np.array_equal(steps["fused"].moments, steps["unfused"].moments)
+    # the buffers were left clear: nothing is carried into the next minibatch
+    assert all(not buffer.any() for buffer in fused._piece_gradients)
+    assert not fused._seen_bits.any()
+    assert isinstance(gradient, SparseGradient)
+
+
+def apply_sparse(steps, theta: np.ndarray, gradient: SparseGradient) -> None:
+    """The step as the learner made it before the fused step: fu_apply at the sparse
+    gradient's coordinates."""
+    at = np.concatenate([gradient.indices, steps.num_features + np.arange(len(gradient.transitions))])
+    values = np.concatenate([gradient.values, gradient.transitions])
+    kernel.apply_step(steps.next_rule(), theta, steps.squares, steps.moments, at, values)
+
+
+@pytest.mark.parametrize("bad", ["state", "edge"])
+def test_a_path_the_topology_does_not_allow_is_refused_before_any_output(bad):
+    gradient = sampled_gradient(corpus_of(1, [3, 4]), 2, False)
+    theta = np.random.default_rng(1).normal(size=gradient.num_weights)
+    paths, posteriors = gradient.draw(theta, 0, 2, 1, 0)
+    topology = gradient.scorer.topology
+    if bad == "state":
+        paths[0, 1] = topology.num_states
+    else:  # two states no edge joins, inside the first sentence
+        a, b = np.argwhere(topology.edge_ids < 0)[0]
+        paths[0, :2] = a, b
+    with pytest.raises(TopologyError, match="topology"):
+        gradient.add_gradient(posteriors, paths, np.ones((1, 2)))
+    assert not any(buffer.any() for buffer in gradient._piece_gradients)  # refused before any output
+
+
+class UnfusedRun(bandit._Run):
+    """The learner as it was before the fused step: the gradient taken as a sparse
+    vector, then stepped."""
+
+    def epoch(self):
+        B = self.gradient.encoded.num_sequences
+        size = self.settings.batch_size
+        for first in self.rng.permutation(np.arange(0, B, size)).tolist():
+            last = min(first + size, B)
+            gradient = bandit.minibatch_gradient(
+                self.gradient,
+                self.feedback,
+                self.settings,
+                self.theta,
+                first,
+                last,
+                self.order[first:last],
+                int(self.rng.integers(2**63)),
+                self.running,
+            )
+            apply_sparse(self.steps, self.theta, gradient)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"objective": "cross-entropy", "clip": 0.3, "baseline": "mean", "draws": 1},
+        {"objective": "pairwise", "step": "adagrad", "learning_rate": 0.05},
+        {"objective": "pairwise-independent", "baseline": "none", "step": "constant", "learning_rate": 0.1},
+    ],
+)
+@pytest.mark.parametrize("inline_tokens", [0, 4096])
+def test_a_seeded_run_gives_the_weights_of_the_unfused_learner(options, inline_tokens, monkeypatch):
+    monkeypatch.setattr(bandit, "_INLINE_TOKENS", inline_tokens)  # pieces on two threads, or inline
+    corpus = corpus_of(3, [4, 6, 2, 5, 3, 3, 1, 6, 4, 2, 5])
+    weights = []
+    for run_class in (bandit._Run, UnfusedRun):
+        gradient = sampled_gradient(corpus, 2, False, threads=2)
+        feedback = simulated_feedback(corpus.sentences, "chunk", LABELS, flip=0.2, noise=0.1, seed=4)
+        settings_ = BanditSettings(batch_size=3, seed=9, **options)
+        run = run_class(gradient, feedback, settings_, np.arange(len(corpus)))
+        for _ in range(3):
+            run.epoch()
+        gradient.close()
+        weights.append(run.theta)
+    assert np.abs(weights[0]).sum() > 0
+    assert np.array_equal(weights[0], weights[1])
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.lists(st.integers(1, 7), min_size=1, max_size=6), st.integers(1, 4))
+def test_the_gains_of_all_draws_at_once_are_those_of_each_draw(seed, lengths, draws):
+    corpus = corpus_of(seed, lengths)
+    rng = np.random.default_rng(seed)
+    indices = rng.permutation(len(corpus))
+    n = sum(lengths)
+    label_ids = rng.integers(0, len(LABELS), size=(draws, n))
+    f1 = simulated_feedback(corpus.sentences, "chunk", LABELS)
+    accuracy = simulated_feedback(corpus.sentences, "chunk", LABELS, metric="accuracy")
+    gold_of = {label: i for i, label in enumerate(LABELS)}
+    gold = np.array([gold_of[x] for i in indices for x in corpus.sentences[i]["chunk"]])
+    offsets = np.concatenate([[0], np.cumsum([lengths[i] for i in indices])])
+    for k in range(draws):
+        assert np.array_equal(
+            f1.gains(indices, label_ids)[k], sentence_chunk_f1(ChunkTables(LABELS), gold, label_ids[k], offsets)
+        )
+        assert np.array_equal(accuracy.gains(indices, label_ids)[k], sentence_accuracy(gold, label_ids[k], offsets))
+
+
+def test_chunk_f1_refuses_label_ids_outside_the_labels_and_shapes_that_do_not_fit():
+    tables = ChunkTables(LABELS)
+    offsets = np.array([0, 2, 3])
+    assert np.array_equal(sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 1, 2]), offsets), [1.0, 1.0])
+    with pytest.raises(LabelError, match="outside"):
+        sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 3, 2]), offsets)
+    with pytest.raises(LabelError, match="outside"):
+        sentence_chunk_f1(tables, np.array([0, -1, 2]), np.array([0, 1, 2]), offsets)
+    with pytest.raises(ShapeError):
+        sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 1]), offsets)
+    for offsets in ([0, 2, 4], [1, 2, 3], [0, 3, 2]):
+        with pytest.raises(LabelError, match="offsets"):
+            sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 1, 2]), np.array(offsets))
