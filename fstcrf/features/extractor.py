@@ -228,10 +228,11 @@ class _TokenTable:
         for item in lists:
             sizes *= item.counts
         if self.num_tokens and sizes.max() > budget:
-            sentence, position = self.place(int(np.argmax(sizes > budget)))
+            token = int(np.argmax(sizes > budget))
+            sentence, position = self.place(token)
             raise BudgetError(
                 f"sentence {sentence + 1}, token {position + 1}: line {predicate.line} ({predicate.name}) gives "
-                f"{int(sizes.max()):,} predicates at one token, beyond the template budget of {budget} per token "
+                f"{int(sizes[token]):,} predicates at one token, beyond the template budget of {budget} per token "
                 "and line; raise it with a line 'budget N' in the template, or give the line fewer values"
             )
         tokens = np.arange(self.num_tokens, dtype=np.int64)

@@ -148,7 +148,11 @@ def _embeddings(text: str, where: str) -> Embeddings:
     return Embeddings(rows, np.array(vectors, dtype=np.float64))
 
 
-_PARSERS = {"gazetteer": _gazetteer, "cluster": _clusters, "embedding": _embeddings}
+_PARSERS: dict[str, Callable[[str, str], Gazetteer | Clusters | Embeddings]] = {
+    "gazetteer": _gazetteer,
+    "cluster": _clusters,
+    "embedding": _embeddings,
+}
 
 
 def parse_resource(kind: str, path: str, text: str, where: str) -> Resource:
@@ -173,7 +177,8 @@ class Resources:
         for predicate in template:
             for observation in predicate.observations:
                 if observation.kind in RESOURCE_KINDS and (observation.kind, observation.path) not in files:
-                    files[observation.kind, observation.path] = load_resource(observation.kind, observation.path)
+                    where = f"{template.source}:{predicate.line}"
+                    files[observation.kind, observation.path] = load_resource(observation.kind, observation.path, where)
                 if observation.kind == SEEN_LOWER and observation.column not in seen:
                     values = column_values(observation.column)
                     seen[observation.column] = frozenset(value for value in values if value == value.lower())
@@ -228,8 +233,9 @@ class Resources:
         return cls(files, seen)
 
 
-def load_resource(kind: str, path: str) -> Resource:
-    """Read and parse the file ``path`` of a template item of ``kind``."""
+def load_resource(kind: str, path: str, where: str) -> Resource:
+    """Read and parse the file ``path`` of a template item of ``kind`` (the item at
+    ``where``, which a missing file's error names)."""
     if not os.path.isfile(path):
-        raise ResourceFileError(f"{path}: the {kind} file the template names does not exist or is not a file")
+        raise ResourceFileError(f"{where}: the {kind} file {path!r} does not exist or is not a file")
     return parse_resource(kind, path, read_utf8(path, ResourceFileError), path)

@@ -11,8 +11,37 @@ A template lists one predicate template per line; ``#`` starts a comment::
 An item is ``column[offset]`` or ``transform(column[offset])``; items are
 joined with ``|``.  Transforms: ``lower``; ``shape`` (upper-case letters
 become X, lower-case x, digits d, other characters stay, and runs of one
-symbol collapse: "McDonald's" -> "XxXx'x"); ``prefixN`` and ``suffixN`` for N
-in 1..9 (the first or last N characters).
+symbol collapse: "McDonald's" -> "XxXx'x"); ``longshape`` (the same without
+collapsing: "Mc1" -> "Xxd"); ``shape2`` (the classes of the first two and the
+last two characters, and between them the distinct classes of the middle,
+sorted: "Washington" -> "Xxxxx", after Stanford's chris2); ``prefixN`` and
+``suffixN`` for N in 1..9 (the first or last N characters).
+
+An item may also be a value list, which gives a token any number of values
+(docs/templates.md has examples); ITEM is ``column[offset]`` or
+``transform(column[offset])``, COLUMN is ``column`` or ``transform(column)``:
+
+    prefixes(ITEM,a,b)      the prefixes of lengths a..b (those the value has)
+    suffixes(ITEM,a,b)      the suffixes of lengths a..b
+    ngrams(ITEM,a,b)        the character n-grams of lengths a..b of "<" value ">"
+    bag(COLUMN,a,b)         the distinct values at offsets a..b, without positions
+    types(COLUMN,a,b)       one value: the shapes (or COLUMN's transform) at
+                            offsets a..b joined by spaces, "<" / ">" outside
+    seen_lower(ITEM)        "seen" if the value lower-cased was a training value
+                            that equals its own lower-case form, else "unseen"
+    gazetteer(ITEM,FILE)    "B" / "I" (and "B-C" / "I-C" for category C) for each
+                            entry of FILE covering the token
+    cluster(ITEM,FILE,k,..) the prefixes of lengths k, ... of the Brown path
+    embedding(ITEM,FILE)    one real-valued predicate per dimension (alone on a line)
+
+The files' formats are in :mod:`fstcrf.features.resources`; a fitted extractor
+(and so a model) keeps copies of them.  A line that joins value lists has the
+cross product of their values (with single items' values) at each token; the
+most it may give one token is the template's budget, DEFAULT_BUDGET unless a
+line ``budget N`` says otherwise: bounds that are negative (lengths), reversed
+or wider than the budget are refused when the template is parsed, and a line
+that gives a training token more than the budget when the extractor is fitted
+(BudgetError).
 
 A predicate is a template with its values, named like
 ``word[-1]|word[0]=the|cat``.  Positions outside the sentence take the values
