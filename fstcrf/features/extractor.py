@@ -817,6 +817,16 @@ class FeatureExtractor:
                 f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
                 "its values can be varied only in binary predicates"
             )
+        lists = [
+            predicate.name
+            for predicate in predicates
+            if predicate.multi_valued and any(observation.column == column for observation in predicate.observations)
+        ]
+        if lists:
+            raise TemplateError(
+                f"the template reads column {column!r} in value lists ({', '.join(lists)}); "
+                "its values can be varied only in single-valued items"
+            )
         reads = [
             any(observation.column == column for observation in predicate.observations) for predicate in predicates
         ]

@@ -339,3 +339,17 @@ def test_the_command_line_refuses_a_bad_file_before_training(tmp_path, capsys):
     assert "Traceback" not in error and len(error.strip().splitlines()) == 1
     assert f"{vectors}:2: 'cat' has 3 numbers; expected 2" in error
     assert not output.exists()
+
+
+def test_reading_a_lower_column_varies_single_items_only():
+    sentences = [Sentence({"word": ["The", "cat"], "pos": ["DT", "NN"]})]
+    with pytest.raises(TemplateError, match=r"value lists \(bag\(pos,-1,1\)\)"):
+        FeatureExtractor("pos[0]\nbag(pos,-1,1)").fit(sentences).transform_reading(sentences, "pos", ["DT", "NN"])
+    extractor = FeatureExtractor("pos[0]|word[0]\nngrams(word[0],1,2)").fit(sentences)
+    base, reading, met = extractor.transform_reading(sentences, "pos", ["DT", "NN"])
+    full = extractor.transform_rows(sentences).to_scipy().toarray()
+    rebuilt = base.to_scipy().toarray()
+    for token, value in enumerate([0, 1]):  # each token's own label
+        row = reading.to_scipy().toarray()[token * 2 + value]
+        rebuilt[token, met] += row
+    assert (rebuilt == full).all()
