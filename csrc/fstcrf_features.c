@@ -280,6 +280,9 @@ int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr
             if (status != FC_OK)
                 return status;
         }
+        /* ask for every key's slot before probing any, so that the cache misses overlap */
+        for (int64_t i = 0; i < n; ++i)
+            FC_PREFETCH(slots + 2 * (scratch_keys[i] & (uint64_t)(capacity - 1)));
         fh_lookup(scratch_keys, n, capacity, slots, scratch_columns);
         int64_t start = nnz;
         for (int64_t i = 0; i < n; ++i) {

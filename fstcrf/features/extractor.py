@@ -523,6 +523,8 @@ class FeatureExtractor:
     _names: list[str] | None
     _packed_names: tuple[str, np.ndarray] | None
     _vocabulary: dict[str, int] | None
+    #: no files and no training words: what extractors pickled before value lists read
+    _resources: Resources = Resources({}, {})
 
     def __init__(self, template: Template | str, min_count: int = 1):
         self.template = template
