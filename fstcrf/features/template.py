@@ -478,6 +478,8 @@ CHUNKING_READS_POS = shipped_template("chunking_reads_pos.txt")
 CHUNKING_EXTENDED = shipped_template("chunking_extended.txt")
 #: Named-entity tagging from words, POS and chunk tags (CoNLL-2003 columns), chosen on eng.testa.
 NER = shipped_template("ner.txt")
+#: ``ner`` plus value lists: word bags, character n-grams, shape2, seen_lower, types.
+NER_RICH = shipped_template("ner_rich.txt")
 #: The same without the chunk predicates (CoNLL-2002 Dutch columns: word, pos).
 NER_POS = shipped_template("ner_pos.txt")
 
@@ -491,6 +493,7 @@ TEMPLATES = {
     "chunking-reads-pos": CHUNKING_READS_POS,
     "chunking-extended": CHUNKING_EXTENDED,
     "ner": NER,
+    "ner-rich": NER_RICH,
     "ner-pos": NER_POS,
     "words": WORDS,
 }

@@ -113,7 +113,10 @@ def ngrams(value: str, low: int, high: int) -> list[str]:
     """The distinct character n-grams of lengths low..high of ``value`` between the
     marks BEGIN and END, shortest first, then from left to right."""
     marked = BEGIN + value + END
-    return _distinct(marked[i : i + n] for n in range(low, high + 1) for i in range(len(marked) - n + 1))
+    size = len(marked)
+    return list(
+        dict.fromkeys([marked[i : i + n] for n in range(low, min(high, size) + 1) for i in range(size - n + 1)])
+    )
 
 
 def cluster_prefixes(paths: dict[str, str], value: str, lengths: Sequence[int]) -> list[str]:
