@@ -478,10 +478,11 @@ CHUNKING_READS_POS = shipped_template("chunking_reads_pos.txt")
 CHUNKING_EXTENDED = shipped_template("chunking_extended.txt")
 #: Named-entity tagging from words, POS and chunk tags (CoNLL-2003 columns), chosen on eng.testa.
 NER = shipped_template("ner.txt")
-#: ``ner`` plus value lists: word bags, character n-grams, shape2, seen_lower, types.
-NER_RICH = shipped_template("ner_rich.txt")
 #: The same without the chunk predicates (CoNLL-2002 Dutch columns: word, pos).
 NER_POS = shipped_template("ner_pos.txt")
+#: ``ner`` plus value lists: word and shape bags, character n-grams, shape2, seen_lower,
+#: type sequences and the suffixes of neighbouring words.
+NER_RICH = shipped_template("ner_rich.txt")
 
 #: Word-only tagging (named entities without POS or chunk columns, or any task with a word column).
 WORDS = shipped_template("seminar_ner.txt")
