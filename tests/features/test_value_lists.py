@@ -353,3 +353,28 @@ def test_reading_a_lower_column_varies_single_items_only():
         row = reading.to_scipy().toarray()[token * 2 + value]
         rebuilt[token, met] += row
     assert (rebuilt == full).all()
+
+
+def test_the_kernel_refuses_lists_out_of_range():
+    """ff_list_rows checks its items, value pointers and buffers before writing."""
+    import numpy as np
+
+    from fstcrf.engine.kernel.features import list_rows
+
+    slots = np.zeros(2 * 16, dtype=np.uint64)
+    value_ptr = np.array([[0, 2, 3]], dtype=np.int64)  # one item, two tokens
+    hashes = np.array([1, 2, 3], dtype=np.uint64)
+    seeds = np.array([7], dtype=np.uint64)
+    line = (np.array([0, 1], dtype=np.int32), np.array([0], dtype=np.int32))
+    indptr, indices = np.empty(3, dtype=np.int64), np.empty(3, dtype=np.int32)
+    list_rows(value_ptr, hashes, seeds, *line, slots, 2, indptr, indices)
+    assert indptr.tolist() == [0, 0, 0]  # an empty table knows no key
+    bad_cases = [
+        (value_ptr, hashes, seeds, np.array([0, 1], dtype=np.int32), np.array([1], dtype=np.int32), 2),  # item 1
+        (np.array([[0, 2, 4]], dtype=np.int64), hashes, seeds, *line, 2),  # beyond the hashes
+        (np.array([[0, 2, 1]], dtype=np.int64), hashes, seeds, *line, 2),  # decreasing
+        (value_ptr, hashes, seeds, *line, 1),  # a token has 2 keys, scratch for 1
+    ]
+    for value_ptr_case, hashes_case, seeds_case, item_ptr, items, scratch in bad_cases:
+        with pytest.raises(RuntimeError, match="ff_list_rows"):
+            list_rows(value_ptr_case, hashes_case, seeds_case, item_ptr, items, slots, scratch, indptr, indices)
