@@ -238,7 +238,6 @@ class _TokenTable:
         tokens = np.arange(self.num_tokens, dtype=np.int64)
         key = np.zeros(self.num_tokens, dtype=np.int64)
         entry_codes: list[np.ndarray] = []
-        numbers = None
         for item in lists:
             counts = item.counts[tokens]
             parent = np.repeat(np.arange(len(tokens)), counts)
@@ -249,26 +248,22 @@ class _TokenTable:
             entry_codes = [codes_of[parent] for codes_of in entry_codes] + [codes]
             tokens = tokens[parent]
             key = _factorize(key[parent])[0] * len(item.names) + codes
-            numbers = None if item.numbers is None else item.numbers[source]
         key, first, counts = _factorize(key)
         values = [(codes[first], item.names) for codes, item in zip(entry_codes, lists)]
-        return Occurrences(_predicate_names(predicate, values), key, counts, values, tokens, numbers)
+        return Occurrences(_predicate_names(predicate, values), key, counts, values)
 
 
 class Occurrences(NamedTuple):
     """The predicates a predicate template yields on a token table: their names [K]; the
-    index of the predicate of each entry [E]; how many tokens each is true at [K]; per
-    observation the code of each predicate's value [K] with the escaped value of each
-    code.  An entry is a token (``tokens`` None, E = N) or, for a line of value lists,
-    the token ``tokens`` [E] gives, with the number ``numbers`` float [E] gives for an
-    embedding (None: 1)."""
+    index of the predicate of each entry [E]: of each token (E = N), or of each token
+    and combination of values of a line of value lists; how many tokens each is true
+    at [K]; per observation the code of each predicate's value [K] with the escaped
+    value of each code."""
 
     names: list[str]
     predicate: np.ndarray
     counts: np.ndarray
     values: list[tuple[np.ndarray, list[str]]]
-    tokens: np.ndarray | None = None
-    numbers: np.ndarray | None = None
 
 
 def _predicate_names(predicate: PredicateTemplate, values: list[tuple[np.ndarray, list[str]]]) -> list[str]:
@@ -687,23 +682,13 @@ class FeatureExtractor:
         """The predicate matrix [N, P] of ``occurrences`` whose predicates have the columns
         that :meth:`_learn` gave (fit_transform)."""
         template = self.parsed_template()
-        singles = [
-            k for k, predicate in enumerate(template) if not predicate.real_valued and not predicate.multi_valued
-        ]
-        columns = np.full((table.num_tokens, len(singles)), -1, dtype=np.int64)
-        for index, k in enumerate(singles):
-            columns[:, index] = template_columns[k][occurrences[k].predicate]
-        matrix = self._csr(columns)
-        rows, entry_columns = [], []
-        for predicate, occurrence, predicate_column in zip(template, occurrences, template_columns):
-            if predicate.multi_valued and not predicate.real_valued:
-                known = predicate_column[occurrence.predicate]
-                rows.append(cast(np.ndarray, occurrence.tokens)[known >= 0])
-                entry_columns.append(known[known >= 0])
-        if rows:
-            row_array, column_array = np.concatenate(rows), np.concatenate(entry_columns)
-            matrix = matrix.with_entries(row_array, column_array, np.ones(len(row_array)))
-        return self._with_numbers(matrix, table, range(len(occurrences)))
+        if template.multi_valued:  # the table holds the value lists already: transform's path
+            return self._hashed_matrix(table)
+        columns = np.full((table.num_tokens, len(occurrences)), -1, dtype=np.int64)
+        for index, (predicate, occurrence, predicate_column) in enumerate(zip(template, occurrences, template_columns)):
+            if not predicate.real_valued:
+                columns[:, index] = predicate_column[occurrence.predicate]
+        return self._with_numbers(self._csr(columns), table, range(len(occurrences)))
 
     def _with_numbers(self, binary: SparseRows, table: _TokenTable, chosen: Sequence[int]) -> SparseRows:
         """The binary matrix [N, P] plus the entries of the real-valued templates ``chosen``."""
