@@ -309,11 +309,12 @@ class Template:
 
 
 def _parse_offset(text: str, what: str, where: str) -> int:
+    """The integer ``text`` (``what`` names it in errors), at most MAX_OFFSET either side."""
+    if not _INTEGER.fullmatch(text):
+        raise TemplateError(f"{where}: {what} is not an integer")
     digits = text.lstrip("+-").lstrip("0")
-    if not _INTEGER.fullmatch(text) or len(digits) > len(str(MAX_OFFSET)) or abs(int(text)) > MAX_OFFSET:
-        raise TemplateError(
-            f"{where}: {what} {text!r} is not an integer within the limit of {MAX_OFFSET:,} either side"
-        )
+    if len(digits) > len(str(MAX_OFFSET)) or abs(int(text)) > MAX_OFFSET:
+        raise TemplateError(f"{where}: {what} is beyond the limit of {MAX_OFFSET:,} tokens either side")
     return int(text)
 
 
@@ -359,7 +360,7 @@ def _parse_kind(kind: str, arguments: list[str], where: str) -> Observation:
         raise TemplateError(f"{where}: unknown transform {inner.transform!r}; the transforms are {_TRANSFORM_NAMES}")
     observation = Observation(inner.column, inner.offset, inner.transform, kind)
     if kind in BOUNDED_KINDS:
-        low, high = (_parse_offset(argument, f"a bound of {kind}", where) for argument in arguments[1:3])
+        low, high = (_parse_offset(argument, f"the bound {argument!r} of {kind}", where) for argument in arguments[1:3])
         if kind not in WINDOW_KINDS and low < 1:
             raise TemplateError(f"{where}: {kind} lengths start at 1; got {low} (expected {kind}({usage}))")
         if low > high:
