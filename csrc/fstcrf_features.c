@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fstcrf_features.h"
+#include "fstcrf_hashing.h"
 #include "fstcrf_portable.h"
 
 int64_t ff_work_doubles(const ff_dictionary *d)
@@ -170,6 +171,129 @@ int ff_add_paths(const ff_dictionary *d, const ff_tokens *x, const int32_t *plus
                     grad[f] += delta * v;
             }
         }
+    }
+    return FC_OK;
+}
+
+/* Sort a[0 .. n-1] ascending: quicksort on the median of three, insertion sort below
+ * 16 entries, recursing into the smaller part only. */
+static void sort_columns(int32_t *a, int64_t n)
+{
+    while (n > 16) {
+        int32_t x = a[0], y = a[n / 2], z = a[n - 1];
+        int32_t pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        int64_t i = 0, j = n - 1;
+        while (i <= j) {
+            while (a[i] < pivot) ++i;
+            while (a[j] > pivot) --j;
+            if (i <= j) {
+                int32_t swap = a[i];
+                a[i++] = a[j];
+                a[j--] = swap;
+            }
+        }
+        if (j + 1 < n - i) {
+            sort_columns(a, j + 1);
+            a += i;
+            n -= i;
+        } else {
+            sort_columns(a + i, n - i);
+            n = j + 1;
+        }
+    }
+    for (int64_t i = 1; i < n; ++i) {
+        int32_t x = a[i];
+        int64_t j = i;
+        while (j > 0 && a[j - 1] > x) {
+            a[j] = a[j - 1];
+            --j;
+        }
+        a[j] = x;
+    }
+}
+
+/* The keys of the cross product of line k at token t, appended to keys from *n on;
+ * FC_BAD_ARGUMENT if there are more than `room` of them. */
+static int line_keys(int64_t num_tokens, const int64_t *value_ptr, const uint64_t *value_hashes,
+                     uint64_t seed, const int32_t *line_items, int32_t m, int64_t t,
+                     uint64_t *keys, int64_t *n, int64_t room)
+{
+    int64_t lo[FF_MAX_ITEMS], hi[FF_MAX_ITEMS], at[FF_MAX_ITEMS];
+    uint64_t partial[FF_MAX_ITEMS + 1];
+    for (int32_t d = 0; d < m; ++d) {
+        const int64_t *ptr = value_ptr + (int64_t)line_items[d] * (num_tokens + 1);
+        lo[d] = at[d] = ptr[t];
+        hi[d] = ptr[t + 1];
+        if (lo[d] == hi[d])
+            return FC_OK;                       /* an empty list: no predicate */
+    }
+    partial[0] = seed;
+    int32_t d = 0;
+    for (;;) {
+        for (; d < m; ++d)
+            partial[d + 1] = fh_mix(partial[d] ^ value_hashes[at[d]]);
+        if (*n >= room)
+            return FC_BAD_ARGUMENT;
+        keys[(*n)++] = partial[m];
+        d = m - 1;                              /* the next combination, odometer-wise */
+        while (d >= 0 && ++at[d] == hi[d]) {
+            at[d] = lo[d];
+            --d;
+        }
+        if (d < 0)
+            return FC_OK;
+    }
+}
+
+int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr,
+                 int64_t num_values, const uint64_t *value_hashes, int32_t num_templates,
+                 const uint64_t *seeds, const int32_t *item_ptr, const int32_t *items,
+                 int64_t capacity, const uint64_t *slots, int64_t scratch_size,
+                 uint64_t *scratch_keys, int64_t *scratch_columns, int64_t *indptr,
+                 int64_t max_entries, int32_t *indices)
+{
+    if (num_tokens < 0 || num_items < 0 || num_templates < 0 || item_ptr[0] != 0)
+        return FC_BAD_ARGUMENT;
+    for (int32_t k = 0; k < num_templates; ++k) {
+        if (item_ptr[k + 1] < item_ptr[k] || item_ptr[k + 1] - item_ptr[k] > FF_MAX_ITEMS)
+            return FC_BAD_ARGUMENT;
+        for (int32_t i = item_ptr[k]; i < item_ptr[k + 1]; ++i)
+            if (items[i] < 0 || items[i] >= num_items)
+                return FC_BAD_ARGUMENT;
+    }
+    for (int32_t j = 0; j < num_items; ++j) {
+        const int64_t *ptr = value_ptr + (int64_t)j * (num_tokens + 1);
+        if (ptr[0] < 0 || ptr[num_tokens] > num_values)
+            return FC_BAD_ARGUMENT;
+        for (int64_t t = 0; t < num_tokens; ++t)
+            if (ptr[t + 1] < ptr[t])
+                return FC_BAD_ARGUMENT;
+    }
+    int64_t nnz = 0;
+    indptr[0] = 0;
+    for (int64_t t = 0; t < num_tokens; ++t) {
+        int64_t n = 0;
+        for (int32_t k = 0; k < num_templates; ++k) {
+            const int32_t m = item_ptr[k + 1] - item_ptr[k];
+            int status = line_keys(num_tokens, value_ptr, value_hashes, seeds[k], items + item_ptr[k], m, t,
+                                   scratch_keys, &n, scratch_size);
+            if (status != FC_OK)
+                return status;
+        }
+        /* ask for every key's slot before probing any, so that the cache misses overlap */
+        for (int64_t i = 0; i < n; ++i)
+            FC_PREFETCH(slots + 2 * (scratch_keys[i] & (uint64_t)(capacity - 1)));
+        fh_lookup(scratch_keys, n, capacity, slots, scratch_columns);
+        int64_t start = nnz;
+        for (int64_t i = 0; i < n; ++i) {
+            if (scratch_columns[i] < 0)
+                continue;
+            if (nnz >= max_entries)
+                return FC_BAD_ARGUMENT;
+            indices[nnz++] = (int32_t)scratch_columns[i];
+        }
+        sort_columns(indices + start, nnz - start);
+        indptr[t + 1] = nnz;
     }
     return FC_OK;
 }

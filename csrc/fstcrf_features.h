@@ -96,4 +96,40 @@ int ff_accumulate(const ff_dictionary *d, const ff_tokens *x, const double *marg
 int ff_add_paths(const ff_dictionary *d, const ff_tokens *x, const int32_t *plus,
                  const int32_t *minus, double scale, double *grad);
 
+/* -- predicate rows of value lists ------------------------------------------
+ * A template whose items give each token a list of values (all prefixes of a
+ * word, its character n-grams, a bag of words, ...; a single value is a list
+ * of one) has, at each token and for each line, the predicates of the cross
+ * product of its items' lists.  The key of a predicate chains the hashes of
+ * its values as csrc/fstcrf_hashing.h describes for single values:
+ *
+ *     key = seeds[k];  key = fh_mix(key ^ value hash)   for each item, in order
+ *
+ * and the known keys are looked up in a table of fstcrf_hashing.h. */
+
+/* The known predicates of N tokens, in compressed sparse row form.
+ *   value_ptr    [J, N+1]  item j's values at token t are value_hashes[value_ptr[j, t] ..
+ *                          value_ptr[j, t+1]-1]
+ *   value_hashes [V]       the hashes of the values
+ *   seeds        [T]       the key seed of each line
+ *   item_ptr     [T+1]     line k crosses items items[item_ptr[k] .. item_ptr[k+1]-1]
+ *                          (at most FF_MAX_ITEMS; none: the bias, one key per token)
+ *   items        [I]       item indices in [0, J)
+ *   slots        [2 * capacity]  the table of known keys (fstcrf_hashing.h)
+ *   scratch_keys, scratch_columns [scratch_size]  OVERWRITTEN: scratch; scratch_size
+ *                          at least the number of keys of any one token
+ *   indptr       [N+1]     OVERWRITTEN: row pointers
+ *   indices      [max_entries]  OVERWRITTEN in its first indptr[N] entries: the known
+ *                          columns of row t, ascending, at indptr[t] .. indptr[t+1]-1
+ * Returns FC_BAD_ARGUMENT, before writing, if item_ptr, items or value_ptr are out of
+ * range, and FC_BAD_ARGUMENT (indptr and indices unspecified) if a token has more keys
+ * than scratch_size or the rows more known entries than max_entries; else FC_OK. */
+#define FF_MAX_ITEMS 64
+int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr,
+                 int64_t num_values, const uint64_t *value_hashes, int32_t num_templates,
+                 const uint64_t *seeds, const int32_t *item_ptr, const int32_t *items,
+                 int64_t capacity, const uint64_t *slots, int64_t scratch_size,
+                 uint64_t *scratch_keys, int64_t *scratch_columns, int64_t *indptr,
+                 int64_t max_entries, int32_t *indices);
+
 #endif

@@ -62,6 +62,12 @@ class TemplateError(FstcrfError):
     """A feature template is malformed."""
 
 
+class ResourceFileError(TemplateError):
+    """A gazetteer, cluster or embedding file a template reads is missing, unreadable,
+    malformed (the message names FILE:LINE) or empty, or a model's copy of one differs
+    from the file a template names."""
+
+
 class FeatureValueError(FstcrfError):
     """A token's features cannot be read: an unsupported type, a NaN or infinite
     value, a key that is not a string; the message names sentence and token."""

@@ -7,14 +7,16 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.engine import kernel
+from fstcrf.engine.kernel.features import list_rows
 from fstcrf.errors import (
     ArgumentTypeError,
+    BudgetError,
     FeatureValueError,
     FstcrfError,
     HashCollisionError,
@@ -29,7 +31,9 @@ from fstcrf.features.template import (
     parse_template,
     transform_function,
 )
+from fstcrf.features.resources import Resources
 from fstcrf.features.sparse_rows import SparseRows
+from fstcrf.features.value_lists import ValueLists, observation_lists, single
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +61,8 @@ class _TokenTable:
         starts = np.cumsum(lengths) - lengths
         self.position = np.arange(self.num_tokens) - np.repeat(starts, lengths)
         self.sentence_length = np.repeat(lengths, lengths)
+        self.lengths = lengths
+        self._lists: dict[Observation, ValueLists] = {}
         self._coded_columns: dict[tuple[str, str | None], tuple[np.ndarray, list[str]]] = {}
         self._value_names: dict[tuple[str, str | None], list[str]] = {}
         self._observations: dict[tuple[str, str | None, int], tuple[np.ndarray, list[str]]] = {}
@@ -69,7 +75,7 @@ class _TokenTable:
             values.extend(sentence.columns[column])
         return values
 
-    def _coded_column(self, column: str, transform: str | None) -> tuple[np.ndarray, list[str]]:
+    def coded_column(self, column: str, transform: str | None) -> tuple[np.ndarray, list[str]]:
         """Value codes [num_tokens] of a (transformed) column and the value of each code."""
         key = (column, transform)
         if key not in self._coded_columns:
@@ -88,7 +94,7 @@ class _TokenTable:
                 codes = (np.cumsum(first == np.arange(self.num_tokens)) - 1)[first]
                 values = list(first_use)
             else:
-                raw_codes, raw_values = self._coded_column(column, None)
+                raw_codes, raw_values = self.coded_column(column, None)
                 self._check_strings(column, raw_values, raw_codes)
                 function = cast(Callable[[str], str], transform_function(transform))
                 code_of: dict[str, int] = {}
@@ -102,7 +108,7 @@ class _TokenTable:
 
     def _coded_names(self, column: str, transform: str | None) -> tuple[np.ndarray, list[str]]:
         """Value codes [num_tokens] of a (transformed) column and the escaped value of each code."""
-        codes, values = self._coded_column(column, transform)
+        codes, values = self.coded_column(column, transform)
         key = (column, transform)
         if key not in self._value_names:
             self._check_strings(column, values, codes)
@@ -162,7 +168,7 @@ class _TokenTable:
         """float [num_tokens]: a column's value at an offset from each token read as a
         number, 0 outside the sentence; FeatureValueError names a token whose value
         is not a finite number."""
-        codes, values = self._coded_column(observation.column, None)
+        codes, values = self.coded_column(observation.column, None)
         numbers = np.empty(len(values) + 1)  # the last one: outside the sentence
         numbers[-1] = 0.0
         for code, value in enumerate(values):
@@ -182,37 +188,88 @@ class _TokenTable:
         shifted = codes[np.clip(np.arange(self.num_tokens) + observation.offset, 0, max(self.num_tokens - 1, 0))]
         return numbers[np.where(inside, shifted, len(values))]
 
-    def predicate_occurrences(
-        self, predicate: PredicateTemplate
-    ) -> tuple[list[str], np.ndarray, np.ndarray, list[tuple[np.ndarray, list[str]]]]:
-        """The predicates a template yields, in order of first occurrence.
+    def value_lists(self, observation: Observation, resources: Resources) -> ValueLists:
+        """The values an item gives each token: a value list's, or a single value's."""
+        if observation not in self._lists:
+            if observation.kind is None:
+                self._lists[observation] = single(*self.observation_codes(observation))
+            else:
+                self._lists[observation] = observation_lists(self, observation, resources)
+        return self._lists[observation]
 
-        Returns their names [K], the index of each token's predicate
-        [num_tokens], how many tokens each is true at [K], and per observation
-        the code of each predicate's value [K] with the escaped value of each code.
-        """
+    def predicate_occurrences(self, predicate: PredicateTemplate, resources: Resources, budget: int) -> Occurrences:
+        """The predicates a template yields, in order of first occurrence (see Occurrences);
+        BudgetError if a line of value lists gives a token more than ``budget`` of them."""
         if not predicate.observations:
             names = ["bias"] if self.num_tokens else []
-            return (
+            return Occurrences(
                 names,
                 np.zeros(self.num_tokens, dtype=np.int64),
                 np.full(len(names), self.num_tokens, dtype=np.int64),
                 [],
             )
-        if predicate.real_valued:
+        if predicate.real_valued and not predicate.multi_valued:
             true_at = np.count_nonzero(self.numbers(predicate.observations[0]))
             names = [predicate.name] if true_at else []
-            return names, np.zeros(self.num_tokens, dtype=np.int64), np.full(len(names), true_at), []
+            return Occurrences(names, np.zeros(self.num_tokens, dtype=np.int64), np.full(len(names), true_at), [])
+        if predicate.multi_valued:
+            return self._cross_product(predicate, resources, budget)
         coded = [self.observation_codes(observation) for observation in predicate.observations]
         key = coded[0][0]
         for codes, names in coded[1:]:
             key = _factorize(key)[0] * len(names) + codes  # compact, so the product stays small
         key, first_token, counts = _factorize(key)
         values = [(codes[first_token], names) for codes, names in coded]
-        value_names = [[names[code] for code in codes.tolist()] for codes, names in values]
-        prefix = predicate.name + "="
-        names = [prefix + "|".join(row) for row in zip(*value_names)]
-        return names, key, counts, values
+        return Occurrences(_predicate_names(predicate, values), key, counts, values)
+
+    def _cross_product(self, predicate: PredicateTemplate, resources: Resources, budget: int) -> Occurrences:
+        lists = [self.value_lists(observation, resources) for observation in predicate.observations]
+        sizes = np.ones(self.num_tokens)
+        for item in lists:
+            sizes *= item.counts
+        if self.num_tokens and sizes.max() > budget:
+            token = int(np.argmax(sizes > budget))
+            sentence, position = self.place(token)
+            raise BudgetError(
+                f"sentence {sentence + 1}, token {position + 1}: line {predicate.line} ({predicate.name}) gives "
+                f"{int(sizes[token]):,} predicates at one token, beyond the template budget of {budget} per token "
+                "and line; raise it with a line 'budget N' in the template, or give the line fewer values"
+            )
+        tokens = np.arange(self.num_tokens, dtype=np.int64)
+        key = np.zeros(self.num_tokens, dtype=np.int64)
+        entry_codes: list[np.ndarray] = []
+        for item in lists:
+            counts = item.counts[tokens]
+            parent = np.repeat(np.arange(len(tokens)), counts)
+            ptr = np.zeros(len(tokens) + 1, dtype=np.int64)
+            np.cumsum(counts, out=ptr[1:])
+            source = np.repeat(item.ptr[tokens] - ptr[:-1], counts) + np.arange(ptr[-1], dtype=np.int64)
+            codes = item.codes[source]
+            entry_codes = [codes_of[parent] for codes_of in entry_codes] + [codes]
+            tokens = tokens[parent]
+            key = _factorize(key[parent])[0] * len(item.names) + codes
+        key, first, counts = _factorize(key)
+        values = [(codes[first], item.names) for codes, item in zip(entry_codes, lists)]
+        return Occurrences(_predicate_names(predicate, values), key, counts, values)
+
+
+class Occurrences(NamedTuple):
+    """The predicates a predicate template yields on a token table: their names [K]; the
+    index of the predicate of each entry [E]: of each token (E = N), or of each token
+    and combination of values of a line of value lists; how many tokens each is true
+    at [K]; per observation the code of each predicate's value [K] with the escaped
+    value of each code."""
+
+    names: list[str]
+    predicate: np.ndarray
+    counts: np.ndarray
+    values: list[tuple[np.ndarray, list[str]]]
+
+
+def _predicate_names(predicate: PredicateTemplate, values: list[tuple[np.ndarray, list[str]]]) -> list[str]:
+    value_names = [[names[code] for code in codes.tolist()] for codes, names in values]
+    prefix = predicate.name + "="
+    return [prefix + "|".join(row) for row in zip(*value_names)]
 
 
 def _factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -346,6 +403,50 @@ class HashedDictionary:
         kernel.predicate_rows(value_hashes, seeds, item_ptr_array, items_array, self.slots, indptr, indices)
         return indptr, indices[: indptr[-1]]
 
+    def list_rows(
+        self, table: _TokenTable, template: Template, chosen: Sequence[int], resources: Resources
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`rows` of templates with value lists (``resources`` has the files and
+        training words they read): the cross products of their items in C."""
+        observations: dict[Observation, int] = {}
+        items, item_ptr = [], [0]
+        for k in chosen:
+            for observation in template.predicates[k].observations:
+                items.append(observations.setdefault(observation, len(observations)))
+            item_ptr.append(len(items))
+        hashes = _ObservationHashes(table, self.salt)
+        lists = [table.value_lists(observation, resources) for observation in observations]
+        value_ptr = np.empty((len(lists), table.num_tokens + 1), dtype=np.int64)
+        value_hashes = []
+        start = 0
+        for j, (observation, item) in enumerate(zip(observations, lists)):
+            value_ptr[j] = item.ptr + start
+            if observation.kind is None:
+                value_hashes.append(hashes.at_tokens(observation))
+            else:
+                value_hashes.append(_string_hashes(item.names, self.salt)[item.codes])
+            start += int(item.ptr[-1])
+        sizes = np.zeros(table.num_tokens, dtype=np.int64)
+        for k in range(len(chosen)):
+            line = np.ones(table.num_tokens, dtype=np.int64)
+            for j in items[item_ptr[k] : item_ptr[k + 1]]:
+                line *= lists[j].counts
+            sizes += line
+        indptr = np.empty(table.num_tokens + 1, dtype=np.int64)
+        indices = np.empty(int(sizes.sum()), dtype=np.int32)
+        list_rows(
+            value_ptr,
+            np.concatenate([np.zeros(0, dtype=np.uint64)] + value_hashes),
+            _string_hashes([template.predicates[k].name for k in chosen], self.salt),
+            np.array(item_ptr, dtype=np.int32),
+            np.array(items, dtype=np.int32),
+            self.slots,
+            int(sizes.max(initial=0)),
+            indptr,
+            indices,
+        )
+        return indptr, indices[: indptr[-1]]
+
     def reading_rows(
         self, table: _TokenTable, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
     ) -> np.ndarray:
@@ -417,6 +518,8 @@ class FeatureExtractor:
     _names: list[str] | None
     _packed_names: tuple[str, np.ndarray] | None
     _vocabulary: dict[str, int] | None
+    #: no files and no training words: what extractors pickled before value lists read
+    _resources: Resources = Resources({}, {})
 
     def __init__(self, template: Template | str, min_count: int = 1):
         self.template = template
@@ -430,10 +533,18 @@ class FeatureExtractor:
             return parse_template(self.template)
         raise TemplateError(f"template must be a Template or template text, got {type(self.template).__name__}")
 
-    def occurrences(self, corpus: Corpus | Sequence[Sentence]):
-        """(the corpus's token table, and its predicate_occurrences of each predicate template)."""
+    def occurrences(self, corpus: Corpus | Sequence[Sentence]) -> tuple[_TokenTable, Resources, list[Occurrences]]:
+        """The corpus's token table, the files and training words the template's items
+        read (from disk, and from this corpus), and the predicate_occurrences of each
+        predicate template."""
         table = self._token_table(corpus)
-        return table, [table.predicate_occurrences(predicate) for predicate in self.parsed_template()]
+        template = self.parsed_template()
+        resources = Resources.load(template, lambda column: table.coded_column(column, None)[1])
+        return (
+            table,
+            resources,
+            [table.predicate_occurrences(predicate, resources, template.budget) for predicate in template],
+        )
 
     def _token_table(self, corpus: Corpus | Sequence[Sentence]) -> _TokenTable:
         if isinstance(corpus, Corpus):
@@ -483,22 +594,35 @@ class FeatureExtractor:
         return vocabulary
 
     def _set_dictionary(
-        self, names: list[str] | None, packed_names: tuple[str, np.ndarray] | None, dictionary: HashedDictionary
+        self,
+        names: list[str] | None,
+        packed_names: tuple[str, np.ndarray] | None,
+        dictionary: HashedDictionary,
+        resources: Resources | None = None,
     ) -> None:
-        """Fitted state: the names [P] as a list or as (one string, offsets int64 [P + 1])."""
+        """Fitted state: the names [P] as a list or as (one string, offsets int64 [P + 1]),
+        and the files and training words the items read."""
         self._names, self._packed_names, self._dictionary = names, packed_names, dictionary
+        self._resources = resources if resources is not None else Resources({}, {})
         self._vocabulary = None
 
-    def _learn(self, occurrences) -> list[np.ndarray]:
+    @property
+    def resources_(self) -> Resources:
+        """The files the template's items read, as they were at fit (a model keeps
+        copies), and the words seen lower-cased in the training data."""
+        self._check_fitted()
+        return self._resources
+
+    def _learn(self, occurrences: list[Occurrences], resources: Resources) -> list[np.ndarray]:
         """Keep the predicates of ``occurrences`` true at min_count tokens or more as the
         fitted dictionary; returns per template the column int64 [K_t] of each predicate
         it yields (-1 for those dropped)."""
         if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) or self.min_count < 1:
             raise FstcrfError(f"min_count must be a positive integer, got {self.min_count!r}")
-        all_counts = [counts for _, _, counts, _ in occurrences]
+        all_counts = [occurrence.counts for occurrence in occurrences]
         starts = np.cumsum([0] + [len(counts) for counts in all_counts]).tolist()
         chosen = self.frequent_first(np.concatenate([np.zeros(0, dtype=np.int64)] + all_counts))
-        seen_names = [name for predicate_names, *_ in occurrences for name in predicate_names]
+        seen_names = [name for occurrence in occurrences for name in occurrence.names]
         names = [seen_names[i] for i in chosen.tolist()]
         column = np.full(starts[-1], -1, dtype=np.int64)
         column[chosen] = np.arange(len(chosen))
@@ -509,16 +633,16 @@ class FeatureExtractor:
             seeds = _string_hashes([predicate.name for predicate in self.parsed_template()], salt)
             hashed: dict[int, np.ndarray] = {}  # the hashes of each list of value names
             parts = []
-            for seed, (predicate_names, *_, values) in zip(seeds, occurrences):
-                own = np.full(len(predicate_names), seed, dtype=np.uint64)
-                for codes, value_names in values:
+            for seed, occurrence in zip(seeds, occurrences):
+                own = np.full(len(occurrence.names), seed, dtype=np.uint64)
+                for codes, value_names in occurrence.values:
                     if id(value_names) not in hashed:
                         hashed[id(value_names)] = _string_hashes(value_names, salt)
                     kernel.chain_keys(own, hashed[id(value_names)][codes])
                 parts.append(own)
             return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[chosen]
 
-        self._set_dictionary(names, None, HashedDictionary.fit(keys, len(names)))
+        self._set_dictionary(names, None, HashedDictionary.fit(keys, len(names)), resources)
         return columns
 
     def frequent_first(self, counts: np.ndarray) -> np.ndarray:
@@ -552,15 +676,18 @@ class FeatureExtractor:
         if getattr(self, "_dictionary", None) is None:
             raise FstcrfError("this FeatureExtractor is not fitted; call fit first")
 
-    def _matrix(self, table: _TokenTable, occurrences, template_columns: list[np.ndarray]) -> SparseRows:
+    def _matrix(
+        self, table: _TokenTable, occurrences: list[Occurrences], template_columns: list[np.ndarray]
+    ) -> SparseRows:
         """The predicate matrix [N, P] of ``occurrences`` whose predicates have the columns
         that :meth:`_learn` gave (fit_transform)."""
+        template = self.parsed_template()
+        if template.multi_valued:  # the table holds the value lists already: transform's path
+            return self._hashed_matrix(table)
         columns = np.full((table.num_tokens, len(occurrences)), -1, dtype=np.int64)
-        for index, (predicate, (_, token_predicate, *_), predicate_column) in enumerate(
-            zip(self.parsed_template(), occurrences, template_columns)
-        ):
+        for index, (predicate, occurrence, predicate_column) in enumerate(zip(template, occurrences, template_columns)):
             if not predicate.real_valued:
-                columns[:, index] = predicate_column[token_predicate]
+                columns[:, index] = predicate_column[occurrence.predicate]
         return self._with_numbers(self._csr(columns), table, range(len(occurrences)))
 
     def _with_numbers(self, binary: SparseRows, table: _TokenTable, chosen: Sequence[int]) -> SparseRows:
@@ -569,9 +696,20 @@ class FeatureExtractor:
         real = [predicate for predicate in predicates if predicate.real_valued]
         if not real:
             return binary
-        columns = self._dictionary.lookup(_string_hashes([predicate.name for predicate in real], self._dictionary.salt))
+        salt = self._dictionary.salt
+        columns = self._dictionary.lookup(_string_hashes([predicate.name for predicate in real], salt))
         rows, entry_columns, values = [], [], []
         for predicate, column in zip(real, columns.tolist()):
+            if predicate.multi_valued:  # an embedding: a predicate per dimension
+                lists = table.value_lists(predicate.observations[0], self._resources)
+                keys = np.full(len(lists.names), _string_hashes([predicate.name], salt)[0], dtype=np.uint64)
+                kernel.chain_keys(keys, _string_hashes(lists.names, salt))
+                entry_column = self._dictionary.lookup(keys)[lists.codes]
+                known = entry_column >= 0
+                rows.append(np.repeat(np.arange(table.num_tokens), lists.counts)[known])
+                entry_columns.append(entry_column[known])
+                values.append(cast(np.ndarray, lists.numbers)[known])
+                continue
             if column < 0:
                 continue
             numbers = table.numbers(predicate.observations[0])
@@ -603,11 +741,16 @@ class FeatureExtractor:
         template = self.parsed_template()
         chosen = range(len(template)) if templates is None else templates
         binary = [k for k in chosen if not template.predicates[k].real_valued]
-        return self._with_numbers(self._binary(*self._dictionary.rows(table, template, binary)), table, chosen)
+        if any(template.predicates[k].multi_valued for k in binary):
+            rows = self._dictionary.list_rows(table, template, binary, self._resources)
+        else:
+            rows = self._dictionary.rows(table, template, binary)
+        return self._with_numbers(self._binary(*rows), table, chosen)
 
     def fit(self, corpus: Corpus | Sequence[Sentence]) -> FeatureExtractor:
         """Build the predicate dictionary from a corpus or a list of sentences."""
-        self._learn(self.occurrences(corpus)[1])
+        _, resources, occurrences = self.occurrences(corpus)
+        self._learn(occurrences, resources)
         return self
 
     def transform(self, corpus: Corpus | Sequence[Sentence]):
@@ -661,6 +804,16 @@ class FeatureExtractor:
                 f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
                 "its values can be varied only in binary predicates"
             )
+        lists = [
+            predicate.name
+            for predicate in predicates
+            if predicate.multi_valued and any(observation.column == column for observation in predicate.observations)
+        ]
+        if lists:
+            raise TemplateError(
+                f"the template reads column {column!r} in value lists ({', '.join(lists)}); "
+                "its values can be varied only in single-valued items"
+            )
         reads = [
             any(observation.column == column for observation in predicate.observations) for predicate in predicates
         ]
@@ -684,8 +837,8 @@ class FeatureExtractor:
 
     def fit_transform_rows(self, corpus: Corpus | Sequence[Sentence]) -> SparseRows:
         """:meth:`fit_transform`'s matrix as :class:`SparseRows`."""
-        table, occurrences = self.occurrences(corpus)
-        return self._matrix(table, occurrences, self._learn(occurrences))
+        table, resources, occurrences = self.occurrences(corpus)
+        return self._matrix(table, occurrences, self._learn(occurrences, resources))
 
     def to_dict(self) -> dict:
         """Plain JSON-able data: the template text, min_count and the predicate names."""
@@ -738,6 +891,7 @@ class FeatureExtractor:
             [names[i] for i in np.flatnonzero(keep).tolist()],
             None,
             HashedDictionary(self._dictionary.keys[keep], self._dictionary.salt),
+            self._resources,
         )
         return extractor
 
@@ -759,7 +913,11 @@ class FeatureExtractor:
             "salt": self._dictionary.salt,
         }
         names = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-        return data, {"keys": self._dictionary.keys, "names": names, "name_offsets": offsets}
+        arrays = {"keys": self._dictionary.keys, "names": names, "name_offsets": offsets}
+        if self._resources.files or self._resources.seen:
+            data["resources"], resource_arrays = self._resources.to_payload()
+            arrays.update(resource_arrays)
+        return data, arrays
 
     @classmethod
     def from_payload(cls, data: dict, arrays: dict[str, np.ndarray]) -> FeatureExtractor:
@@ -795,5 +953,7 @@ class FeatureExtractor:
             dictionary = HashedDictionary(keys, salt)
         except HashCollisionError as error:
             raise ModelFileError(f"feature extractor dictionary is corrupt: {error}") from None
-        extractor._set_dictionary(None, (text, offsets), dictionary)
+        extractor._set_dictionary(
+            None, (text, offsets), dictionary, Resources.from_payload(data.get("resources"), arrays)
+        )
         return extractor

@@ -40,10 +40,14 @@ class SparseRows(NamedTuple):
     def with_entries(self, rows: np.ndarray, columns: np.ndarray, values: np.ndarray) -> SparseRows:
         """These rows plus the entries (rows[i], columns[i]) = values[i] (int [E], int [E],
         float [E]), none of them at a position already stored; columns ascend in each row."""
+        # the stored entries and the new ones, each sorted by (row, column): two runs,
+        # which a stable sort (timsort) merges in linear time
+        added = np.lexsort((columns, rows))
+        rows, columns, values = rows[added], columns[added], values[added]
         row_of_entry = np.concatenate([np.repeat(np.arange(self.shape[0]), np.diff(self.indptr)), rows])
         indices = np.concatenate([self.indices, columns.astype(self.indices.dtype, copy=False)])
         data = np.concatenate([self.data, values.astype(np.float64, copy=False)])
-        order = np.lexsort((indices, row_of_entry))
+        order = np.argsort(row_of_entry.astype(np.int64) * max(self.shape[1], 1) + indices, kind="stable")
         indptr = np.zeros(self.shape[0] + 1, dtype=np.int64)
         np.cumsum(np.bincount(row_of_entry, minlength=self.shape[0]), out=indptr[1:])
         return SparseRows(indptr, indices[order], data[order], self.shape)

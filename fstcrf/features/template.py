@@ -11,8 +11,37 @@ A template lists one predicate template per line; ``#`` starts a comment::
 An item is ``column[offset]`` or ``transform(column[offset])``; items are
 joined with ``|``.  Transforms: ``lower``; ``shape`` (upper-case letters
 become X, lower-case x, digits d, other characters stay, and runs of one
-symbol collapse: "McDonald's" -> "XxXx'x"); ``prefixN`` and ``suffixN`` for N
-in 1..9 (the first or last N characters).
+symbol collapse: "McDonald's" -> "XxXx'x"); ``longshape`` (the same without
+collapsing: "Mc1" -> "Xxd"); ``shape2`` (the classes of the first two and the
+last two characters, and between them the distinct classes of the middle,
+sorted: "Washington" -> "Xxxxx", after Stanford's chris2); ``prefixN`` and
+``suffixN`` for N in 1..9 (the first or last N characters).
+
+An item may also be a value list, which gives a token any number of values
+(docs/templates.md has examples); ITEM is ``column[offset]`` or
+``transform(column[offset])``, COLUMN is ``column`` or ``transform(column)``:
+
+    prefixes(ITEM,a,b)      the prefixes of lengths a..b (those the value has)
+    suffixes(ITEM,a,b)      the suffixes of lengths a..b
+    ngrams(ITEM,a,b)        the character n-grams of lengths a..b of "<" value ">"
+    bag(COLUMN,a,b)         the distinct values at offsets a..b, without positions
+    types(COLUMN,a,b)       one value: the shapes (or COLUMN's transform) at
+                            offsets a..b joined by spaces, "<" / ">" outside
+    seen_lower(ITEM)        "seen" if the value lower-cased was a training value
+                            that equals its own lower-case form, else "unseen"
+    gazetteer(ITEM,FILE)    "B" / "I" (and "B-C" / "I-C" for category C) for each
+                            entry of FILE covering the token
+    cluster(ITEM,FILE,k,..) the prefixes of lengths k, ... of the Brown path
+    embedding(ITEM,FILE)    one real-valued predicate per dimension (alone on a line)
+
+The files' formats are in :mod:`fstcrf.features.resources`; a fitted extractor
+(and so a model) keeps copies of them.  A line that joins value lists has the
+cross product of their values (with single items' values) at each token; the
+most it may give one token is the template's budget, DEFAULT_BUDGET unless a
+line ``budget N`` says otherwise: bounds that are negative (lengths), reversed
+or wider than the budget are refused when the template is parsed, and a line
+that gives a training token more than the budget when the extractor is fitted
+(BudgetError).
 
 A predicate is a template with its values, named like
 ``word[-1]|word[0]=the|cat``.  Positions outside the sentence take the values
@@ -53,39 +82,85 @@ from fstcrf.files import read_utf8
 MAX_OFFSET = 1_000_000
 MAX_ITEMS = 32
 MAX_PREDICATE_TEMPLATES = 10_000
+#: The most values a line may give one token (the product of its value lists'
+#: sizes), unless a line ``budget N`` (N at most MAX_BUDGET) says otherwise.
+DEFAULT_BUDGET = 1024
+MAX_BUDGET = 1_000_000
 
 _ITEM = re.compile(r"(?P<column>[A-Za-z_][A-Za-z0-9_]*)\[(?P<offset>[+-]?[0-9]+)\]")
 _TRANSFORMED_ITEM = re.compile(r"(?P<transform>[A-Za-z_][A-Za-z0-9_]*)\((?P<item>[^()]*)\)")
 _AFFIX = re.compile(r"(?P<kind>prefix|suffix)(?P<length>[1-9])")
+_KIND_ITEM = re.compile(r"(?P<kind>[A-Za-z_][A-Za-z0-9_]*)\((?P<arguments>.*)\)")
+_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 _BOUNDARY_LIKE = re.compile(r"__(?:BOS-|EOS\+)[0-9]+__")
-_TRANSFORM_NAMES = "lower, shape, prefix1..prefix9, suffix1..suffix9 and value"
+_TRANSFORM_NAMES = "lower, shape, longshape, shape2, prefix1..prefix9, suffix1..suffix9 and value"
 #: The "transform" of a real-valued predicate: the column's value read as a number.
 VALUE = "value"
+#: The value lists (see the module docstring): with two bounds, over a window of
+#: offsets, read from a user's file, and all of them.
+BOUNDED_KINDS = ("prefixes", "suffixes", "ngrams", "bag", "types")
+WINDOW_KINDS = ("bag", "types")
+EMBEDDING = "embedding"
+RESOURCE_KINDS = ("gazetteer", "cluster", EMBEDDING)
+SEEN_LOWER = "seen_lower"
+KINDS = (*BOUNDED_KINDS, *RESOURCE_KINDS, SEEN_LOWER)
+_KIND_USAGE = {
+    "prefixes": "item,shortest,longest",
+    "suffixes": "item,shortest,longest",
+    "ngrams": "item,shortest,longest",
+    "bag": "column,first,last",
+    "types": "column,first,last",
+    "gazetteer": "item,FILE",
+    "cluster": "item,FILE,length,...",
+    EMBEDDING: "item,FILE",
+    SEEN_LOWER: "item",
+}
+
+
+def _character_class(character: str) -> str:
+    if character.isupper():
+        return "X"
+    if character.islower():
+        return "x"
+    if character.isdigit():
+        return "d"
+    return character
 
 
 @functools.lru_cache(maxsize=1 << 16)  # words recur from batch to batch
 def _word_shape(value: str) -> str:
     symbols: list[str] = []
     for character in value:
-        if character.isupper():
-            symbol = "X"
-        elif character.islower():
-            symbol = "x"
-        elif character.isdigit():
-            symbol = "d"
-        else:
-            symbol = character
+        symbol = _character_class(character)
         if not symbols or symbols[-1] != symbol:
             symbols.append(symbol)
     return "".join(symbols)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _long_shape(value: str) -> str:
+    return "".join(map(_character_class, value))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _shape2(value: str) -> str:
+    if len(value) <= 4:
+        return _long_shape(value)
+    middle = "".join(sorted(set(map(_character_class, value[2:-2]))))
+    return _long_shape(value[:2]) + middle + _long_shape(value[-2:])
+
+
+#: The word-shape schemes, by transform name (see the module docstring).
+_SHAPES: dict[str, Callable[[str], str]] = {"shape": _word_shape, "longshape": _long_shape, "shape2": _shape2}
 
 
 def transform_function(name: str) -> Callable[[str], str] | None:
     """The function a transform name stands for, or None if the name is unknown."""
     if name == "lower":
         return str.lower
-    if name == "shape":
-        return _word_shape
+    if name in _SHAPES:
+        return _SHAPES[name]
     affix = _AFFIX.fullmatch(name)
     if affix is None:
         return None
@@ -105,15 +180,56 @@ def escape_value(value: str) -> str:
 
 @dataclass(frozen=True)
 class Observation:
-    """One item of a predicate template: a column's value at an offset, maybe transformed."""
+    """One item of a predicate template: a column's value at an offset, maybe transformed,
+    or (``kind`` set) one of the value lists of the module docstring: ``low`` and
+    ``high`` are the lengths of prefixes, suffixes and n-grams or the window of bag
+    and types, ``path`` the file of gazetteer, cluster and embedding, ``lengths``
+    the prefix lengths of cluster."""
 
     column: str
     offset: int
     transform: str | None = None
+    kind: str | None = None
+    low: int = 0
+    high: int = 0
+    path: str = ""
+    lengths: tuple[int, ...] = ()
+
+    @property
+    def inner(self) -> str:
+        """The item a kind reads: ``transform(column[offset])``, or for a window
+        kind ``transform(column)``."""
+        if self.kind in WINDOW_KINDS:
+            item = self.column
+        else:
+            item = f"{self.column}[{self.offset:+d}]" if self.offset else f"{self.column}[0]"
+        return f"{self.transform}({item})" if self.transform else item
+
+    @property
+    def offsets(self) -> range:
+        """The offsets the observation reads its column at."""
+        return range(self.low, self.high + 1) if self.kind in WINDOW_KINDS else range(self.offset, self.offset + 1)
+
+    @property
+    def fan_out(self) -> int:
+        """The most values it gives a token that the template alone fixes (n-grams
+        and gazetteers have as many as the word or the entries give: 1 here)."""
+        if self.kind in ("prefixes", "suffixes", "bag"):
+            return self.high - self.low + 1
+        if self.kind == "cluster":
+            return len(self.lengths)
+        return 1
 
     def __str__(self) -> str:
-        item = f"{self.column}[{self.offset:+d}]" if self.offset else f"{self.column}[0]"
-        return f"{self.transform}({item})" if self.transform else item
+        if self.kind is None:
+            return self.inner
+        arguments = [self.inner]
+        if self.kind in BOUNDED_KINDS:
+            arguments += [str(self.low), str(self.high)]
+        if self.path:
+            arguments.append(self.path)
+        arguments += map(str, self.lengths)
+        return f"{self.kind}({','.join(arguments)})"
 
 
 @dataclass(frozen=True)
@@ -130,13 +246,23 @@ class PredicateTemplate:
 
     @property
     def real_valued(self) -> bool:
-        """Whether this is a ``value(column[offset])`` predicate."""
-        return bool(self.observations) and self.observations[0].transform == VALUE
+        """Whether this is a ``value(column[offset])`` or ``embedding(...)`` predicate."""
+        return bool(self.observations) and (
+            self.observations[0].transform == VALUE or self.observations[0].kind == EMBEDDING
+        )
+
+    @property
+    def multi_valued(self) -> bool:
+        """Whether an item is a value list (a kind of the module docstring): the line
+        may then give a token any number of predicates."""
+        return any(observation.kind is not None for observation in self.observations)
 
     @property
     def num_values(self) -> int:
         """How many values follow "=" in the names of its predicates."""
-        return 0 if self.real_valued else len(self.observations)
+        if self.real_valued:
+            return 1 if self.observations[0].kind == EMBEDDING else 0
+        return len(self.observations)
 
 
 @dataclass(frozen=True)
@@ -145,11 +271,14 @@ class Template:
 
     predicates: tuple[PredicateTemplate, ...]
     source: str = field(default="<string>", compare=False)
+    budget: int = DEFAULT_BUDGET
 
     @property
     def text(self) -> str:
-        """The canonical template text, one predicate template per line."""
-        return "".join(predicate.name + "\n" for predicate in self.predicates)
+        """The canonical template text, one predicate template per line (after a
+        ``budget`` line when the budget is not the default)."""
+        budget = f"budget {self.budget}\n" if self.budget != DEFAULT_BUDGET else ""
+        return budget + "".join(predicate.name + "\n" for predicate in self.predicates)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -157,13 +286,19 @@ class Template:
         names = (observation.column for predicate in self.predicates for observation in predicate.observations)
         return tuple(dict.fromkeys(names))
 
+    @property
+    def multi_valued(self) -> bool:
+        """Whether a line uses a value list (see the module docstring)."""
+        return any(predicate.multi_valued for predicate in self.predicates)
+
     def offsets_of(self, column: str) -> set[int]:
         """The offsets at which the template reads ``column`` (empty if it never does)."""
         return {
-            observation.offset
+            offset
             for predicate in self.predicates
             for observation in predicate.observations
             if observation.column == column
+            for offset in observation.offsets
         }
 
     def __len__(self) -> int:
@@ -173,32 +308,118 @@ class Template:
         return iter(self.predicates)
 
 
+def _parse_offset(text: str, what: str, where: str) -> int:
+    """The integer ``text`` (``what`` names it in errors), at most MAX_OFFSET either side."""
+    if not _INTEGER.fullmatch(text):
+        raise TemplateError(f"{where}: {what} is not an integer")
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > len(str(MAX_OFFSET)) or abs(int(text)) > MAX_OFFSET:
+        raise TemplateError(f"{where}: {what} is beyond the limit of {MAX_OFFSET:,} tokens either side")
+    return int(text)
+
+
 def _parse_observation(text: str, where: str) -> Observation:
+    kind = _KIND_ITEM.fullmatch(text)
+    if kind is not None and kind["kind"] in KINDS:
+        return _parse_kind(kind["kind"], kind["arguments"].split(","), where)
     transformed = _TRANSFORMED_ITEM.fullmatch(text)
     item = _ITEM.fullmatch(transformed["item"] if transformed else text)
     if item is None:
         raise TemplateError(
             f"{where}: cannot parse {text!r}; expected column[offset] such "
-            f"as word[-1], or transform(column[offset]) such as lower(word[0])"
+            f"as word[-1], transform(column[offset]) such as lower(word[0]), or a "
+            f"value list such as ngrams(word[0],1,6) (the kinds are {', '.join(KINDS)})"
         )
     transform = transformed["transform"] if transformed else None
     if transform not in (None, VALUE) and transform_function(transform) is None:
         raise TemplateError(f"{where}: unknown transform {transform!r}; the transforms are {_TRANSFORM_NAMES}")
-    digits = item["offset"].lstrip("+-").lstrip("0")
-    if len(digits) > len(str(MAX_OFFSET)) or abs(int(item["offset"])) > MAX_OFFSET:
-        raise TemplateError(f"{where}: the offset of {text!r} is beyond the limit of {MAX_OFFSET:,} tokens either side")
-    return Observation(item["column"], int(item["offset"]), transform)
+    return Observation(item["column"], _parse_offset(item["offset"], f"the offset of {text!r}", where), transform)
+
+
+def _parse_kind(kind: str, arguments: list[str], where: str) -> Observation:
+    """The observation ``kind(arguments)`` (see the module docstring)."""
+    usage = _KIND_USAGE[kind]
+    if len(arguments) < len(_KIND_USAGE[kind].split(",")) - (kind == "cluster") or (
+        kind != "cluster" and len(arguments) != len(usage.split(","))
+    ):
+        raise TemplateError(f"{where}: {kind}({','.join(arguments)}) has the wrong arguments; expected {kind}({usage})")
+    if kind in WINDOW_KINDS:
+        transformed = _TRANSFORMED_ITEM.fullmatch(arguments[0])
+        column = transformed["item"] if transformed else arguments[0]
+        if not _COLUMN.fullmatch(column):
+            raise TemplateError(
+                f"{where}: {kind} reads a column without an offset, such as {kind}(lower(word),-2,2); "
+                f"got {arguments[0]!r}"
+            )
+        inner = Observation(column, 0, transformed["transform"] if transformed else None)
+    else:
+        inner = _parse_observation(arguments[0], where)
+    if inner.kind is not None or inner.transform == VALUE:
+        raise TemplateError(f"{where}: {kind} reads a column or a transformed column, not {arguments[0]!r}")
+    if inner.transform is not None and transform_function(inner.transform) is None:
+        raise TemplateError(f"{where}: unknown transform {inner.transform!r}; the transforms are {_TRANSFORM_NAMES}")
+    observation = Observation(inner.column, inner.offset, inner.transform, kind)
+    if kind in BOUNDED_KINDS:
+        low, high = (_parse_offset(argument, f"the bound {argument!r} of {kind}", where) for argument in arguments[1:3])
+        if kind not in WINDOW_KINDS and low < 1:
+            raise TemplateError(f"{where}: {kind} lengths start at 1; got {low} (expected {kind}({usage}))")
+        if low > high:
+            raise TemplateError(f"{where}: {kind} bounds {low},{high} are reversed; the first is the smaller")
+        return Observation(inner.column, inner.offset, inner.transform, kind, low, high)
+    if kind in RESOURCE_KINDS:
+        lengths = []
+        for argument in arguments[2:]:
+            if not argument.isdigit() or not 1 <= int(argument) <= MAX_OFFSET:
+                raise TemplateError(f"{where}: cluster prefix length {argument!r} is not a positive integer")
+            lengths.append(int(argument))
+        if len(set(lengths)) != len(lengths):
+            raise TemplateError(f"{where}: cluster prefix lengths repeat: {','.join(arguments[2:])}")
+        if not arguments[1]:
+            raise TemplateError(f"{where}: {kind} names no file; expected {kind}({usage})")
+        return Observation(inner.column, inner.offset, inner.transform, kind, path=arguments[1], lengths=tuple(lengths))
+    return observation
+
+
+def _check_budget(predicate: PredicateTemplate, budget: int, where: str) -> None:
+    """TemplateError if a line's value lists may give a token more values than ``budget``."""
+    fan_out = 1
+    for observation in predicate.observations:
+        width = observation.high - observation.low + 1
+        if observation.kind in BOUNDED_KINDS and width > budget:
+            raise TemplateError(
+                f"{where}: {observation} spans {width} "
+                f"{'offsets' if observation.kind in WINDOW_KINDS else 'lengths'}, beyond the template budget "
+                f"of {budget} values per token and line; raise it with a line 'budget N' in the template"
+            )
+        fan_out *= observation.fan_out
+    if fan_out > budget:
+        raise TemplateError(
+            f"{where}: {predicate.name!r} gives a token up to {fan_out:,} values, beyond the template budget "
+            f"of {budget} per token and line; raise it with a line 'budget N' in the template "
+            f"(N at most {MAX_BUDGET:,})"
+        )
+
+
+def _parse_budget(words: list[str], where: str) -> int:
+    if len(words) != 2 or not words[1].isdigit() or not 1 <= int(words[1]) <= MAX_BUDGET:
+        raise TemplateError(f"{where}: expected 'budget N' with N in 1..{MAX_BUDGET:,}; got {' '.join(words)!r}")
+    return int(words[1])
 
 
 def parse_template(text: str, source: str = "<string>") -> Template:
     """Parse template text; syntax errors raise TemplateError naming ``source:line``."""
     predicates: list[PredicateTemplate] = []
     first_lines: dict[PredicateTemplate, int] = {}
+    budget = DEFAULT_BUDGET
     for line_number, line in enumerate(text.splitlines(), start=1):
-        content = "".join(line.partition("#")[0].split())
+        words = line.partition("#")[0].split()
+        content = "".join(words)
         if not content:
             continue
         where = f"{source}:{line_number}"
+        if words[0] == "budget":
+            budget = _parse_budget(words, where)
+            continue
         if content == "bias":
             predicate = PredicateTemplate((), line_number)
         else:
@@ -210,9 +431,11 @@ def parse_template(text: str, source: str = "<string>") -> Template:
             observations = tuple(_parse_observation(item, where) for item in items)
             if len(set(observations)) != len(observations):
                 raise TemplateError(f"{where}: {content!r} repeats an item")
-            if len(observations) > 1 and any(observation.transform == VALUE for observation in observations):
+            if len(observations) > 1 and any(
+                observation.transform == VALUE or observation.kind == EMBEDDING for observation in observations
+            ):
                 raise TemplateError(
-                    f"{where}: {content!r} joins value(...) with other items; "
+                    f"{where}: {content!r} joins value(...) or embedding(...) with other items; "
                     "a real-valued predicate stands alone on its line"
                 )
             predicate = PredicateTemplate(observations, line_number)
@@ -227,7 +450,9 @@ def parse_template(text: str, source: str = "<string>") -> Template:
             )
     if not predicates:
         raise TemplateError(f"{source}: the template defines no predicates")
-    return Template(tuple(predicates), source)
+    for predicate in predicates:
+        _check_budget(predicate, budget, f"{source}:{predicate.line}")
+    return Template(tuple(predicates), source, budget)
 
 
 def load_template(path: str | os.PathLike) -> Template:
@@ -256,6 +481,9 @@ CHUNKING_EXTENDED = shipped_template("chunking_extended.txt")
 NER = shipped_template("ner.txt")
 #: The same without the chunk predicates (CoNLL-2002 Dutch columns: word, pos).
 NER_POS = shipped_template("ner_pos.txt")
+#: ``ner`` plus value lists: word and shape bags, character n-grams, shape2, seen_lower,
+#: type sequences and the suffixes of neighbouring words.
+NER_RICH = shipped_template("ner_rich.txt")
 
 #: Word-only tagging (named entities without POS or chunk columns, or any task with a word column).
 WORDS = shipped_template("seminar_ner.txt")
@@ -267,6 +495,7 @@ TEMPLATES = {
     "chunking-reads-pos": CHUNKING_READS_POS,
     "chunking-extended": CHUNKING_EXTENDED,
     "ner": NER,
+    "ner-rich": NER_RICH,
     "ner-pos": NER_POS,
     "words": WORDS,
 }

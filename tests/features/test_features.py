@@ -403,11 +403,11 @@ def test_conll2000_train_has_every_template_at_every_token(data_file):
 @pytest.mark.slow
 def _matrix_by_name(extractor: FeatureExtractor, corpus) -> scipy.sparse.csr_matrix:
     """The oracle: each token's predicate names looked up in ``vocabulary_``."""
-    table, occurrences = extractor.occurrences(corpus)
+    table, _, occurrences = extractor.occurrences(corpus)
     rows, columns = [], []
-    for names, token_predicate, *_ in occurrences:
-        column_of = np.array([extractor.vocabulary_.get(name, -1) for name in names] + [-1])
-        found = column_of[token_predicate]
+    for occurrence in occurrences:
+        column_of = np.array([extractor.vocabulary_.get(name, -1) for name in occurrence.names] + [-1])
+        found = column_of[occurrence.predicate]
         rows.append(np.flatnonzero(found >= 0))
         columns.append(found[found >= 0])
     rows, columns = np.concatenate(rows), np.concatenate(columns)

@@ -178,6 +178,45 @@ def predicate_rows(
     check_status(status, "fh_predicate_rows")
 
 
+def list_rows(
+    value_ptr: np.ndarray,
+    value_hashes: np.ndarray,
+    seeds: np.ndarray,
+    item_ptr: np.ndarray,
+    items: np.ndarray,
+    slots: np.ndarray,
+    scratch_size: int,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+) -> None:
+    """ff_list_rows: the known predicates of N tokens whose items give lists of values,
+    in CSR form: indptr int64 [N+1] and the first indptr[N] entries of indices int32
+    [max entries], each row's columns ascending.  Item j's values at token t are
+    value_hashes[value_ptr[j, t] .. value_ptr[j, t+1]-1] (int64 [J, N+1], uint64 [V]);
+    line k, of key seed seeds[k] (uint64 [T]), crosses the items items[item_ptr[k] ..
+    item_ptr[k+1]-1] (int32 [T+1], int32 [I]); no token has more than scratch_size keys."""
+    status = lib.ff_list_rows(
+        value_ptr.shape[1] - 1,
+        len(value_ptr),
+        input_pointer(value_ptr),
+        len(value_hashes),
+        input_pointer(value_hashes),
+        len(seeds),
+        input_pointer(seeds),
+        input_pointer(item_ptr),
+        input_pointer(items),
+        len(slots) // 2,
+        input_pointer(slots),
+        scratch_size,
+        output_pointer(np.empty(max(scratch_size, 1), dtype=np.uint64)),
+        output_pointer(np.empty(max(scratch_size, 1), dtype=np.int64)),
+        output_pointer(indptr),
+        len(indices),
+        output_pointer(indices),
+    )
+    check_status(status, "ff_list_rows")
+
+
 # -- token dicts (fstcrf._attributes) ------------------------------------------
 
 

@@ -1,0 +1,257 @@
+"""The values of the value-list items of a template (``prefixes``, ``suffixes``,
+``ngrams``, ``bag``, ``types``, ``gazetteer``, ``cluster``, ``embedding`` and
+``seen_lower``, :mod:`fstcrf.features.template`) at every token of a token table.
+
+Each item gives each token a list of distinct values, held as compressed rows
+(:class:`ValueLists`).  The items that depend on one token's value only compute
+the list of each distinct value once, in Python, and spread it over the tokens
+with numpy; ``bag`` and ``types`` combine the codes of a window with numpy;
+``gazetteer`` walks each sentence in Python.  What grows with the tokens of a
+line, the cross product of its items, their keys and their lookup, is the C
+kernel's (:func:`fstcrf.engine.kernel.cross_keys`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, cast
+
+import numpy as np
+
+from fstcrf.features.resources import Clusters, Embeddings, Gazetteer
+from fstcrf.features.template import EMBEDDING, SEEN_LOWER, Observation, escape_value, transform_function
+
+#: Boundary marks of character n-grams and of type sequences.
+BEGIN, END = "<", ">"
+#: The values of ``seen_lower``.
+SEEN, UNSEEN = "seen", "unseen"
+
+
+class ValueLists(NamedTuple):
+    """Token t's values are names[codes[ptr[t] .. ptr[t+1]-1]] (ptr int64 [N+1], codes
+    int64 [nnz], names the escaped values); ``numbers`` float [nnz] holds the number of
+    each entry of an embedding (None for binary items)."""
+
+    ptr: np.ndarray
+    codes: np.ndarray
+    names: list[str]
+    numbers: np.ndarray | None = None
+
+    @property
+    def counts(self) -> np.ndarray:
+        """int64 [N]: how many values each token has."""
+        return np.diff(self.ptr)
+
+
+def single(codes: np.ndarray, names: list[str]) -> ValueLists:
+    """The value lists of a single-valued item: one value, codes int [N], per token."""
+    return ValueLists(np.arange(len(codes) + 1, dtype=np.int64), codes.astype(np.int64, copy=False), names)
+
+
+def gather(lists: ValueLists, rows: np.ndarray) -> ValueLists:
+    """The lists of rows[t] of ``lists`` for each t (rows int [M])."""
+    starts = lists.ptr[rows]
+    counts = lists.ptr[rows + 1] - starts
+    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    source = np.repeat(starts - ptr[:-1], counts) + np.arange(ptr[-1], dtype=np.int64)
+    numbers = None if lists.numbers is None else lists.numbers[source]
+    return ValueLists(ptr, lists.codes[source], lists.names, numbers)
+
+
+def from_lists(
+    per_row: Sequence[Sequence[int]], names: list[str], numbers: Sequence[float] | None = None
+) -> ValueLists:
+    """ValueLists of Python lists of codes (and, for an embedding, all their numbers in order)."""
+    ptr = np.zeros(len(per_row) + 1, dtype=np.int64)
+    np.cumsum([len(row) for row in per_row], out=ptr[1:])
+    codes = np.fromiter((code for row in per_row for code in row), dtype=np.int64, count=int(ptr[-1]))
+    return ValueLists(ptr, codes, names, None if numbers is None else np.asarray(numbers, dtype=np.float64))
+
+
+def shifted(lists: ValueLists, table, offset: int, boundary: bool = True) -> ValueLists:
+    """Token t's lists are those of token t + offset, and outside the sentence one
+    boundary value (``__BOS-1__``, ... ``__EOS+1__``, ...), or none unless ``boundary``."""
+    if offset == 0:
+        return lists
+    target = table.position + offset
+    inside = (target >= 0) & (target < table.sentence_length)
+    rows = np.clip(np.arange(table.num_tokens) + offset, 0, max(table.num_tokens - 1, 0))
+    step = np.where(offset < 0, -target, target - table.sentence_length + 1)
+    reached = step[~inside]
+    if not boundary or not len(reached):
+        rows = np.where(inside, rows, table.num_tokens)  # an empty row past the last
+        padded = lists._replace(ptr=np.append(lists.ptr, lists.ptr[-1]))
+        return gather(padded, rows)
+    first, last = int(reached.min()), int(reached.max())
+    kind = "__BOS-{}__" if offset < 0 else "__EOS+{}__"
+    extra = last - first + 1
+    names = lists.names + [kind.format(k) for k in range(first, last + 1)]
+    extended = ValueLists(
+        np.concatenate([lists.ptr, lists.ptr[-1] + np.arange(1, extra + 1)]),
+        np.concatenate([lists.codes, len(lists.names) + np.arange(extra)]),
+        names,
+    )
+    return gather(extended, np.where(inside, rows, table.num_tokens + step - first))
+
+
+def _distinct(values) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def prefixes(value: str, low: int, high: int) -> list[str]:
+    """The prefixes of ``value`` of lengths low..high (those it has)."""
+    return [value[:n] for n in range(low, min(high, len(value)) + 1)]
+
+
+def suffixes(value: str, low: int, high: int) -> list[str]:
+    """The suffixes of ``value`` of lengths low..high (those it has)."""
+    return [value[-n:] for n in range(low, min(high, len(value)) + 1)]
+
+
+def ngrams(value: str, low: int, high: int) -> list[str]:
+    """The distinct character n-grams of lengths low..high of ``value`` between the
+    marks BEGIN and END, shortest first, then from left to right."""
+    marked = BEGIN + value + END
+    size = len(marked)
+    return list(
+        dict.fromkeys([marked[i : i + n] for n in range(low, min(high, size) + 1) for i in range(size - n + 1)])
+    )
+
+
+def cluster_prefixes(paths: dict[str, str], value: str, lengths: Sequence[int]) -> list[str]:
+    """The prefixes of the given lengths of ``value``'s Brown cluster path (none if it has none)."""
+    path = paths.get(value)
+    return [] if path is None else _distinct(path[:n] for n in lengths)
+
+
+def per_value(observation: Observation, resource, seen: frozenset[str]) -> Callable[[str], list[str]]:
+    """The list of values a value-list item of one token's value gives that value
+    (not for bag, types, gazetteer and embedding)."""
+    kind, low, high = observation.kind, observation.low, observation.high
+    if kind == "prefixes":
+        return lambda value: prefixes(value, low, high)
+    if kind == "suffixes":
+        return lambda value: suffixes(value, low, high)
+    if kind == "ngrams":
+        return lambda value: ngrams(value, low, high)
+    if kind == "cluster":
+        paths = cast(Clusters, resource.content).paths
+        return lambda value: cluster_prefixes(paths, value, observation.lengths)
+    if kind == SEEN_LOWER:
+        return lambda value: [SEEN if value.lower() in seen else UNSEEN]
+    raise ValueError(f"no per-value list for {kind!r}")
+
+
+def by_value(codes: np.ndarray, values: Sequence[str], function: Callable[[str], list[str]]) -> ValueLists:
+    """Value lists at tokens whose value codes are codes int [N] (values[code] the value),
+    the list of each distinct value computed once by ``function``."""
+    index: dict[str, int] = {}
+    per_code = [[index.setdefault(name, len(index)) for name in function(value)] for value in values]
+    return gather(from_lists(per_code, [escape_value(name) for name in index]), codes)
+
+
+def embedding_lists(codes: np.ndarray, values: Sequence[str], embeddings: Embeddings) -> ValueLists:
+    """The nonzero dimensions ("0", "1", ...) of the vector of each token's value, with
+    their numbers; a value without a vector has none."""
+    dimension = embeddings.vectors.shape[1]
+    per_code: list[list[int]] = []
+    numbers: list[float] = []
+    for value in values:
+        row = embeddings.rows.get(value)
+        vector = embeddings.vectors[row] if row is not None else np.zeros(dimension)
+        nonzero = np.flatnonzero(vector)
+        per_code.append(nonzero.tolist())
+        numbers.extend(vector[nonzero].tolist())
+    return gather(from_lists(per_code, [str(k) for k in range(dimension)], numbers), codes)
+
+
+def bag(table, codes: np.ndarray, names: list[str], low: int, high: int) -> ValueLists:
+    """The distinct values (codes int [N], escaped names) at offsets low..high within
+    the sentence, ascending by code."""
+    window = np.full((table.num_tokens, high - low + 1), -1, dtype=np.int64)
+    for column, offset in enumerate(range(low, high + 1)):
+        target = table.position + offset
+        inside = (target >= 0) & (target < table.sentence_length)
+        rows = np.flatnonzero(inside)
+        window[rows, column] = codes[rows + offset]
+    window.sort(axis=1)
+    keep = window >= 0
+    keep[:, 1:] &= window[:, 1:] != window[:, :-1]
+    ptr = np.zeros(table.num_tokens + 1, dtype=np.int64)
+    np.cumsum(np.count_nonzero(keep, axis=1), out=ptr[1:])
+    return ValueLists(ptr, window[keep], names)
+
+
+def type_sequences(table, codes: np.ndarray, types: Sequence[str], low: int, high: int) -> ValueLists:
+    """One value per token: the types (codes int [N] of the values ``types``) at
+    offsets low..high joined by spaces, BEGIN before the sentence and END after it."""
+    marked = list(types) + [BEGIN, END]
+    key = np.zeros(table.num_tokens, dtype=np.int64)
+    parts = []
+    for offset in range(low, high + 1):
+        target = table.position + offset
+        rows = np.clip(np.arange(table.num_tokens) + offset, 0, max(table.num_tokens - 1, 0))
+        part = np.where(target < 0, len(types), np.where(target >= table.sentence_length, len(types) + 1, codes[rows]))
+        parts.append(part)
+        key = np.unique(key * len(marked) + part, return_inverse=True)[1].reshape(-1)
+    distinct, first = np.unique(key, return_index=True)
+    names = [escape_value(" ".join(marked[int(part[t])] for part in parts)) for t in first.tolist()]
+    return ValueLists(np.arange(table.num_tokens + 1, dtype=np.int64), np.searchsorted(distinct, key), names)
+
+
+def gazetteer_marks(
+    codes: np.ndarray, values: Sequence[str], lengths: np.ndarray, gazetteer: Gazetteer, transform
+) -> ValueLists:
+    """Per token (values[codes[t]] its value, sentences of ``lengths`` tokens), the
+    marks of the entries covering it: "B" on an entry's first token, "I" on the
+    others, and "B-CATEGORY" / "I-CATEGORY" too for an entry with a category.  Entry
+    tokens go through ``transform`` (the item's, or None) as the token values did."""
+    entries: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+    for listed in gazetteer.entries.values():
+        for tokens, category in listed:
+            tokens = tuple(map(transform, tokens)) if transform else tokens
+            entries.setdefault(tokens[0], []).append((tokens, category))
+    starts_entry = np.array([value in entries for value in values] + [False])
+    ends = np.repeat(np.cumsum(lengths), lengths)
+    index: dict[str, int] = {}
+    marked: dict[tuple[int, int], None] = {}  # (token, code) in order of marking
+    for start in np.flatnonzero(starts_entry[codes]).tolist():
+        for tokens, category in entries[values[codes[start]]]:
+            stop = start + len(tokens)
+            if stop > ends[start] or tuple(values[code] for code in codes[start:stop].tolist()) != tokens:
+                continue
+            for position in range(start, stop):
+                mark = "B" if position == start else "I"
+                marked[position, index.setdefault(mark, len(index))] = None
+                if category:
+                    marked[position, index.setdefault(f"{mark}-{category}", len(index))] = None
+    pairs = np.array(sorted(marked), dtype=np.int64).reshape(-1, 2)
+    ptr = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pairs[:, 0], minlength=len(codes)), out=ptr[1:])
+    return ValueLists(ptr, pairs[:, 1], [escape_value(name) for name in index])
+
+
+def observation_lists(table, observation: Observation, resources) -> ValueLists:
+    """The value lists of a value-list item at every token of a token table (see
+    fstcrf.features.extractor), reading its files and training words from
+    ``resources`` (:class:`fstcrf.features.resources.Resources`)."""
+    kind = observation.kind
+    if kind == "types":
+        codes, types = table.coded_column(observation.column, observation.transform or "shape")
+        return type_sequences(table, codes, types, observation.low, observation.high)
+    codes, values = table.coded_column(observation.column, observation.transform)
+    if kind == "bag":
+        names = table.value_names(observation.column, observation.transform)
+        return bag(table, codes, names, observation.low, observation.high)
+    if kind == "gazetteer":
+        gazetteer = cast(Gazetteer, resources.resource(observation).content)
+        transform = transform_function(observation.transform) if observation.transform else None
+        marks = gazetteer_marks(codes, values, table.lengths, gazetteer, transform)
+        return shifted(marks, table, observation.offset)
+    if kind == EMBEDDING:
+        embeddings = cast(Embeddings, resources.resource(observation).content)
+        return shifted(embedding_lists(codes, values, embeddings), table, observation.offset, boundary=False)
+    resource = resources.resource(observation) if kind == "cluster" else None
+    function = per_value(observation, resource, resources.seen_lower(observation.column))
+    return shifted(by_value(codes, values, function), table, observation.offset)
