@@ -16,6 +16,7 @@ import numpy as np
 
 from fstcrf.learn import train
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus
+from fstcrf.features.template import RESOURCE_KINDS, SEEN_LOWER, resolve_template
 from fstcrf.features.encoding import drop_zero_features, features_from_counts, merge_pair_counts
 from fstcrf.learn.settings import SGD_LEARNING_RATE, check_positive
 from fstcrf.errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
@@ -73,6 +74,19 @@ def check_supported(model) -> None:
         )
     if model.template == "attributes" or hasattr(model.template, "extractor"):
         raise FstcrfError("distributed training reads CoNLL columns; the 'attributes' template is not distributed yet")
+    reading = sorted(
+        {
+            observation.kind
+            for predicate in resolve_template(model.template)
+            for observation in predicate.observations
+            if observation.kind in RESOURCE_KINDS or observation.kind == SEEN_LOWER
+        }
+    )
+    if reading:
+        raise FstcrfError(
+            f"distributed training does not take template items that read files or the training words "
+            f"({', '.join(reading)}) yet; train without --dask, or drop those items"
+        )
     if model.grammar is not None and not isinstance(model.grammar, Grammar):
         load_grammar(model.grammar)  # a missing or malformed grammar file fails here
 

@@ -170,6 +170,17 @@ def test_a_shard_with_other_columns_is_refused_before_training(clients, tmp_path
     assert calls == []
 
 
+def test_value_lists_train_on_dask_to_the_single_process_weights(clients):
+    from fstcrf.distributed.fit import fit_on_dask
+
+    template = "bias\nword[0]\nngrams(word[0],2,3)\nbag(lower(word),-2,2)|pos[0]\n"
+    model = fit_on_dask(ChainCRF(template=template, max_iter=ITERATIONS, threads=1), str(DEMO), clients(2), shards=2)
+    reference = ChainCRF(template=template, max_iter=ITERATIONS, threads=1).fit(read_conll(DEMO))
+    assert model.labels_ == reference.labels_
+    assert model.extractor_.predicate_names_ == reference.extractor_.predicate_names_
+    assert _relative(model.weights_, reference.weights_) < 1e-9
+
+
 def test_a_label_seen_by_one_worker_only_is_a_label_of_the_model(clients, tmp_path):
     first, second = tmp_path / "a.txt", tmp_path / "b.txt"
     first.write_bytes(DEMO.read_bytes())
@@ -244,6 +255,7 @@ def test_cli_writes_no_model_when_a_shard_is_bad(tmp_path, capsys):
     "options, message",
     [
         (["--algorithm", "pa"], "not 'pa'"),
+        (["--template", "LIST_TEMPLATE"], "(seen_lower) yet"),
         pytest.param(["--grammar", "no-such.grammar"], "no-such.grammar", marks=pytest.mark.pynini),
     ],
 )
@@ -256,6 +268,9 @@ def test_cli_refuses_settings_before_starting_a_cluster(tmp_path, capsys, monkey
 
     monkeypatch.setattr(cluster, "connect", no_cluster)
     out = tmp_path / "model.fcrf"
+    template = tmp_path / "lists.txt"
+    template.write_text("bias\nngrams(word[0],1,3)\nseen_lower(word[0])\n")
+    options = [str(template) if option == "LIST_TEMPLATE" else option for option in options]
     assert main(["-q", "train", str(DEMO), "--dask", "local:2", *options, "-o", str(out)]) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
