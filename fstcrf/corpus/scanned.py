@@ -249,14 +249,18 @@ def tagged_lines(
     ):
         return _python_lines(batch, extra_columns, separator, target)
     tokens = sum(lengths)
-    columns = [("\n".join(chain.from_iterable(extra)) + "\n").encode("utf-8") if tokens else b"" for extra in extra_columns]
+    columns = [
+        ("\n".join(chain.from_iterable(extra)) + "\n").encode("utf-8") if tokens else b"" for extra in extra_columns
+    ]
     if any(column.count(b"\n") != tokens for column in columns):  # a value holds a line break
         return _python_lines(batch, extra_columns, separator, target)
     docstart_lines = [line for sentence in sentences for line in sentence.docstart_lines]
     docstart_lines += batch.trailing_docstart_lines
     docstarts_before = np.cumsum([0] + [len(sentence.docstart_lines) for sentence in sentences], dtype=np.int64)
-    docstarts_before = np.append(docstarts_before[1:], len(docstart_lines)) if sentences else np.array(
-        [len(docstart_lines)], dtype=np.int64
+    docstarts_before = (
+        np.append(docstarts_before[1:], len(docstart_lines))
+        if sentences
+        else np.array([len(docstart_lines)], dtype=np.int64)
     )
     status, out = format_lines(
         np.array(lengths, dtype=np.int64),

@@ -37,7 +37,9 @@ def conll_bytes(draw) -> bytes:
             line = draw(st.sampled_from(["-DOCSTART- -X- O", "-DOCSTART-", " -DOCSTART-|x", "-DOCSTART-|O"])).encode()
         else:
             count = draw(st.sampled_from([2, 3, 3, 3, 4]))
-            fields = ["".join(draw(st.lists(st.sampled_from(FIELD_PIECES), min_size=0, max_size=3))) for _ in range(count)]
+            fields = [
+                "".join(draw(st.lists(st.sampled_from(FIELD_PIECES), min_size=0, max_size=3))) for _ in range(count)
+            ]
             gaps = [draw(st.sampled_from(SPACES)) for _ in range(count - 1)]
             text = fields[0] + "".join(gap + value for gap, value in zip(gaps, fields[1:]))
             line = (draw(st.sampled_from(["", " "])) + text + draw(st.sampled_from(["", " ", "\r", "\t"]))).encode()
@@ -122,8 +124,9 @@ LABELS = st.lists(st.sampled_from(["B-NP", "O", "I-X", "é", "", "a b", "x\ny", 
 def test_written_bytes_and_errors_are_write_conlls(data, options, labels, columns, small):
     options = _options(options)
     try:  # small blocks and groups: a batch's fields come from several scans and groups
-        with mock.patch.object(conll, "READ_BLOCK", 8 if small else conll.READ_BLOCK), mock.patch.object(
-            scanned, "GROUP_TOKENS", 2 if small else scanned.GROUP_TOKENS
+        with (
+            mock.patch.object(conll, "READ_BLOCK", 8 if small else conll.READ_BLOCK),
+            mock.patch.object(scanned, "GROUP_TOKENS", 2 if small else scanned.GROUP_TOKENS),
         ):
             batches = list(iter_scanned(io.BytesIO(data), **options))
             python = list(iter_conll(io.BytesIO(data), **options))
@@ -131,7 +134,9 @@ def test_written_bytes_and_errors_are_write_conlls(data, options, labels, column
         return  # a file the readers refuse (compared above)
 
     def extra_of(batch):
-        return [[[labels[(t + k) % len(labels)] for t in range(len(s))] for s in batch.sentences] for k in range(columns)]
+        return [
+            [[labels[(t + k) % len(labels)] for t in range(len(s))] for s in batch.sentences] for k in range(columns)
+        ]
 
     assert written(batches, extra_of, lambda batch, extra: bytes(tagged_lines(batch, extra, "out.txt"))) == written(
         python, extra_of, python_bytes
@@ -147,7 +152,9 @@ def test_extra_columns_of_the_wrong_shape_raise_write_conlls_error():
 
 
 def test_a_corpus_not_read_in_c_is_written_by_python():
-    corpus = Corpus(("w",), [Sentence({"w": ["a", "b"]}, docstart_lines=("-DOCSTART-",))], trailing_docstart_lines=("-DOCSTART- x",))
+    corpus = Corpus(
+        ("w",), [Sentence({"w": ["a", "b"]}, docstart_lines=("-DOCSTART-",))], trailing_docstart_lines=("-DOCSTART- x",)
+    )
     assert tagged_lines(corpus, [[["X", "Y"]]], "out.txt") == python_bytes(corpus, [[["X", "Y"]]])
 
 
