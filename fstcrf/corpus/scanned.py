@@ -30,7 +30,7 @@ from fstcrf.corpus.conll import (
     read_block,
     reading_arguments,
 )
-from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
+from fstcrf.engine.kernel import FC_OK, FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.errors import ConllFormatError
 
 #: Tokens whose fields :func:`iter_scanned` makes strings at a time (memory stays
@@ -107,7 +107,7 @@ class _Reader:
                 found = scan(data, size, final, self.separator_bytes, len(self.present or ()))
                 self._check_layout(found, lines_before)
                 yield from self._records(found, data, lines_before)
-                if found.status != 0:
+                if found.status != FC_OK:
                     yield from self._fail(found, data, lines_before)
                 lines_before += found.lines
                 carry = data[found.bytes :]
@@ -274,7 +274,7 @@ def tagged_lines(
     )
     if status == FL_BAD_FIELD:
         return _python_lines(batch, extra_columns, separator, target)
-    if status != 0:
+    if status != FC_OK:
         raise RuntimeError(f"fl_format returned status {status}")
     return out
 

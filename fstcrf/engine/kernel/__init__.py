@@ -32,7 +32,8 @@ and D weights.
 
 The binding is split as the headers are: :mod:`~fstcrf.engine.kernel.buffers` (how
 arrays and statuses cross), :mod:`~fstcrf.engine.kernel.chain`,
-:mod:`~fstcrf.engine.kernel.features` and :mod:`~fstcrf.engine.kernel.training`;
+:mod:`~fstcrf.engine.kernel.features`, :mod:`~fstcrf.engine.kernel.training` and
+:mod:`~fstcrf.engine.kernel.conll` (CoNLL lines scanned and written, csrc/fstcrf_conll.h);
 every name is importable from here.
 """
 
@@ -68,6 +69,7 @@ from fstcrf.engine.kernel.chain import (
     span_viterbi,
     viterbi,
 )
+from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.engine.kernel.features import (
     FeatureDictionary,
     PredicateRows,
@@ -100,6 +102,8 @@ __all__ = [
     "FC_INFEASIBLE",
     "FC_OK",
     "FH_DUPLICATE",
+    "FL_BAD_FIELD",
+    "FL_BAD_UTF8",
     "FeatureDictionary",
     "GatherBuffers",
     "Graph",
@@ -109,6 +113,7 @@ __all__ = [
     "OnlineProblem",
     "PredicateRows",
     "STEP_RULES",
+    "Scan",
     "Scores",
     "StepRule",
     "Tokens",
@@ -122,6 +127,7 @@ __all__ = [
     "check_status",
     "checksum",
     "factorize",
+    "format_lines",
     "forward_backward",
     "gather_clear",
     "input_pointer",
@@ -138,6 +144,7 @@ __all__ = [
     "predicate_rows",
     "read_columns",
     "sample",
+    "scan",
     "span_viterbi",
     "string_hashes",
     "training_gradient",

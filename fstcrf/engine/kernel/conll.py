@@ -11,9 +11,7 @@ import numpy as np
 from fstcrf._kernel import ffi, lib
 
 FL_BAD_UTF8: int = lib.FL_BAD_UTF8
-FL_BAD_FIELDS: int = lib.FL_BAD_FIELDS
 FL_BAD_FIELD: int = lib.FL_BAD_FIELD
-FL_NO_ROOM: int = lib.FL_NO_ROOM
 
 
 @dataclass
