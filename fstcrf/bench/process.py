@@ -30,7 +30,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from fstcrf.bench.crfsuite import template_spec, token_attributes
-from fstcrf.bench.harness import compile_bytecode, fstcrf_command
+from fstcrf.bench.harness import best_time, compile_bytecode, fstcrf_command
 from fstcrf.phases import PHASES_VARIABLE
 
 if TYPE_CHECKING:
@@ -273,18 +273,9 @@ def tagging_floor(model, path, threads: int, repeats: int = 3) -> dict[str, floa
     tagged lines in C."""
     import gc
     import tempfile
-    import time
 
     from fstcrf.cli.tag import TAG_BATCH_TOKENS
     from fstcrf.corpus.scanned import iter_scanned, tagged_lines
-
-    def best(step) -> float:
-        times = []
-        for _ in range(repeats):
-            started = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - started)
-        return min(times)
 
     def copy() -> None:
         with open(path, "rb") as source, tempfile.TemporaryFile() as target:
@@ -304,11 +295,11 @@ def tagging_floor(model, path, threads: int, repeats: int = 3) -> dict[str, floa
         scorer = model.scorer()
         labels = [model.predict(batch.sentences) for batch in batches]
         return {
-            "copy": best(copy),
-            "read": best(read),
-            "features": best(lambda: [model.encode(batch.sentences) for batch in batches]),
-            "decode": best(lambda: [scorer.paths(sentences, model.weights_) for sentences in encoded]),
-            "write": best(lambda: [tagged_lines(b, [tags], "-") for b, tags in zip(batches, labels)]),
+            "copy": best_time(copy, repeats),
+            "read": best_time(read, repeats),
+            "features": best_time(lambda: [model.encode(batch.sentences) for batch in batches], repeats),
+            "decode": best_time(lambda: [scorer.paths(sentences, model.weights_) for sentences in encoded], repeats),
+            "write": best_time(lambda: [tagged_lines(b, [tags], "-") for b, tags in zip(batches, labels)], repeats),
         }
     finally:
         gc.set_threshold(*thresholds)
