@@ -30,7 +30,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from fstcrf.bench.crfsuite import template_spec, token_attributes
-from fstcrf.bench.harness import compile_bytecode, fstcrf_command
+from fstcrf.bench.harness import best_time, compile_bytecode, fstcrf_command
 from fstcrf.phases import PHASES_VARIABLE
 
 if TYPE_CHECKING:
@@ -187,7 +187,8 @@ def bench_tag_process(
     for ``train_iterations`` on ``folder``/train.txt with the fstcrf model's
     predicates, columns and prior.  Returns JSON-able data for
     :func:`format_process`; "ratio" is CRFsuite's whole-process wall time over
-    fstcrf's (the speed-up)."""
+    fstcrf's (the speed-up), "floor" the steps of tagging alone
+    (:func:`tagging_floor`)."""
     import tempfile
     from pathlib import Path
 
@@ -243,9 +244,11 @@ def bench_tag_process(
         for side, path in outputs.items():
             result["sides"][side]["f1"] = _chunk_f1(path)
             del result["sides"][side]["stdout"]
+        floor = tagging_floor(fitted, tagged, threads)
     sides = result["sides"]
     return {
         "kind": "tag",
+        "floor": floor,
         "tokens": tokens,
         "copies": copies,
         "model": str(model),
@@ -259,6 +262,47 @@ def bench_tag_process(
         **result,
         "load_average": os.getloadavg(),
     }
+
+
+def tagging_floor(model, path, threads: int, repeats: int = 3) -> dict[str, float]:
+    """Wall seconds (best of ``repeats``) of each step of tagging the CoNLL file ``path``
+    with a loaded single model, alone and in this process: "copy" reads the file's bytes
+    and writes as many (the floor of any tagger), "read" scans them into batches of
+    sentences in C, "features" extracts the batches' predicates, "decode" scores and
+    Viterbi-decodes them on ``threads`` threads (the kernel alone), "write" writes the
+    tagged lines in C."""
+    import gc
+    import tempfile
+
+    from fstcrf.cli.tag import TAG_BATCH_TOKENS
+    from fstcrf.corpus.scanned import iter_scanned, tagged_lines
+
+    def copy() -> None:
+        with open(path, "rb") as source, tempfile.TemporaryFile() as target:
+            while block := source.read(1 << 22):
+                target.write(block)
+
+    def read() -> list:
+        columns = ",".join(model.columns_)
+        return list(iter_scanned(path, columns, allow_missing=(model.target_,), batch_tokens=TAG_BATCH_TOKENS))
+
+    model.threads = threads
+    thresholds = gc.get_threshold()
+    gc.set_threshold(20_000, *thresholds[1:])  # as fstcrf tag's pipeline
+    try:
+        batches = read()
+        encoded = [model.encode(batch.sentences) for batch in batches]
+        scorer = model.scorer()
+        labels = [model.predict(batch.sentences) for batch in batches]
+        return {
+            "copy": best_time(copy, repeats),
+            "read": best_time(read, repeats),
+            "features": best_time(lambda: [model.encode(batch.sentences) for batch in batches], repeats),
+            "decode": best_time(lambda: [scorer.paths(sentences, model.weights_) for sentences in encoded], repeats),
+            "write": best_time(lambda: [tagged_lines(b, [tags], "-") for b, tags in zip(batches, labels)], repeats),
+        }
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def bench_train_process(
@@ -631,6 +675,14 @@ def format_process(result: dict) -> str:
             + " | ".join(cells)
             + f" | {extra[side]} |"
         )
+    if "floor" in result:
+        floor, tokens = result["floor"], result["tokens"]
+        lines += [
+            "",
+            "Each step alone in one process (wall s, best of 3; tokens/s): "
+            + ", ".join(f"{name} {seconds:.3f} ({tokens / seconds:,.0f})" for name, seconds in floor.items())
+            + f"; fstcrf's whole process {tokens / sides['fstcrf']['wall']:,.0f} tokens/s.",
+        ]
     lines += [
         "",
         f"{slow} / {fast}: whole process **{result['ratio']:.2f}x**, "

@@ -91,7 +91,7 @@ def batches_for(
     batch_tokens: int | None = None,
     whole_documents: bool = False,
 ):
-    """The sentences of a CoNLL file ("-": standard input) in batches of about
+    """The sentences of a CoNLL file ("-": standard input), read in C, in batches of about
     ``batch_tokens`` tokens (None: one batch), read with the columns a model or a
     joint model was trained on (the predicted columns may be missing unless
     ``gold_required``), or with the comma-separated names ``columns``, which must
@@ -99,12 +99,12 @@ def batches_for(
     when the file has no sentences, and when it lacks the predicted columns while
     a column read as an observation holds mostly the model's labels (e.g. a
     word+chunk file given to a word,pos,chunk model)."""
-    from fstcrf.corpus.conll import iter_conll
+    from fstcrf.corpus.scanned import iter_scanned
 
     components = model_components(model)
     trained, targets = components[0].columns_, [component.target_ for component in components]
     names, allow_missing = reading_columns(model, columns, gold_required)
-    batches = iter_conll(
+    batches = iter_scanned(
         path, names, separator, allow_missing=allow_missing, batch_tokens=batch_tokens, whole_documents=whole_documents
     )
     first = next(batches)

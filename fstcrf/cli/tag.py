@@ -1,5 +1,6 @@
-"""``fstcrf tag``: the best labels (in batches, so that memory stays bounded), the
-n best, samples, marginals, and tagging on a Dask cluster."""
+"""``fstcrf tag``: the best labels (in batches, so that memory stays bounded, read and
+written in C in threads of their own while batches are tagged), the n best, samples,
+marginals, and tagging on a Dask cluster."""
 
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ TAG_BATCH_TOKENS = 20_000
 
 def _tag(args: argparse.Namespace) -> int:
     from fstcrf.model.compose import JointModel, load_any
-    from fstcrf.corpus.conll import write_conll
     from fstcrf.progress import Progress
 
     with phase("load"):
@@ -53,26 +53,30 @@ def _tag(args: argparse.Namespace) -> int:
     tagged = {"sentences": 0}
 
     def write(stream) -> None:
-        text = _Utf8Text(stream, args.output)
+        from fstcrf.cli.pipeline import overlapped
+        from fstcrf.corpus.scanned import tagged_lines
+
+        batches = (
+            batch
+            for path in args.input
+            for batch in batches_for(
+                model,
+                path,
+                columns=args.columns,
+                separator=args.separator,
+                batch_tokens=TAG_BATCH_TOKENS,
+                whole_documents=bool(args.nonlocal_model),
+            )
+        )
+
+        def finish(batch, columns) -> None:
+            stream.write(tagged_lines(batch, columns, args.output))
+            stream.flush()
+            tagged["sentences"] += len(batch)
+            bar.update(batch.num_tokens)
+
         with Progress(None, "tagging", unit="tokens", enabled=not args.quiet) as bar:
-            for path in args.input:
-                for batch in _timed(
-                    batches_for(
-                        model,
-                        path,
-                        columns=args.columns,
-                        separator=args.separator,
-                        batch_tokens=TAG_BATCH_TOKENS,
-                        whole_documents=bool(args.nonlocal_model),
-                    ),
-                    "read",
-                ):
-                    columns = _tag_columns(model, batch, args, composed, options)
-                    with phase("write"):
-                        write_conll(batch, text, extra_columns=columns)
-                        stream.flush()
-                    tagged["sentences"] += len(batch)
-                    bar.update(batch.num_tokens)
+            overlapped(batches, lambda batch: _tag_columns(model, batch, args, composed, options), finish)
 
     try:
         write_atomically(args.output, write, keep_on_interrupt=True)
@@ -84,17 +88,6 @@ def _tag(args: argparse.Namespace) -> int:
         )
         raise
     return 0
-
-
-def _timed(items, name: str):
-    """The items of an iterable, the work of producing each one timed as phase ``name``."""
-    iterator = iter(items)
-    while True:
-        with phase(name):
-            item = next(iterator, _timed)
-        if item is _timed:
-            return
-        yield item
 
 
 def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
@@ -169,18 +162,6 @@ def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
         )
     LOG.info("tagged %s in %d shards on the Dask workers of %s", ", ".join(args.input), shards, args.dask)
     return 0
-
-
-class _Utf8Text:
-    """Text written to a binary stream as UTF-8 (what write_conll needs of an open file),
-    without a TextIOWrapper that would close the stream when it is collected."""
-
-    def __init__(self, stream, name: str):
-        self.stream = stream
-        self.name = name
-
-    def write(self, text: str) -> None:
-        self.stream.write(text.encode("utf-8"))
 
 
 def _tag_columns(model, batch, args: argparse.Namespace, composed: bool, options: dict) -> list[list[list[str]]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, TextIO, cast
@@ -52,6 +53,16 @@ class Sentence:
         if self.line_numbers is not None and len(self.line_numbers) != len(self):
             raise ShapeError(f"sentence has {len(self)} tokens but {len(self.line_numbers)} line numbers")
         self.docstart_lines = tuple(self.docstart_lines)
+
+    @classmethod
+    def of_lists(
+        cls, columns: dict[str, list[str]], line_numbers: list[int], docstart_lines: tuple[str, ...]
+    ) -> Sentence:
+        """A sentence that takes its arguments as they are, unchecked and uncopied: for
+        readers whose columns are new lists of one length (and as many line numbers)."""
+        sentence = cls.__new__(cls)
+        sentence.columns, sentence.line_numbers, sentence.docstart_lines = columns, line_numbers, docstart_lines
+        return sentence
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -171,7 +182,9 @@ def _shorten(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _column_names(columns: str | Sequence[str] | None) -> tuple[str, ...] | None:
+def column_names_of(columns: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """The column names given as a comma string or a sequence (None: none given);
+    FstcrfError for empty, spaced or repeated names."""
     if columns is None:
         return None
     if isinstance(columns, str):
@@ -184,7 +197,7 @@ def _column_names(columns: str | Sequence[str] | None) -> tuple[str, ...] | None
     return names
 
 
-def _present_columns(
+def present_columns(
     names: tuple[str, ...] | None, allow_missing: tuple[str, ...], num_fields: int
 ) -> tuple[str, ...] | None:
     """The names of a file whose token lines have ``num_fields`` fields, or None if none fit."""
@@ -199,7 +212,8 @@ def _present_columns(
     return None
 
 
-def _expected_fields(names: tuple[str, ...], allow_missing: tuple[str, ...]) -> str:
+def expected_fields(names: tuple[str, ...], allow_missing: tuple[str, ...]) -> str:
+    """The field counts a file with these columns may have, for messages: "3 or 2 fields (word pos chunk)"."""
     counts = [len(names)]
     while counts[-1] > 0 and names[counts[-1] - 1] in allow_missing:
         counts.append(counts[-1] - 1)
@@ -253,7 +267,26 @@ def iter_conll(
     an error is raised when its line is reached: the batches finished before
     it have been yielded, the one it falls in is not.
     """
-    names = _column_names(columns)
+    names, allow_missing = reading_arguments(columns, separator, allow_missing, batch_tokens)
+    with opened_conll(source, name) as (stream, stream_name, path):
+        yield from _parse_conll(
+            _stream_lines(stream, stream_name),
+            stream_name,
+            path,
+            names,
+            allow_missing,
+            separator,
+            batch_tokens,
+            whole_documents,
+        )
+
+
+def reading_arguments(
+    columns: str | Sequence[str] | None, separator: str | None, allow_missing: Sequence[str], batch_tokens: int | None
+) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """(the column names or None, allow_missing as a tuple) of :func:`iter_conll`'s
+    arguments; FstcrfError for arguments that do not fit together."""
+    names = column_names_of(columns)
     allow_missing = tuple(allow_missing)
     if allow_missing and names is None:
         raise FstcrfError("allow_missing needs explicit column names")
@@ -265,46 +298,35 @@ def iter_conll(
         raise FstcrfError("separator must not be empty")
     if batch_tokens is not None and batch_tokens < 1:
         raise FstcrfError(f"batch_tokens must be a positive number of tokens, got {batch_tokens!r}")
+    return names, allow_missing
+
+
+@contextmanager
+def opened_conll(source: str | os.PathLike | BinaryIO, name: str | None = None) -> Iterator[tuple]:
+    """(binary stream, name for messages, Path or None) of a CoNLL source: a path
+    (opened and closed here; ConllFormatError if it cannot be read), "-" (standard
+    input) or a binary stream named ``name``."""
     if hasattr(source, "read"):
-        stream_name = cast(str, name or getattr(source, "name", "<stream>"))
-        yield from _parse_conll(
-            _stream_lines(cast(BinaryIO, source), stream_name),
-            stream_name,
-            None,
-            names,
-            allow_missing,
-            separator,
-            batch_tokens,
-            whole_documents,
-        )
-        return
-    if os.fspath(source) == "-":
-        yield from iter_conll(
-            sys.stdin.buffer,
-            columns,
-            separator,
-            allow_missing=allow_missing,
-            batch_tokens=batch_tokens,
-            whole_documents=whole_documents,
-            name="standard input",
-        )
-        return
-    path = Path(source)
+        yield cast(BinaryIO, source), cast(str, name or getattr(source, "name", "<stream>")), None
+    elif os.fspath(source) == "-":
+        yield sys.stdin.buffer, name or "standard input", None
+    else:
+        path = Path(source)
+        try:
+            stream = open(path, "rb")
+        except OSError as problem:
+            raise ConllFormatError(f"{os.fspath(path)}: cannot read the file: {problem.strerror}") from None
+        with stream:
+            yield stream, os.fspath(path), path
+
+
+def read_block(stream: BinaryIO, name: str) -> bytes:
+    """The next READ_BLOCK bytes of a stream (fewer at its end; b"" after it);
+    ConllFormatError naming ``name`` if it cannot be read."""
     try:
-        stream = open(path, "rb")
+        return stream.read(READ_BLOCK)
     except OSError as problem:
-        raise ConllFormatError(f"{os.fspath(path)}: cannot read the file: {problem.strerror}") from None
-    with stream:
-        yield from _parse_conll(
-            _stream_lines(stream, os.fspath(path)),
-            os.fspath(path),
-            path,
-            names,
-            allow_missing,
-            separator,
-            batch_tokens,
-            whole_documents,
-        )
+        raise ConllFormatError(f"{name}: cannot read the file: {problem.strerror}") from None
 
 
 def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:
@@ -313,10 +335,7 @@ def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:
     an invalid byte."""
     pending, lines_before, first = b"", 0, True
     while True:
-        try:
-            block = stream.read(READ_BLOCK)
-        except OSError as problem:
-            raise ConllFormatError(f"{name}: cannot read the file: {problem.strerror}") from None
+        block = read_block(stream, name)
         data = pending + block if block else pending
         cut = data.rfind(b"\n") + 1 if block else len(data)
         pending = data[cut:]
@@ -449,11 +468,11 @@ class _Layout:
                 f"(field {fields.index('') + 1})"
             )
         if self.present is None:
-            self.present = _present_columns(self.names, self.allow_missing, len(fields))
+            self.present = present_columns(self.names, self.allow_missing, len(fields))
             if self.present is None:
                 raise ConllFormatError(
                     f"{self.name}:{line_number}: expected "
-                    f"{_expected_fields(cast('tuple[str, ...]', self.names), self.allow_missing)}, "
+                    f"{expected_fields(cast('tuple[str, ...]', self.names), self.allow_missing)}, "
                     f"found {len(fields)} fields"
                 )
             self.first_token_line = line_number
@@ -472,13 +491,16 @@ def _forbidden_in_field(separator: str) -> re.Pattern:
     return re.compile(f"{re.escape(separator)}|[\n\r]")
 
 
-def _format_lines(
+def conll_lines(
     sentences: Sequence[Sentence],
     trailing_docstart_lines: Sequence[str],
     extra_columns: Sequence[Sequence[Sequence[str]]],
     separator: str,
     target: str,
 ) -> list[str]:
+    """The lines :func:`write_conll` writes (see there); ConllFormatError names
+    TARGET:LINE (counted in these lines) of a field that cannot be written, ShapeError an
+    extra column of the wrong length."""
     forbidden = _forbidden_in_field(separator)
     docstart_padding = "".join(separator + "O" for _ in extra_columns)
     out: list[str] = []
@@ -563,7 +585,7 @@ def write_conll(
     target = (
         getattr(path_or_file, "name", "<stream>") if is_stream else os.fspath(cast("str | os.PathLike", path_or_file))
     )
-    text = "".join(_format_lines(sentences, trailing, extra_columns, separator, str(target)))
+    text = "".join(conll_lines(sentences, trailing, extra_columns, separator, str(target)))
     if is_stream:
         cast(TextIO, path_or_file).write(text)
     else:

@@ -34,7 +34,8 @@ The binding is split as the headers are: :mod:`~fstcrf.engine.kernel.buffers` (h
 arrays and statuses cross), :mod:`~fstcrf.engine.kernel.chain`,
 :mod:`~fstcrf.engine.kernel.features`, :mod:`~fstcrf.engine.kernel.training` and
 :mod:`~fstcrf.engine.kernel.bandit` (the bandit learner's minibatch work, used as
-``kernel.bandit.draw`` and so on); every other name is importable from here.
+``kernel.bandit.draw`` and so on) and :mod:`~fstcrf.engine.kernel.conll` (CoNLL lines scanned
+and written, csrc/fstcrf_conll.h); every other name is importable from here.
 """
 
 from fstcrf.engine.kernel import bandit
@@ -70,6 +71,7 @@ from fstcrf.engine.kernel.chain import (
     span_viterbi,
     viterbi,
 )
+from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.engine.kernel.features import (
     FeatureDictionary,
     PredicateRows,
@@ -103,6 +105,8 @@ __all__ = [
     "FC_INFEASIBLE",
     "FC_OK",
     "FH_DUPLICATE",
+    "FL_BAD_FIELD",
+    "FL_BAD_UTF8",
     "FeatureDictionary",
     "GatherBuffers",
     "Graph",
@@ -112,6 +116,7 @@ __all__ = [
     "OnlineProblem",
     "PredicateRows",
     "STEP_RULES",
+    "Scan",
     "Scores",
     "StepRule",
     "Tokens",
@@ -125,6 +130,7 @@ __all__ = [
     "check_status",
     "checksum",
     "factorize",
+    "format_lines",
     "forward_backward",
     "gather_clear",
     "input_pointer",
@@ -141,6 +147,7 @@ __all__ = [
     "predicate_rows",
     "read_columns",
     "sample",
+    "scan",
     "span_viterbi",
     "string_hashes",
     "training_gradient",

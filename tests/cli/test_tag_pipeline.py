@@ -1,0 +1,194 @@
+"""``fstcrf tag`` reading and writing in C in threads of their own: its output byte for
+byte what the Python reader and writer (fstcrf.corpus.conll) give, for every kind of
+model and decoding, malformed input included; and fstcrf.cli.pipeline's order, errors,
+Ctrl-C and bounded look-ahead."""
+
+import gc
+import threading
+
+import pytest
+
+import fstcrf.cli.tag as tag_command
+import fstcrf.corpus.scanned as scanned
+from fstcrf.cli import main
+from fstcrf.cli.pipeline import QUEUE_BATCHES, overlapped
+from fstcrf.corpus.conll import conll_lines, iter_conll
+from fstcrf.corpus.synthetic import DATA_DIR
+
+
+def _python_lines(batch, columns, target):
+    """What fstcrf tag wrote before its writer moved to C."""
+    return "".join(
+        conll_lines(batch.sentences, batch.trailing_docstart_lines, columns, batch.separator or " ", target)
+    ).encode("utf-8")
+
+
+def _odd_text(separator: str = " ") -> bytes:
+    """The demo test set with CRLF lines, runs of spaces and tabs, blank lines holding
+    spaces, -DOCSTART- lines, UTF-8 words and a byte order mark."""
+    lines = (DATA_DIR / "demo_test.txt").read_text().splitlines()
+    out = []
+    for number, line in enumerate(lines):
+        fields = line.split()
+        if not fields:
+            out.append(" \r" if number % 3 else "")
+            # not at the end: a last batch of -DOCSTART- lines alone fails composed models'
+            # --entity-probabilities, whichever reader reads it
+            if number % 7 == 0 and number < len(lines) - 10:
+                out += [separator.join(["-DOCSTART-", "-X-", "O"]), ""]
+            continue
+        if number % 5 == 0:
+            fields[0] += "é"
+        if separator == " ":
+            gap = [" ", "\t", "  \t"][number % 3]
+            out.append(gap.join(fields) + ("\r" if number % 2 else ""))
+        else:
+            out.append(separator.join(fields))
+    return ("\ufeff" + "\n".join(out) + "\n").encode("utf-8")
+
+
+def _tag_both_ways(
+    monkeypatch, tmp_path, arguments: list[str], text: bytes, capsysbinary, to_stdout: bool = False
+) -> list:
+    """(exit status, output bytes, standard error) of fstcrf tag with ARGUMENTS on TEXT
+    (to a file, or to standard output), read and written in C, then by the Python reader
+    and writer."""
+    source = tmp_path / "in.txt"
+    source.write_bytes(text)
+    results = []
+    for way in ("c", "python"):
+        if way == "python":
+            monkeypatch.setattr(scanned, "iter_scanned", iter_conll)
+            monkeypatch.setattr(scanned, "tagged_lines", _python_lines)
+        output = tmp_path / f"{way}.txt"
+        target = "-" if to_stdout else str(output)
+        status = main(["-q", "tag", *arguments[:1], str(source), *arguments[1:], "-o", target])
+        captured = capsysbinary.readouterr()
+        results.append((status, captured.out if to_stdout else output.read_bytes(), captured.err))
+    return results
+
+
+@pytest.fixture(scope="module")
+def consistency_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("consistency") / "consistency.model"
+    assert (
+        main(["-q", "train", str(DATA_DIR / "demo_train.txt"), "--consistency", "--max-iter", "3", "-o", str(path)])
+        == 0
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    "model, options",
+    [
+        ("demo_chunker", []),
+        ("demo_order2_chunker", []),
+        ("demo_chunker", ["--grammar", "iob2"]),
+        ("demo_chunker", ["--marginals", "--entity-probabilities"]),
+        ("demo_chunker", ["--nbest", "3"]),
+        ("demo_joint", []),
+        ("demo_joint", ["--mode", "joint", "--entity-probabilities"]),
+        ("consistency_model", ["--nonlocal", "consistency", "--sweeps", "2", "--seed", "4"]),
+    ],
+)
+@pytest.mark.parametrize("batch_tokens", [7, 20_000])
+def test_tag_writes_what_the_python_reader_and_writer_wrote(
+    request, monkeypatch, tmp_path, capsysbinary, model, options, batch_tokens
+):
+    monkeypatch.setattr(tag_command, "TAG_BATCH_TOKENS", batch_tokens)
+    path = str(request.getfixturevalue(model))
+    c, python = _tag_both_ways(monkeypatch, tmp_path, [path, *options], _odd_text(), capsysbinary)
+    assert c == python
+    assert c[0] == 0 and c[1].count(b"\n") > 1000
+
+
+def test_a_tab_separated_file_is_written_alike(monkeypatch, tmp_path, capsysbinary, demo_chunker):
+    c, python = _tag_both_ways(
+        monkeypatch, tmp_path, [str(demo_chunker), "--separator", "tab"], _odd_text("\t"), capsysbinary
+    )
+    assert c == python and c[0] == 0
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda lines: lines.insert(400, b"only two"),  # a field count
+        lambda lines: lines.insert(401, b"a \xff b"),  # a byte that is not UTF-8
+        lambda lines: lines.insert(0, b"a b c d e"),  # a first line that fits no layout
+    ],
+)
+def test_a_malformed_line_stops_tagging_after_the_batches_before_it(
+    monkeypatch, tmp_path, capsysbinary, demo_chunker, damage
+):
+    monkeypatch.setattr(tag_command, "TAG_BATCH_TOKENS", 50)
+    lines = _odd_text().split(b"\n")
+    damage(lines)
+    c, python = _tag_both_ways(monkeypatch, tmp_path, [str(demo_chunker)], b"\n".join(lines), capsysbinary, True)
+    assert c == python
+    assert c[0] != 0 and b"in.txt:" in c[2]
+    assert (len(c[1]) > 1000) == (lines[0] != b"a b c d e")  # the batches before the bad line
+
+
+def test_items_are_finished_in_order_with_their_results():
+    finished = []
+    overlapped(range(100), lambda item: item * item, lambda item, result: finished.append((item, result)))
+    assert finished == [(item, item * item) for item in range(100)]
+
+
+def _items_failing_at(number: int):
+    yield from range(number)
+    raise ValueError("unreadable")
+
+
+@pytest.mark.parametrize("stage", ["read", "work", "finish"])
+def test_an_error_is_raised_once_the_items_before_it_are_finished(stage):
+    finished = []
+
+    def work(item):
+        if stage == "work" and item == 5:
+            raise ValueError("undecodable")
+        return item
+
+    def finish(item, result):
+        if stage == "finish" and item == 5:
+            raise ValueError("unwritable")
+        finished.append(item)
+
+    items = _items_failing_at(5) if stage == "read" else range(20)
+    with pytest.raises(ValueError):
+        overlapped(items, work, finish)
+    assert finished == list(range(5))
+
+
+def test_ctrl_c_while_tagging_finishes_the_items_already_tagged():
+    finished = []
+
+    def work(item):
+        if item == 7:
+            raise KeyboardInterrupt
+        return item
+
+    with pytest.raises(KeyboardInterrupt):
+        overlapped(range(1000), work, lambda item, result: finished.append(item))
+    assert finished == list(range(7))
+
+
+def test_the_reader_stays_a_few_items_ahead_and_collections_are_restored():
+    produced = []
+    lead = []
+    thresholds = gc.get_threshold()
+
+    def items():
+        for item in range(200):
+            produced.append(item)
+            yield item
+
+    def work(item):
+        lead.append(len(produced) - item)
+        return threading.current_thread() is threading.main_thread()
+
+    results = []
+    overlapped(items(), work, lambda item, result: results.append(result))
+    assert max(lead) <= QUEUE_BATCHES + 2
+    assert all(results)  # work ran in the calling thread
+    assert gc.get_threshold() == thresholds
