@@ -414,7 +414,7 @@ class TrainingSet:
 
         losses = run_parallel(work, self._driver.blocks)
         for block in self._driver.blocks[1:]:
-            gradient[:F] += block.gradient
+            gradient[:F] += cast(np.ndarray, block.gradient)  # every thread's but the first
         gradient[F:] = self._driver.weight_gradient(
             np.sum([block.edge_counts for block in self._driver.blocks], axis=0)
         )

@@ -67,6 +67,7 @@ import numpy as np
 from fstcrf.learn.settings import DEFAULT_SIGMA, LBFGS_MEMORY, SGD_LEARNING_RATE, SIGMA_RANGE, check_positive
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.learn.linesearch import backtracking, zoom_search
+from fstcrf.phases import phase
 
 if TYPE_CHECKING:
     from fstcrf.corpus.evaluate import ChunkScores, TagScores
@@ -342,7 +343,8 @@ def lbfgs(
     monitor = Monitor(name, evaluate, callback, copy=False)  # _quasi_newton never changes what it yields
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        loss, gradient = problem.loss_and_gradient(theta)
+        with phase("gradient"):
+            loss, gradient = problem.loss_and_gradient(theta)
         loss += 0.5 * precision * float(theta @ theta)
         add_scaled(gradient, precision, theta)
         if frozen is not None:
@@ -513,7 +515,8 @@ def _quasi_newton(
         return backtracking(smooth, theta, loss, steepest, direction, l1, search, max_linesearch)
 
     while True:
-        direction = two_loop(steepest, pairs)
+        with phase("direction"):
+            direction = two_loop(steepest, pairs)
         if not pairs:
             direction /= max(float(np.linalg.norm(steepest)), 1e-300)
         curved = bool(pairs)
