@@ -37,17 +37,17 @@
 
 /* doubles: alpha [t_max, S] | beta [t_max, S] | exp_emit [t_max, S]
  *          | log_scale [t_max] | emit_max [t_max] | exp_trans [C, E] | exp_trans_out [C, E]
- *          | exp_start [S] | exp_final [S] | vec [2, S] | kscore [t_max, S, k] */
+ *          | exp_start [S] | exp_final [S] | vec [2, S] | partial [4, S] | kscore [t_max, S, k] */
 int64_t fc_workspace_doubles(int32_t S, int32_t E, int32_t C, int64_t t_max, int32_t k)
 {
-    return 3 * t_max * S + 2 * t_max + 2 * (int64_t)C * E + 4 * (int64_t)S + t_max * S * (int64_t)k;
+    return 3 * t_max * S + 2 * t_max + 2 * (int64_t)C * E + 8 * (int64_t)S + t_max * S * (int64_t)k;
 }
 
-/* ints: backptr [t_max, S, k] (entry = source state * k + source rank) */
+/* ints: backptr [t_max, S, k] (entry = source state * k + source rank) | lane [S] */
 int64_t fc_workspace_ints(int32_t S, int32_t E, int64_t t_max, int32_t k)
 {
     (void)E;
-    return t_max * S * (int64_t)k;
+    return t_max * S * (int64_t)k + S;
 }
 
 buffers fc__carve(const fc_graph *g, const fc_scores *sc, fc_workspace *ws)
@@ -65,8 +65,11 @@ buffers fc__carve(const fc_graph *g, const fc_scores *sc, fc_workspace *ws)
     w.exp_final = w.exp_start + S;
     w.vec_a = w.exp_final + S;
     w.vec_b = w.vec_a + S;
-    w.kscore = w.vec_b + S;
+    w.partial = w.vec_b + S;
+    w.kscore = w.partial + 4 * S;
     w.backptr = ws->ints;
+    w.lane = ws->ints + cells * ws->k;
+    w.lanes_ok = 0;
     w.trans_max = w.start_max = w.final_max = 0.0;
     w.scaled_ok = 0;
     return w;
@@ -93,8 +96,31 @@ void fc__prepare_transitions(const fc_graph *g, const fc_scores *sc, buffers *w)
     w->final_max = fc__exp_shifted(sc->final, g->num_states, w->exp_final, &w->scaled_ok);
 }
 
+void fc__plan_lanes(const fc_graph *g, buffers *w)
+{
+    const int32_t S = g->num_states;
+    w->lanes_ok = 0;
+    for (int32_t j = 0; j < S; ++j) {
+        const int32_t lo = g->in_ptr[j], hi = g->in_ptr[j + 1];
+        if (hi > lo && g->in_src[hi - 1] - g->in_src[lo] != hi - 1 - lo) return;
+        w->lane[j] = -1;
+    }
+    for (int32_t i = 0; i < S; ++i) {
+        const int32_t lo = g->out_ptr[i], n = g->out_ptr[i + 1] - lo, full = n - n % 4;
+        for (int32_t r = 0; r < n; ++r) {
+            const int32_t j = g->out_dst[lo + r], lane = r < full ? r % 4 : 0;
+            if (w->lane[j] == -1)
+                w->lane[j] = lane;
+            else if (w->lane[j] != lane)
+                return;
+        }
+    }
+    w->lanes_ok = 1;
+}
+
 /* sum over k in [lo, hi) of v[idx[k]] * weight[k], with four partial sums
- * so the additions do not wait on each other. */
+ * so the additions do not wait on each other (slot k - lo joins sum
+ * (k - lo) % 4, the last (hi - lo) % 4 slots sum 0). */
 static double gather_dot(const double *v, const int32_t *idx, const double *weight,
                          int32_t lo, int32_t hi)
 {
@@ -110,14 +136,35 @@ static double gather_dot(const double *v, const int32_t *idx, const double *weig
     return (s0 + s1) + (s2 + s3);
 }
 
+/* gather_dot of consecutive entries: sum over k < n of v[k] * weight[k], the
+ * same partial sums added in the same order, with no index to load. */
+static double run_dot(const double *v, const double *weight, int32_t n)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int32_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        s0 += v[k] * weight[k];
+        s1 += v[k + 1] * weight[k + 1];
+        s2 += v[k + 2] * weight[k + 2];
+        s3 += v[k + 3] * weight[k + 3];
+    }
+    for (; k < n; ++k) s0 += v[k] * weight[k];
+    return (s0 + s1) + (s2 + s3);
+}
+
 /* sum_{k=lo..hi-1} v[idx[k]] * weight[k] over one CSR row of a graph with S
  * states.  A row with S slots holds every state in ascending order (the
  * fc_graph contract), so it is a contiguous dot product the compiler can
- * vectorise: the dense fast path of first-order and complete topologies. */
+ * vectorise: the dense fast path of first-order and complete topologies.  A
+ * row of consecutive states (second-order chains) is read without its
+ * indices, in gather_dot's order. */
 static double row_dot(const double *v, const int32_t *idx, const double *weight,
                       int32_t lo, int32_t hi, int32_t S)
 {
-    if (hi - lo != S) return gather_dot(v, idx, weight, lo, hi);
+    if (hi - lo != S) {
+        if (hi > lo && idx[hi - 1] - idx[lo] == hi - 1 - lo) return run_dot(v + idx[lo], weight + lo, hi - lo);
+        return gather_dot(v, idx, weight, lo, hi);
+    }
     const double *w_row = weight + lo;
     double s = 0.0;
     FC_SIMD_REDUCTION(+, s)
@@ -264,6 +311,15 @@ int fc__scaled_pass(int backward, const fc_graph *g, const buffers *w, const int
         if (complete) {       /* row = sum_j v[j] * M[:, j], M's columns in entering-edge order */
             for (int32_t i = 0; i < S; ++i) row[i] = 0.0;
             for (int32_t j = 0; j < S; ++j) axpy(v[j], m_in + (int64_t)j * S, row, S);
+        } else if (w->lanes_ok) {  /* gather_dot's partial sums, filled state by entered state */
+            double *partial = w->partial;
+            for (int64_t n = 0; n < 4 * (int64_t)S; ++n) partial[n] = 0.0;
+            for (int32_t j = 0; j < S; ++j) {
+                const int32_t lo = g->in_ptr[j], hi = g->in_ptr[j + 1];
+                if (hi > lo) axpy(v[j], m_in + lo, partial + (int64_t)w->lane[j] * S + g->in_src[lo], hi - lo);
+            }
+            for (int32_t i = 0; i < S; ++i)
+                row[i] = (partial[i] + partial[S + i]) + (partial[2 * S + i] + partial[3 * S + i]);
         } else {
             for (int32_t i = 0; i < S; ++i)
                 row[i] = row_dot(v, g->out_dst, m_out, g->out_ptr[i], g->out_ptr[i + 1], S);

@@ -37,6 +37,9 @@ typedef struct {
     double *exp_final;  /* [S] exp(final[s] - final_max) */
     double *vec_a;      /* [S] scratch */
     double *vec_b;      /* [S] scratch */
+    double *partial;    /* [4, S] scratch: four partial sums per state (fc__scaled_pass) */
+    int32_t *lane;      /* [S] lane of the edges entering each state (fc__plan_lanes) */
+    int lanes_ok;       /* 1 once fc__plan_lanes found lanes for every state */
     double *kscore;     /* [t_max, S, k] k-best score lists */
     int32_t *backptr;   /* [t_max, S, k] k-best / Viterbi back pointers */
     double trans_max, start_max, final_max;
@@ -98,6 +101,15 @@ double fc__exp_shifted(const double *v, int32_t n, double *out, int *ok);
 /* Fill the batch-wide exponentiated scores of w (exp_trans, exp_trans_out,
  * exp_start, exp_final, their maxima and scaled_ok). */
 void fc__prepare_transitions(const fc_graph *g, const fc_scores *sc, buffers *w);
+/* Plan the backward scaled pass by entering edges: the backward sum of state i
+ * runs over its leaving slots with four partial sums (slot r of n joins sum
+ * r % 4, or sum 0 for the last n % 4 slots).  If every state's entering sources
+ * are consecutive and its entering edges all join the same partial sum
+ * lane[j] (second-order chains: a state (b, c) is entered from (a, b) for
+ * every a), lane [S] is filled and lanes_ok set, and fc__scaled_pass adds the
+ * same products in the same order by scattering each state's value along its
+ * entering edges, a contiguous run of sources; otherwise lanes_ok stays 0. */
+void fc__plan_lanes(const fc_graph *g, buffers *w);
 
 /* For every state x:  out[x] = (+)_{slots k of x} v[nbr[k]] (*) trans[edge(k)]
  * over the CSR rows ptr [S+1] / nbr [E] / edge [E] (edge == NULL means the

@@ -59,6 +59,41 @@ static void add_edge_posteriors(const fc_graph *g, const double *trans, const do
             counts[e] += exp(alpha_prev[g->in_src[e]] + trans[e] + q[j] - log_z);
 }
 
+/* Expected edge counts of a sentence from its scaled tables: at token t >= 1
+ * the edge from i into j adds alpha_{t-1}(i) * exp_trans[e] * q_t(j), where
+ * sum over edges into j of alpha_{t-1}(i) M_ij equals alpha_t(j) * row max /
+ * exp_emit, so q_t(j) = exp_emit[t, j] * beta_t(j) / (row max * norm_t); q_t
+ * is in exp_emit's row t (add_posteriors).  The loops run state by state,
+ * then token by token, so a state's entering edges, their scores and counts
+ * stay in cache through the sentence; every count still receives its
+ * additions in token order. */
+static void scaled_edge_counts(const fc_graph *g, const buffers *w, const int32_t *cls, int64_t T,
+                               double *edge_counts)
+{
+    const int32_t S = g->num_states, E = g->num_edges;
+    for (int32_t j = 0; j < S; ++j) {
+        const int32_t lo = g->in_ptr[j], n = g->in_ptr[j + 1] - lo;
+        if (n == 0) continue;
+        const int32_t first = g->in_src[lo];
+        /* consecutive sources (all S of them, or a second-order chain's): contiguous */
+        const int consecutive = g->in_src[lo + n - 1] - first == n - 1;
+        for (int64_t t = 1; t < T; ++t) {
+            const double q = w->exp_emit[t * S + j];
+            if (q == 0.0) continue;
+            const int64_t r = trans_row(cls, t, E) + lo;
+            double *counts = edge_counts + r;
+            const double *m = w->exp_trans + r, *prev = w->alpha + (t - 1) * S;
+            if (consecutive) {
+                const double *source = prev + first;
+                FC_SIMD
+                for (int32_t i = 0; i < n; ++i) counts[i] += source[i] * m[i] * q;
+            } else {
+                for (int32_t k = 0; k < n; ++k) counts[k] += prev[g->in_src[lo + k]] * m[k] * q;
+            }
+        }
+    }
+}
+
 /* Posteriors of one sentence from its forward and backward tables, either
  * scaled (linear domain) or log-domain; each token is normalised by its own
  * sum over states, which equals Z but shares the rounding of its tables. */
@@ -93,24 +128,13 @@ static void add_posteriors(int scaled, const fc_graph *g, const fc_scores *sc, c
                                 counts_t);
             continue;
         }
-        /* sum over edges into j of alpha_{t-1}(i) M_ij equals alpha_t(j) * row max / exp_emit */
-        const double *prev = a - S, *e = w->exp_emit + t * S;
+        /* q_t(j), the weight of the edges into j at token t, replaces exp_emit's row t,
+         * which is not read again */
+        double *e = w->exp_emit + t * S;
         const double factor = 1.0 / (exp(w->log_scale[t]) * norm);
-        for (int32_t j = 0; j < S; ++j) {
-            const double q = e[j] * bt[j] * factor;
-            const int32_t lo = g->in_ptr[j], hi = g->in_ptr[j + 1];
-            if (q == 0.0) continue;
-            if (hi - lo == S) {            /* every state enters j, in order: contiguous */
-                double *counts = counts_t + lo;
-                const double *m = exp_trans + lo;
-                FC_SIMD
-                for (int32_t i = 0; i < S; ++i) counts[i] += prev[i] * m[i] * q;
-                continue;
-            }
-            for (int32_t k = lo; k < hi; ++k)
-                counts_t[k] += prev[g->in_src[k]] * exp_trans[k] * q;
-        }
+        for (int32_t j = 0; j < S; ++j) e[j] = e[j] * bt[j] * factor;
     }
+    if (scaled && edge_counts) scaled_edge_counts(g, w, cls, T, edge_counts);
 }
 
 int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
@@ -123,6 +147,7 @@ int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *
     buffers w = fc__carve(g, sc, ws);
     fc__prepare_transitions(g, sc, &w);
     const int backward_needed = node_marg != NULL || edge_counts != NULL;
+    if (backward_needed) fc__plan_lanes(g, &w);
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const double *emit = b->emit + off * S;

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from fstcrf.cli.options import POSITIVE, add_budget_arguments, add_command, real_number
-from fstcrf.learn.settings import DEFAULT_SIGMA, JOINT_INITS, JOINT_PRIORS, LBFGS_MEMORY
+from fstcrf.cli.options import POSITIVE, add_budget_arguments, add_command, add_lbfgs_memory, real_number
+from fstcrf.learn.settings import DEFAULT_SIGMA, JOINT_INITS, JOINT_PRIORS
 from fstcrf.errors import FstcrfError
 from fstcrf.extras import require
 
@@ -203,12 +203,7 @@ def add_parsers(commands) -> None:
         default=1e-7,
         help="stop when an iteration lowers the objective by less than this fraction of it (default %(default)s)",
     )
-    training.add_argument(
-        "--lbfgs-memory",
-        type=POSITIVE,
-        default=LBFGS_MEMORY,
-        help="L-BFGS correction pairs kept (default %(default)s)",
-    )
+    add_lbfgs_memory(training)
     training.add_argument(
         "--threads", type=POSITIVE, default=2, help="threads for the joint gradient (default %(default)s)"
     )

@@ -21,6 +21,7 @@ from fstcrf.learn.settings import (
     DEFAULT_DRAWS,
     DEFAULT_LEARNING_RATE,
     DEFAULT_SIGMA,
+    LBFGS_MEMORY,
     OBJECTIVES,
     SGD_LEARNING_RATE,
     STEPS,
@@ -120,6 +121,18 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_lbfgs_memory(parser) -> None:
+    """--lbfgs-memory: the L-BFGS correction pairs kept (train, jackknife, compose)."""
+    parser.add_argument(
+        "--lbfgs-memory",
+        type=POSITIVE,
+        default=LBFGS_MEMORY,
+        metavar="N",
+        help="L-BFGS correction pairs kept (lbfgs, mce-f); each costs two float64 vectors "
+        "of the weights' size (Wapiti keeps 5) (default %(default)s)",
+    )
+
+
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     """The options that configure a model and its training (train, jackknife)."""
     parser.add_argument(
@@ -215,6 +228,7 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         help="mce-f: offset beta of that sigmoid (default %(default)s, the paper's)",
     )
+    add_lbfgs_memory(parser)
     parser.add_argument(
         "--consistency",
         action="store_true",

@@ -18,7 +18,7 @@ from fstcrf.cli.common import (
 from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_training_arguments, whole_number
 from fstcrf.corpus.schemes import restrict_types
 from fstcrf.errors import FeedbackError, FstcrfError
-from fstcrf.learn.settings import DEFAULT_SIGMA
+from fstcrf.learn.settings import DEFAULT_SIGMA, LBFGS_MEMORY
 from fstcrf.phases import phase
 
 LOG = logging.getLogger("fstcrf")
@@ -217,7 +217,18 @@ def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
         feedback_noise=args.feedback_noise,
         weighting=args.weighting,
         max_ratio=args.max_ratio,
+        algorithm_params=_lbfgs_params(args),
     )
+
+
+def _lbfgs_params(args: argparse.Namespace) -> dict | None:
+    """The algorithm_params of --lbfgs-memory: None at its default (so the model file is
+    as without the option); FstcrfError for a learner other than L-BFGS."""
+    if args.lbfgs_memory == LBFGS_MEMORY:
+        return None
+    if args.algorithm not in ("lbfgs", "mce-f"):
+        raise FstcrfError(f"--lbfgs-memory applies to --algorithm lbfgs or mce-f, not {args.algorithm}")
+    return {"memory": args.lbfgs_memory}
 
 
 def _default_template(target: str, columns: Sequence[str]) -> str:

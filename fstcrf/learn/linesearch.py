@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -30,7 +30,8 @@ def zoom_search(
     the strong Wolfe conditions (:func:`strong_wolfe_step`), or None."""
 
     def along(step: float):
-        point = theta + step * direction
+        point = np.multiply(direction, step)  # theta + step * direction, without a temporary
+        np.add(theta, point, out=point)
         value, point_gradient = smooth(point)
         return value, float(point_gradient @ direction), (point, value, point_gradient)
 
@@ -55,11 +56,17 @@ def strong_wolfe_step(
     if not slope0 < 0.0:
         return None
     evaluations = 0
+    payload: Payload | None = None  # the last trial's only: a trial's payload may be large
 
-    def at(step: float) -> tuple[float, float, float, Payload]:
-        nonlocal evaluations
+    def at(step: float) -> tuple[float, float, float]:
+        nonlocal evaluations, payload
         evaluations += 1
-        return (step, *along(step))
+        payload = None  # freed before the next trial's is made
+        value, slope, payload = along(step)
+        return step, value, slope
+
+    def accepted(step: float) -> tuple[float, Payload]:
+        return step, cast(Payload, payload)
 
     def decreases(step: float, value: float) -> bool:
         return value <= value0 + ARMIJO * step * slope0
@@ -68,10 +75,10 @@ def strong_wolfe_step(
         return abs(slope) <= -CURVATURE * slope0
 
     def zoom(low, high):
-        """low, high: (step, value, slope, extra); low decreases enough and is the lower."""
+        """low, high: (step, value, slope); low decreases enough and is the lower."""
         while evaluations < max_evaluations:
-            a, fa, da, _ = low
-            b, fb, db, _ = high
+            a, fa, da = low
+            b, fb, db = high
             step = cubic_minimiser(a, fa, da, b, fb, db)
             margin = 0.1 * abs(b - a)
             if step is None or not min(a, b) + margin <= step <= max(a, b) - margin:
@@ -81,20 +88,20 @@ def strong_wolfe_step(
                 high = trial
                 continue
             if flat(trial[2]):
-                return trial[0], trial[3]
+                return accepted(trial[0])
             if trial[2] * (b - a) >= 0.0:
                 high = low
             low = trial
         return None
 
-    previous: tuple[float, float, float, Payload | None] = (0.0, value0, slope0, None)
+    previous = (0.0, value0, slope0)
     step = 1.0
     while evaluations < max_evaluations:
         trial = at(step)
         if not decreases(step, trial[1]) or (evaluations > 1 and trial[1] >= previous[1]):
             return zoom(previous, trial)
         if flat(trial[2]):
-            return trial[0], trial[3]
+            return accepted(trial[0])
         if trial[2] >= 0.0:
             return zoom(trial, previous)
         previous = trial

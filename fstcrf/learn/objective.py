@@ -68,6 +68,18 @@ def thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list[
     return plans
 
 
+def sparse_counts(counts: np.ndarray) -> tuple[np.ndarray | slice, np.ndarray]:
+    """(index, values) with counts[index] = values and counts 0 elsewhere, for counts
+    float [D]: the non-zero entries (int32 or int64 indices) when that takes less
+    memory (a complete feature set's gold counts are mostly 0), else every entry
+    (slice(None), counts)."""
+    nonzero = np.flatnonzero(counts)
+    index_type = np.int32 if len(counts) <= np.iinfo(np.int32).max else np.int64
+    if len(nonzero) * (8 + np.dtype(index_type).itemsize) >= 8 * len(counts):
+        return slice(None), counts
+    return nonzero.astype(index_type), counts[nonzero]
+
+
 class Scorer:
     """Scores encoded sentences with a feature dictionary, a topology and weights
     [F + T] (T transition weights, laid out by ``transitions``).
@@ -191,7 +203,9 @@ GROUP_TOKENS = 1024
 
 
 class _GradientBlock:
-    """One thread's run of sentences first .. last-1 and its buffers for ``ft_gradient``."""
+    """One thread's run of sentences first .. last-1 and its buffers for ``ft_gradient``:
+    its expected edge counts, and, ``with_gradient``, its expected feature counts
+    float [F] (the first thread's go straight into the gradient, so it has none)."""
 
     def __init__(
         self,
@@ -199,7 +213,7 @@ class _GradientBlock:
         first: int,
         last: int,
         group_tokens: int,
-        with_outputs: bool = True,
+        with_gradient: bool = True,
         t_max: int | None = None,
     ):
         encoded = driver.encoded
@@ -209,9 +223,8 @@ class _GradientBlock:
             driver.features.kernel_dictionary, driver.graph, driver.num_classes, group_tokens, t_max
         )
         self._loss = np.zeros(1)
-        if with_outputs:
-            self.gradient = np.zeros(driver.features.num_features)
-            self.edge_counts = np.zeros(driver.edge_count_shape)
+        self.gradient = np.zeros(driver.features.num_features) if with_gradient else None
+        self.edge_counts = np.zeros(driver.edge_count_shape)
 
     def point_at(self, driver: _GradientDriver, first: int, last: int) -> None:
         """Make the block sentences first .. last-1 (they must fit its workspace)."""
@@ -292,7 +305,8 @@ class _GradientDriver:
         self.allowed_labels = allowed_labels
         self.state_label = kernel.kernel_array(model.state_label, np.int32)  # read through a struct field
         self.blocks = [
-            _GradientBlock(self, first, last, GROUP_TOKENS) for first, last in thread_chunks(encoded, scorer.threads)
+            _GradientBlock(self, first, last, GROUP_TOKENS, with_gradient=index > 0)
+            for index, (first, last) in enumerate(thread_chunks(encoded, scorer.threads))
         ]
         self._sentence_block: _GradientBlock | None = None
 
@@ -314,7 +328,7 @@ class _GradientDriver:
         for the longest sentence, pointed at each sentence in turn."""
         if self._sentence_block is None:
             t_max = int(self.encoded.lengths.max())
-            self._sentence_block = _GradientBlock(self, index, index + 1, t_max, with_outputs=False, t_max=t_max)
+            self._sentence_block = _GradientBlock(self, index, index + 1, t_max, with_gradient=False, t_max=t_max)
         else:
             self._sentence_block.point_at(self, index, index + 1)
         return self._sentence_block
@@ -346,10 +360,11 @@ class TrainingSet:
         self._sentence_kernel: _SentenceKernel | None = None
         self._edge_table = scorer.topology.edge_ids
         self._num_features = scorer.features.num_features
-        self.observed = np.zeros(self.num_weights)
+        observed = np.zeros(self.num_weights)
         complete = np.flatnonzero(~self.partial)
         for first, last in _runs(complete):
-            self._add_paths(first, last, states[encoded.token_rows(first, last)], None, self.observed, 1.0)
+            self._add_paths(first, last, states[encoded.token_rows(first, last)], None, observed, 1.0)
+        self.observed_index, self.observed_counts = sparse_counts(observed)
         self._check_gold()
 
     def __getstate__(self) -> dict:
@@ -389,22 +404,22 @@ class TrainingSet:
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         F = self._num_features
         scores = self._driver.scores(theta[F:])
+        gradient = np.empty(self.num_weights)
 
         def work(block):
-            block.gradient[:] = 0.0
+            counts = gradient[:F] if block.gradient is None else block.gradient
+            counts[:] = 0.0
             block.edge_counts[:] = 0.0
-            return block.run(self._driver, scores, theta, 1.0, 1.0, block.gradient, block.edge_counts)
+            return block.run(self._driver, scores, theta, 1.0, 1.0, counts, block.edge_counts)
 
         losses = run_parallel(work, self._driver.blocks)
-        gradient = np.empty(self.num_weights)
-        gradient[:F] = self._driver.blocks[0].gradient
         for block in self._driver.blocks[1:]:
-            gradient[:F] += block.gradient
+            gradient[:F] += cast(np.ndarray, block.gradient)  # every thread's but the first
         gradient[F:] = self._driver.weight_gradient(
             np.sum([block.edge_counts for block in self._driver.blocks], axis=0)
         )
-        gradient -= self.observed
-        return sum(losses) - float(theta @ self.observed), gradient
+        gradient[self.observed_index] -= self.observed_counts
+        return sum(losses) - float(theta[self.observed_index] @ self.observed_counts), gradient
 
     def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray, out_scale: float) -> float:
         F = self._num_features

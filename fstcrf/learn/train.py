@@ -67,6 +67,7 @@ import numpy as np
 from fstcrf.learn.settings import DEFAULT_SIGMA, LBFGS_MEMORY, SGD_LEARNING_RATE, SIGMA_RANGE, check_positive
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.learn.linesearch import backtracking, zoom_search
+from fstcrf.phases import phase
 
 if TYPE_CHECKING:
     from fstcrf.corpus.evaluate import ChunkScores, TagScores
@@ -163,10 +164,14 @@ class LbfgsState:
 
 
 class Monitor:
-    """Records iterations, keeps the best (or last) weights and handles Ctrl-C."""
+    """Records iterations, keeps the best (or last) weights and handles Ctrl-C.
 
-    def __init__(self, algorithm: str, evaluate: Evaluate | None, callback: Callback | None):
+    The weights kept are copies, or, with ``copy=False`` (for a learner that never
+    changes an array it has passed to :meth:`end_iteration`), the arrays themselves."""
+
+    def __init__(self, algorithm: str, evaluate: Evaluate | None, callback: Callback | None, copy: bool = True):
         self.algorithm = algorithm
+        self.copy = copy
         self.evaluate = evaluate
         self.callback = callback
         self.history: list[Record] = []
@@ -220,14 +225,15 @@ class Monitor:
             "dev_metric": None,
             **(extra or {}),
         }
+        kept = theta.copy() if self.copy else theta
         if self.evaluate is None:
-            self.kept_weights, self.kept_iteration = theta.copy(), iteration
+            self.kept_weights, self.kept_iteration = kept, iteration
         else:
             scores = self.evaluate(theta)
             record["dev_score"], record["dev_metric"] = float(scores.primary), scores.metric
             if record["dev_score"] > self._best_score:
                 self._best_score = record["dev_score"]
-                self.kept_weights, self.kept_iteration = theta.copy(), iteration
+                self.kept_weights, self.kept_iteration = kept, iteration
         self.history.append(record)
         shown = "".join(
             f", {name.replace('_', ' ')} " + (f"{value:,}" if isinstance(value, int) else f"{value:.4g}")
@@ -266,7 +272,11 @@ class Monitor:
         weights = final_weights if use_final else self.kept_weights
         best = self.iterations if use_final else self.kept_iteration
         return TrainingResult(
-            np.array(weights, dtype=np.float64), self.iterations, best, self.interrupted, self.history
+            np.array(weights, dtype=np.float64) if self.copy else np.asarray(weights, dtype=np.float64),
+            self.iterations,
+            best,
+            self.interrupted,
+            self.history,
         )
 
 
@@ -330,12 +340,13 @@ def lbfgs(
     search = _line_search(linesearch, l1)
     frozen = _frozen_mask(frozen, problem.num_weights)
     precision = 1.0 / sigma**2
-    monitor = Monitor(name, evaluate, callback)
+    monitor = Monitor(name, evaluate, callback, copy=False)  # _quasi_newton never changes what it yields
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        loss, gradient = problem.loss_and_gradient(theta)
+        with phase("gradient"):
+            loss, gradient = problem.loss_and_gradient(theta)
         loss += 0.5 * precision * float(theta @ theta)
-        gradient += precision * theta
+        add_scaled(gradient, precision, theta)
         if frozen is not None:
             gradient[frozen] = 0.0
         return loss, gradient
@@ -475,6 +486,16 @@ def _quasi_newton(
     search fails with stored pairs, the pairs are dropped and it is retried once.
     ``search`` is "zoom" (:func:`zoom_search`: strong Wolfe, c1 = 1e-4, c2 = 0.9,
     starting from 1) or a condition of :func:`backtracking`.
+
+    Memory: with ``memory`` pairs stored, the oldest is dropped once the direction is
+    found, so that its two arrays are free during the line search, and the new pair
+    takes its place.  The Wolfe searches accept only steps with s.y > 0, so a new pair
+    is left out (and one fewer kept) only when s.y is below 1e-10 y.y; under OWL-QN's
+    backtracking ("armijo"), which does not ensure s.y > 0, the oldest pair stays until
+    the new one is stored.  Besides the pairs, at most the weights, the gradient, the
+    direction, a trial point and its gradient are alive.  The weights yielded are never
+    changed afterwards (the caller may keep them without a copy); the smooth gradient
+    yielded becomes the next pair's y in place.
     """
     pairs: collections.deque = collections.deque(maxlen=memory)  # (s, y, 1 / s.y)
     if start is None:
@@ -494,14 +515,20 @@ def _quasi_newton(
         return backtracking(smooth, theta, loss, steepest, direction, l1, search, max_linesearch)
 
     while True:
-        direction = two_loop(steepest, pairs)
+        with phase("direction"):
+            direction = two_loop(steepest, pairs)
         if not pairs:
             direction /= max(float(np.linalg.norm(steepest)), 1e-300)
+        curved = bool(pairs)
+        if len(pairs) == memory and search != "armijo":
+            pairs.popleft()  # the pair this iteration's would push out, freed during the line search
         found = line_search(direction)
-        if found is None and pairs:  # a stale curvature model: restart once
+        if found is None and curved:  # a stale curvature model: restart once
             pairs.clear()
-            direction = -steepest / max(float(np.linalg.norm(steepest)), 1e-300)
+            np.negative(steepest, out=direction)
+            direction /= max(float(np.linalg.norm(steepest)), 1e-300)
             found = line_search(direction)
+        del direction
         if found is None:
             if steepest.any():
                 logger.warning(
@@ -512,13 +539,26 @@ def _quasi_newton(
                 )
             return
         new_theta, new_loss, new_gradient = found
-        s, y = new_theta - theta, new_gradient - gradient
+        del found
+        # y takes the old gradient's place: only the weights yielded are kept by the caller
+        s, y = new_theta - theta, np.subtract(new_gradient, gradient, out=gradient)
         curvature = float(s @ y)
         if curvature > 1e-10 * float(y @ y):
             pairs.append((s, y, 1.0 / curvature))
         theta, loss, gradient = new_theta, new_loss, new_gradient
         steepest = pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
         yield theta, loss, steepest, (gradient, pairs)
+
+
+#: Elements per slice of :func:`add_scaled`.
+SLICE = 2**16
+
+
+def add_scaled(out: np.ndarray, scale: float, x: np.ndarray) -> None:
+    """out += scale * x for float [D] arrays, a slice at a time: the same numbers
+    without a temporary [D] array."""
+    for start in range(0, len(out), SLICE):
+        out[start : start + SLICE] += scale * x[start : start + SLICE]
 
 
 def pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float, frozen: np.ndarray | None) -> np.ndarray:
