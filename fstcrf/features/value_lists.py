@@ -192,8 +192,8 @@ class ListCache:
             if len(self.names) > self.limit:
                 self.clear()
             cached = self.lists.get
-            per_code = [cached(value) for value in values]
-            per_code = [self._codes_of(value) if got is None else got for value, got in zip(values, per_code)]
+            found = [cached(value) for value in values]
+            per_code = [self._codes_of(value) if got is None else got for value, got in zip(values, found)]
             names = self.names
         ptr = np.zeros(len(per_code) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, per_code), dtype=np.int64, count=len(per_code)), out=ptr[1:])
