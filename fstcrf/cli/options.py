@@ -153,7 +153,7 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"standard deviation of the Gaussian prior on every weight; smaller values "
         f"regularise more (default {DEFAULT_SIGMA}, or the sigma chosen with a shipped template: 1.0 "
-        f"with ner-rich, ner-pos-rich and words-rich)",
+        f"with ner-rich and ner-pos-rich, 3.0 with words-rich)",
     )
     parser.add_argument(
         "--c2",

@@ -27,7 +27,7 @@ from fstcrf.errors import TemplateError
 
 #: The Gaussian prior's sigma chosen on the development sets with a shipped template,
 #: where it differs from the learner's default (fstcrf.learn.settings.DEFAULT_SIGMA).
-TEMPLATE_SIGMAS = {"ner-rich": 1.0, "ner-pos-rich": 1.0, "words-rich": 1.0}
+TEMPLATE_SIGMAS = {"ner-rich": 1.0, "ner-pos-rich": 1.0, "words-rich": 3.0}
 
 
 def default_template(target: str, columns: Sequence[str]) -> str:
