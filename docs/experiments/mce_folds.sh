@@ -3,7 +3,7 @@
 #
 #   bash docs/experiments/mce_folds.sh TRAIN OUT [FOLDS...]
 #   ORDER=2 SIGMA=3 WEAK=0 bash docs/experiments/mce_folds.sh TRAIN OUT   # the order-2 chunker, no weak start
-#   SIGMA=3 MAP_ITER=150 POOLED_ITER=9 WEAK=0 OPTIONS="--columns word,pos,chunk,ner --target ner" \
+#   SIGMA=3 MAP_ITER=150 POOLED_ITER=9 WEAK=0 OPTIONS="--columns word,pos,chunk,ner --target ner --template ner" \
 #       bash docs/experiments/mce_folds.sh eng.train.iob2 OUT                # CoNLL-2003 NER (IOB2, fstcrf convert)
 #
 # TRAIN is conll2000/train.txt; OUT a folder for the folds, models and logs.

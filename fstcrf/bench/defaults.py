@@ -9,6 +9,11 @@ For each task (CoNLL-2000 chunking, CoNLL-2003 English NER converted to IOB2):
    folds.  The test set is never read here.
 2. The whole user process with defaults: ``fstcrf train TRAIN --target T -o
    MODEL`` (no --template), ``fstcrf eval MODEL TEST``; the test F1 it prints.
+
+The NER default is no longer the cross-validation's choice: ``--target ner`` takes
+the templates with value lists and the sigma chosen on the development sets
+(docs/benchmarks.md, "NER defaults"), which step 2 measures; the candidates of
+step 1 stay as the record of the single-valued templates at sigma 10.
 """
 
 from __future__ import annotations

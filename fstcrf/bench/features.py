@@ -7,8 +7,13 @@ the transform of ``copies`` copies of test.txt held as one list of sentences
 (reading the file is not timed), the best of ``repeats`` runs.  With
 conll2002 beside conll2000 (``--data`` holding both), the tutorial's token
 dicts of esp.train fit an attribute extractor and those of esp.testb, built
-beforehand, are transformed the same way.  A kernel-and-Python figure, not a
-whole process: ``fstcrf bench tag`` times extraction as a user meets it.
+beforehand, are transformed the same way.  With conll2003 there too, the
+default template of ``fstcrf train --target ner`` (ner-rich, value lists) is
+fitted on eng.train and transforms ``copies`` copies of eng.testa; its lists of
+prefixes, suffixes and n-grams come from the per-word cache after the first
+pass, as they do when ``fstcrf tag`` reads batch after batch.  A
+kernel-and-Python figure, not a whole process: ``fstcrf bench tag`` times
+extraction as a user meets it.
 """
 
 from __future__ import annotations
@@ -19,11 +24,20 @@ from fstcrf.bench.harness import best_time
 
 #: The templates measured: the default of ``fstcrf train --target chunk`` first.
 TEMPLATE_NAMES = ("chunking-extended", "sha-pereira", "crfpp")
+#: The CoNLL-2003 columns, and the NER template measured on them.
+NER_COLUMNS, NER_TEMPLATE = "word,pos,chunk,ner", "ner-rich"
 
 
-def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll2002: Path | None = None) -> list[dict]:
-    """Per template (and for the tutorial's dicts when ``conll2002`` is given): its
-    name, predicates P, tokens N and predicates per token, best seconds and tokens/s."""
+def bench_features(
+    conll2000: Path,
+    copies: int = 10,
+    repeats: int = 5,
+    conll2002: Path | None = None,
+    conll2003: Path | None = None,
+) -> list[dict]:
+    """Per template (for the tutorial's dicts when ``conll2002`` is given, for the NER
+    template when ``conll2003`` is): its name, predicates P, tokens N and predicates
+    per token, best seconds and tokens/s."""
     from fstcrf.features.attributes import AttributeExtractor
     from fstcrf.corpus.conll import Sentence, read_conll
     from fstcrf.features.extractor import FeatureExtractor
@@ -43,6 +57,14 @@ def bench_features(conll2000: Path, copies: int = 10, repeats: int = 5, conll200
                 "sklearn tutorial dicts",
                 AttributeExtractor().fit(dicts(conll2002 / "esp.train")),
                 dicts(conll2002 / "esp.testb"),
+            )
+        )
+    if conll2003 is not None:
+        jobs.append(
+            (
+                f"{NER_TEMPLATE} (eng.testa)",
+                FeatureExtractor(TEMPLATES[NER_TEMPLATE]).fit(read_conll(conll2003 / "eng.train", NER_COLUMNS)),
+                list(read_conll(conll2003 / "eng.testa", NER_COLUMNS).sentences) * copies,
             )
         )
     rows = []

@@ -274,20 +274,19 @@ def _mce(args: argparse.Namespace) -> tuple:
 
 
 def _features(args: argparse.Namespace) -> tuple:
-    """Feature extraction on CoNLL-2000, and on the tutorial's dicts when conll2002/ is
-    beside conll2000/ (or in it)."""
+    """Feature extraction on CoNLL-2000, on the tutorial's dicts when conll2002/ is
+    beside conll2000/ (or in it), and with the NER template when conll2003/ is."""
     from fstcrf.bench.features import bench_features
 
     folder = _conll2000(args)
-    tutorial = next(
-        (
-            candidate
-            for candidate in (folder.parent / "conll2002", folder / "conll2002")
-            if (candidate / "esp.train").is_file() and (candidate / "esp.testb").is_file()
-        ),
-        None,
-    )
-    return (bench_features(folder, args.copies or 10, args.repeats, tutorial),)
+
+    def beside(name: str, *files: str) -> Path | None:
+        candidates = (folder.parent / name, folder / name)
+        return next((where for where in candidates if all((where / file).is_file() for file in files)), None)
+
+    tutorial = beside("conll2002", "esp.train", "esp.testb")
+    ner = beside("conll2003", "eng.train", "eng.testa")
+    return (bench_features(folder, args.copies or 10, args.repeats, tutorial, ner),)
 
 
 def _spacy(args: argparse.Namespace) -> tuple:
@@ -378,7 +377,8 @@ def add_parsers(commands) -> None:
         "standard input: throughput, time to first output and resident memory; "
         "features: tokens per second of feature extraction for the shipped chunking "
         "templates on --copies copies of the CoNLL-2000 test set (default 10), and for "
-        "sklearn-crfsuite's tutorial dicts when conll2002/ is beside conll2000/; "
+        "sklearn-crfsuite's tutorial dicts when conll2002/ is beside conll2000/, and for the "
+        "NER default ner-rich on --copies copies of eng.testa when conll2003/ is; "
         "torch: the CRF layer fstcrf.torch.CRF against pytorch-crf and torch-struct, NLL "
         "forward+backward and Viterbi at batch 32, lengths 25-50, 9 and 45 tags, each tool "
         "in its own process (needs fstcrf[torch,bench-torch]); "

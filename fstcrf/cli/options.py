@@ -165,7 +165,8 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
         type=real_number(1e-4, 1e6),
         default=None,
         help=f"standard deviation of the Gaussian prior on every weight; smaller values "
-        f"regularise more (default {DEFAULT_SIGMA})",
+        f"regularise more (default {DEFAULT_SIGMA}, or the sigma chosen with a shipped template: 1.0 "
+        f"with ner-rich and ner-pos-rich, 3.0 with words-rich)",
     )
     parser.add_argument(
         "--c2",
@@ -240,9 +241,10 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
         "--template",
         default=None,
         help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos, ner, "
-        "ner-pos, words or a template file (default: by --target and the file's columns: "
-        "chunking-extended for chunk, pos for pos, otherwise ner for word,pos,chunk files, ner-pos "
-        "for word,pos files, words for files with a word column)",
+        "ner-rich, ner-pos, ner-pos-rich, words, words-rich or a template file (default: by --target "
+        "and the file's columns: chunking-extended for chunk, pos for pos, for ner ner-rich for "
+        "word,pos,chunk files, ner-pos-rich for word,pos files, words-rich for files with a word "
+        "column; for other targets ner, ner-pos and words)",
     )
     parser.add_argument(
         "--features",

@@ -178,6 +178,7 @@ def _read_dev(args: argparse.Namespace, keep: set[str] | None):
 def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
     """An unfitted ChainCRF configured by the training options, for training data with
     ``columns`` (they choose the default template)."""
+    from fstcrf.features.defaults import template_sigma
     from fstcrf.features.template import load_template
     from fstcrf.features.template import TEMPLATES
     from fstcrf.model.chain import ChainCRF
@@ -188,7 +189,7 @@ def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
         template=template,
         order=args.order,
         algorithm=args.algorithm,
-        sigma=sigma_of(args),
+        sigma=template_sigma(template, DEFAULT_SIGMA) if args.sigma is None and args.c2 is None else sigma_of(args),
         c1=args.c1,
         transitions=args.transitions,
         min_freq=args.min_freq,

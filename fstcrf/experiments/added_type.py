@@ -29,7 +29,8 @@ from fstcrf.corpus.conll import Corpus
 from fstcrf.corpus.evaluate import mcnemar, score_chunks
 from fstcrf.corpus.schemes import read_chunks, restrict_types, write_chunks
 from fstcrf.experiments.transfer import read_conll2003
-from fstcrf.features.defaults import default_template
+from fstcrf.features.defaults import default_template, template_sigma
+from fstcrf.learn.settings import DEFAULT_SIGMA
 from fstcrf.files import write_atomically
 from fstcrf.model.chain import ChainCRF
 from fstcrf.model.compose import compose
@@ -41,8 +42,12 @@ SYSTEMS = ("composition", "naive merge", "single model")
 
 
 def ner_model(columns: Sequence[str], threads: int, max_iter: int) -> ChainCRF:
-    """An untrained NER tagger as ``fstcrf train --target ner`` makes it (default template)."""
-    return ChainCRF(template=default_template("ner", columns), max_iter=max_iter, threads=threads)
+    """An untrained NER tagger as ``fstcrf train --target ner`` makes it (default template
+    and its sigma)."""
+    template = default_template("ner", columns)
+    return ChainCRF(
+        template=template, sigma=template_sigma(template, DEFAULT_SIGMA), max_iter=max_iter, threads=threads
+    )
 
 
 def naive_merge(old: Sequence[Sequence[str]], new: Sequence[Sequence[str]]) -> list[list[str]]:

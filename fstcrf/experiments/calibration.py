@@ -28,7 +28,8 @@ import numpy as np
 from fstcrf.corpus.schemes import read_chunks
 from fstcrf.errors import FstcrfError
 from fstcrf.experiments.transfer import read_conll2003
-from fstcrf.features.defaults import default_template
+from fstcrf.features.defaults import default_template, template_sigma
+from fstcrf.learn.settings import DEFAULT_SIGMA
 from fstcrf.model.chain import ChainCRF
 
 BINS = 10
@@ -77,7 +78,8 @@ class CalibrationResult:
 def measure(train, dev, test, threads: int = 2, max_iter: int | None = None) -> CalibrationResult:
     """Train the default NER model and measure both confidences on ``test``."""
     settings = {} if max_iter is None else {"max_iter": max_iter}
-    model = ChainCRF(template=default_template("ner", list(COLUMNS)), threads=threads, **settings)
+    template = default_template("ner", list(COLUMNS))
+    model = ChainCRF(template=template, sigma=template_sigma(template, DEFAULT_SIGMA), threads=threads, **settings)
     started = time.perf_counter()
     model.fit(train, "ner", dev=dev)
     train_seconds = time.perf_counter() - started

@@ -1,17 +1,22 @@
 """The template ``fstcrf train`` uses when none is given: chosen by the target column
-and the columns the training file has.
+and the columns the training file has; and the prior's sigma that goes with it.
 
     target "chunk"                       chunking-extended  (Sha & Pereira's Table 1,
                                          word pairs and word-POS pairs)
     target "pos"                         pos          (words, affixes, shapes)
+    target "ner", by columns:
+        word, pos and chunk              ner-rich     (CoNLL-2003 layout; value lists)
+        word and pos                     ner-pos-rich (CoNLL-2002 layout)
+        word                             words-rich
     any other target, by columns:
-        word, pos and chunk              ner          (CoNLL-2003 layout)
-        word and pos                     ner-pos      (CoNLL-2002 layout)
+        word, pos and chunk              ner
+        word and pos                     ner-pos
         word                             words        (word windows, shapes, affixes)
 
-Both choices were made by cross-validation on the training data (``fstcrf
-bench defaults``, docs/benchmarks.md): chunking-extended over sha-pereira
-and crfpp, ner over words and sha-pereira; never on a test set.
+The chunking and ``ner`` choices were made by cross-validation on the training data
+(``fstcrf bench defaults``), the rich NER templates and their sigmas
+(:data:`TEMPLATE_SIGMAS`) on the development sets eng.testa, esp.testa and ned.testa
+(docs/benchmarks.md, "NER defaults"); never on a test set.
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fstcrf.errors import TemplateError
+
+#: The Gaussian prior's sigma chosen on the development sets with a shipped template,
+#: where it differs from the learner's default (fstcrf.learn.settings.DEFAULT_SIGMA).
+TEMPLATE_SIGMAS = {"ner-rich": 1.0, "ner-pos-rich": 1.0, "words-rich": 3.0}
 
 
 def default_template(target: str, columns: Sequence[str]) -> str:
@@ -35,8 +44,15 @@ def default_template(target: str, columns: Sequence[str]) -> str:
         return "chunking-extended"
     if target == "pos":
         return "pos"
+    rich = "-rich" if target == "ner" else ""
     if {"pos", "chunk"} <= available:
-        return "ner"
+        return "ner" + rich
     if "pos" in available:
-        return "ner-pos"
-    return "words"
+        return "ner-pos" + rich
+    return "words" + rich
+
+
+def template_sigma(template, default: float) -> float:
+    """The sigma that goes with ``template`` (a shipped template's name, or a Template)
+    when none is given: the one chosen with it on the development sets, else ``default``."""
+    return TEMPLATE_SIGMAS.get(template, default) if isinstance(template, str) else default

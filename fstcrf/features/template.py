@@ -484,6 +484,10 @@ NER_POS = shipped_template("ner_pos.txt")
 #: ``ner`` plus value lists: word and shape bags, character n-grams, shape2, seen_lower,
 #: type sequences and the suffixes of neighbouring words.
 NER_RICH = shipped_template("ner_rich.txt")
+#: ``ner-rich`` without the chunk lines (CoNLL-2002 columns: word, pos).
+NER_POS_RICH = shipped_template("ner_pos_rich.txt")
+#: ``ner-rich`` without the chunk and POS lines (a word column only).
+WORDS_RICH = shipped_template("words_rich.txt")
 
 #: Word-only tagging (named entities without POS or chunk columns, or any task with a word column).
 WORDS = shipped_template("seminar_ner.txt")
@@ -497,7 +501,9 @@ TEMPLATES = {
     "ner": NER,
     "ner-rich": NER_RICH,
     "ner-pos": NER_POS,
+    "ner-pos-rich": NER_POS_RICH,
     "words": WORDS,
+    "words-rich": WORDS_RICH,
 }
 
 

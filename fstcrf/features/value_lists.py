@@ -5,7 +5,8 @@
 Each item gives each token a list of distinct values, held as compressed rows
 (:class:`ValueLists`).  The items that depend on one token's value only compute
 the list of each distinct value once, in Python, and spread it over the tokens
-with numpy; ``bag`` and ``types`` combine the codes of a window with numpy;
+with numpy (prefixes, suffixes and n-grams from a cache kept across batches,
+:class:`ListCache`); ``bag`` and ``types`` combine the codes of a window with numpy;
 ``gazetteer`` walks each sentence in Python.  What grows with the tokens of a
 line, the cross product of its items, their keys and their lookup, is the C
 kernel's (:func:`fstcrf.engine.kernel.cross_keys`).
@@ -13,6 +14,7 @@ kernel's (:func:`fstcrf.engine.kernel.cross_keys`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, cast
 
@@ -151,6 +153,72 @@ def by_value(codes: np.ndarray, values: Sequence[str], function: Callable[[str],
     return gather(from_lists(per_code, [escape_value(name) for name in index]), codes)
 
 
+#: Names a :class:`ListCache` holds before it starts afresh (its memory stays bounded).
+CACHE_NAMES = 1 << 19
+
+
+class ListCache:
+    """The lists of the values seen so far, for the items whose list depends on the
+    value alone and on nothing read from the training data (prefixes, suffixes,
+    n-grams): words recur from batch to batch, so tagging computes each word's list
+    once.  Each list is held as the codes of its escaped names in one vocabulary per
+    cache; past CACHE_NAMES names the cache is emptied and filled again."""
+
+    def __init__(self, function: Callable[[str], list[str]], limit: int = CACHE_NAMES):
+        self.function = function
+        self.limit = limit
+        self.lock = threading.Lock()
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every list and name."""
+        self.lists: dict[str, np.ndarray] = {}
+        self.codes: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def _codes_of(self, value: str) -> np.ndarray:
+        names = [escape_value(name) for name in self.function(value)]
+        for name in names:
+            if name not in self.codes:
+                self.codes[name] = len(self.names)
+                self.names.append(name)
+        codes = np.fromiter(map(self.codes.__getitem__, names), dtype=np.int64, count=len(names))
+        self.lists[value] = codes
+        return codes
+
+    def value_lists(self, codes: np.ndarray, values: Sequence[str]) -> ValueLists:
+        """What by_value(codes, values, function) gives, from the cache."""
+        with self.lock:
+            if len(self.names) > self.limit:
+                self.clear()
+            cached = self.lists.get
+            found = [cached(value) for value in values]
+            per_code = [self._codes_of(value) if got is None else got for value, got in zip(values, found)]
+            names = self.names
+        ptr = np.zeros(len(per_code) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, per_code), dtype=np.int64, count=len(per_code)), out=ptr[1:])
+        global_codes = np.concatenate([np.zeros(0, dtype=np.int64), *per_code])
+        present = np.zeros(len(names), dtype=bool)
+        present[global_codes] = True
+        local = np.cumsum(present) - 1  # the batch's names numbered in the vocabulary's order
+        used = [names[k] for k in np.flatnonzero(present).tolist()]
+        return gather(ValueLists(ptr, local[global_codes], used), codes)
+
+
+_CACHES: dict[tuple, ListCache] = {}
+
+
+def list_cache(observation: Observation) -> ListCache | None:
+    """The shared cache of an item's lists (one per kind and bounds), or None for the
+    items whose lists depend on more than the value."""
+    if observation.kind not in ("prefixes", "suffixes", "ngrams"):
+        return None
+    key = (observation.kind, observation.low, observation.high)
+    if key not in _CACHES:
+        _CACHES[key] = ListCache(per_value(observation, None, frozenset()))
+    return _CACHES[key]
+
+
 def embedding_lists(codes: np.ndarray, values: Sequence[str], embeddings: Embeddings) -> ValueLists:
     """The nonzero dimensions ("0", "1", ...) of the vector of each token's value, with
     their numbers; a value without a vector has none."""
@@ -252,6 +320,9 @@ def observation_lists(table, observation: Observation, resources) -> ValueLists:
     if kind == EMBEDDING:
         embeddings = cast(Embeddings, resources.resource(observation).content)
         return shifted(embedding_lists(codes, values, embeddings), table, observation.offset, boundary=False)
+    cache = list_cache(observation)
+    if cache is not None:
+        return shifted(cache.value_lists(codes, values), table, observation.offset)
     resource = resources.resource(observation) if kind == "cluster" else None
     function = per_value(observation, resource, resources.seen_lower(observation.column))
     return shifted(by_value(codes, values, function), table, observation.offset)

@@ -304,6 +304,25 @@ def test_the_feeder_stops_at_the_last_whole_sentence_that_fits():
         assert sink.kept == expected and fed[0] == len(expected)
 
 
+def test_bench_features_times_the_ner_template_beside_conll2003(demo_folder, capsys):
+    from fstcrf.bench.features import NER_TEMPLATE, TEMPLATE_NAMES, bench_features
+    from fstcrf.cli import main
+
+    english = demo_folder / "conll2003"
+    english.mkdir()
+    for source, target in (("train.txt", "eng.train"), ("test.txt", "eng.testa")):
+        lines = (demo_folder / source).read_text().splitlines()
+        # a fourth column (the chunk tag again) stands for the entity labels
+        (english / target).write_text("".join(f"{line} {line.split()[-1]}\n" if line else "\n" for line in lines))
+    rows = bench_features(demo_folder, copies=2, repeats=2, conll2003=english)
+    assert [row["input"] for row in rows] == [*TEMPLATE_NAMES, f"{NER_TEMPLATE} (eng.testa)"]
+    assert rows[-1]["tokens"] == 2 * read_conll(demo_folder / "test.txt").num_tokens
+    assert rows[-1]["per_token"] > rows[0]["per_token"]  # value lists: n-grams, bags
+    assert main(["bench", "features", "--data", str(demo_folder), "--copies", "1", "--repeats", "1", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed[-1]["input"] == f"{NER_TEMPLATE} (eng.testa)"
+
+
 def test_bench_features_times_each_template_and_the_tutorial_dicts(demo_folder, capsys):
     from fstcrf.bench.features import TEMPLATE_NAMES, bench_features
     from fstcrf.cli import main

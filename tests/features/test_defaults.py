@@ -1,9 +1,9 @@
-"""The default template of ``fstcrf train`` by target and columns."""
+"""The default template of ``fstcrf train`` by target and columns, and its sigma."""
 
 import pytest
 
 from fstcrf.cli import main
-from fstcrf.features.defaults import default_template
+from fstcrf.features.defaults import TEMPLATE_SIGMAS, default_template, template_sigma
 from fstcrf.errors import TemplateError
 from fstcrf.model import TEMPLATES, load_model
 
@@ -13,9 +13,11 @@ from fstcrf.model import TEMPLATES, load_model
     [
         ("chunk", ("word", "pos", "chunk"), "chunking-extended"),
         ("pos", ("word", "pos"), "pos"),
-        ("ner", ("word", "pos", "chunk", "ner"), "ner"),
-        ("ner", ("word", "pos", "ner"), "ner-pos"),
-        ("ner", ("word", "ner"), "words"),
+        ("ner", ("word", "pos", "chunk", "ner"), "ner-rich"),
+        ("ner", ("word", "pos", "ner"), "ner-pos-rich"),
+        ("ner", ("word", "ner"), "words-rich"),
+        ("label", ("word", "pos", "chunk", "label"), "ner"),
+        ("label", ("word", "pos", "label"), "ner-pos"),
         ("chunk", ("word", "chunk"), "words"),
         ("label", ("word", "label"), "words"),
     ],
@@ -53,5 +55,18 @@ def test_train_without_template_uses_the_default_of_its_columns(tmp_path, caplog
             )
             == 0
         )
-    assert "template ner, the default for target ner" in caplog.text
-    assert load_model(model_path).extractor_.parsed_template().text == TEMPLATES["ner"].text
+    assert "template ner-rich, the default for target ner" in caplog.text
+    model = load_model(model_path)
+    assert model.extractor_.parsed_template().text == TEMPLATES["ner-rich"].text
+    assert model.sigma == TEMPLATE_SIGMAS["ner-rich"]
+
+
+def test_the_rich_templates_nest_and_carry_their_sigma():
+    lines = {name: set(TEMPLATES[name].text.splitlines()) for name in ("ner-rich", "ner-pos-rich", "words-rich")}
+    assert lines["words-rich"] < lines["ner-pos-rich"] < lines["ner-rich"]
+    assert not any("chunk[" in line for line in lines["ner-pos-rich"])
+    assert set(TEMPLATES["words-rich"].columns) == {"word"}
+    for name, sigma in TEMPLATE_SIGMAS.items():
+        assert template_sigma(name, 10.0) == sigma
+    assert template_sigma("ner", 10.0) == 10.0
+    assert template_sigma(TEMPLATES["ner-rich"], 7.0) == 7.0  # a Template object: the default

@@ -378,3 +378,37 @@ def test_the_kernel_refuses_lists_out_of_range():
     for value_ptr_case, hashes_case, seeds_case, item_ptr, items, scratch in bad_cases:
         with pytest.raises(RuntimeError, match="ff_list_rows"):
             list_rows(value_ptr_case, hashes_case, seeds_case, item_ptr, items, slots, scratch, indptr, indices)
+
+
+# -- the cache of per-value lists across batches --------------------------------
+
+
+def _lists_as_strings(lists):
+    return [
+        [lists.names[code] for code in lists.codes[lists.ptr[t] : lists.ptr[t + 1]]] for t in range(len(lists.ptr) - 1)
+    ]
+
+
+@oracle_settings(80)
+@given(
+    batches=st.lists(
+        st.lists(st.text(alphabet="ab|\\xY", min_size=0, max_size=5), min_size=1, max_size=6), min_size=1, max_size=4
+    ),
+    line=st.sampled_from(["ngrams(word[0],1,3)", "prefixes(word[0],1,2)", "suffixes(word[0],2,4)"]),
+    limit=st.integers(0, 30),
+)
+def test_the_list_cache_gives_what_computing_anew_gives(batches, line, limit):
+    import numpy as np
+
+    from fstcrf.features.value_lists import ListCache, by_value, per_value
+
+    observation = parse_template(line).predicates[0].observations[0]
+    function = per_value(observation, None, frozenset())
+    cache = ListCache(function, limit=limit)  # small limits empty it between batches
+    for words in batches:
+        values = list(dict.fromkeys(words))
+        codes = np.array([values.index(word) for word in words], dtype=np.int64)
+        cached = cache.value_lists(codes, values)
+        assert _lists_as_strings(cached) == _lists_as_strings(by_value(codes, values, function))
+        assert len(cached.names) == len(set(cached.names))
+    assert len(cache.names) <= limit + sum(len(function(word)) for word in set(words))  # bounded
