@@ -219,7 +219,9 @@ class TwoStageTagger:
         params = self.first.get_params()
         return ChainCRF(**{**params, "template": second_stage_template(params["template"])})
 
-    def _with_majorities(self, corpus: Corpus, labels: Sequence[Sequence[str]], source: str) -> Corpus:
+    def with_majorities(self, corpus: Corpus, labels: Sequence[Sequence[str]], source: str) -> Corpus:
+        """``corpus`` with the :data:`MAJORITY_COLUMNS` of first-stage ``labels`` [B][T]
+        within its documents (``source`` names it in errors)."""
         spans = document_spans(corpus.sentences, source)
         sentences = majority_columns(corpus.sentences, labels, spans, self.word_column)
         names = corpus.column_names + tuple(name for name in MAJORITY_COLUMNS if name not in corpus.column_names)
@@ -241,10 +243,27 @@ class TwoStageTagger:
             progress.update()
             held_out = jackknife(corpus, ChainCRF(**settings), target, folds=self.folds).column(target)
             progress.update()
-            train_second = self._with_majorities(corpus, held_out, "the training corpus")
-            dev_second = None if dev is None else self._with_majorities(dev, first.predict(dev), "the dev corpus")
-            second = self._second_settings().fit(train_second, target=target, dev=dev_second)
+            self.fit_second(corpus, first, held_out, target, dev)
             progress.update()
+        return self
+
+    def fit_second(
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        first: ChainCRF,
+        held_out: Sequence[Sequence[str]],
+        target: str = "ner",
+        dev: Corpus | Sequence[Sentence] | None = None,
+    ) -> TwoStageTagger:
+        """The second half of :meth:`fit`, for a first stage and jackknifed labels [B][T]
+        of ``corpus`` computed before (so that several second stages can share them):
+        train the second stage and keep ``first`` as the first stage."""
+        self._check_params()
+        corpus = as_corpus(corpus, "TwoStageTagger.fit_second")
+        dev = None if dev is None else as_corpus(dev, "TwoStageTagger.fit_second (dev)")
+        train_second = self.with_majorities(corpus, held_out, "the training corpus")
+        dev_second = None if dev is None else self.with_majorities(dev, first.predict(dev), "the dev corpus")
+        second = self._second_settings().fit(train_second, target=target, dev=dev_second)
         self.first_, self.second_, self.target_ = first, second, target
         return self
 
@@ -254,7 +273,7 @@ class TwoStageTagger:
             raise FstcrfError("this TwoStageTagger is not fitted yet; call fit first")
         corpus = as_corpus(corpus, "TwoStageTagger.predict")
         first_labels = self.first_.predict(corpus)
-        extended = self._with_majorities(corpus, first_labels, str(corpus.path or "the input"))
+        extended = self.with_majorities(corpus, first_labels, str(corpus.path or "the input"))
         return first_labels, self.second_.predict(extended)
 
     def predict(self, corpus: Corpus | Sequence[Sentence]) -> list[list[str]]:
