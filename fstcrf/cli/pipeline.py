@@ -19,6 +19,10 @@ QUEUE_BATCHES = 2
 #: Seconds a blocked reader waits before it looks again whether it should stop.
 STOP_POLL = 0.1
 
+#: Seconds the tagging thread waits, once it stops, for the reader to see the stop (a
+#: reader waiting for input on a pipe is left behind; it holds no lock shutdown needs).
+READER_JOIN_SECONDS = 1.0
+
 #: The garbage collector's first threshold while batches flow (Python's default is 700).
 #: Batches are lists and strings without cycles, which reference counting frees; at the
 #: default, collections that walk the batches in flight cost about a tenth of tagging.
@@ -85,6 +89,7 @@ def overlapped(items: Iterable, work: Callable[[Any], Any], finish: Callable[[An
                 outbox.put((entry, result))
     finally:
         stop.set()
+        reader.join(READER_JOIN_SECONDS)
         with phase("write"):
             outbox.put(_END)
             writer.join()

@@ -309,7 +309,7 @@ def opened_conll(source: str | os.PathLike | BinaryIO, name: str | None = None) 
     if hasattr(source, "read"):
         yield cast(BinaryIO, source), cast(str, name or getattr(source, "name", "<stream>")), None
     elif os.fspath(source) == "-":
-        yield sys.stdin.buffer, name or "standard input", None
+        yield standard_input(), name or "standard input", None
     else:
         path = Path(source)
         try:
@@ -320,11 +320,28 @@ def opened_conll(source: str | os.PathLike | BinaryIO, name: str | None = None) 
             yield stream, os.fspath(path), path
 
 
-def read_block(stream: BinaryIO, name: str) -> bytes:
-    """The next READ_BLOCK bytes of a stream (fewer at its end; b"" after it);
-    ConllFormatError naming ``name`` if it cannot be read."""
+def standard_input() -> BinaryIO:
+    """Standard input as an unbuffered binary stream over its descriptor (not closed
+    with it), else ``sys.stdin.buffer``.  A reader thread blocked in it then holds no
+    lock of ``sys.stdin.buffer``, which the interpreter takes when it shuts down (a
+    signal that ends ``fstcrf tag`` while its reader waits for input would otherwise
+    abort the process)."""
     try:
-        return stream.read(READ_BLOCK)
+        return cast(BinaryIO, open(sys.stdin.fileno(), "rb", buffering=0, closefd=False))
+    except (AttributeError, OSError, ValueError):
+        return sys.stdin.buffer
+
+
+def read_block(stream: BinaryIO, name: str) -> bytes:
+    """The next READ_BLOCK bytes of a stream (fewer at its end; b"" after it), also
+    from an unbuffered stream whose reads return less; ConllFormatError naming
+    ``name`` if it cannot be read."""
+    try:
+        pieces, size = [], 0
+        while size < READ_BLOCK and (piece := stream.read(READ_BLOCK - size)):
+            pieces.append(piece)
+            size += len(piece)
+        return b"".join(pieces)
     except OSError as problem:
         raise ConllFormatError(f"{name}: cannot read the file: {problem.strerror}") from None
 

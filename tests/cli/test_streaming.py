@@ -88,6 +88,29 @@ def test_batch_boundaries_do_not_change_the_output(model_path, tmp_path, monkeyp
 
 
 @pytest.mark.slow
+def test_sigterm_while_the_reader_waits_for_input_ends_cleanly(model_path, tmp_path):
+    # the reader thread is blocked in a read of standard input (less than a block
+    # arrived, the pipe is open) when the signal comes: shutdown must not wait for it
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fstcrf.cli", "-q", "tag", str(model_path), "-", "-o", str(tmp_path / "out.txt")],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    process.stdin.write(open(TEST, "rb").read()[:4000])
+    process.stdin.flush()
+    time.sleep(2.0)  # start-up, then the reader waits for the rest of its block
+    process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stderr = process.stderr.read()
+    process.stdin.close()
+    process.kill()
+    assert process.wait() == 130, stderr
+    assert b"Fatal Python error" not in stderr and b"Traceback" not in stderr
+
+
+@pytest.mark.slow
 def test_sigterm_keeps_every_finished_sentence(model_path, tmp_path):
     out = tmp_path / "out.txt"
     text = open(TEST, "rb").read()

@@ -83,7 +83,7 @@ def consistency_model(tmp_path_factory):
     [
         ("demo_chunker", []),
         ("demo_order2_chunker", []),
-        ("demo_chunker", ["--grammar", "iob2"]),
+        pytest.param("demo_chunker", ["--grammar", "iob2"], marks=pytest.mark.pynini),
         ("demo_chunker", ["--marginals", "--entity-probabilities"]),
         ("demo_chunker", ["--nbest", "3"]),
         ("demo_joint", []),
