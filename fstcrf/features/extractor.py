@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, cast
+from typing import cast
 
 import numpy as np
 
@@ -15,9 +15,6 @@ from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.engine import kernel
 from fstcrf.engine.kernel.features import list_rows
 from fstcrf.errors import (
-    ArgumentTypeError,
-    BudgetError,
-    FeatureValueError,
     FstcrfError,
     HashCollisionError,
     ModelFileError,
@@ -25,7 +22,6 @@ from fstcrf.errors import (
 )
 from fstcrf.features.template import (
     Observation,
-    PredicateTemplate,
     Template,
     escape_value,
     parse_template,
@@ -33,7 +29,7 @@ from fstcrf.features.template import (
 )
 from fstcrf.features.resources import Resources
 from fstcrf.features.sparse_rows import SparseRows
-from fstcrf.features.value_lists import ValueLists, observation_lists, single
+from fstcrf.features.token_table import Occurrences, TokenTable, missing_column_message
 
 logger = logging.getLogger(__name__)
 
@@ -42,248 +38,6 @@ logger = logging.getLogger(__name__)
 #: that would keep enough.
 FEW_PREDICATES = 200
 FEW_PREDICATES_SHARE = 0.01
-
-
-def _missing_column_message(column: str, available: Sequence[str]) -> str:
-    return (
-        f"the template reads column {column!r}, which the corpus lacks; "
-        f"its columns are {', '.join(available) or 'none'}"
-    )
-
-
-class _TokenTable:
-    """The values of template observations at every token of a list of sentences."""
-
-    def __init__(self, sentences: Sequence[Sentence]):
-        self.sentences = sentences
-        lengths = np.array([len(sentence) for sentence in sentences], dtype=np.int64)
-        self.num_tokens = int(lengths.sum())
-        starts = np.cumsum(lengths) - lengths
-        self.position = np.arange(self.num_tokens) - np.repeat(starts, lengths)
-        self.sentence_length = np.repeat(lengths, lengths)
-        self.lengths = lengths
-        self._lists: dict[Observation, ValueLists] = {}
-        self._coded_columns: dict[tuple[str, str | None], tuple[np.ndarray, list[str]]] = {}
-        self._value_names: dict[tuple[str, str | None], list[str]] = {}
-        self._observations: dict[tuple[str, str | None, int], tuple[np.ndarray, list[str]]] = {}
-
-    def _column_values(self, column: str) -> list[str]:
-        values: list[str] = []
-        for sentence in self.sentences:
-            if column not in sentence.columns:
-                raise TemplateError(_missing_column_message(column, sentence.column_names))
-            values.extend(sentence.columns[column])
-        return values
-
-    def coded_column(self, column: str, transform: str | None) -> tuple[np.ndarray, list[str]]:
-        """Value codes [num_tokens] of a (transformed) column and the value of each code."""
-        key = (column, transform)
-        if key not in self._coded_columns:
-            if transform is None:
-                first_use: dict[str, int] = {}  # value -> the token where it first occurs
-                column_values = self._column_values(column)
-                try:
-                    first = np.fromiter(
-                        map(first_use.setdefault, column_values, range(self.num_tokens)),
-                        dtype=np.int64,
-                        count=self.num_tokens,
-                    )
-                except TypeError:  # an unhashable value
-                    self._check_strings(column, column_values)
-                    raise
-                codes = (np.cumsum(first == np.arange(self.num_tokens)) - 1)[first]
-                values = list(first_use)
-            else:
-                raw_codes, raw_values = self.coded_column(column, None)
-                self._check_strings(column, raw_values, raw_codes)
-                function = cast(Callable[[str], str], transform_function(transform))
-                code_of: dict[str, int] = {}
-                recode = np.array(
-                    [code_of.setdefault(function(value), len(code_of)) for value in raw_values], dtype=np.int64
-                )
-                codes = recode[raw_codes]
-                values = list(code_of)
-            self._coded_columns[key] = codes, values
-        return self._coded_columns[key]
-
-    def _coded_names(self, column: str, transform: str | None) -> tuple[np.ndarray, list[str]]:
-        """Value codes [num_tokens] of a (transformed) column and the escaped value of each code."""
-        codes, values = self.coded_column(column, transform)
-        key = (column, transform)
-        if key not in self._value_names:
-            self._check_strings(column, values, codes)
-            self._value_names[key] = [escape_value(value) for value in values]
-        return codes, self._value_names[key]
-
-    def _check_strings(self, column: str, values: Sequence, codes: np.ndarray | None = None) -> None:
-        """ArgumentTypeError naming the first token whose value in ``column`` is not a
-        string; ``values`` are the column's values [N], or its distinct values when
-        ``codes`` [N] gives each token's."""
-        bad = next((k for k, value in enumerate(values) if not isinstance(value, str)), None)
-        if bad is None:
-            return
-        token = bad if codes is None else int(np.argmax(codes == bad))
-        sentence, position = self.place(token)
-        raise ArgumentTypeError(
-            f"sentence {sentence + 1}, token {position + 1}: column {column!r} holds "
-            f"{type(values[bad]).__name__} {values[bad]!r}; token values must be strings"
-        )
-
-    def place(self, token: int) -> tuple[int, int]:
-        """The sentence of a token of the table and its position there (both from 0)."""
-        ends = np.cumsum([len(sentence) for sentence in self.sentences])
-        return int(np.searchsorted(ends, token, side="right")), int(self.position[token])
-
-    def value_names(self, column: str, transform: str | None) -> list[str]:
-        """The escaped value of each code of a (transformed) column; an observation at
-        an offset other than 0 adds the boundary values after these."""
-        return self._coded_names(column, transform)[1]
-
-    def observation_codes(self, observation: Observation) -> tuple[np.ndarray, list[str]]:
-        """Codes [num_tokens] of an observation at each token, and the name of each code."""
-        key = (observation.column, observation.transform, observation.offset)
-        if key not in self._observations:
-            self._observations[key] = self._shifted_codes(observation)
-        return self._observations[key]
-
-    def _shifted_codes(self, observation: Observation) -> tuple[np.ndarray, list[str]]:
-        codes, names = self._coded_names(observation.column, observation.transform)
-        offset = observation.offset
-        if offset == 0:
-            return codes, names
-        target = self.position + offset
-        inside = (target >= 0) & (target < self.sentence_length)
-        shifted = codes[np.clip(np.arange(self.num_tokens) + offset, 0, max(self.num_tokens - 1, 0))]
-        # Only the boundary steps some token reaches get a code: at most the longest
-        # sentence's length of them, however large the offset.
-        step = np.where(offset < 0, -target, target - self.sentence_length + 1)
-        reached = step[~inside]
-        first_step = int(reached.min()) if len(reached) else 1
-        last_step = int(reached.max()) if len(reached) else 0
-        kind = "__BOS-{}__" if offset < 0 else "__EOS+{}__"
-        boundary_names = [kind.format(k) for k in range(first_step, last_step + 1)]
-        return np.where(inside, shifted, len(names) + step - first_step), names + boundary_names
-
-    def numbers(self, observation: Observation) -> np.ndarray:
-        """float [num_tokens]: a column's value at an offset from each token read as a
-        number, 0 outside the sentence; FeatureValueError names a token whose value
-        is not a finite number."""
-        codes, values = self.coded_column(observation.column, None)
-        numbers = np.empty(len(values) + 1)  # the last one: outside the sentence
-        numbers[-1] = 0.0
-        for code, value in enumerate(values):
-            try:
-                numbers[code] = float(value)
-            except (TypeError, ValueError, OverflowError):
-                numbers[code] = math.nan
-            if not math.isfinite(numbers[code]):
-                sentence, position = self.place(int(np.argmax(codes == code)))
-                raise FeatureValueError(
-                    f"sentence {sentence + 1}, token {position + 1}: "
-                    f"{observation} reads {value!r} from column {observation.column!r}, "
-                    "which is not a finite number"
-                )
-        target = self.position + observation.offset
-        inside = (target >= 0) & (target < self.sentence_length)
-        shifted = codes[np.clip(np.arange(self.num_tokens) + observation.offset, 0, max(self.num_tokens - 1, 0))]
-        return numbers[np.where(inside, shifted, len(values))]
-
-    def value_lists(self, observation: Observation, resources: Resources) -> ValueLists:
-        """The values an item gives each token: a value list's, or a single value's."""
-        if observation not in self._lists:
-            if observation.kind is None:
-                self._lists[observation] = single(*self.observation_codes(observation))
-            else:
-                self._lists[observation] = observation_lists(self, observation, resources)
-        return self._lists[observation]
-
-    def predicate_occurrences(self, predicate: PredicateTemplate, resources: Resources, budget: int) -> Occurrences:
-        """The predicates a template yields, in order of first occurrence (see Occurrences);
-        BudgetError if a line of value lists gives a token more than ``budget`` of them."""
-        if not predicate.observations:
-            names = ["bias"] if self.num_tokens else []
-            return Occurrences(
-                names,
-                np.zeros(self.num_tokens, dtype=np.int64),
-                np.full(len(names), self.num_tokens, dtype=np.int64),
-                [],
-            )
-        if predicate.real_valued and not predicate.multi_valued:
-            true_at = np.count_nonzero(self.numbers(predicate.observations[0]))
-            names = [predicate.name] if true_at else []
-            return Occurrences(names, np.zeros(self.num_tokens, dtype=np.int64), np.full(len(names), true_at), [])
-        if predicate.multi_valued:
-            return self._cross_product(predicate, resources, budget)
-        coded = [self.observation_codes(observation) for observation in predicate.observations]
-        key = coded[0][0]
-        for codes, names in coded[1:]:
-            key = _factorize(key)[0] * len(names) + codes  # compact, so the product stays small
-        key, first_token, counts = _factorize(key)
-        values = [(codes[first_token], names) for codes, names in coded]
-        return Occurrences(_predicate_names(predicate, values), key, counts, values)
-
-    def _cross_product(self, predicate: PredicateTemplate, resources: Resources, budget: int) -> Occurrences:
-        lists = [self.value_lists(observation, resources) for observation in predicate.observations]
-        sizes = np.ones(self.num_tokens)
-        for item in lists:
-            sizes *= item.counts
-        if self.num_tokens and sizes.max() > budget:
-            token = int(np.argmax(sizes > budget))
-            sentence, position = self.place(token)
-            raise BudgetError(
-                f"sentence {sentence + 1}, token {position + 1}: line {predicate.line} ({predicate.name}) gives "
-                f"{int(sizes[token]):,} predicates at one token, beyond the template budget of {budget} per token "
-                "and line; raise it with a line 'budget N' in the template, or give the line fewer values"
-            )
-        tokens = np.arange(self.num_tokens, dtype=np.int64)
-        key = np.zeros(self.num_tokens, dtype=np.int64)
-        entry_codes: list[np.ndarray] = []
-        for item in lists:
-            counts = item.counts[tokens]
-            parent = np.repeat(np.arange(len(tokens)), counts)
-            ptr = np.zeros(len(tokens) + 1, dtype=np.int64)
-            np.cumsum(counts, out=ptr[1:])
-            source = np.repeat(item.ptr[tokens] - ptr[:-1], counts) + np.arange(ptr[-1], dtype=np.int64)
-            codes = item.codes[source]
-            entry_codes = [codes_of[parent] for codes_of in entry_codes] + [codes]
-            tokens = tokens[parent]
-            key = _factorize(key[parent])[0] * len(item.names) + codes
-        key, first, counts = _factorize(key)
-        values = [(codes[first], item.names) for codes, item in zip(entry_codes, lists)]
-        return Occurrences(_predicate_names(predicate, values), key, counts, values)
-
-
-class Occurrences(NamedTuple):
-    """The predicates a predicate template yields on a token table: their names [K]; the
-    index of the predicate of each entry [E]: of each token (E = N), or of each token
-    and combination of values of a line of value lists; how many tokens each is true
-    at [K]; per observation the code of each predicate's value [K] with the escaped
-    value of each code."""
-
-    names: list[str]
-    predicate: np.ndarray
-    counts: np.ndarray
-    values: list[tuple[np.ndarray, list[str]]]
-
-
-def _predicate_names(predicate: PredicateTemplate, values: list[tuple[np.ndarray, list[str]]]) -> list[str]:
-    value_names = [[names[code] for code in codes.tolist()] for codes, names in values]
-    prefix = predicate.name + "="
-    return [prefix + "|".join(row) for row in zip(*value_names)]
-
-
-def _factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(codes int64 [n], numbered by first occurrence; where each code first occurs
-    int64 [K], ascending; how often each occurs int64 [K]) of non-negative keys int64 [n]."""
-    keys = np.ascontiguousarray(keys, dtype=np.int64)
-    n = len(keys)
-    if n == 0:
-        return keys, keys, keys
-    capacity = 1 << max(1, (2 * n).bit_length())
-    slots = np.empty(2 * capacity, dtype=np.uint64)
-    codes, first, counts = (np.empty(n, dtype=np.int64) for _ in range(3))
-    distinct = kernel.factorize(keys.view(np.uint64), slots, codes, first, counts)
-    return codes, first[:distinct], counts[:distinct]
 
 
 def _split_values(values: str) -> list[str]:
@@ -381,7 +135,7 @@ class HashedDictionary:
         kernel.lookup(keys, self.slots, columns)
         return columns
 
-    def rows(self, table: _TokenTable, template: Template, chosen: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    def rows(self, table: TokenTable, template: Template, chosen: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """indptr int64 [N + 1] and indices int32 [nnz]: the known predicates of the
         templates ``chosen`` at each token, ascending within a row."""
         observations: dict[Observation, int] = {}
@@ -404,7 +158,7 @@ class HashedDictionary:
         return indptr, indices[: indptr[-1]]
 
     def list_rows(
-        self, table: _TokenTable, template: Template, chosen: Sequence[int], resources: Resources
+        self, table: TokenTable, template: Template, chosen: Sequence[int], resources: Resources
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`rows` of templates with value lists (``resources`` has the files and
         training words they read): the cross products of their items in C."""
@@ -448,7 +202,7 @@ class HashedDictionary:
         return indptr, indices[: indptr[-1]]
 
     def reading_rows(
-        self, table: _TokenTable, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
+        self, table: TokenTable, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
     ) -> np.ndarray:
         """int32 [N, K, R]: the known predicate of each of the R templates ``chosen``
         (each reads ``column`` at offset 0) at each token when ``column`` takes the
@@ -483,7 +237,7 @@ class _ObservationHashes:
     """The hash of the escaped value of observations at each token of a table, under
     one salt (a column's value hashes are computed once for every offset)."""
 
-    def __init__(self, table: _TokenTable, salt: int):
+    def __init__(self, table: TokenTable, salt: int):
         self.table, self.salt = table, salt
         self._by_values: dict[tuple[str, str | None], np.ndarray] = {}
 
@@ -533,7 +287,7 @@ class FeatureExtractor:
             return parse_template(self.template)
         raise TemplateError(f"template must be a Template or template text, got {type(self.template).__name__}")
 
-    def occurrences(self, corpus: Corpus | Sequence[Sentence]) -> tuple[_TokenTable, Resources, list[Occurrences]]:
+    def occurrences(self, corpus: Corpus | Sequence[Sentence]) -> tuple[TokenTable, Resources, list[Occurrences]]:
         """The corpus's token table, the files and training words the template's items
         read (from disk, and from this corpus), and the predicate_occurrences of each
         predicate template."""
@@ -546,12 +300,12 @@ class FeatureExtractor:
             [table.predicate_occurrences(predicate, resources, template.budget) for predicate in template],
         )
 
-    def _token_table(self, corpus: Corpus | Sequence[Sentence]) -> _TokenTable:
+    def _token_table(self, corpus: Corpus | Sequence[Sentence]) -> TokenTable:
         if isinstance(corpus, Corpus):
             for column in self.parsed_template().columns:
                 if column not in corpus.column_names:
-                    raise TemplateError(_missing_column_message(column, corpus.column_names))
-        return _TokenTable(list(corpus))
+                    raise TemplateError(missing_column_message(column, corpus.column_names))
+        return TokenTable(list(corpus))
 
     @property
     def predicate_names_(self) -> list[str]:
@@ -677,7 +431,7 @@ class FeatureExtractor:
             raise FstcrfError("this FeatureExtractor is not fitted; call fit first")
 
     def _matrix(
-        self, table: _TokenTable, occurrences: list[Occurrences], template_columns: list[np.ndarray]
+        self, table: TokenTable, occurrences: list[Occurrences], template_columns: list[np.ndarray]
     ) -> SparseRows:
         """The predicate matrix [N, P] of ``occurrences`` whose predicates have the columns
         that :meth:`_learn` gave (fit_transform)."""
@@ -690,7 +444,7 @@ class FeatureExtractor:
                 columns[:, index] = predicate_column[occurrence.predicate]
         return self._with_numbers(self._csr(columns), table, range(len(occurrences)))
 
-    def _with_numbers(self, binary: SparseRows, table: _TokenTable, chosen: Sequence[int]) -> SparseRows:
+    def _with_numbers(self, binary: SparseRows, table: TokenTable, chosen: Sequence[int]) -> SparseRows:
         """The binary matrix [N, P] plus the entries of the real-valued templates ``chosen``."""
         predicates = [self.parsed_template().predicates[k] for k in chosen]
         real = [predicate for predicate in predicates if predicate.real_valued]
@@ -736,7 +490,7 @@ class FeatureExtractor:
             indptr, indices, np.ones(len(indices), dtype=np.float64), (len(indptr) - 1, len(self._dictionary.keys))
         )
 
-    def _hashed_matrix(self, table: _TokenTable, templates: Sequence[int] | None = None) -> SparseRows:
+    def _hashed_matrix(self, table: TokenTable, templates: Sequence[int] | None = None) -> SparseRows:
         """The predicate matrix [N, P] of the templates listed (all by default)."""
         template = self.parsed_template()
         chosen = range(len(template)) if templates is None else templates
@@ -819,7 +573,7 @@ class FeatureExtractor:
         ]
         others = [i for i, read in enumerate(reads) if not read]
         readers = [i for i, read in enumerate(reads) if read]
-        table = _TokenTable(list(corpus))  # ``column`` itself may be missing
+        table = TokenTable(list(corpus))  # ``column`` itself may be missing
         base = self._hashed_matrix(table, others)
         by_value = self._dictionary.reading_rows(table, self.parsed_template(), readers, column, values)  # [N, K, R]
         full = self._csr(by_value.reshape(-1, len(readers)))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import fstcrf.features.extractor as features
 from fstcrf.corpus.conll import Sentence, read_conll
-from fstcrf.errors import FstcrfError
+from fstcrf.errors import FeatureValueError, FstcrfError
 from fstcrf.errors import HashCollisionError
 from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.features.template import SHA_PEREIRA_CHUNKING
@@ -158,13 +158,13 @@ def test_non_numbers_name_the_sentence_and_token():
     good = Sentence({"word": ["a", "b"], "score": ["1", "2"]})
     bad = Sentence({"word": ["a", "b", "c"], "score": ["1", "2", "many"]})
     with pytest.raises(
-        features.FeatureValueError,
+        FeatureValueError,
         match=r"sentence 2, token 3: value\(score\[0\]\) reads "
         r"'many'",
     ):
         FeatureExtractor("value(score[0])\n").fit([good, bad])
     extractor = FeatureExtractor("value(score[0])\n").fit([good])
-    with pytest.raises(features.FeatureValueError, match="sentence 1, token 2.*'nan'"):
+    with pytest.raises(FeatureValueError, match="sentence 1, token 2.*'nan'"):
         extractor.transform([Sentence({"word": ["a", "b"], "score": ["1", "nan"]})])
 
 
