@@ -87,6 +87,19 @@ int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta
 int ff_accumulate(const ff_dictionary *d, const ff_tokens *x, const double *marg,
                   double scale, double *grad, double *work);
 
+/* ff_accumulate into a compact layout of the counts: predicate p's features
+ * are at[p] .. at[p] + ptr[p+1] - ptr[p] - 1 of grad (at int64 [P], -1 for a
+ * predicate the block does not use; NULL: at = ptr, grad [F]).  A thread that
+ * sees a part of the predicates keeps its counts in a buffer of their features
+ * only.  FC_BAD_ARGUMENT, before writing, if a token uses a predicate with
+ * at[p] < 0; the caller sizes grad to its layout. */
+int ff_accumulate_at(const ff_dictionary *d, const ff_tokens *x, const double *marg,
+                     double scale, const int64_t *at, double *grad, double *work);
+
+/* grad [F] += counts laid out by at [P] (see ff_accumulate_at): predicate p's
+ * rows where at[p] >= 0, each feature's count added once. */
+void ff_add_rows_at(const ff_dictionary *d, const int64_t *at, const double *counts, double *grad);
+
 /* Feature counts of state paths: the case of ff_accumulate where each marg row
  * is an indicator, without materialising it.
  *   plus  [n]  a state at each token

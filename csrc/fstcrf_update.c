@@ -96,3 +96,9 @@ void fu_two_loop(double *const *steps, double *const *changes, const double *rho
     for (int32_t i = 0; i < m; ++i)
         next = update_then_dot(1.0, alpha[i] - rho[i] * next, steps[i], q, i + 1 < m ? changes[i + 1] : NULL, D);
 }
+
+void fu_add_scaled(double *out, double scale, const double *x, int64_t D)
+{
+    FC_SIMD
+    for (int64_t i = 0; i < D; ++i) out[i] += scale * x[i];
+}

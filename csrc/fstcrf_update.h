@@ -54,4 +54,8 @@ int fu_apply(const fu_step *step, double *theta, double *squares, double *moment
 void fu_two_loop(double *const *steps, double *const *changes, const double *rho, int32_t m, int64_t D,
                  double *alpha, double *q);
 
+/* out [D] += scale * x [D], in one call: L-BFGS moves its weights to a trial point
+ * in place (an interrupted move would leave them half moved). */
+void fu_add_scaled(double *out, double scale, const double *x, int64_t D);
+
 #endif

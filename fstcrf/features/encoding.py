@@ -61,11 +61,11 @@ class EncodedSentences(kernel.KernelViews, SentenceBatch):
     """Sentences as predicate rows: X [N, P] in CSR form cut into sentences.
 
     Attributes: ``indptr`` int64 [N+1], ``indices`` int32 [nnz] (predicates),
-    ``values`` float [nnz]; ``lengths`` int64 [B] and ``offsets`` int64 [B+1];
-    ``token_class`` int32 [N], the class of each token's transition scores (see
-    :class:`TransitionWeights`), or None.
-    When every value is 1 (binary predicates) the kernel is not given the
-    values, which halves the memory its feature loops stream.
+    ``values`` float [nnz], or None when every value is 1 (binary predicates: the
+    array is not kept, and the kernel's feature loops stream half the memory);
+    ``lengths`` int64 [B] and ``offsets`` int64 [B+1]; ``token_class`` int32 [N],
+    the class of each token's transition scores (see :class:`TransitionWeights`),
+    or None.
     """
 
     def __init__(self, matrix, lengths: Sequence[int] | np.ndarray, token_class: np.ndarray | None = None):
@@ -75,7 +75,7 @@ class EncodedSentences(kernel.KernelViews, SentenceBatch):
         self.num_predicates = matrix.shape[1]
         self.indptr = kernel.kernel_array(matrix.indptr, np.int64)
         self.indices = kernel.kernel_array(matrix.indices, np.int32)
-        self.values = kernel.kernel_array(matrix.data, np.float64)
+        self.values = None if np.all(matrix.data == 1.0) else kernel.kernel_array(matrix.data, np.float64)
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.offsets = lengths_to_offsets(self.lengths)
         if self.offsets[-1] != matrix.shape[0]:
@@ -88,10 +88,13 @@ class EncodedSentences(kernel.KernelViews, SentenceBatch):
         self.make_views()
 
     def make_views(self) -> None:
-        """The kernel's view of the rows (without the values when they are all 1)."""
-        self.kernel_rows = kernel.PredicateRows(
-            self.indptr, self.indices, None if np.all(self.values == 1.0) else self.values
-        )
+        """The kernel's view of the rows."""
+        self.kernel_rows = kernel.PredicateRows(self.indptr, self.indices, self.values)
+
+    def rows(self) -> SparseRows:
+        """The predicate rows X [N, P] (a values array of 1s made when none is kept)."""
+        values = np.ones(len(self.indices)) if self.values is None else self.values
+        return SparseRows(self.indptr, self.indices, values, (self.num_tokens, self.num_predicates))
 
     @classmethod
     def from_corpus(

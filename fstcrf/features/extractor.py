@@ -396,7 +396,8 @@ class FeatureExtractor:
                 parts.append(own)
             return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[chosen]
 
-        self._set_dictionary(names, None, HashedDictionary.fit(keys, len(names)), resources)
+        # packed: the names are read again only to save the model or encode unseen text
+        self._set_dictionary(None, pack_names(names), HashedDictionary.fit(keys, len(names)), resources)
         return columns
 
     def frequent_first(self, counts: np.ndarray) -> np.ndarray:
@@ -655,11 +656,7 @@ class FeatureExtractor:
         uint8 [bytes] ("names") split at character offsets int64 [P + 1] ("name_offsets")."""
         self._check_fitted()
         if self._packed_names is None:
-            names_list = cast("list[str]", self._names)
-            lengths = np.fromiter(map(len, names_list), dtype=np.int64, count=len(names_list))
-            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-            self._packed_names = "".join(names_list), offsets
+            self._packed_names = pack_names(cast("list[str]", self._names))
         text, offsets = self._packed_names
         data = {
             "template": self.parsed_template().text,
@@ -711,3 +708,12 @@ class FeatureExtractor:
             None, (text, offsets), dictionary, Resources.from_payload(data.get("resources"), arrays)
         )
         return extractor
+
+
+def pack_names(names: list[str]) -> tuple[str, np.ndarray]:
+    """(the names joined, character offsets int64 [P + 1]): one string instead of P
+    (CoNLL-2000's CRF++ template has 338k predicates, 24 MiB as separate strings)."""
+    lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return "".join(names), offsets

@@ -53,7 +53,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse
 
 from fstcrf.learn import train
 from fstcrf.engine import kernel
@@ -385,9 +384,7 @@ def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
     sentence order[i])."""
     rows = np.concatenate([np.arange(encoded.offsets[i], encoded.offsets[i + 1]) for i in order])
     token_class = None if encoded.token_class is None else encoded.token_class[rows]
-    matrix = scipy.sparse.csr_matrix(
-        (encoded.values, encoded.indices, encoded.indptr), shape=(encoded.num_tokens, encoded.num_predicates)
-    )
+    matrix = encoded.rows().to_scipy()
     return EncodedSentences(matrix[rows], encoded.lengths[order], token_class)
 
 

@@ -12,6 +12,8 @@ from typing import TypeVar, cast
 
 import numpy as np
 
+from fstcrf.engine.kernel import add_scaled
+
 #: The sufficient decrease (Armijo) and curvature (Wolfe) constants of every line search.
 ARMIJO, CURVATURE = 1e-4, 0.9
 
@@ -25,18 +27,32 @@ def zoom_search(
     gradient: np.ndarray,
     direction: np.ndarray,
     max_linesearch: int,
-) -> tuple[np.ndarray, float, np.ndarray] | None:
-    """(point, objective, gradient) of a step along ``direction`` from theta that meets
-    the strong Wolfe conditions (:func:`strong_wolfe_step`), or None."""
+) -> tuple[float, float, np.ndarray] | None:
+    """(step, objective, gradient) of a step along ``direction`` from theta that meets
+    the strong Wolfe conditions (:func:`strong_wolfe_step`), theta moved there; or None,
+    theta moved back.
+
+    The trial points are made in theta's own array, each from the one before (theta +=
+    (step - previous step) * direction, in one kernel call), so that the search adds no
+    [D] array besides the trial's gradient: the point reached, and theta moved back
+    after a failure or an exception (Ctrl-C), differ from theta + step * direction
+    and from theta by rounding only."""
+    reached = 0.0  # the step theta stands at
 
     def along(step: float):
-        point = np.multiply(direction, step)  # theta + step * direction, without a temporary
-        np.add(theta, point, out=point)
-        value, point_gradient = smooth(point)
-        return value, float(point_gradient @ direction), (point, value, point_gradient)
+        nonlocal reached
+        add_scaled(theta, step - reached, direction)
+        reached = step
+        value, point_gradient = smooth(theta)
+        return value, float(point_gradient @ direction), (value, point_gradient)
 
-    found = strong_wolfe_step(along, loss, float(gradient @ direction), max_linesearch)
-    return None if found is None else found[1]
+    found = None
+    try:
+        found = strong_wolfe_step(along, loss, float(gradient @ direction), max_linesearch)
+    finally:
+        if found is None and reached:
+            add_scaled(theta, -reached, direction)
+    return None if found is None else (found[0], *found[1])
 
 
 def strong_wolfe_step(

@@ -64,6 +64,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fstcrf.engine.kernel import add_scaled
 from fstcrf.learn.settings import DEFAULT_SIGMA, LBFGS_MEMORY, SGD_LEARNING_RATE, SIGMA_RANGE, check_positive
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.learn.linesearch import backtracking, zoom_search
@@ -225,15 +226,14 @@ class Monitor:
             "dev_metric": None,
             **(extra or {}),
         }
-        kept = theta.copy() if self.copy else theta
         if self.evaluate is None:
-            self.kept_weights, self.kept_iteration = kept, iteration
+            self.kept_weights, self.kept_iteration = self._kept(theta), iteration
         else:
             scores = self.evaluate(theta)
             record["dev_score"], record["dev_metric"] = float(scores.primary), scores.metric
             if record["dev_score"] > self._best_score:
                 self._best_score = record["dev_score"]
-                self.kept_weights, self.kept_iteration = kept, iteration
+                self.kept_weights, self.kept_iteration = self._kept(theta), iteration
         self.history.append(record)
         shown = "".join(
             f", {name.replace('_', ' ')} " + (f"{value:,}" if isinstance(value, int) else f"{value:.4g}")
@@ -250,6 +250,9 @@ class Monitor:
             "" if record["dev_score"] is None else f", dev {record['dev_metric']} {record['dev_score']:.2f}",
         )
         return record
+
+    def _kept(self, theta: np.ndarray) -> np.ndarray:
+        return theta.copy() if self.copy else theta
 
     @contextlib.contextmanager
     def interruptible(self):
@@ -340,7 +343,9 @@ def lbfgs(
     search = _line_search(linesearch, l1)
     frozen = _frozen_mask(frozen, problem.num_weights)
     precision = 1.0 / sigma**2
-    monitor = Monitor(name, evaluate, callback, copy=False)  # _quasi_newton never changes what it yields
+    # _quasi_newton moves its weights in place: the best dev iteration's are copied; without
+    # dev scores the weights kept are the array itself, which ends at the last iteration's
+    monitor = Monitor(name, evaluate, callback, copy=evaluate is not None)
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         with phase("gradient"):
@@ -374,16 +379,17 @@ def lbfgs(
                     theta, loss, steepest
                 )
                 if checkpoint is not None:
+                    weights = theta.copy()  # theta itself moves in the next line search
                     checkpoint(
                         LbfgsState(
-                            theta.copy(),
+                            weights,
                             loss,
                             gradient.copy(),
                             list(pairs),
                             monitor.iterations,
                             list(monitor.history),
                             list(converged.losses),
-                            monitor.kept_weights,
+                            weights if monitor.kept_weights is theta else monitor.kept_weights,
                             monitor.kept_iteration,
                             monitor._best_score,
                             stop,
@@ -493,9 +499,13 @@ def _quasi_newton(
     is left out (and one fewer kept) only when s.y is below 1e-10 y.y; under OWL-QN's
     backtracking ("armijo"), which does not ensure s.y > 0, the oldest pair stays until
     the new one is stored.  Besides the pairs, at most the weights, the gradient, the
-    direction, a trial point and its gradient are alive.  The weights yielded are never
-    changed afterwards (the caller may keep them without a copy); the smooth gradient
-    yielded becomes the next pair's y in place.
+    direction (which becomes the new pair's s in place) and the trial point's gradient
+    are alive, and under backtracking the trial point.  The zoom search moves the
+    weights in place (see :func:`zoom_search`): the array yielded is the same each
+    time and is moved by the next iteration's line search, or moved back (to within
+    rounding) when that search fails or is interrupted, so a caller keeps a copy of
+    weights it wants to keep beyond the next iteration.  The smooth gradient yielded
+    becomes the next pair's y in place.
     """
     pairs: collections.deque = collections.deque(maxlen=memory)  # (s, y, 1 / s.y)
     if start is None:
@@ -508,11 +518,21 @@ def _quasi_newton(
     steepest = pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
     yield theta, loss, steepest, (gradient, pairs)
 
-    def line_search(direction: np.ndarray) -> tuple[np.ndarray, float, np.ndarray] | None:
-        """(point, objective, smooth gradient) of an acceptable step along direction, or None."""
+    def line_search(direction: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray] | None:
+        """(point, the step s = point - theta, objective, smooth gradient) of an acceptable
+        step along direction, or None.  The zoom search moves theta in place (so point is
+        theta) and s is made in direction's array."""
         if search == "zoom":
-            return zoom_search(smooth, theta, loss, gradient, direction, max_linesearch)
-        return backtracking(smooth, theta, loss, steepest, direction, l1, search, max_linesearch)
+            found = zoom_search(smooth, theta, loss, gradient, direction, max_linesearch)
+            if found is None:
+                return None
+            step, point_loss, point_gradient = found
+            return theta, np.multiply(direction, step, out=direction), point_loss, point_gradient
+        point_found = backtracking(smooth, theta, loss, steepest, direction, l1, search, max_linesearch)
+        if point_found is None:
+            return None
+        point, point_loss, point_gradient = point_found
+        return point, np.subtract(point, theta, out=direction), point_loss, point_gradient
 
     while True:
         with phase("direction"):
@@ -538,27 +558,15 @@ def _quasi_newton(
                     "mce-f's)"
                 )
             return
-        new_theta, new_loss, new_gradient = found
+        new_theta, s, new_loss, new_gradient = found
         del found
-        # y takes the old gradient's place: only the weights yielded are kept by the caller
-        s, y = new_theta - theta, np.subtract(new_gradient, gradient, out=gradient)
+        y = np.subtract(new_gradient, gradient, out=gradient)  # in the old gradient's place
         curvature = float(s @ y)
         if curvature > 1e-10 * float(y @ y):
             pairs.append((s, y, 1.0 / curvature))
         theta, loss, gradient = new_theta, new_loss, new_gradient
         steepest = pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
         yield theta, loss, steepest, (gradient, pairs)
-
-
-#: Elements per slice of :func:`add_scaled`.
-SLICE = 2**16
-
-
-def add_scaled(out: np.ndarray, scale: float, x: np.ndarray) -> None:
-    """out += scale * x for float [D] arrays, a slice at a time: the same numbers
-    without a temporary [D] array."""
-    for start in range(0, len(out), SLICE):
-        out[start : start + SLICE] += scale * x[start : start + SLICE]
 
 
 def pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float, frozen: np.ndarray | None) -> np.ndarray:

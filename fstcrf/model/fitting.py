@@ -35,7 +35,7 @@ from fstcrf.learn import train
 from fstcrf.learn.objective import Scorer, TrainingSet, seen_edges
 from fstcrf.learn.settings import SGD_LEARNING_RATE
 from fstcrf.model.params import bandit_settings, check_params, learner, learner_params
-from fstcrf.phases import phase
+from fstcrf.phases import phase, release_free_heap
 
 #: The name of the always-true predicate.
 BIAS = "bias"
@@ -306,6 +306,7 @@ def fit_corpus(
     )
     scorer = model_scorer(model, features, topology, constraint, lower_labels, active_edges)
     evaluate = dev_evaluator(model, dev_labels, extractor, scorer, lower_labels)
+    release_free_heap()
 
     stopped_by = None
     if states is None:  # algorithm "bandit": labels come from the feedback only

@@ -25,8 +25,8 @@ def test_reads_sentences_with_default_three_column_names(tmp_path):
     assert len(corpus) == 2 and corpus.num_tokens == 3
     assert corpus.column("word") == [["He", "ran"], ["OK"]]
     assert corpus.sentences[0]["chunk"] == ["B-NP", "B-VP"]
-    assert corpus.sentences[0].line_numbers == [1, 2]
-    assert corpus.sentences[1].line_numbers == [6]
+    assert list(corpus.sentences[0].line_numbers) == [1, 2]
+    assert list(corpus.sentences[1].line_numbers) == [6]
     assert [len(sentence) for sentence in corpus] == [2, 1]
     assert corpus.path == path
 
@@ -285,8 +285,17 @@ def test_with_column_replaces_or_adds_a_column_and_keeps_the_file_positions():
     sentence = Sentence({"word": ["a", "b"], "chunk": ["B-NP", "I-NP"]}, [3, 4], ("-DOCSTART- -X- O",))
     replaced = sentence.with_column("chunk", ["O", "O"])
     assert replaced["chunk"] == ["O", "O"] and sentence["chunk"] == ["B-NP", "I-NP"]
-    assert replaced.line_numbers == [3, 4] and replaced.docstart_lines == sentence.docstart_lines
+    assert list(replaced.line_numbers) == [3, 4] and replaced.docstart_lines == sentence.docstart_lines
     added = sentence.with_column("pos", ["DT", "NN"])
     assert added.column_names == ("word", "chunk", "pos")
     with pytest.raises(ShapeError):
         sentence.with_column("pos", ["DT"])
+
+
+def test_a_corpus_holds_each_distinct_field_once(tmp_path):
+    path = tmp_path / "repeated.txt"
+    path.write_text("".join(f"w{i % 3} NN B-NP\nw{i % 2} VB O\n\n" for i in range(6)), encoding="utf-8")
+    corpus = read_conll(path)
+    fields = [value for sentence in corpus for column in sentence.columns.values() for value in column]
+    assert len(fields) == 36 and len({id(value) for value in fields}) == len(set(fields)) == 7
+    assert list(corpus[5].line_numbers) == [16, 17]

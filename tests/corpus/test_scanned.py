@@ -58,7 +58,7 @@ def outcome(reader, data: bytes, **options) -> list:
             out.append(
                 (
                     batch.column_names,
-                    [(s.columns, s.line_numbers, s.docstart_lines) for s in batch.sentences],
+                    [(s.columns, list(s.line_numbers or ()), s.docstart_lines) for s in batch.sentences],
                     batch.trailing_docstart_lines,
                     batch.separator,
                     batch.path,

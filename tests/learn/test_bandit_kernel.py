@@ -5,7 +5,6 @@ the numpy reference, and a seeded run gives the weights of the unfused learner."
 
 import numpy as np
 import pytest
-import scipy.sparse
 from hypothesis import given, settings, strategies as st
 
 from fstcrf.corpus.conll import Corpus, Sentence
@@ -50,10 +49,7 @@ def sampled_gradient(corpus: Corpus, order: int, classes: bool, threads: int = 1
     layout = None
     if classes:
         token_class = np.random.default_rng(seed).integers(0, LOWER + 1, size=encoded.num_tokens)
-        matrix = scipy.sparse.csr_matrix(
-            (encoded.values, encoded.indices, encoded.indptr), shape=(encoded.num_tokens, encoded.num_predicates)
-        )
-        encoded = EncodedSentences(matrix, encoded.lengths, token_class)
+        encoded = EncodedSentences(encoded.rows(), encoded.lengths, token_class)
         layout = TransitionWeights(topology.num_edges, LOWER)
     features = build_features(encoded, None, None, topology, order, "complete", extractor.vocabulary_.get("bias"))
     return SampledGradient(Scorer(features, topology, threads, transitions=layout), encoded)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from fstcrf.corpus.conll import read_conll
 from fstcrf.corpus.synthetic import DATA_DIR
+from fstcrf.engine import kernel
 from fstcrf.learn import train
 from fstcrf.learn.objective import sparse_counts
 from fstcrf.model.chain import ChainCRF
@@ -92,7 +93,7 @@ class Quadratic:
 
 
 @pytest.mark.parametrize("memory", [2, 4])
-def test_lbfgs_holds_the_pairs_and_five_arrays(memory):
+def test_lbfgs_holds_the_pairs_and_three_arrays(memory):
     size = 400_000  # 3.2 MB per array
     problem = Quadratic(size, seed=1)
     tracemalloc.start()
@@ -105,9 +106,10 @@ def test_lbfgs_holds_the_pairs_and_five_arrays(memory):
         tracemalloc.stop()
     assert result.n_iter == 3 * memory + 2
     arrays = peak / (8 * size)
-    # the pairs (one fewer during the line search), the weights, gradient, direction,
-    # trial point and its gradient: 2m + 4 at most (2m + 3.2 measured); before, 2m + 9
-    assert arrays < 2 * memory + 4.5, arrays
+    # the m pairs, the weights, gradient and the direction being made: 2m + 3 (during
+    # the line search one pair fewer, the trial made in the weights' array, and its
+    # gradient); 2m + 4 before the trial points moved the weights in place, 2m + 9 before that
+    assert arrays < 2 * memory + 3.5, arrays
 
 
 @oracle_settings(30)
@@ -147,10 +149,10 @@ def test_sparse_counts_give_back_the_counts(values):
 
 
 @oracle_settings(50)
-@given(st.integers(0, 3 * train.SLICE), st.floats(-4.0, 4.0), st.integers(0, 2**32 - 1))
+@given(st.integers(0, 200_000), st.floats(-4.0, 4.0), st.integers(0, 2**32 - 1))
 def test_add_scaled_is_out_plus_scale_times_x(size, scale, seed):
     rng = np.random.default_rng(seed)
     out, x = rng.normal(size=size), rng.normal(size=size)
     expected = out + scale * x
-    train.add_scaled(out, scale, x)
+    kernel.add_scaled(out, scale, x)
     np.testing.assert_array_equal(out, expected)

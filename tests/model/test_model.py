@@ -17,7 +17,7 @@ from fstcrf.features import encoding
 from fstcrf.learn import objective
 from fstcrf.corpus.conll import Corpus, Sentence, write_conll
 from fstcrf.features.encoding import EncodedSentences, FactoredFeatures
-from fstcrf.errors import FstcrfError, LabelError, ModelFileError
+from fstcrf.errors import FstcrfError, LabelError, ModelFileError, ShapeError
 from fstcrf.features.template import CRFPP_CHUNKING
 from fstcrf.corpus.labels import gold_label_set
 from fstcrf.model import ChainCRF, load_model, save_model
@@ -35,9 +35,7 @@ def dense_weights(features: FactoredFeatures, theta: np.ndarray) -> np.ndarray:
 
 
 def csr(encoded: EncodedSentences) -> scipy.sparse.csr_matrix:
-    return scipy.sparse.csr_matrix(
-        (encoded.values, encoded.indices, encoded.indptr), shape=(encoded.num_tokens, encoded.num_predicates)
-    )
+    return encoded.rows().to_scipy()
 
 
 CONFIGURATIONS = [(1, "supported"), (1, "complete"), (2, "supported"), (2, "complete"), (2, "complete-tags")]
@@ -67,6 +65,59 @@ def test_feature_loops_match_sparse_algebra(order, feature_set):
     out = np.ones(features.num_features)
     features.accumulate(tokens, marginals, out, 2.0)
     np.testing.assert_allclose(out, 1.0 + 2.0 * counts[predicate, features.output], atol=1e-10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(CONFIGURATIONS), st.integers(0, 2**32 - 1))
+def test_counts_in_a_compact_layout_are_the_dense_ones_bit_for_bit(configuration, seed):
+    """A thread's counts kept for the predicates its tokens use (ff_accumulate_at), then
+    added to the gradient (ff_add_rows_at): the same numbers as a dense buffer added
+    whole, and a layout missing a used predicate is refused before anything is written."""
+    order, feature_set = configuration
+    problem = training_set(random_corpus(seed % 7, 30), order, feature_set)
+    features, encoded = problem.scorer.features, problem.encoded
+    dictionary = features.kernel_dictionary
+    rng = np.random.default_rng(seed)
+    first = int(rng.integers(0, encoded.num_sequences))
+    rows = encoded.token_rows(first, encoded.num_sequences)
+    tokens = encoded.tokens(first, encoded.num_sequences)
+    marginals = rng.random((rows.stop - rows.start, features.num_states))
+    used = np.zeros(features.num_predicates, dtype=bool)
+    used[encoded.indices[encoded.indptr[rows.start] : encoded.indptr[rows.stop]]] = True
+    at, size = dictionary.compact_layout(used)
+    assert size == int(np.diff(features.ptr)[used].sum())
+    dense = np.zeros(features.num_features)
+    dictionary.accumulate(tokens, marginals, 0.5, dense)
+    compact = np.zeros(size)
+    dictionary.accumulate(tokens, marginals, 0.5, compact, at)
+    gradient = rng.normal(size=features.num_features)
+    expected = gradient + dense
+    dictionary.add_compact(at, compact, gradient)
+    assert np.array_equal(gradient, expected)
+    if used.any():
+        missing = at.copy()
+        missing[np.flatnonzero(used)[-1]] = -1
+        untouched = np.full(size, 7.0)
+        with pytest.raises(RuntimeError, match="ff_accumulate_at"):
+            dictionary.accumulate(tokens, marginals, 0.5, untouched, missing)
+        assert np.all(untouched == 7.0)
+        with pytest.raises(ShapeError):
+            dictionary.add_compact(at, compact[:-1], gradient)
+
+
+def test_binary_rows_keep_no_values_and_give_them_back():
+    problem = training_set(random_corpus(1, 20), 1, "supported")
+    encoded = problem.encoded
+    assert encoded.values is None
+    rows = encoded.rows()
+    assert np.array_equal(rows.data, np.ones(encoded.indices.shape)) and rows.shape == (
+        encoded.num_tokens,
+        encoded.num_predicates,
+    )
+    weighted = EncodedSentences(rows.with_entries(np.zeros(0, int), np.zeros(0, int), np.zeros(0)), encoded.lengths)
+    assert weighted.values is None
+    halved = EncodedSentences(rows._replace(data=rows.data * 0.5), encoded.lengths)
+    assert np.array_equal(halved.values, np.full(encoded.indices.shape, 0.5))
 
 
 @pytest.mark.parametrize("order,feature_set", CONFIGURATIONS)

@@ -10,6 +10,7 @@ import numpy as np
 import fstcrf._attributes as attributes_extension
 from fstcrf._kernel import ffi, lib
 from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, optional_input, output_pointer
+from fstcrf.errors import ShapeError
 
 
 # -- feature scoring (csrc/fstcrf_features.h) ---------------------------------
@@ -57,6 +58,7 @@ class FeatureDictionary(KernelBuffers):
         dictionary.state_label = self.pin(state_label)
         dictionary.num_predicates = len(ptr) - 1
         dictionary.ptr = self.pin(ptr)
+        self._ptr_array = ptr
         dictionary.output = self.pin(output)
         #: Whether every predicate's outputs ascend (the loops then take their fast path).
         self.outputs_ascending = bool(lib.ff_outputs_ascending(dictionary))
@@ -76,18 +78,47 @@ class FeatureDictionary(KernelBuffers):
         )
         check_status(status, "ff_emissions")
 
-    def accumulate(self, tokens: Tokens, marginals: np.ndarray, scale: float, out: np.ndarray) -> None:
-        """ff_accumulate: add scale * the expected feature counts under state marginals
-        float [n, S] to out float [F]."""
-        status = lib.ff_accumulate(
+    def accumulate(
+        self, tokens: Tokens, marginals: np.ndarray, scale: float, out: np.ndarray, at: np.ndarray | None = None
+    ) -> None:
+        """ff_accumulate_at: add scale * the expected feature counts under state marginals
+        float [n, S] to out float [F], or to out laid out by ``at`` int64 [P] (see
+        :meth:`compact_layout`; RuntimeError, nothing written, if a token's predicate
+        has no place in it)."""
+        status = lib.ff_accumulate_at(
             self.struct,
             tokens.struct,
             input_pointer(marginals),
             scale,
+            optional_input(at),
             output_pointer(out),
             output_pointer(np.empty(self._work_size)),
         )
-        check_status(status, "ff_accumulate")
+        check_status(status, "ff_accumulate_at")
+
+    def compact_layout(self, used: np.ndarray) -> tuple[np.ndarray, int]:
+        """(at int64 [P], size): a buffer of ``size`` counts holding the features of the
+        predicates marked in used bool [P] only, predicate p's from at[p] (-1 where
+        unused; see ``ff_accumulate_at``)."""
+        lengths = np.diff(self._ptr_array)
+        at = np.full(len(lengths), -1, dtype=np.int64)
+        kept = lengths[used]
+        at[used] = np.cumsum(kept) - kept
+        return at, int(kept.sum())
+
+    def add_compact(self, at: np.ndarray, counts: np.ndarray, out: np.ndarray) -> None:
+        """ff_add_rows_at: out float [F] += counts float [size] laid out by ``at`` (from
+        :meth:`compact_layout`)."""
+        lengths = np.diff(self._ptr_array)
+        used = at >= 0
+        if (
+            at.shape != lengths.shape
+            or at.dtype != np.int64
+            or len(out) != self._ptr_array[-1]
+            or (used.any() and int((at[used] + lengths[used]).max()) > len(counts))
+        ):
+            raise ShapeError("add_compact: the layout does not fit the counts or the dictionary")
+        lib.ff_add_rows_at(self.struct, input_pointer(at), input_pointer(counts), output_pointer(out))
 
     def add_paths(
         self, tokens: Tokens, plus: np.ndarray, minus: np.ndarray | None, scale: float, out: np.ndarray

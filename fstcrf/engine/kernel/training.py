@@ -19,6 +19,7 @@ from fstcrf.engine.kernel.buffers import (
 )
 from fstcrf.engine.kernel.chain import Graph, Scores
 from fstcrf.engine.kernel.features import FeatureDictionary, Tokens
+from fstcrf.errors import ShapeError
 
 
 # -- the training gradient (csrc/fstcrf_train.h) ------------------------------
@@ -79,13 +80,15 @@ def training_gradient(
     grad: np.ndarray,
     edge_counts: np.ndarray,
     workspace: TrainingWorkspace,
+    grad_at: np.ndarray | None = None,
 ) -> None:
     """ft_gradient on a block of sentences scored by theta_scale * theta float [F] and
     by the scores of a graph whose states stand for the model's states state_map
     int32 [S'] (None: the model's own graph).  ADDED TO: loss float [1], the
     sentences' log Z minus the clamped log Z of the partial ones; grad float [F],
-    grad_scale * the expected feature counts; edge_counts float [E'] or [C, E'],
-    grad_scale * the expected edge counts."""
+    grad_scale * the expected feature counts (or, laid out by grad_at int64 [P], those
+    of the predicates the tokens use: see FeatureDictionary.compact_layout);
+    edge_counts float [E'] or [C, E'], grad_scale * the expected edge counts."""
     status = lib.ft_gradient(
         dictionary.struct,
         tokens.struct,
@@ -98,6 +101,7 @@ def training_gradient(
         grad_scale,
         output_pointer(loss),
         output_pointer(grad),
+        optional_input(grad_at),
         output_pointer(edge_counts),
         workspace.struct,
     )
@@ -301,3 +305,11 @@ def two_loop(
         output_pointer(alpha),
         output_pointer(q),
     )
+
+
+def add_scaled(out: np.ndarray, scale: float, x: np.ndarray) -> None:
+    """fu_add_scaled: out float [D] += scale * x float [D], in one call and without a
+    temporary array."""
+    if out.shape != x.shape or out.ndim != 1:
+        raise ShapeError(f"add_scaled: out {out.shape} and x {x.shape} must be one vector shape")
+    lib.fu_add_scaled(output_pointer(out), float(scale), input_pointer(x), len(out))
