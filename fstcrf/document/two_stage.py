@@ -460,3 +460,27 @@ def _check_stages(first: ChainCRF, second: ChainCRF, target: str, where: str) ->
         raise ModelFileError(
             f"{where}: the second stage was not trained on the majority columns ({', '.join(missing)} missing)"
         )
+
+
+def two_stage_info(tagger: TwoStageTagger, path: str | os.PathLike | None = None) -> str:
+    """What ``fstcrf info`` prints of a fitted two-stage tagger: its settings, then
+    :func:`fstcrf.model.inspection.info_text` of each stage, indented; with ``path``,
+    the file's size first."""
+    from fstcrf.model.inspection import info_text
+
+    lines = [] if path is None else [f"file size: {os.path.getsize(path)} bytes"]
+    scale = tagger.consistency_scale
+    lines += [
+        f"two-stage tagger of {tagger.target_}: {tagger.folds}-fold jackknife, majorities of the "
+        f"column {tagger.word_column!r}",
+        "non-local decoding: "
+        + (
+            "none stored"
+            if scale is None
+            else f"consistency penalties at scale {scale:g}, blocks of {tagger.block_size}"
+        ),
+    ]
+    for name, stage in zip(STAGES, (tagger.first_, tagger.second_)):
+        lines.append(f"{name} stage")
+        lines += ["  " + line for line in info_text(stage).splitlines()]
+    return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from fstcrf.document.decode import decode_documents, estimate_consistency, model
 from fstcrf.document.two_stage import TwoStageTagger, load_two_stage
 from fstcrf.model import ChainCRF
 from fstcrf.model.file import TWO_STAGE_KIND, read_container, write_container
+from fstcrf.model.inspection import info_text
 
 from test_nonlocal_cli import corpus_text, one_line_error
 
@@ -142,7 +143,7 @@ def test_single_model_outputs_of_a_two_stage_file_are_one_line_errors(files, cap
 @pytest.mark.parametrize(
     "command",
     [
-        ["info", "{model}"],
+        ["history", "{model}"],
         ["dump", "{model}"],
         ["calibrate", "{model}", "{test}"],
         ["train", "{train}", "--init", "{model}"],
@@ -187,3 +188,14 @@ def test_ctrl_c_in_the_jackknife_writes_the_local_model_with_its_penalties(files
     local = ChainCRF.load(files / "cut.model")
     assert local.consistency_ == estimate_consistency(read_conll(files / "train.txt", COLUMNS), "ner")
     np.testing.assert_array_equal(local.weights_, load_two_stage(files / "both.model").first_.weights_)
+
+
+def test_info_shows_the_decoding_settings_and_each_stage(files, capsys):
+    tagger = load_two_stage(files / "both.model")
+    capsys.readouterr()
+    assert main(["info", str(files / "both.model")]) == 0
+    out = capsys.readouterr().out
+    assert "consistency penalties at scale 0.25, blocks of 4" in out
+    for name, stage in (("first", tagger.first_), ("second", tagger.second_)):
+        indented = "".join(f"  {line}\n" for line in info_text(stage).splitlines())
+        assert f"{name} stage\n{indented}" in out
