@@ -338,7 +338,7 @@ class TwoStageTagger:
         seed: int = 0,
         scale: float | None = None,
         progress: bool = False,
-    ) -> tuple[list[list[str]], Annealed]:
+    ) -> tuple[list[list[str]], Annealed | None]:
         """(labels [B][T], the annealing record) of :func:`~fstcrf.document.decode.decode_documents`
         of the second stage under its consistency penalties (at ``scale``; None: as
         stored), over the majority columns of the first stage's labels of ``corpus``
