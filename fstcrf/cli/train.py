@@ -18,6 +18,7 @@ from fstcrf.cli.common import (
 from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_training_arguments, whole_number
 from fstcrf.corpus.schemes import restrict_types
 from fstcrf.document.settings import (
+    DEFAULT_BLOCK_SIZE,
     DEFAULT_DOCUMENT_METHOD,
     DEFAULT_JACKKNIFE_FOLDS,
     DOCUMENT_METHODS,
@@ -121,7 +122,7 @@ def _train_two_stage(args: argparse.Namespace, train, dev) -> int:
         folds=args.jackknife_folds,
         progress=not args.quiet,
         consistency_scale=TWO_STAGE_CONSISTENCY_SCALE if both else None,
-        block_size=TWO_STAGE_BLOCK_SIZE if both else 0,
+        block_size=TWO_STAGE_BLOCK_SIZE if both else DEFAULT_BLOCK_SIZE,
     )
     LOG.info(
         "training a two-stage tagger%s on %s (%d sentences, %d tokens): the local model, its "

@@ -276,7 +276,11 @@ class TwoStageTagger:
         corpus = as_corpus(corpus, "TwoStageTagger.fit")
         dev = None if dev is None else as_corpus(dev, "TwoStageTagger.fit (dev)")
         settings = self.first.get_params()
-        with Progress(3, "two-stage training", unit="stages", enabled=self.progress, interval=0.0) as progress:
+        # counted in trainings of a stage (the jackknife's folds each one), for a fair ETA
+        trainings = self.folds + 2
+        with Progress(
+            trainings, "two-stage training", unit="trainings", enabled=self.progress, interval=0.0
+        ) as progress:
             logger.info("two-stage training, stage 1 of 3: the first stage on %d sentences", len(corpus))
             self.first_ = ChainCRF(**settings).fit(corpus, target=target, dev=dev)
             if self.first_.interrupted_:
@@ -284,7 +288,7 @@ class TwoStageTagger:
             progress.update()
             logger.info("two-stage training, stage 2 of 3: the first stage's %d-fold jackknife", self.folds)
             held_out = jackknife(corpus, ChainCRF(**settings), target, folds=self.folds).column(target)
-            progress.update()
+            progress.update(self.folds)
             logger.info("two-stage training, stage 3 of 3: the second stage")
             self.fit_second(corpus, self.first_, held_out, target, dev)
             progress.update()

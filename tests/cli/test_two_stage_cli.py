@@ -180,11 +180,12 @@ def test_ctrl_c_in_the_jackknife_writes_the_local_model_with_its_penalties(files
         raise KeyboardInterrupt
 
     monkeypatch.setattr(two_stage, "jackknife", interrupted)
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         assert (
             main(["train", str(files / "train.txt"), *TRAINING, "--consistency", "-o", str(files / "cut.model")]) == 130
         )
     assert "interrupted before the second stage" in caplog.text
+    assert "stage 1 of 3: the first stage" in caplog.text and "stage 2 of 3" in caplog.text
     local = ChainCRF.load(files / "cut.model")
     assert local.consistency_ == estimate_consistency(read_conll(files / "train.txt", COLUMNS), "ner")
     np.testing.assert_array_equal(local.weights_, load_two_stage(files / "both.model").first_.weights_)
