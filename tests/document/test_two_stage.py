@@ -23,7 +23,7 @@ from fstcrf.document.two_stage import (
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ModelFileError, ShapeError
 from fstcrf.model import load_model
 from fstcrf.model.compose import jackknife, load_any, load_joint
-from fstcrf.model.file import TWO_STAGE_KIND, read_container, write_container
+from fstcrf.model.file import MODEL_KIND, TWO_STAGE_KIND, file_kind, read_container, write_container
 from fstcrf.model import ChainCRF
 from fstcrf.corpus.schemes import read_chunks
 
@@ -325,6 +325,9 @@ def test_two_stage_files_and_other_model_files_are_told_apart(tmp_path):
         load_any(two_stage)
     with pytest.raises(ModelFileError, match="single model.*not a two-stage tagger"):
         load_two_stage(single)
+    assert (file_kind(two_stage), file_kind(single)) == (TWO_STAGE_KIND, MODEL_KIND)
+    (tmp_path / "text.model").write_text("not a model")
+    assert file_kind(tmp_path / "text.model") is file_kind(tmp_path / "missing.model") is None
     with pytest.raises(FstcrfError, match="not fitted"):
         TwoStageTagger(first).save(tmp_path / "unfitted.model")
     assert not (tmp_path / "unfitted.model").exists()
