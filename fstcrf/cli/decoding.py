@@ -1,6 +1,7 @@
-"""Decoding for ``fstcrf tag`` and ``fstcrf eval``: a CoNLL file read with the columns a
-model (or a composed model) was trained on, its labels predicted under the decoding
-options, and a warning for each option the model does not use."""
+"""Decoding for ``fstcrf tag`` and ``fstcrf eval``: a model, a composed model or a
+two-stage tagger loaded, a CoNLL file read with the columns it was trained on, its
+labels predicted under the decoding options, and a warning for each option the
+model does not use."""
 
 from __future__ import annotations
 
@@ -9,11 +10,56 @@ import logging
 
 from fstcrf.cli.common import grammar_params, check_grammar_options
 from fstcrf.cli.options import DECODING_DEFAULTS
-from fstcrf.document.settings import NONLOCAL_OPTIONS
+from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, NONLOCAL_OPTIONS
 from fstcrf.errors import CompositionError, FstcrfError
 from fstcrf.phases import phase
 
 LOG = logging.getLogger("fstcrf")
+
+
+def load_decoder(path: str):
+    """The ChainCRF, JointModel or TwoStageTagger a model file holds."""
+    from fstcrf.model.file import TWO_STAGE_KIND, file_kind
+
+    if file_kind(path) == TWO_STAGE_KIND:
+        from fstcrf.document.two_stage import load_two_stage
+
+        return load_two_stage(path)
+    from fstcrf.model.compose import load_any
+
+    return load_any(path)
+
+
+def is_two_stage(model) -> bool:
+    """Whether ``model`` is a two-stage tagger."""
+    from fstcrf.document.two_stage import TwoStageTagger
+
+    return isinstance(model, TwoStageTagger)
+
+
+def check_two_stage_options(model, args: argparse.Namespace) -> None:
+    """Refuse, for a two-stage tagger, the options that apply to single models only."""
+    if not is_two_stage(model):
+        return
+    refused = [
+        option
+        for option, given in (
+            ("--nbest", getattr(args, "nbest", None) is not None),
+            ("--marginals", getattr(args, "marginals", False)),
+            ("--entity-probabilities", getattr(args, "entity_probabilities", False)),
+            ("--sample", getattr(args, "sample", None) or getattr(args, "with_probability", False)),
+            ("--dask", getattr(args, "dask", None) is not None),
+            ("--decode mbr", args.decode == "mbr"),
+            ("--grammar", bool(args.grammar)),
+        )
+        if given
+    ]
+    if refused:
+        raise FstcrfError(
+            f"{args.model} is a two-stage tagger (from train --consistency): it writes its best labels, "
+            f"with --nonlocal consistency decoded under its penalties; it does not take {', '.join(refused)} "
+            "(train with --document-method consistency for a single model that does)"
+        )
 
 
 def warn_ignored_decoding_options(args: argparse.Namespace, composed: bool) -> None:
@@ -156,9 +202,12 @@ def _warn_if_labels_read(corpus, components: list, path: str) -> None:
 
 
 def model_components(model) -> list:
-    """The single models of a model or of a composed model."""
+    """The single models of a model or of a composed model; the first stage of a
+    two-stage tagger (which reads the input as it)."""
     from fstcrf.model.compose import JointModel
 
+    if is_two_stage(model):
+        return [model.first_]
     return list(model.components) if isinstance(model, JointModel) else [model]
 
 
@@ -171,6 +220,9 @@ def predict_with_progress(model, corpus, args: argparse.Namespace, options: dict
         model.threads = args.threads
     if args.nonlocal_model:
         return _predict_nonlocal(model, corpus, args)
+    if is_two_stage(model):
+        with phase("decode"):
+            return model.predict(corpus)
     if args.decode == "mbr":  # the threshold is chosen over the whole batch
         return model.predict_mbr(
             corpus.sentences, args.mbr_threshold, options.get("grammar"), options.get("params"), args.mbr_temperature
@@ -188,24 +240,23 @@ def predict_with_progress(model, corpus, args: argparse.Namespace, options: dict
 
 
 def _predict_nonlocal(model, corpus, args: argparse.Namespace) -> list[list[str]]:
-    """Labels [B][T] decoded under the --nonlocal factors."""
+    """Labels [B][T] decoded under the --nonlocal factors (of a two-stage tagger: its
+    second stage's, at its stored block size unless --block-size is given)."""
     from fstcrf.document.decode import decode_documents, model_factors
 
     if args.grammar:
         raise FstcrfError("--nonlocal decodes with the model's own lattice; --grammar cannot be combined with it")
-    factors = model_factors(model, [args.nonlocal_model], args.consistency_scale)
-    labels, result = decode_documents(
-        model,
-        corpus,
-        factors,
-        args.sampler,
-        args.sweeps,
-        args.t_start,
-        args.t_end,
-        args.block_size,
-        args.seed,
-        progress=not args.quiet,
-    )
+    sampling = (args.sampler, args.sweeps, args.t_start, args.t_end)
+    if is_two_stage(model):
+        labels, result = model.predict_nonlocal(
+            corpus, *sampling, args.block_size, args.seed, args.consistency_scale, progress=not args.quiet
+        )
+    else:
+        factors = model_factors(model, [args.nonlocal_model], args.consistency_scale)
+        block_size = DEFAULT_BLOCK_SIZE if args.block_size is None else args.block_size
+        labels, result = decode_documents(
+            model, corpus, factors, *sampling, block_size, args.seed, progress=not args.quiet
+        )
     if result is not None:
         LOG.info(
             "non-local decoding: %d of %d label-changing moves accepted; the product score rose in %d of %d documents",

@@ -8,8 +8,10 @@ import logging
 
 from fstcrf.cli.common import label_scores, only_types, read_corpus
 from fstcrf.cli.decoding import (
+    check_two_stage_options,
     grammar_options,
     joint_predict_with_progress,
+    load_decoder,
     model_components,
     predict_with_progress,
     read_for,
@@ -33,11 +35,12 @@ def _eval(args: argparse.Namespace) -> int:
         return 0
     if not (args.model and args.test):
         raise FstcrfError("give MODEL and TEST, or --pred FILE")
-    from fstcrf.model.compose import JointModel, load_any
+    from fstcrf.model.compose import JointModel
 
-    model = load_any(args.model)
+    model = load_decoder(args.model)
     composed = isinstance(model, JointModel)
     warn_ignored_decoding_options(args, composed)
+    check_two_stage_options(model, args)
     corpus = read_for(model, args.test, gold_required=True)
     if not corpus.sentences:
         raise FstcrfError(f"no sentences in {args.test}: nothing to score")

@@ -75,10 +75,12 @@ def _upgrade(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from fstcrf.model.compose import load_any
+    from fstcrf.cli.decoding import is_two_stage, load_decoder
+    from fstcrf.document.two_stage import two_stage_info
     from fstcrf.model.inspection import info_text
 
-    sys.stdout.write(info_text(load_any(args.model), args.model))
+    model = load_decoder(args.model)
+    sys.stdout.write(two_stage_info(model, args.model) if is_two_stage(model) else info_text(model, args.model))
     return 0
 
 
@@ -134,8 +136,9 @@ def add_parsers(commands) -> None:
     info = add_command(
         commands,
         "info",
-        "a model's sizes, training settings and training history summary (each component's, for a composed model)",
+        "a model's sizes, training settings and training history summary (each component's, for a "
+        "composed model; each stage's and the decoding settings, for a two-stage tagger)",
         _info,
         inputs=("model",),
     )
-    info.add_argument("model", help="model file or composed model file")
+    info.add_argument("model", help="model file, composed model file or two-stage file")

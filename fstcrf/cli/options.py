@@ -14,6 +14,8 @@ from fstcrf.document.settings import (
     DEFAULT_T_END,
     DEFAULT_T_START,
     SAMPLERS,
+    TWO_STAGE_BLOCK_SIZE,
+    TWO_STAGE_CONSISTENCY_SCALE,
 )
 from fstcrf.engine.budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK
 from fstcrf.learn.settings import (
@@ -233,9 +235,11 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--consistency",
         action="store_true",
-        help="also estimate Finkel et al.'s label-consistency penalties from the training "
-        "documents (-DOCSTART- markers) and store them in the model, for tag and eval "
-        "--nonlocal consistency (default: off)",
+        help="train for document-level tagging, which tag and eval --nonlocal consistency "
+        "decode: estimate Finkel et al.'s label-consistency penalties from the training "
+        "documents (-DOCSTART- markers) and, as --document-method says, store them with the "
+        "model or train Krishnan & Manning's two-stage tagger around it, saved as one file "
+        "(default: off)",
     )
     parser.add_argument(
         "--template",
@@ -489,10 +493,11 @@ def _add_nonlocal_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["consistency"],
         default=None,
         dest="nonlocal_model",
-        help="single models: decode each document (-DOCSTART- to -DOCSTART-) under non-local "
-        "factors by annealed sampling from the Viterbi labels; consistency: Finkel et "
-        "al.'s label consistency, with the penalties stored by train --consistency "
-        "(default: none, Viterbi per sentence)",
+        help="single models and two-stage files: decode each document (-DOCSTART- to -DOCSTART-) "
+        "under non-local factors by annealed sampling from the Viterbi labels; consistency: "
+        "Finkel et al.'s label consistency, with the penalties stored by train --consistency "
+        "(of a two-stage file: its second stage, reading the majority columns of its first "
+        "stage's labels) (default: none, Viterbi per sentence)",
     )
     parser.add_argument(
         "--sampler",
@@ -524,15 +529,18 @@ def _add_nonlocal_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--block-size",
         type=whole_number(0),
-        default=DEFAULT_BLOCK_SIZE,
-        help="with --nonlocal --sampler block: tokens per block, 0 for whole sentences (default %(default)s)",
+        default=None,
+        help="with --nonlocal --sampler block: tokens per block, 0 for whole sentences (default: "
+        f"the block size stored in a two-stage file of train --consistency, {TWO_STAGE_BLOCK_SIZE}; "
+        f"{DEFAULT_BLOCK_SIZE} for a single model)",
     )
     parser.add_argument(
         "--consistency-scale",
         type=real_number(0.0, 1e6),
         default=None,
         help="with --nonlocal consistency: multiply the log penalties by this (default: the "
-        "scale stored in the model, 1 unless chosen on development data)",
+        f"scale stored in the model: {TWO_STAGE_CONSISTENCY_SCALE:g} in a two-stage file of train "
+        "--consistency, 1 in a single model)",
     )
 
 

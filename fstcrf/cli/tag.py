@@ -10,8 +10,11 @@ import math
 
 from fstcrf.cli.decoding import (
     batches_for,
+    check_two_stage_options,
     grammar_options,
+    is_two_stage,
     joint_predict_with_progress,
+    load_decoder,
     predict_with_progress,
     read_for,
     reading_columns,
@@ -31,13 +34,14 @@ TAG_BATCH_TOKENS = 20_000
 
 
 def _tag(args: argparse.Namespace) -> int:
-    from fstcrf.model.compose import JointModel, load_any
+    from fstcrf.model.compose import JointModel
     from fstcrf.progress import Progress
 
     with phase("load"):
-        model = load_any(args.model)
+        model = load_decoder(args.model)
     composed = isinstance(model, JointModel)
     warn_ignored_decoding_options(args, composed=composed)
+    check_two_stage_options(model, args)
     _check_tag_options(args, composed)
     if args.dask is not None:
         return _tag_on_dask(model, composed, args)
@@ -64,7 +68,8 @@ def _tag(args: argparse.Namespace) -> int:
                 path,
                 columns=args.columns,
                 separator=args.separator,
-                batch_tokens=TAG_BATCH_TOKENS,
+                # a two-stage tagger's corpus majorities are over a whole file
+                batch_tokens=None if is_two_stage(model) else TAG_BATCH_TOKENS,
                 whole_documents=bool(args.nonlocal_model),
             )
         )

@@ -1,5 +1,5 @@
-"""``fstcrf train`` (in this process, on a Dask cluster, or from a feedback log) and
-``fstcrf jackknife``."""
+"""``fstcrf train`` (in this process, on a Dask cluster, or from a feedback log; with
+--consistency, a document-level tagger) and ``fstcrf jackknife``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,14 @@ from fstcrf.cli.common import (
 )
 from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_training_arguments, whole_number
 from fstcrf.corpus.schemes import restrict_types
+from fstcrf.document.settings import (
+    DEFAULT_BLOCK_SIZE,
+    DEFAULT_DOCUMENT_METHOD,
+    DEFAULT_JACKKNIFE_FOLDS,
+    DOCUMENT_METHODS,
+    TWO_STAGE_BLOCK_SIZE,
+    TWO_STAGE_CONSISTENCY_SCALE,
+)
 from fstcrf.errors import FeedbackError, FstcrfError
 from fstcrf.learn.settings import DEFAULT_SIGMA, LBFGS_MEMORY
 from fstcrf.phases import phase
@@ -27,6 +35,7 @@ LOG = logging.getLogger("fstcrf")
 def _train(args: argparse.Namespace) -> int:
     keep = only_types(args)
     check_grammar_options(args)
+    _check_document_options(args)
     if (args.train is None) == (args.log is None):
         raise FstcrfError("give a training file TRAIN, or a feedback log with --algorithm bandit --log FILE (not both)")
     if args.log is not None:
@@ -46,6 +55,8 @@ def _train(args: argparse.Namespace) -> int:
         check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
     train = restrict_types(train, args.target, keep)
     dev = _read_dev(args, keep)
+    if args.consistency and args.document_method != "consistency":
+        return _train_two_stage(args, train, dev)
     init = _warm_start(args)
     model = _model_from_args(args, train.column_names)
     penalties = None
@@ -77,6 +88,91 @@ def _train(args: argparse.Namespace) -> int:
     model.consistency_ = penalties
     _save_trained(model, args)
     return 0
+
+
+def _check_document_options(args: argparse.Namespace) -> None:
+    """Warn for --document-method and --jackknife-folds without --consistency; refuse
+    --init with a two-stage method (it warm-starts one model)."""
+    if not args.consistency:
+        for option, given in (
+            ("--document-method", args.document_method != DEFAULT_DOCUMENT_METHOD),
+            ("--jackknife-folds", args.jackknife_folds != DEFAULT_JACKKNIFE_FOLDS),
+        ):
+            if given:
+                LOG.warning("%s is ignored: it applies to --consistency, which is not given", option)
+        return
+    if args.document_method == "consistency":
+        if args.jackknife_folds != DEFAULT_JACKKNIFE_FOLDS:
+            LOG.warning("--jackknife-folds is ignored: --document-method consistency trains no two-stage tagger")
+    elif args.init:
+        raise FstcrfError(
+            f"--init warm-starts one model; --consistency --document-method {args.document_method} trains "
+            "a two-stage tagger (give --document-method consistency to warm-start the local model)"
+        )
+
+
+def _train_two_stage(args: argparse.Namespace, train, dev) -> int:
+    """train --consistency with --document-method two-stage or both: the local model, its
+    jackknife, the second stage and (both) the penalties, saved as one two-stage file."""
+    from fstcrf.document.two_stage import TwoStageTagger
+
+    both = args.document_method == "both"
+    tagger = TwoStageTagger(
+        _model_from_args(args, train.column_names),
+        folds=args.jackknife_folds,
+        progress=not args.quiet,
+        consistency_scale=TWO_STAGE_CONSISTENCY_SCALE if both else None,
+        block_size=TWO_STAGE_BLOCK_SIZE if both else DEFAULT_BLOCK_SIZE,
+    )
+    LOG.info(
+        "training a two-stage tagger%s on %s (%d sentences, %d tokens): the local model, its "
+        "%d-fold jackknife, the second stage%s",
+        " with label-consistency penalties" if both else "",
+        args.train,
+        len(train),
+        train.num_tokens,
+        args.jackknife_folds,
+        f", selecting each stage on {args.dev}" if dev else "",
+    )
+    try:
+        with phase("train"):
+            tagger.fit(train, target=args.target, dev=dev)
+    except KeyboardInterrupt:
+        if hasattr(tagger, "first_"):
+            _save_interrupted_first_stage(tagger, args, train)
+        raise
+    with phase("write"):
+        tagger.save(args.output)
+    second = tagger.second_
+    report = LOG.warning if tagger.interrupted_ else LOG.info
+    report(
+        "%s the second stage's weights of iteration %d of %d; %d + %d features; two-stage tagger written to %s",
+        "interrupted; kept" if tagger.interrupted_ else "kept",
+        second.best_iteration_,
+        second.n_iter_,
+        len(tagger.first_.weights_),
+        len(second.weights_),
+        args.output,
+    )
+    return 0
+
+
+def _save_interrupted_first_stage(tagger, args: argparse.Namespace, train) -> None:
+    """Ctrl-C before the second stage: the first stage (its best weights so far if it was
+    interrupted), with the penalties at scale 1, saved as a single model."""
+    from fstcrf.document.decode import estimate_consistency
+
+    first = tagger.first_
+    first.consistency_ = estimate_consistency(train, args.target)
+    with phase("write"):
+        first.save(args.output)
+    LOG.warning(
+        "interrupted before the second stage: wrote the local model (iteration %d of %d, with the "
+        "consistency penalties) to %s as a single model, as --document-method consistency would",
+        first.best_iteration_,
+        first.n_iter_,
+        args.output,
+    )
 
 
 def _train_on_dask(args: argparse.Namespace) -> int:
@@ -321,6 +417,27 @@ def add_parsers(commands) -> None:
         "(default: in this process)",
     )
     add_dask_dashboard(train)
+    train.add_argument(
+        "--document-method",
+        choices=DOCUMENT_METHODS,
+        default=DEFAULT_DOCUMENT_METHOD,
+        help="with --consistency: consistency stores the penalties in the local model (one "
+        "model file); two-stage trains Krishnan & Manning's two-stage tagger (the local model, "
+        "its jackknife and a second stage reading document and corpus majorities of the "
+        "first stage's labels); both also stores the penalties on the second stage with the "
+        f"decoding settings chosen on CoNLL-2003 eng.testa (penalty scale {TWO_STAGE_CONSISTENCY_SCALE:g}, "
+        f"blocks of {TWO_STAGE_BLOCK_SIZE} tokens). two-stage and both write one two-stage file "
+        "(default %(default)s)",
+    )
+    train.add_argument(
+        "--jackknife-folds",
+        type=whole_number(2),
+        default=DEFAULT_JACKKNIFE_FOLDS,
+        metavar="N",
+        help="with --consistency and --document-method two-stage or both: folds of the local "
+        "model's jackknife that the second stage trains on (N more trainings of the local "
+        "model) (default %(default)s)",
+    )
     train.add_argument(
         "--checkpoint",
         default=None,

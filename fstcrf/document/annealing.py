@@ -182,7 +182,7 @@ def _block_sweep(
     differs = draw != chain.states
     changed = np.flatnonzero(np.add.reduceat(differs.astype(np.int64), pot.offsets[:-1]))
     accepted = proposed = 0
-    for b in changed:
+    for b in changed.tolist():
         start, end = int(pot.offsets[b]), int(pot.offsets[b + 1])
         blocks = [(0, end - start)]
         if clamped is not None:

@@ -87,7 +87,7 @@ class ConsistencyPenalties:
             and np.array_equal(self.sub, other.sub)
         )
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable tables: not hashable
 
     def with_scale(self, scale: float) -> ConsistencyPenalties:
         """The same tables with another scale."""

@@ -86,9 +86,10 @@ def decode_documents(
     block_size: int = DEFAULT_BLOCK_SIZE,
     seed: int = 0,
     progress: bool = False,
-) -> tuple[list[list[str]], Annealed]:
-    """(labels [B][T], the annealing record): the best labelling of every document under
-    the product of ``model`` and ``factors`` found by annealing from Viterbi."""
+) -> tuple[list[list[str]], Annealed | None]:
+    """(labels [B][T], the annealing record; None without sentences): the best labelling
+    of every document under the product of ``model`` and ``factors`` found by annealing
+    from Viterbi."""
     sentences = as_sentences(corpus, "decode_documents")
     if not sentences:
         return [], None

@@ -25,25 +25,39 @@ first stage's labels are read as entities (first token, last token, type) with
 
 Ties go to an entity type over "O", then to the alphabetically first type, so
 the columns depend on the labels only, never on the order of the sentences.
+
+With ``consistency_scale`` the tagger also carries Finkel et al.'s
+label-consistency penalties (:mod:`fstcrf.document.consistency`), estimated
+from the training documents, on its second stage, and
+:meth:`TwoStageTagger.predict_nonlocal` decodes the second stage under them
+(:func:`fstcrf.document.decode.decode_documents`): the combination that
+``fstcrf train --consistency`` trains by default.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 from importlib import resources
 from collections.abc import Iterable, Sequence
 
 from fstcrf.model.compose import jackknife
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
-from fstcrf.errors import ArgumentTypeError, FstcrfError, ModelFileError, ShapeError
+from fstcrf.errors import ArgumentTypeError, FstcrfError, ModelFileError, PenaltyError, ShapeError
 from fstcrf.features.template import Template, parse_template
 from fstcrf.features.template import resolve_template
 from fstcrf.model.chain import ChainCRF
 from fstcrf.model.file import KIND_NAMES, TWO_STAGE_KIND, header_field, read_container, write_container
 from fstcrf.progress import Progress
 from fstcrf.corpus.schemes import read_chunks
+from fstcrf.document.annealing import Annealed
 from fstcrf.document.consistency import proper_parts
+from fstcrf.document.decode import decode_documents, estimate_consistency, model_factors
 from fstcrf.document.documents import document_spans
+from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START
+
+logger = logging.getLogger(__name__)
 
 #: The columns :func:`majority_columns` adds, in this order.
 MAJORITY_COLUMNS = ("token_doc", "token_corpus", "entity_doc", "entity_corpus", "superentity_doc", "superentity_corpus")
@@ -185,9 +199,20 @@ class TwoStageTagger:
             models trained on the other folds give to each fold.
         word_column: the column whose values the token majorities compare.
         progress: report the stages of ``fit`` on stderr.
+        consistency_scale: None: no penalties; else ``fit`` also estimates the
+            label-consistency penalties from the gold training documents and stores
+            them at this scale on the second stage (``second_.consistency_``), which
+            :meth:`predict_nonlocal` decodes under.
+        block_size: tokens per block of :meth:`predict_nonlocal`'s block sampler
+            (0: whole sentences).
 
     Learned attributes: ``first_`` and ``second_`` (the fitted ChainCRFs; ``first_``
-    trained on all of the training corpus) and ``target_``.
+    trained on all of the training corpus), ``target_`` and ``interrupted_``.
+
+    Ctrl-C (or SIGTERM on the command line) during the first stage or the jackknife
+    stops ``fit`` with KeyboardInterrupt, ``first_`` then holding the first stage if
+    it was reached (its best weights so far); during the second stage, the second
+    stage keeps its best weights so far and ``interrupted_`` is True.
     """
 
     def __init__(
@@ -197,12 +222,16 @@ class TwoStageTagger:
         folds: int = 10,
         word_column: str = "word",
         progress: bool = True,
+        consistency_scale: float | None = None,
+        block_size: int = DEFAULT_BLOCK_SIZE,
     ):
         self.first = first
         self.second = second
         self.folds = folds
         self.word_column = word_column
         self.progress = progress
+        self.consistency_scale = consistency_scale
+        self.block_size = block_size
 
     def _check_params(self) -> None:
         for name in ("first", "second"):
@@ -212,6 +241,14 @@ class TwoStageTagger:
                     f"TwoStageTagger: {name} must be a ChainCRF"
                     f"{' or None' if name == 'second' else ''}, got {type(value).__name__}"
                 )
+        scale = self.consistency_scale
+        if scale is not None and (
+            isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale >= 0)
+        ):
+            raise PenaltyError(f"TwoStageTagger: consistency_scale must be None or a finite number >= 0, got {scale!r}")
+        block = self.block_size
+        if isinstance(block, bool) or not isinstance(block, int) or block < 0:
+            raise ArgumentTypeError(f"TwoStageTagger: block_size must be an integer >= 0, got {block!r}")
 
     def _second_settings(self) -> ChainCRF:
         if self.second is not None:
@@ -232,18 +269,28 @@ class TwoStageTagger:
     ) -> TwoStageTagger:
         """Train the first stage on ``corpus``, jackknife it over ``folds`` folds, and train
         the second stage on the gold ``target`` column with the jackknifed labels'
-        majority columns.  With ``dev`` each stage keeps its best iteration on it
-        (the second stage reads the fitted first stage's labels of ``dev``)."""
+        majority columns (and estimate the penalties, with ``consistency_scale``).
+        With ``dev`` each stage keeps its best iteration on it (the second stage
+        reads the fitted first stage's labels of ``dev``)."""
         self._check_params()
         corpus = as_corpus(corpus, "TwoStageTagger.fit")
         dev = None if dev is None else as_corpus(dev, "TwoStageTagger.fit (dev)")
         settings = self.first.get_params()
-        with Progress(3, "two-stage training", unit="stages", enabled=self.progress, interval=0.0) as progress:
-            first = ChainCRF(**settings).fit(corpus, target=target, dev=dev)
+        # counted in trainings of a stage (the jackknife's folds each one), for a fair ETA
+        trainings = self.folds + 2
+        with Progress(
+            trainings, "two-stage training", unit="trainings", enabled=self.progress, interval=0.0
+        ) as progress:
+            logger.info("two-stage training, stage 1 of 3: the first stage on %d sentences", len(corpus))
+            self.first_ = ChainCRF(**settings).fit(corpus, target=target, dev=dev)
+            if self.first_.interrupted_:
+                raise KeyboardInterrupt
             progress.update()
+            logger.info("two-stage training, stage 2 of 3: the first stage's %d-fold jackknife", self.folds)
             held_out = jackknife(corpus, ChainCRF(**settings), target, folds=self.folds).column(target)
-            progress.update()
-            self.fit_second(corpus, first, held_out, target, dev)
+            progress.update(self.folds)
+            logger.info("two-stage training, stage 3 of 3: the second stage")
+            self.fit_second(corpus, self.first_, held_out, target, dev)
             progress.update()
         return self
 
@@ -257,14 +304,18 @@ class TwoStageTagger:
     ) -> TwoStageTagger:
         """The second half of :meth:`fit`, for a first stage and jackknifed labels [B][T]
         of ``corpus`` computed before (so that several second stages can share them):
-        train the second stage and keep ``first`` as the first stage."""
+        train the second stage (with the penalties of ``corpus``, given
+        ``consistency_scale``) and keep ``first`` as the first stage."""
         self._check_params()
         corpus = as_corpus(corpus, "TwoStageTagger.fit_second")
         dev = None if dev is None else as_corpus(dev, "TwoStageTagger.fit_second (dev)")
         train_second = self.with_majorities(corpus, held_out, "the training corpus")
         dev_second = None if dev is None else self.with_majorities(dev, first.predict(dev), "the dev corpus")
         second = self._second_settings().fit(train_second, target=target, dev=dev_second)
+        if self.consistency_scale is not None:
+            second.consistency_ = estimate_consistency(corpus, target, self.consistency_scale)
         self.first_, self.second_, self.target_ = first, second, target
+        self.interrupted_ = second.interrupted_
         return self
 
     def predict_stages(self, corpus: Corpus | Sequence[Sentence]) -> tuple[list[list[str]], list[list[str]]]:
@@ -280,6 +331,53 @@ class TwoStageTagger:
         """The second stage's labels [B][T] of every sentence."""
         return self.predict_stages(corpus)[1]
 
+    def predict_nonlocal(
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        sampler: str = "block",
+        sweeps: int = DEFAULT_SWEEPS,
+        t_start: float = DEFAULT_T_START,
+        t_end: float = DEFAULT_T_END,
+        block_size: int | None = None,
+        seed: int = 0,
+        scale: float | None = None,
+        progress: bool = False,
+    ) -> tuple[list[list[str]], Annealed | None]:
+        """(labels [B][T], the annealing record) of :func:`~fstcrf.document.decode.decode_documents`
+        of the second stage under its consistency penalties (at ``scale``; None: as
+        stored), over the majority columns of the first stage's labels of ``corpus``
+        (its documents, and all of it as the corpus); ``block_size`` None: the tagger's."""
+        if not hasattr(self, "second_"):
+            raise FstcrfError("this TwoStageTagger is not fitted yet; call fit first")
+        if self.second_.consistency_ is None:
+            raise FstcrfError(
+                "this two-stage tagger stores no consistency penalties: train it with --consistency "
+                "--document-method both (or TwoStageTagger(..., consistency_scale=...))"
+            )
+        corpus = as_corpus(corpus, "TwoStageTagger.predict_nonlocal")
+        extended = self.with_majorities(corpus, self.first_.predict(corpus), str(corpus.path or "the input"))
+        return decode_documents(
+            self.second_,
+            extended,
+            model_factors(self.second_, ["consistency"], scale),
+            sampler,
+            sweeps,
+            t_start,
+            t_end,
+            self.block_size if block_size is None else block_size,
+            seed,
+            progress,
+        )
+
+    @property
+    def threads(self) -> int:
+        """The threads both stages tag with."""
+        return int(self.second_.threads)
+
+    @threads.setter
+    def threads(self, count: int) -> None:
+        self.first_.threads = self.second_.threads = count
+
     # -- files -------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
         """Write both fitted stages and the tagger's settings to one file, atomically
@@ -290,7 +388,13 @@ class TwoStageTagger:
         for name, model in zip(STAGES, (self.first_, self.second_)):
             headers[name], stage_arrays = model.to_payload()
             arrays.update({f"{name}.{key}": array for key, array in stage_arrays.items()})
-        settings = {"target": self.target_, "folds": self.folds, "word_column": self.word_column}
+        settings = {
+            "target": self.target_,
+            "folds": self.folds,
+            "word_column": self.word_column,
+            "consistency_scale": self.consistency_scale,
+            "block_size": self.block_size,
+        }
         write_container(path, TWO_STAGE_KIND, {"stages": headers, **settings}, arrays)
 
     @classmethod
@@ -300,8 +404,10 @@ class TwoStageTagger:
 
 
 def load_two_stage(path: str | os.PathLike) -> TwoStageTagger:
-    """A fitted TwoStageTagger from a file written by :meth:`TwoStageTagger.save`;
-    ModelFileError for a file of another kind or an inconsistent one."""
+    """A fitted TwoStageTagger from a file written by :meth:`TwoStageTagger.save`
+    (files written before ``consistency_scale`` and ``block_size`` were stored load
+    with None and DEFAULT_BLOCK_SIZE); ModelFileError for a file of another kind or
+    an inconsistent one."""
     where = os.fspath(path)
     header, arrays = read_container(path)
     if header["format"] != TWO_STAGE_KIND:
@@ -314,13 +420,71 @@ def load_two_stage(path: str | os.PathLike) -> TwoStageTagger:
         stage_header = header_field(headers, name, dict, where)
         stages.append(ChainCRF.from_payload(stage_header, own, f"{where} ({name} stage)"))
     first, second = stages
+    target = header_field(header, "target", str, where)
+    _check_stages(first, second, target, where)
     tagger = TwoStageTagger(
         ChainCRF(**first.get_params()),
         ChainCRF(**second.get_params()),
         folds=header_field(header, "folds", int, where),
         word_column=header_field(header, "word_column", str, where),
         progress=False,
+        consistency_scale=_stored_scale(header, where),
+        block_size=header_field(header, "block_size", int, where) if "block_size" in header else DEFAULT_BLOCK_SIZE,
     )
-    tagger.first_, tagger.second_ = first, second
-    tagger.target_ = header_field(header, "target", str, where)
+    if tagger.block_size < 0:
+        raise ModelFileError(f"{where}: the stored block size {tagger.block_size} is negative")
+    if tagger.consistency_scale is not None and second.consistency_ is None:
+        raise ModelFileError(
+            f"{where}: the file stores a consistency scale but its second stage holds no consistency penalties"
+        )
+    tagger.first_, tagger.second_, tagger.target_ = first, second, target
+    tagger.interrupted_ = second.interrupted_
     return tagger
+
+
+def _stored_scale(header: dict, where: str) -> float | None:
+    """The header's consistency_scale: None if absent or null, else a finite number >= 0."""
+    scale = header.get("consistency_scale")
+    if scale is None:
+        return None
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale >= 0):
+        raise ModelFileError(f"{where}: the stored consistency scale {scale!r} is not a finite number >= 0")
+    return float(scale)
+
+
+def _check_stages(first: ChainCRF, second: ChainCRF, target: str, where: str) -> None:
+    """ModelFileError unless both stages predict ``target`` and the second reads the majority columns."""
+    for name, stage in zip(STAGES, (first, second)):
+        if stage.target_ != target:
+            raise ModelFileError(
+                f"{where}: the {name} stage predicts {stage.target_!r}, but the tagger's target is {target!r}"
+            )
+    missing = [name for name in MAJORITY_COLUMNS if name not in second.columns_]
+    if missing:
+        raise ModelFileError(
+            f"{where}: the second stage was not trained on the majority columns ({', '.join(missing)} missing)"
+        )
+
+
+def two_stage_info(tagger: TwoStageTagger, path: str | os.PathLike | None = None) -> str:
+    """What ``fstcrf info`` prints of a fitted two-stage tagger: its settings, then
+    :func:`fstcrf.model.inspection.info_text` of each stage, indented; with ``path``,
+    the file's size first."""
+    from fstcrf.model.inspection import info_text
+
+    lines = [] if path is None else [f"file size: {os.path.getsize(path)} bytes"]
+    scale = tagger.consistency_scale
+    lines += [
+        f"two-stage tagger of {tagger.target_}: {tagger.folds}-fold jackknife, majorities of the "
+        f"column {tagger.word_column!r}",
+        "non-local decoding: "
+        + (
+            "none stored"
+            if scale is None
+            else f"consistency penalties at scale {scale:g}, blocks of {tagger.block_size}"
+        ),
+    ]
+    for name, stage in zip(STAGES, (tagger.first_, tagger.second_)):
+        lines.append(f"{name} stage")
+        lines += ["  " + line for line in info_text(stage).splitlines()]
+    return "\n".join(lines) + "\n"

@@ -675,7 +675,9 @@ def jackknife(corpus: Corpus, model: ChainCRF, target: str, folds: int = 5) -> C
     """A copy of ``corpus`` whose ``target`` column holds held-out predictions: the
     sentences are cut into ``folds`` consecutive parts and each part is tagged by
     a clone of ``model`` (same parameters) trained on the other parts.  A model
-    that reads this column then trains on the kind of errors it meets at test time."""
+    that reads this column then trains on the kind of errors it meets at test time.
+    Ctrl-C while a fold trains raises KeyboardInterrupt (a fold's model stops with
+    its best weights so far, which would go on to the next fold)."""
     corpus = as_corpus(corpus, "jackknife")
     if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or not 2 <= folds <= len(corpus):
         raise FstcrfError(f"folds must be an integer from 2 to the number of sentences ({len(corpus)}), got {folds!r}")
@@ -685,6 +687,8 @@ def jackknife(corpus: Corpus, model: ChainCRF, target: str, folds: int = 5) -> C
     for first, last in zip(cuts[:-1], cuts[1:]):
         rest = Corpus(corpus.column_names, sentences[:first] + sentences[last:])
         fold_model = ChainCRF(**model.get_params()).fit(rest, target=target)
+        if fold_model.interrupted_:
+            raise KeyboardInterrupt
         predicted += fold_model.predict(sentences[first:last])
     replaced = [sentence.with_column(target, labels) for sentence, labels in zip(sentences, predicted)]
     return Corpus(corpus.column_names, replaced, trailing_docstart_lines=corpus.trailing_docstart_lines)

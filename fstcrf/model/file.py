@@ -44,6 +44,7 @@ import hashlib
 import json
 import mmap
 import os
+import re
 import struct
 import tempfile
 
@@ -64,7 +65,8 @@ TWO_STAGE_KIND = "fstcrf-two-stage"
 KIND_NAMES = {
     MODEL_KIND: "a single model (fstcrf.model.load_model reads it)",
     JOINT_KIND: "a joint model (from fstcrf compose; fstcrf.model.compose.load_joint reads it)",
-    TWO_STAGE_KIND: "a two-stage tagger (fstcrf.document.two_stage.load_two_stage reads it)",
+    TWO_STAGE_KIND: "a two-stage tagger (from fstcrf train --consistency; fstcrf tag and eval, "
+    "and fstcrf.document.two_stage.load_two_stage, read it)",
 }
 FORMAT_VERSION = 2
 #: The first version, whose digest is SHA-256 and whose header holds the predicate names.
@@ -78,6 +80,10 @@ MODEL_IN_MEMORY_BYTES = 64 << 20
 MODEL_IN_MEMORY_VARIABLE = "FSTCRF_MODEL_IN_MEMORY_BYTES"
 #: Bytes copied at a time into a snapshot.
 SNAPSHOT_BLOCK = 1 << 20
+#: How the header of a file of :func:`write_container` starts, and how many of its bytes
+#: :func:`file_kind` reads.
+_KIND_PATTERN = re.compile(rb'\{"format": "([a-z-]+)"')
+_KIND_PEEK_BYTES = 64
 
 
 def write_container(path: str | os.PathLike, kind: str, header: dict, arrays: dict[str, np.ndarray]) -> None:
@@ -255,6 +261,22 @@ def read_container(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]
             )
         arrays[name] = array
     return header, arrays
+
+
+def file_kind(path: str | os.PathLike) -> str | None:
+    """The "format" at the start of a model file's header (one of KIND_NAMES), read
+    from its first bytes without any check, to choose a loader; None when the file
+    does not start that way (the loaders then say what is wrong with it)."""
+    try:
+        with open(path, "rb") as stream:
+            start = stream.read(_PREAMBLE.size + _KIND_PEEK_BYTES)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return None
+    if not start.startswith(MAGIC):
+        return None
+    found = _KIND_PATTERN.match(start, _PREAMBLE.size)
+    kind = found.group(1).decode("ascii") if found else None
+    return kind if kind in KIND_NAMES else None
 
 
 def header_field(mapping, key: str, kind: type, where: str):

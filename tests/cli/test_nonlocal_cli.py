@@ -1,5 +1,6 @@
-"""Non-local decoding from the command line: train --consistency, tag and eval
---nonlocal consistency, and the errors and warnings around them."""
+"""Non-local decoding from the command line: train --consistency --document-method
+consistency (a single model with penalties), tag and eval --nonlocal consistency,
+and the errors and warnings around them (the two-stage default: test_two_stage_cli.py)."""
 
 import logging
 
@@ -15,7 +16,7 @@ NAMES = [("Tanjug", "ORG"), ("Smith", "PER"), ("Paris", "LOC"), ("Reuters", "ORG
 VERBS = ["said", "reported", "met", "visited", "left"]
 
 
-def _corpus_text(num_documents: int, seed: int) -> str:
+def corpus_text(num_documents: int, seed: int) -> str:
     """Documents (with -DOCSTART-) whose sentences mention a few names in word, pos, chunk, ner columns."""
     import random
 
@@ -42,8 +43,8 @@ def _corpus_text(num_documents: int, seed: int) -> str:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("nonlocal")
-    (folder / "train.txt").write_text(_corpus_text(30, 0))
-    (folder / "test.txt").write_text(_corpus_text(8, 1))
+    (folder / "train.txt").write_text(corpus_text(30, 0))
+    (folder / "test.txt").write_text(corpus_text(8, 1))
     model = folder / "ner.model"
     assert (
         main(
@@ -60,6 +61,8 @@ def files(tmp_path_factory):
                 "--max-iter",
                 "15",
                 "--consistency",
+                "--document-method",
+                "consistency",
                 "-o",
                 str(model),
             ]
@@ -90,7 +93,7 @@ def files(tmp_path_factory):
     return folder, model, plain
 
 
-def _one_line_error(capsys) -> str:
+def one_line_error(capsys) -> str:
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     return err
@@ -150,7 +153,7 @@ def test_eval_nonlocal_prints_scores(files, capsys):
 def test_nonlocal_without_stored_penalties_is_one_line_error(files, capsys):
     folder, _, plain = files
     assert main(["eval", str(plain), str(folder / "test.txt"), "--nonlocal", "consistency"]) != 0
-    assert "train it with --consistency" in _one_line_error(capsys)
+    assert "train it with --consistency" in one_line_error(capsys)
 
 
 @pytest.mark.pynini
@@ -172,7 +175,7 @@ def test_nonlocal_with_a_grammar_is_refused(files, capsys):
         )
         != 0
     )
-    assert "--grammar cannot be combined" in _one_line_error(capsys)
+    assert "--grammar cannot be combined" in one_line_error(capsys)
 
 
 def test_gibbs_on_a_second_order_model_names_the_block_sampler(files, capsys, tmp_path):
@@ -195,6 +198,8 @@ def test_gibbs_on_a_second_order_model_names_the_block_sampler(files, capsys, tm
                 "--max-iter",
                 "3",
                 "--consistency",
+                "--document-method",
+                "consistency",
                 "-o",
                 str(model),
             ]
@@ -202,7 +207,7 @@ def test_gibbs_on_a_second_order_model_names_the_block_sampler(files, capsys, tm
         == 0
     )
     assert main(["eval", str(model), str(folder / "test.txt"), "--nonlocal", "consistency", "--sampler", "gibbs"]) != 0
-    assert "use the block sampler" in _one_line_error(capsys)
+    assert "use the block sampler" in one_line_error(capsys)
     assert main(["-q", "eval", str(model), str(folder / "test.txt"), "--nonlocal", "consistency", "--sweeps", "2"]) == 0
 
 
@@ -220,7 +225,7 @@ def test_consistency_with_a_feedback_log_is_refused(files, capsys, tmp_path):
         main(["train", "--algorithm", "bandit", "--log", str(log), "--consistency", "-o", str(tmp_path / "m.model")])
         != 0
     )
-    assert "feedback log" in _one_line_error(capsys)
+    assert "feedback log" in one_line_error(capsys)
 
 
 def test_a_file_without_markers_is_one_document_and_a_large_one_warns(files, monkeypatch, caplog):
@@ -236,6 +241,6 @@ def test_a_file_without_markers_is_one_document_and_a_large_one_warns(files, mon
 
 def test_bench_nonlocal_refuses_unknown_languages_and_missing_data(tmp_path, capsys):
     assert main(["bench", "nonlocal", "--data", str(tmp_path), "--languages", "deu"]) != 0
-    assert "--languages takes eng, ned" in _one_line_error(capsys)
+    assert "--languages takes eng, ned" in one_line_error(capsys)
     assert main(["bench", "nonlocal", "--data", str(tmp_path)]) != 0
-    assert "has no conll2003, conll2002 folder" in _one_line_error(capsys)
+    assert "has no conll2003, conll2002 folder" in one_line_error(capsys)

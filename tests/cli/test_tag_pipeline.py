@@ -72,7 +72,20 @@ def _tag_both_ways(
 def consistency_model(tmp_path_factory):
     path = tmp_path_factory.mktemp("consistency") / "consistency.model"
     assert (
-        main(["-q", "train", str(DATA_DIR / "demo_train.txt"), "--consistency", "--max-iter", "3", "-o", str(path)])
+        main(
+            [
+                "-q",
+                "train",
+                str(DATA_DIR / "demo_train.txt"),
+                "--consistency",
+                "--document-method",
+                "consistency",
+                "--max-iter",
+                "3",
+                "-o",
+                str(path),
+            ]
+        )
         == 0
     )
     return path

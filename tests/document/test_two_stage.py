@@ -1,6 +1,7 @@
 """The two-stage tagger: majority columns against hand-made documents and a direct
 enumeration of their definitions, the jackknife's held-out tagging, fit/predict,
-and the one-file model."""
+the one-file model with its penalties and decoding settings, non-local decoding
+against decode_documents, and Ctrl-C."""
 
 from collections import Counter
 
@@ -9,7 +10,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import fstcrf.model.compose
-from fstcrf.corpus.conll import Sentence
+from fstcrf.corpus.conll import Sentence, as_corpus
+from fstcrf.document.consistency import ConsistencyFactor
+from fstcrf.document.decode import decode_documents, estimate_consistency
 from fstcrf.document.two_stage import (
     MAJORITY_COLUMNS,
     TwoStageTagger,
@@ -19,7 +22,8 @@ from fstcrf.document.two_stage import (
 )
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ModelFileError, ShapeError
 from fstcrf.model import load_model
-from fstcrf.model.compose import load_any, load_joint
+from fstcrf.model.compose import jackknife, load_any, load_joint
+from fstcrf.model.file import MODEL_KIND, TWO_STAGE_KIND, file_kind, read_container, write_container
 from fstcrf.model import ChainCRF
 from fstcrf.corpus.schemes import read_chunks
 
@@ -321,6 +325,9 @@ def test_two_stage_files_and_other_model_files_are_told_apart(tmp_path):
         load_any(two_stage)
     with pytest.raises(ModelFileError, match="single model.*not a two-stage tagger"):
         load_two_stage(single)
+    assert (file_kind(two_stage), file_kind(single)) == (TWO_STAGE_KIND, MODEL_KIND)
+    (tmp_path / "text.model").write_text("not a model")
+    assert file_kind(tmp_path / "text.model") is file_kind(tmp_path / "missing.model") is None
     with pytest.raises(FstcrfError, match="not fitted"):
         TwoStageTagger(first).save(tmp_path / "unfitted.model")
     assert not (tmp_path / "unfitted.model").exists()
@@ -330,3 +337,115 @@ def test_two_stage_files_and_other_model_files_are_told_apart(tmp_path):
     (tmp_path / "bad.model").write_bytes(bytes(raw))
     with pytest.raises(ModelFileError, match="corrupt"):
         load_two_stage(tmp_path / "bad.model")
+
+
+def _rewritten(path, tmp_path, **changes):
+    """A copy of a two-stage file with header fields changed (None: removed)."""
+    header, arrays = read_container(path)
+    header = {key: value for key, value in header.items() if key not in ("format", "arrays")}
+    for key, value in changes.items():
+        if value is None:
+            header.pop(key, None)
+        else:
+            header[key] = value
+    copy = tmp_path / "rewritten.model"
+    write_container(copy, TWO_STAGE_KIND, header, arrays)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def with_penalties(tmp_path_factory):
+    """A fitted tagger carrying penalties at scale 0.5 and blocks of 3, and its file."""
+    first = ChainCRF(template="bias\nword[0]\n", max_iter=5, threads=1)
+    tagger = TwoStageTagger(first, folds=2, progress=False, consistency_scale=0.5, block_size=3)
+    tagger.fit(_toy_corpus(16), target="ner")
+    path = tmp_path_factory.mktemp("two_stage") / "with-penalties.model"
+    tagger.save(path)
+    return tagger, path
+
+
+def test_the_penalties_and_the_block_size_persist_and_predict_nonlocal_uses_them(with_penalties):
+    tagger, path = with_penalties
+    assert tagger.second_.consistency_ == estimate_consistency(_toy_corpus(16), "ner", 0.5)
+    loaded = load_two_stage(path)
+    assert (loaded.consistency_scale, loaded.block_size) == (0.5, 3)
+    assert loaded.second_.consistency_ == tagger.second_.consistency_
+    test = _toy_corpus(9)
+    extended = loaded.with_majorities(as_corpus(test, "test"), loaded.first_.predict(test), "test")
+    factors = [ConsistencyFactor(tagger.second_.consistency_)]
+    expected = decode_documents(loaded.second_, extended, factors, "block", 5, block_size=3, seed=2)[0]
+    assert loaded.predict_nonlocal(test, sweeps=5, seed=2)[0] == expected
+    loaded.threads = 2
+    assert (loaded.first_.threads, loaded.second_.threads, loaded.threads) == (2, 2, 2)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"block_size": "4"}, "lacks a valid 'block_size'"),
+        ({"block_size": -1}, "block size -1 is negative"),
+        ({"consistency_scale": -0.5}, "consistency scale -0.5 is not a finite number"),
+        ({"consistency_scale": True}, "consistency scale True is not a finite number"),
+        ({"target": "chunk"}, "the first stage predicts 'ner', but the tagger's target is 'chunk'"),
+    ],
+)
+def test_a_mismatched_two_stage_file_is_a_model_file_error(with_penalties, tmp_path, changes, message):
+    with pytest.raises(ModelFileError, match=message):
+        load_two_stage(_rewritten(with_penalties[1], tmp_path, **changes))
+
+
+def test_a_stored_scale_without_penalties_or_a_second_stage_without_majorities_is_refused(tmp_path):
+    first = ChainCRF(template="bias\nword[0]\n", max_iter=3, threads=1)
+    plain = TwoStageTagger(first, folds=2, progress=False).fit(_toy_corpus(12), target="ner")
+    plain.save(tmp_path / "plain.model")
+    with pytest.raises(ModelFileError, match="stores a consistency scale but its second stage holds no"):
+        load_two_stage(_rewritten(tmp_path / "plain.model", tmp_path, consistency_scale=1.0))
+    with pytest.raises(FstcrfError, match="stores no consistency penalties"):
+        load_two_stage(tmp_path / "plain.model").predict_nonlocal(_toy_corpus(3))
+    # both stages the first one: the second reads no majority column
+    header, arrays = read_container(tmp_path / "plain.model")
+    stages = header["stages"]
+    swapped = {f"second.{key[6:]}": array for key, array in arrays.items() if key.startswith("first.")}
+    swapped.update({key: array for key, array in arrays.items() if key.startswith("first.")})
+    rest = {key: value for key, value in header.items() if key not in ("format", "arrays", "stages")}
+    write_container(
+        tmp_path / "same.model",
+        TWO_STAGE_KIND,
+        {**rest, "stages": {"first": stages["first"], "second": stages["first"]}},
+        swapped,
+    )
+    with pytest.raises(ModelFileError, match="not trained on the majority columns"):
+        load_two_stage(tmp_path / "same.model")
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"consistency_scale": -1.0}, "consistency_scale must be None or a finite"),
+        ({"block_size": 2.5}, "block_size must be an integer"),
+    ],
+)
+def test_the_decoding_settings_are_checked(settings, message):
+    with pytest.raises(FstcrfError, match=message):
+        TwoStageTagger(ChainCRF(template="bias\nword[0]\n", max_iter=2), folds=2, progress=False, **settings).fit(
+            _toy_corpus(6), target="ner"
+        )
+
+
+def test_ctrl_c_stops_the_jackknife_and_the_first_stage(monkeypatch):
+    fit = ChainCRF.fit
+
+    def interrupted(self, *args, **kwargs):
+        """Training stopped by Ctrl-C: the model keeps its weights so far."""
+        fit(self, *args, **kwargs)
+        self.interrupted_ = True
+        return self
+
+    monkeypatch.setattr(ChainCRF, "fit", interrupted)
+    first = ChainCRF(template="bias\nword[0]\n", max_iter=2, threads=1)
+    with pytest.raises(KeyboardInterrupt):
+        jackknife(as_corpus(_toy_corpus(8), "test"), first, "ner", folds=2)
+    tagger = TwoStageTagger(first, folds=2, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        tagger.fit(_toy_corpus(8), target="ner")
+    assert tagger.first_.interrupted_ and not hasattr(tagger, "second_")
