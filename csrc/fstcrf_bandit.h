@@ -71,17 +71,26 @@ int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draw
 int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
                    const int32_t *paths, int32_t num_classes, double *counts);
 
-/* The step at the features of the predicates of tokens rows first .. last-1
- * whose id lies in [lowest, highest): each such feature f once, in ascending
- * order, with the gradient g = 0 + buffers[0][f] + ... + buffers[P-1][f] (then
- * cleared), moved by fu_apply (coordinates are independent: any split of the
- * predicates gives the same result).  Returns fu_apply's status.
- *   seen  [ceil(P / 64)] scratch bits, all 0 on entry and on return; calls on
- *         disjoint ranges may share it only if the ranges start at multiples of 64
- *   order [P] scratch */
-int fb_step(const fb_set *set, int64_t first, int64_t last, int32_t lowest, int32_t highest,
-            double *const *buffers, int32_t num_buffers, const fu_step *step, double *theta, double *squares,
-            double *moments, uint64_t *seen, int32_t *order);
+/* Gradient buffers fb_step reads at most. */
+#define FB_MAX_PIECES 8
+
+/* The step at the features of the predicates of token rows piece_rows[0] ..
+ * piece_rows[Q]-1 whose id lies in [lowest, highest): each such feature f once, in
+ * ascending order, moved by fu_apply's rule with the gradient g = 0 + buffers[q][f]
+ * + ... summed in the order of q over the buffers q whose rows piece_rows[q] ..
+ * piece_rows[q+1]-1 have the predicate (the others hold 0 there), then cleared
+ * (coordinates are independent: any split of the predicates gives the same result).
+ *   buffers  [Q] pointers to [F] gradients, 1 <= Q <= FB_MAX_PIECES
+ *   state    the rule's state: NULL (constant), the squares [F] (adagrad), or the
+ *            (moment, square) pairs [F, 2] (adam: fu_apply's moments and squares
+ *            interleaved, so that a feature's state is one cache line, not two)
+ *   seen     [Q, ceil(P / 64)] scratch bits, all 0 on entry and on return; calls on
+ *            disjoint ranges may share it only if the ranges start at multiples of 64
+ *   order    [P] scratch;  pieces_of [P] scratch
+ * Returns FC_BAD_ARGUMENT for Q outside [1, FB_MAX_PIECES], else fu_apply's status. */
+int fb_step(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, int32_t lowest, int32_t highest,
+            double *const *buffers, const fu_step *step, double *theta, double *state, uint64_t *seen,
+            int32_t *order, uint8_t *pieces_of);
 
 /* The simulated user's per-sentence chunk F1 (conlleval's chunks by rule tables) of
  * K label sequences against gold ones, b sentences of n tokens cut at offsets

@@ -158,8 +158,10 @@ class SampledGradient:
         self._transitions = np.zeros(scorer.transitions.size)  # [T]
         self._pool: ThreadPoolExecutor | None = None
         self._seen = np.zeros(encoded.num_predicates, dtype=bool)  # [P], kept False between calls
-        self._seen_bits = np.zeros(-(-encoded.num_predicates // 64), dtype=np.uint64)  # fb_step's, kept 0
-        self._step_order = np.empty(encoded.num_predicates, dtype=np.int32)  # fb_step's scratch
+        # fb_step's scratch: bits per piece (kept 0), the order of the predicates and their pieces
+        self._seen_bits = np.zeros((_PIECES, -(-encoded.num_predicates // 64)), dtype=np.uint64)
+        self._step_order = np.empty(encoded.num_predicates, dtype=np.int32)
+        self._step_pieces = np.empty(encoded.num_predicates, dtype=np.uint8)
         self._step_ranges = _predicate_ranges(encoded)
         token_class = None if encoded.token_class is None else kernel.kernel_array(encoded.token_class, np.int32)
         self._training = kernel.bandit.TrainingSet(
@@ -323,24 +325,19 @@ class SampledGradient:
     def step(self, first: int, last: int, steps: _Steps, theta: np.ndarray) -> None:
         """Step theta by ``steps`` along the gradient added since the last call, for
         sentences first .. last-1, and reset it: what :meth:`take` returns, stepped
-        in one pass (``fb_step``): each touched feature's gradient is read, cleared
-        and stepped at once (``fu_apply``'s arithmetic), the transitions after."""
-        rows = self.encoded.token_rows(first, last)
+        in one pass (``fb_step``): each touched feature's gradient is read from the
+        buffers of the pieces that touched it, cleared and stepped at once
+        (``fu_apply``'s arithmetic), the transitions after."""
+        offsets = self.encoded.offsets
+        bounds = self._pieces(first, last)
+        piece_rows = np.array([offsets[lo] for lo, _ in bounds] + [offsets[last]], dtype=np.int64)
         rule = steps.next_rule()
 
         def work(predicates: tuple[int, int]) -> None:
+            lowest = predicates[0]
+            scratch = (self._seen_bits[: len(bounds)], self._step_order[lowest:], self._step_pieces[lowest:])
             kernel.bandit.step(
-                self._training,
-                rows.start,
-                rows.stop,
-                predicates,
-                self._piece_buffers,
-                rule,
-                theta,
-                steps.squares,
-                steps.moments,
-                self._seen_bits,
-                self._step_order[predicates[0] :],
+                self._training, piece_rows, predicates, self._piece_buffers, rule, theta, steps.features, scratch
             )
 
         if self._small(first, last):
@@ -348,8 +345,9 @@ class SampledGradient:
         else:
             self.map(work, self._step_ranges)
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
-        at = self.scorer.features.num_features + np.arange(len(transitions))
-        kernel.apply_step(rule, theta, steps.squares, steps.moments, at, transitions)
+        F = self.scorer.features.num_features
+        at = np.arange(len(transitions))
+        kernel.apply_step(rule, theta[F:], steps.squares, steps.moments, at, transitions)
 
     def _small(self, first: int, last: int) -> bool:
         """Whether sentences first .. last-1 are too few tokens to share out (_INLINE_TOKENS)."""
@@ -393,14 +391,20 @@ def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
 
 class _Steps:
     """The step rule: theta += update(s) for a stochastic gradient s (ascent), made
-    in C by :meth:`SampledGradient.step` (``fu_apply``).  Only the coordinates a
-    minibatch touches move: AdaGrad's sums and Adam's moments (lazy Adam,
-    bias-corrected by the global step count) are kept per coordinate."""
+    in C by :meth:`SampledGradient.step` (``fu_apply``'s arithmetic).  Only the
+    coordinates a minibatch touches move: AdaGrad's sums and Adam's moments (lazy
+    Adam, bias-corrected by the global step count) are kept per coordinate.  The
+    features' state is ``features``: None (constant), the squares [F] (adagrad), or
+    Adam's (moment, square) pairs [F, 2], interleaved so that a touched feature's
+    state is one cache line; the transitions' is ``squares`` and ``moments`` [T]."""
 
     def __init__(self, rule: str, learning_rate: float, num_features: int, size: int):
         self.rule, self.rate, self.num_features = rule, learning_rate, num_features
-        self.squares = np.zeros(size) if rule in ("adagrad", "adam") else None
-        self.moments = np.zeros(size) if rule == "adam" else None
+        shape = {"constant": None, "adagrad": (num_features,), "adam": (num_features, 2)}[rule]
+        self.features = None if shape is None else np.zeros(shape)
+        transitions = size - num_features
+        self.squares = np.zeros(transitions) if rule in ("adagrad", "adam") else None
+        self.moments = np.zeros(transitions) if rule == "adam" else None
         self.count = 0
 
     def next_rule(self) -> kernel.StepRule:
