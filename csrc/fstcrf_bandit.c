@@ -102,6 +102,7 @@ static int lowest_bit(uint64_t word)
  * expressions, so the same results bit for bit. */
 static void adam_pairs(const fu_step *step, double *theta, double *pairs, const double *g, int64_t n)
 {
+    FC_SIMD
     for (int64_t i = 0; i < n; ++i) {
         double *pair = pairs + 2 * i;
         pair[0] = step->beta1 * pair[0] + (1.0 - step->beta1) * g[i];

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 from hypothesis import given, settings, strategies as st
+from scipy import stats
 
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.corpus.labels import chain_topology
@@ -21,6 +22,8 @@ from fstcrf.learn.objective import Scorer
 from fstcrf.learn.settings import BanditSettings
 from fstcrf.engine.inference import neighbours
 from fstcrf.errors import LabelError, ShapeError, TopologyError
+from tests.learn.test_bandit import enumeration
+from tests.strategies import oracle_settings
 
 TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\n"
 LABELS = ["B-NP", "I-NP", "O"]
@@ -67,15 +70,22 @@ instances = st.tuples(
     st.integers(1, 3),  # draws
     st.sampled_from([1.0, -1.0]),  # sign
 )
+#: Weight scales: at 1 every sentence is drawn from the scaled (linear-domain) forward
+#: pass; at 150 scores lie more than 230 nats apart and the draws fall back to the log domain.
+SCALES = st.sampled_from([1.0, 150.0])
 
 
 @settings(max_examples=60, deadline=None)
-@given(instances)
-def test_draws_and_posteriors_are_the_separate_kernel_calls(instance):
+@given(instances, SCALES)
+def test_draws_and_posteriors_are_the_separate_kernel_calls(instance, scale):
+    """The posteriors are fc_forward_backward's bit for bit.  The draws (fc_sample_scaled,
+    from the scaled forward pass) are fc_sample's: both consume the same uniforms, and
+    their weights of each step back are proportional, so they pick the same state unless
+    a uniform falls within rounding of a boundary between two states."""
     seed, lengths, order, classes, draws, sign = instance
     gradient = sampled_gradient(corpus_of(seed, lengths), order, classes, seed=seed)
     scorer, encoded = gradient.scorer, gradient.encoded
-    theta = np.random.default_rng(seed).normal(0.0, 1.0, gradient.num_weights)
+    theta = np.random.default_rng(seed).normal(0.0, scale, gradient.num_weights)
     B = encoded.num_sequences
     paths, posteriors = gradient.draw(theta, 0, B, draws, seed, sign)
     F = scorer.features.num_features
@@ -103,6 +113,38 @@ def test_draws_and_posteriors_are_the_separate_kernel_calls(instance):
         assert np.array_equal(piece.edge_counts, edge_counts)
         columns.append(expected_paths)
     assert np.array_equal(paths, np.concatenate(columns, axis=1))
+
+
+#: Draws per sentence of the chi-square test.
+CHI_SQUARE_DRAWS = 4000
+
+
+@oracle_settings(25)
+@given(instances, SCALES)
+def test_the_draws_follow_the_exact_path_probabilities(instance, scale):
+    """fb_draw's sampler against p(path | x) by enumerating every path (Potentials.score,
+    independent of the kernel): a chi-square test per sentence over 4,000 draws, paths
+    expected fewer than 5 times pooled into one cell."""
+    seed, lengths, order, classes, _, sign = instance
+    short = [min(length, 3) for length in lengths[:3]]  # at most 8^3 paths per sentence to enumerate
+    gradient = sampled_gradient(corpus_of(seed, short), order, classes, seed=seed)
+    encoded = gradient.encoded
+    theta = np.random.default_rng(seed).normal(0.0, scale, gradient.num_weights)
+    paths, _ = gradient.draw(theta, 0, encoded.num_sequences, CHI_SQUARE_DRAWS, seed, sign)
+    for b, (exact_paths, probabilities) in enumerate(enumeration(gradient, theta, sign)):
+        index = {tuple(path): i for i, path in enumerate(exact_paths)}
+        drawn = paths[:, encoded.token_rows(b, b + 1)]
+        observed = np.bincount([index[tuple(path)] for path in drawn], minlength=len(exact_paths))
+        kept = probabilities * CHI_SQUARE_DRAWS >= 5
+        expected = np.append(probabilities[kept], probabilities[~kept].sum()) * CHI_SQUARE_DRAWS
+        counts = np.append(observed[kept], observed[~kept].sum())
+        if expected[-1] == 0:
+            expected, counts = expected[:-1], counts[:-1]
+        if len(expected) == 1:  # one path carries all the mass: every draw must be it
+            assert counts[0] == CHI_SQUARE_DRAWS
+            continue
+        statistic = float(np.sum((counts - expected) ** 2 / expected))
+        assert stats.chi2.sf(statistic, len(expected) - 1) > 1e-4, (b, statistic)
 
 
 def reference_gradient(gradient: SampledGradient, posteriors, paths, coefficients) -> np.ndarray:
