@@ -16,19 +16,53 @@ static ff_tokens token_block(const fb_set *set, int64_t first, int64_t last)
     return x;
 }
 
+/* Doubles in a cache line. */
+#define LINE_DOUBLES 8
+
+/* Ask for every cache line of doubles first .. last-1 (last > first) of an array. */
+static void prefetch_range(const double *array, int64_t first, int64_t last)
+{
+    const double *end = array + last;
+    for (const double *at = array + first; at < end; at += LINE_DOUBLES) FC_PREFETCH(at);
+    FC_PREFETCH(end - 1);
+}
+
+/* Ask for the lines of the step state [F, width] at the features of the predicates
+ * of tokens rows first .. last-1 of x. */
+static void request_step_lines(const ff_dictionary *d, const ff_tokens *x, int64_t first, int64_t last,
+                               const double *state, int32_t width)
+{
+    for (int64_t j = x->indptr[first]; j < x->indptr[last]; ++j) {
+        const int32_t p = x->indices[j];
+        if (d->ptr[p + 1] > d->ptr[p]) prefetch_range(state, width * d->ptr[p], width * d->ptr[p + 1]);
+    }
+}
+
 int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
             double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
-            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work)
+            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work,
+            const double *step_state, int32_t state_width)
 {
-    const int64_t row = set->offsets[first], b = last - first;
+    const int32_t S = set->graph->num_states;
+    const int64_t row = set->offsets[first], b = last - first, per_sentence = (int64_t)sc->num_classes * set->graph->num_edges;
     for (int64_t i = 0; i <= b; ++i) offsets[i] = set->offsets[first + i] - row;
     const ff_tokens x = token_block(set, row, set->offsets[last]);
     int status = ff_emissions(set->dictionary, &x, theta, sign, emit, work);
     if (status != FC_OK) return status;
     const fc_batch batch = {(int32_t)b, offsets, emit, set->token_class ? set->token_class + row : NULL};
-    const int64_t cells = b * (int64_t)sc->num_classes * set->graph->num_edges;
-    for (int64_t i = 0; i < cells; ++i) edge_counts[i] = 0.0;
-    status = fc_forward_backward_each(set->graph, sc, &batch, log_z, marg, edge_counts, ws);
+    for (int64_t i = 0; i < b * per_sentence; ++i) edge_counts[i] = 0.0;
+    /* fc_forward_backward_each's loop, with the step's lines of each sentence asked for
+     * while its posteriors are computed: the step finds them in cache */
+    for (int64_t i = 0; i < b; ++i) {
+        if (step_state != NULL)
+            request_step_lines(set->dictionary, &x, offsets[i], offsets[i + 1], step_state, state_width);
+        const int64_t one_offsets[2] = {0, offsets[i + 1] - offsets[i]};
+        const fc_batch one = {1, one_offsets, emit + offsets[i] * S,
+                              batch.token_class ? batch.token_class + offsets[i] : NULL};
+        const int one_status = fc_forward_backward(set->graph, sc, &one, log_z + i, marg + offsets[i] * S,
+                                                   edge_counts + i * per_sentence, ws);
+        if (one_status > status) status = one_status;
+    }
     if (status != FC_OK || num_draws == 0) return status;
     return fc_sample_scaled(set->graph, sc, &batch, seed, 0, num_draws, paths, ws);
 }
@@ -143,15 +177,6 @@ static int step_predicate(const ff_dictionary *d, int32_t p, double *const *buff
 
 /* Predicates stepped ahead of the one being stepped: their lines are prefetched. */
 #define STEP_AHEAD 16
-#define LINE_DOUBLES 8
-
-/* Ask for every cache line of doubles first .. last of an array. */
-static void prefetch_range(const double *array, int64_t first, int64_t last)
-{
-    const double *end = array + last;
-    for (const double *at = array + first; at < end; at += LINE_DOUBLES) FC_PREFETCH(at);
-    FC_PREFETCH(end - 1);
-}
 
 /* Ask for the cache lines of the features of predicate p in theta, the step's
  * state and the buffers it reads. */

@@ -4,7 +4,7 @@
  * step at the features a minibatch touched (fstcrf.learn.bandit).
  *
  * Each function sequences the kernel's own pieces (ff_emissions,
- * fc_forward_backward_each, fc_sample, ff_accumulate, fu_apply) over a block
+ * fc_forward_backward, fc_sample_scaled, ff_accumulate, fu_apply) over a block
  * of consecutive sentences of a training set, so that a minibatch costs a few
  * calls instead of dozens of small ones; the arithmetic of each piece is
  * theirs.  Conventions as in fstcrf_kernel.h: shapes in brackets, no globals,
@@ -41,10 +41,15 @@ typedef struct {
  *   paths      [K, n]    WRITTEN: K exact draws, draw r of sentence i seeded as
  *                        fc_sample's with (seed, first_index 0)
  *   work       [S + L]   scratch
- * Returns fc_sample's (or the first failing piece's) status. */
+ *   step_state [F, W]    the step state fb_step will read (fb_step's state, W = 1 or 2) or
+ *                        NULL: its cache lines at the block's features are asked for while
+ *                        the posteriors are computed (a hint, with no effect on results)
+ * The draws are fc_sample_scaled's (fc_sample's distribution, seeding and uniforms).
+ * Returns fc_sample_scaled's (or the first failing piece's) status. */
 int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
             double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
-            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work);
+            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work,
+            const double *step_state, int32_t state_width);
 
 /* The feature part of the score-function gradient of weighted draws of
  * sentences first .. last-1 (b sentences, n tokens), whose posteriors fb_draw

@@ -177,6 +177,8 @@ class SampledGradient:
         self._workspaces: list = []  # one per piece, built on first use
         self._work = [np.empty(scorer.features.num_states + scorer.features.num_labels) for _ in range(_PIECES)]
         self._bounds: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        #: the step state of the features (_Steps.features) whose lines each draw asks for
+        self.step_state: np.ndarray | None = None
 
     def potentials(self, theta: np.ndarray, first: int, last: int, sign: float = 1.0) -> Potentials:
         """The potentials of sentences first .. last-1 under sign * theta."""
@@ -226,6 +228,7 @@ class SampledGradient:
                 outputs,
                 self._workspaces[piece],
                 self._work[piece],
+                self.step_state,
             )
             token_class = None if encoded.token_class is None else encoded.token_class[rows]
             lengths = encoded.lengths[lo:hi]
@@ -253,7 +256,9 @@ class SampledGradient:
         return [first, *(future.result() for future in futures)]
 
     def close(self) -> None:
-        """Stop the threads (the object stays usable and restarts them if needed)."""
+        """Stop the threads and forget the step state (the object stays usable and
+        restarts them if needed)."""
+        self.step_state = None
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
@@ -524,6 +529,7 @@ class _Run:
             settings.step, settings.learning_rate, gradient.scorer.features.num_features, gradient.num_weights
         )
         self.running = _Running()
+        gradient.step_state = self.steps.features
 
     def epoch(self) -> tuple[float, dict]:
         """One pass over the minibatches in random order: (the record's objective, the

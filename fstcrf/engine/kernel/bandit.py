@@ -52,11 +52,14 @@ def draw(
     outputs: tuple[np.ndarray, ...],
     workspace: Workspace,
     work: np.ndarray,
+    step_state: np.ndarray | None = None,
 ) -> None:
     """fb_draw on sentences first .. last-1 under sign * theta float [F] (the scores
     already signed).  WRITTEN: ``outputs`` = (offsets int64 [b+1], emissions [n, S],
     log_z [b], marginals [n, S], edge_counts [b, C, E], paths int32 [K, n]: K draws,
-    sentence i's r-th seeded by (seed, i, r)); work float [S + L] is scratch."""
+    sentence i's r-th seeded by (seed, i, r)); work float [S + L] is scratch.
+    ``step_state`` (float [F] or [F, 2], the state :func:`step` will read, or None)
+    has its lines at the sentences' features asked for: a hint, results are the same."""
     offsets, emissions, log_z, marginals, edge_counts, paths = outputs
     status = lib.fb_draw(
         training.struct,
@@ -75,6 +78,8 @@ def draw(
         output_pointer(paths),
         workspace.struct,
         output_pointer(work),
+        ffi.NULL if step_state is None else input_pointer(step_state),
+        1 if step_state is None or step_state.ndim == 1 else step_state.shape[1],
     )
     check_status(status, "fb_draw")
 
