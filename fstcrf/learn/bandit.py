@@ -62,6 +62,7 @@ from fstcrf.features.encoding import EncodedSentences
 from fstcrf.errors import FeedbackError, FstcrfError
 from fstcrf.engine.inference import Potentials, SentenceBatch, thread_chunks
 from fstcrf.learn.objective import Scorer
+from fstcrf.phases import phase
 
 _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8
@@ -236,7 +237,8 @@ class SampledGradient:
                 lo, hi, lengths, offsets, emissions, transitions, token_class, log_z, marginals, edge_counts
             )
 
-        parts = self.map(work, range(len(bounds)), self._small(first, last))
+        with phase("bandit draws"):
+            parts = self.map(work, range(len(bounds)), self._small(first, last))
         return (
             np.concatenate([paths for paths, _ in parts], axis=1),
             Posteriors([piece for _, piece in parts], sign, self.scorer.topology),
@@ -267,7 +269,12 @@ class SampledGradient:
         """Add sum_k sum_b coefficients[k, b] * grad_theta log p_{sign theta}(paths[k] of
         sentence b) = sign * sum c (phi(path) - E[phi]) to the gradient that
         :meth:`take` returns, for state paths [K, n] of the sentences of
-        ``posteriors`` (under sign * theta)."""
+        ``posteriors`` (under sign * theta); timed as the phase "bandit gradient"."""
+        with phase("bandit gradient"):
+            self._add_gradient(posteriors, paths, coefficients)
+
+    def _add_gradient(self, posteriors: Posteriors, paths: np.ndarray, coefficients: np.ndarray) -> None:
+        """:meth:`add_gradient`'s work."""
         sign = posteriors.sign
         first, last = posteriors.pieces[0].first, posteriors.pieces[-1].last
         paths = kernel.kernel_array(paths, np.int32)
@@ -345,10 +352,11 @@ class SampledGradient:
                 self._training, piece_rows, predicates, self._piece_buffers, rule, theta, steps.features, scratch
             )
 
-        if self._small(first, last):
-            work((0, self.encoded.num_predicates))
-        else:
-            self.map(work, self._step_ranges)
+        with phase("bandit step"):
+            if self._small(first, last):
+                work((0, self.encoded.num_predicates))
+            else:
+                self.map(work, self._step_ranges)
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         F = self.scorer.features.num_features
         at = np.arange(len(transitions))
@@ -463,6 +471,12 @@ def _centred(raw: np.ndarray, settings: BanditSettings, running: _Running) -> np
     return raw
 
 
+def _gains(feedback, indices: np.ndarray, label_ids: np.ndarray) -> np.ndarray:
+    """feedback.gains(indices, label_ids), timed as the phase "bandit feedback"."""
+    with phase("bandit feedback"):
+        return feedback.gains(indices, label_ids)
+
+
 def add_minibatch_gradient(
     gradient: SampledGradient,
     feedback,
@@ -480,7 +494,7 @@ def add_minibatch_gradient(
     state_label = gradient.scorer.topology.state_label
     independent_pairs = settings.objective == "pairwise-independent"
     draws, posteriors = gradient.draw(theta, first, last, 2 * K if independent_pairs else K, seed)
-    gains = feedback.gains(indices, state_label[draws])
+    gains = _gains(feedback, indices, state_label[draws])
     running.epoch_gain += float(gains.sum())
     running.epoch_draws += gains.size
     if settings.objective == "expected":
@@ -492,7 +506,7 @@ def add_minibatch_gradient(
         gradient.add_gradient(posteriors, draws, _centred(raw, settings, running) / K)
     elif settings.objective == "pairwise":
         rivals, negated = gradient.draw(theta, first, last, K, seed ^ 0x5DEECE66D, sign=-1.0)
-        rival_gains = feedback.gains(indices, state_label[rivals])
+        rival_gains = _gains(feedback, indices, state_label[rivals])
         coefficients = _centred((gains >= rival_gains).astype(np.float64), settings, running) / K
         gradient.add_gradient(posteriors, draws, coefficients)
         gradient.add_gradient(negated, rivals, coefficients)

@@ -369,3 +369,21 @@ def test_chunk_f1_refuses_label_ids_outside_the_labels_and_shapes_that_do_not_fi
     for offsets in ([0, 2, 4], [1, 2, 3], [0, 3, 2]):
         with pytest.raises(LabelError, match="offsets"):
             sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 1, 2]), np.array(offsets))
+
+
+@pytest.mark.parametrize("objective,calls", [("expected", 1), ("pairwise", 2)])
+def test_each_minibatch_times_its_draws_feedback_gradient_and_step(objective, calls, monkeypatch):
+    from fstcrf.phases import PhaseTimer
+
+    timer = PhaseTimer()
+    monkeypatch.setattr(bandit, "phase", timer.phase)  # as FSTCRF_PHASES would
+    corpus = corpus_of(5, [4, 6, 2, 5, 3, 3, 1])
+    gradient = sampled_gradient(corpus, 2, False)
+    feedback = simulated_feedback(corpus.sentences, "chunk", LABELS)
+    run = bandit._Run(gradient, feedback, BanditSettings(batch_size=3, objective=objective), np.arange(len(corpus)))
+    for _ in range(2):
+        run.epoch()
+    minibatches = 2 * 3  # two epochs of 7 sentences in minibatches of 3
+    per_minibatch = {"bandit draws": calls, "bandit feedback": calls, "bandit gradient": calls, "bandit step": 1}
+    assert timer.calls == {name: minibatches * count for name, count in per_minibatch.items()}
+    assert all(seconds >= 0.0 for seconds in timer.cpu.values())
