@@ -44,7 +44,8 @@ int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc,
             const double *step_state, int32_t state_width)
 {
     const int32_t S = set->graph->num_states;
-    const int64_t row = set->offsets[first], b = last - first, per_sentence = (int64_t)sc->num_classes * set->graph->num_edges;
+    const int64_t row = set->offsets[first], b = last - first;
+    const int64_t per_sentence = (int64_t)sc->num_classes * set->graph->num_edges;
     for (int64_t i = 0; i <= b; ++i) offsets[i] = set->offsets[first + i] - row;
     const ff_tokens x = token_block(set, row, set->offsets[last]);
     int status = ff_emissions(set->dictionary, &x, theta, sign, emit, work);
