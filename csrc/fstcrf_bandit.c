@@ -1,6 +1,7 @@
 /*
  * fstcrf_bandit.c -- the bandit learner's per-minibatch work (see the header).
  */
+#include <math.h>
 #include <stddef.h>
 
 #include "fstcrf_bandit.h"
@@ -15,21 +16,56 @@ static ff_tokens token_block(const fb_set *set, int64_t first, int64_t last)
     return x;
 }
 
+/* Doubles in a cache line. */
+#define LINE_DOUBLES 8
+
+/* Ask for every cache line of doubles first .. last-1 (last > first) of an array. */
+static void prefetch_range(const double *array, int64_t first, int64_t last)
+{
+    const double *end = array + last;
+    for (const double *at = array + first; at < end; at += LINE_DOUBLES) FC_PREFETCH(at);
+    FC_PREFETCH(end - 1);
+}
+
+/* Ask for the lines of the step state [F, width] at the features of the predicates
+ * of tokens rows first .. last-1 of x. */
+static void request_step_lines(const ff_dictionary *d, const ff_tokens *x, int64_t first, int64_t last,
+                               const double *state, int32_t width)
+{
+    for (int64_t j = x->indptr[first]; j < x->indptr[last]; ++j) {
+        const int32_t p = x->indices[j];
+        if (d->ptr[p + 1] > d->ptr[p]) prefetch_range(state, width * d->ptr[p], width * d->ptr[p + 1]);
+    }
+}
+
 int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
             double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
-            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work)
+            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work,
+            const double *step_state, int32_t state_width)
 {
+    const int32_t S = set->graph->num_states;
     const int64_t row = set->offsets[first], b = last - first;
+    const int64_t per_sentence = (int64_t)sc->num_classes * set->graph->num_edges;
     for (int64_t i = 0; i <= b; ++i) offsets[i] = set->offsets[first + i] - row;
     const ff_tokens x = token_block(set, row, set->offsets[last]);
     int status = ff_emissions(set->dictionary, &x, theta, sign, emit, work);
     if (status != FC_OK) return status;
     const fc_batch batch = {(int32_t)b, offsets, emit, set->token_class ? set->token_class + row : NULL};
-    const int64_t cells = b * (int64_t)sc->num_classes * set->graph->num_edges;
-    for (int64_t i = 0; i < cells; ++i) edge_counts[i] = 0.0;
-    status = fc_forward_backward_each(set->graph, sc, &batch, log_z, marg, edge_counts, ws);
+    for (int64_t i = 0; i < b * per_sentence; ++i) edge_counts[i] = 0.0;
+    /* fc_forward_backward_each's loop, with the step's lines of each sentence asked for
+     * while its posteriors are computed: the step finds them in cache */
+    for (int64_t i = 0; i < b; ++i) {
+        if (step_state != NULL)
+            request_step_lines(set->dictionary, &x, offsets[i], offsets[i + 1], step_state, state_width);
+        const int64_t one_offsets[2] = {0, offsets[i + 1] - offsets[i]};
+        const fc_batch one = {1, one_offsets, emit + offsets[i] * S,
+                              batch.token_class ? batch.token_class + offsets[i] : NULL};
+        const int one_status = fc_forward_backward(set->graph, sc, &one, log_z + i, marg + offsets[i] * S,
+                                                   edge_counts + i * per_sentence, ws);
+        if (one_status > status) status = one_status;
+    }
     if (status != FC_OK || num_draws == 0) return status;
-    return fc_sample(set->graph, sc, &batch, seed, 0, num_draws, paths, ws);
+    return fc_sample_scaled(set->graph, sc, &batch, seed, 0, num_draws, paths, ws);
 }
 
 int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
@@ -96,9 +132,25 @@ static int lowest_bit(uint64_t word)
     return position[((word & (~word + 1)) * 0x022FDD63CC95386DULL) >> 58];
 }
 
-/* The step at the features of predicate p, from the gradient the buffers hold. */
-static int step_predicate(const ff_dictionary *d, int32_t p, double *const *buffers, int32_t num_buffers,
-                          const fu_step *step, double *theta, double *squares, double *moments)
+/* fu_apply's Adam at the n consecutive features of theta [n] whose moments and
+ * squares are interleaved in pairs [n, 2], by gradient g [n]: the same
+ * expressions, so the same results bit for bit. */
+static void adam_pairs(const fu_step *step, double *theta, double *pairs, const double *g, int64_t n)
+{
+    FC_SIMD
+    for (int64_t i = 0; i < n; ++i) {
+        double *pair = pairs + 2 * i;
+        pair[0] = step->beta1 * pair[0] + (1.0 - step->beta1) * g[i];
+        pair[1] = step->beta2 * pair[1] + (1.0 - step->beta2) * g[i] * g[i];
+        theta[i] += step->rate * pair[0] / (sqrt(pair[1]) + step->epsilon);
+    }
+}
+
+/* The step at the features of predicate p, from the gradient of the buffers whose
+ * bit is set in `pieces` (the others hold 0 there: adding it would not change the
+ * sum). */
+static int step_predicate(const ff_dictionary *d, int32_t p, double *const *buffers, uint32_t pieces,
+                          const fu_step *step, double *theta, double *state)
 {
     int64_t index[STEP_CHUNK];
     double g[STEP_CHUNK];
@@ -106,71 +158,80 @@ static int step_predicate(const ff_dictionary *d, int32_t p, double *const *buff
     for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += STEP_CHUNK) {
         const int64_t m = d->ptr[p + 1] - f < STEP_CHUNK ? d->ptr[p + 1] - f : STEP_CHUNK;
         for (int64_t i = 0; i < m; ++i) {
-            double sum = 0.0;
-            for (int32_t q = 0; q < num_buffers; ++q) {
-                sum += buffers[q][f + i];
-                buffers[q][f + i] = 0.0;
-            }
+            g[i] = 0.0;
             index[i] = f + i;
-            g[i] = sum;
         }
-        status |= fu_apply(step, theta, squares, moments, index, g, m);
+        for (uint32_t rest = pieces; rest != 0; rest &= rest - 1) {
+            double *buffer = buffers[lowest_bit(rest)] + f;
+            for (int64_t i = 0; i < m; ++i) {
+                g[i] += buffer[i];
+                buffer[i] = 0.0;
+            }
+        }
+        if (step->rule == FU_ADAM && state != NULL)
+            adam_pairs(step, theta + f, state + 2 * f, g, m);
+        else
+            status |= fu_apply(step, theta, state, NULL, index, g, m);
     }
     return status;
 }
 
 /* Predicates stepped ahead of the one being stepped: their lines are prefetched. */
-#define STEP_AHEAD 8
+#define STEP_AHEAD 16
 
 /* Ask for the cache lines of the features of predicate p in theta, the step's
- * arrays and the buffers. */
-static void prefetch_predicate(const ff_dictionary *d, int32_t p, double *const *buffers, int32_t num_buffers,
-                               const double *theta, const double *squares, const double *moments)
+ * state and the buffers it reads. */
+static void prefetch_predicate(const ff_dictionary *d, int32_t p, double *const *buffers, uint32_t pieces,
+                               const double *theta, const double *state, int64_t state_width)
 {
-    const int64_t f = d->ptr[p], last = d->ptr[p + 1] - 1;
-    if (last < f) return;
-    FC_PREFETCH(theta + f);
-    FC_PREFETCH(theta + last);
-    if (squares != NULL) {
-        FC_PREFETCH(squares + f);
-        FC_PREFETCH(squares + last);
-    }
-    if (moments != NULL) {
-        FC_PREFETCH(moments + f);
-        FC_PREFETCH(moments + last);
-    }
-    for (int32_t q = 0; q < num_buffers; ++q) {
-        FC_PREFETCH(buffers[q] + f);
-        FC_PREFETCH(buffers[q] + last);
-    }
+    const int64_t f = d->ptr[p], end = d->ptr[p + 1];
+    if (end <= f) return;
+    prefetch_range(theta, f, end);
+    if (state != NULL) prefetch_range(state, state_width * f, state_width * end);
+    for (uint32_t rest = pieces; rest != 0; rest &= rest - 1) prefetch_range(buffers[lowest_bit(rest)], f, end);
 }
 
-int fb_step(const fb_set *set, int64_t first, int64_t last, int32_t lowest, int32_t highest,
-            double *const *buffers, int32_t num_buffers, const fu_step *step, double *theta, double *squares,
-            double *moments, uint64_t *seen, int32_t *order)
+int fb_step(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, int32_t lowest, int32_t highest,
+            double *const *buffers, const fu_step *step, double *theta, double *state, uint64_t *seen,
+            int32_t *order, uint8_t *pieces_of)
 {
+    if (num_pieces < 1 || num_pieces > FB_MAX_PIECES) return FC_BAD_ARGUMENT;
     const int64_t *indptr = set->tokens->indptr;
     const int32_t *indices = set->tokens->indices;
     const ff_dictionary *d = set->dictionary;
-    int32_t low = highest, high = lowest;  /* the range of the marked predicates */
-    for (int64_t j = indptr[first]; j < indptr[last]; ++j) {
-        const int32_t p = indices[j];
-        if (p < lowest || p >= highest) continue;
-        seen[p >> 6] |= (uint64_t)1 << (p & 63);
-        if (p < low) low = p;
-        if (p > high) high = p;
+    const int64_t words = ((int64_t)d->num_predicates + 63) / 64;
+    int32_t low = highest, high = lowest; /* the range of the marked predicates */
+    for (int32_t q = 0; q < num_pieces; ++q) {
+        uint64_t *marks = seen + q * words;
+        for (int64_t j = indptr[piece_rows[q]]; j < indptr[piece_rows[q + 1]]; ++j) {
+            const int32_t p = indices[j];
+            if (p < lowest || p >= highest) continue;
+            marks[p >> 6] |= (uint64_t)1 << (p & 63);
+            if (p < low) low = p;
+            if (p > high) high = p;
+        }
     }
     /* in ascending order, which keeps the weight arrays' accesses close together */
     int64_t m = 0;
     for (int32_t word = low >> 6; low <= high && word <= high >> 6; ++word) {
-        for (uint64_t bits = seen[word]; bits != 0; bits &= bits - 1) order[m++] = word * 64 + lowest_bit(bits);
-        seen[word] = 0;
+        uint64_t any = 0;
+        for (int32_t q = 0; q < num_pieces; ++q) any |= seen[q * words + word];
+        for (uint64_t bits = any; bits != 0; bits &= bits - 1) {
+            const int bit = lowest_bit(bits);
+            uint8_t pieces = 0;
+            for (int32_t q = 0; q < num_pieces; ++q) pieces |= (uint8_t)(((seen[q * words + word] >> bit) & 1) << q);
+            order[m] = word * 64 + bit;
+            pieces_of[m++] = pieces;
+        }
+        for (int32_t q = 0; q < num_pieces; ++q) seen[q * words + word] = 0;
     }
+    const int64_t state_width = step->rule == FU_ADAM ? 2 : 1;
     int status = 0;
     for (int64_t i = 0; i < m; ++i) {
         if (i + STEP_AHEAD < m)
-            prefetch_predicate(d, order[i + STEP_AHEAD], buffers, num_buffers, theta, squares, moments);
-        status |= step_predicate(d, order[i], buffers, num_buffers, step, theta, squares, moments);
+            prefetch_predicate(d, order[i + STEP_AHEAD], buffers, pieces_of[i + STEP_AHEAD], theta, state,
+                               state_width);
+        status |= step_predicate(d, order[i], buffers, pieces_of[i], step, theta, state);
     }
     return status;
 }

@@ -4,7 +4,7 @@
  * step at the features a minibatch touched (fstcrf.learn.bandit).
  *
  * Each function sequences the kernel's own pieces (ff_emissions,
- * fc_forward_backward_each, fc_sample, ff_accumulate, fu_apply) over a block
+ * fc_forward_backward, fc_sample_scaled, ff_accumulate, fu_apply) over a block
  * of consecutive sentences of a training set, so that a minibatch costs a few
  * calls instead of dozens of small ones; the arithmetic of each piece is
  * theirs.  Conventions as in fstcrf_kernel.h: shapes in brackets, no globals,
@@ -41,10 +41,15 @@ typedef struct {
  *   paths      [K, n]    WRITTEN: K exact draws, draw r of sentence i seeded as
  *                        fc_sample's with (seed, first_index 0)
  *   work       [S + L]   scratch
- * Returns fc_sample's (or the first failing piece's) status. */
+ *   step_state [F, W]    the step state fb_step will read (fb_step's state, W = 1 or 2) or
+ *                        NULL: its cache lines at the block's features are asked for while
+ *                        the posteriors are computed (a hint, with no effect on results)
+ * The draws are fc_sample_scaled's (fc_sample's distribution, seeding and uniforms).
+ * Returns fc_sample_scaled's (or the first failing piece's) status. */
 int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
             double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
-            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work);
+            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work,
+            const double *step_state, int32_t state_width);
 
 /* The feature part of the score-function gradient of weighted draws of
  * sentences first .. last-1 (b sentences, n tokens), whose posteriors fb_draw
@@ -71,17 +76,26 @@ int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draw
 int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
                    const int32_t *paths, int32_t num_classes, double *counts);
 
-/* The step at the features of the predicates of tokens rows first .. last-1
- * whose id lies in [lowest, highest): each such feature f once, in ascending
- * order, with the gradient g = 0 + buffers[0][f] + ... + buffers[P-1][f] (then
- * cleared), moved by fu_apply (coordinates are independent: any split of the
- * predicates gives the same result).  Returns fu_apply's status.
- *   seen  [ceil(P / 64)] scratch bits, all 0 on entry and on return; calls on
- *         disjoint ranges may share it only if the ranges start at multiples of 64
- *   order [P] scratch */
-int fb_step(const fb_set *set, int64_t first, int64_t last, int32_t lowest, int32_t highest,
-            double *const *buffers, int32_t num_buffers, const fu_step *step, double *theta, double *squares,
-            double *moments, uint64_t *seen, int32_t *order);
+/* Gradient buffers fb_step reads at most. */
+#define FB_MAX_PIECES 8
+
+/* The step at the features of the predicates of token rows piece_rows[0] ..
+ * piece_rows[Q]-1 whose id lies in [lowest, highest): each such feature f once, in
+ * ascending order, moved by fu_apply's rule with the gradient g = 0 + buffers[q][f]
+ * + ... summed in the order of q over the buffers q whose rows piece_rows[q] ..
+ * piece_rows[q+1]-1 have the predicate (the others hold 0 there), then cleared
+ * (coordinates are independent: any split of the predicates gives the same result).
+ *   buffers  [Q] pointers to [F] gradients, 1 <= Q <= FB_MAX_PIECES
+ *   state    the rule's state: NULL (constant), the squares [F] (adagrad), or the
+ *            (moment, square) pairs [F, 2] (adam: fu_apply's moments and squares
+ *            interleaved, so that a feature's state is one cache line, not two)
+ *   seen     [Q, ceil(P / 64)] scratch bits, all 0 on entry and on return; calls on
+ *            disjoint ranges may share it only if the ranges start at multiples of 64
+ *   order    [P] scratch;  pieces_of [P] scratch
+ * Returns FC_BAD_ARGUMENT for Q outside [1, FB_MAX_PIECES], else fu_apply's status. */
+int fb_step(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, int32_t lowest, int32_t highest,
+            double *const *buffers, const fu_step *step, double *theta, double *state, uint64_t *seen,
+            int32_t *order, uint8_t *pieces_of);
 
 /* The simulated user's per-sentence chunk F1 (conlleval's chunks by rule tables) of
  * K label sequences against gold ones, b sentences of n tokens cut at offsets

@@ -164,6 +164,14 @@ int fc_sample(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
               uint64_t seed, int64_t first_index, int32_t num_samples,
               int32_t *samples, fc_workspace *ws);
 
+/* fc_sample's distribution and seeding, drawn backwards from the linear-domain
+ * forward table of fc_forward_backward's scaled pass (no exp or log per step)
+ * wherever a sentence's scores allow that pass, else as fc_sample draws: the
+ * same distribution, different draws from the same seed. */
+int fc_sample_scaled(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                     uint64_t seed, int64_t first_index, int32_t num_samples,
+                     int32_t *samples, fc_workspace *ws);
+
 /* ------------------------------------------------------------------------ */
 /* Joint decoding of composed chains (Sutton & McCallum 2005)               */
 /* ------------------------------------------------------------------------ */

@@ -61,6 +61,7 @@ from fstcrf.features.encoding import EncodedSentences
 from fstcrf.errors import FeedbackError, FstcrfError
 from fstcrf.engine.inference import Potentials, SentenceBatch, thread_chunks
 from fstcrf.learn.objective import Scorer
+from fstcrf.phases import phase
 
 _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8
@@ -157,8 +158,10 @@ class SampledGradient:
         self._transitions = np.zeros(scorer.transitions.size)  # [T]
         self._pool: ThreadPoolExecutor | None = None
         self._seen = np.zeros(encoded.num_predicates, dtype=bool)  # [P], kept False between calls
-        self._seen_bits = np.zeros(-(-encoded.num_predicates // 64), dtype=np.uint64)  # fb_step's, kept 0
-        self._step_order = np.empty(encoded.num_predicates, dtype=np.int32)  # fb_step's scratch
+        # fb_step's scratch: bits per piece (kept 0), the order of the predicates and their pieces
+        self._seen_bits = np.zeros((_PIECES, -(-encoded.num_predicates // 64)), dtype=np.uint64)
+        self._step_order = np.empty(encoded.num_predicates, dtype=np.int32)
+        self._step_pieces = np.empty(encoded.num_predicates, dtype=np.uint8)
         self._step_ranges = _predicate_ranges(encoded)
         token_class = None if encoded.token_class is None else kernel.kernel_array(encoded.token_class, np.int32)
         self._training = kernel.bandit.TrainingSet(
@@ -174,6 +177,8 @@ class SampledGradient:
         self._workspaces: list = []  # one per piece, built on first use
         self._work = [np.empty(scorer.features.num_states + scorer.features.num_labels) for _ in range(_PIECES)]
         self._bounds: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        #: the step state of the features (_Steps.features) whose lines each draw asks for
+        self.step_state: np.ndarray | None = None
 
     def potentials(self, theta: np.ndarray, first: int, last: int, sign: float = 1.0) -> Potentials:
         """The potentials of sentences first .. last-1 under sign * theta."""
@@ -223,6 +228,7 @@ class SampledGradient:
                 outputs,
                 self._workspaces[piece],
                 self._work[piece],
+                self.step_state,
             )
             token_class = None if encoded.token_class is None else encoded.token_class[rows]
             lengths = encoded.lengths[lo:hi]
@@ -230,7 +236,8 @@ class SampledGradient:
                 lo, hi, lengths, offsets, emissions, transitions, token_class, log_z, marginals, edge_counts
             )
 
-        parts = self.map(work, range(len(bounds)), self._small(first, last))
+        with phase("bandit draws"):
+            parts = self.map(work, range(len(bounds)), self._small(first, last))
         return (
             np.concatenate([paths for paths, _ in parts], axis=1),
             Posteriors([piece for _, piece in parts], sign, self.scorer.topology),
@@ -250,7 +257,9 @@ class SampledGradient:
         return [first, *(future.result() for future in futures)]
 
     def close(self) -> None:
-        """Stop the threads (the object stays usable and restarts them if needed)."""
+        """Stop the threads and forget the step state (the object stays usable and
+        restarts them if needed)."""
+        self.step_state = None
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
@@ -259,7 +268,12 @@ class SampledGradient:
         """Add sum_k sum_b coefficients[k, b] * grad_theta log p_{sign theta}(paths[k] of
         sentence b) = sign * sum c (phi(path) - E[phi]) to the gradient that
         :meth:`take` returns, for state paths [K, n] of the sentences of
-        ``posteriors`` (under sign * theta)."""
+        ``posteriors`` (under sign * theta); timed as the phase "bandit gradient"."""
+        with phase("bandit gradient"):
+            self._add_gradient(posteriors, paths, coefficients)
+
+    def _add_gradient(self, posteriors: Posteriors, paths: np.ndarray, coefficients: np.ndarray) -> None:
+        """:meth:`add_gradient`'s work."""
         sign = posteriors.sign
         first, last = posteriors.pieces[0].first, posteriors.pieces[-1].last
         paths = kernel.kernel_array(paths, np.int32)
@@ -322,33 +336,30 @@ class SampledGradient:
     def step(self, first: int, last: int, steps: _Steps, theta: np.ndarray) -> None:
         """Step theta by ``steps`` along the gradient added since the last call, for
         sentences first .. last-1, and reset it: what :meth:`take` returns, stepped
-        in one pass (``fb_step``): each touched feature's gradient is read, cleared
-        and stepped at once (``fu_apply``'s arithmetic), the transitions after."""
-        rows = self.encoded.token_rows(first, last)
+        in one pass (``fb_step``): each touched feature's gradient is read from the
+        buffers of the pieces that touched it, cleared and stepped at once
+        (``fu_apply``'s arithmetic), the transitions after."""
+        offsets = self.encoded.offsets
+        bounds = self._pieces(first, last)
+        piece_rows = np.array([offsets[lo] for lo, _ in bounds] + [offsets[last]], dtype=np.int64)
         rule = steps.next_rule()
 
         def work(predicates: tuple[int, int]) -> None:
+            lowest = predicates[0]
+            scratch = (self._seen_bits[: len(bounds)], self._step_order[lowest:], self._step_pieces[lowest:])
             kernel.bandit.step(
-                self._training,
-                rows.start,
-                rows.stop,
-                predicates,
-                self._piece_buffers,
-                rule,
-                theta,
-                steps.squares,
-                steps.moments,
-                self._seen_bits,
-                self._step_order[predicates[0] :],
+                self._training, piece_rows, predicates, self._piece_buffers, rule, theta, steps.features, scratch
             )
 
-        if self._small(first, last):
-            work((0, self.encoded.num_predicates))
-        else:
-            self.map(work, self._step_ranges)
+        with phase("bandit step"):
+            if self._small(first, last):
+                work((0, self.encoded.num_predicates))
+            else:
+                self.map(work, self._step_ranges)
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
-        at = self.scorer.features.num_features + np.arange(len(transitions))
-        kernel.apply_step(rule, theta, steps.squares, steps.moments, at, transitions)
+        F = self.scorer.features.num_features
+        at = np.arange(len(transitions))
+        kernel.apply_step(rule, theta[F:], steps.squares, steps.moments, at, transitions)
 
     def _small(self, first: int, last: int) -> bool:
         """Whether sentences first .. last-1 are too few tokens to share out (_INLINE_TOKENS)."""
@@ -390,14 +401,20 @@ def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
 
 class _Steps:
     """The step rule: theta += update(s) for a stochastic gradient s (ascent), made
-    in C by :meth:`SampledGradient.step` (``fu_apply``).  Only the coordinates a
-    minibatch touches move: AdaGrad's sums and Adam's moments (lazy Adam,
-    bias-corrected by the global step count) are kept per coordinate."""
+    in C by :meth:`SampledGradient.step` (``fu_apply``'s arithmetic).  Only the
+    coordinates a minibatch touches move: AdaGrad's sums and Adam's moments (lazy
+    Adam, bias-corrected by the global step count) are kept per coordinate.  The
+    features' state is ``features``: None (constant), the squares [F] (adagrad), or
+    Adam's (moment, square) pairs [F, 2], interleaved so that a touched feature's
+    state is one cache line; the transitions' is ``squares`` and ``moments`` [T]."""
 
     def __init__(self, rule: str, learning_rate: float, num_features: int, size: int):
         self.rule, self.rate, self.num_features = rule, learning_rate, num_features
-        self.squares = np.zeros(size) if rule in ("adagrad", "adam") else None
-        self.moments = np.zeros(size) if rule == "adam" else None
+        shape = {"constant": None, "adagrad": (num_features,), "adam": (num_features, 2)}[rule]
+        self.features = None if shape is None else np.zeros(shape)
+        transitions = size - num_features
+        self.squares = np.zeros(transitions) if rule in ("adagrad", "adam") else None
+        self.moments = np.zeros(transitions) if rule == "adam" else None
         self.count = 0
 
     def next_rule(self) -> kernel.StepRule:
@@ -451,6 +468,12 @@ def _centred(raw: np.ndarray, settings: BanditSettings, running: _Running) -> np
     return raw
 
 
+def _gains(feedback, indices: np.ndarray, label_ids: np.ndarray) -> np.ndarray:
+    """feedback.gains(indices, label_ids), timed as the phase "bandit feedback"."""
+    with phase("bandit feedback"):
+        return feedback.gains(indices, label_ids)
+
+
 def add_minibatch_gradient(
     gradient: SampledGradient,
     feedback,
@@ -468,7 +491,7 @@ def add_minibatch_gradient(
     state_label = gradient.scorer.topology.state_label
     independent_pairs = settings.objective == "pairwise-independent"
     draws, posteriors = gradient.draw(theta, first, last, 2 * K if independent_pairs else K, seed)
-    gains = feedback.gains(indices, state_label[draws])
+    gains = _gains(feedback, indices, state_label[draws])
     running.epoch_gain += float(gains.sum())
     running.epoch_draws += gains.size
     if settings.objective == "expected":
@@ -480,7 +503,7 @@ def add_minibatch_gradient(
         gradient.add_gradient(posteriors, draws, _centred(raw, settings, running) / K)
     elif settings.objective == "pairwise":
         rivals, negated = gradient.draw(theta, first, last, K, seed ^ 0x5DEECE66D, sign=-1.0)
-        rival_gains = feedback.gains(indices, state_label[rivals])
+        rival_gains = _gains(feedback, indices, state_label[rivals])
         coefficients = _centred((gains >= rival_gains).astype(np.float64), settings, running) / K
         gradient.add_gradient(posteriors, draws, coefficients)
         gradient.add_gradient(negated, rivals, coefficients)
@@ -517,6 +540,7 @@ class _Run:
             settings.step, settings.learning_rate, gradient.scorer.features.num_features, gradient.num_weights
         )
         self.running = _Running()
+        gradient.step_state = self.steps.features
 
     def epoch(self) -> tuple[float, dict]:
         """One pass over the minibatches in random order: (the record's objective, the

@@ -6,6 +6,7 @@ the numpy reference, and a seeded run gives the weights of the unfused learner."
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from scipy import stats
 
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.corpus.labels import chain_topology
@@ -20,6 +21,8 @@ from fstcrf.learn.objective import Scorer
 from fstcrf.learn.settings import BanditSettings
 from fstcrf.engine.inference import neighbours
 from fstcrf.errors import LabelError, ShapeError, TopologyError
+from tests.learn.test_bandit import enumeration
+from tests.strategies import oracle_settings
 
 TEMPLATE = "bias\nword[0]\nword[-1]|word[0]\n"
 LABELS = ["B-NP", "I-NP", "O"]
@@ -63,18 +66,27 @@ instances = st.tuples(
     st.integers(1, 3),  # draws
     st.sampled_from([1.0, -1.0]),  # sign
 )
+#: Weight scales: at 1 every sentence is drawn from the scaled (linear-domain) forward
+#: pass; at 150 scores lie more than 230 nats apart and the draws fall back to the log domain.
+SCALES = st.sampled_from([1.0, 150.0])
 
 
 @settings(max_examples=60, deadline=None)
-@given(instances)
-def test_draws_and_posteriors_are_the_separate_kernel_calls(instance):
+@given(instances, SCALES)
+def test_draws_and_posteriors_are_the_separate_kernel_calls(instance, scale):
+    """The posteriors are fc_forward_backward's bit for bit.  The draws (fc_sample_scaled,
+    from the scaled forward pass) are fc_sample's: both consume the same uniforms, and
+    their weights of each step back are proportional, so they pick the same state unless
+    a uniform falls within rounding of a boundary between two states."""
     seed, lengths, order, classes, draws, sign = instance
     gradient = sampled_gradient(corpus_of(seed, lengths), order, classes, seed=seed)
     scorer, encoded = gradient.scorer, gradient.encoded
-    theta = np.random.default_rng(seed).normal(0.0, 1.0, gradient.num_weights)
+    theta = np.random.default_rng(seed).normal(0.0, scale, gradient.num_weights)
     B = encoded.num_sequences
-    paths, posteriors = gradient.draw(theta, 0, B, draws, seed, sign)
     F = scorer.features.num_features
+    # the lines of a step state asked for on the way are a hint: the results stay the same
+    gradient.step_state = [None, np.zeros(F), np.zeros((F, 2))][seed % 3]
+    paths, posteriors = gradient.draw(theta, 0, B, draws, seed, sign)
     transitions = np.ascontiguousarray(scorer.transitions.scores(sign * theta[F:]))
     scores = kernel.Scores(
         transitions, np.where(scorer.topology.start, 0.0, -np.inf), np.where(scorer.topology.final, 0.0, -np.inf)
@@ -99,6 +111,38 @@ def test_draws_and_posteriors_are_the_separate_kernel_calls(instance):
         assert np.array_equal(piece.edge_counts, edge_counts)
         columns.append(expected_paths)
     assert np.array_equal(paths, np.concatenate(columns, axis=1))
+
+
+#: Draws per sentence of the chi-square test.
+CHI_SQUARE_DRAWS = 4000
+
+
+@oracle_settings(25)
+@given(instances, SCALES)
+def test_the_draws_follow_the_exact_path_probabilities(instance, scale):
+    """fb_draw's sampler against p(path | x) by enumerating every path (Potentials.score,
+    independent of the kernel): a chi-square test per sentence over 4,000 draws, paths
+    expected fewer than 5 times pooled into one cell."""
+    seed, lengths, order, classes, _, sign = instance
+    short = [min(length, 3) for length in lengths[:3]]  # at most 8^3 paths per sentence to enumerate
+    gradient = sampled_gradient(corpus_of(seed, short), order, classes, seed=seed)
+    encoded = gradient.encoded
+    theta = np.random.default_rng(seed).normal(0.0, scale, gradient.num_weights)
+    paths, _ = gradient.draw(theta, 0, encoded.num_sequences, CHI_SQUARE_DRAWS, seed, sign)
+    for b, (exact_paths, probabilities) in enumerate(enumeration(gradient, theta, sign)):
+        index = {tuple(path): i for i, path in enumerate(exact_paths)}
+        drawn = paths[:, encoded.token_rows(b, b + 1)]
+        observed = np.bincount([index[tuple(path)] for path in drawn], minlength=len(exact_paths))
+        kept = probabilities * CHI_SQUARE_DRAWS >= 5
+        expected = np.append(probabilities[kept], probabilities[~kept].sum()) * CHI_SQUARE_DRAWS
+        counts = np.append(observed[kept], observed[~kept].sum())
+        if expected[-1] == 0:
+            expected, counts = expected[:-1], counts[:-1]
+        if len(expected) == 1:  # one path carries all the mass: every draw must be it
+            assert counts[0] == CHI_SQUARE_DRAWS
+            continue
+        statistic = float(np.sum((counts - expected) ** 2 / expected))
+        assert stats.chi2.sf(statistic, len(expected) - 1) > 1e-4, (b, statistic)
 
 
 def reference_gradient(gradient: SampledGradient, posteriors, paths, coefficients) -> np.ndarray:
@@ -161,7 +205,7 @@ def test_the_fused_step_is_take_then_apply(rule, threads, monkeypatch):
     rng = np.random.default_rng(2)
     theta = {name: rng.normal(size=D) for name in ("fused", "unfused")}
     theta["unfused"][:] = theta["fused"]
-    steps = {name: bandit._Steps(rule, 0.01, F, D) for name in ("fused", "unfused")}
+    steps = {"fused": bandit._Steps(rule, 0.01, F, D), "unfused": SeparateSteps(rule, 0.01, F, D)}
     B = fused.encoded.num_sequences
     for step in range(6):
         first = int(rng.integers(0, B - 1))
@@ -175,12 +219,38 @@ def test_the_fused_step_is_take_then_apply(rule, threads, monkeypatch):
         gradient = unfused.take(first, last)
         apply_sparse(steps["unfused"], theta["unfused"], gradient)
         assert np.array_equal(theta["fused"], theta["unfused"])
-        assert np.array_equal(steps["fused"].squares, steps["unfused"].squares)
-        assert np.array_equal(steps["fused"].moments, steps["unfused"].moments)
+        assert steps["unfused"].same_state(steps["fused"])
     # the buffers were left clear: nothing is carried into the next minibatch
     assert all(not buffer.any() for buffer in fused._piece_gradients)
     assert not fused._seen_bits.any()
     assert isinstance(gradient, SparseGradient)
+
+
+class SeparateSteps:
+    """The step state as fu_apply keeps it, before Adam's moments were interleaved:
+    squares and moments float [D] (None where the rule keeps none), with the rule
+    sequence of bandit._Steps."""
+
+    def __init__(self, rule: str, rate: float, num_features: int, size: int):
+        self.rules = bandit._Steps(rule, rate, num_features, size)
+        self.num_features = num_features
+        self.squares = np.zeros(size) if rule in ("adagrad", "adam") else None
+        self.moments = np.zeros(size) if rule == "adam" else None
+
+    def next_rule(self) -> kernel.StepRule:
+        return self.rules.next_rule()
+
+    def same_state(self, steps: bandit._Steps) -> bool:
+        """Whether ``steps`` (features interleaved, transitions apart) hold this state bit for bit."""
+        F = self.num_features
+        if self.squares is None:
+            return steps.features is None and steps.squares is None
+        squares = steps.features if self.moments is None else steps.features[:, 1]
+        same = np.array_equal(squares, self.squares[:F]) and np.array_equal(steps.squares, self.squares[F:])
+        if self.moments is not None:
+            same = same and np.array_equal(steps.features[:, 0], self.moments[:F])
+            same = same and np.array_equal(steps.moments, self.moments[F:])
+        return bool(same)
 
 
 def apply_sparse(steps, theta: np.ndarray, gradient: SparseGradient) -> None:
@@ -209,7 +279,12 @@ def test_a_path_the_topology_does_not_allow_is_refused_before_any_output(bad):
 
 class UnfusedRun(bandit._Run):
     """The learner as it was before the fused step: the gradient taken as a sparse
-    vector, then stepped."""
+    vector, then stepped by fu_apply on separate squares and moments."""
+
+    def __init__(self, gradient, feedback, settings_, order):
+        super().__init__(gradient, feedback, settings_, order)
+        F = gradient.scorer.features.num_features
+        self.steps = SeparateSteps(settings_.step, settings_.learning_rate, F, gradient.num_weights)
 
     def epoch(self):
         B = self.gradient.encoded.num_sequences
@@ -290,3 +365,21 @@ def test_chunk_f1_refuses_label_ids_outside_the_labels_and_shapes_that_do_not_fi
     for offsets in ([0, 2, 4], [1, 2, 3], [0, 3, 2]):
         with pytest.raises(LabelError, match="offsets"):
             sentence_chunk_f1(tables, np.array([0, 1, 2]), np.array([0, 1, 2]), np.array(offsets))
+
+
+@pytest.mark.parametrize("objective,calls", [("expected", 1), ("pairwise", 2)])
+def test_each_minibatch_times_its_draws_feedback_gradient_and_step(objective, calls, monkeypatch):
+    from fstcrf.phases import PhaseTimer
+
+    timer = PhaseTimer()
+    monkeypatch.setattr(bandit, "phase", timer.phase)  # as FSTCRF_PHASES would
+    corpus = corpus_of(5, [4, 6, 2, 5, 3, 3, 1])
+    gradient = sampled_gradient(corpus, 2, False)
+    feedback = simulated_feedback(corpus.sentences, "chunk", LABELS)
+    run = bandit._Run(gradient, feedback, BanditSettings(batch_size=3, objective=objective), np.arange(len(corpus)))
+    for _ in range(2):
+        run.epoch()
+    minibatches = 2 * 3  # two epochs of 7 sentences in minibatches of 3
+    per_minibatch = {"bandit draws": calls, "bandit feedback": calls, "bandit gradient": calls, "bandit step": 1}
+    assert timer.calls == {name: minibatches * count for name, count in per_minibatch.items()}
+    assert all(seconds >= 0.0 for seconds in timer.cpu.values())

@@ -52,11 +52,14 @@ def draw(
     outputs: tuple[np.ndarray, ...],
     workspace: Workspace,
     work: np.ndarray,
+    step_state: np.ndarray | None = None,
 ) -> None:
     """fb_draw on sentences first .. last-1 under sign * theta float [F] (the scores
     already signed).  WRITTEN: ``outputs`` = (offsets int64 [b+1], emissions [n, S],
     log_z [b], marginals [n, S], edge_counts [b, C, E], paths int32 [K, n]: K draws,
-    sentence i's r-th seeded by (seed, i, r)); work float [S + L] is scratch."""
+    sentence i's r-th seeded by (seed, i, r)); work float [S + L] is scratch.
+    ``step_state`` (float [F] or [F, 2], the state :func:`step` will read, or None)
+    has its lines at the sentences' features asked for: a hint, results are the same."""
     offsets, emissions, log_z, marginals, edge_counts, paths = outputs
     status = lib.fb_draw(
         training.struct,
@@ -75,6 +78,8 @@ def draw(
         output_pointer(paths),
         workspace.struct,
         output_pointer(work),
+        ffi.NULL if step_state is None else input_pointer(step_state),
+        1 if step_state is None or step_state.ndim == 1 else step_state.shape[1],
     )
     check_status(status, "fb_draw")
 
@@ -153,35 +158,35 @@ def _check_paths(status: int, what: str) -> None:
 
 def step(
     training: TrainingSet,
-    first: int,
-    last: int,
+    piece_rows: np.ndarray,
     predicates: tuple[int, int],
     buffers: GatherBuffers,
     rule: StepRule,
     theta: np.ndarray,
-    squares: np.ndarray | None,
-    moments: np.ndarray | None,
-    seen: np.ndarray,
-    order: np.ndarray,
+    state: np.ndarray | None,
+    scratch: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> None:
     """fb_step: the step rule at the features of the predicates in [lowest, highest)
-    (``predicates``) of token rows first .. last-1, by the gradient the buffers hold
-    there (then cleared); ``seen`` uint64 [ceil(P / 64)] is scratch, all 0 before and
-    after, and ``order`` int32 [P] scratch."""
+    (``predicates``) of token rows piece_rows[0] .. piece_rows[-1]-1 (int64 [Q+1]: buffer
+    q holds the gradient of rows piece_rows[q] .. piece_rows[q+1]-1), by the gradient
+    the buffers hold there (then cleared).  ``state`` is None (constant), the squares
+    float [F] (adagrad) or the (moment, square) pairs float [F, 2] (adam).  ``scratch``
+    = (seen uint64 [Q, ceil(P / 64)], all 0 before and after; order int32 [P];
+    pieces_of uint8 [P])."""
+    seen, order, pieces_of = scratch
     status = lib.fb_step(
         training.struct,
-        first,
-        last,
+        input_pointer(piece_rows),
+        len(piece_rows) - 1,
         predicates[0],
         predicates[1],
         buffers.struct,
-        buffers.count,
         rule.struct,
         output_pointer(theta),
-        ffi.NULL if squares is None else output_pointer(squares),
-        ffi.NULL if moments is None else output_pointer(moments),
+        ffi.NULL if state is None else output_pointer(state),
         output_pointer(seen),
         output_pointer(order),
+        output_pointer(pieces_of),
     )
     check_status(status, "fb_step")
 
