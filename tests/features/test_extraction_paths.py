@@ -1,0 +1,66 @@
+"""The fast paths of feature extraction against the plain ones they replace: UTF-8
+hashes of a whole list at once, escaping a whole list at once, value codes by first
+use, and the predicate rows of a table's two halves looked up in two threads."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fstcrf.features.extractor as extractor_module
+from fstcrf.corpus.conll import Sentence
+from fstcrf.engine import kernel
+from fstcrf.features.extractor import FeatureExtractor, utf8_hashes
+from fstcrf.features.template import escape_value
+from fstcrf.features.value_lists import escaped
+from tests.strategies import oracle_settings
+
+#: Characters of 1 to 4 UTF-8 bytes, a lone surrogate, and the characters escaping reads.
+CHARACTERS = st.sampled_from(list("aZ09_|\\\n é€\U0001f600") + ["\ud800", "__BOS-1__", "__EOS+2__"])
+VALUES = st.lists(st.lists(CHARACTERS, max_size=6).map("".join), max_size=12)
+
+
+def _one_by_one_hashes(values, salt):
+    """The hashes of each value's UTF-8 bytes (surrogates passed), encoded one by one."""
+    encoded = [value.encode("utf-8", "surrogatepass") for value in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(piece) for piece in encoded], out=offsets[1:])
+    hashes = np.empty(len(encoded), dtype=np.uint64)
+    kernel.string_hashes(np.frombuffer(b"".join(encoded) + b"\0", dtype=np.uint8), offsets, salt, hashes)
+    return hashes
+
+
+@oracle_settings(200)
+@given(values=VALUES, salt=st.integers(0, 15))
+def test_utf8_hashes_of_a_list_are_those_of_each_value(values, salt):
+    assert utf8_hashes(values, salt).tolist() == _one_by_one_hashes(values, salt).tolist()
+
+
+@oracle_settings(200)
+@given(values=VALUES)
+def test_escaping_a_list_escapes_each_value(values):
+    assert escaped(values) == [escape_value(value) for value in values]
+
+
+WORDS = st.lists(st.sampled_from(["a", "B", "ab|", "_x", "Ünï", "1-2", "a\\b", "__BOS-1__"]), min_size=1, max_size=9)
+
+
+@oracle_settings(40)
+@given(train=st.lists(WORDS, min_size=1, max_size=6), test=st.lists(WORDS, min_size=1, max_size=30))
+@pytest.mark.parametrize(
+    "template",
+    [
+        "bias\nword[0]\nlower(word[-1])|shape(word[0])\nprefix2(word[+1])",  # single values (rows)
+        "bias\nngrams(word[0],1,3)\nbag(lower(word),-2,1)|suffix1(word[0])\nsuffixes(word[-1],1,2)",  # lists
+    ],
+)
+def test_the_rows_of_two_halves_are_those_of_the_whole(template, train, test):
+    extractor = FeatureExtractor(template).fit([Sentence({"word": words}) for words in train])
+    sentences = [Sentence({"word": words}) for words in test]
+    whole = extractor.transform_rows(sentences)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(extractor_module, "LIST_ROWS_HALF", 1)  # halves from 2 tokens on
+        halves = extractor.transform_rows(sentences)
+    assert halves.indptr.tolist() == whole.indptr.tolist()
+    assert halves.indices.tolist() == whole.indices.tolist()
+    assert halves.data.tolist() == whole.data.tolist()
