@@ -145,9 +145,9 @@ def cluster_prefixes(paths: dict[str, str], value: str, lengths: Sequence[int]) 
     return [] if path is None else _distinct(path[:n] for n in lengths)
 
 
-def per_value(observation: Observation, resource, seen: frozenset[str]) -> Callable[[str], list[str]]:
+def per_value(observation: Observation, resource) -> Callable[[str], list[str]]:
     """The list of values a value-list item of one token's value gives that value
-    (not for bag, types, gazetteer and embedding)."""
+    (not for bag, types, gazetteer, embedding and seen_lower)."""
     kind, low, high = observation.kind, observation.low, observation.high
     if kind == "prefixes":
         return lambda value: prefixes(value, low, high)
@@ -158,8 +158,6 @@ def per_value(observation: Observation, resource, seen: frozenset[str]) -> Calla
     if kind == "cluster":
         paths = cast(Clusters, resource.content).paths
         return lambda value: cluster_prefixes(paths, value, observation.lengths)
-    if kind == SEEN_LOWER:
-        return lambda value: [SEEN if value.lower() in seen else UNSEEN]
     raise ValueError(f"no per-value list for {kind!r}")
 
 
@@ -244,8 +242,19 @@ def list_cache(observation: Observation) -> ListCache | None:
         return None
     key = (observation.kind, observation.low, observation.high)
     if key not in _CACHES:
-        _CACHES[key] = ListCache(per_value(observation, None, frozenset()))
+        _CACHES[key] = ListCache(per_value(observation, None))
     return _CACHES[key]
+
+
+def seen_marks(codes: np.ndarray, values: Sequence[str], seen: frozenset[str]) -> ValueLists:
+    """The lists of ``seen_lower``: SEEN or UNSEEN at each token (whose value code is
+    codes int [N], values[code] the value), whether ``seen`` holds the value
+    lower-cased; the marks numbered by first occurrence among ``values``."""
+    known = np.fromiter(map(seen.__contains__, map(str.lower, values)), dtype=bool, count=len(values))
+    order = list(dict.fromkeys(known.tolist()))  # the marks numbered by first occurrence, as by_value
+    code_of = np.zeros(2, dtype=np.int64)
+    code_of[np.array(order, dtype=np.int64)] = np.arange(len(order))
+    return single(code_of[known.astype(np.int64)][codes], [SEEN if mark else UNSEEN for mark in order])
 
 
 def embedding_lists(codes: np.ndarray, values: Sequence[str], embeddings: Embeddings) -> ValueLists:
@@ -352,6 +361,8 @@ def observation_lists(table, observation: Observation, resources) -> ValueLists:
     cache = list_cache(observation)
     if cache is not None:
         return shifted(cache.value_lists(codes, values), table, observation.offset)
+    if kind == SEEN_LOWER:
+        return shifted(seen_marks(codes, values, resources.seen_lower(observation.column)), table, observation.offset)
     resource = resources.resource(observation) if kind == "cluster" else None
-    function = per_value(observation, resource, resources.seen_lower(observation.column))
+    function = per_value(observation, resource)
     return shifted(by_value(codes, values, function), table, observation.offset)

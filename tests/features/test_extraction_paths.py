@@ -64,3 +64,20 @@ def test_the_rows_of_two_halves_are_those_of_the_whole(template, train, test):
     assert halves.indptr.tolist() == whole.indptr.tolist()
     assert halves.indices.tolist() == whole.indices.tolist()
     assert halves.data.tolist() == whole.data.tolist()
+
+
+@oracle_settings(100)
+@given(
+    words=st.lists(st.sampled_from(["a", "A", "b", "Bé", "c|"]), min_size=1, max_size=12),
+    seen=st.frozensets(st.sampled_from(["a", "bé", "c|", "d"])),
+)
+def test_seen_marks_say_whether_each_token_was_seen_lower_cased(words, seen):
+    from fstcrf.features.value_lists import SEEN, UNSEEN, seen_marks
+
+    values = list(dict.fromkeys(words))
+    codes = np.array([values.index(word) for word in words], dtype=np.int64)
+    marks = seen_marks(codes, values, seen)
+    expected = [SEEN if word.lower() in seen else UNSEEN for word in words]
+    assert marks.names == list(dict.fromkeys(SEEN if value.lower() in seen else UNSEEN for value in values))
+    assert marks.ptr.tolist() == list(range(len(words) + 1))
+    assert [marks.names[code] for code in marks.codes.tolist()] == expected
