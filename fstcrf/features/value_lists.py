@@ -188,7 +188,7 @@ class ListCache:
 
     def clear(self) -> None:
         """Forget every list and name."""
-        self.lists: dict[str, np.ndarray] = {}
+        self.lists: dict[str, list[int]] = {}
         self.codes: dict[str, int] = {}
         self.names: list[str] = []
 
@@ -203,14 +203,15 @@ class ListCache:
         found = np.fromiter(map(self.codes.setdefault, names, placeholders), dtype=np.int64, count=len(names))
         new = np.flatnonzero(found == np.arange(-1, -len(names) - 1, -1))
         first = len(self.names)
-        added = [names[position] for position in new.tolist()]
+        added = list(map(names.__getitem__, new.tolist()))
         self.codes.update(zip(added, range(first, first + len(added))))
         self.names += added
         code_at = np.empty(len(names), dtype=np.int64)
         code_at[new] = np.arange(first, first + len(added))
         codes = found.copy()
         codes[found < 0] = code_at[-1 - found[found < 0]]
-        self.lists.update(zip(values, np.split(codes, np.cumsum(lengths)[:-1])))
+        flat, ends = codes.tolist(), np.cumsum(lengths).tolist()
+        self.lists.update(zip(values, map(flat.__getitem__, map(slice, [0, *ends[:-1]], ends))))
 
     def value_lists(self, codes: np.ndarray, values: Sequence[str]) -> ValueLists:
         """What by_value(codes, values, function) gives, from the cache."""
@@ -224,11 +225,11 @@ class ListCache:
             names = self.names
         ptr = np.zeros(len(per_code) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, per_code), dtype=np.int64, count=len(per_code)), out=ptr[1:])
-        global_codes = np.concatenate([np.zeros(0, dtype=np.int64), *per_code])
+        global_codes = np.fromiter(chain.from_iterable(per_code), dtype=np.int64, count=int(ptr[-1]))
         present = np.zeros(len(names), dtype=bool)
         present[global_codes] = True
         local = np.cumsum(present) - 1  # the batch's names numbered in the vocabulary's order
-        used = [names[k] for k in np.flatnonzero(present).tolist()]
+        used = list(map(names.__getitem__, np.flatnonzero(present).tolist()))
         return gather(ValueLists(ptr, local[global_codes], used), codes)
 
 
