@@ -62,8 +62,8 @@ def _split_values(values: str) -> list[str]:
     return parts
 
 
-#: ``HashedDictionary`` looks the predicates of a table's two halves up in two threads
-#: (the C kernel releases the GIL) when each half has at least this many tokens.
+#: ``HashedDictionary.list_rows`` looks the predicates of a table's two halves up in two
+#: threads (the C kernel releases the GIL) when each half has at least this many tokens.
 LIST_ROWS_HALF = 2048
 
 #: ``fit`` tries this many salts for a dictionary whose 64-bit keys are all distinct.
@@ -162,16 +162,10 @@ class HashedDictionary:
         seeds = utf8_hashes(names, self.salt)
         item_ptr_array = np.array(item_ptr, dtype=np.int32)
         items_array = np.array(items, dtype=np.int32)
-
-        def rows_of(first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
-            """indptr [last - first + 1] (from 0) and indices of tokens first .. last-1."""
-            indptr = np.empty(last - first + 1, dtype=np.int64)
-            indices = np.empty((last - first) * len(chosen), dtype=np.int32)
-            part = np.ascontiguousarray(value_hashes[:, first:last])
-            kernel.predicate_rows(part, seeds, item_ptr_array, items_array, self.slots, indptr, indices)
-            return indptr, indices[: indptr[-1]]
-
-        return _in_halves(table.num_tokens, rows_of)
+        indptr = np.empty(table.num_tokens + 1, dtype=np.int64)
+        indices = np.empty(table.num_tokens * len(chosen), dtype=np.int32)
+        kernel.predicate_rows(value_hashes, seeds, item_ptr_array, items_array, self.slots, indptr, indices)
+        return indptr, indices[: indptr[-1]]
 
     def list_rows(
         self, table: TokenTable, template: Template, chosen: Sequence[int], resources: Resources
