@@ -77,9 +77,12 @@ def _tag(args: argparse.Namespace) -> int:
 
         with Progress(None, "tagging", unit="tokens", enabled=not args.quiet) as bar:
             if _decodes_apart(model, args, options):
+                from fstcrf.engine.inference import blas_single_threaded
+
                 if args.threads is not None:
                     model.threads = args.threads
-                overlapped(batches, lambda encoded: _best_labels(model, encoded), finish, _encoded(model))
+                with blas_single_threaded():  # as in model.predict: no BLAS threads beside fstcrf's
+                    overlapped(batches, lambda encoded: _best_labels(model, encoded), finish, _encoded(model))
             else:
                 overlapped(batches, lambda batch: _tag_columns(model, batch, args, composed, options), finish)
 

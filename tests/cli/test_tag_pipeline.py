@@ -289,3 +289,30 @@ def test_phases_of_other_threads_are_not_timed(monkeypatch):
     with phases.phase("decode"):
         pass
     assert set(timer.calls) == {"decode"}
+
+
+@pytest.mark.parametrize(
+    "options, prepared",
+    [([], True), (["--marginals"], False), (["--nbest", "2"], False), (["--threads", "1"], True)],
+)
+def test_best_labels_alone_are_encoded_in_the_features_thread(monkeypatch, tmp_path, demo_chunker, options, prepared):
+    from fstcrf.model.chain import ChainCRF
+
+    threads = []
+    encode = ChainCRF.encode
+
+    def recording(self, sentences):
+        threads.append(threading.current_thread().name)
+        return encode(self, sentences)
+
+    monkeypatch.setattr(ChainCRF, "encode", recording)
+    monkeypatch.setattr(tag_command, "TAG_BATCH_TOKENS", 50)
+    output = tmp_path / "out.txt"
+    assert main(["-q", "tag", str(demo_chunker), str(DATA_DIR / "demo_test.txt"), *options, "-o", str(output)]) == 0
+    assert len(threads) > 10  # a batch at a time
+    assert set(threads) == ({"fstcrf-prepare"} if prepared else {threading.main_thread().name})
+    monkeypatch.setattr(ChainCRF, "encode", encode)
+    expected = tmp_path / "expected.txt"
+    monkeypatch.setattr(tag_command, "TAG_BATCH_TOKENS", 10**9)  # one batch: what the batches must add up to
+    assert main(["-q", "tag", str(demo_chunker), str(DATA_DIR / "demo_test.txt"), *options, "-o", str(expected)]) == 0
+    assert output.read_bytes() == expected.read_bytes()
