@@ -22,6 +22,7 @@ from fstcrf.errors import (
     TemplateError,
 )
 from fstcrf.features.template import (
+    SEEN_LOWER,
     Observation,
     Template,
     escape_value,
@@ -171,7 +172,11 @@ class HashedDictionary:
         self, table: TokenTable, template: Template, chosen: Sequence[int], resources: Resources
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`rows` of templates with value lists (``resources`` has the files and
-        training words they read): the cross products of their items in C."""
+        training words they read): the cross products of their items in C.  The lines
+        that read only a token's own value of one column (:func:`own_value_lines`) come
+        first and are looked up once per distinct value of that column."""
+        column, grouped = own_value_lines(template, chosen)
+        chosen = grouped + [k for k in chosen if k not in grouped]
         observations: dict[Observation, int] = {}
         items, item_ptr = [], [0]
         for k in chosen:
@@ -196,6 +201,12 @@ class HashedDictionary:
             for j in items[item_ptr[k] : item_ptr[k + 1]]:
                 line *= lists[j].counts
             sizes += line
+            if k + 1 == len(grouped):  # the keys of the grouped lines: the room of each group
+                group, values = table.coded_column(cast(str, column), None)
+                room = np.zeros(len(values), dtype=np.int64)
+                room[group] = sizes
+                memo_ptr = np.zeros(len(values) + 1, dtype=np.int64)
+                np.cumsum(room, out=memo_ptr[1:])
         all_hashes = np.concatenate([np.zeros(0, dtype=np.uint64)] + value_hashes)
         seeds = utf8_hashes([template.predicates[k].name for k in chosen], self.salt)
         item_ptr_array, items_array = np.array(item_ptr, dtype=np.int32), np.array(items, dtype=np.int32)
@@ -206,7 +217,10 @@ class HashedDictionary:
             indices = np.empty(int(sizes[first:last].sum()), dtype=np.int32)
             part_ptr = np.ascontiguousarray(value_ptr[:, first : last + 1])
             scratch = int(sizes[first:last].max(initial=0))
-            list_rows(part_ptr, all_hashes, seeds, item_ptr_array, items_array, self.slots, scratch, indptr, indices)
+            groups = (len(grouped), np.ascontiguousarray(group[first:last]), memo_ptr) if grouped else None
+            list_rows(
+                part_ptr, all_hashes, seeds, item_ptr_array, items_array, self.slots, scratch, indptr, indices, groups
+            )
             return indptr, indices[: indptr[-1]]
 
         return _in_halves(table.num_tokens, rows_of)
@@ -241,6 +255,32 @@ class HashedDictionary:
             by_context = self.lookup(keys).astype(np.int32).reshape(num_contexts, len(values))
             np.take(by_context, context.reshape(-1), axis=0, out=out[:, :, j])
         return out
+
+
+#: The value lists whose values at a token depend on its own value alone.
+OWN_VALUE_KINDS = (None, "prefixes", "suffixes", "ngrams", "cluster", SEEN_LOWER)
+
+
+def own_value_lines(template: Template, chosen: Sequence[int]) -> tuple[str | None, list[int]]:
+    """(a column, the lines of ``chosen`` whose items all read that column's value at
+    the token itself, through single values or OWN_VALUE_KINDS, the bias included):
+    two tokens with the same value in the column have the same keys on those lines.
+    The column is the one most lines read so (None, [] if none does)."""
+    by_column: dict[str, list[int]] = {}
+    constant = []
+    for k in chosen:
+        observations = template.predicates[k].observations
+        columns = {observation.column for observation in observations}
+        if any(observation.offset != 0 or observation.kind not in OWN_VALUE_KINDS for observation in observations):
+            continue
+        if not columns:
+            constant.append(k)
+        elif len(columns) == 1:
+            by_column.setdefault(columns.pop(), []).append(k)
+    if not by_column:
+        return None, []
+    column = max(by_column, key=lambda name: len(by_column[name]))
+    return column, sorted(constant + by_column[column])
 
 
 def _in_halves(
