@@ -245,6 +245,19 @@ static int line_keys(int64_t num_tokens, const int64_t *value_ptr, const uint64_
     }
 }
 
+/* Merge the ascending runs a[0 .. m-1] and a[m .. m+n-1] into a[0 .. m+n-1]; the
+ * first run is copied to spare [m] first (the merge never overtakes the second). */
+static void merge_runs(int32_t *a, int64_t m, int64_t n, int64_t *spare)
+{
+    for (int64_t i = 0; i < m; ++i)
+        spare[i] = a[i];
+    int64_t i = 0, j = m, out = 0;
+    while (i < m && j < m + n)
+        a[out++] = spare[i] <= a[j] ? (int32_t)spare[i++] : a[j++];
+    while (i < m)
+        a[out++] = (int32_t)spare[i++];
+}
+
 /* The known columns of the lines k in [first, last) at token t, appended to indices
  * from *nnz on; FC_BAD_ARGUMENT if a token has more keys than scratch_size or the
  * rows more entries than max_entries. */
@@ -329,6 +342,7 @@ int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr
                                        memo_ptr[g + 1] - memo_ptr[g]);
                 if (status != FC_OK)
                     return status;
+                sort_columns(memo + memo_ptr[g], kept);
                 memo_count[g] = kept;
             }
             if (nnz + memo_count[g] > max_entries)
@@ -336,12 +350,18 @@ int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr
             memcpy(indices + nnz, memo + memo_ptr[g], (size_t)memo_count[g] * sizeof(int32_t));
             nnz += memo_count[g];
         }
+        const int64_t own = nnz - start;        /* the group's columns, ascending */
         status = known_columns(num_tokens, value_ptr, value_hashes, seeds, item_ptr, items, num_grouped,
                                num_templates, t, capacity, slots, scratch_size, scratch_keys,
                                scratch_columns, indices, &nnz, max_entries);
         if (status != FC_OK)
             return status;
-        sort_columns(indices + start, nnz - start);
+        if (own == 0) {
+            sort_columns(indices + start, nnz - start);
+        } else {                                /* sort the others, then merge the two runs */
+            sort_columns(indices + start + own, nnz - start - own);
+            merge_runs(indices + start, own, nnz - start - own, scratch_columns);
+        }
         indptr[t + 1] = nnz;
     }
     return FC_OK;
