@@ -1,6 +1,7 @@
 """The fast paths of feature extraction against the plain ones they replace: UTF-8
-hashes of a whole list at once, escaping a whole list at once, value codes by first
-use, and the predicate rows of a table's two halves looked up in two threads."""
+hashes of a whole list at once, escaping a whole list at once, seen_lower marks, the
+predicate rows of a table's two halves looked up in two threads, and the lines that
+read a token's own value looked up once per distinct value."""
 
 import numpy as np
 import pytest
