@@ -272,14 +272,60 @@ static int line_keys(int64_t num_tokens, const int64_t *value_ptr, const uint64_
     }
 }
 
+/* Merge the ascending runs a[0 .. m-1] and a[m .. m+n-1] into a[0 .. m+n-1]; the
+ * first run is copied to spare [m] first (the merge never overtakes the second). */
+static void merge_runs(int32_t *a, int64_t m, int64_t n, int64_t *spare)
+{
+    for (int64_t i = 0; i < m; ++i)
+        spare[i] = a[i];
+    int64_t i = 0, j = m, out = 0;
+    while (i < m && j < m + n)
+        a[out++] = spare[i] <= a[j] ? (int32_t)spare[i++] : a[j++];
+    while (i < m)
+        a[out++] = (int32_t)spare[i++];
+}
+
+/* The known columns of the lines k in [first, last) at token t, appended to indices
+ * from *nnz on; FC_BAD_ARGUMENT if a token has more keys than scratch_size or the
+ * rows more entries than max_entries. */
+static int known_columns(int64_t num_tokens, const int64_t *value_ptr, const uint64_t *value_hashes,
+                         const uint64_t *seeds, const int32_t *item_ptr, const int32_t *items,
+                         int32_t first, int32_t last, int64_t t, int64_t capacity,
+                         const uint64_t *slots, int64_t scratch_size, uint64_t *scratch_keys,
+                         int64_t *scratch_columns, int32_t *indices, int64_t *nnz, int64_t max_entries)
+{
+    int64_t n = 0;
+    for (int32_t k = first; k < last; ++k) {
+        const int32_t m = item_ptr[k + 1] - item_ptr[k];
+        int status = line_keys(num_tokens, value_ptr, value_hashes, seeds[k], items + item_ptr[k], m, t,
+                               scratch_keys, &n, scratch_size);
+        if (status != FC_OK)
+            return status;
+    }
+    /* ask for every key's slot before probing any, so that the cache misses overlap */
+    for (int64_t i = 0; i < n; ++i)
+        FC_PREFETCH(slots + 2 * (scratch_keys[i] & (uint64_t)(capacity - 1)));
+    fh_lookup(scratch_keys, n, capacity, slots, scratch_columns);
+    for (int64_t i = 0; i < n; ++i) {
+        if (scratch_columns[i] < 0)
+            continue;
+        if (*nnz >= max_entries)
+            return FC_BAD_ARGUMENT;
+        indices[(*nnz)++] = (int32_t)scratch_columns[i];
+    }
+    return FC_OK;
+}
+
 int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr,
                  int64_t num_values, const uint64_t *value_hashes, int32_t num_templates,
                  const uint64_t *seeds, const int32_t *item_ptr, const int32_t *items,
                  int64_t capacity, const uint64_t *slots, int64_t scratch_size,
-                 uint64_t *scratch_keys, int64_t *scratch_columns, int64_t *indptr,
-                 int64_t max_entries, int32_t *indices)
+                 uint64_t *scratch_keys, int64_t *scratch_columns, int32_t num_grouped,
+                 int64_t num_groups, const int64_t *group, const int64_t *memo_ptr, int32_t *memo,
+                 int64_t *memo_count, int64_t *indptr, int64_t max_entries, int32_t *indices)
 {
-    if (num_tokens < 0 || num_items < 0 || num_templates < 0 || item_ptr[0] != 0)
+    if (num_tokens < 0 || num_items < 0 || num_templates < 0 || item_ptr[0] != 0 || num_grouped < 0 ||
+        num_grouped > num_templates || num_groups < 0)
         return FC_BAD_ARGUMENT;
     for (int32_t k = 0; k < num_templates; ++k) {
         if (item_ptr[k + 1] < item_ptr[k] || item_ptr[k + 1] - item_ptr[k] > FF_MAX_ITEMS)
@@ -296,30 +342,53 @@ int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr
             if (ptr[t + 1] < ptr[t])
                 return FC_BAD_ARGUMENT;
     }
+    if (num_grouped > 0) {
+        if (memo_ptr[0] != 0)
+            return FC_BAD_ARGUMENT;
+        for (int64_t g = 0; g < num_groups; ++g) {
+            if (memo_ptr[g + 1] < memo_ptr[g])
+                return FC_BAD_ARGUMENT;
+            memo_count[g] = -1;
+        }
+        for (int64_t t = 0; t < num_tokens; ++t)
+            if (group[t] < 0 || group[t] >= num_groups)
+                return FC_BAD_ARGUMENT;
+    }
     int64_t nnz = 0;
     indptr[0] = 0;
     for (int64_t t = 0; t < num_tokens; ++t) {
-        int64_t n = 0;
-        for (int32_t k = 0; k < num_templates; ++k) {
-            const int32_t m = item_ptr[k + 1] - item_ptr[k];
-            int status = line_keys(num_tokens, value_ptr, value_hashes, seeds[k], items + item_ptr[k], m, t,
-                                   scratch_keys, &n, scratch_size);
-            if (status != FC_OK)
-                return status;
-        }
-        /* ask for every key's slot before probing any, so that the cache misses overlap */
-        for (int64_t i = 0; i < n; ++i)
-            FC_PREFETCH(slots + 2 * (scratch_keys[i] & (uint64_t)(capacity - 1)));
-        fh_lookup(scratch_keys, n, capacity, slots, scratch_columns);
         int64_t start = nnz;
-        for (int64_t i = 0; i < n; ++i) {
-            if (scratch_columns[i] < 0)
-                continue;
-            if (nnz >= max_entries)
+        int status;
+        if (num_grouped > 0) {
+            const int64_t g = group[t];
+            if (memo_count[g] < 0) {            /* the group's first token: its lines looked up */
+                int64_t kept = 0;
+                status = known_columns(num_tokens, value_ptr, value_hashes, seeds, item_ptr, items, 0,
+                                       num_grouped, t, capacity, slots, scratch_size, scratch_keys,
+                                       scratch_columns, memo + memo_ptr[g], &kept,
+                                       memo_ptr[g + 1] - memo_ptr[g]);
+                if (status != FC_OK)
+                    return status;
+                sort_columns(memo + memo_ptr[g], kept);
+                memo_count[g] = kept;
+            }
+            if (nnz + memo_count[g] > max_entries)
                 return FC_BAD_ARGUMENT;
-            indices[nnz++] = (int32_t)scratch_columns[i];
+            memcpy(indices + nnz, memo + memo_ptr[g], (size_t)memo_count[g] * sizeof(int32_t));
+            nnz += memo_count[g];
         }
-        sort_columns(indices + start, nnz - start);
+        const int64_t own = nnz - start;        /* the group's columns, ascending */
+        status = known_columns(num_tokens, value_ptr, value_hashes, seeds, item_ptr, items, num_grouped,
+                               num_templates, t, capacity, slots, scratch_size, scratch_keys,
+                               scratch_columns, indices, &nnz, max_entries);
+        if (status != FC_OK)
+            return status;
+        if (own == 0) {
+            sort_columns(indices + start, nnz - start);
+        } else {                                /* sort the others, then merge the two runs */
+            sort_columns(indices + start + own, nnz - start - own);
+            merge_runs(indices + start, own, nnz - start - own, scratch_columns);
+        }
         indptr[t + 1] = nnz;
     }
     return FC_OK;

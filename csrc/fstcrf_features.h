@@ -131,18 +131,28 @@ int ff_add_paths(const ff_dictionary *d, const ff_tokens *x, const int32_t *plus
  *   slots        [2 * capacity]  the table of known keys (fstcrf_hashing.h)
  *   scratch_keys, scratch_columns [scratch_size]  OVERWRITTEN: scratch; scratch_size
  *                          at least the number of keys of any one token
+ *   num_grouped            the first num_grouped lines give every token of a group the
+ *                          same keys (they read the token's own value only): they are
+ *                          looked up at the first token of each group and copied after
+ *                          (0: no groups; then group, memo_ptr, memo, memo_count unread)
+ *   group        [N]       the group of each token, in [0, G) (G = num_groups)
+ *   memo_ptr     [G+1]     group g keeps its known columns in memo[memo_ptr[g] ..
+ *                          memo_ptr[g+1]-1]: room for the keys of those lines at its tokens
+ *   memo, memo_count [memo_ptr[G]], [G]  OVERWRITTEN: scratch
  *   indptr       [N+1]     OVERWRITTEN: row pointers
  *   indices      [max_entries]  OVERWRITTEN in its first indptr[N] entries: the known
  *                          columns of row t, ascending, at indptr[t] .. indptr[t+1]-1
- * Returns FC_BAD_ARGUMENT, before writing, if item_ptr, items or value_ptr are out of
- * range, and FC_BAD_ARGUMENT (indptr and indices unspecified) if a token has more keys
- * than scratch_size or the rows more known entries than max_entries; else FC_OK. */
+ * Returns FC_BAD_ARGUMENT, before writing, if item_ptr, items, value_ptr, group or
+ * memo_ptr are out of range, and FC_BAD_ARGUMENT (indptr and indices unspecified) if a
+ * token has more keys than scratch_size, a group more than its room, or the rows more
+ * known entries than max_entries; else FC_OK. */
 #define FF_MAX_ITEMS 64
 int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr,
                  int64_t num_values, const uint64_t *value_hashes, int32_t num_templates,
                  const uint64_t *seeds, const int32_t *item_ptr, const int32_t *items,
                  int64_t capacity, const uint64_t *slots, int64_t scratch_size,
-                 uint64_t *scratch_keys, int64_t *scratch_columns, int64_t *indptr,
-                 int64_t max_entries, int32_t *indices);
+                 uint64_t *scratch_keys, int64_t *scratch_columns, int32_t num_grouped,
+                 int64_t num_groups, const int64_t *group, const int64_t *memo_ptr, int32_t *memo,
+                 int64_t *memo_count, int64_t *indptr, int64_t max_entries, int32_t *indices);
 
 #endif

@@ -26,6 +26,7 @@ import atexit
 import contextlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -168,7 +169,9 @@ if _REPORT_PATH:
 
 
 def phase(name: str) -> contextlib.AbstractContextManager:
-    """A context that times its body as phase ``name`` when FSTCRF_PHASES was set."""
-    if _TIMER is None:
+    """A context that times its body as phase ``name`` when FSTCRF_PHASES was set and
+    this is the main thread (the phases of other threads are not timed: one timer
+    cannot tell their seconds from the main thread's)."""
+    if _TIMER is None or threading.current_thread() is not threading.main_thread():
         return _NO_PHASE
     return _TIMER.phase(name)

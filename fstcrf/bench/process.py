@@ -268,12 +268,15 @@ def tagging_floor(model, path, threads: int, repeats: int = 3) -> dict[str, floa
     """Wall seconds (best of ``repeats``) of each step of tagging the CoNLL file ``path``
     with a loaded single model, alone and in this process: "copy" reads the file's bytes
     and writes as many (the floor of any tagger), "read" scans them into batches of
-    sentences in C, "features" extracts the batches' predicates, "decode" scores and
-    Viterbi-decodes them on ``threads`` threads (the kernel alone), "write" writes the
-    tagged lines in C."""
+    sentences in C, "features" extracts the batches' predicates (each batch's
+    lookups in two threads), "decode" scores and Viterbi-decodes them on ``threads``
+    threads (the kernel alone), "features | decode" does both as ``fstcrf tag`` does,
+    the next batch's features extracted in a thread beside this batch's decoding
+    (fstcrf.cli.pipeline), "write" writes the tagged lines in C."""
     import gc
     import tempfile
 
+    from fstcrf.cli.pipeline import overlapped
     from fstcrf.cli.tag import TAG_BATCH_TOKENS
     from fstcrf.corpus.scanned import iter_scanned, tagged_lines
 
@@ -299,6 +302,15 @@ def tagging_floor(model, path, threads: int, repeats: int = 3) -> dict[str, floa
             "read": best_time(read, repeats),
             "features": best_time(lambda: [model.encode(batch.sentences) for batch in batches], repeats),
             "decode": best_time(lambda: [scorer.paths(sentences, model.weights_) for sentences in encoded], repeats),
+            "features | decode": best_time(
+                lambda: overlapped(
+                    batches,
+                    lambda sentences: scorer.paths(sentences, model.weights_),
+                    lambda batch, paths: None,
+                    lambda batch: model.encode(batch.sentences),
+                ),
+                repeats,
+            ),
             "write": best_time(lambda: [tagged_lines(b, [tags], "-") for b, tags in zip(batches, labels)], repeats),
         }
     finally:

@@ -1,26 +1,29 @@
-"""Reading, tagging and writing overlapped: ``fstcrf tag`` reads the next batches in
-one thread and writes the finished ones in another while this thread tags (reading,
-decoding and writing run in C with the GIL released, so the stages share the
-machine's cores).  Queues of a few batches keep memory bounded."""
+"""Reading, preparing, tagging and writing overlapped: ``fstcrf tag`` reads the next
+batches in one thread, extracts the features of the next batch in another, decodes in
+this thread and writes the finished batches in a fourth (reading, the C parts of
+extraction, decoding and writing release the GIL, so the stages share the machine's
+cores).  Queues of a few batches keep memory bounded."""
 
 from __future__ import annotations
 
 import gc
 import queue
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from fstcrf.phases import phase
 
-#: Batches each queue holds: the reader is at most this far ahead of tagging, the writer this far behind.
+#: Batches each queue holds: the reader is at most this far ahead of the next stage,
+#: the writer this far behind tagging.
 QUEUE_BATCHES = 2
 
-#: Seconds a blocked reader waits before it looks again whether it should stop.
+#: Seconds a blocked reader or preparer waits before it looks again whether it should stop.
 STOP_POLL = 0.1
 
-#: Seconds the tagging thread waits, once it stops, for the reader to see the stop (a
-#: reader waiting for input on a pipe is left behind; it holds no lock shutdown needs).
+#: Seconds the tagging thread waits, once it stops, for the reader and the preparer to
+#: see the stop (a reader waiting for input on a pipe is left behind; it holds no lock
+#: shutdown needs).
 READER_JOIN_SECONDS = 1.0
 
 #: The garbage collector's first threshold while batches flow (Python's default is 700).
@@ -32,34 +35,33 @@ _END = object()
 
 
 class _Failure:
-    """An exception the reader met, passed on in order."""
+    """An exception an upstream stage met, passed on in order."""
 
     def __init__(self, error: BaseException):
         self.error = error
 
 
-def overlapped(items: Iterable, work: Callable[[Any], Any], finish: Callable[[Any, Any], None]) -> None:
+def overlapped(
+    items: Iterable,
+    work: Callable[[Any], Any],
+    finish: Callable[[Any, Any], None],
+    prepare: Callable[[Any], Any] | None = None,
+) -> None:
     """finish(item, work(item)) for each of ``items`` in order: the items produced in a
-    reader thread, work done in this thread and finish in a writer thread.
+    reader thread, work done in this thread and finish in a writer thread.  With
+    ``prepare``, finish(item, work(prepare(item))), prepare running in a thread of its
+    own, so that the next item is prepared while this one is worked on.
 
     An exception of any stage is raised here once the items before it are finished
-    (the reader's when its place in the order is reached); on any exception, Ctrl-C
-    included, the reader stops and the items already worked on are finished first.
-    Phase "read" is the time this thread waits for the reader, "write" the time it
-    waits for the writer (fstcrf.phases, which times this thread only)."""
+    (an upstream stage's when its place in the order is reached); on any exception,
+    Ctrl-C included, the reader and the preparer stop and the items already worked on
+    are finished first.  Phase "read" (without ``prepare``) or "features" (with it) is
+    the time this thread waits for the stage before it, "write" the time it waits for
+    the writer (fstcrf.phases, which times this thread only)."""
     stop = threading.Event()
     inbox: queue.Queue = queue.Queue(QUEUE_BATCHES)
     outbox: queue.Queue = queue.Queue(QUEUE_BATCHES)
     failed: list[BaseException] = []
-
-    def read() -> None:
-        try:
-            for item in items:
-                if not _put(inbox, item, stop):
-                    return
-            _put(inbox, _END, stop)
-        except BaseException as error:  # handed to the main thread, in order
-            _put(inbox, _Failure(error), stop)
 
     def write() -> None:
         while (entry := outbox.get()) is not _END:
@@ -70,32 +72,70 @@ def overlapped(items: Iterable, work: Callable[[Any], Any], finish: Callable[[An
             except BaseException as error:  # raised in the main thread
                 failed.append(error)
 
-    reader = threading.Thread(target=read, name="fstcrf-read", daemon=True)
+    upstream = [threading.Thread(target=_relay, args=(items, inbox, stop), name="fstcrf-read", daemon=True)]
+    if prepare is not None:
+        prepared: queue.Queue = queue.Queue(QUEUE_BATCHES)
+        source = ((item, prepare(item)) for item in _entries(inbox, stop))
+        upstream.append(
+            threading.Thread(target=_relay, args=(source, prepared, stop), name="fstcrf-prepare", daemon=True)
+        )
+        inbox = prepared
     writer = threading.Thread(target=write, name="fstcrf-write", daemon=True)
     thresholds = gc.get_threshold()
     gc.set_threshold(max(COLLECTION_THRESHOLD, thresholds[0]), *thresholds[1:])
-    reader.start()
+    for thread in upstream:
+        thread.start()
     writer.start()
+    waiting = "read" if prepare is None else "features"
     try:
         while not failed:
-            with phase("read"):
+            with phase(waiting):
                 entry = inbox.get()
             if entry is _END:
                 break
             if isinstance(entry, _Failure):
                 raise entry.error
-            result = work(entry)
+            item, ready = entry if prepare is not None else (entry, entry)
+            result = work(ready)
             with phase("write"):
-                outbox.put((entry, result))
+                outbox.put((item, result))
     finally:
         stop.set()
-        reader.join(READER_JOIN_SECONDS)
+        for thread in upstream:
+            thread.join(READER_JOIN_SECONDS)
         with phase("write"):
             outbox.put(_END)
             writer.join()
         gc.set_threshold(*thresholds)
     if failed:
         raise failed[0]
+
+
+def _relay(items: Iterable, box: queue.Queue, stop: threading.Event) -> None:
+    """Put each of ``items`` in ``box``, then the end mark, until ``stop`` is set; an
+    exception of ``items`` is put in ``box`` in its place (handed on in order)."""
+    try:
+        for item in items:
+            if not _put(box, item, stop):
+                return
+        _put(box, _END, stop)
+    except BaseException as error:  # handed to the next stage, in order
+        _put(box, _Failure(error), stop)
+
+
+def _entries(box: queue.Queue, stop: threading.Event) -> Iterator:
+    """The entries of ``box`` up to the end mark, an upstream failure raised in its
+    place; ends early once ``stop`` is set."""
+    while not stop.is_set():
+        try:
+            entry = box.get(timeout=STOP_POLL)
+        except queue.Empty:
+            continue
+        if entry is _END:
+            return
+        if isinstance(entry, _Failure):
+            raise entry.error
+        yield entry
 
 
 def _put(box: queue.Queue, entry, stop: threading.Event) -> bool:

@@ -81,7 +81,15 @@ def _tag(args: argparse.Namespace) -> int:
             bar.update(batch.num_tokens)
 
         with Progress(None, "tagging", unit="tokens", enabled=not args.quiet) as bar:
-            overlapped(batches, lambda batch: _tag_columns(model, batch, args, composed, options), finish)
+            if _decodes_apart(model, args, options):
+                from fstcrf.engine.inference import blas_single_threaded
+
+                if args.threads is not None:
+                    model.threads = args.threads
+                with blas_single_threaded():  # as in model.predict: no BLAS threads beside fstcrf's
+                    overlapped(batches, lambda encoded: _best_labels(model, encoded), finish, _encoded(model))
+            else:
+                overlapped(batches, lambda batch: _tag_columns(model, batch, args, composed, options), finish)
 
     try:
         write_atomically(args.output, write, keep_on_interrupt=True)
@@ -93,6 +101,40 @@ def _tag(args: argparse.Namespace) -> int:
         )
         raise
     return 0
+
+
+def _decodes_apart(model, args: argparse.Namespace, options: dict) -> bool:
+    """Whether ``fstcrf tag`` writes a single model's best labels alone, unconstrained:
+    then the features of the next batch are extracted in a thread of their own while
+    this batch is decoded (:func:`_encoded`, :func:`_best_labels`)."""
+    from fstcrf.model.chain import ChainCRF
+
+    return (
+        isinstance(model, ChainCRF)
+        and not options
+        and args.nbest is None
+        and not args.marginals
+        and not args.entity_probabilities
+        and not args.nonlocal_model
+        and args.decode != "mbr"
+    )
+
+
+def _encoded(model):
+    """The function that encodes a batch's sentences with ``model``'s features (None for
+    a batch without sentences)."""
+    return lambda batch: model.encode(batch.sentences) if batch.sentences else None
+
+
+def _best_labels(model, encoded) -> list[list[list[str]]]:
+    """The best labels [1][B][T] of the sentences ``encoded`` (:func:`_encoded`), what
+    model.predict gives them."""
+    from fstcrf.corpus.labels import split_labels
+
+    if encoded is None:
+        return [[]]
+    with phase("decode"):
+        return [split_labels(model.topology_, model.scorer().paths(encoded, model.weights_), encoded.offsets)]
 
 
 def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:

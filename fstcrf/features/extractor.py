@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import cast
 
 import numpy as np
@@ -21,6 +22,7 @@ from fstcrf.errors import (
     TemplateError,
 )
 from fstcrf.features.template import (
+    SEEN_LOWER,
     Observation,
     Template,
     escape_value,
@@ -61,17 +63,26 @@ def _split_values(values: str) -> list[str]:
     return parts
 
 
+#: ``HashedDictionary.list_rows`` looks the predicates of a table's two halves up in two
+#: threads (the C kernel releases the GIL) when each half has at least this many tokens.
+LIST_ROWS_HALF = 2048
+
 #: ``fit`` tries this many salts for a dictionary whose 64-bit keys are all distinct.
 SALT_TRIES = 16
 
 
-def _string_hashes(values: Sequence[str], salt: int) -> np.ndarray:
+def utf8_hashes(values: Sequence[str], salt: int) -> np.ndarray:
     """uint64 [n]: the 64-bit hash of each string's UTF-8 text under ``salt``."""
-    encoded = [value.encode("utf-8", "surrogatepass") for value in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(text) for text in encoded], out=offsets[1:])
-    blob = np.frombuffer(b"".join(encoded) + b"\0", dtype=np.uint8)  # never empty
-    hashes = np.empty(len(encoded), dtype=np.uint64)
+    text = "".join(values)
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=len(values)), out=offsets[1:])  # characters
+    if not text.isascii():  # characters to bytes: the UTF-8 length of each code point, summed
+        points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        ends = np.zeros(len(points) + 1, dtype=np.int64)
+        np.cumsum(1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000), out=ends[1:])
+        offsets = ends[offsets]
+    blob = np.frombuffer(text.encode("utf-8", "surrogatepass") + b"\0", dtype=np.uint8)  # never empty
+    hashes = np.empty(len(values), dtype=np.uint64)
     kernel.string_hashes(blob, offsets, salt, hashes)
     return hashes
 
@@ -90,11 +101,11 @@ def _predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.n
         groups[k][0].append(column)
         groups[k][1].append(split)
     keys = np.empty(len(names), dtype=np.uint64)
-    seeds = _string_hashes([predicate.name for predicate in template], salt)
+    seeds = utf8_hashes([predicate.name for predicate in template], salt)
     for k, (columns, splits) in enumerate(groups):
         own = np.full(len(columns), seeds[k], dtype=np.uint64)
         for i in range(template.predicates[k].num_values):
-            kernel.chain_keys(own, _string_hashes([split[i] for split in splits], salt))
+            kernel.chain_keys(own, utf8_hashes([split[i] for split in splits], salt))
         keys[columns] = own
     return keys
 
@@ -149,7 +160,7 @@ class HashedDictionary:
         for observation, j in observations.items():
             value_hashes[j] = hashes.at_tokens(observation)
         names = [template.predicates[k].name for k in chosen]
-        seeds = _string_hashes(names, self.salt)
+        seeds = utf8_hashes(names, self.salt)
         item_ptr_array = np.array(item_ptr, dtype=np.int32)
         items_array = np.array(items, dtype=np.int32)
         indptr = np.empty(table.num_tokens + 1, dtype=np.int64)
@@ -161,7 +172,11 @@ class HashedDictionary:
         self, table: TokenTable, template: Template, chosen: Sequence[int], resources: Resources
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`rows` of templates with value lists (``resources`` has the files and
-        training words they read): the cross products of their items in C."""
+        training words they read): the cross products of their items in C.  The lines
+        that read only a token's own value of one column (:func:`own_value_lines`) come
+        first and are looked up once per distinct value of that column."""
+        column, grouped = own_value_lines(template, chosen)
+        chosen = grouped + [k for k in chosen if k not in grouped]
         observations: dict[Observation, int] = {}
         items, item_ptr = [], [0]
         for k in chosen:
@@ -178,7 +193,7 @@ class HashedDictionary:
             if observation.kind is None:
                 value_hashes.append(hashes.at_tokens(observation))
             else:
-                value_hashes.append(_string_hashes(item.names, self.salt)[item.codes])
+                value_hashes.append(utf8_hashes(item.names, self.salt)[item.codes])
             start += int(item.ptr[-1])
         sizes = np.zeros(table.num_tokens, dtype=np.int64)
         for k in range(len(chosen)):
@@ -186,20 +201,29 @@ class HashedDictionary:
             for j in items[item_ptr[k] : item_ptr[k + 1]]:
                 line *= lists[j].counts
             sizes += line
-        indptr = np.empty(table.num_tokens + 1, dtype=np.int64)
-        indices = np.empty(int(sizes.sum()), dtype=np.int32)
-        list_rows(
-            value_ptr,
-            np.concatenate([np.zeros(0, dtype=np.uint64)] + value_hashes),
-            _string_hashes([template.predicates[k].name for k in chosen], self.salt),
-            np.array(item_ptr, dtype=np.int32),
-            np.array(items, dtype=np.int32),
-            self.slots,
-            int(sizes.max(initial=0)),
-            indptr,
-            indices,
-        )
-        return indptr, indices[: indptr[-1]]
+            if k + 1 == len(grouped):  # the keys of the grouped lines: the room of each group
+                group, values = table.coded_column(cast(str, column), None)
+                room = np.zeros(len(values), dtype=np.int64)
+                room[group] = sizes
+                memo_ptr = np.zeros(len(values) + 1, dtype=np.int64)
+                np.cumsum(room, out=memo_ptr[1:])
+        all_hashes = np.concatenate([np.zeros(0, dtype=np.uint64)] + value_hashes)
+        seeds = utf8_hashes([template.predicates[k].name for k in chosen], self.salt)
+        item_ptr_array, items_array = np.array(item_ptr, dtype=np.int32), np.array(items, dtype=np.int32)
+
+        def rows_of(first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
+            """indptr [last - first + 1] (from 0) and indices of tokens first .. last-1."""
+            indptr = np.empty(last - first + 1, dtype=np.int64)
+            indices = np.empty(int(sizes[first:last].sum()), dtype=np.int32)
+            part_ptr = np.ascontiguousarray(value_ptr[:, first : last + 1])
+            scratch = int(sizes[first:last].max(initial=0))
+            groups = (len(grouped), np.ascontiguousarray(group[first:last]), memo_ptr) if grouped else None
+            list_rows(
+                part_ptr, all_hashes, seeds, item_ptr_array, items_array, self.slots, scratch, indptr, indices, groups
+            )
+            return indptr, indices[: indptr[-1]]
+
+        return _in_halves(table.num_tokens, rows_of)
 
     def reading_rows(
         self, table: TokenTable, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
@@ -211,7 +235,7 @@ class HashedDictionary:
         value, then spread over the tokens of each context."""
         hashes = _ObservationHashes(table, self.salt)
         out = np.empty((table.num_tokens, len(values), len(chosen)), dtype=np.int32)
-        seeds = _string_hashes([template.predicates[k].name for k in chosen], self.salt)
+        seeds = utf8_hashes([template.predicates[k].name for k in chosen], self.salt)
         for j, k in enumerate(chosen):
             observations = template.predicates[k].observations
             others = [observation for observation in observations if observation.column != column]
@@ -224,13 +248,54 @@ class HashedDictionary:
             keys = np.full(num_contexts * len(values), seeds[j], dtype=np.uint64)  # [C, K] flat
             for observation in observations:
                 if observation.column == column:
-                    link = np.tile(_string_hashes(_read_values(observation, values), self.salt), num_contexts)
+                    link = np.tile(utf8_hashes(_read_values(observation, values), self.salt), num_contexts)
                 else:
                     link = np.repeat(hashes.at_tokens(observation)[first], len(values))
                 kernel.chain_keys(keys, link)
             by_context = self.lookup(keys).astype(np.int32).reshape(num_contexts, len(values))
             np.take(by_context, context.reshape(-1), axis=0, out=out[:, :, j])
         return out
+
+
+#: The value lists whose values at a token depend on its own value alone.
+OWN_VALUE_KINDS = (None, "prefixes", "suffixes", "ngrams", "cluster", SEEN_LOWER)
+
+
+def own_value_lines(template: Template, chosen: Sequence[int]) -> tuple[str | None, list[int]]:
+    """(a column, the lines of ``chosen`` whose items all read that column's value at
+    the token itself, through single values or OWN_VALUE_KINDS, the bias included):
+    two tokens with the same value in the column have the same keys on those lines.
+    The column is the one most lines read so (None, [] if none does)."""
+    by_column: dict[str, list[int]] = {}
+    constant = []
+    for k in chosen:
+        observations = template.predicates[k].observations
+        columns = {observation.column for observation in observations}
+        if any(observation.offset != 0 or observation.kind not in OWN_VALUE_KINDS for observation in observations):
+            continue
+        if not columns:
+            constant.append(k)
+        elif len(columns) == 1:
+            by_column.setdefault(columns.pop(), []).append(k)
+    if not by_column:
+        return None, []
+    column = max(by_column, key=lambda name: len(by_column[name]))
+    return column, sorted(constant + by_column[column])
+
+
+def _in_halves(
+    num_tokens: int, rows_of: Callable[[int, int], tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """indptr int64 [N + 1] and indices of N tokens from rows_of(first, last), the rows
+    of tokens first .. last-1 (their indptr from 0): the two halves in two threads
+    (rows_of calls C, which releases the GIL) when each has LIST_ROWS_HALF tokens."""
+    if num_tokens < 2 * LIST_ROWS_HALF:
+        return rows_of(0, num_tokens)
+    middle = num_tokens // 2
+    with ThreadPoolExecutor(1, thread_name_prefix="fstcrf-rows") as pool:
+        second = pool.submit(rows_of, middle, num_tokens)
+        head, tail = rows_of(0, middle), second.result()
+    return np.concatenate([head[0], tail[0][1:] + head[0][-1]]), np.concatenate([head[1], tail[1]])
 
 
 class _ObservationHashes:
@@ -246,9 +311,9 @@ class _ObservationHashes:
         codes, names = self.table.observation_codes(observation)
         values = (observation.column, observation.transform)
         if values not in self._by_values:
-            self._by_values[values] = _string_hashes(self.table.value_names(*values), self.salt)
+            self._by_values[values] = utf8_hashes(self.table.value_names(*values), self.salt)
         base = self._by_values[values]
-        return np.concatenate([base, _string_hashes(names[len(base) :], self.salt)])[codes]
+        return np.concatenate([base, utf8_hashes(names[len(base) :], self.salt)])[codes]
 
 
 def _read_values(observation: Observation, values: Sequence[str]) -> list[str]:
@@ -384,14 +449,14 @@ class FeatureExtractor:
 
         def keys(salt: int) -> np.ndarray:
             """uint64 [P]: the keys of the kept predicates, chained from their value codes."""
-            seeds = _string_hashes([predicate.name for predicate in self.parsed_template()], salt)
+            seeds = utf8_hashes([predicate.name for predicate in self.parsed_template()], salt)
             hashed: dict[int, np.ndarray] = {}  # the hashes of each list of value names
             parts = []
             for seed, occurrence in zip(seeds, occurrences):
                 own = np.full(len(occurrence.names), seed, dtype=np.uint64)
                 for codes, value_names in occurrence.values:
                     if id(value_names) not in hashed:
-                        hashed[id(value_names)] = _string_hashes(value_names, salt)
+                        hashed[id(value_names)] = utf8_hashes(value_names, salt)
                     kernel.chain_keys(own, hashed[id(value_names)][codes])
                 parts.append(own)
             return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[chosen]
@@ -452,13 +517,13 @@ class FeatureExtractor:
         if not real:
             return binary
         salt = self._dictionary.salt
-        columns = self._dictionary.lookup(_string_hashes([predicate.name for predicate in real], salt))
+        columns = self._dictionary.lookup(utf8_hashes([predicate.name for predicate in real], salt))
         rows, entry_columns, values = [], [], []
         for predicate, column in zip(real, columns.tolist()):
             if predicate.multi_valued:  # an embedding: a predicate per dimension
                 lists = table.value_lists(predicate.observations[0], self._resources)
-                keys = np.full(len(lists.names), _string_hashes([predicate.name], salt)[0], dtype=np.uint64)
-                kernel.chain_keys(keys, _string_hashes(lists.names, salt))
+                keys = np.full(len(lists.names), utf8_hashes([predicate.name], salt)[0], dtype=np.uint64)
+                kernel.chain_keys(keys, utf8_hashes(lists.names, salt))
                 entry_column = self._dictionary.lookup(keys)[lists.codes]
                 known = entry_column >= 0
                 rows.append(np.repeat(np.arange(table.num_tokens), lists.counts)[known])

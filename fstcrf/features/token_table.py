@@ -6,6 +6,7 @@ looks up)."""
 from __future__ import annotations
 
 import math
+from itertools import repeat
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, cast
 
@@ -22,11 +23,10 @@ from fstcrf.errors import (
 from fstcrf.features.template import (
     Observation,
     PredicateTemplate,
-    escape_value,
     transform_function,
 )
 from fstcrf.features.resources import Resources
-from fstcrf.features.value_lists import ValueLists, observation_lists, single
+from fstcrf.features.value_lists import ValueLists, escaped, observation_lists, single
 
 
 def missing_column_message(column: str, available: Sequence[str]) -> str:
@@ -65,29 +65,18 @@ class TokenTable:
         key = (column, transform)
         if key not in self._coded_columns:
             if transform is None:
-                first_use: dict[str, int] = {}  # value -> the token where it first occurs
                 column_values = self._column_values(column)
                 try:
-                    first = np.fromiter(
-                        map(first_use.setdefault, column_values, range(self.num_tokens)),
-                        dtype=np.int64,
-                        count=self.num_tokens,
-                    )
+                    codes, values = _first_use_codes(column_values)
                 except TypeError:  # an unhashable value
                     self._check_strings(column, column_values)
                     raise
-                codes = (np.cumsum(first == np.arange(self.num_tokens)) - 1)[first]
-                values = list(first_use)
             else:
                 raw_codes, raw_values = self.coded_column(column, None)
                 self._check_strings(column, raw_values, raw_codes)
                 function = cast(Callable[[str], str], transform_function(transform))
-                code_of: dict[str, int] = {}
-                recode = np.array(
-                    [code_of.setdefault(function(value), len(code_of)) for value in raw_values], dtype=np.int64
-                )
+                recode, values = _first_use_codes(list(map(function, raw_values)))
                 codes = recode[raw_codes]
-                values = list(code_of)
             self._coded_columns[key] = codes, values
         return self._coded_columns[key]
 
@@ -97,16 +86,16 @@ class TokenTable:
         key = (column, transform)
         if key not in self._value_names:
             self._check_strings(column, values, codes)
-            self._value_names[key] = [escape_value(value) for value in values]
+            self._value_names[key] = escaped(values)
         return codes, self._value_names[key]
 
     def _check_strings(self, column: str, values: Sequence, codes: np.ndarray | None = None) -> None:
         """ArgumentTypeError naming the first token whose value in ``column`` is not a
         string; ``values`` are the column's values [N], or its distinct values when
         ``codes`` [N] gives each token's."""
-        bad = next((k for k, value in enumerate(values) if not isinstance(value, str)), None)
-        if bad is None:
+        if all(map(isinstance, values, repeat(str))):
             return
+        bad = next(k for k, value in enumerate(values) if not isinstance(value, str))
         token = bad if codes is None else int(np.argmax(codes == bad))
         sentence, position = self.place(token)
         raise ArgumentTypeError(
@@ -255,6 +244,14 @@ def _predicate_names(predicate: PredicateTemplate, values: list[tuple[np.ndarray
     value_names = [[names[code] for code in codes.tolist()] for codes, names in values]
     prefix = predicate.name + "="
     return [prefix + "|".join(row) for row in zip(*value_names)]
+
+
+def _first_use_codes(values: Sequence) -> tuple[np.ndarray, list]:
+    """(codes int64 [n] of ``values`` [n], numbered by first occurrence; the distinct
+    values in that order), the dictionary filled by one pass in C."""
+    first_use: dict = {}  # value -> where it first occurs
+    first = np.fromiter(map(first_use.setdefault, values, range(len(values))), dtype=np.int64, count=len(values))
+    return (np.cumsum(first == np.arange(len(values))) - 1)[first], list(first_use)
 
 
 def _factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -14,8 +14,10 @@ kernel's (:func:`fstcrf.engine.kernel.cross_keys`).
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable, Sequence
+from itertools import chain, compress
 from typing import NamedTuple, cast
 
 import numpy as np
@@ -97,6 +99,22 @@ def shifted(lists: ValueLists, table, offset: int, boundary: bool = True) -> Val
     return gather(extended, np.where(inside, rows, table.num_tokens + step - first))
 
 
+def escaped(values: Sequence[str]) -> list[str]:
+    """[escape_value(value) for value in values], without a Python call per value when
+    none of them holds a backslash or a bar or starts with an underscore (a
+    separator that none of them holds lets one search of their concatenation tell)."""
+    text = "\n".join(values)
+    if (
+        "\\" in text
+        or "|" in text
+        or text.startswith("_")
+        or "\n_" in text
+        or text.count("\n") != len(values) - 1  # a value holds the separator
+    ):
+        return [escape_value(value) for value in values]
+    return list(values)
+
+
 def _distinct(values) -> list[str]:
     return list(dict.fromkeys(values))
 
@@ -127,9 +145,9 @@ def cluster_prefixes(paths: dict[str, str], value: str, lengths: Sequence[int]) 
     return [] if path is None else _distinct(path[:n] for n in lengths)
 
 
-def per_value(observation: Observation, resource, seen: frozenset[str]) -> Callable[[str], list[str]]:
+def per_value(observation: Observation, resource) -> Callable[[str], list[str]]:
     """The list of values a value-list item of one token's value gives that value
-    (not for bag, types, gazetteer and embedding)."""
+    (not for bag, types, gazetteer, embedding and seen_lower)."""
     kind, low, high = observation.kind, observation.low, observation.high
     if kind == "prefixes":
         return lambda value: prefixes(value, low, high)
@@ -140,8 +158,6 @@ def per_value(observation: Observation, resource, seen: frozenset[str]) -> Calla
     if kind == "cluster":
         paths = cast(Clusters, resource.content).paths
         return lambda value: cluster_prefixes(paths, value, observation.lengths)
-    if kind == SEEN_LOWER:
-        return lambda value: [SEEN if value.lower() in seen else UNSEEN]
     raise ValueError(f"no per-value list for {kind!r}")
 
 
@@ -150,7 +166,7 @@ def by_value(codes: np.ndarray, values: Sequence[str], function: Callable[[str],
     the list of each distinct value computed once by ``function``."""
     index: dict[str, int] = {}
     per_code = [[index.setdefault(name, len(index)) for name in function(value)] for value in values]
-    return gather(from_lists(per_code, [escape_value(name) for name in index]), codes)
+    return gather(from_lists(per_code, escaped(list(index))), codes)
 
 
 #: Names a :class:`ListCache` holds before it starts afresh (its memory stays bounded).
@@ -172,36 +188,48 @@ class ListCache:
 
     def clear(self) -> None:
         """Forget every list and name."""
-        self.lists: dict[str, np.ndarray] = {}
+        self.lists: dict[str, list[int]] = {}
         self.codes: dict[str, int] = {}
         self.names: list[str] = []
 
-    def _codes_of(self, value: str) -> np.ndarray:
-        names = [escape_value(name) for name in self.function(value)]
-        for name in names:
-            if name not in self.codes:
-                self.codes[name] = len(self.names)
-                self.names.append(name)
-        codes = np.fromiter(map(self.codes.__getitem__, names), dtype=np.int64, count=len(names))
-        self.lists[value] = codes
-        return codes
+    def _add(self, values: list[str]) -> None:
+        """Compute and keep the lists of ``values`` (not yet kept), their new names coded
+        in order of first occurrence: one dictionary pass in C over all their names."""
+        lists = list(map(self.function, values))
+        lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+        names = escaped(list(chain.from_iterable(lists)))
+        # a name met before gets its code; a new one the placeholder -1 - (its first position)
+        placeholders = range(-1, -len(names) - 1, -1)
+        found = np.fromiter(map(self.codes.setdefault, names, placeholders), dtype=np.int64, count=len(names))
+        new = np.flatnonzero(found == np.arange(-1, -len(names) - 1, -1))
+        first = len(self.names)
+        added = list(map(names.__getitem__, new.tolist()))
+        self.codes.update(zip(added, range(first, first + len(added))))
+        self.names += added
+        code_at = np.empty(len(names), dtype=np.int64)
+        code_at[new] = np.arange(first, first + len(added))
+        codes = found.copy()
+        codes[found < 0] = code_at[-1 - found[found < 0]]
+        flat, ends = codes.tolist(), np.cumsum(lengths).tolist()
+        self.lists.update(zip(values, map(flat.__getitem__, map(slice, [0, *ends[:-1]], ends))))
 
     def value_lists(self, codes: np.ndarray, values: Sequence[str]) -> ValueLists:
         """What by_value(codes, values, function) gives, from the cache."""
         with self.lock:
             if len(self.names) > self.limit:
                 self.clear()
-            cached = self.lists.get
-            found = [cached(value) for value in values]
-            per_code = [self._codes_of(value) if got is None else got for value, got in zip(values, found)]
+            unseen = list(compress(values, map(operator.not_, map(self.lists.__contains__, values))))
+            if unseen:
+                self._add(unseen)
+            per_code = list(map(self.lists.__getitem__, values))
             names = self.names
         ptr = np.zeros(len(per_code) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, per_code), dtype=np.int64, count=len(per_code)), out=ptr[1:])
-        global_codes = np.concatenate([np.zeros(0, dtype=np.int64), *per_code])
+        global_codes = np.fromiter(chain.from_iterable(per_code), dtype=np.int64, count=int(ptr[-1]))
         present = np.zeros(len(names), dtype=bool)
         present[global_codes] = True
         local = np.cumsum(present) - 1  # the batch's names numbered in the vocabulary's order
-        used = [names[k] for k in np.flatnonzero(present).tolist()]
+        used = list(map(names.__getitem__, np.flatnonzero(present).tolist()))
         return gather(ValueLists(ptr, local[global_codes], used), codes)
 
 
@@ -215,8 +243,19 @@ def list_cache(observation: Observation) -> ListCache | None:
         return None
     key = (observation.kind, observation.low, observation.high)
     if key not in _CACHES:
-        _CACHES[key] = ListCache(per_value(observation, None, frozenset()))
+        _CACHES[key] = ListCache(per_value(observation, None))
     return _CACHES[key]
+
+
+def seen_marks(codes: np.ndarray, values: Sequence[str], seen: frozenset[str]) -> ValueLists:
+    """The lists of ``seen_lower``: SEEN or UNSEEN at each token (whose value code is
+    codes int [N], values[code] the value), whether ``seen`` holds the value
+    lower-cased; the marks numbered by first occurrence among ``values``."""
+    known = np.fromiter(map(seen.__contains__, map(str.lower, values)), dtype=bool, count=len(values))
+    order = list(dict.fromkeys(known.tolist()))  # the marks numbered by first occurrence, as by_value
+    code_of = np.zeros(2, dtype=np.int64)
+    code_of[np.array(order, dtype=np.int64)] = np.arange(len(order))
+    return single(code_of[known.astype(np.int64)][codes], [SEEN if mark else UNSEEN for mark in order])
 
 
 def embedding_lists(codes: np.ndarray, values: Sequence[str], embeddings: Embeddings) -> ValueLists:
@@ -297,7 +336,7 @@ def gazetteer_marks(
     pairs = np.array(sorted(marked), dtype=np.int64).reshape(-1, 2)
     ptr = np.zeros(len(codes) + 1, dtype=np.int64)
     np.cumsum(np.bincount(pairs[:, 0], minlength=len(codes)), out=ptr[1:])
-    return ValueLists(ptr, pairs[:, 1], [escape_value(name) for name in index])
+    return ValueLists(ptr, pairs[:, 1], escaped(list(index)))
 
 
 def observation_lists(table, observation: Observation, resources) -> ValueLists:
@@ -323,6 +362,8 @@ def observation_lists(table, observation: Observation, resources) -> ValueLists:
     cache = list_cache(observation)
     if cache is not None:
         return shifted(cache.value_lists(codes, values), table, observation.offset)
+    if kind == SEEN_LOWER:
+        return shifted(seen_marks(codes, values, resources.seen_lower(observation.column)), table, observation.offset)
     resource = resources.resource(observation) if kind == "cluster" else None
-    function = per_value(observation, resource, resources.seen_lower(observation.column))
+    function = per_value(observation, resource)
     return shifted(by_value(codes, values, function), table, observation.offset)

@@ -205,3 +205,127 @@ def test_the_reader_stays_a_few_items_ahead_and_collections_are_restored():
     assert max(lead) <= QUEUE_BATCHES + 2
     assert all(results)  # work ran in the calling thread
     assert gc.get_threshold() == thresholds
+
+
+# -- the preparing stage (features extracted beside decoding) ---------------------------
+
+
+def test_prepared_items_are_worked_on_and_finished_in_order():
+    finished = []
+    threads = set()
+
+    def prepare(item):
+        threads.add(threading.current_thread() is threading.main_thread())
+        return item + 1000
+
+    overlapped(range(100), lambda ready: ready * 2, lambda item, result: finished.append((item, result)), prepare)
+    assert finished == [(item, 2 * (item + 1000)) for item in range(100)]
+    assert threads == {False}  # prepared off the calling thread
+
+
+@pytest.mark.parametrize("stage", ["read", "prepare", "work", "finish"])
+def test_with_a_preparer_an_error_is_raised_once_the_items_before_it_are_finished(stage):
+    finished = []
+
+    def fail_at_five(where):
+        def step(item):
+            if stage == where and item == 5:
+                raise ValueError(where)
+            return item
+
+        return step
+
+    def finish(item, result):
+        fail_at_five("finish")(item)
+        finished.append((item, result))
+
+    items = _items_failing_at(5) if stage == "read" else range(20)
+    with pytest.raises(ValueError, match=stage):
+        overlapped(items, fail_at_five("work"), finish, fail_at_five("prepare"))
+    assert finished == [(item, item) for item in range(5)]
+
+
+def test_ctrl_c_while_a_batch_is_prepared_finishes_the_items_already_worked_on():
+    finished = []
+    worked = threading.Event()
+
+    def prepare(item):
+        if item == 8:
+            worked.wait(10)  # item 7 reached work: Ctrl-C comes while this one is prepared
+        return item
+
+    def work(item):
+        if item == 7:
+            worked.set()
+            raise KeyboardInterrupt
+        return item
+
+    with pytest.raises(KeyboardInterrupt):
+        overlapped(range(1000), work, lambda item, result: finished.append(item), prepare)
+    assert finished == list(range(7))
+
+
+def test_the_preparer_and_the_reader_stay_a_few_items_ahead():
+    produced, prepared, lead = [], [], []
+
+    def items():
+        for item in range(200):
+            produced.append(item)
+            yield item
+
+    def prepare(item):
+        prepared.append(item)
+        return item
+
+    def work(item):
+        lead.append((len(prepared) - item, len(produced) - item))
+        return item
+
+    overlapped(items(), work, lambda item, result: None, prepare)
+    assert max(ahead for ahead, _ in lead) <= QUEUE_BATCHES + 2
+    assert max(ahead for _, ahead in lead) <= 2 * QUEUE_BATCHES + 4
+
+
+def test_phases_of_other_threads_are_not_timed(monkeypatch):
+    import fstcrf.phases as phases
+
+    timer = phases.PhaseTimer()
+    monkeypatch.setattr(phases, "_TIMER", timer)
+
+    def in_a_thread():
+        with phases.phase("features"):
+            pass
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    with phases.phase("decode"):
+        pass
+    assert set(timer.calls) == {"decode"}
+
+
+@pytest.mark.parametrize(
+    "options, prepared",
+    [([], True), (["--marginals"], False), (["--nbest", "2"], False), (["--threads", "1"], True)],
+)
+def test_best_labels_alone_are_encoded_in_the_features_thread(monkeypatch, tmp_path, demo_chunker, options, prepared):
+    from fstcrf.model.chain import ChainCRF
+
+    threads = []
+    encode = ChainCRF.encode
+
+    def recording(self, sentences):
+        threads.append(threading.current_thread().name)
+        return encode(self, sentences)
+
+    monkeypatch.setattr(ChainCRF, "encode", recording)
+    monkeypatch.setattr(tag_command, "TAG_BATCH_TOKENS", 50)
+    output = tmp_path / "out.txt"
+    assert main(["-q", "tag", str(demo_chunker), str(DATA_DIR / "demo_test.txt"), *options, "-o", str(output)]) == 0
+    assert len(threads) > 10  # a batch at a time
+    assert set(threads) == ({"fstcrf-prepare"} if prepared else {threading.main_thread().name})
+    monkeypatch.setattr(ChainCRF, "encode", encode)
+    expected = tmp_path / "expected.txt"
+    monkeypatch.setattr(tag_command, "TAG_BATCH_TOKENS", 10**9)  # one batch: what the batches must add up to
+    assert main(["-q", "tag", str(demo_chunker), str(DATA_DIR / "demo_test.txt"), *options, "-o", str(expected)]) == 0
+    assert output.read_bytes() == expected.read_bytes()

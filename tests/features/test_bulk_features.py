@@ -62,7 +62,7 @@ def colliding_at_salt_zero(real):
 
 
 def test_a_forced_collision_is_detected_and_rehashed(monkeypatch, tmp_path):
-    monkeypatch.setattr(features, "_string_hashes", colliding_at_salt_zero(features._string_hashes))
+    monkeypatch.setattr(features, "utf8_hashes", colliding_at_salt_zero(features.utf8_hashes))
     train = [Sentence({"word": ["ab", "aA", "b|", "bb"], "pos": ["DT", "NN", "NN", "DT"]})]
     test = [Sentence({"word": ["aA", "zz", "bb", "ab"], "pos": ["NN", "DT", "NN", "NN"]})]
     template = features.parse_template("bias\nword[0]\nword[-1]|pos[0]\n")
@@ -82,7 +82,7 @@ def test_a_forced_collision_is_detected_and_rehashed(monkeypatch, tmp_path):
 
 
 def test_no_salt_without_collisions_is_a_typed_error(monkeypatch):
-    monkeypatch.setattr(features, "_string_hashes", lambda values, salt: np.zeros(len(values), dtype=np.uint64))
+    monkeypatch.setattr(features, "utf8_hashes", lambda values, salt: np.zeros(len(values), dtype=np.uint64))
     train = [Sentence({"word": ["a", "b"], "pos": ["DT", "NN"]})]
     with pytest.raises(HashCollisionError, match="collide under each of 16 salts") as caught:
         FeatureExtractor("word[0]\n").fit(train)

@@ -403,7 +403,7 @@ def test_the_list_cache_gives_what_computing_anew_gives(batches, line, limit):
     from fstcrf.features.value_lists import ListCache, by_value, per_value
 
     observation = parse_template(line).predicates[0].observations[0]
-    function = per_value(observation, None, frozenset())
+    function = per_value(observation, None)
     cache = ListCache(function, limit=limit)  # small limits empty it between batches
     for words in batches:
         values = list(dict.fromkeys(words))

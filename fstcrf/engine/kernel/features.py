@@ -219,13 +219,19 @@ def list_rows(
     scratch_size: int,
     indptr: np.ndarray,
     indices: np.ndarray,
+    grouped: tuple[int, np.ndarray, np.ndarray] | None = None,
 ) -> None:
     """ff_list_rows: the known predicates of N tokens whose items give lists of values,
     in CSR form: indptr int64 [N+1] and the first indptr[N] entries of indices int32
     [max entries], each row's columns ascending.  Item j's values at token t are
     value_hashes[value_ptr[j, t] .. value_ptr[j, t+1]-1] (int64 [J, N+1], uint64 [V]);
     line k, of key seed seeds[k] (uint64 [T]), crosses the items items[item_ptr[k] ..
-    item_ptr[k+1]-1] (int32 [T+1], int32 [I]); no token has more than scratch_size keys."""
+    item_ptr[k+1]-1] (int32 [T+1], int32 [I]); no token has more than scratch_size keys.
+    ``grouped`` (num_grouped, group, memo_ptr): the first num_grouped lines give every
+    token of a group (group int64 [N], in [0, G)) the same keys, so they are looked up
+    once per group, group g's known columns kept in room memo_ptr[g] ..
+    memo_ptr[g+1]-1 (int64 [G+1]); None: no groups."""
+    num_grouped, group, memo_ptr = grouped or (0, np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
     status = lib.ff_list_rows(
         value_ptr.shape[1] - 1,
         len(value_ptr),
@@ -241,6 +247,12 @@ def list_rows(
         scratch_size,
         output_pointer(np.empty(max(scratch_size, 1), dtype=np.uint64)),
         output_pointer(np.empty(max(scratch_size, 1), dtype=np.int64)),
+        num_grouped,
+        len(memo_ptr) - 1,
+        input_pointer(group),
+        input_pointer(memo_ptr),
+        output_pointer(np.empty(max(int(memo_ptr[-1]), 1), dtype=np.int32)),
+        output_pointer(np.empty(max(len(memo_ptr) - 1, 1), dtype=np.int64)),
         output_pointer(indptr),
         len(indices),
         output_pointer(indices),
