@@ -59,17 +59,30 @@ static int check_block(const ff_dictionary *d, const ff_tokens *x, const int32_t
 /* Ask for the rows of weights [F] (or gradient) and outputs of the predicates
  * of token t, read a token later: a large model's rows lie scattered far beyond
  * the caches, and one row read after another leaves the memory mostly idle. */
-static void prefetch_rows(const ff_dictionary *d, const ff_tokens *x, int64_t t, const double *weights,
-                          const int64_t *at)
+static void prefetch_rows(const ff_dictionary *d, const ff_tokens *x, int64_t t, const double *weights)
 {
     if (t >= x->num_tokens)
         return;
     for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
         const int32_t p = x->indices[j];
-        const double *row = weights + (at != NULL ? at[p] : d->ptr[p]);
+        for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += 8)
+            FC_PREFETCH(weights + f);
+        for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += 16)
+            FC_PREFETCH(d->output + f);
+    }
+}
+
+/* prefetch_rows for counts laid out by at (see ff_accumulate_at). */
+static void prefetch_rows_at(const ff_dictionary *d, const ff_tokens *x, int64_t t, const double *counts,
+                             const int64_t *at)
+{
+    if (t >= x->num_tokens)
+        return;
+    for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
+        const int32_t p = x->indices[j];
         const int64_t length = d->ptr[p + 1] - d->ptr[p];
         for (int64_t k = 0; k < length; k += 8)
-            FC_PREFETCH(row + k);
+            FC_PREFETCH(counts + at[p] + k);
         for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += 16)
             FC_PREFETCH(d->output + f);
     }
@@ -85,9 +98,9 @@ int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta
     const int32_t L = d->num_labels;
     /* work[q] = score of output q at the current token; a complete row adds to
      * work in the same order as the general loop, so the sums are the same */
-    prefetch_rows(d, x, 0, theta, NULL);
+    prefetch_rows(d, x, 0, theta);
     for (int64_t t = 0; t < x->num_tokens; ++t) {
-        prefetch_rows(d, x, t + 1, theta, NULL);
+        prefetch_rows(d, x, t + 1, theta);
         memset(work, 0, sizeof(double) * (size_t)(S + L));
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
             const int32_t p = x->indices[j];
@@ -119,22 +132,23 @@ int ff_accumulate(const ff_dictionary *d, const ff_tokens *x, const double *marg
     return ff_accumulate_at(d, x, marg, scale, NULL, grad, work);
 }
 
-int ff_accumulate_at(const ff_dictionary *d, const ff_tokens *x, const double *marg,
-                     double scale, const int64_t *at, double *grad, double *work)
+/* The loop of ff_accumulate_at, inlined twice so that the dense layout (at NULL)
+ * keeps the row addressing of a plain dictionary walk. */
+static inline void accumulate_rows(const ff_dictionary *d, const ff_tokens *x, const double *marg,
+                                   double scale, const int64_t *at, double *grad, double *work)
 {
-    int status = check_block(d, x, NULL, NULL);
-    if (status != FC_OK)
-        return status;
-    if (at != NULL && x->num_tokens > 0)
-        for (int64_t j = x->indptr[0]; j < x->indptr[x->num_tokens]; ++j)
-            if (at[x->indices[j]] < 0)
-                return FC_BAD_ARGUMENT;
     const int32_t S = d->num_states;
     const int32_t L = d->num_labels;
     /* work[q] = weight of output q at the current token (m_t in the header) */
-    prefetch_rows(d, x, 0, grad, at);
+    if (at != NULL)
+        prefetch_rows_at(d, x, 0, grad, at);
+    else
+        prefetch_rows(d, x, 0, grad);
     for (int64_t t = 0; t < x->num_tokens; ++t) {
-        prefetch_rows(d, x, t + 1, grad, at);
+        if (at != NULL)
+            prefetch_rows_at(d, x, t + 1, grad, at);
+        else
+            prefetch_rows(d, x, t + 1, grad);
         const double *row = marg + t * (int64_t)S;
         memcpy(work, row, sizeof(double) * (size_t)S);
         if (L > 0) {
@@ -145,18 +159,34 @@ int ff_accumulate_at(const ff_dictionary *d, const ff_tokens *x, const double *m
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
             const int32_t p = x->indices[j];
             const double v = x->values != NULL ? scale * x->values[j] : scale;
-            double *counts = grad + (at != NULL ? at[p] : d->ptr[p]);
+            const int64_t shift = at != NULL ? at[p] - d->ptr[p] : 0;  /* feature f's count: grad[f + shift] */
             if (complete_row(d, p, S + L)) {
+                double *row = grad + (d->ptr[p] + shift);
                 FC_SIMD
-                for (int32_t q = 0; q < S + L; ++q) counts[q] += v * work[q];
+                for (int32_t q = 0; q < S + L; ++q) row[q] += v * work[q];
                 continue;
             }
-            const int32_t *output = d->output + d->ptr[p];
-            const int64_t length = d->ptr[p + 1] - d->ptr[p];
-            for (int64_t k = 0; k < length; ++k)
-                counts[k] += v * work[output[k]];
+            for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; ++f)
+                grad[f + shift] += v * work[d->output[f]];
         }
     }
+}
+
+int ff_accumulate_at(const ff_dictionary *d, const ff_tokens *x, const double *marg,
+                     double scale, const int64_t *at, double *grad, double *work)
+{
+    int status = check_block(d, x, NULL, NULL);
+    if (status != FC_OK)
+        return status;
+    if (at == NULL) {
+        accumulate_rows(d, x, marg, scale, NULL, grad, work);
+        return FC_OK;
+    }
+    if (x->num_tokens > 0)
+        for (int64_t j = x->indptr[0]; j < x->indptr[x->num_tokens]; ++j)
+            if (at[x->indices[j]] < 0)
+                return FC_BAD_ARGUMENT;
+    accumulate_rows(d, x, marg, scale, at, grad, work);
     return FC_OK;
 }
 
