@@ -129,12 +129,7 @@ def _encoded(model):
 def _best_labels(model, encoded) -> list[list[list[str]]]:
     """The best labels [1][B][T] of the sentences ``encoded`` (:func:`_encoded`), what
     model.predict gives them."""
-    from fstcrf.corpus.labels import split_labels
-
-    if encoded is None:
-        return [[]]
-    with phase("decode"):
-        return [split_labels(model.topology_, model.scorer().paths(encoded, model.weights_), encoded.offsets)]
+    return [[]] if encoded is None else [model.decode(encoded)]
 
 
 def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:

@@ -372,6 +372,14 @@ class ChainCRF:
 
     # -- prediction ----------------------------------------------------------
     @blas_single_threaded()
+    def decode(self, encoded: EncodedSentences) -> list[list[str]]:
+        """The best label sequence [B][T] of sentences already encoded with :meth:`encode`
+        (what :meth:`predict` gives them without a grammar): for a caller that encodes
+        the next batch while this one is decoded."""
+        check_fitted(self)
+        with phase("decode"):
+            return split_labels(self.topology_, self.scorer().paths(encoded, self.weights_), encoded.offsets)
+
     def predict(
         self,
         corpus: Corpus | Sequence[Sentence],
@@ -392,9 +400,7 @@ class ChainCRF:
         if not sentences:
             return []
         if grammar is None:
-            encoded = self.encode(sentences)
-            with phase("decode"):
-                return split_labels(self.topology_, self.scorer().paths(encoded, self.weights_), encoded.offsets)
+            return self.decode(self.encode(sentences))
         if on_infeasible not in ("error", "unconstrained"):
             raise FstcrfError(f"on_infeasible must be 'error' or 'unconstrained', got {on_infeasible!r}")
         if not isinstance(grammar, Grammar):
