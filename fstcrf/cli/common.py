@@ -24,6 +24,13 @@ def read_corpus(path: str, columns=None, allow_missing=(), separator: str | None
         return read_conll(path, columns, separator, allow_missing=allow_missing)
 
 
+def report_kept(estimator, what: str, *values) -> None:
+    """Log "kept WHAT" % values after training ``estimator``: a warning, "interrupted;
+    kept ...", when Ctrl-C or SIGTERM stopped it (``interrupted_``)."""
+    report = LOG.warning if estimator.interrupted_ else LOG.info
+    report("%s " + what, "interrupted; kept" if estimator.interrupted_ else "kept", *values)
+
+
 def only_types(args: argparse.Namespace) -> set[str] | None:
     """The chunk types of --only-types (None when the option is not given)."""
     return set(args.only_types.split(",")) if args.only_types else None

@@ -87,6 +87,7 @@ def _read_training(joint, path: str, columns: str | None):
 
 def _train_jointly(joint, args: argparse.Namespace) -> None:
     """--train: every component's weights trained together (fstcrf.model.joint_training)."""
+    from fstcrf.cli.common import report_kept
     from fstcrf.cli.train import sigma_of
 
     train = _read_training(joint, args.train, args.columns)
@@ -102,13 +103,7 @@ def _train_jointly(joint, args: argparse.Namespace) -> None:
         tol=args.tol,
         memory=args.lbfgs_memory,
     )
-    report = LOG.warning if joint.interrupted_ else LOG.info
-    report(
-        "%s the weights of joint iteration %d of %d",
-        "interrupted; kept" if joint.interrupted_ else "kept",
-        joint.best_iteration_,
-        joint.n_iter_,
-    )
+    report_kept(joint, "the weights of joint iteration %d of %d", joint.best_iteration_, joint.n_iter_)
 
 
 def add_parsers(commands) -> None:

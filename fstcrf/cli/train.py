@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 
 from fstcrf.cli.common import (
+    report_kept,
     check_only_types,
     grammar_params,
     only_types,
@@ -144,10 +145,9 @@ def _train_two_stage(args: argparse.Namespace, train, dev) -> int:
     with phase("write"):
         tagger.save(args.output)
     second = tagger.second_
-    report = LOG.warning if tagger.interrupted_ else LOG.info
-    report(
-        "%s the second stage's weights of iteration %d of %d; %d + %d features; two-stage tagger written to %s",
-        "interrupted; kept" if tagger.interrupted_ else "kept",
+    report_kept(
+        tagger,
+        "the second stage's weights of iteration %d of %d; %d + %d features; two-stage tagger written to %s",
         second.best_iteration_,
         second.n_iter_,
         len(tagger.first_.weights_),
@@ -363,10 +363,9 @@ def _warm_start(args: argparse.Namespace):
 def _save_trained(model, args: argparse.Namespace) -> None:
     with phase("write"):
         model.save(args.output)
-    report = LOG.warning if model.interrupted_ else LOG.info
-    report(
-        "%s the weights of iteration %d of %d; %d features; model written to %s",
-        "interrupted; kept" if model.interrupted_ else "kept",
+    report_kept(
+        model,
+        "the weights of iteration %d of %d; %d features; model written to %s",
         model.best_iteration_,
         model.n_iter_,
         len(model.weights_),
