@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import threading
@@ -65,16 +66,21 @@ def release_free_heap() -> None:
     """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
     elsewhere): a step that frees many small objects, such as feature extraction,
     otherwise leaves them counted in the resident memory of the work that follows."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        trim = None
+    trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's malloc_trim among the symbols the process already has loaded, or None
+    (ctypes.util.find_library would run ldconfig in a subprocess at every fit)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, TypeError, AttributeError):  # TypeError: Windows takes no None
+        return None
 
 
 class PhaseTimer:

@@ -73,9 +73,7 @@ SALT_TRIES = 16
 
 def utf8_hashes(values: Sequence[str], salt: int) -> np.ndarray:
     """uint64 [n]: the 64-bit hash of each string's UTF-8 text under ``salt``."""
-    text = "".join(values)
-    offsets = np.zeros(len(values) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=len(values)), out=offsets[1:])  # characters
+    text, offsets = pack_names(values)  # offsets in characters
     if not text.isascii():  # characters to bytes: the UTF-8 length of each code point, summed
         points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         ends = np.zeros(len(points) + 1, dtype=np.int64)
@@ -775,7 +773,7 @@ class FeatureExtractor:
         return extractor
 
 
-def pack_names(names: list[str]) -> tuple[str, np.ndarray]:
+def pack_names(names: Sequence[str]) -> tuple[str, np.ndarray]:
     """(the names joined, character offsets int64 [P + 1]): one string instead of P
     (CoNLL-2000's CRF++ template has 338k predicates, 24 MiB as separate strings)."""
     lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))

@@ -64,7 +64,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fstcrf.engine.kernel import add_scaled
+from fstcrf.engine import kernel
 from fstcrf.learn.settings import DEFAULT_SIGMA, LBFGS_MEMORY, SGD_LEARNING_RATE, SIGMA_RANGE, check_positive
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
 from fstcrf.learn.linesearch import backtracking, zoom_search
@@ -351,7 +351,7 @@ def lbfgs(
         with phase("gradient"):
             loss, gradient = problem.loss_and_gradient(theta)
         loss += 0.5 * precision * float(theta @ theta)
-        add_scaled(gradient, precision, theta)
+        kernel.add_scaled(gradient, precision, theta)
         if frozen is not None:
             gradient[frozen] = 0.0
         return loss, gradient
@@ -586,8 +586,6 @@ def pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float, frozen: 
 def two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
     """-H g: the L-BFGS direction for the stored pairs (s, y, rho), oldest first
     (``fu_two_loop`` in C: one pass per update, no [D] temporaries)."""
-    from fstcrf.engine import kernel
-
     q = np.array(gradient, dtype=np.float64)
     if pairs:
         rho = np.array([r for _, _, r in pairs], dtype=np.float64)
