@@ -47,23 +47,74 @@ void fh_checksum(const uint8_t *data, int64_t size, uint64_t *digest)
         digest[l] = fh_mix(checksum_step(lane[l], load_word(tail + 8 * l)) ^ (uint64_t)size);
 }
 
+static uint64_t string_hash(const uint8_t *p, int64_t length, uint64_t salt)
+{
+    uint64_t h = fh_mix(salt ^ ((uint64_t)length * LENGTH_PRIME));
+    int64_t j = 0;
+    for (; j + 8 <= length; j += 8)
+        h = fh_mix(h ^ load_word(p + j));
+    if (j < length) {
+        uint8_t tail[8] = {0};
+        memcpy(tail, p + j, (size_t)(length - j));
+        h = fh_mix(h ^ load_word(tail));
+    }
+    return h;
+}
+
 void fh_string_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, uint64_t salt,
                       uint64_t *hashes)
 {
+    for (int64_t i = 0; i < n; ++i)
+        hashes[i] = string_hash(blob + offsets[i], offsets[i + 1] - offsets[i], salt);
+}
+
+int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t kind, int32_t low,
+                        int32_t high, uint64_t salt, int64_t capacity, int64_t *ptr, uint64_t *hashes)
+{
+    if (n < 0 || low < 1 || high < low ||
+        (kind != FH_PREFIXES && kind != FH_SUFFIXES && kind != FH_SUBSTRINGS))
+        return FC_BAD_ARGUMENT;
+    int64_t starts[FH_MAX_CODE_POINTS + 1];   /* byte offset of each code point, and the end */
+    int64_t kept[FH_MAX_CODE_POINTS];         /* where the kept substrings of one length start */
+    int64_t count = 0;
+    ptr[0] = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const uint8_t *p = blob + offsets[i];
-        int64_t length = offsets[i + 1] - offsets[i];
-        uint64_t h = fh_mix(salt ^ ((uint64_t)length * LENGTH_PRIME));
-        int64_t j = 0;
-        for (; j + 8 <= length; j += 8)
-            h = fh_mix(h ^ load_word(p + j));
-        if (j < length) {
-            uint8_t tail[8] = {0};
-            memcpy(tail, p + j, (size_t)(length - j));
-            h = fh_mix(h ^ load_word(tail));
+        const uint8_t *text = blob + offsets[i];
+        const int64_t size = offsets[i + 1] - offsets[i];
+        int64_t points = 0;
+        for (int64_t b = 0; b < size; ++b)
+            if ((text[b] & 0xc0) != 0x80) {     /* not a continuation byte: a code point starts */
+                if (points == FH_MAX_CODE_POINTS)
+                    return FC_BAD_ARGUMENT;
+                starts[points++] = b;
+            }
+        starts[points] = size;
+        const int64_t longest = points < high ? points : high;
+        for (int64_t length = low; length <= longest; ++length) {
+            /* prefixes start at 0, suffixes at points - length, substrings anywhere */
+            const int64_t first = kind == FH_SUFFIXES ? points - length : 0;
+            const int64_t last = kind == FH_SUBSTRINGS ? points - length : first;
+            const int64_t run = count;          /* this length's hashes start here */
+            for (int64_t at = first; at <= last; ++at) {
+                const int64_t from = starts[at], bytes = starts[at + length] - from;
+                const uint64_t h = string_hash(text + from, bytes, salt);
+                int repeated = 0;               /* kept already: an equal string of this length */
+                for (int64_t k = run; k < count && !repeated; ++k) {
+                    const int64_t other = kept[k - run];
+                    repeated = hashes[k] == h && starts[other + length] - starts[other] == bytes &&
+                               memcmp(text + starts[other], text + from, (size_t)bytes) == 0;
+                }
+                if (repeated)
+                    continue;
+                if (count == capacity)
+                    return FC_BAD_ARGUMENT;
+                kept[count - run] = at;
+                hashes[count++] = h;
+            }
         }
-        hashes[i] = h;
+        ptr[i + 1] = count;
     }
+    return FC_OK;
 }
 
 void fh_chain(uint64_t *keys, const uint64_t *values, int64_t n)

@@ -43,6 +43,25 @@ void fh_checksum(const uint8_t *data, int64_t size, uint64_t *digest);
 void fh_string_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, uint64_t salt,
                       uint64_t *hashes);
 
+/* Kinds of fh_substring_hashes. */
+#define FH_PREFIXES 0
+#define FH_SUFFIXES 1
+#define FH_SUBSTRINGS 2
+/* The longest string fh_substring_hashes takes, in code points. */
+#define FH_MAX_CODE_POINTS 64
+
+/* Hashes of the distinct substrings of n UTF-8 strings of lengths low..high in
+ * code points: the prefixes (kind FH_PREFIXES), the suffixes (FH_SUFFIXES) or
+ * those at every position (FH_SUBSTRINGS), shortest first, then from the left.
+ *   blob     [offsets[n]]  the strings' bytes, each at most FH_MAX_CODE_POINTS code points
+ *   offsets  [n+1]
+ *   ptr      [n+1]         OVERWRITTEN: string i's hashes are hashes[ptr[i] .. ptr[i+1]-1]
+ *   hashes   [capacity]    OVERWRITTEN in its first ptr[n] entries (as fh_string_hashes)
+ * Returns FC_BAD_ARGUMENT (outputs unspecified) for bad bounds or kind, a longer
+ * string, or more than capacity substrings. */
+int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t kind, int32_t low,
+                        int32_t high, uint64_t salt, int64_t capacity, int64_t *ptr, uint64_t *hashes);
+
 /* One link of the key chain for n keys: keys[i] = fh_mix(keys[i] ^ values[i]).
  *   keys [n] UPDATED, values [n] */
 void fh_chain(uint64_t *keys, const uint64_t *values, int64_t n);

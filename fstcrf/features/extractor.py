@@ -29,6 +29,7 @@ from fstcrf.features.template import (
     parse_template,
     transform_function,
 )
+from fstcrf.features.hashing import SUBSTRING_KINDS, pack_names, substring_lists, utf8_hashes
 from fstcrf.features.resources import Resources
 from fstcrf.features.sparse_rows import SparseRows
 from fstcrf.features.token_table import Occurrences, TokenTable, missing_column_message
@@ -69,20 +70,6 @@ LIST_ROWS_HALF = 2048
 
 #: ``fit`` tries this many salts for a dictionary whose 64-bit keys are all distinct.
 SALT_TRIES = 16
-
-
-def utf8_hashes(values: Sequence[str], salt: int) -> np.ndarray:
-    """uint64 [n]: the 64-bit hash of each string's UTF-8 text under ``salt``."""
-    text, offsets = pack_names(values)  # offsets in characters
-    if not text.isascii():  # characters to bytes: the UTF-8 length of each code point, summed
-        points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        ends = np.zeros(len(points) + 1, dtype=np.int64)
-        np.cumsum(1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000), out=ends[1:])
-        offsets = ends[offsets]
-    blob = np.frombuffer(text.encode("utf-8", "surrogatepass") + b"\0", dtype=np.uint8)  # never empty
-    hashes = np.empty(len(values), dtype=np.uint64)
-    kernel.string_hashes(blob, offsets, salt, hashes)
-    return hashes
 
 
 def _predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.ndarray:
@@ -182,22 +169,26 @@ class HashedDictionary:
                 items.append(observations.setdefault(observation, len(observations)))
             item_ptr.append(len(items))
         hashes = _ObservationHashes(table, self.salt)
-        lists = [table.value_lists(observation, resources) for observation in observations]
-        value_ptr = np.empty((len(lists), table.num_tokens + 1), dtype=np.int64)
-        value_hashes = []
+        value_ptr = np.empty((len(observations), table.num_tokens + 1), dtype=np.int64)
+        value_hashes, counts = [], []
         start = 0
-        for j, (observation, item) in enumerate(zip(observations, lists)):
-            value_ptr[j] = item.ptr + start
+        for j, observation in enumerate(observations):
             if observation.kind is None:
-                value_hashes.append(hashes.at_tokens(observation))
+                ptr, at_tokens = np.arange(table.num_tokens + 1, dtype=np.int64), hashes.at_tokens(observation)
+            elif observation.kind in SUBSTRING_KINDS:
+                ptr, at_tokens = substring_lists(table, observation, self.salt)
             else:
-                value_hashes.append(utf8_hashes(item.names, self.salt)[item.codes])
-            start += int(item.ptr[-1])
+                item = table.value_lists(observation, resources)
+                ptr, at_tokens = item.ptr, utf8_hashes(item.names, self.salt)[item.codes]
+            value_ptr[j] = ptr + start
+            value_hashes.append(at_tokens)
+            counts.append(np.diff(ptr))
+            start += int(ptr[-1])
         sizes = np.zeros(table.num_tokens, dtype=np.int64)
         for k in range(len(chosen)):
             line = np.ones(table.num_tokens, dtype=np.int64)
             for j in items[item_ptr[k] : item_ptr[k + 1]]:
-                line *= lists[j].counts
+                line *= counts[j]
             sizes += line
             if k + 1 == len(grouped):  # the keys of the grouped lines: the room of each group
                 group, values = table.coded_column(cast(str, column), None)
@@ -771,12 +762,3 @@ class FeatureExtractor:
             None, (text, offsets), dictionary, Resources.from_payload(data.get("resources"), arrays)
         )
         return extractor
-
-
-def pack_names(names: Sequence[str]) -> tuple[str, np.ndarray]:
-    """(the names joined, character offsets int64 [P + 1]): one string instead of P
-    (CoNLL-2000's CRF++ template has 338k predicates, 24 MiB as separate strings)."""
-    lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return "".join(names), offsets

@@ -6,10 +6,11 @@ Each item gives each token a list of distinct values, held as compressed rows
 (:class:`ValueLists`).  The items that depend on one token's value only compute
 the list of each distinct value once, in Python, and spread it over the tokens
 with numpy (prefixes, suffixes and n-grams from a cache kept across batches,
-:class:`ListCache`); ``bag`` and ``types`` combine the codes of a window with numpy;
-``gazetteer`` walks each sentence in Python.  What grows with the tokens of a
-line, the cross product of its items, their keys and their lookup, is the C
-kernel's (:func:`fstcrf.engine.kernel.cross_keys`).
+:class:`ListCache`; tagging hashes those in C, :mod:`fstcrf.features.hashing`);
+``bag`` and ``types`` combine the codes of a window with numpy; ``gazetteer``
+walks each sentence in Python.  What grows with the tokens of a line, the cross
+product of its items, their keys and their lookup, is the C kernel's
+(:func:`fstcrf.engine.kernel.cross_keys`).
 """
 
 from __future__ import annotations
@@ -52,13 +53,19 @@ def single(codes: np.ndarray, names: list[str]) -> ValueLists:
     return ValueLists(np.arange(len(codes) + 1, dtype=np.int64), codes.astype(np.int64, copy=False), names)
 
 
+def gathered(ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ptr int64 [M+1], source int64 [nnz]): row t of the result is row rows[t] of
+    compressed rows with pointers ``ptr``, its entries those at positions ``source``."""
+    starts = ptr[rows]
+    counts = ptr[rows + 1] - starts
+    out = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out, np.repeat(starts - out[:-1], counts) + np.arange(out[-1], dtype=np.int64)
+
+
 def gather(lists: ValueLists, rows: np.ndarray) -> ValueLists:
     """The lists of rows[t] of ``lists`` for each t (rows int [M])."""
-    starts = lists.ptr[rows]
-    counts = lists.ptr[rows + 1] - starts
-    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    source = np.repeat(starts - ptr[:-1], counts) + np.arange(ptr[-1], dtype=np.int64)
+    ptr, source = gathered(lists.ptr, rows)
     numbers = None if lists.numbers is None else lists.numbers[source]
     return ValueLists(ptr, lists.codes[source], lists.names, numbers)
 
@@ -73,30 +80,43 @@ def from_lists(
     return ValueLists(ptr, codes, names, None if numbers is None else np.asarray(numbers, dtype=np.float64))
 
 
-def shifted(lists: ValueLists, table, offset: int, boundary: bool = True) -> ValueLists:
-    """Token t's lists are those of token t + offset, and outside the sentence one
-    boundary value (``__BOS-1__``, ... ``__EOS+1__``, ...), or none unless ``boundary``."""
-    if offset == 0:
-        return lists
+def boundary_rows(table, offset: int) -> tuple[np.ndarray, list[str]]:
+    """(rows int64 [N], names [E]): token t of ``table`` takes the list of token
+    rows[t] when rows[t] < N, else the one boundary value names[rows[t] - N]
+    (``__BOS-1__``, ... ``__EOS+1__``, ...) past its sentence; offset 0 gives
+    every token its own."""
     target = table.position + offset
     inside = (target >= 0) & (target < table.sentence_length)
     rows = np.clip(np.arange(table.num_tokens) + offset, 0, max(table.num_tokens - 1, 0))
     step = np.where(offset < 0, -target, target - table.sentence_length + 1)
     reached = step[~inside]
-    if not boundary or not len(reached):
-        rows = np.where(inside, rows, table.num_tokens)  # an empty row past the last
-        padded = lists._replace(ptr=np.append(lists.ptr, lists.ptr[-1]))
-        return gather(padded, rows)
+    if not len(reached):
+        return rows, []
     first, last = int(reached.min()), int(reached.max())
     kind = "__BOS-{}__" if offset < 0 else "__EOS+{}__"
-    extra = last - first + 1
-    names = lists.names + [kind.format(k) for k in range(first, last + 1)]
+    return np.where(inside, rows, table.num_tokens + step - first), [kind.format(k) for k in range(first, last + 1)]
+
+
+def with_single_rows(ptr: np.ndarray, count: int) -> np.ndarray:
+    """int64 [M + count + 1]: row pointers ``ptr`` [M+1] followed by ``count`` rows of one entry each."""
+    return np.concatenate([ptr, ptr[-1] + np.arange(1, count + 1)])
+
+
+def shifted(lists: ValueLists, table, offset: int, boundary: bool = True) -> ValueLists:
+    """Token t's lists are those of token t + offset, and outside the sentence one
+    boundary value (``__BOS-1__``, ... ``__EOS+1__``, ...), or none unless ``boundary``."""
+    if offset == 0:
+        return lists
+    rows, names = boundary_rows(table, offset)
+    if not boundary:
+        padded = lists._replace(ptr=np.append(lists.ptr, lists.ptr[-1]))  # an empty row past the last
+        return gather(padded, np.minimum(rows, table.num_tokens))
     extended = ValueLists(
-        np.concatenate([lists.ptr, lists.ptr[-1] + np.arange(1, extra + 1)]),
-        np.concatenate([lists.codes, len(lists.names) + np.arange(extra)]),
-        names,
+        with_single_rows(lists.ptr, len(names)),
+        np.concatenate([lists.codes, len(lists.names) + np.arange(len(names))]),
+        lists.names + names,
     )
-    return gather(extended, np.where(inside, rows, table.num_tokens + step - first))
+    return gather(extended, rows)
 
 
 def escaped(values: Sequence[str]) -> list[str]:
@@ -169,6 +189,11 @@ def by_value(codes: np.ndarray, values: Sequence[str], function: Callable[[str],
     return gather(from_lists(per_code, escaped(list(index))), codes)
 
 
+def missing_from(kept: dict, values: Sequence[str]) -> list[str]:
+    """Those of ``values`` that are not keys of ``kept``, in order."""
+    return list(compress(values, map(operator.not_, map(kept.__contains__, values))))
+
+
 #: Names a :class:`ListCache` holds before it starts afresh (its memory stays bounded).
 CACHE_NAMES = 1 << 19
 
@@ -218,7 +243,7 @@ class ListCache:
         with self.lock:
             if len(self.names) > self.limit:
                 self.clear()
-            unseen = list(compress(values, map(operator.not_, map(self.lists.__contains__, values))))
+            unseen = missing_from(self.lists, values)
             if unseen:
                 self._add(unseen)
             per_code = list(map(self.lists.__getitem__, values))

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 import fstcrf.features.extractor as extractor_module
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
-from fstcrf.features.extractor import FeatureExtractor, utf8_hashes
+from fstcrf.features.extractor import FeatureExtractor
+from fstcrf.features.hashing import utf8_hashes
 from fstcrf.features.template import escape_value
 from fstcrf.features.value_lists import escaped
 from tests.strategies import oracle_settings

@@ -73,6 +73,7 @@ from fstcrf.engine.kernel.chain import (
 )
 from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.engine.kernel.features import (
+    MAX_SUBSTRING_SOURCE,
     FeatureDictionary,
     PredicateRows,
     Tokens,
@@ -84,6 +85,7 @@ from fstcrf.engine.kernel.features import (
     predicate_rows,
     read_columns,
     string_hashes,
+    substring_hashes,
     values_by_key,
 )
 from fstcrf.engine.kernel.training import (
@@ -100,6 +102,7 @@ from fstcrf.engine.kernel.training import (
 )
 
 __all__ = [
+    "MAX_SUBSTRING_SOURCE",
     "bandit",
     "Batch",
     "C_ARRAY_TYPES",
@@ -152,6 +155,7 @@ __all__ = [
     "scan",
     "span_viterbi",
     "string_hashes",
+    "substring_hashes",
     "training_gradient",
     "two_loop",
     "values_by_key",

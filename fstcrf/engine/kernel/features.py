@@ -147,6 +147,41 @@ def string_hashes(blob: np.ndarray, offsets: np.ndarray, salt: int, hashes: np.n
     lib.fh_string_hashes(input_pointer(blob), input_pointer(offsets), len(hashes), salt, output_pointer(hashes))
 
 
+#: The kinds of substring_hashes, and the longest string it takes (in code points).
+SUBSTRING_KINDS = {"prefixes": lib.FH_PREFIXES, "suffixes": lib.FH_SUFFIXES, "ngrams": lib.FH_SUBSTRINGS}
+MAX_SUBSTRING_SOURCE = lib.FH_MAX_CODE_POINTS
+
+
+def substring_hashes(
+    blob: np.ndarray,
+    offsets: np.ndarray,
+    kind: str,
+    low: int,
+    high: int,
+    salt: int,
+    ptr: np.ndarray,
+    hashes: np.ndarray,
+) -> None:
+    """fh_substring_hashes: the hashes of the distinct prefixes, suffixes or n-grams
+    (``kind`` of SUBSTRING_KINDS) of lengths low..high of the n strings of blob uint8
+    (offsets int64 [n+1], each string at most MAX_SUBSTRING_SOURCE code points):
+    string i's are hashes[ptr[i] .. ptr[i+1]-1] (ptr int64 [n+1], hashes uint64
+    [capacity], both written)."""
+    status = lib.fh_substring_hashes(
+        input_pointer(blob),
+        input_pointer(offsets),
+        len(offsets) - 1,
+        SUBSTRING_KINDS[kind],
+        low,
+        high,
+        salt,
+        len(hashes),
+        output_pointer(ptr),
+        output_pointer(hashes),
+    )
+    check_status(status, "substring hashes")
+
+
 def chain_keys(keys: np.ndarray, values: np.ndarray) -> None:
     """fh_chain: keys uint64 [n] <- mix(keys ^ values) with values uint64 [n], in place."""
     lib.fh_chain(output_pointer(keys), input_pointer(values), len(keys))

@@ -1,0 +1,170 @@
+"""The 64-bit hashes of strings that name predicate values (csrc/fstcrf_hashing.h),
+and those of the prefixes, suffixes and character n-grams of token values, which
+tagging looks up without naming each one.
+
+A token value's prefixes, suffixes or n-grams are hashed in C from its UTF-8 text
+(:func:`fstcrf.engine.kernel.substring_hashes`) and kept across batches by a
+:class:`SubstringCache`, so a word met again costs one dictionary lookup.  Values
+that escaping would change (a backslash, a bar, an underscore) or that are longer
+than the kernel takes go through the named lists of
+:func:`fstcrf.features.value_lists.per_value` instead, with the same hashes.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from itertools import compress
+
+import numpy as np
+
+from fstcrf.engine import kernel
+from fstcrf.features.template import Observation
+from fstcrf.features.value_lists import (
+    BEGIN,
+    END,
+    boundary_rows,
+    escaped,
+    gathered,
+    missing_from,
+    per_value,
+    with_single_rows,
+)
+
+#: The kinds of value list whose hashes :func:`substring_lists` gives.
+SUBSTRING_KINDS = ("prefixes", "suffixes", "ngrams")
+
+#: Hashes a :class:`SubstringCache` holds before it starts afresh (its memory stays bounded).
+CACHE_HASHES = 1 << 22
+
+#: Values whose substrings escaping could change (escape_value), hashed from their names.
+ESCAPED_CHARACTERS = re.compile(r"[\\|_]")
+
+
+def pack_names(names: Sequence[str]) -> tuple[str, np.ndarray]:
+    """(the names joined, character offsets int64 [P + 1]): one string instead of P
+    (CoNLL-2000's CRF++ template has 338k predicates, 24 MiB as separate strings)."""
+    lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return "".join(names), offsets
+
+
+def utf8_blob(values: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(uint8 [B + 1], the values' UTF-8 bytes back to back (surrogates passed) and a
+    0; byte offsets int64 [n + 1] of each value)."""
+    text, offsets = pack_names(values)  # offsets in characters
+    if not text.isascii():  # characters to bytes: the UTF-8 length of each code point, summed
+        points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        ends = np.zeros(len(points) + 1, dtype=np.int64)
+        np.cumsum(1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000), out=ends[1:])
+        offsets = ends[offsets]
+    return np.frombuffer(text.encode("utf-8", "surrogatepass") + b"\0", dtype=np.uint8), offsets  # never empty
+
+
+def utf8_hashes(values: Sequence[str], salt: int) -> np.ndarray:
+    """uint64 [n]: the 64-bit hash of each string's UTF-8 text under ``salt``."""
+    blob, offsets = utf8_blob(values)
+    hashes = np.empty(len(values), dtype=np.uint64)
+    kernel.string_hashes(blob, offsets, salt, hashes)
+    return hashes
+
+
+class SubstringCache:
+    """The hashes of the prefixes, suffixes or n-grams (one ``observation``'s kind and
+    lengths) of each value met so far, under one salt: value v's are
+    hashes[ptr[row[v]] .. ptr[row[v] + 1] - 1].  Past ``limit`` hashes it is emptied
+    and filled again."""
+
+    def __init__(self, observation: Observation, salt: int, limit: int = CACHE_HASHES):
+        if observation.kind not in SUBSTRING_KINDS:
+            raise ValueError(f"no substrings for {observation.kind!r}")
+        self.kind: str = observation.kind
+        self.low, self.high = observation.low, observation.high
+        self.named = per_value(observation, None)
+        self.salt = salt
+        self.limit = limit
+        self.lock = threading.Lock()
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every value."""
+        self.row: dict[str, int] = {}
+        self.ptr = np.zeros(1, dtype=np.int64)
+        self.hashes = np.zeros(0, dtype=np.uint64)
+
+    def rows(self, values: Sequence[str]) -> np.ndarray:
+        """int64 [V]: the row of each of ``values`` (distinct), computed for those not kept."""
+        with self.lock:
+            if len(self.hashes) > self.limit:
+                self.clear()
+            unseen = missing_from(self.row, values)
+            if unseen:
+                self._add(unseen)
+            return np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
+
+    def _add(self, values: list[str]) -> None:
+        marks = self.kind == "ngrams"
+        longest = kernel.MAX_SUBSTRING_SOURCE - 2 * marks
+        in_c = [len(value) <= longest and not ESCAPED_CHARACTERS.search(value) for value in values]
+        direct = list(compress(values, in_c))
+        named = [value for value, fast in zip(values, in_c) if not fast]
+        parts = [self._hashed(direct, marks)] if direct else []
+        if named:
+            lists = [escaped(self.named(value)) for value in named]
+            counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+            parts.append((counts, utf8_hashes([name for names in lists for name in names], self.salt)))
+        first = len(self.ptr) - 1
+        self.row.update(zip(direct + named, range(first, first + len(values))))
+        counts = np.concatenate([self.ptr[1:] - self.ptr[:-1]] + [counts for counts, _ in parts])
+        self.ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.ptr[1:])
+        self.hashes = np.concatenate([self.hashes] + [hashes for _, hashes in parts])
+
+    def _hashed(self, values: list[str], marks: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(int64 [n]: how many hashes each of ``values`` has; their hashes) from C."""
+        blob, offsets = utf8_blob([BEGIN + value + END for value in values] if marks else values)
+        points = np.fromiter(map(len, values), dtype=np.int64, count=len(values)) + 2 * marks
+        lengths = np.arange(self.low, self.high + 1)
+        starts = points[:, None] - lengths[None, :] + 1  # substrings of each length (or 1)
+        fits = starts > 0
+        capacity = int(np.where(fits, starts if self.kind == "ngrams" else 1, 0).sum())
+        ptr = np.empty(len(values) + 1, dtype=np.int64)
+        hashes = np.empty(capacity, dtype=np.uint64)
+        kernel.substring_hashes(blob, offsets, self.kind, self.low, self.high, self.salt, ptr, hashes)
+        return np.diff(ptr), hashes[: ptr[-1]]
+
+    def token_hashes(self, codes: np.ndarray, values: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(ptr int64 [N+1], hashes uint64 [nnz]) of tokens whose value codes are codes
+        int [N] (values[code] the value): token t's are hashes[ptr[t] .. ptr[t+1]-1]."""
+        rows = self.rows(values)[codes]
+        ptr, source = gathered(self.ptr, rows)
+        return ptr, self.hashes[source]
+
+
+_CACHES: dict[tuple, SubstringCache] = {}
+_CACHES_LOCK = threading.Lock()
+
+
+def substring_cache(observation: Observation, salt: int) -> SubstringCache:
+    """The shared cache of an item of kind prefixes, suffixes or ngrams under ``salt``
+    (one per kind, lengths and salt)."""
+    key = (observation.kind, observation.low, observation.high, salt)
+    with _CACHES_LOCK:
+        if key not in _CACHES:
+            _CACHES[key] = SubstringCache(observation, salt)
+        return _CACHES[key]
+
+
+def substring_lists(table, observation: Observation, salt: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ptr int64 [N+1], hashes uint64 [nnz]): the hashes of the values an item of kind
+    prefixes, suffixes or ngrams gives each token of a token table, token t's at
+    ptr[t] .. ptr[t+1]-1; a boundary value's past the sentence."""
+    codes, values = table.coded_column(observation.column, observation.transform)
+    ptr, hashes = substring_cache(observation, salt).token_hashes(codes, values)
+    if observation.offset == 0:
+        return ptr, hashes
+    rows, names = boundary_rows(table, observation.offset)
+    ptr, source = gathered(with_single_rows(ptr, len(names)), rows)
+    return ptr, np.concatenate([hashes, utf8_hashes(names, salt)])[source]
