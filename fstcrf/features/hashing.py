@@ -94,15 +94,17 @@ class SubstringCache:
         self.ptr = np.zeros(1, dtype=np.int64)
         self.hashes = np.zeros(0, dtype=np.uint64)
 
-    def rows(self, values: Sequence[str]) -> np.ndarray:
-        """int64 [V]: the row of each of ``values`` (distinct), computed for those not kept."""
+    def rows(self, values: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(int64 [V]: the row of each of ``values`` (distinct), computed for those not
+        kept; the row pointers and hashes those rows index, which a later call may replace)."""
         with self.lock:
             if len(self.hashes) > self.limit:
                 self.clear()
             unseen = missing_from(self.row, values)
             if unseen:
                 self._add(unseen)
-            return np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
+            rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
+            return rows, self.ptr, self.hashes
 
     def _add(self, values: list[str]) -> None:
         marks = self.kind == "ngrams"
@@ -138,9 +140,9 @@ class SubstringCache:
     def token_hashes(self, codes: np.ndarray, values: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(ptr int64 [N+1], hashes uint64 [nnz]) of tokens whose value codes are codes
         int [N] (values[code] the value): token t's are hashes[ptr[t] .. ptr[t+1]-1]."""
-        rows = self.rows(values)[codes]
-        ptr, source = gathered(self.ptr, rows)
-        return ptr, self.hashes[source]
+        rows, row_ptr, hashes = self.rows(values)
+        ptr, source = gathered(row_ptr, rows[codes])
+        return ptr, hashes[source]
 
 
 _CACHES: dict[tuple, SubstringCache] = {}

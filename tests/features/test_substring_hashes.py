@@ -90,3 +90,21 @@ def test_the_kernel_refuses_bad_bounds_long_strings_and_a_short_buffer():
     ]:
         with pytest.raises(RuntimeError):
             _kernel_hashes(values, "ngrams", low, high, capacity)
+
+
+def test_threads_sharing_a_cache_that_empties_get_the_hashes_of_their_own_words():
+    from concurrent.futures import ThreadPoolExecutor
+
+    observation = _observation("ngrams(word[0],1,4)")
+    cache = SubstringCache(observation, 0, limit=50)  # emptied by nearly every call
+    batches = [[f"w{k}{j}" * (1 + j % 3) for j in range(20)] for k in range(40)]
+
+    def hashes_of(words):
+        values = list(dict.fromkeys(words))
+        codes = np.array([values.index(word) for word in words], dtype=np.int64)
+        return cache.token_hashes(codes, values)[1].tolist()
+
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(hashes_of, batches * 5))
+    for words, hashes in zip(batches * 5, got):
+        assert hashes == [h for word in words for h in _named_hashes(observation, word, 0)]
