@@ -252,12 +252,15 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--features",
-        choices=["supported", "complete", "complete-tags"],
+        choices=["supported", "complete", "complete-tags", "complete-if-fits"],
         default=None,
         help="which (predicate, output) pairs get a weight: supported: those seen in the gold "
         "training labels; complete: every pair (refused when too many); complete-tags: "
         "order 2 only, every (predicate, tag) pair plus the supported (predicate, tag "
-        "pair) ones (default: supported; complete for --algorithm bandit)",
+        "pair) ones; complete-if-fits: complete unless too many, then supported (default: "
+        "complete-if-fits with the rich NER templates (ner-rich, ner-pos-rich, words-rich) "
+        "and lbfgs, "
+        "chosen on the development sets; complete for --algorithm bandit; else supported)",
     )
     parser.add_argument(
         "--min-count",

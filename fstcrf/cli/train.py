@@ -274,7 +274,7 @@ def _read_dev(args: argparse.Namespace, keep: set[str] | None):
 def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
     """An unfitted ChainCRF configured by the training options, for training data with
     ``columns`` (they choose the default template)."""
-    from fstcrf.features.defaults import template_sigma
+    from fstcrf.features.defaults import template_feature_set, template_sigma
     from fstcrf.features.template import load_template
     from fstcrf.features.template import TEMPLATES
     from fstcrf.model.chain import ChainCRF
@@ -290,7 +290,7 @@ def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
         transitions=args.transitions,
         min_freq=args.min_freq,
         max_iter=args.max_iter,
-        features=args.features,
+        features=args.features or template_feature_set(template, args.algorithm),
         min_count=args.min_count,
         threads=args.threads,
         grammar=args.grammar,

@@ -17,7 +17,7 @@ import numpy as np
 from fstcrf.learn import train
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus
 from fstcrf.features.template import RESOURCE_KINDS, SEEN_LOWER, resolve_template
-from fstcrf.features.encoding import drop_zero_features, features_from_counts, merge_pair_counts
+from fstcrf.features.encoding import drop_zero_features, feature_set_to_build, features_from_counts, merge_pair_counts
 from fstcrf.learn.settings import SGD_LEARNING_RATE, check_positive
 from fstcrf.errors import EmptySequenceError, FstcrfError, LabelError, TemplateError
 from fstcrf.grammar import Grammar, load_grammar
@@ -294,7 +294,7 @@ def _check_labels_of(init, labels: list[str]) -> None:
 def _counted_features(client, encoded: list, shared_topology, model, extractor, topology):
     """The feature dictionary reduced from the shards' (predicate, label) counts, and the
     transitions seen (bool [E], or None unless model.transitions is "seen")."""
-    feature_set = model.features or "supported"
+    feature_set = feature_set_to_build(model.features or "supported", extractor.num_predicates, topology, model.order)
     bias = extractor.vocabulary_.get("bias")
     counted = client.gather(
         [

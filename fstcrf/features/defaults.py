@@ -14,9 +14,10 @@ and the columns the training file has; and the prior's sigma that goes with it.
         word                             words        (word windows, shapes, affixes)
 
 The chunking and ``ner`` choices were made by cross-validation on the training data
-(``fstcrf bench defaults``), the rich NER templates and their sigmas
-(:data:`TEMPLATE_SIGMAS`) on the development sets eng.testa, esp.testa and ned.testa
-(docs/benchmarks.md, "NER defaults"); never on a test set.
+(``fstcrf bench defaults``), the rich NER templates, their sigmas
+(:data:`TEMPLATE_SIGMAS`) and feature sets (:data:`TEMPLATE_FEATURE_SETS`) on the
+development sets eng.testa, esp.testa and ned.testa (docs/benchmarks.md, "NER
+defaults"); never on a test set.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ from fstcrf.errors import TemplateError
 #: The Gaussian prior's sigma chosen on the development sets with a shipped template,
 #: where it differs from the learner's default (fstcrf.learn.settings.DEFAULT_SIGMA).
 TEMPLATE_SIGMAS = {"ner-rich": 1.0, "ner-pos-rich": 1.0, "words-rich": 3.0}
+
+#: The feature set chosen on the development sets with a shipped template trained by
+#: L-BFGS, where it differs from the learner's default ("supported").
+TEMPLATE_FEATURE_SETS = {
+    "ner-rich": "complete-if-fits",
+    "ner-pos-rich": "complete-if-fits",
+    "words-rich": "complete-if-fits",
+}
 
 
 def default_template(target: str, columns: Sequence[str]) -> str:
@@ -56,3 +65,12 @@ def template_sigma(template, default: float) -> float:
     """The sigma that goes with ``template`` (a shipped template's name, or a Template)
     when none is given: the one chosen with it on the development sets, else ``default``."""
     return TEMPLATE_SIGMAS.get(template, default) if isinstance(template, str) else default
+
+
+def template_feature_set(template, algorithm: str) -> str | None:
+    """The feature set that goes with ``template`` (a shipped template's name, or a
+    Template) trained by ``algorithm`` when none is given: the one chosen with it on
+    the development sets (L-BFGS only), else None (the learner's default)."""
+    if algorithm != "lbfgs" or not isinstance(template, str):
+        return None
+    return TEMPLATE_FEATURE_SETS.get(template)

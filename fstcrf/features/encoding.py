@@ -27,6 +27,9 @@ Feature sets (the bias never pairs with tags):
                      CoNLL-2000 tags: 340k predicates x (474 + 22) outputs)
     "complete-tags"  order 2 only: every (predicate, tag) pair, and the
                      supported (predicate, pair state) pairs
+    "complete-if-fits"  "complete" when its features are at most MAX_FEATURES,
+                     else "supported" (with a warning): the default of the
+                     rich NER templates (fstcrf.features.defaults)
 
 Weights
 -------
@@ -39,6 +42,7 @@ grouped by predicate -- feature f = ``FactoredFeatures.ptr[p]`` ..
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -51,7 +55,9 @@ from fstcrf.engine.inference import SentenceBatch, lengths_to_offsets
 from fstcrf.features.sparse_rows import SparseRows
 from fstcrf.engine.topology import Topology
 
-FEATURE_SETS = ("supported", "complete", "complete-tags")
+LOG = logging.getLogger(__name__)
+
+FEATURE_SETS = ("supported", "complete", "complete-tags", "complete-if-fits")
 #: Complete feature sets larger than this are refused: L-BFGS needs about 260 bytes per
 #: weight (its 10 correction pairs, gradients and copies), so 2**24 weights take ~4.4 GB.
 MAX_FEATURES = 2**24
@@ -256,6 +262,25 @@ def build_features(
     than that many training tokens; the pairs a complete set adds are kept."""
     counts = supported_pair_counts(encoded, states, label_ids, topology, order, feature_set, bias_predicate)
     return features_from_counts(counts, encoded.num_predicates, topology, order, feature_set, bias_predicate, min_freq)
+
+
+def feature_set_to_build(feature_set: str, num_predicates: int, topology: Topology, order: int) -> str:
+    """The feature set to build for P = ``num_predicates`` predicates: "complete-if-fits"
+    is "complete" when its P x (S + L) features are at most MAX_FEATURES, else
+    "supported" (logged as a warning); any other set is itself."""
+    if feature_set != "complete-if-fits":
+        return feature_set
+    S, L = _outputs(topology, order)
+    size = num_predicates * (S + L)
+    if size <= MAX_FEATURES:
+        return "complete"
+    LOG.warning(
+        "the complete feature set would have %s features, more than %s: training the supported ones "
+        "(raise --min-count for the complete set)",
+        f"{size:,}",
+        f"{MAX_FEATURES:,}",
+    )
+    return "supported"
 
 
 def _outputs(topology: Topology, order: int) -> tuple[int, int]:

@@ -86,9 +86,11 @@ class ChainCRF:
             "mce-f"'s first stage, by OWL-QN); with sigma it is an elastic net.
             Zero weights are dropped from the feature dictionary after training.
         max_iter: L-BFGS iterations or online epochs (bandit: epochs).
-        features: "supported", "complete" or (order 2) "complete-tags" (see
-            :mod:`fstcrf.features.encoding`); None (the default) is "supported", and
-            "complete" for algorithm "bandit", which never sees gold labels.
+        features: "supported", "complete", (order 2) "complete-tags" or
+            "complete-if-fits" ("complete" unless it would pass MAX_FEATURES,
+            then "supported"; see :mod:`fstcrf.features.encoding`); None (the
+            default) is "supported", and "complete" for algorithm "bandit",
+            which never sees gold labels.
         min_count: keep predicates true at this many training tokens or more.
         min_freq: CRFsuite's cut-off: keep the (predicate, output) pairs seen at
             more than this many training tokens (the pairs a "complete" set

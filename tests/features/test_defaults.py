@@ -3,7 +3,13 @@
 import pytest
 
 from fstcrf.cli import main
-from fstcrf.features.defaults import TEMPLATE_SIGMAS, default_template, template_sigma
+from fstcrf.features.defaults import (
+    TEMPLATE_FEATURE_SETS,
+    TEMPLATE_SIGMAS,
+    default_template,
+    template_feature_set,
+    template_sigma,
+)
 from fstcrf.errors import TemplateError
 from fstcrf.model import TEMPLATES, load_model
 
@@ -59,6 +65,10 @@ def test_train_without_template_uses_the_default_of_its_columns(tmp_path, caplog
     model = load_model(model_path)
     assert model.extractor_.parsed_template().text == TEMPLATES["ner-rich"].text
     assert model.sigma == TEMPLATE_SIGMAS["ner-rich"]
+    assert model.features == "complete-if-fits"
+    # every (predicate, label) pair of the bias-free predicates, 3 labels: B-PER, O and the unseen start
+    num_labels = len(model.topology_.labels)
+    assert model.features_.num_features == model.extractor_.num_predicates * num_labels
 
 
 def test_the_rich_templates_nest_and_carry_their_sigma():
@@ -70,3 +80,25 @@ def test_the_rich_templates_nest_and_carry_their_sigma():
         assert template_sigma(name, 10.0) == sigma
     assert template_sigma("ner", 10.0) == 10.0
     assert template_sigma(TEMPLATES["ner-rich"], 7.0) == 7.0  # a Template object: the default
+
+
+def test_the_rich_ner_templates_train_the_complete_set_with_lbfgs_only():
+    assert set(TEMPLATE_FEATURE_SETS) == {"ner-rich", "ner-pos-rich", "words-rich"}
+    assert set(TEMPLATE_FEATURE_SETS.values()) == {"complete-if-fits"}
+    assert template_feature_set("ner-rich", "lbfgs") == "complete-if-fits"
+    assert template_feature_set("ner-rich", "ap") is None  # other learners keep their default
+    assert template_feature_set("ner", "lbfgs") is None
+    assert template_feature_set(TEMPLATES["ner-rich"], "lbfgs") is None  # a Template object
+
+
+def test_the_complete_set_if_it_fits_falls_back_to_the_supported_one(monkeypatch, caplog):
+    import fstcrf.features.encoding as encoding
+    from fstcrf.engine.topology import first_order
+
+    topology = first_order(["B-PER", "I-PER", "O"])
+    assert encoding.feature_set_to_build("complete-if-fits", 1000, topology, 1) == "complete"
+    assert encoding.feature_set_to_build("supported", 10**9, topology, 1) == "supported"
+    monkeypatch.setattr(encoding, "MAX_FEATURES", 2999)
+    with caplog.at_level("WARNING", logger="fstcrf"):
+        assert encoding.feature_set_to_build("complete-if-fits", 1000, topology, 1) == "supported"
+    assert "3,000 features, more than 2,999" in caplog.text
