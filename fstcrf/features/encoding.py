@@ -260,6 +260,7 @@ def build_features(
 
     ``min_freq`` (CRFsuite's cut-off) keeps only the supported pairs seen at more
     than that many training tokens; the pairs a complete set adds are kept."""
+    feature_set = feature_set_to_build(feature_set, encoded.num_predicates, topology, order)
     counts = supported_pair_counts(encoded, states, label_ids, topology, order, feature_set, bias_predicate)
     return features_from_counts(counts, encoded.num_predicates, topology, order, feature_set, bias_predicate, min_freq)
 
@@ -352,7 +353,9 @@ def features_from_counts(
     min_freq: float = 0.0,
 ) -> FactoredFeatures:
     """The feature dictionary (see :func:`build_features`) from the supported pairs'
-    counts of :func:`supported_pair_counts` over P = ``num_predicates`` predicates."""
+    counts of :func:`supported_pair_counts` over P = ``num_predicates`` predicates
+    (made with the same :func:`feature_set_to_build`)."""
+    feature_set = feature_set_to_build(feature_set, num_predicates, topology, order)
     S, L = _outputs(topology, order)
     outputs = S + L
     P = num_predicates

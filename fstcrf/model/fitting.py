@@ -25,7 +25,6 @@ from fstcrf.features.encoding import (
     TransitionWeights,
     build_features,
     drop_zero_features,
-    feature_set_to_build,
     token_classes as reads_token_classes,
 )
 from fstcrf.features.extractor import FeatureExtractor
@@ -283,12 +282,7 @@ def fit_corpus(
             f"algorithm {model.algorithm!r} needs fully labelled training data; train "
             "partially labelled data with algorithm='lbfgs' or 'sgd'"
         )
-    feature_set = feature_set_to_build(
-        model.features or ("complete" if model.algorithm == "bandit" else "supported"),
-        encoded.num_predicates,
-        topology,
-        model.order,
-    )
+    feature_set = model.features or ("complete" if model.algorithm == "bandit" else "supported")
     features = (
         init.features_
         if init is not None

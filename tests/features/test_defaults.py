@@ -102,3 +102,19 @@ def test_the_complete_set_if_it_fits_falls_back_to_the_supported_one(monkeypatch
     with caplog.at_level("WARNING", logger="fstcrf"):
         assert encoding.feature_set_to_build("complete-if-fits", 1000, topology, 1) == "supported"
     assert "3,000 features, more than 2,999" in caplog.text
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_the_complete_set_if_it_fits_builds_the_complete_or_the_supported_dictionary(order, monkeypatch):
+    import fstcrf.features.encoding as encoding
+    from tests.corpora import chunk_corpus, training_set
+
+    corpus = chunk_corpus(3, 12)
+
+    def dictionary(feature_set):
+        features = training_set(corpus, order, feature_set).scorer.features
+        return features.ptr.tolist(), features.output.tolist()
+
+    assert dictionary("complete-if-fits") == dictionary("complete")
+    monkeypatch.setattr(encoding, "MAX_FEATURES", 10)
+    assert dictionary("complete-if-fits") == dictionary("supported")
