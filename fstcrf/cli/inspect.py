@@ -15,54 +15,95 @@ from fstcrf.files import write_atomically
 LOG = logging.getLogger("fstcrf")
 
 
+def _stages(path: str) -> list[tuple[str | None, object]]:
+    """(name, model) of each stage of a two-stage file ("first stage", "second stage"),
+    or [(None, the model or composition)] of any other model file."""
+    from fstcrf.model.file import TWO_STAGE_KIND, file_kind
+
+    if file_kind(path) == TWO_STAGE_KIND:
+        from fstcrf.document.two_stage import load_two_stage
+
+        tagger = load_two_stage(path)
+        return [("first stage", tagger.first_), ("second stage", tagger.second_)]
+    from fstcrf.model.compose import load_any
+
+    return [(None, load_any(path))]
+
+
 def _history(args: argparse.Namespace) -> int:
+    from fstcrf.model.compose import JointModel
     from fstcrf.model.inspection import dev_score
-    from fstcrf.model.chain import load_model
 
-    model = load_model(args.model)
-    history = model.history_
-    metric = next((record["dev_metric"] for record in history if record.get("dev_metric")), "F1")
-    print(f"iteration  objective      gradient-norm  seconds  dev-{metric}")
-    for record in history:
-        dev = dev_score(record)
-        print(
-            f"{record['iteration']:9d}  {record['objective']:<13.6g}  {record.get('gradient_norm') or 0:<13.4g}  "
-            f"{record['seconds']:7.2f}  {'' if dev is None else f'{dev:.2f}'}"
+    stages = _stages(args.model)
+    if isinstance(stages[0][1], JointModel):
+        raise FstcrfError(
+            f"{args.model}: a composed model has no training record of its own: "
+            "give each component's model file (or fstcrf info for the joint training)"
         )
-    print(
-        f"kept the weights of iteration {model.best_iteration_} of {model.n_iter_}"
-        + (" (interrupted)" if model.interrupted_ else "")
-    )
+    for name, model in stages:
+        history = model.history_
+        metric = next((record["dev_metric"] for record in history if record.get("dev_metric")), "F1")
+        if name is not None:
+            print(f"{name}:")
+        print(f"iteration  objective      gradient-norm  seconds  dev-{metric}")
+        for record in history:
+            dev = dev_score(record)
+            print(
+                f"{record['iteration']:9d}  {record['objective']:<13.6g}  {record.get('gradient_norm') or 0:<13.4g}  "
+                f"{record['seconds']:7.2f}  {'' if dev is None else f'{dev:.2f}'}"
+            )
+        print(
+            f"kept the weights of iteration {model.best_iteration_} of {model.n_iter_}"
+            + (" (interrupted)" if model.interrupted_ else "")
+        )
     if args.plot:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            raise FstcrfError("plotting needs matplotlib: pip install 'fstcrf[bench]'") from None
-        iterations = [r["iteration"] for r in history]
-        figure, objective_axis = plt.subplots(figsize=(7, 4))
-        objective_axis.semilogy(iterations, [r["objective"] for r in history], color="tab:blue")
-        objective_axis.set_xlabel(f"{model.algorithm} iteration")
-        objective_axis.set_ylabel("objective (penalised negative log-likelihood)", color="tab:blue")
-        dev = [(r["iteration"], dev_score(r)) for r in history if dev_score(r) is not None]
-        if dev:
-            dev_axis = objective_axis.twinx()
-            dev_axis.plot(*zip(*dev), color="tab:red")
-            dev_axis.set_ylabel(f"dev {metric}", color="tab:red")
-        objective_axis.set_title(args.title or f"{args.model}")
-        figure.tight_layout()
-        write_atomically(args.plot, lambda stream: figure.savefig(stream, format="png", dpi=110))
-        print(f"plot written to {args.plot}")
+        _plot_history(stages, args)
     return 0
 
 
+def _plot_history(stages: list, args: argparse.Namespace) -> None:
+    """A PNG of each stage's objective per iteration, and its dev score when it has one."""
+    from fstcrf.model.inspection import dev_score
+
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise FstcrfError("plotting needs matplotlib: pip install 'fstcrf[bench]'") from None
+    figure, objective_axis = plt.subplots(figsize=(7, 4))
+    dev_axis = None
+    for (name, model), style in zip(stages, ("-", "--")):
+        history = model.history_
+        suffix = "" if name is None else f", {name}"
+        iterations = [r["iteration"] for r in history]
+        objective_axis.semilogy(
+            iterations, [r["objective"] for r in history], style, color="tab:blue", label=f"objective{suffix}"
+        )
+        dev = [(r["iteration"], dev_score(r)) for r in history if dev_score(r) is not None]
+        if dev:
+            dev_axis = dev_axis or objective_axis.twinx()
+            metric = next((r["dev_metric"] for r in history if r.get("dev_metric")), "F1")
+            dev_axis.plot(*zip(*dev), style, color="tab:red", label=f"dev {metric}{suffix}")
+            dev_axis.set_ylabel(f"dev {metric}", color="tab:red")
+    objective_axis.set_xlabel(f"{stages[-1][1].algorithm} iteration")
+    objective_axis.set_ylabel("objective (penalised negative log-likelihood)", color="tab:blue")
+    if len(stages) > 1:
+        objective_axis.legend(loc="upper center")
+    objective_axis.set_title(args.title or f"{args.model}")
+    figure.tight_layout()
+    write_atomically(args.plot, lambda stream: figure.savefig(stream, format="png", dpi=110))
+    print(f"plot written to {args.plot}")
+
+
 def _dump(args: argparse.Namespace) -> int:
-    from fstcrf.model.compose import load_any
     from fstcrf.model.inspection import dump_text
 
-    sys.stdout.write(dump_text(load_any(args.model), top=args.top, label=args.label))
+    for name, model in _stages(args.model):
+        if name is not None:
+            sys.stdout.write(f"{name}:\n")
+        sys.stdout.write(dump_text(model, top=args.top, label=args.label))
     return 0
 
 
@@ -94,7 +135,7 @@ def add_parsers(commands) -> None:
         inputs=("model",),
         outputs=("plot",),
     )
-    history.add_argument("model", help="model file")
+    history.add_argument("model", help="model file, or two-stage file (each stage's record)")
     history.add_argument(
         "--plot", default=None, help="write a PNG of the objective and the dev score per iteration (default: none)"
     )
@@ -107,7 +148,9 @@ def add_parsers(commands) -> None:
         _dump,
         inputs=("model",),
     )
-    dump.add_argument("model", help="model file (not a composed model: dump each component's file)")
+    dump.add_argument(
+        "model", help="model file or two-stage file (each stage); not a composed model: dump each component's file"
+    )
     dump.add_argument(
         "--top",
         type=POSITIVE,

@@ -143,8 +143,6 @@ def test_single_model_outputs_of_a_two_stage_file_are_one_line_errors(files, cap
 @pytest.mark.parametrize(
     "command",
     [
-        ["history", "{model}"],
-        ["dump", "{model}"],
         ["calibrate", "{model}", "{test}"],
         ["train", "{train}", "--init", "{model}"],
     ],
@@ -155,7 +153,27 @@ def test_commands_that_read_single_models_refuse_a_two_stage_file_naming_its_rea
         ["-o", str(files / "y.model")] if command[0] == "train" else []
     )
     assert main(argv) == 2
-    assert "two-stage tagger (from fstcrf train --consistency; fstcrf tag and eval" in one_line_error(capsys)
+    assert "two-stage tagger (from fstcrf train --consistency; fstcrf tag, eval, info, dump and history" in (
+        one_line_error(capsys)
+    )
+
+
+def test_dump_and_history_of_a_two_stage_file_show_each_stage(files, capsys):
+    tagger = load_two_stage(files / "both.model")
+    capsys.readouterr()
+    assert main(["dump", str(files / "both.model"), "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    first, second = out.split("second stage:\n")
+    assert first.startswith("first stage:\n")
+    assert f"labels ({len(tagger.first_.labels_)})" in first and f"labels ({len(tagger.second_.labels_)})" in second
+    assert "token_doc" in second and "token_doc" not in first  # only the second stage reads the majority columns
+    plot = files / "history.png"
+    assert main(["history", str(files / "both.model"), "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("iteration  objective") == 2
+    assert out.index("first stage:") < out.index("second stage:")
+    assert f"kept the weights of iteration {tagger.second_.best_iteration_} of {tagger.second_.n_iter_}" in out
+    assert plot.read_bytes().startswith(b"\x89PNG")
 
 
 def test_bad_training_combinations(files, capsys, caplog):
