@@ -48,7 +48,7 @@ from fstcrf.errors import ArgumentTypeError, FstcrfError, ModelFileError, Penalt
 from fstcrf.features.template import Template, parse_template
 from fstcrf.features.template import resolve_template
 from fstcrf.model.chain import ChainCRF
-from fstcrf.model.file import KIND_NAMES, TWO_STAGE_KIND, header_field, read_container, write_container
+from fstcrf.model.file import TWO_STAGE_KIND, arrays_under, header_field, read_kind, write_container
 from fstcrf.progress import Progress
 from fstcrf.corpus.schemes import read_chunks
 from fstcrf.document.annealing import Annealed
@@ -409,14 +409,12 @@ def load_two_stage(path: str | os.PathLike) -> TwoStageTagger:
     with None and DEFAULT_BLOCK_SIZE); ModelFileError for a file of another kind or
     an inconsistent one."""
     where = os.fspath(path)
-    header, arrays = read_container(path)
-    if header["format"] != TWO_STAGE_KIND:
-        raise ModelFileError(f"{where}: this is {KIND_NAMES[header['format']]}, not a two-stage tagger")
+    header, arrays = read_kind(path, (TWO_STAGE_KIND,), "a two-stage tagger")
     headers = header_field(header, "stages", dict, where)
     stages = []
     for name in STAGES:
         prefix = f"{name}."
-        own = {key[len(prefix) :]: array for key, array in arrays.items() if key.startswith(prefix)}
+        own = arrays_under(arrays, prefix)
         stage_header = header_field(headers, name, dict, where)
         stages.append(ChainCRF.from_payload(stage_header, own, f"{where} ({name} stage)"))
     first, second = stages

@@ -35,14 +35,14 @@ from fstcrf.engine.inference import (
 from fstcrf.engine.mbr import labelled_paths, mbr_decode, writing_scheme
 from fstcrf.engine.tempering import tempered
 from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels
-from fstcrf.errors import FstcrfError, InfeasibleError, LabelError, ModelFileError
+from fstcrf.errors import FstcrfError, InfeasibleError, LabelError
 from fstcrf.features.encoding import EncodedSentences, FactoredFeatures
 from fstcrf.features.template import TEMPLATES, Template
 from fstcrf.grammar import Grammar, load_grammar, restrict, restrict_to
 from fstcrf.learn import train
 from fstcrf.learn.objective import Scorer
 from fstcrf.learn.settings import DEFAULT_DRAWS, DEFAULT_SIGMA
-from fstcrf.model.file import KIND_NAMES, MODEL_KIND, read_container, write_container
+from fstcrf.model.file import MODEL_KIND, read_kind, write_container
 from fstcrf.model.fitting import (
     BIAS,
     FittedState,
@@ -761,7 +761,5 @@ def load_model(path: str | os.PathLike) -> ChainCRF:
     Raises ModelFileError if the file cannot be read, is not an fstcrf model,
     is truncated or corrupt, or has a format version this fstcrf does not read.
     """
-    header, arrays = read_container(path)
-    if header["format"] != MODEL_KIND:
-        raise ModelFileError(f"{os.fspath(path)}: this is {KIND_NAMES[header['format']]}, not a single model")
+    header, arrays = read_kind(path, (MODEL_KIND,), "a single model")
     return ChainCRF.from_payload(header, arrays, os.fspath(path))

@@ -78,7 +78,7 @@ from fstcrf.model.chain import ChainCRF, save_model
 from fstcrf.model.fitting import check_fitted
 from fstcrf.model.joint_features import ComponentFeatures, on_decoding_topology
 from fstcrf.model.joint_training import fit_joint
-from fstcrf.model.file import JOINT_KIND, KIND_NAMES, MODEL_KIND, header_field, read_container, write_container
+from fstcrf.model.file import JOINT_KIND, MODEL_KIND, arrays_under, header_field, read_kind, write_container
 from fstcrf.learn.objective import BLOCK_CELLS
 from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.extras import require
@@ -696,11 +696,7 @@ def jackknife(corpus: Corpus, model: ChainCRF, target: str, folds: int = 5) -> C
 
 def load_joint(path: str | os.PathLike) -> JointModel:
     """Read a joint model written by :meth:`JointModel.save`."""
-    header, arrays = read_container(path)
-    if header["format"] != JOINT_KIND:
-        raise ModelFileError(
-            f"{os.fspath(path)}: this is {KIND_NAMES[header['format']]}, not a composition (fstcrf compose makes one)"
-        )
+    header, arrays = read_kind(path, (JOINT_KIND,), "a composition (fstcrf compose makes one)")
     return _joint_from_payload(header, arrays, os.fspath(path))
 
 
@@ -708,7 +704,7 @@ def _joint_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str)
     components = []
     for k, component in enumerate(header_field(header, "components", list, where)):
         prefix = f"{k}."
-        own = {name[len(prefix) :]: array for name, array in arrays.items() if name.startswith(prefix)}
+        own = arrays_under(arrays, prefix)
         components.append(ChainCRF.from_payload(component, own, f"{where} (component {k})"))
     compatibility = []
     for k in range(1, len(components)):
@@ -736,11 +732,9 @@ def _joint_from_payload(header: dict, arrays: dict[str, np.ndarray], where: str)
 
 def load_any(path: str | os.PathLike) -> ChainCRF | JointModel:
     """A model or a joint model, whichever the file holds (ModelFileError for another kind)."""
-    header, arrays = read_container(path)
+    header, arrays = read_kind(path, (MODEL_KIND, JOINT_KIND), "a model or a composition")
     if header["format"] == MODEL_KIND:
         return ChainCRF.from_payload(header, arrays, os.fspath(path))
-    if header["format"] != JOINT_KIND:
-        raise ModelFileError(f"{os.fspath(path)}: this is {KIND_NAMES[header['format']]}, not a model or a composition")
     return _joint_from_payload(header, arrays, os.fspath(path))
 
 

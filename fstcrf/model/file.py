@@ -263,6 +263,20 @@ def read_container(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]
     return header, arrays
 
 
+def read_kind(path: str | os.PathLike, kinds: tuple[str, ...], expected: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """:func:`read_container` of a file whose kind is one of ``kinds``; ModelFileError
+    naming what the file is and, after "not ", what was ``expected`` otherwise."""
+    header, arrays = read_container(path)
+    if header["format"] not in kinds:
+        raise ModelFileError(f"{os.fspath(path)}: this is {KIND_NAMES[header['format']]}, not {expected}")
+    return header, arrays
+
+
+def arrays_under(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    """The arrays whose names start with ``prefix`` ("0.", "first."...), named without it."""
+    return {name[len(prefix) :]: array for name, array in arrays.items() if name.startswith(prefix)}
+
+
 def file_kind(path: str | os.PathLike) -> str | None:
     """The "format" at the start of a model file's header (one of KIND_NAMES), read
     from its first bytes without any check, to choose a loader; None when the file
