@@ -119,9 +119,8 @@ class SubstringCache:
             parts.append((counts, utf8_hashes([name for names in lists for name in names], self.salt)))
         first = len(self.ptr) - 1
         self.row.update(zip(direct + named, range(first, first + len(values))))
-        counts = np.concatenate([self.ptr[1:] - self.ptr[:-1]] + [counts for counts, _ in parts])
-        self.ptr = np.zeros(len(counts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.ptr[1:])
+        ends = self.ptr[-1] + np.cumsum(np.concatenate([counts for counts, _ in parts]))
+        self.ptr = np.concatenate([self.ptr, ends])
         self.hashes = np.concatenate([self.hashes] + [hashes for _, hashes in parts])
 
     def _hashed(self, values: list[str], marks: bool) -> tuple[np.ndarray, np.ndarray]:
