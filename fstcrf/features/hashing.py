@@ -35,8 +35,10 @@ from fstcrf.features.value_lists import (
 #: The kinds of value list whose hashes :func:`substring_lists` gives.
 SUBSTRING_KINDS = ("prefixes", "suffixes", "ngrams")
 
-#: Hashes a :class:`SubstringCache` holds before it starts afresh (its memory stays bounded).
+#: Hashes, and values, a :class:`SubstringCache` holds before it starts afresh (its
+#: memory stays bounded: about 32 MiB of hashes, and the values' dictionary).
 CACHE_HASHES = 1 << 22
+CACHE_VALUES = 1 << 18
 
 #: Values whose substrings escaping could change (escape_value), hashed from their names.
 ESCAPED_CHARACTERS = re.compile(r"[\\|_]")
@@ -74,17 +76,17 @@ def utf8_hashes(values: Sequence[str], salt: int) -> np.ndarray:
 class SubstringCache:
     """The hashes of the prefixes, suffixes or n-grams (one ``observation``'s kind and
     lengths) of each value met so far, under one salt: value v's are
-    hashes[ptr[row[v]] .. ptr[row[v] + 1] - 1].  Past ``limit`` hashes it is emptied
-    and filled again."""
+    hashes[ptr[row[v]] .. ptr[row[v] + 1] - 1].  Past ``limit`` hashes or
+    ``max_values`` values it is emptied and filled again."""
 
-    def __init__(self, observation: Observation, salt: int, limit: int = CACHE_HASHES):
+    def __init__(self, observation: Observation, salt: int, limit: int = CACHE_HASHES, max_values: int = CACHE_VALUES):
         if observation.kind not in SUBSTRING_KINDS:
             raise ValueError(f"no substrings for {observation.kind!r}")
         self.kind: str = observation.kind
         self.low, self.high = observation.low, observation.high
         self.named = per_value(observation, None)
         self.salt = salt
-        self.limit = limit
+        self.limit, self.max_values = limit, max_values
         self.lock = threading.Lock()
         self.clear()
 
@@ -98,7 +100,7 @@ class SubstringCache:
         """(int64 [V]: the row of each of ``values`` (distinct), computed for those not
         kept; the row pointers and hashes those rows index, which a later call may replace)."""
         with self.lock:
-            if len(self.hashes) > self.limit:
+            if len(self.hashes) > self.limit or len(self.row) > self.max_values:
                 self.clear()
             unseen = missing_from(self.row, values)
             if unseen:

@@ -51,7 +51,7 @@ def test_the_hashes_of_each_value_are_those_of_its_named_list(words, line, salt)
 @given(batches=st.lists(WORDS, min_size=1, max_size=4), line=ITEM, limit=st.integers(0, 40))
 def test_the_cache_across_batches_gives_what_computing_anew_gives(batches, line, limit):
     observation = _observation(line)
-    cache = SubstringCache(observation, 3, limit=limit)  # small limits empty it between batches
+    cache = SubstringCache(observation, 3, limit=limit, max_values=limit // 4)  # small limits empty it
     for words in batches:
         values = list(dict.fromkeys(words))
         codes = np.array([values.index(word) for word in words], dtype=np.int64)
@@ -60,6 +60,7 @@ def test_the_cache_across_batches_gives_what_computing_anew_gives(batches, line,
         assert cached[0].tolist() == fresh[0].tolist()
         assert cached[1].tolist() == fresh[1].tolist()
         assert len(cache.hashes) <= limit + len(fresh[1])  # bounded
+        assert len(cache.row) <= limit // 4 + len(values)
 
 
 @oracle_settings(100)
