@@ -172,6 +172,16 @@ def _weight_lines(title: str, header: Sequence[str], weights: Weights, top: int)
     return lines
 
 
+def _feature_set(model: ChainCRF, asked: str | None) -> str:
+    """The feature set a model was given, and for "complete-if-fits" the one it built:
+    complete when every predicate pairs with every state."""
+    if asked != "complete-if-fits":
+        return asked or "default"
+    features = model.features_
+    built = "complete" if features.num_features >= features.num_predicates * features.num_states else "supported"
+    return f"{asked} ({built})"
+
+
 def dump_text(model: ChainCRF | JointModel, top: int = DEFAULT_TOP, label: str | None = None) -> str:
     """A fitted model as text: labels, topology, template, then the ``top`` largest positive
     and negative state and transition weights (only those of ``label`` when given)."""
@@ -232,7 +242,7 @@ def _model_info(model: ChainCRF) -> list[tuple[str, str]]:
         ("sigma", params["sigma"]),
         ("max_iter", params["max_iter"]),
         ("template", _template_name(params["template"])),
-        ("feature set", params["features"] or "default"),
+        ("feature set", _feature_set(model, params["features"])),
         ("min_count", params["min_count"]),
         ("grammar", params["grammar"]),
         ("reads", params["reads"]),

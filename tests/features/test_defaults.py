@@ -12,6 +12,7 @@ from fstcrf.features.defaults import (
 )
 from fstcrf.errors import TemplateError
 from fstcrf.model import TEMPLATES, load_model
+from fstcrf.model.inspection import info_text
 
 
 @pytest.mark.parametrize(
@@ -66,6 +67,7 @@ def test_train_without_template_uses_the_default_of_its_columns(tmp_path, caplog
     assert model.extractor_.parsed_template().text == TEMPLATES["ner-rich"].text
     assert model.sigma == TEMPLATE_SIGMAS["ner-rich"]
     assert model.features == "complete-if-fits"
+    assert "feature set       complete-if-fits (complete)" in info_text(model, str(model_path))
     # every (predicate, label) pair of the bias-free predicates, 3 labels: B-PER, O and the unseen start
     num_labels = len(model.topology_.labels)
     assert model.features_.num_features == model.extractor_.num_predicates * num_labels
@@ -118,3 +120,21 @@ def test_the_complete_set_if_it_fits_builds_the_complete_or_the_supported_dictio
     assert dictionary("complete-if-fits") == dictionary("complete")
     monkeypatch.setattr(encoding, "MAX_FEATURES", 10)
     assert dictionary("complete-if-fits") == dictionary("supported")
+
+
+def test_a_default_ner_training_whose_complete_set_would_not_fit_trains_the_supported_one(
+    tmp_path, monkeypatch, caplog
+):
+    import fstcrf.features.encoding as encoding
+
+    train = tmp_path / "train.txt"
+    train.write_text("John NNP B-NP B-PER\nruns VBZ B-VP O\n\nMary NNP B-NP B-PER\nsleeps VBZ B-VP O\n\n")
+    monkeypatch.setattr(encoding, "MAX_FEATURES", 10)
+    model_path = tmp_path / "ner.model"
+    argv = ["train", str(train), "--columns", "word,pos,chunk,ner", "--target", "ner", "--max-iter", "2"]
+    with caplog.at_level("WARNING", logger="fstcrf"):
+        assert main([*argv, "-o", str(model_path)]) == 0
+    assert "training the supported ones" in caplog.text
+    model = load_model(model_path)
+    assert model.features_.num_features < model.features_.num_predicates * model.features_.num_states
+    assert "feature set       complete-if-fits (supported)" in info_text(model, str(model_path))
