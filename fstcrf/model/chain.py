@@ -382,6 +382,7 @@ class ChainCRF:
         with phase("decode"):
             return split_labels(self.topology_, self.scorer().paths(encoded, self.weights_), encoded.offsets)
 
+    @blas_single_threaded()
     def predict(
         self,
         corpus: Corpus | Sequence[Sentence],
