@@ -18,16 +18,12 @@ LOG = logging.getLogger("fstcrf")
 def _stages(path: str) -> list[tuple[str | None, object]]:
     """(name, model) of each stage of a two-stage file ("first stage", "second stage"),
     or [(None, the model or composition)] of any other model file."""
-    from fstcrf.model.file import TWO_STAGE_KIND, file_kind
+    from fstcrf.cli.decoding import is_two_stage, load_decoder
 
-    if file_kind(path) == TWO_STAGE_KIND:
-        from fstcrf.document.two_stage import load_two_stage
-
-        tagger = load_two_stage(path)
-        return [("first stage", tagger.first_), ("second stage", tagger.second_)]
-    from fstcrf.model.compose import load_any
-
-    return [(None, load_any(path))]
+    model = load_decoder(path)
+    if is_two_stage(model):
+        return [("first stage", model.first_), ("second stage", model.second_)]
+    return [(None, model)]
 
 
 def _history(args: argparse.Namespace) -> int:
