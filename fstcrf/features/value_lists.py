@@ -10,7 +10,7 @@ with numpy (prefixes, suffixes and n-grams from a cache kept across batches,
 ``bag`` and ``types`` combine the codes of a window with numpy; ``gazetteer``
 walks each sentence in Python.  What grows with the tokens of a line, the cross
 product of its items, their keys and their lookup, is the C kernel's
-(:func:`fstcrf.engine.kernel.cross_keys`).
+(:func:`fstcrf.engine.kernel.features.list_rows`).
 """
 
 from __future__ import annotations
@@ -201,9 +201,11 @@ CACHE_NAMES = 1 << 19
 class ListCache:
     """The lists of the values seen so far, for the items whose list depends on the
     value alone and on nothing read from the training data (prefixes, suffixes,
-    n-grams): words recur from batch to batch, so tagging computes each word's list
-    once.  Each list is held as the codes of its escaped names in one vocabulary per
-    cache; past CACHE_NAMES names the cache is emptied and filled again."""
+    n-grams), by name: fits in one process (a jackknife's folds, a two-stage
+    tagger's stages) compute each word's list once.  (Tagging needs only their
+    hashes: :class:`fstcrf.features.hashing.SubstringCache`.)  Each list is held as
+    the codes of its escaped names in one vocabulary per cache; past CACHE_NAMES
+    names the cache is emptied and filled again."""
 
     def __init__(self, function: Callable[[str], list[str]], limit: int = CACHE_NAMES):
         self.function = function
