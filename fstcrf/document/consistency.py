@@ -32,6 +32,8 @@ change costs O(length² of the entities it touches), not O(document).
 
 from __future__ import annotations
 
+import math
+
 from collections import defaultdict
 from operator import mul
 from dataclasses import dataclass, field
@@ -156,6 +158,11 @@ def count_violations(reader: EntityReader, documents: Sequence[LabelledDocument]
                 if part_counts is not None:
                     sub += np.outer(counts, part_counts)
     return same, sub
+
+
+def is_penalty_scale(value) -> bool:
+    """Whether ``value`` is a penalty scale: a finite number (not a bool) >= 0."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
 
 
 def estimate_penalties(documents: Sequence[LabelledDocument], scale: float = 1.0) -> ConsistencyPenalties:

@@ -37,7 +37,6 @@ from the training documents, on its second stage, and
 from __future__ import annotations
 
 import logging
-import math
 import os
 from importlib import resources
 from collections.abc import Iterable, Sequence
@@ -52,7 +51,7 @@ from fstcrf.model.file import TWO_STAGE_KIND, arrays_under, header_field, read_k
 from fstcrf.progress import Progress
 from fstcrf.corpus.schemes import read_chunks
 from fstcrf.document.annealing import Annealed
-from fstcrf.document.consistency import proper_parts
+from fstcrf.document.consistency import is_penalty_scale, proper_parts
 from fstcrf.document.decode import decode_documents, estimate_consistency, model_factors
 from fstcrf.document.documents import document_spans
 from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT_T_END, DEFAULT_T_START
@@ -242,9 +241,7 @@ class TwoStageTagger:
                     f"{' or None' if name == 'second' else ''}, got {type(value).__name__}"
                 )
         scale = self.consistency_scale
-        if scale is not None and (
-            isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale >= 0)
-        ):
+        if scale is not None and not is_penalty_scale(scale):
             raise PenaltyError(f"TwoStageTagger: consistency_scale must be None or a finite number >= 0, got {scale!r}")
         block = self.block_size
         if isinstance(block, bool) or not isinstance(block, int) or block < 0:
@@ -445,7 +442,7 @@ def _stored_scale(header: dict, where: str) -> float | None:
     scale = header.get("consistency_scale")
     if scale is None:
         return None
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale >= 0):
+    if not is_penalty_scale(scale):
         raise ModelFileError(f"{where}: the stored consistency scale {scale!r} is not a finite number >= 0")
     return float(scale)
 
