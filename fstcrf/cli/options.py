@@ -259,8 +259,8 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
         "order 2 only, every (predicate, tag) pair plus the supported (predicate, tag "
         "pair) ones; complete-if-fits: complete unless too many, then supported (default: "
         "complete-if-fits with the rich NER templates (ner-rich, ner-pos-rich, words-rich) "
-        "and lbfgs, "
-        "chosen on the development sets; complete for --algorithm bandit; else supported)",
+        "and lbfgs, chosen on the development sets; complete for --algorithm bandit; else "
+        "supported)",
     )
     parser.add_argument(
         "--min-count",
