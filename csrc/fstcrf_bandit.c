@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 #include "fstcrf_bandit.h"
-#include "fstcrf_portable.h"
+#include "fstcrf_internal.h"
 
 /* The rows of tokens first .. last-1 of the set. */
 static ff_tokens token_block(const fb_set *set, int64_t first, int64_t last)
@@ -43,40 +43,52 @@ int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc,
             double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work,
             const double *step_state, int32_t state_width)
 {
-    const int32_t S = set->graph->num_states;
+    const fc_graph *g = set->graph;
+    const int32_t S = g->num_states;
     const int64_t row = set->offsets[first], b = last - first;
-    const int64_t per_sentence = (int64_t)sc->num_classes * set->graph->num_edges;
+    const int64_t per_sentence = (int64_t)sc->num_classes * g->num_edges;
     for (int64_t i = 0; i <= b; ++i) offsets[i] = set->offsets[first + i] - row;
     const ff_tokens x = token_block(set, row, set->offsets[last]);
     int status = ff_emissions(set->dictionary, &x, theta, sign, emit, work);
     if (status != FC_OK) return status;
-    const fc_batch batch = {(int32_t)b, offsets, emit, set->token_class ? set->token_class + row : NULL};
+    const int32_t *token_class = set->token_class ? set->token_class + row : NULL;
+    const fc_batch batch = {(int32_t)b, offsets, emit, token_class};
+    status = fc__check_workspace(g, sc, &batch, ws, 1);
+    if (status != FC_OK) return status;
+    buffers w = fc__carve(g, sc, ws);
+    fc__prepare_transitions(g, sc, &w);
+    fc__plan_lanes(g, &w);
     for (int64_t i = 0; i < b * per_sentence; ++i) edge_counts[i] = 0.0;
-    /* fc_forward_backward_each's loop, with the step's lines of each sentence asked for
-     * while its posteriors are computed: the step finds them in cache */
+    /* fc_forward_backward_each's loop, then fc_sample_scaled's draws of the sentence
+     * from the forward table it leaves (when it is the scaled one), with the step's
+     * lines of each sentence asked for while its posteriors are computed: the step
+     * finds them in cache */
+    int infeasible = 0;
     for (int64_t i = 0; i < b; ++i) {
         if (step_state != NULL)
             request_step_lines(set->dictionary, &x, offsets[i], offsets[i + 1], step_state, state_width);
-        const int64_t one_offsets[2] = {0, offsets[i + 1] - offsets[i]};
-        const fc_batch one = {1, one_offsets, emit + offsets[i] * S,
-                              batch.token_class ? batch.token_class + offsets[i] : NULL};
-        const int one_status = fc_forward_backward(set->graph, sc, &one, log_z + i, marg + offsets[i] * S,
-                                                   edge_counts + i * per_sentence, ws);
-        if (one_status > status) status = one_status;
+        const int64_t off = offsets[i], T = offsets[i + 1] - off;
+        const int32_t *cls = token_class ? token_class + off : NULL;
+        const int table = fc__sentence_posteriors(g, sc, &w, emit + off * S, cls, T, log_z + i, marg + off * S,
+                                                  edge_counts + i * per_sentence);
+        infeasible |= table < 0;
+        if (infeasible || num_draws == 0) continue;
+        infeasible |= fc__sample_scaled_sentence(table, g, sc, &w, emit + off * S, cls, T, seed, i, num_draws,
+                                                 offsets[b], paths + off) != FC_OK;
     }
-    if (status != FC_OK || num_draws == 0) return status;
-    return fc_sample_scaled(set->graph, sc, &batch, seed, 0, num_draws, paths, ws);
+    return infeasible ? FC_INFEASIBLE : FC_OK;
 }
 
 int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
                 int64_t coef_stride, const int32_t *paths, int64_t path_stride, const int64_t *offsets,
-                const double *marg, double sign, double *marks, double *grad, double *work)
+                const double *marg, double sign, double *marks, const int64_t *at, double *grad, double *work)
 {
     const int32_t S = set->graph->num_states;
     const int64_t b = last - first;
     for (int32_t k = 0; k < num_draws; ++k)
         for (int64_t t = 0; t < offsets[b]; ++t)
             if (paths[k * path_stride + t] < 0 || paths[k * path_stride + t] >= S) return FC_BAD_ARGUMENT;
+    const ff_tokens x = token_block(set, set->offsets[first], set->offsets[last]);
     for (int64_t i = 0; i < b; ++i) {
         /* w_i summed over the draws in order, as numpy sums the rows of [K, b] */
         double w = coef[i];
@@ -89,8 +101,7 @@ int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draw
             for (int64_t t = offsets[i]; t < offsets[i + 1]; ++t) marks[t * S + path[t]] += c;
         }
     }
-    const ff_tokens x = token_block(set, set->offsets[first], set->offsets[last]);
-    return ff_accumulate(set->dictionary, &x, marks, sign, grad, work);
+    return ff_accumulate_at(set->dictionary, &x, marks, sign, at, grad, work);
 }
 
 int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
@@ -146,11 +157,11 @@ static void adam_pairs(const fu_step *step, double *theta, double *pairs, const 
     }
 }
 
-/* The step at the features of predicate p, from the gradient of the buffers whose
- * bit is set in `pieces` (the others hold 0 there: adding it would not change the
- * sum). */
-static int step_predicate(const ff_dictionary *d, int32_t p, double *const *buffers, uint32_t pieces,
-                          const fu_step *step, double *theta, double *state)
+/* The step at the features of predicate p, whose gradient is at `offset` of the
+ * buffers whose bit is set in `pieces` (the others hold 0 there: adding it would
+ * not change the sum). */
+static int step_predicate(const ff_dictionary *d, int32_t p, int64_t offset, double *const *buffers,
+                          uint32_t pieces, const fu_step *step, double *theta, double *state)
 {
     int64_t index[STEP_CHUNK];
     double g[STEP_CHUNK];
@@ -162,7 +173,7 @@ static int step_predicate(const ff_dictionary *d, int32_t p, double *const *buff
             index[i] = f + i;
         }
         for (uint32_t rest = pieces; rest != 0; rest &= rest - 1) {
-            double *buffer = buffers[lowest_bit(rest)] + f;
+            double *buffer = buffers[lowest_bit(rest)] + offset + (f - d->ptr[p]);
             for (int64_t i = 0; i < m; ++i) {
                 g[i] += buffer[i];
                 buffer[i] = 0.0;
@@ -179,59 +190,85 @@ static int step_predicate(const ff_dictionary *d, int32_t p, double *const *buff
 /* Predicates stepped ahead of the one being stepped: their lines are prefetched. */
 #define STEP_AHEAD 16
 
-/* Ask for the cache lines of the features of predicate p in theta, the step's
- * state and the buffers it reads. */
-static void prefetch_predicate(const ff_dictionary *d, int32_t p, double *const *buffers, uint32_t pieces,
-                               const double *theta, const double *state, int64_t state_width)
+/* Ask for the cache lines of the features of predicate p in theta and the step's
+ * state (a minibatch's buffers are small enough to stay in cache). */
+static void prefetch_predicate(const ff_dictionary *d, int32_t p, const double *theta, const double *state,
+                               int64_t state_width)
 {
     const int64_t f = d->ptr[p], end = d->ptr[p + 1];
     if (end <= f) return;
     prefetch_range(theta, f, end);
     if (state != NULL) prefetch_range(state, state_width * f, state_width * end);
-    for (uint32_t rest = pieces; rest != 0; rest &= rest - 1) prefetch_range(buffers[lowest_bit(rest)], f, end);
 }
 
-int fb_step(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, int32_t lowest, int32_t highest,
-            double *const *buffers, const fu_step *step, double *theta, double *state, uint64_t *seen,
-            int32_t *order, uint8_t *pieces_of)
+int fb_index(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, uint64_t *seen, int32_t *order,
+             uint8_t *pieces_of, int64_t *at, int64_t *sizes)
 {
-    if (num_pieces < 1 || num_pieces > FB_MAX_PIECES) return FC_BAD_ARGUMENT;
+    if (num_pieces < 1 || num_pieces > FB_MAX_PIECES || piece_rows[0] < 0) return FC_BAD_ARGUMENT;
+    for (int32_t q = 0; q < num_pieces; ++q)
+        if (piece_rows[q + 1] < piece_rows[q]) return FC_BAD_ARGUMENT;
+    if (piece_rows[num_pieces] > set->tokens->num_tokens) return FC_BAD_ARGUMENT;
     const int64_t *indptr = set->tokens->indptr;
     const int32_t *indices = set->tokens->indices;
     const ff_dictionary *d = set->dictionary;
+    for (int64_t j = indptr[piece_rows[0]]; j < indptr[piece_rows[num_pieces]]; ++j) {
+        if (indices[j] < 0 || indices[j] >= d->num_predicates) return FC_BAD_ARGUMENT;
+        FC_PREFETCH(at + indices[j]); /* written below, in another order */
+    }
     const int64_t words = ((int64_t)d->num_predicates + 63) / 64;
-    int32_t low = highest, high = lowest; /* the range of the marked predicates */
+    /* a bit per predicate and piece, and in row Q a bit per word that has any */
+    uint64_t *summary = seen + num_pieces * words;
     for (int32_t q = 0; q < num_pieces; ++q) {
         uint64_t *marks = seen + q * words;
         for (int64_t j = indptr[piece_rows[q]]; j < indptr[piece_rows[q + 1]]; ++j) {
             const int32_t p = indices[j];
-            if (p < lowest || p >= highest) continue;
             marks[p >> 6] |= (uint64_t)1 << (p & 63);
-            if (p < low) low = p;
-            if (p > high) high = p;
+            summary[p >> 12] |= (uint64_t)1 << ((p >> 6) & 63);
         }
     }
     /* in ascending order, which keeps the weight arrays' accesses close together */
-    int64_t m = 0;
-    for (int32_t word = low >> 6; low <= high && word <= high >> 6; ++word) {
-        uint64_t any = 0;
-        for (int32_t q = 0; q < num_pieces; ++q) any |= seen[q * words + word];
-        for (uint64_t bits = any; bits != 0; bits &= bits - 1) {
-            const int bit = lowest_bit(bits);
-            uint8_t pieces = 0;
-            for (int32_t q = 0; q < num_pieces; ++q) pieces |= (uint8_t)(((seen[q * words + word] >> bit) & 1) << q);
-            order[m] = word * 64 + bit;
-            pieces_of[m++] = pieces;
+    int64_t m = 0, features = 0;
+    for (int64_t group = 0; group < (words + 63) / 64; ++group) {
+        for (uint64_t used = summary[group]; used != 0; used &= used - 1) {
+            const int64_t word = group * 64 + lowest_bit(used);
+            uint64_t any = 0;
+            for (int32_t q = 0; q < num_pieces; ++q) any |= seen[q * words + word];
+            for (uint64_t bits = any; bits != 0; bits &= bits - 1) {
+                const int bit = lowest_bit(bits);
+                const int32_t p = (int32_t)(word * 64 + bit);
+                uint8_t pieces = 0;
+                for (int32_t q = 0; q < num_pieces; ++q)
+                    pieces |= (uint8_t)(((seen[q * words + word] >> bit) & 1) << q);
+                order[m] = p;
+                pieces_of[m++] = pieces;
+                at[p] = features;
+                features += d->ptr[p + 1] - d->ptr[p];
+            }
+            for (int32_t q = 0; q < num_pieces; ++q) seen[q * words + word] = 0;
         }
-        for (int32_t q = 0; q < num_pieces; ++q) seen[q * words + word] = 0;
+        summary[group] = 0;
     }
+    sizes[0] = m;
+    sizes[1] = features;
+    return FC_OK;
+}
+
+int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, int64_t begin, int64_t end,
+            int64_t *at, double *const *buffers, int32_t num_pieces, const fu_step *step, double *theta,
+            double *state)
+{
+    if (num_pieces < 1 || num_pieces > FB_MAX_PIECES) return FC_BAD_ARGUMENT;
+    const ff_dictionary *d = set->dictionary;
+    for (int64_t i = begin; i < end; ++i)
+        if (order[i] < 0 || order[i] >= d->num_predicates || at[order[i]] < 0 || pieces_of[i] >> num_pieces != 0)
+            return FC_BAD_ARGUMENT;
     const int64_t state_width = step->rule == FU_ADAM ? 2 : 1;
     int status = 0;
-    for (int64_t i = 0; i < m; ++i) {
-        if (i + STEP_AHEAD < m)
-            prefetch_predicate(d, order[i + STEP_AHEAD], buffers, pieces_of[i + STEP_AHEAD], theta, state,
-                               state_width);
-        status |= step_predicate(d, order[i], buffers, pieces_of[i], step, theta, state);
+    for (int64_t i = begin; i < end; ++i) {
+        if (i + STEP_AHEAD < end) prefetch_predicate(d, order[i + STEP_AHEAD], theta, state, state_width);
+        const int32_t p = order[i];
+        status |= step_predicate(d, p, at[p], buffers, pieces_of[i], step, theta, state);
+        at[p] = -1;
     }
     return status;
 }

@@ -44,7 +44,8 @@ typedef struct {
  *   step_state [F, W]    the step state fb_step will read (fb_step's state, W = 1 or 2) or
  *                        NULL: its cache lines at the block's features are asked for while
  *                        the posteriors are computed (a hint, with no effect on results)
- * The draws are fc_sample_scaled's (fc_sample's distribution, seeding and uniforms).
+ * The draws are fc_sample_scaled's (fc_sample's distribution, seeding and uniforms), made
+ * from the forward table of each sentence's posteriors.
  * Returns fc_sample_scaled's (or the first failing piece's) status. */
 int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
             double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
@@ -59,12 +60,13 @@ int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc,
  *   marks  [n, S] scratch: the marginals times -w_i, with w_i = c[0, i] + ... +
  *          c[K-1, i] summed in that order, plus c[k, i] at each draw k's state
  *          (added in the order of k)
- *   grad   [F] ADDED TO: sign * (feature counts under marks), by ff_accumulate
+ *   at     [P] the layout of grad (ff_accumulate_at's: fb_index's), or NULL: grad is [F]
+ *   grad   [F] or [U] ADDED TO: sign * (feature counts under marks), by ff_accumulate_at
  * Returns FC_BAD_ARGUMENT, before touching any output, if a state lies outside
- * [0, S); else ff_accumulate's status. */
+ * [0, S) or a token uses a predicate the layout lacks; else FC_OK. */
 int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
                 int64_t coef_stride, const int32_t *paths, int64_t path_stride, const int64_t *offsets,
-                const double *marg, double sign, double *marks, double *grad, double *work);
+                const double *marg, double sign, double *marks, const int64_t *at, double *grad, double *work);
 
 /* Weighted edge uses of draws of sentences first .. last-1 (b sentences, n tokens):
  *   coef    [K, b]     the weight of draw k of sentence i
@@ -76,26 +78,42 @@ int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draw
 int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
                    const int32_t *paths, int32_t num_classes, double *counts);
 
-/* Gradient buffers fb_step reads at most. */
+/* Gradient buffers (pieces of a minibatch) fb_index and fb_step handle at most. */
 #define FB_MAX_PIECES 8
 
-/* The step at the features of the predicates of token rows piece_rows[0] ..
- * piece_rows[Q]-1 whose id lies in [lowest, highest): each such feature f once, in
- * ascending order, moved by fu_apply's rule with the gradient g = 0 + buffers[q][f]
- * + ... summed in the order of q over the buffers q whose rows piece_rows[q] ..
- * piece_rows[q+1]-1 have the predicate (the others hold 0 there), then cleared
- * (coordinates are independent: any split of the predicates gives the same result).
- *   buffers  [Q] pointers to [F] gradients, 1 <= Q <= FB_MAX_PIECES
+/* The compact layout of a minibatch's gradient: the predicates of token rows
+ * piece_rows[0] .. piece_rows[Q]-1, ascending, with the features of the i-th
+ * at U_i .. U_i + ptr[p+1] - ptr[p] - 1 (U_i the features of the ones before).
+ *   seen      [Q + 1, ceil(P / 64)] scratch bits, all 0 on entry and on return
+ *   order     [P] WRITTEN: order[0 .. m-1], the predicates, ascending
+ *   pieces_of [P] WRITTEN: bit q of pieces_of[i] is set if rows piece_rows[q] ..
+ *             piece_rows[q+1]-1 use order[i]
+ *   at        [P] -1 at every predicate on entry; WRITTEN: at[order[i]] = U_i
+ *             (fb_step sets them back to -1)
+ *   sizes     [2] WRITTEN: m, and U, the features of the m predicates
+ * A minibatch's gradient buffers need U doubles each, not F.
+ * Returns FC_BAD_ARGUMENT, before writing, for Q outside [1, FB_MAX_PIECES],
+ * piece rows that do not ascend within the set's tokens, or a predicate of
+ * theirs outside [0, P). */
+int fb_index(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, uint64_t *seen, int32_t *order,
+             uint8_t *pieces_of, int64_t *at, int64_t *sizes);
+
+/* The step at the features of predicates order[begin] .. order[end-1] of an
+ * index fb_index made: each feature f of predicate p once, in that order, moved
+ * by fu_apply's rule with the gradient g = 0 + buffers[q][at[p] + k] + ...
+ * summed in the order of q over the pieces q set in pieces_of (the other
+ * buffers hold 0 there), k = f - ptr[p]; the buffers are then cleared there and
+ * at[p] set back to -1 (calls on disjoint ranges of the order may run in
+ * parallel threads).
+ *   buffers  [Q] pointers to [U] gradients laid out by at, 1 <= Q <= FB_MAX_PIECES
  *   state    the rule's state: NULL (constant), the squares [F] (adagrad), or the
  *            (moment, square) pairs [F, 2] (adam: fu_apply's moments and squares
  *            interleaved, so that a feature's state is one cache line, not two)
- *   seen     [Q, ceil(P / 64)] scratch bits, all 0 on entry and on return; calls on
- *            disjoint ranges may share it only if the ranges start at multiples of 64
- *   order    [P] scratch;  pieces_of [P] scratch
- * Returns FC_BAD_ARGUMENT for Q outside [1, FB_MAX_PIECES], else fu_apply's status. */
-int fb_step(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, int32_t lowest, int32_t highest,
-            double *const *buffers, const fu_step *step, double *theta, double *state, uint64_t *seen,
-            int32_t *order, uint8_t *pieces_of);
+ * Returns FC_BAD_ARGUMENT, before writing, for Q outside [1, FB_MAX_PIECES], a
+ * piece bit at or above Q, or a predicate the layout lacks; else fu_apply's status. */
+int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, int64_t begin, int64_t end,
+            int64_t *at, double *const *buffers, int32_t num_pieces, const fu_step *step, double *theta,
+            double *state);
 
 /* The simulated user's per-sentence chunk F1 (conlleval's chunks by rule tables) of
  * K label sequences against gold ones, b sentences of n tokens cut at offsets

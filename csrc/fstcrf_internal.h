@@ -155,4 +155,27 @@ int fc__scaled_pass(int backward, const fc_graph *g, const buffers *w, const int
 double fc__close_paths(semiring sr, const double *last_row, const double *final,
                        int32_t S, double *scratch, int32_t *arg);
 
+/* ------------------------------------------------------------------------ */
+/* fstcrf_marginals.c, fstcrf_sampling.c                                     */
+/* ------------------------------------------------------------------------ */
+
+/* fc_forward_backward's work on one sentence of T tokens, emissions emit [T, S]
+ * and classes cls [T] (or NULL), in buffers w whose transitions are prepared
+ * (and lanes planned when node_marg or edge_counts is given): WRITTEN *log_z,
+ * node_marg [T, S] (or NULL), ADDED TO edge_counts [C, E] (or NULL).  Returns
+ * -1 if the sentence has no path, else whether w->alpha holds the scaled
+ * forward table (1) or the log-domain one (0). */
+int fc__sentence_posteriors(const fc_graph *g, const fc_scores *sc, buffers *w, const double *emit,
+                            const int32_t *cls, int64_t T, double *log_z, double *node_marg, double *edge_counts);
+
+/* fc_sample_scaled's draws of one sentence (its index-th, T tokens, emissions
+ * emit [T, S], classes cls [T] or NULL), draw r at samples + r * N, in buffers w
+ * whose transitions are prepared.  With `scaled_table` w->alpha already holds
+ * the sentence's scaled forward table (fc__sentence_posteriors returned 1) and
+ * is read as it is; otherwise the table is made as fc_sample_scaled makes it.
+ * Returns FC_OK or FC_INFEASIBLE. */
+int fc__sample_scaled_sentence(int scaled_table, const fc_graph *g, const fc_scores *sc, buffers *w,
+                               const double *emit, const int32_t *cls, int64_t T, uint64_t seed, int64_t index,
+                               int32_t num_samples, int64_t N, int32_t *samples);
+
 #endif

@@ -137,6 +137,35 @@ static void add_posteriors(int scaled, const fc_graph *g, const fc_scores *sc, c
     if (scaled && edge_counts) scaled_edge_counts(g, w, cls, T, edge_counts);
 }
 
+int fc__sentence_posteriors(const fc_graph *g, const fc_scores *sc, buffers *w, const double *emit,
+                            const int32_t *cls, int64_t T, double *log_z, double *node_marg, double *edge_counts)
+{
+    const int32_t S = g->num_states;
+    const int backward_needed = node_marg != NULL || edge_counts != NULL;
+    int scaled = w->scaled_ok;
+    for (int64_t t = 0; t < T; ++t)
+        w->emit_max[t] = fc__exp_shifted(emit + t * S, S, w->exp_emit + t * S, &scaled);
+    scaled = scaled && fc__scaled_pass(0, g, w, cls, T, w->alpha)
+             && (!backward_needed || fc__scaled_pass(1, g, w, cls, T, w->beta));
+    double lz;
+    if (scaled) {
+        lz = scaled_log_z(g, w, T);
+    } else {
+        fc__chain_pass(SEMIRING_LOG, 0, g, sc, cls, emit, T, w, w->alpha, NULL);
+        lz = fc__close_paths(SEMIRING_LOG, w->alpha + (T - 1) * S, sc->final, S, w->vec_a, NULL);
+        if (backward_needed && lz > -INFINITY)
+            fc__chain_pass(SEMIRING_LOG, 1, g, sc, cls, emit, T, w, w->beta, NULL);
+    }
+    *log_z = lz;
+    if (lz == -INFINITY) {
+        if (node_marg)
+            for (int64_t n = 0; n < T * S; ++n) node_marg[n] = 0.0;
+        return -1;
+    }
+    if (backward_needed) add_posteriors(scaled, g, sc, w, cls, emit, T, node_marg, edge_counts);
+    return scaled;
+}
+
 int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
                         double *log_z, double *node_marg, double *edge_counts,
                         fc_workspace *ws)
@@ -146,36 +175,13 @@ int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *
     const int32_t S = g->num_states;
     buffers w = fc__carve(g, sc, ws);
     fc__prepare_transitions(g, sc, &w);
-    const int backward_needed = node_marg != NULL || edge_counts != NULL;
-    if (backward_needed) fc__plan_lanes(g, &w);
+    if (node_marg != NULL || edge_counts != NULL) fc__plan_lanes(g, &w);
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
-        const double *emit = b->emit + off * S;
         const int32_t *cls = b->token_class ? b->token_class + off : NULL;
-        int scaled = w.scaled_ok;
-        for (int64_t t = 0; t < T; ++t)
-            w.emit_max[t] = fc__exp_shifted(emit + t * S, S, w.exp_emit + t * S, &scaled);
-        scaled = scaled && fc__scaled_pass(0, g, &w, cls, T, w.alpha)
-                 && (!backward_needed || fc__scaled_pass(1, g, &w, cls, T, w.beta));
-        double lz;
-        if (scaled) {
-            lz = scaled_log_z(g, &w, T);
-        } else {
-            fc__chain_pass(SEMIRING_LOG, 0, g, sc, cls, emit, T, &w, w.alpha, NULL);
-            lz = fc__close_paths(SEMIRING_LOG, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, NULL);
-            if (backward_needed && lz > -INFINITY)
-                fc__chain_pass(SEMIRING_LOG, 1, g, sc, cls, emit, T, &w, w.beta, NULL);
-        }
-        log_z[i] = lz;
-        if (lz == -INFINITY) {
+        if (fc__sentence_posteriors(g, sc, &w, b->emit + off * S, cls, T, log_z + i,
+                                    node_marg ? node_marg + off * S : NULL, edge_counts) < 0)
             status = FC_INFEASIBLE;
-            if (node_marg)
-                for (int64_t n = 0; n < T * S; ++n) node_marg[off * S + n] = 0.0;
-            continue;
-        }
-        if (backward_needed)
-            add_posteriors(scaled, g, sc, &w, cls, emit, T, node_marg ? node_marg + off * S : NULL,
-                           edge_counts);
     }
     return status;
 }

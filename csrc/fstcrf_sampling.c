@@ -113,6 +113,15 @@ static int scaled_forward(const fc_graph *g, buffers *w, const double *emit, con
     return scaled && fc__scaled_pass(0, g, w, cls, T, w->alpha);
 }
 
+int fc__sample_scaled_sentence(int scaled_table, const fc_graph *g, const fc_scores *sc, buffers *w,
+                               const double *emit, const int32_t *cls, int64_t T, uint64_t seed, int64_t index,
+                               int32_t num_samples, int64_t N, int32_t *samples)
+{
+    const int linear = scaled_table || scaled_forward(g, w, emit, cls, T);
+    if (!linear) fc__chain_pass(SEMIRING_LOG, 0, g, sc, cls, emit, T, w, w->alpha, NULL);
+    return sample_sentence(linear, g, sc, w, cls, T, seed, index, num_samples, N, samples);
+}
+
 /* fc_sample (try_scaled 0) and fc_sample_scaled (1). */
 static int sample_batch(int try_scaled, const fc_graph *g, const fc_scores *sc, const fc_batch *b, uint64_t seed,
                         int64_t first_index, int32_t num_samples, int32_t *samples, fc_workspace *ws)
@@ -127,10 +136,14 @@ static int sample_batch(int try_scaled, const fc_graph *g, const fc_scores *sc, 
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const double *emit = b->emit + off * S;
         const int32_t *cls = b->token_class ? b->token_class + off : NULL;
-        const int linear = try_scaled && scaled_forward(g, &w, emit, cls, T);
-        if (!linear) fc__chain_pass(SEMIRING_LOG, 0, g, sc, cls, emit, T, &w, w.alpha, NULL);
-        const int one =
-            sample_sentence(linear, g, sc, &w, cls, T, seed, first_index + i, num_samples, N, samples + off);
+        int one;
+        if (try_scaled) {
+            one = fc__sample_scaled_sentence(0, g, sc, &w, emit, cls, T, seed, first_index + i, num_samples, N,
+                                             samples + off);
+        } else {
+            fc__chain_pass(SEMIRING_LOG, 0, g, sc, cls, emit, T, &w, w.alpha, NULL);
+            one = sample_sentence(0, g, sc, &w, cls, T, seed, first_index + i, num_samples, N, samples + off);
+        }
         if (one != FC_OK) status = one;
     }
     return status;

@@ -152,17 +152,22 @@ class SampledGradient:
         self.encoded = encoded
         self.num_weights = scorer.num_weights
         topology = scorer.topology
-        F = scorer.features.num_features
-        self._piece_gradients = [np.zeros(F) for _ in range(_PIECES)]  # each [F], kept zero between minibatches
+        # each piece's gradient in the compact layout of its minibatch (kernel.bandit.index):
+        # [U] of a capacity grown as minibatches need, kept zero between minibatches
+        self._piece_gradients = [np.zeros(0) for _ in range(_PIECES)]
         self._piece_buffers = kernel.GatherBuffers(self._piece_gradients)
         self._transitions = np.zeros(scorer.transitions.size)  # [T]
         self._pool: ThreadPoolExecutor | None = None
-        self._seen = np.zeros(encoded.num_predicates, dtype=bool)  # [P], kept False between calls
-        # fb_step's scratch: bits per piece (kept 0), the order of the predicates and their pieces
-        self._seen_bits = np.zeros((_PIECES, -(-encoded.num_predicates // 64)), dtype=np.uint64)
-        self._step_order = np.empty(encoded.num_predicates, dtype=np.int32)
-        self._step_pieces = np.empty(encoded.num_predicates, dtype=np.uint8)
-        self._step_ranges = _predicate_ranges(encoded)
+        # the layout's scratch: bits per piece and a row of bits per word (kept 0), the
+        # predicates in order and their pieces, where each one's features start (-1
+        # outside the layout, kept so)
+        self._seen_bits = np.zeros((_PIECES + 1, -(-encoded.num_predicates // 64)), dtype=np.uint64)
+        self._order = np.empty(encoded.num_predicates, dtype=np.int32)
+        self._pieces_of = np.empty(encoded.num_predicates, dtype=np.uint8)
+        self._at = np.full(encoded.num_predicates, -1, dtype=np.int64)
+        #: the minibatch (first, last) whose gradient the buffers hold, with its m
+        #: predicates and U features; None when they hold none
+        self._layout: tuple[int, int, int, int] | None = None
         token_class = None if encoded.token_class is None else kernel.kernel_array(encoded.token_class, np.int32)
         self._training = kernel.bandit.TrainingSet(
             scorer.features.kernel_dictionary,
@@ -284,6 +289,7 @@ class SampledGradient:
         # any gradient buffer is touched
         counts = np.zeros((len(paths), *posteriors.pieces[0].edge_counts.shape[1:]))
         kernel.bandit.path_counts(self._training, first, last, coefficients, paths, counts)
+        self._lay_out(first, last)
 
         def work(number: int) -> np.ndarray:
             piece = posteriors.pieces[number]
@@ -298,7 +304,7 @@ class SampledGradient:
                 int(self.encoded.offsets[piece.first] - start),
                 (piece.offsets, piece.marginals),
                 sign,
-                self._piece_gradients[number],
+                (self._at, self._piece_gradients[number]),
                 np.empty(piece.marginals.shape),
                 self._work[number],
             )
@@ -312,24 +318,50 @@ class SampledGradient:
             total = total + layout.gradient(draw)
         self._transitions += sign * (total - layout.gradient(expected))
 
+    def _lay_out(self, first: int, last: int) -> tuple[int, int, int, int]:
+        """The layout of the gradient buffers for sentences first .. last-1 (kernel.bandit.index),
+        made unless they already have it: (first, last, predicates m, features U);
+        FstcrfError if they hold another minibatch's gradient."""
+        if self._layout is not None:
+            if self._layout[:2] != (first, last):
+                raise FstcrfError(
+                    f"the gradient of sentences {self._layout[0]} .. {self._layout[1] - 1} was added "
+                    f"but not taken or stepped before one of sentences {first} .. {last - 1}"
+                )
+            return self._layout
+        offsets = self.encoded.offsets
+        piece_rows = np.array([offsets[lo] for lo, _ in self._pieces(first, last)] + [offsets[last]], dtype=np.int64)
+        scratch = (self._seen_bits[: len(piece_rows)], self._order, self._pieces_of)
+        predicates, features = kernel.bandit.index(self._training, piece_rows, scratch, self._at)
+        if features > len(self._piece_gradients[0]):  # buffers hold zeros only here: replace them
+            size = min(max(features, 2 * len(self._piece_gradients[0])), self.scorer.features.num_features)
+            self._piece_gradients = [np.zeros(size) for _ in range(_PIECES)]
+            self._piece_buffers = kernel.GatherBuffers(self._piece_gradients)
+        self._layout = (first, last, predicates, features)
+        return self._layout
+
+    def _release(self) -> None:
+        """Forget the layout (the buffers and ``at`` were cleared)."""
+        self._layout = None
+
     def take(self, first: int, last: int) -> SparseGradient:
         """The gradient added since the last call, for sentences first .. last-1, and
-        reset it.  Only the features of the predicates of those sentences can be
-        non-zero, so only they are read and cleared."""
-        rows = self.encoded.token_rows(first, last)
-        self._seen[self.encoded.indices[self.encoded.indptr[rows.start] : self.encoded.indptr[rows.stop]]] = True
-        predicates = np.flatnonzero(self._seen)
-        self._seen[predicates] = False
+        reset it.  Only the features of the predicates of those sentences (the
+        layout's, in ascending order) can be non-zero."""
+        _, _, predicates, features = self._lay_out(first, last)
+        order = self._order[:predicates]
         ptr = self.scorer.features.ptr
-        sizes = ptr[predicates + 1] - ptr[predicates]
-        starts = np.repeat(ptr[predicates] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
-        indices = starts + np.arange(int(sizes.sum()))
-        values = np.empty(len(indices))
+        sizes = ptr[order + 1] - ptr[order]
+        indices = np.repeat(ptr[order] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(features)
+        values = np.empty(features)
+        compact = np.arange(features)
 
         def gather(run: slice) -> None:
-            kernel.gather_clear(self._piece_buffers, indices[run], values[run])
+            kernel.gather_clear(self._piece_buffers, compact[run], values[run])
 
-        self.map(gather, _runs(len(indices)))
+        self.map(gather, _runs(features))
+        self._at[order] = -1
+        self._release()
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         return SparseGradient(indices, values, transitions)
 
@@ -339,23 +371,20 @@ class SampledGradient:
         in one pass (``fb_step``): each touched feature's gradient is read from the
         buffers of the pieces that touched it, cleared and stepped at once
         (``fu_apply``'s arithmetic), the transitions after."""
-        offsets = self.encoded.offsets
-        bounds = self._pieces(first, last)
-        piece_rows = np.array([offsets[lo] for lo, _ in bounds] + [offsets[last]], dtype=np.int64)
+        predicates = self._lay_out(first, last)[2]
         rule = steps.next_rule()
+        layout = (self._order, self._pieces_of, self._at)
 
-        def work(predicates: tuple[int, int]) -> None:
-            lowest = predicates[0]
-            scratch = (self._seen_bits[: len(bounds)], self._step_order[lowest:], self._step_pieces[lowest:])
-            kernel.bandit.step(
-                self._training, piece_rows, predicates, self._piece_buffers, rule, theta, steps.features, scratch
-            )
+        def work(positions: tuple[int, int]) -> None:
+            kernel.bandit.step(self._training, layout, positions, self._piece_buffers, rule, theta, steps.features)
 
         with phase("bandit step"):
             if self._small(first, last):
-                work((0, self.encoded.num_predicates))
+                work((0, predicates))
             else:
-                self.map(work, self._step_ranges)
+                cuts = np.linspace(0, predicates, _PIECES + 1).astype(int).tolist()
+                self.map(work, zip(cuts[:-1], cuts[1:]))
+        self._release()
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         F = self.scorer.features.num_features
         at = np.arange(len(transitions))
@@ -376,18 +405,6 @@ class SampledGradient:
             bounds = [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
             self._bounds[first, last] = bounds
         return bounds
-
-
-def _predicate_ranges(encoded: EncodedSentences) -> list[tuple[int, int]]:
-    """Predicate id ranges [lowest, highest), one per piece, with about as many
-    occurrences each, cut at multiples of 64 (fb_step's bit words)."""
-    occurrences = np.cumsum(np.bincount(encoded.indices, minlength=encoded.num_predicates))
-    cuts = [0]
-    for piece in range(1, _PIECES):
-        middle = int(np.searchsorted(occurrences, occurrences[-1] * piece / _PIECES))
-        cuts.append(max(cuts[-1], min(encoded.num_predicates, middle - middle % 64)))
-    cuts.append(encoded.num_predicates)
-    return list(zip(cuts[:-1], cuts[1:]))
 
 
 def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:

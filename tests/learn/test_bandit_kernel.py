@@ -20,7 +20,7 @@ from fstcrf.learn.feedback import ChunkTables, sentence_accuracy, sentence_chunk
 from fstcrf.learn.objective import Scorer
 from fstcrf.learn.settings import BanditSettings
 from fstcrf.engine.inference import neighbours
-from fstcrf.errors import LabelError, ShapeError, TopologyError
+from fstcrf.errors import FstcrfError, LabelError, ShapeError, TopologyError
 from tests.learn.test_bandit import enumeration
 from tests.strategies import oracle_settings
 
@@ -192,6 +192,68 @@ def test_the_gradient_is_the_numpy_formula_bit_for_bit(instance):
     gradient.add_gradient(posteriors, paths, coefficients)
     result = gradient.take(first, B).dense(gradient.scorer.features.num_features)
     assert np.array_equal(result, reference_gradient(gradient, posteriors, paths, coefficients))
+
+
+def layout_scratch(num_pieces: int, num_predicates: int) -> tuple:
+    """fb_index's scratch (seen, order, pieces_of) and at, as the learner keeps them."""
+    seen = np.zeros((num_pieces + 1, -(-num_predicates // 64)), dtype=np.uint64)
+    order = np.empty(num_predicates, dtype=np.int32)
+    pieces_of = np.empty(num_predicates, dtype=np.uint8)
+    return (seen, order, pieces_of), np.full(num_predicates, -1, dtype=np.int64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances, st.randoms(use_true_random=False))
+def test_the_layout_lists_each_predicate_of_the_minibatch_once_in_ascending_order(instance, random):
+    seed, lengths, order, classes, _, _ = instance
+    gradient = sampled_gradient(corpus_of(seed, lengths), order, classes, seed=seed)
+    encoded = gradient.encoded
+    B, P = encoded.num_sequences, encoded.num_predicates
+    first = random.randrange(B)
+    last = random.randrange(first + 1, B + 1)
+    low, high = int(encoded.offsets[first]), int(encoded.offsets[last])
+    piece_rows = np.array([low, random.randint(low, high), high], dtype=np.int64)
+    scratch, at = layout_scratch(2, P)
+    m, U = kernel.bandit.index(gradient._training, piece_rows, scratch, at)
+
+    def used(a: int, b: int) -> set:
+        return set(encoded.indices[encoded.indptr[a] : encoded.indptr[b]].tolist())
+
+    pieces = [used(piece_rows[q], piece_rows[q + 1]) for q in range(2)]
+    expected = np.array(sorted(pieces[0] | pieces[1]), dtype=np.int64)
+    seen, order_of, pieces_of = scratch
+    assert m == len(expected) and order_of[:m].tolist() == expected.tolist()
+    ptr = gradient.scorer.features.ptr
+    sizes = ptr[expected + 1] - ptr[expected]
+    assert U == sizes.sum()
+    assert at[expected].tolist() == np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
+    assert np.count_nonzero(at >= 0) == m  # every other predicate stays -1
+    assert pieces_of[:m].tolist() == [(p in pieces[0]) | (p in pieces[1]) << 1 for p in expected.tolist()]
+    assert not seen.any()  # the scratch bits are left clear
+
+
+def test_the_layout_refuses_scratch_that_does_not_fit_and_rows_that_do_not_ascend():
+    gradient = sampled_gradient(corpus_of(1, [3, 4]), 2, False)
+    P = gradient.encoded.num_predicates
+    scratch, at = layout_scratch(1, P)  # one row of bits short for two pieces
+    with pytest.raises(ShapeError, match="fb_index"):
+        kernel.bandit.index(gradient._training, np.array([0, 3, 7], dtype=np.int64), scratch, at)
+    scratch, at = layout_scratch(2, P)
+    with pytest.raises(RuntimeError, match="fb_index"):  # Python never passes such rows: a bug
+        kernel.bandit.index(gradient._training, np.array([0, 5, 3], dtype=np.int64), scratch, at)
+    assert (at == -1).all() and not scratch[0].any()
+
+
+def test_a_second_minibatch_before_the_first_is_stepped_is_refused():
+    gradient = sampled_gradient(corpus_of(2, [3, 4, 2]), 2, False)
+    theta = np.random.default_rng(2).normal(size=gradient.num_weights)
+    for first, last in ((0, 2), (1, 3)):
+        paths, posteriors = gradient.draw(theta, first, last, 1, 0)
+        if first == 1:
+            with pytest.raises(FstcrfError, match="not taken or stepped"):
+                gradient.add_gradient(posteriors, paths, np.ones((1, last - first)))
+        else:
+            gradient.add_gradient(posteriors, paths, np.ones((1, last - first)))
 
 
 @pytest.mark.parametrize("rule", ["constant", "adagrad", "adam"])

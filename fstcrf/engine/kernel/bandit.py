@@ -94,16 +94,18 @@ def add_gradient(
     token: int,
     posteriors: tuple[np.ndarray, np.ndarray],
     sign: float,
-    grad: np.ndarray,
+    gradient: tuple[np.ndarray | None, np.ndarray],
     marks: np.ndarray,
     work: np.ndarray,
 ) -> None:
     """fb_gradient on sentences first .. last-1 (TopologyError for a state outside the
-    topology's), whose draw k has weight
+    topology's or a predicate the layout lacks), whose draw k has weight
     coefficients[k, column + i] (float [K, b']) for sentence i and states paths[k,
     token:] (int32 [K, n']), both C-contiguous; ``posteriors`` = (offsets,
-    marginals) of :func:`draw`.  ADDED TO: grad float [F]; marks float [n, S] and
-    work float [S + L] are scratch."""
+    marginals) of :func:`draw`.  ``gradient`` = (at, grad): ADDED TO grad, float [F]
+    (at None) or laid out by at int64 [P] (:func:`index`'s, float [U]); marks float
+    [n, S] and work float [S + L] are scratch."""
+    at, grad = gradient
     offsets, marginals = posteriors
     # the views stay referenced through the call (the arrays are C-contiguous: no copies)
     coefficient_view, path_view = output_pointer(coefficients), output_pointer(paths)
@@ -120,6 +122,7 @@ def add_gradient(
         input_pointer(marginals),
         sign,
         output_pointer(marks),
+        ffi.NULL if at is None else input_pointer(at),
         output_pointer(grad),
         output_pointer(work),
     )
@@ -150,43 +153,74 @@ def _check_paths(status: int, what: str) -> None:
     """check_status, with TopologyError for paths the graph does not allow."""
     if status == lib.FC_BAD_ARGUMENT:
         raise TopologyError(
-            f"{what}: a state path has a state outside the topology's or steps along no edge of it; "
-            "paths must be ones the model's topology allows"
+            f"{what}: a state path has a state outside the topology's or steps along no edge of it "
+            "(or a token uses a predicate outside the gradient's layout); paths must be ones the "
+            "model's topology allows"
         )
     check_status(status, what)
 
 
+def index(
+    training: TrainingSet, piece_rows: np.ndarray, scratch: tuple[np.ndarray, np.ndarray, np.ndarray], at: np.ndarray
+) -> tuple[int, int]:
+    """fb_index: the compact layout of the gradient of token rows piece_rows[0] ..
+    piece_rows[-1]-1 (int64 [Q+1], piece q's rows piece_rows[q] .. piece_rows[q+1]-1):
+    (m, U), the m predicates they use (WRITTEN in ascending order to ``scratch``'s
+    order int32 [P], with each one's pieces as bits in pieces_of uint8 [P]) and
+    their U features, predicate order[i]'s at at[order[i]] of at int64 [P] (-1
+    everywhere before; :func:`step` sets it back).  ``scratch`` = (seen uint64 [Q + 1,
+    ceil(P / 64)], all 0 before and after; order; pieces_of); ShapeError for arrays
+    that do not fit P."""
+    seen, order, pieces_of = scratch
+    P = training.struct.dictionary.num_predicates
+    if seen.shape != (len(piece_rows), -(-P // 64)) or min(len(order), len(pieces_of), len(at)) < P:
+        raise ShapeError(
+            f"fb_index: seen {seen.shape}, order {order.shape}, pieces_of {pieces_of.shape} and at "
+            f"{at.shape} do not fit {len(piece_rows) - 1} pieces of {P} predicates"
+        )
+    sizes = np.empty(2, dtype=np.int64)
+    status = lib.fb_index(
+        training.struct,
+        input_pointer(piece_rows),
+        len(piece_rows) - 1,
+        output_pointer(seen),
+        output_pointer(order),
+        output_pointer(pieces_of),
+        output_pointer(at),
+        output_pointer(sizes),
+    )
+    check_status(status, "fb_index")
+    return int(sizes[0]), int(sizes[1])
+
+
 def step(
     training: TrainingSet,
-    piece_rows: np.ndarray,
-    predicates: tuple[int, int],
+    layout: tuple[np.ndarray, np.ndarray, np.ndarray],
+    positions: tuple[int, int],
     buffers: GatherBuffers,
     rule: StepRule,
     theta: np.ndarray,
     state: np.ndarray | None,
-    scratch: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> None:
-    """fb_step: the step rule at the features of the predicates in [lowest, highest)
-    (``predicates``) of token rows piece_rows[0] .. piece_rows[-1]-1 (int64 [Q+1]: buffer
-    q holds the gradient of rows piece_rows[q] .. piece_rows[q+1]-1), by the gradient
-    the buffers hold there (then cleared).  ``state`` is None (constant), the squares
-    float [F] (adagrad) or the (moment, square) pairs float [F, 2] (adam).  ``scratch``
-    = (seen uint64 [Q, ceil(P / 64)], all 0 before and after; order int32 [P];
-    pieces_of uint8 [P])."""
-    seen, order, pieces_of = scratch
+    """fb_step: the step rule at the features of predicates order[begin] ..
+    order[end-1] (``positions`` = (begin, end)) of an :func:`index` ``layout`` =
+    (order, pieces_of, at), by the gradient the buffers (float [U] each, laid out
+    by at) hold there, then cleared, and at set back to -1 there.  ``state`` is
+    None (constant), the squares float [F] (adagrad) or the (moment, square) pairs
+    float [F, 2] (adam)."""
+    order, pieces_of, at = layout
     status = lib.fb_step(
         training.struct,
-        input_pointer(piece_rows),
-        len(piece_rows) - 1,
-        predicates[0],
-        predicates[1],
+        input_pointer(order),
+        input_pointer(pieces_of),
+        positions[0],
+        positions[1],
+        output_pointer(at),
         buffers.struct,
+        buffers.count,
         rule.struct,
         output_pointer(theta),
         ffi.NULL if state is None else output_pointer(state),
-        output_pointer(seen),
-        output_pointer(order),
-        output_pointer(pieces_of),
     )
     check_status(status, "fb_step")
 
