@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from fstcrf.cli.decoding import read_for
+from fstcrf.cli.decoding import is_two_stage, load_decoder, read_for
 from fstcrf.cli.options import add_command, add_reading_columns
 from fstcrf.errors import FstcrfError
 
@@ -13,9 +13,9 @@ LOG = logging.getLogger("fstcrf")
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from fstcrf.model.compose import JointModel, load_any
+    from fstcrf.model.compose import JointModel
 
-    model = load_any(args.model)
+    model = load_decoder(args.model)
     if isinstance(model, JointModel):
         raise FstcrfError(f"calibrate applies to single models; {args.model} is a composed model")
     if args.threads is not None:
@@ -25,11 +25,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     print(f"{temperature:.4f}")
     LOG.info(
         "temperature %.4f maximises the likelihood of %s's labels (%s); pass it to "
-        "fstcrf tag --entity-probabilities --temperature %.4f",
+        "fstcrf tag --decode mbr --mbr-temperature %.4f%s",
         temperature,
         args.dev,
         "the model is overconfident" if temperature > 1 else "the model is underconfident",
         temperature,
+        "" if is_two_stage(model) else f" or fstcrf tag --entity-probabilities --temperature {temperature:.4f}",
     )
     return 0
 

@@ -49,7 +49,6 @@ def check_two_stage_options(model, args: argparse.Namespace) -> None:
             ("--entity-probabilities", getattr(args, "entity_probabilities", False)),
             ("--sample", getattr(args, "sample", None) or getattr(args, "with_probability", False)),
             ("--dask", getattr(args, "dask", None) is not None),
-            ("--decode mbr", args.decode == "mbr"),
             ("--grammar", bool(args.grammar)),
         )
         if given
@@ -57,7 +56,8 @@ def check_two_stage_options(model, args: argparse.Namespace) -> None:
     if refused:
         raise FstcrfError(
             f"{args.model} is a two-stage tagger (from train --consistency): it writes its best labels, "
-            f"with --nonlocal consistency decoded under its penalties; it does not take {', '.join(refused)} "
+            "with --decode mbr its F1-optimal ones, with --nonlocal consistency those decoded under its "
+            f"penalties; it does not take {', '.join(refused)} "
             "(train with --document-method consistency for a single model that does)"
         )
 
@@ -222,6 +222,8 @@ def predict_with_progress(model, corpus, args: argparse.Namespace, options: dict
         return _predict_nonlocal(model, corpus, args)
     if is_two_stage(model):
         with phase("decode"):
+            if args.decode == "mbr":
+                return model.predict_mbr(corpus, args.mbr_threshold, args.mbr_temperature)
             return model.predict(corpus)
     if args.decode == "mbr":  # the threshold is chosen over the whole batch
         return model.predict_mbr(

@@ -317,16 +317,36 @@ class TwoStageTagger:
 
     def predict_stages(self, corpus: Corpus | Sequence[Sentence]) -> tuple[list[list[str]], list[list[str]]]:
         """The first stage's and the final labels [B][T] of every sentence."""
-        if not hasattr(self, "second_"):
-            raise FstcrfError("this TwoStageTagger is not fitted yet; call fit first")
-        corpus = as_corpus(corpus, "TwoStageTagger.predict")
-        first_labels = self.first_.predict(corpus)
-        extended = self.with_majorities(corpus, first_labels, str(corpus.path or "the input"))
+        first_labels, extended = self._second_input(corpus, "TwoStageTagger.predict")
         return first_labels, self.second_.predict(extended)
 
     def predict(self, corpus: Corpus | Sequence[Sentence]) -> list[list[str]]:
         """The second stage's labels [B][T] of every sentence."""
         return self.predict_stages(corpus)[1]
+
+    def _second_input(self, corpus: Corpus | Sequence[Sentence], caller: str) -> tuple[list[list[str]], Corpus]:
+        """(the first stage's labels [B][T] of ``corpus``, ``corpus`` with their majority
+        columns: what the second stage reads)."""
+        if not hasattr(self, "second_"):
+            raise FstcrfError("this TwoStageTagger is not fitted yet; call fit first")
+        corpus = as_corpus(corpus, caller)
+        first_labels = self.first_.predict(corpus)
+        return first_labels, self.with_majorities(corpus, first_labels, str(corpus.path or "the input"))
+
+    def predict_mbr(
+        self, corpus: Corpus | Sequence[Sentence], threshold: float | None = None, temperature: float = 1.0
+    ) -> list[list[str]]:
+        """The labels [B][T] whose entities maximise the second stage's expected entity F1
+        over the batch (:meth:`ChainCRF.predict_mbr` of the second stage, tempered by
+        ``temperature``, on the majority columns of the first stage's best labels)."""
+        extended = self._second_input(corpus, "TwoStageTagger.predict_mbr")[1]
+        return self.second_.predict_mbr(extended, threshold, temperature=temperature)
+
+    def fit_temperature(self, corpus: Corpus | Sequence[Sentence]) -> float:
+        """The temperature that calibrates the second stage's probabilities on held-out
+        ``corpus`` (:meth:`ChainCRF.fit_temperature`), read as at tagging time: with the
+        majority columns of the first stage's labels."""
+        return self.second_.fit_temperature(self._second_input(corpus, "TwoStageTagger.fit_temperature")[1])
 
     def predict_nonlocal(
         self,
@@ -351,8 +371,7 @@ class TwoStageTagger:
                 "this two-stage tagger stores no consistency penalties: train it with --consistency "
                 "--document-method both (or TwoStageTagger(..., consistency_scale=...))"
             )
-        corpus = as_corpus(corpus, "TwoStageTagger.predict_nonlocal")
-        extended = self.with_majorities(corpus, self.first_.predict(corpus), str(corpus.path or "the input"))
+        extended = self._second_input(corpus, "TwoStageTagger.predict_nonlocal")[1]
         return decode_documents(
             self.second_,
             extended,

@@ -65,8 +65,8 @@ TWO_STAGE_KIND = "fstcrf-two-stage"
 KIND_NAMES = {
     MODEL_KIND: "a single model (fstcrf.model.load_model reads it)",
     JOINT_KIND: "a joint model (from fstcrf compose; fstcrf.model.compose.load_joint reads it)",
-    TWO_STAGE_KIND: "a two-stage tagger (from fstcrf train --consistency; fstcrf tag, eval, info, dump "
-    "and history, and fstcrf.document.two_stage.load_two_stage, read it)",
+    TWO_STAGE_KIND: "a two-stage tagger (from fstcrf train --consistency; fstcrf tag, eval, calibrate, info, "
+    "dump and history, and fstcrf.document.two_stage.load_two_stage, read it)",
 }
 FORMAT_VERSION = 2
 #: The first version, whose digest is SHA-256 and whose header holds the predicate names.

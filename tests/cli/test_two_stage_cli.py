@@ -129,7 +129,6 @@ def test_document_method_consistency_keeps_the_single_model_and_two_stage_has_no
     [
         (["--nbest", "2"], "does not take --nbest"),
         (["--marginals", "--entity-probabilities"], "does not take --marginals, --entity-probabilities"),
-        (["--decode", "mbr"], "does not take --decode mbr"),
         (["--sample", "2"], "does not take --sample"),
     ],
 )
@@ -143,8 +142,8 @@ def test_single_model_outputs_of_a_two_stage_file_are_one_line_errors(files, cap
 @pytest.mark.parametrize(
     "command",
     [
-        ["calibrate", "{model}", "{test}"],
         ["train", "{train}", "--init", "{model}"],
+        ["draw", "lattice", "{model}", "{test}", "-o", "{test}.svg"],
     ],
 )
 def test_commands_that_read_single_models_refuse_a_two_stage_file_naming_its_readers(files, capsys, command):
@@ -153,7 +152,7 @@ def test_commands_that_read_single_models_refuse_a_two_stage_file_naming_its_rea
         ["-o", str(files / "y.model")] if command[0] == "train" else []
     )
     assert main(argv) == 2
-    assert "two-stage tagger (from fstcrf train --consistency; fstcrf tag, eval, info, dump and history" in (
+    assert "two-stage tagger (from fstcrf train --consistency; fstcrf tag, eval, calibrate, info, dump" in (
         one_line_error(capsys)
     )
 
@@ -218,3 +217,22 @@ def test_info_shows_the_decoding_settings_and_each_stage(files, capsys):
     for name, stage in (("first", tagger.first_), ("second", tagger.second_)):
         indented = "".join(f"  {line}\n" for line in info_text(stage).splitlines())
         assert f"{name} stage\n{indented}" in out
+
+
+def test_mbr_decoding_and_calibration_of_a_two_stage_file_are_the_second_stage_s(files, tmp_path, capsys):
+    tagger = load_two_stage(files / "both.model")
+    test = read_conll(files / "test.txt", COLUMNS)
+    extended = tagger.with_majorities(test, tagger.first_.predict(test), "test")
+    temperature = tagger.second_.fit_temperature(extended)
+    assert tagger.fit_temperature(test) == temperature
+    capsys.readouterr()
+    assert main(["calibrate", str(files / "both.model"), str(files / "test.txt")]) == 0
+    assert capsys.readouterr().out.strip() == f"{temperature:.4f}"
+    settings = (([], None, 1.0), (["--mbr-temperature", "1.7", "--mbr-threshold", "0.3"], 0.3, 1.7))
+    for options, threshold, scale in settings:
+        expected = tagger.second_.predict_mbr(extended, threshold, temperature=scale)
+        assert tagger.predict_mbr(test, threshold, scale) == expected
+        assert _tag(files, tmp_path, "--decode", "mbr", *options) == expected
+    assert main(["eval", str(files / "both.model"), str(files / "test.txt"), "--decode", "mbr"]) == 0
+    scores = label_scores(test.column("ner"), tagger.predict_mbr(test))
+    assert f"{scores.primary:.2f}" in capsys.readouterr().out
