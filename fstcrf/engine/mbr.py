@@ -158,17 +158,23 @@ def mbr_decode(
 def expected_f1(chosen: Sequence[Sequence[Entity]], expected_chunks: float) -> float:
     """2 sum p / (|chosen| + E[#chunks]): the ratio-of-expectations F1 of a batch's chosen
     chunks (0 when both are 0)."""
-    count = sum(len(sentence) for sentence in chosen)
+    mass = sum(entity.probability for sentence in chosen for entity in sentence)
+    return f1_ratio(mass, sum(len(sentence) for sentence in chosen), expected_chunks)
+
+
+def f1_ratio(mass: float, count: int, expected_chunks: float) -> float:
+    """2 mass / (count + E[#chunks]) (0 when both are 0): the expected F1 of ``count``
+    chosen chunks whose probabilities sum to ``mass``."""
     total = count + expected_chunks
-    return 2.0 * sum(entity.probability for sentence in chosen for entity in sentence) / total if total else 0.0
+    return 2.0 * mass / total if total else 0.0
 
 
 def sentence_problems(
     pot: Potentials, chunks: ChunkEdges, labels: Sequence[str], marginals: ChunkMarginals, floor: float
 ) -> list[SentenceProblem]:
-    """Each sentence's candidates, with their exact probabilities: every span whose
-    beginning, end and continuations the token marginals do not bound below ``floor``
-    (which includes every span of probability >= floor)."""
+    """Each sentence's candidates, with their exact probabilities: every span more
+    probable than ``floor``, found among those whose beginning, end and continuations
+    the token marginals do not bound below it."""
     sentence_of = np.repeat(np.arange(pot.num_sequences), pot.lengths)
     spans: list[list[tuple[int, int, str]]] = [[] for _ in range(pot.num_sequences)]
     ends, continues, continued = marginals.ends >= floor, marginals.continues >= floor, marginals.continued >= floor
@@ -184,10 +190,12 @@ def sentence_problems(
             last += 1
     probabilities = entity_probabilities(pot, labels, spans)
     index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
-    return [
-        SentenceProblem(sentence, values, int(length), index)
-        for sentence, values, length in zip(spans, probabilities, pot.lengths)
-    ]
+    problems = []
+    for sentence, values, length in zip(spans, probabilities, pot.lengths):
+        # a span at or below the floor is never chosen (every threshold is at least it)
+        kept = np.flatnonzero(values > floor).tolist()
+        problems.append(SentenceProblem([sentence[k] for k in kept], values[kept], int(length), index))
+    return problems
 
 
 def same_type_adjacency(pot: Potentials, chunks: ChunkEdges) -> np.ndarray:
@@ -205,17 +213,18 @@ class SentenceProblem:
     weighted interval scheduling."""
 
     def __init__(self, spans: list[tuple[int, int, str]], probabilities: np.ndarray, length: int, index: dict):
-        self.spans, self.probabilities, self.length = spans, probabilities, length
+        self.spans, self.length = spans, length
+        self.probabilities: list[float] = np.asarray(probabilities, dtype=np.float64).tolist()
         self.types = [index[chunk_type] for _, _, chunk_type in spans]
         self.num_types = len(index)
 
     def entities(self, picked: Sequence[int]) -> list[Entity]:
         """The spans of the given indices, with their probabilities."""
-        return [Entity(*self.spans[k], float(self.probabilities[k])) for k in picked]
+        return [Entity(*self.spans[k], self.probabilities[k]) for k in picked]
 
     def above(self, threshold: float) -> list[int]:
         """The indices of the spans more probable than ``threshold``."""
-        return np.flatnonzero(self.probabilities > threshold).tolist()
+        return [k for k, probability in enumerate(self.probabilities) if probability > threshold]
 
     def compatible(self, picked: list[int], adjacent: np.ndarray) -> bool:
         """Whether the spans ``picked`` (in order) can all be chunks of one output."""
@@ -254,7 +263,7 @@ class SentenceProblem:
                 x, end = self.types[k], self.spans[k][1] + 1
                 columns = [c for c in range(none + 1) if c != x or adjacent[x]]
                 before = max(columns, key=here.__getitem__)
-                gain = here[before] + float(self.probabilities[k]) - threshold
+                gain = here[before] + self.probabilities[k] - threshold
                 if gain > value[end][x]:
                     value[end][x] = gain
                     back[end, x] = (position, before, k)
@@ -274,8 +283,9 @@ def _dinkelbach(
     """(the threshold, the chosen spans per sentence) maximising the batch's expected F1,
     starting from the spans more probable than 1/2 (which never overlap)."""
 
-    def ratio(chosen: list[list[int]]) -> float:
-        return expected_f1([problem.entities(picked) for problem, picked in zip(problems, chosen)], expected_chunks)
+    def ratio(chosen: list[list[int]]) -> float:  # expected_f1, without building the entities
+        mass = sum(problem.probabilities[k] for problem, picked in zip(problems, chosen) for k in picked)
+        return f1_ratio(mass, sum(len(picked) for picked in chosen), expected_chunks)
 
     chosen = [problem.above(0.5) for problem in problems]
     best = ratio(chosen)

@@ -130,10 +130,7 @@ class _Tables:
 
     def step_weights(self, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
         """(weights, which) pairs: the transition matrix into the tokens ``rows[which]``."""
-        if self.token_class is None:
-            return [(self.weights[0], np.arange(len(rows)))]
-        classes = self.token_class[rows]
-        return [(self.weights[c], np.flatnonzero(classes == c)) for c in np.unique(classes)]
+        return _class_groups(self.weights, self.token_class, rows)
 
     def _forward(self) -> None:
         heads = self.offsets[:-1]
@@ -171,6 +168,16 @@ class _Tables:
         log_scale[rows] = before + np.log(sums)
 
 
+def _class_groups(by_class: list, token_class: np.ndarray | None, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
+    """(matrix, which) pairs: ``by_class``'s matrix of each token class, with the
+    positions ``which`` of the tokens ``rows`` of that class (token_class None: all of
+    class 0)."""
+    if token_class is None:
+        return [(by_class[0], np.arange(len(rows)))]
+    classes = token_class[rows]
+    return [(by_class[c], np.flatnonzero(classes == c)) for c in np.unique(classes)]
+
+
 def _shifted_exp(scores: np.ndarray) -> np.ndarray:
     """exp(scores - max finite score), 0 where the score is -inf."""
     finite = scores[np.isfinite(scores)]
@@ -203,83 +210,106 @@ def entity_probabilities(
     if not wanted:
         return results
     tables = _Tables(pot)
-    ending = _MaskedWeights(tables, pot.topology, ~chunks.continuing)
-    by_type: dict[int, tuple[np.ndarray, _MaskedWeights, _MaskedWeights]] = {}
+    ending = _EdgeMatrices(tables, pot.topology, ~chunks.continuing)
+    by_type: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # type -> [(b, first, last)]
     for (b, x, first), requests in wanted.items():
-        if x not in by_type:  # the states of the type, and the weights of the edges that begin and continue it
-            of_type = chunks.state_type == x
-            entering = of_type[pot.topology.edge_dst]
-            by_type[x] = (
-                of_type,
-                _MaskedWeights(tables, pot.topology, entering & ~chunks.continuing),
-                _MaskedWeights(tables, pot.topology, entering & chunks.continuing),
-            )
-        probabilities = _spans_from(tables, *by_type[x], ending, b, first, max(last for last, _ in requests))
-        for last, slot in requests:
-            results[b][slot] = probabilities[last - first]
+        by_type[x].append((b, first, max(last for last, _ in requests)))
+    for x, starts in by_type.items():
+        of_type = chunks.state_type == x
+        entering = of_type[pot.topology.edge_dst]
+        begin = _EdgeMatrices(tables, pot.topology, entering & ~chunks.continuing)
+        inside = _EdgeMatrices(tables, pot.topology, entering & chunks.continuing)
+        for (b, first, _), probabilities in zip(starts, _spans_from(tables, of_type, begin, inside, ending, starts)):
+            for last, slot in wanted[b, x, first]:
+                results[b][slot] = probabilities[last - first]
     return results
 
 
-class _MaskedWeights:
-    """The linear transition weights of a subset of the edges, per token class."""
+class _EdgeMatrices:
+    """The linear transition weights of a subset of the edges as sparse [S, S]
+    matrices (source, destination), one per token class."""
 
     def __init__(self, tables: _Tables, topology: Topology, mask: np.ndarray):
-        self.tables, self.topology = tables, topology
-        self.by_class = [weights * mask for weights in tables.edge_weights]
+        from scipy import sparse
 
-    def into(self, row: int) -> np.ndarray:
-        """float [E]: the weights into token ``row`` (0 on edges outside the subset)."""
-        token_class = self.tables.token_class
-        return self.by_class[0 if token_class is None else int(token_class[row])]
+        S = topology.num_states
+        self.tables = tables
+        self.by_class = [
+            sparse.csr_array((weights * mask, (topology.edge_src, topology.edge_dst)), shape=(S, S))
+            for weights in tables.edge_weights
+        ]
 
-    def step(self, mass: np.ndarray, row: int) -> np.ndarray:
-        """float [S]: ``mass`` [S] moved along the subset's edges into token ``row``."""
-        topology = self.topology
-        moved = np.bincount(topology.edge_dst, weights=mass[topology.edge_src] * self.into(row), minlength=len(mass))
-        return moved * self.tables.psi[row]
+    def groups(self, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
+        """(matrix, which) pairs: the weights into the tokens ``rows[which]``."""
+        return _class_groups(self.by_class, self.tables.token_class, rows)
 
-    def close(self, mass: np.ndarray, after: np.ndarray, row: int) -> float:
-        """sum over the subset's edges into token ``row`` of mass[src] w[e] after[dst]."""
-        topology = self.topology
-        return float(np.sum(mass[topology.edge_src] * self.into(row) * after[topology.edge_dst]))
+    def step(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """float [R, S]: each mass[r] [S] moved along the subset's edges into token rows[r]."""
+        moved = np.empty_like(mass)
+        for matrix, which in self.groups(rows):
+            moved[which] = mass[which] @ matrix
+        return moved * self.tables.psi[rows]
+
+    def close(self, mass: np.ndarray, after: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """float [R]: for each r, the sum over the subset's edges into token rows[r] of
+        mass[r, src] w[e] after[r, dst]."""
+        back = np.empty_like(after)
+        for matrix, which in self.groups(rows):
+            back[which] = (matrix @ after[which].T).T
+        return np.einsum("rs,rs->r", mass, back)
 
 
 def _spans_from(
     tables: _Tables,
     of_type: np.ndarray,
-    begin: _MaskedWeights,
-    inside: _MaskedWeights,
-    ending: _MaskedWeights,
-    b: int,
-    first: int,
-    last: int,
-) -> np.ndarray:
-    """float [last - first + 1]: P(a chunk of the type whose states are ``of_type`` [S]
-    spans first..j) for j = first..last."""
-    offset, T = int(tables.offsets[b]), int(tables.lengths[b])
-    row = offset + first
-    if first == 0:
-        mass, log_scale = tables.start * of_type * tables.psi[row], 0.0
-    else:
-        mass, log_scale = begin.step(tables.alpha[row - 1], row), tables.log_prefix[row - 1]
-    out = np.zeros(last - first + 1)
-    for j in range(first, last + 1):
-        row = offset + j
-        if j > first:
-            mass = inside.step(mass, row)
-        total = mass.sum()
-        if total == 0:
-            break
-        mass = mass / total
-        log_scale += np.log(total)
-        if j == T - 1:
-            closing, log_after = float(mass @ tables.final), 0.0
-        else:
-            closing = ending.close(mass, tables.psi[row + 1] * tables.beta[row + 1], row + 1)
-            log_after = tables.log_suffix[row + 1]
-        if closing > 0:
-            out[j - first] = np.exp(log_scale + np.log(closing) + log_after - tables.log_z[b])
-    return np.minimum(out, 1.0)
+    begin: _EdgeMatrices,
+    inside: _EdgeMatrices,
+    ending: _EdgeMatrices,
+    starts: list[tuple[int, int, int]],
+) -> list[np.ndarray]:
+    """For each (b, first, last) of ``starts``, float [last - first + 1]: P(a chunk of
+    the type whose states are ``of_type`` [S] spans first..j of sentence b) for j =
+    first..last.  All the starts advance together, a token at a time."""
+    b, first, last = (np.array(column, dtype=np.int64) for column in zip(*starts))
+    offset, length = tables.offsets[b], tables.lengths[b]
+    rows = offset + first
+    mass = np.empty((len(starts), len(of_type)))
+    log_scale = np.zeros(len(starts))
+    heads, inner = first == 0, np.flatnonzero(first > 0)
+    mass[heads] = tables.start * of_type * tables.psi[rows[heads]]
+    mass[inner] = begin.step(tables.alpha[rows[inner] - 1], rows[inner])
+    log_scale[inner] = tables.log_prefix[rows[inner] - 1]
+    cuts = np.concatenate([[0], np.cumsum(last - first + 1)])  # start r's values: flat[cuts[r] : cuts[r + 1]]
+    flat = np.zeros(int(cuts[-1]))
+    active = np.arange(len(starts))  # the starts still extending, and their state
+    for step in range(int((last - first).max()) + 1):
+        if step > 0:
+            keep = first[active] + step <= last[active]
+            active, mass, log_scale = active[keep], mass[keep], log_scale[keep]
+            if not len(active):
+                break
+            mass = inside.step(mass, offset[active] + first[active] + step)
+        total = mass.sum(axis=1)
+        alive = total > 0  # no mass left: no longer chunk of the type from this start
+        active, mass, total, log_scale = active[alive], mass[alive], total[alive], log_scale[alive]
+        mass = mass / total[:, None]
+        log_scale = log_scale + np.log(total)
+        position = first[active] + step
+        rows = offset[active] + position
+        closing, log_after = np.empty(len(active)), np.zeros(len(active))
+        at_end = position == length[active] - 1
+        closing[at_end] = mass[at_end] @ tables.final
+        within = np.flatnonzero(~at_end)
+        after_rows = rows[within] + 1
+        closing[within] = ending.close(mass[within], tables.psi[after_rows] * tables.beta[after_rows], after_rows)
+        log_after[within] = tables.log_suffix[after_rows]
+        positive = closing > 0
+        values = np.zeros(len(active))
+        values[positive] = np.exp(
+            log_scale[positive] + np.log(closing[positive]) + log_after[positive] - tables.log_z[b[active[positive]]]
+        )
+        flat[cuts[active] + step] = np.minimum(values, 1.0)
+    return np.split(flat, cuts[1:-1])
 
 
 def decoded_entities(pot: Potentials, labels: Sequence[str], paths: np.ndarray) -> list[list[Entity]]:
