@@ -87,7 +87,7 @@ def _tag(args: argparse.Namespace) -> int:
                 if args.threads is not None:
                     model.threads = args.threads
                 with blas_single_threaded():  # as in model.predict: no BLAS threads beside fstcrf's
-                    overlapped(batches, lambda encoded: _best_labels(model, encoded), finish, _encoded(model))
+                    overlapped(batches, lambda encoded: _best_labels(model, encoded, args), finish, _encoded(model))
             else:
                 overlapped(batches, lambda batch: _tag_columns(model, batch, args, composed, options), finish)
 
@@ -104,9 +104,9 @@ def _tag(args: argparse.Namespace) -> int:
 
 
 def _decodes_apart(model, args: argparse.Namespace, options: dict) -> bool:
-    """Whether ``fstcrf tag`` writes a single model's best labels alone, unconstrained:
-    then the features of the next batch are extracted in a thread of their own while
-    this batch is decoded (:func:`_encoded`, :func:`_best_labels`)."""
+    """Whether ``fstcrf tag`` writes a single model's best (or MBR) labels alone,
+    unconstrained: then the features of the next batch are extracted in a thread of
+    their own while this batch is decoded (:func:`_encoded`, :func:`_best_labels`)."""
     from fstcrf.model.chain import ChainCRF
 
     return (
@@ -116,7 +116,6 @@ def _decodes_apart(model, args: argparse.Namespace, options: dict) -> bool:
         and not args.marginals
         and not args.entity_probabilities
         and not args.nonlocal_model
-        and args.decode != "mbr"
     )
 
 
@@ -126,10 +125,14 @@ def _encoded(model):
     return lambda batch: model.encode(batch.sentences) if batch.sentences else None
 
 
-def _best_labels(model, encoded) -> list[list[list[str]]]:
+def _best_labels(model, encoded, args: argparse.Namespace) -> list[list[list[str]]]:
     """The best labels [1][B][T] of the sentences ``encoded`` (:func:`_encoded`), what
-    model.predict gives them."""
-    return [[]] if encoded is None else [model.decode(encoded)]
+    model.predict gives them, or with --decode mbr what model.predict_mbr gives them."""
+    if encoded is None:
+        return [[]]
+    if args.decode == "mbr":
+        return [model.decode_mbr(encoded, args.mbr_threshold, args.mbr_temperature)]
+    return [model.decode(encoded)]
 
 
 def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:

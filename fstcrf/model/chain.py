@@ -447,12 +447,18 @@ class ChainCRF:
         model's, or its restriction to the training grammar -- and int [S'] the model
         state of each decoding state) for sampling and k-best lists."""
         encoded = self.encode(sentences)
+        return (encoded, *self.encoded_potentials(encoded))
+
+    def encoded_potentials(self, encoded: EncodedSentences) -> tuple[Potentials, np.ndarray]:
+        """:meth:`decoding_potentials` of sentences already encoded with :meth:`encode`:
+        (their potentials on the decoding topology, int [S'] the model state of each
+        decoding state)."""
         scorer = self.scorer()
         pot = scorer.potentials(encoded, self.weights_, 0, encoded.num_sequences)
         if scorer.constrained is None:
-            return encoded, pot, np.arange(self.topology_.num_states)
+            return pot, np.arange(self.topology_.num_states)
         restriction = restrict_to(pot, scorer.constrained)
-        return encoded, restriction.potentials, restriction.state_map
+        return restriction.potentials, restriction.state_map
 
     @blas_single_threaded()
     def sample(
@@ -526,19 +532,34 @@ class ChainCRF:
         sentences = as_sentences(corpus, "ChainCRF.predict_mbr")
         if not sentences:
             return []
-        pot = tempered(self.span_potentials(sentences, grammar, params), temperature)
+        return self._mbr_labels(self.span_potentials(sentences, grammar, params), threshold, temperature)
+
+    @blas_single_threaded()
+    def decode_mbr(
+        self, encoded: EncodedSentences, threshold: float | None = None, temperature: float = 1.0
+    ) -> list[list[str]]:
+        """:meth:`predict_mbr` (without a grammar) of sentences already encoded with
+        :meth:`encode`: for a caller that encodes the next batch while this one is decoded."""
+        check_fitted(self)
+        if not encoded.num_sequences:
+            return []
+        return self._mbr_labels(self.encoded_potentials(encoded)[0], threshold, temperature)
+
+    def _mbr_labels(self, pot: Potentials, threshold: float | None, temperature: float) -> list[list[str]]:
+        """The MBR label sequences [B][T] of the sentences of ``pot`` (see :meth:`predict_mbr`)."""
+        pot = tempered(pot, temperature)
         labels = state_labels(pot.topology)
         scheme = writing_scheme(self.labels_)
         with phase("decode"):
             decoded = mbr_decode(pot, labels, threshold, threads=int(self.threads))
             written = [
-                write_chunks([entity[:3] for entity in chunks], len(sentence), scheme)
-                for chunks, sentence in zip(decoded.chunks, sentences)
+                write_chunks([entity[:3] for entity in chunks], int(length), scheme)
+                for chunks, length in zip(decoded.chunks, pot.lengths)
             ]
             labelled_paths(pot, labels, written, int(self.threads))  # the lattice (grammar) holds them
         logger.info(
             "MBR decoding of %d sentences: threshold %.4f, expected F1 %.4f (%d chunks chosen, %.1f expected)",
-            len(sentences),
+            pot.num_sequences,
             decoded.threshold,
             decoded.expected_f1,
             sum(len(chunks) for chunks in decoded.chunks),
