@@ -51,6 +51,37 @@ def test_tag_writes_the_models_mbr_labels(demo_chunker, tmp_path, threshold):
     assert written != viterbi or threshold is None  # a low threshold adds chunks Viterbi leaves out
 
 
+@pytest.mark.parametrize("temperature", [1.0, 1.8])
+def test_decoding_encoded_sentences_gives_predict_mbr_s_labels(demo_chunker, temperature):
+    model = ChainCRF.load(demo_chunker)
+    sentences = read_conll(TEST, columns="word,pos,chunk").sentences
+    for threshold in (None, 0.3):
+        expected = model.predict_mbr(sentences, threshold, temperature=temperature)
+        assert model.decode_mbr(model.encode(sentences), threshold, temperature) == expected
+    assert model.decode_mbr(model.encode([])) == []
+
+
+def test_tag_in_batches_chooses_each_batch_s_threshold(demo_chunker, tmp_path, monkeypatch):
+    from fstcrf.cli import tag
+
+    monkeypatch.setattr(tag, "TAG_BATCH_TOKENS", 200)  # several batches: features beside decoding
+    out = tmp_path / "mbr.txt"
+    command = ["-q", "tag", str(demo_chunker), TEST, "--decode", "mbr", "--mbr-temperature", "3", "-o", str(out)]
+    assert main(command) == 0
+    model = ChainCRF.load(demo_chunker)
+    sentences = read_conll(TEST, columns="word,pos,chunk").sentences
+    expected, batch, tokens = [], [], 0
+    for sentence in sentences:  # the reader's batches: cut once they hold 200 tokens
+        batch.append(sentence)
+        tokens += len(sentence)
+        if tokens >= 200:
+            expected += model.predict_mbr(batch, temperature=3.0)
+            batch, tokens = [], 0
+    expected += model.predict_mbr(batch, temperature=3.0) if batch else []
+    assert tagged_labels(out) == expected
+    assert expected != model.predict_mbr(sentences, temperature=3.0)  # the thresholds differ by batch
+
+
 def test_eval_scores_the_mbr_labels(demo_chunker, capsys):
     assert main(["-q", "eval", str(demo_chunker), TEST, "--decode", "mbr"]) == 0
     out = capsys.readouterr().out
