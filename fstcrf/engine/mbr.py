@@ -177,6 +177,7 @@ def sentence_problems(
     the token marginals do not bound below it."""
     sentence_of = np.repeat(np.arange(pot.num_sequences), pot.lengths)
     spans: list[list[tuple[int, int, str]]] = [[] for _ in range(pot.num_sequences)]
+    kinds: list[list[int]] = [[] for _ in range(pot.num_sequences)]  # each span's type index
     ends, continues, continued = marginals.ends >= floor, marginals.continues >= floor, marginals.continued >= floor
     for first, x in np.argwhere(marginals.begins >= floor).tolist():
         b = int(sentence_of[first])
@@ -185,16 +186,20 @@ def sentence_problems(
         while True:
             if ends[last, x]:
                 spans[b].append((first - offset, last - offset, chunks.types[x]))
+                kinds[b].append(x)
             if last + 1 == stop or not (continued[last, x] and continues[last + 1, x]):
                 break
             last += 1
     probabilities = entity_probabilities(pot, labels, spans)
-    index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
     problems = []
-    for sentence, values, length in zip(spans, probabilities, pot.lengths):
+    for sentence, types, values, length in zip(spans, kinds, probabilities, pot.lengths.tolist()):
         # a span at or below the floor is never chosen (every threshold is at least it)
-        kept = np.flatnonzero(values > floor).tolist()
-        problems.append(SentenceProblem([sentence[k] for k in kept], values[kept], int(length), index))
+        kept = [k for k, probability in enumerate(values.tolist()) if probability > floor]
+        problems.append(
+            SentenceProblem(
+                [sentence[k] for k in kept], [types[k] for k in kept], values[kept].tolist(), length, len(chunks.types)
+            )
+        )
     return problems
 
 
@@ -212,11 +217,17 @@ class SentenceProblem:
     """One sentence's candidate spans (first, last, type) and their probabilities, for
     weighted interval scheduling."""
 
-    def __init__(self, spans: list[tuple[int, int, str]], probabilities: np.ndarray, length: int, index: dict):
-        self.spans, self.length = spans, length
-        self.probabilities: list[float] = np.asarray(probabilities, dtype=np.float64).tolist()
-        self.types = [index[chunk_type] for _, _, chunk_type in spans]
-        self.num_types = len(index)
+    def __init__(
+        self,
+        spans: list[tuple[int, int, str]],
+        types: list[int],
+        probabilities: list[float],
+        length: int,
+        num_types: int,
+    ):
+        """``types``: each span's type index, of ``num_types``."""
+        self.spans, self.types, self.probabilities, self.length = spans, types, probabilities, length
+        self.num_types = num_types
 
     def entities(self, picked: Sequence[int]) -> list[Entity]:
         """The spans of the given indices, with their probabilities."""
@@ -241,6 +252,8 @@ class SentenceProblem:
         A dynamic program over the positions where a span worth taking begins or
         ends: value[position][x] is the best sum over the tokens before it, with a
         chunk of type x ending right before it (x = K: none does)."""
+        if not self.probabilities:
+            return []
         worth = sorted(self.above(threshold), key=lambda k: self.spans[k][:2])
         if self.compatible(worth, adjacent):  # nothing to choose between
             return worth
