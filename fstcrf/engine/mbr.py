@@ -139,17 +139,17 @@ def mbr_decode(
     marginals = ChunkMarginals.of(pot, chunks, labels, threads)
     adjacent = same_type_adjacency(pot, chunks)
     if threshold is not None:
-        problems = sentence_problems(pot, chunks, labels, marginals, threshold)
-        chosen = [problem.best(threshold, adjacent) for problem in problems]
+        batch = CandidateBatch(sentence_problems(pot, chunks, labels, marginals, threshold), adjacent)
+        chosen = batch.best(threshold)
     else:
         first_floor = max(floor, FIRST_FLOOR)
-        problems = sentence_problems(pot, chunks, labels, marginals, first_floor)
-        start = expected_f1([problem.entities(problem.above(0.5)) for problem in problems], marginals.expected_chunks)
+        batch = CandidateBatch(sentence_problems(pot, chunks, labels, marginals, first_floor), adjacent)
+        start = batch.ratio(batch.above(0.5), marginals.expected_chunks)
         floor = max(floor, start / 2)
         if floor < first_floor:  # a model expecting an F1 below 2 FIRST_FLOOR: more candidates
-            problems = sentence_problems(pot, chunks, labels, marginals, floor)
-        threshold, chosen = _dinkelbach(problems, adjacent, marginals.expected_chunks, floor)
-    spans = [problem.entities(picked) for problem, picked in zip(problems, chosen)]
+            batch = CandidateBatch(sentence_problems(pot, chunks, labels, marginals, floor), adjacent)
+        threshold, chosen = _dinkelbach(batch, marginals.expected_chunks, floor)
+    spans = batch.entities(chosen)
     return MbrDecoding(
         spans, float(threshold), expected_f1(spans, marginals.expected_chunks), marginals.expected_chunks
     )
@@ -290,22 +290,72 @@ class SentenceProblem:
         return chosen[::-1]
 
 
-def _dinkelbach(
-    problems: list[SentenceProblem], adjacent: np.ndarray, expected_chunks: float, floor: float
-) -> tuple[float, list[list[int]]]:
-    """(the threshold, the chosen spans per sentence) maximising the batch's expected F1,
+class CandidateBatch:
+    """The candidates of a batch's sentences as flat arrays [M] (``sentence``, ``first``,
+    ``last``, ``kind`` and ``probability`` of each), ordered by sentence, first and last
+    token, for choosing them all at one threshold."""
+
+    def __init__(self, problems: list[SentenceProblem], adjacent: np.ndarray):
+        self.problems, self.adjacent = problems, adjacent
+        sizes = [len(problem.probabilities) for problem in problems]
+        self.starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])  # problem b: starts[b] ..
+        sentence = np.repeat(np.arange(len(problems), dtype=np.int64), sizes)
+        first = np.array([span[0] for problem in problems for span in problem.spans], dtype=np.int64)
+        last = np.array([span[1] for problem in problems for span in problem.spans], dtype=np.int64)
+        kind = np.array([k for problem in problems for k in problem.types], dtype=np.int64)
+        probability = np.array([p for problem in problems for p in problem.probabilities], dtype=np.float64)
+        # sorted position i holds candidate order[i] of the problems' order (each sentence's
+        # candidates keep their block starts[b] .. starts[b+1]-1), position_of the inverse
+        self.order = np.lexsort((last, first, sentence))
+        self.position_of = np.empty_like(self.order)
+        self.position_of[self.order] = np.arange(len(self.order))
+        self.sentence, self.first, self.last = sentence[self.order], first[self.order], last[self.order]
+        self.kind, self.probability = kind[self.order], probability[self.order]
+
+    def above(self, threshold: float) -> np.ndarray:
+        """bool [M]: the candidates more probable than ``threshold``."""
+        return self.probability > threshold
+
+    def best(self, threshold: float) -> np.ndarray:
+        """bool [M]: in each sentence, the non-overlapping candidates maximising sum (p -
+        threshold) (:meth:`SentenceProblem.best`): those above the threshold where they
+        can all be chunks of one output, the dynamic program where they cannot."""
+        chosen = self.above(threshold)
+        at = np.flatnonzero(chosen)
+        s, first, last, kind = self.sentence[at], self.first[at], self.last[at], self.kind[at]
+        same = s[1:] == s[:-1]
+        touching = (first[1:] == last[:-1] + 1) & (kind[1:] == kind[:-1]) & ~self.adjacent[kind[:-1]]
+        clash = same & ((first[1:] <= last[:-1]) | touching)
+        for b in np.unique(s[1:][clash]).tolist():
+            chosen[self.starts[b] : self.starts[b + 1]] = False
+            picked = self.problems[b].best(threshold, self.adjacent)
+            chosen[self.position_of[self.starts[b] + np.array(picked, dtype=np.int64)]] = True
+        return chosen
+
+    def ratio(self, chosen: np.ndarray, expected_chunks: float) -> float:
+        """The expected F1 (:func:`expected_f1`) of the candidates ``chosen`` (bool [M])."""
+        return f1_ratio(sum(self.probability[chosen].tolist()), int(np.count_nonzero(chosen)), expected_chunks)
+
+    def entities(self, chosen: np.ndarray) -> list[list[Entity]]:
+        """The chosen candidates (bool [M]) of each sentence, in order."""
+        result: list[list[Entity]] = [[] for _ in self.problems]
+        for at in np.flatnonzero(chosen).tolist():
+            b, k = int(self.sentence[at]), int(self.order[at])
+            problem = self.problems[b]
+            local = k - int(self.starts[b])
+            result[b].append(Entity(*problem.spans[local], problem.probabilities[local]))
+        return result
+
+
+def _dinkelbach(batch: CandidateBatch, expected_chunks: float, floor: float) -> tuple[float, np.ndarray]:
+    """(the threshold, the chosen candidates bool [M]) maximising the batch's expected F1,
     starting from the spans more probable than 1/2 (which never overlap)."""
-
-    def ratio(chosen: list[list[int]]) -> float:  # expected_f1, without building the entities
-        mass = sum(problem.probabilities[k] for problem, picked in zip(problems, chosen) for k in picked)
-        return f1_ratio(mass, sum(len(picked) for picked in chosen), expected_chunks)
-
-    chosen = [problem.above(0.5) for problem in problems]
-    best = ratio(chosen)
+    chosen = batch.above(0.5)
+    best = batch.ratio(chosen, expected_chunks)
     threshold = max(best / 2, floor)
     for _ in range(MAX_ROUNDS):
-        proposal = [problem.best(threshold, adjacent) for problem in problems]
-        score = ratio(proposal)
+        proposal = batch.best(threshold)
+        score = batch.ratio(proposal, expected_chunks)
         if score <= best + 1e-12:
             break
         chosen, best = proposal, score
