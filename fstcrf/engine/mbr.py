@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fstcrf.engine.inference import Potentials, check_type, forward_backward, viterbi
-from fstcrf.engine.spans import ChunkEdges, Entity, chunk_parts, entity_probabilities
+from fstcrf.engine.spans import ChunkEdges, Entity, chunk_parts, span_probability_array
 from fstcrf.errors import InfeasibleError, ScoreError, ShapeError
 
 #: Spans less probable than this are never candidates, so never chosen (the threshold
@@ -139,15 +139,15 @@ def mbr_decode(
     marginals = ChunkMarginals.of(pot, chunks, labels, threads)
     adjacent = same_type_adjacency(pot, chunks)
     if threshold is not None:
-        batch = CandidateBatch(sentence_problems(pot, chunks, labels, marginals, threshold), adjacent)
+        batch = candidates(pot, chunks, marginals, threshold, adjacent)
         chosen = batch.best(threshold)
     else:
         first_floor = max(floor, FIRST_FLOOR)
-        batch = CandidateBatch(sentence_problems(pot, chunks, labels, marginals, first_floor), adjacent)
+        batch = candidates(pot, chunks, marginals, first_floor, adjacent)
         start = batch.ratio(batch.above(0.5), marginals.expected_chunks)
         floor = max(floor, start / 2)
         if floor < first_floor:  # a model expecting an F1 below 2 FIRST_FLOOR: more candidates
-            batch = CandidateBatch(sentence_problems(pot, chunks, labels, marginals, floor), adjacent)
+            batch = candidates(pot, chunks, marginals, floor, adjacent)
         threshold, chosen = _dinkelbach(batch, marginals.expected_chunks, floor)
     spans = batch.entities(chosen)
     return MbrDecoding(
@@ -169,38 +169,41 @@ def f1_ratio(mass: float, count: int, expected_chunks: float) -> float:
     return 2.0 * mass / total if total else 0.0
 
 
-def sentence_problems(
-    pot: Potentials, chunks: ChunkEdges, labels: Sequence[str], marginals: ChunkMarginals, floor: float
-) -> list[SentenceProblem]:
-    """Each sentence's candidates, with their exact probabilities: every span more
-    probable than ``floor``, found among those whose beginning, end and continuations
-    the token marginals do not bound below it."""
-    sentence_of = np.repeat(np.arange(pot.num_sequences), pot.lengths)
-    spans: list[list[tuple[int, int, str]]] = [[] for _ in range(pot.num_sequences)]
-    kinds: list[list[int]] = [[] for _ in range(pot.num_sequences)]  # each span's type index
-    ends, continues, continued = marginals.ends >= floor, marginals.continues >= floor, marginals.continued >= floor
-    for first, x in np.argwhere(marginals.begins >= floor).tolist():
-        b = int(sentence_of[first])
-        offset, stop = int(pot.offsets[b]), int(pot.offsets[b + 1])
-        last = first
-        while True:
-            if ends[last, x]:
-                spans[b].append((first - offset, last - offset, chunks.types[x]))
-                kinds[b].append(x)
-            if last + 1 == stop or not (continued[last, x] and continues[last + 1, x]):
-                break
-            last += 1
-    probabilities = entity_probabilities(pot, labels, spans)
-    problems = []
-    for sentence, types, values, length in zip(spans, kinds, probabilities, pot.lengths.tolist()):
-        # a span at or below the floor is never chosen (every threshold is at least it)
-        kept = [k for k, probability in enumerate(values.tolist()) if probability > floor]
-        problems.append(
-            SentenceProblem(
-                [sentence[k] for k in kept], [types[k] for k in kept], values[kept].tolist(), length, len(chunks.types)
-            )
-        )
-    return problems
+def candidates(
+    pot: Potentials, chunks: ChunkEdges, marginals: ChunkMarginals, floor: float, adjacent: np.ndarray
+) -> CandidateBatch:
+    """Every span more probable than ``floor``, with its exact probability, found among
+    those whose beginning, end and continuations the token marginals do not bound
+    below it: a chunk of type x may run from a token where it may begin over tokens it
+    may continue into, and end where it may end."""
+    N = pot.num_tokens
+    sentence_end = np.zeros(N, dtype=bool)
+    sentence_end[pot.offsets[1:] - 1] = True
+    found = []  # per type: (first, last, type) of the batch's tokens
+    for x in range(len(chunks.types)):
+        heads = np.flatnonzero(marginals.begins[:, x] >= floor)
+        if not len(heads):
+            continue
+        link = np.zeros(N, dtype=bool)  # a chunk of the type may run on from token t to t + 1
+        link[:-1] = (marginals.continued[:-1, x] >= floor) & (marginals.continues[1:, x] >= floor)
+        breaks = np.flatnonzero(~link | sentence_end)  # holds N - 1
+        reach = breaks[np.searchsorted(breaks, heads)]  # the furthest token a run from each head reaches
+        ends = np.flatnonzero(marginals.ends[:, x] >= floor)
+        low, high = np.searchsorted(ends, heads), np.searchsorted(ends, reach, side="right")
+        count = high - low
+        within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        found.append((np.repeat(heads, count), ends[np.repeat(low, count) + within], np.full(int(count.sum()), x)))
+    first, last, kind = (
+        (np.concatenate(parts) for parts in zip(*found)) if found else (np.zeros(0, dtype=np.int64) for _ in range(3))
+    )
+    order = np.lexsort((kind, last, first))  # by first token, last token, type
+    first, last, kind = first[order], last[order], kind[order]
+    sentence = np.repeat(np.arange(pot.num_sequences), pot.lengths)[first]
+    local = (sentence, first - pot.offsets[sentence], last - pot.offsets[sentence], kind)
+    probability = span_probability_array(pot, chunks, local)
+    kept = probability > floor  # a span at or below the floor is never chosen (every threshold is at least it)
+    spans = (local[0][kept], local[1][kept], local[2][kept], local[3][kept])
+    return CandidateBatch(spans, probability[kept], pot.lengths, chunks.types, adjacent)
 
 
 def same_type_adjacency(pot: Potentials, chunks: ChunkEdges) -> np.ndarray:
@@ -228,10 +231,6 @@ class SentenceProblem:
         """``types``: each span's type index, of ``num_types``."""
         self.spans, self.types, self.probabilities, self.length = spans, types, probabilities, length
         self.num_types = num_types
-
-    def entities(self, picked: Sequence[int]) -> list[Entity]:
-        """The spans of the given indices, with their probabilities."""
-        return [Entity(*self.spans[k], self.probabilities[k]) for k in picked]
 
     def above(self, threshold: float) -> list[int]:
         """The indices of the spans more probable than ``threshold``."""
@@ -292,29 +291,36 @@ class SentenceProblem:
 
 class CandidateBatch:
     """The candidates of a batch's sentences as flat arrays [M] (``sentence``, ``first``,
-    ``last``, ``kind`` and ``probability`` of each), ordered by sentence, first and last
-    token, for choosing them all at one threshold."""
+    ``last`` -- within the sentence -- ``kind``, the type index, and ``probability``),
+    ordered by sentence, first and last token, for choosing them all at one threshold."""
 
-    def __init__(self, problems: list[SentenceProblem], adjacent: np.ndarray):
-        self.problems, self.adjacent = problems, adjacent
-        sizes = [len(problem.probabilities) for problem in problems]
-        self.starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])  # problem b: starts[b] ..
-        sentence = np.repeat(np.arange(len(problems), dtype=np.int64), sizes)
-        first = np.array([span[0] for problem in problems for span in problem.spans], dtype=np.int64)
-        last = np.array([span[1] for problem in problems for span in problem.spans], dtype=np.int64)
-        kind = np.array([k for problem in problems for k in problem.types], dtype=np.int64)
-        probability = np.array([p for problem in problems for p in problem.probabilities], dtype=np.float64)
-        # sorted position i holds candidate order[i] of the problems' order (each sentence's
-        # candidates keep their block starts[b] .. starts[b+1]-1), position_of the inverse
-        self.order = np.lexsort((last, first, sentence))
-        self.position_of = np.empty_like(self.order)
-        self.position_of[self.order] = np.arange(len(self.order))
-        self.sentence, self.first, self.last = sentence[self.order], first[self.order], last[self.order]
-        self.kind, self.probability = kind[self.order], probability[self.order]
+    def __init__(
+        self,
+        spans: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        probability: np.ndarray,
+        lengths: np.ndarray,
+        types: Sequence[str],
+        adjacent: np.ndarray,
+    ):
+        self.sentence, self.first, self.last, self.kind = spans
+        self.probability, self.lengths, self.types, self.adjacent = probability, lengths, types, adjacent
+        # sentence b's candidates are starts[b] .. starts[b+1]-1
+        self.starts = np.searchsorted(self.sentence, np.arange(len(lengths) + 1))
 
     def above(self, threshold: float) -> np.ndarray:
         """bool [M]: the candidates more probable than ``threshold``."""
         return self.probability > threshold
+
+    def problem(self, b: int) -> SentenceProblem:
+        """Sentence b's candidates, for the dynamic program (index k: candidate starts[b] + k)."""
+        rows = slice(int(self.starts[b]), int(self.starts[b + 1]))
+        spans = [
+            (first, last, self.types[kind])
+            for first, last, kind in zip(self.first[rows].tolist(), self.last[rows].tolist(), self.kind[rows].tolist())
+        ]
+        return SentenceProblem(
+            spans, self.kind[rows].tolist(), self.probability[rows].tolist(), int(self.lengths[b]), len(self.types)
+        )
 
     def best(self, threshold: float) -> np.ndarray:
         """bool [M]: in each sentence, the non-overlapping candidates maximising sum (p -
@@ -328,8 +334,8 @@ class CandidateBatch:
         clash = same & ((first[1:] <= last[:-1]) | touching)
         for b in np.unique(s[1:][clash]).tolist():
             chosen[self.starts[b] : self.starts[b + 1]] = False
-            picked = self.problems[b].best(threshold, self.adjacent)
-            chosen[self.position_of[self.starts[b] + np.array(picked, dtype=np.int64)]] = True
+            picked = self.problem(b).best(threshold, self.adjacent)
+            chosen[self.starts[b] + np.array(picked, dtype=np.int64)] = True
         return chosen
 
     def ratio(self, chosen: np.ndarray, expected_chunks: float) -> float:
@@ -338,12 +344,16 @@ class CandidateBatch:
 
     def entities(self, chosen: np.ndarray) -> list[list[Entity]]:
         """The chosen candidates (bool [M]) of each sentence, in order."""
-        result: list[list[Entity]] = [[] for _ in self.problems]
-        for at in np.flatnonzero(chosen).tolist():
-            b, k = int(self.sentence[at]), int(self.order[at])
-            problem = self.problems[b]
-            local = k - int(self.starts[b])
-            result[b].append(Entity(*problem.spans[local], problem.probabilities[local]))
+        result: list[list[Entity]] = [[] for _ in range(len(self.lengths))]
+        at = np.flatnonzero(chosen)
+        for b, first, last, kind, probability in zip(
+            self.sentence[at].tolist(),
+            self.first[at].tolist(),
+            self.last[at].tolist(),
+            self.kind[at].tolist(),
+            self.probability[at].tolist(),
+        ):
+            result[b].append(Entity(first, last, self.types[kind], probability))
         return result
 
 

@@ -18,7 +18,6 @@ sentence that starts at one token in one pass.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import NamedTuple
 from collections.abc import Sequence
@@ -197,32 +196,56 @@ def entity_probabilities(
         raise ShapeError(f"expected spans for {pot.num_sequences} sentences, got {len(spans)}")
     chunks = ChunkEdges.of(pot.topology, labels)
     index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
-    wanted: dict[tuple[int, int, int], list[tuple[int, int]]] = defaultdict(list)  # (b, type, first) -> [(last, slot)]
+    columns: list[tuple[int, int, int, int]] = []  # (sentence, first, last, type) of the spans of known types
     results = []
     for b, sentence_spans in enumerate(spans):
         T = int(pot.lengths[b])
         results.append(np.zeros(len(sentence_spans)))
-        for slot, (first, last, chunk_type) in enumerate(sentence_spans):
+        for first, last, chunk_type in sentence_spans:
             if not 0 <= first <= last < T:
                 raise ShapeError(f"sentence {b}: span ({first}, {last}) is outside its {T} tokens")
             if chunk_type in index:  # a type no state carries has probability 0
-                wanted[b, index[chunk_type], first].append((last, slot))
-    if not wanted:
+                columns.append((b, first, last, index[chunk_type]))
+    if not columns:
         return results
-    tables = _Tables(pot)
-    ending = _EdgeMatrices(tables, pot.topology, ~chunks.continuing)
-    by_type: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # type -> [(b, first, last)]
-    for (b, x, first), requests in wanted.items():
-        by_type[x].append((b, first, max(last for last, _ in requests)))
-    for x, starts in by_type.items():
-        of_type = chunks.state_type == x
-        entering = of_type[pot.topology.edge_dst]
-        begin = _EdgeMatrices(tables, pot.topology, entering & ~chunks.continuing)
-        inside = _EdgeMatrices(tables, pot.topology, entering & chunks.continuing)
-        for (b, first, _), probabilities in zip(starts, _spans_from(tables, of_type, begin, inside, ending, starts)):
-            for last, slot in wanted[b, x, first]:
-                results[b][slot] = probabilities[last - first]
+    sentence, firsts, lasts, kinds = (np.array(column, dtype=np.int64) for column in zip(*columns))
+    values = iter(span_probability_array(pot, chunks, (sentence, firsts, lasts, kinds)).tolist())
+    for b, sentence_spans in enumerate(spans):
+        for slot, (_, _, chunk_type) in enumerate(sentence_spans):
+            if chunk_type in index:
+                results[b][slot] = next(values)
     return results
+
+
+def span_probability_array(
+    pot: Potentials, chunks: ChunkEdges, spans: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """float [M]: the probability of each span of ``spans`` = (sentence, first, last,
+    kind) (int [M] each): sentence[m]'s tokens first[m] .. last[m] (inclusive, within
+    the sentence) as a chunk of type index kind[m] of ``chunks``.  The spans of a
+    type that start at one token share one pass."""
+    sentence, first, last, kind = spans
+    result = np.zeros(len(sentence))
+    if not len(sentence):
+        return result
+    topology = pot.topology
+    tables = _Tables(pot)
+    ending = _EdgeMatrices(tables, topology, ~chunks.continuing)
+    row = pot.offsets[sentence] + first  # each span's first token in the batch
+    for x in np.unique(kind).tolist():
+        of_kind = np.flatnonzero(kind == x)
+        heads, at = np.unique(row[of_kind], return_inverse=True)  # one pass per first token
+        reach = np.zeros(len(heads), dtype=np.int64)
+        np.maximum.at(reach, at, last[of_kind] - first[of_kind])
+        of_type = chunks.state_type == x
+        entering = of_type[topology.edge_dst]
+        begin = _EdgeMatrices(tables, topology, entering & ~chunks.continuing)
+        inside = _EdgeMatrices(tables, topology, entering & chunks.continuing)
+        heads_sentence = sentence[of_kind][np.unique(at, return_index=True)[1]]
+        starts = (heads_sentence, heads - pot.offsets[heads_sentence], reach)
+        flat, cuts = _spans_from(tables, of_type, begin, inside, ending, starts)
+        result[of_kind] = flat[cuts[at] + last[of_kind] - first[of_kind]]
+    return result
 
 
 class _EdgeMatrices:
@@ -265,23 +288,25 @@ def _spans_from(
     begin: _EdgeMatrices,
     inside: _EdgeMatrices,
     ending: _EdgeMatrices,
-    starts: list[tuple[int, int, int]],
-) -> list[np.ndarray]:
-    """For each (b, first, last) of ``starts``, float [last - first + 1]: P(a chunk of
-    the type whose states are ``of_type`` [S] spans first..j of sentence b) for j =
-    first..last.  All the starts advance together, a token at a time."""
-    b, first, last = (np.array(column, dtype=np.int64) for column in zip(*starts))
+    starts: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(flat, cuts): for each start r of ``starts`` = (b, first, reach) (int [R]),
+    flat[cuts[r] + j] = P(a chunk of the type whose states are ``of_type`` [S] spans
+    tokens first .. first + j of sentence b) for j = 0 .. reach.  All the starts
+    advance together, a token at a time."""
+    b, first, reach = starts
+    last = first + reach
     offset, length = tables.offsets[b], tables.lengths[b]
     rows = offset + first
-    mass = np.empty((len(starts), len(of_type)))
-    log_scale = np.zeros(len(starts))
+    mass = np.empty((len(b), len(of_type)))
+    log_scale = np.zeros(len(b))
     heads, inner = first == 0, np.flatnonzero(first > 0)
     mass[heads] = tables.start * of_type * tables.psi[rows[heads]]
     mass[inner] = begin.step(tables.alpha[rows[inner] - 1], rows[inner])
     log_scale[inner] = tables.log_prefix[rows[inner] - 1]
     cuts = np.concatenate([[0], np.cumsum(last - first + 1)])  # start r's values: flat[cuts[r] : cuts[r + 1]]
     flat = np.zeros(int(cuts[-1]))
-    active = np.arange(len(starts))  # the starts still extending, and their state
+    active = np.arange(len(b))  # the starts still extending, and their state
     for step in range(int((last - first).max()) + 1):
         if step > 0:
             keep = first[active] + step <= last[active]
@@ -309,7 +334,7 @@ def _spans_from(
             log_scale[positive] + np.log(closing[positive]) + log_after[positive] - tables.log_z[b[active[positive]]]
         )
         flat[cuts[active] + step] = np.minimum(values, 1.0)
-    return np.split(flat, cuts[1:-1])
+    return flat, cuts
 
 
 def decoded_entities(pot: Potentials, labels: Sequence[str], paths: np.ndarray) -> list[list[Entity]]:
