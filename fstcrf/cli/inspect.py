@@ -28,7 +28,7 @@ def _stages(path: str) -> list[tuple[str | None, object]]:
 
 def _history(args: argparse.Namespace) -> int:
     from fstcrf.model.compose import JointModel
-    from fstcrf.model.inspection import dev_score
+    from fstcrf.model.inspection import dev_metric, dev_score
 
     stages = _stages(args.model)
     if isinstance(stages[0][1], JointModel):
@@ -38,7 +38,7 @@ def _history(args: argparse.Namespace) -> int:
         )
     for name, model in stages:
         history = model.history_
-        metric = next((record["dev_metric"] for record in history if record.get("dev_metric")), "F1")
+        metric = dev_metric(history)
         if name is not None:
             print(f"{name}:")
         print(f"iteration  objective      gradient-norm  seconds  dev-{metric}")
@@ -59,7 +59,7 @@ def _history(args: argparse.Namespace) -> int:
 
 def _plot_history(stages: list, args: argparse.Namespace) -> None:
     """A PNG of each stage's objective per iteration, and its dev score when it has one."""
-    from fstcrf.model.inspection import dev_score
+    from fstcrf.model.inspection import dev_metric, dev_score
 
     try:
         import matplotlib
@@ -80,7 +80,7 @@ def _plot_history(stages: list, args: argparse.Namespace) -> None:
         dev = [(r["iteration"], dev_score(r)) for r in history if dev_score(r) is not None]
         if dev:
             dev_axis = dev_axis or objective_axis.twinx()
-            metric = next((r["dev_metric"] for r in history if r.get("dev_metric")), "F1")
+            metric = dev_metric(history)
             dev_axis.plot(*zip(*dev), style, color="tab:red", label=f"dev {metric}{suffix}")
             dev_axis.set_ylabel(f"dev {metric}", color="tab:red")
     objective_axis.set_xlabel(f"{stages[-1][1].algorithm} iteration")

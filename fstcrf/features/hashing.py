@@ -32,8 +32,8 @@ from fstcrf.features.value_lists import (
     with_single_rows,
 )
 
-#: The kinds of value list whose hashes :func:`substring_lists` gives.
-SUBSTRING_KINDS = ("prefixes", "suffixes", "ngrams")
+#: The kinds of value list whose hashes :func:`substring_lists` gives (the kernel's).
+SUBSTRING_KINDS = tuple(kernel.SUBSTRING_KINDS)
 
 #: Hashes, and values, a :class:`SubstringCache` holds before it starts afresh (its
 #: memory stays bounded: about 32 MiB of hashes, and the values' dictionary).

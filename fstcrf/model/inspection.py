@@ -216,6 +216,11 @@ def dev_score(record: dict) -> float | None:
     return record.get("dev_score", record.get("dev_f1"))
 
 
+def dev_metric(history: list[dict]) -> str:
+    """The name of the dev scores of a training record ("F1" when it names none)."""
+    return next((record["dev_metric"] for record in history if record.get("dev_metric")), "F1")
+
+
 def _template_name(template) -> str:
     from fstcrf.features.template import TEMPLATES
 

@@ -74,6 +74,7 @@ from fstcrf.engine.kernel.chain import (
 from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.engine.kernel.features import (
     MAX_SUBSTRING_SOURCE,
+    SUBSTRING_KINDS,
     FeatureDictionary,
     PredicateRows,
     Tokens,
@@ -103,6 +104,7 @@ from fstcrf.engine.kernel.training import (
 
 __all__ = [
     "MAX_SUBSTRING_SOURCE",
+    "SUBSTRING_KINDS",
     "bandit",
     "Batch",
     "C_ARRAY_TYPES",
