@@ -236,14 +236,6 @@ class SentenceProblem:
         """The indices of the spans more probable than ``threshold``."""
         return [k for k, probability in enumerate(self.probabilities) if probability > threshold]
 
-    def compatible(self, picked: list[int], adjacent: np.ndarray) -> bool:
-        """Whether the spans ``picked`` (in order) can all be chunks of one output."""
-        for k, after in zip(picked, picked[1:]):
-            (_, last, chunk_type), (first, _, next_type) = self.spans[k], self.spans[after]
-            if first <= last or (first == last + 1 and chunk_type == next_type and not adjacent[self.types[k]]):
-                return False
-        return True
-
     def best(self, threshold: float, adjacent: np.ndarray) -> list[int]:
         """The indices of the non-overlapping spans maximising sum (p - threshold), a
         chunk following one of its type directly only where ``adjacent`` allows.
@@ -251,11 +243,7 @@ class SentenceProblem:
         A dynamic program over the positions where a span worth taking begins or
         ends: value[position][x] is the best sum over the tokens before it, with a
         chunk of type x ending right before it (x = K: none does)."""
-        if not self.probabilities:
-            return []
         worth = sorted(self.above(threshold), key=lambda k: self.spans[k][:2])
-        if self.compatible(worth, adjacent):  # nothing to choose between
-            return worth
         starting: dict[int, list[int]] = {}
         for k in worth:
             starting.setdefault(self.spans[k][0], []).append(k)

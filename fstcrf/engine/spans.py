@@ -101,8 +101,6 @@ class _Tables:
     it); log_z float [B] in these shifted units."""
 
     def __init__(self, pot: Potentials):
-        from scipy import sparse
-
         topology = pot.topology
         S = topology.num_states
         emissions = pot.emissions
@@ -111,9 +109,7 @@ class _Tables:
         self.final = _shifted_exp(pot.final)
         shift = pot.transitions.max() if pot.transitions.size else 0.0
         self.edge_weights = [np.exp(row - shift) for row in np.atleast_2d(pot.transitions)]
-        self.weights = [
-            sparse.csr_array((row, (topology.edge_src, topology.edge_dst)), shape=(S, S)) for row in self.edge_weights
-        ]
+        self.weights = _edge_matrices(self.edge_weights, topology)
         self.token_class = pot.token_class
         self.offsets = pot.offsets
         self.lengths = pot.lengths
@@ -165,6 +161,20 @@ class _Tables:
             )
         table[rows] = values / sums[:, None]
         log_scale[rows] = before + np.log(sums)
+
+
+def _edge_matrices(edge_weights: list[np.ndarray], topology: Topology, mask: np.ndarray | None = None) -> list:
+    """Sparse [S, S] matrices (source, destination) of each token class's edge weights
+    float [E], those outside ``mask`` bool [E] (when given) zero."""
+    from scipy import sparse
+
+    S = topology.num_states
+    return [
+        sparse.csr_array(
+            (weights if mask is None else weights * mask, (topology.edge_src, topology.edge_dst)), shape=(S, S)
+        )
+        for weights in edge_weights
+    ]
 
 
 def _class_groups(by_class: list, token_class: np.ndarray | None, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
@@ -234,14 +244,14 @@ def span_probability_array(
     row = pot.offsets[sentence] + first  # each span's first token in the batch
     for x in np.unique(kind).tolist():
         of_kind = np.flatnonzero(kind == x)
-        heads, at = np.unique(row[of_kind], return_inverse=True)  # one pass per first token
+        heads, seen_first, at = np.unique(row[of_kind], return_index=True, return_inverse=True)  # a pass per head
         reach = np.zeros(len(heads), dtype=np.int64)
         np.maximum.at(reach, at, last[of_kind] - first[of_kind])
         of_type = chunks.state_type == x
         entering = of_type[topology.edge_dst]
         begin = _EdgeMatrices(tables, topology, entering & ~chunks.continuing)
         inside = _EdgeMatrices(tables, topology, entering & chunks.continuing)
-        heads_sentence = sentence[of_kind][np.unique(at, return_index=True)[1]]
+        heads_sentence = sentence[of_kind][seen_first]
         starts = (heads_sentence, heads - pot.offsets[heads_sentence], reach)
         flat, cuts = _spans_from(tables, of_type, begin, inside, ending, starts)
         result[of_kind] = flat[cuts[at] + last[of_kind] - first[of_kind]]
@@ -253,14 +263,8 @@ class _EdgeMatrices:
     matrices (source, destination), one per token class."""
 
     def __init__(self, tables: _Tables, topology: Topology, mask: np.ndarray):
-        from scipy import sparse
-
-        S = topology.num_states
         self.tables = tables
-        self.by_class = [
-            sparse.csr_array((weights * mask, (topology.edge_src, topology.edge_dst)), shape=(S, S))
-            for weights in tables.edge_weights
-        ]
+        self.by_class = _edge_matrices(tables.edge_weights, topology, mask)
 
     def groups(self, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
         """(matrix, which) pairs: the weights into the tokens ``rows[which]``."""
