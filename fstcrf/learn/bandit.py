@@ -375,15 +375,12 @@ class SampledGradient:
         rule = steps.next_rule()
         layout = (self._order, self._pieces_of, self._at)
 
-        def work(positions: tuple[int, int]) -> None:
+        def work(run: slice) -> None:
+            positions = (run.start, run.stop)
             kernel.bandit.step(self._training, layout, positions, self._piece_buffers, rule, theta, steps.features)
 
         with phase("bandit step"):
-            if self._small(first, last):
-                work((0, predicates))
-            else:
-                cuts = np.linspace(0, predicates, _PIECES + 1).astype(int).tolist()
-                self.map(work, zip(cuts[:-1], cuts[1:]))
+            self.map(work, _runs(predicates, split=not self._small(first, last)))
         self._release()
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         F = self.scorer.features.num_features
@@ -451,9 +448,10 @@ class _Steps:
 _SPLIT_COORDINATES = 20_000
 
 
-def _runs(size: int) -> list[slice]:
-    """Consecutive runs covering range(size): ``_PIECES`` of them, or one below the split size."""
-    if size < _SPLIT_COORDINATES:
+def _runs(size: int, split: bool | None = None) -> list[slice]:
+    """Consecutive runs covering range(size): ``_PIECES`` of them when ``split``, or
+    (None) when size is at least _SPLIT_COORDINATES; else one."""
+    if not (size >= _SPLIT_COORDINATES if split is None else split):
         return [slice(0, size)]
     cuts = np.linspace(0, size, _PIECES + 1).astype(int)
     return [slice(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
