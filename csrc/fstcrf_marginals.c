@@ -166,9 +166,10 @@ int fc__sentence_posteriors(const fc_graph *g, const fc_scores *sc, buffers *w, 
     return scaled;
 }
 
-int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
-                        double *log_z, double *node_marg, double *edge_counts,
-                        fc_workspace *ws)
+/* fc_forward_backward, with sentence i's expected edge counts added at
+ * edge_counts + i * stride (stride 0: all sentences' into one [C, E]). */
+static int posteriors_of_batch(const fc_graph *g, const fc_scores *sc, const fc_batch *b, double *log_z,
+                               double *node_marg, double *edge_counts, int64_t stride, fc_workspace *ws)
 {
     int status = fc__check_workspace(g, sc, b, ws, 1);
     if (status != FC_OK) return status;
@@ -180,29 +181,25 @@ int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const int32_t *cls = b->token_class ? b->token_class + off : NULL;
         if (fc__sentence_posteriors(g, sc, &w, b->emit + off * S, cls, T, log_z + i,
-                                    node_marg ? node_marg + off * S : NULL, edge_counts) < 0)
+                                    node_marg ? node_marg + off * S : NULL,
+                                    edge_counts ? edge_counts + i * stride : NULL) < 0)
             status = FC_INFEASIBLE;
     }
     return status;
+}
+
+int fc_forward_backward(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
+                        double *log_z, double *node_marg, double *edge_counts,
+                        fc_workspace *ws)
+{
+    return posteriors_of_batch(g, sc, b, log_z, node_marg, edge_counts, 0, ws);
 }
 
 int fc_forward_backward_each(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
                              double *log_z, double *node_marg, double *edge_counts,
                              fc_workspace *ws)
 {
-    int status = fc__check_workspace(g, sc, b, ws, 1);
-    if (status != FC_OK) return status;
-    const int64_t per_sentence = (int64_t)sc->num_classes * g->num_edges;
-    for (int32_t i = 0; i < b->num_sequences; ++i) {
-        const int64_t off = b->offsets[i], offsets[2] = {0, b->offsets[i + 1] - off};
-        const fc_batch one = {1, offsets, b->emit + off * g->num_states,
-                              b->token_class != NULL ? b->token_class + off : NULL};
-        const int one_status = fc_forward_backward(g, sc, &one, log_z + i,
-                                                   node_marg ? node_marg + off * g->num_states : NULL,
-                                                   edge_counts ? edge_counts + i * per_sentence : NULL, ws);
-        if (one_status > status) status = one_status;
-    }
-    return status;
+    return posteriors_of_batch(g, sc, b, log_z, node_marg, edge_counts, (int64_t)sc->num_classes * g->num_edges, ws);
 }
 
 /* ------------------------------------------------------------------------ */
