@@ -2,12 +2,15 @@
 batches in one thread, extracts the features of the next batch in another, decodes in
 this thread and writes the finished batches in a fourth (reading, the C parts of
 extraction, decoding and writing release the GIL, so the stages share the machine's
-cores).  Queues of a few batches keep memory bounded."""
+cores).  Queues of a few batches keep memory bounded.  Ctrl-C and SIGTERM act at once
+while a batch is decoded, else once the queues are at rest (:class:`SignalGate`)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import queue
+import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -18,8 +21,11 @@ from fstcrf.phases import phase
 #: the writer this far behind tagging.
 QUEUE_BATCHES = 2
 
-#: Seconds a blocked reader or preparer waits before it looks again whether it should stop.
+#: Seconds a blocked stage waits before it looks again whether it should stop.
 STOP_POLL = 0.1
+
+#: The signals a :class:`SignalGate` handles: Ctrl-C, and what ``kill`` and job schedulers send.
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 #: Seconds the tagging thread waits, once it stops, for the reader and the preparer to
 #: see the stop (a reader waiting for input on a pipe is left behind; it holds no lock
@@ -53,11 +59,13 @@ def overlapped(
     own, so that the next item is prepared while this one is worked on.
 
     An exception of any stage is raised here once the items before it are finished
-    (an upstream stage's when its place in the order is reached); on any exception,
-    Ctrl-C included, the reader and the preparer stop and the items already worked on
-    are finished first.  Phase "read" (without ``prepare``) or "features" (with it) is
-    the time this thread waits for the stage before it, "write" the time it waits for
-    the writer (fstcrf.phases, which times this thread only)."""
+    (an upstream stage's when its place in the order is reached).  Ctrl-C or SIGTERM
+    raises KeyboardInterrupt: during ``work`` at once (the item in hand is dropped),
+    elsewhere once the stages are at rest (:class:`SignalGate`); either way the
+    reader and the preparer stop and the items worked on are finished first.  Phase
+    "read" (without ``prepare``) or "features" (with it) is the time this thread
+    waits for the stage before it, "write" the time it waits for the writer
+    (fstcrf.phases, which times this thread only)."""
     stop = threading.Event()
     inbox: queue.Queue = queue.Queue(QUEUE_BATCHES)
     outbox: queue.Queue = queue.Queue(QUEUE_BATCHES)
@@ -83,32 +91,93 @@ def overlapped(
     writer = threading.Thread(target=write, name="fstcrf-write", daemon=True)
     thresholds = gc.get_threshold()
     gc.set_threshold(max(COLLECTION_THRESHOLD, thresholds[0]), *thresholds[1:])
-    for thread in upstream:
-        thread.start()
-    writer.start()
     waiting = "read" if prepare is None else "features"
-    try:
-        while not failed:
-            with phase(waiting):
-                entry = inbox.get()
-            if entry is _END:
-                break
-            if isinstance(entry, _Failure):
-                raise entry.error
-            item, ready = entry if prepare is not None else (entry, entry)
-            result = work(ready)
-            with phase("write"):
-                outbox.put((item, result))
-    finally:
-        stop.set()
+    with SignalGate.installed() as gate:
         for thread in upstream:
-            thread.join(READER_JOIN_SECONDS)
-        with phase("write"):
-            outbox.put(_END)
-            writer.join()
-        gc.set_threshold(*thresholds)
+            thread.start()
+        writer.start()
+        try:
+            while not failed:
+                with phase(waiting):
+                    entry = _next_entry(inbox, gate)
+                if entry is _END:
+                    break
+                if isinstance(entry, _Failure):
+                    raise entry.error
+                item, ready = entry if prepare is not None else (entry, entry)
+                with gate.opened():
+                    result = work(ready)
+                with phase("write"):
+                    outbox.put((item, result))
+        finally:
+            stop.set()
+            for thread in upstream:
+                thread.join(READER_JOIN_SECONDS)
+            with phase("write"):
+                outbox.put(_END)
+                writer.join()
+            gc.set_threshold(*thresholds)
     if failed:
         raise failed[0]
+
+
+class SignalGate:
+    """The handler of SIGINT and SIGTERM while stages run in threads: it raises
+    KeyboardInterrupt only while the gate is open (during work that holds no lock
+    another thread waits for), and otherwise notes the signal, which
+    :meth:`installed` raises at the end of its block.  Raised inside a queue's put
+    or get, KeyboardInterrupt can release the queue's lock under another thread or
+    lose its wake-up, and leave that thread waiting forever."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.open = False
+
+    def __call__(self, number: int, frame) -> None:
+        self.received.append(number)
+        if self.open:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[None]:
+        """The block runs with the gate open."""
+        self.open = True
+        try:
+            yield
+        finally:
+            self.open = False
+
+    @classmethod
+    @contextlib.contextmanager
+    def installed(cls) -> Iterator[SignalGate]:
+        """A gate, the handler of HELD_SIGNALS within the block (the handlers of
+        before are restored at its end, then KeyboardInterrupt is raised if a signal
+        came).  Only the main thread receives signals and sets their handlers:
+        elsewhere the gate holds nothing back."""
+        gate = cls()
+        previous = [signal.getsignal(number) for number in HELD_SIGNALS]
+        if threading.current_thread() is not threading.main_thread() or None in previous:
+            yield gate  # handlers not set from Python cannot be put back
+            return
+        for number in HELD_SIGNALS:
+            signal.signal(number, gate)
+        try:
+            yield gate
+        finally:
+            for number, handler in zip(HELD_SIGNALS, previous):
+                signal.signal(number, handler)
+        if gate.received:
+            raise KeyboardInterrupt
+
+
+def _next_entry(box: queue.Queue, gate: SignalGate):
+    """The next entry of ``box``, or the end mark once ``gate`` has received a signal."""
+    while not gate.received:
+        try:
+            return box.get(timeout=STOP_POLL)
+        except queue.Empty:
+            pass
+    return _END
 
 
 def _relay(items: Iterable, box: queue.Queue, stop: threading.Event) -> None:

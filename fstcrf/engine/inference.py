@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import cast
 from collections.abc import Sequence
@@ -355,11 +355,20 @@ def thread_pool(size: int) -> ThreadPoolExecutor:
 
 @blas_single_threaded()
 def run_parallel(work, items: Sequence) -> list:
-    """[work(item) for item in items], one thread per item (inline for one item)."""
+    """[work(item) for item in items], one thread per item (inline for one item).  On
+    an exception (Ctrl-C included) the items not started are dropped and those
+    running are waited for, so that no thread still writes to the caller's arrays."""
     if len(items) <= 1:
         return [work(item) for item in items]
     pool = thread_pool(len(items))
-    return [future.result() for future in [pool.submit(work, item) for item in items]]
+    futures = [pool.submit(work, item) for item in items]
+    try:
+        return [future.result() for future in futures]
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        wait(futures)
+        raise
 
 
 def run_chunks(pot: SentenceBatch, threads: int, job) -> list:
