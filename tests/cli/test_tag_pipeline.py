@@ -344,11 +344,13 @@ from fstcrf.cli.pipeline import overlapped
 rng = random.Random(int(sys.argv[1]))
 for round in range(int(sys.argv[2])):
     finished = []
-    timer = threading.Timer(rng.uniform(0.0, 0.02), os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    timer = threading.Timer(rng.uniform(0.0, 0.03), os.kill, (os.getpid(), signal.SIGINT))
+    def finish(item, result):
+        sum(range(2000))  # a writer slower than the work: the main thread waits on a full queue
+        finished.append(item)
     try:
-        overlapped(iter(range(10**6)), lambda x: x, lambda item, result: finished.append(item),
-                   (lambda x: x) if round % 2 else None)
+        timer.start()
+        overlapped(iter(range(10**6)), lambda x: x, finish, (lambda x: x) if round % 2 else None)
     except KeyboardInterrupt:
         pass
     timer.join()
@@ -359,9 +361,9 @@ print("done")
 
 @pytest.mark.slow
 def test_signals_at_random_moments_never_leave_the_pipeline_waiting():
-    # Ctrl-C at random moments of 200 short runs (most land while the main thread
+    # Ctrl-C at random moments of 100 short runs (most land while the main thread
     # is inside a queue's put or get): every run ends, its finished items in order
-    result = subprocess.run([sys.executable, "-c", STRESS, "1", "200"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", STRESS, "1", "100"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "done", result.stderr
 
 
