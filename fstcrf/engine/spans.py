@@ -30,6 +30,11 @@ from fstcrf.engine.chunks import chunks_of_parts, continues, parse_chunk_label
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import LabelError, ScoreError, ShapeError
 
+#: The most states whose transition matrices the span passes keep dense: numpy's
+#: products of small dense matrices beat scipy.sparse's (whose import alone costs
+#: about 0.2 s of a tagging process), sparse ones win as the states grow.
+DENSE_STATES = 128
+
 
 class Entity(NamedTuple):
     """A labelled span: tokens ``first`` .. ``last`` (inclusive) of chunk type ``type``,
@@ -164,11 +169,19 @@ class _Tables:
 
 
 def _edge_matrices(edge_weights: list[np.ndarray], topology: Topology, mask: np.ndarray | None = None) -> list:
-    """Sparse [S, S] matrices (source, destination) of each token class's edge weights
-    float [E], those outside ``mask`` bool [E] (when given) zero."""
+    """[S, S] matrices (source, destination) of each token class's edge weights float
+    [E], those outside ``mask`` bool [E] (when given) zero: dense numpy arrays up to
+    DENSE_STATES states, scipy.sparse CSR arrays above."""
+    S = topology.num_states
+    if S <= DENSE_STATES:
+        matrices = []
+        for weights in edge_weights:
+            dense = np.zeros((S, S))
+            np.add.at(dense, (topology.edge_src, topology.edge_dst), weights if mask is None else weights * mask)
+            matrices.append(dense)
+        return matrices
     from scipy import sparse
 
-    S = topology.num_states
     return [
         sparse.csr_array(
             (weights if mask is None else weights * mask, (topology.edge_src, topology.edge_dst)), shape=(S, S)
