@@ -62,6 +62,24 @@ def check_two_stage_options(model, args: argparse.Namespace) -> None:
         )
 
 
+def resolve_decode(model, args: argparse.Namespace, composed: bool) -> None:
+    """Set --decode, when it is not given, to the model's default decoding (a two-stage
+    tagger's: its second stage's); Viterbi for a composed model and with the options
+    MBR does not combine with (--nbest, --sample, --with-probability, --nonlocal, --dask)."""
+    if args.decode is not None:
+        return
+    stage = model.second_ if is_two_stage(model) else model
+    excluded = (
+        composed
+        or args.nonlocal_model
+        or getattr(args, "nbest", None) is not None
+        or getattr(args, "sample", None)
+        or getattr(args, "with_probability", False)
+        or getattr(args, "dask", None) is not None
+    )
+    args.decode = "viterbi" if excluded else stage.decoding_
+
+
 def warn_ignored_decoding_options(args: argparse.Namespace, composed: bool) -> None:
     """Warn once for each decoding option the model does not use."""
     check_grammar_options(args)

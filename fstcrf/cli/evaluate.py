@@ -15,6 +15,7 @@ from fstcrf.cli.decoding import (
     model_components,
     predict_with_progress,
     read_for,
+    resolve_decode,
     warn_ignored_decoding_options,
 )
 from fstcrf.cli.options import add_command, add_decoding_arguments
@@ -39,6 +40,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     model = load_decoder(args.model)
     composed = isinstance(model, JointModel)
+    resolve_decode(model, args, composed)
     warn_ignored_decoding_options(args, composed)
     check_two_stage_options(model, args)
     corpus = read_for(model, args.test, gold_required=True)

@@ -242,6 +242,14 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: off)",
     )
     parser.add_argument(
+        "--default-decode",
+        choices=["viterbi", "mbr"],
+        default=None,
+        help="the decoding tag and eval use for this model when they are not given --decode; mbr "
+        "needs chunk labels (default: mbr for chunk labels with the ner-rich or ner-pos-rich "
+        "template, where the development sets chose it; viterbi otherwise)",
+    )
+    parser.add_argument(
         "--template",
         default=None,
         help="feature template: sha-pereira, chunking-extended, crfpp, pos, chunking-reads-pos, ner, "
@@ -401,7 +409,7 @@ DECODING_DEFAULTS = {
     "k": 5,
     "define": [],
     "on_infeasible": "error",
-    "decode": "viterbi",
+    "decode": None,
     "mbr_threshold": None,
     "mbr_temperature": 1.0,
 }
@@ -467,7 +475,8 @@ def _add_mbr_arguments(parser: argparse.ArgumentParser) -> None:
         "the chunks that maximise the expected chunk F1 under the model (minimum Bayes risk, "
         "from the exact chunk probabilities), chosen over the whole file by eval and over each "
         "batch of about 20,000 tokens by tag, written in the model's label scheme with O "
-        "elsewhere (default %(default)s)",
+        "elsewhere (default: the model's, which fstcrf info shows: mbr for the rich NER "
+        "templates, viterbi otherwise and with --nbest, --sample, --nonlocal or --dask)",
     )
     parser.add_argument(
         "--mbr-threshold",

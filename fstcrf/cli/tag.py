@@ -18,6 +18,7 @@ from fstcrf.cli.decoding import (
     predict_with_progress,
     read_for,
     reading_columns,
+    resolve_decode,
     warn_ignored_decoding_options,
 )
 from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_decoding_arguments
@@ -40,6 +41,7 @@ def _tag(args: argparse.Namespace) -> int:
     with phase("load"):
         model = load_decoder(args.model)
     composed = isinstance(model, JointModel)
+    resolve_decode(model, args, composed)
     warn_ignored_decoding_options(args, composed=composed)
     check_two_stage_options(model, args)
     _check_tag_options(args, composed)

@@ -56,6 +56,8 @@ def _train(args: argparse.Namespace) -> int:
         check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
     train = restrict_types(train, args.target, keep)
     dev = _read_dev(args, keep)
+    if args.target in train.column_names:
+        _recorded_decoding(sorted({label for labels in train.column(args.target) for label in labels}), None, args)
     if args.consistency and args.document_method != "consistency":
         return _train_two_stage(args, train, dev)
     init = _warm_start(args)
@@ -142,6 +144,8 @@ def _train_two_stage(args: argparse.Namespace, train, dev) -> int:
         if hasattr(tagger, "first_"):
             _save_interrupted_first_stage(tagger, args, train)
         raise
+    for stage in (tagger.first_, tagger.second_):
+        stage.decoding_ = _recorded_decoding(stage.labels_, tagger.first_.template, args)
     with phase("write"):
         tagger.save(args.output)
     second = tagger.second_
@@ -164,6 +168,7 @@ def _save_interrupted_first_stage(tagger, args: argparse.Namespace, train) -> No
 
     first = tagger.first_
     first.consistency_ = estimate_consistency(train, args.target)
+    first.decoding_ = _recorded_decoding(first.labels_, first.template, args)
     with phase("write"):
         first.save(args.output)
     LOG.warning(
@@ -360,7 +365,28 @@ def _warm_start(args: argparse.Namespace):
     return init
 
 
+def _recorded_decoding(labels: Sequence[str], template, args: argparse.Namespace) -> str:
+    """The decoding a model of ``labels`` trained with ``template`` names as its default
+    (``decoding_``): --default-decode, else the template's choice on the development
+    sets for chunk labels, else Viterbi; FstcrfError for --default-decode mbr without
+    chunk labels."""
+    from fstcrf.engine.chunks import parse_chunk_label
+    from fstcrf.features.defaults import template_decoding
+
+    chunked = all(parse_chunk_label(label) is not None for label in labels)
+    if args.default_decode == "mbr" and not chunked:
+        plain = sorted(label for label in labels if parse_chunk_label(label) is None)
+        raise FstcrfError(
+            f"--default-decode mbr decodes chunks, and the {args.target} labels "
+            f"{', '.join(plain[:5])} are not chunk labels (B-X, I-X, E-X, S-X or O)"
+        )
+    if args.default_decode is not None:
+        return args.default_decode
+    return template_decoding(template) if chunked else "viterbi"
+
+
 def _save_trained(model, args: argparse.Namespace) -> None:
+    model.decoding_ = _recorded_decoding(model.labels_, model.template, args)
     with phase("write"):
         model.save(args.output)
     report_kept(

@@ -168,7 +168,10 @@ class ChainCRF:
     :class:`~fstcrf.engine.acceptor.Acceptor` over ``labels_``, or None), ``lower_labels_`` (the values
     of the ``reads`` column seen in training, or None), ``consistency_``
     (label-consistency penalties for non-local decoding, see
-    :mod:`fstcrf.document`, or None; ``fit`` leaves it None).
+    :mod:`fstcrf.document`, or None; ``fit`` leaves it None), ``decoding_`` (the
+    decoding ``fstcrf tag`` and ``eval`` use without --decode: "viterbi", which
+    ``fit`` leaves, or "mbr", which ``fstcrf train`` records for the rich NER
+    templates; ``predict`` is Viterbi's and ``predict_mbr`` MBR's either way).
     """
 
     def __init__(
@@ -348,6 +351,7 @@ class ChainCRF:
         self.history_ = state.history
         self.active_edges_ = state.active_edges
         self.consistency_ = state.consistency
+        self.decoding_ = state.decoding
         if state.traffic is not None:
             self.traffic_ = state.traffic
         return self

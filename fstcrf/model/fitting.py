@@ -40,6 +40,10 @@ from fstcrf.phases import phase, release_free_heap
 #: The name of the always-true predicate.
 BIAS = "bias"
 
+#: The decodings a model may name as the one ``fstcrf tag`` and ``eval`` use by default:
+#: the most probable label sequence, or the chunks of the largest expected F1.
+DECODINGS = ("viterbi", "mbr")
+
 logger = logging.getLogger(__name__)
 
 
@@ -63,6 +67,8 @@ class FittedState:
     history: list = field(default_factory=list)
     active_edges: np.ndarray | None = None
     consistency: ConsistencyPenalties | None = None
+    #: the decoding ``fstcrf tag`` and ``eval`` use without --decode, one of DECODINGS
+    decoding: str = "viterbi"
     #: fstcrf.distributed.objective.Traffic of a Dask L-BFGS fit, else None.
     traffic: object = None
 

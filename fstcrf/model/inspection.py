@@ -251,6 +251,7 @@ def _model_info(model: ChainCRF) -> list[tuple[str, str]]:
         ("min_count", params["min_count"]),
         ("grammar", params["grammar"]),
         ("reads", params["reads"]),
+        ("default decoding", model.decoding_),
     ]
     if params["algorithm"] == "bandit":
         settings += [(name, params[name]) for name in BANDIT_OPTIONS]

@@ -16,7 +16,7 @@ from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.features.template import Template
 from fstcrf.grammar import Grammar, constrain
 from fstcrf.model.file import header_field
-from fstcrf.model.fitting import FittedState, check_fitted, transition_layout
+from fstcrf.model.fitting import DECODINGS, FittedState, check_fitted, transition_layout
 from fstcrf.model.params import check_params
 
 EXTRACTOR_PREFIX = "extractor."
@@ -71,6 +71,7 @@ def to_payload(model) -> tuple[dict, dict[str, np.ndarray]]:
         "extractor": extractor,
         "lower_labels": model.lower_labels_,
         "consistency": None if model.consistency_ is None else model.consistency_.to_dict(),
+        "decoding": model.decoding_,
         "training": {
             "n_iter": model.n_iter_,
             "best_iteration": model.best_iteration_,
@@ -157,6 +158,9 @@ def fitted_from_payload(model, header: dict, arrays: dict[str, np.ndarray], wher
     ):
         raise ModelFileError(f"{where}: the model's lower labels {lower_labels!r} do not fit reads={model.reads!r}")
     consistency = header.get("consistency")
+    decoding = header.get("decoding", "viterbi")  # written before models named their decoding: Viterbi
+    if decoding not in DECODINGS:
+        raise ModelFileError(f"{where}: the model's decoding {decoding!r} is not one of {', '.join(DECODINGS)}")
     return FittedState(
         topology,
         constraint,
@@ -172,6 +176,7 @@ def fitted_from_payload(model, header: dict, arrays: dict[str, np.ndarray], wher
         [current_record(record) for record in header_field(training, "history", list, where)],
         active_edges,
         None if consistency is None else ConsistencyPenalties.from_dict(consistency, where),
+        decoding,
     )
 
 
