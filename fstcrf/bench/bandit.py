@@ -105,7 +105,7 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     from fstcrf.features.encoding import EncodedSentences, build_features
     from fstcrf.features.extractor import FeatureExtractor
     from fstcrf.learn.feedback import simulated_feedback
-    from fstcrf.engine.inference import blas_single_threaded
+    from fstcrf.engine.threads import blas_single_threaded
     from fstcrf.corpus.labels import chain_topology, gold_states, parse_gold
     from fstcrf.model.fitting import BIAS
     from fstcrf.features.template import TEMPLATES

@@ -84,7 +84,7 @@ def _tag(args: argparse.Namespace) -> int:
 
         with Progress(None, "tagging", unit="tokens", enabled=not args.quiet) as bar:
             if _decodes_apart(model, args, options):
-                from fstcrf.engine.inference import blas_single_threaded
+                from fstcrf.engine.threads import blas_single_threaded
 
                 if args.threads is not None:
                     model.threads = args.threads

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from fstcrf.cli.common import (
     report_kept,
@@ -57,7 +57,7 @@ def _train(args: argparse.Namespace) -> int:
     train = restrict_types(train, args.target, keep)
     dev = _read_dev(args, keep)
     if args.target in train.column_names:
-        _recorded_decoding(sorted({label for labels in train.column(args.target) for label in labels}), None, args)
+        _chunk_labelled({label for labels in train.column(args.target) for label in labels}, args)
     if args.consistency and args.document_method != "consistency":
         return _train_two_stage(args, train, dev)
     init = _warm_start(args)
@@ -365,21 +365,27 @@ def _warm_start(args: argparse.Namespace):
     return init
 
 
-def _recorded_decoding(labels: Sequence[str], template, args: argparse.Namespace) -> str:
-    """The decoding a model of ``labels`` trained with ``template`` names as its default
-    (``decoding_``): --default-decode, else the template's choice on the development
-    sets for chunk labels, else Viterbi; FstcrfError for --default-decode mbr without
-    chunk labels."""
+def _chunk_labelled(labels: Iterable[str], args: argparse.Namespace) -> bool:
+    """Whether every one of ``labels`` is a chunk label; FstcrfError if not and
+    --default-decode mbr is given (MBR decodes chunks)."""
     from fstcrf.engine.chunks import parse_chunk_label
-    from fstcrf.features.defaults import template_decoding
 
-    chunked = all(parse_chunk_label(label) is not None for label in labels)
-    if args.default_decode == "mbr" and not chunked:
-        plain = sorted(label for label in labels if parse_chunk_label(label) is None)
+    plain = sorted(label for label in labels if parse_chunk_label(label) is None)
+    if plain and args.default_decode == "mbr":
         raise FstcrfError(
             f"--default-decode mbr decodes chunks, and the {args.target} labels "
             f"{', '.join(plain[:5])} are not chunk labels (B-X, I-X, E-X, S-X or O)"
         )
+    return not plain
+
+
+def _recorded_decoding(labels: Sequence[str], template, args: argparse.Namespace) -> str:
+    """The decoding a model of ``labels`` trained with ``template`` names as its default
+    (``decoding_``): --default-decode, else the template's choice on the development
+    sets for chunk labels, else Viterbi."""
+    from fstcrf.features.defaults import template_decoding
+
+    chunked = _chunk_labelled(labels, args)
     if args.default_decode is not None:
         return args.default_decode
     return template_decoding(template) if chunked else "viterbi"

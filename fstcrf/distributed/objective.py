@@ -30,7 +30,7 @@ def make_problem(shard: EncodedShard, scorer: Scorer) -> TrainingSet:
 def shard_loss_and_gradient(problem: TrainingSet, theta: np.ndarray) -> tuple[float, np.ndarray, float, float]:
     """Worker: (negative log-likelihood of the shard, its gradient float [D], seconds spent,
     CPU seconds of the worker process meanwhile)."""
-    from fstcrf.engine.inference import blas_single_threaded
+    from fstcrf.engine.threads import blas_single_threaded
 
     started, cpu = time.perf_counter(), time.process_time()
     with blas_single_threaded():

@@ -20,19 +20,16 @@ the number of states and E the number of allowed transitions.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import os
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import cast
 from collections.abc import Sequence
 
 import numpy as np
-import threadpoolctl
 
 from fstcrf.engine import budget, kernel
 from fstcrf.errors import ArgumentTypeError, EmptySequenceError, LabelError, ScoreError, ShapeError
+from fstcrf.engine.threads import run_parallel
 from fstcrf.engine.topology import Topology
 
 
@@ -320,55 +317,6 @@ def thread_chunks(pot: SentenceBatch, threads: int) -> list[tuple[int, int]]:
     cuts = np.searchsorted(pot.offsets, np.linspace(0, pot.num_tokens, threads + 1)[1:-1])
     bounds = np.unique(np.concatenate([[0], cuts, [pot.num_sequences]]))
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-
-
-_blas = None
-
-
-@contextlib.contextmanager
-def blas_single_threaded():
-    """Run a block (or, as a decorator, a function) with the BLAS libraries numpy
-    and scipy loaded on one thread each.  OpenBLAS spreads large vector products
-    over worker threads that then busy-wait for more work, on the cores fstcrf's
-    own threads need: beside them a training gradient on 2 cores took 0.23 s
-    instead of 0.16 s."""
-    global _blas
-    if _blas is None:
-        _blas = threadpoolctl.ThreadpoolController()
-    with _blas.limit(limits=1, user_api="blas"):
-        yield
-
-
-_pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
-
-
-def thread_pool(size: int) -> ThreadPoolExecutor:
-    """A pool of ``size`` threads, started once per process and kept: starting
-    threads for each call cost 1-3 ms, as much as a forward-backward pass over a
-    small batch.  A forked child gets pools of its own (its parent's threads do
-    not exist in it)."""
-    key = (os.getpid(), size)
-    if key not in _pools:
-        _pools[key] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="fstcrf")
-    return _pools[key]
-
-
-@blas_single_threaded()
-def run_parallel(work, items: Sequence) -> list:
-    """[work(item) for item in items], one thread per item (inline for one item).  On
-    an exception (Ctrl-C included) the items not started are dropped and those
-    running are waited for, so that no thread still writes to the caller's arrays."""
-    if len(items) <= 1:
-        return [work(item) for item in items]
-    pool = thread_pool(len(items))
-    futures = [pool.submit(work, item) for item in items]
-    try:
-        return [future.result() for future in futures]
-    except BaseException:
-        for future in futures:
-            future.cancel()
-        wait(futures)
-        raise
 
 
 def run_chunks(pot: SentenceBatch, threads: int, job) -> list:

@@ -272,8 +272,8 @@ def span_probability_array(
 
 
 class _EdgeMatrices:
-    """The linear transition weights of a subset of the edges as sparse [S, S]
-    matrices (source, destination), one per token class."""
+    """The linear transition weights of a subset of the edges as [S, S] matrices
+    (source, destination; :func:`_edge_matrices`), one per token class."""
 
     def __init__(self, tables: _Tables, topology: Topology, mask: np.ndarray):
         self.tables = tables

@@ -45,7 +45,8 @@ import numpy as np
 
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.corpus.schemes import split_tag
-from fstcrf.engine.inference import kbest, run_parallel, span_viterbi
+from fstcrf.engine.inference import kbest, span_viterbi
+from fstcrf.engine.threads import run_parallel
 
 #: Label kinds of the IOB2 scheme.
 OUTSIDE, BEGIN, INSIDE = 0, 1, 2

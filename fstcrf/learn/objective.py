@@ -22,10 +22,10 @@ from fstcrf.engine.inference import (
     SentenceBatch,
     forward_backward,
     neighbours,
-    run_parallel,
     thread_chunks,
     viterbi,
 )
+from fstcrf.engine.threads import run_parallel
 from fstcrf.engine.acceptor import Acceptor
 from fstcrf.engine.topology import Topology
 

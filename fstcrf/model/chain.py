@@ -26,12 +26,12 @@ from fstcrf.corpus.schemes import write_chunks
 from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.engine.inference import (
     Potentials,
-    blas_single_threaded,
     kbest,
     log_partition,
     sample,
     viterbi,
 )
+from fstcrf.engine.threads import blas_single_threaded
 from fstcrf.engine.mbr import labelled_paths, mbr_decode, writing_scheme
 from fstcrf.engine.tempering import tempered
 from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels

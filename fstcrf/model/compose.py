@@ -52,12 +52,11 @@ from fstcrf.engine.inference import (
     KBest,
     Potentials,
     Viterbi,
-    blas_single_threaded,
     kbest,
     lengths_to_offsets,
-    run_parallel,
     viterbi,
 )
+from fstcrf.engine.threads import blas_single_threaded, run_parallel
 from fstcrf.engine.joint import (
     SEPARATOR,
     JointPotentials,

@@ -36,7 +36,7 @@ import numpy as np
 from fstcrf.corpus.conll import Corpus, Sentence, as_sentences
 from fstcrf.corpus.evaluate import ChunkScores, TagScores, check_single_labels, score_labels
 from fstcrf.corpus.labels import parse_gold
-from fstcrf.engine.inference import run_parallel
+from fstcrf.engine.threads import run_parallel
 from fstcrf.engine.joint import (
     JointPosteriors,
     JointPotentials,
