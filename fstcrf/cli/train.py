@@ -145,7 +145,7 @@ def _train_two_stage(args: argparse.Namespace, train, dev) -> int:
             _save_interrupted_first_stage(tagger, args, train)
         raise
     for stage in (tagger.first_, tagger.second_):
-        stage.decoding_ = _recorded_decoding(stage.labels_, tagger.first_.template, args)
+        _record_decoding(stage, tagger.first_.template, args)
     with phase("write"):
         tagger.save(args.output)
     second = tagger.second_
@@ -168,7 +168,7 @@ def _save_interrupted_first_stage(tagger, args: argparse.Namespace, train) -> No
 
     first = tagger.first_
     first.consistency_ = estimate_consistency(train, args.target)
-    first.decoding_ = _recorded_decoding(first.labels_, first.template, args)
+    _record_decoding(first, first.template, args)
     with phase("write"):
         first.save(args.output)
     LOG.warning(
@@ -367,32 +367,42 @@ def _warm_start(args: argparse.Namespace):
 
 def _chunk_labelled(labels: Iterable[str], args: argparse.Namespace) -> bool:
     """Whether every one of ``labels`` is a chunk label; FstcrfError if not and
-    --default-decode mbr is given (MBR decodes chunks)."""
+    --default-decode mbr or --default-mbr-temperature is given (MBR decodes chunks)."""
     from fstcrf.engine.chunks import parse_chunk_label
 
     plain = sorted(label for label in labels if parse_chunk_label(label) is None)
-    if plain and args.default_decode == "mbr":
+    given = [
+        option
+        for option, value in (
+            ("--default-decode mbr", args.default_decode == "mbr"),
+            ("--default-mbr-temperature", args.default_mbr_temperature is not None),
+        )
+        if value
+    ]
+    if plain and given:
         raise FstcrfError(
-            f"--default-decode mbr decodes chunks, and the {args.target} labels "
+            f"{given[0]} applies to MBR decoding, which decodes chunks, and the {args.target} labels "
             f"{', '.join(plain[:5])} are not chunk labels (B-X, I-X, E-X, S-X or O)"
         )
     return not plain
 
 
-def _recorded_decoding(labels: Sequence[str], template, args: argparse.Namespace) -> str:
-    """The decoding a model of ``labels`` trained with ``template`` names as its default
-    (``decoding_``): --default-decode, else the template's choice on the development
-    sets for chunk labels, else Viterbi."""
-    from fstcrf.features.defaults import template_decoding
+def _record_decoding(model, template, args: argparse.Namespace) -> None:
+    """Set the default decoding (``decoding_``) and MBR temperature (``mbr_temperature_``)
+    ``model`` (a ChainCRF) trained with ``template`` names: --default-decode and
+    --default-mbr-temperature, else for chunk labels the template's choices on the
+    development sets, else Viterbi (and 1)."""
+    from fstcrf.features.defaults import template_decoding, template_mbr_temperature
 
-    chunked = _chunk_labelled(labels, args)
-    if args.default_decode is not None:
-        return args.default_decode
-    return template_decoding(template) if chunked else "viterbi"
+    chunked = _chunk_labelled(model.labels_, args)
+    decoding = template_decoding(template) if chunked else "viterbi"
+    temperature = template_mbr_temperature(template) if chunked else 1.0
+    model.decoding_ = decoding if args.default_decode is None else args.default_decode
+    model.mbr_temperature_ = temperature if args.default_mbr_temperature is None else args.default_mbr_temperature
 
 
 def _save_trained(model, args: argparse.Namespace) -> None:
-    model.decoding_ = _recorded_decoding(model.labels_, model.template, args)
+    _record_decoding(model, model.template, args)
     with phase("write"):
         model.save(args.output)
     report_kept(

@@ -334,11 +334,12 @@ class TwoStageTagger:
         return first_labels, self.with_majorities(corpus, first_labels, str(corpus.path or "the input"))
 
     def predict_mbr(
-        self, corpus: Corpus | Sequence[Sentence], threshold: float | None = None, temperature: float = 1.0
+        self, corpus: Corpus | Sequence[Sentence], threshold: float | None = None, temperature: float | None = None
     ) -> list[list[str]]:
         """The labels [B][T] whose entities maximise the second stage's expected entity F1
         over the batch (:meth:`ChainCRF.predict_mbr` of the second stage, tempered by
-        ``temperature``, on the majority columns of the first stage's best labels)."""
+        ``temperature``, default the second stage's ``mbr_temperature_``, on the majority
+        columns of the first stage's best labels)."""
         extended = self._second_input(corpus, "TwoStageTagger.predict_mbr")[1]
         return self.second_.predict_mbr(extended, threshold, temperature=temperature)
 

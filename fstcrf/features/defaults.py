@@ -44,6 +44,16 @@ TEMPLATE_FEATURE_SETS = {
 #: on eng.testa, esp.testa and ned.testa (docs/benchmarks.md, "F1-optimal decoding").
 TEMPLATE_DECODINGS = {"ner-rich": "mbr", "ner-pos-rich": "mbr"}
 
+#: The temperature MBR decoding tempers a chunk-labelled model trained with a shipped
+#: template by, where the development sets chose other than 1: the temperature that
+#: maximises the likelihood of the labels of eng.testa, esp.testa and ned.testa under
+#: the three default NER models together (1.2468, each alone 1.13, 1.43 and 1.14;
+#: docs/benchmarks.md, "A default MBR temperature").
+TEMPLATE_MBR_TEMPERATURES = {"ner-rich": 1.25, "ner-pos-rich": 1.25}
+#: The range of a model's default MBR temperature (``ChainCRF.mbr_temperature_``):
+#: about that of ``ChainCRF.fit_temperature``'s search, exp(-4) to exp(4).
+MBR_TEMPERATURE_RANGE = (0.018, 54.6)
+
 
 def default_template(target: str, columns: Sequence[str]) -> str:
     """The name of the default template (a key of ``fstcrf.model.TEMPLATES``) for
@@ -87,3 +97,10 @@ def template_decoding(template) -> str:
     model trained with ``template`` (a shipped template's name, or a Template): the
     one chosen with it on the development sets, else "viterbi"."""
     return TEMPLATE_DECODINGS.get(template, "viterbi") if isinstance(template, str) else "viterbi"
+
+
+def template_mbr_temperature(template) -> float:
+    """The default MBR temperature of a chunk-labelled model trained with ``template``
+    (a shipped template's name, or a Template): the one chosen with it on the
+    development sets, else 1."""
+    return TEMPLATE_MBR_TEMPERATURES.get(template, 1.0) if isinstance(template, str) else 1.0

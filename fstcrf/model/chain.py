@@ -171,7 +171,10 @@ class ChainCRF:
     :mod:`fstcrf.document`, or None; ``fit`` leaves it None), ``decoding_`` (the
     decoding ``fstcrf tag`` and ``eval`` use without --decode: "viterbi", which
     ``fit`` leaves, or "mbr", which ``fstcrf train`` records for the rich NER
-    templates; ``predict`` is Viterbi's and ``predict_mbr`` MBR's either way).
+    templates; ``predict`` is Viterbi's and ``predict_mbr`` MBR's either way),
+    ``mbr_temperature_`` (the temperature MBR decoding uses when none is given: 1.0,
+    which ``fit`` leaves, or what ``fstcrf train`` records for the rich NER templates
+    or ``fstcrf calibrate --output`` fits).
     """
 
     def __init__(
@@ -352,6 +355,7 @@ class ChainCRF:
         self.active_edges_ = state.active_edges
         self.consistency_ = state.consistency
         self.decoding_ = state.decoding
+        self.mbr_temperature_ = state.mbr_temperature
         if state.traffic is not None:
             self.traffic_ = state.traffic
         return self
@@ -525,13 +529,14 @@ class ChainCRF:
         threshold: float | None = None,
         grammar=None,
         params: dict | None = None,
-        temperature: float = 1.0,
+        temperature: float | None = None,
     ) -> list[list[str]]:
         """The label sequences [B][T] whose chunks maximise the model's expected chunk F1
         over the batch (minimum Bayes risk decoding, see :mod:`fstcrf.engine.mbr`), or
         with ``threshold`` the sum of (probability - threshold) of each sentence's
         chunks; O outside them, in the model's label scheme, under ``grammar`` when it
-        is given, the distribution tempered by ``temperature``.  Needs chunk labels."""
+        is given, the distribution tempered by ``temperature`` (default: the model's
+        ``mbr_temperature_``).  Needs chunk labels."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.predict_mbr")
         if not sentences:
@@ -540,7 +545,7 @@ class ChainCRF:
 
     @blas_single_threaded()
     def decode_mbr(
-        self, encoded: EncodedSentences, threshold: float | None = None, temperature: float = 1.0
+        self, encoded: EncodedSentences, threshold: float | None = None, temperature: float | None = None
     ) -> list[list[str]]:
         """:meth:`predict_mbr` (without a grammar) of sentences already encoded with
         :meth:`encode`: for a caller that encodes the next batch while this one is decoded."""
@@ -549,9 +554,9 @@ class ChainCRF:
             return []
         return self._mbr_labels(self.encoded_potentials(encoded)[0], threshold, temperature)
 
-    def _mbr_labels(self, pot: Potentials, threshold: float | None, temperature: float) -> list[list[str]]:
+    def _mbr_labels(self, pot: Potentials, threshold: float | None, temperature: float | None) -> list[list[str]]:
         """The MBR label sequences [B][T] of the sentences of ``pot`` (see :meth:`predict_mbr`)."""
-        pot = tempered(pot, temperature)
+        pot = tempered(pot, self.mbr_temperature_ if temperature is None else temperature)
         labels = state_labels(pot.topology)
         scheme = writing_scheme(self.labels_)
         with phase("decode"):

@@ -69,6 +69,8 @@ class FittedState:
     consistency: ConsistencyPenalties | None = None
     #: the decoding ``fstcrf tag`` and ``eval`` use without --decode, one of DECODINGS
     decoding: str = "viterbi"
+    #: the temperature MBR decoding tempers the model's distribution by when none is given
+    mbr_temperature: float = 1.0
     #: fstcrf.distributed.objective.Traffic of a Dask L-BFGS fit, else None.
     traffic: object = None
 

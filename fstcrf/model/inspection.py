@@ -252,6 +252,7 @@ def _model_info(model: ChainCRF) -> list[tuple[str, str]]:
         ("grammar", params["grammar"]),
         ("reads", params["reads"]),
         ("default decoding", model.decoding_),
+        ("MBR temperature", f"{model.mbr_temperature_:g}"),
     ]
     if params["algorithm"] == "bandit":
         settings += [(name, params[name]) for name in BANDIT_OPTIONS]

@@ -11,6 +11,7 @@ from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.engine.openfst import read_acceptor, write_acceptor
 from fstcrf.document.consistency import ConsistencyPenalties
 from fstcrf.errors import BudgetError, FstcrfError, ModelFileError
+from fstcrf.features.defaults import MBR_TEMPERATURE_RANGE
 from fstcrf.features.encoding import FactoredFeatures
 from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.features.template import Template
@@ -72,6 +73,7 @@ def to_payload(model) -> tuple[dict, dict[str, np.ndarray]]:
         "lower_labels": model.lower_labels_,
         "consistency": None if model.consistency_ is None else model.consistency_.to_dict(),
         "decoding": model.decoding_,
+        "mbr_temperature": model.mbr_temperature_,
         "training": {
             "n_iter": model.n_iter_,
             "best_iteration": model.best_iteration_,
@@ -161,6 +163,12 @@ def fitted_from_payload(model, header: dict, arrays: dict[str, np.ndarray], wher
     decoding = header.get("decoding", "viterbi")  # written before models named their decoding: Viterbi
     if decoding not in DECODINGS:
         raise ModelFileError(f"{where}: the model's decoding {decoding!r} is not one of {', '.join(DECODINGS)}")
+    temperature = header.get("mbr_temperature", 1.0)  # written before models named one: untempered
+    low, high = MBR_TEMPERATURE_RANGE
+    if type(temperature) not in (int, float) or not low <= temperature <= high:
+        raise ModelFileError(
+            f"{where}: the model's MBR temperature {temperature!r} is not a number from {low} to {high}"
+        )
     return FittedState(
         topology,
         constraint,
@@ -177,6 +185,7 @@ def fitted_from_payload(model, header: dict, arrays: dict[str, np.ndarray], wher
         active_edges,
         None if consistency is None else ConsistencyPenalties.from_dict(consistency, where),
         decoding,
+        float(temperature),
     )
 
 
