@@ -346,6 +346,16 @@ def read_block(stream: BinaryIO, name: str) -> bytes:
         raise ConllFormatError(f"{name}: cannot read the file: {problem.strerror}") from None
 
 
+def read_available(stream: BinaryIO, name: str) -> bytes:
+    """Up to READ_BLOCK bytes of what ``stream`` holds now (waiting only for its first
+    byte; b"" at its end); ConllFormatError naming ``name`` if it cannot be read."""
+    try:
+        read = getattr(stream, "read1", None) or stream.read
+        return read(READ_BLOCK) or b""
+    except OSError as problem:
+        raise ConllFormatError(f"{name}: cannot read the file: {problem.strerror}") from None
+
+
 def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:
     """The lines of a UTF-8 binary stream without their "\n" (and without a leading
     byte order mark), decoded a block at a time; ConllFormatError names NAME:LINE of
@@ -366,7 +376,7 @@ def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:
                 f"{name}:{line_number}: expected UTF-8 text, found the invalid byte 0x{data[problem.start]:02x}"
             ) from None
         lines = _split_lines(text, first)
-        first = False
+        first = first and not text  # a byte order mark is dropped from the first line, whenever it ends
         lines_before += len(lines)
         yield from lines
         if not block:

@@ -3,7 +3,9 @@
 :func:`iter_scanned` yields the batches of :func:`fstcrf.corpus.conll.iter_conll`
 -- the same sentences, line numbers, ``-DOCSTART-`` lines and errors, byte for
 byte -- but splits lines and fields in C a block at a time, with the GIL
-released, and keeps each batch's fields as read.  :func:`tagged_lines` writes
+released, and keeps each batch's fields as read.  From a pipe, a terminal or a
+socket it also ends a batch early when the input stalls (see :func:`iter_scanned`),
+so that a program that writes sentences and waits for their tags gets them.  :func:`tagged_lines` writes
 such a batch back with extra columns, as :func:`~fstcrf.corpus.conll.write_conll`
 would, from those fields and without a Python loop over the tokens.
 """
@@ -11,6 +13,8 @@ would, from those fields and without a Python loop over the tokens.
 from __future__ import annotations
 
 import os
+import select
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from bisect import bisect_left
@@ -27,6 +31,7 @@ from fstcrf.corpus.conll import (
     expected_fields,
     opened_conll,
     present_columns,
+    read_available,
     read_block,
     reading_arguments,
 )
@@ -39,6 +44,10 @@ GROUP_TOKENS = 8192
 
 #: The UTF-8 byte order mark, dropped from the start of a file whose first block holds a line break.
 BYTE_ORDER_MARK = b"\xef\xbb\xbf"
+
+#: Seconds :func:`iter_scanned` waits for more input from a pipe, terminal or socket
+#: before it ends the batch with the sentences it holds.
+STALL_SECONDS = 0.05
 
 
 @dataclass
@@ -60,11 +69,40 @@ def iter_scanned(
     name: str | None = None,
 ) -> Iterator[ScannedCorpus]:
     """:func:`fstcrf.corpus.conll.iter_conll`'s batches (same arguments, same errors
-    at the same points), read in C."""
+    at the same points), read in C.
+
+    From a source that can stall (a pipe, terminal or socket, on POSIX) with
+    ``batch_tokens`` given and not ``whole_documents``, a batch also ends when no
+    more input arrives for STALL_SECONDS while it holds finished sentences (a
+    sentence is finished by its blank line): a producer that writes sentences and
+    waits for their tags is not kept waiting for a whole batch.  Batches then
+    follow the input's pauses; their sentences and line numbers are the same."""
     names, allow_missing = reading_arguments(columns, separator, allow_missing, batch_tokens)
     with opened_conll(source, name) as (stream, stream_name, path):
         reader = _Reader(stream_name, path, names, allow_missing, separator, batch_tokens, whole_documents)
         yield from reader.batches(stream)
+
+
+def stalling_descriptor(stream: BinaryIO) -> int | None:
+    """The file descriptor of ``stream`` when its input can stall and select() can
+    wait on it (a pipe, terminal or socket, on POSIX), else None (a regular file or
+    block device, a stream without a descriptor, Windows)."""
+    if os.name != "posix":
+        return None
+    try:
+        descriptor = stream.fileno()
+        mode = os.fstat(descriptor).st_mode
+    except (AttributeError, OSError, ValueError):
+        return None
+    return None if stat.S_ISREG(mode) or stat.S_ISBLK(mode) else descriptor
+
+
+def input_arrives(descriptor: int, seconds: float) -> bool:
+    """Whether ``descriptor`` has input (or its end) to read within ``seconds``."""
+    try:
+        return bool(select.select([descriptor], [], [], seconds)[0])
+    except (OSError, ValueError):
+        return True  # reading then blocks, or raises the error where it is handled
 
 
 class _Reader:
@@ -95,13 +133,19 @@ class _Reader:
 
     def batches(self, stream: BinaryIO) -> Iterator[ScannedCorpus]:
         carry, lines_before, first = b"", 0, True
+        stalling = None if self.batch_tokens is None or self.whole_documents else stalling_descriptor(stream)
         while True:
-            block = read_block(stream, self.name)
+            if stalling is None:
+                block = read_block(stream, self.name)
+            else:
+                if self.sentences and not input_arrives(stalling, STALL_SECONDS):
+                    yield self._take()  # the input stalls: the sentences so far go on now
+                block = read_available(stream, self.name)
             final = not block
             data = carry + block if carry else block
-            if first and b"\n" in block:  # as the Python reader, which strips it from its first lines
+            if first and (final or b"\n" in data):  # as the Python reader, from the first line
                 data = data.removeprefix(BYTE_ORDER_MARK)
-            first = False
+                first = False
             size = len(data) if final else data.rfind(b"\n") + 1
             if size or final:
                 found = scan(data, size, final, self.separator_bytes, len(self.present or ()))

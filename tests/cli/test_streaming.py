@@ -2,6 +2,7 @@
 batches, Ctrl-C/SIGTERM and closed pipes."""
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -158,3 +159,37 @@ def test_a_closed_pipe_ends_quietly(model_path, tmp_path):
 def test_standard_input_is_read_once(model_path, capsys):
     assert main(["-q", "tag", str(model_path), "-", "-"]) == 2
     assert "read once" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="a stalled pipe ends a batch on POSIX only")
+def test_a_program_that_writes_a_sentence_and_waits_gets_its_tags(model_path, tmp_path):
+    # fstcrf tag as a coprocess: each sentence's tags come back while standard input stays
+    # open, the same as tagging the file, and the process ends when input does
+    reference = tmp_path / "reference.txt"
+    assert main(["-q", "tag", str(model_path), TEST, "-o", str(reference)]) == 0
+    sentences = open(TEST, "rb").read().split(b"\n\n")[:4]
+    expected = reference.read_bytes().split(b"\n\n")[:4]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fstcrf.cli", "-q", "tag", str(model_path), "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for sentence, tags in zip(sentences, expected):
+            process.stdin.write(sentence + b"\n\n")
+            process.stdin.flush()
+            answer = b""
+            while not answer.endswith(b"\n\n"):
+                ready, _, _ = select.select([process.stdout], [], [], 30)
+                assert ready, f"no tags 30 s after the sentence; got {answer!r}"
+                piece = os.read(process.stdout.fileno(), 1 << 16)
+                assert piece, process.stderr.read()
+                answer += piece
+            assert answer == tags + b"\n\n"
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0
+        assert process.stdout.read() == b"" and b"Traceback" not in process.stderr.read()
+    finally:
+        process.kill()

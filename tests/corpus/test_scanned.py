@@ -1,9 +1,14 @@
 """fstcrf.corpus.scanned (CoNLL read and written in C) against the Python reader and
 writer of fstcrf.corpus.conll: the same batches, line numbers, -DOCSTART- lines,
 errors and output bytes, on random files with odd whitespace, CRLF, UTF-8,
-malformed lines and bad bytes, on tiny read blocks, and on the real corpora."""
+malformed lines and bad bytes, on tiny read blocks, and on the real corpora; and
+from a pipe that stalls, the same sentences, each passed on once its line ends it."""
 
 import io
+import os
+import queue
+import threading
+import time
 from unittest import mock
 
 import pytest
@@ -184,3 +189,95 @@ def test_real_corpora_read_and_write_byte_for_byte(data_dir, relative, columns):
     extra = [[[value.upper() for value in s[s.column_names[-1]]] for s in batch] for batch in scanned]
     for batch, other, labels in zip(scanned, python, extra):
         assert bytes(tagged_lines(batch, [labels], "out.txt")) == python_bytes(other, [labels])
+
+
+# -- input that stalls: a pipe ------------------------------------------------------
+
+
+def _flat(batches: list) -> tuple:
+    """outcome()'s batches without their boundaries: the sentences in order, the last
+    batch's trailing -DOCSTART- lines, and the error if any."""
+    error = [item for item in batches if len(item) == 2]
+    kept = [item for item in batches if len(item) != 2]
+    return (
+        [sentence for item in kept for sentence in item[1]],
+        kept[-1][2] if kept else (),
+        {(item[0], item[3]) for item in kept},
+        error,
+    )
+
+
+def _pipe_reader(pieces: list[bytes], pause: float):
+    """A reader of iter_scanned's arguments that reads them from a pipe another thread
+    writes ``pieces`` to, pausing ``pause`` seconds between them."""
+
+    def reader(_stream, **options):
+        read_end, write_end = os.pipe()
+
+        def feed():
+            with open(write_end, "wb", buffering=0) as stream:
+                for number, piece in enumerate(pieces):
+                    if number:
+                        time.sleep(pause)
+                    stream.write(piece)
+
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+        with open(read_end, "rb", buffering=0) as stream:
+            try:
+                yield from iter_scanned(stream, **options)
+            finally:
+                feeder.join()
+
+    return reader
+
+
+@oracle_settings(60)
+@given(data=conll_bytes(), options=READING, cuts=st.lists(st.integers(0, 400), max_size=3))
+def test_a_pipe_that_stalls_gives_the_sentences_and_errors_of_the_file(data, options, cuts):
+    options = _options(options)
+    cuts = sorted({cut % (len(data) + 1) for cut in cuts})
+    pieces = [data[start:end] for start, end in zip([0, *cuts], [*cuts, len(data)])]
+    with mock.patch.object(scanned, "STALL_SECONDS", 0.002):
+        sentences, trailing, layout, error = _flat(outcome(_pipe_reader(pieces, 0.01), data, **options))
+    expected, expected_trailing, expected_layout, expected_error = _flat(outcome(iter_conll, data, **options))
+    assert (layout, error) == (expected_layout, expected_error)
+    if not error:
+        assert (sentences, trailing) == (expected, expected_trailing)
+        return
+    # a batch that ended at a stall was passed on before the error: between the
+    # sentences of the file's batches and all those finished before the bad line
+    finished = _flat(outcome(iter_conll, data, **{**options, "batch_tokens": 1, "whole_documents": False}))[0]
+    assert sentences[: len(expected)] == expected and finished[: len(sentences)] == sentences
+
+
+def test_a_pipe_that_stalls_passes_on_each_finished_sentence_at_once():
+    # a producer that writes a sentence and waits for it: without the stall rule the
+    # reader would wait for a whole block (4 MiB) or the end of the input
+    read_end, write_end = os.pipe()
+    batches: queue.Queue = queue.Queue()
+
+    def consume():
+        with open(read_end, "rb", buffering=0) as stream:
+            for batch in iter_scanned(stream, "w,p", batch_tokens=20_000):
+                batches.put([s["w"] for s in batch.sentences])
+        batches.put(None)
+
+    threading.Thread(target=consume, daemon=True).start()
+    with open(write_end, "wb", buffering=0) as producer:
+        producer.write(b"a X\nb Y\n\nc")  # a finished sentence and the start of the next
+        assert batches.get(timeout=10) == [["a", "b"]]
+        producer.write(b" Z\n\n")
+        assert batches.get(timeout=10) == [["c"]]
+    assert batches.get(timeout=10) is None  # the end of the input: no empty batch
+
+
+def test_only_pipes_terminals_and_sockets_stall(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"a X\n\n")
+    read_end, write_end = os.pipe()
+    with open(path, "rb") as regular, open(read_end, "rb") as pipe, open(write_end, "wb"):
+        assert scanned.stalling_descriptor(regular) is None
+        assert scanned.stalling_descriptor(io.BytesIO(b"a X\n\n")) is None
+        if os.name == "posix":
+            assert scanned.stalling_descriptor(pipe) == read_end
