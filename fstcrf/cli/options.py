@@ -256,9 +256,9 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="T",
         help="the temperature MBR decoding tempers this model's probabilities by when tag and eval "
-        "are not given --mbr-temperature; needs chunk labels (default: 1.25 for chunk labels with "
-        "the ner-rich or ner-pos-rich template, the likelihood fit on the development sets; 1 "
-        "otherwise; fstcrf calibrate --output fits it on held-out data)",
+        "are not given --mbr-temperature; needs chunk labels (default: for chunk labels 1.13 with "
+        "the ner-rich and 1.05 with the ner-pos-rich template, the likelihood fits on their "
+        "development sets; 1 otherwise; fstcrf calibrate --output fits it on held-out data)",
     )
     parser.add_argument(
         "--template",
@@ -506,7 +506,7 @@ def _add_mbr_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --decode mbr: the chunk probabilities of the model's distribution with every "
         "score divided by T; fstcrf calibrate MODEL DEV prints the T that calibrates them on "
         "held-out data, and with --output records it in a copy of the model (default: the "
-        "model's, which fstcrf info shows: 1.25 for the rich NER templates, else 1)",
+        "model's, which fstcrf info shows: 1.13 or 1.05 for the rich NER templates, else 1)",
     )
 
 
