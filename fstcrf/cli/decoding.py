@@ -229,9 +229,19 @@ def model_components(model) -> list:
     return list(model.components) if isinstance(model, JointModel) else [model]
 
 
-def predict_with_progress(model, corpus, args: argparse.Namespace, options: dict, chunk: int = 2000) -> list[list[str]]:
+def predict_with_progress(
+    model,
+    corpus,
+    args: argparse.Namespace,
+    options: dict,
+    chunk: int = 2000,
+    threshold: float | None = None,
+    stream=None,
+) -> list[list[str]]:
     """Labels [B][T] of a single model, with a progress bar; ``options`` are
-    :func:`grammar_options`'s, loaded once per command."""
+    :func:`grammar_options`'s, loaded once per command.  --decode mbr uses ``threshold``
+    (default --mbr-threshold) and counts its chunks in ``stream`` (a StreamThreshold)
+    when it is given."""
     from fstcrf.progress import Progress
 
     if args.threads is not None:
@@ -243,9 +253,14 @@ def predict_with_progress(model, corpus, args: argparse.Namespace, options: dict
             if args.decode == "mbr":
                 return model.predict_mbr(corpus, args.mbr_threshold, args.mbr_temperature)
             return model.predict(corpus)
-    if args.decode == "mbr":  # the threshold is chosen over the whole batch
+    if args.decode == "mbr":  # without a threshold, it is chosen over the whole batch
         return model.predict_mbr(
-            corpus.sentences, args.mbr_threshold, options.get("grammar"), options.get("params"), args.mbr_temperature
+            corpus.sentences,
+            args.mbr_threshold if threshold is None else threshold,
+            options.get("grammar"),
+            options.get("params"),
+            args.mbr_temperature,
+            stream,
         )
     predictions = []
     sentences = corpus.sentences

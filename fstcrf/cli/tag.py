@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+from functools import partial
 
 from fstcrf.cli.decoding import (
     batches_for,
@@ -61,6 +62,9 @@ def _tag(args: argparse.Namespace) -> int:
     def write(stream) -> None:
         from fstcrf.cli.pipeline import overlapped
         from fstcrf.corpus.scanned import tagged_lines
+        from fstcrf.engine.mbr import StreamThreshold
+
+        threshold = StreamThreshold()  # MBR's for batches a pause of the input ends
 
         batches = (
             batch
@@ -89,9 +93,12 @@ def _tag(args: argparse.Namespace) -> int:
                 if args.threads is not None:
                     model.threads = args.threads
                 with blas_single_threaded():  # as in model.predict: no BLAS threads beside fstcrf's
-                    overlapped(batches, lambda encoded: _best_labels(model, encoded, args), finish, _encoded(model))
+                    decode = partial(_best_labels, model, args=args, stream=threshold)
+                    overlapped(batches, decode, finish, _encoded(model))
             else:
-                overlapped(batches, lambda batch: _tag_columns(model, batch, args, composed, options), finish)
+                overlapped(
+                    batches, lambda batch: _tag_columns(model, batch, args, composed, options, threshold), finish
+                )
 
     try:
         write_atomically(args.output, write, keep_on_interrupt=True)
@@ -122,18 +129,29 @@ def _decodes_apart(model, args: argparse.Namespace, options: dict) -> bool:
 
 
 def _encoded(model):
-    """The function that encodes a batch's sentences with ``model``'s features (None for
-    a batch without sentences)."""
-    return lambda batch: model.encode(batch.sentences) if batch.sentences else None
+    """The function that encodes a batch's sentences with ``model``'s features, with
+    whether a pause of the input ended the batch (None for a batch without sentences)."""
+    return lambda batch: (model.encode(batch.sentences), getattr(batch, "stalled", False)) if batch.sentences else None
 
 
-def _best_labels(model, encoded, args: argparse.Namespace) -> list[list[list[str]]]:
-    """The best labels [1][B][T] of the sentences ``encoded`` (:func:`_encoded`), what
-    model.predict gives them, or with --decode mbr what model.predict_mbr gives them."""
-    if encoded is None:
+def mbr_threshold(args: argparse.Namespace, batch_stalled: bool, stream) -> float | None:
+    """The MBR threshold of a batch: --mbr-threshold, else for a batch a pause of the input
+    ended ``stream``'s (a StreamThreshold), else None (searched over the batch)."""
+    if args.mbr_threshold is None and batch_stalled:
+        return stream.threshold()
+    return args.mbr_threshold
+
+
+def _best_labels(model, prepared, args: argparse.Namespace, stream) -> list[list[list[str]]]:
+    """The best labels [1][B][T] of a batch's sentences (``prepared`` by :func:`_encoded`),
+    what model.predict gives them, or with --decode mbr what model.predict_mbr gives them
+    (counted in ``stream``, a StreamThreshold)."""
+    if prepared is None:
         return [[]]
+    encoded, stalled = prepared
     if args.decode == "mbr":
-        return [model.decode_mbr(encoded, args.mbr_threshold, args.mbr_temperature)]
+        threshold = mbr_threshold(args, stalled, stream)
+        return [model.decode_mbr(encoded, threshold, args.mbr_temperature, stream)]
     return [model.decode(encoded)]
 
 
@@ -211,15 +229,18 @@ def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
     return 0
 
 
-def _tag_columns(model, batch, args: argparse.Namespace, composed: bool, options: dict) -> list[list[list[str]]]:
+def _tag_columns(
+    model, batch, args: argparse.Namespace, composed: bool, options: dict, stream
+) -> list[list[list[str]]]:
     """The columns ``fstcrf tag`` appends to a batch of sentences [columns][B][T] (``options``:
-    :func:`grammar_options`'s)."""
+    :func:`grammar_options`'s; ``stream``: the StreamThreshold of --decode mbr)."""
     if args.nbest is not None:
         extra = _nbest_columns(model, batch, args)
     elif composed:
         extra = joint_predict_with_progress(model, batch, args)
     else:
-        extra = [predict_with_progress(model, batch, args, options)]
+        threshold = mbr_threshold(args, getattr(batch, "stalled", False), stream)
+        extra = [predict_with_progress(model, batch, args, options, threshold=threshold, stream=stream)]
     if args.marginals:
         extra.append(_marginal_column(model, batch, extra[0], options))
     if args.entity_probabilities and composed:

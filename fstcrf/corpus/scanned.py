@@ -56,6 +56,8 @@ class ScannedCorpus(Corpus):
     its tokens as read, token after token, each followed by "\\n"."""
 
     fields: bytes = field(default=b"", compare=False, repr=False)
+    #: whether the batch ended because the input paused (see :func:`iter_scanned`)
+    stalled: bool = field(default=False, compare=False)
 
 
 def iter_scanned(
@@ -139,7 +141,7 @@ class _Reader:
                 block = read_block(stream, self.name)
             else:
                 if self.sentences and not input_arrives(stalling, STALL_SECONDS):
-                    yield self._take()  # the input stalls: the sentences so far go on now
+                    yield self._take(stalled=True)  # the input stalls: the sentences so far go on now
                 block = read_available(stream, self.name)
             final = not block
             data = carry + block if carry else block
@@ -199,10 +201,10 @@ class _Reader:
         self.pieces.append(self.fields[start:end])
         self.fields_taken = [end, end]
 
-    def _take(self) -> ScannedCorpus:
+    def _take(self, stalled: bool = False) -> ScannedCorpus:
         self._keep_fields()
         batch = ScannedCorpus(
-            self.present or (), self.sentences, self.path, self.separator, fields=b"".join(self.pieces)
+            self.present or (), self.sentences, self.path, self.separator, fields=b"".join(self.pieces), stalled=stalled
         )
         self.sentences, self.pieces, self.size, self.yielded = [], [], 0, True
         return batch

@@ -169,6 +169,31 @@ def f1_ratio(mass: float, count: int, expected_chunks: float) -> float:
     return 2.0 * mass / total if total else 0.0
 
 
+class StreamThreshold:
+    """The MBR threshold of a stream's short batches (those a pause of the input ends:
+    a sentence or a few).  Searched over a single sentence, the threshold follows that
+    sentence's own expectations alone, and one that most likely holds no chunk gets
+    its least unlikely one.  Instead it is half the expected F1 (:func:`f1_ratio`) of
+    the chunks chosen in the stream's batches so far, counted as if one certain chunk
+    had been chosen first (so 1/2 at the start): the threshold that maximises the
+    expected F1 of a batch whose best expected F1 is the stream's."""
+
+    def __init__(self) -> None:
+        self.mass = 1.0  # the chosen chunks' probabilities, summed (with the certain one)
+        self.count = 1  # the chosen chunks
+        self.expected_chunks = 1.0  # E[#chunks] of the batches
+
+    def threshold(self) -> float:
+        """Half the stream's expected F1 so far, in (0, 1/2]."""
+        return max(f1_ratio(self.mass, self.count, self.expected_chunks) / 2.0, 1e-6)
+
+    def add(self, decoded: MbrDecoding) -> None:
+        """Count the chunks a batch's decoding chose and its expected chunks."""
+        self.mass += sum(entity.probability for sentence in decoded.chunks for entity in sentence)
+        self.count += sum(len(sentence) for sentence in decoded.chunks)
+        self.expected_chunks += decoded.expected_chunks
+
+
 def candidates(
     pot: Potentials, chunks: ChunkEdges, marginals: ChunkMarginals, floor: float, adjacent: np.ndarray
 ) -> CandidateBatch:

@@ -32,7 +32,7 @@ from fstcrf.engine.inference import (
     viterbi,
 )
 from fstcrf.engine.threads import blas_single_threaded
-from fstcrf.engine.mbr import labelled_paths, mbr_decode, writing_scheme
+from fstcrf.engine.mbr import StreamThreshold, labelled_paths, mbr_decode, writing_scheme
 from fstcrf.engine.tempering import tempered
 from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels
 from fstcrf.errors import FstcrfError, InfeasibleError, LabelError
@@ -530,32 +530,46 @@ class ChainCRF:
         grammar=None,
         params: dict | None = None,
         temperature: float | None = None,
+        stream: StreamThreshold | None = None,
     ) -> list[list[str]]:
         """The label sequences [B][T] whose chunks maximise the model's expected chunk F1
         over the batch (minimum Bayes risk decoding, see :mod:`fstcrf.engine.mbr`), or
         with ``threshold`` the sum of (probability - threshold) of each sentence's
         chunks; O outside them, in the model's label scheme, under ``grammar`` when it
         is given, the distribution tempered by ``temperature`` (default: the model's
-        ``mbr_temperature_``).  Needs chunk labels."""
+        ``mbr_temperature_``).  The chunks chosen are counted in ``stream`` (a
+        :class:`~fstcrf.engine.mbr.StreamThreshold`) when it is given.  Needs chunk labels."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.predict_mbr")
         if not sentences:
             return []
-        return self._mbr_labels(self.span_potentials(sentences, grammar, params), threshold, temperature)
+        return self._mbr_labels(self.span_potentials(sentences, grammar, params), threshold, temperature, stream)
 
     @blas_single_threaded()
     def decode_mbr(
-        self, encoded: EncodedSentences, threshold: float | None = None, temperature: float | None = None
+        self,
+        encoded: EncodedSentences,
+        threshold: float | None = None,
+        temperature: float | None = None,
+        stream: StreamThreshold | None = None,
     ) -> list[list[str]]:
         """:meth:`predict_mbr` (without a grammar) of sentences already encoded with
-        :meth:`encode`: for a caller that encodes the next batch while this one is decoded."""
+        :meth:`encode`: for a caller that encodes the next batch while this one is
+        decoded; the chunks chosen are added to ``stream`` when it is given."""
         check_fitted(self)
         if not encoded.num_sequences:
             return []
-        return self._mbr_labels(self.encoded_potentials(encoded)[0], threshold, temperature)
+        return self._mbr_labels(self.encoded_potentials(encoded)[0], threshold, temperature, stream)
 
-    def _mbr_labels(self, pot: Potentials, threshold: float | None, temperature: float | None) -> list[list[str]]:
-        """The MBR label sequences [B][T] of the sentences of ``pot`` (see :meth:`predict_mbr`)."""
+    def _mbr_labels(
+        self,
+        pot: Potentials,
+        threshold: float | None,
+        temperature: float | None,
+        stream: StreamThreshold | None = None,
+    ) -> list[list[str]]:
+        """The MBR label sequences [B][T] of the sentences of ``pot`` (see :meth:`predict_mbr`),
+        counted in ``stream`` when it is given."""
         pot = tempered(pot, self.mbr_temperature_ if temperature is None else temperature)
         labels = state_labels(pot.topology)
         scheme = writing_scheme(self.labels_)
@@ -566,6 +580,8 @@ class ChainCRF:
                 for chunks, length in zip(decoded.chunks, pot.lengths)
             ]
             labelled_paths(pot, labels, written, int(self.threads))  # the lattice (grammar) holds them
+        if stream is not None:
+            stream.add(decoded)
         logger.info(
             "MBR decoding of %d sentences: threshold %.4f, expected F1 %.4f (%d chunks chosen, %.1f expected)",
             pot.num_sequences,

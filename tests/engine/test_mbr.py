@@ -12,7 +12,7 @@ from hypothesis import assume, given, strategies as st
 
 from fstcrf.engine.inference import Potentials
 from fstcrf.corpus.schemes import read_chunks, write_chunks
-from fstcrf.engine.mbr import labelled_paths, mbr_decode, writing_scheme
+from fstcrf.engine.mbr import StreamThreshold, labelled_paths, mbr_decode, writing_scheme
 from fstcrf.engine.spans import path_chunks, state_labels
 from fstcrf.engine.topology import first_order, iob2, kth_order
 from fstcrf.errors import InfeasibleError, ScoreError
@@ -120,6 +120,37 @@ def test_the_threshold_search_finds_the_best_expected_f1_of_the_batch(chain):
     assert decoded.expected_chunks == pytest.approx(expected_chunks, abs=1e-9)
     assert decoded.expected_f1 == pytest.approx(best, abs=1e-9)
     assert decoded.threshold == pytest.approx(best / 2, abs=1e-9)
+
+
+@given(st.lists(chains(max_sentences=2), min_size=1, max_size=4))
+@oracle_settings(100)
+def test_a_stream_s_threshold_is_half_the_expected_f1_of_its_chunks_so_far(batches):
+    stream = StreamThreshold()
+    mass, count, expected = 1.0, 1, 1.0  # one certain chunk counted first
+    assert stream.threshold() == 0.5
+    for pot, labels in batches:
+        decoded = mbr_decode(pot, labels, threshold=stream.threshold())
+        stream.add(decoded)
+        mass += sum(entity.probability for sentence in decoded.chunks for entity in sentence)
+        count += sum(len(sentence) for sentence in decoded.chunks)
+        expected += decoded.expected_chunks
+        assert stream.threshold() == pytest.approx(mass / (count + expected), abs=1e-12)
+        assert 0.0 < stream.threshold() <= 0.5
+
+
+@pytest.mark.slow
+@given(chains(max_sentences=3))
+@oracle_settings(40)
+def test_a_batch_streamed_again_and_again_ends_at_its_own_best_threshold(chain):
+    # each pass decodes at half the expected F1 of the passes before: Dinkelbach's
+    # iteration, averaged, so the threshold settles where the batch's search puts it
+    pot, labels = chain
+    searched = mbr_decode(pot, labels, floor=1e-6)
+    assume(searched.expected_chunks > 0.5 and searched.threshold > 0.05)
+    stream = StreamThreshold()
+    for _ in range(300):
+        stream.add(mbr_decode(pot, labels, threshold=stream.threshold()))
+    assert stream.threshold() == pytest.approx(searched.threshold, abs=0.01)
 
 
 def test_a_fixed_threshold_must_lie_strictly_between_0_and_1():
