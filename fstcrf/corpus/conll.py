@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, TextIO, cast
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from fstcrf.errors import ArgumentTypeError, ConllFormatError, FstcrfError, ShapeError
 from fstcrf.files import write_atomically
@@ -346,14 +346,21 @@ def read_block(stream: BinaryIO, name: str) -> bytes:
         raise ConllFormatError(f"{name}: cannot read the file: {problem.strerror}") from None
 
 
-def read_available(stream: BinaryIO, name: str) -> bytes:
-    """Up to READ_BLOCK bytes of what ``stream`` holds now (waiting only for its first
-    byte; b"" at its end); ConllFormatError naming ``name`` if it cannot be read."""
+def read_available(stream: BinaryIO, name: str, more_ready: Callable[[], bool]) -> bytes:
+    """Up to READ_BLOCK bytes of ``stream``: waits for the first byte, then reads on while
+    ``more_ready()`` says more input is there at once (b"" at the end of the stream);
+    ConllFormatError naming ``name`` if it cannot be read."""
+    read = getattr(stream, "read1", None) or stream.read
+    pieces, size = [], 0
     try:
-        read = getattr(stream, "read1", None) or stream.read
-        return read(READ_BLOCK) or b""
+        while size < READ_BLOCK and (piece := read(READ_BLOCK - size)):
+            pieces.append(piece)
+            size += len(piece)
+            if not more_ready():
+                break
     except OSError as problem:
         raise ConllFormatError(f"{name}: cannot read the file: {problem.strerror}") from None
+    return b"".join(pieces)
 
 
 def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:

@@ -142,7 +142,7 @@ class _Reader:
             else:
                 if self.sentences and not input_arrives(stalling, STALL_SECONDS):
                     yield self._take(stalled=True)  # the input stalls: the sentences so far go on now
-                block = read_available(stream, self.name)
+                block = read_available(stream, self.name, lambda: input_arrives(stalling, 0.0))
             final = not block
             data = carry + block if carry else block
             if first and (final or b"\n" in data):  # as the Python reader, from the first line
