@@ -51,15 +51,30 @@ def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIM
                 LOG.info("Dask dashboard (no authentication) at %s", client.dashboard_link)
             yield client
         return
+    failure = None
+    made: list = []  # the Client being made, closed at once if its constructor fails
+
+    class Recorded(Client):
+        def __init__(self, *args, **kwargs):
+            made.append(self)
+            super().__init__(*args, **kwargs)
+
     try:
-        client = Client(spec, timeout=timeout)
+        client = Recorded(spec, timeout=timeout)
     except (OSError, TimeoutError) as problem:
-        raise SchedulerError(f"cannot reach the Dask scheduler at {spec} within {timeout:g} s: {problem}") from None
+        failure = SchedulerError(f"cannot reach the Dask scheduler at {spec} within {timeout:g} s: {problem}")
     except (RuntimeError, TypeError) as problem:  # Dask's TLS settings refuse the address or are missing
-        raise SchedulerError(
+        failure = SchedulerError(
             f"cannot connect to the Dask scheduler at {spec}: {problem} (TLS comes from "
             f"Dask's configuration, see docs/distributed.md)"
-        ) from None
+        )
+    if failure is not None:
+        # closed here and now: left to the garbage collector, the half-made client's
+        # __del__ closes it in whichever thread allocates then, and when that is a thread
+        # Dask is starting for another client, the two wait for each other for ever
+        for half_made in made:
+            half_made.close()
+        raise failure
     with client:
         yield client
 

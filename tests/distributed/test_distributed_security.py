@@ -3,6 +3,7 @@ nannies, the workers and the scheduler's HTTP server, with no dashboard unless
 ``--dask-dashboard HOST:PORT`` asks for one; bad dashboard addresses and Dask's
 TLS settings give typed errors."""
 
+import gc
 import ipaddress
 import logging
 import urllib.error
@@ -116,15 +117,32 @@ def test_a_dashboard_address_that_cannot_be_bound_is_a_typed_error():
     ] == []
 
 
+def _open_clients() -> list:
+    """The dask Clients still in memory (reachable or not) that are not closed."""
+    from distributed import Client
+
+    return [item for item in gc.get_objects() if isinstance(item, Client) and item.status != "closed"]
+
+
 def test_dask_tls_settings_that_refuse_a_scheduler_are_a_scheduler_error():
+    # and the Client each failure half made is closed at once: left to the garbage
+    # collector, its __del__ ran in a thread Dask was starting for the next client,
+    # and the two waited for each other for ever (a hang seen in CI)
+    before = _open_clients()
     with dask.config.set({"distributed.comm.tls.ca-file": None, "distributed.comm.tls.client.cert": None}):
         with pytest.raises(SchedulerError, match="docs/distributed.md"):  # no certificates configured
             with connect("tls://127.0.0.1:9", timeout=1):
                 pass
+    assert _open_clients() == before
     with dask.config.set({"distributed.comm.require-encryption": True}):
         with pytest.raises(SchedulerError, match="encryption required"):
             with connect("tcp://127.0.0.1:9", timeout=1):
                 pass
+    assert _open_clients() == before
+    with pytest.raises(SchedulerError, match="cannot reach"):
+        with connect("tcp://127.0.0.1:9", timeout=0.5):
+            pass
+    assert _open_clients() == before
 
 
 @pytest.mark.slow
