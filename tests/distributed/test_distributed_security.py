@@ -121,7 +121,7 @@ def _open_clients() -> list:
     """The dask Clients still in memory (reachable or not) that are not closed."""
     from distributed import Client
 
-    return [item for item in gc.get_objects() if isinstance(item, Client) and item.status != "closed"]
+    return [item for item in gc.get_objects() if issubclass(type(item), Client) and item.status != "closed"]
 
 
 def test_dask_tls_settings_that_refuse_a_scheduler_are_a_scheduler_error():
