@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -399,3 +400,20 @@ def drop_zero_features(
         features.state_label, features.num_labels, np.append(ptr[:-1][used], ptr[-1]), features.output[keep]
     )
     return pruned, np.concatenate([weights[:F][keep], weights[F:]]), used
+
+
+@dataclass
+class ReadingFeatures:
+    """The features of sentences (N tokens) for a model that reads a lower tagger's K
+    labels, extracted once: ``common``, the predicates that do not read them (N
+    rows); ``by_value``, those that do, with the lower label set to each of the K
+    values (N * K rows, token-major) over M reading predicates; ``dictionary``,
+    the feature dictionary of the M predicates; ``feature_index`` int64 [F_M], the
+    index of each of its features in the model's weights (all distinct);
+    ``num_values``, K."""
+
+    common: EncodedSentences
+    by_value: EncodedSentences
+    dictionary: FactoredFeatures
+    feature_index: np.ndarray
+    num_values: int

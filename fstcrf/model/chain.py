@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,10 +32,10 @@ from fstcrf.engine.inference import (
 )
 from fstcrf.engine.threads import blas_single_threaded
 from fstcrf.engine.mbr import StreamThreshold, labelled_paths, mbr_decode, writing_scheme
-from fstcrf.engine.tempering import tempered
+from fstcrf.engine.tempering import likelihood_temperature, tempered
 from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels
 from fstcrf.errors import FstcrfError, InfeasibleError, LabelError
-from fstcrf.features.encoding import EncodedSentences, FactoredFeatures
+from fstcrf.features.encoding import EncodedSentences, FactoredFeatures, ReadingFeatures
 from fstcrf.features.template import TEMPLATES, Template
 from fstcrf.grammar import Grammar, load_grammar, restrict, restrict_to
 from fstcrf.learn import train
@@ -598,8 +597,6 @@ class ChainCRF:
         column ``target`` (default: the one trained on) of held-out ``corpus`` under
         p(y | x)^(1/T) (temperature scaling): T > 1 when the model is overconfident.
         Pass it to :meth:`predict_spans` / :meth:`span_probabilities`."""
-        from scipy.optimize import minimize_scalar
-
         check_fitted(self)
         corpus = as_corpus(corpus, "ChainCRF.fit_temperature")
         if not len(corpus):
@@ -617,15 +614,7 @@ class ChainCRF:
         if unknown:
             raise LabelError(f"column {column!r} holds labels the model lacks: {', '.join(unknown[:5])}")
         gold = label_states(pot.topology, np.array([index[label] for label in labels]), pot.offsets)
-        gold_score = float(pot.path_scores(gold).sum())
-        threads = int(self.threads)
-
-        def negative_log_likelihood(log_temperature: float) -> float:
-            temperature = float(np.exp(log_temperature))
-            return float(log_partition(tempered(pot, temperature), threads).sum()) - gold_score / temperature
-
-        best = minimize_scalar(negative_log_likelihood, bounds=(-4.0, 4.0), method="bounded")
-        return float(np.exp(best.x))
+        return likelihood_temperature([(pot, gold)], int(self.threads))
 
     @blas_single_threaded()
     def span_probabilities(
@@ -777,23 +766,6 @@ class ChainCRF:
     def load(cls, path: str | os.PathLike) -> ChainCRF:
         """Read a model written by :meth:`save` (see :func:`load_model`)."""
         return load_model(path)
-
-
-@dataclass
-class ReadingFeatures:
-    """The features of sentences (N tokens) for a model that reads a lower tagger's K
-    labels, extracted once: ``common``, the predicates that do not read them (N
-    rows); ``by_value``, those that do, with the lower label set to each of the K
-    values (N * K rows, token-major) over M reading predicates; ``dictionary``,
-    the feature dictionary of the M predicates; ``feature_index`` int64 [F_M], the
-    index of each of its features in the model's weights (all distinct);
-    ``num_values``, K."""
-
-    common: EncodedSentences
-    by_value: EncodedSentences
-    dictionary: FactoredFeatures
-    feature_index: np.ndarray
-    num_values: int
 
 
 def save_model(model: ChainCRF, path: str | os.PathLike) -> None:

@@ -19,8 +19,8 @@ import numpy as np
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine.topology import Topology
-from fstcrf.features.encoding import EncodedSentences
-from fstcrf.model.chain import ChainCRF, ReadingFeatures
+from fstcrf.features.encoding import EncodedSentences, ReadingFeatures
+from fstcrf.model.chain import ChainCRF
 
 #: (state map int [S'], edge map int [E']) of a decoding topology, or None.
 Maps = tuple[np.ndarray, np.ndarray] | None
@@ -56,7 +56,7 @@ class ComponentFeatures:
 
     A component that reads nothing has its sentences encoded
     (:meth:`ChainCRF.encode`); one that reads the labels of the component below it has
-    its :class:`~fstcrf.model.chain.ReadingFeatures` under each of that component's
+    its :class:`~fstcrf.features.encoding.ReadingFeatures` under each of that component's
     labels.  ``clock(name)``, if given, is a context manager timing each phase.
     """
 

@@ -163,6 +163,31 @@ def test_the_fitted_temperature_maximises_the_held_out_likelihood(chunker, sente
     assert all(a.probability >= b.probability - 1e-12 for x, y in zip(sharp, flat) for a, b in zip(x, y))
 
 
+def test_a_pooled_temperature_maximises_the_summed_likelihood_of_its_lattices(chunker, sentences):
+    from fstcrf.corpus.labels import label_states
+    from fstcrf.engine.inference import log_partition
+    from fstcrf.engine.tempering import likelihood_temperature, tempered
+
+    lattices = []
+    for part in (sentences[:15], sentences[15:]):
+        pot = chunker.span_potentials(part.sentences)
+        index = {label: i for i, label in enumerate(pot.topology.labels)}
+        gold = label_states(pot.topology, np.array([index[y] for s in part for y in s["chunk"]]), pot.offsets)
+        lattices.append((pot, gold))
+
+    def nll(temperature):
+        return sum(
+            float(log_partition(tempered(pot, temperature)).sum() - tempered(pot, temperature).path_scores(gold).sum())
+            for pot, gold in lattices
+        )
+
+    alone = [likelihood_temperature([lattice]) for lattice in lattices]
+    pooled = likelihood_temperature(lattices)
+    assert nll(pooled) <= min(nll(pooled * 0.95), nll(pooled * 1.05)) + 1e-6
+    assert min(alone) - 1e-6 <= pooled <= max(alone) + 1e-6
+    assert likelihood_temperature(lattices[:1]) == alone[0]
+
+
 @pytest.mark.parametrize("temperature", [0, -1.0, float("nan"), float("inf")])
 def test_a_temperature_that_is_not_positive_and_finite_is_refused(chunker, sentences, temperature):
     from fstcrf.errors import ScoreError
