@@ -134,7 +134,7 @@ def _encoded(model):
     return lambda batch: (model.encode(batch.sentences), getattr(batch, "stalled", False)) if batch.sentences else None
 
 
-def mbr_threshold(args: argparse.Namespace, batch_stalled: bool, stream) -> float | None:
+def _mbr_threshold(args: argparse.Namespace, batch_stalled: bool, stream) -> float | None:
     """The MBR threshold of a batch: --mbr-threshold, else for a batch a pause of the input
     ended ``stream``'s (a StreamThreshold), else None (searched over the batch)."""
     if args.mbr_threshold is None and batch_stalled:
@@ -150,7 +150,7 @@ def _best_labels(model, prepared, args: argparse.Namespace, stream) -> list[list
         return [[]]
     encoded, stalled = prepared
     if args.decode == "mbr":
-        threshold = mbr_threshold(args, stalled, stream)
+        threshold = _mbr_threshold(args, stalled, stream)
         return [model.decode_mbr(encoded, threshold, args.mbr_temperature, stream)]
     return [model.decode(encoded)]
 
@@ -239,7 +239,7 @@ def _tag_columns(
     elif composed:
         extra = joint_predict_with_progress(model, batch, args)
     else:
-        threshold = mbr_threshold(args, getattr(batch, "stalled", False), stream)
+        threshold = _mbr_threshold(args, getattr(batch, "stalled", False), stream)
         extra = [predict_with_progress(model, batch, args, options, threshold=threshold, stream=stream)]
     if args.marginals:
         extra.append(_marginal_column(model, batch, extra[0], options))
