@@ -5,9 +5,10 @@
 byte -- but splits lines and fields in C a block at a time, with the GIL
 released, and keeps each batch's fields as read.  From a pipe, a terminal or a
 socket it also ends a batch early when the input stalls (see :func:`iter_scanned`),
-so that a program that writes sentences and waits for their tags gets them.  :func:`tagged_lines` writes
-such a batch back with extra columns, as :func:`~fstcrf.corpus.conll.write_conll`
-would, from those fields and without a Python loop over the tokens.
+so that a program that writes sentences and waits for their tags gets them.
+:func:`tagged_lines` writes such a batch back with extra columns, as
+:func:`~fstcrf.corpus.conll.write_conll` would, from those fields and without a
+Python loop over the tokens.
 """
 
 from __future__ import annotations
