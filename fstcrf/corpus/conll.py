@@ -332,35 +332,23 @@ def standard_input() -> BinaryIO:
         return sys.stdin.buffer
 
 
-def read_block(stream: BinaryIO, name: str) -> bytes:
+def read_block(stream: BinaryIO, name: str, more_ready: Callable[[], bool] | None = None) -> bytes:
     """The next READ_BLOCK bytes of a stream (fewer at its end; b"" after it), also
-    from an unbuffered stream whose reads return less; ConllFormatError naming
-    ``name`` if it cannot be read."""
+    from an unbuffered stream whose reads return less; with ``more_ready``, what is
+    there at once: after the first byte, reads (each at most one of the stream's
+    own) go on only while ``more_ready()`` says more input is waiting.
+    ConllFormatError naming ``name`` if it cannot be read."""
+    read = stream.read if more_ready is None else getattr(stream, "read1", None) or stream.read
     try:
         pieces, size = [], 0
-        while size < READ_BLOCK and (piece := stream.read(READ_BLOCK - size)):
-            pieces.append(piece)
-            size += len(piece)
-        return b"".join(pieces)
-    except OSError as problem:
-        raise ConllFormatError(f"{name}: cannot read the file: {problem.strerror}") from None
-
-
-def read_available(stream: BinaryIO, name: str, more_ready: Callable[[], bool]) -> bytes:
-    """Up to READ_BLOCK bytes of ``stream``: waits for the first byte, then reads on while
-    ``more_ready()`` says more input is there at once (b"" at the end of the stream);
-    ConllFormatError naming ``name`` if it cannot be read."""
-    read = getattr(stream, "read1", None) or stream.read
-    pieces, size = [], 0
-    try:
         while size < READ_BLOCK and (piece := read(READ_BLOCK - size)):
             pieces.append(piece)
             size += len(piece)
-            if not more_ready():
+            if more_ready is not None and not more_ready():
                 break
+        return b"".join(pieces)
     except OSError as problem:
         raise ConllFormatError(f"{name}: cannot read the file: {problem.strerror}") from None
-    return b"".join(pieces)
 
 
 def _stream_lines(stream: BinaryIO, name: str) -> Iterator[str]:

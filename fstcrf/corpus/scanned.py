@@ -32,7 +32,6 @@ from fstcrf.corpus.conll import (
     expected_fields,
     opened_conll,
     present_columns,
-    read_available,
     read_block,
     reading_arguments,
 )
@@ -137,13 +136,11 @@ class _Reader:
     def batches(self, stream: BinaryIO) -> Iterator[ScannedCorpus]:
         carry, lines_before, first = b"", 0, True
         stalling = None if self.batch_tokens is None or self.whole_documents else stalling_descriptor(stream)
+        more_ready = None if stalling is None else lambda: input_arrives(stalling, 0.0)
         while True:
-            if stalling is None:
-                block = read_block(stream, self.name)
-            else:
-                if self.sentences and not input_arrives(stalling, STALL_SECONDS):
-                    yield self._take(stalled=True)  # the input stalls: the sentences so far go on now
-                block = read_available(stream, self.name, lambda: input_arrives(stalling, 0.0))
+            if stalling is not None and self.sentences and not input_arrives(stalling, STALL_SECONDS):
+                yield self._take(stalled=True)  # the input stalls: the sentences so far go on now
+            block = read_block(stream, self.name, more_ready)
             final = not block
             data = carry + block if carry else block
             if first and (final or b"\n" in data):  # as the Python reader, from the first line

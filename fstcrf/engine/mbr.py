@@ -158,8 +158,12 @@ def mbr_decode(
 def expected_f1(chosen: Sequence[Sequence[Entity]], expected_chunks: float) -> float:
     """2 sum p / (|chosen| + E[#chunks]): the ratio-of-expectations F1 of a batch's chosen
     chunks (0 when both are 0)."""
-    mass = sum(entity.probability for sentence in chosen for entity in sentence)
-    return f1_ratio(mass, sum(len(sentence) for sentence in chosen), expected_chunks)
+    return f1_ratio(*_chosen_totals(chosen), expected_chunks)
+
+
+def _chosen_totals(chosen: Sequence[Sequence[Entity]]) -> tuple[float, int]:
+    """(the probabilities of a batch's chosen chunks summed, their number)."""
+    return sum(entity.probability for sentence in chosen for entity in sentence), sum(map(len, chosen))
 
 
 def f1_ratio(mass: float, count: int, expected_chunks: float) -> float:
@@ -189,8 +193,9 @@ class StreamThreshold:
 
     def add(self, decoded: MbrDecoding) -> None:
         """Count the chunks a batch's decoding chose and its expected chunks."""
-        self.mass += sum(entity.probability for sentence in decoded.chunks for entity in sentence)
-        self.count += sum(len(sentence) for sentence in decoded.chunks)
+        mass, count = _chosen_totals(decoded.chunks)
+        self.mass += mass
+        self.count += count
         self.expected_chunks += decoded.expected_chunks
 
 
