@@ -101,7 +101,7 @@ int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draw
             for (int64_t t = offsets[i]; t < offsets[i + 1]; ++t) marks[t * S + path[t]] += c;
         }
     }
-    return ff_accumulate_at(set->dictionary, &x, marks, sign, at, grad, work);
+    return ff_accumulate_at(set->dictionary, &x, marks, sign, at, grad, NULL, work);
 }
 
 int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,

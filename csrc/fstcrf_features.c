@@ -26,11 +26,27 @@ int32_t ff_outputs_ascending(const ff_dictionary *d)
     return 1;
 }
 
-/* 1 if predicate p has a feature for every output, in output order (complete
- * feature sets): its features f = ptr[p] + q, q < S + L, have output q. */
-static inline int complete_row(const ff_dictionary *d, int32_t p, int32_t outputs)
+/* The first feature of predicate p's dense tail, features whose outputs are
+ * *first_output, *first_output + 1, ..., S + L - 1 in order, read as contiguous
+ * vectors: all of a complete row (every output, from 0: complete feature sets), the
+ * last L of a row that ends with every label output S .. S + L - 1 (second order's
+ * complete-tags, after the pair states it supports); else ptr[p+1] (no tail).  With
+ * ascending outputs below S + L, a row of at least L features whose L-th from last
+ * has output S ends with the L label outputs. */
+static inline int64_t dense_tail(const ff_dictionary *d, int32_t p, int32_t *first_output)
 {
-    return d->outputs_ascending && d->ptr[p + 1] - d->ptr[p] == outputs;
+    const int32_t S = d->num_states, L = d->num_labels;
+    const int64_t start = d->ptr[p], end = d->ptr[p + 1];
+    *first_output = 0;
+    if (!d->outputs_ascending)
+        return end;
+    if (end - start == (int64_t)S + L)
+        return start;
+    if (L > 0 && end - start >= L && d->output[end - L] == S) {
+        *first_output = S;
+        return end - L;
+    }
+    return end;
 }
 
 /* FC_OK if the block's rows and predicates (and states, when given) are in range. */
@@ -72,17 +88,32 @@ static void prefetch_rows(const ff_dictionary *d, const ff_tokens *x, int64_t t,
     }
 }
 
+/* Where predicate p's counts go under the layout at (see ff_accumulate_at): the
+ * array, and the shift that takes feature f's index to its count's there. */
+static inline double *counts_of(const ff_dictionary *d, int32_t p, const int64_t *at, double *grad,
+                                double *direct, int64_t *shift)
+{
+    if (at == NULL || at[p] == FF_DIRECT) {
+        *shift = 0;
+        return at == NULL ? grad : direct;
+    }
+    *shift = at[p] - d->ptr[p];
+    return grad;
+}
+
 /* prefetch_rows for counts laid out by at (see ff_accumulate_at). */
-static void prefetch_rows_at(const ff_dictionary *d, const ff_tokens *x, int64_t t, const double *counts,
-                             const int64_t *at)
+static void prefetch_rows_at(const ff_dictionary *d, const ff_tokens *x, int64_t t, double *counts,
+                             const int64_t *at, double *direct)
 {
     if (t >= x->num_tokens)
         return;
     for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
         const int32_t p = x->indices[j];
+        int64_t shift;
+        const double *row = counts_of(d, p, at, counts, direct, &shift) + d->ptr[p] + shift;
         const int64_t length = d->ptr[p + 1] - d->ptr[p];
         for (int64_t k = 0; k < length; k += 8)
-            FC_PREFETCH(counts + at[p] + k);
+            FC_PREFETCH(row + k);
         for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; f += 16)
             FC_PREFETCH(d->output + f);
     }
@@ -96,8 +127,8 @@ int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta
         return status;
     const int32_t S = d->num_states;
     const int32_t L = d->num_labels;
-    /* work[q] = score of output q at the current token; a complete row adds to
-     * work in the same order as the general loop, so the sums are the same */
+    /* work[q] = score of output q at the current token; each output of a row gets
+     * one term, so a dense tail adds the same sums as the general loop */
     prefetch_rows(d, x, 0, theta);
     for (int64_t t = 0; t < x->num_tokens; ++t) {
         prefetch_rows(d, x, t + 1, theta);
@@ -105,14 +136,15 @@ int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
             const int32_t p = x->indices[j];
             const double v = x->values != NULL ? x->values[j] : 1.0;
-            if (complete_row(d, p, S + L)) {
-                const double *row = theta + d->ptr[p];
-                FC_SIMD
-                for (int32_t q = 0; q < S + L; ++q) work[q] += v * row[q];
-                continue;
-            }
-            for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; ++f)
+            int32_t first_output;
+            const int64_t tail = dense_tail(d, p, &first_output);
+            for (int64_t f = d->ptr[p]; f < tail; ++f)
                 work[d->output[f]] += v * theta[f];
+            const double *row = theta + tail;
+            double *to = work + first_output;
+            const int64_t length = d->ptr[p + 1] - tail;
+            FC_SIMD
+            for (int64_t k = 0; k < length; ++k) to[k] += v * row[k];
         }
         double *row = emit + t * (int64_t)S;
         if (L > 0) {
@@ -129,24 +161,24 @@ int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta
 int ff_accumulate(const ff_dictionary *d, const ff_tokens *x, const double *marg,
                   double scale, double *grad, double *work)
 {
-    return ff_accumulate_at(d, x, marg, scale, NULL, grad, work);
+    return ff_accumulate_at(d, x, marg, scale, NULL, grad, NULL, work);
 }
 
 /* The loop of ff_accumulate_at, inlined twice so that the dense layout (at NULL)
  * keeps the row addressing of a plain dictionary walk. */
 static inline void accumulate_rows(const ff_dictionary *d, const ff_tokens *x, const double *marg,
-                                   double scale, const int64_t *at, double *grad, double *work)
+                                   double scale, const int64_t *at, double *grad, double *direct, double *work)
 {
     const int32_t S = d->num_states;
     const int32_t L = d->num_labels;
     /* work[q] = weight of output q at the current token (m_t in the header) */
     if (at != NULL)
-        prefetch_rows_at(d, x, 0, grad, at);
+        prefetch_rows_at(d, x, 0, grad, at, direct);
     else
         prefetch_rows(d, x, 0, grad);
     for (int64_t t = 0; t < x->num_tokens; ++t) {
         if (at != NULL)
-            prefetch_rows_at(d, x, t + 1, grad, at);
+            prefetch_rows_at(d, x, t + 1, grad, at, direct);
         else
             prefetch_rows(d, x, t + 1, grad);
         const double *row = marg + t * (int64_t)S;
@@ -159,34 +191,38 @@ static inline void accumulate_rows(const ff_dictionary *d, const ff_tokens *x, c
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
             const int32_t p = x->indices[j];
             const double v = x->values != NULL ? scale * x->values[j] : scale;
-            const int64_t shift = at != NULL ? at[p] - d->ptr[p] : 0;  /* feature f's count: grad[f + shift] */
-            if (complete_row(d, p, S + L)) {
-                double *row = grad + (d->ptr[p] + shift);
-                FC_SIMD
-                for (int32_t q = 0; q < S + L; ++q) row[q] += v * work[q];
-                continue;
-            }
-            for (int64_t f = d->ptr[p]; f < d->ptr[p + 1]; ++f)
-                grad[f + shift] += v * work[d->output[f]];
+            int64_t shift;  /* feature f's count: counts[f + shift] */
+            double *counts = counts_of(d, p, at, grad, direct, &shift);
+            int32_t first_output;
+            const int64_t tail = dense_tail(d, p, &first_output);
+            for (int64_t f = d->ptr[p]; f < tail; ++f)
+                counts[f + shift] += v * work[d->output[f]];
+            double *row = counts + (tail + shift);
+            const double *from = work + first_output;
+            const int64_t length = d->ptr[p + 1] - tail;
+            FC_SIMD
+            for (int64_t k = 0; k < length; ++k) row[k] += v * from[k];
         }
     }
 }
 
 int ff_accumulate_at(const ff_dictionary *d, const ff_tokens *x, const double *marg,
-                     double scale, const int64_t *at, double *grad, double *work)
+                     double scale, const int64_t *at, double *grad, double *direct, double *work)
 {
     int status = check_block(d, x, NULL, NULL);
     if (status != FC_OK)
         return status;
     if (at == NULL) {
-        accumulate_rows(d, x, marg, scale, NULL, grad, work);
+        accumulate_rows(d, x, marg, scale, NULL, grad, NULL, work);
         return FC_OK;
     }
     if (x->num_tokens > 0)
-        for (int64_t j = x->indptr[0]; j < x->indptr[x->num_tokens]; ++j)
-            if (at[x->indices[j]] < 0)
+        for (int64_t j = x->indptr[0]; j < x->indptr[x->num_tokens]; ++j) {
+            const int64_t place = at[x->indices[j]];
+            if (place < 0 && !(place == FF_DIRECT && direct != NULL))
                 return FC_BAD_ARGUMENT;
-    accumulate_rows(d, x, marg, scale, at, grad, work);
+        }
+    accumulate_rows(d, x, marg, scale, at, grad, direct, work);
     return FC_OK;
 }
 

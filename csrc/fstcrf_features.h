@@ -47,8 +47,10 @@ typedef struct {
     const int32_t *output;       /* [F] output of feature f, in [0, S + L) */
     int32_t outputs_ascending;   /* 1 if the outputs of every predicate ascend (see
                                     ff_outputs_ascending): a predicate with S + L
-                                    features then has outputs 0 .. S+L-1 in order and
-                                    its rows are read as contiguous vectors */
+                                    features then has outputs 0 .. S+L-1 in order, one
+                                    whose last L start at output S has the label
+                                    outputs S .. S+L-1 there, and those rows are read
+                                    as contiguous vectors */
 } ff_dictionary;
 
 /* A block of n consecutive tokens: rows of X in compressed sparse row form.
@@ -91,13 +93,16 @@ int ff_accumulate(const ff_dictionary *d, const ff_tokens *x, const double *marg
  * are at[p] .. at[p] + ptr[p+1] - ptr[p] - 1 of grad (at int64 [P], -1 for a
  * predicate the block does not use; NULL: at = ptr, grad [F]).  A thread that
  * sees a part of the predicates keeps its counts in a buffer of their features
- * only.  FC_BAD_ARGUMENT, before writing, if a token uses a predicate with
- * at[p] < 0; the caller sizes grad to its layout. */
+ * only.  at[p] == FF_DIRECT sends predicate p's counts to direct [F] at ptr[p]
+ * instead: a predicate no other thread writes needs no place in that buffer.
+ * FC_BAD_ARGUMENT, before writing, if a token uses a predicate with at[p] < 0
+ * (or FF_DIRECT while direct is NULL); the caller sizes grad to its layout. */
+#define FF_DIRECT -2
 int ff_accumulate_at(const ff_dictionary *d, const ff_tokens *x, const double *marg,
-                     double scale, const int64_t *at, double *grad, double *work);
+                     double scale, const int64_t *at, double *grad, double *direct, double *work);
 
 /* grad [F] += counts laid out by at [P] (see ff_accumulate_at): predicate p's
- * rows where at[p] >= 0, each feature's count added once. */
+ * rows where at[p] >= 0 (not the FF_DIRECT ones), each feature's count added once. */
 void ff_add_rows_at(const ff_dictionary *d, const int64_t *at, const double *counts, double *grad);
 
 /* Feature counts of state paths: the case of ff_accumulate where each marg row

@@ -146,8 +146,8 @@ static int clamped_pass(const ft_sentences *s, int32_t first, int32_t last, int6
 int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *s,
                 const fc_graph *g, const fc_scores *sc, const int32_t *state_map,
                 const double *theta, double theta_scale, double grad_scale,
-                double *loss, double *grad, const int64_t *grad_at, double *edge_counts,
-                ft_workspace *ws)
+                double *loss, double *grad, const int64_t *grad_at, double *grad_direct,
+                double *edge_counts, ft_workspace *ws)
 {
     int status = check_arguments(d, x, s, g, sc->num_classes, state_map, ws);
     if (status != FC_OK) return status;
@@ -190,7 +190,8 @@ int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *
                 for (int32_t k = 0; k < Sg; ++k)
                     marg[t * S + state_map[k]] += b.graph_marg[t * Sg + k];
         }
-        status = worse(status, ff_accumulate_at(d, &tokens, marg, grad_scale, grad_at, grad, b.features));
+        status = worse(status, ff_accumulate_at(d, &tokens, marg, grad_scale, grad_at, grad, grad_direct,
+                                                  b.features));
         if (status == FC_BAD_ARGUMENT) return status;
         first = last;
     }

@@ -80,7 +80,9 @@ int64_t ft_workspace_int64s(int64_t group_tokens, int64_t t_max);
  *   grad          [F] ADDED TO: grad_scale * expected feature counts (free
  *                 minus clamped for partial sentences)
  *   grad_at       [P] NULL, or the compact layout of grad (ff_accumulate_at):
- *                 predicate p's counts start at grad[grad_at[p]]
+ *                 predicate p's counts start at grad[grad_at[p]], or, where
+ *                 grad_at[p] is FF_DIRECT, at grad_direct[ptr[p]]
+ *   grad_direct   [F] ADDED TO likewise at the FF_DIRECT predicates (NULL if none)
  *   edge_counts   [C, E'] ADDED TO: grad_scale * expected counts of edge e into
  *                 a token of class c (likewise)
  * Returns FC_OK; FC_INFEASIBLE if a sentence (or a partial sentence's
@@ -89,7 +91,7 @@ int64_t ft_workspace_int64s(int64_t group_tokens, int64_t t_max);
 int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *s,
                 const fc_graph *g, const fc_scores *sc, const int32_t *state_map,
                 const double *theta, double theta_scale, double grad_scale,
-                double *loss, double *grad, const int64_t *grad_at, double *edge_counts,
-                ft_workspace *ws);
+                double *loss, double *grad, const int64_t *grad_at, double *grad_direct,
+                double *edge_counts, ft_workspace *ws);
 
 #endif

@@ -3,6 +3,7 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "fstcrf_update.h"
 #include "fstcrf_portable.h"
@@ -46,59 +47,48 @@ int fu_apply(const fu_step *step, double *theta, double *squares, double *moment
     return 0;
 }
 
-static double dot(const double *a, const double *b, int64_t n)
+/* The two-loop recursion and the move along a direction, once for history vectors of
+ * double (fu_two_loop, fu_add_scaled) and once of float (the _single names):
+ * csrc/fstcrf_vector_steps.h is written for REAL and NAME(stem). */
+#define REAL double
+#define NAME(stem) stem
+#include "fstcrf_vector_steps.h"
+#undef REAL
+#undef NAME
+#define REAL float
+#define NAME(stem) stem##_single
+#include "fstcrf_vector_steps.h"
+#undef REAL
+#undef NAME
+
+double fu_dot_single(const float *a, const float *b, int64_t D)
+{
+    return dot_single(a, b, D);
+}
+
+double fu_slope_single(const double *gradient, const float *direction, int64_t D)
 {
     double sum = 0.0;
     FC_SIMD_REDUCTION(+, sum)
-    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    for (int64_t i = 0; i < D; ++i) sum += gradient[i] * (double)direction[i];
     return sum;
 }
 
-/* q = scale q + a x (x may be NULL: no term), and the dot product of `next` with the
- * new q (0 if next is NULL), in one pass over the vectors. */
-static double update_then_dot(double scale, double a, const double *x, double *q, const double *next, int64_t n)
+void fu_round_in_place(double *vector, int64_t D)
 {
-    double sum = 0.0;
-    if (x != NULL && next != NULL) {
-        FC_SIMD_REDUCTION(+, sum)
-        for (int64_t i = 0; i < n; ++i) {
-            q[i] = scale * q[i] + a * x[i];
-            sum += next[i] * q[i];
-        }
-    } else if (x != NULL) {
-        FC_SIMD
-        for (int64_t i = 0; i < n; ++i) q[i] = scale * q[i] + a * x[i];
-    } else if (next != NULL) {
-        FC_SIMD_REDUCTION(+, sum)
-        for (int64_t i = 0; i < n; ++i) {
-            q[i] *= scale;
-            sum += next[i] * q[i];
-        }
-    } else {
-        FC_SIMD
-        for (int64_t i = 0; i < n; ++i) q[i] *= scale;
+    /* float i goes to bytes 4i .. 4i+3, which hold parts of doubles i/2 at most, read
+     * already; byte copies keep the two types' accesses within the aliasing rules */
+    unsigned char *bytes = (unsigned char *)vector;
+    for (int64_t i = 0; i < D; ++i) {
+        double wide;
+        memcpy(&wide, bytes + 8 * i, sizeof wide);
+        const float narrow = (float)wide;
+        memcpy(bytes + 4 * i, &narrow, sizeof narrow);
     }
-    return sum;
 }
 
-void fu_two_loop(double *const *steps, double *const *changes, const double *rho, int32_t m, int64_t D,
-                 double *alpha, double *q)
-{
-    if (m == 0) return;
-    /* each update is followed by the dot product the next one needs */
-    double next = dot(steps[m - 1], q, D);
-    for (int32_t i = m - 1; i >= 0; --i) {
-        alpha[i] = rho[i] * next;
-        next = update_then_dot(1.0, -alpha[i], changes[i], q, i > 0 ? steps[i - 1] : NULL, D);
-    }
-    const double gamma = (1.0 / rho[m - 1]) / dot(changes[m - 1], changes[m - 1], D);
-    next = update_then_dot(gamma, 0.0, NULL, q, changes[0], D);
-    for (int32_t i = 0; i < m; ++i)
-        next = update_then_dot(1.0, alpha[i] - rho[i] * next, steps[i], q, i + 1 < m ? changes[i + 1] : NULL, D);
-}
-
-void fu_add_scaled(double *out, double scale, const double *x, int64_t D)
+void fu_change_single(float *y, const double *gradient, int64_t D)
 {
     FC_SIMD
-    for (int64_t i = 0; i < D; ++i) out[i] += scale * x[i];
+    for (int64_t i = 0; i < D; ++i) y[i] = (float)(gradient[i] - (double)y[i]);
 }

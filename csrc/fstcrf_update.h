@@ -58,4 +58,26 @@ void fu_two_loop(double *const *steps, double *const *changes, const double *rho
  * in place (an interrupted move would leave them half moved). */
 void fu_add_scaled(double *out, double scale, const double *x, int64_t D);
 
+/* The same two for a history kept in single precision (half the memory of its
+ * pairs and direction): steps, changes and q are float [D]; every product and sum
+ * is in double and q is rounded to float after each update. */
+void fu_two_loop_single(float *const *steps, float *const *changes, const double *rho, int32_t m, int64_t D,
+                        double *alpha, float *q);
+void fu_add_scaled_single(double *out, double scale, const float *x, int64_t D);
+
+/* Sums in double over float vectors of a single-precision history:
+ *   fu_dot_single    a [D] . b [D]  (s . y, y . y)
+ *   fu_slope_single  gradient double [D] . direction float [D]  (a slope along the direction) */
+double fu_dot_single(const float *a, const float *b, int64_t D);
+double fu_slope_single(const double *gradient, const float *direction, int64_t D);
+
+/* Round vector double [D] to float in its own memory: its first 4D bytes then hold
+ * the D floats, and the caller may give the rest back (realloc). */
+void fu_round_in_place(double *vector, int64_t D);
+
+/* y float [D] = gradient double [D] - y: the new pair's gradient change, where y held
+ * the previous gradient rounded to float (so that the line search keeps it in half
+ * the memory); the difference is taken in double, then rounded. */
+void fu_change_single(float *y, const double *gradient, int64_t D);
+
 #endif

@@ -66,19 +66,36 @@ def release_free_heap() -> None:
     """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
     elsewhere): a step that frees many small objects, such as feature extraction,
     otherwise leaves them counted in the resident memory of the work that follows."""
-    trim = _malloc_trim()
+    trim = _glibc_function("malloc_trim")
     if trim is not None:
         trim(0)
 
 
+#: glibc's mallopt parameter M_MMAP_THRESHOLD, and the size fstcrf train holds it at.
+M_MMAP_THRESHOLD, LARGE_BLOCK_BYTES = -3, 4 << 20
+
+
+def map_large_blocks() -> None:
+    """Have glibc serve each allocation of LARGE_BLOCK_BYTES or more from a mapping of its
+    own, which ``free`` gives back at once (``mallopt(M_MMAP_THRESHOLD)``; nothing
+    elsewhere).  By default glibc raises that threshold as large blocks are freed and
+    then keeps the next ones of up to 32 MiB on its heap, resident after they are freed:
+    a training evaluation's temporaries then add tens of MiB to every later peak.  For
+    the rest of the process: ``fstcrf train`` calls it, a program that trains large
+    models can too (or set MALLOC_MMAP_THRESHOLD_ in the environment)."""
+    mallopt = _glibc_function("mallopt")
+    if mallopt is not None:
+        mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK_BYTES)
+
+
 @functools.cache
-def _malloc_trim():
-    """glibc's malloc_trim among the symbols the process already has loaded, or None
+def _glibc_function(name: str):
+    """glibc's function ``name`` among the symbols the process already has loaded, or None
     (ctypes.util.find_library would run ldconfig in a subprocess at every fit)."""
     import ctypes
 
     try:
-        return ctypes.CDLL(None).malloc_trim
+        return getattr(ctypes.CDLL(None), name)
     except (OSError, TypeError, AttributeError):  # TypeError: Windows takes no None
         return None
 

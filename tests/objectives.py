@@ -22,6 +22,25 @@ class Quadratic:
         return 0.5 * float(residual @ gradient), gradient
 
 
+class DiagonalQuadratic:
+    """0.5 sum_i a_i (theta_i - c_i)^2 over D weights, a fresh gradient per call (as a
+    training set's), no other [D] array made: for measuring the memory of a learner."""
+
+    def __init__(self, size: int, seed: int):
+        rng = np.random.default_rng(seed)
+        self.num_weights = size
+        self.scales, self.centre = rng.uniform(0.5, 4.0, size), rng.normal(0.0, 1.0, size)
+
+    def loss_and_gradient(self, theta):
+        gradient = np.subtract(theta, self.centre)
+        loss = 0.0
+        for start in range(0, len(gradient), 4096):  # no [D] temporary
+            piece = gradient[start : start + 4096]
+            loss += 0.5 * float(piece @ (self.scales[start : start + 4096] * piece))
+        gradient *= self.scales
+        return loss, gradient
+
+
 class Logistic:
     """Logistic regression's negative log-likelihood on N random points with noisy labels."""
 

@@ -234,6 +234,15 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_lbfgs_memory(parser)
     parser.add_argument(
+        "--lbfgs-precision",
+        choices=["double", "single"],
+        default="double",
+        help="L-BFGS history (lbfgs, mce-f): single keeps the correction pairs and the "
+        "direction in float32, half their memory (about 0.9 GB less for a model of 17.7M "
+        "weights with 10 pairs); the weights, objective and gradient stay float64 and the "
+        "path differs from double's by rounding (default %(default)s)",
+    )
+    parser.add_argument(
         "--consistency",
         action="store_true",
         help="train for document-level tagging, which tag and eval --nonlocal consistency "

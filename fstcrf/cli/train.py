@@ -28,7 +28,7 @@ from fstcrf.document.settings import (
 )
 from fstcrf.errors import FeedbackError, FstcrfError
 from fstcrf.learn.settings import DEFAULT_SIGMA, LBFGS_MEMORY
-from fstcrf.phases import phase
+from fstcrf.phases import map_large_blocks, phase
 
 LOG = logging.getLogger("fstcrf")
 
@@ -51,6 +51,7 @@ def _train(args: argparse.Namespace) -> int:
         raise FstcrfError("--checkpoint and --resume apply to distributed training (--dask)")
     if args.dask_dashboard is not None:
         raise FstcrfError("--dask-dashboard applies to --dask local:N")
+    map_large_blocks()  # so that the peak of a large model's training is what its arrays take
     train = read_corpus(args.train, args.columns)
     if keep and args.target in train.column_names:
         check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
@@ -324,13 +325,18 @@ def _model_from_args(args: argparse.Namespace, columns: Sequence[str]):
 
 
 def _lbfgs_params(args: argparse.Namespace) -> dict | None:
-    """The algorithm_params of --lbfgs-memory: None at its default (so the model file is
-    as without the option); FstcrfError for a learner other than L-BFGS."""
-    if args.lbfgs_memory == LBFGS_MEMORY:
-        return None
-    if args.algorithm not in ("lbfgs", "mce-f"):
-        raise FstcrfError(f"--lbfgs-memory applies to --algorithm lbfgs or mce-f, not {args.algorithm}")
-    return {"memory": args.lbfgs_memory}
+    """The algorithm_params of --lbfgs-memory and --lbfgs-precision: None at their
+    defaults (so the model file is as without the options); FstcrfError for a learner
+    other than L-BFGS."""
+    params = {}
+    if args.lbfgs_memory != LBFGS_MEMORY:
+        params["memory"] = args.lbfgs_memory
+    if args.lbfgs_precision != "double":
+        params["history"] = args.lbfgs_precision
+    if params and args.algorithm not in ("lbfgs", "mce-f"):
+        options = " and ".join(f"--lbfgs-{'precision' if name == 'history' else name}" for name in params)
+        raise FstcrfError(f"{options} applies to --algorithm lbfgs or mce-f, not {args.algorithm}")
+    return params or None
 
 
 def _default_template(target: str, columns: Sequence[str]) -> str:

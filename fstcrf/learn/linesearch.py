@@ -12,7 +12,7 @@ from typing import TypeVar, cast
 
 import numpy as np
 
-from fstcrf.engine.kernel import add_scaled
+from fstcrf.engine.kernel import add_scaled, history_dot
 
 #: The sufficient decrease (Armijo) and curvature (Wolfe) constants of every line search.
 ARMIJO, CURVATURE = 1e-4, 0.9
@@ -36,7 +36,8 @@ def zoom_search(
     (step - previous step) * direction, in one kernel call), so that the search adds no
     [D] array besides the trial's gradient: the point reached, and theta moved back
     after a failure or an exception (Ctrl-C), differ from theta + step * direction
-    and from theta by rounding only."""
+    and from theta by rounding only.  ``gradient`` and ``direction`` may be float32 (a
+    single-precision history); slopes are summed in double either way."""
     reached = 0.0  # the step theta stands at
 
     def along(step: float):
@@ -44,11 +45,11 @@ def zoom_search(
         add_scaled(theta, step - reached, direction)
         reached = step
         value, point_gradient = smooth(theta)
-        return value, float(point_gradient @ direction), (value, point_gradient)
+        return value, history_dot(point_gradient, direction), (value, point_gradient)
 
     found = None
     try:
-        found = strong_wolfe_step(along, loss, float(gradient @ direction), max_linesearch)
+        found = strong_wolfe_step(along, loss, history_dot(gradient, direction), max_linesearch)
     finally:
         if found is None and reached:
             add_scaled(theta, -reached, direction)

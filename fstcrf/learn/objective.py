@@ -27,6 +27,7 @@ from fstcrf.engine.inference import (
 )
 from fstcrf.engine.threads import run_parallel
 from fstcrf.engine.acceptor import Acceptor
+from fstcrf.phases import release_free_heap
 from fstcrf.engine.topology import Topology
 
 #: Cells (tokens x states) of one block of sentences scored at once per thread.
@@ -68,16 +69,24 @@ def thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list[
     return plans
 
 
+#: Gold counts subtracted from the gradient at a time (TrainingSet._subtract_observed).
+OBSERVED_SLICE = 1 << 18
+
+
 def sparse_counts(counts: np.ndarray) -> tuple[np.ndarray | slice, np.ndarray]:
     """(index, values) with counts[index] = values and counts 0 elsewhere, for counts
     float [D]: the non-zero entries (int32 or int64 indices) when that takes less
     memory (a complete feature set's gold counts are mostly 0), else every entry
-    (slice(None), counts)."""
+    (slice(None), counts).  Sparse values that are all whole numbers (binary
+    predicates count tokens) are kept as int32, exactly."""
     nonzero = np.flatnonzero(counts)
     index_type = np.int32 if len(counts) <= np.iinfo(np.int32).max else np.int64
-    if len(nonzero) * (8 + np.dtype(index_type).itemsize) >= 8 * len(counts):
+    values = counts[nonzero]
+    if np.all(values == np.round(values)) and (values.size == 0 or np.abs(values).max() < 2**31):
+        values = values.astype(np.int32)
+    if len(nonzero) * (values.itemsize + np.dtype(index_type).itemsize) >= 8 * len(counts):
         return slice(None), counts
-    return nonzero.astype(index_type), counts[nonzero]
+    return nonzero.astype(index_type), values
 
 
 class Scorer:
@@ -200,16 +209,37 @@ class Scorer:
 #: marginals (a few hundred kB) stay in cache between scoring, forward-backward and
 #: the expected counts (see csrc/fstcrf_train.h).
 GROUP_TOKENS = 1024
+#: A group's [tokens, states] arrays of doubles in the training workspace (emit, marg and
+#: the graph's four) are kept to about this many doubles (2 MiB): fewer tokens per group
+#: for larger state spaces (second order on 22 tags: 474 states, 92 tokens).
+GROUP_DOUBLES = 2**18
+
+
+def group_tokens(num_states: int) -> int:
+    """Tokens per group of the training gradient for S = ``num_states`` states: GROUP_TOKENS,
+    or fewer where six [tokens, S] arrays would pass GROUP_DOUBLES (at least 16; a group
+    always holds a whole sentence, however long)."""
+    return min(GROUP_TOKENS, max(16, GROUP_DOUBLES // (6 * max(num_states, 1))))
+
+
+def predicates_used(encoded: EncodedSentences, first: int, last: int, num_predicates: int) -> np.ndarray:
+    """bool [P]: the predicates that sentences first .. last-1 use."""
+    used = np.zeros(num_predicates, dtype=bool)
+    rows = encoded.token_rows(first, last)
+    used[encoded.indices[encoded.indptr[rows.start] : encoded.indptr[rows.stop]]] = True
+    return used
 
 
 class _GradientBlock:
     """One thread's run of sentences first .. last-1 and its buffers for ``ft_gradient``:
-    its expected edge counts, and, ``with_gradient``, the layout int64 [P] of its
-    expected feature counts, those of the predicates its sentences use (see
-    FeatureDictionary.compact_layout: on CoNLL-2000 with the CRF++ template half the
-    sentences use 61% of the features), in a buffer of ``counts_size`` made for each
-    evaluation (so that it is not alive while L-BFGS finds its direction).  The first
-    thread's counts go straight into the gradient, so it has no layout."""
+    its expected edge counts, and, with a ``counts_layout`` (at int64 [P], size; see
+    FeatureDictionary.compact_layout), the layout of its expected feature counts: the
+    predicates that it alone uses go straight into the gradient (DIRECT), those that
+    other threads use too into a buffer of ``counts_size`` made for each evaluation (so
+    that it is not alive while L-BFGS finds its direction; on CoNLL-2000 with the
+    second-order chunker, the second half of the sentences use 61% of the features and
+    share 22% with the first).  The first thread's counts all go straight into the
+    gradient, so it has no layout."""
 
     def __init__(
         self,
@@ -217,7 +247,7 @@ class _GradientBlock:
         first: int,
         last: int,
         group_tokens: int,
-        with_gradient: bool = True,
+        counts_layout: tuple[np.ndarray, int] | None = None,
         t_max: int | None = None,
     ):
         encoded = driver.encoded
@@ -229,11 +259,8 @@ class _GradientBlock:
         self._loss = np.zeros(1)
         self.layout: np.ndarray | None = None
         self.counts_size = 0
-        if with_gradient:
-            used = np.zeros(driver.features.num_predicates, dtype=bool)
-            rows = encoded.token_rows(first, last)
-            used[encoded.indices[encoded.indptr[rows.start] : encoded.indptr[rows.stop]]] = True
-            self.layout, self.counts_size = driver.features.kernel_dictionary.compact_layout(used)
+        if counts_layout is not None:
+            self.layout, self.counts_size = counts_layout
         self.edge_counts = np.zeros(driver.edge_count_shape)
 
     def point_at(self, driver: _GradientDriver, first: int, last: int) -> None:
@@ -264,11 +291,12 @@ class _GradientBlock:
         grad: np.ndarray,
         edge_counts: np.ndarray,
         grad_at: np.ndarray | None = None,
+        grad_direct: np.ndarray | None = None,
     ) -> float:
         """Add the block's Z-dependent terms to grad (float [F], or the counts laid out
-        by grad_at, the block's layout) and edge_counts [E'] or [C, E'] (see
-        ``ft_gradient``) and return its log Z sum minus its partial sentences'
-        clamped log Z."""
+        by grad_at, the block's layout, its DIRECT predicates' to grad_direct float [F])
+        and edge_counts [E'] or [C, E'] (see ``ft_gradient``) and return its log Z sum
+        minus its partial sentences' clamped log Z."""
         self._loss[0] = 0.0
         kernel.training_gradient(
             driver.features.kernel_dictionary,
@@ -285,6 +313,7 @@ class _GradientBlock:
             edge_counts,
             self.workspace,
             grad_at,
+            grad_direct,
         )
         return float(self._loss[0])
 
@@ -317,10 +346,20 @@ class _GradientDriver:
         self.partial = partial if partial.any() else None
         self.allowed_labels = allowed_labels
         self.state_label = kernel.kernel_array(model.state_label, np.int32)  # read through a struct field
+        chunks = thread_chunks(encoded, scorer.threads)
+        used = [predicates_used(encoded, first, last, self.features.num_predicates) for first, last in chunks]
+        alone = np.sum(used, axis=0) == 1  # the predicates one thread alone uses
         self.blocks = [
-            _GradientBlock(self, first, last, GROUP_TOKENS, with_gradient=index > 0)
-            for index, (first, last) in enumerate(thread_chunks(encoded, scorer.threads))
+            _GradientBlock(
+                self,
+                first,
+                last,
+                group_tokens(decoding.num_states),
+                None if index == 0 else self.features.kernel_dictionary.compact_layout(used[index], direct=alone),
+            )
+            for index, (first, last) in enumerate(chunks)
         ]
+        del used
         self._sentence_block: _GradientBlock | None = None
 
     def scores(self, weights: np.ndarray) -> kernel.Scores:
@@ -341,7 +380,7 @@ class _GradientDriver:
         for the longest sentence, pointed at each sentence in turn."""
         if self._sentence_block is None:
             t_max = int(self.encoded.lengths.max())
-            self._sentence_block = _GradientBlock(self, index, index + 1, t_max, with_gradient=False, t_max=t_max)
+            self._sentence_block = _GradientBlock(self, index, index + 1, t_max, t_max=t_max)
         else:
             self._sentence_block.point_at(self, index, index + 1)
         return self._sentence_block
@@ -417,16 +456,18 @@ class TrainingSet:
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         F = self._num_features
         scores = self._driver.scores(theta[F:])
-        gradient = np.empty(self.num_weights)
+        gradient = np.zeros(self.num_weights)  # fresh zero pages, touched by the threads that write them
 
         def work(block):
             if block.layout is None:
                 counts = gradient[:F]
-                counts[:] = 0.0
             else:
                 counts = np.zeros(block.counts_size)
             block.edge_counts[:] = 0.0
-            return block.run(self._driver, scores, theta, 1.0, 1.0, counts, block.edge_counts, block.layout), counts
+            loss = block.run(
+                self._driver, scores, theta, 1.0, 1.0, counts, block.edge_counts, block.layout, gradient[:F]
+            )
+            return loss, counts
 
         results = run_parallel(work, self._driver.blocks)
         losses = [loss for loss, _ in results]
@@ -437,8 +478,27 @@ class TrainingSet:
         gradient[F:] = self._driver.weight_gradient(
             np.sum([block.edge_counts for block in self._driver.blocks], axis=0)
         )
-        gradient[self.observed_index] -= self.observed_counts
-        return sum(losses) - float(theta[self.observed_index] @ self.observed_counts), gradient
+        loss = sum(losses) - self._subtract_observed(theta, gradient)
+        # the buffers and temporaries of this evaluation are free: their pages go back, so
+        # that a heap holding them does not count in the next evaluation's peak
+        release_free_heap()
+        return loss, gradient
+
+    def _subtract_observed(self, theta: np.ndarray, gradient: np.ndarray) -> float:
+        """gradient [D] -= the gold feature counts; return theta [D] . those counts.
+        Sparse counts are taken OBSERVED_SLICE entries at a time, so that their gathers
+        make no temporaries of their size (three of 16 MiB on CoNLL-2000 order 2)."""
+        index, counts = self.observed_index, self.observed_counts
+        if isinstance(index, slice):
+            gradient -= counts
+            return float(theta @ counts)
+        total = 0.0
+        for start in range(0, len(index), OBSERVED_SLICE):
+            rows = index[start : start + OBSERVED_SLICE]
+            values = counts[start : start + OBSERVED_SLICE].astype(np.float64, copy=False)
+            gradient[rows] -= values
+            total += float(theta[rows] @ values)
+        return total
 
     def add_gradient(self, weights: np.ndarray, scale: float, index: int, out: np.ndarray, out_scale: float) -> float:
         F = self._num_features

@@ -295,6 +295,7 @@ def lbfgs(
     *,
     l1: float = 0.0,
     memory: int = LBFGS_MEMORY,
+    history: str = "double",
     epsilon: float | None = None,
     period: int | None = None,
     delta: float | None = None,
@@ -309,7 +310,10 @@ def lbfgs(
     iteration has a better dev score): L-BFGS when l1 == 0, OWL-QN when l1 > 0.
 
     ``sigma`` may be ``math.inf`` (no Gaussian prior); ``memory`` is the number of
-    correction pairs (CRFsuite's num_memories).  ``linesearch`` is "strong-wolfe" or
+    correction pairs (CRFsuite's num_memories); ``history`` "single" keeps them (and the
+    direction, and under the zoom search the gradient at the weights while the line
+    search runs) in float32, half their memory, with every sum still in double; the
+    objective, its gradient and the weights stay float64.  ``linesearch`` is "strong-wolfe" or
     CRFsuite's "MoreThuente" (both :func:`zoom_search`, a strong-Wolfe search), "Backtracking"
     (Wolfe conditions) or "StrongBacktracking" (strong Wolfe conditions), each with at
     most ``max_linesearch`` trial points.  OWL-QN always backtracks with the sufficient
@@ -337,6 +341,8 @@ def lbfgs(
     check_positive("l1", l1, zero=True)
     check_positive("memory", memory, integer=True)
     check_positive("max_linesearch", max_linesearch, integer=True)
+    if history not in kernel.HISTORY_PRECISIONS:
+        raise FstcrfError(f"unknown history precision {history!r}; available: {', '.join(kernel.HISTORY_PRECISIONS)}")
     for option, value, integer in (("epsilon", epsilon, False), ("period", period, True), ("delta", delta, False)):
         if value is not None:
             check_positive(option, value, integer=integer, zero=not integer)
@@ -366,14 +372,18 @@ def lbfgs(
         start = (resume.loss, resume.gradient.copy(), resume.pairs)
         monitor.resume(resume)
     with monitor.interruptible():
-        steps = _quasi_newton(objective, theta, float(l1), frozen, int(memory), search, int(max_linesearch), start)
+        steps = _quasi_newton(
+            objective, theta, float(l1), frozen, int(memory), search, int(max_linesearch), start, history
+        )
         theta, loss, steepest, (gradient, pairs) = next(steps)
         if initial is not None and resume is None:
             monitor.start_from(theta, loss, float(np.linalg.norm(steepest)), counts(theta))
         converged = stopping_test(tol, epsilon, period, delta, [loss] if resume is None else resume.recent_losses)
-        if (resume is None and not _gradient_small(theta, steepest, epsilon)) or (
+        go_on = (resume is None and not _gradient_small(theta, steepest, epsilon)) or (
             resume is not None and not resume.finished
-        ):
+        )
+        del steepest, gradient  # the first line search runs without these [D] arrays (see _quasi_newton)
+        if go_on:
             for theta, loss, steepest, (gradient, pairs) in itertools.islice(steps, int(max_iter) - monitor.iterations):
                 stop = monitor.end_iteration(theta, loss, float(np.linalg.norm(steepest)), counts(theta)) or converged(
                     theta, loss, steepest
@@ -397,6 +407,8 @@ def lbfgs(
                     )
                 if stop:
                     break
+                # the next line search runs without these [D] arrays (see _quasi_newton)
+                del steepest, gradient
     return monitor.result(theta)
 
 
@@ -477,6 +489,7 @@ def _quasi_newton(
     search: str,
     max_linesearch: int,
     start: tuple | None = None,
+    history: str = "double",
 ):
     """Yield (theta, objective, steepest, (smooth gradient, the pairs)) at ``theta`` and
     after each iteration of L-BFGS (l1 == 0) or OWL-QN (l1 > 0) on smooth(theta) + l1
@@ -505,8 +518,20 @@ def _quasi_newton(
     time and is moved by the next iteration's line search, or moved back (to within
     rounding) when that search fails or is interrupted, so a caller keeps a copy of
     weights it wants to keep beyond the next iteration.  The smooth gradient yielded
-    becomes the next pair's y in place.
+    becomes the next pair's y in place, so a caller drops its references to it (and
+    to ``steepest``) before asking for the next iteration.
+
+    ``history`` "single" (see :data:`fstcrf.engine.kernel.HISTORY_PRECISIONS`) keeps the
+    pairs and the direction in float32.  Under the zoom search the gradient at theta
+    is then rounded to float32 before the direction is made, in the array that becomes
+    the new pair's y (y = new gradient - that rounded gradient, taken in double), so that
+    the line search holds the weights, the trial's gradient and half-size vectors only:
+    m - 1 pairs, the direction and the previous gradient.
     """
+    dtype = kernel.HISTORY_PRECISIONS[history]
+    # a single-precision history under the zoom search keeps the gradient at theta in
+    # float32 during the line search, in the array that becomes the new pair's y
+    compact_previous = dtype == np.float32 and search == "zoom"
     pairs: collections.deque = collections.deque(maxlen=memory)  # (s, y, 1 / s.y)
     if start is None:
         loss, gradient = smooth(theta)
@@ -514,43 +539,51 @@ def _quasi_newton(
             loss += l1 * float(np.abs(theta).sum())
     else:
         loss, gradient, resumed = start
-        pairs.extend(resumed)
+        pairs.extend((s.astype(dtype, copy=False), y.astype(dtype, copy=False), rho) for s, y, rho in resumed)
     steepest = pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
     yield theta, loss, steepest, (gradient, pairs)
 
-    def line_search(direction: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, np.ndarray] | None:
+    def line_search(
+        direction: np.ndarray, previous: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray] | None:
         """(point, the step s = point - theta, objective, smooth gradient) of an acceptable
-        step along direction, or None.  The zoom search moves theta in place (so point is
-        theta) and s is made in direction's array."""
+        step along direction from theta, where the steepest gradient is ``previous``, or
+        None.  The zoom search moves theta in place (so point is theta) and s is made in
+        direction's array."""
         if search == "zoom":
-            found = zoom_search(smooth, theta, loss, gradient, direction, max_linesearch)
+            found = zoom_search(smooth, theta, loss, previous, direction, max_linesearch)
             if found is None:
                 return None
             step, point_loss, point_gradient = found
             return theta, np.multiply(direction, step, out=direction), point_loss, point_gradient
-        point_found = backtracking(smooth, theta, loss, steepest, direction, l1, search, max_linesearch)
+        point_found = backtracking(smooth, theta, loss, previous, direction, l1, search, max_linesearch)
         if point_found is None:
             return None
         point, point_loss, point_gradient = point_found
-        return point, np.subtract(point, theta, out=direction), point_loss, point_gradient
+        return point, np.subtract(point, theta, out=direction, casting="same_kind"), point_loss, point_gradient
 
     while True:
         with phase("direction"):
-            direction = two_loop(steepest, pairs)
+            if compact_previous:  # the caller has dropped its references to the gradient
+                previous = kernel.round_in_place(steepest)
+                del gradient, steepest
+            else:
+                previous = steepest
+            direction = two_loop(previous, pairs, dtype)
         if not pairs:
-            direction /= max(float(np.linalg.norm(steepest)), 1e-300)
+            direction /= max(vector_norm(previous), 1e-300)
         curved = bool(pairs)
         if len(pairs) == memory and search != "armijo":
             pairs.popleft()  # the pair this iteration's would push out, freed during the line search
-        found = line_search(direction)
+        found = line_search(direction, previous)
         if found is None and curved:  # a stale curvature model: restart once
             pairs.clear()
-            np.negative(steepest, out=direction)
-            direction /= max(float(np.linalg.norm(steepest)), 1e-300)
-            found = line_search(direction)
+            np.negative(previous, out=direction)
+            direction /= max(vector_norm(previous), 1e-300)
+            found = line_search(direction, previous)
         del direction
         if found is None:
-            if steepest.any():
+            if previous.any():
                 logger.warning(
                     "lbfgs: the line search found no step that lowers the objective enough, "
                     "along the L-BFGS direction or the gradient; stopping (at a stationary point "
@@ -560,11 +593,18 @@ def _quasi_newton(
             return
         new_theta, s, new_loss, new_gradient = found
         del found
-        y = np.subtract(new_gradient, gradient, out=gradient)  # in the old gradient's place
-        curvature = float(s @ y)
-        if curvature > 1e-10 * float(y @ y):
+        if compact_previous:
+            y = previous
+            kernel.change_single(y, new_gradient)
+        else:
+            y = np.subtract(new_gradient, gradient, out=gradient)  # in the old gradient's place
+            y = y.astype(dtype, copy=False)
+        del previous
+        curvature = kernel.history_dot(s, y)
+        if curvature > 1e-10 * kernel.history_dot(y, y):
             pairs.append((s, y, 1.0 / curvature))
         theta, loss, gradient = new_theta, new_loss, new_gradient
+        del new_theta, new_gradient, s, y  # gradient is dropped before the next line search
         steepest = pseudo_gradient(theta, gradient, l1, frozen) if l1 else gradient
         yield theta, loss, steepest, (gradient, pairs)
 
@@ -583,14 +623,22 @@ def pseudo_gradient(theta: np.ndarray, gradient: np.ndarray, l1: float, frozen: 
     return steepest
 
 
-def two_loop(gradient: np.ndarray, pairs) -> np.ndarray:
-    """-H g: the L-BFGS direction for the stored pairs (s, y, rho), oldest first
+def two_loop(gradient: np.ndarray, pairs, dtype: np.dtype = np.dtype(np.float64)) -> np.ndarray:
+    """-H g [D] of dtype (float64, or float32 for a single-precision history): the
+    L-BFGS direction for the stored pairs (s, y, rho) of that dtype, oldest first
     (``fu_two_loop`` in C: one pass per update, no [D] temporaries)."""
-    q = np.array(gradient, dtype=np.float64)
+    q = np.array(gradient, dtype=dtype)
     if pairs:
         rho = np.array([r for _, _, r in pairs], dtype=np.float64)
         kernel.two_loop([s for s, _, _ in pairs], [y for _, y, _ in pairs], rho, np.empty(len(pairs)), q)
     return np.negative(q, out=q)
+
+
+def vector_norm(vector: np.ndarray) -> float:
+    """The Euclidean norm of a float64 or float32 [D] vector, summed in double."""
+    return (
+        math.sqrt(kernel.history_dot(vector, vector)) if vector.dtype == np.float32 else float(np.linalg.norm(vector))
+    )
 
 
 def averaged_perceptron(

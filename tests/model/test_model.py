@@ -13,6 +13,7 @@ import scipy.sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fstcrf.engine import kernel
 from fstcrf.features import encoding
 from fstcrf.learn import objective
 from fstcrf.corpus.conll import Corpus, Sentence, write_conll
@@ -103,6 +104,38 @@ def test_counts_in_a_compact_layout_are_the_dense_ones_bit_for_bit(configuration
         assert np.all(untouched == 7.0)
         with pytest.raises(ShapeError):
             dictionary.add_compact(at, compact[:-1], gradient)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(CONFIGURATIONS), st.integers(0, 2**32 - 1))
+def test_direct_predicates_write_the_dense_counts_in_place(configuration, seed):
+    """A layout whose DIRECT predicates (those one thread alone uses) write straight into
+    the [F] counts, the others into the compact buffer: together the dense counts, bit
+    for bit, and a DIRECT predicate with no [F] counts to write to is refused unwritten."""
+    order, feature_set = configuration
+    problem = training_set(random_corpus(seed % 7, 30), order, feature_set)
+    features, encoded = problem.scorer.features, problem.encoded
+    dictionary = features.kernel_dictionary
+    rng = np.random.default_rng(seed)
+    tokens = encoded.tokens(0, encoded.num_sequences)
+    marginals = rng.random((encoded.num_tokens, features.num_states))
+    used = np.zeros(features.num_predicates, dtype=bool)
+    used[encoded.indices] = True
+    alone = rng.random(features.num_predicates) < 0.5
+    at, size = dictionary.compact_layout(used, direct=alone)
+    assert np.all(at[used & alone] == kernel.DIRECT)
+    assert size == int(np.diff(features.ptr)[used & ~alone].sum())
+    dense = np.zeros(features.num_features)
+    dictionary.accumulate(tokens, marginals, 0.5, dense)
+    compact, direct = np.zeros(size), np.zeros(features.num_features)
+    dictionary.accumulate(tokens, marginals, 0.5, compact, at, direct)
+    dictionary.add_compact(at, compact, direct)
+    assert np.array_equal(direct, dense)
+    if (used & alone).any():
+        untouched = np.full(size, 7.0)
+        with pytest.raises(RuntimeError, match="ff_accumulate_at"):
+            dictionary.accumulate(tokens, marginals, 0.5, untouched, at)
+        assert np.all(untouched == 7.0)
 
 
 def test_binary_rows_keep_no_values_and_give_them_back():

@@ -73,6 +73,7 @@ from fstcrf.engine.kernel.chain import (
 )
 from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.engine.kernel.features import (
+    DIRECT,
     MAX_SUBSTRING_SOURCE,
     SUBSTRING_KINDS,
     FeatureDictionary,
@@ -91,13 +92,17 @@ from fstcrf.engine.kernel.features import (
 )
 from fstcrf.engine.kernel.training import (
     GatherBuffers,
+    HISTORY_PRECISIONS,
     OnlineProblem,
     StepRule,
     TrainingSentences,
     TrainingWorkspace,
     add_scaled,
     apply_step,
+    change_single,
     gather_clear,
+    history_dot,
+    round_in_place,
     training_gradient,
     two_loop,
 )
@@ -108,6 +113,7 @@ __all__ = [
     "bandit",
     "Batch",
     "C_ARRAY_TYPES",
+    "DIRECT",
     "FC_INFEASIBLE",
     "FC_OK",
     "FH_DUPLICATE",
@@ -115,6 +121,7 @@ __all__ = [
     "FL_BAD_UTF8",
     "FeatureDictionary",
     "GatherBuffers",
+    "HISTORY_PRECISIONS",
     "Graph",
     "Joint",
     "KernelBuffers",
@@ -133,6 +140,7 @@ __all__ = [
     "apply_step",
     "build_table",
     "chain_keys",
+    "change_single",
     "chain_workspace",
     "check_status",
     "checksum",
@@ -140,6 +148,7 @@ __all__ = [
     "format_lines",
     "forward_backward",
     "gather_clear",
+    "history_dot",
     "input_pointer",
     "joint_forward_backward",
     "joint_viterbi",
@@ -153,6 +162,7 @@ __all__ = [
     "output_pointer",
     "predicate_rows",
     "read_columns",
+    "round_in_place",
     "sample",
     "scan",
     "span_viterbi",

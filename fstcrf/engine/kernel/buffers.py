@@ -26,6 +26,7 @@ STEP_RULES = {"constant": lib.FU_CONSTANT, "adagrad": lib.FU_ADAGRAD, "adam": li
 #: The C element type of each dtype an array may reach the kernel with.
 C_ARRAY_TYPES = {
     np.dtype(np.float64): "double[]",
+    np.dtype(np.float32): "float[]",
     np.dtype(np.int32): "int32_t[]",
     np.dtype(np.int64): "int64_t[]",
     np.dtype(np.uint64): "uint64_t[]",

@@ -9,8 +9,19 @@ import numpy as np
 
 import fstcrf._attributes as attributes_extension
 from fstcrf._kernel import ffi, lib
-from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, optional_input, output_pointer
+from fstcrf.engine.kernel.buffers import (
+    KernelBuffers,
+    check_status,
+    input_pointer,
+    optional_input,
+    optional_output,
+    output_pointer,
+)
 from fstcrf.errors import ShapeError
+
+#: The place of a predicate in a compact layout whose counts go straight to the [F]
+#: counts (FeatureDictionary.compact_layout, ff_accumulate_at's FF_DIRECT).
+DIRECT: int = lib.FF_DIRECT
 
 
 # -- feature scoring (csrc/fstcrf_features.h) ---------------------------------
@@ -79,12 +90,18 @@ class FeatureDictionary(KernelBuffers):
         check_status(status, "ff_emissions")
 
     def accumulate(
-        self, tokens: Tokens, marginals: np.ndarray, scale: float, out: np.ndarray, at: np.ndarray | None = None
+        self,
+        tokens: Tokens,
+        marginals: np.ndarray,
+        scale: float,
+        out: np.ndarray,
+        at: np.ndarray | None = None,
+        direct: np.ndarray | None = None,
     ) -> None:
         """ff_accumulate_at: add scale * the expected feature counts under state marginals
         float [n, S] to out float [F], or to out laid out by ``at`` int64 [P] (see
-        :meth:`compact_layout`; RuntimeError, nothing written, if a token's predicate
-        has no place in it)."""
+        :meth:`compact_layout`), the predicates marked DIRECT there to direct float [F]
+        (RuntimeError, nothing written, if a token's predicate has no place in it)."""
         status = lib.ff_accumulate_at(
             self.struct,
             tokens.struct,
@@ -92,18 +109,24 @@ class FeatureDictionary(KernelBuffers):
             scale,
             optional_input(at),
             output_pointer(out),
+            optional_output(direct),
             output_pointer(np.empty(self._work_size)),
         )
         check_status(status, "ff_accumulate_at")
 
-    def compact_layout(self, used: np.ndarray) -> tuple[np.ndarray, int]:
+    def compact_layout(self, used: np.ndarray, direct: np.ndarray | None = None) -> tuple[np.ndarray, int]:
         """(at int64 [P], size): a buffer of ``size`` counts holding the features of the
         predicates marked in used bool [P] only, predicate p's from at[p] (-1 where
-        unused; see ``ff_accumulate_at``)."""
+        unused; see ``ff_accumulate_at``), except those also marked in direct bool [P]:
+        at[p] is DIRECT there, and their counts go straight to the [F] counts (for a
+        thread that alone writes them)."""
         lengths = np.diff(self._ptr_array)
         at = np.full(len(lengths), -1, dtype=np.int64)
-        kept = lengths[used]
-        at[used] = np.cumsum(kept) - kept
+        buffered = used if direct is None else used & ~direct
+        kept = lengths[buffered]
+        at[buffered] = np.cumsum(kept) - kept
+        if direct is not None:
+            at[used & direct] = DIRECT
         return at, int(kept.sum())
 
     def add_compact(self, at: np.ndarray, counts: np.ndarray, out: np.ndarray) -> None:

@@ -81,13 +81,15 @@ def training_gradient(
     edge_counts: np.ndarray,
     workspace: TrainingWorkspace,
     grad_at: np.ndarray | None = None,
+    grad_direct: np.ndarray | None = None,
 ) -> None:
     """ft_gradient on a block of sentences scored by theta_scale * theta float [F] and
     by the scores of a graph whose states stand for the model's states state_map
     int32 [S'] (None: the model's own graph).  ADDED TO: loss float [1], the
     sentences' log Z minus the clamped log Z of the partial ones; grad float [F],
     grad_scale * the expected feature counts (or, laid out by grad_at int64 [P], those
-    of the predicates the tokens use: see FeatureDictionary.compact_layout);
+    of the predicates the tokens use: see FeatureDictionary.compact_layout, whose
+    DIRECT predicates' counts go to grad_direct float [F]);
     edge_counts float [E'] or [C, E'], grad_scale * the expected edge counts."""
     status = lib.ft_gradient(
         dictionary.struct,
@@ -102,6 +104,7 @@ def training_gradient(
         output_pointer(loss),
         output_pointer(grad),
         optional_input(grad_at),
+        optional_output(grad_direct),
         output_pointer(edge_counts),
         workspace.struct,
     )
@@ -288,17 +291,34 @@ def apply_step(
     check_status(status, "fu_apply")
 
 
+#: The precisions an L-BFGS history may be kept in: name -> dtype of its pairs and direction.
+HISTORY_PRECISIONS: dict[str, np.dtype] = {"double": np.dtype(np.float64), "single": np.dtype(np.float32)}
+
+
+def _history_dtype(name: str, *arrays: np.ndarray) -> bool:
+    """True for float32 history vectors, False for float64; ShapeError unless all have one of them."""
+    dtypes = {array.dtype for array in arrays}
+    if len(dtypes) != 1 or not dtypes <= set(HISTORY_PRECISIONS.values()):
+        raise ShapeError(
+            f"{name}: the history vectors must all be float64 or all float32, got {sorted(map(str, dtypes))}"
+        )
+    return dtypes == {np.dtype(np.float32)}
+
+
 def two_loop(
     steps: Sequence[np.ndarray], changes: Sequence[np.ndarray], rho: np.ndarray, alpha: np.ndarray, q: np.ndarray
 ) -> None:
-    """fu_two_loop: q float [D] becomes H q, H the L-BFGS inverse-Hessian estimate of
-    the m pairs (steps[i], changes[i]) float [D], oldest first, with rho float [m]
-    = 1 / (s_i . y_i); alpha float [m] is scratch."""
+    """fu_two_loop: q [D] becomes H q, H the L-BFGS inverse-Hessian estimate of the m
+    pairs (steps[i], changes[i]) [D], oldest first, with rho float [m] = 1 / (s_i . y_i);
+    alpha float [m] is scratch.  q and the pairs are all float64, or all float32
+    (fu_two_loop_single: sums in double, q rounded to float32 after each update)."""
+    single = _history_dtype("two_loop", q, *steps, *changes)
     step_pointers = [input_pointer(step) for step in steps]
     change_pointers = [input_pointer(change) for change in changes]
-    lib.fu_two_loop(
-        ffi.new("double *[]", step_pointers),
-        ffi.new("double *[]", change_pointers),
+    pointer_type = "float *[]" if single else "double *[]"
+    (lib.fu_two_loop_single if single else lib.fu_two_loop)(
+        ffi.new(pointer_type, step_pointers),
+        ffi.new(pointer_type, change_pointers),
         input_pointer(rho),
         len(step_pointers),
         len(q),
@@ -308,8 +328,62 @@ def two_loop(
 
 
 def add_scaled(out: np.ndarray, scale: float, x: np.ndarray) -> None:
-    """fu_add_scaled: out float [D] += scale * x float [D], in one call and without a
-    temporary array."""
-    if out.shape != x.shape or out.ndim != 1:
-        raise ShapeError(f"add_scaled: out {out.shape} and x {x.shape} must be one vector shape")
-    lib.fu_add_scaled(output_pointer(out), float(scale), input_pointer(x), len(out))
+    """fu_add_scaled: out float64 [D] += scale * x [D] (float64, or float32 for a
+    single-precision direction), in one call and without a temporary array."""
+    if out.shape != x.shape or out.ndim != 1 or out.dtype != np.float64:
+        raise ShapeError(
+            f"add_scaled: out {out.dtype} {out.shape} and x {x.shape} must be one vector shape, out float64"
+        )
+    single = _history_dtype("add_scaled", x)
+    (lib.fu_add_scaled_single if single else lib.fu_add_scaled)(
+        output_pointer(out), float(scale), input_pointer(x), len(out)
+    )
+
+
+def history_dot(a: np.ndarray, b: np.ndarray) -> float:
+    """a [D] . b [D] summed in double, where either may be a float32 history vector
+    (numpy would sum two float32 vectors in float32, and copy a float32 one beside a
+    float64 one); two float64 vectors: numpy's dot, as before."""
+    if a.shape != b.shape or a.ndim != 1:
+        raise ShapeError(f"history_dot: {a.shape} and {b.shape} must be one vector shape")
+    if a.dtype == np.float64 and b.dtype == np.float64:
+        return float(a @ b)
+    if a.dtype == np.float64:
+        a, b = b, a
+    if a.dtype != np.float32 or b.dtype not in (np.float32, np.float64):
+        raise ShapeError(f"history_dot: float64 or float32 vectors only, got {a.dtype} and {b.dtype}")
+    if b.dtype == np.float32:
+        return float(lib.fu_dot_single(input_pointer(a), input_pointer(b), len(a)))
+    return float(lib.fu_slope_single(input_pointer(b), input_pointer(a), len(a)))
+
+
+def round_in_place(vector: np.ndarray) -> np.ndarray:
+    """float32 [D]: vector float64 [D] rounded, in vector's own memory, half of which is
+    then given back (fu_round_in_place, then a realloc to 4D bytes), so that no [D]
+    float32 array is made beside it.  The vector holds other values afterwards; one
+    that does not own its memory, or is not C-contiguous, is copied instead (and left
+    as it was)."""
+    if vector.ndim != 1 or vector.dtype != np.float64:
+        raise ShapeError(f"round_in_place: a float64 vector, got {vector.dtype} {vector.shape}")
+    if (
+        vector.base is not None
+        or not vector.flags.c_contiguous
+        or not vector.flags.writeable
+        or not vector.flags.owndata
+    ):
+        return vector.astype(np.float32)
+    size = len(vector)
+    lib.fu_round_in_place(output_pointer(vector), size)
+    vector.resize((size + 1) // 2, refcheck=False)
+    return vector.view(np.float32)[:size]
+
+
+def change_single(y: np.ndarray, gradient: np.ndarray) -> None:
+    """fu_change_single: y float32 [D], which holds the previous gradient rounded to
+    float32, becomes gradient float64 [D] - y, taken in double and rounded."""
+    if y.shape != gradient.shape or y.ndim != 1 or y.dtype != np.float32 or gradient.dtype != np.float64:
+        raise ShapeError(
+            "change_single: y float32 and gradient float64 of one vector shape, "
+            f"got {y.dtype} {y.shape} and {gradient.dtype} {gradient.shape}"
+        )
+    lib.fu_change_single(output_pointer(y), input_pointer(gradient), len(y))
