@@ -97,7 +97,9 @@ class Objective(Protocol):
     num_weights: int  # D
 
     def loss_and_gradient(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        """The loss (no prior) and its gradient float [D]."""
+        """The loss (no prior) and its gradient float [D], a new array that the learner
+        takes over: it adds the prior in place and, with a single-precision history,
+        rounds it to float32 in its own memory."""
 
 
 class Problem(Objective, Protocol):

@@ -33,15 +33,24 @@ def _dev_score(theta):
     return TagScores(accuracy=correct / 10, num_tokens=1000, num_correct_tokens=correct)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
-    st.integers(0, 10_000), st.sampled_from([0.0, 0.3]), st.integers(1, 9), st.booleans(), st.sampled_from([None, 3])
+    st.integers(0, 10_000),
+    st.sampled_from([0.0, 0.3]),
+    st.integers(1, 9),
+    st.booleans(),
+    st.sampled_from([None, 3]),
+    st.sampled_from(["double", "single"]),
 )
-def test_resumed_lbfgs_ends_where_the_uninterrupted_run_ends(tmp_path_factory, seed, l1, stop_after, with_dev, period):
+def test_resumed_lbfgs_ends_where_the_uninterrupted_run_ends(
+    tmp_path_factory, seed, l1, stop_after, with_dev, period, history
+):
     from fstcrf.distributed.checkpoint import load_state, save_state
 
     problem = Logistic(seed, 6)
-    options = dict(sigma=3.0, max_iter=10, evaluate=_dev_score if with_dev else None, l1=l1, period=period)
+    options = dict(
+        sigma=3.0, max_iter=10, evaluate=_dev_score if with_dev else None, l1=l1, period=period, history=history
+    )
     states = []
     whole = train.lbfgs(problem, checkpoint=states.append, **options)
     if len(states) < stop_after:
