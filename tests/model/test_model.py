@@ -248,9 +248,17 @@ def test_sentence_gradients_sum_to_the_full_gradient(order, reading):
     np.testing.assert_allclose(-summed, gradient, atol=1e-9)
 
 
-def test_threads_do_not_change_the_objective():
+@pytest.mark.parametrize("threads", [2, 3, 4])
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_threads_do_not_change_the_objective(configuration, threads):
+    """One thread against several, whose blocks after the first write the predicates
+    they alone use straight into the gradient and buffer the shared ones."""
+    order, feature_set = configuration
     corpus = random_corpus(10, 40)
-    one, two = training_set(corpus, 2, "supported", threads=1), training_set(corpus, 2, "supported", threads=3)
+    one = training_set(corpus, order, feature_set, threads=1)
+    two = training_set(corpus, order, feature_set, threads=threads)
+    layouts = [block.layout for block in two._driver.blocks[1:]]
+    assert layouts and all(layout is not None and (layout == kernel.DIRECT).any() for layout in layouts)
     theta = np.random.default_rng(11).normal(size=one.num_weights)
     (loss_one, gradient_one), (loss_two, gradient_two) = one.loss_and_gradient(theta), two.loss_and_gradient(theta)
     assert loss_one == pytest.approx(loss_two, rel=1e-12)
