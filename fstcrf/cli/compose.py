@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import logging
 
-from fstcrf.cli.options import POSITIVE, add_budget_arguments, add_command, add_lbfgs_memory, real_number
+from fstcrf.cli.options import (
+    POSITIVE,
+    add_budget_arguments,
+    add_command,
+    add_lbfgs_memory,
+    add_lbfgs_precision,
+    real_number,
+)
 from fstcrf.learn.settings import DEFAULT_SIGMA, JOINT_INITS, JOINT_PRIORS
 from fstcrf.errors import FstcrfError
 from fstcrf.extras import require
@@ -102,6 +109,7 @@ def _train_jointly(joint, args: argparse.Namespace) -> None:
         max_iter=args.max_iter,
         tol=args.tol,
         memory=args.lbfgs_memory,
+        history=args.lbfgs_precision,
     )
     report_kept(joint, "the weights of joint iteration %d of %d", joint.best_iteration_, joint.n_iter_)
 
@@ -199,6 +207,7 @@ def add_parsers(commands) -> None:
         help="stop when an iteration lowers the objective by less than this fraction of it (default %(default)s)",
     )
     add_lbfgs_memory(training)
+    add_lbfgs_precision(training)
     training.add_argument(
         "--threads", type=POSITIVE, default=2, help="threads for the joint gradient (default %(default)s)"
     )

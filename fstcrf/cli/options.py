@@ -136,6 +136,19 @@ def add_lbfgs_memory(parser) -> None:
     )
 
 
+def add_lbfgs_precision(parser) -> None:
+    """--lbfgs-precision: the float type of the L-BFGS history (train, jackknife, compose)."""
+    parser.add_argument(
+        "--lbfgs-precision",
+        choices=["double", "single"],
+        default="double",
+        help="L-BFGS history (lbfgs, mce-f): single keeps the correction pairs, the "
+        "direction and the previous gradient in float32, with sums in double (1.5 GB less "
+        "for a model of 17.7M weights with 10 pairs); the weights, objective and gradient "
+        "stay float64 and the path differs from double's by rounding (default %(default)s)",
+    )
+
+
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     """The options that configure a model and its training (train, jackknife)."""
     parser.add_argument(
@@ -233,15 +246,7 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
         help="mce-f: offset beta of that sigmoid (default %(default)s, the paper's)",
     )
     add_lbfgs_memory(parser)
-    parser.add_argument(
-        "--lbfgs-precision",
-        choices=["double", "single"],
-        default="double",
-        help="L-BFGS history (lbfgs, mce-f): single keeps the correction pairs, the "
-        "direction and the previous gradient in float32, with sums in double (1.5 GB less "
-        "for a model of 17.7M weights with 10 pairs); the weights, objective and gradient "
-        "stay float64 and the path differs from double's by rounding (default %(default)s)",
-    )
+    add_lbfgs_precision(parser)
     parser.add_argument(
         "--consistency",
         action="store_true",

@@ -217,7 +217,7 @@ class JointModel:
         latent, marginalised).  ``options`` are those of
         :func:`~fstcrf.model.joint_training.fit_joint`: ``init`` ("warm": from the
         fitted weights; "zero"), ``prior`` (centred on the "start" or on "zero"),
-        ``sigma``, ``max_iter``, ``tol``, ``memory``, ``callback``, ``dev_score``.
+        ``sigma``, ``max_iter``, ``tol``, ``memory``, ``history``, ``callback``, ``dev_score``.
         With ``dev`` the iteration with the best score of the top component on it is
         kept.  Returns self, its components replaced by trained copies and its scales
         set to 1; learned attributes ``history_``, ``n_iter_``, ``best_iteration_``,

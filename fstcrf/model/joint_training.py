@@ -277,6 +277,7 @@ def fit_joint(
     max_iter: int = 100,
     tol: float = 1e-7,
     memory: int = LBFGS_MEMORY,
+    history: str = "double",
     threads: int | None = None,
     callback=None,
     dev_score: Callable[[Model], ChunkScores | TagScores] | None = None,
@@ -287,7 +288,8 @@ def fit_joint(
     deviation ``sigma`` on the starting weights ("start") or on zero.  With ``dev``,
     the iteration whose top-component score on it is best is kept.  Returns the
     trained copy of ``model`` and the L-BFGS result (history, iterations, whether
-    it was interrupted).  ``dev_score``, instead of ``dev``, scores a candidate
+    it was interrupted).  ``memory`` and ``history`` are L-BFGS's (its correction pairs,
+    and "single" to keep them in float32).  ``dev_score``, instead of ``dev``, scores a candidate
     model by any measure (an object with ``.primary``, higher is better, and
     ``.metric``, its name).  Errors in the corpus are raised before training starts."""
     if init not in JOINT_INITS:
@@ -338,6 +340,7 @@ def fit_joint(
         initial=start - center,
         name="joint",
         memory=memory,
+        history=history,
     )
     trained = with_weights(unit, objective.component_weights(result.weights))
     trained.threads = model.threads

@@ -137,3 +137,27 @@ def test_ctrl_c_keeps_the_best_iteration_so_far(models, tmp_path, monkeypatch, c
         code = main(["compose", *map(str, models), "--train", str(train), "--dev", str(dev), "-o", str(output)])
     assert code == 0 and output.is_file()
     assert "interrupted; kept the weights of joint iteration" in caplog.text
+
+
+def test_compose_train_in_single_precision_reaches_the_learner(models, tmp_path, monkeypatch):
+    """--lbfgs-precision single gives joint training's L-BFGS a float32 history, which
+    ends near the double run's objective."""
+    from fstcrf.model import joint_training
+
+    train, _ = _split(tmp_path)
+    objectives = {}
+    lbfgs = joint_training.lbfgs
+
+    def recording(*args, **kwargs):
+        result = lbfgs(*args, **kwargs)
+        objectives[kwargs["history"]] = result.history[-1]["objective"]
+        return result
+
+    monkeypatch.setattr(joint_training, "lbfgs", recording)
+    for precision in ("double", "single"):
+        output = tmp_path / f"{precision}.model"
+        command = ["-q", "compose", *map(str, models), "--train", str(train), "--max-iter", "6"]
+        assert main([*command, "--lbfgs-precision", precision, "-o", str(output)]) == 0
+        assert output.is_file()
+    assert set(objectives) == {"double", "single"}
+    assert objectives["single"] == pytest.approx(objectives["double"], rel=1e-3)
