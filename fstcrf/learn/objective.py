@@ -359,7 +359,6 @@ class _GradientDriver:
             )
             for index, (first, last) in enumerate(chunks)
         ]
-        del used
         self._sentence_block: _GradientBlock | None = None
 
     def scores(self, weights: np.ndarray) -> kernel.Scores:

@@ -637,10 +637,9 @@ def two_loop(gradient: np.ndarray, pairs, dtype: np.dtype = np.dtype(np.float64)
 
 
 def vector_norm(vector: np.ndarray) -> float:
-    """The Euclidean norm of a float64 or float32 [D] vector, summed in double."""
-    return (
-        math.sqrt(kernel.history_dot(vector, vector)) if vector.dtype == np.float32 else float(np.linalg.norm(vector))
-    )
+    """The Euclidean norm of a float64 or float32 [D] vector, summed in double (for
+    float64, numpy's norm: the root of the same dot product)."""
+    return math.sqrt(kernel.history_dot(vector, vector))
 
 
 def averaged_perceptron(
