@@ -26,6 +26,16 @@ first stage's labels are read as entities (first token, last token, type) with
 Ties go to an entity type over "O", then to the alphabetically first type, so
 the columns depend on the labels only, never on the order of the sentences.
 
+Beyond the paper, :data:`CASELESS_COLUMNS` compare words lower-cased, so that a
+name in an all-capitals headline ("JAPAN") meets its occurrences in the text
+("Japan"), and ``first_stage`` is the first stage's own label of the token:
+
+* ``token_doc_lower`` / ``token_corpus_lower``: as ``token_doc`` /
+  ``token_corpus``, the words compared lower-cased;
+* ``entity_doc_lower`` / ``entity_corpus_lower``: as ``entity_doc`` /
+  ``entity_corpus``, the entities' words compared lower-cased;
+* ``first_stage``: the first stage's label (as given, e.g. "B-PER").
+
 With ``consistency_scale`` the tagger also carries Finkel et al.'s
 label-consistency penalties (:mod:`fstcrf.document.consistency`), estimated
 from the training documents, on its second stage, and
@@ -51,6 +61,7 @@ from fstcrf.model.file import TWO_STAGE_KIND, arrays_under, header_field, read_k
 from fstcrf.progress import Progress
 from fstcrf.corpus.schemes import read_chunks
 from fstcrf.document.annealing import Annealed
+from fstcrf.document.casing import CASING_COLUMNS, casing_columns
 from fstcrf.document.consistency import is_penalty_scale, proper_parts
 from fstcrf.document.decode import decode_documents, estimate_consistency, model_factors
 from fstcrf.document.documents import document_spans
@@ -58,8 +69,15 @@ from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, DEFAULT_SWEEPS, DEFAULT
 
 logger = logging.getLogger(__name__)
 
-#: The columns :func:`majority_columns` adds, in this order.
+#: Krishnan & Manning's six majority columns, which every second stage reads.
 MAJORITY_COLUMNS = ("token_doc", "token_corpus", "entity_doc", "entity_corpus", "superentity_doc", "superentity_corpus")
+#: The majorities of lower-cased words and the first stage's own label (see the module doc).
+CASELESS_COLUMNS = ("token_doc_lower", "token_corpus_lower", "entity_doc_lower", "entity_corpus_lower", "first_stage")
+#: The columns :func:`majority_columns` adds, in this order.
+LABEL_COLUMNS = MAJORITY_COLUMNS + CASELESS_COLUMNS
+#: The columns :meth:`TwoStageTagger.with_majorities` adds: the label columns, then
+#: the casing columns of :mod:`fstcrf.document.casing`.
+SECOND_STAGE_COLUMNS = LABEL_COLUMNS + CASING_COLUMNS
 #: The value of a majority column without any vote.
 NO_VOTE = "none"
 #: The type of a token outside every entity.
@@ -88,18 +106,22 @@ def _vote(table: dict, key, label: str) -> None:
 class _Votes:
     """The first-stage votes of a group of sentences (one document or the whole corpus):
     per word, per entity's words and per proper part of an entity's words, the count
-    of each type."""
+    of each type; the same per lower-cased word and lower-cased entity words."""
 
     def __init__(self, words: Iterable[list[str]], entities: Iterable[list[tuple[int, int, str]]]):
         self.token: dict[str, dict[str, int]] = {}
+        self.token_lower: dict[str, dict[str, int]] = {}
         self.entity: dict[tuple[str, ...], dict[str, int]] = {}
+        self.entity_lower: dict[tuple[str, ...], dict[str, int]] = {}
         self.superentity: dict[tuple[str, ...], dict[str, int]] = {}
         for sentence_words, sentence_entities in zip(words, entities):
             for word, token_type in zip(sentence_words, _token_types(sentence_entities, len(sentence_words))):
                 _vote(self.token, word, token_type)
+                _vote(self.token_lower, word.lower(), token_type)
             for first, last, entity_type in sentence_entities:
                 entity_words = tuple(sentence_words[first : last + 1])
                 _vote(self.entity, entity_words, entity_type)
+                _vote(self.entity_lower, _lowered(entity_words), entity_type)
                 for part in proper_parts(entity_words):
                     _vote(self.superentity, part, entity_type)
 
@@ -107,17 +129,29 @@ class _Votes:
         """token majority [T] of one sentence's tokens, each leaving out its own vote."""
         return [_majority(self.token[word], own) for word, own in zip(words, types)]
 
-    def entity_columns(self, words: list[str], entities: list[tuple[int, int, str]]) -> tuple[list[str], list[str]]:
-        """entity and superentity majorities [T] of one sentence (each entity leaves out its own vote)."""
+    def token_lower_columns(self, words: list[str], types: list[str]) -> list[str]:
+        """token majority [T] of the lower-cased words, each token leaving out its own vote."""
+        return [_majority(self.token_lower[word.lower()], own) for word, own in zip(words, types)]
+
+    def entity_columns(
+        self, words: list[str], entities: list[tuple[int, int, str]]
+    ) -> tuple[list[str], list[str], list[str]]:
+        """entity, superentity and lower-cased entity majorities [T] of one sentence (each
+        entity leaves out its own vote)."""
         entity_column = [NO_VOTE] * len(words)
         superentity_column = [NO_VOTE] * len(words)
+        lower_column = [NO_VOTE] * len(words)
         for first, last, entity_type in entities:
             entity_words = tuple(words[first : last + 1])
-            others = _majority(self.entity[entity_words], entity_type)
-            containing = _majority(self.superentity.get(entity_words, {}))
-            entity_column[first : last + 1] = [others] * (last + 1 - first)
-            superentity_column[first : last + 1] = [containing] * (last + 1 - first)
-        return entity_column, superentity_column
+            span = last + 1 - first
+            entity_column[first : last + 1] = [_majority(self.entity[entity_words], entity_type)] * span
+            superentity_column[first : last + 1] = [_majority(self.superentity.get(entity_words, {}))] * span
+            lower_column[first : last + 1] = [_majority(self.entity_lower[_lowered(entity_words)], entity_type)] * span
+        return entity_column, superentity_column, lower_column
+
+
+def _lowered(words: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(word.lower() for word in words)
 
 
 def _token_types(entities: list[tuple[int, int, str]], length: int) -> list[str]:
@@ -133,7 +167,7 @@ def majority_columns(
     spans: Sequence[tuple[int, int]],
     word_column: str = "word",
 ) -> list[Sentence]:
-    """The sentences with the :data:`MAJORITY_COLUMNS` (see the module doc) computed from
+    """The sentences with the :data:`LABEL_COLUMNS` (see the module doc) computed from
     first-stage ``labels`` [B][T] (IOB2, or any scheme :func:`~fstcrf.corpus.schemes.read_chunks`
     reads) within the documents ``spans`` ([first, last) sentence ranges, as from
     :func:`~fstcrf.document.documents.document_spans`) and over all the sentences."""
@@ -165,14 +199,15 @@ def majority_columns(
         document_votes = _Votes(words[first:last], entities[first:last])
         for index in range(first, last):
             types = _token_types(entities[index], len(words[index]))
-            columns = {}
+            columns = {"first_stage": list(labels[index])}
             for level, votes in (("doc", document_votes), ("corpus", corpus_votes)):
                 columns[f"token_{level}"] = votes.token_columns(words[index], types)
-                columns[f"entity_{level}"], columns[f"superentity_{level}"] = votes.entity_columns(
-                    words[index], entities[index]
-                )
+                columns[f"token_{level}_lower"] = votes.token_lower_columns(words[index], types)
+                entity, superentity, lower = votes.entity_columns(words[index], entities[index])
+                columns[f"entity_{level}"], columns[f"superentity_{level}"] = entity, superentity
+                columns[f"entity_{level}_lower"] = lower
             sentence = sentences[index]
-            added = {name: columns[name] for name in MAJORITY_COLUMNS}
+            added = {name: columns[name] for name in LABEL_COLUMNS}
             extended.append(Sentence({**sentence.columns, **added}, sentence.line_numbers, sentence.docstart_lines))
     return extended
 
@@ -254,11 +289,12 @@ class TwoStageTagger:
         return ChainCRF(**{**params, "template": second_stage_template(params["template"])})
 
     def with_majorities(self, corpus: Corpus, labels: Sequence[Sequence[str]], source: str) -> Corpus:
-        """``corpus`` with the :data:`MAJORITY_COLUMNS` of first-stage ``labels`` [B][T]
+        """``corpus`` with the :data:`SECOND_STAGE_COLUMNS` of first-stage ``labels`` [B][T]
         within its documents (``source`` names it in errors)."""
         spans = document_spans(corpus.sentences, source)
-        sentences = majority_columns(corpus.sentences, labels, spans, self.word_column)
-        names = corpus.column_names + tuple(name for name in MAJORITY_COLUMNS if name not in corpus.column_names)
+        labelled = majority_columns(corpus.sentences, labels, spans, self.word_column)
+        sentences = casing_columns(labelled, spans, self.word_column)
+        names = corpus.column_names + tuple(name for name in SECOND_STAGE_COLUMNS if name not in corpus.column_names)
         return Corpus(names, sentences, corpus.path, corpus.separator, corpus.trailing_docstart_lines)
 
     def fit(

@@ -14,6 +14,7 @@ from fstcrf.corpus.conll import Sentence, as_corpus
 from fstcrf.document.consistency import ConsistencyFactor
 from fstcrf.document.decode import decode_documents, estimate_consistency
 from fstcrf.document.two_stage import (
+    LABEL_COLUMNS,
     MAJORITY_COLUMNS,
     TwoStageTagger,
     load_two_stage,
@@ -136,14 +137,16 @@ def _naive_majority(votes):
     return (entity_winners or winners)[0]
 
 
-def _naive_columns(sentences, labels, group):
-    """Each token's six values, from pairwise comparison with every token and entity of ``group``
-    (the sentence indices of its document or of the corpus)."""
+def _naive_columns(sentences, labels, group, fold=lambda word: word):
+    """Each token's token, entity and superentity majorities, from pairwise comparison with
+    every token and entity of ``group`` (the sentence indices of its document or of the
+    corpus), the words compared after ``fold``."""
     token_types = {}
     entities = []  # (sentence, first, last, type, words)
     for index in group:
         for first, last, entity_type in read_chunks(labels[index]):
-            entities.append((index, first, last, entity_type, tuple(sentences[index]["word"][first : last + 1])))
+            words = sentences[index]["word"][first : last + 1]
+            entities.append((index, first, last, entity_type, tuple(fold(word) for word in words)))
         for position in range(len(sentences[index])):
             token_types[index, position] = "O"
     for index, first, last, entity_type, _ in entities:
@@ -157,7 +160,8 @@ def _naive_columns(sentences, labels, group):
                 [
                     token_types[other]
                     for other in token_types
-                    if other != (index, position) and sentences[other[0]]["word"][other[1]] == words[position]
+                    if other != (index, position)
+                    and fold(sentences[other[0]]["word"][other[1]]) == fold(words[position])
                 ]
             )
             for position in range(len(words))
@@ -186,13 +190,40 @@ def test_majority_columns_match_a_pairwise_enumeration(case):
     sentences, labels, spans = case
     extended = majority_columns(sentences, labels, spans)
     corpus = _naive_columns(sentences, labels, range(len(sentences)))
+    corpus_lower = _naive_columns(sentences, labels, range(len(sentences)), str.lower)
     for first, last in spans:
         document = _naive_columns(sentences, labels, range(first, last))
+        document_lower = _naive_columns(sentences, labels, range(first, last), str.lower)
         for index in range(first, last):
             got = extended[index]
             assert (got["token_doc"], got["entity_doc"], got["superentity_doc"]) == document[index]
             assert (got["token_corpus"], got["entity_corpus"], got["superentity_corpus"]) == corpus[index]
+            assert (got["token_doc_lower"], got["entity_doc_lower"]) == document_lower[index][:2]
+            assert (got["token_corpus_lower"], got["entity_corpus_lower"]) == corpus_lower[index][:2]
+            assert got["first_stage"] == labels[index]
             assert got["word"] == sentences[index]["word"]
+            assert set(got.column_names) == {"word", *LABEL_COLUMNS}
+
+
+def test_lower_cased_majorities_join_a_headline_to_its_text():
+    sentences = [
+        _sentence(["JAPAN", "WIN"], start=True),
+        _sentence(["Japan", "beat", "Syria"]),
+        _sentence(["Japan", "won"]),
+        _sentence(["JAPAN"], start=True),
+    ]
+    labels = [["O", "O"], ["B-LOC", "O", "B-LOC"], ["B-LOC", "O"], ["B-ORG"]]
+    extended = majority_columns(sentences, labels, [(0, 3), (3, 4)])
+    # case-sensitive, the headline's JAPAN has no other occurrence in its document
+    assert _column(extended, "token_doc")[0] == ["none", "none"]
+    assert _column(extended, "token_doc_lower")[0] == ["LOC", "none"]
+    # the corpus: JAPAN (O), Japan (LOC), Japan (LOC), JAPAN (ORG), each leaving out itself
+    assert _column(extended, "token_corpus_lower")[0][0] == "LOC"
+    assert _column(extended, "token_corpus_lower")[3] == ["LOC"]
+    assert _column(extended, "entity_doc_lower")[1] == ["LOC", "none", "none"]
+    assert _column(extended, "entity_corpus_lower")[3] == ["LOC"]
+    assert _column(extended, "entity_doc_lower")[3] == ["none"]
+    assert _column(extended, "first_stage") == labels
 
 
 def test_majority_columns_checks_its_input():
