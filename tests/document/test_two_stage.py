@@ -16,6 +16,7 @@ from fstcrf.document.decode import decode_documents, estimate_consistency
 from fstcrf.document.two_stage import (
     LABEL_COLUMNS,
     MAJORITY_COLUMNS,
+    SECOND_STAGE_COLUMNS,
     TwoStageTagger,
     load_two_stage,
     majority_columns,
@@ -311,7 +312,23 @@ def test_the_second_stage_template_adds_the_majority_predicates():
     template = second_stage_template("bias\nword[0]\n")
     names = [predicate.name for predicate in template]
     assert names[:2] == ["bias", "word[0]"]
-    assert set(MAJORITY_COLUMNS) <= set(template.columns)
+    # every added column but entity_corpus_lower, which did not pay on eng.testa
+    assert set(template.columns) == {"word", *SECOND_STAGE_COLUMNS} - {"entity_corpus_lower"}
+
+
+def test_a_second_stage_reading_only_the_six_majorities_saves_loads_and_tags(tmp_path):
+    """A second stage of before the caseless and casing columns (the six majority
+    lines only) still trains, loads and tags: the other columns are computed and unread."""
+    train = _toy_corpus(30)
+    first = ChainCRF(template="bias\nword[0]\nword[-1]\n", max_iter=20, threads=1)
+    lines = "".join(f"{name}[0]\n" for name in MAJORITY_COLUMNS)
+    second = ChainCRF(template="bias\nword[0]\nword[-1]\n" + lines, max_iter=20, threads=1)
+    tagger = TwoStageTagger(first, second, folds=3, progress=False).fit(train, target="ner")
+    assert set(tagger.second_.extractor_.template.columns) == {"word", *MAJORITY_COLUMNS}
+    path = tmp_path / "six.model"
+    tagger.save(path)
+    loaded = load_two_stage(path)
+    assert loaded.predict(train) == tagger.predict(train)
 
 
 def test_the_tagger_checks_its_settings():
