@@ -54,6 +54,7 @@ from collections.abc import Iterable, Sequence
 from fstcrf.model.compose import jackknife
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ModelFileError, PenaltyError, ShapeError
+from fstcrf.features.defaults import second_stage_files
 from fstcrf.features.template import Template, parse_template
 from fstcrf.features.template import resolve_template
 from fstcrf.model.chain import ChainCRF
@@ -82,7 +83,6 @@ SECOND_STAGE_COLUMNS = LABEL_COLUMNS + CASING_COLUMNS
 NO_VOTE = "none"
 #: The type of a token outside every entity.
 OUTSIDE = "O"
-_SECOND_STAGE_FILE = "ner_second_stage.txt"
 #: The two stages' names in a two-stage model file (each stage's arrays are prefixed "NAME.").
 STAGES = ("first", "second")
 
@@ -214,10 +214,15 @@ def majority_columns(
 
 def second_stage_template(first_template: Template | str) -> Template:
     """The first stage's template (a Template, text or shipped name) followed by the
-    predicates of ``fstcrf/templates/ner_second_stage.txt`` on the majority columns."""
+    predicates of the second-stage files chosen for it
+    (:func:`fstcrf.features.defaults.second_stage_files`: the majority columns and,
+    for some shipped templates, the casing columns)."""
     first = resolve_template(first_template)
-    extra = (resources.files("fstcrf") / "templates" / _SECOND_STAGE_FILE).read_text("utf-8")
-    return parse_template(first.text + extra, f"{first.source} + fstcrf/templates/{_SECOND_STAGE_FILE}")
+    files = second_stage_files(first_template)
+    folder = resources.files("fstcrf") / "templates"
+    extra = "".join((folder / name).read_text("utf-8") for name in files)
+    source = " + ".join([first.source, *(f"fstcrf/templates/{name}" for name in files)])
+    return parse_template(first.text + extra, source)
 
 
 class TwoStageTagger:

@@ -53,6 +53,16 @@ TEMPLATE_DECODINGS = {"ner-rich": "mbr", "ner-pos-rich": "mbr"}
 #: eng.testa, 1.1343; ner-pos-rich: esp.testa and ned.testa together, 1.0459;
 #: docs/benchmarks.md, "Sigma and temperature of the CoNLL-2002 default").
 TEMPLATE_MBR_TEMPERATURES = {"ner-rich": 1.13, "ner-pos-rich": 1.05}
+#: The files of fstcrf/templates/ whose lines a two-stage tagger's second stage adds
+#: to its first stage's template (fstcrf.document.two_stage.second_stage_template):
+#: Krishnan & Manning's six majorities, then the lower-cased majorities, the first
+#: stage's labels and the neighbours' majorities, which paid on eng.testa, esp.testa
+#: and ned.testa (docs/benchmarks.md, "A second stage that reads more").
+SECOND_STAGE_FILES = ("ner_second_stage.txt", "ner_second_stage_more.txt")
+#: Second-stage files added for a shipped first-stage template: the casing lines
+#: (fstcrf.document.casing) gained 0.08 beside the others on eng.testa; on esp.testa,
+#: a file without documents, they cost 0.88.
+TEMPLATE_SECOND_STAGE_FILES = {"ner-rich": ("ner_second_stage_casing.txt",)}
 #: The range of a model's default MBR temperature (``ChainCRF.mbr_temperature_``):
 #: about that of ``ChainCRF.fit_temperature``'s search, exp(-4) to exp(4).
 MBR_TEMPERATURE_RANGE = (0.018, 54.6)
@@ -107,3 +117,11 @@ def template_mbr_temperature(template) -> float:
     (a shipped template's name, or a Template): the one chosen with it on the
     development sets, else 1."""
     return TEMPLATE_MBR_TEMPERATURES.get(template, 1.0) if isinstance(template, str) else 1.0
+
+
+def second_stage_files(template) -> tuple[str, ...]:
+    """The files of fstcrf/templates/ whose lines the second stage of a two-stage tagger
+    whose first stage reads ``template`` (a shipped template's name, or a Template)
+    adds: :data:`SECOND_STAGE_FILES`, then the template's own choices."""
+    own = TEMPLATE_SECOND_STAGE_FILES.get(template, ()) if isinstance(template, str) else ()
+    return SECOND_STAGE_FILES + own

@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 import fstcrf.model.compose
 from fstcrf.corpus.conll import Sentence, as_corpus
+from fstcrf.document.casing import CASING_COLUMNS
 from fstcrf.document.consistency import ConsistencyFactor
 from fstcrf.document.decode import decode_documents, estimate_consistency
 from fstcrf.document.two_stage import (
@@ -312,8 +313,13 @@ def test_the_second_stage_template_adds_the_majority_predicates():
     template = second_stage_template("bias\nword[0]\n")
     names = [predicate.name for predicate in template]
     assert names[:2] == ["bias", "word[0]"]
-    # every added column but entity_corpus_lower, which did not pay on eng.testa
-    assert set(template.columns) == {"word", *SECOND_STAGE_COLUMNS} - {"entity_corpus_lower"}
+    # every added column but entity_corpus_lower, which did not pay on eng.testa, and
+    # the casing columns, which only ner-rich's second stage reads
+    unread = {"entity_corpus_lower", *CASING_COLUMNS}
+    assert set(template.columns) == {"word", *SECOND_STAGE_COLUMNS} - unread
+    assert set(CASING_COLUMNS) <= set(second_stage_template("ner-rich").columns)
+    assert not set(CASING_COLUMNS) & set(second_stage_template("ner-pos-rich").columns)
+    assert second_stage_template("ner-rich").source.endswith("ner_second_stage_casing.txt")
 
 
 def test_a_second_stage_reading_only_the_six_majorities_saves_loads_and_tags(tmp_path):
