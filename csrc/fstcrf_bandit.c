@@ -38,10 +38,13 @@ static void request_step_lines(const ff_dictionary *d, const ff_tokens *x, int64
     }
 }
 
-int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
-            double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
-            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work,
-            const double *step_state, int32_t state_width)
+/* fb_draw's work on one piece, sentences first .. last-1 (b sentences): their offsets
+ * [b+1] (from 0), emissions, log_z, marginals and edge counts at the pointers given,
+ * draw r's states at paths + r * stride, sentence i's seeded by (seed, i, r). */
+static int draw_piece(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
+                      double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
+                      double *marg, double *edge_counts, int32_t *paths, int64_t stride, fc_workspace *ws,
+                      double *work, const double *step_state, int32_t state_width)
 {
     const fc_graph *g = set->graph;
     const int32_t S = g->num_states;
@@ -74,20 +77,40 @@ int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc,
         infeasible |= table < 0;
         if (infeasible || num_draws == 0) continue;
         infeasible |= fc__sample_scaled_sentence(table, g, sc, &w, emit + off * S, cls, T, seed, i, num_draws,
-                                                 offsets[b], paths + off) != FC_OK;
+                                                 stride, paths + off) != FC_OK;
     }
     return infeasible ? FC_INFEASIBLE : FC_OK;
 }
 
-int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
-                int64_t coef_stride, const int32_t *paths, int64_t path_stride, const int64_t *offsets,
-                const double *marg, double sign, double *marks, const int64_t *at, double *grad, double *work)
+int fb_draw(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_t piece_begin, int32_t piece_end,
+            const fc_scores *sc, const double *theta, double sign, uint64_t seed, int32_t num_draws,
+            int64_t *offsets, double *emit, double *log_z, double *marg, double *edge_counts, int32_t *paths,
+            fc_workspace *ws, double *work, const double *step_state, int32_t state_width)
+{
+    const int32_t S = set->graph->num_states;
+    const int64_t row = set->offsets[bounds[0]], n = set->offsets[bounds[num_pieces]] - row;
+    const int64_t per_sentence = (int64_t)sc->num_classes * set->graph->num_edges;
+    for (int32_t q = piece_begin; q < piece_end; ++q) {
+        const int64_t i = bounds[q] - bounds[0], t = set->offsets[bounds[q]] - row;
+        const int status = draw_piece(set, bounds[q], bounds[q + 1], sc, theta, sign, seed + (uint64_t)q,
+                                      num_draws, offsets + i + q, emit + t * S, log_z + i, marg + t * S,
+                                      edge_counts + i * per_sentence, paths + t, n, ws, work, step_state,
+                                      state_width);
+        if (status != FC_OK) return status;
+    }
+    return FC_OK;
+}
+
+/* fb_gradient's work on one piece, sentences first .. last-1 (b sentences, offsets
+ * [b+1] from 0): draw k's weights at coef + k * coef_stride and states at
+ * paths + k * path_stride, marks [n, S] and marg [n, S] its tokens' rows. */
+static int gradient_piece(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
+                          int64_t coef_stride, const int32_t *paths, int64_t path_stride, const int64_t *offsets,
+                          const double *marg, double sign, double *marks, const int64_t *at, double *grad,
+                          double *work)
 {
     const int32_t S = set->graph->num_states;
     const int64_t b = last - first;
-    for (int32_t k = 0; k < num_draws; ++k)
-        for (int64_t t = 0; t < offsets[b]; ++t)
-            if (paths[k * path_stride + t] < 0 || paths[k * path_stride + t] >= S) return FC_BAD_ARGUMENT;
     const ff_tokens x = token_block(set, set->offsets[first], set->offsets[last]);
     for (int64_t i = 0; i < b; ++i) {
         /* w_i summed over the draws in order, as numpy sums the rows of [K, b] */
@@ -102,6 +125,27 @@ int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draw
         }
     }
     return ff_accumulate_at(set->dictionary, &x, marks, sign, at, grad, NULL, work);
+}
+
+int fb_gradient(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_t piece_begin,
+                int32_t piece_end, int32_t num_draws, const double *coef, const int32_t *paths,
+                const int64_t *offsets, const double *marg, double sign, double *marks, const int64_t *at,
+                double *const *grads, double *work)
+{
+    const int32_t S = set->graph->num_states;
+    const int64_t row = set->offsets[bounds[0]], n = set->offsets[bounds[num_pieces]] - row;
+    const int64_t b = bounds[num_pieces] - bounds[0];
+    const int64_t begin = set->offsets[bounds[piece_begin]] - row, end = set->offsets[bounds[piece_end]] - row;
+    for (int32_t k = 0; k < num_draws; ++k)
+        for (int64_t t = begin; t < end; ++t)
+            if (paths[k * n + t] < 0 || paths[k * n + t] >= S) return FC_BAD_ARGUMENT;
+    for (int32_t q = piece_begin; q < piece_end; ++q) {
+        const int64_t i = bounds[q] - bounds[0], t = set->offsets[bounds[q]] - row;
+        const int status = gradient_piece(set, bounds[q], bounds[q + 1], num_draws, coef + i, b, paths + t, n,
+                                          offsets + i + q, marg + t * S, sign, marks + t * S, at, grads[q], work);
+        if (status != FC_OK) return status;
+    }
+    return FC_OK;
 }
 
 int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,

@@ -31,42 +31,54 @@ typedef struct {
     const int32_t *edge_ids;       /* [S, S] the edge from state a to state b, -1: none */
 } fb_set;
 
-/* Sentences first .. last-1 (b sentences, n tokens) under weights sign * theta:
+/* A minibatch, sentences bounds[0] .. bounds[Q]-1 (b sentences, n tokens), cut into
+ * Q pieces (piece q: sentences bounds[q] .. bounds[q+1]-1, b_q sentences), under
+ * weights sign * theta; this call does pieces piece_begin .. piece_end-1, one after
+ * the other (calls on disjoint ranges of pieces, each with its own ws and work, may
+ * run in parallel threads).  Each piece is a block of its own:
+ *   bounds     [Q+1]     sentence indices of the set, ascending
  *   theta      [F]       feature weights; the transition scores are sc's (already signed)
- *   offsets    [b+1]     WRITTEN: the block's sentence offsets, from 0
+ *   offsets    [b + Q]   WRITTEN: piece q's sentence offsets [b_q + 1], from 0, at
+ *                        bounds[q] - bounds[0] + q
  *   emit       [n, S]    WRITTEN: the emissions
  *   log_z      [b]       WRITTEN
  *   marg       [n, S]    WRITTEN: the state marginals
  *   edge_counts [b, C, E] OVERWRITTEN: each sentence's expected edge uses
- *   paths      [K, n]    WRITTEN: K exact draws, draw r of sentence i seeded as
- *                        fc_sample's with (seed, first_index 0)
- *   work       [S + L]   scratch
+ *   paths      [K, n]    WRITTEN: K exact draws, draw r of the i-th sentence of piece q
+ *                        seeded as fc_sample's with (seed + q, first_index 0)
+ *   ws, work   [S + L]   scratch
  *   step_state [F, W]    the step state fb_step will read (fb_step's state, W = 1 or 2) or
- *                        NULL: its cache lines at the block's features are asked for while
+ *                        NULL: its cache lines at the pieces' features are asked for while
  *                        the posteriors are computed (a hint, with no effect on results)
  * The draws are fc_sample_scaled's (fc_sample's distribution, seeding and uniforms), made
  * from the forward table of each sentence's posteriors.
- * Returns fc_sample_scaled's (or the first failing piece's) status. */
-int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
-            double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
-            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work,
-            const double *step_state, int32_t state_width);
+ * Returns FC_OK, or the status of the first piece that fails (fc_sample_scaled's). */
+int fb_draw(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_t piece_begin, int32_t piece_end,
+            const fc_scores *sc, const double *theta, double sign, uint64_t seed, int32_t num_draws,
+            int64_t *offsets, double *emit, double *log_z, double *marg, double *edge_counts, int32_t *paths,
+            fc_workspace *ws, double *work, const double *step_state, int32_t state_width);
 
-/* The feature part of the score-function gradient of weighted draws of
- * sentences first .. last-1 (b sentences, n tokens), whose posteriors fb_draw
- * wrote:
- *   coef   row k at coef + k * coef_stride: [b] the weight c[k, i] of draw k of sentence i
- *   paths  row k at paths + k * path_stride: [n] draw k's states
- *   marks  [n, S] scratch: the marginals times -w_i, with w_i = c[0, i] + ... +
- *          c[K-1, i] summed in that order, plus c[k, i] at each draw k's state
- *          (added in the order of k)
- *   at     [P] the layout of grad (ff_accumulate_at's: fb_index's), or NULL: grad is [F]
- *   grad   [F] or [U] ADDED TO: sign * (feature counts under marks), by ff_accumulate_at
- * Returns FC_BAD_ARGUMENT, before touching any output, if a state lies outside
- * [0, S) or a token uses a predicate the layout lacks; else FC_OK. */
-int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
-                int64_t coef_stride, const int32_t *paths, int64_t path_stride, const int64_t *offsets,
-                const double *marg, double sign, double *marks, const int64_t *at, double *grad, double *work);
+/* The feature part of the score-function gradient of weighted draws of the
+ * pieces piece_begin .. piece_end-1 of a minibatch (bounds [Q+1] as fb_draw's; b
+ * sentences, n tokens) whose posteriors fb_draw wrote (offsets [b + Q], marg
+ * [n, S]):
+ *   coef   [K, b] the weight c[k, i] of draw k of sentence i
+ *   paths  [K, n] the draws' states
+ *   marks  [n, S] scratch (the rows of these pieces' tokens): the marginals times
+ *          -w_i, with w_i = c[0, i] + ... + c[K-1, i] summed in that order, plus
+ *          c[k, i] at each draw k's state (added in the order of k)
+ *   at     [P] the layout of the gradients (ff_accumulate_at's: fb_index's), or NULL:
+ *          each is [F]
+ *   grads  [Q] pointers to [F] or [U] gradients: piece q's ADDED TO grads[q], sign *
+ *          (feature counts of its tokens under marks), by ff_accumulate_at
+ *   work   [S + L] scratch
+ * Returns FC_BAD_ARGUMENT, before touching any output, if a state of these pieces
+ * lies outside [0, S), or, before touching grads[q], if a token of piece q uses a
+ * predicate the layout lacks; else FC_OK. */
+int fb_gradient(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_t piece_begin,
+                int32_t piece_end, int32_t num_draws, const double *coef, const int32_t *paths,
+                const int64_t *offsets, const double *marg, double sign, double *marks, const int64_t *at,
+                double *const *grads, double *work);
 
 /* Weighted edge uses of draws of sentences first .. last-1 (b sentences, n tokens):
  *   coef    [K, b]     the weight of draw k of sentence i

@@ -38,11 +38,12 @@ Only the coordinates a minibatch touches are read or moved.  There is no
 penalty term: the epoch with the best dev score is kept.
 
 The gradients run in C (csrc/fstcrf_bandit.c, see :class:`SampledGradient`):
-per fixed piece of a minibatch, one call computes the emissions, the
+over the fixed pieces of a minibatch, one call computes the emissions, the
 posteriors with each sentence's expected edge counts and the draws, another
-the feature gradient of the weighted draws, and one call per minibatch steps
-the touched features straight from the gradient buffers.  The pieces of a
-large minibatch run on the threads; a small one's run on the calling thread.
+the feature gradient of the weighted draws, and one call steps the touched
+features straight from the gradient buffers.  The pieces of a large minibatch
+run on the threads, a call each; a small one's run in one call on the calling
+thread.
 """
 
 from __future__ import annotations
@@ -94,8 +95,8 @@ class SparseGradient:
 
 @dataclass
 class _Piece:
-    """Sum-product results of sentences first .. last-1 (one fixed piece of a minibatch)
-    under sign * theta: ``lengths`` [b], ``offsets`` int64 [b+1] (from 0),
+    """Sum-product results of sentences first .. last-1 (one fixed piece of a minibatch,
+    views of its :class:`Posteriors`) under sign * theta: ``lengths`` [b], ``offsets`` int64 [b+1] (from 0),
     ``emissions`` float [n, S], the kernel's ``transitions`` [E] or [C, E] and
     ``token_class`` [n] (or None), ``log_z`` [b], ``marginals`` float [n, S] and each
     sentence's expected ``edge_counts`` [b, E] or [b, C, E]."""
@@ -113,10 +114,43 @@ class _Piece:
 
 
 class Posteriors:
-    """The sum-product results of a minibatch's pieces under sign * theta."""
+    """The sum-product results of a minibatch, sentences first .. last-1 cut into Q
+    pieces at sentences bounds int64 [Q+1], under sign * theta: ``offsets`` int64
+    [b + Q] (piece q's [b_q + 1], from 0, at bounds[q] - first + q), ``emissions``
+    float [n, S], the kernel's ``transitions`` [E] or [C, E], ``log_z`` [b],
+    ``marginals`` float [n, S] and each sentence's expected ``edge_counts`` [b, E] or
+    [b, C, E]."""
 
-    def __init__(self, pieces: list[_Piece], sign: float, topology):
-        self.pieces, self.sign, self.topology = pieces, sign, topology
+    def __init__(self, bounds: np.ndarray, sign: float, gradient: SampledGradient, arrays: tuple, transitions):
+        self.bounds, self.sign = bounds, sign
+        self.first, self.last = int(bounds[0]), int(bounds[-1])
+        self.offsets, self.emissions, self.log_z, self.marginals, self.edge_counts = arrays
+        self.transitions = transitions
+        self._encoded, self.topology = gradient.encoded, gradient.scorer.topology
+
+    @property
+    def pieces(self) -> list[_Piece]:
+        """Each piece's results (views)."""
+        encoded, first, pieces = self._encoded, self.first, []
+        for q, (lo, hi) in enumerate(zip(self.bounds[:-1].tolist(), self.bounds[1:].tolist())):
+            rows = slice(encoded.offsets[lo] - encoded.offsets[first], encoded.offsets[hi] - encoded.offsets[first])
+            sentences = slice(lo - first, hi - first)
+            token_class = None if encoded.token_class is None else encoded.token_class[encoded.token_rows(lo, hi)]
+            pieces.append(
+                _Piece(
+                    lo,
+                    hi,
+                    encoded.lengths[lo:hi],
+                    self.offsets[lo - first + q : hi - first + q + 1],
+                    self.emissions[rows],
+                    self.transitions,
+                    token_class,
+                    self.log_z[sentences],
+                    self.marginals[rows],
+                    self.edge_counts[sentences],
+                )
+            )
+        return pieces
 
     def log_probabilities(self, paths: np.ndarray) -> np.ndarray:
         """float [K, B]: log p(path | x) of state paths [K, n] of the minibatch."""
@@ -135,11 +169,12 @@ class SampledGradient:
     """Draws and score-function gradients for encoded sentences under weights
     theta [D] = [F + T] (F features, T transition weights); labels never enter.
 
-    A minibatch (sentences first .. last-1) is cut into fixed pieces; each piece's
+    A minibatch (sentences first .. last-1) is cut into fixed pieces; their
     emissions, posteriors (with each sentence's expected edge counts) and draws
-    come from one C call (``fb_draw``), and its gradient from another
+    come from one C call (``fb_draw``), and their gradients from another
     (``fb_gradient``: coefficient-weighted path indicators minus weighted
-    marginals, accumulated into the piece's gradient buffer).  :meth:`step` moves
+    marginals, accumulated into each piece's gradient buffer), or a call per piece
+    on the threads for a large minibatch.  :meth:`step` moves
     the weights the minibatch touched straight from those buffers (``fb_step``)."""
 
     def __init__(self, scorer: Scorer, encoded: EncodedSentences):
@@ -181,7 +216,7 @@ class SampledGradient:
         self._final = np.where(topology.final, 0.0, -np.inf)
         self._workspaces: list = []  # one per piece, built on first use
         self._work = [np.empty(scorer.features.num_states + scorer.features.num_labels) for _ in range(_PIECES)]
-        self._bounds: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self._splits: dict[tuple[int, int], _Split] = {}
         #: the step state of the features (_Steps.features) whose lines each draw asks for
         self.step_state: np.ndarray | None = None
 
@@ -201,7 +236,7 @@ class SampledGradient:
         The kernel is called directly on caller-owned structs: the scores come from
         the model and need none of :class:`Potentials`' checks."""
         F = self.scorer.features.num_features
-        bounds = self._pieces(first, last)
+        split = self._split(first, last)
         transitions = np.ascontiguousarray(self.scorer.transitions.scores(sign * theta[F:]))
         scores = kernel.Scores(transitions, self._start, self._final)
         if not self._workspaces:
@@ -212,48 +247,38 @@ class SampledGradient:
                 for _ in range(_PIECES)
             ]
         S = self.scorer.topology.num_states
-        encoded = self.encoded
+        b, n = last - first, int(split.rows[-1] - split.rows[0])
+        offsets, log_z = np.empty(b + len(split.pieces), dtype=np.int64), np.empty(b)
+        emissions, marginals, edge_counts = np.empty((n, S)), np.empty((n, S)), np.empty((b, *transitions.shape))
+        paths = np.empty((count, n), dtype=np.int32)
+        outputs = (offsets, emissions, log_z, marginals, edge_counts, paths)
 
-        def work(piece: int) -> tuple[np.ndarray, _Piece]:
-            lo, hi = bounds[piece]
-            rows = encoded.token_rows(lo, hi)
-            n, b = rows.stop - rows.start, hi - lo
-            offsets, emissions, marginals = np.empty(b + 1, dtype=np.int64), np.empty((n, S)), np.empty((n, S))
-            log_z, edge_counts = np.empty(b), np.empty((b, *transitions.shape))
-            paths = np.empty((count, n), dtype=np.int32)
-            outputs = (offsets, emissions, log_z, marginals, edge_counts, paths)
+        def work(pieces: tuple[int, int]) -> None:
+            slot = pieces[0]
             kernel.bandit.draw(
                 self._training,
-                lo,
-                hi,
+                split.bounds,
+                pieces,
                 scores,
                 theta[:F],
                 sign,
-                (seed + piece) % 2**64,
+                seed % 2**64,
                 outputs,
-                self._workspaces[piece],
-                self._work[piece],
+                self._workspaces[slot],
+                self._work[slot],
                 self.step_state,
-            )
-            token_class = None if encoded.token_class is None else encoded.token_class[rows]
-            lengths = encoded.lengths[lo:hi]
-            return paths, _Piece(
-                lo, hi, lengths, offsets, emissions, transitions, token_class, log_z, marginals, edge_counts
             )
 
         with phase("bandit draws"):
-            parts = self.map(work, range(len(bounds)), self._small(first, last))
-        return (
-            np.concatenate([paths for paths, _ in parts], axis=1),
-            Posteriors([piece for _, piece in parts], sign, self.scorer.topology),
-        )
+            self.map(work, split.calls)
+        return paths, Posteriors(split.bounds, sign, self, outputs[:-1], transitions)
 
-    def map(self, work, items, inline: bool = False) -> list:
+    def map(self, work, items) -> list:
         """[work(item) for item in items]: the first item on the calling thread, the
-        others on the threads of a pool kept for this object (all inline when
-        ``inline``, for a single item or a single thread)."""
+        others on the threads of a pool kept for this object (all on the calling
+        thread for a single item or a single thread)."""
         items = list(items)
-        if inline or self.scorer.threads == 1 or len(items) <= 1:
+        if self.scorer.threads == 1 or len(items) <= 1:
             return [work(item) for item in items]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=min(self.scorer.threads, _PIECES) - 1)
@@ -279,40 +304,38 @@ class SampledGradient:
 
     def _add_gradient(self, posteriors: Posteriors, paths: np.ndarray, coefficients: np.ndarray) -> None:
         """:meth:`add_gradient`'s work."""
-        sign = posteriors.sign
-        first, last = posteriors.pieces[0].first, posteriors.pieces[-1].last
+        sign, first, last = posteriors.sign, posteriors.first, posteriors.last
         paths = kernel.kernel_array(paths, np.int32)
         coefficients = kernel.kernel_array(coefficients, np.float64)
-        start = self.encoded.offsets[first]
         layout = self.scorer.transitions
         # the draws' edges first: a path the topology does not allow is refused before
         # any gradient buffer is touched
-        counts = np.zeros((len(paths), *posteriors.pieces[0].edge_counts.shape[1:]))
+        counts = np.zeros((len(paths), *posteriors.edge_counts.shape[1:]))
         kernel.bandit.path_counts(self._training, first, last, coefficients, paths, counts)
         self._lay_out(first, last)
+        split = self._split(first, last)
+        marks = np.empty(posteriors.marginals.shape)
 
-        def work(number: int) -> np.ndarray:
-            piece = posteriors.pieces[number]
-            lo, hi = piece.first - first, piece.last - first  # within the minibatch
+        def work(pieces: tuple[int, int]) -> None:
             kernel.bandit.add_gradient(
                 self._training,
-                piece.first,
-                piece.last,
-                coefficients,
-                lo,
-                paths,
-                int(self.encoded.offsets[piece.first] - start),
-                (piece.offsets, piece.marginals),
+                split.bounds,
+                pieces,
+                (coefficients, paths),
+                (posteriors.offsets, posteriors.marginals),
                 sign,
-                (self._at, self._piece_gradients[number]),
-                np.empty(piece.marginals.shape),
-                self._work[number],
+                (self._at, self._piece_buffers),
+                marks,
+                self._work[pieces[0]],
             )
+
+        self.map(work, split.calls)
+        expected = np.zeros(posteriors.edge_counts.shape[1:])
+        for lo, hi in split.sentences:
             # sum_b weights[b] edge_counts[b]: np.tensordot's own dot, without its overhead
             weights = coefficients[:, lo:hi].sum(axis=0)[None]
-            return np.dot(weights, piece.edge_counts.reshape(hi - lo, -1)).reshape(piece.edge_counts.shape[1:])
-
-        expected = sum(self.map(work, range(len(posteriors.pieces)), self._small(first, last)))
+            piece_counts = posteriors.edge_counts[lo:hi]
+            expected += np.dot(weights, piece_counts.reshape(hi - lo, -1)).reshape(piece_counts.shape[1:])
         total: np.ndarray | float = 0.0
         for draw in counts:
             total = total + layout.gradient(draw)
@@ -329,8 +352,7 @@ class SampledGradient:
                     f"but not taken or stepped before one of sentences {first} .. {last - 1}"
                 )
             return self._layout
-        offsets = self.encoded.offsets
-        piece_rows = np.array([offsets[lo] for lo, _ in self._pieces(first, last)] + [offsets[last]], dtype=np.int64)
+        piece_rows = self._split(first, last).rows
         scratch = (self._seen_bits[: len(piece_rows)], self._order, self._pieces_of)
         predicates, features = kernel.bandit.index(self._training, piece_rows, scratch, self._at)
         if features > len(self._piece_gradients[0]):  # buffers hold zeros only here: replace them
@@ -391,17 +413,41 @@ class SampledGradient:
         """Whether sentences first .. last-1 are too few tokens to share out (_INLINE_TOKENS)."""
         return bool(self.encoded.offsets[last] - self.encoded.offsets[first] < _INLINE_TOKENS)
 
-    def _pieces(self, first: int, last: int) -> list[tuple[int, int]]:
+    def _split(self, first: int, last: int) -> _Split:
         """The fixed split of sentences first .. last-1 into pieces of similar token
         counts (the same whatever the threads, so results do not depend on them)."""
-        bounds = self._bounds.get((first, last))
-        if bounds is None:
+        split = self._splits.get((first, last))
+        if split is None:
             minibatch = SentenceBatch()
             minibatch.lengths = self.encoded.lengths[first:last]
             minibatch.offsets = self.encoded.offsets[first : last + 1] - self.encoded.offsets[first]
-            bounds = [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
-            self._bounds[first, last] = bounds
-        return bounds
+            pieces = [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
+            bounds = np.array([lo for lo, _ in pieces] + [last], dtype=np.int64)
+            together = self._small(first, last) or self.scorer.threads == 1
+            split = self._splits[first, last] = _Split(
+                pieces,
+                bounds,
+                kernel.kernel_array(self.encoded.offsets[bounds], np.int64),
+                [(lo - first, hi - first) for lo, hi in pieces],
+                [(0, len(pieces))] if together else [(q, q + 1) for q in range(len(pieces))],
+            )
+        return split
+
+
+@dataclass
+class _Split:
+    """A minibatch cut into Q pieces: their sentences ``pieces`` [(lo, hi)] and the
+    ``bounds`` int64 [Q+1] between them, their first token rows ``rows`` int64 [Q+1]
+    (the last one's end at rows[Q]), their ``sentences`` within the minibatch [(lo -
+    first, hi - first)], and the ranges of pieces each kernel call takes,
+    ``calls``: all in one call on the calling thread when the minibatch is too small
+    to share out or there is one thread, else one each."""
+
+    pieces: list[tuple[int, int]]
+    bounds: np.ndarray
+    rows: np.ndarray
+    sentences: list[tuple[int, int]]
+    calls: list[tuple[int, int]]
 
 
 def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:

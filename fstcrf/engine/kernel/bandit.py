@@ -43,8 +43,8 @@ class TrainingSet(KernelBuffers):
 
 def draw(
     training: TrainingSet,
-    first: int,
-    last: int,
+    bounds: np.ndarray,
+    pieces: tuple[int, int],
     scores: Scores,
     theta: np.ndarray,
     sign: float,
@@ -54,17 +54,21 @@ def draw(
     work: np.ndarray,
     step_state: np.ndarray | None = None,
 ) -> None:
-    """fb_draw on sentences first .. last-1 under sign * theta float [F] (the scores
-    already signed).  WRITTEN: ``outputs`` = (offsets int64 [b+1], emissions [n, S],
-    log_z [b], marginals [n, S], edge_counts [b, C, E], paths int32 [K, n]: K draws,
-    sentence i's r-th seeded by (seed, i, r)); work float [S + L] is scratch.
+    """fb_draw on pieces begin .. end-1 (``pieces``) of the minibatch cut at sentences
+    bounds int64 [Q+1], under sign * theta float [F] (the scores already signed).
+    WRITTEN at those pieces' rows: ``outputs`` = (offsets int64 [b+Q], piece q's from 0
+    at bounds[q] - bounds[0] + q; emissions [n, S], log_z [b], marginals [n, S],
+    edge_counts [b, C, E], paths int32 [K, n]: K draws, those of piece q's i-th
+    sentence seeded by (seed + q, i, r)); work float [S + L] is scratch.
     ``step_state`` (float [F] or [F, 2], the state :func:`step` will read, or None)
     has its lines at the sentences' features asked for: a hint, results are the same."""
     offsets, emissions, log_z, marginals, edge_counts, paths = outputs
     status = lib.fb_draw(
         training.struct,
-        first,
-        last,
+        input_pointer(bounds),
+        len(bounds) - 1,
+        pieces[0],
+        pieces[1],
         scores.struct,
         input_pointer(theta),
         sign,
@@ -86,44 +90,42 @@ def draw(
 
 def add_gradient(
     training: TrainingSet,
-    first: int,
-    last: int,
-    coefficients: np.ndarray,
-    column: int,
-    paths: np.ndarray,
-    token: int,
+    bounds: np.ndarray,
+    pieces: tuple[int, int],
+    draws: tuple[np.ndarray, np.ndarray],
     posteriors: tuple[np.ndarray, np.ndarray],
     sign: float,
-    gradient: tuple[np.ndarray | None, np.ndarray],
+    gradient: tuple[np.ndarray | None, GatherBuffers],
     marks: np.ndarray,
     work: np.ndarray,
 ) -> None:
-    """fb_gradient on sentences first .. last-1 (TopologyError for a state outside the
-    topology's or a predicate the layout lacks), whose draw k has weight
-    coefficients[k, column + i] (float [K, b']) for sentence i and states paths[k,
-    token:] (int32 [K, n']), both C-contiguous; ``posteriors`` = (offsets,
-    marginals) of :func:`draw`.  ``gradient`` = (at, grad): ADDED TO grad, float [F]
-    (at None) or laid out by at int64 [P] (:func:`index`'s, float [U]); marks float
-    [n, S] and work float [S + L] are scratch."""
-    at, grad = gradient
+    """fb_gradient on pieces begin .. end-1 (``pieces``) of the minibatch cut at
+    sentences bounds int64 [Q+1] (b sentences, n tokens; TopologyError for a state
+    outside the topology's or a predicate the layout lacks), whose ``draws`` =
+    (coefficients float [K, b], paths int32 [K, n]), both C-contiguous, give draw k
+    of sentence i weight coefficients[k, i] and states paths[k] at its tokens;
+    ``posteriors`` = (offsets, marginals) of :func:`draw`.  ``gradient`` = (at,
+    buffers): piece q's ADDED TO buffer q, float [F] (at None) or laid out by at int64
+    [P] (:func:`index`'s, float [U]); marks float [n, S] and work float [S + L] are
+    scratch."""
+    at, buffers = gradient
+    coefficients, paths = draws
     offsets, marginals = posteriors
-    # the views stay referenced through the call (the arrays are C-contiguous: no copies)
-    coefficient_view, path_view = output_pointer(coefficients), output_pointer(paths)
     status = lib.fb_gradient(
         training.struct,
-        first,
-        last,
+        input_pointer(bounds),
+        len(bounds) - 1,
+        pieces[0],
+        pieces[1],
         len(paths),
-        coefficient_view + column,
-        coefficients.shape[1],
-        path_view + token,
-        paths.shape[1],
+        input_pointer(coefficients),
+        input_pointer(paths),
         input_pointer(offsets),
         input_pointer(marginals),
         sign,
         output_pointer(marks),
         ffi.NULL if at is None else input_pointer(at),
-        output_pointer(grad),
+        buffers.struct,
         output_pointer(work),
     )
     _check_paths(status, "fb_gradient")
