@@ -322,33 +322,42 @@ int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, i
 #define STARTS(previous, label) starts[(previous) * (outside + 1) + (label)]
 #define ENDS(label, following) ends[(label) * (outside + 1) + (following)]
 
-int fb_chunk_f1(const int64_t *gold, const int64_t *predicted, int64_t n, int32_t num_draws,
-                const int64_t *offsets, int64_t num_sentences, int64_t outside, const uint8_t *starts,
-                const uint8_t *ends, const int64_t *kind, double *f1)
+int fb_chunk_f1(const int64_t *gold, int64_t gold_tokens, const int64_t *gold_offsets, int64_t gold_sentences,
+                const int64_t *sentences, int64_t num_sentences, const int64_t *predicted, int64_t n,
+                int32_t num_draws, int64_t outside, const uint8_t *starts, const uint8_t *ends, const int64_t *kind,
+                double *f1)
 {
-    if (offsets[0] != 0 || offsets[num_sentences] != n) return FC_BAD_ARGUMENT;
-    for (int64_t i = 0; i < num_sentences; ++i)
-        if (offsets[i + 1] < offsets[i]) return FC_BAD_ARGUMENT;
-    for (int64_t t = 0; t < n; ++t)
-        if (gold[t] < 0 || gold[t] >= outside) return FC_BAD_ARGUMENT;
+    if (gold_offsets[0] != 0 || gold_offsets[gold_sentences] != gold_tokens) return FC_BAD_ARGUMENT;
+    for (int64_t s = 0; s < gold_sentences; ++s)
+        if (gold_offsets[s + 1] < gold_offsets[s]) return FC_BAD_ARGUMENT;
+    int64_t tokens = 0;
+    for (int64_t i = 0; i < num_sentences; ++i) {
+        if (sentences[i] < 0 || sentences[i] >= gold_sentences) return FC_BAD_ARGUMENT;
+        for (int64_t t = gold_offsets[sentences[i]]; t < gold_offsets[sentences[i] + 1]; ++t)
+            if (gold[t] < 0 || gold[t] >= outside) return FC_BAD_ARGUMENT;
+        tokens += gold_offsets[sentences[i] + 1] - gold_offsets[sentences[i]];
+    }
+    if (tokens != n) return FC_BAD_ARGUMENT;
     for (int64_t t = 0; t < num_draws * n; ++t)
         if (predicted[t] < 0 || predicted[t] >= outside) return FC_BAD_ARGUMENT;
     for (int32_t k = 0; k < num_draws; ++k) {
         const int64_t *draw = predicted + k * n;
         for (int64_t i = 0; i < num_sentences; ++i) {
-            const int64_t first = offsets[i], last = offsets[i + 1];
+            const int64_t *truth = gold + gold_offsets[sentences[i]];
+            const int64_t T = gold_offsets[sentences[i] + 1] - gold_offsets[sentences[i]];
             int64_t gold_end = -1, end = -1, found = 0, total = 0;
             /* from the right, so that each token knows where the chunk it is in ends */
-            for (int64_t t = last - 1; t >= first; --t) {
-                const int64_t g = gold[t], p = draw[t];
-                if (ENDS(g, t + 1 < last ? gold[t + 1] : outside)) gold_end = t;
-                if (ENDS(p, t + 1 < last ? draw[t + 1] : outside)) end = t;
-                const int gold_starts = STARTS(t > first ? gold[t - 1] : outside, g) != 0;
-                const int draw_starts = STARTS(t > first ? draw[t - 1] : outside, p) != 0;
+            for (int64_t t = T - 1; t >= 0; --t) {
+                const int64_t g = truth[t], p = draw[t];
+                if (ENDS(g, t + 1 < T ? truth[t + 1] : outside)) gold_end = t;
+                if (ENDS(p, t + 1 < T ? draw[t + 1] : outside)) end = t;
+                const int gold_starts = STARTS(t > 0 ? truth[t - 1] : outside, g) != 0;
+                const int draw_starts = STARTS(t > 0 ? draw[t - 1] : outside, p) != 0;
                 total += gold_starts + draw_starts;
                 found += gold_starts && draw_starts && gold_end == end && kind[g] == kind[p];
             }
             f1[k * num_sentences + i] = total > 0 ? 2.0 * (double)found / (double)total : 1.0;
+            draw += T;
         }
     }
     return FC_OK;

@@ -128,10 +128,11 @@ int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, i
             double *state);
 
 /* The simulated user's per-sentence chunk F1 (conlleval's chunks by rule tables) of
- * K label sequences against gold ones, b sentences of n tokens cut at offsets
- * [b+1] (from 0 to n, non-decreasing):
- *   gold       [n]       label ids in [0, L)
- *   predicted  [K, n]    label ids in [0, L)
+ * K label sequences of b sentences (n tokens) of a gold set, against their gold ones:
+ *   gold       [N]       label ids in [0, L) of the set's B sentences, cut at
+ *   gold_offsets [B+1]   (from 0 to N, non-decreasing)
+ *   sentences  [b]       which of them, in [0, B): predicted holds their tokens in this order
+ *   predicted  [K, n]    label ids in [0, L), n the lengths of those sentences summed
  *   outside    L, the id of the implicit O around a sentence
  *   starts, ends [L+1, L+1]  1 where a chunk starts at label b after label a, or
  *                        ends between labels a and b
@@ -139,10 +140,12 @@ int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, i
  *   f1         [K, b]    WRITTEN: 2 matched / (gold + predicted chunks), 1 where
  *                        neither side has a chunk; a chunk matches when it starts
  *                        and ends at the same tokens with the same type
- * Returns FC_BAD_ARGUMENT, before writing, for offsets that do not cut n tokens
- * or a label id outside [0, L). */
-int fb_chunk_f1(const int64_t *gold, const int64_t *predicted, int64_t n, int32_t num_draws,
-                const int64_t *offsets, int64_t num_sentences, int64_t outside, const uint8_t *starts,
-                const uint8_t *ends, const int64_t *kind, double *f1);
+ * Returns FC_BAD_ARGUMENT, before writing, for gold offsets that do not cut N tokens,
+ * a sentence outside [0, B), lengths that do not sum to n, or a label id (of the b
+ * sentences) outside [0, L). */
+int fb_chunk_f1(const int64_t *gold, int64_t gold_tokens, const int64_t *gold_offsets, int64_t gold_sentences,
+                const int64_t *sentences, int64_t num_sentences, const int64_t *predicted, int64_t n,
+                int32_t num_draws, int64_t outside, const uint8_t *starts, const uint8_t *ends, const int64_t *kind,
+                double *f1);
 
 #endif

@@ -228,30 +228,36 @@ def step(
 
 
 def chunk_f1(
-    gold: np.ndarray,
+    gold: tuple[np.ndarray, np.ndarray],
+    sentences: np.ndarray,
     predicted: np.ndarray,
-    offsets: np.ndarray,
     tables: tuple[np.ndarray, np.ndarray, np.ndarray],
     f1: np.ndarray,
 ) -> None:
     """fb_chunk_f1: WRITTEN f1 float [K, b], the per-sentence chunk F1 of label ids
-    predicted int64 [K, n] against gold int64 [n] (sentences cut at offsets int64
-    [b+1]), by ``tables`` = (starts uint8 [L+1, L+1], ends uint8 [L+1, L+1], kind
-    int64 [L+1]) with L the implicit outside label; ShapeError for arrays that do not
-    fit, LabelError for offsets that do not cut the tokens or an id outside [0, L)."""
+    predicted int64 [K, n] (the tokens of b sentences, in order) against ``gold`` =
+    (label ids int64 [N], offsets int64 [B+1] that cut them into sentences), of whose
+    sentences those are the ones numbered sentences int64 [b], by ``tables`` = (starts
+    uint8 [L+1, L+1], ends uint8 [L+1, L+1], kind int64 [L+1]) with L the implicit
+    outside label; ShapeError for arrays that do not fit, LabelError for offsets that
+    do not cut the gold tokens, sentences outside them or whose lengths do not sum to
+    n, or an id outside [0, L)."""
+    labels, offsets = gold
     starts, ends, kind = tables
-    if predicted.ndim != 2 or predicted.shape[1] != len(gold) or f1.shape != (len(predicted), len(offsets) - 1):
+    if predicted.ndim != 2 or f1.shape != (len(predicted), len(sentences)):
         raise ShapeError(
-            f"chunk F1: predicted {predicted.shape}, gold {gold.shape} and f1 {f1.shape} do not fit "
-            f"{len(offsets) - 1} sentences of {len(gold)} tokens"
+            f"chunk F1: predicted {predicted.shape} and f1 {f1.shape} do not fit {len(sentences)} sentences"
         )
     status = lib.fb_chunk_f1(
-        input_pointer(gold),
-        input_pointer(predicted),
-        len(gold),
-        len(predicted),
+        input_pointer(labels),
+        len(labels),
         input_pointer(offsets),
         len(offsets) - 1,
+        input_pointer(sentences),
+        len(sentences),
+        input_pointer(predicted),
+        predicted.shape[1],
+        len(predicted),
         len(kind) - 1,
         input_pointer(starts),
         input_pointer(ends),
@@ -260,7 +266,8 @@ def chunk_f1(
     )
     if status == lib.FC_BAD_ARGUMENT:
         raise LabelError(
-            f"chunk F1: offsets that do not cut the {len(gold)} tokens into sentences, "
-            f"or a label id outside [0, {len(kind) - 1})"
+            f"chunk F1: gold offsets that do not cut the {len(labels)} gold tokens into sentences, sentences "
+            f"outside them or not of {predicted.shape[1]} tokens together, or a label id outside "
+            f"[0, {len(kind) - 1})"
         )
     check_status(status, "fb_chunk_f1")
