@@ -406,8 +406,7 @@ class SampledGradient:
         self._release()
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         F = self.scorer.features.num_features
-        at = np.arange(len(transitions))
-        kernel.apply_step(rule, theta[F:], steps.squares, steps.moments, at, transitions)
+        kernel.apply_step(rule, theta[F:], steps.squares, steps.moments, steps.index, transitions)
 
     def _small(self, first: int, last: int) -> bool:
         """Whether sentences first .. last-1 are too few tokens to share out (_INLINE_TOKENS)."""
@@ -476,9 +475,12 @@ class _Steps:
         self.squares = np.zeros(transitions) if rule in ("adagrad", "adam") else None
         self.moments = np.zeros(transitions) if rule == "adam" else None
         self.count = 0
+        self.index = np.arange(transitions)  # [T] the transitions' coordinates, for fu_apply
+        self._kernel_rule = kernel.StepRule(rule, learning_rate, *_ADAM_BETAS, _EPSILON)
 
     def next_rule(self) -> kernel.StepRule:
-        """The rule of the next step (Adam's rate bias-corrected for it)."""
+        """The rule of the next step (Adam's rate bias-corrected for it): one struct,
+        its rate set for each step."""
         self.count += 1
         beta1, beta2 = _ADAM_BETAS
         rate = (
@@ -486,7 +488,8 @@ class _Steps:
             if self.rule != "adam"
             else self.rate * math.sqrt(1.0 - beta2**self.count) / (1.0 - beta1**self.count)
         )
-        return kernel.StepRule(self.rule, rate, beta1, beta2, _EPSILON)
+        self._kernel_rule.set_rate(rate)
+        return self._kernel_rule
 
 
 #: Below this many coordinates a gather runs on one thread (handing work to the pool
