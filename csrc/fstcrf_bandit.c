@@ -127,39 +127,30 @@ static int gradient_piece(const fb_set *set, int64_t first, int64_t last, int32_
     return ff_accumulate_at(set->dictionary, &x, marks, sign, at, grad, NULL, work);
 }
 
-int fb_gradient(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_t piece_begin,
-                int32_t piece_end, int32_t num_draws, const double *coef, const int32_t *paths,
-                const int64_t *offsets, const double *marg, double sign, double *marks, const int64_t *at,
-                double *const *grads, double *work)
+/* Whether every state of the K draws paths [K, n] of sentences first .. last-1 (n
+ * tokens) lies in [0, S) and every two consecutive states of a sentence are joined
+ * by an edge. */
+static int paths_allowed(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const int32_t *paths)
 {
     const int32_t S = set->graph->num_states;
-    const int64_t row = set->offsets[bounds[0]], n = set->offsets[bounds[num_pieces]] - row;
-    const int64_t b = bounds[num_pieces] - bounds[0];
-    const int64_t begin = set->offsets[bounds[piece_begin]] - row, end = set->offsets[bounds[piece_end]] - row;
+    const int64_t row = set->offsets[first], n = set->offsets[last] - row;
+    for (int64_t j = 0; j < num_draws * n; ++j)
+        if (paths[j] < 0 || paths[j] >= S) return 0;
     for (int32_t k = 0; k < num_draws; ++k)
-        for (int64_t t = begin; t < end; ++t)
-            if (paths[k * n + t] < 0 || paths[k * n + t] >= S) return FC_BAD_ARGUMENT;
-    for (int32_t q = piece_begin; q < piece_end; ++q) {
-        const int64_t i = bounds[q] - bounds[0], t = set->offsets[bounds[q]] - row;
-        const int status = gradient_piece(set, bounds[q], bounds[q + 1], num_draws, coef + i, b, paths + t, n,
-                                          offsets + i + q, marg + t * S, sign, marks + t * S, at, grads[q], work);
-        if (status != FC_OK) return status;
-    }
-    return FC_OK;
+        for (int64_t i = first; i < last; ++i)
+            for (int64_t t = set->offsets[i] - row + 1; t < set->offsets[i + 1] - row; ++t)
+                if (set->edge_ids[(int64_t)paths[k * n + t - 1] * S + paths[k * n + t]] < 0) return 0;
+    return 1;
 }
 
-int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
-                   const int32_t *paths, int32_t num_classes, double *counts)
+/* counts [K, C, E] += each draw's weighted edge uses (fb_gradient's counts) of
+ * sentences first .. last-1, whose paths paths_allowed accepted. */
+static void count_edges(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
+                        const int32_t *paths, int32_t num_classes, double *counts)
 {
     const int32_t S = set->graph->num_states, E = set->graph->num_edges;
     const int64_t row = set->offsets[first], n = set->offsets[last] - row, CE = (int64_t)num_classes * E;
     const int32_t *token_class = set->token_class ? set->token_class + row : NULL;
-    for (int64_t j = 0; j < num_draws * n; ++j)
-        if (paths[j] < 0 || paths[j] >= S) return FC_BAD_ARGUMENT;
-    for (int32_t k = 0; k < num_draws; ++k)
-        for (int64_t i = first; i < last; ++i)
-            for (int64_t t = set->offsets[i] - row + 1; t < set->offsets[i + 1] - row; ++t)
-                if (set->edge_ids[(int64_t)paths[k * n + t - 1] * S + paths[k * n + t]] < 0) return FC_BAD_ARGUMENT;
     for (int32_t k = 0; k < num_draws; ++k) {
         const int32_t *path = paths + k * n;
         double *out = counts + k * CE;
@@ -170,6 +161,24 @@ int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_d
                 out[cls * E + set->edge_ids[(int64_t)path[t - 1] * S + path[t]]] += c;
             }
         }
+    }
+}
+
+int fb_gradient(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_t piece_begin,
+                int32_t piece_end, int32_t num_draws, const double *coef, const int32_t *paths,
+                const int64_t *offsets, const double *marg, double sign, double *marks, const int64_t *at,
+                double *const *grads, double *work, int32_t num_classes, double *counts)
+{
+    const int32_t S = set->graph->num_states;
+    const int64_t first = bounds[0], last = bounds[num_pieces];
+    const int64_t row = set->offsets[first], n = set->offsets[last] - row, b = last - first;
+    if (!paths_allowed(set, first, last, num_draws, paths)) return FC_BAD_ARGUMENT;
+    if (counts != NULL) count_edges(set, first, last, num_draws, coef, paths, num_classes, counts);
+    for (int32_t q = piece_begin; q < piece_end; ++q) {
+        const int64_t i = bounds[q] - first, t = set->offsets[bounds[q]] - row;
+        const int status = gradient_piece(set, bounds[q], bounds[q + 1], num_draws, coef + i, b, paths + t, n,
+                                          offsets + i + q, marg + t * S, sign, marks + t * S, at, grads[q], work);
+        if (status != FC_OK) return status;
     }
     return FC_OK;
 }

@@ -61,7 +61,7 @@ int fb_draw(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_
 /* The feature part of the score-function gradient of weighted draws of the
  * pieces piece_begin .. piece_end-1 of a minibatch (bounds [Q+1] as fb_draw's; b
  * sentences, n tokens) whose posteriors fb_draw wrote (offsets [b + Q], marg
- * [n, S]):
+ * [n, S]), and the draws' weighted edge uses:
  *   coef   [K, b] the weight c[k, i] of draw k of sentence i
  *   paths  [K, n] the draws' states
  *   marks  [n, S] scratch (the rows of these pieces' tokens): the marginals times
@@ -72,23 +72,17 @@ int fb_draw(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_
  *   grads  [Q] pointers to [F] or [U] gradients: piece q's ADDED TO grads[q], sign *
  *          (feature counts of its tokens under marks), by ff_accumulate_at
  *   work   [S + L] scratch
- * Returns FC_BAD_ARGUMENT, before touching any output, if a state of these pieces
- * lies outside [0, S), or, before touching grads[q], if a token of piece q uses a
- * predicate the layout lacks; else FC_OK. */
+ *   counts [K, C, E] ADDED TO, or NULL (not counted): counts[k, c, e] += c[k, i] for
+ *          each use of edge e into a token of class c by draw k of sentence i of the
+ *          whole minibatch, in token order
+ * Returns FC_BAD_ARGUMENT, before touching any output, if a state of the minibatch's
+ * draws lies outside [0, S) or two consecutive states of a sentence are joined by no
+ * edge, or, before touching grads[q], if a token of piece q uses a predicate the
+ * layout lacks; else FC_OK. */
 int fb_gradient(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_t piece_begin,
                 int32_t piece_end, int32_t num_draws, const double *coef, const int32_t *paths,
                 const int64_t *offsets, const double *marg, double sign, double *marks, const int64_t *at,
-                double *const *grads, double *work);
-
-/* Weighted edge uses of draws of sentences first .. last-1 (b sentences, n tokens):
- *   coef    [K, b]     the weight of draw k of sentence i
- *   paths   [K, n]     the draws' states
- *   counts  [K, C, E]  ADDED TO: counts[k, c, e] += c[k, i] for each use of edge e into
- *                      a token of class c by draw k of sentence i, in token order
- * Returns FC_BAD_ARGUMENT, before touching counts, if a state lies outside [0, S)
- * or two consecutive states are joined by no edge; else FC_OK. */
-int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
-                   const int32_t *paths, int32_t num_classes, double *counts);
+                double *const *grads, double *work, int32_t num_classes, double *counts);
 
 /* Gradient buffers (pieces of a minibatch) fb_index and fb_step handle at most. */
 #define FB_MAX_PIECES 8

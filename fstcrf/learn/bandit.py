@@ -59,7 +59,7 @@ from fstcrf.learn import train
 from fstcrf.engine import kernel
 from fstcrf.learn.settings import BanditSettings
 from fstcrf.features.encoding import EncodedSentences
-from fstcrf.errors import FeedbackError, FstcrfError
+from fstcrf.errors import FeedbackError, FstcrfError, TopologyError
 from fstcrf.engine.inference import Potentials, SentenceBatch, thread_chunks
 from fstcrf.learn.objective import Scorer
 from fstcrf.phases import phase
@@ -308,11 +308,11 @@ class SampledGradient:
         paths = kernel.kernel_array(paths, np.int32)
         coefficients = kernel.kernel_array(coefficients, np.float64)
         layout = self.scorer.transitions
-        # the draws' edges first: a path the topology does not allow is refused before
-        # any gradient buffer is touched
+        # the draws' edge uses, counted by the call of the first piece; a path the
+        # topology does not allow is refused by every call before any output is touched
         counts = np.zeros((len(paths), *posteriors.edge_counts.shape[1:]))
-        kernel.bandit.path_counts(self._training, first, last, coefficients, paths, counts)
-        self._lay_out(first, last)
+        fresh = self._layout is None
+        predicates = self._lay_out(first, last)[2]
         split = self._split(first, last)
         marks = np.empty(posteriors.marginals.shape)
 
@@ -327,9 +327,15 @@ class SampledGradient:
                 (self._at, self._piece_buffers),
                 marks,
                 self._work[pieces[0]],
+                counts if pieces[0] == 0 else None,
             )
 
-        self.map(work, split.calls)
+        try:
+            self.map(work, split.calls)
+        except TopologyError:
+            if fresh:  # refused before any output: the layout made for it goes too
+                self._forget(predicates)
+            raise
         expected = np.zeros(posteriors.edge_counts.shape[1:])
         for lo, hi in split.sentences:
             # sum_b weights[b] edge_counts[b]: np.tensordot's own dot, without its overhead
@@ -366,6 +372,12 @@ class SampledGradient:
         """Forget the layout (the buffers and ``at`` were cleared)."""
         self._layout = None
 
+    def _forget(self, predicates: int) -> None:
+        """Set ``at`` back to -1 at the layout's predicates and forget the layout (the
+        buffers were cleared)."""
+        self._at[self._order[:predicates]] = -1
+        self._release()
+
     def take(self, first: int, last: int) -> SparseGradient:
         """The gradient added since the last call, for sentences first .. last-1, and
         reset it.  Only the features of the predicates of those sentences (the
@@ -382,8 +394,7 @@ class SampledGradient:
             kernel.gather_clear(self._piece_buffers, compact[run], values[run])
 
         self.map(gather, _runs(features))
-        self._at[order] = -1
-        self._release()
+        self._forget(predicates)
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         return SparseGradient(indices, values, transitions)
 

@@ -337,6 +337,7 @@ def test_a_path_the_topology_does_not_allow_is_refused_before_any_output(bad):
     with pytest.raises(TopologyError, match="topology"):
         gradient.add_gradient(posteriors, paths, np.ones((1, 2)))
     assert not any(buffer.any() for buffer in gradient._piece_gradients)  # refused before any output
+    assert gradient._layout is None and (gradient._at == -1).all()  # and the layout made for it forgotten
 
 
 class UnfusedRun(bandit._Run):

@@ -98,6 +98,7 @@ def add_gradient(
     gradient: tuple[np.ndarray | None, GatherBuffers],
     marks: np.ndarray,
     work: np.ndarray,
+    counts: np.ndarray | None = None,
 ) -> None:
     """fb_gradient on pieces begin .. end-1 (``pieces``) of the minibatch cut at
     sentences bounds int64 [Q+1] (b sentences, n tokens; TopologyError for a state
@@ -107,7 +108,9 @@ def add_gradient(
     ``posteriors`` = (offsets, marginals) of :func:`draw`.  ``gradient`` = (at,
     buffers): piece q's ADDED TO buffer q, float [F] (at None) or laid out by at int64
     [P] (:func:`index`'s, float [U]); marks float [n, S] and work float [S + L] are
-    scratch."""
+    scratch.  ``counts`` float [K, E] or [K, C, E] (or None): ADDED TO, draw k's edge
+    uses weighted by its coefficients, over the whole minibatch (TopologyError, before
+    any output is touched, for a path the graph does not allow)."""
     at, buffers = gradient
     coefficients, paths = draws
     offsets, marginals = posteriors
@@ -127,28 +130,10 @@ def add_gradient(
         ffi.NULL if at is None else input_pointer(at),
         buffers.struct,
         output_pointer(work),
+        1 if counts is None or counts.ndim == 2 else counts.shape[1],
+        ffi.NULL if counts is None else output_pointer(counts),
     )
     _check_paths(status, "fb_gradient")
-
-
-def path_counts(
-    training: TrainingSet, first: int, last: int, coefficients: np.ndarray, paths: np.ndarray, counts: np.ndarray
-) -> None:
-    """fb_path_counts: ADDED TO counts float [K, E] or [K, C, E], draw k's edge uses
-    weighted by coefficients float [K, b] (per sentence), for the draws paths int32
-    [K, n] of sentences first .. last-1 (TopologyError for a path the graph does not
-    allow)."""
-    status = lib.fb_path_counts(
-        training.struct,
-        first,
-        last,
-        len(paths),
-        input_pointer(coefficients),
-        input_pointer(paths),
-        1 if counts.ndim == 2 else counts.shape[1],
-        output_pointer(counts),
-    )
-    _check_paths(status, "fb_path_counts")
 
 
 def _check_paths(status: int, what: str) -> None:
