@@ -306,9 +306,25 @@ int fb_index(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, u
     return FC_OK;
 }
 
+/* fu_apply at the T transitions' weights theta [T] by their gradient g [T], which is
+ * then cleared, a chunk of coordinates at a time (the same arithmetic). */
+static int step_transitions(const fu_step *step, double *theta, double *squares, double *moments, double *g,
+                            int64_t num_transitions)
+{
+    int64_t index[STEP_CHUNK];
+    int status = 0;
+    for (int64_t j = 0; j < num_transitions; j += STEP_CHUNK) {
+        const int64_t m = num_transitions - j < STEP_CHUNK ? num_transitions - j : STEP_CHUNK;
+        for (int64_t i = 0; i < m; ++i) index[i] = j + i;
+        status |= fu_apply(step, theta, squares, moments, index, g + j, m);
+    }
+    for (int64_t j = 0; j < num_transitions; ++j) g[j] = 0.0;
+    return status;
+}
+
 int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, int64_t begin, int64_t end,
             int64_t *at, double *const *buffers, int32_t num_pieces, const fu_step *step, double *theta,
-            double *state)
+            double *state, double *transitions, int64_t num_transitions, double *squares, double *moments)
 {
     if (num_pieces < 1 || num_pieces > FB_MAX_PIECES) return FC_BAD_ARGUMENT;
     const ff_dictionary *d = set->dictionary;
@@ -323,6 +339,9 @@ int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, i
         status |= step_predicate(d, p, at[p], buffers, pieces_of[i], step, theta, state);
         at[p] = -1;
     }
+    if (transitions != NULL)
+        status |= step_transitions(step, theta + d->ptr[d->num_predicates], squares, moments, transitions,
+                                   num_transitions);
     return status;
 }
 

@@ -112,14 +112,18 @@ int fb_index(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, u
  * at[p] set back to -1 (calls on disjoint ranges of the order may run in
  * parallel threads).
  *   buffers  [Q] pointers to [U] gradients laid out by at, 1 <= Q <= FB_MAX_PIECES
+ *   theta    [F + T] the weights: the features' first, then the T transitions'
  *   state    the rule's state: NULL (constant), the squares [F] (adagrad), or the
  *            (moment, square) pairs [F, 2] (adam: fu_apply's moments and squares
  *            interleaved, so that a feature's state is one cache line, not two)
+ *   transitions [T] the transitions' gradient, or NULL (not stepped): after the
+ *            features, theta[F + j] is moved by fu_apply with it, squares [T] and
+ *            moments [T] (NULL where the rule keeps none), and it is cleared
  * Returns FC_BAD_ARGUMENT, before writing, for Q outside [1, FB_MAX_PIECES], a
  * piece bit at or above Q, or a predicate the layout lacks; else fu_apply's status. */
 int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, int64_t begin, int64_t end,
             int64_t *at, double *const *buffers, int32_t num_pieces, const fu_step *step, double *theta,
-            double *state);
+            double *state, double *transitions, int64_t num_transitions, double *squares, double *moments);
 
 /* The simulated user's per-sentence chunk F1 (conlleval's chunks by rule tables) of
  * K label sequences of b sentences (n tokens) of a gold set, against their gold ones:

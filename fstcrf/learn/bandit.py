@@ -407,17 +407,24 @@ class SampledGradient:
         predicates = self._lay_out(first, last)[2]
         rule = steps.next_rule()
         layout = (self._order, self._pieces_of, self._at)
+        transitions = (self._transitions, steps.squares, steps.moments)
 
-        def work(run: slice) -> None:
-            positions = (run.start, run.stop)
-            kernel.bandit.step(self._training, layout, positions, self._piece_buffers, rule, theta, steps.features)
+        def work(numbered: tuple[int, slice]) -> None:
+            number, run = numbered
+            # the call of the first run steps the transitions too (and clears their gradient)
+            kernel.bandit.step(
+                self._training,
+                layout,
+                (run.start, run.stop),
+                self._piece_buffers,
+                rule,
+                (theta, steps.features),
+                transitions if number == 0 else None,
+            )
 
         with phase("bandit step"):
-            self.map(work, _runs(predicates, split=not self._small(first, last)))
+            self.map(work, enumerate(_runs(predicates, split=not self._small(first, last))))
         self._release()
-        transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
-        F = self.scorer.features.num_features
-        kernel.apply_step(rule, theta[F:], steps.squares, steps.moments, steps.index, transitions)
 
     def _small(self, first: int, last: int) -> bool:
         """Whether sentences first .. last-1 are too few tokens to share out (_INLINE_TOKENS)."""
@@ -486,7 +493,6 @@ class _Steps:
         self.squares = np.zeros(transitions) if rule in ("adagrad", "adam") else None
         self.moments = np.zeros(transitions) if rule == "adam" else None
         self.count = 0
-        self.index = np.arange(transitions)  # [T] the transitions' coordinates, for fu_apply
         self._kernel_rule = kernel.StepRule(rule, learning_rate, *_ADAM_BETAS, _EPSILON)
 
     def next_rule(self) -> kernel.StepRule:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from fstcrf._kernel import ffi, lib
-from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, output_pointer
+from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, optional_output, output_pointer
 from fstcrf.errors import LabelError, ShapeError, TopologyError
 from fstcrf.engine.kernel.chain import Graph, Scores, Workspace
 from fstcrf.engine.kernel.features import FeatureDictionary, PredicateRows
@@ -186,16 +186,21 @@ def step(
     positions: tuple[int, int],
     buffers: GatherBuffers,
     rule: StepRule,
-    theta: np.ndarray,
-    state: np.ndarray | None,
+    weights: tuple[np.ndarray, np.ndarray | None],
+    transitions: tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None = None,
 ) -> None:
     """fb_step: the step rule at the features of predicates order[begin] ..
     order[end-1] (``positions`` = (begin, end)) of an :func:`index` ``layout`` =
     (order, pieces_of, at), by the gradient the buffers (float [U] each, laid out
-    by at) hold there, then cleared, and at set back to -1 there.  ``state`` is
-    None (constant), the squares float [F] (adagrad) or the (moment, square) pairs
-    float [F, 2] (adam)."""
+    by at) hold there, then cleared, and at set back to -1 there.  ``weights`` =
+    (theta float [F + T], state): state None (constant), the squares float [F]
+    (adagrad) or the (moment, square) pairs float [F, 2] (adam).  ``transitions`` =
+    (gradient float [T], squares [T], moments [T], None where the rule keeps none),
+    or None: the transitions' weights theta[F:] stepped too, after the features, and
+    the gradient cleared."""
     order, pieces_of, at = layout
+    theta, state = weights
+    gradient, squares, moments = (None, None, None) if transitions is None else transitions
     status = lib.fb_step(
         training.struct,
         input_pointer(order),
@@ -207,7 +212,11 @@ def step(
         buffers.count,
         rule.struct,
         output_pointer(theta),
-        ffi.NULL if state is None else output_pointer(state),
+        optional_output(state),
+        optional_output(gradient),
+        0 if gradient is None else len(gradient),
+        optional_output(squares),
+        optional_output(moments),
     )
     check_status(status, "fb_step")
 
