@@ -115,15 +115,16 @@ class _Piece:
 
 class Posteriors:
     """The sum-product results of a minibatch, sentences first .. last-1 cut into Q
-    pieces at sentences bounds int64 [Q+1], under sign * theta: ``offsets`` int64
-    [b + Q] (piece q's [b_q + 1], from 0, at bounds[q] - first + q), ``emissions``
+    pieces (the :class:`_Split`'s, piece q from sentence first + i_q on), under
+    sign * theta: ``offsets`` int64 [b + Q] (piece q's [b_q + 1], from 0, at
+    i_q + q), ``emissions``
     float [n, S], the kernel's ``transitions`` [E] or [C, E], ``log_z`` [b],
     ``marginals`` float [n, S] and each sentence's expected ``edge_counts`` [b, E] or
     [b, C, E]."""
 
-    def __init__(self, bounds: np.ndarray, sign: float, gradient: SampledGradient, arrays: tuple, transitions):
-        self.bounds, self.sign = bounds, sign
-        self.first, self.last = int(bounds[0]), int(bounds[-1])
+    def __init__(self, split: _Split, sign: float, gradient: SampledGradient, arrays: tuple, transitions):
+        self._split, self.sign = split, sign
+        self.first, self.last = split.pieces[0][0], split.pieces[-1][1]
         self.offsets, self.emissions, self.log_z, self.marginals, self.edge_counts = arrays
         self.transitions = transitions
         self._encoded, self.topology = gradient.encoded, gradient.scorer.topology
@@ -132,7 +133,7 @@ class Posteriors:
     def pieces(self) -> list[_Piece]:
         """Each piece's results (views)."""
         encoded, first, pieces = self._encoded, self.first, []
-        for q, (lo, hi) in enumerate(zip(self.bounds[:-1].tolist(), self.bounds[1:].tolist())):
+        for q, (lo, hi) in enumerate(self._split.pieces):
             rows = slice(encoded.offsets[lo] - encoded.offsets[first], encoded.offsets[hi] - encoded.offsets[first])
             sentences = slice(lo - first, hi - first)
             token_class = None if encoded.token_class is None else encoded.token_class[encoded.token_rows(lo, hi)]
@@ -187,6 +188,8 @@ class SampledGradient:
         self.encoded = encoded
         self.num_weights = scorer.num_weights
         topology = scorer.topology
+        #: int64 [S] each state's label id: label ids of draws come out as the kernel reads them
+        self.state_labels = topology.state_label.astype(np.int64)
         # each piece's gradient in the compact layout of its minibatch (kernel.bandit.index):
         # [U] of a capacity grown as minibatches need, kept zero between minibatches
         self._piece_gradients = [np.zeros(0) for _ in range(_PIECES)]
@@ -247,7 +250,7 @@ class SampledGradient:
                 for _ in range(_PIECES)
             ]
         S = self.scorer.topology.num_states
-        b, n = last - first, int(split.rows[-1] - split.rows[0])
+        b, n = last - first, split.tokens
         offsets, log_z = np.empty(b + len(split.pieces), dtype=np.int64), np.empty(b)
         emissions, marginals, edge_counts = np.empty((n, S)), np.empty((n, S)), np.empty((b, *transitions.shape))
         paths = np.empty((count, n), dtype=np.int32)
@@ -271,7 +274,7 @@ class SampledGradient:
 
         with phase("bandit draws"):
             self.map(work, split.calls)
-        return paths, Posteriors(split.bounds, sign, self, outputs[:-1], transitions)
+        return paths, Posteriors(split, sign, self, outputs[:-1], transitions)
 
     def map(self, work, items) -> list:
         """[work(item) for item in items]: the first item on the calling thread, the
@@ -336,16 +339,15 @@ class SampledGradient:
             if fresh:  # refused before any output: the layout made for it goes too
                 self._forget(predicates)
             raise
-        expected = np.zeros(posteriors.edge_counts.shape[1:])
+        # sum_b weights[b] edge_counts[b] piece by piece: np.tensordot's own dot, without its overhead
+        edge_counts = posteriors.edge_counts.reshape(last - first, -1)
+        expected = np.zeros((1, edge_counts.shape[1]))
         for lo, hi in split.sentences:
-            # sum_b weights[b] edge_counts[b]: np.tensordot's own dot, without its overhead
-            weights = coefficients[:, lo:hi].sum(axis=0)[None]
-            piece_counts = posteriors.edge_counts[lo:hi]
-            expected += np.dot(weights, piece_counts.reshape(hi - lo, -1)).reshape(piece_counts.shape[1:])
+            expected += np.dot(coefficients[:, lo:hi].sum(axis=0, keepdims=True), edge_counts[lo:hi])
         total: np.ndarray | float = 0.0
         for draw in counts:
             total = total + layout.gradient(draw)
-        self._transitions += sign * (total - layout.gradient(expected))
+        self._transitions += sign * (total - layout.gradient(expected.reshape(counts.shape[1:])))
 
     def _lay_out(self, first: int, last: int) -> tuple[int, int, int, int]:
         """The layout of the gradient buffers for sentences first .. last-1 (kernel.bandit.index),
@@ -441,10 +443,12 @@ class SampledGradient:
             pieces = [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
             bounds = np.array([lo for lo, _ in pieces] + [last], dtype=np.int64)
             together = self._small(first, last) or self.scorer.threads == 1
+            rows = kernel.kernel_array(self.encoded.offsets[bounds], np.int64)
             split = self._splits[first, last] = _Split(
                 pieces,
                 bounds,
-                kernel.kernel_array(self.encoded.offsets[bounds], np.int64),
+                rows,
+                int(rows[-1] - rows[0]),
                 [(lo - first, hi - first) for lo, hi in pieces],
                 [(0, len(pieces))] if together else [(q, q + 1) for q in range(len(pieces))],
             )
@@ -455,7 +459,7 @@ class SampledGradient:
 class _Split:
     """A minibatch cut into Q pieces: their sentences ``pieces`` [(lo, hi)] and the
     ``bounds`` int64 [Q+1] between them, their first token rows ``rows`` int64 [Q+1]
-    (the last one's end at rows[Q]), their ``sentences`` within the minibatch [(lo -
+    (the last one's end at rows[Q]), the minibatch's ``tokens``, their ``sentences`` within the minibatch [(lo -
     first, hi - first)], and the ranges of pieces each kernel call takes,
     ``calls``: all in one call on the calling thread when the minibatch is too small
     to share out or there is one thread, else one each."""
@@ -463,6 +467,7 @@ class _Split:
     pieces: list[tuple[int, int]]
     bounds: np.ndarray
     rows: np.ndarray
+    tokens: int
     sentences: list[tuple[int, int]]
     calls: list[tuple[int, int]]
 
@@ -569,7 +574,7 @@ def add_minibatch_gradient(
     """Add the stochastic gradient of sentences first .. last-1 (training sentences
     ``indices`` [B] for the feedback) under ``theta`` to ``gradient``'s buffers."""
     K = settings.draws
-    state_label = gradient.scorer.topology.state_label
+    state_label = gradient.state_labels
     independent_pairs = settings.objective == "pairwise-independent"
     draws, posteriors = gradient.draw(theta, first, last, 2 * K if independent_pairs else K, seed)
     gains = _gains(feedback, indices, state_label[draws])
