@@ -166,18 +166,20 @@ static void count_edges(const fb_set *set, int64_t first, int64_t last, int32_t 
 
 int fb_gradient(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_t piece_begin,
                 int32_t piece_end, int32_t num_draws, const double *coef, const int32_t *paths,
-                const int64_t *offsets, const double *marg, double sign, double *marks, const int64_t *at,
-                double *const *grads, double *work, int32_t num_classes, double *counts)
+                const int64_t *offsets, const double *marg, double sign, double *marks, const fb_layout *layout,
+                double *work, int32_t num_classes, double *counts)
 {
     const int32_t S = set->graph->num_states;
     const int64_t first = bounds[0], last = bounds[num_pieces];
     const int64_t row = set->offsets[first], n = set->offsets[last] - row, b = last - first;
+    if (layout->num_predicates != set->dictionary->num_predicates) return FC_BAD_ARGUMENT;
     if (!paths_allowed(set, first, last, num_draws, paths)) return FC_BAD_ARGUMENT;
     if (counts != NULL) count_edges(set, first, last, num_draws, coef, paths, num_classes, counts);
     for (int32_t q = piece_begin; q < piece_end; ++q) {
         const int64_t i = bounds[q] - first, t = set->offsets[bounds[q]] - row;
         const int status = gradient_piece(set, bounds[q], bounds[q + 1], num_draws, coef + i, b, paths + t, n,
-                                          offsets + i + q, marg + t * S, sign, marks + t * S, at, grads[q], work);
+                                          offsets + i + q, marg + t * S, sign, marks + t * S, layout->at,
+                                          layout->buffers[q], work);
         if (status != FC_OK) return status;
     }
     return FC_OK;
@@ -254,16 +256,20 @@ static void prefetch_predicate(const ff_dictionary *d, int32_t p, const double *
     if (state != NULL) prefetch_range(state, state_width * f, state_width * end);
 }
 
-int fb_index(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, uint64_t *seen, int32_t *order,
-             uint8_t *pieces_of, int64_t *at, int64_t *sizes)
+int fb_index(const fb_set *set, fb_layout *layout, const int64_t *piece_rows, int32_t num_pieces)
 {
-    if (num_pieces < 1 || num_pieces > FB_MAX_PIECES || piece_rows[0] < 0) return FC_BAD_ARGUMENT;
+    if (num_pieces < 1 || num_pieces > layout->num_buffers || piece_rows[0] < 0) return FC_BAD_ARGUMENT;
+    if (layout->num_predicates != set->dictionary->num_predicates) return FC_BAD_ARGUMENT;
     for (int32_t q = 0; q < num_pieces; ++q)
         if (piece_rows[q + 1] < piece_rows[q]) return FC_BAD_ARGUMENT;
     if (piece_rows[num_pieces] > set->tokens->num_tokens) return FC_BAD_ARGUMENT;
     const int64_t *indptr = set->tokens->indptr;
     const int32_t *indices = set->tokens->indices;
     const ff_dictionary *d = set->dictionary;
+    uint64_t *seen = layout->seen;
+    int32_t *order = layout->order;
+    uint8_t *pieces_of = layout->pieces_of;
+    int64_t *at = layout->at;
     for (int64_t j = indptr[piece_rows[0]]; j < indptr[piece_rows[num_pieces]]; ++j) {
         if (indices[j] < 0 || indices[j] >= d->num_predicates) return FC_BAD_ARGUMENT;
         FC_PREFETCH(at + indices[j]); /* written below, in another order */
@@ -301,8 +307,8 @@ int fb_index(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, u
         }
         summary[group] = 0;
     }
-    sizes[0] = m;
-    sizes[1] = features;
+    layout->used_predicates = m;
+    layout->used_features = features;
     return FC_OK;
 }
 
@@ -322,12 +328,15 @@ static int step_transitions(const fu_step *step, double *theta, double *squares,
     return status;
 }
 
-int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, int64_t begin, int64_t end,
-            int64_t *at, double *const *buffers, int32_t num_pieces, const fu_step *step, double *theta,
+int fb_step(const fb_set *set, fb_layout *layout, int64_t begin, int64_t end, const fu_step *step, double *theta,
             double *state, double *transitions, int64_t num_transitions, double *squares, double *moments)
 {
-    if (num_pieces < 1 || num_pieces > FB_MAX_PIECES) return FC_BAD_ARGUMENT;
     const ff_dictionary *d = set->dictionary;
+    const int32_t *order = layout->order;
+    const uint8_t *pieces_of = layout->pieces_of;
+    int64_t *at = layout->at;
+    const int32_t num_pieces = layout->num_buffers;
+    if (layout->num_predicates != d->num_predicates) return FC_BAD_ARGUMENT;
     for (int64_t i = begin; i < end; ++i)
         if (order[i] < 0 || order[i] >= d->num_predicates || at[order[i]] < 0 || pieces_of[i] >> num_pieces != 0)
             return FC_BAD_ARGUMENT;
@@ -336,7 +345,7 @@ int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, i
     for (int64_t i = begin; i < end; ++i) {
         if (i + STEP_AHEAD < end) prefetch_predicate(d, order[i + STEP_AHEAD], theta, state, state_width);
         const int32_t p = order[i];
-        status |= step_predicate(d, p, at[p], buffers, pieces_of[i], step, theta, state);
+        status |= step_predicate(d, p, at[p], layout->buffers, pieces_of[i], step, theta, state);
         at[p] = -1;
     }
     if (transitions != NULL)

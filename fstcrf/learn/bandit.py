@@ -190,19 +190,11 @@ class SampledGradient:
         topology = scorer.topology
         #: int64 [S] each state's label id: label ids of draws come out as the kernel reads them
         self.state_labels = topology.state_label.astype(np.int64)
-        # each piece's gradient in the compact layout of its minibatch (kernel.bandit.index):
-        # [U] of a capacity grown as minibatches need, kept zero between minibatches
-        self._piece_gradients = [np.zeros(0) for _ in range(_PIECES)]
-        self._piece_buffers = kernel.GatherBuffers(self._piece_gradients)
+        # each piece's gradient in the compact layout of its minibatch (kernel.bandit.index),
+        # in buffers [U] of a capacity grown as minibatches need, kept zero between minibatches
+        self._compact = kernel.bandit.GradientLayout(encoded.num_predicates, [np.zeros(0) for _ in range(_PIECES)])
         self._transitions = np.zeros(scorer.transitions.size)  # [T]
         self._pool: ThreadPoolExecutor | None = None
-        # the layout's scratch: bits per piece and a row of bits per word (kept 0), the
-        # predicates in order and their pieces, where each one's features start (-1
-        # outside the layout, kept so)
-        self._seen_bits = np.zeros((_PIECES + 1, -(-encoded.num_predicates // 64)), dtype=np.uint64)
-        self._order = np.empty(encoded.num_predicates, dtype=np.int32)
-        self._pieces_of = np.empty(encoded.num_predicates, dtype=np.uint8)
-        self._at = np.full(encoded.num_predicates, -1, dtype=np.int64)
         #: the minibatch (first, last) whose gradient the buffers hold, with its m
         #: predicates and U features; None when they hold none
         self._layout: tuple[int, int, int, int] | None = None
@@ -327,7 +319,7 @@ class SampledGradient:
                 (coefficients, paths),
                 (posteriors.offsets, posteriors.marginals),
                 sign,
-                (self._at, self._piece_buffers),
+                self._compact,
                 marks,
                 self._work[pieces[0]],
                 counts if pieces[0] == 0 else None,
@@ -360,13 +352,11 @@ class SampledGradient:
                     f"but not taken or stepped before one of sentences {first} .. {last - 1}"
                 )
             return self._layout
-        piece_rows = self._split(first, last).rows
-        scratch = (self._seen_bits[: len(piece_rows)], self._order, self._pieces_of)
-        predicates, features = kernel.bandit.index(self._training, piece_rows, scratch, self._at)
-        if features > len(self._piece_gradients[0]):  # buffers hold zeros only here: replace them
-            size = min(max(features, 2 * len(self._piece_gradients[0])), self.scorer.features.num_features)
-            self._piece_gradients = [np.zeros(size) for _ in range(_PIECES)]
-            self._piece_buffers = kernel.GatherBuffers(self._piece_gradients)
+        predicates, features = kernel.bandit.index(self._training, self._compact, self._split(first, last).rows)
+        capacity = len(self._compact.buffers[0])
+        if features > capacity:  # buffers hold zeros only here: replace them
+            size = min(max(features, 2 * capacity), self.scorer.features.num_features)
+            self._compact.use_buffers([np.zeros(size) for _ in range(_PIECES)])
         self._layout = (first, last, predicates, features)
         return self._layout
 
@@ -377,7 +367,7 @@ class SampledGradient:
     def _forget(self, predicates: int) -> None:
         """Set ``at`` back to -1 at the layout's predicates and forget the layout (the
         buffers were cleared)."""
-        self._at[self._order[:predicates]] = -1
+        self._compact.at[self._compact.order[:predicates]] = -1
         self._release()
 
     def take(self, first: int, last: int) -> SparseGradient:
@@ -385,7 +375,7 @@ class SampledGradient:
         reset it.  Only the features of the predicates of those sentences (the
         layout's, in ascending order) can be non-zero."""
         _, _, predicates, features = self._lay_out(first, last)
-        order = self._order[:predicates]
+        order = self._compact.order[:predicates]
         ptr = self.scorer.features.ptr
         sizes = ptr[order + 1] - ptr[order]
         indices = np.repeat(ptr[order] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(features)
@@ -393,7 +383,7 @@ class SampledGradient:
         compact = np.arange(features)
 
         def gather(run: slice) -> None:
-            kernel.gather_clear(self._piece_buffers, compact[run], values[run])
+            kernel.gather_clear(self._compact.gather, compact[run], values[run])
 
         self.map(gather, _runs(features))
         self._forget(predicates)
@@ -408,7 +398,6 @@ class SampledGradient:
         (``fu_apply``'s arithmetic), the transitions after."""
         predicates = self._lay_out(first, last)[2]
         rule = steps.next_rule()
-        layout = (self._order, self._pieces_of, self._at)
         transitions = (self._transitions, steps.squares, steps.moments)
 
         def work(numbered: tuple[int, slice]) -> None:
@@ -416,9 +405,8 @@ class SampledGradient:
             # the call of the first run steps the transitions too (and clears their gradient)
             kernel.bandit.step(
                 self._training,
-                layout,
+                self._compact,
                 (run.start, run.stop),
-                self._piece_buffers,
                 rule,
                 (theta, steps.features),
                 transitions if number == 0 else None,

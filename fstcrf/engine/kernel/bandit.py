@@ -4,6 +4,8 @@ the simulated user's chunk F1."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from fstcrf._kernel import ffi, lib
@@ -30,6 +32,7 @@ class TrainingSet(KernelBuffers):
     ):
         super().__init__()
         self._parts = (dictionary, rows, graph)  # the structs the fields point into
+        self.num_predicates = int(dictionary.struct.num_predicates)
         self._tokens = rows.tokens(0, int(offsets[-1]))
         training = self.struct = ffi.new("fb_set *")
         training.dictionary = dictionary.struct
@@ -39,6 +42,42 @@ class TrainingSet(KernelBuffers):
             training.token_class = self.pin(token_class)
         training.graph = graph.struct
         training.edge_ids = self.pin(edge_ids)
+
+
+class GradientLayout(KernelBuffers):
+    """fb_layout: the compact layout of a minibatch's gradient over P predicates
+    (:func:`index` makes it, :func:`add_gradient` adds to its buffers, :func:`step`
+    steps from them and undoes it), kept from one minibatch to the next with its
+    scratch: ``seen`` uint64 [Q + 1, ceil(P / 64)] (0 between calls), ``order`` int32
+    [P], ``pieces_of`` uint8 [P], ``at`` int64 [P] (-1 outside a layout), and Q
+    gradient ``buffers`` float [U] (0 outside a layout; see :meth:`use_buffers`)."""
+
+    def __init__(self, num_predicates: int, buffers: Sequence[np.ndarray]):
+        super().__init__()
+        if not 1 <= len(buffers) <= lib.FB_MAX_PIECES:
+            raise ShapeError(f"a gradient layout takes 1 to {lib.FB_MAX_PIECES} buffers, got {len(buffers)}")
+        self.num_predicates = num_predicates
+        self.seen = np.zeros((len(buffers) + 1, -(-num_predicates // 64)), dtype=np.uint64)
+        self.order = np.empty(num_predicates, dtype=np.int32)
+        self.pieces_of = np.empty(num_predicates, dtype=np.uint8)
+        self.at = np.full(num_predicates, -1, dtype=np.int64)
+        layout = self.struct = ffi.new("fb_layout *")
+        layout.num_predicates = num_predicates
+        layout.num_buffers = len(buffers)
+        layout.seen = self.pin(self.seen)
+        layout.order = self.pin(self.order)
+        layout.pieces_of = self.pin(self.pieces_of)
+        layout.at = self.pin(self.at)
+        self.use_buffers(buffers)
+
+    def use_buffers(self, buffers: Sequence[np.ndarray]) -> None:
+        """Lay the gradient out in ``buffers`` float [U] from now on, as many as before,
+        all 0 (the layout's features need U of them: :func:`index` tells)."""
+        if len(buffers) != self.struct.num_buffers:
+            raise ShapeError(f"a gradient layout of {self.struct.num_buffers} buffers got {len(buffers)}")
+        self.buffers = list(buffers)
+        self.gather = GatherBuffers(self.buffers)
+        self.struct.buffers = self.gather.struct
 
 
 def draw(
@@ -95,7 +134,7 @@ def add_gradient(
     draws: tuple[np.ndarray, np.ndarray],
     posteriors: tuple[np.ndarray, np.ndarray],
     sign: float,
-    gradient: tuple[np.ndarray | None, GatherBuffers],
+    layout: GradientLayout,
     marks: np.ndarray,
     work: np.ndarray,
     counts: np.ndarray | None = None,
@@ -105,13 +144,11 @@ def add_gradient(
     outside the topology's or a predicate the layout lacks), whose ``draws`` =
     (coefficients float [K, b], paths int32 [K, n]), both C-contiguous, give draw k
     of sentence i weight coefficients[k, i] and states paths[k] at its tokens;
-    ``posteriors`` = (offsets, marginals) of :func:`draw`.  ``gradient`` = (at,
-    buffers): piece q's ADDED TO buffer q, float [F] (at None) or laid out by at int64
-    [P] (:func:`index`'s, float [U]); marks float [n, S] and work float [S + L] are
-    scratch.  ``counts`` float [K, E] or [K, C, E] (or None): ADDED TO, draw k's edge
+    ``posteriors`` = (offsets, marginals) of :func:`draw`.  Piece q's gradient is
+    ADDED TO buffer q of the minibatch's ``layout`` (:func:`index`'s); marks float [n,
+    S] and work float [S + L] are scratch.  ``counts`` float [K, E] or [K, C, E] (or None): ADDED TO, draw k's edge
     uses weighted by its coefficients, over the whole minibatch (TopologyError, before
     any output is touched, for a path the graph does not allow)."""
-    at, buffers = gradient
     coefficients, paths = draws
     offsets, marginals = posteriors
     status = lib.fb_gradient(
@@ -127,8 +164,7 @@ def add_gradient(
         input_pointer(marginals),
         sign,
         output_pointer(marks),
-        ffi.NULL if at is None else input_pointer(at),
-        buffers.struct,
+        layout.struct,
         output_pointer(work),
         1 if counts is None or counts.ndim == 2 else counts.shape[1],
         ffi.NULL if counts is None else output_pointer(counts),
@@ -147,69 +183,46 @@ def _check_paths(status: int, what: str) -> None:
     check_status(status, what)
 
 
-def index(
-    training: TrainingSet, piece_rows: np.ndarray, scratch: tuple[np.ndarray, np.ndarray, np.ndarray], at: np.ndarray
-) -> tuple[int, int]:
+def index(training: TrainingSet, layout: GradientLayout, piece_rows: np.ndarray) -> tuple[int, int]:
     """fb_index: the compact layout of the gradient of token rows piece_rows[0] ..
-    piece_rows[-1]-1 (int64 [Q+1], piece q's rows piece_rows[q] .. piece_rows[q+1]-1):
-    (m, U), the m predicates they use (WRITTEN in ascending order to ``scratch``'s
-    order int32 [P], with each one's pieces as bits in pieces_of uint8 [P]) and
-    their U features, predicate order[i]'s at at[order[i]] of at int64 [P] (-1
-    everywhere before; :func:`step` sets it back).  ``scratch`` = (seen uint64 [Q + 1,
-    ceil(P / 64)], all 0 before and after; order; pieces_of); ShapeError for arrays
-    that do not fit P."""
-    seen, order, pieces_of = scratch
-    P = training.struct.dictionary.num_predicates
-    if seen.shape != (len(piece_rows), -(-P // 64)) or min(len(order), len(pieces_of), len(at)) < P:
+    piece_rows[-1]-1 (int64 [Q'+1], piece q's rows piece_rows[q] .. piece_rows[q+1]-1),
+    made in ``layout``: (m, U), the m predicates they use (in ascending order in its
+    order, with each one's pieces as bits in its pieces_of) and their U features,
+    predicate order[i]'s at its at[order[i]] (-1 everywhere before; :func:`step` sets
+    it back).  ShapeError for a layout of other predicates or fewer buffers than Q'."""
+    if layout.num_predicates != training.num_predicates or not 1 <= len(piece_rows) - 1 <= len(layout.buffers):
         raise ShapeError(
-            f"fb_index: seen {seen.shape}, order {order.shape}, pieces_of {pieces_of.shape} and at "
-            f"{at.shape} do not fit {len(piece_rows) - 1} pieces of {P} predicates"
+            f"fb_index: a layout of {layout.num_predicates} predicates and {len(layout.buffers)} buffers "
+            f"does not fit {len(piece_rows) - 1} pieces of {training.num_predicates} predicates"
         )
-    sizes = np.empty(2, dtype=np.int64)
-    status = lib.fb_index(
-        training.struct,
-        input_pointer(piece_rows),
-        len(piece_rows) - 1,
-        output_pointer(seen),
-        output_pointer(order),
-        output_pointer(pieces_of),
-        output_pointer(at),
-        output_pointer(sizes),
-    )
+    status = lib.fb_index(training.struct, layout.struct, input_pointer(piece_rows), len(piece_rows) - 1)
     check_status(status, "fb_index")
-    return int(sizes[0]), int(sizes[1])
+    return int(layout.struct.used_predicates), int(layout.struct.used_features)
 
 
 def step(
     training: TrainingSet,
-    layout: tuple[np.ndarray, np.ndarray, np.ndarray],
+    layout: GradientLayout,
     positions: tuple[int, int],
-    buffers: GatherBuffers,
     rule: StepRule,
     weights: tuple[np.ndarray, np.ndarray | None],
     transitions: tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None = None,
 ) -> None:
     """fb_step: the step rule at the features of predicates order[begin] ..
-    order[end-1] (``positions`` = (begin, end)) of an :func:`index` ``layout`` =
-    (order, pieces_of, at), by the gradient the buffers (float [U] each, laid out
-    by at) hold there, then cleared, and at set back to -1 there.  ``weights`` =
-    (theta float [F + T], state): state None (constant), the squares float [F]
-    (adagrad) or the (moment, square) pairs float [F, 2] (adam).  ``transitions`` =
-    (gradient float [T], squares [T], moments [T], None where the rule keeps none),
-    or None: the transitions' weights theta[F:] stepped too, after the features, and
-    the gradient cleared."""
-    order, pieces_of, at = layout
+    order[end-1] (``positions`` = (begin, end)) of the ``layout`` :func:`index` made,
+    by the gradient its buffers hold there, then cleared, and its at set back to -1
+    there.  ``weights`` = (theta float [F + T], state): state None (constant), the
+    squares float [F] (adagrad) or the (moment, square) pairs float [F, 2] (adam).
+    ``transitions`` = (gradient float [T], squares [T], moments [T], None where the
+    rule keeps none), or None: the transitions' weights theta[F:] stepped too, after
+    the features, and the gradient cleared."""
     theta, state = weights
     gradient, squares, moments = (None, None, None) if transitions is None else transitions
     status = lib.fb_step(
         training.struct,
-        input_pointer(order),
-        input_pointer(pieces_of),
+        layout.struct,
         positions[0],
         positions[1],
-        output_pointer(at),
-        buffers.struct,
-        buffers.count,
         rule.struct,
         output_pointer(theta),
         optional_output(state),
