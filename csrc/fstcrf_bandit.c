@@ -364,13 +364,12 @@ int fb_chunk_f1(const int64_t *gold, int64_t gold_tokens, const int64_t *gold_of
                 int32_t num_draws, int64_t outside, const uint8_t *starts, const uint8_t *ends, const int64_t *kind,
                 double *f1)
 {
-    if (gold_offsets[0] != 0 || gold_offsets[gold_sentences] != gold_tokens) return FC_BAD_ARGUMENT;
-    for (int64_t s = 0; s < gold_sentences; ++s)
-        if (gold_offsets[s + 1] < gold_offsets[s]) return FC_BAD_ARGUMENT;
     int64_t tokens = 0;
     for (int64_t i = 0; i < num_sentences; ++i) {
         if (sentences[i] < 0 || sentences[i] >= gold_sentences) return FC_BAD_ARGUMENT;
-        for (int64_t t = gold_offsets[sentences[i]]; t < gold_offsets[sentences[i] + 1]; ++t)
+        const int64_t begin = gold_offsets[sentences[i]], end = gold_offsets[sentences[i] + 1];
+        if (begin < 0 || end < begin || end > gold_tokens) return FC_BAD_ARGUMENT;
+        for (int64_t t = begin; t < end; ++t)
             if (gold[t] < 0 || gold[t] >= outside) return FC_BAD_ARGUMENT;
         tokens += gold_offsets[sentences[i] + 1] - gold_offsets[sentences[i]];
     }

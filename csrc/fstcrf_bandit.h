@@ -134,7 +134,7 @@ int fb_step(const fb_set *set, fb_layout *layout, int64_t begin, int64_t end, co
 /* The simulated user's per-sentence chunk F1 (conlleval's chunks by rule tables) of
  * K label sequences of b sentences (n tokens) of a gold set, against their gold ones:
  *   gold       [N]       label ids in [0, L) of the set's B sentences, cut at
- *   gold_offsets [B+1]   (from 0 to N, non-decreasing)
+ *   gold_offsets [B+1]   (from 0 to N, non-decreasing; only the b sentences' are read)
  *   sentences  [b]       which of them, in [0, B): predicted holds their tokens in this order
  *   predicted  [K, n]    label ids in [0, L), n the lengths of those sentences summed
  *   outside    L, the id of the implicit O around a sentence
@@ -144,9 +144,9 @@ int fb_step(const fb_set *set, fb_layout *layout, int64_t begin, int64_t end, co
  *   f1         [K, b]    WRITTEN: 2 matched / (gold + predicted chunks), 1 where
  *                        neither side has a chunk; a chunk matches when it starts
  *                        and ends at the same tokens with the same type
- * Returns FC_BAD_ARGUMENT, before writing, for gold offsets that do not cut N tokens,
- * a sentence outside [0, B), lengths that do not sum to n, or a label id (of the b
- * sentences) outside [0, L). */
+ * Returns FC_BAD_ARGUMENT, before writing, for a sentence outside [0, B) or whose
+ * gold offsets do not lie in [0, N] in order, lengths that do not sum to n, or a
+ * label id (of the b sentences) outside [0, L). */
 int fb_chunk_f1(const int64_t *gold, int64_t gold_tokens, const int64_t *gold_offsets, int64_t gold_sentences,
                 const int64_t *sentences, int64_t num_sentences, const int64_t *predicted, int64_t n,
                 int32_t num_draws, int64_t outside, const uint8_t *starts, const uint8_t *ends, const int64_t *kind,

@@ -246,9 +246,9 @@ def chunk_f1(
     (label ids int64 [N], offsets int64 [B+1] that cut them into sentences), of whose
     sentences those are the ones numbered sentences int64 [b], by ``tables`` = (starts
     uint8 [L+1, L+1], ends uint8 [L+1, L+1], kind int64 [L+1]) with L the implicit
-    outside label; ShapeError for arrays that do not fit, LabelError for offsets that
-    do not cut the gold tokens, sentences outside them or whose lengths do not sum to
-    n, or an id outside [0, L)."""
+    outside label; ShapeError for arrays that do not fit, LabelError for sentences
+    outside the gold ones, whose offsets do not lie in order within the gold tokens or
+    whose lengths do not sum to n, or an id outside [0, L)."""
     labels, offsets = gold
     starts, ends, kind = tables
     if predicted.ndim != 2 or f1.shape != (len(predicted), len(sentences)):
@@ -273,8 +273,8 @@ def chunk_f1(
     )
     if status == lib.FC_BAD_ARGUMENT:
         raise LabelError(
-            f"chunk F1: gold offsets that do not cut the {len(labels)} gold tokens into sentences, sentences "
-            f"outside them or not of {predicted.shape[1]} tokens together, or a label id outside "
-            f"[0, {len(kind) - 1})"
+            f"chunk F1: sentences outside the {len(offsets) - 1} gold sentences, or whose offsets do not lie in "
+            f"order within the {len(labels)} gold tokens or do not sum to {predicted.shape[1]} tokens, or a "
+            f"label id outside [0, {len(kind) - 1})"
         )
     check_status(status, "fb_chunk_f1")
