@@ -38,10 +38,13 @@ static void request_step_lines(const ff_dictionary *d, const ff_tokens *x, int64
     }
 }
 
-int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
-            double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
-            double *marg, double *edge_counts, int32_t *paths, fc_workspace *ws, double *work,
-            const double *step_state, int32_t state_width)
+/* fb_draw's work on one piece, sentences first .. last-1 (b sentences): their offsets
+ * [b+1] (from 0), emissions, log_z, marginals and edge counts at the pointers given,
+ * draw r's states at paths + r * stride, sentence i's seeded by (seed, i, r). */
+static int draw_piece(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
+                      double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
+                      double *marg, double *edge_counts, int32_t *paths, int64_t stride, fc_workspace *ws,
+                      double *work, const double *step_state, int32_t state_width)
 {
     const fc_graph *g = set->graph;
     const int32_t S = g->num_states;
@@ -74,20 +77,40 @@ int fb_draw(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc,
         infeasible |= table < 0;
         if (infeasible || num_draws == 0) continue;
         infeasible |= fc__sample_scaled_sentence(table, g, sc, &w, emit + off * S, cls, T, seed, i, num_draws,
-                                                 offsets[b], paths + off) != FC_OK;
+                                                 stride, paths + off) != FC_OK;
     }
     return infeasible ? FC_INFEASIBLE : FC_OK;
 }
 
-int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
-                int64_t coef_stride, const int32_t *paths, int64_t path_stride, const int64_t *offsets,
-                const double *marg, double sign, double *marks, const int64_t *at, double *grad, double *work)
+int fb_draw(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_t piece_begin, int32_t piece_end,
+            const fc_scores *sc, const double *theta, double sign, uint64_t seed, int32_t num_draws,
+            int64_t *offsets, double *emit, double *log_z, double *marg, double *edge_counts, int32_t *paths,
+            fc_workspace *ws, double *work, const double *step_state, int32_t state_width)
+{
+    const int32_t S = set->graph->num_states;
+    const int64_t row = set->offsets[bounds[0]], n = set->offsets[bounds[num_pieces]] - row;
+    const int64_t per_sentence = (int64_t)sc->num_classes * set->graph->num_edges;
+    for (int32_t q = piece_begin; q < piece_end; ++q) {
+        const int64_t i = bounds[q] - bounds[0], t = set->offsets[bounds[q]] - row;
+        const int status = draw_piece(set, bounds[q], bounds[q + 1], sc, theta, sign, seed + (uint64_t)q,
+                                      num_draws, offsets + i + q, emit + t * S, log_z + i, marg + t * S,
+                                      edge_counts + i * per_sentence, paths + t, n, ws, work, step_state,
+                                      state_width);
+        if (status != FC_OK) return status;
+    }
+    return FC_OK;
+}
+
+/* fb_gradient's work on one piece, sentences first .. last-1 (b sentences, offsets
+ * [b+1] from 0): draw k's weights at coef + k * coef_stride and states at
+ * paths + k * path_stride, marks [n, S] and marg [n, S] its tokens' rows. */
+static int gradient_piece(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
+                          int64_t coef_stride, const int32_t *paths, int64_t path_stride, const int64_t *offsets,
+                          const double *marg, double sign, double *marks, const int64_t *at, double *grad,
+                          double *work)
 {
     const int32_t S = set->graph->num_states;
     const int64_t b = last - first;
-    for (int32_t k = 0; k < num_draws; ++k)
-        for (int64_t t = 0; t < offsets[b]; ++t)
-            if (paths[k * path_stride + t] < 0 || paths[k * path_stride + t] >= S) return FC_BAD_ARGUMENT;
     const ff_tokens x = token_block(set, set->offsets[first], set->offsets[last]);
     for (int64_t i = 0; i < b; ++i) {
         /* w_i summed over the draws in order, as numpy sums the rows of [K, b] */
@@ -104,18 +127,30 @@ int fb_gradient(const fb_set *set, int64_t first, int64_t last, int32_t num_draw
     return ff_accumulate_at(set->dictionary, &x, marks, sign, at, grad, NULL, work);
 }
 
-int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
-                   const int32_t *paths, int32_t num_classes, double *counts)
+/* Whether every state of the K draws paths [K, n] of sentences first .. last-1 (n
+ * tokens) lies in [0, S) and every two consecutive states of a sentence are joined
+ * by an edge. */
+static int paths_allowed(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const int32_t *paths)
+{
+    const int32_t S = set->graph->num_states;
+    const int64_t row = set->offsets[first], n = set->offsets[last] - row;
+    for (int64_t j = 0; j < num_draws * n; ++j)
+        if (paths[j] < 0 || paths[j] >= S) return 0;
+    for (int32_t k = 0; k < num_draws; ++k)
+        for (int64_t i = first; i < last; ++i)
+            for (int64_t t = set->offsets[i] - row + 1; t < set->offsets[i + 1] - row; ++t)
+                if (set->edge_ids[(int64_t)paths[k * n + t - 1] * S + paths[k * n + t]] < 0) return 0;
+    return 1;
+}
+
+/* counts [K, C, E] += each draw's weighted edge uses (fb_gradient's counts) of
+ * sentences first .. last-1, whose paths paths_allowed accepted. */
+static void count_edges(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
+                        const int32_t *paths, int32_t num_classes, double *counts)
 {
     const int32_t S = set->graph->num_states, E = set->graph->num_edges;
     const int64_t row = set->offsets[first], n = set->offsets[last] - row, CE = (int64_t)num_classes * E;
     const int32_t *token_class = set->token_class ? set->token_class + row : NULL;
-    for (int64_t j = 0; j < num_draws * n; ++j)
-        if (paths[j] < 0 || paths[j] >= S) return FC_BAD_ARGUMENT;
-    for (int32_t k = 0; k < num_draws; ++k)
-        for (int64_t i = first; i < last; ++i)
-            for (int64_t t = set->offsets[i] - row + 1; t < set->offsets[i + 1] - row; ++t)
-                if (set->edge_ids[(int64_t)paths[k * n + t - 1] * S + paths[k * n + t]] < 0) return FC_BAD_ARGUMENT;
     for (int32_t k = 0; k < num_draws; ++k) {
         const int32_t *path = paths + k * n;
         double *out = counts + k * CE;
@@ -126,6 +161,26 @@ int fb_path_counts(const fb_set *set, int64_t first, int64_t last, int32_t num_d
                 out[cls * E + set->edge_ids[(int64_t)path[t - 1] * S + path[t]]] += c;
             }
         }
+    }
+}
+
+int fb_gradient(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_t piece_begin,
+                int32_t piece_end, int32_t num_draws, const double *coef, const int32_t *paths,
+                const int64_t *offsets, const double *marg, double sign, double *marks, const fb_layout *layout,
+                double *work, int32_t num_classes, double *counts)
+{
+    const int32_t S = set->graph->num_states;
+    const int64_t first = bounds[0], last = bounds[num_pieces];
+    const int64_t row = set->offsets[first], n = set->offsets[last] - row, b = last - first;
+    if (layout->num_predicates != set->dictionary->num_predicates) return FC_BAD_ARGUMENT;
+    if (!paths_allowed(set, first, last, num_draws, paths)) return FC_BAD_ARGUMENT;
+    if (counts != NULL) count_edges(set, first, last, num_draws, coef, paths, num_classes, counts);
+    for (int32_t q = piece_begin; q < piece_end; ++q) {
+        const int64_t i = bounds[q] - first, t = set->offsets[bounds[q]] - row;
+        const int status = gradient_piece(set, bounds[q], bounds[q + 1], num_draws, coef + i, b, paths + t, n,
+                                          offsets + i + q, marg + t * S, sign, marks + t * S, layout->at,
+                                          layout->buffers[q], work);
+        if (status != FC_OK) return status;
     }
     return FC_OK;
 }
@@ -201,16 +256,20 @@ static void prefetch_predicate(const ff_dictionary *d, int32_t p, const double *
     if (state != NULL) prefetch_range(state, state_width * f, state_width * end);
 }
 
-int fb_index(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, uint64_t *seen, int32_t *order,
-             uint8_t *pieces_of, int64_t *at, int64_t *sizes)
+int fb_index(const fb_set *set, fb_layout *layout, const int64_t *piece_rows, int32_t num_pieces)
 {
-    if (num_pieces < 1 || num_pieces > FB_MAX_PIECES || piece_rows[0] < 0) return FC_BAD_ARGUMENT;
+    if (num_pieces < 1 || num_pieces > layout->num_buffers || piece_rows[0] < 0) return FC_BAD_ARGUMENT;
+    if (layout->num_predicates != set->dictionary->num_predicates) return FC_BAD_ARGUMENT;
     for (int32_t q = 0; q < num_pieces; ++q)
         if (piece_rows[q + 1] < piece_rows[q]) return FC_BAD_ARGUMENT;
     if (piece_rows[num_pieces] > set->tokens->num_tokens) return FC_BAD_ARGUMENT;
     const int64_t *indptr = set->tokens->indptr;
     const int32_t *indices = set->tokens->indices;
     const ff_dictionary *d = set->dictionary;
+    uint64_t *seen = layout->seen;
+    int32_t *order = layout->order;
+    uint8_t *pieces_of = layout->pieces_of;
+    int64_t *at = layout->at;
     for (int64_t j = indptr[piece_rows[0]]; j < indptr[piece_rows[num_pieces]]; ++j) {
         if (indices[j] < 0 || indices[j] >= d->num_predicates) return FC_BAD_ARGUMENT;
         FC_PREFETCH(at + indices[j]); /* written below, in another order */
@@ -248,17 +307,36 @@ int fb_index(const fb_set *set, const int64_t *piece_rows, int32_t num_pieces, u
         }
         summary[group] = 0;
     }
-    sizes[0] = m;
-    sizes[1] = features;
+    layout->used_predicates = m;
+    layout->used_features = features;
     return FC_OK;
 }
 
-int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, int64_t begin, int64_t end,
-            int64_t *at, double *const *buffers, int32_t num_pieces, const fu_step *step, double *theta,
-            double *state)
+/* fu_apply at the T transitions' weights theta [T] by their gradient g [T], which is
+ * then cleared, a chunk of coordinates at a time (the same arithmetic). */
+static int step_transitions(const fu_step *step, double *theta, double *squares, double *moments, double *g,
+                            int64_t num_transitions)
 {
-    if (num_pieces < 1 || num_pieces > FB_MAX_PIECES) return FC_BAD_ARGUMENT;
+    int64_t index[STEP_CHUNK];
+    int status = 0;
+    for (int64_t j = 0; j < num_transitions; j += STEP_CHUNK) {
+        const int64_t m = num_transitions - j < STEP_CHUNK ? num_transitions - j : STEP_CHUNK;
+        for (int64_t i = 0; i < m; ++i) index[i] = j + i;
+        status |= fu_apply(step, theta, squares, moments, index, g + j, m);
+    }
+    for (int64_t j = 0; j < num_transitions; ++j) g[j] = 0.0;
+    return status;
+}
+
+int fb_step(const fb_set *set, fb_layout *layout, int64_t begin, int64_t end, const fu_step *step, double *theta,
+            double *state, double *transitions, int64_t num_transitions, double *squares, double *moments)
+{
     const ff_dictionary *d = set->dictionary;
+    const int32_t *order = layout->order;
+    const uint8_t *pieces_of = layout->pieces_of;
+    int64_t *at = layout->at;
+    const int32_t num_pieces = layout->num_buffers;
+    if (layout->num_predicates != d->num_predicates) return FC_BAD_ARGUMENT;
     for (int64_t i = begin; i < end; ++i)
         if (order[i] < 0 || order[i] >= d->num_predicates || at[order[i]] < 0 || pieces_of[i] >> num_pieces != 0)
             return FC_BAD_ARGUMENT;
@@ -267,9 +345,12 @@ int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, i
     for (int64_t i = begin; i < end; ++i) {
         if (i + STEP_AHEAD < end) prefetch_predicate(d, order[i + STEP_AHEAD], theta, state, state_width);
         const int32_t p = order[i];
-        status |= step_predicate(d, p, at[p], buffers, pieces_of[i], step, theta, state);
+        status |= step_predicate(d, p, at[p], layout->buffers, pieces_of[i], step, theta, state);
         at[p] = -1;
     }
+    if (transitions != NULL)
+        status |= step_transitions(step, theta + d->ptr[d->num_predicates], squares, moments, transitions,
+                                   num_transitions);
     return status;
 }
 
@@ -278,33 +359,41 @@ int fb_step(const fb_set *set, const int32_t *order, const uint8_t *pieces_of, i
 #define STARTS(previous, label) starts[(previous) * (outside + 1) + (label)]
 #define ENDS(label, following) ends[(label) * (outside + 1) + (following)]
 
-int fb_chunk_f1(const int64_t *gold, const int64_t *predicted, int64_t n, int32_t num_draws,
-                const int64_t *offsets, int64_t num_sentences, int64_t outside, const uint8_t *starts,
-                const uint8_t *ends, const int64_t *kind, double *f1)
+int fb_chunk_f1(const int64_t *gold, int64_t gold_tokens, const int64_t *gold_offsets, int64_t gold_sentences,
+                const int64_t *sentences, int64_t num_sentences, const int64_t *predicted, int64_t n,
+                int32_t num_draws, int64_t outside, const uint8_t *starts, const uint8_t *ends, const int64_t *kind,
+                double *f1)
 {
-    if (offsets[0] != 0 || offsets[num_sentences] != n) return FC_BAD_ARGUMENT;
-    for (int64_t i = 0; i < num_sentences; ++i)
-        if (offsets[i + 1] < offsets[i]) return FC_BAD_ARGUMENT;
-    for (int64_t t = 0; t < n; ++t)
-        if (gold[t] < 0 || gold[t] >= outside) return FC_BAD_ARGUMENT;
+    int64_t tokens = 0;
+    for (int64_t i = 0; i < num_sentences; ++i) {
+        if (sentences[i] < 0 || sentences[i] >= gold_sentences) return FC_BAD_ARGUMENT;
+        const int64_t begin = gold_offsets[sentences[i]], end = gold_offsets[sentences[i] + 1];
+        if (begin < 0 || end < begin || end > gold_tokens) return FC_BAD_ARGUMENT;
+        for (int64_t t = begin; t < end; ++t)
+            if (gold[t] < 0 || gold[t] >= outside) return FC_BAD_ARGUMENT;
+        tokens += gold_offsets[sentences[i] + 1] - gold_offsets[sentences[i]];
+    }
+    if (tokens != n) return FC_BAD_ARGUMENT;
     for (int64_t t = 0; t < num_draws * n; ++t)
         if (predicted[t] < 0 || predicted[t] >= outside) return FC_BAD_ARGUMENT;
     for (int32_t k = 0; k < num_draws; ++k) {
         const int64_t *draw = predicted + k * n;
         for (int64_t i = 0; i < num_sentences; ++i) {
-            const int64_t first = offsets[i], last = offsets[i + 1];
+            const int64_t *truth = gold + gold_offsets[sentences[i]];
+            const int64_t T = gold_offsets[sentences[i] + 1] - gold_offsets[sentences[i]];
             int64_t gold_end = -1, end = -1, found = 0, total = 0;
             /* from the right, so that each token knows where the chunk it is in ends */
-            for (int64_t t = last - 1; t >= first; --t) {
-                const int64_t g = gold[t], p = draw[t];
-                if (ENDS(g, t + 1 < last ? gold[t + 1] : outside)) gold_end = t;
-                if (ENDS(p, t + 1 < last ? draw[t + 1] : outside)) end = t;
-                const int gold_starts = STARTS(t > first ? gold[t - 1] : outside, g) != 0;
-                const int draw_starts = STARTS(t > first ? draw[t - 1] : outside, p) != 0;
+            for (int64_t t = T - 1; t >= 0; --t) {
+                const int64_t g = truth[t], p = draw[t];
+                if (ENDS(g, t + 1 < T ? truth[t + 1] : outside)) gold_end = t;
+                if (ENDS(p, t + 1 < T ? draw[t + 1] : outside)) end = t;
+                const int gold_starts = STARTS(t > 0 ? truth[t - 1] : outside, g) != 0;
+                const int draw_starts = STARTS(t > 0 ? draw[t - 1] : outside, p) != 0;
                 total += gold_starts + draw_starts;
                 found += gold_starts && draw_starts && gold_end == end && kind[g] == kind[p];
             }
             f1[k * num_sentences + i] = total > 0 ? 2.0 * (double)found / (double)total : 1.0;
+            draw += T;
         }
     }
     return FC_OK;

@@ -38,11 +38,12 @@ Only the coordinates a minibatch touches are read or moved.  There is no
 penalty term: the epoch with the best dev score is kept.
 
 The gradients run in C (csrc/fstcrf_bandit.c, see :class:`SampledGradient`):
-per fixed piece of a minibatch, one call computes the emissions, the
+over the fixed pieces of a minibatch, one call computes the emissions, the
 posteriors with each sentence's expected edge counts and the draws, another
-the feature gradient of the weighted draws, and one call per minibatch steps
-the touched features straight from the gradient buffers.  The pieces of a
-large minibatch run on the threads; a small one's run on the calling thread.
+the feature gradient of the weighted draws, and one call steps the touched
+features straight from the gradient buffers.  The pieces of a large minibatch
+run on the threads, a call each; a small one's run in one call on the calling
+thread.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from fstcrf.learn import train
 from fstcrf.engine import kernel
 from fstcrf.learn.settings import BanditSettings
 from fstcrf.features.encoding import EncodedSentences
-from fstcrf.errors import FeedbackError, FstcrfError
+from fstcrf.errors import FeedbackError, FstcrfError, TopologyError
 from fstcrf.engine.inference import Potentials, SentenceBatch, thread_chunks
 from fstcrf.learn.objective import Scorer
 from fstcrf.phases import phase
@@ -94,8 +95,8 @@ class SparseGradient:
 
 @dataclass
 class _Piece:
-    """Sum-product results of sentences first .. last-1 (one fixed piece of a minibatch)
-    under sign * theta: ``lengths`` [b], ``offsets`` int64 [b+1] (from 0),
+    """Sum-product results of sentences first .. last-1 (one fixed piece of a minibatch,
+    views of its :class:`Posteriors`) under sign * theta: ``lengths`` [b], ``offsets`` int64 [b+1] (from 0),
     ``emissions`` float [n, S], the kernel's ``transitions`` [E] or [C, E] and
     ``token_class`` [n] (or None), ``log_z`` [b], ``marginals`` float [n, S] and each
     sentence's expected ``edge_counts`` [b, E] or [b, C, E]."""
@@ -113,10 +114,44 @@ class _Piece:
 
 
 class Posteriors:
-    """The sum-product results of a minibatch's pieces under sign * theta."""
+    """The sum-product results of a minibatch, sentences first .. last-1 cut into Q
+    pieces (the :class:`_Split`'s, piece q from sentence first + i_q on), under
+    sign * theta: ``offsets`` int64 [b + Q] (piece q's [b_q + 1], from 0, at
+    i_q + q), ``emissions``
+    float [n, S], the kernel's ``transitions`` [E] or [C, E], ``log_z`` [b],
+    ``marginals`` float [n, S] and each sentence's expected ``edge_counts`` [b, E] or
+    [b, C, E]."""
 
-    def __init__(self, pieces: list[_Piece], sign: float, topology):
-        self.pieces, self.sign, self.topology = pieces, sign, topology
+    def __init__(self, split: _Split, sign: float, gradient: SampledGradient, arrays: tuple, transitions):
+        self._split, self.sign = split, sign
+        self.first, self.last = split.pieces[0][0], split.pieces[-1][1]
+        self.offsets, self.emissions, self.log_z, self.marginals, self.edge_counts = arrays
+        self.transitions = transitions
+        self._encoded, self.topology = gradient.encoded, gradient.scorer.topology
+
+    @property
+    def pieces(self) -> list[_Piece]:
+        """Each piece's results (views)."""
+        encoded, first, pieces = self._encoded, self.first, []
+        for q, (lo, hi) in enumerate(self._split.pieces):
+            rows = slice(encoded.offsets[lo] - encoded.offsets[first], encoded.offsets[hi] - encoded.offsets[first])
+            sentences = slice(lo - first, hi - first)
+            token_class = None if encoded.token_class is None else encoded.token_class[encoded.token_rows(lo, hi)]
+            pieces.append(
+                _Piece(
+                    lo,
+                    hi,
+                    encoded.lengths[lo:hi],
+                    self.offsets[lo - first + q : hi - first + q + 1],
+                    self.emissions[rows],
+                    self.transitions,
+                    token_class,
+                    self.log_z[sentences],
+                    self.marginals[rows],
+                    self.edge_counts[sentences],
+                )
+            )
+        return pieces
 
     def log_probabilities(self, paths: np.ndarray) -> np.ndarray:
         """float [K, B]: log p(path | x) of state paths [K, n] of the minibatch."""
@@ -135,11 +170,12 @@ class SampledGradient:
     """Draws and score-function gradients for encoded sentences under weights
     theta [D] = [F + T] (F features, T transition weights); labels never enter.
 
-    A minibatch (sentences first .. last-1) is cut into fixed pieces; each piece's
+    A minibatch (sentences first .. last-1) is cut into fixed pieces; their
     emissions, posteriors (with each sentence's expected edge counts) and draws
-    come from one C call (``fb_draw``), and its gradient from another
+    come from one C call (``fb_draw``), and their gradients from another
     (``fb_gradient``: coefficient-weighted path indicators minus weighted
-    marginals, accumulated into the piece's gradient buffer).  :meth:`step` moves
+    marginals, accumulated into each piece's gradient buffer), or a call per piece
+    on the threads for a large minibatch.  :meth:`step` moves
     the weights the minibatch touched straight from those buffers (``fb_step``)."""
 
     def __init__(self, scorer: Scorer, encoded: EncodedSentences):
@@ -152,19 +188,13 @@ class SampledGradient:
         self.encoded = encoded
         self.num_weights = scorer.num_weights
         topology = scorer.topology
-        # each piece's gradient in the compact layout of its minibatch (kernel.bandit.index):
-        # [U] of a capacity grown as minibatches need, kept zero between minibatches
-        self._piece_gradients = [np.zeros(0) for _ in range(_PIECES)]
-        self._piece_buffers = kernel.GatherBuffers(self._piece_gradients)
+        #: int64 [S] each state's label id: label ids of draws come out as the kernel reads them
+        self.state_labels = topology.state_label.astype(np.int64)
+        # each piece's gradient in the compact layout of its minibatch (kernel.bandit.index),
+        # in buffers [U] of a capacity grown as minibatches need, kept zero between minibatches
+        self._compact = kernel.bandit.GradientLayout(encoded.num_predicates, [np.zeros(0) for _ in range(_PIECES)])
         self._transitions = np.zeros(scorer.transitions.size)  # [T]
         self._pool: ThreadPoolExecutor | None = None
-        # the layout's scratch: bits per piece and a row of bits per word (kept 0), the
-        # predicates in order and their pieces, where each one's features start (-1
-        # outside the layout, kept so)
-        self._seen_bits = np.zeros((_PIECES + 1, -(-encoded.num_predicates // 64)), dtype=np.uint64)
-        self._order = np.empty(encoded.num_predicates, dtype=np.int32)
-        self._pieces_of = np.empty(encoded.num_predicates, dtype=np.uint8)
-        self._at = np.full(encoded.num_predicates, -1, dtype=np.int64)
         #: the minibatch (first, last) whose gradient the buffers hold, with its m
         #: predicates and U features; None when they hold none
         self._layout: tuple[int, int, int, int] | None = None
@@ -181,7 +211,7 @@ class SampledGradient:
         self._final = np.where(topology.final, 0.0, -np.inf)
         self._workspaces: list = []  # one per piece, built on first use
         self._work = [np.empty(scorer.features.num_states + scorer.features.num_labels) for _ in range(_PIECES)]
-        self._bounds: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self._splits: dict[tuple[int, int], _Split] = {}
         #: the step state of the features (_Steps.features) whose lines each draw asks for
         self.step_state: np.ndarray | None = None
 
@@ -201,7 +231,7 @@ class SampledGradient:
         The kernel is called directly on caller-owned structs: the scores come from
         the model and need none of :class:`Potentials`' checks."""
         F = self.scorer.features.num_features
-        bounds = self._pieces(first, last)
+        split = self._split(first, last)
         transitions = np.ascontiguousarray(self.scorer.transitions.scores(sign * theta[F:]))
         scores = kernel.Scores(transitions, self._start, self._final)
         if not self._workspaces:
@@ -212,48 +242,38 @@ class SampledGradient:
                 for _ in range(_PIECES)
             ]
         S = self.scorer.topology.num_states
-        encoded = self.encoded
+        b, n = last - first, split.tokens
+        offsets, log_z = np.empty(b + len(split.pieces), dtype=np.int64), np.empty(b)
+        emissions, marginals, edge_counts = np.empty((n, S)), np.empty((n, S)), np.empty((b, *transitions.shape))
+        paths = np.empty((count, n), dtype=np.int32)
+        outputs = (offsets, emissions, log_z, marginals, edge_counts, paths)
 
-        def work(piece: int) -> tuple[np.ndarray, _Piece]:
-            lo, hi = bounds[piece]
-            rows = encoded.token_rows(lo, hi)
-            n, b = rows.stop - rows.start, hi - lo
-            offsets, emissions, marginals = np.empty(b + 1, dtype=np.int64), np.empty((n, S)), np.empty((n, S))
-            log_z, edge_counts = np.empty(b), np.empty((b, *transitions.shape))
-            paths = np.empty((count, n), dtype=np.int32)
-            outputs = (offsets, emissions, log_z, marginals, edge_counts, paths)
+        def work(pieces: tuple[int, int]) -> None:
+            slot = pieces[0]
             kernel.bandit.draw(
                 self._training,
-                lo,
-                hi,
+                split.bounds,
+                pieces,
                 scores,
                 theta[:F],
                 sign,
-                (seed + piece) % 2**64,
+                seed % 2**64,
                 outputs,
-                self._workspaces[piece],
-                self._work[piece],
+                self._workspaces[slot],
+                self._work[slot],
                 self.step_state,
-            )
-            token_class = None if encoded.token_class is None else encoded.token_class[rows]
-            lengths = encoded.lengths[lo:hi]
-            return paths, _Piece(
-                lo, hi, lengths, offsets, emissions, transitions, token_class, log_z, marginals, edge_counts
             )
 
         with phase("bandit draws"):
-            parts = self.map(work, range(len(bounds)), self._small(first, last))
-        return (
-            np.concatenate([paths for paths, _ in parts], axis=1),
-            Posteriors([piece for _, piece in parts], sign, self.scorer.topology),
-        )
+            self.map(work, split.calls)
+        return paths, Posteriors(split, sign, self, outputs[:-1], transitions)
 
-    def map(self, work, items, inline: bool = False) -> list:
+    def map(self, work, items) -> list:
         """[work(item) for item in items]: the first item on the calling thread, the
-        others on the threads of a pool kept for this object (all inline when
-        ``inline``, for a single item or a single thread)."""
+        others on the threads of a pool kept for this object (all on the calling
+        thread for a single item or a single thread)."""
         items = list(items)
-        if inline or self.scorer.threads == 1 or len(items) <= 1:
+        if self.scorer.threads == 1 or len(items) <= 1:
             return [work(item) for item in items]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=min(self.scorer.threads, _PIECES) - 1)
@@ -279,44 +299,47 @@ class SampledGradient:
 
     def _add_gradient(self, posteriors: Posteriors, paths: np.ndarray, coefficients: np.ndarray) -> None:
         """:meth:`add_gradient`'s work."""
-        sign = posteriors.sign
-        first, last = posteriors.pieces[0].first, posteriors.pieces[-1].last
+        sign, first, last = posteriors.sign, posteriors.first, posteriors.last
         paths = kernel.kernel_array(paths, np.int32)
         coefficients = kernel.kernel_array(coefficients, np.float64)
-        start = self.encoded.offsets[first]
         layout = self.scorer.transitions
-        # the draws' edges first: a path the topology does not allow is refused before
-        # any gradient buffer is touched
-        counts = np.zeros((len(paths), *posteriors.pieces[0].edge_counts.shape[1:]))
-        kernel.bandit.path_counts(self._training, first, last, coefficients, paths, counts)
-        self._lay_out(first, last)
+        # the draws' edge uses, counted by the call of the first piece; a path the
+        # topology does not allow is refused by every call before any output is touched
+        counts = np.zeros((len(paths), *posteriors.edge_counts.shape[1:]))
+        fresh = self._layout is None
+        predicates = self._lay_out(first, last)[2]
+        split = self._split(first, last)
+        marks = np.empty(posteriors.marginals.shape)
 
-        def work(number: int) -> np.ndarray:
-            piece = posteriors.pieces[number]
-            lo, hi = piece.first - first, piece.last - first  # within the minibatch
+        def work(pieces: tuple[int, int]) -> None:
             kernel.bandit.add_gradient(
                 self._training,
-                piece.first,
-                piece.last,
-                coefficients,
-                lo,
-                paths,
-                int(self.encoded.offsets[piece.first] - start),
-                (piece.offsets, piece.marginals),
+                split.bounds,
+                pieces,
+                (coefficients, paths),
+                (posteriors.offsets, posteriors.marginals),
                 sign,
-                (self._at, self._piece_gradients[number]),
-                np.empty(piece.marginals.shape),
-                self._work[number],
+                self._compact,
+                marks,
+                self._work[pieces[0]],
+                counts if pieces[0] == 0 else None,
             )
-            # sum_b weights[b] edge_counts[b]: np.tensordot's own dot, without its overhead
-            weights = coefficients[:, lo:hi].sum(axis=0)[None]
-            return np.dot(weights, piece.edge_counts.reshape(hi - lo, -1)).reshape(piece.edge_counts.shape[1:])
 
-        expected = sum(self.map(work, range(len(posteriors.pieces)), self._small(first, last)))
+        try:
+            self.map(work, split.calls)
+        except TopologyError:
+            if fresh:  # refused before any output: the layout made for it goes too
+                self._forget(predicates)
+            raise
+        # sum_b weights[b] edge_counts[b] piece by piece: np.tensordot's own dot, without its overhead
+        edge_counts = posteriors.edge_counts.reshape(last - first, -1)
+        expected = np.zeros((1, edge_counts.shape[1]))
+        for lo, hi in split.sentences:
+            expected += np.dot(coefficients[:, lo:hi].sum(axis=0, keepdims=True), edge_counts[lo:hi])
         total: np.ndarray | float = 0.0
         for draw in counts:
             total = total + layout.gradient(draw)
-        self._transitions += sign * (total - layout.gradient(expected))
+        self._transitions += sign * (total - layout.gradient(expected.reshape(counts.shape[1:])))
 
     def _lay_out(self, first: int, last: int) -> tuple[int, int, int, int]:
         """The layout of the gradient buffers for sentences first .. last-1 (kernel.bandit.index),
@@ -329,14 +352,11 @@ class SampledGradient:
                     f"but not taken or stepped before one of sentences {first} .. {last - 1}"
                 )
             return self._layout
-        offsets = self.encoded.offsets
-        piece_rows = np.array([offsets[lo] for lo, _ in self._pieces(first, last)] + [offsets[last]], dtype=np.int64)
-        scratch = (self._seen_bits[: len(piece_rows)], self._order, self._pieces_of)
-        predicates, features = kernel.bandit.index(self._training, piece_rows, scratch, self._at)
-        if features > len(self._piece_gradients[0]):  # buffers hold zeros only here: replace them
-            size = min(max(features, 2 * len(self._piece_gradients[0])), self.scorer.features.num_features)
-            self._piece_gradients = [np.zeros(size) for _ in range(_PIECES)]
-            self._piece_buffers = kernel.GatherBuffers(self._piece_gradients)
+        predicates, features = kernel.bandit.index(self._training, self._compact, self._split(first, last).rows)
+        capacity = len(self._compact.buffers[0])
+        if features > capacity:  # buffers hold zeros only here: replace them
+            size = min(max(features, 2 * capacity), self.scorer.features.num_features)
+            self._compact.use_buffers([np.zeros(size) for _ in range(_PIECES)])
         self._layout = (first, last, predicates, features)
         return self._layout
 
@@ -344,12 +364,18 @@ class SampledGradient:
         """Forget the layout (the buffers and ``at`` were cleared)."""
         self._layout = None
 
+    def _forget(self, predicates: int) -> None:
+        """Set ``at`` back to -1 at the layout's predicates and forget the layout (the
+        buffers were cleared)."""
+        self._compact.at[self._compact.order[:predicates]] = -1
+        self._release()
+
     def take(self, first: int, last: int) -> SparseGradient:
         """The gradient added since the last call, for sentences first .. last-1, and
         reset it.  Only the features of the predicates of those sentences (the
         layout's, in ascending order) can be non-zero."""
         _, _, predicates, features = self._lay_out(first, last)
-        order = self._order[:predicates]
+        order = self._compact.order[:predicates]
         ptr = self.scorer.features.ptr
         sizes = ptr[order + 1] - ptr[order]
         indices = np.repeat(ptr[order] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(features)
@@ -357,11 +383,10 @@ class SampledGradient:
         compact = np.arange(features)
 
         def gather(run: slice) -> None:
-            kernel.gather_clear(self._piece_buffers, compact[run], values[run])
+            kernel.gather_clear(self._compact.gather, compact[run], values[run])
 
         self.map(gather, _runs(features))
-        self._at[order] = -1
-        self._release()
+        self._forget(predicates)
         transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
         return SparseGradient(indices, values, transitions)
 
@@ -373,35 +398,66 @@ class SampledGradient:
         (``fu_apply``'s arithmetic), the transitions after."""
         predicates = self._lay_out(first, last)[2]
         rule = steps.next_rule()
-        layout = (self._order, self._pieces_of, self._at)
+        transitions = (self._transitions, steps.squares, steps.moments)
 
-        def work(run: slice) -> None:
-            positions = (run.start, run.stop)
-            kernel.bandit.step(self._training, layout, positions, self._piece_buffers, rule, theta, steps.features)
+        def work(numbered: tuple[int, slice]) -> None:
+            number, run = numbered
+            # the call of the first run steps the transitions too (and clears their gradient)
+            kernel.bandit.step(
+                self._training,
+                self._compact,
+                (run.start, run.stop),
+                rule,
+                (theta, steps.features),
+                transitions if number == 0 else None,
+            )
 
         with phase("bandit step"):
-            self.map(work, _runs(predicates, split=not self._small(first, last)))
+            self.map(work, enumerate(_runs(predicates, split=not self._small(first, last))))
         self._release()
-        transitions, self._transitions = self._transitions, np.zeros(self.scorer.transitions.size)
-        F = self.scorer.features.num_features
-        at = np.arange(len(transitions))
-        kernel.apply_step(rule, theta[F:], steps.squares, steps.moments, at, transitions)
 
     def _small(self, first: int, last: int) -> bool:
         """Whether sentences first .. last-1 are too few tokens to share out (_INLINE_TOKENS)."""
         return bool(self.encoded.offsets[last] - self.encoded.offsets[first] < _INLINE_TOKENS)
 
-    def _pieces(self, first: int, last: int) -> list[tuple[int, int]]:
+    def _split(self, first: int, last: int) -> _Split:
         """The fixed split of sentences first .. last-1 into pieces of similar token
         counts (the same whatever the threads, so results do not depend on them)."""
-        bounds = self._bounds.get((first, last))
-        if bounds is None:
+        split = self._splits.get((first, last))
+        if split is None:
             minibatch = SentenceBatch()
             minibatch.lengths = self.encoded.lengths[first:last]
             minibatch.offsets = self.encoded.offsets[first : last + 1] - self.encoded.offsets[first]
-            bounds = [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
-            self._bounds[first, last] = bounds
-        return bounds
+            pieces = [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
+            bounds = np.array([lo for lo, _ in pieces] + [last], dtype=np.int64)
+            together = self._small(first, last) or self.scorer.threads == 1
+            rows = kernel.kernel_array(self.encoded.offsets[bounds], np.int64)
+            split = self._splits[first, last] = _Split(
+                pieces,
+                bounds,
+                rows,
+                int(rows[-1] - rows[0]),
+                [(lo - first, hi - first) for lo, hi in pieces],
+                [(0, len(pieces))] if together else [(q, q + 1) for q in range(len(pieces))],
+            )
+        return split
+
+
+@dataclass
+class _Split:
+    """A minibatch cut into Q pieces: their sentences ``pieces`` [(lo, hi)] and the
+    ``bounds`` int64 [Q+1] between them, their first token rows ``rows`` int64 [Q+1]
+    (the last one's end at rows[Q]), the minibatch's ``tokens``, their ``sentences`` within the minibatch [(lo -
+    first, hi - first)], and the ranges of pieces each kernel call takes,
+    ``calls``: all in one call on the calling thread when the minibatch is too small
+    to share out or there is one thread, else one each."""
+
+    pieces: list[tuple[int, int]]
+    bounds: np.ndarray
+    rows: np.ndarray
+    tokens: int
+    sentences: list[tuple[int, int]]
+    calls: list[tuple[int, int]]
 
 
 def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
@@ -430,9 +486,11 @@ class _Steps:
         self.squares = np.zeros(transitions) if rule in ("adagrad", "adam") else None
         self.moments = np.zeros(transitions) if rule == "adam" else None
         self.count = 0
+        self._kernel_rule = kernel.StepRule(rule, learning_rate, *_ADAM_BETAS, _EPSILON)
 
     def next_rule(self) -> kernel.StepRule:
-        """The rule of the next step (Adam's rate bias-corrected for it)."""
+        """The rule of the next step (Adam's rate bias-corrected for it): one struct,
+        its rate set for each step."""
         self.count += 1
         beta1, beta2 = _ADAM_BETAS
         rate = (
@@ -440,7 +498,8 @@ class _Steps:
             if self.rule != "adam"
             else self.rate * math.sqrt(1.0 - beta2**self.count) / (1.0 - beta1**self.count)
         )
-        return kernel.StepRule(self.rule, rate, beta1, beta2, _EPSILON)
+        self._kernel_rule.set_rate(rate)
+        return self._kernel_rule
 
 
 #: Below this many coordinates a gather runs on one thread (handing work to the pool
@@ -503,7 +562,7 @@ def add_minibatch_gradient(
     """Add the stochastic gradient of sentences first .. last-1 (training sentences
     ``indices`` [B] for the feedback) under ``theta`` to ``gradient``'s buffers."""
     K = settings.draws
-    state_label = gradient.scorer.topology.state_label
+    state_label = gradient.state_labels
     independent_pairs = settings.objective == "pairwise-independent"
     draws, posteriors = gradient.draw(theta, first, last, 2 * K if independent_pairs else K, seed)
     gains = _gains(feedback, indices, state_label[draws])

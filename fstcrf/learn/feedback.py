@@ -28,7 +28,7 @@ import numpy as np
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
-from fstcrf.errors import FeedbackError, FstcrfError, LabelError
+from fstcrf.errors import FeedbackError, FstcrfError, LabelError, ShapeError
 from fstcrf.corpus.schemes import chunk_end, chunk_start, split_tag
 
 METRICS = ("f1", "accuracy")
@@ -72,10 +72,12 @@ def sentence_chunk_f1(tables: ChunkTables, gold: np.ndarray, predicted: np.ndarr
     (or K sequences [K, N]) against gold [N] cut at offsets [B+1] (1 where neither
     side has a chunk), in C."""
     sequences = kernel.kernel_array(np.atleast_2d(predicted), np.int64)
+    if sequences.shape[1] != len(gold):
+        raise ShapeError(f"chunk F1: predicted {np.shape(predicted)} does not fit gold {np.shape(gold)}")
     f1 = np.empty((len(sequences), len(offsets) - 1))
-    kernel.bandit.chunk_f1(
-        kernel.kernel_array(gold, np.int64), sequences, kernel.kernel_array(offsets, np.int64), tables.kernel_tables, f1
-    )
+    gold_set = (kernel.kernel_array(gold, np.int64), kernel.kernel_array(offsets, np.int64))
+    every = np.arange(len(offsets) - 1, dtype=np.int64)
+    kernel.bandit.chunk_f1(gold_set, every, sequences, tables.kernel_tables, f1)
     return f1 if np.ndim(predicted) == 2 else f1[0]
 
 
@@ -105,8 +107,8 @@ class SimulatedFeedback:
                 raise FstcrfError(f"feedback {name} must be a number in [0, {upper}], got {value!r}")
         self.labels = list(labels)
         self.metric = metric
-        self._gold = np.asarray(gold, dtype=np.int64)
-        self._offsets = np.asarray(offsets, dtype=np.int64)
+        self._gold = kernel.kernel_array(gold, np.int64)
+        self._offsets = kernel.kernel_array(offsets, np.int64)
         self._tables = ChunkTables(self.labels) if metric == "f1" else None
         self._flip, self._noise = float(flip), float(noise)
         self._rng = np.random.default_rng(seed)
@@ -115,18 +117,17 @@ class SimulatedFeedback:
     def gains(self, indices: np.ndarray, label_ids: np.ndarray) -> np.ndarray:
         """float [K, B]: the gain of each of K label-id sequences [K, n] of training
         sentences ``indices`` [B] (their tokens concatenated in that order)."""
-        indices = np.asarray(indices, dtype=np.int64)
-        label_ids = np.asarray(label_ids, dtype=np.int64)
-        starts = self._offsets[indices]
-        lengths = self._offsets[indices + 1] - starts
-        cuts = np.concatenate([[0], np.cumsum(lengths)])
-        rows = np.repeat(starts - cuts[:-1], lengths) + np.arange(int(cuts[-1]))  # the sentences' tokens, in order
-        gold = self._gold[rows]
-        gains = (
-            sentence_chunk_f1(self._tables, gold, label_ids, cuts)
-            if self._tables
-            else sentence_accuracy(gold, label_ids, cuts)
-        )
+        indices = kernel.kernel_array(indices, np.int64)
+        if self._tables:
+            gains = np.empty((len(label_ids), len(indices)))
+            sequences = kernel.kernel_array(label_ids, np.int64)
+            kernel.bandit.chunk_f1((self._gold, self._offsets), indices, sequences, self._tables.kernel_tables, gains)
+        else:
+            starts = self._offsets[indices]
+            lengths = self._offsets[indices + 1] - starts
+            cuts = np.concatenate([[0], np.cumsum(lengths)])
+            rows = np.repeat(starts - cuts[:-1], lengths) + np.arange(int(cuts[-1]))  # the sentences' tokens, in order
+            gains = sentence_accuracy(self._gold[rows], np.asarray(label_ids, dtype=np.int64), cuts)
         self.calls += gains.size
         if self._flip > 0:
             flipped = self._rng.random(gains.shape) < self._flip

@@ -194,14 +194,6 @@ def test_the_gradient_is_the_numpy_formula_bit_for_bit(instance):
     assert np.array_equal(result, reference_gradient(gradient, posteriors, paths, coefficients))
 
 
-def layout_scratch(num_pieces: int, num_predicates: int) -> tuple:
-    """fb_index's scratch (seen, order, pieces_of) and at, as the learner keeps them."""
-    seen = np.zeros((num_pieces + 1, -(-num_predicates // 64)), dtype=np.uint64)
-    order = np.empty(num_predicates, dtype=np.int32)
-    pieces_of = np.empty(num_predicates, dtype=np.uint8)
-    return (seen, order, pieces_of), np.full(num_predicates, -1, dtype=np.int64)
-
-
 @settings(max_examples=60, deadline=None)
 @given(instances, st.randoms(use_true_random=False))
 def test_the_layout_lists_each_predicate_of_the_minibatch_once_in_ascending_order(instance, random):
@@ -213,15 +205,15 @@ def test_the_layout_lists_each_predicate_of_the_minibatch_once_in_ascending_orde
     last = random.randrange(first + 1, B + 1)
     low, high = int(encoded.offsets[first]), int(encoded.offsets[last])
     piece_rows = np.array([low, random.randint(low, high), high], dtype=np.int64)
-    scratch, at = layout_scratch(2, P)
-    m, U = kernel.bandit.index(gradient._training, piece_rows, scratch, at)
+    layout = kernel.bandit.GradientLayout(P, [np.zeros(0), np.zeros(0)])
+    m, U = kernel.bandit.index(gradient._training, layout, piece_rows)
 
     def used(a: int, b: int) -> set:
         return set(encoded.indices[encoded.indptr[a] : encoded.indptr[b]].tolist())
 
     pieces = [used(piece_rows[q], piece_rows[q + 1]) for q in range(2)]
     expected = np.array(sorted(pieces[0] | pieces[1]), dtype=np.int64)
-    seen, order_of, pieces_of = scratch
+    seen, order_of, pieces_of, at = layout.seen, layout.order, layout.pieces_of, layout.at
     assert m == len(expected) and order_of[:m].tolist() == expected.tolist()
     ptr = gradient.scorer.features.ptr
     sizes = ptr[expected + 1] - ptr[expected]
@@ -232,16 +224,19 @@ def test_the_layout_lists_each_predicate_of_the_minibatch_once_in_ascending_orde
     assert not seen.any()  # the scratch bits are left clear
 
 
-def test_the_layout_refuses_scratch_that_does_not_fit_and_rows_that_do_not_ascend():
+def test_the_layout_refuses_too_few_buffers_other_predicates_and_rows_that_do_not_ascend():
     gradient = sampled_gradient(corpus_of(1, [3, 4]), 2, False)
     P = gradient.encoded.num_predicates
-    scratch, at = layout_scratch(1, P)  # one row of bits short for two pieces
-    with pytest.raises(ShapeError, match="fb_index"):
-        kernel.bandit.index(gradient._training, np.array([0, 3, 7], dtype=np.int64), scratch, at)
-    scratch, at = layout_scratch(2, P)
+    for layout in (
+        kernel.bandit.GradientLayout(P, [np.zeros(0)]),  # one buffer short for two pieces
+        kernel.bandit.GradientLayout(P + 1, [np.zeros(0), np.zeros(0)]),
+    ):
+        with pytest.raises(ShapeError, match="fb_index"):
+            kernel.bandit.index(gradient._training, layout, np.array([0, 3, 7], dtype=np.int64))
+    layout = kernel.bandit.GradientLayout(P, [np.zeros(0), np.zeros(0)])
     with pytest.raises(RuntimeError, match="fb_index"):  # Python never passes such rows: a bug
-        kernel.bandit.index(gradient._training, np.array([0, 5, 3], dtype=np.int64), scratch, at)
-    assert (at == -1).all() and not scratch[0].any()
+        kernel.bandit.index(gradient._training, layout, np.array([0, 5, 3], dtype=np.int64))
+    assert (layout.at == -1).all() and not layout.seen.any()
 
 
 def test_a_second_minibatch_before_the_first_is_stepped_is_refused():
@@ -283,8 +278,8 @@ def test_the_fused_step_is_take_then_apply(rule, threads, monkeypatch):
         assert np.array_equal(theta["fused"], theta["unfused"])
         assert steps["unfused"].same_state(steps["fused"])
     # the buffers were left clear: nothing is carried into the next minibatch
-    assert all(not buffer.any() for buffer in fused._piece_gradients)
-    assert not fused._seen_bits.any()
+    assert all(not buffer.any() for buffer in fused._compact.buffers)
+    assert not fused._compact.seen.any()
     assert isinstance(gradient, SparseGradient)
 
 
@@ -336,7 +331,8 @@ def test_a_path_the_topology_does_not_allow_is_refused_before_any_output(bad):
         paths[0, :2] = a, b
     with pytest.raises(TopologyError, match="topology"):
         gradient.add_gradient(posteriors, paths, np.ones((1, 2)))
-    assert not any(buffer.any() for buffer in gradient._piece_gradients)  # refused before any output
+    assert not any(buffer.any() for buffer in gradient._compact.buffers)  # refused before any output
+    assert gradient._layout is None and (gradient._compact.at == -1).all()  # and the layout made for it forgotten
 
 
 class UnfusedRun(bandit._Run):

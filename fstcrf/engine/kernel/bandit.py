@@ -4,10 +4,12 @@ the simulated user's chunk F1."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from fstcrf._kernel import ffi, lib
-from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, output_pointer
+from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, optional_output, output_pointer
 from fstcrf.errors import LabelError, ShapeError, TopologyError
 from fstcrf.engine.kernel.chain import Graph, Scores, Workspace
 from fstcrf.engine.kernel.features import FeatureDictionary, PredicateRows
@@ -30,6 +32,7 @@ class TrainingSet(KernelBuffers):
     ):
         super().__init__()
         self._parts = (dictionary, rows, graph)  # the structs the fields point into
+        self.num_predicates = int(dictionary.struct.num_predicates)
         self._tokens = rows.tokens(0, int(offsets[-1]))
         training = self.struct = ffi.new("fb_set *")
         training.dictionary = dictionary.struct
@@ -41,10 +44,46 @@ class TrainingSet(KernelBuffers):
         training.edge_ids = self.pin(edge_ids)
 
 
+class GradientLayout(KernelBuffers):
+    """fb_layout: the compact layout of a minibatch's gradient over P predicates
+    (:func:`index` makes it, :func:`add_gradient` adds to its buffers, :func:`step`
+    steps from them and undoes it), kept from one minibatch to the next with its
+    scratch: ``seen`` uint64 [Q + 1, ceil(P / 64)] (0 between calls), ``order`` int32
+    [P], ``pieces_of`` uint8 [P], ``at`` int64 [P] (-1 outside a layout), and Q
+    gradient ``buffers`` float [U] (0 outside a layout; see :meth:`use_buffers`)."""
+
+    def __init__(self, num_predicates: int, buffers: Sequence[np.ndarray]):
+        super().__init__()
+        if not 1 <= len(buffers) <= lib.FB_MAX_PIECES:
+            raise ShapeError(f"a gradient layout takes 1 to {lib.FB_MAX_PIECES} buffers, got {len(buffers)}")
+        self.num_predicates = num_predicates
+        self.seen = np.zeros((len(buffers) + 1, -(-num_predicates // 64)), dtype=np.uint64)
+        self.order = np.empty(num_predicates, dtype=np.int32)
+        self.pieces_of = np.empty(num_predicates, dtype=np.uint8)
+        self.at = np.full(num_predicates, -1, dtype=np.int64)
+        layout = self.struct = ffi.new("fb_layout *")
+        layout.num_predicates = num_predicates
+        layout.num_buffers = len(buffers)
+        layout.seen = self.pin(self.seen)
+        layout.order = self.pin(self.order)
+        layout.pieces_of = self.pin(self.pieces_of)
+        layout.at = self.pin(self.at)
+        self.use_buffers(buffers)
+
+    def use_buffers(self, buffers: Sequence[np.ndarray]) -> None:
+        """Lay the gradient out in ``buffers`` float [U] from now on, as many as before,
+        all 0 (the layout's features need U of them: :func:`index` tells)."""
+        if len(buffers) != self.struct.num_buffers:
+            raise ShapeError(f"a gradient layout of {self.struct.num_buffers} buffers got {len(buffers)}")
+        self.buffers = list(buffers)
+        self.gather = GatherBuffers(self.buffers)
+        self.struct.buffers = self.gather.struct
+
+
 def draw(
     training: TrainingSet,
-    first: int,
-    last: int,
+    bounds: np.ndarray,
+    pieces: tuple[int, int],
     scores: Scores,
     theta: np.ndarray,
     sign: float,
@@ -54,17 +93,21 @@ def draw(
     work: np.ndarray,
     step_state: np.ndarray | None = None,
 ) -> None:
-    """fb_draw on sentences first .. last-1 under sign * theta float [F] (the scores
-    already signed).  WRITTEN: ``outputs`` = (offsets int64 [b+1], emissions [n, S],
-    log_z [b], marginals [n, S], edge_counts [b, C, E], paths int32 [K, n]: K draws,
-    sentence i's r-th seeded by (seed, i, r)); work float [S + L] is scratch.
+    """fb_draw on pieces begin .. end-1 (``pieces``) of the minibatch cut at sentences
+    bounds int64 [Q+1], under sign * theta float [F] (the scores already signed).
+    WRITTEN at those pieces' rows: ``outputs`` = (offsets int64 [b+Q], piece q's from 0
+    at bounds[q] - bounds[0] + q; emissions [n, S], log_z [b], marginals [n, S],
+    edge_counts [b, C, E], paths int32 [K, n]: K draws, those of piece q's i-th
+    sentence seeded by (seed + q, i, r)); work float [S + L] is scratch.
     ``step_state`` (float [F] or [F, 2], the state :func:`step` will read, or None)
     has its lines at the sentences' features asked for: a hint, results are the same."""
     offsets, emissions, log_z, marginals, edge_counts, paths = outputs
     status = lib.fb_draw(
         training.struct,
-        first,
-        last,
+        input_pointer(bounds),
+        len(bounds) - 1,
+        pieces[0],
+        pieces[1],
         scores.struct,
         input_pointer(theta),
         sign,
@@ -86,67 +129,47 @@ def draw(
 
 def add_gradient(
     training: TrainingSet,
-    first: int,
-    last: int,
-    coefficients: np.ndarray,
-    column: int,
-    paths: np.ndarray,
-    token: int,
+    bounds: np.ndarray,
+    pieces: tuple[int, int],
+    draws: tuple[np.ndarray, np.ndarray],
     posteriors: tuple[np.ndarray, np.ndarray],
     sign: float,
-    gradient: tuple[np.ndarray | None, np.ndarray],
+    layout: GradientLayout,
     marks: np.ndarray,
     work: np.ndarray,
+    counts: np.ndarray | None = None,
 ) -> None:
-    """fb_gradient on sentences first .. last-1 (TopologyError for a state outside the
-    topology's or a predicate the layout lacks), whose draw k has weight
-    coefficients[k, column + i] (float [K, b']) for sentence i and states paths[k,
-    token:] (int32 [K, n']), both C-contiguous; ``posteriors`` = (offsets,
-    marginals) of :func:`draw`.  ``gradient`` = (at, grad): ADDED TO grad, float [F]
-    (at None) or laid out by at int64 [P] (:func:`index`'s, float [U]); marks float
-    [n, S] and work float [S + L] are scratch."""
-    at, grad = gradient
+    """fb_gradient on pieces begin .. end-1 (``pieces``) of the minibatch cut at
+    sentences bounds int64 [Q+1] (b sentences, n tokens; TopologyError for a state
+    outside the topology's or a predicate the layout lacks), whose ``draws`` =
+    (coefficients float [K, b], paths int32 [K, n]), both C-contiguous, give draw k
+    of sentence i weight coefficients[k, i] and states paths[k] at its tokens;
+    ``posteriors`` = (offsets, marginals) of :func:`draw`.  Piece q's gradient is
+    ADDED TO buffer q of the minibatch's ``layout`` (:func:`index`'s); marks float [n,
+    S] and work float [S + L] are scratch.  ``counts`` float [K, E] or [K, C, E] (or None): ADDED TO, draw k's edge
+    uses weighted by its coefficients, over the whole minibatch (TopologyError, before
+    any output is touched, for a path the graph does not allow)."""
+    coefficients, paths = draws
     offsets, marginals = posteriors
-    # the views stay referenced through the call (the arrays are C-contiguous: no copies)
-    coefficient_view, path_view = output_pointer(coefficients), output_pointer(paths)
     status = lib.fb_gradient(
         training.struct,
-        first,
-        last,
+        input_pointer(bounds),
+        len(bounds) - 1,
+        pieces[0],
+        pieces[1],
         len(paths),
-        coefficient_view + column,
-        coefficients.shape[1],
-        path_view + token,
-        paths.shape[1],
+        input_pointer(coefficients),
+        input_pointer(paths),
         input_pointer(offsets),
         input_pointer(marginals),
         sign,
         output_pointer(marks),
-        ffi.NULL if at is None else input_pointer(at),
-        output_pointer(grad),
+        layout.struct,
         output_pointer(work),
+        1 if counts is None or counts.ndim == 2 else counts.shape[1],
+        ffi.NULL if counts is None else output_pointer(counts),
     )
     _check_paths(status, "fb_gradient")
-
-
-def path_counts(
-    training: TrainingSet, first: int, last: int, coefficients: np.ndarray, paths: np.ndarray, counts: np.ndarray
-) -> None:
-    """fb_path_counts: ADDED TO counts float [K, E] or [K, C, E], draw k's edge uses
-    weighted by coefficients float [K, b] (per sentence), for the draws paths int32
-    [K, n] of sentences first .. last-1 (TopologyError for a path the graph does not
-    allow)."""
-    status = lib.fb_path_counts(
-        training.struct,
-        first,
-        last,
-        len(paths),
-        input_pointer(coefficients),
-        input_pointer(paths),
-        1 if counts.ndim == 2 else counts.shape[1],
-        output_pointer(counts),
-    )
-    _check_paths(status, "fb_path_counts")
 
 
 def _check_paths(status: int, what: str) -> None:
@@ -160,96 +183,88 @@ def _check_paths(status: int, what: str) -> None:
     check_status(status, what)
 
 
-def index(
-    training: TrainingSet, piece_rows: np.ndarray, scratch: tuple[np.ndarray, np.ndarray, np.ndarray], at: np.ndarray
-) -> tuple[int, int]:
+def index(training: TrainingSet, layout: GradientLayout, piece_rows: np.ndarray) -> tuple[int, int]:
     """fb_index: the compact layout of the gradient of token rows piece_rows[0] ..
-    piece_rows[-1]-1 (int64 [Q+1], piece q's rows piece_rows[q] .. piece_rows[q+1]-1):
-    (m, U), the m predicates they use (WRITTEN in ascending order to ``scratch``'s
-    order int32 [P], with each one's pieces as bits in pieces_of uint8 [P]) and
-    their U features, predicate order[i]'s at at[order[i]] of at int64 [P] (-1
-    everywhere before; :func:`step` sets it back).  ``scratch`` = (seen uint64 [Q + 1,
-    ceil(P / 64)], all 0 before and after; order; pieces_of); ShapeError for arrays
-    that do not fit P."""
-    seen, order, pieces_of = scratch
-    P = training.struct.dictionary.num_predicates
-    if seen.shape != (len(piece_rows), -(-P // 64)) or min(len(order), len(pieces_of), len(at)) < P:
+    piece_rows[-1]-1 (int64 [Q'+1], piece q's rows piece_rows[q] .. piece_rows[q+1]-1),
+    made in ``layout``: (m, U), the m predicates they use (in ascending order in its
+    order, with each one's pieces as bits in its pieces_of) and their U features,
+    predicate order[i]'s at its at[order[i]] (-1 everywhere before; :func:`step` sets
+    it back).  ShapeError for a layout of other predicates or fewer buffers than Q'."""
+    if layout.num_predicates != training.num_predicates or not 1 <= len(piece_rows) - 1 <= len(layout.buffers):
         raise ShapeError(
-            f"fb_index: seen {seen.shape}, order {order.shape}, pieces_of {pieces_of.shape} and at "
-            f"{at.shape} do not fit {len(piece_rows) - 1} pieces of {P} predicates"
+            f"fb_index: a layout of {layout.num_predicates} predicates and {len(layout.buffers)} buffers "
+            f"does not fit {len(piece_rows) - 1} pieces of {training.num_predicates} predicates"
         )
-    sizes = np.empty(2, dtype=np.int64)
-    status = lib.fb_index(
-        training.struct,
-        input_pointer(piece_rows),
-        len(piece_rows) - 1,
-        output_pointer(seen),
-        output_pointer(order),
-        output_pointer(pieces_of),
-        output_pointer(at),
-        output_pointer(sizes),
-    )
+    status = lib.fb_index(training.struct, layout.struct, input_pointer(piece_rows), len(piece_rows) - 1)
     check_status(status, "fb_index")
-    return int(sizes[0]), int(sizes[1])
+    return int(layout.struct.used_predicates), int(layout.struct.used_features)
 
 
 def step(
     training: TrainingSet,
-    layout: tuple[np.ndarray, np.ndarray, np.ndarray],
+    layout: GradientLayout,
     positions: tuple[int, int],
-    buffers: GatherBuffers,
     rule: StepRule,
-    theta: np.ndarray,
-    state: np.ndarray | None,
+    weights: tuple[np.ndarray, np.ndarray | None],
+    transitions: tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None = None,
 ) -> None:
     """fb_step: the step rule at the features of predicates order[begin] ..
-    order[end-1] (``positions`` = (begin, end)) of an :func:`index` ``layout`` =
-    (order, pieces_of, at), by the gradient the buffers (float [U] each, laid out
-    by at) hold there, then cleared, and at set back to -1 there.  ``state`` is
-    None (constant), the squares float [F] (adagrad) or the (moment, square) pairs
-    float [F, 2] (adam)."""
-    order, pieces_of, at = layout
+    order[end-1] (``positions`` = (begin, end)) of the ``layout`` :func:`index` made,
+    by the gradient its buffers hold there, then cleared, and its at set back to -1
+    there.  ``weights`` = (theta float [F + T], state): state None (constant), the
+    squares float [F] (adagrad) or the (moment, square) pairs float [F, 2] (adam).
+    ``transitions`` = (gradient float [T], squares [T], moments [T], None where the
+    rule keeps none), or None: the transitions' weights theta[F:] stepped too, after
+    the features, and the gradient cleared."""
+    theta, state = weights
+    gradient, squares, moments = (None, None, None) if transitions is None else transitions
     status = lib.fb_step(
         training.struct,
-        input_pointer(order),
-        input_pointer(pieces_of),
+        layout.struct,
         positions[0],
         positions[1],
-        output_pointer(at),
-        buffers.struct,
-        buffers.count,
         rule.struct,
         output_pointer(theta),
-        ffi.NULL if state is None else output_pointer(state),
+        optional_output(state),
+        optional_output(gradient),
+        0 if gradient is None else len(gradient),
+        optional_output(squares),
+        optional_output(moments),
     )
     check_status(status, "fb_step")
 
 
 def chunk_f1(
-    gold: np.ndarray,
+    gold: tuple[np.ndarray, np.ndarray],
+    sentences: np.ndarray,
     predicted: np.ndarray,
-    offsets: np.ndarray,
     tables: tuple[np.ndarray, np.ndarray, np.ndarray],
     f1: np.ndarray,
 ) -> None:
     """fb_chunk_f1: WRITTEN f1 float [K, b], the per-sentence chunk F1 of label ids
-    predicted int64 [K, n] against gold int64 [n] (sentences cut at offsets int64
-    [b+1]), by ``tables`` = (starts uint8 [L+1, L+1], ends uint8 [L+1, L+1], kind
-    int64 [L+1]) with L the implicit outside label; ShapeError for arrays that do not
-    fit, LabelError for offsets that do not cut the tokens or an id outside [0, L)."""
+    predicted int64 [K, n] (the tokens of b sentences, in order) against ``gold`` =
+    (label ids int64 [N], offsets int64 [B+1] that cut them into sentences), of whose
+    sentences those are the ones numbered sentences int64 [b], by ``tables`` = (starts
+    uint8 [L+1, L+1], ends uint8 [L+1, L+1], kind int64 [L+1]) with L the implicit
+    outside label; ShapeError for arrays that do not fit, LabelError for sentences
+    outside the gold ones, whose offsets do not lie in order within the gold tokens or
+    whose lengths do not sum to n, or an id outside [0, L)."""
+    labels, offsets = gold
     starts, ends, kind = tables
-    if predicted.ndim != 2 or predicted.shape[1] != len(gold) or f1.shape != (len(predicted), len(offsets) - 1):
+    if predicted.ndim != 2 or f1.shape != (len(predicted), len(sentences)):
         raise ShapeError(
-            f"chunk F1: predicted {predicted.shape}, gold {gold.shape} and f1 {f1.shape} do not fit "
-            f"{len(offsets) - 1} sentences of {len(gold)} tokens"
+            f"chunk F1: predicted {predicted.shape} and f1 {f1.shape} do not fit {len(sentences)} sentences"
         )
     status = lib.fb_chunk_f1(
-        input_pointer(gold),
-        input_pointer(predicted),
-        len(gold),
-        len(predicted),
+        input_pointer(labels),
+        len(labels),
         input_pointer(offsets),
         len(offsets) - 1,
+        input_pointer(sentences),
+        len(sentences),
+        input_pointer(predicted),
+        predicted.shape[1],
+        len(predicted),
         len(kind) - 1,
         input_pointer(starts),
         input_pointer(ends),
@@ -258,7 +273,8 @@ def chunk_f1(
     )
     if status == lib.FC_BAD_ARGUMENT:
         raise LabelError(
-            f"chunk F1: offsets that do not cut the {len(gold)} tokens into sentences, "
-            f"or a label id outside [0, {len(kind) - 1})"
+            f"chunk F1: sentences outside the {len(offsets) - 1} gold sentences, or whose offsets do not lie in "
+            f"order within the {len(labels)} gold tokens or do not sum to {predicted.shape[1]} tokens, or a "
+            f"label id outside [0, {len(kind) - 1})"
         )
     check_status(status, "fb_chunk_f1")

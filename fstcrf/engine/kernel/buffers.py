@@ -98,7 +98,11 @@ class KernelBuffers:
 
 def kernel_array(values, dtype) -> np.ndarray:
     """``values`` as a C-contiguous array of ``dtype`` aligned for it (a copy only
-    when it is not already one): what objects keep for the kernel to read."""
+    when it is not already one): what objects keep for the kernel to read.  An
+    array that already is one is returned before np.require's own checks, which
+    cost several times more on the learners' small per-minibatch arrays."""
+    if type(values) is np.ndarray and values.dtype == dtype and values.flags.c_contiguous and values.flags.aligned:
+        return values
     return np.require(values, dtype=dtype, requirements=["C", "A"])
 
 

@@ -267,6 +267,10 @@ class StepRule:
         step.beta2 = beta2
         step.epsilon = epsilon
 
+    def set_rate(self, rate: float) -> None:
+        """Make the step size ``rate`` (Adam's bias correction changes it at every step)."""
+        self.struct.rate = rate
+
 
 def apply_step(
     step: StepRule,
