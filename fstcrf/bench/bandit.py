@@ -93,13 +93,18 @@ def run_bandit(
 
 #: (draws per sentence, minibatch size) of the timed epochs.
 SPEED_SETTINGS = ((1, 16), (1, 64), (1, 256), (DEFAULT_DRAWS, 16), (DEFAULT_DRAWS, 64))
+#: The epochs beyond the first of the longer runs that time one more epoch of a run.
+MORE_EPOCHS = 2
 
 
 def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     """Seconds of one full gradient (L-BFGS's, on gold labels; best of 7) and of one
     bandit epoch (expected gain; best of ``repeats``) for each of SPEED_SETTINGS, on
     the same sentences and features: wall-clock and CPU (the process's, all threads;
-    on a machine shared with other work it is the steadier measure of cost)."""
+    on a machine shared with other work it is the steadier measure of cost).  An
+    epoch is timed as a run of one epoch, which also pays the run's setup (fresh
+    weights and step state), and as one more epoch of a run: half the difference
+    between runs of MORE_EPOCHS + 1 epochs and of one (each the best of ``repeats``)."""
     from fstcrf.learn.bandit import SampledGradient, learn, permuted
     from fstcrf.learn.settings import BanditSettings
     from fstcrf.features.encoding import EncodedSentences, build_features
@@ -122,11 +127,11 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     order = np.random.default_rng(0).permutation(len(train))
     sampled = SampledGradient(scorer, permuted(encoded, order))
 
-    def epoch_seconds(draws: int, batch_size: int) -> tuple[float, float]:
+    def run_seconds(draws: int, batch_size: int, epochs: int) -> tuple[float, float]:
         times = []
         for repeat in range(repeats):
             feedback = simulated_feedback(train.sentences, "chunk", topology.labels)
-            settings = BanditSettings(max_iter=1, seed=repeat, draws=draws, batch_size=batch_size)
+            settings = BanditSettings(max_iter=epochs, seed=repeat, draws=draws, batch_size=batch_size)
             times.append(_seconds(lambda: learn(sampled, feedback, settings, order)))
         return _best(times)
 
@@ -134,11 +139,23 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
         gradient_seconds, gradient_cpu = _best([_seconds(lambda: problem.loss_and_gradient(theta)) for _ in range(7)])
         epochs = []
         for draws, size in SPEED_SETTINGS:
-            seconds, cpu = epoch_seconds(draws, size)
-            epochs.append({"draws": draws, "batch_size": size, "seconds": seconds, "cpu_seconds": cpu})
+            seconds, cpu = run_seconds(draws, size, 1)
+            longer_seconds, longer_cpu = run_seconds(draws, size, MORE_EPOCHS + 1)
+            epochs.append(
+                {
+                    "draws": draws,
+                    "batch_size": size,
+                    "seconds": seconds,
+                    "cpu_seconds": cpu,
+                    "more_seconds": (longer_seconds - seconds) / MORE_EPOCHS,
+                    "more_cpu_seconds": (longer_cpu - cpu) / MORE_EPOCHS,
+                }
+            )
     for epoch in epochs:
         epoch["ratio"] = epoch["seconds"] / gradient_seconds
         epoch["cpu_ratio"] = epoch["cpu_seconds"] / gradient_cpu
+        epoch["more_ratio"] = epoch["more_seconds"] / gradient_seconds
+        epoch["more_cpu_ratio"] = epoch["more_cpu_seconds"] / gradient_cpu
         epoch["calls_per_second"] = len(train) * epoch["draws"] / epoch["seconds"]
     return {
         "features": features.num_features,
@@ -160,7 +177,9 @@ def format_speed(speed: dict) -> str:
         lines.append(
             f"  {epoch['draws']} draw(s), minibatches of {epoch['batch_size']:>3}: {epoch['seconds']:.2f} s "
             f"= {epoch['ratio']:.1f} full gradients (CPU {epoch['cpu_seconds']:.2f} s = {epoch['cpu_ratio']:.1f}), "
-            f"{epoch['calls_per_second']:,.0f} feedback calls/s"
+            f"{epoch['calls_per_second']:,.0f} feedback calls/s; one more epoch of a run "
+            f"{epoch['more_seconds']:.2f} s = {epoch['more_ratio']:.1f} (CPU {epoch['more_cpu_seconds']:.2f} s "
+            f"= {epoch['more_cpu_ratio']:.1f})"
         )
     return "\n".join(lines)
 

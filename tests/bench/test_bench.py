@@ -138,6 +138,7 @@ def test_bench_bandit_runs_end_to_end(tmp_path, capsys, data_file):
     assert main(["-q", "bench", "bandit", "--data", str(folder), "--speed-only", "--dev-sentences", "100"]) == 0
     speed = capsys.readouterr().out
     assert speed.count("full gradients") == 5 and "pairwise" not in speed
+    assert speed.count("one more epoch of a run") == 5
 
 
 def test_first_reaching_counts_calls_to_a_dev_score():
