@@ -27,8 +27,8 @@ NO_CASE = "none"
 
 
 def case_class(word: str) -> str | None:
-    """ "lower", "upper" (two or more characters, all capitals), "title" (first
-    character a capital) or "mixed"; None for a word without letters."""
+    """The case class of ``word``: "lower", "upper" (two or more characters, all
+    capitals), "title" (first character a capital) or "mixed"; None without letters."""
     if not any(character.isalpha() for character in word):
         return None
     if word.islower():
