@@ -26,9 +26,9 @@ first stage's labels are read as entities (first token, last token, type) with
 Ties go to an entity type over "O", then to the alphabetically first type, so
 the columns depend on the labels only, never on the order of the sentences.
 
-Beyond the paper, :data:`CASELESS_COLUMNS` compare words lower-cased, so that a
-name in an all-capitals headline ("JAPAN") meets its occurrences in the text
-("Japan"), and ``first_stage`` is the first stage's own label of the token:
+Beyond the paper (:data:`BEYOND_PAPER_COLUMNS`), majorities that compare words
+lower-cased, so that a name in an all-capitals headline ("JAPAN") meets its
+occurrences in the text ("Japan"), and the first stage's own label of the token:
 
 * ``token_doc_lower`` / ``token_corpus_lower``: as ``token_doc`` /
   ``token_corpus``, the words compared lower-cased;
@@ -73,9 +73,9 @@ logger = logging.getLogger(__name__)
 #: Krishnan & Manning's six majority columns, which every second stage reads.
 MAJORITY_COLUMNS = ("token_doc", "token_corpus", "entity_doc", "entity_corpus", "superentity_doc", "superentity_corpus")
 #: The majorities of lower-cased words and the first stage's own label (see the module doc).
-CASELESS_COLUMNS = ("token_doc_lower", "token_corpus_lower", "entity_doc_lower", "entity_corpus_lower", "first_stage")
+BEYOND_PAPER_COLUMNS = ("token_doc_lower", "token_corpus_lower", "entity_doc_lower", "entity_corpus_lower", "first_stage")
 #: The columns :func:`majority_columns` adds, in this order.
-LABEL_COLUMNS = MAJORITY_COLUMNS + CASELESS_COLUMNS
+LABEL_COLUMNS = MAJORITY_COLUMNS + BEYOND_PAPER_COLUMNS
 #: The columns :meth:`TwoStageTagger.with_majorities` adds: the label columns, then
 #: the casing columns of :mod:`fstcrf.document.casing`.
 SECOND_STAGE_COLUMNS = LABEL_COLUMNS + CASING_COLUMNS
