@@ -73,7 +73,13 @@ logger = logging.getLogger(__name__)
 #: Krishnan & Manning's six majority columns, which every second stage reads.
 MAJORITY_COLUMNS = ("token_doc", "token_corpus", "entity_doc", "entity_corpus", "superentity_doc", "superentity_corpus")
 #: The majorities of lower-cased words and the first stage's own label (see the module doc).
-BEYOND_PAPER_COLUMNS = ("token_doc_lower", "token_corpus_lower", "entity_doc_lower", "entity_corpus_lower", "first_stage")
+BEYOND_PAPER_COLUMNS = (
+    "token_doc_lower",
+    "token_corpus_lower",
+    "entity_doc_lower",
+    "entity_corpus_lower",
+    "first_stage",
+)
 #: The columns :func:`majority_columns` adds, in this order.
 LABEL_COLUMNS = MAJORITY_COLUMNS + BEYOND_PAPER_COLUMNS
 #: The columns :meth:`TwoStageTagger.with_majorities` adds: the label columns, then
