@@ -45,6 +45,7 @@ from fstcrf.document.decode import decode_documents, estimate_consistency, model
 from fstcrf.document.two_stage import TwoStageTagger, load_two_stage, second_stage_template
 from fstcrf.errors import FstcrfError
 from fstcrf.experiments.mbr import Bootstrap, paired_bootstrap
+from fstcrf.features.defaults import template_feature_set
 from fstcrf.model.chain import ChainCRF
 from fstcrf.model.compose import jackknife
 
@@ -81,14 +82,19 @@ class Settings:
     resamples: int = 10_000
 
     def local(self, sigma: float | None = None) -> ChainCRF:
-        """An unfitted local model (at ``sigma`` if given)."""
+        """An unfitted local model (at ``sigma`` if given), with the feature set that
+        ``fstcrf train`` gives the template (every pair for the rich NER templates)."""
         return ChainCRF(
-            self.template, sigma=self.sigma if sigma is None else sigma, max_iter=self.max_iter, threads=self.threads
+            self.template,
+            sigma=self.sigma if sigma is None else sigma,
+            max_iter=self.max_iter,
+            threads=self.threads,
+            features=template_feature_set(self.template, "lbfgs"),
         )
 
     def key(self, *extra) -> str:
         """A short hash of the local model's settings and ``extra``."""
-        parts = [self.template, self.sigma, self.max_iter, *extra]
+        parts = [self.template, self.sigma, self.max_iter, template_feature_set(self.template, "lbfgs"), *extra]
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
 
 

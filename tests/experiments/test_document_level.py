@@ -88,3 +88,9 @@ def test_read_split_converts_iob1_to_iob2(toy):
         labels = sentence["ner"]
         assert all(not label.startswith("I-") or labels[i - 1][2:] == label[2:] for i, label in enumerate(labels))
         assert labels[0] != "O" and labels[0].startswith("B-")
+
+
+def test_the_local_models_take_the_feature_set_fstcrf_train_gives_their_template():
+    assert document_level.Settings(template="ner-rich").local().features == "complete-if-fits"
+    assert document_level.Settings(template="ner").local().features is None
+    assert document_level.Settings(template="ner-rich").key() != document_level.Settings(template="ner").key()
