@@ -84,7 +84,13 @@ class Sentence:
     def with_column(self, column: str, values: Sequence[str]) -> Sentence:
         """A copy with ``column`` set to ``values`` [num_tokens] (added if new), the
         same line numbers and ``-DOCSTART-`` lines."""
-        return Sentence({**self.columns, column: list(values)}, self.line_numbers, self.docstart_lines)
+        return self.with_columns({column: values})
+
+    def with_columns(self, columns: dict[str, Sequence[str]]) -> Sentence:
+        """A copy with each column of ``columns`` set to its values [num_tokens] (added
+        if new, in the dict's order), the same line numbers and ``-DOCSTART-`` lines."""
+        added = {name: list(values) for name, values in columns.items()}
+        return Sentence({**self.columns, **added}, self.line_numbers, self.docstart_lines)
 
 
 @dataclass

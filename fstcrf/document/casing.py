@@ -16,6 +16,7 @@ Both depend on the words only, never on labels or the order of the documents.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from fstcrf.corpus.conll import Sentence
@@ -26,10 +27,14 @@ CASING_COLUMNS = ("case_doc", "caps_line")
 NO_CASE = "none"
 
 
+def _has_letters(word: str) -> bool:
+    return any(character.isalpha() for character in word)
+
+
 def case_class(word: str) -> str | None:
     """The case class of ``word``: "lower", "upper" (two or more characters, all
     capitals), "title" (first character a capital) or "mixed"; None without letters."""
-    if not any(character.isalpha() for character in word):
+    if not _has_letters(word):
         return None
     if word.islower():
         return "lower"
@@ -40,7 +45,7 @@ def case_class(word: str) -> str | None:
 
 def is_capitals_line(words: Sequence[str]) -> bool:
     """True when at least two words have letters and none of them has a lower-case one."""
-    lettered = [word for word in words if any(character.isalpha() for character in word)]
+    lettered = [word for word in words if _has_letters(word)]
     return len(lettered) >= 2 and all(word.upper() == word for word in lettered)
 
 
@@ -59,21 +64,18 @@ def casing_columns(
         words = [sentences[index][word_column] for index in range(first, last)]
         capitals = [is_capitals_line(sentence_words) for sentence_words in words]
         classes = [_reliable_classes(sentence_words, caps) for sentence_words, caps in zip(words, capitals)]
-        seen: dict[str, dict[str, int]] = {}
+        seen: dict[str, Counter[str]] = {}
         for sentence_words, sentence_classes in zip(words, classes):
             for word, word_class in zip(sentence_words, sentence_classes):
                 if word_class is not None:
-                    counts = seen.setdefault(word.lower(), {})
-                    counts[word_class] = counts.get(word_class, 0) + 1
+                    seen.setdefault(word.lower(), Counter())[word_class] += 1
         for offset, index in enumerate(range(first, last)):
             case_doc = []
             for word, own in zip(words[offset], classes[offset]):
-                counts = seen.get(word.lower(), {})
+                counts = seen.get(word.lower(), Counter())
                 others = sorted(name for name, count in counts.items() if count - (name == own) > 0)
                 case_doc.append("+".join(others) if others else NO_CASE)
             positions = range(len(words[offset]))
             lines = ["caps" if capitals[offset] else "init" if position == 0 else "body" for position in positions]
-            sentence = sentences[index]
-            added = {"case_doc": case_doc, "caps_line": lines}
-            extended.append(Sentence({**sentence.columns, **added}, sentence.line_numbers, sentence.docstart_lines))
+            extended.append(sentences[index].with_columns({"case_doc": case_doc, "caps_line": lines}))
     return extended

@@ -212,9 +212,7 @@ def majority_columns(
                 entity, superentity, lower = votes.entity_columns(words[index], entities[index])
                 columns[f"entity_{level}"], columns[f"superentity_{level}"] = entity, superentity
                 columns[f"entity_{level}_lower"] = lower
-            sentence = sentences[index]
-            added = {name: columns[name] for name in LABEL_COLUMNS}
-            extended.append(Sentence({**sentence.columns, **added}, sentence.line_numbers, sentence.docstart_lines))
+            extended.append(sentences[index].with_columns({name: columns[name] for name in LABEL_COLUMNS}))
     return extended
 
 

@@ -290,6 +290,12 @@ def test_with_column_replaces_or_adds_a_column_and_keeps_the_file_positions():
     assert added.column_names == ("word", "chunk", "pos")
     with pytest.raises(ShapeError):
         sentence.with_column("pos", ["DT"])
+    several = sentence.with_columns({"chunk": ["O", "O"], "pos": ["DT", "NN"], "ner": ["O", "B-PER"]})
+    assert several.column_names == ("word", "chunk", "pos", "ner")
+    assert several["chunk"] == ["O", "O"] and sentence.column_names == ("word", "chunk")
+    assert list(several.line_numbers) == [3, 4] and several.docstart_lines == sentence.docstart_lines
+    with pytest.raises(ShapeError):
+        sentence.with_columns({"pos": ["DT", "NN"], "ner": ["O"]})
 
 
 def test_a_corpus_holds_each_distinct_field_once(tmp_path):
