@@ -371,7 +371,7 @@ int fb_chunk_f1(const int64_t *gold, int64_t gold_tokens, const int64_t *gold_of
         if (begin < 0 || end < begin || end > gold_tokens) return FC_BAD_ARGUMENT;
         for (int64_t t = begin; t < end; ++t)
             if (gold[t] < 0 || gold[t] >= outside) return FC_BAD_ARGUMENT;
-        tokens += gold_offsets[sentences[i] + 1] - gold_offsets[sentences[i]];
+        tokens += end - begin;
     }
     if (tokens != n) return FC_BAD_ARGUMENT;
     for (int64_t t = 0; t < num_draws * n; ++t)
