@@ -198,26 +198,50 @@ static int lowest_bit(uint64_t word)
     return position[((word & (~word + 1)) * 0x022FDD63CC95386DULL) >> 58];
 }
 
-/* fu_apply's Adam at the n consecutive features of theta [n] whose moments and
- * squares are interleaved in pairs [n, 2], by gradient g [n]: the same
- * expressions, so the same results bit for bit. */
-static void adam_pairs(const fu_step *step, double *theta, double *pairs, const double *g, int64_t n)
+/* fu_apply's Adam at one feature, theta and its (moment, square) pair, by gradient g:
+ * the same expressions, so the same results bit for bit. */
+static inline void adam_feature(const fu_step *step, double *theta, double *pair, double g)
 {
-    FC_SIMD
-    for (int64_t i = 0; i < n; ++i) {
-        double *pair = pairs + 2 * i;
-        pair[0] = step->beta1 * pair[0] + (1.0 - step->beta1) * g[i];
-        pair[1] = step->beta2 * pair[1] + (1.0 - step->beta2) * g[i] * g[i];
-        theta[i] += step->rate * pair[0] / (sqrt(pair[1]) + step->epsilon);
+    pair[0] = step->beta1 * pair[0] + (1.0 - step->beta1) * g;
+    pair[1] = step->beta2 * pair[1] + (1.0 - step->beta2) * g * g;
+    *theta += step->rate * pair[0] / (sqrt(pair[1]) + step->epsilon);
+}
+
+/* Adam at the n consecutive features of theta [n] whose moments and squares are
+ * interleaved in pairs [n, 2], by the gradient 0 + a[i] (+ b[i] when b is not
+ * NULL), which is then cleared: no copy of the gradient is made. */
+static void adam_pairs(const fu_step *step, double *theta, double *pairs, double *a, double *b, int64_t n)
+{
+    if (b == NULL) {
+        FC_SIMD
+        for (int64_t i = 0; i < n; ++i) {
+            const double g = 0.0 + a[i];
+            a[i] = 0.0;
+            adam_feature(step, theta + i, pairs + 2 * i, g);
+        }
+    } else {
+        FC_SIMD
+        for (int64_t i = 0; i < n; ++i) {
+            const double g = 0.0 + a[i] + b[i];
+            a[i] = b[i] = 0.0;
+            adam_feature(step, theta + i, pairs + 2 * i, g);
+        }
     }
 }
 
 /* The step at the features of predicate p, whose gradient is at `offset` of the
  * buffers whose bit is set in `pieces` (the others hold 0 there: adding it would
- * not change the sum). */
+ * not change the sum); Adam reads the gradient of one or two pieces in place. */
 static int step_predicate(const ff_dictionary *d, int32_t p, int64_t offset, double *const *buffers,
                           uint32_t pieces, const fu_step *step, double *theta, double *state)
 {
+    const uint32_t later = pieces & (pieces - 1); /* the bits after the lowest */
+    if (step->rule == FU_ADAM && state != NULL && pieces != 0 && (later & (later - 1)) == 0) {
+        const int64_t f = d->ptr[p];
+        double *b = later != 0 ? buffers[lowest_bit(later)] + offset : NULL;
+        adam_pairs(step, theta + f, state + 2 * f, buffers[lowest_bit(pieces)] + offset, b, d->ptr[p + 1] - f);
+        return 0;
+    }
     int64_t index[STEP_CHUNK];
     double g[STEP_CHUNK];
     int status = 0;
@@ -235,7 +259,7 @@ static int step_predicate(const ff_dictionary *d, int32_t p, int64_t offset, dou
             }
         }
         if (step->rule == FU_ADAM && state != NULL)
-            adam_pairs(step, theta + f, state + 2 * f, g, m);
+            adam_pairs(step, theta + f, state + 2 * f, g, NULL, m);
         else
             status |= fu_apply(step, theta, state, NULL, index, g, m);
     }
