@@ -170,7 +170,9 @@ class Monitor:
     """Records iterations, keeps the best (or last) weights and handles Ctrl-C.
 
     The weights kept are copies, or, with ``copy=False`` (for a learner that never
-    changes an array it has passed to :meth:`end_iteration`), the arrays themselves."""
+    changes an array it has passed to :meth:`end_iteration`), the arrays themselves.
+    Without ``evaluate`` the kept copy is only read on an interruption, so each
+    iteration's weights are copied into the same array (no fresh pages each time)."""
 
     def __init__(self, algorithm: str, evaluate: Evaluate | None, callback: Callback | None, copy: bool = True):
         self.algorithm = algorithm
@@ -182,6 +184,7 @@ class Monitor:
         self.kept_weights: np.ndarray | None = None
         self.kept_iteration = 0
         self.iterations = 0
+        self._kept_copy: np.ndarray | None = None  # the array copies are made into (no evaluate)
         self._best_score = -math.inf
         self._started = self._resumed = time.perf_counter()
 
@@ -254,7 +257,14 @@ class Monitor:
         return record
 
     def _kept(self, theta: np.ndarray) -> np.ndarray:
-        return theta.copy() if self.copy else theta
+        if not self.copy:
+            return theta
+        if self.evaluate is not None:
+            return theta.copy()
+        if self._kept_copy is None or self._kept_copy.shape != theta.shape:
+            self._kept_copy = np.empty_like(theta)
+        np.copyto(self._kept_copy, theta)
+        return self._kept_copy
 
     @contextlib.contextmanager
     def interruptible(self):

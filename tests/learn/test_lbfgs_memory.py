@@ -117,6 +117,21 @@ def test_monitor_without_copies_keeps_the_arrays_it_is_given():
     assert copying.result(theta).weights is not theta
 
 
+def test_monitor_without_evaluation_copies_each_iteration_into_one_array():
+    theta = np.arange(4.0)
+    monitor = train.Monitor("bandit", None, None)
+    monitor.end_iteration(theta, 1.0)
+    kept = monitor.kept_weights
+    theta += 1.0  # the learner moves its weights in place
+    monitor.end_iteration(theta, 0.5)
+    assert monitor.kept_weights is kept and np.array_equal(kept, theta)
+    theta += 1.0  # an iteration interrupted half way
+    monitor.interrupted = True
+    result = monitor.result(theta)
+    assert np.array_equal(result.weights, theta - 1.0) and result.best_iteration == 2
+    assert result.weights is not kept
+
+
 @oracle_settings(50)
 @given(st.lists(st.sampled_from([0.0, 0.0, 0.0, 1.0, 2.5, -1.0]), min_size=1, max_size=60))
 def test_sparse_counts_give_back_the_counts(values):
