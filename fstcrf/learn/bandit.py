@@ -670,4 +670,4 @@ def learn(
     except FeedbackError as error:
         error.result = monitor.result(run.theta)
         raise
-    return monitor.result(run.theta)
+    return monitor.result(run.theta, handed_over=True)

@@ -280,14 +280,17 @@ class Monitor:
                 self.kept_iteration,
             )
 
-    def result(self, final_weights: np.ndarray) -> TrainingResult:
+    def result(self, final_weights: np.ndarray, handed_over: bool = False) -> TrainingResult:
         """The result; ``final_weights`` are used when no iteration's weights were kept,
-        or without ``evaluate`` when training ran to its end."""
+        or without ``evaluate`` when training ran to its end.  ``handed_over`` says the
+        learner no longer uses the array ``final_weights``: it is returned as it is
+        rather than copied."""
         use_final = self.kept_weights is None or (self.evaluate is None and not self.interrupted)
         weights = final_weights if use_final else self.kept_weights
         best = self.iterations if use_final else self.kept_iteration
+        copy = self.copy and not (use_final and handed_over)
         return TrainingResult(
-            np.array(weights, dtype=np.float64) if self.copy else np.asarray(weights, dtype=np.float64),
+            np.array(weights, dtype=np.float64) if copy else np.asarray(weights, dtype=np.float64),
             self.iterations,
             best,
             self.interrupted,

@@ -127,9 +127,18 @@ def test_monitor_without_evaluation_copies_each_iteration_into_one_array():
     assert monitor.kept_weights is kept and np.array_equal(kept, theta)
     theta += 1.0  # an iteration interrupted half way
     monitor.interrupted = True
-    result = monitor.result(theta)
-    assert np.array_equal(result.weights, theta - 1.0) and result.best_iteration == 2
-    assert result.weights is not kept
+    for handed_over in (False, True):
+        result = monitor.result(theta, handed_over=handed_over)
+        assert np.array_equal(result.weights, theta - 1.0) and result.best_iteration == 2
+        assert result.weights is not kept
+
+
+def test_final_weights_handed_over_are_returned_without_a_copy():
+    theta = np.arange(4.0)
+    monitor = train.Monitor("bandit", None, None)
+    monitor.end_iteration(theta, 1.0)
+    assert monitor.result(theta, handed_over=True).weights is theta
+    assert monitor.result(theta).weights is not theta
 
 
 @oracle_settings(50)
