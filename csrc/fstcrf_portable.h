@@ -13,6 +13,10 @@
  *                         __restrict
  *   FC_PREFETCH(address)  ask for the cache line of address ahead of its
  *                         use: a hint, with no effect on results
+ *   FC_PREFETCH_L2(address)
+ *                         the same into the second-level cache, not the
+ *                         first: for a line used long after, which should not
+ *                         push out the lines the work in between uses
  *   FC_SIMD               "#pragma omp simd" before a loop: its iterations
  *                         may run in vector lanes
  *   FC_SIMD_REDUCTION(op, var)
@@ -38,11 +42,14 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define FC_PREFETCH(address) __builtin_prefetch(address)
+#define FC_PREFETCH_L2(address) __builtin_prefetch(address, 0, 2)
 #elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
 #include <xmmintrin.h>
 #define FC_PREFETCH(address) _mm_prefetch((const char *)(address), _MM_HINT_T0)
+#define FC_PREFETCH_L2(address) _mm_prefetch((const char *)(address), _MM_HINT_T1)
 #else
 #define FC_PREFETCH(address) ((void)(address))
+#define FC_PREFETCH_L2(address) ((void)(address))
 #endif
 
 #if defined(FC_OPENMP_SIMD) || (defined(_OPENMP) && _OPENMP >= 201307)
