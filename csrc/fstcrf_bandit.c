@@ -48,7 +48,8 @@ static void request_step_lines(const ff_dictionary *d, const ff_tokens *x, int64
 }
 
 /* fb_draw's work on one piece, sentences first .. last-1 (b sentences): their offsets
- * [b+1] (from 0), emissions, log_z, marginals and edge counts at the pointers given,
+ * [b+1] (from 0), emissions, log_z, marginals and edge counts (when marg is not NULL)
+ * at the pointers given,
  * draw r's states at paths + r * stride, sentence i's seeded by (seed, i, r). */
 static int draw_piece(const fb_set *set, int64_t first, int64_t last, const fc_scores *sc, const double *theta,
                       double sign, uint64_t seed, int32_t num_draws, int64_t *offsets, double *emit, double *log_z,
@@ -69,8 +70,10 @@ static int draw_piece(const fb_set *set, int64_t first, int64_t last, const fc_s
     if (status != FC_OK) return status;
     buffers w = fc__carve(g, sc, ws);
     fc__prepare_transitions(g, sc, &w);
-    fc__plan_lanes(g, &w);
-    for (int64_t i = 0; i < b * per_sentence; ++i) edge_counts[i] = 0.0;
+    if (marg != NULL) {
+        fc__plan_lanes(g, &w);
+        for (int64_t i = 0; i < b * per_sentence; ++i) edge_counts[i] = 0.0;
+    }
     /* fc_forward_backward_each's loop, then fc_sample_scaled's draws of the sentence
      * from the forward table it leaves (when it is the scaled one), with the step's
      * lines of each sentence asked for while its posteriors are computed: the step
@@ -81,8 +84,9 @@ static int draw_piece(const fb_set *set, int64_t first, int64_t last, const fc_s
             request_step_lines(set->dictionary, &x, offsets[i], offsets[i + 1], step_state, state_width);
         const int64_t off = offsets[i], T = offsets[i + 1] - off;
         const int32_t *cls = token_class ? token_class + off : NULL;
-        const int table = fc__sentence_posteriors(g, sc, &w, emit + off * S, cls, T, log_z + i, marg + off * S,
-                                                  edge_counts + i * per_sentence);
+        const int table = fc__sentence_posteriors(g, sc, &w, emit + off * S, cls, T, log_z + i,
+                                                  marg != NULL ? marg + off * S : NULL,
+                                                  marg != NULL ? edge_counts + i * per_sentence : NULL);
         infeasible |= table < 0;
         if (infeasible || num_draws == 0) continue;
         infeasible |= fc__sample_scaled_sentence(table, g, sc, &w, emit + off * S, cls, T, seed, i, num_draws,
@@ -102,9 +106,10 @@ int fb_draw(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_
     for (int32_t q = piece_begin; q < piece_end; ++q) {
         const int64_t i = bounds[q] - bounds[0], t = set->offsets[bounds[q]] - row;
         const int status = draw_piece(set, bounds[q], bounds[q + 1], sc, theta, sign, seed + (uint64_t)q,
-                                      num_draws, offsets + i + q, emit + t * S, log_z + i, marg + t * S,
-                                      edge_counts + i * per_sentence, paths + t, n, ws, work, step_state,
-                                      state_width);
+                                      num_draws, offsets + i + q, emit + t * S, log_z + i,
+                                      marg != NULL ? marg + t * S : NULL,
+                                      marg != NULL ? edge_counts + i * per_sentence : NULL, paths + t, n, ws,
+                                      work, step_state, state_width);
         if (status != FC_OK) return status;
     }
     return FC_OK;
@@ -112,7 +117,8 @@ int fb_draw(const fb_set *set, const int64_t *bounds, int32_t num_pieces, int32_
 
 /* fb_gradient's work on one piece, sentences first .. last-1 (b sentences, offsets
  * [b+1] from 0): draw k's weights at coef + k * coef_stride and states at
- * paths + k * path_stride, marks [n, S] and marg [n, S] its tokens' rows. */
+ * paths + k * path_stride, marks [n, S] and marg [n, S] (or NULL: no expectation
+ * term) its tokens' rows. */
 static int gradient_piece(const fb_set *set, int64_t first, int64_t last, int32_t num_draws, const double *coef,
                           int64_t coef_stride, const int32_t *paths, int64_t path_stride, const int64_t *offsets,
                           const double *marg, double sign, double *marks, const int64_t *at, double *grad,
@@ -126,7 +132,7 @@ static int gradient_piece(const fb_set *set, int64_t first, int64_t last, int32_
         double w = coef[i];
         for (int32_t k = 1; k < num_draws; ++k) w += coef[k * coef_stride + i];
         for (int64_t t = offsets[i]; t < offsets[i + 1]; ++t)
-            for (int32_t s = 0; s < S; ++s) marks[t * S + s] = marg[t * S + s] * -w;
+            for (int32_t s = 0; s < S; ++s) marks[t * S + s] = marg != NULL ? marg[t * S + s] * -w : 0.0;
         for (int32_t k = 0; k < num_draws; ++k) {
             const double c = coef[k * coef_stride + i];
             const int32_t *path = paths + k * path_stride;
@@ -187,7 +193,7 @@ int fb_gradient(const fb_set *set, const int64_t *bounds, int32_t num_pieces, in
     for (int32_t q = piece_begin; q < piece_end; ++q) {
         const int64_t i = bounds[q] - first, t = set->offsets[bounds[q]] - row;
         const int status = gradient_piece(set, bounds[q], bounds[q + 1], num_draws, coef + i, b, paths + t, n,
-                                          offsets + i + q, marg + t * S, sign, marks + t * S, layout->at,
+                                          offsets + i + q, marg != NULL ? marg + t * S : NULL, sign, marks + t * S, layout->at,
                                           layout->buffers[q], work);
         if (status != FC_OK) return status;
     }

@@ -42,8 +42,9 @@ typedef struct {
  *                        bounds[q] - bounds[0] + q
  *   emit       [n, S]    WRITTEN: the emissions
  *   log_z      [b]       WRITTEN
- *   marg       [n, S]    WRITTEN: the state marginals
- *   edge_counts [b, C, E] OVERWRITTEN: each sentence's expected edge uses
+ *   marg       [n, S]    WRITTEN: the state marginals; or NULL: none, and no backward pass
+ *   edge_counts [b, C, E] OVERWRITTEN: each sentence's expected edge uses (not read when
+ *                        marg is NULL)
  *   paths      [K, n]    WRITTEN: K exact draws, draw r of the i-th sentence of piece q
  *                        seeded as fc_sample's with (seed + q, first_index 0)
  *   ws, work   [S + L]   scratch
@@ -91,12 +92,14 @@ int fb_index(const fb_set *set, fb_layout *layout, const int64_t *piece_rows, in
 /* The feature part of the score-function gradient of weighted draws of the
  * pieces piece_begin .. piece_end-1 of a minibatch (bounds [Q+1] as fb_draw's; b
  * sentences, n tokens) whose posteriors fb_draw wrote (offsets [b + Q], marg
- * [n, S]), and the draws' weighted edge uses:
+ * [n, S], or NULL), and the draws' weighted edge uses:
  *   coef   [K, b] the weight c[k, i] of draw k of sentence i
  *   paths  [K, n] the draws' states
  *   marks  [n, S] scratch (the rows of these pieces' tokens): the marginals times
  *          -w_i, with w_i = c[0, i] + ... + c[K-1, i] summed in that order, plus
- *          c[k, i] at each draw k's state (added in the order of k)
+ *          c[k, i] at each draw k's state (added in the order of k); with marg
+ *          NULL, 0 plus those: the expectation term is left out, as it cancels
+ *          when each sentence's coefficients sum to 0
  *   layout fb_index's layout of the minibatch: piece q's ADDED TO its buffer q, sign *
  *          (feature counts of its tokens under marks), by ff_accumulate_at at its at
  *   work   [S + L] scratch

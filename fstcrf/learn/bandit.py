@@ -41,7 +41,9 @@ The gradients run in C (csrc/fstcrf_bandit.c, see :class:`SampledGradient`):
 over the fixed pieces of a minibatch, one call computes the emissions, the
 posteriors with each sentence's expected edge counts and the draws, another
 the feature gradient of the weighted draws, and one call steps the touched
-features straight from the gradient buffers.  The pieces of a large minibatch
+features straight from the gradient buffers.  Where each sentence's
+coefficients sum to 0 (:func:`expectation_cancels`) the E[phi] term is 0 and
+the draws are made without posteriors (no backward pass).  The pieces of a large minibatch
 run on the threads, a call each; a small one's run in one call on the calling
 thread.
 """
@@ -99,7 +101,7 @@ class _Piece:
     views of its :class:`Posteriors`) under sign * theta: ``lengths`` [b], ``offsets`` int64 [b+1] (from 0),
     ``emissions`` float [n, S], the kernel's ``transitions`` [E] or [C, E] and
     ``token_class`` [n] (or None), ``log_z`` [b], ``marginals`` float [n, S] and each
-    sentence's expected ``edge_counts`` [b, E] or [b, C, E]."""
+    sentence's expected ``edge_counts`` [b, E] or [b, C, E] (both None when not computed)."""
 
     first: int
     last: int
@@ -109,8 +111,8 @@ class _Piece:
     transitions: np.ndarray
     token_class: np.ndarray | None
     log_z: np.ndarray
-    marginals: np.ndarray
-    edge_counts: np.ndarray
+    marginals: np.ndarray | None
+    edge_counts: np.ndarray | None
 
 
 class Posteriors:
@@ -120,7 +122,7 @@ class Posteriors:
     i_q + q), ``emissions``
     float [n, S], the kernel's ``transitions`` [E] or [C, E], ``log_z`` [b],
     ``marginals`` float [n, S] and each sentence's expected ``edge_counts`` [b, E] or
-    [b, C, E]."""
+    [b, C, E], both None when they were not computed (``draw(..., expectations=False)``)."""
 
     def __init__(self, split: _Split, sign: float, gradient: SampledGradient, arrays: tuple, transitions):
         self._split, self.sign = split, sign
@@ -147,8 +149,8 @@ class Posteriors:
                     self.transitions,
                     token_class,
                     self.log_z[sentences],
-                    self.marginals[rows],
-                    self.edge_counts[sentences],
+                    None if self.marginals is None else self.marginals[rows],
+                    None if self.edge_counts is None else self.edge_counts[sentences],
                 )
             )
         return pieces
@@ -224,12 +226,22 @@ class SampledGradient:
         return self.draw(theta, first, last, 0, 0, sign)[1]
 
     def draw(
-        self, theta: np.ndarray, first: int, last: int, count: int, seed: int, sign: float = 1.0
+        self,
+        theta: np.ndarray,
+        first: int,
+        last: int,
+        count: int,
+        seed: int,
+        sign: float = 1.0,
+        expectations: bool = True,
     ) -> tuple[np.ndarray, Posteriors]:
         """(int32 [count, n] exact draws of state paths of sentences first .. last-1 from
         p_{sign theta}, their posteriors).  Piece j of the minibatch draws with seed + j.
-        The kernel is called directly on caller-owned structs: the scores come from
-        the model and need none of :class:`Potentials`' checks."""
+        Without ``expectations`` the posteriors hold no marginals or expected edge
+        counts (no backward pass): enough for a gradient whose coefficients sum to 0
+        on each sentence (:func:`expectation_cancels`).  The kernel is called directly
+        on caller-owned structs: the scores come from the model and need none of
+        :class:`Potentials`' checks."""
         F = self.scorer.features.num_features
         split = self._split(first, last)
         transitions = np.ascontiguousarray(self.scorer.transitions.scores(sign * theta[F:]))
@@ -244,7 +256,9 @@ class SampledGradient:
         S = self.scorer.topology.num_states
         b, n = last - first, split.tokens
         offsets, log_z = np.empty(b + len(split.pieces), dtype=np.int64), np.empty(b)
-        emissions, marginals, edge_counts = np.empty((n, S)), np.empty((n, S)), np.empty((b, *transitions.shape))
+        emissions = np.empty((n, S))
+        marginals = np.empty((n, S)) if expectations else None
+        edge_counts = np.empty((b, *transitions.shape)) if expectations else None
         paths = np.empty((count, n), dtype=np.int32)
         outputs = (offsets, emissions, log_z, marginals, edge_counts, paths)
 
@@ -293,7 +307,9 @@ class SampledGradient:
         """Add sum_k sum_b coefficients[k, b] * grad_theta log p_{sign theta}(paths[k] of
         sentence b) = sign * sum c (phi(path) - E[phi]) to the gradient that
         :meth:`take` returns, for state paths [K, n] of the sentences of
-        ``posteriors`` (under sign * theta); timed as the phase "bandit gradient"."""
+        ``posteriors`` (under sign * theta); timed as the phase "bandit gradient".
+        Posteriors without marginals leave the E[phi] term out: right only when
+        each sentence's coefficients sum to 0 (:func:`expectation_cancels`)."""
         with phase("bandit gradient"):
             self._add_gradient(posteriors, paths, coefficients)
 
@@ -305,11 +321,11 @@ class SampledGradient:
         layout = self.scorer.transitions
         # the draws' edge uses, counted by the call of the first piece; a path the
         # topology does not allow is refused by every call before any output is touched
-        counts = np.zeros((len(paths), *posteriors.edge_counts.shape[1:]))
+        counts = np.zeros((len(paths), *posteriors.transitions.shape))
         fresh = self._layout is None
         predicates = self._lay_out(first, last)[2]
         split = self._split(first, last)
-        marks = np.empty(posteriors.marginals.shape)
+        marks = np.empty(posteriors.emissions.shape)
 
         def work(pieces: tuple[int, int]) -> None:
             kernel.bandit.add_gradient(
@@ -331,14 +347,17 @@ class SampledGradient:
             if fresh:  # refused before any output: the layout made for it goes too
                 self._forget(predicates)
             raise
+        total: np.ndarray | float = 0.0
+        for draw in counts:
+            total = total + layout.gradient(draw)
+        if posteriors.edge_counts is None:
+            self._transitions += sign * total
+            return
         # sum_b weights[b] edge_counts[b] piece by piece: np.tensordot's own dot, without its overhead
         edge_counts = posteriors.edge_counts.reshape(last - first, -1)
         expected = np.zeros((1, edge_counts.shape[1]))
         for lo, hi in split.sentences:
             expected += np.dot(coefficients[:, lo:hi].sum(axis=0, keepdims=True), edge_counts[lo:hi])
-        total: np.ndarray | float = 0.0
-        for draw in counts:
-            total = total + layout.gradient(draw)
         self._transitions += sign * (total - layout.gradient(expected.reshape(counts.shape[1:])))
 
     def _lay_out(self, first: int, last: int) -> tuple[int, int, int, int]:
@@ -530,6 +549,16 @@ class _Running:
         return self.baseline_sum / self.baseline_count if self.baseline_count else 0.0
 
 
+def expectation_cancels(settings: BanditSettings) -> bool:
+    """Whether the coefficients of each sentence's draws sum to 0 by construction, so
+    that the E[phi] term of the gradient, sum_k c_k * E[phi], is 0 and the draws need
+    no posteriors: the leave-one-out baseline of the expected gain (c_k = (g_k - the
+    mean of the others) / K) and pairwise-independent draws (+c and -c)."""
+    return (settings.objective == "expected" and settings.baseline == "loo") or (
+        settings.objective == "pairwise-independent"
+    )
+
+
 def _centred(raw: np.ndarray, settings: BanditSettings, running: _Running) -> np.ndarray:
     """Coefficients [K, B] from raw coefficients [K, B] minus the baseline."""
     if settings.baseline == "mean":
@@ -564,7 +593,8 @@ def add_minibatch_gradient(
     K = settings.draws
     state_label = gradient.state_labels
     independent_pairs = settings.objective == "pairwise-independent"
-    draws, posteriors = gradient.draw(theta, first, last, 2 * K if independent_pairs else K, seed)
+    count = 2 * K if independent_pairs else K
+    draws, posteriors = gradient.draw(theta, first, last, count, seed, expectations=not expectation_cancels(settings))
     gains = _gains(feedback, indices, state_label[draws])
     running.epoch_gain += float(gains.sum())
     running.epoch_draws += gains.size

@@ -195,6 +195,55 @@ def test_the_gradient_is_the_numpy_formula_bit_for_bit(instance):
 
 
 @settings(max_examples=60, deadline=None)
+@given(instances.filter(lambda instance: instance[4] >= 2))
+def test_without_expectations_the_gradient_of_coefficients_summing_to_zero_is_the_same(instance):
+    """sum_k c_k (phi(y_k) - E[phi]) = sum_k c_k phi(y_k) when sum_k c_k = 0: the draws
+    without posteriors (no backward pass) give the same gradient, to rounding, and
+    exactly when the coefficients cancel exactly (pairwise-independent's +c and -c)."""
+    seed, lengths, order, classes, draws, sign = instance
+    gradient = sampled_gradient(corpus_of(seed, lengths), order, classes, seed=seed)
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0.0, 1.0, gradient.num_weights)
+    B, F = gradient.encoded.num_sequences, gradient.scorer.features.num_features
+    first = int(rng.integers(0, B))
+    raw = rng.normal(size=(draws, B - first))
+    centred = raw - raw.mean(axis=0, keepdims=True)
+    half = rng.choice([-0.25, 0.0, 0.25], size=(draws // 2, B - first))
+    opposed = np.concatenate([half, -half, np.zeros((draws % 2, B - first))])
+    for coefficients, exact in ((centred, False), (opposed, True)):
+        results = []
+        for expectations in (True, False):
+            paths, posteriors = gradient.draw(theta, first, B, draws, seed, sign, expectations=expectations)
+            assert (posteriors.marginals is None) == (not expectations)
+            gradient.add_gradient(posteriors, paths, coefficients)
+            results.append((paths, posteriors.log_z, gradient.take(first, B).dense(F)))
+        (paths, log_z, full), (paths_alone, log_z_alone, alone) = results
+        assert np.array_equal(paths, paths_alone) and np.array_equal(log_z, log_z_alone)
+        if exact:
+            assert np.array_equal(full, alone)
+        else:
+            np.testing.assert_allclose(alone, full, rtol=0, atol=1e-12 * max(1.0, np.abs(full).max()))
+
+
+def test_the_expectation_cancels_for_leave_one_out_and_pairwise_independent_draws():
+    cancels = {
+        (objective, baseline): bandit.expectation_cancels(BanditSettings(objective=objective, baseline=baseline))
+        for objective, baseline in [
+            ("expected", "loo"),
+            ("expected", "mean"),
+            ("expected", "none"),
+            ("pairwise-independent", "none"),
+            ("pairwise", "loo"),
+            ("cross-entropy", "loo"),
+        ]
+    }
+    assert [key for key, value in cancels.items() if value] == [("expected", "loo"), ("pairwise-independent", "none")]
+    default = BanditSettings()
+    default.check()  # the default baseline with 4 draws: leave-one-out
+    assert bandit.expectation_cancels(default)
+
+
+@settings(max_examples=60, deadline=None)
 @given(instances, st.randoms(use_true_random=False))
 def test_the_layout_lists_each_predicate_of_the_minibatch_once_in_ascending_order(instance, random):
     seed, lengths, order, classes, _, _ = instance

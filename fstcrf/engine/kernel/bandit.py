@@ -9,7 +9,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from fstcrf._kernel import ffi, lib
-from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, optional_output, output_pointer
+from fstcrf.engine.kernel.buffers import (
+    KernelBuffers,
+    check_status,
+    input_pointer,
+    optional_input,
+    optional_output,
+    output_pointer,
+)
 from fstcrf.errors import LabelError, ShapeError, TopologyError
 from fstcrf.engine.kernel.chain import Graph, Scores, Workspace
 from fstcrf.engine.kernel.features import FeatureDictionary, PredicateRows
@@ -88,7 +95,7 @@ def draw(
     theta: np.ndarray,
     sign: float,
     seed: int,
-    outputs: tuple[np.ndarray, ...],
+    outputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray],
     workspace: Workspace,
     work: np.ndarray,
     step_state: np.ndarray | None = None,
@@ -98,7 +105,8 @@ def draw(
     WRITTEN at those pieces' rows: ``outputs`` = (offsets int64 [b+Q], piece q's from 0
     at bounds[q] - bounds[0] + q; emissions [n, S], log_z [b], marginals [n, S],
     edge_counts [b, C, E], paths int32 [K, n]: K draws, those of piece q's i-th
-    sentence seeded by (seed + q, i, r)); work float [S + L] is scratch.
+    sentence seeded by (seed + q, i, r)); marginals and edge_counts both None: not
+    computed (no backward pass); work float [S + L] is scratch.
     ``step_state`` (float [F] or [F, 2], the state :func:`step` will read, or None)
     has its lines at the sentences' features asked for: a hint, results are the same."""
     offsets, emissions, log_z, marginals, edge_counts, paths = outputs
@@ -116,8 +124,8 @@ def draw(
         output_pointer(offsets),
         output_pointer(emissions),
         output_pointer(log_z),
-        output_pointer(marginals),
-        output_pointer(edge_counts),
+        optional_output(marginals),
+        optional_output(edge_counts),
         output_pointer(paths),
         workspace.struct,
         output_pointer(work),
@@ -144,7 +152,8 @@ def add_gradient(
     outside the topology's or a predicate the layout lacks), whose ``draws`` =
     (coefficients float [K, b], paths int32 [K, n]), both C-contiguous, give draw k
     of sentence i weight coefficients[k, i] and states paths[k] at its tokens;
-    ``posteriors`` = (offsets, marginals) of :func:`draw`.  Piece q's gradient is
+    ``posteriors`` = (offsets, marginals) of :func:`draw` (marginals None: the
+    expectation term left out, as it cancels where each sentence's coefficients sum to 0).  Piece q's gradient is
     ADDED TO buffer q of the minibatch's ``layout`` (:func:`index`'s); marks float [n,
     S] and work float [S + L] are scratch.  ``counts`` float [K, E] or [K, C, E] (or None): ADDED TO, draw k's edge
     uses weighted by its coefficients, over the whole minibatch (TopologyError, before
@@ -161,7 +170,7 @@ def add_gradient(
         input_pointer(coefficients),
         input_pointer(paths),
         input_pointer(offsets),
-        input_pointer(marginals),
+        optional_input(marginals),
         sign,
         output_pointer(marks),
         layout.struct,
