@@ -85,6 +85,24 @@ double fc__exp_shifted(const double *v, int32_t n, double *out, int *ok)
     return m;
 }
 
+double fc__exp_shifted_by_class(const double *v, int32_t n, const int32_t *cls, int32_t k, double *scratch,
+                                double *out, int *ok)
+{
+    const double m = n > 0 ? max_of(v, n) : 0.0;
+    double *score = scratch, *taken = scratch + k; /* the last score of each class and its exp */
+    for (int32_t c = 0; c < k; ++c) score[c] = NAN; /* equal to nothing */
+    for (int32_t i = 0; i < n; ++i) {
+        const int32_t c = cls[i];
+        if (v[i] != score[c]) {
+            score[c] = v[i];
+            taken[c] = exp(v[i] - m);
+        }
+        out[i] = taken[c];
+        if (v[i] != -INFINITY && v[i] < m - SCALED_SPREAD) *ok = 0;
+    }
+    return m;
+}
+
 void fc__prepare_transitions(const fc_graph *g, const fc_scores *sc, buffers *w)
 {
     const int32_t E = g->num_edges;
@@ -346,6 +364,11 @@ int fc__check_workspace(const fc_graph *g, const fc_scores *sc, const fc_batch *
                         const fc_workspace *ws, int32_t k)
 {
     if (g->num_states <= 0 || sc->num_classes < 1 || ws->k < k) return FC_BAD_ARGUMENT;
+    if (sc->emit_class != NULL) {
+        if (sc->num_emit_classes < 1 || sc->num_emit_classes > g->num_states) return FC_BAD_ARGUMENT;
+        for (int32_t s = 0; s < g->num_states; ++s)
+            if (sc->emit_class[s] < 0 || sc->emit_class[s] >= sc->num_emit_classes) return FC_BAD_ARGUMENT;
+    }
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t T = b->offsets[i + 1] - b->offsets[i];
         if (T <= 0 || T > ws->t_max) return FC_BAD_ARGUMENT;

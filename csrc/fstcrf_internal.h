@@ -97,6 +97,11 @@ buffers fc__carve(const fc_graph *g, const fc_scores *sc, fc_workspace *ws);
 /* out [n] = exp(v[i] - max v); returns max v; *ok cleared if a finite entry
  * is more than SCALED_SPREAD below the max. */
 double fc__exp_shifted(const double *v, int32_t n, double *out, int *ok);
+/* fc__exp_shifted of a row whose entries fall in classes (cls [n], in [0, k)): an
+ * entry equal to the last one of its class seen reuses that one's exp (scratch
+ * [2k]); the same results, one exp for a run of equal scores of a class. */
+double fc__exp_shifted_by_class(const double *v, int32_t n, const int32_t *cls, int32_t k, double *scratch,
+                                double *out, int *ok);
 
 /* Fill the batch-wide exponentiated scores of w (exp_trans, exp_trans_out,
  * exp_start, exp_final, their maxima and scaled_ok). */

@@ -58,6 +58,12 @@ typedef struct {
     const double *start;     /* [S] start score, -INFINITY where a path may not start */
     const double *final;     /* [S] final score, -INFINITY where a path may not end */
     int32_t num_classes;     /* C >= 1 */
+    const int32_t *emit_class; /* [S] class in [0, K) of each state, or NULL: a hint that
+                                  states of one class often have equal emission scores (the
+                                  states of one label in order 2): the forward-backward then
+                                  takes one exp for the states of a class whose scores are
+                                  equal (the same results, fewer exps) */
+    int32_t num_emit_classes;  /* K, 1 <= K <= S, read only with emit_class */
 } fc_scores;
 
 /* A batch of sentences. */

@@ -144,7 +144,11 @@ int fc__sentence_posteriors(const fc_graph *g, const fc_scores *sc, buffers *w, 
     const int backward_needed = node_marg != NULL || edge_counts != NULL;
     int scaled = w->scaled_ok;
     for (int64_t t = 0; t < T; ++t)
-        w->emit_max[t] = fc__exp_shifted(emit + t * S, S, w->exp_emit + t * S, &scaled);
+        w->emit_max[t] = sc->emit_class != NULL
+                             ? fc__exp_shifted_by_class(emit + t * S, S, sc->emit_class, sc->num_emit_classes,
+                                                        w->vec_a /* and vec_b: [2, S] */, w->exp_emit + t * S,
+                                                        &scaled)
+                             : fc__exp_shifted(emit + t * S, S, w->exp_emit + t * S, &scaled);
     scaled = scaled && fc__scaled_pass(0, g, w, cls, T, w->alpha)
              && (!backward_needed || fc__scaled_pass(1, g, w, cls, T, w->beta));
     double lz;

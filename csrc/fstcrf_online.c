@@ -223,7 +223,7 @@ int fo_mistake(const fo_problem *p, const ff_tokens *x, const int32_t *token_cla
         }
     const int64_t offsets[2] = {0, n};
     const fc_batch batch = {1, offsets, gathered, token_class};
-    const fc_scores kernel_scores = {trans, p->start, p->final, C};
+    const fc_scores kernel_scores = {trans, p->start, p->final, C, NULL, 0};
     /* The rival is the Viterbi path unless that is gold; then the second best if
      * it ties.  fc_kbest's first path is fc_viterbi's (the same sums and tie
      * order), so it only runs when the max-marginals leave a tie possible. */

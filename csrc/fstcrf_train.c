@@ -154,6 +154,13 @@ int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *
     const int32_t S = d->num_states, Sg = g->num_states;
     const int64_t scores = (int64_t)sc->num_classes * g->num_edges;
     ft_buffers b = carve(d, g, sc->num_classes, ws);
+    /* a state's score is its own features' plus its label's: where the first are 0, the
+     * states of one label score alike and share their exp */
+    fc_scores by_label = *sc;
+    if (state_map == NULL && d->num_labels > 0 && d->num_labels < S && sc->emit_class == NULL) {
+        by_label.emit_class = d->state_label;
+        by_label.num_emit_classes = d->num_labels;
+    }
     memset(b.counts, 0, sizeof(double) * (size_t)scores);
     memset(b.clamp_counts, 0, sizeof(double) * (size_t)scores);
     double block_loss = 0.0;
@@ -175,7 +182,7 @@ int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *
         for (int32_t i = first; i <= last; ++i) b.offsets[i - first] = s->offsets[i] - start;
         const fc_batch batch = {last - first, b.offsets, b.graph_emit,
                                 s->token_class != NULL ? s->token_class + start : NULL};
-        status = worse(status, fc_forward_backward(g, sc, &batch, b.log_z, b.graph_marg, b.counts,
+        status = worse(status, fc_forward_backward(g, &by_label, &batch, b.log_z, b.graph_marg, b.counts,
                                                    &b.kernel));
         for (int32_t i = 0; i < last - first; ++i)
             if (b.log_z[i] > -INFINITY) block_loss += b.log_z[i];

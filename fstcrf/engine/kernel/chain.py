@@ -33,15 +33,22 @@ class Graph(KernelBuffers):
 
 class Scores(KernelBuffers):
     """fc_scores: transition scores float [E] (one class) or [C, E] (by the class of
-    the token entered), start and final scores float [S] (-inf: not allowed)."""
+    the token entered), start and final scores float [S] (-inf: not allowed), and
+    optionally each state's emission class int32 [S] (a hint: the forward-backward
+    takes one exp for equal emission scores of a class; the same results)."""
 
-    def __init__(self, transitions: np.ndarray, start: np.ndarray, final: np.ndarray):
+    def __init__(
+        self, transitions: np.ndarray, start: np.ndarray, final: np.ndarray, emit_class: np.ndarray | None = None
+    ):
         super().__init__()
         scores = self.struct = ffi.new("fc_scores *")
         scores.trans = self.pin(transitions)
         scores.start = self.pin(start)
         scores.final = self.pin(final)
         scores.num_classes = 1 if transitions.ndim == 1 else len(transitions)
+        if emit_class is not None:
+            scores.emit_class = self.pin(emit_class)
+            scores.num_emit_classes = int(emit_class.max()) + 1 if len(emit_class) else 1
 
 
 class Batch(KernelBuffers):
