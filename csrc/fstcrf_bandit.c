@@ -192,8 +192,9 @@ int fb_gradient(const fb_set *set, const int64_t *bounds, int32_t num_pieces, in
     if (counts != NULL) count_edges(set, first, last, num_draws, coef, paths, num_classes, counts);
     for (int32_t q = piece_begin; q < piece_end; ++q) {
         const int64_t i = bounds[q] - first, t = set->offsets[bounds[q]] - row;
+        const double *piece_marg = marg != NULL ? marg + t * S : NULL;
         const int status = gradient_piece(set, bounds[q], bounds[q + 1], num_draws, coef + i, b, paths + t, n,
-                                          offsets + i + q, marg != NULL ? marg + t * S : NULL, sign, marks + t * S, layout->at,
+                                          offsets + i + q, piece_marg, sign, marks + t * S, layout->at,
                                           layout->buffers[q], work);
         if (status != FC_OK) return status;
     }
