@@ -187,7 +187,7 @@ int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *
         for (int32_t i = 0; i < last - first; ++i)
             if (b.log_z[i] > -INFINITY) block_loss += b.log_z[i];
         if (s->partial != NULL)
-            status = worse(status, clamped_pass(s, first, last, start, g, sc, state_map, &b,
+            status = worse(status, clamped_pass(s, first, last, start, g, &by_label, state_map, &b,
                                                 &block_loss));
         double *marg = b.graph_marg;
         if (state_map != NULL) {

@@ -153,11 +153,12 @@ def add_gradient(
     (coefficients float [K, b], paths int32 [K, n]), both C-contiguous, give draw k
     of sentence i weight coefficients[k, i] and states paths[k] at its tokens;
     ``posteriors`` = (offsets, marginals) of :func:`draw` (marginals None: the
-    expectation term left out, as it cancels where each sentence's coefficients sum to 0).  Piece q's gradient is
-    ADDED TO buffer q of the minibatch's ``layout`` (:func:`index`'s); marks float [n,
-    S] and work float [S + L] are scratch.  ``counts`` float [K, E] or [K, C, E] (or None): ADDED TO, draw k's edge
-    uses weighted by its coefficients, over the whole minibatch (TopologyError, before
-    any output is touched, for a path the graph does not allow)."""
+    expectation term left out, as it cancels where each sentence's coefficients sum
+    to 0).  Piece q's gradient is ADDED TO buffer q of the minibatch's ``layout``
+    (:func:`index`'s); marks float [n, S] and work float [S + L] are scratch.
+    ``counts`` float [K, E] or [K, C, E] (or None): ADDED TO, draw k's edge uses
+    weighted by its coefficients, over the whole minibatch (TopologyError, before any
+    output is touched, for a path the graph does not allow)."""
     coefficients, paths = draws
     offsets, marginals = posteriors
     status = lib.fb_gradient(
