@@ -2,7 +2,9 @@
 
 Used by setuptools through ``cffi_modules`` in setup.py; it compiles the
 dynamic programs -- csrc/fstcrf_chain.c (workspace sizing, one pass over a
-sentence in each semiring), csrc/fstcrf_marginals.c (forward-backward, log Z,
+sentence in each semiring), csrc/fstcrf_blocks.c (the scaled passes and edge
+counts of graphs made of complete bipartite blocks, in register tiles),
+csrc/fstcrf_marginals.c (forward-backward, log Z,
 max-marginals), csrc/fstcrf_search.c (Viterbi, span Viterbi, k best),
 csrc/fstcrf_sampling.c (exact sampling and its generator) and
 csrc/fstcrf_joint.c (composed chains), which share the private header
@@ -33,7 +35,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 HEADERS = tuple(HERE / name for name in ("fstcrf_kernel.h", "fstcrf_features.h", "fstcrf_train.h", "fstcrf_update.h",
                                          "fstcrf_hashing.h", "fstcrf_online.h", "fstcrf_bandit.h",
                                          "fstcrf_conll.h"))
-SOURCES = ("fstcrf_chain.c", "fstcrf_marginals.c", "fstcrf_search.c", "fstcrf_sampling.c", "fstcrf_joint.c",
+SOURCES = ("fstcrf_chain.c", "fstcrf_blocks.c", "fstcrf_marginals.c", "fstcrf_search.c", "fstcrf_sampling.c", "fstcrf_joint.c",
            "fstcrf_features.c", "fstcrf_train.c", "fstcrf_update.c", "fstcrf_hashing.c", "fstcrf_online.c",
            "fstcrf_bandit.c", "fstcrf_conll.c")
 # "#define NAME <integer>", a constant the Python side may read (FC_OK, FU_ADAM, FH_BLOCK, ...)

@@ -70,6 +70,7 @@ static int draw_piece(const fb_set *set, int64_t first, int64_t last, const fc_s
     if (status != FC_OK) return status;
     buffers w = fc__carve(g, sc, ws);
     fc__prepare_transitions(g, sc, &w);
+    fc__plan_blocks(g, &w);
     if (marg != NULL) {
         fc__plan_lanes(g, &w);
         for (int64_t i = 0; i < b * per_sentence; ++i) edge_counts[i] = 0.0;

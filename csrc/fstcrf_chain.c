@@ -43,11 +43,11 @@ int64_t fc_workspace_doubles(int32_t S, int32_t E, int32_t C, int64_t t_max, int
     return 3 * t_max * S + 2 * t_max + 2 * (int64_t)C * E + 8 * (int64_t)S + t_max * S * (int64_t)k;
 }
 
-/* ints: backptr [t_max, S, k] (entry = source state * k + source rank) | lane [S] */
+/* ints: backptr [t_max, S, k] (entry = source state * k + source rank) | lane [S] | block [S] | entering [S] */
 int64_t fc_workspace_ints(int32_t S, int32_t E, int64_t t_max, int32_t k)
 {
     (void)E;
-    return t_max * S * (int64_t)k + S;
+    return t_max * S * (int64_t)k + 3 * (int64_t)S;
 }
 
 buffers fc__carve(const fc_graph *g, const fc_scores *sc, fc_workspace *ws)
@@ -70,6 +70,9 @@ buffers fc__carve(const fc_graph *g, const fc_scores *sc, fc_workspace *ws)
     w.backptr = ws->ints;
     w.lane = ws->ints + cells * ws->k;
     w.lanes_ok = 0;
+    w.block = w.lane + S;
+    w.entering = w.block + S;
+    w.blocks_ok = 0;
     w.trans_max = w.start_max = w.final_max = 0.0;
     w.scaled_ok = 0;
     return w;
@@ -155,19 +158,21 @@ static double gather_dot(const double *v, const int32_t *idx, const double *weig
 }
 
 /* gather_dot of consecutive entries: sum over k < n of v[k] * weight[k], the
- * same partial sums added in the same order, with no index to load. */
+ * same partial sums added in the same order, with no index to load; sums 0
+ * and 1, and 2 and 3, side by side in pairs. */
 static double run_dot(const double *v, const double *weight, int32_t n)
 {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    fc_pair s01 = fc_pair_zero(), s23 = fc_pair_zero();
     int32_t k = 0;
     for (; k + 4 <= n; k += 4) {
-        s0 += v[k] * weight[k];
-        s1 += v[k + 1] * weight[k + 1];
-        s2 += v[k + 2] * weight[k + 2];
-        s3 += v[k + 3] * weight[k + 3];
+        s01 = fc_pair_add(s01, fc_pair_mul(fc_pair_load(v + k), fc_pair_load(weight + k)));
+        s23 = fc_pair_add(s23, fc_pair_mul(fc_pair_load(v + k + 2), fc_pair_load(weight + k + 2)));
     }
-    for (; k < n; ++k) s0 += v[k] * weight[k];
-    return (s0 + s1) + (s2 + s3);
+    double s[4];
+    fc_pair_store(s, s01);
+    fc_pair_store(s + 2, s23);
+    for (; k < n; ++k) s[0] += v[k] * weight[k];
+    return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
 /* sum_{k=lo..hi-1} v[idx[k]] * weight[k] over one CSR row of a graph with S
@@ -309,6 +314,8 @@ int fc__scaled_pass(int backward, const fc_graph *g, const buffers *w, const int
                 for (int32_t j = 0; j < S; ++j) row[j] = 0.0;
                 for (int32_t i = 0; i < S; ++i) axpy(prev[i], m_out + (int64_t)i * S, row, S);
                 for (int32_t j = 0; j < S; ++j) row[j] *= e[j];
+            } else if (w->blocks_ok) {
+                fc__forward_blocks(g, w, prev, m_out, e, w->partial, row);
             } else {
                 for (int32_t j = 0; j < S; ++j)
                     row[j] = row_dot(prev, g->in_src, m_in, g->in_ptr[j], g->in_ptr[j + 1], S) * e[j];
@@ -329,6 +336,8 @@ int fc__scaled_pass(int backward, const fc_graph *g, const buffers *w, const int
         if (complete) {       /* row = sum_j v[j] * M[:, j], M's columns in entering-edge order */
             for (int32_t i = 0; i < S; ++i) row[i] = 0.0;
             for (int32_t j = 0; j < S; ++j) axpy(v[j], m_in + (int64_t)j * S, row, S);
+        } else if (w->blocks_ok) {
+            fc__backward_blocks(g, w, v, m_in, w->partial, row);
         } else if (w->lanes_ok) {  /* gather_dot's partial sums, filled state by entered state */
             double *partial = w->partial;
             for (int64_t n = 0; n < 4 * (int64_t)S; ++n) partial[n] = 0.0;

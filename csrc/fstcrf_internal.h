@@ -40,6 +40,9 @@ typedef struct {
     double *partial;    /* [4, S] scratch: four partial sums per state (fc__scaled_pass) */
     int32_t *lane;      /* [S] lane of the edges entering each state (fc__plan_lanes) */
     int lanes_ok;       /* 1 once fc__plan_lanes found lanes for every state */
+    int32_t *block;     /* [S] at the first source of a block its number of sources, else 0 (fc__plan_blocks) */
+    int32_t *entering;  /* [S] the first entering edge of each block's targets, block by block (fc__plan_blocks) */
+    int blocks_ok;      /* 1 once fc__plan_blocks found blocks covering every state */
     double *kscore;     /* [t_max, S, k] k-best score lists */
     int32_t *backptr;   /* [t_max, S, k] k-best / Viterbi back pointers */
     double trans_max, start_max, final_max;
@@ -57,12 +60,20 @@ static inline int64_t trans_row(const int32_t *cls, int64_t t, int32_t E)
     return cls ? (int64_t)cls[t] * E : 0;
 }
 
+/* The largest of v [n] (NaN entries ignored; -inf for none), eight entries at a
+ * time in four independent pairs so that no comparison waits on the last. */
 static inline double max_of(const double *v, int32_t n)
 {
-    double m = -INFINITY;
-    FC_SIMD_MAX(m)
-    for (int32_t i = 0; i < n; ++i) m = v[i] > m ? v[i] : m;
-    return m;
+    fc_pair m[4];
+    for (int l = 0; l < 4; ++l) m[l] = fc_pair_set(-INFINITY);
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 4; ++l) m[l] = fc_pair_max(fc_pair_load(v + i + 2 * l), m[l]);
+    double lanes[8], best = -INFINITY;
+    for (int l = 0; l < 4; ++l) fc_pair_store(lanes + 2 * l, m[l]);
+    for (int k = 0; k < 8; ++k) best = lanes[k] > best ? lanes[k] : best;
+    for (; i < n; ++i) best = v[i] > best ? v[i] : best;
+    return best;
 }
 
 /* y[k] += a * x[k] for k < n. */
@@ -159,6 +170,31 @@ int fc__scaled_pass(int backward, const fc_graph *g, const buffers *w, const int
  * semiring *arg (unless arg is NULL) gets the best last state, or -1. */
 double fc__close_paths(semiring sr, const double *last_row, const double *final,
                        int32_t S, double *scratch, int32_t *arg);
+
+/* ------------------------------------------------------------------------ */
+/* fstcrf_blocks.c                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Plan the tiled passes: if the graph is made of complete bipartite blocks
+ * (see fstcrf_blocks.c) whose rows are not dense (fewer than S slots), fill
+ * block [S] and set blocks_ok; otherwise blocks_ok stays 0. */
+void fc__plan_blocks(const fc_graph *g, buffers *w);
+
+/* fc__scaled_pass's forward step over a planned graph: row [S] = (prev [S]
+ * through the transitions m_out [E], in leaving-slot order) times e [S];
+ * sums [S] is scratch. */
+void fc__forward_blocks(const fc_graph *g, const buffers *w, const double *prev, const double *m_out,
+                        const double *e, double *sums, double *row);
+
+/* fc__scaled_pass's backward step over a planned graph: row [S] = the
+ * transitions m_in [E] (entering-edge order) times v [S]; gathered [S] is
+ * scratch. */
+void fc__backward_blocks(const fc_graph *g, const buffers *w, const double *v, const double *m_in,
+                         double *gathered, double *row);
+
+/* scaled_edge_counts (fstcrf_marginals.c) over a planned graph for a sentence
+ * of T tokens whose tokens are all of class 0. */
+void fc__edge_count_blocks(const fc_graph *g, const buffers *w, int64_t T, double *edge_counts);
 
 /* ------------------------------------------------------------------------ */
 /* fstcrf_marginals.c, fstcrf_sampling.c                                     */

@@ -134,7 +134,12 @@ static void add_posteriors(int scaled, const fc_graph *g, const fc_scores *sc, c
         const double factor = 1.0 / (exp(w->log_scale[t]) * norm);
         for (int32_t j = 0; j < S; ++j) e[j] = e[j] * bt[j] * factor;
     }
-    if (scaled && edge_counts) scaled_edge_counts(g, w, cls, T, edge_counts);
+    if (scaled && edge_counts) {
+        if (w->blocks_ok && cls == NULL)
+            fc__edge_count_blocks(g, w, T, edge_counts);
+        else
+            scaled_edge_counts(g, w, cls, T, edge_counts);
+    }
 }
 
 int fc__sentence_posteriors(const fc_graph *g, const fc_scores *sc, buffers *w, const double *emit,
@@ -181,6 +186,7 @@ static int posteriors_of_batch(const fc_graph *g, const fc_scores *sc, const fc_
     buffers w = fc__carve(g, sc, ws);
     fc__prepare_transitions(g, sc, &w);
     if (node_marg != NULL || edge_counts != NULL) fc__plan_lanes(g, &w);
+    fc__plan_blocks(g, &w);
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const int32_t *cls = b->token_class ? b->token_class + off : NULL;

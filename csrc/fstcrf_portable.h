@@ -23,7 +23,18 @@
  *                         the same for a loop that reduces into var with op
  *                         (+ or |): lanes keep partial results, added at the
  *                         end, so a sum's rounding depends on this macro
- *   FC_SIMD_MAX(var)      the same for a maximum into var
+ *   fc_pair               two doubles side by side, in one vector register
+ *                         where the target has one (SSE2 on x86, NEON on
+ *                         64-bit ARM; a plain struct elsewhere), with
+ *                         fc_pair_zero(), fc_pair_set(x) (x in both),
+ *                         fc_pair_load(p) and fc_pair_store(p, v) (p
+ *                         unaligned), fc_pair_add(a, b), fc_pair_mul(a, b)
+ *                         and fc_pair_max(a, b) (lane by lane a > b ? a : b,
+ *                         so b where either is NaN):
+ *                         each lane rounded as the scalar operation rounds it,
+ *                         never fused, so a loop written with pairs gives the
+ *                         same results as the scalar loop it stands for;
+ *                         FC_SCALAR_PAIRS defined asks for the plain struct
  *
  * The SIMD pragmas are given only to a compiler that honours them without
  * OpenMP threads: gcc and clang with -fopenmp-simd, which the build says by
@@ -56,18 +67,62 @@
 #define FC_PRAGMA(text) _Pragma(#text)
 #define FC_SIMD FC_PRAGMA(omp simd)
 #define FC_SIMD_REDUCTION(op, var) FC_PRAGMA(omp simd reduction(op:var))
-#ifdef __clang__
-/* clang vectorises no floating-point maximum unless told that no value is NaN
- * or a signed zero (-ffast-math), so it leaves the loop as it is and warns
- * that the pragma failed (-Wpass-failed); the hint is gcc's. */
-#define FC_SIMD_MAX(var)
-#else
-#define FC_SIMD_MAX(var) FC_PRAGMA(omp simd reduction(max:var))
-#endif
 #else
 #define FC_SIMD
 #define FC_SIMD_REDUCTION(op, var)
-#define FC_SIMD_MAX(var)
+#endif
+
+#if !defined(FC_SCALAR_PAIRS) && (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
+#include <emmintrin.h>
+typedef __m128d fc_pair;
+#define fc_pair_zero() _mm_setzero_pd()
+#define fc_pair_set(x) _mm_set1_pd(x)
+#define fc_pair_load(p) _mm_loadu_pd(p)
+#define fc_pair_store(p, v) _mm_storeu_pd((p), (v))
+#define fc_pair_add(a, b) _mm_add_pd((a), (b))
+#define fc_pair_mul(a, b) _mm_mul_pd((a), (b))
+#define fc_pair_max(a, b) _mm_max_pd((a), (b))
+#elif !defined(FC_SCALAR_PAIRS) && (defined(__aarch64__) || defined(_M_ARM64))
+#include <arm_neon.h>
+typedef float64x2_t fc_pair;
+#define fc_pair_zero() vdupq_n_f64(0.0)
+#define fc_pair_set(x) vdupq_n_f64(x)
+#define fc_pair_load(p) vld1q_f64(p)
+#define fc_pair_store(p, v) vst1q_f64((p), (v))
+#define fc_pair_add(a, b) vaddq_f64((a), (b))
+#define fc_pair_mul(a, b) vmulq_f64((a), (b))
+#define fc_pair_max(a, b) vbslq_f64(vcgtq_f64((a), (b)), (a), (b))
+#else
+typedef struct {
+    double lo, hi;
+} fc_pair;
+static inline fc_pair fc_pair_set(double x)
+{
+    fc_pair v = {x, x};
+    return v;
+}
+static inline fc_pair fc_pair_load(const double *p)
+{
+    fc_pair v = {p[0], p[1]};
+    return v;
+}
+static inline fc_pair fc_pair_add(fc_pair a, fc_pair b)
+{
+    fc_pair v = {a.lo + b.lo, a.hi + b.hi};
+    return v;
+}
+static inline fc_pair fc_pair_mul(fc_pair a, fc_pair b)
+{
+    fc_pair v = {a.lo * b.lo, a.hi * b.hi};
+    return v;
+}
+static inline fc_pair fc_pair_max(fc_pair a, fc_pair b)
+{
+    fc_pair v = {a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+    return v;
+}
+#define fc_pair_zero() fc_pair_set(0.0)
+#define fc_pair_store(p, v) ((p)[0] = (v).lo, (p)[1] = (v).hi)
 #endif
 
 #endif

@@ -1,7 +1,9 @@
 """Forward-backward on second-order chains, whose states (b, c) are entered from the
-consecutive states (a, b): the kernel reads those rows without their indices and runs
-the backward pass by entering edges (csrc/fstcrf_chain.c, fc__plan_lanes), in four
-partial sums per state; brute force over every label sequence is the oracle."""
+consecutive states (a, b): the kernel sees the graph as complete bipartite blocks (the
+states (a, b) for every a enter the states (b, c) for every c) and runs both passes
+and the expected edge counts tile by tile, in four partial sums per state
+(csrc/fstcrf_blocks.c); brute force over every label sequence is the oracle, and on
+chains too wide to enumerate the log-domain numpy reference is."""
 
 import math
 
@@ -10,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fstcrf
-from fstcrf.engine import kernel
+from fstcrf.engine import kernel, reference
 from fstcrf.corpus.labels import chain_topology
+from fstcrf.engine.topology import Topology
 from oracles import BruteForce
 from strategies import oracle_settings
 
@@ -37,6 +40,33 @@ def test_second_order_forward_backward_matches_bruteforce(num_tags, lengths, see
         np.testing.assert_allclose(result.node_marginals[first:last], oracle.node_marginals, rtol=0, atol=1e-12)
         counts += oracle.edge_counts
     np.testing.assert_allclose(result.edge_counts, counts, rtol=0, atol=1e-12)
+
+
+#: The 23 tags of CoNLL-2000 chunking.
+CHUNK_TAGS = ["O"] + [f"{p}-{c}" for p in "BI" for c in "ADJP ADVP CONJP INTJ LST NP PP PRT SBAR UCP VP".split()]
+
+
+@oracle_settings(12)
+@given(st.integers(7, 23), st.lists(st.integers(1, 9), min_size=1, max_size=3), st.integers(0, 2**32 - 1))
+def test_wide_second_order_chains_match_the_log_domain_reference(num_tags, lengths, seed):
+    """Blocks of 7 to 23 sources and targets: every tile width of the passes (four, two
+    and one column; four partial sums and their tail) and of the edge counts (eight,
+    two and one source) is taken."""
+    topology = chain_topology(2, CHUNK_TAGS[:num_tags])
+    rng = np.random.default_rng(seed)
+    S, E = topology.num_states, topology.num_edges
+    emissions = rng.normal(0.0, 2.0, (sum(lengths), S))
+    transitions = rng.normal(0.0, 2.0, E)
+    pot = fstcrf.Potentials(topology, emissions, lengths, transitions)
+    result = fstcrf.forward_backward(pot)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    counts = np.zeros((S, S))
+    for b, (first, last) in enumerate(zip(offsets[:-1], offsets[1:])):
+        log_z, marginals, edges = reference.forward_backward(pot, b)
+        assert math.isclose(result.log_z[b], log_z, rel_tol=1e-12)
+        np.testing.assert_allclose(result.node_marginals[first:last], marginals, rtol=0, atol=1e-12)
+        counts += edges
+    np.testing.assert_allclose(result.edge_counts, counts[topology.edge_src, topology.edge_dst], rtol=0, atol=1e-11)
 
 
 @oracle_settings(40)
@@ -75,3 +105,49 @@ def test_emission_classes_share_exps_with_the_same_results(num_tags, lengths, se
         results.append((log_z, marginals, counts))
     for plain, hinted in zip(*results):
         assert np.array_equal(plain, hinted)
+
+
+def with_a_dead_end(topology):
+    """The topology with one more state, entered from state 0 only and leaving to none:
+    state 0 then leaves to other targets than the rest of its block, so the kernel
+    finds no blocks and runs the untiled passes; with the new state's emissions -inf
+    every sum gains only zero terms at its end, which leave it as it was."""
+    S = topology.num_states
+    return Topology(
+        topology.labels,
+        np.append(topology.state_label, 0),
+        np.append(topology.edge_src, 0),
+        np.append(topology.edge_dst, S),
+        np.append(topology.start, False),
+        np.append(topology.final, False),
+    )
+
+
+@oracle_settings(12)
+@given(st.integers(4, 23), st.lists(st.integers(1, 12), min_size=1, max_size=3), st.integers(0, 2**32 - 1))
+def test_tiled_passes_add_what_the_untiled_passes_add(num_tags, lengths, seed):
+    """Bit for bit: the tiled passes (csrc/fstcrf_blocks.c) give the log Z, marginals and
+    edge counts of the untiled ones (csrc/fstcrf_chain.c, fstcrf_marginals.c)."""
+    topology = chain_topology(2, CHUNK_TAGS[:num_tags])
+    wider = with_a_dead_end(topology)
+    rng = np.random.default_rng(seed)
+    S, E, n = topology.num_states, topology.num_edges, sum(lengths)
+    emissions = rng.normal(0.0, 2.0, (n, S))
+    transitions = rng.normal(0.0, 2.0, E)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    results = []
+    for graph_topology, emit, trans in (
+        (topology, emissions, transitions),
+        (wider, np.hstack([emissions, np.full((n, 1), -np.inf)]), np.append(transitions, 0.0)),
+    ):
+        size = graph_topology.num_states
+        scores = kernel.Scores(
+            trans, np.where(graph_topology.start, 0.0, -np.inf), np.where(graph_topology.final, 0.0, -np.inf)
+        )
+        log_z, marginals, counts = np.empty(len(lengths)), np.empty((n, size)), np.zeros(len(trans))
+        workspace = kernel.chain_workspace(graph_topology, 1, max(lengths))
+        batch = kernel.Batch(offsets, np.ascontiguousarray(emit), None)
+        kernel.forward_backward(kernel.Graph(graph_topology), scores, batch, log_z, marginals, counts, workspace)
+        results.append((log_z, marginals[:, :S], counts[:E]))
+    for tiled, untiled in zip(*results):
+        assert np.array_equal(tiled, untiled)
