@@ -48,15 +48,15 @@ void fc__plan_blocks(const fc_graph *g, buffers *w)
     w->blocks_ok = 1;
 }
 
-/* out [2 * pairs] (pairs <= 2): columns c0 .. c0 + 2 * pairs - 1 of p [n] times
+/* out [2 * pairs] (pairs <= 3): columns c0 .. c0 + 2 * pairs - 1 of p [n] times
  * the matrix whose row k starts at weight + at[k], that is for each column c
  * the sum over k < n of p[k] * weight[at[k] + c], position k joining partial
  * sum k % 4 (the last n % 4 positions sum 0), added as (s0 + s1) + (s2 + s3). */
 static inline void column_sums(const double *p, const double *weight, const int32_t *at, int32_t n,
                                int32_t c0, int pairs, double *out)
 {
-    fc_pair s[4][2];
-    for (int l = 0; l < 4; ++l) s[l][0] = s[l][1] = fc_pair_zero();
+    fc_pair s[4][3];
+    for (int l = 0; l < 4; ++l) s[l][0] = s[l][1] = s[l][2] = fc_pair_zero();
     const int32_t full = n - n % 4;
     int32_t k = 0;
     for (; k < full; k += 4)
@@ -76,11 +76,12 @@ static inline void column_sums(const double *p, const double *weight, const int3
         fc_pair_store(out + 2 * h, fc_pair_add(fc_pair_add(s[0][h], s[1][h]), fc_pair_add(s[2][h], s[3][h])));
 }
 
-/* out [columns]: every column of column_sums' product, pairs of pairs at a time. */
+/* out [columns]: every column of column_sums' product, up to three pairs at a time. */
 static void column_products(const double *p, const double *weight, const int32_t *at, int32_t n,
                             int32_t columns, double *out)
 {
     int32_t c = 0;
+    for (; c + 6 <= columns; c += 6) column_sums(p, weight, at, n, c, 3, out + c);
     for (; c + 4 <= columns; c += 4) column_sums(p, weight, at, n, c, 2, out + c);
     for (; c + 2 <= columns; c += 2) column_sums(p, weight, at, n, c, 1, out + c);
     if (c < columns) {
