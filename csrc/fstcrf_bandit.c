@@ -72,7 +72,7 @@ static int draw_piece(const fb_set *set, int64_t first, int64_t last, const fc_s
     fc__prepare_transitions(g, sc, &w);
     fc__plan_blocks(g, &w);
     if (marg != NULL) {
-        fc__plan_lanes(g, &w);
+        if (!w.blocks_ok) fc__plan_lanes(g, &w);
         for (int64_t i = 0; i < b * per_sentence; ++i) edge_counts[i] = 0.0;
     }
     /* fc_forward_backward_each's loop, then fc_sample_scaled's draws of the sentence

@@ -202,10 +202,11 @@ void fc__edge_count_blocks(const fc_graph *g, const buffers *w, int64_t T, doubl
 
 /* fc_forward_backward's work on one sentence of T tokens, emissions emit [T, S]
  * and classes cls [T] (or NULL), in buffers w whose transitions are prepared
- * (and lanes planned when node_marg or edge_counts is given): WRITTEN *log_z,
- * node_marg [T, S] (or NULL), ADDED TO edge_counts [C, E] (or NULL).  Returns
- * -1 if the sentence has no path, else whether w->alpha holds the scaled
- * forward table (1) or the log-domain one (0). */
+ * and blocks planned (or, where there are none, lanes when node_marg or
+ * edge_counts is given): WRITTEN *log_z, node_marg [T, S] (or NULL), ADDED TO
+ * edge_counts [C, E] (or NULL).  Returns -1 if the sentence has no path, else
+ * whether w->alpha holds the scaled forward table (1) or the log-domain one
+ * (0). */
 int fc__sentence_posteriors(const fc_graph *g, const fc_scores *sc, buffers *w, const double *emit,
                             const int32_t *cls, int64_t T, double *log_z, double *node_marg, double *edge_counts);
 

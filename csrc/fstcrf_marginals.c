@@ -185,8 +185,8 @@ static int posteriors_of_batch(const fc_graph *g, const fc_scores *sc, const fc_
     const int32_t S = g->num_states;
     buffers w = fc__carve(g, sc, ws);
     fc__prepare_transitions(g, sc, &w);
-    if (node_marg != NULL || edge_counts != NULL) fc__plan_lanes(g, &w);
     fc__plan_blocks(g, &w);
+    if (!w.blocks_ok && (node_marg != NULL || edge_counts != NULL)) fc__plan_lanes(g, &w);
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const int32_t *cls = b->token_class ? b->token_class + off : NULL;
