@@ -22,20 +22,24 @@ from strategies import oracle_settings
 TAGS = ["O", "B-NP", "I-NP", "B-VP", "I-VP", "B-PP"]
 
 
+def random_chain(tags, lengths, seed):
+    """(topology, potentials, forward_backward's result, token offsets [B+1]) of the
+    second-order chain over ``tags`` with normal scores for sentences of ``lengths``."""
+    topology = chain_topology(2, tags)
+    rng = np.random.default_rng(seed)
+    emissions = rng.normal(0.0, 2.0, (sum(lengths), topology.num_states))
+    transitions = rng.normal(0.0, 2.0, topology.num_edges)
+    pot = fstcrf.Potentials(topology, emissions, lengths, transitions)
+    return topology, pot, fstcrf.forward_backward(pot), np.concatenate([[0], np.cumsum(lengths)])
+
+
 @oracle_settings(25)
 @given(st.integers(4, 6), st.lists(st.integers(1, 4), min_size=1, max_size=3), st.integers(0, 2**32 - 1))
 def test_second_order_forward_backward_matches_bruteforce(num_tags, lengths, seed):
-    topology = chain_topology(2, TAGS[:num_tags])
-    rng = np.random.default_rng(seed)
-    S, E = topology.num_states, topology.num_edges
-    emissions = rng.normal(0.0, 2.0, (sum(lengths), S))
-    transitions = rng.normal(0.0, 2.0, E)
-    pot = fstcrf.Potentials(topology, emissions, lengths, transitions)
-    result = fstcrf.forward_backward(pot)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    counts = np.zeros(E)
+    topology, pot, result, offsets = random_chain(TAGS[:num_tags], lengths, seed)
+    counts = np.zeros(topology.num_edges)
     for b, (first, last) in enumerate(zip(offsets[:-1], offsets[1:])):
-        oracle = BruteForce(topology, emissions[first:last], transitions)
+        oracle = BruteForce(topology, pot.emissions[first:last], pot.transitions)
         assert math.isclose(result.log_z[b], oracle.log_z, rel_tol=1e-12)
         np.testing.assert_allclose(result.node_marginals[first:last], oracle.node_marginals, rtol=0, atol=1e-12)
         counts += oracle.edge_counts
@@ -49,17 +53,11 @@ CHUNK_TAGS = ["O"] + [f"{p}-{c}" for p in "BI" for c in "ADJP ADVP CONJP INTJ LS
 @oracle_settings(12)
 @given(st.integers(7, 23), st.lists(st.integers(1, 9), min_size=1, max_size=3), st.integers(0, 2**32 - 1))
 def test_wide_second_order_chains_match_the_log_domain_reference(num_tags, lengths, seed):
-    """Blocks of 7 to 23 sources and targets: every tile width of the passes (four, two
-    and one column; four partial sums and their tail) and of the edge counts (eight,
+    """Blocks of up to 23 sources and targets: every tile width of the passes (six, four,
+    two and one column; four partial sums and their tail) and of the edge counts (eight,
     two and one source) is taken."""
-    topology = chain_topology(2, CHUNK_TAGS[:num_tags])
-    rng = np.random.default_rng(seed)
-    S, E = topology.num_states, topology.num_edges
-    emissions = rng.normal(0.0, 2.0, (sum(lengths), S))
-    transitions = rng.normal(0.0, 2.0, E)
-    pot = fstcrf.Potentials(topology, emissions, lengths, transitions)
-    result = fstcrf.forward_backward(pot)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    topology, pot, result, offsets = random_chain(CHUNK_TAGS[:num_tags], lengths, seed)
+    S = topology.num_states
     counts = np.zeros((S, S))
     for b, (first, last) in enumerate(zip(offsets[:-1], offsets[1:])):
         log_z, marginals, edges = reference.forward_backward(pot, b)
