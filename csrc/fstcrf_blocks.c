@@ -148,7 +148,7 @@ static inline void count_tile(const buffers *w, int32_t S, int64_t T, int32_t fi
 
 /* count_tile of every source of a block into `targets` targets. */
 static inline void count_targets(const buffers *w, int32_t S, int64_t T, int32_t first, int32_t n,
-                          const int32_t *target, const int32_t *in_at, int targets, double *edge_counts)
+                                 const int32_t *target, const int32_t *in_at, int targets, double *edge_counts)
 {
     int32_t k = 0;
     for (; k + 8 <= n; k += 8) count_tile(w, S, T, first, k, 4, target, in_at, targets, edge_counts);
@@ -165,16 +165,16 @@ static inline void count_targets(const buffers *w, int32_t S, int64_t T, int32_t
 void fc__edge_count_blocks(const fc_graph *g, const buffers *w, int64_t T, double *edge_counts)
 {
     const int32_t S = g->num_states;
+    const int32_t *entering = w->entering;
     for (int32_t first = 0; first < S; first += w->block[first]) {
         const int32_t n = w->block[first], lo = g->out_ptr[first], m = g->out_ptr[first + 1] - lo;
         const int32_t *target = g->out_dst + lo;
-        int32_t r = 0;
-        for (; r < m; r += 2) {
-            const int32_t in_at[2] = {g->in_ptr[target[r]], r + 1 < m ? g->in_ptr[target[r + 1]] : 0};
+        for (int32_t r = 0; r < m; r += 2) {
             if (r + 1 < m)  /* a constant number of targets, so that the tile is kept in registers */
-                count_targets(w, S, T, first, n, target + r, in_at, 2, edge_counts);
+                count_targets(w, S, T, first, n, target + r, entering + r, 2, edge_counts);
             else
-                count_targets(w, S, T, first, n, target + r, in_at, 1, edge_counts);
+                count_targets(w, S, T, first, n, target + r, entering + r, 1, edge_counts);
         }
+        entering += m;
     }
 }
