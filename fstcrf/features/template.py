@@ -128,27 +128,35 @@ def _character_class(character: str) -> str:
     return character
 
 
+class _ClassTable(dict):
+    """str.translate's table of character classes: code point -> its class, each
+    computed on first use."""
+
+    def __missing__(self, point: int) -> str:
+        symbol = self[point] = _character_class(chr(point))
+        return symbol
+
+
+_CLASSES = _ClassTable()
+_RUNS = re.compile(r"(.)\1+", re.DOTALL)
+
+
 @functools.lru_cache(maxsize=1 << 16)  # words recur from batch to batch
 def _word_shape(value: str) -> str:
-    symbols: list[str] = []
-    for character in value:
-        symbol = _character_class(character)
-        if not symbols or symbols[-1] != symbol:
-            symbols.append(symbol)
-    return "".join(symbols)
+    return _RUNS.sub(r"\1", value.translate(_CLASSES))
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _long_shape(value: str) -> str:
-    return "".join(map(_character_class, value))
+    return value.translate(_CLASSES)
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _shape2(value: str) -> str:
     if len(value) <= 4:
         return _long_shape(value)
-    middle = "".join(sorted(set(map(_character_class, value[2:-2]))))
-    return _long_shape(value[:2]) + middle + _long_shape(value[-2:])
+    middle = "".join(sorted(set(value[2:-2].translate(_CLASSES))))
+    return value[:2].translate(_CLASSES) + middle + value[-2:].translate(_CLASSES)
 
 
 #: The word-shape schemes, by transform name (see the module docstring).

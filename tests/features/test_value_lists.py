@@ -213,6 +213,23 @@ def test_shape_schemes():
     assert transform_function("shape2")("Ab1") == "Xxd"
 
 
+def _classes(value):
+    return ["X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit() else c for c in value]
+
+
+@oracle_settings(300)
+@given(st.text(st.characters(codec="utf-8") | st.sampled_from("aA1-_|\\\n\udcff\u0130\u01c5"), max_size=12))
+def test_shape_schemes_against_the_character_classes(value):
+    """The translate tables of shape, longshape and shape2 against the classes taken
+    character by character (surrogates, title case and line breaks included)."""
+    classes = _classes(value)
+    assert transform_function("shape")(value) == _shape(value)
+    assert transform_function("longshape")(value) == "".join(classes)
+    middle = "".join(sorted(set(classes[2:-2])))
+    expected = "".join(classes) if len(value) <= 4 else "".join(classes[:2]) + middle + "".join(classes[-2:])
+    assert transform_function("shape2")(value) == expected
+
+
 # -- a model keeps copies of the files ------------------------------------------
 
 
