@@ -4,6 +4,7 @@ observations at every token, the hashed predicate dictionary and the fitted
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ from fstcrf.features.template import (
     parse_template,
     transform_function,
 )
-from fstcrf.features.hashing import SUBSTRING_KINDS, pack_names, substring_lists, utf8_hashes
+from fstcrf.features.hashing import SUBSTRING_KINDS, pack_names, substring_lists, utf8_hashes, value_hashes
 from fstcrf.features.resources import Resources
 from fstcrf.features.sparse_rows import SparseRows
 from fstcrf.features.token_table import Occurrences, TokenTable, missing_column_message
@@ -185,10 +186,12 @@ class HashedDictionary:
             counts.append(np.diff(ptr))
             start += int(ptr[-1])
         sizes = np.zeros(table.num_tokens, dtype=np.int64)
+        single = [observation.kind is None for observation in observations]  # one value at every token
         for k in range(len(chosen)):
-            line = np.ones(table.num_tokens, dtype=np.int64)
+            line: np.ndarray | int = 1
             for j in items[item_ptr[k] : item_ptr[k + 1]]:
-                line *= counts[j]
+                if not single[j]:
+                    line = line * counts[j]
             sizes += line
             if k + 1 == len(grouped):  # the keys of the grouped lines: the room of each group
                 group, values = table.coded_column(cast(str, column), None)
@@ -294,13 +297,26 @@ class _ObservationHashes:
     def __init__(self, table: TokenTable, salt: int):
         self.table, self.salt = table, salt
         self._by_values: dict[tuple[str, str | None], np.ndarray] = {}
+        self._rows: dict[str, tuple[np.ndarray, int]] = {}  # column -> its values' rows in the cache
+
+    def _value_hashes(self, column: str, transform: str | None) -> np.ndarray:
+        """uint64 [V]: the hash of each distinct value of ``column`` transformed."""
+        cache = value_hashes(self.salt)
+        while True:
+            if column not in self._rows:
+                self._rows[column] = cache.rows(self.table.coded_column(column, None)[1])
+            hashes = cache.hashes(*self._rows[column], transform)
+            if hashes is not None:
+                return hashes
+            del self._rows[column]  # the cache started afresh since: look the rows up again
 
     def at_tokens(self, observation: Observation) -> np.ndarray:
-        """uint64 [N]: the hash of the observation's value at each token."""
-        codes, names = self.table.observation_codes(observation)
+        """uint64 [N]: the hash of the observation's value at each token, looked up
+        per distinct value of its column (:class:`~fstcrf.features.hashing.ValueHashes`)."""
+        codes, names = self.table.observation_codes(dataclasses.replace(observation, transform=None))
         values = (observation.column, observation.transform)
         if values not in self._by_values:
-            self._by_values[values] = utf8_hashes(self.table.value_names(*values), self.salt)
+            self._by_values[values] = self._value_hashes(*values)
         base = self._by_values[values]
         return np.concatenate([base, utf8_hashes(names[len(base) :], self.salt)])[codes]
 

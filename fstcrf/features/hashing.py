@@ -20,7 +20,7 @@ from itertools import compress
 import numpy as np
 
 from fstcrf.engine import kernel
-from fstcrf.features.template import Observation
+from fstcrf.features.template import Observation, transform_function
 from fstcrf.features.value_lists import (
     BEGIN,
     END,
@@ -158,6 +158,68 @@ def substring_cache(observation: Observation, salt: int) -> SubstringCache:
         if key not in _CACHES:
             _CACHES[key] = SubstringCache(observation, salt)
         return _CACHES[key]
+
+
+class ValueHashes:
+    """The hash of each single value a transform gives (``escape_value(transform(v))``,
+    the name a template line reads) of each column value v met so far, under one
+    salt, for every transform asked for: a batch looks its distinct values' rows up
+    once (:meth:`rows`), then each transform's hashes are one gather
+    (:meth:`hashes`) instead of the transform, its escape and its hash of every
+    value.  Past ``max_values`` values it is emptied and filled again, which makes
+    the rows given before stale (their ``generation`` is over)."""
+
+    def __init__(self, salt: int, max_values: int = CACHE_VALUES):
+        self.salt, self.max_values = salt, max_values
+        self.lock = threading.Lock()
+        self.generation = 0
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every value."""
+        self.generation += 1
+        self.row: dict[str, int] = {}
+        self.values: list[str] = []
+        #: per transform (None: the value itself), uint64 [rows filled] of the values' names
+        self.by_transform: dict[str | None, np.ndarray] = {}
+
+    def rows(self, values: Sequence[str]) -> tuple[np.ndarray, int]:
+        """(int64 [V]: the row of each of ``values`` (strings), added where new; the
+        generation those rows belong to)."""
+        with self.lock:
+            if len(self.row) > self.max_values:
+                self.clear()
+            unseen = missing_from(self.row, values)
+            if unseen:
+                self.row.update(zip(unseen, range(len(self.values), len(self.values) + len(unseen))))
+                self.values.extend(unseen)
+            rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
+            return rows, self.generation
+
+    def hashes(self, rows: np.ndarray, generation: int, transform: str | None) -> np.ndarray | None:
+        """uint64 [V]: the hash of the name ``transform`` gives the value of each of
+        ``rows``; None if they are of an earlier generation."""
+        with self.lock:
+            if generation != self.generation:
+                return None
+            kept = self.by_transform.get(transform, np.zeros(0, dtype=np.uint64))
+            if len(kept) < len(self.values):
+                new = self.values[len(kept) :]
+                function = transform_function(transform) if transform is not None else None
+                names = escaped(new if function is None else list(map(function, new)))
+                kept = self.by_transform[transform] = np.concatenate([kept, utf8_hashes(names, self.salt)])
+            return kept[rows]
+
+
+_VALUE_HASHES: dict[int, ValueHashes] = {}
+
+
+def value_hashes(salt: int) -> ValueHashes:
+    """The shared :class:`ValueHashes` of ``salt``."""
+    with _CACHES_LOCK:
+        if salt not in _VALUE_HASHES:
+            _VALUE_HASHES[salt] = ValueHashes(salt, CACHE_VALUES)
+        return _VALUE_HASHES[salt]
 
 
 def substring_lists(table, observation: Observation, salt: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,6 @@
 """The hashes of prefixes, suffixes and n-grams that tagging computes in C and keeps
-across batches, against the hashes of the named, escaped values the plain path gives."""
+across batches, and those of single transformed values it keeps likewise, against
+the hashes of the named, escaped values the plain path gives."""
 
 import numpy as np
 import pytest
@@ -8,8 +9,8 @@ from hypothesis import strategies as st
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
-from fstcrf.features.hashing import SubstringCache, substring_lists, utf8_blob, utf8_hashes
-from fstcrf.features.template import parse_template
+from fstcrf.features.hashing import SubstringCache, ValueHashes, substring_lists, utf8_blob, utf8_hashes
+from fstcrf.features.template import escape_value, parse_template, transform_function
 from fstcrf.features.token_table import TokenTable
 from fstcrf.features.value_lists import escaped, per_value
 from fstcrf.features.resources import Resources
@@ -109,3 +110,56 @@ def test_threads_sharing_a_cache_that_empties_get_the_hashes_of_their_own_words(
         got = list(pool.map(hashes_of, batches * 5))
     for words, hashes in zip(batches * 5, got):
         assert hashes == [h for word in words for h in _named_hashes(observation, word, 0)]
+
+
+TRANSFORMS = st.sampled_from([None, "lower", "shape", "shape2", "longshape", "prefix2", "suffix3"])
+
+
+def _transformed_hashes(words, transform, salt):
+    function = transform_function(transform) if transform else str
+    return utf8_hashes([escape_value(function(word)) for word in words], salt).tolist()
+
+
+@oracle_settings(80)
+@given(
+    batches=st.lists(st.tuples(WORDS, st.lists(TRANSFORMS, min_size=1, max_size=3)), min_size=1, max_size=4),
+    max_values=st.integers(0, 12),
+)
+def test_value_hashes_across_batches_are_those_of_the_escaped_transformed_values(batches, max_values):
+    cache = ValueHashes(5, max_values=max_values)  # small limits empty it now and then
+    for words, transforms in batches:
+        values = list(dict.fromkeys(words))
+        rows, generation = cache.rows(values)
+        for transform in transforms:
+            assert cache.hashes(rows, generation, transform).tolist() == _transformed_hashes(values, transform, 5)
+        assert len(cache.row) <= max_values + len(values)  # bounded
+
+
+def test_value_hashes_refuse_rows_of_an_earlier_generation():
+    cache = ValueHashes(0, max_values=1)
+    rows, generation = cache.rows(["a", "b"])
+    cache.rows(["c"])  # over the limit: emptied first
+    assert cache.hashes(rows, generation, "lower") is None
+    rows, generation = cache.rows(["a", "b"])
+    assert cache.hashes(rows, generation, None).tolist() == _transformed_hashes(["a", "b"], None, 0)
+
+
+def test_tables_sharing_an_emptying_value_cache_in_threads_get_their_own_hashes(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fstcrf.features import hashing
+    from fstcrf.features.extractor import FeatureExtractor
+
+    batches = [[Sentence({"word": [f"W{k}x{j}" for j in range(6)]})] for k in range(30)]
+    extractor = FeatureExtractor("lower(word[0])\nshape(word[-1])|prefix2(word[0])").fit(sum(batches[:10], []))
+
+    def names_of(sentences):
+        matrix = extractor.transform(sentences).tocoo()
+        return sorted(zip(matrix.row.tolist(), matrix.col.tolist()))
+
+    expected = [names_of(sentences) for sentences in batches]
+    assert any(expected[20])  # predicates of the training batches are found
+    monkeypatch.setattr(hashing, "_VALUE_HASHES", {})
+    monkeypatch.setattr(hashing, "CACHE_VALUES", 3)  # the shared caches made now empty at every batch
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(names_of, batches * 3)) == expected * 3
