@@ -82,7 +82,7 @@ class EncodedSentences(kernel.KernelViews, SentenceBatch):
         self.num_predicates = matrix.shape[1]
         self.indptr = kernel.kernel_array(matrix.indptr, np.int64)
         self.indices = kernel.kernel_array(matrix.indices, np.int32)
-        self.values = None if np.all(matrix.data == 1.0) else kernel.kernel_array(matrix.data, np.float64)
+        self.values = None if matrix.all_ones() else kernel.kernel_array(matrix.data, np.float64)
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.offsets = lengths_to_offsets(self.lengths)
         if self.offsets[-1] != matrix.shape[0]:

@@ -557,9 +557,7 @@ class FeatureExtractor:
 
     def _binary(self, indptr: np.ndarray, indices: np.ndarray) -> SparseRows:
         """The binary matrix [N, P] of rows indptr int [N + 1] over columns indices int [nnz]."""
-        return SparseRows(
-            indptr, indices, np.ones(len(indices), dtype=np.float64), (len(indptr) - 1, len(self._dictionary.keys))
-        )
+        return SparseRows.binary(indptr, indices, (len(indptr) - 1, len(self._dictionary.keys)))
 
     def _hashed_matrix(self, table: TokenTable, templates: Sequence[int] | None = None) -> SparseRows:
         """The predicate matrix [N, P] of the templates listed (all by default)."""

@@ -16,8 +16,9 @@ import numpy as np
 class SparseRows(NamedTuple):
     """A CSR matrix [N, P]: the entries of row n are indices / data[indptr[n]:indptr[n + 1]].
 
-    ``indptr`` int64 [N + 1], ``indices`` int [nnz] (columns), ``data`` float64 [nnz],
-    ``shape`` (N, P).  Attribute names follow scipy.sparse.csr_matrix.
+    ``indptr`` int64 [N + 1], ``indices`` int [nnz] (columns), ``data`` float64 [nnz]
+    (for a binary matrix, :meth:`binary`, a read-only view of one 1.0: no array of
+    ones is made), ``shape`` (N, P).  Attribute names follow scipy.sparse.csr_matrix.
     """
 
     indptr: np.ndarray
@@ -33,9 +34,20 @@ class SparseRows(NamedTuple):
         matrix = matrix.tocsr()
         return cls(matrix.indptr, matrix.indices, matrix.data, tuple(matrix.shape))
 
+    @classmethod
+    def binary(cls, indptr: np.ndarray, indices: np.ndarray, shape: tuple[int, int]) -> SparseRows:
+        """The matrix whose stored entries are all 1."""
+        return cls(indptr, indices, np.broadcast_to(np.float64(1.0), (len(indices),)), shape)
+
     @property
     def nnz(self) -> int:
         return len(self.indices)
+
+    def all_ones(self) -> bool:
+        """Whether every stored entry is 1 (at once for a :meth:`binary` matrix)."""
+        if self.data.strides == (0,):
+            return len(self.data) == 0 or bool(self.data[0] == 1.0)
+        return bool(np.all(self.data == 1.0))
 
     def with_entries(self, rows: np.ndarray, columns: np.ndarray, values: np.ndarray) -> SparseRows:
         """These rows plus the entries (rows[i], columns[i]) = values[i] (int [E], int [E],
@@ -56,4 +68,5 @@ class SparseRows(NamedTuple):
         """The same matrix as a scipy.sparse.csr_matrix (imports scipy.sparse)."""
         import scipy.sparse
 
-        return scipy.sparse.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+        data = np.array(self.data) if self.data.strides == (0,) else self.data  # a binary matrix's ones made
+        return scipy.sparse.csr_matrix((data, self.indices, self.indptr), shape=self.shape)

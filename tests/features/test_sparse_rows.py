@@ -51,3 +51,18 @@ def test_of_converts_any_scipy_format_and_keeps_sparse_rows():
     assert rows.shape == (2, 3) and rows.indptr.tolist() == [0, 1, 3]
     np.testing.assert_array_equal(rows.to_scipy().toarray(), dense)
     assert SparseRows.of(rows) is rows
+
+
+@settings(max_examples=50, deadline=None, derandomize=True, database=None)
+@given(matrices_and_new_entries())
+def test_a_binary_matrix_is_its_pattern_with_ones_and_no_array_of_them(case):
+    matrix, rows, columns, _ = case
+    binary = SparseRows.binary(matrix.indptr, matrix.indices, matrix.shape)
+    assert binary.data.strides == (0,) and binary.all_ones()
+    as_scipy = binary.to_scipy()
+    as_scipy.data *= 2.0  # a writable array of its own
+    assert np.array_equal(as_scipy.toarray(), 2.0 * (matrix.toarray() != 0))
+    added = binary.with_entries(rows, columns, np.full(len(rows), 3.0))
+    assert added.all_ones() == (len(rows) == 0)
+    general = SparseRows.of(matrix)
+    assert general.all_ones() == bool(np.all(matrix.data == 1.0))
