@@ -31,6 +31,7 @@ from fstcrf.features.template import (
     transform_function,
 )
 from fstcrf.features.hashing import SUBSTRING_KINDS, pack_names, substring_lists, utf8_hashes, value_hashes
+from fstcrf.features import seen_entities
 from fstcrf.features.resources import Resources
 from fstcrf.features.sparse_rows import SparseRows
 from fstcrf.features.token_table import Occurrences, TokenTable, missing_column_message
@@ -345,9 +346,12 @@ class FeatureExtractor:
     #: no files and no training words: what extractors pickled before value lists read
     _resources: Resources = Resources({}, {})
 
-    def __init__(self, template: Template | str, min_count: int = 1):
+    def __init__(self, template: Template | str, min_count: int = 1, target: str | None = None):
         self.template = template
         self.min_count = min_count
+        #: the column of chunk labels whose entities a template reading the derived
+        #: column ``seen_entity`` learns (:mod:`fstcrf.features.seen_entities`)
+        self.target = target
 
     def parsed_template(self) -> Template:
         """The template as a parsed Template (the one given, or its text parsed)."""
@@ -361,9 +365,18 @@ class FeatureExtractor:
         """The corpus's token table, the files and training words the template's items
         read (from disk, and from this corpus), and the predicate_occurrences of each
         predicate template."""
-        table = self._token_table(corpus)
         template = self.parsed_template()
+        entities = None
+        if seen_entities.COLUMN in template.columns:
+            if self.target is None:
+                raise TemplateError(
+                    f"the template reads column {seen_entities.COLUMN!r}, the marks of the training "
+                    "labels' entities: give the extractor the labels' column (target=...)"
+                )
+            corpus, entities = seen_entities.jackknifed(list(corpus), self.target)
+        table = self._token_table(corpus)
         resources = Resources.load(template, lambda column: table.coded_column(column, None)[1])
+        resources.entities = entities
         return (
             table,
             resources,
@@ -371,11 +384,20 @@ class FeatureExtractor:
         )
 
     def _token_table(self, corpus: Corpus | Sequence[Sentence]) -> TokenTable:
+        columns = self.parsed_template().columns
         if isinstance(corpus, Corpus):
-            for column in self.parsed_template().columns:
-                if column not in corpus.column_names:
+            for column in columns:
+                if column not in corpus.column_names and column != seen_entities.COLUMN:
                     raise TemplateError(missing_column_message(column, corpus.column_names))
-        return TokenTable(list(corpus))
+        sentences = list(corpus)
+        if seen_entities.COLUMN in columns and any(seen_entities.COLUMN not in s.columns for s in sentences[:1]):
+            if self._resources.entities is None:
+                raise TemplateError(
+                    f"the template reads column {seen_entities.COLUMN!r} but the extractor keeps no "
+                    "training entities (fit it with target=... first)"
+                )
+            sentences = seen_entities.marked(sentences, self._resources.entities)
+        return TokenTable(sentences)
 
     @property
     def predicate_names_(self) -> list[str]:
@@ -733,7 +755,7 @@ class FeatureExtractor:
         }
         names = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
         arrays = {"keys": self._dictionary.keys, "names": names, "name_offsets": offsets}
-        if self._resources.files or self._resources.seen:
+        if self._resources.files or self._resources.seen or self._resources.entities is not None:
             data["resources"], resource_arrays = self._resources.to_payload()
             arrays.update(resource_arrays)
         return data, arrays

@@ -29,6 +29,7 @@ from typing import cast
 import numpy as np
 
 from fstcrf.errors import ModelFileError, ResourceFileError
+from fstcrf.features.seen_entities import SeenEntities
 from fstcrf.features.template import RESOURCE_KINDS, SEEN_LOWER, Observation, Template
 from fstcrf.files import read_utf8
 
@@ -161,12 +162,21 @@ def parse_resource(kind: str, path: str, text: str, where: str) -> Resource:
 
 
 class Resources:
-    """The files a template's items read, by (kind, path), and per column the values
+    """The files a template's items read, by (kind, path), per column the values
     seen lower-cased (equal to their lower-case form) in the training data, which
-    ``seen_lower`` reads."""
+    ``seen_lower`` reads, and the training labels' entities, whose marks the
+    derived column ``seen_entity`` holds (:mod:`fstcrf.features.seen_entities`), or None."""
 
-    def __init__(self, files: dict[tuple[str, str], Resource], seen: dict[str, frozenset[str]]):
-        self.files, self.seen = files, seen
+    #: none for Resources pickled before they kept entities
+    entities: SeenEntities | None = None
+
+    def __init__(
+        self,
+        files: dict[tuple[str, str], Resource],
+        seen: dict[str, frozenset[str]],
+        entities: SeenEntities | None = None,
+    ):
+        self.files, self.seen, self.entities = files, seen, entities
 
     @classmethod
     def load(cls, template: Template, column_values: Callable[[str], Sequence[str]]) -> Resources:
@@ -211,7 +221,9 @@ class Resources:
                 for k, values in enumerate(self.seen.values())
             }
         )
-        data = {"files": [[kind, path] for kind, path in self.files], "seen": list(self.seen)}
+        data: dict = {"files": [[kind, path] for kind, path in self.files], "seen": list(self.seen)}
+        if self.entities is not None:
+            data["entities"] = self.entities.to_payload()
         return data, arrays
 
     @classmethod
@@ -230,7 +242,8 @@ class Resources:
                 seen[column] = frozenset(text.split("\0")) if text else frozenset()
         except (KeyError, TypeError, ValueError, UnicodeDecodeError) as error:
             raise ModelFileError(f"the model's copies of the template's files are corrupt: {error}") from None
-        return cls(files, seen)
+        entities = None if data.get("entities") is None else SeenEntities.from_payload(data["entities"])
+        return cls(files, seen, entities)
 
 
 def load_resource(kind: str, path: str, where: str) -> Resource:

@@ -110,11 +110,12 @@ def check_fitted(model) -> None:
         raise FstcrfError("this ChainCRF is not fitted; call fit or load_model first")
 
 
-def new_extractor(template, min_count: int):
-    """The unfitted extractor of a resolved template."""
+def new_extractor(template, min_count: int, target: str | None = None):
+    """The unfitted extractor of a resolved template (``target``: the labels' column,
+    whose entities the derived column ``seen_entity`` reads)."""
     if hasattr(template, "extractor"):
         return template.extractor(min_count)
-    return FeatureExtractor(template, min_count)
+    return FeatureExtractor(template, min_count, target)
 
 
 def template_of(model, init, algorithms: tuple[str, ...] = ("lbfgs", "mce-f")):
@@ -268,7 +269,7 @@ def fit_corpus(
                 labels[0],
             )
         topology = chain_topology(model.order, labels)
-        extractor = new_extractor(template, model.min_count)
+        extractor = new_extractor(template, model.min_count, target)
     constraint = training_constraint(model, topology)
     lower_labels = (
         init.lower_labels_
