@@ -51,6 +51,7 @@ class SeenEntities:
 
     @classmethod
     def from_entries(cls, entries: dict[tuple[str, ...], str]) -> SeenEntities:
+        """The entities ``entries`` (words -> type), indexed by their first word."""
         longest: dict[str, int] = {}
         for entity in entries:
             longest[entity[0]] = max(longest.get(entity[0], 0), len(entity))
