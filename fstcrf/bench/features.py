@@ -63,7 +63,9 @@ def bench_features(
         jobs.append(
             (
                 f"{NER_TEMPLATE} (eng.testa)",
-                FeatureExtractor(TEMPLATES[NER_TEMPLATE]).fit(read_conll(conll2003 / "eng.train", NER_COLUMNS)),
+                FeatureExtractor(TEMPLATES[NER_TEMPLATE], target="ner").fit(
+                    read_conll(conll2003 / "eng.train", NER_COLUMNS)
+                ),
                 list(read_conll(conll2003 / "eng.testa", NER_COLUMNS).sentences) * copies,
             )
         )

@@ -16,6 +16,7 @@ import numpy as np
 
 from fstcrf.learn import train
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus
+from fstcrf.features.seen_entities import COLUMN
 from fstcrf.features.template import RESOURCE_KINDS, SEEN_LOWER, resolve_template
 from fstcrf.features.encoding import drop_zero_features, feature_set_to_build, features_from_counts, merge_pair_counts
 from fstcrf.learn.settings import SGD_LEARNING_RATE, check_positive
@@ -76,10 +77,10 @@ def check_supported(model) -> None:
         raise FstcrfError("distributed training reads CoNLL columns; the 'attributes' template is not distributed yet")
     reading = sorted(
         {
-            observation.kind
+            observation.kind or observation.column
             for predicate in resolve_template(model.template)
             for observation in predicate.observations
-            if observation.kind in RESOURCE_KINDS or observation.kind == SEEN_LOWER
+            if observation.kind in RESOURCE_KINDS or observation.kind == SEEN_LOWER or observation.column == COLUMN
         }
     )
     if reading:

@@ -448,3 +448,20 @@ def test_a_worker_dropped_by_the_scheduler_during_the_broadcast_is_retried():
     )
     assert results == [3.0, 6.0]
     assert traffic.retried == 1 and client.waited == 1
+
+
+@pytest.mark.parametrize(
+    ("template", "named"),
+    [
+        ("bias\nword[0]\nseen_entity[0]", "seen_entity"),  # the training entities need the whole training set
+        ("bias\nseen_lower(word[0])", "seen_lower"),
+        ("ner-rich", "seen_entity, seen_lower"),
+    ],
+)
+def test_templates_reading_the_training_data_are_refused_before_a_cluster(template, named):
+    from fstcrf.distributed.fit import check_supported
+    from fstcrf.errors import FstcrfError
+    from fstcrf.model.chain import ChainCRF
+
+    with pytest.raises(FstcrfError, match=f"training words \\({named}\\)"):
+        check_supported(ChainCRF(template))

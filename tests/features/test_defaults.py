@@ -79,7 +79,7 @@ def test_the_rich_templates_nest_and_carry_their_sigma():
     lines = {name: set(TEMPLATES[name].text.splitlines()) for name in ("ner-rich", "ner-pos-rich", "words-rich")}
     assert lines["words-rich"] < lines["ner-pos-rich"] < lines["ner-rich"]
     assert not any("chunk[" in line for line in lines["ner-pos-rich"])
-    assert set(TEMPLATES["words-rich"].columns) == {"word"}
+    assert set(TEMPLATES["words-rich"].columns) == {"word", COLUMN}  # and the derived column
     for name, sigma in TEMPLATE_SIGMAS.items():
         assert template_sigma(name, 10.0) == sigma
     assert template_sigma("ner", 10.0) == 10.0
