@@ -366,15 +366,17 @@ class FeatureExtractor:
         read (from disk, and from this corpus), and the predicate_occurrences of each
         predicate template."""
         template = self.parsed_template()
-        entities = None
+        entities, derived = None, None
         if seen_entities.COLUMN in template.columns:
             if self.target is None:
                 raise TemplateError(
                     f"the template reads column {seen_entities.COLUMN!r}, the marks of the training "
                     "labels' entities: give the extractor the labels' column (target=...)"
                 )
-            corpus, entities = seen_entities.jackknifed(list(corpus), self.target)
-        table = self._token_table(corpus)
+            corpus = list(corpus)
+            marks, entities = seen_entities.jackknifed(corpus, self.target)
+            derived = {seen_entities.COLUMN: marks}
+        table = self._token_table(corpus, derived)
         resources = Resources.load(template, lambda column: table.coded_column(column, None)[1])
         resources.entities = entities
         return (
@@ -383,21 +385,25 @@ class FeatureExtractor:
             [table.predicate_occurrences(predicate, resources, template.budget) for predicate in template],
         )
 
-    def _token_table(self, corpus: Corpus | Sequence[Sentence]) -> TokenTable:
+    def _token_table(
+        self, corpus: Corpus | Sequence[Sentence], derived: dict[str, list[str]] | None = None
+    ) -> TokenTable:
+        """The token table of ``corpus``; the column ``seen_entity`` is derived: the marks
+        ``derived`` gives (at fit), or those of the training entities kept."""
         columns = self.parsed_template().columns
         if isinstance(corpus, Corpus):
             for column in columns:
                 if column not in corpus.column_names and column != seen_entities.COLUMN:
                     raise TemplateError(missing_column_message(column, corpus.column_names))
         sentences = list(corpus)
-        if seen_entities.COLUMN in columns and any(seen_entities.COLUMN not in s.columns for s in sentences[:1]):
+        if derived is None and seen_entities.COLUMN in columns:
             if self._resources.entities is None:
                 raise TemplateError(
                     f"the template reads column {seen_entities.COLUMN!r} but the extractor keeps no "
                     "training entities (fit it with target=... first)"
                 )
-            sentences = seen_entities.marked(sentences, self._resources.entities)
-        return TokenTable(sentences)
+            derived = {seen_entities.COLUMN: seen_entities.batch_marks(sentences, self._resources.entities)}
+        return TokenTable(sentences, derived)
 
     @property
     def predicate_names_(self) -> list[str]:

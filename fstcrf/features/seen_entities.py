@@ -57,20 +57,30 @@ class SeenEntities:
             longest[entity[0]] = max(longest.get(entity[0], 0), len(entity))
         return cls(entries, longest)
 
-    def marks(self, values: Sequence[str]) -> list[str]:
-        """The mark [n] of each token of a sentence of words ``values`` [n]."""
-        marks = [OUTSIDE] * len(values)
-        position = 0
-        while position < len(values):
-            size = min(self.longest.get(values[position], 0), len(values) - position)
-            while size > 0:
-                kind = self.entries.get(tuple(values[position : position + size]))
+    def marks(self, sentences: Sequence[Sequence[str]]) -> list[str]:
+        """The mark of each token [N] of sentences of words ``sentences`` (N tokens in
+        all), in order: a match is tried only where an entry's first word stands, past
+        the last match, within its sentence."""
+        words = [value for values in sentences for value in values]
+        ends: list[int] = []  # the end of each token's sentence
+        for values in sentences:
+            ends.extend([len(ends) + len(values)] * len(values))
+        marks = [OUTSIDE] * len(words)
+        longest, entries = self.longest, self.entries
+        end = 0  # the tokens before it are inside a match
+        for position in [p for p, value in enumerate(words) if value in longest]:
+            if position < end:
+                continue
+            size = min(longest[words[position]], ends[position] - position)
+            while size:
+                kind = entries.get(tuple(words[position : position + size]))
                 if kind is not None:
                     marks[position] = "B-" + kind
-                    marks[position + 1 : position + size] = ["I-" + kind] * (size - 1)
+                    if size > 1:
+                        marks[position + 1 : position + size] = ["I-" + kind] * (size - 1)
+                    end = position + size
                     break
                 size -= 1
-            position += max(size, 1)
         return marks
 
     def to_payload(self) -> list[list[str]]:
@@ -87,14 +97,14 @@ class SeenEntities:
         return cls.from_entries({tuple(row[:-1]): row[-1] for row in data})
 
 
-def marked(sentences: Sequence[Sentence], entities: SeenEntities) -> list[Sentence]:
-    """``sentences`` with column :data:`COLUMN` added: the marks of ``entities`` on
-    their words (TemplateError if a sentence has no column :data:`WORDS`)."""
+def batch_marks(sentences: Sequence[Sentence], entities: SeenEntities) -> list[str]:
+    """The marks [N] of ``entities`` at every token of ``sentences`` (TemplateError if
+    they have no column :data:`WORDS`)."""
     if any(WORDS not in sentence.columns for sentence in sentences[:1]):
         raise TemplateError(
             f"the template reads column {COLUMN!r}, marks made on column {WORDS!r}, which the data lacks"
         )
-    return [sentence.with_column(COLUMN, entities.marks(sentence[WORDS])) for sentence in sentences]
+    return entities.marks([sentence.columns[WORDS] for sentence in sentences])
 
 
 def entities_in(sentence: Sentence, target: str) -> list[tuple[tuple[str, ...], str]]:
@@ -103,9 +113,9 @@ def entities_in(sentence: Sentence, target: str) -> list[tuple[tuple[str, ...], 
     return [(tuple(words[first : last + 1]), kind) for first, last, kind in read_chunks(sentence[target])]
 
 
-def jackknifed(sentences: Sequence[Sentence], target: str) -> tuple[list[Sentence], SeenEntities]:
-    """(``sentences`` with column :data:`COLUMN` added, each marked from the entities of
-    the other blocks of :data:`FOLDS`; the entities of them all)."""
+def jackknifed(sentences: Sequence[Sentence], target: str) -> tuple[list[str], SeenEntities]:
+    """(the marks [N] of every token of ``sentences``, each sentence's from the entities
+    of the other blocks of :data:`FOLDS`; the entities of them all)."""
     for column in (WORDS, target):
         if any(column not in sentence.columns for sentence in sentences[:1]):
             raise TemplateError(
@@ -114,10 +124,10 @@ def jackknifed(sentences: Sequence[Sentence], target: str) -> tuple[list[Sentenc
             )
     found = [entities_in(sentence, target) for sentence in sentences]
     block = [index * FOLDS // max(len(sentences), 1) for index in range(len(sentences))]
-    out: list[Sentence] = []
+    marks: list[str] = []
     for fold in range(FOLDS):
         held_out = [sentence for sentence, b in zip(sentences, block) if b == fold]
         if held_out:
             others = SeenEntities.of([entities for entities, b in zip(found, block) if b != fold])
-            out.extend(marked(held_out, others))
-    return out, SeenEntities.of(found)
+            marks.extend(batch_marks(held_out, others))
+    return marks, SeenEntities.of(found)

@@ -39,8 +39,11 @@ def missing_column_message(column: str, available: Sequence[str]) -> str:
 class TokenTable:
     """The values of template observations at every token of a list of sentences."""
 
-    def __init__(self, sentences: Sequence[Sentence]):
+    def __init__(self, sentences: Sequence[Sentence], derived: dict[str, list[str]] | None = None):
+        """``derived``: columns no sentence holds, by name, each its values at every
+        token of the table [N] (a column of the sentences of that name is not read)."""
         self.sentences = sentences
+        self.derived = derived or {}
         lengths = np.array([len(sentence) for sentence in sentences], dtype=np.int64)
         self.num_tokens = int(lengths.sum())
         starts = np.cumsum(lengths) - lengths
@@ -53,6 +56,8 @@ class TokenTable:
         self._observations: dict[tuple[str, str | None, int], tuple[np.ndarray, list[str]]] = {}
 
     def _column_values(self, column: str) -> list[str]:
+        if column in self.derived:
+            return self.derived[column]
         values: list[str] = []
         for sentence in self.sentences:
             if column not in sentence.columns:

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import ModelFileError, TemplateError
-from fstcrf.features import seen_entities
 from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.features.seen_entities import SeenEntities, entities_in, jackknifed
 from fstcrf.model.chain import ChainCRF, load_model
@@ -35,9 +34,10 @@ def _reference_marks(entries, words):
 
 
 @oracle_settings(300)
-@given(entries=ENTRIES, words=st.lists(WORDS, max_size=10))
-def test_the_marks_are_the_longest_entries_left_to_right(entries, words):
-    assert SeenEntities.from_entries(entries).marks(words) == _reference_marks(entries, words)
+@given(entries=ENTRIES, sentences=st.lists(st.lists(WORDS, max_size=8), max_size=4))
+def test_the_marks_are_the_longest_entries_left_to_right_within_each_sentence(entries, sentences):
+    expected = [mark for words in sentences for mark in _reference_marks(entries, words)]
+    assert SeenEntities.from_entries(entries).marks(sentences) == expected
 
 
 def _sentence(words, labels):
@@ -53,19 +53,19 @@ def test_entities_take_their_most_frequent_type_and_any_chunk_scheme():
     assert entities_in(sentences[1], "ner") == [(("New", "York"), "ORG")]
     entities = SeenEntities.of([entities_in(s, "ner") for s in sentences])
     assert entities.entries == {("New", "York"): "LOC"}
-    assert entities.marks(["to", "New", "York", "."]) == ["O", "B-LOC", "I-LOC", "O"]
+    assert entities.marks([["to", "New", "York", "."]]) == ["O", "B-LOC", "I-LOC", "O"]
+    assert entities.marks([["to", "New"], ["York"]]) == ["O", "O", "O"]  # not across sentences
 
 
 def test_a_training_sentence_is_marked_only_from_the_other_blocks():
     # 20 sentences, two per block: "Xk" occurs once (never marked), "Both" in every block
     sentences = [_sentence([f"X{k}", "Both"], ["B-PER", "B-ORG"]) for k in range(20)]
-    marked, entities = jackknifed(sentences, "ner")
-    assert [s[seen_entities.COLUMN] for s in marked] == [["O", "B-ORG"]] * 20
-    assert [s["word"] for s in marked] == [s["word"] for s in sentences]  # order kept
-    assert entities.marks(["X3", "Both"]) == ["B-PER", "B-ORG"]  # all of them kept for tagging
+    marks, entities = jackknifed(sentences, "ner")
+    assert marks == ["O", "B-ORG"] * 20  # in the sentences' order
+    assert entities.marks([["X3", "Both"]]) == ["B-PER", "B-ORG"]  # all of them kept for tagging
     # "Y" in sentences 0 and 1 only: the same block, so neither marks the other
     pair = [_sentence(["Y"], ["B-LOC"])] * 2 + [_sentence(["z"], ["O"])] * 18
-    assert [s[seen_entities.COLUMN] for s in jackknifed(pair, "ner")[0][:2]] == [["O"], ["O"]]
+    assert jackknifed(pair, "ner")[0][:2] == ["O", "O"]
 
 
 TEMPLATE = "bias\nword[0]\nseen_entity[-1]\nseen_entity[0]\nseen_entity[-1]|seen_entity[0]"
