@@ -670,7 +670,7 @@ class FeatureExtractor:
         ]
         others = [i for i, read in enumerate(reads) if not read]
         readers = [i for i, read in enumerate(reads) if read]
-        table = TokenTable(list(corpus))  # ``column`` itself may be missing
+        table = self._token_table(list(corpus))  # ``column`` itself may be missing (a list is not checked)
         base = self._hashed_matrix(table, others)
         by_value = self._dictionary.reading_rows(table, self.parsed_template(), readers, column, values)  # [N, K, R]
         full = self._csr(by_value.reshape(-1, len(readers)))

@@ -114,3 +114,12 @@ def test_bad_uses_and_corrupt_files_raise_typed_errors():
     for bad in ([["only one"]], [[1, "PER"]], {"a": "PER"}):
         with pytest.raises(ModelFileError):
             SeenEntities.from_payload(bad)
+
+
+def test_the_rows_of_a_model_reading_lower_labels_hold_the_marks():
+    corpus = [s.with_column("pos", ["N"] * len(s)) for s in _corpus()]
+    extractor = FeatureExtractor(TEMPLATE + "\npos[0]|word[0]", target="ner").fit(corpus)
+    unseen = [Sentence({"word": ["then", "Bo", "saw"]})]  # no pos column: the lower labels are varied
+    base, _, _ = extractor.transform_reading(unseen, "pos", ["N"])
+    names = {extractor.predicate_names_[c] for c in base.indices[base.indptr[1] : base.indptr[2]]}
+    assert "seen_entity[0]=B-PER" in names
