@@ -366,16 +366,7 @@ class FeatureExtractor:
         read (from disk, and from this corpus), and the predicate_occurrences of each
         predicate template."""
         template = self.parsed_template()
-        entities, derived = None, None
-        if seen_entities.COLUMN in template.columns:
-            if self.target is None:
-                raise TemplateError(
-                    f"the template reads column {seen_entities.COLUMN!r}, the marks of the training "
-                    "labels' entities: give the extractor the labels' column (target=...)"
-                )
-            corpus = list(corpus)
-            marks, entities = seen_entities.jackknifed(corpus, self.target)
-            derived = {seen_entities.COLUMN: marks}
+        derived, entities = seen_entities.at_fit(template.columns, list(corpus), self.target)
         table = self._token_table(corpus, derived)
         resources = Resources.load(template, lambda column: table.coded_column(column, None)[1])
         resources.entities = entities
@@ -396,13 +387,8 @@ class FeatureExtractor:
                 if column not in corpus.column_names and column != seen_entities.COLUMN:
                     raise TemplateError(missing_column_message(column, corpus.column_names))
         sentences = list(corpus)
-        if derived is None and seen_entities.COLUMN in columns:
-            if self._resources.entities is None:
-                raise TemplateError(
-                    f"the template reads column {seen_entities.COLUMN!r} but the extractor keeps no "
-                    "training entities (fit it with target=... first)"
-                )
-            derived = {seen_entities.COLUMN: seen_entities.batch_marks(sentences, self._resources.entities)}
+        if derived is None:
+            derived = seen_entities.at_extraction(columns, sentences, self._resources.entities)
         return TokenTable(sentences, derived)
 
     @property

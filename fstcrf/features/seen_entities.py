@@ -131,3 +131,37 @@ def jackknifed(sentences: Sequence[Sentence], target: str) -> tuple[list[str], S
             others = SeenEntities.of([entities for entities, b in zip(found, block) if b != fold])
             marks.extend(batch_marks(held_out, others))
     return marks, SeenEntities.of(found)
+
+
+def at_fit(
+    columns: Sequence[str], sentences: Sequence[Sentence], target: str | None
+) -> tuple[dict[str, list[str]] | None, SeenEntities | None]:
+    """For an extractor being fitted on ``sentences`` with a template reading
+    ``columns``: (the derived columns of its token table, the entities it keeps),
+    both None unless the template reads :data:`COLUMN`; TemplateError without the
+    labels' column ``target``."""
+    if COLUMN not in columns:
+        return None, None
+    if target is None:
+        raise TemplateError(
+            f"the template reads column {COLUMN!r}, the marks of the training labels' entities: "
+            "give the extractor the labels' column (target=...)"
+        )
+    marks, entities = jackknifed(sentences, target)
+    return {COLUMN: marks}, entities
+
+
+def at_extraction(
+    columns: Sequence[str], sentences: Sequence[Sentence], entities: SeenEntities | None
+) -> dict[str, list[str]] | None:
+    """The derived columns of the token table of ``sentences`` for a fitted extractor
+    keeping ``entities`` whose template reads ``columns``: None unless it reads
+    :data:`COLUMN`; TemplateError if it keeps no entities."""
+    if COLUMN not in columns:
+        return None
+    if entities is None:
+        raise TemplateError(
+            f"the template reads column {COLUMN!r} but the extractor keeps no training entities "
+            "(fit it with target=... first)"
+        )
+    return {COLUMN: batch_marks(sentences, entities)}
