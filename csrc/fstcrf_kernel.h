@@ -118,6 +118,25 @@ int fc_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
 int fc_max_marginals(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
                      double *max_marg, double *best, fc_workspace *ws);
 
+/* Linear-domain forward and backward tables, each row rescaled to sum 1 (the
+ * tables of span probabilities, fstcrf.engine.spans).  Every weight is linear
+ * (not a log score) and b->emit holds the emission weights psi [N, S]:
+ *   weight [C, E]  weight of edge e into a token of class c
+ *   start, final [S]
+ * Outputs:
+ *   alpha [N, S]     the mass of the paths through each state of token n, from
+ *                    the sentence's start (start and psi included), rescaled
+ *   beta  [N, S]     the mass of the paths from each state of token n to the end
+ *                    (the later tokens' edges and psi, and final), rescaled
+ *   log_prefix [N]   log of the scale alpha's row n was divided by, times those
+ *                    of the rows before it in the sentence
+ *   log_suffix [N]   the same for beta, from the sentence's last token back to n
+ * Returns FC_OK, or FC_INFEASIBLE when a row's mass is 0 or not finite (the
+ * weights span too wide a range for the linear domain; the tables are then
+ * partly written). */
+int fc_scaled_tables(const fc_graph *g, const double *weight, const double *start, const double *final,
+                     const fc_batch *b, double *alpha, double *beta, double *log_prefix, double *log_suffix);
+
 /* Span Viterbi: for each of K spans, the best path that keeps to a set of
  * allowed states at every token of the span, and the best path that leaves
  * that set at some token of it.  Span k covers tokens span_first[k] ..

@@ -236,3 +236,58 @@ int fc_max_marginals(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
     }
     return status;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Linear-domain tables for span probabilities                               */
+/* ------------------------------------------------------------------------ */
+
+/* Divide row [S] by its sum and give log(sum) + before; 0 if the sum is 0 or not finite. */
+static int rescale_row(double *row, int32_t S, double before, double *log_scale)
+{
+    double sum = 0.0;
+    for (int32_t s = 0; s < S; ++s) sum += row[s];
+    if (!(sum > 0.0) || !isfinite(sum)) return 0;
+    const double inverse = 1.0 / sum;
+    for (int32_t s = 0; s < S; ++s) row[s] *= inverse;
+    *log_scale = before + log(sum);
+    return 1;
+}
+
+int fc_scaled_tables(const fc_graph *g, const double *weight, const double *start, const double *final,
+                     const fc_batch *b, double *alpha, double *beta, double *log_prefix, double *log_suffix)
+{
+    const int32_t S = g->num_states, E = g->num_edges;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], last = b->offsets[i + 1] - 1;
+        const double *psi = b->emit;
+        for (int32_t s = 0; s < S; ++s) alpha[off * S + s] = start[s] * psi[off * S + s];
+        if (!rescale_row(alpha + off * S, S, 0.0, &log_prefix[off])) return FC_INFEASIBLE;
+        for (int64_t n = off + 1; n <= last; ++n) {
+            const double *prev = alpha + (n - 1) * S, *w = weight + trans_row(b->token_class, n, E);
+            double *row = alpha + n * S;
+            for (int32_t j = 0; j < S; ++j) {
+                double sum = 0.0;
+                for (int32_t e = g->in_ptr[j]; e < g->in_ptr[j + 1]; ++e) sum += prev[g->in_src[e]] * w[e];
+                row[j] = sum * psi[n * S + j];
+            }
+            if (!rescale_row(row, S, log_prefix[n - 1], &log_prefix[n])) return FC_INFEASIBLE;
+        }
+        for (int32_t s = 0; s < S; ++s) beta[last * S + s] = final[s];
+        if (!rescale_row(beta + last * S, S, 0.0, &log_suffix[last])) return FC_INFEASIBLE;
+        for (int64_t n = last - 1; n >= off; --n) {
+            const double *next = beta + (n + 1) * S, *after = psi + (n + 1) * S;
+            const double *w = weight + trans_row(b->token_class, n + 1, E);
+            double *row = beta + n * S;
+            for (int32_t s = 0; s < S; ++s) {
+                double sum = 0.0;
+                for (int32_t k = g->out_ptr[s]; k < g->out_ptr[s + 1]; ++k) {
+                    const int32_t j = g->out_dst[k];
+                    sum += w[g->out_edge[k]] * after[j] * next[j];
+                }
+                row[s] = sum;
+            }
+            if (!rescale_row(row, S, log_suffix[n + 1], &log_suffix[n])) return FC_INFEASIBLE;
+        }
+    }
+    return FC_OK;
+}

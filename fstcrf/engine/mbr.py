@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -410,9 +411,31 @@ def labelled_paths(
     """int32 [N]: the best state path of each sentence b whose labels are ``wanted[b]``
     (``labels``: the label of each state); InfeasibleError naming the first sentence
     the lattice (its topology or grammar) has no such path for."""
-    flat = [label for sentence in wanted for label in sentence]
+    flat = list(chain.from_iterable(wanted))
     if len(flat) != pot.num_tokens or any(len(w) != T for w, T in zip(wanted, pot.lengths.tolist())):
         raise ShapeError(f"expected labels for {pot.num_sequences} sentences of lengths {pot.lengths.tolist()}")
+    if len(set(labels)) == len(labels):  # one state per label: the path is the labels' states
+        state_of = {label: s for s, label in enumerate(labels)}
+        path = np.fromiter(map(state_of.get, flat, repeat(-1)), dtype=np.int32, count=len(flat))
+        missing = path < 0  # a label no state has
+        infeasible = np.logical_or.reduceat(missing, pot.offsets[:-1])
+        infeasible |= ~np.isfinite(pot.path_scores(np.where(missing, 0, path))[0])
+    else:
+        path, infeasible = _clamped_path(pot, labels, flat, threads)
+    if infeasible.any():
+        b = int(np.argmax(infeasible))
+        raise InfeasibleError(
+            f"sentence {b}: the lattice has no path with the labels {' '.join(wanted[b])} (the F1-optimal "
+            "chunks); its labels or grammar cannot write them (decode with Viterbi instead)"
+        )
+    return path
+
+
+def _clamped_path(
+    pot: Potentials, labels: Sequence[str], flat: list[str], threads: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the best state path int32 [N] whose labels are ``flat`` [N], bool [B]: the
+    sentences without such a path) when several states share a label."""
     state_label = np.array(labels, dtype=object)
     allowed = state_label[None, :] == np.array(flat, dtype=object)[:, None]
     missing = np.flatnonzero(~allowed.any(axis=1))
@@ -422,9 +445,5 @@ def labelled_paths(
     if len(missing):
         infeasible[np.searchsorted(pot.offsets, missing, side="right") - 1] = True
     if infeasible.any():
-        b = int(np.argmax(infeasible))
-        raise InfeasibleError(
-            f"sentence {b}: the lattice has no path with the labels {' '.join(wanted[b])} (the F1-optimal "
-            "chunks); its labels or grammar cannot write them (decode with Viterbi instead)"
-        )
-    return viterbi(held, threads).paths
+        return np.full(pot.num_tokens, -1, dtype=np.int32), infeasible
+    return viterbi(held, threads).paths, infeasible

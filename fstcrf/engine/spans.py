@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from fstcrf.engine import kernel
 from fstcrf.engine.inference import Potentials, check_type
 from fstcrf.engine.joint import JointSpace
 from fstcrf.engine.chunks import chunks_of_parts, continues, parse_chunk_label
@@ -96,7 +97,8 @@ class ChunkEdges:
 
 
 class _Tables:
-    """Scaled forward and backward tables of a batch, in the linear domain.
+    """Scaled forward and backward tables of a batch, in the linear domain (C,
+    ``kernel.scaled_tables``).
 
     psi float [N, S]: exp(emissions - the token's maximum); edge_weights: per token
     class, float [E] exp(transitions - their maximum); alpha, beta float
@@ -113,8 +115,8 @@ class _Tables:
         self.start = _shifted_exp(pot.start)
         self.final = _shifted_exp(pot.final)
         shift = pot.transitions.max() if pot.transitions.size else 0.0
-        self.edge_weights = [np.exp(row - shift) for row in np.atleast_2d(pot.transitions)]
-        self.weights = _edge_matrices(self.edge_weights, topology)
+        weights = np.exp(np.atleast_2d(pot.transitions) - shift)
+        self.edge_weights = list(weights)
         self.token_class = pot.token_class
         self.offsets = pot.offsets
         self.lengths = pot.lengths
@@ -123,49 +125,24 @@ class _Tables:
         self.beta = np.empty((N, S))
         self.log_prefix = np.empty(N)
         self.log_suffix = np.zeros(N + 1)
-        self._forward()
-        self._backward()
-        last = self.offsets[1:] - 1
-        self.log_z = self.log_prefix[last] + np.log(np.einsum("bs,s->b", self.alpha[last], self.final))
-
-    def step_weights(self, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
-        """(weights, which) pairs: the transition matrix into the tokens ``rows[which]``."""
-        return _class_groups(self.weights, self.token_class, rows)
-
-    def _forward(self) -> None:
-        heads = self.offsets[:-1]
-        first = self.start * self.psi[heads]
-        self._store(self.alpha, self.log_prefix, heads, first, np.zeros(len(heads)))
-        for t in range(1, int(self.lengths.max())):
-            active = np.flatnonzero(self.lengths > t)
-            rows = self.offsets[active] + t
-            moved = np.empty((len(rows), self.alpha.shape[1]))
-            for weights, which in self.step_weights(rows):
-                moved[which] = self.alpha[rows[which] - 1] @ weights
-            self._store(self.alpha, self.log_prefix, rows, moved * self.psi[rows], self.log_prefix[rows - 1])
-
-    def _backward(self) -> None:
-        tails = self.offsets[1:] - 1
-        self._store(self.beta, self.log_suffix, tails, np.broadcast_to(self.final, self.beta[tails].shape), 0.0)
-        for t in range(int(self.lengths.max()) - 2, -1, -1):
-            active = np.flatnonzero(self.lengths > t + 1)
-            rows = self.offsets[active] + t
-            after = self.psi[rows + 1] * self.beta[rows + 1]
-            moved = np.empty((len(rows), self.beta.shape[1]))
-            for weights, which in self.step_weights(rows + 1):
-                moved[which] = (weights @ after[which].T).T
-            self._store(self.beta, self.log_suffix, rows, moved, self.log_suffix[rows + 1])
-
-    @staticmethod
-    def _store(table: np.ndarray, log_scale: np.ndarray, rows: np.ndarray, values: np.ndarray, before) -> None:
-        sums = values.sum(axis=1)
-        if not np.all((sums > 0) & np.isfinite(sums)):
+        token_class = None if pot.token_class is None else pot.token_class.astype(np.int32)
+        if not kernel.scaled_tables(
+            kernel.Graph(topology),
+            weights,
+            self.start,
+            self.final,
+            kernel.Batch(self.offsets, self.psi, token_class),
+            self.alpha,
+            self.beta,
+            self.log_prefix,
+            self.log_suffix[:N],
+        ):
             raise ScoreError(
                 "span probabilities: the scores span too wide a range for the linear domain "
                 "(a token's mass underflowed); rescale the scores"
             )
-        table[rows] = values / sums[:, None]
-        log_scale[rows] = before + np.log(sums)
+        last = self.offsets[1:] - 1
+        self.log_z = self.log_prefix[last] + np.log(np.einsum("bs,s->b", self.alpha[last], self.final))
 
 
 def _edge_matrices(edge_weights: list[np.ndarray], topology: Topology, mask: np.ndarray | None = None) -> list:

@@ -173,6 +173,36 @@ def test_labels_the_lattice_cannot_hold_are_refused():
         labelled_paths(pot, labels, [["S-A", "O"], ["O", "O", "O"]])  # no state has label S-A
 
 
+@oracle_settings(200)
+@given(chains(max_sentences=3, max_length=4), st.data())
+def test_labelled_paths_is_the_best_path_with_the_labels_by_brute_force(chain, data):
+    """Either the best state path whose labels are the wanted ones, or InfeasibleError
+    naming the first sentence no finite path has those labels for (a label no state
+    has, an edge the topology lacks, a score of -inf)."""
+    pot, labels = chain
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
+    pot.emissions[rng.random(pot.emissions.shape) < 0.15] = -np.inf  # a grammar's forbidden states
+    pot.transitions[rng.random(pot.transitions.shape) < 0.15] = -np.inf
+    choices = sorted(set(labels)) + ["S-Z"]  # S-Z: no state has it
+    wanted = [data.draw(st.lists(st.sampled_from(choices), min_size=T, max_size=T)) for T in pot.lengths.tolist()]
+    best = []
+    for b, sentence in enumerate(wanted):
+        one = pot.select([b])
+        paths = np.array(list(itertools.product(range(one.topology.num_states), repeat=len(sentence))))
+        holds = np.array([[labels[s] for s in path] == sentence for path in paths], dtype=bool)
+        scores = np.where(holds, one.path_scores(paths)[:, 0], -np.inf)
+        best.append((scores.max() if len(scores) else -np.inf, paths[int(np.argmax(scores))]))
+    infeasible = [b for b, (score, _) in enumerate(best) if score == -np.inf]
+    if infeasible:
+        with pytest.raises(InfeasibleError, match=f"sentence {infeasible[0]}:"):
+            labelled_paths(pot, labels, wanted)
+        return
+    path = labelled_paths(pot, labels, wanted)
+    assert path.dtype == np.int32
+    assert [labels[s] for s in path] == [label for sentence in wanted for label in sentence]
+    np.testing.assert_allclose(pot.path_scores(path)[0], [score for score, _ in best])
+
+
 @pytest.mark.parametrize("scheme, expected", [("iob2", "iob2"), ("iob1", "iob1"), ("bioes", "bioes"), ("io", "iob1")])
 def test_the_writing_scheme_is_read_off_the_labels(scheme, expected):
     assert writing_scheme(SCHEMES[scheme]) == expected

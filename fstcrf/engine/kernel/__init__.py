@@ -68,6 +68,7 @@ from fstcrf.engine.kernel.chain import (
     kbest,
     max_marginals,
     sample,
+    scaled_tables,
     span_viterbi,
     viterbi,
 )
@@ -164,6 +165,7 @@ __all__ = [
     "read_columns",
     "round_in_place",
     "sample",
+    "scaled_tables",
     "scan",
     "span_viterbi",
     "string_hashes",

@@ -9,7 +9,15 @@ import numpy as np
 from typing import TYPE_CHECKING
 
 from fstcrf._kernel import ffi, lib
-from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, optional_output, output_pointer
+from fstcrf.engine.kernel.buffers import (
+    FC_INFEASIBLE,
+    FC_OK,
+    KernelBuffers,
+    check_status,
+    input_pointer,
+    optional_output,
+    output_pointer,
+)
 
 if TYPE_CHECKING:
     from fstcrf.engine.topology import Topology
@@ -296,3 +304,34 @@ def joint_viterbi(joint: Joint, batch: Batch, path: np.ndarray, score: np.ndarra
         joint.struct, batch.struct, output_pointer(path), output_pointer(score), workspace.struct
     )
     check_status(status, "joint_viterbi")
+
+
+def scaled_tables(
+    graph: Graph,
+    weight: np.ndarray,
+    start: np.ndarray,
+    final: np.ndarray,
+    batch: Batch,
+    alpha: np.ndarray,
+    beta: np.ndarray,
+    log_prefix: np.ndarray,
+    log_suffix: np.ndarray,
+) -> bool:
+    """fc_scaled_tables: linear edge weights float [C, E], start and final weights
+    float [S] and a batch whose emissions are linear weights [N, S] give the rescaled
+    forward and backward tables alpha, beta float [N, S] and their log scales
+    log_prefix, log_suffix float [N]; False if a row's mass is 0 or not finite."""
+    status = lib.fc_scaled_tables(
+        graph.struct,
+        input_pointer(weight),
+        input_pointer(start),
+        input_pointer(final),
+        batch.struct,
+        output_pointer(alpha),
+        output_pointer(beta),
+        output_pointer(log_prefix),
+        output_pointer(log_suffix),
+    )
+    if status not in (FC_OK, FC_INFEASIBLE):
+        check_status(status, "scaled_tables")
+    return status == FC_OK
