@@ -12,7 +12,7 @@ from fstcrf.corpus.schemes import read_chunks
 from fstcrf.engine.spans import decoded_entities, entity_probabilities, path_chunks, state_labels
 from fstcrf.engine.inference import Potentials, viterbi
 from fstcrf.engine.topology import first_order, iob2
-from fstcrf.errors import LabelError, ShapeError
+from fstcrf.errors import LabelError, ScoreError, ShapeError
 
 from strategies import batches, oracle_settings
 
@@ -48,6 +48,17 @@ def test_every_span_probability_is_the_enumerated_one(dense_states, instance, da
         got_all = entity_probabilities(pot, labels, asked)
     for got, want in zip(got_all, expected):
         np.testing.assert_allclose(got, want, atol=1e-9, rtol=1e-7)
+
+
+def test_scores_too_wide_for_the_linear_domain_raise_a_score_error():
+    """The states a path may start in are 800 nats below the token's best state, which
+    may not start: both linear weights underflow to 0, so the first token's mass is 0."""
+    topology = first_order(["O", "B-A", "I-A"])
+    emissions = np.zeros((2, 3))
+    emissions[0] = [0.0, -800.0, -800.0]
+    pot = Potentials(topology, emissions, start=np.array([-1000.0, 0.0, -1000.0]))
+    with pytest.raises(ScoreError, match="too wide a range for the linear domain"):
+        entity_probabilities(pot, ["O", "B-A", "I-A"], [[(0, 1, "A")]])
 
 
 def chunks_by_scanning(tags):
