@@ -4,7 +4,6 @@ observations at every token, the hashed predicate dictionary and the fitted
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -30,11 +29,13 @@ from fstcrf.features.template import (
     parse_template,
     transform_function,
 )
-from fstcrf.features.hashing import SUBSTRING_KINDS, pack_names, substring_lists, utf8_hashes, value_hashes
+from fstcrf.features.hashing import pack_names, utf8_hashes
+from fstcrf.features.item_lists import ObservationHashes, item_lists
 from fstcrf.features import seen_entities
 from fstcrf.features.resources import Resources
 from fstcrf.features.sparse_rows import SparseRows
 from fstcrf.features.token_table import Occurrences, TokenTable, missing_column_message
+from fstcrf.features.value_lists import factorize
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ class HashedDictionary:
                 items.append(observations.setdefault(observation, len(observations)))
             item_ptr.append(len(items))
         value_hashes = np.empty((len(observations), table.num_tokens), dtype=np.uint64)
-        hashes = _ObservationHashes(table, self.salt)
+        hashes = ObservationHashes(table, self.salt)
         for observation, j in observations.items():
             value_hashes[j] = hashes.at_tokens(observation)
         names = [template.predicates[k].name for k in chosen]
@@ -170,37 +171,37 @@ class HashedDictionary:
             for observation in template.predicates[k].observations:
                 items.append(observations.setdefault(observation, len(observations)))
             item_ptr.append(len(items))
-        hashes = _ObservationHashes(table, self.salt)
-        value_ptr = np.empty((len(observations), table.num_tokens + 1), dtype=np.int64)
-        value_hashes, counts = [], []
-        start = 0
-        for j, observation in enumerate(observations):
-            if observation.kind is None:
-                ptr, at_tokens = np.arange(table.num_tokens + 1, dtype=np.int64), hashes.at_tokens(observation)
-            elif observation.kind in SUBSTRING_KINDS:
-                ptr, at_tokens = substring_lists(table, observation, self.salt)
-            else:
-                item = table.value_lists(observation, resources)
-                ptr, at_tokens = item.ptr, utf8_hashes(item.names, self.salt)[item.codes]
-            value_ptr[j] = ptr + start
-            value_hashes.append(at_tokens)
-            counts.append(np.diff(ptr))
-            start += int(ptr[-1])
-        sizes = np.zeros(table.num_tokens, dtype=np.int64)
+        parts = row_parts(table.num_tokens)
+        only_at: dict[int, np.ndarray] = {}  # items only grouped lines read: at each group's first tokens
+        if grouped:
+            group, values = table.coded_column(cast(str, column), None)
+            part = np.repeat(np.arange(len(parts)), [last - first for first, last in parts])
+            firsts = factorize(group * len(parts) + part)[1]  # each group's first token in each part
+            elsewhere = set(items[item_ptr[len(grouped)] :])
+            only_at = {j: firsts for j in items[: item_ptr[len(grouped)]] if j not in elsewhere}
+        value_ptr, all_hashes, counts = item_lists(table, list(observations), resources, self.salt, only_at)
         single = [observation.kind is None for observation in observations]  # one value at every token
-        for k in range(len(chosen)):
-            line: np.ndarray | int = 1
-            for j in items[item_ptr[k] : item_ptr[k + 1]]:
-                if not single[j]:
-                    line = line * counts[j]
-            sizes += line
-            if k + 1 == len(grouped):  # the keys of the grouped lines: the room of each group
-                group, values = table.coded_column(cast(str, column), None)
-                room = np.zeros(len(values), dtype=np.int64)
-                room[group] = sizes
-                memo_ptr = np.zeros(len(values) + 1, dtype=np.int64)
-                np.cumsum(room, out=memo_ptr[1:])
-        all_hashes = np.concatenate([np.zeros(0, dtype=np.uint64)] + value_hashes)
+
+        def line_sizes(lines: range, at: np.ndarray | None = None) -> np.ndarray:
+            """int64 [N] ([len(at)] with ``at``): how many keys the lines give each token (of ``at``)."""
+            sizes = np.zeros(table.num_tokens if at is None else len(at), dtype=np.int64)
+            for k in lines:
+                line: np.ndarray | int = 1
+                for j in items[item_ptr[k] : item_ptr[k + 1]]:
+                    if not single[j]:
+                        line = line * (counts[j] if at is None else counts[j][at])
+                sizes += line
+            return sizes
+
+        sizes = line_sizes(range(len(grouped), len(chosen)))
+        groups = None
+        if grouped:  # the keys of the grouped lines: the room of each group, counted at its first tokens
+            room = np.zeros(len(values), dtype=np.int64)
+            room[group[firsts]] = line_sizes(range(len(grouped)), firsts)
+            memo_ptr = np.zeros(len(values) + 1, dtype=np.int64)
+            np.cumsum(room, out=memo_ptr[1:])
+            sizes += room[group]
+            groups = (group, memo_ptr)
         seeds = utf8_hashes([template.predicates[k].name for k in chosen], self.salt)
         item_ptr_array, items_array = np.array(item_ptr, dtype=np.int32), np.array(items, dtype=np.int32)
 
@@ -210,13 +211,13 @@ class HashedDictionary:
             indices = np.empty(int(sizes[first:last].sum()), dtype=np.int32)
             part_ptr = np.ascontiguousarray(value_ptr[:, first : last + 1])
             scratch = int(sizes[first:last].max(initial=0))
-            groups = (len(grouped), np.ascontiguousarray(group[first:last]), memo_ptr) if grouped else None
+            within = None if groups is None else (len(grouped), np.ascontiguousarray(groups[0][first:last]), groups[1])
             list_rows(
-                part_ptr, all_hashes, seeds, item_ptr_array, items_array, self.slots, scratch, indptr, indices, groups
+                part_ptr, all_hashes, seeds, item_ptr_array, items_array, self.slots, scratch, indptr, indices, within
             )
             return indptr, indices[: indptr[-1]]
 
-        return _in_halves(table.num_tokens, rows_of)
+        return _in_parts(parts, rows_of)
 
     def reading_rows(
         self, table: TokenTable, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
@@ -226,7 +227,7 @@ class HashedDictionary:
         k-th of the K ``values`` there, -1 if unknown.  Keys are chained once per
         distinct context of a template (the values of its other observations) and
         value, then spread over the tokens of each context."""
-        hashes = _ObservationHashes(table, self.salt)
+        hashes = ObservationHashes(table, self.salt)
         out = np.empty((table.num_tokens, len(values), len(chosen)), dtype=np.int32)
         seeds = utf8_hashes([template.predicates[k].name for k in chosen], self.salt)
         for j, k in enumerate(chosen):
@@ -276,50 +277,26 @@ def own_value_lines(template: Template, chosen: Sequence[int]) -> tuple[str | No
     return column, sorted(constant + by_column[column])
 
 
-def _in_halves(
-    num_tokens: int, rows_of: Callable[[int, int], tuple[np.ndarray, np.ndarray]]
+def row_parts(num_tokens: int) -> list[tuple[int, int]]:
+    """The (first, last) token ranges whose rows :func:`_in_parts` looks up apart: the
+    two halves when each has LIST_ROWS_HALF tokens, else all the tokens."""
+    if num_tokens < 2 * LIST_ROWS_HALF:
+        return [(0, num_tokens)]
+    return [(0, num_tokens // 2), (num_tokens // 2, num_tokens)]
+
+
+def _in_parts(
+    parts: list[tuple[int, int]], rows_of: Callable[[int, int], tuple[np.ndarray, np.ndarray]]
 ) -> tuple[np.ndarray, np.ndarray]:
     """indptr int64 [N + 1] and indices of N tokens from rows_of(first, last), the rows
-    of tokens first .. last-1 (their indptr from 0): the two halves in two threads
-    (rows_of calls C, which releases the GIL) when each has LIST_ROWS_HALF tokens."""
-    if num_tokens < 2 * LIST_ROWS_HALF:
-        return rows_of(0, num_tokens)
-    middle = num_tokens // 2
+    of tokens first .. last-1 (their indptr from 0), for each part of :func:`row_parts`:
+    two parts in two threads (rows_of calls C, which releases the GIL)."""
+    if len(parts) == 1:
+        return rows_of(*parts[0])
     with ThreadPoolExecutor(1, thread_name_prefix="fstcrf-rows") as pool:
-        second = pool.submit(rows_of, middle, num_tokens)
-        head, tail = rows_of(0, middle), second.result()
+        second = pool.submit(rows_of, *parts[1])
+        head, tail = rows_of(*parts[0]), second.result()
     return np.concatenate([head[0], tail[0][1:] + head[0][-1]]), np.concatenate([head[1], tail[1]])
-
-
-class _ObservationHashes:
-    """The hash of the escaped value of observations at each token of a table, under
-    one salt (a column's value hashes are computed once for every offset)."""
-
-    def __init__(self, table: TokenTable, salt: int):
-        self.table, self.salt = table, salt
-        self._by_values: dict[tuple[str, str | None], np.ndarray] = {}
-        self._rows: dict[str, tuple[np.ndarray, int]] = {}  # column -> its values' rows in the cache
-
-    def _value_hashes(self, column: str, transform: str | None) -> np.ndarray:
-        """uint64 [V]: the hash of each distinct value of ``column`` transformed."""
-        cache = value_hashes(self.salt)
-        while True:
-            if column not in self._rows:
-                self._rows[column] = cache.rows(self.table.coded_column(column, None)[1])
-            hashes = cache.hashes(*self._rows[column], transform)
-            if hashes is not None:
-                return hashes
-            del self._rows[column]  # the cache started afresh since: look the rows up again
-
-    def at_tokens(self, observation: Observation) -> np.ndarray:
-        """uint64 [N]: the hash of the observation's value at each token, looked up
-        per distinct value of its column (:class:`~fstcrf.features.hashing.ValueHashes`)."""
-        codes, names = self.table.observation_codes(dataclasses.replace(observation, transform=None))
-        values = (observation.column, observation.transform)
-        if values not in self._by_values:
-            self._by_values[values] = self._value_hashes(*values)
-        base = self._by_values[values]
-        return np.concatenate([base, utf8_hashes(names[len(base) :], self.salt)])[codes]
 
 
 def _read_values(observation: Observation, values: Sequence[str]) -> list[str]:

@@ -222,14 +222,17 @@ def value_hashes(salt: int) -> ValueHashes:
         return _VALUE_HASHES[salt]
 
 
-def substring_lists(table, observation: Observation, salt: int) -> tuple[np.ndarray, np.ndarray]:
+def substring_lists(
+    table, observation: Observation, salt: int, tokens: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(ptr int64 [N+1], hashes uint64 [nnz]): the hashes of the values an item of kind
     prefixes, suffixes or ngrams gives each token of a token table, token t's at
-    ptr[t] .. ptr[t+1]-1; a boundary value's past the sentence."""
+    ptr[t] .. ptr[t+1]-1; a boundary value's past the sentence.  With ``tokens`` int
+    [M], those of the tokens tokens[m] instead, ptr int64 [M+1]."""
     codes, values = table.coded_column(observation.column, observation.transform)
-    ptr, hashes = substring_cache(observation, salt).token_hashes(codes, values)
     if observation.offset == 0:
-        return ptr, hashes
+        return substring_cache(observation, salt).token_hashes(codes if tokens is None else codes[tokens], values)
+    ptr, hashes = substring_cache(observation, salt).token_hashes(codes, values)
     rows, names = boundary_rows(table, observation.offset)
-    ptr, source = gathered(with_single_rows(ptr, len(names)), rows)
+    ptr, source = gathered(with_single_rows(ptr, len(names)), rows if tokens is None else rows[tokens])
     return ptr, np.concatenate([hashes, utf8_hashes(names, salt)])[source]

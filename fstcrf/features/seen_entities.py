@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.corpus.schemes import read_chunks
@@ -90,8 +91,11 @@ class SeenEntities:
     @classmethod
     def from_payload(cls, data) -> SeenEntities:
         """The entities of :meth:`to_payload` data; malformed data raises ModelFileError."""
-        if not isinstance(data, list) or not all(
-            isinstance(row, list) and len(row) >= 2 and all(isinstance(value, str) for value in row) for row in data
+        if not (
+            isinstance(data, list)
+            and all(map(isinstance, data, repeat(list)))
+            and min(map(len, data), default=2) >= 2
+            and all(map(isinstance, chain.from_iterable(data), repeat(str)))
         ):
             raise ModelFileError("the training entities of the model file are not lists of strings")
         return cls.from_entries({tuple(row[:-1]): row[-1] for row in data})

@@ -13,7 +13,6 @@ from typing import NamedTuple, cast
 import numpy as np
 
 from fstcrf.corpus.conll import Sentence
-from fstcrf.engine import kernel
 from fstcrf.errors import (
     ArgumentTypeError,
     BudgetError,
@@ -26,7 +25,7 @@ from fstcrf.features.template import (
     transform_function,
 )
 from fstcrf.features.resources import Resources
-from fstcrf.features.value_lists import ValueLists, escaped, observation_lists, single
+from fstcrf.features.value_lists import ValueLists, escaped, factorize, observation_lists, single
 
 
 def missing_column_message(column: str, available: Sequence[str]) -> str:
@@ -53,6 +52,8 @@ class TokenTable:
         self._lists: dict[Observation, ValueLists] = {}
         self._coded_columns: dict[tuple[str, str | None], tuple[np.ndarray, list[str]]] = {}
         self._value_names: dict[tuple[str, str | None], list[str]] = {}
+        self._strings_checked: set[tuple[str, str | None]] = set()  # (column, transform) of string values
+        self._shifts: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = {}
         self._observations: dict[tuple[str, str | None, int], tuple[np.ndarray, list[str]]] = {}
 
     def _column_values(self, column: str) -> list[str]:
@@ -122,26 +123,41 @@ class TokenTable:
         """Codes [num_tokens] of an observation at each token, and the name of each code."""
         key = (observation.column, observation.transform, observation.offset)
         if key not in self._observations:
-            self._observations[key] = self._shifted_codes(observation)
+            codes, boundary = self.offset_codes(observation)
+            self._observations[key] = codes, self.value_names(observation.column, observation.transform) + boundary
         return self._observations[key]
 
-    def _shifted_codes(self, observation: Observation) -> tuple[np.ndarray, list[str]]:
-        codes, names = self._coded_names(observation.column, observation.transform)
-        offset = observation.offset
-        if offset == 0:
-            return codes, names
-        target = self.position + offset
-        inside = (target >= 0) & (target < self.sentence_length)
-        shifted = codes[np.clip(np.arange(self.num_tokens) + offset, 0, max(self.num_tokens - 1, 0))]
-        # Only the boundary steps some token reaches get a code: at most the longest
-        # sentence's length of them, however large the offset.
-        step = np.where(offset < 0, -target, target - self.sentence_length + 1)
-        reached = step[~inside]
-        first_step = int(reached.min()) if len(reached) else 1
-        last_step = int(reached.max()) if len(reached) else 0
-        kind = "__BOS-{}__" if offset < 0 else "__EOS+{}__"
-        boundary_names = [kind.format(k) for k in range(first_step, last_step + 1)]
-        return np.where(inside, shifted, len(names) + step - first_step), names + boundary_names
+    def offset_codes(self, observation: Observation) -> tuple[np.ndarray, list[str]]:
+        """Codes [num_tokens] of an observation at each token: those of its (transformed)
+        column's values (:meth:`coded_column`), then one code per boundary step a token
+        reaches past its sentence, and the names of those boundary codes."""
+        codes, values = self.coded_column(observation.column, observation.transform)
+        if (observation.column, observation.transform) not in self._strings_checked:
+            self._check_strings(observation.column, values, codes)
+            self._strings_checked.add((observation.column, observation.transform))
+        if observation.offset == 0:
+            return codes, []
+        source, inside, boundary, boundary_names = self._shift(observation.offset)
+        return np.where(inside, codes[source], len(values) + boundary), boundary_names
+
+    def _shift(self, offset: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """(the token ``offset`` away from each token int [N] (clipped to the table),
+        whether it is in the same sentence bool [N], the boundary code of each token
+        whose is not int [N] (counted from 0), the boundary names), kept per offset."""
+        if offset not in self._shifts:
+            target = self.position + offset
+            inside = (target >= 0) & (target < self.sentence_length)
+            source = np.clip(np.arange(self.num_tokens) + offset, 0, max(self.num_tokens - 1, 0))
+            # Only the boundary steps some token reaches get a code: at most the longest
+            # sentence's length of them, however large the offset.
+            step = np.where(offset < 0, -target, target - self.sentence_length + 1)
+            reached = step[~inside]
+            first_step = int(reached.min()) if len(reached) else 1
+            last_step = int(reached.max()) if len(reached) else 0
+            kind = "__BOS-{}__" if offset < 0 else "__EOS+{}__"
+            names = [kind.format(k) for k in range(first_step, last_step + 1)]
+            self._shifts[offset] = source, inside, step - first_step, names
+        return self._shifts[offset]
 
     def numbers(self, observation: Observation) -> np.ndarray:
         """float [num_tokens]: a column's value at an offset from each token read as a
@@ -196,8 +212,8 @@ class TokenTable:
         coded = [self.observation_codes(observation) for observation in predicate.observations]
         key = coded[0][0]
         for codes, names in coded[1:]:
-            key = _factorize(key)[0] * len(names) + codes  # compact, so the product stays small
-        key, first_token, counts = _factorize(key)
+            key = factorize(key)[0] * len(names) + codes  # compact, so the product stays small
+        key, first_token, counts = factorize(key)
         values = [(codes[first_token], names) for codes, names in coded]
         return Occurrences(_predicate_names(predicate, values), key, counts, values)
 
@@ -226,8 +242,8 @@ class TokenTable:
             codes = item.codes[source]
             entry_codes = [codes_of[parent] for codes_of in entry_codes] + [codes]
             tokens = tokens[parent]
-            key = _factorize(key[parent])[0] * len(item.names) + codes
-        key, first, counts = _factorize(key)
+            key = factorize(key[parent])[0] * len(item.names) + codes
+        key, first, counts = factorize(key)
         values = [(codes[first], item.names) for codes, item in zip(entry_codes, lists)]
         return Occurrences(_predicate_names(predicate, values), key, counts, values)
 
@@ -257,17 +273,3 @@ def _first_use_codes(values: Sequence) -> tuple[np.ndarray, list]:
     first_use: dict = {}  # value -> where it first occurs
     first = np.fromiter(map(first_use.setdefault, values, range(len(values))), dtype=np.int64, count=len(values))
     return (np.cumsum(first == np.arange(len(values))) - 1)[first], list(first_use)
-
-
-def _factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(codes int64 [n], numbered by first occurrence; where each code first occurs
-    int64 [K], ascending; how often each occurs int64 [K]) of non-negative keys int64 [n]."""
-    keys = np.ascontiguousarray(keys, dtype=np.int64)
-    n = len(keys)
-    if n == 0:
-        return keys, keys, keys
-    capacity = 1 << max(1, (2 * n).bit_length())
-    slots = np.empty(2 * capacity, dtype=np.uint64)
-    codes, first, counts = (np.empty(n, dtype=np.int64) for _ in range(3))
-    distinct = kernel.factorize(keys.view(np.uint64), slots, codes, first, counts)
-    return codes, first[:distinct], counts[:distinct]

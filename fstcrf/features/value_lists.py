@@ -23,6 +23,7 @@ from typing import NamedTuple, cast
 
 import numpy as np
 
+from fstcrf.engine import kernel
 from fstcrf.features.resources import Clusters, Embeddings, Gazetteer
 from fstcrf.features.template import EMBEDDING, SEEN_LOWER, Observation, escape_value, transform_function
 
@@ -328,10 +329,9 @@ def type_sequences(table, codes: np.ndarray, types: Sequence[str], low: int, hig
         rows = np.clip(np.arange(table.num_tokens) + offset, 0, max(table.num_tokens - 1, 0))
         part = np.where(target < 0, len(types), np.where(target >= table.sentence_length, len(types) + 1, codes[rows]))
         parts.append(part)
-        key = np.unique(key * len(marked) + part, return_inverse=True)[1].reshape(-1)
-    distinct, first = np.unique(key, return_index=True)
+        key, first, _ = factorize(key * len(marked) + part)  # compact, so the product stays small
     names = [escape_value(" ".join(marked[int(part[t])] for part in parts)) for t in first.tolist()]
-    return ValueLists(np.arange(table.num_tokens + 1, dtype=np.int64), np.searchsorted(distinct, key), names)
+    return ValueLists(np.arange(table.num_tokens + 1, dtype=np.int64), key, names)
 
 
 def gazetteer_marks(
@@ -394,3 +394,17 @@ def observation_lists(table, observation: Observation, resources) -> ValueLists:
     resource = resources.resource(observation) if kind == "cluster" else None
     function = per_value(observation, resource)
     return shifted(by_value(codes, values, function), table, observation.offset)
+
+
+def factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(codes int64 [n], numbered by first occurrence; where each code first occurs
+    int64 [K], ascending; how often each occurs int64 [K]) of non-negative keys int64 [n]."""
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    n = len(keys)
+    if n == 0:
+        return keys, keys, keys
+    capacity = 1 << max(1, (2 * n).bit_length())
+    slots = np.empty(2 * capacity, dtype=np.uint64)
+    codes, first, counts = (np.empty(n, dtype=np.int64) for _ in range(3))
+    distinct = kernel.factorize(keys.view(np.uint64), slots, codes, first, counts)
+    return codes, first[:distinct], counts[:distinct]

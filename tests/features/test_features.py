@@ -448,9 +448,9 @@ def test_column_of_finds_each_fitted_predicate_by_its_key_and_nothing_else():
 def test_factorize_numbers_keys_by_first_occurrence(keys):
     """The hash-table factorisation against a sort: codes, first occurrences and counts."""
     keys = np.array(keys, dtype=np.int64)
-    from fstcrf.features.token_table import _factorize
+    from fstcrf.features.value_lists import factorize
 
-    codes, first, counts = _factorize(keys)
+    codes, first, counts = factorize(keys)
     distinct, first_expected, inverse, counts_expected = np.unique(
         keys, return_index=True, return_inverse=True, return_counts=True
     )
