@@ -1,7 +1,5 @@
 """``python -m fstcrf.cli``: the ``fstcrf`` command."""
 
-import sys
+from fstcrf.cli.app import run
 
-from fstcrf.cli.app import main
-
-sys.exit(main())
+run()

@@ -5,10 +5,12 @@ as ``fstcrf: error: ...`` with an exit status."""
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import signal
 import sys
+from typing import NoReturn
 
 from fstcrf.cli import bench, calibrate, compose, convert, demo, draw, evaluate, inspect, seminars, tag, train, view
 from fstcrf.cli.options import add_quiet
@@ -79,6 +81,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
+
+
+def run() -> NoReturn:
+    """The console script and ``python -m fstcrf.cli``: :func:`main`, then exit with its
+    status.  What is left is frozen first (``gc.freeze``), so that the collection at
+    interpreter exit skips it: about 40 ms of a tagging process's end."""
+    status = main()
+    gc.freeze()
+    sys.exit(status)
 
 
 def _drop_standard_output() -> None:

@@ -313,9 +313,16 @@ def neighbours(offsets: np.ndarray, num_tokens: int) -> tuple[np.ndarray, np.nda
 
 def thread_chunks(pot: SentenceBatch, threads: int) -> list[tuple[int, int]]:
     """Split sentences into at most ``threads`` contiguous runs of similar token counts."""
-    threads = max(1, min(int(threads), pot.num_sequences))
-    cuts = np.searchsorted(pot.offsets, np.linspace(0, pot.num_tokens, threads + 1)[1:-1])
-    bounds = np.unique(np.concatenate([[0], cuts, [pot.num_sequences]]))
+    return sentence_runs(pot.offsets, threads)
+
+
+def sentence_runs(offsets: np.ndarray, threads: int) -> list[tuple[int, int]]:
+    """(first, last) pairs: the sentences of ``offsets`` int [B+1] (from 0) cut into at
+    most ``threads`` contiguous runs of similar token counts, sentences first .. last-1."""
+    num_sequences = len(offsets) - 1
+    threads = max(1, min(int(threads), num_sequences))
+    cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], threads + 1)[1:-1])
+    bounds = np.unique(np.concatenate([[0], cuts, [num_sequences]]))
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
 

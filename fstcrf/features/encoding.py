@@ -52,13 +52,17 @@ from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.engine import kernel
 from fstcrf.errors import EmptySequenceError, FstcrfError, ShapeError
 from fstcrf.features.extractor import FeatureExtractor
-from fstcrf.engine.inference import SentenceBatch, lengths_to_offsets
+from fstcrf.engine.inference import SentenceBatch, lengths_to_offsets, sentence_runs
+from fstcrf.engine.threads import run_parallel
 from fstcrf.features.sparse_rows import SparseRows
 from fstcrf.engine.topology import Topology
 
 LOG = logging.getLogger(__name__)
 
 FEATURE_SETS = ("supported", "complete", "complete-tags", "complete-if-fits")
+#: The fewest tokens whose emissions are computed in several threads (below, one thread:
+#: handing work to a thread costs about a tenth of a millisecond).
+PARALLEL_EMISSION_TOKENS = 4096
 #: Complete feature sets larger than this are refused: L-BFGS needs about 260 bytes per
 #: weight (its 10 correction pairs, gradients and copies), so 2**24 weights take ~4.4 GB.
 MAX_FEATURES = 2**24
@@ -169,6 +173,25 @@ class FactoredFeatures(kernel.KernelViews):
         """float [n, S]: scale * state scores of a token block under feature weights theta [F]."""
         emit = np.empty((tokens.num_tokens, self.num_states))
         self.kernel_dictionary.emissions(tokens, theta, scale, emit)
+        return emit
+
+    def sentence_emissions(
+        self, encoded: EncodedSentences, first: int, last: int, theta: np.ndarray, scale: float = 1.0, threads: int = 1
+    ) -> np.ndarray:
+        """float [n, S]: :meth:`emissions` of sentences first .. last-1 of ``encoded``, in
+        ``threads`` threads (runs of whole sentences) when they have PARALLEL_EMISSION_TOKENS
+        tokens or more (the kernel releases the GIL)."""
+        offsets = encoded.offsets[first : last + 1] - encoded.offsets[first]
+        if threads <= 1 or offsets[-1] < PARALLEL_EMISSION_TOKENS:
+            return self.emissions(encoded.tokens(first, last), theta, scale)
+        emit = np.empty((int(offsets[-1]), self.num_states))
+
+        def run(sentences: tuple[int, int]) -> None:
+            a, b = sentences
+            rows = emit[int(offsets[a]) : int(offsets[b])]
+            self.kernel_dictionary.emissions(encoded.tokens(first + a, first + b), theta, scale, rows)
+
+        run_parallel(run, sentence_runs(offsets, threads))
         return emit
 
     def accumulate(self, tokens: kernel.Tokens, marginals: np.ndarray, out: np.ndarray, scale: float = 1.0) -> None:

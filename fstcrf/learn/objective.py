@@ -113,11 +113,18 @@ class Scorer:
         self.constrained = None if constraint is None else constrain(topology, constraint)
 
     def potentials(
-        self, encoded: EncodedSentences, weights: np.ndarray, first: int, last: int, scale: float = 1.0
+        self,
+        encoded: EncodedSentences,
+        weights: np.ndarray,
+        first: int,
+        last: int,
+        scale: float = 1.0,
+        threads: int = 1,
     ) -> Potentials:
-        """The potentials of sentences first .. last-1 under scale * weights."""
+        """The potentials of sentences first .. last-1 under scale * weights (their
+        emissions in ``threads`` threads)."""
         F = self.features.num_features
-        emit = self.features.emissions(encoded.tokens(first, last), weights[:F], scale)
+        emit = self.features.sentence_emissions(encoded, first, last, weights[:F], scale, threads)
         token_class = None if encoded.token_class is None else encoded.token_class[encoded.token_rows(first, last)]
         return Potentials(
             self.topology,

@@ -447,7 +447,7 @@ class ChainCRF:
         k-best lists, sampling or marginals with :mod:`fstcrf.engine.inference`)."""
         check_fitted(self)
         encoded = self.encode(as_sentences(corpus, "ChainCRF.potentials"))
-        return self.scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences)
+        return self.scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences, threads=int(self.threads))
 
     def decoding_potentials(self, sentences: Sequence[Sentence]) -> tuple[EncodedSentences, Potentials, np.ndarray]:
         """(the encoded sentences, their potentials on the decoding topology -- the
@@ -461,7 +461,7 @@ class ChainCRF:
         (their potentials on the decoding topology, int [S'] the model state of each
         decoding state)."""
         scorer = self.scorer()
-        pot = scorer.potentials(encoded, self.weights_, 0, encoded.num_sequences)
+        pot = scorer.potentials(encoded, self.weights_, 0, encoded.num_sequences, threads=int(self.threads))
         if scorer.constrained is None:
             return pot, np.arange(self.topology_.num_states)
         restriction = restrict_to(pot, scorer.constrained)

@@ -78,7 +78,9 @@ class FeatureDictionary(KernelBuffers):
 
     def emissions(self, tokens: Tokens, theta: np.ndarray, scale: float, emit: np.ndarray) -> None:
         """ff_emissions: emit float [n, S] = scale * the state scores of the tokens under
-        feature weights theta float [F]."""
+        feature weights theta float [F] (ShapeError for another shape of emit)."""
+        if emit.shape != (tokens.num_tokens, self.struct.num_states):
+            raise ShapeError(f"emit has shape {emit.shape}, expected ({tokens.num_tokens}, {self.struct.num_states})")
         status = lib.ff_emissions(
             self.struct,
             tokens.struct,
