@@ -100,7 +100,7 @@ class Acceptor:
         if np.any(self.arc_key == 0):
             return False
         pairs = self.arc_src * (int(self.arc_key.max(initial=0)) + 1) + self.arc_key
-        return len(set(pairs.tolist())) == len(pairs)  # (np.unique would import numpy.ma: 8 ms of start-up)
+        return len(set(pairs.tolist())) == len(pairs)
 
 
 def from_arcs(num_states: int, start: int, final, arcs: Sequence[tuple[int, int, int]]) -> Acceptor:

@@ -322,8 +322,8 @@ def sentence_runs(offsets: np.ndarray, threads: int) -> list[tuple[int, int]]:
     num_sequences = len(offsets) - 1
     threads = max(1, min(int(threads), num_sequences))
     cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], threads + 1)[1:-1])
-    bounds = np.unique(np.concatenate([[0], cuts, [num_sequences]]))
-    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+    bounds = sorted({0, num_sequences, *cuts.tolist()})
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def run_chunks(pot: SentenceBatch, threads: int, job) -> list:

@@ -351,7 +351,7 @@ class CandidateBatch:
         same = s[1:] == s[:-1]
         touching = (first[1:] == last[:-1] + 1) & (kind[1:] == kind[:-1]) & ~self.adjacent[kind[:-1]]
         clash = same & ((first[1:] <= last[:-1]) | touching)
-        for b in np.unique(s[1:][clash]).tolist():
+        for b in sorted(set(s[1:][clash].tolist())):
             chosen[self.starts[b] : self.starts[b + 1]] = False
             picked = self.problem(b).best(threshold, self.adjacent)
             chosen[self.starts[b] + np.array(picked, dtype=np.int64)] = True

@@ -232,7 +232,7 @@ def span_probability_array(
     tables = _Tables(pot)
     ending = _EdgeMatrices(tables, topology, ~chunks.continuing)
     row = pot.offsets[sentence] + first  # each span's first token in the batch
-    for x in np.unique(kind).tolist():
+    for x in sorted(set(kind.tolist())):
         of_kind = np.flatnonzero(kind == x)
         heads, seen_first, at = np.unique(row[of_kind], return_index=True, return_inverse=True)  # a pass per head
         reach = np.zeros(len(heads), dtype=np.int64)

@@ -245,7 +245,7 @@ class Topology:
     def check_lengths(self, lengths: Iterable[int]) -> None:
         """Raise InfeasibleError naming the sentences no allowed sequence fits."""
         lengths = np.asarray(list(lengths) if not isinstance(lengths, np.ndarray) else lengths)
-        bad_lengths = [int(n) for n in np.unique(lengths) if not self.is_feasible(int(n))]
+        bad_lengths = [n for n in sorted(set(lengths.tolist())) if not self.is_feasible(int(n))]
         if bad_lengths:
             sentences = np.flatnonzero(np.isin(lengths, bad_lengths))
             shown = ", ".join(str(i) for i in sentences[:10]) + (" ..." if len(sentences) > 10 else "")
