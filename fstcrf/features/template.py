@@ -66,6 +66,7 @@ offset's size costs nothing beyond reading the boundary values.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -172,10 +173,8 @@ def transform_function(name: str) -> Callable[[str], str] | None:
     affix = _AFFIX.fullmatch(name)
     if affix is None:
         return None
-    length = int(affix["length"])
-    if affix["kind"] == "prefix":
-        return lambda value: value[:length]
-    return lambda value: value[-length:]
+    length = int(affix["length"])  # an itemgetter slices in C: no Python call per value
+    return operator.itemgetter(slice(None, length) if affix["kind"] == "prefix" else slice(-length, None))
 
 
 def escape_value(value: str) -> str:
