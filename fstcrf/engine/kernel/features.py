@@ -103,7 +103,16 @@ class FeatureDictionary(KernelBuffers):
         """ff_accumulate_at: add scale * the expected feature counts under state marginals
         float [n, S] to out float [F], or to out laid out by ``at`` int64 [P] (see
         :meth:`compact_layout`), the predicates marked DIRECT there to direct float [F]
-        (RuntimeError, nothing written, if a token's predicate has no place in it)."""
+        (RuntimeError, nothing written, if a token's predicate has no place in it;
+        ShapeError for marginals of another shape, or an out or direct of another length
+        than F where it takes every feature)."""
+        F = int(self._ptr_array[-1])
+        if (
+            marginals.shape != (tokens.num_tokens, self.struct.num_states)
+            or (at is None and len(out) != F)
+            or (direct is not None and len(direct) != F)
+        ):
+            raise ShapeError("accumulate: the marginals or counts do not fit the tokens or the dictionary")
         status = lib.ff_accumulate_at(
             self.struct,
             tokens.struct,
@@ -149,7 +158,11 @@ class FeatureDictionary(KernelBuffers):
         self, tokens: Tokens, plus: np.ndarray, minus: np.ndarray | None, scale: float, out: np.ndarray
     ) -> None:
         """ff_add_paths: add scale * (the feature counts along state path plus int32 [n],
-        minus those along minus int32 [n] if given) to out float [F]."""
+        minus those along minus int32 [n] if given) to out float [F] (ShapeError for
+        other shapes)."""
+        n = tokens.num_tokens
+        if plus.shape != (n,) or (minus is not None and minus.shape != (n,)) or len(out) != self._ptr_array[-1]:
+            raise ShapeError("add_paths: the paths or counts do not fit the tokens or the dictionary")
         status = lib.ff_add_paths(
             self.struct, tokens.struct, input_pointer(plus), optional_input(minus), scale, output_pointer(out)
         )
