@@ -264,6 +264,63 @@ def bench_tag_process(
     }
 
 
+def bench_tag_file(model, test_path, threads: int = 2, repeats: int = 3, progress: bool = True) -> dict:
+    """Whole-process tagging of the CoNLL file ``test_path`` with the model file ``model``:
+    ``fstcrf tag`` alone in ``repeats`` fresh processes (bytecode compiled first, as pip
+    install leaves it), each run's wall seconds, the fastest's CPU seconds and phases,
+    and the tokens (the file's lines that are neither blank nor -DOCSTART-)."""
+    import tempfile
+    from pathlib import Path
+
+    from fstcrf.progress import Progress
+
+    _check_counts(threads=threads, repeats=repeats)
+    with open(test_path, "rb") as stream:
+        tokens = sum(1 for line in stream if line.strip() and not line.startswith(b"-DOCSTART-"))
+    with (
+        tempfile.TemporaryDirectory(prefix="fstcrf-bench-tag-") as name,
+        Progress(repeats, "bench tag", unit="process", enabled=progress) as bar,
+    ):
+        tagged = Path(name) / "tagged.txt"
+        command = fstcrf_command("tag", str(model), str(test_path), "-o", str(tagged), "--threads", str(threads))
+        result = _side_by_side({"fstcrf": command}, Path(name), repeats, bar)
+    del result["sides"]["fstcrf"]["stdout"]
+    return {
+        "kind": "tag-file",
+        "model": str(model),
+        "test": str(test_path),
+        "tokens": tokens,
+        "threads": threads,
+        "repeats": repeats,
+        **result,
+        "load_average": os.getloadavg(),
+    }
+
+
+def format_tag_file(result: dict) -> str:
+    """The runs of a :func:`bench_tag_file`: wall seconds and tokens per second of each,
+    then the fastest run's phases."""
+    side, tokens = result["sides"]["fstcrf"], result["tokens"]
+    walls = sorted(side["walls"])
+    median = walls[len(walls) // 2] if len(walls) % 2 else (walls[len(walls) // 2 - 1] + walls[len(walls) // 2]) / 2
+    split = _phase_split(side)
+    return "\n".join(
+        [
+            f"Tagging {result['test']} ({tokens:,} tokens) with {result['model']}: `fstcrf tag` alone, "
+            f"{result['repeats']} fresh processes on {result['threads']} threads, load average "
+            f"{result['load_average'][0]:.2f}.",
+            "",
+            f"whole process: {walls[0]:.2f} / {median:.2f} / {walls[-1]:.2f} s (fastest / median / slowest) = "
+            f"**{tokens / median:,.0f} tokens/s** at the median ({tokens / walls[-1]:,.0f}-{tokens / walls[0]:,.0f}); "
+            f"CPU {side['cpu']:.2f} s in the fastest run.",
+            "",
+            "Phases of the fastest run (wall s): "
+            + ", ".join(f"{name} {seconds:.2f}" for name, seconds in split.items())
+            + f". A bare interpreter takes {result['interpreter_wall']:.2f} s.",
+        ]
+    )
+
+
 def tagging_floor(model, path, threads: int, repeats: int = 3) -> dict[str, float]:
     """Wall seconds (best of ``repeats``) of each step of tagging the CoNLL file ``path``
     with a loaded single model, alone and in this process: "copy" reads the file's bytes

@@ -65,6 +65,8 @@ def _measurements(args: argparse.Namespace) -> tuple[Measurement, ...]:
         return VARIANTS["train --in-memory"]
     if args.what == "bandit" and args.speed_only:
         return VARIANTS["bandit --speed-only"]
+    if args.what == "tag" and args.test:
+        return VARIANTS["tag --test"]
     return TARGETS[args.what]
 
 
@@ -141,6 +143,14 @@ def _tag_process(args: argparse.Namespace) -> tuple:
 
     folder = _conll2000(args)
     return (bench_tag_process(folder, args.copies or 10, args.model, args.threads, args.repeats, not args.quiet),)
+
+
+def _tag_file(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.process import bench_tag_file
+
+    if args.model is None:
+        raise FstcrfError("bench tag --test FILE needs --model MODEL, the model to tag FILE with")
+    return (bench_tag_file(args.model, args.test, args.threads, args.repeats, not args.quiet),)
 
 
 def _stream(args: argparse.Namespace) -> tuple:
@@ -338,6 +348,7 @@ VARIANTS: dict[str, tuple[Measurement, ...]] = {
     ),
     "train --in-memory": (Measurement(_train_in_memory, "in_memory:format_train"),),
     "bandit --speed-only": (Measurement(_bandit_speed, "bandit:format_speed"),),
+    "tag --test": (Measurement(_tag_file, "process:format_tag_file", json=True),),
 }
 
 
@@ -352,7 +363,8 @@ def add_parsers(commands) -> None:
         "train: the whole fstcrf train process against a python-crfsuite script with "
         "the same predicates on CoNLL-2000 (--in-memory: training and tagging inside one "
         "process); tag: the whole fstcrf tag process against a python-crfsuite script on "
-        "--copies copies of the CoNLL-2000 test set (--model: an fstcrf model to tag with); "
+        "--copies copies of the CoNLL-2000 test set (--model: an fstcrf model to tag with; "
+        "--model M --test F: fstcrf tag M F alone, in whole processes, and its tokens per second); "
         "sklearn: sklearn-crfsuite's CoNLL-2002 Spanish tutorial with sklearn_crfsuite and "
         "fstcrf.sklearn (--search: also a RandomizedSearchCV with each); "
         "pycrfsuite: python-crfsuite's tutorial workflow and NLTK's CRFTagger on CoNLL-2000 chunking, "
@@ -548,4 +560,9 @@ def add_parsers(commands) -> None:
         "spacy) "
         "(default: none)",
     )
-    bench.add_argument("--test", default=None, help="test file (bench grammar, bench compose --model) (default: none)")
+    bench.add_argument(
+        "--test",
+        default=None,
+        help="test file (bench grammar, bench compose --model; bench tag --model M --test F: fstcrf tag M F "
+        "alone, whole processes, tokens per second) (default: none)",
+    )

@@ -146,3 +146,29 @@ def test_first_reaching_counts_calls_to_a_dev_score():
 
     assert first_reaching([(100, 80.0), (200, 92.5), (300, 93.1)], 92.3) == 200
     assert first_reaching([(100, 80.0)], 92.3) is None
+
+
+@pytest.mark.slow
+def test_bench_tag_of_a_file_times_whole_tagging_processes(demo_chunker, capsys, tmp_path):
+    """bench tag --model M --test F: fstcrf tag alone, fresh processes, tokens counted
+    without blank and -DOCSTART- lines."""
+    import json
+
+    test = tmp_path / "test.txt"
+    test.write_text("-DOCSTART- -X- O\n\n" + (DATA_DIR / "demo_test.txt").read_text())
+    tokens = sum(1 for line in (DATA_DIR / "demo_test.txt").read_text().splitlines() if line.strip())
+    args = ["-q", "bench", "tag", "--model", str(demo_chunker), "--test", str(test), "--repeats", "2"]
+    assert main([*args, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["kind"] == "tag-file" and result["tokens"] == tokens
+    side = result["sides"]["fstcrf"]
+    assert len(side["walls"]) == 2 and side["wall"] == min(side["walls"]) and side["cpu"] > 0
+    assert {"load", "features", "decode"} <= set(side["phases"])
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"({tokens:,} tokens)" in out and "tokens/s** at the median" in out and "Phases of the fastest run" in out
+
+
+def test_bench_tag_of_a_file_needs_a_model(capsys, tmp_path):
+    assert main(["-q", "bench", "tag", "--test", str(DATA_DIR / "demo_test.txt")]) == 2
+    assert "bench tag --test FILE needs --model MODEL" in capsys.readouterr().err
