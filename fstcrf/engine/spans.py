@@ -125,13 +125,12 @@ class _Tables:
         self.beta = np.empty((N, S))
         self.log_prefix = np.empty(N)
         self.log_suffix = np.zeros(N + 1)
-        token_class = None if pot.token_class is None else pot.token_class.astype(np.int32)
         if not kernel.scaled_tables(
             kernel.Graph(topology),
             weights,
             self.start,
             self.final,
-            kernel.Batch(self.offsets, self.psi, token_class),
+            kernel.Batch(self.offsets, self.psi, pot.token_class),  # Potentials keeps it int32
             self.alpha,
             self.beta,
             self.log_prefix,

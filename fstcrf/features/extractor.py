@@ -146,7 +146,7 @@ class HashedDictionary:
         value_hashes = np.empty((len(observations), table.num_tokens), dtype=np.uint64)
         hashes = ObservationHashes(table, self.salt)
         for observation, j in observations.items():
-            value_hashes[j] = hashes.at_tokens(observation)
+            hashes.at_tokens(observation, value_hashes[j])
         names = [template.predicates[k].name for k in chosen]
         seeds = utf8_hashes(names, self.salt)
         item_ptr_array = np.array(item_ptr, dtype=np.int32)

@@ -25,7 +25,7 @@ from fstcrf.features.template import (
     transform_function,
 )
 from fstcrf.features.resources import Resources
-from fstcrf.features.value_lists import ValueLists, escaped, factorize, observation_lists, single
+from fstcrf.features.value_lists import ValueLists, boundary_rows, escaped, factorize, observation_lists, single
 
 
 def missing_column_message(column: str, available: Sequence[str]) -> str:
@@ -78,8 +78,7 @@ class TokenTable:
                     self._check_strings(column, column_values)
                     raise
             else:
-                raw_codes, raw_values = self.coded_column(column, None)
-                self._check_strings(column, raw_values, raw_codes)
+                raw_codes, raw_values = self._string_column(column, None)
                 function = cast(Callable[[str], str], transform_function(transform))
                 recode, values = _first_use_codes(list(map(function, raw_values)))
                 codes = recode[raw_codes]
@@ -88,12 +87,19 @@ class TokenTable:
 
     def _coded_names(self, column: str, transform: str | None) -> tuple[np.ndarray, list[str]]:
         """Value codes [num_tokens] of a (transformed) column and the escaped value of each code."""
-        codes, values = self.coded_column(column, transform)
+        codes, values = self._string_column(column, transform)
         key = (column, transform)
         if key not in self._value_names:
-            self._check_strings(column, values, codes)
             self._value_names[key] = escaped(values)
         return codes, self._value_names[key]
+
+    def _string_column(self, column: str, transform: str | None) -> tuple[np.ndarray, list[str]]:
+        """:meth:`coded_column`, its values checked once to be strings (ArgumentTypeError)."""
+        codes, values = self.coded_column(column, transform)
+        if (column, transform) not in self._strings_checked:
+            self._check_strings(column, values, codes)
+            self._strings_checked.add((column, transform))
+        return codes, values
 
     def _check_strings(self, column: str, values: Sequence, codes: np.ndarray | None = None) -> None:
         """ArgumentTypeError naming the first token whose value in ``column`` is not a
@@ -131,32 +137,21 @@ class TokenTable:
         """Codes [num_tokens] of an observation at each token: those of its (transformed)
         column's values (:meth:`coded_column`), then one code per boundary step a token
         reaches past its sentence, and the names of those boundary codes."""
-        codes, values = self.coded_column(observation.column, observation.transform)
-        if (observation.column, observation.transform) not in self._strings_checked:
-            self._check_strings(observation.column, values, codes)
-            self._strings_checked.add((observation.column, observation.transform))
+        codes, values = self._string_column(observation.column, observation.transform)
         if observation.offset == 0:
             return codes, []
         source, inside, boundary, boundary_names = self._shift(observation.offset)
         return np.where(inside, codes[source], len(values) + boundary), boundary_names
 
     def _shift(self, offset: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-        """(the token ``offset`` away from each token int [N] (clipped to the table),
-        whether it is in the same sentence bool [N], the boundary code of each token
-        whose is not int [N] (counted from 0), the boundary names), kept per offset."""
+        """(the token ``offset`` away from each token int [N], 0 where it is past the
+        sentence; whether it is in the sentence bool [N]; the boundary code of each
+        token past it, counted from 0; the boundary names): :func:`boundary_rows`, kept
+        per offset."""
         if offset not in self._shifts:
-            target = self.position + offset
-            inside = (target >= 0) & (target < self.sentence_length)
-            source = np.clip(np.arange(self.num_tokens) + offset, 0, max(self.num_tokens - 1, 0))
-            # Only the boundary steps some token reaches get a code: at most the longest
-            # sentence's length of them, however large the offset.
-            step = np.where(offset < 0, -target, target - self.sentence_length + 1)
-            reached = step[~inside]
-            first_step = int(reached.min()) if len(reached) else 1
-            last_step = int(reached.max()) if len(reached) else 0
-            kind = "__BOS-{}__" if offset < 0 else "__EOS+{}__"
-            names = [kind.format(k) for k in range(first_step, last_step + 1)]
-            self._shifts[offset] = source, inside, step - first_step, names
+            rows, names = boundary_rows(self, offset)
+            inside = rows < self.num_tokens
+            self._shifts[offset] = np.where(inside, rows, 0), inside, rows - self.num_tokens, names
         return self._shifts[offset]
 
     def numbers(self, observation: Observation) -> np.ndarray:
