@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from fstcrf.bench.crfsuite import template_spec, token_attributes
@@ -136,6 +137,11 @@ def _copies_of(path, copies: int, target) -> int:
     text = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n"
     target.write_text(text * copies, encoding="utf-8")
     return copies * sum(1 for line in text.splitlines() if line.strip() and not line.startswith("-DOCSTART-"))
+
+
+def token_lines(lines: Iterable[bytes]) -> int:
+    """How many of the CoNLL ``lines`` are tokens: neither blank nor -DOCSTART-."""
+    return sum(1 for line in lines if line.strip() and not line.startswith(b"-DOCSTART-"))
 
 
 def _chunk_f1(output_path) -> float:
@@ -276,7 +282,7 @@ def bench_tag_file(model, test_path, threads: int = 2, repeats: int = 3, progres
 
     _check_counts(threads=threads, repeats=repeats)
     with open(test_path, "rb") as stream:
-        tokens = sum(1 for line in stream if line.strip() and not line.startswith(b"-DOCSTART-"))
+        tokens = token_lines(stream)
     with (
         tempfile.TemporaryDirectory(prefix="fstcrf-bench-tag-") as name,
         Progress(repeats, "bench tag", unit="process", enabled=progress) as bar,
@@ -574,9 +580,6 @@ def bench_stream_process(
     folder = Path(folder)
     text = ((folder / "test.txt").read_text(encoding="utf-8").rstrip("\n") + "\n\n").encode("utf-8")
 
-    def tokens_in(data: bytes) -> int:
-        return sum(1 for line in data.splitlines() if line.strip() and not line.startswith(b"-DOCSTART-"))
-
     total = int(gigabytes * 1e9)
     with tempfile.TemporaryDirectory(prefix="fstcrf-bench-stream-") as name:
         scratch = Path(name)
@@ -626,7 +629,7 @@ def bench_stream_process(
         "model": str(model),
         "threads": threads,
         "input_bytes": fed[0],
-        "tokens": copies * tokens_in(text) + tokens_in(text[:rest]),
+        "tokens": copies * token_lines(text.splitlines()) + token_lines(text[:rest].splitlines()),
         "output_bytes": output_bytes,
         "wall": wall,
         "cpu": usage.ru_utime + usage.ru_stime,
