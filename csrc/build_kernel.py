@@ -33,11 +33,11 @@ import cffi
 HERE = pathlib.Path(__file__).resolve().parent
 # the public headers, in cdef order; fstcrf_internal.h is private to the C sources
 HEADERS = tuple(HERE / name for name in ("fstcrf_kernel.h", "fstcrf_features.h", "fstcrf_train.h", "fstcrf_update.h",
-                                         "fstcrf_hashing.h", "fstcrf_online.h", "fstcrf_bandit.h",
+                                         "fstcrf_hashing.h", "fstcrf_online.h", "fstcrf_bandit.h", "fstcrf_partner.h",
                                          "fstcrf_conll.h"))
 SOURCES = ("fstcrf_chain.c", "fstcrf_blocks.c", "fstcrf_marginals.c", "fstcrf_search.c", "fstcrf_sampling.c", "fstcrf_joint.c",
            "fstcrf_features.c", "fstcrf_train.c", "fstcrf_update.c", "fstcrf_hashing.c", "fstcrf_online.c",
-           "fstcrf_bandit.c", "fstcrf_conll.c")
+           "fstcrf_bandit.c", "fstcrf_partner.c", "fstcrf_conll.c")
 # "#define NAME <integer>", a constant the Python side may read (FC_OK, FU_ADAM, FH_BLOCK, ...)
 INTEGER_DEFINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)\s+-?\d+\s*")
 

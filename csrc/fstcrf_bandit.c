@@ -395,6 +395,29 @@ int fb_step(const fb_set *set, fb_layout *layout, int64_t begin, int64_t end, co
     return status;
 }
 
+int64_t fb_order_by_piece(fb_layout *layout, int32_t *order_scratch, uint8_t *pieces_scratch)
+{
+    int32_t *order = layout->order;
+    uint8_t *pieces_of = layout->pieces_of;
+    /* piece 0's own close up in place (never ahead of where they are read), the
+     * others wait in the scratch and follow them */
+    int64_t alone = 0, rest = 0;
+    for (int64_t i = 0; i < layout->used_predicates; ++i) {
+        if (pieces_of[i] == 1) {
+            order[alone] = order[i];
+            pieces_of[alone++] = pieces_of[i];
+        } else {
+            order_scratch[rest] = order[i];
+            pieces_scratch[rest++] = pieces_of[i];
+        }
+    }
+    for (int64_t i = 0; i < rest; ++i) {
+        order[alone + i] = order_scratch[i];
+        pieces_of[alone + i] = pieces_scratch[i];
+    }
+    return alone;
+}
+
 /* A chunk starts at a token whose previous label (outside before a sentence) and own
  * label make one, and ends at a token whose own and following labels do. */
 #define STARTS(previous, label) starts[(previous) * (outside + 1) + (label)]

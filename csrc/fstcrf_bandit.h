@@ -134,6 +134,15 @@ int fb_gradient(const fb_set *set, const int64_t *bounds, int32_t num_pieces, in
 int fb_step(const fb_set *set, fb_layout *layout, int64_t begin, int64_t end, const fu_step *step, double *theta,
             double *state, double *transitions, int64_t num_transitions, double *squares, double *moments);
 
+/* Reorder the m predicates of a layout fb_index made so that those piece 0 alone
+ * uses come first, each group in its previous order, their pieces_of moved with
+ * them; at and the buffers are left as they are, so fb_step gives the same results
+ * whatever the order.  The thread that made piece 0's draws and gradient can then
+ * step the first group, whose lines its caches hold, and another thread the rest.
+ *   order_scratch [m], pieces_scratch [m]  scratch
+ * Returns the size of the first group. */
+int64_t fb_order_by_piece(fb_layout *layout, int32_t *order_scratch, uint8_t *pieces_scratch);
+
 /* The simulated user's per-sentence chunk F1 (conlleval's chunks by rule tables) of
  * K label sequences of b sentences (n tokens) of a gold set, against their gold ones:
  *   gold       [N]       label ids in [0, L) of the set's B sentences, cut at

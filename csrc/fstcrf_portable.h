@@ -45,6 +45,8 @@
 #ifndef FSTCRF_PORTABLE_H
 #define FSTCRF_PORTABLE_H
 
+#include <stdint.h>
+
 #ifdef _MSC_VER
 #define FC_RESTRICT __restrict
 #else
@@ -61,6 +63,34 @@
 #else
 #define FC_PREFETCH(address) ((void)(address))
 #define FC_PREFETCH_L2(address) ((void)(address))
+#endif
+
+/* FC_LOAD_ACQUIRE(p) and FC_STORE_RELEASE(p, v) read and write the int32_t at p
+ * atomically, with acquire and release ordering; FC_SWAP(p, from, to) sets it to
+ * `to` if it holds `from`, atomically, and says whether it did (the partner
+ * thread's flag, fstcrf_partner.h).  FC_PAUSE() tells the core it is spinning. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FC_LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define FC_STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define FC_SWAP(p, from, to) fc_swap((p), (from), (to))
+static inline int fc_swap(int32_t *p, int32_t from, int32_t to)
+{
+    return __atomic_compare_exchange_n(p, &from, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+#elif defined(_MSC_VER)
+#include <intrin.h>
+#define FC_LOAD_ACQUIRE(p) ((int32_t)_InterlockedOr((volatile long *)(p), 0))
+#define FC_STORE_RELEASE(p, v) ((void)_InterlockedExchange((volatile long *)(p), (long)(v)))
+#define FC_SWAP(p, from, to) (_InterlockedCompareExchange((volatile long *)(p), (long)(to), (long)(from)) == (long)(from))
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define FC_PAUSE() __builtin_ia32_pause()
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+#define FC_PAUSE() __asm__ __volatile__("yield")
+#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
+#define FC_PAUSE() _mm_pause()
+#else
+#define FC_PAUSE() ((void)0)
 #endif
 
 #if defined(FC_OPENMP_SIMD) || (defined(_OPENMP) && _OPENMP >= 201307)

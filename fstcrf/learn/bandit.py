@@ -43,15 +43,20 @@ posteriors with each sentence's expected edge counts and the draws, another
 the feature gradient of the weighted draws, and one call steps the touched
 features straight from the gradient buffers.  Where each sentence's
 coefficients sum to 0 (:func:`expectation_cancels`) the E[phi] term is 0 and
-the draws are made without posteriors (no backward pass).  The pieces of a large minibatch
-run on the threads, a call each; a small one's run in one call on the calling
-thread.
+the draws are made without posteriors (no backward pass).  On more than one
+thread the pieces of a large minibatch run on a pool, a call each; a small one's
+second piece is handed to a partner thread that spins for it
+(csrc/fstcrf_partner.h: a pool's lock and wake-up cost a good part of a small
+minibatch's work), and its step is shared out by piece: the calling thread steps
+the features only the first piece uses, whose lines its caches hold, the partner
+the others.  On one thread every call runs on the calling thread.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -70,10 +75,10 @@ _ADAM_BETAS = (0.9, 0.999)
 _EPSILON = 1e-8
 #: Pieces each minibatch's gradient is split into (run on up to that many threads).
 _PIECES = 2
-#: Below this many tokens a minibatch's pieces run one after the other on the calling
-#: thread: a hand-off to the pool costs more than it saves on a small minibatch (at 16
-#: sentences, two threads made an epoch about twice as slow), and more still when other
-#: processes share the cores.
+#: Below this many tokens a minibatch's second piece goes to the partner thread, not
+#: the pool: a hand-off to the pool costs more than it saves on a small minibatch (at
+#: 16 sentences, two threads made an epoch about twice as slow), and more still when
+#: other processes share the cores.
 _INLINE_TOKENS = 4096
 
 
@@ -176,9 +181,9 @@ class SampledGradient:
     emissions, posteriors (with each sentence's expected edge counts) and draws
     come from one C call (``fb_draw``), and their gradients from another
     (``fb_gradient``: coefficient-weighted path indicators minus weighted
-    marginals, accumulated into each piece's gradient buffer), or a call per piece
-    on the threads for a large minibatch.  :meth:`step` moves
-    the weights the minibatch touched straight from those buffers (``fb_step``)."""
+    marginals, accumulated into each piece's gradient buffer), a call per piece on
+    more than one thread (:meth:`map`).  :meth:`step` moves the weights the
+    minibatch touched straight from those buffers (``fb_step``)."""
 
     def __init__(self, scorer: Scorer, encoded: EncodedSentences):
         if scorer.constrained is not None:
@@ -197,6 +202,11 @@ class SampledGradient:
         self._compact = kernel.bandit.GradientLayout(encoded.num_predicates, [np.zeros(0) for _ in range(_PIECES)])
         self._transitions = np.zeros(scorer.transitions.size)  # [T]
         self._pool: ThreadPoolExecutor | None = None
+        self._partner: kernel.bandit.Partner | None = None
+        #: the partner making the layout of sentences first .. last-1: (partner, first, last)
+        self._indexing: tuple[kernel.bandit.Partner, int, int] | None = None
+        #: whether a gradient was added to the buffers of the layout
+        self._added = False
         #: the minibatch (first, last) whose gradient the buffers hold, with its m
         #: predicates and U features; None when they hold none
         self._layout: tuple[int, int, int, int] | None = None
@@ -262,7 +272,7 @@ class SampledGradient:
         paths = np.empty((count, n), dtype=np.int32)
         outputs = (offsets, emissions, log_z, marginals, edge_counts, paths)
 
-        def work(pieces: tuple[int, int]) -> None:
+        def work(pieces: tuple[int, int], partner: kernel.bandit.Partner | None = None) -> None:
             slot = pieces[0]
             kernel.bandit.draw(
                 self._training,
@@ -276,29 +286,53 @@ class SampledGradient:
                 self._workspaces[slot],
                 self._work[slot],
                 self.step_state,
+                partner,
             )
 
         with phase("bandit draws"):
-            self.map(work, split.calls)
+            self.map(work, split.calls, self._small(first, last))
+            if self._partner is not None and self._layout is None and self._indexing is None:
+                # laid out on the partner while the caller scores the draws
+                kernel.bandit.index(self._training, self._compact, split.rows, self._partner)
+                self._indexing = (self._partner, first, last)
         return paths, Posteriors(split, sign, self, outputs[:-1], transitions)
 
-    def map(self, work, items) -> list:
-        """[work(item) for item in items]: the first item on the calling thread, the
-        others on the threads of a pool kept for this object (all on the calling
-        thread for a single item or a single thread)."""
+    def map(self, work, items, small: bool = False) -> None:
+        """work(item) for each item: the first on the calling thread, the others on the
+        threads of a pool kept for this object, or for two ``small`` ones (a minibatch
+        too small to share out through the pool, :meth:`_small`) the second posted to
+        this object's partner thread (``work(item, partner=...)``); all on the calling
+        thread for a single item or a single thread."""
         items = list(items)
         if self.scorer.threads == 1 or len(items) <= 1:
-            return [work(item) for item in items]
+            for item in items:
+                work(item)
+            return
+        if small and len(items) == 2:
+            if self._partner is None or self._partner.pid != os.getpid():  # none, or a parent's before a fork
+                self._partner, self._indexing = kernel.bandit.Partner(), None
+            self._collect_layout()
+            work(items[1], partner=self._partner)
+            try:
+                work(items[0])
+            finally:
+                self._partner.wait()
+            return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=min(self.scorer.threads, _PIECES) - 1)
         futures = [self._pool.submit(work, item) for item in items[1:]]
-        first = work(items[0])
-        return [first, *(future.result() for future in futures)]
+        work(items[0])
+        for future in futures:
+            future.result()
 
     def close(self) -> None:
         """Stop the threads and forget the step state (the object stays usable and
         restarts them if needed)."""
         self.step_state = None
+        if self._partner is not None:
+            self._collect_layout()
+            self._partner.stop()
+            self._partner = None
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
@@ -322,12 +356,12 @@ class SampledGradient:
         # the draws' edge uses, counted by the call of the first piece; a path the
         # topology does not allow is refused by every call before any output is touched
         counts = np.zeros((len(paths), *posteriors.transitions.shape))
-        fresh = self._layout is None
         predicates = self._lay_out(first, last)[2]
+        fresh = not self._added
         split = self._split(first, last)
         marks = np.empty(posteriors.emissions.shape)
 
-        def work(pieces: tuple[int, int]) -> None:
+        def work(pieces: tuple[int, int], partner: kernel.bandit.Partner | None = None) -> None:
             kernel.bandit.add_gradient(
                 self._training,
                 split.bounds,
@@ -339,14 +373,16 @@ class SampledGradient:
                 marks,
                 self._work[pieces[0]],
                 counts if pieces[0] == 0 else None,
+                partner,
             )
 
         try:
-            self.map(work, split.calls)
+            self.map(work, split.calls, self._small(first, last))
         except TopologyError:
             if fresh:  # refused before any output: the layout made for it goes too
                 self._forget(predicates)
             raise
+        self._added = True
         total: np.ndarray | float = 0.0
         for draw in counts:
             total = total + layout.gradient(draw)
@@ -364,20 +400,36 @@ class SampledGradient:
         """The layout of the gradient buffers for sentences first .. last-1 (kernel.bandit.index),
         made unless they already have it: (first, last, predicates m, features U);
         FstcrfError if they hold another minibatch's gradient."""
+        self._collect_layout()
         if self._layout is not None:
-            if self._layout[:2] != (first, last):
+            if self._layout[:2] == (first, last):
+                return self._layout
+            if self._added:
                 raise FstcrfError(
                     f"the gradient of sentences {self._layout[0]} .. {self._layout[1] - 1} was added "
                     f"but not taken or stepped before one of sentences {first} .. {last - 1}"
                 )
-            return self._layout
-        predicates, features = kernel.bandit.index(self._training, self._compact, self._split(first, last).rows)
+            self._forget(self._layout[2])  # laid out after a draw, but its gradient never came
+        kernel.bandit.index(self._training, self._compact, self._split(first, last).rows)
+        return self._made(first, last)
+
+    def _made(self, first: int, last: int) -> tuple[int, int, int, int]:
+        """Take the layout kernel.bandit.index made for sentences first .. last-1, with
+        buffers to hold it."""
+        predicates, features = self._compact.sizes()
         capacity = len(self._compact.buffers[0])
         if features > capacity:  # buffers hold zeros only here: replace them
             size = min(max(features, 2 * capacity), self.scorer.features.num_features)
             self._compact.use_buffers([np.zeros(size) for _ in range(_PIECES)])
-        self._layout = (first, last, predicates, features)
+        self._layout, self._added = (first, last, predicates, features), False
         return self._layout
+
+    def _collect_layout(self) -> None:
+        """Take the layout posted to the partner after a draw, if any."""
+        if self._indexing is not None:
+            (partner, first, last), self._indexing = self._indexing, None
+            partner.wait()
+            self._made(first, last)
 
     def _release(self) -> None:
         """Forget the layout (the buffers and ``at`` were cleared)."""
@@ -419,7 +471,7 @@ class SampledGradient:
         rule = steps.next_rule()
         transitions = (self._transitions, steps.squares, steps.moments)
 
-        def work(numbered: tuple[int, slice]) -> None:
+        def work(numbered: tuple[int, slice], partner: kernel.bandit.Partner | None = None) -> None:
             number, run = numbered
             # the call of the first run steps the transitions too (and clears their gradient)
             kernel.bandit.step(
@@ -429,14 +481,22 @@ class SampledGradient:
                 rule,
                 (theta, steps.features),
                 transitions if number == 0 else None,
+                partner,
             )
 
+        small = self._small(first, last)
+        if small and self.scorer.threads > 1:  # each thread steps where its caches hold the lines
+            alone = kernel.bandit.order_by_piece(self._compact)
+            runs = [slice(0, alone), slice(alone, predicates)]
+        else:
+            runs = _runs(predicates, split=self.scorer.threads > 1)
         with phase("bandit step"):
-            self.map(work, enumerate(_runs(predicates, split=not self._small(first, last))))
+            self.map(work, enumerate(runs), small)
         self._release()
 
     def _small(self, first: int, last: int) -> bool:
-        """Whether sentences first .. last-1 are too few tokens to share out (_INLINE_TOKENS)."""
+        """Whether sentences first .. last-1 are too few tokens to share out through the
+        pool (_INLINE_TOKENS): their second piece goes to the partner thread."""
         return bool(self.encoded.offsets[last] - self.encoded.offsets[first] < _INLINE_TOKENS)
 
     def _split(self, first: int, last: int) -> _Split:
@@ -449,7 +509,6 @@ class SampledGradient:
             minibatch.offsets = self.encoded.offsets[first : last + 1] - self.encoded.offsets[first]
             pieces = [(first + lo, first + hi) for lo, hi in thread_chunks(minibatch, _PIECES)]
             bounds = np.array([lo for lo, _ in pieces] + [last], dtype=np.int64)
-            together = self._small(first, last) or self.scorer.threads == 1
             rows = kernel.kernel_array(self.encoded.offsets[bounds], np.int64)
             split = self._splits[first, last] = _Split(
                 pieces,
@@ -457,7 +516,7 @@ class SampledGradient:
                 rows,
                 int(rows[-1] - rows[0]),
                 [(lo - first, hi - first) for lo, hi in pieces],
-                [(0, len(pieces))] if together else [(q, q + 1) for q in range(len(pieces))],
+                [(0, len(pieces))] if self.scorer.threads == 1 else [(q, q + 1) for q in range(len(pieces))],
             )
         return split
 
@@ -468,8 +527,7 @@ class _Split:
     ``bounds`` int64 [Q+1] between them, their first token rows ``rows`` int64 [Q+1]
     (the last one's end at rows[Q]), the minibatch's ``tokens``, their ``sentences`` within the minibatch [(lo -
     first, hi - first)], and the ranges of pieces each kernel call takes,
-    ``calls``: all in one call on the calling thread when the minibatch is too small
-    to share out or there is one thread, else one each."""
+    ``calls``: all in one call on one thread, else one each."""
 
     pieces: list[tuple[int, int]]
     bounds: np.ndarray

@@ -204,8 +204,10 @@ def test_sampled_gradients_converge_to_the_exact_expectation(kind, baseline):
     assert feedback.calls - calls_before == runs * draws * (2 if kind.startswith("pairwise") else 1)
 
 
-def test_results_do_not_depend_on_the_threads(monkeypatch):
-    monkeypatch.setattr(bandit, "_INLINE_TOKENS", 0)  # share out even these small minibatches
+@pytest.mark.parametrize("inline_tokens", [0, 4096])
+def test_results_do_not_depend_on_the_threads(inline_tokens, monkeypatch):
+    # pieces on the pool even for these small minibatches, or on the partner thread
+    monkeypatch.setattr(bandit, "_INLINE_TOKENS", inline_tokens)
     corpus = tiny_corpus(4, lengths=(3, 4, 2, 5, 1, 3))
     feedback_settings = dict(metric="f1")
     weights = []

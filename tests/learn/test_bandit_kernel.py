@@ -301,9 +301,10 @@ def test_a_second_minibatch_before_the_first_is_stepped_is_refused():
 
 
 @pytest.mark.parametrize("rule", ["constant", "adagrad", "adam"])
-@pytest.mark.parametrize("threads", [1, 2])
-def test_the_fused_step_is_take_then_apply(rule, threads, monkeypatch):
-    monkeypatch.setattr(bandit, "_INLINE_TOKENS", 0)  # share out even these small minibatches
+@pytest.mark.parametrize("threads, inline_tokens", [(1, 0), (2, 0), (2, 4096)])
+def test_the_fused_step_is_take_then_apply(rule, threads, inline_tokens, monkeypatch):
+    # pieces on the pool even for these small minibatches, or on the partner thread
+    monkeypatch.setattr(bandit, "_INLINE_TOKENS", inline_tokens)
     corpus = corpus_of(11, [5, 3, 6, 2, 4, 4, 1, 6])
     fused, unfused = (sampled_gradient(corpus, 2, False, threads=threads) for _ in range(2))
     F = fused.scorer.features.num_features

@@ -4,6 +4,8 @@ the simulated user's chunk F1."""
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,7 +19,7 @@ from fstcrf.engine.kernel.buffers import (
     optional_output,
     output_pointer,
 )
-from fstcrf.errors import LabelError, ShapeError, TopologyError
+from fstcrf.errors import FstcrfError, LabelError, ShapeError, TopologyError
 from fstcrf.engine.kernel.chain import Graph, Scores, Workspace
 from fstcrf.engine.kernel.features import FeatureDictionary, PredicateRows
 from fstcrf.engine.kernel.training import GatherBuffers, StepRule
@@ -77,6 +79,10 @@ class GradientLayout(KernelBuffers):
         layout.at = self.pin(self.at)
         self.use_buffers(buffers)
 
+    def sizes(self) -> tuple[int, int]:
+        """(m, U): the predicates and features of the layout :func:`index` made last."""
+        return int(self.struct.used_predicates), int(self.struct.used_features)
+
     def use_buffers(self, buffers: Sequence[np.ndarray]) -> None:
         """Lay the gradient out in ``buffers`` float [U] from now on, as many as before,
         all 0 (the layout's features need U of them: :func:`index` tells)."""
@@ -85,6 +91,53 @@ class GradientLayout(KernelBuffers):
         self.buffers = list(buffers)
         self.gather = GatherBuffers(self.buffers)
         self.struct.buffers = self.gather.struct
+
+
+class Partner:
+    """fb_partner: a thread of its own that makes one fb_draw, fb_gradient, fb_step or
+    fb_index call at a time while the caller works on (:func:`draw`,
+    :func:`add_gradient`, :func:`step` and :func:`index` with ``partner=``), handed
+    over through a flag it spins on;
+    parked after some milliseconds without a call and woken by the next.  Calls must
+    be collected with :meth:`wait`; :meth:`stop` ends the thread."""
+
+    def __init__(self):
+        self.struct = ffi.new("fb_partner *")
+        self.pid = os.getpid()  # the thread is this process's only
+        self._posted: tuple | None = None  # the posted call's name and arguments, kept alive until it is made
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="fstcrf-partner", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        """The thread: serve calls, parking between stretches of them, until stopped."""
+        while lib.fb_partner_serve(self.struct) != lib.FB_PARTNER_STOP:
+            self._wake.wait()
+            self._wake.clear()
+
+    def post(self, function, arguments: tuple) -> None:
+        """Post ``function`` (an fb_post_ function) with ``arguments``, waking the thread
+        if it parked; FstcrfError if a call is still to be collected or it is stopped."""
+        outcome = function(self.struct, *arguments)
+        if outcome not in (lib.FB_PARTNER_IDLE, lib.FB_PARTNER_PARKED):
+            raise FstcrfError("the partner thread has a call not collected yet, or is stopped")
+        self._posted = (function.__name__.replace("fb_post_", "fb_"), arguments)
+        if outcome == lib.FB_PARTNER_PARKED:
+            self._wake.set()
+
+    def wait(self) -> None:
+        """Wait for the posted call and check its status as the call's own binding does."""
+        status = lib.fb_partner_wait(self.struct)
+        what = "the partner's call" if self._posted is None else self._posted[0]
+        self._posted = None
+        (check_paths if what == "fb_gradient" else check_status)(status, what)
+
+    def stop(self) -> None:
+        """End the thread once a posted call is made (it is collected by no one)."""
+        lib.fb_partner_stop(self.struct)
+        self._wake.set()
+        self._thread.join()
+        self._posted = None
 
 
 def draw(
@@ -99,6 +152,7 @@ def draw(
     workspace: Workspace,
     work: np.ndarray,
     step_state: np.ndarray | None = None,
+    partner: Partner | None = None,
 ) -> None:
     """fb_draw on pieces begin .. end-1 (``pieces``) of the minibatch cut at sentences
     bounds int64 [Q+1], under sign * theta float [F] (the scores already signed).
@@ -108,9 +162,10 @@ def draw(
     sentence seeded by (seed + q, i, r)); marginals and edge_counts both None: not
     computed (no backward pass); work float [S + L] is scratch.
     ``step_state`` (float [F] or [F, 2], the state :func:`step` will read, or None)
-    has its lines at the sentences' features asked for: a hint, results are the same."""
+    has its lines at the sentences' features asked for: a hint, results are the same.
+    With a ``partner``, the call is posted to it (:meth:`Partner.wait` collects it)."""
     offsets, emissions, log_z, marginals, edge_counts, paths = outputs
-    status = lib.fb_draw(
+    arguments = (
         training.struct,
         input_pointer(bounds),
         len(bounds) - 1,
@@ -132,7 +187,10 @@ def draw(
         ffi.NULL if step_state is None else input_pointer(step_state),
         1 if step_state is None or step_state.ndim == 1 else step_state.shape[1],
     )
-    check_status(status, "fb_draw")
+    if partner is not None:
+        partner.post(lib.fb_post_draw, arguments)
+        return
+    check_status(lib.fb_draw(*arguments), "fb_draw")
 
 
 def add_gradient(
@@ -146,6 +204,7 @@ def add_gradient(
     marks: np.ndarray,
     work: np.ndarray,
     counts: np.ndarray | None = None,
+    partner: Partner | None = None,
 ) -> None:
     """fb_gradient on pieces begin .. end-1 (``pieces``) of the minibatch cut at
     sentences bounds int64 [Q+1] (b sentences, n tokens; TopologyError for a state
@@ -158,10 +217,11 @@ def add_gradient(
     (:func:`index`'s); marks float [n, S] and work float [S + L] are scratch.
     ``counts`` float [K, E] or [K, C, E] (or None): ADDED TO, draw k's edge uses
     weighted by its coefficients, over the whole minibatch (TopologyError, before any
-    output is touched, for a path the graph does not allow)."""
+    output is touched, for a path the graph does not allow).  With a ``partner``, the
+    call is posted to it (:meth:`Partner.wait` collects it)."""
     coefficients, paths = draws
     offsets, marginals = posteriors
-    status = lib.fb_gradient(
+    arguments = (
         training.struct,
         input_pointer(bounds),
         len(bounds) - 1,
@@ -179,10 +239,13 @@ def add_gradient(
         1 if counts is None or counts.ndim == 2 else counts.shape[1],
         ffi.NULL if counts is None else output_pointer(counts),
     )
-    _check_paths(status, "fb_gradient")
+    if partner is not None:
+        partner.post(lib.fb_post_gradient, arguments)
+        return
+    check_paths(lib.fb_gradient(*arguments), "fb_gradient")
 
 
-def _check_paths(status: int, what: str) -> None:
+def check_paths(status: int, what: str) -> None:
     """check_status, with TopologyError for paths the graph does not allow."""
     if status == lib.FC_BAD_ARGUMENT:
         raise TopologyError(
@@ -193,21 +256,37 @@ def _check_paths(status: int, what: str) -> None:
     check_status(status, what)
 
 
-def index(training: TrainingSet, layout: GradientLayout, piece_rows: np.ndarray) -> tuple[int, int]:
+def index(
+    training: TrainingSet, layout: GradientLayout, piece_rows: np.ndarray, partner: Partner | None = None
+) -> tuple[int, int]:
     """fb_index: the compact layout of the gradient of token rows piece_rows[0] ..
     piece_rows[-1]-1 (int64 [Q'+1], piece q's rows piece_rows[q] .. piece_rows[q+1]-1),
     made in ``layout``: (m, U), the m predicates they use (in ascending order in its
     order, with each one's pieces as bits in its pieces_of) and their U features,
     predicate order[i]'s at its at[order[i]] (-1 everywhere before; :func:`step` sets
-    it back).  ShapeError for a layout of other predicates or fewer buffers than Q'."""
+    it back).  ShapeError for a layout of other predicates or fewer buffers than Q'.
+    With a ``partner``, the call is posted to it and (0, 0) returned: after
+    :meth:`Partner.wait`, :meth:`GradientLayout.sizes` tells (m, U)."""
     if layout.num_predicates != training.num_predicates or not 1 <= len(piece_rows) - 1 <= len(layout.buffers):
         raise ShapeError(
             f"fb_index: a layout of {layout.num_predicates} predicates and {len(layout.buffers)} buffers "
             f"does not fit {len(piece_rows) - 1} pieces of {training.num_predicates} predicates"
         )
-    status = lib.fb_index(training.struct, layout.struct, input_pointer(piece_rows), len(piece_rows) - 1)
-    check_status(status, "fb_index")
-    return int(layout.struct.used_predicates), int(layout.struct.used_features)
+    arguments = (training.struct, layout.struct, input_pointer(piece_rows), len(piece_rows) - 1)
+    if partner is not None:
+        partner.post(lib.fb_post_index, arguments)
+        return 0, 0
+    check_status(lib.fb_index(*arguments), "fb_index")
+    return layout.sizes()
+
+
+def order_by_piece(layout: GradientLayout) -> int:
+    """fb_order_by_piece: reorder the m predicates of ``layout`` (:func:`index` made it)
+    so that those piece 0 alone uses come first, each group in its previous order;
+    their number.  :func:`step` gives the same weights whatever the order."""
+    m = int(layout.struct.used_predicates)
+    order_scratch, pieces_scratch = np.empty(m, dtype=np.int32), np.empty(m, dtype=np.uint8)
+    return int(lib.fb_order_by_piece(layout.struct, output_pointer(order_scratch), output_pointer(pieces_scratch)))
 
 
 def step(
@@ -217,6 +296,7 @@ def step(
     rule: StepRule,
     weights: tuple[np.ndarray, np.ndarray | None],
     transitions: tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None = None,
+    partner: Partner | None = None,
 ) -> None:
     """fb_step: the step rule at the features of predicates order[begin] ..
     order[end-1] (``positions`` = (begin, end)) of the ``layout`` :func:`index` made,
@@ -225,10 +305,11 @@ def step(
     squares float [F] (adagrad) or the (moment, square) pairs float [F, 2] (adam).
     ``transitions`` = (gradient float [T], squares [T], moments [T], None where the
     rule keeps none), or None: the transitions' weights theta[F:] stepped too, after
-    the features, and the gradient cleared."""
+    the features, and the gradient cleared.  With a ``partner``, the call is posted to
+    it (:meth:`Partner.wait` collects it)."""
     theta, state = weights
     gradient, squares, moments = (None, None, None) if transitions is None else transitions
-    status = lib.fb_step(
+    arguments = (
         training.struct,
         layout.struct,
         positions[0],
@@ -241,7 +322,10 @@ def step(
         optional_output(squares),
         optional_output(moments),
     )
-    check_status(status, "fb_step")
+    if partner is not None:
+        partner.post(lib.fb_post_step, arguments)
+        return
+    check_status(lib.fb_step(*arguments), "fb_step")
 
 
 def chunk_f1(
