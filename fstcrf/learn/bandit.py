@@ -272,22 +272,12 @@ class SampledGradient:
         paths = np.empty((count, n), dtype=np.int32)
         outputs = (offsets, emissions, log_z, marginals, edge_counts, paths)
 
+        draw = kernel.bandit.draw(
+            self._training, split.bounds, scores, theta[:F], sign, seed % 2**64, outputs, self.step_state
+        )
+
         def work(pieces: tuple[int, int], partner: kernel.bandit.Partner | None = None) -> None:
-            slot = pieces[0]
-            kernel.bandit.draw(
-                self._training,
-                split.bounds,
-                pieces,
-                scores,
-                theta[:F],
-                sign,
-                seed % 2**64,
-                outputs,
-                self._workspaces[slot],
-                self._work[slot],
-                self.step_state,
-                partner,
-            )
+            draw(pieces, self._workspaces[pieces[0]], self._work[pieces[0]], partner)
 
         with phase("bandit draws"):
             self.map(work, split.calls, self._small(first, last))
@@ -361,20 +351,18 @@ class SampledGradient:
         split = self._split(first, last)
         marks = np.empty(posteriors.emissions.shape)
 
+        add = kernel.bandit.add_gradient(
+            self._training,
+            split.bounds,
+            (coefficients, paths),
+            (posteriors.offsets, posteriors.marginals),
+            sign,
+            self._compact,
+            marks,
+        )
+
         def work(pieces: tuple[int, int], partner: kernel.bandit.Partner | None = None) -> None:
-            kernel.bandit.add_gradient(
-                self._training,
-                split.bounds,
-                pieces,
-                (coefficients, paths),
-                (posteriors.offsets, posteriors.marginals),
-                sign,
-                self._compact,
-                marks,
-                self._work[pieces[0]],
-                counts if pieces[0] == 0 else None,
-                partner,
-            )
+            add(pieces, self._work[pieces[0]], counts if pieces[0] == 0 else None, partner)
 
         try:
             self.map(work, split.calls, self._small(first, last))
@@ -471,18 +459,12 @@ class SampledGradient:
         rule = steps.next_rule()
         transitions = (self._transitions, steps.squares, steps.moments)
 
+        step = kernel.bandit.step(self._training, self._compact, rule, (theta, steps.features))
+
         def work(numbered: tuple[int, slice], partner: kernel.bandit.Partner | None = None) -> None:
             number, run = numbered
             # the call of the first run steps the transitions too (and clears their gradient)
-            kernel.bandit.step(
-                self._training,
-                self._compact,
-                (run.start, run.stop),
-                rule,
-                (theta, steps.features),
-                transitions if number == 0 else None,
-                partner,
-            )
+            step((run.start, run.stop), transitions if number == 0 else None, partner)
 
         small = self._small(first, last)
         if small and self.scorer.threads > 1:  # each thread steps where its caches hold the lines

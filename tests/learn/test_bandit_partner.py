@@ -36,7 +36,7 @@ def post_step(partner, gradient, layout=None):
     theta = np.zeros(gradient.num_weights)
     rule = kernel.StepRule("constant", 0.1, 0.9, 0.999, 1e-8)
     layout = gradient._compact if layout is None else layout
-    kernel.bandit.step(gradient._training, layout, (0, 0), rule, (theta, None), partner=partner)
+    kernel.bandit.step(gradient._training, layout, rule, (theta, None))((0, 0), partner=partner)
 
 
 def flag(partner) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -140,93 +140,87 @@ class Partner:
         self._posted = None
 
 
+def _make(function, post, arguments: tuple, check, partner: Partner | None) -> None:
+    """function(*arguments) checked by check(status, name), or posted to ``partner`` with
+    ``post`` (:meth:`Partner.wait` collects and checks it)."""
+    if partner is not None:
+        partner.post(post, arguments)
+    else:
+        check(function(*arguments), function.__name__)
+
+
 def draw(
     training: TrainingSet,
     bounds: np.ndarray,
-    pieces: tuple[int, int],
     scores: Scores,
     theta: np.ndarray,
     sign: float,
     seed: int,
     outputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray],
-    workspace: Workspace,
-    work: np.ndarray,
     step_state: np.ndarray | None = None,
-    partner: Partner | None = None,
-) -> None:
-    """fb_draw on pieces begin .. end-1 (``pieces``) of the minibatch cut at sentences
-    bounds int64 [Q+1], under sign * theta float [F] (the scores already signed).
-    WRITTEN at those pieces' rows: ``outputs`` = (offsets int64 [b+Q], piece q's from 0
-    at bounds[q] - bounds[0] + q; emissions [n, S], log_z [b], marginals [n, S],
-    edge_counts [b, C, E], paths int32 [K, n]: K draws, those of piece q's i-th
-    sentence seeded by (seed + q, i, r)); marginals and edge_counts both None: not
-    computed (no backward pass); work float [S + L] is scratch.
-    ``step_state`` (float [F] or [F, 2], the state :func:`step` will read, or None)
-    has its lines at the sentences' features asked for: a hint, results are the same.
-    With a ``partner``, the call is posted to it (:meth:`Partner.wait` collects it)."""
+) -> Callable[..., None]:
+    """fb_draw on the minibatch cut at sentences bounds int64 [Q+1], under sign * theta
+    float [F] (the scores already signed): the call on a range of its pieces,
+    ``call((begin, end), workspace, work, partner=None)``, which WRITES at those
+    pieces' rows ``outputs`` = (offsets int64 [b+Q], piece q's from 0 at bounds[q] -
+    bounds[0] + q; emissions [n, S], log_z [b], marginals [n, S], edge_counts [b, C,
+    E], paths int32 [K, n]: K draws, those of piece q's i-th sentence seeded by (seed
+    + q, i, r)); marginals and edge_counts both None: not computed (no backward
+    pass); work float [S + L] is scratch; with a ``partner``, the call is posted to it
+    (:meth:`Partner.wait` collects it).  The arrays are converted once, for every
+    call.  ``step_state`` (float [F] or [F, 2], the state :func:`step` will read, or
+    None) has its lines at the sentences' features asked for: a hint, results are
+    the same."""
     offsets, emissions, log_z, marginals, edge_counts, paths = outputs
-    arguments = (
-        training.struct,
-        input_pointer(bounds),
-        len(bounds) - 1,
-        pieces[0],
-        pieces[1],
-        scores.struct,
-        input_pointer(theta),
-        sign,
-        seed,
-        len(paths),
+    minibatch = (training.struct, input_pointer(bounds), len(bounds) - 1)
+    inputs = (scores.struct, input_pointer(theta), sign, seed, len(paths))
+    written = (
         output_pointer(offsets),
         output_pointer(emissions),
         output_pointer(log_z),
         optional_output(marginals),
         optional_output(edge_counts),
         output_pointer(paths),
-        workspace.struct,
-        output_pointer(work),
+    )
+    hint = (
         ffi.NULL if step_state is None else input_pointer(step_state),
         1 if step_state is None or step_state.ndim == 1 else step_state.shape[1],
     )
-    if partner is not None:
-        partner.post(lib.fb_post_draw, arguments)
-        return
-    check_status(lib.fb_draw(*arguments), "fb_draw")
+
+    def call(pieces: tuple[int, int], workspace: Workspace, work: np.ndarray, partner: Partner | None = None):
+        arguments = (*minibatch, *pieces, *inputs, *written, workspace.struct, output_pointer(work), *hint)
+        _make(lib.fb_draw, lib.fb_post_draw, arguments, check_status, partner)
+
+    return call
 
 
 def add_gradient(
     training: TrainingSet,
     bounds: np.ndarray,
-    pieces: tuple[int, int],
     draws: tuple[np.ndarray, np.ndarray],
     posteriors: tuple[np.ndarray, np.ndarray],
     sign: float,
     layout: GradientLayout,
     marks: np.ndarray,
-    work: np.ndarray,
-    counts: np.ndarray | None = None,
-    partner: Partner | None = None,
-) -> None:
-    """fb_gradient on pieces begin .. end-1 (``pieces``) of the minibatch cut at
-    sentences bounds int64 [Q+1] (b sentences, n tokens; TopologyError for a state
-    outside the topology's or a predicate the layout lacks), whose ``draws`` =
-    (coefficients float [K, b], paths int32 [K, n]), both C-contiguous, give draw k
-    of sentence i weight coefficients[k, i] and states paths[k] at its tokens;
-    ``posteriors`` = (offsets, marginals) of :func:`draw` (marginals None: the
-    expectation term left out, as it cancels where each sentence's coefficients sum
-    to 0).  Piece q's gradient is ADDED TO buffer q of the minibatch's ``layout``
-    (:func:`index`'s); marks float [n, S] and work float [S + L] are scratch.
-    ``counts`` float [K, E] or [K, C, E] (or None): ADDED TO, draw k's edge uses
-    weighted by its coefficients, over the whole minibatch (TopologyError, before any
-    output is touched, for a path the graph does not allow).  With a ``partner``, the
-    call is posted to it (:meth:`Partner.wait` collects it)."""
+) -> Callable[..., None]:
+    """fb_gradient on the minibatch cut at sentences bounds int64 [Q+1] (b sentences, n
+    tokens), whose ``draws`` = (coefficients float [K, b], paths int32 [K, n]), both
+    C-contiguous, give draw k of sentence i weight coefficients[k, i] and states
+    paths[k] at its tokens; ``posteriors`` = (offsets, marginals) of :func:`draw`
+    (marginals None: the expectation term left out, as it cancels where each
+    sentence's coefficients sum to 0): the call on a range of its pieces,
+    ``call((begin, end), work, counts=None, partner=None)``, which ADDS piece q's
+    gradient TO buffer q of the minibatch's ``layout`` (:func:`index`'s), and to
+    ``counts`` float [K, E] or [K, C, E] (unless None) draw k's edge uses weighted by
+    its coefficients, over the whole minibatch; marks float [n, S] and work float
+    [S + L] are scratch; TopologyError for a state outside the topology's or a
+    predicate the layout lacks (before any output is touched, for a path the graph
+    does not allow); with a ``partner``, the call is posted to it
+    (:meth:`Partner.wait` collects it).  The arrays are converted once."""
     coefficients, paths = draws
     offsets, marginals = posteriors
-    arguments = (
-        training.struct,
-        input_pointer(bounds),
-        len(bounds) - 1,
-        pieces[0],
-        pieces[1],
+    minibatch = (training.struct, input_pointer(bounds), len(bounds) - 1)
+    inputs = (
         len(paths),
         input_pointer(coefficients),
         input_pointer(paths),
@@ -235,14 +229,16 @@ def add_gradient(
         sign,
         output_pointer(marks),
         layout.struct,
-        output_pointer(work),
-        1 if counts is None or counts.ndim == 2 else counts.shape[1],
-        ffi.NULL if counts is None else output_pointer(counts),
     )
-    if partner is not None:
-        partner.post(lib.fb_post_gradient, arguments)
-        return
-    check_paths(lib.fb_gradient(*arguments), "fb_gradient")
+
+    def call(
+        pieces: tuple[int, int], work: np.ndarray, counts: np.ndarray | None = None, partner: Partner | None = None
+    ):
+        classes = 1 if counts is None or counts.ndim == 2 else counts.shape[1]
+        arguments = (*minibatch, *pieces, *inputs, output_pointer(work), classes, optional_output(counts))
+        _make(lib.fb_gradient, lib.fb_post_gradient, arguments, check_paths, partner)
+
+    return call
 
 
 def check_paths(status: int, what: str) -> None:
@@ -292,40 +288,41 @@ def order_by_piece(layout: GradientLayout) -> int:
 def step(
     training: TrainingSet,
     layout: GradientLayout,
-    positions: tuple[int, int],
     rule: StepRule,
     weights: tuple[np.ndarray, np.ndarray | None],
-    transitions: tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None = None,
-    partner: Partner | None = None,
-) -> None:
-    """fb_step: the step rule at the features of predicates order[begin] ..
-    order[end-1] (``positions`` = (begin, end)) of the ``layout`` :func:`index` made,
-    by the gradient its buffers hold there, then cleared, and its at set back to -1
-    there.  ``weights`` = (theta float [F + T], state): state None (constant), the
-    squares float [F] (adagrad) or the (moment, square) pairs float [F, 2] (adam).
+) -> Callable[..., None]:
+    """fb_step on the ``layout`` :func:`index` made: the call on a range of its
+    predicates, ``call((begin, end), transitions=None, partner=None)``, which steps
+    the features of predicates order[begin] .. order[end-1] by the rule and the
+    gradient its buffers hold there, then cleared, and sets its at back to -1 there.
+    ``weights`` = (theta float [F + T], state): state None (constant), the squares
+    float [F] (adagrad) or the (moment, square) pairs float [F, 2] (adam).
     ``transitions`` = (gradient float [T], squares [T], moments [T], None where the
     rule keeps none), or None: the transitions' weights theta[F:] stepped too, after
-    the features, and the gradient cleared.  With a ``partner``, the call is posted to
-    it (:meth:`Partner.wait` collects it)."""
+    the features, and the gradient cleared.  With a ``partner``, the call is posted
+    to it (:meth:`Partner.wait` collects it).  The arrays are converted once."""
     theta, state = weights
-    gradient, squares, moments = (None, None, None) if transitions is None else transitions
-    arguments = (
-        training.struct,
-        layout.struct,
-        positions[0],
-        positions[1],
-        rule.struct,
-        output_pointer(theta),
-        optional_output(state),
-        optional_output(gradient),
-        0 if gradient is None else len(gradient),
-        optional_output(squares),
-        optional_output(moments),
-    )
-    if partner is not None:
-        partner.post(lib.fb_post_step, arguments)
-        return
-    check_status(lib.fb_step(*arguments), "fb_step")
+    layout_arguments = (training.struct, layout.struct)
+    rule_weights = (rule.struct, output_pointer(theta), optional_output(state))
+
+    def call(
+        positions: tuple[int, int],
+        transitions: tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None = None,
+        partner: Partner | None = None,
+    ):
+        gradient, squares, moments = (None, None, None) if transitions is None else transitions
+        arguments = (
+            *layout_arguments,
+            *positions,
+            *rule_weights,
+            optional_output(gradient),
+            0 if gradient is None else len(gradient),
+            optional_output(squares),
+            optional_output(moments),
+        )
+        _make(lib.fb_step, lib.fb_post_step, arguments, check_status, partner)
+
+    return call
 
 
 def chunk_f1(
