@@ -105,9 +105,14 @@ typedef struct {
     int32_t num_pieces;
 } fb_index_call;
 
-/* A partner: its flag (read and written atomically), the posted call and its status. */
+/* A partner: its flag (read and written atomically), the posted call and its status.
+ * Both threads spin on the flag, so it has a cache line of its own when the struct
+ * starts one (FB_PARTNER_ALIGN): nothing else written there sends the line back and
+ * forth between the cores. */
+#define FB_PARTNER_ALIGN 64
 typedef struct {
     int32_t flag;
+    int32_t flag_line[15]; /* unused: the rest of the flag's line of FB_PARTNER_ALIGN bytes */
     int32_t kind;
     int32_t status;
     fb_draw_call draw;

@@ -222,7 +222,8 @@ class SampledGradient:
         self._start = np.where(topology.start, 0.0, -np.inf)
         self._final = np.where(topology.final, 0.0, -np.inf)
         self._workspaces: list = []  # one per piece, built on first use
-        self._work = [np.empty(scorer.features.num_states + scorer.features.num_labels) for _ in range(_PIECES)]
+        # each piece's scratch on cache lines of its own: the pieces run on two threads
+        self._work = [kernel.own_lines(scorer.features.num_states + scorer.features.num_labels) for _ in range(_PIECES)]
         self._splits: dict[tuple[int, int], _Split] = {}
         #: the step state of the features (_Steps.features) whose lines each draw asks for
         self.step_state: np.ndarray | None = None

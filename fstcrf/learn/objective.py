@@ -263,12 +263,14 @@ class _GradientBlock:
         self.workspace = kernel.TrainingWorkspace(
             driver.features.kernel_dictionary, driver.graph, driver.num_classes, group_tokens, t_max
         )
-        self._loss = np.zeros(1)
+        self._loss = kernel.own_lines(1)  # each thread's on lines of its own, as the workspace
+        self._loss[:] = 0.0
         self.layout: np.ndarray | None = None
         self.counts_size = 0
         if counts_layout is not None:
             self.layout, self.counts_size = counts_layout
-        self.edge_counts = np.zeros(driver.edge_count_shape)
+        self.edge_counts = kernel.own_lines(driver.edge_count_shape)
+        self.edge_counts[...] = 0.0
 
     def point_at(self, driver: _GradientDriver, first: int, last: int) -> None:
         """Make the block sentences first .. last-1 (they must fit its workspace)."""

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fstcrf._kernel import lib
+from fstcrf._kernel import ffi, lib
 from fstcrf.engine import kernel
 from fstcrf.errors import FstcrfError
 from fstcrf.learn import bandit
@@ -140,3 +140,9 @@ def test_a_layout_made_after_a_draw_whose_gradient_never_comes_is_dropped():
         assert (gradient._compact.at == -1).all()
         thetas.append(theta)
     assert np.array_equal(thetas[0], thetas[1])
+
+
+def test_the_flag_has_a_cache_line_of_its_own(partner):
+    address = int(ffi.cast("uintptr_t", partner.struct))
+    assert address % lib.FB_PARTNER_ALIGN == 0
+    assert ffi.offsetof("fb_partner", "kind") == lib.FB_PARTNER_ALIGN

@@ -53,6 +53,7 @@ from fstcrf.engine.kernel.buffers import (
     optional_input,
     optional_output,
     output_pointer,
+    own_lines,
 )
 from fstcrf.engine.kernel.chain import (
     Batch,
@@ -161,6 +162,7 @@ __all__ = [
     "optional_input",
     "optional_output",
     "output_pointer",
+    "own_lines",
     "predicate_rows",
     "read_columns",
     "round_in_place",

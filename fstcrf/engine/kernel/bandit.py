@@ -102,7 +102,11 @@ class Partner:
     be collected with :meth:`wait`; :meth:`stop` ends the thread."""
 
     def __init__(self):
-        self.struct = ffi.new("fb_partner *")
+        # the struct at the start of a cache line, and no other data on its last one
+        align = lib.FB_PARTNER_ALIGN
+        self._memory = ffi.new("char[]", ffi.sizeof("fb_partner") + 2 * align)
+        start = -int(ffi.cast("uintptr_t", self._memory)) % align
+        self.struct = ffi.cast("fb_partner *", self._memory + start)
         self.pid = os.getpid()  # the thread is this process's only
         self._posted: tuple | None = None  # the posted call's name and arguments, kept alive until it is made
         self._wake = threading.Event()

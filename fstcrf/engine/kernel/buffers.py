@@ -23,6 +23,21 @@ FH_DUPLICATE: int = lib.FH_DUPLICATE
 #: The step rules of :class:`StepRule` by name.
 STEP_RULES = {"constant": lib.FU_CONSTANT, "adagrad": lib.FU_ADAGRAD, "adam": lib.FU_ADAM}
 
+#: Bytes in a cache line (x86-64's and most ARM cores'; a larger one only weakens :func:`own_lines`).
+CACHE_LINE = 64
+
+
+def own_lines(shape: int | tuple[int, ...], dtype=np.float64) -> np.ndarray:
+    """np.empty(shape, dtype) on cache lines no other array shares: a thread's scratch
+    that another thread's sits next to would otherwise pass their common line back
+    and forth between the cores at every write (false sharing)."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    memory = np.empty(nbytes + 2 * CACHE_LINE, dtype=np.uint8)
+    start = -memory.ctypes.data % CACHE_LINE
+    return memory[start : start + nbytes].view(dtype).reshape(shape)
+
+
 #: The C element type of each dtype an array may reach the kernel with.
 C_ARRAY_TYPES = {
     np.dtype(np.float64): "double[]",

@@ -17,6 +17,7 @@ from fstcrf.engine.kernel.buffers import (
     input_pointer,
     optional_output,
     output_pointer,
+    own_lines,
 )
 
 if TYPE_CHECKING:
@@ -82,8 +83,9 @@ class Workspace(KernelBuffers):
         workspace = self.struct = ffi.new("fc_workspace *")
         workspace.t_max = t_max
         workspace.k = k
-        workspace.doubles = self.pin(np.empty(num_doubles))
-        workspace.ints = self.pin(np.empty(num_ints, dtype=np.int32))
+        # a thread's own: on cache lines no other thread's scratch shares
+        workspace.doubles = self.pin(own_lines(num_doubles))
+        workspace.ints = self.pin(own_lines(num_ints, np.int32))
 
 
 def chain_workspace(topology: Topology, num_classes: int, t_max: int, k: int = 1) -> Workspace:

@@ -16,6 +16,7 @@ from fstcrf.engine.kernel.buffers import (
     optional_input,
     optional_output,
     output_pointer,
+    own_lines,
 )
 from fstcrf.engine.kernel.chain import Graph, Scores
 from fstcrf.engine.kernel.features import FeatureDictionary, Tokens
@@ -61,9 +62,10 @@ class TrainingWorkspace(KernelBuffers):
         workspace.group_tokens = group_tokens
         workspace.t_max = t_max
         num_doubles = lib.ft_workspace_doubles(dictionary.struct, graph.struct, num_classes, group_tokens, t_max)
-        workspace.doubles = self.pin(np.empty(num_doubles))
-        workspace.ints = self.pin(np.empty(lib.ft_workspace_ints(graph.struct, group_tokens, t_max), dtype=np.int32))
-        workspace.int64s = self.pin(np.empty(lib.ft_workspace_int64s(group_tokens, t_max), dtype=np.int64))
+        # a thread's own: on cache lines no other thread's scratch shares
+        workspace.doubles = self.pin(own_lines(num_doubles))
+        workspace.ints = self.pin(own_lines(lib.ft_workspace_ints(graph.struct, group_tokens, t_max), np.int32))
+        workspace.int64s = self.pin(own_lines(lib.ft_workspace_int64s(group_tokens, t_max), np.int64))
 
 
 def training_gradient(
