@@ -369,10 +369,12 @@ def apply_sparse(steps, theta: np.ndarray, gradient: SparseGradient) -> None:
 
 
 @pytest.mark.parametrize("bad", ["state", "edge"])
-def test_a_path_the_topology_does_not_allow_is_refused_before_any_output(bad):
-    gradient = sampled_gradient(corpus_of(1, [3, 4]), 2, False)
+@pytest.mark.parametrize("threads", [1, 2])  # on two, the second piece's call refused on the partner thread
+def test_a_path_the_topology_does_not_allow_is_refused_before_any_output(bad, threads):
+    gradient = sampled_gradient(corpus_of(1, [3, 4, 2, 5]), 2, False, threads=threads)
     theta = np.random.default_rng(1).normal(size=gradient.num_weights)
-    paths, posteriors = gradient.draw(theta, 0, 2, 1, 0)
+    paths, posteriors = gradient.draw(theta, 0, 4, 1, 0)
+    assert (gradient._partner is not None) == (threads == 2)
     topology = gradient.scorer.topology
     if bad == "state":
         paths[0, 1] = topology.num_states
@@ -380,9 +382,10 @@ def test_a_path_the_topology_does_not_allow_is_refused_before_any_output(bad):
         a, b = np.argwhere(topology.edge_ids < 0)[0]
         paths[0, :2] = a, b
     with pytest.raises(TopologyError, match="topology"):
-        gradient.add_gradient(posteriors, paths, np.ones((1, 2)))
+        gradient.add_gradient(posteriors, paths, np.ones((1, 4)))
     assert not any(buffer.any() for buffer in gradient._compact.buffers)  # refused before any output
     assert gradient._layout is None and (gradient._compact.at == -1).all()  # and the layout made for it forgotten
+    gradient.close()
 
 
 class UnfusedRun(bandit._Run):

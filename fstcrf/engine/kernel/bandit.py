@@ -108,7 +108,8 @@ class Partner:
         start = -int(ffi.cast("uintptr_t", self._memory)) % align
         self.struct = ffi.cast("fb_partner *", self._memory + start)
         self.pid = os.getpid()  # the thread is this process's only
-        self._posted: tuple | None = None  # the posted call's name and arguments, kept alive until it is made
+        #: the posted call's name, status check and arguments (kept alive until it is made)
+        self._posted: tuple | None = None
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="fstcrf-partner", daemon=True)
         self._thread.start()
@@ -119,22 +120,23 @@ class Partner:
             self._wake.wait()
             self._wake.clear()
 
-    def post(self, function, arguments: tuple) -> None:
+    def post(self, function, arguments: tuple, check, what: str) -> None:
         """Post ``function`` (an fb_post_ function) with ``arguments``, waking the thread
-        if it parked; FstcrfError if a call is still to be collected or it is stopped."""
+        if it parked; :meth:`wait` checks the call's status with check(status, what).
+        FstcrfError if a call is still to be collected or the partner is stopped."""
         outcome = function(self.struct, *arguments)
         if outcome not in (lib.FB_PARTNER_IDLE, lib.FB_PARTNER_PARKED):
             raise FstcrfError("the partner thread has a call not collected yet, or is stopped")
-        self._posted = (function.__name__.replace("fb_post_", "fb_"), arguments)
+        self._posted = (what, check, arguments)
         if outcome == lib.FB_PARTNER_PARKED:
             self._wake.set()
 
     def wait(self) -> None:
-        """Wait for the posted call and check its status as the call's own binding does."""
+        """Wait for the posted call and check its status as its :meth:`post` said."""
         status = lib.fb_partner_wait(self.struct)
-        what = "the partner's call" if self._posted is None else self._posted[0]
+        what, check, _ = ("the partner's call", check_status, None) if self._posted is None else self._posted
         self._posted = None
-        (check_paths if what == "fb_gradient" else check_status)(status, what)
+        check(status, what)
 
     def stop(self) -> None:
         """End the thread once a posted call is made (it is collected by no one)."""
@@ -148,7 +150,7 @@ def _make(function, post, arguments: tuple, check, partner: Partner | None) -> N
     """function(*arguments) checked by check(status, name), or posted to ``partner`` with
     ``post`` (:meth:`Partner.wait` collects and checks it)."""
     if partner is not None:
-        partner.post(post, arguments)
+        partner.post(post, arguments, check, function.__name__)
     else:
         check(function(*arguments), function.__name__)
 
@@ -240,12 +242,12 @@ def add_gradient(
     ):
         classes = 1 if counts is None or counts.ndim == 2 else counts.shape[1]
         arguments = (*minibatch, *pieces, *inputs, output_pointer(work), classes, optional_output(counts))
-        _make(lib.fb_gradient, lib.fb_post_gradient, arguments, check_paths, partner)
+        _make(lib.fb_gradient, lib.fb_post_gradient, arguments, _check_paths, partner)
 
     return call
 
 
-def check_paths(status: int, what: str) -> None:
+def _check_paths(status: int, what: str) -> None:
     """check_status, with TopologyError for paths the graph does not allow."""
     if status == lib.FC_BAD_ARGUMENT:
         raise TopologyError(
@@ -274,7 +276,7 @@ def index(
         )
     arguments = (training.struct, layout.struct, input_pointer(piece_rows), len(piece_rows) - 1)
     if partner is not None:
-        partner.post(lib.fb_post_index, arguments)
+        partner.post(lib.fb_post_index, arguments, check_status, "fb_index")
         return 0, 0
     check_status(lib.fb_index(*arguments), "fb_index")
     return layout.sizes()
