@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from collections.abc import Sequence
 
@@ -29,6 +30,18 @@ def blas_single_threaded():
 
 _pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
 
+#: ``worker.inside`` is True on the threads of fstcrf's pools, whose nested work runs inline.
+_worker = threading.local()
+
+
+def _mark_worker() -> None:
+    _worker.inside = True
+
+
+def on_pool_worker() -> bool:
+    """Whether the calling thread is one of fstcrf's pool threads."""
+    return getattr(_worker, "inside", False)
+
 
 def thread_pool(size: int) -> ThreadPoolExecutor:
     """A pool of ``size`` threads, started once per process and kept: starting
@@ -37,15 +50,18 @@ def thread_pool(size: int) -> ThreadPoolExecutor:
     not exist in it)."""
     key = (os.getpid(), size)
     if key not in _pools:
-        _pools[key] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="fstcrf")
+        _pools[key] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="fstcrf", initializer=_mark_worker)
     return _pools[key]
 
 
 @blas_single_threaded()
 def run_parallel(work, items: Sequence) -> list:
-    """[work(item) for item in items], one thread per item (inline for one item); an
-    exception (Ctrl-C too) goes on once no thread still writes to the caller's arrays."""
-    if len(items) <= 1:
+    """[work(item) for item in items], one thread per item; inline for one item, and on
+    a pool thread, which must never wait on a pool (work nested in a pool's work, such as
+    a block's emissions inside a joint model's blocks, would wait for threads that are
+    all busy waiting).  An exception (Ctrl-C too) goes on once no thread still writes
+    to the caller's arrays."""
+    if len(items) <= 1 or on_pool_worker():
         return [work(item) for item in items]
     pool = thread_pool(len(items))
     futures = [pool.submit(work, item) for item in items]
