@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from fstcrf.cli import bench, calibrate, compose, convert, demo, draw, evaluate, inspect, seminars, tag, train, view
 from fstcrf.cli.options import add_quiet
-from fstcrf.engine.budget import limits
+from fstcrf.engine.budget import DEFAULTS, limits
 from fstcrf.errors import FstcrfError
 from fstcrf.files import check_output_path
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         inputs = _paths(args, args.inputs)
         for output in _paths(args, args.outputs):
             check_output_path(output, inputs)
-        with limits(getattr(args, "max_states", None), getattr(args, "max_work", None)):
+        with limits(**{name: getattr(args, name, None) for name in DEFAULTS}):
             status = args.run(args)
         sys.stdout.flush()
         return status

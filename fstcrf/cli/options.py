@@ -17,7 +17,12 @@ from fstcrf.document.settings import (
     TWO_STAGE_BLOCK_SIZE,
     TWO_STAGE_CONSISTENCY_SCALE,
 )
-from fstcrf.engine.budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK
+from fstcrf.engine.budget import (
+    DEFAULT_MAX_EDGES,
+    DEFAULT_MAX_RESOURCE_BYTES,
+    DEFAULT_MAX_STATES,
+    DEFAULT_MAX_WORK,
+)
 from fstcrf.features.defaults import MBR_TEMPERATURE_RANGE
 from fstcrf.learn.settings import (
     BASELINES,
@@ -105,14 +110,23 @@ def add_reading_columns(parser: argparse.ArgumentParser) -> None:
 
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
-    """--max-states and --max-work, the limits of :mod:`fstcrf.engine.budget`."""
+    """--max-states, --max-edges and --max-work, the limits of :mod:`fstcrf.engine.budget`."""
     parser.add_argument(
         "--max-states",
         type=POSITIVE,
         default=DEFAULT_MAX_STATES,
         metavar="N",
-        help="stop with an error instead of building a topology, grammar acceptor or grammar "
-        "product of more than N states (default %(default)s)",
+        help="stop with an error instead of building a topology, grammar acceptor, grammar "
+        "product or joint state space of composed models of more than N states (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-edges",
+        type=POSITIVE,
+        default=DEFAULT_MAX_EDGES,
+        metavar="N",
+        help="stop with an error instead of building a topology or dense product of composed "
+        "models of more than N edges (allowed transitions), or a dense table of more than N "
+        "cells over states or labels, e.g. the transitions of N^(1/2) labels (default %(default)s)",
     )
     parser.add_argument(
         "--max-work",
@@ -347,6 +361,14 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _add_bandit_arguments(parser)
     add_budget_arguments(parser)
+    parser.add_argument(
+        "--max-resource-bytes",
+        type=POSITIVE,
+        default=DEFAULT_MAX_RESOURCE_BYTES,
+        metavar="N",
+        help="stop with an error instead of reading a gazetteer, cluster or embedding file "
+        "(named by the template) of more than N bytes (default %(default)s, 256 MiB)",
+    )
 
 
 def _add_bandit_arguments(parser: argparse.ArgumentParser) -> None:

@@ -61,6 +61,7 @@ from fstcrf.engine.joint import (
     SEPARATOR,
     JointPotentials,
     JointSpace,
+    check_joint_states,
     component_marginals,
     joint_emissions,
     joint_forward_backward,
@@ -154,6 +155,7 @@ class JointModel:
         self.constraint = constraint
         self.grammar = grammar
         self.topologies = tuple(model.scorer().decoding_topology() for model in self.components)
+        check_joint_states([topology.num_states for topology in self.topologies])  # before [P] masks are made
         self.space = JointSpace(list(self.topologies), self._allowed_states(), constraint)
 
     def __setstate__(self, state: dict) -> None:
