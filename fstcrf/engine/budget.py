@@ -119,12 +119,14 @@ def limits(
             del _overrides[next(i for i, item in enumerate(_overrides) if item is override)]
 
 
-def _check(name: str, estimate: int, what: str, unit: str, at_least: bool = False) -> None:
+def _check(name: str, estimate: int, what: str, unit: str, at_least: bool = False, measured: bool = False) -> None:
+    """BudgetError if ``estimate`` passes the limit ``name`` (``at_least``: a count
+    stopped once it passed; ``measured``: the size of something that exists)."""
     limit = current(name)
     if estimate > limit:
-        size = f"{'at least' if at_least else 'about'} {estimate:,} {unit}"
+        size = f"holds {estimate:,}" if measured else f"would need {'at least' if at_least else 'about'} {estimate:,}"
         raise BudgetError(
-            f"{what} would need {size}, more than the budget of {limit:,} ({name}); raise it with {_how_to_raise(name)}"
+            f"{what} {size} {unit}, more than the budget of {limit:,} ({name}); raise it with {_how_to_raise(name)}"
         )
 
 
@@ -153,7 +155,7 @@ def check_table(shape: Sequence[int], what: str) -> None:
 
 def check_resource_bytes(size: int, what: str) -> None:
     """Raise BudgetError if a resource file of ``size`` bytes is larger than max_resource_bytes."""
-    _check("max_resource_bytes", int(size), what, "bytes")
+    _check("max_resource_bytes", int(size), what, "bytes", measured=True)
 
 
 def check_cascade(k: int, num_tokens: int, state_counts: Sequence[int]) -> None:
