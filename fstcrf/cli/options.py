@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 from fstcrf.document.settings import (
     DEFAULT_BLOCK_SIZE,
@@ -23,7 +25,9 @@ from fstcrf.engine.budget import (
     DEFAULT_MAX_STATES,
     DEFAULT_MAX_WORK,
 )
+from fstcrf.errors import FstcrfError
 from fstcrf.features.defaults import MBR_TEMPERATURE_RANGE
+from fstcrf.files import check_output_path
 from fstcrf.learn.settings import (
     BASELINES,
     DEFAULT_DRAWS,
@@ -88,12 +92,89 @@ def add_command(
     commands, name: str, help: str, run, inputs: tuple[str, ...] = (), outputs: tuple[str, ...] = ()
 ) -> argparse.ArgumentParser:
     """Register the command ``name`` on the subparsers ``commands``: its parser (with -q),
-    the function that runs it, and the names of the options holding its input and output
-    paths."""
+    the function that runs it, and the names (dests) of the options holding the paths it
+    reads (``inputs``: every file, folder, model, template or grammar it may read, see
+    :func:`input_files`) and writes (``outputs``); :func:`check_outputs` checks them
+    before the command runs.  An option may be both (a checkpoint read with --resume)."""
     sub = commands.add_parser(name, help=help, description=help)
     add_quiet(sub)
     sub.set_defaults(run=run, inputs=inputs, outputs=outputs)
     return sub
+
+
+def option_values(args: argparse.Namespace, name: str) -> list[str]:
+    """The paths held by the option ``name`` of ``args`` (a list flattened; none if unset)."""
+    value = getattr(args, name, None)
+    return list(value) if isinstance(value, list) else [] if value is None else [value]
+
+
+def _template_files(value: str) -> list[str]:
+    """A --template's file (unless a shipped template's name) and the gazetteer, cluster
+    and embedding files it names."""
+    from fstcrf.features.template import RESOURCE_KINDS, TEMPLATES, load_template
+
+    if value in TEMPLATES:
+        return []
+    try:
+        template = load_template(value)
+    except FstcrfError:  # the command reports it
+        return [value]
+    named = [item.path for line in template for item in line.observations if item.kind in RESOURCE_KINDS]
+    return [value, *named]
+
+
+def _grammar_files(value: str) -> list[str]:
+    """A grammar's file (also a shipped grammar's) and the files it imports, transitively."""
+    from fstcrf.grammar import load_grammar
+
+    try:
+        agenda = [load_grammar(value)]
+    except FstcrfError:  # the command reports it
+        return [value]
+    files = []
+    while agenda:
+        grammar = agenda.pop()
+        files.append(grammar.source)
+        agenda += [item.grammar for item in grammar.imports]
+    return files
+
+
+def _conll2000_files(value: str) -> list[str]:
+    """The CoNLL-2000 train.txt and test.txt a --data folder holds (none if it holds none)."""
+    from fstcrf.cli.common import find_conll2000
+
+    try:
+        folder = find_conll2000(value)
+    except FstcrfError:  # the command reports it
+        return []
+    return [] if folder is None else [str(folder / "train.txt"), str(folder / "test.txt")]
+
+
+#: The input options whose value is not simply the one file read, by dest: what files
+#: each value names.
+FILES_OF: dict[str, Callable[[str], list[str]]] = {
+    "template": _template_files,
+    "grammar": _grammar_files,
+    "joint": _grammar_files,
+    "compat": lambda value: [value.partition("=")[2]],  # K=FST
+    "folder": lambda value: [str(path) for path in Path(value).rglob("*.txt")] if os.path.isdir(value) else [],
+    "data": _conll2000_files,
+}
+
+
+def input_files(args: argparse.Namespace, name: str) -> list[str]:
+    """The files the input option ``name`` of ``args`` names (see FILES_OF)."""
+    return [path for value in option_values(args, name) for path in FILES_OF.get(name, lambda v: [v])(value)]
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """OutputPathError, before any work, unless every output path of the command can be
+    written (:func:`fstcrf.files.check_output_path`) without replacing a file that any of
+    its other options reads."""
+    for name in args.outputs:
+        read = [path for option in args.inputs if option != name for path in input_files(args, option)]
+        for output in option_values(args, name):
+            check_output_path(output, read)
 
 
 def add_reading_columns(parser: argparse.ArgumentParser) -> None:

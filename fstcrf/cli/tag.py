@@ -394,7 +394,7 @@ def add_parsers(commands) -> None:
         "tag",
         "append a predicted label column (one per component of a composed model) to a CoNLL file",
         _tag,
-        inputs=("model", "input"),
+        inputs=("model", "input", "grammar"),
         outputs=("output",),
     )
     tag.add_argument("model", help="model file (from train or compose)")
