@@ -76,6 +76,14 @@ def real_number(low: float, high: float, closed: bool = True) -> Callable[[str],
 POSITIVE = whole_number(1)
 
 
+def temperature(text: str) -> float:
+    """An argparse type: a temperature in fstcrf.engine.tempering.TEMPERATURE_RANGE,
+    every one of which decodes exactly (imported when a value is parsed, not at --help)."""
+    from fstcrf.engine.tempering import TEMPERATURE_RANGE
+
+    return real_number(*TEMPERATURE_RANGE)(text)
+
+
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     """-q/--quiet, accepted before and after the command (a command's copy only
     sets the option when given, so it cannot undo the main parser's)."""
@@ -617,7 +625,7 @@ def _add_mbr_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mbr-temperature",
-        type=real_number(0.0, 1e6, closed=False),
+        type=temperature,
         default=DECODING_DEFAULTS["mbr_temperature"],
         metavar="T",
         help="with --decode mbr: the chunk probabilities of the model's distribution with every "
@@ -657,13 +665,13 @@ def _add_nonlocal_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--t-start",
-        type=real_number(0.0, 1e6, closed=False),
+        type=temperature,
         default=DEFAULT_T_START,
         help="with --nonlocal: temperature of the first sweep (default %(default)s)",
     )
     parser.add_argument(
         "--t-end",
-        type=real_number(0.0, 1e6, closed=False),
+        type=temperature,
         default=DEFAULT_T_END,
         help="with --nonlocal: temperature of the last sweep (default %(default)s)",
     )

@@ -22,7 +22,7 @@ from fstcrf.cli.decoding import (
     resolve_decode,
     warn_ignored_decoding_options,
 )
-from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_decoding_arguments
+from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_decoding_arguments, temperature
 from fstcrf.errors import FstcrfError
 from fstcrf.files import write_atomically
 from fstcrf.phases import phase
@@ -368,17 +368,6 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
     return 0
 
 
-def _temperature(text: str) -> float:
-    """--temperature: a positive finite number."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
-    return value
-
-
 def _separator(text: str) -> str:
     """The field separator of --separator: "\\t" or "tab" means a tab."""
     separator = "\t" if text in ("\\t", "tab") else text
@@ -466,7 +455,7 @@ def add_parsers(commands) -> None:
     )
     tag.add_argument(
         "--temperature",
-        type=_temperature,
+        type=temperature,
         default=1.0,
         metavar="T",
         help="with --entity-probabilities: divide every score by T before computing them "
