@@ -46,6 +46,8 @@ def _tag(args: argparse.Namespace) -> int:
     warn_ignored_decoding_options(args, composed=composed)
     check_two_stage_options(model, args)
     _check_tag_options(args, composed)
+    if composed and args.entity_probabilities:
+        model.space.check_product()  # before any work: the span probabilities are computed on it
     if args.dask is not None:
         return _tag_on_dask(model, composed, args)
     if args.dask_dashboard is not None:

@@ -114,6 +114,8 @@ class JointSpace:
             raise CompositionError("at most 64 components can be composed")
         self.sizes = tuple(t.num_states for t in self.components)
         self.num_states = check_joint_states(self.sizes)
+        for k in range(1, len(self.components)):  # component k's transitions by component k-1's state
+            budget.check_table(self.transition_shape(k), f"the transition scores of component {k} by lower state:")
         if self.num_states > 2**31 - 1:
             raise CompositionError(f"the product space has {self.num_states} states, more than the kernel's 2^31 - 1")
         if allowed is None:
@@ -263,13 +265,20 @@ class JointSpace:
         """int [E_prod, N]: the component edges behind each product edge."""
         return self._product[1]
 
-    @cached_property
-    def _product(self) -> tuple[Topology, np.ndarray]:
+    def check_product(self) -> None:
+        """BudgetError, in linear time, if the dense cross product (:attr:`product`)
+        is beyond the budget's max_states or max_edges: what exact inference that
+        does not factorise (k-best lists, sampling, span probabilities, a non-local
+        constraint) would build."""
         budget.check_states(self.num_states, "the dense cross product of the components")
         edges = [t.num_edges for t in self.components]
         budget.check_edges(
             math.prod(edges), f"the dense cross product of the components ({' x '.join(map(str, edges))} edges)"
         )
+
+    @cached_property
+    def _product(self) -> tuple[Topology, np.ndarray]:
+        self.check_product()
         grids = np.meshgrid(*[np.arange(t.num_edges) for t in self.components], indexing="ij")
         edge_components = np.stack([g.ravel() for g in grids], axis=-1)  # [E_prod, N]
         src = self.joint_state(np.stack([t.edge_src[edge_components[:, k]] for k, t in enumerate(self.components)], -1))

@@ -77,3 +77,20 @@ def test_fifty_thousand_distinct_labels_are_refused_before_training(tmp_path, ca
     err = capsys.readouterr().err
     assert "first-order topology over 50,000 labels would need about 2,500,000,000 edges" in err
     assert "--max-edges N" in err
+
+
+def test_joint_entity_probabilities_are_refused_before_tagging_when_the_product_is_too_large(
+    demo_joint, tmp_path, capsys, monkeypatch
+):
+    from fstcrf.model.compose import JointModel
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("decoding started before the product was budgeted")
+
+    monkeypatch.setattr(JointModel, "predict", refuse)
+    out = tmp_path / "tagged.txt"
+    command = ["-q", "tag", str(demo_joint), str(DATA_DIR / "demo_test.txt"), "--entity-probabilities"]
+    assert main(command + ["--max-edges", "9000", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "dense cross product of the components (196 x 49 edges)" in err and "9,604 edges" in err
+    assert not out.exists()
