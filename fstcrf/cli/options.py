@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from collections.abc import Callable
-from pathlib import Path
 
 from fstcrf.document.settings import (
     DEFAULT_BLOCK_SIZE,
@@ -147,6 +145,16 @@ def _grammar_files(value: str) -> list[str]:
     return files
 
 
+def _announcement_files(value: str) -> list[str]:
+    """The announcements (*.txt) that ``fstcrf seminars`` reads under a folder."""
+    from fstcrf.experiments.seminars import seminar_paths
+
+    try:
+        return [str(path) for path in seminar_paths(value)]
+    except FstcrfError:  # the command reports it
+        return []
+
+
 def _conll2000_files(value: str) -> list[str]:
     """The CoNLL-2000 train.txt and test.txt a --data folder holds (none if it holds none)."""
     from fstcrf.cli.common import find_conll2000
@@ -165,7 +173,7 @@ FILES_OF: dict[str, Callable[[str], list[str]]] = {
     "grammar": _grammar_files,
     "joint": _grammar_files,
     "compat": lambda value: [value.partition("=")[2]],  # K=FST
-    "folder": lambda value: [str(path) for path in Path(value).rglob("*.txt")] if os.path.isdir(value) else [],
+    "folder": _announcement_files,
     "data": _conll2000_files,
 }
 

@@ -13,7 +13,11 @@ backward tables:
     P(span) = alpha[first-1] W_begin psi[first] (W_cont psi)... W_end beta[last+1] / Z
 
 computed in the linear domain with per-token scales, for every span of a
-sentence that starts at one token in one pass.
+sentence that starts at one token in one pass.  A sentence whose scores span
+more than the linear domain holds (a row of its scaled tables with less than
+1e-100 of mass: a small temperature) is computed in the log domain instead,
+from the kernel's log-domain tables, so that the probabilities are exact to
+rounding for any finite scores.
 """
 
 from __future__ import annotations
