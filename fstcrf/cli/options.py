@@ -222,8 +222,8 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_EDGES,
         metavar="N",
         help="stop with an error instead of building a topology or dense product of composed "
-        "models of more than N edges (allowed transitions), or a dense table of more than N "
-        "cells over states or labels, e.g. the transitions of N^(1/2) labels (default %(default)s)",
+        "models of more than N edges (allowed transitions; L labels of a first-order model "
+        "have L^2), or a dense table of more than N cells over states or labels (default %(default)s)",
     )
     parser.add_argument(
         "--max-work",
