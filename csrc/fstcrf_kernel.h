@@ -131,11 +131,28 @@ int fc_max_marginals(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
  *   log_prefix [N]   log of the scale alpha's row n was divided by, times those
  *                    of the rows before it in the sentence
  *   log_suffix [N]   the same for beta, from the sentence's last token back to n
- * Returns FC_OK, or FC_INFEASIBLE when a row's mass is 0 or not finite (the
- * weights span too wide a range for the linear domain; the tables are then
- * partly written). */
+ *   exact [B]        1 when every row of the sentence had a mass of at least
+ *                    1e-100 before it was rescaled: the weights it dropped by
+ *                    underflow then weigh less than 1e-200 of the row, and its
+ *                    rows are exact to rounding; 0 otherwise (the weights span
+ *                    too wide a range for the linear domain, as at a small
+ *                    temperature), and its rows are left partly written for the
+ *                    caller to redo in the log domain
+ * Returns FC_OK. */
 int fc_scaled_tables(const fc_graph *g, const double *weight, const double *start, const double *final,
-                     const fc_batch *b, double *alpha, double *beta, double *log_prefix, double *log_suffix);
+                     const fc_batch *b, double *alpha, double *beta, double *log_prefix, double *log_suffix,
+                     int32_t *exact);
+
+/* Log-domain forward and backward tables, exact to rounding for any finite
+ * scores (the tables of span probabilities for the sentences fc_scaled_tables
+ * cannot hold, fstcrf.engine.spans):
+ *   log_alpha [N, S]  log of the mass of the paths from the sentence's start to
+ *                     state s at token n (start and emissions up to n included)
+ *   log_beta  [N, S]  log of the mass of the paths from state s at token n to
+ *                     the end (the later tokens' edges and emissions, and final)
+ * Returns FC_OK (or FC_BAD_ARGUMENT for a workspace too small). */
+int fc_log_tables(const fc_graph *g, const fc_scores *sc, const fc_batch *b, double *log_alpha, double *log_beta,
+                  fc_workspace *ws);
 
 /* Span Viterbi: for each of K spans, the best path that keeps to a set of
  * allowed states at every token of the span, and the best path that leaves

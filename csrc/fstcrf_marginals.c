@@ -238,56 +238,92 @@ int fc_max_marginals(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
 }
 
 /* ------------------------------------------------------------------------ */
+/* Log-domain tables for span probabilities                                  */
+/* ------------------------------------------------------------------------ */
+
+int fc_log_tables(const fc_graph *g, const fc_scores *sc, const fc_batch *b, double *log_alpha, double *log_beta,
+                  fc_workspace *ws)
+{
+    int status = fc__check_workspace(g, sc, b, ws, 1);
+    if (status != FC_OK) return status;
+    const int32_t S = g->num_states;
+    buffers w = fc__carve(g, sc, ws);
+    fc__prepare_transitions(g, sc, &w);
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
+        const double *emit = b->emit + off * S;
+        const int32_t *cls = b->token_class ? b->token_class + off : NULL;
+        fc__chain_pass(SEMIRING_LOG, 0, g, sc, cls, emit, T, &w, log_alpha + off * S, NULL);
+        fc__chain_pass(SEMIRING_LOG, 1, g, sc, cls, emit, T, &w, log_beta + off * S, NULL);
+    }
+    return FC_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Linear-domain tables for span probabilities                               */
 /* ------------------------------------------------------------------------ */
 
-/* Divide row [S] by its sum and give log(sum) + before; 0 if the sum is 0 or not finite. */
+/* Rows whose mass before rescaling is below this are not exact to rounding (see
+ * fc_scaled_tables): their sentence is redone in the log domain. */
+#define SPAN_MASS_FLOOR 1e-100
+
+/* Divide row [S] by its sum and give log(sum) + before; 0 if the sum is below
+ * SPAN_MASS_FLOOR or not finite. */
 static int rescale_row(double *row, int32_t S, double before, double *log_scale)
 {
     double sum = 0.0;
     for (int32_t s = 0; s < S; ++s) sum += row[s];
-    if (!(sum > 0.0) || !isfinite(sum)) return 0;
+    if (!(sum >= SPAN_MASS_FLOOR) || !isfinite(sum)) return 0;
     const double inverse = 1.0 / sum;
     for (int32_t s = 0; s < S; ++s) row[s] *= inverse;
     *log_scale = before + log(sum);
     return 1;
 }
 
-int fc_scaled_tables(const fc_graph *g, const double *weight, const double *start, const double *final,
-                     const fc_batch *b, double *alpha, double *beta, double *log_prefix, double *log_suffix)
+/* One sentence's rows off..last of fc_scaled_tables; 0 if a row is not exact. */
+static int scaled_sentence(const fc_graph *g, const double *weight, const double *start, const double *final,
+                           const fc_batch *b, int64_t off, int64_t last, double *alpha, double *beta,
+                           double *log_prefix, double *log_suffix)
 {
     const int32_t S = g->num_states, E = g->num_edges;
-    for (int32_t i = 0; i < b->num_sequences; ++i) {
-        const int64_t off = b->offsets[i], last = b->offsets[i + 1] - 1;
-        const double *psi = b->emit;
-        for (int32_t s = 0; s < S; ++s) alpha[off * S + s] = start[s] * psi[off * S + s];
-        if (!rescale_row(alpha + off * S, S, 0.0, &log_prefix[off])) return FC_INFEASIBLE;
-        for (int64_t n = off + 1; n <= last; ++n) {
-            const double *prev = alpha + (n - 1) * S, *w = weight + trans_row(b->token_class, n, E);
-            double *row = alpha + n * S;
-            for (int32_t j = 0; j < S; ++j) {
-                double sum = 0.0;
-                for (int32_t e = g->in_ptr[j]; e < g->in_ptr[j + 1]; ++e) sum += prev[g->in_src[e]] * w[e];
-                row[j] = sum * psi[n * S + j];
-            }
-            if (!rescale_row(row, S, log_prefix[n - 1], &log_prefix[n])) return FC_INFEASIBLE;
+    const double *psi = b->emit;
+    for (int32_t s = 0; s < S; ++s) alpha[off * S + s] = start[s] * psi[off * S + s];
+    if (!rescale_row(alpha + off * S, S, 0.0, &log_prefix[off])) return 0;
+    for (int64_t n = off + 1; n <= last; ++n) {
+        const double *prev = alpha + (n - 1) * S, *w = weight + trans_row(b->token_class, n, E);
+        double *row = alpha + n * S;
+        for (int32_t j = 0; j < S; ++j) {
+            double sum = 0.0;
+            for (int32_t e = g->in_ptr[j]; e < g->in_ptr[j + 1]; ++e) sum += prev[g->in_src[e]] * w[e];
+            row[j] = sum * psi[n * S + j];
         }
-        for (int32_t s = 0; s < S; ++s) beta[last * S + s] = final[s];
-        if (!rescale_row(beta + last * S, S, 0.0, &log_suffix[last])) return FC_INFEASIBLE;
-        for (int64_t n = last - 1; n >= off; --n) {
-            const double *next = beta + (n + 1) * S, *after = psi + (n + 1) * S;
-            const double *w = weight + trans_row(b->token_class, n + 1, E);
-            double *row = beta + n * S;
-            for (int32_t s = 0; s < S; ++s) {
-                double sum = 0.0;
-                for (int32_t k = g->out_ptr[s]; k < g->out_ptr[s + 1]; ++k) {
-                    const int32_t j = g->out_dst[k];
-                    sum += w[g->out_edge[k]] * after[j] * next[j];
-                }
-                row[s] = sum;
-            }
-            if (!rescale_row(row, S, log_suffix[n + 1], &log_suffix[n])) return FC_INFEASIBLE;
-        }
+        if (!rescale_row(row, S, log_prefix[n - 1], &log_prefix[n])) return 0;
     }
+    for (int32_t s = 0; s < S; ++s) beta[last * S + s] = final[s];
+    if (!rescale_row(beta + last * S, S, 0.0, &log_suffix[last])) return 0;
+    for (int64_t n = last - 1; n >= off; --n) {
+        const double *next = beta + (n + 1) * S, *after = psi + (n + 1) * S;
+        const double *w = weight + trans_row(b->token_class, n + 1, E);
+        double *row = beta + n * S;
+        for (int32_t s = 0; s < S; ++s) {
+            double sum = 0.0;
+            for (int32_t k = g->out_ptr[s]; k < g->out_ptr[s + 1]; ++k) {
+                const int32_t j = g->out_dst[k];
+                sum += w[g->out_edge[k]] * after[j] * next[j];
+            }
+            row[s] = sum;
+        }
+        if (!rescale_row(row, S, log_suffix[n + 1], &log_suffix[n])) return 0;
+    }
+    return 1;
+}
+
+int fc_scaled_tables(const fc_graph *g, const double *weight, const double *start, const double *final,
+                     const fc_batch *b, double *alpha, double *beta, double *log_prefix, double *log_suffix,
+                     int32_t *exact)
+{
+    for (int32_t i = 0; i < b->num_sequences; ++i)
+        exact[i] = scaled_sentence(g, weight, start, final, b, b->offsets[i], b->offsets[i + 1] - 1, alpha, beta,
+                                   log_prefix, log_suffix);
     return FC_OK;
 }

@@ -19,13 +19,17 @@ from fstcrf.errors import OutputPathError
 STDOUT = "-"
 
 
-def read_utf8(path: str | os.PathLike, error: type[Exception]) -> str:
-    """The text of a UTF-8 file; an unreadable file or an invalid byte raises
-    ``error`` with a message naming the file (and FILE:LINE for the byte)."""
+def read_utf8(path: str | os.PathLike, error: type[Exception], max_bytes: int | None = None) -> str:
+    """The text of a UTF-8 file; an unreadable file, an invalid byte or (with
+    ``max_bytes``) more bytes than that raise ``error`` with a message naming the
+    file (and FILE:LINE for the byte).  At most ``max_bytes`` + 1 bytes are read."""
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as stream:
+            raw = stream.read() if max_bytes is None else stream.read(max_bytes + 1)
     except OSError as problem:
         raise error(f"{os.fspath(path)}: cannot read the file: {problem.strerror}") from None
+    if max_bytes is not None and len(raw) > max_bytes:
+        raise error(f"{os.fspath(path)}: the file holds more than {max_bytes:,} bytes")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as problem:

@@ -10,8 +10,10 @@ class Progress:
     """Report ``done / total`` with rate and ETA (``done`` and the rate alone when the
     total is None: a stream of unknown length).
 
-    Redraws one line on a terminal; elsewhere prints a line at most every
-    ``interval`` seconds so logs stay short.  Use as a context manager."""
+    Redraws one line on a terminal; elsewhere (a log file, a pipe) prints a line at
+    the first update, then at the first update after each multiple of ``interval``
+    seconds from the start, so that lines come at a steady pace however the updates
+    fall, and a last line at the end with the final count.  Use as a context manager."""
 
     def __init__(
         self,
@@ -30,17 +32,20 @@ class Progress:
         self.enabled = enabled
         self.done = 0
         self._started = time.perf_counter()
-        self._last_draw = 0.0
+        self._next_draw = self._started  # the first update draws
+        self._drawn = 0  # ``done`` at the last line drawn
 
     def update(self, amount: int = 1) -> None:
         self.done += amount
         now = time.perf_counter()
         finished = self.total is not None and self.done >= self.total
-        if self.enabled and (now - self._last_draw >= self.interval or finished):
-            self._last_draw = now
+        if self.enabled and (now >= self._next_draw or finished):
             self._draw(now)
+            if self.interval > 0:  # the next multiple of the interval from the start
+                self._next_draw = self._started + self.interval * ((now - self._started) // self.interval + 1)
 
     def _draw(self, now: float) -> None:
+        self._drawn = self.done
         elapsed = now - self._started
         rate = self.done / elapsed if elapsed > 0 else 0.0
         if self.total is None:
@@ -63,7 +68,11 @@ class Progress:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.enabled and self.stream.isatty() and (self.total is None or self.done < self.total):
+        if not self.enabled:
+            return
+        if self.done != self._drawn:  # the final count, on a terminal and off it
+            self._draw(time.perf_counter())
+        if self.stream.isatty() and (self.total is None or self.done < self.total):
             self.stream.write("\n")
 
 

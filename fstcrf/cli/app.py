@@ -13,10 +13,9 @@ import sys
 from typing import NoReturn
 
 from fstcrf.cli import bench, calibrate, compose, convert, demo, draw, evaluate, inspect, seminars, tag, train, view
-from fstcrf.cli.options import add_quiet
-from fstcrf.engine.budget import limits
+from fstcrf.cli.options import add_quiet, check_outputs
+from fstcrf.engine.budget import DEFAULTS, limits
 from fstcrf.errors import FstcrfError
-from fstcrf.files import check_output_path
 
 #: The modules of the commands, in the order ``fstcrf --help`` lists them.
 COMMANDS = (train, compose, tag, evaluate, calibrate, view, draw, convert, seminars, demo, inspect, bench)
@@ -36,15 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _paths(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
-    """The paths held by the named options of ``args`` (lists flattened, unset options skipped)."""
-    paths = []
-    for name in names:
-        value = getattr(args, name, None)
-        paths += value if isinstance(value, list) else [] if value is None else [value]
-    return paths
-
-
 def _raise_keyboard_interrupt(signal_number, frame) -> None:
     raise KeyboardInterrupt
 
@@ -55,10 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s", stream=sys.stderr)
     previous_handler = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
-        inputs = _paths(args, args.inputs)
-        for output in _paths(args, args.outputs):
-            check_output_path(output, inputs)
-        with limits(getattr(args, "max_states", None), getattr(args, "max_work", None)):
+        check_outputs(args)
+        with limits(**{name: getattr(args, name, None) for name in DEFAULTS}):
             status = args.run(args)
         sys.stdout.flush()
         return status

@@ -354,7 +354,14 @@ VARIANTS: dict[str, tuple[Measurement, ...]] = {
 
 def add_parsers(commands) -> None:
     """Register fstcrf bench on the subparsers ``commands``."""
-    bench = add_command(commands, "bench", "measure speed against reference implementations", _bench, outputs=("plot",))
+    bench = add_command(
+        commands,
+        "bench",
+        "measure speed against reference implementations",
+        _bench,
+        inputs=("data", "model", "test", "cache"),
+        outputs=("plot",),
+    )
     bench.add_argument(
         "what",
         choices=list(TARGETS),

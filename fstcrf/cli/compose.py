@@ -121,7 +121,7 @@ def add_parsers(commands) -> None:
         "compose",
         "compose trained models (lowest first) into a joint model",
         _compose,
-        inputs=("models",),
+        inputs=("models", "compat", "joint", "train", "dev"),
         outputs=("output",),
     )
     compose.add_argument(

@@ -42,7 +42,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 def add_parsers(commands) -> None:
     """Register fstcrf demo on the subparsers ``commands``."""
-    demo = add_command(commands, "demo", "train, tag and evaluate a chunker out of the box", _demo, outputs=("output",))
+    demo = add_command(
+        commands,
+        "demo",
+        "train, tag and evaluate a chunker out of the box",
+        _demo,
+        inputs=("data",),
+        outputs=("output",),
+    )
     demo.add_argument(
         "--data",
         default=None,

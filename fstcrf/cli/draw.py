@@ -153,7 +153,7 @@ def add_parsers(commands) -> None:
         "draw a model's state space: its states (labels and the history or grammar state they "
         "remember) and allowed transitions",
         _topology,
-        inputs=("model",),
+        inputs=("model", "grammar"),
         outputs=("output",),
     )
     topology.add_argument("model", help="a model file (from train; not a composed model)")

@@ -110,7 +110,11 @@ def _check_gold(corpus, column: str) -> None:
 def add_parsers(commands) -> None:
     """Register fstcrf eval and fstcrf compare on the subparsers ``commands``."""
     evaluate = add_command(
-        commands, "eval", "conlleval scores (or tag accuracy) of a model on a test file, or of a tagged file", _eval
+        commands,
+        "eval",
+        "conlleval scores (or tag accuracy) of a model on a test file, or of a tagged file",
+        _eval,
+        inputs=("model", "test", "pred", "grammar"),
     )
     evaluate.add_argument("model", nargs="?", help="model file (from train or compose)")
     evaluate.add_argument("test", nargs="?", help="CoNLL file with gold labels")
@@ -131,6 +135,7 @@ def add_parsers(commands) -> None:
         "compare",
         "McNemar's test between two tagged files; each file's last two columns are read as gold and predicted labels",
         _compare,
+        inputs=("pred_a", "pred_b"),
     )
     compare.add_argument("pred_a", help="first tagged file (last two columns: gold, predicted)")
     compare.add_argument("pred_b", help="second tagged file of the same sentences (last two columns: gold, predicted)")

@@ -17,8 +17,15 @@ from fstcrf.document.settings import (
     TWO_STAGE_BLOCK_SIZE,
     TWO_STAGE_CONSISTENCY_SCALE,
 )
-from fstcrf.engine.budget import DEFAULT_MAX_STATES, DEFAULT_MAX_WORK
+from fstcrf.engine.budget import (
+    DEFAULT_MAX_EDGES,
+    DEFAULT_MAX_RESOURCE_BYTES,
+    DEFAULT_MAX_STATES,
+    DEFAULT_MAX_WORK,
+)
+from fstcrf.errors import FstcrfError
 from fstcrf.features.defaults import MBR_TEMPERATURE_RANGE
+from fstcrf.files import check_output_path
 from fstcrf.learn.settings import (
     BASELINES,
     DEFAULT_DRAWS,
@@ -67,6 +74,14 @@ def real_number(low: float, high: float, closed: bool = True) -> Callable[[str],
 POSITIVE = whole_number(1)
 
 
+def temperature(text: str) -> float:
+    """An argparse type: a temperature in fstcrf.engine.tempering.TEMPERATURE_RANGE,
+    every one of which decodes exactly (imported when a value is parsed, not at --help)."""
+    from fstcrf.engine.tempering import TEMPERATURE_RANGE
+
+    return real_number(*TEMPERATURE_RANGE)(text)
+
+
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     """-q/--quiet, accepted before and after the command (a command's copy only
     sets the option when given, so it cannot undo the main parser's)."""
@@ -83,12 +98,99 @@ def add_command(
     commands, name: str, help: str, run, inputs: tuple[str, ...] = (), outputs: tuple[str, ...] = ()
 ) -> argparse.ArgumentParser:
     """Register the command ``name`` on the subparsers ``commands``: its parser (with -q),
-    the function that runs it, and the names of the options holding its input and output
-    paths."""
+    the function that runs it, and the names (dests) of the options holding the paths it
+    reads (``inputs``: every file, folder, model, template or grammar it may read, see
+    :func:`input_files`) and writes (``outputs``); :func:`check_outputs` checks them
+    before the command runs.  An option may be both (a checkpoint read with --resume)."""
     sub = commands.add_parser(name, help=help, description=help)
     add_quiet(sub)
     sub.set_defaults(run=run, inputs=inputs, outputs=outputs)
     return sub
+
+
+def option_values(args: argparse.Namespace, name: str) -> list[str]:
+    """The paths held by the option ``name`` of ``args`` (a list flattened; none if unset)."""
+    value = getattr(args, name, None)
+    return list(value) if isinstance(value, list) else [] if value is None else [value]
+
+
+def _template_files(value: str) -> list[str]:
+    """A --template's file (unless a shipped template's name) and the gazetteer, cluster
+    and embedding files it names."""
+    from fstcrf.features.template import RESOURCE_KINDS, TEMPLATES, load_template
+
+    if value in TEMPLATES:
+        return []
+    try:
+        template = load_template(value)
+    except FstcrfError:  # the command reports it
+        return [value]
+    named = [item.path for line in template for item in line.observations if item.kind in RESOURCE_KINDS]
+    return [value, *named]
+
+
+def _grammar_files(value: str) -> list[str]:
+    """A grammar's file (also a shipped grammar's) and the files it imports, transitively."""
+    from fstcrf.grammar import load_grammar
+
+    try:
+        agenda = [load_grammar(value)]
+    except FstcrfError:  # the command reports it
+        return [value]
+    files = []
+    while agenda:
+        grammar = agenda.pop()
+        files.append(grammar.source)
+        agenda += [item.grammar for item in grammar.imports]
+    return files
+
+
+def _announcement_files(value: str) -> list[str]:
+    """The announcements (*.txt) that ``fstcrf seminars`` reads under a folder."""
+    from fstcrf.experiments.seminars import seminar_paths
+
+    try:
+        return [str(path) for path in seminar_paths(value)]
+    except FstcrfError:  # the command reports it
+        return []
+
+
+def _conll2000_files(value: str) -> list[str]:
+    """The CoNLL-2000 train.txt and test.txt a --data folder holds (none if it holds none)."""
+    from fstcrf.cli.common import find_conll2000
+
+    try:
+        folder = find_conll2000(value)
+    except FstcrfError:  # the command reports it
+        return []
+    return [] if folder is None else [str(folder / "train.txt"), str(folder / "test.txt")]
+
+
+#: The input options whose value is not simply the one file read, by dest: what files
+#: each value names.
+FILES_OF: dict[str, Callable[[str], list[str]]] = {
+    "template": _template_files,
+    "grammar": _grammar_files,
+    "joint": _grammar_files,
+    "compat": lambda value: [value.partition("=")[2]],  # K=FST
+    "folder": _announcement_files,
+    "data": _conll2000_files,
+}
+
+
+def input_files(args: argparse.Namespace, name: str) -> list[str]:
+    """The files the input option ``name`` of ``args`` names (see FILES_OF)."""
+    return [path for value in option_values(args, name) for path in FILES_OF.get(name, lambda v: [v])(value)]
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """OutputPathError, before any work, unless every output path of the command can be
+    written (:func:`fstcrf.files.check_output_path`) without replacing a file that any of
+    its other options reads."""
+    for name in args.outputs:
+        read = [path for option in args.inputs if option != name for path in input_files(args, option)]
+        for output in option_values(args, name):
+            check_output_path(output, read)
 
 
 def add_reading_columns(parser: argparse.ArgumentParser) -> None:
@@ -105,14 +207,23 @@ def add_reading_columns(parser: argparse.ArgumentParser) -> None:
 
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
-    """--max-states and --max-work, the limits of :mod:`fstcrf.engine.budget`."""
+    """--max-states, --max-edges and --max-work, the limits of :mod:`fstcrf.engine.budget`."""
     parser.add_argument(
         "--max-states",
         type=POSITIVE,
         default=DEFAULT_MAX_STATES,
         metavar="N",
-        help="stop with an error instead of building a topology, grammar acceptor or grammar "
-        "product of more than N states (default %(default)s)",
+        help="stop with an error instead of building a topology, grammar acceptor, grammar "
+        "product or joint state space of composed models of more than N states (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-edges",
+        type=POSITIVE,
+        default=DEFAULT_MAX_EDGES,
+        metavar="N",
+        help="stop with an error instead of building a topology or dense product of composed "
+        "models of more than N edges (allowed transitions; L labels of a first-order model "
+        "have L^2), or a dense table of more than N cells over states or labels (default %(default)s)",
     )
     parser.add_argument(
         "--max-work",
@@ -347,6 +458,14 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _add_bandit_arguments(parser)
     add_budget_arguments(parser)
+    parser.add_argument(
+        "--max-resource-bytes",
+        type=POSITIVE,
+        default=DEFAULT_MAX_RESOURCE_BYTES,
+        metavar="N",
+        help="stop with an error instead of reading a gazetteer, cluster or embedding file "
+        "(named by the template) of more than N bytes (default %(default)s, 256 MiB)",
+    )
 
 
 def _add_bandit_arguments(parser: argparse.ArgumentParser) -> None:
@@ -514,7 +633,7 @@ def _add_mbr_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mbr-temperature",
-        type=real_number(0.0, 1e6, closed=False),
+        type=temperature,
         default=DECODING_DEFAULTS["mbr_temperature"],
         metavar="T",
         help="with --decode mbr: the chunk probabilities of the model's distribution with every "
@@ -554,13 +673,13 @@ def _add_nonlocal_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--t-start",
-        type=real_number(0.0, 1e6, closed=False),
+        type=temperature,
         default=DEFAULT_T_START,
         help="with --nonlocal: temperature of the first sweep (default %(default)s)",
     )
     parser.add_argument(
         "--t-end",
-        type=real_number(0.0, 1e6, closed=False),
+        type=temperature,
         default=DEFAULT_T_END,
         help="with --nonlocal: temperature of the last sweep (default %(default)s)",
     )

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 
 from fstcrf.cli.options import add_command
-from fstcrf.errors import FstcrfError
 
 LOG = logging.getLogger("fstcrf")
 
@@ -17,13 +15,7 @@ def _seminars(args: argparse.Namespace) -> int:
     from fstcrf.corpus.conll import write_conll
     from fstcrf.experiments.seminars import count_seminars, read_seminar, seminar_corpus, seminar_paths
 
-    paths = seminar_paths(args.folder)
-    output = Path(args.output).resolve()
-    if output in [path.resolve() for path in paths]:
-        raise FstcrfError(
-            f"{args.output} is one of the announcements under {args.folder} (*.txt); write the CoNLL file elsewhere"
-        )
-    documents = [read_seminar(path) for path in paths]
+    documents = [read_seminar(path) for path in seminar_paths(args.folder)]  # main checked -o against them
     write_conll(seminar_corpus(documents), args.output)
     for line in count_seminars(documents).lines():
         LOG.info("%s", line)

@@ -22,7 +22,7 @@ from fstcrf.cli.decoding import (
     resolve_decode,
     warn_ignored_decoding_options,
 )
-from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_decoding_arguments
+from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_decoding_arguments, temperature
 from fstcrf.errors import FstcrfError
 from fstcrf.files import write_atomically
 from fstcrf.phases import phase
@@ -46,6 +46,8 @@ def _tag(args: argparse.Namespace) -> int:
     warn_ignored_decoding_options(args, composed=composed)
     check_two_stage_options(model, args)
     _check_tag_options(args, composed)
+    if composed and args.entity_probabilities:
+        model.space.check_product()  # before any work: the span probabilities are computed on it
     if args.dask is not None:
         return _tag_on_dask(model, composed, args)
     if args.dask_dashboard is not None:
@@ -368,17 +370,6 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
     return 0
 
 
-def _temperature(text: str) -> float:
-    """--temperature: a positive finite number."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
-    return value
-
-
 def _separator(text: str) -> str:
     """The field separator of --separator: "\\t" or "tab" means a tab."""
     separator = "\t" if text in ("\\t", "tab") else text
@@ -394,7 +385,7 @@ def add_parsers(commands) -> None:
         "tag",
         "append a predicted label column (one per component of a composed model) to a CoNLL file",
         _tag,
-        inputs=("model", "input"),
+        inputs=("model", "input", "grammar"),
         outputs=("output",),
     )
     tag.add_argument("model", help="model file (from train or compose)")
@@ -466,7 +457,7 @@ def add_parsers(commands) -> None:
     )
     tag.add_argument(
         "--temperature",
-        type=_temperature,
+        type=temperature,
         default=1.0,
         metavar="T",
         help="with --entity-probabilities: divide every score by T before computing them "

@@ -428,8 +428,8 @@ def add_parsers(commands) -> None:
         "train",
         "train a CRF tagger on a CoNLL file",
         _train,
-        inputs=("train", "dev", "init", "log"),
-        outputs=("output",),
+        inputs=("train", "dev", "init", "log", "template", "grammar", "checkpoint"),
+        outputs=("output", "checkpoint"),
     )
     train.add_argument(
         "train", nargs="?", help="training file (CoNLL columns, blank line between sentences); omitted with --log"
@@ -510,7 +510,7 @@ def add_parsers(commands) -> None:
         "jackknife",
         "replace a column by k-fold held-out predictions (to train a model that reads a lower tagger's output)",
         _jackknife,
-        inputs=("train",),
+        inputs=("train", "log", "template", "grammar"),
         outputs=("output",),
     )
     jackknife.add_argument("train", help="CoNLL file")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from fstcrf.engine import budget
 from fstcrf.errors import LabelError
 from fstcrf.engine.inference import lengths_to_offsets
 from fstcrf.corpus.schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL
@@ -111,6 +112,7 @@ def label_states(
     naming the first sentence whose labels it does not allow (numbered by
     ``sentence_numbers`` [B] when the sentences are a selection)."""
     S, L = topology.num_states, topology.num_labels
+    budget.check_table((S + 1, L), f"topology {topology.name!r}'s table of the state each label leads to:")
     successor = np.full((S + 1, L), -1, dtype=np.int64)  # row S: no state (a dead path)
     successor[topology.edge_src, topology.state_label[topology.edge_dst]] = topology.edge_dst
     entry = np.full(L, -1, dtype=np.int64)

@@ -99,8 +99,8 @@ class Acceptor:
         """No epsilon arc and no two arcs of one state reading one key."""
         if np.any(self.arc_key == 0):
             return False
-        pairs = self.arc_src * (int(self.arc_key.max(initial=0)) + 1) + self.arc_key
-        return len(set(pairs.tolist())) == len(pairs)
+        pairs = np.sort(self.arc_src * (int(self.arc_key.max(initial=0)) + 1) + self.arc_key)
+        return not np.any(pairs[1:] == pairs[:-1])
 
 
 def from_arcs(num_states: int, start: int, final, arcs: Sequence[tuple[int, int, int]]) -> Acceptor:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import cast
@@ -53,7 +54,7 @@ from fstcrf.engine.inference import (
     sample,
     viterbi,
 )
-from fstcrf.engine.topology import Topology
+from fstcrf.engine.topology import Reachability, Topology
 
 #: Separates the component labels of a joint label: "B-PER/O".
 SEPARATOR = "/"
@@ -63,6 +64,8 @@ def tuple_labels(label_sets: Sequence[Sequence[str]], names: Sequence[str] | Non
     """The joint label of every label tuple, row-major (the last component varies
     fastest): ["O", "B-X"] and ["O"] give ("O/O", "B-X/O").  LabelError, naming the
     component (``names[k]``, default "component k"), for a label holding SEPARATOR."""
+    sizes = [len(labels) for labels in label_sets]
+    budget.check_states(math.prod(sizes), f"the joint labels ({' x '.join(map(str, sizes))}), a state each at least,")
     for k, labels in enumerate(label_sets):
         for label in labels:
             if SEPARATOR in label:
@@ -71,6 +74,14 @@ def tuple_labels(label_sets: Sequence[Sequence[str]], names: Sequence[str] | Non
                     f"{name} has the label {label!r}, which contains {SEPARATOR!r}, the separator of joint labels"
                 )
     return tuple(SEPARATOR.join(combo) for combo in itertools.product(*label_sets))
+
+
+def check_joint_states(sizes: Sequence[int]) -> int:
+    """P, the joint states of components of ``sizes`` states, computed in linear time
+    without overflow; BudgetError beyond the budget's max_states."""
+    count = math.prod(int(size) for size in sizes)
+    budget.check_states(count, f"the joint state space ({' x '.join(map(str, sizes))} states)")
+    return count
 
 
 def is_per_token(constraint: Acceptor) -> bool:
@@ -102,7 +113,9 @@ class JointSpace:
         if len(self.components) > 64:
             raise CompositionError("at most 64 components can be composed")
         self.sizes = tuple(t.num_states for t in self.components)
-        self.num_states = int(np.prod(self.sizes))
+        self.num_states = check_joint_states(self.sizes)
+        for k in range(1, len(self.components)):  # component k's transitions by component k-1's state
+            budget.check_table(self.transition_shape(k), f"the transition scores of component {k} by lower state:")
         if self.num_states > 2**31 - 1:
             raise CompositionError(f"the product space has {self.num_states} states, more than the kernel's 2^31 - 1")
         if allowed is None:
@@ -215,16 +228,32 @@ class JointSpace:
     def check_lengths(self, lengths: np.ndarray) -> None:
         """Raise InfeasibleError naming a sentence no joint path fits.  Without a
         compatibility mask the components are independent, so each is checked on
-        its own; with one, the dense product is built and checked (under a
-        non-local constraint, the constrained product)."""
+        its own; with one, the reachable joint states are followed factorised
+        (:meth:`successors`); under a non-local constraint, on the constrained
+        product."""
         if self.constraint is not None:
             self.constrained.topology.check_lengths(lengths)
             return
         if self.allowed is not None:
-            self.product.check_lengths(lengths)
+            self.feasibility.check_lengths(lengths)
             return
         for topology in self.components:
             topology.check_lengths(lengths)
+
+    @cached_property
+    def feasibility(self) -> Reachability:
+        """Which lengths the joint label sequences can have, from the allowed joint states."""
+        return Reachability(self.start, self.successors, self.final, "the joint state space")
+
+    def successors(self, states: np.ndarray) -> np.ndarray:
+        """bool [P]: the allowed joint states one joint transition leads to from
+        ``states`` bool [P]: each component's edges followed along its own axis, in
+        O(P x sum_k E_k / S_k), never the product's edges."""
+        grid = np.asarray(states, dtype=bool).reshape(self.sizes)
+        for k, topology in enumerate(self.components):
+            grid = np.moveaxis(topology.successors(np.moveaxis(grid, k, -1)), -1, k)
+        reached = grid.ravel()
+        return reached if self.allowed is None else reached & self.allowed
 
     @property
     def product(self) -> Topology:
@@ -236,9 +265,20 @@ class JointSpace:
         """int [E_prod, N]: the component edges behind each product edge."""
         return self._product[1]
 
+    def check_product(self) -> None:
+        """BudgetError, in linear time, if the dense cross product (:attr:`product`)
+        is beyond the budget's max_states or max_edges: what exact inference that
+        does not factorise (k-best lists, sampling, span probabilities, a non-local
+        constraint) would build."""
+        budget.check_states(self.num_states, "the dense cross product of the components")
+        edges = [t.num_edges for t in self.components]
+        budget.check_edges(
+            math.prod(edges), f"the dense cross product of the components ({' x '.join(map(str, edges))} edges)"
+        )
+
     @cached_property
     def _product(self) -> tuple[Topology, np.ndarray]:
-        budget.check_states(self.num_states, "the dense cross product of the components")
+        self.check_product()
         grids = np.meshgrid(*[np.arange(t.num_edges) for t in self.components], indexing="ij")
         edge_components = np.stack([g.ravel() for g in grids], axis=-1)  # [E_prod, N]
         src = self.joint_state(np.stack([t.edge_src[edge_components[:, k]] for k, t in enumerate(self.components)], -1))
@@ -274,7 +314,10 @@ class ConstrainedProduct:
     def __init__(self, space: JointSpace):
         constraint = cast(Acceptor, space.constraint)
         Q, P = constraint.num_states, space.num_states
-        budget.check_states(P * Q, f"the cross product of the components ({P} joint states) under the joint constraint")
+        what = f"the cross product of the components ({P} joint states) under the joint constraint ({Q} states)"
+        budget.check_states(P * Q, what)
+        budget.check_edges(math.prod([t.num_edges for t in space.components]) * Q, what)
+        budget.check_table((Q, len(space.labels) + 1), "the joint constraint's table of moves")
         product = space.product
         move = np.full((Q, len(space.labels) + 1), -1, dtype=np.int64)  # [Q, keys]: the constraint's next state
         move[constraint.arc_src, constraint.arc_key] = constraint.arc_dst
@@ -340,6 +383,7 @@ def joint_emissions(space: JointSpace, component_emissions: Sequence[np.ndarray]
     if len(component_emissions) != len(space.components):
         raise ShapeError(f"expected {len(space.components)} emission arrays, got {len(component_emissions)}")
     N = len(component_emissions[0])
+    budget.check_work(N * space.num_states, f"the joint scores of {N} tokens x {space.num_states} joint states")
     views = []  # each component's scores, shaped to broadcast over the joint states
     for k, scores in enumerate(component_emissions):
         scores = np.asarray(scores, dtype=np.float64)

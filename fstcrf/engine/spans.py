@@ -13,7 +13,11 @@ backward tables:
     P(span) = alpha[first-1] W_begin psi[first] (W_cont psi)... W_end beta[last+1] / Z
 
 computed in the linear domain with per-token scales, for every span of a
-sentence that starts at one token in one pass.
+sentence that starts at one token in one pass.  A sentence whose scores span
+more than the linear domain holds (a row of its scaled tables with less than
+1e-100 of mass: a small temperature) is computed in the log domain instead,
+from the kernel's log-domain tables, so that the probabilities are exact to
+rounding for any finite scores.
 """
 
 from __future__ import annotations
@@ -25,11 +29,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from fstcrf.engine import kernel
-from fstcrf.engine.inference import Potentials, check_type
+from fstcrf.engine.inference import ChunkStructs, Potentials, check_type
 from fstcrf.engine.joint import JointSpace
 from fstcrf.engine.chunks import chunks_of_parts, continues, parse_chunk_label
 from fstcrf.engine.topology import Topology
-from fstcrf.errors import LabelError, ScoreError, ShapeError
+from fstcrf.errors import LabelError, ShapeError
 
 #: The most states whose transition matrices the span passes keep dense: numpy's
 #: products of small dense matrices beat scipy.sparse's (whose import alone costs
@@ -96,6 +100,20 @@ class ChunkEdges:
         return cls(types, state_type, continuing)
 
 
+#: A row of the scaled tables holds at least this mass before rescaling, or its sentence
+#: is redone in the log domain (csrc/fstcrf_marginals.c, SPAN_MASS_FLOOR).
+MASS_FLOOR = 1e-100
+
+#: The span passes of the log domain gather at most this many (row, edge) values at once.
+LOG_CELLS = 1 << 22
+
+
+def _log(values: np.ndarray) -> np.ndarray:
+    """log of non-negative values, -inf for 0."""
+    with np.errstate(divide="ignore"):
+        return np.log(values)
+
+
 class _Tables:
     """Scaled forward and backward tables of a batch, in the linear domain (C,
     ``kernel.scaled_tables``).
@@ -105,12 +123,15 @@ class _Tables:
     [N, S], each row summing to 1; log_prefix float [N]: the log scale of the
     forward table up to and including each token; log_suffix float [N + 1]:
     that of the backward table from each token to its sentence's end (0 past
-    it); log_z float [B] in these shifted units."""
+    it); log_z float [B] in these shifted units; exact bool [B]: the sentences
+    whose rows are exact to rounding (the others' scores span too wide a range
+    for the linear domain, e.g. at a small temperature: :class:`_LogTables`)."""
 
     def __init__(self, pot: Potentials):
         topology = pot.topology
         S = topology.num_states
         emissions = pot.emissions
+        self.topology = topology
         self.psi = np.exp(emissions - emissions.max(axis=1, keepdims=True))
         self.start = _shifted_exp(pot.start)
         self.final = _shifted_exp(pot.final)
@@ -125,7 +146,8 @@ class _Tables:
         self.beta = np.empty((N, S))
         self.log_prefix = np.empty(N)
         self.log_suffix = np.zeros(N + 1)
-        if not kernel.scaled_tables(
+        exact = np.empty(pot.num_sequences, dtype=np.int32)
+        kernel.scaled_tables(
             kernel.Graph(topology),
             weights,
             self.start,
@@ -135,13 +157,140 @@ class _Tables:
             self.beta,
             self.log_prefix,
             self.log_suffix[:N],
-        ):
-            raise ScoreError(
-                "span probabilities: the scores span too wide a range for the linear domain "
-                "(a token's mass underflowed); rescale the scores"
-            )
+            exact,
+        )
         last = self.offsets[1:] - 1
-        self.log_z = self.log_prefix[last] + np.log(np.einsum("bs,s->b", self.alpha[last], self.final))
+        closing = np.where(exact == 1, np.einsum("bs,s->b", self.alpha[last], self.final), 0.0)  # others: unset
+        self.exact = closing >= MASS_FLOOR
+        self.log_z = np.where(self.exact, self.log_prefix[last] + _log(np.maximum(closing, MASS_FLOOR)), np.nan)
+
+    def first(self, of_type: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """mass [R, S]: the start weights into the states ``of_type`` bool [S] at the
+        sentences' first tokens ``rows``."""
+        return self.start * of_type * self.psi[rows]
+
+    @staticmethod
+    def normalised(mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mass [R, S] with each row summing to 1, the log of its sum [R]); a row
+        without mass has log sum -inf (and is dropped)."""
+        total = mass.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return mass / total[:, None], _log(total)
+
+    def end(self, mass: np.ndarray) -> np.ndarray:
+        """float [R]: log of each mass [R, S] closed by the final weights."""
+        return _log(mass @ self.final)
+
+    def edges(self, mask: np.ndarray) -> _EdgeMatrices:
+        """The moves along the edges ``mask`` bool [E]."""
+        return _EdgeMatrices(self, mask)
+
+
+class _LogTables:
+    """The tables of :class:`_Tables` for the sentences ``which`` (int [R]) of a
+    batch, computed in the log domain: exact to rounding for any finite scores, at
+    any temperature.  alpha, beta: the logs of the rows normalised to sum 1 (a mass
+    is a log mass here throughout); log_prefix, log_suffix and log_z in the
+    potentials' own units; the other sentences' rows are not set."""
+
+    def __init__(self, pot: Potentials, which: np.ndarray):
+        topology = pot.topology
+        N, S = pot.num_tokens, topology.num_states
+        self.topology = topology
+        self.emissions = pot.emissions
+        self.transitions = np.atleast_2d(pot.transitions)
+        self.token_class = np.zeros(N, dtype=np.int64) if pot.token_class is None else pot.token_class
+        self.start, self.final = pot.start, pot.final
+        self.offsets, self.lengths = pot.offsets, pot.lengths
+        self.alpha, self.beta = np.full((N, S), np.nan), np.full((N, S), np.nan)
+        self.log_prefix, self.log_suffix = np.full(N, np.nan), np.zeros(N + 1)
+        self.log_z = np.full(pot.num_sequences, np.nan)
+        chosen = pot.select(which)
+        chunk = ChunkStructs(chosen, 0, chosen.num_sequences)
+        log_alpha, log_beta = np.empty((chosen.num_tokens, S)), np.empty((chosen.num_tokens, S))
+        kernel.log_tables(chunk.graph, chunk.scores, chunk.batch, log_alpha, log_beta, chunk.workspace)
+        rows = np.repeat(self.offsets[which] - chosen.offsets[:-1], chosen.lengths) + np.arange(chosen.num_tokens)
+        self._keep(rows, log_alpha, self.alpha, self.log_prefix)
+        self._keep(rows, log_beta, self.beta, self.log_suffix)
+        self.log_z[which] = _logsumexp(log_alpha[chosen.offsets[1:] - 1] + self.final)
+
+    @staticmethod
+    def _keep(rows: np.ndarray, log_rows: np.ndarray, table: np.ndarray, log_scale: np.ndarray) -> None:
+        """Store log_rows [R, S] as rows of ``table`` normalised to sum 1 (logs) and
+        their log sums in ``log_scale``."""
+        total = _logsumexp(log_rows)
+        log_scale[rows] = total
+        table[rows] = log_rows - total[:, None]
+
+    def first(self, of_type: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """As :meth:`_Tables.first`."""
+        return np.where(of_type, self.start, -np.inf) + self.emissions[rows]
+
+    @staticmethod
+    def normalised(mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`_Tables.normalised`."""
+        total = _logsumexp(mass)
+        with np.errstate(invalid="ignore"):
+            return mass - total[:, None], total
+
+    def end(self, mass: np.ndarray) -> np.ndarray:
+        """As :meth:`_Tables.end`."""
+        return _logsumexp(mass + self.final)
+
+    def edges(self, mask: np.ndarray) -> _LogEdges:
+        """As :meth:`_Tables.edges`."""
+        return _LogEdges(self, mask)
+
+
+def _logsumexp(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """log sum exp of ``values`` along ``axis``, -inf where every value is -inf."""
+    peak = np.max(values, axis=axis, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    return np.squeeze(peak, axis) + _log(np.sum(np.exp(values - peak), axis=axis))
+
+
+class _LogEdges:
+    """The moves of :class:`_EdgeMatrices` along the edges ``mask`` bool [E], in the
+    log domain (``tables`` a :class:`_LogTables`)."""
+
+    def __init__(self, tables: _LogTables, mask: np.ndarray):
+        topology = tables.topology
+        self.edge = np.flatnonzero(mask)  # by destination, as edge ids are
+        self.source, self.target = topology.edge_src[self.edge], topology.edge_dst[self.edge]
+        self.tables = tables
+        self.scores = tables.transitions[:, self.edge]  # [C, E'] by token class
+        self.num_states = topology.num_states
+        self.groups = np.flatnonzero(np.r_[True, self.target[1:] != self.target[:-1]]) if len(self.edge) else None
+
+    def _values(self, log_mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """float [R, E']: each row's log mass at the edges' sources plus the edges' scores into token rows."""
+        scores = self.scores[0] if len(self.scores) == 1 else self.scores[self.tables.token_class[rows]]
+        return log_mass[:, self.source] + scores
+
+    def gather(self, log_mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """float [R, S]: log of each log_mass[r] [S] moved along the edges into token
+        rows[r] (the emissions there not included), -inf where no edge leads."""
+        result = np.full((len(rows), self.num_states), -np.inf)
+        if self.groups is None:
+            return result
+        block = max(1, LOG_CELLS // len(self.edge))
+        for first in range(0, len(rows), block):
+            part = slice(first, first + block)
+            values = self._values(log_mass[part], rows[part])
+            peak = np.maximum.reduceat(values, self.groups, axis=1)
+            peak = np.where(np.isfinite(peak), peak, 0.0)
+            widths = np.diff(np.r_[self.groups, len(self.edge)])
+            sums = np.add.reduceat(np.exp(values - np.repeat(peak, widths, axis=1)), self.groups, axis=1)
+            result[part, self.target[self.groups]] = peak + _log(sums)
+        return result
+
+    def step(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """As :meth:`_EdgeMatrices.step`, on log masses."""
+        return self.gather(mass, rows) + self.tables.emissions[rows]
+
+    def close(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """As :meth:`_EdgeMatrices.close`, on log masses."""
+        return _logsumexp(self.gather(mass, rows) + self.tables.emissions[rows] + self.tables.beta[rows])
 
 
 def _edge_matrices(edge_weights: list[np.ndarray], topology: Topology, mask: np.ndarray | None = None) -> list:
@@ -222,15 +371,29 @@ def span_probability_array(
     """float [M]: the probability of each span of ``spans`` = (sentence, first, last,
     kind) (int [M] each): sentence[m]'s tokens first[m] .. last[m] (inclusive, within
     the sentence) as a chunk of type index kind[m] of ``chunks``.  The spans of a
-    type that start at one token share one pass."""
-    sentence, first, last, kind = spans
+    type that start at one token share one pass, in the linear domain, or in the log
+    domain for the sentences whose scores span too wide a range for it (a small
+    temperature): exact to rounding for any finite scores."""
+    sentence = spans[0]
     result = np.zeros(len(sentence))
     if not len(sentence):
         return result
-    topology = pot.topology
     tables = _Tables(pot)
-    ending = _EdgeMatrices(tables, topology, ~chunks.continuing)
-    row = pot.offsets[sentence] + first  # each span's first token in the batch
+    linear = tables.exact[sentence]
+    result[linear] = _probabilities(tables, chunks, tuple(part[linear] for part in spans))
+    if not linear.all():
+        log_tables = _LogTables(pot, np.unique(sentence[~linear]))
+        result[~linear] = _probabilities(log_tables, chunks, tuple(part[~linear] for part in spans))
+    return result
+
+
+def _probabilities(tables: _Tables | _LogTables, chunks: ChunkEdges, spans: tuple[np.ndarray, ...]) -> np.ndarray:
+    """span_probability_array on ``tables``, which hold the spans' sentences."""
+    sentence, first, last, kind = spans
+    result = np.zeros(len(sentence))
+    topology = tables.topology
+    ending = tables.edges(~chunks.continuing)
+    row = tables.offsets[sentence] + first  # each span's first token in the batch
     for x in sorted(set(kind.tolist())):
         of_kind = np.flatnonzero(kind == x)
         heads, seen_first, at = np.unique(row[of_kind], return_index=True, return_inverse=True)  # a pass per head
@@ -238,11 +401,11 @@ def span_probability_array(
         np.maximum.at(reach, at, last[of_kind] - first[of_kind])
         of_type = chunks.state_type == x
         entering = of_type[topology.edge_dst]
-        begin = _EdgeMatrices(tables, topology, entering & ~chunks.continuing)
-        inside = _EdgeMatrices(tables, topology, entering & chunks.continuing)
+        begin = tables.edges(entering & ~chunks.continuing)
+        inside = tables.edges(entering & chunks.continuing)
         heads_sentence = sentence[of_kind][seen_first]
-        starts = (heads_sentence, heads - pot.offsets[heads_sentence], reach)
-        flat, cuts = _spans_from(tables, of_type, begin, inside, ending, starts)
+        starts = (heads_sentence, heads - tables.offsets[heads_sentence], reach)
+        flat, cuts = _spans_from(tables, of_type, (begin, inside, ending), starts)
         result[of_kind] = flat[cuts[at] + last[of_kind] - first[of_kind]]
     return result
 
@@ -251,42 +414,45 @@ class _EdgeMatrices:
     """The linear transition weights of a subset of the edges as [S, S] matrices
     (source, destination; :func:`_edge_matrices`), one per token class."""
 
-    def __init__(self, tables: _Tables, topology: Topology, mask: np.ndarray):
+    def __init__(self, tables: _Tables, mask: np.ndarray):
         self.tables = tables
-        self.by_class = _edge_matrices(tables.edge_weights, topology, mask)
+        self.by_class = _edge_matrices(tables.edge_weights, tables.topology, mask)
 
     def groups(self, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
         """(matrix, which) pairs: the weights into the tokens ``rows[which]``."""
         return _class_groups(self.by_class, self.tables.token_class, rows)
 
     def step(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """float [R, S]: each mass[r] [S] moved along the subset's edges into token rows[r]."""
+        """mass [R, S]: each mass[r] [S] moved along the subset's edges into token
+        rows[r], its emissions included."""
         moved = np.empty_like(mass)
         for matrix, which in self.groups(rows):
             moved[which] = mass[which] @ matrix
         return moved * self.tables.psi[rows]
 
-    def close(self, mass: np.ndarray, after: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """float [R]: for each r, the sum over the subset's edges into token rows[r] of
-        mass[r, src] w[e] after[r, dst]."""
+    def close(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """float [R]: for each r, log of the sum over the subset's edges into token
+        rows[r] of mass[r, src] w[e] psi[rows[r], dst] beta[rows[r], dst]."""
+        after = self.tables.psi[rows] * self.tables.beta[rows]
         back = np.empty_like(after)
         for matrix, which in self.groups(rows):
             back[which] = (matrix @ after[which].T).T
-        return np.einsum("rs,rs->r", mass, back)
+        return _log(np.einsum("rs,rs->r", mass, back))
 
 
 def _spans_from(
-    tables: _Tables,
+    tables: _Tables | _LogTables,
     of_type: np.ndarray,
-    begin: _EdgeMatrices,
-    inside: _EdgeMatrices,
-    ending: _EdgeMatrices,
+    moves: tuple,
     starts: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
     """(flat, cuts): for each start r of ``starts`` = (b, first, reach) (int [R]),
     flat[cuts[r] + j] = P(a chunk of the type whose states are ``of_type`` [S] spans
-    tokens first .. first + j of sentence b) for j = 0 .. reach.  All the starts
-    advance together, a token at a time."""
+    tokens first .. first + j of sentence b) for j = 0 .. reach, ``moves`` being the
+    tables' edges (begin, inside, end) of such a chunk.  All the starts advance
+    together, a token at a time; each keeps its mass normalised (in the tables'
+    domain) and its log scale."""
+    begin, inside, ending = moves
     b, first, reach = starts
     last = first + reach
     offset, length = tables.offsets[b], tables.lengths[b]
@@ -294,7 +460,7 @@ def _spans_from(
     mass = np.empty((len(b), len(of_type)))
     log_scale = np.zeros(len(b))
     heads, inner = first == 0, np.flatnonzero(first > 0)
-    mass[heads] = tables.start * of_type * tables.psi[rows[heads]]
+    mass[heads] = tables.first(of_type, rows[heads])
     mass[inner] = begin.step(tables.alpha[rows[inner] - 1], rows[inner])
     log_scale[inner] = tables.log_prefix[rows[inner] - 1]
     cuts = np.concatenate([[0], np.cumsum(last - first + 1)])  # start r's values: flat[cuts[r] : cuts[r + 1]]
@@ -307,25 +473,19 @@ def _spans_from(
             if not len(active):
                 break
             mass = inside.step(mass, offset[active] + first[active] + step)
-        total = mass.sum(axis=1)
-        alive = total > 0  # no mass left: no longer chunk of the type from this start
-        active, mass, total, log_scale = active[alive], mass[alive], total[alive], log_scale[alive]
-        mass = mass / total[:, None]
-        log_scale = log_scale + np.log(total)
+        mass, log_total = tables.normalised(mass)
+        alive = log_total > -np.inf  # no mass left: no longer chunk of the type from this start
+        active, mass, log_scale = active[alive], mass[alive], log_scale[alive] + log_total[alive]
         position = first[active] + step
         rows = offset[active] + position
-        closing, log_after = np.empty(len(active)), np.zeros(len(active))
+        log_closing, log_after = np.empty(len(active)), np.zeros(len(active))
         at_end = position == length[active] - 1
-        closing[at_end] = mass[at_end] @ tables.final
+        log_closing[at_end] = tables.end(mass[at_end])
         within = np.flatnonzero(~at_end)
         after_rows = rows[within] + 1
-        closing[within] = ending.close(mass[within], tables.psi[after_rows] * tables.beta[after_rows], after_rows)
+        log_closing[within] = ending.close(mass[within], after_rows)
         log_after[within] = tables.log_suffix[after_rows]
-        positive = closing > 0
-        values = np.zeros(len(active))
-        values[positive] = np.exp(
-            log_scale[positive] + np.log(closing[positive]) + log_after[positive] - tables.log_z[b[active[positive]]]
-        )
+        values = np.exp(log_scale + log_closing + log_after - tables.log_z[b[active]])
         flat[cuts[active] + step] = np.minimum(values, 1.0)
     return flat, cuts
 

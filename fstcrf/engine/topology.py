@@ -17,6 +17,7 @@ Builders (free functions returning new topologies, in the OpenFst style):
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import cached_property
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -51,9 +52,10 @@ def check_labels(labels: Iterable[str]) -> tuple[str, ...]:
             raise LabelError(
                 f"invalid label {label!r}: labels are non-empty strings without whitespace, not {EPSILON!r}"
             )
-    duplicates = sorted({label for label in labels if labels.count(label) > 1})
-    if duplicates:
-        raise LabelError(f"duplicate labels: {', '.join(duplicates)}")
+    if len(set(labels)) < len(labels):
+        counts = Counter(labels)
+        duplicates = sorted(label for label, count in counts.items() if count > 1)
+        raise LabelError(f"duplicate labels: {shown_labels(duplicates)}")
     return labels
 
 
@@ -75,6 +77,8 @@ class Topology:
         start, final: bool [S], states a path may start / end in.
         in_ptr: int32 [S+1], edges entering state j are in_ptr[j]..in_ptr[j+1]-1.
         out_ptr: int32 [S+1]; out_dst, out_edge: int32 [E], the same edges by source.
+        feasibility: the :class:`Reachability` of its states: which lengths its
+            label sequences can have.
     """
 
     def __init__(
@@ -124,14 +128,15 @@ class Topology:
         self.out_edge = by_source.astype(np.int32)
         self.out_dst = self.edge_dst[by_source]
         self.out_ptr = np.searchsorted(self.edge_src[by_source], np.arange(num_states + 1)).astype(np.int32)
-        self._reachable: list[np.ndarray] = []
-        self._cycle_start: int | None = None
-        self._feasible: dict[int, bool] = {}
+        self.feasibility = Reachability(self.start, self.successors, self.final, f"topology {self.name!r}")
 
     def __setstate__(self, state: dict) -> None:
-        """Unpickle, also a Topology pickled before lengths' feasibility was remembered."""
-        self.__dict__.update(state)
-        self.__dict__.setdefault("_feasible", {})
+        """Unpickle, also a Topology pickled before its lengths' feasibility was kept
+        apart (its sets of reachable states are found again)."""
+        stale = ("_reachable", "_cycle_start", "_cycle_end", "_seen", "_feasible")
+        self.__dict__.update({key: value for key, value in state.items() if key not in stale})
+        if "feasibility" not in state:
+            self.feasibility = Reachability(self.start, self.successors, self.final, f"topology {self.name!r}")
 
     # -- sizes and symbols ---------------------------------------------------
     @property
@@ -149,6 +154,7 @@ class Topology:
     @cached_property
     def edge_ids(self) -> np.ndarray:
         """int64 [S, S]: the edge id of each allowed (source, destination) pair, -1 elsewhere."""
+        budget.check_table((self.num_states, self.num_states), f"the edge ids of topology {self.name!r}:")
         table = np.full((self.num_states, self.num_states), -1, dtype=np.int64)
         table[self.edge_src, self.edge_dst] = np.arange(self.num_edges)
         return table
@@ -206,33 +212,74 @@ class Topology:
         return bounded.to_fst(self.arcs)
 
     # -- feasibility ---------------------------------------------------------
-    def _extend_reachability(self, length: int) -> None:
-        """Grow the cached sets R_t (states reachable at token t, 1-based) to
-        ``length`` or until they repeat, after which they are periodic."""
+    def successors(self, states: np.ndarray) -> np.ndarray:
+        """bool [..., S]: the states an edge leads to from the states ``states`` bool
+        [..., S] (each row apart)."""
+        states = np.asarray(states, dtype=bool)
+        rows = states.reshape(-1, self.num_states)
+        entered = np.flatnonzero(np.diff(self.in_ptr) > 0)
+        following = np.zeros_like(rows)
+        block = max(1, (1 << 22) // max(self.num_edges, 1))  # rows x edges at most 4M at a time
+        for first in range(0, len(rows), block):
+            gathered = rows[first : first + block, self.edge_src]  # [rows, E]
+            if len(entered):
+                following[first : first + block, entered] = np.logical_or.reduceat(
+                    gathered, self.in_ptr[entered], axis=1
+                )
+        return following.reshape(states.shape)
+
+    def reachable_at(self, length: int) -> np.ndarray:
+        """bool [S]: states that some allowed prefix of ``length`` labels ends in."""
+        return self.feasibility.reachable_at(length)
+
+    def is_feasible(self, length: int) -> bool:
+        """Whether some allowed label sequence has exactly ``length`` labels."""
+        return self.feasibility.is_feasible(length)
+
+    def check_lengths(self, lengths: Iterable[int]) -> None:
+        """Raise InfeasibleError naming the sentences no allowed sequence fits."""
+        self.feasibility.check_lengths(lengths)
+
+
+class Reachability:
+    """Which lengths a state space's label sequences can have: the sets R_t of states
+    that some allowed prefix of t labels ends in (R_1 = ``start``, R_t+1 =
+    ``step(R_t)``), grown on demand until they repeat, after which they are periodic,
+    so that any length up to 10^6 and beyond is answered in a few steps.
+
+    ``start``, ``final``: bool [S]; ``step``: bool [S] -> bool [S]; ``name`` (e.g.
+    "topology 'iob2'") is what errors call the state space."""
+
+    def __init__(self, start: np.ndarray, step: Callable[[np.ndarray], np.ndarray], final: np.ndarray, name: str):
+        self.start, self.step, self.final, self.name = start, step, final, name
+        self._reachable: list[np.ndarray] = []
+        self._seen: dict[bytes, int] = {}
+        self._cycle: tuple[int, int] | None = None  # (first, end) of the sets that repeat
+        self._feasible: dict[int, bool] = {}
+
+    def _extend(self, length: int) -> None:
+        """Grow the sets R_t to ``length`` or until they repeat."""
         if not self._reachable:
             self._reachable.append(self.start.copy())
-            self._seen = {self.start.tobytes(): 0}
-        while self._cycle_start is None and len(self._reachable) < length:
-            current = self._reachable[-1]
-            following = np.zeros(self.num_states, dtype=bool)
-            following[self.edge_dst[current[self.edge_src]]] = True
+            self._seen[self.start.tobytes()] = 0
+        while self._cycle is None and len(self._reachable) < length:
+            following = self.step(self._reachable[-1])
             key = following.tobytes()
             if key in self._seen:
-                self._cycle_start = self._seen[key]
-                self._cycle_end = len(self._reachable)
+                self._cycle = (self._seen[key], len(self._reachable))
                 return
             self._seen[key] = len(self._reachable)
             self._reachable.append(following)
 
     def reachable_at(self, length: int) -> np.ndarray:
-        """bool [S]: states that some allowed prefix of ``length`` labels ends in."""
+        """bool [S]: R_length."""
         if length < 1:
             raise InfeasibleError("sequences have at least one token")
-        self._extend_reachability(length)
+        self._extend(length)
         index = length - 1
-        if self._cycle_start is not None and index >= len(self._reachable):
-            period = self._cycle_end - self._cycle_start
-            index = self._cycle_start + (index - self._cycle_start) % period
+        if self._cycle is not None and index >= len(self._reachable):
+            first, end = self._cycle
+            index = first + (index - first) % (end - first)
         return self._reachable[index]
 
     def is_feasible(self, length: int) -> bool:
@@ -250,7 +297,7 @@ class Topology:
             sentences = np.flatnonzero(np.isin(lengths, bad_lengths))
             shown = ", ".join(str(i) for i in sentences[:10]) + (" ..." if len(sentences) > 10 else "")
             raise InfeasibleError(
-                f"topology {self.name!r} allows no label sequence of length "
+                f"{self.name} allows no label sequence of length "
                 f"{', '.join(map(str, bad_lengths))} (sentences {shown}); "
                 "relax the topology or grammar, or drop those sentences"
             )
@@ -295,6 +342,7 @@ def from_acceptor(acceptor: Acceptor | pynini.Fst, labels: Sequence[str], name: 
     lo = np.searchsorted(state_dst[order], arc_src, side="left")
     hi = np.searchsorted(state_dst[order], arc_src, side="right")
     counts = hi - lo
+    budget.check_edges(counts.sum(), f"{name}: the topology ({len(pair_ids):,} states)")
     edge_dst = np.repeat(arc_state, counts)
     within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
     edge_src = order[np.repeat(lo, counts) + within]
@@ -307,12 +355,10 @@ def from_acceptor(acceptor: Acceptor | pynini.Fst, labels: Sequence[str], name: 
     return topology
 
 
-def _history_acceptor(
-    labels: Sequence[str], order: int, pad: str | None, allowed: Callable[[tuple[str, ...], str], bool] | None
-) -> Acceptor:
-    """Acceptor whose state is the last ``order`` labels (fewer at the start,
-    or pad-filled when ``pad`` is given); ``allowed(history, label)`` prunes arcs.
-    States are numbered as they are found, depth first from the start."""
+def _history_acceptor(labels: Sequence[str], order: int, pad: str | None) -> Acceptor:
+    """Acceptor whose state is the last ``order`` labels (fewer at the start, or
+    pad-filled when ``pad`` is given); states are numbered as they are found, depth
+    first from the start.  The caller has budgeted its states and arcs."""
     keys = {label: i + 1 for i, label in enumerate(labels)}
     initial_history = (pad,) * (order - 1) if pad is not None else ()
     state_of: dict[tuple[str | None, ...], int] = {initial_history: 0}
@@ -321,8 +367,6 @@ def _history_acceptor(
     while agenda:
         history = agenda.pop()
         for label in labels:
-            if allowed is not None and not allowed(history, label):
-                continue
             following = (history + (label,))[-order:]
             if following not in state_of:
                 state_of[following] = len(state_of)
@@ -333,10 +377,74 @@ def _history_acceptor(
     return from_arcs(len(state_of), 0, final, arcs)
 
 
+#: What a tagging scheme's rule says of a label after another (or at the start):
+#: it may never follow, always follow, or follow only a label of its own chunk type.
+NEVER, ALWAYS, SAME_TYPE = 0, 1, 2
+
+#: A rule: (the previous label's prefix, None at the start; the label's prefix) ->
+#: NEVER, ALWAYS or SAME_TYPE.  Prefixes are "O", "B", "I", "E", "S".
+Rule = Callable[[str | None, str], int]
+
+
+def _label_parts(labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(prefix int [L], type int [L] (-1 for O), the distinct prefixes) of chunk labels."""
+    parts = [chunk_type(label) for label in labels]
+    prefixes = sorted({prefix for prefix, _ in parts})
+    types = {kind: i for i, kind in enumerate(sorted({kind for _, kind in parts if kind is not None}))}
+    prefix_of = np.array([prefixes.index(prefix) for prefix, _ in parts], dtype=np.int64)
+    type_of = np.array([-1 if kind is None else types[kind] for _, kind in parts], dtype=np.int64)
+    return prefix_of, type_of, prefixes
+
+
+def _pair_count(labels: Sequence[str], rule: Rule | None) -> int:
+    """How many (previous label, label) pairs ``rule`` allows, counted by prefix and
+    type without listing the pairs (L^2 without a rule)."""
+    if rule is None:
+        return len(labels) ** 2
+    prefix_of, type_of, prefixes = _label_parts(labels)
+    by_type = np.zeros((len(prefixes), int(type_of.max(initial=-1)) + 2), dtype=np.int64)  # last column: O
+    np.add.at(by_type, (prefix_of, type_of), 1)
+    per_prefix = by_type.sum(axis=1)
+    count = 0
+    for before, previous in enumerate(prefixes):
+        for after, prefix in enumerate(prefixes):
+            verdict = rule(previous, prefix)
+            if verdict == ALWAYS:
+                count += int(per_prefix[before] * per_prefix[after])
+            elif verdict == SAME_TYPE:
+                count += int(by_type[before, :-1] @ by_type[after, :-1])
+    return count
+
+
+def _pair_acceptor(labels: Sequence[str], rule: Rule | None) -> Acceptor:
+    """The first-order acceptor of ``labels``: state 0 is the start, state i + 1 is
+    reached by reading label i, and ``rule`` (a tagging scheme's, or None for every
+    pair) says which label may follow which.  Budgeted (max_edges) before any pair is
+    listed, then built with numpy."""
+    L = len(labels)
+    budget.check_edges(_pair_count(labels, rule), f"the first-order topology over {L:,} labels")
+    if rule is None:
+        allowed, first = np.ones((L, L), dtype=bool), np.ones(L, dtype=bool)
+    else:
+        prefix_of, type_of, prefixes = _label_parts(labels)
+        verdicts = np.array([[rule(previous, prefix) for prefix in prefixes] for previous in prefixes], dtype=np.int8)
+        pair = verdicts[prefix_of[:, None], prefix_of[None, :]]
+        same_type = (type_of[:, None] == type_of[None, :]) & (type_of[:, None] >= 0)
+        allowed = (pair == ALWAYS) | ((pair == SAME_TYPE) & same_type)
+        first = np.array([rule(None, prefix) for prefix in prefixes])[prefix_of] == ALWAYS
+    source, label = np.nonzero(allowed)  # by source, each source's labels in order
+    starts = np.flatnonzero(first)
+    arc_src = np.concatenate([np.zeros(len(starts), dtype=np.int64), source + 1])
+    arc_key = np.concatenate([starts, label]) + 1
+    final = np.ones(L + 1, dtype=bool)
+    final[0] = False  # every state but the start is entered by a label
+    return Acceptor(L + 1, 0, final, arc_src, arc_key, arc_key)
+
+
 def first_order(labels: Sequence[str]) -> Topology:
     """Every label may follow every label: one state per label."""
     labels = check_labels(labels)
-    return from_acceptor(_history_acceptor(labels, 1, None, None), labels, name="first-order")
+    return from_acceptor(_pair_acceptor(labels, None), labels, name="first-order")
 
 
 def kth_order(labels: Sequence[str], order: int, pad: str | None = None) -> Topology:
@@ -352,8 +460,12 @@ def kth_order(labels: Sequence[str], order: int, pad: str | None = None) -> Topo
         raise LabelError(f"pad label {pad!r} is not among the labels")
     # a state per history: L^order full ones, and without a pad the shorter ones first
     histories = len(labels) ** order if pad is not None else sum(len(labels) ** n for n in range(1, order + 1))
-    budget.check_states(histories, f"the order-{order} topology over {len(labels)} labels")
-    topology = from_acceptor(_history_acceptor(labels, order, pad, None), labels, name=f"order-{order}")
+    what = f"the order-{order} topology over {len(labels):,} labels"
+    budget.check_states(histories, what)
+    budget.check_edges(histories * len(labels), what)  # a history's arcs: one per label
+    if order == 1:
+        return from_acceptor(_pair_acceptor(labels, None), labels, name="order-1")
+    topology = from_acceptor(_history_acceptor(labels, order, pad), labels, name=f"order-{order}")
     return _rename_by_history(topology, order, pad)
 
 
@@ -404,39 +516,35 @@ def chunk_type(label: str) -> tuple[str, str | None]:
 def iob2(types: Sequence[str]) -> Topology:
     """IOB2 validity: I-t only after B-t or I-t."""
     labels = iob2_labels(_check_types(types))
-    return from_acceptor(_history_acceptor(labels, 1, None, iob2_allows), labels, name="iob2")
+    return from_acceptor(_pair_acceptor(labels, iob2_rule), labels, name="iob2")
 
 
-def iob1_allows(history: tuple[str, ...], label: str) -> bool:
+def iob1_rule(previous: str | None, prefix: str) -> int:
     """IOB1: B-t only right after a chunk of type t (I-t or B-t), to split two chunks."""
-    prefix, kind = chunk_type(label)
     if prefix != "B":
-        return True
-    return bool(history) and chunk_type(history[-1])[0] in ("B", "I") and chunk_type(history[-1])[1] == kind
+        return ALWAYS
+    return SAME_TYPE if previous in ("B", "I") else NEVER
 
 
-def iob2_allows(history: tuple[str, ...], label: str) -> bool:
+def iob2_rule(previous: str | None, prefix: str) -> int:
     """IOB2: I-t only after B-t or I-t."""
-    prefix, kind = chunk_type(label)
     if prefix != "I":
-        return True
-    return bool(history) and chunk_type(history[-1])[1] == kind
+        return ALWAYS
+    return NEVER if previous is None else SAME_TYPE
 
 
-def bioes_allows(history: tuple[str, ...], label: str) -> bool:
+def bioes_rule(previous: str | None, prefix: str) -> int:
     """BIOES: inside a segment (after B-t or I-t) only I-t or E-t; elsewhere O, B-t or S-t."""
-    prefix, kind = chunk_type(label)
-    inside = bool(history) and chunk_type(history[-1])[0] in ("B", "I")
-    if inside:
-        return prefix in ("I", "E") and chunk_type(history[-1])[1] == kind
-    return prefix in ("O", "B", "S")
+    if previous in ("B", "I"):
+        return SAME_TYPE if prefix in ("I", "E") else NEVER
+    return ALWAYS if prefix in ("O", "B", "S") else NEVER
 
 
 #: Each tagging scheme: the prefixes its labels carry besides O, and which label may follow which.
-SCHEME_RULES: dict[str, tuple[tuple[str, ...], Callable[[tuple[str, ...], str], bool]]] = {
-    "iob1": (("B", "I"), iob1_allows),
-    "iob2": (("B", "I"), iob2_allows),
-    "bioes": (("B", "I", "E", "S"), bioes_allows),
+SCHEME_RULES: dict[str, tuple[tuple[str, ...], Rule]] = {
+    "iob1": (("B", "I"), iob1_rule),
+    "iob2": (("B", "I"), iob2_rule),
+    "bioes": (("B", "I", "E", "S"), bioes_rule),
 }
 
 
@@ -446,7 +554,7 @@ def with_scheme(topology: Topology, scheme: str) -> Topology:
     labels must be O and prefix-type labels of that scheme (``B-PER``, ...)."""
     if scheme not in SCHEME_RULES:
         raise TopologyError(f"unknown scheme {scheme!r}; choose one of {', '.join(SCHEME_RULES)}")
-    prefixes, allows = SCHEME_RULES[scheme]
+    prefixes, rule = SCHEME_RULES[scheme]
     for label in topology.labels:
         prefix, kind = chunk_type(label)
         if label != "O" and (prefix not in prefixes or not kind):
@@ -454,7 +562,7 @@ def with_scheme(topology: Topology, scheme: str) -> Topology:
                 f"label {label!r} is not a {scheme} label: expected O or one of "
                 f"{', '.join(p + '-<type>' for p in prefixes)}"
             )
-    validity = _history_acceptor(topology.labels, 1, None, allows)
+    validity = _pair_acceptor(topology.labels, rule)
     restricted = intersect(topology, validity, name=f"{topology.name}&{scheme}")
     return _ending_outside_segments(restricted) if scheme == "bioes" else restricted
 
@@ -466,9 +574,7 @@ def bioes_labels(types: Sequence[str]) -> tuple[str, ...]:
 def bioes(types: Sequence[str]) -> Topology:
     """BIOES validity: B-t (I-t)* E-t or S-t segments separated by O."""
     labels = bioes_labels(_check_types(types))
-    return _ending_outside_segments(
-        from_acceptor(_history_acceptor(labels, 1, None, bioes_allows), labels, name="bioes")
-    )
+    return _ending_outside_segments(from_acceptor(_pair_acceptor(labels, bioes_rule), labels, name="bioes"))
 
 
 def _ending_outside_segments(topology: Topology) -> Topology:

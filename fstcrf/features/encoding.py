@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fstcrf.corpus.conll import Corpus, Sentence
-from fstcrf.engine import kernel
+from fstcrf.engine import budget, kernel
 from fstcrf.errors import EmptySequenceError, FstcrfError, ShapeError
 from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.engine.inference import SentenceBatch, lengths_to_offsets, sentence_runs
@@ -230,6 +230,7 @@ class TransitionWeights:
     def __init__(self, num_edges: int, num_lower_labels: int = 0, active: np.ndarray | None = None):
         self.num_edges = int(num_edges)
         self.num_lower_labels = int(num_lower_labels)
+        budget.check_table((1 + self.num_lower_labels, self.num_edges), "the transition weights by lower label:")
         self.size = self.num_edges * (1 + self.num_lower_labels)
         self.num_classes = self.num_lower_labels + 1 if self.num_lower_labels else 1
         if active is not None:

@@ -14,7 +14,11 @@ holds later.  Formats:
   then per line a word and its DIMENSION numbers, separated by spaces.
 
 A file that is missing, unreadable, not UTF-8 or holds no entries, and a line
-that does not parse (named FILE:LINE), raise :class:`~fstcrf.errors.ResourceFileError`.
+that does not parse (named FILE:LINE, quoting at most its first 100 characters),
+raise :class:`~fstcrf.errors.ResourceFileError`.  A file larger than the budget's
+``max_resource_bytes`` (:mod:`fstcrf.engine.budget`, 256 MiB unless raised:
+``--max-resource-bytes`` on the command line) raises
+:class:`~fstcrf.errors.BudgetError` before it is read.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import cast
 
 import numpy as np
 
+from fstcrf.engine import budget
 from fstcrf.errors import ModelFileError, ResourceFileError
 from fstcrf.features.seen_entities import SeenEntities
 from fstcrf.features.template import RESOURCE_KINDS, SEEN_LOWER, Observation, Template
@@ -70,6 +75,18 @@ class Resource:
     content: Gazetteer | Clusters | Embeddings = field(repr=False)
 
 
+#: Error messages quote at most this many characters of a line or word of a file.
+SHOWN_CHARACTERS = 100
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for an error message: its first SHOWN_CHARACTERS characters,
+    and its length when it is longer."""
+    if len(text) <= SHOWN_CHARACTERS:
+        return repr(text)
+    return f"{text[:SHOWN_CHARACTERS]!r}... ({len(text):,} characters)"
+
+
 def _lines(text: str):
     """(line number, line) of the non-blank lines of a text."""
     for number, line in enumerate(text.split("\n"), start=1):
@@ -86,7 +103,8 @@ def _gazetteer(text: str, where: str) -> Gazetteer:
         tokens = tuple(words.split())
         if (tab and (not category.strip() or "\t" in category)) or not tokens:
             raise ResourceFileError(
-                f"{where}:{number}: expected an entry's tokens, optionally after a category and a tab; got {line!r}"
+                f"{where}:{number}: expected an entry's tokens, optionally after a category and a tab; "
+                f"got {_shown(line)}"
             )
         entries.setdefault(tokens[0], []).append((tokens, category.strip()))
         longest = max(longest, len(tokens))
@@ -103,10 +121,12 @@ def _clusters(text: str, where: str) -> Clusters:
         if len(fields) != 3 or not _BITS.fullmatch(fields[0]) or not fields[1] or not fields[2].strip().isdigit():
             raise ResourceFileError(
                 f"{where}:{number}: expected a Brown cluster line 'BITS<TAB>WORD<TAB>COUNT' "
-                f"(BITS of 0 and 1); got {line!r}"
+                f"(BITS of 0 and 1); got {_shown(line)}"
             )
         if fields[1] in paths:
-            raise ResourceFileError(f"{where}:{number}: the word {fields[1]!r} repeats line {first_line[fields[1]]}")
+            raise ResourceFileError(
+                f"{where}:{number}: the word {_shown(fields[1])} repeats line {first_line[fields[1]]}"
+            )
         paths[fields[1]] = fields[0]
         first_line[fields[1]] = number
     if not paths:
@@ -129,17 +149,19 @@ def _embeddings(text: str, where: str) -> Embeddings:
             dimension = len(numbers)
         if len(numbers) != dimension or not numbers:
             raise ResourceFileError(
-                f"{where}:{number}: {word!r} has {len(numbers)} numbers; expected {dimension or 'at least 1'} "
+                f"{where}:{number}: {_shown(word)} has {len(numbers)} numbers; expected {dimension or 'at least 1'} "
                 f"({'as the header says' if declared else 'as the first vector has'})"
             )
         try:
             vector = [float(value) for value in numbers]
         except ValueError:
-            raise ResourceFileError(f"{where}:{number}: the vector of {word!r} holds a value that is not a number")
+            raise ResourceFileError(
+                f"{where}:{number}: the vector of {_shown(word)} holds a value that is not a number"
+            ) from None
         if not all(map(math.isfinite, vector)):
-            raise ResourceFileError(f"{where}:{number}: the vector of {word!r} holds a NaN or infinite value")
+            raise ResourceFileError(f"{where}:{number}: the vector of {_shown(word)} holds a NaN or infinite value")
         if word in rows:
-            raise ResourceFileError(f"{where}:{number}: the word {word!r} repeats")
+            raise ResourceFileError(f"{where}:{number}: the word {_shown(word)} repeats")
         rows[word] = len(vectors)
         vectors.append(vector)
     if not vectors:
@@ -248,7 +270,11 @@ class Resources:
 
 def load_resource(kind: str, path: str, where: str) -> Resource:
     """Read and parse the file ``path`` of a template item of ``kind`` (the item at
-    ``where``, which a missing file's error names)."""
+    ``where``, which a missing file's error names).  A file larger than the budget's
+    max_resource_bytes (256 MiB unless raised) is refused before it is read
+    (BudgetError), as the model would keep a copy of it."""
     if not os.path.isfile(path):
         raise ResourceFileError(f"{where}: the {kind} file {path!r} does not exist or is not a file")
-    return parse_resource(kind, path, read_utf8(path, ResourceFileError), path)
+    limit = budget.current("max_resource_bytes")
+    budget.check_resource_bytes(os.path.getsize(path), f"{where}: the {kind} file {path!r}")
+    return parse_resource(kind, path, read_utf8(path, ResourceFileError, max_bytes=limit), path)

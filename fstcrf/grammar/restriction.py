@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from fstcrf.engine import budget
 from fstcrf.errors import GrammarError, LabelError, TopologyError
 from fstcrf.engine.inference import Potentials, Viterbi, viterbi
 from fstcrf.engine.acceptor import Acceptor, is_fst
@@ -77,6 +78,7 @@ def state_map(original: Topology, constrained: Topology) -> np.ndarray:
     if original.labels != constrained.labels:
         raise TopologyError("the constrained topology has other labels than the original")
     L, S = original.num_labels, original.num_states
+    budget.check_table((S + 1, L), f"topology {original.name!r}'s table of the state each label leads to:")
     starts = np.flatnonzero(original.start)
     sources = np.concatenate([original.edge_src, np.full(len(starts), S)]).astype(np.int64)
     targets = np.concatenate([original.edge_dst, starts]).astype(np.int64)

@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from fstcrf.engine import budget
 from fstcrf.engine.budget import check_cascade
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.errors import (
@@ -61,6 +62,7 @@ from fstcrf.engine.joint import (
     SEPARATOR,
     JointPotentials,
     JointSpace,
+    check_joint_states,
     component_marginals,
     joint_emissions,
     joint_forward_backward,
@@ -110,6 +112,7 @@ def compatibility_pairs(lower_labels: Sequence[str], upper_labels: Sequence[str]
             f"the compatibility transducer's symbol tables lack the labels {', '.join(unknown_in + unknown_out)}"
         )
     upper_index = {label: j for j, label in enumerate(upper_labels)}
+    budget.check_table((len(lower_labels), len(upper_labels)), "the compatibility relation's label pairs")
     pairs = np.zeros((len(lower_labels), len(upper_labels)), dtype=bool)
     for i, label in enumerate(lower_labels):
         single = pynini.accep(label, token_type=inputs)
@@ -154,6 +157,7 @@ class JointModel:
         self.constraint = constraint
         self.grammar = grammar
         self.topologies = tuple(model.scorer().decoding_topology() for model in self.components)
+        check_joint_states([topology.num_states for topology in self.topologies])  # before [P] masks are made
         self.space = JointSpace(list(self.topologies), self._allowed_states(), constraint)
 
     def __setstate__(self, state: dict) -> None:
@@ -348,6 +352,7 @@ class JointModel:
         """:meth:`span_probabilities` of several components at once, ``spans`` mapping
         each to its spans per sentence: the joint scores are built once per block."""
         sentences = as_sentences(corpus, "JointModel.span_probabilities")
+        self.space.check_product()  # span probabilities are computed on it
         labels = {}
         for component, component_spans in spans.items():
             if not 0 <= component < len(self.components):
@@ -370,6 +375,7 @@ class JointModel:
         their exact probabilities under the joint model [N][B][entities]; None for a
         component whose labels are not chunk labels (e.g. part-of-speech tags)."""
         sentences = as_sentences(corpus, "JointModel.predict_spans")
+        self.space.check_product()  # before decoding: span probabilities are computed on it
         decoded = self.predict(sentences)
         spans = {k: [path_chunks(labels) for labels in decoded[k]] for k in self.chunk_components()}
         probabilities = self.span_probabilities_by_component(sentences, spans)

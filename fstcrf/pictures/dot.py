@@ -1,19 +1,32 @@
 """Graphviz's dot language as the pictures write it: quoted strings that Graphviz shows
-as the text they hold (quotes, backslashes, line breaks, any Unicode), attribute lists,
-and node and edge statements.  Plain Python: no Graphviz is needed to write dot text."""
+as the text they hold (quotes, backslashes, line breaks, any Unicode; control
+characters, which Graphviz rejects (NUL) or writes into SVG that no XML reader takes,
+as their visible Unicode pictures), attribute lists, and node and edge statements.
+Plain Python: no Graphviz is needed to write dot text."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+#: Graphviz's lexer refuses a quoted string of more than 16,384 bytes: a longer text is
+#: cut to this many characters (at most 8,000 bytes once escaped) and its length noted.
+LONGEST = 1000
+
+#: Each control character but the line break, as the Unicode picture of it (U+2400 ...).
+CONTROL_PICTURES = {code: 0x2400 + code for code in range(0x20) if code != 0x0A} | {0x7F: 0x2421}
+
 
 def quoted(text: str) -> str:
     """``text`` as a dot double-quoted string that Graphviz draws as ``text``: a
     backslash is doubled (Graphviz reads ``\\n``, ``\\l``, ``\\N``, ... in labels as
-    escapes), a double quote escaped and a line break written as ``\\n`` (a centred
-    line)."""
+    escapes), a double quote escaped, a line break written as ``\\n`` (a centred
+    line), another control character (NUL included) drawn as its Unicode picture
+    (U+2400 ...), and a text longer than LONGEST characters cut, with its length."""
+    if len(text) > LONGEST:
+        text = f"{text[:LONGEST]}... ({len(text):,} characters)"
     lines = text.replace("\r\n", "\n").split("\n")
-    return '"' + "\\n".join(line.replace("\\", "\\\\").replace('"', '\\"') for line in lines) + '"'
+    escaped = (line.replace("\\", "\\\\").replace('"', '\\"').translate(CONTROL_PICTURES) for line in lines)
+    return '"' + "\\n".join(escaped) + '"'
 
 
 def attribute_list(attributes: Mapping[str, str]) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fstcrf.engine import budget
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import ArgumentTypeError, LabelError, TopologyError
 
@@ -39,6 +40,10 @@ class LabelStructure:
         self.final_states = np.flatnonzero(topology.final)
         in_degree = np.diff(topology.in_ptr)
         width = max(int(in_degree.max()), 1)
+        what = f"topology {topology.name!r}'s"
+        budget.check_table((S, width), f"{what} padded table of the edges entering each state:")
+        budget.check_table((S + 1, L), f"{what} table of the state each label leads to:")
+        budget.check_table((S, S), f"{what} edge ids:")
         slot = np.arange(width)
         self.in_valid = slot[None, :] < in_degree[:, None]
         self.in_edge = np.where(self.in_valid, topology.in_ptr[:-1, None] + slot[None, :], 0).astype(np.int64)

@@ -504,7 +504,8 @@ def test_feasibility_survives_pickling_also_from_before_it_was_remembered():
     topology = spec.topology()
     assert [topology.is_feasible(T) for T in (4, 5, 4)] == [True, False, True]
     state = dict(vars(topology))
-    del state["_feasible"]  # as pickled by a release that did not remember feasibility
+    del state["feasibility"]  # as pickled by a release that kept reachable sets and no feasibility
+    state.update(_reachable=[topology.start.copy()], _cycle_start=None)
     old = Topology.__new__(Topology)
     old.__setstate__(state)
     assert [old.is_feasible(T) for T in range(1, 16)] == [T % 3 == 1 for T in range(1, 16)]

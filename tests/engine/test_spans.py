@@ -3,6 +3,8 @@ against the corpus's chunk reader."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -12,7 +14,7 @@ from fstcrf.corpus.schemes import read_chunks
 from fstcrf.engine.spans import decoded_entities, entity_probabilities, path_chunks, state_labels
 from fstcrf.engine.inference import Potentials, viterbi
 from fstcrf.engine.topology import first_order, iob2
-from fstcrf.errors import LabelError, ScoreError, ShapeError
+from fstcrf.errors import LabelError, ShapeError
 
 from strategies import batches, oracle_settings
 
@@ -50,15 +52,55 @@ def test_every_span_probability_is_the_enumerated_one(dense_states, instance, da
         np.testing.assert_allclose(got, want, atol=1e-9, rtol=1e-7)
 
 
-def test_scores_too_wide_for_the_linear_domain_raise_a_score_error():
+@given(instance=batches(), data=st.data())
+@oracle_settings(80)
+def test_scores_too_wide_for_the_linear_domain_are_exact_in_the_log_domain(instance, data):
+    """Each sentence's emissions scaled by its own factor, the shared scores by another
+    (a small temperature): sentences the linear domain cannot hold (a row's mass under
+    1e-100) are redone in the log domain, in the same batch as those it holds."""
+    labels = data.draw(
+        st.lists(st.sampled_from(CHUNK_LABELS), min_size=instance.spec.num_states, max_size=instance.spec.num_states)
+    )
+    factors = np.array(
+        data.draw(
+            st.lists(
+                st.sampled_from([1.0, 40.0, 1e3, 1e5]), min_size=len(instance.lengths), max_size=len(instance.lengths)
+            )
+        )
+    )
+    shared = data.draw(st.sampled_from([1.0, 300.0]))
+    scaled = dataclasses.replace(
+        instance,
+        emissions=instance.emissions * np.repeat(factors, instance.lengths)[:, None],
+        transitions=instance.transitions * shared,
+        start=instance.start * shared,
+        final=instance.final * shared,
+        _oracles={},
+    )
+    asked, expected = [], []
+    for b, T in enumerate(scaled.lengths):
+        exact = _exact_span_probabilities(scaled, b, labels)
+        candidates = [(i, j, x) for i in range(T) for j in range(i, T) for x in ("A", "B")]
+        asked.append(candidates)
+        expected.append([exact.get(span, 0.0) for span in candidates])
+    for got, want in zip(entity_probabilities(scaled.potentials(), labels, asked), expected):
+        np.testing.assert_allclose(got, want, atol=1e-9, rtol=1e-7)
+
+
+def test_a_first_token_whose_linear_mass_underflows_is_exact():
     """The states a path may start in are 800 nats below the token's best state, which
-    may not start: both linear weights underflow to 0, so the first token's mass is 0."""
+    may not start: both linear weights underflow to 0, so the linear first row has no
+    mass; the log domain gives the enumerated probabilities."""
     topology = first_order(["O", "B-A", "I-A"])
     emissions = np.zeros((2, 3))
     emissions[0] = [0.0, -800.0, -800.0]
-    pot = Potentials(topology, emissions, start=np.array([-1000.0, 0.0, -1000.0]))
-    with pytest.raises(ScoreError, match="too wide a range for the linear domain"):
-        entity_probabilities(pot, ["O", "B-A", "I-A"], [[(0, 1, "A")]])
+    start = np.array([-1000.0, 0.0, -1000.0])
+    pot = Potentials(topology, emissions, start=start)
+    assert not spans._Tables(pot).exact.any()
+    # paths start in B-A (start 0, emission -800) or elsewhere (start -1000): B-A at token 0
+    # has probability 1 up to exp(-200); then each of the three labels at token 1 is as likely
+    got = entity_probabilities(pot, ["O", "B-A", "I-A"], [[(0, 0, "A"), (0, 1, "A")]])[0]
+    np.testing.assert_allclose(got, [2 / 3, 1 / 3], rtol=1e-12)
 
 
 def chunks_by_scanning(tags):

@@ -286,7 +286,7 @@ def test_command_writes_columns_and_docstart_lines(tmp_path, caplog):
 def test_command_refuses_to_overwrite_an_announcement(tmp_path, capsys):
     announcement = write(tmp_path, "1.txt", ANNOUNCEMENT)
     assert main(["-q", "seminars", str(tmp_path), "-o", str(announcement)]) == 2
-    assert "is one of the announcements" in capsys.readouterr().err
+    assert "is the same file as the input" in capsys.readouterr().err
     assert announcement.read_text() == ANNOUNCEMENT
 
 

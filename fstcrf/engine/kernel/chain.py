@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 
 from fstcrf._kernel import ffi, lib
 from fstcrf.engine.kernel.buffers import (
-    FC_INFEASIBLE,
-    FC_OK,
     KernelBuffers,
     check_status,
     input_pointer,
@@ -184,6 +182,21 @@ def max_marginals(
     check_status(status, "max_marginals")
 
 
+def log_tables(
+    graph: Graph, scores: Scores, batch: Batch, log_alpha: np.ndarray, log_beta: np.ndarray, workspace: Workspace
+) -> None:
+    """fc_log_tables: the log-domain forward and backward tables float [n, S]."""
+    status = lib.fc_log_tables(
+        graph.struct,
+        scores.struct,
+        batch.struct,
+        output_pointer(log_alpha),
+        output_pointer(log_beta),
+        workspace.struct,
+    )
+    check_status(status, "log_tables")
+
+
 def span_viterbi(
     graph: Graph,
     scores: Scores,
@@ -318,11 +331,13 @@ def scaled_tables(
     beta: np.ndarray,
     log_prefix: np.ndarray,
     log_suffix: np.ndarray,
-) -> bool:
+    exact: np.ndarray,
+) -> None:
     """fc_scaled_tables: linear edge weights float [C, E], start and final weights
     float [S] and a batch whose emissions are linear weights [N, S] give the rescaled
     forward and backward tables alpha, beta float [N, S] and their log scales
-    log_prefix, log_suffix float [N]; False if a row's mass is 0 or not finite."""
+    log_prefix, log_suffix float [N]; exact int32 [B] is 0 for a sentence whose rows
+    the linear domain cannot hold exactly (a row's mass below 1e-100)."""
     status = lib.fc_scaled_tables(
         graph.struct,
         input_pointer(weight),
@@ -333,7 +348,6 @@ def scaled_tables(
         output_pointer(beta),
         output_pointer(log_prefix),
         output_pointer(log_suffix),
+        output_pointer(exact),
     )
-    if status not in (FC_OK, FC_INFEASIBLE):
-        check_status(status, "scaled_tables")
-    return status == FC_OK
+    check_status(status, "scaled_tables")
