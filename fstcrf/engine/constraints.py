@@ -386,8 +386,9 @@ def resolve(constraints: Constraints, labels: Sequence[str], length: int, senten
     required, weighted = [], {}
     for i, item in enumerate(constraints.spans):
         key = span(item, f"spans[{i}]")
-        if item.weight is None:
+        if item.weight is None:  # its tokens carry its type (at token 0 that begins it)
             required.append(key)
+            scores[item.first : item.last + 1, chunks.label_type != key[2]] = -np.inf  # type: ignore[union-attr]
         else:
             weighted[key] = weighted.get(key, 0.0) + item.weight
     for i, item in enumerate(constraints.forbidden):
