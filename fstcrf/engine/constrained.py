@@ -39,7 +39,7 @@ import numpy as np
 
 from fstcrf.engine import budget
 from fstcrf.engine.constraints import SentenceRules, resolve
-from fstcrf.engine.inference import Potentials, check_potentials, forward_backward
+from fstcrf.engine.inference import Potentials, check_potentials, forward_backward, lengths_to_offsets
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import InfeasibleError, ShapeError
 
@@ -158,7 +158,8 @@ class Starts:
         reach: dict[int, int] = {}
         for first, last, _ in rules.weighted:
             reach[first] = max(reach.get(first, first), last)
-        flag, busy = {}, {}  # busy: flag -> the last token its start reaches
+        flag: dict[int, int] = {}
+        busy: dict[int, int] = {}  # flag -> the last token its start reaches
         for first in sorted(reach):
             free = [q for q, until in busy.items() if until < first]
             q = min(free) if free else len(busy) + 1
@@ -246,7 +247,7 @@ def constrain(
     S = topology.num_states
     labels_of_state = topology.state_label if state_label is None else np.asarray(state_label)
     given = [b for b, rule in enumerate(rules) if rule is not None]
-    starts = {b: Starts.of(rules[b]) for b in given if rules[b].weighted}  # type: ignore[union-attr]
+    starts = {b: Starts.of(rule) for b, rule in enumerate(rules) if rule is not None and rule.weighted}
     flags = 1 + max((found.count for found in starts.values()), default=0)
     flagged = flagged_topology(topology, flags) if flags > 1 else None
     expanded = topology if flagged is None else flagged.topology
@@ -256,12 +257,12 @@ def constrain(
         for b in starts:
             untracked[pot.sentence(b)] = False
         emissions[untracked, S:] = -np.inf
+    emissions += np.tile(token_scores(rules, pot.lengths, labels_of_state), flags)
     by_token: dict[tuple[int, int], np.ndarray] = {}  # (sentence, token) -> float [E'] added into it
     for b in given:
         rule = rules[b]
         assert rule is not None
         rows = pot.sentence(b)
-        emissions[rows] += np.tile(rule.label_scores[:, labels_of_state], flags)
         facts = EdgeFacts.of(topology, labels_of_state, rule)
         pairs = pair_scores(rule, facts)
         if flagged is None:
@@ -293,6 +294,18 @@ def constrain(
     return lattice
 
 
+def token_scores(rules: Sequence[SentenceRules | None], lengths, state_label: np.ndarray) -> np.ndarray:
+    """float [N, S]: what the rules of each sentence (of ``lengths`` [B]) on single
+    tokens add to each state (``state_label`` [S]: its label's index), -inf where
+    its label is not allowed; 0 in sentences without rules."""
+    offsets = lengths_to_offsets(lengths)
+    scores = np.zeros((int(offsets[-1]), len(state_label)))
+    for b, rule in enumerate(rules):
+        if rule is not None:
+            scores[offsets[b] : offsets[b + 1]] = rule.label_scores[:, state_label]
+    return scores
+
+
 def default_flag_row(flagged: FlaggedTopology) -> np.ndarray:
     """float [E']: flag 0 stays 0, no other flag is taken (a token where no start is pending)."""
     return np.where((flagged.source_flag == 0) & (flagged.target_flag == 0), 0.0, -np.inf)
@@ -315,7 +328,8 @@ def class_rows(
     if not by_token:
         return (own if pot.transitions.ndim == 2 else own[0]), pot.token_class
     lifted = base if flagged is None else base[:, flagged.base_edge]
-    rows, seen = [own], {}
+    rows = [own]
+    seen: dict[tuple[int, bytes], int] = {}
     for (b, t), added in by_token.items():
         n = int(pot.offsets[b]) + t
         key = (int(token_class[n]), added.tobytes())
@@ -349,7 +363,7 @@ def check_feasible(
     clashing = clashing_rules(pot.select([b]), rule, state_label)
     described = [rule.source.describe(item) for item in clashing]
     error = InfeasibleError(
-        f"sentence {rule.sentence}: its constraints leave no label sequence; "
+        f"{rule.where}: its constraints leave no label sequence; "
         + (
             f"these clash: {'; '.join(described)}"
             if described
@@ -368,7 +382,7 @@ def clashing_rules(pot: Potentials, rules: SentenceRules, state_label: np.ndarra
     source = rules.source
 
     def feasible(kept: list) -> bool:
-        resolved = resolve(source.only(kept), rules.labels, rules.length, rules.sentence)
+        resolved = resolve(source.only(kept), rules.labels, rules.length, rules.sentence, rules.what)
         lattice = constrain(pot, [resolved], state_label, check=False)
         log_z = forward_backward(lattice.potentials, marginals=False, edge_counts=False, allow_infeasible=True).log_z
         return bool(log_z[0] > -np.inf)

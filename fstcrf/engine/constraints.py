@@ -94,11 +94,16 @@ def _span(value, what: str) -> Span:
         value = Span(**value)
     if not isinstance(value, tuple) or len(value) not in (3, 4):
         raise ConstraintError(f"{what}: a span is Span(first, last, type, weight=None), got {value!r}")
-    first, last, chunk_type, *weight = value
-    span = Span(_token(first, what), _token(last, what), _label(chunk_type, what), _weight(*weight or [None], what))
+    first, last, chunk_type, *rest = value
+    span = Span(_token(first, what), _token(last, what), _label(chunk_type, what), _weight(_given(rest), what))
     if span.last < span.first:
         raise ConstraintError(f"{what}: span ({span.first}, {span.last}) ends before it begins")
     return span
+
+
+def _given(rest: list):
+    """The optional last field of a tuple (a weight), None when absent."""
+    return rest[0] if rest else None
 
 
 def _range(value, what: str) -> TokenRange:
@@ -109,8 +114,8 @@ def _range(value, what: str) -> TokenRange:
         value = TokenRange(**value)
     if not isinstance(value, tuple) or len(value) not in (2, 3):
         raise ConstraintError(f"{what}: a range is (first, last) or (first, last, weight), got {value!r}")
-    first, last, *weight = value
-    kept = TokenRange(_token(first, what), _token(last, what), _weight(*weight or [None], what))
+    first, last, *rest = value
+    kept = TokenRange(_token(first, what), _token(last, what), _weight(_given(rest), what))
     if kept.last < kept.first:
         raise ConstraintError(f"{what}: range ({kept.first}, {kept.last}) ends before it begins")
     return kept
@@ -156,7 +161,7 @@ class Constraints:
     allowed: Mapping[int, Collection[str]] = field(default_factory=dict)
     spans: Sequence[Span] = ()
     forbidden: Sequence[Span] = ()
-    unbroken: Sequence[TokenRange | tuple] = ()
+    unbroken: Sequence[TokenRange] = ()  # (first, last) or (first, last, weight) tuples are read as ranges
     scores: Mapping[int, Mapping[str, float]] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -315,7 +320,8 @@ class SentenceRules:
     {(first, last, type index): score added to a path holding that chunk} (-inf:
     forbidden); ``unbroken`` (first, last, loss per boundary, inf when hard);
     ``chunks`` the chunk reading of the labels (None without chunk labels); and what
-    they came from, to name clashing rules: ``source``, ``labels``, ``sentence``."""
+    they came from, to name clashing rules: ``source``, ``labels``, ``sentence``
+    and ``what`` (the caller)."""
 
     label_scores: np.ndarray
     required: tuple[tuple[int, int, int], ...]
@@ -325,6 +331,12 @@ class SentenceRules:
     source: Constraints
     labels: tuple[str, ...]
     sentence: int
+    what: str = ""
+
+    @property
+    def where(self) -> str:
+        """The sentence as errors name it, e.g. "ChainCRF.predict: sentence 3"."""
+        return f"{self.what}: sentence {self.sentence}" if self.what else f"sentence {self.sentence}"
 
     @property
     def length(self) -> int:
@@ -335,12 +347,14 @@ class SentenceRules:
         return bool(np.any(self.label_scores))
 
 
-def resolve(constraints: Constraints, labels: Sequence[str], length: int, sentence: int = 0) -> SentenceRules:
+def resolve(
+    constraints: Constraints, labels: Sequence[str], length: int, sentence: int = 0, what: str = ""
+) -> SentenceRules:
     """``constraints`` of sentence number ``sentence`` (``length`` tokens) over the
     label indices of ``labels``: ConstraintError for a token past the sentence,
-    ConstraintLabelError for a label or type the labels lack."""
+    ConstraintLabelError for a label or type the labels lack (``what`` names the caller)."""
     labels = tuple(labels)
-    where = f"sentence {sentence}"
+    where = f"{what}: sentence {sentence}" if what else f"sentence {sentence}"
     index = {label: i for i, label in enumerate(labels)}
 
     def token(value: int, what: str) -> int:
@@ -358,8 +372,8 @@ def resolve(constraints: Constraints, labels: Sequence[str], length: int, senten
 
     scores = np.zeros((length, len(labels)))
     for t, value in constraints.fixed.items():
-        keep = label(value, f"fixed[{t}]")
-        scores[token(t, "fixed"), np.arange(len(labels)) != keep] = -np.inf
+        fixed = label(value, f"fixed[{t}]")
+        scores[token(t, "fixed"), np.arange(len(labels)) != fixed] = -np.inf
     for t, values in constraints.allowed.items():
         keep = [label(value, f"allowed[{t}]") for value in sorted(values)]
         scores[token(t, "allowed"), np.setdiff1d(np.arange(len(labels)), keep)] = -np.inf
@@ -383,7 +397,8 @@ def resolve(constraints: Constraints, labels: Sequence[str], length: int, senten
             )
         return item.first, item.last, type_index[item.type]
 
-    required, weighted = [], {}
+    required: list[tuple[int, int, int]] = []
+    weighted: dict[tuple[int, int, int], float] = {}
     for i, item in enumerate(constraints.spans):
         key = span(item, f"spans[{i}]")
         if item.weight is None:  # its tokens carry its type (at token 0 that begins it)
@@ -395,18 +410,20 @@ def resolve(constraints: Constraints, labels: Sequence[str], length: int, senten
         key = span(item, f"forbidden[{i}]")
         weighted[key] = weighted.get(key, 0.0) - (math.inf if item.weight is None else item.weight)
     unbroken = []
-    for i, item in enumerate(constraints.unbroken):
-        token(item.last, f"unbroken[{i}]")
+    for i, stretch in enumerate(constraints.unbroken):
+        token(stretch.last, f"unbroken[{i}]")
         if chunks is None:
             raise ConstraintLabelError(
                 f"{where}: unbroken[{i}] asks for chunks, but the model's labels are not chunk labels"
             )
-        unbroken.append((item.first, item.last, math.inf if item.weight is None else item.weight))
-    return SentenceRules(scores, tuple(required), weighted, tuple(unbroken), chunks, constraints, labels, sentence)
+        unbroken.append((stretch.first, stretch.last, math.inf if stretch.weight is None else stretch.weight))
+    return SentenceRules(
+        scores, tuple(required), weighted, tuple(unbroken), chunks, constraints, labels, sentence, what
+    )
 
 
 def resolve_batch(
-    constraints, lengths: Sequence[int], labels: Sequence[str], what: str
+    constraints, lengths: Sequence[int] | np.ndarray, labels: Sequence[str], what: str
 ) -> list[SentenceRules | None] | None:
     """The rules of a batch's constraints (one Constraints, its dict form or None per
     sentence, as ``constraints`` lists them; None: no constraints), checked before any
@@ -425,5 +442,5 @@ def resolve_batch(
     rules = []
     for b, (value, length) in enumerate(zip(constraints, lengths)):
         given = as_constraints(value, f"{what}: constraints[{b}]")
-        rules.append(resolve(given, labels, int(length), b) if given else None)
+        rules.append(resolve(given, labels, int(length), b, what) if given else None)
     return rules if any(rule is not None for rule in rules) else None
