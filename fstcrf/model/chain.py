@@ -359,6 +359,7 @@ class ChainCRF:
         self.consistency_ = state.consistency
         self.decoding_ = state.decoding
         self.mbr_temperature_ = state.mbr_temperature
+        self.tag_dictionary_ = state.tag_dictionary
         if state.traffic is not None:
             self.traffic_ = state.traffic
         return self
