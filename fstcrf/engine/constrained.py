@@ -288,10 +288,18 @@ def constrain(
     constrained.final = np.tile(pot.final, flags)
     lattice = ConstrainedLattice(constrained, np.tile(np.arange(S, dtype=np.int32), flags), flags)
     if check:
-        hard = [b for b in given if rules[b].source.hard_rules()]  # type: ignore[union-attr]
+        hard = [b for b, rule in enumerate(rules) if rule is not None and rule.source.hard_rules()]
+        if hard and flags == 1 and not by_token and is_complete(topology) and np.isfinite(pot.transitions).all():
+            hard = [b for b in hard if not np.isfinite(emissions[pot.sentence(b)]).any(axis=1).all()]
         if hard:
             check_feasible(pot, lattice, rules, hard, labels_of_state, threads)
     return lattice
+
+
+def is_complete(topology: Topology) -> bool:
+    """Whether every state may start, end and follow every state: then a sentence has a
+    path as long as each of its tokens allows a state (rules on single tokens only)."""
+    return bool(topology.num_edges == topology.num_states**2 and topology.start.all() and topology.final.all())
 
 
 def token_scores(rules: Sequence[SentenceRules | None], lengths, state_label: np.ndarray) -> np.ndarray:
