@@ -58,14 +58,14 @@ class TagDictionary:
             given = [None] * len(sentences)
         result = []
         for sentence, own in zip(sentences, given):
-            own = own or Constraints()
-            taken = set(own.fixed) | set(own.allowed)
+            taken = set() if own is None else set(own.fixed) | set(own.allowed)
             allowed = {
                 t: self.words[word]
                 for t, word in enumerate(sentence[self.column])
                 if t not in taken and word in self.words
             }
-            result.append(replace(own, allowed={**own.allowed, **allowed}) or None)
+            merged = Constraints(allowed=allowed) if own is None else replace(own, allowed={**own.allowed, **allowed})
+            result.append(merged or None)
         return result
 
     def to_payload(self, labels: Sequence[str]) -> tuple[dict, dict[str, np.ndarray]]:
@@ -96,5 +96,7 @@ class TagDictionary:
         ):
             raise ModelFileError(f"{where}: the model's tag dictionary does not fit its {len(labels)} labels")
         table = table.reshape(len(words), len(labels))
-        names = np.array(labels, dtype=object)
-        return cls(column, min_count, {word: frozenset(names[row.astype(bool)]) for word, row in zip(words, table)})
+        taken: list[list[str]] = [[] for _ in words]
+        for row, label in zip(*np.nonzero(table)):
+            taken[row].append(labels[label])
+        return cls(column, min_count, {word: frozenset(names) for word, names in zip(words, taken)})

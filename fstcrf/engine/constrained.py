@@ -262,6 +262,8 @@ def constrain(
     for b in given:
         rule = rules[b]
         assert rule is not None
+        if not (rule.required or rule.unbroken or rule.weighted):
+            continue  # rules on single tokens: in the emissions already
         rows = pot.sentence(b)
         facts = EdgeFacts.of(topology, labels_of_state, rule)
         pairs = pair_scores(rule, facts)

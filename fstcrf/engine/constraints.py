@@ -134,6 +134,8 @@ def _sequence(value, what: str) -> Sequence:
 
 
 def _label_set(value, what: str) -> frozenset[str]:
+    if type(value) is frozenset and value and all(type(label) is str and label for label in value):
+        return value  # already a set of labels (a tag dictionary's)
     if isinstance(value, str) or not isinstance(value, Collection):
         raise ConstraintError(f"{what}: the allowed labels are a set or list of labels, got {value!r}")
     labels = frozenset(_label(label, what) for label in value)
@@ -298,6 +300,12 @@ class ChunkLabels:
 
 
 @lru_cache(maxsize=64)
+def label_index(labels: tuple[str, ...]) -> dict[str, int]:
+    """{label: its index}."""
+    return {label: i for i, label in enumerate(labels)}
+
+
+@lru_cache(maxsize=64)
 def chunk_labels(labels: tuple[str, ...]) -> ChunkLabels | None:
     """The chunk reading of ``labels``; None when one of them is not O or B-, I-, E-, S-X."""
     parts = [parse_chunk_label(label) for label in labels]
@@ -355,7 +363,7 @@ def resolve(
     ConstraintLabelError for a label or type the labels lack (``what`` names the caller)."""
     labels = tuple(labels)
     where = f"{what}: sentence {sentence}" if what else f"sentence {sentence}"
-    index = {label: i for i, label in enumerate(labels)}
+    index = label_index(labels)
 
     def token(value: int, what: str) -> int:
         if value >= length:
@@ -374,9 +382,13 @@ def resolve(
     for t, value in constraints.fixed.items():
         fixed = label(value, f"fixed[{t}]")
         scores[token(t, "fixed"), np.arange(len(labels)) != fixed] = -np.inf
-    for t, values in constraints.allowed.items():
-        keep = [label(value, f"allowed[{t}]") for value in sorted(values)]
-        scores[token(t, "allowed"), np.setdiff1d(np.arange(len(labels)), keep)] = -np.inf
+    if constraints.allowed:  # one assignment for every token's set: a tag dictionary names most tokens
+        rows = np.fromiter((token(t, "allowed") for t in constraints.allowed), dtype=np.int64)
+        sizes = np.fromiter(map(len, constraints.allowed.values()), dtype=np.int64)
+        chosen = [label(value, f"allowed[{t}]") for t, values in constraints.allowed.items() for value in values]
+        kept = np.zeros(scores.shape, dtype=bool)
+        kept[np.repeat(rows, sizes), chosen] = True
+        scores[rows] = np.where(kept[rows], scores[rows], -np.inf)
     for t, bonuses in constraints.scores.items():
         for value, bonus in bonuses.items():
             scores[token(t, "scores"), label(value, f"scores[{t}]")] += bonus
