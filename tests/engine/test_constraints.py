@@ -145,7 +145,7 @@ def test_a_required_span_holds_exactly_that_chunk():
         assert (1, 3, "B") in chunks_of(tuple(labels[path]))
 
 
-@oracle_settings(60)
+@oracle_settings(25)
 @given(st.data())
 def test_constraints_round_trip_through_json(data):
     constraints = data.draw(random_constraints(IOB2_LABELS, 6))

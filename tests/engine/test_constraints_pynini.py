@@ -6,7 +6,7 @@ read by tests/constraint_oracles.py from their definition).  Tropical shortest
 paths are the Viterbi and k-best scores, log-semiring shortest distances log Z, the
 label marginals and the span probabilities; hard and weighted rules, first- and
 higher-order topologies and topologies under grammars; and the constrained lattice
-fstcrf exports has the same distances."""
+fstcrf exports has the same distances (and log Z that of enumeration)."""
 
 from needs_pynini import pynini  # noqa: F401  (skips the module without pynini)
 
@@ -122,6 +122,7 @@ def test_constrained_inference_is_openfst_composition(batch):
         T = int(pot.lengths[b])
         assert close(distance(log), log_z[b], 1e-7)
         assert close(distance(lattices(pot, b)[0]), log_z[b], 1e-7)  # fstcrf's own export of the constrained lattice
+        assert close(batch.oracle(b).log_z, log_z[b], 1e-9)  # and enumeration, on grammar topologies too
         theirs = best_paths(tropical, 6)
         assert close(theirs[0][1], best.scores[b], FLOAT32_REL)
         if len(theirs) < 2 or theirs[0][1] - theirs[1][1] > 1e-3:
