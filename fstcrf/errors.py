@@ -51,7 +51,23 @@ class TopologyError(FstcrfError):
 
 
 class InfeasibleError(FstcrfError):
-    """No label sequence of the requested length is allowed by the topology."""
+    """No label sequence of the requested length is allowed by the topology, or none
+    keeps to a sentence's constraints."""
+
+    #: Set when a sentence's constraints exclude every path: its index in the batch
+    #: and the descriptions of a small set of its constraints that clash.
+    sentence: int
+    clashing: list[str]
+
+
+class ConstraintError(FstcrfError):
+    """A sentence's constraints are malformed: a token past the sentence's end, a span
+    whose last token precedes its first, a weight that is not a positive number."""
+
+
+class ConstraintLabelError(ConstraintError, LabelError):
+    """A sentence's constraints name a label or chunk type the model lacks, or spans
+    of a model whose labels are not chunk labels."""
 
 
 class ConllFormatError(FstcrfError):

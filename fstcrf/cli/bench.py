@@ -175,6 +175,14 @@ def _partial(args: argparse.Namespace) -> tuple:
     return (bench_partial(folder, args.fraction, args.seed, args.iterations or 50, args.threads),)
 
 
+def _corrections(args: argparse.Namespace) -> tuple:
+    from fstcrf.bench.corrections import bench_corrections
+
+    data = _shared_data(args, ["conll2000", "conll2003"])
+    models = {task: path for task, path in (("chunk", args.model), ("ner", args.ner_model)) if path}
+    return (bench_corrections(data, models, args.held_out, args.threads, not args.quiet),)
+
+
 def _bandit(args: argparse.Namespace) -> tuple:
     from fstcrf.bench.bandit import bench_bandit
 
@@ -325,6 +333,7 @@ TARGETS: dict[str, tuple[Measurement, ...]] = {
     "train": (Measurement(_train_process, "process:format_process", json=True),),
     "grammar": (Measurement(_grammar, "grammar:format_grammar"),),
     "partial": (Measurement(_partial, "partial:format_partial"),),
+    "corrections": (Measurement(_corrections, "corrections:format_corrections", json=True),),
     "bandit": (Measurement(_bandit, "bandit:format_bandit"),),
     "nonlocal": (Measurement(_nonlocal, "consistency:format_nonlocal", json="consistency:nonlocal_json"),),
     "transfer": (Measurement(_transfer, "transfer:format_transfer", json="transfer:transfer_json"),),
@@ -378,6 +387,11 @@ def add_parsers(commands) -> None:
         "each with python-crfsuite and with fstcrf.pycrfsuite (needs fstcrf[bench] and nltk); "
         "grammar: decoding time under each shipped grammar (--model, --test); "
         "partial: training with hidden labels against fewer whole sentences; "
+        "corrections: a simulated person correcting chunks until every sentence is right, each "
+        "correction decoded as a constraint against pasted into the output, on CoNLL-2000 chunking and "
+        "CoNLL-2003 English NER with fstcrf train's default models (--data DIR holding conll2000/ and "
+        "conll2003/; --model and --ner-model: use these models instead of training them; --held-out: on "
+        "development data); "
         "bandit: learning from bandit feedback against full information on CoNLL-2000 "
         "NP chunking (about an hour with the defaults); "
         "nonlocal: label consistency by annealed sampling against Viterbi on CoNLL-2003 "
@@ -563,9 +577,22 @@ def add_parsers(commands) -> None:
     bench.add_argument(
         "--model",
         default=None,
-        help="trained model (bench grammar, tag, stream, spacy) or composed model (bench compose on real data, "
-        "spacy) "
+        help="trained model (bench grammar, tag, stream, spacy; bench corrections: the chunker) or composed "
+        "model (bench compose on real data, spacy) "
         "(default: none)",
+    )
+    bench.add_argument(
+        "--ner-model",
+        default=None,
+        help="bench corrections: the English NER model (default: one trained by fstcrf train eng.train "
+        "--columns word,pos,chunk,ner --target ner)",
+    )
+    bench.add_argument(
+        "--held-out",
+        action="store_true",
+        help="bench corrections: simulate on development data, where its settings were chosen: the last "
+        "20%% of CoNLL-2000's train.txt (the chunker trained on the first 80%%) and eng.testa (default: "
+        "the test sets)",
     )
     bench.add_argument(
         "--test",

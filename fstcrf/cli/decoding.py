@@ -237,11 +237,12 @@ def predict_with_progress(
     chunk: int = 2000,
     threshold: float | None = None,
     stream=None,
+    constraints=None,
 ) -> list[list[str]]:
     """Labels [B][T] of a single model, with a progress bar; ``options`` are
     :func:`grammar_options`'s, loaded once per command.  --decode mbr uses ``threshold``
     (default --mbr-threshold) and counts its chunks in ``stream`` (a StreamThreshold)
-    when it is given."""
+    when it is given; ``constraints``: one Constraints (or None) per sentence."""
     from fstcrf.progress import Progress
 
     if args.threads is not None:
@@ -251,8 +252,8 @@ def predict_with_progress(
     if is_two_stage(model):
         with phase("decode"):
             if args.decode == "mbr":
-                return model.predict_mbr(corpus, args.mbr_threshold, args.mbr_temperature)
-            return model.predict(corpus)
+                return model.predict_mbr(corpus, args.mbr_threshold, args.mbr_temperature, constraints=constraints)
+            return model.predict(corpus, constraints=constraints)
     if args.decode == "mbr":  # without a threshold, it is chosen over the whole batch
         return model.predict_mbr(
             corpus.sentences,
@@ -261,6 +262,7 @@ def predict_with_progress(
             options.get("params"),
             args.mbr_temperature,
             stream,
+            constraints=constraints,
         )
     predictions = []
     sentences = corpus.sentences
@@ -269,7 +271,8 @@ def predict_with_progress(
     ) as bar:
         for first in range(0, len(sentences), chunk):
             batch = sentences[first : first + chunk]
-            predictions += model.predict(batch, **options)
+            given = None if constraints is None else constraints[first : first + chunk]
+            predictions += model.predict(batch, **options, constraints=given)
             bar.update(len(batch))
     return predictions
 
@@ -305,8 +308,11 @@ def _predict_nonlocal(model, corpus, args: argparse.Namespace) -> list[list[str]
     return labels
 
 
-def joint_predict_with_progress(joint, corpus, args: argparse.Namespace, chunk: int = 2000) -> list[list[list[str]]]:
-    """[components][sentences][tokens] labels of a composed model, with a progress bar."""
+def joint_predict_with_progress(
+    joint, corpus, args: argparse.Namespace, chunk: int = 2000, constraints=None
+) -> list[list[list[str]]]:
+    """[components][sentences][tokens] labels of a composed model, with a progress bar;
+    ``constraints``: {component: one Constraints (or None) per sentence}."""
     from fstcrf.progress import Progress
 
     if args.grammar:
@@ -320,8 +326,9 @@ def joint_predict_with_progress(joint, corpus, args: argparse.Namespace, chunk: 
     ) as bar:
         for first in range(0, len(sentences), chunk):
             batch = sentences[first : first + chunk]
+            given = None if constraints is None else {k: c[first : first + chunk] for k, c in constraints.items()}
             with phase("decode"):  # every component's features, scores and the search
-                decoded = joint.predict(batch, mode=args.mode, k=args.k)
+                decoded = joint.predict(batch, mode=args.mode, k=args.k, constraints=given)
             for column, labels in zip(predictions, decoded):
                 column.extend(labels)
             bar.update(len(batch))

@@ -96,7 +96,7 @@ def _tag(args: argparse.Namespace) -> int:
                     model.threads = args.threads
                 with blas_single_threaded():  # as in model.predict: no BLAS threads beside fstcrf's
                     decode = partial(_best_labels, model, args=args, stream=threshold)
-                    overlapped(batches, decode, finish, _encoded(model))
+                    overlapped(batches, decode, finish, _encoded(model, args))
             else:
                 overlapped(
                     batches, lambda batch: _tag_columns(model, batch, args, composed, options, threshold), finish
@@ -130,10 +130,18 @@ def _decodes_apart(model, args: argparse.Namespace, options: dict) -> bool:
     )
 
 
-def _encoded(model):
+def _encoded(model, args: argparse.Namespace):
     """The function that encodes a batch's sentences with ``model``'s features, with
-    whether a pause of the input ended the batch (None for a batch without sentences)."""
-    return lambda batch: (model.encode(batch.sentences), getattr(batch, "stalled", False)) if batch.sentences else None
+    whether a pause of the input ended the batch and the sentences' constraints (None
+    for a batch without sentences)."""
+
+    def prepare(batch):
+        if not batch.sentences:
+            return None
+        constraints = input_constraints(model, batch, args)
+        return model.encode(batch.sentences), getattr(batch, "stalled", False), constraints
+
+    return prepare
 
 
 def _mbr_threshold(args: argparse.Namespace, batch_stalled: bool, stream) -> float | None:
@@ -150,11 +158,68 @@ def _best_labels(model, prepared, args: argparse.Namespace, stream) -> list[list
     (counted in ``stream``, a StreamThreshold)."""
     if prepared is None:
         return [[]]
-    encoded, stalled = prepared
+    encoded, stalled, constraints = prepared
     if args.decode == "mbr":
         threshold = _mbr_threshold(args, stalled, stream)
-        return [model.decode_mbr(encoded, threshold, args.mbr_temperature, stream)]
-    return [model.decode(encoded)]
+        return [model.decode_mbr(encoded, threshold, args.mbr_temperature, stream, constraints=constraints)]
+    return [model.decode(encoded, constraints=constraints)]
+
+
+def input_constraints(model, corpus, args: argparse.Namespace):
+    """--constraints and --tag-dictionary: each sentence's constraints (a composed model:
+    {component: one per sentence}), or None without either option."""
+    from fstcrf.model.compose import JointModel
+
+    if not args.constraints and not args.tag_dictionary:
+        return None
+    if isinstance(model, JointModel):
+        given = {}
+        for item in args.constraints.split(","):
+            target, _, column = item.rpartition("=")
+            target = target or column
+            labels = model.components[model.targets.index(target)].labels_ if target in model.targets else None
+            given[target] = column_constraints(corpus, column, labels)
+        return given
+    labels = (model.second_ if is_two_stage(model) else model).labels_
+    constraints = column_constraints(corpus, args.constraints, labels) if args.constraints else None
+    if args.tag_dictionary:
+        dictionary = getattr(model.first_ if is_two_stage(model) else model, "tag_dictionary_", None)
+        if dictionary is None:
+            raise FstcrfError(f"{args.model} stores no tag dictionary (train it with --tag-dictionary N)")
+        constraints = dictionary.constraints(corpus.sentences, constraints)
+    return constraints
+
+
+def column_constraints(corpus, column: str, labels) -> list:
+    """The constraints of each sentence read from its ``column`` in the partial-label
+    convention ("?", "A|B", a label); LabelError naming the input line of a value that
+    is malformed or names a label not among ``labels`` (when given)."""
+    from fstcrf.corpus.labels import partial_label_constraints
+    from fstcrf.errors import LabelError
+
+    if column not in corpus.column_names:
+        raise FstcrfError(
+            f"--constraints {column}: the input has no column {column!r} (it is read as "
+            f"{','.join(corpus.column_names)}; name its columns with --columns)"
+        )
+    result = []
+    for sentence in corpus.sentences:
+        try:
+            constraints = partial_label_constraints(sentence[column])
+        except LabelError as error:
+            line = sentence.line_numbers[0] if sentence.line_numbers else "?"
+            raise LabelError(f"--constraints {column}: the sentence from input line {line}: {error}") from None
+        named = {} if constraints is None or labels is None else {**constraints.allowed, **constraints.fixed}
+        for token, values in named.items():
+            unknown = sorted(({values} if isinstance(values, str) else set(values)) - set(labels))
+            if unknown:
+                line = sentence.line_numbers[token] if sentence.line_numbers else "?"
+                raise LabelError(
+                    f"--constraints {column}: input line {line} names the label {unknown[0]!r}, which the model "
+                    f"lacks ({', '.join(labels)})"
+                )
+        result.append(constraints)
+    return result
 
 
 def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
@@ -174,6 +239,13 @@ def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
         )
     if args.temperature != 1.0 and (composed or not args.entity_probabilities):
         LOG.warning("--temperature is ignored: it applies to --entity-probabilities of a single model")
+    if (args.constraints or args.tag_dictionary) and args.nonlocal_model:
+        raise FstcrfError(
+            "--constraints and --tag-dictionary apply to the chain's decoders; --nonlocal samples another "
+            "distribution, so give one of them"
+        )
+    if args.tag_dictionary and composed:
+        raise FstcrfError("--tag-dictionary applies to single models; a composed model's components take --constraints")
     if args.entity_probabilities and args.nonlocal_model:
         raise FstcrfError(
             "--entity-probabilities are exact under the model's chain distribution; --nonlocal "
@@ -202,6 +274,8 @@ def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
             ("--entity-probabilities", args.entity_probabilities),
             ("--nonlocal", args.nonlocal_model),
             ("--decode mbr", args.decode == "mbr"),
+            ("--constraints", bool(args.constraints)),
+            ("--tag-dictionary", args.tag_dictionary),
             ("standard input", "-" in args.input),
         )
         if given
@@ -236,19 +310,24 @@ def _tag_columns(
 ) -> list[list[list[str]]]:
     """The columns ``fstcrf tag`` appends to a batch of sentences [columns][B][T] (``options``:
     :func:`grammar_options`'s; ``stream``: the StreamThreshold of --decode mbr)."""
+    constraints = input_constraints(model, batch, args)
     if args.nbest is not None:
-        extra = _nbest_columns(model, batch, args)
+        extra = _nbest_columns(model, batch, args, constraints)
     elif composed:
-        extra = joint_predict_with_progress(model, batch, args)
+        extra = joint_predict_with_progress(model, batch, args, constraints=constraints)
     else:
         threshold = _mbr_threshold(args, getattr(batch, "stalled", False), stream)
-        extra = [predict_with_progress(model, batch, args, options, threshold=threshold, stream=stream)]
+        extra = [
+            predict_with_progress(
+                model, batch, args, options, threshold=threshold, stream=stream, constraints=constraints
+            )
+        ]
     if args.marginals:
-        extra.append(_marginal_column(model, batch, extra[0], options))
+        extra.append(_marginal_column(model, batch, extra[0], options, constraints))
     if args.entity_probabilities and composed:
-        extra += _joint_entity_columns(model, batch, extra)
+        extra += _joint_entity_columns(model, batch, extra, constraints)
     elif args.entity_probabilities:
-        extra.append(_entity_probability_column(model, batch, extra[0], options, args.temperature))
+        extra.append(_entity_probability_column(model, batch, extra[0], options, args.temperature, constraints))
     return extra
 
 
@@ -257,13 +336,13 @@ def _tag_columns(
 MISSING_RANK = "_"
 
 
-def _nbest_columns(model, corpus, args: argparse.Namespace) -> list[list[list[str]]]:
+def _nbest_columns(model, corpus, args: argparse.Namespace, constraints=None) -> list[list[list[str]]]:
     """--nbest K: K label columns (best first), then K columns holding each rank's
     path probability, repeated on every token [2K][B][T]."""
     if args.threads is not None:
         model.threads = args.threads
     k = args.nbest
-    labels, probabilities = model.kbest(corpus, k)  # [B][r][T], [B, K]
+    labels, probabilities = model.kbest(corpus, k, constraints=constraints)  # [B][r][T], [B, K]
     label_columns: list[list[list[str]]] = [[] for _ in range(k)]
     probability_columns: list[list[list[str]]] = [[] for _ in range(k)]
     for sentence, ranked, row in zip(corpus.sentences, labels, probabilities):
@@ -274,10 +353,10 @@ def _nbest_columns(model, corpus, args: argparse.Namespace) -> list[list[list[st
     return label_columns + probability_columns
 
 
-def _marginal_column(model, corpus, predicted: list[list[str]], options: dict) -> list[list[str]]:
+def _marginal_column(model, corpus, predicted: list[list[str]], options: dict, constraints=None) -> list[list[str]]:
     """--marginals: p(predicted label at each token | sentence), 4 decimals [B][T]
     (under --grammar when it is given: ``options`` are :func:`grammar_options`'s)."""
-    marginals = model.predict_marginals(corpus, options.get("grammar"), options.get("params"))  # [B] [T, L]
+    marginals = model.predict_marginals(corpus, options.get("grammar"), options.get("params"), constraints)
     index = {label: number for number, label in enumerate(model.labels_)}
     return [
         [f"{table[t, index[label]]:.4f}" for t, label in enumerate(labels)]
@@ -290,7 +369,7 @@ OUTSIDE_ENTITIES = "_"
 
 
 def _entity_probability_column(
-    model, corpus, predicted: list[list[str]], options: dict, temperature: float
+    model, corpus, predicted: list[list[str]], options: dict, temperature: float, constraints=None
 ) -> list[list[str]]:
     """--entity-probabilities: on every token of a predicted entity (chunk), the exact
     probability (at ``temperature``) that the output has that entity, 4 decimals; _
@@ -299,18 +378,18 @@ def _entity_probability_column(
 
     spans = [path_chunks(labels) for labels in predicted]
     probabilities = model.span_probabilities(
-        corpus, spans, options.get("grammar"), options.get("params"), temperature=temperature
+        corpus, spans, options.get("grammar"), options.get("params"), temperature=temperature, constraints=constraints
     )
     return _spread_over_tokens(predicted, spans, probabilities)
 
 
-def _joint_entity_columns(model, corpus, predicted: list[list[list[str]]]) -> list[list[list[str]]]:
+def _joint_entity_columns(model, corpus, predicted: list[list[list[str]]], constraints=None) -> list[list[list[str]]]:
     """--entity-probabilities of a composed model: a column per component with chunk
     labels (see _entity_probability_column), ``predicted`` holding every component's labels."""
     from fstcrf.engine.spans import path_chunks
 
     spans = {k: [path_chunks(labels) for labels in predicted[k]] for k in model.chunk_components()}
-    probabilities = model.span_probabilities_by_component(corpus, spans)
+    probabilities = model.span_probabilities_by_component(corpus, spans, constraints)
     return [_spread_over_tokens(predicted[k], spans[k], probabilities[k]) for k in spans]
 
 
@@ -345,7 +424,7 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
     count = args.sample or 1
     if args.threads is not None:
         model.threads = args.threads
-    labels, log_p = model.sample(corpus, count, args.seed)  # [K][B][T], [K, B]
+    labels, log_p = model.sample(corpus, count, args.seed, input_constraints(model, corpus, args))  # [K][B][T], [K, B]
     if not args.with_probability:
         write_conll(corpus, args.output, extra_columns=labels)
         return 0
@@ -463,6 +542,23 @@ def add_parsers(commands) -> None:
         help="with --entity-probabilities: divide every score by T before computing them "
         "(fstcrf calibrate MODEL DEV prints the T that calibrates the model on held-out "
         "data); the predicted labels do not change (default: 1)",
+    )
+    tag.add_argument(
+        "--constraints",
+        default=None,
+        metavar="COLUMN",
+        help="decode under the labels the input's COLUMN gives, in the partial-label convention: "
+        "a label fixes the token, A|B allows A or B, ? leaves it free; a partly annotated file is "
+        "completed around what it holds (every decoder: best labels, MBR, --nbest, --sample, "
+        "--marginals, --entity-probabilities). A composed model takes COLUMN (the component that "
+        "predicts a column of that name) or TARGET=COLUMN, comma-separated (default: none)",
+    )
+    tag.add_argument(
+        "--tag-dictionary",
+        action="store_true",
+        help="keep each word the model's tag dictionary knows (train --tag-dictionary N) to the labels "
+        "it took in training; with --constraints, tokens the column fixes or restricts keep those "
+        "(default: off)",
     )
     tag.add_argument(
         "--separator",

@@ -39,6 +39,11 @@ def _train(args: argparse.Namespace) -> int:
     _check_document_options(args)
     if (args.train is None) == (args.log is None):
         raise FstcrfError("give a training file TRAIN, or a feedback log with --algorithm bandit --log FILE (not both)")
+    if args.tag_dictionary is not None and (args.log is not None or args.dask is not None or two_stage(args)):
+        raise FstcrfError(
+            "--tag-dictionary applies to one model trained from a file in this process (not with --log, "
+            "--dask or a two-stage --document-method)"
+        )
     if args.log is not None:
         if args.consistency:
             raise FstcrfError(
@@ -59,7 +64,7 @@ def _train(args: argparse.Namespace) -> int:
     dev = _read_dev(args, keep)
     if args.target in train.column_names:
         _chunk_labelled({label for labels in train.column(args.target) for label in labels}, args)
-    if args.consistency and args.document_method != "consistency":
+    if two_stage(args):
         return _train_two_stage(args, train, dev)
     init = _warm_start(args)
     model = _model_from_args(args, train.column_names)
@@ -90,8 +95,32 @@ def _train(args: argparse.Namespace) -> int:
             LOG.warning("kept the weights of epoch %d of %d in %s", model.best_iteration_, model.n_iter_, args.output)
         raise
     model.consistency_ = penalties
+    if args.tag_dictionary is not None:
+        model.tag_dictionary_ = tag_dictionary(train, args.target, args.tag_dictionary)
     _save_trained(model, args)
     return 0
+
+
+def two_stage(args: argparse.Namespace) -> bool:
+    """Whether the command trains a two-stage tagger (--consistency with a two-stage method)."""
+    return bool(args.consistency) and args.document_method != "consistency"
+
+
+def tag_dictionary(train, target: str, min_count: int):
+    """train --tag-dictionary N: the labels each word of the word column (``word``, else
+    the first column that is not ``target``) seen at least N times took in ``train``."""
+    from fstcrf.corpus.tag_dictionary import TagDictionary
+
+    column = "word" if "word" in train.column_names else next(c for c in train.column_names if c != target)
+    dictionary = TagDictionary.of(train.sentences, target, min_count, column)
+    LOG.info(
+        "tag dictionary: %d words of column %s seen at least %d times keep to their training labels "
+        "(tag --tag-dictionary applies it)",
+        len(dictionary.words),
+        column,
+        min_count,
+    )
+    return dictionary
 
 
 def _check_document_options(args: argparse.Namespace) -> None:
@@ -475,6 +504,14 @@ def add_parsers(commands) -> None:
         f"decoding settings chosen on CoNLL-2003 eng.testa (penalty scale {TWO_STAGE_CONSISTENCY_SCALE:g}, "
         f"blocks of {TWO_STAGE_BLOCK_SIZE} tokens). two-stage and both write one two-stage file "
         "(default %(default)s)",
+    )
+    train.add_argument(
+        "--tag-dictionary",
+        type=POSITIVE,
+        default=None,
+        metavar="N",
+        help="store in the model the labels each word (of the word column) seen at least N times took "
+        "in training; fstcrf tag --tag-dictionary keeps those words to them (default: none)",
     )
     train.add_argument(
         "--jackknife-folds",

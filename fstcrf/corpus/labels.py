@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fstcrf.engine import budget
+from fstcrf.engine.constraints import Constraints
 from fstcrf.errors import LabelError
 from fstcrf.engine.inference import lengths_to_offsets
 from fstcrf.corpus.schemes import LABEL_SET_SEPARATOR, UNKNOWN_LABEL
@@ -47,6 +48,20 @@ def _label_options(value: str) -> list[str] | None:
             )
         return options
     return [value]
+
+
+def partial_label_constraints(values: Sequence[str]) -> Constraints | None:
+    """The constraints a column in the partial-label convention gives one sentence
+    (decoding a partly annotated file): UNKNOWN_LABEL leaves a token free, a label set
+    allows its labels, a label fixes it; None when every token is free."""
+    fixed, allowed = {}, {}
+    for token, value in enumerate(values):
+        options = _label_options(value)
+        if options is not None and len(options) == 1:
+            fixed[token] = options[0]
+        elif options is not None:
+            allowed[token] = options
+    return Constraints(fixed=fixed, allowed=allowed) or None
 
 
 def gold_label_set(sentences: Sequence[Sequence[str]]) -> list[str]:

@@ -360,33 +360,50 @@ class TwoStageTagger:
         self.interrupted_ = second.interrupted_
         return self
 
-    def predict_stages(self, corpus: Corpus | Sequence[Sentence]) -> tuple[list[list[str]], list[list[str]]]:
-        """The first stage's and the final labels [B][T] of every sentence."""
-        first_labels, extended = self._second_input(corpus, "TwoStageTagger.predict")
-        return first_labels, self.second_.predict(extended)
+    def predict_stages(
+        self, corpus: Corpus | Sequence[Sentence], constraints=None
+    ) -> tuple[list[list[str]], list[list[str]]]:
+        """The first stage's and the final labels [B][T] of every sentence; under
+        ``constraints`` (one Constraints or None per sentence) both stages keep to
+        them, so the majorities the second stage reads already hold them."""
+        first_labels, extended = self._second_input(corpus, "TwoStageTagger.predict", constraints)
+        return first_labels, self.second_.predict(extended, constraints=constraints)
 
-    def predict(self, corpus: Corpus | Sequence[Sentence]) -> list[list[str]]:
-        """The second stage's labels [B][T] of every sentence."""
-        return self.predict_stages(corpus)[1]
+    def predict(self, corpus: Corpus | Sequence[Sentence], constraints=None) -> list[list[str]]:
+        """The second stage's labels [B][T] of every sentence (under ``constraints``, see
+        :meth:`predict_stages`)."""
+        return self.predict_stages(corpus, constraints)[1]
 
-    def _second_input(self, corpus: Corpus | Sequence[Sentence], caller: str) -> tuple[list[list[str]], Corpus]:
+    def predict_spans(self, corpus: Corpus | Sequence[Sentence], temperature: float = 1.0, constraints=None):
+        """The second stage's entities of each sentence with their exact probabilities
+        (:meth:`ChainCRF.predict_spans`), under ``constraints`` in both stages."""
+        extended = self._second_input(corpus, "TwoStageTagger.predict_spans", constraints)[1]
+        return self.second_.predict_spans(extended, temperature=temperature, constraints=constraints)
+
+    def _second_input(
+        self, corpus: Corpus | Sequence[Sentence], caller: str, constraints=None
+    ) -> tuple[list[list[str]], Corpus]:
         """(the first stage's labels [B][T] of ``corpus``, ``corpus`` with their majority
         columns: what the second stage reads)."""
         if not hasattr(self, "second_"):
             raise FstcrfError("this TwoStageTagger is not fitted yet; call fit first")
         corpus = as_corpus(corpus, caller)
-        first_labels = self.first_.predict(corpus)
+        first_labels = self.first_.predict(corpus, constraints=constraints)
         return first_labels, self.with_majorities(corpus, first_labels, str(corpus.path or "the input"))
 
     def predict_mbr(
-        self, corpus: Corpus | Sequence[Sentence], threshold: float | None = None, temperature: float | None = None
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        threshold: float | None = None,
+        temperature: float | None = None,
+        constraints=None,
     ) -> list[list[str]]:
         """The labels [B][T] whose entities maximise the second stage's expected entity F1
         over the batch (:meth:`ChainCRF.predict_mbr` of the second stage, tempered by
         ``temperature``, default the second stage's ``mbr_temperature_``, on the majority
-        columns of the first stage's best labels)."""
-        extended = self._second_input(corpus, "TwoStageTagger.predict_mbr")[1]
-        return self.second_.predict_mbr(extended, threshold, temperature=temperature)
+        columns of the first stage's best labels), under ``constraints`` in both stages."""
+        extended = self._second_input(corpus, "TwoStageTagger.predict_mbr", constraints)[1]
+        return self.second_.predict_mbr(extended, threshold, temperature=temperature, constraints=constraints)
 
     def fit_temperature(self, corpus: Corpus | Sequence[Sentence]) -> float:
         """The temperature that calibrates the second stage's probabilities on held-out

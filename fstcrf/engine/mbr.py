@@ -406,11 +406,17 @@ def writing_scheme(labels: Sequence[str]) -> str:
 
 
 def labelled_paths(
-    pot: Potentials, labels: Sequence[str], wanted: Sequence[Sequence[str]], threads: int = 1
+    pot: Potentials,
+    labels: Sequence[str],
+    wanted: Sequence[Sequence[str]],
+    threads: int = 1,
+    best_instead: bool = False,
 ) -> np.ndarray:
     """int32 [N]: the best state path of each sentence b whose labels are ``wanted[b]``
     (``labels``: the label of each state); InfeasibleError naming the first sentence
-    the lattice (its topology or grammar) has no such path for."""
+    the lattice (its topology or grammar) has no such path for, or with
+    ``best_instead`` its best path (a sentence's constraints may hold labels that no
+    set of chunks written out gives)."""
     flat = list(chain.from_iterable(wanted))
     if len(flat) != pot.num_tokens or any(len(w) != T for w, T in zip(wanted, pot.lengths.tolist())):
         raise ShapeError(f"expected labels for {pot.num_sequences} sentences of lengths {pot.lengths.tolist()}")
@@ -422,12 +428,31 @@ def labelled_paths(
         infeasible |= ~np.isfinite(pot.path_scores(np.where(missing, 0, path))[0])
     else:
         path, infeasible = _clamped_path(pot, labels, flat, threads)
+    if infeasible.any() and best_instead:
+        return _best_where_infeasible(pot, labels, wanted, infeasible, threads)
     if infeasible.any():
         b = int(np.argmax(infeasible))
         raise InfeasibleError(
             f"sentence {b}: the lattice has no path with the labels {' '.join(wanted[b])} (the F1-optimal "
             "chunks); its labels or grammar cannot write them (decode with Viterbi instead)"
         )
+    return path
+
+
+def _best_where_infeasible(
+    pot: Potentials, labels: Sequence[str], wanted: Sequence[Sequence[str]], infeasible: np.ndarray, threads: int
+) -> np.ndarray:
+    """int32 [N]: the best path of the ``infeasible`` sentences (bool [B]), the path of
+    the wanted labels of the others."""
+    path = np.empty(pot.num_tokens, dtype=np.int32)
+
+    def rows(sentences: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.arange(pot.offsets[b], pot.offsets[b + 1]) for b in sentences])
+
+    stuck, kept = np.flatnonzero(infeasible), np.flatnonzero(~infeasible)
+    path[rows(stuck)] = viterbi(pot.select(stuck), threads).paths
+    if len(kept):
+        path[rows(kept)] = labelled_paths(pot.select(kept), labels, [wanted[int(b)] for b in kept], threads)
     return path
 
 

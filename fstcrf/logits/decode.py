@@ -19,6 +19,8 @@ from functools import cached_property
 
 import numpy as np
 
+from fstcrf.engine.constrained import constrain
+from fstcrf.engine.constraints import SentenceRules, resolve_batch
 from fstcrf.engine.inference import Potentials, as_float_array, numeric_array, viterbi
 from fstcrf.engine.spans import Entity, decoded_entities, state_labels
 from fstcrf.engine.topology import Topology
@@ -83,9 +85,10 @@ class DecodedLogits:
         labels: each sentence's labels, one per token.
         scores: float [B], each sequence's score: the sum of its labels'
             log-probabilities plus its transition, start and end scores.
-        paths: int32 [N], the states of the sequences, concatenated.
+        paths: int32 [N], the states of the sequences (of ``potentials.topology``),
+            concatenated.
         potentials: the scores decoded (emissions [N, S] = the log-probabilities
-            lifted to the states).
+            lifted to the states; under constraints, the lattice they constrain).
         entities: each sentence's entities (the chunks of its labels, as
             fstcrf.corpus.schemes.read_chunks reads them), each with its exact
             probability under the CRF of the potentials; computed on first access,
@@ -102,8 +105,13 @@ class DecodedLogits:
         return decoded_entities(self.potentials, state_labels(self.potentials.topology), self.paths)
 
 
-def decode_potentials(pot: Potentials, threads: int = 1) -> DecodedLogits:
-    """Viterbi over ``pot``, read back as labels."""
+def decode_potentials(
+    pot: Potentials, threads: int = 1, rules: Sequence[SentenceRules | None] | None = None
+) -> DecodedLogits:
+    """Viterbi over ``pot`` (under the sentences' ``rules``, from
+    :func:`~fstcrf.engine.constraints.resolve_batch`, when given), read back as labels."""
+    if rules is not None:
+        pot = constrain(pot, rules, threads=threads).potentials
     best = viterbi(pot, threads=threads)
     topology = pot.topology
     labels = np.asarray(topology.labels, dtype=object)[topology.state_label[best.paths]]
@@ -140,6 +148,7 @@ def decode_logits(
     rule: str = "start",
     params: Mapping[str, str] | None = None,
     threads: int = 1,
+    constraints=None,
 ) -> DecodedLogits:
     """The best label sequence of each sentence that ``scheme`` (``"iob1"``,
     ``"iob2"``, ``"bioes"``) and ``grammar`` (as :func:`fstcrf.grammar.label_topology`
@@ -153,8 +162,11 @@ def decode_logits(
     ``start`` [L] and ``end`` [L] add finite scores; with none of them (the
     default) the result is the most probable sequence, under independent
     per-token probabilities, among those the scheme or grammar accepts: the
-    argmax whenever the argmax is allowed."""
+    argmax whenever the argmax is allowed.  ``constraints``: one
+    :class:`~fstcrf.engine.constraints.Constraints` (or None) per sentence, which
+    the sequences keep to (and the entities' probabilities are conditional on)."""
     topology = label_topology(labels, scheme=scheme, grammar=grammar, rule=rule, params=params)
     rows, lengths = logit_rows(logits, lengths, topology.num_labels)
+    rules = resolve_batch(constraints, lengths, topology.labels, "decode_logits")
     pot = label_potentials(topology, log_softmax(rows), lengths, transitions, start, end)
-    return decode_potentials(pot, threads)
+    return decode_potentials(pot, threads, rules)

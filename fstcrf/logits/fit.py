@@ -23,6 +23,7 @@ from fstcrf.engine.inference import ForwardBackward, Potentials, forward_backwar
 from fstcrf.engine.topology import chunk_type
 from fstcrf.errors import LabelError, ShapeError
 from fstcrf.grammar.declaration import label_topology
+from fstcrf.engine.constraints import resolve_batch
 from fstcrf.logits.decode import DecodedLogits, decode_potentials, log_softmax, logit_rows
 
 
@@ -214,8 +215,10 @@ class LogitDecoder:
         self.n_iter_ = int(result.nit)
         return self
 
-    def decode(self, logits, lengths=None, threads: int = 1) -> DecodedLogits:
+    def decode(self, logits, lengths=None, threads: int = 1, constraints=None) -> DecodedLogits:
         """The best allowed label sequences of ``logits`` [T, L] or [B, T, L] (with
-        ``lengths`` [B]) under the current scale and biases."""
+        ``lengths`` [B]) under the current scale and biases, and under ``constraints``
+        (one Constraints or None per sentence) when given."""
         rows, lengths = logit_rows(logits, lengths, self.topology.num_labels)
-        return decode_potentials(self.potentials(self.parameters(), rows, lengths), threads)
+        rules = resolve_batch(constraints, lengths, self.topology.labels, "LogitDecoder.decode")
+        return decode_potentials(self.potentials(self.parameters(), rows, lengths), threads, rules)

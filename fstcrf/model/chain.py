@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -23,8 +24,11 @@ from fstcrf.corpus.evaluate import ChunkScores, TagScores, score_labels
 from fstcrf.corpus.labels import UNKNOWN_LABEL, label_states, split_labels
 from fstcrf.corpus.schemes import write_chunks
 from fstcrf.engine.acceptor import Acceptor, is_fst
+from fstcrf.engine.constrained import constrain
+from fstcrf.engine.constraints import SentenceRules, resolve_batch
 from fstcrf.engine.inference import (
     Potentials,
+    forward_backward,
     kbest,
     log_partition,
     sample,
@@ -355,6 +359,7 @@ class ChainCRF:
         self.consistency_ = state.consistency
         self.decoding_ = state.decoding
         self.mbr_temperature_ = state.mbr_temperature
+        self.tag_dictionary_ = state.tag_dictionary
         if state.traffic is not None:
             self.traffic_ = state.traffic
         return self
@@ -381,12 +386,15 @@ class ChainCRF:
 
     # -- prediction ----------------------------------------------------------
     @blas_single_threaded()
-    def decode(self, encoded: EncodedSentences) -> list[list[str]]:
+    def decode(self, encoded: EncodedSentences, constraints=None) -> list[list[str]]:
         """The best label sequence [B][T] of sentences already encoded with :meth:`encode`
         (what :meth:`predict` gives them without a grammar): for a caller that encodes
         the next batch while this one is decoded."""
         check_fitted(self)
+        rules = self.constraint_rules(encoded.lengths, constraints, "ChainCRF.decode")
         with phase("decode"):
+            if rules is not None:
+                return self.best_labels(self.encoded_potentials(encoded, rules)[0])
             return split_labels(self.topology_, self.scorer().paths(encoded, self.weights_), encoded.offsets)
 
     @blas_single_threaded()
@@ -396,6 +404,7 @@ class ChainCRF:
         grammar=None,
         params: dict | None = None,
         on_infeasible: str = "error",
+        constraints=None,
     ) -> list[list[str]]:
         """The best label sequence of every sentence [B][T].
 
@@ -404,11 +413,17 @@ class ChainCRF:
         the best sequence among those the grammar accepts.  A sentence whose
         length no accepted sequence has raises InfeasibleError naming it, or,
         with ``on_infeasible="unconstrained"``, is tagged without the grammar
-        (and a warning is logged)."""
+        (and a warning is logged).  ``constraints``: a
+        :class:`~fstcrf.engine.constraints.Constraints` (or None) per sentence, which
+        the sequence keeps to (InfeasibleError naming the rules that clash when none
+        can); the same keyword on every decoding method."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.predict")
         if not sentences:
             return []
+        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict")
+        if rules is not None:
+            return self.best_labels(self.span_potentials(sentences, grammar, params, rules))
         if grammar is None:
             return self.decode(self.encode(sentences))
         if on_infeasible not in ("error", "unconstrained"):
@@ -449,27 +464,48 @@ class ChainCRF:
         encoded = self.encode(as_sentences(corpus, "ChainCRF.potentials"))
         return self.scorer().potentials(encoded, self.weights_, 0, encoded.num_sequences, threads=int(self.threads))
 
-    def decoding_potentials(self, sentences: Sequence[Sentence]) -> tuple[EncodedSentences, Potentials, np.ndarray]:
+    def decoding_potentials(
+        self, sentences: Sequence[Sentence], rules: Sequence[SentenceRules | None] | None = None
+    ) -> tuple[EncodedSentences, Potentials, np.ndarray]:
         """(the encoded sentences, their potentials on the decoding topology -- the
-        model's, or its restriction to the training grammar -- and int [S'] the model
+        model's, or its restriction to the training grammar, under the sentences'
+        ``rules`` (from :meth:`constraint_rules`) when given -- and int [S'] the model
         state of each decoding state) for sampling and k-best lists."""
         encoded = self.encode(sentences)
-        return (encoded, *self.encoded_potentials(encoded))
+        return (encoded, *self.encoded_potentials(encoded, rules))
 
-    def encoded_potentials(self, encoded: EncodedSentences) -> tuple[Potentials, np.ndarray]:
+    def encoded_potentials(
+        self, encoded: EncodedSentences, rules: Sequence[SentenceRules | None] | None = None
+    ) -> tuple[Potentials, np.ndarray]:
         """:meth:`decoding_potentials` of sentences already encoded with :meth:`encode`:
         (their potentials on the decoding topology, int [S'] the model state of each
         decoding state)."""
         scorer = self.scorer()
         pot = scorer.potentials(encoded, self.weights_, 0, encoded.num_sequences, threads=int(self.threads))
-        if scorer.constrained is None:
-            return pot, np.arange(self.topology_.num_states)
-        restriction = restrict_to(pot, scorer.constrained)
-        return restriction.potentials, restriction.state_map
+        state_map = np.arange(self.topology_.num_states)
+        if scorer.constrained is not None:
+            restriction = restrict_to(pot, scorer.constrained)
+            pot, state_map = restriction.potentials, restriction.state_map
+        if rules is None:
+            return pot, state_map
+        lattice = constrain(pot, rules, threads=int(self.threads))
+        return lattice.potentials, state_map[lattice.state_map]
+
+    def constraint_rules(
+        self, lengths: Sequence[int] | np.ndarray, constraints, what: str
+    ) -> list[SentenceRules | None] | None:
+        """The rules of ``constraints`` (a Constraints, its dict form or None per sentence
+        of ``lengths``) over the model's labels, checked before any work; None when
+        there are none."""
+        return resolve_batch(constraints, lengths, self.labels_, what)
+
+    def best_labels(self, pot: Potentials) -> list[list[str]]:
+        """The labels [B][T] of the best path of each sentence of ``pot``, read off its states."""
+        return split_labels(pot.topology, viterbi(pot, int(self.threads)).paths, pot.offsets)
 
     @blas_single_threaded()
     def sample(
-        self, corpus: Corpus | Sequence[Sentence], num_samples: int = 1, seed: int = 0
+        self, corpus: Corpus | Sequence[Sentence], num_samples: int = 1, seed: int = 0, constraints=None
     ) -> tuple[list[list[list[str]]], np.ndarray]:
         """(labels [K][B][T]: K label sequences per sentence drawn exactly from p(y | x),
         float [K, B] their log-probabilities); reproducible for a seed.  Models with
@@ -478,14 +514,17 @@ class ChainCRF:
         sentences = as_sentences(corpus, "ChainCRF.sample")
         if not sentences:
             return [[] for _ in range(int(num_samples))], np.zeros((int(num_samples), 0))
-        encoded, pot, state_map = self.decoding_potentials(sentences)
+        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.sample")
+        encoded, pot, state_map = self.decoding_potentials(sentences, rules)
         paths = sample(pot, num_samples, seed, int(self.threads))
         log_p = pot.path_scores(paths) - log_partition(pot, int(self.threads))
         paths = state_map[paths]
         return [split_labels(self.topology_, path, encoded.offsets) for path in paths], log_p
 
     @blas_single_threaded()
-    def kbest(self, corpus: Corpus | Sequence[Sentence], k: int) -> tuple[list[list[list[str]]], np.ndarray]:
+    def kbest(
+        self, corpus: Corpus | Sequence[Sentence], k: int, constraints=None
+    ) -> tuple[list[list[list[str]]], np.ndarray]:
         """(labels [B][r][T]: the r <= k best label sequences of each sentence, best
         first, float [B, k] their exact probabilities p(y | x), 0 past the r found).
         Models with a training grammar rank only the sequences it accepts."""
@@ -493,7 +532,8 @@ class ChainCRF:
         sentences = as_sentences(corpus, "ChainCRF.kbest")
         if not sentences:
             return [], np.zeros((0, int(k)))
-        _, pot, state_map = self.decoding_potentials(sentences)
+        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.kbest")
+        _, pot, state_map = self.decoding_potentials(sentences, rules)
         best = kbest(pot, k, int(self.threads))
         probabilities = np.exp(best.scores - log_partition(pot, int(self.threads))[:, None])
         labels = [
@@ -507,7 +547,12 @@ class ChainCRF:
 
     @blas_single_threaded()
     def predict_spans(
-        self, corpus: Corpus | Sequence[Sentence], grammar=None, params: dict | None = None, temperature: float = 1.0
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        grammar=None,
+        params: dict | None = None,
+        temperature: float = 1.0,
+        constraints=None,
     ) -> list[list[Entity]]:
         """The entities (chunks) of each sentence's best label sequence, as ``predict``
         decodes it, each an :class:`~fstcrf.engine.spans.Entity` (first, last
@@ -518,7 +563,8 @@ class ChainCRF:
         sentences = as_sentences(corpus, "ChainCRF.predict_spans")
         if not sentences:
             return []
-        pot = tempered(self.span_potentials(sentences, grammar, params), temperature)
+        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict_spans")
+        pot = tempered(self.span_potentials(sentences, grammar, params, rules), temperature)
         return decoded_entities(pot, state_labels(pot.topology), viterbi(pot, int(self.threads)).paths)
 
     @blas_single_threaded()
@@ -530,6 +576,7 @@ class ChainCRF:
         params: dict | None = None,
         temperature: float | None = None,
         stream: StreamThreshold | None = None,
+        constraints=None,
     ) -> list[list[str]]:
         """The label sequences [B][T] whose chunks maximise the model's expected chunk F1
         over the batch (minimum Bayes risk decoding, see :mod:`fstcrf.engine.mbr`), or
@@ -542,7 +589,9 @@ class ChainCRF:
         sentences = as_sentences(corpus, "ChainCRF.predict_mbr")
         if not sentences:
             return []
-        return self._mbr_labels(self.span_potentials(sentences, grammar, params), threshold, temperature, stream)
+        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict_mbr")
+        pot = self.span_potentials(sentences, grammar, params, rules)
+        return self._mbr_labels(pot, threshold, temperature, stream, rules is not None)
 
     @blas_single_threaded()
     def decode_mbr(
@@ -551,6 +600,7 @@ class ChainCRF:
         threshold: float | None = None,
         temperature: float | None = None,
         stream: StreamThreshold | None = None,
+        constraints=None,
     ) -> list[list[str]]:
         """:meth:`predict_mbr` (without a grammar) of sentences already encoded with
         :meth:`encode`: for a caller that encodes the next batch while this one is
@@ -558,7 +608,9 @@ class ChainCRF:
         check_fitted(self)
         if not encoded.num_sequences:
             return []
-        return self._mbr_labels(self.encoded_potentials(encoded)[0], threshold, temperature, stream)
+        rules = self.constraint_rules(encoded.lengths, constraints, "ChainCRF.decode_mbr")
+        pot = self.encoded_potentials(encoded, rules)[0]
+        return self._mbr_labels(pot, threshold, temperature, stream, rules is not None)
 
     def _mbr_labels(
         self,
@@ -566,9 +618,11 @@ class ChainCRF:
         threshold: float | None,
         temperature: float | None,
         stream: StreamThreshold | None = None,
+        constrained: bool = False,
     ) -> list[list[str]]:
         """The MBR label sequences [B][T] of the sentences of ``pot`` (see :meth:`predict_mbr`),
-        counted in ``stream`` when it is given."""
+        counted in ``stream`` when it is given; for ``constrained`` potentials, a
+        sentence whose chunks the constraints cannot hold gets its best labels."""
         pot = tempered(pot, self.mbr_temperature_ if temperature is None else temperature)
         labels = state_labels(pot.topology)
         scheme = writing_scheme(self.labels_)
@@ -578,7 +632,9 @@ class ChainCRF:
                 write_chunks([entity[:3] for entity in chunks], int(length), scheme)
                 for chunks, length in zip(decoded.chunks, pot.lengths)
             ]
-            labelled_paths(pot, labels, written, int(self.threads))  # the lattice (grammar) holds them
+            paths = labelled_paths(pot, labels, written, int(self.threads), best_instead=constrained)
+            if constrained:  # the lattice holds them, or its best path stands in
+                written = split_labels(pot.topology, paths, pot.offsets)
         if stream is not None:
             stream.add(decoded)
         logger.info(
@@ -624,6 +680,7 @@ class ChainCRF:
         grammar=None,
         params: dict | None = None,
         temperature: float = 1.0,
+        constraints=None,
     ) -> list[np.ndarray]:
         """float [len(spans[b])] per sentence b: the exact probability that the output
         has a chunk of the given type over tokens first..last (inclusive), for any
@@ -633,18 +690,27 @@ class ChainCRF:
         sentences = as_sentences(corpus, "ChainCRF.span_probabilities")
         if not sentences:
             return []
-        pot = tempered(self.span_potentials(sentences, grammar, params), temperature)
+        lengths = [len(sentence) for sentence in sentences]
+        rules = self.constraint_rules(lengths, constraints, "ChainCRF.span_probabilities")
+        pot = tempered(self.span_potentials(sentences, grammar, params, rules), temperature)
         return entity_probabilities(pot, state_labels(pot.topology), spans)
 
-    def span_potentials(self, sentences: Sequence[Sentence], grammar=None, params: dict | None = None) -> Potentials:
+    def span_potentials(
+        self,
+        sentences: Sequence[Sentence],
+        grammar=None,
+        params: dict | None = None,
+        rules: Sequence[SentenceRules | None] | None = None,
+    ) -> Potentials:
         """The potentials entity probabilities are computed on: the decoding topology,
-        restricted to ``grammar`` when it is given."""
+        restricted to ``grammar`` when it is given, under ``rules`` (from
+        :meth:`constraint_rules`) when given."""
         _, pot, _ = self.decoding_potentials(sentences)
-        if grammar is None:
-            return pot
-        if not (isinstance(grammar, (Grammar, Acceptor)) or is_fst(grammar)):
-            grammar = load_grammar(grammar)
-        return restrict(pot, grammar, params=params).potentials
+        if grammar is not None:
+            if not (isinstance(grammar, (Grammar, Acceptor)) or is_fst(grammar)):
+                grammar = load_grammar(grammar)
+            pot = restrict(pot, grammar, params=params).potentials
+        return pot if rules is None else constrain(pot, rules, threads=int(self.threads)).potentials
 
     def reading_emissions(self, sentences: Sequence[Sentence], lower_labels: Sequence[str]) -> np.ndarray:
         """float [N, K, S]: the emission scores of every state at every token when the
@@ -720,15 +786,24 @@ class ChainCRF:
 
     @blas_single_threaded()
     def predict_marginals(
-        self, corpus: Corpus | Sequence[Sentence], grammar=None, params: dict | None = None
+        self, corpus: Corpus | Sequence[Sentence], grammar=None, params: dict | None = None, constraints=None
     ) -> list[np.ndarray]:
         """float [T, L] per sentence: p(label at token t = l | sentence), columns in
         ``labels_`` order (state marginals summed over the states of each label);
-        with ``grammar``, p(label | sentence, the labels are accepted by it)."""
+        with ``grammar``, p(label | sentence, the labels are accepted by it), and
+        likewise under ``constraints``."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.predict_marginals")
         if not sentences:
             return []
+        lengths = [len(sentence) for sentence in sentences]
+        rules = self.constraint_rules(lengths, constraints, "ChainCRF.predict_marginals")
+        if rules is not None:
+            pot = self.span_potentials(sentences, grammar, params, rules)
+            node = cast(np.ndarray, forward_backward(pot, edge_counts=False, threads=int(self.threads)).node_marginals)
+            by_state = np.zeros((pot.topology.num_states, self.topology_.num_labels))
+            by_state[np.arange(pot.topology.num_states), pot.topology.state_label] = 1.0
+            return np.split(node @ by_state, pot.offsets[1:-1])
         if grammar is not None and not (isinstance(grammar, (Grammar, Acceptor)) or is_fst(grammar)):
             grammar = load_grammar(grammar)
         encoded = self.encode(sentences)

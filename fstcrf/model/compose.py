@@ -49,10 +49,12 @@ from fstcrf.errors import (
     ModelFileError,
     UnknownLabelError,
 )
+from fstcrf.engine.constrained import constrain
 from fstcrf.engine.inference import (
     KBest,
     Potentials,
     Viterbi,
+    forward_backward,
     kbest,
     lengths_to_offsets,
     viterbi,
@@ -77,6 +79,15 @@ from fstcrf.grammar import Grammar, load_grammar, restrict_to, restriction_maps
 from fstcrf.corpus.labels import split_labels
 from fstcrf.model.chain import ChainCRF, save_model
 from fstcrf.model.fitting import check_fitted
+from fstcrf.model.joint_constraints import (
+    ComponentRules,
+    component_rules,
+    constrained_sentences,
+    on_tokens_only,
+    product_lattice,
+    select,
+    with_token_rules,
+)
 from fstcrf.model.joint_features import ComponentFeatures, on_decoding_topology
 from fstcrf.model.joint_training import fit_joint
 from fstcrf.model.file import JOINT_KIND, MODEL_KIND, arrays_under, header_field, read_kind, write_container
@@ -234,9 +245,14 @@ class JointModel:
 
     # -- decoding --------------------------------------------------------------
     @blas_single_threaded()
-    def predict(self, corpus: Corpus | Sequence[Sentence], mode: str = "joint", k: int = 5) -> list[list[list[str]]]:
+    def predict(
+        self, corpus: Corpus | Sequence[Sentence], mode: str = "joint", k: int = 5, constraints=None
+    ) -> list[list[list[str]]]:
         """Labels [N components][B sentences][T] of every sentence, decoded by ``mode``
-        (``k`` is the list length of mode "kbest")."""
+        (``k`` is the list length of mode "kbest").  ``constraints``: {component (its
+        index or the column it predicts): one Constraints (or None) per sentence over
+        that component's labels} (see :mod:`fstcrf.model.joint_constraints`); the
+        same keyword on every decoding method."""
         if mode not in MODES:
             raise FstcrfError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if mode != "joint" and self.constraint is not None:
@@ -250,6 +266,9 @@ class JointModel:
         result: list[list[list[str]]] = [[] for _ in self.components]
         if not sentences:
             return result
+        rules = component_rules(self, constraints, [len(sentence) for sentence in sentences], "JointModel.predict")
+        if rules is not None:
+            return self._predict_under(sentences, rules, mode, int(k))
         decode = {
             "joint": self._joint_batch,
             "cascade": lambda block: self._kbest_block(block, 1),
@@ -279,6 +298,47 @@ class JointModel:
                 for component, sentence_labels in zip(result, labels):
                     component.extend(sentence_labels)
         return result
+
+    def _predict_under(
+        self, sentences: list[Sentence], rules: ComponentRules, mode: str, k: int
+    ) -> list[list[list[str]]]:
+        """:meth:`predict` of sentences some of which have rules: those without any are
+        decoded as usual, the others block by block under their rules."""
+        chosen = constrained_sentences(rules, len(sentences))
+        free = sorted(set(range(len(sentences))) - set(chosen.tolist()))
+        result: list[list[list[str]]] = [[[] for _ in sentences] for _ in self.components]
+        decoded = self.predict([sentences[b] for b in free], mode, k) if free else []
+        for component, labels in zip(result, decoded):
+            for b, sentence_labels in zip(free, labels):
+                component[b] = sentence_labels
+        block_sentences = [sentences[b] for b in chosen]
+        for first, last in _blocks(block_sentences, max(1, BLOCK_CELLS // self.space.num_states)):
+            block, block_rules = block_sentences[first:last], select(rules, chosen[first:last])
+            under = (
+                self._joint_under(block, block_rules)
+                if mode == "joint"
+                else self._kbest_block(block, k if mode == "kbest" else 1, block_rules)
+            )
+            for component, component_labels in zip(result, under):
+                for b, sentence_labels in zip(chosen[first:last], component_labels):
+                    component[b] = sentence_labels
+        return result
+
+    def _joint_under(self, sentences: list[Sentence], rules: ComponentRules) -> list[list[list[str]]]:
+        """Joint Viterbi labels [N components][B][T] of a block under its rules:
+        factorised when they concern single tokens, else on the product."""
+        jp = self.potentials(sentences)
+        if on_tokens_only(rules):
+            try:
+                paths = joint_viterbi(with_token_rules(self, jp, rules), int(self.threads)).paths
+            except InfeasibleError:  # the product names the sentence and the rules that clash
+                product_lattice(self, jp, rules, int(self.threads))
+                raise
+            states = self.space.component_states(paths)
+        else:
+            pot, joint_state = product_lattice(self, jp, rules, int(self.threads))
+            states = self.space.component_states(joint_state[viterbi(pot, int(self.threads)).paths])
+        return [split_labels(topology, states[:, k], jp.offsets) for k, topology in enumerate(self.topologies)]
 
     def potentials(self, corpus: Corpus | Sequence[Sentence]) -> JointPotentials:
         """The joint scores of a batch of sentences [N, P]: run
@@ -313,14 +373,25 @@ class JointModel:
         return transitions
 
     @blas_single_threaded()
-    def predict_marginals(self, corpus: Corpus | Sequence[Sentence]) -> list[list[np.ndarray]]:
+    def predict_marginals(self, corpus: Corpus | Sequence[Sentence], constraints=None) -> list[list[np.ndarray]]:
         """float [T, L_k] per component and sentence: p(label of component k at token t | x)
-        under the joint model, columns in the component's ``labels_`` order."""
+        under the joint model, columns in the component's ``labels_`` order (under
+        ``constraints``, as :meth:`predict` takes them, conditional on them)."""
         sentences = as_sentences(corpus, "JointModel.predict_marginals")
+        lengths = [len(sentence) for sentence in sentences]
+        rules = component_rules(self, constraints, lengths, "JointModel.predict_marginals")
         result: list[list[np.ndarray]] = [[] for _ in self.components]
         for first, last in _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states)):
             block = sentences[first:last]
-            _, node = joint_forward_backward(self.potentials(block))
+            if rules is None:
+                _, node = joint_forward_backward(self.potentials(block))
+            else:
+                pot, joint_state = product_lattice(
+                    self, self.potentials(block), select(rules, range(first, last)), int(self.threads)
+                )
+                on_states = cast(np.ndarray, forward_backward(pot, edge_counts=False).node_marginals)
+                node = np.zeros((len(on_states), self.space.num_states))
+                np.add.at(node.T, joint_state, on_states.T)
             for k, (model, states) in enumerate(zip(self.components, component_marginals(self.space, node))):
                 topology = self.topologies[k]
                 by_label = np.zeros((topology.num_states, len(model.labels_)))
@@ -337,22 +408,31 @@ class JointModel:
         ]
 
     def span_probabilities(
-        self, corpus: Corpus | Sequence[Sentence], spans: Sequence[Sequence[tuple[int, int, str]]], component: int
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        spans: Sequence[Sequence[tuple[int, int, str]]],
+        component: int,
+        constraints=None,
     ) -> list[np.ndarray]:
         """float [len(spans[b])] per sentence b: the exact probability under the joint
-        model (and its joint grammar) that component ``component``'s output has a chunk
-        of the given type over tokens first..last (inclusive), computed on the dense
-        product lattice."""
-        return self.span_probabilities_by_component(corpus, {component: spans})[component]
+        model (and its joint grammar, and ``constraints`` as :meth:`predict` takes them)
+        that component ``component``'s output has a chunk of the given type over
+        tokens first..last (inclusive), computed on the dense product lattice."""
+        return self.span_probabilities_by_component(corpus, {component: spans}, constraints)[component]
 
     @blas_single_threaded()
     def span_probabilities_by_component(
-        self, corpus: Corpus | Sequence[Sentence], spans: Mapping[int, Sequence[Sequence[tuple[int, int, str]]]]
+        self,
+        corpus: Corpus | Sequence[Sentence],
+        spans: Mapping[int, Sequence[Sequence[tuple[int, int, str]]]],
+        constraints=None,
     ) -> dict[int, list[np.ndarray]]:
         """:meth:`span_probabilities` of several components at once, ``spans`` mapping
         each to its spans per sentence: the joint scores are built once per block."""
         sentences = as_sentences(corpus, "JointModel.span_probabilities")
         self.space.check_product()  # span probabilities are computed on it
+        lengths = [len(sentence) for sentence in sentences]
+        rules = component_rules(self, constraints, lengths, "JointModel.span_probabilities")
         labels = {}
         for component, component_spans in spans.items():
             if not 0 <= component < len(self.components):
@@ -365,20 +445,26 @@ class JointModel:
         result: dict[int, list[np.ndarray]] = {component: [] for component in spans}
         for first, last in _blocks(sentences, max(1, BLOCK_CELLS // self.space.num_states)):
             jp = self.potentials(sentences[first:last])
+            if rules is not None:
+                pot, joint_state = product_lattice(self, jp, select(rules, range(first, last)), int(self.threads))
+                for component, component_spans in spans.items():
+                    of_states = [joint_state_labels(self.space, component)[state] for state in joint_state]
+                    result[component] += entity_probabilities(pot, of_states, component_spans[first:last])
+                continue
             pot = self.space.constrained.potentials(jp) if self.space.constraint is not None else jp.to_product()
             for component, component_spans in spans.items():
                 result[component] += entity_probabilities(pot, labels[component], component_spans[first:last])
         return result
 
-    def predict_spans(self, corpus: Corpus | Sequence[Sentence]) -> list[list[list[Entity]] | None]:
+    def predict_spans(self, corpus: Corpus | Sequence[Sentence], constraints=None) -> list[list[list[Entity]] | None]:
         """Per component, the entities of each sentence's jointly decoded labels with
         their exact probabilities under the joint model [N][B][entities]; None for a
         component whose labels are not chunk labels (e.g. part-of-speech tags)."""
         sentences = as_sentences(corpus, "JointModel.predict_spans")
         self.space.check_product()  # before decoding: span probabilities are computed on it
-        decoded = self.predict(sentences)
+        decoded = self.predict(sentences, constraints=constraints)
         spans = {k: [path_chunks(labels) for labels in decoded[k]] for k in self.chunk_components()}
-        probabilities = self.span_probabilities_by_component(sentences, spans)
+        probabilities = self.span_probabilities_by_component(sentences, spans, constraints)
         result: list[list[list[Entity]] | None] = [None] * len(self.components)
         for k, component_spans in spans.items():
             result[k] = [
@@ -416,8 +502,11 @@ class JointModel:
             self._joint_batch(sentences[first:last], clock)
         return clock.seconds
 
-    def _kbest_block(self, sentences: list[Sentence], k: int) -> list[list[list[str]]]:
-        """Cascaded decoding keeping the k best partial tuples (by summed score) per level."""
+    def _kbest_block(
+        self, sentences: list[Sentence], k: int, rules: ComponentRules | None = None
+    ) -> list[list[list[str]]]:
+        """Cascaded decoding keeping the k best partial tuples (by summed score) per level,
+        each level under its component's ``rules`` when given."""
         lengths = np.array([len(sentence) for sentence in sentences])
         token_sentence = np.repeat(np.arange(len(sentences)), lengths)
         # hypotheses: paths [H, N components so far, n] and scores [B, H]
@@ -428,6 +517,10 @@ class JointModel:
             candidate_paths, candidate_scores = [], []
             for h in range(len(paths)):
                 pot = self._level_potentials(level, sentences, paths[h])
+                state_map = np.arange(pot.topology.num_states)
+                if rules is not None and level in rules:
+                    lattice = constrain(pot, rules[level], threads=int(self.threads))
+                    pot, state_map = lattice.potentials, lattice.state_map
                 try:
                     best = kbest(pot, keep) if keep > 1 else _as_kbest(viterbi(pot))
                 except InfeasibleError:
@@ -438,7 +531,8 @@ class JointModel:
                         "mode 'joint', which searches compatible label pairs only"
                     ) from None
                 for rank in range(keep):
-                    candidate_paths.append(np.concatenate([paths[h], best.paths[rank][None]], axis=0))
+                    found = np.where(best.paths[rank] >= 0, state_map[np.maximum(best.paths[rank], 0)], -1)
+                    candidate_paths.append(np.concatenate([paths[h], found[None]], axis=0))
                     candidate_scores.append(scores[:, h] + self.scales[level] * best.scores[:, rank])
             stacked = np.stack(candidate_paths)  # [C, level+1, n]
             total = np.stack(candidate_scores, axis=1)  # [B, C]

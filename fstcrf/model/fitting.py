@@ -16,6 +16,7 @@ import numpy as np
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus
 from fstcrf.corpus.evaluate import ChunkScores, TagScores, check_single_labels, is_chunk_labels, score_labels
 from fstcrf.corpus.labels import chain_topology, gold_label_set, gold_states, parse_gold, split_labels
+from fstcrf.corpus.tag_dictionary import TagDictionary
 from fstcrf.document.consistency import ConsistencyPenalties
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FeedbackError, FstcrfError, TemplateError
@@ -73,6 +74,8 @@ class FittedState:
     mbr_temperature: float = 1.0
     #: fstcrf.distributed.objective.Traffic of a Dask L-BFGS fit, else None.
     traffic: object = None
+    #: the labels frequent training words took, which tagging may keep them to, or None
+    tag_dictionary: TagDictionary | None = None
 
 
 def fitted_state(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from fstcrf.corpus.labels import chain_topology
+from fstcrf.corpus.tag_dictionary import TagDictionary
 from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.engine.openfst import read_acceptor, write_acceptor
 from fstcrf.document.consistency import ConsistencyPenalties
@@ -53,6 +54,10 @@ def to_payload(model) -> tuple[dict, dict[str, np.ndarray]]:
         arrays["constraint"] = np.frombuffer(write_acceptor(constraint_arrays(model.constraint_)), dtype=np.uint8)
     if model.active_edges_ is not None:
         arrays["active_edges"] = model.active_edges_.astype(np.uint8)
+    dictionary = None
+    if getattr(model, "tag_dictionary_", None) is not None:
+        dictionary, dictionary_arrays = model.tag_dictionary_.to_payload(model.labels_)
+        arrays.update(dictionary_arrays)
     params = model.get_params()
     params["client"] = None  # a connection, not a property of the model
     if isinstance(params["template"], Template) or hasattr(params["template"], "extractor"):
@@ -74,6 +79,7 @@ def to_payload(model) -> tuple[dict, dict[str, np.ndarray]]:
         "consistency": None if model.consistency_ is None else model.consistency_.to_dict(),
         "decoding": model.decoding_,
         "mbr_temperature": model.mbr_temperature_,
+        "tag_dictionary": dictionary,
         "training": {
             "n_iter": model.n_iter_,
             "best_iteration": model.best_iteration_,
@@ -186,6 +192,9 @@ def fitted_from_payload(model, header: dict, arrays: dict[str, np.ndarray], wher
         None if consistency is None else ConsistencyPenalties.from_dict(consistency, where),
         decoding,
         float(temperature),
+        tag_dictionary=None
+        if header.get("tag_dictionary") is None
+        else TagDictionary.from_payload(header["tag_dictionary"], arrays, labels, where),
     )
 
 

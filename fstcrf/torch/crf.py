@@ -23,6 +23,8 @@ import torch
 from torch import nn
 
 from fstcrf.engine import inference
+from fstcrf.engine.constrained import constrain
+from fstcrf.engine.constraints import resolve_batch
 from fstcrf.engine.inference import Potentials
 from fstcrf.engine.topology import Topology, first_order
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
@@ -254,10 +256,21 @@ class CRF(nn.Module):
         llh = self.gold_score(batch, transitions, start, final) - self.partition(batch, transitions, start, final)
         return reduced(llh, reduction, batch.mask)
 
-    def decode(self, emissions: torch.Tensor, mask: torch.Tensor | None = None) -> list[list[int]]:
-        """The best tag sequence of each sequence (Viterbi), as lists of tag indices."""
+    def decode(self, emissions: torch.Tensor, mask: torch.Tensor | None = None, constraints=None) -> list[list[int]]:
+        """The best tag sequence of each sequence (Viterbi), as lists of tag indices.
+        ``constraints``: one :class:`~fstcrf.engine.constraints.Constraints` (or None)
+        per sequence, naming tags by :attr:`labels` ("0", "1", ... for a layer made
+        with ``num_tags``); the kernel decodes under them (the scores are copied to
+        the CPU first)."""
+        if constraints is not None and isinstance(emissions, torch.Tensor):
+            emissions, mask = emissions.cpu(), None if mask is None else mask.cpu()
         batch = self.checked(emissions, mask=mask)
+        rules = resolve_batch(constraints, batch.lengths, self.labels, "CRF.decode")
         transitions, start, final = self.scores_on(batch)
+        if rules is not None:
+            pot = constrain(self.kernel_potentials(batch, transitions, start, final), rules).potentials
+            states = inference.viterbi(pot, threads=thread_count(self.threads)).paths
+            return batch.split(pot.topology.state_label[states])
         if uses_kernel(self.engine, batch.device):
             pot = self.kernel_potentials(batch, transitions, start, final)
             states = inference.viterbi(pot, threads=thread_count(self.threads)).paths

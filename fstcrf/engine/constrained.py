@@ -1,0 +1,407 @@
+"""A batch's lattice under its sentences' constraints: each sentence's acceptor
+(:mod:`fstcrf.engine.constraints`), possibly weighted, composed with its lattice.
+
+The composition is compiled into ordinary :class:`~fstcrf.engine.inference.Potentials`,
+so every decoder and marginal computation runs on it unchanged (Viterbi, k-best,
+sampling, forward-backward, span probabilities, MBR), and their results are exact
+under the constraints: probabilities are conditional on them.
+
+- Rules on one token (fixed, allowed labels, scores) are added to the emission scores
+  of the states carrying each label (-inf where a label is not allowed).
+- Rules on a pair of neighbouring labels (a required span: it begins at ``first``,
+  continues to ``last``, is not continued after it; an unbroken range: no boundary
+  between neighbours) are added to the transition scores into that token: each such
+  token gets a transition row of its own (a token class of the kernel).
+- A rule on a whole chunk that is not a mask (a forbidden span, a weighted span)
+  needs to know where the current chunk began: the states are expanded to pairs
+  (state, flag), the flag naming the chunk start of interest the current chunk began
+  at (0: none), and the score of the chunk (first, last, type) is added on the edge
+  that ends it, or at the sentence's last token.  Flags are reused along the
+  sentence, so Q flags cover every position where at most Q - 1 starts of interest
+  are pending (Q = 2 when the spans do not overlap).  Each label sequence fixes its
+  flags, so paths of the expanded lattice and constrained label sequences correspond
+  one to one.
+
+Every state of the result carries its label (``state_label``) and maps to a state of
+the potentials constrained (``ConstrainedLattice.state_map``).  A sentence whose hard
+constraints leave no path raises InfeasibleError naming a small set of its rules
+that clash (every rule of it needed: dropping any one leaves a path).
+"""
+
+from __future__ import annotations
+
+import copy
+import weakref
+from dataclasses import dataclass
+from collections.abc import Sequence
+
+import numpy as np
+
+from fstcrf.engine import budget
+from fstcrf.engine.constraints import SentenceRules, resolve
+from fstcrf.engine.inference import Potentials, check_potentials, forward_backward, lengths_to_offsets
+from fstcrf.engine.topology import Topology
+from fstcrf.errors import InfeasibleError, ShapeError
+
+
+@dataclass
+class ConstrainedLattice:
+    """Potentials under constraints: ``potentials`` over S' = S x ``flags`` states, and
+    ``state_map`` int32 [S'], the state of the potentials constrained behind each."""
+
+    potentials: Potentials
+    state_map: np.ndarray
+    flags: int
+
+    def original_marginals(self, marginals: np.ndarray) -> np.ndarray:
+        """float [N, S]: state marginals [N, S'] summed over the flags."""
+        S = len(self.state_map) // self.flags
+        return marginals.reshape(len(marginals), self.flags, S).sum(axis=1)
+
+
+@dataclass(frozen=True)
+class FlaggedTopology:
+    """A topology's states paired with Q flags, every flag pair allowed on every edge:
+    ``topology`` (state q S + s stands for state s with flag q), and per edge int [E']
+    ``base_edge``, ``source_flag``, ``target_flag``."""
+
+    topology: Topology
+    base_edge: np.ndarray
+    source_flag: np.ndarray
+    target_flag: np.ndarray
+
+
+_FLAGGED: weakref.WeakKeyDictionary[Topology, dict[int, FlaggedTopology]] = weakref.WeakKeyDictionary()
+
+
+def flagged_topology(topology: Topology, flags: int) -> FlaggedTopology:
+    """``topology`` with ``flags`` copies of its states (cached)."""
+    cached = _FLAGGED.setdefault(topology, {})
+    if flags not in cached:
+        S, E = topology.num_states, topology.num_edges
+        budget.check_states(S * flags, f"the {topology.name} topology with {flags} constraint flags")
+        q, r, e = (
+            axis.ravel() for axis in np.meshgrid(np.arange(flags), np.arange(flags), np.arange(E), indexing="ij")
+        )
+        expanded = Topology(
+            topology.labels,
+            np.tile(topology.state_label, flags),
+            q * S + topology.edge_src[e],
+            r * S + topology.edge_dst[e],
+            np.tile(topology.start, flags),
+            np.tile(topology.final, flags),
+            [f"{name}^{flag}" for flag in range(flags) for name in topology.state_names],
+            f"{topology.name}^{flags}",
+        )
+        src, dst = expanded.edge_src, expanded.edge_dst
+        cached[flags] = FlaggedTopology(expanded, topology.edge_ids[src % S, dst % S], src // S, dst // S)
+    return cached[flags]
+
+
+@dataclass(frozen=True)
+class EdgeFacts:
+    """What the chunk rules read off each edge (int or bool [E]): ``continuing``, the
+    target's label continues the source's chunk; ``source_type`` and ``target_type``,
+    chunk type indices (-1: O)."""
+
+    continuing: np.ndarray
+    source_type: np.ndarray
+    target_type: np.ndarray
+
+    @classmethod
+    def of(cls, topology: Topology, state_label: np.ndarray, rules: SentenceRules) -> EdgeFacts:
+        chunks = rules.chunks
+        a, b = state_label[topology.edge_src], state_label[topology.edge_dst]
+        if chunks is None:  # rules on tokens only
+            return cls(np.zeros(len(a), dtype=bool), np.full(len(a), -1), np.full(len(a), -1))
+        return cls(chunks.continuing[a, b], chunks.label_type[a], chunks.label_type[b])
+
+    def take(self, edges: np.ndarray) -> EdgeFacts:
+        return EdgeFacts(self.continuing[edges], self.source_type[edges], self.target_type[edges])
+
+
+def pair_scores(rules: SentenceRules, facts: EdgeFacts) -> dict[int, np.ndarray]:
+    """{token t: float [E] added to the edges into t}: the required spans' and unbroken
+    ranges' rules on neighbouring labels (0 or -inf; a soft range loses its weight
+    per boundary)."""
+    rows: dict[int, np.ndarray] = {}
+
+    def lose(t: int, broken: np.ndarray, amount: float) -> None:
+        row = rows.setdefault(t, np.zeros(len(broken)))
+        row[broken] -= amount
+
+    cont = facts.continuing
+    for first, last, kind in rules.required:
+        if first > 0:
+            lose(first, ~((facts.target_type == kind) & ~cont), np.inf)
+        for t in range(first + 1, last + 1):
+            lose(t, ~cont, np.inf)
+        if last + 1 < rules.length:
+            lose(last + 1, cont, np.inf)
+    outside = (facts.source_type < 0) & (facts.target_type < 0)
+    for first, last, loss in rules.unbroken:
+        for t in range(first + 1, last + 1):
+            lose(t, ~(cont | outside), loss)
+    return rows
+
+
+@dataclass(frozen=True)
+class Starts:
+    """The chunk starts a sentence's weighted spans begin at, each with a flag: ``flag``
+    {start: flag}, ``reach`` {start: the last token of its longest span}."""
+
+    flag: dict[int, int]
+    reach: dict[int, int]
+
+    @classmethod
+    def of(cls, rules: SentenceRules) -> Starts:
+        reach: dict[int, int] = {}
+        for first, last, _ in rules.weighted:
+            reach[first] = max(reach.get(first, first), last)
+        flag: dict[int, int] = {}
+        busy: dict[int, int] = {}  # flag -> the last token its start reaches
+        for first in sorted(reach):
+            free = [q for q, until in busy.items() if until < first]
+            q = min(free) if free else len(busy) + 1
+            flag[first], busy[q] = q, reach[first]
+        return cls(flag, reach)
+
+    @property
+    def count(self) -> int:
+        return max(self.flag.values(), default=0)
+
+    def pending(self, t: int) -> dict[int, int]:
+        """{flag: start} of the starts whose chunks may still be running at token t."""
+        return {self.flag[first]: first for first, until in self.reach.items() if first <= t <= until}
+
+
+def chunk_end_scores(rules: SentenceRules, first: int, last: int) -> np.ndarray:
+    """float [K]: the score of a chunk of each type from ``first`` to ``last``."""
+    K = len(rules.chunks.types) if rules.chunks is not None else 0
+    return np.array([rules.weighted.get((first, last, kind), 0.0) for kind in range(K)])
+
+
+def flag_rows(
+    rules: SentenceRules, starts: Starts, facts: EdgeFacts, flagged: FlaggedTopology
+) -> dict[int, np.ndarray]:
+    """{token t: float [E'] flag transitions into t (0 allowed, -inf not, or a chunk's
+    score on the edges that end it)} for the tokens where a start is pending."""
+    cont, source_type, target_type = facts.continuing, facts.source_type, facts.target_type
+    q, r = flagged.source_flag, flagged.target_flag
+    rows = {}
+    for t in range(1, rules.length):
+        before = starts.pending(t - 1)
+        if not before and t not in starts.flag:
+            continue
+        beginning = np.where(target_type >= 0, starts.flag.get(t, 0), 0)  # the flag of a chunk beginning at t
+        row = np.full(len(q), -np.inf)
+        row[(q == 0) & ((cont & (r == 0)) | (~cont & (r == beginning)))] = 0.0
+        for flag, first in before.items():
+            carried = flag if t <= starts.reach[first] else 0
+            row[(q == flag) & cont & (r == carried)] = 0.0
+            ends = (q == flag) & ~cont & (r == beginning) & (source_type >= 0)
+            row[ends] = chunk_end_scores(rules, first, t - 1)[source_type[ends]]
+        rows[t] = row
+    return rows
+
+
+def flag_emissions(rules: SentenceRules, starts: Starts, label_type: np.ndarray, flags: int) -> np.ndarray:
+    """float [T, Q, S] added to the emissions of (token, flag, state): a flag only on the
+    states inside chunks while its start is pending, flag 0 nowhere a tracked chunk
+    begins at token 0, and at the last token each tracked chunk's score."""
+    T = rules.length
+    inside = label_type >= 0
+    scores = np.zeros((T, flags, len(label_type)))
+    scores[:, 1:, :] = -np.inf
+    if 0 in starts.flag:
+        scores[0, 0, inside] = -np.inf
+    for t in range(T):
+        for flag, first in starts.pending(t).items():
+            scores[t, flag, inside] = 0.0
+            if t == T - 1:
+                scores[t, flag, inside] = chunk_end_scores(rules, first, t)[label_type[inside]]
+    return scores
+
+
+def constrain(
+    pot: Potentials,
+    rules: Sequence[SentenceRules | None],
+    state_label: np.ndarray | None = None,
+    threads: int = 1,
+    check: bool = True,
+) -> ConstrainedLattice:
+    """The potentials of ``pot`` under each sentence's rules (None: none), from
+    :func:`fstcrf.engine.constraints.resolve`.
+
+    ``state_label`` int [S]: the index, among the rules' labels, of each state's label
+    (default: ``pot.topology.state_label``; a joint model passes one component's).
+    With ``check``, a sentence its hard rules leave without a path raises
+    InfeasibleError naming the rules that clash."""
+    check_potentials(pot, "constrain")
+    if len(rules) != pot.num_sequences:
+        raise ShapeError(f"constrain: {len(rules)} sentences of rules for {pot.num_sequences} sentences")
+    for b, rule in enumerate(rules):
+        if rule is not None and rule.length != pot.lengths[b]:
+            raise ShapeError(f"constrain: the rules of sentence {b} are for {rule.length} tokens, not {pot.lengths[b]}")
+    topology = pot.topology
+    S = topology.num_states
+    labels_of_state = topology.state_label if state_label is None else np.asarray(state_label)
+    given = [b for b, rule in enumerate(rules) if rule is not None]
+    starts = {b: Starts.of(rule) for b, rule in enumerate(rules) if rule is not None and rule.weighted}
+    flags = 1 + max((found.count for found in starts.values()), default=0)
+    flagged = flagged_topology(topology, flags) if flags > 1 else None
+    expanded = topology if flagged is None else flagged.topology
+    emissions = np.tile(pot.emissions, (1, flags))
+    if flags > 1:  # flags beyond 0 only in the sentences with starts to track (flag_emissions)
+        untracked = np.ones(pot.num_tokens, dtype=bool)
+        for b in starts:
+            untracked[pot.sentence(b)] = False
+        emissions[untracked, S:] = -np.inf
+    emissions += np.tile(token_scores(rules, pot.lengths, labels_of_state), flags)
+    by_token: dict[tuple[int, int], np.ndarray] = {}  # (sentence, token) -> float [E'] added into it
+    for b in given:
+        rule = rules[b]
+        assert rule is not None
+        if not (rule.required or rule.unbroken or rule.weighted):
+            continue  # rules on single tokens: in the emissions already
+        rows = pot.sentence(b)
+        facts = EdgeFacts.of(topology, labels_of_state, rule)
+        pairs = pair_scores(rule, facts)
+        if flagged is None:
+            by_token.update(((b, t), row) for t, row in pairs.items())
+            continue
+        label_type = rule.chunks.label_type[labels_of_state] if rule.chunks is not None else np.full(S, -1)
+        found = starts.get(b)
+        if found is not None:
+            emissions[rows] += flag_emissions(rule, found, label_type, flags).reshape(rule.length, -1)
+            flagged_rows = flag_rows(rule, found, facts.take(flagged.base_edge), flagged)
+        else:
+            flagged_rows = {}
+        for t in set(pairs) | set(flagged_rows):
+            row = pairs[t][flagged.base_edge] if t in pairs else np.zeros(expanded.num_edges)
+            by_token[(b, t)] = row + flagged_rows.get(t, default_flag_row(flagged))
+    transitions, token_class = class_rows(pot, flagged, by_token)
+    constrained = copy.copy(pot)
+    constrained.topology = expanded
+    constrained.emissions = emissions
+    constrained.transitions = transitions
+    constrained.token_class = token_class
+    constrained.start = np.tile(pot.start, flags)
+    constrained.final = np.tile(pot.final, flags)
+    lattice = ConstrainedLattice(constrained, np.tile(np.arange(S, dtype=np.int32), flags), flags)
+    if check:
+        hard = [b for b, rule in enumerate(rules) if rule is not None and rule.source.hard_rules()]
+        if hard and flags == 1 and not by_token and is_complete(topology) and np.isfinite(pot.transitions).all():
+            hard = [b for b in hard if not np.isfinite(emissions[pot.sentence(b)]).any(axis=1).all()]
+        if hard:
+            check_feasible(pot, lattice, rules, hard, labels_of_state, threads)
+    return lattice
+
+
+def is_complete(topology: Topology) -> bool:
+    """Whether every state may start, end and follow every state: then a sentence has a
+    path as long as each of its tokens allows a state (rules on single tokens only)."""
+    return bool(topology.num_edges == topology.num_states**2 and topology.start.all() and topology.final.all())
+
+
+def token_scores(rules: Sequence[SentenceRules | None], lengths, state_label: np.ndarray) -> np.ndarray:
+    """float [N, S]: what the rules of each sentence (of ``lengths`` [B]) on single
+    tokens add to each state (``state_label`` [S]: its label's index), -inf where
+    its label is not allowed; 0 in sentences without rules."""
+    offsets = lengths_to_offsets(lengths)
+    scores = np.zeros((int(offsets[-1]), len(state_label)))
+    for b, rule in enumerate(rules):
+        if rule is not None:
+            scores[offsets[b] : offsets[b + 1]] = rule.label_scores[:, state_label]
+    return scores
+
+
+def default_flag_row(flagged: FlaggedTopology) -> np.ndarray:
+    """float [E']: flag 0 stays 0, no other flag is taken (a token where no start is pending)."""
+    return np.where((flagged.source_flag == 0) & (flagged.target_flag == 0), 0.0, -np.inf)
+
+
+def class_rows(
+    pot: Potentials, flagged: FlaggedTopology | None, by_token: dict[tuple[int, int], np.ndarray]
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(transitions float [C', E'] or [E'], token_class int32 [N] or None): the
+    potentials' own rows (on the flagged edges, flag 0 kept), and a row of its own for
+    each distinct rule a token's transitions take (``by_token``: (sentence, token) ->
+    scores [E'] added to the row of the token's class)."""
+    if flagged is None and not by_token:
+        return pot.transitions, pot.token_class
+    base = np.atleast_2d(pot.transitions)
+    own = base if flagged is None else base[:, flagged.base_edge] + default_flag_row(flagged)
+    token_class = (
+        np.zeros(pot.num_tokens, dtype=np.int32) if pot.token_class is None else pot.token_class.astype(np.int32)
+    )
+    if not by_token:
+        return (own if pot.transitions.ndim == 2 else own[0]), pot.token_class
+    lifted = base if flagged is None else base[:, flagged.base_edge]
+    rows = [own]
+    seen: dict[tuple[int, bytes], int] = {}
+    for (b, t), added in by_token.items():
+        n = int(pot.offsets[b]) + t
+        key = (int(token_class[n]), added.tobytes())
+        if key not in seen:
+            seen[key] = len(own) + len(seen)
+            rows.append((lifted[key[0]] + added)[None])
+        token_class[n] = seen[key]
+    table = np.concatenate(rows)
+    budget.check_work(table.size, f"the transition rows of {len(table)} constrained tokens")
+    return np.ascontiguousarray(table), token_class
+
+
+def check_feasible(
+    pot: Potentials,
+    lattice: ConstrainedLattice,
+    rules: Sequence[SentenceRules | None],
+    sentences: list[int],
+    state_label: np.ndarray,
+    threads: int,
+) -> None:
+    """InfeasibleError for the first of ``sentences`` without a path in ``lattice``,
+    naming a set of its rules that clash (:func:`clashing_rules`)."""
+    selected = lattice.potentials.select(sentences)
+    log_z = forward_backward(selected, marginals=False, edge_counts=False, threads=threads, allow_infeasible=True).log_z
+    dead = np.flatnonzero(log_z == -np.inf)
+    if not len(dead):
+        return
+    b = sentences[int(dead[0])]
+    rule = rules[b]
+    assert rule is not None
+    clashing = clashing_rules(pot.select([b]), rule, state_label)
+    described = [rule.source.describe(item) for item in clashing]
+    error = InfeasibleError(
+        f"{rule.where}: its constraints leave no label sequence; "
+        + (
+            f"these clash: {'; '.join(described)}"
+            if described
+            else "the model's topology (or grammar) allows no sequence of its length"
+        )
+        + (f" ({len(dead) - 1} more such sentences)" if len(dead) > 1 else "")
+    )
+    error.sentence, error.clashing = rule.sentence, described
+    raise error
+
+
+def clashing_rules(pot: Potentials, rules: SentenceRules, state_label: np.ndarray) -> list:
+    """The hard rules (of ``rules.source.hard_rules()``) of a one-sentence ``pot`` that
+    leave no path together while every one of them is needed for that (dropping any
+    one leaves a path): a deletion filter, one feasibility test per rule."""
+    source = rules.source
+
+    def feasible(kept: list) -> bool:
+        resolved = resolve(source.only(kept), rules.labels, rules.length, rules.sentence, rules.what)
+        lattice = constrain(pot, [resolved], state_label, check=False)
+        log_z = forward_backward(lattice.potentials, marginals=False, edge_counts=False, allow_infeasible=True).log_z
+        return bool(log_z[0] > -np.inf)
+
+    kept = source.hard_rules()
+    if not feasible([]):
+        return []
+    for item in list(kept):
+        trial = [other for other in kept if other != item]
+        if not feasible(trial):
+            kept = trial
+    return kept
