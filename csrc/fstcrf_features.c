@@ -88,6 +88,16 @@ static void prefetch_rows(const ff_dictionary *d, const ff_tokens *x, int64_t t,
     }
 }
 
+/* Ask for the feature pointers of the predicates of token t, which prefetch_rows
+ * reads a token later to find their rows. */
+static void prefetch_pointers(const ff_dictionary *d, const ff_tokens *x, int64_t t)
+{
+    if (t >= x->num_tokens)
+        return;
+    for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j)
+        FC_PREFETCH(d->ptr + x->indices[j]);
+}
+
 /* Where predicate p's counts go under the layout at (see ff_accumulate_at): the
  * array, and the shift that takes feature f's index to its count's there. */
 static inline double *counts_of(const ff_dictionary *d, int32_t p, const int64_t *at, double *grad,
@@ -129,8 +139,11 @@ int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta
     const int32_t L = d->num_labels;
     /* work[q] = score of output q at the current token; each output of a row gets
      * one term, so a dense tail adds the same sums as the general loop */
+    prefetch_pointers(d, x, 0);
+    prefetch_pointers(d, x, 1);
     prefetch_rows(d, x, 0, theta);
     for (int64_t t = 0; t < x->num_tokens; ++t) {
+        prefetch_pointers(d, x, t + 2);
         prefetch_rows(d, x, t + 1, theta);
         memset(work, 0, sizeof(double) * (size_t)(S + L));
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {

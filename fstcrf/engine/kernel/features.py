@@ -251,6 +251,33 @@ def factorize(keys: np.ndarray, slots: np.ndarray, codes: np.ndarray, first: np.
     )
 
 
+def window_hashes(
+    sentence_offsets: np.ndarray,
+    sources: np.ndarray,
+    source: np.ndarray,
+    offset: np.ndarray,
+    salt: int,
+    out: np.ndarray,
+) -> None:
+    """fh_window_hashes: out uint64 [J, N], the value hash of observation j at each token:
+    row source[j] (int32 [J]) of sources uint64 [G, N] at offset[j] (int64 [J]) from the
+    token within its sentence (sentence_offsets int64 [B+1]), a boundary value's hash
+    past either end."""
+    status = lib.fh_window_hashes(
+        sources.shape[1],
+        len(sentence_offsets) - 1,
+        input_pointer(sentence_offsets),
+        len(sources),
+        input_pointer(sources),
+        len(source),
+        input_pointer(source),
+        input_pointer(offset),
+        salt,
+        output_pointer(out),
+    )
+    check_status(status, "fh_window_hashes")
+
+
 def predicate_rows(
     value_hashes: np.ndarray,
     seeds: np.ndarray,
