@@ -29,6 +29,7 @@ def tempered(pot: Potentials, temperature: float) -> Potentials:
     result.transitions = pot.transitions / temperature
     result.start = pot.start / temperature
     result.final = pot.final / temperature
+    result.seal()
     return result
 
 

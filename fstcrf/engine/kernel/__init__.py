@@ -67,10 +67,13 @@ from fstcrf.engine.kernel.chain import (
     joint_viterbi,
     joint_workspace,
     kbest,
+    kept_scores,
     max_marginals,
     sample,
     scaled_tables,
+    scratch_workspace,
     span_viterbi,
+    topology_graph,
     viterbi,
 )
 from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
@@ -91,6 +94,7 @@ from fstcrf.engine.kernel.features import (
     string_hashes,
     substring_hashes,
     values_by_key,
+    window_hashes,
 )
 from fstcrf.engine.kernel.training import (
     GatherBuffers,
@@ -144,6 +148,8 @@ __all__ = [
     "chain_keys",
     "change_single",
     "chain_workspace",
+    "scratch_workspace",
+    "topology_graph",
     "check_status",
     "checksum",
     "factorize",
@@ -156,6 +162,7 @@ __all__ = [
     "joint_viterbi",
     "joint_workspace",
     "kbest",
+    "kept_scores",
     "kernel_array",
     "lookup",
     "max_marginals",
@@ -175,5 +182,6 @@ __all__ = [
     "training_gradient",
     "two_loop",
     "values_by_key",
+    "window_hashes",
     "viterbi",
 ]
