@@ -23,6 +23,7 @@ from fstcrf.engine.inference import (
     forward_backward,
     neighbours,
     thread_chunks,
+    useful_threads,
     viterbi,
 )
 from fstcrf.engine.threads import run_parallel
@@ -57,6 +58,8 @@ def thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list[
     :func:`~fstcrf.engine.inference.thread_chunks`), each block at most ``max_tokens``
     tokens (or one sentence)."""
     offsets = encoded.offsets
+    if threads == 1 and encoded.num_tokens <= max_tokens:  # one block: a small batch
+        return [[(0, encoded.num_sequences)]]
     plans = []
     for first, last in thread_chunks(encoded, threads):
         blocks = []
@@ -126,13 +129,31 @@ class Scorer:
         F = self.features.num_features
         emit = self.features.sentence_emissions(encoded, first, last, weights[:F], scale, threads)
         token_class = None if encoded.token_class is None else encoded.token_class[encoded.token_rows(first, last)]
-        return Potentials(
+        lengths = encoded.lengths[first:last]
+        self.topology.check_lengths(lengths)
+        offsets = encoded.offsets[first : last + 1]
+        return Potentials.of_checked(
             self.topology,
             emit,
-            encoded.lengths[first:last],
-            self.transitions.scores(scale * weights[F:]),
-            token_class=token_class,
+            lengths,
+            offsets if first == 0 else offsets - offsets[0],
+            self.transition_table(weights) if scale == 1.0 else self.transitions.scores(scale * weights[F:]),
+            token_class,
         )
+
+    def transition_table(self, weights: np.ndarray) -> np.ndarray:
+        """float [E] or [C, E]: the transition scores of ``weights`` [F + T], kept while
+        they are the same read-only weights (a loaded model's), so that each batch's
+        potentials share one table and its kernel struct."""
+        kept = self.__dict__.get("_table")
+        if kept is not None and kept[0] is weights and not weights.flags.writeable:
+            return kept[1]
+        table = self.transitions.scores(weights[self.features.num_features :])
+        if not weights.flags.writeable:
+            table = table.view()
+            table.flags.writeable = False
+            self._table = (weights, table)
+        return table
 
     def decoding_topology(self, grammar=None, params: dict | None = None) -> Topology:
         """The topology decoding runs on: the model's, restricted to the training
@@ -172,7 +193,8 @@ class Scorer:
         also fills the topology's caches before threads share it."""
         topology = topology or self.constrained or self.topology
         topology.check_lengths(encoded.lengths)
-        return thread_plans(encoded, self.threads, max(1, BLOCK_CELLS // topology.num_states))
+        threads = useful_threads(encoded.num_tokens, topology, self.threads)
+        return thread_plans(encoded, threads, max(1, BLOCK_CELLS // topology.num_states))
 
     def paths(
         self, encoded: EncodedSentences, weights: np.ndarray, grammar=None, params: dict | None = None
