@@ -18,6 +18,7 @@ from fstcrf.engine.kernel.features import list_rows
 from fstcrf.errors import HashCollisionError, TemplateError
 from fstcrf.features.hashing import utf8_hashes
 from fstcrf.features.item_lists import ObservationHashes, WindowPlan, item_lists
+from fstcrf.features.occurrences import Occurrences
 from fstcrf.features.template import (
     SEEN_LOWER,
     Observation,
@@ -81,6 +82,24 @@ def predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.nd
             kernel.chain_keys(own, utf8_hashes([split[i] for split in splits], salt))
         keys[columns] = own
     return keys
+
+
+def occurrence_keys(
+    template: Template, occurrences: Sequence[Occurrences], chosen: np.ndarray, salt: int
+) -> np.ndarray:
+    """uint64 [P]: the keys of the predicates ``chosen`` (int [P], indices into the
+    occurrences of all lines in turn), chained from their value codes."""
+    seeds = utf8_hashes([predicate.name for predicate in template], salt)
+    hashed: dict[int, np.ndarray] = {}  # the hashes of each list of value names
+    parts = []
+    for seed, occurrence in zip(seeds, occurrences):
+        own = np.full(len(occurrence.names), seed, dtype=np.uint64)
+        for codes, value_names in occurrence.values:
+            if id(value_names) not in hashed:
+                hashed[id(value_names)] = utf8_hashes(value_names, salt)
+            kernel.chain_keys(own, hashed[id(value_names)][codes])
+        parts.append(own)
+    return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[chosen]
 
 
 class HashedDictionary:

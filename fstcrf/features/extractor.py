@@ -14,6 +14,7 @@ Each step reads the steps before it and none after it; this module drives them."
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ from fstcrf.errors import (
     TemplateError,
 )
 from fstcrf.features.template import Template, parse_template
-from fstcrf.features.dictionary import HashedDictionary, predicate_keys
+from fstcrf.features.dictionary import HashedDictionary, occurrence_keys, predicate_keys
 from fstcrf.features.hashing import pack_names, utf8_hashes
 from fstcrf.features.occurrences import Occurrences, predicate_occurrences
 from fstcrf.features import seen_entities
@@ -201,21 +202,8 @@ class FeatureExtractor:
         column[chosen] = np.arange(len(chosen))
         columns = [column[a:b] for a, b in zip(starts[:-1], starts[1:])]  # per template (-1: dropped)
 
-        def keys(salt: int) -> np.ndarray:
-            """uint64 [P]: the keys of the kept predicates, chained from their value codes."""
-            seeds = utf8_hashes([predicate.name for predicate in self.parsed_template()], salt)
-            hashed: dict[int, np.ndarray] = {}  # the hashes of each list of value names
-            parts = []
-            for seed, occurrence in zip(seeds, occurrences):
-                own = np.full(len(occurrence.names), seed, dtype=np.uint64)
-                for codes, value_names in occurrence.values:
-                    if id(value_names) not in hashed:
-                        hashed[id(value_names)] = utf8_hashes(value_names, salt)
-                    kernel.chain_keys(own, hashed[id(value_names)][codes])
-                parts.append(own)
-            return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[chosen]
-
         # packed: the names are read again only to save the model or encode unseen text
+        keys = functools.partial(occurrence_keys, self.parsed_template(), occurrences, chosen)
         self._set_dictionary(None, pack_names(names), HashedDictionary.fit(keys, len(names)), resources)
         return columns
 
@@ -441,7 +429,7 @@ class FeatureExtractor:
         extractor = cls._unfitted(data)
         try:
             dictionary = HashedDictionary.fit(
-                lambda salt: predicate_keys(extractor.parsed_template(), names, salt), len(names)
+                functools.partial(predicate_keys, extractor.parsed_template(), names), len(names)
             )
         except TemplateError as error:
             raise ModelFileError(f"feature extractor data is inconsistent: {error}") from None

@@ -84,7 +84,7 @@ def test_a_forced_collision_is_detected_and_rehashed(monkeypatch, tmp_path):
 
 
 def test_no_salt_without_collisions_is_a_typed_error(monkeypatch):
-    monkeypatch.setattr(features, "utf8_hashes", lambda values, salt: np.zeros(len(values), dtype=np.uint64))
+    monkeypatch.setattr(dictionary, "utf8_hashes", lambda values, salt: np.zeros(len(values), dtype=np.uint64))
     train = [Sentence({"word": ["a", "b"], "pos": ["DT", "NN"]})]
     with pytest.raises(HashCollisionError, match="collide under each of 16 salts") as caught:
         FeatureExtractor("word[0]\n").fit(train)
