@@ -420,6 +420,8 @@ def sentence_runs(offsets: np.ndarray, threads: int) -> list[tuple[int, int]]:
 
 def run_chunks(pot: SentenceBatch, threads: int, job) -> list:
     """Run ``job(first, last)`` on each chunk of sentences, in parallel threads."""
+    if threads == 1:
+        return [job(0, pot.num_sequences)]
     check_count(threads, "threads")
     chunks = thread_chunks(pot, threads)
     if len(chunks) == 1:
@@ -509,6 +511,8 @@ def check_potentials(pot, what: str) -> Potentials:
     """``pot`` itself after checking that it is a Potentials whose arrays still fit
     together: ArgumentTypeError for another type, ShapeError or ScoreError for
     arrays replaced or edited after it was built (which the kernel would reject)."""
+    if type(pot) is Potentials and pot.sealed() and not _writable(pot):  # nothing can have changed
+        return pot
     check_type(
         pot,
         Potentials,
@@ -550,6 +554,15 @@ def check_potentials(pot, what: str) -> Potentials:
             )
     _check_transitions(pot, N, E, what)
     return pot
+
+
+def _writable(pot: Potentials) -> bool:
+    """Whether an array of ``pot`` that check_potentials checks may have been edited in place."""
+    return (
+        pot.emissions.flags.writeable
+        or pot.transitions.flags.writeable
+        or (pot.token_class is not None and pot.token_class.flags.writeable)
+    )
 
 
 def _check_transitions(pot: Potentials, N: int, E: int, what: str) -> None:

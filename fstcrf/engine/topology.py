@@ -165,6 +165,11 @@ class Topology:
         return _read_only(np.where(self.final, 0.0, -np.inf))
 
     @cached_property
+    def no_transitions(self) -> np.ndarray:
+        """float [E], read-only: a score of 0 on every edge."""
+        return _read_only(np.zeros(self.num_edges))
+
+    @cached_property
     def symbols(self) -> pywrapfst.SymbolTable:
         return symbol_table(self.labels)
 
