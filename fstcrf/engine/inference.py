@@ -429,7 +429,7 @@ def run_chunks(pot: SentenceBatch, threads: int, job) -> list:
     return run_parallel(lambda chunk: job(*chunk), chunks)
 
 
-def _check_totals(totals: np.ndarray, what: str, name: str, allow_infeasible: bool = False) -> None:
+def check_totals(totals: np.ndarray, what: str, name: str, allow_infeasible: bool = False) -> None:
     """ScoreError naming the first sentence whose total [B] (log Z or a path score)
     left float64's range: +inf or NaN (or -inf, unless infeasible sentences are allowed)."""
     if len(totals) <= SMALL_BATCH:
@@ -641,7 +641,7 @@ def forward_backward(
         return counts
 
     results = run_chunks(pot, threads, job)
-    _check_totals(log_z, "forward_backward", "log Z", allow_infeasible)
+    check_totals(log_z, "forward_backward", "log Z", allow_infeasible)
     if not edge_counts or each_sentence:
         return ForwardBackward(log_z, node, per_sentence)
     return ForwardBackward(log_z, node, np.sum(results, axis=0))
@@ -672,7 +672,7 @@ def viterbi(pot: Potentials, threads: int = 1) -> Viterbi:
         )
 
     run_chunks(pot, threads, job)
-    _check_totals(scores, "viterbi", "the best path's score")
+    check_totals(scores, "viterbi", "the best path's score")
     return Viterbi(paths, scores)
 
 

@@ -18,6 +18,7 @@ sentence that starts at one token in one pass.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import NamedTuple
 from collections.abc import Sequence
@@ -30,11 +31,6 @@ from fstcrf.engine.joint import JointSpace
 from fstcrf.engine.chunks import chunks_of_parts, continues, parse_chunk_label
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import LabelError, ScoreError, ShapeError
-
-#: The most states whose transition matrices the span passes keep dense: numpy's
-#: products of small dense matrices beat scipy.sparse's (whose import alone costs
-#: about 0.2 s of a tagging process), sparse ones win as the states grow.
-DENSE_STATES = 128
 
 
 class Entity(NamedTuple):
@@ -76,7 +72,19 @@ class ChunkEdges:
 
     @classmethod
     def of(cls, topology: Topology, labels: Sequence[str]) -> ChunkEdges:
-        """Chunk masks of ``topology`` whose state s carries label ``labels[s]``."""
+        """Chunk masks of ``topology`` whose state s carries label ``labels[s]``, made
+        once per topology and labels (a batch of one sentence reads them as a batch
+        of many does)."""
+        key = tuple(labels)
+        kept = _chunk_edges.get(topology)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        chunks = cls._made(topology, key)
+        _chunk_edges[topology] = (key, chunks)
+        return chunks
+
+    @classmethod
+    def _made(cls, topology: Topology, labels: tuple[str, ...]) -> ChunkEdges:
         if len(labels) != topology.num_states:
             raise ShapeError(f"expected {topology.num_states} state labels, got {len(labels)}")
         parts = {label: chunk_parts(label) for label in dict.fromkeys(labels)}
@@ -96,16 +104,21 @@ class ChunkEdges:
         return cls(types, state_type, continuing)
 
 
+#: The ChunkEdges of each topology in use, with the labels they read.
+_chunk_edges: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 class _Tables:
     """Scaled forward and backward tables of a batch, in the linear domain (C,
-    ``kernel.scaled_tables``).
+    ``kernel.scaled_tables``), and what they were made of.
 
-    psi float [N, S]: exp(emissions - the token's maximum); edge_weights: per token
-    class, float [E] exp(transitions - their maximum); alpha, beta float
-    [N, S], each row summing to 1; log_prefix float [N]: the log scale of the
-    forward table up to and including each token; log_suffix float [N + 1]:
-    that of the backward table from each token to its sentence's end (0 past
-    it); log_z float [B] in these shifted units."""
+    psi float [N, S]: exp(emissions - the token's maximum); weights float [C, E]:
+    exp(transitions - their maximum); start, final float [S] likewise; alpha, beta
+    float [N, S], each row summing to 1; log_prefix float [N]: the log scale of the
+    forward table up to and including each token; log_suffix float [N + 1]: that of
+    the backward table from each token to its sentence's end (0 past it); log_z
+    float [B] in these shifted units (each sentence's alone, so that it does not
+    depend on the batch)."""
 
     def __init__(self, pot: Potentials):
         topology = pot.topology
@@ -115,22 +128,20 @@ class _Tables:
         self.start = _shifted_exp(pot.start)
         self.final = _shifted_exp(pot.final)
         shift = pot.transitions.max() if pot.transitions.size else 0.0
-        weights = np.exp(np.atleast_2d(pot.transitions) - shift)
-        self.edge_weights = list(weights)
-        self.token_class = pot.token_class
-        self.offsets = pot.offsets
-        self.lengths = pot.lengths
+        self.weights = np.exp(np.atleast_2d(pot.transitions) - shift)
+        self.graph = kernel.topology_graph(topology)
+        self.batch = kernel.Batch(pot.offsets, self.psi, pot.token_class)  # Potentials keeps it int32
         N = len(emissions)
         self.alpha = np.empty((N, S))
         self.beta = np.empty((N, S))
         self.log_prefix = np.empty(N)
         self.log_suffix = np.zeros(N + 1)
         if not kernel.scaled_tables(
-            kernel.Graph(topology),
-            weights,
+            self.graph,
+            self.weights,
             self.start,
             self.final,
-            kernel.Batch(self.offsets, self.psi, pot.token_class),  # Potentials keeps it int32
+            self.batch,
             self.alpha,
             self.beta,
             self.log_prefix,
@@ -140,40 +151,8 @@ class _Tables:
                 "span probabilities: the scores span too wide a range for the linear domain "
                 "(a token's mass underflowed); rescale the scores"
             )
-        last = self.offsets[1:] - 1
-        self.log_z = self.log_prefix[last] + np.log(np.einsum("bs,s->b", self.alpha[last], self.final))
-
-
-def _edge_matrices(edge_weights: list[np.ndarray], topology: Topology, mask: np.ndarray | None = None) -> list:
-    """[S, S] matrices (source, destination) of each token class's edge weights float
-    [E], those outside ``mask`` bool [E] (when given) zero: dense numpy arrays up to
-    DENSE_STATES states, scipy.sparse CSR arrays above."""
-    S = topology.num_states
-    if S <= DENSE_STATES:
-        matrices = []
-        for weights in edge_weights:
-            dense = np.zeros((S, S))
-            np.add.at(dense, (topology.edge_src, topology.edge_dst), weights if mask is None else weights * mask)
-            matrices.append(dense)
-        return matrices
-    from scipy import sparse
-
-    return [
-        sparse.csr_array(
-            (weights if mask is None else weights * mask, (topology.edge_src, topology.edge_dst)), shape=(S, S)
-        )
-        for weights in edge_weights
-    ]
-
-
-def _class_groups(by_class: list, token_class: np.ndarray | None, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
-    """(matrix, which) pairs: ``by_class``'s matrix of each token class, with the
-    positions ``which`` of the tokens ``rows`` of that class (token_class None: all of
-    class 0)."""
-    if token_class is None:
-        return [(by_class[0], np.arange(len(rows)))]
-    classes = token_class[rows]
-    return [(by_class[c], np.flatnonzero(classes == c)) for c in np.unique(classes)]
+        last = (pot.offsets[1:] - 1).tolist()
+        self.log_z = self.log_prefix[last] + np.log([float(self.alpha[n] @ self.final) for n in last])
 
 
 def _shifted_exp(scores: np.ndarray) -> np.ndarray:
@@ -222,112 +201,42 @@ def span_probability_array(
     """float [M]: the probability of each span of ``spans`` = (sentence, first, last,
     kind) (int [M] each): sentence[m]'s tokens first[m] .. last[m] (inclusive, within
     the sentence) as a chunk of type index kind[m] of ``chunks``.  The spans of a
-    type that start at one token share one pass."""
+    type that start at one token share one pass (``fc_span_probabilities``), whose
+    values do not depend on the other spans or sentences of the batch."""
     sentence, first, last, kind = spans
     result = np.zeros(len(sentence))
     if not len(sentence):
         return result
-    topology = pot.topology
     tables = _Tables(pot)
-    ending = _EdgeMatrices(tables, topology, ~chunks.continuing)
     row = pot.offsets[sentence] + first  # each span's first token in the batch
-    for x in sorted(set(kind.tolist())):
-        of_kind = np.flatnonzero(kind == x)
-        heads, seen_first, at = np.unique(row[of_kind], return_index=True, return_inverse=True)  # a pass per head
-        reach = np.zeros(len(heads), dtype=np.int64)
-        np.maximum.at(reach, at, last[of_kind] - first[of_kind])
-        of_type = chunks.state_type == x
-        entering = of_type[topology.edge_dst]
-        begin = _EdgeMatrices(tables, topology, entering & ~chunks.continuing)
-        inside = _EdgeMatrices(tables, topology, entering & chunks.continuing)
-        heads_sentence = sentence[of_kind][seen_first]
-        starts = (heads_sentence, heads - pot.offsets[heads_sentence], reach)
-        flat, cuts = _spans_from(tables, of_type, begin, inside, ending, starts)
-        result[of_kind] = flat[cuts[at] + last[of_kind] - first[of_kind]]
-    return result
-
-
-class _EdgeMatrices:
-    """The linear transition weights of a subset of the edges as [S, S] matrices
-    (source, destination; :func:`_edge_matrices`), one per token class."""
-
-    def __init__(self, tables: _Tables, topology: Topology, mask: np.ndarray):
-        self.tables = tables
-        self.by_class = _edge_matrices(tables.edge_weights, topology, mask)
-
-    def groups(self, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
-        """(matrix, which) pairs: the weights into the tokens ``rows[which]``."""
-        return _class_groups(self.by_class, self.tables.token_class, rows)
-
-    def step(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """float [R, S]: each mass[r] [S] moved along the subset's edges into token rows[r]."""
-        moved = np.empty_like(mass)
-        for matrix, which in self.groups(rows):
-            moved[which] = mass[which] @ matrix
-        return moved * self.tables.psi[rows]
-
-    def close(self, mass: np.ndarray, after: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """float [R]: for each r, the sum over the subset's edges into token rows[r] of
-        mass[r, src] w[e] after[r, dst]."""
-        back = np.empty_like(after)
-        for matrix, which in self.groups(rows):
-            back[which] = (matrix @ after[which].T).T
-        return np.einsum("rs,rs->r", mass, back)
-
-
-def _spans_from(
-    tables: _Tables,
-    of_type: np.ndarray,
-    begin: _EdgeMatrices,
-    inside: _EdgeMatrices,
-    ending: _EdgeMatrices,
-    starts: tuple[np.ndarray, np.ndarray, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray]:
-    """(flat, cuts): for each start r of ``starts`` = (b, first, reach) (int [R]),
-    flat[cuts[r] + j] = P(a chunk of the type whose states are ``of_type`` [S] spans
-    tokens first .. first + j of sentence b) for j = 0 .. reach.  All the starts
-    advance together, a token at a time."""
-    b, first, reach = starts
-    last = first + reach
-    offset, length = tables.offsets[b], tables.lengths[b]
-    rows = offset + first
-    mass = np.empty((len(b), len(of_type)))
-    log_scale = np.zeros(len(b))
-    heads, inner = first == 0, np.flatnonzero(first > 0)
-    mass[heads] = tables.start * of_type * tables.psi[rows[heads]]
-    mass[inner] = begin.step(tables.alpha[rows[inner] - 1], rows[inner])
-    log_scale[inner] = tables.log_prefix[rows[inner] - 1]
-    cuts = np.concatenate([[0], np.cumsum(last - first + 1)])  # start r's values: flat[cuts[r] : cuts[r + 1]]
-    flat = np.zeros(int(cuts[-1]))
-    active = np.arange(len(b))  # the starts still extending, and their state
-    for step in range(int((last - first).max()) + 1):
-        if step > 0:
-            keep = first[active] + step <= last[active]
-            active, mass, log_scale = active[keep], mass[keep], log_scale[keep]
-            if not len(active):
-                break
-            mass = inside.step(mass, offset[active] + first[active] + step)
-        total = mass.sum(axis=1)
-        alive = total > 0  # no mass left: no longer chunk of the type from this start
-        active, mass, total, log_scale = active[alive], mass[alive], total[alive], log_scale[alive]
-        mass = mass / total[:, None]
-        log_scale = log_scale + np.log(total)
-        position = first[active] + step
-        rows = offset[active] + position
-        closing, log_after = np.empty(len(active)), np.zeros(len(active))
-        at_end = position == length[active] - 1
-        closing[at_end] = mass[at_end] @ tables.final
-        within = np.flatnonzero(~at_end)
-        after_rows = rows[within] + 1
-        closing[within] = ending.close(mass[within], tables.psi[after_rows] * tables.beta[after_rows], after_rows)
-        log_after[within] = tables.log_suffix[after_rows]
-        positive = closing > 0
-        values = np.zeros(len(active))
-        values[positive] = np.exp(
-            log_scale[positive] + np.log(closing[positive]) + log_after[positive] - tables.log_z[b[active[positive]]]
-        )
-        flat[cuts[active] + step] = np.minimum(values, 1.0)
-    return flat, cuts
+    key = kind.astype(np.int64) * (pot.num_tokens + 1) + row
+    heads, at = np.unique(key, return_inverse=True)  # a pass per type and first token
+    reach = np.zeros(len(heads), dtype=np.int64)
+    np.maximum.at(reach, at, last - first)
+    head_kind, head_row = np.divmod(heads, pot.num_tokens + 1)
+    head_sentence = np.searchsorted(pot.offsets, head_row, side="right") - 1
+    head_ptr = np.zeros(len(heads) + 1, dtype=np.int64)
+    np.cumsum(reach + 1, out=head_ptr[1:])
+    flat = np.empty(int(head_ptr[-1]))
+    kernel.span_probabilities(
+        tables.graph,
+        tables.weights,
+        tables.start,
+        tables.final,
+        tables.batch,
+        (tables.alpha, tables.beta, tables.log_prefix, tables.log_suffix, tables.log_z),
+        chunks.state_type.astype(np.int32),
+        chunks.continuing.view(np.uint8),
+        (
+            head_sentence.astype(np.int32),
+            head_row - pot.offsets[head_sentence],
+            reach,
+            head_kind.astype(np.int32),
+        ),
+        head_ptr,
+        flat,
+    )
+    return flat[head_ptr[at] + last - first]
 
 
 def decoded_entities(pot: Potentials, labels: Sequence[str], paths: np.ndarray) -> list[list[Entity]]:

@@ -57,6 +57,12 @@ def _split_values(values: str) -> list[str]:
 #: threads (the C kernel releases the GIL) when each half has at least this many tokens.
 LIST_ROWS_HALF = 2048
 
+#: ``HashedDictionary.list_rows`` looks the lines of a token's own value up once per
+#: distinct value (:func:`own_value_lines`) from this many tokens on: below, a batch
+#: (a sentence or a few) has few repeated values, and grouping would cost more numpy
+#: calls than it saves lookups.
+GROUPED_TOKENS = 512
+
 #: ``fit`` tries this many salts for a dictionary whose 64-bit keys are all distinct.
 SALT_TRIES = 16
 
@@ -174,13 +180,15 @@ class HashedDictionary:
         grouped, items, item_ptr = plan.grouped, plan.item_list, plan.item_ptr_list
         parts = row_parts(table.num_tokens)
         only_at: dict[int, np.ndarray] = {}  # items only grouped lines read: at each group's first tokens
+        if table.num_tokens < GROUPED_TOKENS:
+            grouped = 0
         if grouped:
             group, distinct = table.coded_column(cast(str, plan.grouped_column), None)
             part = np.repeat(np.arange(len(parts)), [last - first for first, last in parts])
             firsts = factorize(group * len(parts) + part)[1]  # each group's first token in each part
             elsewhere = set(items[item_ptr[grouped] :])
             only_at = {j: firsts for j in items[: item_ptr[grouped]] if j not in elsewhere}
-        value_ptr, all_hashes, counts = item_lists(values, plan.observations, self.salt, only_at)
+        value_ptr, all_hashes, counts = item_lists(values, plan.observations, self.salt, only_at, plan.singles)
         single = [observation.kind is None for observation in plan.observations]  # one value at every token
 
         def line_sizes(lines: range, at: np.ndarray | None = None) -> np.ndarray:
@@ -265,7 +273,8 @@ class LinePlan:
     ``grouped`` of them, which read ``grouped_column``), the distinct items they read
     (``observations`` [J]), line k reading items[item_ptr[k] .. item_ptr[k+1]-1]
     (int32 [K+1] and [I], and as lists), each line's key seed uint64 [K] under
-    ``salt``, and the observations as :class:`WindowPlan` (single values only)."""
+    ``salt``, the observations as :class:`WindowPlan` (``window``, when all are single
+    values) and their single-valued ones as one (``singles``)."""
 
     def __init__(self, template: Template, chosen: Sequence[int], salt: int, lists: bool = False):
         column, grouped = own_value_lines(template, chosen) if lists else (None, [])
@@ -282,6 +291,7 @@ class LinePlan:
         self.items, self.item_ptr = np.array(items, dtype=np.int32), np.array(item_ptr, dtype=np.int32)
         self.seeds = utf8_hashes([template.predicates[k].name for k in self.chosen], salt)
         self.window = None if lists else WindowPlan(self.observations)
+        self.singles = WindowPlan([observation for observation in self.observations if observation.kind is None])
 
 
 #: The value lists whose values at a token depend on its own value alone.

@@ -9,7 +9,7 @@ looked up alone."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -87,13 +87,19 @@ def item_lists(
     observations: Sequence[Observation],
     salt: int,
     only_at: dict[int, np.ndarray],
+    singles: WindowPlan,
 ) -> ItemLists:
     """The hashed values of each of the J ``observations`` at every token of the table
     of ``values``; observation j in ``only_at`` has its values at the tokens
-    only_at[j] (int64, ascending) alone, none elsewhere."""
+    only_at[j] (int64, ascending) alone, none elsewhere.  ``singles`` lays out the
+    single-valued ones (``kind`` None), in order: their hashes come from one
+    ``fh_window_hashes`` call, and those at every token are laid out first, as one
+    block, so that a batch of one sentence costs as few numpy calls as one of many."""
     table = values.table
     N = table.num_tokens
-    hashes = ObservationHashes(table, salt)
+    single = [j for j, observation in enumerate(observations) if observation.kind is None]
+    single_hashes = ObservationHashes(table, salt).window(singles) if single else None  # [len(single), N]
+    full = [j for j in single if j not in only_at]  # at every token: rows 0 .. len(full)-1 of all_hashes
     lists: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # j -> (ptr [N+1], its values' hashes or codes)
     for j, observation in enumerate(observations):
         tokens = only_at.get(j)
@@ -104,27 +110,38 @@ def item_lists(
             item = values.lists(observation)
             if tokens is None:
                 lists[j] = item.ptr, item.codes
-            else:
+            elif len(tokens):
                 ptr, source = gathered(item.ptr, tokens)
                 lists[j] = spread(ptr, tokens, N), item.codes[source]
-    sizes = [int(lists[j][0][-1]) if j in lists else len(only_at.get(j, range(N))) for j in range(len(observations))]
+            else:
+                lists[j] = np.zeros(N + 1, dtype=np.int64), item.codes[:0]
+    rest = [j for j in range(len(observations)) if j not in full]
+    sizes = [int(lists[j][0][-1]) if j in lists else len(only_at[j]) for j in rest]
     value_ptr = np.empty((len(observations), N + 1), dtype=np.int64)
-    all_hashes = np.empty(sum(sizes), dtype=np.uint64)  # each item's hashes written in place
-    counts, start = [], 0
-    for j, observation in enumerate(observations):
-        out = all_hashes[start : start + sizes[j]]
-        if j not in lists:
-            tokens = only_at.get(j)
-            ptr = np.arange(N + 1, dtype=np.int64) if tokens is None else spread(np.arange(len(tokens) + 1), tokens, N)
-            out[:] = hashes.at_tokens(observation, tokens)
+    all_hashes = np.empty(len(full) * N + sum(sizes), dtype=np.uint64)  # each item's hashes written in place
+    every = np.arange(N + 1, dtype=np.int64)
+    ones = np.ones(N, dtype=np.int64)
+    counts: list[np.ndarray] = [ones] * len(observations)
+    if full:
+        rows = [single.index(j) for j in full]
+        all_hashes[: len(full) * N] = cast(np.ndarray, single_hashes)[rows].reshape(-1)
+        value_ptr[full] = every[None, :] + (np.arange(len(full)) * N)[:, None]
+    start = len(full) * N
+    for j, size in zip(rest, sizes):
+        out = all_hashes[start : start + size]
+        observation = observations[j]
+        if j not in lists:  # a single value at some tokens only
+            tokens = only_at[j]
+            ptr = spread(np.arange(len(tokens) + 1), tokens, N)
+            out[:] = cast(np.ndarray, single_hashes)[single.index(j)][tokens]
         elif observation.kind in SUBSTRING_KINDS:
             ptr, out[:] = lists[j]
         else:
             ptr, codes = lists[j]
             np.take(utf8_hashes(values.lists(observation).names, salt), codes, out=out)
         np.add(ptr, start, out=value_ptr[j])
-        counts.append(np.diff(ptr))
-        start += sizes[j]
+        counts[j] = np.diff(ptr)
+        start += size
     return ItemLists(value_ptr, all_hashes, counts)
 
 

@@ -22,6 +22,7 @@ from fstcrf.engine.inference import (
     SentenceBatch,
     forward_backward,
     neighbours,
+    check_totals,
     thread_chunks,
     useful_threads,
     viterbi,
@@ -206,16 +207,43 @@ class Scorer:
 
         def work(blocks):
             for first, last in blocks:
-                pot = self.potentials(encoded, weights, first, last)
+                rows = encoded.token_rows(first, last)
                 if topology is self.topology:
-                    best = viterbi(pot).paths
+                    self.best_paths(encoded, weights, first, last, paths[rows])
                 else:
-                    restriction = restrict_to(pot, topology)
-                    best = restriction.state_map[viterbi(restriction.potentials).paths]
-                paths[encoded.token_rows(first, last)] = best
+                    restriction = restrict_to(self.potentials(encoded, weights, first, last), topology)
+                    paths[rows] = restriction.state_map[viterbi(restriction.potentials).paths]
 
         run_parallel(work, self.plans(encoded, topology))
         return paths
+
+    def best_paths(
+        self, encoded: EncodedSentences, weights: np.ndarray, first: int, last: int, out: np.ndarray
+    ) -> None:
+        """Write into out int32 [n] the Viterbi state paths of sentences first .. last-1
+        (n tokens, their lengths feasible) on the model's topology: their emissions and
+        Viterbi in one kernel call (``ft_best_paths``), on the topology's kept graph and
+        the kernel scores of the kept transition table; ScoreError if a path's score
+        leaves float64's range."""
+        topology = self.topology
+        offsets = encoded.offsets[first : last + 1]
+        table = self.transition_table(weights)
+        lengths = encoded.lengths[first:last]
+        workspace = kernel.scratch_workspace(topology, 1 if table.ndim == 1 else len(table), max(lengths.tolist()), 1)
+        scores = np.empty(last - first)
+        self.features.kernel_dictionary.best_paths(
+            encoded.tokens(first, last),
+            weights[: self.features.num_features],
+            kernel.topology_graph(topology),
+            kernel.kept_scores(table, topology.open_start, topology.open_final),
+            offsets if first == 0 else offsets - offsets[0],
+            None if encoded.token_class is None else encoded.token_class[encoded.token_rows(first, last)],
+            np.empty((len(out), topology.num_states)),
+            workspace,
+            out,
+            scores,
+        )
+        check_totals(scores, "viterbi", "the best path's score")
 
     def marginals(
         self, encoded: EncodedSentences, weights: np.ndarray, grammar=None, params: dict | None = None

@@ -109,6 +109,7 @@ def test_lines_of_a_token_own_value_looked_up_once_per_value_give_the_same_rows(
     sentences = [Sentence({"word": words}) for words in test]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(dictionary_module, "LIST_ROWS_HALF", 1 if halves else 10**9)
+        patch.setattr(dictionary_module, "GROUPED_TOKENS", 0)  # groups however few the tokens
         grouped = FeatureExtractor(GROUPED_TEMPLATE).fit(training).transform_rows(sentences)
         # a dictionary lays its lines out once: a fresh one, laid out without groups
         patch.setattr(dictionary_module, "own_value_lines", lambda template, chosen: (None, []))

@@ -365,6 +365,51 @@ def joint_viterbi(joint: Joint, batch: Batch, path: np.ndarray, score: np.ndarra
     check_status(status, "joint_viterbi")
 
 
+def span_probabilities(
+    graph: Graph,
+    weight: np.ndarray,
+    start: np.ndarray,
+    final: np.ndarray,
+    batch: Batch,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    state_type: np.ndarray,
+    continuing: np.ndarray,
+    heads: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    head_ptr: np.ndarray,
+    probability: np.ndarray,
+) -> None:
+    """fc_span_probabilities: probability float [head_ptr[H]], the probability of each
+    chunk of each head (sentence int32, first int64, reach int64, type int32, [H] each;
+    head h's j-th at head_ptr[h] + j), from :func:`scaled_tables`' arguments and
+    tables (alpha, beta [N, S], log_prefix [N], log_suffix [N + 1], log_z [B]), the
+    states' chunk types int32 [S] (-1: O) and the edges that continue a chunk uint8 [E]."""
+    alpha, beta, log_prefix, log_suffix, log_z = tables
+    sentence, first, reach, kind = heads
+    status = lib.fc_span_probabilities(
+        graph.struct,
+        input_pointer(weight),
+        input_pointer(start),
+        input_pointer(final),
+        batch.struct,
+        input_pointer(alpha),
+        input_pointer(beta),
+        input_pointer(log_prefix),
+        input_pointer(log_suffix),
+        input_pointer(log_z),
+        input_pointer(state_type),
+        input_pointer(continuing),
+        len(sentence),
+        input_pointer(sentence),
+        input_pointer(first),
+        input_pointer(reach),
+        input_pointer(kind),
+        input_pointer(head_ptr),
+        output_pointer(probability),
+        output_pointer(np.empty(2 * graph.struct.num_states)),
+    )
+    check_status(status, "span_probabilities")
+
+
 def scaled_tables(
     graph: Graph,
     weight: np.ndarray,
