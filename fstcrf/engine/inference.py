@@ -197,20 +197,24 @@ class Potentials(SentenceBatch):
         offsets: np.ndarray,
         transitions: np.ndarray,
         token_class: np.ndarray | None = None,
+        start: np.ndarray | None = None,
+        final: np.ndarray | None = None,
     ) -> Potentials:
         """Potentials of parts the caller made and checked, taken as they are (a model's
         scorer makes them so for every batch, one sentence or thousands): emissions
         float64 [N, S] C-contiguous and finite, lengths int64 [B] (all feasible on the
         topology) with their offsets int64 [B+1], transitions float64 [E] or [C, E]
-        with token_class int32 [N] or None; no start or final scores.  Every array is
-        made read-only (the emissions themselves, views of the others), so that
-        inference need not check them again."""
+        with token_class int32 [N] or None; start and final float64 [S], -inf where
+        the topology forbids a state, or None: no scores.  Every array is made
+        read-only (the emissions themselves, views of the others), so that inference
+        need not check them again."""
         pot = cls.__new__(cls)
         pot.topology = topology
         pot.emissions = emissions
         pot.lengths, pot.offsets = lengths, offsets
         pot.transitions, pot.token_class = transitions, token_class
-        pot.start, pot.final = topology.open_start, topology.open_final
+        pot.start = topology.open_start if start is None else start
+        pot.final = topology.open_final if final is None else final
         if emissions.flags.writeable:
             emissions.flags.writeable = False  # the caller's own: no view needed
         pot.seal(("lengths", "offsets", "start", "final", "transitions", "token_class"))

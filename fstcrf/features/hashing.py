@@ -206,19 +206,28 @@ class ValueHashes:
                 self.row.update(zip(unseen, range(len(self.values), len(self.values) + len(unseen))))
                 self.values.extend(unseen)
             rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
+            self._fill(transforms)
             for transform, hashes in zip(transforms, out):
-                np.take(self._all_hashes(transform), rows, out=hashes)
+                np.take(self.by_transform[transform][1], rows, out=hashes)
 
-    def _all_hashes(self, transform: str | None) -> np.ndarray:
-        """uint64 [rows]: the hash of the name ``transform`` gives each value kept."""
-        room, kept = self.by_transform.get(transform, (np.zeros(0, dtype=np.uint64), None))
-        done = 0 if kept is None else len(kept)
-        if kept is None or done < len(self.values):
-            new = self.values[done:]
-            function = transform_function(transform) if transform is not None else None
-            names = escaped(new if function is None else list(map(function, new)))
-            room, kept = self.by_transform[transform] = grown(room, done, utf8_hashes(names, self.salt))
-        return kept
+    def _fill(self, transforms: Sequence[str | None]) -> None:
+        """Hash the names each of ``transforms`` gives the values kept that it has not
+        named yet: the names of all of them hashed in one call."""
+        behind = []  # (transform, its buffer, how many it holds, the names of the rest)
+        for transform in dict.fromkeys(transforms):
+            room, kept = self.by_transform.get(transform, (np.zeros(0, dtype=np.uint64), None))
+            done = 0 if kept is None else len(kept)
+            if kept is None or done < len(self.values):
+                new = self.values[done:]
+                function = transform_function(transform) if transform is not None else None
+                behind.append((transform, room, done, escaped(new if function is None else list(map(function, new)))))
+        if not behind:
+            return
+        hashed = utf8_hashes([name for *_, names in behind for name in names], self.salt)
+        at = 0
+        for transform, room, done, names in behind:
+            self.by_transform[transform] = grown(room, done, hashed[at : at + len(names)])
+            at += len(names)
 
 
 _VALUE_HASHES: dict[int, ValueHashes] = {}
