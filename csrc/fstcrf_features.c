@@ -88,6 +88,16 @@ static void prefetch_rows(const ff_dictionary *d, const ff_tokens *x, int64_t t,
     }
 }
 
+/* Ask for the feature pointers of the predicates of token t, which prefetch_rows
+ * reads a token later to find their rows. */
+static void prefetch_pointers(const ff_dictionary *d, const ff_tokens *x, int64_t t)
+{
+    if (t >= x->num_tokens)
+        return;
+    for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j)
+        FC_PREFETCH(d->ptr + x->indices[j]);
+}
+
 /* Where predicate p's counts go under the layout at (see ff_accumulate_at): the
  * array, and the shift that takes feature f's index to its count's there. */
 static inline double *counts_of(const ff_dictionary *d, int32_t p, const int64_t *at, double *grad,
@@ -129,8 +139,11 @@ int ff_emissions(const ff_dictionary *d, const ff_tokens *x, const double *theta
     const int32_t L = d->num_labels;
     /* work[q] = score of output q at the current token; each output of a row gets
      * one term, so a dense tail adds the same sums as the general loop */
+    prefetch_pointers(d, x, 0);
+    prefetch_pointers(d, x, 1);
     prefetch_rows(d, x, 0, theta);
     for (int64_t t = 0; t < x->num_tokens; ++t) {
+        prefetch_pointers(d, x, t + 2);
         prefetch_rows(d, x, t + 1, theta);
         memset(work, 0, sizeof(double) * (size_t)(S + L));
         for (int64_t j = x->indptr[t]; j < x->indptr[t + 1]; ++j) {
@@ -456,6 +469,55 @@ int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr
             merge_runs(indices + start, own, nnz - start - own, scratch_columns);
         }
         indptr[t + 1] = nnz;
+    }
+    return FC_OK;
+}
+
+int ff_canonical_rows(int64_t num_rows, const int64_t *starts, const int64_t *columns,
+                      const double *values, int64_t width, int64_t *indptr, int32_t *indices,
+                      double *data, int32_t *ones)
+{
+    if (num_rows < 0 || starts[0] != 0)
+        return FC_BAD_ARGUMENT;
+    for (int64_t t = 0; t < num_rows; ++t)
+        if (starts[t + 1] < starts[t])
+            return FC_BAD_ARGUMENT;
+    for (int64_t j = 0; j < starts[num_rows]; ++j)
+        if (columns[j] < 0 || columns[j] >= width || columns[j] > INT32_MAX)
+            return FC_BAD_ARGUMENT;
+    int64_t out = 0;
+    indptr[0] = 0;
+    *ones = 1;
+    for (int64_t t = 0; t < num_rows; ++t) {
+        const int64_t first = out;
+        for (int64_t j = starts[t]; j < starts[t + 1]; ++j) {
+            /* insertion into the sorted run first .. out-1: after the entries of a
+               smaller or equal column, so that a repeated column's values add in order */
+            const int32_t column = (int32_t)columns[j];
+            int64_t at = out;
+            while (at > first && indices[at - 1] > column)
+                --at;
+            if (at > first && indices[at - 1] == column) {
+                data[at - 1] += values[j];
+                continue;
+            }
+            for (int64_t k = out; k > at; --k) {
+                indices[k] = indices[k - 1];
+                data[k] = data[k - 1];
+            }
+            indices[at] = column;
+            data[at] = values[j];
+            ++out;
+        }
+        int64_t kept = first;  /* zeros dropped, as a sum may give one */
+        for (int64_t k = first; k < out; ++k)
+            if (data[k] != 0.0) {
+                *ones &= data[k] == 1.0;
+                indices[kept] = indices[k];
+                data[kept++] = data[k];
+            }
+        out = kept;
+        indptr[t + 1] = out;
     }
     return FC_OK;
 }

@@ -151,6 +151,22 @@ int ff_add_paths(const ff_dictionary *d, const ff_tokens *x, const int32_t *plus
  * memo_ptr are out of range, and FC_BAD_ARGUMENT (indptr and indices unspecified) if a
  * token has more keys than scratch_size, a group more than its room, or the rows more
  * known entries than max_entries; else FC_OK. */
+/* Rows of (column, value) entries made canonical: each row's columns ascending, the
+ * values of a repeated column added in their order, zero values dropped.
+ *   starts   [N+1]  row t is entries starts[t] .. starts[t+1]-1 of columns and values
+ *   columns  [M]    in [0, width)
+ *   values   [M]
+ *   indptr   [N+1]  OVERWRITTEN: row t of the result is indices and data[indptr[t] ..
+ *                   indptr[t+1]-1]
+ *   indices  [M]    OVERWRITTEN in its first indptr[N] entries
+ *   data     [M]    OVERWRITTEN likewise
+ *   ones     [1]    OVERWRITTEN: 1 if every value kept is 1, else 0
+ * Returns FC_BAD_ARGUMENT, before writing, if the starts do not rise from 0 to M or a
+ * column is out of range, else FC_OK. */
+int ff_canonical_rows(int64_t num_rows, const int64_t *starts, const int64_t *columns,
+                      const double *values, int64_t width, int64_t *indptr, int32_t *indices,
+                      double *data, int32_t *ones);
+
 #define FF_MAX_ITEMS 64
 int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr,
                  int64_t num_values, const uint64_t *value_hashes, int32_t num_templates,

@@ -208,6 +208,65 @@ static void sort_row(const int32_t *known, int32_t m, int32_t *out)
     }
 }
 
+/* The hash of the boundary value "__BOS-k__" (before) or "__EOS+k__" (after), k > 0. */
+static uint64_t boundary_hash(int before, int64_t step, uint64_t salt)
+{
+    char digits[24], text[48];
+    int count = 0, length = 0;
+    for (; step > 0; step /= 10)
+        digits[count++] = (char)('0' + step % 10);
+    memcpy(text, before ? "__BOS-" : "__EOS+", 6);
+    length = 6;
+    while (count > 0)
+        text[length++] = digits[--count];
+    text[length++] = '_';
+    text[length++] = '_';
+    return string_hash((const uint8_t *)text, length, salt);
+}
+
+int fh_window_hashes(int64_t num_tokens, int64_t num_sequences, const int64_t *sentence_offsets,
+                     int32_t num_sources, const uint64_t *sources, int32_t num_observations,
+                     const int32_t *source, const int64_t *offset, uint64_t salt, uint64_t *out)
+{
+    if (num_sequences < 0 || sentence_offsets[0] != 0 || sentence_offsets[num_sequences] != num_tokens)
+        return FC_BAD_ARGUMENT;
+    for (int64_t i = 0; i < num_sequences; ++i)
+        if (sentence_offsets[i + 1] < sentence_offsets[i])
+            return FC_BAD_ARGUMENT;
+    for (int32_t j = 0; j < num_observations; ++j)
+        if (source[j] < 0 || source[j] >= num_sources)
+            return FC_BAD_ARGUMENT;
+    for (int32_t j = 0; j < num_observations; ++j) {
+        const uint64_t *values = sources + (int64_t)source[j] * num_tokens;
+        uint64_t *row = out + (int64_t)j * num_tokens;
+        const int64_t o = offset[j];
+        if (o == 0) {
+            memcpy(row, values, (size_t)num_tokens * sizeof *row);
+            continue;
+        }
+        /* the boundary hashes of the last step met, which the next sentences meet again */
+        int64_t hashed_step = -1;
+        uint64_t hashed = 0;
+        for (int64_t i = 0; i < num_sequences; ++i) {
+            const int64_t first = sentence_offsets[i], length = sentence_offsets[i + 1] - first;
+            for (int64_t t = 0; t < length; ++t) {
+                const int64_t target = t + o;
+                if (target >= 0 && target < length) {
+                    row[first + t] = values[first + target];
+                    continue;
+                }
+                const int64_t step = target < 0 ? -target : target - length + 1;
+                if (step != hashed_step) {
+                    hashed = boundary_hash(target < 0, step, salt);
+                    hashed_step = step;
+                }
+                row[first + t] = hashed;
+            }
+        }
+    }
+    return FC_OK;
+}
+
 int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64_t *value_hashes,
                       int32_t num_templates, const uint64_t *seeds, const int32_t *item_ptr,
                       const int32_t *items, int64_t capacity, const uint64_t *slots,
@@ -223,25 +282,31 @@ int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64
                 return FC_BAD_ARGUMENT;
     }
     uint64_t mask = (uint64_t)capacity - 1;
-    uint64_t keys[FH_BLOCK];
+    uint64_t keys[FH_GROUP][FH_BLOCK];
     int64_t nnz = 0;
     indptr[0] = 0;
-    /* block by block, template by template: the keys of a block are computed, their
-       slots prefetched, then probed, so that the cache misses overlap */
+    /* block by block, FH_GROUP templates at a time: the keys of a block are computed,
+       their slots prefetched, then probed, so that the cache misses overlap (a short
+       block, one sentence's tokens, still has FH_GROUP times its tokens in flight) */
     for (int64_t start = 0; start < num_tokens; start += FH_BLOCK) {
         int64_t n = num_tokens - start < FH_BLOCK ? num_tokens - start : FH_BLOCK;
-        for (int32_t k = 0; k < num_templates; ++k) {
-            for (int64_t t = 0; t < n; ++t)
-                keys[t] = seeds[k];
-            for (int32_t i = item_ptr[k]; i < item_ptr[k + 1]; ++i) {
-                const uint64_t *hashes = value_hashes + (int64_t)items[i] * num_tokens + start;
+        for (int32_t group = 0; group < num_templates; group += FH_GROUP) {
+            const int32_t end = num_templates - group < FH_GROUP ? num_templates : group + FH_GROUP;
+            for (int32_t k = group; k < end; ++k) {
+                uint64_t *own = keys[k - group];
                 for (int64_t t = 0; t < n; ++t)
-                    keys[t] = fh_mix(keys[t] ^ hashes[t]);
+                    own[t] = seeds[k];
+                for (int32_t i = item_ptr[k]; i < item_ptr[k + 1]; ++i) {
+                    const uint64_t *hashes = value_hashes + (int64_t)items[i] * num_tokens + start;
+                    for (int64_t t = 0; t < n; ++t)
+                        own[t] = fh_mix(own[t] ^ hashes[t]);
+                }
+                for (int64_t t = 0; t < n; ++t)
+                    FC_PREFETCH(slots + 2 * (own[t] & mask));
             }
-            for (int64_t t = 0; t < n; ++t)
-                FC_PREFETCH(slots + 2 * (keys[t] & mask));
-            for (int64_t t = 0; t < n; ++t)
-                scratch[t * num_templates + k] = (int32_t)find(keys[t], mask, slots);
+            for (int32_t k = group; k < end; ++k)
+                for (int64_t t = 0; t < n; ++t)
+                    scratch[t * num_templates + k] = (int32_t)find(keys[k - group][t], mask, slots);
         }
         for (int64_t t = 0; t < n; ++t) {
             int32_t *known = scratch + t * num_templates;

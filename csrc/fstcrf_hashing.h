@@ -25,8 +25,9 @@
 
 /* Returned by fh_build_table when two keys are equal (a hash collision). */
 #define FH_DUPLICATE 3
-/* Tokens looked up together by fh_predicate_rows. */
+/* Tokens looked up together by fh_predicate_rows, FH_GROUP templates at a time. */
 #define FH_BLOCK 64
+#define FH_GROUP 8
 
 /* A bijective 64-bit mixer (the splitmix64 finaliser). */
 uint64_t fh_mix(uint64_t x);
@@ -86,6 +87,23 @@ void fh_lookup(const uint64_t *keys, int64_t n, int64_t capacity, const uint64_t
  * Returns K, the number of distinct keys. */
 int64_t fh_factorize(const uint64_t *keys, int64_t n, int64_t capacity, uint64_t *slots, int64_t *codes,
                      int64_t *first, int64_t *counts);
+
+/* The value hash of observations at every token of a batch of sentences, as
+ * fh_predicate_rows reads them.  Observation j reads source row source[j] at offset
+ * offset[j] from each token; where that falls k tokens before the first token of the
+ * sentence it reads the boundary value "__BOS-k__", k after the last "__EOS+k__",
+ * hashed as fh_string_hashes hashes that text.
+ *   sentence_offsets [B+1]  sentence i is tokens sentence_offsets[i] .. sentence_offsets[i+1]-1,
+ *                           from 0 to N
+ *   sources  [G, N]  the hash of each token's value in source g
+ *   source   [J]     in [0, G)
+ *   offset   [J]
+ *   out      [J, N]  OVERWRITTEN
+ * Returns FC_BAD_ARGUMENT if a source is out of range or the offsets do not cut the
+ * N tokens into sentences, else FC_OK. */
+int fh_window_hashes(int64_t num_tokens, int64_t num_sequences, const int64_t *sentence_offsets,
+                     int32_t num_sources, const uint64_t *sources, int32_t num_observations,
+                     const int32_t *source, const int64_t *offset, uint64_t salt, uint64_t *out);
 
 /* The known predicates of a block of N tokens, in compressed sparse row form.
  *   value_hashes [J, N]  the value hash of observation j at token t

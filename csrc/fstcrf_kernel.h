@@ -154,6 +154,31 @@ int fc_scaled_tables(const fc_graph *g, const double *weight, const double *star
 int fc_log_tables(const fc_graph *g, const fc_scores *sc, const fc_batch *b, double *log_alpha, double *log_beta,
                   fc_workspace *ws);
 
+/* The probabilities of labelled spans from fc_scaled_tables' tables (the same
+ * weight, start, final and batch b): head h is (sentence head_sentence[h], token
+ * head_first[h] within it, chunk type head_type[h]) and reaches head_reach[h]
+ * tokens further; probability[head_ptr[h] + j] is the probability that a chunk of
+ * that type spans tokens first .. first + j exactly, for j = 0 .. reach.  A chunk
+ * of type x enters a state s with state_type[s] == x by an edge that does not
+ * continue (continuing[e] == 0; at the sentence's first token, by start), keeps to
+ * states of type x by continuing edges, and leaves by an edge that does not
+ * continue (or ends the sentence).  Each head's mass is a vector over the states
+ * carried a token at a time, so a head's values do not depend on the others.
+ *   state_type [S]  chunk type of each state, -1 for O
+ *   continuing [E]  1 where edge e continues its source's chunk
+ *   log_z [B]       log Z of each sentence in the tables' units
+ *   head_sentence, head_first, head_reach, head_type [H]; head_ptr [H+1]
+ *   probability [head_ptr[H]]  OVERWRITTEN, each at most 1
+ *   mass [2S]       scratch
+ * Returns FC_BAD_ARGUMENT, before writing, for a head outside its sentence or
+ * inconsistent pointers, else FC_OK. */
+int fc_span_probabilities(const fc_graph *g, const double *weight, const double *start, const double *final,
+                          const fc_batch *b, const double *alpha, const double *beta, const double *log_prefix,
+                          const double *log_suffix, const double *log_z, const int32_t *state_type,
+                          const uint8_t *continuing, int64_t num_heads, const int32_t *head_sentence,
+                          const int64_t *head_first, const int64_t *head_reach, const int32_t *head_type,
+                          const int64_t *head_ptr, double *probability, double *mass);
+
 /* Span Viterbi: for each of K spans, the best path that keeps to a set of
  * allowed states at every token of the span, and the best path that leaves
  * that set at some token of it.  Span k covers tokens span_first[k] ..

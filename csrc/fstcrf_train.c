@@ -206,3 +206,18 @@ int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *
     for (int64_t e = 0; e < scores; ++e) edge_counts[e] += grad_scale * (b.counts[e] - b.clamp_counts[e]);
     return status;
 }
+
+int ft_best_paths(const ff_dictionary *d, const ff_tokens *x, const double *theta, const fc_graph *g,
+                  const fc_scores *sc, int32_t num_sequences, const int64_t *offsets,
+                  const int32_t *token_class, double *emit, double *work, fc_workspace *ws,
+                  int32_t *path, double *score)
+{
+    if (d->num_states != g->num_states || num_sequences < 0 || offsets[0] != 0 ||
+        offsets[num_sequences] != x->num_tokens)
+        return FC_BAD_ARGUMENT;
+    int status = ff_emissions(d, x, theta, 1.0, emit, work);
+    if (status != FC_OK)
+        return status;
+    const fc_batch batch = {num_sequences, offsets, emit, token_class};
+    return fc_viterbi(g, sc, &batch, path, score, ws);
+}

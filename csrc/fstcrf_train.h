@@ -94,4 +94,21 @@ int ft_gradient(const ff_dictionary *d, const ff_tokens *x, const ft_sentences *
                 double *loss, double *grad, const int64_t *grad_at, double *grad_direct,
                 double *edge_counts, ft_workspace *ws);
 
+/* Tagging's counterpart: the best state paths of a block of sentences from their
+ * predicate rows, ff_emissions then fc_viterbi on the model's graph, in one call.
+ *   d, x, theta   feature dictionary, the block's n token rows, weights [F]
+ *   g, sc         the model's graph (S states) and its scores
+ *   offsets       [b+1] the block's sentences, from 0 to n
+ *   token_class   [n] the class of each token (see fc_batch), or NULL
+ *   emit          [n, S] OVERWRITTEN: the state scores
+ *   work          [ff_work_doubles(d)] scratch
+ *   ws            fc_viterbi's workspace
+ *   path          [n] OVERWRITTEN: the best state at each token
+ *   score         [b] OVERWRITTEN: the best path's score
+ * Returns ff_emissions' or fc_viterbi's status. */
+int ft_best_paths(const ff_dictionary *d, const ff_tokens *x, const double *theta, const fc_graph *g,
+                  const fc_scores *sc, int32_t num_sequences, const int64_t *offsets,
+                  const int32_t *token_class, double *emit, double *work, fc_workspace *ws,
+                  int32_t *path, double *score);
+
 #endif

@@ -244,7 +244,7 @@ def _defaults(args: argparse.Namespace) -> tuple:
     results = bench_defaults(
         _shared_data(args, ["conll2000", "conll2003"]),
         folds=args.folds,
-        sentences=args.sentences,
+        sentences=args.sentences or 4000,
         threads=args.threads,
         progress=not args.quiet,
     )
@@ -307,6 +307,27 @@ def _features(args: argparse.Namespace) -> tuple:
     return (bench_features(folder, args.copies or 10, args.repeats, tutorial, ner),)
 
 
+#: The cases of ``fstcrf bench calls`` (fstcrf.bench.calls; its module imports numpy).
+CALL_CASES = ("chunker", "grammar", "joint", "cascade", "ner", "sklearn", "tagger", "nltk", "logits", "spacy")
+
+
+def _calls(args: argparse.Namespace) -> tuple:
+    """One sentence per call against a file at a time, per kind of model."""
+    from fstcrf.bench.calls import MODEL_KINDS, bench_calls
+
+    models = {}
+    for given in filter(None, (args.call_models or "").split(",")):
+        kind, _, path = given.partition("=")
+        if kind not in MODEL_KINDS or not path:
+            raise FstcrfError(f"--models takes KIND=MODEL pairs, KIND one of {', '.join(MODEL_KINDS)}; got {given!r}")
+        models[kind] = path
+    folder = _conll2000(args)
+    cases = _names_among(args.cases, CALL_CASES, "--cases") if args.cases else None
+    conll2003 = folder.parent / "conll2003"
+    result = bench_calls(folder, models, conll2003, args.sentences or 1000, args.repeats, cases)
+    return (result,)
+
+
 def _spacy(args: argparse.Namespace) -> tuple:
     """The spaCy component in nlp.pipe against the model's own decoding (needs fstcrf[spacy])."""
     from fstcrf.bench.spacy import bench_spacy
@@ -347,6 +368,7 @@ TARGETS: dict[str, tuple[Measurement, ...]] = {
     "features": (Measurement(_features, "features:format_features", json=True),),
     "torch": (Measurement(_torch, "neural:format_torch", json=True),),
     "spacy": (Measurement(_spacy, "spacy:format_spacy", json=True),),
+    "calls": (Measurement(_calls, "calls:format_calls", json=True),),
 }
 
 #: The benchmarks of the variants of a target that an option chooses.
@@ -368,7 +390,7 @@ def add_parsers(commands) -> None:
         "bench",
         "measure speed against reference implementations",
         _bench,
-        inputs=("data", "model", "test", "cache"),
+        inputs=("data", "model", "ner_model", "call_models", "test", "cache"),
         outputs=("plot",),
     )
     bench.add_argument(
@@ -417,7 +439,10 @@ def add_parsers(commands) -> None:
         "in its own process (needs fstcrf[torch,bench-torch]); "
         "spacy: tokens per second of the spaCy component inside nlp.pipe on the CoNLL-2000 test set "
         "against the model's own decoding (--model: a chunker or composed model; default: one trained "
-        "for --iterations, default 20) (needs fstcrf[spacy])",
+        "for --iterations, default 20) (needs fstcrf[spacy]); "
+        "calls: one sentence per call against one call on a batch, per kind of model (--models), "
+        "fstcrf.pycrfsuite's Tagger against python-crfsuite's, NLTK's CRFTagger over each, decode_logits "
+        "and the spaCy component (--repeats alternations, --sentences)",
     )
     bench.add_argument(
         "--gigabytes",
@@ -431,8 +456,23 @@ def add_parsers(commands) -> None:
     bench.add_argument(
         "--sentences",
         type=POSITIVE,
-        default=4000,
-        help="defaults: training sentences cross-validated (default %(default)s)",
+        default=None,
+        help="defaults: training sentences cross-validated (default 4000); calls: test sentences of each "
+        "side (default 1000)",
+    )
+    bench.add_argument(
+        "--models",
+        dest="call_models",
+        default=None,
+        metavar="KIND=MODEL,...",
+        help="calls: the model files of its cases, by kind: chunker (fstcrf train train.txt), grammar "
+        "(--grammar iob2), composed (fstcrf compose), ner (fstcrf train eng.train --target ner), spacy "
+        "(a model reading words alone) (default: none; cases without their model are left out)",
+    )
+    bench.add_argument(
+        "--cases",
+        default=None,
+        help="calls: comma-separated cases to run, from " + ", ".join(CALL_CASES) + " (default: all that can)",
     )
     bench.add_argument(
         "--seeds",
@@ -444,7 +484,7 @@ def add_parsers(commands) -> None:
         "--json",
         action="store_true",
         help="nonlocal, transfer, defaults, tag, train, sklearn, pycrfsuite, distributed, mce, stream, features, "
-        "spacy: print JSON instead of the table (default: off)",
+        "spacy, calls: print JSON instead of the table (default: off)",
     )
     bench.add_argument(
         "--copies",

@@ -173,6 +173,7 @@ FILES_OF: dict[str, Callable[[str], list[str]]] = {
     "grammar": _grammar_files,
     "joint": _grammar_files,
     "compat": lambda value: [value.partition("=")[2]],  # K=FST
+    "call_models": lambda value: [pair.partition("=")[2] for pair in value.split(",") if pair],  # KIND=MODEL,...
     "folder": _announcement_files,
     "data": _conll2000_files,
 }

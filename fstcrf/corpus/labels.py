@@ -114,8 +114,9 @@ def gold_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray) 
 
 def split_labels(topology: Topology, states: np.ndarray, offsets: np.ndarray) -> list[list[str]]:
     """The label strings of state paths [N], one list per sentence."""
-    labels = np.array(topology.labels, dtype=object)[topology.state_label[states]]
-    return [sentence.tolist() for sentence in np.split(labels, offsets[1:-1])]
+    labels = list(map(topology.labels.__getitem__, topology.state_label[states].tolist()))
+    bounds = offsets.tolist()
+    return [labels[first:last] for first, last in zip(bounds[:-1], bounds[1:])]
 
 
 def label_states(

@@ -66,7 +66,7 @@ def summarise(corpus: Corpus, shard: Shard, template: Template, target: str, rea
             )
     predicates = []
     if corpus.sentences:
-        _, _, occurrences = FeatureExtractor(template).occurrences(corpus)
+        _, occurrences = FeatureExtractor(template).occurrences(corpus)
         predicates = [(names, counts) for names, _, counts, _ in occurrences]
     values = {value for labels in corpus.column(target) for value in labels} if corpus.sentences else set()
     lower = (

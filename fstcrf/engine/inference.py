@@ -21,6 +21,8 @@ the number of states and E the number of allowed transitions.
 from __future__ import annotations
 
 import copy
+import math
+import operator
 from dataclasses import dataclass
 from typing import cast
 from collections.abc import Sequence
@@ -107,7 +109,9 @@ def check_lengths(lengths, num_tokens: int) -> np.ndarray:
 
 def lengths_to_offsets(lengths) -> np.ndarray:
     """int64 [B+1] token offsets of sentences with the given lengths."""
-    return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
 
 
 class SentenceBatch:
@@ -182,6 +186,71 @@ class Potentials(SentenceBatch):
         self.start = np.where(topology.start, start, -np.inf)
         self.final = np.where(topology.final, final, -np.inf)
         topology.check_lengths(self.lengths)
+        self.seal()
+
+    @classmethod
+    def of_checked(
+        cls,
+        topology: Topology,
+        emissions: np.ndarray,
+        lengths: np.ndarray,
+        offsets: np.ndarray,
+        transitions: np.ndarray,
+        token_class: np.ndarray | None = None,
+        start: np.ndarray | None = None,
+        final: np.ndarray | None = None,
+    ) -> Potentials:
+        """Potentials of parts the caller made and checked, taken as they are (a model's
+        scorer makes them so for every batch, one sentence or thousands): emissions
+        float64 [N, S] C-contiguous and finite, lengths int64 [B] (all feasible on the
+        topology) with their offsets int64 [B+1], transitions float64 [E] or [C, E]
+        with token_class int32 [N] or None; start and final float64 [S], -inf where
+        the topology forbids a state, or None: no scores.  Every array is made
+        read-only (the emissions themselves, views of the others), so that inference
+        need not check them again."""
+        pot = cls.__new__(cls)
+        pot.topology = topology
+        pot.emissions = emissions
+        pot.lengths, pot.offsets = lengths, offsets
+        pot.transitions, pot.token_class = transitions, token_class
+        pot.start = topology.open_start if start is None else start
+        pot.final = topology.open_final if final is None else final
+        if emissions.flags.writeable:
+            emissions.flags.writeable = False  # the caller's own: no view needed
+        pot.seal(("lengths", "offsets", "start", "final", "transitions", "token_class"))
+        return pot
+
+    def seal(self, frozen: Sequence[str] = ("lengths", "offsets", "start", "final")) -> None:
+        """Remember the arrays as checked, the ``frozen`` ones made read-only (views of
+        them: a caller's array keeps its flags), so that :func:`check_potentials`
+        checks again only those that may change: the arrays left writable (emissions,
+        transitions and token classes, which callers may edit in place) and any
+        array replaced since."""
+        for name in frozen:
+            array = getattr(self, name)
+            if array is not None and array.flags.writeable:
+                view = array.view()
+                view.flags.writeable = False
+                setattr(self, name, view)
+        self._sealed = self._parts()
+
+    def _parts(self) -> tuple:
+        return (
+            self.topology,
+            self.emissions,
+            self.lengths,
+            self.offsets,
+            self.transitions,
+            self.start,
+            self.final,
+            self.token_class,
+        )
+
+    def sealed(self) -> bool:
+        """Whether every array is the one :meth:`seal` checked (those left writable may
+        have been edited in place since)."""
+        kept = self.__dict__.get("_sealed")
+        return kept is not None and all(map(operator.is_, kept, self._parts()))
 
     @property
     def num_classes(self) -> int:
@@ -286,9 +355,10 @@ class ChunkStructs:
 
     def __init__(self, pot: Potentials, first: int, last: int, k: int = 1):
         self.batch, self.token_range = chunk_batch(pot, first, last)
-        self.graph = kernel.Graph(pot.topology)
-        self.scores = kernel.Scores(pot.transitions, pot.start, pot.final)
-        self.workspace = kernel.chain_workspace(pot.topology, pot.num_classes, int(pot.lengths[first:last].max()), k)
+        self.graph = kernel.topology_graph(pot.topology)
+        self.scores = kernel.kept_scores(pot.transitions, pot.start, pot.final)
+        t_max = int(pot.lengths[first]) if last == first + 1 else int(pot.lengths[first:last].max())
+        self.workspace = kernel.scratch_workspace(pot.topology, pot.num_classes, t_max, k)
 
 
 def chunk_batch(pot, first: int, last: int) -> tuple[kernel.Batch, slice]:
@@ -298,7 +368,9 @@ def chunk_batch(pot, first: int, last: int) -> tuple[kernel.Batch, slice]:
     rows = slice(int(offsets[0]), int(offsets[-1]))
     token_class = getattr(pot, "token_class", None)
     return kernel.Batch(
-        offsets - offsets[0], pot.emissions[rows], None if token_class is None else token_class[rows]
+        offsets if first == 0 else offsets - offsets[0],
+        pot.emissions[rows],
+        None if token_class is None else token_class[rows],
     ), rows
 
 
@@ -311,8 +383,30 @@ def neighbours(offsets: np.ndarray, num_tokens: int) -> tuple[np.ndarray, np.nda
     return after - 1, after
 
 
+#: Sentences up to which a batch's results are checked in Python (quicker than numpy
+#: on a few numbers).
+SMALL_BATCH = 16
+
+#: Work (tokens x (states + edges)) below which a batch is not split over threads:
+#: handing a run to a pool thread costs some 50-100 microseconds, what the Viterbi of
+#: a few hundred tokens of a 22-label chunker costs.
+PARALLEL_WORK = 1 << 18
+
+
+def useful_threads(num_tokens: int, topology: Topology, threads: int) -> int:
+    """How many of ``threads`` a batch of ``num_tokens`` tokens on ``topology`` is split
+    over: one below PARALLEL_WORK (a few sentences), else ``threads``."""
+    if num_tokens * (topology.num_states + topology.num_edges) < PARALLEL_WORK:
+        return 1
+    return threads
+
+
 def thread_chunks(pot: SentenceBatch, threads: int) -> list[tuple[int, int]]:
-    """Split sentences into at most ``threads`` contiguous runs of similar token counts."""
+    """Split sentences into at most ``threads`` contiguous runs of similar token counts
+    (one run for a batch too small to share, see :func:`useful_threads`)."""
+    topology = getattr(pot, "topology", None)
+    if topology is not None:
+        threads = useful_threads(pot.num_tokens, topology, threads)
     return sentence_runs(pot.offsets, threads)
 
 
@@ -321,6 +415,8 @@ def sentence_runs(offsets: np.ndarray, threads: int) -> list[tuple[int, int]]:
     most ``threads`` contiguous runs of similar token counts, sentences first .. last-1."""
     num_sequences = len(offsets) - 1
     threads = max(1, min(int(threads), num_sequences))
+    if threads == 1:
+        return [(0, num_sequences)]
     cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], threads + 1)[1:-1])
     bounds = sorted({0, num_sequences, *cuts.tolist()})
     return list(zip(bounds[:-1], bounds[1:]))
@@ -328,13 +424,23 @@ def sentence_runs(offsets: np.ndarray, threads: int) -> list[tuple[int, int]]:
 
 def run_chunks(pot: SentenceBatch, threads: int, job) -> list:
     """Run ``job(first, last)`` on each chunk of sentences, in parallel threads."""
+    if threads == 1:
+        return [job(0, pot.num_sequences)]
     check_count(threads, "threads")
-    return run_parallel(lambda chunk: job(*chunk), thread_chunks(pot, threads))
+    chunks = thread_chunks(pot, threads)
+    if len(chunks) == 1:
+        return [job(*chunks[0])]
+    return run_parallel(lambda chunk: job(*chunk), chunks)
 
 
-def _check_totals(totals: np.ndarray, what: str, name: str, allow_infeasible: bool = False) -> None:
+def check_totals(totals: np.ndarray, what: str, name: str, allow_infeasible: bool = False) -> None:
     """ScoreError naming the first sentence whose total [B] (log Z or a path score)
     left float64's range: +inf or NaN (or -inf, unless infeasible sentences are allowed)."""
+    if len(totals) <= SMALL_BATCH:
+        if all(map(math.isfinite, totals.tolist())):
+            return
+    elif np.isfinite(totals).all():
+        return
     overflow = np.isnan(totals) | (totals == np.inf)
     if not allow_infeasible:
         overflow |= totals == -np.inf
@@ -399,7 +505,7 @@ def _float_table(pot: Potentials, name: str, shape: tuple[int, ...], what: str) 
     ):
         found = f"{array.dtype} {array.shape}" if isinstance(array, np.ndarray) else type(array).__name__
         raise ShapeError(f"{changed} (it is {found}, expected float64 {shape})")
-    if not np.all(array < np.inf):
+    if not array.max(initial=-np.inf) < np.inf:  # +inf or NaN somewhere
         where = tuple(int(i) for i in np.argwhere(~(array < np.inf))[0])
         raise ScoreError(f"{changed} (it holds {array[where]} at index {where})")
     return array
@@ -409,6 +515,8 @@ def check_potentials(pot, what: str) -> Potentials:
     """``pot`` itself after checking that it is a Potentials whose arrays still fit
     together: ArgumentTypeError for another type, ShapeError or ScoreError for
     arrays replaced or edited after it was built (which the kernel would reject)."""
+    if type(pot) is Potentials and pot.sealed() and not _writable(pot):  # nothing can have changed
+        return pot
     check_type(
         pot,
         Potentials,
@@ -417,6 +525,13 @@ def check_potentials(pot, what: str) -> Potentials:
     )
     check_type(pot.topology, Topology, f"{what}: Potentials.topology", "a Topology")
     S, E = pot.topology.num_states, pot.topology.num_edges
+    if pot.sealed():  # only the arrays left writable may have changed
+        N = int(pot.offsets[-1])
+        if pot.emissions.flags.writeable:
+            _float_table(pot, "emissions", (N, S), what)
+        if pot.transitions.flags.writeable or (pot.token_class is not None and pot.token_class.flags.writeable):
+            _check_transitions(pot, N, E, what)
+        return pot
     lengths, offsets = pot.lengths, pot.offsets
     if not (
         isinstance(lengths, np.ndarray)
@@ -441,6 +556,21 @@ def check_potentials(pot, what: str) -> Potentials:
                 f"{what}: Potentials.{name} was changed after the Potentials was built and "
                 f"gives a score to a state the topology does not let a path {name} in"
             )
+    _check_transitions(pot, N, E, what)
+    return pot
+
+
+def _writable(pot: Potentials) -> bool:
+    """Whether an array of ``pot`` that check_potentials checks may have been edited in place."""
+    return (
+        pot.emissions.flags.writeable
+        or pot.transitions.flags.writeable
+        or (pot.token_class is not None and pot.token_class.flags.writeable)
+    )
+
+
+def _check_transitions(pot: Potentials, N: int, E: int, what: str) -> None:
+    """:func:`check_potentials`' check of the transitions [E] or [C, E] and the token classes."""
     two_d = isinstance(pot.transitions, np.ndarray) and pot.transitions.ndim == 2
     C = len(pot.transitions) if two_d else 1
     _float_table(pot, "transitions", (C, E) if two_d else (E,), what)
@@ -463,7 +593,6 @@ def check_potentials(pot, what: str) -> Potentials:
             f"int32 ({N},) classes in [0, {C}) with transitions [C, E], or None with {C} "
             "transition row); build a new Potentials instead"
         )
-    return pot
 
 
 @dataclass
@@ -516,7 +645,7 @@ def forward_backward(
         return counts
 
     results = run_chunks(pot, threads, job)
-    _check_totals(log_z, "forward_backward", "log Z", allow_infeasible)
+    check_totals(log_z, "forward_backward", "log Z", allow_infeasible)
     if not edge_counts or each_sentence:
         return ForwardBackward(log_z, node, per_sentence)
     return ForwardBackward(log_z, node, np.sum(results, axis=0))
@@ -547,7 +676,7 @@ def viterbi(pot: Potentials, threads: int = 1) -> Viterbi:
         )
 
     run_chunks(pot, threads, job)
-    _check_totals(scores, "viterbi", "the best path's score")
+    check_totals(scores, "viterbi", "the best path's score")
     return Viterbi(paths, scores)
 
 

@@ -13,15 +13,16 @@ backward tables:
     P(span) = alpha[first-1] W_begin psi[first] (W_cont psi)... W_end beta[last+1] / Z
 
 computed in the linear domain with per-token scales, for every span of a
-sentence that starts at one token in one pass.  A sentence whose scores span
-more than the linear domain holds (a row of its scaled tables with less than
-1e-100 of mass: a small temperature) is computed in the log domain instead,
-from the kernel's log-domain tables, so that the probabilities are exact to
-rounding for any finite scores.
+sentence that starts at one token in one pass (in C: ``fc_span_probabilities``).
+A sentence whose scores span more than the linear domain holds (a row of its
+scaled tables with less than 1e-100 of mass: a small temperature) is computed in
+the log domain instead, from the kernel's log-domain tables, so that the
+probabilities are exact to rounding for any finite scores.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import NamedTuple
 from collections.abc import Sequence
@@ -34,11 +35,6 @@ from fstcrf.engine.joint import JointSpace
 from fstcrf.engine.chunks import chunks_of_parts, continues, parse_chunk_label
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import LabelError, ShapeError
-
-#: The most states whose transition matrices the span passes keep dense: numpy's
-#: products of small dense matrices beat scipy.sparse's (whose import alone costs
-#: about 0.2 s of a tagging process), sparse ones win as the states grow.
-DENSE_STATES = 128
 
 
 class Entity(NamedTuple):
@@ -80,7 +76,19 @@ class ChunkEdges:
 
     @classmethod
     def of(cls, topology: Topology, labels: Sequence[str]) -> ChunkEdges:
-        """Chunk masks of ``topology`` whose state s carries label ``labels[s]``."""
+        """Chunk masks of ``topology`` whose state s carries label ``labels[s]``, made
+        once per topology and labels (a batch of one sentence reads them as a batch
+        of many does)."""
+        key = tuple(labels)
+        kept = _chunk_edges.get(topology)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        chunks = cls._made(topology, key)
+        _chunk_edges[topology] = (key, chunks)
+        return chunks
+
+    @classmethod
+    def _made(cls, topology: Topology, labels: tuple[str, ...]) -> ChunkEdges:
         if len(labels) != topology.num_states:
             raise ShapeError(f"expected {topology.num_states} state labels, got {len(labels)}")
         parts = {label: chunk_parts(label) for label in dict.fromkeys(labels)}
@@ -100,6 +108,9 @@ class ChunkEdges:
         return cls(types, state_type, continuing)
 
 
+#: The ChunkEdges of each topology in use, with the labels they read.
+_chunk_edges: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
 #: A row of the scaled tables holds at least this mass before rescaling, or its sentence
 #: is redone in the log domain (csrc/fstcrf_marginals.c, SPAN_MASS_FLOOR).
 MASS_FLOOR = 1e-100
@@ -116,31 +127,29 @@ def _log(values: np.ndarray) -> np.ndarray:
 
 class _Tables:
     """Scaled forward and backward tables of a batch, in the linear domain (C,
-    ``kernel.scaled_tables``).
+    ``kernel.scaled_tables``), and what they were made of.
 
-    psi float [N, S]: exp(emissions - the token's maximum); edge_weights: per token
-    class, float [E] exp(transitions - their maximum); alpha, beta float
-    [N, S], each row summing to 1; log_prefix float [N]: the log scale of the
-    forward table up to and including each token; log_suffix float [N + 1]:
-    that of the backward table from each token to its sentence's end (0 past
-    it); log_z float [B] in these shifted units; exact bool [B]: the sentences
-    whose rows are exact to rounding (the others' scores span too wide a range
-    for the linear domain, e.g. at a small temperature: :class:`_LogTables`)."""
+    psi float [N, S]: exp(emissions - the token's maximum); weights float [C, E]:
+    exp(transitions - their maximum); start, final float [S] likewise; alpha, beta
+    float [N, S], each row summing to 1; log_prefix float [N]: the log scale of the
+    forward table up to and including each token; log_suffix float [N + 1]: that of
+    the backward table from each token to its sentence's end (0 past it); log_z
+    float [B] in these shifted units (each sentence's alone, so that it does not
+    depend on the batch); exact bool [B]: the sentences whose rows are exact to
+    rounding (the others' scores span too wide a range for the linear domain, e.g.
+    at a small temperature: :class:`_LogTables`)."""
 
     def __init__(self, pot: Potentials):
         topology = pot.topology
         S = topology.num_states
         emissions = pot.emissions
-        self.topology = topology
         self.psi = np.exp(emissions - emissions.max(axis=1, keepdims=True))
         self.start = _shifted_exp(pot.start)
         self.final = _shifted_exp(pot.final)
         shift = pot.transitions.max() if pot.transitions.size else 0.0
-        weights = np.exp(np.atleast_2d(pot.transitions) - shift)
-        self.edge_weights = list(weights)
-        self.token_class = pot.token_class
-        self.offsets = pot.offsets
-        self.lengths = pot.lengths
+        self.weights = np.exp(np.atleast_2d(pot.transitions) - shift)
+        self.graph = kernel.topology_graph(topology)
+        self.batch = kernel.Batch(pot.offsets, self.psi, pot.token_class)  # Potentials keeps it int32
         N = len(emissions)
         self.alpha = np.empty((N, S))
         self.beta = np.empty((N, S))
@@ -148,181 +157,21 @@ class _Tables:
         self.log_suffix = np.zeros(N + 1)
         exact = np.empty(pot.num_sequences, dtype=np.int32)
         kernel.scaled_tables(
-            kernel.Graph(topology),
-            weights,
+            self.graph,
+            self.weights,
             self.start,
             self.final,
-            kernel.Batch(self.offsets, self.psi, pot.token_class),  # Potentials keeps it int32
+            self.batch,
             self.alpha,
             self.beta,
             self.log_prefix,
             self.log_suffix[:N],
             exact,
         )
-        last = self.offsets[1:] - 1
-        closing = np.where(exact == 1, np.einsum("bs,s->b", self.alpha[last], self.final), 0.0)  # others: unset
-        self.exact = closing >= MASS_FLOOR
+        last = (pot.offsets[1:] - 1).tolist()
+        closing = np.array([float(self.alpha[n] @ self.final) if kept else 0.0 for n, kept in zip(last, exact)])
+        self.exact = closing >= MASS_FLOOR  # the others' rows are unset
         self.log_z = np.where(self.exact, self.log_prefix[last] + _log(np.maximum(closing, MASS_FLOOR)), np.nan)
-
-    def first(self, of_type: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """mass [R, S]: the start weights into the states ``of_type`` bool [S] at the
-        sentences' first tokens ``rows``."""
-        return self.start * of_type * self.psi[rows]
-
-    @staticmethod
-    def normalised(mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(mass [R, S] with each row summing to 1, the log of its sum [R]); a row
-        without mass has log sum -inf (and is dropped)."""
-        total = mass.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return mass / total[:, None], _log(total)
-
-    def end(self, mass: np.ndarray) -> np.ndarray:
-        """float [R]: log of each mass [R, S] closed by the final weights."""
-        return _log(mass @ self.final)
-
-    def edges(self, mask: np.ndarray) -> _EdgeMatrices:
-        """The moves along the edges ``mask`` bool [E]."""
-        return _EdgeMatrices(self, mask)
-
-
-class _LogTables:
-    """The tables of :class:`_Tables` for the sentences ``which`` (int [R]) of a
-    batch, computed in the log domain: exact to rounding for any finite scores, at
-    any temperature.  alpha, beta: the logs of the rows normalised to sum 1 (a mass
-    is a log mass here throughout); log_prefix, log_suffix and log_z in the
-    potentials' own units; the other sentences' rows are not set."""
-
-    def __init__(self, pot: Potentials, which: np.ndarray):
-        topology = pot.topology
-        N, S = pot.num_tokens, topology.num_states
-        self.topology = topology
-        self.emissions = pot.emissions
-        self.transitions = np.atleast_2d(pot.transitions)
-        self.token_class = np.zeros(N, dtype=np.int64) if pot.token_class is None else pot.token_class
-        self.start, self.final = pot.start, pot.final
-        self.offsets, self.lengths = pot.offsets, pot.lengths
-        self.alpha, self.beta = np.full((N, S), np.nan), np.full((N, S), np.nan)
-        self.log_prefix, self.log_suffix = np.full(N, np.nan), np.zeros(N + 1)
-        self.log_z = np.full(pot.num_sequences, np.nan)
-        chosen = pot.select(which)
-        chunk = ChunkStructs(chosen, 0, chosen.num_sequences)
-        log_alpha, log_beta = np.empty((chosen.num_tokens, S)), np.empty((chosen.num_tokens, S))
-        kernel.log_tables(chunk.graph, chunk.scores, chunk.batch, log_alpha, log_beta, chunk.workspace)
-        rows = np.repeat(self.offsets[which] - chosen.offsets[:-1], chosen.lengths) + np.arange(chosen.num_tokens)
-        self._keep(rows, log_alpha, self.alpha, self.log_prefix)
-        self._keep(rows, log_beta, self.beta, self.log_suffix)
-        self.log_z[which] = _logsumexp(log_alpha[chosen.offsets[1:] - 1] + self.final)
-
-    @staticmethod
-    def _keep(rows: np.ndarray, log_rows: np.ndarray, table: np.ndarray, log_scale: np.ndarray) -> None:
-        """Store log_rows [R, S] as rows of ``table`` normalised to sum 1 (logs) and
-        their log sums in ``log_scale``."""
-        total = _logsumexp(log_rows)
-        log_scale[rows] = total
-        table[rows] = log_rows - total[:, None]
-
-    def first(self, of_type: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """As :meth:`_Tables.first`."""
-        return np.where(of_type, self.start, -np.inf) + self.emissions[rows]
-
-    @staticmethod
-    def normalised(mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """As :meth:`_Tables.normalised`."""
-        total = _logsumexp(mass)
-        with np.errstate(invalid="ignore"):
-            return mass - total[:, None], total
-
-    def end(self, mass: np.ndarray) -> np.ndarray:
-        """As :meth:`_Tables.end`."""
-        return _logsumexp(mass + self.final)
-
-    def edges(self, mask: np.ndarray) -> _LogEdges:
-        """As :meth:`_Tables.edges`."""
-        return _LogEdges(self, mask)
-
-
-def _logsumexp(values: np.ndarray, axis: int = -1) -> np.ndarray:
-    """log sum exp of ``values`` along ``axis``, -inf where every value is -inf."""
-    peak = np.max(values, axis=axis, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    return np.squeeze(peak, axis) + _log(np.sum(np.exp(values - peak), axis=axis))
-
-
-class _LogEdges:
-    """The moves of :class:`_EdgeMatrices` along the edges ``mask`` bool [E], in the
-    log domain (``tables`` a :class:`_LogTables`)."""
-
-    def __init__(self, tables: _LogTables, mask: np.ndarray):
-        topology = tables.topology
-        self.edge = np.flatnonzero(mask)  # by destination, as edge ids are
-        self.source, self.target = topology.edge_src[self.edge], topology.edge_dst[self.edge]
-        self.tables = tables
-        self.scores = tables.transitions[:, self.edge]  # [C, E'] by token class
-        self.num_states = topology.num_states
-        self.groups = np.flatnonzero(np.r_[True, self.target[1:] != self.target[:-1]]) if len(self.edge) else None
-
-    def _values(self, log_mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """float [R, E']: each row's log mass at the edges' sources plus the edges' scores into token rows."""
-        scores = self.scores[0] if len(self.scores) == 1 else self.scores[self.tables.token_class[rows]]
-        return log_mass[:, self.source] + scores
-
-    def gather(self, log_mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """float [R, S]: log of each log_mass[r] [S] moved along the edges into token
-        rows[r] (the emissions there not included), -inf where no edge leads."""
-        result = np.full((len(rows), self.num_states), -np.inf)
-        if self.groups is None:
-            return result
-        block = max(1, LOG_CELLS // len(self.edge))
-        for first in range(0, len(rows), block):
-            part = slice(first, first + block)
-            values = self._values(log_mass[part], rows[part])
-            peak = np.maximum.reduceat(values, self.groups, axis=1)
-            peak = np.where(np.isfinite(peak), peak, 0.0)
-            widths = np.diff(np.r_[self.groups, len(self.edge)])
-            sums = np.add.reduceat(np.exp(values - np.repeat(peak, widths, axis=1)), self.groups, axis=1)
-            result[part, self.target[self.groups]] = peak + _log(sums)
-        return result
-
-    def step(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """As :meth:`_EdgeMatrices.step`, on log masses."""
-        return self.gather(mass, rows) + self.tables.emissions[rows]
-
-    def close(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """As :meth:`_EdgeMatrices.close`, on log masses."""
-        return _logsumexp(self.gather(mass, rows) + self.tables.emissions[rows] + self.tables.beta[rows])
-
-
-def _edge_matrices(edge_weights: list[np.ndarray], topology: Topology, mask: np.ndarray | None = None) -> list:
-    """[S, S] matrices (source, destination) of each token class's edge weights float
-    [E], those outside ``mask`` bool [E] (when given) zero: dense numpy arrays up to
-    DENSE_STATES states, scipy.sparse CSR arrays above."""
-    S = topology.num_states
-    if S <= DENSE_STATES:
-        matrices = []
-        for weights in edge_weights:
-            dense = np.zeros((S, S))
-            np.add.at(dense, (topology.edge_src, topology.edge_dst), weights if mask is None else weights * mask)
-            matrices.append(dense)
-        return matrices
-    from scipy import sparse
-
-    return [
-        sparse.csr_array(
-            (weights if mask is None else weights * mask, (topology.edge_src, topology.edge_dst)), shape=(S, S)
-        )
-        for weights in edge_weights
-    ]
-
-
-def _class_groups(by_class: list, token_class: np.ndarray | None, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
-    """(matrix, which) pairs: ``by_class``'s matrix of each token class, with the
-    positions ``which`` of the tokens ``rows`` of that class (token_class None: all of
-    class 0)."""
-    if token_class is None:
-        return [(by_class[0], np.arange(len(rows)))]
-    classes = token_class[rows]
-    return [(by_class[c], np.flatnonzero(classes == c)) for c in np.unique(classes)]
 
 
 def _shifted_exp(scores: np.ndarray) -> np.ndarray:
@@ -371,24 +220,176 @@ def span_probability_array(
     """float [M]: the probability of each span of ``spans`` = (sentence, first, last,
     kind) (int [M] each): sentence[m]'s tokens first[m] .. last[m] (inclusive, within
     the sentence) as a chunk of type index kind[m] of ``chunks``.  The spans of a
-    type that start at one token share one pass, in the linear domain, or in the log
-    domain for the sentences whose scores span too wide a range for it (a small
-    temperature): exact to rounding for any finite scores."""
+    type that start at one token share one pass, whose values do not depend on the
+    other spans or sentences of the batch: in the linear domain, or in the log domain
+    for the sentences whose scores span too wide a range for it (a small
+    temperature), so that they are exact to rounding for any finite scores."""
     sentence = spans[0]
-    result = np.zeros(len(sentence))
     if not len(sentence):
-        return result
+        return np.zeros(0)
     tables = _Tables(pot)
     linear = tables.exact[sentence]
-    result[linear] = _probabilities(tables, chunks, tuple(part[linear] for part in spans))
-    if not linear.all():
-        log_tables = _LogTables(pot, np.unique(sentence[~linear]))
-        result[~linear] = _probabilities(log_tables, chunks, tuple(part[~linear] for part in spans))
+    if linear.all():
+        return _linear_probabilities(pot, tables, chunks, spans)
+    result = np.zeros(len(sentence))
+    result[linear] = _linear_probabilities(pot, tables, chunks, tuple(part[linear] for part in spans))
+    log_tables = _LogTables(pot, np.unique(sentence[~linear]))
+    result[~linear] = _log_probabilities(log_tables, chunks, tuple(part[~linear] for part in spans))
     return result
 
 
-def _probabilities(tables: _Tables | _LogTables, chunks: ChunkEdges, spans: tuple[np.ndarray, ...]) -> np.ndarray:
-    """span_probability_array on ``tables``, which hold the spans' sentences."""
+def _linear_probabilities(
+    pot: Potentials, tables: _Tables, chunks: ChunkEdges, spans: tuple[np.ndarray, ...]
+) -> np.ndarray:
+    """span_probability_array of spans whose sentences ``tables`` hold exactly, in C
+    (``fc_span_probabilities``)."""
+    sentence, first, last, kind = spans
+    if not len(sentence):
+        return np.zeros(0)
+    row = pot.offsets[sentence] + first  # each span's first token in the batch
+    key = kind.astype(np.int64) * (pot.num_tokens + 1) + row
+    heads, at = np.unique(key, return_inverse=True)  # a pass per type and first token
+    reach = np.zeros(len(heads), dtype=np.int64)
+    np.maximum.at(reach, at, last - first)
+    head_kind, head_row = np.divmod(heads, pot.num_tokens + 1)
+    head_sentence = np.searchsorted(pot.offsets, head_row, side="right") - 1
+    head_ptr = np.zeros(len(heads) + 1, dtype=np.int64)
+    np.cumsum(reach + 1, out=head_ptr[1:])
+    flat = np.empty(int(head_ptr[-1]))
+    kernel.span_probabilities(
+        tables.graph,
+        tables.weights,
+        tables.start,
+        tables.final,
+        tables.batch,
+        (tables.alpha, tables.beta, tables.log_prefix, tables.log_suffix, tables.log_z),
+        chunks.state_type.astype(np.int32),
+        chunks.continuing.view(np.uint8),
+        (
+            head_sentence.astype(np.int32),
+            head_row - pot.offsets[head_sentence],
+            reach,
+            head_kind.astype(np.int32),
+        ),
+        head_ptr,
+        flat,
+    )
+    return flat[head_ptr[at] + last - first]
+
+
+class _LogTables:
+    """The tables of :class:`_Tables` for the sentences ``which`` (int [R]) of a
+    batch, computed in the log domain: exact to rounding for any finite scores, at
+    any temperature.  alpha, beta: the logs of the rows normalised to sum 1 (a mass
+    is a log mass here throughout); log_prefix, log_suffix and log_z in the
+    potentials' own units; the other sentences' rows are not set."""
+
+    def __init__(self, pot: Potentials, which: np.ndarray):
+        topology = pot.topology
+        N, S = pot.num_tokens, topology.num_states
+        self.topology = topology
+        self.emissions = pot.emissions
+        self.transitions = np.atleast_2d(pot.transitions)
+        self.token_class = np.zeros(N, dtype=np.int64) if pot.token_class is None else pot.token_class
+        self.start, self.final = pot.start, pot.final
+        self.offsets, self.lengths = pot.offsets, pot.lengths
+        self.alpha, self.beta = np.full((N, S), np.nan), np.full((N, S), np.nan)
+        self.log_prefix, self.log_suffix = np.full(N, np.nan), np.zeros(N + 1)
+        self.log_z = np.full(pot.num_sequences, np.nan)
+        chosen = pot.select(which)
+        chunk = ChunkStructs(chosen, 0, chosen.num_sequences)
+        log_alpha, log_beta = np.empty((chosen.num_tokens, S)), np.empty((chosen.num_tokens, S))
+        kernel.log_tables(chunk.graph, chunk.scores, chunk.batch, log_alpha, log_beta, chunk.workspace)
+        rows = np.repeat(self.offsets[which] - chosen.offsets[:-1], chosen.lengths) + np.arange(chosen.num_tokens)
+        self._keep(rows, log_alpha, self.alpha, self.log_prefix)
+        self._keep(rows, log_beta, self.beta, self.log_suffix)
+        self.log_z[which] = _logsumexp(log_alpha[chosen.offsets[1:] - 1] + self.final)
+
+    @staticmethod
+    def _keep(rows: np.ndarray, log_rows: np.ndarray, table: np.ndarray, log_scale: np.ndarray) -> None:
+        """Store log_rows [R, S] as rows of ``table`` normalised to sum 1 (logs) and
+        their log sums in ``log_scale``."""
+        total = _logsumexp(log_rows)
+        log_scale[rows] = total
+        table[rows] = log_rows - total[:, None]
+
+    def first(self, of_type: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """mass [R, S]: the start scores into the states ``of_type`` bool [S] at the
+        sentences' first tokens ``rows``, their emissions included."""
+        return np.where(of_type, self.start, -np.inf) + self.emissions[rows]
+
+    @staticmethod
+    def normalised(mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mass [R, S] shifted so that each row's exponentials sum to 1, the log of
+        that sum [R]); a row without mass has log sum -inf (and is dropped)."""
+        total = _logsumexp(mass)
+        with np.errstate(invalid="ignore"):
+            return mass - total[:, None], total
+
+    def end(self, mass: np.ndarray) -> np.ndarray:
+        """float [R]: log of each mass [R, S] closed by the final scores."""
+        return _logsumexp(mass + self.final)
+
+    def edges(self, mask: np.ndarray) -> _LogEdges:
+        """The moves along the edges ``mask`` bool [E]."""
+        return _LogEdges(self, mask)
+
+
+def _logsumexp(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """log sum exp of ``values`` along ``axis``, -inf where every value is -inf."""
+    peak = np.max(values, axis=axis, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    return np.squeeze(peak, axis) + _log(np.sum(np.exp(values - peak), axis=axis))
+
+
+class _LogEdges:
+    """Moves of a chunk's mass along the edges ``mask`` bool [E] (its beginning,
+    inside or end), in the log domain (``tables`` a :class:`_LogTables`)."""
+
+    def __init__(self, tables: _LogTables, mask: np.ndarray):
+        topology = tables.topology
+        self.edge = np.flatnonzero(mask)  # by destination, as edge ids are
+        self.source, self.target = topology.edge_src[self.edge], topology.edge_dst[self.edge]
+        self.tables = tables
+        self.scores = tables.transitions[:, self.edge]  # [C, E'] by token class
+        self.num_states = topology.num_states
+        self.groups = np.flatnonzero(np.r_[True, self.target[1:] != self.target[:-1]]) if len(self.edge) else None
+
+    def _values(self, log_mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """float [R, E']: each row's log mass at the edges' sources plus the edges' scores into token rows."""
+        scores = self.scores[0] if len(self.scores) == 1 else self.scores[self.tables.token_class[rows]]
+        return log_mass[:, self.source] + scores
+
+    def gather(self, log_mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """float [R, S]: log of each log_mass[r] [S] moved along the edges into token
+        rows[r] (the emissions there not included), -inf where no edge leads."""
+        result = np.full((len(rows), self.num_states), -np.inf)
+        if self.groups is None:
+            return result
+        block = max(1, LOG_CELLS // len(self.edge))
+        for first in range(0, len(rows), block):
+            part = slice(first, first + block)
+            values = self._values(log_mass[part], rows[part])
+            peak = np.maximum.reduceat(values, self.groups, axis=1)
+            peak = np.where(np.isfinite(peak), peak, 0.0)
+            widths = np.diff(np.r_[self.groups, len(self.edge)])
+            sums = np.add.reduceat(np.exp(values - np.repeat(peak, widths, axis=1)), self.groups, axis=1)
+            result[part, self.target[self.groups]] = peak + _log(sums)
+        return result
+
+    def step(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """log mass [R, S]: each mass[r] [S] moved along the edges into token rows[r],
+        its emissions included."""
+        return self.gather(mass, rows) + self.tables.emissions[rows]
+
+    def close(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """float [R]: for each r, log of the sum over the edges into token rows[r] of
+        the mass at their sources, their scores, the emissions and the backward table."""
+        return _logsumexp(self.gather(mass, rows) + self.tables.emissions[rows] + self.tables.beta[rows])
+
+
+def _log_probabilities(tables: _LogTables, chunks: ChunkEdges, spans: tuple[np.ndarray, ...]) -> np.ndarray:
+    """span_probability_array of spans whose sentences ``tables`` hold (in the log domain)."""
     sentence, first, last, kind = spans
     result = np.zeros(len(sentence))
     topology = tables.topology
@@ -410,38 +411,8 @@ def _probabilities(tables: _Tables | _LogTables, chunks: ChunkEdges, spans: tupl
     return result
 
 
-class _EdgeMatrices:
-    """The linear transition weights of a subset of the edges as [S, S] matrices
-    (source, destination; :func:`_edge_matrices`), one per token class."""
-
-    def __init__(self, tables: _Tables, mask: np.ndarray):
-        self.tables = tables
-        self.by_class = _edge_matrices(tables.edge_weights, tables.topology, mask)
-
-    def groups(self, rows: np.ndarray) -> list[tuple[object, np.ndarray]]:
-        """(matrix, which) pairs: the weights into the tokens ``rows[which]``."""
-        return _class_groups(self.by_class, self.tables.token_class, rows)
-
-    def step(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """mass [R, S]: each mass[r] [S] moved along the subset's edges into token
-        rows[r], its emissions included."""
-        moved = np.empty_like(mass)
-        for matrix, which in self.groups(rows):
-            moved[which] = mass[which] @ matrix
-        return moved * self.tables.psi[rows]
-
-    def close(self, mass: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """float [R]: for each r, log of the sum over the subset's edges into token
-        rows[r] of mass[r, src] w[e] psi[rows[r], dst] beta[rows[r], dst]."""
-        after = self.tables.psi[rows] * self.tables.beta[rows]
-        back = np.empty_like(after)
-        for matrix, which in self.groups(rows):
-            back[which] = (matrix @ after[which].T).T
-        return _log(np.einsum("rs,rs->r", mass, back))
-
-
 def _spans_from(
-    tables: _Tables | _LogTables,
+    tables: _LogTables,
     of_type: np.ndarray,
     moves: tuple,
     starts: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -450,8 +421,7 @@ def _spans_from(
     flat[cuts[r] + j] = P(a chunk of the type whose states are ``of_type`` [S] spans
     tokens first .. first + j of sentence b) for j = 0 .. reach, ``moves`` being the
     tables' edges (begin, inside, end) of such a chunk.  All the starts advance
-    together, a token at a time; each keeps its mass normalised (in the tables'
-    domain) and its log scale."""
+    together, a token at a time; each keeps its log mass normalised and its log scale."""
     begin, inside, ending = moves
     b, first, reach = starts
     last = first + reach

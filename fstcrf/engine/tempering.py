@@ -55,6 +55,7 @@ def tempered(pot: Potentials, temperature: float, name: str = "temperature") -> 
     pairs += [(pot.start, result.start), (pot.final, result.final)]
     if any(np.any(np.isfinite(before) & ~np.isfinite(after)) for before, after in pairs):
         raise ScoreError(f"{name} {temperature:g} is too small for these scores: divided by it, a score overflows")
+    result.seal()
     return result
 
 

@@ -160,6 +160,22 @@ class Topology:
         return table
 
     @cached_property
+    def open_start(self) -> np.ndarray:
+        """float [S], read-only: 0 where a path may start, -inf elsewhere (the start
+        scores of potentials given none)."""
+        return _read_only(np.where(self.start, 0.0, -np.inf))
+
+    @cached_property
+    def open_final(self) -> np.ndarray:
+        """float [S], read-only: 0 where a path may end, -inf elsewhere."""
+        return _read_only(np.where(self.final, 0.0, -np.inf))
+
+    @cached_property
+    def no_transitions(self) -> np.ndarray:
+        """float [E], read-only: a score of 0 on every edge."""
+        return _read_only(np.zeros(self.num_edges))
+
+    @cached_property
     def symbols(self) -> pywrapfst.SymbolTable:
         return symbol_table(self.labels)
 
@@ -289,9 +305,19 @@ class Reachability:
             feasible = self._feasible[length] = bool(np.any(self.reachable_at(length) & self.final))
         return feasible
 
+    @cached_property
+    def every_length_feasible(self) -> bool:
+        """Whether an allowed label sequence has each length from 1 on (found from the
+        reachable sets once they repeat; False when they have not within
+        FEASIBILITY_STEPS tokens, and lengths are then checked one by one)."""
+        self._extend(FEASIBILITY_STEPS)
+        return self._cycle is not None and all(np.any(reached & self.final) for reached in self._reachable)
+
     def check_lengths(self, lengths: Iterable[int]) -> None:
         """Raise InfeasibleError naming the sentences no allowed sequence fits."""
         lengths = np.asarray(list(lengths) if not isinstance(lengths, np.ndarray) else lengths)
+        if self.every_length_feasible and min(lengths.tolist(), default=1) >= 1:
+            return
         bad_lengths = [n for n in sorted(set(lengths.tolist())) if not self.is_feasible(int(n))]
         if bad_lengths:
             sentences = np.flatnonzero(np.isin(lengths, bad_lengths))
@@ -301,6 +327,15 @@ class Reachability:
                 f"{', '.join(map(str, bad_lengths))} (sentences {shown}); "
                 "relax the topology or grammar, or drop those sentences"
             )
+
+
+#: Tokens :attr:`Reachability.every_length_feasible` follows the reachable sets for.
+FEASIBILITY_STEPS = 4096
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
 
 
 def from_acceptor(acceptor: Acceptor | pynini.Fst, labels: Sequence[str], name: str = "acceptor") -> Topology:

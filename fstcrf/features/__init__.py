@@ -39,11 +39,10 @@ _MOVED_NAMES = {
         ),
         "template",
     ),
-    **dict.fromkeys(
-        ("FEW_PREDICATES", "FEW_PREDICATES_SHARE", "FeatureExtractor", "HashedDictionary", "SALT_TRIES"), "extractor"
-    ),
+    **dict.fromkeys(("FEW_PREDICATES", "FEW_PREDICATES_SHARE", "FeatureExtractor"), "extractor"),
+    **dict.fromkeys(("HashedDictionary", "SALT_TRIES"), "dictionary"),
     # pickles written by fstcrf 0.1 name the dictionary class by its private name
-    "_HashedDictionary": "extractor",
+    "_HashedDictionary": "dictionary",
 }
 
 

@@ -37,7 +37,6 @@ from typing import cast
 from collections.abc import Sequence
 
 import numpy as np
-import scipy.sparse
 
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.engine import kernel
@@ -332,7 +331,7 @@ class AttributeExtractor:
     def _sentences(corpus: Corpus | Sequence[Sentence]) -> list[Sentence]:
         return list(corpus.sentences if isinstance(corpus, Corpus) else corpus)
 
-    def _fit_matrix(self, corpus) -> scipy.sparse.csr_matrix:
+    def _fit_matrix(self, corpus) -> SparseRows:
         """Learn the vocabulary; return the matrix of the corpus in its columns."""
         _check_min_count(self.min_count)
         first_seen: list[str] = []  # the names in order of first occurrence, numbered so
@@ -352,28 +351,29 @@ class AttributeExtractor:
         self._fit_matrix(corpus)
         return self
 
-    def fit_transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
-        """``fit`` then ``transform``, flattening the tokens once."""
-        return self._fit_matrix(corpus)
+    def fit_transform(self, corpus: Corpus | Sequence[Sentence]):
+        """``fit`` then ``transform``, flattening the tokens once (a scipy.sparse.csr_matrix)."""
+        return self._fit_matrix(corpus).to_scipy()
 
     def fit_transform_rows(self, corpus: Corpus | Sequence[Sentence]) -> SparseRows:
         """:meth:`fit_transform`'s matrix as :class:`SparseRows` (what the encoder takes)."""
-        return SparseRows.of(self.fit_transform(corpus))
+        return self._fit_matrix(corpus)
 
     def transform_rows(self, corpus: Corpus | Sequence[Sentence]) -> SparseRows:
-        """:meth:`transform`'s matrix as :class:`SparseRows`."""
-        return SparseRows.of(self.transform(corpus))
+        """:meth:`transform`'s matrix as :class:`SparseRows` (without importing scipy)."""
+        return self._known_matrix(corpus, read_labels=True)
 
     def column_of(self, name: str) -> int | None:
         """The column of the attribute named ``name`` (None if it was not seen in fit)."""
         self._check_fitted()
         return self.vocabulary_.get(name)
 
-    def transform(self, corpus: Corpus | Sequence[Sentence]) -> scipy.sparse.csr_matrix:
-        """float64 [num_tokens, num_attributes]; attributes unseen in fit are dropped."""
-        return self._known_matrix(corpus, read_labels=True)
+    def transform(self, corpus: Corpus | Sequence[Sentence]):
+        """float64 [num_tokens, num_attributes] (a scipy.sparse.csr_matrix); attributes
+        unseen in fit are dropped."""
+        return self.transform_rows(corpus).to_scipy()
 
-    def _known_matrix(self, corpus, read_labels: bool) -> scipy.sparse.csr_matrix:
+    def _known_matrix(self, corpus, read_labels: bool) -> SparseRows:
         """:meth:`transform`, with or without the attributes of the lower labels."""
         self._check_fitted()
         columns, values, starts = read_entries(
@@ -424,7 +424,7 @@ class AttributeExtractor:
                 if self.reads
                 else "this extractor reads no lower tagger's labels (train with reads=...)"
             )
-        base = SparseRows.of(self._known_matrix(corpus, read_labels=False))
+        base = self._known_matrix(corpus, read_labels=False)
         code = np.array(
             [self.vocabulary_.get(column + SEPARATOR + value, -1) for value in values], dtype=np.int64
         )  # [K]
@@ -479,22 +479,20 @@ class AttributeExtractor:
         return extractor
 
 
-def _csr(values, codes: np.ndarray, starts: np.ndarray, width: int) -> scipy.sparse.csr_matrix:
-    """Canonical float64 CSR [N, width] of entries codes [M] with values [M], token n's
-    entries at starts[n]..starts[n+1]-1: repeated columns summed, zeros dropped."""
-    matrix = scipy.sparse.csr_matrix(
-        (np.asarray(values, dtype=np.float64), codes, starts), shape=(len(starts) - 1, width)
-    )
-    matrix.sum_duplicates()  # also sorts the indices of every row
-    matrix.eliminate_zeros()
-    return matrix
+def _csr(values: np.ndarray, codes: np.ndarray, starts: np.ndarray, width: int) -> SparseRows:
+    """Canonical float64 rows [N, width] of entries codes int64 [M] with values [M], token
+    n's entries at starts[n]..starts[n+1]-1: repeated columns summed, zeros dropped."""
+    indptr, indices, data = kernel.canonical_rows(starts, codes, np.asarray(values, dtype=np.float64), width)
+    if data is None:  # every value 1: the rows are binary
+        return SparseRows.binary(indptr, indices, (len(starts) - 1, width))
+    return SparseRows(indptr, indices, data, (len(starts) - 1, width))
 
 
-def _renumbered(matrix: scipy.sparse.csr_matrix, column_of: np.ndarray, width: int) -> scipy.sparse.csr_matrix:
-    """The matrix with column c moved to column_of[c] (-1: dropped), canonical again."""
-    columns = column_of[matrix.indices]
+def _renumbered(rows: SparseRows, column_of: np.ndarray, width: int) -> SparseRows:
+    """The rows with column c moved to column_of[c] (-1: dropped), canonical again."""
+    columns = column_of[rows.indices]
     kept = columns >= 0
-    return _csr(matrix.data[kept], columns[kept], _starts_kept(matrix.indptr, kept), width)
+    return _csr(rows.data[kept], columns[kept], _starts_kept(rows.indptr, kept), width)
 
 
 def _starts_kept(starts: np.ndarray, kept: np.ndarray) -> np.ndarray:

@@ -43,6 +43,7 @@ grouped by predicate -- feature f = ``FactoredFeatures.ptr[p]`` ..
 from __future__ import annotations
 
 import logging
+from itertools import accumulate
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,7 +53,7 @@ from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.engine import budget, kernel
 from fstcrf.errors import EmptySequenceError, FstcrfError, ShapeError
 from fstcrf.features.extractor import FeatureExtractor
-from fstcrf.engine.inference import SentenceBatch, lengths_to_offsets, sentence_runs
+from fstcrf.engine.inference import SentenceBatch, sentence_runs
 from fstcrf.engine.threads import run_parallel
 from fstcrf.features.sparse_rows import SparseRows
 from fstcrf.engine.topology import Topology
@@ -66,6 +67,23 @@ PARALLEL_EMISSION_TOKENS = 4096
 #: Complete feature sets larger than this are refused: L-BFGS needs about 260 bytes per
 #: weight (its 10 correction pairs, gradients and copies), so 2**24 weights take ~4.4 GB.
 MAX_FEATURES = 2**24
+
+
+def checked_lengths(lengths: Sequence[int] | np.ndarray, num_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """(lengths int64 [B], offsets int64 [B+1]), both read-only, of sentences of the
+    given lengths, which must be positive and add up to ``num_tokens`` (ShapeError,
+    EmptySequenceError); checked in Python, which is quicker than numpy on the few
+    sentences of a small batch."""
+    counts = lengths.tolist() if isinstance(lengths, np.ndarray) else list(lengths)
+    offsets = np.fromiter(accumulate(counts, initial=0), dtype=np.int64, count=len(counts) + 1)
+    if int(offsets[-1]) != num_tokens:
+        raise ShapeError(f"{num_tokens} token rows for sentences of {int(offsets[-1])} tokens")
+    if counts and min(counts) <= 0:
+        empty = next(k for k, count in enumerate(counts) if count <= 0)
+        raise EmptySequenceError(f"sentence {empty} is empty; every sentence needs at least one token")
+    array = np.array(counts, dtype=np.int64)
+    array.flags.writeable = offsets.flags.writeable = False
+    return array, offsets
 
 
 class EncodedSentences(kernel.KernelViews, SentenceBatch):
@@ -87,15 +105,7 @@ class EncodedSentences(kernel.KernelViews, SentenceBatch):
         self.indptr = kernel.kernel_array(matrix.indptr, np.int64)
         self.indices = kernel.kernel_array(matrix.indices, np.int32)
         self.values = None if matrix.all_ones() else kernel.kernel_array(matrix.data, np.float64)
-        self.lengths = np.asarray(lengths, dtype=np.int64)
-        self.offsets = lengths_to_offsets(self.lengths)
-        if self.offsets[-1] != matrix.shape[0]:
-            raise ShapeError(f"{matrix.shape[0]} token rows for sentences of {int(self.offsets[-1])} tokens")
-        if np.any(self.lengths <= 0):
-            raise EmptySequenceError(
-                f"sentence {int(np.flatnonzero(self.lengths <= 0)[0])} "
-                "is empty; every sentence needs at least one token"
-            )
+        self.lengths, self.offsets = checked_lengths(lengths, matrix.shape[0])
         self.make_views()
 
     def make_views(self) -> None:
@@ -181,9 +191,9 @@ class FactoredFeatures(kernel.KernelViews):
         """float [n, S]: :meth:`emissions` of sentences first .. last-1 of ``encoded``, in
         ``threads`` threads (runs of whole sentences) when they have PARALLEL_EMISSION_TOKENS
         tokens or more (the kernel releases the GIL)."""
-        offsets = encoded.offsets[first : last + 1] - encoded.offsets[first]
-        if threads <= 1 or offsets[-1] < PARALLEL_EMISSION_TOKENS:
+        if threads <= 1 or int(encoded.offsets[last] - encoded.offsets[first]) < PARALLEL_EMISSION_TOKENS:
             return self.emissions(encoded.tokens(first, last), theta, scale)
+        offsets = encoded.offsets[first : last + 1] - encoded.offsets[first]
         emit = np.empty((int(offsets[-1]), self.num_states))
 
         def run(sentences: tuple[int, int]) -> None:

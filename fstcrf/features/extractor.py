@@ -1,41 +1,44 @@
-"""Observation predicates of tokens, as a sparse matrix: the values of template
-observations at every token, the hashed predicate dictionary and the fitted
-:class:`FeatureExtractor` (the template language is :mod:`fstcrf.features.template`)."""
+"""The fitted :class:`FeatureExtractor`: observation predicates of tokens as a sparse
+matrix, extracted in one direction (the template language is
+:mod:`fstcrf.features.template`):
+
+    columns      the sentences' columns, and the derived ones (:mod:`~fstcrf.features.seen_entities`)
+    token table  each column coded per distinct value, each token's neighbours
+                 (:mod:`~fstcrf.features.token_table`)
+    values       the items' value lists (:mod:`~fstcrf.features.value_lists`); at fit,
+                 the predicates they yield (:mod:`~fstcrf.features.occurrences`)
+    hashes       the values' hashes (:mod:`~fstcrf.features.item_lists`, :mod:`~fstcrf.features.hashing`)
+    rows         the known predicates at every token (:mod:`~fstcrf.features.dictionary`)
+
+Each step reads the steps before it and none after it; this module drives them."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from typing import cast
 
 import numpy as np
 
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.engine import kernel
-from fstcrf.engine.kernel.features import list_rows
 from fstcrf.errors import (
     FstcrfError,
     HashCollisionError,
     ModelFileError,
     TemplateError,
 )
-from fstcrf.features.template import (
-    SEEN_LOWER,
-    Observation,
-    Template,
-    escape_value,
-    parse_template,
-    transform_function,
-)
+from fstcrf.features.template import Template, parse_template
+from fstcrf.features.dictionary import HashedDictionary, occurrence_keys, predicate_keys
 from fstcrf.features.hashing import pack_names, utf8_hashes
-from fstcrf.features.item_lists import ObservationHashes, item_lists
+from fstcrf.features.occurrences import Occurrences, predicate_occurrences
 from fstcrf.features import seen_entities
-from fstcrf.features.resources import Resources
+from fstcrf.features.resources import Resources, seen_lower_columns
 from fstcrf.features.sparse_rows import SparseRows
-from fstcrf.features.token_table import Occurrences, TokenTable, missing_column_message
-from fstcrf.features.value_lists import factorize
+from fstcrf.features.token_table import TokenTable, missing_column_message
+from fstcrf.features.value_lists import ItemValues
 
 logger = logging.getLogger(__name__)
 
@@ -46,263 +49,19 @@ FEW_PREDICATES = 200
 FEW_PREDICATES_SHARE = 0.01
 
 
-def _split_values(values: str) -> list[str]:
-    """Split the escaped values of a predicate name on unescaped "|"."""
-    if "\\" not in values:
-        return values.split("|")
-    parts, current, escaped = [], [], False
-    for character in values:
-        if escaped:
-            current.append(character)
-            escaped = False
-        elif character == "\\":
-            current.append(character)
-            escaped = True
-        elif character == "|":
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(character)
-    parts.append("".join(current))
-    return parts
+class TemplateLines:
+    """Some lines of a template as extraction reads them: those of binary predicates
+    (``binary``, their indices), whether one of them reads a value list (``lists``),
+    the real-valued lines (``real``, their predicate templates), and the columns the
+    whole template reads (``columns``)."""
 
-
-#: ``HashedDictionary.list_rows`` looks the predicates of a table's two halves up in two
-#: threads (the C kernel releases the GIL) when each half has at least this many tokens.
-LIST_ROWS_HALF = 2048
-
-#: ``fit`` tries this many salts for a dictionary whose 64-bit keys are all distinct.
-SALT_TRIES = 16
-
-
-def _predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.ndarray:
-    """uint64 [P]: the key of each named predicate (see :class:`HashedDictionary`);
-    a name that does not fit ``template`` raises TemplateError."""
-    slots = {predicate.name: k for k, predicate in enumerate(template)}
-    groups: list[tuple[list[int], list[list[str]]]] = [([], []) for _ in template]
-    for column, name in enumerate(names):
-        prefix, _, values = name.partition("=")
-        k = slots.get(prefix)
-        split = _split_values(values) if values else []
-        if k is None or len(split) != template.predicates[k].num_values:
-            raise TemplateError(f"predicate {name!r} does not fit the template")
-        groups[k][0].append(column)
-        groups[k][1].append(split)
-    keys = np.empty(len(names), dtype=np.uint64)
-    seeds = utf8_hashes([predicate.name for predicate in template], salt)
-    for k, (columns, splits) in enumerate(groups):
-        own = np.full(len(columns), seeds[k], dtype=np.uint64)
-        for i in range(template.predicates[k].num_values):
-            kernel.chain_keys(own, utf8_hashes([split[i] for split in splits], salt))
-        keys[columns] = own
-    return keys
-
-
-class HashedDictionary:
-    """The fitted predicates as 64-bit keys, so that transform never builds names.
-
-    A predicate's key chains hashes of the UTF-8 text of its template's name and
-    of its escaped values (csrc/fstcrf_hashing.h): key = h(template name), then
-    key = mix(key ^ h(value)) for each value, every hash under ``salt``.  A token
-    computes the same chain from the hashes of its (few, distinct) column values.
-    ``keys`` uint64 [P] holds the key of each column; they are all distinct (fit
-    changes the salt until they are), and an open-addressing table maps them
-    back to columns."""
-
-    def __init__(self, keys: np.ndarray, salt: int):
-        capacity = 1 << max(4, int(4 * len(keys) // 3).bit_length())  # load factor <= 3/4
-        slots = np.empty(2 * capacity, dtype=np.uint64)
-        kernel.build_table(keys, slots, f"the predicate keys under salt {salt}")
-        self.keys, self.salt, self.slots = keys, salt, slots
-
-    @classmethod
-    def fit(cls, keys: Callable[[int], np.ndarray], num_predicates: int) -> HashedDictionary:
-        """The dictionary of the predicates whose keys under a salt are keys(salt)
-        uint64 [P], under the first salt without collisions."""
-        for salt in range(SALT_TRIES):
-            try:
-                return cls(keys(salt), salt)
-            except HashCollisionError:
-                logger.info("predicate keys collide under salt %d; rehashing", salt)
-        raise HashCollisionError(
-            f"the keys of the {num_predicates} predicates collide under each of {SALT_TRIES} salts"
-        )
-
-    def lookup(self, keys: np.ndarray) -> np.ndarray:
-        """int64 [n]: the column of each key uint64 [n], -1 if unknown."""
-        columns = np.empty(len(keys), dtype=np.int64)
-        kernel.lookup(keys, self.slots, columns)
-        return columns
-
-    def rows(self, table: TokenTable, template: Template, chosen: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """indptr int64 [N + 1] and indices int32 [nnz]: the known predicates of the
-        templates ``chosen`` at each token, ascending within a row."""
-        observations: dict[Observation, int] = {}
-        items, item_ptr = [], [0]
-        for k in chosen:
-            for observation in template.predicates[k].observations:
-                items.append(observations.setdefault(observation, len(observations)))
-            item_ptr.append(len(items))
-        value_hashes = np.empty((len(observations), table.num_tokens), dtype=np.uint64)
-        hashes = ObservationHashes(table, self.salt)
-        for observation, j in observations.items():
-            hashes.at_tokens(observation, value_hashes[j])
-        names = [template.predicates[k].name for k in chosen]
-        seeds = utf8_hashes(names, self.salt)
-        item_ptr_array = np.array(item_ptr, dtype=np.int32)
-        items_array = np.array(items, dtype=np.int32)
-        indptr = np.empty(table.num_tokens + 1, dtype=np.int64)
-        indices = np.empty(table.num_tokens * len(chosen), dtype=np.int32)
-        kernel.predicate_rows(value_hashes, seeds, item_ptr_array, items_array, self.slots, indptr, indices)
-        return indptr, indices[: indptr[-1]]
-
-    def list_rows(
-        self, table: TokenTable, template: Template, chosen: Sequence[int], resources: Resources
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`rows` of templates with value lists (``resources`` has the files and
-        training words they read): the cross products of their items in C.  The lines
-        that read only a token's own value of one column (:func:`own_value_lines`) come
-        first and are looked up once per distinct value of that column."""
-        column, grouped = own_value_lines(template, chosen)
-        chosen = grouped + [k for k in chosen if k not in grouped]
-        observations: dict[Observation, int] = {}
-        items, item_ptr = [], [0]
-        for k in chosen:
-            for observation in template.predicates[k].observations:
-                items.append(observations.setdefault(observation, len(observations)))
-            item_ptr.append(len(items))
-        parts = row_parts(table.num_tokens)
-        only_at: dict[int, np.ndarray] = {}  # items only grouped lines read: at each group's first tokens
-        if grouped:
-            group, values = table.coded_column(cast(str, column), None)
-            part = np.repeat(np.arange(len(parts)), [last - first for first, last in parts])
-            firsts = factorize(group * len(parts) + part)[1]  # each group's first token in each part
-            elsewhere = set(items[item_ptr[len(grouped)] :])
-            only_at = {j: firsts for j in items[: item_ptr[len(grouped)]] if j not in elsewhere}
-        value_ptr, all_hashes, counts = item_lists(table, list(observations), resources, self.salt, only_at)
-        single = [observation.kind is None for observation in observations]  # one value at every token
-
-        def line_sizes(lines: range, at: np.ndarray | None = None) -> np.ndarray:
-            """int64 [N] ([len(at)] with ``at``): how many keys the lines give each token (of ``at``)."""
-            sizes = np.zeros(table.num_tokens if at is None else len(at), dtype=np.int64)
-            for k in lines:
-                line: np.ndarray | int = 1
-                for j in items[item_ptr[k] : item_ptr[k + 1]]:
-                    if not single[j]:
-                        line = line * (counts[j] if at is None else counts[j][at])
-                sizes += line
-            return sizes
-
-        sizes = line_sizes(range(len(grouped), len(chosen)))
-        groups = None
-        if grouped:  # the keys of the grouped lines: the room of each group, counted at its first tokens
-            room = np.zeros(len(values), dtype=np.int64)
-            room[group[firsts]] = line_sizes(range(len(grouped)), firsts)
-            memo_ptr = np.zeros(len(values) + 1, dtype=np.int64)
-            np.cumsum(room, out=memo_ptr[1:])
-            sizes += room[group]
-            groups = (group, memo_ptr)
-        seeds = utf8_hashes([template.predicates[k].name for k in chosen], self.salt)
-        item_ptr_array, items_array = np.array(item_ptr, dtype=np.int32), np.array(items, dtype=np.int32)
-
-        def rows_of(first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
-            """indptr [last - first + 1] (from 0) and indices of tokens first .. last-1."""
-            indptr = np.empty(last - first + 1, dtype=np.int64)
-            indices = np.empty(int(sizes[first:last].sum()), dtype=np.int32)
-            part_ptr = np.ascontiguousarray(value_ptr[:, first : last + 1])
-            scratch = int(sizes[first:last].max(initial=0))
-            within = None if groups is None else (len(grouped), np.ascontiguousarray(groups[0][first:last]), groups[1])
-            list_rows(
-                part_ptr, all_hashes, seeds, item_ptr_array, items_array, self.slots, scratch, indptr, indices, within
-            )
-            return indptr, indices[: indptr[-1]]
-
-        return _in_parts(parts, rows_of)
-
-    def reading_rows(
-        self, table: TokenTable, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
-    ) -> np.ndarray:
-        """int32 [N, K, R]: the known predicate of each of the R templates ``chosen``
-        (each reads ``column`` at offset 0) at each token when ``column`` takes the
-        k-th of the K ``values`` there, -1 if unknown.  Keys are chained once per
-        distinct context of a template (the values of its other observations) and
-        value, then spread over the tokens of each context."""
-        hashes = ObservationHashes(table, self.salt)
-        out = np.empty((table.num_tokens, len(values), len(chosen)), dtype=np.int32)
-        seeds = utf8_hashes([template.predicates[k].name for k in chosen], self.salt)
-        for j, k in enumerate(chosen):
-            observations = template.predicates[k].observations
-            others = [observation for observation in observations if observation.column != column]
-            context = np.zeros(table.num_tokens, dtype=np.int64)  # [N] context id of each token
-            for observation in others:
-                codes, names = table.observation_codes(observation)
-                context = context * len(names) + codes
-                _, first, context = np.unique(context, return_index=True, return_inverse=True)
-            num_contexts = 1 if not others else len(first)
-            keys = np.full(num_contexts * len(values), seeds[j], dtype=np.uint64)  # [C, K] flat
-            for observation in observations:
-                if observation.column == column:
-                    link = np.tile(utf8_hashes(_read_values(observation, values), self.salt), num_contexts)
-                else:
-                    link = np.repeat(hashes.at_tokens(observation)[first], len(values))
-                kernel.chain_keys(keys, link)
-            by_context = self.lookup(keys).astype(np.int32).reshape(num_contexts, len(values))
-            np.take(by_context, context.reshape(-1), axis=0, out=out[:, :, j])
-        return out
-
-
-#: The value lists whose values at a token depend on its own value alone.
-OWN_VALUE_KINDS = (None, "prefixes", "suffixes", "ngrams", "cluster", SEEN_LOWER)
-
-
-def own_value_lines(template: Template, chosen: Sequence[int]) -> tuple[str | None, list[int]]:
-    """(a column, the lines of ``chosen`` whose items all read that column's value at
-    the token itself, through single values or OWN_VALUE_KINDS, the bias included):
-    two tokens with the same value in the column have the same keys on those lines.
-    The column is the one most lines read so (None, [] if none does)."""
-    by_column: dict[str, list[int]] = {}
-    constant = []
-    for k in chosen:
-        observations = template.predicates[k].observations
-        columns = {observation.column for observation in observations}
-        if any(observation.offset != 0 or observation.kind not in OWN_VALUE_KINDS for observation in observations):
-            continue
-        if not columns:
-            constant.append(k)
-        elif len(columns) == 1:
-            by_column.setdefault(columns.pop(), []).append(k)
-    if not by_column:
-        return None, []
-    column = max(by_column, key=lambda name: len(by_column[name]))
-    return column, sorted(constant + by_column[column])
-
-
-def row_parts(num_tokens: int) -> list[tuple[int, int]]:
-    """The (first, last) token ranges whose rows :func:`_in_parts` looks up apart: the
-    two halves when each has LIST_ROWS_HALF tokens, else all the tokens."""
-    if num_tokens < 2 * LIST_ROWS_HALF:
-        return [(0, num_tokens)]
-    return [(0, num_tokens // 2), (num_tokens // 2, num_tokens)]
-
-
-def _in_parts(
-    parts: list[tuple[int, int]], rows_of: Callable[[int, int], tuple[np.ndarray, np.ndarray]]
-) -> tuple[np.ndarray, np.ndarray]:
-    """indptr int64 [N + 1] and indices of N tokens from rows_of(first, last), the rows
-    of tokens first .. last-1 (their indptr from 0), for each part of :func:`row_parts`:
-    two parts in two threads (rows_of calls C, which releases the GIL)."""
-    if len(parts) == 1:
-        return rows_of(*parts[0])
-    with ThreadPoolExecutor(1, thread_name_prefix="fstcrf-rows") as pool:
-        second = pool.submit(rows_of, *parts[1])
-        head, tail = rows_of(*parts[0]), second.result()
-    return np.concatenate([head[0], tail[0][1:] + head[0][-1]]), np.concatenate([head[1], tail[1]])
-
-
-def _read_values(observation: Observation, values: Sequence[str]) -> list[str]:
-    """The escaped value of ``observation`` when its column takes each of ``values``."""
-    transform = cast(Callable[[str], str], transform_function(observation.transform)) if observation.transform else str
-    return [escape_value(transform(value)) for value in values]
+    def __init__(self, template: Template, chosen: Sequence[int] | None):
+        chosen = range(len(template)) if chosen is None else chosen
+        predicates = [template.predicates[k] for k in chosen]
+        self.binary = [k for k, predicate in zip(chosen, predicates) if not predicate.real_valued]
+        self.lists = any(template.predicates[k].multi_valued for k in self.binary)
+        self.real = [predicate for predicate in predicates if predicate.real_valued]
+        self.columns = template.columns
 
 
 class FeatureExtractor:
@@ -320,6 +79,8 @@ class FeatureExtractor:
     _names: list[str] | None
     _packed_names: tuple[str, np.ndarray] | None
     _vocabulary: dict[str, int] | None
+    #: the TemplateLines of each choice of lines, with the template they are of
+    _kept_lines: dict[tuple[int, ...] | None, tuple[Template, TemplateLines]]
     #: no files and no training words: what extractors pickled before value lists read
     _resources: Resources = Resources({}, {})
 
@@ -338,27 +99,25 @@ class FeatureExtractor:
             return parse_template(self.template)
         raise TemplateError(f"template must be a Template or template text, got {type(self.template).__name__}")
 
-    def occurrences(self, corpus: Corpus | Sequence[Sentence]) -> tuple[TokenTable, Resources, list[Occurrences]]:
-        """The corpus's token table, the files and training words the template's items
-        read (from disk, and from this corpus), and the predicate_occurrences of each
-        predicate template."""
+    def occurrences(self, corpus: Corpus | Sequence[Sentence]) -> tuple[ItemValues, list[Occurrences]]:
+        """The values the template's items give the corpus's tokens (its token table,
+        and the files and training words the items read, from disk and from this
+        corpus), and the predicate_occurrences of each predicate template."""
         template = self.parsed_template()
         derived, entities = seen_entities.at_fit(template.columns, list(corpus), self.target)
         table = self._token_table(corpus, derived)
-        resources = Resources.load(template, lambda column: table.coded_column(column, None)[1])
+        column_values = {column: table.coded_column(column, None)[1] for column in seen_lower_columns(template)}
+        resources = Resources.load(template, column_values)
         resources.entities = entities
-        return (
-            table,
-            resources,
-            [table.predicate_occurrences(predicate, resources, template.budget) for predicate in template],
-        )
+        values = ItemValues(table, resources)
+        return values, [predicate_occurrences(values, predicate, template.budget) for predicate in template]
 
     def _token_table(
         self, corpus: Corpus | Sequence[Sentence], derived: dict[str, list[str]] | None = None
     ) -> TokenTable:
         """The token table of ``corpus``; the column ``seen_entity`` is derived: the marks
         ``derived`` gives (at fit), or those of the training entities kept."""
-        columns = self.parsed_template().columns
+        columns = self._lines().columns
         if isinstance(corpus, Corpus):
             for column in columns:
                 if column not in corpus.column_names and column != seen_entities.COLUMN:
@@ -394,7 +153,7 @@ class FeatureExtractor:
         its hashed key: no name table is built."""
         self._check_fitted()
         try:
-            key = _predicate_keys(self.parsed_template(), [name], self._dictionary.salt)
+            key = predicate_keys(self.parsed_template(), [name], self._dictionary.salt)
         except TemplateError:
             return None
         column = int(self._dictionary.lookup(key)[0])
@@ -443,21 +202,8 @@ class FeatureExtractor:
         column[chosen] = np.arange(len(chosen))
         columns = [column[a:b] for a, b in zip(starts[:-1], starts[1:])]  # per template (-1: dropped)
 
-        def keys(salt: int) -> np.ndarray:
-            """uint64 [P]: the keys of the kept predicates, chained from their value codes."""
-            seeds = utf8_hashes([predicate.name for predicate in self.parsed_template()], salt)
-            hashed: dict[int, np.ndarray] = {}  # the hashes of each list of value names
-            parts = []
-            for seed, occurrence in zip(seeds, occurrences):
-                own = np.full(len(occurrence.names), seed, dtype=np.uint64)
-                for codes, value_names in occurrence.values:
-                    if id(value_names) not in hashed:
-                        hashed[id(value_names)] = utf8_hashes(value_names, salt)
-                    kernel.chain_keys(own, hashed[id(value_names)][codes])
-                parts.append(own)
-            return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[chosen]
-
         # packed: the names are read again only to save the model or encode unseen text
+        keys = functools.partial(occurrence_keys, self.parsed_template(), occurrences, chosen)
         self._set_dictionary(None, pack_names(names), HashedDictionary.fit(keys, len(names)), resources)
         return columns
 
@@ -493,38 +239,36 @@ class FeatureExtractor:
             raise FstcrfError("this FeatureExtractor is not fitted; call fit first")
 
     def _matrix(
-        self, table: TokenTable, occurrences: list[Occurrences], template_columns: list[np.ndarray]
+        self, values: ItemValues, occurrences: list[Occurrences], template_columns: list[np.ndarray]
     ) -> SparseRows:
         """The predicate matrix [N, P] of ``occurrences`` whose predicates have the columns
         that :meth:`_learn` gave (fit_transform)."""
         template = self.parsed_template()
-        if template.multi_valued:  # the table holds the value lists already: transform's path
-            return self._hashed_matrix(table)
-        columns = np.full((table.num_tokens, len(occurrences)), -1, dtype=np.int64)
+        if template.multi_valued:  # the value lists are made already: transform's path
+            return self._hashed_matrix(values)
+        columns = np.full((values.table.num_tokens, len(occurrences)), -1, dtype=np.int64)
         for index, (predicate, occurrence, predicate_column) in enumerate(zip(template, occurrences, template_columns)):
             if not predicate.real_valued:
                 columns[:, index] = predicate_column[occurrence.predicate]
-        return self._with_numbers(self._csr(columns), table, range(len(occurrences)))
+        return self._with_numbers(self._csr(columns), values, self._lines(range(len(occurrences))))
 
-    def _with_numbers(self, binary: SparseRows, table: TokenTable, chosen: Sequence[int]) -> SparseRows:
-        """The binary matrix [N, P] plus the entries of the real-valued templates ``chosen``."""
-        predicates = [self.parsed_template().predicates[k] for k in chosen]
-        real = [predicate for predicate in predicates if predicate.real_valued]
-        if not real:
+    def _with_numbers(self, binary: SparseRows, values: ItemValues, lines: TemplateLines) -> SparseRows:
+        """The binary matrix [N, P] plus the entries of the real-valued lines of ``lines``."""
+        if not lines.real:
             return binary
-        salt = self._dictionary.salt
-        columns = self._dictionary.lookup(utf8_hashes([predicate.name for predicate in real], salt))
-        rows, entry_columns, values = [], [], []
-        for predicate, column in zip(real, columns.tolist()):
+        table, salt = values.table, self._dictionary.salt
+        columns = self._dictionary.lookup(utf8_hashes([predicate.name for predicate in lines.real], salt))
+        rows, entry_columns, numbers_at = [], [], []
+        for predicate, column in zip(lines.real, columns.tolist()):
             if predicate.multi_valued:  # an embedding: a predicate per dimension
-                lists = table.value_lists(predicate.observations[0], self._resources)
+                lists = values.lists(predicate.observations[0])
                 keys = np.full(len(lists.names), utf8_hashes([predicate.name], salt)[0], dtype=np.uint64)
                 kernel.chain_keys(keys, utf8_hashes(lists.names, salt))
                 entry_column = self._dictionary.lookup(keys)[lists.codes]
                 known = entry_column >= 0
                 rows.append(np.repeat(np.arange(table.num_tokens), lists.counts)[known])
                 entry_columns.append(entry_column[known])
-                values.append(cast(np.ndarray, lists.numbers)[known])
+                numbers_at.append(cast(np.ndarray, lists.numbers)[known])
                 continue
             if column < 0:
                 continue
@@ -532,10 +276,10 @@ class FeatureExtractor:
             nonzero = np.flatnonzero(numbers)
             rows.append(nonzero)
             entry_columns.append(np.full(len(nonzero), column, dtype=np.int64))
-            values.append(numbers[nonzero])
+            numbers_at.append(numbers[nonzero])
         if not rows:
             return binary
-        return binary.with_entries(np.concatenate(rows), np.concatenate(entry_columns), np.concatenate(values))
+        return binary.with_entries(np.concatenate(rows), np.concatenate(entry_columns), np.concatenate(numbers_at))
 
     def _csr(self, columns: np.ndarray) -> SparseRows:
         """The binary matrix of per-template predicate columns int [N, templates] (-1: none)."""
@@ -550,21 +294,30 @@ class FeatureExtractor:
         """The binary matrix [N, P] of rows indptr int [N + 1] over columns indices int [nnz]."""
         return SparseRows.binary(indptr, indices, (len(indptr) - 1, len(self._dictionary.keys)))
 
-    def _hashed_matrix(self, table: TokenTable, templates: Sequence[int] | None = None) -> SparseRows:
-        """The predicate matrix [N, P] of the templates listed (all by default)."""
+    def _lines(self, chosen: Sequence[int] | None = None) -> TemplateLines:
+        """The :class:`TemplateLines` of the template's lines ``chosen`` (all by default),
+        made once per template object and lines."""
         template = self.parsed_template()
-        chosen = range(len(template)) if templates is None else templates
-        binary = [k for k in chosen if not template.predicates[k].real_valued]
-        if any(template.predicates[k].multi_valued for k in binary):
-            rows = self._dictionary.list_rows(table, template, binary, self._resources)
+        key = None if chosen is None else tuple(chosen)
+        kept = self.__dict__.setdefault("_kept_lines", {}).get(key)
+        if kept is None or kept[0] is not template:
+            kept = self._kept_lines[key] = (template, TemplateLines(template, chosen))
+        return kept[1]
+
+    def _hashed_matrix(self, values: ItemValues, templates: Sequence[int] | None = None) -> SparseRows:
+        """The predicate matrix [N, P] of the templates listed (all by default)."""
+        lines = self._lines(templates)
+        template = self.parsed_template()
+        if lines.lists:
+            rows = self._dictionary.list_rows(values, template, lines.binary)
         else:
-            rows = self._dictionary.rows(table, template, binary)
-        return self._with_numbers(self._binary(*rows), table, chosen)
+            rows = self._dictionary.rows(values.table, template, lines.binary)
+        return self._with_numbers(self._binary(*rows), values, lines)
 
     def fit(self, corpus: Corpus | Sequence[Sentence]) -> FeatureExtractor:
         """Build the predicate dictionary from a corpus or a list of sentences."""
-        _, resources, occurrences = self.occurrences(corpus)
-        self._learn(occurrences, resources)
+        values, occurrences = self.occurrences(corpus)
+        self._learn(occurrences, values.resources)
         return self
 
     def transform(self, corpus: Corpus | Sequence[Sentence]):
@@ -575,7 +328,7 @@ class FeatureExtractor:
     def transform_rows(self, corpus: Corpus | Sequence[Sentence]) -> SparseRows:
         """:meth:`transform`'s matrix as :class:`SparseRows` (without importing scipy)."""
         self._check_fitted()
-        return self._hashed_matrix(self._token_table(corpus))
+        return self._hashed_matrix(ItemValues(self._token_table(corpus), self._resources))
 
     def transform_reading(
         self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
@@ -634,7 +387,7 @@ class FeatureExtractor:
         others = [i for i, read in enumerate(reads) if not read]
         readers = [i for i, read in enumerate(reads) if read]
         table = self._token_table(list(corpus))  # ``column`` itself may be missing (a list is not checked)
-        base = self._hashed_matrix(table, others)
+        base = self._hashed_matrix(ItemValues(table, self._resources), others)
         by_value = self._dictionary.reading_rows(table, self.parsed_template(), readers, column, values)  # [N, K, R]
         full = self._csr(by_value.reshape(-1, len(readers)))
         position = np.full(self.num_predicates, -1, dtype=np.int32)
@@ -651,8 +404,8 @@ class FeatureExtractor:
 
     def fit_transform_rows(self, corpus: Corpus | Sequence[Sentence]) -> SparseRows:
         """:meth:`fit_transform`'s matrix as :class:`SparseRows`."""
-        table, resources, occurrences = self.occurrences(corpus)
-        return self._matrix(table, occurrences, self._learn(occurrences, resources))
+        values, occurrences = self.occurrences(corpus)
+        return self._matrix(values, occurrences, self._learn(occurrences, values.resources))
 
     def to_dict(self) -> dict:
         """Plain JSON-able data: the template text, min_count and the predicate names."""
@@ -676,7 +429,7 @@ class FeatureExtractor:
         extractor = cls._unfitted(data)
         try:
             dictionary = HashedDictionary.fit(
-                lambda salt: _predicate_keys(extractor.parsed_template(), names, salt), len(names)
+                functools.partial(predicate_keys, extractor.parsed_template(), names), len(names)
             )
         except TemplateError as error:
             raise ModelFileError(f"feature extractor data is inconsistent: {error}") from None

@@ -20,12 +20,10 @@ from itertools import compress
 import numpy as np
 
 from fstcrf.engine import kernel
-from fstcrf.features.template import Observation, transform_function
+from fstcrf.features.template import Observation, escaped, transform_function
 from fstcrf.features.value_lists import (
     BEGIN,
     END,
-    boundary_rows,
-    escaped,
     gathered,
     missing_from,
     per_value,
@@ -73,6 +71,18 @@ def utf8_hashes(values: Sequence[str], salt: int) -> np.ndarray:
     return hashes
 
 
+def grown(room: np.ndarray, filled: int, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the buffer, its first filled + len(new) entries): ``new`` written past the
+    ``filled`` entries of ``room``, in a copy of twice the size when there is no room
+    left (so that adding a few entries costs no copy of all; an entry once written
+    is never written again)."""
+    total = filled + len(new)
+    if len(room) < total:
+        room = np.concatenate([room[:filled], np.empty(max(total, 2 * len(room)) - filled, dtype=room.dtype)])
+    room[filled:total] = new
+    return room, room[:total]
+
+
 class SubstringCache:
     """The hashes of the prefixes, suffixes or n-grams (one ``observation``'s kind and
     lengths) of each value met so far, under one salt: value v's are
@@ -93,8 +103,10 @@ class SubstringCache:
     def clear(self) -> None:
         """Forget every value."""
         self.row: dict[str, int] = {}
-        self.ptr = np.zeros(1, dtype=np.int64)
-        self.hashes = np.zeros(0, dtype=np.uint64)
+        #: row pointers int64 [rows + 1] and hashes uint64, the filled parts of buffers
+        #: that double as they fill (:func:`grown`)
+        self.ptr = self._ptr_room = np.zeros(1, dtype=np.int64)
+        self.hashes = self._hash_room = np.zeros(0, dtype=np.uint64)
 
     def rows(self, values: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(int64 [V]: the row of each of ``values`` (distinct), computed for those not
@@ -122,8 +134,9 @@ class SubstringCache:
         first = len(self.ptr) - 1
         self.row.update(zip(direct + named, range(first, first + len(values))))
         ends = self.ptr[-1] + np.cumsum(np.concatenate([counts for counts, _ in parts]))
-        self.ptr = np.concatenate([self.ptr, ends])
-        self.hashes = np.concatenate([self.hashes] + [hashes for _, hashes in parts])
+        self._ptr_room, self.ptr = grown(self._ptr_room, len(self.ptr), ends)
+        added = np.concatenate([hashes for _, hashes in parts])
+        self._hash_room, self.hashes = grown(self._hash_room, len(self.hashes), added)
 
     def _hashed(self, values: list[str], marks: bool) -> tuple[np.ndarray, np.ndarray]:
         """(int64 [n]: how many hashes each of ``values`` has; their hashes) from C."""
@@ -163,52 +176,58 @@ def substring_cache(observation: Observation, salt: int) -> SubstringCache:
 class ValueHashes:
     """The hash of each single value a transform gives (``escape_value(transform(v))``,
     the name a template line reads) of each column value v met so far, under one
-    salt, for every transform asked for: a batch looks its distinct values' rows up
-    once (:meth:`rows`), then each transform's hashes are one gather
-    (:meth:`hashes`) instead of the transform, its escape and its hash of every
-    value.  Past ``max_values`` values it is emptied and filled again, which makes
-    the rows given before stale (their ``generation`` is over)."""
+    salt, for every transform asked for: a batch looks each token's value up once
+    and gathers each transform's hashes (:meth:`hashes`), instead of the transform,
+    its escape and its hash of every value.  Past ``max_values`` values it is
+    emptied and filled again."""
 
     def __init__(self, salt: int, max_values: int = CACHE_VALUES):
         self.salt, self.max_values = salt, max_values
         self.lock = threading.Lock()
-        self.generation = 0
         self.clear()
 
     def clear(self) -> None:
         """Forget every value."""
-        self.generation += 1
         self.row: dict[str, int] = {}
         self.values: list[str] = []
-        #: per transform (None: the value itself), uint64 [rows filled] of the values' names
-        self.by_transform: dict[str | None, np.ndarray] = {}
+        #: per transform (None: the value itself): the hashes of the values' names, a
+        #: buffer and its filled part uint64 [rows] (:func:`grown`)
+        self.by_transform: dict[str | None, tuple[np.ndarray, np.ndarray]] = {}
 
-    def rows(self, values: Sequence[str]) -> tuple[np.ndarray, int]:
-        """(int64 [V]: the row of each of ``values`` (strings), added where new; the
-        generation those rows belong to)."""
+    def hashes(self, values: Sequence[str], transforms: Sequence[str | None], out: Sequence[np.ndarray]) -> None:
+        """Write into out[k] (uint64 [n]) the hash of the name transforms[k] gives each
+        of ``values`` (strings, repeated or not)."""
         with self.lock:
             if len(self.row) > self.max_values:
                 self.clear()
             unseen = missing_from(self.row, values)
             if unseen:
+                unseen = list(dict.fromkeys(unseen))
                 self.row.update(zip(unseen, range(len(self.values), len(self.values) + len(unseen))))
                 self.values.extend(unseen)
             rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
-            return rows, self.generation
+            self._fill(transforms)
+            for transform, hashes in zip(transforms, out):
+                np.take(self.by_transform[transform][1], rows, out=hashes)
 
-    def hashes(self, rows: np.ndarray, generation: int, transform: str | None) -> np.ndarray | None:
-        """uint64 [V]: the hash of the name ``transform`` gives the value of each of
-        ``rows``; None if they are of an earlier generation."""
-        with self.lock:
-            if generation != self.generation:
-                return None
-            kept = self.by_transform.get(transform, np.zeros(0, dtype=np.uint64))
-            if len(kept) < len(self.values):
-                new = self.values[len(kept) :]
+    def _fill(self, transforms: Sequence[str | None]) -> None:
+        """Hash the names each of ``transforms`` gives the values kept that it has not
+        named yet: the names of all of them hashed in one call."""
+        behind = []  # (transform, its buffer, how many it holds, the names of the rest)
+        for transform in dict.fromkeys(transforms):
+            room, kept = self.by_transform.get(transform, (np.zeros(0, dtype=np.uint64), None))
+            done = 0 if kept is None else len(kept)
+            if kept is None or done < len(self.values):
+                new = self.values[done:]
                 function = transform_function(transform) if transform is not None else None
-                names = escaped(new if function is None else list(map(function, new)))
-                kept = self.by_transform[transform] = np.concatenate([kept, utf8_hashes(names, self.salt)])
-            return kept[rows]
+                behind.append((transform, room, done, escaped(new if function is None else list(map(function, new)))))
+        if not behind:
+            return
+        hashed = utf8_hashes([name for *_, names in behind for name in names], self.salt)
+        at = 0
+        for transform, room, done, names in behind:
+            self.by_transform[transform] = grown(room, done, hashed[at : at + len(names)])
+            at += len(names)
 
 
 _VALUE_HASHES: dict[int, ValueHashes] = {}
@@ -233,6 +252,6 @@ def substring_lists(
     if observation.offset == 0:
         return substring_cache(observation, salt).token_hashes(codes if tokens is None else codes[tokens], values)
     ptr, hashes = substring_cache(observation, salt).token_hashes(codes, values)
-    rows, names = boundary_rows(table, observation.offset)
+    rows, names = table.neighbours(observation.offset)
     ptr, source = gathered(with_single_rows(ptr, len(names)), rows if tokens is None else rows[tokens])
     return ptr, np.concatenate([hashes, utf8_hashes(names, salt)])[source]

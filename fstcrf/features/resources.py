@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -201,9 +201,10 @@ class Resources:
         self.files, self.seen, self.entities = files, seen, entities
 
     @classmethod
-    def load(cls, template: Template, column_values: Callable[[str], Sequence[str]]) -> Resources:
+    def load(cls, template: Template, column_values: Mapping[str, Sequence[str]]) -> Resources:
         """The files of ``template``'s items read from disk, and the lower-cased values of
-        each column ``seen_lower`` reads, its distinct values given by column_values(column)."""
+        each column ``seen_lower`` reads (:func:`seen_lower_columns`), its distinct
+        values given by column_values[column]."""
         files: dict[tuple[str, str], Resource] = {}
         seen: dict[str, frozenset[str]] = {}
         for predicate in template:
@@ -212,7 +213,7 @@ class Resources:
                     where = f"{template.source}:{predicate.line}"
                     files[observation.kind, observation.path] = load_resource(observation.kind, observation.path, where)
                 if observation.kind == SEEN_LOWER and observation.column not in seen:
-                    values = column_values(observation.column)
+                    values = column_values[observation.column]
                     seen[observation.column] = frozenset(value for value in values if value == value.lower())
         return cls(files, seen)
 
@@ -266,6 +267,17 @@ class Resources:
             raise ModelFileError(f"the model's copies of the template's files are corrupt: {error}") from None
         entities = None if data.get("entities") is None else SeenEntities.from_payload(data["entities"])
         return cls(files, seen, entities)
+
+
+def seen_lower_columns(template: Template) -> list[str]:
+    """The columns whose training words a ``seen_lower`` item of ``template`` reads."""
+    columns = (
+        observation.column
+        for predicate in template
+        for observation in predicate.observations
+        if observation.kind == SEEN_LOWER
+    )
+    return list(dict.fromkeys(columns))
 
 
 def load_resource(kind: str, path: str, where: str) -> Resource:

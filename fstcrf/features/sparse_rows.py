@@ -13,6 +13,11 @@ from typing import NamedTuple
 import numpy as np
 
 
+#: The one 1.0 every entry of a binary matrix's data reads (a read-only view of it).
+_ONE = np.ones(1)
+_ONE.flags.writeable = False
+
+
 class SparseRows(NamedTuple):
     """A CSR matrix [N, P]: the entries of row n are indices / data[indptr[n]:indptr[n + 1]].
 
@@ -37,7 +42,8 @@ class SparseRows(NamedTuple):
     @classmethod
     def binary(cls, indptr: np.ndarray, indices: np.ndarray, shape: tuple[int, int]) -> SparseRows:
         """The matrix whose stored entries are all 1."""
-        return cls(indptr, indices, np.broadcast_to(np.float64(1.0), (len(indices),)), shape)
+        ones = np.ndarray((len(indices),), dtype=np.float64, buffer=_ONE, strides=(0,))
+        return cls(indptr, indices, ones, shape)
 
     @property
     def nnz(self) -> int:

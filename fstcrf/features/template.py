@@ -185,6 +185,22 @@ def escape_value(value: str) -> str:
     return value
 
 
+def escaped(values: Sequence[str]) -> list[str]:
+    """[escape_value(value) for value in values], without a Python call per value when
+    none of them holds a backslash or a bar or starts with an underscore (a
+    separator that none of them holds lets one search of their concatenation tell)."""
+    text = "\n".join(values)
+    if (
+        "\\" in text
+        or "|" in text
+        or text.startswith("_")
+        or "\n_" in text
+        or text.count("\n") != len(values) - 1  # a value holds the separator
+    ):
+        return [escape_value(value) for value in values]
+    return list(values)
+
+
 @dataclass(frozen=True)
 class Observation:
     """One item of a predicate template: a column's value at an offset, maybe transformed,

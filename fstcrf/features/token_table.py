@@ -1,31 +1,24 @@
-"""The token table of a batch: each template observation's values at every token,
-coded per distinct value, and the predicate occurrences of each predicate
-template (the values :class:`~fstcrf.features.extractor.FeatureExtractor` learns and
-looks up)."""
+"""The token table of a batch, the second step of feature extraction (columns ->
+token table -> values -> hashes -> rows): the columns a template reads at every
+token of a list of sentences, each coded per distinct value, and where each token's
+neighbours are.  It reads the sentences and the derived columns and nothing of
+the steps after it: the value lists (:mod:`fstcrf.features.value_lists`), hashes
+(:mod:`fstcrf.features.item_lists`) and predicate rows
+(:mod:`fstcrf.features.dictionary`) read it."""
 
 from __future__ import annotations
 
 import math
-from itertools import repeat
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, cast
+from functools import cached_property
+from itertools import accumulate, repeat
+from typing import cast
 
 import numpy as np
 
 from fstcrf.corpus.conll import Sentence
-from fstcrf.errors import (
-    ArgumentTypeError,
-    BudgetError,
-    FeatureValueError,
-    TemplateError,
-)
-from fstcrf.features.template import (
-    Observation,
-    PredicateTemplate,
-    transform_function,
-)
-from fstcrf.features.resources import Resources
-from fstcrf.features.value_lists import ValueLists, boundary_rows, escaped, factorize, observation_lists, single
+from fstcrf.errors import ArgumentTypeError, FeatureValueError, TemplateError
+from fstcrf.features.template import Observation, escaped, transform_function
 
 
 def missing_column_message(column: str, available: Sequence[str]) -> str:
@@ -36,34 +29,61 @@ def missing_column_message(column: str, available: Sequence[str]) -> str:
 
 
 class TokenTable:
-    """The values of template observations at every token of a list of sentences."""
+    """The values of template observations at every token of a list of sentences.
+
+    ``lengths`` int64 [B] and ``offsets`` int64 [B+1] cut the N tokens into the
+    sentences; ``position`` and ``sentence_length`` int [N] are each token's place
+    in its sentence and the sentence's length (made on first use)."""
 
     def __init__(self, sentences: Sequence[Sentence], derived: dict[str, list[str]] | None = None):
         """``derived``: columns no sentence holds, by name, each its values at every
         token of the table [N] (a column of the sentences of that name is not read)."""
         self.sentences = sentences
         self.derived = derived or {}
-        lengths = np.array([len(sentence) for sentence in sentences], dtype=np.int64)
-        self.num_tokens = int(lengths.sum())
-        starts = np.cumsum(lengths) - lengths
-        self.position = np.arange(self.num_tokens) - np.repeat(starts, lengths)
-        self.sentence_length = np.repeat(lengths, lengths)
-        self.lengths = lengths
-        self._lists: dict[Observation, ValueLists] = {}
+        lengths = [len(sentence) for sentence in sentences]
+        self.num_tokens = sum(lengths)
+        self.lengths = np.array(lengths, dtype=np.int64)
+        self.offsets = np.fromiter(accumulate(lengths, initial=0), dtype=np.int64, count=len(lengths) + 1)
+        self._values: dict[str, list] = {}
         self._coded_columns: dict[tuple[str, str | None], tuple[np.ndarray, list[str]]] = {}
         self._value_names: dict[tuple[str, str | None], list[str]] = {}
         self._strings_checked: set[tuple[str, str | None]] = set()  # (column, transform) of string values
         self._shifts: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = {}
         self._observations: dict[tuple[str, str | None, int], tuple[np.ndarray, list[str]]] = {}
 
-    def _column_values(self, column: str) -> list[str]:
-        if column in self.derived:
-            return self.derived[column]
-        values: list[str] = []
-        for sentence in self.sentences:
-            if column not in sentence.columns:
-                raise TemplateError(missing_column_message(column, sentence.column_names))
-            values.extend(sentence.columns[column])
+    @cached_property
+    def position(self) -> np.ndarray:
+        """int64 [N]: each token's position in its sentence, from 0."""
+        return np.arange(self.num_tokens) - np.repeat(self.offsets[:-1], self.lengths)
+
+    @cached_property
+    def sentence_length(self) -> np.ndarray:
+        """int64 [N]: the length of each token's sentence."""
+        return np.repeat(self.lengths, self.lengths)
+
+    def column_values(self, column: str) -> list:
+        """The values [N] of ``column`` at every token, as the sentences (or the
+        derived columns) hold them."""
+        values = self._values.get(column)
+        if values is None:
+            if column in self.derived:
+                values = self.derived[column]
+            else:
+                values = []
+                for sentence in self.sentences:
+                    if column not in sentence.columns:
+                        raise TemplateError(missing_column_message(column, sentence.column_names))
+                    values.extend(sentence.columns[column])
+            self._values[column] = values
+        return values
+
+    def string_values(self, column: str) -> list[str]:
+        """:meth:`column_values`, checked once to be strings (ArgumentTypeError naming
+        the first token whose value is not one)."""
+        values = self.column_values(column)
+        if (column, None) not in self._strings_checked:
+            self.check_strings(column, values)
+            self._strings_checked.add((column, None))
         return values
 
     def coded_column(self, column: str, transform: str | None) -> tuple[np.ndarray, list[str]]:
@@ -71,16 +91,16 @@ class TokenTable:
         key = (column, transform)
         if key not in self._coded_columns:
             if transform is None:
-                column_values = self._column_values(column)
+                column_values = self.column_values(column)
                 try:
-                    codes, values = _first_use_codes(column_values)
+                    codes, values = first_use_codes(column_values)
                 except TypeError:  # an unhashable value
-                    self._check_strings(column, column_values)
+                    self.check_strings(column, column_values)
                     raise
             else:
                 raw_codes, raw_values = self._string_column(column, None)
                 function = cast(Callable[[str], str], transform_function(transform))
-                recode, values = _first_use_codes(list(map(function, raw_values)))
+                recode, values = first_use_codes(list(map(function, raw_values)))
                 codes = recode[raw_codes]
             self._coded_columns[key] = codes, values
         return self._coded_columns[key]
@@ -97,11 +117,11 @@ class TokenTable:
         """:meth:`coded_column`, its values checked once to be strings (ArgumentTypeError)."""
         codes, values = self.coded_column(column, transform)
         if (column, transform) not in self._strings_checked:
-            self._check_strings(column, values, codes)
+            self.check_strings(column, values, codes)
             self._strings_checked.add((column, transform))
         return codes, values
 
-    def _check_strings(self, column: str, values: Sequence, codes: np.ndarray | None = None) -> None:
+    def check_strings(self, column: str, values: Sequence, codes: np.ndarray | None = None) -> None:
         """ArgumentTypeError naming the first token whose value in ``column`` is not a
         string; ``values`` are the column's values [N], or its distinct values when
         ``codes`` [N] gives each token's."""
@@ -117,8 +137,8 @@ class TokenTable:
 
     def place(self, token: int) -> tuple[int, int]:
         """The sentence of a token of the table and its position there (both from 0)."""
-        ends = np.cumsum([len(sentence) for sentence in self.sentences])
-        return int(np.searchsorted(ends, token, side="right")), int(self.position[token])
+        sentence = int(np.searchsorted(self.offsets[1:], token, side="right"))
+        return sentence, token - int(self.offsets[sentence])
 
     def value_names(self, column: str, transform: str | None) -> list[str]:
         """The escaped value of each code of a (transformed) column; an observation at
@@ -146,13 +166,29 @@ class TokenTable:
     def _shift(self, offset: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """(the token ``offset`` away from each token int [N], 0 where it is past the
         sentence; whether it is in the sentence bool [N]; the boundary code of each
-        token past it, counted from 0; the boundary names): :func:`boundary_rows`, kept
+        token past it, counted from 0; the boundary names): :meth:`neighbours`, kept
         per offset."""
         if offset not in self._shifts:
-            rows, names = boundary_rows(self, offset)
+            rows, names = self.neighbours(offset)
             inside = rows < self.num_tokens
             self._shifts[offset] = np.where(inside, rows, 0), inside, rows - self.num_tokens, names
         return self._shifts[offset]
+
+    def neighbours(self, offset: int) -> tuple[np.ndarray, list[str]]:
+        """(rows int64 [N], names [E]): token t's neighbour at ``offset`` is token
+        rows[t] when rows[t] < N, else past its sentence the boundary value
+        names[rows[t] - N] (``__BOS-1__``, ... ``__EOS+1__``, ...); offset 0 gives
+        every token itself."""
+        target = self.position + offset
+        inside = (target >= 0) & (target < self.sentence_length)
+        rows = np.clip(np.arange(self.num_tokens) + offset, 0, max(self.num_tokens - 1, 0))
+        step = np.where(offset < 0, -target, target - self.sentence_length + 1)
+        reached = step[~inside]
+        if not len(reached):
+            return rows, []
+        first, last = int(reached.min()), int(reached.max())
+        kind = "__BOS-{}__" if offset < 0 else "__EOS+{}__"
+        return np.where(inside, rows, self.num_tokens + step - first), [kind.format(k) for k in range(first, last + 1)]
 
     def numbers(self, observation: Observation) -> np.ndarray:
         """float [num_tokens]: a column's value at an offset from each token read as a
@@ -178,93 +214,11 @@ class TokenTable:
         shifted = codes[np.clip(np.arange(self.num_tokens) + observation.offset, 0, max(self.num_tokens - 1, 0))]
         return numbers[np.where(inside, shifted, len(values))]
 
-    def value_lists(self, observation: Observation, resources: Resources) -> ValueLists:
-        """The values an item gives each token: a value list's, or a single value's."""
-        if observation not in self._lists:
-            if observation.kind is None:
-                self._lists[observation] = single(*self.observation_codes(observation))
-            else:
-                self._lists[observation] = observation_lists(self, observation, resources)
-        return self._lists[observation]
 
-    def predicate_occurrences(self, predicate: PredicateTemplate, resources: Resources, budget: int) -> Occurrences:
-        """The predicates a template yields, in order of first occurrence (see Occurrences);
-        BudgetError if a line of value lists gives a token more than ``budget`` of them."""
-        if not predicate.observations:
-            names = ["bias"] if self.num_tokens else []
-            return Occurrences(
-                names,
-                np.zeros(self.num_tokens, dtype=np.int64),
-                np.full(len(names), self.num_tokens, dtype=np.int64),
-                [],
-            )
-        if predicate.real_valued and not predicate.multi_valued:
-            true_at = np.count_nonzero(self.numbers(predicate.observations[0]))
-            names = [predicate.name] if true_at else []
-            return Occurrences(names, np.zeros(self.num_tokens, dtype=np.int64), np.full(len(names), true_at), [])
-        if predicate.multi_valued:
-            return self._cross_product(predicate, resources, budget)
-        coded = [self.observation_codes(observation) for observation in predicate.observations]
-        key = coded[0][0]
-        for codes, names in coded[1:]:
-            key = factorize(key)[0] * len(names) + codes  # compact, so the product stays small
-        key, first_token, counts = factorize(key)
-        values = [(codes[first_token], names) for codes, names in coded]
-        return Occurrences(_predicate_names(predicate, values), key, counts, values)
-
-    def _cross_product(self, predicate: PredicateTemplate, resources: Resources, budget: int) -> Occurrences:
-        lists = [self.value_lists(observation, resources) for observation in predicate.observations]
-        sizes = np.ones(self.num_tokens)
-        for item in lists:
-            sizes *= item.counts
-        if self.num_tokens and sizes.max() > budget:
-            token = int(np.argmax(sizes > budget))
-            sentence, position = self.place(token)
-            raise BudgetError(
-                f"sentence {sentence + 1}, token {position + 1}: line {predicate.line} ({predicate.name}) gives "
-                f"{int(sizes[token]):,} predicates at one token, beyond the template budget of {budget} per token "
-                "and line; raise it with a line 'budget N' in the template, or give the line fewer values"
-            )
-        tokens = np.arange(self.num_tokens, dtype=np.int64)
-        key = np.zeros(self.num_tokens, dtype=np.int64)
-        entry_codes: list[np.ndarray] = []
-        for item in lists:
-            counts = item.counts[tokens]
-            parent = np.repeat(np.arange(len(tokens)), counts)
-            ptr = np.zeros(len(tokens) + 1, dtype=np.int64)
-            np.cumsum(counts, out=ptr[1:])
-            source = np.repeat(item.ptr[tokens] - ptr[:-1], counts) + np.arange(ptr[-1], dtype=np.int64)
-            codes = item.codes[source]
-            entry_codes = [codes_of[parent] for codes_of in entry_codes] + [codes]
-            tokens = tokens[parent]
-            key = factorize(key[parent])[0] * len(item.names) + codes
-        key, first, counts = factorize(key)
-        values = [(codes[first], item.names) for codes, item in zip(entry_codes, lists)]
-        return Occurrences(_predicate_names(predicate, values), key, counts, values)
-
-
-class Occurrences(NamedTuple):
-    """The predicates a predicate template yields on a token table: their names [K]; the
-    index of the predicate of each entry [E]: of each token (E = N), or of each token
-    and combination of values of a line of value lists; how many tokens each is true
-    at [K]; per observation the code of each predicate's value [K] with the escaped
-    value of each code."""
-
-    names: list[str]
-    predicate: np.ndarray
-    counts: np.ndarray
-    values: list[tuple[np.ndarray, list[str]]]
-
-
-def _predicate_names(predicate: PredicateTemplate, values: list[tuple[np.ndarray, list[str]]]) -> list[str]:
-    value_names = [[names[code] for code in codes.tolist()] for codes, names in values]
-    prefix = predicate.name + "="
-    return [prefix + "|".join(row) for row in zip(*value_names)]
-
-
-def _first_use_codes(values: Sequence) -> tuple[np.ndarray, list]:
+def first_use_codes(values: Sequence) -> tuple[np.ndarray, list]:
     """(codes int64 [n] of ``values`` [n], numbered by first occurrence; the distinct
-    values in that order), the dictionary filled by one pass in C."""
-    first_use: dict = {}  # value -> where it first occurs
-    first = np.fromiter(map(first_use.setdefault, values, range(len(values))), dtype=np.int64, count=len(values))
-    return (np.cumsum(first == np.arange(len(values))) - 1)[first], list(first_use)
+    values in that order): three passes in C (the distinct values, their numbers, each
+    value's number), whatever the number of values."""
+    distinct = list(dict.fromkeys(values))
+    number = dict(zip(distinct, range(len(distinct))))
+    return np.fromiter(map(number.__getitem__, values), dtype=np.int64, count=len(values)), distinct

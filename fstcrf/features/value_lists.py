@@ -25,7 +25,7 @@ import numpy as np
 
 from fstcrf.engine import kernel
 from fstcrf.features.resources import Clusters, Embeddings, Gazetteer
-from fstcrf.features.template import EMBEDDING, SEEN_LOWER, Observation, escape_value, transform_function
+from fstcrf.features.template import EMBEDDING, SEEN_LOWER, Observation, escape_value, escaped, transform_function
 
 #: Boundary marks of character n-grams and of type sequences.
 BEGIN, END = "<", ">"
@@ -81,23 +81,6 @@ def from_lists(
     return ValueLists(ptr, codes, names, None if numbers is None else np.asarray(numbers, dtype=np.float64))
 
 
-def boundary_rows(table, offset: int) -> tuple[np.ndarray, list[str]]:
-    """(rows int64 [N], names [E]): token t of ``table`` takes the list of token
-    rows[t] when rows[t] < N, else the one boundary value names[rows[t] - N]
-    (``__BOS-1__``, ... ``__EOS+1__``, ...) past its sentence; offset 0 gives
-    every token its own."""
-    target = table.position + offset
-    inside = (target >= 0) & (target < table.sentence_length)
-    rows = np.clip(np.arange(table.num_tokens) + offset, 0, max(table.num_tokens - 1, 0))
-    step = np.where(offset < 0, -target, target - table.sentence_length + 1)
-    reached = step[~inside]
-    if not len(reached):
-        return rows, []
-    first, last = int(reached.min()), int(reached.max())
-    kind = "__BOS-{}__" if offset < 0 else "__EOS+{}__"
-    return np.where(inside, rows, table.num_tokens + step - first), [kind.format(k) for k in range(first, last + 1)]
-
-
 def with_single_rows(ptr: np.ndarray, count: int) -> np.ndarray:
     """int64 [M + count + 1]: row pointers ``ptr`` [M+1] followed by ``count`` rows of one entry each."""
     return np.concatenate([ptr, ptr[-1] + np.arange(1, count + 1)])
@@ -108,7 +91,7 @@ def shifted(lists: ValueLists, table, offset: int, boundary: bool = True) -> Val
     boundary value (``__BOS-1__``, ... ``__EOS+1__``, ...), or none unless ``boundary``."""
     if offset == 0:
         return lists
-    rows, names = boundary_rows(table, offset)
+    rows, names = table.neighbours(offset)
     if not boundary:
         padded = lists._replace(ptr=np.append(lists.ptr, lists.ptr[-1]))  # an empty row past the last
         return gather(padded, np.minimum(rows, table.num_tokens))
@@ -118,22 +101,6 @@ def shifted(lists: ValueLists, table, offset: int, boundary: bool = True) -> Val
         lists.names + names,
     )
     return gather(extended, rows)
-
-
-def escaped(values: Sequence[str]) -> list[str]:
-    """[escape_value(value) for value in values], without a Python call per value when
-    none of them holds a backslash or a bar or starts with an underscore (a
-    separator that none of them holds lets one search of their concatenation tell)."""
-    text = "\n".join(values)
-    if (
-        "\\" in text
-        or "|" in text
-        or text.startswith("_")
-        or "\n_" in text
-        or text.count("\n") != len(values) - 1  # a value holds the separator
-    ):
-        return [escape_value(value) for value in values]
-    return list(values)
 
 
 def _distinct(values) -> list[str]:
@@ -394,6 +361,27 @@ def observation_lists(table, observation: Observation, resources) -> ValueLists:
     resource = resources.resource(observation) if kind == "cluster" else None
     function = per_value(observation, resource)
     return shifted(by_value(codes, values, function), table, observation.offset)
+
+
+class ItemValues:
+    """The values the items of a template give the tokens of a token table, each item's
+    computed once (:func:`observation_lists`) and kept: the third step of feature
+    extraction (columns -> token table -> values -> hashes -> rows), reading the
+    table and the files and training words of ``resources``
+    (:class:`fstcrf.features.resources.Resources`)."""
+
+    def __init__(self, table, resources):
+        self.table, self.resources = table, resources
+        self._lists: dict[Observation, ValueLists] = {}
+
+    def lists(self, observation: Observation) -> ValueLists:
+        """The values the item gives each token: a value list's, or a single value's."""
+        if observation not in self._lists:
+            if observation.kind is None:
+                self._lists[observation] = single(*self.table.observation_codes(observation))
+            else:
+                self._lists[observation] = observation_lists(self.table, observation, self.resources)
+        return self._lists[observation]
 
 
 def factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -4,6 +4,7 @@ decoder build theirs here, so that both read a declaration the same way."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 from fstcrf.engine.acceptor import Acceptor, is_fst
@@ -31,6 +32,31 @@ def label_topology(
         raise ArgumentTypeError(f"labels must be a sequence of label strings, got {type(labels).__name__}")
     if isinstance(order, bool) or not isinstance(order, int) or order < 1:
         raise TopologyError(f"order must be a positive integer, got {order!r}")
+    if grammar is None or (isinstance(grammar, str) and ";" in grammar):  # nothing read from a file
+        try:
+            given = None if params is None else tuple(sorted(params.items()))
+            key = (tuple(labels), scheme, grammar, order, rule, given)
+            hash(key)
+        except (TypeError, AttributeError):  # what cannot be a key: the checks below name what is wrong
+            return _declared(labels, scheme, grammar, order, rule, params)
+        return _kept_topology(key)
+    return _declared(labels, scheme, grammar, order, rule, params)
+
+
+#: Topologies declared without a grammar file are kept (at most this many).
+DECLARATIONS_KEPT = 64
+
+
+@functools.lru_cache(maxsize=DECLARATIONS_KEPT)
+def _kept_topology(key: tuple) -> Topology:
+    """:func:`_declared` of a declaration read from nothing but its arguments, made once
+    (a logit decoder called per sentence declares the same topology every time)."""
+    labels, scheme, grammar, order, rule, params = key
+    return _declared(labels, scheme, grammar, order, rule, None if params is None else dict(params))
+
+
+def _declared(labels, scheme, grammar, order: int, rule: str, params) -> Topology:
+    """The topology :func:`label_topology` declares, once its arguments are checked."""
     topology = first_order(labels) if order == 1 else kth_order(labels, order)
     if scheme is not None:
         topology = with_scheme(topology, scheme)

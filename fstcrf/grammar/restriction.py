@@ -164,10 +164,29 @@ def restrict_to(pot: Potentials, constrained: Topology) -> Restriction:
     :func:`constrain`).  Raises InfeasibleError for lengths it cannot tag."""
     original = pot.topology
     mapping, edges = restriction_maps(original, constrained)
-    start = np.where(constrained.start, pot.start[mapping], 0.0)
-    final = np.where(constrained.final, pot.final[mapping], 0.0)
-    restricted = Potentials(
-        constrained, pot.emissions[:, mapping], pot.lengths, pot.transitions[..., edges], start, final, pot.token_class
+    if not pot.sealed():  # arrays replaced since they were checked: check them all again
+        start = np.where(constrained.start, pot.start[mapping], 0.0)
+        final = np.where(constrained.final, pot.final[mapping], 0.0)
+        restricted = Potentials(
+            constrained,
+            pot.emissions[:, mapping],
+            pot.lengths,
+            pot.transitions[..., edges],
+            start,
+            final,
+            pot.token_class,
+        )
+        return Restriction(restricted, original, mapping, edges)
+    constrained.check_lengths(pot.lengths)
+    restricted = Potentials.of_checked(
+        constrained,
+        pot.emissions.take(mapping, axis=1),
+        pot.lengths,
+        pot.offsets,
+        pot.transitions.take(edges, axis=-1),
+        pot.token_class,
+        np.where(constrained.start, pot.start[mapping], -np.inf),
+        np.where(constrained.final, pot.final[mapping], -np.inf),
     )
     return Restriction(restricted, original, mapping, edges)
 

@@ -68,6 +68,7 @@ from fstcrf.learn.settings import BanditSettings
 from fstcrf.features.encoding import EncodedSentences
 from fstcrf.errors import FeedbackError, FstcrfError, TopologyError
 from fstcrf.engine.inference import Potentials, SentenceBatch, thread_chunks
+from fstcrf.engine.threads import limit_blas
 from fstcrf.learn.objective import Scorer
 from fstcrf.phases import phase
 
@@ -299,6 +300,7 @@ class SampledGradient:
             for item in items:
                 work(item)
             return
+        limit_blas()  # BLAS threads would busy-wait beside the partner's and the pool's
         if small and len(items) == 2:
             if self._partner is None or self._partner.pid != os.getpid():  # none, or a parent's before a fork
                 self._partner, self._indexing = kernel.bandit.Partner(), None

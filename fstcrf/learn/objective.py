@@ -22,7 +22,9 @@ from fstcrf.engine.inference import (
     SentenceBatch,
     forward_backward,
     neighbours,
+    check_totals,
     thread_chunks,
+    useful_threads,
     viterbi,
 )
 from fstcrf.engine.threads import run_parallel
@@ -57,6 +59,8 @@ def thread_plans(encoded: SentenceBatch, threads: int, max_tokens: int) -> list[
     :func:`~fstcrf.engine.inference.thread_chunks`), each block at most ``max_tokens``
     tokens (or one sentence)."""
     offsets = encoded.offsets
+    if threads == 1 and encoded.num_tokens <= max_tokens:  # one block: a small batch
+        return [[(0, encoded.num_sequences)]]
     plans = []
     for first, last in thread_chunks(encoded, threads):
         blocks = []
@@ -126,13 +130,31 @@ class Scorer:
         F = self.features.num_features
         emit = self.features.sentence_emissions(encoded, first, last, weights[:F], scale, threads)
         token_class = None if encoded.token_class is None else encoded.token_class[encoded.token_rows(first, last)]
-        return Potentials(
+        lengths = encoded.lengths[first:last]
+        self.topology.check_lengths(lengths)
+        offsets = encoded.offsets[first : last + 1]
+        return Potentials.of_checked(
             self.topology,
             emit,
-            encoded.lengths[first:last],
-            self.transitions.scores(scale * weights[F:]),
-            token_class=token_class,
+            lengths,
+            offsets if first == 0 else offsets - offsets[0],
+            self.transition_table(weights) if scale == 1.0 else self.transitions.scores(scale * weights[F:]),
+            token_class,
         )
+
+    def transition_table(self, weights: np.ndarray) -> np.ndarray:
+        """float [E] or [C, E]: the transition scores of ``weights`` [F + T], kept while
+        they are the same read-only weights (a loaded model's), so that each batch's
+        potentials share one table and its kernel struct."""
+        kept = self.__dict__.get("_table")
+        if kept is not None and kept[0] is weights and not weights.flags.writeable:
+            return kept[1]
+        table = self.transitions.scores(weights[self.features.num_features :])
+        if not weights.flags.writeable:
+            table = table.view()
+            table.flags.writeable = False
+            self._table = (weights, table)
+        return table
 
     def decoding_topology(self, grammar=None, params: dict | None = None) -> Topology:
         """The topology decoding runs on: the model's, restricted to the training
@@ -172,7 +194,8 @@ class Scorer:
         also fills the topology's caches before threads share it."""
         topology = topology or self.constrained or self.topology
         topology.check_lengths(encoded.lengths)
-        return thread_plans(encoded, self.threads, max(1, BLOCK_CELLS // topology.num_states))
+        threads = useful_threads(encoded.num_tokens, topology, self.threads)
+        return thread_plans(encoded, threads, max(1, BLOCK_CELLS // topology.num_states))
 
     def paths(
         self, encoded: EncodedSentences, weights: np.ndarray, grammar=None, params: dict | None = None
@@ -184,16 +207,43 @@ class Scorer:
 
         def work(blocks):
             for first, last in blocks:
-                pot = self.potentials(encoded, weights, first, last)
+                rows = encoded.token_rows(first, last)
                 if topology is self.topology:
-                    best = viterbi(pot).paths
+                    self.best_paths(encoded, weights, first, last, paths[rows])
                 else:
-                    restriction = restrict_to(pot, topology)
-                    best = restriction.state_map[viterbi(restriction.potentials).paths]
-                paths[encoded.token_rows(first, last)] = best
+                    restriction = restrict_to(self.potentials(encoded, weights, first, last), topology)
+                    paths[rows] = restriction.state_map[viterbi(restriction.potentials).paths]
 
         run_parallel(work, self.plans(encoded, topology))
         return paths
+
+    def best_paths(
+        self, encoded: EncodedSentences, weights: np.ndarray, first: int, last: int, out: np.ndarray
+    ) -> None:
+        """Write into out int32 [n] the Viterbi state paths of sentences first .. last-1
+        (n tokens, their lengths feasible) on the model's topology: their emissions and
+        Viterbi in one kernel call (``ft_best_paths``), on the topology's kept graph and
+        the kernel scores of the kept transition table; ScoreError if a path's score
+        leaves float64's range."""
+        topology = self.topology
+        offsets = encoded.offsets[first : last + 1]
+        table = self.transition_table(weights)
+        lengths = encoded.lengths[first:last]
+        workspace = kernel.scratch_workspace(topology, 1 if table.ndim == 1 else len(table), max(lengths.tolist()), 1)
+        scores = np.empty(last - first)
+        self.features.kernel_dictionary.best_paths(
+            encoded.tokens(first, last),
+            weights[: self.features.num_features],
+            kernel.topology_graph(topology),
+            kernel.kept_scores(table, topology.open_start, topology.open_final),
+            offsets if first == 0 else offsets - offsets[0],
+            None if encoded.token_class is None else encoded.token_class[encoded.token_rows(first, last)],
+            np.empty((len(out), topology.num_states)),
+            workspace,
+            out,
+            scores,
+        )
+        check_totals(scores, "viterbi", "the best path's score")
 
     def marginals(
         self, encoded: EncodedSentences, weights: np.ndarray, grammar=None, params: dict | None = None

@@ -13,15 +13,17 @@ Viterbi returns the best label sequence the topology accepts:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
+from fstcrf.corpus.labels import split_labels
 from fstcrf.engine.constrained import constrain
 from fstcrf.engine.constraints import SentenceRules, resolve_batch
-from fstcrf.engine.inference import Potentials, as_float_array, numeric_array, viterbi
+from fstcrf.engine.inference import Potentials, as_float_array, lengths_to_offsets, numeric_array, viterbi
 from fstcrf.engine.spans import Entity, decoded_entities, state_labels
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import EmptySequenceError, ScoreError, ShapeError
@@ -48,6 +50,11 @@ def logit_rows(logits, lengths, num_labels: int) -> tuple[np.ndarray, np.ndarray
         )
     padded = logits if logits.ndim == 3 else logits[None]
     B, T = padded.shape[:2]
+    if lengths is None and T:  # every token kept: the rows as they are
+        rows = np.ascontiguousarray(padded.reshape(B * T, num_labels), dtype=np.float64)
+        if not math.isfinite(float(np.add.reduce(rows, axis=None))):  # else a NaN or an infinity (or a huge sum)
+            _check_finite(rows, np.ones((B, T), dtype=bool))
+        return rows, np.full(B, T, dtype=np.int64)
     if lengths is None:
         lengths = np.full(B, T)
     lengths = np.asarray(as_numpy(lengths))
@@ -60,6 +67,13 @@ def logit_rows(logits, lengths, num_labels: int) -> tuple[np.ndarray, np.ndarray
         raise ShapeError(f"sentence {b} has length {int(lengths[b])}, but the logits have {T} tokens per sentence")
     kept = np.arange(T)[None, :] < lengths[:, None]
     rows = np.asarray(padded[kept], dtype=np.float64)
+    _check_finite(rows, kept)
+    return rows, lengths.astype(np.int64)
+
+
+def _check_finite(rows: np.ndarray, kept: np.ndarray) -> None:
+    """ScoreError naming the sentence, token and label of the first value of rows
+    float [N, L] that is not finite, the rows being the tokens kept bool [B, T] keeps."""
     bad = ~np.isfinite(rows)
     if bad.any():
         row, label = (int(i) for i in np.argwhere(bad)[0])
@@ -68,13 +82,14 @@ def logit_rows(logits, lengths, num_labels: int) -> tuple[np.ndarray, np.ndarray
             f"logits of sentence {sentence}, token {token}, label {label} are {rows[row, label]}; "
             "logits must be finite within each sentence's length"
         )
-    return rows, lengths.astype(np.int64)
 
 
 def log_softmax(rows: np.ndarray) -> np.ndarray:
     """float [N, L]: each row's log-probabilities."""
     shifted = rows - rows.max(axis=1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    total = np.exp(shifted).sum(axis=1, keepdims=True)
+    shifted -= np.log(total, out=total)
+    return shifted
 
 
 @dataclass
@@ -113,9 +128,7 @@ def decode_potentials(
     if rules is not None:
         pot = constrain(pot, rules, threads=threads).potentials
     best = viterbi(pot, threads=threads)
-    topology = pot.topology
-    labels = np.asarray(topology.labels, dtype=object)[topology.state_label[best.paths]]
-    return DecodedLogits([list(sentence) for sentence in pot.split(labels)], best.scores, best.paths, pot)
+    return DecodedLogits(split_labels(pot.topology, best.paths, pot.offsets), best.scores, best.paths, pot)
 
 
 def label_potentials(
@@ -125,6 +138,10 @@ def label_potentials(
     ``transitions`` [L, L] (previous, next), ``start`` [L] and ``end`` [L] scores
     (each 0 when None) lifted to its edges and states."""
     L, state_label = topology.num_labels, topology.state_label
+    if transitions is None and start is None and end is None:  # the scores are the log-probabilities alone
+        topology.check_lengths(lengths)
+        emissions = log_probs.take(state_label, axis=1)  # C-contiguous, as the kernel reads it
+        return Potentials.of_checked(topology, emissions, lengths, lengths_to_offsets(lengths), topology.no_transitions)
     source, target = state_label[topology.edge_src], state_label[topology.edge_dst]
     return Potentials(
         topology,

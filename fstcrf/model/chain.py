@@ -52,7 +52,7 @@ from fstcrf.model.fitting import (
     check_fitted,
     fit_corpus,
     fit_log,
-    model_scorer,
+    fitted_scorer,
     token_classes,
 )
 from fstcrf.model.params import ALGORITHMS, param_names
@@ -281,9 +281,7 @@ class ChainCRF:
 
     def scorer(self) -> Scorer:
         """The Scorer of the fitted weights: features, topology, threads, training constraint, transition layout."""
-        return model_scorer(
-            self, self.features_, self.topology_, self.constraint_, self.lower_labels_, self.active_edges_
-        )
+        return fitted_scorer(self)
 
     def transition_scores(self, lower_labels: Sequence[str], weights: np.ndarray | None = None) -> np.ndarray:
         """float [K, E]: the transition scores when the lower label at the new token is

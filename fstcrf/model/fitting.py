@@ -7,6 +7,8 @@ scikit-learn)."""
 from __future__ import annotations
 
 import logging
+import operator
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,6 +160,31 @@ def model_scorer(model, features, topology, constraint, lower_labels, active_edg
     ``constraint`` and the transition layout of ``lower_labels`` and ``active_edges``."""
     layout = transition_layout(model, topology.num_edges, lower_labels, active_edges)
     return Scorer(features, topology, int(model.threads), constraint, layout)
+
+
+#: Each model's Scorer, with what it was made from (see :func:`fitted_scorer`).
+_scorers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def fitted_scorer(model) -> Scorer:
+    """:func:`model_scorer` of a fitted model's attributes, made once and kept while
+    they are the same objects (``fit``, loading and ``set_params(threads=...)`` make
+    another): its constrained topology, transition layout and their kernel structs
+    are made once per model, not once per call."""
+    made_of = (
+        model.features_,
+        model.topology_,
+        model.constraint_,
+        model.lower_labels_,
+        model.active_edges_,
+        int(model.threads),
+        model.reads,
+        model.read_transitions,
+    )
+    kept = _scorers.get(model)
+    if kept is None or not all(map(operator.is_, kept[0][:5], made_of[:5])) or kept[0][5:] != made_of[5:]:
+        kept = _scorers[model] = (made_of, model_scorer(model, *made_of[:5]))
+    return kept[1]
 
 
 def transition_layout(

@@ -53,7 +53,7 @@ def item_list(xseq, where: str) -> list:
             f"{where} must be a sequence of items (token feature dicts or lists of attribute names), "
             f"got {type(xseq).__name__}"
         )
-    return [_item(token) for token in xseq]
+    return [token if type(token) is dict else _item(token) for token in xseq]
 
 
 def label_list(yseq, where: str) -> list[str]:

@@ -4,10 +4,11 @@ A Tagger opens an fstcrf model file (``Trainer.train`` writes them; any
 :class:`~fstcrf.model.ChainCRF` trained over token dicts, ``template="attributes"``),
 or model bytes, or (:meth:`Tagger.of_model`) a fitted ChainCRF in memory, which
 is how ``fstcrf.sklearn.CRF.tagger_`` serves sklearn-crfsuite's users.  ``set``
-reads one sequence of items and builds its scores once; ``tag``,
-``probability`` and ``marginal`` then answer from them (Viterbi, the score of
-the labels against log Z, and forward-backward's marginals, each computed once
-per sequence), under the model's training grammar if it has one.
+reads and encodes one sequence of items; ``tag`` decodes it as
+``ChainCRF.predict`` decodes a batch (emissions and Viterbi in one kernel call),
+and ``probability`` and ``marginal`` answer from its scores, made on first use
+(the score of the labels against log Z, and forward-backward's marginals, each
+computed once per sequence), under the model's training grammar if it has one.
 
 Errors are python-crfsuite's: a missing model file raises the OSError of
 opening it, a file that is not an fstcrf model ModelFileError (a ValueError),
@@ -33,7 +34,7 @@ from typing import cast
 import numpy as np
 
 from fstcrf.corpus.labels import label_states
-from fstcrf.engine.inference import Potentials, forward_backward, log_partition, viterbi
+from fstcrf.engine.inference import Potentials, forward_backward, log_partition
 from fstcrf.errors import (
     ArgumentTypeError,
     FstcrfError,
@@ -44,6 +45,7 @@ from fstcrf.errors import (
     TaggerStateError,
 )
 from fstcrf.features.attributes import AttributeExtractor
+from fstcrf.features.encoding import EncodedSentences
 from fstcrf.files import write_atomically
 from fstcrf.model.chain import ChainCRF, load_model
 from fstcrf.pycrfsuite.dump import ParsedDump, dump_text, parsed_dump
@@ -126,8 +128,8 @@ class Tagger:
         self._forget_sequence()
 
     def _forget_sequence(self) -> None:
+        self._encoded: EncodedSentences | None = None
         self._potentials: Potentials | None = None
-        self._state_map: np.ndarray | None = None
         self._best: list[str] | None = None
         self._log_z: float | None = None
         self._marginals: np.ndarray | None = None
@@ -147,8 +149,14 @@ class Tagger:
         tokens = item_list(xseq, "xseq")
         self._forget_sequence()
         if tokens:
-            sentence = item_sentence(tokens, "xseq", reads=model.reads)
-            _, self._potentials, self._state_map = model.decoding_potentials([sentence])
+            self._encoded = model.encode([item_sentence(tokens, "xseq", reads=model.reads)])
+
+    def _sequence_potentials(self) -> Potentials | None:
+        """The potentials of the sequence set last on the decoding topology (made on
+        first use: ``tag`` needs none), or None before any sequence is set."""
+        if self._potentials is None and self._encoded is not None:
+            self._potentials = cast(ChainCRF, self._model).encoded_potentials(self._encoded)[0]
+        return self._potentials
 
     def labels(self) -> list[str]:
         """The model's labels."""
@@ -160,11 +168,10 @@ class Tagger:
         model = self._open_model()
         if xseq is not None:
             self.set(xseq)
-        if self._potentials is None or self._state_map is None:
+        if self._encoded is None:
             return []
         if self._best is None:
-            states = self._state_map[viterbi(self._potentials).paths]
-            self._best = [model.labels_[label] for label in model.topology_.state_label[states].tolist()]
+            (self._best,) = model.decode(self._encoded)
         return list(self._best)
 
     def probability(self, yseq) -> float:
@@ -172,7 +179,7 @@ class Tagger:
         forbids, and before any sequence is set."""
         model = self._open_model()
         labels = label_list(yseq, "yseq")
-        pot = self._potentials
+        pot = self._sequence_potentials()
         if pot is None:
             return 0.0
         if len(labels) != pot.num_tokens:
@@ -192,7 +199,7 @@ class Tagger:
         model = self._open_model()
         (label,) = label_list([y], "y")
         pos = integer_argument("the position", pos)
-        pot = self._potentials
+        pot = self._sequence_potentials()
         if pot is None:
             return 0.0
         index = self._label_index(model, label)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from fstcrf.engine.chunks import parse_chunk_label
 from fstcrf.engine.topology import shown_labels
 from fstcrf.errors import PipelineConfigError
+from fstcrf.features import seen_entities
 from fstcrf.model.chain import ChainCRF
 from fstcrf.model.compose import JointModel
 
@@ -62,9 +63,10 @@ def components_of(model: ChainCRF | JointModel) -> list[ChainCRF]:
 
 def input_columns(model: ChainCRF | JointModel) -> tuple[str, ...]:
     """The columns the model reads, in order of first use: those its components'
-    templates read, less those its components predict."""
+    templates read, less those its components predict and the column the extractor
+    derives itself (``seen_entity``, the training entities' marks)."""
     components = components_of(model)
-    predicted = {component.target_ for component in components}
+    predicted = {component.target_ for component in components} | {seen_entities.COLUMN}
     read = (column for component in components for column in component.extractor_.parsed_template().columns)
     return tuple(column for column in dict.fromkeys(read) if column not in predicted)
 

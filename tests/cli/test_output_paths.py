@@ -34,6 +34,8 @@ NOT_PATHS = {
     "labels": "labels",
     "languages": "language names",
     "tasks": "task names",
+    "constraints": "a column name (or TARGET=COLUMN)",
+    "cases": "benchmark case names",
 }
 
 #: Words of an option's metavar that say it names a file, whatever its type.
@@ -92,6 +94,8 @@ def _named(name: str, path: Path, folder: Path) -> tuple[str, Path]:
         return str(folder), folder / "announcement.txt"
     if name == "data":
         return str(folder), folder / "train.txt"
+    if name == "call_models":
+        return f"chunker={path}", path
     return str(path), path
 
 

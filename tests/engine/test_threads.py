@@ -32,3 +32,23 @@ def test_the_calling_thread_is_not_a_pool_worker():
     assert not on_pool_worker()
     assert run_parallel(lambda item: on_pool_worker(), [1, 2]) == [True, True]
     assert run_parallel(lambda item: on_pool_worker(), [1]) == [False]
+
+
+def _blas_threads() -> list[int]:
+    import numpy  # noqa: F401  (loads the BLAS library whose threads are counted)
+    import threadpoolctl
+
+    return [info["num_threads"] for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas"]
+
+
+def test_a_block_holds_blas_to_one_thread_once_it_shares_work_out_until_it_ends():
+    from fstcrf.engine.threads import blas_single_threaded
+
+    before = _blas_threads()
+    with blas_single_threaded():
+        with blas_single_threaded():
+            run_parallel(lambda item: item, [1])  # on the calling thread: BLAS left alone
+            assert _blas_threads() == before
+            run_parallel(lambda item: item, [1, 2])
+        assert _blas_threads() == [1] * len(before)  # held by the outermost block
+    assert _blas_threads() == before

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import fstcrf.features.dictionary as dictionary
 import fstcrf.features.extractor as features
 from fstcrf.corpus.conll import Sentence, read_conll
 from fstcrf.errors import FeatureValueError, FstcrfError
@@ -62,13 +63,14 @@ def colliding_at_salt_zero(real):
 
 
 def test_a_forced_collision_is_detected_and_rehashed(monkeypatch, tmp_path):
-    monkeypatch.setattr(features, "utf8_hashes", colliding_at_salt_zero(features.utf8_hashes))
+    for module in (features, dictionary):  # fit's keys and the names' keys
+        monkeypatch.setattr(module, "utf8_hashes", colliding_at_salt_zero(module.utf8_hashes))
     train = [Sentence({"word": ["ab", "aA", "b|", "bb"], "pos": ["DT", "NN", "NN", "DT"]})]
     test = [Sentence({"word": ["aA", "zz", "bb", "ab"], "pos": ["NN", "DT", "NN", "NN"]})]
     template = features.parse_template("bias\nword[0]\nword[-1]|pos[0]\n")
     with pytest.raises(HashCollisionError):  # salt 0 collides: the table refuses it
-        features.HashedDictionary(
-            features._predicate_keys(template, FeatureExtractor(template).fit(train).predicate_names_, 0), 0
+        dictionary.HashedDictionary(
+            dictionary.predicate_keys(template, FeatureExtractor(template).fit(train).predicate_names_, 0), 0
         )
     extractor = FeatureExtractor(template).fit(train)
     assert extractor.dictionary.salt == 1
@@ -82,7 +84,7 @@ def test_a_forced_collision_is_detected_and_rehashed(monkeypatch, tmp_path):
 
 
 def test_no_salt_without_collisions_is_a_typed_error(monkeypatch):
-    monkeypatch.setattr(features, "utf8_hashes", lambda values, salt: np.zeros(len(values), dtype=np.uint64))
+    monkeypatch.setattr(dictionary, "utf8_hashes", lambda values, salt: np.zeros(len(values), dtype=np.uint64))
     train = [Sentence({"word": ["a", "b"], "pos": ["DT", "NN"]})]
     with pytest.raises(HashCollisionError, match="collide under each of 16 salts") as caught:
         FeatureExtractor("word[0]\n").fit(train)

@@ -8,13 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import fstcrf.features.extractor as extractor_module
+import fstcrf.features.dictionary as dictionary_module
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
 from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.features.hashing import utf8_hashes
-from fstcrf.features.template import escape_value
-from fstcrf.features.value_lists import escaped
+from fstcrf.features.template import escape_value, escaped
 from tests.strategies import oracle_settings
 
 #: Characters of 1 to 4 UTF-8 bytes, a lone surrogate, and the characters escaping reads.
@@ -60,7 +59,7 @@ def test_the_list_rows_of_two_halves_are_those_of_the_whole(train, test):
     sentences = [Sentence({"word": words}) for words in test]
     whole = extractor.transform_rows(sentences)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(extractor_module, "LIST_ROWS_HALF", 1)  # halves from 2 tokens on
+        patch.setattr(dictionary_module, "LIST_ROWS_HALF", 1)  # halves from 2 tokens on
         halves = extractor.transform_rows(sentences)
     assert halves.indptr.tolist() == whole.indptr.tolist()
     assert halves.indices.tolist() == whole.indices.tolist()
@@ -106,19 +105,21 @@ GROUPED_TEMPLATE = "\n".join(
     halves=st.booleans(),
 )
 def test_lines_of_a_token_own_value_looked_up_once_per_value_give_the_same_rows(train, test, halves):
-    extractor = FeatureExtractor(GROUPED_TEMPLATE).fit([Sentence({"word": words}) for words in train])
+    training = [Sentence({"word": words}) for words in train]
     sentences = [Sentence({"word": words}) for words in test]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(extractor_module, "LIST_ROWS_HALF", 1 if halves else 10**9)
-        grouped = extractor.transform_rows(sentences)
-        patch.setattr(extractor_module, "own_value_lines", lambda template, chosen: (None, []))
-        each_token = extractor.transform_rows(sentences)
+        patch.setattr(dictionary_module, "LIST_ROWS_HALF", 1 if halves else 10**9)
+        patch.setattr(dictionary_module, "GROUPED_TOKENS", 0)  # groups however few the tokens
+        grouped = FeatureExtractor(GROUPED_TEMPLATE).fit(training).transform_rows(sentences)
+        # a dictionary lays its lines out once: a fresh one, laid out without groups
+        patch.setattr(dictionary_module, "own_value_lines", lambda template, chosen: (None, []))
+        each_token = FeatureExtractor(GROUPED_TEMPLATE).fit(training).transform_rows(sentences)
     assert grouped.indptr.tolist() == each_token.indptr.tolist()
     assert grouped.indices.tolist() == each_token.indices.tolist()
 
 
 def test_own_value_lines_are_those_reading_one_column_at_the_token_itself():
-    from fstcrf.features.extractor import own_value_lines
+    from fstcrf.features.dictionary import own_value_lines
     from fstcrf.features.template import parse_template
 
     template = parse_template(GROUPED_TEMPLATE + f"\npos[0]\nword[0]|pos[0]\ngazetteer(word[0],{__file__})")

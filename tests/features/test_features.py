@@ -403,7 +403,7 @@ def test_conll2000_train_has_every_template_at_every_token(data_file):
 @pytest.mark.slow
 def _matrix_by_name(extractor: FeatureExtractor, corpus) -> scipy.sparse.csr_matrix:
     """The oracle: each token's predicate names looked up in ``vocabulary_``."""
-    table, _, occurrences = extractor.occurrences(corpus)
+    values, occurrences = extractor.occurrences(corpus)
     rows, columns = [], []
     for occurrence in occurrences:
         column_of = np.array([extractor.vocabulary_.get(name, -1) for name in occurrence.names] + [-1])
@@ -412,7 +412,7 @@ def _matrix_by_name(extractor: FeatureExtractor, corpus) -> scipy.sparse.csr_mat
         columns.append(found[found >= 0])
     rows, columns = np.concatenate(rows), np.concatenate(columns)
     return scipy.sparse.csr_matrix(
-        (np.ones(len(rows)), (rows, columns)), shape=(table.num_tokens, extractor.num_predicates)
+        (np.ones(len(rows)), (rows, columns)), shape=(values.table.num_tokens, extractor.num_predicates)
     )
 
 

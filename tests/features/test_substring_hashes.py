@@ -12,7 +12,8 @@ from fstcrf.engine import kernel
 from fstcrf.features.hashing import SubstringCache, ValueHashes, substring_lists, utf8_blob, utf8_hashes
 from fstcrf.features.template import escape_value, parse_template, transform_function
 from fstcrf.features.token_table import TokenTable
-from fstcrf.features.value_lists import escaped, per_value
+from fstcrf.features.template import escaped
+from fstcrf.features.value_lists import ItemValues, per_value
 from fstcrf.features.resources import Resources
 from tests.strategies import oracle_settings
 
@@ -70,7 +71,7 @@ def test_the_lists_of_a_table_are_those_of_the_named_value_lists(sentences, line
     observation = _observation(line)
     table = TokenTable([Sentence({"word": words}) for words in sentences])
     ptr, hashes = substring_lists(table, observation, salt)
-    named = table.value_lists(observation, Resources({}, {}))
+    named = ItemValues(table, Resources({}, {})).lists(observation)
     assert ptr.tolist() == named.ptr.tolist()
     assert hashes.tolist() == utf8_hashes(named.names, salt)[named.codes].tolist()
 
@@ -128,20 +129,11 @@ def _transformed_hashes(words, transform, salt):
 def test_value_hashes_across_batches_are_those_of_the_escaped_transformed_values(batches, max_values):
     cache = ValueHashes(5, max_values=max_values)  # small limits empty it now and then
     for words, transforms in batches:
-        values = list(dict.fromkeys(words))
-        rows, generation = cache.rows(values)
-        for transform in transforms:
-            assert cache.hashes(rows, generation, transform).tolist() == _transformed_hashes(values, transform, 5)
-        assert len(cache.row) <= max_values + len(values)  # bounded
-
-
-def test_value_hashes_refuse_rows_of_an_earlier_generation():
-    cache = ValueHashes(0, max_values=1)
-    rows, generation = cache.rows(["a", "b"])
-    cache.rows(["c"])  # over the limit: emptied first
-    assert cache.hashes(rows, generation, "lower") is None
-    rows, generation = cache.rows(["a", "b"])
-    assert cache.hashes(rows, generation, None).tolist() == _transformed_hashes(["a", "b"], None, 0)
+        hashes = [np.empty(len(words), dtype=np.uint64) for _ in transforms]
+        cache.hashes(words, transforms, hashes)
+        for transform, found in zip(transforms, hashes):
+            assert found.tolist() == _transformed_hashes(words, transform, 5)
+        assert len(cache.row) <= max_values + len(words)  # bounded
 
 
 def test_tables_sharing_an_emptying_value_cache_in_threads_get_their_own_hashes(monkeypatch):

@@ -147,6 +147,24 @@ def test_an_entity_tagger_writes_doc_ents(models, corpora):
         assert "chunks" not in doc.spans
 
 
+def test_a_model_reading_the_training_entities_reads_words_alone(corpora, tmp_path):
+    """seen_entity is derived from the words by the model, not read from the tokens."""
+    train, test = corpora
+    ner = [Sentence({"word": s["word"], "ner": s["chunk"]}) for s in train]
+    model = ChainCRF(template="word[0]\nseen_entity[0]\nseen_entity[-1]|word[0]\n", max_iter=10)
+    model.fit(ner, target="ner")
+    path = tmp_path / "seen.model"
+    model.save(path)
+    nlp = spacy.blank("en")
+    nlp.add_pipe(FACTORY, config={"model": str(path), "reads": {"word": "text"}})
+    sentences = [Sentence({"word": s["word"]}) for s in test.sentences[:20]]
+    assert input_columns(model) == ("word",)
+    for sentence, entities in zip(sentences, model.predict_spans(sentences)):
+        doc = nlp(" ".join(sentence["word"]))
+        assert [token.text for token in doc] == sentence["word"]
+        assert chunks_of(doc.ents) == [(e.first, e.last, e.type) for e in entities]
+
+
 def test_tags_and_token_extensions(models, corpora):
     fitted, paths = models
     sentences = corpora[1].sentences[:40]

@@ -5,6 +5,7 @@ its typed error (:func:`check_status`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -32,9 +33,9 @@ def own_lines(shape: int | tuple[int, ...], dtype=np.float64) -> np.ndarray:
     that another thread's sits next to would otherwise pass their common line back
     and forth between the cores at every write (false sharing)."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
     memory = np.empty(nbytes + 2 * CACHE_LINE, dtype=np.uint8)
-    start = -memory.ctypes.data % CACHE_LINE
+    start = -int(ffi.cast("uintptr_t", ffi.from_buffer(memory))) % CACHE_LINE
     return memory[start : start + nbytes].view(dtype).reshape(shape)
 
 

@@ -4,9 +4,11 @@ batch, workspace and joint structs and one function per DP."""
 from __future__ import annotations
 
 
-import numpy as np
-
+import threading
+import weakref
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from fstcrf._kernel import ffi, lib
 from fstcrf.engine.kernel.buffers import (
@@ -92,6 +94,61 @@ def chain_workspace(topology: Topology, num_classes: int, t_max: int, k: int = 1
     return Workspace(
         lib.fc_workspace_doubles(S, E, num_classes, t_max, k), lib.fc_workspace_ints(S, E, t_max, k), t_max, k
     )
+
+
+#: The Graph of each topology in use (a topology's arrays never change).
+_graphs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def topology_graph(topology: Topology) -> Graph:
+    """The :class:`Graph` of ``topology``, made once per topology."""
+    graph = _graphs.get(topology)
+    if graph is None:
+        graph = _graphs[topology] = Graph(topology)
+    return graph
+
+
+#: The Scores of the read-only transition tables in use, by the table's id: (a weak
+#: reference to the table, its start and final scores, the Scores); at most SCORES_KEPT.
+_scores: dict[int, tuple[weakref.ref, np.ndarray, np.ndarray, Scores]] = {}
+SCORES_KEPT = 64
+
+
+def kept_scores(transitions: np.ndarray, start: np.ndarray, final: np.ndarray) -> Scores:
+    """The :class:`Scores` of read-only score arrays (the potentials a model makes), made
+    once per transition table while it lives; for writable arrays a new one."""
+    if transitions.flags.writeable or start.flags.writeable or final.flags.writeable:
+        return Scores(transitions, start, final)
+    kept = _scores.get(id(transitions))
+    if kept is None or kept[0]() is not transitions or kept[1] is not start or kept[2] is not final:
+        if len(_scores) >= SCORES_KEPT:
+            _scores.clear()
+        kept = _scores[id(transitions)] = (weakref.ref(transitions), start, final, Scores(transitions, start, final))
+    return kept[3]
+
+
+#: Scratch workspaces of at most this many doubles are kept per thread for reuse.
+SCRATCH_DOUBLES = 1 << 20
+_scratch = threading.local()
+
+
+def scratch_workspace(topology: Topology, num_classes: int, t_max: int, k: int = 1) -> Workspace:
+    """A workspace for one call of the chain programs below, on the calling thread:
+    :func:`chain_workspace`'s, kept per thread and reused by its next calls while
+    it is large enough (a workspace is scratch, read by no call after its own), so
+    that a call on one sentence allocates none.  Never for a caller that keeps it
+    between calls or hands it to another thread."""
+    S, E = topology.num_states, topology.num_edges
+    doubles, ints = lib.fc_workspace_doubles(S, E, num_classes, t_max, k), lib.fc_workspace_ints(S, E, t_max, k)
+    kept = getattr(_scratch, "workspace", None)
+    if kept is not None and kept[0] >= doubles and kept[1] >= ints:
+        workspace = kept[2]
+        workspace.struct.t_max, workspace.struct.k = t_max, k
+        return workspace
+    workspace = Workspace(doubles, ints, t_max, k)
+    if doubles <= SCRATCH_DOUBLES:
+        _scratch.workspace = (doubles, ints, workspace)
+    return workspace
 
 
 class Joint(KernelBuffers):
@@ -319,6 +376,51 @@ def joint_viterbi(joint: Joint, batch: Batch, path: np.ndarray, score: np.ndarra
         joint.struct, batch.struct, output_pointer(path), output_pointer(score), workspace.struct
     )
     check_status(status, "joint_viterbi")
+
+
+def span_probabilities(
+    graph: Graph,
+    weight: np.ndarray,
+    start: np.ndarray,
+    final: np.ndarray,
+    batch: Batch,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    state_type: np.ndarray,
+    continuing: np.ndarray,
+    heads: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    head_ptr: np.ndarray,
+    probability: np.ndarray,
+) -> None:
+    """fc_span_probabilities: probability float [head_ptr[H]], the probability of each
+    chunk of each head (sentence int32, first int64, reach int64, type int32, [H] each;
+    head h's j-th at head_ptr[h] + j), from :func:`scaled_tables`' arguments and
+    tables (alpha, beta [N, S], log_prefix [N], log_suffix [N + 1], log_z [B]), the
+    states' chunk types int32 [S] (-1: O) and the edges that continue a chunk uint8 [E]."""
+    alpha, beta, log_prefix, log_suffix, log_z = tables
+    sentence, first, reach, kind = heads
+    status = lib.fc_span_probabilities(
+        graph.struct,
+        input_pointer(weight),
+        input_pointer(start),
+        input_pointer(final),
+        batch.struct,
+        input_pointer(alpha),
+        input_pointer(beta),
+        input_pointer(log_prefix),
+        input_pointer(log_suffix),
+        input_pointer(log_z),
+        input_pointer(state_type),
+        input_pointer(continuing),
+        len(sentence),
+        input_pointer(sentence),
+        input_pointer(first),
+        input_pointer(reach),
+        input_pointer(kind),
+        input_pointer(head_ptr),
+        output_pointer(probability),
+        output_pointer(np.empty(2 * graph.struct.num_states)),
+    )
+    check_status(status, "span_probabilities")
 
 
 def scaled_tables(

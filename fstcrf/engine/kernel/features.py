@@ -17,6 +17,7 @@ from fstcrf.engine.kernel.buffers import (
     optional_output,
     output_pointer,
 )
+from fstcrf.engine.kernel.chain import Graph, Scores, Workspace
 from fstcrf.errors import ShapeError
 
 #: The place of a predicate in a compact layout whose counts go straight to the [F]
@@ -90,6 +91,42 @@ class FeatureDictionary(KernelBuffers):
             output_pointer(np.empty(self._work_size)),
         )
         check_status(status, "ff_emissions")
+
+    def best_paths(
+        self,
+        tokens: Tokens,
+        theta: np.ndarray,
+        graph: Graph,
+        scores: Scores,
+        offsets: np.ndarray,
+        token_class: np.ndarray | None,
+        emit: np.ndarray,
+        workspace: Workspace,
+        path: np.ndarray,
+        score: np.ndarray,
+    ) -> None:
+        """ft_best_paths: the best state path int32 [n] and its score float [b] of each
+        sentence of the tokens (offsets int64 [b+1] from 0, token classes int32 [n] or
+        None), emit float [n, S] their state scores under theta float [F], on the
+        model's graph; InfeasibleError if a sentence has no path."""
+        if emit.shape != (tokens.num_tokens, self.struct.num_states):
+            raise ShapeError(f"emit has shape {emit.shape}, expected ({tokens.num_tokens}, {self.struct.num_states})")
+        status = lib.ft_best_paths(
+            self.struct,
+            tokens.struct,
+            input_pointer(theta),
+            graph.struct,
+            scores.struct,
+            len(offsets) - 1,
+            input_pointer(offsets),
+            optional_input(token_class),
+            output_pointer(emit),
+            output_pointer(np.empty(self._work_size)),
+            workspace.struct,
+            output_pointer(path),
+            output_pointer(score),
+        )
+        check_status(status, "ft_best_paths")
 
     def accumulate(
         self,
@@ -249,6 +286,61 @@ def factorize(keys: np.ndarray, slots: np.ndarray, codes: np.ndarray, first: np.
         output_pointer(first),
         output_pointer(counts),
     )
+
+
+def canonical_rows(
+    starts: np.ndarray, columns: np.ndarray, values: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """ff_canonical_rows: (indptr int64 [N+1], indices int32 [nnz], data float [nnz], or
+    None when every value is 1) of the rows of entries columns int64 [M] (in [0,
+    width)) with values float [M], row t being entries starts[t] .. starts[t+1]-1
+    (int64 [N+1]): columns ascending in each row, a repeated column's values added in
+    order, zeros dropped."""
+    indptr = np.empty(len(starts), dtype=np.int64)
+    indices = np.empty(len(columns), dtype=np.int32)
+    data = np.empty(len(columns), dtype=np.float64)
+    ones = ffi.new("int32_t *")
+    status = lib.ff_canonical_rows(
+        len(starts) - 1,
+        input_pointer(starts),
+        input_pointer(columns),
+        input_pointer(values),
+        width,
+        output_pointer(indptr),
+        output_pointer(indices),
+        output_pointer(data),
+        ones,
+    )
+    check_status(status, "ff_canonical_rows")
+    nnz = int(indptr[-1])
+    return indptr, indices[:nnz], None if ones[0] else data[:nnz]
+
+
+def window_hashes(
+    sentence_offsets: np.ndarray,
+    sources: np.ndarray,
+    source: np.ndarray,
+    offset: np.ndarray,
+    salt: int,
+    out: np.ndarray,
+) -> None:
+    """fh_window_hashes: out uint64 [J, N], the value hash of observation j at each token:
+    row source[j] (int32 [J]) of sources uint64 [G, N] at offset[j] (int64 [J]) from the
+    token within its sentence (sentence_offsets int64 [B+1]), a boundary value's hash
+    past either end."""
+    status = lib.fh_window_hashes(
+        sources.shape[1],
+        len(sentence_offsets) - 1,
+        input_pointer(sentence_offsets),
+        len(sources),
+        input_pointer(sources),
+        len(source),
+        input_pointer(source),
+        input_pointer(offset),
+        salt,
+        output_pointer(out),
+    )
+    check_status(status, "fh_window_hashes")
 
 
 def predicate_rows(

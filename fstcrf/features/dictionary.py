@@ -1,0 +1,348 @@
+"""The predicate rows of a batch, the last step of feature extraction (columns ->
+token table -> values -> hashes -> rows): the fitted predicates as 64-bit keys in
+an open-addressing table (:class:`HashedDictionary`), and the rows of known
+predicates at every token, looked up in C from the hashes of the items' values
+(:mod:`fstcrf.features.item_lists`), without naming a predicate."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import cast
+
+import numpy as np
+
+from fstcrf.engine import kernel
+from fstcrf.engine.kernel.features import list_rows
+from fstcrf.errors import HashCollisionError, TemplateError
+from fstcrf.features.hashing import utf8_hashes
+from fstcrf.features.item_lists import ObservationHashes, WindowPlan, item_lists
+from fstcrf.features.occurrences import Occurrences
+from fstcrf.features.template import (
+    SEEN_LOWER,
+    Observation,
+    Template,
+    escape_value,
+    transform_function,
+)
+from fstcrf.features.token_table import TokenTable
+from fstcrf.features.value_lists import ItemValues, factorize
+
+logger = logging.getLogger(__name__)
+
+
+def _split_values(values: str) -> list[str]:
+    """Split the escaped values of a predicate name on unescaped "|"."""
+    if "\\" not in values:
+        return values.split("|")
+    parts, current, escaped = [], [], False
+    for character in values:
+        if escaped:
+            current.append(character)
+            escaped = False
+        elif character == "\\":
+            current.append(character)
+            escaped = True
+        elif character == "|":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(character)
+    parts.append("".join(current))
+    return parts
+
+
+#: ``HashedDictionary.list_rows`` looks the predicates of a table's two halves up in two
+#: threads (the C kernel releases the GIL) when each half has at least this many tokens.
+LIST_ROWS_HALF = 2048
+
+#: ``HashedDictionary.list_rows`` looks the lines of a token's own value up once per
+#: distinct value (:func:`own_value_lines`) from this many tokens on: below, a batch
+#: (a sentence or a few) has few repeated values, and grouping would cost more numpy
+#: calls than it saves lookups.
+GROUPED_TOKENS = 512
+
+#: ``fit`` tries this many salts for a dictionary whose 64-bit keys are all distinct.
+SALT_TRIES = 16
+
+
+def predicate_keys(template: Template, names: Sequence[str], salt: int) -> np.ndarray:
+    """uint64 [P]: the key of each named predicate (see :class:`HashedDictionary`);
+    a name that does not fit ``template`` raises TemplateError."""
+    slots = {predicate.name: k for k, predicate in enumerate(template)}
+    groups: list[tuple[list[int], list[list[str]]]] = [([], []) for _ in template]
+    for column, name in enumerate(names):
+        prefix, _, values = name.partition("=")
+        k = slots.get(prefix)
+        split = _split_values(values) if values else []
+        if k is None or len(split) != template.predicates[k].num_values:
+            raise TemplateError(f"predicate {name!r} does not fit the template")
+        groups[k][0].append(column)
+        groups[k][1].append(split)
+    keys = np.empty(len(names), dtype=np.uint64)
+    seeds = utf8_hashes([predicate.name for predicate in template], salt)
+    for k, (columns, splits) in enumerate(groups):
+        own = np.full(len(columns), seeds[k], dtype=np.uint64)
+        for i in range(template.predicates[k].num_values):
+            kernel.chain_keys(own, utf8_hashes([split[i] for split in splits], salt))
+        keys[columns] = own
+    return keys
+
+
+def occurrence_keys(
+    template: Template, occurrences: Sequence[Occurrences], chosen: np.ndarray, salt: int
+) -> np.ndarray:
+    """uint64 [P]: the keys of the predicates ``chosen`` (int [P], indices into the
+    occurrences of all lines in turn), chained from their value codes."""
+    seeds = utf8_hashes([predicate.name for predicate in template], salt)
+    hashed: dict[int, np.ndarray] = {}  # the hashes of each list of value names
+    parts = []
+    for seed, occurrence in zip(seeds, occurrences):
+        own = np.full(len(occurrence.names), seed, dtype=np.uint64)
+        for codes, value_names in occurrence.values:
+            if id(value_names) not in hashed:
+                hashed[id(value_names)] = utf8_hashes(value_names, salt)
+            kernel.chain_keys(own, hashed[id(value_names)][codes])
+        parts.append(own)
+    return np.concatenate([np.zeros(0, dtype=np.uint64)] + parts)[chosen]
+
+
+class HashedDictionary:
+    """The fitted predicates as 64-bit keys, so that transform never builds names.
+
+    A predicate's key chains hashes of the UTF-8 text of its template's name and
+    of its escaped values (csrc/fstcrf_hashing.h): key = h(template name), then
+    key = mix(key ^ h(value)) for each value, every hash under ``salt``.  A token
+    computes the same chain from the hashes of its (few, distinct) column values.
+    ``keys`` uint64 [P] holds the key of each column; they are all distinct (fit
+    changes the salt until they are), and an open-addressing table maps them
+    back to columns."""
+
+    def __init__(self, keys: np.ndarray, salt: int):
+        capacity = 1 << max(4, int(4 * len(keys) // 3).bit_length())  # load factor <= 3/4
+        slots = np.empty(2 * capacity, dtype=np.uint64)
+        kernel.build_table(keys, slots, f"the predicate keys under salt {salt}")
+        self.keys, self.salt, self.slots = keys, salt, slots
+
+    @classmethod
+    def fit(cls, keys: Callable[[int], np.ndarray], num_predicates: int) -> HashedDictionary:
+        """The dictionary of the predicates whose keys under a salt are keys(salt)
+        uint64 [P], under the first salt without collisions."""
+        for salt in range(SALT_TRIES):
+            try:
+                return cls(keys(salt), salt)
+            except HashCollisionError:
+                logger.info("predicate keys collide under salt %d; rehashing", salt)
+        raise HashCollisionError(
+            f"the keys of the {num_predicates} predicates collide under each of {SALT_TRIES} salts"
+        )
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """int64 [n]: the column of each key uint64 [n], -1 if unknown."""
+        columns = np.empty(len(keys), dtype=np.int64)
+        kernel.lookup(keys, self.slots, columns)
+        return columns
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_plans", None)  # made again on first use
+        return state
+
+    def plan(self, template: Template, chosen: Sequence[int], lists: bool = False) -> LinePlan:
+        """The :class:`LinePlan` of the lines ``chosen`` of ``template`` under this
+        dictionary's salt (``lists``: ordered for :meth:`list_rows`), made once per
+        template object and lines."""
+        plans = self.__dict__.setdefault("_plans", {})
+        key = (tuple(chosen), lists)
+        kept = plans.get(key)
+        if kept is None or kept[0] is not template:
+            kept = plans[key] = (template, LinePlan(template, chosen, self.salt, lists))
+        return kept[1]
+
+    def rows(self, table: TokenTable, template: Template, chosen: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """indptr int64 [N + 1] and indices int32 [nnz]: the known predicates of the
+        templates ``chosen`` (single-valued) at each token, ascending within a row."""
+        plan = self.plan(template, chosen)
+        value_hashes = ObservationHashes(table, self.salt).window(cast(WindowPlan, plan.window))
+        indptr = np.empty(table.num_tokens + 1, dtype=np.int64)
+        indices = np.empty(table.num_tokens * len(plan.chosen), dtype=np.int32)
+        kernel.predicate_rows(value_hashes, plan.seeds, plan.item_ptr, plan.items, self.slots, indptr, indices)
+        return indptr, indices[: indptr[-1]]
+
+    def list_rows(self, values: ItemValues, template: Template, chosen: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`rows` of templates with value lists (``values`` reads the files and
+        training words they read): the cross products of their items in C.  The lines
+        that read only a token's own value of one column (:func:`own_value_lines`) come
+        first and are looked up once per distinct value of that column."""
+        table = values.table
+        plan = self.plan(template, chosen, lists=True)
+        grouped, items, item_ptr = plan.grouped, plan.item_list, plan.item_ptr_list
+        parts = row_parts(table.num_tokens)
+        only_at: dict[int, np.ndarray] = {}  # items only grouped lines read: at each group's first tokens
+        if table.num_tokens < GROUPED_TOKENS:
+            grouped = 0
+        if grouped:
+            group, distinct = table.coded_column(cast(str, plan.grouped_column), None)
+            part = np.repeat(np.arange(len(parts)), [last - first for first, last in parts])
+            firsts = factorize(group * len(parts) + part)[1]  # each group's first token in each part
+            elsewhere = set(items[item_ptr[grouped] :])
+            only_at = {j: firsts for j in items[: item_ptr[grouped]] if j not in elsewhere}
+        value_ptr, all_hashes, counts = item_lists(values, plan.observations, self.salt, only_at, plan.singles)
+        single = [observation.kind is None for observation in plan.observations]  # one value at every token
+
+        def line_sizes(lines: range, at: np.ndarray | None = None) -> np.ndarray:
+            """int64 [N] ([len(at)] with ``at``): how many keys the lines give each token (of ``at``)."""
+            sizes = np.zeros(table.num_tokens if at is None else len(at), dtype=np.int64)
+            for k in lines:
+                line: np.ndarray | int = 1
+                for j in items[item_ptr[k] : item_ptr[k + 1]]:
+                    if not single[j]:
+                        line = line * (counts[j] if at is None else counts[j][at])
+                sizes += line
+            return sizes
+
+        sizes = line_sizes(range(grouped, len(plan.chosen)))
+        groups = None
+        if grouped:  # the keys of the grouped lines: the room of each group, counted at its first tokens
+            room = np.zeros(len(distinct), dtype=np.int64)
+            room[group[firsts]] = line_sizes(range(grouped), firsts)
+            memo_ptr = np.zeros(len(distinct) + 1, dtype=np.int64)
+            np.cumsum(room, out=memo_ptr[1:])
+            sizes += room[group]
+            groups = (group, memo_ptr)
+
+        def rows_of(first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
+            """indptr [last - first + 1] (from 0) and indices of tokens first .. last-1."""
+            indptr = np.empty(last - first + 1, dtype=np.int64)
+            indices = np.empty(int(sizes[first:last].sum()), dtype=np.int32)
+            part_ptr = np.ascontiguousarray(value_ptr[:, first : last + 1])
+            scratch = int(sizes[first:last].max(initial=0))
+            within = None if groups is None else (grouped, np.ascontiguousarray(groups[0][first:last]), groups[1])
+            list_rows(
+                part_ptr,
+                all_hashes,
+                plan.seeds,
+                plan.item_ptr,
+                plan.items,
+                self.slots,
+                scratch,
+                indptr,
+                indices,
+                within,
+            )
+            return indptr, indices[: indptr[-1]]
+
+        return _in_parts(parts, rows_of)
+
+    def reading_rows(
+        self, table: TokenTable, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
+    ) -> np.ndarray:
+        """int32 [N, K, R]: the known predicate of each of the R templates ``chosen``
+        (each reads ``column`` at offset 0) at each token when ``column`` takes the
+        k-th of the K ``values`` there, -1 if unknown.  Keys are chained once per
+        distinct context of a template (the values of its other observations) and
+        value, then spread over the tokens of each context."""
+        hashes = ObservationHashes(table, self.salt)
+        out = np.empty((table.num_tokens, len(values), len(chosen)), dtype=np.int32)
+        seeds = utf8_hashes([template.predicates[k].name for k in chosen], self.salt)
+        for j, k in enumerate(chosen):
+            observations = template.predicates[k].observations
+            others = [observation for observation in observations if observation.column != column]
+            context = np.zeros(table.num_tokens, dtype=np.int64)  # [N] context id of each token
+            for observation in others:
+                codes, names = table.observation_codes(observation)
+                context = context * len(names) + codes
+                _, first, context = np.unique(context, return_index=True, return_inverse=True)
+            num_contexts = 1 if not others else len(first)
+            keys = np.full(num_contexts * len(values), seeds[j], dtype=np.uint64)  # [C, K] flat
+            for observation in observations:
+                if observation.column == column:
+                    link = np.tile(utf8_hashes(_read_values(observation, values), self.salt), num_contexts)
+                else:
+                    link = np.repeat(hashes.at_tokens(observation)[first], len(values))
+                kernel.chain_keys(keys, link)
+            by_context = self.lookup(keys).astype(np.int32).reshape(num_contexts, len(values))
+            np.take(by_context, context.reshape(-1), axis=0, out=out[:, :, j])
+        return out
+
+
+class LinePlan:
+    """Template lines laid out for the kernel, once per dictionary: ``chosen`` (the
+    lines, those :func:`own_value_lines` groups first when laid out for value lists,
+    ``grouped`` of them, which read ``grouped_column``), the distinct items they read
+    (``observations`` [J]), line k reading items[item_ptr[k] .. item_ptr[k+1]-1]
+    (int32 [K+1] and [I], and as lists), each line's key seed uint64 [K] under
+    ``salt``, the observations as :class:`WindowPlan` (``window``, when all are single
+    values) and their single-valued ones as one (``singles``)."""
+
+    def __init__(self, template: Template, chosen: Sequence[int], salt: int, lists: bool = False):
+        column, grouped = own_value_lines(template, chosen) if lists else (None, [])
+        self.chosen = grouped + [k for k in chosen if k not in grouped]
+        self.grouped, self.grouped_column = len(grouped), column
+        observations: dict[Observation, int] = {}
+        items, item_ptr = [], [0]
+        for k in self.chosen:
+            for observation in template.predicates[k].observations:
+                items.append(observations.setdefault(observation, len(observations)))
+            item_ptr.append(len(items))
+        self.observations = list(observations)
+        self.item_list, self.item_ptr_list = items, item_ptr
+        self.items, self.item_ptr = np.array(items, dtype=np.int32), np.array(item_ptr, dtype=np.int32)
+        self.seeds = utf8_hashes([template.predicates[k].name for k in self.chosen], salt)
+        self.window = None if lists else WindowPlan(self.observations)
+        self.singles = WindowPlan([observation for observation in self.observations if observation.kind is None])
+
+
+#: The value lists whose values at a token depend on its own value alone.
+OWN_VALUE_KINDS = (None, "prefixes", "suffixes", "ngrams", "cluster", SEEN_LOWER)
+
+
+def own_value_lines(template: Template, chosen: Sequence[int]) -> tuple[str | None, list[int]]:
+    """(a column, the lines of ``chosen`` whose items all read that column's value at
+    the token itself, through single values or OWN_VALUE_KINDS, the bias included):
+    two tokens with the same value in the column have the same keys on those lines.
+    The column is the one most lines read so (None, [] if none does)."""
+    by_column: dict[str, list[int]] = {}
+    constant = []
+    for k in chosen:
+        observations = template.predicates[k].observations
+        columns = {observation.column for observation in observations}
+        if any(observation.offset != 0 or observation.kind not in OWN_VALUE_KINDS for observation in observations):
+            continue
+        if not columns:
+            constant.append(k)
+        elif len(columns) == 1:
+            by_column.setdefault(columns.pop(), []).append(k)
+    if not by_column:
+        return None, []
+    column = max(by_column, key=lambda name: len(by_column[name]))
+    return column, sorted(constant + by_column[column])
+
+
+def row_parts(num_tokens: int) -> list[tuple[int, int]]:
+    """The (first, last) token ranges whose rows :func:`_in_parts` looks up apart: the
+    two halves when each has LIST_ROWS_HALF tokens, else all the tokens."""
+    if num_tokens < 2 * LIST_ROWS_HALF:
+        return [(0, num_tokens)]
+    return [(0, num_tokens // 2), (num_tokens // 2, num_tokens)]
+
+
+def _in_parts(
+    parts: list[tuple[int, int]], rows_of: Callable[[int, int], tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """indptr int64 [N + 1] and indices of N tokens from rows_of(first, last), the rows
+    of tokens first .. last-1 (their indptr from 0), for each part of :func:`row_parts`:
+    two parts in two threads (rows_of calls C, which releases the GIL)."""
+    if len(parts) == 1:
+        return rows_of(*parts[0])
+    with ThreadPoolExecutor(1, thread_name_prefix="fstcrf-rows") as pool:
+        second = pool.submit(rows_of, *parts[1])
+        head, tail = rows_of(*parts[0]), second.result()
+    return np.concatenate([head[0], tail[0][1:] + head[0][-1]]), np.concatenate([head[1], tail[1]])
+
+
+def _read_values(observation: Observation, values: Sequence[str]) -> list[str]:
+    """The escaped value of ``observation`` when its column takes each of ``values``."""
+    transform = cast(Callable[[str], str], transform_function(observation.transform)) if observation.transform else str
+    return [escape_value(transform(value)) for value in values]
