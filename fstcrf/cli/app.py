@@ -12,14 +12,28 @@ import signal
 import sys
 from typing import NoReturn
 
-from fstcrf.cli import bench, calibrate, compose, convert, demo, draw, evaluate, inspect, seminars, tag, train, view
+from fstcrf.cli import (
+    bench,
+    calibrate,
+    compose,
+    convert,
+    demo,
+    draw,
+    evaluate,
+    inspect,
+    seminars,
+    serve,
+    tag,
+    train,
+    view,
+)
 from fstcrf.cli.options import add_quiet
 from fstcrf.engine.budget import limits
 from fstcrf.errors import FstcrfError
 from fstcrf.files import check_output_path
 
 #: The modules of the commands, in the order ``fstcrf --help`` lists them.
-COMMANDS = (train, compose, tag, evaluate, calibrate, view, draw, convert, seminars, demo, inspect, bench)
+COMMANDS = (train, compose, tag, evaluate, calibrate, view, serve, draw, convert, seminars, demo, inspect, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,7 @@ from fstcrf.cli.common import grammar_params, check_grammar_options
 from fstcrf.cli.options import DECODING_DEFAULTS
 from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, NONLOCAL_OPTIONS
 from fstcrf.errors import CompositionError, FstcrfError
-from fstcrf.model.decoders import default_decoding, is_two_stage, model_components
+from fstcrf.model.decoders import default_decoding, input_columns, is_two_stage, model_components
 from fstcrf.phases import phase
 
 LOG = logging.getLogger("fstcrf")
@@ -174,8 +174,8 @@ def reading_columns(model, columns: str | None, gold_required: bool = False) -> 
     ``gold_required``."""
     if columns is not None:
         return columns, ()
-    components = model_components(model)
-    return components[0].columns_, () if gold_required else tuple(component.target_ for component in components)
+    names, predicted = input_columns(model)
+    return names, () if gold_required else predicted
 
 
 def _warn_if_labels_read(corpus, components: list, path: str) -> None:

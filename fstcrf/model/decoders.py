@@ -57,6 +57,13 @@ def model_components(model) -> list:
     return list(model.components) if is_composed(model) else [model]
 
 
+def input_columns(model) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the columns of a model's training files, in order; the predicted ones among
+    them, which an input to tag may lack)."""
+    components = model_components(model)
+    return tuple(components[0].columns_), tuple(component.target_ for component in components)
+
+
 def default_decoding(model) -> str:
     """The decoding a model asks for when none is given: its own ("viterbi" or "mbr", a
     two-stage tagger's second stage's), Viterbi for a composed model."""
