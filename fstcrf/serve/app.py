@@ -137,9 +137,11 @@ class Measured:
                 status[0] = message["status"]
             await send(message)
 
+        self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, sending)
         finally:
+            self.metrics.in_flight.dec()
             route = scope.get("route")
             pattern = getattr(route, "path", None) if route is not None else None
             self.metrics.request(pattern or "unmatched", status[0], time.perf_counter() - started)
@@ -177,6 +179,10 @@ def create_app(service: Service) -> Starlette:
             raise ServerBusyError(
                 f"no answer within {service.limits.timeout_seconds:g} s (the server's timeout_seconds)"
             ) from None
+        except asyncio.CancelledError:
+            if not service.draining:
+                raise
+            raise ServerBusyError("the server stopped before this request's answer was ready (drain_seconds)") from None
         return JSONResponse(answer)
 
     async def models(request: Request) -> Response:

@@ -1,5 +1,5 @@
 """The server's Prometheus metrics (through prometheus-client, in a registry of the
-server's own): requests and errors by route and status, request latency, batch sizes
+server's own): requests and errors by route and status, request latency, the requests in flight, batch sizes
 in requests, sentences and tokens, the sentences and tokens tagged per model, and the
 requests waiting for the decoder.
 
@@ -55,6 +55,7 @@ class Metrics:
         )
         self.sentences = Counter("fstcrf_sentences", "Sentences tagged, by model", ["model"], registry=self.registry)
         self.tokens = Counter("fstcrf_tokens", "Tokens tagged, by model", ["model"], registry=self.registry)
+        self.in_flight = Gauge("fstcrf_requests_in_flight", "Requests being answered", registry=self.registry)
         self.waiting = Gauge("fstcrf_queued_requests", "Requests waiting for the decoder", registry=self.registry)
         self.waiting.set_function(queued)
 

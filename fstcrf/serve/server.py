@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import signal
 import socket
 import threading
@@ -79,7 +78,7 @@ def run_server(service: Service, listener: socket.socket, drain_seconds: float, 
         create_app(service),
         log_config=None,
         access_log=access_log,
-        timeout_graceful_shutdown=max(1, math.ceil(drain_seconds)),
+        timeout_graceful_shutdown=drain_seconds,  # type: ignore[arg-type]  (a float works: asyncio.wait_for)
         server_header=False,
         lifespan="on",
     )

@@ -9,7 +9,8 @@ and each paragraph is split on its own:
 - ``regex``: a token is a run of letters, digits and underscores, joined across a
   single ``-``, ``'``, ``’`` or ``.`` between two such runs (``U.S``, ``don't``,
   ``state-of-the-art``), or any other single character that is not a space; a
-  sentence ends after a ``.``, ``!`` or ``?`` token followed by a space or the end.
+  sentence ends after a ``.``, ``!`` or ``?`` token followed by a space and then a
+  token that does not start with a lower-case letter, or by the end.
 
 Offsets count Unicode code points (Python string indices), ``end`` exclusive."""
 
@@ -62,28 +63,31 @@ def paragraphs_of(split: Tokenizer) -> Tokenizer:
     ``split``, the offsets counted from the start of the text."""
 
     def tokenize(text: str) -> list[list[Token]]:
-        sentences, start = [], 0
-        for found in [*PARAGRAPH_BREAK.finditer(text), None]:
-            end = len(text) if found is None else found.start()
-            for sentence in split(text[start:end]):
-                sentences.append([Token(token.text, token.start + start, token.end + start) for token in sentence])
-            start = 0 if found is None else found.end()
-        return sentences
+        bounds = [0, *(bound for found in PARAGRAPH_BREAK.finditer(text) for bound in found.span()), len(text)]
+        return [
+            [Token(token.text, token.start + start, token.end + start) for token in sentence]
+            for start, end in zip(bounds[::2], bounds[1::2])
+            for sentence in split(text[start:end])
+        ]
 
     return tokenize
 
 
 def regex_sentences(text: str) -> list[list[Token]]:
     """The sentences of a paragraph by the regular-expression rule (see the module doc)."""
+    tokens = [Token(match.group(), match.start(), match.end()) for match in TOKEN.finditer(text)]
     sentences: list[list[Token]] = []
-    sentence: list[Token] = []
-    for match in TOKEN.finditer(text):
-        sentence.append(Token(match.group(), match.start(), match.end()))
-        if match.group() in SENTENCE_END and (match.end() == len(text) or text[match.end()].isspace()):
-            sentences.append(sentence)
-            sentence = []
-    if sentence:
-        sentences.append(sentence)
+    first = 0
+    for t, token in enumerate(tokens):
+        following = tokens[t + 1] if t + 1 < len(tokens) else None
+        ends = token.text in SENTENCE_END and (
+            following is None or (following.start > token.end and not following.text[0].islower())
+        )
+        if ends:
+            sentences.append(tokens[first : t + 1])
+            first = t + 1
+    if first < len(tokens):
+        sentences.append(tokens[first:])
     return sentences
 
 
