@@ -307,8 +307,6 @@ def _spacy(args: argparse.Namespace) -> tuple:
     return (bench_spacy(folder, args.model, args.threads, args.repeats, args.iterations or 20),)
 
 
-#: The benchmarks of each target of ``fstcrf bench``, printed one after another, in
-#: the order the help lists the targets.
 def _torch(args: argparse.Namespace) -> tuple:
     """fstcrf.torch.CRF against pytorch-crf and torch-struct (needs fstcrf[torch,bench-torch])."""
     from fstcrf.bench.neural import bench_torch
@@ -319,6 +317,28 @@ def _torch(args: argparse.Namespace) -> tuple:
     return (bench_torch(seed=args.seed, repeats=args.repeats),)
 
 
+def _serve(args: argparse.Namespace) -> tuple:
+    """fstcrf serve under load (wrk) against a python-crfsuite service (needs fstcrf[serve,bench])."""
+    from fstcrf.bench.serve import bench_serve
+    from fstcrf.extras import require
+
+    for module in ("starlette", "uvicorn", "prometheus_client", "pycrfsuite"):
+        require(module, "bench serve")
+    result = bench_serve(
+        _conll2000(args),
+        args.model,
+        iterations=args.iterations or 20,
+        seconds=args.seconds,
+        threads=args.threads,
+        soak_minutes=args.soak_minutes,
+        progress=not args.quiet,
+        copies=args.copies or 5,
+    )
+    return (result,)
+
+
+#: The benchmarks of each target of ``fstcrf bench``, printed one after another, in
+#: the order the help lists the targets.
 TARGETS: dict[str, tuple[Measurement, ...]] = {
     "kernel": (Measurement(_kernel, "kernel:format_kernel"),),
     "compose": (Measurement(_compose, "compose:format_compose"),),
@@ -338,6 +358,7 @@ TARGETS: dict[str, tuple[Measurement, ...]] = {
     "features": (Measurement(_features, "features:format_features", json=True),),
     "torch": (Measurement(_torch, "neural:format_torch", json=True),),
     "spacy": (Measurement(_spacy, "spacy:format_spacy", json=True),),
+    "serve": (Measurement(_serve, "serve:format_serve", json=True),),
 }
 
 #: The benchmarks of the variants of a target that an option chooses.
@@ -396,13 +417,31 @@ def add_parsers(commands) -> None:
         "in its own process (needs fstcrf[torch,bench-torch]); "
         "spacy: tokens per second of the spaCy component inside nlp.pipe on the CoNLL-2000 test set "
         "against the model's own decoding (--model: a chunker or composed model; default: one trained "
-        "for --iterations, default 20) (needs fstcrf[spacy])",
+        "for --iterations, default 20) (needs fstcrf[spacy]); "
+        "serve: fstcrf serve under load from wrk on the loopback interface against a python-crfsuite "
+        "service in the same web framework, requests of 1 and 20 CoNLL-2000 test sentences at concurrency "
+        "1, 8 and 64, --seconds per run, with fstcrf tag's sentences per second on --copies copies of the "
+        "test set (default 5) and --soak-minutes at 80%% of the peak (--model: the model served; default: "
+        "one trained for --iterations, default 20) (needs fstcrf[serve,bench] and wrk)",
     )
     bench.add_argument(
         "--gigabytes",
         type=real_number(1e-6, 1e4),
         default=5.0,
         help="stream: gigabytes (10^9 bytes) fed to fstcrf tag (default %(default)s)",
+    )
+    bench.add_argument(
+        "--seconds",
+        type=real_number(1.0, 3600.0),
+        default=10.0,
+        help="serve: seconds of load per run (default %(default)s)",
+    )
+    bench.add_argument(
+        "--soak-minutes",
+        type=real_number(0.0, 1440.0),
+        default=0.0,
+        help="serve: then load fstcrf serve for this many minutes at 80%% of the peak and check errors "
+        "and memory (default %(default)s: no soak)",
     )
     bench.add_argument(
         "--folds", type=whole_number(2), default=3, help="defaults: cross-validation folds (default %(default)s)"
@@ -423,14 +462,14 @@ def add_parsers(commands) -> None:
         "--json",
         action="store_true",
         help="nonlocal, transfer, defaults, tag, train, sklearn, pycrfsuite, distributed, mce, stream, features, "
-        "spacy: print JSON instead of the table (default: off)",
+        "spacy, serve: print JSON instead of the table (default: off)",
     )
     bench.add_argument(
         "--copies",
         type=POSITIVE,
         default=None,
         help="tag: copies of the CoNLL-2000 test set tagged as one file (default 10; features: "
-        "transformed); distributed: "
+        "transformed; serve: default 5); distributed: "
         "copies of the training set trained on as one file (default 20)",
     )
     bench.add_argument(
@@ -518,7 +557,7 @@ def add_parsers(commands) -> None:
         type=POSITIVE,
         default=None,
         help="L-BFGS iterations (bench train, partial: default 50; distributed: default 5; pycrfsuite: each "
-        "workflow's own, 50 for the tutorial and until convergence for NLTK; spacy: of the "
+        "workflow's own, 50 for the tutorial and until convergence for NLTK; spacy, serve: of the "
         "chunker trained when --model is not given, default 20)",
     )
     bench.add_argument(
@@ -548,7 +587,7 @@ def add_parsers(commands) -> None:
         "--threads",
         type=POSITIVE,
         default=2,
-        help="fstcrf threads for bench train, partial and spacy (default %(default)s)",
+        help="fstcrf threads for bench train, partial, spacy and serve (default %(default)s)",
     )
     bench.add_argument(
         "--data", default=None, help="folder holding CoNLL-2000 (bench train, partial) (default: as for fstcrf demo)"
@@ -556,7 +595,7 @@ def add_parsers(commands) -> None:
     bench.add_argument(
         "--model",
         default=None,
-        help="trained model (bench grammar, tag, stream, spacy) or composed model (bench compose on real data, "
+        help="trained model (bench grammar, tag, stream, spacy, serve) or composed model (bench compose on real data, "
         "spacy) "
         "(default: none)",
     )

@@ -12,7 +12,7 @@ from fstcrf.cli.common import grammar_params, check_grammar_options
 from fstcrf.cli.options import DECODING_DEFAULTS
 from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, NONLOCAL_OPTIONS
 from fstcrf.errors import CompositionError, FstcrfError
-from fstcrf.model.decoders import default_decoding, input_columns, is_two_stage, model_components
+from fstcrf.model.decoders import default_decoding, file_columns, is_two_stage, model_components
 from fstcrf.phases import phase
 
 LOG = logging.getLogger("fstcrf")
@@ -174,7 +174,7 @@ def reading_columns(model, columns: str | None, gold_required: bool = False) -> 
     ``gold_required``."""
     if columns is not None:
         return columns, ()
-    names, predicted = input_columns(model)
+    names, predicted = file_columns(model)
     return names, () if gold_required else predicted
 
 

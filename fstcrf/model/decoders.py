@@ -57,11 +57,24 @@ def model_components(model) -> list:
     return list(model.components) if is_composed(model) else [model]
 
 
-def input_columns(model) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def file_columns(model) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(the columns of a model's training files, in order; the predicted ones among
     them, which an input to tag may lack)."""
     components = model_components(model)
     return tuple(components[0].columns_), tuple(component.target_ for component in components)
+
+
+def input_columns(model) -> tuple[str, ...]:
+    """The columns a model reads, in order of first use: those its components' templates
+    read, less those its components predict (the chunker of a composed part-of-speech
+    tagger and chunker reads words only; a two-stage tagger reads what its first stage
+    reads) and the column ``seen_entity``, which the model derives."""
+    components = model_components(model)
+    predicted = {component.target_ for component in components}
+    from fstcrf.features.seen_entities import COLUMN as DERIVED  # the model derives it
+
+    read = (column for component in components for column in component.extractor_.parsed_template().columns)
+    return tuple(column for column in dict.fromkeys(read) if column not in predicted and column != DERIVED)
 
 
 def default_decoding(model) -> str:

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fstcrf.errors import FstcrfError, RequestError
-from fstcrf.model.decoders import input_columns, is_composed, is_two_stage, load_decoder, model_components
+from fstcrf.model.decoders import (
+    file_columns,
+    input_columns,
+    is_composed,
+    is_two_stage,
+    load_decoder,
+    model_components,
+)
 
 LOG = logging.getLogger("fstcrf")
 
@@ -67,15 +74,14 @@ class ServedModel:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """The columns a request's sentences must have (the input columns)."""
-        names, predicted = input_columns(self.decoder)
-        return tuple(name for name in names if name not in predicted)
+        """The columns a request's sentences must have: those the model reads."""
+        return input_columns(self.decoder)
 
     @property
     def file_columns(self) -> tuple[str, ...]:
-        """Every column of its training files, in order: the input columns and the
-        predicted ones (which a request may give as gold labels)."""
-        return input_columns(self.decoder)[0]
+        """Every column of its training files, in order (CoNLL lines are read with them;
+        the predicted ones may be missing)."""
+        return file_columns(self.decoder)[0]
 
     def chains(self) -> list:
         """Its chains, each predicting one column: a composed model's components, a
