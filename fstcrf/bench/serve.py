@@ -342,7 +342,7 @@ def bench_serve(
                     labels += [result["labels"] for result in service.post(paths[side], body)["results"]]
                 f1[side] = _chunk_f1(gold, labels)
             bar.update()
-            runs = []
+            runs: list[dict] = []
             for size in REQUEST_SENTENCES:
                 bodies = {side: _bodies(sentences, size, side, scratch / f"{side}-{size}.jsonl") for side in SIDES}
                 for concurrency in CONCURRENCIES:

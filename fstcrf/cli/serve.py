@@ -100,7 +100,7 @@ def is_loopback(host: str) -> bool:
         found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except OSError:
         return False
-    return bool(found) and all(ipaddress.ip_address(address[4][0].split("%")[0]).is_loopback for address in found)
+    return bool(found) and all(ipaddress.ip_address(str(address[4][0]).split("%")[0]).is_loopback for address in found)
 
 
 def bound_socket(host: str, port: int) -> socket.socket:

@@ -26,7 +26,8 @@ from itertools import accumulate
 import numpy as np
 
 from fstcrf.corpus.conll import Sentence
-from fstcrf.engine.spans import Entity, path_chunks
+from fstcrf.engine.chunks import chunks_of_parts
+from fstcrf.engine.spans import Entity, chunk_parts
 from fstcrf.model.decoders import (
     joint_predicted_entities,
     predicted_entities,
@@ -34,7 +35,7 @@ from fstcrf.model.decoders import (
 )
 from fstcrf.pictures.html import view_fragment
 from fstcrf.pictures.lattice import words
-from fstcrf.pictures.tagged import TaggedSentence, TagLayer, chunk_layer, chunk_types, has_chunk_labels
+from fstcrf.pictures.tagged import Layer, TaggedSentence, TagLayer, chunk_layer, chunk_types, has_chunk_labels
 from fstcrf.serve.parsing import DecodeOptions, TagRequest
 from fstcrf.serve.registry import ServedModel
 
@@ -140,7 +141,11 @@ def _without_probabilities(chain, labels: list[list[str]]) -> ChainOutput:
     """A chain's labels, and their entities (probabilities NaN) if they are chunk labels."""
     if not has_chunk_labels(chain.labels_):
         return ChainOutput(chain.target_, labels, None)
-    entities = [[Entity(*chunk, float("nan")) for chunk in path_chunks(sentence)] for sentence in labels]
+    parts = {label: chunk_parts(label) for label in chain.labels_}  # each label parsed once, not per token
+    entities = [
+        [Entity(*chunk, float("nan")) for chunk in chunks_of_parts([parts[label] for label in sentence])]
+        for sentence in labels
+    ]
     return ChainOutput(chain.target_, labels, entities)
 
 
@@ -195,7 +200,7 @@ def _view_sentences(outputs: list[ChainOutput], sentences: list[Sentence]) -> li
     labels, each beside the gold labels a sentence gives."""
     tagged = []
     for b, sentence in enumerate(sentences):
-        layers = []
+        layers: list[Layer] = []
         for output in outputs:
             gold = sentence.columns.get(output.column)
             if output.entities is not None:

@@ -238,6 +238,8 @@ def _tokens(value, where: str, limits: Limits) -> list[str]:
             where,
             limit="max_tokens",
         )
+    if all(type(token) is str and token for token in value) and _is_text("".join(value)):
+        return value  # the usual case, checked in a few calls; else the fault is found below
     for t, token in enumerate(value):
         if not isinstance(token, str):
             raise RequestError(f"expected a string, got {_json_type(token)}", f"{where}[{t}]")
@@ -245,6 +247,15 @@ def _tokens(value, where: str, limits: Limits) -> list[str]:
             raise RequestError("a token is a non-empty string", f"{where}[{t}]")
         _check_text(token, f"{where}[{t}]")
     return value
+
+
+def _is_text(text: str) -> bool:
+    """Whether ``text`` holds no lone surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_text(text: str, where: str) -> None:
@@ -325,7 +336,8 @@ def _json_type(value) -> str:
         return "a boolean"
     if isinstance(value, (int, float)):
         return "a number" if math.isfinite(value) else "a number out of range"
-    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {str: "a string", list: "a list", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _shown(value) -> str:

@@ -13,6 +13,8 @@ import hashlib
 import logging
 import threading
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 from pathlib import Path
 
 from fstcrf.errors import FstcrfError, RequestError
@@ -54,30 +56,30 @@ class ServedModel:
 
     name: str
     path: str
-    decoder: object
+    decoder: Any
     checksum: str
     generation: int
 
-    @property
+    @cached_property
     def kind(self) -> str:
         """ "composed", "two-stage" or "single"."""
         if is_composed(self.decoder):
             return "composed"
         return "two-stage" if is_two_stage(self.decoder) else "single"
 
-    @property
+    @cached_property
     def targets(self) -> tuple[str, ...]:
         """The columns it predicts, lowest component first (one for a single model)."""
         if is_two_stage(self.decoder):
             return (self.decoder.target_,)
         return tuple(component.target_ for component in model_components(self.decoder))
 
-    @property
+    @cached_property
     def columns(self) -> tuple[str, ...]:
         """The columns a request's sentences must have: those the model reads."""
         return input_columns(self.decoder)
 
-    @property
+    @cached_property
     def file_columns(self) -> tuple[str, ...]:
         """Every column of its training files, in order (CoNLL lines are read with them;
         the predicted ones may be missing)."""

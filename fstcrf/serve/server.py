@@ -78,7 +78,7 @@ def run_server(service: Service, listener: socket.socket, drain_seconds: float, 
         create_app(service),
         log_config=None,
         access_log=access_log,
-        timeout_graceful_shutdown=drain_seconds,  # type: ignore[arg-type]  (a float works: asyncio.wait_for)
+        timeout_graceful_shutdown=drain_seconds,  # type: ignore[arg-type]  # a float works: asyncio.wait_for
         server_header=False,
         lifespan="on",
     )
