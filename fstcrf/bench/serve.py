@@ -387,17 +387,20 @@ def bench_serve(
 #: Seconds between the soak's memory samples.
 SOAK_SAMPLE_SECONDS = 5
 
+#: Seconds of each of the soak's runs, after which its pause is set again.
+SOAK_RUN_SECONDS = 30
+
 
 def _soak(service: ServerUnderLoad, path: str, bodies: Path, script: Path, peak: dict, minutes: float) -> dict:
-    """fstcrf's server loaded at 80% of ``peak`` (a run's row) for ``minutes``: each of
-    the row's connections pausing so that they send 80% of its requests/s; the
-    achieved figures and the resident memory sampled along."""
+    """fstcrf's server loaded at 80% of ``peak`` (a run's row) for ``minutes``, by the
+    row's connections each pausing between requests, in runs of SOAK_RUN_SECONDS after
+    each of which the pause is set again from the rate the run reached (a connection's
+    cycle is its answers' latency plus its pause, and the latency falls with the load);
+    the figures of all the runs and the resident memory sampled along."""
     import threading
 
     concurrency, figures = peak["concurrency"], peak["fstcrf"]
     target = 0.8 * figures["requests_per_second"]
-    # a connection's cycle is its answer's latency plus its pause: pause so that the
-    # connections together send the target rate, taking the median latency as the answer's
     pause_ms = max(0.0, 1000 * concurrency / target - figures["p50_ms"])
     samples: list[tuple[float, float | None]] = []
     finished = threading.Event()
@@ -409,19 +412,33 @@ def _soak(service: ServerUnderLoad, path: str, bodies: Path, script: Path, peak:
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
+    runs = []
     try:
-        summary = load(service.url + path, bodies, script, concurrency, 60 * minutes, pause_ms)
+        while (left := 60 * minutes - (time.monotonic() - started)) >= 1:
+            summary = load(service.url + path, bodies, script, concurrency, min(SOAK_RUN_SECONDS, left), pause_ms)
+            runs.append(summary)
+            reached = summary["requests"] / (summary["duration_us"] / 1e6)
+            if reached > 0:
+                latency_ms = 1000 * concurrency / reached - pause_ms
+                pause_ms = max(0.0, 1000 * concurrency / target - latency_ms)
     finally:
         finished.set()
         sampler.join()
-    after_first_minute = next((rss for at, rss in samples if at >= 60 and rss is not None), None)
+    total = {
+        "requests": sum(run["requests"] for run in runs),
+        "duration_us": sum(run["duration_us"] for run in runs),
+        "errors": sum(run["errors"] for run in runs),
+        "p50_us": sorted(run["p50_us"] for run in runs)[len(runs) // 2],
+        "p99_us": max(run["p99_us"] for run in runs),
+        "max_us": max(run["max_us"] for run in runs),
+    }
     later = [rss for at, rss in samples if at >= 60 and rss is not None]
     return {
         "minutes": minutes,
         "target_requests_per_second": target,
-        "pause_ms": pause_ms,
-        **_figures(summary, peak["sentences"]),
-        "rss_after_first_minute_mib": after_first_minute,
+        "runs": len(runs),
+        **_figures(total, peak["sentences"]),
+        "rss_after_first_minute_mib": later[0] if later else None,
         "rss_max_after_first_minute_mib": max(later) if later else None,
         "rss_last_mib": samples[-1][1] if samples else None,
     }
@@ -434,7 +451,8 @@ def format_serve(result: dict) -> str:
         f"fstcrf serve against a python-crfsuite service (Starlette + uvicorn, one Tagger.tag per sentence) "
         f"on the {result['sentences']:,} CoNLL-2000 test sentences; {result['model']}; wrk, "
         f"{result['seconds']:g} s per run, loopback; {result['cpus']} CPUs, load average "
-        f"{result['load_average'][0]:.2f} at the end. Chunk F1 of each side's labels: "
+        f"{result['load_average'][0]:.2f} at the end; `fstcrf tag` on {result['tag_copies']} copies of the "
+        f"test set: {result['tag_sentences_per_second']:,.0f} sentences/s. Chunk F1 of each side's labels: "
         f"fstcrf {result['f1']['fstcrf']:.2f}, CRFsuite {result['f1']['crfsuite']:.2f}.",
         "",
         "| sentences/request | concurrency | side | requests/s | sentences/s | p50 ms | p99 ms | max ms "
@@ -459,14 +477,20 @@ def format_serve(result: dict) -> str:
             soak["rss_last_mib"],
         )
         growth = "?" if not first or peak is None else f"{100 * (peak / first - 1):+.1f}%"
+        steady = soak["errors"] == 0 and bool(first) and peak is not None and peak <= 1.1 * first
         lines += [
             "",
-            f"Soak: {soak['minutes']:g} min at {soak['requests_per_second']:,.0f} requests/s "
-            f"(target {soak['target_requests_per_second']:,.0f}, 80% of the peak), {soak['errors']} errors, "
-            f"p99 {soak['p99_ms']:.1f} ms; RSS {first} MiB after the first minute, at most {peak} after it "
-            f"({growth}), {last} at the end.",
+            f"Soak: {soak['minutes']:g} min ({soak['runs']} runs) at {soak['requests_per_second']:,.0f} "
+            f"requests/s (target {soak['target_requests_per_second']:,.0f}, 80% of the peak), {soak['errors']} "
+            f"errors, p99 at most {soak['p99_ms']:.1f} ms; RSS {_mib(first)} MiB after the first minute, at "
+            f"most {_mib(peak)} after it ({growth}), {_mib(last)} at the end (target: 0 errors and within "
+            f"10%: {'met' if steady else 'NOT met'}).",
         ]
     return "\n".join(lines)
+
+
+def _mib(value: float | None) -> str:
+    return "?" if value is None else f"{value:.1f}"
 
 
 def _targets(result: dict) -> list[str]:
