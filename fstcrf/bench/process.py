@@ -175,6 +175,39 @@ def train_chunker(folder, iterations: int, threads: int, scratch) -> Path:
     return model
 
 
+def crfsuite_twin(folder, model, iterations: int, threads: int, scratch, what: str) -> tuple:
+    """(the fstcrf model file ``model``, trained on ``folder``/train.txt with the default
+    settings for ``iterations`` when it is None; the model loaded; the spec of its
+    predicates, columns and target; a first-order CRFsuite model trained on the same
+    file for as many iterations with the same predicates and prior), in ``scratch``;
+    ``what`` names the benchmark in the error for a model without a template."""
+    from fstcrf.errors import FstcrfError
+    from fstcrf.features.extractor import FeatureExtractor
+    from fstcrf.model.chain import load_model
+
+    if model is None:
+        model = train_chunker(folder, iterations, threads, scratch)
+    fitted = load_model(model)
+    if not isinstance(fitted.extractor_, FeatureExtractor):
+        raise FstcrfError(f"{model}: {what} needs a model with a predicate template; this one reads token attributes")
+    spec = scratch / "spec.json"
+    write_spec(spec, fitted.extractor_.template, fitted.columns_, fitted.target_)
+    crfsuite_model = scratch / "crfsuite.model"
+    run_process(
+        crfsuite_command(
+            "crfsuite-train",
+            str(spec),
+            str(folder / "train.txt"),
+            str(crfsuite_model),
+            str(iterations),
+            repr(1.0 / (2.0 * fitted.sigma**2)),
+        ),
+        scratch,
+        "crfsuite-train",
+    )
+    return model, fitted, spec, crfsuite_model
+
+
 def bench_tag_process(
     folder,
     copies: int = 10,
@@ -198,9 +231,6 @@ def bench_tag_process(
     import tempfile
     from pathlib import Path
 
-    from fstcrf.errors import FstcrfError
-    from fstcrf.features.extractor import FeatureExtractor
-    from fstcrf.model.chain import load_model
     from fstcrf.progress import Progress
 
     _check_counts(copies=copies, threads=threads, repeats=repeats, train_iterations=train_iterations)
@@ -212,31 +242,10 @@ def bench_tag_process(
         scratch = Path(name)
         tagged = scratch / "input.txt"
         tokens = copies_of(folder / "test.txt", copies, tagged)
-        if model is None:
-            model = train_chunker(folder, train_iterations, threads, scratch)
-        bar.update()
-        fitted = load_model(model)
-        if not isinstance(fitted.extractor_, FeatureExtractor):
-            raise FstcrfError(
-                f"{model}: bench tag --vs crfsuite needs a model with a predicate template; this one "
-                f"reads token attributes"
-            )
-        spec = scratch / "spec.json"
-        write_spec(spec, fitted.extractor_.template, fitted.columns_, fitted.target_)
-        crfsuite_model = scratch / "crfsuite.model"
-        run_process(
-            crfsuite_command(
-                "crfsuite-train",
-                str(spec),
-                str(folder / "train.txt"),
-                str(crfsuite_model),
-                str(train_iterations),
-                repr(1.0 / (2.0 * fitted.sigma**2)),
-            ),
-            scratch,
-            "crfsuite-train",
+        model, fitted, spec, crfsuite_model = crfsuite_twin(
+            folder, model, train_iterations, threads, scratch, "bench tag --vs crfsuite"
         )
-        bar.update()
+        bar.update(2)
         outputs = {side: scratch / f"{side}.tagged" for side in ("fstcrf", "crfsuite")}
         commands = {
             "fstcrf": fstcrf_command(

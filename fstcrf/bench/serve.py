@@ -38,11 +38,8 @@ from fstcrf.bench.harness import fstcrf_command
 from fstcrf.bench.process import (
     bench_tag_file,
     copies_of,
-    crfsuite_command,
+    crfsuite_twin,
     resident_mib,
-    run_process,
-    train_chunker,
-    write_spec,
 )
 from fstcrf.errors import FstcrfError
 
@@ -225,7 +222,7 @@ def _figures(summary: dict, sentences: int) -> dict:
     }
 
 
-def _bodies(sentences: list[dict], size: int, side: str, path: Path) -> Path:
+def request_bodies(sentences: list[dict], size: int, side: str, path: Path) -> Path:
     """A file of request bodies of ``size`` consecutive sentences each (one JSON a line),
     as ``side`` takes them."""
     lines = []
@@ -260,8 +257,6 @@ def bench_serve(
     import tempfile
 
     from fstcrf.corpus.conll import read_conll
-    from fstcrf.features.extractor import FeatureExtractor
-    from fstcrf.model.chain import load_model
     from fstcrf.progress import Progress
 
     if shutil.which("wrk") is None:
@@ -275,26 +270,7 @@ def bench_serve(
         Progress(runs_total + 3, "bench serve", unit="step", enabled=progress) as bar,
     ):
         scratch = Path(name)
-        if model is None:
-            model = train_chunker(folder, iterations, threads, scratch)
-        fitted = load_model(model)
-        if not isinstance(fitted.extractor_, FeatureExtractor):
-            raise FstcrfError(f"{model}: bench serve needs a model with a predicate template")
-        spec = scratch / "spec.json"
-        write_spec(spec, fitted.extractor_.template, fitted.columns_, fitted.target_)
-        crfsuite_model = scratch / "crfsuite.model"
-        run_process(
-            crfsuite_command(
-                "crfsuite-train",
-                str(spec),
-                str(folder / "train.txt"),
-                str(crfsuite_model),
-                str(iterations),
-                repr(1.0 / (2.0 * fitted.sigma**2)),
-            ),
-            scratch,
-            "crfsuite-train",
-        )
+        model, _, spec, crfsuite_model = crfsuite_twin(folder, model, iterations, threads, scratch, "bench serve")
         bar.update()
         tagged = scratch / "copies.txt"
         copies_of(folder / "test.txt", copies, tagged)
@@ -344,7 +320,9 @@ def bench_serve(
             bar.update()
             runs: list[dict] = []
             for size in REQUEST_SENTENCES:
-                bodies = {side: _bodies(sentences, size, side, scratch / f"{side}-{size}.jsonl") for side in SIDES}
+                bodies = {
+                    side: request_bodies(sentences, size, side, scratch / f"{side}-{size}.jsonl") for side in SIDES
+                }
                 for concurrency in CONCURRENCIES:
                     order = SIDES if len(runs) % 2 == 0 else SIDES[::-1]
                     row: dict = {"sentences": size, "concurrency": concurrency}

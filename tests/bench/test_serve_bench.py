@@ -13,7 +13,7 @@ from fstcrf.bench.harness import fstcrf_command
 from fstcrf.bench.serve import (
     WRK_SCRIPT,
     ServerUnderLoad,
-    _bodies,
+    request_bodies,
     format_serve,
     free_port,
     load,
@@ -80,7 +80,7 @@ def test_both_servers_answer_and_wrk_loads_them(demo_chunker, tmp_path):
             (fstcrf_side, "/v1/models/default/tag", "fstcrf"),
             (crfsuite_side, "/tag", "crfsuite"),
         ):
-            bodies = _bodies(sentences, 3, side, tmp_path / f"{side}.jsonl")
+            bodies = request_bodies(sentences, 3, side, tmp_path / f"{side}.jsonl")
             assert len(bodies.read_text().splitlines()) == len(sentences) // 3
             summary = load(server.url + path, bodies, script, 4, 1)
             assert summary["requests"] > 0 and summary["errors"] == 0 and summary["p50_us"] > 0

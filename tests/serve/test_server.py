@@ -143,15 +143,20 @@ def test_reloads_swap_changed_files_while_requests_flow(demo_chunker, demo_order
     assert post(server.url, body, "t0ken").json() == first
 
 
+def wait_for_queued(server, count: int, timeout: float = 30.0) -> None:
+    """Wait until ``count`` requests wait for the decoder (one more decodes)."""
+    deadline = time.monotonic() + timeout
+    while metric(server.url, "fstcrf_queued_requests") < count:
+        assert time.monotonic() < deadline, server.logged()
+        time.sleep(0.01)
+
+
 def test_sigterm_drains_the_requests_in_flight_and_exits_0(demo_chunker, start_server):
     server = start_server(str(demo_chunker), "--tokenizer", "regex", "--threads", "1")
     heavy = {"sentences": SENTENCES * 2, "nbest": 20}  # 400 sentences, about half a second each
     with ThreadPoolExecutor(4) as pool:
         flying = [pool.submit(post, server.url, heavy) for _ in range(4)]
-        deadline = time.monotonic() + 30
-        while metric(server.url, "fstcrf_queued_requests") < 2:
-            assert time.monotonic() < deadline, server.logged()
-            time.sleep(0.01)
+        wait_for_queued(server, 2)
         server.signal(signal.SIGTERM)
         statuses = [future.result(timeout=60).status_code for future in flying]
     assert statuses == [200] * 4
@@ -166,10 +171,7 @@ def test_the_drain_is_bounded(demo_chunker, start_server):
     heavy = {"sentences": SENTENCES * 5, "nbest": 20}  # about 1.5 s of decoding
     with ThreadPoolExecutor(2) as pool:
         flying = [pool.submit(post, server.url, heavy) for _ in range(2)]
-        deadline = time.monotonic() + 30
-        while metric(server.url, "fstcrf_queued_requests") < 1:
-            assert time.monotonic() < deadline, server.logged()
-            time.sleep(0.01)
+        wait_for_queued(server, 1)
         started = time.monotonic()
         server.signal(signal.SIGTERM)
         assert server.wait(60) == 0
