@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from conftest import ServerProcess
 
+pytestmark = pytest.mark.slow  # a server process and some 450 requests, about 15 s
+
 #: Every route, and paths that match none.
 ENDPOINTS = [
     ("POST", "/v1/models/default/tag"),

@@ -59,6 +59,7 @@ def metric(url: str, name: str) -> float:
     return float(re.search(rf"^{name} (\S+)$", text, re.M).group(1))
 
 
+@pytest.mark.slow
 def test_concurrent_requests_are_batched_and_answered_as_one_at_a_time(demo_chunker, start_server):
     server = start_server(str(demo_chunker), "--tokenizer", "regex", "--max-wait-ms", "20")
     bodies = [
@@ -76,6 +77,7 @@ def test_concurrent_requests_are_batched_and_answered_as_one_at_a_time(demo_chun
     assert metric(server.url, "fstcrf_batch_requests_sum") == 2 * len(bodies)
 
 
+@pytest.mark.slow
 def test_two_stage_answers_do_not_depend_on_the_batch(two_stage_model, start_server):
     sentences = [
         {"word": s["word"], "pos": s["pos"], "chunk": s["chunk"]}
@@ -95,6 +97,7 @@ def _keep_posting(url: str, body: dict, token: str, stop: threading.Event, answe
         answers.append((response.status_code, response.json()))
 
 
+@pytest.mark.slow
 def test_reloads_swap_changed_files_while_requests_flow(demo_chunker, demo_order2_chunker, tmp_path, start_server):
     served = tmp_path / "served.model"
     shutil.copy(demo_chunker, served)
@@ -151,6 +154,7 @@ def wait_for_queued(server, count: int, timeout: float = 30.0) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.slow
 def test_sigterm_drains_the_requests_in_flight_and_exits_0(demo_chunker, start_server):
     server = start_server(str(demo_chunker), "--tokenizer", "regex", "--threads", "1")
     heavy = {"sentences": SENTENCES * 2, "nbest": 20}  # 400 sentences, about half a second each
@@ -166,6 +170,7 @@ def test_sigterm_drains_the_requests_in_flight_and_exits_0(demo_chunker, start_s
         httpx.get(f"{server.url}/live", timeout=5)
 
 
+@pytest.mark.slow
 def test_the_drain_is_bounded(demo_chunker, start_server):
     server = start_server(str(demo_chunker), "--tokenizer", "regex", "--threads", "1", "--drain-seconds", "0.1")
     heavy = {"sentences": SENTENCES * 5, "nbest": 20}  # about 1.5 s of decoding

@@ -42,7 +42,7 @@ def test_a_blank_line_ends_a_paragraph_and_its_sentence():
 
 
 @pytest.mark.parametrize("name", ["regex", "spacy"])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(text=st.text(st.characters(blacklist_categories=("Cs",)), max_size=80))
 def test_every_token_is_its_characters_in_the_text(name, text):
     if name == "spacy" and not available("spacy"):
