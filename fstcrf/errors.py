@@ -190,3 +190,21 @@ class TokenAttributeError(FstcrfError):
     """A token lacks an attribute a pipeline component reads: no earlier component set
     it, or the extension is not registered (the message names the attribute and the
     component)."""
+
+
+class RequestError(FstcrfError):
+    """A request to ``fstcrf serve`` that cannot be answered as sent: malformed, of a
+    wrong type, naming an unknown model or column, or over a limit.  ``status`` is the
+    HTTP status it is answered with (4xx), ``field`` the part of the request at fault
+    (e.g. ``sentences[2].pos``), ``limit`` the limit it exceeds (None for none)."""
+
+    def __init__(self, message: str, field: str | None = None, status: int = 422, limit: str | None = None):
+        super().__init__(message)
+        self.field = field
+        self.status = status
+        self.limit = limit
+
+
+class ServerBusyError(FstcrfError):
+    """``fstcrf serve`` cannot take a request now: its queue is full, the request waited
+    past its timeout, or the server is draining (answered 503)."""

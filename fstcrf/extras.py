@@ -21,6 +21,9 @@ EXTRAS = {
     "spacy": "spacy",
     "pycrfsuite": "bench",
     "nltk": "test",
+    "starlette": "serve",
+    "uvicorn": "serve",
+    "prometheus_client": "serve",
 }
 
 

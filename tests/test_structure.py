@@ -177,7 +177,7 @@ LAYERS = [
         "pictures",
         "spacy",
     },
-    {"bench", "cli"},
+    {"bench", "cli", "serve"},
 ]
 
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 # The benchmark: both sides as fresh processes
 
 
-def _run(command: list[str], scratch, name: str) -> dict:
+def run_process(command: list[str], scratch, name: str) -> dict:
     """Run ``command`` as a fresh process with FSTCRF_PHASES set; its wall and CPU
     seconds, phases (the JSON it wrote, else {}), peak RSS in MiB (from them, else
     None) and standard output."""
@@ -81,11 +81,11 @@ def _check_counts(**counts: int) -> None:
         check_positive(name, value, integer=True)
 
 
-def _crfsuite_command(*arguments: str) -> list[str]:
+def crfsuite_command(*arguments: str) -> list[str]:
     return [sys.executable, "-m", "fstcrf.bench.crfsuite", *arguments]
 
 
-def _write_spec(path, template, columns, target: str) -> None:
+def write_spec(path, template, columns, target: str) -> None:
     path.write_text(json.dumps({"columns": list(columns), "target": target, "predicates": template_spec(template)}))
 
 
@@ -120,9 +120,9 @@ def _side_by_side(commands: dict[str, list[str]], scratch, repeats: int, bar) ->
     bare = []
     names = list(commands)
     for repeat in range(repeats):
-        bare.append(_run([sys.executable, "-c", "pass"], scratch, "bare")["wall"])
+        bare.append(run_process([sys.executable, "-c", "pass"], scratch, "bare")["wall"])
         for side in names if repeat % 2 == 0 else names[::-1]:
-            runs[side].append(_run(commands[side], scratch, side))
+            runs[side].append(run_process(commands[side], scratch, side))
             bar.update()
     return {
         "sides": {side: _side_summary(side_runs) for side, side_runs in runs.items()},
@@ -131,7 +131,7 @@ def _side_by_side(commands: dict[str, list[str]], scratch, repeats: int, bar) ->
     }
 
 
-def _copies_of(path, copies: int, target) -> int:
+def copies_of(path, copies: int, target) -> int:
     """Write ``copies`` copies of a CoNLL file to ``target`` (sentences kept apart);
     returns the tokens written."""
     text = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n"
@@ -154,10 +154,10 @@ def _chunk_f1(output_path) -> float:
     return score_chunks(corpus.column(gold), corpus.column(predicted)).f1
 
 
-def _train_chunker(folder, iterations: int, threads: int, scratch) -> Path:
+def train_chunker(folder, iterations: int, threads: int, scratch) -> Path:
     """Train the default chunker on folder/train.txt in a process of its own; its model path."""
     model = scratch / "fstcrf.model"
-    _run(
+    run_process(
         fstcrf_command(
             "-q",
             "train",
@@ -173,6 +173,39 @@ def _train_chunker(folder, iterations: int, threads: int, scratch) -> Path:
         "fstcrf-train",
     )
     return model
+
+
+def crfsuite_twin(folder, model, iterations: int, threads: int, scratch, what: str) -> tuple:
+    """(the fstcrf model file ``model``, trained on ``folder``/train.txt with the default
+    settings for ``iterations`` when it is None; the model loaded; the spec of its
+    predicates, columns and target; a first-order CRFsuite model trained on the same
+    file for as many iterations with the same predicates and prior), in ``scratch``;
+    ``what`` names the benchmark in the error for a model without a template."""
+    from fstcrf.errors import FstcrfError
+    from fstcrf.features.extractor import FeatureExtractor
+    from fstcrf.model.chain import load_model
+
+    if model is None:
+        model = train_chunker(folder, iterations, threads, scratch)
+    fitted = load_model(model)
+    if not isinstance(fitted.extractor_, FeatureExtractor):
+        raise FstcrfError(f"{model}: {what} needs a model with a predicate template; this one reads token attributes")
+    spec = scratch / "spec.json"
+    write_spec(spec, fitted.extractor_.template, fitted.columns_, fitted.target_)
+    crfsuite_model = scratch / "crfsuite.model"
+    run_process(
+        crfsuite_command(
+            "crfsuite-train",
+            str(spec),
+            str(folder / "train.txt"),
+            str(crfsuite_model),
+            str(iterations),
+            repr(1.0 / (2.0 * fitted.sigma**2)),
+        ),
+        scratch,
+        "crfsuite-train",
+    )
+    return model, fitted, spec, crfsuite_model
 
 
 def bench_tag_process(
@@ -198,9 +231,6 @@ def bench_tag_process(
     import tempfile
     from pathlib import Path
 
-    from fstcrf.errors import FstcrfError
-    from fstcrf.features.extractor import FeatureExtractor
-    from fstcrf.model.chain import load_model
     from fstcrf.progress import Progress
 
     _check_counts(copies=copies, threads=threads, repeats=repeats, train_iterations=train_iterations)
@@ -211,38 +241,17 @@ def bench_tag_process(
     ):
         scratch = Path(name)
         tagged = scratch / "input.txt"
-        tokens = _copies_of(folder / "test.txt", copies, tagged)
-        if model is None:
-            model = _train_chunker(folder, train_iterations, threads, scratch)
-        bar.update()
-        fitted = load_model(model)
-        if not isinstance(fitted.extractor_, FeatureExtractor):
-            raise FstcrfError(
-                f"{model}: bench tag --vs crfsuite needs a model with a predicate template; this one "
-                f"reads token attributes"
-            )
-        spec = scratch / "spec.json"
-        _write_spec(spec, fitted.extractor_.template, fitted.columns_, fitted.target_)
-        crfsuite_model = scratch / "crfsuite.model"
-        _run(
-            _crfsuite_command(
-                "crfsuite-train",
-                str(spec),
-                str(folder / "train.txt"),
-                str(crfsuite_model),
-                str(train_iterations),
-                repr(1.0 / (2.0 * fitted.sigma**2)),
-            ),
-            scratch,
-            "crfsuite-train",
+        tokens = copies_of(folder / "test.txt", copies, tagged)
+        model, fitted, spec, crfsuite_model = crfsuite_twin(
+            folder, model, train_iterations, threads, scratch, "bench tag --vs crfsuite"
         )
-        bar.update()
+        bar.update(2)
         outputs = {side: scratch / f"{side}.tagged" for side in ("fstcrf", "crfsuite")}
         commands = {
             "fstcrf": fstcrf_command(
                 "tag", str(model), str(tagged), "-o", str(outputs["fstcrf"]), "--threads", str(threads)
             ),
-            "crfsuite": _crfsuite_command(
+            "crfsuite": crfsuite_command(
                 "crfsuite-tag", str(spec), str(crfsuite_model), str(tagged), str(outputs["crfsuite"])
             ),
         }
@@ -415,7 +424,7 @@ def bench_train_process(
     ):
         scratch = Path(name)
         spec = scratch / "spec.json"
-        _write_spec(spec, template, test.column_names, "chunk")
+        write_spec(spec, template, test.column_names, "chunk")
         models = {side: scratch / f"{side}.model" for side in ("fstcrf", "crfsuite")}
         commands = {
             "fstcrf": fstcrf_command(
@@ -428,7 +437,7 @@ def bench_train_process(
                 "-o",
                 str(models["fstcrf"]),
             ),
-            "crfsuite": _crfsuite_command(
+            "crfsuite": crfsuite_command(
                 "crfsuite-train",
                 str(spec),
                 str(folder / "train.txt"),
@@ -542,7 +551,7 @@ def feed_until(stream, text: bytes, total_bytes: int, written: list[int]) -> Non
             pass
 
 
-def _resident_mib(pid: int) -> float | None:
+def resident_mib(pid: int) -> float | None:
     """The resident memory of process ``pid`` now, in MiB (None once it is gone)."""
     try:
         with open(f"/proc/{pid}/status") as status:
@@ -584,7 +593,7 @@ def bench_stream_process(
     with tempfile.TemporaryDirectory(prefix="fstcrf-bench-stream-") as name:
         scratch = Path(name)
         if model is None:
-            model = _train_chunker(folder, train_iterations, threads, scratch)
+            model = train_chunker(folder, train_iterations, threads, scratch)
         phases_path = scratch / "stream.phases.json"
         err_path = scratch / "stream.err"
         with open(err_path, "wb") as err, Progress(total, "bench stream", unit="B", enabled=progress) as bar:
@@ -611,7 +620,7 @@ def bench_stream_process(
                 output_bytes += len(block)
                 bar.update(fed[0] - bar.done)
                 if now >= next_sample:
-                    samples.append((now - started, output_bytes, _resident_mib(process.pid)))
+                    samples.append((now - started, output_bytes, resident_mib(process.pid)))
                     next_sample = now + 1.0
             _, status, usage = os.wait4(process.pid, 0)
             wall = time.perf_counter() - started

@@ -12,13 +12,27 @@ import signal
 import sys
 from typing import NoReturn
 
-from fstcrf.cli import bench, calibrate, compose, convert, demo, draw, evaluate, inspect, seminars, tag, train, view
+from fstcrf.cli import (
+    bench,
+    calibrate,
+    compose,
+    convert,
+    demo,
+    draw,
+    evaluate,
+    inspect,
+    seminars,
+    serve,
+    tag,
+    train,
+    view,
+)
 from fstcrf.cli.options import add_quiet, check_outputs
 from fstcrf.engine.budget import DEFAULTS, limits
 from fstcrf.errors import FstcrfError
 
 #: The modules of the commands, in the order ``fstcrf --help`` lists them.
-COMMANDS = (train, compose, tag, evaluate, calibrate, view, draw, convert, seminars, demo, inspect, bench)
+COMMANDS = (train, compose, tag, evaluate, calibrate, view, serve, draw, convert, seminars, demo, inspect, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -336,8 +336,6 @@ def _spacy(args: argparse.Namespace) -> tuple:
     return (bench_spacy(folder, args.model, args.threads, args.repeats, args.iterations or 20),)
 
 
-#: The benchmarks of each target of ``fstcrf bench``, printed one after another, in
-#: the order the help lists the targets.
 def _torch(args: argparse.Namespace) -> tuple:
     """fstcrf.torch.CRF against pytorch-crf and torch-struct (needs fstcrf[torch,bench-torch])."""
     from fstcrf.bench.neural import bench_torch
@@ -348,6 +346,28 @@ def _torch(args: argparse.Namespace) -> tuple:
     return (bench_torch(seed=args.seed, repeats=args.repeats),)
 
 
+def _serve(args: argparse.Namespace) -> tuple:
+    """fstcrf serve under load (wrk) against a python-crfsuite service (needs fstcrf[serve,bench])."""
+    from fstcrf.bench.serve import bench_serve
+    from fstcrf.extras import require
+
+    for module in ("starlette", "uvicorn", "prometheus_client", "pycrfsuite"):
+        require(module, "bench serve")
+    result = bench_serve(
+        _conll2000(args),
+        args.model,
+        iterations=args.iterations or 20,
+        seconds=args.seconds,
+        threads=args.threads,
+        soak_minutes=args.soak_minutes,
+        progress=not args.quiet,
+        copies=args.copies or 5,
+    )
+    return (result,)
+
+
+#: The benchmarks of each target of ``fstcrf bench``, printed one after another, in
+#: the order the help lists the targets.
 TARGETS: dict[str, tuple[Measurement, ...]] = {
     "kernel": (Measurement(_kernel, "kernel:format_kernel"),),
     "compose": (Measurement(_compose, "compose:format_compose"),),
@@ -369,6 +389,7 @@ TARGETS: dict[str, tuple[Measurement, ...]] = {
     "torch": (Measurement(_torch, "neural:format_torch", json=True),),
     "spacy": (Measurement(_spacy, "spacy:format_spacy", json=True),),
     "calls": (Measurement(_calls, "calls:format_calls", json=True),),
+    "serve": (Measurement(_serve, "serve:format_serve", json=True),),
 }
 
 #: The benchmarks of the variants of a target that an option chooses.
@@ -442,13 +463,31 @@ def add_parsers(commands) -> None:
         "for --iterations, default 20) (needs fstcrf[spacy]); "
         "calls: one sentence per call against one call on a batch, per kind of model (--models), "
         "fstcrf.pycrfsuite's Tagger against python-crfsuite's, NLTK's CRFTagger over each, decode_logits "
-        "and the spaCy component (--repeats alternations, --sentences)",
+        "and the spaCy component (--repeats alternations, --sentences); "
+        "serve: fstcrf serve under load from wrk on the loopback interface against a python-crfsuite "
+        "service in the same web framework, requests of 1 and 20 CoNLL-2000 test sentences at concurrency "
+        "1, 8 and 64, --seconds per run, with fstcrf tag's sentences per second on --copies copies of the "
+        "test set (default 5) and --soak-minutes at 80%% of the peak (--model: the model served; default: "
+        "one trained for --iterations, default 20) (needs fstcrf[serve,bench] and wrk)",
     )
     bench.add_argument(
         "--gigabytes",
         type=real_number(1e-6, 1e4),
         default=5.0,
         help="stream: gigabytes (10^9 bytes) fed to fstcrf tag (default %(default)s)",
+    )
+    bench.add_argument(
+        "--seconds",
+        type=real_number(1.0, 3600.0),
+        default=10.0,
+        help="serve: seconds of load per run (default %(default)s)",
+    )
+    bench.add_argument(
+        "--soak-minutes",
+        type=real_number(0.0, 1440.0),
+        default=0.0,
+        help="serve: then load fstcrf serve for this many minutes at 80%% of the peak and check errors "
+        "and memory (default %(default)s: no soak)",
     )
     bench.add_argument(
         "--folds", type=whole_number(2), default=3, help="defaults: cross-validation folds (default %(default)s)"
@@ -484,14 +523,14 @@ def add_parsers(commands) -> None:
         "--json",
         action="store_true",
         help="nonlocal, transfer, defaults, tag, train, sklearn, pycrfsuite, distributed, mce, stream, features, "
-        "spacy, calls: print JSON instead of the table (default: off)",
+        "spacy, calls, serve: print JSON instead of the table (default: off)",
     )
     bench.add_argument(
         "--copies",
         type=POSITIVE,
         default=None,
         help="tag: copies of the CoNLL-2000 test set tagged as one file (default 10; features: "
-        "transformed); distributed: "
+        "transformed; serve: default 5); distributed: "
         "copies of the training set trained on as one file (default 20)",
     )
     bench.add_argument(
@@ -579,7 +618,7 @@ def add_parsers(commands) -> None:
         type=POSITIVE,
         default=None,
         help="L-BFGS iterations (bench train, partial: default 50; distributed: default 5; pycrfsuite: each "
-        "workflow's own, 50 for the tutorial and until convergence for NLTK; spacy: of the "
+        "workflow's own, 50 for the tutorial and until convergence for NLTK; spacy, serve: of the "
         "chunker trained when --model is not given, default 20)",
     )
     bench.add_argument(
@@ -609,7 +648,7 @@ def add_parsers(commands) -> None:
         "--threads",
         type=POSITIVE,
         default=2,
-        help="fstcrf threads for bench train, partial and spacy (default %(default)s)",
+        help="fstcrf threads for bench train, partial, spacy and serve (default %(default)s)",
     )
     bench.add_argument(
         "--data", default=None, help="folder holding CoNLL-2000 (bench train, partial) (default: as for fstcrf demo)"
@@ -617,8 +656,8 @@ def add_parsers(commands) -> None:
     bench.add_argument(
         "--model",
         default=None,
-        help="trained model (bench grammar, tag, stream, spacy; bench corrections: the chunker) or composed "
-        "model (bench compose on real data, spacy) "
+        help="trained model (bench grammar, tag, stream, spacy, serve; bench corrections: the chunker) or "
+        "composed model (bench compose on real data, spacy) "
         "(default: none)",
     )
     bench.add_argument(

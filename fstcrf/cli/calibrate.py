@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import logging
 
-from fstcrf.cli.decoding import is_two_stage, load_decoder, read_for
+from fstcrf.cli.decoding import read_for
 from fstcrf.cli.options import add_command, add_reading_columns
 from fstcrf.errors import FstcrfError
+from fstcrf.model.decoders import is_two_stage, load_decoder
 
 LOG = logging.getLogger("fstcrf")
 

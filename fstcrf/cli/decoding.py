@@ -12,29 +12,10 @@ from fstcrf.cli.common import grammar_params, check_grammar_options
 from fstcrf.cli.options import DECODING_DEFAULTS
 from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, NONLOCAL_OPTIONS
 from fstcrf.errors import CompositionError, FstcrfError
+from fstcrf.model.decoders import default_decoding, file_columns, is_two_stage, model_components
 from fstcrf.phases import phase
 
 LOG = logging.getLogger("fstcrf")
-
-
-def load_decoder(path: str):
-    """The ChainCRF, JointModel or TwoStageTagger a model file holds."""
-    from fstcrf.model.file import TWO_STAGE_KIND, file_kind
-
-    if file_kind(path) == TWO_STAGE_KIND:
-        from fstcrf.document.two_stage import load_two_stage
-
-        return load_two_stage(path)
-    from fstcrf.model.compose import load_any
-
-    return load_any(path)
-
-
-def is_two_stage(model) -> bool:
-    """Whether ``model`` is a two-stage tagger."""
-    from fstcrf.document.two_stage import TwoStageTagger
-
-    return isinstance(model, TwoStageTagger)
 
 
 def check_two_stage_options(model, args: argparse.Namespace) -> None:
@@ -68,7 +49,6 @@ def resolve_decode(model, args: argparse.Namespace, composed: bool) -> None:
     MBR does not combine with (--nbest, --sample, --with-probability, --nonlocal, --dask)."""
     if args.decode is not None:
         return
-    stage = model.second_ if is_two_stage(model) else model
     excluded = (
         composed
         or args.nonlocal_model
@@ -77,7 +57,7 @@ def resolve_decode(model, args: argparse.Namespace, composed: bool) -> None:
         or getattr(args, "with_probability", False)
         or getattr(args, "dask", None) is not None
     )
-    args.decode = "viterbi" if excluded else stage.decoding_
+    args.decode = "viterbi" if excluded else default_decoding(model)
 
 
 def warn_ignored_decoding_options(args: argparse.Namespace, composed: bool) -> None:
@@ -194,8 +174,8 @@ def reading_columns(model, columns: str | None, gold_required: bool = False) -> 
     ``gold_required``."""
     if columns is not None:
         return columns, ()
-    components = model_components(model)
-    return components[0].columns_, () if gold_required else tuple(component.target_ for component in components)
+    names, predicted = file_columns(model)
+    return names, () if gold_required else predicted
 
 
 def _warn_if_labels_read(corpus, components: list, path: str) -> None:
@@ -217,16 +197,6 @@ def _warn_if_labels_read(corpus, components: list, path: str) -> None:
                 ",".join(columns),
             )
             return
-
-
-def model_components(model) -> list:
-    """The single models of a model or of a composed model; the first stage of a
-    two-stage tagger (which reads the input as it)."""
-    from fstcrf.model.compose import JointModel
-
-    if is_two_stage(model):
-        return [model.first_]
-    return list(model.components) if isinstance(model, JointModel) else [model]
 
 
 def predict_with_progress(

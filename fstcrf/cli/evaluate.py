@@ -11,8 +11,6 @@ from fstcrf.cli.decoding import (
     check_two_stage_options,
     grammar_options,
     joint_predict_with_progress,
-    load_decoder,
-    model_components,
     predict_with_progress,
     read_for,
     resolve_decode,
@@ -20,6 +18,7 @@ from fstcrf.cli.decoding import (
 )
 from fstcrf.cli.options import add_command, add_decoding_arguments
 from fstcrf.errors import FstcrfError, LabelError
+from fstcrf.model.decoders import load_decoder, model_components
 
 LOG = logging.getLogger("fstcrf")
 

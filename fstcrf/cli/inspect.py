@@ -18,7 +18,7 @@ LOG = logging.getLogger("fstcrf")
 def _stages(path: str) -> list[tuple[str | None, object]]:
     """(name, model) of each stage of a two-stage file ("first stage", "second stage"),
     or [(None, the model or composition)] of any other model file."""
-    from fstcrf.cli.decoding import is_two_stage, load_decoder
+    from fstcrf.model.decoders import is_two_stage, load_decoder
 
     model = load_decoder(path)
     if is_two_stage(model):
@@ -112,7 +112,7 @@ def _upgrade(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from fstcrf.cli.decoding import is_two_stage, load_decoder
+    from fstcrf.model.decoders import is_two_stage, load_decoder
     from fstcrf.document.two_stage import two_stage_info
     from fstcrf.model.inspection import info_text
 

@@ -8,14 +8,13 @@ import argparse
 import logging
 import math
 from functools import partial
+from typing import TYPE_CHECKING
 
 from fstcrf.cli.decoding import (
     batches_for,
     check_two_stage_options,
     grammar_options,
-    is_two_stage,
     joint_predict_with_progress,
-    load_decoder,
     predict_with_progress,
     read_for,
     reading_columns,
@@ -25,7 +24,17 @@ from fstcrf.cli.decoding import (
 from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_decoding_arguments, temperature
 from fstcrf.errors import FstcrfError
 from fstcrf.files import write_atomically
+from fstcrf.model.decoders import (
+    is_two_stage,
+    joint_predicted_entities,
+    load_decoder,
+    predicted_entities,
+    predicted_marginals,
+)
 from fstcrf.phases import phase
+
+if TYPE_CHECKING:
+    from fstcrf.engine.spans import Entity
 
 LOG = logging.getLogger("fstcrf")
 
@@ -356,12 +365,8 @@ def _nbest_columns(model, corpus, args: argparse.Namespace, constraints=None) ->
 def _marginal_column(model, corpus, predicted: list[list[str]], options: dict, constraints=None) -> list[list[str]]:
     """--marginals: p(predicted label at each token | sentence), 4 decimals [B][T]
     (under --grammar when it is given: ``options`` are :func:`grammar_options`'s)."""
-    marginals = model.predict_marginals(corpus, options.get("grammar"), options.get("params"), constraints)
-    index = {label: number for number, label in enumerate(model.labels_)}
-    return [
-        [f"{table[t, index[label]]:.4f}" for t, label in enumerate(labels)]
-        for table, labels in zip(marginals, predicted)
-    ]
+    marginals = model.predict_marginals(corpus, options.get("grammar"), options.get("params"), constraints)  # [B][T, L]
+    return [[f"{p:.4f}" for p in row] for row in predicted_marginals(model.labels_, marginals, predicted)]
 
 
 #: The --entity-probabilities value of a token outside every predicted entity.
@@ -374,32 +379,26 @@ def _entity_probability_column(
     """--entity-probabilities: on every token of a predicted entity (chunk), the exact
     probability (at ``temperature``) that the output has that entity, 4 decimals; _
     elsewhere [B][T]."""
-    from fstcrf.engine.spans import path_chunks
-
-    spans = [path_chunks(labels) for labels in predicted]
-    probabilities = model.span_probabilities(
-        corpus, spans, options.get("grammar"), options.get("params"), temperature=temperature, constraints=constraints
+    entities = predicted_entities(
+        model, corpus.sentences, predicted, options.get("grammar"), options.get("params"), temperature, constraints
     )
-    return _spread_over_tokens(predicted, spans, probabilities)
+    return _spread_over_tokens(predicted, entities)
 
 
 def _joint_entity_columns(model, corpus, predicted: list[list[list[str]]], constraints=None) -> list[list[list[str]]]:
     """--entity-probabilities of a composed model: a column per component with chunk
     labels (see _entity_probability_column), ``predicted`` holding every component's labels."""
-    from fstcrf.engine.spans import path_chunks
-
-    spans = {k: [path_chunks(labels) for labels in predicted[k]] for k in model.chunk_components()}
-    probabilities = model.span_probabilities_by_component(corpus, spans, constraints)
-    return [_spread_over_tokens(predicted[k], spans[k], probabilities[k]) for k in spans]
+    entities = joint_predicted_entities(model, corpus.sentences, predicted, constraints)
+    return [_spread_over_tokens(predicted[k], found) for k, found in entities.items()]
 
 
-def _spread_over_tokens(predicted: list[list[str]], spans: list, probabilities: list) -> list[list[str]]:
-    """Each span's probability on its tokens, 4 decimals, _ elsewhere [B][T]."""
+def _spread_over_tokens(predicted: list[list[str]], entities: list[list[Entity]]) -> list[list[str]]:
+    """Each entity's probability on its tokens, 4 decimals, _ elsewhere [B][T]."""
     column = []
-    for labels, sentence_spans, values in zip(predicted, spans, probabilities):
+    for labels, found in zip(predicted, entities):
         cells = [OUTSIDE_ENTITIES] * len(labels)
-        for (first, last, _), probability in zip(sentence_spans, values):
-            cells[first : last + 1] = [f"{probability:.4f}"] * (last - first + 1)
+        for entity in found:
+            cells[entity.first : entity.last + 1] = [f"{entity.probability:.4f}"] * (entity.last - entity.first + 1)
         column.append(cells)
     return column
 

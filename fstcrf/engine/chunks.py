@@ -32,13 +32,16 @@ def continues(previous: tuple[str, str], current: tuple[str, str]) -> bool:
 def chunks_of_parts(parts: Sequence[tuple[str, str]]) -> list[tuple[int, int, str]]:
     """The chunks (first, last inclusive, type) of one sentence's (prefix, type) pairs:
     a chunk begins at a label that is not O and does not continue the one before it,
-    and runs while the next label continues it."""
+    and runs while the next label continues it (one pass, :func:`continues` inline)."""
     chunks = []
+    first, previous_prefix, previous_type = -1, "O", ""
     for t, (prefix, chunk_type) in enumerate(parts):
-        if prefix == "O" or (t > 0 and continues(parts[t - 1], parts[t])):
-            continue
-        last = t
-        while last + 1 < len(parts) and continues(parts[last], parts[last + 1]):
-            last += 1
-        chunks.append((t, last, chunk_type))
+        continued = previous_prefix in ("B", "I") and prefix in ("I", "E") and previous_type == chunk_type
+        if not continued:
+            if first >= 0:
+                chunks.append((first, t - 1, previous_type))
+            first = -1 if prefix == "O" else t
+        previous_prefix, previous_type = prefix, chunk_type
+    if first >= 0:
+        chunks.append((first, len(parts) - 1, previous_type))
     return chunks

@@ -200,14 +200,14 @@ def _legend(colours: Mapping[str, Mapping[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def view_page(
-    title: str,
+def view_fragment(
     sentences: Sequence[TaggedSentence],
     chunk_types: Mapping[str, Iterable[str]],
     low_confidence: float = DEFAULT_LOW_CONFIDENCE,
 ) -> str:
-    """The HTML page of ``sentences`` under the heading ``title``; ``chunk_types``
-    maps each chunk layer's name to the chunk types its model knows (their colours)."""
+    """The view of ``sentences`` as HTML to place in a page styled by :data:`STYLE`: a
+    summary, the legend of the chunk types, then each sentence; ``chunk_types`` maps
+    each chunk layer's name to the chunk types its model knows (their colours)."""
     colours = {name: type_colours(types) for name, types in chunk_types.items()}
     counts = dict.fromkeys(("chunks", "tags", "low", "wrong", "missed"), 0)
     body, document = [], 0
@@ -222,6 +222,16 @@ def view_page(
     )
     if any(layer.gold is not None for sentence in sentences for layer in sentence.layers):
         summary += f"; {counts['wrong']} not gold (red, ✗), {counts['missed']} gold ones missed (dotted red)"
+    return "\n".join([f'<p class="summary">{_escaped(summary)}</p>', _legend(colours), *body])
+
+
+def view_page(
+    title: str,
+    sentences: Sequence[TaggedSentence],
+    chunk_types: Mapping[str, Iterable[str]],
+    low_confidence: float = DEFAULT_LOW_CONFIDENCE,
+) -> str:
+    """The HTML page of ``sentences`` (:func:`view_fragment`) under the heading ``title``."""
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -229,9 +239,7 @@ def view_page(
             f"<title>{_escaped(title)}</title>",
             f"<style>{STYLE}</style></head><body>",
             f"<h1>{_escaped(title)}</h1>",
-            f'<p class="summary">{_escaped(summary)}</p>',
-            _legend(colours),
-            *body,
+            view_fragment(sentences, chunk_types, low_confidence),
             "</body></html>",
             "",
         ]

@@ -15,6 +15,7 @@ from fstcrf.engine.chunks import chunks_of_parts, parse_chunk_label
 from fstcrf.engine.spans import Entity
 from fstcrf.model.chain import ChainCRF
 from fstcrf.model.compose import JointModel
+from fstcrf.model.decoders import predicted_marginals
 from fstcrf.pictures.lattice import words
 
 
@@ -123,8 +124,7 @@ def tag_layer(
 ) -> TagLayer:
     """The layer of predicted ``tags`` with their probabilities, read from the label
     marginals float [T, L] (columns in the order of the chain's ``labels``)."""
-    index = {label: i for i, label in enumerate(labels)}
-    probabilities = marginals[np.arange(len(tags)), [index[tag] for tag in tags]]
+    (probabilities,) = predicted_marginals(labels, [marginals], [tags])
     return TagLayer(name, tuple(tags), probabilities, None if gold is None else tuple(gold))
 
 

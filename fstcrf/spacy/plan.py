@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from fstcrf.engine.chunks import parse_chunk_label
 from fstcrf.engine.topology import shown_labels
 from fstcrf.errors import PipelineConfigError
-from fstcrf.features import seen_entities
 from fstcrf.model.chain import ChainCRF
 from fstcrf.model.compose import JointModel
+from fstcrf.model.decoders import input_columns
 
 #: The token attribute each input column is read from unless ``reads`` maps it.
 DEFAULT_READS = {"word": "text", "pos": "tag_"}
@@ -59,16 +59,6 @@ class Plan:
 def components_of(model: ChainCRF | JointModel) -> list[ChainCRF]:
     """The single models of a model (itself) or of a composed model, lowest first."""
     return list(model.components) if isinstance(model, JointModel) else [model]
-
-
-def input_columns(model: ChainCRF | JointModel) -> tuple[str, ...]:
-    """The columns the model reads, in order of first use: those its components'
-    templates read, less those its components predict and the column the extractor
-    derives itself (``seen_entity``, the training entities' marks)."""
-    components = components_of(model)
-    predicted = {component.target_ for component in components} | {seen_entities.COLUMN}
-    read = (column for component in components for column in component.extractor_.parsed_template().columns)
-    return tuple(column for column in dict.fromkeys(read) if column not in predicted)
 
 
 def is_chunker(component: ChainCRF) -> bool:

@@ -36,6 +36,9 @@ NOT_PATHS = {
     "tasks": "task names",
     "constraints": "a column name (or TARGET=COLUMN)",
     "cases": "benchmark case names",
+    "host": "a host name or address",
+    "token": "a bearer token",
+    "cors_origin": "a web origin",
 }
 
 #: Words of an option's metavar that say it names a file, whatever its type.

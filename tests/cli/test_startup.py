@@ -32,6 +32,9 @@ HEAVY = (
     "matplotlib",
     "torch",
     "torchcrf",
+    "starlette",
+    "uvicorn",
+    "prometheus_client",
 )
 
 #: Prints the heavy modules loaded so far, as a JSON list (appended to a child's code).

@@ -1,0 +1,216 @@
+"""Tag requests decoded by the model they name, and each one's answer as JSON data.
+
+The requests of a batch share a model and options; their sentences are decoded in one
+call to the same decoders ``fstcrf tag`` uses (:mod:`fstcrf.model.decoders`), and each
+request gets its own sentences' results back.  Where the output of a sentence depends
+on the others decoded with it, each request is decoded alone, so that an answer never
+depends on the batch: a two-stage tagger's majorities are over a request's sentences,
+and MBR without a threshold maximises the expected F1 of a request's sentences.
+
+Each sentence's result holds ``labels`` (the predicted labels of the model's top
+chain: a composed model's last component) and ``entities`` (their chunks, each
+``{"first", "last", "type"}`` with ``"probability"`` when it is asked for; none for
+labels that are not chunk labels), and as asked ``marginals`` (each label's marginal
+probability) and ``nbest`` (``{"labels", "probability"}`` best first).  A composed
+model's result also holds ``components``: per component, lowest first, its
+``column`` and the same fields.  For a request that sent text, each entity has its
+characters ``start`` and ``end`` (exclusive) and their ``text``, and the result its
+``tokens`` (``{"text", "start", "end"}``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+
+import numpy as np
+
+from fstcrf.corpus.conll import Sentence
+from fstcrf.engine.chunks import chunks_of_parts
+from fstcrf.engine.spans import Entity, chunk_parts
+from fstcrf.model.decoders import (
+    joint_predicted_entities,
+    predicted_entities,
+    predicted_marginals,
+)
+from fstcrf.pictures.html import view_fragment
+from fstcrf.pictures.lattice import words
+from fstcrf.pictures.tagged import Layer, TaggedSentence, TagLayer, chunk_layer, chunk_types, has_chunk_labels
+from fstcrf.serve.parsing import DecodeOptions, TagRequest
+from fstcrf.serve.registry import ServedModel
+
+
+@dataclass(frozen=True)
+class ChainOutput:
+    """What one chain predicts for a run of B sentences.
+
+    Attributes:
+        column: the column it predicts.
+        labels: the predicted labels [B][T].
+        entities: their entities [B][...] (chunk labels; probabilities NaN when not
+            asked for), or None for labels that are not chunk labels.
+        marginals: float [T] per sentence, each predicted label's marginal, or None.
+        nbest: per sentence the n best (labels [T], probability), or None.
+    """
+
+    column: str
+    labels: list[list[str]]
+    entities: list[list[Entity]] | None
+    marginals: list[np.ndarray] | None = None
+    nbest: list[list[tuple[list[str], float]]] | None = None
+
+
+def answer_batch(model: ServedModel, options: DecodeOptions, requests: Sequence[TagRequest]) -> list[dict]:
+    """The answer of each request (``{"results": [...]}``, and ``"html"`` with the
+    option ``view``), all decoded by ``model`` with ``options``."""
+    alone = model.kind == "two-stage" or (options.decode == "mbr" and options.mbr_threshold is None)
+    if alone and len(requests) > 1:
+        return [answer for request in requests for answer in answer_batch(model, options, [request])]
+    sentences = [sentence for request in requests for sentence in request.sentences]
+    outputs = decoded(model, options, sentences)
+    answers = []
+    for request, first in zip(requests, accumulate((len(r.sentences) for r in requests), initial=0)):
+        part = [_slice(output, first, first + len(request.sentences)) for output in outputs]
+        answer: dict = {"results": [_result(part, b, request) for b in range(len(request.sentences))]}
+        if options.view:
+            answer["html"] = view_fragment(_view_sentences(part, request.sentences), chunk_types(model.decoder))
+        answers.append(answer)
+    return answers
+
+
+def decoded(model: ServedModel, options: DecodeOptions, sentences: list[Sentence]) -> list[ChainOutput]:
+    """Each chain's output for ``sentences`` (lowest first), as ``options`` ask."""
+    if model.kind == "composed":
+        return _joint_outputs(model.decoder, options, sentences)
+    if model.kind == "two-stage":
+        tagger = model.decoder
+        if options.decode == "mbr":
+            labels = tagger.predict_mbr(sentences, options.mbr_threshold)
+        else:
+            labels = tagger.predict(sentences)
+        return [_without_probabilities(tagger.second_, labels)]
+    return [_chain_output(model.decoder, options, sentences)]
+
+
+def _chain_output(chain, options: DecodeOptions, sentences: list[Sentence]) -> ChainOutput:
+    """A single model's output."""
+    nbest = None
+    if options.nbest is not None:
+        ranked, probabilities = chain.kbest(sentences, options.nbest)  # [B][r][T], [B, n]
+        nbest = [
+            [(labels, float(p)) for labels, p in zip(sentence_ranked, row)]
+            for sentence_ranked, row in zip(ranked, probabilities)
+        ]
+        labels = [sentence_ranked[0] for sentence_ranked in ranked]
+    elif options.decode == "mbr":
+        labels = chain.predict_mbr(sentences, options.mbr_threshold)
+    else:
+        labels = chain.predict(sentences)
+    output = _without_probabilities(chain, labels)
+    entities = output.entities
+    if entities is not None and options.entity_probabilities:
+        entities = predicted_entities(chain, sentences, labels)
+    marginals = None
+    if options.marginals:
+        marginals = predicted_marginals(chain.labels_, chain.predict_marginals(sentences), labels)
+    return ChainOutput(chain.target_, labels, entities, marginals, nbest)
+
+
+def _joint_outputs(joint, options: DecodeOptions, sentences: list[Sentence]) -> list[ChainOutput]:
+    """Each component's output under a composed model."""
+    labels = joint.predict(sentences, mode=options.mode, k=options.k)  # [N][B][T]
+    outputs = [_without_probabilities(chain, chain_labels) for chain, chain_labels in zip(joint.components, labels)]
+    if options.entity_probabilities:
+        for k, entities in joint_predicted_entities(joint, sentences, labels).items():
+            outputs[k] = ChainOutput(outputs[k].column, labels[k], entities)
+    if options.marginals:
+        marginals = joint.predict_marginals(sentences)  # [N][B] [T, L_k]
+        outputs = [
+            ChainOutput(
+                output.column,
+                output.labels,
+                output.entities,
+                predicted_marginals(chain.labels_, marginals[k], output.labels),
+            )
+            for k, (chain, output) in enumerate(zip(joint.components, outputs))
+        ]
+    return outputs
+
+
+def _without_probabilities(chain, labels: list[list[str]]) -> ChainOutput:
+    """A chain's labels, and their entities (probabilities NaN) if they are chunk labels."""
+    if not has_chunk_labels(chain.labels_):
+        return ChainOutput(chain.target_, labels, None)
+    parts = {label: chunk_parts(label) for label in chain.labels_}  # each label parsed once, not per token
+    entities = [
+        [Entity(*chunk, float("nan")) for chunk in chunks_of_parts([parts[label] for label in sentence])]
+        for sentence in labels
+    ]
+    return ChainOutput(chain.target_, labels, entities)
+
+
+def _slice(output: ChainOutput, first: int, last: int) -> ChainOutput:
+    """The output of sentences first..last-1."""
+
+    def part(values):
+        return None if values is None else values[first:last]
+
+    return ChainOutput(
+        output.column,
+        output.labels[first:last],
+        part(output.entities),
+        part(output.marginals),
+        part(output.nbest),
+    )
+
+
+def _result(outputs: list[ChainOutput], b: int, request: TagRequest) -> dict:
+    """The result of sentence b: the top chain's fields, and a composed model's components."""
+    places = None if request.places is None else request.places[b]
+    result = _chain_fields(outputs[-1], b, request.text, places)
+    if len(outputs) > 1:
+        result["components"] = [
+            {"column": output.column, **_chain_fields(output, b, request.text, places)} for output in outputs
+        ]
+    if places is not None:
+        result["tokens"] = [{"text": token.text, "start": token.start, "end": token.end} for token in places]
+    return result
+
+
+def _chain_fields(output: ChainOutput, b: int, text: str | None, places) -> dict:
+    """One chain's fields in the result of sentence b."""
+    fields: dict = {"labels": output.labels[b], "entities": []}
+    for entity in [] if output.entities is None else output.entities[b]:
+        found: dict = {"first": entity.first, "last": entity.last, "type": entity.type}
+        if not np.isnan(entity.probability):
+            found["probability"] = entity.probability
+        if places is not None and text is not None:
+            start, end = places[entity.first].start, places[entity.last].end
+            found.update(start=start, end=end, text=text[start:end])
+        fields["entities"].append(found)
+    if output.marginals is not None:
+        fields["marginals"] = output.marginals[b].tolist()
+    if output.nbest is not None:
+        fields["nbest"] = [{"labels": labels, "probability": p} for labels, p in output.nbest[b]]
+    return fields
+
+
+def _view_sentences(outputs: list[ChainOutput], sentences: list[Sentence]) -> list[TaggedSentence]:
+    """The document view's sentences: a layer per chain, chunks where it has chunk
+    labels, each beside the gold labels a sentence gives."""
+    tagged = []
+    for b, sentence in enumerate(sentences):
+        layers: list[Layer] = []
+        for output in outputs:
+            gold = sentence.columns.get(output.column)
+            if output.entities is not None:
+                layers.append(chunk_layer(output.column, output.entities[b], gold))
+            else:
+                assert output.marginals is not None  # the view asks for them (parsing.decode_options)
+                layers.append(TagLayer(output.column, tuple(output.labels[b]), output.marginals[b], _tuple(gold)))
+        tagged.append(TaggedSentence(b, words(sentence), sentence.document_start, tuple(layers)))
+    return tagged
+
+
+def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
+    return None if values is None else tuple(values)

@@ -1,0 +1,162 @@
+"""Dynamic batching: work items queued from many requests, run together in batches,
+answered apart.
+
+An item is queued under a group (items of one group can run in one call), with a
+size (what a batch is bounded by) and the function that runs a batch of its group:
+a list of items to a list of results, one each, in order.  One worker thread runs one
+batch at a time, off the event loop; while it runs, the items that arrive wait and
+form the next batch, so that the busier the server, the larger its batches.  When
+the worker is free, the oldest item's group is taken, after waiting at most
+``max_wait`` seconds from that item's arrival for the batch to reach ``max_size``;
+a batch holds at most ``max_size`` (an item larger than that runs alone).
+
+A batch whose call raises is run again one item at a time, so that an item that
+cannot be run fails alone and the others get their results.
+
+The batcher knows nothing of what its items are: neither HTTP nor features."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from fstcrf.errors import ServerBusyError
+
+#: Runs a batch: items to their results, one each, in order.
+BatchFunction = Callable[[list], list]
+
+
+@dataclass
+class Queued:
+    """An item waiting: its size, the function that runs its batch, its future, and
+    when it arrived (time.monotonic())."""
+
+    item: object
+    size: int
+    run: BatchFunction
+    future: asyncio.Future
+    arrived: float = field(default_factory=time.monotonic)
+
+
+class Batcher:
+    """Items queued by group and run in batches by one worker thread (see the module
+    doc); :meth:`start` it inside the event loop, :meth:`close` it there."""
+
+    def __init__(self, max_size: int, max_wait: float, max_queued: int):
+        self.max_size, self.max_wait, self.max_queued = max_size, max_wait, max_queued
+        self.groups: dict[Hashable, deque[Queued]] = {}
+        #: Items waiting (not yet in a batch that runs).
+        self.queued = 0
+        self.closed = False
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="fstcrf-batch")
+        self.arrival = asyncio.Event()
+        self.task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        """Start taking batches (in the running event loop)."""
+        self.task = asyncio.get_running_loop().create_task(self._take_batches())
+
+    async def close(self) -> None:
+        """Refuse new items, cancel those still queued, let the running batch finish."""
+        self.closed = True
+        if self.task is not None:
+            self.task.cancel()
+            try:
+                await self.task
+            except asyncio.CancelledError:
+                pass
+        for queue in self.groups.values():
+            for queued in queue:
+                queued.future.cancel()
+        self.groups.clear()
+        self.queued = 0
+        await asyncio.get_running_loop().run_in_executor(None, self.executor.shutdown)
+
+    async def submit(self, group: Hashable, item, size: int, run: BatchFunction):
+        """The result of ``item``, once a batch of its ``group`` has run it;
+        ServerBusyError when the queue is full or the batcher closed.  Cancelled
+        (e.g. by a timeout), the item leaves the queue, or its result is dropped."""
+        if self.closed:
+            raise ServerBusyError("the server is shutting down")
+        if self.queued >= self.max_queued:
+            raise ServerBusyError(f"the queue is full ({self.max_queued} requests wait); try again shortly")
+        queued = Queued(item, size, run, asyncio.get_running_loop().create_future())
+        self.groups.setdefault(group, deque()).append(queued)
+        self.queued += 1
+        self.arrival.set()
+        try:
+            return await queued.future
+        except asyncio.CancelledError:
+            queue = self.groups.get(group)
+            if queue is not None and queued in queue:
+                queue.remove(queued)
+                self.queued -= 1
+                if not queue:
+                    del self.groups[group]
+            raise
+
+    async def _take_batches(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self.groups:
+                self.arrival.clear()
+                await self.arrival.wait()
+                continue
+            group = min(self.groups, key=lambda key: self.groups[key][0].arrived)
+            await self._fill(group)
+            batch = self._take(group)
+            if not batch:  # every item of the group was cancelled while it filled
+                continue
+            results = await loop.run_in_executor(self.executor, run_batch, batch[0].run, [q.item for q in batch])
+            for queued, result in zip(batch, results):
+                if queued.future.done():  # cancelled while it ran
+                    continue
+                if isinstance(result, Exception):
+                    queued.future.set_exception(result)
+                else:
+                    queued.future.set_result(result)
+
+    async def _fill(self, group: Hashable) -> None:
+        """Wait until ``group`` holds max_size or its oldest item has waited max_wait
+        (or the group is gone: every item cancelled)."""
+        while group in self.groups:
+            queue = self.groups[group]
+            waited = time.monotonic() - queue[0].arrived
+            if sum(queued.size for queued in queue) >= self.max_size or waited >= self.max_wait:
+                return
+            self.arrival.clear()
+            try:
+                await asyncio.wait_for(self.arrival.wait(), self.max_wait - waited)
+            except asyncio.TimeoutError:
+                return
+
+    def _take(self, group: Hashable) -> list[Queued]:
+        """The next batch of ``group``: its oldest items up to max_size (at least one),
+        taken off the queue."""
+        queue = self.groups.get(group)
+        batch: list[Queued] = []
+        size = 0
+        while queue and (not batch or size + queue[0].size <= self.max_size):
+            queued = queue.popleft()
+            batch.append(queued)
+            size += queued.size
+        if queue is not None and not queue:
+            del self.groups[group]
+        self.queued -= len(batch)
+        return batch
+
+
+def run_batch(run: BatchFunction, items: list) -> list:
+    """The result of each item run together by ``run``, or if that raises, each run
+    alone: its result, or the exception it raised."""
+    try:
+        results = run(items)
+    except Exception as error:
+        if len(items) == 1:
+            return [error]
+        return [result for item in items for result in run_batch(run, [item])]
+    return results
