@@ -110,10 +110,12 @@ def _needs_every_extra():
 @pytest.mark.parametrize(
     "page", [page for page in PAGES if any(b.action == "run" for b in read_blocks(page))], ids=_page_id
 )
-def test_page_examples_run(page, tmp_path):
+def test_page_examples_run(page, tmp_path, request):
     """The page's blocks in order in a fresh folder, in a process of its own (examples
     change the working directory, sys.modules and the environment)."""
     _needs_every_extra()
+    if "FSTCRF_DATA" in page.read_text(encoding="utf-8"):
+        request.getfixturevalue("data_dir")  # the corpora: a skip where they are missing, a failure under CI
     budget = sum(block.timeout for block in read_blocks(page) if block.action == "run") + 60
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page), "--folder", str(tmp_path)],
