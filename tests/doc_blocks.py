@@ -333,24 +333,38 @@ def _run_python(block: Block, namespace: dict) -> str:
 
 
 def _run_shell(block: Block, folder: Path, env: dict) -> str:
+    """Run a shell block in its own process group, which is stopped when the block ends
+    (a server it started in the background included) or runs out of time."""
+    shell = subprocess.Popen(
+        ["bash", "-e", "-o", "pipefail", "-c", block.text],
+        cwd=folder,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        done = subprocess.run(
-            ["bash", "-e", "-o", "pipefail", "-c", block.text],
-            cwd=folder,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=block.timeout,
-            start_new_session=True,
-        )
-    except subprocess.TimeoutExpired as expired:
-        return f"took longer than {block.timeout:g} s\n{expired.stderr or ''}"
-    sys.stdout.write(done.stdout)
-    if done.returncode:
-        return f"exit status {done.returncode}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
-    sys.stderr.write(done.stderr)
+        stdout, stderr = shell.communicate(timeout=block.timeout)
+    except subprocess.TimeoutExpired:
+        _stop_group(shell.pid)
+        stdout, stderr = shell.communicate()
+        return f"took longer than {block.timeout:g} s\n{stdout[-3000:]}{stderr[-3000:]}"
+    finally:
+        _stop_group(shell.pid)
+    sys.stdout.write(stdout)
+    if shell.returncode:
+        return f"exit status {shell.returncode}\n{stdout[-3000:]}{stderr[-3000:]}"
+    sys.stderr.write(stderr)
     return ""
+
+
+def _stop_group(group: int) -> None:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _check(block: Block) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from doc_blocks import DocsFormatError, fstcrf_commands, read_blocks, refused_commands
+from doc_blocks import DocsFormatError, check_pip, fstcrf_commands, read_blocks, refused_commands
 from fstcrf.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,6 +59,51 @@ def test_the_block_reader_follows_the_convention(tmp_path):
         page.write_text(wrong)
         with pytest.raises(DocsFormatError):
             read_blocks(page)
+
+
+def _run_page(page: Path, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page), *options],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+    )
+
+
+def test_a_page_runs_in_order_in_one_folder_and_stops_at_the_first_failure(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- docs-setup\nprintf 'a b\\n' > words.txt\n-->\n\n```sh\nwc -w words.txt > count.txt\n```\n\n"
+        "```python\ncount = int(open('count.txt').read().split()[0])\n```\n\n```python\nassert count == 2\n```\n\n"
+        "<!-- docs: parse-only: a command that would fail -->\n```sh\nfalse\n```\n\n"
+        "```sh\ntest -f words.txt && exit 3\n```\n\n```sh\ntouch never.txt\n```\n"
+    )
+    done = _run_page(page, "--folder", str(tmp_path / "run"))
+    assert done.returncode == 1 and "page.md:22 (sh), run" in done.stderr and "exit status 3" in done.stderr
+    assert (tmp_path / "run" / "count.txt").exists() and not (tmp_path / "run" / "never.txt").exists()
+    page.write_text("```sh\nsleep 30\n```\n".replace("```sh", "<!-- docs: timeout: 1 -->\n```sh"))
+    assert "took longer than 1 s" in _run_page(page).stderr
+
+
+def test_pictures_must_be_what_the_page_makes(tmp_path):
+    page, committed = tmp_path / "page.md", tmp_path / "pictures" / "a.svg"
+    committed.parent.mkdir()
+    committed.write_text("old")
+    page.write_text(
+        "<!-- docs-page: pictures: pictures/ -->\n\n```sh\nprintf new > a.svg\n```\n\n![a](pictures/a.svg)\n"
+    )
+    stale = _run_page(page)
+    assert stale.returncode == 1 and "a.svg: not what the page's blocks make now" in stale.stderr
+    assert _run_page(page, "--update-pictures").returncode == 0 and committed.read_text() == "new"
+    assert _run_page(page).returncode == 0
+
+
+def test_pip_lines_are_checked_not_run():
+    assert check_pip(["install", "fstcrf[grammars]"]) == 0 and check_pip(["install", "-e", ".[dev]"]) == 0
+    assert check_pip(["install", "fstcrf[grammar]"]) == 1  # no such extra
+    assert check_pip(["install", "pytest"]) == 0 and check_pip(["install", "a-package-that-is-not-installed"]) == 1
+    assert check_pip(["uninstall", "fstcrf"]) == 1
 
 
 def test_the_shell_example_reader_finds_continued_commands():
