@@ -107,12 +107,14 @@ def test_the_public_packages_are_those_with_all():
     assert "fstcrf.features" not in packages  # a package without __all__ is not public
 
 
+@pytest.mark.slow
 def test_every_public_name_is_in_the_reference(names_and_directives):
     names, resolved = names_and_directives
     missing = [f"{module}.{name}" for module, name, value in names if covering(name, value, resolved) is None]
     assert not missing, "add a ::: directive to docs/reference/ for: " + ", ".join(missing)
 
 
+@pytest.mark.slow
 def test_every_public_name_has_a_docstring(names_and_directives):
     import griffe
 
@@ -134,6 +136,7 @@ def test_every_public_name_has_a_docstring(names_and_directives):
     assert not undocumented, "no docstring (for a constant: a '#:' comment above it): " + ", ".join(undocumented)
 
 
+@pytest.mark.slow
 def test_every_directive_names_something(names_and_directives):
     _, resolved = names_and_directives
     assert resolved and all(target is not None for target in resolved.values())
