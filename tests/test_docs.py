@@ -1,67 +1,109 @@
-"""The documentation's examples work: the ```python blocks of README.md,
-docs/tutorial.md and docs/logits.md run, every fstcrf command line of a ```sh block in README.md
-and docs/ parses, and every command-line option says what it does."""
+"""The documentation's examples work: every code block of README.md and docs/ says what it
+is, and runs in CI as its language and markers say (tests/doc_blocks.py,
+docs/development.md "Code blocks in the documentation"); every fstcrf command line of a
+shell block parses, and every command-line option says what it does."""
 
 import argparse
 import os
-import re
-import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from doc_blocks import DocsFormatError, check_pip, fstcrf_commands, read_blocks, refused_commands
 from fstcrf.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+#: The modules a page may need, all of them installed by CI's main leg.
+EXTRA_MODULES = ("pynini", "torch", "spacy", "sklearn", "sklearn_crfsuite", "pycrfsuite", "dask", "matplotlib", "yaml")
+#: The programs the pictures' page runs (CI's .ci/run installs them).
+PROGRAMS = ("dot", "chromium")
 
 
-def code_blocks(path: Path, language: str) -> list[str]:
-    """The text of each ```language block of a Markdown file, in order."""
-    return re.findall(rf"^```{language}\n(.*?)^```", path.read_text(encoding="utf-8"), flags=re.M | re.S)
+def _page_id(path: Path) -> str:
+    return str(path.relative_to(ROOT))
 
 
-def fstcrf_commands(block: str) -> list[list[str]]:
-    """The arguments of each fstcrf command of a shell block (continued lines
-    joined, comments dropped, commands split at ; && || |, variables left as
-    they are)."""
-    commands = []
-    for line in block.replace("\\\n", " ").splitlines():
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-        lexer.whitespace_split = True
-        command: list[str] = []
-        for word in [*lexer, ";"]:
-            if word.strip(";&|"):
-                command.append(word)
-                continue
-            if command and command[0] == "fstcrf":
-                commands.append(command[1:])
-            command = []
-    return commands
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_blocks_say_what_they_are(page):
+    read_blocks(page)  # raises DocsFormatError naming the line
 
 
-def run_blocks(path: Path) -> dict:
-    """Run a document's Python blocks in order in one namespace (later blocks use
-    the names of earlier ones); the namespace at the end."""
-    namespace: dict = {"__name__": "__doc_example__"}
-    blocks = code_blocks(path, "python")
-    assert blocks, f"{path} has no python block"
-    for number, block in enumerate(blocks, start=1):
-        exec(compile(block, f"{path.name} python block {number}", "exec"), namespace)
-    return namespace
-
-
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
-def test_shell_examples_parse(document, capsys):
-    commands = [words for block in code_blocks(document, "sh") for words in fstcrf_commands(block)]
-    refused = []
-    for words in commands:
-        try:
-            build_parser().parse_args(words)
-        except SystemExit as stopped:
-            if stopped.code != 0:
-                refused.append(f"fstcrf {shlex.join(words)}: {capsys.readouterr().err.strip().splitlines()[-1]}")
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_shell_examples_parse(page):
+    blocks = [b for b in read_blocks(page) if b.language in ("sh", "setup") and b.action != "not-run"]
+    refused = [f"{block.where}: {line}" for block in blocks for line in refused_commands(block.text)]
     assert not refused, "\n".join(refused)
+
+
+def test_the_block_reader_follows_the_convention(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- docs-setup\ntouch a.txt\n-->\n\n```sh\nls\n```\n\n<!-- docs: not-run: needs a GPU -->\n"
+        "```python\nimport torch\n```\n\n<!-- docs: timeout: 5 -->\n```python\nx = 1\n```\n\n"
+        "- a list\n\n  ```sh\n  fstcrf info m\n  ```\n\n```text\noutput\n```\n"
+    )
+    blocks = read_blocks(page)
+    assert [(b.language, b.action) for b in blocks] == [
+        ("setup", "run"),
+        ("sh", "run"),
+        ("python", "not-run"),
+        ("python", "run"),
+        ("sh", "run"),
+        ("text", "text"),
+    ]
+    assert blocks[2].reason == "needs a GPU" and blocks[3].timeout == 5 and blocks[4].text == "fstcrf info m\n"
+    for wrong in ("```\nx\n```\n", "<!-- docs: not-run -->\n```sh\nls\n```\n", "```python\nx\n"):
+        page.write_text(wrong)
+        with pytest.raises(DocsFormatError):
+            read_blocks(page)
+
+
+def _run_page(page: Path, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page), *options],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+    )
+
+
+def test_a_page_runs_in_order_in_one_folder_and_stops_at_the_first_failure(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- docs-setup\nprintf 'a b\\n' > words.txt\n-->\n\n```sh\nwc -w words.txt > count.txt\n```\n\n"
+        "```python\ncount = int(open('count.txt').read().split()[0])\n```\n\n```python\nassert count == 2\n```\n\n"
+        "<!-- docs: parse-only: a command that would fail -->\n```sh\nfalse\n```\n\n"
+        "```sh\ntest -f words.txt && exit 3\n```\n\n```sh\ntouch never.txt\n```\n"
+    )
+    done = _run_page(page, "--folder", str(tmp_path / "run"))
+    assert done.returncode == 1 and "page.md:22 (sh), run" in done.stderr and "exit status 3" in done.stderr
+    assert (tmp_path / "run" / "count.txt").exists() and not (tmp_path / "run" / "never.txt").exists()
+    page.write_text("```sh\nsleep 30\n```\n".replace("```sh", "<!-- docs: timeout: 1 -->\n```sh"))
+    assert "took longer than 1 s" in _run_page(page).stderr
+
+
+def test_pictures_must_be_what_the_page_makes(tmp_path):
+    page, committed = tmp_path / "page.md", tmp_path / "pictures" / "a.svg"
+    committed.parent.mkdir()
+    committed.write_text("old")
+    page.write_text(
+        "<!-- docs-page: pictures: pictures/ -->\n\n```sh\nprintf new > a.svg\n```\n\n![a](pictures/a.svg)\n"
+    )
+    stale = _run_page(page)
+    assert stale.returncode == 1 and "a.svg: not what the page's blocks make now" in stale.stderr
+    assert _run_page(page, "--update-pictures").returncode == 0 and committed.read_text() == "new"
+    assert _run_page(page).returncode == 0
+
+
+def test_pip_lines_are_checked_not_run():
+    assert check_pip(["install", "fstcrf[grammars]"]) == 0 and check_pip(["install", "-e", ".[dev]"]) == 0
+    assert check_pip(["install", "fstcrf[grammar]"]) == 1  # no such extra
+    assert check_pip(["install", "pytest"]) == 0 and check_pip(["install", "a-package-that-is-not-installed"]) == 1
+    assert check_pip(["uninstall", "fstcrf"]) == 1
 
 
 def test_the_shell_example_reader_finds_continued_commands():
@@ -95,63 +137,36 @@ def test_every_option_says_what_it_does_and_its_default():
     assert "last two columns" in commands.choices["compare"].format_help()
 
 
-@pytest.mark.pynini
-def test_readme_python_runs(tmp_path, monkeypatch):
-    from fstcrf.extras import available, install_hint
+def _needs_every_extra():
+    """Pages use every extra, Graphviz and Chromium: skip where one is missing, except in
+    CI's main leg."""
+    import importlib.util
+    import shutil
 
-    if not available("torch") and os.environ.get("CI") != "true":
-        pytest.skip(f"the README's PyTorch example needs torch: {install_hint('torch')}")
-    monkeypatch.chdir(tmp_path)
-    namespace = run_blocks(ROOT / "README.md")
-    assert (tmp_path / "sentence.fst").is_file() and namespace["draws"].shape == (1000, 7)
-    assert namespace["probabilities"].shape == (2, 6, 5) and len(namespace["decoded"]) == 2
+    from needs import extras_required
 
-
-@pytest.fixture
-def tutorial_folder(tmp_path, monkeypatch, data_file):
-    """A folder with the files the tutorial's Python reads, cut from CoNLL-2000
-    ($FSTCRF_DATA) to keep the run short: train.txt (its first 100 sentences),
-    test.txt (the first 40 of test.txt) and partially_labelled.txt (train.txt
-    with a third of the chunk labels hidden)."""
-    from fstcrf.bench.partial import hide_labels
-    from fstcrf.corpus.conll import read_conll, write_conll
-
-    train = read_conll(data_file("conll2000/train.txt"))[:100]
-    write_conll(train, tmp_path / "train.txt")
-    write_conll(read_conll(data_file("conll2000/test.txt"))[:40], tmp_path / "test.txt")
-    write_conll(hide_labels(train, "chunk", 1 / 3), tmp_path / "partially_labelled.txt")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-@pytest.mark.pynini
-@pytest.mark.slow
-def test_tutorial_python_runs(tutorial_folder):
-    """The tutorial's code as written (100 L-BFGS iterations, second order),
-    on a 100-sentence cut of CoNLL-2000 instead of the full corpus."""
-    namespace = run_blocks(ROOT / "docs" / "tutorial.md")
-    assert (tutorial_folder / "chunker.model").is_file()
-    assert len(namespace["chunks"]) == len(namespace["test"])
-
-
-def test_logits_python_runs():
-    """docs/logits.md's examples, Hugging Face outputs built by hand: no download, no pynini."""
-    namespace = run_blocks(ROOT / "docs" / "logits.md")
-    assert namespace["decoder"].scale_ > 0 and len(namespace["tagged"]) == 2
-    assert len(namespace["words"].entities[0]) == 2 and len(namespace["tokens"].entities[0]) == 2
+    missing = [name for name in EXTRA_MODULES if importlib.util.find_spec(name) is None]
+    missing += [program for program in PROGRAMS if shutil.which(program) is None]
+    if missing and not extras_required():
+        pytest.skip(f"the documentation's examples need every extra; missing here: {', '.join(missing)}")
 
 
 @pytest.mark.slow
-def test_spacy_python_runs(tmp_path, monkeypatch):
-    """docs/spacy.md's examples on the demo corpus (its spaCy tagger trained for two epochs)."""
-    from needs import import_or_skip
-    from fstcrf.extras import install_hint
-
-    import_or_skip("spacy", f"docs/spacy.md needs spaCy: {install_hint('spacy')}")
-    import fstcrf.spacy.factory  # noqa: F401  (registers "fstcrf" where fstcrf is installed without its entry points)
-
-    monkeypatch.chdir(tmp_path)
-    namespace = run_blocks(ROOT / "docs" / "spacy.md")
-    assert len(namespace["chunked"].spans["chunks"]) == len(namespace["scores"]) > 0
-    assert (tmp_path / "pipeline" / "fstcrf" / "model.fstcrf").is_file()
-    assert all(token.tag_ for token in namespace["doc"]) and namespace["doc"].spans["chunks"]
+@pytest.mark.parametrize(
+    "page", [page for page in PAGES if any(b.action == "run" for b in read_blocks(page))], ids=_page_id
+)
+def test_page_examples_run(page, tmp_path, request):
+    """The page's blocks in order in a fresh folder, in a process of its own (examples
+    change the working directory, sys.modules and the environment)."""
+    _needs_every_extra()
+    if "FSTCRF_DATA" in page.read_text(encoding="utf-8"):
+        request.getfixturevalue("data_dir")  # the corpora: a skip where they are missing, a failure under CI
+    budget = sum(block.timeout for block in read_blocks(page) if block.action == "run") + 60
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page), "--folder", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=budget,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+    )
+    assert done.returncode == 0, done.stderr[-6000:]

@@ -17,6 +17,8 @@ from fstcrf.progress import Progress
 
 @dataclass
 class ComposeRow:
+    """One joint space's tokens per second, factorised against the dense cross product."""
+
     name: str
     joint_states: int
     factorised_fb_tokens_per_s: float
@@ -44,6 +46,7 @@ def _random_chain(sizes: tuple[int, ...], tokens: int, seed: int):
     return joint.JointPotentials(space, joint.joint_emissions(space, emissions), lengths, transitions)
 
 
+#: The joint spaces `fstcrf bench compose` measures: (name, states of each component).
 COMPOSE_CASES = (("45 x 23 (POS x chunk)", (45, 23)), ("23 x 9 x 5 (3 components)", (23, 9, 5)))
 
 
@@ -86,6 +89,7 @@ def bench_compose(
 
 
 def format_compose(rows: list[ComposeRow]) -> str:
+    """The rows of :func:`bench_compose` as a Markdown table."""
     lines = [
         "| joint space | P | factorised fwd-bwd tok/s | dense fwd-bwd tok/s | speed-up | "
         "factorised Viterbi tok/s | same, 2 threads | dense Viterbi tok/s | speed-up | "
@@ -143,6 +147,7 @@ def bench_compose_model(joint_path, test_path, repeats: int = 3, k: int = 5, pro
 
 
 def format_compose_model(result: dict) -> str:
+    """The result of :func:`bench_compose_model` as text: seconds and ratios per mode, then the phases."""
     N, seconds, phases = result["tokens"], result["seconds"], result["joint_phases"]
     lines = [
         f"{result['model']} on {result['test']}: {N:,} tokens, {result['joint_states']:,} joint states",

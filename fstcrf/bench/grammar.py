@@ -59,6 +59,7 @@ def bench_grammar(model_path, test_path, repeats: int = 3) -> list[dict]:
 
 
 def format_grammar(rows: list[dict]) -> str:
+    """The rows of :func:`bench_grammar` as a Markdown table."""
     lines = ["| grammar | states | edges | decode s (test set) | x unconstrained |", "|---|---|---|---|---|"]
     for r in rows:
         if "skipped" in r:

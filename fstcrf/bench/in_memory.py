@@ -104,6 +104,7 @@ def bench_train(folder, peer: str = "crfsuite", iterations: int = 50, threads: i
 
 
 def format_train(rows: list[dict]) -> str:
+    """fstcrf's row and python-crfsuite's of :func:`bench_train` as a Markdown table."""
     ours, peer = rows
     lines = [
         "| toolkit | features | L-BFGS iterations | s / iteration (median) | tagging tok/s | test F1 | peak RSS MiB |",

@@ -64,6 +64,8 @@ def as_dense(pot: Potentials, forbidden_score: float = -1e30) -> Potentials:
 
 @dataclass
 class KernelRow:
+    """One lattice's tokens per second in the kernel, and its ratios to numpy, pynini and the dense lattice."""
+
     name: str
     states: int
     edges: int
@@ -142,6 +144,7 @@ def bench_kernel(
 
 
 def format_kernel(rows: list[KernelRow]) -> str:
+    """The rows of :func:`bench_kernel` as a Markdown table."""
     lines = [
         "| lattice | S | E | fwd-bwd tok/s | Viterbi tok/s | fwd-bwd tok/s, 2 threads | "
         "x numpy fwd-bwd | x numpy Viterbi | forward x pynini shortestdistance | sparse vs dense fwd-bwd |",

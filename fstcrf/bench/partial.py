@@ -84,6 +84,7 @@ def bench_partial(
 
 
 def format_partial(rows: list[dict]) -> str:
+    """The rows of :func:`bench_partial` as a Markdown table."""
     lines = [
         "| training data | sentences | tokens | labelled tokens | test F1 | L-BFGS iterations | train s |",
         "|---|---|---|---|---|---|---|",

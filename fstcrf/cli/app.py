@@ -54,6 +54,9 @@ def _raise_keyboard_interrupt(signal_number, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command of ``argv`` (default: the process's arguments); its exit status: 0, 2 for an
+    fstcrf error and 1 for a file that cannot be read or written (each printed as one line), 130 when
+    interrupted, 141 when the reader of the output went away."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s", stream=sys.stderr)

@@ -3,16 +3,36 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from fstcrf.cli.common import find_conll2000, label_scores, read_corpus
 from fstcrf.cli.options import POSITIVE, add_command
 from fstcrf.errors import FstcrfError
 
 
+def _save_corpus(folder: str) -> int:
+    """Copy the shipped demo corpus into ``folder`` as train.txt and test.txt."""
+    from fstcrf.corpus.synthetic import DATA_DIR
+    from fstcrf.files import check_output_path, write_atomically
+
+    copies = {
+        Path(folder) / "train.txt": DATA_DIR / "demo_train.txt",
+        Path(folder) / "test.txt": DATA_DIR / "demo_test.txt",
+    }
+    for target in copies:
+        check_output_path(target)
+    for target, source in copies.items():
+        write_atomically(target, lambda stream, source=source: stream.write(source.read_bytes()))
+    print(f"wrote the demo corpus to {folder}: train.txt and test.txt (columns word, pos, chunk)")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from fstcrf.model.chain import ChainCRF
     from fstcrf.corpus.synthetic import DATA_DIR
 
+    if args.save_corpus is not None:
+        return _save_corpus(args.save_corpus)
     if args.output == "-":
         raise FstcrfError("demo prints its report on standard output; give -o a file for the model")
     folder = find_conll2000(args.data)
@@ -60,3 +80,10 @@ def add_parsers(commands) -> None:
     demo.add_argument("--max-iter", type=POSITIVE, default=60, help="L-BFGS iterations (default %(default)s)")
     demo.add_argument("--threads", type=POSITIVE, default=2, help="threads (default %(default)s)")
     demo.add_argument("-o", "--output", default=None, help="also save the model here (default: not saved)")
+    demo.add_argument(
+        "--save-corpus",
+        default=None,
+        metavar="DIR",
+        help="only write the small synthetic corpus fstcrf ships into DIR, as train.txt and test.txt, "
+        "for trying the other commands on (default: not written)",
+    )

@@ -11,8 +11,8 @@ DEFAULT_T_END = 0.05
 DEFAULT_BLOCK_SIZE = 0
 #: What ``fstcrf train --consistency`` trains (--document-method): the local model with
 #: the penalties, the two-stage tagger, or the two-stage tagger whose second stage is
-#: decoded under the penalties (chosen on eng.testa: docs/benchmarks.md, "Document-level
-#: NER on the rich local model").
+#: decoded under the penalties (chosen on eng.testa: docs/benchmark-history.md,
+#: "Document-level NER on the rich local model").
 DOCUMENT_METHODS = ("consistency", "two-stage", "both")
 DEFAULT_DOCUMENT_METHOD = "both"
 #: Folds of the two-stage tagger's jackknife on the command line.

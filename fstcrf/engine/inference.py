@@ -597,6 +597,8 @@ def _check_transitions(pot: Potentials, N: int, E: int, what: str) -> None:
 
 @dataclass
 class ForwardBackward:
+    """What :func:`forward_backward` computes: log Z, node marginals and expected edge counts."""
+
     log_z: np.ndarray  # [B]
     node_marginals: np.ndarray | None  # [N, S] (None if not requested)
     edge_counts: np.ndarray | None  # [E] (or [C, E], by token class) summed over the batch, or [B, E] (or
@@ -659,6 +661,8 @@ def log_partition(pot: Potentials, threads: int = 1) -> np.ndarray:
 
 @dataclass
 class Viterbi:
+    """The best state path of every sentence and its score (:func:`viterbi`)."""
+
     paths: np.ndarray  # int32 [N] best state at each token
     scores: np.ndarray  # [B]
 
@@ -714,6 +718,9 @@ def _segment_rows(offsets: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 @dataclass
 class SpanViterbi:
+    """Per span, the best scores (and paths) of paths that keep to its allowed states and of
+    paths that leave them somewhere (:func:`span_viterbi`)."""
+
     inside: np.ndarray  # [K] best score of a path allowed at every token of span k (-inf if none)
     outside: np.ndarray  # [K] best score of a path not allowed at some token of span k (-inf if none)
     inside_paths: np.ndarray | None  # int32 [R] such paths over whole sentences, -1 if none (None if not requested)
@@ -815,6 +822,8 @@ def span_viterbi(
 
 @dataclass
 class KBest:
+    """The k best state paths of every sentence, best first, with their scores (:func:`kbest`)."""
+
     paths: np.ndarray  # int32 [k, N], -1 where the r-th path does not exist
     scores: np.ndarray  # [B, k], -inf where it does not exist
     found: np.ndarray  # int32 [B] number of paths found (<= k)

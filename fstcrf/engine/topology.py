@@ -185,6 +185,7 @@ class Topology:
         return symbol_table(self.state_names)
 
     def label_index(self, label: str) -> int:
+        """The index of ``label`` in ``labels`` (LabelError for a label the topology lacks)."""
         try:
             return self.labels.index(label)
         except ValueError:

@@ -29,8 +29,8 @@ from fstcrf.errors import TemplateError
 #: The Gaussian prior's sigma chosen on the development sets with a shipped template,
 #: where it differs from the learner's default (fstcrf.learn.settings.DEFAULT_SIGMA):
 #: ner-pos-rich's by the mean F1 of esp.testa and ned.testa over sigma 0.35-1.5 with
-#: every (predicate, label) pair (docs/benchmarks.md, "Sigma and temperature of the
-#: CoNLL-2002 default").
+#: every (predicate, label) pair (docs/benchmark-history.md, "Sigma and temperature of
+#: the CoNLL-2002 default").
 TEMPLATE_SIGMAS = {"ner-rich": 1.0, "ner-pos-rich": 0.5, "words-rich": 3.0}
 
 #: The feature set chosen on the development sets with a shipped template trained by
@@ -58,7 +58,7 @@ TEMPLATE_MBR_TEMPERATURES = {"ner-rich": 1.19, "ner-pos-rich": 1.06}
 #: to its first stage's template (fstcrf.document.two_stage.second_stage_template):
 #: Krishnan & Manning's six majorities, then the lower-cased majorities, the first
 #: stage's labels and the neighbours' majorities, which paid on eng.testa, esp.testa
-#: and ned.testa (docs/benchmarks.md, "A second stage that reads more").
+#: and ned.testa (docs/benchmark-history.md, "A second stage that reads more").
 SECOND_STAGE_FILES = ("ner_second_stage.txt", "ner_second_stage_more.txt")
 #: Second-stage files added for a shipped first-stage template: the casing lines
 #: (fstcrf.document.casing) gained 0.08 beside the others on eng.testa; on esp.testa,

@@ -38,6 +38,7 @@ class _Wildcard:
     """``*`` inside a class pattern: any (possibly empty) text."""
 
 
+#: ``*`` inside a class pattern (a piece of a label template).
 WILDCARD = _Wildcard()
 # A template is a tuple of pieces: literal text (str), Var or WILDCARD.
 Template = tuple

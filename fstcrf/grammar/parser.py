@@ -43,8 +43,11 @@ from fstcrf.grammar.nodes import (
 
 #: The grammars fstcrf ships (fstcrf/grammars/*.fgr).
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "grammars"
+#: The file extension of grammars, which an import may leave out.
 EXTENSION = ".fgr"
+#: The largest bound of a repetition ``x{m,n}``.
 MAX_REPEAT = 1000
+#: Words that are not bare labels (quote a label spelled so).
 KEYWORDS = frozenset({"import", "as", "any", "all", "with"})
 
 

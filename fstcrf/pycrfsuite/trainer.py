@@ -184,6 +184,8 @@ class Trainer(BaseTrainer):
         self.logparser = TrainLogParser()
 
     def message(self, message: str) -> None:
+        """Receive one training message: fed to ``logparser``, and when ``verbose`` handed to the
+        hook of the event it completes (``on_iteration``, ``on_end``, ...)."""
         parser = self.logparser
         if parser is None:  # a message outside training (none is sent)
             return

@@ -48,11 +48,17 @@ def _on_tokens(metric, name: str):
     return flat
 
 
+#: Token accuracy of y_pred against y_true [B][T] (sklearn.metrics.accuracy_score).
 flat_accuracy_score = _on_tokens(metrics.accuracy_score, "flat_accuracy_score")
+#: Token precision (sklearn.metrics.precision_score: ``labels=``, ``average=``, ...).
 flat_precision_score = _on_tokens(metrics.precision_score, "flat_precision_score")
+#: Token recall (sklearn.metrics.recall_score).
 flat_recall_score = _on_tokens(metrics.recall_score, "flat_recall_score")
+#: Token F1 (sklearn.metrics.f1_score): the CoNLL tutorials' "F1 without O" with ``labels=``.
 flat_f1_score = _on_tokens(metrics.f1_score, "flat_f1_score")
+#: Token F-beta (sklearn.metrics.fbeta_score, ``beta=``).
 flat_fbeta_score = _on_tokens(metrics.fbeta_score, "flat_fbeta_score")
+#: Per-label precision, recall and F1 of the tokens as text (sklearn.metrics.classification_report).
 flat_classification_report = _on_tokens(metrics.classification_report, "flat_classification_report")
 
 

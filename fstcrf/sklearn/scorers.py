@@ -9,7 +9,11 @@ from sklearn.metrics import make_scorer
 
 from fstcrf.sklearn import metrics
 
+__all__ = ["flat_accuracy", "sequence_accuracy", "flat_f1"]
+
+#: A scorer of token accuracy.
 flat_accuracy = make_scorer(metrics.flat_accuracy_score)
+#: A scorer of the share of sequences predicted without an error.
 sequence_accuracy = make_scorer(metrics.sequence_accuracy_score)
 
 

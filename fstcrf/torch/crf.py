@@ -223,6 +223,7 @@ class CRF(nn.Module):
         return read_batch(emissions, self.num_tags, self.batch_first, tags=tags, mask=mask)
 
     def scores_on(self, batch: PaddedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The edge scores [E] and the start and final scores [S] on the batch's device."""
         transitions, start, final = self.edge_scores()
         device = batch.device
         return transitions.to(device), start.to(device), final.to(device)

@@ -155,6 +155,8 @@ class JointCRF(nn.Module):
 
     # -- checks ---------------------------------------------------------------------------------
     def checked(self, emissions, tags=None, mask=None) -> list[PaddedBatch]:
+        """Each layer's batch, checked as :meth:`CRF.checked` checks one, and all of the same
+        batch size and steps."""
         if isinstance(emissions, torch.Tensor) or not isinstance(emissions, Sequence):
             raise ArgumentTypeError("emissions must be a sequence of tensors, one per layer")
         if len(emissions) != self.num_layers or (tags is not None and len(tags) != self.num_layers):

@@ -406,6 +406,17 @@ def test_demo_refuses_to_mix_the_model_into_its_report(capsys):
     assert "give -o a file" in capsys.readouterr().err
 
 
+def test_demo_saves_its_corpus_without_training(tmp_path, capsys):
+    from fstcrf.corpus.synthetic import DATA_DIR
+
+    assert main(["demo", "--save-corpus", str(tmp_path)]) == 0
+    assert (tmp_path / "train.txt").read_bytes() == (DATA_DIR / "demo_train.txt").read_bytes()
+    assert (tmp_path / "test.txt").read_bytes() == (DATA_DIR / "demo_test.txt").read_bytes()
+    assert "training" not in capsys.readouterr().out
+    assert main(["demo", "--save-corpus", str(tmp_path / "missing")]) == 2
+    assert "does not exist" in _error(capsys) and not (tmp_path / "missing").exists()
+
+
 def test_partial_labels_in_an_eval_gold_column_name_file_and_line(tmp_path, capsys):
     tagged = tmp_path / "tagged.txt"
     tagged.write_text("a X B-NP B-NP\nb Y B-NP|I-NP I-NP\n\n")

@@ -18,8 +18,11 @@ from fstcrf.errors import HashCollisionError, InfeasibleError, ShapeError
 if TYPE_CHECKING:
     pass
 
+#: The kernel's status of success.
 FC_OK: int = lib.FC_OK
+#: The status of a sentence with no allowed path (InfeasibleError).
 FC_INFEASIBLE: int = lib.FC_INFEASIBLE
+#: The status of a hash table given two equal keys (fh_build_table).
 FH_DUPLICATE: int = lib.FH_DUPLICATE
 #: The step rules of :class:`StepRule` by name.
 STEP_RULES = {"constant": lib.FU_CONSTANT, "adagrad": lib.FU_ADAGRAD, "adam": lib.FU_ADAM}

@@ -10,7 +10,9 @@ import numpy as np
 
 from fstcrf._kernel import ffi, lib
 
+#: The status of fl_scan for a line that is not UTF-8.
 FL_BAD_UTF8: int = lib.FL_BAD_UTF8
+#: The status of fl_format for a field that is empty or holds a separator or a line break.
 FL_BAD_FIELD: int = lib.FL_BAD_FIELD
 
 

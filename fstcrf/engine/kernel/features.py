@@ -222,8 +222,9 @@ def string_hashes(blob: np.ndarray, offsets: np.ndarray, salt: int, hashes: np.n
     lib.fh_string_hashes(input_pointer(blob), input_pointer(offsets), len(hashes), salt, output_pointer(hashes))
 
 
-#: The kinds of substring_hashes, and the longest string it takes (in code points).
+#: The kinds of substring_hashes: prefixes, suffixes or n-grams, by name.
 SUBSTRING_KINDS = {"prefixes": lib.FH_PREFIXES, "suffixes": lib.FH_SUFFIXES, "ngrams": lib.FH_SUBSTRINGS}
+#: The longest string substring_hashes takes, in code points.
 MAX_SUBSTRING_SOURCE = lib.FH_MAX_CODE_POINTS
 
 

@@ -1,0 +1,489 @@
+"""The code blocks of the Markdown documentation, read and run as CI runs them.
+
+Every fenced block of README.md and docs/ names its language, and the language says
+what becomes of it (docs/development.md, "Code blocks in the documentation"):
+
+    python   executed; the Python blocks of a page share one namespace, in order
+    sh       run by bash (-e -o pipefail), in the page's folder, under a timeout
+    fgr      parsed as a grammar (fstcrf.grammar.parse_grammar)
+    yaml     parsed (yaml.safe_load)
+    text     never run: output, file contents, a synopsis
+
+An HTML comment on the line before a block changes that, with a reason:
+
+    <!-- docs: not-run: needs a GPU -->
+    <!-- docs: parse-only: trains on the whole of CoNLL-2003, 8 minutes -->
+    <!-- docs: timeout: 600 -->
+
+parse-only checks a Python block's syntax and every fstcrf command line of a shell
+block against the command-line parser.  ``<!-- docs-page: parse-only: REASON -->``
+anywhere in a page makes that the page's default; ``<!-- docs: run -->`` before a
+block restores running.  ``<!-- docs-setup ... -->`` holds shell commands run at that
+point of the page, unseen by readers: the stand-in files a page's examples name.
+``<!-- docs-page: pictures: FOLDER/ -->`` says that every image the page shows from
+FOLDER is made by its blocks: a file of the same name in the page's folder after the
+run, whose bytes must be those committed (``--update-pictures`` copies them there).
+
+Each page runs in a folder of its own (a fresh temporary one by default), with
+``fstcrf``, ``python`` and ``pip`` on PATH standing for ``python -m fstcrf.cli``, this
+interpreter and a pip that checks ``install`` lines instead of installing
+(``fstcrf[EXTRA]`` and ``.[EXTRA]`` must name extras of pyproject.toml, any other
+requirement must be installed already).
+
+    python tests/doc_blocks.py PAGE.md [--folder DIR] [--update-pictures]   # run one page
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
+
+#: What each language of a fence does by default.
+LANGUAGES = {"python": "run", "sh": "run", "fgr": "run", "yaml": "run", "text": "text"}
+#: Seconds a block may take unless a ``timeout`` marker says otherwise.
+DEFAULT_TIMEOUT = 120
+#: The markers that need a reason, and what they make of a block.
+REASONED = ("not-run", "parse-only")
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,})(?P<info>[^`\n]*)$")
+_MARKER = re.compile(r"^\s*<!--\s*docs:\s*(?P<body>.*?)\s*-->\s*$")
+_PAGE_MARKER = re.compile(r"^\s*<!--\s*docs-page:\s*(?P<body>.*?)\s*-->\s*$", re.M)
+_IMAGE = re.compile(r"!\[[^\]]*\]\((?P<path>[^)\s]+)\)")
+_SETUP = re.compile(r"^<!--\s*docs-setup\s*$")
+
+
+class DocsFormatError(ValueError):
+    """A page whose blocks or markers break the convention; the message names the line."""
+
+
+@dataclass
+class Block:
+    """One fenced block, or a hidden setup (language "setup"), of a page."""
+
+    page: Path
+    line: int  # of the opening fence (1-based)
+    language: str
+    text: str
+    action: str = "run"  # run, parse-only, not-run, text
+    reason: str = ""
+    timeout: float = DEFAULT_TIMEOUT
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.name}:{self.line} ({self.language})"
+
+
+@dataclass
+class Outcome:
+    """What running a page did: the blocks by action, and the first failure."""
+
+    counts: dict = field(default_factory=dict)
+    failure: str = ""
+
+
+def _marker(body: str, where: str) -> tuple[str, str]:
+    """(key, value) of a marker's body "key" or "key: value"."""
+    key, _, value = body.partition(":")
+    key, value = key.strip(), value.strip()
+    if key in REASONED and not value:
+        raise DocsFormatError(f"{where}: '{key}' needs a reason: <!-- docs: {key}: WHY -->")
+    if key == "timeout":
+        try:
+            float(value)
+        except ValueError:
+            raise DocsFormatError(f"{where}: timeout needs seconds, got {value!r}") from None
+    elif key not in (*REASONED, "run"):
+        raise DocsFormatError(f"{where}: unknown marker {key!r} (not-run, parse-only, run, timeout)")
+    return key, value
+
+
+def _page_markers(page: Path, text: str) -> dict[str, str]:
+    """The page's docs-page markers: not-run or parse-only with its reason, pictures with its folder."""
+    found: dict[str, str] = {}
+    for marker in _PAGE_MARKER.finditer(text):
+        key, _, value = marker["body"].partition(":")
+        key, value = key.strip(), value.strip()
+        if key not in (*REASONED, "pictures") or not value:
+            raise DocsFormatError(
+                f"{page.name}: a docs-page marker is 'not-run: WHY', 'parse-only: WHY' or 'pictures: FOLDER/'"
+            )
+        found[key] = value
+    if all(key in found for key in REASONED):
+        raise DocsFormatError(f"{page.name}: a page is not-run or parse-only, not both")
+    return found
+
+
+def page_pictures(page: Path) -> list[tuple[Path, str]]:
+    """(committed file, name its blocks make it under) of each image the page shows from the
+    folder its ``pictures`` marker names."""
+    text = page.read_text(encoding="utf-8")
+    folder = _page_markers(page, text).get("pictures")
+    if folder is None:
+        return []
+    prefix = folder.rstrip("/") + "/"
+    return [
+        (page.parent / image["path"], image["path"][len(prefix) :])
+        for image in _IMAGE.finditer(text)
+        if image["path"].startswith(prefix)
+    ]
+
+
+def read_blocks(page: Path) -> list[Block]:
+    """The page's blocks in order, each with what CI does with it."""
+    text = page.read_text(encoding="utf-8")
+    page_default, page_reason = "run", ""
+    for key, value in _page_markers(page, text).items():
+        if key in REASONED:
+            page_default, page_reason = key, value
+    lines = text.splitlines()
+    blocks: list[Block] = []
+    markers: list[tuple[str, str]] = []
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        if _SETUP.match(line):
+            end = next((i for i in range(number + 1, len(lines)) if lines[i].strip() == "-->"), None)
+            if end is None:
+                raise DocsFormatError(f"{page.name}:{number + 1}: docs-setup without a closing '-->' line")
+            blocks.append(Block(page, number + 1, "setup", "\n".join(lines[number + 1 : end]) + "\n"))
+            number, markers = end + 1, []
+            continue
+        marker = _MARKER.match(line)
+        if marker:
+            markers.append(_marker(marker["body"], f"{page.name}:{number + 1}"))
+            number += 1
+            continue
+        fence = _FENCE.match(line)
+        if not fence:
+            if line.strip():
+                markers = []
+            number += 1
+            continue
+        indent, ticks = fence["indent"], fence["fence"]
+        closing = re.compile(rf"^[ \t]*{ticks}\s*$")
+        end = next((i for i in range(number + 1, len(lines)) if closing.match(lines[i])), None)
+        if end is None:
+            raise DocsFormatError(f"{page.name}:{number + 1}: a code block that is never closed")
+        language = fence["info"].strip().split(" ")[0] if fence["info"].strip() else ""
+        where = f"{page.name}:{number + 1}"
+        if language not in LANGUAGES:
+            raise DocsFormatError(
+                f"{where}: a block in {language or 'no language'}; say what it is: "
+                f"{', '.join(LANGUAGES)} (```text for output, file contents and synopses)"
+            )
+        body = textwrap.dedent("\n".join(lines[number + 1 : end]) + "\n") if indent else None
+        block = Block(page, number + 1, language, body or "\n".join(lines[number + 1 : end]) + "\n")
+        block.action = LANGUAGES[language]
+        if block.action == "run":
+            block.action, block.reason = page_default, page_reason
+        for key, value in markers:
+            if block.action == "text":
+                raise DocsFormatError(f"{where}: a text block is never run; drop the marker")
+            if key == "timeout":
+                block.timeout = float(value)
+            elif key == "run":
+                block.action, block.reason = "run", ""
+            else:
+                block.action, block.reason = key, value
+        blocks.append(block)
+        number, markers = end + 1, []
+    if markers:
+        raise DocsFormatError(f"{page.name}: a docs marker at the end of the page, before no block")
+    return blocks
+
+
+def fstcrf_commands(block: str) -> list[list[str]]:
+    """The arguments of each fstcrf command of a shell block (continued lines
+    joined, comments dropped, commands split at ; && || |, variables left as
+    they are)."""
+    commands = []
+    for line in block.replace("\\\n", " ").splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+        lexer.whitespace_split = True
+        command: list[str] = []
+        for word in [*lexer, ";"]:
+            if word.strip(";&|"):
+                command.append(word)
+                continue
+            if command and command[0] == "fstcrf":
+                commands.append(command[1:])
+            command = []
+    return commands
+
+
+def refused_commands(block: str) -> list[str]:
+    """Each fstcrf command line of a shell block that the command-line parser refuses, with its message."""
+    import contextlib
+    import io
+
+    from fstcrf.cli import build_parser
+
+    refused = []
+    for words in fstcrf_commands(block):
+        errors = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
+                build_parser().parse_args(words)
+        except SystemExit as stopped:
+            if stopped.code != 0:
+                message = (errors.getvalue().strip().splitlines() or ["refused"])[-1]
+                refused.append(f"fstcrf {shlex.join(words)}: {message}")
+    return refused
+
+
+def _shims(folder: Path) -> Path:
+    """A folder of commands for PATH: fstcrf, python, python3 and the checking pip."""
+    folder.mkdir(parents=True, exist_ok=True)
+    python = shlex.quote(sys.executable)
+    scripts = {
+        "fstcrf": f'#!/bin/sh\nexec {python} -m fstcrf.cli "$@"\n',
+        "python": f'#!/bin/sh\nexec {python} "$@"\n',
+        "python3": f'#!/bin/sh\nexec {python} "$@"\n',
+        "pip": f'#!/bin/sh\nexec {python} {shlex.quote(str(Path(__file__).resolve()))} --check-pip "$@"\n',
+    }
+    for name, script in scripts.items():
+        path = folder / name
+        path.write_text(script)
+        path.chmod(0o755)
+    return folder
+
+
+def check_pip(arguments: list[str]) -> int:
+    """Stand in for ``pip``: check an ``install`` line without installing anything."""
+    import importlib.metadata
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    if not arguments or arguments[0] != "install":
+        print(f"docs run 'pip install' lines only, not: pip {shlex.join(arguments)}", file=sys.stderr)
+        return 1
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    problems = []
+    for requirement in (word for word in arguments[1:] if not word.startswith("-")):
+        named = re.fullmatch(r"(?P<name>[A-Za-z0-9_.\-]+)(\[(?P<extras>[^\]]*)\])?(?P<rest>.*)", requirement)
+        if named is None:
+            problems.append(f"cannot read the requirement {requirement!r}")
+        elif named["name"] in ("fstcrf", "."):
+            unknown = {extra.strip() for extra in (named["extras"] or "").split(",") if extra.strip()} - extras
+            problems += [f"{requirement}: no extra {extra!r} in pyproject.toml" for extra in sorted(unknown)]
+        else:
+            try:
+                importlib.metadata.distribution(named["name"])
+            except importlib.metadata.PackageNotFoundError:
+                problems.append(f"{requirement}: not installed here, so the example cannot be checked")
+    for problem in problems:
+        print(f"pip (docs check): {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def environment(shims: Path) -> dict[str, str]:
+    """The environment of a page's shell blocks."""
+    env = dict(os.environ)
+    env["PATH"] = f"{shims}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    env.setdefault("FSTCRF_DATA", str(DEFAULT_DATA))
+    env["MPLBACKEND"] = "Agg"
+    # the many short processes of the examples compile their imports once, into a cache of their own
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "fstcrf-docs-pycache")
+    return env
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def _run_python(block: Block, namespace: dict) -> str:
+    code = compile(block.text, f"{block.page.name}:{block.line}", "exec")
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, block.timeout)
+    try:
+        exec(code, namespace)
+    except _Timeout:
+        return f"took longer than {block.timeout:g} s"
+    except BaseException:  # noqa: BLE001 - any failure of the example is reported
+        return traceback.format_exc(limit=-6)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return ""
+
+
+def _run_shell(block: Block, folder: Path, env: dict) -> str:
+    """Run a shell block in its own process group, which is stopped when the block ends
+    (a server it started in the background included) or runs out of time."""
+    shell = subprocess.Popen(
+        ["bash", "-e", "-o", "pipefail", "-c", block.text],
+        cwd=folder,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = shell.communicate(timeout=block.timeout)
+    except subprocess.TimeoutExpired:
+        _stop_group(shell.pid)
+        stdout, stderr = shell.communicate()
+        return f"took longer than {block.timeout:g} s\n{stdout[-3000:]}{stderr[-3000:]}"
+    finally:
+        _stop_group(shell.pid)
+    sys.stdout.write(stdout)
+    if shell.returncode:
+        return f"exit status {shell.returncode}\n{stdout[-3000:]}{stderr[-3000:]}"
+    sys.stderr.write(stderr)
+    return ""
+
+
+def _stop_group(group: int) -> None:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _check(block: Block) -> str:
+    """Parse a block that is not run: its syntax, or its fstcrf command lines."""
+    if block.language == "python":
+        try:
+            compile(block.text, block.where, "exec")
+        except SyntaxError as error:
+            return f"syntax error: {error}"
+        return ""
+    return "\n".join(refused_commands(block.text)) if block.language in ("sh", "setup") else ""
+
+
+def run_block(block: Block, folder: Path, namespace: dict, env: dict) -> str:
+    """Do with one block what its action says, in the page's folder; an error message, or ""."""
+    if block.action == "parse-only":
+        return _check(block)
+    if block.action != "run":
+        return ""
+    if block.language == "python":
+        return _run_python(block, namespace)
+    if block.language in ("sh", "setup"):
+        return _run_shell(block, folder, env)
+    if block.language == "fgr":
+        from fstcrf.grammar import parse_grammar
+
+        try:
+            parse_grammar(block.text)
+        except ValueError as error:
+            return str(error)
+        return ""
+    import yaml
+
+    try:
+        yaml.safe_load(block.text)
+    except yaml.YAMLError as error:
+        return str(error)
+    return ""
+
+
+def run_page(page: Path, folder: Path, verbose: bool = True) -> Outcome:
+    """Run a page's blocks in order in ``folder``; stop at the first failure."""
+    blocks = read_blocks(page)
+    shims = Path(tempfile.mkdtemp(prefix="fstcrf-docs-bin-"))
+    env = environment(_shims(shims))
+    main = types.ModuleType("__main__")  # classes the examples define pickle by reference
+    saved_main, saved_cwd, saved_env = sys.modules["__main__"], os.getcwd(), dict(os.environ)
+    sys.modules["__main__"] = main
+    os.chdir(folder)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    outcome = Outcome()
+    try:
+        for block in blocks:
+            started = time.perf_counter()
+            error = run_block(block, folder, main.__dict__, env)
+            seconds = time.perf_counter() - started
+            if block.language != "setup":
+                outcome.counts[block.action] = outcome.counts.get(block.action, 0) + 1
+            if verbose:
+                note = f" ({block.reason})" if block.reason else ""
+                print(f"docs: {block.where}: {block.action}{note}, {seconds:.1f} s", file=sys.stderr, flush=True)
+            if error:
+                outcome.failure = f"{block.where}, {block.action}:\n{block.text}\n{error}"
+                break
+    finally:
+        shutil.rmtree(shims, ignore_errors=True)
+        sys.path.remove(str(ROOT))
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+        sys.modules["__main__"] = saved_main
+    return outcome
+
+
+def stale_pictures(page: Path, folder: Path, update: bool = False) -> list[str]:
+    """The page's pictures that its run in ``folder`` did not make as committed (with
+    ``update``: copied over the committed ones instead, and none reported)."""
+    stale = []
+    for committed, name in page_pictures(page):
+        made = folder / name
+        if not made.is_file():
+            stale.append(f"{committed.name}: the page shows it, but its blocks made no {name}")
+        elif update:
+            shutil.copyfile(made, committed)
+        elif not committed.is_file() or committed.read_bytes() != made.read_bytes():
+            stale.append(f"{committed}: not what the page's blocks make now")
+    return stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--check-pip"]:
+        return check_pip(argv[1:])
+    parser = argparse.ArgumentParser(description="Run the code blocks of a Markdown page as CI does.")
+    parser.add_argument("page", type=Path)
+    parser.add_argument("--folder", type=Path, default=None, help="run in this folder (default: a temporary one)")
+    parser.add_argument(
+        "--update-pictures", action="store_true", help="copy the pictures the page makes over the committed ones"
+    )
+    args = parser.parse_args(argv)
+    page = args.page.resolve()
+    with tempfile.TemporaryDirectory(prefix="fstcrf-docs-") as scratch:
+        folder = (args.folder or Path(scratch)).resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+        outcome = run_page(page, folder)
+        stale = [] if outcome.failure else stale_pictures(page, folder, args.update_pictures)
+    counts = ", ".join(f"{count} {action}" for action, count in sorted(outcome.counts.items()))
+    print(f"docs: {args.page}: {counts or 'no blocks'}", file=sys.stderr)
+    if outcome.failure:
+        print(f"docs: FAILED at {outcome.failure}", file=sys.stderr)
+        return 1
+    if stale:
+        print(f"docs: stale pictures (python tests/doc_blocks.py {args.page} --update-pictures):", file=sys.stderr)
+        print("\n".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
