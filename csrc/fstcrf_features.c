@@ -521,3 +521,43 @@ int ff_canonical_rows(int64_t num_rows, const int64_t *starts, const int64_t *co
     }
     return FC_OK;
 }
+
+int ff_line_sizes(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr, int32_t first,
+                  int32_t last, const int32_t *item_ptr, const int32_t *items, int64_t num_at,
+                  const int64_t *at, int64_t *sizes)
+{
+    if (num_tokens < 0 || num_items < 0 || first < 0 || last < first || num_at < 0 ||
+        (at == NULL && num_at != num_tokens))
+        return FC_BAD_ARGUMENT;
+    for (int32_t k = first; k < last; ++k) {
+        if (item_ptr[k + 1] < item_ptr[k])
+            return FC_BAD_ARGUMENT;
+        for (int32_t i = item_ptr[k]; i < item_ptr[k + 1]; ++i)
+            if (items[i] < 0 || items[i] >= num_items)
+                return FC_BAD_ARGUMENT;
+    }
+    for (int32_t j = 0; j < num_items; ++j) {
+        const int64_t *ptr = value_ptr + (int64_t)j * (num_tokens + 1);
+        for (int64_t t = 0; t < num_tokens; ++t)
+            if (ptr[t + 1] < ptr[t])
+                return FC_BAD_ARGUMENT;
+    }
+    for (int64_t m = 0; m < num_at; ++m)
+        if (at != NULL && (at[m] < 0 || at[m] >= num_tokens))
+            return FC_BAD_ARGUMENT;
+    for (int64_t m = 0; m < num_at; ++m) {
+        const int64_t t = at == NULL ? m : at[m];
+        int64_t total = 0;
+        for (int32_t k = first; k < last; ++k) {
+            int64_t keys = 1;
+            for (int32_t i = item_ptr[k]; i < item_ptr[k + 1]; ++i) {
+                const int64_t *ptr = value_ptr + (int64_t)items[i] * (num_tokens + 1);
+                const int64_t count = ptr[t + 1] - ptr[t];
+                keys = count != 0 && keys > FF_MANY_KEYS / count ? FF_MANY_KEYS : keys * count;
+            }
+            total = total + keys > FF_MANY_KEYS ? FF_MANY_KEYS : total + keys;
+        }
+        sizes[m] = total;
+    }
+    return FC_OK;
+}

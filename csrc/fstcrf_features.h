@@ -114,6 +114,22 @@ void ff_add_rows_at(const ff_dictionary *d, const int64_t *at, const double *cou
 int ff_add_paths(const ff_dictionary *d, const ff_tokens *x, const int32_t *plus,
                  const int32_t *minus, double scale, double *grad);
 
+/* Rows of (column, value) entries made canonical: each row's columns ascending, the
+ * values of a repeated column added in their order, zero values dropped.
+ *   starts   [N+1]  row t is entries starts[t] .. starts[t+1]-1 of columns and values
+ *   columns  [M]    in [0, width)
+ *   values   [M]
+ *   indptr   [N+1]  OVERWRITTEN: row t of the result is indices and data[indptr[t] ..
+ *                   indptr[t+1]-1]
+ *   indices  [M]    OVERWRITTEN in its first indptr[N] entries
+ *   data     [M]    OVERWRITTEN likewise
+ *   ones     [1]    OVERWRITTEN: 1 if every value kept is 1, else 0
+ * Returns FC_BAD_ARGUMENT, before writing, if the starts do not rise from 0 to M or a
+ * column is out of range, else FC_OK. */
+int ff_canonical_rows(int64_t num_rows, const int64_t *starts, const int64_t *columns,
+                      const double *values, int64_t width, int64_t *indptr, int32_t *indices,
+                      double *data, int32_t *ones);
+
 /* -- predicate rows of value lists ------------------------------------------
  * A template whose items give each token a list of values (all prefixes of a
  * word, its character n-grams, a bag of words, ...; a single value is a list
@@ -151,22 +167,6 @@ int ff_add_paths(const ff_dictionary *d, const ff_tokens *x, const int32_t *plus
  * memo_ptr are out of range, and FC_BAD_ARGUMENT (indptr and indices unspecified) if a
  * token has more keys than scratch_size, a group more than its room, or the rows more
  * known entries than max_entries; else FC_OK. */
-/* Rows of (column, value) entries made canonical: each row's columns ascending, the
- * values of a repeated column added in their order, zero values dropped.
- *   starts   [N+1]  row t is entries starts[t] .. starts[t+1]-1 of columns and values
- *   columns  [M]    in [0, width)
- *   values   [M]
- *   indptr   [N+1]  OVERWRITTEN: row t of the result is indices and data[indptr[t] ..
- *                   indptr[t+1]-1]
- *   indices  [M]    OVERWRITTEN in its first indptr[N] entries
- *   data     [M]    OVERWRITTEN likewise
- *   ones     [1]    OVERWRITTEN: 1 if every value kept is 1, else 0
- * Returns FC_BAD_ARGUMENT, before writing, if the starts do not rise from 0 to M or a
- * column is out of range, else FC_OK. */
-int ff_canonical_rows(int64_t num_rows, const int64_t *starts, const int64_t *columns,
-                      const double *values, int64_t width, int64_t *indptr, int32_t *indices,
-                      double *data, int32_t *ones);
-
 #define FF_MAX_ITEMS 64
 int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr,
                  int64_t num_values, const uint64_t *value_hashes, int32_t num_templates,
@@ -175,5 +175,17 @@ int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr
                  uint64_t *scratch_keys, int64_t *scratch_columns, int32_t num_grouped,
                  int64_t num_groups, const int64_t *group, const int64_t *memo_ptr, int32_t *memo,
                  int64_t *memo_count, int64_t *indptr, int64_t max_entries, int32_t *indices);
+
+/* How many keys lines first .. last-1 of ff_list_rows give tokens: sizes[m] is the sum
+ * over the lines of the product of their items' list lengths at token at[m] (at [M],
+ * or every token, M = N, when at is NULL), saturating at FF_MANY_KEYS.
+ *   value_ptr, item_ptr, items  as ff_list_rows takes them
+ *   sizes [M]  OVERWRITTEN
+ * Returns FC_BAD_ARGUMENT, before writing, if the lines, items, tokens or value_ptr
+ * are out of range, else FC_OK. */
+#define FF_MANY_KEYS ((int64_t)1 << 40)
+int ff_line_sizes(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr, int32_t first,
+                  int32_t last, const int32_t *item_ptr, const int32_t *items, int64_t num_at,
+                  const int64_t *at, int64_t *sizes);
 
 #endif

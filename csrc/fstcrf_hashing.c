@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "fstcrf_hashing.h"
+#include "fstcrf_hashing_private.h"
 #include "fstcrf_kernel.h"
 #include "fstcrf_portable.h"
 
@@ -59,6 +60,33 @@ static uint64_t string_hash(const uint8_t *p, int64_t length, uint64_t salt)
         h = fh_mix(h ^ load_word(tail));
     }
     return h;
+}
+
+void fh_stream_begin(fh_stream *stream, int64_t length, uint64_t salt)
+{
+    stream->hash = fh_mix(salt ^ ((uint64_t)length * LENGTH_PRIME));
+    stream->filled = 0;
+}
+
+void fh_stream_bytes(fh_stream *stream, const uint8_t *bytes, int64_t count)
+{
+    for (int64_t i = 0; i < count; ++i) {
+        stream->pending[stream->filled++] = bytes[i];
+        if (stream->filled == 8) {
+            stream->hash = fh_mix(stream->hash ^ load_word(stream->pending));
+            stream->filled = 0;
+        }
+    }
+}
+
+uint64_t fh_stream_end(fh_stream *stream)
+{
+    if (stream->filled > 0) {      /* the tail, padded with zeros as string_hash pads it */
+        memset(stream->pending + stream->filled, 0, (size_t)(8 - stream->filled));
+        stream->hash = fh_mix(stream->hash ^ load_word(stream->pending));
+        stream->filled = 0;
+    }
+    return stream->hash;
 }
 
 void fh_string_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, uint64_t salt,
@@ -208,8 +236,7 @@ static void sort_row(const int32_t *known, int32_t m, int32_t *out)
     }
 }
 
-/* The hash of the boundary value "__BOS-k__" (before) or "__EOS+k__" (after), k > 0. */
-static uint64_t boundary_hash(int before, int64_t step, uint64_t salt)
+uint64_t fh_boundary_hash(int before, int64_t step, uint64_t salt)
 {
     char digits[24], text[48];
     int count = 0, length = 0;
@@ -257,7 +284,7 @@ int fh_window_hashes(int64_t num_tokens, int64_t num_sequences, const int64_t *s
                 }
                 const int64_t step = target < 0 ? -target : target - length + 1;
                 if (step != hashed_step) {
-                    hashed = boundary_hash(target < 0, step, salt);
+                    hashed = fh_boundary_hash(target < 0, step, salt);
                     hashed_step = step;
                 }
                 row[first + t] = hashed;

@@ -17,7 +17,7 @@ from fstcrf.engine import kernel
 from fstcrf.engine.kernel.features import list_rows
 from fstcrf.errors import HashCollisionError, TemplateError
 from fstcrf.features.hashing import utf8_hashes
-from fstcrf.features.item_lists import ObservationHashes, WindowPlan, item_lists
+from fstcrf.features.item_lists import ItemPlan, ObservationHashes, WindowPlan, item_values
 from fstcrf.features.occurrences import Occurrences
 from fstcrf.features.template import (
     SEEN_LOWER,
@@ -179,34 +179,23 @@ class HashedDictionary:
         plan = self.plan(template, chosen, lists=True)
         grouped, items, item_ptr = plan.grouped, plan.item_list, plan.item_ptr_list
         parts = row_parts(table.num_tokens)
-        only_at: dict[int, np.ndarray] = {}  # items only grouped lines read: at each group's first tokens
+        only_at = None  # items only grouped lines read: at each group's first tokens
         if table.num_tokens < GROUPED_TOKENS:
             grouped = 0
         if grouped:
             group, distinct = table.coded_column(cast(str, plan.grouped_column), None)
             part = np.repeat(np.arange(len(parts)), [last - first for first, last in parts])
             firsts = factorize(group * len(parts) + part)[1]  # each group's first token in each part
+            mask = np.zeros(table.num_tokens, dtype=np.uint8)
+            mask[firsts] = 1
             elsewhere = set(items[item_ptr[grouped] :])
-            only_at = {j: firsts for j in items[: item_ptr[grouped]] if j not in elsewhere}
-        value_ptr, all_hashes, counts = item_lists(values, plan.observations, self.salt, only_at, plan.singles)
-        single = [observation.kind is None for observation in plan.observations]  # one value at every token
-
-        def line_sizes(lines: range, at: np.ndarray | None = None) -> np.ndarray:
-            """int64 [N] ([len(at)] with ``at``): how many keys the lines give each token (of ``at``)."""
-            sizes = np.zeros(table.num_tokens if at is None else len(at), dtype=np.int64)
-            for k in lines:
-                line: np.ndarray | int = 1
-                for j in items[item_ptr[k] : item_ptr[k + 1]]:
-                    if not single[j]:
-                        line = line * (counts[j] if at is None else counts[j][at])
-                sizes += line
-            return sizes
-
-        sizes = line_sizes(range(grouped, len(plan.chosen)))
+            only_at = (mask, {j for j in items[: item_ptr[grouped]] if j not in elsewhere})
+        value_ptr, all_hashes = item_values(table, cast(ItemPlan, plan.values), self.salt, values, only_at)
+        sizes = kernel.line_sizes(value_ptr, plan.item_ptr, plan.items, range(grouped, len(plan.chosen)))
         groups = None
         if grouped:  # the keys of the grouped lines: the room of each group, counted at its first tokens
             room = np.zeros(len(distinct), dtype=np.int64)
-            room[group[firsts]] = line_sizes(range(grouped), firsts)
+            room[group[firsts]] = kernel.line_sizes(value_ptr, plan.item_ptr, plan.items, range(grouped), firsts)
             memo_ptr = np.zeros(len(distinct) + 1, dtype=np.int64)
             np.cumsum(room, out=memo_ptr[1:])
             sizes += room[group]
@@ -274,7 +263,8 @@ class LinePlan:
     (``observations`` [J]), line k reading items[item_ptr[k] .. item_ptr[k+1]-1]
     (int32 [K+1] and [I], and as lists), each line's key seed uint64 [K] under
     ``salt``, the observations as :class:`WindowPlan` (``window``, when all are single
-    values) and their single-valued ones as one (``singles``)."""
+    values) or else laid out for the store's values as an
+    :class:`~fstcrf.features.item_lists.ItemPlan` (``values``)."""
 
     def __init__(self, template: Template, chosen: Sequence[int], salt: int, lists: bool = False):
         column, grouped = own_value_lines(template, chosen) if lists else (None, [])
@@ -291,7 +281,7 @@ class LinePlan:
         self.items, self.item_ptr = np.array(items, dtype=np.int32), np.array(item_ptr, dtype=np.int32)
         self.seeds = utf8_hashes([template.predicates[k].name for k in self.chosen], salt)
         self.window = None if lists else WindowPlan(self.observations)
-        self.singles = WindowPlan([observation for observation in self.observations if observation.kind is None])
+        self.values = ItemPlan(self.observations) if lists else None
 
 
 #: The value lists whose values at a token depend on its own value alone.

@@ -1,13 +1,20 @@
 """The 64-bit hashes of strings that name predicate values (csrc/fstcrf_hashing.h),
-and those of the prefixes, suffixes and character n-grams of token values, which
-tagging looks up without naming each one.
+and the store of what each column value gives the items of a template, which tagging
+reads without naming each value (:class:`ValueStore`).
 
-A token value's prefixes, suffixes or n-grams are hashed in C from its UTF-8 text
-(:func:`fstcrf.engine.kernel.substring_hashes`) and kept across batches by a
-:class:`SubstringCache`, so a word met again costs one dictionary lookup.  Values
-that escaping would change (a backslash, a bar, an underscore) or that are longer
-than the kernel takes go through the named lists of
+The store numbers the distinct column values met (rows) and keeps, in tables, the
+hash of each value's name under a transform (:class:`SingleTable`, and
+:class:`SeenTable` for ``seen_lower``), its prefixes', suffixes' or n-grams' hashes
+(:class:`ListTable`, hashed in C from its UTF-8 text by
+:func:`fstcrf.engine.kernel.substring_hashes`) and its text under a transform
+(:class:`TextTable`, which type sequences join), each computed once when a value is
+first met.  A batch then costs one dictionary lookup per token and one C call
+(:func:`fstcrf.engine.kernel.item_values`, csrc/fstcrf_values.h) for all its items.
+Values that escaping would change (a backslash, a bar, an underscore) or that are
+longer than the kernel takes get their lists from the named lists of
 :func:`fstcrf.features.value_lists.per_value` instead, with the same hashes.
+Single values alone (the template lines of single values, looked up by
+``fh_predicate_rows``) come from the simpler :class:`ValueHashes`.
 """
 
 from __future__ import annotations
@@ -15,26 +22,19 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
-from itertools import compress
+from typing import NamedTuple, cast
 
 import numpy as np
 
 from fstcrf.engine import kernel
 from fstcrf.features.template import Observation, escaped, transform_function
-from fstcrf.features.value_lists import (
-    BEGIN,
-    END,
-    gathered,
-    missing_from,
-    per_value,
-    with_single_rows,
-)
+from fstcrf.features.value_lists import BEGIN, END, SEEN, UNSEEN, missing_from, per_value
 
-#: The kinds of value list whose hashes :func:`substring_lists` gives (the kernel's).
+#: The kinds of value list whose hashes a :class:`ListTable` keeps (the kernel's).
 SUBSTRING_KINDS = tuple(kernel.SUBSTRING_KINDS)
 
-#: Hashes, and values, a :class:`SubstringCache` holds before it starts afresh (its
-#: memory stays bounded: about 32 MiB of hashes, and the values' dictionary).
+#: Values, and list hashes or text bytes, a :class:`ValueStore` holds before it starts
+#: afresh (its memory stays bounded: 32 MiB of list hashes, and the values' tables).
 CACHE_HASHES = 1 << 22
 CACHE_VALUES = 1 << 18
 
@@ -83,94 +83,102 @@ def grown(room: np.ndarray, filled: int, new: np.ndarray) -> tuple[np.ndarray, n
     return room, room[:total]
 
 
-class SubstringCache:
-    """The hashes of the prefixes, suffixes or n-grams (one ``observation``'s kind and
-    lengths) of each value met so far, under one salt: value v's are
-    hashes[ptr[row[v]] .. ptr[row[v] + 1] - 1].  Past ``limit`` hashes or
-    ``max_values`` values it is emptied and filled again."""
+class SingleTable(NamedTuple):
+    """A table of a :class:`ValueStore`: the hash of each value's name under
+    ``transform`` (None: the value itself), escaped as a template line names it."""
 
-    def __init__(self, observation: Observation, salt: int, limit: int = CACHE_HASHES, max_values: int = CACHE_VALUES):
-        if observation.kind not in SUBSTRING_KINDS:
-            raise ValueError(f"no substrings for {observation.kind!r}")
-        self.kind: str = observation.kind
-        self.low, self.high = observation.low, observation.high
-        self.named = per_value(observation, None)
-        self.salt = salt
-        self.limit, self.max_values = limit, max_values
-        self.lock = threading.Lock()
-        self.clear()
+    transform: str | None
+    category: str = "single"
 
-    def clear(self) -> None:
-        """Forget every value."""
-        self.row: dict[str, int] = {}
-        #: row pointers int64 [rows + 1] and hashes uint64, the filled parts of buffers
-        #: that double as they fill (:func:`grown`)
-        self.ptr = self._ptr_room = np.zeros(1, dtype=np.int64)
-        self.hashes = self._hash_room = np.zeros(0, dtype=np.uint64)
+    def names(self, values: list[str]) -> list[str]:
+        function = transform_function(self.transform) if self.transform is not None else None
+        return escaped(values if function is None else list(map(function, values)))
 
-    def rows(self, values: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(int64 [V]: the row of each of ``values`` (distinct), computed for those not
-        kept; the row pointers and hashes those rows index, which a later call may replace)."""
-        with self.lock:
-            if len(self.hashes) > self.limit or len(self.row) > self.max_values:
-                self.clear()
-            unseen = missing_from(self.row, values)
-            if unseen:
-                self._add(unseen)
-            rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
-            return rows, self.ptr, self.hashes
 
-    def _add(self, values: list[str]) -> None:
+class SeenTable(NamedTuple):
+    """A table of a :class:`ValueStore`: the hash of ``seen_lower``'s mark of each value
+    under ``transform``, SEEN when ``seen`` holds it lower-cased, else UNSEEN."""
+
+    transform: str | None
+    seen: frozenset[str]
+    category: str = "single"
+
+    def names(self, values: list[str]) -> list[str]:
+        function = transform_function(self.transform) if self.transform is not None else None
+        transformed = values if function is None else map(function, values)
+        return [SEEN if value.lower() in self.seen else UNSEEN for value in transformed]
+
+
+class ListTable(NamedTuple):
+    """A table of a :class:`ValueStore`: the hashes of the prefixes, suffixes or n-grams
+    (``kind`` of SUBSTRING_KINDS, lengths low..high) of each value under ``transform``,
+    in the order of :func:`fstcrf.features.value_lists.per_value`'s list."""
+
+    kind: str
+    low: int
+    high: int
+    transform: str | None
+    category: str = "list"
+
+    def lists(self, values: list[str], salt: int) -> tuple[np.ndarray, np.ndarray]:
+        """(int64 [n]: how many hashes each of ``values`` has; their hashes, in order)."""
+        if self.transform is not None:
+            values = list(map(transform_function(self.transform), values))  # type: ignore[arg-type]
         marks = self.kind == "ngrams"
         longest = kernel.MAX_SUBSTRING_SOURCE - 2 * marks
         in_c = [len(value) <= longest and not ESCAPED_CHARACTERS.search(value) for value in values]
-        direct = list(compress(values, in_c))
-        named = [value for value, fast in zip(values, in_c) if not fast]
-        parts = [self._hashed(direct, marks)] if direct else []
-        if named:
-            lists = [escaped(self.named(value)) for value in named]
-            counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-            parts.append((counts, utf8_hashes([name for names in lists for name in names], self.salt)))
-        first = len(self.ptr) - 1
-        self.row.update(zip(direct + named, range(first, first + len(values))))
-        ends = self.ptr[-1] + np.cumsum(np.concatenate([counts for counts, _ in parts]))
-        self._ptr_room, self.ptr = grown(self._ptr_room, len(self.ptr), ends)
-        added = np.concatenate([hashes for _, hashes in parts])
-        self._hash_room, self.hashes = grown(self._hash_room, len(self.hashes), added)
+        if all(in_c):
+            return self._hashed(values, marks, salt)
+        named = per_value(Observation("", 0, None, self.kind, self.low, self.high), None)
+        counts = np.empty(len(values), dtype=np.int64)
+        hashes = []
+        for k, (value, fast) in enumerate(zip(values, in_c)):
+            own = self._hashed([value], marks, salt)[1] if fast else utf8_hashes(escaped(named(value)), salt)
+            counts[k] = len(own)
+            hashes.append(own)
+        return counts, np.concatenate(hashes)
 
-    def _hashed(self, values: list[str], marks: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _hashed(self, values: list[str], marks: bool, salt: int) -> tuple[np.ndarray, np.ndarray]:
         """(int64 [n]: how many hashes each of ``values`` has; their hashes) from C."""
         blob, offsets = utf8_blob([BEGIN + value + END for value in values] if marks else values)
         points = np.fromiter(map(len, values), dtype=np.int64, count=len(values)) + 2 * marks
         lengths = np.arange(self.low, self.high + 1)
         starts = points[:, None] - lengths[None, :] + 1  # substrings of each length (or 1)
-        fits = starts > 0
-        capacity = int(np.where(fits, starts if self.kind == "ngrams" else 1, 0).sum())
+        capacity = int(np.where(starts > 0, starts if self.kind == "ngrams" else 1, 0).sum())
         ptr = np.empty(len(values) + 1, dtype=np.int64)
         hashes = np.empty(capacity, dtype=np.uint64)
-        kernel.substring_hashes(blob, offsets, self.kind, self.low, self.high, self.salt, ptr, hashes)
+        kernel.substring_hashes(blob, offsets, self.kind, self.low, self.high, salt, ptr, hashes)
         return np.diff(ptr), hashes[: ptr[-1]]
 
-    def token_hashes(self, codes: np.ndarray, values: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(ptr int64 [N+1], hashes uint64 [nnz]) of tokens whose value codes are codes
-        int [N] (values[code] the value): token t's are hashes[ptr[t] .. ptr[t+1]-1]."""
-        rows, row_ptr, hashes = self.rows(values)
-        ptr, source = gathered(row_ptr, rows[codes])
-        return ptr, hashes[source]
+
+class TextTable(NamedTuple):
+    """A table of a :class:`ValueStore`: each value's text under ``transform``, UTF-8
+    and unescaped (type sequences join them)."""
+
+    transform: str | None
+    category: str = "text"
+
+    def texts(self, values: list[str]) -> list[str]:
+        function = transform_function(self.transform) if self.transform is not None else None
+        return values if function is None else list(map(function, values))
 
 
-_CACHES: dict[tuple, SubstringCache] = {}
+TableSpec = SingleTable | SeenTable | ListTable | TextTable
+
+
+class StoreTables(NamedTuple):
+    """What ``kernel.item_values`` reads of a :class:`ValueStore`: its rows 0 ..
+    num_rows-1 of each category's tables (see csrc/fstcrf_values.h)."""
+
+    num_rows: int
+    single: np.ndarray
+    list_span: np.ndarray
+    list_hashes: np.ndarray
+    text_span: np.ndarray
+    text_bytes: np.ndarray
+
+
 _CACHES_LOCK = threading.Lock()
-
-
-def substring_cache(observation: Observation, salt: int) -> SubstringCache:
-    """The shared cache of an item of kind prefixes, suffixes or ngrams under ``salt``
-    (one per kind, lengths and salt)."""
-    key = (observation.kind, observation.low, observation.high, salt)
-    with _CACHES_LOCK:
-        if key not in _CACHES:
-            _CACHES[key] = SubstringCache(observation, salt)
-        return _CACHES[key]
 
 
 class ValueHashes:
@@ -241,17 +249,135 @@ def value_hashes(salt: int) -> ValueHashes:
         return _VALUE_HASHES[salt]
 
 
-def substring_lists(
-    table, observation: Observation, salt: int, tokens: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(ptr int64 [N+1], hashes uint64 [nnz]): the hashes of the values an item of kind
-    prefixes, suffixes or ngrams gives each token of a token table, token t's at
-    ptr[t] .. ptr[t+1]-1; a boundary value's past the sentence.  With ``tokens`` int
-    [M], those of the tokens tokens[m] instead, ptr int64 [M+1]."""
-    codes, values = table.coded_column(observation.column, observation.transform)
-    if observation.offset == 0:
-        return substring_cache(observation, salt).token_hashes(codes if tokens is None else codes[tokens], values)
-    ptr, hashes = substring_cache(observation, salt).token_hashes(codes, values)
-    rows, names = table.neighbours(observation.offset)
-    ptr, source = gathered(with_single_rows(ptr, len(names)), rows if tokens is None else rows[tokens])
-    return ptr, np.concatenate([hashes, utf8_hashes(names, salt)])[source]
+class ValueStore:
+    """What each column value met so far gives the items of templates, under one salt:
+    row r of the store is a value (``values[r]``, ``row[value]``), and each table
+    (:data:`TableSpec`) holds an entry per row, computed when a batch first needs
+    it: single hashes uint64 [tables, stride], list spans int64 [tables, stride, 2]
+    into the list hashes, text spans likewise into the text bytes.  Entries once
+    written are never rewritten, and arrays outgrown are replaced, not reused, so a
+    batch reads the arrays it was given while others add to the store.  Past
+    ``max_values`` values or ``max_entries`` list hashes or text bytes it is emptied
+    and filled again."""
+
+    def __init__(self, salt: int, max_values: int = CACHE_VALUES, max_entries: int = CACHE_HASHES):
+        self.salt, self.max_values, self.max_entries = salt, max_values, max_entries
+        self.lock = threading.Lock()
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every value and table."""
+        self.row: dict[str, int] = {}
+        self.values: list[str] = []
+        self.stride = 64
+        #: each table's category and place in it, and the rows it holds entries for
+        self.place: dict[TableSpec, int] = {}
+        self.filled: dict[TableSpec, int] = {}
+        self.counts = {"single": 0, "list": 0, "text": 0}
+        self.single = np.zeros((1, self.stride), dtype=np.uint64)
+        self.list_span = np.zeros((1, self.stride, 2), dtype=np.int64)
+        self.text_span = np.zeros((1, self.stride, 2), dtype=np.int64)
+        #: buffers that double as they fill (:func:`grown`), and their filled parts
+        self._list_room = self.list_hashes = np.zeros(0, dtype=np.uint64)
+        self._text_room = self.text_bytes = np.zeros(0, dtype=np.uint8)
+
+    def tables(self, values: list[str], specs: Sequence[TableSpec]) -> tuple[np.ndarray, list[int], StoreTables]:
+        """(int64 [n]: the row of each of ``values``, added if new; each of ``specs``'
+        place in its category, its entries filled for every row; the tables)."""
+        with self.lock:
+            if len(self.row) > self.max_values or max(len(self.list_hashes), len(self.text_bytes)) > self.max_entries:
+                self.clear()
+            unseen = missing_from(self.row, values)
+            if unseen:
+                unseen = list(dict.fromkeys(unseen))
+                self.row.update(zip(unseen, range(len(self.values), len(self.values) + len(unseen))))
+                self.values.extend(unseen)
+                self._widen(len(self.values))
+            rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
+            places = [self._filled(spec) for spec in specs]
+            singles = [spec for spec in specs if spec.category == "single" and self.filled[spec] < len(self.values)]
+            if singles:
+                self._fill_singles(singles)
+            counts = self.counts
+            return (
+                rows,
+                places,
+                StoreTables(
+                    len(self.values),
+                    self.single[: counts["single"]],
+                    self.list_span[: counts["list"]],
+                    self.list_hashes,
+                    self.text_span[: counts["text"]],
+                    self.text_bytes,
+                ),
+            )
+
+    def _filled(self, spec: TableSpec) -> int:
+        """The place of ``spec``'s table (made if new), its lists or texts filled for
+        every row (single hashes are filled together, by :meth:`_fill_singles`)."""
+        place = self.place.get(spec)
+        if place is None:
+            place = self.place[spec] = self._new_table(spec.category)
+            self.filled[spec] = 0
+        done = self.filled[spec]
+        if done == len(self.values) or spec.category == "single":
+            return place
+        new = self.values[done:]
+        if isinstance(spec, ListTable):
+            counts, hashes = spec.lists(new, self.salt)
+            ends = len(self.list_hashes) + np.cumsum(counts)
+            self.list_span[place, done : len(self.values), 0] = ends - counts
+            self.list_span[place, done : len(self.values), 1] = ends
+            self._list_room, self.list_hashes = grown(self._list_room, len(self.list_hashes), hashes)
+        else:
+            blob, offsets = utf8_blob(cast(TextTable, spec).texts(new))
+            start = len(self.text_bytes)
+            self.text_span[place, done : len(self.values), 0] = start + offsets[:-1]
+            self.text_span[place, done : len(self.values), 1] = start + offsets[1:]
+            self._text_room, self.text_bytes = grown(self._text_room, start, blob[: offsets[-1]])
+        self.filled[spec] = len(self.values)
+        return place
+
+    def _fill_singles(self, specs: list[TableSpec]) -> None:
+        """Hash the names the single tables ``specs`` give the rows they lack, in one call."""
+        behind = [(spec, self.filled[spec]) for spec in specs]
+        names = [cast(SingleTable, spec).names(self.values[done:]) for spec, done in behind]
+        hashed = utf8_hashes([name for own in names for name in own], self.salt)
+        at = 0
+        for (spec, done), own in zip(behind, names):
+            self.single[self.place[spec], done : len(self.values)] = hashed[at : at + len(own)]
+            at += len(own)
+            self.filled[spec] = len(self.values)
+
+    def _new_table(self, category: str) -> int:
+        """The place of a new table of ``category`` (its array grown to hold it)."""
+        place = self.counts[category]
+        self.counts[category] += 1
+        name = {"single": "single", "list": "list_span", "text": "text_span"}[category]
+        array = getattr(self, name)
+        if place == len(array):  # a copy twice the size (an array given to a batch is never changed)
+            setattr(self, name, np.concatenate([array, np.zeros_like(array)]))
+        return place
+
+    def _widen(self, rows: int) -> None:
+        """Room for ``rows`` rows in every table: the stride doubled as needed (copies)."""
+        if rows <= self.stride:
+            return
+        stride = max(rows, 2 * self.stride)
+        for name in ("single", "list_span", "text_span"):
+            array = getattr(self, name)
+            wider = np.zeros((array.shape[0], stride, *array.shape[2:]), dtype=array.dtype)
+            wider[:, : self.stride] = array
+            setattr(self, name, wider)
+        self.stride = stride
+
+
+_STORES: dict[int, ValueStore] = {}
+
+
+def value_store(salt: int) -> ValueStore:
+    """The shared :class:`ValueStore` of ``salt``."""
+    with _CACHES_LOCK:
+        if salt not in _STORES:
+            _STORES[salt] = ValueStore(salt, CACHE_VALUES)
+        return _STORES[salt]

@@ -1,23 +1,201 @@
 """The hashed values each item of a template gives each token of a token table, the
 fourth step of feature extraction (columns -> token table -> values -> hashes ->
-rows): a single value's hash at every token (:class:`ObservationHashes`), and the
-lists whose cross products ``ff_list_rows`` looks up
-(:meth:`fstcrf.features.dictionary.HashedDictionary.list_rows`).  An item read only
-by lines looked up once per group of tokens gets its values at the tokens that are
-looked up alone."""
+rows): the lists whose cross products ``ff_list_rows`` looks up
+(:meth:`fstcrf.features.dictionary.HashedDictionary.list_rows`), and a single value's
+hash at every token (:class:`ObservationHashes`).
+
+The items of the common kinds (single values, prefixes, suffixes, n-grams, bags, type
+sequences, ``seen_lower``) take their values from the shared
+:class:`~fstcrf.features.hashing.ValueStore` in one C call for all of them
+(``fv_item_values``): a batch costs a dictionary lookup per token and column and a
+few calls, whatever the number of items, so one sentence costs about what its share
+of a large batch costs.  The others (gazetteer marks, cluster prefixes, embeddings)
+hash the names of their value lists (:mod:`fstcrf.features.value_lists`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple, cast
+from collections.abc import Collection, Sequence
+from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 
 from fstcrf.engine import kernel
-from fstcrf.features.hashing import SUBSTRING_KINDS, substring_lists, utf8_hashes, value_hashes
-from fstcrf.features.template import Observation
+from fstcrf.features.hashing import (
+    SUBSTRING_KINDS,
+    ListTable,
+    SeenTable,
+    SingleTable,
+    TableSpec,
+    TextTable,
+    utf8_hashes,
+    value_hashes,
+    value_store,
+)
+from fstcrf.features.template import SEEN_LOWER, Observation
 from fstcrf.features.token_table import TokenTable
-from fstcrf.features.value_lists import ItemValues, gathered
+from fstcrf.features.value_lists import ItemValues
+
+#: Where each field of an item lies in a row of ``ItemPlan.items``.
+KIND, COLUMN, TABLE, LOW, HIGH, MASKED = range(kernel.ITEM_FIELDS)
+#: Values per token and item that the hashes of a batch first get room for (a batch
+#: that needs more is given exactly what it needs, and later batches as much).
+FIRST_ROOM = 8
+
+
+class SeenColumn(NamedTuple):
+    """The :class:`SeenTable` of a ``seen_lower`` item, once the training words are known."""
+
+    transform: str | None
+    column: str
+
+
+def kernel_item(observation: Observation) -> tuple[int, TableSpec | SeenColumn, int, int] | None:
+    """(kind, table, low, high) of the item in ``fv_item_values``, or None for an item
+    it does not compute."""
+    kind = observation.kind
+    offset = observation.offset
+    if kind is None:
+        return kernel.ITEM_KINDS["single"], SingleTable(observation.transform), offset, offset
+    if kind in SUBSTRING_KINDS:
+        lists = ListTable(kind, observation.low, observation.high, observation.transform)
+        return kernel.ITEM_KINDS["list"], lists, offset, offset
+    if kind == SEEN_LOWER:
+        return kernel.ITEM_KINDS["single"], SeenColumn(observation.transform, observation.column), offset, offset
+    if kind == "bag":
+        return kernel.ITEM_KINDS["bag"], SingleTable(observation.transform), observation.low, observation.high
+    if kind == "types":
+        texts = TextTable(observation.transform or "shape")
+        return kernel.ITEM_KINDS["types"], texts, observation.low, observation.high
+    return None
+
+
+class ItemPlan:
+    """Observations laid out for ``fv_item_values``, once per template's lines: the
+    columns they read (``columns``), the store tables (``specs``, seen_lower's as
+    :class:`SeenColumn`), the observations it computes (``direct``, their rows of
+    ``items`` int64 [len(direct), ITEM_FIELDS], whose TABLE field is a place in
+    ``specs`` until a store's places replace it) and the others (``named``)."""
+
+    def __init__(self, observations: Sequence[Observation]):
+        self.observations = list(observations)
+        columns: dict[str, int] = {}
+        specs: dict[TableSpec | SeenColumn, int] = {}
+        rows: list[list[int]] = []
+        self.direct: list[int] = []
+        self.named: list[int] = []
+        for j, observation in enumerate(self.observations):
+            item = kernel_item(observation)
+            if item is None:
+                self.named.append(j)
+                continue
+            kind, spec, low, high = item
+            column = columns.setdefault(observation.column, len(columns))
+            rows.append([kind, column, specs.setdefault(spec, len(specs)), low, high, 0])
+            self.direct.append(j)
+        self.columns = list(columns)
+        self.specs = list(specs)
+        self.items = np.array(rows, dtype=np.int64).reshape(len(rows), kernel.ITEM_FIELDS)
+        self.room = FIRST_ROOM * len(rows)
+        self._seen_tables: tuple[object, list[TableSpec]] | None = None
+        self._placed: tuple[list[int], np.ndarray] | None = None
+
+    def tables(self, resources) -> list[TableSpec]:
+        """The store tables of ``specs``, seen_lower's reading the training words of
+        ``resources`` (:class:`fstcrf.features.resources.Resources`)."""
+        kept = self._seen_tables
+        if kept is not None and kept[0] is resources:
+            return kept[1]
+        tables = [
+            SeenTable(spec.transform, resources.seen_lower(spec.column)) if isinstance(spec, SeenColumn) else spec
+            for spec in self.specs
+        ]
+        self._seen_tables = (resources, tables)
+        return tables
+
+    def placed(self, places: list[int]) -> np.ndarray:
+        """``items`` with each table's place in the store (``places``, by spec)."""
+        kept = self._placed
+        if kept is not None and kept[0] == places:
+            return kept[1]
+        items = self.items.copy()
+        items[:, TABLE] = np.array(places, dtype=np.int64)[self.items[:, TABLE]]
+        self._placed = (places, items)
+        return items
+
+
+def item_values(
+    table: TokenTable,
+    plan: ItemPlan,
+    salt: int,
+    values: ItemValues,
+    only_at: tuple[np.ndarray, Collection[int]] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(value_ptr int64 [J, N+1], hashes uint64): observation j of ``plan`` gives token t
+    the values hashes[value_ptr[j, t] .. value_ptr[j, t+1]-1], read from the shared
+    store of ``salt``.  ``values`` (the table's ItemValues) reads the training words of
+    seen_lower and the lists of the items the kernel does not compute.  ``only_at``
+    (mask uint8 [N], observations): those observations have values only at the
+    tokens the mask marks."""
+    N = table.num_tokens
+    columns = [table.string_values(column) for column in plan.columns]
+    words = columns[0] if len(columns) == 1 else list(chain.from_iterable(columns))
+    rows, places, tables = value_store(salt).tables(words, plan.tables(values.resources))
+    items = plan.placed(places)
+    mask = None
+    if only_at is not None:
+        mask, masked = only_at
+        items = items.copy()
+        items[[k for k, j in enumerate(plan.direct) if j in masked], MASKED] = 1
+    value_ptr = np.empty((len(items), N + 1), dtype=np.int64)
+    token_rows = rows.reshape(len(columns), N)
+
+    def computed(hashes: np.ndarray) -> int | None:
+        store = (tables.single, tables.list_span, tables.list_hashes, tables.text_span, tables.text_bytes)
+        return kernel.item_values(
+            table.offsets, token_rows, tables.num_rows, *store, items, mask, salt, value_ptr, hashes
+        )
+
+    hashes = np.empty(max(plan.room * N, 1), dtype=np.uint64)
+    needed = computed(hashes)
+    if needed is not None:  # room for what this batch needs, and as much per token for later ones
+        plan.room = max(plan.room, -(-needed // max(N, 1)))
+        hashes = np.empty(needed, dtype=np.uint64)
+        computed(hashes)
+    if not plan.named:
+        return value_ptr, hashes
+    return _with_named(values, plan, salt, value_ptr, hashes, only_at)
+
+
+def _with_named(
+    values: ItemValues,
+    plan: ItemPlan,
+    salt: int,
+    direct_ptr: np.ndarray,
+    direct_hashes: np.ndarray,
+    only_at: tuple[np.ndarray, Collection[int]] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`item_values`' result for every observation of ``plan``: the kernel's
+    (direct_ptr [len(direct), N+1] into direct_hashes), then the hashes of the named
+    lists of the others (:meth:`ItemValues.lists`)."""
+    N = values.table.num_tokens
+    value_ptr = np.empty((len(plan.observations), N + 1), dtype=np.int64)
+    value_ptr[plan.direct] = direct_ptr
+    end = int(direct_ptr[-1, -1]) if len(plan.direct) else 0
+    parts = [direct_hashes[:end]]
+    for j in plan.named:
+        lists = values.lists(plan.observations[j])
+        counts, codes = np.diff(lists.ptr), lists.codes
+        if only_at is not None and j in only_at[1]:
+            marked = only_at[0].astype(bool)
+            codes = codes[np.repeat(marked, counts)]
+            counts = np.where(marked, counts, 0)
+        value_ptr[j, 0] = end
+        np.cumsum(counts, out=value_ptr[j, 1:])
+        value_ptr[j, 1:] += end
+        parts.append(utf8_hashes(lists.names, salt)[codes])
+        end += len(codes)
+    return value_ptr, np.concatenate(parts)
 
 
 class WindowPlan:
@@ -71,85 +249,3 @@ class ObservationHashes:
         int64 [M] only when given)."""
         hashes = self.window(WindowPlan([observation]))[0]
         return hashes if tokens is None else hashes[tokens]
-
-
-class ItemLists(NamedTuple):
-    """Item j's values at token t are hashes[value_ptr[j, t] .. value_ptr[j, t+1]-1]
-    (value_ptr int64 [J, N+1], hashes uint64 [V]); counts: int64 [N] per item, how many."""
-
-    value_ptr: np.ndarray
-    hashes: np.ndarray
-    counts: list[np.ndarray]
-
-
-def item_lists(
-    values: ItemValues,
-    observations: Sequence[Observation],
-    salt: int,
-    only_at: dict[int, np.ndarray],
-    singles: WindowPlan,
-) -> ItemLists:
-    """The hashed values of each of the J ``observations`` at every token of the table
-    of ``values``; observation j in ``only_at`` has its values at the tokens
-    only_at[j] (int64, ascending) alone, none elsewhere.  ``singles`` lays out the
-    single-valued ones (``kind`` None), in order: their hashes come from one
-    ``fh_window_hashes`` call, and those at every token are laid out first, as one
-    block, so that a batch of one sentence costs as few numpy calls as one of many."""
-    table = values.table
-    N = table.num_tokens
-    single = [j for j, observation in enumerate(observations) if observation.kind is None]
-    single_hashes = ObservationHashes(table, salt).window(singles) if single else None  # [len(single), N]
-    full = [j for j in single if j not in only_at]  # at every token: rows 0 .. len(full)-1 of all_hashes
-    lists: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # j -> (ptr [N+1], its values' hashes or codes)
-    for j, observation in enumerate(observations):
-        tokens = only_at.get(j)
-        if observation.kind in SUBSTRING_KINDS:
-            ptr, found = substring_lists(table, observation, salt, tokens)
-            lists[j] = (ptr, found) if tokens is None else (spread(ptr, tokens, N), found)
-        elif observation.kind is not None:
-            item = values.lists(observation)
-            if tokens is None:
-                lists[j] = item.ptr, item.codes
-            elif len(tokens):
-                ptr, source = gathered(item.ptr, tokens)
-                lists[j] = spread(ptr, tokens, N), item.codes[source]
-            else:
-                lists[j] = np.zeros(N + 1, dtype=np.int64), item.codes[:0]
-    rest = [j for j in range(len(observations)) if j not in full]
-    sizes = [int(lists[j][0][-1]) if j in lists else len(only_at[j]) for j in rest]
-    value_ptr = np.empty((len(observations), N + 1), dtype=np.int64)
-    all_hashes = np.empty(len(full) * N + sum(sizes), dtype=np.uint64)  # each item's hashes written in place
-    every = np.arange(N + 1, dtype=np.int64)
-    ones = np.ones(N, dtype=np.int64)
-    counts: list[np.ndarray] = [ones] * len(observations)
-    if full:
-        rows = [single.index(j) for j in full]
-        all_hashes[: len(full) * N] = cast(np.ndarray, single_hashes)[rows].reshape(-1)
-        value_ptr[full] = every[None, :] + (np.arange(len(full)) * N)[:, None]
-    start = len(full) * N
-    for j, size in zip(rest, sizes):
-        out = all_hashes[start : start + size]
-        observation = observations[j]
-        if j not in lists:  # a single value at some tokens only
-            tokens = only_at[j]
-            ptr = spread(np.arange(len(tokens) + 1), tokens, N)
-            out[:] = cast(np.ndarray, single_hashes)[single.index(j)][tokens]
-        elif observation.kind in SUBSTRING_KINDS:
-            ptr, out[:] = lists[j]
-        else:
-            ptr, codes = lists[j]
-            np.take(utf8_hashes(values.lists(observation).names, salt), codes, out=out)
-        np.add(ptr, start, out=value_ptr[j])
-        counts[j] = np.diff(ptr)
-        start += size
-    return ItemLists(value_ptr, all_hashes, counts)
-
-
-def spread(ptr: np.ndarray, tokens: np.ndarray, num_tokens: int) -> np.ndarray:
-    """int64 [num_tokens + 1]: the row pointers of rows whose row tokens[m] is row m of
-    ``ptr`` int [M+1] (tokens int [M] ascending), every other row empty."""
-    counts = np.zeros(num_tokens, dtype=np.int64)
-    counts[tokens] = np.diff(ptr)
-    result = np.zeros(num_tokens + 1, dtype=np.int64)
-    np.cumsum(counts, out=result[1:])
-    return result

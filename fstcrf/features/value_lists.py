@@ -171,7 +171,7 @@ class ListCache:
     value alone and on nothing read from the training data (prefixes, suffixes,
     n-grams), by name: fits in one process (a jackknife's folds, a two-stage
     tagger's stages) compute each word's list once.  (Tagging needs only their
-    hashes: :class:`fstcrf.features.hashing.SubstringCache`.)  Each list is held as
+    hashes: :class:`fstcrf.features.hashing.ValueStore`.)  Each list is held as
     the codes of its escaped names in one vocabulary per cache; past CACHE_NAMES
     names the cache is emptied and filled again."""
 

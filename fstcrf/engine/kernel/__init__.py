@@ -81,6 +81,8 @@ from fstcrf.engine.kernel.chain import (
 from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.engine.kernel.features import (
     DIRECT,
+    ITEM_FIELDS,
+    ITEM_KINDS,
     MAX_SUBSTRING_SOURCE,
     SUBSTRING_KINDS,
     FeatureDictionary,
@@ -91,6 +93,8 @@ from fstcrf.engine.kernel.features import (
     chain_keys,
     checksum,
     factorize,
+    item_values,
+    line_sizes,
     lookup,
     predicate_rows,
     read_columns,
@@ -117,6 +121,8 @@ from fstcrf.engine.kernel.training import (
 )
 
 __all__ = [
+    "ITEM_FIELDS",
+    "ITEM_KINDS",
     "MAX_SUBSTRING_SOURCE",
     "SUBSTRING_KINDS",
     "bandit",
@@ -162,12 +168,14 @@ __all__ = [
     "gather_clear",
     "history_dot",
     "input_pointer",
+    "item_values",
     "joint_forward_backward",
     "joint_viterbi",
     "joint_workspace",
     "kbest",
     "kept_scores",
     "kernel_array",
+    "line_sizes",
     "log_tables",
     "lookup",
     "max_marginals",

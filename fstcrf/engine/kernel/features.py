@@ -344,6 +344,78 @@ def window_hashes(
     check_status(status, "fh_window_hashes")
 
 
+#: The kinds of item_values' items (csrc/fstcrf_values.h), by name, and an item's fields.
+ITEM_KINDS = {"single": lib.FV_SINGLE, "list": lib.FV_LIST, "bag": lib.FV_BAG, "types": lib.FV_TYPES}
+ITEM_FIELDS: int = lib.FV_FIELDS
+
+
+def item_values(
+    sentence_offsets: np.ndarray,
+    token_rows: np.ndarray,
+    num_rows: int,
+    single: np.ndarray,
+    list_span: np.ndarray,
+    list_hashes: np.ndarray,
+    text_span: np.ndarray,
+    text_bytes: np.ndarray,
+    items: np.ndarray,
+    mask: np.ndarray | None,
+    salt: int,
+    value_ptr: np.ndarray,
+    hashes: np.ndarray,
+) -> int | None:
+    """fv_item_values: the value hashes of J items (items int64 [J, ITEM_FIELDS]) at the
+    N tokens of sentences cut by sentence_offsets int64 [B+1], read from a store's tables
+    (single uint64 [Ts, stride], list_span int64 [Tl, stride, 2] into list_hashes uint64,
+    text_span int64 [Tx, stride, 2] into text_bytes uint8, rows 0 .. num_rows-1 filled)
+    at the store row of each token's value of each column, token_rows int64 [C, N];
+    masked items only where mask uint8 [N] is set.  Item j's values at token t are
+    hashes[value_ptr[j, t] .. value_ptr[j, t+1]-1] (int64 [J, N+1]).  Returns None
+    when they fit in hashes uint64, else the room they need (nothing written)."""
+    stride = single.shape[1]
+    if list_span.shape[1:] != (stride, 2) or text_span.shape[1:] != (stride, 2) or token_rows.ndim != 2:
+        raise ShapeError("item_values: the store's tables do not share one row stride")
+    num_tokens = token_rows.shape[1]
+    if (
+        items.shape[1:] != (ITEM_FIELDS,)
+        or value_ptr.shape != (len(items), num_tokens + 1)
+        or (mask is not None and mask.shape != (num_tokens,))
+    ):
+        raise ShapeError("item_values: items, value_ptr or mask do not fit the tokens")
+    needed = ffi.new("int64_t *")
+    status = lib.fv_item_values(
+        token_rows.shape[1],
+        len(sentence_offsets) - 1,
+        input_pointer(sentence_offsets),
+        len(token_rows),
+        input_pointer(token_rows),
+        num_rows,
+        stride,
+        len(single),
+        input_pointer(single),
+        len(list_span),
+        input_pointer(list_span),
+        len(list_hashes),
+        input_pointer(list_hashes),
+        len(text_span),
+        input_pointer(text_span),
+        len(text_bytes),
+        input_pointer(text_bytes),
+        len(items),
+        input_pointer(items),
+        optional_input(mask),
+        salt,
+        output_pointer(value_ptr),
+        len(hashes),
+        output_pointer(hashes),
+        needed,
+    )
+    if status == lib.FV_SHORT:
+        return int(needed[0])
+    check_status(status, "fv_item_values")
+    return None
+
+
 def predicate_rows(
     value_hashes: np.ndarray,
     seeds: np.ndarray,
@@ -424,6 +496,30 @@ def list_rows(
         output_pointer(indices),
     )
     check_status(status, "ff_list_rows")
+
+
+def line_sizes(
+    value_ptr: np.ndarray, item_ptr: np.ndarray, items: np.ndarray, lines: range, at: np.ndarray | None = None
+) -> np.ndarray:
+    """ff_line_sizes: int64 [M], how many keys the lines ``lines`` (of item_ptr int32
+    [T+1] and items int32 [I], as list_rows takes them) give each token of at int64 [M]
+    (every token when None), the items' lists cut by value_ptr int64 [J, N+1]."""
+    num_tokens = value_ptr.shape[1] - 1
+    sizes = np.empty(num_tokens if at is None else len(at), dtype=np.int64)
+    status = lib.ff_line_sizes(
+        num_tokens,
+        len(value_ptr),
+        input_pointer(value_ptr),
+        lines.start,
+        lines.stop,
+        input_pointer(item_ptr),
+        input_pointer(items),
+        len(sizes),
+        optional_input(at),
+        output_pointer(sizes),
+    )
+    check_status(status, "ff_line_sizes")
+    return sizes
 
 
 # -- token dicts (fstcrf._attributes) ------------------------------------------

@@ -1,0 +1,176 @@
+"""The store of what each column value gives template items (hashes of its single
+transformed values, of its prefixes, suffixes and n-grams, its texts), kept across
+batches and computed in C where it can: against the hashes of the named, escaped
+values the plain path gives; and the simpler hashes of single values alone
+(:class:`ValueHashes`)."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fstcrf.corpus.conll import Sentence
+from fstcrf.engine import kernel
+from fstcrf.features.hashing import (
+    ListTable,
+    SeenTable,
+    SingleTable,
+    TextTable,
+    ValueHashes,
+    ValueStore,
+    utf8_blob,
+    utf8_hashes,
+)
+from fstcrf.features.template import escape_value, escaped, parse_template, transform_function
+from fstcrf.features.value_lists import SEEN, UNSEEN, per_value
+from tests.strategies import oracle_settings
+
+#: Characters of 1 to 4 UTF-8 bytes, a lone surrogate, the characters escaping reads,
+#: the n-gram marks, and runs that repeat (equal n-grams within a word).
+PIECES = st.sampled_from(list("aaZ09_|\\ é€\U0001f600<>") + ["\ud800", "__BOS-1__", "abab"])
+WORD = st.lists(PIECES, max_size=8).map("".join)
+#: Words past the longest the kernel takes go the named way.
+LONG_WORD = st.integers(60, 70).map(lambda n: ("ab" * n)[:n])
+WORDS = st.lists(st.one_of(WORD, WORD, LONG_WORD), min_size=1, max_size=12)
+TRANSFORMS = st.sampled_from([None, "lower", "shape", "shape2", "longshape", "prefix2", "suffix3"])
+LIST_TABLES = st.builds(
+    lambda kind, low, extra, transform: ListTable(kind, low, low + extra, transform),
+    st.sampled_from(["prefixes", "suffixes", "ngrams"]),
+    st.integers(1, 7),
+    st.integers(0, 3),
+    st.sampled_from([None, "lower", "shape"]),
+)
+
+
+def _transformed(transform, value):
+    return transform_function(transform)(value) if transform else value
+
+
+def _named_list(table, value, salt):
+    observation = parse_template(f"{table.kind}(word[0],{table.low},{table.high})").predicates[0].observations[0]
+    return utf8_hashes(escaped(per_value(observation, None)(_transformed(table.transform, value))), salt).tolist()
+
+
+def _entries(store, rows, place, table):
+    """What the store's tables hold for ``rows`` in the table placed at ``place``."""
+    if isinstance(table, ListTable):
+        spans = store.list_span[place, rows]
+        return [store.list_hashes[a:b].tolist() for a, b in spans.tolist()]
+    if isinstance(table, TextTable):
+        spans = store.text_span[place, rows]
+        return [store.text_bytes[a:b].tobytes().decode("utf-8", "surrogatepass") for a, b in spans.tolist()]
+    return store.single[place, rows].tolist()
+
+
+def _expected(table, words, salt):
+    if isinstance(table, ListTable):
+        return [_named_list(table, word, salt) for word in words]
+    if isinstance(table, TextTable):
+        return [_transformed(table.transform, word) for word in words]
+    if isinstance(table, SeenTable):
+        marks = [SEEN if _transformed(table.transform, word).lower() in table.seen else UNSEEN for word in words]
+        return utf8_hashes(marks, salt).tolist()
+    return utf8_hashes([escape_value(_transformed(table.transform, word)) for word in words], salt).tolist()
+
+
+TABLES = st.one_of(
+    LIST_TABLES,
+    TRANSFORMS.map(SingleTable),
+    TRANSFORMS.map(TextTable),
+    st.tuples(TRANSFORMS, st.frozensets(st.sampled_from(["a", "ab", "éa", "<>"]))).map(lambda pair: SeenTable(*pair)),
+)
+
+
+@oracle_settings(150)
+@given(
+    batches=st.lists(st.tuples(WORDS, st.lists(TABLES, min_size=1, max_size=4)), min_size=1, max_size=4),
+    limit=st.integers(0, 40),
+    salt=st.integers(0, 15),
+)
+def test_each_table_holds_what_the_named_values_give_across_batches(batches, limit, salt):
+    store = ValueStore(salt, max_values=limit // 4, max_entries=limit)  # small limits empty it now and then
+    for words, tables in batches:
+        rows, places, _ = store.tables(words, tables)
+        for table, place in zip(tables, places):
+            assert _entries(store, rows, place, table) == _expected(table, words, salt)
+        assert len(store.row) <= limit // 4 + len(words)  # bounded
+        # a table new to the store gets the lists of every value it holds
+        lists = [table for table in tables if isinstance(table, ListTable)]
+        held = sum(len(_named_list(table, value, salt)) for table in lists for value in store.values)
+        assert len(store.list_hashes) <= limit + held
+
+
+def _kernel_hashes(values, kind, low, high, capacity):
+    blob, offsets = utf8_blob(values)
+    ptr, hashes = np.empty(len(values) + 1, dtype=np.int64), np.empty(capacity, dtype=np.uint64)
+    kernel.substring_hashes(blob, offsets, kind, low, high, 0, ptr, hashes)
+    return ptr, hashes
+
+
+def test_the_kernel_refuses_bad_bounds_long_strings_and_a_short_buffer():
+    assert _kernel_hashes(["abc"], "ngrams", 1, 2, 5)[0].tolist() == [0, 5]
+    for values, low, high, capacity in [
+        (["abc"], 0, 2, 10),  # lengths from 1
+        (["abc"], 3, 2, 10),  # reversed
+        (["a" * (kernel.MAX_SUBSTRING_SOURCE + 1)], 1, 1, 1000),  # longer than the kernel takes
+        (["abc"], 1, 2, 4),  # five n-grams, room for four
+    ]:
+        with pytest.raises(RuntimeError):
+            _kernel_hashes(values, "ngrams", low, high, capacity)
+
+
+def test_threads_sharing_a_store_that_empties_get_the_hashes_of_their_own_words():
+    store = ValueStore(0, max_values=8, max_entries=50)  # emptied by nearly every call
+    tables = [ListTable("ngrams", 1, 4, None), SingleTable("lower"), TextTable("shape")]
+    batches = [[f"w{k}{j}" * (1 + j % 3) for j in range(20)] for k in range(40)]
+
+    def entries_of(words):
+        rows, places, tables_read = store.tables(words, tables)
+        # what a batch reads: the arrays it was given, whatever other batches do after
+        lists = [tables_read.list_hashes[a:b].tolist() for a, b in tables_read.list_span[places[0], rows].tolist()]
+        return lists, tables_read.single[places[1], rows].tolist(), tables_read.text_span[places[2], rows].tolist()
+
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(entries_of, batches * 5))
+    for words, (lists, singles, _) in zip(batches * 5, got):
+        assert lists == [_named_list(tables[0], word, 0) for word in words]
+        assert singles == _expected(tables[1], words, 0)
+
+
+def test_extractors_sharing_an_emptying_store_in_threads_get_their_own_rows(monkeypatch):
+    from fstcrf.features import hashing
+    from fstcrf.features.extractor import FeatureExtractor
+
+    batches = [[Sentence({"word": [f"W{k}x{j}" for j in range(6)]})] for k in range(30)]
+    template = "lower(word[0])\nshape(word[-1])|prefix2(word[0])\nngrams(word[0],1,3)\ntypes(word,-1,1)"
+    extractor = FeatureExtractor(template).fit(sum(batches[:10], []))
+
+    def names_of(sentences):
+        matrix = extractor.transform(sentences).tocoo()
+        return sorted(zip(matrix.row.tolist(), matrix.col.tolist()))
+
+    expected = [names_of(sentences) for sentences in batches]
+    assert any(expected[20])  # predicates of the training batches are found
+    monkeypatch.setattr(hashing, "_STORES", {})
+    monkeypatch.setattr(hashing, "_VALUE_HASHES", {})
+    monkeypatch.setattr(hashing, "CACHE_VALUES", 3)  # the shared stores made now empty at every batch
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(names_of, batches * 3)) == expected * 3
+
+
+@oracle_settings(80)
+@given(
+    batches=st.lists(st.tuples(WORDS, st.lists(TRANSFORMS, min_size=1, max_size=3)), min_size=1, max_size=4),
+    max_values=st.integers(0, 12),
+)
+def test_value_hashes_across_batches_are_those_of_the_escaped_transformed_values(batches, max_values):
+    cache = ValueHashes(5, max_values=max_values)  # small limits empty it now and then
+    for words, transforms in batches:
+        hashes = [np.empty(len(words), dtype=np.uint64) for _ in transforms]
+        cache.hashes(words, transforms, hashes)
+        for transform, found in zip(transforms, hashes):
+            function = transform_function(transform) if transform else str
+            assert found.tolist() == utf8_hashes([escape_value(function(word)) for word in words], 5).tolist()
+        assert len(cache.row) <= max_values + len(words)  # bounded
