@@ -15,6 +15,7 @@ from typing import NoReturn
 from fstcrf.cli import bench, calibrate, compose, convert, demo, draw, evaluate, inspect, seminars, tag, train, view
 from fstcrf.cli.options import add_quiet
 from fstcrf.engine.budget import limits
+from fstcrf.engine.threads import left_running
 from fstcrf.errors import FstcrfError
 from fstcrf.files import check_output_path
 
@@ -86,8 +87,17 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> NoReturn:
     """The console script and ``python -m fstcrf.cli``: :func:`main`, then exit with its
     status.  What is left is frozen first (``gc.freeze``), so that the collection at
-    interpreter exit skips it: about 40 ms of a tagging process's end."""
+    interpreter exit skips it: about 40 ms of a tagging process's end.  When an
+    interrupt left threads stuck in their work (what was done is written by then), the
+    process ends at once (``os._exit``): the interpreter's exit could wait for them, or
+    fail on a lock one of them holds."""
     status = main()
+    stuck = sorted(set(left_running()))
+    if stuck:
+        print(f"fstcrf: ending with {len(stuck)} thread(s) stuck in their work: {', '.join(stuck)}", file=sys.stderr)
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(status)
     gc.freeze()
     sys.exit(status)
 
