@@ -4,7 +4,8 @@ stuck (docs/development.md, Fault injection).
 ``FSTCRF_FAULT=PLACE[:N][,PLACE[:N]...]`` makes the thread that reaches PLACE for the
 N-th time in the process (default the first) block for ever, after a line on standard
 error saying so.  The places: ``worker``, a thread of the kept pools (``engine.threads``)
-before an item of work; ``writer``, ``fstcrf tag``'s writer thread before it writes a
+before an item of work; ``partner``, the bandit learner's partner thread before it
+serves its first call; ``writer``, ``fstcrf tag``'s writer thread before it writes a
 batch.  Read once, at import; unset, :func:`stall` returns at once."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Ctrl-C (SIGINT) and SIGTERM end every command that has worker threads within BOUND
 seconds even when one of its threads is stuck: FSTCRF_FAULT (fstcrf.engine.faults)
-blocks a thread of the pool or ``fstcrf tag``'s writer on purpose, each test waits for
-the line saying so, sends the signal and times the exit.
+blocks a thread of the pool, the bandit learner's partner or ``fstcrf tag``'s writer on
+purpose, each test waits for the line saying so, sends the signal and times the exit.
 What was done is kept as documented: ``train`` and ``compose --train`` write the
 weights they have and exit with 0, ``tag`` writes the sentences tagged before and exits
 with 130, the others exit with 130 and write nothing."""
@@ -133,6 +133,14 @@ def test_train_writes_the_weights_it_has_when_a_worker_is_stuck(tmp_path, number
     model = tmp_path / "m.model"
     status, stderr = run_interrupted(["train", TRAIN, "--max-iter", 1000, "-o", model], "worker:20", number)
     assert status == 0 and "interrupted; kept the weights of iteration" in stderr
+    assert load_any(model).interrupted_
+
+
+def test_bandit_training_writes_its_weights_when_the_partner_is_stuck(tmp_path):
+    model = tmp_path / "m.model"
+    arguments = ["train", TRAIN, "--algorithm", "bandit", "--max-iter", 1000, "--threads", 2, "-o", model]
+    status, stderr = run_interrupted(arguments, "partner", signal.SIGTERM)
+    assert status == 0 and "interrupted" in stderr and "fstcrf-partner" in stderr
     assert load_any(model).interrupted_
 
 
