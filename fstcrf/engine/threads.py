@@ -12,8 +12,6 @@ import time
 from concurrent.futures import Future, wait
 from collections.abc import Callable, Sequence
 
-import numpy  # noqa: F401  (its BLAS library loaded before threadpoolctl looks for it)
-
 from fstcrf.engine.faults import stall
 
 _blas = None
@@ -64,7 +62,8 @@ def limit_blas() -> None:
     if not getattr(_blocks, "depth", 0) or getattr(_blocks, "limit", None) is not None:
         return
     if _blas is None:
-        import threadpoolctl  # here: the command line's start-up does without it
+        import numpy  # noqa: F401  (its BLAS library loaded before threadpoolctl looks for it)
+        import threadpoolctl  # here: the command line's start-up does without either
 
         _blas = threadpoolctl.ThreadpoolController()
     limit = _blas.limit(limits=1, user_api="blas")
