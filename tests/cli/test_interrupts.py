@@ -156,14 +156,15 @@ def test_joint_training_writes_the_weights_it_has_when_a_worker_is_stuck(demo_jo
 @pytest.mark.parametrize(
     "command, number",
     [
-        (["calibrate", "{model}", TEST, "-o", "{folder}/calibrated.model"], signal.SIGTERM),
-        (["eval", "{model}", TEST], signal.SIGINT),
-        (["view", "{model}", TEST, "-o", "{folder}/page.html"], signal.SIGTERM),
+        (["calibrate", "{model}", "{input}", "-o", "{folder}/calibrated.model"], signal.SIGTERM),
+        (["eval", "{model}", "{input}"], signal.SIGINT),
+        (["view", "{model}", "{input}", "-o", "{folder}/page.html"], signal.SIGTERM),
     ],
     ids=["calibrate", "eval", "view"],
 )
-def test_a_command_with_a_stuck_worker_ends_without_output(demo_chunker, tmp_path, command, number):
-    arguments = [part.format(model=demo_chunker, folder=tmp_path) for part in command]
+def test_a_command_with_a_stuck_worker_ends_without_output(demo_chunker, long_input, tmp_path, command, number):
+    # the long input: a batch of a few sentences stays on the calling thread (useful_threads)
+    arguments = [part.format(model=demo_chunker, input=long_input, folder=tmp_path) for part in command]
     status, stderr = run_interrupted(arguments, "worker:1", number)
     assert status == 130 and "fstcrf: interrupted" in stderr
     assert list(tmp_path.iterdir()) == []  # nothing written, not even a temporary file
