@@ -176,6 +176,9 @@ def test_the_models_are_listed_with_their_files_checksums(demo_chunker, pipeline
     assert listed[0]["labels"] == list(load_decoder(str(demo_chunker)).labels_)
 
 
+#: The start of a body holding one sentence of one token.
+A_SENTENCE = b'{"sentences": [{"word": ["a"], "pos": ["DT"]}]'
+
 #: (body, status, field, limit): requests each refused, with the field (and limit) named.
 FAULTS = [
     (b"\xff{}", 400, "body", None),
@@ -201,6 +204,33 @@ FAULTS = [
     (b'{"sentences": [], "mbr_threshold": 0.5}', 422, "mbr_threshold", None),
     (b'{"sentences": [], "decode": "mbr", "mbr_threshold": 1.5}', 422, "mbr_threshold", None),
     (b'{"sentences": [], "bogus": 1}', 422, "bogus", None),
+    (b'{"sentences": [], "low_confidence": 0.3}', 422, "low_confidence", None),
+    (b'{"sentences": [], "view": true, "low_confidence": 2}', 422, "low_confidence", None),
+    (b'{"sentences": [], "partial_labels": 1}', 422, "partial_labels", None),
+    (A_SENTENCE + b', "constraints": {}}', 422, "constraints", None),
+    (A_SENTENCE + b', "constraints": []}', 422, "constraints", None),
+    (A_SENTENCE + b', "constraints": [3]}', 422, "constraints[0]", None),
+    (A_SENTENCE + b', "constraints": [{"fixed": {"1": "O"}}]}', 422, "constraints[0]", None),
+    (A_SENTENCE + b', "constraints": [{"fixed": {"\\u00b2": "O"}}]}', 422, "constraints[0]", None),
+    (
+        A_SENTENCE + b', "constraints": [{"spans": [{"first": 0, "last": 0, "type": "B-NP"}]}]}',
+        422,
+        "constraints[0]",
+        None,
+    ),
+    (
+        A_SENTENCE + b', "constraints": [{"fixed": {"0": "B-VP"}, "spans": [{"first": 0, "last": 0, "type": "NP"}]}]}',
+        422,
+        "constraints[0]",
+        None,
+    ),
+    (
+        b'{"sentences": [{"word": ["a b"], "pos": ["DT"]}], "constraints": [{"fixed": {"0": "O"}}],'
+        b' "partial_labels": true}',
+        422,
+        "partial_labels",
+        None,
+    ),
     (
         b'{"sentences": [' + b'{"word": ["a"], "pos": ["DT"]},' * 3 + b'{"word": ["a"], "pos": ["DT"]}]}',
         422,
