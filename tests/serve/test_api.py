@@ -7,6 +7,7 @@ field, and the limit when one is exceeded."""
 import hashlib
 import json
 import math
+import re
 
 import needs_serve  # noqa: F401  (skips the module without the extra serve)
 import numpy as np
@@ -316,10 +317,16 @@ def test_the_page_and_its_files_are_served(demo_chunker):
     with serving({"default": demo_chunker}) as client:
         page = client.get("/")
         script = client.get("/static/page.js")
+        imported = re.findall(r'^import .* from "\./([a-z]+\.js)";$', script.text, re.M)
+        modules = [client.get(f"/static/{name}") for name in imported]
         style = client.get("/static/view.css")
         missing = client.get("/static/secret.py")
     assert page.headers["content-type"].startswith("text/html") and 'src="static/page.js"' in page.text
-    assert script.headers["content-type"].startswith("text/javascript") and "v1/models" in script.text
+    assert not re.search(r'(src|href)="(\w+:)?//', page.text)  # nothing fetched from elsewhere
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert sorted(imported) == ["api.js", "corrections.js", "download.js", "editor.js"]
+    assert all(module.status_code == 200 and "export " in module.text for module in modules)
+    assert "fetch(" in modules[0].text and "fetch(" not in script.text + "".join(m.text for m in modules[1:])
     assert "td.span" in style.text and missing.status_code == 404
 
 

@@ -124,12 +124,12 @@ def test_the_view_flags_chunks_below_the_requests_threshold(demo_chunker):
                 client,
                 {"sentences": [sentence], "constraints": [required.to_dict()], "view": True, "low_confidence": low},
             )
-            for low in (0.0, 1.0)
+            for low in (0.0, 0.99999)
         }
     chunks = len(answers[0.0]["results"][0]["entities"])
     assert 'class="span low"' not in answers[0.0]["html"]
-    assert answers[1.0]["html"].count('class="span low"') == chunks - 1  # all but the required one, of probability 1
-    assert "below 1" in answers[1.0]["html"]
+    assert answers[0.99999]["html"].count('class="span low"') == chunks - 1  # all but the required one (p = 1)
+    assert "below 0.99999" in answers[0.99999]["html"]
 
 
 def test_the_corrected_sentences_come_back_as_partial_labels(demo_chunker, pipeline_folder):
