@@ -236,3 +236,11 @@ def test_a_person_corrects_chunks_and_downloads_partial_labels(words_model, star
     page.click("#sentence-1 .corrections button.withdraw")
     body = check_against_the_api(6)
     assert body["constraints"][1] is None
+
+    # the whole of sentence 0 confirmed: every token looked at, its labels the training data's
+    page.click("#sentence-0 tr.tokens td:nth-child(2)")
+    page.click("#sentence-right")
+    check_against_the_api(7)
+    answer = page.evaluate("window.page.last.answer")
+    lines = answer["partial_labels"]["conll"].split("\n\n")[0].splitlines()
+    assert [line.split()[1] for line in lines] == answer["results"][0]["labels"]
