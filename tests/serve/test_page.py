@@ -5,7 +5,8 @@ lines with gold labels show gold rows; an error is shown, not thrown.  The corre
 loop with real clicks: a chunk retyped, one removed, a new one marked, each time the
 view decoded again as the API decodes it under the same constraints; chunks below the
 threshold flagged; a correction the model cannot write refused and undone; the
-download of partial labels, which ``fstcrf train --init`` continues from.
+download of partial labels, which ``fstcrf train --init`` continues from.  ``fstcrf view
+--edit`` opens the page on a file's sentences, tagged.
 
 Skipped where Playwright or Chromium is missing, except under CI, whose .ci/run
 installs both."""
@@ -244,3 +245,18 @@ def test_a_person_corrects_chunks_and_downloads_partial_labels(words_model, star
     answer = page.evaluate("window.page.last.answer")
     lines = answer["partial_labels"]["conll"].split("\n\n")[0].splitlines()
     assert [line.split()[1] for line in lines] == answer["results"][0]["labels"]
+
+
+@pytest.mark.slow
+def test_view_edit_opens_the_page_on_the_files_sentences(words_model, start_server, browser_page):
+    arguments = (str(words_model), str(DATA_DIR / "demo_test.txt"), "--max-sentences", "3")
+    server = start_server(*arguments, command=("view", "--edit"))
+    assert server.url.startswith("http://127.0.0.1:")
+    document = httpx.get(f"{server.url}/v1/document", timeout=30).json()["conll"]
+    assert document.count("\n\n") == 3 and document.startswith("the DT B-NP\n")  # the model's columns
+    page = browser_page
+    page.goto(server.url + "/")
+    decoded_again(page, 1)
+    assert page.input_value("#input") == document
+    assert chunk_rows(page) == api_rows(server.url, {"conll": document}, 0.5)
+    assert len(page.query_selector_all("#view tr.gold")) == 3  # the file's chunks, as gold

@@ -36,6 +36,10 @@ export class Api {
     return this.call("GET", "v1/models");
   }
 
+  document() {
+    return this.call("GET", "v1/document");
+  }
+
   tag(model, body) {
     return this.call("POST", `v1/models/${encodeURIComponent(model)}/tag`, body);
   }

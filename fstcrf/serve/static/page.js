@@ -167,6 +167,15 @@ async function loadModels() {
   }
 }
 
+// The CoNLL lines the server opens the page with (`fstcrf view --edit`), tagged at once.
+async function openDocument() {
+  const opened = await api.document().catch(() => ({}));
+  if (opened.conll === undefined || !Object.keys(page.models).length) return;
+  $("input").value = opened.conll;
+  document.querySelector('input[name="input"][value="conll"]').checked = true;
+  $("tag-form").requestSubmit();
+}
+
 $("tag-form").addEventListener("submit", submit);
 $("model").addEventListener("change", describeModel);
 $("token").addEventListener("change", loadModels);
@@ -174,4 +183,4 @@ $("threshold").addEventListener("change", changeThreshold);
 $("download").addEventListener("click", download);
 $("next-check").addEventListener("click", () => editor.selectNextToCheck());
 setBusy(false);
-loadModels();
+loadModels().then(openDocument);
