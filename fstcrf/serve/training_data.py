@@ -1,13 +1,15 @@
 """The sentences of a tag request that a person corrected, as partial-label training
 data (docs/grammars.md) that ``fstcrf train --init MODEL`` continues to learn from.
 
-The data is CoNLL lines, a blank line after each sentence, with the columns the
-model reads as the request gave them, each lower component's predicted labels (a
-composed model's), and the top chain's column as
-:func:`~fstcrf.corpus.labels.corrected_labels` writes it from the sentence's
-constraints and its labels decoded under them: what the person looked at is
-labelled, every other token ``?``.  A sentence with no token looked at (no
-constraints, or soft ones only) teaches nothing and is left out."""
+The data is CoNLL lines, a blank line after each sentence, in the layout of the
+model's training files (so that they can be added to them): the columns the model
+reads as the request gave them, each lower component's predicted labels (a composed
+model's), the top chain's column as :func:`~fstcrf.corpus.labels.corrected_labels`
+writes it from the sentence's constraints and its labels decoded under them (what
+the person looked at is labelled, every other token ``?``), and in a column the
+model neither reads nor predicts, what the request gave or else :data:`UNREAD`.  A
+sentence with no token looked at (no constraints, or soft ones only) teaches nothing
+and is left out."""
 
 from __future__ import annotations
 
@@ -20,6 +22,9 @@ from fstcrf.errors import ConllFormatError, RequestError
 from fstcrf.serve.parsing import TagRequest
 from fstcrf.serve.registry import ServedModel
 
+#: The value of a column the model neither reads nor predicts, where a request lacks it.
+UNREAD = "_"
+
 
 def partial_label_data(
     model: ServedModel, request: TagRequest, labels: Sequence[Sequence[str]], lower: Mapping[str, Sequence]
@@ -30,7 +35,7 @@ def partial_label_data(
     (``lower``: column -> [B][T])."""
     chain = model.chains()[-1]
     target = chain.target_
-    names = [name for name in model.file_columns if name in model.columns or name in lower or name == target]
+    names = model.file_columns
     written, numbers = [], []
     for b, sentence in enumerate(request.sentences):
         constraints = None if request.constraints is None else request.constraints[b]
@@ -39,8 +44,8 @@ def partial_label_data(
         column = corrected_labels(constraints, labels[b], chain.labels_)
         if all(value == UNKNOWN_LABEL for value in column):
             continue
-        given = {**{name: lower[name][b] for name in lower}, target: column}
-        written.append(Sentence({name: given[name] if name in given else sentence[name] for name in names}))
+        given = {**sentence.columns, **{name: lower[name][b] for name in lower}, target: column}
+        written.append(Sentence({name: given.get(name, [UNREAD] * len(column)) for name in names}))
         numbers.append(b)
     try:
         lines = conll_lines(written, (), (), " ", "partial_labels")
@@ -48,4 +53,4 @@ def partial_label_data(
         raise RequestError(
             f"the corrected sentences cannot be written as CoNLL lines: {error}", "partial_labels"
         ) from None
-    return {"columns": names, "sentences": numbers, "conll": "".join(lines)}
+    return {"columns": list(names), "sentences": numbers, "conll": "".join(lines)}

@@ -148,7 +148,9 @@ def decoded_again(page, answers: int) -> None:
 
 
 @pytest.mark.slow
-def test_a_person_corrects_chunks_and_downloads_partial_labels(words_model, start_server, browser_page, tmp_path):
+def test_a_person_corrects_chunks_and_downloads_partial_labels(
+    words_model, start_server, browser_page, tmp_path, monkeypatch
+):
     server = start_server(str(words_model), "--tokenizer", "regex")
     page = browser_page
     page.goto(server.url + "/")
@@ -222,16 +224,23 @@ def test_a_person_corrects_chunks_and_downloads_partial_labels(words_model, star
     answer = httpx.post(f"{server.url}/v1/models/default/tag", json=body, timeout=30).json()
     assert saved.read_text(encoding="utf-8") == answer["partial_labels"]["conll"]
     columns = page.text_content("#train-command").split("--columns ")[1].split()[0]
-    assert columns == "word,chunk"
+    assert columns == "word,pos,chunk"  # the training file's layout; the model reads no pos
     sentences = read_conll(saved, columns).sentences
     model = load_decoder(str(words_model))
+    assert {tag for sentence in sentences for tag in sentence["pos"]} == {"_"}
     for sentence, result, given in zip(sentences, answer["results"], body["constraints"]):
         assert sentence["chunk"] == corrected_labels(Constraints.from_dict(given), result["labels"], model.labels_)
     assert sentences[0]["chunk"][removed[0] : removed[1] + 1] == ["O"] * (removed[1] - removed[0] + 1)
     assert sentences[1]["chunk"][:3] == ["B-NP", "I-NP", "I-NP"] and sentences[1]["chunk"][4:] == ["?", "?"]
-    output = tmp_path / "continued.model"
-    arguments = [str(saved), "--columns", columns, "--init", str(words_model), "--max-iter", "1", "-o", str(output)]
-    assert main(["-q", "train", *arguments]) == 0 and output.exists()
+    # the command the page shows, run in the model's folder with TRAIN the model's training file
+    command = page.text_content("#train-command")
+    assert command.startswith("cat TRAIN corrections.txt > more.txt && fstcrf train more.txt ")
+    monkeypatch.chdir(words_model.parent)
+    (words_model.parent / "more.txt").write_text(
+        (DATA_DIR / "demo_train.txt").read_text(encoding="utf-8") + saved.read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    assert main(["-q", *command.split(" && fstcrf ")[1].split(), "--max-iter", "1"]) == 0
+    assert (words_model.parent / "words.corrected.model").exists()
 
     # a correction withdrawn
     page.click("#sentence-1 .corrections button.withdraw")
@@ -244,7 +253,7 @@ def test_a_person_corrects_chunks_and_downloads_partial_labels(words_model, star
     check_against_the_api(7)
     answer = page.evaluate("window.page.last.answer")
     lines = answer["partial_labels"]["conll"].split("\n\n")[0].splitlines()
-    assert [line.split()[1] for line in lines] == answer["results"][0]["labels"]
+    assert [line.split()[2] for line in lines] == answer["results"][0]["labels"]
 
 
 @pytest.mark.slow

@@ -15,20 +15,20 @@ function quoted(word) {
   return /^[\w.,/=+:@-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }
 
-// The `fstcrf train --init` line for a file of partial labels of `model` (its
-// description from GET v1/models); for a composed model, MODEL stands for the file of
-// its top component.
+// The commands that continue training `model` (its description from GET v1/models)
+// on the downloaded file added to the model's training file, TRAIN (the file is in
+// its layout): the model learns the corrections and keeps what it knew. For a
+// composed model, MODEL stands for the file of its top component.
 export function trainCommand(model, data, file) {
   const target = model.predicts[model.predicts.length - 1];
   const init = model.kind === "single" ? model.file : "MODEL";
   const output = init.replace(/(\.model)?$/, ".corrected.model");
   return [
-    "fstcrf train",
-    quoted(file),
+    `cat TRAIN ${quoted(file)} > more.txt &&`,
+    "fstcrf train more.txt",
     `--columns ${quoted(data.columns.join(","))}`,
     `--target ${quoted(target)}`,
     `--init ${quoted(init)}`,
-    "--max-iter 3",
     `-o ${quoted(output)}`,
   ].join(" ");
 }
