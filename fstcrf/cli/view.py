@@ -102,13 +102,18 @@ def add_parsers(commands) -> None:
     )
     view.add_argument("model", help="a model file or composed model file")
     view.add_argument("file", help="a CoNLL file; with the model's target columns, the gold labels are compared")
-    view.add_argument("-o", "--output", default=None, help="the HTML page to write (- for standard output)")
+    view.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="the HTML page to write (- for standard output; default: none, and --edit is given instead)",
+    )
     view.add_argument(
         "--edit",
         action="store_true",
         help="instead of writing a page, serve the model on this machine (127.0.0.1) with the page of "
         "fstcrf serve opened on FILE, where chunks are corrected, decoded again under the corrections "
-        "and downloaded as partial labels for train --init",
+        "and downloaded as partial labels for train --init (default: write the page to -o)",
     )
     view.add_argument(
         "--port",
