@@ -27,7 +27,7 @@ export class Editor {
     this.corrections = corrections;
     this.onCorrect = onCorrect;
     this.onWithdraw = onWithdraw;
-    this.layer = null; // the top layer's name (the column it predicts)
+    this.layer = null; // the top layer's name (the column it predicts), null: nothing to correct
     this.results = [];
     this.selection = null; // {sentence, first, last, chunk: {type, probability} or null}
     this.anchor = null; // {sentence, token}: where a token selection began
@@ -40,7 +40,8 @@ export class Editor {
 
   // After each answer: the model's top layer and chunk types, the results shown.
   show(model, answer) {
-    this.layer = model.predicts[model.predicts.length - 1];
+    // only chunks are corrected: a top layer of tags (a part-of-speech tagger's) is not
+    this.layer = model.chunk_types.length ? model.predicts[model.predicts.length - 1] : null;
     this.results = answer.results;
     const types = this.panel.querySelector("#types");
     types.replaceChildren(
@@ -163,6 +164,7 @@ export class Editor {
 
   // Mark the corrected chunks and tokens, and list each sentence's corrections.
   decorate() {
+    if (this.layer === null) return;
     for (const sentenceNode of this.view.querySelectorAll(".sentence")) {
       const sentence = sentenceNumber(sentenceNode);
       const corrections = this.corrections.of(sentence);
@@ -197,6 +199,7 @@ export class Editor {
   // The chunks of the top layer flagged for checking (below the threshold) that
   // nobody corrected yet.
   toCheck() {
+    if (this.layer === null) return [];
     const cells = this.view.querySelectorAll(`tr.layer[data-layer="${CSS.escape(this.layer)}"] td.span.low`);
     return Array.from(cells).filter((cell) => !cell.classList.contains("corrected"));
   }
