@@ -34,6 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from fstcrf.engine.threads import INTERRUPT_GRACE
 from fstcrf.errors import FstcrfError, RequestError, ServerBusyError
 from fstcrf.serve.answers import answer_batch
 from fstcrf.serve.batching import Batcher
@@ -244,7 +245,7 @@ def create_app(service: Service) -> Starlette:
     async def lifespan(app: Starlette):
         service.batcher.start()
         yield
-        await service.batcher.close()
+        await service.batcher.close(INTERRUPT_GRACE)  # the drain is over: a batch still running is left
 
     middleware = [Middleware(Measured, metrics=service.metrics)]
     if service.cors_origins:
