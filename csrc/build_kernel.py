@@ -72,9 +72,12 @@ def compiler_options(compiler_type: str) -> dict[str, list[str]]:
     # gcc and clang, also as mingw-w64: -fopenmp-simd honours "#pragma omp simd" (vectorised reductions)
     # without OpenMP threads, and FC_OPENMP_SIMD has csrc/fstcrf_portable.h write the pragmas;
     # -fno-math-errno lets a loop with sqrt vectorise (the kernel never reads errno; results are the same)
+    # mingw-w64 links WaitOnAddress, the partner thread's wait (csrc/fstcrf_portable.h), from
+    # libsynchronization, where MSVC takes Synchronization.lib from a pragma
+    windows = ["synchronization"] if compiler_type == "mingw32" else []
     return {"extra_compile_args": ["-O3", "-std=c11", "-fopenmp-simd", "-fno-math-errno", "-DFC_OPENMP_SIMD",
                                    *EXTRA_FLAGS],
-            "libraries": ["m"]}
+            "libraries": ["m", *windows]}
 
 
 ffibuilder = cffi.FFI()

@@ -2,6 +2,9 @@
  * fstcrf_partner.c -- a partner thread for the bandit learner's small minibatches
  * (see the header).
  */
+/* the blocking waits of fstcrf_portable.h, with what they need declared */
+#define FC_THREAD_WAITS
+#define _DEFAULT_SOURCE
 #include "fstcrf_partner.h"
 #include "fstcrf_internal.h"
 
@@ -34,42 +37,53 @@ static int32_t make_call(const fb_partner *partner)
     return FC_BAD_ARGUMENT;
 }
 
+/* The flag while the partner blocks, for the flag it spun on (idle or done). */
+static int32_t asleep(int32_t flag)
+{
+    return flag == FB_PARTNER_IDLE ? FB_PARTNER_ASLEEP : FB_PARTNER_DONE_ASLEEP;
+}
+
 int fb_partner_serve(fb_partner *partner)
 {
-    FC_SWAP(&partner->flag, FB_PARTNER_PARKED, FB_PARTNER_IDLE); /* woken */
     int32_t spins = 0;
     for (;;) {
         const int32_t flag = FC_LOAD_ACQUIRE(&partner->flag);
-        if (flag == FB_PARTNER_STOP) return FB_PARTNER_STOP;
+        if (flag == FB_PARTNER_STOP || FC_LOAD_ACQUIRE(&partner->stopping)) return FB_PARTNER_STOP;
         if (flag == FB_PARTNER_POSTED) {
+            if (!FC_SWAP(&partner->flag, FB_PARTNER_POSTED, FB_PARTNER_RUNNING)) continue; /* the caller took it */
             partner->status = make_call(partner);
-            FC_STORE_RELEASE(&partner->flag, FB_PARTNER_DONE);
+            if (!FC_SWAP(&partner->flag, FB_PARTNER_RUNNING, FB_PARTNER_DONE)) { /* the caller blocked */
+                FC_STORE_RELEASE(&partner->flag, FB_PARTNER_DONE);
+                fc_wake(&partner->flag);
+            }
             spins = 0;
-            continue;
+        } else if (flag == FB_PARTNER_ASLEEP || flag == FB_PARTNER_DONE_ASLEEP) {
+            fc_wait_while(&partner->flag, flag, -1); /* until a post (or a stop) changes the flag */
+            spins = 0;
+        } else if (++spins > FB_PARTNER_SPINS) {
+            FC_SWAP(&partner->flag, flag, asleep(flag)); /* blocks at the next look, unless a post came */
+        } else {
+            FC_PAUSE();
         }
-        if (flag == FB_PARTNER_IDLE && ++spins > FB_PARTNER_SPINS &&
-            FC_SWAP(&partner->flag, FB_PARTNER_IDLE, FB_PARTNER_PARKED))
-            return FB_PARTNER_PARKED;
-        FC_PAUSE();
     }
 }
 
-/* Whether a call may be posted: none is posted or done and not waited for, and the
- * partner is not stopped (only the caller's thread posts, so this stays true). */
+/* Whether a call may be posted: none is posted or done and not collected, and the
+ * partner is not stopping (only the caller's thread posts, so this stays true). */
 static int may_post(fb_partner *partner)
 {
     const int32_t flag = FC_LOAD_ACQUIRE(&partner->flag);
-    return flag == FB_PARTNER_IDLE || flag == FB_PARTNER_PARKED;
+    return (flag == FB_PARTNER_IDLE || flag == FB_PARTNER_ASLEEP) && !FC_LOAD_ACQUIRE(&partner->stopping);
 }
 
-/* Publish the call written in the partner: FB_PARTNER_IDLE if the partner was
- * spinning, FB_PARTNER_PARKED if it must be woken. */
+/* Publish the call written in the partner, waking it if it is blocked. */
 static int publish(fb_partner *partner, int32_t kind)
 {
     partner->kind = kind;
-    if (FC_SWAP(&partner->flag, FB_PARTNER_IDLE, FB_PARTNER_POSTED)) return FB_PARTNER_IDLE;
-    FC_SWAP(&partner->flag, FB_PARTNER_PARKED, FB_PARTNER_POSTED); /* it parked meanwhile */
-    return FB_PARTNER_PARKED;
+    if (FC_SWAP(&partner->flag, FB_PARTNER_IDLE, FB_PARTNER_POSTED)) return FC_OK;
+    FC_SWAP(&partner->flag, FB_PARTNER_ASLEEP, FB_PARTNER_POSTED); /* it blocked meanwhile */
+    fc_wake(&partner->flag);
+    return FC_OK;
 }
 
 int fb_post_draw(fb_partner *partner, const fb_set *set, const int64_t *bounds, int32_t num_pieces,
@@ -120,18 +134,51 @@ int fb_post_index(fb_partner *partner, const fb_set *set, fb_layout *layout, con
     return publish(partner, FB_CALL_INDEX);
 }
 
-int fb_partner_wait(fb_partner *partner)
+int fb_partner_wait(fb_partner *partner, int32_t milliseconds)
 {
-    int32_t flag;
-    while ((flag = FC_LOAD_ACQUIRE(&partner->flag)) == FB_PARTNER_POSTED) FC_PAUSE();
-    if (flag != FB_PARTNER_DONE) return FC_BAD_ARGUMENT;
-    const int32_t status = partner->status;
-    FC_STORE_RELEASE(&partner->flag, FB_PARTNER_IDLE);
-    return status;
+    int32_t spins = 0, blocked = 0;
+    for (;;) {
+        const int32_t flag = FC_LOAD_ACQUIRE(&partner->flag);
+        if (flag == FB_PARTNER_DONE || flag == FB_PARTNER_DONE_ASLEEP) {
+            const int32_t status = partner->status;
+            /* collected: a spinning partner goes on spinning, a blocked one stays blocked */
+            if (!FC_SWAP(&partner->flag, FB_PARTNER_DONE, FB_PARTNER_IDLE))
+                FC_SWAP(&partner->flag, FB_PARTNER_DONE_ASLEEP, FB_PARTNER_ASLEEP);
+            return status;
+        }
+        if (flag == FB_PARTNER_POSTED) {
+            /* not taken: the partner is blocked or not running; this thread makes the call */
+            if (FC_SWAP(&partner->flag, FB_PARTNER_POSTED, FB_PARTNER_IDLE)) return make_call(partner);
+        } else if (flag != FB_PARTNER_RUNNING && flag != FB_PARTNER_WAITED) {
+            return FC_BAD_ARGUMENT;
+        } else if (flag == FB_PARTNER_RUNNING && ++spins <= FB_PARTNER_WAIT_SPINS) {
+            FC_PAUSE();
+        } else if (blocked) {
+            return FB_PARTNER_BUSY;
+        } else if (flag == FB_PARTNER_WAITED || FC_SWAP(&partner->flag, FB_PARTNER_RUNNING, FB_PARTNER_WAITED)) {
+            fc_wait_while(&partner->flag, FB_PARTNER_WAITED, milliseconds); /* until the partner's wake */
+            blocked = 1;
+        }
+    }
+}
+
+void fb_partner_rest(fb_partner *partner)
+{
+    FC_SWAP(&partner->flag, FB_PARTNER_IDLE, FB_PARTNER_ASLEEP);
+}
+
+void fb_partner_ready(fb_partner *partner)
+{
+    if (FC_SWAP(&partner->flag, FB_PARTNER_ASLEEP, FB_PARTNER_IDLE)) fc_wake(&partner->flag);
 }
 
 void fb_partner_stop(fb_partner *partner)
 {
-    while (FC_LOAD_ACQUIRE(&partner->flag) == FB_PARTNER_POSTED) FC_PAUSE();
-    FC_STORE_RELEASE(&partner->flag, FB_PARTNER_STOP);
+    FC_STORE_RELEASE(&partner->stopping, 1);
+    for (;;) {
+        const int32_t flag = FC_LOAD_ACQUIRE(&partner->flag);
+        if (flag == FB_PARTNER_RUNNING || flag == FB_PARTNER_WAITED || flag == FB_PARTNER_STOP) break;
+        if (FC_SWAP(&partner->flag, flag, FB_PARTNER_STOP)) break; /* else the partner changed it: look again */
+    }
+    fc_wake(&partner->flag); /* a blocked partner sees the stop (one making a call, after it) */
 }

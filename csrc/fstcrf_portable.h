@@ -41,6 +41,10 @@
  * defining FC_OPENMP_SIMD (csrc/build_kernel.py), or any compiler of OpenMP
  * 4.0 or later with OpenMP on.  Elsewhere (MSVC, a plain -Wall build) the
  * loops are ordinary loops and the pragmas are not there to warn.
+ *
+ * The bandit learner's partner thread (fstcrf_partner.c) also needs atomics, a spin
+ * hint and a way to block a thread on a word until another wakes it: FC_LOAD_ACQUIRE,
+ * FC_STORE_RELEASE, FC_SWAP, FC_PAUSE, fc_wait_while and fc_wake, below.
  */
 #ifndef FSTCRF_PORTABLE_H
 #define FSTCRF_PORTABLE_H
@@ -91,6 +95,59 @@ static inline int fc_swap(int32_t *p, int32_t from, int32_t to)
 #define FC_PAUSE() _mm_pause()
 #else
 #define FC_PAUSE() ((void)0)
+#endif
+
+/* fc_wait_while(p, value, milliseconds) blocks the calling thread while the int32_t at p
+ * holds value, until fc_wake(p) on another thread, for at most milliseconds (-1: no
+ * limit); it may return early (a signal, a spurious wake-up), so the caller looks
+ * again.  fc_wake(p) wakes every thread blocked at p.  The kernel compares the value as
+ * it blocks, so a change made before fc_wake is never missed.  Linux: the futex system
+ * call; Windows: WaitOnAddress (Windows 8 and later, in Synchronization.lib); elsewhere
+ * (POSIX: macOS, the BSDs) sleeps of 50 microseconds (nanosleep) between looks.  Only
+ * for a source that defines FC_THREAD_WAITS and _DEFAULT_SOURCE before any header
+ * (fstcrf_partner.c): glibc and musl declare syscall() and nanosleep only with the
+ * default feature set, which -std=c11 leaves out. */
+#if !defined(FC_THREAD_WAITS)
+#elif defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+static inline void fc_wait_while(int32_t *p, int32_t value, int32_t milliseconds)
+{
+    struct timespec limit = {milliseconds / 1000, (long)(milliseconds % 1000) * 1000000L};
+    syscall(SYS_futex, p, FUTEX_WAIT_PRIVATE, value, milliseconds < 0 ? NULL : &limit, NULL, 0);
+}
+static inline void fc_wake(int32_t *p)
+{
+    syscall(SYS_futex, p, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+#elif defined(_WIN32)
+#include <windows.h>
+#ifdef _MSC_VER
+#pragma comment(lib, "Synchronization.lib")
+#endif
+static inline void fc_wait_while(int32_t *p, int32_t value, int32_t milliseconds)
+{
+    WaitOnAddress((volatile VOID *)p, &value, sizeof value, milliseconds < 0 ? INFINITE : (DWORD)milliseconds);
+}
+static inline void fc_wake(int32_t *p)
+{
+    WakeByAddressAll((PVOID)p);
+}
+#else
+#include <time.h>
+static inline void fc_wait_while(int32_t *p, int32_t value, int32_t milliseconds)
+{
+    const struct timespec pause = {0, 50000L};
+    for (int64_t waited = 0; FC_LOAD_ACQUIRE(p) == value && (milliseconds < 0 || waited < 20 * (int64_t)milliseconds);
+         waited++)
+        nanosleep(&pause, NULL);
+}
+static inline void fc_wake(int32_t *p)
+{
+    (void)p;
+}
 #endif
 
 #if defined(FC_OPENMP_SIMD) || (defined(_OPENMP) && _OPENMP >= 201307)

@@ -4,7 +4,8 @@ Every fenced block of README.md and docs/ names its language, and the language s
 what becomes of it (docs/development.md, "Code blocks in the documentation"):
 
     python   executed; the Python blocks of a page share one namespace, in order
-    sh       run by bash (-e -o pipefail), in the page's folder, under a timeout
+    sh       run by bash (-e -o pipefail), in the page's folder, under a timeout; a
+             page's shell blocks run in one shell, as typed into one terminal
     fgr      parsed as a grammar (fstcrf.grammar.parse_grammar)
     yaml     parsed (yaml.safe_load)
     text     never run: output, file contents, a synopsis
@@ -332,32 +333,66 @@ def _run_python(block: Block, namespace: dict) -> str:
     return ""
 
 
-def _run_shell(block: Block, folder: Path, env: dict) -> str:
-    """Run a shell block in its own process group, which is stopped when the block ends
-    (a server it started in the background included) or runs out of time."""
-    shell = subprocess.Popen(
-        ["bash", "-e", "-o", "pipefail", "-c", block.text],
-        cwd=folder,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = shell.communicate(timeout=block.timeout)
-    except subprocess.TimeoutExpired:
-        _stop_group(shell.pid)
-        stdout, stderr = shell.communicate()
-        return f"took longer than {block.timeout:g} s\n{stdout[-3000:]}{stderr[-3000:]}"
-    finally:
-        _stop_group(shell.pid)
-    sys.stdout.write(stdout)
-    if shell.returncode:
-        return f"exit status {shell.returncode}\n{stdout[-3000:]}{stderr[-3000:]}"
-    sys.stderr.write(stderr)
-    return ""
+class PageShell:
+    """One bash for a page's shell blocks, as a reader's terminal: variables, the
+    working folder and what runs in the background carry from block to block, and
+    are stopped when the page ends (or a block fails or runs out of time).  bash runs
+    with -e -o pipefail in a session of its own; each block is a script it sources
+    with its input from /dev/null, its output going to a file (a server left running
+    must not hold a pipe the runner waits on)."""
+
+    def __init__(self, folder: Path, env: dict):
+        self.scripts = Path(tempfile.mkdtemp(prefix="fstcrf-docs-shell-"))
+        self.output = self.scripts / "output"
+        with open(self.output, "w"):
+            pass
+        self.process = subprocess.Popen(
+            ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail"],
+            cwd=folder,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=open(self.output, "a"),
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.read = open(self.output, encoding="utf-8", errors="replace")
+        self.blocks = 0
+
+    def run(self, block: Block) -> str:
+        """Run one block; an error message (its status or timeout, and the end of its output), or ""."""
+        self.blocks += 1
+        script = self.scripts / f"block{self.blocks}.sh"
+        script.write_text(block.text, encoding="utf-8")
+        done = f"__docs_block_{self.blocks}_done__"
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(f"source {shlex.quote(str(script))} < /dev/null\nprintf '\\n%s\\n' {done}\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            return "the page's shell has ended"
+        deadline = time.monotonic() + block.timeout
+        text = ""
+        while done not in text:
+            text += self.read.read()
+            if done in text:
+                break
+            if self.process.poll() is not None:
+                text += self.read.read()
+                return f"exit status {self.process.returncode}\n{text[-6000:]}"
+            if time.monotonic() > deadline:
+                self.close()
+                return f"took longer than {block.timeout:g} s\n{text[-6000:]}"
+            time.sleep(0.02)
+        sys.stdout.write(text[: text.index(done)].rstrip("\n") + "\n")
+        return ""
+
+    def close(self) -> None:
+        """Stop the shell and everything it started."""
+        _stop_group(self.process.pid)
+        self.process.wait()
+        self.read.close()
+        shutil.rmtree(self.scripts, ignore_errors=True)
 
 
 def _stop_group(group: int) -> None:
@@ -378,7 +413,7 @@ def _check(block: Block) -> str:
     return "\n".join(refused_commands(block.text)) if block.language in ("sh", "setup") else ""
 
 
-def run_block(block: Block, folder: Path, namespace: dict, env: dict) -> str:
+def run_block(block: Block, namespace: dict, shell: PageShell) -> str:
     """Do with one block what its action says, in the page's folder; an error message, or ""."""
     if block.action == "parse-only":
         return _check(block)
@@ -387,7 +422,7 @@ def run_block(block: Block, folder: Path, namespace: dict, env: dict) -> str:
     if block.language == "python":
         return _run_python(block, namespace)
     if block.language in ("sh", "setup"):
-        return _run_shell(block, folder, env)
+        return shell.run(block)
     if block.language == "fgr":
         from fstcrf.grammar import parse_grammar
 
@@ -418,10 +453,11 @@ def run_page(page: Path, folder: Path, verbose: bool = True) -> Outcome:
     os.environ.update(env)
     sys.path.insert(0, str(ROOT))
     outcome = Outcome()
+    shell = PageShell(folder, env)
     try:
         for block in blocks:
             started = time.perf_counter()
-            error = run_block(block, folder, main.__dict__, env)
+            error = run_block(block, main.__dict__, shell)
             seconds = time.perf_counter() - started
             if block.language != "setup":
                 outcome.counts[block.action] = outcome.counts.get(block.action, 0) + 1
@@ -432,6 +468,7 @@ def run_page(page: Path, folder: Path, verbose: bool = True) -> Outcome:
                 outcome.failure = f"{block.where}, {block.action}:\n{block.text}\n{error}"
                 break
     finally:
+        shell.close()
         shutil.rmtree(shims, ignore_errors=True)
         sys.path.remove(str(ROOT))
         os.environ.clear()

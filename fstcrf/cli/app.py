@@ -29,6 +29,7 @@ from fstcrf.cli import (
 )
 from fstcrf.cli.options import add_quiet, check_outputs
 from fstcrf.engine.budget import DEFAULTS, limits
+from fstcrf.engine.threads import left_running
 from fstcrf.errors import FstcrfError
 
 #: The modules of the commands, in the order ``fstcrf --help`` lists them.
@@ -91,8 +92,17 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> NoReturn:
     """The console script and ``python -m fstcrf.cli``: :func:`main`, then exit with its
     status.  What is left is frozen first (``gc.freeze``), so that the collection at
-    interpreter exit skips it: about 40 ms of a tagging process's end."""
+    interpreter exit skips it: about 40 ms of a tagging process's end.  When an
+    interrupt left threads stuck in their work (what was done is written by then), the
+    process ends at once (``os._exit``): the interpreter's exit could wait for them, or
+    fail on a lock one of them holds."""
     status = main()
+    stuck = sorted(set(left_running()))
+    if stuck:
+        print(f"fstcrf: ending with {len(stuck)} thread(s) stuck in their work: {', '.join(stuck)}", file=sys.stderr)
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(status)
     gc.freeze()
     sys.exit(status)
 

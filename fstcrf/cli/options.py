@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
 
 from fstcrf.document.settings import (
@@ -166,8 +167,8 @@ def _conll2000_files(value: str) -> list[str]:
     return [] if folder is None else [str(folder / "train.txt"), str(folder / "test.txt")]
 
 
-#: The input options whose value is not simply the one file read, by dest: what files
-#: each value names.
+#: The options whose value is not simply the one file read or written, by dest: what
+#: files each value names.
 FILES_OF: dict[str, Callable[[str], list[str]]] = {
     "template": _template_files,
     "grammar": _grammar_files,
@@ -176,11 +177,12 @@ FILES_OF: dict[str, Callable[[str], list[str]]] = {
     "call_models": lambda value: [pair.partition("=")[2] for pair in value.split(",") if pair],  # KIND=MODEL,...
     "folder": _announcement_files,
     "data": _conll2000_files,
+    "save_corpus": lambda value: [os.path.join(value, "train.txt"), os.path.join(value, "test.txt")],  # written
 }
 
 
 def input_files(args: argparse.Namespace, name: str) -> list[str]:
-    """The files the input option ``name`` of ``args`` names (see FILES_OF)."""
+    """The files the option ``name`` of ``args`` names, read or written (see FILES_OF)."""
     return [path for value in option_values(args, name) for path in FILES_OF.get(name, lambda v: [v])(value)]
 
 
@@ -190,8 +192,19 @@ def check_outputs(args: argparse.Namespace) -> None:
     its other options reads."""
     for name in args.outputs:
         read = [path for option in args.inputs if option != name for path in input_files(args, option)]
-        for output in option_values(args, name):
+        for output in input_files(args, name):
             check_output_path(output, read)
+
+
+def port_number(text: str) -> int:
+    """A --port: 0 to 65535 (0: a free port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {value}")
+    return value
 
 
 def add_reading_columns(parser: argparse.ArgumentParser) -> None:

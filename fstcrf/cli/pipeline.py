@@ -3,7 +3,8 @@ batches in one thread, extracts the features of the next batch in another, decod
 this thread and writes the finished batches in a fourth (reading, the C parts of
 extraction, decoding and writing release the GIL, so the stages share the machine's
 cores).  Queues of a few batches keep memory bounded.  Ctrl-C and SIGTERM act at once
-while a batch is decoded, else once the queues are at rest (:class:`SignalGate`)."""
+while a batch is decoded, else once the queues are at rest (:class:`SignalGate`); a
+stage still running STOP_GRACE seconds later, stuck, is left behind."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ import gc
 import queue
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from fstcrf.engine.faults import stall
+from fstcrf.engine.threads import leave_running
 from fstcrf.phases import phase
 
 #: Batches each queue holds: the reader is at most this far ahead of the next stage,
@@ -31,6 +35,10 @@ HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: see the stop (a reader waiting for input on a pipe is left behind; it holds no lock
 #: shutdown needs).
 READER_JOIN_SECONDS = 1.0
+
+#: Seconds the stages get, once Ctrl-C or SIGTERM came, to finish (the writer writes the
+#: items worked on); a stage still running then, stuck, is left behind.
+STOP_GRACE = 1.0
 
 #: The garbage collector's first threshold while batches flow (Python's default is 700).
 #: Batches are lists and strings without cycles, which reference counting frees; at the
@@ -62,7 +70,9 @@ def overlapped(
     (an upstream stage's when its place in the order is reached).  Ctrl-C or SIGTERM
     raises KeyboardInterrupt: during ``work`` at once (the item in hand is dropped),
     elsewhere once the stages are at rest (:class:`SignalGate`); either way the
-    reader and the preparer stop and the items worked on are finished first.  Phase
+    reader and the preparer stop and the items worked on are finished first, each stage
+    getting STOP_GRACE seconds at most (one stuck is left running:
+    fstcrf.engine.threads.left_running).  Phase
     "read" (without ``prepare``) or "features" (with it) is the time this thread
     waits for the stage before it, "write" the time it waits for the writer
     (fstcrf.phases, which times this thread only)."""
@@ -76,16 +86,17 @@ def overlapped(
             if failed:
                 continue  # drain, so that the main thread never blocks on a full queue
             try:
+                stall("writer")
                 finish(*entry)
             except BaseException as error:  # raised in the main thread
                 failed.append(error)
 
-    upstream = [threading.Thread(target=_relay, args=(items, inbox, stop), name="fstcrf-read", daemon=True)]
+    upstream = [threading.Thread(target=_relay, args=(items, inbox, stop.is_set), name="fstcrf-read", daemon=True)]
     if prepare is not None:
         prepared: queue.Queue = queue.Queue(QUEUE_BATCHES)
         source = ((item, prepare(item)) for item in _entries(inbox, stop))
         upstream.append(
-            threading.Thread(target=_relay, args=(source, prepared, stop), name="fstcrf-prepare", daemon=True)
+            threading.Thread(target=_relay, args=(source, prepared, stop.is_set), name="fstcrf-prepare", daemon=True)
         )
         inbox = prepared
     writer = threading.Thread(target=write, name="fstcrf-write", daemon=True)
@@ -96,6 +107,7 @@ def overlapped(
         for thread in upstream:
             thread.start()
         writer.start()
+        grace = _Grace(gate)
         try:
             while not failed:
                 with phase(waiting):
@@ -108,17 +120,52 @@ def overlapped(
                 with gate.opened():
                     result = work(ready)
                 with phase("write"):
-                    outbox.put((item, result))
+                    if not _put(outbox, (item, result), lambda: bool(gate.received)):
+                        break
+        except KeyboardInterrupt:
+            grace.start()
+            raise
         finally:
             stop.set()
             for thread in upstream:
-                thread.join(READER_JOIN_SECONDS)
+                _join(thread, grace, READER_JOIN_SECONDS)
             with phase("write"):
-                outbox.put(_END)
-                writer.join()
+                _put(outbox, _END, grace.over)
+                _join(writer, grace)
             gc.set_threshold(*thresholds)
     if failed:
         raise failed[0]
+
+
+class _Grace:
+    """How long the stages may still take once Ctrl-C or SIGTERM came (``gate`` received
+    a signal, or :meth:`start`): STOP_GRACE seconds, after which a stage still running
+    is left (fstcrf.engine.threads.left_running); until then, as long as they need."""
+
+    def __init__(self, gate: SignalGate):
+        self.gate = gate
+        self.deadline: float | None = None
+
+    def start(self) -> None:
+        """Count from now, if not counting yet."""
+        if self.deadline is None:
+            self.deadline = time.monotonic() + STOP_GRACE
+
+    def over(self) -> bool:
+        """Whether the stages have had their time."""
+        if self.gate.received:
+            self.start()
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+
+def _join(thread: threading.Thread, grace: _Grace, at_most: float | None = None) -> None:
+    """Wait for ``thread`` to end, at most ``at_most`` seconds and no longer than
+    ``grace`` allows; a thread still running then is left running (noted)."""
+    deadline = None if at_most is None else time.monotonic() + at_most
+    while thread.is_alive() and not grace.over() and (deadline is None or time.monotonic() < deadline):
+        thread.join(STOP_POLL)
+    if thread.is_alive():
+        leave_running(thread)
 
 
 class SignalGate:
@@ -180,8 +227,8 @@ def _next_entry(box: queue.Queue, gate: SignalGate):
     return _END
 
 
-def _relay(items: Iterable, box: queue.Queue, stop: threading.Event) -> None:
-    """Put each of ``items`` in ``box``, then the end mark, until ``stop`` is set; an
+def _relay(items: Iterable, box: queue.Queue, stop: Callable[[], bool]) -> None:
+    """Put each of ``items`` in ``box``, then the end mark, until ``stop()`` is true; an
     exception of ``items`` is put in ``box`` in its place (handed on in order)."""
     try:
         for item in items:
@@ -207,9 +254,9 @@ def _entries(box: queue.Queue, stop: threading.Event) -> Iterator:
         yield entry
 
 
-def _put(box: queue.Queue, entry, stop: threading.Event) -> bool:
-    """Put entry in box, waiting for room unless ``stop`` is set (False then)."""
-    while not stop.is_set():
+def _put(box: queue.Queue, entry, stop: Callable[[], bool]) -> bool:
+    """Put entry in box, waiting for room until ``stop()`` is true (False then)."""
+    while not stop():
         try:
             box.put(entry, timeout=STOP_POLL)
             return True

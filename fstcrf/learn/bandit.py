@@ -45,11 +45,12 @@ features straight from the gradient buffers.  Where each sentence's
 coefficients sum to 0 (:func:`expectation_cancels`) the E[phi] term is 0 and
 the draws are made without posteriors (no backward pass).  On more than one
 thread the pieces of a large minibatch run on a pool, a call each; a small one's
-second piece is handed to a partner thread that spins for it
-(csrc/fstcrf_partner.h: a pool's lock and wake-up cost a good part of a small
-minibatch's work), and its step is shared out by piece: the calling thread steps
-the features only the first piece uses, whose lines its caches hold, the partner
-the others.  On one thread every call runs on the calling thread.
+second piece is handed to a partner thread (csrc/fstcrf_partner.h: a pool's lock
+and wake-up cost a good part of a small minibatch's work), which spins while the
+minibatch is in flight and blocks between minibatches, and its step is shared out
+by piece: the calling thread steps the features only the first piece uses, whose
+lines its caches hold, the partner the others.  On one thread every call runs on
+the calling thread.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,8 +69,8 @@ from fstcrf.learn.settings import BanditSettings
 from fstcrf.features.encoding import EncodedSentences
 from fstcrf.errors import FeedbackError, FstcrfError, TopologyError
 from fstcrf.engine.inference import Potentials, SentenceBatch, thread_chunks
-from fstcrf.engine.threads import limit_blas
 from fstcrf.learn.objective import Scorer
+from fstcrf.engine.threads import INTERRUPT_GRACE, WorkerPool, limit_blas
 from fstcrf.phases import phase
 
 _ADAM_BETAS = (0.9, 0.999)
@@ -202,7 +203,10 @@ class SampledGradient:
         # in buffers [U] of a capacity grown as minibatches need, kept zero between minibatches
         self._compact = kernel.bandit.GradientLayout(encoded.num_predicates, [np.zeros(0) for _ in range(_PIECES)])
         self._transitions = np.zeros(scorer.transitions.size)  # [T]
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: WorkerPool | None = None
+        self._pool_pid = 0  # the process the pool's thread runs in
+        #: whether an interrupt left a thread of this object running (which may still write to its arrays)
+        self._left_running = False
         self._partner: kernel.bandit.Partner | None = None
         #: the partner making the layout of sentences first .. last-1: (partner, first, last)
         self._indexing: tuple[kernel.bandit.Partner, int, int] | None = None
@@ -254,6 +258,7 @@ class SampledGradient:
         on each sentence (:func:`expectation_cancels`).  The kernel is called directly
         on caller-owned structs: the scores come from the model and need none of
         :class:`Potentials`' checks."""
+        self._ready(first, last)
         F = self.scorer.features.num_features
         split = self._split(first, last)
         transitions = np.ascontiguousarray(self.scorer.transitions.scores(sign * theta[F:]))
@@ -300,35 +305,63 @@ class SampledGradient:
             for item in items:
                 work(item)
             return
+        if self._left_running:
+            raise FstcrfError("an interrupt left a thread of this learner running; make a new one")
         limit_blas()  # BLAS threads would busy-wait beside the partner's and the pool's
         if small and len(items) == 2:
             if self._partner is None or self._partner.pid != os.getpid():  # none, or a parent's before a fork
                 self._partner, self._indexing = kernel.bandit.Partner(), None
+            partner = self._partner
             self._collect_layout()
-            work(items[1], partner=self._partner)
+            work(items[1], partner=partner)
             try:
                 work(items[0])
-            finally:
-                self._partner.wait()
+            except BaseException:
+                if not partner.wait(INTERRUPT_GRACE):
+                    self._leave_threads()
+                raise
+            partner.wait()
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=min(self.scorer.threads, _PIECES) - 1)
+        if self._pool is None or self._pool_pid != os.getpid():
+            self._pool, self._pool_pid = WorkerPool(min(self.scorer.threads, _PIECES) - 1, "fstcrf-bandit"), os.getpid()
         futures = [self._pool.submit(work, item) for item in items[1:]]
-        work(items[0])
+        try:
+            work(items[0])
+        except BaseException:
+            wait(futures, timeout=INTERRUPT_GRACE)  # close() leaves a thread still running then
+            raise
         for future in futures:
             future.result()
 
+    def _ready(self, first: int, last: int) -> None:
+        """Wake the partner thread ahead of a call for sentences first .. last-1, if it
+        will get one (its wake-up passes while the call is prepared)."""
+        if self._partner is not None and self.scorer.threads > 1 and self._small(first, last):
+            self._partner.ready()
+
     def close(self) -> None:
         """Stop the threads and forget the step state (the object stays usable and
-        restarts them if needed)."""
+        restarts them if needed).  After Ctrl-C (KeyboardInterrupt), threads whose work
+        does not end within INTERRUPT_GRACE seconds are left running (and the object
+        refuses more work)."""
         self.step_state = None
         if self._partner is not None:
-            self._collect_layout()
-            self._partner.stop()
+            if not self._collect_layout(INTERRUPT_GRACE) or not self._partner.stop(INTERRUPT_GRACE):
+                self._leave_threads()
             self._partner = None
         if self._pool is not None:
-            self._pool.shutdown()
+            if not self._pool.close(INTERRUPT_GRACE):
+                self._left_running = True
             self._pool = None
+
+    def _leave_threads(self) -> None:
+        """Leave the partner, whose call did not end in time, running: it is stopped
+        once its call ends (fstcrf.engine.threads.left_running), and holds the kernel
+        structs that call may still read or write."""
+        if self._partner is not None:
+            self._partner.stop(0.0)
+            self._partner.keep = (self._training, self._compact, self._workspaces, self._work)
+        self._partner, self._indexing, self._left_running = None, None, True
 
     def add_gradient(self, posteriors: Posteriors, paths: np.ndarray, coefficients: np.ndarray) -> None:
         """Add sum_k sum_b coefficients[k, b] * grad_theta log p_{sign theta}(paths[k] of
@@ -343,6 +376,7 @@ class SampledGradient:
     def _add_gradient(self, posteriors: Posteriors, paths: np.ndarray, coefficients: np.ndarray) -> None:
         """:meth:`add_gradient`'s work."""
         sign, first, last = posteriors.sign, posteriors.first, posteriors.last
+        self._ready(first, last)
         paths = kernel.kernel_array(paths, np.int32)
         coefficients = kernel.kernel_array(coefficients, np.float64)
         layout = self.scorer.transitions
@@ -415,12 +449,16 @@ class SampledGradient:
         self._layout, self._added = (first, last, predicates, features), False
         return self._layout
 
-    def _collect_layout(self) -> None:
-        """Take the layout posted to the partner after a draw, if any."""
+    def _collect_layout(self, timeout: float | None = None) -> bool:
+        """Take the layout posted to the partner after a draw, if any: True; False if it
+        is not done after ``timeout`` seconds (None: no limit)."""
         if self._indexing is not None:
-            (partner, first, last), self._indexing = self._indexing, None
-            partner.wait()
+            partner, first, last = self._indexing
+            if not partner.wait(timeout):
+                return False
+            self._indexing = None
             self._made(first, last)
+        return True
 
     def _release(self) -> None:
         """Forget the layout (the buffers and ``at`` were cleared)."""
@@ -458,6 +496,7 @@ class SampledGradient:
         in one pass (``fb_step``): each touched feature's gradient is read from the
         buffers of the pieces that touched it, cleared and stepped at once
         (``fu_apply``'s arithmetic), the transitions after."""
+        self._ready(first, last)
         predicates = self._lay_out(first, last)[2]
         rule = steps.next_rule()
         transitions = (self._transitions, steps.squares, steps.moments)
@@ -478,6 +517,8 @@ class SampledGradient:
         with phase("bandit step"):
             self.map(work, enumerate(runs), small)
         self._release()
+        if self._partner is not None:  # the minibatch is done: no call before the next one
+            self._partner.rest()
 
     def _small(self, first: int, last: int) -> bool:
         """Whether sentences first .. last-1 are too few tokens to share out through the

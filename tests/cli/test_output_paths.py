@@ -102,6 +102,9 @@ def _named(name: str, path: Path, folder: Path) -> tuple[str, Path]:
     return str(path), path
 
 
+#: The output options naming a folder whose files are written (see FILES_OF).
+FOLDER_OUTPUTS = {"save_corpus"}
+
 CHECKED = [
     (name, parser, output, read)
     for name, parser in COMMANDS
@@ -124,13 +127,13 @@ def test_every_output_is_checked_against_every_input(name, parser, output, read,
     args = _namespace(parser)
     many = {a.dest for a in parser._actions if a.nargs in ("+", "*") or isinstance(a, argparse._AppendAction)}
     setattr(args, read, [value] if read in many else value)
-    setattr(args, output, str(path))
+    setattr(args, output, str(path.parent) if output in FOLDER_OUTPUTS else str(path))
     with pytest.raises(OutputPathError, match="same file as the input"):
         check_outputs(args)
 
 
 def test_the_expanded_options_are_declared_somewhere():
-    declared = {read for _, parser in COMMANDS for read in parser.get_default("inputs")}
+    declared = {name for _, parser in COMMANDS for name in parser.get_default("inputs") + parser.get_default("outputs")}
     assert set(FILES_OF) <= declared
 
 

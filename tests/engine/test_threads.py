@@ -1,9 +1,18 @@
 """The kept thread pools: work nested in a pool's work runs inline instead of
-waiting on threads that are all waiting."""
+waiting on threads that are all waiting; their threads are daemon threads; Ctrl-C
+waits INTERRUPT_GRACE seconds at most for the items running and leaves a stuck one
+(the pool is not used again); an error waits for the others.  And the fault hook's
+variable."""
 
+import os
+import signal
 import threading
+import time
 
-from fstcrf.engine.threads import on_pool_worker, run_parallel
+import pytest
+
+from fstcrf.engine.faults import parse_faults
+from fstcrf.engine.threads import INTERRUPT_GRACE, left_running, on_pool_worker, run_parallel, thread_pool
 
 
 def test_work_nested_in_the_pools_work_runs_inline_and_finishes():
@@ -52,3 +61,55 @@ def test_a_block_holds_blas_to_one_thread_once_it_shares_work_out_until_it_ends(
             run_parallel(lambda item: item, [1, 2])
         assert _blas_threads() == [1] * len(before)  # held by the outermost block
     assert _blas_threads() == before
+
+
+def test_the_pools_threads_never_hold_up_the_interpreters_exit():
+    run_parallel(lambda item: item, [1, 2])
+    pool = thread_pool(2)
+    assert all(thread.daemon for thread in pool.threads)
+
+
+def test_ctrl_c_leaves_a_stuck_item_running_after_the_grace_and_the_pool_is_replaced():
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    release = threading.Event()
+    pool = thread_pool(2)
+
+    def work(item):
+        if item == 1:
+            release.wait()  # stuck until released
+        return item
+
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_parallel(work, [0, 1])
+    assert time.monotonic() - started < 0.2 + INTERRUPT_GRACE + 0.5
+    stuck = [thread.name for thread in pool.threads if thread.is_alive()]
+    assert len(stuck) == 1 and stuck[0] in left_running()
+    assert thread_pool(2) is not pool and run_parallel(work, [0, 2]) == [0, 2]  # a fresh pool
+    release.set()
+    for thread in pool.threads:
+        thread.join(10)
+        assert not thread.is_alive()  # the retired pool's threads end once their work does
+    assert stuck[0] not in left_running()
+
+
+def test_an_error_in_an_item_waits_for_the_others():
+    finished = []
+
+    def work(item):
+        if item == 0:
+            raise ValueError("item 0")
+        time.sleep(0.3)
+        finished.append(item)
+
+    with pytest.raises(ValueError, match="item 0"):
+        run_parallel(work, [0, 1])
+    assert finished == [1]  # no thread still writes once the error goes on
+
+
+def test_fault_places_and_visits_are_read_from_the_variable():
+    assert parse_faults("worker:3, writer,partner:0,x:y") == {"worker": 3, "writer": 1, "partner": 1, "x": 1}
+    assert parse_faults("") == {}

@@ -1,11 +1,17 @@
 """The partner thread of the bandit learner's small minibatches (csrc/fstcrf_partner.c)
 and the order its step is shared out in: a posted call's status comes back through
-the wait, a second post or a wait with nothing posted is refused, a parked partner
-is woken by the next post, a stopped one takes no more; the reorder by piece keeps
-each group in its order and the layout's positions.  That the learner's weights are
-those of one thread with the partner on is tested in test_bandit.py and
+the wait, a second post or a wait with nothing posted is refused, an idle partner
+blocks (it does not spin) and is woken by the next post, a caller waiting for a slow
+partner blocks too and sees Ctrl-C, a stopped one takes no more; no thread is left
+after close(), an exception or in a forked child; the reorder by piece keeps each
+group in its order and the layout's positions.  That the learner's weights are those
+of one thread with the partner on is tested in test_bandit.py and
 test_bandit_kernel.py (``inline_tokens`` 4096)."""
 
+import os
+import signal
+import sys
+import threading
 import time
 
 import numpy as np
@@ -14,8 +20,11 @@ from hypothesis import given, settings, strategies as st
 
 from fstcrf._kernel import ffi, lib
 from fstcrf.engine import kernel
-from fstcrf.errors import FstcrfError
+from fstcrf.engine.threads import left_running
+from fstcrf.errors import FeedbackError, FstcrfError
 from fstcrf.learn import bandit
+from fstcrf.learn.feedback import CallableFeedback
+from fstcrf.learn.settings import BanditSettings
 from tests.learn.test_bandit_kernel import corpus_of, sampled_gradient
 
 
@@ -47,7 +56,7 @@ def test_a_posted_call_is_made_and_its_status_collected(partner, gradient):
     for _ in range(100):
         post_step(partner, gradient)
         partner.wait()
-    assert flag(partner) in (lib.FB_PARTNER_IDLE, lib.FB_PARTNER_PARKED)
+    assert flag(partner) in (lib.FB_PARTNER_IDLE, lib.FB_PARTNER_ASLEEP)
 
 
 def test_a_failing_call_raises_at_the_wait_and_the_partner_goes_on(partner, gradient):
@@ -68,36 +77,187 @@ def test_a_second_post_and_a_wait_for_nothing_are_refused(partner, gradient):
         partner.wait()
 
 
-def test_a_parked_partner_is_woken_by_the_next_post(partner, gradient):
-    deadline = time.monotonic() + 10
-    while flag(partner) != lib.FB_PARTNER_PARKED and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert flag(partner) == lib.FB_PARTNER_PARKED
+on_linux = pytest.mark.skipif(sys.platform != "linux", reason="reads a thread's state in /proc")
+
+
+def thread_state(thread: threading.Thread) -> tuple[str, int]:
+    """(the kernel's state letter of a thread: R running, S sleeping; its CPU clock ticks)."""
+    with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return fields[0], int(fields[11]) + int(fields[12])
+
+
+def wait_for_flag(partner, value, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while flag(partner) != value and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert flag(partner) == value
+
+
+@on_linux
+def test_an_idle_partner_blocks_and_the_next_post_wakes_it(partner, gradient):
     for _ in range(3):
         post_step(partner, gradient)
         partner.wait()
-        while flag(partner) != lib.FB_PARTNER_PARKED and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for_flag(partner, lib.FB_PARTNER_ASLEEP)  # after FB_PARTNER_SPINS pauses
+        time.sleep(0.05)
+        state, ticks = thread_state(partner._thread)
+        time.sleep(0.3)
+        assert state == "S" and thread_state(partner._thread) == ("S", ticks)  # blocked, using no CPU
+
+
+def test_a_partner_told_to_rest_blocks_at_once(partner, gradient):
+    post_step(partner, gradient)
+    partner.wait()
+    partner.rest()
+    assert flag(partner) == lib.FB_PARTNER_ASLEEP
+    post_step(partner, gradient)
+    partner.wait()
+
+
+class StuckPartner(kernel.bandit.Partner):
+    """A partner whose thread never serves (FSTCRF_FAULT=partner does the same)."""
+
+    def _serve(self):
+        threading.Event().wait()
+
+
+def test_a_call_the_partner_has_not_taken_is_made_by_the_caller(gradient):
+    partner = StuckPartner()
+    for _ in range(3):
+        post_step(partner, gradient)
+        assert partner.wait(timeout=0.0)
+    other = kernel.bandit.GradientLayout(gradient._compact.num_predicates + 1, [np.zeros(0)] * 2)
+    post_step(partner, gradient, other)
+    with pytest.raises(RuntimeError, match="fb_step"):  # its status checked as the partner's would be
+        partner.wait()
+    assert partner.stop(timeout=0.1)  # it holds no call: the arrays are the caller's again
+    assert partner._thread.is_alive() and partner._thread.name in left_running()  # never serving, left
+
+
+def lopsided(monkeypatch):
+    """A learner on two threads whose minibatches of 42,000 tokens go to the partner in two
+    pieces of 21,000, the calling thread sleeping 50 ms instead of making its own (a call
+    the partner has not taken by then it would make itself): it waits for the partner's."""
+    monkeypatch.setattr(bandit, "_INLINE_TOKENS", 10**9)
+    gradient = sampled_gradient(corpus_of(6, [21000, 1000, 20000]), 1, False, threads=2)
+    shared = gradient.map
+
+    def partner_alone(work, items, small=False):
+        return shared(lambda item, partner=None: work(item, partner) if partner else time.sleep(0.05), items, small)
+
+    monkeypatch.setattr(gradient, "map", partner_alone)
+    return gradient, np.zeros(gradient.num_weights)
+
+
+@pytest.mark.slow
+def test_a_caller_waiting_for_the_partner_blocks(monkeypatch):
+    gradient, theta = lopsided(monkeypatch)
+    gradient.draw(theta, 0, 3, 1, 0)
+    assert gradient._partner is not None
+    started, cpu = time.monotonic(), time.thread_time()
+    gradient.draw(theta, 0, 3, 400, 0)
+    wall, cpu = time.monotonic() - started, time.thread_time() - cpu
+    assert wall > 0.1 and cpu < 0.5 * wall, (wall, cpu)  # blocked in the kernel, not spinning
+    gradient.close()
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_a_wait_for_the_partner_and_close_leaves_it_running(monkeypatch):
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    gradient, theta = lopsided(monkeypatch)
+    gradient.draw(theta, 0, 3, 1, 0)
+    partner = gradient._partner
+    left = left_running().count(partner._thread.name)  # other tests' stuck partners
+    timer = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        gradient.draw(theta, 0, 3, 800, 0)  # the partner's piece takes most of a second
+    assert flag(partner) in (lib.FB_PARTNER_RUNNING, lib.FB_PARTNER_WAITED)  # seen before the call ended
+    started = time.monotonic()
+    gradient.close()
+    assert time.monotonic() - started < bandit.INTERRUPT_GRACE + 0.5
+    stuck = partner._thread.is_alive()  # its call outlasted INTERRUPT_GRACE: left running
+    assert gradient._partner is None and left_running().count(partner._thread.name) == left + stuck
+    if stuck:
+        with pytest.raises(FstcrfError, match="left a thread"):
+            gradient.draw(theta, 0, 3, 1, 0)
+    partner._thread.join(60)  # it stops once its call is made
+    assert not partner._thread.is_alive() and left_running().count(partner._thread.name) == left
 
 
 def test_a_stopped_partner_ends_its_thread_and_takes_no_more_calls(gradient):
     partner = kernel.bandit.Partner()
     post_step(partner, gradient)
     partner.wait()
-    partner.stop()
+    assert partner.stop()
     assert not partner._thread.is_alive()
     with pytest.raises(FstcrfError, match="stopped"):
         post_step(partner, gradient)
 
 
-def test_closing_the_learner_stops_its_partner(monkeypatch):
+def learner_threads() -> list[str]:
+    """The names of the bandit learners' threads alive in this process."""
+    return [
+        thread.name for thread in threading.enumerate() if thread.name.startswith(("fstcrf-partner", "fstcrf-bandit"))
+    ]
+
+
+@pytest.mark.parametrize("inline_tokens", [4096, 0], ids=["partner", "pool"])
+def test_closing_the_learner_ends_its_threads(monkeypatch, inline_tokens):
+    monkeypatch.setattr(bandit, "_INLINE_TOKENS", inline_tokens)
+    before = learner_threads()
     gradient = sampled_gradient(corpus_of(2, [3, 4, 2]), 1, False, threads=2)
     theta = np.zeros(gradient.num_weights)
-    paths, posteriors = gradient.draw(theta, 0, 3, 2, 0)
-    partner = gradient._partner
-    assert partner is not None and partner._thread.is_alive()
+    gradient.draw(theta, 0, 3, 2, 0)
+    assert (gradient._partner is not None) == (inline_tokens > 0) and len(learner_threads()) == len(before) + 1
     gradient.close()
-    assert gradient._partner is None and not partner._thread.is_alive()
+    assert gradient._partner is None and gradient._pool is None and learner_threads() == before
+
+
+def test_an_exception_in_training_ends_the_learners_threads():
+    corpus = corpus_of(3, [3, 4, 2, 5, 1, 3, 2, 2])
+    gradient = sampled_gradient(corpus, 1, False, threads=2)
+    before = learner_threads()
+
+    def feedback(sentence, labels):
+        feedback.calls += 1
+        if feedback.calls > 5:
+            raise ValueError("the user's feedback failed")
+        return 0.5
+
+    feedback.calls = 0
+    source = CallableFeedback(feedback, corpus.sentences, gradient.scorer.topology.labels)
+    settings_ = BanditSettings(batch_size=2, max_iter=3, seed=1, draws=2)
+    with pytest.raises(FeedbackError):
+        bandit.learn(gradient, source, settings_, np.arange(len(corpus)))
+    assert gradient._partner is None and learner_threads() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_and_ends_a_partner_of_its_own():
+    gradient = sampled_gradient(corpus_of(4, [3, 4, 2, 5, 3, 4]), 1, False, threads=2)
+    theta = np.zeros(gradient.num_weights)
+    gradient.draw(theta, 0, 3, 2, 0)
+    parent = gradient._partner
+    assert parent is not None
+    child = os.fork()
+    if child == 0:  # the parent's partner thread does not exist here
+        code = 1
+        try:
+            gradient.draw(theta, 3, 6, 2, 0)
+            fresh = gradient._partner is not parent and gradient._partner.pid == os.getpid()
+            gradient.close()
+            code = 0 if fresh and learner_threads() == [] else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.WEXITSTATUS(status) == 0
+    gradient.draw(theta, 3, 6, 2, 1)  # the parent's partner works on
+    assert gradient._partner is parent
+    gradient.close()
+    assert not parent._thread.is_alive()
 
 
 @settings(max_examples=50, deadline=None)

@@ -88,7 +88,8 @@ def test_tag_probability_and_marginal_equal_enumeration(model_path, xseq, random
     with Tagger().open(model_path) as tagger:
         probabilities = enumerated(tagger.info(), xseq)
         best = tagger.tag(xseq)
-        assert tuple(best) == max(probabilities, key=probabilities.get)
+        # a best path (ties, as under a feature value of 1e-26, may go either way)
+        assert probabilities[tuple(best)] == pytest.approx(max(probabilities.values()), rel=1e-9)
         assert tagger.tag() == best  # the sequence set last
         for path in random.sample(sorted(probabilities), min(4, len(probabilities))):
             assert tagger.probability(list(path)) == pytest.approx(probabilities[path], rel=1e-9, abs=1e-12)

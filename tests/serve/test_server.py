@@ -172,8 +172,11 @@ def test_sigterm_drains_the_requests_in_flight_and_exits_0(demo_chunker, start_s
 
 @pytest.mark.slow
 def test_the_drain_is_bounded(demo_chunker, start_server):
-    server = start_server(str(demo_chunker), "--tokenizer", "regex", "--threads", "1", "--drain-seconds", "0.1")
-    heavy = {"sentences": SENTENCES * 5, "nbest": 20}  # about 1.5 s of decoding
+    limits = ["--max-sentences", "4000", "--max-request-bytes", "50000000", "--max-nbest", "100"]
+    server = start_server(
+        str(demo_chunker), "--tokenizer", "regex", "--threads", "1", "--drain-seconds", "0.1", *limits
+    )
+    heavy = {"sentences": SENTENCES * 20, "nbest": 100}  # tens of seconds of decoding
     with ThreadPoolExecutor(2) as pool:
         flying = [pool.submit(post, server.url, heavy) for _ in range(2)]
         wait_for_queued(server, 1)
@@ -181,9 +184,12 @@ def test_the_drain_is_bounded(demo_chunker, start_server):
         server.signal(signal.SIGTERM)
         assert server.wait(60) == 0
         assert time.monotonic() - started < 10
-        for future in flying:
-            with pytest.raises(httpx.HTTPError):
-                future.result(timeout=60).raise_for_status()
+        for future in flying:  # cut off: the server's 503, or the connection closed
+            try:
+                response = future.result(timeout=60)
+            except httpx.TransportError:
+                continue
+            assert response.status_code == 503, response.text
 
 
 def test_an_address_other_machines_reach_needs_a_token_or_insecure(demo_chunker, capsys):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -19,6 +20,8 @@ from fstcrf.engine.kernel.buffers import (
     optional_output,
     output_pointer,
 )
+from fstcrf.engine.faults import stall
+from fstcrf.engine.threads import leave_running
 from fstcrf.errors import FstcrfError, LabelError, ShapeError, TopologyError
 from fstcrf.engine.kernel.chain import Graph, Scores, Workspace
 from fstcrf.engine.kernel.features import FeatureDictionary, PredicateRows
@@ -97,9 +100,13 @@ class Partner:
     """fb_partner: a thread of its own that makes one fb_draw, fb_gradient, fb_step or
     fb_index call at a time while the caller works on (:func:`draw`,
     :func:`add_gradient`, :func:`step` and :func:`index` with ``partner=``), handed
-    over through a flag it spins on;
-    parked after some milliseconds without a call and woken by the next.  Calls must
-    be collected with :meth:`wait`; :meth:`stop` ends the thread."""
+    over through a flag.  It spins on the flag while a minibatch is in flight, from
+    :meth:`ready` to :meth:`rest`, and blocks in the kernel otherwise; a call it has
+    not taken when the caller waits for it the caller makes itself.  Calls must be
+    collected with :meth:`wait`; :meth:`stop` ends the thread."""
+
+    #: Milliseconds a wait blocks in C before it comes back to Python to see signals.
+    WAIT_SLICE_MS = 50
 
     def __init__(self):
         # the struct at the start of a cache line, and no other data on its last one
@@ -110,40 +117,59 @@ class Partner:
         self.pid = os.getpid()  # the thread is this process's only
         #: the posted call's name, status check and arguments (kept alive until it is made)
         self._posted: tuple | None = None
-        self._wake = threading.Event()
+        #: what a call left running may still use, kept by its owner (this object lives as long as the thread)
+        self.keep: tuple = ()
         self._thread = threading.Thread(target=self._serve, name="fstcrf-partner", daemon=True)
         self._thread.start()
 
     def _serve(self) -> None:
-        """The thread: serve calls, parking between stretches of them, until stopped."""
-        while lib.fb_partner_serve(self.struct) != lib.FB_PARTNER_STOP:
-            self._wake.wait()
-            self._wake.clear()
+        """The thread: serve calls until stopped (in C throughout, blocked when idle)."""
+        stall("partner")
+        lib.fb_partner_serve(self.struct)
 
     def post(self, function, arguments: tuple, check, what: str) -> None:
         """Post ``function`` (an fb_post_ function) with ``arguments``, waking the thread
-        if it parked; :meth:`wait` checks the call's status with check(status, what).
+        if it is blocked; :meth:`wait` checks the call's status with check(status, what).
         FstcrfError if a call is still to be collected or the partner is stopped."""
-        outcome = function(self.struct, *arguments)
-        if outcome not in (lib.FB_PARTNER_IDLE, lib.FB_PARTNER_PARKED):
+        if function(self.struct, *arguments) != lib.FC_OK:
             raise FstcrfError("the partner thread has a call not collected yet, or is stopped")
         self._posted = (what, check, arguments)
-        if outcome == lib.FB_PARTNER_PARKED:
-            self._wake.set()
 
-    def wait(self) -> None:
-        """Wait for the posted call and check its status as its :meth:`post` said."""
-        status = lib.fb_partner_wait(self.struct)
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the posted call and check its status as its :meth:`post` said: True;
+        False if it is not done after ``timeout`` seconds (None: no limit), the call
+        still posted.  The wait comes back to Python every WAIT_SLICE_MS, so that
+        Ctrl-C (KeyboardInterrupt) ends it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (status := lib.fb_partner_wait(self.struct, self.WAIT_SLICE_MS)) == lib.FB_PARTNER_BUSY:
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
         what, check, _ = ("the partner's call", check_status, None) if self._posted is None else self._posted
         self._posted = None
         check(status, what)
+        return True
 
-    def stop(self) -> None:
-        """End the thread once a posted call is made (it is collected by no one)."""
+    def ready(self) -> None:
+        """Wake the thread, if it is blocked, to spin for a call about to be posted."""
+        lib.fb_partner_ready(self.struct)
+
+    def rest(self) -> None:
+        """Have the thread block now instead of spinning: no call is coming soon."""
+        lib.fb_partner_rest(self.struct)
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """End the thread once the call it is making is made (a call it has not taken is
+        dropped; neither is collected), waiting at most ``timeout`` seconds (None: until
+        it ends).  A thread still running then is left running
+        (fstcrf.engine.threads.left_running).  True unless it is still making a call,
+        which may write to its arrays."""
         lib.fb_partner_stop(self.struct)
-        self._wake.set()
-        self._thread.join()
-        self._posted = None
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._posted = None
+            return True
+        leave_running(self._thread)  # the posted call's arguments stay with this object, which the thread holds
+        return int(self.struct.flag) == lib.FB_PARTNER_STOP  # it holds no call
 
 
 def _make(function, post, arguments: tuple, check, partner: Partner | None) -> None:
