@@ -344,8 +344,9 @@ def window_hashes(
     check_status(status, "fh_window_hashes")
 
 
-#: The kinds of item_values' items (csrc/fstcrf_values.h), by name, and an item's fields.
+#: The kinds of item_values' items (csrc/fstcrf_values.h), by name.
 ITEM_KINDS = {"single": lib.FV_SINGLE, "list": lib.FV_LIST, "bag": lib.FV_BAG, "types": lib.FV_TYPES}
+#: The fields of an item of item_values: kind, column, table, low, high, masked.
 ITEM_FIELDS: int = lib.FV_FIELDS
 
 
