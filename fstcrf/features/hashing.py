@@ -37,6 +37,9 @@ SUBSTRING_KINDS = tuple(kernel.SUBSTRING_KINDS)
 #: afresh (its memory stays bounded: 32 MiB of list hashes, and the values' tables).
 CACHE_HASHES = 1 << 22
 CACHE_VALUES = 1 << 18
+#: Tables a :class:`ValueStore` holds before it starts afresh (each model's
+#: ``seen_lower`` sets are tables of their own).
+CACHE_TABLES = 256
 
 #: Values whose substrings escaping could change (escape_value), hashed from their names.
 ESCAPED_CHARACTERS = re.compile(r"[\\|_]")
@@ -97,11 +100,28 @@ class SingleTable(NamedTuple):
 
 class SeenTable(NamedTuple):
     """A table of a :class:`ValueStore`: the hash of ``seen_lower``'s mark of each value
-    under ``transform``, SEEN when ``seen`` holds it lower-cased, else UNSEEN."""
+    under ``transform``, SEEN when ``seen`` holds it lower-cased, else UNSEEN.  Two are
+    the same table when they hold the same set object: comparing the contents of two
+    models' sets of training words (equal when trained on the same file) would cost a
+    pass over them at every lookup; the store keeps the set alive while it keeps the
+    table, so its id is not reused meanwhile."""
 
     transform: str | None
     seen: frozenset[str]
     category: str = "single"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, SeenTable)
+            and self.seen is other.seen
+            and (self.transform, self.category) == (other.transform, other.category)
+        )
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((self.transform, id(self.seen), self.category))
 
     def names(self, values: list[str]) -> list[str]:
         function = transform_function(self.transform) if self.transform is not None else None
@@ -257,8 +277,8 @@ class ValueStore:
     into the list hashes, text spans likewise into the text bytes.  Entries once
     written are never rewritten, and arrays outgrown are replaced, not reused, so a
     batch reads the arrays it was given while others add to the store.  Past
-    ``max_values`` values or ``max_entries`` list hashes or text bytes it is emptied
-    and filled again."""
+    ``max_values`` values, ``max_entries`` list hashes or text bytes, or CACHE_TABLES
+    tables it is emptied and filled again."""
 
     def __init__(self, salt: int, max_values: int = CACHE_VALUES, max_entries: int = CACHE_HASHES):
         self.salt, self.max_values, self.max_entries = salt, max_values, max_entries
@@ -285,7 +305,11 @@ class ValueStore:
         """(int64 [n]: the row of each of ``values``, added if new; each of ``specs``'
         place in its category, its entries filled for every row; the tables)."""
         with self.lock:
-            if len(self.row) > self.max_values or max(len(self.list_hashes), len(self.text_bytes)) > self.max_entries:
+            if (
+                len(self.row) > self.max_values
+                or max(len(self.list_hashes), len(self.text_bytes)) > self.max_entries
+                or len(self.place) > CACHE_TABLES
+            ):
                 self.clear()
             unseen = missing_from(self.row, values)
             if unseen:

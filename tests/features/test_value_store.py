@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
+from fstcrf.features import hashing
 from fstcrf.features.hashing import (
     ListTable,
     SeenTable,
@@ -100,6 +101,26 @@ def test_each_table_holds_what_the_named_values_give_across_batches(batches, lim
         lists = [table for table in tables if isinstance(table, ListTable)]
         held = sum(len(_named_list(table, value, salt)) for table in lists for value in store.values)
         assert len(store.list_hashes) <= limit + held
+
+
+def test_seen_tables_are_one_table_per_set_of_words_and_their_number_is_bounded():
+    """Two models' sets of training words are two tables even when equal (telling them
+    apart by content would compare them at every lookup); a store given a new set at
+    every batch empties itself past CACHE_TABLES tables."""
+    store = ValueStore(0)
+    words = ["Ab", "x"]
+    one, other = frozenset({"ab"}), frozenset({"ab"})
+    _, places, _ = store.tables(words, [SeenTable(None, one), SeenTable(None, other), SeenTable(None, one)])
+    assert places[0] != places[1] and places[0] == places[2]
+    assert (
+        store.single[places[1], :2].tolist()
+        == store.single[places[0], :2].tolist()
+        == utf8_hashes([SEEN, UNSEEN], 0).tolist()
+    )
+    for _ in range(2 * hashing.CACHE_TABLES):
+        rows, places, _ = store.tables(words, [SeenTable("lower", frozenset({"x"}))])
+        assert store.single[places[0], rows].tolist() == utf8_hashes([UNSEEN, SEEN], 0).tolist()
+        assert len(store.place) <= hashing.CACHE_TABLES + 1
 
 
 def _kernel_hashes(values, kind, low, high, capacity):
