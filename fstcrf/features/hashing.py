@@ -293,6 +293,8 @@ class ValueStore:
         #: each table's category and place in it, and the rows it holds entries for
         self.place: dict[TableSpec, int] = {}
         self.filled: dict[TableSpec, int] = {}
+        #: by id of a list of specs: (that list, how many rows it was filled for, their places)
+        self.complete: dict[int, tuple[Sequence[TableSpec], int, list[int]]] = {}
         self.counts = {"single": 0, "list": 0, "text": 0}
         self.single = np.zeros((1, self.stride), dtype=np.uint64)
         self.list_span = np.zeros((1, self.stride, 2), dtype=np.int64)
@@ -318,10 +320,17 @@ class ValueStore:
                 self.values.extend(unseen)
                 self._widen(len(self.values))
             rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
-            places = [self._filled(spec) for spec in specs]
-            singles = [spec for spec in specs if spec.category == "single" and self.filled[spec] < len(self.values)]
-            if singles:
-                self._fill_singles(singles)
+            known = self.complete.get(id(specs))
+            if known is not None and known[0] is specs and known[1] == len(self.values):
+                places = known[2]  # every table of the list filled for every row already
+            else:
+                places = [self._filled(spec) for spec in specs]
+                singles = [spec for spec in specs if spec.category == "single" and self.filled[spec] < len(self.values)]
+                if singles:
+                    self._fill_singles(singles)
+                if len(self.complete) >= CACHE_TABLES:  # lists made afresh by their callers
+                    self.complete.clear()
+                self.complete[id(specs)] = (specs, len(self.values), places)
             counts = self.counts
             return (
                 rows,
