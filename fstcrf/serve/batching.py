@@ -103,7 +103,6 @@ class Batcher:
             raise
 
     async def _take_batches(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
             if not self.groups:
                 self.arrival.clear()
