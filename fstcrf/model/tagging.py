@@ -72,9 +72,10 @@ class TaggingPlan:
             kernel.topology_graph(topology),
             self.state_map,
         )
-        #: the transition scores, made once when the weights cannot change (a loaded
-        #: model's), else None: made again at each call from the weights then
-        self.fixed_scores = None if self.weights.flags.writeable else self._scores()
+        #: the transition weights float [T] the scores were made of, and those scores;
+        #: made again when writable weights (a fitted model's) have changed since
+        self.transition_weights = self.weights[features.num_features :]
+        self.scored: tuple[np.ndarray, kernel.Scores] = (self.transition_weights.copy(), self._scores())
         self.every_length = topology.feasibility.every_length_feasible
         self.max_tokens = max(1, PARALLEL_WORK // (topology.num_states + topology.num_edges))
         labels = original.labels
@@ -89,6 +90,14 @@ class TaggingPlan:
         if self.state_map is None:
             return kernel.kept_scores(table, self.start, self.final)
         return kernel.Scores(table, self.start, self.final)
+
+    def _current_scores(self) -> kernel.Scores:
+        """The kernel scores under the transition weights now (read-only weights never
+        change; writable ones are compared with those the scores were made of)."""
+        made_of, scores = self.scored
+        if self.weights.flags.writeable and not np.array_equal(made_of, self.transition_weights):
+            made_of, scores = self.scored = (self.transition_weights.copy(), self._scores())
+        return scores
 
     def _thread_buffers(self, num_tokens: int, t_max: int) -> TagBuffers:
         """This thread's buffers, made again larger when the batch does not fit."""
@@ -142,7 +151,7 @@ class TaggingPlan:
         thread's next call) and scores float [B]."""
         if not self.every_length:
             self.topology.check_lengths(lengths)
-        scores = self.fixed_scores if self.fixed_scores is not None else self._scores()
+        scores = self._current_scores()
         buffers = self._thread_buffers(num_tokens, max(lengths))
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         if len(lengths) == 1:

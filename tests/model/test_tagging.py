@@ -136,3 +136,20 @@ def test_what_the_plan_does_not_take_goes_the_batch_path_way(model):
     with pytest.raises(FstcrfError, match="empty"):
         model.predict([empty])
     assert plan.paths(TEST * 100) is None  # not a small batch
+
+
+def test_weights_changed_in_place_are_those_searched_under():
+    """A fitted model's writable weights (transitions reading a lower column: scores
+    made of a copy of them)."""
+    model = ChainCRF(template="chunking-reads-pos", reads="pos", max_iter=5).fit(TRAIN, target="chunk")
+    plan = tagging_plan(model)
+    before = [plan.paths([sentence])[1][0] for sentence in TEST[:10]]
+    num_features = model.features_.num_features
+    model.weights_[num_features:] = -model.weights_[num_features:]  # the transitions turned around
+    model.weights_[:num_features] *= 0.5
+    assert tagging_plan(model) is plan
+    for sentence, score in zip(TEST[:10], before):
+        states, scores = _batch_best(model, [sentence])
+        path, changed = plan.paths([sentence])
+        assert _bits(path) == _bits(states.astype(np.int32)) and _bits(changed) == _bits(scores)
+        assert changed[0] != score
