@@ -196,6 +196,17 @@ def check_outputs(args: argparse.Namespace) -> None:
             check_output_path(output, read)
 
 
+def port_number(text: str) -> int:
+    """A --port: 0 to 65535 (0: a free port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {value}")
+    return value
+
+
 def add_reading_columns(parser: argparse.ArgumentParser) -> None:
     """--columns and --separator: how a command reads a CoNLL file with a model's columns."""
     parser.add_argument(

@@ -12,7 +12,7 @@ import re
 import socket
 from pathlib import Path
 
-from fstcrf.cli.options import POSITIVE, add_command, real_number
+from fstcrf.cli.options import POSITIVE, add_command, port_number, real_number
 from fstcrf.errors import FstcrfError
 from fstcrf.serve.settings import (
     DEFAULT_DRAIN_SECONDS,
@@ -149,7 +149,10 @@ def add_parsers(commands) -> None:
         "(default %(default)s: this machine only)",
     )
     serve.add_argument(
-        "--port", type=_port, default=DEFAULT_PORT, help="the port to listen on; 0: a free one (default %(default)s)"
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help="the port to listen on; 0: a free one (default %(default)s)",
     )
     serve.add_argument(
         "--token",
@@ -253,14 +256,3 @@ def add_parsers(commands) -> None:
         action="store_true",
         help="log every request (default: off)",
     )
-
-
-def _port(text: str) -> int:
-    """--port: 0 to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {value}")
-    return value

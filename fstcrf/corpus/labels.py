@@ -1,4 +1,5 @@
-"""Gold label columns: label sets, partial labels and the state paths labels fix.
+"""Gold label columns: label sets, partial labels and the state paths labels fix; a
+person's corrections of one sentence as a partial-label column.
 
 A gold column value is one label, or, in training data only, UNKNOWN_LABEL
 ("?", any label) or a label set ("B-NP|I-NP", any of these labels).  Model
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fstcrf.engine import budget
+from fstcrf.engine.chunks import chunks_of_parts, continues, parse_chunk_label
 from fstcrf.engine.constraints import Constraints
 from fstcrf.errors import LabelError
 from fstcrf.engine.inference import lengths_to_offsets
@@ -62,6 +64,54 @@ def partial_label_constraints(values: Sequence[str]) -> Constraints | None:
         elif options is not None:
             allowed[token] = options
     return Constraints(fixed=fixed, allowed=allowed) or None
+
+
+def corrected_labels(constraints: Constraints, decoded: Sequence[str], labels: Sequence[str]) -> list[str]:
+    """The partial-label column [T] that a person's hard ``constraints`` on one sentence
+    make of its labels ``decoded`` [T] under them (``labels``: the model's): a fixed
+    token gets its label and an allowed one its set; a required span's tokens get their
+    decoded labels, the token after it the labels that do not continue its last label,
+    and the token before it the labels its first label does not continue (IOB1's I-X
+    begins a chunk only after them; IOB2's B-X after any, which leaves that token
+    UNKNOWN_LABEL); a token several rules name gets what they all allow, and every
+    other token UNKNOWN_LABEL.  Weighted rules, forbidden spans, unbroken ranges and
+    scores name no token's labels and are left out.  So every label sequence the
+    column allows keeps to those hard rules, and ``decoded`` is one of them (LabelError
+    when it breaks a rule)."""
+    universe = tuple(labels)
+    parts = {label: parse_chunk_label(label) for label in (*universe, *decoded)}
+    known: dict[int, frozenset[str]] = {}
+
+    def narrow(token: int, allowed) -> None:
+        known[token] = known.get(token, frozenset(universe)) & frozenset(allowed)
+
+    def continued(previous: str, current: str) -> bool:
+        before, after = parts[previous], parts[current]
+        return before is not None and after is not None and continues(before, after)
+
+    for token, label in constraints.fixed.items():
+        narrow(token, {label})
+    for token, options in constraints.allowed.items():
+        narrow(token, options)
+    held = set(chunks_of_parts([parts[label] or ("O", "") for label in decoded]))
+    for span in constraints.spans:
+        if span.weight is not None:
+            continue
+        if (span.first, span.last, span.type) not in held:
+            raise LabelError(f"the labels {' '.join(decoded)} do not hold the required span {tuple(span[:3])}")
+        for token in range(span.first, span.last + 1):
+            narrow(token, {decoded[token]})
+        if span.first > 0:
+            narrow(span.first - 1, (label for label in universe if not continued(label, decoded[span.first])))
+        if span.last + 1 < len(decoded):
+            narrow(span.last + 1, (label for label in universe if not continued(decoded[span.last], label)))
+    column = [UNKNOWN_LABEL] * len(decoded)
+    for token, allowed in known.items():
+        if decoded[token] not in allowed:
+            raise LabelError(f"the label {decoded[token]} at token {token} breaks the constraints of the sentence")
+        if len(allowed) < len(universe):
+            column[token] = LABEL_SET_SEPARATOR.join(label for label in universe if label in allowed)
+    return column
 
 
 def gold_label_set(sentences: Sequence[Sequence[str]]) -> list[str]:

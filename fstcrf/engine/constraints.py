@@ -271,7 +271,7 @@ class Constraints:
 
 
 def _token_key(key, name: str) -> int:
-    if isinstance(key, str) and key.isdigit():
+    if isinstance(key, str) and key.isascii() and key.isdigit():  # not "²", which int() refuses
         return int(key)
     return _token(key, name)
 

@@ -80,9 +80,12 @@ class WorkerPool:
     """``size`` threads that make the calls submitted to them, in order.  They are daemon
     threads, never joined at the interpreter's exit (concurrent.futures joins its
     pools' threads there, so one stuck in its work kept a process from ending), and
-    the threads of fstcrf's pools (:func:`on_pool_worker`).  :meth:`close` ends them."""
+    the threads of fstcrf's pools (:func:`on_pool_worker`) unless ``nested_inline`` is
+    False (a pool whose calls may use the kept pools themselves, as a server's batch
+    thread does).  :meth:`close` ends them."""
 
-    def __init__(self, size: int, name: str = "fstcrf"):
+    def __init__(self, size: int, name: str = "fstcrf", nested_inline: bool = True):
+        self.nested_inline = nested_inline
         self._calls: queue.SimpleQueue = queue.SimpleQueue()
         self.threads = [threading.Thread(target=self._serve, name=f"{name}_{n}", daemon=True) for n in range(size)]
         for thread in self.threads:
@@ -109,7 +112,7 @@ class WorkerPool:
         return not stuck
 
     def _serve(self) -> None:
-        _worker.inside = True
+        _worker.inside = self.nested_inline
         while (call := self._calls.get()) is not None:
             future, work, arguments = call
             if future.set_running_or_notify_cancel():

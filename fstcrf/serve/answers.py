@@ -15,7 +15,13 @@ probability) and ``nbest`` (``{"labels", "probability"}`` best first).  A compos
 model's result also holds ``components``: per component, lowest first, its
 ``column`` and the same fields.  For a request that sent text, each entity has its
 characters ``start`` and ``end`` (exclusive) and their ``text``, and the result its
-``tokens`` (``{"text", "start", "end"}``)."""
+``tokens`` (``{"text", "start", "end"}``).
+
+A request's constraints (one per sentence, on the top chain's labels) hold in every
+decoding and probability; a sentence they leave no label sequence is the request's
+fault, naming ``constraints[i]``.  With ``partial_labels`` the answer holds the
+sentences with constraints as partial-label training data
+(:mod:`fstcrf.serve.training_data`)."""
 
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ import numpy as np
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine.chunks import chunks_of_parts
 from fstcrf.engine.spans import Entity, chunk_parts
+from fstcrf.errors import InfeasibleError, RequestError
 from fstcrf.model.decoders import (
     joint_predicted_entities,
     predicted_entities,
@@ -38,6 +45,7 @@ from fstcrf.pictures.lattice import words
 from fstcrf.pictures.tagged import Layer, TaggedSentence, TagLayer, chunk_layer, chunk_types, has_chunk_labels
 from fstcrf.serve.parsing import DecodeOptions, TagRequest
 from fstcrf.serve.registry import ServedModel
+from fstcrf.serve.training_data import partial_label_data
 
 
 @dataclass(frozen=True)
@@ -67,64 +75,91 @@ def answer_batch(model: ServedModel, options: DecodeOptions, requests: Sequence[
     if alone and len(requests) > 1:
         return [answer for request in requests for answer in answer_batch(model, options, [request])]
     sentences = [sentence for request in requests for sentence in request.sentences]
-    outputs = decoded(model, options, sentences)
+    constraints = _batch_constraints(requests)
+    try:
+        outputs = decoded(model, options, sentences, constraints)
+    except InfeasibleError as error:
+        if len(requests) > 1:
+            raise  # the batcher decodes each request alone, and names the sentence of the one at fault
+        raise RequestError(str(error), f"constraints[{error.sentence}]") from None
     answers = []
     for request, first in zip(requests, accumulate((len(r.sentences) for r in requests), initial=0)):
         part = [_slice(output, first, first + len(request.sentences)) for output in outputs]
         answer: dict = {"results": [_result(part, b, request) for b in range(len(request.sentences))]}
         if options.view:
-            answer["html"] = view_fragment(_view_sentences(part, request.sentences), chunk_types(model.decoder))
+            answer["html"] = view_fragment(
+                _view_sentences(part, request.sentences), chunk_types(model.decoder), options.low_confidence
+            )
+        if options.partial_labels:
+            lower = {output.column: output.labels for output in part[:-1]}
+            answer["partial_labels"] = partial_label_data(model, request, part[-1].labels, lower)
         answers.append(answer)
     return answers
 
 
-def decoded(model: ServedModel, options: DecodeOptions, sentences: list[Sentence]) -> list[ChainOutput]:
-    """Each chain's output for ``sentences`` (lowest first), as ``options`` ask."""
+def _batch_constraints(requests: Sequence[TagRequest]) -> list | None:
+    """The constraints of a batch's sentences, one per sentence (None: none has any)."""
+    if all(request.constraints is None for request in requests):
+        return None
+    return [
+        constraints for request in requests for constraints in (request.constraints or [None] * len(request.sentences))
+    ]
+
+
+def decoded(
+    model: ServedModel, options: DecodeOptions, sentences: list[Sentence], constraints: list | None = None
+) -> list[ChainOutput]:
+    """Each chain's output for ``sentences`` (lowest first), as ``options`` ask, under the
+    ``constraints`` of each sentence on the top chain's labels (None: none)."""
     if model.kind == "composed":
-        return _joint_outputs(model.decoder, options, sentences)
+        return _joint_outputs(model.decoder, options, sentences, constraints)
     if model.kind == "two-stage":
         tagger = model.decoder
         if options.decode == "mbr":
-            labels = tagger.predict_mbr(sentences, options.mbr_threshold)
+            labels = tagger.predict_mbr(sentences, options.mbr_threshold, constraints=constraints)
         else:
-            labels = tagger.predict(sentences)
+            labels = tagger.predict(sentences, constraints=constraints)
         return [_without_probabilities(tagger.second_, labels)]
-    return [_chain_output(model.decoder, options, sentences)]
+    return [_chain_output(model.decoder, options, sentences, constraints)]
 
 
-def _chain_output(chain, options: DecodeOptions, sentences: list[Sentence]) -> ChainOutput:
+def _chain_output(chain, options: DecodeOptions, sentences: list[Sentence], constraints: list | None) -> ChainOutput:
     """A single model's output."""
     nbest = None
     if options.nbest is not None:
-        ranked, probabilities = chain.kbest(sentences, options.nbest)  # [B][r][T], [B, n]
+        ranked, probabilities = chain.kbest(sentences, options.nbest, constraints=constraints)  # [B][r][T], [B, n]
         nbest = [
             [(labels, float(p)) for labels, p in zip(sentence_ranked, row)]
             for sentence_ranked, row in zip(ranked, probabilities)
         ]
         labels = [sentence_ranked[0] for sentence_ranked in ranked]
     elif options.decode == "mbr":
-        labels = chain.predict_mbr(sentences, options.mbr_threshold)
+        labels = chain.predict_mbr(sentences, options.mbr_threshold, constraints=constraints)
     else:
-        labels = chain.predict(sentences)
+        labels = chain.predict(sentences, constraints=constraints)
     output = _without_probabilities(chain, labels)
     entities = output.entities
     if entities is not None and options.entity_probabilities:
-        entities = predicted_entities(chain, sentences, labels)
+        entities = predicted_entities(chain, sentences, labels, constraints=constraints)
     marginals = None
     if options.marginals:
-        marginals = predicted_marginals(chain.labels_, chain.predict_marginals(sentences), labels)
+        table = chain.predict_marginals(sentences, constraints=constraints)
+        marginals = predicted_marginals(chain.labels_, table, labels)
     return ChainOutput(chain.target_, labels, entities, marginals, nbest)
 
 
-def _joint_outputs(joint, options: DecodeOptions, sentences: list[Sentence]) -> list[ChainOutput]:
-    """Each component's output under a composed model."""
-    labels = joint.predict(sentences, mode=options.mode, k=options.k)  # [N][B][T]
+def _joint_outputs(
+    joint, options: DecodeOptions, sentences: list[Sentence], constraints: list | None
+) -> list[ChainOutput]:
+    """Each component's output under a composed model (``constraints`` on its last component)."""
+    given = None if constraints is None else {len(joint.components) - 1: constraints}
+    labels = joint.predict(sentences, mode=options.mode, k=options.k, constraints=given)  # [N][B][T]
     outputs = [_without_probabilities(chain, chain_labels) for chain, chain_labels in zip(joint.components, labels)]
     if options.entity_probabilities:
-        for k, entities in joint_predicted_entities(joint, sentences, labels).items():
+        for k, entities in joint_predicted_entities(joint, sentences, labels, given).items():
             outputs[k] = ChainOutput(outputs[k].column, labels[k], entities)
     if options.marginals:
-        marginals = joint.predict_marginals(sentences)  # [N][B] [T, L_k]
+        marginals = joint.predict_marginals(sentences, constraints=given)  # [N][B] [T, L_k]
         outputs = [
             ChainOutput(
                 output.column,

@@ -7,6 +7,8 @@ Routes (``/v1/...`` need the bearer token when the server has one):
 - ``POST /v1/models/{name}/tag``: tag a request's sentences (:mod:`fstcrf.serve.parsing`,
   :mod:`fstcrf.serve.answers`), batched with other requests' (:mod:`fstcrf.serve.batching`);
 - ``GET /v1/models`` and ``GET /v1/models/{name}``: the served models;
+- ``GET /v1/document``: the CoNLL lines the page opens with (``{"conll": ...}``, given
+  by ``fstcrf view --edit``; ``{}`` without);
 - ``POST /v1/admin/reload``: reload the model files that changed (only on a server
   with a token);
 - ``GET /live``, ``GET /ready``: liveness and readiness; ``GET /metrics``: Prometheus text;
@@ -32,6 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from fstcrf.engine.threads import INTERRUPT_GRACE
 from fstcrf.errors import FstcrfError, RequestError, ServerBusyError
 from fstcrf.serve.answers import answer_batch
 from fstcrf.serve.batching import Batcher
@@ -55,7 +58,8 @@ SHOWN_FIELD = 200
 class Service:
     """What the application serves with: the models, the limits, the batching, the
     tokenizer of texts, the bearer token (None: none asked), the origins CORS allows,
-    and whether the server drains (SIGTERM received: not ready)."""
+    the CoNLL lines the page opens with (None: an empty form), and whether the server
+    drains (SIGTERM received: not ready)."""
 
     registry: Registry
     limits: Limits
@@ -63,6 +67,7 @@ class Service:
     tokenizer: Tokenizer
     token: str | None = None
     cors_origins: tuple[str, ...] = ()
+    document: str | None = None
     draining: bool = False
     batcher: Batcher = field(init=False)
     metrics: Metrics = field(init=False)
@@ -193,6 +198,10 @@ def create_app(service: Service) -> Starlette:
         check_token(request)
         return JSONResponse(service.registry.get(request.path_params["name"]).describe())
 
+    async def document(request: Request) -> Response:
+        check_token(request)
+        return JSONResponse({} if service.document is None else {"conll": service.document})
+
     async def reload(request: Request) -> Response:
         if service.token is None:
             raise RequestError(
@@ -236,7 +245,7 @@ def create_app(service: Service) -> Starlette:
     async def lifespan(app: Starlette):
         service.batcher.start()
         yield
-        await service.batcher.close()
+        await service.batcher.close(INTERRUPT_GRACE)  # the drain is over: a batch still running is left
 
     middleware = [Middleware(Measured, metrics=service.metrics)]
     if service.cors_origins:
@@ -253,6 +262,7 @@ def create_app(service: Service) -> Starlette:
             Route("/v1/models/{name}/tag", tag, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{name}", one_model, methods=["GET"]),
+            Route("/v1/document", document, methods=["GET"]),
             Route("/v1/admin/reload", reload, methods=["POST"]),
             Route("/live", live, methods=["GET"]),
             Route("/ready", ready, methods=["GET"]),

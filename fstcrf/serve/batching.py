@@ -21,9 +21,9 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from fstcrf.engine.threads import WorkerPool
 from fstcrf.errors import ServerBusyError
 
 #: Runs a batch: items to their results, one each, in order.
@@ -52,7 +52,8 @@ class Batcher:
         #: Items waiting (not yet in a batch that runs).
         self.queued = 0
         self.closed = False
-        self.executor = ThreadPoolExecutor(1, thread_name_prefix="fstcrf-batch")
+        # a daemon thread: one still decoding when the server stops does not hold the process
+        self.executor = WorkerPool(1, name="fstcrf-batch", nested_inline=False)
         self.arrival = asyncio.Event()
         self.task: asyncio.Task | None = None
 
@@ -60,8 +61,10 @@ class Batcher:
         """Start taking batches (in the running event loop)."""
         self.task = asyncio.get_running_loop().create_task(self._take_batches())
 
-    async def close(self) -> None:
-        """Refuse new items, cancel those still queued, let the running batch finish."""
+    async def close(self, timeout: float | None = None) -> None:
+        """Refuse new items, cancel those still queued, let the running batch finish
+        (for at most ``timeout`` seconds; left running after, see
+        :func:`fstcrf.engine.threads.left_running`)."""
         self.closed = True
         if self.task is not None:
             self.task.cancel()
@@ -74,7 +77,7 @@ class Batcher:
                 queued.future.cancel()
         self.groups.clear()
         self.queued = 0
-        await asyncio.get_running_loop().run_in_executor(None, self.executor.shutdown)
+        await asyncio.get_running_loop().run_in_executor(None, self.executor.close, timeout)
 
     async def submit(self, group: Hashable, item, size: int, run: BatchFunction):
         """The result of ``item``, once a batch of its ``group`` has run it;
@@ -111,7 +114,8 @@ class Batcher:
             batch = self._take(group)
             if not batch:  # every item of the group was cancelled while it filled
                 continue
-            results = await loop.run_in_executor(self.executor, run_batch, batch[0].run, [q.item for q in batch])
+            running = self.executor.submit(run_batch, batch[0].run, [q.item for q in batch])
+            results = await asyncio.wrap_future(running)
             for queued, result in zip(batch, results):
                 if queued.future.done():  # cancelled while it ran
                     continue

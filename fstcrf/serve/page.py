@@ -1,8 +1,10 @@
 """The page at ``/``: a form that sends text or CoNLL lines to the JSON API and shows
 the document view of the answer (the view ``fstcrf view`` writes, rendered by the
-server into the answer's ``html``).  Its files are static: ``index.html``,
-``page.js`` and ``page.css`` in the package's ``static`` folder, and ``view.css``,
-the view's own style (:data:`fstcrf.pictures.html.STYLE`)."""
+server into the answer's ``html``), on which a person corrects chunks, has them
+decoded again under the corrections and downloads the corrected sentences.  Its files
+are static, in the package's ``static`` folder: ``index.html``, ``page.css`` and the
+JavaScript modules (``page.js`` imports the others), and ``view.css``, the view's own
+style (:data:`fstcrf.pictures.html.STYLE`)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ CONTENT_TYPES = {
 }
 
 #: The page's files in the package's static folder.
-STATIC_FILES = ("index.html", "page.js", "page.css")
+STATIC_FILES = ("index.html", "page.css", "page.js", "api.js", "corrections.js", "editor.js", "download.js")
 
 
 def page_files() -> dict[str, tuple[bytes, str]]:

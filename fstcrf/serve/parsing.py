@@ -11,10 +11,15 @@ The body is a JSON object holding one input and any options:
 - ``text``: a string, split into sentences and tokens by the server's tokenizer;
 - ``conll``: CoNLL lines, one token a line, a blank line between sentences, with
   the model's columns in its training order (the predicted ones may be left out);
+- ``constraints``: one object (or null) per sentence of the input, each a
+  :class:`~fstcrf.engine.constraints.Constraints` in the form of its ``to_dict``, over
+  the labels of the model's top chain (a composed model's last component);
 - ``decode`` (``"viterbi"`` or ``"mbr"``; default: the model's own),
   ``entity_probabilities`` (default: where the model gives them), ``marginals``,
-  ``nbest``, ``mbr_threshold``, ``mode`` and ``k`` (composed models) and ``view``
-  (the answer holds the HTML of the document view)."""
+  ``nbest``, ``mbr_threshold``, ``mode`` and ``k`` (composed models), ``view`` (the
+  answer holds the HTML of the document view), ``low_confidence`` (the view's
+  threshold) and ``partial_labels`` (the sentences with constraints as partial-label
+  training data)."""
 
 from __future__ import annotations
 
@@ -24,9 +29,11 @@ import math
 from dataclasses import dataclass
 
 from fstcrf.corpus.conll import Sentence
-from fstcrf.errors import ConllFormatError, RequestError
+from fstcrf.engine.constraints import Constraints, resolve
+from fstcrf.errors import ConllFormatError, ConstraintError, RequestError
 from fstcrf.model.compose import MODES
 from fstcrf.model.decoders import default_decoding
+from fstcrf.pictures.settings import DEFAULT_LOW_CONFIDENCE
 from fstcrf.serve.registry import ServedModel
 from fstcrf.serve.settings import Limits
 from fstcrf.serve.tokenizer import Token, Tokenizer
@@ -52,6 +59,8 @@ class DecodeOptions:
         mode: a composed model's decoding ("joint", "cascade" or "kbest").
         k: the hypotheses mode "kbest" keeps.
         view: the HTML of the document view.
+        low_confidence: the view flags chunks and tags of probability below it.
+        partial_labels: the sentences with constraints as partial-label training data.
     """
 
     decode: str
@@ -62,17 +71,21 @@ class DecodeOptions:
     mode: str
     k: int
     view: bool
+    low_confidence: float = DEFAULT_LOW_CONFIDENCE
+    partial_labels: bool = False
 
 
 @dataclass(frozen=True)
 class TagRequest:
     """What a tag request asks: its sentences, the text it sent and its tokens' places
-    in it (both None when it sent tokens) and the options."""
+    in it (both None when it sent tokens), the options, and the constraints of each
+    sentence (None: no sentence has any)."""
 
     sentences: list[Sentence]
     text: str | None
     places: list[list[Token]] | None
     options: DecodeOptions
+    constraints: list[Constraints | None] | None = None
 
     @property
     def num_tokens(self) -> int:
@@ -104,7 +117,7 @@ def parse_tag_request(body: bytes, model: ServedModel, limits: Limits, tokenizer
     value = json_body(body)
     if not isinstance(value, dict):
         raise RequestError(f"the body must be a JSON object, got {_json_type(value)}", "body")
-    known = (*INPUTS, *(field.name for field in DecodeOptions.__dataclass_fields__.values()))
+    known = (*INPUTS, "constraints", *(field.name for field in DecodeOptions.__dataclass_fields__.values()))
     for key in value:
         if key not in known:
             raise RequestError(f"unknown field; a tag request takes {', '.join(known)}", key)
@@ -119,7 +132,43 @@ def parse_tag_request(body: bytes, model: ServedModel, limits: Limits, tokenizer
         sentences, places = text_sentences(value["text"], model, limits, tokenizer)
     else:
         sentences = conll_sentences(value["conll"], model, limits)
-    return TagRequest(sentences, value.get("text"), places, options)
+    constraints = sentence_constraints(value.get("constraints"), sentences, model)
+    return TagRequest(sentences, value.get("text"), places, options, constraints)
+
+
+def sentence_constraints(value, sentences: list[Sentence], model: ServedModel) -> list[Constraints | None] | None:
+    """The constraints of a body's ``constraints`` (one object in the form of
+    ``Constraints.to_dict``, or null, per sentence), each checked against the labels of
+    the model's top chain and its sentence's length; None when there are none."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise RequestError(
+            f"expected a list with one constraints object (or null) per sentence, got {_json_type(value)}",
+            "constraints",
+        )
+    if len(value) != len(sentences):
+        raise RequestError(
+            f"{len(value)} constraints for {len(sentences)} sentences; give one object (or null) per sentence",
+            "constraints",
+        )
+    labels = model.chains()[-1].labels_
+    given: list[Constraints | None] = []
+    for b, (item, sentence) in enumerate(zip(value, sentences)):
+        if item is None:
+            given.append(None)
+            continue
+        if not isinstance(item, dict):
+            raise RequestError(
+                f"expected an object of constraints or null, got {_json_type(item)}", f"constraints[{b}]"
+            )
+        try:
+            constraints = Constraints.from_dict(item)
+            resolve(constraints, labels, len(sentence), b)
+        except ConstraintError as error:
+            raise RequestError(str(error), f"constraints[{b}]") from None
+        given.append(constraints or None)
+    return given if any(given) else None
 
 
 def decode_options(value: dict, model: ServedModel, limits: Limits) -> DecodeOptions:
@@ -133,6 +182,7 @@ def decode_options(value: dict, model: ServedModel, limits: Limits) -> DecodeOpt
     mode = _choice(value, "mode", MODES, "joint")
     k = _count(value, "k", limits.max_nbest, "max_nbest")
     threshold = value.get("mbr_threshold")
+    low = value.get("low_confidence", DEFAULT_LOW_CONFIDENCE)
     refusals = {
         "decode": composed and decode == "mbr" and "a composed model decodes jointly; MBR applies to single models",
         "nbest": (composed or two_stage or decode == "mbr") and nbest is not None and _nbest_refusal(model, decode),
@@ -142,6 +192,7 @@ def decode_options(value: dict, model: ServedModel, limits: Limits) -> DecodeOpt
         "mode": not composed and "mode" in value and "mode applies to composed models",
         "k": (not composed or mode != "kbest") and "k" in value and 'k applies to composed models\' mode "kbest"',
         "mbr_threshold": decode != "mbr" and threshold is not None and 'mbr_threshold applies to decode "mbr"',
+        "low_confidence": not view and "low_confidence" in value and "low_confidence applies to the view",
     }
     for field, refusal in refusals.items():
         if refusal:
@@ -150,6 +201,8 @@ def decode_options(value: dict, model: ServedModel, limits: Limits) -> DecodeOpt
         isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1
     ):
         raise RequestError(f"expected a number strictly between 0 and 1, got {_shown(threshold)}", "mbr_threshold")
+    if isinstance(low, bool) or not isinstance(low, (int, float)) or not 0 <= low <= 1:
+        raise RequestError(f"expected a number from 0 to 1, got {_shown(low)}", "low_confidence")
     return DecodeOptions(
         decode,
         probabilities or view,
@@ -159,6 +212,8 @@ def decode_options(value: dict, model: ServedModel, limits: Limits) -> DecodeOpt
         mode,
         5 if k is None else k,
         view,
+        float(low),
+        _flag(value, "partial_labels", False),
     )
 
 

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 from pathlib import Path
 
+from fstcrf.engine.constraints import chunk_labels
 from fstcrf.errors import FstcrfError, RequestError
 from fstcrf.model.decoders import (
     file_columns,
@@ -95,10 +96,12 @@ class ServedModel:
     def describe(self) -> dict:
         """What ``GET /v1/models`` says of it."""
         chains = self.chains()
+        chunks = chunk_labels(tuple(chains[-1].labels_))  # the types constraints' spans name
         return {
             "name": self.name,
             "kind": self.kind,
             "labels": list(chains[-1].labels_),
+            "chunk_types": list(chunks.types) if chunks is not None else [],
             "columns": list(self.columns),
             "predicts": list(self.targets),
             "components": [{"column": chain.target_, "labels": list(chain.labels_)} for chain in chains],

@@ -133,9 +133,7 @@ def test_every_output_is_checked_against_every_input(name, parser, output, read,
 
 
 def test_the_expanded_options_are_declared_somewhere():
-    declared = {
-        name for _, parser in COMMANDS for name in parser.get_default("inputs") + parser.get_default("outputs")
-    }
+    declared = {name for _, parser in COMMANDS for name in parser.get_default("inputs") + parser.get_default("outputs")}
     assert set(FILES_OF) <= declared
 
 

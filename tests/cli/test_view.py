@@ -51,3 +51,10 @@ def test_view_never_writes_over_its_input(tmp_path, capsys, demo_chunker):
     assert main(["view", str(demo_chunker), str(copy), "-o", str(copy)]) == 2
     assert "is the same file as the input" in capsys.readouterr().err
     assert copy.read_text(encoding="utf-8") == open(TEST, encoding="utf-8").read()
+
+
+def test_view_writes_a_page_or_serves_one_to_edit_not_both(capsys, demo_chunker, tmp_path):
+    for options in ([], ["--edit", "-o", str(tmp_path / "page.html")]):
+        assert main(["view", str(demo_chunker), TEST, *options]) == 2
+        assert "give -o OUTPUT to write the page, or --edit" in capsys.readouterr().err
+    assert not (tmp_path / "page.html").exists()

@@ -75,14 +75,16 @@ def two_stage_model(pipeline_folder) -> Path:
 
 
 class ServerProcess:
-    """``fstcrf serve`` in a process of its own on a free loopback port: its URL, its
-    process and what it has logged."""
+    """``fstcrf serve`` (or another serving ``command``, such as ``view --edit``) in a
+    process of its own on a free loopback port: its URL, its process and what it has logged."""
 
-    def __init__(self, arguments: list[str], log: Path, environment: dict | None = None):
+    def __init__(
+        self, arguments: list[str], log: Path, environment: dict | None = None, command: tuple[str, ...] = ("serve",)
+    ):
         self.log_path = log
         self.log = open(log, "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "fstcrf.cli", "serve", "--port", "0", *arguments],
+            [sys.executable, "-m", "fstcrf.cli", *command, "--port", "0", *arguments],
             stdout=self.log,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(environment or {})},
@@ -125,12 +127,13 @@ class ServerProcess:
 
 @pytest.fixture
 def start_server(tmp_path):
-    """A function that starts ``fstcrf serve ARGUMENTS`` (a ServerProcess); every server it
-    started is killed at the end of the test, whatever happened."""
+    """A function that starts ``fstcrf serve ARGUMENTS`` (a ServerProcess; ``command``
+    another serving command); every server it started is killed at the end of the test,
+    whatever happened."""
     started = []
 
-    def start(*arguments: str, environment: dict | None = None) -> ServerProcess:
-        server = ServerProcess(list(arguments), tmp_path / f"server{len(started)}.log", environment)
+    def start(*arguments: str, environment: dict | None = None, command: tuple[str, ...] = ("serve",)) -> ServerProcess:
+        server = ServerProcess(list(arguments), tmp_path / f"server{len(started)}.log", environment, command)
         started.append(server)
         server.wait_until_listening()
         return server

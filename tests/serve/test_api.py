@@ -7,6 +7,7 @@ field, and the limit when one is exceeded."""
 import hashlib
 import json
 import math
+import re
 
 import needs_serve  # noqa: F401  (skips the module without the extra serve)
 import numpy as np
@@ -176,6 +177,9 @@ def test_the_models_are_listed_with_their_files_checksums(demo_chunker, pipeline
     assert listed[0]["labels"] == list(load_decoder(str(demo_chunker)).labels_)
 
 
+#: The start of a body holding one sentence of one token.
+A_SENTENCE = b'{"sentences": [{"word": ["a"], "pos": ["DT"]}]'
+
 #: (body, status, field, limit): requests each refused, with the field (and limit) named.
 FAULTS = [
     (b"\xff{}", 400, "body", None),
@@ -201,6 +205,33 @@ FAULTS = [
     (b'{"sentences": [], "mbr_threshold": 0.5}', 422, "mbr_threshold", None),
     (b'{"sentences": [], "decode": "mbr", "mbr_threshold": 1.5}', 422, "mbr_threshold", None),
     (b'{"sentences": [], "bogus": 1}', 422, "bogus", None),
+    (b'{"sentences": [], "low_confidence": 0.3}', 422, "low_confidence", None),
+    (b'{"sentences": [], "view": true, "low_confidence": 2}', 422, "low_confidence", None),
+    (b'{"sentences": [], "partial_labels": 1}', 422, "partial_labels", None),
+    (A_SENTENCE + b', "constraints": {}}', 422, "constraints", None),
+    (A_SENTENCE + b', "constraints": []}', 422, "constraints", None),
+    (A_SENTENCE + b', "constraints": [3]}', 422, "constraints[0]", None),
+    (A_SENTENCE + b', "constraints": [{"fixed": {"1": "O"}}]}', 422, "constraints[0]", None),
+    (A_SENTENCE + b', "constraints": [{"fixed": {"\\u00b2": "O"}}]}', 422, "constraints[0]", None),
+    (
+        A_SENTENCE + b', "constraints": [{"spans": [{"first": 0, "last": 0, "type": "B-NP"}]}]}',
+        422,
+        "constraints[0]",
+        None,
+    ),
+    (
+        A_SENTENCE + b', "constraints": [{"fixed": {"0": "B-VP"}, "spans": [{"first": 0, "last": 0, "type": "NP"}]}]}',
+        422,
+        "constraints[0]",
+        None,
+    ),
+    (
+        b'{"sentences": [{"word": ["a b"], "pos": ["DT"]}], "constraints": [{"fixed": {"0": "O"}}],'
+        b' "partial_labels": true}',
+        422,
+        "partial_labels",
+        None,
+    ),
     (
         b'{"sentences": [' + b'{"word": ["a"], "pos": ["DT"]},' * 3 + b'{"word": ["a"], "pos": ["DT"]}]}',
         422,
@@ -286,10 +317,16 @@ def test_the_page_and_its_files_are_served(demo_chunker):
     with serving({"default": demo_chunker}) as client:
         page = client.get("/")
         script = client.get("/static/page.js")
+        imported = re.findall(r'^import .* from "\./([a-z]+\.js)";$', script.text, re.M)
+        modules = [client.get(f"/static/{name}") for name in imported]
         style = client.get("/static/view.css")
         missing = client.get("/static/secret.py")
     assert page.headers["content-type"].startswith("text/html") and 'src="static/page.js"' in page.text
-    assert script.headers["content-type"].startswith("text/javascript") and "v1/models" in script.text
+    assert not re.search(r'(src|href)="(\w+:)?//', page.text)  # nothing fetched from elsewhere
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert sorted(imported) == ["api.js", "corrections.js", "download.js", "editor.js"]
+    assert all(module.status_code == 200 and "export " in module.text for module in modules)
+    assert "fetch(" in modules[0].text and "fetch(" not in script.text + "".join(m.text for m in modules[1:])
     assert "td.span" in style.text and missing.status_code == 404
 
 

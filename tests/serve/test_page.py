@@ -1,7 +1,12 @@
 """The page at ``/`` in headless Chromium (Debian's, driven by Playwright): text typed
 into it and submitted comes back as the document view, whose chunk cells (type,
 tokens, probability) are the entities the JSON API gives for the same text; CoNLL
-lines with gold labels show gold rows; an error is shown, not thrown.
+lines with gold labels show gold rows; an error is shown, not thrown.  The correction
+loop with real clicks: a chunk retyped, one removed, a new one marked, each time the
+view decoded again as the API decodes it under the same constraints; chunks below the
+threshold flagged; a correction the model cannot write refused and undone; the
+download of partial labels, which ``fstcrf train --init`` continues from.  ``fstcrf view
+--edit`` opens the page on a file's sentences, tagged.
 
 Skipped where Playwright or Chromium is missing, except under CI, whose .ci/run
 installs both."""
@@ -10,6 +15,12 @@ import needs_serve  # noqa: F401  (skips the module without the extra serve)
 import httpx
 import pytest
 
+from fstcrf.cli import main
+from fstcrf.corpus.conll import read_conll
+from fstcrf.corpus.labels import corrected_labels
+from fstcrf.corpus.synthetic import DATA_DIR
+from fstcrf.engine.constraints import Constraints
+from fstcrf.model.decoders import load_decoder
 from needs import import_or_skip, program_or_skip
 
 CHROMIUM = program_or_skip("chromium", "chromium")
@@ -97,3 +108,164 @@ def test_conll_lines_show_gold_rows_and_errors_are_shown(demo_chunker, start_ser
     page.click("#submit")
     page.wait_for_selector("#status.error")
     assert "422" in page.text_content("#status") and "(conll)" in page.text_content("#status")
+
+
+@pytest.fixture(scope="module")
+def words_model(tmp_path_factory):
+    """A chunker of words alone (the words-rich template, 5 iterations on the demo corpus)."""
+    path = tmp_path_factory.mktemp("words") / "words.model"
+    arguments = [str(DATA_DIR / "demo_train.txt"), "--template", "words-rich", "--max-iter", "5", "-o", str(path)]
+    assert main(["-q", "train", *arguments]) == 0
+    return path
+
+
+def chunk_rows(page, layer: str = "chunk") -> list[list[tuple]]:
+    """Per sentence, the chunks the page shows: (type, first, last, probability, flagged low)."""
+    return [
+        [(c["type"], c["first"], c["last"], c["probability"], c["low"]) for c in chunks]
+        for chunks in page.eval_on_selector_all(
+            "#view .sentence",
+            f"""sentences => sentences.map(sentence => Array.from(
+                 sentence.querySelectorAll('tr.layer[data-layer="{layer}"] td.span'), cell => ({{
+                   type: cell.dataset.type, first: Number(cell.dataset.first), last: Number(cell.dataset.last),
+                   probability: Number(cell.dataset.probability), low: cell.classList.contains("low")}})))""",
+        )
+    ]
+
+
+def api_rows(url: str, body: dict, low: float) -> list[list[tuple]]:
+    """The same, from the JSON API's answer to ``body``."""
+    answer = httpx.post(f"{url}/v1/models/default/tag", json=body, timeout=30).json()
+    return [
+        [(e["type"], e["first"], e["last"], e["probability"], e["probability"] < low) for e in result["entities"]]
+        for result in answer["results"]
+    ]
+
+
+def decoded_again(page, answers: int) -> None:
+    """Wait until the page has shown its answer number ``answers`` and is idle."""
+    page.wait_for_function(f"window.page.answers === {answers} && !window.page.busy")
+
+
+@pytest.mark.slow
+def test_a_person_corrects_chunks_and_downloads_partial_labels(
+    words_model, start_server, browser_page, tmp_path, monkeypatch
+):
+    server = start_server(str(words_model), "--tokenizer", "regex")
+    page = browser_page
+    page.goto(server.url + "/")
+    page.wait_for_selector('#model option[value="default"]', state="attached")
+    page.fill("#input", TEXT)
+    page.click("#submit")
+    decoded_again(page, 1)
+    assert chunk_rows(page) == api_rows(server.url, {"text": TEXT}, 0.5)
+    first = chunk_rows(page)[0]
+
+    def check_against_the_api(answers: int) -> dict:
+        decoded_again(page, answers)
+        body = page.evaluate("window.page.last.body")
+        assert page.text_content("#status").startswith("2 sentences"), page.text_content("#status")
+        assert chunk_rows(page) == api_rows(server.url, body, body["low_confidence"])
+        return body
+
+    # retype the first chunk of sentence 0
+    kind, start, end = first[0][:3]
+    page.click(f'#sentence-0 tr.layer td.span[data-first="{start}"]')
+    assert page.is_visible("#editor") and f"{kind} “" in page.text_content("#selection")
+    retyped = "VP" if kind != "VP" else "NP"
+    page.click(f'#types button[data-type="{retyped}"]')
+    body = check_against_the_api(2)
+    assert body["constraints"] == [{"spans": [{"first": start, "last": end, "type": retyped}]}, None]
+    assert chunk_rows(page)[0][0][:4] == (retyped, start, end, pytest.approx(1.0))
+    assert page.get_attribute(f'#sentence-0 td.span[data-first="{start}"]', "class").endswith("corrected")
+
+    # remove the last chunk of sentence 0
+    kind, start, end = chunk_rows(page)[0][-1][:3]
+    page.click(f'#sentence-0 tr.layer td.span[data-first="{start}"]')
+    page.click("#remove")
+    body = check_against_the_api(3)
+    assert body["constraints"][0]["fixed"] == {str(t): "O" for t in range(start, end + 1)}
+    removed = (start, end)
+
+    # mark tokens 0..2 of sentence 1 ("many old cities") as a chunk
+    page.click("#sentence-1 tr.tokens td:nth-child(2)")
+    page.click("#sentence-1 tr.tokens td:nth-child(4)", modifiers=["Shift"])
+    assert "“many old cities”" in page.text_content("#selection")
+    page.click('#types button[data-type="NP"]')
+    body = check_against_the_api(4)
+    assert body["constraints"][1] == {"spans": [{"first": 0, "last": 2, "type": "NP"}]}
+    assert page.text_content("#sentence-1 .corrections").startswith("corrections:marked NP “many old cities”")
+
+    # a correction the model cannot write (a two-token PP: it has no I-PP) is refused and undone
+    page.click("#sentence-1 tr.tokens td:nth-child(5)")
+    page.click("#sentence-1 tr.tokens td:nth-child(6)", modifiers=["Shift"])
+    page.click('#types button[data-type="PP"]')
+    page.wait_for_selector("#status.error")
+    assert "constraints[1]" in page.text_content("#status") and "not applied" in page.text_content("#status")
+    assert page.evaluate("window.page.corrections.size") == 3
+
+    # chunks below the threshold are flagged; "next to check" selects the least probable
+    page.fill("#threshold", "0.95")
+    page.press("#threshold", "Tab")  # the field's change event, as a person leaving it fires it
+    body = check_against_the_api(5)
+    assert body["low_confidence"] == 0.95
+    flagged = [row for rows in chunk_rows(page) for row in rows if row[4]]
+    assert flagged and all(row[3] < 0.95 for row in flagged)
+    page.click("#next-check")
+    least = min(flagged, key=lambda row: row[3])
+    assert f"p = {least[3]:.4f}" in page.text_content("#selection")
+    page.click("#cancel")
+
+    # the download: the partial labels the API gives under the same constraints
+    with page.expect_download() as download:
+        page.click("#download")
+    saved = tmp_path / "corrections.txt"
+    download.value.save_as(saved)
+    answer = httpx.post(f"{server.url}/v1/models/default/tag", json=body, timeout=30).json()
+    assert saved.read_text(encoding="utf-8") == answer["partial_labels"]["conll"]
+    columns = page.text_content("#train-command").split("--columns ")[1].split()[0]
+    assert columns == "word,pos,chunk"  # the training file's layout; the model reads no pos
+    sentences = read_conll(saved, columns).sentences
+    model = load_decoder(str(words_model))
+    assert {tag for sentence in sentences for tag in sentence["pos"]} == {"_"}
+    for sentence, result, given in zip(sentences, answer["results"], body["constraints"]):
+        assert sentence["chunk"] == corrected_labels(Constraints.from_dict(given), result["labels"], model.labels_)
+    assert sentences[0]["chunk"][removed[0] : removed[1] + 1] == ["O"] * (removed[1] - removed[0] + 1)
+    assert sentences[1]["chunk"][:3] == ["B-NP", "I-NP", "I-NP"] and sentences[1]["chunk"][4:] == ["?", "?"]
+    # the command the page shows, run in the model's folder with TRAIN the model's training file
+    command = page.text_content("#train-command")
+    assert command.startswith("cat TRAIN corrections.txt > more.txt && fstcrf train more.txt ")
+    monkeypatch.chdir(words_model.parent)
+    (words_model.parent / "more.txt").write_text(
+        (DATA_DIR / "demo_train.txt").read_text(encoding="utf-8") + saved.read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    assert main(["-q", *command.split(" && fstcrf ")[1].split(), "--max-iter", "1"]) == 0
+    assert (words_model.parent / "words.corrected.model").exists()
+
+    # a correction withdrawn
+    page.click("#sentence-1 .corrections button.withdraw")
+    body = check_against_the_api(6)
+    assert body["constraints"][1] is None
+
+    # the whole of sentence 0 confirmed: every token looked at, its labels the training data's
+    page.click("#sentence-0 tr.tokens td:nth-child(2)")
+    page.click("#sentence-right")
+    check_against_the_api(7)
+    answer = page.evaluate("window.page.last.answer")
+    lines = answer["partial_labels"]["conll"].split("\n\n")[0].splitlines()
+    assert [line.split()[2] for line in lines] == answer["results"][0]["labels"]
+
+
+@pytest.mark.slow
+def test_view_edit_opens_the_page_on_the_files_sentences(words_model, start_server, browser_page):
+    arguments = (str(words_model), str(DATA_DIR / "demo_test.txt"), "--max-sentences", "3")
+    server = start_server(*arguments, command=("view", "--edit"))
+    assert server.url.startswith("http://127.0.0.1:")
+    document = httpx.get(f"{server.url}/v1/document", timeout=30).json()["conll"]
+    assert document.count("\n\n") == 3 and document.startswith("the DT B-NP\n")  # the model's columns
+    page = browser_page
+    page.goto(server.url + "/")
+    decoded_again(page, 1)
+    assert page.input_value("#input") == document
+    assert chunk_rows(page) == api_rows(server.url, {"conll": document}, 0.5)
+    assert len(page.query_selector_all("#view tr.gold")) == 3  # the file's chunks, as gold

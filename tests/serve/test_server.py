@@ -173,7 +173,9 @@ def test_sigterm_drains_the_requests_in_flight_and_exits_0(demo_chunker, start_s
 @pytest.mark.slow
 def test_the_drain_is_bounded(demo_chunker, start_server):
     limits = ["--max-sentences", "4000", "--max-request-bytes", "50000000", "--max-nbest", "100"]
-    server = start_server(str(demo_chunker), "--tokenizer", "regex", "--threads", "1", "--drain-seconds", "0.1", *limits)
+    server = start_server(
+        str(demo_chunker), "--tokenizer", "regex", "--threads", "1", "--drain-seconds", "0.1", *limits
+    )
     heavy = {"sentences": SENTENCES * 20, "nbest": 100}  # tens of seconds of decoding
     with ThreadPoolExecutor(2) as pool:
         flying = [pool.submit(post, server.url, heavy) for _ in range(2)]

@@ -1,87 +1,156 @@
-"use strict";
 // fstcrf serve's page: the text or CoNLL lines typed in go to the JSON API
 // (POST v1/models/NAME/tag with "view": true), and the document view the answer
 // holds, rendered by the server as `fstcrf view` renders it, is shown below the form.
 // Each chunk's cell carries data-type, data-first, data-last and data-probability.
-// The state of the last exchange (request and answer) is kept in `page.last`, for
-// code that builds on it (e.g. corrections sent back with a new request).
+//
+// The correction loop: a person corrects chunks on the view (editor.js); after each
+// correction the same input is decoded again under all of them (corrections.js turns
+// them into the request's "constraints"), chunks below the threshold are flagged for
+// checking, and the answer's partial_labels (the corrected sentences as training
+// data) can be downloaded (download.js). `window.page` holds the state: the models,
+// the last request and answer (`last`), the count of answers shown (`answers`) and
+// whether a request is under way (`busy`).
+
+import {Api} from "./api.js";
+import {Corrections} from "./corrections.js";
+import {saveText, trainCommand} from "./download.js";
+import {Editor} from "./editor.js";
+
+const DOWNLOAD_NAME = "corrections.txt";
+
+const $ = (id) => document.getElementById(id);
 
 const page = {
-  models: {},   // name -> its description from GET v1/models
-  last: null,   // {model, body, answer} of the last answer shown
+  models: {}, // name -> its description from GET v1/models
+  input: null, // {model, kind, text, decode}: what the last press of Tag sent
+  last: null, // {model, body, answer} of the last answer shown
+  answers: 0,
+  busy: false,
+  corrections: new Corrections(),
 };
+window.page = page;
 
-const api = {
-  headers(json) {
-    const headers = json ? {"Content-Type": "application/json"} : {};
-    const token = document.getElementById("token").value.trim();
-    if (token) headers["Authorization"] = "Bearer " + token;
-    return headers;
-  },
+const api = new Api($("token"));
 
-  async call(method, path, body) {
-    const response = await fetch(path, {
-      method,
-      headers: this.headers(body !== undefined),
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const answer = await response.json().catch(() => ({error: response.statusText}));
-    if (!response.ok) {
-      const field = answer.field ? ` (${answer.field})` : "";
-      throw new Error(`${response.status}: ${answer.error || response.statusText}${field}`);
-    }
-    return answer;
-  },
-
-  models() {
-    return this.call("GET", "v1/models");
-  },
-
-  tag(model, body) {
-    return this.call("POST", `v1/models/${encodeURIComponent(model)}/tag`, body);
-  },
-};
+const editor = new Editor({
+  view: $("view"),
+  panel: $("editor"),
+  corrections: page.corrections,
+  onCorrect: (sentence, ...corrections) => correct(() => corrections.forEach((c) => page.corrections.add(sentence, c))),
+  onWithdraw: (sentence, correction) => correct(() => page.corrections.withdraw(sentence, correction)),
+});
 
 function showStatus(text, isError) {
-  const status = document.getElementById("status");
+  const status = $("status");
   status.textContent = text;
   status.classList.toggle("error", Boolean(isError));
 }
 
+function setBusy(busy) {
+  page.busy = busy;
+  document.body.dataset.busy = String(busy);
+  $("submit").disabled = busy;
+}
+
+function threshold() {
+  const value = Number($("threshold").value);
+  return Number.isFinite(value) ? Math.min(Math.max(value, 0), 1) : 0.5;
+}
+
+// The body of a request for the last input, under the corrections made so far.
 function requestBody() {
-  const kind = document.querySelector('input[name="input"]:checked').value;
-  const body = {[kind]: document.getElementById("input").value, view: true};
-  const decode = document.getElementById("decode").value;
+  const {kind, text, decode} = page.input;
+  const body = {[kind]: text, view: true, low_confidence: threshold(), partial_labels: true};
   if (decode) body.decode = decode;
+  const count = page.last && page.last.model === page.input.model ? page.last.answer.results.length : 0;
+  const constraints = page.corrections.constraints(count);
+  if (constraints) body.constraints = constraints;
   return body;
 }
 
-function entityCount(answer) {
-  return answer.results.reduce((count, result) => count + result.entities.length, 0);
+function summary(answer) {
+  const sentences = answer.results.length;
+  const chunks = answer.results.reduce((count, result) => count + result.entities.length, 0);
+  const flagged = editor.toCheck().length;
+  const corrected = page.corrections.size;
+  return (
+    `${sentences} sentence${sentences === 1 ? "" : "s"}, ${chunks} chunks; ` +
+    `${flagged} below ${threshold()} to check; ${corrected} correction${corrected === 1 ? "" : "s"}`
+  );
 }
 
-function showAnswer(model, body, answer) {
-  page.last = {model, body, answer};
-  document.getElementById("view").innerHTML = answer.html;
-  const sentences = answer.results.length;
-  showStatus(`${sentences} sentence${sentences === 1 ? "" : "s"}, ${entityCount(answer)} entities`);
+function showAnswer(body, answer) {
+  const model = page.models[page.input.model];
+  page.last = {model: page.input.model, body, answer};
+  $("view").innerHTML = answer.html; // the server's view, every text in it escaped
+  editor.show(model, answer);
+  const data = answer.partial_labels;
+  $("download").disabled = data.sentences.length === 0;
+  $("train-command").textContent = data.sentences.length ? trainCommand(model, data, DOWNLOAD_NAME) : "";
+  $("next-check").disabled = editor.toCheck().length === 0;
+  page.answers += 1;
+  showStatus(summary(answer));
+}
+
+// Decode the last input again (after a correction, or with a new threshold).
+async function decodeAgain() {
+  const body = requestBody();
+  setBusy(true);
+  try {
+    showAnswer(body, await api.tag(page.input.model, body));
+  } finally {
+    setBusy(false);
+  }
+}
+
+// Apply a change to the corrections and decode again; undo it if the server refuses.
+async function correct(change) {
+  if (page.busy || page.input === null) return;
+  const before = page.corrections.snapshot();
+  change();
+  try {
+    await decodeAgain();
+  } catch (error) {
+    page.corrections.restore(before);
+    showStatus(`the correction was not applied: ${error.message}`, true);
+  }
 }
 
 async function submit(event) {
   event.preventDefault();
-  const model = document.getElementById("model").value;
-  const body = requestBody();
+  if (page.busy) return;
+  page.input = {
+    model: $("model").value,
+    kind: document.querySelector('input[name="input"]:checked').value,
+    text: $("input").value,
+    decode: $("decode").value,
+  };
+  page.corrections.clear();
+  page.last = null;
   showStatus("tagging…");
   try {
-    showAnswer(model, body, await api.tag(model, body));
+    await decodeAgain();
   } catch (error) {
     showStatus(error.message, true);
   }
 }
 
+async function changeThreshold() {
+  if (page.input === null || page.busy) return;
+  try {
+    await decodeAgain();
+  } catch (error) {
+    showStatus(error.message, true);
+  }
+}
+
+function download() {
+  saveText(DOWNLOAD_NAME, page.last.answer.partial_labels.conll);
+}
+
 function describeModel() {
-  const model = page.models[document.getElementById("model").value];
-  document.getElementById("model-kind").textContent = model
+  const model = page.models[$("model").value];
+  $("model-kind").textContent = model
     ? `${model.kind}; reads ${model.columns.join(", ")}; predicts ${model.predicts.join(", ")}`
     : "";
 }
@@ -89,8 +158,7 @@ function describeModel() {
 async function loadModels() {
   try {
     const {models} = await api.models();
-    const select = document.getElementById("model");
-    select.replaceChildren(...models.map((model) => new Option(model.name, model.name)));
+    $("model").replaceChildren(...models.map((model) => new Option(model.name, model.name)));
     page.models = Object.fromEntries(models.map((model) => [model.name, model]));
     describeModel();
     showStatus("");
@@ -99,7 +167,20 @@ async function loadModels() {
   }
 }
 
-document.getElementById("tag-form").addEventListener("submit", submit);
-document.getElementById("model").addEventListener("change", describeModel);
-document.getElementById("token").addEventListener("change", loadModels);
-loadModels();
+// The CoNLL lines the server opens the page with (`fstcrf view --edit`), tagged at once.
+async function openDocument() {
+  const opened = await api.document().catch(() => ({}));
+  if (opened.conll === undefined || !Object.keys(page.models).length) return;
+  $("input").value = opened.conll;
+  document.querySelector('input[name="input"][value="conll"]').checked = true;
+  $("tag-form").requestSubmit();
+}
+
+$("tag-form").addEventListener("submit", submit);
+$("model").addEventListener("change", describeModel);
+$("token").addEventListener("change", loadModels);
+$("threshold").addEventListener("change", changeThreshold);
+$("download").addEventListener("click", download);
+$("next-check").addEventListener("click", () => editor.selectNextToCheck());
+setBusy(false);
+loadModels().then(openDocument);
