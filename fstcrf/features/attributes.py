@@ -363,6 +363,11 @@ class AttributeExtractor:
         """:meth:`transform`'s matrix as :class:`SparseRows` (without importing scipy)."""
         return self._known_matrix(corpus, read_labels=True)
 
+    def window_rows(self) -> None:
+        """None: this extractor makes the rows (real values, not lines the kernel looks
+        up; see :meth:`fstcrf.features.extractor.FeatureExtractor.window_rows`)."""
+        return None
+
     def column_of(self, name: str) -> int | None:
         """The column of the attribute named ``name`` (None if it was not seen in fit)."""
         self._check_fitted()

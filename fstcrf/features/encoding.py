@@ -51,11 +51,12 @@ import numpy as np
 
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.engine import budget, kernel
-from fstcrf.errors import EmptySequenceError, FstcrfError, ShapeError
+from fstcrf.errors import EmptySequenceError, FstcrfError, ShapeError, TemplateError
 from fstcrf.features.extractor import FeatureExtractor
 from fstcrf.engine.inference import SentenceBatch, sentence_runs
 from fstcrf.engine.threads import run_parallel
 from fstcrf.features.sparse_rows import SparseRows
+from fstcrf.features.token_table import missing_column_message
 from fstcrf.engine.topology import Topology
 
 LOG = logging.getLogger(__name__)
@@ -217,9 +218,13 @@ class FactoredFeatures(kernel.KernelViews):
 
 def token_classes(sentences: Corpus | Sequence[Sentence], column: str, lower_labels: Sequence[str]) -> np.ndarray:
     """int32 [N]: the transition class of each token of ``sentences``, the index of its
-    value in ``column`` among lower_labels [L] (L for a value not among them)."""
+    value in ``column`` among lower_labels [L] (L for a value not among them).
+    TemplateError for a sentence without ``column``."""
     index = {label: i for i, label in enumerate(lower_labels)}
     unseen = len(lower_labels)
+    for sentence in sentences:
+        if column not in sentence.columns:
+            raise TemplateError(missing_column_message(column, sentence.column_names))
     return np.array([index.get(value, unseen) for sentence in sentences for value in sentence[column]], dtype=np.int32)
 
 

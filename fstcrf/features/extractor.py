@@ -39,6 +39,7 @@ from fstcrf.features.resources import Resources, seen_lower_columns
 from fstcrf.features.sparse_rows import SparseRows
 from fstcrf.features.token_table import TokenTable, missing_column_message
 from fstcrf.features.value_lists import ItemValues
+from fstcrf.features.window_rows import WindowRows
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,11 @@ class FeatureExtractor:
         #: the column of chunk labels whose entities a template reading the derived
         #: column ``seen_entity`` learns (:mod:`fstcrf.features.seen_entities`)
         self.target = target
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_window_rows", None)  # made again on first use (its cache holds a lock)
+        return state
 
     def parsed_template(self) -> Template:
         """The template as a parsed Template (the one given, or its text parsed)."""
@@ -303,6 +309,22 @@ class FeatureExtractor:
         if kept is None or kept[0] is not template:
             kept = self._kept_lines[key] = (template, TemplateLines(template, chosen))
         return kept[1]
+
+    def window_rows(self) -> WindowRows | None:
+        """The :class:`~fstcrf.features.window_rows.WindowRows` of the whole template when
+        every line reads single values of the sentences' columns (no value lists,
+        numbers or derived columns), so that the kernel can look a batch's rows up
+        from its columns' value hashes; None otherwise.  Made once per fitted
+        dictionary and template."""
+        self._check_fitted()
+        template = self.parsed_template()
+        kept = self.__dict__.get("_window_rows")
+        if kept is None or kept[0] is not self._dictionary or kept[1] is not template:
+            lines = self._lines()
+            simple = not (lines.lists or lines.real or seen_entities.COLUMN in lines.columns)
+            rows = WindowRows(self._dictionary, template, lines.binary) if simple else None
+            kept = self._window_rows = (self._dictionary, template, rows)
+        return kept[2]
 
     def _hashed_matrix(self, values: ItemValues, templates: Sequence[int] | None = None) -> SparseRows:
         """The predicate matrix [N, P] of the templates listed (all by default)."""

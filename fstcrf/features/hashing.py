@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
+from itertools import repeat
 from typing import NamedTuple, cast
 
 import numpy as np
@@ -222,21 +223,37 @@ class ValueHashes:
         #: buffer and its filled part uint64 [rows] (:func:`grown`)
         self.by_transform: dict[str | None, tuple[np.ndarray, np.ndarray]] = {}
 
-    def hashes(self, values: Sequence[str], transforms: Sequence[str | None], out: Sequence[np.ndarray]) -> None:
+    def hashes(
+        self,
+        values: Sequence[str],
+        transforms: Sequence[str | None],
+        out: Sequence[np.ndarray],
+        strings_only: bool = False,
+    ) -> None:
         """Write into out[k] (uint64 [n]) the hash of the name transforms[k] gives each
-        of ``values`` (strings, repeated or not)."""
+        of ``values`` (strings, repeated or not).  With ``strings_only``, TypeError,
+        before anything is kept, when a value not met before is not a string (a caller
+        that has not checked them)."""
         with self.lock:
             if len(self.row) > self.max_values:
                 self.clear()
-            unseen = missing_from(self.row, values)
-            if unseen:
-                unseen = list(dict.fromkeys(unseen))
+            try:  # most batches meet no new value: one pass
+                rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
+            except KeyError:
+                unseen = list(dict.fromkeys(missing_from(self.row, values)))
+                if strings_only and not all(map(isinstance, unseen, repeat(str))):
+                    raise TypeError("a value is not a string") from None
                 self.row.update(zip(unseen, range(len(self.values), len(self.values) + len(unseen))))
                 self.values.extend(unseen)
-            rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
-            self._fill(transforms)
+                rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
+            kept = len(self.values)
+            by_transform = self.by_transform
             for transform, hashes in zip(transforms, out):
-                np.take(self.by_transform[transform][1], rows, out=hashes)
+                filled = by_transform.get(transform)
+                if filled is None or len(filled[1]) < kept:
+                    self._fill(transforms)
+                    filled = by_transform[transform]
+                np.take(filled[1], rows, out=hashes)
 
     def _fill(self, transforms: Sequence[str | None]) -> None:
         """Hash the names each of ``transforms`` gives the values kept that it has not

@@ -57,6 +57,7 @@ from fstcrf.model.fitting import (
 )
 from fstcrf.model.params import ALGORITHMS, param_names
 from fstcrf.model.payload import fitted_from_payload, params_from_payload, to_payload
+from fstcrf.model.tagging import tagging_plan
 from fstcrf.phases import phase
 
 __all__ = ["ALGORITHMS", "BIAS", "TEMPLATES", "UNKNOWN_LABEL", "ChainCRF", "load_model", "save_model"]
@@ -393,6 +394,9 @@ class ChainCRF:
         with phase("decode"):
             if rules is not None:
                 return self.best_labels(self.encoded_potentials(encoded, rules)[0])
+            small = tagging_plan(self).encoded_labels(encoded)  # a small batch: one kernel call
+            if small is not None:
+                return small
             return split_labels(self.topology_, self.scorer().paths(encoded, self.weights_), encoded.offsets)
 
     @blas_single_threaded()
@@ -423,7 +427,8 @@ class ChainCRF:
         if rules is not None:
             return self.best_labels(self.span_potentials(sentences, grammar, params, rules))
         if grammar is None:
-            return self.decode(self.encode(sentences))
+            small = tagging_plan(self).labels(sentences)  # a small batch: its columns to labels in one kernel call
+            return self.decode(self.encode(sentences)) if small is None else small
         if on_infeasible not in ("error", "unconstrained"):
             raise FstcrfError(f"on_infeasible must be 'error' or 'unconstrained', got {on_infeasible!r}")
         if not isinstance(grammar, Grammar):

@@ -61,9 +61,9 @@ class Batcher:
         """Start taking batches (in the running event loop)."""
         self.task = asyncio.get_running_loop().create_task(self._take_batches())
 
-    async def close(self, timeout: float) -> None:
+    async def close(self, timeout: float | None = None) -> None:
         """Refuse new items, cancel those still queued, let the running batch finish
-        for at most ``timeout`` seconds (left running after, see
+        (for at most ``timeout`` seconds; left running after, see
         :func:`fstcrf.engine.threads.left_running`)."""
         self.closed = True
         if self.task is not None:
@@ -103,7 +103,6 @@ class Batcher:
             raise
 
     async def _take_batches(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
             if not self.groups:
                 self.arrival.clear()

@@ -31,6 +31,7 @@ def test_word_normalisation_and_casing():
 def test_every_head_trains_on_a_slice(data_dir, tmp_path):
     out = tmp_path / "results.json"
     arguments = ["--data", str(data_dir / "conll2003"), "--limit", "150", "--epochs", "2", "--out", str(out)]
+    arguments += ["--threads", "1"]  # torch's, one per pytest worker
     assert main([*arguments, "--head", *HEADS]) == 0
     results = {r["head"]: r for r in json.loads(out.read_text())}
     assert set(results) == set(HEADS)

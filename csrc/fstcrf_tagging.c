@@ -1,0 +1,56 @@
+/*
+ * fstcrf_tagging.c -- a batch tagged in one call (see the header).
+ */
+#include <stddef.h>
+
+#include "fstcrf_hashing.h"
+#include "fstcrf_tagging.h"
+#include "fstcrf_train.h"
+
+int ft_tag(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b, int64_t num_tokens,
+           int32_t num_sequences, const int64_t *offsets, const uint64_t *sources, const ff_tokens *rows,
+           const int32_t *token_class, int32_t *path, double *score)
+{
+    if (num_tokens < 0 || num_tokens > b->max_tokens || num_sequences < 0 || offsets[0] != 0 ||
+        offsets[num_sequences] != num_tokens || (sources == NULL) == (rows == NULL))
+        return FC_BAD_ARGUMENT;
+    ff_tokens looked_up;
+    if (sources != NULL) {
+        int status = fh_window_hashes(num_tokens, num_sequences, offsets, t->num_sources, sources,
+                                      t->num_observations, t->source, t->offset, t->salt, b->window);
+        if (status != FC_OK)
+            return status;
+        status = fh_predicate_rows(num_tokens, t->num_observations, b->window, t->num_lines, t->seeds,
+                                   t->item_ptr, t->items, t->capacity, t->slots, b->line_scratch,
+                                   b->indptr, b->indices);
+        if (status != FC_OK)
+            return status;
+        looked_up = (ff_tokens){num_tokens, b->indptr, b->indices, NULL};
+        rows = &looked_up;
+    } else if (rows->num_tokens != num_tokens) {
+        return FC_BAD_ARGUMENT;
+    }
+    if (t->state_map == NULL)  /* the model's own graph */
+        return ft_best_paths(t->dictionary, rows, t->theta, t->graph, scores, num_sequences, offsets,
+                             token_class, b->emit, b->work, b->workspace, path, score);
+    /* a restriction: the model's emissions gathered onto the states searched */
+    int status = ff_emissions(t->dictionary, rows, t->theta, 1.0, b->emit, b->work);
+    if (status != FC_OK)
+        return status;
+    const int32_t S = t->dictionary->num_states, searched = t->graph->num_states;
+    for (int32_t s = 0; s < searched; ++s)
+        if (t->state_map[s] < 0 || t->state_map[s] >= S)
+            return FC_BAD_ARGUMENT;
+    for (int64_t n = 0; n < num_tokens; ++n) {
+        const double *from = b->emit + n * S;
+        double *to = b->search_emit + n * searched;
+        for (int32_t s = 0; s < searched; ++s)
+            to[s] = from[t->state_map[s]];
+    }
+    const fc_batch batch = {num_sequences, offsets, b->search_emit, token_class};
+    status = fc_viterbi(t->graph, scores, &batch, path, score, b->workspace);
+    if (status == FC_OK)
+        for (int64_t n = 0; n < num_tokens; ++n)
+            path[n] = t->state_map[path[n]];
+    return status;
+}

@@ -1,0 +1,87 @@
+/*
+ * fstcrf_tagging.h -- a batch of sentences tagged in one call: the predicate rows of
+ * its tokens (from the hashes of their column values, or given), the state scores,
+ * and the best path of each sentence.
+ *
+ * Tagging a sentence runs the steps fstcrf_hashing.h, fstcrf_features.h and
+ * fstcrf_kernel.h each hold:
+ *
+ *     value hashes [G, N] -> fh_window_hashes     -> observation hashes [J, N]
+ *                         -> fh_predicate_rows    -> rows (CSR)
+ *                         -> ff_emissions         -> emit [N, S]
+ *                         -> (a restriction's states: emit [N, S'] gathered)
+ *                         -> fc_viterbi           -> path [N], score [B]
+ *
+ * ft_tag runs them on buffers made once per model and thread, so that a call on
+ * one sentence costs the steps' own work and one crossing from Python.  The
+ * results are those of the steps run one by one, bit for bit: on the model's own
+ * graph the emissions and the search are ft_best_paths (fstcrf_train.h).
+ *
+ * Conventions are those of fstcrf_kernel.h: C-contiguous arrays with shapes in
+ * brackets, no globals, no allocation, every buffer owned by the caller; calls
+ * on different ft_tag_buffers may run in parallel threads.
+ */
+#ifndef FSTCRF_TAGGING_H
+#define FSTCRF_TAGGING_H
+
+#include <stdint.h>
+
+#include "fstcrf_features.h"
+#include "fstcrf_kernel.h"
+
+/* What tagging needs of a model, made once per model. */
+typedef struct {
+    /* the single values the lines read (fh_window_hashes): observation j reads source
+       row source[j] at offset[j]; 0 observations and lines when rows are given */
+    int32_t num_sources;              /* G */
+    int32_t num_observations;         /* J */
+    const int32_t *source;            /* [J] in [0, G) */
+    const int64_t *offset;            /* [J] */
+    uint64_t salt;
+    /* the lines (fh_predicate_rows) and the table of known keys */
+    int32_t num_lines;                /* T */
+    const uint64_t *seeds;            /* [T] */
+    const int32_t *item_ptr;          /* [T+1] */
+    const int32_t *items;             /* [I] in [0, J) */
+    int64_t capacity;
+    const uint64_t *slots;            /* [2 * capacity] */
+    /* the state scores (S model states) and the search */
+    const ff_dictionary *dictionary;
+    const double *theta;              /* [F] feature weights */
+    const fc_graph *graph;            /* S' states searched */
+    const int32_t *state_map;         /* [S'] the model state of each state searched (a
+                                         restriction of the model's topology), or NULL:
+                                         the graph is the model's */
+} ft_tagger;
+
+/* A thread's buffers for batches of up to max_tokens tokens. */
+typedef struct {
+    int64_t max_tokens;               /* N_max */
+    uint64_t *window;                 /* [J * N_max] */
+    int32_t *line_scratch;            /* [FH_BLOCK * T] */
+    int64_t *indptr;                  /* [N_max + 1] */
+    int32_t *indices;                 /* [N_max * T] */
+    double *emit;                     /* [N_max * S] */
+    double *search_emit;              /* [N_max * S'] (read only with a state map) */
+    double *work;                     /* [ff_work_doubles(dictionary)] */
+    fc_workspace *workspace;          /* fc_viterbi's, for the longest sentence */
+} ft_tag_buffers;
+
+/* The best state path of each sentence of a batch of N tokens.
+ *   scores             the transition scores of the graph searched (a call's own, so
+ *                      that threads sharing a tagger may search under others)
+ *   offsets  [B+1]     sentence i is tokens offsets[i] .. offsets[i+1]-1, from 0 to N
+ *   sources  [G, N]    the hash of each token's value in each source (the rows are then
+ *                      looked up), or NULL when rows are given
+ *   rows               the N tokens' predicate rows, or NULL (sources given)
+ *   token_class [N]    the class of each token (see fc_batch), or NULL
+ *   path     [N]       OVERWRITTEN: the best model state at each token
+ *   score    [B]       OVERWRITTEN: the best path's score
+ * Returns FC_BAD_ARGUMENT if N passes max_tokens or exactly one of sources and rows is
+ * not given, else the status of the first step that fails (FC_INFEASIBLE: a sentence
+ * has no path). */
+int ft_tag(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b, int64_t num_tokens, int32_t num_sequences,
+           const int64_t *offsets, const uint64_t *sources, const ff_tokens *rows,
+           const int32_t *token_class, int32_t *path, double *score);
+
+#endif

@@ -1,0 +1,128 @@
+"""A batch tagged in one call (csrc/fstcrf_tagging.h): the model's part made once
+(:class:`Tagger`), a thread's buffers (:class:`TagBuffers`) and the call (:func:`tag`)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from fstcrf._kernel import ffi, lib
+from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, own_lines
+from fstcrf.engine.kernel.chain import Graph, Scores, Workspace, chain_workspace
+from fstcrf.engine.kernel.features import FeatureDictionary, Tokens
+
+
+class WindowLines(NamedTuple):
+    """The single values and lines whose rows ft_tag looks up (see fh_window_hashes and
+    fh_predicate_rows): observation j reads source row source[j] (int32 [J]) of G
+    sources at offset[j] (int64 [J]); line k, of key seed seeds[k] (uint64 [T]), reads
+    the observations items[item_ptr[k] .. item_ptr[k+1]-1] (int32 [T+1], [I]); the
+    keys under ``salt`` are looked up in ``slots`` (uint64 [2 * capacity])."""
+
+    num_sources: int
+    source: np.ndarray
+    offset: np.ndarray
+    salt: int
+    seeds: np.ndarray
+    item_ptr: np.ndarray
+    items: np.ndarray
+    slots: np.ndarray
+
+
+class Tagger(KernelBuffers):
+    """ft_tagger: what tagging needs of a model, kept alive with it: its lines (or None
+    when the caller gives rows), its feature dictionary and weights theta float [F],
+    the graph searched, and state_map int32 [S'] (the model state of each state of a
+    restricted graph, or None: the graph is the model's)."""
+
+    def __init__(
+        self,
+        lines: WindowLines | None,
+        dictionary: FeatureDictionary,
+        theta: np.ndarray,
+        graph: Graph,
+        state_map: np.ndarray | None,
+    ):
+        super().__init__()
+        self.parts = (dictionary, graph)  # the structs the fields point into
+        tagger = self.struct = ffi.new("ft_tagger *")
+        if lines is not None:
+            tagger.num_sources = lines.num_sources
+            tagger.num_observations = len(lines.source)
+            tagger.source = self.pin(lines.source)
+            tagger.offset = self.pin(lines.offset)
+            tagger.salt = lines.salt
+            tagger.num_lines = len(lines.seeds)
+            tagger.seeds = self.pin(lines.seeds)
+            tagger.item_ptr = self.pin(lines.item_ptr)
+            tagger.items = self.pin(lines.items)
+            tagger.capacity = len(lines.slots) // 2
+            tagger.slots = self.pin(lines.slots)
+        tagger.dictionary = dictionary.struct
+        tagger.theta = self.pin(theta)
+        tagger.graph = graph.struct
+        if state_map is not None:
+            tagger.state_map = self.pin(state_map)
+        self.num_states = int(dictionary.struct.num_states)
+        self.search_states = int(graph.struct.num_states)
+        self.work_doubles = int(lib.ff_work_doubles(dictionary.struct))
+
+
+class TagBuffers(KernelBuffers):
+    """ft_tag_buffers: a thread's buffers for batches of up to ``max_tokens`` tokens and
+    sentences of up to ``t_max``, and the path int32 [max_tokens] each call writes."""
+
+    def __init__(self, tagger: Tagger, topology, num_classes: int, max_tokens: int, t_max: int):
+        super().__init__()
+        struct = tagger.struct
+        buffers = self.struct = ffi.new("ft_tag_buffers *")
+        buffers.max_tokens = max_tokens
+        buffers.window = self.pin(own_lines(max(struct.num_observations * max_tokens, 1), np.uint64))
+        buffers.line_scratch = self.pin(own_lines(max(lib.FH_BLOCK * struct.num_lines, 1), np.int32))
+        buffers.indptr = self.pin(own_lines(max_tokens + 1, np.int64))
+        buffers.indices = self.pin(own_lines(max(max_tokens * struct.num_lines, 1), np.int32))
+        buffers.emit = self.pin(own_lines(max_tokens * tagger.num_states))
+        search = max_tokens * tagger.search_states if struct.state_map != ffi.NULL else 1
+        buffers.search_emit = self.pin(own_lines(search))
+        buffers.work = self.pin(own_lines(tagger.work_doubles))
+        self.workspace: Workspace = chain_workspace(topology, num_classes, t_max)
+        buffers.workspace = self.workspace.struct
+        self.max_tokens, self.t_max = max_tokens, t_max
+        self.path = own_lines(max_tokens, np.int32)
+        self._path = ffi.from_buffer("int32_t[]", self.path)
+
+
+def tag(
+    tagger: Tagger,
+    scores: Scores,
+    buffers: TagBuffers,
+    offsets: np.ndarray,
+    sources: np.ndarray | None,
+    rows: Tokens | None,
+    token_class: np.ndarray | None,
+    score: np.ndarray,
+) -> np.ndarray:
+    """ft_tag: the best model state at each of the batch's n tokens, int32 [n] (a view of
+    the buffers' path, which the next call on them overwrites), and each sentence's
+    best score in score float [b], under the transition ``scores`` of the tagger's
+    graph.  ``offsets`` int64 [b+1], ``sources`` uint64 [G, n] (None when ``rows`` are
+    given) and ``token_class`` int32 [n] (or None) are C-contiguous; the caller
+    checked that the batch fits the buffers and its lengths the graph.
+    InfeasibleError if a sentence has no path."""
+    num_tokens = int(offsets[-1])
+    status = lib.ft_tag(
+        tagger.struct,
+        scores.struct,
+        buffers.struct,
+        num_tokens,
+        len(offsets) - 1,
+        ffi.from_buffer("int64_t[]", offsets),
+        ffi.NULL if sources is None else ffi.from_buffer("uint64_t[]", sources),
+        ffi.NULL if rows is None else rows.struct,
+        ffi.NULL if token_class is None else ffi.from_buffer("int32_t[]", token_class),
+        buffers._path,
+        ffi.from_buffer("double[]", score),
+    )
+    check_status(status, "ft_tag")
+    return buffers.path[:num_tokens]

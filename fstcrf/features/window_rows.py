@@ -1,0 +1,63 @@
+"""The rows of a template whose lines read single values only, laid out for the
+kernel's tagging call (``ft_tag``, csrc/fstcrf_tagging.h), which looks them up
+itself: the same steps as :meth:`fstcrf.features.dictionary.HashedDictionary.rows`
+(columns -> value hashes -> window hashes -> rows), with the token table left out.
+A batch's columns are read straight from its sentences, and each column's values
+hashed through the shared :class:`~fstcrf.features.hashing.ValueHashes`, as the
+token table's are."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+import numpy as np
+
+from fstcrf.corpus.conll import Sentence
+from fstcrf.engine.kernel.tagging import WindowLines
+from fstcrf.features.dictionary import HashedDictionary
+from fstcrf.features.hashing import ValueHashes, value_hashes
+from fstcrf.features.item_lists import WindowPlan
+from fstcrf.features.template import Template
+
+
+class WindowRows:
+    """A template's single-valued lines ``chosen`` under a dictionary: ``lines`` (the
+    :class:`~fstcrf.engine.kernel.tagging.WindowLines` the kernel looks rows up with)
+    and, per column read, the sources (rows of the [G, N] value hashes) and
+    transforms of its values."""
+
+    def __init__(self, dictionary: HashedDictionary, template: Template, chosen: Sequence[int]):
+        plan = dictionary.plan(template, chosen)
+        window = cast(WindowPlan, plan.window)  # a plan for single values, not laid out for lists
+        self.lines = WindowLines(
+            len(window.sources),
+            window.source,
+            window.offset,
+            dictionary.salt,
+            plan.seeds,
+            plan.item_ptr,
+            plan.items,
+            dictionary.slots,
+        )
+        by_column: dict[str, tuple[list[int], list[str | None]]] = {}
+        for g, (column, transform) in enumerate(window.sources):
+            rows, transforms = by_column.setdefault(column, ([], []))
+            rows.append(g)
+            transforms.append(transform)
+        self.columns = [(column, rows, transforms) for column, (rows, transforms) in by_column.items()]
+        self.num_sources = len(window.sources)
+        self.cache: ValueHashes = value_hashes(dictionary.salt)
+
+    def source_hashes(self, sentences: Sequence[Sentence], num_tokens: int) -> np.ndarray:
+        """uint64 [G, N]: the hash of each token's value in each source.  KeyError for a
+        column a sentence lacks, TypeError for a value that is not a string (the token
+        table's path names them)."""
+        out = np.empty((self.num_sources, num_tokens), dtype=np.uint64)
+        for column, rows, transforms in self.columns:
+            if len(sentences) == 1:
+                values = sentences[0].columns[column]
+            else:
+                values = [value for sentence in sentences for value in sentence.columns[column]]
+            self.cache.hashes(values, transforms, [out[g] for g in rows], strings_only=True)
+        return out

@@ -1,0 +1,202 @@
+"""A fitted model's small batches tagged in one kernel call (``ft_tag``,
+csrc/fstcrf_tagging.h): what :meth:`~fstcrf.model.ChainCRF.predict` and
+:meth:`~fstcrf.model.ChainCRF.decode` run for a batch too small to share out to
+threads (a sentence at a time: a web service, NLTK's CRFTagger, a Tagger).
+
+The batch path runs its steps one by one, each over objects made for the batch
+(a token table, the encoded sentences, potentials, per-thread sentence blocks).
+A :class:`TaggingPlan` holds what those steps read of the model, made once per
+fitted model and kept while the model's fitted attributes and threads are the
+same objects (:func:`tagging_plan`): the template's lines and the kernel's
+dictionary, the graph searched (the model's, or its restriction to the training
+grammar, with the state map), the transition scores, and each thread's buffers.
+A call reads the batch's columns, hashes their values
+(:class:`~fstcrf.features.window_rows.WindowRows`) or takes its rows, and makes
+one kernel call: the same steps in C, so the labels and scores are the batch
+path's, bit for bit (tests/model/test_one_at_a_time.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import weakref
+from collections.abc import Sequence
+
+import numpy as np
+
+from fstcrf.corpus.conll import Sentence
+from fstcrf.engine import kernel
+from fstcrf.engine.inference import PARALLEL_WORK, check_totals
+from fstcrf.engine.kernel.tagging import TagBuffers, Tagger, tag
+from fstcrf.features.encoding import EncodedSentences, token_classes
+from fstcrf.grammar import restriction_maps
+from fstcrf.learn.objective import Scorer
+from fstcrf.model.fitting import fitted_scorer
+
+#: The first buffers of a thread hold batches of this many tokens (they double as needed).
+FIRST_TOKENS = 256
+
+
+class TaggingPlan:
+    """What tagging a small batch reads of a fitted model (see the module doc):
+    ``window`` (the template's rows looked up by the kernel, or None when the
+    extractor gives rows itself), the topology searched and the largest batch
+    taken, ``max_tokens`` (a batch below the threads' share of work)."""
+
+    def __init__(self, model, scorer: Scorer):
+        extractor = model.extractor_
+        self.window = extractor.window_rows()
+        self.scorer, self.extractor, self.weights = scorer, extractor, model.weights_
+        reading = model.reads is not None and model.read_transitions and model.lower_labels_ is not None
+        #: the column of lower labels the transitions read, and those labels (see token_classes)
+        self.reads: str | None = model.reads if reading else None
+        self.lower_labels: Sequence[str] = model.lower_labels_ if reading else ()
+        self.topology = topology = scorer.constrained or scorer.topology
+        original = scorer.topology
+        self.state_map: np.ndarray | None = None
+        self.edges: np.ndarray | None = None
+        if topology is not original:
+            self.state_map, self.edges = restriction_maps(original, topology)
+            self.start = np.where(topology.start, original.open_start[self.state_map], -np.inf)
+            self.final = np.where(topology.final, original.open_final[self.state_map], -np.inf)
+        else:
+            self.start, self.final = topology.open_start, topology.open_final
+        self.num_classes = scorer.transitions.num_classes
+        features = scorer.features
+        self.tagger = Tagger(
+            None if self.window is None else self.window.lines,
+            features.kernel_dictionary,
+            self.weights[: features.num_features],
+            kernel.topology_graph(topology),
+            self.state_map,
+        )
+        #: the transition weights float [T] the scores were made of, and those scores;
+        #: made again when writable weights (a fitted model's) have changed since
+        self.transition_weights = self.weights[features.num_features :]
+        self.scored: tuple[np.ndarray, kernel.Scores] = (self.transition_weights.copy(), self._scores())
+        self.every_length = topology.feasibility.every_length_feasible
+        self.max_tokens = max(1, PARALLEL_WORK // (topology.num_states + topology.num_edges))
+        labels = original.labels
+        self.state_names = [labels[label] for label in original.state_label.tolist()]
+        self.buffers = threading.local()
+
+    def _scores(self) -> kernel.Scores:
+        """The kernel scores of the searched graph under the model's weights now."""
+        table = self.scorer.transition_table(self.weights)
+        if self.edges is not None:
+            table = table.take(self.edges, axis=-1)
+        if self.state_map is None:
+            return kernel.kept_scores(table, self.start, self.final)
+        return kernel.Scores(table, self.start, self.final)
+
+    def _current_scores(self) -> kernel.Scores:
+        """The kernel scores under the transition weights now (read-only weights never
+        change; writable ones are compared with those the scores were made of)."""
+        made_of, scores = self.scored
+        if self.weights.flags.writeable and not np.array_equal(made_of, self.transition_weights):
+            made_of, scores = self.scored = (self.transition_weights.copy(), self._scores())
+        return scores
+
+    def _thread_buffers(self, num_tokens: int, t_max: int) -> TagBuffers:
+        """This thread's buffers, made again larger when the batch does not fit."""
+        buffers = getattr(self.buffers, "kept", None)
+        if buffers is None or buffers.max_tokens < num_tokens or buffers.t_max < t_max:
+            size = max(FIRST_TOKENS, num_tokens, 2 * (buffers.max_tokens if buffers is not None else 0))
+            longest = max(t_max, 2 * (buffers.t_max if buffers is not None else 0), FIRST_TOKENS // 4)
+            buffers = self.buffers.kept = TagBuffers(self.tagger, self.topology, self.num_classes, size, longest)
+        return buffers
+
+    def labels(self, sentences: Sequence[Sentence]) -> list[list[str]] | None:
+        """The best labels [B][T] of ``sentences`` (none empty), what the batch path
+        gives them; None when the plan does not take them (its extractor gives rows, or
+        the batch is not small, or a column is missing or holds other than strings:
+        the batch path says what is wrong)."""
+        best = self.paths(sentences)
+        return None if best is None else self._named(best[0], [len(sentence) for sentence in sentences])
+
+    def encoded_labels(self, encoded: EncodedSentences) -> list[list[str]] | None:
+        """:meth:`labels` of sentences already encoded; None unless the batch is small."""
+        best = self.encoded_paths(encoded)
+        return None if best is None else self._named(best[0], encoded.lengths.tolist())
+
+    def paths(self, sentences: Sequence[Sentence]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The best model state at each token, int32 [N], and each sentence's best
+        score, float [B], of ``sentences`` (none empty), or None when the plan does
+        not take them (see :meth:`labels`)."""
+        if self.window is None:
+            return None
+        lengths = [len(sentence) for sentence in sentences]
+        num_tokens = sum(lengths)
+        if num_tokens > self.max_tokens or 0 in lengths:
+            return None
+        try:
+            sources = self.window.source_hashes(sentences, num_tokens)
+        except (KeyError, TypeError):
+            return None
+        classes = None if self.reads is None else token_classes(sentences, self.reads, self.lower_labels)
+        return self._best(lengths, num_tokens, sources, None, classes)
+
+    def encoded_paths(self, encoded: EncodedSentences) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`paths` of sentences already encoded; None unless the batch is small."""
+        num_tokens = encoded.num_tokens
+        if num_tokens > self.max_tokens:
+            return None
+        rows = encoded.tokens(0, encoded.num_sequences)
+        return self._best(encoded.lengths.tolist(), num_tokens, None, rows, encoded.token_class)
+
+    def _best(self, lengths: list[int], num_tokens: int, sources, rows, classes) -> tuple[np.ndarray, np.ndarray]:
+        """The one kernel call: paths int32 [N] (the buffers' own, overwritten by the
+        thread's next call) and scores float [B]."""
+        if not self.every_length:
+            self.topology.check_lengths(lengths)
+        scores = self._current_scores()
+        buffers = self._thread_buffers(num_tokens, max(lengths))
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        if len(lengths) == 1:
+            offsets[1] = num_tokens
+        else:
+            np.cumsum(lengths, out=offsets[1:])
+        score = np.empty(len(lengths))
+        path = tag(
+            self.tagger,
+            scores,
+            buffers,
+            offsets,
+            sources,
+            rows,
+            classes,
+            score,
+        )
+        if not (len(lengths) == 1 and math.isfinite(score[0])):
+            check_totals(score, "viterbi", "the best path's score")
+        return path, score
+
+    def _named(self, path: np.ndarray, lengths: list[int]) -> list[list[str]]:
+        """The label of each state of ``path`` [N], one list per sentence of ``lengths``."""
+        labels = list(map(self.state_names.__getitem__, path.tolist()))
+        if len(lengths) == 1:
+            return [labels]
+        bounds = [0, *itertools.accumulate(lengths)]
+        return [labels[first:last] for first, last in zip(bounds[:-1], bounds[1:])]
+
+
+#: Each model's plan, with the scorer and fitted attributes it was made of.
+_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def tagging_plan(model) -> TaggingPlan:
+    """The :class:`TaggingPlan` of a fitted model, made once and kept while its scorer
+    (:func:`~fstcrf.model.fitting.fitted_scorer`), extractor and weights are the same
+    objects (``fit``, loading and ``set_params(threads=...)`` make another)."""
+    scorer = fitted_scorer(model)
+    kept = _plans.get(model)
+    if (
+        kept is None
+        or kept.scorer is not scorer
+        or kept.extractor is not model.extractor_
+        or kept.weights is not model.weights_
+    ):
+        kept = _plans[model] = TaggingPlan(model, scorer)
+    return kept

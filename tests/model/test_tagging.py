@@ -1,0 +1,155 @@
+"""A small batch tagged in one kernel call (fstcrf/model/tagging.py) gives the batch
+path's best paths and scores bit for bit, on the model's graph, on a training
+grammar's restriction and with transitions that read a lower column; the best
+score is the best of every label sequence (brute force); what the plan does not
+take falls back to the batch path and its errors."""
+
+import itertools
+import threading
+
+import numpy as np
+import pytest
+
+from fstcrf.corpus.conll import Sentence, read_conll
+from fstcrf.corpus.labels import label_states
+from fstcrf.corpus.synthetic import DATA_DIR
+from fstcrf.engine.inference import viterbi
+from fstcrf.errors import FstcrfError, LabelError
+from fstcrf.grammar import restrict_to
+from fstcrf.model import ChainCRF
+from fstcrf.model.chain import load_model, save_model
+from fstcrf.model.tagging import tagging_plan
+
+TRAIN = read_conll(DATA_DIR / "demo_train.txt")
+TEST = read_conll(DATA_DIR / "demo_test.txt").sentences[:60]
+
+MODELS = {
+    "order 1": dict(max_iter=8),
+    "order 2": dict(max_iter=8, order=2),
+    "grammar": dict(max_iter=8, grammar="iob2"),
+    "reads pos": dict(template="chunking-reads-pos", reads="pos", max_iter=8),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def model(request, tmp_path_factory):
+    """Each kind of model, loaded from its file (read-only weights: transition
+    scores made once) and, for order 1, as fitted (writable: made at each call)."""
+    fitted = ChainCRF(**MODELS[request.param]).fit(TRAIN, target="chunk")
+    path = tmp_path_factory.mktemp("models") / "model.crf"
+    save_model(fitted, path)
+    return load_model(path) if request.param != "order 1" else fitted
+
+
+def _batch_best(model, sentences):
+    """The batch path's best states [N] and scores [B]: potentials, the training
+    grammar's restriction, Viterbi."""
+    pot = model.potentials(sentences)
+    constrained = model.scorer().constrained
+    if constrained is None:
+        best = viterbi(pot)
+        return best.paths, best.scores
+    restriction = restrict_to(pot, constrained)
+    best = viterbi(restriction.potentials)
+    return restriction.state_map[best.paths], best.scores
+
+
+def _bits(array) -> bytes:
+    return np.ascontiguousarray(array).tobytes()
+
+
+def test_one_kernel_call_gives_the_batch_paths_and_scores_bit_for_bit(model):
+    plan = tagging_plan(model)
+    assert plan.window is not None  # the template's rows are looked up in C
+    for sentence in TEST:
+        states, scores = _batch_best(model, [sentence])
+        path, score = plan.paths([sentence])
+        assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)
+        path, score = plan.encoded_paths(model.encode([sentence]))  # rows given
+        assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)
+    states, scores = _batch_best(model, TEST[:7])  # several sentences in one call
+    path, score = plan.paths(TEST[:7])
+    assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)
+    assert [model.predict([sentence])[0] for sentence in TEST] == model.predict(TEST)
+    assert model.decode(model.encode(TEST[:3])) == model.predict(TEST[:3])
+
+
+def _accepted(labels) -> bool:
+    previous = "O"
+    for label in labels:
+        if label.startswith("I-") and previous[2:] != label[2:]:
+            return False
+        previous = label
+    return True
+
+
+def test_the_best_score_is_the_best_of_every_label_sequence(model):
+    """Brute force on sentences of 1 to 3 tokens: every label sequence the topology
+    (and the training grammar) has a path for, scored by the potentials."""
+    topology = model.topology_
+    plan = tagging_plan(model)
+    sizes = ((0, 1), (1, 2), (2, 3), (3, 3))
+    shorts = [Sentence({name: values[:size] for name, values in TEST[i].columns.items()}) for i, size in sizes]
+    for sentence in shorts:
+        pot = model.potentials([sentence])
+        best = -np.inf
+        for labels in itertools.product(range(len(model.labels_)), repeat=len(sentence)):
+            if model.grammar is not None and not _accepted([model.labels_[k] for k in labels]):
+                continue
+            try:
+                states = label_states(topology, np.array(labels), np.array([0, len(labels)]))
+            except LabelError:  # a sequence the topology has no path for
+                continue
+            best = max(best, float(pot.score(states)[0]))
+        path, score = plan.paths([sentence])
+        assert score[0] == pytest.approx(best, rel=1e-12, abs=1e-12)
+        assert float(pot.score(path)[0]) == pytest.approx(score[0], rel=1e-12, abs=1e-12)
+
+
+def test_threads_tag_at_the_same_time_with_their_own_buffers(model):
+    expected = model.predict(TEST)
+    results: dict[int, list] = {}
+
+    def tag_all(k):
+        results[k] = [model.predict([sentence])[0] for sentence in TEST]
+
+    threads = [threading.Thread(target=tag_all, args=(k,)) for k in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(results[k] == expected for k in range(3))
+
+
+def test_what_the_plan_does_not_take_goes_the_batch_path_way(model):
+    plan = tagging_plan(model)
+    no_pos = Sentence({"word": ["a", "b"]})
+    assert plan.paths([no_pos]) is None
+    with pytest.raises(FstcrfError, match="pos"):
+        model.predict([no_pos])
+    number = Sentence({"word": ["a", 3], "pos": ["DT", "NN"]})
+    assert plan.paths([number]) is None
+    with pytest.raises(FstcrfError):
+        model.predict([number])
+    empty = Sentence({"word": [], "pos": []})
+    assert plan.paths([empty]) is None
+    with pytest.raises(FstcrfError, match="empty"):
+        model.predict([empty])
+    assert plan.paths(TEST * 100) is None  # not a small batch
+
+
+def test_weights_changed_in_place_are_those_searched_under():
+    """A fitted model's writable weights (transitions reading a lower column: scores
+    made of a copy of them)."""
+    model = ChainCRF(template="chunking-reads-pos", reads="pos", max_iter=5).fit(TRAIN, target="chunk")
+    plan = tagging_plan(model)
+    before = [plan.paths([sentence])[1][0] for sentence in TEST[:10]]
+    num_features = model.features_.num_features
+    model.weights_[num_features:] = -model.weights_[num_features:]  # the transitions turned around
+    model.weights_[:num_features] *= 0.5
+    assert tagging_plan(model) is plan
+    for sentence, score in zip(TEST[:10], before):
+        states, scores = _batch_best(model, [sentence])
+        path, changed = plan.paths([sentence])
+        assert _bits(path) == _bits(states.astype(np.int32)) and _bits(changed) == _bits(scores)
+        assert changed[0] != score
