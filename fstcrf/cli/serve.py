@@ -5,6 +5,7 @@ an address other machines reach only with a bearer token or an explicit --insecu
 from __future__ import annotations
 
 import argparse
+import gc
 import ipaddress
 import logging
 import os
@@ -61,6 +62,9 @@ def _serve(args: argparse.Namespace) -> int:
         shown,
         port,
     )
+    # what is loaded lives as long as the server: the collector need not walk it at each
+    # collection (a one-sentence call's time doubled with a few models loaded, docs/benchmarks.md)
+    gc.freeze()
     run_server(service, listener, args.drain_seconds, args.access_log)
     LOG.info("fstcrf serve: stopped")
     return 0
