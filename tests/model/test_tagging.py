@@ -31,7 +31,12 @@ MODELS = {
 }
 
 
-@pytest.fixture(scope="module", params=sorted(MODELS))
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param(name, marks=[pytest.mark.pynini] if "grammar" in MODELS[name] else []) for name in sorted(MODELS)
+    ],
+)
 def model(request, tmp_path_factory):
     """Each kind of model, loaded from its file (read-only weights: transition
     scores made once) and, for order 1, as fitted (writable: made at each call)."""

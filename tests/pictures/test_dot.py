@@ -17,7 +17,11 @@ from strategies import oracle_settings
 AWKWARD = "\"\\{}[];,=<>&#%$'|*-./:N ldlr"
 
 LINES = st.lists(
-    st.text(st.sampled_from(AWKWARD) | st.characters(min_codepoint=0x20, max_codepoint=0x2FF), min_size=1, max_size=12)
+    st.text(
+        st.sampled_from(AWKWARD) | st.characters(min_codepoint=0x20, max_codepoint=0x2FF, exclude_categories=("Cc",)),
+        min_size=1,
+        max_size=12,
+    )
     .map(str.strip)
     .filter(bool),
     min_size=1,
