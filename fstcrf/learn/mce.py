@@ -12,7 +12,7 @@ A segment is a chunk of IOB2 labels: tokens a..b of type X.  It is *output*
 by a label sequence y when y_a is its first label (B-X, or the I-X that opens
 it in an ill-formed sequence), y_{a+1..b} = I-X and y_{b+1} != I-X: a box of
 allowed labels per token over a..b+1.  For a box, span Viterbi
-(:func:`fstcrf.engine.inference.span_viterbi`) gives
+(:func:`fstcrf.engine.span_paths.span_viterbi`) gives
 
     inside  = max over paths that keep to the box of g(y)
     outside = max over paths that leave it somewhere of g(y)
@@ -45,7 +45,8 @@ import numpy as np
 
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.corpus.schemes import split_tag
-from fstcrf.engine.inference import kbest, span_viterbi
+from fstcrf.engine.inference import kbest
+from fstcrf.engine.span_paths import span_viterbi
 from fstcrf.engine.threads import run_parallel
 
 #: Label kinds of the IOB2 scheme.

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 import fstcrf
 from fstcrf import errors
 from fstcrf.engine import kernel
-from fstcrf.engine.inference import ChunkStructs, lengths_to_offsets, max_marginals, span_viterbi
+from fstcrf.engine.inference import ChunkStructs, lengths_to_offsets, max_marginals
+from fstcrf.engine.span_paths import span_viterbi
 
 from strategies import instances, oracle_settings
 
