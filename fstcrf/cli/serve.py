@@ -225,7 +225,7 @@ def add_parsers(commands) -> None:
         type=real_number(0.0, 10000.0),
         default=batching.max_wait_ms,
         metavar="MS",
-        help="how long a batch waits for more requests once the decoder is free (default %(default)s)",
+        help="how long a batch waits for more requests being read once the decoder is free (default %(default)s)",
     )
     serve.add_argument(
         "--max-queued",

@@ -166,12 +166,13 @@ def create_app(service: Service) -> Starlette:
     async def tag(request: Request) -> Response:
         check_token(request)
         model = service.registry.get(request.path_params["name"])
-        body = await read_body(request, service.limits.max_request_bytes)
-        arguments = (body, model, service.limits, service.tokenizer)
-        if len(body) <= INLINE_BODY_BYTES:
-            parsed = parse_tag_request(*arguments)
-        else:
-            parsed = await run_in_threadpool(parse_tag_request, *arguments)
+        with service.batcher.arriving():
+            body = await read_body(request, service.limits.max_request_bytes)
+            arguments = (body, model, service.limits, service.tokenizer)
+            if len(body) <= INLINE_BODY_BYTES:
+                parsed = parse_tag_request(*arguments)
+            else:
+                parsed = await run_in_threadpool(parse_tag_request, *arguments)
         if not parsed.sentences:
             return JSONResponse({"results": [], **({"html": ""} if parsed.options.view else {})})
         group = (model.name, model.generation, parsed.options)

@@ -7,8 +7,11 @@ a list of items to a list of results, one each, in order.  One worker thread run
 batch at a time, off the event loop; while it runs, the items that arrive wait and
 form the next batch, so that the busier the server, the larger its batches.  When
 the worker is free, the oldest item's group is taken, after waiting at most
-``max_wait`` seconds from that item's arrival for the batch to reach ``max_size``;
-a batch holds at most ``max_size`` (an item larger than that runs alone).
+``max_wait`` seconds from that item's arrival for the batch to reach ``max_size``,
+and only while more items are on their way (their requests read or parsed, marked
+by :meth:`Batcher.arriving`): with none coming, waiting could only add latency, so
+a lone item runs at once.  A batch holds at most ``max_size`` (an item larger than
+that runs alone).
 
 A batch whose call raises is run again one item at a time, so that an item that
 cannot be run fails alone and the others get their results.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from contextlib import contextmanager
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
@@ -51,6 +55,8 @@ class Batcher:
         self.groups: dict[Hashable, deque[Queued]] = {}
         #: Items waiting (not yet in a batch that runs).
         self.queued = 0
+        #: Items on their way (inside :meth:`arriving`), not yet submitted.
+        self.on_the_way = 0
         self.closed = False
         # a daemon thread: one still decoding when the server stops does not hold the process
         self.executor = WorkerPool(1, name="fstcrf-batch", nested_inline=False)
@@ -78,6 +84,19 @@ class Batcher:
         self.groups.clear()
         self.queued = 0
         await asyncio.get_running_loop().run_in_executor(None, self.executor.close, timeout)
+
+    @contextmanager
+    def arriving(self):
+        """Mark an item on its way while its request is read and parsed: a batch being
+        filled waits for it (up to max_wait)."""
+        self.on_the_way += 1
+        try:
+            yield
+        except BaseException:
+            self.arrival.set()  # it will not come: a batch waiting for it looks again
+            raise
+        finally:
+            self.on_the_way -= 1
 
     async def submit(self, group: Hashable, item, size: int, run: BatchFunction):
         """The result of ``item``, once a batch of its ``group`` has run it;
@@ -124,12 +143,12 @@ class Batcher:
                     queued.future.set_result(result)
 
     async def _fill(self, group: Hashable) -> None:
-        """Wait until ``group`` holds max_size or its oldest item has waited max_wait
-        (or the group is gone: every item cancelled)."""
+        """Wait until ``group`` holds max_size, its oldest item has waited max_wait or
+        no item is on its way (or the group is gone: every item cancelled)."""
         while group in self.groups:
             queue = self.groups[group]
             waited = time.monotonic() - queue[0].arrived
-            if sum(queued.size for queued in queue) >= self.max_size or waited >= self.max_wait:
+            if not self.on_the_way or waited >= self.max_wait or sum(q.size for q in queue) >= self.max_size:
                 return
             self.arrival.clear()
             try:

@@ -46,7 +46,8 @@ class Batching:
         max_batch_tokens: tokens of one batch (a request holding more is a batch
             of its own).
         max_wait_ms: milliseconds a batch waits for more requests once its first
-            one is queued and the decoder is free (while the decoder is busy,
+            one is queued and the decoder is free, while other requests are being
+            read (with none coming, it runs at once; while the decoder is busy,
             requests gather anyway).
         max_queued: requests waiting for the decoder; more are refused with 503.
     """

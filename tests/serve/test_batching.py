@@ -147,3 +147,30 @@ def test_a_cancelled_item_leaves_the_queue():
 
     assert run(scenario()) == [0, 4]
     assert recorder.batches == [[0], [2]]
+
+
+def test_a_lone_item_runs_at_once_and_a_batch_waits_only_for_items_on_their_way():
+    recorder = Recorder()
+
+    async def scenario():
+        batcher = await started(max_size=100, max_wait=5.0)
+        began = asyncio.get_running_loop().time()
+        assert await batcher.submit("g", 1, 1, recorder) == 2
+        lone = asyncio.get_running_loop().time() - began
+        with batcher.arriving():
+            first = asyncio.ensure_future(batcher.submit("g", 2, 1, recorder))
+            await asyncio.sleep(0.1)  # the batch of 2 waits for the item on its way
+            second = asyncio.ensure_future(batcher.submit("g", 3, 1, recorder))
+        results = await asyncio.gather(first, second)
+        with pytest.raises(ValueError):
+            with batcher.arriving():  # a request that fails while it is read
+                third = asyncio.ensure_future(batcher.submit("g", 4, 1, recorder))
+                await asyncio.sleep(0.1)
+                raise ValueError("unreadable")
+        results.append(await third)
+        await batcher.close()
+        return asyncio.get_running_loop().time() - began, lone, results
+
+    total, lone, results = run(scenario())
+    assert lone < 1.0 and total < 4.0 and results == [4, 6, 8]  # never the 5 s of max_wait
+    assert recorder.batches == [[1], [2, 3], [4]]
