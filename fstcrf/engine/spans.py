@@ -181,10 +181,7 @@ class _Tables:
         S = topology.num_states
         emissions = pot.emissions
         self.psi = np.exp(emissions - emissions.max(axis=1, keepdims=True))
-        self.start = _shifted_exp(pot.start)
-        self.final = _shifted_exp(pot.final)
-        shift = pot.transitions.max() if pot.transitions.size else 0.0
-        self.weights = np.exp(np.atleast_2d(pot.transitions) - shift)
+        self.weights, self.start, self.final = linear_scores(pot)
         self.graph = kernel.topology_graph(topology)
         self.batch = kernel.Batch(pot.offsets, self.psi, pot.token_class)  # Potentials keeps it int32
         N = len(emissions)
@@ -209,6 +206,32 @@ class _Tables:
         closing = np.array([float(self.alpha[n] @ self.final) if kept else 0.0 for n, kept in zip(last, exact)])
         self.exact = closing >= MASS_FLOOR  # the others' rows are unset
         self.log_z = np.where(self.exact, self.log_prefix[last] + _log(np.maximum(closing, MASS_FLOOR)), np.nan)
+
+
+#: The linear scores of read-only score arrays, by the arrays' ids: (weak references to
+#: them, their linear scores); at most LINEAR_KEPT.
+_linear: dict[tuple[int, int, int], tuple[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+LINEAR_KEPT = 64
+
+
+def linear_scores(pot: Potentials) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weights float [C, E]: exp(transitions - their maximum), start, final float [S]:
+    exp(scores - their maximum finite score), 0 where it is -inf) of ``pot``, made once
+    for read-only arrays (a model's, the same for every batch) while they live."""
+    parts = (pot.transitions, pot.start, pot.final)
+    key = (id(parts[0]), id(parts[1]), id(parts[2]))
+    kept = _linear.get(key)
+    if kept is not None and all(ref() is part for ref, part in zip(kept[0], parts)):
+        return kept[1]
+    shift = parts[0].max() if parts[0].size else 0.0
+    made = (np.exp(np.atleast_2d(parts[0]) - shift), _shifted_exp(parts[1]), _shifted_exp(parts[2]))
+    if not any(part.flags.writeable for part in parts):
+        for array in made:
+            array.flags.writeable = False
+        if len(_linear) >= LINEAR_KEPT:
+            _linear.clear()
+        _linear[key] = (tuple(weakref.ref(part) for part in parts), made)
+    return made
 
 
 def _shifted_exp(scores: np.ndarray) -> np.ndarray:
