@@ -35,6 +35,7 @@ still cannot hold (a grammar that forbids it) raises InfeasibleError.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -201,11 +202,14 @@ def candidates(pot: Potentials, chunks: ChunkEdges, marginals: ChunkMarginals, f
     may continue into, and end where it may end.  All types at once: a (type, token)
     pair is numbered x N + n."""
     N, K = marginals.begins.shape
+    heads = np.flatnonzero(marginals.begins.T >= floor)
+    if not len(heads):  # no chunk may begin anywhere
+        none = np.zeros(0, dtype=np.int64)
+        return CandidateBatch((none, none, none, none), np.zeros(0), pot.lengths, chunks.types, chunks.adjacent)
     link = np.zeros((K, N), dtype=bool)  # a chunk of the type may run on from token t to t + 1
     link[:, :-1] = (marginals.continued[:-1].T >= floor) & (marginals.continues[1:].T >= floor)
     link[:, pot.offsets[1:-1] - 1] = False  # nor across sentences
     breaks = np.flatnonzero(~link)  # holds x N + N - 1 for every x
-    heads = np.flatnonzero(marginals.begins.T >= floor)
     reach = breaks[np.searchsorted(breaks, heads)]  # the furthest (type, token) a run from each head reaches
     ends = np.flatnonzero(marginals.ends.T >= floor)
     low, high = np.searchsorted(ends, heads), np.searchsorted(ends, reach, side="right")
@@ -372,7 +376,13 @@ def _dinkelbach(batch: CandidateBatch, expected_chunks: float, floor: float) -> 
 def writing_scheme(labels: Sequence[str]) -> str:
     """The scheme chunks are written in with these labels: "bioes" if one has an E- or S-
     prefix, else "iob2" if every type has a B- label, else "iob1" (B- only between two
-    chunks of a type, as CoNLL-2003's files, where B-PER never occurs)."""
+    chunks of a type, as CoNLL-2003's files, where B-PER never occurs).  Read once per
+    label set."""
+    return _scheme_of(tuple(labels))
+
+
+@functools.lru_cache(maxsize=64)
+def _scheme_of(labels: tuple[str, ...]) -> str:
     parts = [chunk_parts(label) for label in labels]
     prefixes = {prefix for prefix, _ in parts}
     if prefixes & {"E", "S"}:
