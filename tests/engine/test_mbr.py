@@ -99,6 +99,7 @@ def test_the_chosen_chunks_maximise_the_per_sentence_objective_over_all_label_se
         assert [labels[s] for s in path] == written
 
 
+@pytest.mark.slow
 @given(chains(max_sentences=3), st.floats(0.02, 0.9))
 @oracle_settings(100)
 def test_at_a_fixed_threshold_each_sentence_alone_decodes_as_in_its_batch_bit_for_bit(chain, threshold):
