@@ -53,6 +53,7 @@ def tempered(pot: Potentials, temperature: float, name: str = "temperature") -> 
     if temperature < 1.0 and np.any(np.isfinite(pot.emissions) & ~np.isfinite(result.emissions)):
         raise _overflow(name, temperature)
     result.transitions, result.start, result.final = divided_scores(pot, temperature, name)
+    result.emissions.flags.writeable = pot.emissions.flags.writeable  # a model's stay read-only: checked once
     result.seal()
     return result
 
