@@ -35,6 +35,7 @@ still cannot hold (a grammar that forbids it) raises InfeasibleError.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -86,8 +87,8 @@ class ChunkMarginals:
     expected_chunks: float
 
     @classmethod
-    def of(cls, pot: Potentials, chunks: ChunkEdges, labels: Sequence[str], threads: int = 1) -> ChunkMarginals:
-        """One forward-backward pass over ``pot``; ``labels``: the label of each state.
+    def of(cls, pot: Potentials, chunks: ChunkEdges, threads: int = 1) -> ChunkMarginals:
+        """One forward-backward pass over ``pot``, whose states ``chunks`` reads.
 
         A chunk begins at token n only if its label is B- or S- of the type, or I- or E-
         of it after a label that is not B- or I- of it; it ends there only if the label
@@ -95,25 +96,20 @@ class ChunkMarginals:
         result = forward_backward(pot, marginals=True, edge_counts=True, threads=threads)
         marginals, edge_counts = result.node_marginals, result.edge_counts
         assert marginals is not None and edge_counts is not None  # both were asked for
-        topology = pot.topology
-        prefixes = [chunk_parts(label)[0] for label in labels]
         K = len(chunks.types)
-
-        def mass(wanted: str) -> np.ndarray:  # [N, K]: the probability of a label of the type with such a prefix
-            of_type = np.zeros((topology.num_states, K + 1))  # O (type -1) lands in column K
-            held = [s for s, prefix in enumerate(prefixes) if prefix in wanted]
-            of_type[held, chunks.state_type[held]] = 1.0
-            return marginals @ of_type[:, :K]
-
-        continues, continued = mass("IE"), mass("BI")
-        firsts, lasts = pot.offsets[:-1], pot.offsets[1:] - 1
-        begins = mass("BS") + np.minimum(continues, 1.0 - np.roll(continued, 1, axis=0))
-        ends = mass("ES") + np.minimum(continued, 1.0 - np.roll(continues, -1, axis=0))
-        of_type = mass("BIES")
+        # [N, 5K]: the probability of a label of each type with each prefix set of MASS_PREFIXES
+        mass = marginals @ chunks.prefix_mass
+        continues, continued, firsts = mass[:, :K], mass[:, K : 2 * K], pot.offsets[:-1]
+        lasts = pot.offsets[1:] - 1
+        before, after = np.empty_like(continued), np.empty_like(continues)  # the neighbours' rows (first, last: unread)
+        before[1:], before[:1] = continued[:-1], 0.0
+        after[:-1], after[-1:] = continues[1:], 0.0
+        begins = mass[:, 2 * K : 3 * K] + np.minimum(continues, 1.0 - before)
+        ends = mass[:, 3 * K : 4 * K] + np.minimum(continued, 1.0 - after)
+        of_type = mass[:, 4 * K :]
         begins[firsts], ends[lasts] = of_type[firsts], of_type[lasts]
-        edge_begins = ~chunks.continuing & (chunks.state_type[topology.edge_dst] >= 0)
-        sentence_begins = marginals[firsts] @ (chunks.state_type >= 0)
-        expected_chunks = float(np.sum(np.atleast_2d(edge_counts)[:, edge_begins]) + sentence_begins.sum())
+        begun = np.atleast_2d(edge_counts)[:, chunks.begins_chunk]  # the chunks begun after a sentence's first token
+        expected_chunks = float(np.sum(begun) + of_type[firsts].sum())
         return cls(begins, ends, continues, continued, expected_chunks)
 
 
@@ -137,18 +133,17 @@ def mbr_decode(
     if threshold is not None and not 0.0 < threshold < 1.0:
         raise ScoreError(f"the MBR threshold must be strictly between 0 and 1, got {threshold}")
     chunks = ChunkEdges.of(pot.topology, labels)
-    marginals = ChunkMarginals.of(pot, chunks, labels, threads)
-    adjacent = same_type_adjacency(pot, chunks)
+    marginals = ChunkMarginals.of(pot, chunks, threads)
     if threshold is not None:
-        batch = candidates(pot, chunks, marginals, threshold, adjacent)
+        batch = candidates(pot, chunks, marginals, threshold)
         chosen = batch.best(threshold)
     else:
         first_floor = max(floor, FIRST_FLOOR)
-        batch = candidates(pot, chunks, marginals, first_floor, adjacent)
+        batch = candidates(pot, chunks, marginals, first_floor)
         start = batch.ratio(batch.above(0.5), marginals.expected_chunks)
         floor = max(floor, start / 2)
         if floor < first_floor:  # a model expecting an F1 below 2 FIRST_FLOOR: more candidates
-            batch = candidates(pot, chunks, marginals, floor, adjacent)
+            batch = candidates(pot, chunks, marginals, floor)
         threshold, chosen = _dinkelbach(batch, marginals.expected_chunks, floor)
     spans = batch.entities(chosen)
     return MbrDecoding(
@@ -200,51 +195,37 @@ class StreamThreshold:
         self.expected_chunks += decoded.expected_chunks
 
 
-def candidates(
-    pot: Potentials, chunks: ChunkEdges, marginals: ChunkMarginals, floor: float, adjacent: np.ndarray
-) -> CandidateBatch:
+def candidates(pot: Potentials, chunks: ChunkEdges, marginals: ChunkMarginals, floor: float) -> CandidateBatch:
     """Every span more probable than ``floor``, with its exact probability, found among
     those whose beginning, end and continuations the token marginals do not bound
     below it: a chunk of type x may run from a token where it may begin over tokens it
-    may continue into, and end where it may end."""
-    N = pot.num_tokens
-    sentence_end = np.zeros(N, dtype=bool)
-    sentence_end[pot.offsets[1:] - 1] = True
-    found = []  # per type: (first, last, type) of the batch's tokens
-    for x in range(len(chunks.types)):
-        heads = np.flatnonzero(marginals.begins[:, x] >= floor)
-        if not len(heads):
-            continue
-        link = np.zeros(N, dtype=bool)  # a chunk of the type may run on from token t to t + 1
-        link[:-1] = (marginals.continued[:-1, x] >= floor) & (marginals.continues[1:, x] >= floor)
-        breaks = np.flatnonzero(~link | sentence_end)  # holds N - 1
-        reach = breaks[np.searchsorted(breaks, heads)]  # the furthest token a run from each head reaches
-        ends = np.flatnonzero(marginals.ends[:, x] >= floor)
-        low, high = np.searchsorted(ends, heads), np.searchsorted(ends, reach, side="right")
-        count = high - low
-        within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
-        found.append((np.repeat(heads, count), ends[np.repeat(low, count) + within], np.full(int(count.sum()), x)))
-    first, last, kind = (
-        (np.concatenate(parts) for parts in zip(*found)) if found else (np.zeros(0, dtype=np.int64) for _ in range(3))
-    )
+    may continue into, and end where it may end.  All types at once: a (type, token)
+    pair is numbered x N + n."""
+    N, K = marginals.begins.shape
+    heads = np.flatnonzero(marginals.begins.T >= floor)
+    if not len(heads):  # no chunk may begin anywhere
+        none = np.zeros(0, dtype=np.int64)
+        return CandidateBatch((none, none, none, none), np.zeros(0), pot.lengths, chunks.types, chunks.adjacent)
+    link = np.zeros((K, N), dtype=bool)  # a chunk of the type may run on from token t to t + 1
+    link[:, :-1] = (marginals.continued[:-1].T >= floor) & (marginals.continues[1:].T >= floor)
+    link[:, pot.offsets[1:-1] - 1] = False  # nor across sentences
+    breaks = np.flatnonzero(~link)  # holds x N + N - 1 for every x
+    reach = breaks[np.searchsorted(breaks, heads)]  # the furthest (type, token) a run from each head reaches
+    ends = np.flatnonzero(marginals.ends.T >= floor)
+    low, high = np.searchsorted(ends, heads), np.searchsorted(ends, reach, side="right")
+    count = high - low
+    total = int(count.sum())
+    within = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+    kind, first = np.divmod(np.repeat(heads, count), N)
+    last = ends[np.repeat(low, count) + within] - kind * N
     order = np.lexsort((kind, last, first))  # by first token, last token, type
     first, last, kind = first[order], last[order], kind[order]
-    sentence = np.repeat(np.arange(pot.num_sequences), pot.lengths)[first]
+    sentence = np.searchsorted(pot.offsets, first, side="right") - 1
     local = (sentence, first - pot.offsets[sentence], last - pot.offsets[sentence], kind)
     probability = span_probability_array(pot, chunks, local)
     kept = probability > floor  # a span at or below the floor is never chosen (every threshold is at least it)
     spans = (local[0][kept], local[1][kept], local[2][kept], local[3][kept])
-    return CandidateBatch(spans, probability[kept], pot.lengths, chunks.types, adjacent)
-
-
-def same_type_adjacency(pot: Potentials, chunks: ChunkEdges) -> np.ndarray:
-    """bool [K]: whether a chunk of each type may begin right after one of the same type
-    ends (the lattice has an edge from a state of the type into one that does not
-    continue it)."""
-    topology = pot.topology
-    src, dst = chunks.state_type[topology.edge_src], chunks.state_type[topology.edge_dst]
-    restart = ~chunks.continuing & (src == dst) & (src >= 0)
-    return np.bincount(src[restart], minlength=len(chunks.types)) > 0
+    return CandidateBatch(spans, probability[kept], pot.lengths, chunks.types, chunks.adjacent)
 
 
 class SentenceProblem:
@@ -395,7 +376,13 @@ def _dinkelbach(batch: CandidateBatch, expected_chunks: float, floor: float) -> 
 def writing_scheme(labels: Sequence[str]) -> str:
     """The scheme chunks are written in with these labels: "bioes" if one has an E- or S-
     prefix, else "iob2" if every type has a B- label, else "iob1" (B- only between two
-    chunks of a type, as CoNLL-2003's files, where B-PER never occurs)."""
+    chunks of a type, as CoNLL-2003's files, where B-PER never occurs).  Read once per
+    label set."""
+    return _scheme_of(tuple(labels))
+
+
+@functools.lru_cache(maxsize=64)
+def _scheme_of(labels: tuple[str, ...]) -> str:
     parts = [chunk_parts(label) for label in labels]
     prefixes = {prefix for prefix, _ in parts}
     if prefixes & {"E", "S"}:

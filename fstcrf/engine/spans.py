@@ -63,16 +63,33 @@ def chunk_parts(label: str) -> tuple[str, str]:
     return parts
 
 
+#: The label prefixes whose state marginals :class:`ChunkEdges` sums by type, in the order of
+#: its ``prefix_mass`` columns: a chunk runs into the token (I-, E-), runs on from it (B-,
+#: I-), begins there (B-, S-), ends there (E-, S-), and any label of the type.
+MASS_PREFIXES = ("IE", "BI", "BS", "ES", "BIES")
+
+
 @dataclass(frozen=True)
 class ChunkEdges:
-    """A topology's states and edges read as chunks.
+    """A topology's states and edges read as chunks, and what MBR decoding reads of them.
 
-    ``types``: the chunk types; ``state_type`` int [S]: each state's type index,
-    -1 for O; ``continuing`` bool [E]: the edge continues its source's chunk."""
+    ``types``: the K chunk types; ``state_type`` int [S]: each state's type index,
+    -1 for O; ``continuing`` bool [E]: the edge continues its source's chunk;
+    ``prefix_mass`` float [S, 5K]: for each prefix set of MASS_PREFIXES in turn,
+    1 where the state's label has such a prefix and the column's type;
+    ``begins_chunk`` bool [E]: the edge enters a chunk's first token;
+    ``adjacent`` bool [K]: a chunk of the type may begin right after one of the same
+    type ends (an edge from a state of the type into one that does not continue it);
+    and the kernel's views ``state_type32`` int32 [S] and ``continuing8`` uint8 [E]."""
 
     types: tuple[str, ...]
     state_type: np.ndarray
     continuing: np.ndarray
+    prefix_mass: np.ndarray
+    begins_chunk: np.ndarray
+    adjacent: np.ndarray
+    state_type32: np.ndarray
+    continuing8: np.ndarray
 
     @classmethod
     def of(cls, topology: Topology, labels: Sequence[str]) -> ChunkEdges:
@@ -105,7 +122,27 @@ class ChunkEdges:
             ],
             dtype=bool,
         )
-        return cls(types, state_type, continuing)
+        K = len(types)
+        prefix_mass = np.zeros((len(labels), len(MASS_PREFIXES) * K))
+        for s, label in enumerate(labels):
+            prefix, x = parts[label][0], int(state_type[s])
+            for column, wanted in enumerate(MASS_PREFIXES):
+                if x >= 0 and prefix in wanted:
+                    prefix_mass[s, column * K + x] = 1.0
+        src, dst = state_type[topology.edge_src], state_type[topology.edge_dst]
+        restart = ~continuing & (src == dst) & (src >= 0)
+        for array in (state_type, continuing, prefix_mass):
+            array.flags.writeable = False
+        return cls(
+            types,
+            state_type,
+            continuing,
+            prefix_mass,
+            ~continuing & (dst >= 0),
+            np.bincount(src[restart], minlength=K) > 0,
+            state_type.astype(np.int32),
+            continuing.view(np.uint8),
+        )
 
 
 #: The ChunkEdges of each topology in use, with the labels they read.
@@ -144,10 +181,7 @@ class _Tables:
         S = topology.num_states
         emissions = pot.emissions
         self.psi = np.exp(emissions - emissions.max(axis=1, keepdims=True))
-        self.start = _shifted_exp(pot.start)
-        self.final = _shifted_exp(pot.final)
-        shift = pot.transitions.max() if pot.transitions.size else 0.0
-        self.weights = np.exp(np.atleast_2d(pot.transitions) - shift)
+        self.weights, self.start, self.final = linear_scores(pot)
         self.graph = kernel.topology_graph(topology)
         self.batch = kernel.Batch(pot.offsets, self.psi, pot.token_class)  # Potentials keeps it int32
         N = len(emissions)
@@ -172,6 +206,32 @@ class _Tables:
         closing = np.array([float(self.alpha[n] @ self.final) if kept else 0.0 for n, kept in zip(last, exact)])
         self.exact = closing >= MASS_FLOOR  # the others' rows are unset
         self.log_z = np.where(self.exact, self.log_prefix[last] + _log(np.maximum(closing, MASS_FLOOR)), np.nan)
+
+
+#: The linear scores of read-only score arrays, by the arrays' ids: (weak references to
+#: them, their linear scores); at most LINEAR_KEPT.
+_linear: dict[tuple[int, int, int], tuple[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+LINEAR_KEPT = 64
+
+
+def linear_scores(pot: Potentials) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weights float [C, E]: exp(transitions - their maximum), start, final float [S]:
+    exp(scores - their maximum finite score), 0 where it is -inf) of ``pot``, made once
+    for read-only arrays (a model's, the same for every batch) while they live."""
+    parts = (pot.transitions, pot.start, pot.final)
+    key = (id(parts[0]), id(parts[1]), id(parts[2]))
+    kept = _linear.get(key)
+    if kept is not None and all(ref() is part for ref, part in zip(kept[0], parts)):
+        return kept[1]
+    shift = parts[0].max() if parts[0].size else 0.0
+    made = (np.exp(np.atleast_2d(parts[0]) - shift), _shifted_exp(parts[1]), _shifted_exp(parts[2]))
+    if not any(part.flags.writeable for part in parts):
+        for array in made:
+            array.flags.writeable = False
+        if len(_linear) >= LINEAR_KEPT:
+            _linear.clear()
+        _linear[key] = (tuple(weakref.ref(part) for part in parts), made)
+    return made
 
 
 def _shifted_exp(scores: np.ndarray) -> np.ndarray:
@@ -263,8 +323,8 @@ def _linear_probabilities(
         tables.final,
         tables.batch,
         (tables.alpha, tables.beta, tables.log_prefix, tables.log_suffix, tables.log_z),
-        chunks.state_type.astype(np.int32),
-        chunks.continuing.view(np.uint8),
+        chunks.state_type32,
+        chunks.continuing8,
         (
             head_sentence.astype(np.int32),
             head_row - pot.offsets[head_sentence],

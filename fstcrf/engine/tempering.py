@@ -12,6 +12,7 @@ outside the range is refused where it is given, naming the option or parameter."
 from __future__ import annotations
 
 import copy
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,7 +41,8 @@ def tempered(pot: Potentials, temperature: float, name: str = "temperature") -> 
     """The same lattice with every score divided by ``temperature`` (in
     TEMPERATURE_RANGE; ``name`` is what errors call it; ``pot`` itself at 1);
     forbidden starts and ends stay forbidden.  ScoreError if a divided score
-    overflows (scores beyond 1e302)."""
+    overflows (scores beyond 1e302).  A model's read-only transition, start and
+    final scores are divided once per temperature (:func:`divided_scores`)."""
     check_potentials(pot, "tempered")
     temperature = check_temperature(temperature, name)
     if temperature == 1.0:
@@ -48,15 +50,47 @@ def tempered(pot: Potentials, temperature: float, name: str = "temperature") -> 
     result = copy.copy(pot)
     with np.errstate(over="ignore"):
         result.emissions = pot.emissions / temperature
-        result.transitions = pot.transitions / temperature
-        result.start = pot.start / temperature
-        result.final = pot.final / temperature
-    pairs = [(pot.emissions, result.emissions), (pot.transitions, result.transitions)]
-    pairs += [(pot.start, result.start), (pot.final, result.final)]
-    if any(np.any(np.isfinite(before) & ~np.isfinite(after)) for before, after in pairs):
-        raise ScoreError(f"{name} {temperature:g} is too small for these scores: divided by it, a score overflows")
+    if temperature < 1.0 and np.any(np.isfinite(pot.emissions) & ~np.isfinite(result.emissions)):
+        raise _overflow(name, temperature)
+    result.transitions, result.start, result.final = divided_scores(pot, temperature, name)
+    result.emissions.flags.writeable = pot.emissions.flags.writeable  # a model's stay read-only: checked once
     result.seal()
     return result
+
+
+def _overflow(name: str, temperature: float) -> ScoreError:
+    return ScoreError(f"{name} {temperature:g} is too small for these scores: divided by it, a score overflows")
+
+
+#: The divided scores of read-only score arrays, by (the arrays' ids, temperature):
+#: (weak references to the arrays, the divided arrays); at most DIVIDED_KEPT.
+_divided: dict[tuple, tuple[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+DIVIDED_KEPT = 64
+
+
+def divided_scores(
+    pot: Potentials, temperature: float, name: str = "temperature"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(transitions, start, final) of ``pot`` divided by ``temperature`` (not 1), read-only;
+    made once per temperature for read-only arrays (a model's, the same for every
+    batch it scores) while they live, anew for writable ones.  ScoreError if a
+    divided score overflows."""
+    parts = (pot.transitions, pot.start, pot.final)
+    key = (*map(id, parts), temperature)
+    kept = _divided.get(key)
+    if kept is not None and all(ref() is part for ref, part in zip(kept[0], parts)):
+        return kept[1]
+    with np.errstate(over="ignore"):
+        divided = (parts[0] / temperature, parts[1] / temperature, parts[2] / temperature)
+    if temperature < 1.0 and any(np.any(np.isfinite(a) & ~np.isfinite(b)) for a, b in zip(parts, divided)):
+        raise _overflow(name, temperature)
+    for array in divided:
+        array.flags.writeable = False
+    if not any(part.flags.writeable for part in parts):
+        if len(_divided) >= DIVIDED_KEPT:
+            _divided.clear()
+        _divided[key] = (tuple(weakref.ref(part) for part in parts), divided)
+    return divided
 
 
 def likelihood_temperature(lattices: Sequence[tuple[Potentials, np.ndarray]], threads: int = 1) -> float:

@@ -145,7 +145,7 @@ def decode_file(
         )
         runs[name] = functools.partial(model.predict_mbr, sentences, temperature=scale)
         if draws:
-            marginals = ChunkMarginals.of(pot, ChunkEdges.of(pot.topology, labels), labels)
+            marginals = ChunkMarginals.of(pot, ChunkEdges.of(pot.topology, labels))
             viterbi_spans = decoded_entities(pot, labels, viterbi(pot, int(model.threads)).paths)
             for output, chosen in (("viterbi", viterbi_spans), ("mbr", decoded.chunks)):
                 ratio = 100 * expected_f1(chosen, marginals.expected_chunks)

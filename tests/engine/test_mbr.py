@@ -100,6 +100,21 @@ def test_the_chosen_chunks_maximise_the_per_sentence_objective_over_all_label_se
 
 
 @pytest.mark.slow
+@given(chains(max_sentences=3), st.floats(0.02, 0.9))
+@oracle_settings(100)
+def test_at_a_fixed_threshold_each_sentence_alone_decodes_as_in_its_batch_bit_for_bit(chain, threshold):
+    pot, labels = chain
+    decoded = mbr_decode(pot, labels, threshold=threshold)
+    scheme = writing_scheme(pot.topology.labels)
+    written = [write_chunks(as_spans(chunks), int(T), scheme) for chunks, T in zip(decoded.chunks, pot.lengths)]
+    paths = labelled_paths(pot, labels, written)
+    for b in range(pot.num_sequences):
+        alone = pot.select([b])
+        assert mbr_decode(alone, labels, threshold=threshold).chunks == [decoded.chunks[b]]  # probabilities too
+        assert labelled_paths(alone, labels, [written[b]]).tolist() == paths[pot.sentence(b)].tolist()
+
+
+@pytest.mark.slow
 @given(chains(max_sentences=2, max_length=3))
 @oracle_settings(150)
 def test_the_threshold_search_finds_the_best_expected_f1_of_the_batch(chain):
