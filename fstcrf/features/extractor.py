@@ -49,6 +49,11 @@ logger = logging.getLogger(__name__)
 FEW_PREDICATES = 200
 FEW_PREDICATES_SHARE = 0.01
 
+#: ``transform_reading`` finds the reading predicates a batch meets by sorting its entries
+#: when they are fewer than the predicates over this (a sentence or a few: sorting some
+#: thousand entries beats marking hundreds of thousands of predicates), else by marking.
+SORTED_ENTRIES = 16
+
 
 class TemplateLines:
     """Some lines of a template as extraction reads them: those of binary predicates
@@ -412,11 +417,8 @@ class FeatureExtractor:
         base = self._hashed_matrix(ItemValues(table, self._resources), others)
         by_value = self._dictionary.reading_rows(table, self.parsed_template(), readers, column, values)  # [N, K, R]
         full = self._csr(by_value.reshape(-1, len(readers)))
-        position = np.full(self.num_predicates, -1, dtype=np.int32)
-        position[full.indices] = 0
-        met = np.flatnonzero(position == 0)
-        position[met] = np.arange(len(met), dtype=np.int32)
-        reading = SparseRows(full.indptr, position[full.indices], full.data, (full.shape[0], len(met)))
+        met, position = _met_columns(full.indices, self.num_predicates)
+        reading = SparseRows(full.indptr, position, full.data, (full.shape[0], len(met)))
         return base, reading, met
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]):
@@ -542,3 +544,17 @@ class FeatureExtractor:
             None, (text, offsets), dictionary, Resources.from_payload(data.get("resources"), arrays)
         )
         return extractor
+
+
+def _met_columns(indices: np.ndarray, num_columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct columns of ``indices`` int [nnz] ascending, int64 [M]; the position
+    of each entry's column among them, int32 [nnz]): by sorting the entries when there
+    are few (a sentence or a few), else by marking the ``num_columns`` columns."""
+    if len(indices) * SORTED_ENTRIES < num_columns:
+        met, position = np.unique(indices, return_inverse=True)
+        return met.astype(np.int64), position.astype(np.int32)
+    marked = np.full(num_columns, -1, dtype=np.int32)
+    marked[indices] = 0
+    met = np.flatnonzero(marked == 0)
+    marked[met] = np.arange(len(met), dtype=np.int32)
+    return met, marked[indices]

@@ -30,6 +30,7 @@ Joint model files hold every component (same container as a model file,
 from __future__ import annotations
 
 import fnmatch
+import operator
 import os
 import re
 import time
@@ -170,6 +171,11 @@ class JointModel:
         self.topologies = tuple(model.scorer().decoding_topology() for model in self.components)
         check_joint_states([topology.num_states for topology in self.topologies])  # before [P] masks are made
         self.space = JointSpace(list(self.topologies), self._allowed_states(), constraint)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_transitions_kept", None)  # made again on first use
+        return state
 
     def __setstate__(self, state: dict) -> None:
         """Unpickle, also a JointModel pickled by 0.1 (no joint grammar; its components
@@ -355,8 +361,23 @@ class JointModel:
             self.space,
             [scores if scale == 1.0 else scale * scores for scale, scores in zip(self.scales, component_emissions)],
         )
+        return JointPotentials(self.space, emissions, [len(s) for s in sentences], self._scaled_transitions())
+
+    def _scaled_transitions(self) -> list[np.ndarray]:
+        """:meth:`joint_transitions` under the fitted weights times the scales, kept
+        (read-only) while every component's weights are the same read-only arrays (a
+        loaded model's) and the scales the same: one call on one sentence then makes
+        no [S'_{k-1}, E'_k] table."""
+        weights = [model.weights_ for model in self.components]
+        kept = self.__dict__.get("_transitions_kept")
+        if kept is not None and all(map(operator.is_, kept[0], weights)) and kept[1] == self.scales:
+            return kept[2]
         transitions = [scale * scores for scale, scores in zip(self.scales, self.joint_transitions())]
-        return JointPotentials(self.space, emissions, [len(s) for s in sentences], transitions)
+        if not any(array.flags.writeable for array in weights):
+            for table in transitions:
+                table.flags.writeable = False
+            self._transitions_kept = (weights, list(self.scales), transitions)
+        return transitions
 
     def joint_transitions(self, weights: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
         """The transition scores of JointPotentials under ``weights`` (per component,
