@@ -275,6 +275,8 @@ class JointModel:
         rules = component_rules(self, constraints, [len(sentence) for sentence in sentences], "JointModel.predict")
         if rules is not None:
             return self._predict_under(sentences, rules, mode, int(k))
+        if mode == "cascade" and all(pairs is None for pairs in self.compatibility):
+            return self._pipeline(sentences)
         decode = {
             "joint": self._joint_batch,
             "cascade": lambda block: self._kbest_block(block, 1),
@@ -303,6 +305,20 @@ class JointModel:
             for labels in plan:
                 for component, sentence_labels in zip(result, labels):
                     component.extend(sentence_labels)
+        return result
+
+    def _pipeline(self, sentences: list[Sentence]) -> list[list[list[str]]]:
+        """Cascaded labels [N components][B][T] without compatibility relations: each
+        component's own :meth:`ChainCRF.predict` (one feature pipeline and kernel call
+        per batch, cheap on one sentence) on the sentences with the column it reads
+        set to the labels of the component below; each level's 1-best depends on the
+        levels below only, so this is :meth:`_kbest_block` with k = 1, label for label."""
+        result: list[list[list[str]]] = []
+        for model in self.components:
+            if result:
+                read = cast(str, model.reads)  # every upper model reads (cascades are refused under a joint grammar)
+                sentences = [sentence.with_column(read, labels) for sentence, labels in zip(sentences, result[-1])]
+            result.append(model.predict(sentences))
         return result
 
     def _predict_under(
@@ -555,6 +571,9 @@ class JointModel:
                     found = np.where(best.paths[rank] >= 0, state_map[np.maximum(best.paths[rank], 0)], -1)
                     candidate_paths.append(np.concatenate([paths[h], found[None]], axis=0))
                     candidate_scores.append(scores[:, h] + self.scales[level] * best.scores[:, rank])
+            if len(candidate_paths) == 1:  # one hypothesis, one path (a cascade): nothing to rank
+                paths, scores = candidate_paths[0][None], candidate_scores[0][:, None]
+                continue
             stacked = np.stack(candidate_paths)  # [C, level+1, n]
             total = np.stack(candidate_scores, axis=1)  # [B, C]
             order = np.argsort(-total, axis=1, kind="stable")[:, :k]
