@@ -87,6 +87,8 @@ class FeatureExtractor:
     _vocabulary: dict[str, int] | None
     #: the TemplateLines of each choice of lines, with the template they are of
     _kept_lines: dict[tuple[int, ...] | None, tuple[Template, TemplateLines]]
+    #: the lines that do not read and that read each column varied, with their template
+    _kept_reading_lines: dict[str, tuple[Template, tuple[list[int], list[int]]]]
     #: no files and no training words: what extractors pickled before value lists read
     _resources: Resources = Resources({}, {})
 
@@ -292,6 +294,60 @@ class FeatureExtractor:
             return binary
         return binary.with_entries(np.concatenate(rows), np.concatenate(entry_columns), np.concatenate(numbers_at))
 
+    def _reading_lines(self, column: str) -> tuple[list[int], list[int]]:
+        """(the template's lines that do not read ``column``, those that do), checked
+        to vary it at offset 0 in single values only (TemplateError otherwise); made
+        once per template object and column."""
+        template = self.parsed_template()
+        kept = self.__dict__.setdefault("_kept_reading_lines", {}).get(column)
+        if kept is None or kept[0] is not template:
+            kept = self._kept_reading_lines[column] = (template, self._split_reading_lines(template, column))
+        return kept[1]
+
+    @staticmethod
+    def _split_reading_lines(template: Template, column: str) -> tuple[list[int], list[int]]:
+        """:meth:`_reading_lines` of ``template``, made."""
+        predicates = template.predicates
+        offsets = sorted(
+            {
+                observation.offset
+                for predicate in predicates
+                for observation in predicate.observations
+                if observation.column == column
+            }
+            - {0}
+        )
+        if offsets:
+            raise TemplateError(
+                f"the template reads column {column!r} at offsets "
+                f"{', '.join(f'{offset:+d}' for offset in offsets)}; its values can be "
+                "varied at offset 0 only"
+            )
+        numeric = [
+            predicate.name
+            for predicate in predicates
+            if predicate.real_valued and predicate.observations[0].column == column
+        ]
+        if numeric:
+            raise TemplateError(
+                f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
+                "its values can be varied only in binary predicates"
+            )
+        lists = [
+            predicate.name
+            for predicate in predicates
+            if predicate.multi_valued and any(observation.column == column for observation in predicate.observations)
+        ]
+        if lists:
+            raise TemplateError(
+                f"the template reads column {column!r} in value lists ({', '.join(lists)}); "
+                "its values can be varied only in single-valued items"
+            )
+        reads = [
+            any(observation.column == column for observation in predicate.observations) for predicate in predicates
+        ]
+        return [i for i, read in enumerate(reads) if not read], [i for i, read in enumerate(reads) if read]
+
     def _csr(self, columns: np.ndarray) -> SparseRows:
         """The binary matrix of per-template predicate columns int [N, templates] (-1: none)."""
         num_tokens = len(columns)
@@ -372,47 +428,7 @@ class FeatureExtractor:
         same order as over the full matrix.  The template may
         read ``column`` at offset 0 only (TemplateError otherwise)."""
         self._check_fitted()
-        predicates = self.parsed_template().predicates
-        offsets = sorted(
-            {
-                observation.offset
-                for predicate in predicates
-                for observation in predicate.observations
-                if observation.column == column
-            }
-            - {0}
-        )
-        if offsets:
-            raise TemplateError(
-                f"the template reads column {column!r} at offsets "
-                f"{', '.join(f'{offset:+d}' for offset in offsets)}; its values can be "
-                "varied at offset 0 only"
-            )
-        numeric = [
-            predicate.name
-            for predicate in predicates
-            if predicate.real_valued and predicate.observations[0].column == column
-        ]
-        if numeric:
-            raise TemplateError(
-                f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
-                "its values can be varied only in binary predicates"
-            )
-        lists = [
-            predicate.name
-            for predicate in predicates
-            if predicate.multi_valued and any(observation.column == column for observation in predicate.observations)
-        ]
-        if lists:
-            raise TemplateError(
-                f"the template reads column {column!r} in value lists ({', '.join(lists)}); "
-                "its values can be varied only in single-valued items"
-            )
-        reads = [
-            any(observation.column == column for observation in predicate.observations) for predicate in predicates
-        ]
-        others = [i for i, read in enumerate(reads) if not read]
-        readers = [i for i, read in enumerate(reads) if read]
+        others, readers = self._reading_lines(column)
         table = self._token_table(list(corpus))  # ``column`` itself may be missing (a list is not checked)
         base = self._hashed_matrix(ItemValues(table, self._resources), others)
         by_value = self._dictionary.reading_rows(table, self.parsed_template(), readers, column, values)  # [N, K, R]
