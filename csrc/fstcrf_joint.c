@@ -99,8 +99,10 @@ static joint_buffers joint_carve(const fc_joint *j, fc_workspace *ws)
 }
 
 /* Lay out the batch-wide transition scores in both slot orders, as they are
- * (max semiring) and exponentiated (linear domain). */
-static void joint_prepare(const fc_joint *j, joint_buffers *w)
+ * (max semiring) and, for the linear domain (``linear``), exponentiated: the
+ * Viterbi reads the scores alone and skips the exponentials, a cost per call
+ * that a call on one sentence would feel. */
+static void joint_prepare(const fc_joint *j, joint_buffers *w, int linear)
 {
     w->scaled_ok = 1;
     w->trans_max_sum = 0.0;
@@ -109,16 +111,17 @@ static void joint_prepare(const fc_joint *j, joint_buffers *w)
         const int32_t L = lower_size(j, k), E = g->num_edges;
         const int64_t at = w->weight_offset[k];
         double *exp_in = w->exp_trans + at, *exp_out = w->exp_trans_out + at;
-        w->trans_max_sum += fc__exp_shifted(j->trans[k], L * E, exp_in, &w->scaled_ok);
+        if (linear) w->trans_max_sum += fc__exp_shifted(j->trans[k], L * E, exp_in, &w->scaled_ok);
         for (int64_t l = 0; l < L; ++l)
             for (int32_t m = 0; m < E; ++m) {
                 w->trans_in[at + l * E + m] = j->trans[k][l * E + m];
                 w->trans_out[at + l * E + m] = j->trans[k][l * E + g->out_edge[m]];
-                exp_out[l * E + m] = exp_in[l * E + g->out_edge[m]];
+                if (linear) exp_out[l * E + m] = exp_in[l * E + g->out_edge[m]];
             }
     }
-    w->log_offset = fc__exp_shifted(j->start, (int32_t)w->P, w->exp_start, &w->scaled_ok)
-                    + fc__exp_shifted(j->final, (int32_t)w->P, w->exp_final, &w->scaled_ok);
+    if (linear)
+        w->log_offset = fc__exp_shifted(j->start, (int32_t)w->P, w->exp_start, &w->scaled_ok)
+                        + fc__exp_shifted(j->final, (int32_t)w->P, w->exp_final, &w->scaled_ok);
 }
 
 /* The rows of one component step: the component's graph read entering
@@ -417,7 +420,7 @@ int fc_joint_forward_backward(const fc_joint *j, const fc_batch *b, double *log_
     int status = check_joint(j, b, ws);
     if (status != FC_OK) return status;
     joint_buffers w = joint_carve(j, ws);
-    joint_prepare(j, &w);
+    joint_prepare(j, &w, 1);
     const int64_t P = w.P, W = joint_weight_count(j);
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
@@ -461,7 +464,7 @@ int fc_joint_viterbi(const fc_joint *j, const fc_batch *b, int32_t *path, double
     int status = check_joint(j, b, ws);
     if (status != FC_OK) return status;
     joint_buffers w = joint_carve(j, ws);
-    joint_prepare(j, &w);
+    joint_prepare(j, &w, 0);
     const int64_t P = w.P;
     const int32_t N = j->num_components;
     int64_t strides[64]; /* joint index = sum_k state_k * strides[k] */

@@ -230,30 +230,76 @@ class HashedDictionary:
         """int32 [N, K, R]: the known predicate of each of the R templates ``chosen``
         (each reads ``column`` at offset 0) at each token when ``column`` takes the
         k-th of the K ``values`` there, -1 if unknown.  Keys are chained once per
-        distinct context of a template (the values of its other observations) and
-        value, then spread over the tokens of each context."""
-        hashes = ObservationHashes(table, self.salt)
-        out = np.empty((table.num_tokens, len(values), len(chosen)), dtype=np.int32)
-        seeds = utf8_hashes([template.predicates[k].name for k in chosen], self.salt)
-        for j, k in enumerate(chosen):
-            observations = template.predicates[k].observations
-            others = [observation for observation in observations if observation.column != column]
-            context = np.zeros(table.num_tokens, dtype=np.int64)  # [N] context id of each token
-            for observation in others:
-                codes, names = table.observation_codes(observation)
-                context = context * len(names) + codes
-                _, first, context = np.unique(context, return_index=True, return_inverse=True)
-            num_contexts = 1 if not others else len(first)
-            keys = np.full(num_contexts * len(values), seeds[j], dtype=np.uint64)  # [C, K] flat
-            for observation in observations:
-                if observation.column == column:
-                    link = np.tile(utf8_hashes(_read_values(observation, values), self.salt), num_contexts)
+        distinct context of a template (the hashes of its other observations: tokens
+        alike in them have the same keys) and value, then spread over the tokens of
+        each context."""
+        plan = self.reading_plan(template, chosen, column, values)
+        hashes = ObservationHashes(table, self.salt).window(plan.window)  # [J, N]
+        out = np.empty((table.num_tokens, len(values), len(plan.lines)), dtype=np.int32)
+        for j, (seed, links) in enumerate(plan.lines):
+            context, first = _contexts(hashes[[row for row, _ in links if row >= 0]])
+            keys = np.full(len(first) * len(values), seed, dtype=np.uint64)  # [C, K] flat
+            for row, value_hashes in links:
+                if value_hashes is None:
+                    link = np.repeat(hashes[row][first], len(values))
                 else:
-                    link = np.repeat(hashes.at_tokens(observation)[first], len(values))
+                    link = np.tile(value_hashes, len(first))
                 kernel.chain_keys(keys, link)
-            by_context = self.lookup(keys).astype(np.int32).reshape(num_contexts, len(values))
-            np.take(by_context, context.reshape(-1), axis=0, out=out[:, :, j])
+            by_context = self.lookup(keys).astype(np.int32).reshape(len(first), len(values))
+            np.take(by_context, context, axis=0, out=out[:, :, j])
         return out
+
+    def reading_plan(
+        self, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
+    ) -> ReadingPlan:
+        """The :class:`ReadingPlan` of :meth:`reading_rows`, made once per template
+        object, lines, column and values."""
+        plans = self.__dict__.setdefault("_plans", {})
+        key = ("reading", tuple(chosen), column, tuple(values))
+        kept = plans.get(key)
+        if kept is None or kept[0] is not template:
+            kept = plans[key] = (template, ReadingPlan(template, chosen, column, values, self.salt))
+        return kept[1]
+
+
+def _contexts(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(context int64 [N] of each token, numbered by first occurrence; the first token
+    int64 [C] of each context): the distinct columns of ``hashes`` uint64 [J, N], one
+    context for all tokens when J = 0."""
+    num_tokens = hashes.shape[1]
+    if not len(hashes):
+        return np.zeros(num_tokens, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    context, first, _ = factorize(hashes[0].view(np.int64))
+    for row in hashes[1:]:
+        codes, distinct, _ = factorize(row.view(np.int64))
+        context, first, _ = factorize(context * len(distinct) + codes)
+    return context, first
+
+
+class ReadingPlan:
+    """Template lines that read ``column`` at offset 0, laid out for
+    :meth:`HashedDictionary.reading_rows` under ``salt``: ``window``, the distinct
+    observations of other columns they read (a
+    :class:`~fstcrf.features.item_lists.WindowPlan`), and per line (``lines``) its key
+    seed and its observations in order, each (its row in ``window``, None) or, reading
+    ``column``, (-1, the hash uint64 [K] of its escaped value when ``column`` takes
+    each of the K ``values``)."""
+
+    def __init__(self, template: Template, chosen: Sequence[int], column: str, values: Sequence[str], salt: int):
+        others: dict[Observation, int] = {}
+        read: dict[Observation, np.ndarray] = {}
+        self.lines: list[tuple[np.uint64, list[tuple[int, np.ndarray | None]]]] = []
+        for seed, k in zip(utf8_hashes([template.predicates[k].name for k in chosen], salt), chosen):
+            links: list[tuple[int, np.ndarray | None]] = []
+            for observation in template.predicates[k].observations:
+                if observation.column != column:
+                    links.append((others.setdefault(observation, len(others)), None))
+                    continue
+                if observation not in read:
+                    read[observation] = utf8_hashes(_read_values(observation, values), salt)
+                links.append((-1, read[observation]))
+            self.lines.append((seed, links))
+        self.window = WindowPlan(list(others))
 
 
 class LinePlan:

@@ -49,6 +49,11 @@ logger = logging.getLogger(__name__)
 FEW_PREDICATES = 200
 FEW_PREDICATES_SHARE = 0.01
 
+#: ``transform_reading`` finds the reading predicates a batch meets by sorting its entries
+#: when they are fewer than the predicates over this (a sentence or a few: sorting some
+#: thousand entries beats marking hundreds of thousands of predicates), else by marking.
+SORTED_ENTRIES = 16
+
 
 class TemplateLines:
     """Some lines of a template as extraction reads them: those of binary predicates
@@ -82,6 +87,8 @@ class FeatureExtractor:
     _vocabulary: dict[str, int] | None
     #: the TemplateLines of each choice of lines, with the template they are of
     _kept_lines: dict[tuple[int, ...] | None, tuple[Template, TemplateLines]]
+    #: the lines that do not read and that read each column varied, with their template
+    _kept_reading_lines: dict[str, tuple[Template, tuple[list[int], list[int]]]]
     #: no files and no training words: what extractors pickled before value lists read
     _resources: Resources = Resources({}, {})
 
@@ -287,6 +294,60 @@ class FeatureExtractor:
             return binary
         return binary.with_entries(np.concatenate(rows), np.concatenate(entry_columns), np.concatenate(numbers_at))
 
+    def _reading_lines(self, column: str) -> tuple[list[int], list[int]]:
+        """(the template's lines that do not read ``column``, those that do), checked
+        to vary it at offset 0 in single values only (TemplateError otherwise); made
+        once per template object and column."""
+        template = self.parsed_template()
+        kept = self.__dict__.setdefault("_kept_reading_lines", {}).get(column)
+        if kept is None or kept[0] is not template:
+            kept = self._kept_reading_lines[column] = (template, self._split_reading_lines(template, column))
+        return kept[1]
+
+    @staticmethod
+    def _split_reading_lines(template: Template, column: str) -> tuple[list[int], list[int]]:
+        """:meth:`_reading_lines` of ``template``, made."""
+        predicates = template.predicates
+        offsets = sorted(
+            {
+                observation.offset
+                for predicate in predicates
+                for observation in predicate.observations
+                if observation.column == column
+            }
+            - {0}
+        )
+        if offsets:
+            raise TemplateError(
+                f"the template reads column {column!r} at offsets "
+                f"{', '.join(f'{offset:+d}' for offset in offsets)}; its values can be "
+                "varied at offset 0 only"
+            )
+        numeric = [
+            predicate.name
+            for predicate in predicates
+            if predicate.real_valued and predicate.observations[0].column == column
+        ]
+        if numeric:
+            raise TemplateError(
+                f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
+                "its values can be varied only in binary predicates"
+            )
+        lists = [
+            predicate.name
+            for predicate in predicates
+            if predicate.multi_valued and any(observation.column == column for observation in predicate.observations)
+        ]
+        if lists:
+            raise TemplateError(
+                f"the template reads column {column!r} in value lists ({', '.join(lists)}); "
+                "its values can be varied only in single-valued items"
+            )
+        reads = [
+            any(observation.column == column for observation in predicate.observations) for predicate in predicates
+        ]
+        return [i for i, read in enumerate(reads) if not read], [i for i, read in enumerate(reads) if read]
+
     def _csr(self, columns: np.ndarray) -> SparseRows:
         """The binary matrix of per-template predicate columns int [N, templates] (-1: none)."""
         num_tokens = len(columns)
@@ -367,56 +428,13 @@ class FeatureExtractor:
         same order as over the full matrix.  The template may
         read ``column`` at offset 0 only (TemplateError otherwise)."""
         self._check_fitted()
-        predicates = self.parsed_template().predicates
-        offsets = sorted(
-            {
-                observation.offset
-                for predicate in predicates
-                for observation in predicate.observations
-                if observation.column == column
-            }
-            - {0}
-        )
-        if offsets:
-            raise TemplateError(
-                f"the template reads column {column!r} at offsets "
-                f"{', '.join(f'{offset:+d}' for offset in offsets)}; its values can be "
-                "varied at offset 0 only"
-            )
-        numeric = [
-            predicate.name
-            for predicate in predicates
-            if predicate.real_valued and predicate.observations[0].column == column
-        ]
-        if numeric:
-            raise TemplateError(
-                f"the template reads column {column!r} as a number ({', '.join(numeric)}); "
-                "its values can be varied only in binary predicates"
-            )
-        lists = [
-            predicate.name
-            for predicate in predicates
-            if predicate.multi_valued and any(observation.column == column for observation in predicate.observations)
-        ]
-        if lists:
-            raise TemplateError(
-                f"the template reads column {column!r} in value lists ({', '.join(lists)}); "
-                "its values can be varied only in single-valued items"
-            )
-        reads = [
-            any(observation.column == column for observation in predicate.observations) for predicate in predicates
-        ]
-        others = [i for i, read in enumerate(reads) if not read]
-        readers = [i for i, read in enumerate(reads) if read]
+        others, readers = self._reading_lines(column)
         table = self._token_table(list(corpus))  # ``column`` itself may be missing (a list is not checked)
         base = self._hashed_matrix(ItemValues(table, self._resources), others)
         by_value = self._dictionary.reading_rows(table, self.parsed_template(), readers, column, values)  # [N, K, R]
         full = self._csr(by_value.reshape(-1, len(readers)))
-        position = np.full(self.num_predicates, -1, dtype=np.int32)
-        position[full.indices] = 0
-        met = np.flatnonzero(position == 0)
-        position[met] = np.arange(len(met), dtype=np.int32)
-        reading = SparseRows(full.indptr, position[full.indices], full.data, (full.shape[0], len(met)))
+        met, position = _met_columns(full.indices, self.num_predicates)
+        reading = SparseRows(full.indptr, position, full.data, (full.shape[0], len(met)))
         return base, reading, met
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]):
@@ -542,3 +560,17 @@ class FeatureExtractor:
             None, (text, offsets), dictionary, Resources.from_payload(data.get("resources"), arrays)
         )
         return extractor
+
+
+def _met_columns(indices: np.ndarray, num_columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct columns of ``indices`` int [nnz] ascending, int64 [M]; the position
+    of each entry's column among them, int32 [nnz]): by sorting the entries when there
+    are few (a sentence or a few), else by marking the ``num_columns`` columns."""
+    if len(indices) * SORTED_ENTRIES < num_columns:
+        met, position = np.unique(indices, return_inverse=True)
+        return met.astype(np.int64), position.astype(np.int32)
+    marked = np.full(num_columns, -1, dtype=np.int32)
+    marked[indices] = 0
+    met = np.flatnonzero(marked == 0)
+    marked[met] = np.arange(len(met), dtype=np.int32)
+    return met, marked[indices]

@@ -243,9 +243,3 @@ class ObservationHashes:
         out = np.empty((len(plan.source), self.table.num_tokens), dtype=np.uint64)
         kernel.window_hashes(self.table.offsets, self.sources(plan.sources), plan.source, plan.offset, self.salt, out)
         return out
-
-    def at_tokens(self, observation: Observation, tokens: np.ndarray | None = None) -> np.ndarray:
-        """uint64 [N]: the hash of the observation's value at each token (at ``tokens``
-        int64 [M] only when given)."""
-        hashes = self.window(WindowPlan([observation]))[0]
-        return hashes if tokens is None else hashes[tokens]

@@ -386,7 +386,8 @@ class ItemValues:
 
 def factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(codes int64 [n], numbered by first occurrence; where each code first occurs
-    int64 [K], ascending; how often each occurs int64 [K]) of non-negative keys int64 [n]."""
+    int64 [K], ascending; how often each occurs int64 [K]) of keys int64 [n] (any 64 bits:
+    hashes pass as their int64 view)."""
     keys = np.ascontiguousarray(keys, dtype=np.int64)
     n = len(keys)
     if n == 0:

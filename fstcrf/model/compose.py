@@ -30,6 +30,7 @@ Joint model files hold every component (same container as a model file,
 from __future__ import annotations
 
 import fnmatch
+import operator
 import os
 import re
 import time
@@ -171,6 +172,11 @@ class JointModel:
         check_joint_states([topology.num_states for topology in self.topologies])  # before [P] masks are made
         self.space = JointSpace(list(self.topologies), self._allowed_states(), constraint)
 
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_transitions_kept", None)  # made again on first use
+        return state
+
     def __setstate__(self, state: dict) -> None:
         """Unpickle, also a JointModel pickled by 0.1 (no joint grammar; its components
         were never trained under grammars, so each decodes on its own topology)."""
@@ -269,6 +275,8 @@ class JointModel:
         rules = component_rules(self, constraints, [len(sentence) for sentence in sentences], "JointModel.predict")
         if rules is not None:
             return self._predict_under(sentences, rules, mode, int(k))
+        if mode == "cascade" and all(pairs is None for pairs in self.compatibility):
+            return self._pipeline(sentences)
         decode = {
             "joint": self._joint_batch,
             "cascade": lambda block: self._kbest_block(block, 1),
@@ -297,6 +305,20 @@ class JointModel:
             for labels in plan:
                 for component, sentence_labels in zip(result, labels):
                     component.extend(sentence_labels)
+        return result
+
+    def _pipeline(self, sentences: list[Sentence]) -> list[list[list[str]]]:
+        """Cascaded labels [N components][B][T] without compatibility relations: each
+        component's own :meth:`ChainCRF.predict` (one feature pipeline and kernel call
+        per batch, cheap on one sentence) on the sentences with the column it reads
+        set to the labels of the component below; each level's 1-best depends on the
+        levels below only, so this is :meth:`_kbest_block` with k = 1, label for label."""
+        result: list[list[list[str]]] = []
+        for model in self.components:
+            if result:
+                read = cast(str, model.reads)  # every upper model reads (cascades are refused under a joint grammar)
+                sentences = [sentence.with_column(read, labels) for sentence, labels in zip(sentences, result[-1])]
+            result.append(model.predict(sentences))
         return result
 
     def _predict_under(
@@ -355,8 +377,23 @@ class JointModel:
             self.space,
             [scores if scale == 1.0 else scale * scores for scale, scores in zip(self.scales, component_emissions)],
         )
+        return JointPotentials(self.space, emissions, [len(s) for s in sentences], self._scaled_transitions())
+
+    def _scaled_transitions(self) -> list[np.ndarray]:
+        """:meth:`joint_transitions` under the fitted weights times the scales, kept
+        (read-only) while every component's weights are the same read-only arrays (a
+        loaded model's) and the scales the same: one call on one sentence then makes
+        no [S'_{k-1}, E'_k] table."""
+        weights = [model.weights_ for model in self.components]
+        kept = self.__dict__.get("_transitions_kept")
+        if kept is not None and all(map(operator.is_, kept[0], weights)) and kept[1] == self.scales:
+            return kept[2]
         transitions = [scale * scores for scale, scores in zip(self.scales, self.joint_transitions())]
-        return JointPotentials(self.space, emissions, [len(s) for s in sentences], transitions)
+        if not any(array.flags.writeable for array in weights):
+            for table in transitions:
+                table.flags.writeable = False
+            self._transitions_kept = (weights, list(self.scales), transitions)
+        return transitions
 
     def joint_transitions(self, weights: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
         """The transition scores of JointPotentials under ``weights`` (per component,
@@ -534,6 +571,9 @@ class JointModel:
                     found = np.where(best.paths[rank] >= 0, state_map[np.maximum(best.paths[rank], 0)], -1)
                     candidate_paths.append(np.concatenate([paths[h], found[None]], axis=0))
                     candidate_scores.append(scores[:, h] + self.scales[level] * best.scores[:, rank])
+            if len(candidate_paths) == 1:  # one hypothesis, one path (a cascade): nothing to rank
+                paths, scores = candidate_paths[0][None], candidate_scores[0][:, None]
+                continue
             stacked = np.stack(candidate_paths)  # [C, level+1, n]
             total = np.stack(candidate_scores, axis=1)  # [B, C]
             order = np.argsort(-total, axis=1, kind="stable")[:, :k]

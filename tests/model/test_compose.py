@@ -130,6 +130,45 @@ def test_joint_beats_or_ties_the_cascades_on_score(joint, test_corpus):
         assert scores["kbest"] >= scores["cascade"] - 1e-9
 
 
+def _bits(array: np.ndarray) -> bytes:
+    return np.ascontiguousarray(array).tobytes()
+
+
+def _assert_one_per_call_is_the_batch(model: JointModel, sentences: list[Sentence]) -> None:
+    """Each sentence alone gives the batch's joint scores, best joint path score and
+    labels of every mode, bit for bit."""
+    decoded = {mode: model.predict(sentences, mode=mode, k=3) for mode in ("joint", "cascade", "kbest")}
+    jp = model.potentials(sentences)
+    best = joint_viterbi(jp).scores
+    for b, sentence in enumerate(sentences):
+        one = model.potentials([sentence])
+        assert _bits(one.emissions) == _bits(jp.emissions[jp.sentence(b)])
+        assert _bits(joint_viterbi(one).scores) == _bits(best[b : b + 1])
+        for mode, labels in decoded.items():
+            alone = model.predict([sentence], mode=mode, k=3)
+            assert [component[0] for component in alone] == [component[b] for component in labels], mode
+
+
+@pytest.mark.parametrize("loaded", [False, True], ids=["in memory", "loaded"])
+def test_one_sentence_per_call_gives_the_batch_results_bit_for_bit(joint, test_corpus, tmp_path, loaded):
+    """A loaded model keeps its transition tables between calls; one in memory does not."""
+    model = joint
+    if loaded:
+        joint.save(tmp_path / "joint.model")
+        model = load_joint(tmp_path / "joint.model")
+    _assert_one_per_call_is_the_batch(model, test_corpus.sentences[:60])
+
+
+@pytest.mark.slow
+def test_one_sentence_per_call_on_every_conll2000_test_sentence(data_file, tmp_path):
+    train = read_conll(data_file("conll2000/train.txt")).sentences[:2000]
+    test = read_conll(data_file("conll2000/test.txt")).sentences
+    pos = ChainCRF(template="pos", max_iter=10).fit(train, target="pos")
+    chunk = ChainCRF(template="chunking-reads-pos", reads="pos", max_iter=10).fit(train, target="chunk")
+    compose([pos, chunk]).save(tmp_path / "joint.model")
+    _assert_one_per_call_is_the_batch(load_joint(tmp_path / "joint.model"), test)
+
+
 def test_cascade_is_the_pipeline_of_single_models(joint, test_corpus):
     pos_model, chunk_model = joint.components
     sentences = test_corpus.sentences[:80]

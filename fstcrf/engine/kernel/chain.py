@@ -139,7 +139,14 @@ def scratch_workspace(topology: Topology, num_classes: int, t_max: int, k: int =
     that a call on one sentence allocates none.  Never for a caller that keeps it
     between calls or hands it to another thread."""
     S, E = topology.num_states, topology.num_edges
-    doubles, ints = lib.fc_workspace_doubles(S, E, num_classes, t_max, k), lib.fc_workspace_ints(S, E, t_max, k)
+    return _scratch_of(
+        lib.fc_workspace_doubles(S, E, num_classes, t_max, k), lib.fc_workspace_ints(S, E, t_max, k), t_max, k
+    )
+
+
+def _scratch_of(doubles: int, ints: int, t_max: int, k: int) -> Workspace:
+    """The calling thread's kept workspace when it has ``doubles`` and ``ints``, else a
+    new one (kept when it has at most SCRATCH_DOUBLES doubles)."""
     kept = getattr(_scratch, "workspace", None)
     if kept is not None and kept[0] >= doubles and kept[1] >= ints:
         workspace = kept[2]
@@ -165,7 +172,7 @@ class Joint(KernelBuffers):
         allowed: np.ndarray | None,
     ):
         super().__init__()
-        self._graphs = [Graph(topology) for topology in components]
+        self._graphs = [topology_graph(topology) for topology in components]
         self._graph_array = ffi.new("fc_graph[]", [graph.struct[0] for graph in self._graphs])
         self._transitions = ffi.new("double *[]", [self.pin(table) for table in transitions])
         joint = self.struct = ffi.new("fc_joint *")
@@ -178,9 +185,10 @@ class Joint(KernelBuffers):
 
 
 def joint_workspace(joint: Joint, t_max: int) -> Workspace:
-    """The workspace of the joint programs below for sentences of up to t_max tokens."""
-    return Workspace(
-        lib.fc_joint_workspace_doubles(joint.struct, t_max), lib.fc_joint_workspace_ints(joint.struct, t_max), t_max
+    """The workspace of the joint programs below for sentences of up to t_max tokens:
+    scratch like :func:`scratch_workspace`'s, for one call on the calling thread."""
+    return _scratch_of(
+        lib.fc_joint_workspace_doubles(joint.struct, t_max), lib.fc_joint_workspace_ints(joint.struct, t_max), t_max, 1
     )
 
 
