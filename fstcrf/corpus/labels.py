@@ -164,7 +164,7 @@ def gold_states(topology: Topology, label_ids: np.ndarray, offsets: np.ndarray) 
 
 def split_labels(topology: Topology, states: np.ndarray, offsets: np.ndarray) -> list[list[str]]:
     """The label strings of state paths [N], one list per sentence."""
-    labels = list(map(topology.labels.__getitem__, topology.state_label[states].tolist()))
+    labels = list(map(topology.state_label_names.__getitem__, states.tolist()))
     bounds = offsets.tolist()
     return [labels[first:last] for first, last in zip(bounds[:-1], bounds[1:])]
 
