@@ -46,6 +46,8 @@ from fstcrf.grammar.declaration import label_topology
 def as_numpy(values):
     """``values`` as numpy sees them; a torch tensor (anything with ``detach``) is
     detached and moved to the CPU first."""
+    if type(values) is np.ndarray:  # before hasattr, which raises and catches on an array
+        return values
     if hasattr(values, "detach"):
         return values.detach().cpu().numpy()
     return values
@@ -67,7 +69,9 @@ def logit_rows(logits, lengths, num_labels: int) -> tuple[np.ndarray, np.ndarray
         rows = logits.reshape(B * T, num_labels)
         if rows.dtype != np.float64 or not rows.flags.c_contiguous:
             rows = np.ascontiguousarray(rows, dtype=np.float64)
-        return rows, np.full(B, T, dtype=np.int64)
+        lengths = np.empty(B, dtype=np.int64)
+        lengths.fill(T)  # np.full's own work, without its two Python calls
+        return rows, lengths
     padded = logits if logits.ndim == 3 else logits[None]
     if lengths is None:
         lengths = np.full(B, T)

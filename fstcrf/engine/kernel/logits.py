@@ -37,24 +37,28 @@ def decode_rows(
 ) -> bool:
     """fd_decode: :func:`label_log_probs` into emit float [n, S], then the best path
     int32 [n] and its score float [b] of each sentence cut at offsets int64 [b+1]
-    (from 0), as :func:`~fstcrf.engine.kernel.chain.viterbi` writes them; the three
-    outputs are new C-contiguous arrays of the caller's.  False (nothing decoded)
-    if a logit is NaN or infinite; InfeasibleError if a sentence has no path."""
+    (from 0), as :func:`~fstcrf.engine.kernel.chain.viterbi` writes them.  Every
+    array is C-contiguous of the dtype given: rows float64, state_label int32, and
+    the three outputs new arrays of the caller's.  False (nothing decoded) if a
+    logit is NaN or infinite; InfeasibleError if a sentence has no path."""
     status = lib.fd_decode(
         graph.struct,
         scores.struct,
         len(rows),
         rows.shape[1],
-        input_pointer(rows),
-        input_pointer(state_label),
+        # what the caller guarantees (see above) taken as it is: the checks of input_pointer and
+        # output_pointer cost as much as the kernel's work on one sentence
+        ffi.from_buffer("double[]", rows),
+        ffi.from_buffer("int32_t[]", state_label),
         len(offsets) - 1,
-        input_pointer(offsets),
-        # the caller's new arrays, written as they are (output_pointer's checks cost a call on one sentence)
+        ffi.from_buffer("int64_t[]", offsets),
         ffi.from_buffer("double[]", emit, require_writable=True),
         ffi.from_buffer("int32_t[]", path, require_writable=True),
         ffi.from_buffer("double[]", score, require_writable=True),
         workspace.struct,
     )
+    if status == FC_OK:
+        return True
     if status == lib.FD_NOT_FINITE:
         return False
     check_status(status, "viterbi")
