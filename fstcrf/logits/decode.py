@@ -192,10 +192,8 @@ def decode_rows(topology: Topology, rows: np.ndarray, lengths: np.ndarray, threa
     emissions = np.empty((N, topology.num_states))
     paths, scores = np.empty(N, dtype=np.int32), np.empty(len(lengths))
     decoded = kernel_logits.decode_rows(
-        kernel.topology_graph(topology),
-        kernel.kept_scores(topology.no_transitions, topology.open_start, topology.open_final),
+        kernel_logits.topology_parts(topology),
         rows,
-        topology.state_label,
         offsets,
         emissions,
         paths,

@@ -3,11 +3,16 @@ log-probabilities lifted to a topology's states, and each sentence's best path."
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from fstcrf._kernel import ffi, lib
 from fstcrf.engine.kernel.buffers import FC_OK, check_status, input_pointer, output_pointer
-from fstcrf.engine.kernel.chain import Graph, Scores, Workspace
+from fstcrf.engine.kernel.chain import Workspace, kept_scores, topology_graph
+
+if TYPE_CHECKING:
+    from fstcrf.engine.topology import Topology
 
 
 def label_log_probs(rows: np.ndarray, state_label: np.ndarray, emit: np.ndarray) -> bool:
@@ -24,11 +29,39 @@ def label_log_probs(rows: np.ndarray, state_label: np.ndarray, emit: np.ndarray)
     )
 
 
+class TopologyParts:
+    """What fd_decode reads of a topology, made once (:func:`topology_parts`): its
+    graph, the scores of no transitions (its open start and final states), and its
+    state labels int32 [S]."""
+
+    def __init__(self, topology: Topology):
+        self.topology = topology
+        self.graph = topology_graph(topology)
+        self.scores = kept_scores(topology.no_transitions, topology.open_start, topology.open_final)
+        self.state_label = input_pointer(topology.state_label)
+        self.num_labels = topology.num_labels
+
+
+#: The TopologyParts of the topologies in use, by id (each keeps its topology, so that
+#: no other takes its id); at most PARTS_KEPT.
+_parts: dict[int, TopologyParts] = {}
+PARTS_KEPT = 64
+
+
+def topology_parts(topology: Topology) -> TopologyParts:
+    """The :class:`TopologyParts` of ``topology``, made once while it is among the last
+    PARTS_KEPT (a topology's arrays never change)."""
+    parts = _parts.get(id(topology))
+    if parts is None or parts.topology is not topology:
+        if len(_parts) >= PARTS_KEPT:
+            _parts.clear()
+        parts = _parts[id(topology)] = TopologyParts(topology)
+    return parts
+
+
 def decode_rows(
-    graph: Graph,
-    scores: Scores,
+    parts: TopologyParts,
     rows: np.ndarray,
-    state_label: np.ndarray,
     offsets: np.ndarray,
     emit: np.ndarray,
     path: np.ndarray,
@@ -37,19 +70,19 @@ def decode_rows(
 ) -> bool:
     """fd_decode: :func:`label_log_probs` into emit float [n, S], then the best path
     int32 [n] and its score float [b] of each sentence cut at offsets int64 [b+1]
-    (from 0), as :func:`~fstcrf.engine.kernel.chain.viterbi` writes them.  Every
-    array is C-contiguous of the dtype given: rows float64, state_label int32, and
-    the three outputs new arrays of the caller's.  False (nothing decoded) if a
-    logit is NaN or infinite; InfeasibleError if a sentence has no path."""
+    (from 0), as :func:`~fstcrf.engine.kernel.chain.viterbi` writes them, on the
+    topology of ``parts``.  Every array is C-contiguous of the dtype given: rows
+    float64 [n, L], and the outputs new arrays of the caller's.  False (nothing
+    decoded) if a logit is NaN or infinite; InfeasibleError if a sentence has no path."""
     status = lib.fd_decode(
-        graph.struct,
-        scores.struct,
+        parts.graph.struct,
+        parts.scores.struct,
         len(rows),
-        rows.shape[1],
+        parts.num_labels,
         # what the caller guarantees (see above) taken as it is: the checks of input_pointer and
         # output_pointer cost as much as the kernel's work on one sentence
         ffi.from_buffer("double[]", rows),
-        ffi.from_buffer("int32_t[]", state_label),
+        parts.state_label,
         len(offsets) - 1,
         ffi.from_buffer("int64_t[]", offsets),
         ffi.from_buffer("double[]", emit, require_writable=True),
