@@ -171,6 +171,11 @@ class Topology:
         return _read_only(np.where(self.final, 0.0, -np.inf))
 
     @cached_property
+    def state_label_names(self) -> tuple[str, ...]:
+        """The label of each state, S strings: ``labels[state_label[s]]``."""
+        return tuple(self.labels[label] for label in self.state_label.tolist())
+
+    @cached_property
     def no_transitions(self) -> np.ndarray:
         """float [E], read-only: a score of 0 on every edge."""
         return _read_only(np.zeros(self.num_edges))

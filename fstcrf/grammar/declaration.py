@@ -28,7 +28,7 @@ def label_topology(
     ``"bioes"``) keeps the sequences valid in it; ``grammar`` (a Grammar, grammar
     text, a grammar file or shipped grammar name, an Acceptor or a pynini acceptor;
     compiled with pynini) keeps those its rule ``rule`` accepts."""
-    if isinstance(labels, str) or not isinstance(labels, Sequence):
+    if type(labels) not in (list, tuple) and (isinstance(labels, str) or not isinstance(labels, Sequence)):
         raise ArgumentTypeError(f"labels must be a sequence of label strings, got {type(labels).__name__}")
     if isinstance(order, bool) or not isinstance(order, int) or order < 1:
         raise TopologyError(f"order must be a positive integer, got {order!r}")

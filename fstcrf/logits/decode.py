@@ -9,11 +9,13 @@ Viterbi returns the best label sequence the topology accepts:
     logits       float [T, L] (one sentence) or [B, T, L] (padded, with lengths [B])
     rows         float [N, L]  the tokens of the batch, concatenated
     emissions    float [N, S]  log_softmax(rows)[:, state_label]
+
+Without transition scores or constraints the log-probabilities and the Viterbi
+are one kernel call (csrc/fstcrf_logits.h), on one sentence as on a batch.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,7 +25,18 @@ import numpy as np
 from fstcrf.corpus.labels import split_labels
 from fstcrf.engine.constrained import constrain
 from fstcrf.engine.constraints import SentenceRules, resolve_batch
-from fstcrf.engine.inference import Potentials, as_float_array, lengths_to_offsets, numeric_array, viterbi
+from fstcrf.engine import kernel
+from fstcrf.engine.inference import (
+    Potentials,
+    as_float_array,
+    check_count,
+    check_totals,
+    lengths_to_offsets,
+    numeric_array,
+    useful_threads,
+    viterbi,
+)
+from fstcrf.engine.kernel import logits as kernel_logits
 from fstcrf.engine.spans import Entity, decoded_entities, state_labels
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import EmptySequenceError, ScoreError, ShapeError
@@ -33,28 +46,33 @@ from fstcrf.grammar.declaration import label_topology
 def as_numpy(values):
     """``values`` as numpy sees them; a torch tensor (anything with ``detach``) is
     detached and moved to the CPU first."""
+    if type(values) is np.ndarray:  # before hasattr, which raises and catches on an array
+        return values
     if hasattr(values, "detach"):
         return values.detach().cpu().numpy()
     return values
 
 
 def logit_rows(logits, lengths, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
-    """float64 [N, L] rows of the tokens that ``lengths`` [B] keep of ``logits``
-    [T, L] or [B, T, L] (padding may hold anything), and int64 lengths [B];
-    ShapeError or ScoreError naming the sentence, token and label."""
+    """float64 [N, L] C-contiguous rows of the tokens that ``lengths`` [B] keep of
+    ``logits`` [T, L] or [B, T, L] (padding may hold anything), and int64 lengths
+    [B]; ShapeError naming what does not fit.  Whether the rows are finite is
+    :func:`state_log_probs`' check, as it reads them."""
     logits = numeric_array("logits", as_numpy(logits))
     if logits.ndim not in (2, 3) or logits.shape[-1] != num_labels:
         raise ShapeError(
             f"logits must be [tokens, {num_labels} labels] or [sentences, tokens, {num_labels} labels], "
             f"got shape {logits.shape}"
         )
+    B, T = (len(logits), logits.shape[1]) if logits.ndim == 3 else (1, len(logits))
+    if lengths is None and T:  # every token kept: the rows as they are (a view when they are float64 already)
+        rows = logits.reshape(B * T, num_labels)
+        if rows.dtype != np.float64 or not rows.flags.c_contiguous:
+            rows = np.ascontiguousarray(rows, dtype=np.float64)
+        lengths = np.empty(B, dtype=np.int64)
+        lengths.fill(T)  # np.full's own work, without its two Python calls
+        return rows, lengths
     padded = logits if logits.ndim == 3 else logits[None]
-    B, T = padded.shape[:2]
-    if lengths is None and T:  # every token kept: the rows as they are
-        rows = np.ascontiguousarray(padded.reshape(B * T, num_labels), dtype=np.float64)
-        if not math.isfinite(float(np.add.reduce(rows, axis=None))):  # else a NaN or an infinity (or a huge sum)
-            _check_finite(rows, np.ones((B, T), dtype=bool))
-        return rows, np.full(B, T, dtype=np.int64)
     if lengths is None:
         lengths = np.full(B, T)
     lengths = np.asarray(as_numpy(lengths))
@@ -66,30 +84,34 @@ def logit_rows(logits, lengths, num_labels: int) -> tuple[np.ndarray, np.ndarray
         b = int(np.flatnonzero(lengths > T)[0])
         raise ShapeError(f"sentence {b} has length {int(lengths[b])}, but the logits have {T} tokens per sentence")
     kept = np.arange(T)[None, :] < lengths[:, None]
-    rows = np.asarray(padded[kept], dtype=np.float64)
-    _check_finite(rows, kept)
-    return rows, lengths.astype(np.int64)
+    return np.asarray(padded[kept], dtype=np.float64), lengths.astype(np.int64)
 
 
-def _check_finite(rows: np.ndarray, kept: np.ndarray) -> None:
-    """ScoreError naming the sentence, token and label of the first value of rows
-    float [N, L] that is not finite, the rows being the tokens kept bool [B, T] keeps."""
-    bad = ~np.isfinite(rows)
-    if bad.any():
-        row, label = (int(i) for i in np.argwhere(bad)[0])
-        sentence, token = (int(i) for i in np.argwhere(kept)[row])
-        raise ScoreError(
-            f"logits of sentence {sentence}, token {token}, label {label} are {rows[row, label]}; "
-            "logits must be finite within each sentence's length"
-        )
+def not_finite(rows: np.ndarray, offsets: np.ndarray) -> ScoreError:
+    """The ScoreError naming the sentence, token and label of the first value of
+    the logit rows float [N, L] of sentences cut at offsets [B+1] that is not finite."""
+    row, label = (int(i) for i in np.argwhere(~np.isfinite(rows))[0])
+    sentence = int(np.searchsorted(offsets, row, side="right")) - 1
+    return ScoreError(
+        f"logits of sentence {sentence}, token {row - int(offsets[sentence])}, label {label} are "
+        f"{rows[row, label]}; logits must be finite within each sentence's length"
+    )
+
+
+def state_log_probs(rows: np.ndarray, state_label: np.ndarray, offsets: np.ndarray | None = None) -> np.ndarray:
+    """float [N, S]: the log-probabilities (log_softmax) of each of the logit rows
+    float64 [N, L] (C-contiguous) at the label ``state_label`` int32 [S] of each
+    state, in one kernel call; ScoreError naming the sentence (of those ``offsets``
+    [B+1] cut, else one), token and label of a logit that is not finite."""
+    emissions = np.empty((len(rows), len(state_label)))
+    if not kernel_logits.label_log_probs(rows, state_label, emissions):
+        raise not_finite(rows, np.array([0, len(rows)]) if offsets is None else offsets)
+    return emissions
 
 
 def log_softmax(rows: np.ndarray) -> np.ndarray:
-    """float [N, L]: each row's log-probabilities."""
-    shifted = rows - rows.max(axis=1, keepdims=True)
-    total = np.exp(shifted).sum(axis=1, keepdims=True)
-    shifted -= np.log(total, out=total)
-    return shifted
+    """float [N, L]: each row's log-probabilities (rows as :func:`state_log_probs` takes them)."""
+    return state_log_probs(rows, np.arange(rows.shape[1], dtype=np.int32))
 
 
 @dataclass
@@ -132,25 +154,57 @@ def decode_potentials(
 
 
 def label_potentials(
-    topology: Topology, log_probs: np.ndarray, lengths: np.ndarray, transitions=None, start=None, end=None
+    topology: Topology, emissions: np.ndarray, lengths: np.ndarray, transitions=None, start=None, end=None
 ) -> Potentials:
-    """The potentials of label log-probabilities [N, L] under ``topology``, with label
+    """The potentials of the label log-probabilities lifted to the states of
+    ``topology``, ``emissions`` [N, S] (from :func:`state_log_probs`), with label
     ``transitions`` [L, L] (previous, next), ``start`` [L] and ``end`` [L] scores
     (each 0 when None) lifted to its edges and states."""
     L, state_label = topology.num_labels, topology.state_label
     if transitions is None and start is None and end is None:  # the scores are the log-probabilities alone
         topology.check_lengths(lengths)
-        emissions = log_probs.take(state_label, axis=1)  # C-contiguous, as the kernel reads it
         return Potentials.of_checked(topology, emissions, lengths, lengths_to_offsets(lengths), topology.no_transitions)
     source, target = state_label[topology.edge_src], state_label[topology.edge_dst]
     return Potentials(
         topology,
-        log_probs[:, state_label],
+        emissions,
         lengths,
         None if transitions is None else as_float_array("transitions", as_numpy(transitions), (L, L))[source, target],
         None if start is None else as_float_array("start", as_numpy(start), (L,))[state_label],
         None if end is None else as_float_array("end", as_numpy(end), (L,))[state_label],
     )
+
+
+def decode_rows(topology: Topology, rows: np.ndarray, lengths: np.ndarray, threads: int = 1) -> DecodedLogits:
+    """:func:`decode_logits` of logit rows float64 [N, L] (C-contiguous) of
+    sentences of ``lengths`` [B], without transition scores or constraints: the
+    log-probabilities and the best paths in one kernel call, whatever B (a batch
+    worth splitting over ``threads``: the log-probabilities, then :func:`viterbi`'s
+    threads); the same results either way, bit for bit."""
+    topology.check_lengths(lengths)
+    offsets = lengths_to_offsets(lengths)
+    N = len(rows)
+    if threads != 1 and useful_threads(N, topology, check_count(threads, "threads")) > 1:
+        emissions = state_log_probs(rows, topology.state_label, offsets)
+        return decode_potentials(
+            Potentials.of_checked(topology, emissions, lengths, offsets, topology.no_transitions), threads
+        )
+    emissions = np.empty((N, topology.num_states))
+    paths, scores = np.empty(N, dtype=np.int32), np.empty(len(lengths))
+    decoded = kernel_logits.decode_rows(
+        kernel_logits.topology_parts(topology),
+        rows,
+        offsets,
+        emissions,
+        paths,
+        scores,
+        kernel.scratch_workspace(topology, 1, max(lengths.tolist())),
+    )
+    if not decoded:
+        raise not_finite(rows, offsets)
+    check_totals(scores, "viterbi", "the best path's score")
+    pot = Potentials.of_checked(topology, emissions, lengths, offsets, topology.no_transitions)
+    return DecodedLogits(split_labels(topology, paths, offsets), scores, paths, pot)
 
 
 def decode_logits(
@@ -185,5 +239,8 @@ def decode_logits(
     topology = label_topology(labels, scheme=scheme, grammar=grammar, rule=rule, params=params)
     rows, lengths = logit_rows(logits, lengths, topology.num_labels)
     rules = resolve_batch(constraints, lengths, topology.labels, "decode_logits")
-    pot = label_potentials(topology, log_softmax(rows), lengths, transitions, start, end)
+    if rules is None and transitions is None and start is None and end is None:
+        return decode_rows(topology, rows, lengths, threads)
+    emissions = state_log_probs(rows, topology.state_label, lengths_to_offsets(lengths))
+    pot = label_potentials(topology, emissions, lengths, transitions, start, end)
     return decode_potentials(pot, threads, rules)

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fstcrf.engine.inference import ForwardBackward, Potentials, forward_backward
+from fstcrf.engine.inference import ForwardBackward, Potentials, forward_backward, lengths_to_offsets
 from fstcrf.engine.topology import chunk_type
 from fstcrf.errors import LabelError, ShapeError
 from fstcrf.grammar.declaration import label_topology
 from fstcrf.engine.constraints import resolve_batch
-from fstcrf.logits.decode import DecodedLogits, decode_potentials, log_softmax, logit_rows
+from fstcrf.logits.decode import DecodedLogits, decode_potentials, logit_rows, state_log_probs
 
 
 @dataclass
@@ -102,7 +102,7 @@ class LogitDecoder:
             theta[1 + K : 1 + K + C],
             theta[1 + K + C :],
         )
-        emissions = log_softmax(scale * rows)[:, self.topology.state_label]
+        emissions = state_log_probs(scale * rows, self.topology.state_label, lengths_to_offsets(lengths))
         return Potentials(
             self.topology,
             emissions,

@@ -170,3 +170,43 @@ def test_labels_the_scheme_cannot_read_are_named():
         decode_logits(np.zeros((2, 2)), ["O", "PER"], scheme="iob2")
     with pytest.raises(ShapeError, match="transitions"):
         decode_logits(np.zeros((2, 2)), ["O", "B-X"], scheme="iob2", transitions=np.zeros((3, 3)))
+
+
+@oracle_settings(60)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(sorted(PREFIXES)), st.booleans())
+def test_one_sentence_per_call_equals_the_batch_bit_for_bit(seed, scheme, scored):
+    rng = np.random.default_rng(seed)
+    labels = scheme_labels(scheme, ["PER", "LOC"])
+    lengths = rng.integers(1, 9, size=6)
+    logits = rng.normal(scale=rng.choice([0.5, 4, 40]), size=(6, 8, len(labels)))
+    L = len(labels)
+    scores = {"transitions": rng.normal(size=(L, L)), "start": rng.normal(size=L)} if scored else {}
+    batch = decode_logits(logits, labels, scheme=scheme, lengths=lengths, **scores)
+    offsets = batch.potentials.offsets
+    for b, length in enumerate(lengths):
+        alone = decode_logits(logits[b, :length], labels, scheme=scheme, **scores)
+        assert alone.labels == [batch.labels[b]]
+        assert alone.scores.tobytes() == batch.scores[b : b + 1].tobytes()
+        assert np.array_equal(alone.paths, batch.paths[offsets[b] : offsets[b + 1]])
+        assert alone.potentials.emissions.tobytes() == batch.potentials.emissions[offsets[b] : offsets[b + 1]].tobytes()
+    assert np.allclose(np.exp(batch.potentials.emissions).sum(axis=1), 1, rtol=0, atol=1e-12)
+
+
+def test_a_batch_split_over_threads_decodes_as_one_thread():
+    rng = np.random.default_rng(5)
+    labels = scheme_labels("bioes", ["PER", "LOC", "ORG"])
+    lengths = rng.integers(1, 40, size=400)
+    logits = rng.normal(scale=3, size=(400, 40, len(labels)))
+    one, two = (decode_logits(logits, labels, "bioes", lengths=lengths, threads=t) for t in (1, 2))
+    assert one.labels == two.labels and one.scores.tobytes() == two.scores.tobytes()
+    assert one.potentials.emissions.tobytes() == two.potentials.emissions.tobytes()
+
+
+def test_a_logit_that_is_not_finite_is_named_within_ragged_sentences():
+    logits = np.zeros((3, 4, 3))
+    logits[2, 1, 0] = np.nan
+    logits[0, 3, 1] = np.inf  # padding: never read
+    with pytest.raises(ScoreError, match="sentence 2, token 1, label 0 are nan"):
+        decode_logits(logits, ["O", "B-X", "I-X"], scheme="iob2", lengths=[3, 4, 2])
+    with pytest.raises(ScoreError, match="sentence 2, token 1, label 0"):
+        decode_logits(logits, ["O", "B-X", "I-X"], "iob2", lengths=[3, 4, 2], transitions=np.zeros((3, 3)))
