@@ -46,8 +46,8 @@ coefficients sum to 0 (:func:`expectation_cancels`) the E[phi] term is 0 and
 the draws are made without posteriors (no backward pass).  On more than one
 thread the pieces of a large minibatch run on a pool, a call each; a small one's
 second piece is handed to a partner thread (csrc/fstcrf_partner.h: a pool's lock
-and wake-up cost a good part of a small minibatch's work), which spins while the
-minibatch is in flight and blocks between minibatches, and its step is shared out
+and wake-up cost a good part of a small minibatch's work), which blocks in the
+kernel whenever it holds no call (each post wakes it), and its step is shared out
 by piece: the calling thread steps the features only the first piece uses, whose
 lines its caches hold, the partner the others.  On one thread every call runs on
 the calling thread.
@@ -258,7 +258,6 @@ class SampledGradient:
         on each sentence (:func:`expectation_cancels`).  The kernel is called directly
         on caller-owned structs: the scores come from the model and need none of
         :class:`Potentials`' checks."""
-        self._ready(first, last)
         F = self.scorer.features.num_features
         split = self._split(first, last)
         transitions = np.ascontiguousarray(self.scorer.transitions.scores(sign * theta[F:]))
@@ -333,12 +332,6 @@ class SampledGradient:
         for future in futures:
             future.result()
 
-    def _ready(self, first: int, last: int) -> None:
-        """Wake the partner thread ahead of a call for sentences first .. last-1, if it
-        will get one (its wake-up passes while the call is prepared)."""
-        if self._partner is not None and self.scorer.threads > 1 and self._small(first, last):
-            self._partner.ready()
-
     def close(self) -> None:
         """Stop the threads and forget the step state (the object stays usable and
         restarts them if needed).  After Ctrl-C (KeyboardInterrupt), threads whose work
@@ -376,7 +369,6 @@ class SampledGradient:
     def _add_gradient(self, posteriors: Posteriors, paths: np.ndarray, coefficients: np.ndarray) -> None:
         """:meth:`add_gradient`'s work."""
         sign, first, last = posteriors.sign, posteriors.first, posteriors.last
-        self._ready(first, last)
         paths = kernel.kernel_array(paths, np.int32)
         coefficients = kernel.kernel_array(coefficients, np.float64)
         layout = self.scorer.transitions
@@ -496,7 +488,6 @@ class SampledGradient:
         in one pass (``fb_step``): each touched feature's gradient is read from the
         buffers of the pieces that touched it, cleared and stepped at once
         (``fu_apply``'s arithmetic), the transitions after."""
-        self._ready(first, last)
         predicates = self._lay_out(first, last)[2]
         rule = steps.next_rule()
         transitions = (self._transitions, steps.squares, steps.moments)
@@ -517,8 +508,6 @@ class SampledGradient:
         with phase("bandit step"):
             self.map(work, enumerate(runs), small)
         self._release()
-        if self._partner is not None:  # the minibatch is done: no call before the next one
-            self._partner.rest()
 
     def _small(self, first: int, last: int) -> bool:
         """Whether sentences first .. last-1 are too few tokens to share out through the

@@ -1,7 +1,7 @@
 """The partner thread of the bandit learner's small minibatches (csrc/fstcrf_partner.c)
 and the order its step is shared out in: a posted call's status comes back through
-the wait, a second post or a wait with nothing posted is refused, an idle partner
-blocks (it does not spin) and is woken by the next post, a caller waiting for a slow
+the wait, a second post or a wait with nothing posted is refused, the partner
+blocks right after each call (it never spins) and is woken by the next post, a caller waiting for a slow
 partner blocks too and sees Ctrl-C, a stopped one takes no more; no thread is left
 after close(), an exception or in a forked child; the reorder by piece keeps each
 group in its order and the layout's positions.  That the learner's weights are those
@@ -56,7 +56,7 @@ def test_a_posted_call_is_made_and_its_status_collected(partner, gradient):
     for _ in range(100):
         post_step(partner, gradient)
         partner.wait()
-    assert flag(partner) in (lib.FB_PARTNER_IDLE, lib.FB_PARTNER_ASLEEP)
+    assert flag(partner) == lib.FB_PARTNER_IDLE
 
 
 def test_a_failing_call_raises_at_the_wait_and_the_partner_goes_on(partner, gradient):
@@ -95,24 +95,15 @@ def wait_for_flag(partner, value, seconds: float = 10.0) -> None:
 
 
 @on_linux
-def test_an_idle_partner_blocks_and_the_next_post_wakes_it(partner, gradient):
+def test_the_partner_blocks_right_after_each_call_and_the_next_post_wakes_it(partner, gradient):
     for _ in range(3):
         post_step(partner, gradient)
         partner.wait()
-        wait_for_flag(partner, lib.FB_PARTNER_ASLEEP)  # after FB_PARTNER_SPINS pauses
-        time.sleep(0.05)
+        assert flag(partner) == lib.FB_PARTNER_IDLE
+        time.sleep(0.05)  # its wake-up from the call's fc_wake at most: it spins never
         state, ticks = thread_state(partner._thread)
         time.sleep(0.3)
         assert state == "S" and thread_state(partner._thread) == ("S", ticks)  # blocked, using no CPU
-
-
-def test_a_partner_told_to_rest_blocks_at_once(partner, gradient):
-    post_step(partner, gradient)
-    partner.wait()
-    partner.rest()
-    assert flag(partner) == lib.FB_PARTNER_ASLEEP
-    post_step(partner, gradient)
-    partner.wait()
 
 
 class StuckPartner(kernel.bandit.Partner):
