@@ -241,6 +241,8 @@ class SampledGradient:
         #: whether minibatches are shared out between threads (on more than one): a
         #: learner's _ThreadChoice turns it off where one thread is the cheaper
         self.shared = True
+        #: the minibatches a learner's _ThreadChoice ran on one thread [0] and shared out [1]
+        self.minibatches = [0, 0]
         #: the step state of the features (_Steps.features) whose lines each draw asks for
         self.step_state: np.ndarray | None = None
 
@@ -797,6 +799,7 @@ class _ThreadChoice:
             yield
         finally:
             shared, gradient.shared = gradient.shared, True
+        gradient.minibatches[int(shared)] += 1
         if measuring:
             self.sums[int(shared)] += (time.perf_counter() - wall, time.process_time() - cpu, tokens)
         self.count += 1
