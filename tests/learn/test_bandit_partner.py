@@ -230,7 +230,7 @@ class Minibatches:
     """Stands for a SampledGradient: whether each minibatch run under a choice was shared out."""
 
     def __init__(self):
-        self.shared, self.runs = True, []
+        self.shared, self.runs, self.minibatches = True, [], [0, 0]
 
     def run(self, choice, tokens=100, fails=False):
         with choice.minibatch(self, tokens):
@@ -250,6 +250,7 @@ def test_the_thread_choice_measures_both_ways_alternately_then_keeps_its_choice(
     measure = [False, True] * 3
     # the first (it starts the threads) shared out and not timed; then measure, keep the choice
     assert gradient.runs == [True] + 2 * (measure + [False] * 4)
+    assert gradient.minibatches == [gradient.runs.count(False), gradient.runs.count(True)]
     with pytest.raises(ValueError, match="failed"):
         gradient.run(choice, fails=True)
     assert gradient.shared
