@@ -37,15 +37,8 @@ static int32_t make_call(const fb_partner *partner)
     return FC_BAD_ARGUMENT;
 }
 
-/* The flag while the partner blocks, for the flag it spun on (idle or done). */
-static int32_t asleep(int32_t flag)
-{
-    return flag == FB_PARTNER_IDLE ? FB_PARTNER_ASLEEP : FB_PARTNER_DONE_ASLEEP;
-}
-
 int fb_partner_serve(fb_partner *partner)
 {
-    int32_t spins = 0;
     for (;;) {
         const int32_t flag = FC_LOAD_ACQUIRE(&partner->flag);
         if (flag == FB_PARTNER_STOP || FC_LOAD_ACQUIRE(&partner->stopping)) return FB_PARTNER_STOP;
@@ -56,14 +49,9 @@ int fb_partner_serve(fb_partner *partner)
                 FC_STORE_RELEASE(&partner->flag, FB_PARTNER_DONE);
                 fc_wake(&partner->flag);
             }
-            spins = 0;
-        } else if (flag == FB_PARTNER_ASLEEP || flag == FB_PARTNER_DONE_ASLEEP) {
-            fc_wait_while(&partner->flag, flag, -1); /* until a post (or a stop) changes the flag */
-            spins = 0;
-        } else if (++spins > FB_PARTNER_SPINS) {
-            FC_SWAP(&partner->flag, flag, asleep(flag)); /* blocks at the next look, unless a post came */
         } else {
-            FC_PAUSE();
+            /* idle, or done: blocked until a post (or a stop) changes the flag and wakes it */
+            fc_wait_while(&partner->flag, flag, -1);
         }
     }
 }
@@ -73,15 +61,14 @@ int fb_partner_serve(fb_partner *partner)
 static int may_post(fb_partner *partner)
 {
     const int32_t flag = FC_LOAD_ACQUIRE(&partner->flag);
-    return (flag == FB_PARTNER_IDLE || flag == FB_PARTNER_ASLEEP) && !FC_LOAD_ACQUIRE(&partner->stopping);
+    return flag == FB_PARTNER_IDLE && !FC_LOAD_ACQUIRE(&partner->stopping);
 }
 
-/* Publish the call written in the partner, waking it if it is blocked. */
+/* Publish the call written in the partner and wake it (it blocks whenever idle). */
 static int publish(fb_partner *partner, int32_t kind)
 {
     partner->kind = kind;
-    if (FC_SWAP(&partner->flag, FB_PARTNER_IDLE, FB_PARTNER_POSTED)) return FC_OK;
-    FC_SWAP(&partner->flag, FB_PARTNER_ASLEEP, FB_PARTNER_POSTED); /* it blocked meanwhile */
+    FC_STORE_RELEASE(&partner->flag, FB_PARTNER_POSTED); /* idle (may_post): only this thread changes it */
     fc_wake(&partner->flag);
     return FC_OK;
 }
@@ -139,11 +126,9 @@ int fb_partner_wait(fb_partner *partner, int32_t milliseconds)
     int32_t spins = 0, blocked = 0;
     for (;;) {
         const int32_t flag = FC_LOAD_ACQUIRE(&partner->flag);
-        if (flag == FB_PARTNER_DONE || flag == FB_PARTNER_DONE_ASLEEP) {
+        if (flag == FB_PARTNER_DONE) {
             const int32_t status = partner->status;
-            /* collected: a spinning partner goes on spinning, a blocked one stays blocked */
-            if (!FC_SWAP(&partner->flag, FB_PARTNER_DONE, FB_PARTNER_IDLE))
-                FC_SWAP(&partner->flag, FB_PARTNER_DONE_ASLEEP, FB_PARTNER_ASLEEP);
+            FC_STORE_RELEASE(&partner->flag, FB_PARTNER_IDLE); /* collected; the partner stays blocked */
             return status;
         }
         if (flag == FB_PARTNER_POSTED) {
@@ -160,16 +145,6 @@ int fb_partner_wait(fb_partner *partner, int32_t milliseconds)
             blocked = 1;
         }
     }
-}
-
-void fb_partner_rest(fb_partner *partner)
-{
-    FC_SWAP(&partner->flag, FB_PARTNER_IDLE, FB_PARTNER_ASLEEP);
-}
-
-void fb_partner_ready(fb_partner *partner)
-{
-    if (FC_SWAP(&partner->flag, FB_PARTNER_ASLEEP, FB_PARTNER_IDLE)) fc_wake(&partner->flag);
 }
 
 void fb_partner_stop(fb_partner *partner)

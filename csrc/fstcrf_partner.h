@@ -7,17 +7,16 @@
  * on a thread of its own, which waits for calls on a flag, and hands it one fb_draw,
  * fb_gradient, fb_step or fb_index call at a time with fb_post_draw, fb_post_gradient,
  * fb_post_step or fb_post_index, runs its own piece (or other work) meanwhile and
- * collects the status with fb_partner_wait: a hand-over to a spinning partner costs
- * about a microsecond.
+ * collects the status with fb_partner_wait: a hand-over costs the caller a wake-up
+ * call (a system call of a microsecond or two) and no lock.
  *
- * The partner spins only while a minibatch is in flight: the caller wakes it with
- * fb_partner_ready as a minibatch starts (its wake-up passes while the caller prepares
- * the first call) and sends it to block with fb_partner_rest once the minibatch is
- * done; it blocks by itself too after FB_PARTNER_SPINS pauses without a call.  It
- * blocks in the kernel (fc_wait_while of fstcrf_portable.h: a futex, WaitOnAddress)
- * until a post or fb_partner_ready wakes it.  A call the
- * partner has not taken when the caller waits for it (the partner blocked, or not
- * given a core) the caller makes itself, so a late partner never costs more than one
+ * The partner never spins: it blocks in the kernel (fc_wait_while of
+ * fstcrf_portable.h: a futex, WaitOnAddress) whenever it holds no call, and each post
+ * wakes it, its wake-up passing while the caller makes its own piece; right after a
+ * call it blocks again, so between the calls of a minibatch (the caller's Python
+ * work, the feedback) and between minibatches it uses no CPU.  A call the partner
+ * has not taken when the caller waits for it (the partner not woken yet, or
+ * not given a core) the caller makes itself, so a late partner never costs more than one
  * thread would.  The caller's wait for a call taken spins FB_PARTNER_WAIT_SPINS pauses,
  * then blocks too, and returns FB_PARTNER_BUSY after some milliseconds without the
  * result, so that its thread can see signals before it waits again.  fb_partner_stop
@@ -32,24 +31,19 @@
 #include "fstcrf_bandit.h"
 
 /* The flag's values (fb_partner_serve and fb_partner_wait return some of them). */
-#define FB_PARTNER_IDLE 0        /* no call posted; the partner spins */
-#define FB_PARTNER_POSTED 1      /* a call is posted, not taken yet */
-#define FB_PARTNER_DONE 2        /* the call is done, its status in `status`; the partner spins */
-#define FB_PARTNER_ASLEEP 3      /* no call posted; the partner is blocked */
-#define FB_PARTNER_STOP 4        /* fb_partner_serve returns and is not to be called again */
-#define FB_PARTNER_WAITED 5      /* the partner is making the call and the caller is blocked waiting for it */
-#define FB_PARTNER_DONE_ASLEEP 6 /* the call is done and the partner is blocked */
-#define FB_PARTNER_BUSY 7        /* fb_partner_wait: the call is not done yet, wait again */
-#define FB_PARTNER_RUNNING 8     /* the partner is making the posted call */
+#define FB_PARTNER_IDLE 0    /* no call posted; the partner is blocked */
+#define FB_PARTNER_POSTED 1  /* a call is posted, not taken yet */
+#define FB_PARTNER_DONE 2    /* the call is done, its status in `status`; the partner is blocked */
+#define FB_PARTNER_STOP 4    /* fb_partner_serve returns and is not to be called again */
+#define FB_PARTNER_WAITED 5  /* the partner is making the call and the caller is blocked waiting for it */
+#define FB_PARTNER_BUSY 7    /* fb_partner_wait: the call is not done yet, wait again */
+#define FB_PARTNER_RUNNING 8 /* the partner is making the posted call */
 
-/* Pauses a partner spins through after a call (or fb_partner_ready) before it blocks:
- * longer than any gap between the calls of a minibatch (some milliseconds: a pause takes
- * 28 ns on an AMD EPYC, 140 on recent Intel cores), so that within a minibatch it blocks
- * only when told to rest.  Pauses the caller spins through in fb_partner_wait before it
- * blocks (a fraction of a millisecond: the pieces are alike, so the wait is short unless
- * the partner is held up). */
-#define FB_PARTNER_SPINS 200000
-#define FB_PARTNER_WAIT_SPINS 20000
+/* Pauses the caller spins through in fb_partner_wait before it blocks: about the
+ * partner's wake-up (tens of microseconds; a pause takes 28 to 55 ns on AMD EPYC
+ * cores, 140 on recent Intel ones), by which a piece taken late ends after the
+ * caller's; longer waits (the partner held up) block, using no CPU. */
+#define FB_PARTNER_WAIT_SPINS 2000
 
 /* The calls a partner makes. */
 #define FB_CALL_DRAW 0
@@ -127,8 +121,8 @@ typedef struct {
 } fb_index_call;
 
 /* A partner: its flag (read and written atomically, and the word both threads block
- * on), whether it is stopping, the posted call and its status.  Both threads spin on
- * the flag, so it has a cache line of its own when the struct starts one
+ * on), whether it is stopping, the posted call and its status.  The caller spins on
+ * the flag while the partner makes a call, so it has a cache line of its own when the struct starts one
  * (FB_PARTNER_ALIGN): nothing else written there sends the line back and forth
  * between the cores (`stopping` is written once). */
 #define FB_PARTNER_ALIGN 64
@@ -144,14 +138,13 @@ typedef struct {
     fb_index_call index;
 } fb_partner;
 
-/* Make the calls posted to the partner, spinning between close calls and blocked
- * between others, until it is stopped (returns FB_PARTNER_STOP).  One thread at a
- * time, and once. */
+/* Make the calls posted to the partner, blocked between them, until it is stopped
+ * (returns FB_PARTNER_STOP).  One thread at a time, and once. */
 int fb_partner_serve(fb_partner *partner);
 
 /* Post a call of fb_draw, fb_gradient, fb_step or fb_index with these arguments (which must
  * stay valid, and untouched by the caller where the call writes, until
- * fb_partner_wait returns its status), waking the partner if it is blocked.  Returns
+ * fb_partner_wait returns its status), waking the partner.  Returns
  * FC_OK, or FC_BAD_ARGUMENT, posting nothing, if a call is posted and not collected or
  * the partner is stopping. */
 int fb_post_draw(fb_partner *partner, const fb_set *set, const int64_t *bounds, int32_t num_pieces,
@@ -173,15 +166,6 @@ int fb_post_index(fb_partner *partner, const fb_set *set, fb_layout *layout, con
  * FB_PARTNER_BUSY if it is not done after about `milliseconds` more (or a signal
  * came): call again to go on waiting.  FC_BAD_ARGUMENT if no call was posted. */
 int fb_partner_wait(fb_partner *partner, int32_t milliseconds);
-
-/* Tell a spinning partner to block now: no call is coming soon, the minibatch is done
- * (nothing if a call is posted or done and not collected). */
-void fb_partner_rest(fb_partner *partner);
-
-/* Wake a blocked partner to spin for the calls about to be posted, as a minibatch starts
- * (nothing if it spins or holds a call): the wake-up's latency passes while the caller
- * prepares the first call. */
-void fb_partner_ready(fb_partner *partner);
 
 /* Stop the partner: fb_partner_serve returns FB_PARTNER_STOP at once, or after the call
  * it is making.  Does not wait; no call can be posted after it. */

@@ -104,7 +104,9 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     on a machine shared with other work it is the steadier measure of cost).  An
     epoch is timed as a run of one epoch, which also pays the run's setup (fresh
     weights and step state), and as one more epoch of a run: half the difference
-    between runs of MORE_EPOCHS + 1 epochs and of one (each the best of ``repeats``)."""
+    between runs of MORE_EPOCHS + 1 epochs and of one (each the best of ``repeats``).
+    On more than one thread, ``shared`` is the share of the timed runs' minibatches
+    the learner shared out (it runs the others on one thread, where that is cheaper)."""
     from fstcrf.learn.bandit import SampledGradient, learn, permuted
     from fstcrf.learn.settings import BanditSettings
     from fstcrf.features.encoding import EncodedSentences, build_features
@@ -139,12 +141,15 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
         gradient_seconds, gradient_cpu = _best([_seconds(lambda: problem.loss_and_gradient(theta)) for _ in range(7)])
         epochs = []
         for draws, size in SPEED_SETTINGS:
+            sampled.minibatches = [0, 0]
             seconds, cpu = run_seconds(draws, size, 1)
             longer_seconds, longer_cpu = run_seconds(draws, size, MORE_EPOCHS + 1)
             epochs.append(
                 {
                     "draws": draws,
                     "batch_size": size,
+                    # the share of the timed runs' minibatches the learner shared out between threads
+                    "shared": sampled.minibatches[1] / max(sum(sampled.minibatches), 1),
                     "seconds": seconds,
                     "cpu_seconds": cpu,
                     "more_seconds": (longer_seconds - seconds) / MORE_EPOCHS,
@@ -180,6 +185,7 @@ def format_speed(speed: dict) -> str:
             f"{epoch['calls_per_second']:,.0f} feedback calls/s; one more epoch of a run "
             f"{epoch['more_seconds']:.2f} s = {epoch['more_ratio']:.1f} (CPU {epoch['more_cpu_seconds']:.2f} s "
             f"= {epoch['more_cpu_ratio']:.1f})"
+            + (f"; {epoch['shared']:.0%} of minibatches shared out between threads" if speed["threads"] > 1 else "")
         )
     return "\n".join(lines)
 

@@ -46,8 +46,8 @@ coefficients sum to 0 (:func:`expectation_cancels`) the E[phi] term is 0 and
 the draws are made without posteriors (no backward pass).  On more than one
 thread the pieces of a large minibatch run on a pool, a call each; a small one's
 second piece is handed to a partner thread (csrc/fstcrf_partner.h: a pool's lock
-and wake-up cost a good part of a small minibatch's work), which spins while the
-minibatch is in flight and blocks between minibatches, and its step is shared out
+and wake-up cost a good part of a small minibatch's work), which blocks in the
+kernel whenever it holds no call (each post wakes it), and its step is shared out
 by piece: the calling thread steps the features only the first piece uses, whose
 lines its caches hold, the partner the others.  On one thread every call runs on
 the calling thread.
@@ -58,6 +58,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import time
 from concurrent.futures import wait
 from dataclasses import dataclass
 
@@ -82,6 +83,13 @@ _PIECES = 2
 #: 16 sentences, two threads made an epoch about twice as slow), and more still when
 #: other processes share the cores.
 _INLINE_TOKENS = 4096
+#: Minibatches a learner on more than one thread times on one thread, and as many
+#: shared out, to choose between them (_ThreadChoice) ...
+_PROBES = 8
+#: ... for the next this many minibatches.
+_PROBE_EVERY = 256
+#: The CPU seconds two threads may cost over one's, where they save wall time.
+_CPU_ALLOWANCE = 1.1
 
 
 @dataclass
@@ -230,6 +238,11 @@ class SampledGradient:
         # each piece's scratch on cache lines of its own: the pieces run on two threads
         self._work = [kernel.own_lines(scorer.features.num_states + scorer.features.num_labels) for _ in range(_PIECES)]
         self._splits: dict[tuple[int, int], _Split] = {}
+        #: whether minibatches are shared out between threads (on more than one): a
+        #: learner's _ThreadChoice turns it off where one thread is the cheaper
+        self.shared = True
+        #: the minibatches a learner's _ThreadChoice ran on one thread [0] and shared out [1]
+        self.minibatches = [0, 0]
         #: the step state of the features (_Steps.features) whose lines each draw asks for
         self.step_state: np.ndarray | None = None
 
@@ -258,7 +271,6 @@ class SampledGradient:
         on each sentence (:func:`expectation_cancels`).  The kernel is called directly
         on caller-owned structs: the scores come from the model and need none of
         :class:`Potentials`' checks."""
-        self._ready(first, last)
         F = self.scorer.features.num_features
         split = self._split(first, last)
         transitions = np.ascontiguousarray(self.scorer.transitions.scores(sign * theta[F:]))
@@ -288,7 +300,7 @@ class SampledGradient:
 
         with phase("bandit draws"):
             self.map(work, split.calls, self._small(first, last))
-            if self._partner is not None and self._layout is None and self._indexing is None:
+            if self._partner is not None and self.shared and self._layout is None and self._indexing is None:
                 # laid out on the partner while the caller scores the draws
                 kernel.bandit.index(self._training, self._compact, split.rows, self._partner)
                 self._indexing = (self._partner, first, last)
@@ -299,9 +311,9 @@ class SampledGradient:
         threads of a pool kept for this object, or for two ``small`` ones (a minibatch
         too small to share out through the pool, :meth:`_small`) the second posted to
         this object's partner thread (``work(item, partner=...)``); all on the calling
-        thread for a single item or a single thread."""
+        thread for a single item, a single thread or while not :attr:`shared`."""
         items = list(items)
-        if self.scorer.threads == 1 or len(items) <= 1:
+        if self.scorer.threads == 1 or len(items) <= 1 or not self.shared:
             for item in items:
                 work(item)
             return
@@ -332,12 +344,6 @@ class SampledGradient:
             raise
         for future in futures:
             future.result()
-
-    def _ready(self, first: int, last: int) -> None:
-        """Wake the partner thread ahead of a call for sentences first .. last-1, if it
-        will get one (its wake-up passes while the call is prepared)."""
-        if self._partner is not None and self.scorer.threads > 1 and self._small(first, last):
-            self._partner.ready()
 
     def close(self) -> None:
         """Stop the threads and forget the step state (the object stays usable and
@@ -376,7 +382,6 @@ class SampledGradient:
     def _add_gradient(self, posteriors: Posteriors, paths: np.ndarray, coefficients: np.ndarray) -> None:
         """:meth:`add_gradient`'s work."""
         sign, first, last = posteriors.sign, posteriors.first, posteriors.last
-        self._ready(first, last)
         paths = kernel.kernel_array(paths, np.int32)
         coefficients = kernel.kernel_array(coefficients, np.float64)
         layout = self.scorer.transitions
@@ -496,7 +501,6 @@ class SampledGradient:
         in one pass (``fb_step``): each touched feature's gradient is read from the
         buffers of the pieces that touched it, cleared and stepped at once
         (``fu_apply``'s arithmetic), the transitions after."""
-        self._ready(first, last)
         predicates = self._lay_out(first, last)[2]
         rule = steps.next_rule()
         transitions = (self._transitions, steps.squares, steps.moments)
@@ -509,7 +513,7 @@ class SampledGradient:
             step((run.start, run.stop), transitions if number == 0 else None, partner)
 
         small = self._small(first, last)
-        if small and self.scorer.threads > 1:  # each thread steps where its caches hold the lines
+        if small and self.scorer.threads > 1 and self.shared:  # each thread steps where its caches hold the lines
             alone = kernel.bandit.order_by_piece(self._compact)
             runs = [slice(0, alone), slice(alone, predicates)]
         else:
@@ -517,8 +521,6 @@ class SampledGradient:
         with phase("bandit step"):
             self.map(work, enumerate(runs), small)
         self._release()
-        if self._partner is not None:  # the minibatch is done: no call before the next one
-            self._partner.rest()
 
     def _small(self, first: int, last: int) -> bool:
         """Whether sentences first .. last-1 are too few tokens to share out through the
@@ -728,6 +730,7 @@ class _Run:
             settings.step, settings.learning_rate, gradient.scorer.features.num_features, gradient.num_weights
         )
         self.running = _Running()
+        self.choice = _ThreadChoice() if gradient.scorer.threads > 1 else None
         gradient.step_state = self.steps.features
 
     def epoch(self) -> tuple[float, dict]:
@@ -739,23 +742,80 @@ class _Run:
         running.epoch_gain, running.epoch_draws, running.epoch_clipped = 0.0, 0, 0
         for first in self.rng.permutation(np.arange(0, B, size)).tolist():
             last = min(first + size, B)
-            add_minibatch_gradient(
-                self.gradient,
-                self.feedback,
-                self.settings,
-                self.theta,
-                first,
-                last,
-                self.order[first:last],
-                int(self.rng.integers(2**63)),
-                running,
-            )
-            self.gradient.step(first, last, self.steps, self.theta)
+            if self.choice is None:
+                self.minibatch(first, last)
+            else:
+                tokens = int(self.gradient.encoded.offsets[last] - self.gradient.encoded.offsets[first])
+                with self.choice.minibatch(self.gradient, tokens):
+                    self.minibatch(first, last)
         mean_gain = running.epoch_gain / max(running.epoch_draws, 1)
         extra = {"mean_gain": mean_gain, "feedback_calls": int(self.feedback.calls)}
         if self.settings.objective == "cross-entropy":
             extra["clipped"] = running.epoch_clipped / max(running.epoch_draws, 1)
         return -mean_gain, extra
+
+    def minibatch(self, first: int, last: int) -> None:
+        """Step theta along the gradient of sentences first .. last-1."""
+        add_minibatch_gradient(
+            self.gradient,
+            self.feedback,
+            self.settings,
+            self.theta,
+            first,
+            last,
+            self.order[first:last],
+            int(self.rng.integers(2**63)),
+            self.running,
+        )
+        self.gradient.step(first, last, self.steps, self.theta)
+
+
+class _ThreadChoice:
+    """Whether a learner on more than one thread shares its minibatches out
+    (:attr:`SampledGradient.shared`).  From time to time it measures: _PROBES
+    minibatches on one thread and as many shared out, alternately, each timed in wall
+    and CPU seconds (the process's, every thread's) per token; then it shares out for
+    the next _PROBE_EVERY minibatches only if that was faster and cost at most
+    _CPU_ALLOWANCE times the CPU of one thread.  Where two threads do not pay (a
+    busy machine, or minibatches too small for the hand-over) the learner thus runs
+    on one; results are the same either way (the pieces are fixed)."""
+
+    def __init__(self):
+        #: minibatches since the last measurement began (-1: the first, not timed: it starts the threads)
+        self.count = -1
+        self.shared = True
+        #: (wall, CPU seconds, tokens) of the measurement's minibatches, on one thread [0] and shared out [1]
+        self.sums = np.zeros((2, 3))
+
+    @contextlib.contextmanager
+    def minibatch(self, gradient: SampledGradient, tokens: int):
+        """Run the body (one minibatch of ``tokens`` tokens) on one thread or shared out,
+        as the choice or the measurement says (``gradient`` shares out again after it),
+        timing it while measuring."""
+        measuring = 0 <= self.count < 2 * _PROBES
+        gradient.shared = self.count % 2 == 1 if measuring else self.shared
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            shared, gradient.shared = gradient.shared, True
+        gradient.minibatches[int(shared)] += 1
+        if measuring:
+            self.sums[int(shared)] += (time.perf_counter() - wall, time.process_time() - cpu, tokens)
+        self.count += 1
+        if self.count == 2 * _PROBES:
+            self.shared = self.decide()
+        elif self.count == 2 * _PROBES + _PROBE_EVERY:
+            self.count, self.sums[:] = 0, 0.0
+
+    def decide(self) -> bool:
+        """Whether the minibatches measured ran faster shared out, at most _CPU_ALLOWANCE
+        times the CPU per token of one thread (clocks too coarse to tell: shared)."""
+        (wall_one, cpu_one, tokens_one), (wall_shared, cpu_shared, tokens_shared) = self.sums
+        if min(cpu_one, cpu_shared, tokens_one, tokens_shared) <= 0:
+            return True
+        per_token = tokens_one / tokens_shared
+        return wall_shared * per_token < wall_one and cpu_shared * per_token <= _CPU_ALLOWANCE * cpu_one
 
 
 def learn(

@@ -139,6 +139,7 @@ def test_bench_bandit_runs_end_to_end(tmp_path, capsys, data_file):
     speed = capsys.readouterr().out
     assert speed.count("full gradients") == 5 and "pairwise" not in speed
     assert speed.count("one more epoch of a run") == 5
+    assert speed.count("of minibatches shared out between threads") == 5  # two threads by default
 
 
 def test_first_reaching_counts_calls_to_a_dev_score():

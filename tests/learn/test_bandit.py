@@ -205,9 +205,14 @@ def test_sampled_gradients_converge_to_the_exact_expectation(kind, baseline):
 
 
 @pytest.mark.parametrize("inline_tokens", [0, 4096])
-def test_results_do_not_depend_on_the_threads(inline_tokens, monkeypatch):
-    # pieces on the pool even for these small minibatches, or on the partner thread
+@pytest.mark.parametrize("shared", [True, False])
+def test_results_do_not_depend_on_the_threads(inline_tokens, shared, monkeypatch):
+    # pieces on the pool even for these small minibatches, or on the partner thread;
+    # the thread choice measuring every other minibatch and choosing to share out or not
     monkeypatch.setattr(bandit, "_INLINE_TOKENS", inline_tokens)
+    monkeypatch.setattr(bandit, "_PROBES", 1)
+    monkeypatch.setattr(bandit, "_PROBE_EVERY", 2)
+    monkeypatch.setattr(bandit._ThreadChoice, "decide", lambda self: shared)
     corpus = tiny_corpus(4, lengths=(3, 4, 2, 5, 1, 3))
     feedback_settings = dict(metric="f1")
     weights = []

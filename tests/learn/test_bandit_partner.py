@@ -1,7 +1,7 @@
 """The partner thread of the bandit learner's small minibatches (csrc/fstcrf_partner.c)
 and the order its step is shared out in: a posted call's status comes back through
-the wait, a second post or a wait with nothing posted is refused, an idle partner
-blocks (it does not spin) and is woken by the next post, a caller waiting for a slow
+the wait, a second post or a wait with nothing posted is refused, the partner
+blocks right after each call (it never spins) and is woken by the next post, a caller waiting for a slow
 partner blocks too and sees Ctrl-C, a stopped one takes no more; no thread is left
 after close(), an exception or in a forked child; the reorder by piece keeps each
 group in its order and the layout's positions.  That the learner's weights are those
@@ -56,7 +56,7 @@ def test_a_posted_call_is_made_and_its_status_collected(partner, gradient):
     for _ in range(100):
         post_step(partner, gradient)
         partner.wait()
-    assert flag(partner) in (lib.FB_PARTNER_IDLE, lib.FB_PARTNER_ASLEEP)
+    assert flag(partner) == lib.FB_PARTNER_IDLE
 
 
 def test_a_failing_call_raises_at_the_wait_and_the_partner_goes_on(partner, gradient):
@@ -95,24 +95,15 @@ def wait_for_flag(partner, value, seconds: float = 10.0) -> None:
 
 
 @on_linux
-def test_an_idle_partner_blocks_and_the_next_post_wakes_it(partner, gradient):
+def test_the_partner_blocks_right_after_each_call_and_the_next_post_wakes_it(partner, gradient):
     for _ in range(3):
         post_step(partner, gradient)
         partner.wait()
-        wait_for_flag(partner, lib.FB_PARTNER_ASLEEP)  # after FB_PARTNER_SPINS pauses
-        time.sleep(0.05)
+        assert flag(partner) == lib.FB_PARTNER_IDLE
+        time.sleep(0.05)  # its wake-up from the call's fc_wake at most: it spins never
         state, ticks = thread_state(partner._thread)
         time.sleep(0.3)
         assert state == "S" and thread_state(partner._thread) == ("S", ticks)  # blocked, using no CPU
-
-
-def test_a_partner_told_to_rest_blocks_at_once(partner, gradient):
-    post_step(partner, gradient)
-    partner.wait()
-    partner.rest()
-    assert flag(partner) == lib.FB_PARTNER_ASLEEP
-    post_step(partner, gradient)
-    partner.wait()
 
 
 class StuckPartner(kernel.bandit.Partner):
@@ -233,6 +224,71 @@ def test_an_exception_in_training_ends_the_learners_threads():
     with pytest.raises(FeedbackError):
         bandit.learn(gradient, source, settings_, np.arange(len(corpus)))
     assert gradient._partner is None and learner_threads() == before
+
+
+class Minibatches:
+    """Stands for a SampledGradient: whether each minibatch run under a choice was shared out."""
+
+    def __init__(self):
+        self.shared, self.runs, self.minibatches = True, [], [0, 0]
+
+    def run(self, choice, tokens=100, fails=False):
+        with choice.minibatch(self, tokens):
+            self.runs.append(self.shared)
+            if fails:
+                raise ValueError("the minibatch failed")
+        assert self.shared  # shared out again after each
+
+
+def test_the_thread_choice_measures_both_ways_alternately_then_keeps_its_choice(monkeypatch):
+    monkeypatch.setattr(bandit, "_PROBES", 3)
+    monkeypatch.setattr(bandit, "_PROBE_EVERY", 4)
+    monkeypatch.setattr(bandit._ThreadChoice, "decide", lambda self: False)
+    choice, gradient = bandit._ThreadChoice(), Minibatches()
+    for _ in range(1 + 2 * (6 + 4)):
+        gradient.run(choice)
+    measure = [False, True] * 3
+    # the first (it starts the threads) shared out and not timed; then measure, keep the choice
+    assert gradient.runs == [True] + 2 * (measure + [False] * 4)
+    assert gradient.minibatches == [gradient.runs.count(False), gradient.runs.count(True)]
+    with pytest.raises(ValueError, match="failed"):
+        gradient.run(choice, fails=True)
+    assert gradient.shared
+
+
+@pytest.mark.parametrize(
+    "one, shared, chosen",
+    [
+        ((1.0, 1.0, 100), (0.7, 1.05, 100), True),  # faster, 5% more CPU
+        ((1.0, 1.0, 100), (0.7, 1.2, 100), False),  # faster, 20% more CPU
+        ((1.0, 1.0, 100), (1.1, 1.0, 100), False),  # slower
+        ((1.0, 1.0, 100), (1.8, 2.1, 200), True),  # per token: faster, 5% more CPU
+        ((1.0, 1.0, 100), (2.2, 2.0, 200), False),  # per token: slower
+        ((1.0, 0.0, 100), (0.5, 0.0, 100), True),  # a clock too coarse to tell
+    ],
+)
+def test_the_thread_choice_shares_out_only_where_faster_at_at_most_a_tenth_more_cpu(one, shared, chosen):
+    choice = bandit._ThreadChoice()
+    choice.sums[:] = [one, shared]
+    assert choice.decide() == chosen
+
+
+def test_a_learner_that_chose_one_thread_posts_nothing_to_its_partner(monkeypatch):
+    monkeypatch.setattr(bandit._ThreadChoice, "decide", lambda self: False)
+    monkeypatch.setattr(bandit, "_PROBES", 0)  # chosen after the first minibatch
+    corpus = corpus_of(5, [3, 4, 2, 5, 1, 3, 2, 2])
+    gradient = sampled_gradient(corpus, 1, False, threads=2)
+    posted = []
+    post = kernel.bandit.Partner.post
+
+    def recorded(self, function, arguments, check, what):
+        posted.append(what)
+        post(self, function, arguments, check, what)
+
+    monkeypatch.setattr(kernel.bandit.Partner, "post", recorded)
+    feedback = CallableFeedback(lambda sentence, labels: 0.5, corpus.sentences, gradient.scorer.topology.labels)
+    bandit.learn(gradient, feedback, BanditSettings(batch_size=4, max_iter=2, seed=1, draws=2), np.arange(len(corpus)))
+    assert posted == ["fb_draw", "fb_index", "fb_gradient", "fb_step"]  # the first minibatch's, then none
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -100,9 +100,9 @@ class Partner:
     """fb_partner: a thread of its own that makes one fb_draw, fb_gradient, fb_step or
     fb_index call at a time while the caller works on (:func:`draw`,
     :func:`add_gradient`, :func:`step` and :func:`index` with ``partner=``), handed
-    over through a flag.  It spins on the flag while a minibatch is in flight, from
-    :meth:`ready` to :meth:`rest`, and blocks in the kernel otherwise; a call it has
-    not taken when the caller waits for it the caller makes itself.  Calls must be
+    over through a flag.  It blocks in the kernel whenever it holds no call (each post
+    wakes it, and it blocks again right after the call); a call it has not taken
+    when the caller waits for it the caller makes itself.  Calls must be
     collected with :meth:`wait`; :meth:`stop` ends the thread."""
 
     #: Milliseconds a wait blocks in C before it comes back to Python to see signals.
@@ -148,14 +148,6 @@ class Partner:
         self._posted = None
         check(status, what)
         return True
-
-    def ready(self) -> None:
-        """Wake the thread, if it is blocked, to spin for a call about to be posted."""
-        lib.fb_partner_ready(self.struct)
-
-    def rest(self) -> None:
-        """Have the thread block now instead of spinning: no call is coming soon."""
-        lib.fb_partner_rest(self.struct)
 
     def stop(self, timeout: float | None = None) -> bool:
         """End the thread once the call it is making is made (a call it has not taken is
