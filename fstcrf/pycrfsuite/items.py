@@ -92,6 +92,8 @@ def item_sentence(tokens: list, where: str, reads: str | None = None, labels: li
     """The Sentence of one sequence's items: column "attributes" (without the key
     ``reads``, whose values go to a column of their own) and, with ``labels``,
     column "label"."""
+    if reads is None and labels is None:  # one column: nothing to check, and the sentence only reads it
+        return Sentence.of_lists({COLUMN: tokens}, None, ())
     columns: dict = {COLUMN: tokens}
     if reads is not None:
         columns[COLUMN], columns[reads] = lower_labels(tokens, reads, where)
