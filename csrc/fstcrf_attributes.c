@@ -11,9 +11,11 @@
  *
  * A token is read here when it is a dict whose keys are str and whose values are
  * str (the attribute "key:value" = 1), bool (the attribute "key" = 0 or 1), int
- * or float (the attribute "key" = the value, when finite).  Anything else -- a
- * list of names, a nested dict, bytes, a subclass, NaN, an int too large for a
- * double, the key of the lower labels -- goes whole to the fallback.
+ * or float (the attribute "key" = the value, when finite), or a list or tuple of
+ * str (each the attribute "name" = 1: NLTK's CRFTagger gives its tokens so).
+ * Anything else -- a set of names, a nested dict, bytes, a subclass, NaN, an int
+ * too large for a double, the key of the lower labels -- goes whole to the
+ * fallback.
  */
 #define PY_SSIZE_T_CLEAN
 #ifndef Py_LIMITED_API
@@ -208,6 +210,26 @@ fallback:
     return 0;
 }
 
+/* Read one token given as a list or tuple of attribute names, each "name" = 1 (a
+ * name given twice twice: the rows add them).  Returns 1 when done, 0 when an item
+ * is not a str (the token goes to the fallback, its entries taken back, as in
+ * read_dict), -1 with an exception set. */
+static int read_names(Entries *entries, Vocabulary *vocabulary, PyObject *token)
+{
+    int is_list = PyList_CheckExact(token);
+    Py_ssize_t count = is_list ? PyList_Size(token) : PyTuple_Size(token), i, first = entries->size;
+    for (i = 0; i < count; i++) {
+        PyObject *name = is_list ? PyList_GetItem(token, i) : PyTuple_GetItem(token, i);    /* borrowed */
+        if (Py_TYPE(name) != &PyUnicode_Type) {
+            entries->size = first;
+            return 0;
+        }
+        if (add_name(entries, vocabulary, name, 1.0) < 0)
+            return -1;
+    }
+    return 1;
+}
+
 /* Add the entries of the (names, values) pair of lists the fallback returned. */
 static int add_fallback_pairs(Entries *entries, Vocabulary *vocabulary, PyObject *pairs)
 {
@@ -295,8 +317,11 @@ static PyObject *read_columns(PyObject *module, PyObject *args)
             PyObject *token = PyList_GetItem(tokens, position);
             PyObject *label = lower == NULL ? NULL : PyList_GetItem(lower, position);
             int read = 0;
-            if (PyDict_CheckExact(token) && (label == NULL || PyUnicode_CheckExact(label))) {
-                read = read_dict(&entries, &vocabulary, token, reads);
+            if (label == NULL || PyUnicode_CheckExact(label)) {
+                if (PyDict_CheckExact(token))
+                    read = read_dict(&entries, &vocabulary, token, reads);
+                else if (PyList_CheckExact(token) || PyTuple_CheckExact(token))
+                    read = read_names(&entries, &vocabulary, token);
                 if (read < 0 || (read == 1 && label != NULL && add_pair(&entries, &vocabulary, reads, label) < 0))
                     goto done;
             }

@@ -56,7 +56,7 @@ class Sentence:
 
     @classmethod
     def of_lists(
-        cls, columns: dict[str, list[str]], line_numbers: Sequence[int], docstart_lines: tuple[str, ...]
+        cls, columns: dict[str, list[str]], line_numbers: Sequence[int] | None, docstart_lines: tuple[str, ...]
     ) -> Sentence:
         """A sentence that takes its arguments as they are, unchecked and uncopied: for
         readers whose columns are new lists of one length (and as many line numbers)."""

@@ -76,7 +76,10 @@ def checked_lengths(lengths: Sequence[int] | np.ndarray, num_tokens: int) -> tup
     EmptySequenceError); checked in Python, which is quicker than numpy on the few
     sentences of a small batch."""
     counts = lengths.tolist() if isinstance(lengths, np.ndarray) else list(lengths)
-    offsets = np.fromiter(accumulate(counts, initial=0), dtype=np.int64, count=len(counts) + 1)
+    if len(counts) == 1:  # a sentence at a time: no running sum to make
+        offsets = np.array([0, counts[0]], dtype=np.int64)
+    else:
+        offsets = np.fromiter(accumulate(counts, initial=0), dtype=np.int64, count=len(counts) + 1)
     if int(offsets[-1]) != num_tokens:
         raise ShapeError(f"{num_tokens} token rows for sentences of {int(offsets[-1])} tokens")
     if counts and min(counts) <= 0:

@@ -110,9 +110,9 @@ class TaggingPlan:
 
     def labels(self, sentences: Sequence[Sentence]) -> list[list[str]] | None:
         """The best labels [B][T] of ``sentences`` (none empty), what the batch path
-        gives them; None when the plan does not take them (its extractor gives rows, or
-        the batch is not small, or a column is missing or holds other than strings:
-        the batch path says what is wrong)."""
+        gives them; None when the plan does not take them (the batch is not small, or
+        a column the lines read is missing or holds other than strings: the batch path
+        says what is wrong)."""
         best = self.paths(sentences)
         return None if best is None else self._named(best[0], [len(sentence) for sentence in sentences])
 
@@ -124,13 +124,17 @@ class TaggingPlan:
     def paths(self, sentences: Sequence[Sentence]) -> tuple[np.ndarray, np.ndarray] | None:
         """The best model state at each token, int32 [N], and each sentence's best
         score, float [B], of ``sentences`` (none empty), or None when the plan does
-        not take them (see :meth:`labels`)."""
-        if self.window is None:
-            return None
+        not take them (see :meth:`labels`).  An extractor that gives rows itself (token
+        dicts, value lists) gives them as for the batch (``transform_rows``, which raises
+        the typed error of a bad token)."""
         lengths = [len(sentence) for sentence in sentences]
         num_tokens = sum(lengths)
         if num_tokens > self.max_tokens or 0 in lengths:
             return None
+        if self.window is None:
+            classes = None if self.reads is None else token_classes(sentences, self.reads, self.lower_labels)
+            encoded = EncodedSentences(self.extractor.transform_rows(sentences), lengths, classes)
+            return self._best(lengths, num_tokens, None, encoded.tokens(0, len(lengths)), classes)
         try:
             sources = self.window.source_hashes(sentences, num_tokens)
         except (KeyError, TypeError):
@@ -153,10 +157,10 @@ class TaggingPlan:
             self.topology.check_lengths(lengths)
         scores = self._current_scores()
         buffers = self._thread_buffers(num_tokens, max(lengths))
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         if len(lengths) == 1:
-            offsets[1] = num_tokens
+            offsets = np.array([0, num_tokens], dtype=np.int64)
         else:
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
         score = np.empty(len(lengths))
         path = tag(

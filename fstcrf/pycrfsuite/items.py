@@ -4,10 +4,10 @@ its labels are read.
 An item (a token's features) is a dict -- string values, numbers, booleans and
 nested dicts, lists and sets, flattened as python-crfsuite flattens them (see
 :mod:`fstcrf.features.attributes`) -- or any other iterable of attribute names
-(a list, a tuple, a set, a dict's keys ...), each of value 1.  A sequence is an
-iterable of items or an ItemSequence.  As fstcrf reads them, a list of names
-becomes the dict name -> 1.0 (the count, for a name given twice), which fstcrf's
-attribute reader reads without calling back into Python.
+(a list, a tuple, a set, a dict's keys ...), each of value 1 (a name given twice
+counts twice, as CRFsuite adds the two).  A sequence is an iterable of items or an
+ItemSequence.  Dicts, lists and tuples are read as they are, in C (fstcrf's
+attribute reader); another iterable of names becomes the list of its names.
 """
 
 from __future__ import annotations
@@ -23,20 +23,11 @@ TARGET = "label"
 
 
 def _item(token):
-    """A token as fstcrf reads it: a dict as it is, a list (or other iterable) of names
-    as the dict name -> count; anything else as it is (the reader rejects it)."""
-    if isinstance(token, (dict, str, bytes)) or not isinstance(token, Iterable):
+    """A token as fstcrf reads it: a dict, list or tuple as it is, another iterable of
+    names as the list of its names; anything else as it is (the reader rejects it)."""
+    if isinstance(token, (dict, list, tuple, str, bytes)) or not isinstance(token, Iterable):
         return token
-    names = list(token)
-    try:
-        counts = dict.fromkeys(names, 1.0)
-    except TypeError:  # an unhashable name: the reader rejects it, naming it
-        return names
-    if len(counts) < len(names):
-        counts = dict.fromkeys(names, 0.0)
-        for name in names:
-            counts[name] += 1.0
-    return counts
+    return list(token)
 
 
 def item_list(xseq, where: str) -> list:
@@ -53,7 +44,7 @@ def item_list(xseq, where: str) -> list:
             f"{where} must be a sequence of items (token feature dicts or lists of attribute names), "
             f"got {type(xseq).__name__}"
         )
-    return [token if type(token) is dict else _item(token) for token in xseq]
+    return [token if type(token) is dict or type(token) is list else _item(token) for token in xseq]
 
 
 def label_list(yseq, where: str) -> list[str]:
@@ -101,12 +92,22 @@ def item_sentence(tokens: list, where: str, reads: str | None = None, labels: li
     """The Sentence of one sequence's items: column "attributes" (without the key
     ``reads``, whose values go to a column of their own) and, with ``labels``,
     column "label"."""
+    if reads is None and labels is None:  # one column: nothing to check, and the sentence only reads it
+        return Sentence.of_lists({COLUMN: tokens}, None, ())
     columns: dict = {COLUMN: tokens}
     if reads is not None:
         columns[COLUMN], columns[reads] = lower_labels(tokens, reads, where)
     if labels is not None:
         columns[TARGET] = labels
     return Sentence(columns)
+
+
+def _counts(names) -> dict[str, float]:
+    """name -> the times it is given, of a token given as names."""
+    counts: dict[str, float] = {}
+    for name, value in attribute_pairs(names):
+        counts[name] = counts.get(name, 0.0) + value
+    return counts
 
 
 class ItemSequence:
@@ -121,8 +122,9 @@ class ItemSequence:
 
     def items(self) -> list[dict[str, float]]:
         """The flattened items [T]: dicts attribute name -> value (python-crfsuite's
-        ``items()``; of a name given twice, the last value)."""
-        return [dict(attribute_pairs(token)) for token in self.tokens]
+        ``items()``; of a name a dict gives twice, the last value; of a name a list of
+        names gives twice, its count)."""
+        return [dict(attribute_pairs(token)) if isinstance(token, dict) else _counts(token) for token in self.tokens]
 
     def __len__(self) -> int:
         return len(self.tokens)

@@ -33,6 +33,7 @@ from typing import cast
 
 import numpy as np
 
+from fstcrf.corpus.conll import Sentence
 from fstcrf.corpus.labels import label_states
 from fstcrf.engine.inference import Potentials, forward_backward, log_partition
 from fstcrf.errors import (
@@ -128,6 +129,7 @@ class Tagger:
         self._forget_sequence()
 
     def _forget_sequence(self) -> None:
+        self._sentence: Sentence | None = None
         self._encoded: EncodedSentences | None = None
         self._potentials: Potentials | None = None
         self._best: list[str] | None = None
@@ -146,16 +148,25 @@ class Tagger:
         """Read a sequence of items (a list, or an ItemSequence) for ``tag()``,
         ``probability`` and ``marginal``."""
         model = self._open_model()
+        sentence = self._read(model, xseq)
+        if sentence is not None:
+            self._encoded = model.encode([sentence])
+            self._sentence = sentence
+
+    def _read(self, model: ChainCRF, xseq) -> Sentence | None:
+        """The sentence of ``xseq`` (None for no items), the last sequence forgotten."""
         tokens = item_list(xseq, "xseq")
         self._forget_sequence()
-        if tokens:
-            self._encoded = model.encode([item_sentence(tokens, "xseq", reads=model.reads)])
+        return item_sentence(tokens, "xseq", reads=model.reads) if tokens else None
 
     def _sequence_potentials(self) -> Potentials | None:
         """The potentials of the sequence set last on the decoding topology (made on
         first use: ``tag`` needs none), or None before any sequence is set."""
-        if self._potentials is None and self._encoded is not None:
-            self._potentials = cast(ChainCRF, self._model).encoded_potentials(self._encoded)[0]
+        if self._potentials is None and self._sentence is not None:
+            model = cast(ChainCRF, self._model)
+            if self._encoded is None:
+                self._encoded = model.encode([self._sentence])
+            self._potentials = model.encoded_potentials(self._encoded)[0]
         return self._potentials
 
     def labels(self) -> list[str]:
@@ -166,12 +177,15 @@ class Tagger:
         """The best label sequence [T] of ``xseq`` (read as by ``set``), or of the
         sequence set last when ``xseq`` is None."""
         model = self._open_model()
-        if xseq is not None:
-            self.set(xseq)
-        if self._encoded is None:
+        if xseq is not None:  # read as ``set`` reads it, tagged by predict (encoded on asking for scores)
+            sentence = self._read(model, xseq)
+            if sentence is not None:
+                (self._best,) = model.predict([sentence])
+                self._sentence = sentence
+        if self._sentence is None:
             return []
         if self._best is None:
-            (self._best,) = model.decode(self._encoded)
+            (self._best,) = model.decode(cast(EncodedSentences, self._encoded))
         return list(self._best)
 
     def probability(self, yseq) -> float:

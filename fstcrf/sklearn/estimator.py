@@ -312,8 +312,10 @@ class CRF(BaseEstimator):
         return by_sequence(model.predict(sentences), lengths, [])
 
     def predict_single(self, xseq) -> list[str]:
-        """The best label sequence [T] of one sequence of token dicts."""
-        return list(self.predict([xseq])[0])
+        """The best label sequence [T] of one sequence of token dicts (``predict`` of
+        ``[xseq]`` without its object array)."""
+        sentences, _ = self._sentences([xseq])
+        return self._fitted().predict(sentences)[0] if sentences else []
 
     def predict_marginals(self, X) -> np.ndarray:
         """Per sequence of X, per token, a dict label -> p(label at the token | sequence):

@@ -307,9 +307,9 @@ def canonical_rows(
         input_pointer(columns),
         input_pointer(values),
         width,
-        output_pointer(indptr),
-        output_pointer(indices),
-        output_pointer(data),
+        ffi.from_buffer("int64_t[]", indptr),  # the outputs, made here, need no checking
+        ffi.from_buffer("int32_t[]", indices),
+        ffi.from_buffer("double[]", data),
         ones,
     )
     check_status(status, "ff_canonical_rows")
