@@ -39,7 +39,7 @@ from fstcrf.engine.mbr import StreamThreshold, labelled_paths, mbr_decode, writi
 from fstcrf.engine.tempering import likelihood_temperature, tempered
 from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels
 from fstcrf.errors import FstcrfError, InfeasibleError, LabelError
-from fstcrf.features.encoding import EncodedSentences, FactoredFeatures, ReadingFeatures
+from fstcrf.features.encoding import EncodedSentences
 from fstcrf.features.template import TEMPLATES, Template
 from fstcrf.grammar import Grammar, load_grammar, restrict, restrict_to
 from fstcrf.learn import train
@@ -57,6 +57,7 @@ from fstcrf.model.fitting import (
 )
 from fstcrf.model.params import ALGORITHMS, param_names
 from fstcrf.model.payload import fitted_from_payload, params_from_payload, to_payload
+from fstcrf.model.reading import reading_block, reading_features
 from fstcrf.model.tagging import tagging_plan
 from fstcrf.phases import phase
 
@@ -719,73 +720,11 @@ class ChainCRF:
         """float [N, K, S]: the emission scores of every state at every token when the
         ``reads`` column takes the k-th of ``lower_labels`` there (K of them)."""
         sentences = as_sentences(sentences, "ChainCRF.reading_emissions")
-        return self.reading_block(self.reading_features(sentences, lower_labels), 0, len(sentences))
-
-    def reading_features(self, sentences: list[Sentence], lower_labels: Sequence[str]) -> ReadingFeatures:
-        """The features of :meth:`reading_emissions`, extracted once for
-        :meth:`reading_block` (see :class:`ReadingFeatures`)."""
         check_fitted(self)
         if self.reads is None:
             raise FstcrfError("this model reads no lower tagger's labels (train it with reads=...)")
-        base, by_value, predicates = self.extractor_.transform_reading(sentences, self.reads, lower_labels)
-        lengths = np.array([len(sentence) for sentence in sentences], dtype=np.int64)
-        dictionary, features = self._reading_dictionary(predicates)
-        return ReadingFeatures(
-            EncodedSentences(base, lengths),
-            EncodedSentences(by_value, lengths * len(lower_labels)),
-            dictionary,
-            features,
-            len(lower_labels),
-        )
-
-    def _reading_dictionary(self, predicates: np.ndarray) -> tuple:
-        """The feature dictionary of the reading predicates int [M], in that order (a
-        token's rows then read neighbouring weights; every sum keeps its terms and
-        their order), and the index int [F_M] of each of its features in the model's
-        weights; kept for the latest ``predicates`` array the extractor gave."""
-
-        kept = getattr(self, "_reading_dictionary_kept", None)
-        if kept is not None and kept[0] is predicates and kept[1] is self.features_:
-            return kept[2:]
-        ptr = self.features_.ptr
-        counts = ptr[predicates + 1] - ptr[predicates]
-        reading_ptr = np.zeros(len(predicates) + 1, dtype=np.int64)
-        np.cumsum(counts, out=reading_ptr[1:])
-        features = np.repeat(ptr[predicates] - reading_ptr[:-1], counts) + np.arange(reading_ptr[-1])
-        dictionary = FactoredFeatures(
-            self.features_.state_label, self.features_.num_labels, reading_ptr, self.features_.output[features]
-        )
-        self._reading_dictionary_kept = (predicates, self.features_, dictionary, features)
-        return dictionary, features
-
-    def reading_block(
-        self, features: ReadingFeatures, first: int, last: int, weights: np.ndarray | None = None
-    ) -> np.ndarray:
-        """float [n, K, S]: :meth:`reading_emissions` of sentences first..last-1 (n tokens)
-        from their :meth:`reading_features`, under ``weights`` [F + T] (default the
-        fitted ``weights_``)."""
-        weights = self.weights_ if weights is None else weights
-        shared = self.features_.emissions(features.common.tokens(first, last), weights[: self.features_.num_features])
-        scores = features.dictionary.emissions(
-            features.by_value.tokens(first, last), weights[features.feature_index]
-        ).reshape(len(shared), features.num_values, -1)
-        scores += shared[:, None, :]  # [n, K, S]
-        return scores
-
-    def add_reading_counts(
-        self, features: ReadingFeatures, first: int, last: int, pair_marginals: np.ndarray, out: np.ndarray
-    ) -> None:
-        """Add to ``out`` [F + T] the expected feature counts of sentences first..last-1
-        (n tokens) under pair_marginals float [n, K, S], the probability that the
-        lower label is the k-th value and the state s (the gradient of the scores of
-        :meth:`reading_block` in the weights, transitions aside)."""
-        F = self.features_.num_features
-        self.features_.accumulate(features.common.tokens(first, last), pair_marginals.sum(axis=1), out[:F])
-        reading = np.zeros(len(features.feature_index))
-        features.dictionary.accumulate(
-            features.by_value.tokens(first, last), pair_marginals.reshape(-1, pair_marginals.shape[2]), reading
-        )
-        out[features.feature_index] += reading  # each reading feature is a distinct weight
+        features = reading_features(self.extractor_, self.reads, self.features_, sentences, lower_labels)
+        return reading_block(self.features_, features, 0, len(sentences), self.weights_)
 
     @blas_single_threaded()
     def predict_marginals(

@@ -13,7 +13,7 @@ label at each token, so the composition scores a tuple of label sequences
 over the cross product of the component state spaces, optionally restricted
 by a compatibility relation between adjacent label sets, given as a pynini
 transducer from lower to upper labels, and by a joint grammar over the
-joint labels "a/b/..." (:func:`joint_constraint`).  Optional positive ``scales`` weigh
+joint labels "a/b/..." (:func:`~fstcrf.model.compatibility.joint_constraint`).  Optional positive ``scales`` weigh
 the component scores (a weighted product of experts, e.g. to temper an upper
 model that was trained on gold lower labels and is overconfident about them);
 choose them on held-out data.  Decoding modes:
@@ -29,10 +29,8 @@ Joint model files hold every component (same container as a model file,
 
 from __future__ import annotations
 
-import fnmatch
 import operator
 import os
-import re
 import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, cast
@@ -40,7 +38,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from fstcrf.engine import budget
 from fstcrf.engine.budget import check_cascade
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.errors import (
@@ -48,7 +45,6 @@ from fstcrf.errors import (
     FstcrfError,
     InfeasibleError,
     ModelFileError,
-    UnknownLabelError,
 )
 from fstcrf.engine.constrained import constrain
 from fstcrf.engine.inference import (
@@ -62,7 +58,6 @@ from fstcrf.engine.inference import (
 )
 from fstcrf.engine.threads import blas_single_threaded, run_parallel
 from fstcrf.engine.joint import (
-    SEPARATOR,
     JointPotentials,
     JointSpace,
     check_joint_states,
@@ -70,16 +65,15 @@ from fstcrf.engine.joint import (
     joint_emissions,
     joint_forward_backward,
     joint_viterbi,
-    tuple_labels,
 )
 from fstcrf.engine.openfst import read_acceptor, write_acceptor
 from fstcrf.engine.chunks import parse_chunk_label
 from fstcrf.engine.spans import Entity, entity_probabilities, joint_state_labels, path_chunks
-from fstcrf.engine.topology import shown_labels
-from fstcrf.grammar import Grammar, load_grammar, restrict_to, restriction_maps
+from fstcrf.grammar import Grammar, restrict_to, restriction_maps
 from fstcrf.corpus.labels import split_labels
 from fstcrf.model.chain import ChainCRF, save_model
 from fstcrf.model.fitting import check_fitted
+from fstcrf.model.compatibility import check_components, check_scales, compatibility_pairs, joint_constraint
 from fstcrf.model.joint_constraints import (
     ComponentRules,
     component_rules,
@@ -94,7 +88,6 @@ from fstcrf.model.joint_training import fit_joint
 from fstcrf.model.file import JOINT_KIND, MODEL_KIND, arrays_under, header_field, read_kind, write_container
 from fstcrf.learn.objective import BLOCK_CELLS
 from fstcrf.engine.acceptor import Acceptor, is_fst
-from fstcrf.extras import require
 
 if TYPE_CHECKING:
     import pynini
@@ -104,39 +97,6 @@ MODES = ("joint", "cascade", "kbest")
 #: threads would otherwise idle), then scores and searches them block by block; each
 #: extraction codes every distinct word of its batch, a cost that small blocks pay often.
 FEATURE_TOKENS = 4096
-
-
-def compatibility_pairs(lower_labels: Sequence[str], upper_labels: Sequence[str], relation: pynini.Fst) -> np.ndarray:
-    """bool [L_lower, L_upper]: the label pairs (a, b) a transducer relates, i.e. those
-    for which ``relation`` maps the one-symbol string a to the one-symbol string b.
-    The transducer's input and output symbol tables name the labels."""
-    pynini = require("pynini", "a compatibility transducer")
-    pywrapfst = require("pywrapfst", "a compatibility transducer")
-    inputs, outputs = relation.input_symbols(), relation.output_symbols()
-    if inputs is None or outputs is None:
-        raise CompositionError(
-            "the compatibility transducer needs input and output symbol tables naming the lower and upper labels"
-        )
-    unknown_in = [label for label in lower_labels if inputs.find(label) == pywrapfst.NO_SYMBOL]
-    unknown_out = [label for label in upper_labels if outputs.find(label) == pywrapfst.NO_SYMBOL]
-    if unknown_in or unknown_out:
-        raise CompositionError(
-            f"the compatibility transducer's symbol tables lack the labels {', '.join(unknown_in + unknown_out)}"
-        )
-    upper_index = {label: j for j, label in enumerate(upper_labels)}
-    budget.check_table((len(lower_labels), len(upper_labels)), "the compatibility relation's label pairs")
-    pairs = np.zeros((len(lower_labels), len(upper_labels)), dtype=bool)
-    for i, label in enumerate(lower_labels):
-        single = pynini.accep(label, token_type=inputs)
-        image = pynini.project(pynini.compose(single, relation), "output").rmepsilon()
-        if image.start() == pywrapfst.NO_STATE_ID:
-            continue
-        for path in image.paths(input_token_type=outputs, output_token_type=outputs).ostrings():
-            if path in upper_index:
-                pairs[i, upper_index[path]] = True
-    if not pairs.any():
-        raise CompositionError("the compatibility transducer relates no lower label to an upper label")
-    return pairs
 
 
 class JointModel:
@@ -163,7 +123,7 @@ class JointModel:
     ):
         self.components = tuple(components)
         self.threads = threads
-        self.scales = _check_scales(scales, len(self.components))
+        self.scales = check_scales(scales, len(self.components))
         self.compatibility = list(compatibility) if compatibility is not None else [None] * (len(self.components) - 1)
         check_components(self.components, self.compatibility, independent=constraint is not None)
         self.constraint = constraint
@@ -670,109 +630,6 @@ def _spread(blocks: list[tuple[int, int]], threads: int) -> list[list[tuple[int,
     threads = max(1, min(int(threads), len(blocks)))
     cuts = np.linspace(0, len(blocks), threads + 1).round().astype(int)
     return [blocks[a:b] for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
-
-
-def _check_scales(scales, count: int) -> list[float]:
-    """Component score weights: ``count`` positive finite numbers (default all 1)."""
-    if scales is None:
-        return [1.0] * count
-    try:
-        values = [float(scale) for scale in scales]
-    except (TypeError, ValueError):
-        raise CompositionError(f"scales must be {count} positive numbers, got {scales!r}") from None
-    if len(values) != count or not all(np.isfinite(v) and v > 0 for v in values):
-        raise CompositionError(f"scales must be {count} positive finite numbers (one per model), got {scales!r}")
-    return values
-
-
-def check_components(models: Sequence[ChainCRF], compatibility: list, independent: bool = False) -> None:
-    """Raise CompositionError unless every model but the first reads the labels of
-    the one below it, or, with ``independent`` (under a joint grammar), reads them or
-    nothing."""
-    if len(models) < 2:
-        raise CompositionError(f"composition needs at least two models, got {len(models)}")
-    if len(compatibility) != len(models) - 1:
-        raise CompositionError(
-            f"{len(models)} models need {len(models) - 1} compatibility relations "
-            f"(None for none), got {len(compatibility)}"
-        )
-    for k, model in enumerate(models):
-        check_fitted(model)
-        if k == 0:
-            if model.reads is not None:
-                raise CompositionError(
-                    f"the first model of a chain reads {model.reads!r}, which no model "
-                    "in the chain predicts; put the model predicting it first"
-                )
-            continue
-        lower = models[k - 1]
-        if model.reads is None and not independent:
-            raise CompositionError(
-                f"model {k} ({model.target_}) does not read the labels of model {k - 1} "
-                f"({lower.target_}); train it with --reads {lower.target_}, or tie models "
-                "that read nothing from each other with a joint grammar (--joint)"
-            )
-        never = sorted(set(model.lower_labels_ or ()) - set(lower.labels_))
-        if never:
-            raise CompositionError(
-                f"model {k} ({model.target_}) reads {model.reads!r} labels that model "
-                f"{k - 1} ({lower.target_}) never produces: {', '.join(never)}"
-            )
-        others = {m.target_ for m in models} - {model.reads}
-        leaked = sorted(others & set(model.extractor_.parsed_template().columns))
-        if leaked:
-            raise CompositionError(
-                f"model {k} ({model.target_})'s template reads the column(s) "
-                f"{', '.join(leaked)} that the chain predicts; only {model.reads!r} "
-                "at offset 0 can be decoded jointly"
-            )
-        pairs = compatibility[k - 1]
-        if pairs is not None and np.shape(pairs) != (len(lower.labels_), len(model.labels_)):
-            raise CompositionError(
-                f"compatibility relation {k} has shape {np.shape(pairs)}, expected "
-                f"({len(lower.labels_)}, {len(model.labels_)})"
-            )
-
-
-def joint_constraint(models: Sequence[ChainCRF], grammar: Grammar | str | os.PathLike) -> Acceptor:
-    """The joint grammar (a Grammar, a shipped grammar's name or a .fgr path) compiled
-    over the joint labels "a/b/..." of the models' labels, in model order (needs pynini).
-
-    LabelError for a model label holding "/"; UnknownLabelError naming the model for
-    a joint label or class that matches no label tuple; GrammarError otherwise."""
-    from fstcrf.engine.bounded import as_arrays
-    from fstcrf.grammar.compiler import compile_grammar
-
-    labels = tuple_labels(
-        [model.labels_ for model in models], [f"model {k} ({m.target_})" for k, m in enumerate(models)]
-    )
-    grammar = grammar if isinstance(grammar, Grammar) else load_grammar(os.fspath(grammar))
-    try:
-        return as_arrays(compile_grammar(grammar, labels), "the joint grammar")
-    except UnknownLabelError as error:
-        raise UnknownLabelError(f"{error}{_missing_parts(str(error), models)}") from None
-
-
-def _missing_parts(message: str, models: Sequence[ChainCRF]) -> str:
-    """Which model lacks which part of the joint label or class an UnknownLabelError names."""
-    found = re.search(r"unknown label (['\"])(.*?)\1", message) or re.search(
-        r"(\[\^?)([^\]]*)\] matches no label", message
-    )
-    if found is None:
-        return ""
-    reasons = []
-    for pattern in found.group(2).split():
-        parts = pattern.split(SEPARATOR)
-        if len(parts) != len(models):
-            reasons.append(f"{pattern} has {len(parts)} parts for {len(models)} models")
-            continue
-        for k, (part, model) in enumerate(zip(parts, models)):
-            glob = re.sub(r"\{\w+\}", "*", part.strip('"'))
-            if not any(fnmatch.fnmatchcase(label, glob) for label in model.labels_):
-                reasons.append(
-                    f"model {k} ({model.target_}) has no label {part} (its labels: {shown_labels(model.labels_)})"
-                )
-    return f"; joint labels are the models' labels joined by {SEPARATOR!r}: {'; '.join(reasons)}" if reasons else ""
 
 
 def compose(

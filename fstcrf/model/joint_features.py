@@ -21,6 +21,7 @@ from fstcrf.corpus.conll import Sentence
 from fstcrf.engine.topology import Topology
 from fstcrf.features.encoding import EncodedSentences, ReadingFeatures
 from fstcrf.model.chain import ChainCRF
+from fstcrf.model.reading import add_reading_counts, reading_block, reading_features
 
 #: (state map int [S'], edge map int [E']) of a decoding topology, or None.
 Maps = tuple[np.ndarray, np.ndarray] | None
@@ -85,7 +86,9 @@ class ComponentFeatures:
                 lower = self.components[k - 1]
                 phase = f"features and emissions: {model.target_} under each {lower.target_} label"
                 with self._timed(phase):
-                    self.features.append(model.reading_features(sentences, lower.labels_))
+                    self.features.append(
+                        reading_features(model.extractor_, model.reads, model.features_, sentences, lower.labels_)
+                    )
                 state_label = self.topologies[k - 1].state_label
                 if np.array_equal(state_label, np.arange(len(lower.labels_))):
                     state_label = None
@@ -108,7 +111,7 @@ class ComponentFeatures:
                 if isinstance(features, EncodedSentences):
                     emit = model.features_.emissions(features.tokens(first, last), w[: model.features_.num_features])
                 else:
-                    emit = model.reading_block(features, first, last, w)  # [n, L_{k-1}, S_k]
+                    emit = reading_block(model.features_, features, first, last, w)  # [n, L_{k-1}, S_k]
                     if self.lower_state_label[k] is not None:
                         emit = emit[:, self.lower_state_label[k], :]
                 scores.append(on_decoding_topology(self.maps[k], emit))
@@ -128,4 +131,6 @@ class ComponentFeatures:
         by_label = lower_label_sum(
             marginals, self.topologies[k - 1].state_label, len(self.components[k - 1].labels_), axis=1
         )
-        model.add_reading_counts(features, first, last, from_decoding_topology(self.maps[k], by_label, num_states), out)
+        add_reading_counts(
+            model.features_, features, first, last, from_decoding_topology(self.maps[k], by_label, num_states), out
+        )

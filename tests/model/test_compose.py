@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from fstcrf import cli
-from fstcrf.model.compose import JointModel, compatibility_pairs, compose, load_any, load_joint
+from fstcrf.model.compatibility import compatibility_pairs
+from fstcrf.model.compose import JointModel, compose, load_any, load_joint
 from fstcrf.corpus.conll import Corpus, Sentence, read_conll
 from fstcrf.features.encoding import EncodedSentences
 from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, ModelFileError, TemplateError

@@ -22,7 +22,8 @@ from fstcrf.engine.topology import first_order, iob2
 from fstcrf.grammar import accepts, load_grammar, parse_grammar
 from fstcrf.grammar.compiler import compile_grammar
 from fstcrf.model import ChainCRF
-from fstcrf.model.compose import JointModel, compose, joint_constraint, load_any
+from fstcrf.model.compatibility import joint_constraint
+from fstcrf.model.compose import JointModel, compose, load_any
 from fstcrf.model.inspection import info_text
 from strategies import oracle_settings
 
