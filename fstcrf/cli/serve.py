@@ -13,7 +13,7 @@ import re
 import socket
 from pathlib import Path
 
-from fstcrf.cli.options import POSITIVE, add_command, port_number, real_number
+from fstcrf.cli.options import POSITIVE, add_command, port_number, real_number, whole_number
 from fstcrf.errors import FstcrfError
 from fstcrf.serve.settings import (
     DEFAULT_DRAIN_SECONDS,
@@ -48,7 +48,7 @@ def _serve(args: argparse.Namespace) -> int:
     service = Service(
         registry,
         Limits(args.max_request_bytes, args.max_sentences, args.max_tokens, args.max_nbest, args.timeout),
-        Batching(args.max_batch_tokens, args.max_wait_ms, args.max_queued),
+        Batching(args.max_batch_tokens, args.max_wait_ms, args.max_queued, args.inline_tokens),
         make_tokenizer(args.tokenizer or default_tokenizer()),
         token,
         tuple(args.cors_origin),
@@ -233,6 +233,14 @@ def add_parsers(commands) -> None:
         default=batching.max_queued,
         metavar="N",
         help="the most requests waiting for the decoder; more get 503 (default %(default)s)",
+    )
+    serve.add_argument(
+        "--inline-tokens",
+        type=whole_number(0),
+        default=batching.inline_tokens,
+        metavar="N",
+        help="a lone request of at most N tokens, with none other waiting, is tagged on the event loop "
+        "rather than handed to the decoder's thread (0: never; default %(default)s)",
     )
     serve.add_argument(
         "--drain-seconds",

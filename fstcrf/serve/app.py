@@ -74,7 +74,10 @@ class Service:
 
     def __post_init__(self) -> None:
         self.batcher = Batcher(
-            self.batching.max_batch_tokens, self.batching.max_wait_ms / 1000, self.batching.max_queued
+            self.batching.max_batch_tokens,
+            self.batching.max_wait_ms / 1000,
+            self.batching.max_queued,
+            self.batching.inline_tokens,
         )
         self.metrics = Metrics(lambda: self.batcher.queued)
 

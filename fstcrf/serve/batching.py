@@ -11,7 +11,9 @@ the worker is free, the oldest item's group is taken, after waiting at most
 and only while more items are on their way (their requests read or parsed, marked
 by :meth:`Batcher.arriving`): with none coming, waiting could only add latency, so
 a lone item runs at once.  A batch holds at most ``max_size`` (an item larger than
-that runs alone).
+that runs alone).  A batch of at most ``inline_size``, with nothing else waiting or
+on its way, runs on the event loop itself: handing it to the worker and back would
+cost more than running it (a lone small request at low load).
 
 A batch whose call raises is run again one item at a time, so that an item that
 cannot be run fails alone and the others get their results.
@@ -50,8 +52,9 @@ class Batcher:
     """Items queued by group and run in batches by one worker thread (see the module
     doc); :meth:`start` it inside the event loop, :meth:`close` it there."""
 
-    def __init__(self, max_size: int, max_wait: float, max_queued: int):
+    def __init__(self, max_size: int, max_wait: float, max_queued: int, inline_size: int = 0):
         self.max_size, self.max_wait, self.max_queued = max_size, max_wait, max_queued
+        self.inline_size = inline_size
         self.groups: dict[Hashable, deque[Queued]] = {}
         #: Items waiting (not yet in a batch that runs).
         self.queued = 0
@@ -132,8 +135,11 @@ class Batcher:
             batch = self._take(group)
             if not batch:  # every item of the group was cancelled while it filled
                 continue
-            running = self.executor.submit(run_batch, batch[0].run, [q.item for q in batch])
-            results = await asyncio.wrap_future(running)
+            items = [queued.item for queued in batch]
+            if self._runs_inline(batch):
+                results = run_batch(batch[0].run, items)
+            else:
+                results = await asyncio.wrap_future(self.executor.submit(run_batch, batch[0].run, items))
             for queued, result in zip(batch, results):
                 if queued.future.done():  # cancelled while it ran
                     continue
@@ -155,6 +161,11 @@ class Batcher:
                 await asyncio.wait_for(self.arrival.wait(), self.max_wait - waited)
             except asyncio.TimeoutError:
                 return
+
+    def _runs_inline(self, batch: list[Queued]) -> bool:
+        """Whether ``batch`` runs on the event loop: small, and nothing else waits or
+        is on its way that it would hold up."""
+        return not self.groups and not self.on_the_way and sum(q.size for q in batch) <= self.inline_size
 
     def _take(self, group: Hashable) -> list[Queued]:
         """The next batch of ``group``: its oldest items up to max_size (at least one),

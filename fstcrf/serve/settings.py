@@ -50,11 +50,16 @@ class Batching:
             read (with none coming, it runs at once; while the decoder is busy,
             requests gather anyway).
         max_queued: requests waiting for the decoder; more are refused with 503.
+        inline_tokens: a batch of at most this many tokens, with no other request
+            waiting or being read, is tagged on the event loop itself rather than
+            handed to the decoder's thread and back (0: never), which spares a lone
+            small request the hand-off and the wait for the interpreter lock.
     """
 
     max_batch_tokens: int = 8192
     max_wait_ms: float = 1.0
     max_queued: int = 1024
+    inline_tokens: int = 64
 
 
 #: Seconds SIGTERM leaves requests in flight to finish before the server exits.

@@ -1,7 +1,8 @@
 """The dynamic batcher on its own (plain items, no HTTP, no model): items submitted
 together run in batches bounded by size, each gets its own result, a batch whose
 call fails is run again item by item, a full queue refuses, a cancelled item leaves
-the queue, and the worker thread is not the event loop's."""
+the queue, the worker thread is not the event loop's, and a lone small batch runs on
+the event loop."""
 
 import asyncio
 import threading
@@ -174,3 +175,28 @@ def test_a_lone_item_runs_at_once_and_a_batch_waits_only_for_items_on_their_way(
     total, lone, results = run(scenario())
     assert lone < 1.0 and total < 4.0 and results == [4, 6, 8]  # never the 5 s of max_wait
     assert recorder.batches == [[1], [2, 3], [4]]
+
+
+def test_a_lone_small_batch_runs_on_the_event_loop_and_others_on_the_worker():
+    def thread_names(items: list) -> list:
+        return [threading.current_thread().name for _ in items]
+
+    async def scenario():
+        batcher = Batcher(100, 0.05, 100, inline_size=8)
+        batcher.start()
+        lone_small = await batcher.submit("g", 0, 8, thread_names)
+        lone_large = await batcher.submit("g", 0, 9, thread_names)
+        with batcher.arriving():  # another request is being read: it would wait behind the loop
+            with_one_coming = await batcher.submit("g", 0, 1, thread_names)
+        together = await asyncio.gather(
+            batcher.submit("a", 0, 1, thread_names), batcher.submit("b", 0, 1, thread_names)
+        )
+        await batcher.close()
+        return lone_small, lone_large, with_one_coming, together
+
+    lone_small, lone_large, with_one_coming, together = run(scenario())
+    loop_thread = threading.main_thread().name
+    assert lone_small == loop_thread
+    assert lone_large != loop_thread and with_one_coming != loop_thread
+    # group a's batch finds group b's waiting: it goes to the worker; b's, then alone, not
+    assert together[0] != loop_thread and together[1] == loop_thread
