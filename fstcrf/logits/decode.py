@@ -16,6 +16,7 @@ are one kernel call (csrc/fstcrf_logits.h), on one sentence as on a batch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -51,6 +52,29 @@ def as_numpy(values):
     if hasattr(values, "detach"):
         return values.detach().cpu().numpy()
     return values
+
+
+#: The dtype of the logit rows the kernel reads.
+FLOAT64 = np.dtype(np.float64)
+
+
+def sentence_rows(logits, num_labels: int) -> np.ndarray | None:
+    """The rows float64 [T, L] (C-contiguous and aligned: the array itself when it is
+    so) of ``logits``, a numpy array [T, L] of real numbers with T >= 1, one
+    sentence; None for any other ``logits`` (which :func:`logit_rows` reads, or names
+    the error of)."""
+    if (
+        type(logits) is not np.ndarray
+        or logits.ndim != 2
+        or logits.shape[1] != num_labels
+        or not len(logits)
+        or logits.dtype.kind not in "biuf"
+    ):
+        return None
+    flags = logits.flags
+    if logits.dtype is not FLOAT64 or not (flags.c_contiguous and flags.aligned):
+        return np.array(logits, dtype=np.float64, order="C")
+    return logits
 
 
 def logit_rows(logits, lengths, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
@@ -207,6 +231,39 @@ def decode_rows(topology: Topology, rows: np.ndarray, lengths: np.ndarray, threa
     return DecodedLogits(split_labels(topology, paths, offsets), scores, paths, pot)
 
 
+class DecodedSentence(DecodedLogits):
+    """The DecodedLogits of one sentence (:func:`decode_sentence`), whose potentials
+    are made on first access: ``scored`` holds the topology, the emissions [T, S],
+    lengths [1], offsets [2], transitions [E], start and final [S] they are made of."""
+
+    def __init__(self, labels: list[list[str]], scores: np.ndarray, paths: np.ndarray, scored: tuple):
+        self.labels, self.scores, self.paths, self.scored = labels, scores, paths, scored
+
+    @cached_property
+    def potentials(self) -> Potentials:  # type: ignore[override]  # the field, made when read
+        topology, emissions, lengths, offsets, transitions, start, final = self.scored
+        return Potentials.of_checked(topology, emissions, lengths, offsets, transitions, None, start, final)
+
+
+def decode_sentence(parts: kernel_logits.TopologyParts, rows: np.ndarray) -> DecodedLogits:
+    """The best path of one sentence, its logit rows float64 [T, L] as
+    :func:`sentence_rows` makes them, on the topology and scores of ``parts``, in one
+    kernel call and little else: the same results as the sentence's in any batch,
+    bit for bit."""
+    topology, T = parts.topology, len(rows)
+    if not topology.is_feasible(T):
+        topology.check_lengths([T])
+    sentence = parts.sentence(T)
+    decoded = kernel_logits.decode_sentence(parts, sentence, rows)
+    if decoded is None:
+        raise not_finite(rows, sentence.offsets)
+    emissions, paths, scores = decoded
+    if not math.isfinite(scores[0]):
+        check_totals(scores, "viterbi", "the best path's score")
+    scored = (topology, emissions, sentence.lengths, sentence.offsets, parts.transitions, parts.start, parts.final)
+    return DecodedSentence(split_labels(topology, paths, sentence.offsets), scores, paths, scored)
+
+
 def decode_logits(
     logits,
     labels: Sequence[str],
@@ -237,6 +294,10 @@ def decode_logits(
     :class:`~fstcrf.engine.constraints.Constraints` (or None) per sentence, which
     the sequences keep to (and the entities' probabilities are conditional on)."""
     topology = label_topology(labels, scheme=scheme, grammar=grammar, rule=rule, params=params)
+    if lengths is None and threads == 1 and transitions is None and start is None and end is None:
+        rows = sentence_rows(as_numpy(logits), topology.num_labels) if constraints is None else None
+        if rows is not None:  # one sentence, scored by its log-probabilities alone
+            return decode_sentence(kernel_logits.topology_parts(topology), rows)
     rows, lengths = logit_rows(logits, lengths, topology.num_labels)
     rules = resolve_batch(constraints, lengths, topology.labels, "decode_logits")
     if rules is None and transitions is None and start is None and end is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+import weakref
 
 import numpy as np
 
@@ -24,7 +25,21 @@ from fstcrf.engine.topology import chunk_type
 from fstcrf.errors import LabelError, ShapeError
 from fstcrf.grammar.declaration import label_topology
 from fstcrf.engine.constraints import resolve_batch
-from fstcrf.logits.decode import DecodedLogits, decode_potentials, logit_rows, state_log_probs
+from fstcrf.engine.kernel.logits import TopologyParts
+from fstcrf.logits.decode import (
+    DecodedLogits,
+    as_numpy,
+    decode_potentials,
+    decode_sentence,
+    logit_rows,
+    sentence_rows,
+    state_log_probs,
+)
+
+
+#: The kernel's parts of each decoder's parameters (:meth:`LogitDecoder.kernel_parts`):
+#: decoder -> (its parameters' bytes, the parts).
+_kernel_parts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -111,6 +126,25 @@ class LogitDecoder:
             start_bias[self.state_class],
             end_bias[self.state_class],
         )
+
+    def kernel_parts(self, theta: np.ndarray) -> TopologyParts:
+        """The kernel's parts of the topology scored as :meth:`potentials` scores it under
+        ``theta`` (the log-probabilities of the scaled logits aside), made once while
+        the parameters stay ``theta``."""
+        kept = _kernel_parts.get(self)
+        key = theta.tobytes()
+        if kept is None or kept[0] != key:
+            K, C = len(self.pairs), len(self.classes)
+            topology = self.topology
+            scores = (
+                theta[1 : 1 + K][self.edge_pair],
+                np.where(topology.start, theta[1 + K : 1 + K + C][self.state_class], -np.inf),
+                np.where(topology.final, theta[1 + K + C :][self.state_class], -np.inf),
+            )
+            for array in scores:
+                array.flags.writeable = False
+            kept = _kernel_parts[self] = (key, TopologyParts(topology, *scores))
+        return kept[1]
 
     def statistics(self, result: ForwardBackward, pot: Potentials, rows: np.ndarray) -> np.ndarray:
         """float [1 + K + 2C]: the derivative of the log-score summed over the
@@ -219,6 +253,11 @@ class LogitDecoder:
         """The best allowed label sequences of ``logits`` [T, L] or [B, T, L] (with
         ``lengths`` [B]) under the current scale and biases, and under ``constraints``
         (one Constraints or None per sentence) when given."""
+        if lengths is None and threads == 1 and constraints is None:
+            rows = sentence_rows(as_numpy(logits), self.topology.num_labels)
+            if rows is not None:  # one sentence: one kernel call on the scores of the parameters
+                theta = self.parameters()
+                return decode_sentence(self.kernel_parts(theta), rows if theta[0] == 1.0 else theta[0] * rows)
         rows, lengths = logit_rows(logits, lengths, self.topology.num_labels)
         rules = resolve_batch(constraints, lengths, self.topology.labels, "LogitDecoder.decode")
         return decode_potentials(self.potentials(self.parameters(), rows, lengths), threads, rules)

@@ -173,18 +173,26 @@ def test_labels_the_scheme_cannot_read_are_named():
 
 
 @oracle_settings(60)
-@given(st.integers(0, 2**32 - 1), st.sampled_from(sorted(PREFIXES)), st.booleans())
-def test_one_sentence_per_call_equals_the_batch_bit_for_bit(seed, scheme, scored):
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(sorted(PREFIXES)),
+    st.booleans(),
+    st.sampled_from(["float64", "float32", "strided"]),
+)
+def test_one_sentence_per_call_equals_the_batch_bit_for_bit(seed, scheme, scored, layout):
     rng = np.random.default_rng(seed)
     labels = scheme_labels(scheme, ["PER", "LOC"])
     lengths = rng.integers(1, 9, size=6)
     logits = rng.normal(scale=rng.choice([0.5, 4, 40]), size=(6, 8, len(labels)))
+    if layout == "float32":
+        logits = logits.astype(np.float32)
     L = len(labels)
     scores = {"transitions": rng.normal(size=(L, L)), "start": rng.normal(size=L)} if scored else {}
     batch = decode_logits(logits, labels, scheme=scheme, lengths=lengths, **scores)
     offsets = batch.potentials.offsets
     for b, length in enumerate(lengths):
-        alone = decode_logits(logits[b, :length], labels, scheme=scheme, **scores)
+        one = logits[b, :length] if layout != "strided" else np.asfortranarray(logits[b, :length])
+        alone = decode_logits(one, labels, scheme=scheme, **scores)
         assert alone.labels == [batch.labels[b]]
         assert alone.scores.tobytes() == batch.scores[b : b + 1].tobytes()
         assert np.array_equal(alone.paths, batch.paths[offsets[b] : offsets[b + 1]])
