@@ -26,7 +26,6 @@ import numpy as np
 from fstcrf.corpus.labels import split_labels
 from fstcrf.engine.constrained import constrain
 from fstcrf.engine.constraints import SentenceRules, resolve_batch
-from fstcrf.engine import kernel
 from fstcrf.engine.inference import (
     Potentials,
     as_float_array,
@@ -199,42 +198,11 @@ def label_potentials(
     )
 
 
-def decode_rows(topology: Topology, rows: np.ndarray, lengths: np.ndarray, threads: int = 1) -> DecodedLogits:
-    """:func:`decode_logits` of logit rows float64 [N, L] (C-contiguous) of
-    sentences of ``lengths`` [B], without transition scores or constraints: the
-    log-probabilities and the best paths in one kernel call, whatever B (a batch
-    worth splitting over ``threads``: the log-probabilities, then :func:`viterbi`'s
-    threads); the same results either way, bit for bit."""
-    topology.check_lengths(lengths)
-    offsets = lengths_to_offsets(lengths)
-    N = len(rows)
-    if threads != 1 and useful_threads(N, topology, check_count(threads, "threads")) > 1:
-        emissions = state_log_probs(rows, topology.state_label, offsets)
-        return decode_potentials(
-            Potentials.of_checked(topology, emissions, lengths, offsets, topology.no_transitions), threads
-        )
-    emissions = np.empty((N, topology.num_states))
-    paths, scores = np.empty(N, dtype=np.int32), np.empty(len(lengths))
-    decoded = kernel_logits.decode_rows(
-        kernel_logits.topology_parts(topology),
-        rows,
-        offsets,
-        emissions,
-        paths,
-        scores,
-        kernel.scratch_workspace(topology, 1, max(lengths.tolist())),
-    )
-    if not decoded:
-        raise not_finite(rows, offsets)
-    check_totals(scores, "viterbi", "the best path's score")
-    pot = Potentials.of_checked(topology, emissions, lengths, offsets, topology.no_transitions)
-    return DecodedLogits(split_labels(topology, paths, offsets), scores, paths, pot)
-
-
-class DecodedSentence(DecodedLogits):
-    """The DecodedLogits of one sentence (:func:`decode_sentence`), whose potentials
-    are made on first access: ``scored`` holds the topology, the emissions [T, S],
-    lengths [1], offsets [2], transitions [E], start and final [S] they are made of."""
+class DecodedRows(DecodedLogits):
+    """The DecodedLogits of one kernel call (:func:`decode_rows`), whose potentials are
+    made on first access: ``scored`` holds the topology, the emissions [N, S], the
+    lengths [B] and offsets [B+1], the transitions [E], start and final [S] they are
+    made of."""
 
     def __init__(self, labels: list[list[str]], scores: np.ndarray, paths: np.ndarray, scored: tuple):
         self.labels, self.scores, self.paths, self.scored = labels, scores, paths, scored
@@ -245,23 +213,41 @@ class DecodedSentence(DecodedLogits):
         return Potentials.of_checked(topology, emissions, lengths, offsets, transitions, None, start, final)
 
 
-def decode_sentence(parts: kernel_logits.TopologyParts, rows: np.ndarray) -> DecodedLogits:
-    """The best path of one sentence, its logit rows float64 [T, L] as
-    :func:`sentence_rows` makes them, on the topology and scores of ``parts``, in one
-    kernel call and little else: the same results as the sentence's in any batch,
-    bit for bit."""
-    topology, T = parts.topology, len(rows)
-    if not topology.is_feasible(T):
-        topology.check_lengths([T])
-    sentence = parts.sentence(T)
-    decoded = kernel_logits.decode_sentence(parts, sentence, rows)
+def decode_rows(
+    parts: kernel_logits.TopologyParts, sentences: kernel_logits.Sentences, rows: np.ndarray
+) -> DecodedLogits:
+    """The best paths of the logit rows float64 [N, L] (C-contiguous and aligned, as
+    :func:`sentence_rows` and :func:`logit_rows` make them) of ``sentences``, on the
+    topology and scores of ``parts``: the log-probabilities and the paths in one
+    kernel call and little else, whatever B; a sentence's results are the same alone
+    as in any batch, bit for bit."""
+    decoded = kernel_logits.decode(parts, sentences, rows)
     if decoded is None:
-        raise not_finite(rows, sentence.offsets)
+        raise not_finite(rows, sentences.offsets)
     emissions, paths, scores = decoded
-    if not math.isfinite(scores[0]):
+    if len(scores) > 1 or not math.isfinite(scores[0]):
         check_totals(scores, "viterbi", "the best path's score")
-    scored = (topology, emissions, sentence.lengths, sentence.offsets, parts.transitions, parts.start, parts.final)
-    return DecodedSentence(split_labels(topology, paths, sentence.offsets), scores, paths, scored)
+    topology, offsets = parts.topology, sentences.offsets
+    scored = (topology, emissions, sentences.lengths, offsets, parts.transitions, parts.start, parts.final)
+    return DecodedRows(split_labels(topology, paths, offsets), scores, paths, scored)
+
+
+def decode_batch(topology: Topology, rows: np.ndarray, lengths: np.ndarray, threads: int = 1) -> DecodedLogits:
+    """:func:`decode_logits` of logit rows float64 [N, L] (as :func:`logit_rows` makes
+    them) of sentences of ``lengths`` [B], without transition scores or constraints:
+    :func:`decode_rows`, or for a batch worth splitting over ``threads``, the
+    log-probabilities, then :func:`viterbi`'s threads; the same results either way,
+    bit for bit."""
+    offsets = lengths_to_offsets(lengths)
+    if threads != 1 and useful_threads(len(rows), topology, check_count(threads, "threads")) > 1:
+        topology.check_lengths(lengths)
+        emissions = state_log_probs(rows, topology.state_label, offsets)
+        return decode_potentials(
+            Potentials.of_checked(topology, emissions, lengths, offsets, topology.no_transitions), threads
+        )
+    return decode_rows(
+        kernel_logits.topology_parts(topology), kernel_logits.Sentences(topology, lengths, offsets), rows
+    )
 
 
 def decode_logits(
@@ -297,11 +283,12 @@ def decode_logits(
     if lengths is None and threads == 1 and transitions is None and start is None and end is None:
         rows = sentence_rows(as_numpy(logits), topology.num_labels) if constraints is None else None
         if rows is not None:  # one sentence, scored by its log-probabilities alone
-            return decode_sentence(kernel_logits.topology_parts(topology), rows)
+            parts = kernel_logits.topology_parts(topology)
+            return decode_rows(parts, parts.sentence(len(rows)), rows)
     rows, lengths = logit_rows(logits, lengths, topology.num_labels)
     rules = resolve_batch(constraints, lengths, topology.labels, "decode_logits")
     if rules is None and transitions is None and start is None and end is None:
-        return decode_rows(topology, rows, lengths, threads)
+        return decode_batch(topology, rows, lengths, threads)
     emissions = state_log_probs(rows, topology.state_label, lengths_to_offsets(lengths))
     pot = label_potentials(topology, emissions, lengths, transitions, start, end)
     return decode_potentials(pot, threads, rules)

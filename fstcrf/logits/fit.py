@@ -30,7 +30,7 @@ from fstcrf.logits.decode import (
     DecodedLogits,
     as_numpy,
     decode_potentials,
-    decode_sentence,
+    decode_rows,
     logit_rows,
     sentence_rows,
     state_log_probs,
@@ -257,7 +257,8 @@ class LogitDecoder:
             rows = sentence_rows(as_numpy(logits), self.topology.num_labels)
             if rows is not None:  # one sentence: one kernel call on the scores of the parameters
                 theta = self.parameters()
-                return decode_sentence(self.kernel_parts(theta), rows if theta[0] == 1.0 else theta[0] * rows)
+                parts = self.kernel_parts(theta)
+                return decode_rows(parts, parts.sentence(len(rows)), rows if theta[0] == 1.0 else theta[0] * rows)
         rows, lengths = logit_rows(logits, lengths, self.topology.num_labels)
         rules = resolve_batch(constraints, lengths, self.topology.labels, "LogitDecoder.decode")
         return decode_potentials(self.potentials(self.parameters(), rows, lengths), threads, rules)
