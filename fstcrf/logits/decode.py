@@ -148,7 +148,8 @@ class DecodedLogits:
         paths: int32 [N], the states of the sequences (of ``potentials.topology``),
             concatenated.
         potentials: the scores decoded (emissions [N, S] = the log-probabilities
-            lifted to the states; under constraints, the lattice they constrain).
+            lifted to the states; under constraints, the lattice they constrain);
+            made on first access when the kernel decoded the sentences in one call.
         entities: each sentence's entities (the chunks of its labels, as
             fstcrf.corpus.schemes.read_chunks reads them), each with its exact
             probability under the CRF of the potentials; computed on first access,

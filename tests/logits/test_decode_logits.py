@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import fstcrf
 from fstcrf.corpus.schemes import convert, read_chunks
-from fstcrf.errors import EmptySequenceError, LabelError, ScoreError, ShapeError
+from fstcrf.errors import EmptySequenceError, InfeasibleError, LabelError, ScoreError, ShapeError
 from fstcrf.logits import decode_logits
 
 from strategies import oracle_settings
@@ -152,6 +152,9 @@ def test_decode_logits_is_a_lazy_public_name_of_fstcrf():
         (np.zeros((2, 3, 3)), [2], ShapeError, "2 integers"),
         (np.zeros((2, 3, 3)), [2, 4], ShapeError, "sentence 1 has length 4"),
         (np.zeros((2, 3, 3)), [2, 0], EmptySequenceError, "sentence 1"),
+        (np.zeros((0, 3)), None, EmptySequenceError, "sentence 0"),
+        (np.array([[0, 0, 0], [0, np.nan, 0]]), None, ScoreError, "sentence 0, token 1, label 1 are nan"),
+        (np.array([[0, 0, np.inf]], dtype=np.float32), None, ScoreError, "sentence 0, token 0, label 2 are inf"),
         (
             np.array([[[0, 0, 0], [0, 0, 0]], [[0, 0, 0], [0, 0, np.inf]]]),
             None,
@@ -163,6 +166,15 @@ def test_decode_logits_is_a_lazy_public_name_of_fstcrf():
 def test_bad_logits_are_named(logits, lengths, error, message):
     with pytest.raises(error, match=message):
         decode_logits(logits, ["O", "B-X", "I-X"], scheme="iob2", lengths=lengths)
+
+
+def test_a_length_the_grammar_allows_no_sequence_of_is_named():
+    grammar = "start = B-X I-X O* ;"
+    with pytest.raises(InfeasibleError, match="no label sequence of length 1"):
+        decode_logits(np.zeros((1, 3)), ["O", "B-X", "I-X"], grammar=grammar)
+    with pytest.raises(InfeasibleError, match=r"length 1 \(sentences 1\)"):
+        decode_logits(np.zeros((2, 2, 3)), ["O", "B-X", "I-X"], grammar=grammar, lengths=[2, 1])
+    assert decode_logits(np.zeros((2, 3)), ["O", "B-X", "I-X"], grammar=grammar).labels == [["B-X", "I-X"]]
 
 
 def test_labels_the_scheme_cannot_read_are_named():
