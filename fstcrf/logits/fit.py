@@ -14,9 +14,9 @@ edge counts [E] for the pair biases.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-import weakref
 
 import numpy as np
 
@@ -108,24 +108,20 @@ class LogitDecoder:
             ]
         )
 
+    def scores(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The scores ``theta`` puts on the topology's edges, float [E], and on its
+        states as first and as last, float [S] each."""
+        K, C = len(self.pairs), len(self.classes)
+        return (
+            theta[1 : 1 + K][self.edge_pair],
+            theta[1 + K : 1 + K + C][self.state_class],
+            theta[1 + K + C :][self.state_class],
+        )
+
     def potentials(self, theta: np.ndarray, rows: np.ndarray, lengths: np.ndarray) -> Potentials:
         """The potentials of logits ``rows`` [N, L] (sentences of ``lengths`` [B]) under ``theta``."""
-        K, C = len(self.pairs), len(self.classes)
-        scale, pair_bias, start_bias, end_bias = (
-            theta[0],
-            theta[1 : 1 + K],
-            theta[1 + K : 1 + K + C],
-            theta[1 + K + C :],
-        )
-        emissions = state_log_probs(scale * rows, self.topology.state_label, lengths_to_offsets(lengths))
-        return Potentials(
-            self.topology,
-            emissions,
-            lengths,
-            pair_bias[self.edge_pair],
-            start_bias[self.state_class],
-            end_bias[self.state_class],
-        )
+        emissions = state_log_probs(theta[0] * rows, self.topology.state_label, lengths_to_offsets(lengths))
+        return Potentials(self.topology, emissions, lengths, *self.scores(theta))
 
     def kernel_parts(self, theta: np.ndarray) -> TopologyParts:
         """The kernel's parts of the topology scored as :meth:`potentials` scores it under
@@ -134,16 +130,12 @@ class LogitDecoder:
         kept = _kernel_parts.get(self)
         key = theta.tobytes()
         if kept is None or kept[0] != key:
-            K, C = len(self.pairs), len(self.classes)
-            topology = self.topology
-            scores = (
-                theta[1 : 1 + K][self.edge_pair],
-                np.where(topology.start, theta[1 + K : 1 + K + C][self.state_class], -np.inf),
-                np.where(topology.final, theta[1 + K + C :][self.state_class], -np.inf),
-            )
-            for array in scores:
+            transitions, first, last = self.scores(theta)
+            start = np.where(self.topology.start, first, -np.inf)  # as Potentials masks them
+            final = np.where(self.topology.final, last, -np.inf)
+            for array in (transitions, start, final):
                 array.flags.writeable = False
-            kept = _kernel_parts[self] = (key, TopologyParts(topology, *scores))
+            kept = _kernel_parts[self] = (key, TopologyParts(self.topology, transitions, start, final))
         return kept[1]
 
     def statistics(self, result: ForwardBackward, pot: Potentials, rows: np.ndarray) -> np.ndarray:

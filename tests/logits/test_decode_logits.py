@@ -3,6 +3,7 @@
 rather than by the topology code under test."""
 
 import itertools
+import pickle
 
 import numpy as np
 import pytest
@@ -210,6 +211,14 @@ def test_one_sentence_per_call_equals_the_batch_bit_for_bit(seed, scheme, scored
         assert np.array_equal(alone.paths, batch.paths[offsets[b] : offsets[b + 1]])
         assert alone.potentials.emissions.tobytes() == batch.potentials.emissions[offsets[b] : offsets[b + 1]].tobytes()
     assert np.allclose(np.exp(batch.potentials.emissions).sum(axis=1), 1, rtol=0, atol=1e-12)
+
+
+def test_a_decoded_sentence_pickles_with_its_potentials():
+    decoded = decode_logits(np.random.default_rng(2).normal(size=(5, 3)), ["O", "B-X", "I-X"], scheme="iob2")
+    copy = pickle.loads(pickle.dumps(decoded))
+    assert copy.labels == decoded.labels and copy.scores.tobytes() == decoded.scores.tobytes()
+    assert copy.potentials.emissions.tobytes() == decoded.potentials.emissions.tobytes()
+    assert copy.entities == decoded.entities
 
 
 def test_a_batch_split_over_threads_decodes_as_one_thread():
