@@ -98,14 +98,17 @@ class LogitDecoder:
     def parameters(self) -> np.ndarray:
         """float [1 + K + 2C]: theta of the fitted parameters (the neutral ones before fit)."""
         if not hasattr(self, "scale_"):
-            return np.concatenate([[1.0], np.zeros(len(self.pairs) + 2 * len(self.classes))])
-        return np.concatenate(
+            theta = np.zeros(1 + len(self.pairs) + 2 * len(self.classes))
+            theta[0] = 1.0
+            return theta
+        return np.array(
             [
-                [self.scale_],
-                [self.transition_bias_[pair] for pair in self.pairs],
-                [self.start_bias_[c] for c in self.classes],
-                [self.end_bias_[c] for c in self.classes],
-            ]
+                self.scale_,
+                *map(self.transition_bias_.__getitem__, self.pairs),
+                *map(self.start_bias_.__getitem__, self.classes),
+                *map(self.end_bias_.__getitem__, self.classes),
+            ],
+            dtype=np.float64,
         )
 
     def scores(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
