@@ -76,8 +76,8 @@ def test_an_unfitted_decoder_decodes_as_decode_logits():
 
 
 def test_one_sentence_per_call_decodes_as_the_batch_bit_for_bit():
-    logits, gold = dev_set(3)
-    decoder = LogitDecoder(LABELS, scheme="iob2", max_iter=10).fit(logits, gold)
+    logits, gold = dev_set(3, sentences=8)
+    decoder = LogitDecoder(LABELS, scheme="iob2", max_iter=5).fit(logits, gold)
     lengths = [8, 5, 1, 3]
     for scale in (decoder.scale_, 1.0):  # the kernel's scores are made again when a parameter changes
         decoder.scale_, decoder.start_bias_["B"] = scale, decoder.start_bias_["B"] + 0.5
