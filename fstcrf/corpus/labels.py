@@ -168,6 +168,8 @@ def split_labels(topology: Topology, states: np.ndarray, offsets: np.ndarray) ->
     names, indices = topology.state_label_names, states.tolist()
     # one itemgetter call is some 2.5x quicker than a lookup per token; on one index it gives the bare label
     labels = list(operator.itemgetter(*indices)(names)) if len(indices) > 1 else [names[i] for i in indices]
+    if len(offsets) == 2:  # one sentence: its labels as they are
+        return [labels]
     bounds = offsets.tolist()
     return [labels[first:last] for first, last in zip(bounds[:-1], bounds[1:])]
 

@@ -16,6 +16,7 @@ are one kernel call (csrc/fstcrf_logits.h), on one sentence as on a batch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,7 +26,6 @@ import numpy as np
 from fstcrf.corpus.labels import split_labels
 from fstcrf.engine.constrained import constrain
 from fstcrf.engine.constraints import SentenceRules, resolve_batch
-from fstcrf.engine import kernel
 from fstcrf.engine.inference import (
     Potentials,
     as_float_array,
@@ -51,6 +51,29 @@ def as_numpy(values):
     if hasattr(values, "detach"):
         return values.detach().cpu().numpy()
     return values
+
+
+#: The dtype of the logit rows the kernel reads.
+FLOAT64 = np.dtype(np.float64)
+
+
+def sentence_rows(logits, num_labels: int) -> np.ndarray | None:
+    """The rows float64 [T, L] (C-contiguous and aligned: the array itself when it is
+    so) of ``logits``, a numpy array [T, L] of real numbers with T >= 1, one
+    sentence; None for any other ``logits`` (which :func:`logit_rows` reads, or names
+    the error of)."""
+    if (
+        type(logits) is not np.ndarray
+        or logits.ndim != 2
+        or logits.shape[1] != num_labels
+        or not len(logits)
+        or logits.dtype.kind not in "biuf"
+    ):
+        return None
+    flags = logits.flags
+    if logits.dtype is not FLOAT64 or not (flags.c_contiguous and flags.aligned):
+        return np.array(logits, dtype=np.float64, order="C")
+    return logits
 
 
 def logit_rows(logits, lengths, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
@@ -125,7 +148,8 @@ class DecodedLogits:
         paths: int32 [N], the states of the sequences (of ``potentials.topology``),
             concatenated.
         potentials: the scores decoded (emissions [N, S] = the log-probabilities
-            lifted to the states; under constraints, the lattice they constrain).
+            lifted to the states; under constraints, the lattice they constrain);
+            made on first access when the kernel decoded the sentences in one call.
         entities: each sentence's entities (the chunks of its labels, as
             fstcrf.corpus.schemes.read_chunks reads them), each with its exact
             probability under the CRF of the potentials; computed on first access,
@@ -175,36 +199,56 @@ def label_potentials(
     )
 
 
-def decode_rows(topology: Topology, rows: np.ndarray, lengths: np.ndarray, threads: int = 1) -> DecodedLogits:
-    """:func:`decode_logits` of logit rows float64 [N, L] (C-contiguous) of
-    sentences of ``lengths`` [B], without transition scores or constraints: the
-    log-probabilities and the best paths in one kernel call, whatever B (a batch
-    worth splitting over ``threads``: the log-probabilities, then :func:`viterbi`'s
-    threads); the same results either way, bit for bit."""
-    topology.check_lengths(lengths)
+class DecodedRows(DecodedLogits):
+    """The DecodedLogits of one kernel call (:func:`decode_rows`), whose potentials are
+    made on first access: ``scored`` holds the topology, the emissions [N, S], the
+    lengths [B] and offsets [B+1], the transitions [E], start and final [S] they are
+    made of."""
+
+    def __init__(self, labels: list[list[str]], scores: np.ndarray, paths: np.ndarray, scored: tuple):
+        self.labels, self.scores, self.paths, self.scored = labels, scores, paths, scored
+
+    @cached_property
+    def potentials(self) -> Potentials:  # type: ignore[override]  # the field, made when read
+        topology, emissions, lengths, offsets, transitions, start, final = self.scored
+        return Potentials.of_checked(topology, emissions, lengths, offsets, transitions, None, start, final)
+
+
+def decode_rows(
+    parts: kernel_logits.TopologyParts, sentences: kernel_logits.Sentences, rows: np.ndarray
+) -> DecodedLogits:
+    """The best paths of the logit rows float64 [N, L] (C-contiguous and aligned, as
+    :func:`sentence_rows` and :func:`logit_rows` make them) of ``sentences``, on the
+    topology and scores of ``parts``: the log-probabilities and the paths in one
+    kernel call and little else, whatever B; a sentence's results are the same alone
+    as in any batch, bit for bit."""
+    decoded = kernel_logits.decode(parts, sentences, rows)
+    if decoded is None:
+        raise not_finite(rows, sentences.offsets)
+    emissions, paths, scores = decoded
+    if len(scores) > 1 or not math.isfinite(scores[0]):
+        check_totals(scores, "viterbi", "the best path's score")
+    topology, offsets = parts.topology, sentences.offsets
+    scored = (topology, emissions, sentences.lengths, offsets, parts.transitions, parts.start, parts.final)
+    return DecodedRows(split_labels(topology, paths, offsets), scores, paths, scored)
+
+
+def decode_batch(topology: Topology, rows: np.ndarray, lengths: np.ndarray, threads: int = 1) -> DecodedLogits:
+    """:func:`decode_logits` of logit rows float64 [N, L] (as :func:`logit_rows` makes
+    them) of sentences of ``lengths`` [B], without transition scores or constraints:
+    :func:`decode_rows`, or for a batch worth splitting over ``threads``, the
+    log-probabilities, then :func:`viterbi`'s threads; the same results either way,
+    bit for bit."""
     offsets = lengths_to_offsets(lengths)
-    N = len(rows)
-    if threads != 1 and useful_threads(N, topology, check_count(threads, "threads")) > 1:
+    if threads != 1 and useful_threads(len(rows), topology, check_count(threads, "threads")) > 1:
+        topology.check_lengths(lengths)
         emissions = state_log_probs(rows, topology.state_label, offsets)
         return decode_potentials(
             Potentials.of_checked(topology, emissions, lengths, offsets, topology.no_transitions), threads
         )
-    emissions = np.empty((N, topology.num_states))
-    paths, scores = np.empty(N, dtype=np.int32), np.empty(len(lengths))
-    decoded = kernel_logits.decode_rows(
-        kernel_logits.topology_parts(topology),
-        rows,
-        offsets,
-        emissions,
-        paths,
-        scores,
-        kernel.scratch_workspace(topology, 1, max(lengths.tolist())),
+    return decode_rows(
+        kernel_logits.topology_parts(topology), kernel_logits.Sentences(topology, lengths, offsets), rows
     )
-    if not decoded:
-        raise not_finite(rows, offsets)
-    check_totals(scores, "viterbi", "the best path's score")
-    pot = Potentials.of_checked(topology, emissions, lengths, offsets, topology.no_transitions)
-    return DecodedLogits(split_labels(topology, paths, offsets), scores, paths, pot)
 
 
 def decode_logits(
@@ -237,10 +281,15 @@ def decode_logits(
     :class:`~fstcrf.engine.constraints.Constraints` (or None) per sentence, which
     the sequences keep to (and the entities' probabilities are conditional on)."""
     topology = label_topology(labels, scheme=scheme, grammar=grammar, rule=rule, params=params)
+    if lengths is None and threads == 1 and transitions is None and start is None and end is None:
+        rows = sentence_rows(as_numpy(logits), topology.num_labels) if constraints is None else None
+        if rows is not None:  # one sentence, scored by its log-probabilities alone
+            parts = kernel_logits.topology_parts(topology)
+            return decode_rows(parts, parts.sentence(len(rows)), rows)
     rows, lengths = logit_rows(logits, lengths, topology.num_labels)
     rules = resolve_batch(constraints, lengths, topology.labels, "decode_logits")
     if rules is None and transitions is None and start is None and end is None:
-        return decode_rows(topology, rows, lengths, threads)
+        return decode_batch(topology, rows, lengths, threads)
     emissions = state_log_probs(rows, topology.state_label, lengths_to_offsets(lengths))
     pot = label_potentials(topology, emissions, lengths, transitions, start, end)
     return decode_potentials(pot, threads, rules)

@@ -14,6 +14,7 @@ edge counts [E] for the pair biases.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -24,7 +25,21 @@ from fstcrf.engine.topology import chunk_type
 from fstcrf.errors import LabelError, ShapeError
 from fstcrf.grammar.declaration import label_topology
 from fstcrf.engine.constraints import resolve_batch
-from fstcrf.logits.decode import DecodedLogits, decode_potentials, logit_rows, state_log_probs
+from fstcrf.engine.kernel.logits import TopologyParts
+from fstcrf.logits.decode import (
+    DecodedLogits,
+    as_numpy,
+    decode_potentials,
+    decode_rows,
+    logit_rows,
+    sentence_rows,
+    state_log_probs,
+)
+
+
+#: The kernel's parts of each decoder's parameters (:meth:`LogitDecoder.kernel_parts`):
+#: decoder -> (its parameters' bytes, the parts).
+_kernel_parts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -83,34 +98,48 @@ class LogitDecoder:
     def parameters(self) -> np.ndarray:
         """float [1 + K + 2C]: theta of the fitted parameters (the neutral ones before fit)."""
         if not hasattr(self, "scale_"):
-            return np.concatenate([[1.0], np.zeros(len(self.pairs) + 2 * len(self.classes))])
-        return np.concatenate(
+            theta = np.zeros(1 + len(self.pairs) + 2 * len(self.classes))
+            theta[0] = 1.0
+            return theta
+        return np.array(
             [
-                [self.scale_],
-                [self.transition_bias_[pair] for pair in self.pairs],
-                [self.start_bias_[c] for c in self.classes],
-                [self.end_bias_[c] for c in self.classes],
-            ]
+                self.scale_,
+                *map(self.transition_bias_.__getitem__, self.pairs),
+                *map(self.start_bias_.__getitem__, self.classes),
+                *map(self.end_bias_.__getitem__, self.classes),
+            ],
+            dtype=np.float64,
+        )
+
+    def scores(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The scores ``theta`` puts on the topology's edges, float [E], and on its
+        states as first and as last, float [S] each."""
+        K, C = len(self.pairs), len(self.classes)
+        return (
+            theta[1 : 1 + K][self.edge_pair],
+            theta[1 + K : 1 + K + C][self.state_class],
+            theta[1 + K + C :][self.state_class],
         )
 
     def potentials(self, theta: np.ndarray, rows: np.ndarray, lengths: np.ndarray) -> Potentials:
         """The potentials of logits ``rows`` [N, L] (sentences of ``lengths`` [B]) under ``theta``."""
-        K, C = len(self.pairs), len(self.classes)
-        scale, pair_bias, start_bias, end_bias = (
-            theta[0],
-            theta[1 : 1 + K],
-            theta[1 + K : 1 + K + C],
-            theta[1 + K + C :],
-        )
-        emissions = state_log_probs(scale * rows, self.topology.state_label, lengths_to_offsets(lengths))
-        return Potentials(
-            self.topology,
-            emissions,
-            lengths,
-            pair_bias[self.edge_pair],
-            start_bias[self.state_class],
-            end_bias[self.state_class],
-        )
+        emissions = state_log_probs(theta[0] * rows, self.topology.state_label, lengths_to_offsets(lengths))
+        return Potentials(self.topology, emissions, lengths, *self.scores(theta))
+
+    def kernel_parts(self, theta: np.ndarray) -> TopologyParts:
+        """The kernel's parts of the topology scored as :meth:`potentials` scores it under
+        ``theta`` (the log-probabilities of the scaled logits aside), made once while
+        the parameters stay ``theta``."""
+        kept = _kernel_parts.get(self)
+        key = theta.tobytes()
+        if kept is None or kept[0] != key:
+            transitions, first, last = self.scores(theta)
+            start = np.where(self.topology.start, first, -np.inf)  # as Potentials masks them
+            final = np.where(self.topology.final, last, -np.inf)
+            for array in (transitions, start, final):
+                array.flags.writeable = False
+            kept = _kernel_parts[self] = (key, TopologyParts(self.topology, transitions, start, final))
+        return kept[1]
 
     def statistics(self, result: ForwardBackward, pot: Potentials, rows: np.ndarray) -> np.ndarray:
         """float [1 + K + 2C]: the derivative of the log-score summed over the
@@ -219,6 +248,12 @@ class LogitDecoder:
         """The best allowed label sequences of ``logits`` [T, L] or [B, T, L] (with
         ``lengths`` [B]) under the current scale and biases, and under ``constraints``
         (one Constraints or None per sentence) when given."""
+        if lengths is None and threads == 1 and constraints is None:
+            rows = sentence_rows(as_numpy(logits), self.topology.num_labels)
+            if rows is not None:  # one sentence: one kernel call on the scores of the parameters
+                theta = self.parameters()
+                parts = self.kernel_parts(theta)
+                return decode_rows(parts, parts.sentence(len(rows)), rows if theta[0] == 1.0 else theta[0] * rows)
         rows, lengths = logit_rows(logits, lengths, self.topology.num_labels)
         rules = resolve_batch(constraints, lengths, self.topology.labels, "LogitDecoder.decode")
         return decode_potentials(self.potentials(self.parameters(), rows, lengths), threads, rules)

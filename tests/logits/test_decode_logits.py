@@ -3,6 +3,7 @@
 rather than by the topology code under test."""
 
 import itertools
+import pickle
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 import fstcrf
 from fstcrf.corpus.schemes import convert, read_chunks
-from fstcrf.errors import EmptySequenceError, LabelError, ScoreError, ShapeError
+from fstcrf.errors import EmptySequenceError, InfeasibleError, LabelError, ScoreError, ShapeError
 from fstcrf.logits import decode_logits
 
 from strategies import oracle_settings
@@ -152,6 +153,9 @@ def test_decode_logits_is_a_lazy_public_name_of_fstcrf():
         (np.zeros((2, 3, 3)), [2], ShapeError, "2 integers"),
         (np.zeros((2, 3, 3)), [2, 4], ShapeError, "sentence 1 has length 4"),
         (np.zeros((2, 3, 3)), [2, 0], EmptySequenceError, "sentence 1"),
+        (np.zeros((0, 3)), None, EmptySequenceError, "sentence 0"),
+        (np.array([[0, 0, 0], [0, np.nan, 0]]), None, ScoreError, "sentence 0, token 1, label 1 are nan"),
+        (np.array([[0, 0, np.inf]], dtype=np.float32), None, ScoreError, "sentence 0, token 0, label 2 are inf"),
         (
             np.array([[[0, 0, 0], [0, 0, 0]], [[0, 0, 0], [0, 0, np.inf]]]),
             None,
@@ -165,6 +169,15 @@ def test_bad_logits_are_named(logits, lengths, error, message):
         decode_logits(logits, ["O", "B-X", "I-X"], scheme="iob2", lengths=lengths)
 
 
+def test_a_length_the_grammar_allows_no_sequence_of_is_named():
+    grammar = "start = B-X I-X O* ;"
+    with pytest.raises(InfeasibleError, match="no label sequence of length 1"):
+        decode_logits(np.zeros((1, 3)), ["O", "B-X", "I-X"], grammar=grammar)
+    with pytest.raises(InfeasibleError, match=r"length 1 \(sentences 1\)"):
+        decode_logits(np.zeros((2, 2, 3)), ["O", "B-X", "I-X"], grammar=grammar, lengths=[2, 1])
+    assert decode_logits(np.zeros((2, 3)), ["O", "B-X", "I-X"], grammar=grammar).labels == [["B-X", "I-X"]]
+
+
 def test_labels_the_scheme_cannot_read_are_named():
     with pytest.raises(LabelError, match="'PER'"):
         decode_logits(np.zeros((2, 2)), ["O", "PER"], scheme="iob2")
@@ -173,23 +186,39 @@ def test_labels_the_scheme_cannot_read_are_named():
 
 
 @oracle_settings(60)
-@given(st.integers(0, 2**32 - 1), st.sampled_from(sorted(PREFIXES)), st.booleans())
-def test_one_sentence_per_call_equals_the_batch_bit_for_bit(seed, scheme, scored):
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(sorted(PREFIXES)),
+    st.booleans(),
+    st.sampled_from(["float64", "float32", "strided"]),
+)
+def test_one_sentence_per_call_equals_the_batch_bit_for_bit(seed, scheme, scored, layout):
     rng = np.random.default_rng(seed)
     labels = scheme_labels(scheme, ["PER", "LOC"])
     lengths = rng.integers(1, 9, size=6)
     logits = rng.normal(scale=rng.choice([0.5, 4, 40]), size=(6, 8, len(labels)))
+    if layout == "float32":
+        logits = logits.astype(np.float32)
     L = len(labels)
     scores = {"transitions": rng.normal(size=(L, L)), "start": rng.normal(size=L)} if scored else {}
     batch = decode_logits(logits, labels, scheme=scheme, lengths=lengths, **scores)
     offsets = batch.potentials.offsets
     for b, length in enumerate(lengths):
-        alone = decode_logits(logits[b, :length], labels, scheme=scheme, **scores)
+        one = logits[b, :length] if layout != "strided" else np.asfortranarray(logits[b, :length])
+        alone = decode_logits(one, labels, scheme=scheme, **scores)
         assert alone.labels == [batch.labels[b]]
         assert alone.scores.tobytes() == batch.scores[b : b + 1].tobytes()
         assert np.array_equal(alone.paths, batch.paths[offsets[b] : offsets[b + 1]])
         assert alone.potentials.emissions.tobytes() == batch.potentials.emissions[offsets[b] : offsets[b + 1]].tobytes()
     assert np.allclose(np.exp(batch.potentials.emissions).sum(axis=1), 1, rtol=0, atol=1e-12)
+
+
+def test_a_decoded_sentence_pickles_with_its_potentials():
+    decoded = decode_logits(np.random.default_rng(2).normal(size=(5, 3)), ["O", "B-X", "I-X"], scheme="iob2")
+    copy = pickle.loads(pickle.dumps(decoded))
+    assert copy.labels == decoded.labels and copy.scores.tobytes() == decoded.scores.tobytes()
+    assert copy.potentials.emissions.tobytes() == decoded.potentials.emissions.tobytes()
+    assert copy.entities == decoded.entities
 
 
 def test_a_batch_split_over_threads_decodes_as_one_thread():

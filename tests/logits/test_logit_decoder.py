@@ -75,6 +75,25 @@ def test_an_unfitted_decoder_decodes_as_decode_logits():
     assert LogitDecoder(LABELS, scheme="iob2").decode(logits).labels == decode_logits(logits, LABELS, "iob2").labels
 
 
+def test_one_sentence_per_call_decodes_as_the_batch_bit_for_bit():
+    logits, gold = dev_set(3, sentences=8)
+    decoder = LogitDecoder(LABELS, scheme="iob2", max_iter=5).fit(logits, gold)
+    lengths = [8, 5, 1, 3]
+    for scale in (decoder.scale_, 1.0):  # the kernel's scores are made again when a parameter changes
+        decoder.scale_, decoder.start_bias_["B"] = scale, decoder.start_bias_["B"] + 0.5
+        batch = decoder.decode(logits[:4], lengths=lengths)
+        offsets = batch.potentials.offsets
+        for b, length in enumerate(lengths):
+            alone = decoder.decode(logits[b, :length])
+            assert alone.labels == [batch.labels[b]]
+            assert alone.scores.tobytes() == batch.scores[b : b + 1].tobytes()
+            assert np.array_equal(alone.paths, batch.paths[offsets[b] : offsets[b + 1]])
+            rows = slice(offsets[b], offsets[b + 1])
+            assert alone.potentials.emissions.tobytes() == batch.potentials.emissions[rows].tobytes()
+            for scores in ("transitions", "start", "final"):
+                assert getattr(alone.potentials, scores).tobytes() == getattr(batch.potentials, scores).tobytes()
+
+
 def test_bad_dev_labels_are_named():
     logits, gold = dev_set(2, sentences=3, length=4)
     decoder = LogitDecoder(LABELS, scheme="iob2")

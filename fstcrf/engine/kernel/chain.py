@@ -139,12 +139,12 @@ def scratch_workspace(topology: Topology, num_classes: int, t_max: int, k: int =
     that a call on one sentence allocates none.  Never for a caller that keeps it
     between calls or hands it to another thread."""
     S, E = topology.num_states, topology.num_edges
-    return _scratch_of(
+    return thread_scratch(
         lib.fc_workspace_doubles(S, E, num_classes, t_max, k), lib.fc_workspace_ints(S, E, t_max, k), t_max, k
     )
 
 
-def _scratch_of(doubles: int, ints: int, t_max: int, k: int) -> Workspace:
+def thread_scratch(doubles: int, ints: int, t_max: int, k: int) -> Workspace:
     """The calling thread's kept workspace when it has ``doubles`` and ``ints``, else a
     new one (kept when it has at most SCRATCH_DOUBLES doubles)."""
     kept = getattr(_scratch, "workspace", None)
@@ -187,7 +187,7 @@ class Joint(KernelBuffers):
 def joint_workspace(joint: Joint, t_max: int) -> Workspace:
     """The workspace of the joint programs below for sentences of up to t_max tokens:
     scratch like :func:`scratch_workspace`'s, for one call on the calling thread."""
-    return _scratch_of(
+    return thread_scratch(
         lib.fc_joint_workspace_doubles(joint.struct, t_max), lib.fc_joint_workspace_ints(joint.struct, t_max), t_max, 1
     )
 
