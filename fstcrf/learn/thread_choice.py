@@ -11,13 +11,14 @@ every thread the learner uses).  Neighbouring minibatches see the same load from
 the rest of the machine, so the ratios are steadier than seconds measured apart,
 and their medians ignore the minibatches another process interrupted.  With n
 pairs, m the median of a ratio and s = 1.25 * IQR / 1.349 / sqrt(n) (the standard
-error of a median), a limit is clearly kept where m + 2s <= limit and clearly
-broken where m - 2s > limit.  The measurement ends once
+error of a median), a limit is clearly kept where m + 2s <= limit.  Sharing out
+has to prove itself, one thread does not: from FEWEST_PAIRS pairs on, the
+measurement ends
 
-    shared out:  both medians clearly within the limits,
-    one thread:  either clearly beyond its limit,
+    shared out:  both medians clearly within their limits,
+    one thread:  either median beyond its limit,
 
-or after MOST_PAIRS pairs, when the medians decide.  The limits are stricter to
+or after MOST_PAIRS pairs, with both medians within their limits: shared out.  The limits are stricter to
 start sharing out (ENTER: at least 5% less wall time at most 1.05 times the CPU)
 than to go on (KEEP: no more wall time, at most 1.1 times the CPU), so that the
 choice does not flip with the noise.  The next measurement starts FIRST_GAP
@@ -51,8 +52,8 @@ def verdict(ratios: np.ndarray, shared: bool, last: bool = False) -> bool | None
     """Whether to share out, from the per-token (wall, CPU) ratios float [n, 2] of a
     measurement's n pairs (see the module doc), the limits KEEP where ``shared`` is
     the choice so far, else ENTER; None while the pairs cannot tell yet, unless
-    ``last`` (the measurement's last pair: the medians decide, and fewer than
-    FEWEST_PAIRS pairs mean one thread)."""
+    ``last`` (the measurement's last pair: medians within the limits share out,
+    and fewer than FEWEST_PAIRS pairs mean one thread)."""
     n = len(ratios)
     if n < FEWEST_PAIRS:
         return False if last else None
@@ -60,11 +61,9 @@ def verdict(ratios: np.ndarray, shared: bool, last: bool = False) -> bool | None
     median = np.median(ratios, axis=0)
     lower, upper = np.percentile(ratios, [25, 75], axis=0)
     margin = 2 * 1.25 * (upper - lower) / 1.349 / math.sqrt(n)
-    if np.all(median + margin <= limits):
-        return True
-    if np.any(median - margin > limits):
+    if np.any(median > limits):
         return False
-    return bool(np.all(median <= limits)) if last else None
+    return True if last or np.all(median + margin <= limits) else None
 
 
 def clocks() -> tuple[float, float]:

@@ -319,6 +319,7 @@ def pairs(wall, cpu, spread=0.0, n=8):
         (pairs(0.8, 1.0, spread=0.3, n=32), False, True, True),  # ... so the medians decide at the last pair
         (pairs(0.8, 1.0, spread=0.3, n=32), False, False, None),
         (pairs(1.5, 1.0, spread=0.3), False, False, False),  # clearly slower despite the noise
+        (pairs(1.0, 1.0, spread=0.3), False, False, False),  # not faster: one thread needs no proof
         (pairs(0.8, 1.0, n=7), False, False, None),  # too few pairs ...
         (pairs(0.8, 1.0, n=7), False, True, False),  # ... at the last: one thread
     ],
