@@ -293,7 +293,7 @@ class SampledGradient:
             draw(pieces, self._workspaces[pieces[0]], self._work[pieces[0]], partner)
 
         with phase("bandit draws"):
-            self.map(work, split.calls, self._small(first, last))
+            self.map(work, self._calls(split), self._small(first, last))
             if self._partner is not None and self.shared and self._layout is None and self._indexing is None:
                 # laid out on the partner while the caller scores the draws
                 kernel.bandit.index(self._training, self._compact, split.rows, self._partner)
@@ -401,7 +401,7 @@ class SampledGradient:
             add(pieces, self._work[pieces[0]], counts if pieces[0] == 0 else None, partner)
 
         try:
-            self.map(work, split.calls, self._small(first, last))
+            self.map(work, self._calls(split), self._small(first, last))
         except TopologyError:
             if fresh:  # refused before any output: the layout made for it goes too
                 self._forget(predicates)
@@ -511,7 +511,7 @@ class SampledGradient:
             alone = kernel.bandit.order_by_piece(self._compact)
             runs = [slice(0, alone), slice(alone, predicates)]
         else:
-            runs = _runs(predicates, split=self.scorer.threads > 1)
+            runs = _runs(predicates, split=self.scorer.threads > 1 and self.shared)
         with phase("bandit step"):
             self.map(work, enumerate(runs), small)
         self._release()
@@ -538,25 +538,30 @@ class SampledGradient:
                 rows,
                 int(rows[-1] - rows[0]),
                 [(lo - first, hi - first) for lo, hi in pieces],
-                [(0, len(pieces))] if self.scorer.threads == 1 else [(q, q + 1) for q in range(len(pieces))],
             )
         return split
+
+    def _calls(self, split: _Split) -> list[tuple[int, int]]:
+        """The ranges of pieces of ``split`` each kernel call takes: all in one call where
+        the minibatch runs on one thread (one thread, or not :attr:`shared`), as on
+        one thread whatever the choice; else one each."""
+        if self.scorer.threads > 1 and self.shared:
+            return [(q, q + 1) for q in range(len(split.pieces))]
+        return [(0, len(split.pieces))]
 
 
 @dataclass
 class _Split:
     """A minibatch cut into Q pieces: their sentences ``pieces`` [(lo, hi)] and the
     ``bounds`` int64 [Q+1] between them, their first token rows ``rows`` int64 [Q+1]
-    (the last one's end at rows[Q]), the minibatch's ``tokens``, their ``sentences`` within the minibatch [(lo -
-    first, hi - first)], and the ranges of pieces each kernel call takes,
-    ``calls``: all in one call on one thread, else one each."""
+    (the last one's end at rows[Q]), the minibatch's ``tokens`` and their ``sentences`` within the minibatch [(lo -
+    first, hi - first)]."""
 
     pieces: list[tuple[int, int]]
     bounds: np.ndarray
     rows: np.ndarray
     tokens: int
     sentences: list[tuple[int, int]]
-    calls: list[tuple[int, int]]
 
 
 def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
