@@ -202,7 +202,7 @@ def _bandit_speed(args: argparse.Namespace) -> tuple:
     from fstcrf.bench.bandit import measure_speed, splits
 
     folder = _conll2000(args)
-    return (measure_speed(splits(folder, args.dev_sentences)[0], args.threads),)
+    return (measure_speed(splits(folder, args.dev_sentences)[0], args.threads, args.repeats),)
 
 
 def _nonlocal(args: argparse.Namespace) -> tuple:
@@ -576,7 +576,8 @@ def add_parsers(commands) -> None:
     bench.add_argument(
         "--speed-only",
         action="store_true",
-        help="bandit: only time epochs against a full gradient (about a minute; default: off)",
+        help="bandit: only time epochs against a full gradient, and on more --threads against one thread "
+        "(a few minutes; default: off)",
     )
     bench.add_argument(
         "--dev-sentences",
@@ -602,7 +603,8 @@ def add_parsers(commands) -> None:
         "--repeats",
         type=POSITIVE,
         default=3,
-        help="timings are the best of this many runs; tag and train: runs of each side (default %(default)s)",
+        help="timings are the best of this many runs; tag and train: runs of each side; bandit --speed-only: "
+        "runs of each side (one thread, --threads), alternated, medians reported (default %(default)s)",
     )
     bench.add_argument(
         "--seed",

@@ -50,7 +50,8 @@ and wake-up cost a good part of a small minibatch's work), which blocks in the
 kernel whenever it holds no call (each post wakes it), and its step is shared out
 by piece: the calling thread steps the features only the first piece uses, whose
 lines its caches hold, the partner the others.  On one thread every call runs on
-the calling thread.
+the calling thread; on more, a learner shares a minibatch out only where its
+:class:`~fstcrf.learn.thread_choice.ThreadChoice` measured that to pay.
 """
 
 from __future__ import annotations
@@ -58,7 +59,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import time
 from concurrent.futures import wait
 from dataclasses import dataclass
 
@@ -67,6 +67,7 @@ import numpy as np
 from fstcrf.learn import train
 from fstcrf.engine import kernel
 from fstcrf.learn.settings import BanditSettings
+from fstcrf.learn.thread_choice import ThreadChoice
 from fstcrf.features.encoding import EncodedSentences
 from fstcrf.errors import FeedbackError, FstcrfError, TopologyError
 from fstcrf.engine.inference import Potentials, SentenceBatch, thread_chunks
@@ -83,13 +84,6 @@ _PIECES = 2
 #: 16 sentences, two threads made an epoch about twice as slow), and more still when
 #: other processes share the cores.
 _INLINE_TOKENS = 4096
-#: Minibatches a learner on more than one thread times on one thread, and as many
-#: shared out, to choose between them (_ThreadChoice) ...
-_PROBES = 8
-#: ... for the next this many minibatches.
-_PROBE_EVERY = 256
-#: The CPU seconds two threads may cost over one's, where they save wall time.
-_CPU_ALLOWANCE = 1.1
 
 
 @dataclass
@@ -239,9 +233,9 @@ class SampledGradient:
         self._work = [kernel.own_lines(scorer.features.num_states + scorer.features.num_labels) for _ in range(_PIECES)]
         self._splits: dict[tuple[int, int], _Split] = {}
         #: whether minibatches are shared out between threads (on more than one): a
-        #: learner's _ThreadChoice turns it off where one thread is the cheaper
+        #: learner's ThreadChoice turns it off where one thread is the cheaper
         self.shared = True
-        #: the minibatches a learner's _ThreadChoice ran on one thread [0] and shared out [1]
+        #: the minibatches a learner's ThreadChoice ran on one thread [0] and shared out [1]
         self.minibatches = [0, 0]
         #: the step state of the features (_Steps.features) whose lines each draw asks for
         self.step_state: np.ndarray | None = None
@@ -299,7 +293,7 @@ class SampledGradient:
             draw(pieces, self._workspaces[pieces[0]], self._work[pieces[0]], partner)
 
         with phase("bandit draws"):
-            self.map(work, split.calls, self._small(first, last))
+            self.map(work, self._calls(split), self._small(first, last))
             if self._partner is not None and self.shared and self._layout is None and self._indexing is None:
                 # laid out on the partner while the caller scores the draws
                 kernel.bandit.index(self._training, self._compact, split.rows, self._partner)
@@ -407,7 +401,7 @@ class SampledGradient:
             add(pieces, self._work[pieces[0]], counts if pieces[0] == 0 else None, partner)
 
         try:
-            self.map(work, split.calls, self._small(first, last))
+            self.map(work, self._calls(split), self._small(first, last))
         except TopologyError:
             if fresh:  # refused before any output: the layout made for it goes too
                 self._forget(predicates)
@@ -517,7 +511,7 @@ class SampledGradient:
             alone = kernel.bandit.order_by_piece(self._compact)
             runs = [slice(0, alone), slice(alone, predicates)]
         else:
-            runs = _runs(predicates, split=self.scorer.threads > 1)
+            runs = _runs(predicates, split=self.scorer.threads > 1 and self.shared)
         with phase("bandit step"):
             self.map(work, enumerate(runs), small)
         self._release()
@@ -544,25 +538,30 @@ class SampledGradient:
                 rows,
                 int(rows[-1] - rows[0]),
                 [(lo - first, hi - first) for lo, hi in pieces],
-                [(0, len(pieces))] if self.scorer.threads == 1 else [(q, q + 1) for q in range(len(pieces))],
             )
         return split
+
+    def _calls(self, split: _Split) -> list[tuple[int, int]]:
+        """The ranges of pieces of ``split`` each kernel call takes: all in one call where
+        the minibatch runs on one thread (one thread, or not :attr:`shared`), as on
+        one thread whatever the choice; else one each."""
+        if self.scorer.threads > 1 and self.shared:
+            return [(q, q + 1) for q in range(len(split.pieces))]
+        return [(0, len(split.pieces))]
 
 
 @dataclass
 class _Split:
     """A minibatch cut into Q pieces: their sentences ``pieces`` [(lo, hi)] and the
     ``bounds`` int64 [Q+1] between them, their first token rows ``rows`` int64 [Q+1]
-    (the last one's end at rows[Q]), the minibatch's ``tokens``, their ``sentences`` within the minibatch [(lo -
-    first, hi - first)], and the ranges of pieces each kernel call takes,
-    ``calls``: all in one call on one thread, else one each."""
+    (the last one's end at rows[Q]), the minibatch's ``tokens`` and their ``sentences`` within the minibatch [(lo -
+    first, hi - first)]."""
 
     pieces: list[tuple[int, int]]
     bounds: np.ndarray
     rows: np.ndarray
     tokens: int
     sentences: list[tuple[int, int]]
-    calls: list[tuple[int, int]]
 
 
 def permuted(encoded: EncodedSentences, order: np.ndarray) -> EncodedSentences:
@@ -730,7 +729,7 @@ class _Run:
             settings.step, settings.learning_rate, gradient.scorer.features.num_features, gradient.num_weights
         )
         self.running = _Running()
-        self.choice = _ThreadChoice() if gradient.scorer.threads > 1 else None
+        self.choice = ThreadChoice() if gradient.scorer.threads > 1 else None
         gradient.step_state = self.steps.features
 
     def epoch(self) -> tuple[float, dict]:
@@ -768,54 +767,6 @@ class _Run:
             self.running,
         )
         self.gradient.step(first, last, self.steps, self.theta)
-
-
-class _ThreadChoice:
-    """Whether a learner on more than one thread shares its minibatches out
-    (:attr:`SampledGradient.shared`).  From time to time it measures: _PROBES
-    minibatches on one thread and as many shared out, alternately, each timed in wall
-    and CPU seconds (the process's, every thread's) per token; then it shares out for
-    the next _PROBE_EVERY minibatches only if that was faster and cost at most
-    _CPU_ALLOWANCE times the CPU of one thread.  Where two threads do not pay (a
-    busy machine, or minibatches too small for the hand-over) the learner thus runs
-    on one; results are the same either way (the pieces are fixed)."""
-
-    def __init__(self):
-        #: minibatches since the last measurement began (-1: the first, not timed: it starts the threads)
-        self.count = -1
-        self.shared = True
-        #: (wall, CPU seconds, tokens) of the measurement's minibatches, on one thread [0] and shared out [1]
-        self.sums = np.zeros((2, 3))
-
-    @contextlib.contextmanager
-    def minibatch(self, gradient: SampledGradient, tokens: int):
-        """Run the body (one minibatch of ``tokens`` tokens) on one thread or shared out,
-        as the choice or the measurement says (``gradient`` shares out again after it),
-        timing it while measuring."""
-        measuring = 0 <= self.count < 2 * _PROBES
-        gradient.shared = self.count % 2 == 1 if measuring else self.shared
-        wall, cpu = time.perf_counter(), time.process_time()
-        try:
-            yield
-        finally:
-            shared, gradient.shared = gradient.shared, True
-        gradient.minibatches[int(shared)] += 1
-        if measuring:
-            self.sums[int(shared)] += (time.perf_counter() - wall, time.process_time() - cpu, tokens)
-        self.count += 1
-        if self.count == 2 * _PROBES:
-            self.shared = self.decide()
-        elif self.count == 2 * _PROBES + _PROBE_EVERY:
-            self.count, self.sums[:] = 0, 0.0
-
-    def decide(self) -> bool:
-        """Whether the minibatches measured ran faster shared out, at most _CPU_ALLOWANCE
-        times the CPU per token of one thread (clocks too coarse to tell: shared)."""
-        (wall_one, cpu_one, tokens_one), (wall_shared, cpu_shared, tokens_shared) = self.sums
-        if min(cpu_one, cpu_shared, tokens_one, tokens_shared) <= 0:
-            return True
-        per_token = tokens_one / tokens_shared
-        return wall_shared * per_token < wall_one and cpu_shared * per_token <= _CPU_ALLOWANCE * cpu_one
 
 
 def learn(

@@ -135,11 +135,17 @@ def test_bench_bandit_runs_end_to_end(tmp_path, capsys, data_file):
     ):
         assert row in report
     assert plot.read_bytes().startswith(b"\x89PNG")
-    assert main(["-q", "bench", "bandit", "--data", str(folder), "--speed-only", "--dev-sentences", "100"]) == 0
+    speed_only = ["-q", "bench", "bandit", "--data", str(folder), "--speed-only", "--dev-sentences", "100"]
+    assert main([*speed_only, "--repeats", "1"]) == 0
     speed = capsys.readouterr().out
-    assert speed.count("full gradients") == 5 and "pairwise" not in speed
+    assert "medians of 1 run(s)" in speed and speed.count("full gradients") == 5 and "pairwise" not in speed
     assert speed.count("one more epoch of a run") == 5
     assert speed.count("of minibatches shared out between threads") == 5  # two threads by default
+    # and on one thread, alternated, with the ratios the target is judged on
+    assert speed.count("one thread, same runs alternated") == speed.count("target (CPU at most x1.1") == 5
+    assert main([*speed_only, "--repeats", "1", "--threads", "1"]) == 0
+    speed = capsys.readouterr().out
+    assert speed.count("full gradients") == 5 and "one thread, same runs" not in speed and "shared out" not in speed
 
 
 def test_first_reaching_counts_calls_to_a_dev_score():

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from fstcrf.learn import bandit
+from fstcrf.learn import bandit, thread_choice
 from fstcrf.learn.bandit import SampledGradient, _Running, minibatch_gradient
 from fstcrf.learn.settings import BanditSettings
 from fstcrf.corpus.conll import Corpus, Sentence
@@ -208,11 +208,11 @@ def test_sampled_gradients_converge_to_the_exact_expectation(kind, baseline):
 @pytest.mark.parametrize("shared", [True, False])
 def test_results_do_not_depend_on_the_threads(inline_tokens, shared, monkeypatch):
     # pieces on the pool even for these small minibatches, or on the partner thread;
-    # the thread choice measuring every other minibatch and choosing to share out or not
+    # the thread choice measuring every few minibatches and choosing to share out or not
     monkeypatch.setattr(bandit, "_INLINE_TOKENS", inline_tokens)
-    monkeypatch.setattr(bandit, "_PROBES", 1)
-    monkeypatch.setattr(bandit, "_PROBE_EVERY", 2)
-    monkeypatch.setattr(bandit._ThreadChoice, "decide", lambda self: shared)
+    monkeypatch.setattr(thread_choice, "FIRST_GAP", 2)
+    monkeypatch.setattr(thread_choice, "LONGEST_GAP", 2)
+    monkeypatch.setattr(thread_choice, "verdict", lambda ratios, now, last=False: shared)
     corpus = tiny_corpus(4, lengths=(3, 4, 2, 5, 1, 3))
     feedback_settings = dict(metric="f1")
     weights = []

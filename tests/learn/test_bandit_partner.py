@@ -22,7 +22,7 @@ from fstcrf._kernel import ffi, lib
 from fstcrf.engine import kernel
 from fstcrf.engine.threads import left_running
 from fstcrf.errors import FeedbackError, FstcrfError
-from fstcrf.learn import bandit
+from fstcrf.learn import bandit, thread_choice
 from fstcrf.learn.feedback import CallableFeedback
 from fstcrf.learn.settings import BanditSettings
 from tests.learn.test_bandit_kernel import corpus_of, sampled_gradient
@@ -227,55 +227,109 @@ def test_an_exception_in_training_ends_the_learners_threads():
 
 
 class Minibatches:
-    """Stands for a SampledGradient: whether each minibatch run under a choice was shared out."""
+    """Stands for a SampledGradient: whether each minibatch run under a choice was
+    shared out, timed by a clock whose minibatches cost ``one`` (wall, CPU) seconds
+    per token on one thread and ``shared`` shared out."""
 
-    def __init__(self):
+    def __init__(self, one=(1.0, 1.0), shared=(0.8, 1.0)):
         self.shared, self.runs, self.minibatches = True, [], [0, 0]
+        self.costs, self.now = {False: one, True: shared}, np.zeros(2)
 
-    def run(self, choice, tokens=100, fails=False):
+    def watch(self, choice):
+        choice.clocks = lambda: tuple(self.now)
+        return choice
+
+    def run(self, choice, tokens=100, fails=False, cost=None):
         with choice.minibatch(self, tokens):
             self.runs.append(self.shared)
+            self.now += tokens * np.array(self.costs[self.shared] if cost is None else cost)
             if fails:
                 raise ValueError("the minibatch failed")
         assert self.shared  # shared out again after each
 
 
-def test_the_thread_choice_measures_both_ways_alternately_then_keeps_its_choice(monkeypatch):
-    monkeypatch.setattr(bandit, "_PROBES", 3)
-    monkeypatch.setattr(bandit, "_PROBE_EVERY", 4)
-    monkeypatch.setattr(bandit._ThreadChoice, "decide", lambda self: False)
-    choice, gradient = bandit._ThreadChoice(), Minibatches()
-    for _ in range(1 + 2 * (6 + 4)):
+def measured(pairs):
+    """A measurement's minibatches: the untimed first shared out, then pairs of one thread and shared out."""
+    return [True] + [False, True] * pairs
+
+
+def test_the_thread_choice_measures_alternately_and_doubles_the_gap_while_its_choice_stays(monkeypatch):
+    monkeypatch.setattr(thread_choice, "FEWEST_PAIRS", 2)
+    monkeypatch.setattr(thread_choice, "FIRST_GAP", 4)
+    monkeypatch.setattr(thread_choice, "LONGEST_GAP", 8)
+    gradient = Minibatches()  # shared out: 20% less wall time at the same CPU
+    choice = gradient.watch(thread_choice.ThreadChoice())
+    for _ in range(3 * 5 + 4 + 8 + 8):
         gradient.run(choice)
-    measure = [False, True] * 3
-    # the first (it starts the threads) shared out and not timed; then measure, keep the choice
-    assert gradient.runs == [True] + 2 * (measure + [False] * 4)
+    # the pairs agree exactly: decided after the fewest; then 4 minibatches, 8, 8 (the longest)
+    assert gradient.runs == measured(2) + [True] * 4 + measured(2) + [True] * 8 + measured(2) + [True] * 8
     assert gradient.minibatches == [gradient.runs.count(False), gradient.runs.count(True)]
     with pytest.raises(ValueError, match="failed"):
         gradient.run(choice, fails=True)
     assert gradient.shared
 
 
+def test_the_thread_choice_goes_back_to_one_thread_when_sharing_out_stops_paying(monkeypatch):
+    monkeypatch.setattr(thread_choice, "FIRST_GAP", 4)
+    gradient = Minibatches(shared=(0.8, 1.0))
+    choice = gradient.watch(thread_choice.ThreadChoice())
+    for _ in range(17 + 4):
+        gradient.run(choice)
+    assert choice.shared and gradient.runs[-4:] == [True] * 4
+    gradient.costs[True] = (1.2, 1.3)  # the machine got busy
+    for _ in range(17 + 4):
+        gradient.run(choice)
+    assert not choice.shared and gradient.runs[-21:] == measured(8) + [False] * 4
+
+
+def test_the_thread_choice_ignores_a_minibatch_another_process_held_up():
+    gradient = Minibatches(shared=(0.8, 1.0))
+    choice = gradient.watch(thread_choice.ThreadChoice())
+    for number in range(17):
+        gradient.run(choice, cost=(30.0, 1.0) if number == 3 else None)  # a one-thread minibatch 30x its wall time
+    assert choice.shared
+
+
+def test_the_thread_choice_falls_back_to_one_thread_where_the_clocks_cannot_tell():
+    gradient = Minibatches(one=(1.0, 0.0), shared=(0.5, 0.0))
+    choice = gradient.watch(thread_choice.ThreadChoice())
+    for _ in range(1 + 2 * thread_choice.MOST_PAIRS):
+        gradient.run(choice)
+        assert choice.place is not None or choice.wait > 0
+    assert not choice.shared and choice.place is None
+
+
+def pairs(wall, cpu, spread=0.0, n=8):
+    """n (wall, CPU) ratios about the given ones, the middle half within +-spread."""
+    offsets = np.linspace(-2 * spread, 2 * spread, n)
+    return np.column_stack([wall + offsets, cpu + offsets[::-1]])
+
+
 @pytest.mark.parametrize(
-    "one, shared, chosen",
+    "ratios, shared, last, chosen",
     [
-        ((1.0, 1.0, 100), (0.7, 1.05, 100), True),  # faster, 5% more CPU
-        ((1.0, 1.0, 100), (0.7, 1.2, 100), False),  # faster, 20% more CPU
-        ((1.0, 1.0, 100), (1.1, 1.0, 100), False),  # slower
-        ((1.0, 1.0, 100), (1.8, 2.1, 200), True),  # per token: faster, 5% more CPU
-        ((1.0, 1.0, 100), (2.2, 2.0, 200), False),  # per token: slower
-        ((1.0, 0.0, 100), (0.5, 0.0, 100), True),  # a clock too coarse to tell
+        (pairs(0.8, 1.0), False, False, True),  # faster at the same CPU
+        (pairs(0.8, 1.08), False, False, False),  # faster, 8% more CPU: not enough to start ...
+        (pairs(0.8, 1.08), True, False, True),  # ... enough to go on
+        (pairs(0.97, 1.0), False, False, False),  # 3% faster: not enough to start ...
+        (pairs(0.97, 1.0), True, False, True),  # ... enough to go on
+        (pairs(1.05, 0.9), True, False, False),  # slower
+        (pairs(0.8, 1.2), True, False, False),  # 20% more CPU
+        (pairs(0.8, 1.0, spread=0.3), False, False, None),  # too noisy to tell yet ...
+        (pairs(0.8, 1.0, spread=0.3, n=32), False, True, True),  # ... so the medians decide at the last pair
+        (pairs(0.8, 1.0, spread=0.3, n=32), False, False, None),
+        (pairs(1.5, 1.0, spread=0.3), False, False, False),  # clearly slower despite the noise
+        (pairs(1.0, 1.0, spread=0.3), False, False, False),  # not faster: one thread needs no proof
+        (pairs(0.8, 1.0, n=7), False, False, None),  # too few pairs ...
+        (pairs(0.8, 1.0, n=7), False, True, False),  # ... at the last: one thread
     ],
 )
-def test_the_thread_choice_shares_out_only_where_faster_at_at_most_a_tenth_more_cpu(one, shared, chosen):
-    choice = bandit._ThreadChoice()
-    choice.sums[:] = [one, shared]
-    assert choice.decide() == chosen
+def test_the_verdict_shares_out_where_clearly_faster_at_at_most_a_tenth_more_cpu(ratios, shared, last, chosen):
+    assert thread_choice.verdict(ratios, shared, last) == chosen
 
 
 def test_a_learner_that_chose_one_thread_posts_nothing_to_its_partner(monkeypatch):
-    monkeypatch.setattr(bandit._ThreadChoice, "decide", lambda self: False)
-    monkeypatch.setattr(bandit, "_PROBES", 0)  # chosen after the first minibatch
+    monkeypatch.setattr(thread_choice, "verdict", lambda ratios, shared, last=False: False)  # at the first pair
     corpus = corpus_of(5, [3, 4, 2, 5, 1, 3, 2, 2])
     gradient = sampled_gradient(corpus, 1, False, threads=2)
     posted = []
@@ -287,8 +341,10 @@ def test_a_learner_that_chose_one_thread_posts_nothing_to_its_partner(monkeypatc
 
     monkeypatch.setattr(kernel.bandit.Partner, "post", recorded)
     feedback = CallableFeedback(lambda sentence, labels: 0.5, corpus.sentences, gradient.scorer.topology.labels)
-    bandit.learn(gradient, feedback, BanditSettings(batch_size=4, max_iter=2, seed=1, draws=2), np.arange(len(corpus)))
-    assert posted == ["fb_draw", "fb_index", "fb_gradient", "fb_step"]  # the first minibatch's, then none
+    bandit.learn(gradient, feedback, BanditSettings(batch_size=4, max_iter=3, seed=1, draws=2), np.arange(len(corpus)))
+    # the untimed first minibatch's and the first pair's shared one's, then none
+    assert posted == ["fb_draw", "fb_index", "fb_gradient", "fb_step"] * 2
+    assert gradient.minibatches == [4, 2]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
