@@ -1,14 +1,10 @@
 """The estimator: a linear-chain CRF over CoNLL columns with Sha & Pereira's factored
 features (see :mod:`fstcrf.features.encoding` for the features and the layout of ``weights_``).
 
-The pieces live in their own modules: :mod:`fstcrf.model.params` (parameter
-names and checks), :mod:`fstcrf.model.fitting` (the steps of a fit and the
-fitted state), :mod:`fstcrf.model.payload` and :mod:`fstcrf.model.file` (model
-files), :mod:`fstcrf.corpus.labels` (gold columns, partial labels, label
-paths), :mod:`fstcrf.features.encoding` (encoded sentences and the feature
-dictionary), :mod:`fstcrf.learn.objective` (the scorer and the training
-objective) and :mod:`fstcrf.learn.train` (the algorithms).
-"""
+The pieces live in their own modules: :mod:`fstcrf.model.params`, :mod:`fstcrf.model.fitting`,
+:mod:`fstcrf.model.payload` and :mod:`fstcrf.model.file` (model files), :mod:`fstcrf.model.reading`
+(scores under every lower label), :mod:`fstcrf.corpus.labels`, :mod:`fstcrf.features.encoding`,
+:mod:`fstcrf.learn.objective` and :mod:`fstcrf.learn.train` (the algorithms)."""
 
 from __future__ import annotations
 
