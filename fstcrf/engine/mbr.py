@@ -70,6 +70,14 @@ class MbrDecoding:
     expected_f1: float
     expected_chunks: float
 
+    def __str__(self) -> str:
+        """The decoding in a line of the log: its threshold, expected F1 and chunks."""
+        chosen = sum(map(len, self.chunks))
+        return (
+            f"threshold {self.threshold:.4f}, expected F1 {self.expected_f1:.4f} "
+            f"({chosen} chunks chosen, {self.expected_chunks:.1f} expected)"
+        )
+
 
 @dataclass(frozen=True)
 class ChunkMarginals:
@@ -412,7 +420,7 @@ def labelled_paths(
         path = np.fromiter(map(state_of.get, flat, repeat(-1)), dtype=np.int32, count=len(flat))
         missing = path < 0  # a label no state has
         infeasible = np.logical_or.reduceat(missing, pot.offsets[:-1])
-        infeasible |= ~np.isfinite(pot.path_scores(np.where(missing, 0, path))[0])
+        infeasible |= ~finite_paths(pot, np.where(missing, 0, path))
     else:
         path, infeasible = _clamped_path(pot, labels, flat, threads)
     if infeasible.any() and best_instead:
@@ -424,6 +432,24 @@ def labelled_paths(
             "chunks); its labels or grammar cannot write them (decode with Viterbi instead)"
         )
     return path
+
+
+def finite_paths(pot: Potentials, path: np.ndarray) -> np.ndarray:
+    """bool [B]: whether each sentence's state path (int [N], states in range) has a
+    finite score (``pot.path_scores``' is finite): a finite start, end and emission
+    at each token, and a topology edge of finite score into each later token."""
+    firsts, lasts = pot.offsets[:-1], pot.offsets[1:] - 1
+    finite = np.isfinite(pot.emissions[np.arange(pot.num_tokens), path])
+    finite[firsts] &= np.isfinite(pot.start[path[firsts]])
+    finite[lasts] &= np.isfinite(pot.final[path[lasts]])
+    if pot.num_tokens > 1:
+        edges = pot.topology.edge_ids[path[:-1], path[1:]]  # the edge into each token from the one before
+        table = np.atleast_2d(pot.transitions)
+        classes = 0 if pot.token_class is None else pot.token_class[1:]
+        entered = (edges >= 0) & np.isfinite(table[classes, np.maximum(edges, 0)])
+        entered[lasts[:-1]] = True  # a sentence's first token is entered by its start
+        finite[1:] &= entered
+    return np.logical_and.reduceat(finite, firsts)
 
 
 def _best_where_infeasible(

@@ -54,6 +54,7 @@ from fstcrf.model.fitting import (
 from fstcrf.model.params import ALGORITHMS, param_names
 from fstcrf.model.payload import fitted_from_payload, params_from_payload, to_payload
 from fstcrf.model.reading import reading_block, reading_features
+from fstcrf.model.recent import recent_potentials
 from fstcrf.model.tagging import tagging_plan
 from fstcrf.phases import phase
 
@@ -637,14 +638,7 @@ class ChainCRF:
                 written = split_labels(pot.topology, paths, pot.offsets)
         if stream is not None:
             stream.add(decoded)
-        logger.info(
-            "MBR decoding of %d sentences: threshold %.4f, expected F1 %.4f (%d chunks chosen, %.1f expected)",
-            pot.num_sequences,
-            decoded.threshold,
-            decoded.expected_f1,
-            sum(len(chunks) for chunks in decoded.chunks),
-            decoded.expected_chunks,
-        )
+        logger.info("MBR decoding of %d sentences: %s", pot.num_sequences, decoded)  # formatted when logged
         return written
 
     @blas_single_threaded()
@@ -705,7 +699,7 @@ class ChainCRF:
         """The potentials entity probabilities are computed on: the decoding topology,
         restricted to ``grammar`` when it is given, under ``rules`` (from
         :meth:`constraint_rules`) when given."""
-        _, pot, _ = self.decoding_potentials(sentences)
+        pot = recent_potentials(self, sentences)  # a small batch's, from the last call on it
         if grammar is not None:
             if not (isinstance(grammar, (Grammar, Acceptor)) or is_fst(grammar)):
                 grammar = load_grammar(grammar)

@@ -12,7 +12,7 @@ from hypothesis import assume, given, strategies as st
 
 from fstcrf.engine.inference import Potentials
 from fstcrf.corpus.schemes import read_chunks, write_chunks
-from fstcrf.engine.mbr import StreamThreshold, labelled_paths, mbr_decode, writing_scheme
+from fstcrf.engine.mbr import StreamThreshold, finite_paths, labelled_paths, mbr_decode, writing_scheme
 from fstcrf.engine.spans import path_chunks, state_labels
 from fstcrf.engine.topology import first_order, iob2, kth_order
 from fstcrf.errors import InfeasibleError, ScoreError
@@ -216,6 +216,33 @@ def test_labelled_paths_is_the_best_path_with_the_labels_by_brute_force(chain, d
     assert path.dtype == np.int32
     assert [labels[s] for s in path] == [label for sentence in wanted for label in sentence]
     np.testing.assert_allclose(pot.path_scores(path)[0], [score for score, _ in best])
+
+
+@oracle_settings(200)
+@given(chains(max_sentences=3, max_length=4), st.integers(0, 2**31 - 1), st.booleans())
+def test_a_path_is_finite_where_its_score_is(chain, seed, classes):
+    """finite_paths, the check that written labels have a path, against path_scores:
+    paths the topology forbids (edges, first and last states of second-order chains),
+    states a clamp forbids, transitions by token class."""
+    pot, _ = chain
+    rng = np.random.default_rng(seed)
+    if classes:
+        edges = pot.topology.num_edges
+        pot = Potentials(
+            pot.topology,
+            pot.emissions,
+            pot.lengths,
+            rng.normal(size=(2, edges)),
+            None,
+            None,
+            rng.integers(0, 2, pot.num_tokens),
+        )
+    allowed = rng.random(pot.emissions.shape) < 0.8
+    allowed[np.arange(pot.num_tokens), rng.integers(0, pot.topology.num_states, pot.num_tokens)] = True
+    pot = pot.clamp(allowed)
+    for _ in range(10):
+        path = rng.integers(0, pot.topology.num_states, pot.num_tokens)
+        assert finite_paths(pot, path).tolist() == np.isfinite(pot.path_scores(path)[0]).tolist()
 
 
 @pytest.mark.parametrize("scheme, expected", [("iob2", "iob2"), ("iob1", "iob1"), ("bioes", "bioes"), ("io", "iob1")])
