@@ -96,7 +96,7 @@ class TaggingPlan:
         """The kernel scores under the transition weights now (read-only weights never
         change; writable ones are compared with those the scores were made of)."""
         made_of, scores = self.scored
-        if self.weights.flags.writeable and not np.array_equal(made_of, self.transition_weights):
+        if self.weights.flags.writeable and made_of.tobytes() != self.transition_weights.tobytes():
             made_of, scores = self.scored = (self.transition_weights.copy(), self._scores())
         return scores
 
@@ -137,8 +137,14 @@ class TaggingPlan:
             return None
         if self.window is None:
             classes = None if self.reads is None else token_classes(sentences, self.reads, self.lower_labels)
-            encoded = EncodedSentences(self.extractor.transform_rows(sentences), lengths, classes)
-            return self._best(lengths, num_tokens, None, encoded.tokens(0, len(lengths)), classes)
+            matrix = self.extractor.transform_rows(sentences)
+            if matrix.shape[0] != num_tokens:
+                return None  # the batch path says what is wrong
+            values = None if matrix.all_ones() else kernel.kernel_array(matrix.data, np.float64)
+            rows = kernel.PredicateRows(
+                kernel.kernel_array(matrix.indptr, np.int64), kernel.kernel_array(matrix.indices, np.int32), values
+            )
+            return self._best(lengths, num_tokens, None, rows.tokens(0, num_tokens), classes)
         try:
             sources = self.window.source_hashes(sentences, num_tokens)
         except (KeyError, TypeError):
