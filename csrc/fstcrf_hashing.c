@@ -96,6 +96,22 @@ void fh_string_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, ui
         hashes[i] = string_hash(blob + offsets[i], offsets[i + 1] - offsets[i], salt);
 }
 
+int fh_line_hashes(const uint8_t *text, int64_t size, int64_t n, uint64_t salt, uint64_t *hashes)
+{
+    int64_t lines = n > 0;
+    for (const uint8_t *p = text, *end = text + size; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; ++p)
+        ++lines;
+    if (n < 1 || lines != n)
+        return FC_BAD_ARGUMENT;
+    const uint8_t *start = text, *end = text + size;
+    for (int64_t i = 0; i < n; ++i) {
+        const uint8_t *stop = i + 1 < n ? memchr(start, '\n', (size_t)(end - start)) : end;
+        hashes[i] = string_hash(start, stop - start, salt);
+        start = stop + 1;
+    }
+    return FC_OK;
+}
+
 int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t kind, int32_t low,
                         int32_t high, uint64_t salt, int64_t capacity, int64_t *ptr, uint64_t *hashes)
 {

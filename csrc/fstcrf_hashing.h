@@ -44,6 +44,13 @@ void fh_checksum(const uint8_t *data, int64_t size, uint64_t *digest);
 void fh_string_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, uint64_t salt,
                       uint64_t *hashes);
 
+/* Hashes of the n lines of one text, as fh_string_hashes hashes them: a sentence's
+ * column joined by newlines, hashed without the offsets of its values.
+ *   text    [size]  the lines' bytes, each line but the last followed by one '\n'
+ *   hashes  [n]     OVERWRITTEN
+ * Returns FC_BAD_ARGUMENT, having written nothing, unless the text holds n lines. */
+int fh_line_hashes(const uint8_t *text, int64_t size, int64_t n, uint64_t salt, uint64_t *hashes);
+
 /* Kinds of fh_substring_hashes. */
 #define FH_PREFIXES 0
 #define FH_SUFFIXES 1

@@ -11,6 +11,12 @@ int ft_tag(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b, int64
            int32_t num_sequences, const int64_t *offsets, const uint64_t *sources, const ff_tokens *rows,
            const int32_t *token_class, int32_t *path, double *score)
 {
+    const int64_t whole[2] = {0, num_tokens};
+    if (offsets == NULL) {            /* one sentence of all the tokens */
+        if (num_sequences != 1)
+            return FC_BAD_ARGUMENT;
+        offsets = whole;
+    }
     if (num_tokens < 0 || num_tokens > b->max_tokens || num_sequences < 0 || offsets[0] != 0 ||
         offsets[num_sequences] != num_tokens || (sources == NULL) == (rows == NULL))
         return FC_BAD_ARGUMENT;

@@ -70,7 +70,8 @@ typedef struct {
 /* The best state path of each sentence of a batch of N tokens.
  *   scores             the transition scores of the graph searched (a call's own, so
  *                      that threads sharing a tagger may search under others)
- *   offsets  [B+1]     sentence i is tokens offsets[i] .. offsets[i+1]-1, from 0 to N
+ *   offsets  [B+1]     sentence i is tokens offsets[i] .. offsets[i+1]-1, from 0 to N, or
+ *                      NULL when B is 1 (the sentence is the N tokens)
  *   sources  [G, N]    the hash of each token's value in each source (the rows are then
  *                      looked up), or NULL when rows are given
  *   rows               the N tokens' predicate rows, or NULL (sources given)

@@ -5,7 +5,9 @@ one call per sentence, their ratio, and the phases of each.
 Cases (each measured when its model or peer is there; all in this process):
 
     chunker    ChainCRF.predict, the default CoNLL-2000 chunker (``fstcrf train
-               train.txt``); phases: features (``encode``) and decode (``decode``)
+               train.txt``); phases: features and decode (with the features), each
+               side's own (a batch's ``encode`` and ``decode``; one sentence's column
+               hashes and its plan's kernel call, see fstcrf/model/tagging.py)
     grammar    the same for a model trained under a grammar (``--grammar iob2``)
     joint, cascade   JointModel.predict of a composed model (``fstcrf compose``), each mode
     ner        the NER default (``fstcrf train eng.train --target ner``): its default
@@ -116,13 +118,7 @@ def _model_cases(models: dict[str, str], test2000, test2003) -> list[Case]:
                     tokens2000,
                     model.predict,
                     lambda sentence, model=model: model.predict([sentence]),
-                    {
-                        "features": (model.encode, lambda sentence, model=model: model.encode([sentence])),
-                        "decode": (
-                            lambda sentences, model=model: model.decode(model.encode(sentences)),
-                            lambda sentence, model=model: model.decode(model.encode([sentence])),
-                        ),
-                    },
+                    _chain_phases(model),
                 )
             )
     if "composed" in models:
@@ -155,6 +151,27 @@ def _model_cases(models: dict[str, str], test2000, test2003) -> list[Case]:
             )
         )
     return cases
+
+
+def _chain_phases(model) -> dict:
+    """A ChainCRF's phases, each side as predict runs it: a batch is encoded
+    (features), then decoded (decode: both); one sentence's columns are hashed
+    (features), then its rows looked up and its labels searched in one kernel call
+    (decode: both; the plan of fstcrf/model/tagging.py), not encoded as a batch."""
+    from fstcrf.model.tagging import tagging_plan
+
+    plan = tagging_plan(model)
+    window = plan.window
+
+    def one_features(sentence):
+        if window is None:  # an extractor that gives rows itself: they are the features
+            return plan.extractor.transform_rows([sentence])
+        return window.source_hashes([sentence], len(sentence))
+
+    return {
+        "features": (model.encode, one_features),
+        "decode": (lambda sentences: model.decode(model.encode(sentences)), lambda sentence: plan.paths([sentence])),
+    }
 
 
 def _tutorial_cases(folder: Path, scratch: str) -> list[Case]:

@@ -152,6 +152,8 @@ def as_sentences(data, method: str) -> list[Sentence]:
     )
     if isinstance(data, Corpus):
         return list(data.sentences)
+    if type(data) is list and all(map(Sentence.__instancecheck__, data)):  # no copy needed to check it
+        return data.copy()
     if isinstance(data, (str, bytes, os.PathLike)):
         raise ArgumentTypeError(
             f"{method} expects a Corpus or a list of Sentence, got {type(data).__name__} {_shorten(data)}; {hint}"

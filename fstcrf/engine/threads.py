@@ -36,8 +36,15 @@ class _BlasBlock:
     def __call__(self, function):
         @functools.wraps(function)
         def in_block(*args, **kwargs):
-            with self:
+            depth = getattr(_blocks, "depth", 0)  # __enter__ and __exit__ inline: a call costs less
+            _blocks.depth = depth + 1
+            try:
                 return function(*args, **kwargs)
+            finally:
+                if depth:
+                    _blocks.depth = depth
+                else:
+                    self.__exit__()
 
         return in_block
 

@@ -185,10 +185,11 @@ def escape_value(value: str) -> str:
     return value
 
 
-def escaped(values: Sequence[str]) -> list[str]:
-    """[escape_value(value) for value in values], without a Python call per value when
-    none of them holds a backslash or a bar or starts with an underscore (a
-    separator that none of them holds lets one search of their concatenation tell)."""
+def plainly_joined(values: Sequence[str]) -> str | None:
+    """The values joined by newlines when :func:`escape_value` leaves each as it is
+    and none holds a newline, else None: one search of the joined text tells (none
+    holds a backslash or a bar or starts with an underscore).  TypeError for a value
+    that is not a string."""
     text = "\n".join(values)
     if (
         "\\" in text
@@ -197,6 +198,14 @@ def escaped(values: Sequence[str]) -> list[str]:
         or "\n_" in text
         or text.count("\n") != len(values) - 1  # a value holds the separator
     ):
+        return None
+    return text
+
+
+def escaped(values: Sequence[str]) -> list[str]:
+    """[escape_value(value) for value in values], without a Python call per value when
+    none needs escaping (:func:`plainly_joined`)."""
+    if plainly_joined(values) is None:
         return [escape_value(value) for value in values]
     return list(values)
 

@@ -9,16 +9,18 @@ token table's are."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import cast
 
 import numpy as np
 
 from fstcrf.corpus.conll import Sentence
+from fstcrf.engine.kernel.features import line_hashes
 from fstcrf.engine.kernel.tagging import WindowLines
 from fstcrf.features.dictionary import HashedDictionary
 from fstcrf.features.hashing import ValueHashes, value_hashes
 from fstcrf.features.item_lists import WindowPlan
-from fstcrf.features.template import Template
+from fstcrf.features.template import Template, plainly_joined
 
 
 class WindowRows:
@@ -47,13 +49,21 @@ class WindowRows:
             transforms.append(transform)
         self.columns = [(column, rows, transforms) for column, (rows, transforms) in by_column.items()]
         self.num_sources = len(window.sources)
+        self.salt = dictionary.salt
         self.cache: ValueHashes = value_hashes(dictionary.salt)
+        #: the columns of the sources in order when each is a column's values as they
+        #: are (no transform; then one source per column), else None
+        self.plain: list[str] | None = [column for column, _ in window.sources]
+        if any(transform is not None for _, transform in window.sources):
+            self.plain = None
 
     def source_hashes(self, sentences: Sequence[Sentence], num_tokens: int) -> np.ndarray:
         """uint64 [G, N]: the hash of each token's value in each source.  KeyError for a
         column a sentence lacks, TypeError for a value that is not a string (the token
         table's path names them)."""
         out = np.empty((self.num_sources, num_tokens), dtype=np.uint64)
+        if self.plain is not None and self._plain_hashes(sentences, out):
+            return out
         for column, rows, transforms in self.columns:
             if len(sentences) == 1:
                 values = sentences[0].columns[column]
@@ -61,3 +71,14 @@ class WindowRows:
                 values = [value for sentence in sentences for value in sentence.columns[column]]
             self.cache.hashes(values, transforms, [out[g] for g in rows], strings_only=True)
         return out
+
+    def _plain_hashes(self, sentences: Sequence[Sentence], out: np.ndarray) -> bool:
+        """Write the sources' hashes into ``out`` [G, N] from the columns' values
+        joined, in one kernel call (no lookup per value): False, having written
+        nothing, when a value needs escaping or holds a newline."""
+        if len(sentences) == 1:
+            values = list(chain.from_iterable(map(sentences[0].columns.__getitem__, cast(list, self.plain))))
+        else:
+            values = [value for column in cast(list, self.plain) for s in sentences for value in s.columns[column]]
+        text = plainly_joined(values)
+        return text is not None and line_hashes(text.encode("utf-8", "surrogatepass"), self.salt, out)

@@ -166,21 +166,27 @@ def model_scorer(model, features, topology, constraint, lower_labels, active_edg
 _scorers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def fitted_scorer(model) -> Scorer:
-    """:func:`model_scorer` of a fitted model's attributes, made once and kept while
-    they are the same objects (``fit``, loading and ``set_params(threads=...)`` make
-    another): its constrained topology, transition layout and their kernel structs
-    are made once per model, not once per call."""
-    made_of = (
+def scorer_inputs(model) -> tuple:
+    """What :func:`fitted_scorer` makes a model's Scorer of: its fitted attributes,
+    then its threads, reads and read_transitions."""
+    return (
         model.features_,
         model.topology_,
         model.constraint_,
         model.lower_labels_,
         model.active_edges_,
-        int(model.threads),
+        model.threads,
         model.reads,
         model.read_transitions,
     )
+
+
+def fitted_scorer(model) -> Scorer:
+    """:func:`model_scorer` of a fitted model's attributes, made once and kept while
+    they are the same objects (``fit``, loading and ``set_params(threads=...)`` make
+    another): its constrained topology, transition layout and their kernel structs
+    are made once per model, not once per call."""
+    made_of = scorer_inputs(model)
     kept = _scorers.get(model)
     if kept is None or not all(map(operator.is_, kept[0][:5], made_of[:5])) or kept[0][5:] != made_of[5:]:
         kept = _scorers[model] = (made_of, model_scorer(model, *made_of[:5]))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import threading
 import weakref
 from collections.abc import Sequence
@@ -33,7 +34,7 @@ from fstcrf.engine.kernel.tagging import TagBuffers, Tagger, tag
 from fstcrf.features.encoding import EncodedSentences, token_classes
 from fstcrf.grammar import restriction_maps
 from fstcrf.learn.objective import Scorer
-from fstcrf.model.fitting import fitted_scorer
+from fstcrf.model.fitting import fitted_scorer, scorer_inputs
 
 #: The first buffers of a thread hold batches of this many tokens (they double as needed).
 FIRST_TOKENS = 256
@@ -95,7 +96,7 @@ class TaggingPlan:
         """The kernel scores under the transition weights now (read-only weights never
         change; writable ones are compared with those the scores were made of)."""
         made_of, scores = self.scored
-        if self.weights.flags.writeable and not np.array_equal(made_of, self.transition_weights):
+        if self.weights.flags.writeable and made_of.tobytes() != self.transition_weights.tobytes():
             made_of, scores = self.scored = (self.transition_weights.copy(), self._scores())
         return scores
 
@@ -114,7 +115,9 @@ class TaggingPlan:
         a column the lines read is missing or holds other than strings: the batch path
         says what is wrong)."""
         best = self.paths(sentences)
-        return None if best is None else self._named(best[0], [len(sentence) for sentence in sentences])
+        if best is None:
+            return None
+        return self._named(best[0], [len(sentence) for sentence in sentences] if len(sentences) > 1 else None)
 
     def encoded_labels(self, encoded: EncodedSentences) -> list[list[str]] | None:
         """:meth:`labels` of sentences already encoded; None unless the batch is small."""
@@ -123,8 +126,9 @@ class TaggingPlan:
 
     def paths(self, sentences: Sequence[Sentence]) -> tuple[np.ndarray, np.ndarray] | None:
         """The best model state at each token, int32 [N], and each sentence's best
-        score, float [B], of ``sentences`` (none empty), or None when the plan does
-        not take them (see :meth:`labels`).  An extractor that gives rows itself (token
+        score, float [B] (the thread's buffers, overwritten by its next call), of
+        ``sentences`` (none empty), or None when the plan does not take them (see
+        :meth:`labels`).  An extractor that gives rows itself (token
         dicts, value lists) gives them as for the batch (``transform_rows``, which raises
         the typed error of a bad token)."""
         lengths = [len(sentence) for sentence in sentences]
@@ -133,8 +137,14 @@ class TaggingPlan:
             return None
         if self.window is None:
             classes = None if self.reads is None else token_classes(sentences, self.reads, self.lower_labels)
-            encoded = EncodedSentences(self.extractor.transform_rows(sentences), lengths, classes)
-            return self._best(lengths, num_tokens, None, encoded.tokens(0, len(lengths)), classes)
+            matrix = self.extractor.transform_rows(sentences)
+            if matrix.shape[0] != num_tokens:
+                return None  # the batch path says what is wrong
+            values = None if matrix.all_ones() else kernel.kernel_array(matrix.data, np.float64)
+            rows = kernel.PredicateRows(
+                kernel.kernel_array(matrix.indptr, np.int64), kernel.kernel_array(matrix.indices, np.int32), values
+            )
+            return self._best(lengths, num_tokens, None, rows.tokens(0, num_tokens), classes)
         try:
             sources = self.window.source_hashes(sentences, num_tokens)
         except (KeyError, TypeError):
@@ -151,56 +161,43 @@ class TaggingPlan:
         return self._best(encoded.lengths.tolist(), num_tokens, None, rows, encoded.token_class)
 
     def _best(self, lengths: list[int], num_tokens: int, sources, rows, classes) -> tuple[np.ndarray, np.ndarray]:
-        """The one kernel call: paths int32 [N] (the buffers' own, overwritten by the
-        thread's next call) and scores float [B]."""
+        """The one kernel call: paths int32 [N] and scores float [B] (the buffers' own,
+        overwritten by the thread's next call)."""
         if not self.every_length:
             self.topology.check_lengths(lengths)
         scores = self._current_scores()
         buffers = self._thread_buffers(num_tokens, max(lengths))
-        if len(lengths) == 1:
-            offsets = np.array([0, num_tokens], dtype=np.int64)
-        else:
+        offsets = None
+        if len(lengths) > 1:
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
-        score = np.empty(len(lengths))
-        path = tag(
-            self.tagger,
-            scores,
-            buffers,
-            offsets,
-            sources,
-            rows,
-            classes,
-            score,
-        )
+        path, score = tag(self.tagger, scores, buffers, num_tokens, offsets, sources, rows, classes)
         if not (len(lengths) == 1 and math.isfinite(score[0])):
             check_totals(score, "viterbi", "the best path's score")
         return path, score
 
-    def _named(self, path: np.ndarray, lengths: list[int]) -> list[list[str]]:
-        """The label of each state of ``path`` [N], one list per sentence of ``lengths``."""
-        labels = list(map(self.state_names.__getitem__, path.tolist()))
-        if len(lengths) == 1:
+    def _named(self, path: np.ndarray, lengths: list[int] | None) -> list[list[str]]:
+        """The label of each state of ``path`` [N], one list per sentence of ``lengths``
+        (None: one sentence)."""
+        names = self.state_names
+        labels = [names[state] for state in path.tolist()]
+        if lengths is None or len(lengths) == 1:
             return [labels]
         bounds = [0, *itertools.accumulate(lengths)]
         return [labels[first:last] for first, last in zip(bounds[:-1], bounds[1:])]
 
 
-#: Each model's plan, with the scorer and fitted attributes it was made of.
+#: Each model's plan, with the scorer inputs, extractor and weights it was made of.
 _plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def tagging_plan(model) -> TaggingPlan:
-    """The :class:`TaggingPlan` of a fitted model, made once and kept while its scorer
-    (:func:`~fstcrf.model.fitting.fitted_scorer`), extractor and weights are the same
-    objects (``fit``, loading and ``set_params(threads=...)`` make another)."""
-    scorer = fitted_scorer(model)
+    """The :class:`TaggingPlan` of a fitted model, made once and kept while what its
+    scorer is made of (:func:`~fstcrf.model.fitting.scorer_inputs`), its extractor and
+    its weights are the same objects (``fit``, loading and ``set_params(threads=...)``
+    make another)."""
+    made_of = (*scorer_inputs(model), model.extractor_, model.weights_)
     kept = _plans.get(model)
-    if (
-        kept is None
-        or kept.scorer is not scorer
-        or kept.extractor is not model.extractor_
-        or kept.weights is not model.weights_
-    ):
-        kept = _plans[model] = TaggingPlan(model, scorer)
-    return kept
+    if kept is None or not all(map(operator.is_, kept[0], made_of)):  # the same objects
+        kept = _plans[model] = (made_of, TaggingPlan(model, fitted_scorer(model)))
+    return kept[1]

@@ -314,8 +314,9 @@ class CRF(BaseEstimator):
     def predict_single(self, xseq) -> list[str]:
         """The best label sequence [T] of one sequence of token dicts (``predict`` of
         ``[xseq]`` without its object array)."""
-        sentences, _ = self._sentences([xseq])
-        return self._fitted().predict(sentences)[0] if sentences else []
+        model = self._fitted()
+        tokens = item_list(xseq, "X[0]")  # named as predict names it
+        return model.predict([item_sentence(tokens, "X, sentence 0", model.reads)])[0] if tokens else []
 
     def predict_marginals(self, X) -> np.ndarray:
         """Per sequence of X, per token, a dict label -> p(label at the token | sequence):

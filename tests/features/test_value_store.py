@@ -24,7 +24,7 @@ from fstcrf.features.hashing import (
     utf8_blob,
     utf8_hashes,
 )
-from fstcrf.features.template import escape_value, escaped, parse_template, transform_function
+from fstcrf.features.template import escape_value, escaped, parse_template, plainly_joined, transform_function
 from fstcrf.features.value_lists import SEEN, UNSEEN, per_value
 from tests.strategies import oracle_settings
 
@@ -197,3 +197,19 @@ def test_value_hashes_across_batches_are_those_of_the_escaped_transformed_values
             function = transform_function(transform) if transform else str
             assert found.tolist() == utf8_hashes([escape_value(function(word)) for word in words], 5).tolist()
         assert len(cache.row) <= max_values + len(words)  # bounded
+
+
+@oracle_settings(100)
+@given(words=st.lists(st.one_of(WORD, st.just("a\nb"), st.just("")), min_size=1, max_size=12), salt=st.integers(0, 15))
+def test_line_hashes_of_plainly_joined_values_are_the_hashes_of_their_escaped_names(words, salt):
+    text = plainly_joined(words)
+    if text is None:  # a value escaping changes, or one holding the newline that joins them
+        assert escaped(words) != words or any("\n" in word or word.startswith("_") for word in words)
+        return
+    assert escaped(words) == words
+    found = np.empty(len(words), dtype=np.uint64)
+    assert kernel.line_hashes(text.encode("utf-8", "surrogatepass"), salt, found)
+    assert found.tolist() == utf8_hashes(words, salt).tolist()
+    more = np.zeros(len(words) + 1, dtype=np.uint64)  # a text of fewer lines: refused, nothing written
+    assert not kernel.line_hashes(text.encode("utf-8", "surrogatepass"), salt, more)
+    assert not more.any()

@@ -158,3 +158,17 @@ def test_weights_changed_in_place_are_those_searched_under():
         path, changed = plan.paths([sentence])
         assert _bits(path) == _bits(states.astype(np.int32)) and _bits(changed) == _bits(scores)
         assert changed[0] != score
+
+
+def test_values_that_escaping_changes_or_that_hold_a_newline_are_hashed_as_the_batch_hashes_them(model):
+    """A sentence's columns are hashed from their joined text unless a value needs
+    escaping or holds the newline that joins them; either way as the batch path."""
+    plan = tagging_plan(model)
+    odd = ["a|b", "back\\slash", "_x", "__BOS-1__", "new\nline", "", "é€\U0001f600"]
+    for b, sentence in enumerate(TEST[:8]):
+        words = list(sentence["word"])
+        words[b % len(words)] = odd[b % len(odd)]
+        changed = sentence.with_column("word", words)
+        states, scores = _batch_best(model, [changed])
+        path, score = plan.paths([changed])
+        assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)

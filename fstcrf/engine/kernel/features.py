@@ -222,6 +222,13 @@ def string_hashes(blob: np.ndarray, offsets: np.ndarray, salt: int, hashes: np.n
     lib.fh_string_hashes(input_pointer(blob), input_pointer(offsets), len(hashes), salt, output_pointer(hashes))
 
 
+def line_hashes(text: bytes, salt: int, hashes: np.ndarray) -> bool:
+    """fh_line_hashes: hashes (uint64, C-contiguous, n entries) of the n lines of
+    ``text`` (joined by newlines), as :func:`string_hashes` hashes them; False, having
+    written nothing, unless the text holds n lines."""
+    return lib.fh_line_hashes(text, len(text), hashes.size, salt, output_pointer(hashes)) == lib.FC_OK
+
+
 #: The kinds of substring_hashes: prefixes, suffixes or n-grams, by name.
 SUBSTRING_KINDS = {"prefixes": lib.FH_PREFIXES, "suffixes": lib.FH_SUFFIXES, "ngrams": lib.FH_SUBSTRINGS}
 #: The longest string substring_hashes takes, in code points.

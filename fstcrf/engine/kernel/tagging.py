@@ -91,38 +91,40 @@ class TagBuffers(KernelBuffers):
         self.max_tokens, self.t_max = max_tokens, t_max
         self.path = own_lines(max_tokens, np.int32)
         self._path = ffi.from_buffer("int32_t[]", self.path)
+        self.score = own_lines(max_tokens)  # a sentence per score: no more than tokens
+        self._score = ffi.from_buffer("double[]", self.score)
 
 
 def tag(
     tagger: Tagger,
     scores: Scores,
     buffers: TagBuffers,
-    offsets: np.ndarray,
+    num_tokens: int,
+    offsets: np.ndarray | None,
     sources: np.ndarray | None,
     rows: Tokens | None,
     token_class: np.ndarray | None,
-    score: np.ndarray,
-) -> np.ndarray:
-    """ft_tag: the best model state at each of the batch's n tokens, int32 [n] (a view of
-    the buffers' path, which the next call on them overwrites), and each sentence's
-    best score in score float [b], under the transition ``scores`` of the tagger's
-    graph.  ``offsets`` int64 [b+1], ``sources`` uint64 [G, n] (None when ``rows`` are
-    given) and ``token_class`` int32 [n] (or None) are C-contiguous; the caller
-    checked that the batch fits the buffers and its lengths the graph.
-    InfeasibleError if a sentence has no path."""
-    num_tokens = int(offsets[-1])
+) -> tuple[np.ndarray, np.ndarray]:
+    """ft_tag: the best model state at each of the batch's ``num_tokens`` tokens, int32
+    [n], and each sentence's best score, float [b] (views of the buffers' own, which
+    the next call on them overwrites), under the transition ``scores`` of the tagger's
+    graph.  ``offsets`` int64 [b+1] (None: one sentence), ``sources`` uint64 [G, n]
+    (None when ``rows`` are given) and ``token_class`` int32 [n] (or None) are
+    C-contiguous; the caller checked that the batch fits the buffers and its lengths
+    the graph.  InfeasibleError if a sentence has no path."""
+    num_sequences = 1 if offsets is None else len(offsets) - 1
     status = lib.ft_tag(
         tagger.struct,
         scores.struct,
         buffers.struct,
         num_tokens,
-        len(offsets) - 1,
-        ffi.from_buffer("int64_t[]", offsets),
+        num_sequences,
+        ffi.NULL if offsets is None else ffi.from_buffer("int64_t[]", offsets),
         ffi.NULL if sources is None else ffi.from_buffer("uint64_t[]", sources),
         ffi.NULL if rows is None else rows.struct,
         ffi.NULL if token_class is None else ffi.from_buffer("int32_t[]", token_class),
         buffers._path,
-        ffi.from_buffer("double[]", score),
+        buffers._score,
     )
     check_status(status, "ft_tag")
-    return buffers.path[:num_tokens]
+    return buffers.path[:num_tokens], buffers.score[:num_sequences]
