@@ -63,6 +63,11 @@ LIST_ROWS_HALF = 2048
 #: calls than it saves lookups.
 GROUPED_TOKENS = 512
 
+#: ``HashedDictionary.reading_rows`` of at most this many tokens takes every token as
+#: its own context and looks all lines up at once (a sentence or a few, as one call of
+#: a composed model has them: telling contexts apart would cost more than it saves).
+TOKENWISE_READING = 256
+
 #: ``fit`` tries this many salts for a dictionary whose 64-bit keys are all distinct.
 SALT_TRIES = 16
 
@@ -236,18 +241,24 @@ class HashedDictionary:
         plan = self.reading_plan(template, chosen, column, values)
         hashes = ObservationHashes(table, self.salt).window(plan.window)  # [J, N]
         out = np.empty((table.num_tokens, len(values), len(plan.lines)), dtype=np.int32)
+        if table.num_tokens <= TOKENWISE_READING:
+            self._reading_rows_by_token(plan, hashes, len(values), out)
+            return out
         for j, (seed, links) in enumerate(plan.lines):
             context, first = _contexts(hashes[[row for row, _ in links if row >= 0]])
-            keys = np.full(len(first) * len(values), seed, dtype=np.uint64)  # [C, K] flat
-            for row, value_hashes in links:
-                if value_hashes is None:
-                    link = np.repeat(hashes[row][first], len(values))
-                else:
-                    link = np.tile(value_hashes, len(first))
-                kernel.chain_keys(keys, link)
+            keys = _reading_keys(seed, links, hashes, first, len(values))
             by_context = self.lookup(keys).astype(np.int32).reshape(len(first), len(values))
             np.take(by_context, context, axis=0, out=out[:, :, j])
         return out
+
+    def _reading_rows_by_token(self, plan: ReadingPlan, hashes: np.ndarray, num_values: int, out: np.ndarray) -> None:
+        """:meth:`reading_rows` of a few tokens into ``out`` int32 [N, K, R]: every token
+        its own context (telling contexts apart costs more than the keys it saves) and
+        the keys of all lines looked up at once."""
+        every = np.arange(hashes.shape[1])
+        keys = np.concatenate([_reading_keys(seed, links, hashes, every, num_values) for seed, links in plan.lines])
+        found = self.lookup(keys).astype(np.int32).reshape(len(plan.lines), len(every), num_values)
+        out[...] = found.transpose(1, 2, 0)
 
     def reading_plan(
         self, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
@@ -260,6 +271,20 @@ class HashedDictionary:
         if kept is None or kept[0] is not template:
             kept = plans[key] = (template, ReadingPlan(template, chosen, column, values, self.salt))
         return kept[1]
+
+
+def _reading_keys(seed, links, hashes: np.ndarray, first: np.ndarray, num_values: int) -> np.ndarray:
+    """uint64 [C * K]: a reading line's keys (``seed`` chained with its ``links``, as
+    :class:`ReadingPlan` lays them out) at the tokens ``first`` int64 [C], under each
+    of the K values of the column it reads, context-major."""
+    keys = np.full(len(first) * num_values, seed, dtype=np.uint64)
+    for row, value_hashes in links:
+        if value_hashes is None:
+            link = np.repeat(hashes[row][first], num_values)
+        else:
+            link = np.tile(value_hashes, len(first))
+        kernel.chain_keys(keys, link)
+    return keys
 
 
 def _contexts(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
