@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 #: The modules a page may need, all of them installed by CI's main leg.
 EXTRA_MODULES = ("pynini", "torch", "spacy", "sklearn", "sklearn_crfsuite", "pycrfsuite", "dask", "matplotlib", "yaml")
-#: The programs the pictures' page runs (CI's .ci/run installs them).
-PROGRAMS = ("dot", "chromium")
+#: The programs the pages run (CI's .ci/run installs them): the pictures', GNU time in benchmarks.md.
+PROGRAMS = ("dot", "chromium", "/usr/bin/time")
 
 
 def _page_id(path: Path) -> str:
