@@ -14,12 +14,19 @@ An HTML comment on the line before a block changes that, with a reason:
 
     <!-- docs: not-run: needs a GPU -->
     <!-- docs: parse-only: trains on the whole of CoNLL-2003, 8 minutes -->
+    <!-- docs: record: the command of a run at a past commit -->
+    <!-- docs: fails: is the same file as the input -->
     <!-- docs: timeout: 600 -->
 
 parse-only checks a Python block's syntax and every fstcrf command line of a shell
-block against the command-line parser.  ``<!-- docs-page: parse-only: REASON -->``
-anywhere in a page makes that the page's default; ``<!-- docs: run -->`` before a
-block restores running.  ``<!-- docs-setup ... -->`` holds shell commands run at that
+block against the command-line parser; record does the same for the commands of a
+past run, which CI cannot repeat.  fails runs a shell block, in a subshell, and
+requires it to fail with that text in its output.  ``<!-- docs-page: parse-only:
+REASON -->`` (or not-run, record) anywhere in a page makes that the page's default;
+``<!-- docs: run -->`` before a block restores running.  A shell command line
+ending in a comment ``# CI: OPTIONS`` runs with OPTIONS added at its end (a
+smaller size: ``--max-iter 3``); the page must say so in its prose, naming
+``# CI:``.  ``<!-- docs-setup ... -->`` holds shell commands run at that
 point of the page, unseen by readers: the stand-in files a page's examples name.
 ``<!-- docs-page: pictures: FOLDER/ -->`` says that every image the page shows from
 FOLDER is made by its blocks: a file of the same name in the page's folder after the
@@ -60,13 +67,17 @@ LANGUAGES = {"python": "run", "sh": "run", "fgr": "run", "yaml": "run", "text": 
 #: Seconds a block may take unless a ``timeout`` marker says otherwise.
 DEFAULT_TIMEOUT = 120
 #: The markers that need a reason, and what they make of a block.
-REASONED = ("not-run", "parse-only")
+REASONED = ("not-run", "parse-only", "record")
+#: The actions whose blocks are checked (syntax, command lines) instead of run.
+CHECKED = ("parse-only", "record")
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,})(?P<info>[^`\n]*)$")
 _MARKER = re.compile(r"^\s*<!--\s*docs:\s*(?P<body>.*?)\s*-->\s*$")
 _PAGE_MARKER = re.compile(r"^\s*<!--\s*docs-page:\s*(?P<body>.*?)\s*-->\s*$", re.M)
 _IMAGE = re.compile(r"!\[[^\]]*\]\((?P<path>[^)\s]+)\)")
 _SETUP = re.compile(r"^<!--\s*docs-setup\s*$")
+#: A shell command line whose trailing comment gives the options CI adds to it.
+_CI_OPTIONS = re.compile(r"^(?P<code>[^#]*?)\s+#\s*CI:\s*(?P<options>[^#]*?)\s*$")
 
 
 class DocsFormatError(ValueError):
@@ -81,9 +92,10 @@ class Block:
     line: int  # of the opening fence (1-based)
     language: str
     text: str
-    action: str = "run"  # run, parse-only, not-run, text
+    action: str = "run"  # run, parse-only, record, not-run, text
     reason: str = ""
     timeout: float = DEFAULT_TIMEOUT
+    fails: str = ""  # a run shell block that must fail, with this in its output
 
     @property
     def where(self) -> str:
@@ -104,29 +116,32 @@ def _marker(body: str, where: str) -> tuple[str, str]:
     key, value = key.strip(), value.strip()
     if key in REASONED and not value:
         raise DocsFormatError(f"{where}: '{key}' needs a reason: <!-- docs: {key}: WHY -->")
+    if key == "fails" and not value:
+        raise DocsFormatError(f"{where}: 'fails' needs the text of the failure: <!-- docs: fails: MESSAGE -->")
     if key == "timeout":
         try:
             float(value)
         except ValueError:
             raise DocsFormatError(f"{where}: timeout needs seconds, got {value!r}") from None
-    elif key not in (*REASONED, "run"):
-        raise DocsFormatError(f"{where}: unknown marker {key!r} (not-run, parse-only, run, timeout)")
+    elif key not in (*REASONED, "run", "fails"):
+        raise DocsFormatError(f"{where}: unknown marker {key!r} (not-run, parse-only, record, run, fails, timeout)")
     return key, value
 
 
 def _page_markers(page: Path, text: str) -> dict[str, str]:
-    """The page's docs-page markers: not-run or parse-only with its reason, pictures with its folder."""
+    """The page's docs-page markers: not-run, parse-only or record with its reason, pictures with its folder."""
     found: dict[str, str] = {}
     for marker in _PAGE_MARKER.finditer(text):
         key, _, value = marker["body"].partition(":")
         key, value = key.strip(), value.strip()
         if key not in (*REASONED, "pictures") or not value:
             raise DocsFormatError(
-                f"{page.name}: a docs-page marker is 'not-run: WHY', 'parse-only: WHY' or 'pictures: FOLDER/'"
+                f"{page.name}: a docs-page marker is 'not-run: WHY', 'parse-only: WHY', 'record: WHY' "
+                "or 'pictures: FOLDER/'"
             )
         found[key] = value
-    if all(key in found for key in REASONED):
-        raise DocsFormatError(f"{page.name}: a page is not-run or parse-only, not both")
+    if sum(key in found for key in REASONED) > 1:
+        raise DocsFormatError(f"{page.name}: a page has one default: not-run, parse-only or record")
     return found
 
 
@@ -155,7 +170,7 @@ def read_blocks(page: Path) -> list[Block]:
     lines = text.splitlines()
     blocks: list[Block] = []
     markers: list[tuple[str, str]] = []
-    number = 0
+    number, prose, ci_options = 0, "", False
     while number < len(lines):
         line = lines[number]
         if _SETUP.match(line):
@@ -174,6 +189,7 @@ def read_blocks(page: Path) -> list[Block]:
         if not fence:
             if line.strip():
                 markers = []
+            prose += line + "\n"
             number += 1
             continue
         indent, ticks = fence["indent"], fence["fence"]
@@ -200,13 +216,36 @@ def read_blocks(page: Path) -> list[Block]:
                 block.timeout = float(value)
             elif key == "run":
                 block.action, block.reason = "run", ""
+            elif key == "fails":
+                if language != "sh":
+                    raise DocsFormatError(f"{where}: only a shell block can be marked to fail")
+                block.fails = value
             else:
                 block.action, block.reason = key, value
+        if block.language == "sh" and with_ci_options(block.text, where) != block.text:
+            ci_options = True
         blocks.append(block)
         number, markers = end + 1, []
     if markers:
         raise DocsFormatError(f"{page.name}: a docs marker at the end of the page, before no block")
+    if ci_options and "`# CI:" not in prose:
+        raise DocsFormatError(f"{page.name}: commands with '# CI:' options, but the page's prose never says so")
     return blocks
+
+
+def with_ci_options(text: str, where: str = "") -> str:
+    """A shell block as CI runs it: each command line ending in ``# CI: OPTIONS``
+    with OPTIONS added at its end (one simple command per such line)."""
+    lines = []
+    for line in text.splitlines():
+        ci = _CI_OPTIONS.match(line)
+        if ci is None:
+            lines.append(line)
+            continue
+        if re.search(r"[;&|]", ci["code"]) or not ci["options"]:
+            raise DocsFormatError(f"{where}: a '# CI:' comment ends one simple command and names options: {line}")
+        lines.append(f"{ci['code']} {ci['options']}")
+    return "\n".join(lines) + "\n"
 
 
 def fstcrf_commands(block: str) -> list[list[str]]:
@@ -309,6 +348,10 @@ def environment(shims: Path) -> dict[str, str]:
     return env
 
 
+#: The line with which the shell reports the status of a block marked to fail.
+_STATUS = "__docs_status__"
+
+
 class _Timeout(Exception):
     pass
 
@@ -360,14 +403,22 @@ class PageShell:
         self.blocks = 0
 
     def run(self, block: Block) -> str:
-        """Run one block; an error message (its status or timeout, and the end of its output), or ""."""
+        """Run one block (with its ``# CI:`` options); an error message (its status or
+        timeout, and the end of its output), or "".  A block marked ``fails`` runs in a
+        subshell and must fail, with its text in the output."""
         self.blocks += 1
         script = self.scripts / f"block{self.blocks}.sh"
-        script.write_text(block.text, encoding="utf-8")
+        script.write_text(with_ci_options(block.text, block.where), encoding="utf-8")
+        source = f"source {shlex.quote(str(script))} < /dev/null"
+        if block.fails:  # in the background, so that -e still stops the subshell at its first failure
+            source = (
+                f"( {source} ) & wait $! && __docs_status=0 || __docs_status=$?; "
+                f"printf '\\n{_STATUS} %s' $__docs_status"
+            )
         done = f"__docs_block_{self.blocks}_done__"
         assert self.process.stdin is not None
         try:
-            self.process.stdin.write(f"source {shlex.quote(str(script))} < /dev/null\nprintf '\\n%s\\n' {done}\n")
+            self.process.stdin.write(f"{source}\nprintf '\\n%s\\n' {done}\n")
             self.process.stdin.flush()
         except BrokenPipeError:
             return "the page's shell has ended"
@@ -384,7 +435,14 @@ class PageShell:
                 self.close()
                 return f"took longer than {block.timeout:g} s\n{text[-6000:]}"
             time.sleep(0.02)
-        sys.stdout.write(text[: text.index(done)].rstrip("\n") + "\n")
+        output = text[: text.index(done)].rstrip("\n")
+        if block.fails:
+            output, _, status = output.rpartition(f"\n{_STATUS} ")
+            if status == "0":
+                return f"succeeded, but the page says it fails with {block.fails!r}\n{output[-6000:]}"
+            if block.fails not in output:
+                return f"failed (status {status}) without {block.fails!r} in its output\n{output[-6000:]}"
+        sys.stdout.write(output + "\n")
         return ""
 
     def close(self) -> None:
@@ -403,19 +461,22 @@ def _stop_group(group: int) -> None:
 
 
 def _check(block: Block) -> str:
-    """Parse a block that is not run: its syntax, or its fstcrf command lines."""
+    """Parse a block that is not run: its syntax, or its fstcrf command lines (as shown and as CI would run them)."""
     if block.language == "python":
         try:
             compile(block.text, block.where, "exec")
         except SyntaxError as error:
             return f"syntax error: {error}"
         return ""
-    return "\n".join(refused_commands(block.text)) if block.language in ("sh", "setup") else ""
+    if block.language not in ("sh", "setup"):
+        return ""
+    shown, in_ci = refused_commands(block.text), refused_commands(with_ci_options(block.text, block.where))
+    return "\n".join(dict.fromkeys(shown + in_ci))
 
 
 def run_block(block: Block, namespace: dict, shell: PageShell) -> str:
     """Do with one block what its action says, in the page's folder; an error message, or ""."""
-    if block.action == "parse-only":
+    if block.action in CHECKED:
         return _check(block)
     if block.action != "run":
         return ""

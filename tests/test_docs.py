@@ -11,15 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from doc_blocks import DocsFormatError, check_pip, fstcrf_commands, read_blocks, refused_commands
+from doc_blocks import (
+    DocsFormatError,
+    check_pip,
+    fstcrf_commands,
+    read_blocks,
+    refused_commands,
+    with_ci_options,
+)
 from fstcrf.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 #: The modules a page may need, all of them installed by CI's main leg.
 EXTRA_MODULES = ("pynini", "torch", "spacy", "sklearn", "sklearn_crfsuite", "pycrfsuite", "dask", "matplotlib", "yaml")
-#: The programs the pictures' page runs (CI's .ci/run installs them).
-PROGRAMS = ("dot", "chromium")
+#: The programs the pages run (CI's .ci/run installs them): the pictures', GNU time in benchmarks.md.
+PROGRAMS = ("dot", "chromium", "/usr/bin/time")
 
 
 def _page_id(path: Path) -> str:
@@ -55,7 +62,23 @@ def test_the_block_reader_follows_the_convention(tmp_path):
         ("text", "text"),
     ]
     assert blocks[2].reason == "needs a GPU" and blocks[3].timeout == 5 and blocks[4].text == "fstcrf info m\n"
-    for wrong in ("```\nx\n```\n", "<!-- docs: not-run -->\n```sh\nls\n```\n", "```python\nx\n"):
+    page.write_text(
+        "<!-- docs-page: record: run at a past commit -->\n\n```sh\nfstcrf info m\n```\n\n<!-- docs: run -->\n"
+        "<!-- docs: fails: no such file -->\n```sh\nfstcrf info m\n```\n\nA `# CI:` comment adds options.\n\n"
+        "```sh\nfstcrf train a.txt --max-iter 200 -o m  # CI: --max-iter 3\n```\n"
+    )
+    blocks = read_blocks(page)
+    assert [(b.action, b.fails) for b in blocks] == [("record", ""), ("run", "no such file"), ("record", "")]
+    assert with_ci_options(blocks[2].text) == "fstcrf train a.txt --max-iter 200 -o m --max-iter 3\n"
+    for wrong in (
+        "```\nx\n```\n",
+        "<!-- docs: not-run -->\n```sh\nls\n```\n",
+        "```python\nx\n",
+        "<!-- docs: fails: x -->\n```python\nx = 1\n```\n",
+        "```sh\nfstcrf train a.txt -o m  # CI: --max-iter 3\n```\n",  # the prose never says so
+        "`# CI:`\n```sh\nfstcrf train a.txt -o m; ls  # CI: --max-iter 3\n```\n",  # two commands
+        "<!-- docs-page: record: r -->\n<!-- docs-page: parse-only: p -->\n",
+    ):
         page.write_text(wrong)
         with pytest.raises(DocsFormatError):
             read_blocks(page)
@@ -82,6 +105,16 @@ def test_a_page_runs_in_order_in_one_folder_and_stops_at_the_first_failure(tmp_p
     done = _run_page(page, "--folder", str(tmp_path / "run"))
     assert done.returncode == 1 and "page.md:22 (sh), run" in done.stderr and "exit status 3" in done.stderr
     assert (tmp_path / "run" / "count.txt").exists() and not (tmp_path / "run" / "never.txt").exists()
+    failing = "<!-- docs: fails: {} -->\n```sh\necho one; false; echo two\n```\n\n```sh\necho after\n```\n"
+    page.write_text(failing.format("one"))  # fails at its first failure, as it should, and the page goes on
+    done = _run_page(page)
+    assert done.returncode == 0 and "one\n" in done.stdout and "two" not in done.stdout and "after" in done.stdout
+    page.write_text(failing.format("two"))
+    assert "without 'two' in its output" in _run_page(page).stderr
+    page.write_text("<!-- docs: fails: one -->\n```sh\necho one\n```\n")
+    assert "succeeded, but the page says it fails" in _run_page(page).stderr
+    page.write_text("Here `# CI:` adds options.\n\n```sh\necho shown  # CI: in-ci\n```\n")
+    assert "shown in-ci" in _run_page(page).stdout
     page.write_text("```sh\nsleep 30\n```\n".replace("```sh", "<!-- docs: timeout: 1 -->\n```sh"))
     assert "took longer than 1 s" in _run_page(page).stderr
 
