@@ -35,15 +35,16 @@ def item_list(xseq, where: str) -> list:
     an iterable of items or an ItemSequence (fstcrf's, or python-crfsuite's, whose
     flattened dicts are read).  ArgumentTypeError naming ``where`` for a string, a
     dict or anything not iterable; the items themselves are checked when read."""
-    if isinstance(xseq, ItemSequence):
-        return xseq.tokens
-    if type(xseq).__name__ == "ItemSequence" and callable(getattr(xseq, "items", None)):
-        return xseq.items()
-    if isinstance(xseq, (str, bytes, dict)) or not isinstance(xseq, Iterable):
-        raise ArgumentTypeError(
-            f"{where} must be a sequence of items (token feature dicts or lists of attribute names), "
-            f"got {type(xseq).__name__}"
-        )
+    if type(xseq) is not list:  # a list, the usual sequence, needs no other check
+        if isinstance(xseq, ItemSequence):
+            return xseq.tokens
+        if type(xseq).__name__ == "ItemSequence" and callable(getattr(xseq, "items", None)):
+            return xseq.items()
+        if isinstance(xseq, (str, bytes, dict)) or not isinstance(xseq, Iterable):
+            raise ArgumentTypeError(
+                f"{where} must be a sequence of items (token feature dicts or lists of attribute names), "
+                f"got {type(xseq).__name__}"
+            )
     return [token if type(token) is dict or type(token) is list else _item(token) for token in xseq]
 
 
