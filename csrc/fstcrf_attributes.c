@@ -52,7 +52,7 @@ static int resize(void **array, Py_ssize_t wanted, size_t item)
 static int add_entry(Entries *entries, int64_t column, double value)
 {
     if (entries->size == entries->capacity) {
-        Py_ssize_t wanted = entries->capacity ? 2 * entries->capacity : 4096;
+        Py_ssize_t wanted = entries->capacity ? 2 * entries->capacity : 256;
         if (resize((void **)&entries->columns, wanted, sizeof(int64_t)) < 0
             || resize((void **)&entries->values, wanted, sizeof(double)) < 0)
             return -1;
@@ -67,7 +67,7 @@ static int add_entry(Entries *entries, int64_t column, double value)
 static int add_start(Entries *entries)
 {
     if (entries->num_starts == entries->starts_capacity) {
-        Py_ssize_t wanted = entries->starts_capacity ? 2 * entries->starts_capacity : 1024;
+        Py_ssize_t wanted = entries->starts_capacity ? 2 * entries->starts_capacity : 64;
         if (resize((void **)&entries->starts, wanted, sizeof(int64_t)) < 0)
             return -1;
         entries->starts_capacity = wanted;

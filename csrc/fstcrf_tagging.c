@@ -60,3 +60,18 @@ int ft_tag(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b, int64
             path[n] = t->state_map[path[n]];
     return status;
 }
+
+int ft_tag_entries(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b, int64_t num_tokens,
+                   int32_t num_sequences, const int64_t *offsets, const int64_t *starts, const int64_t *columns,
+                   const double *values, const int32_t *token_class, int32_t *path, double *score)
+{
+    if (num_tokens < 0 || num_tokens > b->max_tokens || starts[num_tokens] > b->max_entries)
+        return FC_BAD_ARGUMENT;
+    int32_t ones;
+    int status = ff_canonical_rows(num_tokens, starts, columns, values, t->dictionary->num_predicates, b->indptr,
+                                   b->indices, b->values, &ones);
+    if (status != FC_OK)
+        return status;
+    const ff_tokens rows = {num_tokens, b->indptr, b->indices, ones ? NULL : b->values};
+    return ft_tag(t, scores, b, num_tokens, num_sequences, offsets, NULL, &rows, token_class, path, score);
+}

@@ -8,6 +8,7 @@
  *
  *     value hashes [G, N] -> fh_window_hashes     -> observation hashes [J, N]
  *                         -> fh_predicate_rows    -> rows (CSR)
+ *  or token entries [M]   -> ff_canonical_rows    -> rows (CSR)
  *                         -> ff_emissions         -> emit [N, S]
  *                         -> (a restriction's states: emit [N, S'] gathered)
  *                         -> fc_viterbi           -> path [N], score [B]
@@ -54,13 +55,16 @@ typedef struct {
                                          the graph is the model's */
 } ft_tagger;
 
-/* A thread's buffers for batches of up to max_tokens tokens. */
+/* A thread's buffers for batches of up to max_tokens tokens (and max_entries entries,
+   for ft_tag_entries). */
 typedef struct {
     int64_t max_tokens;               /* N_max */
+    int64_t max_entries;              /* M_max */
     uint64_t *window;                 /* [J * N_max] */
     int32_t *line_scratch;            /* [FH_BLOCK * T] */
     int64_t *indptr;                  /* [N_max + 1] */
-    int32_t *indices;                 /* [N_max * T] */
+    int32_t *indices;                 /* [max(N_max * T, M_max)] */
+    double *values;                   /* [M_max] */
     double *emit;                     /* [N_max * S] */
     double *search_emit;              /* [N_max * S'] (read only with a state map) */
     double *work;                     /* [ff_work_doubles(dictionary)] */
@@ -84,5 +88,15 @@ typedef struct {
 int ft_tag(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b, int64_t num_tokens, int32_t num_sequences,
            const int64_t *offsets, const uint64_t *sources, const ff_tokens *rows,
            const int32_t *token_class, int32_t *path, double *score);
+
+/* ft_tag of a batch given as the entries of its tokens, unsorted (what fstcrf._attributes
+ * reads of token dicts): token n's entries are columns / values[starts[n] .. starts[n+1]-1]
+ * (starts [N+1] from 0, columns [M] in [0, P), values [M]).  The rows are the entries made
+ * canonical by ff_canonical_rows, as the batch path makes them (the values left out when
+ * all are 1), in the buffers, then tagged by ft_tag.  Returns FC_BAD_ARGUMENT if M passes
+ * max_entries or the entries are out of range, else ft_tag's status. */
+int ft_tag_entries(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b, int64_t num_tokens,
+                   int32_t num_sequences, const int64_t *offsets, const int64_t *starts, const int64_t *columns,
+                   const double *values, const int32_t *token_class, int32_t *path, double *score);
 
 #endif

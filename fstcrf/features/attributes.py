@@ -193,6 +193,39 @@ def _read_token(token, lower: list | None, position: int, reads: str | None, nam
         values.append(1.0)
 
 
+def read_token_lists(
+    token_lists: list,
+    lower_lists: list | None,
+    by_name: dict[str, int],
+    by_key: dict[str, dict[str, int]],
+    names: list[str] | None = None,
+    reads: str | None = None,
+    first: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`read_entries` of the tokens of B sentences, token_lists [B] of lists of
+    tokens (and their lower labels, lower_lists [B] of lists, or None)."""
+
+    def read_in_python(token, number: int, position: int) -> tuple[list, list]:
+        token_names: list[str] = []
+        values: list[float] = []
+        try:
+            _read_token(
+                token, None if lower_lists is None else lower_lists[number], position, reads, token_names, values
+            )
+        except _BadItem as error:
+            raise error.error(f"sentence {first + number}, token {position}: {error}") from None
+        return token_names, values
+
+    columns, values, starts = kernel.read_columns(
+        token_lists, lower_lists, reads, by_name, by_key, names, read_in_python
+    )
+    return (
+        np.frombuffer(columns, dtype=np.int64),
+        np.frombuffer(values, dtype=np.float64),
+        np.frombuffer(starts, dtype=np.int64),
+    )
+
+
 def read_entries(
     sentences: Sequence[Sentence],
     by_name: dict[str, int],
@@ -219,22 +252,7 @@ def read_entries(
         if reads is not None and read_labels
         else None
     )
-
-    def read_in_python(token, number: int, position: int) -> tuple[list, list]:
-        token_names: list[str] = []
-        values: list[float] = []
-        try:
-            _read_token(token, None if lower is None else lower[number], position, reads, token_names, values)
-        except _BadItem as error:
-            raise error.error(f"sentence {first + number}, token {position}: {error}") from None
-        return token_names, values
-
-    columns, values, starts = kernel.read_columns(tokens, lower, reads, by_name, by_key, names, read_in_python)
-    return (
-        np.frombuffer(columns, dtype=np.int64),
-        np.frombuffer(values, dtype=np.float64),
-        np.frombuffer(starts, dtype=np.int64),
-    )
+    return read_token_lists(tokens, lower, by_name, by_key, names, reads, first)
 
 
 def check_sentences(sentences: Sequence[Sentence], first: int = 0) -> None:
@@ -380,11 +398,28 @@ class AttributeExtractor:
 
     def _known_matrix(self, corpus, read_labels: bool) -> SparseRows:
         """:meth:`transform`, with or without the attributes of the lower labels."""
+        columns, values, starts = self.entries(corpus, read_labels)
+        return _csr(values, columns, starts, len(self.predicate_names_))
+
+    def entries(
+        self, corpus: Corpus | Sequence[Sentence], read_labels: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The attributes of a corpus's tokens in the columns of ``vocabulary_`` as they are
+        read, before :meth:`transform_rows` makes them rows (see :func:`read_entries`):
+        columns int64 [M], values float64 [M], starts int64 [N+1]."""
         self._check_fitted()
-        columns, values, starts = read_entries(
+        return read_entries(
             self._sentences(corpus), self.vocabulary_, self._values_by_key(), reads=self.reads, read_labels=read_labels
         )
-        return _csr(values, columns, starts, len(self.predicate_names_))
+
+    def item_entries(self, tokens: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`entries` of one sentence given as its tokens [T] (dicts or lists of names,
+        as the column "attributes" holds them), for an extractor that reads no lower
+        labels."""
+        if self.reads is not None:
+            raise TemplateError(f"this extractor reads lower labels from column {self.reads!r}: give sentences")
+        self._check_fitted()
+        return read_token_lists([tokens], None, self.vocabulary_, self._values_by_key())
 
     def _values_by_key(self) -> dict[str, dict[str, int]]:
         """key -> {value: column} for the names "key:value" of ``vocabulary_``, split at

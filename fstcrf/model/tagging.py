@@ -11,9 +11,13 @@ same objects (:func:`tagging_plan`): the template's lines and the kernel's
 dictionary, the graph searched (the model's, or its restriction to the training
 grammar, with the state map), the transition scores, and each thread's buffers.
 A call reads the batch's columns, hashes their values
-(:class:`~fstcrf.features.window_rows.WindowRows`) or takes its rows, and makes
-one kernel call: the same steps in C, so the labels and scores are the batch
-path's, bit for bit (tests/model/test_one_at_a_time.py).
+(:class:`~fstcrf.features.window_rows.WindowRows`), reads its token dicts' entries
+(:meth:`~fstcrf.features.attributes.AttributeExtractor.entries`, which the kernel
+makes rows) or takes its rows, and makes one kernel call: the same steps in C, so
+the labels and scores are the batch path's, bit for bit
+(tests/model/test_one_at_a_time.py, tests/pycrfsuite/test_token_dicts_one_at_a_time.py).
+:meth:`TaggingPlan.item_labels` takes one sentence's token dicts as they are, for
+fstcrf.pycrfsuite's Tagger.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ import numpy as np
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
 from fstcrf.engine.inference import PARALLEL_WORK, check_totals
-from fstcrf.engine.kernel.tagging import TagBuffers, Tagger, tag
+from fstcrf.engine.kernel.tagging import TagBuffers, Tagger, tag, tag_entries
+from fstcrf.features.attributes import AttributeExtractor
 from fstcrf.features.encoding import EncodedSentences, token_classes
 from fstcrf.grammar import restriction_maps
 from fstcrf.learn.objective import Scorer
@@ -50,6 +55,8 @@ class TaggingPlan:
         extractor = model.extractor_
         self.window = extractor.window_rows()
         self.scorer, self.extractor, self.weights = scorer, extractor, model.weights_
+        #: whether the extractor reads token dicts (their entries go to the kernel as they are read)
+        self.reads_entries = isinstance(extractor, AttributeExtractor)
         reading = model.reads is not None and model.read_transitions and model.lower_labels_ is not None
         #: the column of lower labels the transitions read, and those labels (see token_classes)
         self.reads: str | None = model.reads if reading else None
@@ -100,13 +107,23 @@ class TaggingPlan:
             made_of, scores = self.scored = (self.transition_weights.copy(), self._scores())
         return scores
 
-    def _thread_buffers(self, num_tokens: int, t_max: int) -> TagBuffers:
+    def _thread_buffers(self, num_tokens: int, t_max: int, num_entries: int) -> TagBuffers:
         """This thread's buffers, made again larger when the batch does not fit."""
         buffers = getattr(self.buffers, "kept", None)
-        if buffers is None or buffers.max_tokens < num_tokens or buffers.t_max < t_max:
+        if (
+            buffers is None
+            or buffers.max_tokens < num_tokens
+            or buffers.t_max < t_max
+            or buffers.max_entries < num_entries
+        ):
             size = max(FIRST_TOKENS, num_tokens, 2 * (buffers.max_tokens if buffers is not None else 0))
             longest = max(t_max, 2 * (buffers.t_max if buffers is not None else 0), FIRST_TOKENS // 4)
-            buffers = self.buffers.kept = TagBuffers(self.tagger, self.topology, self.num_classes, size, longest)
+            entries = 0
+            if self.reads_entries:
+                entries = max(num_entries, 2 * (buffers.max_entries if buffers is not None else 0), 16 * FIRST_TOKENS)
+            buffers = self.buffers.kept = TagBuffers(
+                self.tagger, self.topology, self.num_classes, size, longest, entries
+            )
         return buffers
 
     def labels(self, sentences: Sequence[Sentence]) -> list[list[str]] | None:
@@ -137,6 +154,8 @@ class TaggingPlan:
             return None
         if self.window is None:
             classes = None if self.reads is None else token_classes(sentences, self.reads, self.lower_labels)
+            if self.reads_entries:  # the dicts' entries as read, made rows by the kernel
+                return self._best(lengths, num_tokens, classes, entries=self.extractor.entries(sentences))
             matrix = self.extractor.transform_rows(sentences)
             if matrix.shape[0] != num_tokens:
                 return None  # the batch path says what is wrong
@@ -144,13 +163,28 @@ class TaggingPlan:
             rows = kernel.PredicateRows(
                 kernel.kernel_array(matrix.indptr, np.int64), kernel.kernel_array(matrix.indices, np.int32), values
             )
-            return self._best(lengths, num_tokens, None, rows.tokens(0, num_tokens), classes)
+            return self._best(lengths, num_tokens, classes, rows=rows.tokens(0, num_tokens))
         try:
             sources = self.window.source_hashes(sentences, num_tokens)
         except (KeyError, TypeError):
             return None
         classes = None if self.reads is None else token_classes(sentences, self.reads, self.lower_labels)
-        return self._best(lengths, num_tokens, sources, None, classes)
+        return self._best(lengths, num_tokens, classes, sources=sources)
+
+    def item_labels(self, tokens: list) -> list[str] | None:
+        """The best labels [T] of one sentence given as its tokens (T >= 1 token dicts or
+        lists of names, what column "attributes" holds) for a model over token dicts
+        that reads no lower labels: :meth:`labels` of its Sentence, without making one.
+        None when the plan does not take it (a sentence too long for one thread)."""
+        best = self.item_paths(tokens)
+        return None if best is None else list(map(self.state_names.__getitem__, best[0].tolist()))
+
+    def item_paths(self, tokens: list) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`paths` of the one sentence :meth:`item_labels` takes (None when it does not)."""
+        num_tokens = len(tokens)
+        if num_tokens > self.max_tokens:
+            return None
+        return self._best([num_tokens], num_tokens, None, entries=self.extractor.item_entries(tokens))
 
     def encoded_paths(self, encoded: EncodedSentences) -> tuple[np.ndarray, np.ndarray] | None:
         """:meth:`paths` of sentences already encoded; None unless the batch is small."""
@@ -158,20 +192,27 @@ class TaggingPlan:
         if num_tokens > self.max_tokens:
             return None
         rows = encoded.tokens(0, encoded.num_sequences)
-        return self._best(encoded.lengths.tolist(), num_tokens, None, rows, encoded.token_class)
+        return self._best(encoded.lengths.tolist(), num_tokens, encoded.token_class, rows=rows)
 
-    def _best(self, lengths: list[int], num_tokens: int, sources, rows, classes) -> tuple[np.ndarray, np.ndarray]:
-        """The one kernel call: paths int32 [N] and scores float [B] (the buffers' own,
-        overwritten by the thread's next call)."""
+    def _best(
+        self, lengths: list[int], num_tokens: int, classes, sources=None, rows=None, entries=None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The one kernel call on the batch's value hashes ``sources``, its ``rows`` or its
+        token ``entries`` (columns, values, starts): paths int32 [N] and scores float [B]
+        (the buffers' own, overwritten by the thread's next call)."""
         if not self.every_length:
             self.topology.check_lengths(lengths)
         scores = self._current_scores()
-        buffers = self._thread_buffers(num_tokens, max(lengths))
+        buffers = self._thread_buffers(num_tokens, max(lengths), 0 if entries is None else len(entries[0]))
         offsets = None
-        if len(lengths) > 1:
+        if len(lengths) > 1 or entries is not None:
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
-        path, score = tag(self.tagger, scores, buffers, num_tokens, offsets, sources, rows, classes)
+        if entries is None or offsets is None:
+            path, score = tag(self.tagger, scores, buffers, num_tokens, offsets, sources, rows, classes)
+        else:
+            columns, values, starts = entries
+            path, score = tag_entries(self.tagger, scores, buffers, offsets, starts, columns, values, classes)
         if not (len(lengths) == 1 and math.isfinite(score[0])):
             check_totals(score, "viterbi", "the best path's score")
         return path, score

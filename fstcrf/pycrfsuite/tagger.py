@@ -5,10 +5,12 @@ A Tagger opens an fstcrf model file (``Trainer.train`` writes them; any
 or model bytes, or (:meth:`Tagger.of_model`) a fitted ChainCRF in memory, which
 is how ``fstcrf.sklearn.CRF.tagger_`` serves sklearn-crfsuite's users.  ``set``
 reads and encodes one sequence of items; ``tag`` decodes it as
-``ChainCRF.predict`` decodes a batch (emissions and Viterbi in one kernel call),
-and ``probability`` and ``marginal`` answer from its scores, made on first use
-(the score of the labels against log Z, and forward-backward's marginals, each
-computed once per sequence), under the model's training grammar if it has one.
+``ChainCRF.predict`` decodes a batch (emissions and Viterbi in one kernel call; the
+items given to ``tag`` go to it as they are, with no Sentence made:
+:meth:`~fstcrf.model.tagging.TaggingPlan.item_labels`), and ``probability`` and
+``marginal`` answer from its scores, made on first use (the score of the labels
+against log Z, and forward-backward's marginals, each computed once per sequence),
+under the model's training grammar if it has one.
 
 Errors are python-crfsuite's: a missing model file raises the OSError of
 opening it, a file that is not an fstcrf model ModelFileError (a ValueError),
@@ -49,6 +51,7 @@ from fstcrf.features.attributes import AttributeExtractor
 from fstcrf.features.encoding import EncodedSentences
 from fstcrf.files import write_atomically
 from fstcrf.model.chain import ChainCRF, load_model
+from fstcrf.model.tagging import tagging_plan
 from fstcrf.pycrfsuite.dump import ParsedDump, dump_text, parsed_dump
 from fstcrf.pycrfsuite.items import item_list, item_sentence, label_list
 from fstcrf.pycrfsuite.params import integer_argument
@@ -129,7 +132,8 @@ class Tagger:
         self._forget_sequence()
 
     def _forget_sequence(self) -> None:
-        self._sentence: Sentence | None = None
+        self._items: list | None = None  # the items of the sequence set last (None: none is)
+        self._sentence: Sentence | None = None  # their Sentence, made on first use
         self._encoded: EncodedSentences | None = None
         self._potentials: Potentials | None = None
         self._best: list[str] | None = None
@@ -148,24 +152,30 @@ class Tagger:
         """Read a sequence of items (a list, or an ItemSequence) for ``tag()``,
         ``probability`` and ``marginal``."""
         model = self._open_model()
-        sentence = self._read(model, xseq)
-        if sentence is not None:
-            self._encoded = model.encode([sentence])
-            self._sentence = sentence
+        self._read(xseq)
+        if self._items is not None:
+            self._encoded = model.encode([self._current_sentence(model)])
 
-    def _read(self, model: ChainCRF, xseq) -> Sentence | None:
-        """The sentence of ``xseq`` (None for no items), the last sequence forgotten."""
+    def _read(self, xseq) -> None:
+        """Forget the last sequence and set the items of ``xseq`` (none for no items)."""
         tokens = item_list(xseq, "xseq")
         self._forget_sequence()
-        return item_sentence(tokens, "xseq", reads=model.reads) if tokens else None
+        if tokens:
+            self._items = tokens
+
+    def _current_sentence(self, model: ChainCRF) -> Sentence:
+        """The Sentence of the sequence set last (made on first use)."""
+        if self._sentence is None:
+            self._sentence = item_sentence(cast(list, self._items), "xseq", reads=model.reads)
+        return self._sentence
 
     def _sequence_potentials(self) -> Potentials | None:
         """The potentials of the sequence set last on the decoding topology (made on
         first use: ``tag`` needs none), or None before any sequence is set."""
-        if self._potentials is None and self._sentence is not None:
+        if self._potentials is None and self._items is not None:
             model = cast(ChainCRF, self._model)
             if self._encoded is None:
-                self._encoded = model.encode([self._sentence])
+                self._encoded = model.encode([self._current_sentence(model)])
             self._potentials = model.encoded_potentials(self._encoded)[0]
         return self._potentials
 
@@ -177,12 +187,13 @@ class Tagger:
         """The best label sequence [T] of ``xseq`` (read as by ``set``), or of the
         sequence set last when ``xseq`` is None."""
         model = self._open_model()
-        if xseq is not None:  # read as ``set`` reads it, tagged by predict (encoded on asking for scores)
-            sentence = self._read(model, xseq)
-            if sentence is not None:
-                (self._best,) = model.predict([sentence])
-                self._sentence = sentence
-        if self._sentence is None:
+        if xseq is not None:  # read as ``set`` reads it, tagged as predict tags it (encoded on asking for scores)
+            self._read(xseq)
+            if self._items is not None:
+                self._best = None if model.reads is not None else tagging_plan(model).item_labels(self._items)
+                if self._best is None:
+                    (self._best,) = model.predict([self._current_sentence(model)])
+        if self._items is None:
             return []
         if self._best is None:
             (self._best,) = model.decode(cast(EncodedSentences, self._encoded))

@@ -1,8 +1,8 @@
-"""One sequence of token dicts or name lists per call (``Tagger.tag``,
-``CRF.predict_single``, ``ChainCRF.predict`` of one sentence) gives the labels and
-best-path scores of the batch path (potentials of the whole batch, then Viterbi),
-bit for bit, whatever the items: dicts with numbers, lists with repeated and unseen
-names, tuples, sets."""
+"""One sequence of token dicts or name lists per call (``Tagger.tag``, which hands its
+items to the kernel as they are, ``CRF.predict_single``, ``ChainCRF.predict`` of one
+sentence) gives the labels and best-path scores of the batch path (potentials of the
+whole batch, then Viterbi), bit for bit, whatever the items: dicts with numbers,
+lists with repeated and unseen names, tuples, sets."""
 
 import numpy as np
 import pytest
@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fstcrf.engine.inference import viterbi
+from fstcrf.model.chain import load_model
 from fstcrf.model.tagging import tagging_plan
 from fstcrf.pycrfsuite import Tagger, Trainer
 from fstcrf.pycrfsuite.items import item_list, item_sentence
@@ -77,6 +78,8 @@ def test_one_sequence_per_call_gives_the_batch_path_bit_for_bit(crf, xseqs):
         assert model.predict([sentences[b]]) == [labels[b]]
         _, score = tagging_plan(model).paths([sentences[b]])
         assert score.tobytes() == scores[b : b + 1].tobytes()
+        _, score = tagging_plan(model).item_paths(item_list(xseq, "xseq"))  # the Tagger's way: no Sentence
+        assert score.tobytes() == scores[b : b + 1].tobytes()
         tagger.set(xseq)  # the labels of a sequence set, then tagged, are those too
         assert tagger.tag() == labels[b]
     assert [list(row) for row in crf.predict(xseqs)] == labels
@@ -101,3 +104,37 @@ def test_a_trainer_reads_names_as_their_dict_of_counts(tmp_path):
         assert taggers[0].tag(xseq) == taggers[1].tag(xseq)
         assert taggers[0].probability(taggers[0].tag()) == taggers[1].probability(taggers[1].tag())
     assert taggers[0].info().state_features == taggers[1].info().state_features
+
+
+@pytest.mark.slow
+def test_every_conll2000_test_sentence_tagged_alone_gives_the_batch_labels_and_scores(data_file, tmp_path):
+    """The python-crfsuite tutorial's dicts and NLTK's name lists of every CoNLL-2000 test
+    sentence, one ``Tagger.tag`` per sentence: the batch path's labels and scores."""
+    from fstcrf.bench.sklearn import read_sentences, sent2features, sent2labels
+
+    train = read_sentences(data_file("conll2000/train.txt"), 500)
+    test = read_sentences(data_file("conll2000/test.txt"))
+
+    def names(sentence):  # NLTK's CRFTagger gives lists of names like these
+        return [
+            [f"WORD_{word}", f"SUF_{word[-3:]}", *(["CAPITALIZATION"] * word[0].isupper())] for word, *_ in sentence
+        ]
+
+    for number, (X, X_test) in enumerate(
+        (
+            ([sent2features(s) for s in train], [sent2features(s) for s in test]),
+            ([names(s) for s in train], [names(s) for s in test]),
+        )
+    ):
+        trainer = Trainer(params={"c2": 0.1, "max_iterations": 10}, verbose=False)
+        for xseq, sentence in zip(X, train):
+            trainer.append(xseq, sent2labels(sentence))
+        trainer.train(str(tmp_path / f"model{number}"))
+        tagger = Tagger()
+        tagger.open(str(tmp_path / f"model{number}"))
+        model = load_model(str(tmp_path / f"model{number}"))
+        labels, scores, _ = _batch_path(model, X_test)
+        for b, xseq in enumerate(X_test):
+            assert tagger.tag(xseq) == labels[b]
+            _, score = tagging_plan(model).item_paths(item_list(xseq, "xseq"))
+            assert score.tobytes() == scores[b : b + 1].tobytes()

@@ -1,5 +1,6 @@
 """A batch tagged in one call (csrc/fstcrf_tagging.h): the model's part made once
-(:class:`Tagger`), a thread's buffers (:class:`TagBuffers`) and the call (:func:`tag`)."""
+(:class:`Tagger`), a thread's buffers (:class:`TagBuffers`) and the call, on the
+batch's column hashes or rows (:func:`tag`) or on its token entries (:func:`tag_entries`)."""
 
 from __future__ import annotations
 
@@ -70,25 +71,28 @@ class Tagger(KernelBuffers):
 
 
 class TagBuffers(KernelBuffers):
-    """ft_tag_buffers: a thread's buffers for batches of up to ``max_tokens`` tokens and
-    sentences of up to ``t_max``, and the path int32 [max_tokens] each call writes."""
+    """ft_tag_buffers: a thread's buffers for batches of up to ``max_tokens`` tokens (and
+    ``max_entries`` token entries) and sentences of up to ``t_max``, and the path int32
+    [max_tokens] each call writes."""
 
-    def __init__(self, tagger: Tagger, topology, num_classes: int, max_tokens: int, t_max: int):
+    def __init__(self, tagger: Tagger, topology, num_classes: int, max_tokens: int, t_max: int, max_entries: int):
         super().__init__()
         struct = tagger.struct
         buffers = self.struct = ffi.new("ft_tag_buffers *")
         buffers.max_tokens = max_tokens
+        buffers.max_entries = max_entries
         buffers.window = self.pin(own_lines(max(struct.num_observations * max_tokens, 1), np.uint64))
         buffers.line_scratch = self.pin(own_lines(max(lib.FH_BLOCK * struct.num_lines, 1), np.int32))
         buffers.indptr = self.pin(own_lines(max_tokens + 1, np.int64))
-        buffers.indices = self.pin(own_lines(max(max_tokens * struct.num_lines, 1), np.int32))
+        buffers.indices = self.pin(own_lines(max(max_tokens * struct.num_lines, max_entries, 1), np.int32))
+        buffers.values = self.pin(own_lines(max(max_entries, 1)))
         buffers.emit = self.pin(own_lines(max_tokens * tagger.num_states))
         search = max_tokens * tagger.search_states if struct.state_map != ffi.NULL else 1
         buffers.search_emit = self.pin(own_lines(search))
         buffers.work = self.pin(own_lines(tagger.work_doubles))
         self.workspace: Workspace = chain_workspace(topology, num_classes, t_max)
         buffers.workspace = self.workspace.struct
-        self.max_tokens, self.t_max = max_tokens, t_max
+        self.max_tokens, self.t_max, self.max_entries = max_tokens, t_max, max_entries
         self.path = own_lines(max_tokens, np.int32)
         self._path = ffi.from_buffer("int32_t[]", self.path)
         self.score = own_lines(max_tokens)  # a sentence per score: no more than tokens
@@ -128,3 +132,37 @@ def tag(
     )
     check_status(status, "ft_tag")
     return buffers.path[:num_tokens], buffers.score[:num_sequences]
+
+
+def tag_entries(
+    tagger: Tagger,
+    scores: Scores,
+    buffers: TagBuffers,
+    offsets: np.ndarray,
+    starts,
+    columns,
+    values,
+    token_class: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """ft_tag_entries: :func:`tag` of a batch given as its tokens' entries, unsorted
+    (fstcrf._attributes' reading of token dicts): token n's are columns int64 /
+    values float64 [starts[n] .. starts[n+1]-1] (starts int64 [n+1]), each a C-contiguous
+    array or bytearray; the kernel makes them canonical rows, as the batch path does.
+    The caller checked that the batch and its entries fit the buffers."""
+    num_tokens = int(offsets[-1])
+    status = lib.ft_tag_entries(
+        tagger.struct,
+        scores.struct,
+        buffers.struct,
+        num_tokens,
+        len(offsets) - 1,
+        ffi.from_buffer("int64_t[]", offsets),
+        ffi.from_buffer("int64_t[]", starts),
+        ffi.from_buffer("int64_t[]", columns),
+        ffi.from_buffer("double[]", values),
+        ffi.NULL if token_class is None else ffi.from_buffer("int32_t[]", token_class),
+        buffers._path,
+        buffers._score,
+    )
+    check_status(status, "ft_tag_entries")
+    return buffers.path[:num_tokens], buffers.score[: len(offsets) - 1]
