@@ -25,6 +25,7 @@ from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FstcrfError, La
 from fstcrf.files import check_output_path
 from fstcrf.model.chain import ChainCRF, load_model
 from fstcrf.model.inspection import model_features
+from fstcrf.model.tagging import tagging_plan
 from fstcrf.pycrfsuite.items import TARGET, item_list, item_sentence, label_list
 from fstcrf.pycrfsuite.params import algorithm_name, chain_crf, parameters
 from fstcrf.pycrfsuite.tagger import Tagger
@@ -316,7 +317,11 @@ class CRF(BaseEstimator):
         ``[xseq]`` without its object array)."""
         model = self._fitted()
         tokens = item_list(xseq, "X[0]")  # named as predict names it
-        return model.predict([item_sentence(tokens, "X, sentence 0", model.reads)])[0] if tokens else []
+        if not tokens:
+            return []
+        # the items go to the kernel as they are (as Tagger.tag's), unless lower labels are read
+        labels = None if model.reads is not None else tagging_plan(model).item_labels(tokens)
+        return labels if labels is not None else model.predict([item_sentence(tokens, "X, sentence 0", model.reads)])[0]
 
     def predict_marginals(self, X) -> np.ndarray:
         """Per sequence of X, per token, a dict label -> p(label at the token | sequence):

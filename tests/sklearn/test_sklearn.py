@@ -306,3 +306,16 @@ def test_grammar_and_order_two_extras():
     second = CRF(c2=0.01, max_iterations=40, order=2).fit(X, y)
     assert [list(labels) for labels in second.predict(X)] == y
     assert all(isinstance(key, tuple) and len(key) == 2 for key in second.transition_features_)
+
+
+def test_predict_single_is_predict_of_one_sequence_and_refuses_what_it_refuses(fitted):
+    crf, _, _ = fitted
+    X, _ = toy_corpus(60, seed=7)
+    X = [[{**token, "noise": str(n % 3)} for n, token in enumerate(xseq)] for xseq in X]  # unseen names too
+    assert [crf.predict_single(xseq) for xseq in X] == [list(labels) for labels in crf.predict(X)]
+    for bad in ([{"word": object()}], [{"word": {"1": "dog"}, "x": float("nan")}], "dog"):
+        with pytest.raises(FstcrfError) as single:
+            crf.predict_single(bad)
+        with pytest.raises(FstcrfError) as batch:
+            crf.predict([bad])
+        assert type(single.value) is type(batch.value)
