@@ -169,6 +169,7 @@ def test_bad_logits_are_named(logits, lengths, error, message):
         decode_logits(logits, ["O", "B-X", "I-X"], scheme="iob2", lengths=lengths)
 
 
+@pytest.mark.pynini
 def test_a_length_the_grammar_allows_no_sequence_of_is_named():
     grammar = "start = B-X I-X O* ;"
     with pytest.raises(InfeasibleError, match="no label sequence of length 1"):
