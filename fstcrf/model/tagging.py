@@ -177,12 +177,13 @@ class TaggingPlan:
         that reads no lower labels: :meth:`labels` of its Sentence, without making one.
         None when the plan does not take it (a sentence too long for one thread)."""
         best = self.item_paths(tokens)
-        return None if best is None else list(map(self.state_names.__getitem__, best[0].tolist()))
+        return None if best is None else self._named(best[0], None)[0]
 
     def item_paths(self, tokens: list) -> tuple[np.ndarray, np.ndarray] | None:
-        """:meth:`paths` of the one sentence :meth:`item_labels` takes (None when it does not)."""
+        """:meth:`paths` of the one sentence :meth:`item_labels` takes (None when it does
+        not: a model that reads lower labels needs a Sentence)."""
         num_tokens = len(tokens)
-        if num_tokens > self.max_tokens:
+        if num_tokens > self.max_tokens or self.extractor.reads is not None:
             return None
         return self._best([num_tokens], num_tokens, None, entries=self.extractor.item_entries(tokens))
 
@@ -204,15 +205,12 @@ class TaggingPlan:
             self.topology.check_lengths(lengths)
         scores = self._current_scores()
         buffers = self._thread_buffers(num_tokens, max(lengths), 0 if entries is None else len(entries[0]))
-        offsets = None
-        if len(lengths) > 1 or entries is not None:
-            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-        if entries is None or offsets is None:
+        if entries is None:  # ft_tag takes no offsets for one sentence
+            offsets = None if len(lengths) == 1 else _offsets(lengths)
             path, score = tag(self.tagger, scores, buffers, num_tokens, offsets, sources, rows, classes)
         else:
             columns, values, starts = entries
-            path, score = tag_entries(self.tagger, scores, buffers, offsets, starts, columns, values, classes)
+            path, score = tag_entries(self.tagger, scores, buffers, _offsets(lengths), starts, columns, values, classes)
         if not (len(lengths) == 1 and math.isfinite(score[0])):
             check_totals(score, "viterbi", "the best path's score")
         return path, score
@@ -226,6 +224,13 @@ class TaggingPlan:
             return [labels]
         bounds = [0, *itertools.accumulate(lengths)]
         return [labels[first:last] for first, last in zip(bounds[:-1], bounds[1:])]
+
+
+def _offsets(lengths: list[int]) -> np.ndarray:
+    """int64 [B+1]: where each of the sentences of ``lengths`` starts, then the total."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
 
 
 #: Each model's plan, with the scorer inputs, extractor and weights it was made of.

@@ -190,7 +190,7 @@ class Tagger:
         if xseq is not None:  # read as ``set`` reads it, tagged as predict tags it (encoded on asking for scores)
             self._read(xseq)
             if self._items is not None:
-                self._best = None if model.reads is not None else tagging_plan(model).item_labels(self._items)
+                self._best = tagging_plan(model).item_labels(self._items)
                 if self._best is None:
                     (self._best,) = model.predict([self._current_sentence(model)])
         if self._items is None:

@@ -319,8 +319,7 @@ class CRF(BaseEstimator):
         tokens = item_list(xseq, "X[0]")  # named as predict names it
         if not tokens:
             return []
-        # the items go to the kernel as they are (as Tagger.tag's), unless lower labels are read
-        labels = None if model.reads is not None else tagging_plan(model).item_labels(tokens)
+        labels = tagging_plan(model).item_labels(tokens)  # the items as they are, as Tagger.tag's
         return labels if labels is not None else model.predict([item_sentence(tokens, "X, sentence 0", model.reads)])[0]
 
     def predict_marginals(self, X) -> np.ndarray:
