@@ -110,11 +110,12 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     process's, all threads; on a machine shared with other work it is the steadier
     measure of cost), the median of ``repeats`` runs.  An epoch is timed as a run of
     one epoch, which also pays the run's setup (fresh weights and step state), and as
-    one more epoch of a run: half the difference between a run of MORE_EPOCHS + 1
-    epochs and one of one.  On more than one thread, the same runs are made on one
-    thread too, alternately (one thread first in every other repeat), and ``against
-    one`` holds the medians over the repeats of each repeat's ratios of the threads'
-    seconds to one thread's, with their least and greatest; ``shared`` is the share
+    one more epoch of a run: in a run of MORE_EPOCHS + 1 epochs, the seconds from the
+    end of its first epoch to the end of its last over MORE_EPOCHS.  On more than one
+    thread, the same runs are made on one thread too, alternately (one thread first
+    in every other repeat), and ``against one`` holds the medians over the repeats of
+    each repeat's ratios of the threads' seconds to one thread's, with their least
+    and greatest; ``shared`` is the share
     of the threads' minibatches the learner shared out (it runs the others on one
     thread, where that is cheaper)."""
     from fstcrf.learn.bandit import SampledGradient, learn, permuted
@@ -142,9 +143,18 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     learners = {count: SampledGradient(Scorer(features, topology, count), sentences) for count in (threads, 1)}
 
     def run_seconds(learner: SampledGradient, draws: int, batch_size: int, epochs: int, seed: int) -> np.ndarray:
+        """(wall, CPU) seconds of a run of ``epochs`` epochs and, for more than one,
+        (wall, CPU) seconds of each epoch after the first, from their ends."""
         feedback = simulated_feedback(train.sentences, "chunk", topology.labels)
         settings = BanditSettings(max_iter=epochs, seed=seed, draws=draws, batch_size=batch_size)
-        return np.array(_seconds(lambda: learn(learner, feedback, settings, order)))
+        ends: list[tuple[float, float]] = []
+
+        def mark_end(record) -> None:
+            ends.append((time.perf_counter(), time.process_time()))
+
+        run = _seconds(lambda: learn(learner, feedback, settings, order, callback=mark_end))
+        later = (np.subtract(ends[-1], ends[0]) / (epochs - 1)).tolist() if epochs > 1 else []
+        return np.array([*run, *later])
 
     with blas_single_threaded():
         gradient_seconds, gradient_cpu = _best([_seconds(lambda: problem.loss_and_gradient(theta)) for _ in range(7)])
@@ -158,7 +168,7 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
                 runs = {count: run_seconds(learners[count], draws, size, 1, repeat) for count in counts}
                 for count in counts:
                     longer = run_seconds(learners[count], draws, size, MORE_EPOCHS + 1, repeat)
-                    timings[count].append(np.concatenate([runs[count], (longer - runs[count]) / MORE_EPOCHS]))
+                    timings[count].append(np.concatenate([runs[count], longer[2:]]))
             ours = np.median(timings[threads], axis=0)
             minibatches = learners[threads].minibatches
             epoch = {
