@@ -35,10 +35,10 @@ from corpora import TEMPLATE, chunk_corpus, random_corpus, training_set
 
 try:  # the tests that need pynini are marked pynini: the CI leg without it skips them
     import pynini
-    from fstcrf.engine.bounded import to_fst
+    from fstcrf.engine.bounded import as_arrays, to_fst
     from fstcrf.grammar import compile_grammar
 except ImportError:
-    pynini = to_fst = compile_grammar = None
+    pynini = as_arrays = to_fst = compile_grammar = None
 
 #: Sentences are cut to this many tokens so that every label sequence can be enumerated.
 MAX_LENGTH = 5
@@ -133,10 +133,33 @@ def path_scores(pot, paths: np.ndarray) -> np.ndarray:
 
 
 def acceptance(constraint, labels, label_paths: np.ndarray) -> np.ndarray:
-    """bool [M]: which label paths the constraint accepts (all of them without one)."""
+    """bool [M]: which label paths [M, T] the constraint accepts (all of them without
+    one), every path at once: each path's set of states as a row of a boolean matrix,
+    moved along the arcs of its next label and closed under epsilon arcs."""
     if constraint is None:
         return np.ones(len(label_paths), dtype=bool)
-    return np.array([accepts(constraint, [labels[i] for i in path]) for path in label_paths], dtype=bool)
+    acceptor = as_arrays(constraint)
+    Q = acceptor.num_states
+    key_of = {symbol: key for key, symbol in acceptor.symbols.items()}
+
+    def arcs_of(key: int) -> np.ndarray:
+        moves = np.zeros((Q, Q), dtype=np.int64)
+        chosen = acceptor.arc_key == key
+        moves[acceptor.arc_src[chosen], acceptor.arc_dst[chosen]] = 1
+        return moves
+
+    closure, epsilon = np.eye(Q, dtype=np.int64), arcs_of(0)
+    while not np.array_equal(grown := np.minimum(closure + closure @ epsilon, 1), closure):
+        closure = grown
+    step = np.stack([np.minimum(arcs_of(key_of[label]) @ closure, 1) for label in labels])
+    states = np.zeros((len(label_paths), Q), dtype=np.int64)
+    states[:, acceptor.start] = 1
+    states = np.minimum(states @ closure, 1)
+    for t in range(label_paths.shape[1]):
+        for label in range(len(labels)):
+            rows = label_paths[:, t] == label
+            states[rows] = np.minimum(states[rows] @ step[label], 1)
+    return (states[:, acceptor.final] > 0).any(axis=1)
 
 
 def consistency(sets: list[set[int]], label_paths: np.ndarray) -> np.ndarray:
