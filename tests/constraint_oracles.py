@@ -150,6 +150,16 @@ class SentenceOracle:
         """P(the label sequence satisfies ``predicate``) under the constraints."""
         return float(sum(math.exp(score - self.log_z) for labels, score in self.table if predicate(labels)))
 
+    @cached_property
+    def span_probabilities(self) -> dict[tuple[int, int, str], float]:
+        """(first, last, type) -> P(that chunk is in the label sequence), for every chunk
+        of some sequence (a span no sequence has is absent: probability 0)."""
+        found: dict[tuple[int, int, str], float] = {}
+        for labels, score in self.table:
+            for span in chunks_of(labels):
+                found[span] = found.get(span, 0.0) + math.exp(score - self.log_z)
+        return found
+
     def ranked_scores(self) -> list[float]:
         return sorted((score for _, score in self.table), reverse=True)
 

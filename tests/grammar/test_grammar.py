@@ -612,8 +612,12 @@ def regex(node, helper):
 
 
 def concat_sets(a, b):
-    """Concatenation of string sets, cut at MAX_LENGTH."""
-    return frozenset(u + v for u in a for v in b if len(u) + len(v) <= MAX_LENGTH)
+    """Concatenation of string sets, cut at MAX_LENGTH (each u of ``a`` meets only the
+    v of ``b`` short enough to follow it)."""
+    by_length: list[list[str]] = [[] for _ in range(MAX_LENGTH + 1)]
+    for v in b:
+        by_length[len(v)].append(v)
+    return frozenset(u + v for u in a for length in range(MAX_LENGTH - len(u) + 1) for v in by_length[length])
 
 
 def power_sets(a, low, high):
