@@ -19,7 +19,7 @@ from fstcrf.corpus.evaluate import score_chunks
 from fstcrf.corpus.labels import chain_topology, gold_states, parse_gold
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.learn.objective import Scorer, TrainingSet
-from oracles import check_finite_differences
+from oracles import check_finite_differences, enumerate_state_paths
 from corpora import TEMPLATE, chunk_corpus, random_corpus, training_set
 
 LABELS = ["B-A", "B-B", "I-A", "I-B", "O"]
@@ -120,7 +120,8 @@ def enumerate_sentence(objective: mce.SegmentFScore, theta: np.ndarray, b: int) 
     rows = objective.encoded.token_rows(b, b + 1)
     T = rows.stop - rows.start
     sub = objective.scorer.potentials(objective.encoded, theta, b, b + 1)
-    states = np.array(list(itertools.product(range(topology.num_states), repeat=T)), dtype=np.int64)
+    # the allowed paths, in the lexicographic order of S^T (so ties break as they would there)
+    states = np.array(sorted(enumerate_state_paths(topology, T)), dtype=np.int64).reshape(-1, T)
     scores = sub.path_scores(states)[:, 0]
     feasible = np.isfinite(scores)
 
