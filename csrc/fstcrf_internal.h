@@ -220,4 +220,29 @@ int fc__sample_scaled_sentence(int scaled_table, const fc_graph *g, const fc_sco
                                const double *emit, const int32_t *cls, int64_t T, uint64_t seed, int64_t index,
                                int32_t num_samples, int64_t N, int32_t *samples);
 
+/* ------------------------------------------------------------------------ */
+/* fstcrf_marginals.c: linear-domain tables and chunk passes (fstcrf_chunks.c) */
+/* ------------------------------------------------------------------------ */
+
+/* One sentence's rows off..last of fc_scaled_tables (linear weight [C, E], start
+ * and final [S], b's emissions linear weights psi); 0 if a row is not exact. */
+int fc__scaled_sentence(const fc_graph *g, const double *weight, const double *start, const double *final,
+                        const fc_batch *b, int64_t off, int64_t last, double *alpha, double *beta,
+                        double *log_prefix, double *log_suffix);
+
+/* What a chunk's pass reads: the linear scores and a batch's scaled tables
+ * (fc_scaled_tables), and the chunk reading of the states and edges. */
+typedef struct {
+    const double *weight, *start, *final;
+    const double *alpha, *beta, *log_prefix, *log_suffix;
+    const int32_t *state_type;
+    const uint8_t *continuing;
+} fc__span_tables;
+
+/* The probability out[j] that a chunk of type x spans rows row .. row + j of the
+ * sentence whose rows are off .. last (log Z log_z), for j = 0 .. reach (mass [2S]
+ * scratch); see fc_span_probabilities. */
+void fc__span_pass(const fc_graph *g, const fc_batch *b, const fc__span_tables *t, int64_t off, int64_t last,
+                   double log_z, int32_t x, int64_t row, int64_t reach, double *out, double *mass);
+
 #endif

@@ -35,7 +35,8 @@ arrays and statuses cross), :mod:`~fstcrf.engine.kernel.chain`,
 :mod:`~fstcrf.engine.kernel.features`, :mod:`~fstcrf.engine.kernel.training` and
 :mod:`~fstcrf.engine.kernel.bandit` (the bandit learner's minibatch work, used as
 ``kernel.bandit.draw`` and so on) and :mod:`~fstcrf.engine.kernel.conll` (CoNLL lines scanned
-and written, csrc/fstcrf_conll.h); every other name is importable from here.
+and written, csrc/fstcrf_conll.h); :mod:`~fstcrf.engine.kernel.chunks` binds
+csrc/fstcrf_chunks.h (entity probabilities and MBR candidates); every other name is importable from here.
 """
 
 from fstcrf.engine.kernel import bandit
@@ -78,6 +79,7 @@ from fstcrf.engine.kernel.chain import (
     topology_graph,
     viterbi,
 )
+from fstcrf.engine.kernel.chunks import PREFIX_BITS, ChunkReading, chunk_candidates, chunk_probabilities
 from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.engine.kernel.features import (
     DIRECT,
@@ -147,6 +149,8 @@ __all__ = [
     "STEP_RULES",
     "Scan",
     "Scores",
+    "ChunkReading",
+    "PREFIX_BITS",
     "StepRule",
     "Tokens",
     "TrainingSentences",
@@ -163,6 +167,8 @@ __all__ = [
     "topology_graph",
     "check_status",
     "checksum",
+    "chunk_candidates",
+    "chunk_probabilities",
     "factorize",
     "format_lines",
     "forward_backward",
