@@ -258,3 +258,29 @@ int fc_chunk_candidates(const fc_graph *g, const fc_scores *sc, const fc_batch *
     *count = found;
     return FC_OK;
 }
+
+int fc_finite_paths(const fc_graph *g, const fc_scores *sc, const fc_batch *b, const int32_t *path, int32_t *finite)
+{
+    const int32_t S = g->num_states, E = g->num_edges;
+    if (b->num_sequences < 0 || b->offsets[0] != 0) return FC_BAD_ARGUMENT;
+    for (int32_t i = 0; i < b->num_sequences; ++i)
+        if (b->offsets[i + 1] <= b->offsets[i]) return FC_BAD_ARGUMENT;
+    const int64_t N = b->offsets[b->num_sequences];
+    for (int64_t n = 0; n < N; ++n)
+        if (path[n] < 0 || path[n] >= S) return FC_BAD_ARGUMENT;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], last = b->offsets[i + 1] - 1;
+        int ok = isfinite(sc->start[path[off]]) && isfinite(sc->final[path[last]]);
+        for (int64_t n = off; ok && n <= last; ++n) {
+            ok = isfinite(b->emit[n * S + path[n]]);
+            if (!ok || n == off) continue;
+            const int32_t j = path[n], from = path[n - 1];
+            int32_t edge = -1;
+            for (int32_t e = g->in_ptr[j]; e < g->in_ptr[j + 1]; ++e)
+                if (g->in_src[e] == from) edge = e;
+            ok = edge >= 0 && isfinite(sc->trans[trans_row(b->token_class, n, E) + edge]);
+        }
+        finite[i] = ok;
+    }
+    return FC_OK;
+}

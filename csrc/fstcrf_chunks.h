@@ -2,7 +2,8 @@
  * fstcrf_chunks.h -- a batch's entity (chunk) probabilities, and the candidate
  * chunks of F1-optimal decoding, each in one call: the linear scores, the scaled
  * forward and backward tables (fc_scaled_tables), the chunk marginals and the span
- * passes (fc_span_probabilities) of fstcrf.engine.spans and fstcrf.engine.mbr.
+ * passes (fc_span_probabilities) of fstcrf.engine.spans and fstcrf.engine.mbr; and
+ * whether the lattice holds a path, which MBR decoding asks of the labels it writes.
  * Every value of a sentence is computed from that sentence alone, so a sentence
  * gets the same results bit for bit in any batch.  Conventions are those of
  * fstcrf_kernel.h; sc and b hold the log-domain scores (b->emit [N, S] emissions).
@@ -58,5 +59,13 @@ int fc_chunk_candidates(const fc_graph *g, const fc_scores *sc, const fc_batch *
                         double floor, int64_t capacity, int32_t *cand_sentence, int64_t *cand_first,
                         int64_t *cand_last, int32_t *cand_type, double *cand_probability, int64_t *count,
                         int32_t *exact, double *expected_chunks, double *work);
+
+/* finite [B]: 1 where sentence i's state path path [N] (states in [0, S)) has a finite
+ * score under sc and b (a finite start, end and emission at each token, and an edge
+ * of finite score into each later token), else 0: whether the lattice holds the path
+ * of the F1-optimal labels (fstcrf.engine.mbr.labelled_paths).  Returns
+ * FC_BAD_ARGUMENT, before writing, for a state outside [0, S) or offsets that do not
+ * rise from 0, else FC_OK. */
+int fc_finite_paths(const fc_graph *g, const fc_scores *sc, const fc_batch *b, const int32_t *path, int32_t *finite);
 
 #endif

@@ -212,9 +212,7 @@ def chunk_candidates(
     sentence's from it alone; the sentences whose scores span too wide a range for
     the linear domain (a small temperature) by :class:`ChunkMarginals` and
     :func:`candidates` in the log domain."""
-    spans, probability, exact, expected = kernel.chunk_candidates(
-        *kernel_structs(pot), pot.emissions, chunks.reading, floor
-    )
+    spans, probability, exact, expected = kernel.chunk_candidates(*kernel_structs(pot), chunks.reading, floor)
     if exact.all():
         return CandidateBatch(spans, probability, pot.lengths, chunks.types, chunks.adjacent), float(expected.sum())
     stuck = np.flatnonzero(~exact)
@@ -468,19 +466,8 @@ def labelled_paths(
 def finite_paths(pot: Potentials, path: np.ndarray) -> np.ndarray:
     """bool [B]: whether each sentence's state path (int [N], states in range) has a
     finite score (``pot.path_scores``' is finite): a finite start, end and emission
-    at each token, and a topology edge of finite score into each later token."""
-    firsts, lasts = pot.offsets[:-1], pot.offsets[1:] - 1
-    finite = np.isfinite(pot.emissions[np.arange(pot.num_tokens), path])
-    finite[firsts] &= np.isfinite(pot.start[path[firsts]])
-    finite[lasts] &= np.isfinite(pot.final[path[lasts]])
-    if pot.num_tokens > 1:
-        edges = pot.topology.edge_ids[path[:-1], path[1:]]  # the edge into each token from the one before
-        table = np.atleast_2d(pot.transitions)
-        classes = 0 if pot.token_class is None else pot.token_class[1:]
-        entered = (edges >= 0) & np.isfinite(table[classes, np.maximum(edges, 0)])
-        entered[lasts[:-1]] = True  # a sentence's first token is entered by its start
-        finite[1:] &= entered
-    return np.logical_and.reduceat(finite, firsts)
+    at each token, and a topology edge of finite score into each later token (in C)."""
+    return kernel.finite_paths(*kernel_structs(pot), path)
 
 
 def _best_where_infeasible(

@@ -158,12 +158,13 @@ def _log(values: np.ndarray) -> np.ndarray:
         return np.log(values)
 
 
-def kernel_structs(pot: Potentials) -> tuple[kernel.Graph, kernel.Scores, kernel.Batch]:
-    """The kernel's graph, scores and batch of all the sentences of ``pot``."""
+def kernel_structs(pot: Potentials) -> tuple[kernel.Graph, kernel.Scores, tuple]:
+    """The kernel's graph and scores of ``pot``, and its batch's arrays (offsets,
+    emissions, token classes), as the calls of :mod:`fstcrf.engine.kernel.chunks` take them."""
     return (
         kernel.topology_graph(pot.topology),
         kernel.kept_scores(pot.transitions, pot.start, pot.final),
-        kernel.Batch(pot.offsets, pot.emissions, pot.token_class),
+        (pot.offsets, pot.emissions, pot.token_class),
     )
 
 
@@ -215,7 +216,7 @@ def span_probability_array(
     if not len(sentence):
         return np.zeros(0)
     in_kernel = (sentence.astype(np.int32), first.astype(np.int64), last.astype(np.int64), kind.astype(np.int32))
-    probability, exact = kernel.chunk_probabilities(*kernel_structs(pot), pot.emissions, chunks.reading, in_kernel)
+    probability, exact = kernel.chunk_probabilities(*kernel_structs(pot), chunks.reading, in_kernel)
     redo = ~exact[sentence]
     if redo.any():
         log_tables = _LogTables(pot, np.unique(sentence[redo]))

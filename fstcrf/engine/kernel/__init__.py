@@ -79,7 +79,7 @@ from fstcrf.engine.kernel.chain import (
     topology_graph,
     viterbi,
 )
-from fstcrf.engine.kernel.chunks import PREFIX_BITS, ChunkReading, chunk_candidates, chunk_probabilities
+from fstcrf.engine.kernel.chunks import PREFIX_BITS, ChunkReading, chunk_candidates, chunk_probabilities, finite_paths
 from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.engine.kernel.features import (
     DIRECT,
@@ -170,6 +170,7 @@ __all__ = [
     "chunk_candidates",
     "chunk_probabilities",
     "factorize",
+    "finite_paths",
     "format_lines",
     "forward_backward",
     "gather_clear",
