@@ -265,12 +265,11 @@ int fc_finite_paths(const fc_graph *g, const fc_scores *sc, const fc_batch *b, c
     if (b->num_sequences < 0 || b->offsets[0] != 0) return FC_BAD_ARGUMENT;
     for (int32_t i = 0; i < b->num_sequences; ++i)
         if (b->offsets[i + 1] <= b->offsets[i]) return FC_BAD_ARGUMENT;
-    const int64_t N = b->offsets[b->num_sequences];
-    for (int64_t n = 0; n < N; ++n)
-        if (path[n] < 0 || path[n] >= S) return FC_BAD_ARGUMENT;
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], last = b->offsets[i + 1] - 1;
-        int ok = isfinite(sc->start[path[off]]) && isfinite(sc->final[path[last]]);
+        int ok = 1;
+        for (int64_t n = off; ok && n <= last; ++n) ok = path[n] >= 0 && path[n] < S;
+        ok = ok && isfinite(sc->start[path[off]]) && isfinite(sc->final[path[last]]);
         for (int64_t n = off; ok && n <= last; ++n) {
             ok = isfinite(b->emit[n * S + path[n]]);
             if (!ok || n == off) continue;

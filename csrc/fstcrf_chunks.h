@@ -60,12 +60,12 @@ int fc_chunk_candidates(const fc_graph *g, const fc_scores *sc, const fc_batch *
                         int64_t *cand_last, int32_t *cand_type, double *cand_probability, int64_t *count,
                         int32_t *exact, double *expected_chunks, double *work);
 
-/* finite [B]: 1 where sentence i's state path path [N] (states in [0, S)) has a finite
- * score under sc and b (a finite start, end and emission at each token, and an edge
- * of finite score into each later token), else 0: whether the lattice holds the path
- * of the F1-optimal labels (fstcrf.engine.mbr.labelled_paths).  Returns
- * FC_BAD_ARGUMENT, before writing, for a state outside [0, S) or offsets that do not
- * rise from 0, else FC_OK. */
+/* finite [B]: 1 where sentence i's state path path [N] has a finite score under sc
+ * and b (states in [0, S), a finite start, end and emission at each token, and an
+ * edge of finite score into each later token), else 0: whether the lattice holds the
+ * path of the F1-optimal labels (fstcrf.engine.mbr.labelled_paths; -1 for a label no
+ * state has).  Returns FC_BAD_ARGUMENT, before writing, for offsets that do not rise
+ * from 0, else FC_OK. */
 int fc_finite_paths(const fc_graph *g, const fc_scores *sc, const fc_batch *b, const int32_t *path, int32_t *finite);
 
 #endif

@@ -447,9 +447,7 @@ def labelled_paths(
     if len(set(labels)) == len(labels):  # one state per label: the path is the labels' states
         state_of = {label: s for s, label in enumerate(labels)}
         path = np.fromiter(map(state_of.get, flat, repeat(-1)), dtype=np.int32, count=len(flat))
-        missing = path < 0  # a label no state has
-        infeasible = np.logical_or.reduceat(missing, pot.offsets[:-1])
-        infeasible |= ~finite_paths(pot, np.where(missing, 0, path))
+        infeasible = ~finite_paths(pot, path)  # -1: a label no state has
     else:
         path, infeasible = _clamped_path(pot, labels, flat, threads)
     if infeasible.any() and best_instead:
@@ -464,9 +462,10 @@ def labelled_paths(
 
 
 def finite_paths(pot: Potentials, path: np.ndarray) -> np.ndarray:
-    """bool [B]: whether each sentence's state path (int [N], states in range) has a
-    finite score (``pot.path_scores``' is finite): a finite start, end and emission
-    at each token, and a topology edge of finite score into each later token (in C)."""
+    """bool [B]: whether each sentence's state path (int [N]) has a finite score
+    (``pot.path_scores``' is finite): states in range, a finite start, end and
+    emission at each token, and a topology edge of finite score into each later
+    token (in C)."""
     return kernel.finite_paths(*kernel_structs(pot), path)
 
 

@@ -48,8 +48,15 @@ class Entity(NamedTuple):
 
 
 def state_labels(topology: Topology) -> list[str]:
-    """The label of each of the topology's S states."""
-    return [topology.labels[label] for label in topology.state_label]
+    """The label of each of the topology's S states (read once per topology)."""
+    kept = _state_labels.get(topology)
+    if kept is None:
+        kept = _state_labels[topology] = tuple(topology.labels[label] for label in topology.state_label.tolist())
+    return list(kept)
+
+
+#: The label of each state of each topology in use.
+_state_labels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def chunk_parts(label: str) -> tuple[str, str]:

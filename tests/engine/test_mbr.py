@@ -232,7 +232,8 @@ def test_labelled_paths_is_the_best_path_with_the_labels_by_brute_force(chain, d
 def test_a_path_is_finite_where_its_score_is(chain, seed, classes):
     """finite_paths, the check that written labels have a path, against path_scores:
     paths the topology forbids (edges, first and last states of second-order chains),
-    states a clamp forbids, transitions by token class."""
+    states a clamp forbids, transitions by token class; a state -1 (a label no state
+    has) makes its sentence's path infinite."""
     pot, _ = chain
     rng = np.random.default_rng(seed)
     if classes:
@@ -251,7 +252,12 @@ def test_a_path_is_finite_where_its_score_is(chain, seed, classes):
     pot = pot.clamp(allowed)
     for _ in range(10):
         path = rng.integers(0, pot.topology.num_states, pot.num_tokens)
-        assert finite_paths(pot, path).tolist() == np.isfinite(pot.path_scores(path)[0]).tolist()
+        expected = np.isfinite(pot.path_scores(path)[0])
+        assert finite_paths(pot, path).tolist() == expected.tolist()
+        unknown = rng.integers(0, pot.num_tokens)  # a label no state has: state -1
+        path[unknown] = -1
+        expected[np.searchsorted(pot.offsets, unknown, side="right") - 1] = False
+        assert finite_paths(pot, path).tolist() == expected.tolist()
 
 
 @pytest.mark.parametrize("scheme, expected", [("iob2", "iob2"), ("iob1", "iob1"), ("bioes", "bioes"), ("io", "iob1")])

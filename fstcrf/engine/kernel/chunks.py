@@ -144,7 +144,7 @@ def chunk_candidates(
 def finite_paths(graph: Graph, scores: Scores, arrays: BatchArrays, path: np.ndarray) -> np.ndarray:
     """fc_finite_paths: bool [B], whether each sentence's state path int32 [N] of the
     batch ``arrays`` (offsets, emissions, token classes) has a finite score under
-    ``scores``."""
+    ``scores`` (a state out of range has none)."""
     batch = _batch(graph, arrays)
     if path.shape != (len(arrays[1]),):
         raise ShapeError(f"expected a state path of {len(arrays[1])} tokens")
