@@ -1,8 +1,8 @@
 /*
  * fstcrf_chunks.h -- a batch's entity (chunk) probabilities, and the candidate
  * chunks of F1-optimal decoding, each in one call: the linear scores, the scaled
- * forward and backward tables (fc_scaled_tables), the chunk marginals and the span
- * passes (fc_span_probabilities) of fstcrf.engine.spans and fstcrf.engine.mbr; and
+ * forward and backward tables, the chunk marginals and the span passes of
+ * fstcrf.engine.spans and fstcrf.engine.mbr (fstcrf_marginals.c has the passes); and
  * whether the lattice holds a path, which MBR decoding asks of the labels it writes.
  * Every value of a sentence is computed from that sentence alone, so a sentence
  * gets the same results bit for bit in any batch.  Conventions are those of
@@ -35,10 +35,10 @@ int64_t fc_chunk_work_doubles(const fc_graph *g, const fc_scores *sc, const fc_b
 
 /* probability [M]: the probability that span m -- tokens span_first[m] ..
  * span_last[m] (within sentence span_sentence[m]) as a chunk of type span_type[m]
- * -- is a chunk of the output, as fc_span_probabilities gives it; exact [B] as
- * fc_scaled_tables gives it, and 0 also when the sentence's closing mass is below
- * 1e-100: the spans of such a sentence get 0, for the caller to redo in the log
- * domain.  work: fc_chunk_work_doubles doubles.  Returns FC_BAD_ARGUMENT, before
+ * -- is a chunk of the output, each at most 1; exact [B]: 1 for a sentence whose
+ * scaled tables kept a mass of at least 1e-100 in every row before rescaling and
+ * at its end (exact to rounding), else 0: the spans of such a sentence get 0, for
+ * the caller to redo in the log domain (a small temperature).  work: fc_chunk_work_doubles doubles.  Returns FC_BAD_ARGUMENT, before
  * writing, for a span outside its sentence or of a type outside [0, K), a state
  * type outside [-1, K), offsets that do not rise from 0, else FC_OK. */
 int fc_chunk_probabilities(const fc_graph *g, const fc_scores *sc, const fc_batch *b, const fc_chunk_reading *r,

@@ -1,7 +1,8 @@
 /*
  * fstcrf_marginals.c -- sum-product forward-backward (log Z, node posteriors,
  * expected edge counts) and max-marginals; see fstcrf_kernel.h for the
- * contract and fstcrf_chain.c for the passes and their numerics.
+ * contract and fstcrf_chain.c for the passes and their numerics.  Also the
+ * tables and passes of span probabilities, which fstcrf_chunks.c runs.
  */
 #include "fstcrf_internal.h"
 
@@ -264,7 +265,7 @@ int fc_log_tables(const fc_graph *g, const fc_scores *sc, const fc_batch *b, dou
 /* ------------------------------------------------------------------------ */
 
 /* Rows whose mass before rescaling is below this are not exact to rounding (see
- * fc_scaled_tables): their sentence is redone in the log domain. */
+ * fc__scaled_sentence): their sentence is redone in the log domain. */
 #define SPAN_MASS_FLOOR 1e-100
 
 /* Divide row [S] by its sum and give log(sum) + before; 0 if the sum is below
@@ -317,15 +318,6 @@ int fc__scaled_sentence(const fc_graph *g, const double *weight, const double *s
     return 1;
 }
 
-int fc_scaled_tables(const fc_graph *g, const double *weight, const double *start, const double *final,
-                     const fc_batch *b, double *alpha, double *beta, double *log_prefix, double *log_suffix,
-                     int32_t *exact)
-{
-    for (int32_t i = 0; i < b->num_sequences; ++i)
-        exact[i] = fc__scaled_sentence(g, weight, start, final, b, b->offsets[i], b->offsets[i + 1] - 1, alpha, beta,
-                                   log_prefix, log_suffix);
-    return FC_OK;
-}
 
 void fc__span_pass(const fc_graph *g, const fc_batch *b, const fc__span_tables *t, int64_t off, int64_t last,
                    double log_z, int32_t x, int64_t row, int64_t reach, double *out, double *mass)
@@ -390,30 +382,4 @@ void fc__span_pass(const fc_graph *g, const fc_batch *b, const fc__span_tables *
             out[j] = value < 1.0 ? value : 1.0;
         }
     }
-}
-
-int fc_span_probabilities(const fc_graph *g, const double *weight, const double *start, const double *final,
-                          const fc_batch *b, const double *alpha, const double *beta, const double *log_prefix,
-                          const double *log_suffix, const double *log_z, const int32_t *state_type,
-                          const uint8_t *continuing, int64_t num_heads, const int32_t *head_sentence,
-                          const int64_t *head_first, const int64_t *head_reach, const int32_t *head_type,
-                          const int64_t *head_ptr, double *probability, double *mass)
-{
-    const int32_t S = g->num_states, E = g->num_edges;
-    if (head_ptr[0] != 0)
-        return FC_BAD_ARGUMENT;
-    for (int64_t h = 0; h < num_heads; ++h) {
-        const int32_t i = head_sentence[h];
-        if (i < 0 || i >= b->num_sequences || head_first[h] < 0 || head_reach[h] < 0 ||
-            head_first[h] + head_reach[h] >= b->offsets[i + 1] - b->offsets[i] ||
-            head_ptr[h + 1] - head_ptr[h] != head_reach[h] + 1)
-            return FC_BAD_ARGUMENT;
-    }
-    const fc__span_tables t = {weight, start, final, alpha, beta, log_prefix, log_suffix, state_type, continuing};
-    for (int64_t h = 0; h < num_heads; ++h) {
-        const int32_t i = head_sentence[h];
-        fc__span_pass(g, b, &t, b->offsets[i], b->offsets[i + 1] - 1, log_z[i], head_type[h],
-                      b->offsets[i] + head_first[h], head_reach[h], probability + head_ptr[h], mass);
-    }
-    return FC_OK;
 }

@@ -165,7 +165,7 @@ def _log(values: np.ndarray) -> np.ndarray:
         return np.log(values)
 
 
-def kernel_structs(pot: Potentials) -> tuple[kernel.Graph, kernel.Scores, tuple]:
+def kernel_structs(pot: Potentials) -> tuple[kernel.Graph, kernel.Scores, kernel.BatchArrays]:
     """The kernel's graph and scores of ``pot``, and its batch's arrays (offsets,
     emissions, token classes), as the calls of :mod:`fstcrf.engine.kernel.chunks` take them."""
     return (

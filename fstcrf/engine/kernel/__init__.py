@@ -72,14 +72,19 @@ from fstcrf.engine.kernel.chain import (
     log_tables,
     max_marginals,
     sample,
-    scaled_tables,
     scratch_workspace,
-    span_probabilities,
     span_viterbi,
     topology_graph,
     viterbi,
 )
-from fstcrf.engine.kernel.chunks import PREFIX_BITS, ChunkReading, chunk_candidates, chunk_probabilities, finite_paths
+from fstcrf.engine.kernel.chunks import (
+    PREFIX_BITS,
+    BatchArrays,
+    ChunkReading,
+    chunk_candidates,
+    chunk_probabilities,
+    finite_paths,
+)
 from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.engine.kernel.features import (
     DIRECT,
@@ -150,6 +155,7 @@ __all__ = [
     "Scan",
     "Scores",
     "ChunkReading",
+    "BatchArrays",
     "PREFIX_BITS",
     "StepRule",
     "Tokens",
@@ -196,9 +202,7 @@ __all__ = [
     "read_columns",
     "round_in_place",
     "sample",
-    "scaled_tables",
     "scan",
-    "span_probabilities",
     "span_viterbi",
     "string_hashes",
     "substring_hashes",

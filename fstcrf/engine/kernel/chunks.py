@@ -34,7 +34,7 @@ class ChunkReading(KernelBuffers):
 
 
 #: A batch as the calls take it: offsets int64 [B+1], emissions float [N, S], token classes int32 [N] or None.
-BatchArrays = tuple[np.ndarray, np.ndarray, "np.ndarray | None"]
+BatchArrays = tuple[np.ndarray, np.ndarray, np.ndarray | None]
 
 
 def _batch(graph: Graph, arrays: BatchArrays) -> Batch:
