@@ -194,3 +194,26 @@ def test_each_component_of_a_joint_model_has_the_enumerated_span_probabilities(s
         spans = [(i, j, x) for i in range(length) for j in range(i, length) for x in ("A", "B")]
         [got] = entity_probabilities(product, labels, [spans])
         np.testing.assert_allclose(got, [exact.get(span, 0.0) for span in spans], atol=1e-9)
+
+
+def test_the_chunk_calls_refuse_sizes_and_spans_that_would_read_out_of_bounds():
+    """The bindings check the batch against the graph and the reading before C reads
+    them; C refuses a span outside its sentence or of an unknown type, and a path's
+    state out of range is an infinite path, never a read."""
+    topology = first_order(["O", "B-A", "I-A"])
+    pot = Potentials(topology, np.zeros((3, 3)), [2, 1])
+    chunks = spans.ChunkEdges.of(topology, ["O", "B-A", "I-A"])
+    graph, scores, arrays = spans.kernel_structs(pot)
+
+    def span(sentence, first, last, kind):
+        dtypes = (np.int32, np.int64, np.int64, np.int32)
+        return tuple(np.array([value], dtype=dtype) for value, dtype in zip((sentence, first, last, kind), dtypes))
+
+    with pytest.raises(ShapeError):
+        kernel.chunk_probabilities(graph, scores, (arrays[0], np.zeros((4, 3)), None), chunks.reading, span(0, 0, 0, 0))
+    with pytest.raises(ShapeError):
+        kernel.chunk_candidates(graph, scores, (np.array([0, 2, 4]), arrays[1], None), chunks.reading, 0.1)
+    for bad in (span(1, 0, 1, 0), span(2, 0, 0, 0), span(0, 1, 0, 0), span(0, 0, 0, 1), span(-1, 0, 0, 0)):
+        with pytest.raises(RuntimeError, match="rejected"):
+            kernel.chunk_probabilities(graph, scores, arrays, chunks.reading, bad)
+    assert kernel.finite_paths(graph, scores, arrays, np.array([0, 7, -3], dtype=np.int32)).tolist() == [False, False]
