@@ -282,6 +282,7 @@ def test_a_confident_chain_decodes_as_viterbi():
     ]
 
 
+@pytest.mark.slow
 @given(chains(max_sentences=3), st.floats(0.01, 0.6), st.sampled_from([1.0, 1.0, 400.0]))
 @oracle_settings(150)
 def test_the_kernel_s_candidates_are_the_marginals_oracle_s_and_brute_force_s(chain, floor, sharpen):
