@@ -5,7 +5,9 @@
  *   fstcrf_chain.c      workspace sizing and layout, one pass over a sentence
  *                       in each semiring (chain_pass, scaled_pass)
  *   fstcrf_marginals.c  forward-backward (log Z, posteriors, edge counts),
- *                       max-marginals
+ *                       max-marginals, the linear tables and span passes of
+ *                       span probabilities
+ *   fstcrf_chunks.c     entity probabilities and MBR candidates (fstcrf_chunks.h)
  *   fstcrf_search.c     Viterbi, span Viterbi, k best
  *   fstcrf_sampling.c   exact sampling and its generator
  *   fstcrf_joint.c      the joint kernel over composed chains
@@ -219,5 +221,51 @@ int fc__sentence_posteriors(const fc_graph *g, const fc_scores *sc, buffers *w, 
 int fc__sample_scaled_sentence(int scaled_table, const fc_graph *g, const fc_scores *sc, buffers *w,
                                const double *emit, const int32_t *cls, int64_t T, uint64_t seed, int64_t index,
                                int32_t num_samples, int64_t N, int32_t *samples);
+
+/* ------------------------------------------------------------------------ */
+/* fstcrf_marginals.c: linear-domain tables and chunk passes (fstcrf_chunks.c) */
+/* ------------------------------------------------------------------------ */
+
+/* Linear-domain forward and backward tables of one sentence, rows off .. last,
+ * each row rescaled to sum 1 (the tables of span probabilities).  Every weight is
+ * linear (not a log score) and b->emit holds the emission weights psi [N, S]:
+ *   weight [C, E]  weight of edge e into a token of class c
+ *   start, final [S]
+ * Outputs:
+ *   alpha [N, S]     the mass of the paths through each state of token n, from
+ *                    the sentence's start (start and psi included), rescaled
+ *   beta  [N, S]     the mass of the paths from each state of token n to the end
+ *                    (the later tokens' edges and psi, and final), rescaled
+ *   log_prefix [N]   log of the scale alpha's row n was divided by, times those
+ *                    of the rows before it in the sentence
+ *   log_suffix [N]   the same for beta, from the sentence's last token back to n
+ * Returns 1 when every row had a mass of at least 1e-100 before it was rescaled:
+ * the weights it dropped by underflow then weigh less than 1e-200 of the row, and
+ * its rows are exact to rounding; 0 otherwise (the weights span too wide a range
+ * for the linear domain, as at a small temperature), the rows then partly written
+ * for the caller to redo in the log domain. */
+int fc__scaled_sentence(const fc_graph *g, const double *weight, const double *start, const double *final,
+                        const fc_batch *b, int64_t off, int64_t last, double *alpha, double *beta,
+                        double *log_prefix, double *log_suffix);
+
+/* What a chunk's pass reads: the linear scores and a batch's scaled tables
+ * (fc__scaled_sentence), and the chunk reading of the states and edges. */
+typedef struct {
+    const double *weight, *start, *final;
+    const double *alpha, *beta, *log_prefix, *log_suffix;
+    const int32_t *state_type;
+    const uint8_t *continuing;
+} fc__span_tables;
+
+/* The probability out[j] that a chunk of type x spans rows row .. row + j of the
+ * sentence whose rows are off .. last (log Z log_z in the tables' units), for j = 0
+ * .. reach, each at most 1 (mass [2S] scratch).  A chunk of type x enters a state s
+ * with state_type[s] == x by an edge that does not continue (continuing[e] == 0; at
+ * the sentence's first token, by start), keeps to states of type x by continuing
+ * edges, and leaves by an edge that does not continue (or ends the sentence).  Its
+ * mass is a vector over the states carried a token at a time, so the values of one
+ * pass do not depend on any other, nor on how far it reaches. */
+void fc__span_pass(const fc_graph *g, const fc_batch *b, const fc__span_tables *t, int64_t off, int64_t last,
+                   double log_z, int32_t x, int64_t row, int64_t reach, double *out, double *mass);
 
 #endif

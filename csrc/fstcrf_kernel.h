@@ -118,34 +118,9 @@ int fc_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
 int fc_max_marginals(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
                      double *max_marg, double *best, fc_workspace *ws);
 
-/* Linear-domain forward and backward tables, each row rescaled to sum 1 (the
- * tables of span probabilities, fstcrf.engine.spans).  Every weight is linear
- * (not a log score) and b->emit holds the emission weights psi [N, S]:
- *   weight [C, E]  weight of edge e into a token of class c
- *   start, final [S]
- * Outputs:
- *   alpha [N, S]     the mass of the paths through each state of token n, from
- *                    the sentence's start (start and psi included), rescaled
- *   beta  [N, S]     the mass of the paths from each state of token n to the end
- *                    (the later tokens' edges and psi, and final), rescaled
- *   log_prefix [N]   log of the scale alpha's row n was divided by, times those
- *                    of the rows before it in the sentence
- *   log_suffix [N]   the same for beta, from the sentence's last token back to n
- *   exact [B]        1 when every row of the sentence had a mass of at least
- *                    1e-100 before it was rescaled: the weights it dropped by
- *                    underflow then weigh less than 1e-200 of the row, and its
- *                    rows are exact to rounding; 0 otherwise (the weights span
- *                    too wide a range for the linear domain, as at a small
- *                    temperature), and its rows are left partly written for the
- *                    caller to redo in the log domain
- * Returns FC_OK. */
-int fc_scaled_tables(const fc_graph *g, const double *weight, const double *start, const double *final,
-                     const fc_batch *b, double *alpha, double *beta, double *log_prefix, double *log_suffix,
-                     int32_t *exact);
-
 /* Log-domain forward and backward tables, exact to rounding for any finite
- * scores (the tables of span probabilities for the sentences fc_scaled_tables
- * cannot hold, fstcrf.engine.spans):
+ * scores (the tables of span probabilities for the sentences the linear domain
+ * of fstcrf_chunks.h cannot hold, fstcrf.engine.spans):
  *   log_alpha [N, S]  log of the mass of the paths from the sentence's start to
  *                     state s at token n (start and emissions up to n included)
  *   log_beta  [N, S]  log of the mass of the paths from state s at token n to
@@ -153,31 +128,6 @@ int fc_scaled_tables(const fc_graph *g, const double *weight, const double *star
  * Returns FC_OK (or FC_BAD_ARGUMENT for a workspace too small). */
 int fc_log_tables(const fc_graph *g, const fc_scores *sc, const fc_batch *b, double *log_alpha, double *log_beta,
                   fc_workspace *ws);
-
-/* The probabilities of labelled spans from fc_scaled_tables' tables (the same
- * weight, start, final and batch b): head h is (sentence head_sentence[h], token
- * head_first[h] within it, chunk type head_type[h]) and reaches head_reach[h]
- * tokens further; probability[head_ptr[h] + j] is the probability that a chunk of
- * that type spans tokens first .. first + j exactly, for j = 0 .. reach.  A chunk
- * of type x enters a state s with state_type[s] == x by an edge that does not
- * continue (continuing[e] == 0; at the sentence's first token, by start), keeps to
- * states of type x by continuing edges, and leaves by an edge that does not
- * continue (or ends the sentence).  Each head's mass is a vector over the states
- * carried a token at a time, so a head's values do not depend on the others.
- *   state_type [S]  chunk type of each state, -1 for O
- *   continuing [E]  1 where edge e continues its source's chunk
- *   log_z [B]       log Z of each sentence in the tables' units
- *   head_sentence, head_first, head_reach, head_type [H]; head_ptr [H+1]
- *   probability [head_ptr[H]]  OVERWRITTEN, each at most 1
- *   mass [2S]       scratch
- * Returns FC_BAD_ARGUMENT, before writing, for a head outside its sentence or
- * inconsistent pointers, else FC_OK. */
-int fc_span_probabilities(const fc_graph *g, const double *weight, const double *start, const double *final,
-                          const fc_batch *b, const double *alpha, const double *beta, const double *log_prefix,
-                          const double *log_suffix, const double *log_z, const int32_t *state_type,
-                          const uint8_t *continuing, int64_t num_heads, const int32_t *head_sentence,
-                          const int64_t *head_first, const int64_t *head_reach, const int32_t *head_type,
-                          const int64_t *head_ptr, double *probability, double *mass);
 
 /* Span Viterbi: for each of K spans, the best path that keeps to a set of
  * allowed states at every token of the span, and the best path that leaves

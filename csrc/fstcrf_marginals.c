@@ -1,7 +1,8 @@
 /*
  * fstcrf_marginals.c -- sum-product forward-backward (log Z, node posteriors,
  * expected edge counts) and max-marginals; see fstcrf_kernel.h for the
- * contract and fstcrf_chain.c for the passes and their numerics.
+ * contract and fstcrf_chain.c for the passes and their numerics.  Also the
+ * tables and passes of span probabilities, which fstcrf_chunks.c runs.
  */
 #include "fstcrf_internal.h"
 
@@ -264,7 +265,7 @@ int fc_log_tables(const fc_graph *g, const fc_scores *sc, const fc_batch *b, dou
 /* ------------------------------------------------------------------------ */
 
 /* Rows whose mass before rescaling is below this are not exact to rounding (see
- * fc_scaled_tables): their sentence is redone in the log domain. */
+ * fc__scaled_sentence): their sentence is redone in the log domain. */
 #define SPAN_MASS_FLOOR 1e-100
 
 /* Divide row [S] by its sum and give log(sum) + before; 0 if the sum is below
@@ -280,8 +281,7 @@ static int rescale_row(double *row, int32_t S, double before, double *log_scale)
     return 1;
 }
 
-/* One sentence's rows off..last of fc_scaled_tables; 0 if a row is not exact. */
-static int scaled_sentence(const fc_graph *g, const double *weight, const double *start, const double *final,
+int fc__scaled_sentence(const fc_graph *g, const double *weight, const double *start, const double *final,
                            const fc_batch *b, int64_t off, int64_t last, double *alpha, double *beta,
                            double *log_prefix, double *log_suffix)
 {
@@ -318,95 +318,68 @@ static int scaled_sentence(const fc_graph *g, const double *weight, const double
     return 1;
 }
 
-int fc_scaled_tables(const fc_graph *g, const double *weight, const double *start, const double *final,
-                     const fc_batch *b, double *alpha, double *beta, double *log_prefix, double *log_suffix,
-                     int32_t *exact)
-{
-    for (int32_t i = 0; i < b->num_sequences; ++i)
-        exact[i] = scaled_sentence(g, weight, start, final, b, b->offsets[i], b->offsets[i + 1] - 1, alpha, beta,
-                                   log_prefix, log_suffix);
-    return FC_OK;
-}
 
-int fc_span_probabilities(const fc_graph *g, const double *weight, const double *start, const double *final,
-                          const fc_batch *b, const double *alpha, const double *beta, const double *log_prefix,
-                          const double *log_suffix, const double *log_z, const int32_t *state_type,
-                          const uint8_t *continuing, int64_t num_heads, const int32_t *head_sentence,
-                          const int64_t *head_first, const int64_t *head_reach, const int32_t *head_type,
-                          const int64_t *head_ptr, double *probability, double *mass)
+void fc__span_pass(const fc_graph *g, const fc_batch *b, const fc__span_tables *t, int64_t off, int64_t last,
+                   double log_z, int32_t x, int64_t row, int64_t reach, double *out, double *mass)
 {
     const int32_t S = g->num_states, E = g->num_edges;
-    if (head_ptr[0] != 0)
-        return FC_BAD_ARGUMENT;
-    for (int64_t h = 0; h < num_heads; ++h) {
-        const int32_t i = head_sentence[h];
-        if (i < 0 || i >= b->num_sequences || head_first[h] < 0 || head_reach[h] < 0 ||
-            head_first[h] + head_reach[h] >= b->offsets[i + 1] - b->offsets[i] ||
-            head_ptr[h + 1] - head_ptr[h] != head_reach[h] + 1)
-            return FC_BAD_ARGUMENT;
-    }
-    const double *psi = b->emit;
+    const double *psi = b->emit, *weight = t->weight, *final = t->final;
+    const int32_t *state_type = t->state_type;
+    const uint8_t *continuing = t->continuing;
     double *now = mass, *next = mass + S;
-    for (int64_t h = 0; h < num_heads; ++h) {
-        const int32_t i = head_sentence[h], x = head_type[h];
-        const int64_t off = b->offsets[i], last = b->offsets[i + 1] - 1;
-        int64_t row = off + head_first[h];
-        double log_scale = 0.0;
-        double *out = probability + head_ptr[h];
-        for (int64_t j = 0; j <= head_reach[h]; ++j) out[j] = 0.0;
-        /* the mass of the paths whose chunk of type x begins at the head's token */
-        if (row == off) {
-            for (int32_t s = 0; s < S; ++s) now[s] = state_type[s] == x ? start[s] * psi[row * S + s] : 0.0;
-        } else {
-            const double *prev = alpha + (row - 1) * S, *w = weight + trans_row(b->token_class, row, E);
+    double log_scale = 0.0;
+    for (int64_t j = 0; j <= reach; ++j) out[j] = 0.0;
+    /* the mass of the paths whose chunk of type x begins at the head's token */
+    if (row == off) {
+        for (int32_t s = 0; s < S; ++s) now[s] = state_type[s] == x ? t->start[s] * psi[row * S + s] : 0.0;
+    } else {
+        const double *prev = t->alpha + (row - 1) * S, *w = weight + trans_row(b->token_class, row, E);
+        for (int32_t s = 0; s < S; ++s) {
+            double sum = 0.0;
+            if (state_type[s] == x)
+                for (int32_t e = g->in_ptr[s]; e < g->in_ptr[s + 1]; ++e)
+                    if (!continuing[e]) sum += prev[g->in_src[e]] * w[e];
+            now[s] = sum * psi[row * S + s];
+        }
+        log_scale = t->log_prefix[row - 1];
+    }
+    for (int64_t j = 0; j <= reach; ++j, ++row) {
+        if (j > 0) {  /* the chunk goes on into this token */
+            const double *w = weight + trans_row(b->token_class, row, E);
             for (int32_t s = 0; s < S; ++s) {
                 double sum = 0.0;
                 if (state_type[s] == x)
                     for (int32_t e = g->in_ptr[s]; e < g->in_ptr[s + 1]; ++e)
-                        if (!continuing[e]) sum += prev[g->in_src[e]] * w[e];
-                now[s] = sum * psi[row * S + s];
+                        if (continuing[e]) sum += now[g->in_src[e]] * w[e];
+                next[s] = sum * psi[row * S + s];
             }
-            log_scale = log_prefix[row - 1];
+            double *swap = now;
+            now = next;
+            next = swap;
         }
-        for (int64_t j = 0; j <= head_reach[h]; ++j, ++row) {
-            if (j > 0) {  /* the chunk goes on into this token */
-                const double *w = weight + trans_row(b->token_class, row, E);
-                for (int32_t s = 0; s < S; ++s) {
-                    double sum = 0.0;
-                    if (state_type[s] == x)
-                        for (int32_t e = g->in_ptr[s]; e < g->in_ptr[s + 1]; ++e)
-                            if (continuing[e]) sum += now[g->in_src[e]] * w[e];
-                    next[s] = sum * psi[row * S + s];
-                }
-                double *swap = now;
-                now = next;
-                next = swap;
+        double total = 0.0;
+        for (int32_t s = 0; s < S; ++s) total += now[s];
+        if (!(total > 0.0))
+            break;  /* no longer chunk of the type from this token */
+        for (int32_t s = 0; s < S; ++s) now[s] /= total;
+        log_scale += log(total);
+        double closing = 0.0, log_after = 0.0;
+        if (row == last) {
+            for (int32_t s = 0; s < S; ++s) closing += now[s] * final[s];
+        } else {  /* it ends: an edge into the next token that does not continue it */
+            const double *w = weight + trans_row(b->token_class, row + 1, E);
+            const double *after = psi + (row + 1) * S, *back = t->beta + (row + 1) * S;
+            for (int32_t s = 0; s < S; ++s) {
+                double sum = 0.0;
+                for (int32_t e = g->in_ptr[s]; e < g->in_ptr[s + 1]; ++e)
+                    if (!continuing[e]) sum += now[g->in_src[e]] * w[e];
+                closing += sum * after[s] * back[s];
             }
-            double total = 0.0;
-            for (int32_t s = 0; s < S; ++s) total += now[s];
-            if (!(total > 0.0))
-                break;  /* no longer chunk of the type from this token */
-            for (int32_t s = 0; s < S; ++s) now[s] /= total;
-            log_scale += log(total);
-            double closing = 0.0, log_after = 0.0;
-            if (row == last) {
-                for (int32_t s = 0; s < S; ++s) closing += now[s] * final[s];
-            } else {  /* it ends: an edge into the next token that does not continue it */
-                const double *w = weight + trans_row(b->token_class, row + 1, E);
-                const double *after = psi + (row + 1) * S, *back = beta + (row + 1) * S;
-                for (int32_t s = 0; s < S; ++s) {
-                    double sum = 0.0;
-                    for (int32_t e = g->in_ptr[s]; e < g->in_ptr[s + 1]; ++e)
-                        if (!continuing[e]) sum += now[g->in_src[e]] * w[e];
-                    closing += sum * after[s] * back[s];
-                }
-                log_after = log_suffix[row + 1];
-            }
-            if (closing > 0.0) {
-                const double value = exp(log_scale + log(closing) + log_after - log_z[i]);
-                out[j] = value < 1.0 ? value : 1.0;
-            }
+            log_after = t->log_suffix[row + 1];
+        }
+        if (closing > 0.0) {
+            const double value = exp(log_scale + log(closing) + log_after - log_z);
+            out[j] = value < 1.0 ? value : 1.0;
         }
     }
-    return FC_OK;
 }

@@ -19,10 +19,11 @@ overlap constraints).  A fixed threshold skips the iteration.
 
 Only spans with probability at least a floor are candidates: those whose
 beginning, end and every continuation the token marginals do not bound below
-it (see :class:`ChunkMarginals`).  No span at or below the threshold is ever chosen, so the
-candidates lose nothing while every threshold tried is >= floor: a fixed
-threshold is its own floor, and the search's thresholds never fall below half
-the expected F1 of its starting set, the spans more probable than 1/2.
+it (see :class:`ChunkMarginals`; in C, :func:`chunk_candidates`).  No span at or
+below the threshold is ever chosen, so the candidates lose nothing while every
+threshold tried is >= floor: a fixed threshold is its own floor, and the search's
+thresholds never fall below half the expected F1 of its starting set, the spans
+more probable than 1/2.
 
 The chosen chunks are written in the labels' own scheme (:func:`writing_scheme`:
 IOB2, IOB1 or BIOES, O elsewhere), and :func:`labelled_paths` finds the state
@@ -39,11 +40,13 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
+from typing import cast
 
 import numpy as np
 
 from fstcrf.engine.inference import Potentials, check_type, forward_backward, viterbi
-from fstcrf.engine.spans import ChunkEdges, Entity, chunk_parts, span_probability_array
+from fstcrf.engine import kernel
+from fstcrf.engine.spans import ChunkEdges, Entity, chunk_parts, kernel_structs, span_probability_array
 from fstcrf.errors import InfeasibleError, ScoreError, ShapeError
 
 #: Spans less probable than this are never candidates, so never chosen (the threshold
@@ -141,22 +144,19 @@ def mbr_decode(
     if threshold is not None and not 0.0 < threshold < 1.0:
         raise ScoreError(f"the MBR threshold must be strictly between 0 and 1, got {threshold}")
     chunks = ChunkEdges.of(pot.topology, labels)
-    marginals = ChunkMarginals.of(pot, chunks, threads)
     if threshold is not None:
-        batch = candidates(pot, chunks, marginals, threshold)
+        batch, expected_chunks = chunk_candidates(pot, chunks, threshold, threads)
         chosen = batch.best(threshold)
     else:
         first_floor = max(floor, FIRST_FLOOR)
-        batch = candidates(pot, chunks, marginals, first_floor)
-        start = batch.ratio(batch.above(0.5), marginals.expected_chunks)
+        batch, expected_chunks = chunk_candidates(pot, chunks, first_floor, threads)
+        start = batch.ratio(batch.above(0.5), expected_chunks)
         floor = max(floor, start / 2)
         if floor < first_floor:  # a model expecting an F1 below 2 FIRST_FLOOR: more candidates
-            batch = candidates(pot, chunks, marginals, floor)
-        threshold, chosen = _dinkelbach(batch, marginals.expected_chunks, floor)
+            batch = chunk_candidates(pot, chunks, floor, threads)[0]
+        threshold, chosen = _dinkelbach(batch, expected_chunks, floor)
     spans = batch.entities(chosen)
-    return MbrDecoding(
-        spans, float(threshold), expected_f1(spans, marginals.expected_chunks), marginals.expected_chunks
-    )
+    return MbrDecoding(spans, float(threshold), expected_f1(spans, expected_chunks), expected_chunks)
 
 
 def expected_f1(chosen: Sequence[Sequence[Entity]], expected_chunks: float) -> float:
@@ -201,6 +201,35 @@ class StreamThreshold:
         self.mass += mass
         self.count += count
         self.expected_chunks += decoded.expected_chunks
+
+
+def chunk_candidates(
+    pot: Potentials, chunks: ChunkEdges, floor: float, threads: int = 1
+) -> tuple[CandidateBatch, float]:
+    """(the candidates more probable than ``floor`` (:func:`candidates`), the batch's
+    exact expected number of chunks): the tables, marginals, candidates and their
+    probabilities of every sentence in one kernel call (csrc/fstcrf_chunks.c), each
+    sentence's from it alone; the sentences whose scores span too wide a range for
+    the linear domain (a small temperature) by :class:`ChunkMarginals` and
+    :func:`candidates` in the log domain."""
+    spans, probability, exact, expected = kernel.chunk_candidates(*kernel_structs(pot), chunks.reading, floor)
+    if exact.all():
+        return CandidateBatch(spans, probability, pot.lengths, chunks.types, chunks.adjacent), float(expected.sum())
+    stuck = np.flatnonzero(~exact)
+    part = pot.select(stuck)
+    marginals = ChunkMarginals.of(part, chunks, threads)
+    rest = candidates(part, chunks, marginals, floor)
+    rest_spans = (stuck[rest.sentence], rest.first, rest.last, rest.kind)
+    order = np.argsort(np.concatenate([spans[0], rest_spans[0]]), kind="stable")  # each part is in order
+    merged = tuple(np.concatenate([mine, theirs])[order] for mine, theirs in zip(spans, rest_spans))
+    batch = CandidateBatch(
+        cast(tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], merged),
+        np.concatenate([probability, rest.probability])[order],
+        pot.lengths,
+        chunks.types,
+        chunks.adjacent,
+    )
+    return batch, float(expected[exact].sum()) + marginals.expected_chunks
 
 
 def candidates(pot: Potentials, chunks: ChunkEdges, marginals: ChunkMarginals, floor: float) -> CandidateBatch:
@@ -418,9 +447,7 @@ def labelled_paths(
     if len(set(labels)) == len(labels):  # one state per label: the path is the labels' states
         state_of = {label: s for s, label in enumerate(labels)}
         path = np.fromiter(map(state_of.get, flat, repeat(-1)), dtype=np.int32, count=len(flat))
-        missing = path < 0  # a label no state has
-        infeasible = np.logical_or.reduceat(missing, pot.offsets[:-1])
-        infeasible |= ~finite_paths(pot, np.where(missing, 0, path))
+        infeasible = ~finite_paths(pot, path)  # -1: a label no state has
     else:
         path, infeasible = _clamped_path(pot, labels, flat, threads)
     if infeasible.any() and best_instead:
@@ -435,21 +462,11 @@ def labelled_paths(
 
 
 def finite_paths(pot: Potentials, path: np.ndarray) -> np.ndarray:
-    """bool [B]: whether each sentence's state path (int [N], states in range) has a
-    finite score (``pot.path_scores``' is finite): a finite start, end and emission
-    at each token, and a topology edge of finite score into each later token."""
-    firsts, lasts = pot.offsets[:-1], pot.offsets[1:] - 1
-    finite = np.isfinite(pot.emissions[np.arange(pot.num_tokens), path])
-    finite[firsts] &= np.isfinite(pot.start[path[firsts]])
-    finite[lasts] &= np.isfinite(pot.final[path[lasts]])
-    if pot.num_tokens > 1:
-        edges = pot.topology.edge_ids[path[:-1], path[1:]]  # the edge into each token from the one before
-        table = np.atleast_2d(pot.transitions)
-        classes = 0 if pot.token_class is None else pot.token_class[1:]
-        entered = (edges >= 0) & np.isfinite(table[classes, np.maximum(edges, 0)])
-        entered[lasts[:-1]] = True  # a sentence's first token is entered by its start
-        finite[1:] &= entered
-    return np.logical_and.reduceat(finite, firsts)
+    """bool [B]: whether each sentence's state path (int [N]) has a finite score
+    (``pot.path_scores``' is finite): states in range, a finite start, end and
+    emission at each token, and a topology edge of finite score into each later
+    token (in C)."""
+    return kernel.finite_paths(*kernel_structs(pot), path)
 
 
 def _best_where_infeasible(

@@ -12,8 +12,8 @@ backward tables:
 
     P(span) = alpha[first-1] W_begin psi[first] (W_cont psi)... W_end beta[last+1] / Z
 
-computed in the linear domain with per-token scales, for every span of a
-sentence that starts at one token in one pass (in C: ``fc_span_probabilities``).
+computed in the linear domain with per-token scales, the tables and every span of
+a batch in one call (in C: ``fc_chunk_probabilities``, csrc/fstcrf_chunks.c).
 A sentence whose scores span more than the linear domain holds (a row of its
 scaled tables with less than 1e-100 of mass: a small temperature) is computed in
 the log domain instead, from the kernel's log-domain tables, so that the
@@ -48,8 +48,15 @@ class Entity(NamedTuple):
 
 
 def state_labels(topology: Topology) -> list[str]:
-    """The label of each of the topology's S states."""
-    return [topology.labels[label] for label in topology.state_label]
+    """The label of each of the topology's S states (read once per topology)."""
+    kept = _state_labels.get(topology)
+    if kept is None:
+        kept = _state_labels[topology] = tuple(topology.labels[label] for label in topology.state_label.tolist())
+    return list(kept)
+
+
+#: The label of each state of each topology in use.
+_state_labels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def chunk_parts(label: str) -> tuple[str, str]:
@@ -80,7 +87,7 @@ class ChunkEdges:
     ``begins_chunk`` bool [E]: the edge enters a chunk's first token;
     ``adjacent`` bool [K]: a chunk of the type may begin right after one of the same
     type ends (an edge from a state of the type into one that does not continue it);
-    and the kernel's views ``state_type32`` int32 [S] and ``continuing8`` uint8 [E]."""
+    and ``reading``, the kernel's view of them (:class:`~fstcrf.engine.kernel.ChunkReading`)."""
 
     types: tuple[str, ...]
     state_type: np.ndarray
@@ -88,8 +95,7 @@ class ChunkEdges:
     prefix_mass: np.ndarray
     begins_chunk: np.ndarray
     adjacent: np.ndarray
-    state_type32: np.ndarray
-    continuing8: np.ndarray
+    reading: kernel.ChunkReading
 
     @classmethod
     def of(cls, topology: Topology, labels: Sequence[str]) -> ChunkEdges:
@@ -124,11 +130,13 @@ class ChunkEdges:
         )
         K = len(types)
         prefix_mass = np.zeros((len(labels), len(MASS_PREFIXES) * K))
+        prefix_bits = np.zeros(len(labels), dtype=np.int32)  # the kernel's: a bit per prefix set but the last
         for s, label in enumerate(labels):
             prefix, x = parts[label][0], int(state_type[s])
             for column, wanted in enumerate(MASS_PREFIXES):
                 if x >= 0 and prefix in wanted:
                     prefix_mass[s, column * K + x] = 1.0
+                    prefix_bits[s] |= kernel.PREFIX_BITS[column] if column < len(kernel.PREFIX_BITS) else 0
         src, dst = state_type[topology.edge_src], state_type[topology.edge_dst]
         restart = ~continuing & (src == dst) & (src >= 0)
         for array in (state_type, continuing, prefix_mass):
@@ -140,17 +148,12 @@ class ChunkEdges:
             prefix_mass,
             ~continuing & (dst >= 0),
             np.bincount(src[restart], minlength=K) > 0,
-            state_type.astype(np.int32),
-            continuing.view(np.uint8),
+            kernel.ChunkReading(K, state_type.astype(np.int32), prefix_bits, continuing.view(np.uint8)),
         )
 
 
 #: The ChunkEdges of each topology in use, with the labels they read.
 _chunk_edges: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-#: A row of the scaled tables holds at least this mass before rescaling, or its sentence
-#: is redone in the log domain (csrc/fstcrf_marginals.c, SPAN_MASS_FLOOR).
-MASS_FLOOR = 1e-100
 
 #: The span passes of the log domain gather at most this many (row, edge) values at once.
 LOG_CELLS = 1 << 22
@@ -162,82 +165,14 @@ def _log(values: np.ndarray) -> np.ndarray:
         return np.log(values)
 
 
-class _Tables:
-    """Scaled forward and backward tables of a batch, in the linear domain (C,
-    ``kernel.scaled_tables``), and what they were made of.
-
-    psi float [N, S]: exp(emissions - the token's maximum); weights float [C, E]:
-    exp(transitions - their maximum); start, final float [S] likewise; alpha, beta
-    float [N, S], each row summing to 1; log_prefix float [N]: the log scale of the
-    forward table up to and including each token; log_suffix float [N + 1]: that of
-    the backward table from each token to its sentence's end (0 past it); log_z
-    float [B] in these shifted units (each sentence's alone, so that it does not
-    depend on the batch); exact bool [B]: the sentences whose rows are exact to
-    rounding (the others' scores span too wide a range for the linear domain, e.g.
-    at a small temperature: :class:`_LogTables`)."""
-
-    def __init__(self, pot: Potentials):
-        topology = pot.topology
-        S = topology.num_states
-        emissions = pot.emissions
-        self.psi = np.exp(emissions - emissions.max(axis=1, keepdims=True))
-        self.weights, self.start, self.final = linear_scores(pot)
-        self.graph = kernel.topology_graph(topology)
-        self.batch = kernel.Batch(pot.offsets, self.psi, pot.token_class)  # Potentials keeps it int32
-        N = len(emissions)
-        self.alpha = np.empty((N, S))
-        self.beta = np.empty((N, S))
-        self.log_prefix = np.empty(N)
-        self.log_suffix = np.zeros(N + 1)
-        exact = np.empty(pot.num_sequences, dtype=np.int32)
-        kernel.scaled_tables(
-            self.graph,
-            self.weights,
-            self.start,
-            self.final,
-            self.batch,
-            self.alpha,
-            self.beta,
-            self.log_prefix,
-            self.log_suffix[:N],
-            exact,
-        )
-        last = (pot.offsets[1:] - 1).tolist()
-        closing = np.array([float(self.alpha[n] @ self.final) if kept else 0.0 for n, kept in zip(last, exact)])
-        self.exact = closing >= MASS_FLOOR  # the others' rows are unset
-        self.log_z = np.where(self.exact, self.log_prefix[last] + _log(np.maximum(closing, MASS_FLOOR)), np.nan)
-
-
-#: The linear scores of read-only score arrays, by the arrays' ids: (weak references to
-#: them, their linear scores); at most LINEAR_KEPT.
-_linear: dict[tuple[int, int, int], tuple[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-LINEAR_KEPT = 64
-
-
-def linear_scores(pot: Potentials) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(weights float [C, E]: exp(transitions - their maximum), start, final float [S]:
-    exp(scores - their maximum finite score), 0 where it is -inf) of ``pot``, made once
-    for read-only arrays (a model's, the same for every batch) while they live."""
-    parts = (pot.transitions, pot.start, pot.final)
-    key = (id(parts[0]), id(parts[1]), id(parts[2]))
-    kept = _linear.get(key)
-    if kept is not None and all(ref() is part for ref, part in zip(kept[0], parts)):
-        return kept[1]
-    shift = parts[0].max() if parts[0].size else 0.0
-    made = (np.exp(np.atleast_2d(parts[0]) - shift), _shifted_exp(parts[1]), _shifted_exp(parts[2]))
-    if not any(part.flags.writeable for part in parts):
-        for array in made:
-            array.flags.writeable = False
-        if len(_linear) >= LINEAR_KEPT:
-            _linear.clear()
-        _linear[key] = (tuple(weakref.ref(part) for part in parts), made)
-    return made
-
-
-def _shifted_exp(scores: np.ndarray) -> np.ndarray:
-    """exp(scores - max finite score), 0 where the score is -inf."""
-    finite = scores[np.isfinite(scores)]
-    return np.exp(scores - (finite.max() if len(finite) else 0.0))
+def kernel_structs(pot: Potentials) -> tuple[kernel.Graph, kernel.Scores, kernel.BatchArrays]:
+    """The kernel's graph and scores of ``pot``, and its batch's arrays (offsets,
+    emissions, token classes), as the calls of :mod:`fstcrf.engine.kernel.chunks` take them."""
+    return (
+        kernel.topology_graph(pot.topology),
+        kernel.kept_scores(pot.transitions, pot.start, pot.final),
+        (pot.offsets, pot.emissions, pot.token_class),
+    )
 
 
 def entity_probabilities(
@@ -284,62 +219,22 @@ def span_probability_array(
     other spans or sentences of the batch: in the linear domain, or in the log domain
     for the sentences whose scores span too wide a range for it (a small
     temperature), so that they are exact to rounding for any finite scores."""
-    sentence = spans[0]
-    if not len(sentence):
-        return np.zeros(0)
-    tables = _Tables(pot)
-    linear = tables.exact[sentence]
-    if linear.all():
-        return _linear_probabilities(pot, tables, chunks, spans)
-    result = np.zeros(len(sentence))
-    result[linear] = _linear_probabilities(pot, tables, chunks, tuple(part[linear] for part in spans))
-    log_tables = _LogTables(pot, np.unique(sentence[~linear]))
-    result[~linear] = _log_probabilities(log_tables, chunks, tuple(part[~linear] for part in spans))
-    return result
-
-
-def _linear_probabilities(
-    pot: Potentials, tables: _Tables, chunks: ChunkEdges, spans: tuple[np.ndarray, ...]
-) -> np.ndarray:
-    """span_probability_array of spans whose sentences ``tables`` hold exactly, in C
-    (``fc_span_probabilities``)."""
     sentence, first, last, kind = spans
     if not len(sentence):
         return np.zeros(0)
-    row = pot.offsets[sentence] + first  # each span's first token in the batch
-    key = kind.astype(np.int64) * (pot.num_tokens + 1) + row
-    heads, at = np.unique(key, return_inverse=True)  # a pass per type and first token
-    reach = np.zeros(len(heads), dtype=np.int64)
-    np.maximum.at(reach, at, last - first)
-    head_kind, head_row = np.divmod(heads, pot.num_tokens + 1)
-    head_sentence = np.searchsorted(pot.offsets, head_row, side="right") - 1
-    head_ptr = np.zeros(len(heads) + 1, dtype=np.int64)
-    np.cumsum(reach + 1, out=head_ptr[1:])
-    flat = np.empty(int(head_ptr[-1]))
-    kernel.span_probabilities(
-        tables.graph,
-        tables.weights,
-        tables.start,
-        tables.final,
-        tables.batch,
-        (tables.alpha, tables.beta, tables.log_prefix, tables.log_suffix, tables.log_z),
-        chunks.state_type32,
-        chunks.continuing8,
-        (
-            head_sentence.astype(np.int32),
-            head_row - pot.offsets[head_sentence],
-            reach,
-            head_kind.astype(np.int32),
-        ),
-        head_ptr,
-        flat,
-    )
-    return flat[head_ptr[at] + last - first]
+    in_kernel = (sentence.astype(np.int32), first.astype(np.int64), last.astype(np.int64), kind.astype(np.int32))
+    probability, exact = kernel.chunk_probabilities(*kernel_structs(pot), chunks.reading, in_kernel)
+    redo = ~exact[sentence]
+    if redo.any():
+        log_tables = _LogTables(pot, np.unique(sentence[redo]))
+        probability[redo] = _log_probabilities(log_tables, chunks, tuple(part[redo] for part in spans))
+    return probability
 
 
 class _LogTables:
-    """The tables of :class:`_Tables` for the sentences ``which`` (int [R]) of a
-    batch, computed in the log domain: exact to rounding for any finite scores, at
+    """The scaled forward and backward tables of the sentences ``which`` (int [R]) of
+    a batch (as csrc/fstcrf_chunks.c makes them in the linear domain), computed in
+    the log domain: exact to rounding for any finite scores, at
     any temperature.  alpha, beta: the logs of the rows normalised to sum 1 (a mass
     is a log mass here throughout); log_prefix, log_suffix and log_z in the
     potentials' own units; the other sentences' rows are not set."""

@@ -638,7 +638,9 @@ class ChainCRF:
                 written = split_labels(pot.topology, paths, pot.offsets)
         if stream is not None:
             stream.add(decoded)
-        logger.info("MBR decoding of %d sentences: %s", pot.num_sequences, decoded)  # formatted when logged
+        # a sentence at a time (a server, a pipeline) would log a line per call: that is DEBUG
+        level = logging.INFO if pot.num_sequences > 1 else logging.DEBUG
+        logger.log(level, "MBR decoding of %d sentences: %s", pot.num_sequences, decoded)  # formatted when logged
         return written
 
     @blas_single_threaded()

@@ -12,8 +12,17 @@ from hypothesis import assume, given, strategies as st
 
 from fstcrf.engine.inference import Potentials
 from fstcrf.corpus.schemes import read_chunks, write_chunks
-from fstcrf.engine.mbr import StreamThreshold, finite_paths, labelled_paths, mbr_decode, writing_scheme
-from fstcrf.engine.spans import path_chunks, state_labels
+from fstcrf.engine.mbr import (
+    ChunkMarginals,
+    StreamThreshold,
+    candidates,
+    chunk_candidates,
+    finite_paths,
+    labelled_paths,
+    mbr_decode,
+    writing_scheme,
+)
+from fstcrf.engine.spans import ChunkEdges, path_chunks, state_labels
 from fstcrf.engine.topology import first_order, iob2, kth_order
 from fstcrf.errors import InfeasibleError, ScoreError
 
@@ -223,7 +232,8 @@ def test_labelled_paths_is_the_best_path_with_the_labels_by_brute_force(chain, d
 def test_a_path_is_finite_where_its_score_is(chain, seed, classes):
     """finite_paths, the check that written labels have a path, against path_scores:
     paths the topology forbids (edges, first and last states of second-order chains),
-    states a clamp forbids, transitions by token class."""
+    states a clamp forbids, transitions by token class; a state -1 (a label no state
+    has) makes its sentence's path infinite."""
     pot, _ = chain
     rng = np.random.default_rng(seed)
     if classes:
@@ -242,7 +252,12 @@ def test_a_path_is_finite_where_its_score_is(chain, seed, classes):
     pot = pot.clamp(allowed)
     for _ in range(10):
         path = rng.integers(0, pot.topology.num_states, pot.num_tokens)
-        assert finite_paths(pot, path).tolist() == np.isfinite(pot.path_scores(path)[0]).tolist()
+        expected = np.isfinite(pot.path_scores(path)[0])
+        assert finite_paths(pot, path).tolist() == expected.tolist()
+        unknown = rng.integers(0, pot.num_tokens)  # a label no state has: state -1
+        path[unknown] = -1
+        expected[np.searchsorted(pot.offsets, unknown, side="right") - 1] = False
+        assert finite_paths(pot, path).tolist() == expected.tolist()
 
 
 @pytest.mark.parametrize("scheme, expected", [("iob2", "iob2"), ("iob1", "iob1"), ("bioes", "bioes"), ("io", "iob1")])
@@ -265,3 +280,39 @@ def test_a_confident_chain_decodes_as_viterbi():
     assert [as_spans(chunks) for chunks in decoded.chunks] == [
         path_chunks([labels[s] for s in best[pot.sentence(b)]]) for b in range(pot.num_sequences)
     ]
+
+
+@pytest.mark.slow
+@given(chains(max_sentences=3), st.floats(0.01, 0.6), st.sampled_from([1.0, 1.0, 400.0]))
+@oracle_settings(150)
+def test_the_kernel_s_candidates_are_the_marginals_oracle_s_and_brute_force_s(chain, floor, sharpen):
+    """csrc/fstcrf_chunks.c's candidates, their probabilities and the expected number of
+    chunks against the numpy oracle (ChunkMarginals, candidates) and brute force; scores
+    multiplied by 400 leave the linear domain for the sentences longer than a token
+    (the log-domain path, in the same batch as the kernel's)."""
+    pot, labels = chain
+    pot = Potentials(pot.topology, pot.emissions * sharpen, pot.lengths, pot.transitions * sharpen)
+    chunks = ChunkEdges.of(pot.topology, labels)
+    got, expected_chunks = chunk_candidates(pot, chunks, floor)
+    marginals = ChunkMarginals.of(pot, chunks)
+    want = candidates(pot, chunks, marginals, floor)
+    for name in ("sentence", "first", "last", "kind"):
+        assert getattr(got, name).tolist() == getattr(want, name).tolist()
+    np.testing.assert_allclose(got.probability, want.probability, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(expected_chunks, marginals.expected_chunks, rtol=1e-9, atol=1e-12)
+    brute_expected = 0.0
+    for b in range(pot.num_sequences):
+        sequences = enumerate_sequences(pot, b, labels)
+        brute_expected += sum(p * len(spans) for p, spans in sequences)
+        table = span_table(sequences)
+        mine = {
+            (first, last, chunks.types[kind]): p
+            for s, first, last, kind, p in zip(got.sentence, got.first, got.last, got.kind, got.probability)
+            if s == b
+        }
+        for span, p in table.items():
+            if p > floor + 1e-9:
+                assert span in mine
+        for span, p in mine.items():
+            assert p == pytest.approx(table[span], rel=1e-7, abs=1e-10)
+    assert expected_chunks == pytest.approx(brute_expected, rel=1e-7, abs=1e-10)

@@ -13,6 +13,7 @@ import fstcrf.engine.spans as spans
 from fstcrf.corpus.schemes import read_chunks
 from fstcrf.engine.spans import decoded_entities, entity_probabilities, path_chunks, state_labels
 from fstcrf.engine.inference import Potentials, viterbi
+from fstcrf.engine import kernel
 from fstcrf.engine.topology import first_order, iob2
 from fstcrf.errors import LabelError, ShapeError
 
@@ -93,7 +94,9 @@ def test_a_first_token_whose_linear_mass_underflows_is_exact():
     emissions[0] = [0.0, -800.0, -800.0]
     start = np.array([-1000.0, 0.0, -1000.0])
     pot = Potentials(topology, emissions, start=start)
-    assert not spans._Tables(pot).exact.any()
+    chunks = spans.ChunkEdges.of(pot.topology, ["O", "B-A", "I-A"])
+    one = tuple(np.zeros(1, dtype=dtype) for dtype in (np.int32, np.int64, np.int64, np.int32))
+    assert not kernel.chunk_probabilities(*spans.kernel_structs(pot), chunks.reading, one)[1].any()
     # paths start in B-A (start 0, emission -800) or elsewhere (start -1000): B-A at token 0
     # has probability 1 up to exp(-200); then each of the three labels at token 1 is as likely
     got = entity_probabilities(pot, ["O", "B-A", "I-A"], [[(0, 0, "A"), (0, 1, "A")]])[0]
@@ -191,3 +194,26 @@ def test_each_component_of_a_joint_model_has_the_enumerated_span_probabilities(s
         spans = [(i, j, x) for i in range(length) for j in range(i, length) for x in ("A", "B")]
         [got] = entity_probabilities(product, labels, [spans])
         np.testing.assert_allclose(got, [exact.get(span, 0.0) for span in spans], atol=1e-9)
+
+
+def test_the_chunk_calls_refuse_sizes_and_spans_that_would_read_out_of_bounds():
+    """The bindings check the batch against the graph and the reading before C reads
+    them; C refuses a span outside its sentence or of an unknown type, and a path's
+    state out of range is an infinite path, never a read."""
+    topology = first_order(["O", "B-A", "I-A"])
+    pot = Potentials(topology, np.zeros((3, 3)), [2, 1])
+    chunks = spans.ChunkEdges.of(topology, ["O", "B-A", "I-A"])
+    graph, scores, arrays = spans.kernel_structs(pot)
+
+    def span(sentence, first, last, kind):
+        dtypes = (np.int32, np.int64, np.int64, np.int32)
+        return tuple(np.array([value], dtype=dtype) for value, dtype in zip((sentence, first, last, kind), dtypes))
+
+    with pytest.raises(ShapeError):
+        kernel.chunk_probabilities(graph, scores, (arrays[0], np.zeros((4, 3)), None), chunks.reading, span(0, 0, 0, 0))
+    with pytest.raises(ShapeError):
+        kernel.chunk_candidates(graph, scores, (np.array([0, 2, 4]), arrays[1], None), chunks.reading, 0.1)
+    for bad in (span(1, 0, 1, 0), span(2, 0, 0, 0), span(0, 1, 0, 0), span(0, 0, 0, 1), span(-1, 0, 0, 0)):
+        with pytest.raises(RuntimeError, match="rejected"):
+            kernel.chunk_probabilities(graph, scores, arrays, chunks.reading, bad)
+    assert kernel.finite_paths(graph, scores, arrays, np.array([0, 7, -3], dtype=np.int32)).tolist() == [False, False]

@@ -35,7 +35,8 @@ arrays and statuses cross), :mod:`~fstcrf.engine.kernel.chain`,
 :mod:`~fstcrf.engine.kernel.features`, :mod:`~fstcrf.engine.kernel.training` and
 :mod:`~fstcrf.engine.kernel.bandit` (the bandit learner's minibatch work, used as
 ``kernel.bandit.draw`` and so on) and :mod:`~fstcrf.engine.kernel.conll` (CoNLL lines scanned
-and written, csrc/fstcrf_conll.h); every other name is importable from here.
+and written, csrc/fstcrf_conll.h); :mod:`~fstcrf.engine.kernel.chunks` binds
+csrc/fstcrf_chunks.h (entity probabilities and MBR candidates); every other name is importable from here.
 """
 
 from fstcrf.engine.kernel import bandit
@@ -71,12 +72,18 @@ from fstcrf.engine.kernel.chain import (
     log_tables,
     max_marginals,
     sample,
-    scaled_tables,
     scratch_workspace,
-    span_probabilities,
     span_viterbi,
     topology_graph,
     viterbi,
+)
+from fstcrf.engine.kernel.chunks import (
+    PREFIX_BITS,
+    BatchArrays,
+    ChunkReading,
+    chunk_candidates,
+    chunk_probabilities,
+    finite_paths,
 )
 from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.engine.kernel.features import (
@@ -147,6 +154,9 @@ __all__ = [
     "STEP_RULES",
     "Scan",
     "Scores",
+    "ChunkReading",
+    "BatchArrays",
+    "PREFIX_BITS",
     "StepRule",
     "Tokens",
     "TrainingSentences",
@@ -163,7 +173,10 @@ __all__ = [
     "topology_graph",
     "check_status",
     "checksum",
+    "chunk_candidates",
+    "chunk_probabilities",
     "factorize",
+    "finite_paths",
     "format_lines",
     "forward_backward",
     "gather_clear",
@@ -189,9 +202,7 @@ __all__ = [
     "read_columns",
     "round_in_place",
     "sample",
-    "scaled_tables",
     "scan",
-    "span_probabilities",
     "span_viterbi",
     "string_hashes",
     "substring_hashes",
