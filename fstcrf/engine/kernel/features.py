@@ -455,6 +455,65 @@ def predicate_rows(
     check_status(status, "fh_predicate_rows")
 
 
+def reading_rows(
+    value_hashes: np.ndarray,
+    read_hashes: np.ndarray,
+    seeds: np.ndarray,
+    item_ptr: np.ndarray,
+    items: np.ndarray,
+    slots: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """fh_reading_rows: (indptr int64 [N*K+1], indices int32 [nnz]), the known predicates
+    of N tokens in CSR form under each of K values of a column the lines read at the
+    token, row t * K + k for token t under value k, each row's columns ascending.  Line
+    r, of key seed seeds[r] (uint64 [R]), reads the observations items[item_ptr[r] ..
+    item_ptr[r+1]-1] (int32 [R+1], int32 [I]): j < J the value hash value_hashes[j, t]
+    (uint64 [J, N]), else read_hashes[j - J, k] (uint64 [V, K]).  ShapeError for
+    arrays that do not fit together."""
+    num_observations, num_tokens = value_hashes.shape
+    num_read, num_values = read_hashes.shape
+    num_lines = len(seeds)
+    if (
+        value_hashes.dtype != np.uint64
+        or read_hashes.dtype != np.uint64
+        or seeds.dtype != np.uint64
+        or item_ptr.dtype != np.int32
+        or items.dtype != np.int32
+        or item_ptr.shape != (num_lines + 1,)
+        or item_ptr[0] != 0
+        or item_ptr[-1] != len(items)
+        or np.any(np.diff(item_ptr) < 0)
+        or (len(items) and (items.min() < 0 or items.max() >= num_observations + num_read))
+        or slots.dtype != np.uint64
+        or len(slots) < 2
+        or len(slots) & (len(slots) - 1)
+    ):
+        raise ShapeError("reading_rows: the hashes, lines or table do not fit together")
+    num_rows = num_tokens * num_values
+    indptr = np.empty(num_rows + 1, dtype=np.int64)
+    indices = np.empty(num_rows * num_lines, dtype=np.int32)
+    status = lib.fh_reading_rows(
+        num_tokens,
+        num_values,
+        num_observations,
+        input_pointer(value_hashes),
+        num_read,
+        input_pointer(read_hashes),
+        num_lines,
+        input_pointer(seeds),
+        input_pointer(item_ptr),
+        input_pointer(items),
+        len(slots) // 2,
+        input_pointer(slots),
+        output_pointer(np.empty(max(1, num_lines * num_values), dtype=np.uint64)),
+        output_pointer(np.empty(max(1, num_lines), dtype=np.int32)),
+        output_pointer(indptr),
+        output_pointer(indices),
+    )
+    check_status(status, "fh_reading_rows")
+    return indptr, indices[: indptr[-1]]
+
+
 def list_rows(
     value_ptr: np.ndarray,
     value_hashes: np.ndarray,
