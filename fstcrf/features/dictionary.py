@@ -243,7 +243,7 @@ class HashedDictionary:
         plan = self.reading_plan(template, chosen, column, values)
         hashes = ObservationHashes(table, self.salt).window(plan.window)  # [J, N]
         if table.num_tokens <= TOKENWISE_READING:
-            return kernel.reading_rows(hashes, plan.read_hashes, plan.seeds, plan.item_ptr, plan.items, self.slots)
+            return kernel.reading_rows(plan.kernel_lines(self.slots), hashes)
         out = np.empty((table.num_tokens, len(values), len(plan.lines)), dtype=np.int32)
         for j, (seed, links) in enumerate(plan.lines):
             context, first = _contexts(hashes[[row for row, _ in links if row >= 0]])
@@ -340,6 +340,16 @@ class ReadingPlan:
         self.item_ptr = np.zeros(len(self.lines) + 1, dtype=np.int32)
         np.cumsum([len(links) for _, links in self.lines], out=self.item_ptr[1:])
         self.read_hashes = np.array(hashes, dtype=np.uint64).reshape(len(hashes), len(values))
+        self._kernel_lines: kernel.ReadingLines | None = None
+
+    def kernel_lines(self, slots: np.ndarray) -> kernel.ReadingLines:
+        """The lines as the kernel reads them, looked up in ``slots`` (the dictionary's
+        table, the same at every call: the plan is its own), made once."""
+        if self._kernel_lines is None:
+            self._kernel_lines = kernel.ReadingLines(
+                len(self.window.source), self.read_hashes, self.seeds, self.item_ptr, self.items, slots
+            )
+        return self._kernel_lines
 
 
 class LinePlan:

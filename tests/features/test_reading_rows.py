@@ -81,9 +81,10 @@ def test_reading_rows_are_each_tokens_keys_under_each_value_looked_up(instance):
     column = {key: c for c, key in enumerate(known)}
     item_ptr = np.cumsum([0] + [len(items) for items in lines]).astype(np.int32)
     items = np.array([item for line in lines for item in line], dtype=np.int32)
-    indptr, indices = kernel.reading_rows(
-        value_hashes, read_hashes, np.array(seeds, dtype=np.uint64), item_ptr, items, _table(known)
+    kernel_lines = kernel.ReadingLines(
+        len(value_hashes), read_hashes, np.array(seeds, dtype=np.uint64), item_ptr, items, _table(known)
     )
+    indptr, indices = kernel.reading_rows(kernel_lines, value_hashes)
     expected_ptr, expected = [0], []
     for t in range(num_tokens):
         for k in range(num_values):
@@ -96,19 +97,23 @@ def test_reading_rows_are_each_tokens_keys_under_each_value_looked_up(instance):
     assert indices.tolist() == expected
 
 
-def test_reading_rows_refuse_lines_that_do_not_fit_the_hashes():
-    value_hashes, read_hashes = np.zeros((2, 3), dtype=np.uint64), np.zeros((1, 2), dtype=np.uint64)
-    seeds, slots = np.zeros(1, dtype=np.uint64), _table([5])
+def test_reading_lines_that_do_not_fit_their_hashes_are_refused_before_the_kernel():
+    read_hashes, seeds, slots = np.zeros((1, 2), dtype=np.uint64), np.zeros(1, dtype=np.uint64), _table([5])
     for item_ptr, items in [([0, 1], [3]), ([0, 1], [-1]), ([0, 2], [0]), ([1, 1], [0])]:
         with pytest.raises(ShapeError, match="reading_rows"):
-            kernel.reading_rows(
-                value_hashes,
-                read_hashes,
-                seeds,
-                np.array(item_ptr, dtype=np.int32),
-                np.array(items, dtype=np.int32),
-                slots,
+            kernel.ReadingLines(
+                2, read_hashes, seeds, np.array(item_ptr, dtype=np.int32), np.array(items, dtype=np.int32), slots
             )
+    lines = kernel.ReadingLines(
+        2, read_hashes, seeds, np.array([0, 1], dtype=np.int32), np.array([2], dtype=np.int32), slots
+    )
+    for value_hashes in (
+        np.zeros((1, 3), dtype=np.uint64),
+        np.zeros((2, 3), dtype=np.int64),
+        np.zeros(3, dtype=np.uint64),
+    ):
+        with pytest.raises(ShapeError, match="reading_rows"):
+            kernel.reading_rows(lines, value_hashes)
 
 
 TEMPLATE = "bias\nword[0]\npos[0]\npos[0]|word[-1]\nword[+1]|pos[0]\nlower(pos[0])|suffix2(word[0])\n"
