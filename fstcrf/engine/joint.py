@@ -221,10 +221,9 @@ class JointSpace:
     def open_ends(self) -> tuple[np.ndarray, np.ndarray]:
         """float [P] twice, read-only: the start and final scores of JointPotentials
         given none (0 where a path may start or end, -inf elsewhere)."""
-        ends = tuple(np.where(mask, 0.0, -np.inf) for mask in (self.start, self.final))
-        for array in ends:
-            array.flags.writeable = False
-        return ends
+        start, final = np.where(self.start, 0.0, -np.inf), np.where(self.final, 0.0, -np.inf)
+        start.flags.writeable = final.flags.writeable = False
+        return start, final
 
     def _joint_mask(self, masks: list[np.ndarray]) -> np.ndarray:
         joint = np.ones(self.sizes, dtype=bool)
