@@ -364,3 +364,62 @@ int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64
     }
     return FC_OK;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Reading rows: lines that read a lower tagger's label, under each label    */
+/* ------------------------------------------------------------------------ */
+
+int fh_reading_rows(int64_t num_tokens, int32_t num_values, int32_t num_observations,
+                    const uint64_t *value_hashes, int32_t num_read, const uint64_t *read_hashes,
+                    int32_t num_lines, const uint64_t *seeds, const int32_t *item_ptr,
+                    const int32_t *items, int64_t capacity, const uint64_t *slots, uint64_t *keys,
+                    int32_t *scratch, int64_t *indptr, int32_t *indices)
+{
+    if (num_tokens < 0 || num_values < 0 || num_lines < 0 || item_ptr[0] != 0)
+        return FC_BAD_ARGUMENT;
+    for (int32_t r = 0; r < num_lines; ++r) {
+        if (item_ptr[r + 1] < item_ptr[r])
+            return FC_BAD_ARGUMENT;
+        for (int32_t i = item_ptr[r]; i < item_ptr[r + 1]; ++i)
+            if (items[i] < 0 || items[i] >= num_observations + num_read)
+                return FC_BAD_ARGUMENT;
+    }
+    const uint64_t mask = (uint64_t)capacity - 1;
+    const int64_t K = num_values, R = num_lines;
+    int64_t nnz = 0;
+    indptr[0] = 0;
+    /* token by token: the keys of every line under every value (keys [R, K]) are
+       chained and their slots prefetched, then probed, so that the misses overlap */
+    for (int64_t t = 0; t < num_tokens; ++t) {
+        for (int64_t r = 0; r < R; ++r) {
+            uint64_t *own = keys + r * K;
+            for (int64_t k = 0; k < K; ++k)
+                own[k] = seeds[r];
+            for (int32_t i = item_ptr[r]; i < item_ptr[r + 1]; ++i) {
+                if (items[i] < num_observations) {
+                    const uint64_t value = value_hashes[(int64_t)items[i] * num_tokens + t];
+                    for (int64_t k = 0; k < K; ++k)
+                        own[k] = fh_mix(own[k] ^ value);
+                } else {
+                    const uint64_t *values = read_hashes + (int64_t)(items[i] - num_observations) * K;
+                    for (int64_t k = 0; k < K; ++k)
+                        own[k] = fh_mix(own[k] ^ values[k]);
+                }
+            }
+            for (int64_t k = 0; k < K; ++k)
+                FC_PREFETCH(slots + 2 * (own[k] & mask));
+        }
+        for (int64_t k = 0; k < K; ++k) {
+            int32_t m = 0;
+            for (int64_t r = 0; r < R; ++r) {  /* the known columns, in line order */
+                const int64_t column = find(keys[r * K + k], mask, slots);
+                if (column >= 0)
+                    scratch[m++] = (int32_t)column;
+            }
+            sort_row(scratch, m, indices + nnz);
+            nnz += m;
+            indptr[t * K + k + 1] = nnz;
+        }
+    }
+    return FC_OK;
+}

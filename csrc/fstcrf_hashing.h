@@ -128,4 +128,27 @@ int fh_predicate_rows(int64_t num_tokens, int32_t num_observations, const uint64
                       const int32_t *items, int64_t capacity, const uint64_t *slots,
                       int32_t *scratch, int64_t *indptr, int32_t *indices);
 
+/* The known predicates of N tokens under each of K values of a column that their
+ * lines read at the token itself (a lower tagger's label), in compressed sparse
+ * row form: row t * K + k holds the columns of the R lines at token t when the
+ * column takes value k, ascending (as fh_predicate_rows orders a row).
+ *   value_hashes [J, N]  the value hash of observation j (of the other columns) at token t
+ *   read_hashes  [V, K]  the value hash of read observation v under value k
+ *   seeds        [R]     the key seed of each line
+ *   item_ptr     [R+1]   line r reads observations items[item_ptr[r] .. item_ptr[r+1]-1]
+ *   items        [I]     in [0, J + V): j < J an observation of value_hashes, else read
+ *                        observation j - J
+ *   slots        [2 * capacity]  the table (see above)
+ *   keys         [R, K]  OVERWRITTEN (scratch)
+ *   scratch      [R]     OVERWRITTEN (scratch)
+ *   indptr       [N*K+1] OVERWRITTEN: row pointers
+ *   indices      [N*K*R] OVERWRITTEN in its first indptr[N*K] entries
+ * Returns FC_BAD_ARGUMENT if the sizes are negative or item_ptr or items are out of
+ * range, else FC_OK. */
+int fh_reading_rows(int64_t num_tokens, int32_t num_values, int32_t num_observations,
+                    const uint64_t *value_hashes, int32_t num_read, const uint64_t *read_hashes,
+                    int32_t num_lines, const uint64_t *seeds, const int32_t *item_ptr,
+                    const int32_t *items, int64_t capacity, const uint64_t *slots, uint64_t *keys,
+                    int32_t *scratch, int64_t *indptr, int32_t *indices);
+
 #endif

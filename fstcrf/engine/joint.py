@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import weakref
 from dataclasses import dataclass
 from functools import cached_property
 from typing import cast
@@ -215,6 +216,14 @@ class JointSpace:
     def final(self) -> np.ndarray:
         """bool [P]: joint states where a path may end."""
         return self._joint_mask([t.final for t in self.components])
+
+    @cached_property
+    def open_ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """float [P] twice, read-only: the start and final scores of JointPotentials
+        given none (0 where a path may start or end, -inf elsewhere)."""
+        start, final = np.where(self.start, 0.0, -np.inf), np.where(self.final, 0.0, -np.inf)
+        start.flags.writeable = final.flags.writeable = False
+        return start, final
 
     def _joint_mask(self, masks: list[np.ndarray]) -> np.ndarray:
         joint = np.ones(self.sizes, dtype=bool)
@@ -441,13 +450,12 @@ class JointPotentials(SentenceBatch):
             scores = np.asarray(scores, dtype=np.float64)
             if scores.ndim == 1:
                 scores = np.broadcast_to(scores, shape)
-            self.transitions.append(as_float_array(f"transitions[{k}]", scores, shape))
-        self.start = np.where(
-            space.start, as_float_array("start", np.zeros(P) if start is None else start, (P,)), -np.inf
-        )
-        self.final = np.where(
-            space.final, as_float_array("final", np.zeros(P) if final is None else final, (P,)), -np.inf
-        )
+            self.transitions.append(_checked_transitions(f"transitions[{k}]", scores, shape))
+        self.start, self.final = space.open_ends
+        if start is not None:
+            self.start = np.where(space.start, as_float_array("start", start, (P,)), -np.inf)
+        if final is not None:
+            self.final = np.where(space.final, as_float_array("final", final, (P,)), -np.inf)
         space.check_lengths(self.lengths)
 
     def clamp(self, allowed: np.ndarray) -> JointPotentials:
@@ -481,6 +489,21 @@ class JointPotentials(SentenceBatch):
             np.where(np.isfinite(self.start), self.start, 0.0),
             np.where(np.isfinite(self.final), self.final, 0.0),
         )
+
+
+#: Read-only transition tables that own their memory and were found finite, by id:
+#: checked once, however many calls pass them (a composed model's kept tables).
+_checked_tables: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def _checked_transitions(name: str, scores: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``as_float_array(name, scores, shape)``, at once for a table checked before."""
+    if _checked_tables.get(id(scores)) is scores and scores.shape == shape:
+        return scores
+    checked = as_float_array(name, scores, shape)
+    if checked is scores and scores.base is None and not scores.flags.writeable:
+        _checked_tables[id(scores)] = scores
+    return checked
 
 
 def clamped_potentials(topology: Topology, emissions: np.ndarray, lengths, *scores) -> Potentials:

@@ -41,7 +41,7 @@ import numpy as np
 from fstcrf.corpus.conll import Corpus, Sentence
 from fstcrf.engine import kernel
 from fstcrf.errors import FeatureTypeError, FeatureValueError, FstcrfError, ModelFileError, TemplateError
-from fstcrf.features.sparse_rows import SparseRows
+from fstcrf.features.sparse_rows import SparseRows, met_columns
 
 #: The column of a Sentence that holds the token dicts.
 COLUMN = "attributes"
@@ -457,6 +457,13 @@ class AttributeExtractor:
         attribute [N * K, M], row n * K + k for token n with label values[k], over
         the M attributes "column:value" seen in fit; and their columns int64 [M] in
         the full matrix, ascending (see FeatureExtractor.transform_reading)."""
+        base, full = self.transform_reading_rows(corpus, column, values)
+        return (base, *met_columns(full))
+
+    def transform_reading_rows(
+        self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
+    ) -> tuple[SparseRows, SparseRows]:
+        """:meth:`transform_reading`'s matrices, the second over all P attributes [N * K, P]."""
         self._check_fitted()
         if column != self.reads:
             raise TemplateError(
@@ -468,15 +475,12 @@ class AttributeExtractor:
         code = np.array(
             [self.vocabulary_.get(column + SEPARATOR + value, -1) for value in values], dtype=np.int64
         )  # [K]
-        met = np.unique(code[code >= 0])
-        per_value = np.searchsorted(met, code).astype(np.int32)  # the column among the M, where known
         known = code >= 0
         num_rows = base.shape[0] * len(values)
         indptr = np.zeros(num_rows + 1, dtype=np.int64)
         np.cumsum(np.tile(known, base.shape[0]), out=indptr[1:])
-        indices = np.tile(per_value[known], base.shape[0])
-        reading = SparseRows(indptr, indices, np.ones(len(indices)), (num_rows, len(met)))
-        return base, reading, met
+        indices = np.tile(code[known].astype(np.int32), base.shape[0])
+        return base, SparseRows.binary(indptr, indices, (num_rows, len(self.predicate_names_)))
 
     def to_dict(self) -> dict:
         """Plain JSON-able data: kind "attributes", min_count, the attribute names and

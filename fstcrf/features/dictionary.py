@@ -231,34 +231,26 @@ class HashedDictionary:
 
     def reading_rows(
         self, table: TokenTable, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
-    ) -> np.ndarray:
-        """int32 [N, K, R]: the known predicate of each of the R templates ``chosen``
-        (each reads ``column`` at offset 0) at each token when ``column`` takes the
-        k-th of the K ``values`` there, -1 if unknown.  Keys are chained once per
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """indptr int64 [N * K + 1] and indices int32 [nnz]: the known predicates of the
+        R templates ``chosen`` (each reads ``column`` at offset 0) at each token when
+        ``column`` takes each of the K ``values`` there, row n * K + k for token n under
+        values[k], ascending within a row.  A few tokens are looked up in one kernel
+        call, every token its own context; more have their keys chained once per
         distinct context of a template (the hashes of its other observations: tokens
         alike in them have the same keys) and value, then spread over the tokens of
         each context."""
         plan = self.reading_plan(template, chosen, column, values)
         hashes = ObservationHashes(table, self.salt).window(plan.window)  # [J, N]
-        out = np.empty((table.num_tokens, len(values), len(plan.lines)), dtype=np.int32)
         if table.num_tokens <= TOKENWISE_READING:
-            self._reading_rows_by_token(plan, hashes, len(values), out)
-            return out
+            return kernel.reading_rows(plan.kernel_lines(self.slots), hashes)
+        out = np.empty((table.num_tokens, len(values), len(plan.lines)), dtype=np.int32)
         for j, (seed, links) in enumerate(plan.lines):
             context, first = _contexts(hashes[[row for row, _ in links if row >= 0]])
             keys = _reading_keys(seed, links, hashes, first, len(values))
             by_context = self.lookup(keys).astype(np.int32).reshape(len(first), len(values))
             np.take(by_context, context, axis=0, out=out[:, :, j])
-        return out
-
-    def _reading_rows_by_token(self, plan: ReadingPlan, hashes: np.ndarray, num_values: int, out: np.ndarray) -> None:
-        """:meth:`reading_rows` of a few tokens into ``out`` int32 [N, K, R]: every token
-        its own context (telling contexts apart costs more than the keys it saves) and
-        the keys of all lines looked up at once."""
-        every = np.arange(hashes.shape[1])
-        keys = np.concatenate([_reading_keys(seed, links, hashes, every, num_values) for seed, links in plan.lines])
-        found = self.lookup(keys).astype(np.int32).reshape(len(plan.lines), len(every), num_values)
-        out[...] = found.transpose(1, 2, 0)
+        return column_rows(out.reshape(-1, len(plan.lines)))
 
     def reading_plan(
         self, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]
@@ -271,6 +263,16 @@ class HashedDictionary:
         if kept is None or kept[0] is not template:
             kept = plans[key] = (template, ReadingPlan(template, chosen, column, values, self.salt))
         return kept[1]
+
+
+def column_rows(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """indptr int64 [N + 1] and indices int32 [nnz]: the rows of columns int [N, R]
+    (-1: none), ascending within a row."""
+    columns = np.sort(columns, axis=1)
+    present = columns >= 0
+    indptr = np.zeros(len(columns) + 1, dtype=np.int64)
+    np.cumsum(np.count_nonzero(present, axis=1), out=indptr[1:])
+    return indptr, columns[present]
 
 
 def _reading_keys(seed, links, hashes: np.ndarray, first: np.ndarray, num_values: int) -> np.ndarray:
@@ -308,23 +310,46 @@ class ReadingPlan:
     :class:`~fstcrf.features.item_lists.WindowPlan`), and per line (``lines``) its key
     seed and its observations in order, each (its row in ``window``, None) or, reading
     ``column``, (-1, the hash uint64 [K] of its escaped value when ``column`` takes
-    each of the K ``values``)."""
+    each of the K ``values``).  The same for the kernel: ``seeds`` uint64 [R],
+    ``item_ptr`` int32 [R+1] and ``items`` int32 [I], J + v standing for the v-th
+    observation of ``column`` (J the window's), whose hashes are ``read_hashes[v]``
+    (uint64 [V, K])."""
 
     def __init__(self, template: Template, chosen: Sequence[int], column: str, values: Sequence[str], salt: int):
         others: dict[Observation, int] = {}
-        read: dict[Observation, np.ndarray] = {}
+        read: dict[Observation, int] = {}
+        hashes: list[np.ndarray] = []
         self.lines: list[tuple[np.uint64, list[tuple[int, np.ndarray | None]]]] = []
+        items: list[int] = []
         for seed, k in zip(utf8_hashes([template.predicates[k].name for k in chosen], salt), chosen):
             links: list[tuple[int, np.ndarray | None]] = []
             for observation in template.predicates[k].observations:
                 if observation.column != column:
                     links.append((others.setdefault(observation, len(others)), None))
+                    items.append(links[-1][0])
                     continue
                 if observation not in read:
-                    read[observation] = utf8_hashes(_read_values(observation, values), salt)
-                links.append((-1, read[observation]))
+                    read[observation] = len(hashes)
+                    hashes.append(utf8_hashes(_read_values(observation, values), salt))
+                links.append((-1, hashes[read[observation]]))
+                items.append(-1 - read[observation])  # numbered after the window's, below
             self.lines.append((seed, links))
         self.window = WindowPlan(list(others))
+        self.seeds = np.array([seed for seed, _ in self.lines], dtype=np.uint64)
+        self.items = np.array([item if item >= 0 else len(others) - 1 - item for item in items], dtype=np.int32)
+        self.item_ptr = np.zeros(len(self.lines) + 1, dtype=np.int32)
+        np.cumsum([len(links) for _, links in self.lines], out=self.item_ptr[1:])
+        self.read_hashes = np.array(hashes, dtype=np.uint64).reshape(len(hashes), len(values))
+        self._kernel_lines: kernel.ReadingLines | None = None
+
+    def kernel_lines(self, slots: np.ndarray) -> kernel.ReadingLines:
+        """The lines as the kernel reads them, looked up in ``slots`` (the dictionary's
+        table, the same at every call: the plan is its own), made once."""
+        if self._kernel_lines is None:
+            self._kernel_lines = kernel.ReadingLines(
+                len(self.window.source), self.read_hashes, self.seeds, self.item_ptr, self.items, slots
+            )
+        return self._kernel_lines
 
 
 class LinePlan:

@@ -451,11 +451,17 @@ class ReadingFeatures:
     rows); ``by_value``, those that do, with the lower label set to each of the K
     values (N * K rows, token-major) over M reading predicates; ``dictionary``,
     the feature dictionary of the M predicates; ``feature_index`` int64 [F_M], the
-    index of each of its features in the model's weights (all distinct);
+    index of each of its features in the model's weights (all distinct), or None
+    when the M predicates are the model's P and ``dictionary`` its own (``whole``);
     ``num_values``, K."""
 
     common: EncodedSentences
     by_value: EncodedSentences
     dictionary: FactoredFeatures
-    feature_index: np.ndarray
+    feature_index: np.ndarray | None
     num_values: int
+
+    @property
+    def whole(self) -> bool:
+        """Whether the reading rows are over the model's own feature dictionary."""
+        return self.feature_index is None

@@ -31,12 +31,12 @@ from fstcrf.errors import (
     TemplateError,
 )
 from fstcrf.features.template import Template, parse_template
-from fstcrf.features.dictionary import HashedDictionary, occurrence_keys, predicate_keys
+from fstcrf.features.dictionary import HashedDictionary, column_rows, occurrence_keys, predicate_keys
 from fstcrf.features.hashing import pack_names, utf8_hashes
 from fstcrf.features.occurrences import Occurrences, predicate_occurrences
 from fstcrf.features import seen_entities
 from fstcrf.features.resources import Resources, seen_lower_columns
-from fstcrf.features.sparse_rows import SparseRows
+from fstcrf.features.sparse_rows import SparseRows, met_columns
 from fstcrf.features.token_table import TokenTable, missing_column_message
 from fstcrf.features.value_lists import ItemValues
 from fstcrf.features.window_rows import WindowRows
@@ -48,11 +48,6 @@ logger = logging.getLogger(__name__)
 #: that would keep enough.
 FEW_PREDICATES = 200
 FEW_PREDICATES_SHARE = 0.01
-
-#: ``transform_reading`` finds the reading predicates a batch meets by sorting its entries
-#: when they are fewer than the predicates over this (a sentence or a few: sorting some
-#: thousand entries beats marking hundreds of thousands of predicates), else by marking.
-SORTED_ENTRIES = 16
 
 
 class TemplateLines:
@@ -350,12 +345,7 @@ class FeatureExtractor:
 
     def _csr(self, columns: np.ndarray) -> SparseRows:
         """The binary matrix of per-template predicate columns int [N, templates] (-1: none)."""
-        num_tokens = len(columns)
-        columns = np.sort(columns, axis=1)  # canonical CSR: ascending predicates in each row
-        present = columns >= 0
-        indptr = np.zeros(num_tokens + 1, dtype=np.int64)
-        np.cumsum(np.count_nonzero(present, axis=1), out=indptr[1:])
-        return self._binary(indptr, columns[present])
+        return self._binary(*column_rows(columns))  # canonical CSR: ascending predicates in each row
 
     def _binary(self, indptr: np.ndarray, indices: np.ndarray) -> SparseRows:
         """The binary matrix [N, P] of rows indptr int [N + 1] over columns indices int [nnz]."""
@@ -427,15 +417,20 @@ class FeatureExtractor:
         follow the full matrix's column order, so that sums over a row run in the
         same order as over the full matrix.  The template may
         read ``column`` at offset 0 only (TemplateError otherwise)."""
+        base, full = self.transform_reading_rows(corpus, column, values)
+        return (base, *met_columns(full))
+
+    def transform_reading_rows(
+        self, corpus: Corpus | Sequence[Sentence], column: str, values: Sequence[str]
+    ) -> tuple[SparseRows, SparseRows]:
+        """:meth:`transform_reading`'s matrices, the second over the full matrix's P
+        columns [N * K, P] (what a few sentences' scores read as they are)."""
         self._check_fitted()
         others, readers = self._reading_lines(column)
         table = self._token_table(list(corpus))  # ``column`` itself may be missing (a list is not checked)
         base = self._hashed_matrix(ItemValues(table, self._resources), others)
-        by_value = self._dictionary.reading_rows(table, self.parsed_template(), readers, column, values)  # [N, K, R]
-        full = self._csr(by_value.reshape(-1, len(readers)))
-        met, position = _met_columns(full.indices, self.num_predicates)
-        reading = SparseRows(full.indptr, position, full.data, (full.shape[0], len(met)))
-        return base, reading, met
+        rows = self._dictionary.reading_rows(table, self.parsed_template(), readers, column, values)
+        return base, self._binary(*rows)
 
     def fit_transform(self, corpus: Corpus | Sequence[Sentence]):
         """``fit`` then ``transform`` on the same corpus, extracting the observations once
@@ -560,17 +555,3 @@ class FeatureExtractor:
             None, (text, offsets), dictionary, Resources.from_payload(data.get("resources"), arrays)
         )
         return extractor
-
-
-def _met_columns(indices: np.ndarray, num_columns: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct columns of ``indices`` int [nnz] ascending, int64 [M]; the position
-    of each entry's column among them, int32 [nnz]): by sorting the entries when there
-    are few (a sentence or a few), else by marking the ``num_columns`` columns."""
-    if len(indices) * SORTED_ENTRIES < num_columns:
-        met, position = np.unique(indices, return_inverse=True)
-        return met.astype(np.int64), position.astype(np.int32)
-    marked = np.full(num_columns, -1, dtype=np.int32)
-    marked[indices] = 0
-    met = np.flatnonzero(marked == 0)
-    marked[met] = np.arange(len(met), dtype=np.int32)
-    return met, marked[indices]

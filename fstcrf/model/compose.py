@@ -628,6 +628,8 @@ def _blocks(sentences: list[Sentence], max_tokens: int) -> list[tuple[int, int]]
 def _spread(blocks: list[tuple[int, int]], threads: int) -> list[list[tuple[int, int]]]:
     """Deal consecutive runs of blocks to at most ``threads`` workers."""
     threads = max(1, min(int(threads), len(blocks)))
+    if threads == 1:
+        return [blocks]
     cuts = np.linspace(0, len(blocks), threads + 1).round().astype(int)
     return [blocks[a:b] for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 

@@ -13,6 +13,11 @@ import numpy as np
 from fstcrf.corpus.conll import Sentence
 from fstcrf.features.encoding import EncodedSentences, FactoredFeatures, ReadingFeatures
 from fstcrf.features.extractor import FeatureExtractor
+from fstcrf.features.sparse_rows import met_columns
+
+#: A batch's reading rows keep the model's feature dictionary as it is when their entries
+#: are fewer than its predicates over this (a sentence or a few).
+WHOLE_DICTIONARY_SHARE = 16
 
 #: Per feature dictionary, its reading dictionary of the latest predicates array the
 #: extractor gave.
@@ -28,10 +33,16 @@ def reading_features(
 ) -> ReadingFeatures:
     """The features of a fitted model's ``reading_emissions(sentences, lower_labels)``
     (its extractor, the column it reads, its feature dictionary), extracted once for
-    :func:`reading_block` (see :class:`ReadingFeatures`)."""
-    base, by_value, predicates = extractor.transform_reading(sentences, reads, lower_labels)
+    :func:`reading_block` (see :class:`ReadingFeatures`): a batch's reading rows over
+    the predicates it meets and their own dictionary, a few sentences' (fewer entries
+    than the predicates over WHOLE_DICTIONARY_SHARE) over the model's dictionary as it
+    is (narrowing them would cost more than it saves; the sums are the same)."""
+    base, by_value = extractor.transform_reading_rows(sentences, reads, lower_labels)
     lengths = np.array([len(sentence) for sentence in sentences], dtype=np.int64)
-    dictionary, features = reading_dictionary(model_features, predicates)
+    dictionary, features = model_features, None
+    if by_value.nnz * WHOLE_DICTIONARY_SHARE >= by_value.shape[1]:
+        by_value, predicates = met_columns(by_value)
+        dictionary, features = reading_dictionary(model_features, predicates)
     return ReadingFeatures(
         EncodedSentences(base, lengths),
         EncodedSentences(by_value, lengths * len(lower_labels)),
@@ -68,9 +79,10 @@ def reading_block(
     from their :func:`reading_features`, under a model's feature dictionary and
     ``weights`` [F + T]."""
     shared = model_features.emissions(features.common.tokens(first, last), weights[: model_features.num_features])
-    scores = features.dictionary.emissions(
-        features.by_value.tokens(first, last), weights[features.feature_index]
-    ).reshape(len(shared), features.num_values, -1)
+    reading_weights = weights[: model_features.num_features] if features.whole else weights[features.feature_index]
+    scores = features.dictionary.emissions(features.by_value.tokens(first, last), reading_weights).reshape(
+        len(shared), features.num_values, -1
+    )
     scores += shared[:, None, :]  # [n, K, S]
     return scores
 
@@ -89,8 +101,11 @@ def add_reading_counts(
     :func:`reading_block` in the weights, transitions aside)."""
     F = model_features.num_features
     model_features.accumulate(features.common.tokens(first, last), pair_marginals.sum(axis=1), out[:F])
-    reading = np.zeros(len(features.feature_index))
+    reading = np.zeros(features.dictionary.num_features)
     features.dictionary.accumulate(
         features.by_value.tokens(first, last), pair_marginals.reshape(-1, pair_marginals.shape[2]), reading
     )
-    out[features.feature_index] += reading  # each reading feature is a distinct weight
+    if features.whole:
+        out[:F] += reading
+    else:
+        out[features.feature_index] += reading  # each reading feature is a distinct weight

@@ -455,6 +455,81 @@ def predicate_rows(
     check_status(status, "fh_predicate_rows")
 
 
+class ReadingLines(KernelBuffers):
+    """Lines that read a column's value at the token, under each of its K values, as
+    fh_reading_rows reads them, checked and pinned once: line r, of key seed seeds[r]
+    (uint64 [R]), reads the observations items[item_ptr[r] .. item_ptr[r+1]-1] (int32
+    [R+1], int32 [I]): j < J (``num_observations``) the value hash of observation j at
+    the token, else read_hashes[j - J, k] (uint64 [V, K]) under value k; the keys are
+    looked up in ``slots`` (uint64 [2 * capacity]).  ShapeError for arrays that do not
+    fit together."""
+
+    def __init__(
+        self,
+        num_observations: int,
+        read_hashes: np.ndarray,
+        seeds: np.ndarray,
+        item_ptr: np.ndarray,
+        items: np.ndarray,
+        slots: np.ndarray,
+    ):
+        super().__init__()
+        num_read = read_hashes.shape[0] if read_hashes.ndim == 2 else 0
+        if (
+            read_hashes.ndim != 2
+            or read_hashes.dtype != np.uint64
+            or seeds.dtype != np.uint64
+            or item_ptr.dtype != np.int32
+            or items.dtype != np.int32
+            or item_ptr.shape != (len(seeds) + 1,)
+            or item_ptr[0] != 0
+            or item_ptr[-1] != len(items)
+            or np.any(np.diff(item_ptr) < 0)
+            or (len(items) and (items.min() < 0 or items.max() >= num_observations + num_read))
+            or slots.dtype != np.uint64
+            or len(slots) < 2
+            or len(slots) & (len(slots) - 1)
+        ):
+            raise ShapeError("reading_rows: the hashes, lines or table do not fit together")
+        self.num_observations, self.num_read = num_observations, num_read
+        self.num_values, self.num_lines, self.capacity = read_hashes.shape[1], len(seeds), len(slots) // 2
+        self.read_hashes, self.seeds = self.pin(read_hashes), self.pin(seeds)
+        self.item_ptr, self.items, self.slots = self.pin(item_ptr), self.pin(items), self.pin(slots)
+
+
+def reading_rows(lines: ReadingLines, value_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """fh_reading_rows: (indptr int64 [N*K+1], indices int32 [nnz]), the known predicates
+    of N tokens in CSR form under each of the K values of ``lines``, row t * K + k for
+    token t under value k, each row's columns ascending; value_hashes uint64 [J, N]
+    holds the hash of each observation at each token (ShapeError for another shape)."""
+    if value_hashes.dtype != np.uint64 or value_hashes.ndim != 2 or len(value_hashes) != lines.num_observations:
+        raise ShapeError(f"reading_rows: value hashes must be uint64 [{lines.num_observations}, N]")
+    num_tokens = value_hashes.shape[1]
+    num_rows = num_tokens * lines.num_values
+    indptr = np.empty(num_rows + 1, dtype=np.int64)
+    indices = np.empty(num_rows * lines.num_lines, dtype=np.int32)
+    status = lib.fh_reading_rows(
+        num_tokens,
+        lines.num_values,
+        lines.num_observations,
+        input_pointer(value_hashes),
+        lines.num_read,
+        lines.read_hashes,
+        lines.num_lines,
+        lines.seeds,
+        lines.item_ptr,
+        lines.items,
+        lines.capacity,
+        lines.slots,
+        output_pointer(np.empty(max(1, lines.num_lines * lines.num_values), dtype=np.uint64)),
+        output_pointer(np.empty(max(1, lines.num_lines), dtype=np.int32)),
+        output_pointer(indptr),
+        output_pointer(indices),
+    )
+    check_status(status, "fh_reading_rows")
+    return indptr, indices[: indptr[-1]]
+
+
 def list_rows(
     value_ptr: np.ndarray,
     value_hashes: np.ndarray,
