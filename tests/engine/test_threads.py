@@ -98,10 +98,13 @@ def test_ctrl_c_leaves_a_stuck_item_running_after_the_grace_and_the_pool_is_repl
 
 def test_an_error_in_an_item_waits_for_the_others():
     finished = []
+    started = threading.Event()
 
     def work(item):
-        if item == 0:
+        if item == 0:  # fails once item 1 runs (an item not yet started would be dropped)
+            assert started.wait(10)
             raise ValueError("item 0")
+        started.set()
         time.sleep(0.3)
         finished.append(item)
 
