@@ -37,10 +37,11 @@
 
 /* doubles: alpha [t_max, S] | beta [t_max, S] | exp_emit [t_max, S]
  *          | log_scale [t_max] | emit_max [t_max] | exp_trans [C, E] | exp_trans_out [C, E]
- *          | exp_start [S] | exp_final [S] | vec [2, S] | partial [4, S] | kscore [t_max, S, k] */
+ *          | exp_start [S] | exp_final [S] | vec [2, S] | partial [4, S] | kscore [t_max, S, k]
+ *          | trans_push [C, E] */
 int64_t fc_workspace_doubles(int32_t S, int32_t E, int32_t C, int64_t t_max, int32_t k)
 {
-    return 3 * t_max * S + 2 * t_max + 2 * (int64_t)C * E + 8 * (int64_t)S + t_max * S * (int64_t)k;
+    return 3 * t_max * S + 2 * t_max + 3 * (int64_t)C * E + 8 * (int64_t)S + t_max * S * (int64_t)k;
 }
 
 /* ints: backptr [t_max, S, k] (entry = source state * k + source rank) | lane [S] | block [S] | entering [S] */
@@ -67,6 +68,8 @@ buffers fc__carve(const fc_graph *g, const fc_scores *sc, fc_workspace *ws)
     w.vec_b = w.vec_a + S;
     w.partial = w.vec_b + S;
     w.kscore = w.partial + 4 * S;
+    w.trans_push = w.kscore + cells * ws->k;
+    w.push_ok = 0;
     w.backptr = ws->ints;
     w.lane = ws->ints + cells * ws->k;
     w.lanes_ok = 0;
@@ -115,6 +118,16 @@ void fc__prepare_transitions(const fc_graph *g, const fc_scores *sc, buffers *w)
         for (int32_t k = 0; k < E; ++k) w->exp_trans_out[row + k] = w->exp_trans[row + g->out_edge[k]];
     w->start_max = fc__exp_shifted(sc->start, g->num_states, w->exp_start, &w->scaled_ok);
     w->final_max = fc__exp_shifted(sc->final, g->num_states, w->exp_final, &w->scaled_ok);
+}
+
+void fc__prepare_push(const fc_graph *g, const fc_scores *sc, int64_t num_tokens, buffers *w)
+{
+    const int32_t S = g->num_states, E = g->num_edges;
+    w->push_ok = 0;
+    if ((int64_t)E != (int64_t)S * S || num_tokens < sc->num_classes) return;
+    for (int64_t row = 0; row < (int64_t)sc->num_classes * E; row += E)
+        for (int32_t k = 0; k < E; ++k) w->trans_push[row + k] = sc->trans[row + g->out_edge[k]];
+    w->push_ok = 1;
 }
 
 void fc__plan_lanes(const fc_graph *g, buffers *w)
@@ -199,6 +212,50 @@ static double row_dot(const double *v, const int32_t *idx, const double *weight,
 /* The dynamic program                                                       */
 /* ------------------------------------------------------------------------ */
 
+/* The forward max step over a complete graph, by leaving rows: for each state x,
+ * out[x] = max over y of (v[y] + push[y * S + x]), plus e[x], with push a row of
+ * scores in leaving-slot order (state y's S slots entering 0..S-1): the values
+ * of fc__reduce_edges in the max semiring then the emissions added, as
+ * fc__chain_pass makes them (the sources are taken in ascending order and one
+ * replaces the best only when strictly greater), with no back pointers.  The
+ * targets go in blocks of up to eight, their maxima held in pairs in registers
+ * while every source is pushed along a contiguous row. */
+static inline void push_pairs(int32_t S, int32_t x0, int pairs, const double *v, const double *push,
+                              const double *e, double *out)
+{
+    fc_pair best[4];
+    for (int l = 0; l < pairs; ++l) best[l] = fc_pair_set(-INFINITY);
+    for (int32_t y = 0; y < S; ++y) {
+        const fc_pair vy = fc_pair_set(v[y]);
+        const double *row = push + (int64_t)y * S + x0;
+        for (int l = 0; l < pairs; ++l) best[l] = fc_pair_max(fc_pair_add(vy, fc_pair_load(row + 2 * l)), best[l]);
+    }
+    for (int l = 0; l < pairs; ++l)
+        fc_pair_store(out + x0 + 2 * l, fc_pair_add(best[l], fc_pair_load(e + x0 + 2 * l)));
+}
+
+static void push_max(int32_t S, const double *v, const double *push, const double *e, double *out)
+{
+    int32_t x = 0;
+    for (; x + 8 <= S; x += 8) push_pairs(S, x, 4, v, push, e, out);
+    if (x + 4 <= S) {
+        push_pairs(S, x, 2, v, push, e, out);
+        x += 4;
+    }
+    if (x + 2 <= S) {
+        push_pairs(S, x, 1, v, push, e, out);
+        x += 2;
+    }
+    if (x < S) {
+        double best = -INFINITY;
+        for (int32_t y = 0; y < S; ++y) {
+            const double c = v[y] + push[(int64_t)y * S + x];
+            best = c > best ? c : best;
+        }
+        out[x] = best + e[x];
+    }
+}
+
 void fc__reduce_edges(semiring sr, int32_t S, const int32_t *ptr, const int32_t *nbr,
                       const int32_t *edge, const double *v, const double *trans,
                       const double *exp_weight, double trans_max, double *scaled_v,
@@ -263,6 +320,10 @@ void fc__chain_pass(semiring sr, int backward, const fc_graph *g, const fc_score
         for (int64_t t = 1; t < T; ++t) {
             double *row = table + t * S;
             const int64_t r = trans_row(cls, t, E);
+            if (sr == SEMIRING_MAX && w->push_ok && !backptr) {
+                push_max(S, row - S, w->trans_push + r, emit + t * S, row);
+                continue;
+            }
             fc__reduce_edges(sr, S, g->in_ptr, g->in_src, NULL, row - S, sc->trans + r, w->exp_trans + r,
                              w->trans_max, w->vec_a, row, backptr ? backptr + t * S : NULL);
             const double *e = emit + t * S;

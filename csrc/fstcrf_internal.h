@@ -46,6 +46,8 @@ typedef struct {
     int32_t *entering;  /* [S] the first entering edge of each block's targets, block by block (fc__plan_blocks) */
     int blocks_ok;      /* 1 once fc__plan_blocks found blocks covering every state */
     double *kscore;     /* [t_max, S, k] k-best score lists */
+    double *trans_push; /* [C, E] trans[c, out_edge[k]]: the scores in leaving-slot order (fc__prepare_push) */
+    int push_ok;        /* 1 once fc__prepare_push filled trans_push for a complete graph */
     int32_t *backptr;   /* [t_max, S, k] k-best / Viterbi back pointers */
     double trans_max, start_max, final_max;
     int scaled_ok;      /* transition/start/final spreads allow SEMIRING_SCALED */
@@ -119,6 +121,13 @@ double fc__exp_shifted_by_class(const double *v, int32_t n, const int32_t *cls, 
 /* Fill the batch-wide exponentiated scores of w (exp_trans, exp_trans_out,
  * exp_start, exp_final, their maxima and scaled_ok). */
 void fc__prepare_transitions(const fc_graph *g, const fc_scores *sc, buffers *w);
+/* Fill w->trans_push and set push_ok when the graph is complete and pushing pays:
+ * the batch has at least C tokens (num_tokens), so that copying the C rows of scores
+ * costs less than it saves.  The forward max pass of fc__chain_pass then pushes
+ * each source along its leaving row (fc__push_max), which vectorises, in place of
+ * pulling each state's entering sources one by one: the same maxima and back
+ * pointers (the sources are taken in ascending order, the first among ties kept). */
+void fc__prepare_push(const fc_graph *g, const fc_scores *sc, int64_t num_tokens, buffers *w);
 /* Plan the backward scaled pass by entering edges: the backward sum of state i
  * runs over its leaving slots with four partial sums (slot r of n joins sum
  * r % 4, or sum 0 for the last n % 4 slots).  If every state's entering sources

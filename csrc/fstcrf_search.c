@@ -9,6 +9,23 @@
 /* Max-product                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* The back pointer of state s at a token whose previous row of the forward
+ * table is v [S] and whose transition scores are trans [E]: the first
+ * entering source y with the largest v[y] + score, or -1 when none is above
+ * -inf.  fc__reduce_edges' arg, taken over the same slots in the same order:
+ * Viterbi over pushed rows (fc__prepare_push) keeps no back pointers and
+ * finds those of its path here, S sums a token in place of S * S. */
+static int32_t pulled_source(const fc_graph *g, const double *v, const double *trans, int32_t s)
+{
+    double best = -INFINITY;
+    int32_t source = -1;
+    for (int32_t k = g->in_ptr[s]; k < g->in_ptr[s + 1]; ++k) {
+        const double c = v[g->in_src[k]] + trans[k];
+        if (c > best) { best = c; source = g->in_src[k]; }
+    }
+    return source;
+}
+
 int fc_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
                int32_t *path, double *score, fc_workspace *ws)
 {
@@ -16,10 +33,12 @@ int fc_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
     if (status != FC_OK) return status;
     const int32_t S = g->num_states;
     buffers w = fc__carve(g, sc, ws);
+    fc__prepare_push(g, sc, b->offsets[b->num_sequences] - b->offsets[0], &w);
+    int32_t *backptr = w.push_ok ? NULL : w.backptr;
     for (int32_t i = 0; i < b->num_sequences; ++i) {
         const int64_t off = b->offsets[i], T = b->offsets[i + 1] - off;
         const int32_t *cls = b->token_class ? b->token_class + off : NULL;
-        fc__chain_pass(SEMIRING_MAX, 0, g, sc, cls, b->emit + off * S, T, &w, w.alpha, w.backptr);
+        fc__chain_pass(SEMIRING_MAX, 0, g, sc, cls, b->emit + off * S, T, &w, w.alpha, backptr);
         int32_t s = -1;
         score[i] = fc__close_paths(SEMIRING_MAX, w.alpha + (T - 1) * S, sc->final, S, w.vec_a, &s);
         if (s < 0) {
@@ -29,7 +48,9 @@ int fc_viterbi(const fc_graph *g, const fc_scores *sc, const fc_batch *b,
         }
         for (int64_t t = T - 1; t >= 0; --t) {
             path[off + t] = s;
-            if (t > 0) s = w.backptr[t * S + s];
+            if (t > 0 && s >= 0)
+                s = backptr ? backptr[t * S + s]
+                            : pulled_source(g, w.alpha + (t - 1) * S, sc->trans + trans_row(cls, t, g->num_edges), s);
         }
     }
     return status;

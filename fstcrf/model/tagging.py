@@ -227,10 +227,9 @@ class TaggingPlan:
 
 
 def _offsets(lengths: list[int]) -> np.ndarray:
-    """int64 [B+1]: where each of the sentences of ``lengths`` starts, then the total."""
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return offsets
+    """int64 [B+1]: where each of the sentences of ``lengths`` starts, then the total
+    (a small batch's few lengths: summed in Python, one array made)."""
+    return np.array([0, *itertools.accumulate(lengths)], dtype=np.int64)
 
 
 #: Each model's plan, with the scorer inputs, extractor and weights it was made of.

@@ -20,6 +20,8 @@ from fstcrf.features.attributes import COLUMN, attribute_pairs, check_sentences
 
 #: The column the labels are learnt from.
 TARGET = "label"
+#: The types of item a sequence's list holds that are read as they are (a copy of the list is kept).
+READ_AS_THEY_ARE = frozenset({dict, list})
 
 
 def _item(token):
@@ -45,6 +47,8 @@ def item_list(xseq, where: str) -> list:
                 f"{where} must be a sequence of items (token feature dicts or lists of attribute names), "
                 f"got {type(xseq).__name__}"
             )
+    if type(xseq) is list and set(map(type, xseq)) <= READ_AS_THEY_ARE:
+        return list(xseq)
     return [token if type(token) is dict or type(token) is list else _item(token) for token in xseq]
 
 
