@@ -132,11 +132,11 @@ class Batcher:
                 continue
             group = min(self.groups, key=lambda key: self.groups[key][0].arrived)
             await self._fill(group)
-            batch = self._take(group)
+            batch, size = self._take(group)
             if not batch:  # every item of the group was cancelled while it filled
                 continue
             items = [queued.item for queued in batch]
-            if self._runs_inline(batch):
+            if self._runs_inline(size):
                 results = run_batch(batch[0].run, items)
             else:
                 results = await asyncio.wrap_future(self.executor.submit(run_batch, batch[0].run, items))
@@ -162,14 +162,14 @@ class Batcher:
             except asyncio.TimeoutError:
                 return
 
-    def _runs_inline(self, batch: list[Queued]) -> bool:
-        """Whether ``batch`` runs on the event loop: small, and nothing else waits or
-        is on its way that it would hold up."""
-        return not self.groups and not self.on_the_way and sum(q.size for q in batch) <= self.inline_size
+    def _runs_inline(self, size: int) -> bool:
+        """Whether a batch of ``size`` runs on the event loop: small, and nothing else
+        waits or is on its way that it would hold up."""
+        return not self.groups and not self.on_the_way and size <= self.inline_size
 
-    def _take(self, group: Hashable) -> list[Queued]:
-        """The next batch of ``group``: its oldest items up to max_size (at least one),
-        taken off the queue."""
+    def _take(self, group: Hashable) -> tuple[list[Queued], int]:
+        """The next batch of ``group`` and its size: its oldest items up to max_size (at
+        least one), taken off the queue."""
         queue = self.groups.get(group)
         batch: list[Queued] = []
         size = 0
@@ -180,7 +180,7 @@ class Batcher:
         if queue is not None and not queue:
             del self.groups[group]
         self.queued -= len(batch)
-        return batch
+        return batch, size
 
 
 def run_batch(run: BatchFunction, items: list) -> list:
