@@ -115,9 +115,8 @@ def measure_speed(train: Corpus, threads: int, repeats: int = 3) -> dict:
     thread, the same runs are made on one thread too, alternately (one thread first
     in every other repeat), and ``against one`` holds the medians over the repeats of
     each repeat's ratios of the threads' seconds to one thread's, with their least
-    and greatest; ``shared`` is the share
-    of the threads' minibatches the learner shared out (it runs the others on one
-    thread, where that is cheaper)."""
+    and greatest; ``shared`` is the share of the threads' minibatches the learner
+    shared out (it runs the others on one thread, where that is cheaper)."""
     from fstcrf.learn.bandit import SampledGradient, learn, permuted
     from fstcrf.learn.settings import BanditSettings
     from fstcrf.features.encoding import EncodedSentences, build_features

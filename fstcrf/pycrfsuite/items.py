@@ -49,7 +49,7 @@ def item_list(xseq, where: str) -> list:
             )
     if type(xseq) is list and set(map(type, xseq)) <= READ_AS_THEY_ARE:
         return list(xseq)
-    return [token if type(token) is dict or type(token) is list else _item(token) for token in xseq]
+    return [token if type(token) in READ_AS_THEY_ARE else _item(token) for token in xseq]
 
 
 def label_list(yseq, where: str) -> list[str]:
