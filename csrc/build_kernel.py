@@ -20,8 +20,9 @@ difference), csrc/fstcrf_bandit.c (the bandit learner's
 per-minibatch work, which sequences the others), csrc/fstcrf_conll.c (CoNLL
 lines scanned into fields and written back) and csrc/fstcrf_logits.c (logits'
 log-probabilities lifted to a topology's states, and their best paths, in one
-call) and csrc/fstcrf_chunks.c (a batch's entity probabilities and MBR candidate
-chunks, each in one call) into the extension module ``fstcrf._kernel``.  What
+call), csrc/fstcrf_chunks.c (a batch's entity probabilities and MBR candidate
+chunks, each in one call) and csrc/fstcrf_mbr.c (the F1-optimal chunks among the
+candidates: interval scheduling and Dinkelbach's search) into the extension module ``fstcrf._kernel``.  What
 they ask of a compiler beyond C11 (SIMD pragmas, prefetching, restrict) goes
 through the private header csrc/fstcrf_portable.h.
 The compiler flags and libraries depend on the compiler (compiler_options,
@@ -42,11 +43,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 HEADERS = tuple(HERE / name for name in ("fstcrf_kernel.h", "fstcrf_features.h", "fstcrf_train.h", "fstcrf_update.h",
                                          "fstcrf_hashing.h", "fstcrf_values.h", "fstcrf_tagging.h", "fstcrf_online.h",
                                          "fstcrf_bandit.h", "fstcrf_partner.h", "fstcrf_conll.h", "fstcrf_logits.h",
-                                         "fstcrf_chunks.h"))
+                                         "fstcrf_chunks.h", "fstcrf_mbr.h"))
 SOURCES = ("fstcrf_chain.c", "fstcrf_blocks.c", "fstcrf_marginals.c", "fstcrf_search.c", "fstcrf_sampling.c", "fstcrf_joint.c",
            "fstcrf_features.c", "fstcrf_train.c", "fstcrf_update.c", "fstcrf_hashing.c", "fstcrf_values.c",
            "fstcrf_tagging.c", "fstcrf_online.c", "fstcrf_bandit.c", "fstcrf_partner.c", "fstcrf_conll.c",
-           "fstcrf_logits.c", "fstcrf_chunks.c")
+           "fstcrf_logits.c", "fstcrf_chunks.c", "fstcrf_mbr.c")
 # "#define NAME <integer>", a constant the Python side may read (FC_OK, FU_ADAM, FH_BLOCK, ...)
 INTEGER_DEFINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)\s+-?\d+\s*")
 

@@ -57,6 +57,11 @@ SPAN_FLOOR = 0.01
 #: expects an F1 below twice this (see :func:`mbr_decode`).
 FIRST_FLOOR = 0.2
 
+#: A batch of at most this many tokens (a sentence or a few) takes its candidates above
+#: the search's lowest floor in its first kernel call: a second call would cost it more
+#: than the candidates between that floor and FIRST_FLOOR.
+ONE_CALL_TOKENS = 512
+
 #: Dinkelbach's iteration converges in a few steps; this bounds it whatever happens.
 MAX_ROUNDS = 100
 
@@ -139,7 +144,8 @@ def mbr_decode(
     starts from the spans more probable than 1/2, whose expected F1 F_0 bounds every
     threshold it tries from below by F_0 / 2, so only spans at least that probable
     (and at least ``floor``) need be candidates: those of probability >= FIRST_FLOOR
-    first, and more when F_0 / 2 is below it."""
+    first, and more when F_0 / 2 is below it (a small batch takes all of them at once,
+    see ONE_CALL_TOKENS)."""
     check_type(pot, Potentials, "pot", "a Potentials")
     if threshold is not None and not 0.0 < threshold < 1.0:
         raise ScoreError(f"the MBR threshold must be strictly between 0 and 1, got {threshold}")
@@ -148,13 +154,13 @@ def mbr_decode(
         batch, expected_chunks = chunk_candidates(pot, chunks, threshold, threads)
         chosen = batch.best(threshold)
     else:
-        first_floor = max(floor, FIRST_FLOOR)
+        first_floor = floor if pot.num_tokens <= ONE_CALL_TOKENS else max(floor, FIRST_FLOOR)
         batch, expected_chunks = chunk_candidates(pot, chunks, first_floor, threads)
-        start = batch.ratio(batch.above(0.5), expected_chunks)
-        floor = max(floor, start / 2)
-        if floor < first_floor:  # a model expecting an F1 below 2 FIRST_FLOOR: more candidates
-            batch = chunk_candidates(pot, chunks, floor, threads)[0]
-        threshold, chosen = _dinkelbach(batch, expected_chunks, floor)
+        if first_floor > floor:  # the thresholds tried are at least F_0 / 2
+            start = batch.ratio(batch.above(0.5), expected_chunks)
+            if max(floor, start / 2) < first_floor:  # a model expecting an F1 below 2 FIRST_FLOOR: more candidates
+                batch = chunk_candidates(pot, chunks, max(floor, start / 2), threads)[0]
+        threshold, chosen = batch.kernel.search(expected_chunks, floor, MAX_ROUNDS)
     spans = batch.entities(chosen)
     return MbrDecoding(spans, float(threshold), expected_f1(spans, expected_chunks), expected_chunks)
 
@@ -213,7 +219,7 @@ def chunk_candidates(
     the linear domain (a small temperature) by :class:`ChunkMarginals` and
     :func:`candidates` in the log domain."""
     spans, probability, exact, expected = kernel.chunk_candidates(*kernel_structs(pot), chunks.reading, floor)
-    if exact.all():
+    if np.count_nonzero(exact) == len(exact):  # (ndarray.all costs more than the call on a sentence)
         return CandidateBatch(spans, probability, pot.lengths, chunks.types, chunks.adjacent), float(expected.sum())
     stuck = np.flatnonzero(~exact)
     part = pot.select(stuck)
@@ -265,67 +271,6 @@ def candidates(pot: Potentials, chunks: ChunkEdges, marginals: ChunkMarginals, f
     return CandidateBatch(spans, probability[kept], pot.lengths, chunks.types, chunks.adjacent)
 
 
-class SentenceProblem:
-    """One sentence's candidate spans (first, last, type) and their probabilities, for
-    weighted interval scheduling."""
-
-    def __init__(
-        self,
-        spans: list[tuple[int, int, str]],
-        types: list[int],
-        probabilities: list[float],
-        length: int,
-        num_types: int,
-    ):
-        """``types``: each span's type index, of ``num_types``."""
-        self.spans, self.types, self.probabilities, self.length = spans, types, probabilities, length
-        self.num_types = num_types
-
-    def above(self, threshold: float) -> list[int]:
-        """The indices of the spans more probable than ``threshold``."""
-        return [k for k, probability in enumerate(self.probabilities) if probability > threshold]
-
-    def best(self, threshold: float, adjacent: np.ndarray) -> list[int]:
-        """The indices of the non-overlapping spans maximising sum (p - threshold), a
-        chunk following one of its type directly only where ``adjacent`` allows.
-
-        A dynamic program over the positions where a span worth taking begins or
-        ends: value[position][x] is the best sum over the tokens before it, with a
-        chunk of type x ending right before it (x = K: none does)."""
-        worth = sorted(self.above(threshold), key=lambda k: self.spans[k][:2])
-        starting: dict[int, list[int]] = {}
-        for k in worth:
-            starting.setdefault(self.spans[k][0], []).append(k)
-        positions = sorted({0, self.length} | set(starting) | {self.spans[k][1] + 1 for k in worth})
-        none = self.num_types
-        value = {position: [-np.inf] * (none + 1) for position in positions}
-        back: dict[tuple[int, int], tuple[int, int, int]] = {}  # (position, column) -> (position, column, span)
-        value[0][none] = 0.0
-        for previous, position in zip([None, *positions], positions):
-            here = value[position]
-            if previous is not None:  # the tokens from previous to position are O
-                column = max(range(none + 1), key=value[previous].__getitem__)
-                if value[previous][column] > here[none]:
-                    here[none] = value[previous][column]
-                    back[position, none] = (previous, column, -1)
-            for k in starting.get(position, ()):
-                x, end = self.types[k], self.spans[k][1] + 1
-                columns = [c for c in range(none + 1) if c != x or adjacent[x]]
-                before = max(columns, key=here.__getitem__)
-                gain = here[before] + self.probabilities[k] - threshold
-                if gain > value[end][x]:
-                    value[end][x] = gain
-                    back[end, x] = (position, before, k)
-        final = value[self.length]
-        chosen, state = [], (self.length, max(range(none + 1), key=final.__getitem__))
-        while state[0] > 0:
-            position, column, k = back[state]
-            if k >= 0:
-                chosen.append(k)
-            state = (position, column)
-        return chosen[::-1]
-
-
 class CandidateBatch:
     """The candidates of a batch's sentences as flat arrays [M] (``sentence``, ``first``,
     ``last`` -- within the sentence -- ``kind``, the type index, and ``probability``),
@@ -348,32 +293,24 @@ class CandidateBatch:
         """bool [M]: the candidates more probable than ``threshold``."""
         return self.probability > threshold
 
-    def problem(self, b: int) -> SentenceProblem:
-        """Sentence b's candidates, for the dynamic program (index k: candidate starts[b] + k)."""
-        rows = slice(int(self.starts[b]), int(self.starts[b + 1]))
-        spans = [
-            (first, last, self.types[kind])
-            for first, last, kind in zip(self.first[rows].tolist(), self.last[rows].tolist(), self.kind[rows].tolist())
-        ]
-        return SentenceProblem(
-            spans, self.kind[rows].tolist(), self.probability[rows].tolist(), int(self.lengths[b]), len(self.types)
+    @functools.cached_property
+    def kernel(self) -> kernel.MbrCandidates:
+        """The candidates as the kernel reads them (csrc/fstcrf_mbr.h), made once."""
+        return kernel.MbrCandidates(
+            kernel.kernel_array(self.lengths, np.int64),
+            kernel.kernel_array(self.starts, np.int64),
+            kernel.kernel_array(self.first, np.int64),
+            kernel.kernel_array(self.last, np.int64),
+            kernel.kernel_array(self.kind, np.int32),
+            kernel.kernel_array(self.probability, np.float64),
+            kernel.kernel_array(self.adjacent.view(np.uint8), np.uint8),
         )
 
     def best(self, threshold: float) -> np.ndarray:
         """bool [M]: in each sentence, the non-overlapping candidates maximising sum (p -
-        threshold) (:meth:`SentenceProblem.best`): those above the threshold where they
-        can all be chunks of one output, the dynamic program where they cannot."""
-        chosen = self.above(threshold)
-        at = np.flatnonzero(chosen)
-        s, first, last, kind = self.sentence[at], self.first[at], self.last[at], self.kind[at]
-        same = s[1:] == s[:-1]
-        touching = (first[1:] == last[:-1] + 1) & (kind[1:] == kind[:-1]) & ~self.adjacent[kind[:-1]]
-        clash = same & ((first[1:] <= last[:-1]) | touching)
-        for b in sorted(set(s[1:][clash].tolist())):
-            chosen[self.starts[b] : self.starts[b + 1]] = False
-            picked = self.problem(b).best(threshold, self.adjacent)
-            chosen[self.starts[b] + np.array(picked, dtype=np.int64)] = True
-        return chosen
+        threshold): those above the threshold where they can all be chunks of one
+        output, else the best set by weighted interval scheduling (in C)."""
+        return self.kernel.best(threshold)
 
     def ratio(self, chosen: np.ndarray, expected_chunks: float) -> float:
         """The expected F1 (:func:`expected_f1`) of the candidates ``chosen`` (bool [M])."""
@@ -392,22 +329,6 @@ class CandidateBatch:
         ):
             result[b].append(Entity(first, last, self.types[kind], probability))
         return result
-
-
-def _dinkelbach(batch: CandidateBatch, expected_chunks: float, floor: float) -> tuple[float, np.ndarray]:
-    """(the threshold, the chosen candidates bool [M]) maximising the batch's expected F1,
-    starting from the spans more probable than 1/2 (which never overlap)."""
-    chosen = batch.above(0.5)
-    best = batch.ratio(chosen, expected_chunks)
-    threshold = max(best / 2, floor)
-    for _ in range(MAX_ROUNDS):
-        proposal = batch.best(threshold)
-        score = batch.ratio(proposal, expected_chunks)
-        if score <= best + 1e-12:
-            break
-        chosen, best = proposal, score
-        threshold = max(best / 2, floor)
-    return threshold, chosen
 
 
 def writing_scheme(labels: Sequence[str]) -> str:
@@ -450,15 +371,15 @@ def labelled_paths(
         infeasible = ~finite_paths(pot, path)  # -1: a label no state has
     else:
         path, infeasible = _clamped_path(pot, labels, flat, threads)
-    if infeasible.any() and best_instead:
+    if not np.count_nonzero(infeasible):  # (ndarray.any costs more than the rest on a sentence)
+        return path
+    if best_instead:
         return _best_where_infeasible(pot, labels, wanted, infeasible, threads)
-    if infeasible.any():
-        b = int(np.argmax(infeasible))
-        raise InfeasibleError(
-            f"sentence {b}: the lattice has no path with the labels {' '.join(wanted[b])} (the F1-optimal "
-            "chunks); its labels or grammar cannot write them (decode with Viterbi instead)"
-        )
-    return path
+    b = int(np.argmax(infeasible))
+    raise InfeasibleError(
+        f"sentence {b}: the lattice has no path with the labels {' '.join(wanted[b])} (the F1-optimal "
+        "chunks); its labels or grammar cannot write them (decode with Viterbi instead)"
+    )
 
 
 def finite_paths(pot: Potentials, path: np.ndarray) -> np.ndarray:

@@ -225,7 +225,7 @@ def span_probability_array(
     in_kernel = (sentence.astype(np.int32), first.astype(np.int64), last.astype(np.int64), kind.astype(np.int32))
     probability, exact = kernel.chunk_probabilities(*kernel_structs(pot), chunks.reading, in_kernel)
     redo = ~exact[sentence]
-    if redo.any():
+    if np.count_nonzero(redo):  # (ndarray.any costs more than the call on a sentence)
         log_tables = _LogTables(pot, np.unique(sentence[redo]))
         probability[redo] = _log_probabilities(log_tables, chunks, tuple(part[redo] for part in spans))
     return probability

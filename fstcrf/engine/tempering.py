@@ -48,10 +48,13 @@ def tempered(pot: Potentials, temperature: float, name: str = "temperature") -> 
     if temperature == 1.0:
         return pot
     result = copy.copy(pot)
-    with np.errstate(over="ignore"):
+    if temperature > 1.0:  # scores only shrink
         result.emissions = pot.emissions / temperature
-    if temperature < 1.0 and np.any(np.isfinite(pot.emissions) & ~np.isfinite(result.emissions)):
-        raise _overflow(name, temperature)
+    else:
+        with np.errstate(over="ignore"):
+            result.emissions = pot.emissions / temperature
+        if np.any(np.isfinite(pot.emissions) & ~np.isfinite(result.emissions)):
+            raise _overflow(name, temperature)
     result.transitions, result.start, result.final = divided_scores(pot, temperature, name)
     result.emissions.flags.writeable = pot.emissions.flags.writeable  # a model's stay read-only: checked once
     result.seal()

@@ -36,7 +36,9 @@ arrays and statuses cross), :mod:`~fstcrf.engine.kernel.chain`,
 :mod:`~fstcrf.engine.kernel.bandit` (the bandit learner's minibatch work, used as
 ``kernel.bandit.draw`` and so on) and :mod:`~fstcrf.engine.kernel.conll` (CoNLL lines scanned
 and written, csrc/fstcrf_conll.h); :mod:`~fstcrf.engine.kernel.chunks` binds
-csrc/fstcrf_chunks.h (entity probabilities and MBR candidates); every other name is importable from here.
+csrc/fstcrf_chunks.h (entity probabilities and MBR candidates) and
+:mod:`~fstcrf.engine.kernel.mbr` csrc/fstcrf_mbr.h (the F1-optimal chunks among
+them); every other name is importable from here.
 """
 
 from fstcrf.engine.kernel import bandit
@@ -85,6 +87,7 @@ from fstcrf.engine.kernel.chunks import (
     chunk_probabilities,
     finite_paths,
 )
+from fstcrf.engine.kernel.mbr import MbrCandidates
 from fstcrf.engine.kernel.conll import FL_BAD_FIELD, FL_BAD_UTF8, Scan, format_lines, scan
 from fstcrf.engine.kernel.features import (
     DIRECT,
@@ -157,6 +160,7 @@ __all__ = [
     "Scan",
     "Scores",
     "ChunkReading",
+    "MbrCandidates",
     "BatchArrays",
     "PREFIX_BITS",
     "StepRule",
