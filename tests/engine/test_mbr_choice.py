@@ -121,14 +121,14 @@ def oracle_search(candidates, expected_chunks, floor, max_rounds=100) -> tuple[f
     return threshold, chosen
 
 
-@oracle_settings(300)
+@oracle_settings(150)
 @given(candidate_sets(), st.one_of(st.sampled_from([0.2, 0.3, 0.5]), st.floats(0.0, 0.99)))
 def test_the_kernel_keeps_the_oracle_s_set_at_a_threshold(candidates, threshold):
     chosen = kernel.MbrCandidates(*candidates).best(threshold)
     assert chosen.tolist() == oracle_best(candidates, threshold).tolist()
 
 
-@oracle_settings(300)
+@oracle_settings(150)
 @given(candidate_sets(), st.floats(0.0, 6.0), st.sampled_from([0.01, 0.2]))
 def test_the_kernel_s_search_is_the_oracle_s_bit_for_bit(candidates, expected_chunks, floor):
     threshold, chosen = kernel.MbrCandidates(*candidates).search(expected_chunks, floor, 100)
