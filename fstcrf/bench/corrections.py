@@ -257,10 +257,12 @@ def bench_corrections(
     threads: int = 2,
     progress: bool = True,
     max_iter: int | None = None,
+    sentences: int | None = None,
 ) -> list[dict]:
     """Both tasks (:func:`tasks`), each model trained by ``fstcrf train`` with its
     defaults (``max_iter``: this many L-BFGS iterations instead) unless ``models``
-    names its file ("chunk" or "ner")."""
+    names its file ("chunk" or "ner"); ``sentences``: the first this many of each
+    test set (default all)."""
     import subprocess
     import tempfile
 
@@ -278,7 +280,8 @@ def bench_corrections(
                 command += ["--max-iter", str(max_iter)] if max_iter else []
                 subprocess.run(command + ([] if progress else ["-q"]), check=True)
             model = load_any(path)
-            rows.append(simulate(model, read_for(model, task.test, gold_required=True), task.target, task.name))
+            test = read_for(model, task.test, gold_required=True)
+            rows.append(simulate(model, test[:sentences], task.target, task.name))
     return rows
 
 

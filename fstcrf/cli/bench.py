@@ -182,7 +182,10 @@ def _corrections(args: argparse.Namespace) -> tuple:
 
     data = _shared_data(args, ["conll2000", "conll2003"])
     models = {task: path for task, path in (("chunk", args.model), ("ner", args.ner_model)) if path}
-    return (bench_corrections(data, models, args.held_out, args.threads, not args.quiet, args.iterations),)
+    results = bench_corrections(
+        data, models, args.held_out, args.threads, not args.quiet, args.iterations, args.sentences
+    )
+    return (results,)
 
 
 def _bandit(args: argparse.Namespace) -> tuple:
@@ -350,7 +353,7 @@ def _torch(args: argparse.Namespace) -> tuple:
 
     for module in ("torch", "torchcrf", "torch_struct"):
         require(module, "bench torch")
-    return (bench_torch(batch=args.sentences or 32, seed=args.seed, repeats=args.repeats),)
+    return (bench_torch(seed=args.seed, repeats=args.repeats),)
 
 
 def _serve(args: argparse.Namespace) -> tuple:
@@ -505,7 +508,8 @@ def add_parsers(commands) -> None:
         type=POSITIVE,
         default=None,
         help="defaults: training sentences cross-validated (default 4000); calls: test sentences of each "
-        "side (default 1000); torch: sequences in the batch (default 32)",
+        "side (default 1000); corrections: the first N sentences of each test set "
+        "(default all)",
     )
     bench.add_argument(
         "--models",

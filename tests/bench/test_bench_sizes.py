@@ -63,7 +63,10 @@ def test_iterations_size_the_models_the_benchmarks_train(monkeypatch, data):
         _called(monkeypatch, transfer, "bench_transfer", "transfer", "--data", data, "--iterations", "3")["max_iter"]
         == 3
     )
-    assert _called(monkeypatch, corrections, "bench_corrections", "corrections", "--data", data)[5] is None
+    full = _called(monkeypatch, corrections, "bench_corrections", "corrections", "--data", data)
+    assert (full[5], full[6]) == (None, None)
+    small = ("--iterations", "3", "--sentences", "50")
+    assert _called(monkeypatch, corrections, "bench_corrections", "corrections", "--data", data, *small)[6] == 50
     assert (
         _called(monkeypatch, corrections, "bench_corrections", "corrections", "--data", data, "--iterations", "3")[5]
         == 3
