@@ -425,7 +425,15 @@ class PageShell:
         )
         self.read = open(self.output, encoding="utf-8", errors="replace")
         self.exported = self.scripts / "environment"
+        self.times = self.scripts / "times"
         self.blocks = 0
+
+    def cpu_seconds(self) -> float:
+        """The CPU seconds of the shell and what it has run, after its last block (bash's ``times``)."""
+        if not self.times.exists():
+            return 0.0
+        fields = re.findall(r"(\d+)m([\d.]+)s", self.times.read_text())
+        return sum(60 * int(minutes) + float(seconds) for minutes, seconds in fields)
 
     def environment(self) -> dict[str, str]:
         """The shell's exported variables after its last block."""
@@ -448,7 +456,7 @@ class PageShell:
         done = f"__docs_block_{self.blocks}_done__"
         assert self.process.stdin is not None
         try:
-            exported = f"env -0 > {shlex.quote(str(self.exported))}"
+            exported = f"env -0 > {shlex.quote(str(self.exported))}; times > {shlex.quote(str(self.times))}"
             self.process.stdin.write(f"{source}\n{exported}\nprintf '\\n%s\\n' {done}\n")
             self.process.stdin.flush()
         except BrokenPipeError:
@@ -532,6 +540,16 @@ def run_block(block: Block, namespace: dict, shell: PageShell) -> str:
     return ""
 
 
+def _cpu_seconds() -> float:
+    """The CPU seconds of this process and of the children it has waited for."""
+    import resource
+
+    return sum(
+        usage.ru_utime + usage.ru_stime
+        for usage in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+    )
+
+
 def run_page(page: Path, folder: Path, verbose: bool = True) -> Outcome:
     """Run a page's blocks in order in ``folder``; stop at the first failure."""
     blocks = read_blocks(page)
@@ -548,17 +566,21 @@ def run_page(page: Path, folder: Path, verbose: bool = True) -> Outcome:
     shell = PageShell(folder, env)
     try:
         for block in blocks:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), _cpu_seconds() + shell.cpu_seconds()
             error = run_block(block, main.__dict__, shell)
             if block.language in ("sh", "setup") and block.action == "run" and not error:
                 os.environ.clear()  # what the shell exported is the Python blocks' environment too
                 os.environ.update(shell.environment())
-            seconds = time.perf_counter() - started
+            seconds, cpu = time.perf_counter() - started, _cpu_seconds() + shell.cpu_seconds() - cpu
             if block.language != "setup":
                 outcome.counts[block.action] = outcome.counts.get(block.action, 0) + 1
             if verbose:
                 note = f" ({block.reason})" if block.reason else ""
-                print(f"docs: {block.where}: {block.action}{note}, {seconds:.1f} s", file=sys.stderr, flush=True)
+                print(
+                    f"docs: {block.where}: {block.action}{note}, {seconds:.1f} s, CPU {cpu:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if error:
                 outcome.failure = f"{block.where}, {block.action}:\n{block.text}\n{error}"
                 break

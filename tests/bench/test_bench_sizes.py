@@ -22,7 +22,7 @@ def _called(monkeypatch, module, name: str, *words: str) -> dict:
 
     monkeypatch.setattr(module, name, record)
     args = build_parser().parse_args(["bench", *words])
-    for measurement in cli_bench._measurements(args):
+    for measurement in cli_bench.TARGETS[args.what]:
         measurement.measure(args)
     return seen
 
@@ -73,14 +73,12 @@ def test_iterations_size_the_models_the_benchmarks_train(monkeypatch, data):
     )
 
 
-def test_the_sizes_change_what_is_trained_and_decoded(monkeypatch, tmp_path):
-    trained = []
-    monkeypatch.setattr(consistency.ChainCRF, "fit", lambda self, *a, **k: trained.append(self.max_iter))
-    monkeypatch.setattr(consistency.ChainCRF, "save", lambda self, path: None)
-    monkeypatch.setattr("fstcrf.document.decode.estimate_consistency", lambda *a: None)
-    consistency._local_model("eng", None, None, tmp_path, 1, max_iter=3)
-    consistency._local_model("eng", None, None, tmp_path, 1)
-    assert trained == [3, consistency.LOCAL_SETTINGS["max_iter"]]
+def test_nonlocal_gives_its_sizes_to_each_language(monkeypatch, tmp_path):
+    seen = []
+    monkeypatch.setattr(consistency, "bench_language", lambda *args, **kwargs: seen.append(kwargs))
+    consistency.bench_nonlocal(tmp_path, ["eng"], tmp_path, max_iter=3, curve_sweeps=2)
+    consistency.bench_nonlocal(tmp_path, ["eng"], tmp_path)
+    assert [(k["max_iter"], k["curve_sweeps"]) for k in seen] == [(3, 2), (consistency.LOCAL_SETTINGS["max_iter"], 50)]
 
 
 def test_calibration_takes_a_number_of_iterations(monkeypatch, tmp_path):
