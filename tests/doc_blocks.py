@@ -25,9 +25,12 @@ requires it to fail with that text in its output.  ``<!-- docs-page: parse-only:
 REASON -->`` (or not-run, record) anywhere in a page makes that the page's default;
 ``<!-- docs: run -->`` before a block restores running.  A shell command line
 ending in a comment ``# CI: OPTIONS`` runs with OPTIONS added at its end (a
-smaller size: ``--max-iter 3``); the page must say so in its prose, naming
-``# CI:``.  ``<!-- docs-setup ... -->`` holds shell commands run at that
-point of the page, unseen by readers: the stand-in files a page's examples name.
+smaller size: ``--max-iter 3``), and a Python line of one call ending in ``# CI:
+NAME=VALUE, ...`` runs with those keyword arguments given to the call (replacing
+its own of the same names); the page must say so in its prose, naming ``# CI:``.
+``<!-- docs-setup ... -->`` holds shell commands run at that point of the page,
+unseen by readers: the stand-in files a page's examples name.  What the page's shell
+exports is in the environment of the Python blocks after it.
 ``<!-- docs-page: pictures: FOLDER/ -->`` says that every image the page shows from
 FOLDER is made by its blocks: a file of the same name in the page's folder after the
 run, whose bytes must be those committed (``--update-pictures`` copies them there).
@@ -44,6 +47,7 @@ requirement must be installed already).
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import shlex
@@ -222,7 +226,7 @@ def read_blocks(page: Path) -> list[Block]:
                 block.fails = value
             else:
                 block.action, block.reason = key, value
-        if block.language == "sh" and with_ci_options(block.text, where) != block.text:
+        if block.language in ("sh", "python") and with_ci_options(block.text, where, language) != block.text:
             ci_options = True
         blocks.append(block)
         number, markers = end + 1, []
@@ -233,19 +237,39 @@ def read_blocks(page: Path) -> list[Block]:
     return blocks
 
 
-def with_ci_options(text: str, where: str = "") -> str:
-    """A shell block as CI runs it: each command line ending in ``# CI: OPTIONS``
-    with OPTIONS added at its end (one simple command per such line)."""
+def with_ci_options(text: str, where: str = "", language: str = "sh") -> str:
+    """A shell or Python block as CI runs it: each shell command line ending in ``#
+    CI: OPTIONS`` with OPTIONS added at its end (one simple command per such line);
+    each Python line ending in ``# CI: NAME=VALUE, ...`` with those keyword arguments
+    given to its call (one statement, its outermost call)."""
     lines = []
     for line in text.splitlines():
         ci = _CI_OPTIONS.match(line)
         if ci is None:
             lines.append(line)
-            continue
-        if re.search(r"[;&|]", ci["code"]) or not ci["options"]:
+        elif language == "python":
+            lines.append(_with_keywords(ci["code"], ci["options"], f"{where}: {line}"))
+        elif re.search(r"[;&|]", ci["code"]) or not ci["options"]:
             raise DocsFormatError(f"{where}: a '# CI:' comment ends one simple command and names options: {line}")
-        lines.append(f"{ci['code']} {ci['options']}")
+        else:
+            lines.append(f"{ci['code']} {ci['options']}")
     return "\n".join(lines) + "\n"
+
+
+def _with_keywords(code: str, keywords: str, where: str) -> str:
+    """The Python statement ``code`` with the keyword arguments ``keywords`` ("a=1, b=2")
+    given to its outermost call, replacing its own of the same names."""
+    try:
+        statement = ast.parse(code.strip())
+        given = ast.parse(f"f({keywords})", mode="eval").body
+    except SyntaxError:
+        statement = given = None
+    calls = [node for node in ast.walk(statement) if isinstance(node, ast.Call)] if statement else []
+    if not calls or len(statement.body) != 1 or not isinstance(given, ast.Call) or given.args or not given.keywords:
+        raise DocsFormatError(f"{where}: a Python '# CI:' comment ends one statement with a call and names keywords")
+    names = {keyword.arg for keyword in given.keywords}
+    calls[0].keywords = [keyword for keyword in calls[0].keywords if keyword.arg not in names] + given.keywords
+    return code[: len(code) - len(code.lstrip())] + ast.unparse(statement)
 
 
 def fstcrf_commands(block: str) -> list[list[str]]:
@@ -361,7 +385,7 @@ def _alarm(signum, frame):
 
 
 def _run_python(block: Block, namespace: dict) -> str:
-    code = compile(block.text, f"{block.page.name}:{block.line}", "exec")
+    code = compile(with_ci_options(block.text, block.where, "python"), f"{block.page.name}:{block.line}", "exec")
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, block.timeout)
     try:
@@ -400,7 +424,21 @@ class PageShell:
             start_new_session=True,
         )
         self.read = open(self.output, encoding="utf-8", errors="replace")
+        self.exported = self.scripts / "environment"
+        self.times = self.scripts / "times"
         self.blocks = 0
+
+    def cpu_seconds(self) -> float:
+        """The CPU seconds of the shell and what it has run, after its last block (bash's ``times``)."""
+        if not self.times.exists():
+            return 0.0
+        fields = re.findall(r"(\d+)m([\d.]+)s", self.times.read_text())
+        return sum(60 * int(minutes) + float(seconds) for minutes, seconds in fields)
+
+    def environment(self) -> dict[str, str]:
+        """The shell's exported variables after its last block."""
+        pairs = self.exported.read_bytes().decode("utf-8", "replace").split("\0")
+        return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
 
     def run(self, block: Block) -> str:
         """Run one block (with its ``# CI:`` options); an error message (its status or
@@ -418,7 +456,8 @@ class PageShell:
         done = f"__docs_block_{self.blocks}_done__"
         assert self.process.stdin is not None
         try:
-            self.process.stdin.write(f"{source}\nprintf '\\n%s\\n' {done}\n")
+            exported = f"env -0 > {shlex.quote(str(self.exported))}; times > {shlex.quote(str(self.times))}"
+            self.process.stdin.write(f"{source}\n{exported}\nprintf '\\n%s\\n' {done}\n")
             self.process.stdin.flush()
         except BrokenPipeError:
             return "the page's shell has ended"
@@ -501,6 +540,16 @@ def run_block(block: Block, namespace: dict, shell: PageShell) -> str:
     return ""
 
 
+def _cpu_seconds() -> float:
+    """The CPU seconds of this process and of the children it has waited for."""
+    import resource
+
+    return sum(
+        usage.ru_utime + usage.ru_stime
+        for usage in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+    )
+
+
 def run_page(page: Path, folder: Path, verbose: bool = True) -> Outcome:
     """Run a page's blocks in order in ``folder``; stop at the first failure."""
     blocks = read_blocks(page)
@@ -517,14 +566,21 @@ def run_page(page: Path, folder: Path, verbose: bool = True) -> Outcome:
     shell = PageShell(folder, env)
     try:
         for block in blocks:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), _cpu_seconds() + shell.cpu_seconds()
             error = run_block(block, main.__dict__, shell)
-            seconds = time.perf_counter() - started
+            if block.language in ("sh", "setup") and block.action == "run" and not error:
+                os.environ.clear()  # what the shell exported is the Python blocks' environment too
+                os.environ.update(shell.environment())
+            seconds, cpu = time.perf_counter() - started, _cpu_seconds() + shell.cpu_seconds() - cpu
             if block.language != "setup":
                 outcome.counts[block.action] = outcome.counts.get(block.action, 0) + 1
             if verbose:
                 note = f" ({block.reason})" if block.reason else ""
-                print(f"docs: {block.where}: {block.action}{note}, {seconds:.1f} s", file=sys.stderr, flush=True)
+                print(
+                    f"docs: {block.where}: {block.action}{note}, {seconds:.1f} s, CPU {cpu:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if error:
                 outcome.failure = f"{block.where}, {block.action}:\n{block.text}\n{error}"
                 break

@@ -84,6 +84,14 @@ def test_the_block_reader_follows_the_convention(tmp_path):
             read_blocks(page)
 
 
+def test_a_python_ci_comment_gives_keywords_to_the_call():
+    line = "results = run(data, splits=10, seed=0)   # CI: splits=1, max_iter=3\n"
+    assert with_ci_options(line, "", "python") == "results = run(data, seed=0, splits=1, max_iter=3)\n"
+    for wrong in ("x = 1   # CI: a=1\n", "run(a)   # CI: 2\n", "run(a); run(b)   # CI: a=1\n", "run(   # CI: a=1\n"):
+        with pytest.raises(DocsFormatError):
+            with_ci_options(wrong, "", "python")
+
+
 def _run_page(page: Path, *options: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page), *options],
@@ -115,6 +123,11 @@ def test_a_page_runs_in_order_in_one_folder_and_stops_at_the_first_failure(tmp_p
     assert "succeeded, but the page says it fails" in _run_page(page).stderr
     page.write_text("Here `# CI:` adds options.\n\n```sh\necho shown  # CI: in-ci\n```\n")
     assert "shown in-ci" in _run_page(page).stdout
+    page.write_text(
+        "Here `# CI:` sets keywords.\n\n```sh\nexport WHERE=$PWD/data\n```\n\n"
+        "```python\nimport os\nfound = dict(seen=1, data=os.environ['WHERE'][-5:])   # CI: seen=2\nprint(found)\n```\n"
+    )
+    assert "{'data': '/data', 'seen': 2}" in _run_page(page).stdout  # the shell's exports reach Python blocks
     page.write_text("```sh\nsleep 30\n```\n".replace("```sh", "<!-- docs: timeout: 1 -->\n```sh"))
     assert "took longer than 1 s" in _run_page(page).stderr
 

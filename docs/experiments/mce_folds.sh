@@ -17,7 +17,8 @@
 # MCE-F runs with --dev on the fold only to log its F1 after every iteration;
 # the figures are read at the fixed iterations, never at the best one.
 # Prints one line per fold: map1 mce1@4 mce1@20 map03 mce03@73 (chunk F1).
-# OPTIONS are added to every training command.
+# OPTIONS are added to every training command; ITER_CAP (default: none) caps every
+# iteration count above, for a quick run (CI runs fold 0 with ITER_CAP=2).
 # Then, once every fold is done, the $POOLED_ITER-iteration (default 4) MCE-F model of each fold
 # (trained again without --dev) and map1 tag their folds, and the whole
 # training set so tagged is scored and compared by McNemar's test.
@@ -28,6 +29,8 @@ shift 2
 folds=("$@")
 order=${ORDER:-1} sigma=${SIGMA:-1} weak=${WEAK:-1} map_iter=${MAP_ITER:-200} pooled=${POOLED_ITER:-4}
 read -r -a options <<< "${OPTIONS:-}"
+# cap N: N, or ITER_CAP when that is set and smaller
+cap() { if [ -n "${ITER_CAP:-}" ] && [ "$1" -gt "$ITER_CAP" ]; then echo "$ITER_CAP"; else echo "$1"; fi; }
 [ ${#folds[@]} -gt 0 ] || folds=(0 1 2 3 4)
 mkdir -p "$out"
 total=$(awk 'BEGIN{RS=""} END{print NR}' "$train")
@@ -44,15 +47,15 @@ for k in "${folds[@]}"; do
     mkdir -p "$d"
     awk -v k="$k" -v n="$total" 'BEGIN{RS="";ORS="\n\n"} int(5*(NR-1)/n)==k' "$train" > "$d/held.txt"
     awk -v k="$k" -v n="$total" 'BEGIN{RS="";ORS="\n\n"} int(5*(NR-1)/n)!=k' "$train" > "$d/train.txt"
-    run "$d/map1.model" "$d/map1.log" fstcrf train "$d/train.txt" "${options[@]}" --order "$order" --sigma "$sigma" --max-iter "$map_iter" --threads 1 -o "$d/map1.model"
-    run "$d/mce1.model" "$d/mce1.log" fstcrf train "$d/train.txt" "${options[@]}" --init "$d/map1.model" --algorithm mce-f --mce-c 1e7 --mce-iter 20 \
+    run "$d/map1.model" "$d/map1.log" fstcrf train "$d/train.txt" "${options[@]}" --order "$order" --sigma "$sigma" --max-iter "$(cap "$map_iter")" --threads 1 -o "$d/map1.model"
+    run "$d/mce1.model" "$d/mce1.log" fstcrf train "$d/train.txt" "${options[@]}" --init "$d/map1.model" --algorithm mce-f --mce-c 1e7 --mce-iter "$(cap 20)" \
         --dev "$d/held.txt" --threads 1 -o "$d/mce1.model"
     line="fold $k: $(f1_of "$d/map1.model" "$d/held.txt") $(f1_at "$d/mce1.log" 4) $(f1_at "$d/mce1.log" 20)"
     if [ "$weak" = 1 ]; then
-        run "$d/map03.model" "$d/map03.log" fstcrf train "$d/train.txt" "${options[@]}" --order "$order" --sigma 0.3 --max-iter 49 \
+        run "$d/map03.model" "$d/map03.log" fstcrf train "$d/train.txt" "${options[@]}" --order "$order" --sigma 0.3 --max-iter "$(cap 49)" \
             --threads 1 -o "$d/map03.model"
         run "$d/mce03.model" "$d/mce03.log" fstcrf train "$d/train.txt" "${options[@]}" --init "$d/map03.model" --algorithm mce-f \
-            --mce-c 1e7 --mce-iter 73 --dev "$d/held.txt" --threads 1 -o "$d/mce03.model"
+            --mce-c 1e7 --mce-iter "$(cap 73)" --dev "$d/held.txt" --threads 1 -o "$d/mce03.model"
         line="$line $(f1_of "$d/map03.model" "$d/held.txt") $(f1_at "$d/mce03.log" 73)"
     fi
     echo "$line"
@@ -62,7 +65,7 @@ for k in 0 1 2 3 4; do [ -s "$out/fold$k/mce1.model" ] || exit 0; done
 for k in 0 1 2 3 4; do
     d=$out/fold$k
     run "$d/mce1_$pooled.model" "$d/mce1_$pooled.log" fstcrf train "$d/train.txt" "${options[@]}" --init "$d/map1.model" \
-        --algorithm mce-f --mce-c 1e7 --mce-iter "$pooled" --threads 1 -o "$d/mce1_$pooled.model"
+        --algorithm mce-f --mce-c 1e7 --mce-iter "$(cap "$pooled")" --threads 1 -o "$d/mce1_$pooled.model"
     fstcrf tag -q "$d/map1.model" "$d/held.txt" -o "$d/map1.tagged"
     fstcrf tag -q "$d/mce1_$pooled.model" "$d/held.txt" -o "$d/mce1_$pooled.tagged"
 done

@@ -79,15 +79,18 @@ def _read(folder: Path, file_name: str, columns: str, iob1: bool) -> Corpus:
     return corpus
 
 
-def _local_model(language: str, train: Corpus, dev: Corpus, cache: Path, threads: int) -> Path:
-    """The path of the cached local model, trained first if absent."""
+def _local_model(
+    language: str, train: Corpus, dev: Corpus, cache: Path, threads: int, max_iter: int = LOCAL_SETTINGS["max_iter"]
+) -> Path:
+    """The path of the cached local model, trained first (for ``max_iter`` L-BFGS iterations) if absent."""
     from fstcrf.document.decode import estimate_consistency
 
     folder, *_, columns, template, _ = CORPORA[language]
-    key = hashlib.sha256(json.dumps([language, columns, template, LOCAL_SETTINGS, 1]).encode()).hexdigest()[:12]
+    settings = {**LOCAL_SETTINGS, "max_iter": max_iter}
+    key = hashlib.sha256(json.dumps([language, columns, template, settings, 1]).encode()).hexdigest()[:12]
     path = cache / f"nonlocal-{language}-{key}.model"
     if not path.exists():
-        model = ChainCRF(template, threads=threads, **LOCAL_SETTINGS)
+        model = ChainCRF(template, threads=threads, **settings)
         model.fit(train, target="ner", dev=dev)
         model.consistency_ = estimate_consistency(train, "ner")
         cache.mkdir(parents=True, exist_ok=True)
@@ -148,6 +151,8 @@ def bench_language(
     threads: int = 2,
     curve: bool = False,
     repeats: int = 2,
+    max_iter: int = LOCAL_SETTINGS["max_iter"],
+    curve_sweeps: int = max(CURVE_SWEEPS["block"]),
 ) -> LanguageResult:
     """The figures of one language (see the module doc)."""
     folder, train_name, dev_name, test_name, columns, _, iob1 = CORPORA[language]
@@ -156,7 +161,7 @@ def bench_language(
         raise FstcrfError(f"bench nonlocal needs {where / train_name}: give --data DIR holding {folder}/")
     train, dev, test = (_read(where, name, columns, iob1) for name in (train_name, dev_name, test_name))
     logger.info("%s: the local model (cached in %s)", language, cache)
-    model_path = _local_model(language, train, dev, cache, threads)
+    model_path = _local_model(language, train, dev, cache, threads, max_iter)
     model = ChainCRF.load(model_path)
     logger.info("%s: choosing the penalty scale and block size on %s", language, dev_name)
     dev_gold, test_gold = dev.column("ner"), test.column("ner")
@@ -185,7 +190,9 @@ def bench_language(
         logger.info("%s: F1 against sweeps", language)
         result.curve = {
             sampler: [
-                (count, _f1(test_gold, _decode(model, test, scale, block_size, count, 0, sampler))) for count in counts
+                (count, _f1(test_gold, _decode(model, test, scale, block_size, count, 0, sampler)))
+                for count in counts
+                if count <= curve_sweeps
             ]
             for sampler, counts in CURVE_SWEEPS.items()
         }
@@ -220,8 +227,12 @@ def bench_nonlocal(
     gibbs_sweeps: int = 10,
     threads: int = 2,
     plot: str | None = None,
+    max_iter: int = LOCAL_SETTINGS["max_iter"],
+    curve_sweeps: int = max(CURVE_SWEEPS["block"]),
 ) -> list[LanguageResult]:
-    """:func:`bench_language` for each language; with ``plot``, the F1-against-sweeps plot of English."""
+    """:func:`bench_language` for each language (local models trained for ``max_iter`` L-BFGS
+    iterations); with ``plot``, the F1-against-sweeps plot of English, at the sweep counts
+    of :data:`CURVE_SWEEPS` up to ``curve_sweeps``."""
     cache = Path(cache) if cache else Path.home() / ".cache" / "fstcrf"
     results = [
         bench_language(
@@ -233,6 +244,8 @@ def bench_nonlocal(
             gibbs_sweeps,
             threads,
             curve=plot is not None and language == "eng",
+            max_iter=max_iter,
+            curve_sweeps=curve_sweeps,
         )
         for language in languages
     ]

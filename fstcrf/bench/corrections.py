@@ -251,10 +251,18 @@ def tasks(data, held_out: bool, folder) -> list[Task]:
 
 
 def bench_corrections(
-    data, models: dict[str, str], held_out: bool = False, threads: int = 2, progress: bool = True
+    data,
+    models: dict[str, str],
+    held_out: bool = False,
+    threads: int = 2,
+    progress: bool = True,
+    max_iter: int | None = None,
+    sentences: int | None = None,
 ) -> list[dict]:
     """Both tasks (:func:`tasks`), each model trained by ``fstcrf train`` with its
-    defaults unless ``models`` names its file ("chunk" or "ner")."""
+    defaults (``max_iter``: this many L-BFGS iterations instead) unless ``models``
+    names its file ("chunk" or "ner"); ``sentences``: the first this many of each
+    test set (default all)."""
     import subprocess
     import tempfile
 
@@ -269,9 +277,11 @@ def bench_corrections(
             if path is None:
                 path = f"{folder}/{task.target}.model"
                 command = fstcrf_command("train", *task.train, "--threads", str(threads), "-o", path)
+                command += ["--max-iter", str(max_iter)] if max_iter else []
                 subprocess.run(command + ([] if progress else ["-q"]), check=True)
             model = load_any(path)
-            rows.append(simulate(model, read_for(model, task.test, gold_required=True), task.target, task.name))
+            test = read_for(model, task.test, gold_required=True)
+            rows.append(simulate(model, test[:sentences], task.target, task.name))
     return rows
 
 

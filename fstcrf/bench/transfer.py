@@ -72,13 +72,15 @@ def bench_transfer(
     cache=None,
     upstream: bool = True,
     ner_samples: int = 0,
+    max_iter: int | None = None,
 ) -> TransferResults:
     """Run the experiment on ``data_folder`` (holding conll2003/ and seminars/):
     ``splits`` random halves seeded by ``seed`` plus (``upstream``) the upstream
     split; with ``learning_curve`` (or ``plot``, a PNG path) the learning curve
     too.  ``cache`` holds the trained NER model (default $FSTCRF_CACHE or
     ~/.cache/fstcrf); ``ner_samples`` > 0 trains the reading seminar CRF on that
-    many NER samples per document instead of the NER 1-best."""
+    many NER samples per document instead of the NER 1-best; ``max_iter`` caps the L-BFGS
+    iterations of the NER model and of each seminar CRF (default: 150 and 100)."""
     if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
         raise FstcrfError(f"splits must be a positive integer, got {splits!r}")
     if plot is not None and not Path(plot).parent.is_dir():
@@ -88,19 +90,28 @@ def bench_transfer(
     learning_curve = learning_curve or plot is not None
     steps = 1 + splits + int(upstream) + (CURVE_SPLITS * len(CURVE_FRACTIONS) if learning_curve else 0)
     with Progress(steps, "bench transfer", unit="steps", enabled=progress) as bar:
-        ner = transfer.ner_model(conll, cache, threads)
+        sizes = {"max_iter": max_iter} if max_iter else {}
+        ner = transfer.ner_model(conll, cache, threads, **sizes)
         documents, paths = transfer.seminar_documents(seminars)
         documents = transfer.with_ner(documents, ner.model)
         bar.update()
         random = transfer.random_splits(len(documents), splits, seed)
         results = []
         for split in random:
-            results.append(transfer.run_split(ner.model, documents, split, threads, seed=seed, ner_samples=ner_samples))
+            results.append(
+                transfer.run_split(ner.model, documents, split, threads, seed=seed, ner_samples=ner_samples, **sizes)
+            )
             bar.update()
         upstream_result = None
         if upstream:
             upstream_result = transfer.run_split(
-                ner.model, documents, transfer.upstream_split(paths), threads, seed=seed, ner_samples=ner_samples
+                ner.model,
+                documents,
+                transfer.upstream_split(paths),
+                threads,
+                seed=seed,
+                ner_samples=ner_samples,
+                **sizes,
             )
             bar.update()
         curve = None
@@ -117,6 +128,7 @@ def bench_transfer(
                         ner_scale=result.ner_scale,
                         seed=seed,
                         ner_samples=ner_samples,
+                        **sizes,
                     )
                 )
                 bar.update(len(CURVE_FRACTIONS))

@@ -101,7 +101,9 @@ def _names_among(text: str, known, option: str) -> list[str]:
 def _kernel(args: argparse.Namespace) -> tuple:
     from fstcrf.bench.kernel import bench_kernel
 
-    return (bench_kernel(tokens=args.tokens, repeats=args.repeats, seed=args.seed),)
+    return (
+        bench_kernel(tokens=args.tokens, repeats=args.repeats, reference_seconds=args.seconds or 1.0, seed=args.seed),
+    )
 
 
 def _compose(args: argparse.Namespace) -> tuple:
@@ -180,7 +182,10 @@ def _corrections(args: argparse.Namespace) -> tuple:
 
     data = _shared_data(args, ["conll2000", "conll2003"])
     models = {task: path for task, path in (("chunk", args.model), ("ner", args.ner_model)) if path}
-    return (bench_corrections(data, models, args.held_out, args.threads, not args.quiet),)
+    results = bench_corrections(
+        data, models, args.held_out, args.threads, not args.quiet, args.iterations, args.sentences
+    )
+    return (results,)
 
 
 def _bandit(args: argparse.Namespace) -> tuple:
@@ -218,6 +223,8 @@ def _nonlocal(args: argparse.Namespace) -> tuple:
         gibbs_sweeps=args.gibbs_sweeps,
         threads=args.threads,
         plot=args.plot,
+        curve_sweeps=args.curve_sweeps,
+        **({"max_iter": args.iterations} if args.iterations else {}),
     )
     return (results,)
 
@@ -234,6 +241,7 @@ def _transfer(args: argparse.Namespace) -> tuple:
         plot=args.plot,
         progress=not args.quiet,
         cache=args.cache,
+        max_iter=args.iterations,
     )
     return (results,)
 
@@ -245,8 +253,10 @@ def _defaults(args: argparse.Namespace) -> tuple:
         _shared_data(args, ["conll2000", "conll2003"]),
         folds=args.folds,
         sentences=args.sentences or 4000,
+        max_iter=args.iterations or 60,
         threads=args.threads,
         progress=not args.quiet,
+        default_max_iter=args.iterations,
     )
     return (results,)
 
@@ -357,7 +367,7 @@ def _serve(args: argparse.Namespace) -> tuple:
         _conll2000(args),
         args.model,
         iterations=args.iterations or 20,
-        seconds=args.seconds,
+        seconds=args.seconds or 10.0,
         threads=args.threads,
         soak_minutes=args.soak_minutes,
         progress=not args.quiet,
@@ -478,9 +488,10 @@ def add_parsers(commands) -> None:
     )
     bench.add_argument(
         "--seconds",
-        type=real_number(1.0, 3600.0),
-        default=10.0,
-        help="serve: seconds of load per run (default %(default)s)",
+        type=real_number(0.001, 3600.0),
+        default=None,
+        help="serve: seconds of load per run (default 10, at least 1); kernel: seconds each numpy and pynini "
+        "run is sized to take per lattice (default 1)",
     )
     bench.add_argument(
         "--soak-minutes",
@@ -497,7 +508,8 @@ def add_parsers(commands) -> None:
         type=POSITIVE,
         default=None,
         help="defaults: training sentences cross-validated (default 4000); calls: test sentences of each "
-        "side (default 1000)",
+        "side (default 1000); corrections: the first N sentences of each test set "
+        "(default all)",
     )
     bench.add_argument(
         "--models",
@@ -562,6 +574,12 @@ def add_parsers(commands) -> None:
         help="nonlocal: sweeps of the block sampler (default %(default)s)",
     )
     bench.add_argument(
+        "--curve-sweeps",
+        type=POSITIVE,
+        default=50,
+        help="nonlocal --plot: the curve's largest sweep count, of 1, 2, 5, 10, 20 and 50 (default %(default)s)",
+    )
+    bench.add_argument(
         "--gibbs-sweeps", type=POSITIVE, default=10, help="nonlocal: sweeps of the gibbs sampler (default %(default)s)"
     )
     bench.add_argument(
@@ -621,7 +639,10 @@ def add_parsers(commands) -> None:
         default=None,
         help="L-BFGS iterations (bench train, partial: default 50; distributed: default 5; pycrfsuite: each "
         "workflow's own, 50 for the tutorial and until convergence for NLTK; spacy, serve: of the "
-        "chunker trained when --model is not given, default 20)",
+        "chunker trained when --model is not given, default 20; defaults: of each model cross-validated, "
+        "default 60, and of the default model, default fstcrf train's own; nonlocal: of each "
+        "local model, default 250; transfer: of the NER model and each seminar CRF, default 150 and 100; "
+        "corrections: of the models it trains, default fstcrf train's own)",
     )
     bench.add_argument(
         "--tasks",

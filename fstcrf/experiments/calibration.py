@@ -160,13 +160,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot", default=None, help="write the reliability diagram here (PNG)")
     parser.add_argument("--json", default=None, help="write the figures here")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--max-iter", type=int, default=None, help="L-BFGS iterations of the NER model (default: fstcrf train's)"
+    )
     args = parser.parse_args(argv)
     try:
         corpora = read_conll2003(Path(args.data) / "conll2003")
     except (FstcrfError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    result = measure(corpora["eng.train"], corpora["eng.testa"], corpora["eng.testb"], args.threads)
+    result = measure(corpora["eng.train"], corpora["eng.testa"], corpora["eng.testb"], args.threads, args.max_iter)
     print(format_result(result))
     if args.plot:
         plot(result, Path(args.plot))

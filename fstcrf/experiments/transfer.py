@@ -98,11 +98,11 @@ def read_conll2003(folder: str | os.PathLike) -> dict[str, Corpus]:
     return corpora
 
 
-def _ner_cache_key(folder: Path) -> str:
-    """A digest of the NER template, settings and the CoNLL-2003 files."""
+def _ner_cache_key(folder: Path, settings: dict) -> str:
+    """A digest of the NER template, ``settings`` and the CoNLL-2003 files."""
     digest = hashlib.sha256()
     digest.update(ner_template_text().encode())
-    digest.update(json.dumps(NER_SETTINGS, sort_keys=True).encode())
+    digest.update(json.dumps(settings, sort_keys=True).encode())
     for name in ("eng.train", "eng.testa", "eng.testb"):
         digest.update((folder / name).read_bytes())
     return digest.hexdigest()[:16]
@@ -123,10 +123,15 @@ class NerModel:
     cached: bool
 
 
-def ner_model(conll_folder: str | os.PathLike, cache: str | os.PathLike | None = None, threads: int = 2) -> NerModel:
-    """The word-only NER CRF trained on eng.train (iteration kept by eng.testa F1),
-    loaded from ``cache`` (default :func:`default_cache`) when trained before on
-    the same files, template and settings."""
+def ner_model(
+    conll_folder: str | os.PathLike,
+    cache: str | os.PathLike | None = None,
+    threads: int = 2,
+    max_iter: int = NER_SETTINGS["max_iter"],
+) -> NerModel:
+    """The word-only NER CRF trained on eng.train for ``max_iter`` L-BFGS iterations
+    (the one kept by eng.testa F1), loaded from ``cache`` (default
+    :func:`default_cache`) when trained before on the same files, template and settings."""
     conll_folder = Path(conll_folder)
     for name in ("eng.train", "eng.testa", "eng.testb"):
         if not (conll_folder / name).is_file():
@@ -135,7 +140,8 @@ def ner_model(conll_folder: str | os.PathLike, cache: str | os.PathLike | None =
                 "eng.train, eng.testa and eng.testb"
             )
     cache = Path(cache) if cache is not None else default_cache()
-    key = _ner_cache_key(conll_folder)
+    settings = {**NER_SETTINGS, "max_iter": max_iter}
+    key = _ner_cache_key(conll_folder, settings)
     model_path, scores_path = cache / f"transfer-ner-{key}.model", cache / f"transfer-ner-{key}.json"
     if model_path.is_file() and scores_path.is_file():
         scores = json.loads(scores_path.read_text())
@@ -144,7 +150,7 @@ def ner_model(conll_folder: str | os.PathLike, cache: str | os.PathLike | None =
         return NerModel(model, scores["dev_f1"], scores["test_f1"], cached=True)
     corpora = read_conll2003(conll_folder)
     model = ChainCRF(
-        parse_template(ner_template_text(), "fstcrf/templates/seminar_ner.txt"), threads=threads, **NER_SETTINGS
+        parse_template(ner_template_text(), "fstcrf/templates/seminar_ner.txt"), threads=threads, **settings
     )
     model.fit(corpora["eng.train"], "ner", dev=corpora["eng.testa"])
     dev_f1, test_f1 = (
@@ -258,11 +264,15 @@ def pick_documents(documents: Sequence[Document], indices: Sequence[int]) -> lis
 
 
 # -- the systems ------------------------------------------------------------------
-def train_seminar(documents: Sequence[Document], reads_ner: bool, threads: int = 2) -> ChainCRF:
-    """The seminar CRF on ``documents`` (column field); with ``reads_ner`` it reads
-    the column ``ner`` (the NER model's predictions) at the same token."""
+def train_seminar(
+    documents: Sequence[Document], reads_ner: bool, threads: int = 2, max_iter: int = SEMINAR_SETTINGS["max_iter"]
+) -> ChainCRF:
+    """The seminar CRF on ``documents`` (column field), trained for ``max_iter`` L-BFGS
+    iterations; with ``reads_ner`` it reads the column ``ner`` (the NER model's
+    predictions) at the same token."""
     template = parse_template(seminar_template_text(reads_ner), "fstcrf/templates/seminar.txt")
-    model = ChainCRF(template, reads="ner" if reads_ner else None, threads=threads, **SEMINAR_SETTINGS)
+    settings = {**SEMINAR_SETTINGS, "max_iter": max_iter}
+    model = ChainCRF(template, reads="ner" if reads_ner else None, threads=threads, **settings)
     sentences = flatten_documents(documents)
     return model.fit(Corpus(sentences[0].column_names, sentences), "field")
 
@@ -311,24 +321,35 @@ def timed_decodings(joint: JointModel, documents: Sequence[Document], repeats: i
 
 
 def train_reader(
-    ner: ChainCRF, documents: Sequence[Document], ner_samples: int = 0, threads: int = 2, seed: int = 0
+    ner: ChainCRF,
+    documents: Sequence[Document],
+    ner_samples: int = 0,
+    threads: int = 2,
+    seed: int = 0,
+    max_iter: int = SEMINAR_SETTINGS["max_iter"],
 ) -> ChainCRF:
     """The seminar CRF reading the ``ner`` column of ``documents`` (the NER 1-best),
     or, with ``ner_samples`` > 0, reading that many NER samples per document
-    (:func:`with_ner_samples`)."""
+    (:func:`with_ner_samples`); ``max_iter``: see :func:`train_seminar`."""
     if ner_samples:
         documents = with_ner_samples(documents, ner, ner_samples, seed)
-    return train_seminar(documents, reads_ner=True, threads=threads)
+    return train_seminar(documents, reads_ner=True, threads=threads, max_iter=max_iter)
 
 
 def choose_ner_scale(
-    ner: ChainCRF, documents: Sequence[Document], split: Split, threads: int = 2, seed: int = 0, ner_samples: int = 0
+    ner: ChainCRF,
+    documents: Sequence[Document],
+    split: Split,
+    threads: int = 2,
+    seed: int = 0,
+    ner_samples: int = 0,
+    max_iter: int = SEMINAR_SETTINGS["max_iter"],
 ) -> tuple[float, dict[float, float]]:
     """The NER component scale (of :data:`NER_SCALES`) whose joint decoding scores the
     best overall F1 on the dev side of ``split``'s training documents (ties go
     to 1), and the dev F1 of every scale.  ``documents`` carry the ``ner`` column."""
     side = dev_side(split, seed=seed)
-    reader = train_reader(ner, pick_documents(documents, side.train), ner_samples, threads, seed)
+    reader = train_reader(ner, pick_documents(documents, side.train), ner_samples, threads, seed, max_iter)
     dev = pick_documents(documents, side.test)
     dev_f1 = {}
     for scale in NER_SCALES:
@@ -362,15 +383,19 @@ def run_split(
     choose_scale: bool = True,
     seed: int = 0,
     ner_samples: int = 0,
+    max_iter: int = SEMINAR_SETTINGS["max_iter"],
 ) -> SplitResult:
     """Train and decode the three systems on one split.  ``documents`` carry the
     ``ner`` column (the NER model's 1-best labels).  With ``choose_scale`` the
     NER component's scale is chosen on the dev side of the training documents
-    (:func:`choose_ner_scale`), else it is 1; ``ner_samples``: see :func:`train_reader`."""
+    (:func:`choose_ner_scale`), else it is 1; ``ner_samples``: see :func:`train_reader`;
+    the seminar CRFs train for ``max_iter`` L-BFGS iterations."""
     train, test = pick_documents(documents, split.train), pick_documents(documents, split.test)
-    scale, dev_f1 = choose_ner_scale(ner, documents, split, threads, seed, ner_samples) if choose_scale else (1.0, {})
-    plain = train_seminar(train, reads_ner=False, threads=threads)
-    reader = train_reader(ner, train, ner_samples, threads, seed)
+    scale, dev_f1 = (
+        choose_ner_scale(ner, documents, split, threads, seed, ner_samples, max_iter) if choose_scale else (1.0, {})
+    )
+    plain = train_seminar(train, reads_ner=False, threads=threads, max_iter=max_iter)
+    reader = train_reader(ner, train, ner_samples, threads, seed, max_iter)
     joint = compose([ner, reader], threads=threads, scales=[scale, 1.0])
     flat_test = flatten_documents(test)
     decoded = {
@@ -481,6 +506,7 @@ def learning_curve(
     ner_scale: float = 1.0,
     seed: int = 0,
     ner_samples: int = 0,
+    max_iter: int = SEMINAR_SETTINGS["max_iter"],
 ) -> dict[float, dict[str, dict[str, float]]]:
     """F1 [fraction][system][field] when the seminar CRFs train on the first
     ``fraction`` of a seeded permutation of ``split``'s training documents,
@@ -492,9 +518,11 @@ def learning_curve(
     for fraction in fractions:
         chosen = [split.train[i] for i in sorted(order[: max(1, round(fraction * len(split.train)))])]
         train = pick_documents(documents, chosen)
-        plain = train_seminar(train, reads_ner=False, threads=threads)
+        plain = train_seminar(train, reads_ner=False, threads=threads, max_iter=max_iter)
         joint = compose(
-            [ner, train_reader(ner, train, ner_samples, threads, seed)], threads=threads, scales=[ner_scale, 1.0]
+            [ner, train_reader(ner, train, ner_samples, threads, seed, max_iter)],
+            threads=threads,
+            scales=[ner_scale, 1.0],
         )
         predicted = {
             "none": regroup_documents(plain.predict(flatten_documents(test)), test),

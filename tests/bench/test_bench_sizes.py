@@ -1,0 +1,96 @@
+"""The size options that let the documentation's benchmark commands run small in CI
+(docs/development.md, "# CI:") reach the functions they size, and leave the full
+run as it was without them."""
+
+import pytest
+
+from fstcrf.bench import consistency, corrections, defaults, kernel, transfer
+from fstcrf.cli import bench as cli_bench
+from fstcrf.cli import build_parser
+from fstcrf.experiments import calibration
+
+
+def _called(monkeypatch, module, name: str, *words: str) -> dict:
+    """The keyword arguments (and positional ones, by number) with which ``fstcrf bench
+    WORDS`` calls ``module.name``."""
+    seen: dict = {}
+
+    def record(*args, **kwargs):
+        seen.update(enumerate(args))
+        seen.update(kwargs)
+        return []
+
+    monkeypatch.setattr(module, name, record)
+    args = build_parser().parse_args(["bench", *words])
+    for measurement in cli_bench.TARGETS[args.what]:
+        measurement.measure(args)
+    return seen
+
+
+@pytest.fixture
+def data(tmp_path):
+    for corpus in ("conll2000", "conll2002", "conll2003", "seminars"):
+        (tmp_path / corpus).mkdir()
+    return str(tmp_path)
+
+
+def test_kernel_seconds_size_the_reference_runs(monkeypatch):
+    assert _called(monkeypatch, kernel, "bench_kernel", "kernel")["reference_seconds"] == 1.0
+    assert _called(monkeypatch, kernel, "bench_kernel", "kernel", "--seconds", "0.01")["reference_seconds"] == 0.01
+
+
+def test_iterations_size_the_models_the_benchmarks_train(monkeypatch, data):
+    full = _called(monkeypatch, defaults, "bench_defaults", "defaults", "--data", data)
+    assert (full["max_iter"], full["default_max_iter"]) == (60, None)
+    small = _called(monkeypatch, defaults, "bench_defaults", "defaults", "--data", data, "--iterations", "2")
+    assert (small["max_iter"], small["default_max_iter"]) == (2, 2)
+    assert "max_iter" not in _called(monkeypatch, consistency, "bench_nonlocal", "nonlocal", "--data", data)
+    small = _called(
+        monkeypatch,
+        consistency,
+        "bench_nonlocal",
+        "nonlocal",
+        "--data",
+        data,
+        "--iterations",
+        "3",
+        "--curve-sweeps",
+        "2",
+    )
+    assert (small["max_iter"], small["curve_sweeps"]) == (3, 2)
+    assert _called(monkeypatch, transfer, "bench_transfer", "transfer", "--data", data)["max_iter"] is None
+    assert (
+        _called(monkeypatch, transfer, "bench_transfer", "transfer", "--data", data, "--iterations", "3")["max_iter"]
+        == 3
+    )
+    full = _called(monkeypatch, corrections, "bench_corrections", "corrections", "--data", data)
+    assert (full[5], full[6]) == (None, None)
+    small = ("--iterations", "3", "--sentences", "50")
+    assert _called(monkeypatch, corrections, "bench_corrections", "corrections", "--data", data, *small)[6] == 50
+    assert (
+        _called(monkeypatch, corrections, "bench_corrections", "corrections", "--data", data, "--iterations", "3")[5]
+        == 3
+    )
+
+
+def test_nonlocal_gives_its_sizes_to_each_language(monkeypatch, tmp_path):
+    seen = []
+    monkeypatch.setattr(consistency, "bench_language", lambda *args, **kwargs: seen.append(kwargs))
+    consistency.bench_nonlocal(tmp_path, ["eng"], tmp_path, max_iter=3, curve_sweeps=2)
+    consistency.bench_nonlocal(tmp_path, ["eng"], tmp_path)
+    assert [(k["max_iter"], k["curve_sweeps"]) for k in seen] == [(3, 2), (consistency.LOCAL_SETTINGS["max_iter"], 50)]
+
+
+def test_calibration_takes_a_number_of_iterations(monkeypatch, tmp_path):
+    class Measured(Exception):
+        pass
+
+    def measure(*args):
+        raise Measured(args)
+
+    names = ("eng.train", "eng.testa", "eng.testb")
+    monkeypatch.setattr(calibration, "read_conll2003", lambda folder: dict.fromkeys(names))
+    monkeypatch.setattr(calibration, "measure", measure)
+    with pytest.raises(Measured) as measured:
+        calibration.main(["--data", str(tmp_path), "--max-iter", "3"])
+    assert measured.value.args[0][-1] == 3
