@@ -565,6 +565,10 @@ class ChainCRF:
         if not sentences:
             return []
         rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict_spans")
+        if grammar is None and rules is None and temperature == 1.0:
+            small = tagging_plan(self).entities(sentences)  # a small batch: one kernel call, then the chunks'
+            if small is not None:
+                return small
         pot = tempered(self.span_potentials(sentences, grammar, params, rules), temperature)
         return decoded_entities(pot, state_labels(pot.topology), viterbi(pot, int(self.threads)).paths)
 

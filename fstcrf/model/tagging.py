@@ -1,7 +1,9 @@
 """A fitted model's small batches tagged in one kernel call (``ft_tag``,
-csrc/fstcrf_tagging.h): what :meth:`~fstcrf.model.ChainCRF.predict` and
-:meth:`~fstcrf.model.ChainCRF.decode` run for a batch too small to share out to
-threads (a sentence at a time: a web service, NLTK's CRFTagger, a Tagger).
+csrc/fstcrf_tagging.h): what :meth:`~fstcrf.model.ChainCRF.predict`,
+:meth:`~fstcrf.model.ChainCRF.decode` and :meth:`~fstcrf.model.ChainCRF.predict_spans`
+(:meth:`TaggingPlan.entities`: the call's emissions then give the chunks'
+probabilities) run for a batch too small to share out to threads (a sentence at a
+time: a web service, NLTK's CRFTagger, a Tagger, a spaCy pipeline fed one Doc at a time).
 
 The batch path runs its steps one by one, each over objects made for the batch
 (a token table, the encoded sentences, potentials, per-thread sentence blocks).
@@ -33,10 +35,11 @@ import numpy as np
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
-from fstcrf.engine.inference import PARALLEL_WORK, check_totals
+from fstcrf.engine.inference import PARALLEL_WORK, Potentials, check_totals
 from fstcrf.engine.kernel.tagging import TagBuffers, Tagger, tag, tag_entries
+from fstcrf.engine.spans import Entity, decoded_entities, state_labels
 from fstcrf.features.attributes import AttributeExtractor
-from fstcrf.features.encoding import EncodedSentences, token_classes
+from fstcrf.features.encoding import EncodedSentences, checked_lengths, token_classes
 from fstcrf.grammar import restriction_maps
 from fstcrf.learn.objective import Scorer
 from fstcrf.model.fitting import fitted_scorer, scorer_inputs
@@ -135,6 +138,26 @@ class TaggingPlan:
         if best is None:
             return None
         return self._named(best[0], [len(sentence) for sentence in sentences] if len(sentences) > 1 else None)
+
+    def entities(self, sentences: Sequence[Sentence]) -> list[list[Entity]] | None:
+        """The chunks of the best labels of ``sentences`` (none empty), each with its
+        exact probability, what ``ChainCRF.predict_spans`` gives them: the emissions
+        the kernel call of :meth:`paths` made, as potentials of the model's topology,
+        for the chunks' probabilities.  None when the plan does not take them (see
+        :meth:`labels`; also a model whose transitions read lower labels, whose
+        topology is restricted or whose extractor reads token dicts)."""
+        if self.reads is not None or self.state_map is not None or self.reads_entries:
+            return None
+        best = self.paths(sentences)
+        if best is None:
+            return None
+        path = best[0].copy()
+        num_states = self.tagger.num_states
+        emit = self.buffers.kept.emit[: len(path) * num_states].reshape(len(path), num_states).copy()
+        lengths, offsets = checked_lengths([len(sentence) for sentence in sentences], len(path))
+        transitions = self.scorer.transition_table(self.weights)
+        pot = Potentials.of_checked(self.topology, emit, lengths, offsets, transitions)
+        return decoded_entities(pot, state_labels(self.topology), path)
 
     def encoded_labels(self, encoded: EncodedSentences) -> list[list[str]] | None:
         """:meth:`labels` of sentences already encoded; None unless the batch is small."""

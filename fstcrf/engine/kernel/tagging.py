@@ -73,7 +73,7 @@ class Tagger(KernelBuffers):
 class TagBuffers(KernelBuffers):
     """ft_tag_buffers: a thread's buffers for batches of up to ``max_tokens`` tokens (and
     ``max_entries`` token entries) and sentences of up to ``t_max``, and the path int32
-    [max_tokens] each call writes."""
+    [max_tokens] and emissions float [max_tokens * S] (``emit``, flat) each call writes."""
 
     def __init__(self, tagger: Tagger, topology, num_classes: int, max_tokens: int, t_max: int, max_entries: int):
         super().__init__()
@@ -86,7 +86,8 @@ class TagBuffers(KernelBuffers):
         buffers.indptr = self.pin(own_lines(max_tokens + 1, np.int64))
         buffers.indices = self.pin(own_lines(max(max_tokens * struct.num_lines, max_entries, 1), np.int32))
         buffers.values = self.pin(own_lines(max(max_entries, 1)))
-        buffers.emit = self.pin(own_lines(max_tokens * tagger.num_states))
+        self.emit = own_lines(max_tokens * tagger.num_states)  # each call's emissions [n, S], flat
+        buffers.emit = self.pin(self.emit)
         search = max_tokens * tagger.search_states if struct.state_map != ffi.NULL else 1
         buffers.search_emit = self.pin(own_lines(search))
         buffers.work = self.pin(own_lines(tagger.work_doubles))
