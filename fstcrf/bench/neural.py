@@ -4,17 +4,18 @@
 For each tag count, one batch of ``batch`` sequences of lengths drawn from
 [``min_length``, ``max_length``], random float32 emissions and the same
 transition, start and end scores for every tool.  Each tool runs in its own
-fresh process (``python -m fstcrf.bench.neural TOOL ...``), which times
+fresh process (``python -m fstcrf.bench.neural SETTINGS``, the keyword arguments of
+:func:`run_tool` as JSON) with ``threads`` torch threads, which times
 
 * ``nll``: the negative log-likelihood, forward and backward (gradients of the
   emissions and the transition scores), and
 * ``decode``: Viterbi decoding,
 
 each the best of ``repeats`` rounds of up to ``rounds`` calls (fewer when a
-call takes long), and reports its peak resident memory (``ru_maxrss``) after
-the first call of each and at the end.  The parent
-checks that the log-likelihoods agree (1e-4) and the decoded paths are
-identical, and prints the ratios.  torch-struct takes edge potentials [B, T-1,
+call takes long: a round lasts about ``round_seconds`` at most), and reports
+its peak resident memory (``ru_maxrss``) after the first call of each and at
+the end.  The parent checks that the log-likelihoods agree (1e-4) and the
+decoded paths are identical, and prints the ratios.  torch-struct takes edge potentials [B, T-1,
 L, L]; building them from the emissions is part of its timed work, as it is
 for a user.  Its Viterbi is its ``argmax`` (edge indicators, turned into tags).
 """
@@ -109,11 +110,21 @@ def peak_megabytes() -> float:
 
 
 def run_tool(
-    tool: str, num_tags: int, batch: int, min_length: int, max_length: int, seed: int, rounds: int, repeats: int
+    tool: str,
+    num_tags: int,
+    batch: int,
+    min_length: int,
+    max_length: int,
+    seed: int,
+    rounds: int,
+    repeats: int,
+    round_seconds: float,
+    threads: int,
 ) -> dict:
     """Time one tool in this process (the child's side)."""
     import torch
 
+    torch.set_num_threads(threads)
     emissions, tags, mask, scores = inputs(torch, num_tags, batch, min_length, max_length, seed)
     nll, decode, parameters = layer(torch, tool, num_tags, scores)
     leaf = emissions.clone().requires_grad_(True)
@@ -128,8 +139,8 @@ def run_tool(
     setup_megabytes = 0.0
     for name, call in (("nll", step), ("decode", lambda: decode(emissions, mask))):
         started = time.perf_counter()
-        call()  # the first call, untimed, also sets how many calls a round makes: about a second's worth at most
-        calls = max(1, min(rounds, math.ceil(1.0 / (time.perf_counter() - started))))
+        call()  # the first call, untimed, also sets how many calls a round makes: about round_seconds' worth at most
+        calls = max(1, min(rounds, math.ceil(round_seconds / (time.perf_counter() - started))))
         setup_megabytes = max(setup_megabytes, peak_megabytes())
         best = float("inf")
         for _ in range(repeats):
@@ -160,6 +171,8 @@ def bench_torch(
     rounds: int = 20,
     repeats: int = 3,
     tools=TOOLS,
+    round_seconds: float = 1.0,
+    threads: int = 2,
 ) -> list[dict]:
     """One row per tag count: each tool's seconds per call and memory, the ratios to
     fstcrf, and the agreement of log-likelihoods and paths with fstcrf's."""
@@ -170,8 +183,19 @@ def bench_torch(
     for num_tags in tag_counts:
         results = {}
         for tool in tools:
-            command = [sys.executable, "-m", "fstcrf.bench.neural", tool, str(num_tags), str(batch)]
-            command += [str(min_length), str(max_length), str(seed), str(rounds), str(repeats)]
+            settings = {
+                "tool": tool,
+                "num_tags": num_tags,
+                "batch": batch,
+                "min_length": min_length,
+                "max_length": max_length,
+                "seed": seed,
+                "rounds": rounds,
+                "repeats": repeats,
+                "round_seconds": round_seconds,
+                "threads": threads,
+            }
+            command = [sys.executable, "-m", "fstcrf.bench.neural", json.dumps(settings)]
             output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
             results[tool] = json.loads(output.strip().splitlines()[-1])
         ours = results["fstcrf"]
@@ -217,6 +241,4 @@ def format_torch(rows: list[dict]) -> str:
 
 
 if __name__ == "__main__":
-    tool, *numbers = sys.argv[1:]
-    num_tags, batch, min_length, max_length, seed, rounds, repeats = (int(x) for x in numbers)
-    print(json.dumps(run_tool(tool, num_tags, batch, min_length, max_length, seed, rounds, repeats)))
+    print(json.dumps(run_tool(**json.loads(sys.argv[1]))))

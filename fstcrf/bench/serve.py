@@ -18,7 +18,7 @@ chunks, and ``fstcrf tag`` tags the test set's copies as one file (whole process
 for its sentences per second.
 
 With ``--soak-minutes M``, fstcrf's server is then loaded for M minutes at 80% of the
-peak requests/s measured for 20-sentence requests at the highest concurrency (each
+peak requests/s measured for the largest requests at the highest concurrency (each
 connection pausing between requests: wrk's ``delay``), its resident memory sampled
 every few seconds: errors, and memory against its value after the first minute."""
 
@@ -43,7 +43,7 @@ from fstcrf.bench.process import (
 )
 from fstcrf.errors import FstcrfError
 
-#: The concurrencies and the sentences per request of the load.
+#: The concurrencies and the sentences per request of the load (the defaults).
 CONCURRENCIES = (1, 8, 64)
 REQUEST_SENTENCES = (1, 20)
 
@@ -56,7 +56,8 @@ CHECK_SENTENCES = 500
 #: Seconds over which a server must stay idle before a run starts (see ServerUnderLoad.wait_until_idle).
 IDLE_SECONDS = 0.5
 
-#: Seconds each side is loaded before a measured run, so that caches and pools are warm.
+#: Seconds each side is loaded before a measured run, so that caches and pools are warm
+#: (the run's own seconds when fewer).
 WARM_UP_SECONDS = 2
 
 #: The Lua script wrk runs: each thread reads the bodies (one JSON a line) and sends
@@ -250,10 +251,14 @@ def bench_serve(
     soak_minutes: float = 0.0,
     progress: bool = True,
     copies: int = 5,
+    concurrencies=CONCURRENCIES,
+    request_sentences=REQUEST_SENTENCES,
+    repeats: int = 3,
 ) -> dict:
     """Load ``fstcrf serve`` and the python-crfsuite service (see the module doc) on
-    ``folder``/test.txt (CoNLL-2000), ``seconds`` per run; JSON-able data for
-    :func:`format_serve`."""
+    ``folder``/test.txt (CoNLL-2000), ``seconds`` per run, a run for each of
+    ``request_sentences`` at each of ``concurrencies``, ``fstcrf tag`` timed ``repeats``
+    times (its median); JSON-able data for :func:`format_serve`."""
     import tempfile
 
     from fstcrf.corpus.conll import read_conll
@@ -264,7 +269,7 @@ def bench_serve(
     folder = Path(folder)
     test = read_conll(folder / "test.txt")
     sentences = [{"word": s["word"], "pos": s["pos"]} for s in test.sentences]
-    runs_total = 2 * len(CONCURRENCIES) * len(REQUEST_SENTENCES)
+    runs_total = 2 * len(concurrencies) * len(request_sentences)
     with (
         tempfile.TemporaryDirectory(prefix="fstcrf-bench-serve-") as name,
         Progress(runs_total + 3, "bench serve", unit="step", enabled=progress) as bar,
@@ -274,7 +279,7 @@ def bench_serve(
         bar.update()
         tagged = scratch / "copies.txt"
         copies_of(folder / "test.txt", copies, tagged)
-        tag_file = bench_tag_file(model, tagged, threads, repeats=3, progress=False)
+        tag_file = bench_tag_file(model, tagged, threads, repeats=repeats, progress=False)
         walls = sorted(tag_file["sides"]["fstcrf"]["walls"])
         tag_rate = copies * len(test) / walls[len(walls) // 2]
         bar.update()
@@ -319,18 +324,19 @@ def bench_serve(
                 f1[side] = _chunk_f1(gold, labels)
             bar.update()
             runs: list[dict] = []
-            for size in REQUEST_SENTENCES:
-                bodies = {
+            files: dict[int, dict[str, Path]] = {}
+            for size in request_sentences:
+                bodies = files[size] = {
                     side: request_bodies(sentences, size, side, scratch / f"{side}-{size}.jsonl") for side in SIDES
                 }
-                for concurrency in CONCURRENCIES:
+                for concurrency in concurrencies:
                     order = SIDES if len(runs) % 2 == 0 else SIDES[::-1]
                     row: dict = {"sentences": size, "concurrency": concurrency}
                     for side in order:
                         url = services[side].url + paths[side]
                         for service in services.values():
                             service.wait_until_idle()
-                        load(url, bodies[side], script, concurrency, WARM_UP_SECONDS)
+                        load(url, bodies[side], script, concurrency, min(WARM_UP_SECONDS, seconds))
                         services[side].wait_until_idle()
                         row[side] = _figures(load(url, bodies[side], script, concurrency, seconds), size)
                         row[side]["rss_mib"] = services[side].resident_mib()
@@ -340,8 +346,9 @@ def bench_serve(
             if soak_minutes > 0:
                 for service in services.values():
                     service.wait_until_idle()
-                peak = next(row for row in runs if row["sentences"] == 20 and row["concurrency"] == max(CONCURRENCIES))
-                soak = _soak(services["fstcrf"], paths["fstcrf"], bodies["fstcrf"], script, peak, soak_minutes)
+                peak = max(runs, key=lambda row: (row["sentences"], row["concurrency"]))
+                fstcrf_bodies = files[peak["sentences"]]["fstcrf"]
+                soak = _soak(services["fstcrf"], paths["fstcrf"], fstcrf_bodies, script, peak, soak_minutes)
         finally:
             for service in services.values():
                 service.stop()

@@ -98,6 +98,11 @@ def _names_among(text: str, known, option: str) -> list[str]:
     return names
 
 
+def _whole_numbers(text: str) -> tuple[int, ...]:
+    """An argparse type: comma-separated whole numbers >= 1, at least one."""
+    return tuple(POSITIVE(number) for number in text.split(","))
+
+
 def _kernel(args: argparse.Namespace) -> tuple:
     from fstcrf.bench.kernel import bench_kernel
 
@@ -348,12 +353,29 @@ def _spacy(args: argparse.Namespace) -> tuple:
 
 def _torch(args: argparse.Namespace) -> tuple:
     """fstcrf.torch.CRF against pytorch-crf and torch-struct (needs fstcrf[torch,bench-torch])."""
-    from fstcrf.bench.neural import bench_torch
-    from fstcrf.extras import require
+    from importlib.util import find_spec
 
-    for module in ("torch", "torchcrf", "torch_struct"):
-        require(module, "bench torch")
-    return (bench_torch(seed=args.seed, repeats=args.repeats),)
+    from fstcrf.bench.neural import TOOLS, bench_torch
+    from fstcrf.errors import MissingExtraError
+    from fstcrf.extras import install_hint
+
+    tools = _names_among(args.tools, TOOLS, "--tools")
+    if "fstcrf" not in tools:
+        raise FstcrfError("--tools must name fstcrf: the other tools' times are given as multiples of its")
+    modules = {"fstcrf": "torch", "pytorch-crf": "torchcrf", "torch-struct": "torch_struct"}
+    for module in (modules[tool] for tool in tools):
+        if find_spec(module) is None:  # each tool's process imports it; this one need not
+            raise MissingExtraError(f"bench torch needs {module}, which is not installed: {install_hint(module)}")
+    return (
+        bench_torch(
+            args.tag_counts,
+            seed=args.seed,
+            repeats=args.repeats,
+            tools=tools,
+            round_seconds=args.seconds or 1.0,
+            threads=args.threads,
+        ),
+    )
 
 
 def _serve(args: argparse.Namespace) -> tuple:
@@ -372,6 +394,9 @@ def _serve(args: argparse.Namespace) -> tuple:
         soak_minutes=args.soak_minutes,
         progress=not args.quiet,
         copies=args.copies or 5,
+        concurrencies=args.concurrencies,
+        request_sentences=args.request_sentences,
+        repeats=args.repeats,
     )
     return (result,)
 
@@ -466,8 +491,8 @@ def add_parsers(commands) -> None:
         "sklearn-crfsuite's tutorial dicts when conll2002/ is beside conll2000/, and for the "
         "NER default ner-rich on --copies copies of eng.testa when conll2003/ is; "
         "torch: the CRF layer fstcrf.torch.CRF against pytorch-crf and torch-struct, NLL "
-        "forward+backward and Viterbi at batch 32, lengths 25-50, 9 and 45 tags, each tool "
-        "in its own process (needs fstcrf[torch,bench-torch]); "
+        "forward+backward and Viterbi at batch 32, lengths 25-50, 9 and 45 tags (--tag-counts), each tool "
+        "(--tools) in its own process (needs fstcrf[torch,bench-torch]); "
         "spacy: tokens per second of the spaCy component inside nlp.pipe on the CoNLL-2000 test set "
         "against the model's own decoding (--model: a chunker or composed model; default: one trained "
         "for --iterations, default 20) (needs fstcrf[spacy]); "
@@ -475,9 +500,10 @@ def add_parsers(commands) -> None:
         "fstcrf.pycrfsuite's Tagger against python-crfsuite's, NLTK's CRFTagger over each, decode_logits "
         "and the spaCy component (--repeats alternations, --sentences); "
         "serve: fstcrf serve under load from wrk on the loopback interface against a python-crfsuite "
-        "service in the same web framework, requests of 1 and 20 CoNLL-2000 test sentences at concurrency "
-        "1, 8 and 64, --seconds per run, with fstcrf tag's sentences per second on --copies copies of the "
-        "test set (default 5) and --soak-minutes at 80%% of the peak (--model: the model served; default: "
+        "service in the same web framework, requests of 1 and 20 CoNLL-2000 test sentences "
+        "(--request-sentences) at concurrency 1, 8 and 64 (--concurrencies), --seconds per run, with "
+        "fstcrf tag's sentences per second on --copies copies of the test set (default 5) and "
+        "--soak-minutes at 80%% of the peak (--model: the model served; default: "
         "one trained for --iterations, default 20) (needs fstcrf[serve,bench] and wrk)",
     )
     bench.add_argument(
@@ -490,8 +516,22 @@ def add_parsers(commands) -> None:
         "--seconds",
         type=real_number(0.001, 3600.0),
         default=None,
-        help="serve: seconds of load per run (default 10, at least 1); kernel: seconds each numpy and pynini "
-        "run is sized to take per lattice (default 1)",
+        help="serve: seconds of load per run, in whole seconds (wrk's), each after a warm-up of 2 s or "
+        "--seconds if fewer (default 10); kernel: seconds each numpy and pynini "
+        "run is sized to take per lattice (default 1); torch: seconds of calls a timed round makes at most "
+        "(default 1)",
+    )
+    bench.add_argument(
+        "--concurrencies",
+        type=_whole_numbers,
+        default="1,8,64",
+        help="serve: comma-separated connection counts of the load (default %(default)s)",
+    )
+    bench.add_argument(
+        "--request-sentences",
+        type=_whole_numbers,
+        default="1,20",
+        help="serve: comma-separated sentences per request of the load (default %(default)s)",
     )
     bench.add_argument(
         "--soak-minutes",
@@ -563,6 +603,17 @@ def add_parsers(commands) -> None:
         help="transfer: random 50/50 splits of the seminar messages (default %(default)s)",
     )
     bench.add_argument(
+        "--tag-counts",
+        type=_whole_numbers,
+        default="9,45",
+        help="torch: comma-separated numbers of tags (default %(default)s)",
+    )
+    bench.add_argument(
+        "--tools",
+        default="fstcrf,pytorch-crf,torch-struct",
+        help="torch: comma-separated tools timed, fstcrf among them (default %(default)s)",
+    )
+    bench.add_argument(
         "--languages",
         default="eng,ned",
         help="nonlocal: comma-separated languages, from eng and ned (default %(default)s)",
@@ -621,8 +672,9 @@ def add_parsers(commands) -> None:
         "--repeats",
         type=POSITIVE,
         default=3,
-        help="timings are the best of this many runs; tag and train: runs of each side; bandit --speed-only: "
-        "runs of each side (one thread, --threads), alternated, medians reported (default %(default)s)",
+        help="timings are the best of this many runs; tag and train: runs of each side; serve: runs of "
+        "fstcrf tag; bandit --speed-only: runs of each side (one thread, --threads), alternated, medians "
+        "reported (default %(default)s)",
     )
     bench.add_argument(
         "--seed",
@@ -671,7 +723,8 @@ def add_parsers(commands) -> None:
         "--threads",
         type=POSITIVE,
         default=2,
-        help="fstcrf threads for bench train, partial, spacy and serve (default %(default)s)",
+        help="fstcrf threads for bench train, partial, spacy and serve; torch: torch threads of each tool "
+        "(default %(default)s)",
     )
     bench.add_argument(
         "--data", default=None, help="folder holding CoNLL-2000 (bench train, partial) (default: as for fstcrf demo)"

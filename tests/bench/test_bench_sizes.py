@@ -2,11 +2,14 @@
 (docs/development.md, "# CI:") reach the functions they size, and leave the full
 run as it was without them."""
 
+from importlib.util import find_spec
+
 import pytest
 
-from fstcrf.bench import consistency, corrections, defaults, kernel, transfer
+from fstcrf.bench import consistency, corrections, defaults, kernel, neural, serve, transfer
 from fstcrf.cli import bench as cli_bench
 from fstcrf.cli import build_parser
+from fstcrf.errors import FstcrfError
 from fstcrf.experiments import calibration
 
 
@@ -31,6 +34,8 @@ def _called(monkeypatch, module, name: str, *words: str) -> dict:
 def data(tmp_path):
     for corpus in ("conll2000", "conll2002", "conll2003", "seminars"):
         (tmp_path / corpus).mkdir()
+    for name in ("train.txt", "test.txt"):
+        (tmp_path / "conll2000" / name).write_text("")
     return str(tmp_path)
 
 
@@ -94,3 +99,34 @@ def test_calibration_takes_a_number_of_iterations(monkeypatch, tmp_path):
     with pytest.raises(Measured) as measured:
         calibration.main(["--data", str(tmp_path), "--max-iter", "3"])
     assert measured.value.args[0][-1] == 3
+
+
+@pytest.mark.skipif(
+    not (find_spec("torchcrf") and find_spec("torch_struct")),
+    reason="needs pytorch-crf and torch-struct: pip install 'fstcrf[bench-torch]'",
+)
+def test_torch_sizes_choose_tag_counts_tools_seconds_and_threads(monkeypatch):
+    full = _called(monkeypatch, neural, "bench_torch", "torch")
+    assert (full[0], full["tools"], full["round_seconds"], full["threads"]) == ((9, 45), list(neural.TOOLS), 1.0, 2)
+    small = ("--tag-counts", "9", "--tools", "fstcrf,pytorch-crf", "--seconds", "0.01", "--threads", "1")
+    small = _called(monkeypatch, neural, "bench_torch", "torch", *small)
+    assert (small[0], small["tools"], small["round_seconds"], small["threads"]) == (
+        (9,),
+        ["fstcrf", "pytorch-crf"],
+        0.01,
+        1,
+    )
+    with pytest.raises(FstcrfError, match="must name fstcrf"):
+        _called(monkeypatch, neural, "bench_torch", "torch", "--tools", "pytorch-crf")
+
+
+@pytest.mark.skipif(
+    not all(find_spec(module) for module in ("starlette", "uvicorn", "prometheus_client", "pycrfsuite")),
+    reason="needs the extras serve and bench: pip install 'fstcrf[serve,bench]'",
+)
+def test_serve_sizes_choose_the_runs_of_load_and_of_fstcrf_tag(monkeypatch, data):
+    full = _called(monkeypatch, serve, "bench_serve", "serve", "--data", data)
+    assert (full["concurrencies"], full["request_sentences"], full["repeats"]) == ((1, 8, 64), (1, 20), 3)
+    small = ("--concurrencies", "1", "--request-sentences", "1", "--repeats", "1")
+    small = _called(monkeypatch, serve, "bench_serve", "serve", "--data", data, *small)
+    assert (small["concurrencies"], small["request_sentences"], small["repeats"]) == ((1,), (1,), 1)

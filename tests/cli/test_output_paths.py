@@ -36,6 +36,7 @@ NOT_PATHS = {
     "tasks": "task names",
     "constraints": "a column name (or TARGET=COLUMN)",
     "cases": "benchmark case names",
+    "tools": "benchmarked tool names",
     "host": "a host name or address",
     "token": "a bearer token",
     "cors_origin": "a web origin",
