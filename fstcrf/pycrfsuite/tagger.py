@@ -188,8 +188,13 @@ class Tagger:
         sequence set last when ``xseq`` is None."""
         model = self._open_model()
         if xseq is not None:  # read as ``set`` reads it, tagged as predict tags it (encoded on asking for scores)
-            self._read(xseq)
-            if self._items is not None:
+            self._forget_sequence()
+            if type(xseq) is list and xseq:  # read and tagged in one call when its items are dicts and lists
+                self._items = list(xseq)
+                self._best = tagging_plan(model).direct_labels(self._items)
+            if self._best is None:
+                self._read(xseq)
+            if self._items is not None and self._best is None:
                 self._best = tagging_plan(model).item_labels(self._items)
                 if self._best is None:
                     (self._best,) = model.predict([self._current_sentence(model)])
