@@ -7,6 +7,8 @@ while it is read) the same typed errors as the batch path, and no crash."""
 
 import math
 import numbers
+import sys
+import threading
 
 import pytest
 from hypothesis import given
@@ -152,3 +154,27 @@ def test_hostile_items_raise_the_batch_paths_errors_and_never_crash(crf):
     tokens[1]["length"] = _ClearsTheList(tokens)
     assert plan.direct_labels(tokens) is None
     assert tokens == []
+
+
+def test_threads_sharing_a_tagger_each_get_their_own_sentences_labels(crf):
+    X, _ = _training()
+    tagger = Tagger.of_model(crf.crf_)
+    expected = [tagger.tag(xseq) for xseq in X]
+    got: dict[int, list] = {}
+
+    def tag_all(number):
+        got[number] = [tagger.tag(xseq) for xseq in (X if number % 2 else X[::-1]) for _ in range(5)]
+
+    threads = [threading.Thread(target=tag_all, args=(number,)) for number in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between any two steps of a call
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    for number in range(4):
+        order = expected if number % 2 else expected[::-1]
+        assert got[number] == [labels for labels in order for _ in range(5)]
