@@ -203,12 +203,12 @@ class Tagger:
             best = tagging_plan(model).direct_labels(items)
         if best is None:
             self._read(xseq)
-            items = self._items
-            if items is None:
+            tokens = self._items
+            if tokens is None:
                 return []
-            best = tagging_plan(model).item_labels(items)
+            best = tagging_plan(model).item_labels(tokens)
             if best is None:
-                self._sentence = sentence = item_sentence(items, "xseq", reads=model.reads)
+                self._sentence = sentence = item_sentence(tokens, "xseq", reads=model.reads)
                 (best,) = model.predict([sentence])
         self._best = best
         return list(best)
