@@ -10,7 +10,7 @@ from build_kernel import EXTRA_FLAGS, compiler_options  # noqa: E402  (csrc/ is 
 
 # fstcrf._attributes uses only the limited API of Python 3.10, so one build serves later versions too.
 # EXTRA_FLAGS (FSTCRF_CFLAGS) reach both extensions, e.g. a sanitizer (docs/development.md).
-ATTRIBUTES = Extension("fstcrf._attributes", ["csrc/fstcrf_attributes.c"], py_limited_api=True,
+ATTRIBUTES = Extension("fstcrf._attributes", ["csrc/fstcrf_attributes.c"], py_limited_api=True, include_dirs=["csrc"],
                        define_macros=[("Py_LIMITED_API", "0x030A0000")], extra_compile_args=["-O2", *EXTRA_FLAGS],
                        extra_link_args=EXTRA_FLAGS)
 

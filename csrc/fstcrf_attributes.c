@@ -16,6 +16,11 @@
  * Anything else -- a set of names, a nested dict, bytes, a subclass, NaN, an int
  * too large for a double, the key of the lower labels -- goes whole to the
  * fallback.
+ *
+ * tag_tokens reads one sentence so and tags it in the same call, through the
+ * address of ft_tag_entries (csrc/fstcrf_tagging.h) that fstcrf.engine.kernel
+ * gives it: one sentence per call (python-crfsuite's Tagger.tag, NLTK's
+ * CRFTagger) then makes no Python object but the list of labels.
  */
 #define PY_SSIZE_T_CLEAN
 #ifndef Py_LIMITED_API
@@ -26,6 +31,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fstcrf_tagging.h"     /* the structs of tag_tokens' kernel call (no kernel code is linked) */
 
 /* A growing buffer of (column int64, value float64) entries and of the start
  * of each token's entries. */
@@ -256,6 +263,36 @@ static int add_fallback_pairs(Entries *entries, Vocabulary *vocabulary, PyObject
     return 0;
 }
 
+/* Add the entries of one token (``token`` borrowed from its list; its lower label
+ * ``label``, or NULL), read here or by the fallback, then its end.  Returns 0, or -1
+ * with an exception set. */
+static int read_token(Entries *entries, Vocabulary *vocabulary, PyObject *token, PyObject *label, PyObject *reads,
+                      PyObject *fallback, Py_ssize_t sentence, Py_ssize_t position)
+{
+    int read = 0;
+    if (token == NULL)
+        return -1;
+    if (label == NULL || PyUnicode_CheckExact(label)) {
+        if (PyDict_CheckExact(token))
+            read = read_dict(entries, vocabulary, token, reads);
+        else if (PyList_CheckExact(token) || PyTuple_CheckExact(token))
+            read = read_names(entries, vocabulary, token);
+        if (read < 0 || (read == 1 && label != NULL && add_pair(entries, vocabulary, reads, label) < 0))
+            return -1;
+    }
+    if (read == 0) {
+        PyObject *pairs = PyObject_CallFunction(fallback, "Onn", token, sentence, position);
+        int status;
+        if (pairs == NULL)
+            return -1;
+        status = add_fallback_pairs(entries, vocabulary, pairs);
+        Py_DECREF(pairs);
+        if (status < 0)
+            return -1;
+    }
+    return add_start(entries);
+}
+
 static PyObject *as_bytearray(const void *data, Py_ssize_t count, size_t item)
 {
     return PyByteArray_FromStringAndSize(count ? (const char *)data : "", count * (Py_ssize_t)item);
@@ -306,36 +343,19 @@ static PyObject *read_columns(PyObject *module, PyObject *args)
     for (sentence = 0; sentence < num_sentences; sentence++) {
         PyObject *tokens = PyList_GetItem(token_lists, sentence);
         PyObject *lower = lower_lists == Py_None ? NULL : PyList_GetItem(lower_lists, sentence);
-        Py_ssize_t length, position;
+        Py_ssize_t position;
         if (!PyList_Check(tokens) || (lower != NULL && (!PyList_Check(lower)
                                                         || PyList_Size(lower) != PyList_Size(tokens)))) {
             PyErr_SetString(PyExc_TypeError, "every sentence must be a list of tokens (and of as many labels)");
             goto done;
         }
-        length = PyList_Size(tokens);
-        for (position = 0; position < length; position++) {
-            PyObject *token = PyList_GetItem(tokens, position);
-            PyObject *label = lower == NULL ? NULL : PyList_GetItem(lower, position);
-            int read = 0;
-            if (label == NULL || PyUnicode_CheckExact(label)) {
-                if (PyDict_CheckExact(token))
-                    read = read_dict(&entries, &vocabulary, token, reads);
-                else if (PyList_CheckExact(token) || PyTuple_CheckExact(token))
-                    read = read_names(&entries, &vocabulary, token);
-                if (read < 0 || (read == 1 && label != NULL && add_pair(&entries, &vocabulary, reads, label) < 0))
-                    goto done;
-            }
-            if (read == 0) {
-                PyObject *pairs = PyObject_CallFunction(fallback, "Onn", token, sentence, position);
-                int status;
-                if (pairs == NULL)
-                    goto done;
-                status = add_fallback_pairs(&entries, &vocabulary, pairs);
-                Py_DECREF(pairs);
-                if (status < 0)
-                    goto done;
-            }
-            if (add_start(&entries) < 0)
+        /* the fallback runs Python code, which may change the lists: their sizes are read again */
+        for (position = 0; position < PyList_Size(tokens); position++) {
+            PyObject *label = NULL;
+            if (lower != NULL && (label = PyList_GetItem(lower, position)) == NULL)
+                goto done;
+            if (read_token(&entries, &vocabulary, PyList_GetItem(tokens, position), label, reads, fallback, sentence,
+                           position) < 0)
                 goto done;
         }
     }
@@ -348,6 +368,97 @@ done:
     free(entries.values);
     free(entries.starts);
     return result;
+}
+
+/* ft_tag_entries, called through its address in fstcrf._kernel (see tag_tokens). */
+typedef int (*tag_entries_function)(const ft_tagger *, const fc_scores *, ft_tag_buffers *, int64_t, int32_t,
+                                    const int64_t *, const int64_t *, const int64_t *, const double *,
+                                    const int32_t *, int32_t *, double *);
+
+PyDoc_STRVAR(tag_tokens_doc,
+"tag_tokens(tokens, by_name, by_key, fallback, state_names, kernel)\n"
+"\n"
+"The best labels of one sentence of token dicts, lists or tuples of names, read\n"
+"as read_columns reads them (one sentence, no lower labels) and tagged by\n"
+"ft_tag_entries in the same call: a list of state_names[state], one per token.\n"
+"kernel: the addresses (ints) of ft_tag_entries, the ft_tagger, the fc_scores,\n"
+"the calling thread's ft_tag_buffers and its path int32 and score float64\n"
+"arrays, which the call overwrites; the caller keeps them alive.  None when the\n"
+"call does not take the sentence: no tokens, a token of another type than\n"
+"exactly dict, list or tuple (checked before any is read), more tokens or\n"
+"entries than the buffers hold, or a kernel status other than FC_OK or a\n"
+"best score that is not finite (the caller's general path says what is\n"
+"wrong).  A bad token raises what the fallback raises.  The GIL is released\n"
+"while the kernel runs.");
+
+static PyObject *tag_tokens(PyObject *module, PyObject *args)
+{
+    PyObject *tokens, *fallback, *state_names, *labels = NULL;
+    Vocabulary vocabulary = {NULL, NULL, NULL, NULL};
+    unsigned long long address[6];
+    Entries entries = {0};
+    Py_ssize_t num_tokens, position;
+    int status;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!(KKKKKK):tag_tokens", &PyList_Type, &tokens, &PyDict_Type,
+                          &vocabulary.by_name, &PyDict_Type, &vocabulary.by_key, &fallback, &PyList_Type,
+                          &state_names, &address[0], &address[1], &address[2], &address[3], &address[4],
+                          &address[5]))
+        return NULL;
+    tag_entries_function tag = (tag_entries_function)(uintptr_t)address[0];
+    const ft_tagger *tagger = (const ft_tagger *)(uintptr_t)address[1];
+    const fc_scores *scores = (const fc_scores *)(uintptr_t)address[2];
+    ft_tag_buffers *buffers = (ft_tag_buffers *)(uintptr_t)address[3];
+    int32_t *path = (int32_t *)(uintptr_t)address[4];
+    double *score = (double *)(uintptr_t)address[5];
+    num_tokens = PyList_Size(tokens);
+    for (position = 0; position < num_tokens; position++) {
+        PyObject *token = PyList_GetItem(tokens, position);
+        if (!PyDict_CheckExact(token) && !PyList_CheckExact(token) && !PyTuple_CheckExact(token))
+            Py_RETURN_NONE;
+    }
+    if (num_tokens == 0 || num_tokens > buffers->max_tokens || num_tokens > buffers->workspace->t_max)
+        Py_RETURN_NONE;
+    if (add_start(&entries) < 0)
+        goto done;
+    for (position = 0; position < num_tokens && PyList_Size(tokens) == num_tokens; position++)
+        if (read_token(&entries, &vocabulary, PyList_GetItem(tokens, position), NULL, Py_None, fallback, 0,
+                       position) < 0)
+            goto done;
+    /* the fallback runs Python code, which may have changed the list */
+    if (PyList_Size(tokens) != num_tokens || entries.size > buffers->max_entries) {
+        labels = Py_NewRef(Py_None);
+        goto done;
+    }
+    {
+        const int64_t offsets[2] = {0, num_tokens};
+        Py_BEGIN_ALLOW_THREADS
+        status = tag(tagger, scores, buffers, num_tokens, 1, offsets, entries.starts, entries.columns,
+                     entries.values, NULL, path, score);
+        Py_END_ALLOW_THREADS
+    }
+    if (status != FC_OK || !isfinite(score[0])) {
+        labels = Py_NewRef(Py_None);
+        goto done;
+    }
+    if ((labels = PyList_New(num_tokens)) == NULL)
+        goto done;
+    for (position = 0; position < num_tokens; position++) {
+        PyObject *name = PyList_GetItem(state_names, path[position]);      /* borrowed; IndexError: a bug */
+        if (name == NULL) {
+            Py_CLEAR(labels);
+            goto done;
+        }
+        Py_INCREF(name);
+        PyList_SetItem(labels, position, name);
+    }
+done:
+    free(entries.columns);
+    free(entries.values);
+    free(entries.starts);
+    if (labels == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "tag_tokens failed without an error");
+    return labels;
 }
 
 PyDoc_STRVAR(values_by_key_doc,
@@ -399,6 +510,7 @@ failed:
 static PyMethodDef methods[] = {
     {"read_columns", read_columns, METH_VARARGS, read_columns_doc},
     {"values_by_key", values_by_key, METH_VARARGS, values_by_key_doc},
+    {"tag_tokens", tag_tokens, METH_VARARGS, tag_tokens_doc},
     {NULL, NULL, 0, NULL},
 };
 

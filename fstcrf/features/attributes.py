@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import numbers
 from typing import cast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -193,17 +193,12 @@ def _read_token(token, lower: list | None, position: int, reads: str | None, nam
         values.append(1.0)
 
 
-def read_token_lists(
-    token_lists: list,
-    lower_lists: list | None,
-    by_name: dict[str, int],
-    by_key: dict[str, dict[str, int]],
-    names: list[str] | None = None,
-    reads: str | None = None,
-    first: int = 0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`read_entries` of the tokens of B sentences, token_lists [B] of lists of
-    tokens (and their lower labels, lower_lists [B] of lists, or None)."""
+def token_reader(lower_lists: list | None, reads: str | None, first: int) -> Callable[[object, int, int], tuple]:
+    """The fallback of fstcrf._attributes: read(token, sentence, position) -> (names,
+    values), the pairs of a token the C reader hands back, read in Python (with its
+    lower label lower_lists[sentence][position] when ``lower_lists`` is given); a bad
+    token raises FeatureValueError or FeatureTypeError naming its position and its
+    sentence, numbered from ``first``."""
 
     def read_in_python(token, number: int, position: int) -> tuple[list, list]:
         token_names: list[str] = []
@@ -216,8 +211,26 @@ def read_token_lists(
             raise error.error(f"sentence {first + number}, token {position}: {error}") from None
         return token_names, values
 
+    return read_in_python
+
+
+#: How a sentence read alone, without lower labels, has its tokens read in Python.
+READ_ALONE = token_reader(None, None, 0)
+
+
+def read_token_lists(
+    token_lists: list,
+    lower_lists: list | None,
+    by_name: dict[str, int],
+    by_key: dict[str, dict[str, int]],
+    names: list[str] | None = None,
+    reads: str | None = None,
+    first: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`read_entries` of the tokens of B sentences, token_lists [B] of lists of
+    tokens (and their lower labels, lower_lists [B] of lists, or None)."""
     columns, values, starts = kernel.read_columns(
-        token_lists, lower_lists, reads, by_name, by_key, names, read_in_python
+        token_lists, lower_lists, reads, by_name, by_key, names, token_reader(lower_lists, reads, first)
     )
     return (
         np.frombuffer(columns, dtype=np.int64),
@@ -416,10 +429,18 @@ class AttributeExtractor:
         """:meth:`entries` of one sentence given as its tokens [T] (dicts or lists of names,
         as the column "attributes" holds them), for an extractor that reads no lower
         labels."""
+        by_name, by_key = self.item_columns()
+        return read_token_lists([tokens], None, by_name, by_key)
+
+    def item_columns(self) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+        """The fitted vocabulary (name -> column) and its values by key, what
+        fstcrf._attributes reads one sentence's tokens with (:meth:`item_entries`;
+        their fallback is :data:`READ_ALONE`), for an extractor that reads no lower
+        labels."""
         if self.reads is not None:
             raise TemplateError(f"this extractor reads lower labels from column {self.reads!r}: give sentences")
         self._check_fitted()
-        return read_token_lists([tokens], None, self.vocabulary_, self._values_by_key())
+        return self.vocabulary_, self._values_by_key()
 
     def _values_by_key(self) -> dict[str, dict[str, int]]:
         """key -> {value: column} for the names "key:value" of ``vocabulary_``, split at

@@ -36,9 +36,9 @@ import numpy as np
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
 from fstcrf.engine.inference import PARALLEL_WORK, Potentials, check_totals
-from fstcrf.engine.kernel.tagging import TagBuffers, Tagger, tag, tag_entries
+from fstcrf.engine.kernel.tagging import TagBuffers, Tagger, tag, tag_entries, tag_items
 from fstcrf.engine.spans import Entity, decoded_entities, state_labels
-from fstcrf.features.attributes import AttributeExtractor
+from fstcrf.features.attributes import READ_ALONE, AttributeExtractor
 from fstcrf.features.encoding import EncodedSentences, checked_lengths, token_classes
 from fstcrf.grammar import restriction_maps
 from fstcrf.learn.objective import Scorer
@@ -91,6 +91,8 @@ class TaggingPlan:
         self.max_tokens = max(1, PARALLEL_WORK // (topology.num_states + topology.num_edges))
         labels = original.labels
         self.state_names = [labels[label] for label in original.state_label.tolist()]
+        #: whether :meth:`direct_labels` may take a sentence: its token dicts are all it reads
+        self.reads_alone = self.reads_entries and extractor.reads is None and self.reads is None and self.every_length
         self.buffers = threading.local()
 
     def _scores(self) -> kernel.Scores:
@@ -197,14 +199,41 @@ class TaggingPlan:
     def item_labels(self, tokens: list) -> list[str] | None:
         """The best labels [T] of one sentence given as its tokens (T >= 1 token dicts or
         lists of names, what column "attributes" holds) for a model over token dicts
-        that reads no lower labels: :meth:`labels` of its Sentence, without making one.
-        None when the plan does not take it (a sentence too long for one thread)."""
-        best = self.item_paths(tokens)
-        return None if best is None else self._named(best[0], None)[0]
+        that reads no lower labels: :meth:`labels` of its Sentence, without making one
+        (read and tagged in one call when it can be: :meth:`direct_labels`).  None when
+        the plan does not take it (a sentence too long for one thread)."""
+        labels = self.direct_labels(tokens)
+        if labels is None:
+            best = self._read_item_paths(tokens)
+            labels = None if best is None else self._named(best[0], None)[0]
+        return labels
 
     def item_paths(self, tokens: list) -> tuple[np.ndarray, np.ndarray] | None:
         """:meth:`paths` of the one sentence :meth:`item_labels` takes (None when it does
         not: a model that reads lower labels needs a Sentence)."""
+        if self.direct_labels(tokens) is not None:
+            buffers = self.buffers.kept
+            return buffers.path[: len(tokens)], buffers.score[:1]
+        return self._read_item_paths(tokens)
+
+    def direct_labels(self, tokens: list) -> list[str] | None:
+        """:meth:`item_labels` of ``tokens`` read and tagged in one C call (fstcrf._attributes
+        reads them and runs the kernel: no array or other Python object made but the
+        labels), when the model reads no lower labels, every length is feasible, this
+        thread's buffers hold the sentence and its tokens are dicts, lists and tuples
+        (exactly those types); else None (the other steps say what is wrong).  The same
+        entries and kernel call as :meth:`item_paths` otherwise makes: the same labels
+        and scores, bit for bit.  A bad token raises what reading it raises."""
+        buffers = getattr(self.buffers, "kept", None)
+        if buffers is None or not self.reads_alone or len(tokens) > self.max_tokens:
+            return None
+        by_name, by_key = self.extractor.item_columns()
+        return tag_items(
+            tokens, by_name, by_key, READ_ALONE, self.state_names, self.tagger, self._current_scores(), buffers
+        )
+
+    def _read_item_paths(self, tokens: list) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`item_paths` by its steps: the tokens' entries read, then one kernel call."""
         num_tokens = len(tokens)
         if num_tokens > self.max_tokens or self.extractor.reads is not None:
             return None

@@ -185,19 +185,33 @@ class Tagger:
 
     def tag(self, xseq=None) -> list[str]:
         """The best label sequence [T] of ``xseq`` (read as by ``set``), or of the
-        sequence set last when ``xseq`` is None."""
+        sequence set last when ``xseq`` is None.  Threads sharing a Tagger each get
+        the labels of their own ``xseq`` (each tags in its own buffers); the sequence
+        set last, which ``probability`` and ``marginal`` read, is the last one set."""
         model = self._open_model()
-        if xseq is not None:  # read as ``set`` reads it, tagged as predict tags it (encoded on asking for scores)
+        if xseq is None:
+            if self._items is None:
+                return []
+            if self._best is None:
+                (self._best,) = model.decode(cast(EncodedSentences, self._encoded))
+            return list(self._best)
+        # read as ``set`` reads it, tagged as predict tags it (encoded on asking for scores)
+        self._forget_sequence()
+        best = None
+        if type(xseq) is list and xseq:  # read and tagged in one call when its items are dicts and lists
+            self._items = items = list(xseq)
+            best = tagging_plan(model).direct_labels(items)
+        if best is None:
             self._read(xseq)
-            if self._items is not None:
-                self._best = tagging_plan(model).item_labels(self._items)
-                if self._best is None:
-                    (self._best,) = model.predict([self._current_sentence(model)])
-        if self._items is None:
-            return []
-        if self._best is None:
-            (self._best,) = model.decode(cast(EncodedSentences, self._encoded))
-        return list(self._best)
+            tokens = self._items
+            if tokens is None:
+                return []
+            best = tagging_plan(model).item_labels(tokens)
+            if best is None:
+                self._sentence = sentence = item_sentence(tokens, "xseq", reads=model.reads)
+                (best,) = model.predict([sentence])
+        self._best = best
+        return list(best)
 
     def probability(self, yseq) -> float:
         """p(yseq | the sequence set last): 0 for a label sequence the model's grammar

@@ -1,17 +1,24 @@
 """A batch tagged in one call (csrc/fstcrf_tagging.h): the model's part made once
 (:class:`Tagger`), a thread's buffers (:class:`TagBuffers`) and the call, on the
-batch's column hashes or rows (:func:`tag`) or on its token entries (:func:`tag_entries`)."""
+batch's column hashes or rows (:func:`tag`) or on its token entries (:func:`tag_entries`),
+or on one sentence's token dicts read in the same call (:func:`tag_items`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
+import fstcrf._attributes as attributes_extension
 from fstcrf._kernel import ffi, lib
 from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, own_lines
 from fstcrf.engine.kernel.chain import Graph, Scores, Workspace, chain_workspace
 from fstcrf.engine.kernel.features import FeatureDictionary, Tokens
+
+
+#: ft_tag_entries, which fstcrf._attributes.tag_tokens calls (see :func:`tag_items`).
+TAG_ENTRIES = ffi.addressof(lib, "ft_tag_entries")
 
 
 class WindowLines(NamedTuple):
@@ -98,6 +105,18 @@ class TagBuffers(KernelBuffers):
         self._path = ffi.from_buffer("int32_t[]", self.path)
         self.score = own_lines(max_tokens)  # a sentence per score: no more than tokens
         self._score = ffi.from_buffer("double[]", self.score)
+        self._addresses: tuple = (None, None, ())  # tag_items' (tagger, scores, addresses), made on first use
+
+    def addresses(self, tagger: Tagger, scores: Scores) -> tuple[int, ...]:
+        """What fstcrf._attributes.tag_tokens calls with these buffers: the addresses of
+        ft_tag_entries, the structs of ``tagger``, ``scores`` and these buffers, and the
+        path and score arrays (kept while the tagger and scores are the same objects)."""
+        kept_tagger, kept_scores, addresses = self._addresses
+        if kept_tagger is not tagger or kept_scores is not scores:
+            structs = (TAG_ENTRIES, tagger.struct, scores.struct, self.struct, self._path, self._score)
+            addresses = tuple(int(ffi.cast("uintptr_t", struct)) for struct in structs)
+            self._addresses = (tagger, scores, addresses)
+        return addresses
 
 
 def tag(
@@ -167,3 +186,27 @@ def tag_entries(
     )
     check_status(status, "ft_tag_entries")
     return buffers.path[:num_tokens], buffers.score[: len(offsets) - 1]
+
+
+def tag_items(
+    tokens: list,
+    by_name: dict[str, int],
+    by_key: dict[str, dict[str, int]],
+    fallback: Callable[[object, int, int], tuple[list, list]],
+    state_names: list[str],
+    tagger: Tagger,
+    scores: Scores,
+    buffers: TagBuffers,
+) -> list[str] | None:
+    """The best labels [T] of one sentence, ``tokens`` [T] (dicts, lists or tuples of
+    names), in one call that reads their entries as :func:`read_columns` does (a fitted
+    vocabulary ``by_name``, ``by_key``; ``fallback`` reads the tokens C hands back) and
+    runs :func:`tag_entries` on them: state_names[state] of each token's best state (the
+    state path and score are left in the buffers' ``path`` and ``score``).  None when
+    the call does not take the sentence: no tokens, a token not exactly a dict, list or
+    tuple, a sentence or entries the buffers cannot hold, a kernel status other than
+    FC_OK or a best score that is not finite (:func:`tag_entries` says what is wrong).
+    Raises what ``fallback`` raises for a bad token."""
+    return attributes_extension.tag_tokens(
+        tokens, by_name, by_key, fallback, state_names, buffers.addresses(tagger, scores)
+    )
