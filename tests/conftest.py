@@ -1,9 +1,20 @@
 """Shared fixtures."""
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
+
+
+def pytest_configure(config):
+    """Ctrl-C raises KeyboardInterrupt in this process and the processes it starts,
+    as in a terminal: a run started in the background by a non-interactive shell
+    (``cmd &``) inherits SIGINT ignored, which Python keeps, and the tests that
+    interrupt themselves (the thread pools, the pipelines, the bandit partner)
+    would wait for an interrupt that never comes."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _missing(message: str):
