@@ -82,12 +82,18 @@ def _read(folder: Path, file_name: str, columns: str, iob1: bool) -> Corpus:
 def _local_model(
     language: str, train: Corpus, dev: Corpus, cache: Path, threads: int, max_iter: int = LOCAL_SETTINGS["max_iter"]
 ) -> Path:
-    """The path of the cached local model, trained first (for ``max_iter`` L-BFGS iterations) if absent."""
+    """The path of the cached local model, trained first (for ``max_iter`` L-BFGS iterations) if absent;
+    its name holds a digest of the settings and of the training and development sentences, so that a
+    model trained on other data (the stand-ins of a documentation run) is never taken for it."""
     from fstcrf.document.decode import estimate_consistency
 
     folder, *_, columns, template, _ = CORPORA[language]
     settings = {**LOCAL_SETTINGS, "max_iter": max_iter}
-    key = hashlib.sha256(json.dumps([language, columns, template, settings, 1]).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(json.dumps([language, columns, template, settings, 1]).encode())
+    for corpus in (train, dev):
+        for name in corpus.column_names:
+            digest.update(json.dumps(corpus.column(name)).encode())
+    key = digest.hexdigest()[:12]
     path = cache / f"nonlocal-{language}-{key}.model"
     if not path.exists():
         model = ChainCRF(template, threads=threads, **settings)

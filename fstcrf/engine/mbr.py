@@ -157,9 +157,9 @@ def mbr_decode(
         first_floor = floor if pot.num_tokens <= ONE_CALL_TOKENS else max(floor, FIRST_FLOOR)
         batch, expected_chunks = chunk_candidates(pot, chunks, first_floor, threads)
         if first_floor > floor:  # the thresholds tried are at least F_0 / 2
-            start = batch.ratio(batch.above(0.5), expected_chunks)
-            if max(floor, start / 2) < first_floor:  # a model expecting an F1 below 2 FIRST_FLOOR: more candidates
-                batch = chunk_candidates(pot, chunks, max(floor, start / 2), threads)[0]
+            lowest = max(floor, batch.ratio(batch.above(0.5), expected_chunks) / 2)
+            if lowest < first_floor:  # a model expecting an F1 below 2 FIRST_FLOOR: more candidates
+                batch = chunk_candidates(pot, chunks, lowest, threads)[0]
         threshold, chosen = batch.kernel.search(expected_chunks, floor, MAX_ROUNDS)
     spans = batch.entities(chosen)
     return MbrDecoding(spans, float(threshold), expected_f1(spans, expected_chunks), expected_chunks)

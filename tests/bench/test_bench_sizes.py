@@ -130,3 +130,32 @@ def test_serve_sizes_choose_the_runs_of_load_and_of_fstcrf_tag(monkeypatch, data
     small = ("--concurrencies", "1", "--request-sentences", "1", "--repeats", "1")
     small = _called(monkeypatch, serve, "bench_serve", "serve", "--data", data, *small)
     assert (small["concurrencies"], small["request_sentences"], small["repeats"]) == ((1,), (1,), 1)
+
+
+def test_the_nonlocal_cache_keeps_a_model_per_corpus(monkeypatch, tmp_path):
+    """A local model trained on 300-sentence stand-ins (a documentation run) is never
+    taken for the one trained on the whole corpus: the cache key holds the sentences."""
+    from fstcrf.corpus.conll import read_conll
+    from fstcrf.document import decode
+
+    trained = []
+
+    class Recorded:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def fit(self, train, **kwargs):
+            trained.append(len(train))
+            return self
+
+        def save(self, path):
+            path.write_text("a model")
+
+    monkeypatch.setattr(consistency, "ChainCRF", Recorded)
+    monkeypatch.setattr(decode, "estimate_consistency", lambda corpus, column: None)
+    (tmp_path / "small.txt").write_text("Paris B-LOC\n\n")
+    (tmp_path / "large.txt").write_text("Paris B-LOC\n\nRome B-LOC\nsays O\n\n")
+    small, large = (read_conll(tmp_path / name, columns="word,ner") for name in ("small.txt", "large.txt"))
+    cache = tmp_path / "cache"
+    paths = [consistency._local_model("eng", train, small, cache, 1, 3) for train in (small, large, small)]
+    assert trained == [1, 2] and paths[0] == paths[2] != paths[1]
