@@ -17,10 +17,15 @@ An HTML comment on the line before a block changes that, with a reason:
     <!-- docs: record: the command of a run at a past commit -->
     <!-- docs: fails: is the same file as the input -->
     <!-- docs: timeout: 600 -->
+    <!-- docs: ci-step: .ci/run -->
 
 parse-only checks a Python block's syntax and every fstcrf command line of a shell
 block against the command-line parser; record does the same for the commands of a
-past run, which CI cannot repeat.  fails runs a shell block, in a subshell, and
+past run, which CI cannot repeat.  ci-step says that a CI script runs the
+block's commands itself (the whole test suite, the wheel's build): each command
+line of the block must be one the script runs, its words in order among those of
+a line of the script (``python`` and ``pip`` spelled ``python3`` and ``python3 -m
+pip``), or the check fails.  fails runs a shell block, in a subshell, and
 requires it to fail with that text in its output.  ``<!-- docs-page: parse-only:
 REASON -->`` (or not-run, record) anywhere in a page makes that the page's default;
 ``<!-- docs: run -->`` before a block restores running.  A shell command line
@@ -74,6 +79,8 @@ DEFAULT_TIMEOUT = 120
 REASONED = ("not-run", "parse-only", "record")
 #: The actions whose blocks are checked (syntax, command lines) instead of run.
 CHECKED = ("parse-only", "record")
+#: The marker naming the CI script (from the repository's root) that runs a block's commands.
+CI_STEP = "ci-step"
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,})(?P<info>[^`\n]*)$")
 _MARKER = re.compile(r"^\s*<!--\s*docs:\s*(?P<body>.*?)\s*-->\s*$")
@@ -120,6 +127,8 @@ def _marker(body: str, where: str) -> tuple[str, str]:
     key, value = key.strip(), value.strip()
     if key in REASONED and not value:
         raise DocsFormatError(f"{where}: '{key}' needs a reason: <!-- docs: {key}: WHY -->")
+    if key == CI_STEP and not (ROOT / value).is_file():
+        raise DocsFormatError(f"{where}: '{key}' names a CI script of the repository: <!-- docs: {key}: .ci/run -->")
     if key == "fails" and not value:
         raise DocsFormatError(f"{where}: 'fails' needs the text of the failure: <!-- docs: fails: MESSAGE -->")
     if key == "timeout":
@@ -127,8 +136,10 @@ def _marker(body: str, where: str) -> tuple[str, str]:
             float(value)
         except ValueError:
             raise DocsFormatError(f"{where}: timeout needs seconds, got {value!r}") from None
-    elif key not in (*REASONED, "run", "fails"):
-        raise DocsFormatError(f"{where}: unknown marker {key!r} (not-run, parse-only, record, run, fails, timeout)")
+    elif key not in (*REASONED, CI_STEP, "run", "fails"):
+        raise DocsFormatError(
+            f"{where}: unknown marker {key!r} (not-run, parse-only, record, ci-step, run, fails, timeout)"
+        )
     return key, value
 
 
@@ -224,6 +235,8 @@ def read_blocks(page: Path) -> list[Block]:
                 if language != "sh":
                     raise DocsFormatError(f"{where}: only a shell block can be marked to fail")
                 block.fails = value
+            elif key == CI_STEP and language != "sh":
+                raise DocsFormatError(f"{where}: only a shell block can be a step of a CI script")
             else:
                 block.action, block.reason = key, value
         if block.language in ("sh", "python") and with_ci_options(block.text, where, language) != block.text:
@@ -272,23 +285,34 @@ def _with_keywords(code: str, keywords: str, where: str) -> str:
     return code[: len(code) - len(code.lstrip())] + ast.unparse(statement)
 
 
-def fstcrf_commands(block: str) -> list[list[str]]:
-    """The arguments of each fstcrf command of a shell block (continued lines
-    joined, comments dropped, commands split at ; && || |, variables left as
-    they are)."""
+def shell_commands(script: str, lenient: bool = False) -> list[list[str]]:
+    """The words of each command of a shell script (continued lines joined, comments
+    dropped, commands split at ; && || |, variables left as they are); ``lenient``
+    leaves out a line that does not split (a heredoc's text) instead of raising
+    ValueError."""
     commands = []
-    for line in block.replace("\\\n", " ").splitlines():
+    for line in script.replace("\\\n", " ").splitlines():
         lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
         lexer.whitespace_split = True
+        try:
+            words = [*lexer, ";"]
+        except ValueError:
+            if lenient:
+                continue
+            raise
         command: list[str] = []
-        for word in [*lexer, ";"]:
+        for word in words:
             if word.strip(";&|"):
                 command.append(word)
-                continue
-            if command and command[0] == "fstcrf":
-                commands.append(command[1:])
-            command = []
+            elif command:
+                commands.append(command)
+                command = []
     return commands
+
+
+def fstcrf_commands(block: str) -> list[list[str]]:
+    """The arguments of each fstcrf command of a shell block (:func:`shell_commands`)."""
+    return [command[1:] for command in shell_commands(block) if command[0] == "fstcrf"]
 
 
 def refused_commands(block: str) -> list[str]:
@@ -513,10 +537,36 @@ def _check(block: Block) -> str:
     return "\n".join(dict.fromkeys(shown + in_ci))
 
 
+def _command_words(script: str) -> list[list[str]]:
+    """The words of each command of a shell script (:func:`shell_commands`, lenient),
+    ``python`` and ``pip`` spelled ``python3`` and ``python3 -m pip``."""
+    spelled = {"python": ["python3"], "pip": ["python3", "-m", "pip"]}
+    return [[*spelled.get(words[0], words[:1]), *words[1:]] for words in shell_commands(script, lenient=True)]
+
+
+def _runs(script_line: list[str], command: list[str]) -> bool:
+    """Whether a line of a CI script runs ``command``: the same program, and its words in order among the line's."""
+    if not command or script_line[0] != command[0]:
+        return False
+    rest = iter(script_line)
+    return all(word in rest for word in command)
+
+
+def check_ci_step(block: Block) -> str:
+    """The command lines of a ``ci-step`` block that its CI script does not run, or ""."""
+    script = _command_words((ROOT / block.reason).read_text(encoding="utf-8"))
+    missing = [
+        " ".join(command) for command in _command_words(block.text) if not any(_runs(line, command) for line in script)
+    ]
+    return "".join(f"{block.reason} does not run: {command}\n" for command in missing)
+
+
 def run_block(block: Block, namespace: dict, shell: PageShell) -> str:
     """Do with one block what its action says, in the page's folder; an error message, or ""."""
     if block.action in CHECKED:
         return _check(block)
+    if block.action == CI_STEP:
+        return check_ci_step(block)
     if block.action != "run":
         return ""
     if block.language == "python":

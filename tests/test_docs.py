@@ -13,6 +13,7 @@ import pytest
 
 from doc_blocks import (
     DocsFormatError,
+    check_ci_step,
     check_pip,
     fstcrf_commands,
     read_blocks,
@@ -82,6 +83,34 @@ def test_the_block_reader_follows_the_convention(tmp_path):
         page.write_text(wrong)
         with pytest.raises(DocsFormatError):
             read_blocks(page)
+
+
+def test_a_ci_step_block_must_be_run_by_its_script(tmp_path):
+    page = tmp_path / "page.md"
+    block = "<!-- docs: ci-step: .ci/wheel-check -->\n```sh\n{}\n```\n"
+    page.write_text(block.format("pip install build   # the builder\npython -m build"))
+    (step,) = read_blocks(page)
+    assert (step.action, step.reason) == ("ci-step", ".ci/wheel-check") and check_ci_step(step) == ""
+    page.write_text(block.format("python -m build --sdist\npython -m pip install twine"))
+    assert check_ci_step(read_blocks(page)[0]).splitlines() == [
+        ".ci/wheel-check does not run: python3 -m build --sdist",
+        ".ci/wheel-check does not run: python3 -m pip install twine",
+    ]
+    for wrong in (
+        "<!-- docs: ci-step: .ci/no-such-script -->\n```sh\nls\n```\n",
+        "<!-- docs: ci-step -->\n```sh\nls\n```\n",
+        "<!-- docs: ci-step: .ci/run -->\n```python\nx = 1\n```\n",
+    ):
+        page.write_text(wrong)
+        with pytest.raises(DocsFormatError):
+            read_blocks(page)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_ci_steps_are_run_by_their_scripts(page):
+    steps = [block for block in read_blocks(page) if block.action == "ci-step"]
+    missing = [f"{block.where}: {error}" for block in steps if (error := check_ci_step(block))]
+    assert not missing, "\n".join(missing)
 
 
 def test_a_python_ci_comment_gives_keywords_to_the_call():
