@@ -203,10 +203,20 @@ class DecodedRows(DecodedLogits):
     """The DecodedLogits of one kernel call (:func:`decode_rows`), whose potentials are
     made on first access: ``scored`` holds the topology, the emissions [N, S], the
     lengths [B] and offsets [B+1], the transitions [E], start and final [S] they are
-    made of."""
+    made of (or the potentials themselves, as ``dataclasses.replace`` gives them)."""
 
-    def __init__(self, labels: list[list[str]], scores: np.ndarray, paths: np.ndarray, scored: tuple):
+    def __init__(
+        self,
+        labels: list[list[str]],
+        scores: np.ndarray,
+        paths: np.ndarray,
+        potentials: Potentials | None = None,
+        *,
+        scored: tuple = (),
+    ):
         self.labels, self.scores, self.paths, self.scored = labels, scores, paths, scored
+        if potentials is not None:
+            self.__dict__["potentials"] = potentials  # what the cached property would have made
 
     @cached_property
     def potentials(self) -> Potentials:  # type: ignore[override]  # the field, made when read
@@ -230,7 +240,7 @@ def decode_rows(
         check_totals(scores, "viterbi", "the best path's score")
     topology, offsets = parts.topology, sentences.offsets
     scored = (topology, emissions, sentences.lengths, offsets, parts.transitions, parts.start, parts.final)
-    return DecodedRows(split_labels(topology, paths, offsets), scores, paths, scored)
+    return DecodedRows(split_labels(topology, paths, offsets), scores, paths, scored=scored)
 
 
 def decode_batch(topology: Topology, rows: np.ndarray, lengths: np.ndarray, threads: int = 1) -> DecodedLogits:

@@ -2,6 +2,7 @@
 (or a grammar) accepts, read by the corpus module's chunk reader and writer
 rather than by the topology code under test."""
 
+import dataclasses
 import itertools
 import pickle
 
@@ -220,6 +221,14 @@ def test_a_decoded_sentence_pickles_with_its_potentials():
     assert copy.labels == decoded.labels and copy.scores.tobytes() == decoded.scores.tobytes()
     assert copy.potentials.emissions.tobytes() == decoded.potentials.emissions.tobytes()
     assert copy.entities == decoded.entities
+
+
+def test_a_decoded_sentence_is_a_dataclass_to_replace_fields_of():
+    decoded = decode_logits(np.random.default_rng(3).normal(size=(5, 3)), ["O", "B-X", "I-X"], scheme="iob2")
+    labels = [["O", "B-X", "I-X", "O", "O"]]
+    changed = dataclasses.replace(decoded, labels=labels)
+    assert changed.labels == labels and changed.paths is decoded.paths and changed.potentials is decoded.potentials
+    assert dataclasses.asdict(changed)["labels"] == labels
 
 
 def test_a_batch_split_over_threads_decodes_as_one_thread():
