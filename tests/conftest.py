@@ -106,11 +106,14 @@ def demo_joint(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``pynini`` skip, with the reason, where pynini is missing: only in
+    """The tests marked ``slow`` first (the documentation's pages, the whole corpora), so
+    that pytest-xdist's workers start the longest ones early instead of ending on them;
+    tests marked ``pynini`` skip, with the reason, where pynini is missing: only in
     the CI leg without it (FSTCRF_WITHOUT_PYNINI=1); elsewhere under CI they fail."""
     from fstcrf.extras import available, install_hint
     from needs import extras_required
 
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: in order within each group
     if available("pynini") or extras_required():
         return  # where pynini must be installed, the marked tests run (and fail without it)
     for item in items:

@@ -75,6 +75,10 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data"
 LANGUAGES = {"python": "run", "sh": "run", "fgr": "run", "yaml": "run", "text": "text"}
 #: Seconds a block may take unless a ``timeout`` marker says otherwise.
 DEFAULT_TIMEOUT = 120
+#: How much longer every block may take in a sanitizer run (.ci/sanitizers preloads its runtimes).
+SANITIZER_SLOWDOWN = 5 if os.environ.get("LD_PRELOAD") else 1
+#: The programs pages run that hang with a sanitizer's runtime preloaded: run without it.
+UNINSTRUMENTED = ("curl", "chromium", "wrk", "dot")
 #: The markers that need a reason, and what they make of a block.
 REASONED = ("not-run", "parse-only", "record")
 #: The actions whose blocks are checked (syntax, command lines) instead of run.
@@ -105,7 +109,7 @@ class Block:
     text: str
     action: str = "run"  # run, parse-only, record, not-run, text
     reason: str = ""
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float = DEFAULT_TIMEOUT * SANITIZER_SLOWDOWN
     fails: str = ""  # a run shell block that must fail, with this in its output
 
     @property
@@ -228,7 +232,7 @@ def read_blocks(page: Path) -> list[Block]:
             if block.action == "text":
                 raise DocsFormatError(f"{where}: a text block is never run; drop the marker")
             if key == "timeout":
-                block.timeout = float(value)
+                block.timeout = float(value) * SANITIZER_SLOWDOWN
             elif key == "run":
                 block.action, block.reason = "run", ""
             elif key == "fails":
@@ -345,6 +349,11 @@ def _shims(folder: Path) -> Path:
         "python3": f'#!/bin/sh\nexec {python} "$@"\n',
         "pip": f'#!/bin/sh\nexec {python} {shlex.quote(str(Path(__file__).resolve()))} --check-pip "$@"\n',
     }
+    if os.environ.get("LD_PRELOAD"):  # a sanitizer run: see UNINSTRUMENTED
+        for program in UNINSTRUMENTED:
+            found = shutil.which(program)
+            if found:
+                scripts[program] = f'#!/bin/sh\nunset LD_PRELOAD\nexec {shlex.quote(found)} "$@"\n'
     for name, script in scripts.items():
         path = folder / name
         path.write_text(script)

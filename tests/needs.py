@@ -2,6 +2,7 @@
 required in CI's main leg, which installs every extra, and under CI, whose .ci/run
 installs the programs (Graphviz, Chromium)."""
 
+import contextlib
 import importlib
 import os
 import shutil
@@ -37,3 +38,17 @@ def program_or_skip(name: str, package: str) -> str:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{name} is missing under CI, whose .ci/run installs it; {reason}", pytrace=False)
     pytest.skip(reason, allow_module_level=True)
+
+
+@contextlib.contextmanager
+def uninstrumented():
+    """os.environ without LD_PRELOAD while the block runs: the programs it starts
+    (Chromium, Playwright's driver), not built with a sanitizer, hang with the runtimes
+    that a sanitizer run (.ci/sanitizers) preloads into the tests and their fstcrf
+    processes."""
+    preloaded = os.environ.pop("LD_PRELOAD", None)
+    try:
+        yield
+    finally:
+        if preloaded is not None:
+            os.environ["LD_PRELOAD"] = preloaded

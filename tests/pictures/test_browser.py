@@ -18,7 +18,7 @@ from fstcrf.corpus.synthetic import DATA_DIR
 from fstcrf.model.compose import load_any
 from fstcrf.pictures.html import NEUTRAL, type_colours, view_page
 from fstcrf.pictures.tagged import chunk_types, tagged_sentences
-from needs import import_or_skip, program_or_skip
+from needs import import_or_skip, program_or_skip, uninstrumented
 
 CHROMIUM = program_or_skip("chromium", "chromium")
 Image = import_or_skip("PIL.Image", "reading the screenshot needs Pillow (pip install pillow)")
@@ -55,7 +55,8 @@ def chromium(*arguments: str, profile) -> str:
         f"--user-data-dir={profile}",
         *arguments,
     ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    with uninstrumented():
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
 

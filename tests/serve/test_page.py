@@ -21,7 +21,7 @@ from fstcrf.corpus.labels import corrected_labels
 from fstcrf.corpus.synthetic import DATA_DIR
 from fstcrf.engine.constraints import Constraints
 from fstcrf.model.decoders import load_decoder
-from needs import import_or_skip, program_or_skip
+from needs import import_or_skip, program_or_skip, uninstrumented
 
 CHROMIUM = program_or_skip("chromium", "chromium")
 playwright_api = import_or_skip("playwright.sync_api", "the page test needs Playwright: pip install playwright")
@@ -41,14 +41,16 @@ TEXT = "the light might build a quiet house .\n\nmany old cities quietly grow ."
 
 @pytest.fixture
 def browser_page():
-    with playwright_api.sync_playwright() as playwright:
+    with uninstrumented():  # Playwright's driver and Chromium; the servers the test starts keep a sanitizer's runtime
+        playwright = playwright_api.sync_playwright().start()
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGUMENTS)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(30_000)
-            yield page
-        finally:
-            browser.close()
+    try:
+        page = browser.new_page()
+        page.set_default_timeout(30_000)
+        yield page
+    finally:
+        browser.close()
+        playwright.stop()
 
 
 def shown_chunks(element, layer: str) -> list[dict]:
