@@ -47,7 +47,11 @@ class WindowRows:
             rows, transforms = by_column.setdefault(column, ([], []))
             rows.append(g)
             transforms.append(transform)
-        self.columns = [(column, rows, transforms) for column, (rows, transforms) in by_column.items()]
+        #: per column: its sources' rows of source_hashes' array (a slice when they follow each other), transforms
+        self.columns: list[tuple[str, slice | list[int], list[str | None]]] = [
+            (column, slice(rows[0], rows[-1] + 1) if rows == list(range(rows[0], rows[-1] + 1)) else rows, transforms)
+            for column, (rows, transforms) in by_column.items()
+        ]
         self.num_sources = len(window.sources)
         self.salt = dictionary.salt
         self.cache: ValueHashes = value_hashes(dictionary.salt)
@@ -69,7 +73,8 @@ class WindowRows:
                 values = sentences[0].columns[column]
             else:
                 values = [value for sentence in sentences for value in sentence.columns[column]]
-            self.cache.hashes(values, transforms, [out[g] for g in rows], strings_only=True)
+            targets = out[rows] if isinstance(rows, slice) else [out[g] for g in rows]
+            self.cache.hashes(values, transforms, targets, strings_only=True)
         return out
 
     def _plain_hashes(self, sentences: Sequence[Sentence], out: np.ndarray) -> bool:
