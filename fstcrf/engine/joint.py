@@ -497,8 +497,9 @@ _checked_tables: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def _checked_transitions(name: str, scores: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``as_float_array(name, scores, shape)``, at once for a table checked before."""
-    if _checked_tables.get(id(scores)) is scores and scores.shape == shape:
+    """``as_float_array(name, scores, shape)``, at once for a table checked before and
+    read-only since (a table made writeable again is checked again)."""
+    if _checked_tables.get(id(scores)) is scores and scores.shape == shape and not scores.flags.writeable:
         return scores
     checked = as_float_array(name, scores, shape)
     if checked is scores and scores.base is None and not scores.flags.writeable:

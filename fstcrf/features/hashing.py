@@ -230,10 +230,10 @@ class ValueHashes:
         out: Sequence[np.ndarray] | np.ndarray,
         strings_only: bool = False,
     ) -> None:
-        """Write into out[k] (uint64 [n]; ``out`` a list of them, or uint64 [K, n]) the hash of the name transforms[k] gives each
-        of ``values`` (strings, repeated or not).  With ``strings_only``, TypeError,
-        before anything is kept, when a value not met before is not a string (a caller
-        that has not checked them)."""
+        """Write into out[k] (uint64 [n]; ``out`` a list of them, or uint64 [K, n]) the
+        hash of the name transforms[k] gives each of ``values`` (strings, repeated or not).
+        With ``strings_only``, TypeError, before anything is kept, when a value not met
+        before is not a string (a caller that has not checked them)."""
         with self.lock:
             if len(self.row) > self.max_values:
                 self.clear()

@@ -336,3 +336,14 @@ def test_path_posteriors_refuse_paths_outside_the_space():
             joint.path_posteriors(jp, np.full(jp.num_tokens, outside[0]))
     with pytest.raises(errors.ShapeError, match="paths must be joint states"):
         joint.path_posteriors(jp, np.zeros(jp.num_tokens + 1, dtype=np.int64))
+
+
+def test_a_checked_transition_table_made_writeable_again_is_checked_again():
+    jp, _ = random_joint(5, 2)
+    table = np.array(jp.transitions[1])
+    table.flags.writeable = False
+    joint.JointPotentials(jp.space, jp.emissions, jp.lengths, [jp.transitions[0], table])  # checked, then kept
+    table.flags.writeable = True
+    table[0, 0] = np.nan
+    with pytest.raises(errors.ScoreError, match=r"transitions\[1\]"):
+        joint.JointPotentials(jp.space, jp.emissions, jp.lengths, [jp.transitions[0], table])
