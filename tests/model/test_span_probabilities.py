@@ -188,7 +188,7 @@ def test_a_pooled_temperature_maximises_the_summed_likelihood_of_its_lattices(ch
     assert likelihood_temperature(lattices[:1]) == alone[0]
 
 
-@pytest.mark.parametrize("temperature", [0, -1.0, float("nan"), float("inf"), 1e-308, 1e7])
+@pytest.mark.parametrize("temperature", [0, -1.0, float("nan"), float("inf"), 1e-308, 1e7, 10**400, -(10**400)])
 def test_a_temperature_outside_the_range_is_refused(chunker, sentences, temperature):
     from fstcrf.errors import ScoreError
 
