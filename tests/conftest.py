@@ -106,14 +106,18 @@ def demo_joint(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests marked ``slow`` first (the documentation's pages, the whole corpora), so
-    that pytest-xdist's workers start the longest ones early instead of ending on them;
+    """The longest tests first: the documentation's pages (docs/benchmarks.md's about
+    three minutes), then the other tests marked ``slow`` (whole corpora), so that
+    pytest-xdist's workers (``--dist worksteal``, pyproject.toml) start them early and
+    share out the short ones at the end instead of one worker ending on a long one;
     tests marked ``pynini`` skip, with the reason, where pynini is missing: only in
     the CI leg without it (FSTCRF_WITHOUT_PYNINI=1); elsewhere under CI they fail."""
     from fstcrf.extras import available, install_hint
     from needs import extras_required
 
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: in order within each group
+    items.sort(  # stable: in order within each group
+        key=lambda item: (item.get_closest_marker("slow") is None, item.originalname != "test_page_examples_run")
+    )
     if available("pynini") or extras_required():
         return  # where pynini must be installed, the marked tests run (and fail without it)
     for item in items:
