@@ -236,7 +236,7 @@ def test_page_examples_run(page, tmp_path, request):
     _needs_every_extra()
     if "FSTCRF_DATA" in page.read_text(encoding="utf-8"):
         request.getfixturevalue("data_dir")  # the corpora: a skip where they are missing, a failure under CI
-    budget = sum(block.timeout for block in read_blocks(page) if block.action == "run") + 60
+    budget = sum(block.allowed_seconds for block in read_blocks(page) if block.action == "run") + 60
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page), "--folder", str(tmp_path)],
         capture_output=True,
