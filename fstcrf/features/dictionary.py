@@ -204,47 +204,30 @@ class HashedDictionary:
             memo_ptr = np.zeros(len(distinct) + 1, dtype=np.int64)
             np.cumsum(room, out=memo_ptr[1:])
             sizes += room[group]
-            groups = (grouped, group, memo_ptr)
+            groups = (group, memo_ptr)
 
         def rows_of(first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
-            return self._looked_up(plan, value_ptr, all_hashes, sizes, groups, first, last)
+            """indptr [last - first + 1] (from 0) and indices of tokens first .. last-1."""
+            indptr = np.empty(last - first + 1, dtype=np.int64)
+            indices = np.empty(int(sizes[first:last].sum()), dtype=np.int32)
+            part_ptr = np.ascontiguousarray(value_ptr[:, first : last + 1])
+            scratch = int(sizes[first:last].max(initial=0))
+            within = None if groups is None else (grouped, np.ascontiguousarray(groups[0][first:last]), groups[1])
+            list_rows(
+                part_ptr,
+                all_hashes,
+                plan.seeds,
+                plan.item_ptr,
+                plan.items,
+                self.slots,
+                scratch,
+                indptr,
+                indices,
+                within,
+            )
+            return indptr, indices[: indptr[-1]]
 
         return _in_parts(parts, rows_of)
-
-    def small_list_rows(
-        self, plan: LinePlan, value_ptr: np.ndarray, value_hashes: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`list_rows` of a small batch (a sentence or a few, which it looks up as
-        list_rows does one of fewer than GROUPED_TOKENS tokens: no line once per group,
-        one part) from the values of the items of ``plan`` (laid out for lists):
-        value_ptr int64 [J, N+1] into value_hashes uint64, as
-        :func:`~fstcrf.features.item_lists.item_values` gives them."""
-        num_tokens = value_ptr.shape[1] - 1
-        sizes = kernel.line_sizes(value_ptr, plan.item_ptr, plan.items, range(len(plan.chosen)))
-        return self._looked_up(plan, value_ptr, value_hashes, sizes, None, 0, num_tokens)
-
-    def _looked_up(
-        self,
-        plan: LinePlan,
-        value_ptr: np.ndarray,
-        value_hashes: np.ndarray,
-        sizes: np.ndarray,
-        groups: tuple[int, np.ndarray, np.ndarray] | None,
-        first: int,
-        last: int,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """indptr [last - first + 1] (from 0) and indices of tokens first .. last-1 of
-        :meth:`list_rows`, whose lines give each token sizes int64 [N] keys; ``groups``
-        (num_grouped, group int64 [N], memo_ptr): the lines looked up once per group."""
-        indptr = np.empty(last - first + 1, dtype=np.int64)
-        indices = np.empty(int(sizes[first:last].sum()), dtype=np.int32)
-        part_ptr = np.ascontiguousarray(value_ptr[:, first : last + 1])
-        scratch = int(sizes[first:last].max(initial=0))
-        within = None if groups is None else (groups[0], np.ascontiguousarray(groups[1][first:last]), groups[2])
-        list_rows(
-            part_ptr, value_hashes, plan.seeds, plan.item_ptr, plan.items, self.slots, scratch, indptr, indices, within
-        )
-        return indptr, indices[: indptr[-1]]
 
     def reading_rows(
         self, table: TokenTable, template: Template, chosen: Sequence[int], column: str, values: Sequence[str]

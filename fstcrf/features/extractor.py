@@ -33,7 +33,6 @@ from fstcrf.errors import (
 from fstcrf.features.template import Template, parse_template
 from fstcrf.features.dictionary import HashedDictionary, column_rows, occurrence_keys, predicate_keys
 from fstcrf.features.hashing import pack_names, utf8_hashes
-from fstcrf.features.list_rows import ListRows
 from fstcrf.features.occurrences import Occurrences, predicate_occurrences
 from fstcrf.features import seen_entities
 from fstcrf.features.resources import Resources, seen_lower_columns
@@ -98,7 +97,6 @@ class FeatureExtractor:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.pop("_window_rows", None)  # made again on first use (its cache holds a lock)
-        state.pop("_list_rows", None)
         return state
 
     def parsed_template(self) -> Template:
@@ -378,25 +376,6 @@ class FeatureExtractor:
             rows = WindowRows(self._dictionary, template, lines.binary) if simple else None
             kept = self._window_rows = (self._dictionary, template, rows)
         return kept[2]
-
-    def list_rows(self) -> ListRows | None:
-        """The :class:`~fstcrf.features.list_rows.ListRows` of the whole template when
-        its lines read value lists, all binary (no numbers) and each item one the
-        kernel computes from the store, so that a small batch's rows can be looked up
-        without a token table; None otherwise.  Made once per fitted dictionary,
-        template and resources."""
-        self._check_fitted()
-        template = self.parsed_template()
-        made_of = (self._dictionary, template, self._resources)
-        kept = self.__dict__.get("_list_rows")
-        if kept is None or not all(a is b for a, b in zip(kept[0], made_of)):
-            lines = self._lines()
-            rows = None
-            if lines.lists and not lines.real:
-                rows = ListRows(self._dictionary, template, lines.binary, self._resources)
-                rows = rows if rows.direct else None
-            kept = self._list_rows = (made_of, rows)
-        return kept[1]
 
     def _hashed_matrix(self, values: ItemValues, templates: Sequence[int] | None = None) -> SparseRows:
         """The predicate matrix [N, P] of the templates listed (all by default)."""

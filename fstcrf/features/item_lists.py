@@ -137,28 +137,10 @@ def item_values(
     seen_lower and the lists of the items the kernel does not compute.  ``only_at``
     (mask uint8 [N], observations): those observations have values only at the
     tokens the mask marks."""
+    N = table.num_tokens
     columns = [table.string_values(column) for column in plan.columns]
-    value_ptr, hashes = stored_values(table.offsets, columns, plan, salt, values.resources, only_at)
-    if not plan.named:
-        return value_ptr, hashes
-    return _with_named(values, plan, salt, value_ptr, hashes, only_at)
-
-
-def stored_values(
-    offsets: np.ndarray,
-    columns: list[list[str]],
-    plan: ItemPlan,
-    salt: int,
-    resources,
-    only_at: tuple[np.ndarray, Collection[int]] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`item_values` of the observations ``plan.direct``, the ones the kernel
-    computes, from the strings [N] of each column of ``plan.columns`` at the tokens
-    of sentences cut by offsets int64 [B+1]; ``resources``
-    (:class:`fstcrf.features.resources.Resources`) gives seen_lower's training words."""
-    N = int(offsets[-1])
     words = columns[0] if len(columns) == 1 else list(chain.from_iterable(columns))
-    rows, places, tables = value_store(salt).tables(words, plan.tables(resources))
+    rows, places, tables = value_store(salt).tables(words, plan.tables(values.resources))
     items = plan.placed(places)
     mask = None
     if only_at is not None:
@@ -170,7 +152,9 @@ def stored_values(
 
     def computed(hashes: np.ndarray) -> int | None:
         store = (tables.single, tables.list_span, tables.list_hashes, tables.text_span, tables.text_bytes)
-        return kernel.item_values(offsets, token_rows, tables.num_rows, *store, items, mask, salt, value_ptr, hashes)
+        return kernel.item_values(
+            table.offsets, token_rows, tables.num_rows, *store, items, mask, salt, value_ptr, hashes
+        )
 
     hashes = np.empty(max(plan.room * N, 1), dtype=np.uint64)
     needed = computed(hashes)
@@ -178,7 +162,9 @@ def stored_values(
         plan.room = max(plan.room, -(-needed // max(N, 1)))
         hashes = np.empty(needed, dtype=np.uint64)
         computed(hashes)
-    return value_ptr, hashes
+    if not plan.named:
+        return value_ptr, hashes
+    return _with_named(values, plan, salt, value_ptr, hashes, only_at)
 
 
 def _with_named(

@@ -10,10 +10,7 @@ a sentence's decoding.  The second call takes them from the first when the batch
 small (a sentence or a few: a batch's features are a small share of its work), its
 sentences equal those of the first call, and the model's fitted extractor, feature
 dictionary and weights are the same objects (weights that can be written in place,
-a model being trained, get their potentials made again from the kept encoding, or
-from the sentences).  The first call makes them as the model's tagging plan does a
-small batch (:meth:`fstcrf.model.tagging.TaggingPlan.potentials`) when it takes
-them, else by encoding the sentences.
+a model being trained, get their potentials made again from the kept encoding).
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ from dataclasses import dataclass
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine.inference import Potentials
 from fstcrf.features.encoding import EncodedSentences
-from fstcrf.model.tagging import tagging_plan
 
 #: A batch of at most this many tokens is kept (a sentence or a few).
 KEPT_TOKENS = 512
@@ -35,12 +31,11 @@ KEPT_TOKENS = 512
 @dataclass(frozen=True)
 class _Kept:
     """One model's last small batch: the fitted objects its potentials were made of, a
-    copy of its sentences, their encoding (None when the tagging plan made their
-    potentials) and potentials."""
+    copy of its sentences, their encoding and potentials."""
 
     made_of: tuple[object, object, object]
     sentences: list[Sentence]
-    encoded: EncodedSentences | None
+    encoded: EncodedSentences
     potentials: Potentials
 
 
@@ -58,16 +53,13 @@ def recent_potentials(model, sentences: Sequence[Sentence]) -> Potentials:
     if not hasattr(_threads, "kept"):
         _threads.kept = weakref.WeakKeyDictionary()
     kept = _threads.kept.get(model)
-    encoded = None
     if kept is not None and all(a is b for a, b in zip(kept.made_of, made_of)) and kept.sentences == list(sentences):
         if not model.weights_.flags.writeable:
             return kept.potentials
         encoded = kept.encoded
-    potentials = None if encoded is not None else tagging_plan(model).potentials(sentences)
-    if potentials is None:
-        if encoded is None:
-            encoded = model.encode(sentences)
-        potentials = model.encoded_potentials(encoded)[0]
+    else:
+        encoded = model.encode(sentences)
+    potentials = model.encoded_potentials(encoded)[0]
     copies = [Sentence.of_lists(dict(_copied(sentence)), None, sentence.docstart_lines) for sentence in sentences]
     _threads.kept[model] = _Kept(made_of, copies, encoded, potentials)
     return potentials

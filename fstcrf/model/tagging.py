@@ -40,8 +40,6 @@ from fstcrf.engine.kernel.tagging import TagBuffers, Tagger, tag, tag_entries, t
 from fstcrf.engine.spans import Entity, decoded_entities, state_labels
 from fstcrf.features.attributes import READ_ALONE, AttributeExtractor
 from fstcrf.features.encoding import EncodedSentences, checked_lengths, token_classes
-from fstcrf.features.extractor import FeatureExtractor
-from fstcrf.features.list_rows import ListRows
 from fstcrf.grammar import restriction_maps
 from fstcrf.learn.objective import Scorer
 from fstcrf.model.fitting import fitted_scorer, scorer_inputs
@@ -95,15 +93,6 @@ class TaggingPlan:
         self.state_names = [labels[label] for label in original.state_label.tolist()]
         #: whether :meth:`direct_labels` may take a sentence: its token dicts are all it reads
         self.reads_alone = self.reads_entries and extractor.reads is None and self.reads is None and self.every_length
-        #: the rows of a small batch of a template with value lists (:meth:`potentials`), or None
-        self.list_rows: ListRows | None = None
-        if (
-            isinstance(extractor, FeatureExtractor)
-            and self.window is None
-            and model.reads is None
-            and original is topology
-        ):
-            self.list_rows = extractor.list_rows()
         self.buffers = threading.local()
 
     def _scores(self) -> kernel.Scores:
@@ -172,32 +161,6 @@ class TaggingPlan:
         pot = Potentials.of_checked(self.topology, emit, lengths, offsets, transitions)
         return decoded_entities(pot, state_labels(self.topology), path)
 
-    def potentials(self, sentences: Sequence[Sentence]) -> Potentials | None:
-        """The potentials of ``sentences`` (none empty) on the model's topology, what
-        ``ChainCRF.encoded_potentials(ChainCRF.encode(sentences))`` gives them, bit for
-        bit: their rows from :class:`~fstcrf.features.list_rows.ListRows` (the batch
-        path's steps without its token table), then their state scores in one kernel
-        call.  None when the plan does not take them: a batch that is not small, a
-        model whose template reads no value lists (or numbers, or items the kernel
-        does not compute), that reads lower labels or restricts its topology, or a
-        column missing or not of strings (the batch path says what is wrong)."""
-        if self.list_rows is None:
-            return None
-        lengths = [len(sentence) for sentence in sentences]
-        num_tokens = sum(lengths)
-        if num_tokens > self.max_tokens or 0 in lengths:
-            return None
-        rows = self.list_rows.rows(sentences)
-        if rows is None:
-            return None
-        features = self.scorer.features
-        emit = features.emissions(
-            kernel.PredicateRows(*rows, None).tokens(0, num_tokens), self.weights[: features.num_features]
-        )
-        checked, offsets = checked_lengths(lengths, num_tokens)
-        self.topology.check_lengths(checked)
-        return Potentials.of_checked(self.topology, emit, checked, offsets, self.scorer.transition_table(self.weights))
-
     def encoded_labels(self, encoded: EncodedSentences) -> list[list[str]] | None:
         """:meth:`labels` of sentences already encoded; None unless the batch is small."""
         best = self.encoded_paths(encoded)
@@ -209,8 +172,7 @@ class TaggingPlan:
         ``sentences`` (none empty), or None when the plan does not take them (see
         :meth:`labels`).  An extractor that gives rows itself (token
         dicts, value lists) gives them as for the batch (``transform_rows``, which raises
-        the typed error of a bad token; value lists by
-        :class:`~fstcrf.features.list_rows.ListRows` when it takes them)."""
+        the typed error of a bad token)."""
         lengths = [len(sentence) for sentence in sentences]
         num_tokens = sum(lengths)
         if num_tokens > self.max_tokens or 0 in lengths:
@@ -219,10 +181,6 @@ class TaggingPlan:
             classes = None if self.reads is None else token_classes(sentences, self.reads, self.lower_labels)
             if self.reads_entries:  # the dicts' entries as read, made rows by the kernel
                 return self._best(lengths, num_tokens, classes, entries=self.extractor.entries(sentences))
-            listed = None if self.list_rows is None else self.list_rows.rows(sentences)
-            if listed is not None:  # value lists looked up without a token table
-                tokens = kernel.PredicateRows(*listed, None).tokens(0, num_tokens)
-                return self._best(lengths, num_tokens, classes, rows=tokens)
             matrix = self.extractor.transform_rows(sentences)
             if matrix.shape[0] != num_tokens:
                 return None  # the batch path says what is wrong
