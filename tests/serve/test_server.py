@@ -159,9 +159,7 @@ def wait_for_queued(server, count: int, timeout: float = 30.0) -> None:
 def test_sigterm_drains_the_requests_in_flight_and_exits_0(demo_chunker, start_server):
     # each request (about 4,000 tokens) over the batch limit, so that each runs alone and the
     # others wait in the queue while it decodes, however fast the machine parses them
-    server = start_server(
-        str(demo_chunker), "--tokenizer", "regex", "--threads", "1", "--max-batch-tokens", "1000"
-    )
+    server = start_server(str(demo_chunker), "--tokenizer", "regex", "--threads", "1", "--max-batch-tokens", "1000")
     heavy = {"sentences": SENTENCES * 2, "nbest": 20}  # 400 sentences, about half a second each
     with ThreadPoolExecutor(4) as pool:
         flying = [pool.submit(post, server.url, heavy) for _ in range(4)]
