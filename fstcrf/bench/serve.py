@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -103,22 +103,35 @@ end
 """
 
 
-def free_port() -> int:
-    """A TCP port free on the loopback interface now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+#: How a server started by the bench says where it listens (``fstcrf serve`` in its
+#: log, the baseline on its output), having taken a free port itself: a port the
+#: bench chose and then passed on could be taken by another process in between.
+ANNOUNCED = re.compile(r" on (http://127\.0\.0\.1:\d+)/")
 
 
 class ServerUnderLoad:
-    """A server process on 127.0.0.1:port, its output in a log file."""
+    """A server process on a free loopback port it takes itself, its output in a log file."""
 
-    def __init__(self, name: str, command: list[str], port: int, live_path: str, log: Path):
-        self.name, self.port, self.log_path = name, port, log
-        self.url = f"http://127.0.0.1:{port}"
+    def __init__(self, name: str, command: list[str], live_path: str, log: Path):
+        self.name, self.log_path = name, log
         with open(log, "wb") as output:
             self.process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        self.url = self._announced_url()
         self._wait_until_live(live_path)
+
+    def _announced_url(self, timeout: float = 120.0) -> str:
+        """The URL the server's output names, once it has (it listens from then on)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = ANNOUNCED.search(self.log_path.read_text(errors="replace"))
+            if found:
+                return found.group(1)
+            if self.process.poll() is not None:
+                raise FstcrfError(
+                    f"the {self.name} server exited:\n{self.log_path.read_text(errors='replace')[-2000:]}"
+                )
+            time.sleep(0.05)
+        raise FstcrfError(f"the {self.name} server did not say where it listens within {timeout:g} s")
 
     def _wait_until_live(self, path: str, timeout: float = 120.0) -> None:
         import urllib.request
@@ -285,33 +298,17 @@ def bench_serve(
         bar.update()
         script = scratch / "bodies.lua"
         script.write_text(WRK_SCRIPT, encoding="utf-8")
-        ports = {side: free_port() for side in SIDES}
         commands = {
             "fstcrf": fstcrf_command(
-                "-q",
-                "serve",
-                str(model),
-                "--port",
-                str(ports["fstcrf"]),
-                "--threads",
-                str(threads),
-                "--tokenizer",
-                "regex",
+                "serve", str(model), "--port", "0", "--threads", str(threads), "--tokenizer", "regex"
             ),
-            "crfsuite": [
-                sys.executable,
-                "-m",
-                "fstcrf.bench.crfsuite_service",
-                str(spec),
-                str(crfsuite_model),
-                str(ports["crfsuite"]),
-            ],
+            "crfsuite": [sys.executable, "-m", "fstcrf.bench.crfsuite_service", str(spec), str(crfsuite_model)],
         }
         paths = {"fstcrf": "/v1/models/default/tag", "crfsuite": "/tag"}
         services: dict[str, ServerUnderLoad] = {}
         try:
             for side in SIDES:
-                services[side] = ServerUnderLoad(side, commands[side], ports[side], "/live", scratch / f"{side}.log")
+                services[side] = ServerUnderLoad(side, commands[side], "/live", scratch / f"{side}.log")
             gold = [s["chunk"] for s in test.sentences]
             f1 = {}
             for side, service in services.items():

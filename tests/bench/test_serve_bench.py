@@ -15,7 +15,6 @@ from fstcrf.bench.serve import (
     ServerUnderLoad,
     request_bodies,
     format_serve,
-    free_port,
     load,
 )
 from fstcrf.corpus.conll import read_conll
@@ -43,33 +42,19 @@ def test_both_servers_answer_and_wrk_loads_them(demo_chunker, tmp_path):
     trainer.train(str(tmp_path / "crfsuite.model"))
     script = tmp_path / "bodies.lua"
     script.write_text(WRK_SCRIPT)
-    ports = [free_port(), free_port()]
     servers = []
     try:
         servers.append(
             ServerUnderLoad(
                 "fstcrf",
-                fstcrf_command("-q", "serve", str(demo_chunker), "--port", str(ports[0]), "--tokenizer", "regex"),
-                ports[0],
+                fstcrf_command("serve", str(demo_chunker), "--port", "0", "--tokenizer", "regex"),
                 "/live",
                 tmp_path / "fstcrf.log",
             )
         )
+        baseline = ["fstcrf.bench.crfsuite_service", str(tmp_path / "spec.json"), str(tmp_path / "crfsuite.model")]
         servers.append(
-            ServerUnderLoad(
-                "crfsuite",
-                [
-                    sys.executable,
-                    "-m",
-                    "fstcrf.bench.crfsuite_service",
-                    str(tmp_path / "spec.json"),
-                    str(tmp_path / "crfsuite.model"),
-                    str(ports[1]),
-                ],
-                ports[1],
-                "/live",
-                tmp_path / "crfsuite.log",
-            )
+            ServerUnderLoad("crfsuite", [sys.executable, "-m", *baseline], "/live", tmp_path / "crfsuite.log")
         )
         fstcrf_side, crfsuite_side = servers
         body = {"sentences": sentences[:5]}
