@@ -119,6 +119,11 @@ class ServerUnderLoad:
         self.url = self._announced_url()
         self._wait_until_live(live_path)
 
+    def _check_running(self) -> None:
+        """FstcrfError with the end of the server's output if its process has exited."""
+        if self.process.poll() is not None:
+            raise FstcrfError(f"the {self.name} server exited:\n{self.log_path.read_text(errors='replace')[-2000:]}")
+
     def _announced_url(self, timeout: float = 120.0) -> str:
         """The URL the server's output names, once it has (it listens from then on)."""
         deadline = time.monotonic() + timeout
@@ -126,10 +131,7 @@ class ServerUnderLoad:
             found = ANNOUNCED.search(self.log_path.read_text(errors="replace"))
             if found:
                 return found.group(1)
-            if self.process.poll() is not None:
-                raise FstcrfError(
-                    f"the {self.name} server exited:\n{self.log_path.read_text(errors='replace')[-2000:]}"
-                )
+            self._check_running()
             time.sleep(0.05)
         raise FstcrfError(f"the {self.name} server did not say where it listens within {timeout:g} s")
 
@@ -138,10 +140,7 @@ class ServerUnderLoad:
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise FstcrfError(
-                    f"the {self.name} server exited:\n{self.log_path.read_text(errors='replace')[-2000:]}"
-                )
+            self._check_running()
             try:
                 with urllib.request.urlopen(self.url + path, timeout=5):
                     return

@@ -74,10 +74,7 @@ def test_concurrent_requests_are_batched_and_answered_as_one_at_a_time(demo_chun
     holding = {"sentences": SENTENCES * 4, "nbest": 20}
     with ThreadPoolExecutor(17) as pool:
         held = pool.submit(post, server.url, holding)
-        deadline = time.monotonic() + 30
-        while metric(server.url, "fstcrf_requests_in_flight") < 2:  # the holding request and this one
-            assert time.monotonic() < deadline, server.logged()
-            time.sleep(0.01)
+        wait_for_metric(server, "fstcrf_requests_in_flight", 2)  # the holding request and the scrape
         together = list(pool.map(lambda body: post(server.url, body), bodies))
         assert held.result().status_code == 200
     assert [response.status_code for response in together] == [200] * len(bodies)
@@ -156,10 +153,10 @@ def test_reloads_swap_changed_files_while_requests_flow(demo_chunker, demo_order
     assert post(server.url, body, "t0ken").json() == first
 
 
-def wait_for_queued(server, count: int, timeout: float = 30.0) -> None:
-    """Wait until ``count`` requests wait for the decoder (one more decodes)."""
+def wait_for_metric(server, name: str, count: int, timeout: float = 30.0) -> None:
+    """Wait until the gauge ``name`` reaches ``count`` (a failure after ``timeout`` seconds)."""
     deadline = time.monotonic() + timeout
-    while metric(server.url, "fstcrf_queued_requests") < count:
+    while metric(server.url, name) < count:
         assert time.monotonic() < deadline, server.logged()
         time.sleep(0.01)
 
@@ -172,7 +169,7 @@ def test_sigterm_drains_the_requests_in_flight_and_exits_0(demo_chunker, start_s
     heavy = {"sentences": SENTENCES * 2, "nbest": 20}  # 400 sentences, about half a second each
     with ThreadPoolExecutor(4) as pool:
         flying = [pool.submit(post, server.url, heavy) for _ in range(4)]
-        wait_for_queued(server, 2)
+        wait_for_metric(server, "fstcrf_queued_requests", 2)  # one more decodes
         server.signal(signal.SIGTERM)
         statuses = [future.result(timeout=60).status_code for future in flying]
     assert statuses == [200] * 4
@@ -191,7 +188,7 @@ def test_the_drain_is_bounded(demo_chunker, start_server):
     heavy = {"sentences": SENTENCES * 20, "nbest": 100}  # tens of seconds of decoding
     with ThreadPoolExecutor(2) as pool:
         flying = [pool.submit(post, server.url, heavy) for _ in range(2)]
-        wait_for_queued(server, 1)
+        wait_for_metric(server, "fstcrf_queued_requests", 1)  # one more decodes
         started = time.monotonic()
         server.signal(signal.SIGTERM)
         assert server.wait(60) == 0
