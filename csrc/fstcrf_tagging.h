@@ -99,4 +99,56 @@ int ft_tag_entries(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *
                    int32_t num_sequences, const int64_t *offsets, const int64_t *starts, const int64_t *columns,
                    const double *values, const int32_t *token_class, int32_t *path, double *score);
 
+/* The tables of a value store as fv_item_values reads them (fstcrf_values.h): rows
+   0 .. num_rows-1 of each filled, row stride `stride`. */
+typedef struct {
+    int64_t num_rows;
+    int64_t stride;
+    int32_t num_singles;
+    const uint64_t *single;           /* [Ts, stride] */
+    int32_t num_lists;
+    const int64_t *list_span;         /* [Tl, stride, 2] */
+    int64_t num_list_hashes;
+    const uint64_t *list_hashes;      /* [H] */
+    int32_t num_texts;
+    const int64_t *text_span;         /* [Tx, stride, 2] */
+    int64_t num_text_bytes;
+    const uint8_t *text_bytes;        /* [X] */
+} ft_value_store;
+
+/* A thread's buffers for ft_tag_lists: room for batches of up to max_tokens tokens and
+   max_items items, max_hashes item values, max_keys keys of one token and max_entries
+   known predicates of the batch. */
+typedef struct {
+    int64_t max_tokens;               /* N_max */
+    int32_t max_items;                /* J_max */
+    int64_t *value_ptr;               /* [J_max * (N_max + 1)] */
+    int64_t *sizes;                   /* [N_max] */
+    int64_t max_hashes;
+    uint64_t *hashes;                 /* [max_hashes] */
+    int64_t max_keys;
+    uint64_t *scratch_keys;           /* [max_keys] */
+    int64_t *scratch_columns;         /* [max_keys] */
+    int64_t max_entries;
+    int32_t *indices;                 /* [max_entries] */
+} ft_list_buffers;
+
+/* ft_tag of a batch whose template reads value lists (prefixes, n-grams, bags, ...):
+ * the J items' values at each token from a value store (fv_item_values), the lines'
+ * keys crossed from them and looked up (ff_list_rows, t's lines reading items in
+ * [0, J)), then the state scores and the search (ft_tag on those rows), the steps the
+ * batch path runs one by one, bit for bit.
+ *   store, items [J, FV_FIELDS], token_rows [C, N]   as fv_item_values takes them
+ *   offsets [B+1] or NULL (B is 1), token_class [N] or NULL, path [N], score [B]
+ *                                                   as ft_tag takes them
+ *   needed [3]   OVERWRITTEN: the room the batch needs in hashes, keys of one token and
+ *                entries (each at least what it takes)
+ * Returns FV_SHORT, having written only `needed` and the buffers, when the buffers are
+ * too small for it; FC_BAD_ARGUMENT if the batch passes max_tokens or max_items or a
+ * step rejects its arguments; else ft_tag's status. */
+int ft_tag_lists(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b, ft_list_buffers *lb,
+                 const ft_value_store *store, int32_t num_items, const int64_t *items, int64_t num_tokens,
+                 int32_t num_sequences, const int64_t *offsets, int32_t num_columns, const int64_t *token_rows,
+                 const int32_t *token_class, int32_t *path, double *score, int64_t *needed);
+
 #endif

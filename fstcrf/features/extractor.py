@@ -33,11 +33,13 @@ from fstcrf.errors import (
 from fstcrf.features.template import Template, parse_template
 from fstcrf.features.dictionary import HashedDictionary, column_rows, occurrence_keys, predicate_keys
 from fstcrf.features.hashing import pack_names, utf8_hashes
+from fstcrf.features.item_lists import ItemPlan
 from fstcrf.features.occurrences import Occurrences, predicate_occurrences
 from fstcrf.features import seen_entities
 from fstcrf.features.resources import Resources, seen_lower_columns
 from fstcrf.features.sparse_rows import SparseRows, met_columns
 from fstcrf.features.token_table import TokenTable, missing_column_message
+from fstcrf.features.value_list_rows import ListInputs, ValueListRows
 from fstcrf.features.value_lists import ItemValues
 from fstcrf.features.window_rows import WindowRows
 
@@ -376,6 +378,30 @@ class FeatureExtractor:
             rows = WindowRows(self._dictionary, template, lines.binary) if simple else None
             kept = self._window_rows = (self._dictionary, template, rows)
         return kept[2]
+
+    def value_list_rows(self) -> ValueListRows | None:
+        """The :class:`~fstcrf.features.value_list_rows.ValueListRows` of the whole
+        template when its lines read value lists, each item one the value store
+        computes, and none is real-valued, so that the kernel can tag a batch from its
+        store rows (:meth:`list_inputs`); None otherwise.  Made once per fitted
+        dictionary and template."""
+        self._check_fitted()
+        template = self.parsed_template()
+        kept = self.__dict__.get("_value_list_rows")
+        if kept is None or kept[0] is not self._dictionary or kept[1] is not template:
+            lines = self._lines()
+            plan = self._dictionary.plan(template, lines.binary, lists=True) if lines.lists else None
+            taken = plan is not None and not lines.real and not cast(ItemPlan, plan.values).named
+            rows = ValueListRows(self._dictionary, template, lines.binary) if taken else None
+            kept = self._value_list_rows = (self._dictionary, template, rows)
+        return kept[2]
+
+    def list_inputs(self, corpus: Corpus | Sequence[Sentence]) -> ListInputs:
+        """What the kernel reads of ``corpus`` to tag it on :meth:`value_list_rows` (not
+        None): its token table's store rows (the token table's typed errors for a
+        missing column or a value that is not a string)."""
+        rows = cast(ValueListRows, self.value_list_rows())
+        return rows.inputs(self._token_table(corpus), self._resources)
 
     def _hashed_matrix(self, values: ItemValues, templates: Sequence[int] | None = None) -> SparseRows:
         """The predicate matrix [N, P] of the templates listed (all by default)."""

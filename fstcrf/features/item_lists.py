@@ -26,6 +26,7 @@ from fstcrf.features.hashing import (
     ListTable,
     SeenTable,
     SingleTable,
+    StoreTables,
     TableSpec,
     TextTable,
     utf8_hashes,
@@ -124,6 +125,20 @@ class ItemPlan:
         return items
 
 
+def store_inputs(
+    table: TokenTable, plan: ItemPlan, salt: int, resources
+) -> tuple[np.ndarray, np.ndarray, StoreTables]:
+    """(token_rows int64 [C, N]: the row in the shared store of ``salt`` of each token's
+    value of each column ``plan`` reads, added if new; ``plan``'s items int64 [J,
+    ITEM_FIELDS] placed in the store; the store's tables, filled for every row): what
+    ``fv_item_values`` reads of a batch.  ``resources`` holds the training words of
+    seen_lower."""
+    columns = [table.string_values(column) for column in plan.columns]
+    words = columns[0] if len(columns) == 1 else list(chain.from_iterable(columns))
+    rows, places, tables = value_store(salt).tables(words, plan.tables(resources))
+    return rows.reshape(len(columns), table.num_tokens), plan.placed(places), tables
+
+
 def item_values(
     table: TokenTable,
     plan: ItemPlan,
@@ -138,17 +153,13 @@ def item_values(
     (mask uint8 [N], observations): those observations have values only at the
     tokens the mask marks."""
     N = table.num_tokens
-    columns = [table.string_values(column) for column in plan.columns]
-    words = columns[0] if len(columns) == 1 else list(chain.from_iterable(columns))
-    rows, places, tables = value_store(salt).tables(words, plan.tables(values.resources))
-    items = plan.placed(places)
+    token_rows, items, tables = store_inputs(table, plan, salt, values.resources)
     mask = None
     if only_at is not None:
         mask, masked = only_at
         items = items.copy()
         items[[k for k, j in enumerate(plan.direct) if j in masked], MASKED] = 1
     value_ptr = np.empty((len(items), N + 1), dtype=np.int64)
-    token_rows = rows.reshape(len(columns), N)
 
     def computed(hashes: np.ndarray) -> int | None:
         store = (tables.single, tables.list_span, tables.list_hashes, tables.text_span, tables.text_bytes)

@@ -11,6 +11,9 @@ small (a sentence or a few: a batch's features are a small share of its work), i
 sentences equal those of the first call, and the model's fitted extractor, feature
 dictionary and weights are the same objects (weights that can be written in place,
 a model being trained, get their potentials made again from the kept encoding).
+A small batch the model's tagging plan takes gets its potentials from the plan's one
+kernel call (:meth:`~fstcrf.model.tagging.TaggingPlan.potentials`) instead of the
+encoding and scoring steps: the same emissions, bit for bit.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine.inference import Potentials
 from fstcrf.features.encoding import EncodedSentences
+from fstcrf.model.tagging import tagging_plan
 
 #: A batch of at most this many tokens is kept (a sentence or a few).
 KEPT_TOKENS = 512
@@ -31,11 +35,12 @@ KEPT_TOKENS = 512
 @dataclass(frozen=True)
 class _Kept:
     """One model's last small batch: the fitted objects its potentials were made of, a
-    copy of its sentences, their encoding and potentials."""
+    copy of its sentences, their encoding (None when the tagging plan made the
+    potentials in one kernel call) and potentials."""
 
     made_of: tuple[object, object, object]
     sentences: list[Sentence]
-    encoded: EncodedSentences
+    encoded: EncodedSentences | None
     potentials: Potentials
 
 
@@ -53,13 +58,15 @@ def recent_potentials(model, sentences: Sequence[Sentence]) -> Potentials:
     if not hasattr(_threads, "kept"):
         _threads.kept = weakref.WeakKeyDictionary()
     kept = _threads.kept.get(model)
+    encoded = None
     if kept is not None and all(a is b for a, b in zip(kept.made_of, made_of)) and kept.sentences == list(sentences):
         if not model.weights_.flags.writeable:
             return kept.potentials
         encoded = kept.encoded
-    else:
-        encoded = model.encode(sentences)
-    potentials = model.encoded_potentials(encoded)[0]
+    potentials = tagging_plan(model).potentials(sentences) if encoded is None else None
+    if potentials is None:  # a batch the tagging plan does not take: encoded, then scored
+        encoded = encoded if encoded is not None else model.encode(sentences)
+        potentials = model.encoded_potentials(encoded)[0]
     copies = [Sentence.of_lists(dict(_copied(sentence)), None, sentence.docstart_lines) for sentence in sentences]
     _threads.kept[model] = _Kept(made_of, copies, encoded, potentials)
     return potentials

@@ -36,16 +36,21 @@ import numpy as np
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
 from fstcrf.engine.inference import PARALLEL_WORK, Potentials, check_totals
-from fstcrf.engine.kernel.tagging import TagBuffers, Tagger, tag, tag_entries, tag_items
+from fstcrf.engine.kernel.tagging import ListBuffers, TagBuffers, Tagger, tag, tag_entries, tag_items, tag_lists
 from fstcrf.engine.spans import Entity, decoded_entities, state_labels
+from fstcrf.errors import FstcrfError
 from fstcrf.features.attributes import READ_ALONE, AttributeExtractor
 from fstcrf.features.encoding import EncodedSentences, checked_lengths, token_classes
+from fstcrf.features.item_lists import FIRST_ROOM
+from fstcrf.features.value_list_rows import ListInputs
 from fstcrf.grammar import restriction_maps
 from fstcrf.learn.objective import Scorer
 from fstcrf.model.fitting import fitted_scorer, scorer_inputs
 
 #: The first buffers of a thread hold batches of this many tokens (they double as needed).
 FIRST_TOKENS = 256
+#: Known predicates per token that a thread's first list buffers have room for.
+FIRST_ENTRIES = 64
 
 
 class TaggingPlan:
@@ -60,6 +65,8 @@ class TaggingPlan:
         self.scorer, self.extractor, self.weights = scorer, extractor, model.weights_
         #: whether the extractor reads token dicts (their entries go to the kernel as they are read)
         self.reads_entries = isinstance(extractor, AttributeExtractor)
+        #: the template's value-list lines, when the kernel tags from the value store (else None)
+        self.lists = None if self.window is not None or self.reads_entries else extractor.value_list_rows()
         reading = model.reads is not None and model.read_transitions and model.lower_labels_ is not None
         #: the column of lower labels the transitions read, and those labels (see token_classes)
         self.reads: str | None = model.reads if reading else None
@@ -77,7 +84,7 @@ class TaggingPlan:
         self.num_classes = scorer.transitions.num_classes
         features = scorer.features
         self.tagger = Tagger(
-            None if self.window is None else self.window.lines,
+            self.window.lines if self.window is not None else None if self.lists is None else self.lists.lines,
             features.kernel_dictionary,
             self.weights[: features.num_features],
             kernel.topology_graph(topology),
@@ -146,20 +153,30 @@ class TaggingPlan:
         exact probability, what ``ChainCRF.predict_spans`` gives them: the emissions
         the kernel call of :meth:`paths` made, as potentials of the model's topology,
         for the chunks' probabilities.  None when the plan does not take them (see
-        :meth:`labels`; also a model whose transitions read lower labels, whose
-        topology is restricted or whose extractor reads token dicts)."""
+        :meth:`potentials`)."""
+        pot = self.potentials(sentences)
+        if pot is None:
+            return None
+        path = self.buffers.kept.path[: pot.num_tokens].copy()
+        return decoded_entities(pot, state_labels(self.topology), path)
+
+    def potentials(self, sentences: Sequence[Sentence]) -> Potentials | None:
+        """The potentials of ``sentences`` (none empty) on the model's topology, what
+        ``ChainCRF.decoding_potentials`` gives them, from the emissions of the kernel
+        call of :meth:`paths` (whose best path is left in this thread's buffers).  None
+        when the plan does not take them (see :meth:`labels`; also a model whose
+        transitions read lower labels, whose topology is restricted or whose
+        extractor reads token dicts)."""
         if self.reads is not None or self.state_map is not None or self.reads_entries:
             return None
         best = self.paths(sentences)
         if best is None:
             return None
-        path = best[0].copy()
-        num_states = self.tagger.num_states
-        emit = self.buffers.kept.emit[: len(path) * num_states].reshape(len(path), num_states).copy()
-        lengths, offsets = checked_lengths([len(sentence) for sentence in sentences], len(path))
+        num_tokens, num_states = len(best[0]), self.tagger.num_states
+        emit = self.buffers.kept.emit[: num_tokens * num_states].reshape(num_tokens, num_states).copy()
+        lengths, offsets = checked_lengths([len(sentence) for sentence in sentences], num_tokens)
         transitions = self.scorer.transition_table(self.weights)
-        pot = Potentials.of_checked(self.topology, emit, lengths, offsets, transitions)
-        return decoded_entities(pot, state_labels(self.topology), path)
+        return Potentials.of_checked(self.topology, emit, lengths, offsets, transitions)
 
     def encoded_labels(self, encoded: EncodedSentences) -> list[list[str]] | None:
         """:meth:`labels` of sentences already encoded; None unless the batch is small."""
@@ -181,6 +198,12 @@ class TaggingPlan:
             classes = None if self.reads is None else token_classes(sentences, self.reads, self.lower_labels)
             if self.reads_entries:  # the dicts' entries as read, made rows by the kernel
                 return self._best(lengths, num_tokens, classes, entries=self.extractor.entries(sentences))
+            if self.lists is not None:  # the store's rows, made values, rows and paths by the kernel
+                try:
+                    lists = self.extractor.list_inputs(sentences)
+                except FstcrfError:
+                    return None
+                return self._best(lengths, num_tokens, classes, lists=lists)
             matrix = self.extractor.transform_rows(sentences)
             if matrix.shape[0] != num_tokens:
                 return None  # the batch path says what is wrong
@@ -248,16 +271,26 @@ class TaggingPlan:
         return self._best(encoded.lengths.tolist(), num_tokens, encoded.token_class, rows=rows)
 
     def _best(
-        self, lengths: list[int], num_tokens: int, classes, sources=None, rows=None, entries=None
+        self,
+        lengths: list[int],
+        num_tokens: int,
+        classes,
+        sources=None,
+        rows=None,
+        entries=None,
+        lists: ListInputs | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The one kernel call on the batch's value hashes ``sources``, its ``rows`` or its
-        token ``entries`` (columns, values, starts): paths int32 [N] and scores float [B]
-        (the buffers' own, overwritten by the thread's next call)."""
+        """The one kernel call on the batch's value hashes ``sources``, its ``rows``, its
+        token ``entries`` (columns, values, starts) or its value store ``lists``: paths
+        int32 [N] and scores float [B] (the buffers' own, overwritten by the thread's
+        next call)."""
         if not self.every_length:
             self.topology.check_lengths(lengths)
         scores = self._current_scores()
         buffers = self._thread_buffers(num_tokens, max(lengths), 0 if entries is None else len(entries[0]))
-        if entries is None:  # ft_tag takes no offsets for one sentence
+        if lists is not None:
+            path, score = self._tagged_lists(scores, buffers, lists, len(lengths) == 1, classes)
+        elif entries is None:  # ft_tag takes no offsets for one sentence
             offsets = None if len(lengths) == 1 else _offsets(lengths)
             path, score = tag(self.tagger, scores, buffers, num_tokens, offsets, sources, rows, classes)
         else:
@@ -266,6 +299,24 @@ class TaggingPlan:
         if not (len(lengths) == 1 and math.isfinite(score[0])):
             check_totals(score, "viterbi", "the best path's score")
         return path, score
+
+    def _tagged_lists(
+        self, scores: kernel.Scores, buffers: TagBuffers, lists: ListInputs, single: bool, classes
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """ft_tag_lists on the batch's value store ``lists`` (of one sentence when
+        ``single``), with this thread's list buffers, made again larger until they hold it."""
+        num_tokens, num_items = lists.token_rows.shape[1], len(lists.items)
+        room = getattr(self.buffers, "lists", None)
+        if room is None or not room.fits(num_tokens, num_items):
+            size = buffers.max_tokens
+            room = ListBuffers(size, num_items, FIRST_ROOM * num_items * size, 1024, FIRST_ENTRIES * size)
+            room = self.buffers.lists = room.grown(num_tokens, num_items)
+        offsets = None if single else lists.offsets
+        while True:
+            found = tag_lists(self.tagger, scores, buffers, room, lists.tables, lists.items, offsets, lists.token_rows, classes)
+            if found is not None:
+                return found
+            room = self.buffers.lists = room.grown(num_tokens, num_items)
 
     def _named(self, path: np.ndarray, lengths: list[int] | None) -> list[list[str]]:
         """The label of each state of ``path`` [N], one list per sentence of ``lengths``

@@ -1,6 +1,7 @@
 """A small batch tagged in one kernel call (fstcrf/model/tagging.py) gives the batch
 path's best paths and scores bit for bit, on the model's graph, on a training
-grammar's restriction and with transitions that read a lower column; the best
+grammar's restriction, with transitions that read a lower column and with a
+template of value lists (read from the value store by ft_tag_lists); the best
 score is the best of every label sequence (brute force); what the plan does not
 take falls back to the batch path and its errors."""
 
@@ -23,8 +24,24 @@ from fstcrf.model.tagging import tagging_plan
 TRAIN = read_conll(DATA_DIR / "demo_train.txt")
 TEST = read_conll(DATA_DIR / "demo_test.txt").sentences[:60]
 
+#: Every kind of item the value store computes, and single values beside them.
+LIST_TEMPLATE = """bias
+word[0]
+lower(word[-1])|lower(word[0])
+prefix3(word[0])
+suffixes(lower(word[0]),1,4)
+ngrams(word[0],1,6)
+bag(lower(word),-2,2)
+types(word,-1,1)
+seen_lower(word[0])
+seen_lower(word[0])|shape(word[0])
+shape(word[0])|pos[0]
+pos[-1]|pos[0]
+"""
+
 MODELS = {
     "order 1": dict(max_iter=8),
+    "value lists": dict(max_iter=8, template=LIST_TEMPLATE),
     "order 2": dict(max_iter=8, order=2),
     "grammar": dict(max_iter=8, grammar="iob2"),
     "reads pos": dict(template="chunking-reads-pos", reads="pos", max_iter=8),
@@ -65,13 +82,17 @@ def _bits(array) -> bytes:
 
 def test_one_kernel_call_gives_the_batch_paths_and_scores_bit_for_bit(model):
     plan = tagging_plan(model)
-    assert plan.window is not None  # the template's rows are looked up in C
+    assert plan.window is not None or plan.lists is not None  # the template's rows are looked up in C
     for sentence in TEST:
         states, scores = _batch_best(model, [sentence])
         path, score = plan.paths([sentence])
         assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)
         path, score = plan.encoded_paths(model.encode([sentence]))  # rows given
         assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)
+        pot = plan.potentials([sentence])  # the emissions of the one call (a model's own topology)
+        assert (pot is None) == (model.scorer().constrained is not None or model.reads is not None)
+        if pot is not None:
+            assert _bits(pot.emissions) == _bits(model.potentials([sentence]).emissions)
     states, scores = _batch_best(model, TEST[:7])  # several sentences in one call
     path, score = plan.paths(TEST[:7])
     assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)
@@ -172,3 +193,28 @@ def test_values_that_escaping_changes_or_that_hold_a_newline_are_hashed_as_the_b
         states, scores = _batch_best(model, [changed])
         path, score = plan.paths([changed])
         assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)
+
+
+def test_value_lists_longer_than_the_buffers_first_room_make_them_grow():
+    """ft_tag_lists says what room it needs (FV_SHORT) and is called again on larger
+    buffers: 120 words of 40 characters (hundreds of n-grams each: more values than
+    the first room, and a line crossing them with a bag gives a token more keys than
+    the first room), then a sentence longer than the first buffers, each after a
+    short sentence, as the batch path tags them."""
+    crossing = LIST_TEMPLATE + "bag(lower(word),-2,2)|ngrams(word[0],1,6)\n"
+    model = ChainCRF(template=crossing, max_iter=3).fit(TRAIN[:200], target="chunk")
+    plan = tagging_plan(model)
+    assert plan.lists is not None
+    short = TEST[0]
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+    words = [letters[k % 40 :] + letters[: k % 40] + str(k) for k in range(120)]
+    long_words = Sentence({"word": words, "pos": ["NN"] * 120})
+    long_sentence = Sentence({name: list(values) * 40 for name, values in TEST[1].columns.items()})
+    sizes = []
+    for sentence in (short, long_words, short, long_sentence):
+        states, scores = _batch_best(model, [sentence])
+        path, score = plan.paths([sentence])
+        assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)
+        sizes.append(plan.buffers.lists.sizes)  # (tokens, items, hashes, keys, entries)
+    assert sizes[1][:2] == sizes[0][:2] and sizes[1][2] > sizes[0][2] and sizes[1][3] > sizes[0][3]
+    assert sizes[3][0] > sizes[2][0]

@@ -1,7 +1,9 @@
 """A batch tagged in one call (csrc/fstcrf_tagging.h): the model's part made once
-(:class:`Tagger`), a thread's buffers (:class:`TagBuffers`) and the call, on the
-batch's column hashes or rows (:func:`tag`) or on its token entries (:func:`tag_entries`),
-or on one sentence's token dicts read in the same call (:func:`tag_items`)."""
+(:class:`Tagger`), a thread's buffers (:class:`TagBuffers`, and :class:`ListBuffers`
+for value lists) and the call, on the batch's column hashes or rows (:func:`tag`), on
+its rows in a value store (:func:`tag_lists`), on its token entries
+(:func:`tag_entries`), or on one sentence's token dicts read in the same call
+(:func:`tag_items`)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 
 import fstcrf._attributes as attributes_extension
 from fstcrf._kernel import ffi, lib
-from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, own_lines
+from fstcrf.engine.kernel.buffers import KernelBuffers, check_status, input_pointer, own_lines
 from fstcrf.engine.kernel.chain import Graph, Scores, Workspace, chain_workspace
 from fstcrf.engine.kernel.features import FeatureDictionary, Tokens
 
@@ -38,15 +40,29 @@ class WindowLines(NamedTuple):
     slots: np.ndarray
 
 
+class ListLines(NamedTuple):
+    """The lines whose rows ft_tag_lists looks up: line k, of key seed seeds[k] (uint64
+    [T]), crosses the value lists of items items[item_ptr[k] .. item_ptr[k+1]-1] (int32
+    [T+1], [I]), the items of a value store's call (see :func:`tag_lists`); the keys
+    under ``salt`` are looked up in ``slots`` (uint64 [2 * capacity])."""
+
+    salt: int
+    seeds: np.ndarray
+    item_ptr: np.ndarray
+    items: np.ndarray
+    slots: np.ndarray
+
+
 class Tagger(KernelBuffers):
-    """ft_tagger: what tagging needs of a model, kept alive with it: its lines (or None
-    when the caller gives rows), its feature dictionary and weights theta float [F],
-    the graph searched, and state_map int32 [S'] (the model state of each state of a
-    restricted graph, or None: the graph is the model's)."""
+    """ft_tagger: what tagging needs of a model, kept alive with it: its lines (window
+    lines, value-list lines, or None when the caller gives rows), its feature
+    dictionary and weights theta float [F], the graph searched, and state_map int32
+    [S'] (the model state of each state of a restricted graph, or None: the graph is
+    the model's)."""
 
     def __init__(
         self,
-        lines: WindowLines | None,
+        lines: WindowLines | ListLines | None,
         dictionary: FeatureDictionary,
         theta: np.ndarray,
         graph: Graph,
@@ -55,11 +71,12 @@ class Tagger(KernelBuffers):
         super().__init__()
         self.parts = (dictionary, graph)  # the structs the fields point into
         tagger = self.struct = ffi.new("ft_tagger *")
-        if lines is not None:
+        if isinstance(lines, WindowLines):
             tagger.num_sources = lines.num_sources
             tagger.num_observations = len(lines.source)
             tagger.source = self.pin(lines.source)
             tagger.offset = self.pin(lines.offset)
+        if lines is not None:
             tagger.salt = lines.salt
             tagger.num_lines = len(lines.seeds)
             tagger.seeds = self.pin(lines.seeds)
@@ -117,6 +134,99 @@ class TagBuffers(KernelBuffers):
             addresses = tuple(int(ffi.cast("uintptr_t", struct)) for struct in structs)
             self._addresses = (tagger, scores, addresses)
         return addresses
+
+
+class ListBuffers(KernelBuffers):
+    """ft_list_buffers: a thread's room for :func:`tag_lists` on batches of up to
+    ``max_tokens`` tokens and ``max_items`` items, ``max_hashes`` item values,
+    ``max_keys`` keys of one token and ``max_entries`` known predicates."""
+
+    def __init__(self, max_tokens: int, max_items: int, max_hashes: int, max_keys: int, max_entries: int):
+        super().__init__()
+        buffers = self.struct = ffi.new("ft_list_buffers *")
+        buffers.max_tokens, buffers.max_items = max_tokens, max_items
+        buffers.value_ptr = self.pin(own_lines(max_items * (max_tokens + 1), np.int64))
+        buffers.sizes = self.pin(own_lines(max_tokens, np.int64))
+        buffers.max_hashes = max_hashes
+        buffers.hashes = self.pin(own_lines(max_hashes, np.uint64))
+        buffers.max_keys = max_keys
+        buffers.scratch_keys = self.pin(own_lines(max_keys, np.uint64))
+        buffers.scratch_columns = self.pin(own_lines(max_keys, np.int64))
+        buffers.max_entries = max_entries
+        buffers.indices = self.pin(own_lines(max_entries, np.int32))
+        self.sizes = (max_tokens, max_items, max_hashes, max_keys, max_entries)
+        self.needed = ffi.new("int64_t[3]")
+
+    def fits(self, num_tokens: int, num_items: int) -> bool:
+        """Whether a batch of ``num_tokens`` tokens and ``num_items`` items may be tried."""
+        return num_tokens <= self.sizes[0] and num_items <= self.sizes[1]
+
+    def grown(self, num_tokens: int, num_items: int) -> ListBuffers:
+        """Buffers that hold what the last call said it needed and a batch of
+        ``num_tokens`` tokens and ``num_items`` items, each at least doubled when short."""
+        wanted = (num_tokens, num_items, *(int(self.needed[k]) for k in range(3)))
+        return ListBuffers(*(have if want <= have else max(want, 2 * have) for have, want in zip(self.sizes, wanted)))
+
+
+def tag_lists(
+    tagger: Tagger,
+    scores: Scores,
+    buffers: TagBuffers,
+    lists: ListBuffers,
+    store,
+    items: np.ndarray,
+    offsets: np.ndarray | None,
+    token_rows: np.ndarray,
+    token_class: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """ft_tag_lists: :func:`tag` of a batch whose tagger reads value lists (ListLines),
+    the values of its J ``items`` (int64 [J, ITEM_FIELDS]) read from ``store`` (a
+    :class:`~fstcrf.features.hashing.StoreTables`) at each token's row of each column,
+    token_rows int64 [C, n]; ``offsets`` int64 [b+1] (None: one sentence).  None when
+    ``lists`` is too small (its ``grown`` is not); the caller checked that the batch
+    fits ``buffers`` and ``lists.fits`` it."""
+    num_tokens = token_rows.shape[1]
+    num_sequences = 1 if offsets is None else len(offsets) - 1
+    single, list_span, text_span = store.single, store.list_span, store.text_span
+    table = ffi.new(
+        "ft_value_store *",
+        (
+            store.num_rows,
+            single.shape[1],
+            len(single),
+            input_pointer(single),
+            len(list_span),
+            input_pointer(list_span),
+            len(store.list_hashes),
+            input_pointer(store.list_hashes),
+            len(text_span),
+            input_pointer(text_span),
+            len(store.text_bytes),
+            input_pointer(store.text_bytes),
+        ),
+    )
+    status = lib.ft_tag_lists(
+        tagger.struct,
+        scores.struct,
+        buffers.struct,
+        lists.struct,
+        table,
+        len(items),
+        ffi.from_buffer("int64_t[]", items),
+        num_tokens,
+        num_sequences,
+        ffi.NULL if offsets is None else ffi.from_buffer("int64_t[]", offsets),
+        len(token_rows),
+        ffi.from_buffer("int64_t[]", token_rows),
+        ffi.NULL if token_class is None else ffi.from_buffer("int32_t[]", token_class),
+        buffers._path,
+        buffers._score,
+        lists.needed,
+    )
+    if status == lib.FV_SHORT:
+        return None
+    check_status(status, "ft_tag_lists")
+    return buffers.path[:num_tokens], buffers.score[:num_sequences]
 
 
 def tag(
