@@ -87,7 +87,8 @@ class ChunkEdges:
     ``begins_chunk`` bool [E]: the edge enters a chunk's first token;
     ``adjacent`` bool [K]: a chunk of the type may begin right after one of the same
     type ends (an edge from a state of the type into one that does not continue it);
-    and ``reading``, the kernel's view of them (:class:`~fstcrf.engine.kernel.ChunkReading`)."""
+    ``reading``, the kernel's view of them (:class:`~fstcrf.engine.kernel.ChunkReading`);
+    and ``state_parts``, the (prefix, type) of each state's label (:func:`chunk_parts`)."""
 
     types: tuple[str, ...]
     state_type: np.ndarray
@@ -96,6 +97,7 @@ class ChunkEdges:
     begins_chunk: np.ndarray
     adjacent: np.ndarray
     reading: kernel.ChunkReading
+    state_parts: tuple[tuple[str, str], ...]
 
     @classmethod
     def of(cls, topology: Topology, labels: Sequence[str]) -> ChunkEdges:
@@ -149,6 +151,7 @@ class ChunkEdges:
             ~continuing & (dst >= 0),
             np.bincount(src[restart], minlength=K) > 0,
             kernel.ChunkReading(K, state_type.astype(np.int32), prefix_bits, continuing.view(np.uint8)),
+            tuple(parts[label] for label in labels),
         )
 
 
@@ -186,22 +189,36 @@ def entity_probabilities(
     check_type(pot, Potentials, "pot", "a Potentials")
     if len(spans) != pot.num_sequences:
         raise ShapeError(f"expected spans for {pot.num_sequences} sentences, got {len(spans)}")
-    chunks = ChunkEdges.of(pot.topology, labels)
-    index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
-    columns: list[tuple[int, int, int, int]] = []  # (sentence, first, last, type) of the spans of known types
-    results = []
     for b, sentence_spans in enumerate(spans):
         T = int(pot.lengths[b])
-        results.append(np.zeros(len(sentence_spans)))
-        for first, last, chunk_type in sentence_spans:
+        for first, last, _ in sentence_spans:
             if not 0 <= first <= last < T:
                 raise ShapeError(f"sentence {b}: span ({first}, {last}) is outside its {T} tokens")
-            if chunk_type in index:  # a type no state carries has probability 0
-                columns.append((b, first, last, index[chunk_type]))
+    return _probabilities_of(pot, ChunkEdges.of(pot.topology, labels), spans)
+
+
+def _probabilities_of(
+    pot: Potentials, chunks: ChunkEdges, spans: Sequence[Sequence[tuple[int, int, str]]]
+) -> list[np.ndarray]:
+    """:func:`entity_probabilities` of spans within their sentences."""
+    index = {chunk_type: i for i, chunk_type in enumerate(chunks.types)}
+    columns = [  # (sentence, first, last, type) of the spans of known types: another type has probability 0
+        (b, first, last, index[chunk_type])
+        for b, sentence_spans in enumerate(spans)
+        for first, last, chunk_type in sentence_spans
+        if chunk_type in index
+    ]
+    results = [np.zeros(len(sentence_spans)) for sentence_spans in spans]
     if not columns:
         return results
-    sentence, firsts, lasts, kinds = (np.array(column, dtype=np.int64) for column in zip(*columns))
-    values = iter(span_probability_array(pot, chunks, (sentence, firsts, lasts, kinds)).tolist())
+    sentence, firsts, lasts, kinds = zip(*columns)
+    in_kernel = (
+        np.array(sentence, dtype=np.int32),
+        np.array(firsts, dtype=np.int64),
+        np.array(lasts, dtype=np.int64),
+        np.array(kinds, dtype=np.int32),
+    )
+    values = iter(span_probability_array(pot, chunks, in_kernel).tolist())
     for b, sentence_spans in enumerate(spans):
         for slot, (_, _, chunk_type) in enumerate(sentence_spans):
             if chunk_type in index:
@@ -222,7 +239,9 @@ def span_probability_array(
     sentence, first, last, kind = spans
     if not len(sentence):
         return np.zeros(0)
-    in_kernel = (sentence.astype(np.int32), first.astype(np.int64), last.astype(np.int64), kind.astype(np.int32))
+    in_kernel = tuple(
+        part.astype(dtype, copy=False) for part, dtype in zip(spans, (np.int32, np.int64, np.int64, np.int32))
+    )
     probability, exact = kernel.chunk_probabilities(*kernel_structs(pot), chunks.reading, in_kernel)
     redo = ~exact[sentence]
     if np.count_nonzero(redo):  # (ndarray.any costs more than the call on a sentence)
@@ -418,11 +437,14 @@ def _spans_from(
 def decoded_entities(pot: Potentials, labels: Sequence[str], paths: np.ndarray) -> list[list[Entity]]:
     """The chunks of each sentence's state path ``paths`` int [N] (e.g. Viterbi's),
     each with its exact probability (see :func:`entity_probabilities`)."""
+    check_type(pot, Potentials, "pot", "a Potentials")
     paths = np.asarray(paths)
     if paths.shape != (pot.num_tokens,):
         raise ShapeError(f"paths must have shape ({pot.num_tokens},), got {paths.shape}")
-    spans = [path_chunks([labels[s] for s in paths[pot.sentence(b)]]) for b in range(pot.num_sequences)]
-    probabilities = entity_probabilities(pot, labels, spans)
+    chunks = ChunkEdges.of(pot.topology, labels)
+    parts, states, bounds = chunks.state_parts, paths.tolist(), pot.offsets.tolist()
+    spans = [chunks_of_parts([parts[s] for s in states[a:b]]) for a, b in zip(bounds[:-1], bounds[1:])]
+    probabilities = _probabilities_of(pot, chunks, spans)
     return [
         [Entity(first, last, chunk_type, float(p)) for (first, last, chunk_type), p in zip(sentence, values)]
         for sentence, values in zip(spans, probabilities)

@@ -10,6 +10,8 @@ component and the token.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
+from operator import attrgetter
 from typing import NamedTuple
 
 from spacy.tokens import Doc, Token
@@ -57,7 +59,7 @@ def read_sentences(docs: Sequence[Doc], inputs: Mapping[str, str], where: str) -
     sentences, places = [], []
     for d, doc in enumerate(docs):
         for start, end in sentence_bounds(doc):
-            tokens = doc[start:end]
+            tokens = doc if end - start == len(doc) else doc[start:end]  # a Doc's tokens are read faster than a Span's
             columns = {column: _values(tokens, column, attribute, where) for column, attribute in inputs.items()}
             sentences.append(Sentence(columns))
             places.append(Place(d, start))
@@ -68,12 +70,13 @@ def _values(tokens, column: str, attribute: str, where: str) -> list[str]:
     """The strings [T] of one attribute of the tokens of a sentence."""
     name = extension_name(attribute)
     if name is None:
-        values = [getattr(token, attribute) for token in tokens]
+        values = list(map(attrgetter(attribute), tokens))
     else:
         values = [token._.get(name) for token in tokens]
-    for position, value in enumerate(values):
-        if not isinstance(value, str) or not value:
-            _missing(tokens[position], column, attribute, value, where)
+    if "" in values or not all(map(isinstance, values, repeat(str))):
+        for position, value in enumerate(values):
+            if not isinstance(value, str) or not value:
+                _missing(tokens[position], column, attribute, value, where)
     return values
 
 
