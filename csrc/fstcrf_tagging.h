@@ -8,6 +8,8 @@
  *
  *     value hashes [G, N] -> fh_window_hashes     -> observation hashes [J, N]
  *                         -> fh_predicate_rows    -> rows (CSR)
+ *  or store rows [C, N]   -> fv_item_values       -> item value lists [J, N]
+ *                         -> ff_list_rows         -> rows (CSR)          (ft_tag_lists)
  *  or token entries [M]   -> ff_canonical_rows    -> rows (CSR)
  *                         -> ff_emissions         -> emit [N, S]
  *                         -> (a restriction's states: emit [N, S'] gathered)
