@@ -395,6 +395,52 @@ static int known_columns(int64_t num_tokens, const int64_t *value_ptr, const uin
     return FC_OK;
 }
 
+/* Whether ff_list_rows' lines, items and value pointers are in range. */
+static int lists_in_range(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr, int64_t num_values,
+                          int32_t num_templates, const int32_t *item_ptr, const int32_t *items)
+{
+    if (num_tokens < 0 || num_items < 0 || num_templates < 0 || item_ptr[0] != 0)
+        return 0;
+    for (int32_t k = 0; k < num_templates; ++k) {
+        if (item_ptr[k + 1] < item_ptr[k] || item_ptr[k + 1] - item_ptr[k] > FF_MAX_ITEMS)
+            return 0;
+        for (int32_t i = item_ptr[k]; i < item_ptr[k + 1]; ++i)
+            if (items[i] < 0 || items[i] >= num_items)
+                return 0;
+    }
+    for (int32_t j = 0; j < num_items; ++j) {
+        const int64_t *ptr = value_ptr + (int64_t)j * (num_tokens + 1);
+        if (ptr[0] < 0 || ptr[num_tokens] > num_values)
+            return 0;
+        for (int64_t t = 0; t < num_tokens; ++t)
+            if (ptr[t + 1] < ptr[t])
+                return 0;
+    }
+    return 1;
+}
+
+/* The rest of token t's row, whose first `own` columns (ascending, from `start`) the
+   first lines gave: the known columns of lines first .. last-1, sorted, merged in. */
+static int rest_of_row(int64_t num_tokens, const int64_t *value_ptr, const uint64_t *value_hashes,
+                       const uint64_t *seeds, const int32_t *item_ptr, const int32_t *items, int32_t first,
+                       int32_t last, int64_t t, int64_t capacity, const uint64_t *slots, int64_t scratch_size,
+                       uint64_t *scratch_keys, int64_t *scratch_columns, int32_t *indices, int64_t *nnz,
+                       int64_t max_entries, int64_t start, int64_t own)
+{
+    int status = known_columns(num_tokens, value_ptr, value_hashes, seeds, item_ptr, items, first, last, t,
+                               capacity, slots, scratch_size, scratch_keys, scratch_columns, indices, nnz,
+                               max_entries);
+    if (status != FC_OK)
+        return status;
+    if (own == 0) {
+        sort_columns(indices + start, *nnz - start);
+    } else {                                /* sort the others, then merge the two runs */
+        sort_columns(indices + start + own, *nnz - start - own);
+        merge_runs(indices + start, own, *nnz - start - own, scratch_columns);
+    }
+    return FC_OK;
+}
+
 int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr,
                  int64_t num_values, const uint64_t *value_hashes, int32_t num_templates,
                  const uint64_t *seeds, const int32_t *item_ptr, const int32_t *items,
@@ -403,24 +449,9 @@ int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr
                  int64_t num_groups, const int64_t *group, const int64_t *memo_ptr, int32_t *memo,
                  int64_t *memo_count, int64_t *indptr, int64_t max_entries, int32_t *indices)
 {
-    if (num_tokens < 0 || num_items < 0 || num_templates < 0 || item_ptr[0] != 0 || num_grouped < 0 ||
-        num_grouped > num_templates || num_groups < 0)
+    if (!lists_in_range(num_tokens, num_items, value_ptr, num_values, num_templates, item_ptr, items) ||
+        num_grouped < 0 || num_grouped > num_templates || num_groups < 0)
         return FC_BAD_ARGUMENT;
-    for (int32_t k = 0; k < num_templates; ++k) {
-        if (item_ptr[k + 1] < item_ptr[k] || item_ptr[k + 1] - item_ptr[k] > FF_MAX_ITEMS)
-            return FC_BAD_ARGUMENT;
-        for (int32_t i = item_ptr[k]; i < item_ptr[k + 1]; ++i)
-            if (items[i] < 0 || items[i] >= num_items)
-                return FC_BAD_ARGUMENT;
-    }
-    for (int32_t j = 0; j < num_items; ++j) {
-        const int64_t *ptr = value_ptr + (int64_t)j * (num_tokens + 1);
-        if (ptr[0] < 0 || ptr[num_tokens] > num_values)
-            return FC_BAD_ARGUMENT;
-        for (int64_t t = 0; t < num_tokens; ++t)
-            if (ptr[t + 1] < ptr[t])
-                return FC_BAD_ARGUMENT;
-    }
     if (num_grouped > 0) {
         if (memo_ptr[0] != 0)
             return FC_BAD_ARGUMENT;
@@ -456,18 +487,61 @@ int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr
             memcpy(indices + nnz, memo + memo_ptr[g], (size_t)memo_count[g] * sizeof(int32_t));
             nnz += memo_count[g];
         }
-        const int64_t own = nnz - start;        /* the group's columns, ascending */
-        status = known_columns(num_tokens, value_ptr, value_hashes, seeds, item_ptr, items, num_grouped,
-                               num_templates, t, capacity, slots, scratch_size, scratch_keys,
-                               scratch_columns, indices, &nnz, max_entries);
+        status = rest_of_row(num_tokens, value_ptr, value_hashes, seeds, item_ptr, items, num_grouped,
+                             num_templates, t, capacity, slots, scratch_size, scratch_keys, scratch_columns,
+                             indices, &nnz, max_entries, start, nnz - start);
         if (status != FC_OK)
             return status;
-        if (own == 0) {
-            sort_columns(indices + start, nnz - start);
-        } else {                                /* sort the others, then merge the two runs */
-            sort_columns(indices + start + own, nnz - start - own);
-            merge_runs(indices + start, own, nnz - start - own, scratch_columns);
+        indptr[t + 1] = nnz;
+    }
+    return FC_OK;
+}
+
+int ff_list_rows_kept(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr, int64_t num_values,
+                      const uint64_t *value_hashes, int32_t num_templates, const uint64_t *seeds,
+                      const int32_t *item_ptr, const int32_t *items, int64_t capacity, const uint64_t *slots,
+                      int64_t scratch_size, uint64_t *scratch_keys, int64_t *scratch_columns,
+                      int32_t num_grouped, const int64_t *group, ff_kept_columns *kept, int64_t *indptr,
+                      int64_t max_entries, int32_t *indices)
+{
+    if (!lists_in_range(num_tokens, num_items, value_ptr, num_values, num_templates, item_ptr, items) ||
+        num_grouped < 1 || num_grouped > num_templates || kept->used < 0 || kept->used > kept->pool_size)
+        return FC_BAD_ARGUMENT;
+    for (int64_t t = 0; t < num_tokens; ++t) {
+        const int64_t g = group[t];
+        if (g < 0 || g >= kept->num_groups ||
+            (kept->start[g] >= 0 && (kept->count[g] < 0 || kept->start[g] + kept->count[g] > kept->used)))
+            return FC_BAD_ARGUMENT;
+    }
+    int64_t nnz = 0;
+    indptr[0] = 0;
+    for (int64_t t = 0; t < num_tokens; ++t) {
+        const int64_t start = nnz, g = group[t];
+        if (kept->start[g] >= 0) {          /* kept from an earlier token or call */
+            if (nnz + kept->count[g] > max_entries)
+                return FC_BAD_ARGUMENT;
+            memcpy(indices + nnz, kept->pool + kept->start[g], (size_t)kept->count[g] * sizeof(int32_t));
+            nnz += kept->count[g];
+        } else {                            /* looked up, and kept while the pool has room */
+            int status = known_columns(num_tokens, value_ptr, value_hashes, seeds, item_ptr, items, 0,
+                                       num_grouped, t, capacity, slots, scratch_size, scratch_keys,
+                                       scratch_columns, indices, &nnz, max_entries);
+            if (status != FC_OK)
+                return status;
+            const int64_t own = nnz - start;
+            sort_columns(indices + start, own);
+            if (own <= INT32_MAX && kept->used + own <= kept->pool_size) {
+                memcpy(kept->pool + kept->used, indices + start, (size_t)own * sizeof(int32_t));
+                kept->start[g] = kept->used;
+                kept->count[g] = (int32_t)own;
+                kept->used += own;
+            }
         }
+        int status = rest_of_row(num_tokens, value_ptr, value_hashes, seeds, item_ptr, items, num_grouped,
+                                 num_templates, t, capacity, slots, scratch_size, scratch_keys, scratch_columns,
+                                 indices, &nnz, max_entries, start, nnz - start);
+        if (status != FC_OK)
+            return status;
         indptr[t + 1] = nnz;
     }
     return FC_OK;

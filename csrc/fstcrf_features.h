@@ -176,6 +176,29 @@ int ff_list_rows(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr
                  int64_t num_groups, const int64_t *group, const int64_t *memo_ptr, int32_t *memo,
                  int64_t *memo_count, int64_t *indptr, int64_t max_entries, int32_t *indices);
 
+/* The known columns of the grouped lines of ff_list_rows_kept, kept per group across
+   calls: group g's are pool[start[g] .. start[g] + count[g] - 1], ascending, or not kept
+   when start[g] is -1; `used` entries of the pool hold them. */
+typedef struct {
+    int64_t num_groups;               /* G */
+    int64_t *start;                   /* [G] */
+    int32_t *count;                   /* [G] */
+    int64_t pool_size;
+    int32_t *pool;                    /* [pool_size] */
+    int64_t used;
+} ff_kept_columns;
+
+/* ff_list_rows whose first num_grouped (>= 1) lines read the token's own value of one
+ * column only, group[t] (in [0, G)) numbering that value for good: their known columns
+ * are taken from `kept` when it holds the group's, else looked up and added to it
+ * while the pool has room (the same rows, bit for bit). */
+int ff_list_rows_kept(int64_t num_tokens, int32_t num_items, const int64_t *value_ptr, int64_t num_values,
+                      const uint64_t *value_hashes, int32_t num_templates, const uint64_t *seeds,
+                      const int32_t *item_ptr, const int32_t *items, int64_t capacity, const uint64_t *slots,
+                      int64_t scratch_size, uint64_t *scratch_keys, int64_t *scratch_columns,
+                      int32_t num_grouped, const int64_t *group, ff_kept_columns *kept, int64_t *indptr,
+                      int64_t max_entries, int32_t *indices);
+
 /* How many keys lines first .. last-1 of ff_list_rows give tokens: sizes[m] is the sum
  * over the lines of the product of their items' list lengths at token at[m] (at [M],
  * or every token, M = N, when at is NULL), saturating at FF_MANY_KEYS.

@@ -80,7 +80,8 @@ int ft_tag_entries(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *
 int ft_tag_lists(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b, ft_list_buffers *lb,
                  const ft_value_store *store, int32_t num_items, const int64_t *items, int64_t num_tokens,
                  int32_t num_sequences, const int64_t *offsets, int32_t num_columns, const int64_t *token_rows,
-                 const int32_t *token_class, int32_t *path, double *score, int64_t *needed)
+                 int32_t num_grouped, int32_t group_column, const int32_t *token_class, int32_t *path,
+                 double *score, int64_t *needed)
 {
     const int64_t whole[2] = {0, num_tokens};
     if (offsets == NULL) {
@@ -90,7 +91,8 @@ int ft_tag_lists(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b,
     }
     needed[0] = needed[1] = needed[2] = 0;
     if (num_tokens < 1 || num_tokens > lb->max_tokens || num_tokens > b->max_tokens || num_items < 1 ||
-        num_items > lb->max_items || t->num_lines < 1)
+        num_items > lb->max_items || t->num_lines < 1 || num_grouped < 0 || num_grouped > t->num_lines ||
+        (num_grouped > 0 && (group_column < 0 || group_column >= num_columns)))
         return FC_BAD_ARGUMENT;
     int status = fv_item_values(num_tokens, num_sequences, offsets, num_columns, token_rows, store->num_rows,
                                 store->stride, store->num_singles, store->single, store->num_lists,
@@ -115,10 +117,17 @@ int ft_tag_lists(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b,
     if (most > lb->max_keys || total > lb->max_entries)
         return FV_SHORT;
     const int64_t num_values = lb->value_ptr[(int64_t)num_items * (num_tokens + 1) - 1];
-    status = ff_list_rows(num_tokens, num_items, lb->value_ptr, num_values, lb->hashes, t->num_lines, t->seeds,
-                          t->item_ptr, t->items, t->capacity, t->slots, lb->max_keys, lb->scratch_keys,
-                          lb->scratch_columns, 0, 0, NULL, NULL, NULL, NULL, b->indptr, lb->max_entries,
-                          lb->indices);
+    if (num_grouped > 0 && lb->kept.num_groups > 0)
+        status = ff_list_rows_kept(num_tokens, num_items, lb->value_ptr, num_values, lb->hashes, t->num_lines,
+                                   t->seeds, t->item_ptr, t->items, t->capacity, t->slots, lb->max_keys,
+                                   lb->scratch_keys, lb->scratch_columns, num_grouped,
+                                   token_rows + (int64_t)group_column * num_tokens, &lb->kept, b->indptr,
+                                   lb->max_entries, lb->indices);
+    else
+        status = ff_list_rows(num_tokens, num_items, lb->value_ptr, num_values, lb->hashes, t->num_lines,
+                              t->seeds, t->item_ptr, t->items, t->capacity, t->slots, lb->max_keys,
+                              lb->scratch_keys, lb->scratch_columns, 0, 0, NULL, NULL, NULL, NULL, b->indptr,
+                              lb->max_entries, lb->indices);
     if (status != FC_OK)
         return status;
     const ff_tokens rows = {num_tokens, b->indptr, lb->indices, NULL};

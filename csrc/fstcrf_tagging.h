@@ -133,6 +133,8 @@ typedef struct {
     int64_t *scratch_columns;         /* [max_keys] */
     int64_t max_entries;
     int32_t *indices;                 /* [max_entries] */
+    ff_kept_columns kept;             /* the grouped lines' known columns by store row (no
+                                         groups: kept.num_groups 0) */
 } ft_list_buffers;
 
 /* ft_tag of a batch whose template reads value lists (prefixes, n-grams, bags, ...):
@@ -141,6 +143,10 @@ typedef struct {
  * [0, J)), then the state scores and the search (ft_tag on those rows), the steps the
  * batch path runs one by one, bit for bit.
  *   store, items [J, FV_FIELDS], token_rows [C, N]   as fv_item_values takes them
+ *   num_grouped, group_column   t's first num_grouped lines read only the token's own
+ *                value of column group_column: their known columns are kept across
+ *                calls in lb->kept by the value's store row (ff_list_rows_kept), when
+ *                num_grouped and lb->kept.num_groups are not 0
  *   offsets [B+1] or NULL (B is 1), token_class [N] or NULL, path [N], score [B]
  *                                                   as ft_tag takes them
  *   needed [3]   OVERWRITTEN: the room the batch needs in hashes, keys of one token and
@@ -151,6 +157,7 @@ typedef struct {
 int ft_tag_lists(const ft_tagger *t, const fc_scores *scores, ft_tag_buffers *b, ft_list_buffers *lb,
                  const ft_value_store *store, int32_t num_items, const int64_t *items, int64_t num_tokens,
                  int32_t num_sequences, const int64_t *offsets, int32_t num_columns, const int64_t *token_rows,
-                 const int32_t *token_class, int32_t *path, double *score, int64_t *needed);
+                 int32_t num_grouped, int32_t group_column, const int32_t *token_class, int32_t *path,
+                 double *score, int64_t *needed);
 
 #endif

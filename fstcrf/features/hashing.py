@@ -189,7 +189,9 @@ TableSpec = SingleTable | SeenTable | ListTable | TextTable
 
 class StoreTables(NamedTuple):
     """What ``kernel.item_values`` reads of a :class:`ValueStore`: its rows 0 ..
-    num_rows-1 of each category's tables (see csrc/fstcrf_values.h)."""
+    num_rows-1 of each category's tables (see csrc/fstcrf_values.h), and how many
+    times the store had started afresh (a row names the same value while that count
+    is the same)."""
 
     num_rows: int
     single: np.ndarray
@@ -197,6 +199,7 @@ class StoreTables(NamedTuple):
     list_hashes: np.ndarray
     text_span: np.ndarray
     text_bytes: np.ndarray
+    generation: int = 0
 
 
 _CACHES_LOCK = threading.Lock()
@@ -304,7 +307,8 @@ class ValueStore:
         self.clear()
 
     def clear(self) -> None:
-        """Forget every value and table."""
+        """Forget every value and table (the rows' ``generation`` counts the times)."""
+        self.generation = getattr(self, "generation", -1) + 1
         self.row: dict[str, int] = {}
         self.values: list[str] = []
         self.stride = 64
@@ -360,6 +364,7 @@ class ValueStore:
                     self.list_hashes,
                     self.text_span[: counts["text"]],
                     self.text_bytes,
+                    self.generation,
                 ),
             )
 

@@ -36,7 +36,7 @@ class ValueListRows:
     """A template's lines ``chosen`` under a dictionary, when each of their items is one
     the kernel computes from the value store: ``lines`` (the
     :class:`~fstcrf.engine.kernel.tagging.ListLines` the kernel crosses and looks up,
-    reading the items of :meth:`inputs`) and ``num_items``."""
+    reading the items of :meth:`inputs`), ``num_items`` and ``grouped``."""
 
     def __init__(self, dictionary: HashedDictionary, template: Template, chosen: Sequence[int]):
         plan = dictionary.plan(template, chosen, lists=True)
@@ -46,6 +46,11 @@ class ValueListRows:
         self.lines = ListLines(dictionary.salt, plan.seeds, plan.item_ptr, plan.items, dictionary.slots)
         self.num_items = len(self.values.items)
         self.salt = dictionary.salt
+        #: (the lines that read one column's own value alone, first among ``lines``, and
+        #: that column's place among the columns read), whose keys depend on the value alone
+        self.grouped = (0, 0)
+        if plan.grouped and plan.grouped_column in self.values.columns:
+            self.grouped = (plan.grouped, self.values.columns.index(plan.grouped_column))
 
     def inputs(self, table: TokenTable, resources) -> ListInputs:
         """The :class:`ListInputs` of the batch of ``table`` (``resources`` holds the

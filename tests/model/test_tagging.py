@@ -16,6 +16,7 @@ from fstcrf.corpus.labels import label_states
 from fstcrf.corpus.synthetic import DATA_DIR
 from fstcrf.engine.inference import viterbi
 from fstcrf.errors import FstcrfError, LabelError
+from fstcrf.features.hashing import value_store
 from fstcrf.grammar import restrict_to
 from fstcrf.model import ChainCRF
 from fstcrf.model.chain import load_model, save_model
@@ -218,3 +219,27 @@ def test_value_lists_longer_than_the_buffers_first_room_make_them_grow():
         sizes.append(plan.buffers.lists.sizes)  # (tokens, items, hashes, keys, entries)
     assert sizes[1][:2] == sizes[0][:2] and sizes[1][2] > sizes[0][2] and sizes[1][3] > sizes[0][3]
     assert sizes[3][0] > sizes[2][0]
+
+
+def test_the_own_value_columns_kept_across_calls_give_the_batch_rows():
+    """The lines that read a word's own value alone have their known columns kept per
+    value store row across calls (ft_tag_lists, ff_list_rows_kept): sentences tagged
+    again from kept columns, and after the store started afresh (its rows numbered
+    anew), as the batch path tags them."""
+    model = ChainCRF(template=LIST_TEMPLATE, max_iter=3).fit(TRAIN[:200], target="chunk")
+    plan = tagging_plan(model)
+    assert plan.lists.grouped[0] > 0
+    sentences = TEST[:20]
+    expected = [_batch_best(model, [sentence]) for sentence in sentences]
+    for _ in range(2):
+        for sentence, (states, scores) in zip(sentences, expected):
+            path, score = plan.paths([sentence])
+            assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)
+    room = plan.buffers.lists
+    used, generation = room.struct.kept.used, room.generation
+    assert used > 0
+    value_store(plan.lists.salt).clear()
+    for sentence, (states, scores) in reversed(list(zip(sentences, expected))):
+        path, score = plan.paths([sentence])
+        assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)
+    assert plan.buffers.lists.generation == generation + 1 and plan.buffers.lists.struct.kept.used > 0

@@ -19,6 +19,8 @@ from fstcrf.engine.kernel.chain import Graph, Scores, Workspace, chain_workspace
 from fstcrf.engine.kernel.features import FeatureDictionary, Tokens
 
 
+#: The known columns :class:`ListBuffers` keeps across calls, at most (16 MiB a thread).
+KEPT_POOL = 1 << 22
 #: ft_tag_entries, which fstcrf._attributes.tag_tokens calls (see :func:`tag_items`).
 TAG_ENTRIES = ffi.addressof(lib, "ft_tag_entries")
 
@@ -156,16 +158,46 @@ class ListBuffers(KernelBuffers):
         buffers.indices = self.pin(own_lines(max_entries, np.int32))
         self.sizes = (max_tokens, max_items, max_hashes, max_keys, max_entries)
         self.needed = ffi.new("int64_t[3]")
+        #: the kept columns' store generation, arrays (start int64 [G], count int32 [G], pool
+        #: int32 [KEPT_POOL]) and their views; none kept until :meth:`keep`
+        self.generation: int | None = None
+        self.kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._kept_views: tuple = ()
+
+    def keep(self, generation: int, num_rows: int) -> None:
+        """Keep the grouped lines' columns of store rows 0 .. num_rows-1 of the value
+        store's ``generation``: those kept so far while it is the same generation (the
+        arrays widened for new rows), none after the store started afresh."""
+        kept = self.struct.kept
+        if self.kept is not None and self.generation == generation and len(self.kept[0]) >= num_rows:
+            return
+        size = max(2 * num_rows, 1024)
+        start, count = np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int32)
+        if self.kept is not None and self.generation == generation:  # widened: the kept columns stay
+            old_start, old_count, pool = self.kept
+            start[: len(old_start)], count[: len(old_count)] = old_start, old_count
+        else:
+            pool = np.empty(KEPT_POOL, dtype=np.int32)
+            kept.used = 0
+        self.kept, self.generation = (start, count, pool), generation
+        self._kept_views = tuple(input_pointer(array) for array in self.kept)
+        kept.num_groups, kept.pool_size = size, len(pool)
+        kept.start, kept.count, kept.pool = self._kept_views
+
+    def grown(self, num_tokens: int, num_items: int) -> ListBuffers:
+        """Buffers that hold what the last call said it needed and a batch of
+        ``num_tokens`` tokens and ``num_items`` items, each at least doubled when short;
+        the columns kept go with them."""
+        wanted = (num_tokens, num_items, *(int(self.needed[k]) for k in range(3)))
+        grown = ListBuffers(*(have if want <= have else max(want, 2 * have) for have, want in zip(self.sizes, wanted)))
+        if self.kept is not None:
+            grown.kept, grown.generation, grown._kept_views = self.kept, self.generation, self._kept_views
+            grown.struct.kept = self.struct.kept
+        return grown
 
     def fits(self, num_tokens: int, num_items: int) -> bool:
         """Whether a batch of ``num_tokens`` tokens and ``num_items`` items may be tried."""
         return num_tokens <= self.sizes[0] and num_items <= self.sizes[1]
-
-    def grown(self, num_tokens: int, num_items: int) -> ListBuffers:
-        """Buffers that hold what the last call said it needed and a batch of
-        ``num_tokens`` tokens and ``num_items`` items, each at least doubled when short."""
-        wanted = (num_tokens, num_items, *(int(self.needed[k]) for k in range(3)))
-        return ListBuffers(*(have if want <= have else max(want, 2 * have) for have, want in zip(self.sizes, wanted)))
 
 
 def tag_lists(
@@ -177,14 +209,18 @@ def tag_lists(
     items: np.ndarray,
     offsets: np.ndarray | None,
     token_rows: np.ndarray,
+    grouped: tuple[int, int],
     token_class: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """ft_tag_lists: :func:`tag` of a batch whose tagger reads value lists (ListLines),
     the values of its J ``items`` (int64 [J, ITEM_FIELDS]) read from ``store`` (a
     :class:`~fstcrf.features.hashing.StoreTables`) at each token's row of each column,
-    token_rows int64 [C, n]; ``offsets`` int64 [b+1] (None: one sentence).  None when
-    ``lists`` is too small (its ``grown`` is not); the caller checked that the batch
-    fits ``buffers`` and ``lists.fits`` it."""
+    token_rows int64 [C, n]; ``offsets`` int64 [b+1] (None: one sentence); ``grouped``
+    (the lines that read a column's own value alone, first among the tagger's, and
+    that column's row of token_rows): their columns are kept in ``lists`` across
+    calls once its :meth:`ListBuffers.keep` was called.  None when ``lists`` is too
+    small (its ``grown`` is not); the caller checked that the batch fits ``buffers``
+    and ``lists.fits`` it."""
     num_tokens = token_rows.shape[1]
     num_sequences = 1 if offsets is None else len(offsets) - 1
     single, list_span, text_span = store.single, store.list_span, store.text_span
@@ -218,6 +254,7 @@ def tag_lists(
         ffi.NULL if offsets is None else ffi.from_buffer("int64_t[]", offsets),
         len(token_rows),
         ffi.from_buffer("int64_t[]", token_rows),
+        *grouped,
         ffi.NULL if token_class is None else ffi.from_buffer("int32_t[]", token_class),
         buffers._path,
         buffers._score,
