@@ -239,8 +239,11 @@ def span_probability_array(
     sentence, first, last, kind = spans
     if not len(sentence):
         return np.zeros(0)
-    in_kernel = tuple(
-        part.astype(dtype, copy=False) for part, dtype in zip(spans, (np.int32, np.int64, np.int64, np.int32))
+    in_kernel = (
+        sentence.astype(np.int32, copy=False),
+        first.astype(np.int64, copy=False),
+        last.astype(np.int64, copy=False),
+        kind.astype(np.int32, copy=False),
     )
     probability, exact = kernel.chunk_probabilities(*kernel_structs(pot), chunks.reading, in_kernel)
     redo = ~exact[sentence]

@@ -125,9 +125,7 @@ class ItemPlan:
         return items
 
 
-def store_inputs(
-    table: TokenTable, plan: ItemPlan, salt: int, resources
-) -> tuple[np.ndarray, np.ndarray, StoreTables]:
+def store_inputs(table: TokenTable, plan: ItemPlan, salt: int, resources) -> tuple[np.ndarray, np.ndarray, StoreTables]:
     """(token_rows int64 [C, N]: the row in the shared store of ``salt`` of each token's
     value of each column ``plan`` reads, added if new; ``plan``'s items int64 [J,
     ITEM_FIELDS] placed in the store; the store's tables, filled for every row): what

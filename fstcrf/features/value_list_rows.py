@@ -24,12 +24,14 @@ from fstcrf.features.token_table import TokenTable
 class ListInputs(NamedTuple):
     """What ``ft_tag_lists`` reads of a batch: sentence offsets int64 [B+1], the store row
     of each token's value of each column, token_rows int64 [C, N], the items int64
-    [J, ITEM_FIELDS] placed in the store and the store's tables."""
+    [J, ITEM_FIELDS] placed in the store, the store's tables and the lines' ``grouped``
+    (see :class:`ValueListRows`)."""
 
     offsets: np.ndarray
     token_rows: np.ndarray
     items: np.ndarray
     tables: StoreTables
+    grouped: tuple[int, int]
 
 
 class ValueListRows:
@@ -57,4 +59,4 @@ class ValueListRows:
         training words of seen_lower); the token table's typed errors for a missing
         column or a value that is not a string."""
         token_rows, items, tables = store_inputs(table, self.values, self.salt, resources)
-        return ListInputs(table.offsets, token_rows, items, tables)
+        return ListInputs(table.offsets, token_rows, items, tables, self.grouped)

@@ -311,12 +311,21 @@ class TaggingPlan:
             size = buffers.max_tokens
             room = ListBuffers(size, num_items, FIRST_ROOM * num_items * size, 1024, FIRST_ENTRIES * size)
             room = self.buffers.lists = room.grown(num_tokens, num_items)
-        offsets, grouped = None if single else lists.offsets, self.lists.grouped
+        offsets, grouped = None if single else lists.offsets, lists.grouped
         if grouped[0]:  # the grouped lines' columns of each value, kept across calls
             room.keep(lists.tables.generation, lists.tables.num_rows)
         while True:
             found = tag_lists(
-                self.tagger, scores, buffers, room, lists.tables, lists.items, offsets, lists.token_rows, grouped, classes
+                self.tagger,
+                scores,
+                buffers,
+                room,
+                lists.tables,
+                lists.items,
+                offsets,
+                lists.token_rows,
+                grouped,
+                classes,
             )
             if found is not None:
                 return found
