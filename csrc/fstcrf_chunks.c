@@ -135,6 +135,35 @@ int fc_chunk_probabilities(const fc_graph *g, const fc_scores *sc, const fc_batc
     return FC_OK;
 }
 
+int fc_path_chunks(const fc_graph *g, const fc_scores *sc, const fc_batch *b, const fc_chunk_reading *r,
+                   const int32_t *path, int32_t *chunk_sentence, int64_t *chunk_first, int64_t *chunk_last,
+                   int32_t *chunk_type, double *probability, int64_t *count, int32_t *exact, double *work)
+{
+    if (check_reading(g, b, r) != FC_OK) return FC_BAD_ARGUMENT;
+    const int64_t N = b->offsets[b->num_sequences];
+    for (int64_t n = 0; n < N; ++n)
+        if (path[n] < 0 || path[n] >= g->num_states) return FC_BAD_ARGUMENT;
+    int64_t m = 0;
+    for (int32_t i = 0; i < b->num_sequences; ++i) {
+        const int64_t off = b->offsets[i], end = b->offsets[i + 1];
+        for (int64_t n = off; n < end; ++n) {
+            const int32_t s = path[n], x = r->state_type[s];
+            const int continued = n > off && (r->state_prefix[path[n - 1]] & FC_CHUNK_RUNS_ON) &&
+                                  (r->state_prefix[s] & FC_CHUNK_RUNS_IN) && r->state_type[path[n - 1]] == x;
+            if (continued) {
+                chunk_last[m - 1] = n - off;
+            } else if (x >= 0) {
+                chunk_sentence[m] = i;
+                chunk_first[m] = chunk_last[m] = n - off;
+                chunk_type[m++] = x;
+            }
+        }
+    }
+    *count = m;
+    return fc_chunk_probabilities(g, sc, b, r, m, chunk_sentence, chunk_first, chunk_last, chunk_type, probability,
+                                  exact, work);
+}
+
 /* Sentence i's marks [T, 5K] (its token marginals summed by prefix set and type)
  * and expected number of chunks; 0 if a token's marginals have no mass. */
 static int sentence_marks(const fc_graph *g, const fc_batch *linear, const fc_chunk_reading *r, chunk_work *w,

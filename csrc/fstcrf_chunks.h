@@ -46,6 +46,21 @@ int fc_chunk_probabilities(const fc_graph *g, const fc_scores *sc, const fc_batc
                            const int64_t *span_last, const int32_t *span_type, double *probability,
                            int32_t *exact, double *work);
 
+/* The chunks of each sentence's state path path [N] (a Viterbi path, say) and their
+ * probabilities: a chunk begins at a state of a type (state_type >= 0) that does not
+ * continue the state before it (FC_CHUNK_RUNS_ON there, FC_CHUNK_RUNS_IN here, the same
+ * type) and runs while the next state continues it, the rule of
+ * fstcrf.engine.chunks.chunks_of_parts.  The count [1] chunks, at most N, ordered by
+ * sentence and first token, in chunk_sentence, chunk_first, chunk_last (within the
+ * sentence) and chunk_type (room for N each), and probability [N] as
+ * fc_chunk_probabilities gives them, bit for bit, with exact [B] (an inexact
+ * sentence's chunks get 0).  work: fc_chunk_work_doubles doubles.  Returns
+ * FC_BAD_ARGUMENT, before writing, for a state of path outside [0, S) and as
+ * fc_chunk_probabilities does, else FC_OK. */
+int fc_path_chunks(const fc_graph *g, const fc_scores *sc, const fc_batch *b, const fc_chunk_reading *r,
+                   const int32_t *path, int32_t *chunk_sentence, int64_t *chunk_first, int64_t *chunk_last,
+                   int32_t *chunk_type, double *probability, int64_t *count, int32_t *exact, double *work);
+
 /* The candidate chunks of each exact sentence (fstcrf.engine.mbr.candidates): every
  * span whose beginning, every continuation and end the token marginals bound at
  * floor or above, and whose probability is above floor, ordered by sentence, first

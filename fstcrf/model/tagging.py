@@ -37,7 +37,7 @@ from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
 from fstcrf.engine.inference import PARALLEL_WORK, Potentials, check_totals
 from fstcrf.engine.kernel.tagging import ListBuffers, TagBuffers, Tagger, tag, tag_entries, tag_items, tag_lists
-from fstcrf.engine.spans import Entity, decoded_entities, state_labels
+from fstcrf.engine.spans import ChunkEdges, Entity, decoded_entities, state_labels
 from fstcrf.errors import FstcrfError
 from fstcrf.features.attributes import READ_ALONE, AttributeExtractor
 from fstcrf.features.encoding import EncodedSentences, checked_lengths, token_classes
@@ -83,11 +83,12 @@ class TaggingPlan:
             self.start, self.final = topology.open_start, topology.open_final
         self.num_classes = scorer.transitions.num_classes
         features = scorer.features
+        self.graph = kernel.topology_graph(topology)
         self.tagger = Tagger(
             self.window.lines if self.window is not None else None if self.lists is None else self.lists.lines,
             features.kernel_dictionary,
             self.weights[: features.num_features],
-            kernel.topology_graph(topology),
+            self.graph,
             self.state_map,
         )
         #: the transition weights float [T] the scores were made of, and those scores;
@@ -101,6 +102,8 @@ class TaggingPlan:
         #: whether :meth:`direct_labels` may take a sentence: its token dicts are all it reads
         self.reads_alone = self.reads_entries and extractor.reads is None and self.reads is None and self.every_length
         self.buffers = threading.local()
+        #: the topology read as chunks (made on the first call of :meth:`entities`)
+        self.chunk_edges: ChunkEdges | None = None
 
     def _scores(self) -> kernel.Scores:
         """The kernel scores of the searched graph under the model's weights now."""
@@ -150,15 +153,43 @@ class TaggingPlan:
 
     def entities(self, sentences: Sequence[Sentence]) -> list[list[Entity]] | None:
         """The chunks of the best labels of ``sentences`` (none empty), each with its
-        exact probability, what ``ChainCRF.predict_spans`` gives them: the emissions
-        the kernel call of :meth:`paths` made, as potentials of the model's topology,
-        for the chunks' probabilities.  None when the plan does not take them (see
-        :meth:`potentials`)."""
-        pot = self.potentials(sentences)
-        if pot is None:
+        exact probability, what ``ChainCRF.predict_spans`` gives them, bit for bit:
+        the chunks of the path the kernel call of :meth:`paths` found and their
+        probabilities under the emissions it left, in one more call (fc_path_chunks;
+        a sentence the linear domain loses, a small temperature's, through
+        :func:`~fstcrf.engine.spans.decoded_entities`).  None when the plan does not
+        take them (see :meth:`potentials`)."""
+        if self.reads is not None or self.state_map is not None or self.reads_entries:
             return None
-        path = self.buffers.kept.path[: pot.num_tokens].copy()
-        return decoded_entities(pot, state_labels(self.topology), path)
+        if self.paths(sentences) is None:
+            return None
+        lengths = [len(sentence) for sentence in sentences]
+        buffers = self.buffers.kept
+        chunks = self._chunk_edges()
+        room = getattr(self.buffers, "chunks", None)
+        if room is None or room.emissions is not buffers.emit:
+            room = self.buffers.chunks = kernel.PathChunks(
+                self.graph, chunks.reading, buffers.emit, self.num_classes, buffers.max_tokens
+            )
+        count = room.found(self._current_scores(), buffers.path_view, lengths)
+        if not room.exact[: len(lengths)].all():  # a small temperature: the log domain's passes
+            pot = self._buffered_potentials(lengths)
+            return decoded_entities(pot, state_labels(self.topology), buffers.path[: pot.num_tokens].copy())
+        types, probabilities = chunks.types, room.probability[:count].tolist()
+        found = zip(room.first[:count].tolist(), room.last[:count].tolist(), room.kind[:count].tolist(), probabilities)
+        if len(lengths) == 1:
+            return [[Entity(first, last, types[kind], p) for first, last, kind, p in found]]
+        entities: list[list[Entity]] = [[] for _ in lengths]
+        for b, (first, last, kind, p) in zip(room.sentence[:count].tolist(), found):
+            entities[b].append(Entity(first, last, types[kind], p))
+        return entities
+
+    def _chunk_edges(self) -> ChunkEdges:
+        """The model topology's states and edges read as chunks (LabelError for labels
+        that are not chunk labels), made once."""
+        if self.chunk_edges is None:
+            self.chunk_edges = ChunkEdges.of(self.topology, state_labels(self.topology))
+        return self.chunk_edges
 
     def potentials(self, sentences: Sequence[Sentence]) -> Potentials | None:
         """The potentials of ``sentences`` (none empty) on the model's topology, what
@@ -169,14 +200,18 @@ class TaggingPlan:
         extractor reads token dicts)."""
         if self.reads is not None or self.state_map is not None or self.reads_entries:
             return None
-        best = self.paths(sentences)
-        if best is None:
+        if self.paths(sentences) is None:
             return None
-        num_tokens, num_states = len(best[0]), self.tagger.num_states
+        return self._buffered_potentials([len(sentence) for sentence in sentences])
+
+    def _buffered_potentials(self, lengths: list[int]) -> Potentials:
+        """The potentials of the batch of sentences of ``lengths`` whose emissions the
+        thread's last kernel call left in its buffers."""
+        num_tokens, num_states = sum(lengths), self.tagger.num_states
         emit = self.buffers.kept.emit[: num_tokens * num_states].reshape(num_tokens, num_states).copy()
-        lengths, offsets = checked_lengths([len(sentence) for sentence in sentences], num_tokens)
+        checked, offsets = checked_lengths(lengths, num_tokens)
         transitions = self.scorer.transition_table(self.weights)
-        return Potentials.of_checked(self.topology, emit, lengths, offsets, transitions)
+        return Potentials.of_checked(self.topology, emit, checked, offsets, transitions)
 
     def encoded_labels(self, encoded: EncodedSentences) -> list[list[str]] | None:
         """:meth:`labels` of sentences already encoded; None unless the batch is small."""

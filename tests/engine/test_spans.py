@@ -196,6 +196,40 @@ def test_each_component_of_a_joint_model_has_the_enumerated_span_probabilities(s
         np.testing.assert_allclose(got, [exact.get(span, 0.0) for span in spans], atol=1e-9)
 
 
+@given(instance=batches(), data=st.data())
+@oracle_settings(100)
+def test_a_path_s_chunks_in_one_call_are_the_pairwise_rule_s_with_the_enumerated_probabilities(instance, data):
+    """fc_path_chunks on any state path (a Viterbi path or not): the chunks the
+    pairwise rule reads off its labels, each with its enumerated probability, and the
+    values of chunk_probabilities bit for bit."""
+    labels = data.draw(
+        st.lists(st.sampled_from(CHUNK_LABELS), min_size=instance.spec.num_states, max_size=instance.spec.num_states)
+    )
+    pot = instance.potentials()
+    N, S = pot.num_tokens, pot.topology.num_states
+    path = np.array(data.draw(st.lists(st.integers(0, S - 1), min_size=N, max_size=N)), dtype=np.int32)
+    chunks = spans.ChunkEdges.of(pot.topology, labels)
+    graph, scores, arrays = spans.kernel_structs(pot)
+    room = kernel.PathChunks(graph, chunks.reading, np.ascontiguousarray(arrays[1]).ravel(), 1, N)
+    count = room.found(scores, kernel.input_pointer(path), list(instance.lengths))
+    found = [[] for _ in instance.lengths]
+    for b, first, last, kind in zip(room.sentence, room.first, room.last, room.kind[:count].tolist()):
+        found[b].append((int(first), int(last), chunks.types[kind]))
+    offsets = instance.offsets
+    assert found == [path_chunks([labels[s] for s in path[offsets[b] : offsets[b + 1]]]) for b in range(len(found))]
+    if not count:
+        return
+    in_kernel = (room.sentence[:count], room.first[:count], room.last[:count], room.kind[:count])
+    probability, exact = kernel.chunk_probabilities(graph, scores, arrays, chunks.reading, in_kernel)
+    assert room.probability[:count].tobytes() == probability.tobytes()
+    assert room.exact[: len(found)].tolist() == exact.astype(np.int32).tolist()
+    for b, sentence_chunks in enumerate(found):
+        if exact[b]:
+            enumerated = _exact_span_probabilities(instance, b, labels)
+            got = room.probability[:count][room.sentence[:count] == b]
+            np.testing.assert_allclose(got, [enumerated.get(span, 0.0) for span in sentence_chunks], atol=1e-9)
+
+
 def test_the_chunk_calls_refuse_sizes_and_spans_that_would_read_out_of_bounds():
     """The bindings check the batch against the graph and the reading before C reads
     them; C refuses a span outside its sentence or of an unknown type, and a path's
@@ -217,3 +251,11 @@ def test_the_chunk_calls_refuse_sizes_and_spans_that_would_read_out_of_bounds():
         with pytest.raises(RuntimeError, match="rejected"):
             kernel.chunk_probabilities(graph, scores, arrays, chunks.reading, bad)
     assert kernel.finite_paths(graph, scores, arrays, np.array([0, 7, -3], dtype=np.int32)).tolist() == [False, False]
+    room = kernel.PathChunks(graph, chunks.reading, np.zeros(12), 1, 4)
+    for bad_state in (3, -1):
+        with pytest.raises(RuntimeError, match="rejected"):
+            room.found(scores, kernel.input_pointer(np.array([0, bad_state, 1], dtype=np.int32)), [2, 1])
+    with pytest.raises(ShapeError):
+        room.found(scores, kernel.input_pointer(np.zeros(5, dtype=np.int32)), [2, 3])
+    with pytest.raises(ShapeError):
+        kernel.PathChunks(graph, chunks.reading, np.zeros(11), 1, 4)  # emissions for fewer tokens

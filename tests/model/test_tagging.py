@@ -14,7 +14,9 @@ import pytest
 from fstcrf.corpus.conll import Sentence, read_conll
 from fstcrf.corpus.labels import label_states
 from fstcrf.corpus.synthetic import DATA_DIR
+from fstcrf.engine import kernel
 from fstcrf.engine.inference import viterbi
+from fstcrf.engine.spans import ChunkEdges, decoded_entities, kernel_structs, state_labels
 from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.features.hashing import value_store
 from fstcrf.grammar import restrict_to
@@ -99,6 +101,37 @@ def test_one_kernel_call_gives_the_batch_paths_and_scores_bit_for_bit(model):
     assert _bits(path) == _bits(states.astype(np.int32)) and _bits(score) == _bits(scores)
     assert [model.predict([sentence])[0] for sentence in TEST] == model.predict(TEST)
     assert model.decode(model.encode(TEST[:3])) == model.predict(TEST[:3])
+
+
+def test_a_small_batch_s_entities_are_the_batch_path_s_bit_for_bit(model):
+    """The chunks of the one call's path and their probabilities, found in C from the
+    emissions it left (fc_path_chunks), against the batch path's decoded_entities;
+    a model whose transitions read a lower column or whose topology is restricted
+    goes the batch path's way."""
+    plan = tagging_plan(model)
+    pot = model.span_potentials(TEST)
+    expected = decoded_entities(pot, state_labels(pot.topology), viterbi(pot).paths)
+    assert sum(map(len, expected)) > 50
+    taken = plan.entities(TEST[:1]) is not None
+    assert taken == (model.scorer().constrained is None and model.reads is None)
+    assert [model.predict_spans([sentence])[0] for sentence in TEST] == expected
+    for first in range(0, 12, 4):  # several sentences in one call
+        assert model.predict_spans(TEST[first : first + 4]) == expected[first : first + 4]
+
+
+def test_a_sentence_too_wide_for_the_linear_domain_gets_its_entities_from_the_log_domain():
+    """Weights scaled up 400-fold: the linear tables lose the sentences, and the one
+    call's entities are the log domain's, as the batch path gives them."""
+    model = ChainCRF(max_iter=8).fit(TRAIN, target="chunk")
+    model.weights_ *= 400.0
+    pot = model.span_potentials(TEST[:8])
+    edges = ChunkEdges.of(pot.topology, state_labels(pot.topology))
+    one_span = tuple(np.zeros(1, dtype) for dtype in (np.int32, np.int64, np.int64, np.int32))
+    _, exact = kernel.chunk_probabilities(*kernel_structs(pot), edges.reading, one_span)
+    assert not exact.any()  # every sentence lost by the linear tables
+    expected = decoded_entities(pot, state_labels(pot.topology), viterbi(pot).paths)
+    assert [model.predict_spans([sentence])[0] for sentence in TEST[:8]] == expected
+    assert model.predict_spans(TEST[:3]) == expected[:3]
 
 
 def _accepted(labels) -> bool:

@@ -154,3 +154,55 @@ def finite_paths(graph: Graph, scores: Scores, arrays: BatchArrays, path: np.nda
     )
     check_status(status, "finite_paths")
     return finite.astype(bool)
+
+
+class PathChunks(KernelBuffers):
+    """A thread's room for fc_path_chunks on batches of up to ``max_tokens`` tokens of a
+    graph's S states whose emissions a tagging call leaves in ``emissions`` (flat
+    float [max_tokens * S], a :class:`~fstcrf.engine.kernel.tagging.TagBuffers`' own),
+    scored under scores of ``num_classes`` classes, with a chunk ``reading``: the
+    batch struct over those emissions, the work array and the outputs, made once, so
+    that a call on one sentence allocates nothing."""
+
+    def __init__(self, graph: Graph, reading: ChunkReading, emissions: np.ndarray, num_classes: int, max_tokens: int):
+        super().__init__()
+        S, E = graph.struct.num_states, graph.struct.num_edges
+        if (reading.num_states, reading.num_edges) != (S, E) or len(emissions) < max_tokens * S:
+            raise ShapeError(f"a chunk reading of {S} states and {E} edges, emissions for {max_tokens} tokens")
+        self.graph, self.reading, self.emissions, self.max_tokens = graph, reading, emissions, max_tokens
+        self.offsets = np.zeros(max_tokens + 1, dtype=np.int64)
+        batch = self.struct = ffi.new("fc_batch *")
+        batch.offsets = self.pin(self.offsets)
+        batch.emit = self.pin(emissions)
+        K = reading.struct.num_types
+        # fc_chunk_work_doubles of the largest batch: max_tokens tokens in as many sentences
+        self.work = np.empty(3 * max_tokens * S + 3 * max_tokens + 1 + num_classes * E + 4 * S + 6 * max_tokens * K + K)
+        self.sentence = np.empty(max_tokens, dtype=np.int32)
+        self.first = np.empty(max_tokens, dtype=np.int64)
+        self.last = np.empty(max_tokens, dtype=np.int64)
+        self.kind = np.empty(max_tokens, dtype=np.int32)
+        self.probability = np.empty(max_tokens)
+        self.count = np.zeros(1, dtype=np.int64)
+        self.exact = np.empty(max_tokens, dtype=np.int32)
+        self._outputs = tuple(
+            self.pin(array)
+            for array in (self.sentence, self.first, self.last, self.kind, self.probability, self.count, self.exact)
+        )
+        self._work = self.pin(self.work)
+
+    def found(self, scores: Scores, path, lengths: list[int]) -> int:
+        """fc_path_chunks of the batch of sentences of ``lengths`` (their tokens at most
+        max_tokens) whose state path ``path`` (a cffi int32 view of at least N) and
+        emissions the tagging call left: the number of chunks, whose sentence, first
+        and last tokens, type and probability are the first of ``sentence``, ``first``,
+        ``last``, ``kind`` and ``probability``, and ``exact`` [B] as
+        :func:`chunk_probabilities` gives them."""
+        if sum(lengths) > self.max_tokens:
+            raise ShapeError(f"a batch of at most {self.max_tokens} tokens")
+        self.offsets[1 : len(lengths) + 1] = np.cumsum(lengths)
+        self.struct.num_sequences = len(lengths)
+        status = lib.fc_path_chunks(
+            self.graph.struct, scores.struct, self.struct, self.reading.struct, path, *self._outputs, self._work
+        )
+        check_status(status, "path_chunks")
+        return int(self.count[0])

@@ -121,7 +121,8 @@ class TagBuffers(KernelBuffers):
         buffers.workspace = self.workspace.struct
         self.max_tokens, self.t_max, self.max_entries = max_tokens, t_max, max_entries
         self.path = own_lines(max_tokens, np.int32)
-        self._path = ffi.from_buffer("int32_t[]", self.path)
+        #: the path's cffi view, which kernel calls after a tagging call read
+        self.path_view = ffi.from_buffer("int32_t[]", self.path)
         self.score = own_lines(max_tokens)  # a sentence per score: no more than tokens
         self._score = ffi.from_buffer("double[]", self.score)
         self._addresses: tuple = (None, None, ())  # tag_items' (tagger, scores, addresses), made on first use
@@ -132,7 +133,7 @@ class TagBuffers(KernelBuffers):
         path and score arrays (kept while the tagger and scores are the same objects)."""
         kept_tagger, kept_scores, addresses = self._addresses
         if kept_tagger is not tagger or kept_scores is not scores:
-            structs = (TAG_ENTRIES, tagger.struct, scores.struct, self.struct, self._path, self._score)
+            structs = (TAG_ENTRIES, tagger.struct, scores.struct, self.struct, self.path_view, self._score)
             addresses = tuple(int(ffi.cast("uintptr_t", struct)) for struct in structs)
             self._addresses = (tagger, scores, addresses)
         return addresses
@@ -256,7 +257,7 @@ def tag_lists(
         ffi.from_buffer("int64_t[]", token_rows),
         *grouped,
         ffi.NULL if token_class is None else ffi.from_buffer("int32_t[]", token_class),
-        buffers._path,
+        buffers.path_view,
         buffers._score,
         lists.needed,
     )
@@ -294,7 +295,7 @@ def tag(
         ffi.NULL if sources is None else ffi.from_buffer("uint64_t[]", sources),
         ffi.NULL if rows is None else rows.struct,
         ffi.NULL if token_class is None else ffi.from_buffer("int32_t[]", token_class),
-        buffers._path,
+        buffers.path_view,
         buffers._score,
     )
     check_status(status, "ft_tag")
@@ -328,7 +329,7 @@ def tag_entries(
         ffi.from_buffer("int64_t[]", columns),
         ffi.from_buffer("double[]", values),
         ffi.NULL if token_class is None else ffi.from_buffer("int32_t[]", token_class),
-        buffers._path,
+        buffers.path_view,
         buffers._score,
     )
     check_status(status, "ft_tag_entries")
