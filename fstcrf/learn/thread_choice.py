@@ -11,14 +11,17 @@ every thread the learner uses).  Neighbouring minibatches see the same load from
 the rest of the machine, so the ratios are steadier than seconds measured apart,
 and their medians ignore the minibatches another process interrupted.  With n
 pairs, m the median of a ratio and s = 1.25 * IQR / 1.349 / sqrt(n) (the standard
-error of a median), a limit is clearly kept where m + 2s <= limit.  Sharing out
-has to prove itself, one thread does not: from FEWEST_PAIRS pairs on, the
-measurement ends
+error of a median), a limit is clearly kept where m + 2s <= limit and clearly
+passed where m - 2s > limit.  Sharing out has to prove itself, one thread does
+not: the measurement ends
 
-    shared out:  both medians clearly within their limits,
-    one thread:  either median beyond its limit,
+    one thread:  from EARLIEST_PAIRS pairs on, either median clearly beyond its
+                 limit; from FEWEST_PAIRS pairs on, either median beyond it,
+    shared out:  from FEWEST_PAIRS pairs on, both medians clearly within their limits,
 
-or after MOST_PAIRS pairs, with both medians within their limits: shared out.  The limits are stricter to
+or after MOST_PAIRS pairs, with both medians within their limits: shared out.
+(A measurement's minibatches shared out cost what sharing out costs: where it
+clearly does not pay, ending early keeps that cost small.)  The limits are stricter to
 start sharing out (ENTER: at least 5% less wall time at most 1.05 times the CPU)
 than to go on (KEEP: no more wall time, at most 1.1 times the CPU), so that the
 choice does not flip with the noise.  The next measurement starts FIRST_GAP
@@ -34,7 +37,9 @@ import time
 
 import numpy as np
 
-#: Pairs a measurement takes at least ...
+#: Pairs a measurement takes at least where a median is clearly beyond its limit ...
+EARLIEST_PAIRS = 3
+#: ... and otherwise ...
 FEWEST_PAIRS = 8
 #: ... and at most.
 MOST_PAIRS = 32
@@ -55,12 +60,16 @@ def verdict(ratios: np.ndarray, shared: bool, last: bool = False) -> bool | None
     ``last`` (the measurement's last pair: medians within the limits share out,
     and fewer than FEWEST_PAIRS pairs mean one thread)."""
     n = len(ratios)
-    if n < FEWEST_PAIRS:
+    if n < EARLIEST_PAIRS:
         return False if last else None
     limits = np.array(KEEP if shared else ENTER)
     median = np.median(ratios, axis=0)
     lower, upper = np.percentile(ratios, [25, 75], axis=0)
     margin = 2 * 1.25 * (upper - lower) / 1.349 / math.sqrt(n)
+    if np.any(median - margin > limits):
+        return False
+    if n < FEWEST_PAIRS:
+        return False if last else None
     if np.any(median > limits):
         return False
     return True if last or np.all(median + margin <= limits) else None

@@ -254,6 +254,7 @@ def measured(pairs):
 
 
 def test_the_thread_choice_measures_alternately_and_doubles_the_gap_while_its_choice_stays(monkeypatch):
+    monkeypatch.setattr(thread_choice, "EARLIEST_PAIRS", 2)
     monkeypatch.setattr(thread_choice, "FEWEST_PAIRS", 2)
     monkeypatch.setattr(thread_choice, "FIRST_GAP", 4)
     monkeypatch.setattr(thread_choice, "LONGEST_GAP", 8)
@@ -276,10 +277,10 @@ def test_the_thread_choice_goes_back_to_one_thread_when_sharing_out_stops_paying
     for _ in range(17 + 4):
         gradient.run(choice)
     assert choice.shared and gradient.runs[-4:] == [True] * 4
-    gradient.costs[True] = (1.2, 1.3)  # the machine got busy
-    for _ in range(17 + 4):
+    gradient.costs[True] = (1.2, 1.3)  # the machine got busy: clearly so after the earliest pairs
+    for _ in range(7 + 4):
         gradient.run(choice)
-    assert not choice.shared and gradient.runs[-21:] == measured(8) + [False] * 4
+    assert not choice.shared and gradient.runs[-11:] == measured(3) + [False] * 4
 
 
 def test_the_thread_choice_ignores_a_minibatch_another_process_held_up():
@@ -322,6 +323,11 @@ def pairs(wall, cpu, spread=0.0, n=8):
         (pairs(1.0, 1.0, spread=0.3), False, False, False),  # not faster: one thread needs no proof
         (pairs(0.8, 1.0, n=7), False, False, None),  # too few pairs ...
         (pairs(0.8, 1.0, n=7), False, True, False),  # ... at the last: one thread
+        (pairs(0.8, 1.3, spread=0.02, n=3), False, False, False),  # clearly more CPU after the earliest pairs
+        (pairs(1.3, 1.0, spread=0.02, n=3), True, False, False),  # clearly slower likewise
+        (pairs(0.8, 1.3, spread=0.3, n=3), False, False, None),  # beyond, but too noisy to tell yet
+        (pairs(0.8, 1.3, n=2), False, False, None),  # fewer than the earliest
+        (pairs(0.8, 1.07, spread=0.05, n=3), False, False, None),  # beyond, not clearly: more pairs
     ],
 )
 def test_the_verdict_shares_out_where_clearly_faster_at_at_most_a_tenth_more_cpu(ratios, shared, last, chosen):

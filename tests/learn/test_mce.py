@@ -217,7 +217,11 @@ def small_objective(seed: int, smoothing_params=(1.0, 0.0, 1.0), gold=None) -> m
 def test_objective_matches_enumeration_for_any_smoothing(seed, scale, smoothing_params):
     objective = small_objective(seed, smoothing_params)
     theta = np.random.default_rng(seed).normal(0, scale, objective.num_weights)
-    value, _ = objective.loss_and_gradient(theta)
+    try:
+        value, _ = objective.loss_and_gradient(theta)
+    except FstcrfError as error:  # steep smoothing of large scores: the smoothed TP is 0.0, no F-score
+        assume("missed with certainty" not in str(error))
+        raise
     # With a steep smoothing (alpha 3) the smoothed true-positive count in the denominator
     # can fall to 1e-7, so both sides lose about eps / tp of relative precision (seed 70
     # differs by 2.6e-10): the tolerance is 1e-8, not the 1e-10 of the unsmoothed test.
@@ -295,8 +299,10 @@ def test_gradient_matches_finite_differences(seed, order, smoothing_params):
     except LabelError:
         assume(False)
     theta = np.random.default_rng(seed).normal(0, 0.7, problem.num_weights)
+    # relative to the loss: a steep smoothing (alpha 3) can leave a smoothed TP of 3e-3
+    # and a loss of 7e3 (seed 29821), whose differences then carry errors of about 2e-4
     check_finite_differences(
-        objective.loss_and_gradient, theta, problem.scorer.features.num_features, seed=seed, step=1e-6, absolute=1e-7
+        objective.loss_and_gradient, theta, problem.scorer.features.num_features, seed=seed, step=1e-6, relative=1e-7
     )
 
 
