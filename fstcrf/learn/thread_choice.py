@@ -115,19 +115,18 @@ class ThreadChoice:
         place = self.place
         # measuring: the untimed first and every second after it shared out
         gradient.shared = self.shared if place is None else place % 2 == 0
-        started = self.clocks()
+        started = None if place is None else self.clocks()  # (the process's CPU clock is a system call)
         try:
             yield
         finally:
             shared, gradient.shared = gradient.shared, True
-        ended, tokens = self.clocks(), max(tokens, 1)
-        costs = ((ended[0] - started[0]) / tokens, (ended[1] - started[1]) / tokens)
         gradient.minibatches[int(shared)] += 1
-        if place is None:
+        if started is None:
             self.wait -= 1
-        else:
-            self.place = place + 1
-            self._measured(place, shared, costs)
+            return
+        ended, tokens = self.clocks(), max(tokens, 1)
+        self.place = place + 1
+        self._measured(place, shared, ((ended[0] - started[0]) / tokens, (ended[1] - started[1]) / tokens))
 
     def _measured(self, place: int, shared: bool, costs: tuple[float, float]) -> None:
         """Take the (wall, CPU) seconds per token of the minibatch at ``place`` in the
