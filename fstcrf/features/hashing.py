@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import repeat
 from typing import NamedTuple, cast
 
@@ -94,9 +95,11 @@ class SingleTable(NamedTuple):
     transform: str | None
     category: str = "single"
 
-    def names(self, values: list[str]) -> list[str]:
+    def unescaped_names(self, values: list[str]) -> list[str]:
+        """The name of each of ``values`` before escaping (:func:`escaped` makes it the
+        name a template line reads)."""
         function = transform_function(self.transform) if self.transform is not None else None
-        return escaped(values if function is None else list(map(function, values)))
+        return values if function is None else list(map(function, values))
 
 
 class SeenTable(NamedTuple):
@@ -124,7 +127,8 @@ class SeenTable(NamedTuple):
     def __hash__(self) -> int:
         return hash((self.transform, id(self.seen), self.category))
 
-    def names(self, values: list[str]) -> list[str]:
+    def unescaped_names(self, values: list[str]) -> list[str]:
+        """The mark of each of ``values`` (escaping leaves SEEN and UNSEEN as they are)."""
         function = transform_function(self.transform) if self.transform is not None else None
         transformed = values if function is None else map(function, values)
         return [SEEN if value.lower() in self.seen else UNSEEN for value in transformed]
@@ -162,10 +166,9 @@ class ListTable(NamedTuple):
     def _hashed(self, values: list[str], marks: bool, salt: int) -> tuple[np.ndarray, np.ndarray]:
         """(int64 [n]: how many hashes each of ``values`` has; their hashes) from C."""
         blob, offsets = utf8_blob([BEGIN + value + END for value in values] if marks else values)
-        points = np.fromiter(map(len, values), dtype=np.int64, count=len(values)) + 2 * marks
-        lengths = np.arange(self.low, self.high + 1)
-        starts = points[:, None] - lengths[None, :] + 1  # substrings of each length (or 1)
-        capacity = int(np.where(starts > 0, starts if self.kind == "ngrams" else 1, 0).sum())
+        # at most one of each length per value, or per code point for n-grams
+        per_length = sum(map(len, values)) + 2 * marks * len(values) if self.kind == "ngrams" else len(values)
+        capacity = (self.high - self.low + 1) * per_length
         ptr = np.empty(len(values) + 1, dtype=np.int64)
         hashes = np.empty(capacity, dtype=np.uint64)
         kernel.substring_hashes(blob, offsets, self.kind, self.low, self.high, salt, ptr, hashes)
@@ -290,6 +293,18 @@ def value_hashes(salt: int) -> ValueHashes:
         return _VALUE_HASHES[salt]
 
 
+@dataclass
+class _SpecList:
+    """A list of table specs a :class:`ValueStore` was asked for: the list, the rows its
+    tables were last filled for, each spec's place, and its single and other specs."""
+
+    specs: Sequence[TableSpec]
+    rows: int
+    places: list[int]
+    singles: list[TableSpec]
+    others: list[TableSpec]
+
+
 class ValueStore:
     """What each column value met so far gives the items of templates, under one salt:
     row r of the store is a value (``values[r]``, ``row[value]``), and each table
@@ -315,8 +330,8 @@ class ValueStore:
         #: each table's category and place in it, and the rows it holds entries for
         self.place: dict[TableSpec, int] = {}
         self.filled: dict[TableSpec, int] = {}
-        #: by id of a list of specs: (that list, how many rows it was filled for, their places)
-        self.complete: dict[int, tuple[Sequence[TableSpec], int, list[int]]] = {}
+        #: by id of a list of specs: that list, how many rows it was filled for and its places
+        self.complete: dict[int, _SpecList] = {}
         self.counts = {"single": 0, "list": 0, "text": 0}
         self.single = np.zeros((1, self.stride), dtype=np.uint64)
         self.list_span = np.zeros((1, self.stride, 2), dtype=np.int64)
@@ -343,16 +358,21 @@ class ValueStore:
                 self._widen(len(self.values))
             rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
             known = self.complete.get(id(specs))
-            if known is not None and known[0] is specs and known[1] == len(self.values):
-                places = known[2]  # every table of the list filled for every row already
-            else:
+            if known is None or known.specs is not specs:
                 places = [self._filled(spec) for spec in specs]
-                singles = [spec for spec in specs if spec.category == "single" and self.filled[spec] < len(self.values)]
-                if singles:
-                    self._fill_singles(singles)
+                singles = [spec for spec in specs if spec.category == "single"]
+                others = [spec for spec in specs if spec.category != "single"]
                 if len(self.complete) >= CACHE_TABLES:  # lists made afresh by their callers
                     self.complete.clear()
-                self.complete[id(specs)] = (specs, len(self.values), places)
+                known = self.complete[id(specs)] = _SpecList(specs, -1, places, singles, others)
+            if known.rows < len(self.values):  # else every table of the list is filled for every row
+                for spec in known.others:
+                    self._filled(spec)
+                behind = [spec for spec in known.singles if self.filled[spec] < len(self.values)]
+                if behind:
+                    self._fill_singles(behind)
+                known.rows = len(self.values)
+            places = known.places
             counts = self.counts
             return (
                 rows,
@@ -395,15 +415,20 @@ class ValueStore:
         return place
 
     def _fill_singles(self, specs: list[TableSpec]) -> None:
-        """Hash the names the single tables ``specs`` give the rows they lack, in one call."""
-        behind = [(spec, self.filled[spec]) for spec in specs]
-        names = [cast(SingleTable, spec).names(self.values[done:]) for spec, done in behind]
-        hashed = utf8_hashes([name for own in names for name in own], self.salt)
-        at = 0
-        for (spec, done), own in zip(behind, names):
-            self.single[self.place[spec], done : len(self.values)] = hashed[at : at + len(own)]
-            at += len(own)
-            self.filled[spec] = len(self.values)
+        """Hash the names the single tables ``specs`` give the rows they lack: the tables
+        filled to the same row (all of them, but for a table new to the store) escaped,
+        hashed and written together."""
+        total = len(self.values)
+        by_row: dict[int, list[SingleTable | SeenTable]] = {}
+        for spec in specs:
+            by_row.setdefault(self.filled[spec], []).append(cast("SingleTable | SeenTable", spec))
+        for done, tables in by_row.items():
+            new = self.values[done:]
+            names = escaped([name for spec in tables for name in spec.unescaped_names(new)])
+            places = [self.place[spec] for spec in tables]
+            self.single[places, done:total] = utf8_hashes(names, self.salt).reshape(len(tables), total - done)
+            for spec in tables:
+                self.filled[spec] = total
 
     def _new_table(self, category: str) -> int:
         """The place of a new table of ``category`` (its array grown to hold it)."""

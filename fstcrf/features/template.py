@@ -164,6 +164,7 @@ def _shape2(value: str) -> str:
 _SHAPES: dict[str, Callable[[str], str]] = {"shape": _word_shape, "longshape": _long_shape, "shape2": _shape2}
 
 
+@functools.lru_cache(maxsize=256)  # a few names, asked for at every batch's new values
 def transform_function(name: str) -> Callable[[str], str] | None:
     """The function a transform name stands for, or None if the name is unknown."""
     if name == "lower":

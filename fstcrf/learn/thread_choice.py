@@ -115,13 +115,13 @@ class ThreadChoice:
         place = self.place
         # measuring: the untimed first and every second after it shared out
         gradient.shared = self.shared if place is None else place % 2 == 0
-        started = None if place is None else self.clocks()  # (the process's CPU clock is a system call)
+        started = (0.0, 0.0) if place is None else self.clocks()  # (the process's CPU clock is a system call)
         try:
             yield
         finally:
             shared, gradient.shared = gradient.shared, True
         gradient.minibatches[int(shared)] += 1
-        if started is None:
+        if place is None:
             self.wait -= 1
             return
         ended, tokens = self.clocks(), max(tokens, 1)
