@@ -146,7 +146,7 @@ class ListTable(NamedTuple):
     category: str = "list"
 
     def lists(self, values: list[str], salt: int) -> tuple[np.ndarray, np.ndarray]:
-        """(int64 [n]: how many hashes each of ``values`` has; their hashes, in order)."""
+        """(ptr int64 [n+1]: value i's hashes are hashes[ptr[i] .. ptr[i+1]-1]; the hashes)."""
         if self.transform is not None:
             values = list(map(transform_function(self.transform), values))  # type: ignore[arg-type]
         marks = self.kind == "ngrams"
@@ -155,16 +155,16 @@ class ListTable(NamedTuple):
         if all(in_c):
             return self._hashed(values, marks, salt)
         named = per_value(Observation("", 0, None, self.kind, self.low, self.high), None)
-        counts = np.empty(len(values), dtype=np.int64)
+        ptr = np.zeros(len(values) + 1, dtype=np.int64)
         hashes = []
         for k, (value, fast) in enumerate(zip(values, in_c)):
             own = self._hashed([value], marks, salt)[1] if fast else utf8_hashes(escaped(named(value)), salt)
-            counts[k] = len(own)
+            ptr[k + 1] = ptr[k] + len(own)
             hashes.append(own)
-        return counts, np.concatenate(hashes)
+        return ptr, np.concatenate(hashes)
 
     def _hashed(self, values: list[str], marks: bool, salt: int) -> tuple[np.ndarray, np.ndarray]:
-        """(int64 [n]: how many hashes each of ``values`` has; their hashes) from C."""
+        """:meth:`lists` of values C takes as they are."""
         blob, offsets = utf8_blob([BEGIN + value + END for value in values] if marks else values)
         # at most one of each length per value, or per code point for n-grams
         per_length = sum(map(len, values)) + 2 * marks * len(values) if self.kind == "ngrams" else len(values)
@@ -172,7 +172,7 @@ class ListTable(NamedTuple):
         ptr = np.empty(len(values) + 1, dtype=np.int64)
         hashes = np.empty(capacity, dtype=np.uint64)
         kernel.substring_hashes(blob, offsets, self.kind, self.low, self.high, salt, ptr, hashes)
-        return np.diff(ptr), hashes[: ptr[-1]]
+        return ptr, hashes[: ptr[-1]]
 
 
 class TextTable(NamedTuple):
@@ -365,13 +365,15 @@ class ValueStore:
                 if len(self.complete) >= CACHE_TABLES:  # lists made afresh by their callers
                     self.complete.clear()
                 known = self.complete[id(specs)] = _SpecList(specs, -1, places, singles, others)
-            if known.rows < len(self.values):  # else every table of the list is filled for every row
+            total = len(self.values)
+            if known.rows < total:  # else every table of the list is filled for every row
                 for spec in known.others:
                     self._filled(spec)
-                behind = [spec for spec in known.singles if self.filled[spec] < len(self.values)]
+                filled = self.filled
+                behind = [spec for spec in known.singles if filled[spec] < total]
                 if behind:
                     self._fill_singles(behind)
-                known.rows = len(self.values)
+                known.rows = total
             places = known.places
             counts = self.counts
             return (
@@ -395,23 +397,23 @@ class ValueStore:
         if place is None:
             place = self.place[spec] = self._new_table(spec.category)
             self.filled[spec] = 0
-        done = self.filled[spec]
-        if done == len(self.values) or spec.category == "single":
+        done, total = self.filled[spec], len(self.values)
+        if done == total or spec.category == "single":
             return place
         new = self.values[done:]
         if isinstance(spec, ListTable):
-            counts, hashes = spec.lists(new, self.salt)
-            ends = len(self.list_hashes) + np.cumsum(counts)
-            self.list_span[place, done : len(self.values), 0] = ends - counts
-            self.list_span[place, done : len(self.values), 1] = ends
-            self._list_room, self.list_hashes = grown(self._list_room, len(self.list_hashes), hashes)
+            offsets, hashes = spec.lists(new, self.salt)
+            start = len(self.list_hashes)
+            self.list_span[place, done:total, 0] = start + offsets[:-1]
+            self.list_span[place, done:total, 1] = start + offsets[1:]
+            self._list_room, self.list_hashes = grown(self._list_room, start, hashes)
         else:
             blob, offsets = utf8_blob(cast(TextTable, spec).texts(new))
             start = len(self.text_bytes)
-            self.text_span[place, done : len(self.values), 0] = start + offsets[:-1]
-            self.text_span[place, done : len(self.values), 1] = start + offsets[1:]
+            self.text_span[place, done:total, 0] = start + offsets[:-1]
+            self.text_span[place, done:total, 1] = start + offsets[1:]
             self._text_room, self.text_bytes = grown(self._text_room, start, blob[: offsets[-1]])
-        self.filled[spec] = len(self.values)
+        self.filled[spec] = total
         return place
 
     def _fill_singles(self, specs: list[TableSpec]) -> None:
