@@ -25,10 +25,16 @@ Cases (each measured when its model or peer is there; all in this process):
     logits     fstcrf.decode_logits on one sentence of 30 tokens and 9 labels (IOB2)
     spacy      the spaCy component, entity probabilities on: ``nlp(text)`` per text
                against ``nlp.pipe`` over the texts, in tokens per second (a blank
-               English pipeline, the component's model reading words alone)
+               English pipeline, the component's model reading words alone); and
+               ``nlp(text)`` once over as many eng.testa texts, never met before
 
 Each comparison alternates its sides ``repeats`` times (batch, one per call, batch,
 ...) and reports medians; the machine's load averages before and after are kept.
+After its first pass a case's items are text the model has met: the value store
+(fstcrf.features.hashing) holds their words.  A case with ``unseen`` items also
+times one call per item once over them (:func:`first_pass`), before any case runs:
+a process meeting text for the first time, the words that the store (shared by
+every model of a salt) has to take in.
 """
 
 from __future__ import annotations
@@ -62,12 +68,25 @@ class Case:
     phases: dict[str, tuple[Callable[[Sequence], object], Callable[[object], object]]] = field(default_factory=dict)
     batch_name: str = "one call"
     one_name: str = "one call per sentence"
+    #: items no case has met, timed once one per call (:func:`first_pass`), their tokens and what they are
+    unseen: Sequence = ()
+    unseen_tokens: int = 0
+    unseen_name: str = ""
 
 
 def _seconds(function: Callable[[], object]) -> float:
     started = time.perf_counter()
     function()
     return time.perf_counter() - started
+
+
+def first_pass(case: Case) -> dict:
+    """``case.one`` once over ``case.unseen`` (after one call on the case's first item,
+    which makes the structures made once per model): their number, tokens and name,
+    and the seconds of the pass."""
+    case.one(case.items[0])
+    seconds = _seconds(lambda: [case.one(item) for item in case.unseen])
+    return {"items": len(case.unseen), "tokens": case.unseen_tokens, "what": case.unseen_name, "seconds": seconds}
 
 
 def measure(case: Case, repeats: int) -> dict:
@@ -275,7 +294,7 @@ def _logits_case(sentences: int) -> Case:
     )
 
 
-def _spacy_case(model: str, test2003) -> Case | None:
+def _spacy_case(model: str, test2003, unseen2003) -> Case | None:
     try:
         import spacy
     except ImportError:
@@ -286,6 +305,8 @@ def _spacy_case(model: str, test2003) -> Case | None:
     nlp.add_pipe(FACTORY, config={"model": model, "reads": {"word": "text"}, "probabilities": True})
     texts = [" ".join(sentence["word"]) for sentence in test2003]
     tokens = sum(len(nlp.make_doc(text)) for text in texts)
+    unseen = [" ".join(sentence["word"]) for sentence in unseen2003]
+    counter = spacy.blank("en").tokenizer  # counts them without filling nlp's tokenizer cache
     return Case(
         "spacy",
         texts,
@@ -294,6 +315,9 @@ def _spacy_case(model: str, test2003) -> Case | None:
         nlp,
         batch_name="nlp.pipe",
         one_name="nlp(text)",
+        unseen=unseen,
+        unseen_tokens=sum(len(counter(text)) for text in unseen),
+        unseen_name=f"{len(unseen)} eng.testa texts",
     )
 
 
@@ -317,6 +341,10 @@ def bench_calls(
     if conll2003 is not None and (Path(conll2003) / "eng.testb").is_file():
         corpus = read_conll(Path(conll2003) / "eng.testb", columns="word,pos,chunk,ner")
         test2003 = [sentence for sentence in corpus.sentences if len(sentence)][:sentences]
+    unseen2003 = []
+    if conll2003 is not None and (Path(conll2003) / "eng.testa").is_file():
+        corpus = read_conll(Path(conll2003) / "eng.testa", columns="word,pos,chunk,ner")
+        unseen2003 = [sentence for sentence in corpus.sentences if len(sentence)][:sentences]
     load_before = os.getloadavg()
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="fstcrf-bench-calls-") as scratch:
@@ -328,15 +356,18 @@ def bench_calls(
             built.append(_nltk_case(folder, scratch))
         built.append(_logits_case(sentences))
         if "spacy" in models and test2003 is not None:
-            built.append(_spacy_case(models["spacy"], test2003))
+            built.append(_spacy_case(models["spacy"], test2003, unseen2003))
         # the models, NLTK and spaCy made many objects that live on: the collector need
         # not walk them at every collection the calls' short-lived objects start
         gc.collect()
         gc.freeze()
         try:
-            for case in built:
-                if case is not None and (wanted is None or case.name in wanted):
-                    results[case.name] = measure(case, repeats)
+            chosen = [case for case in built if case is not None and (wanted is None or case.name in wanted)]
+            unseen = {case.name: first_pass(case) for case in chosen if case.unseen}  # before any case runs
+            for case in chosen:
+                results[case.name] = measure(case, repeats)
+                if case.name in unseen:
+                    results[case.name]["unseen"] = unseen[case.name]
         finally:
             gc.unfreeze()
     return {
@@ -373,5 +404,11 @@ def format_calls(result: dict) -> str:
             lines.append(
                 f"{'':10}batch: {case['batch']}; one: {case['one']} "
                 f"({per_second / seconds['batch total']:,.0f} and {per_second / seconds['one total']:,.0f} tokens/s)"
+            )
+        if "unseen" in case:
+            unseen = case["unseen"]
+            lines.append(
+                f"{'':10}one on text never met ({unseen['what']}), once: "
+                f"{unseen['tokens'] / unseen['seconds']:,.0f} tokens/s"
             )
     return "\n".join(lines)

@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from fstcrf.bench.calls import Case, first_pass, format_calls, measure
 from fstcrf.cli import main
 from fstcrf.corpus.synthetic import DATA_DIR
 
@@ -33,3 +34,23 @@ def test_bench_calls_times_each_case_both_ways(demo_chunker, demo_joint, tmp_pat
 def test_bench_calls_refuses_an_unknown_kind_of_model(tmp_path, capsys):
     assert main(["-q", "bench", "calls", "--data", str(tmp_path), "--models", "tagger=x.model"]) != 0
     assert "KIND=MODEL" in capsys.readouterr().err
+
+
+def test_a_case_s_unseen_items_are_timed_once_after_its_structures_are_made():
+    calls = []
+    case = Case(
+        "words",
+        ["a b", "c"],
+        3,
+        lambda batch: [calls.append(("batch", item)) for item in batch],
+        lambda item: calls.append(("one", item)),
+        unseen=["d e f", "g"],
+        unseen_tokens=4,
+        unseen_name="2 new texts",
+    )
+    unseen = first_pass(case)
+    assert calls == [("one", "a b"), ("one", "d e f"), ("one", "g")]  # the warm-up, then each once
+    assert unseen["items"] == 2 and unseen["tokens"] == 4 and unseen["seconds"] > 0
+    result = {"sentences": 2, "repeats": 1, "load": [(0.0, 0.0, 0.0)], "cases": {"words": measure(case, 1)}}
+    result["cases"]["words"]["unseen"] = unseen
+    assert "text never met (2 new texts), once:" in format_calls(result)
