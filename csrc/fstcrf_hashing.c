@@ -112,53 +112,218 @@ int fh_line_hashes(const uint8_t *text, int64_t size, int64_t n, uint64_t salt, 
     return FC_OK;
 }
 
+/* Append the hashes of the distinct substrings of one UTF-8 string (see
+ * fh_substring_hashes) to hashes, from *count on; FC_BAD_ARGUMENT for a longer string
+ * or more than capacity in all. */
+static int substrings_of(const uint8_t *text, int64_t size, int32_t kind, int32_t low, int32_t high,
+                         uint64_t salt, int64_t capacity, int64_t *count, uint64_t *hashes)
+{
+    int64_t starts[FH_MAX_CODE_POINTS + 1];   /* byte offset of each code point, and the end */
+    int64_t kept[FH_MAX_CODE_POINTS];         /* where the kept substrings of one length start */
+    int64_t points = 0;
+    for (int64_t b = 0; b < size; ++b)
+        if ((text[b] & 0xc0) != 0x80) {     /* not a continuation byte: a code point starts */
+            if (points == FH_MAX_CODE_POINTS)
+                return FC_BAD_ARGUMENT;
+            starts[points++] = b;
+        }
+    starts[points] = size;
+    const int64_t longest = points < high ? points : high;
+    for (int64_t length = low; length <= longest; ++length) {
+        /* prefixes start at 0, suffixes at points - length, substrings anywhere */
+        const int64_t first = kind == FH_SUFFIXES ? points - length : 0;
+        const int64_t last = kind == FH_SUBSTRINGS ? points - length : first;
+        const int64_t run = *count;         /* this length's hashes start here */
+        for (int64_t at = first; at <= last; ++at) {
+            const int64_t from = starts[at], bytes = starts[at + length] - from;
+            const uint64_t h = string_hash(text + from, bytes, salt);
+            int repeated = 0;               /* kept already: an equal string of this length */
+            for (int64_t k = run; k < *count && !repeated; ++k) {
+                const int64_t other = kept[k - run];
+                repeated = hashes[k] == h && starts[other + length] - starts[other] == bytes &&
+                           memcmp(text + starts[other], text + from, (size_t)bytes) == 0;
+            }
+            if (repeated)
+                continue;
+            if (*count == capacity)
+                return FC_BAD_ARGUMENT;
+            kept[*count - run] = at;
+            hashes[(*count)++] = h;
+        }
+    }
+    return FC_OK;
+}
+
+static int substring_arguments(int32_t kind, int32_t low, int32_t high)
+{
+    return low >= 1 && high >= low && (kind == FH_PREFIXES || kind == FH_SUFFIXES || kind == FH_SUBSTRINGS);
+}
+
 int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t kind, int32_t low,
                         int32_t high, uint64_t salt, int64_t capacity, int64_t *ptr, uint64_t *hashes)
 {
-    if (n < 0 || low < 1 || high < low ||
-        (kind != FH_PREFIXES && kind != FH_SUFFIXES && kind != FH_SUBSTRINGS))
+    if (n < 0 || !substring_arguments(kind, low, high))
         return FC_BAD_ARGUMENT;
-    int64_t starts[FH_MAX_CODE_POINTS + 1];   /* byte offset of each code point, and the end */
-    int64_t kept[FH_MAX_CODE_POINTS];         /* where the kept substrings of one length start */
     int64_t count = 0;
     ptr[0] = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const uint8_t *text = blob + offsets[i];
-        const int64_t size = offsets[i + 1] - offsets[i];
-        int64_t points = 0;
-        for (int64_t b = 0; b < size; ++b)
-            if ((text[b] & 0xc0) != 0x80) {     /* not a continuation byte: a code point starts */
-                if (points == FH_MAX_CODE_POINTS)
-                    return FC_BAD_ARGUMENT;
-                starts[points++] = b;
-            }
-        starts[points] = size;
-        const int64_t longest = points < high ? points : high;
-        for (int64_t length = low; length <= longest; ++length) {
-            /* prefixes start at 0, suffixes at points - length, substrings anywhere */
-            const int64_t first = kind == FH_SUFFIXES ? points - length : 0;
-            const int64_t last = kind == FH_SUBSTRINGS ? points - length : first;
-            const int64_t run = count;          /* this length's hashes start here */
-            for (int64_t at = first; at <= last; ++at) {
-                const int64_t from = starts[at], bytes = starts[at + length] - from;
-                const uint64_t h = string_hash(text + from, bytes, salt);
-                int repeated = 0;               /* kept already: an equal string of this length */
-                for (int64_t k = run; k < count && !repeated; ++k) {
-                    const int64_t other = kept[k - run];
-                    repeated = hashes[k] == h && starts[other + length] - starts[other] == bytes &&
-                               memcmp(text + starts[other], text + from, (size_t)bytes) == 0;
-                }
-                if (repeated)
-                    continue;
-                if (count == capacity)
-                    return FC_BAD_ARGUMENT;
-                kept[count - run] = at;
-                hashes[count++] = h;
-            }
-        }
+        const int status = substrings_of(blob + offsets[i], offsets[i + 1] - offsets[i], kind, low, high, salt,
+                                         capacity, &count, hashes);
+        if (status != FC_OK)
+            return status;
         ptr[i + 1] = count;
     }
     return FC_OK;
+}
+
+static inline uint8_t character_class(uint8_t c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return 'X';
+    if (c >= 'a' && c <= 'z')
+        return 'x';
+    if (c >= '0' && c <= '9')
+        return 'd';
+    return c;
+}
+
+/* Write transform `kind` of text[0 .. size-1] (ASCII) into out; its length. */
+static int64_t transformed(const uint8_t *text, int64_t size, int32_t kind, int32_t length, uint8_t *out)
+{
+    int64_t count = 0;
+    switch (kind) {
+    case FH_IDENTITY:
+        memcpy(out, text, (size_t)size);
+        return size;
+    case FH_LOWER:
+        for (int64_t b = 0; b < size; ++b)
+            out[b] = text[b] >= 'A' && text[b] <= 'Z' ? (uint8_t)(text[b] + ('a' - 'A')) : text[b];
+        return size;
+    case FH_SHAPE:
+        for (int64_t b = 0; b < size; ++b) {
+            const uint8_t c = character_class(text[b]);
+            if (count == 0 || out[count - 1] != c)
+                out[count++] = c;
+        }
+        return count;
+    case FH_LONG_SHAPE:
+        for (int64_t b = 0; b < size; ++b)
+            out[b] = character_class(text[b]);
+        return size;
+    case FH_SHAPE2: {
+        if (size <= 4)
+            return transformed(text, size, FH_LONG_SHAPE, 0, out);
+        uint8_t present[128] = {0};
+        for (int64_t b = 2; b < size - 2; ++b)
+            present[character_class(text[b])] = 1;
+        out[count++] = character_class(text[0]);
+        out[count++] = character_class(text[1]);
+        for (int c = 0; c < 128; ++c)
+            if (present[c])
+                out[count++] = (uint8_t)c;
+        out[count++] = character_class(text[size - 2]);
+        out[count++] = character_class(text[size - 1]);
+        return count;
+    }
+    case FH_PREFIX:
+        count = size < length ? size : length;
+        memcpy(out, text, (size_t)count);
+        return count;
+    default: /* FH_SUFFIX */
+        count = size < length ? size : length;
+        memcpy(out, text + size - count, (size_t)count);
+        return count;
+    }
+}
+
+static int transform_arguments(int32_t transform, int32_t length)
+{
+    return transform >= FH_IDENTITY && transform <= FH_SUFFIX &&
+           ((transform != FH_PREFIX && transform != FH_SUFFIX) || length >= 1);
+}
+
+int fh_transform_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t k,
+                        const int32_t *kinds, const int32_t *lengths, uint64_t salt, uint64_t *hashes)
+{
+    if (n < 0 || k < 0)
+        return FC_BAD_ARGUMENT;
+    for (int32_t j = 0; j < k; ++j)
+        if (!transform_arguments(kinds[j], lengths[j]))
+            return FC_BAD_ARGUMENT;
+    uint8_t name[FH_MAX_CODE_POINTS];   /* a transform is never longer than its string */
+    for (int64_t i = 0; i < n; ++i) {
+        const uint8_t *text = blob + offsets[i];
+        const int64_t size = offsets[i + 1] - offsets[i];
+        if (size < 0 || size > FH_MAX_CODE_POINTS)
+            return FC_BAD_ARGUMENT;
+        for (int64_t b = 0; b < size; ++b)
+            if (text[b] >= 0x80)
+                return FC_BAD_ARGUMENT;
+        for (int32_t j = 0; j < k; ++j) {
+            const int64_t count = transformed(text, size, kinds[j], kinds[j] >= FH_PREFIX ? lengths[j] : 0, name);
+            hashes[j * n + i] = string_hash(name, count, salt);
+        }
+    }
+    return FC_OK;
+}
+
+/* The transform of string i of blob into out (FH_MAX_CODE_POINTS bytes), between the
+ * marks '<' and '>' if marked; its length, or -1 unless it is ASCII and fits. */
+static int64_t marked_transform(const uint8_t *blob, const int64_t *offsets, int64_t i, int32_t transform,
+                                int32_t length, int32_t marked, uint8_t *out)
+{
+    const uint8_t *text = blob + offsets[i];
+    const int64_t size = offsets[i + 1] - offsets[i];
+    if (size < 0 || size > FH_MAX_CODE_POINTS - 2 * (marked != 0))
+        return -1;
+    for (int64_t b = 0; b < size; ++b)
+        if (text[b] >= 0x80)
+            return -1;
+    int64_t count = transformed(text, size, transform, length, out + (marked != 0));
+    if (marked) {
+        out[0] = '<';
+        out[++count] = '>';
+        ++count;
+    }
+    return count;
+}
+
+int64_t fh_transform_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t transform,
+                                      int32_t length, int32_t marked, int32_t kind, int32_t low, int32_t high,
+                                      uint64_t salt, int64_t base, int64_t capacity, int64_t *spans,
+                                      uint64_t *hashes)
+{
+    if (n < 0 || !transform_arguments(transform, length) || !substring_arguments(kind, low, high))
+        return -1;
+    uint8_t text[FH_MAX_CODE_POINTS];
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t size = marked_transform(blob, offsets, i, transform, length, marked, text);
+        spans[2 * i] = base + count;
+        if (size < 0 || substrings_of(text, size, kind, low, high, salt, capacity, &count, hashes) != FC_OK)
+            return -1;
+        spans[2 * i + 1] = base + count;
+    }
+    return count;
+}
+
+int64_t fh_transform_texts(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t transform,
+                           int32_t length, int64_t base, int64_t capacity, int64_t *spans, uint8_t *bytes)
+{
+    if (n < 0 || !transform_arguments(transform, length))
+        return -1;
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        uint8_t text[FH_MAX_CODE_POINTS];
+        const int64_t size = marked_transform(blob, offsets, i, transform, length, 0, text);
+        if (size < 0 || count + size > capacity)
+            return -1;
+        memcpy(bytes + count, text, (size_t)size);
+        spans[2 * i] = base + count;
+        count += size;
+        spans[2 * i + 1] = base + count;
+    }
+    return count;
 }
 
 void fh_chain(uint64_t *keys, const uint64_t *values, int64_t n)

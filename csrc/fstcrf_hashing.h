@@ -70,6 +70,48 @@ int fh_line_hashes(const uint8_t *text, int64_t size, int64_t n, uint64_t salt, 
 int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t kind, int32_t low,
                         int32_t high, uint64_t salt, int64_t capacity, int64_t *ptr, uint64_t *hashes);
 
+/* Kinds of fh_transform_hashes: the transforms of fstcrf.features.template, on
+ * ASCII text, where a character's class is X (A-Z), x (a-z), d (0-9) or itself. */
+#define FH_IDENTITY 0
+#define FH_LOWER 1
+#define FH_SHAPE 2          /* the classes, each run of one class written once */
+#define FH_LONG_SHAPE 3     /* the classes */
+#define FH_SHAPE2 4         /* up to 4 characters the classes, else the classes of the first two,
+                               the distinct classes of the middle ascending, those of the last two */
+#define FH_PREFIX 5         /* the first `length` characters (all of a shorter string) */
+#define FH_SUFFIX 6         /* the last `length` characters */
+
+/* Hashes of what k transforms give n ASCII strings, as fh_string_hashes hashes the
+ * transformed text (a batch's new values under each single-value item of a template).
+ *   blob     [offsets[n]]  the strings' bytes, each ASCII and at most FH_MAX_CODE_POINTS long
+ *   offsets  [n+1]
+ *   kinds    [k]           each an FH_ kind above
+ *   lengths  [k]           the length of FH_PREFIX and FH_SUFFIX (>= 1), else unread
+ *   hashes   [k, n]        OVERWRITTEN: hashes[j * n + i], transform j of string i
+ * Returns FC_BAD_ARGUMENT (outputs unspecified) for a byte past ASCII, a longer string,
+ * a bad kind or length. */
+int fh_transform_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t k,
+                        const int32_t *kinds, const int32_t *lengths, uint64_t salt, uint64_t *hashes);
+
+/* What a value store (fstcrf.features.hashing) keeps of n new ASCII strings under a
+ * transform (transform, length as kinds[j], lengths[j] of fh_transform_hashes): the
+ * hashes of the distinct substrings of each transformed string, as fh_substring_hashes
+ * (kind, low, high) gives them, between the marks '<' and '>' if marked; and the
+ * transformed texts themselves.
+ *   blob     [offsets[n]]  the strings' bytes, each ASCII and at most FH_MAX_CODE_POINTS
+ *                          long with its marks
+ *   spans    [n, 2]        OVERWRITTEN: string i's are hashes (bytes) [spans[i][0] - base ..
+ *                          spans[i][1] - base - 1]
+ *   hashes   [capacity]    OVERWRITTEN in its first (returned) entries; bytes likewise
+ * Return how many they wrote, or -1 (outputs unspecified) for a byte past ASCII, a longer
+ * string, bad arguments or more than capacity. */
+int64_t fh_transform_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t transform,
+                                      int32_t length, int32_t marked, int32_t kind, int32_t low, int32_t high,
+                                      uint64_t salt, int64_t base, int64_t capacity, int64_t *spans,
+                                      uint64_t *hashes);
+int64_t fh_transform_texts(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t transform,
+                           int32_t length, int64_t base, int64_t capacity, int64_t *spans, uint8_t *bytes);
+
 /* One link of the key chain for n keys: keys[i] = fh_mix(keys[i] ^ values[i]).
  *   keys [n] UPDATED, values [n] */
 void fh_chain(uint64_t *keys, const uint64_t *values, int64_t n);

@@ -8,7 +8,9 @@ hash of each value's name under a transform (:class:`SingleTable`, and
 (:class:`ListTable`, hashed in C from its UTF-8 text by
 :func:`fstcrf.engine.kernel.substring_hashes`) and its text under a transform
 (:class:`TextTable`, which type sequences join), each computed once when a value is
-first met.  A batch then costs one dictionary lookup per token and one C call
+first met, in C for new values that are ASCII (:func:`kernel_blob`:
+:func:`fstcrf.engine.kernel.transform_hashes` and its kin).  A batch then costs
+one dictionary lookup per token and one C call
 (:func:`fstcrf.engine.kernel.item_values`, csrc/fstcrf_values.h) for all its items.
 Values that escaping would change (a backslash, a bar, an underscore) or that are
 longer than the kernel takes get their lists from the named lists of
@@ -19,17 +21,18 @@ Single values alone (the template lines of single values, looked up by
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import accumulate, repeat
 from typing import NamedTuple, cast
 
 import numpy as np
 
 from fstcrf.engine import kernel
-from fstcrf.features.template import Observation, escaped, transform_function
+from fstcrf.features.template import Observation, affix_transform, escaped, transform_function
 from fstcrf.features.value_lists import BEGIN, END, SEEN, UNSEEN, missing_from, per_value
 
 #: The kinds of value list whose hashes a :class:`ListTable` keeps (the kernel's).
@@ -46,13 +49,18 @@ CACHE_TABLES = 256
 #: Values whose substrings escaping could change (escape_value), hashed from their names.
 ESCAPED_CHARACTERS = re.compile(r"[\\|_]")
 
+#: Names :func:`pack_names` offsets in Python (fewer numpy calls), not in numpy.
+FEW_NAMES = 256
+
 
 def pack_names(names: Sequence[str]) -> tuple[str, np.ndarray]:
     """(the names joined, character offsets int64 [P + 1]): one string instead of P
     (CoNLL-2000's CRF++ template has 338k predicates, 24 MiB as separate strings)."""
-    lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
+    if len(names) <= FEW_NAMES:  # one numpy call, not three: a batch's few new values
+        offsets = np.fromiter(accumulate(map(len, names), initial=0), dtype=np.int64, count=len(names) + 1)
+    else:
+        offsets = np.zeros(len(names) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, names), dtype=np.int64, count=len(names)), out=offsets[1:])
     return "".join(names), offsets
 
 
@@ -76,16 +84,67 @@ def utf8_hashes(values: Sequence[str], salt: int) -> np.ndarray:
     return hashes
 
 
+def kernel_blob(values: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`utf8_blob` of ``values`` where the kernel's transforms take them and
+    hash them as escaping names them (ASCII, none too long, none that escaping could
+    change), else None."""
+    text = "".join(values)
+    if (
+        not text.isascii()
+        or max(map(len, values), default=0) > kernel.MAX_SUBSTRING_SOURCE
+        or ESCAPED_CHARACTERS.search(text)
+    ):
+        return None
+    offsets = np.fromiter(accumulate(map(len, values), initial=0), dtype=np.int64, count=len(values) + 1)
+    return np.frombuffer(text.encode("ascii") + b"\0", dtype=np.uint8), offsets
+
+
+@functools.lru_cache(maxsize=256)  # a few names, asked for at every batch's new values
+def kernel_transform(transform: str | None) -> tuple[int, int] | None:
+    """(kind, length) of a transform (None: the value itself) for
+    :func:`fstcrf.engine.kernel.transform_hashes`, or None where it has no kind."""
+    if transform is None:
+        return kernel.IDENTITY, 0
+    affix = affix_transform(transform)
+    if affix is not None:
+        return kernel.TRANSFORM_KINDS[affix[0]], affix[1]
+    kind = kernel.TRANSFORM_KINDS.get(transform)
+    return None if kind is None or transform in ("prefix", "suffix") else (kind, 0)
+
+
+@functools.lru_cache(maxsize=256)
+def mark_hashes(salt: int) -> tuple[int, int]:
+    """The hashes of SEEN and UNSEEN under ``salt``."""
+    seen_hash, unseen_hash = utf8_hashes([SEEN, UNSEEN], salt).tolist()
+    return seen_hash, unseen_hash
+
+
+@functools.lru_cache(maxsize=256)
+def kernel_kinds(tables: tuple[SingleTable, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(kinds int32 [k], lengths int32 [k]) of the transforms of ``tables`` (each
+    :meth:`SingleTable.in_kernel`)."""
+    pairs = [cast("tuple[int, int]", kernel_transform(table.transform)) for table in tables]
+    return np.array([kind for kind, _ in pairs], dtype=np.int32), np.array([n for _, n in pairs], dtype=np.int32)
+
+
 def grown(room: np.ndarray, filled: int, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the buffer, its first filled + len(new) entries): ``new`` written past the
     ``filled`` entries of ``room``, in a copy of twice the size when there is no room
     left (so that adding a few entries costs no copy of all; an entry once written
     is never written again)."""
     total = filled + len(new)
-    if len(room) < total:
-        room = np.concatenate([room[:filled], np.empty(max(total, 2 * len(room)) - filled, dtype=room.dtype)])
+    room = reserved(room, filled, len(new))
     room[filled:total] = new
     return room, room[:total]
+
+
+def reserved(room: np.ndarray, filled: int, extra: int) -> np.ndarray:
+    """``room``, or a copy of its first ``filled`` entries twice the size, with room for
+    ``extra`` more entries past them."""
+    total = filled + extra
+    if len(room) < total:
+        room = np.concatenate([room[:filled], np.empty(max(total, 2 * len(room)) - filled, dtype=room.dtype)])
+    return room
 
 
 class SingleTable(NamedTuple):
@@ -100,6 +159,11 @@ class SingleTable(NamedTuple):
         name a template line reads)."""
         function = transform_function(self.transform) if self.transform is not None else None
         return values if function is None else list(map(function, values))
+
+    def in_kernel(self) -> bool:
+        """Whether :func:`fstcrf.engine.kernel.transform_hashes` writes this table's
+        hashes (of values :func:`kernel_blob` takes)."""
+        return kernel_transform(self.transform) is not None
 
 
 class SeenTable(NamedTuple):
@@ -127,11 +191,15 @@ class SeenTable(NamedTuple):
     def __hash__(self) -> int:
         return hash((self.transform, id(self.seen), self.category))
 
-    def unescaped_names(self, values: list[str]) -> list[str]:
-        """The mark of each of ``values`` (escaping leaves SEEN and UNSEEN as they are)."""
+    def hashes(self, values: list[str], salt: int) -> np.ndarray:
+        """uint64 [n]: the hash of the mark of each of ``values`` under ``salt``
+        (escaping leaves SEEN and UNSEEN as they are)."""
+        seen_hash, unseen_hash = mark_hashes(salt)
         function = transform_function(self.transform) if self.transform is not None else None
         transformed = values if function is None else map(function, values)
-        return [SEEN if value.lower() in self.seen else UNSEEN for value in transformed]
+        seen = self.seen
+        marks = (seen_hash if value.lower() in seen else unseen_hash for value in transformed)
+        return np.fromiter(marks, dtype=np.uint64, count=len(values))
 
 
 class ListTable(NamedTuple):
@@ -145,15 +213,15 @@ class ListTable(NamedTuple):
     transform: str | None
     category: str = "list"
 
-    def lists(self, values: list[str], salt: int) -> tuple[np.ndarray, np.ndarray]:
+    def entries(self, values: list[str], salt: int) -> tuple[np.ndarray, np.ndarray]:
         """(ptr int64 [n+1]: value i's hashes are hashes[ptr[i] .. ptr[i+1]-1]; the hashes)."""
         if self.transform is not None:
             values = list(map(transform_function(self.transform), values))  # type: ignore[arg-type]
         marks = self.kind == "ngrams"
         longest = kernel.MAX_SUBSTRING_SOURCE - 2 * marks
+        if max(map(len, values), default=0) <= longest and not ESCAPED_CHARACTERS.search("".join(values)):
+            return self._hashed(values, marks, salt)  # all of them in C, as most batches' values
         in_c = [len(value) <= longest and not ESCAPED_CHARACTERS.search(value) for value in values]
-        if all(in_c):
-            return self._hashed(values, marks, salt)
         named = per_value(Observation("", 0, None, self.kind, self.low, self.high), None)
         ptr = np.zeros(len(values) + 1, dtype=np.int64)
         hashes = []
@@ -163,12 +231,34 @@ class ListTable(NamedTuple):
             hashes.append(own)
         return ptr, np.concatenate(hashes)
 
+    def capacity(self, values: list[str]) -> int:
+        """The most hashes the lists of ``values`` (transformed) hold: at most one of each
+        length per value, or per code point for n-grams (marks included)."""
+        marks = self.kind == "ngrams"
+        per_length = sum(map(len, values)) + 2 * len(values) if marks else len(values)
+        return (self.high - self.low + 1) * per_length
+
+    def in_kernel(self) -> bool:
+        """Whether :meth:`kernel_entries` writes this table's lists (of values
+        :func:`kernel_blob` takes)."""
+        return kernel_transform(self.transform) is not None
+
+    def kernel_entries(
+        self, blob: tuple[np.ndarray, np.ndarray], salt: int, base: int, spans: np.ndarray, out: np.ndarray
+    ) -> int | None:
+        """The lists of the values of ``blob`` (:func:`kernel_blob`) written into ``out``
+        (uint64, room for :meth:`capacity`), value i's at out[spans[i, 0] - base ..
+        spans[i, 1] - base - 1] (spans int64 [n, 2] written); how many, or None where
+        the kernel does not take a value."""
+        transform = cast("tuple[int, int]", kernel_transform(self.transform))
+        return kernel.transform_substring_hashes(
+            *blob, transform, self.kind == "ngrams", self.kind, self.low, self.high, salt, base, spans, out
+        )
+
     def _hashed(self, values: list[str], marks: bool, salt: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`lists` of values C takes as they are."""
+        """:meth:`entries` of values C takes as they are."""
         blob, offsets = utf8_blob([BEGIN + value + END for value in values] if marks else values)
-        # at most one of each length per value, or per code point for n-grams
-        per_length = sum(map(len, values)) + 2 * marks * len(values) if self.kind == "ngrams" else len(values)
-        capacity = (self.high - self.low + 1) * per_length
+        capacity = self.capacity(values)
         ptr = np.empty(len(values) + 1, dtype=np.int64)
         hashes = np.empty(capacity, dtype=np.uint64)
         kernel.substring_hashes(blob, offsets, self.kind, self.low, self.high, salt, ptr, hashes)
@@ -182,9 +272,30 @@ class TextTable(NamedTuple):
     transform: str | None
     category: str = "text"
 
-    def texts(self, values: list[str]) -> list[str]:
+    def in_kernel(self) -> bool:
+        """Whether :meth:`kernel_entries` writes this table's texts (of values
+        :func:`kernel_blob` takes)."""
+        return kernel_transform(self.transform) is not None
+
+    def capacity(self, values: list[str]) -> int:
+        """The bytes the texts of ASCII ``values`` take (a transform never lengthens one)."""
+        return sum(map(len, values))
+
+    def entries(self, values: list[str], salt: int) -> tuple[np.ndarray, np.ndarray]:
+        """(byte offsets int64 [n+1], the values' texts under the transform, UTF-8 and
+        back to back)."""
         function = transform_function(self.transform) if self.transform is not None else None
-        return values if function is None else list(map(function, values))
+        blob, offsets = utf8_blob(values if function is None else list(map(function, values)))
+        return offsets, blob[: offsets[-1]]
+
+    def kernel_entries(
+        self, blob: tuple[np.ndarray, np.ndarray], salt: int, base: int, spans: np.ndarray, out: np.ndarray
+    ) -> int | None:
+        """The texts of the values of ``blob`` (:func:`kernel_blob`) written into ``out``
+        (uint8, room for :meth:`capacity`) as :meth:`ListTable.kernel_entries` writes lists."""
+        return kernel.transform_texts(
+            *blob, cast("tuple[int, int]", kernel_transform(self.transform)), base, spans, out
+        )
 
 
 TableSpec = SingleTable | SeenTable | ListTable | TextTable
@@ -204,6 +315,10 @@ class StoreTables(NamedTuple):
     text_bytes: np.ndarray
     generation: int = 0
 
+
+#: The arrays of a :class:`ValueStore` that hold each category's entries: the buffer
+#: that doubles as it fills, its filled part, and the spans into it.
+ENTRY_ARRAYS = {"list": ("_list_room", "list_hashes", "list_span"), "text": ("_text_room", "text_bytes", "text_span")}
 
 _CACHES_LOCK = threading.Lock()
 
@@ -296,13 +411,17 @@ def value_hashes(salt: int) -> ValueHashes:
 @dataclass
 class _SpecList:
     """A list of table specs a :class:`ValueStore` was asked for: the list, the rows its
-    tables were last filled for, each spec's place, and its single and other specs."""
+    tables were last filled for, each spec's place, its specs of lists and texts."""
 
     specs: Sequence[TableSpec]
     rows: int
     places: list[int]
-    singles: list[TableSpec]
     others: list[TableSpec]
+    #: the single specs whose hashes the kernel writes (SingleTable.in_kernel), the rest,
+    #: and the seen_lower ones
+    in_kernel: list[SingleTable]
+    in_python: list[SingleTable]
+    seen: list[SeenTable]
 
 
 class ValueStore:
@@ -357,22 +476,37 @@ class ValueStore:
                 self.values.extend(unseen)
                 self._widen(len(self.values))
             rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
+            blobs: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}  # by first row: the new values' text
             known = self.complete.get(id(specs))
             if known is None or known.specs is not specs:
-                places = [self._filled(spec) for spec in specs]
+                places = [self._filled(spec, blobs) for spec in specs]
                 singles = [spec for spec in specs if spec.category == "single"]
                 others = [spec for spec in specs if spec.category != "single"]
+                single_tables = [spec for spec in singles if isinstance(spec, SingleTable)]
                 if len(self.complete) >= CACHE_TABLES:  # lists made afresh by their callers
                     self.complete.clear()
-                known = self.complete[id(specs)] = _SpecList(specs, -1, places, singles, others)
+                known = self.complete[id(specs)] = _SpecList(
+                    specs,
+                    -1,
+                    places,
+                    others,
+                    [spec for spec in single_tables if spec.in_kernel()],
+                    [spec for spec in single_tables if not spec.in_kernel()],
+                    [spec for spec in singles if isinstance(spec, SeenTable)],
+                )
             total = len(self.values)
             if known.rows < total:  # else every table of the list is filled for every row
                 for spec in known.others:
-                    self._filled(spec)
+                    self._filled(spec, blobs)
                 filled = self.filled
-                behind = [spec for spec in known.singles if filled[spec] < total]
-                if behind:
-                    self._fill_singles(behind)
+                for specs_behind, in_kernel in ((known.in_kernel, True), (known.in_python, False)):
+                    behind = [spec for spec in specs_behind if filled[spec] < total]
+                    if behind:
+                        self._fill_singles(behind, in_kernel, blobs)
+                for seen in known.seen:
+                    done = filled[seen]
+                    self.single[self.place[seen], done:total] = seen.hashes(self.values[done:], self.salt)
+                    filled[seen] = total
                 known.rows = total
             places = known.places
             counts = self.counts
@@ -390,9 +524,10 @@ class ValueStore:
                 ),
             )
 
-    def _filled(self, spec: TableSpec) -> int:
+    def _filled(self, spec: TableSpec, blobs: dict) -> int:
         """The place of ``spec``'s table (made if new), its lists or texts filled for
-        every row (single hashes are filled together, by :meth:`_fill_singles`)."""
+        every row (single hashes are filled together, by :meth:`_fill_singles`), in C
+        where the kernel takes the new values (their text kept in ``blobs``)."""
         place = self.place.get(spec)
         if place is None:
             place = self.place[spec] = self._new_table(spec.category)
@@ -401,36 +536,60 @@ class ValueStore:
         if done == total or spec.category == "single":
             return place
         new = self.values[done:]
-        if isinstance(spec, ListTable):
-            offsets, hashes = spec.lists(new, self.salt)
-            start = len(self.list_hashes)
-            self.list_span[place, done:total, 0] = start + offsets[:-1]
-            self.list_span[place, done:total, 1] = start + offsets[1:]
-            self._list_room, self.list_hashes = grown(self._list_room, start, hashes)
-        else:
-            blob, offsets = utf8_blob(cast(TextTable, spec).texts(new))
-            start = len(self.text_bytes)
-            self.text_span[place, done:total, 0] = start + offsets[:-1]
-            self.text_span[place, done:total, 1] = start + offsets[1:]
-            self._text_room, self.text_bytes = grown(self._text_room, start, blob[: offsets[-1]])
+        table = cast("ListTable | TextTable", spec)
+        blob = self._kernel_blob(done, blobs) if table.in_kernel() else None
+        room_name, filled_name, span_name = ENTRY_ARRAYS[spec.category]
+        room, start = getattr(self, room_name), len(getattr(self, filled_name))
+        spans = getattr(self, span_name)[place, done:total]
+        count = None
+        if blob is not None:
+            capacity = table.capacity(new)
+            room = reserved(room, start, capacity)
+            count = table.kernel_entries(blob, self.salt, start, spans, room[start : start + capacity])
+        if count is None:
+            offsets, entries = table.entries(new, self.salt)
+            spans[:, 0] = start + offsets[:-1]
+            spans[:, 1] = start + offsets[1:]
+            room, _ = grown(room, start, entries)
+            count = len(entries)
+        setattr(self, room_name, room)
+        setattr(self, filled_name, room[: start + count])
         self.filled[spec] = total
         return place
 
-    def _fill_singles(self, specs: list[TableSpec]) -> None:
+    def _kernel_blob(self, done: int, blobs: dict) -> tuple[np.ndarray, np.ndarray] | None:
+        """:func:`kernel_blob` of the values from row ``done`` on (kept in ``blobs``)."""
+        if done not in blobs:
+            blobs[done] = kernel_blob(self.values[done:])
+        return blobs[done]
+
+    def _fill_singles(self, specs: Sequence[SingleTable], in_kernel: bool, blobs: dict) -> None:
         """Hash the names the single tables ``specs`` give the rows they lack: the tables
-        filled to the same row (all of them, but for a table new to the store) escaped,
-        hashed and written together."""
+        filled to the same row (all of them, but for a table new to the store) hashed
+        together, by the kernel where ``in_kernel`` (each :meth:`SingleTable.in_kernel`)
+        and it takes the values (their text kept in ``blobs``)."""
         total = len(self.values)
-        by_row: dict[int, list[SingleTable | SeenTable]] = {}
-        for spec in specs:
-            by_row.setdefault(self.filled[spec], []).append(cast("SingleTable | SeenTable", spec))
+        filled = self.filled
+        by_row: dict[int, list[SingleTable]] = {}
+        if all(filled[spec] == filled[specs[0]] for spec in specs):  # as after the first batch
+            by_row[filled[specs[0]]] = list(specs)
+        else:
+            for spec in specs:
+                by_row.setdefault(filled[spec], []).append(spec)
         for done, tables in by_row.items():
             new = self.values[done:]
-            names = escaped([name for spec in tables for name in spec.unescaped_names(new)])
             places = [self.place[spec] for spec in tables]
-            self.single[places, done:total] = utf8_hashes(names, self.salt).reshape(len(tables), total - done)
+            blob = self._kernel_blob(done, blobs) if in_kernel else None
+            if blob is not None:
+                hashes = np.empty((len(tables), total - done), dtype=np.uint64)
+                kinds, lengths = kernel_kinds(tuple(tables))
+                kernel.transform_hashes(*blob, kinds, lengths, self.salt, hashes)
+                self.single[places, done:total] = hashes
+            else:
+                names = escaped([name for spec in tables for name in spec.unescaped_names(new)])
+                self.single[places, done:total] = utf8_hashes(names, self.salt).reshape(len(tables), total - done)
             for spec in tables:
-                self.filled[spec] = total
+                filled[spec] = total
 
     def _new_table(self, category: str) -> int:
         """The place of a new table of ``category`` (its array grown to hold it)."""

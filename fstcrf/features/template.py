@@ -66,6 +66,7 @@ offset's size costs nothing beyond reading the boundary values.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import os
 import re
@@ -139,12 +140,13 @@ class _ClassTable(dict):
 
 
 _CLASSES = _ClassTable()
-_RUNS = re.compile(r"(.)\1+", re.DOTALL)
 
 
 @functools.lru_cache(maxsize=1 << 16)  # words recur from batch to batch
 def _word_shape(value: str) -> str:
-    return _RUNS.sub(r"\1", value.translate(_CLASSES))
+    """The classes of ``value``'s characters, each run of one class written once (a
+    third of a regular expression's time on a word)."""
+    return "".join([symbol for symbol, _ in itertools.groupby(value.translate(_CLASSES))])
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -171,11 +173,18 @@ def transform_function(name: str) -> Callable[[str], str] | None:
         return str.lower
     if name in _SHAPES:
         return _SHAPES[name]
-    affix = _AFFIX.fullmatch(name)
+    affix = affix_transform(name)
     if affix is None:
         return None
-    length = int(affix["length"])  # an itemgetter slices in C: no Python call per value
-    return operator.itemgetter(slice(None, length) if affix["kind"] == "prefix" else slice(-length, None))
+    kind, length = affix  # an itemgetter slices in C: no Python call per value
+    return operator.itemgetter(slice(None, length) if kind == "prefix" else slice(-length, None))
+
+
+def affix_transform(name: str) -> tuple[str, int] | None:
+    """("prefix" or "suffix", the length) of a transform name such as ``suffix3``, or
+    None for another name."""
+    affix = _AFFIX.fullmatch(name)
+    return None if affix is None else (affix["kind"], int(affix["length"]))
 
 
 def escape_value(value: str) -> str:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
+from fstcrf.errors import ShapeError
 from fstcrf.features import hashing
 from fstcrf.features.hashing import (
     ListTable,
@@ -34,14 +35,26 @@ PIECES = st.sampled_from(list("aaZ09_|\\ é€\U0001f600<>") + ["\ud800", "__BOS
 WORD = st.lists(PIECES, max_size=8).map("".join)
 #: Words past the longest the kernel takes go the named way.
 LONG_WORD = st.integers(60, 70).map(lambda n: ("ab" * n)[:n])
-WORDS = st.lists(st.one_of(WORD, WORD, LONG_WORD), min_size=1, max_size=12)
-TRANSFORMS = st.sampled_from([None, "lower", "shape", "shape2", "longshape", "prefix2", "suffix3"])
+#: ASCII words, which the kernel transforms (but for those escaping changes): printable
+#: characters, runs of one class, the lengths around the longest it takes with marks.
+ASCII_WORD = st.one_of(
+    st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12),
+    st.lists(st.sampled_from(["Ab", "CD", "ef", "12", "-", ".", "Aa1-"]), max_size=6).map("".join),
+    st.integers(58, 66).map(lambda n: ("Ab1-" * n)[:n]),
+)
+WORDS = st.one_of(
+    st.lists(st.one_of(WORD, WORD, LONG_WORD), min_size=1, max_size=12),
+    st.lists(ASCII_WORD, min_size=1, max_size=12),
+)
+TRANSFORMS = st.sampled_from(
+    [None, "lower", "shape", "shape2", "longshape", "prefix1", "prefix2", "prefix9", "suffix3", "suffix6"]
+)
 LIST_TABLES = st.builds(
     lambda kind, low, extra, transform: ListTable(kind, low, low + extra, transform),
     st.sampled_from(["prefixes", "suffixes", "ngrams"]),
     st.integers(1, 7),
     st.integers(0, 3),
-    st.sampled_from([None, "lower", "shape"]),
+    st.sampled_from([None, "lower", "shape", "shape2", "suffix4"]),
 )
 
 
@@ -123,6 +136,89 @@ def test_seen_tables_are_one_table_per_set_of_words_and_their_number_is_bounded(
         assert store.single[places[0], rows].tolist() == utf8_hashes([UNSEEN, SEEN], 0).tolist()
         assert len(store.place) <= hashing.CACHE_TABLES + 1
         assert len(store.complete) <= hashing.CACHE_TABLES
+
+
+#: Every transform the kernel writes: its shapes, and prefixes and suffixes of each length.
+KERNEL_TRANSFORMS = [None, "lower", "shape", "longshape", "shape2"] + [
+    f"{kind}{length}" for kind in ("prefix", "suffix") for length in range(1, 10)
+]
+
+
+@oracle_settings(200)
+@given(words=st.lists(ASCII_WORD.filter(lambda word: len(word) <= 64), max_size=10), salt=st.integers(0, 15))
+def test_the_kernel_transforms_ascii_as_the_template_names_them(words, salt):
+    """The kernel's hashes of each transform of ASCII words, its transformed texts and
+    their substring hashes are those of the template's transform functions, escaped."""
+    blob = hashing.kernel_blob(words)
+    if any(mark in "".join(words) for mark in "\\|_"):
+        assert blob is None  # escaping could change them: the named way
+        return
+    assert blob is not None
+    tables = tuple(SingleTable(transform) for transform in KERNEL_TRANSFORMS)
+    assert all(table.in_kernel() for table in tables)
+    hashes = np.empty((len(tables), len(words)), dtype=np.uint64)
+    kernel.transform_hashes(*blob, *hashing.kernel_kinds(tables), salt, hashes)
+    for table, row in zip(tables, hashes.tolist()):
+        names = [escape_value(_transformed(table.transform, word)) for word in words]
+        assert row == utf8_hashes(names, salt).tolist(), table.transform
+        spans, out = np.empty((len(words), 2), dtype=np.int64), np.empty(blob[1][-1], dtype=np.uint8)
+        count = kernel.transform_texts(*blob, hashing.kernel_transform(table.transform), 5, spans, out)
+        assert count == sum(len(_transformed(table.transform, word)) for word in words)
+        texts = [out[a - 5 : b - 5].tobytes().decode("ascii") for a, b in spans.tolist()]
+        assert texts == [_transformed(table.transform, word) for word in words]
+        for kind, low, high in [("ngrams", 1, 6), ("suffixes", 2, 4), ("prefixes", 1, 3)]:
+            lists = ListTable(kind, low, high, table.transform)
+            room = np.empty(lists.capacity([_transformed(table.transform, word) for word in words]), dtype=np.uint64)
+            count = kernel.transform_substring_hashes(
+                *blob,
+                hashing.kernel_transform(table.transform),
+                kind == "ngrams",
+                kind,
+                low,
+                high,
+                salt,
+                7,
+                spans,
+                room,
+            )
+            if kind == "ngrams" and max(map(len, words), default=0) > kernel.MAX_SUBSTRING_SOURCE - 2:
+                assert count is None  # too long with its marks: the named way
+                continue
+            assert count == spans[-1, 1] - 7 if words else count == 0
+            got = [room[a - 7 : b - 7].tolist() for a, b in spans.tolist()]
+            assert got == [_named_list(lists, word, salt) for word in words], (table.transform, kind)
+
+
+def test_the_kernel_transforms_refuse_what_they_cannot_write():
+    blob = hashing.kernel_blob(["abc", "de"])
+    spans, room = np.empty((2, 2), dtype=np.int64), np.empty(100, dtype=np.uint64)
+    text = np.empty(5, dtype=np.uint8)
+    for values in (["é"], ["a" * (kernel.MAX_SUBSTRING_SOURCE + 1)], ["a_b"], ["a|b"], ["a\\b"]):
+        assert hashing.kernel_blob(values) is None
+    raw = utf8_blob(["é", "a"])  # given anyway: refused, not read as ASCII
+    with pytest.raises(RuntimeError):
+        kernel.transform_hashes(*raw, *hashing.kernel_kinds((SingleTable(None),)), 0, np.empty((1, 2), dtype=np.uint64))
+    assert kernel.transform_texts(*raw, (kernel.IDENTITY, 0), 0, spans, text) is None
+    assert (
+        kernel.transform_substring_hashes(*raw, (kernel.IDENTITY, 0), False, "ngrams", 1, 2, 0, 0, spans, room) is None
+    )
+    prefix = kernel.TRANSFORM_KINDS["prefix"]
+    for kinds, lengths in (([prefix], [0]), ([99], [0]), ([-1], [0])):  # a prefix of no length, unknown kinds
+        with pytest.raises(RuntimeError):
+            kernel.transform_hashes(
+                *blob, np.array(kinds, np.int32), np.array(lengths, np.int32), 0, np.empty((1, 2), dtype=np.uint64)
+            )
+        assert kernel.transform_texts(*blob, (kinds[0], lengths[0]), 0, spans, text) is None
+    assert kernel.transform_texts(*blob, (kernel.IDENTITY, 0), 0, spans, text[:4]) is None  # 5 bytes, room for 4
+    assert (
+        kernel.transform_substring_hashes(*blob, (kernel.IDENTITY, 0), False, "ngrams", 1, 3, 0, 0, spans, room[:8])
+        is None
+    )
+    assert (
+        kernel.transform_substring_hashes(*blob, (kernel.IDENTITY, 0), False, "ngrams", 2, 1, 0, 0, spans, room) is None
+    )
+    with pytest.raises(ShapeError):
+        kernel.transform_texts(*blob, (kernel.IDENTITY, 0), 0, spans[:1], text)
 
 
 def _kernel_hashes(values, kind, low, high, capacity):

@@ -265,6 +265,103 @@ def substring_hashes(
     check_status(status, "substring hashes")
 
 
+#: The kinds of transform_hashes, by transform name (prefix and suffix take a length).
+TRANSFORM_KINDS = {
+    "lower": lib.FH_LOWER,
+    "shape": lib.FH_SHAPE,
+    "longshape": lib.FH_LONG_SHAPE,
+    "shape2": lib.FH_SHAPE2,
+    "prefix": lib.FH_PREFIX,
+    "suffix": lib.FH_SUFFIX,
+}
+#: The kind of transform_hashes that keeps a string as it is.
+IDENTITY = lib.FH_IDENTITY
+
+
+def transform_hashes(
+    blob: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, lengths: np.ndarray, salt: int, hashes: np.ndarray
+) -> None:
+    """fh_transform_hashes: hashes uint64 [k, n] of what k transforms (kinds int32 [k] of
+    TRANSFORM_KINDS or IDENTITY, lengths int32 [k] of prefixes and suffixes) give the n
+    ASCII strings of blob uint8 (offsets int64 [n+1], each at most MAX_SUBSTRING_SOURCE
+    bytes), as string_hashes hashes the transformed text."""
+    if hashes.shape != (len(kinds), len(offsets) - 1) or len(lengths) != len(kinds) or offsets[-1] > len(blob):
+        raise ShapeError("transform_hashes: the hashes do not fit the strings and the transforms")
+    status = lib.fh_transform_hashes(
+        input_pointer(blob),
+        input_pointer(offsets),
+        len(offsets) - 1,
+        len(kinds),
+        input_pointer(kinds),
+        input_pointer(lengths),
+        salt,
+        output_pointer(hashes),
+    )
+    check_status(status, "transform hashes")
+
+
+def _strings_and_spans(blob: np.ndarray, offsets: np.ndarray, spans: np.ndarray, what: str) -> tuple:
+    """(the blob's and the offsets' pointers, the number of strings n): ShapeError
+    unless spans is [n, 2] and the offsets end inside the blob."""
+    if spans.shape != (len(offsets) - 1, 2) or offsets[-1] > len(blob):
+        raise ShapeError(f"{what}: the spans or the offsets do not fit the strings")
+    return input_pointer(blob), input_pointer(offsets), len(offsets) - 1
+
+
+def transform_substring_hashes(
+    blob: np.ndarray,
+    offsets: np.ndarray,
+    transform: tuple[int, int],
+    marked: bool,
+    kind: str,
+    low: int,
+    high: int,
+    salt: int,
+    base: int,
+    spans: np.ndarray,
+    hashes: np.ndarray,
+) -> int | None:
+    """fh_transform_substring_hashes: the hashes of the distinct prefixes, suffixes or
+    n-grams (``kind`` of SUBSTRING_KINDS, lengths low..high) of what ``transform`` (kind,
+    length of transform_hashes) gives each of the n ASCII strings of blob uint8 (offsets
+    int64 [n+1]), between "<" and ">" if ``marked``: string i's are hashes[spans[i, 0] -
+    base .. spans[i, 1] - base - 1] (spans int64 [n, 2] and hashes uint64 written); how
+    many, or None where a string is not ASCII or too long or the hashes have no room."""
+    count = lib.fh_transform_substring_hashes(
+        *_strings_and_spans(blob, offsets, spans, "transform_substring_hashes"),
+        *transform,
+        marked,
+        SUBSTRING_KINDS[kind],
+        low,
+        high,
+        salt,
+        base,
+        len(hashes),
+        output_pointer(spans),
+        output_pointer(hashes),
+    )
+    return None if count < 0 else count
+
+
+def transform_texts(
+    blob: np.ndarray, offsets: np.ndarray, transform: tuple[int, int], base: int, spans: np.ndarray, out: np.ndarray
+) -> int | None:
+    """fh_transform_texts: what ``transform`` (kind, length of transform_hashes) gives
+    each of the n ASCII strings of blob uint8 (offsets int64 [n+1]), back to back in out
+    uint8: string i's is out[spans[i, 0] - base .. spans[i, 1] - base - 1] (spans int64
+    [n, 2] written); how many bytes, or None where a string is not ASCII or too long or
+    ``out`` has no room."""
+    count = lib.fh_transform_texts(
+        *_strings_and_spans(blob, offsets, spans, "transform_texts"),
+        *transform,
+        base,
+        len(out),
+        output_pointer(spans),
+        output_pointer(out),
+    )
+    return None if count < 0 else count
+
+
 def chain_keys(keys: np.ndarray, values: np.ndarray) -> None:
     """fh_chain: keys uint64 [n] <- mix(keys ^ values) with values uint64 [n], in place."""
     lib.fh_chain(output_pointer(keys), input_pointer(values), len(keys))
