@@ -243,12 +243,13 @@ static int transform_arguments(int32_t transform, int32_t length)
 }
 
 int fh_transform_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t k,
-                        const int32_t *kinds, const int32_t *lengths, uint64_t salt, uint64_t *hashes)
+                        const int32_t *kinds, const int32_t *lengths, uint64_t salt, const int64_t *rows,
+                        int64_t num_rows, int64_t stride, int64_t first, uint64_t *hashes)
 {
-    if (n < 0 || k < 0)
+    if (n < 0 || k < 0 || first < 0 || first + n > stride)
         return FC_BAD_ARGUMENT;
     for (int32_t j = 0; j < k; ++j)
-        if (!transform_arguments(kinds[j], lengths[j]))
+        if (!transform_arguments(kinds[j], lengths[j]) || rows[j] < 0 || rows[j] >= num_rows)
             return FC_BAD_ARGUMENT;
     uint8_t name[FH_MAX_CODE_POINTS];   /* a transform is never longer than its string */
     for (int64_t i = 0; i < n; ++i) {
@@ -261,7 +262,7 @@ int fh_transform_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, 
                 return FC_BAD_ARGUMENT;
         for (int32_t j = 0; j < k; ++j) {
             const int64_t count = transformed(text, size, kinds[j], kinds[j] >= FH_PREFIX ? lengths[j] : 0, name);
-            hashes[j * n + i] = string_hash(name, count, salt);
+            hashes[rows[j] * stride + first + i] = string_hash(name, count, salt);
         }
     }
     return FC_OK;

@@ -87,11 +87,14 @@ int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, 
  *   offsets  [n+1]
  *   kinds    [k]           each an FH_ kind above
  *   lengths  [k]           the length of FH_PREFIX and FH_SUFFIX (>= 1), else unread
- *   hashes   [k, n]        OVERWRITTEN: hashes[j * n + i], transform j of string i
+ *   rows     [k]           in [0, num_rows): the row of hashes that transform j fills
+ *   hashes   [num_rows, stride]  OVERWRITTEN in columns first .. first+n-1 of those rows:
+ *                          hashes[rows[j]][first + i], transform j of string i
  * Returns FC_BAD_ARGUMENT (outputs unspecified) for a byte past ASCII, a longer string,
- * a bad kind or length. */
+ * a bad kind, length or row, or columns past the stride. */
 int fh_transform_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t k,
-                        const int32_t *kinds, const int32_t *lengths, uint64_t salt, uint64_t *hashes);
+                        const int32_t *kinds, const int32_t *lengths, uint64_t salt, const int64_t *rows,
+                        int64_t num_rows, int64_t stride, int64_t first, uint64_t *hashes);
 
 /* What a value store (fstcrf.features.hashing) keeps of n new ASCII strings under a
  * transform (transform, length as kinds[j], lengths[j] of fh_transform_hashes): the

@@ -84,9 +84,9 @@ def utf8_hashes(values: Sequence[str], salt: int) -> np.ndarray:
     return hashes
 
 
-def kernel_blob(values: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`utf8_blob` of ``values`` where the kernel's transforms take them and
-    hash them as escaping names them (ASCII, none too long, none that escaping could
+def kernel_blob(values: Sequence[str]) -> kernel.Strings | None:
+    """``values`` as the kernel's transforms read them, where they take them and hash
+    them as escaping names them (ASCII, none too long, none that escaping could
     change), else None."""
     text = "".join(values)
     if (
@@ -96,7 +96,7 @@ def kernel_blob(values: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
     ):
         return None
     offsets = np.fromiter(accumulate(map(len, values), initial=0), dtype=np.int64, count=len(values) + 1)
-    return np.frombuffer(text.encode("ascii") + b"\0", dtype=np.uint8), offsets
+    return kernel.Strings(np.frombuffer(text.encode("ascii") + b"\0", dtype=np.uint8), offsets)
 
 
 @functools.lru_cache(maxsize=256)  # a few names, asked for at every batch's new values
@@ -231,11 +231,11 @@ class ListTable(NamedTuple):
             hashes.append(own)
         return ptr, np.concatenate(hashes)
 
-    def capacity(self, values: list[str]) -> int:
-        """The most hashes the lists of ``values`` (transformed) hold: at most one of each
-        length per value, or per code point for n-grams (marks included)."""
-        marks = self.kind == "ngrams"
-        per_length = sum(map(len, values)) + 2 * len(values) if marks else len(values)
+    def capacity(self, characters: int, count: int) -> int:
+        """The most hashes the lists of ``count`` values of ``characters`` code points in
+        all (transformed, never longer) hold: at most one of each length per value, or
+        per code point for n-grams (marks included)."""
+        per_length = characters + 2 * count if self.kind == "ngrams" else count
         return (self.high - self.low + 1) * per_length
 
     def in_kernel(self) -> bool:
@@ -244,21 +244,21 @@ class ListTable(NamedTuple):
         return kernel_transform(self.transform) is not None
 
     def kernel_entries(
-        self, blob: tuple[np.ndarray, np.ndarray], salt: int, base: int, spans: np.ndarray, out: np.ndarray
+        self, strings: kernel.Strings, salt: int, base: int, spans: np.ndarray, out: np.ndarray
     ) -> int | None:
-        """The lists of the values of ``blob`` (:func:`kernel_blob`) written into ``out``
-        (uint64, room for :meth:`capacity`), value i's at out[spans[i, 0] - base ..
-        spans[i, 1] - base - 1] (spans int64 [n, 2] written); how many, or None where
-        the kernel does not take a value."""
+        """The lists of ``strings`` (:func:`kernel_blob`) written into ``out`` (uint64,
+        room for :meth:`capacity`), value i's at out[spans[i, 0] - base .. spans[i, 1] -
+        base - 1] (spans int64 [n, 2] written); how many, or None where the kernel does
+        not take a value."""
         transform = cast("tuple[int, int]", kernel_transform(self.transform))
         return kernel.transform_substring_hashes(
-            *blob, transform, self.kind == "ngrams", self.kind, self.low, self.high, salt, base, spans, out
+            strings, transform, self.kind == "ngrams", self.kind, self.low, self.high, salt, base, spans, out
         )
 
     def _hashed(self, values: list[str], marks: bool, salt: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`entries` of values C takes as they are."""
         blob, offsets = utf8_blob([BEGIN + value + END for value in values] if marks else values)
-        capacity = self.capacity(values)
+        capacity = self.capacity(sum(map(len, values)), len(values))
         ptr = np.empty(len(values) + 1, dtype=np.int64)
         hashes = np.empty(capacity, dtype=np.uint64)
         kernel.substring_hashes(blob, offsets, self.kind, self.low, self.high, salt, ptr, hashes)
@@ -277,9 +277,10 @@ class TextTable(NamedTuple):
         :func:`kernel_blob` takes)."""
         return kernel_transform(self.transform) is not None
 
-    def capacity(self, values: list[str]) -> int:
-        """The bytes the texts of ASCII ``values`` take (a transform never lengthens one)."""
-        return sum(map(len, values))
+    def capacity(self, characters: int, count: int) -> int:
+        """The bytes the texts of ``count`` ASCII values of ``characters`` bytes in all
+        take (a transform never lengthens one)."""
+        return characters
 
     def entries(self, values: list[str], salt: int) -> tuple[np.ndarray, np.ndarray]:
         """(byte offsets int64 [n+1], the values' texts under the transform, UTF-8 and
@@ -289,12 +290,12 @@ class TextTable(NamedTuple):
         return offsets, blob[: offsets[-1]]
 
     def kernel_entries(
-        self, blob: tuple[np.ndarray, np.ndarray], salt: int, base: int, spans: np.ndarray, out: np.ndarray
+        self, strings: kernel.Strings, salt: int, base: int, spans: np.ndarray, out: np.ndarray
     ) -> int | None:
-        """The texts of the values of ``blob`` (:func:`kernel_blob`) written into ``out``
-        (uint8, room for :meth:`capacity`) as :meth:`ListTable.kernel_entries` writes lists."""
+        """The texts of ``strings`` (:func:`kernel_blob`) written into ``out`` (uint8,
+        room for :meth:`capacity`) as :meth:`ListTable.kernel_entries` writes lists."""
         return kernel.transform_texts(
-            *blob, cast("tuple[int, int]", kernel_transform(self.transform)), base, spans, out
+            strings, cast("tuple[int, int]", kernel_transform(self.transform)), base, spans, out
         )
 
 
@@ -422,6 +423,8 @@ class _SpecList:
     in_kernel: list[SingleTable]
     in_python: list[SingleTable]
     seen: list[SeenTable]
+    #: what the kernel reads of ``in_kernel`` (:meth:`ValueStore._kernel_plan`)
+    kernel_plan: tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 class ValueStore:
@@ -469,14 +472,15 @@ class ValueStore:
                 or len(self.place) > CACHE_TABLES
             ):
                 self.clear()
-            unseen = missing_from(self.row, values)
-            if unseen:
-                unseen = list(dict.fromkeys(unseen))
+            try:  # a batch of values all met before: one pass
+                rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
+            except KeyError:
+                unseen = list(dict.fromkeys(missing_from(self.row, values)))
                 self.row.update(zip(unseen, range(len(self.values), len(self.values) + len(unseen))))
                 self.values.extend(unseen)
                 self._widen(len(self.values))
-            rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
-            blobs: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}  # by first row: the new values' text
+                rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
+            blobs: dict[int, kernel.Strings | None] = {}  # by first row: the new values' text
             known = self.complete.get(id(specs))
             if known is None or known.specs is not specs:
                 places = [self._filled(spec, blobs) for spec in specs]
@@ -493,16 +497,17 @@ class ValueStore:
                     [spec for spec in single_tables if spec.in_kernel()],
                     [spec for spec in single_tables if not spec.in_kernel()],
                     [spec for spec in singles if isinstance(spec, SeenTable)],
+                    self._kernel_plan([spec for spec in single_tables if spec.in_kernel()]),
                 )
             total = len(self.values)
             if known.rows < total:  # else every table of the list is filled for every row
                 for spec in known.others:
                     self._filled(spec, blobs)
                 filled = self.filled
-                for specs_behind, in_kernel in ((known.in_kernel, True), (known.in_python, False)):
-                    behind = [spec for spec in specs_behind if filled[spec] < total]
-                    if behind:
-                        self._fill_singles(behind, in_kernel, blobs)
+                if known.in_kernel:
+                    self._fill_singles(known.in_kernel, blobs, known.kernel_plan)
+                if known.in_python:
+                    self._fill_singles(known.in_python, blobs)
                 for seen in known.seen:
                     done = filled[seen]
                     self.single[self.place[seen], done:total] = seen.hashes(self.values[done:], self.salt)
@@ -543,7 +548,7 @@ class ValueStore:
         spans = getattr(self, span_name)[place, done:total]
         count = None
         if blob is not None:
-            capacity = table.capacity(new)
+            capacity = table.capacity(blob.size, blob.count)
             room = reserved(room, start, capacity)
             count = table.kernel_entries(blob, self.salt, start, spans, room[start : start + capacity])
         if count is None:
@@ -557,39 +562,52 @@ class ValueStore:
         self.filled[spec] = total
         return place
 
-    def _kernel_blob(self, done: int, blobs: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    def _kernel_blob(self, done: int, blobs: dict) -> kernel.Strings | None:
         """:func:`kernel_blob` of the values from row ``done`` on (kept in ``blobs``)."""
         if done not in blobs:
             blobs[done] = kernel_blob(self.values[done:])
         return blobs[done]
 
-    def _fill_singles(self, specs: Sequence[SingleTable], in_kernel: bool, blobs: dict) -> None:
+    def _fill_singles(
+        self,
+        specs: list[SingleTable],
+        blobs: dict,
+        plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         """Hash the names the single tables ``specs`` give the rows they lack: the tables
         filled to the same row (all of them, but for a table new to the store) hashed
-        together, by the kernel where ``in_kernel`` (each :meth:`SingleTable.in_kernel`)
-        and it takes the values (their text kept in ``blobs``)."""
+        together, by the kernel where ``plan`` (:meth:`_kernel_plan` of ``specs``, each
+        :meth:`SingleTable.in_kernel`) is given and it takes the values (their text kept
+        in ``blobs``)."""
         total = len(self.values)
         filled = self.filled
-        by_row: dict[int, list[SingleTable]] = {}
-        if all(filled[spec] == filled[specs[0]] for spec in specs):  # as after the first batch
-            by_row[filled[specs[0]]] = list(specs)
+        dones = [filled[spec] for spec in specs]
+        by_row: dict[int, tuple[list[SingleTable], tuple | None]] = {}
+        if min(dones) == max(dones):  # as after the first batch
+            by_row[dones[0]] = (specs, plan)
         else:
-            for spec in specs:
-                by_row.setdefault(filled[spec], []).append(spec)
-        for done, tables in by_row.items():
-            new = self.values[done:]
-            places = [self.place[spec] for spec in tables]
-            blob = self._kernel_blob(done, blobs) if in_kernel else None
+            for spec, done in zip(specs, dones):
+                by_row.setdefault(done, ([], None))[0].append(spec)
+        for done, (tables, tables_plan) in by_row.items():
+            if done == total:
+                continue
+            blob = self._kernel_blob(done, blobs) if plan is not None else None
             if blob is not None:
-                hashes = np.empty((len(tables), total - done), dtype=np.uint64)
-                kinds, lengths = kernel_kinds(tuple(tables))
-                kernel.transform_hashes(*blob, kinds, lengths, self.salt, hashes)
-                self.single[places, done:total] = hashes
+                kinds, lengths, places = tables_plan or self._kernel_plan(tables)
+                kernel.transform_hashes(blob, kinds, lengths, self.salt, places, done, self.single)
             else:
+                new = self.values[done:]
                 names = escaped([name for spec in tables for name in spec.unescaped_names(new)])
-                self.single[places, done:total] = utf8_hashes(names, self.salt).reshape(len(tables), total - done)
-            for spec in tables:
-                filled[spec] = total
+                rows = [self.place[spec] for spec in tables]
+                self.single[rows, done:total] = utf8_hashes(names, self.salt).reshape(len(tables), total - done)
+            filled.update(dict.fromkeys(tables, total))
+
+    def _kernel_plan(self, tables: list[SingleTable]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(kinds int32 [k], lengths int32 [k], places int64 [k]): what
+        :func:`fstcrf.engine.kernel.transform_hashes` reads of the single ``tables``
+        (each :meth:`SingleTable.in_kernel`, each placed)."""
+        kinds, lengths = kernel_kinds(tuple(tables))
+        return kinds, lengths, np.array([self.place[table] for table in tables], dtype=np.int64)
 
     def _new_table(self, category: str) -> int:
         """The place of a new table of ``category`` (its array grown to hold it)."""

@@ -156,21 +156,23 @@ def test_the_kernel_transforms_ascii_as_the_template_names_them(words, salt):
     assert blob is not None
     tables = tuple(SingleTable(transform) for transform in KERNEL_TRANSFORMS)
     assert all(table.in_kernel() for table in tables)
-    hashes = np.empty((len(tables), len(words)), dtype=np.uint64)
-    kernel.transform_hashes(*blob, *hashing.kernel_kinds(tables), salt, hashes)
-    for table, row in zip(tables, hashes.tolist()):
+    hashes = np.zeros((len(tables) + 1, len(words) + 5), dtype=np.uint64)  # rows reversed, from column 3
+    rows = np.arange(len(tables), 0, -1, dtype=np.int64)
+    kernel.transform_hashes(blob, *hashing.kernel_kinds(tables), salt, rows, 3, hashes)
+    assert not hashes[0].any() and not hashes[:, :3].any() and not hashes[:, 3 + len(words) :].any()
+    for table, row in zip(tables, hashes[rows, 3 : 3 + len(words)].tolist()):
         names = [escape_value(_transformed(table.transform, word)) for word in words]
         assert row == utf8_hashes(names, salt).tolist(), table.transform
-        spans, out = np.empty((len(words), 2), dtype=np.int64), np.empty(blob[1][-1], dtype=np.uint8)
-        count = kernel.transform_texts(*blob, hashing.kernel_transform(table.transform), 5, spans, out)
+        spans, out = np.empty((len(words), 2), dtype=np.int64), np.empty(blob.size, dtype=np.uint8)
+        count = kernel.transform_texts(blob, hashing.kernel_transform(table.transform), 5, spans, out)
         assert count == sum(len(_transformed(table.transform, word)) for word in words)
         texts = [out[a - 5 : b - 5].tobytes().decode("ascii") for a, b in spans.tolist()]
         assert texts == [_transformed(table.transform, word) for word in words]
         for kind, low, high in [("ngrams", 1, 6), ("suffixes", 2, 4), ("prefixes", 1, 3)]:
             lists = ListTable(kind, low, high, table.transform)
-            room = np.empty(lists.capacity([_transformed(table.transform, word) for word in words]), dtype=np.uint64)
+            room = np.empty(lists.capacity(blob.size, blob.count), dtype=np.uint64)
             count = kernel.transform_substring_hashes(
-                *blob,
+                blob,
                 hashing.kernel_transform(table.transform),
                 kind == "ngrams",
                 kind,
@@ -195,30 +197,40 @@ def test_the_kernel_transforms_refuse_what_they_cannot_write():
     text = np.empty(5, dtype=np.uint8)
     for values in (["é"], ["a" * (kernel.MAX_SUBSTRING_SOURCE + 1)], ["a_b"], ["a|b"], ["a\\b"]):
         assert hashing.kernel_blob(values) is None
-    raw = utf8_blob(["é", "a"])  # given anyway: refused, not read as ASCII
+    raw = kernel.Strings(*utf8_blob(["é", "a"]))  # given anyway: refused, not read as ASCII
+    one = (*hashing.kernel_kinds((SingleTable(None),)), 0, np.zeros(1, dtype=np.int64))
     with pytest.raises(RuntimeError):
-        kernel.transform_hashes(*raw, *hashing.kernel_kinds((SingleTable(None),)), 0, np.empty((1, 2), dtype=np.uint64))
-    assert kernel.transform_texts(*raw, (kernel.IDENTITY, 0), 0, spans, text) is None
+        kernel.transform_hashes(raw, *one, 0, np.empty((1, 2), dtype=np.uint64))
+    for rows, first, shape in (([1], 0, (1, 2)), ([-1], 0, (1, 2)), ([0], 1, (1, 2)), ([0], -1, (1, 2))):
+        with pytest.raises(RuntimeError):  # a row past the table, columns past the stride
+            kernel.transform_hashes(blob, *one[:3], np.array(rows, np.int64), first, np.empty(shape, np.uint64))
+    assert kernel.transform_texts(raw, (kernel.IDENTITY, 0), 0, spans, text) is None
     assert (
-        kernel.transform_substring_hashes(*raw, (kernel.IDENTITY, 0), False, "ngrams", 1, 2, 0, 0, spans, room) is None
+        kernel.transform_substring_hashes(raw, (kernel.IDENTITY, 0), False, "ngrams", 1, 2, 0, 0, spans, room) is None
     )
     prefix = kernel.TRANSFORM_KINDS["prefix"]
     for kinds, lengths in (([prefix], [0]), ([99], [0]), ([-1], [0])):  # a prefix of no length, unknown kinds
         with pytest.raises(RuntimeError):
             kernel.transform_hashes(
-                *blob, np.array(kinds, np.int32), np.array(lengths, np.int32), 0, np.empty((1, 2), dtype=np.uint64)
+                blob,
+                np.array(kinds, np.int32),
+                np.array(lengths, np.int32),
+                0,
+                np.zeros(1, np.int64),
+                0,
+                np.empty((1, 2), dtype=np.uint64),
             )
-        assert kernel.transform_texts(*blob, (kinds[0], lengths[0]), 0, spans, text) is None
-    assert kernel.transform_texts(*blob, (kernel.IDENTITY, 0), 0, spans, text[:4]) is None  # 5 bytes, room for 4
+        assert kernel.transform_texts(blob, (kinds[0], lengths[0]), 0, spans, text) is None
+    assert kernel.transform_texts(blob, (kernel.IDENTITY, 0), 0, spans, text[:4]) is None  # 5 bytes, room for 4
     assert (
-        kernel.transform_substring_hashes(*blob, (kernel.IDENTITY, 0), False, "ngrams", 1, 3, 0, 0, spans, room[:8])
+        kernel.transform_substring_hashes(blob, (kernel.IDENTITY, 0), False, "ngrams", 1, 3, 0, 0, spans, room[:8])
         is None
     )
     assert (
-        kernel.transform_substring_hashes(*blob, (kernel.IDENTITY, 0), False, "ngrams", 2, 1, 0, 0, spans, room) is None
+        kernel.transform_substring_hashes(blob, (kernel.IDENTITY, 0), False, "ngrams", 2, 1, 0, 0, spans, room) is None
     )
     with pytest.raises(ShapeError):
-        kernel.transform_texts(*blob, (kernel.IDENTITY, 0), 0, spans[:1], text)
+        kernel.transform_texts(blob, (kernel.IDENTITY, 0), 0, spans[:1], text)
 
 
 def _kernel_hashes(values, kind, low, high, capacity):

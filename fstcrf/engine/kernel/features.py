@@ -278,39 +278,55 @@ TRANSFORM_KINDS = {
 IDENTITY = lib.FH_IDENTITY
 
 
+class Strings:
+    """n ASCII strings back to back as the transform functions below read them: blob
+    uint8 [B] (anything past offsets[n] unread), offsets int64 [n+1], and their
+    pointers, made once for several calls.  ShapeError when the offsets end past the
+    blob."""
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray):
+        self.blob, self.offsets = blob, offsets
+        self.count = len(offsets) - 1
+        #: the strings' bytes in all
+        self.size = int(offsets[-1])
+        if self.size > len(blob):
+            raise ShapeError("Strings: the offsets end past the strings' bytes")
+        self.pointers = (input_pointer(blob), input_pointer(offsets), self.count)
+
+
 def transform_hashes(
-    blob: np.ndarray, offsets: np.ndarray, kinds: np.ndarray, lengths: np.ndarray, salt: int, hashes: np.ndarray
+    strings: Strings,
+    kinds: np.ndarray,
+    lengths: np.ndarray,
+    salt: int,
+    rows: np.ndarray,
+    first: int,
+    hashes: np.ndarray,
 ) -> None:
-    """fh_transform_hashes: hashes uint64 [k, n] of what k transforms (kinds int32 [k] of
-    TRANSFORM_KINDS or IDENTITY, lengths int32 [k] of prefixes and suffixes) give the n
-    ASCII strings of blob uint8 (offsets int64 [n+1], each at most MAX_SUBSTRING_SOURCE
-    bytes), as string_hashes hashes the transformed text."""
-    if hashes.shape != (len(kinds), len(offsets) - 1) or len(lengths) != len(kinds) or offsets[-1] > len(blob):
+    """fh_transform_hashes: hashes[rows[j], first + i] (hashes uint64 [R, stride], rows
+    int64 [k] in [0, R)) = the hash of what transform j (kinds int32 [k] of
+    TRANSFORM_KINDS or IDENTITY, lengths int32 [k] of prefixes and suffixes) gives
+    string i of ``strings`` (each at most MAX_SUBSTRING_SOURCE bytes), as
+    string_hashes hashes the transformed text."""
+    if hashes.ndim != 2 or not len(rows) == len(kinds) == len(lengths):
         raise ShapeError("transform_hashes: the hashes do not fit the strings and the transforms")
     status = lib.fh_transform_hashes(
-        input_pointer(blob),
-        input_pointer(offsets),
-        len(offsets) - 1,
+        *strings.pointers,
         len(kinds),
         input_pointer(kinds),
         input_pointer(lengths),
         salt,
+        input_pointer(rows),
+        hashes.shape[0],
+        hashes.shape[1],
+        first,
         output_pointer(hashes),
     )
     check_status(status, "transform hashes")
 
 
-def _strings_and_spans(blob: np.ndarray, offsets: np.ndarray, spans: np.ndarray, what: str) -> tuple:
-    """(the blob's and the offsets' pointers, the number of strings n): ShapeError
-    unless spans is [n, 2] and the offsets end inside the blob."""
-    if spans.shape != (len(offsets) - 1, 2) or offsets[-1] > len(blob):
-        raise ShapeError(f"{what}: the spans or the offsets do not fit the strings")
-    return input_pointer(blob), input_pointer(offsets), len(offsets) - 1
-
-
 def transform_substring_hashes(
-    blob: np.ndarray,
-    offsets: np.ndarray,
+    strings: Strings,
     transform: tuple[int, int],
     marked: bool,
     kind: str,
@@ -323,12 +339,14 @@ def transform_substring_hashes(
 ) -> int | None:
     """fh_transform_substring_hashes: the hashes of the distinct prefixes, suffixes or
     n-grams (``kind`` of SUBSTRING_KINDS, lengths low..high) of what ``transform`` (kind,
-    length of transform_hashes) gives each of the n ASCII strings of blob uint8 (offsets
-    int64 [n+1]), between "<" and ">" if ``marked``: string i's are hashes[spans[i, 0] -
-    base .. spans[i, 1] - base - 1] (spans int64 [n, 2] and hashes uint64 written); how
-    many, or None where a string is not ASCII or too long or the hashes have no room."""
+    length of transform_hashes) gives each of ``strings``, between "<" and ">" if
+    ``marked``: string i's are hashes[spans[i, 0] - base .. spans[i, 1] - base - 1]
+    (spans int64 [n, 2] and hashes uint64 written); how many, or None where a string
+    is not ASCII or too long or the hashes have no room."""
+    if spans.shape != (strings.count, 2):
+        raise ShapeError("transform_substring_hashes: the spans do not fit the strings")
     count = lib.fh_transform_substring_hashes(
-        *_strings_and_spans(blob, offsets, spans, "transform_substring_hashes"),
+        *strings.pointers,
         *transform,
         marked,
         SUBSTRING_KINDS[kind],
@@ -344,20 +362,16 @@ def transform_substring_hashes(
 
 
 def transform_texts(
-    blob: np.ndarray, offsets: np.ndarray, transform: tuple[int, int], base: int, spans: np.ndarray, out: np.ndarray
+    strings: Strings, transform: tuple[int, int], base: int, spans: np.ndarray, out: np.ndarray
 ) -> int | None:
     """fh_transform_texts: what ``transform`` (kind, length of transform_hashes) gives
-    each of the n ASCII strings of blob uint8 (offsets int64 [n+1]), back to back in out
-    uint8: string i's is out[spans[i, 0] - base .. spans[i, 1] - base - 1] (spans int64
-    [n, 2] written); how many bytes, or None where a string is not ASCII or too long or
-    ``out`` has no room."""
+    each of ``strings``, back to back in out uint8: string i's is out[spans[i, 0] -
+    base .. spans[i, 1] - base - 1] (spans int64 [n, 2] written); how many bytes, or
+    None where a string is not ASCII or too long or ``out`` has no room."""
+    if spans.shape != (strings.count, 2):
+        raise ShapeError("transform_texts: the spans do not fit the strings")
     count = lib.fh_transform_texts(
-        *_strings_and_spans(blob, offsets, spans, "transform_texts"),
-        *transform,
-        base,
-        len(out),
-        output_pointer(spans),
-        output_pointer(out),
+        *strings.pointers, *transform, base, len(out), output_pointer(spans), output_pointer(out)
     )
     return None if count < 0 else count
 
