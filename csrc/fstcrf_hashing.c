@@ -236,95 +236,77 @@ static int64_t transformed(const uint8_t *text, int64_t size, int32_t kind, int3
     }
 }
 
-static int transform_arguments(int32_t transform, int32_t length)
+static int transform_arguments(int64_t transform, int64_t length)
 {
     return transform >= FH_IDENTITY && transform <= FH_SUFFIX &&
-           ((transform != FH_PREFIX && transform != FH_SUFFIX) || length >= 1);
+           ((transform != FH_PREFIX && transform != FH_SUFFIX) || (length >= 1 && length <= FH_MAX_CODE_POINTS));
 }
 
-int fh_transform_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t k,
-                        const int32_t *kinds, const int32_t *lengths, uint64_t salt, const int64_t *rows,
-                        int64_t num_rows, int64_t stride, int64_t first, uint64_t *hashes)
+/* Whether row t of fh_store_values' tables is one it can fill. */
+static int store_table_arguments(const int64_t *t, int64_t single_rows, int64_t list_rows, int64_t text_rows)
 {
-    if (n < 0 || k < 0 || first < 0 || first + n > stride)
+    const int64_t rows = t[0] == FH_STORE_SINGLE ? single_rows : t[0] == FH_STORE_LIST ? list_rows : text_rows;
+    if (t[0] < FH_STORE_SINGLE || t[0] > FH_STORE_TEXT || !transform_arguments(t[1], t[2]) || t[7] < 0 ||
+        t[7] >= rows)
+        return 0;
+    return t[0] != FH_STORE_LIST || ((t[3] == 0 || t[3] == 1) && t[4] >= FH_PREFIXES && t[4] <= FH_SUBSTRINGS &&
+                                     t[5] >= 1 && t[6] >= t[5] && t[6] <= FH_MAX_CODE_POINTS);
+}
+
+int fh_store_values(const uint8_t *blob, const int64_t *offsets, int64_t n, uint64_t salt, int32_t num_tables,
+                    const int64_t *tables, int64_t first, int64_t stride, int64_t single_rows, uint64_t *single,
+                    int64_t list_rows, int64_t *list_span, int64_t list_base, int64_t list_capacity,
+                    uint64_t *list_hashes, int64_t text_rows, int64_t *text_span, int64_t text_base,
+                    int64_t text_capacity, uint8_t *text_bytes, int64_t *written)
+{
+    if (n < 0 || num_tables < 0 || first < 0 || first + n > stride)
         return FC_BAD_ARGUMENT;
-    for (int32_t j = 0; j < k; ++j)
-        if (!transform_arguments(kinds[j], lengths[j]) || rows[j] < 0 || rows[j] >= num_rows)
+    for (int32_t j = 0; j < num_tables; ++j)
+        if (!store_table_arguments(tables + (int64_t)j * FH_STORE_FIELDS, single_rows, list_rows, text_rows))
             return FC_BAD_ARGUMENT;
-    uint8_t name[FH_MAX_CODE_POINTS];   /* a transform is never longer than its string */
+    uint8_t text[FH_MAX_CODE_POINTS];     /* a transform is never longer than its string */
+    int64_t list_count = 0, text_count = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const uint8_t *text = blob + offsets[i];
+        const uint8_t *value = blob + offsets[i];
         const int64_t size = offsets[i + 1] - offsets[i];
         if (size < 0 || size > FH_MAX_CODE_POINTS)
             return FC_BAD_ARGUMENT;
         for (int64_t b = 0; b < size; ++b)
-            if (text[b] >= 0x80)
+            if (value[b] >= 0x80)
                 return FC_BAD_ARGUMENT;
-        for (int32_t j = 0; j < k; ++j) {
-            const int64_t count = transformed(text, size, kinds[j], kinds[j] >= FH_PREFIX ? lengths[j] : 0, name);
-            hashes[rows[j] * stride + first + i] = string_hash(name, count, salt);
+        for (int32_t j = 0; j < num_tables; ++j) {
+            const int64_t *t = tables + (int64_t)j * FH_STORE_FIELDS;
+            const int64_t cell = t[7] * stride + first + i;
+            const int marked = t[0] == FH_STORE_LIST && t[3];
+            if (marked && size > FH_MAX_CODE_POINTS - 2)
+                return FC_BAD_ARGUMENT;
+            int64_t count = transformed(value, size, (int32_t)t[1], (int32_t)t[2], text + marked);
+            if (marked) {
+                text[0] = '<';
+                text[++count] = '>';
+                ++count;
+            }
+            if (t[0] == FH_STORE_SINGLE) {
+                single[cell] = string_hash(text, count, salt);
+            } else if (t[0] == FH_STORE_LIST) {
+                list_span[2 * cell] = list_base + list_count;
+                if (substrings_of(text, count, (int32_t)t[4], (int32_t)t[5], (int32_t)t[6], salt, list_capacity,
+                                  &list_count, list_hashes) != FC_OK)
+                    return FC_BAD_ARGUMENT;
+                list_span[2 * cell + 1] = list_base + list_count;
+            } else {
+                if (text_count + count > text_capacity)
+                    return FC_BAD_ARGUMENT;
+                memcpy(text_bytes + text_count, text, (size_t)count);
+                text_span[2 * cell] = text_base + text_count;
+                text_count += count;
+                text_span[2 * cell + 1] = text_base + text_count;
+            }
         }
     }
+    written[0] = list_count;
+    written[1] = text_count;
     return FC_OK;
-}
-
-/* The transform of string i of blob into out (FH_MAX_CODE_POINTS bytes), between the
- * marks '<' and '>' if marked; its length, or -1 unless it is ASCII and fits. */
-static int64_t marked_transform(const uint8_t *blob, const int64_t *offsets, int64_t i, int32_t transform,
-                                int32_t length, int32_t marked, uint8_t *out)
-{
-    const uint8_t *text = blob + offsets[i];
-    const int64_t size = offsets[i + 1] - offsets[i];
-    if (size < 0 || size > FH_MAX_CODE_POINTS - 2 * (marked != 0))
-        return -1;
-    for (int64_t b = 0; b < size; ++b)
-        if (text[b] >= 0x80)
-            return -1;
-    int64_t count = transformed(text, size, transform, length, out + (marked != 0));
-    if (marked) {
-        out[0] = '<';
-        out[++count] = '>';
-        ++count;
-    }
-    return count;
-}
-
-int64_t fh_transform_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t transform,
-                                      int32_t length, int32_t marked, int32_t kind, int32_t low, int32_t high,
-                                      uint64_t salt, int64_t base, int64_t capacity, int64_t *spans,
-                                      uint64_t *hashes)
-{
-    if (n < 0 || !transform_arguments(transform, length) || !substring_arguments(kind, low, high))
-        return -1;
-    uint8_t text[FH_MAX_CODE_POINTS];
-    int64_t count = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int64_t size = marked_transform(blob, offsets, i, transform, length, marked, text);
-        spans[2 * i] = base + count;
-        if (size < 0 || substrings_of(text, size, kind, low, high, salt, capacity, &count, hashes) != FC_OK)
-            return -1;
-        spans[2 * i + 1] = base + count;
-    }
-    return count;
-}
-
-int64_t fh_transform_texts(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t transform,
-                           int32_t length, int64_t base, int64_t capacity, int64_t *spans, uint8_t *bytes)
-{
-    if (n < 0 || !transform_arguments(transform, length))
-        return -1;
-    int64_t count = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        uint8_t text[FH_MAX_CODE_POINTS];
-        const int64_t size = marked_transform(blob, offsets, i, transform, length, 0, text);
-        if (size < 0 || count + size > capacity)
-            return -1;
-        memcpy(bytes + count, text, (size_t)size);
-        spans[2 * i] = base + count;
-        count += size;
-        spans[2 * i + 1] = base + count;
-    }
-    return count;
 }
 
 void fh_chain(uint64_t *keys, const uint64_t *values, int64_t n)

@@ -70,8 +70,8 @@ int fh_line_hashes(const uint8_t *text, int64_t size, int64_t n, uint64_t salt, 
 int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t kind, int32_t low,
                         int32_t high, uint64_t salt, int64_t capacity, int64_t *ptr, uint64_t *hashes);
 
-/* Kinds of fh_transform_hashes: the transforms of fstcrf.features.template, on
- * ASCII text, where a character's class is X (A-Z), x (a-z), d (0-9) or itself. */
+/* Transforms of fh_store_values: those of fstcrf.features.template, on ASCII text,
+ * where a character's class is X (A-Z), x (a-z), d (0-9) or itself. */
 #define FH_IDENTITY 0
 #define FH_LOWER 1
 #define FH_SHAPE 2          /* the classes, each run of one class written once */
@@ -81,39 +81,38 @@ int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, 
 #define FH_PREFIX 5         /* the first `length` characters (all of a shorter string) */
 #define FH_SUFFIX 6         /* the last `length` characters */
 
-/* Hashes of what k transforms give n ASCII strings, as fh_string_hashes hashes the
- * transformed text (a batch's new values under each single-value item of a template).
- *   blob     [offsets[n]]  the strings' bytes, each ASCII and at most FH_MAX_CODE_POINTS long
- *   offsets  [n+1]
- *   kinds    [k]           each an FH_ kind above
- *   lengths  [k]           the length of FH_PREFIX and FH_SUFFIX (>= 1), else unread
- *   rows     [k]           in [0, num_rows): the row of hashes that transform j fills
- *   hashes   [num_rows, stride]  OVERWRITTEN in columns first .. first+n-1 of those rows:
- *                          hashes[rows[j]][first + i], transform j of string i
- * Returns FC_BAD_ARGUMENT (outputs unspecified) for a byte past ASCII, a longer string,
- * a bad kind, length or row, or columns past the stride. */
-int fh_transform_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t k,
-                        const int32_t *kinds, const int32_t *lengths, uint64_t salt, const int64_t *rows,
-                        int64_t num_rows, int64_t stride, int64_t first, uint64_t *hashes);
+/* Categories of the tables of fh_store_values, and the fields of a table:
+ *   category, transform, length (of FH_PREFIX and FH_SUFFIX, else unread), marked,
+ *   kind, low, high (of fh_substring_hashes; marked, kind, low and high read for lists
+ *   only), place (the table's row of its category's array) */
+#define FH_STORE_SINGLE 0
+#define FH_STORE_LIST 1
+#define FH_STORE_TEXT 2
+#define FH_STORE_FIELDS 8
 
-/* What a value store (fstcrf.features.hashing) keeps of n new ASCII strings under a
- * transform (transform, length as kinds[j], lengths[j] of fh_transform_hashes): the
- * hashes of the distinct substrings of each transformed string, as fh_substring_hashes
- * (kind, low, high) gives them, between the marks '<' and '>' if marked; and the
- * transformed texts themselves.
- *   blob     [offsets[n]]  the strings' bytes, each ASCII and at most FH_MAX_CODE_POINTS
- *                          long with its marks
- *   spans    [n, 2]        OVERWRITTEN: string i's are hashes (bytes) [spans[i][0] - base ..
- *                          spans[i][1] - base - 1]
- *   hashes   [capacity]    OVERWRITTEN in its first (returned) entries; bytes likewise
- * Return how many they wrote, or -1 (outputs unspecified) for a byte past ASCII, a longer
- * string, bad arguments or more than capacity. */
-int64_t fh_transform_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t transform,
-                                      int32_t length, int32_t marked, int32_t kind, int32_t low, int32_t high,
-                                      uint64_t salt, int64_t base, int64_t capacity, int64_t *spans,
-                                      uint64_t *hashes);
-int64_t fh_transform_texts(const uint8_t *blob, const int64_t *offsets, int64_t n, int32_t transform,
-                           int32_t length, int64_t base, int64_t capacity, int64_t *spans, uint8_t *bytes);
+/* What a value store (fstcrf.features.hashing) keeps of n new ASCII strings, written
+ * into its arrays at columns first .. first+n-1: for a single table, the hash of the
+ * string's transform (as fh_string_hashes hashes it); for a list table, the hashes of the
+ * distinct substrings of the transform, between the marks '<' and '>' if marked, as
+ * fh_substring_hashes (kind, low, high) gives them; for a text table, the transform's
+ * bytes.
+ *   blob        [offsets[n]]  the strings' bytes, each ASCII and at most FH_MAX_CODE_POINTS
+ *                             long (two fewer with marks)
+ *   offsets     [n+1]
+ *   tables      [num_tables, FH_STORE_FIELDS]  place < the rows of the table's array
+ *   single      [single_rows, stride]  OVERWRITTEN at single[place][first + i]
+ *   list_span   [list_rows, stride, 2]  OVERWRITTEN likewise: string i's list is
+ *                             list_hashes[span[0] - list_base .. span[1] - list_base - 1]
+ *   list_hashes [list_capacity]  OVERWRITTEN in its first written[0] entries
+ *   text_span, text_bytes     likewise, text_bytes in its first written[1] entries
+ *   written     [2]           OVERWRITTEN
+ * Returns FC_BAD_ARGUMENT (outputs unspecified) for a byte past ASCII, a longer string,
+ * a bad table, columns past the stride or more than a capacity. */
+int fh_store_values(const uint8_t *blob, const int64_t *offsets, int64_t n, uint64_t salt, int32_t num_tables,
+                    const int64_t *tables, int64_t first, int64_t stride, int64_t single_rows, uint64_t *single,
+                    int64_t list_rows, int64_t *list_span, int64_t list_base, int64_t list_capacity,
+                    uint64_t *list_hashes, int64_t text_rows, int64_t *text_span, int64_t text_base,
+                    int64_t text_capacity, uint8_t *text_bytes, int64_t *written);
 
 /* One link of the key chain for n keys: keys[i] = fh_mix(keys[i] ^ values[i]).
  *   keys [n] UPDATED, values [n] */

@@ -8,8 +8,8 @@ hash of each value's name under a transform (:class:`SingleTable`, and
 (:class:`ListTable`, hashed in C from its UTF-8 text by
 :func:`fstcrf.engine.kernel.substring_hashes`) and its text under a transform
 (:class:`TextTable`, which type sequences join), each computed once when a value is
-first met, in C for new values that are ASCII (:func:`kernel_blob`:
-:func:`fstcrf.engine.kernel.transform_hashes` and its kin).  A batch then costs
+first met, in one C call for a batch's new values that are ASCII (:func:`kernel_blob`,
+:func:`fstcrf.engine.kernel.store_values`).  A batch then costs
 one dictionary lookup per token and one C call
 (:func:`fstcrf.engine.kernel.item_values`, csrc/fstcrf_values.h) for all its items.
 Values that escaping would change (a backslash, a bar, an underscore) or that are
@@ -102,7 +102,7 @@ def kernel_blob(values: Sequence[str]) -> kernel.Strings | None:
 @functools.lru_cache(maxsize=256)  # a few names, asked for at every batch's new values
 def kernel_transform(transform: str | None) -> tuple[int, int] | None:
     """(kind, length) of a transform (None: the value itself) for
-    :func:`fstcrf.engine.kernel.transform_hashes`, or None where it has no kind."""
+    :func:`fstcrf.engine.kernel.store_values`, or None where it has no kind."""
     if transform is None:
         return kernel.IDENTITY, 0
     affix = affix_transform(transform)
@@ -119,12 +119,21 @@ def mark_hashes(salt: int) -> tuple[int, int]:
     return seen_hash, unseen_hash
 
 
-@functools.lru_cache(maxsize=256)
-def kernel_kinds(tables: tuple[SingleTable, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(kinds int32 [k], lengths int32 [k]) of the transforms of ``tables`` (each
-    :meth:`SingleTable.in_kernel`)."""
-    pairs = [cast("tuple[int, int]", kernel_transform(table.transform)) for table in tables]
-    return np.array([kind for kind, _ in pairs], dtype=np.int32), np.array([n for _, n in pairs], dtype=np.int32)
+def kernel_fields(spec: TableSpec) -> tuple[int, ...] | None:
+    """The fields of a table of :func:`fstcrf.engine.kernel.store_values` but its place
+    (category, transform, length, marked, kind, low, high) for a table whose entries
+    the kernel writes, or None (``seen_lower``'s, a transform or lengths it lacks)."""
+    if isinstance(spec, SeenTable):
+        return None
+    transform = kernel_transform(spec.transform)
+    if transform is None:
+        return None
+    category = kernel.STORE_CATEGORIES[spec.category]
+    if not isinstance(spec, ListTable):
+        return (category, *transform, 0, 0, 0, 0)
+    if spec.high > kernel.MAX_SUBSTRING_SOURCE:
+        return None
+    return (category, *transform, int(spec.kind == "ngrams"), kernel.SUBSTRING_KINDS[spec.kind], spec.low, spec.high)
 
 
 def grown(room: np.ndarray, filled: int, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -159,11 +168,6 @@ class SingleTable(NamedTuple):
         name a template line reads)."""
         function = transform_function(self.transform) if self.transform is not None else None
         return values if function is None else list(map(function, values))
-
-    def in_kernel(self) -> bool:
-        """Whether :func:`fstcrf.engine.kernel.transform_hashes` writes this table's
-        hashes (of values :func:`kernel_blob` takes)."""
-        return kernel_transform(self.transform) is not None
 
 
 class SeenTable(NamedTuple):
@@ -238,23 +242,6 @@ class ListTable(NamedTuple):
         per_length = characters + 2 * count if self.kind == "ngrams" else count
         return (self.high - self.low + 1) * per_length
 
-    def in_kernel(self) -> bool:
-        """Whether :meth:`kernel_entries` writes this table's lists (of values
-        :func:`kernel_blob` takes)."""
-        return kernel_transform(self.transform) is not None
-
-    def kernel_entries(
-        self, strings: kernel.Strings, salt: int, base: int, spans: np.ndarray, out: np.ndarray
-    ) -> int | None:
-        """The lists of ``strings`` (:func:`kernel_blob`) written into ``out`` (uint64,
-        room for :meth:`capacity`), value i's at out[spans[i, 0] - base .. spans[i, 1] -
-        base - 1] (spans int64 [n, 2] written); how many, or None where the kernel does
-        not take a value."""
-        transform = cast("tuple[int, int]", kernel_transform(self.transform))
-        return kernel.transform_substring_hashes(
-            strings, transform, self.kind == "ngrams", self.kind, self.low, self.high, salt, base, spans, out
-        )
-
     def _hashed(self, values: list[str], marks: bool, salt: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`entries` of values C takes as they are."""
         blob, offsets = utf8_blob([BEGIN + value + END for value in values] if marks else values)
@@ -272,31 +259,12 @@ class TextTable(NamedTuple):
     transform: str | None
     category: str = "text"
 
-    def in_kernel(self) -> bool:
-        """Whether :meth:`kernel_entries` writes this table's texts (of values
-        :func:`kernel_blob` takes)."""
-        return kernel_transform(self.transform) is not None
-
-    def capacity(self, characters: int, count: int) -> int:
-        """The bytes the texts of ``count`` ASCII values of ``characters`` bytes in all
-        take (a transform never lengthens one)."""
-        return characters
-
     def entries(self, values: list[str], salt: int) -> tuple[np.ndarray, np.ndarray]:
         """(byte offsets int64 [n+1], the values' texts under the transform, UTF-8 and
         back to back)."""
         function = transform_function(self.transform) if self.transform is not None else None
         blob, offsets = utf8_blob(values if function is None else list(map(function, values)))
         return offsets, blob[: offsets[-1]]
-
-    def kernel_entries(
-        self, strings: kernel.Strings, salt: int, base: int, spans: np.ndarray, out: np.ndarray
-    ) -> int | None:
-        """The texts of ``strings`` (:func:`kernel_blob`) written into ``out`` (uint8,
-        room for :meth:`capacity`) as :meth:`ListTable.kernel_entries` writes lists."""
-        return kernel.transform_texts(
-            strings, cast("tuple[int, int]", kernel_transform(self.transform)), base, spans, out
-        )
 
 
 TableSpec = SingleTable | SeenTable | ListTable | TextTable
@@ -410,21 +378,30 @@ def value_hashes(salt: int) -> ValueHashes:
 
 
 @dataclass
+class _KernelPlan:
+    """What :func:`fstcrf.engine.kernel.store_values` fills of some tables of a
+    :class:`ValueStore`: those tables (``specs``) and their fields with their places
+    (int64 [J, STORE_FIELDS]), the list tables among them and how many text tables;
+    the other tables (``rest``) are filled in Python."""
+
+    specs: list[TableSpec]
+    tables: np.ndarray
+    lists: list[ListTable]
+    texts: int
+    rest: list[TableSpec]
+
+
+@dataclass
 class _SpecList:
     """A list of table specs a :class:`ValueStore` was asked for: the list, the rows its
-    tables were last filled for, each spec's place, its specs of lists and texts."""
+    tables were last filled for, each spec's place, its distinct specs and the kernel's
+    plan of them."""
 
     specs: Sequence[TableSpec]
     rows: int
     places: list[int]
-    others: list[TableSpec]
-    #: the single specs whose hashes the kernel writes (SingleTable.in_kernel), the rest,
-    #: and the seen_lower ones
-    in_kernel: list[SingleTable]
-    in_python: list[SingleTable]
-    seen: list[SeenTable]
-    #: what the kernel reads of ``in_kernel`` (:meth:`ValueStore._kernel_plan`)
-    kernel_plan: tuple[np.ndarray, np.ndarray, np.ndarray]
+    distinct: list[TableSpec]
+    plan: _KernelPlan
 
 
 class ValueStore:
@@ -480,39 +457,16 @@ class ValueStore:
                 self.values.extend(unseen)
                 self._widen(len(self.values))
                 rows = np.fromiter(map(self.row.__getitem__, values), dtype=np.int64, count=len(values))
-            blobs: dict[int, kernel.Strings | None] = {}  # by first row: the new values' text
             known = self.complete.get(id(specs))
             if known is None or known.specs is not specs:
-                places = [self._filled(spec, blobs) for spec in specs]
-                singles = [spec for spec in specs if spec.category == "single"]
-                others = [spec for spec in specs if spec.category != "single"]
-                single_tables = [spec for spec in singles if isinstance(spec, SingleTable)]
+                places = [self._place(spec) for spec in specs]
+                distinct = list(dict.fromkeys(specs))
                 if len(self.complete) >= CACHE_TABLES:  # lists made afresh by their callers
                     self.complete.clear()
-                known = self.complete[id(specs)] = _SpecList(
-                    specs,
-                    -1,
-                    places,
-                    others,
-                    [spec for spec in single_tables if spec.in_kernel()],
-                    [spec for spec in single_tables if not spec.in_kernel()],
-                    [spec for spec in singles if isinstance(spec, SeenTable)],
-                    self._kernel_plan([spec for spec in single_tables if spec.in_kernel()]),
-                )
-            total = len(self.values)
-            if known.rows < total:  # else every table of the list is filled for every row
-                for spec in known.others:
-                    self._filled(spec, blobs)
-                filled = self.filled
-                if known.in_kernel:
-                    self._fill_singles(known.in_kernel, blobs, known.kernel_plan)
-                if known.in_python:
-                    self._fill_singles(known.in_python, blobs)
-                for seen in known.seen:
-                    done = filled[seen]
-                    self.single[self.place[seen], done:total] = seen.hashes(self.values[done:], self.salt)
-                    filled[seen] = total
-                known.rows = total
+                known = self.complete[id(specs)] = _SpecList(specs, -1, places, distinct, self._kernel_plan(distinct))
+            if known.rows < len(self.values):  # else every table of the list is filled for every row
+                self._fill(known.distinct, known.plan)
+                known.rows = len(self.values)
             places = known.places
             counts = self.counts
             return (
@@ -529,85 +483,107 @@ class ValueStore:
                 ),
             )
 
-    def _filled(self, spec: TableSpec, blobs: dict) -> int:
-        """The place of ``spec``'s table (made if new), its lists or texts filled for
-        every row (single hashes are filled together, by :meth:`_fill_singles`), in C
-        where the kernel takes the new values (their text kept in ``blobs``)."""
+    def _place(self, spec: TableSpec) -> int:
+        """The place of ``spec``'s table in its category, made (empty) if new."""
         place = self.place.get(spec)
         if place is None:
             place = self.place[spec] = self._new_table(spec.category)
             self.filled[spec] = 0
-        done, total = self.filled[spec], len(self.values)
-        if done == total or spec.category == "single":
-            return place
-        new = self.values[done:]
-        table = cast("ListTable | TextTable", spec)
-        blob = self._kernel_blob(done, blobs) if table.in_kernel() else None
-        room_name, filled_name, span_name = ENTRY_ARRAYS[spec.category]
-        room, start = getattr(self, room_name), len(getattr(self, filled_name))
-        spans = getattr(self, span_name)[place, done:total]
-        count = None
-        if blob is not None:
-            capacity = table.capacity(blob.size, blob.count)
-            room = reserved(room, start, capacity)
-            count = table.kernel_entries(blob, self.salt, start, spans, room[start : start + capacity])
-        if count is None:
-            offsets, entries = table.entries(new, self.salt)
-            spans[:, 0] = start + offsets[:-1]
-            spans[:, 1] = start + offsets[1:]
-            room, _ = grown(room, start, entries)
-            count = len(entries)
-        setattr(self, room_name, room)
-        setattr(self, filled_name, room[: start + count])
-        self.filled[spec] = total
         return place
 
-    def _kernel_blob(self, done: int, blobs: dict) -> kernel.Strings | None:
-        """:func:`kernel_blob` of the values from row ``done`` on (kept in ``blobs``)."""
-        if done not in blobs:
-            blobs[done] = kernel_blob(self.values[done:])
-        return blobs[done]
-
-    def _fill_singles(
-        self,
-        specs: list[SingleTable],
-        blobs: dict,
-        plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-    ) -> None:
-        """Hash the names the single tables ``specs`` give the rows they lack: the tables
-        filled to the same row (all of them, but for a table new to the store) hashed
-        together, by the kernel where ``plan`` (:meth:`_kernel_plan` of ``specs``, each
-        :meth:`SingleTable.in_kernel`) is given and it takes the values (their text kept
-        in ``blobs``)."""
-        total = len(self.values)
-        filled = self.filled
+    def _fill(self, specs: list[TableSpec], plan: _KernelPlan) -> None:
+        """Fill the tables ``specs`` (placed; ``plan`` their :meth:`_kernel_plan`) for
+        every row: those filled to the same row together (all of them, but for a table
+        new to the store)."""
+        filled, total = self.filled, len(self.values)
         dones = [filled[spec] for spec in specs]
-        by_row: dict[int, tuple[list[SingleTable], tuple | None]] = {}
+        if not dones:
+            return
         if min(dones) == max(dones):  # as after the first batch
-            by_row[dones[0]] = (specs, plan)
-        else:
-            for spec, done in zip(specs, dones):
-                by_row.setdefault(done, ([], None))[0].append(spec)
-        for done, (tables, tables_plan) in by_row.items():
-            if done == total:
-                continue
-            blob = self._kernel_blob(done, blobs) if plan is not None else None
-            if blob is not None:
-                kinds, lengths, places = tables_plan or self._kernel_plan(tables)
-                kernel.transform_hashes(blob, kinds, lengths, self.salt, places, done, self.single)
-            else:
-                new = self.values[done:]
-                names = escaped([name for spec in tables for name in spec.unescaped_names(new)])
-                rows = [self.place[spec] for spec in tables]
-                self.single[rows, done:total] = utf8_hashes(names, self.salt).reshape(len(tables), total - done)
-            filled.update(dict.fromkeys(tables, total))
+            if dones[0] < total:
+                self._fill_rows(specs, dones[0], plan)
+            return
+        by_row: dict[int, list[TableSpec]] = {}
+        for spec, done in zip(specs, dones):
+            by_row.setdefault(done, []).append(spec)
+        for done, group in by_row.items():
+            if done < total:
+                self._fill_rows(group, done, self._kernel_plan(group))
 
-    def _kernel_plan(self, tables: list[SingleTable]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(kinds int32 [k], lengths int32 [k], places int64 [k]): what
-        :func:`fstcrf.engine.kernel.transform_hashes` reads of the single ``tables``
-        (each :meth:`SingleTable.in_kernel`, each placed)."""
-        kinds, lengths = kernel_kinds(tuple(tables))
-        return kinds, lengths, np.array([self.place[table] for table in tables], dtype=np.int64)
+    def _fill_rows(self, specs: list[TableSpec], done: int, plan: _KernelPlan) -> None:
+        """Fill the tables ``specs``, each filled to row ``done``, for the rows from
+        ``done`` on: in one kernel call where it takes the values (:func:`kernel_blob`),
+        the rest in Python."""
+        total = len(self.values)
+        new = self.values[done:]
+        strings = kernel_blob(new) if plan.specs else None
+        rest = plan.rest if strings is not None and self._store_in_kernel(strings, plan, done) else specs
+        singles = [spec for spec in rest if isinstance(spec, SingleTable)]
+        if singles:  # escaped, hashed and written together
+            names = escaped([name for spec in singles for name in spec.unescaped_names(new)])
+            rows = [self.place[spec] for spec in singles]
+            self.single[rows, done:total] = utf8_hashes(names, self.salt).reshape(len(singles), total - done)
+        for spec in rest:
+            if isinstance(spec, SeenTable):
+                self.single[self.place[spec], done:total] = spec.hashes(new, self.salt)
+            elif not isinstance(spec, SingleTable):
+                self._fill_entries(spec, done, new)
+        self.filled.update(dict.fromkeys(specs, total))
+
+    def _store_in_kernel(self, strings: kernel.Strings, plan: _KernelPlan, done: int) -> bool:
+        """Fill the tables of ``plan`` for the rows from ``done`` on, the new values
+        ``strings``, in one kernel call; False, having changed no entry a batch reads,
+        where the kernel does not take them."""
+        list_start, text_start = len(self.list_hashes), len(self.text_bytes)
+        list_capacity = sum(spec.capacity(strings.size, strings.count) for spec in plan.lists)
+        text_capacity = strings.size * plan.texts  # a transform never lengthens an ASCII value
+        self._list_room = reserved(self._list_room, list_start, list_capacity)
+        self._text_room = reserved(self._text_room, text_start, text_capacity)
+        written = kernel.store_values(
+            strings,
+            plan.tables,
+            self.salt,
+            done,
+            self.single,
+            self.list_span,
+            list_start,
+            self._list_room[list_start : list_start + list_capacity],
+            self.text_span,
+            text_start,
+            self._text_room[text_start : text_start + text_capacity],
+        )
+        if written is None:
+            return False
+        self.list_hashes = self._list_room[: list_start + written[0]]
+        self.text_bytes = self._text_room[: text_start + written[1]]
+        return True
+
+    def _fill_entries(self, spec: ListTable | TextTable, done: int, new: list[str]) -> None:
+        """Fill a list or text table for the rows from ``done`` on (the values ``new``) in
+        Python."""
+        room_name, filled_name, span_name = ENTRY_ARRAYS[spec.category]
+        start = len(getattr(self, filled_name))
+        offsets, entries = spec.entries(new, self.salt)
+        spans = getattr(self, span_name)[self.place[spec], done : len(self.values)]
+        spans[:, 0] = start + offsets[:-1]
+        spans[:, 1] = start + offsets[1:]
+        room, kept = grown(getattr(self, room_name), start, entries)
+        setattr(self, room_name, room)
+        setattr(self, filled_name, kept)
+
+    def _kernel_plan(self, specs: list[TableSpec]) -> _KernelPlan:
+        """What :func:`fstcrf.engine.kernel.store_values` reads of the tables ``specs``
+        (each placed), and those it does not fill."""
+        fields = [(spec, kernel_fields(spec)) for spec in specs]
+        in_kernel = [(spec, own) for spec, own in fields if own is not None]
+        tables = np.array([(*own, self.place[spec]) for spec, own in in_kernel], dtype=np.int64)
+        return _KernelPlan(
+            [spec for spec, _ in in_kernel],
+            tables.reshape(len(in_kernel), kernel.STORE_FIELDS),
+            [spec for spec, _ in in_kernel if isinstance(spec, ListTable)],
+            sum(isinstance(spec, TextTable) for spec, _ in in_kernel),
+            [spec for spec, own in fields if own is None],
+        )
 
     def _new_table(self, category: str) -> int:
         """The place of a new table of ``category`` (its array grown to hold it)."""

@@ -144,93 +144,99 @@ KERNEL_TRANSFORMS = [None, "lower", "shape", "longshape", "shape2"] + [
 ]
 
 
-@oracle_settings(200)
-@given(words=st.lists(ASCII_WORD.filter(lambda word: len(word) <= 64), max_size=10), salt=st.integers(0, 15))
-def test_the_kernel_transforms_ascii_as_the_template_names_them(words, salt):
-    """The kernel's hashes of each transform of ASCII words, its transformed texts and
-    their substring hashes are those of the template's transform functions, escaped."""
-    blob = hashing.kernel_blob(words)
-    if any(mark in "".join(words) for mark in "\\|_"):
-        assert blob is None  # escaping could change them: the named way
-        return
-    assert blob is not None
-    tables = tuple(SingleTable(transform) for transform in KERNEL_TRANSFORMS)
-    assert all(table.in_kernel() for table in tables)
-    hashes = np.zeros((len(tables) + 1, len(words) + 5), dtype=np.uint64)  # rows reversed, from column 3
-    rows = np.arange(len(tables), 0, -1, dtype=np.int64)
-    kernel.transform_hashes(blob, *hashing.kernel_kinds(tables), salt, rows, 3, hashes)
-    assert not hashes[0].any() and not hashes[:, :3].any() and not hashes[:, 3 + len(words) :].any()
-    for table, row in zip(tables, hashes[rows, 3 : 3 + len(words)].tolist()):
-        names = [escape_value(_transformed(table.transform, word)) for word in words]
-        assert row == utf8_hashes(names, salt).tolist(), table.transform
-        spans, out = np.empty((len(words), 2), dtype=np.int64), np.empty(blob.size, dtype=np.uint8)
-        count = kernel.transform_texts(blob, hashing.kernel_transform(table.transform), 5, spans, out)
-        assert count == sum(len(_transformed(table.transform, word)) for word in words)
-        texts = [out[a - 5 : b - 5].tobytes().decode("ascii") for a, b in spans.tolist()]
-        assert texts == [_transformed(table.transform, word) for word in words]
-        for kind, low, high in [("ngrams", 1, 6), ("suffixes", 2, 4), ("prefixes", 1, 3)]:
-            lists = ListTable(kind, low, high, table.transform)
-            room = np.empty(lists.capacity(blob.size, blob.count), dtype=np.uint64)
-            count = kernel.transform_substring_hashes(
-                blob,
-                hashing.kernel_transform(table.transform),
-                kind == "ngrams",
-                kind,
-                low,
-                high,
-                salt,
-                7,
-                spans,
-                room,
+def _kernel_store(words, tables, salt=0, first=3, capacity=None):
+    """What kernel.store_values writes of ``words`` for ``tables`` (each with its
+    kernel fields), placed in reverse order from row 1 on and at columns from
+    ``first``: (the written counts or None, the entries of each table by word)."""
+    strings = hashing.kernel_blob(words)
+    rows = len(tables) + 1
+    places = list(range(len(tables), 0, -1))
+    fields = np.array([(*hashing.kernel_fields(table), place) for table, place in zip(tables, places)], np.int64)
+    stride = first + len(words) + 2
+    single = np.zeros((rows, stride), np.uint64)
+    list_span, text_span = np.zeros((rows, stride, 2), np.int64), np.zeros((rows, stride, 2), np.int64)
+    lists = [table for table in tables if isinstance(table, ListTable)]
+    if capacity is None:
+        capacity = sum(table.capacity(strings.size, strings.count) for table in lists)
+    hashes, text = np.zeros(capacity, np.uint64), np.zeros(strings.size * len(tables), np.uint8)
+    written = kernel.store_values(strings, fields, salt, first, single, list_span, 5, hashes, text_span, 7, text)
+    columns = slice(first, first + len(words))
+    assert not single[0].any() and not single[:, :first].any() and not single[:, columns.stop :].any()
+    entries = []
+    for table, place in zip(tables, places):
+        if isinstance(table, ListTable):
+            entries.append([hashes[a - 5 : b - 5].tolist() for a, b in list_span[place, columns].tolist()])
+        elif isinstance(table, TextTable):
+            entries.append(
+                [text[a - 7 : b - 7].tobytes().decode("ascii") for a, b in text_span[place, columns].tolist()]
             )
-            if kind == "ngrams" and max(map(len, words), default=0) > kernel.MAX_SUBSTRING_SOURCE - 2:
-                assert count is None  # too long with its marks: the named way
-                continue
-            assert count == spans[-1, 1] - 7 if words else count == 0
-            got = [room[a - 7 : b - 7].tolist() for a, b in spans.tolist()]
-            assert got == [_named_list(lists, word, salt) for word in words], (table.transform, kind)
+        else:
+            entries.append(single[place, columns].tolist())
+    return written, entries
 
 
-def test_the_kernel_transforms_refuse_what_they_cannot_write():
-    blob = hashing.kernel_blob(["abc", "de"])
-    spans, room = np.empty((2, 2), dtype=np.int64), np.empty(100, dtype=np.uint64)
-    text = np.empty(5, dtype=np.uint8)
+#: Every transform the kernel writes: its shapes, and prefixes and suffixes of each length.
+KERNEL_TRANSFORMS = [None, "lower", "shape", "longshape", "shape2"] + [
+    f"{kind}{length}" for kind in ("prefix", "suffix") for length in range(1, 10)
+]
+
+
+@oracle_settings(200)
+@given(words=st.lists(ASCII_WORD.filter(lambda word: len(word) <= 62), max_size=10), salt=st.integers(0, 15))
+def test_the_kernel_fills_a_store_as_the_template_names_ascii_values(words, salt):
+    """The kernel's single hashes, substring lists and texts of every transform of ASCII
+    words, written together in one call, are those of the template's transform
+    functions, escaped and hashed in Python."""
+    if hashing.kernel_blob(words) is None:
+        assert any(mark in "".join(words) for mark in "\\|_")  # escaping could change them: the named way
+        return
+    tables = [
+        table
+        for transform in KERNEL_TRANSFORMS
+        for table in (
+            SingleTable(transform),
+            TextTable(transform),
+            ListTable("ngrams", 1, 6, transform),
+            ListTable("suffixes", 2, 4, transform),
+            ListTable("prefixes", 1, 3, transform),
+        )
+    ]
+    written, entries = _kernel_store(words, tables, salt)
+    assert written is not None
+    for table, got in zip(tables, entries):
+        assert got == _expected(table, words, salt), table
+    assert written[1] == sum(len(_transformed(table.transform, w)) for table in tables[1::5] for w in words)
+
+
+def test_the_kernel_store_refuses_what_it_cannot_write():
     for values in (["é"], ["a" * (kernel.MAX_SUBSTRING_SOURCE + 1)], ["a_b"], ["a|b"], ["a\\b"]):
         assert hashing.kernel_blob(values) is None
+    words = ["abc", "de"]
+    assert _kernel_store(words, [ListTable("ngrams", 1, 3, None)])[0] is not None
+    assert _kernel_store(words, [ListTable("ngrams", 1, 3, None)], capacity=8)[0] is None  # no room
+    long = ["a" * (kernel.MAX_SUBSTRING_SOURCE - 1)]  # too long with its marks
+    assert _kernel_store(long, [SingleTable(None)])[0] is not None
+    assert _kernel_store(long, [ListTable("ngrams", 1, 2, None)])[0] is None
+    strings = hashing.kernel_blob(words)
     raw = kernel.Strings(*utf8_blob(["é", "a"]))  # given anyway: refused, not read as ASCII
-    one = (*hashing.kernel_kinds((SingleTable(None),)), 0, np.zeros(1, dtype=np.int64))
-    with pytest.raises(RuntimeError):
-        kernel.transform_hashes(raw, *one, 0, np.empty((1, 2), dtype=np.uint64))
-    for rows, first, shape in (([1], 0, (1, 2)), ([-1], 0, (1, 2)), ([0], 1, (1, 2)), ([0], -1, (1, 2))):
-        with pytest.raises(RuntimeError):  # a row past the table, columns past the stride
-            kernel.transform_hashes(blob, *one[:3], np.array(rows, np.int64), first, np.empty(shape, np.uint64))
-    assert kernel.transform_texts(raw, (kernel.IDENTITY, 0), 0, spans, text) is None
-    assert (
-        kernel.transform_substring_hashes(raw, (kernel.IDENTITY, 0), False, "ngrams", 1, 2, 0, 0, spans, room) is None
-    )
-    prefix = kernel.TRANSFORM_KINDS["prefix"]
-    for kinds, lengths in (([prefix], [0]), ([99], [0]), ([-1], [0])):  # a prefix of no length, unknown kinds
-        with pytest.raises(RuntimeError):
-            kernel.transform_hashes(
-                blob,
-                np.array(kinds, np.int32),
-                np.array(lengths, np.int32),
-                0,
-                np.zeros(1, np.int64),
-                0,
-                np.empty((1, 2), dtype=np.uint64),
-            )
-        assert kernel.transform_texts(blob, (kinds[0], lengths[0]), 0, spans, text) is None
-    assert kernel.transform_texts(blob, (kernel.IDENTITY, 0), 0, spans, text[:4]) is None  # 5 bytes, room for 4
-    assert (
-        kernel.transform_substring_hashes(blob, (kernel.IDENTITY, 0), False, "ngrams", 1, 3, 0, 0, spans, room[:8])
-        is None
-    )
-    assert (
-        kernel.transform_substring_hashes(blob, (kernel.IDENTITY, 0), False, "ngrams", 2, 1, 0, 0, spans, room) is None
-    )
+    single, spans = np.zeros((2, 4), np.uint64), np.zeros((2, 4, 2), np.int64)
+    room, text = np.zeros(50, np.uint64), np.zeros(50, np.uint8)
+
+    def stored(given, fields, first=0):
+        table = np.array([fields], np.int64)
+        return kernel.store_values(given, table, 0, first, single, spans, 0, room, spans.copy(), 0, text)
+
+    good = (*hashing.kernel_fields(ListTable("ngrams", 1, 3, None)), 1)
+    assert stored(strings, good) is not None and stored(raw, good) is None
+    assert stored(strings, good, first=3) is None  # columns past the stride
+    for change in ((7, 2), (7, -1), (0, 3), (1, 99), (3, 2), (4, 5), (5, 0), (6, 0), (6, 65)):
+        bad = list(good)
+        bad[change[0]] = change[1]  # a place past the table, kinds and bounds it lacks
+        assert stored(strings, bad) is None, change
+    prefix = (kernel.STORE_CATEGORIES["single"], kernel.TRANSFORM_KINDS["prefix"], 0, 0, 0, 0, 0, 0)
+    assert stored(strings, prefix) is None  # a prefix of no length
     with pytest.raises(ShapeError):
-        kernel.transform_texts(blob, (kernel.IDENTITY, 0), 0, spans[:1], text)
+        kernel.store_values(strings, np.zeros((1, 3), np.int64), 0, 0, single, spans, 0, room, spans, 0, text)
 
 
 def _kernel_hashes(values, kind, low, high, capacity):

@@ -265,7 +265,7 @@ def substring_hashes(
     check_status(status, "substring hashes")
 
 
-#: The kinds of transform_hashes, by transform name (prefix and suffix take a length).
+#: The transforms of store_values, by name (prefix and suffix take a length).
 TRANSFORM_KINDS = {
     "lower": lib.FH_LOWER,
     "shape": lib.FH_SHAPE,
@@ -274,12 +274,12 @@ TRANSFORM_KINDS = {
     "prefix": lib.FH_PREFIX,
     "suffix": lib.FH_SUFFIX,
 }
-#: The kind of transform_hashes that keeps a string as it is.
+#: The transform of store_values that keeps a string as it is.
 IDENTITY = lib.FH_IDENTITY
 
 
 class Strings:
-    """n ASCII strings back to back as the transform functions below read them: blob
+    """n ASCII strings back to back as store_values reads them: blob
     uint8 [B] (anything past offsets[n] unread), offsets int64 [n+1], and their
     pointers, made once for several calls.  ShapeError when the offsets end past the
     blob."""
@@ -294,86 +294,66 @@ class Strings:
         self.pointers = (input_pointer(blob), input_pointer(offsets), self.count)
 
 
-def transform_hashes(
+#: The fields of a table of store_values (csrc/fstcrf_hashing.h).
+STORE_FIELDS = lib.FH_STORE_FIELDS
+#: The categories of a table of store_values, by name.
+STORE_CATEGORIES = {"single": lib.FH_STORE_SINGLE, "list": lib.FH_STORE_LIST, "text": lib.FH_STORE_TEXT}
+
+
+def store_values(
     strings: Strings,
-    kinds: np.ndarray,
-    lengths: np.ndarray,
+    tables: np.ndarray,
     salt: int,
-    rows: np.ndarray,
     first: int,
-    hashes: np.ndarray,
-) -> None:
-    """fh_transform_hashes: hashes[rows[j], first + i] (hashes uint64 [R, stride], rows
-    int64 [k] in [0, R)) = the hash of what transform j (kinds int32 [k] of
-    TRANSFORM_KINDS or IDENTITY, lengths int32 [k] of prefixes and suffixes) gives
-    string i of ``strings`` (each at most MAX_SUBSTRING_SOURCE bytes), as
-    string_hashes hashes the transformed text."""
-    if hashes.ndim != 2 or not len(rows) == len(kinds) == len(lengths):
-        raise ShapeError("transform_hashes: the hashes do not fit the strings and the transforms")
-    status = lib.fh_transform_hashes(
+    single: np.ndarray,
+    list_span: np.ndarray,
+    list_base: int,
+    list_hashes: np.ndarray,
+    text_span: np.ndarray,
+    text_base: int,
+    text_bytes: np.ndarray,
+) -> tuple[int, int] | None:
+    """fh_store_values: what a value store keeps of ``strings`` (each ASCII), written at
+    columns first .. first+n-1 of its arrays: for each table of tables int64 [J,
+    STORE_FIELDS] (category of STORE_CATEGORIES, transform kind and length of
+    TRANSFORM_KINDS or IDENTITY, marked, kind of SUBSTRING_KINDS, low, high, place),
+    the hash of each string's transform into single uint64 [R, stride], the hashes of
+    its substrings into list_hashes uint64 (spans into list_span int64 [R', stride, 2],
+    offset by list_base), or its bytes into text_bytes uint8 likewise; (list hashes,
+    text bytes) written, or None where a string is not ASCII or too long or a buffer
+    has no room."""
+    stride = single.shape[1]
+    if (
+        tables.ndim != 2
+        or tables.shape[1] != STORE_FIELDS
+        or single.ndim != 2
+        or list_span.shape[1:] != (stride, 2)
+        or text_span.shape[1:] != (stride, 2)
+    ):
+        raise ShapeError("store_values: the tables or the store's arrays do not fit")
+    written = np.zeros(2, dtype=np.int64)
+    status = lib.fh_store_values(
         *strings.pointers,
-        len(kinds),
-        input_pointer(kinds),
-        input_pointer(lengths),
         salt,
-        input_pointer(rows),
-        hashes.shape[0],
-        hashes.shape[1],
+        len(tables),
+        input_pointer(tables),
         first,
-        output_pointer(hashes),
+        stride,
+        single.shape[0],
+        output_pointer(single),
+        list_span.shape[0],
+        output_pointer(list_span),
+        list_base,
+        len(list_hashes),
+        output_pointer(list_hashes),
+        text_span.shape[0],
+        output_pointer(text_span),
+        text_base,
+        len(text_bytes),
+        output_pointer(text_bytes),
+        output_pointer(written),
     )
-    check_status(status, "transform hashes")
-
-
-def transform_substring_hashes(
-    strings: Strings,
-    transform: tuple[int, int],
-    marked: bool,
-    kind: str,
-    low: int,
-    high: int,
-    salt: int,
-    base: int,
-    spans: np.ndarray,
-    hashes: np.ndarray,
-) -> int | None:
-    """fh_transform_substring_hashes: the hashes of the distinct prefixes, suffixes or
-    n-grams (``kind`` of SUBSTRING_KINDS, lengths low..high) of what ``transform`` (kind,
-    length of transform_hashes) gives each of ``strings``, between "<" and ">" if
-    ``marked``: string i's are hashes[spans[i, 0] - base .. spans[i, 1] - base - 1]
-    (spans int64 [n, 2] and hashes uint64 written); how many, or None where a string
-    is not ASCII or too long or the hashes have no room."""
-    if spans.shape != (strings.count, 2):
-        raise ShapeError("transform_substring_hashes: the spans do not fit the strings")
-    count = lib.fh_transform_substring_hashes(
-        *strings.pointers,
-        *transform,
-        marked,
-        SUBSTRING_KINDS[kind],
-        low,
-        high,
-        salt,
-        base,
-        len(hashes),
-        output_pointer(spans),
-        output_pointer(hashes),
-    )
-    return None if count < 0 else count
-
-
-def transform_texts(
-    strings: Strings, transform: tuple[int, int], base: int, spans: np.ndarray, out: np.ndarray
-) -> int | None:
-    """fh_transform_texts: what ``transform`` (kind, length of transform_hashes) gives
-    each of ``strings``, back to back in out uint8: string i's is out[spans[i, 0] -
-    base .. spans[i, 1] - base - 1] (spans int64 [n, 2] written); how many bytes, or
-    None where a string is not ASCII or too long or ``out`` has no room."""
-    if spans.shape != (strings.count, 2):
-        raise ShapeError("transform_texts: the spans do not fit the strings")
-    count = lib.fh_transform_texts(
-        *strings.pointers, *transform, base, len(out), output_pointer(spans), output_pointer(out)
-    )
-    return None if count < 0 else count
+    return None if status != lib.FC_OK else (int(written[0]), int(written[1]))
 
 
 def chain_keys(keys: np.ndarray, values: np.ndarray) -> None:
