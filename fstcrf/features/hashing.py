@@ -27,7 +27,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
-from typing import NamedTuple, cast
+from typing import NamedTuple
 
 import numpy as np
 
