@@ -88,14 +88,13 @@ def kernel_blob(values: Sequence[str]) -> kernel.Strings | None:
     """``values`` as the kernel's transforms read them, where they take them and hash
     them as escaping names them (ASCII, none too long, none that escaping could
     change), else None."""
-    text = "".join(values)
+    text, offsets = pack_names(values)  # characters, and so bytes, of ASCII
     if (
         not text.isascii()
         or max(map(len, values), default=0) > kernel.MAX_SUBSTRING_SOURCE
         or ESCAPED_CHARACTERS.search(text)
     ):
         return None
-    offsets = np.fromiter(accumulate(map(len, values), initial=0), dtype=np.int64, count=len(values) + 1)
     return kernel.Strings(np.frombuffer(text.encode("ascii") + b"\0", dtype=np.uint8), offsets)
 
 

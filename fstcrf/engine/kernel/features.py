@@ -281,11 +281,10 @@ IDENTITY = lib.FH_IDENTITY
 class Strings:
     """n ASCII strings back to back as store_values reads them: blob
     uint8 [B] (anything past offsets[n] unread), offsets int64 [n+1], and their
-    pointers, made once for several calls.  ShapeError when the offsets end past the
-    blob."""
+    pointers (which keep the arrays alive), made once for several calls.  ShapeError
+    when the offsets end past the blob."""
 
     def __init__(self, blob: np.ndarray, offsets: np.ndarray):
-        self.blob, self.offsets = blob, offsets
         self.count = len(offsets) - 1
         #: the strings' bytes in all
         self.size = int(offsets[-1])
