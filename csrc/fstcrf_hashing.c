@@ -253,59 +253,69 @@ static int store_table_arguments(const int64_t *t, int64_t single_rows, int64_t 
                                      t[5] >= 1 && t[6] >= t[5] && t[6] <= FH_MAX_CODE_POINTS);
 }
 
-int fh_store_values(const uint8_t *blob, const int64_t *offsets, int64_t n, uint64_t salt, int32_t num_tables,
+/* Whether a byte of a string is one fh_store_values takes: ASCII that escaping leaves alone. */
+static int stored_byte(uint8_t byte)
+{
+    return byte < 0x80 && byte != '\\' && byte != '|' && byte != '_';
+}
+
+int fh_store_values(const uint8_t *text, int64_t size, int64_t n, uint64_t salt, int32_t num_tables,
                     const int64_t *tables, int64_t first, int64_t stride, int64_t single_rows, uint64_t *single,
                     int64_t list_rows, int64_t *list_span, int64_t list_base, int64_t list_capacity,
                     uint64_t *list_hashes, int64_t text_rows, int64_t *text_span, int64_t text_base,
                     int64_t text_capacity, uint8_t *text_bytes, int64_t *written)
 {
-    if (n < 0 || num_tables < 0 || first < 0 || first + n > stride)
+    if (n < 1 || size < n - 1 || num_tables < 0 || first < 0 || first + n > stride || list_base < 0 ||
+        list_base > list_capacity || text_base < 0 || text_base > text_capacity)
         return FC_BAD_ARGUMENT;
     for (int32_t j = 0; j < num_tables; ++j)
         if (!store_table_arguments(tables + (int64_t)j * FH_STORE_FIELDS, single_rows, list_rows, text_rows))
             return FC_BAD_ARGUMENT;
-    uint8_t text[FH_MAX_CODE_POINTS];     /* a transform is never longer than its string */
-    int64_t list_count = 0, text_count = 0;
+    uint8_t out[FH_MAX_CODE_POINTS];      /* a transform is never longer than its string */
+    int64_t list_count = list_base, text_count = text_base, start = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const uint8_t *value = blob + offsets[i];
-        const int64_t size = offsets[i + 1] - offsets[i];
-        if (size < 0 || size > FH_MAX_CODE_POINTS)
-            return FC_BAD_ARGUMENT;
-        for (int64_t b = 0; b < size; ++b)
-            if (value[b] >= 0x80)
+        const uint8_t *value = text + start;
+        int64_t length = 0;                 /* up to the newline that ends it, or the end of all */
+        while (start + length < size && value[length] != '\n') {
+            if (length == FH_MAX_CODE_POINTS || !stored_byte(value[length]))
                 return FC_BAD_ARGUMENT;
+            ++length;
+        }
+        start += length + 1;
+        if ((i + 1 < n) != (start <= size))   /* n strings, no fewer, no more */
+            return FC_BAD_ARGUMENT;
         for (int32_t j = 0; j < num_tables; ++j) {
             const int64_t *t = tables + (int64_t)j * FH_STORE_FIELDS;
             const int64_t cell = t[7] * stride + first + i;
             const int marked = t[0] == FH_STORE_LIST && t[3];
-            if (marked && size > FH_MAX_CODE_POINTS - 2)
+            if (marked && length > FH_MAX_CODE_POINTS - 2)
                 return FC_BAD_ARGUMENT;
-            int64_t count = transformed(value, size, (int32_t)t[1], (int32_t)t[2], text + marked);
+            int64_t count = transformed(value, length, (int32_t)t[1], (int32_t)t[2], out + marked);
             if (marked) {
-                text[0] = '<';
-                text[++count] = '>';
+                out[0] = '<';
+                out[++count] = '>';
                 ++count;
             }
             if (t[0] == FH_STORE_SINGLE) {
-                single[cell] = string_hash(text, count, salt);
+                single[cell] = string_hash(out, count, salt);
             } else if (t[0] == FH_STORE_LIST) {
-                list_span[2 * cell] = list_base + list_count;
-                if (substrings_of(text, count, (int32_t)t[4], (int32_t)t[5], (int32_t)t[6], salt, list_capacity,
+                list_span[2 * cell] = list_count;
+                if (substrings_of(out, count, (int32_t)t[4], (int32_t)t[5], (int32_t)t[6], salt, list_capacity,
                                   &list_count, list_hashes) != FC_OK)
                     return FC_BAD_ARGUMENT;
-                list_span[2 * cell + 1] = list_base + list_count;
+                list_span[2 * cell + 1] = list_count;
             } else {
                 if (text_count + count > text_capacity)
                     return FC_BAD_ARGUMENT;
-                memcpy(text_bytes + text_count, text, (size_t)count);
-                text_span[2 * cell] = text_base + text_count;
+                memcpy(text_bytes + text_count, out, (size_t)count);
+                text_span[2 * cell] = text_count;
                 text_count += count;
-                text_span[2 * cell + 1] = text_base + text_count;
+                text_span[2 * cell + 1] = text_count;
             }
         }
     }
-    written[0] = list_count;
-    written[1] = text_count;
+    written[0] = list_count - list_base;
+    written[1] = text_count - text_base;
     return FC_OK;
 }
 

@@ -96,19 +96,20 @@ int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, 
  * distinct substrings of the transform, between the marks '<' and '>' if marked, as
  * fh_substring_hashes (kind, low, high) gives them; for a text table, the transform's
  * bytes.
- *   blob        [offsets[n]]  the strings' bytes, each ASCII and at most FH_MAX_CODE_POINTS
- *                             long (two fewer with marks)
- *   offsets     [n+1]
+ *   text        [size]        the n strings, each but the last followed by one '\n'; each
+ *                             ASCII but '\\', '|' and '_' (which escaping could change)
+ *                             and at most FH_MAX_CODE_POINTS long (two fewer with marks)
  *   tables      [num_tables, FH_STORE_FIELDS]  place < the rows of the table's array
  *   single      [single_rows, stride]  OVERWRITTEN at single[place][first + i]
  *   list_span   [list_rows, stride, 2]  OVERWRITTEN likewise: string i's list is
- *                             list_hashes[span[0] - list_base .. span[1] - list_base - 1]
- *   list_hashes [list_capacity]  OVERWRITTEN in its first written[0] entries
- *   text_span, text_bytes     likewise, text_bytes in its first written[1] entries
+ *                             list_hashes[span[0] .. span[1] - 1]
+ *   list_hashes [list_capacity]  OVERWRITTEN from list_base on, in written[0] entries
+ *   text_span, text_bytes     likewise, text_bytes from text_base on, in written[1] bytes
  *   written     [2]           OVERWRITTEN
- * Returns FC_BAD_ARGUMENT (outputs unspecified) for a byte past ASCII, a longer string,
- * a bad table, columns past the stride or more than a capacity. */
-int fh_store_values(const uint8_t *blob, const int64_t *offsets, int64_t n, uint64_t salt, int32_t num_tables,
+ * Returns FC_BAD_ARGUMENT (outputs unspecified) for a byte it does not take, a longer
+ * string, other than n strings, a bad table, columns past the stride or more than a
+ * capacity. */
+int fh_store_values(const uint8_t *text, int64_t size, int64_t n, uint64_t salt, int32_t num_tables,
                     const int64_t *tables, int64_t first, int64_t stride, int64_t single_rows, uint64_t *single,
                     int64_t list_rows, int64_t *list_span, int64_t list_base, int64_t list_capacity,
                     uint64_t *list_hashes, int64_t text_rows, int64_t *text_span, int64_t text_base,

@@ -8,8 +8,8 @@ hash of each value's name under a transform (:class:`SingleTable`, and
 (:class:`ListTable`, hashed in C from its UTF-8 text by
 :func:`fstcrf.engine.kernel.substring_hashes`) and its text under a transform
 (:class:`TextTable`, which type sequences join), each computed once when a value is
-first met, in one C call for a batch's new values that are ASCII (:func:`kernel_blob`,
-:func:`fstcrf.engine.kernel.store_values`).  A batch then costs
+first met, in one C call for a batch's new values that are ASCII (:func:`kernel_text`,
+:class:`fstcrf.engine.kernel.StoreWriter`).  A batch then costs
 one dictionary lookup per token and one C call
 (:func:`fstcrf.engine.kernel.item_values`, csrc/fstcrf_values.h) for all its items.
 Values that escaping would change (a backslash, a bar, an underscore) or that are
@@ -84,24 +84,18 @@ def utf8_hashes(values: Sequence[str], salt: int) -> np.ndarray:
     return hashes
 
 
-def kernel_blob(values: Sequence[str]) -> kernel.Strings | None:
-    """``values`` as the kernel's transforms read them, where they take them and hash
-    them as escaping names them (ASCII, none too long, none that escaping could
-    change), else None."""
-    text, offsets = pack_names(values)  # characters, and so bytes, of ASCII
-    if (
-        not text.isascii()
-        or max(map(len, values), default=0) > kernel.MAX_SUBSTRING_SOURCE
-        or ESCAPED_CHARACTERS.search(text)
-    ):
-        return None
-    return kernel.Strings(np.frombuffer(text.encode("ascii") + b"\0", dtype=np.uint8), offsets)
+def kernel_text(values: Sequence[str]) -> bytes | None:
+    """``values`` as the kernel's transforms read them (each but the last followed by a
+    newline), or None where one is not ASCII; the kernel refuses the rest it does not
+    take (a newline or a character escaping could change in a value, one too long)."""
+    text = "\n".join(values)
+    return text.encode("ascii") if text.isascii() else None
 
 
 @functools.lru_cache(maxsize=256)  # a few names, asked for at every batch's new values
 def kernel_transform(transform: str | None) -> tuple[int, int] | None:
     """(kind, length) of a transform (None: the value itself) for
-    :func:`fstcrf.engine.kernel.store_values`, or None where it has no kind."""
+    :class:`fstcrf.engine.kernel.StoreWriter`, or None where it has no kind."""
     if transform is None:
         return kernel.IDENTITY, 0
     affix = affix_transform(transform)
@@ -119,7 +113,7 @@ def mark_hashes(salt: int) -> tuple[int, int]:
 
 
 def kernel_fields(spec: TableSpec) -> tuple[int, ...] | None:
-    """The fields of a table of :func:`fstcrf.engine.kernel.store_values` but its place
+    """The fields of a table of :class:`fstcrf.engine.kernel.StoreWriter` but its place
     (category, transform, length, marked, kind, low, high) for a table whose entries
     the kernel writes, or None (``seen_lower``'s, a transform or lengths it lacks)."""
     if isinstance(spec, SeenTable):
@@ -378,14 +372,15 @@ def value_hashes(salt: int) -> ValueHashes:
 
 @dataclass
 class _KernelPlan:
-    """What :func:`fstcrf.engine.kernel.store_values` fills of some tables of a
+    """What :class:`fstcrf.engine.kernel.StoreWriter` fills of some tables of a
     :class:`ValueStore`: those tables (``specs``) and their fields with their places
-    (int64 [J, STORE_FIELDS]), the list tables among them and how many text tables;
-    the other tables (``rest``) are filled in Python."""
+    (int64 [J, STORE_FIELDS]); the room their list hashes need, per character and per
+    value of the new values, and how many text tables; the other tables (``rest``) are
+    filled in Python."""
 
     specs: list[TableSpec]
     tables: np.ndarray
-    lists: list[ListTable]
+    list_room: tuple[int, int]
     texts: int
     rest: list[TableSpec]
 
@@ -401,6 +396,8 @@ class _SpecList:
     places: list[int]
     distinct: list[TableSpec]
     plan: _KernelPlan
+    #: the store's fills when this list's tables were last filled
+    fills: int = -1
 
 
 class ValueStore:
@@ -417,11 +414,14 @@ class ValueStore:
     def __init__(self, salt: int, max_values: int = CACHE_VALUES, max_entries: int = CACHE_HASHES):
         self.salt, self.max_values, self.max_entries = salt, max_values, max_entries
         self.lock = threading.Lock()
+        self.writer = kernel.StoreWriter()
         self.clear()
 
     def clear(self) -> None:
         """Forget every value and table (the rows' ``generation`` counts the times)."""
         self.generation = getattr(self, "generation", -1) + 1
+        #: the times tables were filled for new rows
+        self.fills = 0
         self.row: dict[str, int] = {}
         self.values: list[str] = []
         self.stride = 64
@@ -464,8 +464,11 @@ class ValueStore:
                     self.complete.clear()
                 known = self.complete[id(specs)] = _SpecList(specs, -1, places, distinct, self._kernel_plan(distinct))
             if known.rows < len(self.values):  # else every table of the list is filled for every row
-                self._fill(known.distinct, known.plan)
-                known.rows = len(self.values)
+                if known.fills == self.fills:  # no other list filled a table since: all filled to known.rows
+                    self._fill_rows(known.distinct, known.rows, known.plan)
+                else:
+                    self._fill(known.distinct, known.plan)
+                known.rows, known.fills = len(self.values), self.fills
             places = known.places
             counts = self.counts
             return (
@@ -511,12 +514,12 @@ class ValueStore:
 
     def _fill_rows(self, specs: list[TableSpec], done: int, plan: _KernelPlan) -> None:
         """Fill the tables ``specs``, each filled to row ``done``, for the rows from
-        ``done`` on: in one kernel call where it takes the values (:func:`kernel_blob`),
+        ``done`` on: in one kernel call where it takes the values (:func:`kernel_text`),
         the rest in Python."""
         total = len(self.values)
         new = self.values[done:]
-        strings = kernel_blob(new) if plan.specs else None
-        rest = plan.rest if strings is not None and self._store_in_kernel(strings, plan, done) else specs
+        text = kernel_text(new) if plan.specs else None
+        rest = plan.rest if text is not None and self._store_in_kernel(text, len(new), plan, done) else specs
         singles = [spec for spec in rest if isinstance(spec, SingleTable)]
         if singles:  # escaped, hashed and written together
             names = escaped([name for spec in singles for name in spec.unescaped_names(new)])
@@ -528,28 +531,30 @@ class ValueStore:
             elif not isinstance(spec, SingleTable):
                 self._fill_entries(spec, done, new)
         self.filled.update(dict.fromkeys(specs, total))
+        self.fills += 1
 
-    def _store_in_kernel(self, strings: kernel.Strings, plan: _KernelPlan, done: int) -> bool:
-        """Fill the tables of ``plan`` for the rows from ``done`` on, the new values
-        ``strings``, in one kernel call; False, having changed no entry a batch reads,
-        where the kernel does not take them."""
+    def _store_in_kernel(self, text: bytes, count: int, plan: _KernelPlan, done: int) -> bool:
+        """Fill the tables of ``plan`` for the rows from ``done`` on, the ``count`` new
+        values of ``text`` (:func:`kernel_text`), in one kernel call; False, having
+        changed no entry a batch reads, where the kernel does not take them."""
         list_start, text_start = len(self.list_hashes), len(self.text_bytes)
-        list_capacity = sum(spec.capacity(strings.size, strings.count) for spec in plan.lists)
-        text_capacity = strings.size * plan.texts  # a transform never lengthens an ASCII value
-        self._list_room = reserved(self._list_room, list_start, list_capacity)
-        self._text_room = reserved(self._text_room, text_start, text_capacity)
-        written = kernel.store_values(
-            strings,
+        characters = len(text) - count + 1  # the newlines left out
+        per_character, per_value = plan.list_room
+        self._list_room = reserved(self._list_room, list_start, per_character * characters + per_value * count)
+        self._text_room = reserved(self._text_room, text_start, characters * plan.texts)  # never lengthened
+        written = self.writer(
+            text,
+            count,
             plan.tables,
             self.salt,
             done,
             self.single,
             self.list_span,
             list_start,
-            self._list_room[list_start : list_start + list_capacity],
+            self._list_room,
             self.text_span,
             text_start,
-            self._text_room[text_start : text_start + text_capacity],
+            self._text_room,
         )
         if written is None:
             return False
@@ -571,15 +576,17 @@ class ValueStore:
         setattr(self, filled_name, kept)
 
     def _kernel_plan(self, specs: list[TableSpec]) -> _KernelPlan:
-        """What :func:`fstcrf.engine.kernel.store_values` reads of the tables ``specs``
+        """What :class:`fstcrf.engine.kernel.StoreWriter` reads of the tables ``specs``
         (each placed), and those it does not fill."""
         fields = [(spec, kernel_fields(spec)) for spec in specs]
         in_kernel = [(spec, own) for spec, own in fields if own is not None]
         tables = np.array([(*own, self.place[spec]) for spec, own in in_kernel], dtype=np.int64)
+        lists = [spec for spec, _ in in_kernel if isinstance(spec, ListTable)]
         return _KernelPlan(
             [spec for spec, _ in in_kernel],
             tables.reshape(len(in_kernel), kernel.STORE_FIELDS),
-            [spec for spec, _ in in_kernel if isinstance(spec, ListTable)],
+            # a list's capacity is linear in the characters and the values
+            (sum(spec.capacity(1, 0) for spec in lists), sum(spec.capacity(0, 1) for spec in lists)),
             sum(isinstance(spec, TextTable) for spec, _ in in_kernel),
             [spec for spec, own in fields if own is None],
         )

@@ -278,81 +278,89 @@ TRANSFORM_KINDS = {
 IDENTITY = lib.FH_IDENTITY
 
 
-class Strings:
-    """n ASCII strings back to back as store_values reads them: blob
-    uint8 [B] (anything past offsets[n] unread), offsets int64 [n+1], and their
-    pointers (which keep the arrays alive), made once for several calls.  ShapeError
-    when the offsets end past the blob."""
-
-    def __init__(self, blob: np.ndarray, offsets: np.ndarray):
-        self.count = len(offsets) - 1
-        #: the strings' bytes in all
-        self.size = int(offsets[-1])
-        if self.size > len(blob):
-            raise ShapeError("Strings: the offsets end past the strings' bytes")
-        self.pointers = (input_pointer(blob), input_pointer(offsets), self.count)
-
-
-#: The fields of a table of store_values (csrc/fstcrf_hashing.h).
+#: The fields of a table of StoreWriter (csrc/fstcrf_hashing.h).
 STORE_FIELDS = lib.FH_STORE_FIELDS
-#: The categories of a table of store_values, by name.
+#: The categories of a table of StoreWriter, by name.
 STORE_CATEGORIES = {"single": lib.FH_STORE_SINGLE, "list": lib.FH_STORE_LIST, "text": lib.FH_STORE_TEXT}
 
 
-def store_values(
-    strings: Strings,
-    tables: np.ndarray,
-    salt: int,
-    first: int,
-    single: np.ndarray,
-    list_span: np.ndarray,
-    list_base: int,
-    list_hashes: np.ndarray,
-    text_span: np.ndarray,
-    text_base: int,
-    text_bytes: np.ndarray,
-) -> tuple[int, int] | None:
-    """fh_store_values: what a value store keeps of ``strings`` (each ASCII), written at
-    columns first .. first+n-1 of its arrays: for each table of tables int64 [J,
-    STORE_FIELDS] (category of STORE_CATEGORIES, transform kind and length of
-    TRANSFORM_KINDS or IDENTITY, marked, kind of SUBSTRING_KINDS, low, high, place),
-    the hash of each string's transform into single uint64 [R, stride], the hashes of
-    its substrings into list_hashes uint64 (spans into list_span int64 [R', stride, 2],
-    offset by list_base), or its bytes into text_bytes uint8 likewise; (list hashes,
-    text bytes) written, or None where a string is not ASCII or too long or a buffer
-    has no room."""
-    stride = single.shape[1]
-    if (
-        tables.ndim != 2
-        or tables.shape[1] != STORE_FIELDS
-        or single.ndim != 2
-        or list_span.shape[1:] != (stride, 2)
-        or text_span.shape[1:] != (stride, 2)
-    ):
-        raise ShapeError("store_values: the tables or the store's arrays do not fit")
-    written = np.zeros(2, dtype=np.int64)
-    status = lib.fh_store_values(
-        *strings.pointers,
-        salt,
-        len(tables),
-        input_pointer(tables),
-        first,
-        stride,
-        single.shape[0],
-        output_pointer(single),
-        list_span.shape[0],
-        output_pointer(list_span),
-        list_base,
-        len(list_hashes),
-        output_pointer(list_hashes),
-        text_span.shape[0],
-        output_pointer(text_span),
-        text_base,
-        len(text_bytes),
-        output_pointer(text_bytes),
-        output_pointer(written),
-    )
-    return None if status != lib.FC_OK else (int(written[0]), int(written[1]))
+class StoreWriter:
+    """fh_store_values for one value store, which calls it under its lock: what the
+    store keeps of new strings, written into its arrays.  The pointer of each array is
+    made at the first call that gives it (an array the store replaces gets its own),
+    not at every call."""
+
+    def __init__(self) -> None:
+        self.written = np.zeros(2, dtype=np.int64)
+        self._pointers: dict[str, tuple[np.ndarray, object]] = {"written": (self.written, output_pointer(self.written))}
+
+    def _pointer(self, role: str, array: np.ndarray, made: Callable = output_pointer):
+        held = self._pointers.get(role)
+        if held is None or held[0] is not array:
+            held = self._pointers[role] = (array, made(array))
+        return held[1]
+
+    def __call__(
+        self,
+        text: bytes,
+        count: int,
+        tables: np.ndarray,
+        salt: int,
+        first: int,
+        single: np.ndarray,
+        list_span: np.ndarray,
+        list_base: int,
+        list_hashes: np.ndarray,
+        text_span: np.ndarray,
+        text_base: int,
+        text_bytes: np.ndarray,
+    ) -> tuple[int, int] | None:
+        """What the store keeps of the ``count`` strings of ``text`` (each but the last
+        followed by a newline; ASCII but backslash, bar and underscore), written at
+        columns first .. first+count-1 of its arrays: for each table of tables int64 [J,
+        STORE_FIELDS] (category of STORE_CATEGORIES, transform kind and length of
+        TRANSFORM_KINDS or IDENTITY, marked, kind of SUBSTRING_KINDS, low, high, place),
+        the hash of each string's transform into single uint64 [R, stride], the hashes of
+        its substrings into list_hashes uint64 from list_base on (spans into list_span
+        int64 [R', stride, 2]), or its bytes into text_bytes uint8 from text_base on
+        likewise; (list hashes, text bytes) written, or None where the kernel does not
+        take a string, there are not ``count`` of them or a buffer has no room."""
+        stride = single.shape[1]
+        if (
+            tables.ndim != 2
+            or tables.shape[1] != STORE_FIELDS
+            or single.ndim != 2
+            or list_span.shape[1:] != (stride, 2)
+            or text_span.shape[1:] != (stride, 2)
+        ):
+            raise ShapeError("StoreWriter: the tables or the store's arrays do not fit")
+        status = lib.fh_store_values(
+            text,
+            len(text),
+            count,
+            salt,
+            len(tables),
+            self._pointer("tables", tables, input_pointer),
+            first,
+            stride,
+            single.shape[0],
+            self._pointer("single", single),
+            list_span.shape[0],
+            self._pointer("list_span", list_span),
+            list_base,
+            len(list_hashes),
+            self._pointer("list_hashes", list_hashes),
+            text_span.shape[0],
+            self._pointer("text_span", text_span),
+            text_base,
+            len(text_bytes),
+            self._pointer("text_bytes", text_bytes),
+            self._pointers["written"][1],
+        )
+        if status != lib.FC_OK:
+            return None
+        list_written, text_written = self.written.tolist()
+        return list_written, text_written
 
 
 def chain_keys(keys: np.ndarray, values: np.ndarray) -> None:
