@@ -242,12 +242,24 @@ static int transform_arguments(int64_t transform, int64_t length)
            ((transform != FH_PREFIX && transform != FH_SUFFIX) || (length >= 1 && length <= FH_MAX_CODE_POINTS));
 }
 
-/* Whether row t of fh_store_values' tables is one it can fill. */
-static int store_table_arguments(const int64_t *t, int64_t single_rows, int64_t list_rows, int64_t text_rows)
+/* The column of ``key`` in a table of fh_build_table, or -1. */
+static inline int64_t find(uint64_t key, uint64_t mask, const uint64_t *slots)
 {
-    const int64_t rows = t[0] == FH_STORE_SINGLE ? single_rows : t[0] == FH_STORE_LIST ? list_rows : text_rows;
-    if (t[0] < FH_STORE_SINGLE || t[0] > FH_STORE_TEXT || !transform_arguments(t[1], t[2]) || t[7] < 0 ||
-        t[7] >= rows)
+    for (uint64_t i = key & mask;; i = (i + 1) & mask) {
+        if (slots[2 * i + 1] == 0)
+            return -1;
+        if (slots[2 * i] == key)
+            return (int64_t)slots[2 * i + 1] - 1;
+    }
+}
+
+/* Whether row t of fh_store_values' tables is one it can fill. */
+static int store_table_arguments(const int64_t *t, int64_t single_rows, int64_t list_rows, int64_t text_rows,
+                                 int seen_given)
+{
+    const int64_t rows = t[0] == FH_STORE_LIST ? list_rows : t[0] == FH_STORE_TEXT ? text_rows : single_rows;
+    if (t[0] < FH_STORE_SINGLE || t[0] > FH_STORE_SEEN || (t[0] == FH_STORE_SEEN && !seen_given) ||
+        !transform_arguments(t[1], t[2]) || t[7] < 0 || t[7] >= rows)
         return 0;
     return t[0] != FH_STORE_LIST || ((t[3] == 0 || t[3] == 1) && t[4] >= FH_PREFIXES && t[4] <= FH_SUBSTRINGS &&
                                      t[5] >= 1 && t[6] >= t[5] && t[6] <= FH_MAX_CODE_POINTS);
@@ -263,13 +275,17 @@ int fh_store_values(const uint8_t *text, int64_t size, int64_t n, uint64_t salt,
                     const int64_t *tables, int64_t first, int64_t stride, int64_t single_rows, uint64_t *single,
                     int64_t list_rows, int64_t *list_span, int64_t list_base, int64_t list_capacity,
                     uint64_t *list_hashes, int64_t text_rows, int64_t *text_span, int64_t text_base,
-                    int64_t text_capacity, uint8_t *text_bytes, int64_t *written)
+                    int64_t text_capacity, uint8_t *text_bytes, int64_t seen_capacity, const uint64_t *seen_slots,
+                    const uint64_t *seen_marks, int64_t *written)
 {
+    const int seen_given = seen_slots != NULL && seen_marks != NULL && seen_capacity > 0 &&
+                           (seen_capacity & (seen_capacity - 1)) == 0;
     if (n < 1 || size < n - 1 || num_tables < 0 || first < 0 || first + n > stride || list_base < 0 ||
         list_base > list_capacity || text_base < 0 || text_base > text_capacity)
         return FC_BAD_ARGUMENT;
     for (int32_t j = 0; j < num_tables; ++j)
-        if (!store_table_arguments(tables + (int64_t)j * FH_STORE_FIELDS, single_rows, list_rows, text_rows))
+        if (!store_table_arguments(tables + (int64_t)j * FH_STORE_FIELDS, single_rows, list_rows, text_rows,
+                                   seen_given))
             return FC_BAD_ARGUMENT;
     uint8_t out[FH_MAX_CODE_POINTS];      /* a transform is never longer than its string */
     int64_t list_count = list_base, text_count = text_base, start = 0;
@@ -298,6 +314,11 @@ int fh_store_values(const uint8_t *text, int64_t size, int64_t n, uint64_t salt,
             }
             if (t[0] == FH_STORE_SINGLE) {
                 single[cell] = string_hash(out, count, salt);
+            } else if (t[0] == FH_STORE_SEEN) {
+                for (int64_t b = 0; b < count; ++b)
+                    out[b] = (uint8_t)(out[b] >= 'A' && out[b] <= 'Z' ? out[b] - 'A' + 'a' : out[b]);
+                const uint64_t mask = (uint64_t)seen_capacity - 1;
+                single[cell] = seen_marks[find(string_hash(out, count, salt), mask, seen_slots) < 0];
             } else if (t[0] == FH_STORE_LIST) {
                 list_span[2 * cell] = list_count;
                 if (substrings_of(out, count, (int32_t)t[4], (int32_t)t[5], (int32_t)t[6], salt, list_capacity,
@@ -340,16 +361,6 @@ int fh_build_table(const uint64_t *keys, int64_t n, int64_t capacity, uint64_t *
         slots[2 * i + 1] = (uint64_t)c + 1;
     }
     return FC_OK;
-}
-
-static inline int64_t find(uint64_t key, uint64_t mask, const uint64_t *slots)
-{
-    for (uint64_t i = key & mask;; i = (i + 1) & mask) {
-        if (slots[2 * i + 1] == 0)
-            return -1;
-        if (slots[2 * i] == key)
-            return (int64_t)slots[2 * i + 1] - 1;
-    }
 }
 
 void fh_lookup(const uint64_t *keys, int64_t n, int64_t capacity, const uint64_t *slots,

@@ -88,6 +88,7 @@ int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, 
 #define FH_STORE_SINGLE 0
 #define FH_STORE_LIST 1
 #define FH_STORE_TEXT 2
+#define FH_STORE_SEEN 3
 #define FH_STORE_FIELDS 8
 
 /* What a value store (fstcrf.features.hashing) keeps of n new ASCII strings, written
@@ -95,7 +96,8 @@ int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, 
  * string's transform (as fh_string_hashes hashes it); for a list table, the hashes of the
  * distinct substrings of the transform, between the marks '<' and '>' if marked, as
  * fh_substring_hashes (kind, low, high) gives them; for a text table, the transform's
- * bytes.
+ * bytes; for a seen table, seen_marks[0] where the seen table holds the hash of the
+ * transform lower-cased, else seen_marks[1] (into single, as a single table).
  *   text        [size]        the n strings, each but the last followed by one '\n'; each
  *                             ASCII but '\\', '|' and '_' (which escaping could change)
  *                             and at most FH_MAX_CODE_POINTS long (two fewer with marks)
@@ -105,15 +107,18 @@ int fh_substring_hashes(const uint8_t *blob, const int64_t *offsets, int64_t n, 
  *                             list_hashes[span[0] .. span[1] - 1]
  *   list_hashes [list_capacity]  OVERWRITTEN from list_base on, in written[0] entries
  *   text_span, text_bytes     likewise, text_bytes from text_base on, in written[1] bytes
+ *   seen_slots  [2 * seen_capacity]  a table of fh_build_table (capacity a power of two),
+ *                             or NULL where no table is a seen table; seen_marks [2]
  *   written     [2]           OVERWRITTEN
  * Returns FC_BAD_ARGUMENT (outputs unspecified) for a byte it does not take, a longer
- * string, other than n strings, a bad table, columns past the stride or more than a
- * capacity. */
+ * string, other than n strings, a bad table (a seen table without a seen table given),
+ * columns past the stride or more than a capacity. */
 int fh_store_values(const uint8_t *text, int64_t size, int64_t n, uint64_t salt, int32_t num_tables,
                     const int64_t *tables, int64_t first, int64_t stride, int64_t single_rows, uint64_t *single,
                     int64_t list_rows, int64_t *list_span, int64_t list_base, int64_t list_capacity,
                     uint64_t *list_hashes, int64_t text_rows, int64_t *text_span, int64_t text_base,
-                    int64_t text_capacity, uint8_t *text_bytes, int64_t *written);
+                    int64_t text_capacity, uint8_t *text_bytes, int64_t seen_capacity, const uint64_t *seen_slots,
+                    const uint64_t *seen_marks, int64_t *written);
 
 /* One link of the key chain for n keys: keys[i] = fh_mix(keys[i] ^ values[i]).
  *   keys [n] UPDATED, values [n] */

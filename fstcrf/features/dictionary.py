@@ -125,10 +125,8 @@ class HashedDictionary:
     back to columns."""
 
     def __init__(self, keys: np.ndarray, salt: int):
-        capacity = 1 << max(4, int(4 * len(keys) // 3).bit_length())  # load factor <= 3/4
-        slots = np.empty(2 * capacity, dtype=np.uint64)
-        kernel.build_table(keys, slots, f"the predicate keys under salt {salt}")
-        self.keys, self.salt, self.slots = keys, salt, slots
+        self.keys, self.salt = keys, salt
+        self.slots = kernel.key_table(keys, f"the predicate keys under salt {salt}")
 
     @classmethod
     def fit(cls, keys: Callable[[int], np.ndarray], num_predicates: int) -> HashedDictionary:

@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from fstcrf.engine import kernel
+from fstcrf.errors import HashCollisionError
 from fstcrf.features.template import Observation, affix_transform, escaped, transform_function
 from fstcrf.features.value_lists import BEGIN, END, SEEN, UNSEEN, missing_from, per_value
 
@@ -115,13 +116,11 @@ def mark_hashes(salt: int) -> tuple[int, int]:
 def kernel_fields(spec: TableSpec) -> tuple[int, ...] | None:
     """The fields of a table of :class:`fstcrf.engine.kernel.StoreWriter` but its place
     (category, transform, length, marked, kind, low, high) for a table whose entries
-    the kernel writes, or None (``seen_lower``'s, a transform or lengths it lacks)."""
-    if isinstance(spec, SeenTable):
-        return None
+    the kernel writes, or None (a transform or lengths it lacks)."""
     transform = kernel_transform(spec.transform)
     if transform is None:
         return None
-    category = kernel.STORE_CATEGORIES[spec.category]
+    category = kernel.STORE_CATEGORIES["seen" if isinstance(spec, SeenTable) else spec.category]
     if not isinstance(spec, ListTable):
         return (category, *transform, 0, 0, 0, 0)
     if spec.high > kernel.MAX_SUBSTRING_SOURCE:
@@ -376,13 +375,16 @@ class _KernelPlan:
     :class:`ValueStore`: those tables (``specs``) and their fields with their places
     (int64 [J, STORE_FIELDS]); the room their list hashes need, per character and per
     value of the new values, and how many text tables; the other tables (``rest``) are
-    filled in Python."""
+    filled in Python: seen tables of a second set of words, or of a set two of whose
+    words' hashes are equal."""
 
     specs: list[TableSpec]
     tables: np.ndarray
     list_room: tuple[int, int]
     texts: int
     rest: list[TableSpec]
+    #: the seen table's slots and marks of the seen tables among ``specs`` (one set of words)
+    seen: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -437,6 +439,9 @@ class ValueStore:
         #: buffers that double as they fill (:func:`grown`), and their filled parts
         self._list_room = self.list_hashes = np.zeros(0, dtype=np.uint64)
         self._text_room = self.text_bytes = np.zeros(0, dtype=np.uint8)
+        #: by id of a seen table's set of words: the set, and the kernel's table of its
+        #: words' hashes with the two marks (None: two of them hash alike)
+        self.seen_keys: dict[int, tuple[frozenset[str], tuple[np.ndarray, np.ndarray] | None]] = {}
 
     def tables(self, values: list[str], specs: Sequence[TableSpec]) -> tuple[np.ndarray, list[int], StoreTables]:
         """(int64 [n]: the row of each of ``values``, added if new; each of ``specs``'
@@ -555,6 +560,7 @@ class ValueStore:
             self.text_span,
             text_start,
             self._text_room,
+            plan.seen,
         )
         if written is None:
             return False
@@ -578,7 +584,12 @@ class ValueStore:
     def _kernel_plan(self, specs: list[TableSpec]) -> _KernelPlan:
         """What :class:`fstcrf.engine.kernel.StoreWriter` reads of the tables ``specs``
         (each placed), and those it does not fill."""
-        fields = [(spec, kernel_fields(spec)) for spec in specs]
+        seen_sets = [spec.seen for spec in specs if isinstance(spec, SeenTable)]
+        seen = self._seen_table(seen_sets[0]) if seen_sets else None
+        fields = [
+            (spec, None if isinstance(spec, SeenTable) and (seen is None or spec.seen is not seen_sets[0]) else own)
+            for spec, own in zip(specs, map(kernel_fields, specs))
+        ]
         in_kernel = [(spec, own) for spec, own in fields if own is not None]
         tables = np.array([(*own, self.place[spec]) for spec, own in in_kernel], dtype=np.int64)
         lists = [spec for spec, _ in in_kernel if isinstance(spec, ListTable)]
@@ -589,7 +600,21 @@ class ValueStore:
             (sum(spec.capacity(1, 0) for spec in lists), sum(spec.capacity(0, 1) for spec in lists)),
             sum(isinstance(spec, TextTable) for spec, _ in in_kernel),
             [spec for spec, own in fields if own is None],
+            seen,
         )
+
+    def _seen_table(self, words: frozenset[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The kernel's table of the hashes of a seen table's ``words`` and the hashes of
+        SEEN and UNSEEN, made once per set; None when two words hash alike."""
+        kept = self.seen_keys.get(id(words))
+        if kept is None or kept[0] is not words:
+            try:
+                table = kernel.key_table(utf8_hashes(list(words), self.salt), "seen_lower's words")
+                made = (table, np.array(mark_hashes(self.salt), dtype=np.uint64))
+            except HashCollisionError:
+                made = None
+            kept = self.seen_keys[id(words)] = (words, made)
+        return kept[1]
 
     def _new_table(self, category: str) -> int:
         """The place of a new table of ``category`` (its array grown to hold it)."""

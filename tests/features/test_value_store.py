@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine import kernel
-from fstcrf.errors import ShapeError
+from fstcrf.errors import HashCollisionError, ShapeError
 from fstcrf.features import hashing
 from fstcrf.features.hashing import (
     ListTable,
@@ -139,6 +139,25 @@ def test_lists_of_tables_that_share_tables_fill_them_in_turn(word_batches, first
         assert len(store.list_hashes) == sum(len(_named_list(t, v, salt)) for t, values in lists_held for v in values)
 
 
+def test_seen_tables_whose_words_hash_alike_are_marked_in_python(monkeypatch):
+    """A set of seen words two of which hash alike (a table the kernel cannot build)
+    is marked in Python, with the same marks; a second set of one list of tables too."""
+
+    def collide(keys, what):
+        raise HashCollisionError(f"{what}: two of them have the same key")
+
+    words = ["Ab", "x", "cD"]
+    one, other = frozenset({"ab"}), frozenset({"cd", "x"})
+    tables = [SeenTable(None, one), SingleTable(None), SeenTable("lower", other)]
+    for patched in (False, True):
+        if patched:
+            monkeypatch.setattr(kernel, "key_table", collide)
+        store = ValueStore(3)
+        rows, places, _ = store.tables(words, tables)
+        for table, place in zip(tables, places):
+            assert _entries(store, rows, place, table) == _expected(table, words, 3)
+
+
 def test_seen_tables_are_one_table_per_set_of_words_and_their_number_is_bounded():
     """Two models' sets of training words are two tables even when equal (telling them
     apart by content would compare them at every lookup); a store given a new set at
@@ -176,8 +195,16 @@ def _kernel_store(words, tables, salt=0, first=3, capacity=None, text=None):
     if capacity is None:
         capacity = sum(table.capacity(characters, len(words)) for table in tables if isinstance(table, ListTable))
     hashes, text_bytes = np.zeros(5 + capacity, np.uint64), np.zeros(7 + characters * len(tables), np.uint8)
+    seen_sets = {id(table.seen): table.seen for table in tables if isinstance(table, SeenTable)}
+    assert len(seen_sets) <= 1  # the kernel takes one set of words at a time
+    seen = None
+    for words_seen in seen_sets.values():
+        slots = kernel.key_table(utf8_hashes(list(words_seen), salt), "the test's seen words")
+        seen = (slots, utf8_hashes([SEEN, UNSEEN], salt))
     writer = kernel.StoreWriter()
-    written = writer(text, len(words), fields, salt, first, single, list_span, 5, hashes, text_span, 7, text_bytes)
+    written = writer(
+        text, len(words), fields, salt, first, single, list_span, 5, hashes, text_span, 7, text_bytes, seen
+    )
     columns = slice(first, first + len(words))
     assert not single[0].any() and not single[:, :first].any() and not single[:, columns.stop :].any()
     assert not hashes[:5].any() and not text_bytes[:7].any()
@@ -200,17 +227,27 @@ KERNEL_TRANSFORMS = [None, "lower", "shape", "longshape", "shape2"] + [
 
 @oracle_settings(200)
 @given(
-    words=st.lists(ASCII_WORD.filter(lambda word: len(word) <= 62), min_size=1, max_size=10), salt=st.integers(0, 15)
+    words=st.lists(ASCII_WORD.filter(lambda word: len(word) <= 62), min_size=1, max_size=10),
+    salt=st.integers(0, 15),
+    seen_at=st.lists(st.integers(0, 9), max_size=4),
+    others=st.lists(WORD, max_size=3),
 )
-def test_the_kernel_fills_a_store_as_the_template_names_ascii_values(words, salt):
-    """The kernel's single hashes, substring lists and texts of every transform of ASCII
-    words, written together in one call, are those of the template's transform
-    functions, escaped and hashed in Python; it refuses words escaping could change."""
+def test_the_kernel_fills_a_store_as_the_template_names_ascii_values(words, salt, seen_at, others):
+    """The kernel's single hashes, seen marks, substring lists and texts of every
+    transform of ASCII words, written together in one call, are those of the
+    template's transform functions, escaped and hashed in Python (the seen words some
+    of the words' transforms lower-cased, and others); it refuses words escaping could
+    change."""
+    seen = frozenset(
+        [_transformed(transform, words[k % len(words)]).lower() for k in seen_at for transform in (None, "shape")]
+        + [word.lower() for word in others]
+    )
     tables = [
         table
         for transform in KERNEL_TRANSFORMS
         for table in (
             SingleTable(transform),
+            SeenTable(transform, seen),
             TextTable(transform),
             ListTable("ngrams", 1, 6, transform),
             ListTable("suffixes", 2, 4, transform),
@@ -224,7 +261,8 @@ def test_the_kernel_fills_a_store_as_the_template_names_ascii_values(words, salt
     assert written is not None
     for table, got in zip(tables, entries):
         assert got == _expected(table, words, salt), table
-    assert written[1] == sum(len(_transformed(table.transform, w)) for table in tables[1::5] for w in words)
+    texts = [table for table in tables if isinstance(table, TextTable)]
+    assert written[1] == sum(len(_transformed(table.transform, w)) for table in texts for w in words)
 
 
 def test_the_kernel_store_refuses_what_it_cannot_write():
@@ -261,6 +299,20 @@ def test_the_kernel_store_refuses_what_it_cannot_write():
         assert stored(bad) is None, change
     prefix = (kernel.STORE_CATEGORIES["single"], kernel.TRANSFORM_KINDS["prefix"], 0, 0, 0, 0, 0, 0)
     assert stored(prefix) is None  # a prefix of no length
+    seen_table = np.array([(*hashing.kernel_fields(SeenTable(None, frozenset({"abc"}))), 1)], np.int64)
+    slots, marks = kernel.key_table(utf8_hashes(["abc"], 0), "words"), utf8_hashes([SEEN, UNSEEN], 0)
+
+    def seen_marks(seen):
+        single[:] = 0
+        return writer(text, 2, seen_table, 0, 0, single, spans, 0, room, spans.copy(), 0, text_bytes, seen)
+
+    assert seen_marks((slots, marks)) is not None and single[1, :2].tolist() == marks.tolist()
+    assert seen_marks(None) is None  # a seen table without the table of its words
+    assert seen_marks((slots[:-2], marks)) is None  # a capacity not a power of two
+    with pytest.raises(ShapeError):
+        seen_marks((slots[:-1], marks))
+    with pytest.raises(ShapeError):
+        seen_marks((slots, marks[:1]))
     with pytest.raises(ShapeError):
         writer(text, 2, np.zeros((1, 3), np.int64), 0, 0, single, spans, 0, room, spans, 0, text_bytes)
 

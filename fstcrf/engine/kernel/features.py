@@ -281,7 +281,12 @@ IDENTITY = lib.FH_IDENTITY
 #: The fields of a table of StoreWriter (csrc/fstcrf_hashing.h).
 STORE_FIELDS = lib.FH_STORE_FIELDS
 #: The categories of a table of StoreWriter, by name.
-STORE_CATEGORIES = {"single": lib.FH_STORE_SINGLE, "list": lib.FH_STORE_LIST, "text": lib.FH_STORE_TEXT}
+STORE_CATEGORIES = {
+    "single": lib.FH_STORE_SINGLE,
+    "list": lib.FH_STORE_LIST,
+    "text": lib.FH_STORE_TEXT,
+    "seen": lib.FH_STORE_SEEN,
+}
 
 
 class StoreWriter:
@@ -314,6 +319,7 @@ class StoreWriter:
         text_span: np.ndarray,
         text_base: int,
         text_bytes: np.ndarray,
+        seen: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> tuple[int, int] | None:
         """What the store keeps of the ``count`` strings of ``text`` (each but the last
         followed by a newline; ASCII but backslash, bar and underscore), written at
@@ -323,8 +329,11 @@ class StoreWriter:
         the hash of each string's transform into single uint64 [R, stride], the hashes of
         its substrings into list_hashes uint64 from list_base on (spans into list_span
         int64 [R', stride, 2]), or its bytes into text_bytes uint8 from text_base on
-        likewise; (list hashes, text bytes) written, or None where the kernel does not
-        take a string, there are not ``count`` of them or a buffer has no room."""
+        likewise, or for a seen table (into single) marks[0] where the table of
+        ``seen`` = (slots uint64 [2 * capacity] of :func:`build_table`, marks uint64 [2])
+        holds the hash of its transform lower-cased, else marks[1]; (list hashes, text
+        bytes) written, or None where the kernel does not take a string, there are not
+        ``count`` of them, a seen table has no ``seen`` or a buffer has no room."""
         stride = single.shape[1]
         if (
             tables.ndim != 2
@@ -334,6 +343,17 @@ class StoreWriter:
             or text_span.shape[1:] != (stride, 2)
         ):
             raise ShapeError("StoreWriter: the tables or the store's arrays do not fit")
+        if seen is None:
+            seen_capacity, seen_slots, seen_marks = 0, ffi.NULL, ffi.NULL
+        else:
+            slots, marks = seen
+            if len(slots) % 2 or marks.shape != (2,):
+                raise ShapeError("StoreWriter: a seen table is slots [2 * capacity] and two marks")
+            seen_capacity = len(slots) // 2
+            seen_slots, seen_marks = (
+                self._pointer("seen_slots", slots, input_pointer),
+                self._pointer("seen_marks", marks, input_pointer),
+            )
         status = lib.fh_store_values(
             text,
             len(text),
@@ -355,6 +375,9 @@ class StoreWriter:
             text_base,
             len(text_bytes),
             self._pointer("text_bytes", text_bytes),
+            seen_capacity,
+            seen_slots,
+            seen_marks,
             self._pointers["written"][1],
         )
         if status != lib.FC_OK:
@@ -372,6 +395,16 @@ def build_table(keys: np.ndarray, slots: np.ndarray, what: str) -> None:
     """fh_build_table: fill the table ``slots`` with keys uint64 [n] -> their columns;
     HashCollisionError naming ``what`` (the keys) if two are equal."""
     check_status(lib.fh_build_table(input_pointer(keys), len(keys), len(slots) // 2, output_pointer(slots)), what)
+
+
+def key_table(keys: np.ndarray, what: str) -> np.ndarray:
+    """The slots uint64 [2 * capacity] of a table of keys uint64 [n] -> their columns
+    (:func:`build_table`), its capacity a power of two at least 4/3 of n (a load
+    factor of at most 3/4); HashCollisionError naming ``what`` if two keys are equal."""
+    capacity = 1 << max(4, int(4 * len(keys) // 3).bit_length())
+    slots = np.empty(2 * capacity, dtype=np.uint64)
+    build_table(keys, slots, what)
+    return slots
 
 
 def lookup(keys: np.ndarray, slots: np.ndarray, columns: np.ndarray) -> None:
