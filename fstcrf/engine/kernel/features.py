@@ -300,6 +300,8 @@ class StoreWriter:
         self._pointers: dict[str, tuple[np.ndarray, object]] = {"written": (self.written, output_pointer(self.written))}
 
     def _pointer(self, role: str, array: np.ndarray, made: Callable = output_pointer):
+        """The pointer of ``array`` given as ``role``, made by ``made`` unless it is the
+        array given last in that role."""
         held = self._pointers.get(role)
         if held is None or held[0] is not array:
             held = self._pointers[role] = (array, made(array))
