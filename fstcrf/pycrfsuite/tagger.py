@@ -51,7 +51,7 @@ from fstcrf.features.attributes import AttributeExtractor
 from fstcrf.features.encoding import EncodedSentences
 from fstcrf.files import write_atomically
 from fstcrf.model.chain import ChainCRF, load_model
-from fstcrf.model.tagging import tagging_plan
+from fstcrf.model.tagging import TaggingPlan, tagging_plan
 from fstcrf.pycrfsuite.dump import ParsedDump, dump_text, parsed_dump
 from fstcrf.pycrfsuite.items import item_list, item_sentence, label_list
 from fstcrf.pycrfsuite.params import integer_argument
@@ -67,13 +67,14 @@ class Tagger:
         self._model: ChainCRF | None = None
         self._size: int | None = None
         self._info: ParsedDump | None = None
+        self._plan: TaggingPlan | None = None
         self._forget_sequence()
 
     @classmethod
     def of_model(cls, model: ChainCRF) -> Tagger:
         """An open Tagger over a fitted ChainCRF trained over token dicts."""
         tagger = cls()
-        tagger._adopt(model, None, "the model")
+        tagger._adopt(model, None, "the model", own=False)
         return tagger
 
     # -- opening and closing -------------------------------------------------
@@ -119,16 +120,21 @@ class Tagger:
 
     def close(self) -> None:
         """Close the model (a closed tagger may open another)."""
-        self._model = self._size = self._info = None
+        self._model = self._size = self._info = self._plan = None
         self._forget_sequence()
 
-    def _adopt(self, model: ChainCRF, size: int | None, where: str) -> None:
+    def _adopt(self, model: ChainCRF, size: int | None, where: str, own: bool = True) -> None:
+        """Tag with ``model`` (``size`` bytes of a file, ``where`` named in errors); a
+        model the tagger ``own``s (loaded from a file or bytes, never seen by another
+        object, so never fitted again) keeps its tagging plan, made once here."""
         if not isinstance(getattr(model, "extractor_", None), AttributeExtractor):
             raise ModelFileError(
                 f"{where}: this model reads CoNLL columns, not token feature dicts; tag with it through "
                 "fstcrf tag or ChainCRF.predict (a Tagger needs a model trained with template='attributes')"
             )
         self._model, self._size, self._info = model, size, None
+        #: the plan of a model this tagger owns (None: asked of tagging_plan at each call)
+        self._plan = tagging_plan(model) if own else None
         self._forget_sequence()
 
     def _forget_sequence(self) -> None:
@@ -198,15 +204,16 @@ class Tagger:
         # read as ``set`` reads it, tagged as predict tags it (encoded on asking for scores)
         self._forget_sequence()
         best = None
+        plan = self._plan if self._plan is not None else tagging_plan(model)
         if type(xseq) is list and xseq:  # read and tagged in one call when its items are dicts and lists
             self._items = items = list(xseq)
-            best = tagging_plan(model).direct_labels(items)
+            best = plan.direct_labels(items)
         if best is None:
             self._read(xseq)
             tokens = self._items
             if tokens is None:
                 return []
-            best = tagging_plan(model).item_labels(tokens)
+            best = plan.item_labels(tokens)
             if best is None:
                 self._sentence = sentence = item_sentence(tokens, "xseq", reads=model.reads)
                 (best,) = model.predict([sentence])

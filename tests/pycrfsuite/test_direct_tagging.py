@@ -178,3 +178,21 @@ def test_threads_sharing_a_tagger_each_get_their_own_sentences_labels(crf):
     for number in range(4):
         order = expected if number % 2 else expected[::-1]
         assert got[number] == [labels for labels in order for _ in range(5)]
+
+
+def test_a_tagger_over_a_model_in_memory_follows_its_fits_and_one_over_a_file_keeps_its_own(tmp_path):
+    """``Tagger.of_model`` tags with what the model is now (fitted again in place, it
+    tags as the new fit); a tagger that opened a file keeps the model it read."""
+    X, y = _training()
+    crf = CRF(max_iterations=30).fit(X, y)
+    model = crf.crf_
+    path = str(tmp_path / "model.fstcrf")
+    model.save(path)
+    shared, owned = Tagger.of_model(model), Tagger()
+    owned.open(path)
+    before = [owned.tag(xseq) for xseq in X]
+    assert [shared.tag(xseq) for xseq in X] == before
+    tokens = [{"word": word} for word in WORDS]
+    model.fit([item_sentence(tokens, "refit", labels=["C"] * len(WORDS))] * 3, target="label")
+    assert shared.tag([{"word": "cat"}, {"word": "sat"}]) == ["C", "C"]
+    assert [owned.tag(xseq) for xseq in X] == before
