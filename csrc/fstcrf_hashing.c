@@ -315,8 +315,7 @@ int fh_store_values(const uint8_t *text, int64_t size, int64_t n, uint64_t salt,
             if (t[0] == FH_STORE_SINGLE) {
                 single[cell] = string_hash(out, count, salt);
             } else if (t[0] == FH_STORE_SEEN) {
-                for (int64_t b = 0; b < count; ++b)
-                    out[b] = (uint8_t)(out[b] >= 'A' && out[b] <= 'Z' ? out[b] - 'A' + 'a' : out[b]);
+                transformed(out, count, FH_LOWER, 0, out);    /* in place: a byte for a byte */
                 const uint64_t mask = (uint64_t)seen_capacity - 1;
                 single[cell] = seen_marks[find(string_hash(out, count, salt), mask, seen_slots) < 0];
             } else if (t[0] == FH_STORE_LIST) {

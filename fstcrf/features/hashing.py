@@ -469,11 +469,7 @@ class ValueStore:
                     self.complete.clear()
                 known = self.complete[id(specs)] = _SpecList(specs, -1, places, distinct, self._kernel_plan(distinct))
             if known.rows < len(self.values):  # else every table of the list is filled for every row
-                if known.fills == self.fills:  # no other list filled a table since: all filled to known.rows
-                    self._fill_rows(known.distinct, known.rows, known.plan)
-                else:
-                    self._fill(known.distinct, known.plan)
-                known.rows, known.fills = len(self.values), self.fills
+                self._fill(known)
             places = known.places
             counts = self.counts
             return (
@@ -498,7 +494,17 @@ class ValueStore:
             self.filled[spec] = 0
         return place
 
-    def _fill(self, specs: list[TableSpec], plan: _KernelPlan) -> None:
+    def _fill(self, known: _SpecList) -> None:
+        """Fill the tables of the list ``known`` for every row: together when no other
+        list filled one of them since its last fill (each is then filled to
+        ``known.rows``), else :meth:`_fill_by_row`."""
+        if known.fills == self.fills:
+            self._fill_rows(known.distinct, known.rows, known.plan)
+        else:
+            self._fill_by_row(known.distinct, known.plan)
+        known.rows, known.fills = len(self.values), self.fills
+
+    def _fill_by_row(self, specs: list[TableSpec], plan: _KernelPlan) -> None:
         """Fill the tables ``specs`` (placed; ``plan`` their :meth:`_kernel_plan`) for
         every row: those filled to the same row together (all of them, but for a table
         new to the store)."""

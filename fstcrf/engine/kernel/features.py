@@ -265,7 +265,7 @@ def substring_hashes(
     check_status(status, "substring hashes")
 
 
-#: The transforms of store_values, by name (prefix and suffix take a length).
+#: The transforms of StoreWriter, by name (prefix and suffix take a length).
 TRANSFORM_KINDS = {
     "lower": lib.FH_LOWER,
     "shape": lib.FH_SHAPE,
@@ -274,7 +274,7 @@ TRANSFORM_KINDS = {
     "prefix": lib.FH_PREFIX,
     "suffix": lib.FH_SUFFIX,
 }
-#: The transform of store_values that keeps a string as it is.
+#: The transform of StoreWriter that keeps a string as it is.
 IDENTITY = lib.FH_IDENTITY
 
 
