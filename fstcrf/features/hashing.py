@@ -46,6 +46,13 @@ CACHE_VALUES = 1 << 18
 #: Tables a :class:`ValueStore` holds before it starts afresh (each model's
 #: ``seen_lower`` sets are tables of their own).
 CACHE_TABLES = 256
+#: The room a new :class:`ValueStore` reserves (address space: a page is used when
+#: first written), so that a stream of new values grows no array by copies until
+#: it holds about this many values, tables of each category, list hashes and text
+#: bytes (a document stream's vocabulary, a rich template's tables).
+FIRST_VALUES = 1 << 15
+FIRST_TABLES = {"single": 32, "list": 8, "text": 8}
+FIRST_ENTRIES = 1 << 21
 
 #: Values whose substrings escaping could change (escape_value), hashed from their names.
 ESCAPED_CHARACTERS = re.compile(r"[\\|_]")
@@ -426,19 +433,21 @@ class ValueStore:
         self.fills = 0
         self.row: dict[str, int] = {}
         self.values: list[str] = []
-        self.stride = 64
+        self.stride = max(64, min(self.max_values, FIRST_VALUES))
         #: each table's category and place in it, and the rows it holds entries for
         self.place: dict[TableSpec, int] = {}
         self.filled: dict[TableSpec, int] = {}
         #: by id of a list of specs: that list, how many rows it was filled for and its places
         self.complete: dict[int, _SpecList] = {}
         self.counts = {"single": 0, "list": 0, "text": 0}
-        self.single = np.zeros((1, self.stride), dtype=np.uint64)
-        self.list_span = np.zeros((1, self.stride, 2), dtype=np.int64)
-        self.text_span = np.zeros((1, self.stride, 2), dtype=np.int64)
+        self.single = np.zeros((FIRST_TABLES["single"], self.stride), dtype=np.uint64)
+        self.list_span = np.zeros((FIRST_TABLES["list"], self.stride, 2), dtype=np.int64)
+        self.text_span = np.zeros((FIRST_TABLES["text"], self.stride, 2), dtype=np.int64)
         #: buffers that double as they fill (:func:`grown`), and their filled parts
-        self._list_room = self.list_hashes = np.zeros(0, dtype=np.uint64)
-        self._text_room = self.text_bytes = np.zeros(0, dtype=np.uint8)
+        entries = max(64, min(self.max_entries, FIRST_ENTRIES))
+        self._list_room = np.empty(entries, dtype=np.uint64)
+        self._text_room = np.empty(entries, dtype=np.uint8)
+        self.list_hashes, self.text_bytes = self._list_room[:0], self._text_room[:0]
         #: by id of a seen table's set of words: the set, and the kernel's table of its
         #: words' hashes with the two marks (None: two of them hash alike)
         self.seen_keys: dict[int, tuple[frozenset[str], tuple[np.ndarray, np.ndarray] | None]] = {}
