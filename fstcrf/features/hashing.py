@@ -433,7 +433,7 @@ class ValueStore:
         self.fills = 0
         self.row: dict[str, int] = {}
         self.values: list[str] = []
-        self.stride = max(64, min(self.max_values, FIRST_VALUES))
+        self.stride = max(1, min(self.max_values, FIRST_VALUES))
         #: each table's category and place in it, and the rows it holds entries for
         self.place: dict[TableSpec, int] = {}
         self.filled: dict[TableSpec, int] = {}
@@ -444,7 +444,7 @@ class ValueStore:
         self.list_span = np.zeros((FIRST_TABLES["list"], self.stride, 2), dtype=np.int64)
         self.text_span = np.zeros((FIRST_TABLES["text"], self.stride, 2), dtype=np.int64)
         #: buffers that double as they fill (:func:`grown`), and their filled parts
-        entries = max(64, min(self.max_entries, FIRST_ENTRIES))
+        entries = max(1, min(self.max_entries, FIRST_ENTRIES))
         self._list_room = np.empty(entries, dtype=np.uint64)
         self._text_room = np.empty(entries, dtype=np.uint8)
         self.list_hashes, self.text_bytes = self._list_room[:0], self._text_room[:0]

@@ -5,6 +5,7 @@ values the plain path gives; and the simpler hashes of single values alone
 (:class:`ValueHashes`)."""
 
 from concurrent.futures import ThreadPoolExecutor
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -115,6 +116,37 @@ def test_each_table_holds_what_the_named_values_give_across_batches(batches, lim
         lists = [table for table in tables if isinstance(table, ListTable)]
         held = sum(len(_named_list(table, value, salt)) for table in lists for value in store.values)
         assert len(store.list_hashes) <= limit + held
+
+
+@oracle_settings(100)
+@given(batches=st.lists(st.tuples(WORDS, st.lists(TABLES, min_size=1, max_size=5)), min_size=1, max_size=5))
+def test_a_store_grows_past_the_room_it_reserved_keeping_every_entry(batches):
+    """A store made with room for one value, one table of each category and one list
+    hash or text byte grows every array by copies, and each table still holds what
+    every value gives it; an array a batch was given is left as it was."""
+    with (
+        mock.patch.object(hashing, "FIRST_VALUES", 1),
+        mock.patch.object(hashing, "FIRST_TABLES", dict.fromkeys(("single", "list", "text"), 1)),
+        mock.patch.object(hashing, "FIRST_ENTRIES", 1),
+    ):
+        store = ValueStore(5)
+    met: list[str] = []
+    for words, tables in batches:
+        _, _, given_tables = store.tables(words, tables)
+        read = _rows_read(given_tables)
+        kept = [array.copy() for array in read]
+        met += words
+        rows, places, _ = store.tables(met, tables)
+        for table, place in zip(tables, places):
+            assert _entries(store, rows, place, table) == _expected(table, met, 5)
+        assert all(map(np.array_equal, read, kept))
+
+
+def _rows_read(tables) -> list[np.ndarray]:
+    """The parts of a batch's StoreTables it reads: each table's first num_rows entries."""
+    rows = tables.num_rows
+    spans = [tables.single[:, :rows], tables.list_span[:, :rows], tables.text_span[:, :rows]]
+    return [*spans, tables.list_hashes, tables.text_bytes]
 
 
 @oracle_settings(100)
