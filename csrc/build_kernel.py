@@ -44,10 +44,10 @@ HEADERS = tuple(HERE / name for name in ("fstcrf_kernel.h", "fstcrf_features.h",
                                          "fstcrf_hashing.h", "fstcrf_values.h", "fstcrf_tagging.h", "fstcrf_online.h",
                                          "fstcrf_bandit.h", "fstcrf_partner.h", "fstcrf_conll.h", "fstcrf_logits.h",
                                          "fstcrf_chunks.h", "fstcrf_mbr.h"))
-SOURCES = ("fstcrf_chain.c", "fstcrf_blocks.c", "fstcrf_marginals.c", "fstcrf_search.c", "fstcrf_sampling.c", "fstcrf_joint.c",
-           "fstcrf_features.c", "fstcrf_train.c", "fstcrf_update.c", "fstcrf_hashing.c", "fstcrf_values.c",
-           "fstcrf_tagging.c", "fstcrf_online.c", "fstcrf_bandit.c", "fstcrf_partner.c", "fstcrf_conll.c",
-           "fstcrf_logits.c", "fstcrf_chunks.c", "fstcrf_mbr.c")
+SOURCES = ("fstcrf_chain.c", "fstcrf_blocks.c", "fstcrf_marginals.c", "fstcrf_search.c", "fstcrf_sampling.c",
+           "fstcrf_joint.c", "fstcrf_features.c", "fstcrf_train.c", "fstcrf_update.c", "fstcrf_hashing.c",
+           "fstcrf_values.c", "fstcrf_tagging.c", "fstcrf_online.c", "fstcrf_bandit.c", "fstcrf_partner.c",
+           "fstcrf_conll.c", "fstcrf_logits.c", "fstcrf_chunks.c", "fstcrf_mbr.c")
 # "#define NAME <integer>", a constant the Python side may read (FC_OK, FU_ADAM, FH_BLOCK, ...)
 INTEGER_DEFINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)\s+-?\d+\s*")
 
