@@ -172,7 +172,7 @@ class TaggingPlan:
                 self.graph, chunks.reading, buffers.emit, self.num_classes, buffers.max_tokens
             )
         count = room.found(self._current_scores(), buffers.path_view, lengths)
-        if not room.exact[: len(lengths)].all():  # a small temperature: the log domain's passes
+        if not all(room.exact[: len(lengths)].tolist()):  # a small temperature: the log domain's passes
             pot = self._buffered_potentials(lengths)
             return decoded_entities(pot, state_labels(self.topology), buffers.path[: pot.num_tokens].copy())
         types, probabilities = chunks.types, room.probability[:count].tolist()
