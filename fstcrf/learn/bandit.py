@@ -444,7 +444,7 @@ class SampledGradient:
         capacity = len(self._compact.buffers[0])
         if features > capacity:  # buffers hold zeros only here: replace them
             size = min(max(features, 2 * capacity), self.scorer.features.num_features)
-            self._compact.use_buffers([np.zeros(size) for _ in range(_PIECES)])
+            self._compact.use_buffers([kernel.written_zeros(size) for _ in range(_PIECES)])
         self._layout, self._added = (first, last, predicates, features), False
         return self._layout
 
@@ -585,7 +585,7 @@ class _Steps:
     def __init__(self, rule: str, learning_rate: float, num_features: int, size: int):
         self.rule, self.rate, self.num_features = rule, learning_rate, num_features
         shape = {"constant": None, "adagrad": (num_features,), "adam": (num_features, 2)}[rule]
-        self.features = None if shape is None else np.zeros(shape)
+        self.features = None if shape is None else kernel.written_zeros(shape)
         transitions = size - num_features
         self.squares = np.zeros(transitions) if rule in ("adagrad", "adam") else None
         self.moments = np.zeros(transitions) if rule == "adam" else None
@@ -724,7 +724,7 @@ class _Run:
     def __init__(self, gradient: SampledGradient, feedback, settings: BanditSettings, order: np.ndarray):
         self.gradient, self.feedback, self.settings, self.order = gradient, feedback, settings, order
         self.rng = np.random.default_rng(settings.seed)
-        self.theta = np.zeros(gradient.num_weights)
+        self.theta = kernel.written_zeros(gradient.num_weights)
         self.steps = _Steps(
             settings.step, settings.learning_rate, gradient.scorer.features.num_features, gradient.num_weights
         )

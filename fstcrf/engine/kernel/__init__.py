@@ -57,6 +57,7 @@ from fstcrf.engine.kernel.buffers import (
     optional_output,
     output_pointer,
     own_lines,
+    written_zeros,
 )
 from fstcrf.engine.kernel.chain import (
     Batch,
@@ -233,4 +234,5 @@ __all__ = [
     "values_by_key",
     "window_hashes",
     "viterbi",
+    "written_zeros",
 ]
