@@ -48,7 +48,7 @@ def written_zeros(shape) -> np.ndarray:
     gradient buffers, which both threads of a shared minibatch write at scattered
     features.  Left to their first writes, fresh pages were faulted in by two threads
     at once, each fault a TLB shootdown between the cores (an IPI, costly in a
-    virtual machine): a run's first minibatch shared out took 18-46 ms instead of
+    virtual machine): a run's first minibatch shared out took 18-55 ms instead of
     about 0.6 ms.  Written at once they cost what one thread's faults cost (7 ms for
     a run's 83 MB at 3.5M weights, Adam)."""
     array = np.empty(shape)
