@@ -5,6 +5,7 @@ Every error caused by user input derives from :class:`FstcrfError` and from
 not care which check failed.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -55,9 +56,10 @@ class InfeasibleError(FstcrfError):
     keeps to a sentence's constraints."""
 
     #: Set when a sentence's constraints exclude every path: its index in the batch
-    #: and the descriptions of a small set of its constraints that clash.
-    sentence: int
-    clashing: list[str]
+    #: and the descriptions of a small set of its constraints that clash (else None
+    #: and none).
+    sentence: int | None = None
+    clashing: Sequence[str] = ()
 
 
 class ConstraintError(FstcrfError):

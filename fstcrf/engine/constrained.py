@@ -249,6 +249,8 @@ def constrain(
     given = [b for b, rule in enumerate(rules) if rule is not None]
     starts = {b: Starts.of(rule) for b, rule in enumerate(rules) if rule is not None and rule.weighted}
     flags = 1 + max((found.count for found in starts.values()), default=0)
+    if flags > 1:
+        check_flag_budget(topology, flags, pot.num_tokens, rules, starts)
     flagged = flagged_topology(topology, flags) if flags > 1 else None
     expanded = topology if flagged is None else flagged.topology
     emissions = np.tile(pot.emissions, (1, flags))
@@ -296,6 +298,22 @@ def constrain(
         if hard:
             check_feasible(pot, lattice, rules, hard, labels_of_state, threads)
     return lattice
+
+
+def check_flag_budget(
+    topology: Topology, flags: int, num_tokens: int, rules: Sequence[SentenceRules | None], starts: dict
+) -> None:
+    """BudgetError before a batch's lattice is expanded to ``flags`` flags (``starts``
+    {sentence: Starts}) when its edges, or the cells it fills, would exceed the
+    budget: the emissions [N, Q S], a transition row [Q^2 E] per token with rules on
+    chunks, and the flag rows of each start pending at a token (their work)."""
+    flagged_edges = topology.num_edges * flags * flags
+    what = f"the {topology.name} topology with {flags} flags (weighted or forbidden spans whose chunks overlap)"
+    budget.check_edges(flagged_edges, what)
+    rows = sum(rule.length for rule in rules if rule is not None and (rule.required or rule.unbroken or rule.weighted))
+    pending = sum(until - first + 1 for found in starts.values() for first, until in found.reach.items())
+    cells = (rows + pending) * flagged_edges + num_tokens * topology.num_states * flags
+    budget.check_work(cells, f"constraining {rows:,} tokens on {what}")
 
 
 def is_complete(topology: Topology) -> bool:

@@ -20,9 +20,12 @@ chunk of the one before it, or both are O.
 A span or a range with a ``weight`` is soft: a span in ``spans`` adds the weight to
 every path that holds it, one in ``forbidden`` subtracts it, and a range subtracts
 it for every chunk boundary inside it.  No weight (or ``math.inf``) makes the rule
-hard.  :func:`resolve` checks a sentence's constraints against a model's labels
-and the sentence's length and turns them into :class:`SentenceRules` over label
-indices, which :mod:`fstcrf.engine.constrained` compiles into the lattice.
+hard.  A weight or a bonus is at most MAX_WEIGHT in size: a larger one is a hard
+rule in effect (its paths' probabilities are exp(-1e6) of the others' or less) and
+would swamp the model's own scores in floating point.  :func:`resolve` checks a
+sentence's constraints against a model's labels and the sentence's length and turns
+them into :class:`SentenceRules` over label indices, which
+:mod:`fstcrf.engine.constrained` compiles into the lattice.
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ from fstcrf.engine.chunks import continues, parse_chunk_label
 from fstcrf.errors import ArgumentTypeError, ConstraintError, ConstraintLabelError
 
 KINDS = ("fixed", "allowed", "spans", "forbidden", "unbroken", "scores")
+#: The largest weight of a soft rule, and the largest bonus in size (see the module doc).
+MAX_WEIGHT = 1e6
+#: The largest token index (past any sentence; larger ones are refused as they are).
+MAX_TOKEN = 2**62
 
 
 class Span(NamedTuple):
@@ -61,29 +68,39 @@ class TokenRange(NamedTuple):
 
 
 def _token(value, what: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ConstraintError(f"{what}: a token index is an integer >= 0, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ConstraintError(f"{what}: a token index is an integer from 0 to 2**62, got {_shown(value)}")
+    if not 0 <= value < MAX_TOKEN:
+        raise ConstraintError(f"{what}: a token index is an integer from 0 to 2**62, got {_shown(value)}")
     return int(value)
 
 
 def _label(value, what: str) -> str:
     if not isinstance(value, str) or not value:
-        raise ConstraintError(f"{what}: a label is a non-empty string, got {value!r}")
+        raise ConstraintError(f"{what}: a label is a non-empty string, got {_shown(value)}")
     return value
 
 
 def _weight(value, what: str) -> float | None:
-    """None for a hard rule (None or inf), else a positive finite float."""
+    """None for a hard rule (None or inf), else a positive float of at most MAX_WEIGHT."""
     if value is None:
         return None
+    refusal = f"{what}: a weight is a positive number of at most {MAX_WEIGHT:g} or None (a hard rule)"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ConstraintError(f"{what}: a weight is a positive number or None (a hard rule), got {value!r}")
-    value = float(value)
+        raise ConstraintError(f"{refusal}, got {_shown(value)}")
     if value == math.inf:
         return None
-    if not (math.isfinite(value) and value > 0):
-        raise ConstraintError(f"{what}: a weight is a positive number or None (a hard rule), got {value!r}")
-    return value
+    if not 0 < value <= MAX_WEIGHT:  # NaN fails it too
+        raise ConstraintError(f"{refusal}, got {_shown(value)}")
+    return float(value)
+
+
+def _shown(value) -> str:
+    """A value as an error shows it: its repr, shortened; a large integer by its size."""
+    if isinstance(value, (int, np.integer)) and abs(value) >= MAX_TOKEN:
+        return f"an integer of {int(value).bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _span(value, what: str) -> Span:
@@ -93,7 +110,7 @@ def _span(value, what: str) -> Span:
             raise ConstraintError(f"{what}: a span has the keys first, last, type and weight, got {sorted(value)}")
         value = Span(**value)
     if not isinstance(value, tuple) or len(value) not in (3, 4):
-        raise ConstraintError(f"{what}: a span is Span(first, last, type, weight=None), got {value!r}")
+        raise ConstraintError(f"{what}: a span is Span(first, last, type, weight=None), got {_shown(value)}")
     first, last, chunk_type, *rest = value
     span = Span(_token(first, what), _token(last, what), _label(chunk_type, what), _weight(_given(rest), what))
     if span.last < span.first:
@@ -113,7 +130,7 @@ def _range(value, what: str) -> TokenRange:
             raise ConstraintError(f"{what}: a range has the keys first, last and weight, got {sorted(value)}")
         value = TokenRange(**value)
     if not isinstance(value, tuple) or len(value) not in (2, 3):
-        raise ConstraintError(f"{what}: a range is (first, last) or (first, last, weight), got {value!r}")
+        raise ConstraintError(f"{what}: a range is (first, last) or (first, last, weight), got {_shown(value)}")
     first, last, *rest = value
     kept = TokenRange(_token(first, what), _token(last, what), _weight(_given(rest), what))
     if kept.last < kept.first:
@@ -137,7 +154,7 @@ def _label_set(value, what: str) -> frozenset[str]:
     if type(value) is frozenset and value and all(type(label) is str and label for label in value):
         return value  # already a set of labels (a tag dictionary's)
     if isinstance(value, str) or not isinstance(value, Collection):
-        raise ConstraintError(f"{what}: the allowed labels are a set or list of labels, got {value!r}")
+        raise ConstraintError(f"{what}: the allowed labels are a set or list of labels, got {_shown(value)}")
     labels = frozenset(_label(label, what) for label in value)
     if not labels:
         raise ConstraintError(f"{what}: an empty set of allowed labels allows nothing")
@@ -145,10 +162,11 @@ def _label_set(value, what: str) -> frozenset[str]:
 
 
 def _bonus(value, what: str) -> float:
+    refusal = f"{what}: a score is a number from {-MAX_WEIGHT:g} to {MAX_WEIGHT:g}"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ConstraintError(f"{what}: a score is a finite number, got {value!r}")
-    if not math.isfinite(value):
-        raise ConstraintError(f"{what}: a score is a finite number, got {value!r} (forbid labels with allowed=)")
+        raise ConstraintError(f"{refusal}, got {_shown(value)}")
+    if not -MAX_WEIGHT <= value <= MAX_WEIGHT:  # NaN fails it too
+        raise ConstraintError(f"{refusal}, got {_shown(value)} (fix labels with fixed=, forbid them with allowed=)")
     return float(value)
 
 
@@ -271,8 +289,13 @@ class Constraints:
 
 
 def _token_key(key, name: str) -> int:
+    """A token index given as a key: an int, or its decimal digits (JSON's keys)."""
     if isinstance(key, str) and key.isascii() and key.isdigit():  # not "²", which int() refuses
-        return int(key)
+        if key != "0" and key.startswith("0"):  # "01" and "1" would be one token twice
+            raise ConstraintError(f"{name}: a token key is written without leading zeros, got {_shown(key)}")
+        if len(key) > len(str(MAX_TOKEN)):  # int() of thousands of digits is refused, or slow
+            raise ConstraintError(f"{name}: a token index is an integer from 0 to 2**62, got {len(key)} digits")
+        key = int(key)
     return _token(key, name)
 
 

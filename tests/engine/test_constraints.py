@@ -18,7 +18,14 @@ import fstcrf
 from fstcrf.engine.constrained import constrain
 from fstcrf.engine.constraints import Constraints, Span, TokenRange, resolve, resolve_batch
 from fstcrf.engine.spans import entity_probabilities, state_labels
-from fstcrf.errors import ArgumentTypeError, ConstraintError, ConstraintLabelError, InfeasibleError, LabelError
+from fstcrf.errors import (
+    ArgumentTypeError,
+    BudgetError,
+    ConstraintError,
+    ConstraintLabelError,
+    InfeasibleError,
+    LabelError,
+)
 
 from constraint_oracles import (
     IOB2_LABELS,
@@ -171,7 +178,8 @@ def test_constraints_are_normalised():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"fixed": {-1: "O"}}, "integer >= 0"),
+        ({"fixed": {-1: "O"}}, "integer from 0 to 2..62, got -1"),
+        ({"fixed": {10**5000: "O"}}, "got an integer of 16610 bits"),
         ({"fixed": {0: ""}}, "non-empty string"),
         ({"allowed": {0: []}}, "empty set"),
         ({"allowed": {0: "O"}}, "set or list"),
@@ -180,7 +188,11 @@ def test_constraints_are_normalised():
         ({"forbidden": [Span(0, 1, "A", -2.0)]}, "positive number"),
         ({"forbidden": [(0, 1)]}, "a span is Span"),
         ({"unbroken": [(2, 1)]}, "ends before it begins"),
-        ({"scores": {0: {"O": math.nan}}}, "finite number"),
+        ({"scores": {0: {"O": math.nan}}}, "number from -1e.06 to 1e.06"),
+        ({"scores": {0: {"O": -1e17}}}, "number from -1e.06 to 1e.06"),
+        ({"scores": {0: {"O": 10**400}}}, "got an integer of 1329 bits"),
+        ({"spans": [Span(0, 1, "A", 1e7)]}, "at most 1e.06"),
+        ({"unbroken": [(0, 1, 10**400)]}, "at most 1e.06 .*an integer of 1329 bits"),
         ({"spans": "A"}, "must be a list"),
         ({"fixed": [("0", "O")]}, "dict keyed by token"),
     ],
@@ -188,6 +200,19 @@ def test_constraints_are_normalised():
 def test_malformed_constraints_are_constraint_errors(kwargs, message):
     with pytest.raises(ConstraintError, match=message):
         Constraints(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"fixed": {"01": "O"}}, "without leading zeros"),
+        ({"fixed": {"1" * 5000: "O"}}, "got 5000 digits"),
+        ({"fixed": {"x" * 5000: "O"}}, "got 'xxxx.*\\.\\.\\.$"),
+    ],
+)
+def test_token_keys_of_the_dict_form_are_decimal_indices(data, message):
+    with pytest.raises(ConstraintError, match=message):
+        Constraints.from_dict(data)
 
 
 @pytest.mark.parametrize(
@@ -225,3 +250,21 @@ def test_a_batch_needs_one_entry_per_sentence():
     assert resolve_batch([None, Constraints()], [2, 2], IOB2_LABELS, "predict") is None
     rules = resolve_batch([None, {"fixed": {"1": "O"}}], [2, 2], IOB2_LABELS, "predict")
     assert rules is not None and rules[0] is None and rules[1].source == Constraints(fixed={1: "O"})
+
+
+def test_overlapping_weighted_spans_are_budgeted_before_the_lattice_is_built():
+    import tracemalloc
+
+    T = 200  # a forbidden chunk from every token to the last: 201 flags, 808,020 edges
+    rng = np.random.default_rng(0)
+    constraints = Constraints(forbidden=[Span(t, T - 1, "A", 1.0) for t in range(T)])
+    tracemalloc.start()
+    try:
+        with pytest.raises(BudgetError, match="201 flags .*max_work"):
+            fstcrf.decode_logits(rng.normal(size=(T, len(IOB2_LABELS))), IOB2_LABELS, "iob2", constraints=[constraints])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2**20  # nothing of the lattice's size was allocated
+    fewer = Constraints(forbidden=[Span(t, 9, "A", 1.0) for t in range(10)])
+    fstcrf.decode_logits(rng.normal(size=(10, len(IOB2_LABELS))), IOB2_LABELS, "iob2", constraints=[fewer])
