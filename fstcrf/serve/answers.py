@@ -21,20 +21,29 @@ A request's constraints (one per sentence, on the top chain's labels) hold in ev
 decoding and probability; a sentence they leave no label sequence is the request's
 fault, naming ``constraints[i]``.  With ``partial_labels`` the answer holds the
 sentences with constraints as partial-label training data
-(:mod:`fstcrf.serve.training_data`)."""
+(:mod:`fstcrf.serve.training_data`).
+
+Where each sentence is decoded on its own, a batch is decoded in slices: the first of
+at most FIRST_SLICE_TOKENS tokens, each next sized to take about SLICE_SECONDS at the
+pace of those before.  Between slices a request whose client stopped waiting (its
+timeout passed, or the server stopped) is dropped, so that it holds the decoder about
+SLICE_SECONDS longer at most, not for the rest of its work."""
 
 from __future__ import annotations
 
+import math
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import groupby
 
 import numpy as np
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine.chunks import chunks_of_parts
 from fstcrf.engine.spans import Entity, chunk_parts
-from fstcrf.errors import InfeasibleError, RequestError
+from fstcrf.errors import BudgetError, InfeasibleError, RequestError
 from fstcrf.model.decoders import (
     joint_predicted_entities,
     predicted_entities,
@@ -46,6 +55,11 @@ from fstcrf.pictures.tagged import Layer, TaggedSentence, TagLayer, chunk_layer,
 from fstcrf.serve.parsing import DecodeOptions, TagRequest
 from fstcrf.serve.registry import ServedModel
 from fstcrf.serve.training_data import partial_label_data
+
+#: The most tokens of a batch's first slice (see the module doc).
+FIRST_SLICE_TOKENS = 512
+#: About how long each slice after the first takes to decode, in seconds.
+SLICE_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -68,23 +82,28 @@ class ChainOutput:
     nbest: list[list[tuple[list[str], float]]] | None = None
 
 
-def answer_batch(model: ServedModel, options: DecodeOptions, requests: Sequence[TagRequest]) -> list[dict]:
+def answer_batch(
+    model: ServedModel,
+    options: DecodeOptions,
+    requests: Sequence[TagRequest],
+    abandoned: Sequence[threading.Event] | None = None,
+) -> list[dict | None]:
     """The answer of each request (``{"results": [...]}``, and ``"html"`` with the
-    option ``view``), all decoded by ``model`` with ``options``."""
+    option ``view``), all decoded by ``model`` with ``options``; None for a request
+    whose event in ``abandoned`` is set (its client stopped waiting: its decoding
+    stops at the next slice)."""
     alone = model.kind == "two-stage" or (options.decode == "mbr" and options.mbr_threshold is None)
     if alone and len(requests) > 1:
-        return [answer for request in requests for answer in answer_batch(model, options, [request])]
-    sentences = [sentence for request in requests for sentence in request.sentences]
-    constraints = _batch_constraints(requests)
-    try:
-        outputs = decoded(model, options, sentences, constraints)
-    except InfeasibleError as error:
-        if len(requests) > 1:
-            raise  # the batcher decodes each request alone, and names the sentence of the one at fault
-        raise RequestError(str(error), f"constraints[{error.sentence}]") from None
-    answers = []
-    for request, first in zip(requests, accumulate((len(r.sentences) for r in requests), initial=0)):
-        part = [_slice(output, first, first + len(request.sentences)) for output in outputs]
+        return [
+            answer
+            for r, request in enumerate(requests)
+            for answer in answer_batch(model, options, [request], None if abandoned is None else abandoned[r : r + 1])
+        ]
+    answers: list[dict | None] = []
+    for request, part in zip(requests, _request_outputs(model, options, requests, abandoned, sliced=not alone)):
+        if part is None:
+            answers.append(None)
+            continue
         answer: dict = {"results": [_result(part, b, request) for b in range(len(request.sentences))]}
         if options.view:
             answer["html"] = view_fragment(
@@ -97,13 +116,96 @@ def answer_batch(model: ServedModel, options: DecodeOptions, requests: Sequence[
     return answers
 
 
-def _batch_constraints(requests: Sequence[TagRequest]) -> list | None:
-    """The constraints of a batch's sentences, one per sentence (None: none has any)."""
-    if all(request.constraints is None for request in requests):
-        return None
+def _request_outputs(
+    model: ServedModel,
+    options: DecodeOptions,
+    requests: Sequence[TagRequest],
+    abandoned: Sequence[threading.Event] | None,
+    sliced: bool,
+) -> list[list[ChainOutput] | None]:
+    """Each request's outputs (one per chain, lowest first), None for a request
+    abandoned; its sentences decoded in slices (see the module doc), or all at once
+    unless ``sliced``."""
+    pending = [(r, b) for r, request in enumerate(requests) for b in range(len(request.sentences))]
+    slices: list[list[list[ChainOutput]]] = [[] for _ in requests]  # per request, its slices' outputs
+    budget = FIRST_SLICE_TOKENS if sliced else math.inf
+    position = 0
+    while position < len(pending):
+        taken: list[tuple[int, int]] = []
+        tokens = 0
+        while position < len(pending):
+            r, b = pending[position]
+            length = len(requests[r].sentences[b])
+            if taken and tokens + length > budget:
+                break
+            position += 1
+            if abandoned is None or not abandoned[r].is_set():
+                taken.append((r, b))
+                tokens += length
+        if not taken:
+            break
+        started = time.perf_counter()
+        try:
+            outputs = decoded(
+                model, options, [requests[r].sentences[b] for r, b in taken], _slice_constraints(requests, taken)
+            )
+        except (InfeasibleError, BudgetError) as error:
+            if len(requests) > 1:
+                raise  # the batcher decodes each request alone, and names the sentence of the one at fault
+            raise _refusal(error, requests[0], taken) from None
+        if sliced:
+            budget = SLICE_SECONDS * max(tokens, 1) / max(time.perf_counter() - started, 1e-6)
+        first = 0
+        for r, run in groupby(r for r, _ in taken):
+            count = len(list(run))
+            slices[r].append([_slice(output, first, first + count) for output in outputs])
+            first += count
     return [
-        constraints for request in requests for constraints in (request.constraints or [None] * len(request.sentences))
+        None if abandoned is not None and abandoned[r].is_set() else _joined(request_slices)
+        for r, request_slices in enumerate(slices)
     ]
+
+
+def _slice_constraints(requests: Sequence[TagRequest], taken: list[tuple[int, int]]) -> list | None:
+    """The constraints of the sentences ``taken`` (request, sentence), one each (None:
+    none has any)."""
+    if all(requests[r].constraints is None for r, _ in taken):
+        return None
+    return [_constraints_of(requests[r], b) for r, b in taken]
+
+
+def _constraints_of(request: TagRequest, b: int):
+    """The constraints of sentence b of ``request`` (None: none)."""
+    return None if request.constraints is None else request.constraints[b]
+
+
+def _refusal(error: InfeasibleError | BudgetError, request: TagRequest, taken: list[tuple[int, int]]) -> RequestError:
+    """A model's refusal of one request's sentences ``taken`` as the request's fault,
+    naming the sentence whose constraints clash where the error knows it."""
+    if isinstance(error, InfeasibleError) and error.sentence is not None:
+        return RequestError(str(error), f"constraints[{taken[error.sentence][1]}]")
+    return RequestError(str(error), "sentences" if request.constraints is None else "constraints")
+
+
+def _joined(request_slices: list[list[ChainOutput]]) -> list[ChainOutput]:
+    """A request's outputs from those of its slices (each one per chain)."""
+    if len(request_slices) == 1:
+        return request_slices[0]
+    return [
+        ChainOutput(
+            outputs[0].column,
+            [labels for output in outputs for labels in output.labels],
+            _concatenated([output.entities for output in outputs]),
+            _concatenated([output.marginals for output in outputs]),
+            _concatenated([output.nbest for output in outputs]),
+        )
+        for outputs in zip(*request_slices)
+    ]
+
+
+def _concatenated(parts: list) -> list | None:
+    """The lists ``parts`` one after another, None where they are None."""
+    return None if parts[0] is None else [item for part in parts for item in part]
 
 
 def decoded(

@@ -20,6 +20,7 @@ import asyncio
 import hmac
 import json
 import logging
+import threading
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -119,6 +120,11 @@ async def _http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, HTTPException)
     if error.status_code == 404:
         return error_response(f"no route {request.url.path}", 404, "path")
+    if error.status_code == 405:
+        allowed = (error.headers or {}).get("Allow", "")
+        response = error_response(f"{request.method} is not allowed here; allowed: {allowed}", 405, "method")
+        response.headers["Allow"] = allowed
+        return response
     return error_response(str(error.detail), error.status_code)
 
 
@@ -163,7 +169,8 @@ def create_app(service: Service) -> Starlette:
         if service.token is None:
             return
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), service.token.encode()):
+        sent = given.strip().encode("latin-1")  # the header's bytes (Starlette decodes them as Latin-1)
+        if scheme.lower() != "bearer" or not hmac.compare_digest(sent, service.token.encode("utf-8")):
             raise RequestError("this server needs the header Authorization: Bearer TOKEN", "authorization", 401)
 
     async def tag(request: Request) -> Response:
@@ -309,8 +316,14 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _counted_batch(metrics: Metrics, model: ServedModel, options: DecodeOptions, requests: list[TagRequest]) -> list:
+def _counted_batch(
+    metrics: Metrics,
+    model: ServedModel,
+    options: DecodeOptions,
+    requests: list[TagRequest],
+    abandoned: list[threading.Event],
+) -> list:
     """:func:`~fstcrf.serve.answers.answer_batch`, the batch counted in ``metrics``."""
     sentences = sum(len(request.sentences) for request in requests)
     metrics.batch(model.name, len(requests), sentences, sum(request.num_tokens for request in requests))
-    return answer_batch(model, options, requests)
+    return answer_batch(model, options, requests, abandoned)

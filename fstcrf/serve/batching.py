@@ -16,13 +16,17 @@ on its way, runs on the event loop itself: handing it to the worker and back wou
 cost more than running it (a lone small request at low load).
 
 A batch whose call raises is run again one item at a time, so that an item that
-cannot be run fails alone and the others get their results.
+cannot be run fails alone and the others get their results.  The call is given, with
+the items, an event per item that is set when the item's submitter stops waiting for
+it (cancelled, e.g. by a timeout) while its batch runs: the call may stop that item's
+work and give anything in its place, which is dropped.
 
 The batcher knows nothing of what its items are: neither HTTP nor features."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import deque
 from contextlib import contextmanager
@@ -32,20 +36,22 @@ from dataclasses import dataclass, field
 from fstcrf.engine.threads import WorkerPool
 from fstcrf.errors import ServerBusyError
 
-#: Runs a batch: items to their results, one each, in order.
-BatchFunction = Callable[[list], list]
+#: Runs a batch: items, and an event per item set once nobody waits for it (see the
+#: module doc), to their results, one each, in order.
+BatchFunction = Callable[[list, list[threading.Event]], list]
 
 
 @dataclass
 class Queued:
-    """An item waiting: its size, the function that runs its batch, its future, and
-    when it arrived (time.monotonic())."""
+    """An item waiting: its size, the function that runs its batch, its future, when
+    it arrived (time.monotonic()), and the event set once nobody waits for it."""
 
     item: object
     size: int
     run: BatchFunction
     future: asyncio.Future
     arrived: float = field(default_factory=time.monotonic)
+    abandoned: threading.Event = field(default_factory=threading.Event)
 
 
 class Batcher:
@@ -104,7 +110,8 @@ class Batcher:
     async def submit(self, group: Hashable, item, size: int, run: BatchFunction):
         """The result of ``item``, once a batch of its ``group`` has run it;
         ServerBusyError when the queue is full or the batcher closed.  Cancelled
-        (e.g. by a timeout), the item leaves the queue, or its result is dropped."""
+        (e.g. by a timeout), the item leaves the queue, or if its batch runs, is marked
+        abandoned (its work may stop) and its result dropped."""
         if self.closed:
             raise ServerBusyError("the server is shutting down")
         if self.queued >= self.max_queued:
@@ -122,6 +129,8 @@ class Batcher:
                 self.queued -= 1
                 if not queue:
                     del self.groups[group]
+            else:
+                queued.abandoned.set()
             raise
 
     async def _take_batches(self) -> None:
@@ -136,10 +145,11 @@ class Batcher:
             if not batch:  # every item of the group was cancelled while it filled
                 continue
             items = [queued.item for queued in batch]
+            abandoned = [queued.abandoned for queued in batch]
             if self._runs_inline(size):
-                results = run_batch(batch[0].run, items)
+                results = run_batch(batch[0].run, items, abandoned)
             else:
-                results = await asyncio.wrap_future(self.executor.submit(run_batch, batch[0].run, items))
+                results = await asyncio.wrap_future(self.executor.submit(run_batch, batch[0].run, items, abandoned))
             for queued, result in zip(batch, results):
                 if queued.future.done():  # cancelled while it ran
                     continue
@@ -183,13 +193,16 @@ class Batcher:
         return batch, size
 
 
-def run_batch(run: BatchFunction, items: list) -> list:
-    """The result of each item run together by ``run``, or if that raises, each run
-    alone: its result, or the exception it raised."""
+def run_batch(run: BatchFunction, items: list, abandoned: list[threading.Event] | None = None) -> list:
+    """The result of each item run together by ``run`` (given ``abandoned``, an event
+    per item; by default none is ever set), or if that raises, each run alone: its
+    result, or the exception it raised."""
+    if abandoned is None:
+        abandoned = [threading.Event() for _ in items]
     try:
-        results = run(items)
+        results = run(items, abandoned)
     except Exception as error:
         if len(items) == 1:
             return [error]
-        return [result for item in items for result in run_batch(run, [item])]
+        return [result for item, event in zip(items, abandoned) for result in run_batch(run, [item], [event])]
     return results

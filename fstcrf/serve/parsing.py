@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import sys
 from dataclasses import dataclass
 
 from fstcrf.corpus.conll import Sentence
@@ -106,6 +107,12 @@ def json_body(body: bytes):
         ) from None
     except RecursionError:
         raise RequestError("the body is not JSON this server reads: nested too deeply", "body", 400) from None
+    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise RequestError(
+            f"the body is not JSON this server reads: a number of more than {sys.get_int_max_str_digits():,} digits",
+            "body",
+            400,
+        ) from None
 
 
 def _refuse_constant(name: str):
@@ -389,7 +396,9 @@ def _json_type(value) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        return "a number"
+    if isinstance(value, float):
         return "a number" if math.isfinite(value) else "a number out of range"
     names: dict[type, str] = {str: "a string", list: "a list", dict: "an object"}
     return names.get(type(value), type(value).__name__)

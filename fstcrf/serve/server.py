@@ -72,6 +72,16 @@ def _log_failure(future: asyncio.Future) -> None:
         LOG.error("reload failed", exc_info=future.exception())
 
 
+class ForcedExitFilter(logging.Filter):
+    """Drops uvicorn's report of the lifespan task cancelled, which a second Ctrl-C
+    (a forced exit, skipping the lifespan's end) makes: a traceback (Starlette's,
+    as the record's text), not an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        cancelled = record.exc_info is not None and isinstance(record.exc_info[1], asyncio.CancelledError)
+        return not (cancelled or record.getMessage().rstrip().endswith("asyncio.exceptions.CancelledError"))
+
+
 def run_server(service: Service, listener: socket.socket, drain_seconds: float, access_log: bool) -> None:
     """Serve ``service`` on the bound, listening socket ``listener`` until a stopping signal."""
     config = uvicorn.Config(
@@ -82,4 +92,9 @@ def run_server(service: Service, listener: socket.socket, drain_seconds: float, 
         server_header=False,
         lifespan="on",
     )
-    ServiceServer(config, service).run(sockets=[listener])
+    uvicorn_log, forced_exit = logging.getLogger("uvicorn.error"), ForcedExitFilter()
+    uvicorn_log.addFilter(forced_exit)
+    try:
+        ServiceServer(config, service).run(sockets=[listener])
+    finally:
+        uvicorn_log.removeFilter(forced_exit)

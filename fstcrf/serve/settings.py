@@ -28,7 +28,8 @@ class Limits:
         max_tokens: tokens of one sentence.
         max_nbest: the largest ``nbest`` (and ``k`` of the cascade mode "kbest").
         timeout_seconds: seconds a request may wait for its answer (queued and
-            decoded); past it, 503.
+            decoded); past it, 503, and its decoding stops at the next slice
+            (:mod:`fstcrf.serve.answers`).
     """
 
     max_request_bytes: int = 1 << 20

@@ -17,6 +17,7 @@ Offsets count Unicode code points (Python string indices), ``end`` exclusive."""
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -96,6 +97,9 @@ def spacy_sentences() -> Tokenizer:
     spacy = require("spacy", "fstcrf serve --tokenizer spacy")
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
+    # spaCy's cap (a million characters) guards its parser's memory; rules and the
+    # sentencizer are linear, and the caller bounds the text (a request's bytes)
+    nlp.max_length = sys.maxsize
 
     def split(text: str) -> list[list[Token]]:
         sentences = []

@@ -245,6 +245,21 @@ FAULTS = [
         "max_tokens",
     ),
     (b'{"text": "' + b"word " * 300 + b'"}', 413, "body", "max_request_bytes"),
+    # integers too long for a float, or for Python to read (4,300 digits)
+    (b'{"text": 1' + b"0" * 400 + b"}", 422, "text", None),
+    (b'{"sentences": [1' + b"0" * 400 + b"]}", 422, "sentences[0]", None),
+    (A_SENTENCE + b', "constraints": [{"fixed": {"1' + b"0" * 30 + b'": "O"}}]}', 422, "constraints[0]", None),
+    (A_SENTENCE + b', "constraints": [{"fixed": {"00": "O"}}]}', 422, "constraints[0]", None),
+    (
+        A_SENTENCE
+        + b', "constraints": [{"spans": [{"first": 0, "last": 0, "type": "NP", "weight": 1'
+        + b"0" * 400
+        + b"}]}]}",
+        422,
+        "constraints[0]",
+        None,
+    ),
+    (A_SENTENCE + b', "constraints": [{"scores": {"0": {"O": 1e17}}}]}', 422, "constraints[0]", None),
 ]
 
 
@@ -264,6 +279,20 @@ def test_json_nested_too_deeply_is_refused(demo_chunker):
     assert response.status_code == 400 and response.json()["field"] == "body"
 
 
+def test_an_integer_longer_than_python_reads_is_refused(demo_chunker):
+    with serving({"default": demo_chunker}) as client:
+        response = client.post("/v1/models/default/tag", content=b'{"sentences": [], "nbest": 1' + b"0" * 5000 + b"}")
+    assert response.status_code == 400 and response.json()["field"] == "body"
+    assert "4,300 digits" in response.json()["error"]
+
+
+def test_a_token_beyond_latin_1_is_compared_as_utf_8(demo_chunker):
+    with serving({"default": demo_chunker}, token="tökén→") as client:
+        right = client.get("/v1/models", headers={"Authorization": "Bearer tökén→".encode()})
+        wrong = client.get("/v1/models", headers={"Authorization": "Bearer tökén".encode()})
+    assert right.status_code == 200 and wrong.status_code == 401
+
+
 def test_unknown_models_routes_and_methods_are_json_errors(demo_chunker):
     with serving({"default": demo_chunker}) as client:
         model = client.post("/v1/models/other/tag", json={"sentences": []})
@@ -271,7 +300,8 @@ def test_unknown_models_routes_and_methods_are_json_errors(demo_chunker):
         method = client.get("/v1/models/default/tag")
     assert model.status_code == 404 and model.json()["field"] == "name" and "default" in model.json()["error"]
     assert route.status_code == 404 and route.json()["field"] == "path"
-    assert method.status_code == 405 and method.json()["error"]
+    assert method.status_code == 405 and method.json()["field"] == "method"
+    assert method.headers["Allow"] == "POST"
 
 
 def test_a_token_guards_the_api_but_not_the_probes(demo_chunker):

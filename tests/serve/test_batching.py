@@ -22,7 +22,7 @@ class Recorder:
         self.threads: set[str] = set()
         self.pause = pause
 
-    def __call__(self, items: list) -> list:
+    def __call__(self, items: list, abandoned: list) -> list:
         import time
 
         self.batches.append(list(items))
@@ -178,7 +178,7 @@ def test_a_lone_item_runs_at_once_and_a_batch_waits_only_for_items_on_their_way(
 
 
 def test_a_lone_small_batch_runs_on_the_event_loop_and_others_on_the_worker():
-    def thread_names(items: list) -> list:
+    def thread_names(items: list, abandoned: list) -> list:
         return [threading.current_thread().name for _ in items]
 
     async def scenario():

@@ -201,6 +201,25 @@ def test_the_drain_is_bounded(demo_chunker, start_server):
             assert response.status_code == 503, response.text
 
 
+@pytest.mark.slow
+def test_a_second_ctrl_c_forces_the_exit_without_a_traceback(demo_chunker, start_server):
+    server = start_server(str(demo_chunker), "--tokenizer", "regex", "--threads", "1", "--max-nbest", "100")
+    heavy = {"sentences": SENTENCES * 2, "nbest": 100}  # seconds of decoding
+    with ThreadPoolExecutor(2) as pool:
+        flying = [pool.submit(post, server.url, heavy) for _ in range(2)]
+        wait_for_metric(server, "fstcrf_queued_requests", 1)  # one more decodes
+        server.signal(signal.SIGINT)
+        time.sleep(0.2)
+        server.signal(signal.SIGINT)
+        assert server.wait(30) == 0
+        for future in flying:  # cut off: the server's 503, or the connection closed
+            try:
+                future.result(timeout=60)
+            except httpx.TransportError:
+                continue
+    assert "SIGINT: draining" in server.logged() and "Traceback" not in server.logged()
+
+
 def test_an_address_other_machines_reach_needs_a_token_or_insecure(demo_chunker, capsys):
     assert main(["-q", "serve", str(demo_chunker), "--host", "0.0.0.0"]) == 2
     assert "--host 0.0.0.0 is reachable from other machines" in capsys.readouterr().err

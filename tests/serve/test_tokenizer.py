@@ -58,3 +58,11 @@ def test_spacy_splits_as_its_english_rules_do():
         pytest.skip("spaCy is not installed")
     sentences = make_tokenizer("spacy")("Don't stop. The U.S. economy grew!")
     assert texts(sentences) == [["Do", "n't", "stop", "."], ["The", "U.S.", "economy", "grew", "!"]]
+
+
+@pytest.mark.parametrize("name", ["regex", "spacy"])
+def test_a_paragraph_of_over_a_million_characters_is_split(name):
+    if name == "spacy" and not available("spacy"):
+        pytest.skip("spaCy is not installed")
+    sentences = make_tokenizer(name)("a" * 1_000_001 + " b")
+    assert texts(sentences) == [["a" * 1_000_001, "b"]]
