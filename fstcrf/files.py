@@ -6,6 +6,8 @@ path "-" is standard output."""
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import secrets
 import stat
@@ -53,21 +55,31 @@ def written_in_place(path: str | os.PathLike) -> bool:
 
 
 def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = ()) -> None:
-    """Raise OutputPathError unless ``path`` can be written safely: not a
-    folder, not the same file as one of ``inputs``, and either a writable
-    device or FIFO, or a writable regular file (new or existing) in an
-    existing writable folder.  Symbolic links are followed."""
+    """Raise OutputPathError unless ``path`` can be written safely: not empty,
+    not a folder or a loop of symbolic links, not the same file as one of
+    ``inputs``, and either a writable device or FIFO, or a writable regular file
+    (new or existing) in an existing writable folder.  Symbolic links are
+    followed.  Standard output ("-") is refused only when it is a regular file
+    (``>> FILE``) that is one of ``inputs``."""
     name = os.fspath(path)
+    if not name:
+        raise OutputPathError("the output path is empty; give the name of a file to write")
     if name == STDOUT:
+        _check_standard_output(inputs)
         return
+    try:
+        os.stat(name)
+    except OSError as problem:
+        if problem.errno == errno.ELOOP:
+            raise OutputPathError(
+                f"{name}: too many levels of symbolic links (a loop of links); give the name of a file to write"
+            ) from None
     target = Path(os.path.realpath(name))
     if target.is_dir():
         raise OutputPathError(f"{name}: is a folder; give the name of a file to write")
     for source in inputs:
         if target.exists() and os.path.exists(source) and os.path.samefile(target, source):
-            raise OutputPathError(
-                f"{name}: is the same file as the input {os.fspath(source)}; writing it would destroy the input"
-            )
+            raise _overwrites_input(name, source)
     if target.exists() and not os.access(target, os.W_OK):
         raise OutputPathError(f"{name}: the file is not writable")
     if written_in_place(target):
@@ -79,6 +91,42 @@ def check_output_path(path: str | os.PathLike, inputs: Iterable[str | os.PathLik
         raise OutputPathError(f"{name}: {folder} is not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputPathError(f"{name}: cannot create files in the folder {folder}")
+
+
+def _check_standard_output(inputs: Iterable[str | os.PathLike]) -> None:
+    """OutputPathError when standard output is a regular file (``>> FILE``) that is one
+    of ``inputs`` ("-" among them: standard input)."""
+    output = _regular_file_identity(1)
+    if output is None:
+        return
+    for source in inputs:
+        if os.fspath(source) == STDOUT:
+            same = _regular_file_identity(0) == output
+        else:
+            try:
+                status = os.stat(source)
+            except OSError:
+                continue
+            same = (status.st_dev, status.st_ino) == output
+        if same:
+            raise _overwrites_input("standard output", source)
+
+
+def _overwrites_input(output: str, source: str | os.PathLike) -> OutputPathError:
+    """The error of an ``output`` that is the same file as the input ``source``."""
+    return OutputPathError(
+        f"{output}: is the same file as the input {os.fspath(source)}; writing it would destroy the input"
+    )
+
+
+def _regular_file_identity(descriptor: int) -> tuple[int, int] | None:
+    """(device, inode) of the regular file open as ``descriptor``; None for a terminal,
+    a pipe, a device or a closed descriptor."""
+    try:
+        status = os.fstat(descriptor)
+    except OSError:
+        return None
+    return (status.st_dev, status.st_ino) if stat.S_ISREG(status.st_mode) else None
 
 
 def write_atomically(
@@ -100,8 +148,7 @@ def write_atomically(
     try:
         if name == STDOUT:
             sys.stdout.flush()
-            write(sys.stdout.buffer)
-            sys.stdout.buffer.flush()
+            _write_standard_output(write)
         elif written_in_place(name):
             with open(name, "wb") as stream:
                 write(stream)
@@ -112,6 +159,19 @@ def write_atomically(
             raise
         shown = "standard output" if name == STDOUT else name
         raise type(problem)(problem.errno, problem.strerror, shown) from None
+
+
+def _write_standard_output(write: Callable[[BinaryIO], object]) -> None:
+    """Call ``write(stream)`` on standard output's bytes.  An unbuffered standard output
+    (``python -u``, PYTHONUNBUFFERED) writes through a buffer of its own, whose write()
+    writes all its bytes or raises (BrokenPipeError when the reader went away), where
+    the unbuffered one may write a part and return the count."""
+    if not isinstance(sys.stdout.buffer, io.RawIOBase):
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    with open(sys.stdout.buffer.fileno(), "wb", closefd=False) as stream:
+        write(stream)
 
 
 def _replace(target: Path, write: Callable[[BinaryIO], object], keep_on_interrupt: bool = False) -> None:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
+from pathlib import Path
 
 from fstcrf.cli.options import POSITIVE, add_command
-from fstcrf.errors import FstcrfError
-from fstcrf.files import write_atomically
+from fstcrf.errors import FstcrfError, PictureError
+from fstcrf.files import STDOUT, write_atomically
 
 LOG = logging.getLogger("fstcrf")
+
+#: The suffixes a plot may have, and the format matplotlib writes each in.
+PLOT_FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
 
 
 def _stages(path: str) -> list[tuple[str | None, object]]:
@@ -30,35 +33,55 @@ def _history(args: argparse.Namespace) -> int:
     from fstcrf.model.compose import JointModel
     from fstcrf.model.inspection import dev_metric, dev_score
 
+    if args.plot:
+        _plot_format(args.plot)  # a suffix that names no format is refused before any work
     stages = _stages(args.model)
     if isinstance(stages[0][1], JointModel):
         raise FstcrfError(
             f"{args.model}: a composed model has no training record of its own: "
             "give each component's model file (or fstcrf info for the joint training)"
         )
+    lines = []
     for name, model in stages:
         history = model.history_
         metric = dev_metric(history)
         if name is not None:
-            print(f"{name}:")
-        print(f"iteration  objective      gradient-norm  seconds  dev-{metric}")
+            lines.append(f"{name}:")
+        lines.append(f"iteration  objective      gradient-norm  seconds  dev-{metric}")
         for record in history:
             dev = dev_score(record)
-            print(
+            lines.append(
                 f"{record['iteration']:9d}  {record['objective']:<13.6g}  {record.get('gradient_norm') or 0:<13.4g}  "
                 f"{record['seconds']:7.2f}  {'' if dev is None else f'{dev:.2f}'}"
             )
-        print(
+        lines.append(
             f"kept the weights of iteration {model.best_iteration_} of {model.n_iter_}"
             + (" (interrupted)" if model.interrupted_ else "")
         )
+    _write_standard_output("".join(f"{line}\n" for line in lines))
     if args.plot:
         _plot_history(stages, args)
     return 0
 
 
+def _plot_format(path: str) -> str:
+    """The format of the plot ``path`` as its suffix says ("png", "pdf", "svg"; "png"
+    on standard output "-"); PictureError for any other suffix."""
+    if path == STDOUT:
+        return "png"
+    suffix = Path(path).suffix.lower()
+    if suffix not in PLOT_FORMATS:
+        raise PictureError(
+            f"{path}: a plot's name ends in {', '.join(list(PLOT_FORMATS)[:-1])} or {list(PLOT_FORMATS)[-1]}, "
+            "which chooses its format; "
+            f"got {suffix or 'no suffix'}"
+        )
+    return PLOT_FORMATS[suffix]
+
+
 def _plot_history(stages: list, args: argparse.Namespace) -> None:
-    """A PNG of each stage's objective per iteration, and its dev score when it has one."""
+    """A plot of each stage's objective per iteration, and its dev score when it has one,
+    in the format of the suffix of ``args.plot``."""
     from fstcrf.model.inspection import dev_metric, dev_score
 
     try:
@@ -89,17 +112,20 @@ def _plot_history(stages: list, args: argparse.Namespace) -> None:
         objective_axis.legend(loc="upper center")
     objective_axis.set_title(args.title or f"{args.model}")
     figure.tight_layout()
-    write_atomically(args.plot, lambda stream: figure.savefig(stream, format="png", dpi=110))
+    plot_format = _plot_format(args.plot)
+    write_atomically(args.plot, lambda stream: figure.savefig(stream, format=plot_format, dpi=110))
     print(f"plot written to {args.plot}")
 
 
 def _dump(args: argparse.Namespace) -> int:
     from fstcrf.model.inspection import dump_text
 
-    for name, model in _stages(args.model):
-        if name is not None:
-            sys.stdout.write(f"{name}:\n")
-        sys.stdout.write(dump_text(model, top=args.top, label=args.label))
+    _write_standard_output(
+        "".join(
+            ("" if name is None else f"{name}:\n") + dump_text(model, top=args.top, label=args.label)
+            for name, model in _stages(args.model)
+        )
+    )
     return 0
 
 
@@ -117,8 +143,14 @@ def _info(args: argparse.Namespace) -> int:
     from fstcrf.model.inspection import info_text
 
     model = load_decoder(args.model)
-    sys.stdout.write(two_stage_info(model, args.model) if is_two_stage(model) else info_text(model, args.model))
+    _write_standard_output(two_stage_info(model, args.model) if is_two_stage(model) else info_text(model, args.model))
     return 0
+
+
+def _write_standard_output(text: str) -> None:
+    """Write ``text`` to standard output whole, or raise (BrokenPipeError when the
+    reader went away): an unbuffered standard output's write() may write a part."""
+    write_atomically(STDOUT, lambda stream: stream.write(text.encode("utf-8")))
 
 
 def add_parsers(commands) -> None:
@@ -133,7 +165,10 @@ def add_parsers(commands) -> None:
     )
     history.add_argument("model", help="model file, or two-stage file (each stage's record)")
     history.add_argument(
-        "--plot", default=None, help="write a PNG of the objective and the dev score per iteration (default: none)"
+        "--plot",
+        default=None,
+        help="write a plot of the objective and the dev score per iteration, as a file's suffix "
+        "says: .png, .pdf or .svg (default: none)",
     )
     history.add_argument("--title", default=None, help="title of the plot (default: the model file)")
 

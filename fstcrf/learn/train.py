@@ -205,8 +205,8 @@ class Monitor:
     ) -> bool:
         """Record an iteration that ended with weights ``theta`` (``extra`` adds fields to
         its record); True means stop."""
-        self.iterations += 1
-        record = self._record(self.iterations, theta, objective, gradient_norm, extra)
+        record = self._record(self.iterations + 1, theta, objective, gradient_norm, extra)
+        self.iterations += 1  # once recorded: Ctrl-C while the dev set is scored counts no iteration
         stop = bool(self.callback(record)) if self.callback is not None else False
         self._resumed = time.perf_counter()
         return stop

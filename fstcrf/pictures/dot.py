@@ -1,5 +1,5 @@
 """Graphviz's dot language as the pictures write it: quoted strings that Graphviz shows
-as the text they hold (quotes, backslashes, line breaks, any Unicode; control
+as the text they hold (quotes, backslashes, ampersands, line breaks, any Unicode; control
 characters, which Graphviz rejects (NUL) or writes into SVG that no XML reader takes,
 as their visible Unicode pictures), attribute lists, and node and edge statements.
 Plain Python: no Graphviz is needed to write dot text."""
@@ -19,13 +19,17 @@ CONTROL_PICTURES = {code: 0x2400 + code for code in range(0x20) if code != 0x0A}
 def quoted(text: str) -> str:
     """``text`` as a dot double-quoted string that Graphviz draws as ``text``: a
     backslash is doubled (Graphviz reads ``\\n``, ``\\l``, ``\\N``, ... in labels as
-    escapes), a double quote escaped, a line break written as ``\\n`` (a centred
+    escapes), a double quote escaped, an ampersand written ``&amp;`` (Graphviz reads
+    ``&lt;``, ``&#60;``, ... as HTML entities), a line break written as ``\\n`` (a centred
     line), another control character (NUL included) drawn as its Unicode picture
     (U+2400 ...), and a text longer than LONGEST characters cut, with its length."""
     if len(text) > LONGEST:
         text = f"{text[:LONGEST]}... ({len(text):,} characters)"
     lines = text.replace("\r\n", "\n").split("\n")
-    escaped = (line.replace("\\", "\\\\").replace('"', '\\"').translate(CONTROL_PICTURES) for line in lines)
+    escaped = (
+        line.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;").translate(CONTROL_PICTURES)
+        for line in lines
+    )
     return '"' + "\\n".join(escaped) + '"'
 
 
