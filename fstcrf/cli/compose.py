@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import logging
 
 from fstcrf.cli.options import (
@@ -36,10 +37,7 @@ def _compose(args: argparse.Namespace) -> int:
                 f"--compat expects K=FILE with 1 <= K < {len(models)} (the relation between "
                 f"models K-1 and K), got {spec!r}"
             )
-        try:
-            relations[int(position) - 1] = pynini.Fst.read(path)
-        except pynini.FstIOError:
-            raise FstcrfError(f"{path}: cannot read an FST (OpenFst binary with symbol tables expected)") from None
+        relations[int(position) - 1] = _read_fst(pynini, path)
     scales = None
     if args.scales:
         try:
@@ -90,6 +88,31 @@ def _read_training(joint, path: str, columns: str | None):
                 f"file (read as {','.join(corpus.column_names)}) lacks; name the columns with --columns"
             )
     return corpus
+
+
+#: The first four bytes of an OpenFst binary file (its magic number, little-endian).
+FST_MAGIC = (2125659606).to_bytes(4, "little")
+
+
+def _read_fst(pynini, path: str):
+    """The FST in the OpenFst binary file ``path``; FstcrfError naming the file when it
+    cannot be read or is not one (checked here, before OpenFst, which would print its
+    own error lines)."""
+    from fstcrf.engine import budget
+
+    unreadable = f"{path}: cannot read an FST (OpenFst binary with symbol tables expected)"
+    try:
+        budget.check_resource_bytes(os.path.getsize(path), f"the relation {path}")
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as problem:
+        raise FstcrfError(f"{unreadable}: {problem.strerror}") from None
+    if data[:4] != FST_MAGIC:
+        raise FstcrfError(f"{unreadable}: it does not begin as one")
+    try:
+        return pynini.Fst.read_from_string(data)
+    except pynini.FstIOError:
+        raise FstcrfError(unreadable) from None
 
 
 def _train_jointly(joint, args: argparse.Namespace) -> None:

@@ -508,3 +508,17 @@ def test_a_cascade_with_a_huge_k_is_refused_before_decoding(joint, test_corpus):
     with pytest.raises(BudgetError, match="--max-work"):
         joint.predict(sentence, mode="kbest", k=100000)
     assert len(joint.predict(sentence, mode="kbest", k=3)[0][0]) == 1
+
+
+@pytest.mark.pynini
+def test_a_relation_that_is_no_fst_gets_one_line_naming_it(tmp_path, pos_model, chunk_model, capfd):
+    pos_path, chunk_path = str(tmp_path / "pos.model"), str(tmp_path / "chunk.model")
+    pos_model.save(pos_path)
+    chunk_model.save(chunk_path)
+    (tmp_path / "text.fst").write_text("not an FST\n")
+    for relation, reason in (("text.fst", "it does not begin as one"), ("missing.fst", "No such file")):
+        status = cli.main(
+            ["compose", pos_path, chunk_path, "--compat", f"1={tmp_path / relation}", "-o", str(tmp_path / "j.model")]
+        )
+        errors = capfd.readouterr().err.strip().splitlines()
+        assert status == 2 and len(errors) == 1 and relation in errors[0] and reason in errors[0], errors
