@@ -50,6 +50,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The most characters of an error message printed (a message repeating a huge
+#: input, e.g. the 100,000 column names of a line, is cut).
+LONGEST_MESSAGE = 2000
+
+
+def shortened(message: str) -> str:
+    """``message``, cut to LONGEST_MESSAGE characters with its length when longer."""
+    if len(message) <= LONGEST_MESSAGE:
+        return message
+    return f"{message[:LONGEST_MESSAGE]}... (cut: {len(message):,} characters)"
+
+
 def _raise_keyboard_interrupt(signal_number, frame) -> None:
     raise KeyboardInterrupt
 
@@ -69,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         return status
     except FstcrfError as error:
-        print(f"fstcrf: error: {error}", file=sys.stderr)
+        print(f"fstcrf: error: {shortened(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fstcrf: interrupted", file=sys.stderr)

@@ -485,3 +485,11 @@ def test_an_offset_past_every_sentence_costs_what_a_short_one_does():
         | {f"word[-{MAX_OFFSET}]=__BOS-{before}__" for _, before in steps}
     )
     assert len(names) <= 2 * longest and peak < 20e6, peak
+
+
+def test_an_error_repeating_a_huge_line_is_cut(tmp_path, capsys):
+    wide = tmp_path / "wide.txt"
+    wide.write_text(" ".join(["x"] * 100_000) + "\n\n")
+    assert main(["-q", "convert", str(wide), "--scheme", "bioes", "-o", str(tmp_path / "out.txt")]) == 2
+    err = _error(capsys)
+    assert "wide.txt" in err and "(cut: " in err and len(err) < 2100
