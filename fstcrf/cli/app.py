@@ -56,10 +56,12 @@ LONGEST_MESSAGE = 2000
 
 
 def shortened(message: str) -> str:
-    """``message``, cut to LONGEST_MESSAGE characters with its length when longer."""
+    """``message``, its middle cut when it is longer than LONGEST_MESSAGE characters
+    (its start names the input, its end usually says what is wrong)."""
     if len(message) <= LONGEST_MESSAGE:
         return message
-    return f"{message[:LONGEST_MESSAGE]}... (cut: {len(message):,} characters)"
+    head, tail = LONGEST_MESSAGE * 3 // 4, LONGEST_MESSAGE // 4
+    return f"{message[:head]} ... ({len(message) - head - tail:,} characters cut) ... {message[-tail:]}"
 
 
 def _raise_keyboard_interrupt(signal_number, frame) -> None:
