@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -22,7 +24,7 @@ from fstcrf.cli.decoding import (
     warn_ignored_decoding_options,
 )
 from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_decoding_arguments, temperature
-from fstcrf.errors import FstcrfError
+from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, LabelError
 from fstcrf.files import write_atomically
 from fstcrf.model.decoders import (
     is_two_stage,
@@ -141,14 +143,13 @@ def _decodes_apart(model, args: argparse.Namespace, options: dict) -> bool:
 
 def _encoded(model, args: argparse.Namespace):
     """The function that encodes a batch's sentences with ``model``'s features, with
-    whether a pause of the input ended the batch and the sentences' constraints (None
-    for a batch without sentences)."""
+    the batch and the sentences' constraints (None for a batch without sentences)."""
 
     def prepare(batch):
         if not batch.sentences:
             return None
         constraints = input_constraints(model, batch, args)
-        return model.encode(batch.sentences), getattr(batch, "stalled", False), constraints
+        return batch, model.encode(batch.sentences), constraints
 
     return prepare
 
@@ -167,11 +168,29 @@ def _best_labels(model, prepared, args: argparse.Namespace, stream) -> list[list
     (counted in ``stream``, a StreamThreshold)."""
     if prepared is None:
         return [[]]
-    encoded, stalled, constraints = prepared
-    if args.decode == "mbr":
-        threshold = _mbr_threshold(args, stalled, stream)
-        return [model.decode_mbr(encoded, threshold, args.mbr_temperature, stream, constraints=constraints)]
-    return [model.decode(encoded, constraints=constraints)]
+    batch, encoded, constraints = prepared
+    with _infeasible_located(batch):
+        if args.decode == "mbr":
+            threshold = _mbr_threshold(args, getattr(batch, "stalled", False), stream)
+            return [model.decode_mbr(encoded, threshold, args.mbr_temperature, stream, constraints=constraints)]
+        return [model.decode(encoded, constraints=constraints)]
+
+
+@contextmanager
+def _infeasible_located(corpus) -> Iterator[None]:
+    """An InfeasibleError of a sentence of ``corpus`` (its ``sentence``, an index in
+    ``corpus``) named by the file and first line of that sentence instead."""
+    from fstcrf.corpus.labels import token_location
+
+    try:
+        yield
+    except InfeasibleError as error:
+        if error.sentence is None:
+            raise
+        message = str(error).replace(f"sentence {error.sentence}: ", "", 1)
+        located = InfeasibleError(f"{token_location(corpus, error.sentence)}: {message}")
+        located.sentence, located.clashing = error.sentence, error.clashing
+        raise located from None
 
 
 def input_constraints(model, corpus, args: argparse.Namespace):
@@ -186,6 +205,8 @@ def input_constraints(model, corpus, args: argparse.Namespace):
         for item in args.constraints.split(","):
             target, _, column = item.rpartition("=")
             target = target or column
+            if target in given:
+                raise CompositionError(f"--constraints {args.constraints}: the component {target} is named twice")
             labels = model.components[model.targets.index(target)].labels_ if target in model.targets else None
             given[target] = column_constraints(corpus, column, labels)
         return given
@@ -201,32 +222,30 @@ def input_constraints(model, corpus, args: argparse.Namespace):
 
 def column_constraints(corpus, column: str, labels) -> list:
     """The constraints of each sentence read from its ``column`` in the partial-label
-    convention ("?", "A|B", a label); LabelError naming the input line of a value that
-    is malformed or names a label not among ``labels`` (when given)."""
-    from fstcrf.corpus.labels import partial_label_constraints
-    from fstcrf.errors import LabelError
+    convention ("?", "A|B", a label); LabelError naming FILE:LINE of a value that is
+    malformed or names a label not among ``labels`` (when given)."""
+    from fstcrf.corpus.labels import partial_label_constraints, token_location
 
     if column not in corpus.column_names:
         raise FstcrfError(
             f"--constraints {column}: the input has no column {column!r} (it is read as "
             f"{','.join(corpus.column_names)}; name its columns with --columns)"
         )
+
+    def refusal(b: int, token: int, problem: str) -> LabelError:
+        return LabelError(f"{token_location(corpus, b, token)}: --constraints {column}: {problem}")
+
     result = []
-    for sentence in corpus.sentences:
+    for b, sentence in enumerate(corpus.sentences):
         try:
             constraints = partial_label_constraints(sentence[column])
         except LabelError as error:
-            line = sentence.line_numbers[0] if sentence.line_numbers else "?"
-            raise LabelError(f"--constraints {column}: the sentence from input line {line}: {error}") from None
+            raise refusal(b, error.position, str(error)) from None
         named = {} if constraints is None or labels is None else {**constraints.allowed, **constraints.fixed}
         for token, values in named.items():
             unknown = sorted(({values} if isinstance(values, str) else set(values)) - set(labels))
             if unknown:
-                line = sentence.line_numbers[token] if sentence.line_numbers else "?"
-                raise LabelError(
-                    f"--constraints {column}: input line {line} names the label {unknown[0]!r}, which the model "
-                    f"lacks ({', '.join(labels)})"
-                )
+                raise refusal(b, token, f"the label {unknown[0]!r} is not among the model's ({', '.join(labels)})")
         result.append(constraints)
     return result
 
@@ -320,23 +339,25 @@ def _tag_columns(
     """The columns ``fstcrf tag`` appends to a batch of sentences [columns][B][T] (``options``:
     :func:`grammar_options`'s; ``stream``: the StreamThreshold of --decode mbr)."""
     constraints = input_constraints(model, batch, args)
-    if args.nbest is not None:
-        extra = _nbest_columns(model, batch, args, constraints)
-    elif composed:
-        extra = joint_predict_with_progress(model, batch, args, constraints=constraints)
-    else:
-        threshold = _mbr_threshold(args, getattr(batch, "stalled", False), stream)
-        extra = [
-            predict_with_progress(
-                model, batch, args, options, threshold=threshold, stream=stream, constraints=constraints
-            )
-        ]
-    if args.marginals:
-        extra.append(_marginal_column(model, batch, extra[0], options, constraints))
-    if args.entity_probabilities and composed:
-        extra += _joint_entity_columns(model, batch, extra, constraints)
-    elif args.entity_probabilities:
-        extra.append(_entity_probability_column(model, batch, extra[0], options, args.temperature, constraints))
+    whole = max(1, len(batch))  # one call per batch: an infeasible sentence's index is the batch's
+    with _infeasible_located(batch):
+        if args.nbest is not None:
+            extra = _nbest_columns(model, batch, args, constraints)
+        elif composed:
+            extra = joint_predict_with_progress(model, batch, args, whole, constraints=constraints)
+        else:
+            threshold = _mbr_threshold(args, getattr(batch, "stalled", False), stream)
+            extra = [
+                predict_with_progress(
+                    model, batch, args, options, whole, threshold=threshold, stream=stream, constraints=constraints
+                )
+            ]
+        if args.marginals:
+            extra.append(_marginal_column(model, batch, extra[0], options, constraints))
+        if args.entity_probabilities and composed:
+            extra += _joint_entity_columns(model, batch, extra, constraints)
+        elif args.entity_probabilities:
+            extra.append(_entity_probability_column(model, batch, extra[0], options, args.temperature, constraints))
     return extra
 
 
@@ -423,7 +444,9 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
     count = args.sample or 1
     if args.threads is not None:
         model.threads = args.threads
-    labels, log_p = model.sample(corpus, count, args.seed, input_constraints(model, corpus, args))  # [K][B][T], [K, B]
+    constraints = input_constraints(model, corpus, args)
+    with _infeasible_located(corpus):
+        labels, log_p = model.sample(corpus, count, args.seed, constraints)  # [K][B][T], [K, B]
     if not args.with_probability:
         write_conll(corpus, args.output, extra_columns=labels)
         return 0

@@ -58,6 +58,8 @@ def _train(args: argparse.Namespace) -> int:
         raise FstcrfError("--dask-dashboard applies to --dask local:N")
     map_large_blocks()  # so that the peak of a large model's training is what its arrays take
     train = read_corpus(args.train, args.columns)
+    init = _warm_start(args)
+    _check_training_labels(train, args.target, init)
     if keep and args.target in train.column_names:
         check_only_types(keep, train.column(args.target), f"the {args.target} column of {args.train}")
     train = restrict_types(train, args.target, keep)
@@ -66,7 +68,6 @@ def _train(args: argparse.Namespace) -> int:
         _chunk_labelled({label for labels in train.column(args.target) for label in labels}, args)
     if two_stage(args):
         return _train_two_stage(args, train, dev)
-    init = _warm_start(args)
     model = _model_from_args(args, train.column_names)
     penalties = None
     if args.consistency:
@@ -99,6 +100,20 @@ def _train(args: argparse.Namespace) -> int:
         model.tag_dictionary_ = tag_dictionary(train, args.target, args.tag_dictionary)
     _save_trained(model, args)
     return 0
+
+
+def _check_training_labels(train, target: str, init=None) -> None:
+    """LabelError naming FILE:LINE of the first value of the ``target`` column that is a
+    malformed label set or, with the --init model ``init``, names a label it lacks."""
+    from fstcrf.corpus.labels import check_gold_column, token_location
+    from fstcrf.errors import LabelError
+
+    if target not in train.column_names:
+        return  # the model's fit names the missing column
+    try:
+        check_gold_column(train.column(target), None if init is None else init.labels_)
+    except LabelError as error:
+        raise LabelError(f"{token_location(train, error.sentence, error.position)}: {error}") from None
 
 
 def two_stage(args: argparse.Namespace) -> bool:
@@ -286,6 +301,7 @@ def _jackknife(args: argparse.Namespace) -> int:
     from fstcrf.corpus.conll import write_conll
 
     corpus = read_corpus(args.train, args.columns)
+    _check_training_labels(corpus, args.target)
     model = _model_from_args(args, corpus.column_names)
     LOG.info(
         "jackknifing column %s of %s: %d models, each trained on %d/%d of the sentences",

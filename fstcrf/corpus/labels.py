@@ -17,6 +17,7 @@ import numpy as np
 
 from fstcrf.engine import budget
 from fstcrf.engine.chunks import chunks_of_parts, continues, parse_chunk_label
+from fstcrf.corpus.conll import Corpus
 from fstcrf.engine.constraints import Constraints
 from fstcrf.errors import LabelError
 from fstcrf.engine.inference import lengths_to_offsets
@@ -53,13 +54,51 @@ def _label_options(value: str) -> list[str] | None:
     return [value]
 
 
+def _known_options(value: str, labels: Sequence[str] | None) -> list[str] | None:
+    """:func:`_label_options` of a value; LabelError for a label not among ``labels``
+    (when given)."""
+    options = _label_options(value)
+    unknown = [] if options is None or labels is None else [label for label in options if label not in labels]
+    if unknown:
+        raise LabelError(f"unknown label {unknown[0]!r}; the model knows {', '.join(labels or ())}")
+    return options
+
+
+def check_gold_column(sentences: Sequence[Sequence[str]], labels: Sequence[str] | None = None) -> None:
+    """LabelError at the first value of a gold column [B][T] that is a malformed label
+    set or, given a model's ``labels``, names a label they lack, with its ``sentence``
+    and ``position`` set: what training refuses, checked before any work."""
+    known = frozenset(labels or ())
+    for b, values in enumerate(sentences):
+        for t, value in enumerate(values):
+            if value in known or (labels is None and LABEL_SET_SEPARATOR not in value):
+                continue
+            try:
+                _known_options(value, labels)
+            except LabelError as error:
+                error.sentence, error.position = b, t
+                raise
+
+
+def token_location(corpus: Corpus, sentence: int, position: int = 0) -> str:
+    """FILE:LINE of a token of a corpus read from a file (standard input without a
+    path; ? without line numbers), for messages about its values."""
+    lines = corpus.sentences[sentence].line_numbers
+    return f"{corpus.path or 'standard input'}:{lines[position] if lines else '?'}"
+
+
 def partial_label_constraints(values: Sequence[str]) -> Constraints | None:
     """The constraints a column in the partial-label convention gives one sentence
     (decoding a partly annotated file): UNKNOWN_LABEL leaves a token free, a label set
-    allows its labels, a label fixes it; None when every token is free."""
+    allows its labels, a label fixes it; None when every token is free.  LabelError
+    for a malformed label set, its ``position`` the token's."""
     fixed, allowed = {}, {}
     for token, value in enumerate(values):
-        options = _label_options(value)
+        try:
+            options = _label_options(value)
+        except LabelError as error:
+            error.position = token
+            raise
         if options is not None and len(options) == 1:
             fixed[token] = options[0]
         elif options is not None:
@@ -138,13 +177,10 @@ def parse_gold(topology: Topology, sentences: Sequence[Sequence[str]]) -> tuple[
     allowed = np.zeros((len(values), topology.num_labels), dtype=bool)
     allowed[np.flatnonzero(label_ids >= 0), label_ids[label_ids >= 0]] = True
     for row in unresolved.tolist():
-        options = _label_options(values[row])
+        options = _known_options(values[row], topology.labels)
         if options is None:
             allowed[row] = True
             continue
-        unknown = [label for label in options if label not in index]
-        if unknown:
-            raise LabelError(f"unknown label {unknown[0]!r}; the model knows {', '.join(topology.labels)}")
         allowed[row, [index[label] for label in options]] = True
     resolved = allowed.sum(axis=1) == 1
     label_ids[resolved] = allowed[resolved].argmax(axis=1)

@@ -48,8 +48,9 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from importlib import resources
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from fstcrf.model.compose import jackknife
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
@@ -216,6 +217,21 @@ def majority_columns(
     return extended
 
 
+@contextmanager
+def _errors_naming(caller: str) -> Iterator[None]:
+    """A stage's errors that name its ChainCRF method ("ChainCRF.predict: sentence 3:
+    ...") name ``caller``, the TwoStageTagger method called, instead."""
+    try:
+        yield
+    except FstcrfError as error:
+        called, separator, rest = str(error).partition(": ")
+        if not (separator and called.startswith("ChainCRF.")):
+            raise
+        renamed = type(error)(f"{caller}: {rest}")
+        vars(renamed).update(vars(error))
+        raise renamed from None
+
+
 def second_stage_template(first_template: Template | str) -> Template:
     """The first stage's template (a Template, text or shipped name) followed by the
     predicates of the second-stage files chosen for it
@@ -366,29 +382,38 @@ class TwoStageTagger:
         """The first stage's and the final labels [B][T] of every sentence; under
         ``constraints`` (one Constraints or None per sentence) both stages keep to
         them, so the majorities the second stage reads already hold them."""
-        first_labels, extended = self._second_input(corpus, "TwoStageTagger.predict", constraints)
-        return first_labels, self.second_.predict(extended, constraints=constraints)
+        return self._stages(corpus, "TwoStageTagger.predict_stages", constraints)
 
     def predict(self, corpus: Corpus | Sequence[Sentence], constraints=None) -> list[list[str]]:
         """The second stage's labels [B][T] of every sentence (under ``constraints``, see
         :meth:`predict_stages`)."""
-        return self.predict_stages(corpus, constraints)[1]
+        return self._stages(corpus, "TwoStageTagger.predict", constraints)[1]
+
+    def _stages(
+        self, corpus: Corpus | Sequence[Sentence], caller: str, constraints=None
+    ) -> tuple[list[list[str]], list[list[str]]]:
+        """:meth:`predict_stages`, its errors naming ``caller``."""
+        first_labels, extended = self._second_input(corpus, caller, constraints)
+        with _errors_naming(caller):
+            return first_labels, self.second_.predict(extended, constraints=constraints)
 
     def predict_spans(self, corpus: Corpus | Sequence[Sentence], temperature: float = 1.0, constraints=None):
         """The second stage's entities of each sentence with their exact probabilities
         (:meth:`ChainCRF.predict_spans`), under ``constraints`` in both stages."""
         extended = self._second_input(corpus, "TwoStageTagger.predict_spans", constraints)[1]
-        return self.second_.predict_spans(extended, temperature=temperature, constraints=constraints)
+        with _errors_naming("TwoStageTagger.predict_spans"):
+            return self.second_.predict_spans(extended, temperature=temperature, constraints=constraints)
 
     def _second_input(
         self, corpus: Corpus | Sequence[Sentence], caller: str, constraints=None
     ) -> tuple[list[list[str]], Corpus]:
         """(the first stage's labels [B][T] of ``corpus``, ``corpus`` with their majority
-        columns: what the second stage reads)."""
+        columns: what the second stage reads); errors name ``caller``."""
         if not hasattr(self, "second_"):
             raise FstcrfError("this TwoStageTagger is not fitted yet; call fit first")
         corpus = as_corpus(corpus, caller)
-        first_labels = self.first_.predict(corpus, constraints=constraints)
+        with _errors_naming(caller):
+            first_labels = self.first_.predict(corpus, constraints=constraints)
         return first_labels, self.with_majorities(corpus, first_labels, str(corpus.path or "the input"))
 
     def predict_mbr(
@@ -403,7 +428,8 @@ class TwoStageTagger:
         ``temperature``, default the second stage's ``mbr_temperature_``, on the majority
         columns of the first stage's best labels), under ``constraints`` in both stages."""
         extended = self._second_input(corpus, "TwoStageTagger.predict_mbr", constraints)[1]
-        return self.second_.predict_mbr(extended, threshold, temperature=temperature, constraints=constraints)
+        with _errors_naming("TwoStageTagger.predict_mbr"):
+            return self.second_.predict_mbr(extended, threshold, temperature=temperature, constraints=constraints)
 
     def fit_temperature(self, corpus: Corpus | Sequence[Sentence]) -> float:
         """The temperature that calibrates the second stage's probabilities on held-out

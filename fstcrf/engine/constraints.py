@@ -390,9 +390,8 @@ def resolve(
 
     def token(value: int, what: str) -> int:
         if value >= length:
-            raise ConstraintError(
-                f"{where}: {what} names token {value}, but the sentence has {length} tokens (0..{length - 1})"
-            )
+            has = "no tokens" if not length else "1 token (0)" if length == 1 else f"{length} tokens (0..{length - 1})"
+            raise ConstraintError(f"{where}: {what} names token {value}, but the sentence has {has}")
         return value
 
     def label(value: str, what: str) -> int:

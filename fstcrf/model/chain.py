@@ -419,9 +419,9 @@ class ChainCRF:
         can); the same keyword on every decoding method."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.predict")
+        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict")
         if not sentences:
             return []
-        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict")
         if rules is not None:
             return self.best_labels(self.span_potentials(sentences, grammar, params, rules))
         if grammar is None:
@@ -513,9 +513,9 @@ class ChainCRF:
         a training grammar sample among the sequences it accepts."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.sample")
+        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.sample")
         if not sentences:
             return [[] for _ in range(int(num_samples))], np.zeros((int(num_samples), 0))
-        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.sample")
         encoded, pot, state_map = self.decoding_potentials(sentences, rules)
         paths = sample(pot, num_samples, seed, int(self.threads))
         log_p = pot.path_scores(paths) - log_partition(pot, int(self.threads))
@@ -531,9 +531,9 @@ class ChainCRF:
         Models with a training grammar rank only the sequences it accepts."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.kbest")
+        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.kbest")
         if not sentences:
             return [], np.zeros((0, int(k)))
-        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.kbest")
         _, pot, state_map = self.decoding_potentials(sentences, rules)
         best = kbest(pot, k, int(self.threads))
         probabilities = np.exp(best.scores - log_partition(pot, int(self.threads))[:, None])
@@ -562,9 +562,9 @@ class ChainCRF:
         (see :meth:`fit_temperature`) tempers the distribution, not the output."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.predict_spans")
+        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict_spans")
         if not sentences:
             return []
-        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict_spans")
         if grammar is None and rules is None and temperature == 1.0:
             small = tagging_plan(self).entities(sentences)  # a small batch: one kernel call, then the chunks'
             if small is not None:
@@ -592,9 +592,9 @@ class ChainCRF:
         :class:`~fstcrf.engine.mbr.StreamThreshold`) when it is given.  Needs chunk labels."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.predict_mbr")
+        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict_mbr")
         if not sentences:
             return []
-        rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict_mbr")
         pot = self.span_potentials(sentences, grammar, params, rules)
         return self._mbr_labels(pot, threshold, temperature, stream, rules is not None)
 
@@ -611,9 +611,9 @@ class ChainCRF:
         :meth:`encode`: for a caller that encodes the next batch while this one is
         decoded; the chunks chosen are added to ``stream`` when it is given."""
         check_fitted(self)
+        rules = self.constraint_rules(encoded.lengths, constraints, "ChainCRF.decode_mbr")
         if not encoded.num_sequences:
             return []
-        rules = self.constraint_rules(encoded.lengths, constraints, "ChainCRF.decode_mbr")
         pot = self.encoded_potentials(encoded, rules)[0]
         return self._mbr_labels(pot, threshold, temperature, stream, rules is not None)
 
@@ -688,10 +688,10 @@ class ChainCRF:
         at ``temperature`` (see :meth:`fit_temperature`)."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.span_probabilities")
-        if not sentences:
-            return []
         lengths = [len(sentence) for sentence in sentences]
         rules = self.constraint_rules(lengths, constraints, "ChainCRF.span_probabilities")
+        if not sentences:
+            return []
         pot = tempered(self.span_potentials(sentences, grammar, params, rules), temperature)
         return entity_probabilities(pot, state_labels(pot.topology), spans)
 
@@ -732,10 +732,10 @@ class ChainCRF:
         likewise under ``constraints``."""
         check_fitted(self)
         sentences = as_sentences(corpus, "ChainCRF.predict_marginals")
-        if not sentences:
-            return []
         lengths = [len(sentence) for sentence in sentences]
         rules = self.constraint_rules(lengths, constraints, "ChainCRF.predict_marginals")
+        if not sentences:
+            return []
         if rules is not None:
             pot = self.span_potentials(sentences, grammar, params, rules)
             node = cast(np.ndarray, forward_backward(pot, edge_counts=False, threads=int(self.threads)).node_marginals)

@@ -430,6 +430,15 @@ class JointModel:
         self.space.check_product()  # span probabilities are computed on it
         lengths = [len(sentence) for sentence in sentences]
         rules = component_rules(self, constraints, lengths, "JointModel.span_probabilities")
+        return self._span_probabilities(sentences, spans, rules)
+
+    def _span_probabilities(
+        self,
+        sentences: list[Sentence],
+        spans: Mapping[int, Sequence[Sequence[tuple[int, int, str]]]],
+        rules: ComponentRules | None,
+    ) -> dict[int, list[np.ndarray]]:
+        """:meth:`span_probabilities_by_component` of sentences under their ``rules``."""
         labels = {}
         for component, component_spans in spans.items():
             if not 0 <= component < len(self.components):
@@ -459,9 +468,11 @@ class JointModel:
         component whose labels are not chunk labels (e.g. part-of-speech tags)."""
         sentences = as_sentences(corpus, "JointModel.predict_spans")
         self.space.check_product()  # before decoding: span probabilities are computed on it
-        decoded = self.predict(sentences, constraints=constraints)
+        lengths = [len(sentence) for sentence in sentences]
+        rules = component_rules(self, constraints, lengths, "JointModel.predict_spans")  # its errors name this method
+        decoded = self.predict(sentences) if rules is None else self._predict_under(sentences, rules, "joint", 1)
         spans = {k: [path_chunks(labels) for labels in decoded[k]] for k in self.chunk_components()}
-        probabilities = self.span_probabilities_by_component(sentences, spans, constraints)
+        probabilities = self._span_probabilities(sentences, spans, rules)
         result: list[list[list[Entity]] | None] = [None] * len(self.components)
         for k, component_spans in spans.items():
             result[k] = [

@@ -41,8 +41,14 @@ def component_rules(joint, constraints, lengths: Sequence[int], what: str) -> Co
             f"(or None) per sentence, got {type(constraints).__name__}"
         )
     rules: ComponentRules = {}
+    named: dict[int, object] = {}  # component index -> the key that named it
     for key, given in constraints.items():
         k = component_index(joint, key, what)
+        if k in named:
+            raise CompositionError(
+                f"{what}: constraints name the component {k} ({joint.targets[k]}) twice, as {named[k]!r} and {key!r}"
+            )
+        named[k] = key
         resolved = resolve_batch(given, lengths, joint.topologies[k].labels, f"{what} ({joint.targets[k]})")
         if resolved is not None:
             rules[k] = resolved

@@ -76,8 +76,8 @@ def test_bad_constraint_columns_are_one_line_errors(demo_chunker, partial_file, 
     bad.write_text("He PRP B-NP\nruns VBZ B-XP\n\nShe PRP B-NP|\n")
     for arguments, message in (
         ([str(partial_file), "--constraints", "ner"], "the input has no column 'ner'"),
-        ([str(partial_file), "--constraints", "pos"], "input line 1 names the label 'DT', which the model lacks"),
-        ([str(bad), "--constraints", "chunk"], "names the label 'B-XP'"),
+        ([str(partial_file), "--constraints", "pos"], ":1: --constraints pos: the label 'DT' is not among the model's"),
+        ([str(bad), "--constraints", "chunk"], ":2: --constraints chunk: the label 'B-XP' is not among"),
         ([str(partial_file), "--constraints", "chunk", "--nonlocal", "consistency"], "--nonlocal"),
         ([str(partial_file), "--tag-dictionary"], "stores no tag dictionary"),
     ):
@@ -87,7 +87,7 @@ def test_bad_constraint_columns_are_one_line_errors(demo_chunker, partial_file, 
     bad.write_text("She PRP B-NP|\n")
     assert main(["-q", "tag", str(demo_chunker), str(bad), "--constraints", "chunk"]) == 2
     error = capsys.readouterr().err
-    assert "input line 1" in error and "empty member" in error
+    assert ":1: --constraints" in error and "empty member" in error
 
 
 def test_a_tag_dictionary_keeps_frequent_words_to_their_training_tags(tmp_path):

@@ -219,6 +219,7 @@ def test_token_keys_of_the_dict_form_are_decimal_indices(data, message):
     "constraints, error, message",
     [
         (Constraints(fixed={5: "O"}), ConstraintError, "names token 5, but the sentence has 5 tokens"),
+        (Constraints(fixed={5: "O"}), ConstraintError, r"has 5 tokens \(0\.\.4\)"),
         (Constraints(spans=[Span(2, 7, "A")]), ConstraintError, "names token 7"),
         (Constraints(fixed={1: "B-C"}), ConstraintLabelError, "'B-C', which the model lacks"),
         (Constraints(scores={1: {"X": 1.0}}), ConstraintLabelError, "'X'"),
@@ -268,3 +269,9 @@ def test_overlapping_weighted_spans_are_budgeted_before_the_lattice_is_built():
     assert peak < 50 * 2**20  # nothing of the lattice's size was allocated
     fewer = Constraints(forbidden=[Span(t, 9, "A", 1.0) for t in range(10)])
     fstcrf.decode_logits(rng.normal(size=(10, len(IOB2_LABELS))), IOB2_LABELS, "iob2", constraints=[fewer])
+
+
+def test_a_token_past_a_short_sentence_is_named_in_words():
+    for length, has in ((0, "has no tokens"), (1, r"has 1 token \(0\)")):
+        with pytest.raises(ConstraintError, match=has):
+            resolve(Constraints(fixed={1: "O"}), IOB2_LABELS, length, sentence=0)

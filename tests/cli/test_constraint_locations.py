@@ -1,0 +1,115 @@
+"""Errors of ``fstcrf tag --constraints`` and of ``fstcrf train`` on partial labels name
+FILE:LINE: an infeasible sentence by its first line, whatever batch it was tagged in; a
+malformed or unknown cell by its own line and file; a component named twice is refused."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import fstcrf.cli.tag as tag_command
+from fstcrf.cli import main
+from fstcrf.corpus.conll import read_conll
+from fstcrf.corpus.labels import token_location
+from fstcrf.corpus.synthetic import DATA_DIR
+
+TRAIN = DATA_DIR / "demo_train.txt"
+
+
+@pytest.fixture(scope="module")
+def iob2_chunker(tmp_path_factory):
+    """A chunker trained under the iob2 grammar: I-NP never follows O."""
+    path = tmp_path_factory.mktemp("iob2") / "iob2.model"
+    assert main(["-q", "train", str(TRAIN), "--grammar", "iob2", "--max-iter", "2", "-o", str(path)]) == 0
+    return path
+
+
+def one_token_sentences(count: int, clash: int | None = None) -> str:
+    """``count`` one-token sentences, free but sentence ``clash``, fixed to I-NP (which
+    the iob2 grammar never begins a sentence with); sentence s is on line 2s + 1."""
+    return "".join(f"light NN {'I-NP' if s == clash else '?'}\n\n" for s in range(count))
+
+
+def error_line(capsys) -> str:
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error, error
+    return error
+
+
+@pytest.mark.pynini
+@pytest.mark.parametrize("extra", [[], ["--nbest", "2"], ["--decode", "mbr"], ["--marginals"], ["--sample", "2"]])
+def test_an_infeasible_sentence_is_named_by_its_file_and_first_line(iob2_chunker, tmp_path, monkeypatch, capsys, extra):
+    monkeypatch.setattr(tag_command, "TAG_BATCH_TOKENS", 5)  # the clash is in a later batch than the first
+    free, clashing = tmp_path / "free.txt", tmp_path / "clashing.txt"
+    free.write_text(one_token_sentences(8))
+    clashing.write_text(one_token_sentences(30, clash=22))
+    inputs = [str(clashing)] if "--sample" in extra else [str(free), str(clashing)]
+    arguments = ["-q", "tag", str(iob2_chunker), *inputs, "--constraints", "chunk", "-o", str(tmp_path / "o.txt")]
+    assert main(arguments + extra) == 2
+    error = error_line(capsys)
+    assert f"error: {clashing}:45: " in error  # sentence 22's line
+    assert "its constraints leave no label sequence; these clash: token 0 fixed to I-NP" in error
+    assert not re.search(r"sentence \d", error)  # no index within a batch
+
+
+@pytest.mark.pynini
+def test_a_batch_of_more_than_two_thousand_sentences_is_one_call(iob2_chunker, tmp_path, capsys):
+    clashing = tmp_path / "clashing.txt"
+    clashing.write_text(one_token_sentences(2100, clash=2050))
+    arguments = ["-q", "tag", str(iob2_chunker), str(clashing), "--constraints", "chunk", "--marginals"]
+    assert main([*arguments, "-o", str(tmp_path / "o.txt")]) == 2
+    assert f"error: {clashing}:4101: " in error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    "cell, message",
+    [
+        ("B-FOO", "the label 'B-FOO' is not among the model's"),
+        ("B-NP|", "label set 'B-NP|' has an empty member"),
+    ],
+)
+def test_a_bad_cell_is_named_by_its_file_and_line(demo_chunker, tmp_path, capsys, cell, message):
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text("He PRP ?\nruns VBZ ?\n")
+    bad.write_text(f"He PRP ?\nruns VBZ B-VP\n. . {cell}\n\nShe PRP ?\n")
+    arguments = ["-q", "tag", str(demo_chunker), str(good), str(bad), "--constraints", "chunk"]
+    assert main([*arguments, "-o", str(tmp_path / "o.txt")]) == 2
+    error = error_line(capsys)
+    assert f"error: {bad}:3: --constraints chunk: {message}" in error
+
+
+def test_a_token_outside_a_file_is_located_on_standard_input():
+    corpus = read_conll(TRAIN)
+    assert token_location(corpus, 1, 2) == f"{TRAIN}:{corpus.sentences[1].line_numbers[2]}"
+    corpus.path = None
+    assert token_location(corpus, 0) == "standard input:1"
+
+
+def test_a_component_named_twice_is_refused(demo_joint, tmp_path, capsys):
+    partial = tmp_path / "partial.txt"
+    partial.write_text("He PRP ?\nruns VBZ B-VP\n")
+    for given in ("chunk,chunk", "chunk,chunk=chunk"):
+        arguments = ["-q", "tag", str(demo_joint), str(partial), "--constraints", given]
+        assert main([*arguments, "-o", str(tmp_path / "o.txt")]) == 2
+        assert f"--constraints {given}: the component chunk is named twice" in error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    "command, cell, init, message",
+    [
+        ("train", "B-NP|", False, "label set 'B-NP|' has an empty member or '?'"),
+        ("train", "B-NP|?", False, "label set 'B-NP|?' has an empty member or '?'"),
+        ("jackknife", "|B-NP", False, "label set '|B-NP' has an empty member or '?'"),
+        ("train", "B-ZZ", True, "unknown label 'B-ZZ'; the model knows"),
+        ("train", "B-NP|B-ZZ", True, "unknown label 'B-ZZ'; the model knows"),
+    ],
+)
+def test_training_on_a_bad_cell_names_its_file_and_line(demo_chunker, tmp_path, capsys, command, cell, init, message):
+    lines = TRAIN.read_text().splitlines()
+    lines[4] = lines[4].rsplit(" ", 1)[0] + f" {cell}"  # line 5
+    train = tmp_path / "partial.txt"
+    train.write_text("\n".join(lines[:200]) + "\n")
+    arguments = ["-q", command, str(train), "--max-iter", "1", "-o", str(tmp_path / "out")]
+    assert main(arguments + (["--init", str(demo_chunker)] if init else [])) == 2
+    assert f"error: {train}:5: {message}" in error_line(capsys)
