@@ -58,6 +58,8 @@ def _train(args: argparse.Namespace) -> int:
         raise FstcrfError("--dask-dashboard applies to --dask local:N")
     map_large_blocks()  # so that the peak of a large model's training is what its arrays take
     train = read_corpus(args.train, args.columns)
+    if not train.sentences:
+        raise FstcrfError(f"{args.train}: no sentences to train on (an empty file, or only blank lines)")
     init = _warm_start(args)
     _check_training_labels(train, args.target, init)
     if keep and args.target in train.column_names:
@@ -301,6 +303,7 @@ def _jackknife(args: argparse.Namespace) -> int:
     from fstcrf.corpus.conll import write_conll
 
     corpus = read_corpus(args.train, args.columns)
+    corpus.column(args.target)  # a missing column named with the file, before the folds (which have none)
     _check_training_labels(corpus, args.target)
     model = _model_from_args(args, corpus.column_names)
     LOG.info(

@@ -230,9 +230,9 @@ class JointModel:
             raise FstcrfError(f"k must be a positive integer, got {k!r}")
         sentences = as_sentences(corpus, "JointModel.predict")
         result: list[list[list[str]]] = [[] for _ in self.components]
+        rules = component_rules(self, constraints, [len(sentence) for sentence in sentences], "JointModel.predict")
         if not sentences:
             return result
-        rules = component_rules(self, constraints, [len(sentence) for sentence in sentences], "JointModel.predict")
         if rules is not None:
             return self._predict_under(sentences, rules, mode, int(k))
         if mode == "cascade" and all(pairs is None for pairs in self.compatibility):

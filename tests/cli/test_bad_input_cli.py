@@ -493,3 +493,16 @@ def test_an_error_repeating_a_huge_line_is_cut(tmp_path, capsys):
     assert main(["-q", "convert", str(wide), "--scheme", "bioes", "-o", str(tmp_path / "out.txt")]) == 2
     err = _error(capsys)
     assert "wide.txt" in err and " characters cut) ... " in err and len(err) < 2100
+
+
+def test_training_on_a_file_without_sentences_says_so(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    for path in (str(empty), os.devnull):
+        assert main(["-q", "train", path, "-o", str(tmp_path / "m.model")]) == 2
+        assert f"{path}: no sentences to train on" in _error(capsys)
+
+
+def test_jackknife_names_the_file_that_lacks_the_target_column(tmp_path, capsys):
+    assert main(["-q", "jackknife", TRAIN, "--target", "nosuch", "-o", str(tmp_path / "j.txt")]) == 2
+    assert f"{TRAIN}: no column 'nosuch'" in _error(capsys)

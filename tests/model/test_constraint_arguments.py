@@ -56,6 +56,14 @@ def test_an_empty_encoded_batch_still_checks_its_constraints(chunker):
         chunker.decode_mbr(chunker.encode([]), constraints="garbage")
 
 
+def test_a_composed_model_s_empty_batch_still_checks_its_constraints(joint):
+    with pytest.raises(ArgumentTypeError, match="JointModel.predict: a composed model takes constraints per component"):
+        joint.predict([], constraints="garbage")
+    with pytest.raises(ConstraintError, match="JointModel.predict"):
+        joint.predict([], constraints={"chunk": [None]})
+    assert joint.predict([], constraints={"chunk": []}) == [[], []]
+
+
 def test_a_component_is_named_once(joint, sentences):
     free = [None] * len(sentences)
     for constraints, names in (({"pos": free, 0: free}, "'pos' and 0"), ({1: free, "chunk": free}, "1 and 'chunk'")):
