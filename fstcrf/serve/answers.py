@@ -23,11 +23,12 @@ fault, naming ``constraints[i]``.  With ``partial_labels`` the answer holds the
 sentences with constraints as partial-label training data
 (:mod:`fstcrf.serve.training_data`).
 
-Where each sentence is decoded on its own, a batch is decoded in slices: the first of
-at most FIRST_SLICE_TOKENS tokens, each next sized to take about SLICE_SECONDS at the
-pace of those before.  Between slices a request whose client stopped waiting (its
-timeout passed, or the server stopped) is dropped, so that it holds the decoder about
-SLICE_SECONDS longer at most, not for the rest of its work."""
+Where each sentence is decoded on its own, a batch is decoded in slices, each sized to
+take about SLICE_SECONDS at the pace of the slice before (of the last batch of the same
+model and options: :class:`Paces`; FIRST_SLICE_TOKENS tokens before any).  Between
+slices a request whose client stopped waiting (its timeout passed, or the server
+stopped) is dropped, so that it holds the decoder about SLICE_SECONDS longer at most,
+not for the rest of its work."""
 
 from __future__ import annotations
 
@@ -56,10 +57,31 @@ from fstcrf.serve.parsing import DecodeOptions, TagRequest
 from fstcrf.serve.registry import ServedModel
 from fstcrf.serve.training_data import partial_label_data
 
-#: The most tokens of a batch's first slice (see the module doc).
+#: The tokens of a slice while the pace of its model and options is not known yet.
 FIRST_SLICE_TOKENS = 512
-#: About how long each slice after the first takes to decode, in seconds.
+#: About how long a slice takes to decode, in seconds.
 SLICE_SECONDS = 0.2
+#: The most paces kept (a client choosing new options for every request cannot grow them).
+MOST_PACES = 1000
+
+
+class Paces:
+    """The decoding pace (seconds per token) of the last slice of each model and options
+    (a key such as (name, generation, options)), which sizes their next slice."""
+
+    def __init__(self) -> None:
+        self.seconds_per_token: dict = {}
+
+    def slice_tokens(self, key) -> float:
+        """The tokens of a slice of about SLICE_SECONDS for ``key``."""
+        pace = self.seconds_per_token.get(key)
+        return FIRST_SLICE_TOKENS if pace is None else SLICE_SECONDS / pace
+
+    def record(self, key, seconds: float, tokens: int) -> None:
+        """A slice of ``tokens`` for ``key`` took ``seconds``."""
+        if key not in self.seconds_per_token and len(self.seconds_per_token) >= MOST_PACES:
+            self.seconds_per_token.clear()
+        self.seconds_per_token[key] = max(seconds, 1e-9) / max(tokens, 1)
 
 
 @dataclass(frozen=True)
@@ -87,20 +109,25 @@ def answer_batch(
     options: DecodeOptions,
     requests: Sequence[TagRequest],
     abandoned: Sequence[threading.Event] | None = None,
+    paces: Paces | None = None,
 ) -> list[dict | None]:
     """The answer of each request (``{"results": [...]}``, and ``"html"`` with the
     option ``view``), all decoded by ``model`` with ``options``; None for a request
     whose event in ``abandoned`` is set (its client stopped waiting: its decoding
-    stops at the next slice)."""
+    stops at the next slice).  ``paces``: those of the batches before (default
+    none)."""
     alone = model.kind == "two-stage" or (options.decode == "mbr" and options.mbr_threshold is None)
     if alone and len(requests) > 1:
         return [
             answer
             for r, request in enumerate(requests)
-            for answer in answer_batch(model, options, [request], None if abandoned is None else abandoned[r : r + 1])
+            for answer in answer_batch(
+                model, options, [request], None if abandoned is None else abandoned[r : r + 1], paces
+            )
         ]
     answers: list[dict | None] = []
-    for request, part in zip(requests, _request_outputs(model, options, requests, abandoned, sliced=not alone)):
+    outputs = _request_outputs(model, options, requests, abandoned, paces or Paces(), sliced=not alone)
+    for request, part in zip(requests, outputs):
         if part is None:
             answers.append(None)
             continue
@@ -121,6 +148,7 @@ def _request_outputs(
     options: DecodeOptions,
     requests: Sequence[TagRequest],
     abandoned: Sequence[threading.Event] | None,
+    paces: Paces,
     sliced: bool,
 ) -> list[list[ChainOutput] | None]:
     """Each request's outputs (one per chain, lowest first), None for a request
@@ -128,7 +156,8 @@ def _request_outputs(
     unless ``sliced``."""
     pending = [(r, b) for r, request in enumerate(requests) for b in range(len(request.sentences))]
     slices: list[list[list[ChainOutput]]] = [[] for _ in requests]  # per request, its slices' outputs
-    budget = FIRST_SLICE_TOKENS if sliced else math.inf
+    pace_key = (model.name, model.generation, options)
+    budget = paces.slice_tokens(pace_key) if sliced else math.inf
     position = 0
     while position < len(pending):
         taken: list[tuple[int, int]] = []
@@ -154,7 +183,8 @@ def _request_outputs(
                 raise  # the batcher decodes each request alone, and names the sentence of the one at fault
             raise _refusal(error, requests[0], taken) from None
         if sliced:
-            budget = SLICE_SECONDS * max(tokens, 1) / max(time.perf_counter() - started, 1e-6)
+            paces.record(pace_key, time.perf_counter() - started, tokens)
+            budget = paces.slice_tokens(pace_key)
         first = 0
         for r, run in groupby(r for r, _ in taken):
             count = len(list(run))

@@ -37,7 +37,7 @@ from starlette.routing import Route
 
 from fstcrf.engine.threads import INTERRUPT_GRACE
 from fstcrf.errors import FstcrfError, RequestError, ServerBusyError
-from fstcrf.serve.answers import answer_batch
+from fstcrf.serve.answers import Paces, answer_batch
 from fstcrf.serve.batching import Batcher
 from fstcrf.serve.metrics import Metrics
 from fstcrf.serve.page import page_files
@@ -60,7 +60,8 @@ class Service:
     """What the application serves with: the models, the limits, the batching, the
     tokenizer of texts, the bearer token (None: none asked), the origins CORS allows,
     the CoNLL lines the page opens with (None: an empty form), and whether the server
-    drains (SIGTERM received: not ready)."""
+    drains (SIGTERM received: not ready); the batcher, the metrics and the decoding
+    paces it keeps."""
 
     registry: Registry
     limits: Limits
@@ -72,6 +73,7 @@ class Service:
     draining: bool = False
     batcher: Batcher = field(init=False)
     metrics: Metrics = field(init=False)
+    paces: Paces = field(init=False, default_factory=Paces)
 
     def __post_init__(self) -> None:
         self.batcher = Batcher(
@@ -186,7 +188,7 @@ def create_app(service: Service) -> Starlette:
         if not parsed.sentences:
             return JSONResponse({"results": [], **({"html": ""} if parsed.options.view else {})})
         group = (model.name, model.generation, parsed.options)
-        run = partial(_counted_batch, service.metrics, model, parsed.options)
+        run = partial(_counted_batch, service.metrics, model, parsed.options, paces=service.paces)
         try:
             answer = await asyncio.wait_for(
                 service.batcher.submit(group, parsed, parsed.num_tokens, run), service.limits.timeout_seconds
@@ -322,8 +324,9 @@ def _counted_batch(
     options: DecodeOptions,
     requests: list[TagRequest],
     abandoned: list[threading.Event],
+    paces: Paces,
 ) -> list:
     """:func:`~fstcrf.serve.answers.answer_batch`, the batch counted in ``metrics``."""
     sentences = sum(len(request.sentences) for request in requests)
     metrics.batch(model.name, len(requests), sentences, sum(request.num_tokens for request in requests))
-    return answer_batch(model, options, requests, abandoned)
+    return answer_batch(model, options, requests, abandoned, paces)

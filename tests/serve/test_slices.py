@@ -122,3 +122,31 @@ def test_constraints_over_the_budget_are_the_requests_fault(chunker):
     with pytest.raises(RequestError, match="max_work") as refused:
         answers.answer_batch(chunker, given.options, [given])
     assert refused.value.field == "constraints"
+
+
+def test_a_batch_s_first_slice_is_sized_by_the_pace_of_the_last():
+    paces = answers.Paces()
+    assert paces.slice_tokens("a") == answers.FIRST_SLICE_TOKENS
+    paces.record("a", 0.01, 100)  # 100 us a token
+    assert paces.slice_tokens("a") == pytest.approx(answers.SLICE_SECONDS / 1e-4)
+    for key in range(answers.MOST_PACES):
+        paces.record(key, 1.0, 1)
+    assert len(paces.seconds_per_token) <= answers.MOST_PACES
+
+
+def test_batches_after_the_first_go_in_one_slice_when_fast(chunker, monkeypatch):
+    calls = []
+    decoded = answers.decoded
+
+    def recording(model, options, sentences, constraints=None):
+        calls.append(sum(len(sentence) for sentence in sentences))
+        return decoded(model, options, sentences, constraints)
+
+    monkeypatch.setattr(answers, "decoded", recording)
+    monkeypatch.setattr(answers, "FIRST_SLICE_TOKENS", 20)
+    paces = answers.Paces()
+    given = request(chunker, SENTENCES)
+    first = answers.answer_batch(chunker, given.options, [given], paces=paces)
+    sliced_first = len(calls)
+    second = answers.answer_batch(chunker, given.options, [given], paces=paces)
+    assert first == second and sliced_first > 1 and len(calls) == sliced_first + 1
