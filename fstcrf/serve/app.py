@@ -135,6 +135,19 @@ async def _internal_error(request: Request, error: Exception) -> Response:
     return error_response("internal error; the server's log has the details", 500)
 
 
+class JSONRefusingCORS(CORSMiddleware):
+    """Starlette's CORS middleware, its refusal of a preflight request a JSON error
+    like every other (naming what CORS does not allow: origin, method, headers)."""
+
+    def preflight_response(self, request_headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code != 400:
+            return response
+        refused = bytes(response.body).decode()
+        what = refused.removeprefix("Disallowed CORS ")
+        return error_response(f"{refused} (the server's --cors-origin)", 400, what.split(", ")[0])
+
+
 class Measured:
     """ASGI middleware counting each HTTP request in the metrics, by its route's
     pattern (see :mod:`fstcrf.serve.metrics`) and status."""
@@ -264,7 +277,7 @@ def create_app(service: Service) -> Starlette:
     if service.cors_origins:
         middleware.append(
             Middleware(
-                CORSMiddleware,
+                JSONRefusingCORS,
                 allow_origins=list(service.cors_origins),
                 allow_methods=["GET", "POST"],
                 allow_headers=["Authorization", "Content-Type"],

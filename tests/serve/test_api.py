@@ -330,6 +330,16 @@ def test_cors_headers_only_for_the_origins_given(demo_chunker):
     assert "access-control-allow-origin" not in other.headers
 
 
+def test_a_preflight_that_cors_refuses_is_a_json_error(demo_chunker):
+    asked = {"Access-Control-Request-Method": "POST"}
+    with serving({"default": demo_chunker}, cors=("https://app.example.org",)) as client:
+        allowed = client.options("/v1/models", headers={"Origin": "https://app.example.org", **asked})
+        refused = client.options("/v1/models", headers={"Origin": "https://evil.example", **asked})
+    assert allowed.status_code == 200
+    assert refused.status_code == 400 and refused.json()["field"] == "origin"
+    assert "Disallowed CORS origin" in refused.json()["error"]
+
+
 def test_metrics_count_requests_errors_batches_and_tokens(demo_chunker):
     sentences = [columns_of(s) for s in TEST_SENTENCES[:3]]
     with serving({"default": demo_chunker}) as client:
