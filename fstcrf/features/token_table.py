@@ -204,8 +204,10 @@ class TokenTable:
                 numbers[code] = math.nan
             if not math.isfinite(numbers[code]):
                 sentence, position = self.place(int(np.argmax(codes == code)))
+                lines = self.sentences[sentence].line_numbers
+                line = f"input line {lines[position]}, " if lines else ""
                 raise FeatureValueError(
-                    f"sentence {sentence + 1}, token {position + 1}: "
+                    f"{line}sentence {sentence + 1}, token {position + 1}: "
                     f"{observation} reads {value!r} from column {observation.column!r}, "
                     "which is not a finite number"
                 )

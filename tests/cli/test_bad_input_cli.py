@@ -506,3 +506,13 @@ def test_training_on_a_file_without_sentences_says_so(tmp_path, capsys):
 def test_jackknife_names_the_file_that_lacks_the_target_column(tmp_path, capsys):
     assert main(["-q", "jackknife", TRAIN, "--target", "nosuch", "-o", str(tmp_path / "j.txt")]) == 2
     assert f"{TRAIN}: no column 'nosuch'" in _error(capsys)
+
+
+def test_a_value_that_is_no_number_is_named_by_its_input_line(tmp_path, capsys):
+    template = tmp_path / "value.txt"
+    template.write_text("bias\nvalue(word[0])\n")
+    data = tmp_path / "numbers.txt"
+    data.write_text("1.5 B-NP\n2 I-NP\n\n3 B-NP\nfour I-NP\n")
+    arguments = ["-q", "train", str(data), "--columns", "word,chunk", "--template", str(template), "--max-iter", "1"]
+    assert main([*arguments, "-o", str(tmp_path / "m.model")]) == 2
+    assert "input line 5, sentence 2, token 2: value(word[0]) reads 'four'" in _error(capsys)
