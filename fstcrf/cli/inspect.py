@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 
 from fstcrf.cli.options import POSITIVE, add_command
-from fstcrf.errors import FstcrfError, PictureError
+from fstcrf.errors import FstcrfError
 from fstcrf.files import STDOUT, write_atomically
 
 LOG = logging.getLogger("fstcrf")
@@ -67,16 +66,9 @@ def _history(args: argparse.Namespace) -> int:
 def _plot_format(path: str) -> str:
     """The format of the plot ``path`` as its suffix says ("png", "pdf", "svg"; "png"
     on standard output "-"); PictureError for any other suffix."""
-    if path == STDOUT:
-        return "png"
-    suffix = Path(path).suffix.lower()
-    if suffix not in PLOT_FORMATS:
-        raise PictureError(
-            f"{path}: a plot's name ends in {', '.join(list(PLOT_FORMATS)[:-1])} or {list(PLOT_FORMATS)[-1]}, "
-            "which chooses its format; "
-            f"got {suffix or 'no suffix'}"
-        )
-    return PLOT_FORMATS[suffix]
+    from fstcrf.pictures.render import suffix_format
+
+    return "png" if path == STDOUT else suffix_format(path, PLOT_FORMATS, "a plot")
 
 
 def _plot_history(stages: list, args: argparse.Namespace) -> None:

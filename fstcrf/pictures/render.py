@@ -19,23 +19,29 @@ FORMATS = {".dot": None, ".gv": None, ".svg": "svg", ".png": "png"}
 RENDERER = "dot"
 
 
+def suffix_format(path: str | os.PathLike, formats: dict, what: str):
+    """The format ``formats`` gives the suffix of ``path`` (any case); PictureError
+    naming the suffixes ``what`` (e.g. "a picture") may have for any other."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in formats:
+        raise PictureError(
+            f"{os.fspath(path)}: {what}'s name ends in {', '.join(list(formats)[:-1])} or {list(formats)[-1]}, "
+            "which chooses its format; "
+            f"got {suffix or 'no suffix'}"
+        )
+    return formats[suffix]
+
+
 def picture_format(path: str | os.PathLike) -> str | None:
     """The Graphviz format of the output ``path`` ("svg", "png"), or None for dot text
     (a ``.dot`` or ``.gv`` file, or standard output "-").  PictureError for any other
     suffix; MissingProgramError for an image when Graphviz's ``dot`` is not installed."""
     if os.fspath(path) == STDOUT:
         return None
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise PictureError(
-            f"{os.fspath(path)}: a picture's name ends in {', '.join(list(FORMATS)[:-1])} or {list(FORMATS)[-1]}, "
-            "which chooses its format; "
-            f"got {suffix or 'no suffix'}"
-        )
-    fmt = FORMATS[suffix]
+    fmt = suffix_format(path, FORMATS, "a picture")
     if fmt is not None and shutil.which(RENDERER) is None:
         raise MissingProgramError(
-            f"{os.fspath(path)}: drawing {suffix} needs Graphviz's {RENDERER} program, which is not installed: "
+            f"{os.fspath(path)}: drawing .{fmt} needs Graphviz's {RENDERER} program, which is not installed: "
             "install the package graphviz (Debian and Ubuntu: apt-get install graphviz; macOS: brew install "
             "graphviz), or write the dot text to a file ending in .dot"
         )
