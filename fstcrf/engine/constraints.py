@@ -68,9 +68,7 @@ class TokenRange(NamedTuple):
 
 
 def _token(value, what: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ConstraintError(f"{what}: a token index is an integer from 0 to 2**62, got {_shown(value)}")
-    if not 0 <= value < MAX_TOKEN:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 0 <= value < MAX_TOKEN:
         raise ConstraintError(f"{what}: a token index is an integer from 0 to 2**62, got {_shown(value)}")
     return int(value)
 
