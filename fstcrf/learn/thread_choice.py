@@ -26,7 +26,9 @@ start sharing out (ENTER: at least 5% less wall time at most 1.05 times the CPU)
 than to go on (KEEP: no more wall time, at most 1.1 times the CPU), so that the
 choice does not flip with the noise.  The next measurement starts FIRST_GAP
 minibatches later, or twice the last gap (at most LONGEST_GAP) when the choice
-stayed as it was.  Results are the same whatever the choice: the pieces of a
+stayed as it was, four times where the measurement ended before FEWEST_PAIRS (a
+median clearly beyond its limit: a choice far from the line, which a short run
+would otherwise pay to measure again and again).  Results are the same whatever the choice: the pieces of a
 minibatch are fixed."""
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class ThreadChoice:
         self.shared = False
         #: minibatches until the next measurement starts
         self.wait = 0
-        #: the gap after the last measurement (half the first: the first measurement's doubles it)
+        #: the gap after the last measurement (half FIRST_GAP: the first measurement grows it)
         self.gap = FIRST_GAP // 2
         #: the place in the measurement under way: None (none), 0 (the untimed first), 1, 2, ...
         self.place: int | None = None
@@ -141,5 +143,6 @@ class ThreadChoice:
             self.ratios.append((costs[0] / self.alone[0], costs[1] / self.alone[1]))
         chosen = verdict(np.array(self.ratios).reshape(-1, 2), self.shared, last=self.pairs >= MOST_PAIRS)
         if chosen is not None:
-            self.gap = FIRST_GAP if chosen != self.shared else min(2 * self.gap, LONGEST_GAP)
+            growth = 4 if self.pairs < FEWEST_PAIRS else 2
+            self.gap = FIRST_GAP if chosen != self.shared else min(growth * self.gap, LONGEST_GAP)
             self.shared, self.wait, self.place = chosen, self.gap, None

@@ -270,6 +270,19 @@ def test_the_thread_choice_measures_alternately_and_doubles_the_gap_while_its_ch
     assert gradient.shared
 
 
+def test_a_measurement_that_ends_early_quadruples_the_gap(monkeypatch):
+    monkeypatch.setattr(thread_choice, "FIRST_GAP", 4)
+    monkeypatch.setattr(thread_choice, "LONGEST_GAP", 16)
+    gradient = Minibatches(shared=(1.5, 1.5))  # shared out clearly costs more: ends after the earliest pairs
+    choice = gradient.watch(thread_choice.ThreadChoice())
+    early = measured(thread_choice.EARLIEST_PAIRS)
+    for _ in range(3 * len(early) + 8 + 16):
+        gradient.run(choice)
+    # the first gap is half FIRST_GAP, quadrupled: 8, then 32 cut to the longest, 16
+    assert gradient.runs == early + [False] * 8 + early + [False] * 16 + early
+    assert not choice.shared
+
+
 def test_the_thread_choice_goes_back_to_one_thread_when_sharing_out_stops_paying(monkeypatch):
     monkeypatch.setattr(thread_choice, "FIRST_GAP", 4)
     gradient = Minibatches(shared=(0.8, 1.0))
