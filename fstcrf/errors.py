@@ -55,11 +55,13 @@ class InfeasibleError(FstcrfError):
     """No label sequence of the requested length is allowed by the topology, or none
     keeps to a sentence's constraints."""
 
-    #: Set when a sentence's constraints exclude every path: its index in the batch
-    #: and the descriptions of a small set of its constraints that clash (else None
-    #: and none).
+    #: Set when a sentence's constraints exclude every path: its index in the batch,
+    #: the descriptions of a small set of its constraints that clash, and the message
+    #: without the method and sentence it names, for a caller that names them its own
+    #: way (else None, none and "").
     sentence: int | None = None
     clashing: Sequence[str] = ()
+    reason: str = ""
 
 
 class ConstraintError(FstcrfError):

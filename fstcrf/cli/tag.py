@@ -187,9 +187,8 @@ def _infeasible_located(corpus) -> Iterator[None]:
     except InfeasibleError as error:
         if error.sentence is None:
             raise
-        message = str(error).replace(f"sentence {error.sentence}: ", "", 1)
-        located = InfeasibleError(f"{token_location(corpus, error.sentence)}: {message}")
-        located.sentence, located.clashing = error.sentence, error.clashing
+        located = InfeasibleError(f"{token_location(corpus, error.sentence)}: {error.reason}")
+        located.sentence, located.clashing, located.reason = error.sentence, error.clashing, error.reason
         raise located from None
 
 

@@ -390,8 +390,8 @@ def check_feasible(
     assert rule is not None
     clashing = clashing_rules(pot.select([b]), rule, state_label)
     described = [rule.source.describe(item) for item in clashing]
-    error = InfeasibleError(
-        f"{rule.where}: its constraints leave no label sequence; "
+    reason = (
+        "its constraints leave no label sequence; "
         + (
             f"these clash: {'; '.join(described)}"
             if described
@@ -399,7 +399,8 @@ def check_feasible(
         )
         + (f" ({len(dead) - 1} more such sentences)" if len(dead) > 1 else "")
     )
-    error.sentence, error.clashing = rule.sentence, described
+    error = InfeasibleError(f"{rule.where}: {reason}")
+    error.sentence, error.clashing, error.reason = rule.sentence, described, reason
     raise error
 
 

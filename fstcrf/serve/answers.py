@@ -213,7 +213,8 @@ def _refusal(error: InfeasibleError | BudgetError, request: TagRequest, taken: l
     """A model's refusal of one request's sentences ``taken`` as the request's fault,
     naming the sentence whose constraints clash where the error knows it."""
     if isinstance(error, InfeasibleError) and error.sentence is not None:
-        return RequestError(str(error), f"constraints[{taken[error.sentence][1]}]")
+        sentence = taken[error.sentence][1]
+        return RequestError(f"sentence {sentence}: {error.reason}", f"constraints[{sentence}]")
     return RequestError(str(error), "sentences" if request.constraints is None else "constraints")
 
 
