@@ -38,11 +38,15 @@ def _view(args: argparse.Namespace) -> int:
     sentences = read_for(model, args.file, columns=args.columns, separator=args.separator).sentences
     if args.max_sentences is not None:
         sentences = sentences[: args.max_sentences]
-    title = args.title or f"{Path(args.model).name} on {Path(args.file).name}"
-    page = view_page(title, tagged_sentences(model, sentences), chunk_types(model), args.low_confidence)
+    page = view_page(_title(args), tagged_sentences(model, sentences), chunk_types(model), args.low_confidence)
     data = page.encode("utf-8")
     write_atomically(args.output, lambda stream: stream.write(data))
     return 0
+
+
+def _title(args: argparse.Namespace) -> str:
+    """The page's heading: --title, else MODEL on FILE."""
+    return args.title or f"{Path(args.model).name} on {Path(args.file).name}"
 
 
 def _edit(args: argparse.Namespace) -> int:
@@ -54,7 +58,7 @@ def _edit(args: argparse.Namespace) -> int:
     from fstcrf.cli.decoding import read_for
     from fstcrf.cli.serve import bound_socket
     from fstcrf.corpus.conll import Sentence, conll_lines
-    from fstcrf.serve.app import Service
+    from fstcrf.serve.app import OpenedDocument, Service
     from fstcrf.serve.registry import Registry
     from fstcrf.serve.server import run_server
     from fstcrf.serve.settings import DEFAULT_HOST, DEFAULT_MODEL_NAME, Batching, Limits
@@ -73,7 +77,8 @@ def _edit(args: argparse.Namespace) -> int:
         max_sentences=max(Limits.max_sentences, len(sentences)),
         max_tokens=max([Limits.max_tokens, *map(len, sentences)]),
     )
-    service = Service(registry, limits, Batching(), make_tokenizer("regex"), document=document)
+    opened = OpenedDocument(document, _title(args), args.low_confidence)
+    service = Service(registry, limits, Batching(), make_tokenizer("regex"), document=opened)
     listener = bound_socket(DEFAULT_HOST, args.port)
     port = listener.getsockname()[1]
     LOG.info(

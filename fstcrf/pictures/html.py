@@ -217,12 +217,18 @@ def view_fragment(
             body.append(f"<h2>document {document}</h2>")
         body.append(_sentence(sentence, colours, low_confidence, counts))
     summary = (
-        f"{len(sentences)} sentences; {counts['chunks']} chunks and {counts['tags']} tags predicted, "
-        f"{counts['low']} of probability below {low_confidence:g} (dashed, ?)"
+        f"{_number(len(sentences), 'sentence')}; {_number(counts['chunks'], 'chunk')} and "
+        f"{_number(counts['tags'], 'tag')} predicted, {counts['low']} of probability below {low_confidence:g} "
+        "(dashed, ?)"
     )
     if any(layer.gold is not None for sentence in sentences for layer in sentence.layers):
         summary += f"; {counts['wrong']} not gold (red, ✗), {counts['missed']} gold ones missed (dotted red)"
     return "\n".join([f'<p class="summary">{_escaped(summary)}</p>', _legend(colours), *body])
+
+
+def _number(count: int, noun: str) -> str:
+    """ "1 chunk", "2 chunks"."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def view_page(

@@ -7,8 +7,8 @@ Routes (``/v1/...`` need the bearer token when the server has one):
 - ``POST /v1/models/{name}/tag``: tag a request's sentences (:mod:`fstcrf.serve.parsing`,
   :mod:`fstcrf.serve.answers`), batched with other requests' (:mod:`fstcrf.serve.batching`);
 - ``GET /v1/models`` and ``GET /v1/models/{name}``: the served models;
-- ``GET /v1/document``: the CoNLL lines the page opens with (``{"conll": ...}``, given
-  by ``fstcrf view --edit``; ``{}`` without);
+- ``GET /v1/document``: what the page opens with (``{"conll": ..., "title": ...,
+  "low_confidence": ...}``, given by ``fstcrf view --edit``; ``{}`` without);
 - ``POST /v1/admin/reload``: reload the model files that changed (only on a server
   with a token);
 - ``GET /live``, ``GET /ready``: liveness and readiness; ``GET /metrics``: Prometheus text;
@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 
 from starlette.applications import Starlette
@@ -55,11 +55,21 @@ INLINE_BODY_BYTES = 64 << 10
 SHOWN_FIELD = 200
 
 
+@dataclass(frozen=True)
+class OpenedDocument:
+    """What the page opens with (``fstcrf view --edit``): CoNLL lines in the model's
+    layout, tagged at once, the page's heading and its low-confidence threshold."""
+
+    conll: str
+    title: str
+    low_confidence: float
+
+
 @dataclass
 class Service:
     """What the application serves with: the models, the limits, the batching, the
     tokenizer of texts, the bearer token (None: none asked), the origins CORS allows,
-    the CoNLL lines the page opens with (None: an empty form), and whether the server
+    what the page opens with (None: an empty form), and whether the server
     drains (SIGTERM received: not ready); the batcher, the metrics and the decoding
     paces it keeps."""
 
@@ -69,7 +79,7 @@ class Service:
     tokenizer: Tokenizer
     token: str | None = None
     cors_origins: tuple[str, ...] = ()
-    document: str | None = None
+    document: OpenedDocument | None = None
     draining: bool = False
     batcher: Batcher = field(init=False)
     metrics: Metrics = field(init=False)
@@ -199,7 +209,7 @@ def create_app(service: Service) -> Starlette:
             else:
                 parsed = await run_in_threadpool(parse_tag_request, *arguments)
         if not parsed.sentences:
-            return JSONResponse({"results": [], **({"html": ""} if parsed.options.view else {})})
+            return JSONResponse(_nothing_tagged(model, parsed.options))
         group = (model.name, model.generation, parsed.options)
         run = partial(_counted_batch, service.metrics, model, parsed.options, paces=service.paces)
         try:
@@ -226,7 +236,7 @@ def create_app(service: Service) -> Starlette:
 
     async def document(request: Request) -> Response:
         check_token(request)
-        return JSONResponse({} if service.document is None else {"conll": service.document})
+        return JSONResponse({} if service.document is None else asdict(service.document))
 
     async def reload(request: Request) -> Response:
         if service.token is None:
@@ -329,6 +339,17 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise too_large(f"more than {limit}")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _nothing_tagged(model: ServedModel, options: DecodeOptions) -> dict:
+    """The answer to a request without sentences: no results, and the empty view and
+    training data it asked for."""
+    answer: dict = {"results": []}
+    if options.view:
+        answer["html"] = ""
+    if options.partial_labels:
+        answer["partial_labels"] = {"columns": list(model.file_columns), "sentences": [], "conll": ""}
+    return answer
 
 
 def _counted_batch(

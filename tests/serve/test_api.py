@@ -374,6 +374,9 @@ def test_an_empty_text_has_no_results(demo_chunker, pipeline_folder):
     with serving({"default": pipeline_folder / "pipeline.model"}) as client:
         assert tag(client, {"text": "  \n\n "}) == {"results": []}
         assert tag(client, {"sentences": [], "view": True}) == {"results": [], "html": ""}
+        # the training data asked for, empty, in the model's layout (the page reads it)
+        answer = tag(client, {"text": " ", "view": True, "partial_labels": True})
+        assert answer["partial_labels"] == {"columns": ["word", "pos", "chunk", "ner"], "sentences": [], "conll": ""}
 
 
 def test_json_answers_hold_finite_numbers(demo_chunker):

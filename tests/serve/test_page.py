@@ -5,8 +5,10 @@ lines with gold labels show gold rows; an error is shown, not thrown.  The corre
 loop with real clicks: a chunk retyped, one removed, a new one marked, each time the
 view decoded again as the API decodes it under the same constraints; chunks below the
 threshold flagged; a correction the model cannot write refused and undone; the
-download of partial labels, which ``fstcrf train --init`` continues from.  ``fstcrf view
---edit`` opens the page on a file's sentences, tagged.
+download of partial labels, which ``fstcrf train --init`` continues from.  The same
+loop by keyboard alone.  A refused, empty or unreadable Tag, or a server out of reach,
+says so and keeps the last answer and its corrections.  ``fstcrf view --edit`` opens
+the page on a file's sentences, tagged, under its --title and --low-confidence.
 
 Skipped where Playwright or Chromium is missing, except under CI, whose .ci/run
 installs both."""
@@ -260,7 +262,9 @@ def test_a_person_corrects_chunks_and_downloads_partial_labels(
 
 @pytest.mark.slow
 def test_view_edit_opens_the_page_on_the_files_sentences(words_model, start_server, browser_page):
+    title = "<b>chunks</b> to check"
     arguments = (str(words_model), str(DATA_DIR / "demo_test.txt"), "--max-sentences", "3")
+    arguments += ("--low-confidence", "0.99", "--title", title)
     server = start_server(*arguments, command=("view", "--edit"))
     assert server.url.startswith("http://127.0.0.1:")
     document = httpx.get(f"{server.url}/v1/document", timeout=30).json()["conll"]
@@ -269,5 +273,145 @@ def test_view_edit_opens_the_page_on_the_files_sentences(words_model, start_serv
     page.goto(server.url + "/")
     decoded_again(page, 1)
     assert page.input_value("#input") == document
-    assert chunk_rows(page) == api_rows(server.url, {"conll": document}, 0.5)
+    assert chunk_rows(page) == api_rows(server.url, {"conll": document}, 0.99)
     assert len(page.query_selector_all("#view tr.gold")) == 3  # the file's chunks, as gold
+    # the command's heading (as text) and threshold
+    assert page.text_content("h1") == title and page.title() == title
+    assert page.input_value("#threshold") == "0.99"
+
+
+def focused(page) -> str:
+    """Where the keyboard focus is: "chunk S F" or "token S T" for a cell of the view
+    (sentence, first token or token), else the focused element's id."""
+    return page.evaluate(
+        """() => {
+             const active = document.activeElement;
+             const cell = active.closest("td");
+             if (!cell || !active.closest(".sentence")) return active.id;
+             const sentence = active.closest(".sentence").id.replace("sentence-", "");
+             return cell.closest("tr").classList.contains("tokens")
+               ? `token ${sentence} ${cell.cellIndex - 1}` : `chunk ${sentence} ${cell.dataset.first}`;
+           }"""
+    )
+
+
+def tab_to(page, wanted, most: int = 60) -> None:
+    """Press Tab until ``wanted(focused(page))``, at most ``most`` times."""
+    for _ in range(most):
+        if wanted(focused(page)):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached it; the focus is on {focused(page)!r}")
+
+
+@pytest.mark.slow
+def test_a_person_corrects_by_keyboard_alone(words_model, start_server, browser_page):
+    server = start_server(str(words_model), "--tokenizer", "regex")
+    page = browser_page
+    page.goto(server.url + "/")
+    page.wait_for_selector('#model option[value="default"]', state="attached")
+    page.focus("#input")
+    page.keyboard.type(TEXT)
+    tab_to(page, lambda where: where == "submit")
+    page.keyboard.press("Enter")
+    decoded_again(page, 1)
+
+    # Tab reaches the first chunk of sentence 0; Enter selects it and moves to its actions
+    first = chunk_rows(page)[0][0]
+    tab_to(page, lambda where: where.startswith("chunk 0"))
+    assert focused(page) == f"chunk 0 {first[1]}"
+    page.keyboard.press("Escape")  # nothing selected: Escape changes nothing
+    page.keyboard.press("Enter")
+    assert page.is_visible("#editor") and f"{first[0]} “" in page.text_content("#selection")
+    page.keyboard.press("Escape")
+    assert not page.is_visible("#editor") and focused(page) == f"chunk 0 {first[1]}"
+    page.keyboard.press("Enter")
+    tab_to(page, lambda where: where == "remove")
+    page.keyboard.press("Enter")
+    decoded_again(page, 2)
+    body = page.evaluate("window.page.last.body")
+    assert body["constraints"][0]["fixed"] == {str(t): "O" for t in range(first[1], first[2] + 1)}
+    assert focused(page).startswith(("chunk 0", "token 0"))  # back on the sentence drawn anew
+
+    # tokens 0..2 of sentence 1 marked as a chunk: Enter, the arrows, Shift+Enter, a type
+    tab_to(page, lambda where: where == "token 1 0")
+    page.keyboard.press("Enter")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert focused(page) == "token 1 2"
+    page.keyboard.press("Shift+Enter")
+    assert "“many old cities”" in page.text_content("#selection")
+    assert page.evaluate("document.activeElement.closest('#editor') !== null")  # on to the actions
+    type_of_focus = "document.activeElement.closest('#types') && document.activeElement.dataset.type"
+    tab_to(page, lambda where: page.evaluate(type_of_focus) == "NP")
+    page.keyboard.press("Enter")
+    decoded_again(page, 3)
+    assert page.evaluate("window.page.last.body")["constraints"][1] == {
+        "spans": [{"first": 0, "last": 2, "type": "NP"}]
+    }
+
+    # one token: Enter selects it, Enter again goes on to the actions
+    tab_to(page, lambda where: where == "token 1 4")
+    page.keyboard.press("Enter")
+    assert focused(page) == "token 1 4"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.closest('#editor') !== null")
+    assert "“grow”" in page.text_content("#selection")
+
+
+@pytest.mark.slow
+def test_a_refused_tag_keeps_the_last_answer_and_its_corrections(words_model, start_server, browser_page, tmp_path):
+    server = start_server(str(words_model), "--tokenizer", "regex")
+    page = browser_page
+    page.goto(server.url + "/")
+    page.wait_for_selector('#model option[value="default"]', state="attached")
+    page.fill("#input", TEXT)
+    page.click("#submit")
+    decoded_again(page, 1)
+    start = chunk_rows(page)[0][-1][1]
+    page.click(f'#sentence-0 tr.layer td.span[data-first="{start}"]')
+    page.click("#remove")
+    decoded_again(page, 2)
+    shown = chunk_rows(page)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+
+    def refused(expected: str) -> None:
+        page.wait_for_selector("#status.error")
+        assert expected in page.text_content("#status"), page.text_content("#status")
+        assert chunk_rows(page) == shown and page.evaluate("window.page.corrections.size") == 1
+        assert page.is_enabled("#download")
+        page.evaluate("document.getElementById('status').className = ''")
+
+    # a request the server refuses, lines of the wrong layout
+    page.check('input[name="input"][value="conll"]')
+    page.fill("#input", "three fields here\ntwo only")
+    page.click("#submit")
+    refused("422")
+    # nothing typed: nothing sent
+    page.fill("#input", "  \n ")
+    page.click("#submit")
+    refused("nothing to tag")
+    # an answer that is not JSON (a proxy's page), and a server that cannot be reached
+    page.check('input[name="input"][value="text"]')
+    page.fill("#input", "a new text .")
+    page.route("**/v1/models/*/tag", lambda route: route.fulfill(status=200, body="<html>proxy</html>"))
+    page.click("#submit")
+    refused("could not be read")
+    page.unroute("**/v1/models/*/tag")
+    page.route("**/v1/models/*/tag", lambda route: route.abort())
+    page.click("#submit")
+    refused("cannot reach the server")
+    page.click(f'#sentence-1 tr.layer td.span[data-first="{chunk_rows(page)[1][0][1]}"]')
+    page.click("#remove")
+    refused("cannot reach the server")
+    page.unroute("**/v1/models/*/tag")
+
+    # the last answer's corrections are still what downloads
+    with page.expect_download() as download:
+        page.click("#download")
+    saved = tmp_path / "kept.txt"
+    download.value.save_as(saved)
+    assert saved.read_text(encoding="utf-8") == page.evaluate("window.page.last.answer.partial_labels.conll")
+    assert saved.read_text(encoding="utf-8").count("\n\n") == 1  # sentence 0, the one corrected
+    assert errors == []

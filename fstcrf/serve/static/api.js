@@ -22,13 +22,26 @@ export class Api {
   }
 
   async call(method, path, body) {
-    const response = await fetch(path, {
-      method,
-      headers: this.headers(body !== undefined),
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const answer = await response.json().catch(() => ({error: response.statusText}));
+    let response;
+    try {
+      response = await fetch(path, {
+        method,
+        headers: this.headers(body !== undefined),
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch {
+      throw new Error("cannot reach the server (is fstcrf serve still running?)");
+    }
+    let answer;
+    try {
+      answer = await response.json();
+    } catch {
+      // a proxy's page or a cut-off body: an error says its status; an answer cannot be used
+      if (response.ok) throw new Error("the server's answer could not be read");
+      answer = {error: response.statusText || "no message"};
+    }
     if (!response.ok) throw new ApiError(response.status, answer);
+    if (answer === null || typeof answer !== "object") throw new Error("the server's answer could not be read");
     return answer;
   }
 

@@ -5,6 +5,12 @@
 // correction)`. After each answer, `show` marks the corrected chunks and lists each
 // sentence's corrections, each with a button that withdraws it (`onWithdraw`).
 // Every text shown is set as text, never as markup.
+//
+// By keyboard: the chunks of the top layer and the tokens are in the tab order; Enter
+// or Space on one is a click (with Shift, a shift-click), the left and right arrows
+// move along its row, and Escape cancels the selection. Selecting a chunk, extending a
+// selection of tokens (Shift), or Enter again on a selected token moves the focus to
+// what can be done with the selection; selecting a token leaves it there, to extend.
 
 const HOW = {kept: "kept", retyped: "retyped", marked: "marked", removed: "removed", right: "right"};
 
@@ -32,10 +38,55 @@ export class Editor {
     this.selection = null; // {sentence, first, last, chunk: {type, probability} or null}
     this.anchor = null; // {sentence, token}: where a token selection began
     view.addEventListener("click", (event) => this.clicked(event));
+    view.addEventListener("keydown", (event) => this.pressed(event));
+    panel.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") this.cancel();
+    });
     panel.querySelector("#keep").addEventListener("click", () => this.keep());
     panel.querySelector("#remove").addEventListener("click", () => this.remove());
     panel.querySelector("#sentence-right").addEventListener("click", () => this.sentenceRight());
-    panel.querySelector("#cancel").addEventListener("click", () => this.select(null));
+    panel.querySelector("#cancel").addEventListener("click", () => this.cancel());
+  }
+
+  // Keys on a chunk or token of the view (see the module doc).
+  pressed(event) {
+    const cell = event.target.closest("td[tabindex]");
+    if (!cell) return;
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      const again = cell.classList.contains("selected") && !event.shiftKey;
+      if (!again) this.clicked(event);
+      const action = this.panel.querySelector("button:not([hidden]):not(:disabled)");
+      if (this.selection && (again || this.selection.chunk || event.shiftKey) && action) action.focus();
+    } else if (event.key === "ArrowLeft" || event.key === "ArrowRight") {
+      const row = Array.from(cell.closest("tr").querySelectorAll("td[tabindex]"));
+      const next = row[row.indexOf(cell) + (event.key === "ArrowLeft" ? -1 : 1)];
+      if (next) {
+        event.preventDefault();
+        next.focus();
+      }
+    } else if (event.key === "Escape") {
+      this.cancel();
+    }
+  }
+
+  // The focus on the first chunk or token of a sentence, where the focus was lost or
+  // left in the panel (a correction made by keyboard draws the view anew).
+  focusSentence(sentence) {
+    const active = document.activeElement;
+    if (active && active !== document.body && !this.panel.contains(active)) return;
+    const cell = this.view.querySelector(`#sentence-${sentence} td[tabindex]`);
+    if (cell) cell.focus();
+  }
+
+  // No selection; the focus back on the chunk or token selected, if it is still shown.
+  cancel() {
+    const selection = this.selection;
+    this.select(null);
+    if (selection === null) return;
+    const {sentence, first, last, chunk} = selection;
+    const cell = chunk ? this.chunkCell(sentence, first, last, chunk.type) : this.tokenCells(sentence)[first];
+    if (cell) cell.focus();
   }
 
   // After each answer: the model's top layer and chunk types, the results shown.
@@ -162,13 +213,18 @@ export class Editor {
     );
   }
 
-  // Mark the corrected chunks and tokens, and list each sentence's corrections.
+  // Put the chunks and tokens in the tab order, mark the corrected ones, and list each
+  // sentence's corrections.
   decorate() {
     if (this.layer === null) return;
     for (const sentenceNode of this.view.querySelectorAll(".sentence")) {
       const sentence = sentenceNumber(sentenceNode);
       const corrections = this.corrections.of(sentence);
       const tokens = this.tokenCells(sentence);
+      for (const cell of [...this.topCells(sentence), ...tokens]) {
+        cell.tabIndex = 0;
+        cell.setAttribute("role", "button");
+      }
       const list = element("div", "corrections");
       list.append(element("span", "heading", corrections.length ? "corrections:" : "no corrections"));
       for (const correction of corrections) {

@@ -36,8 +36,9 @@ const editor = new Editor({
   view: $("view"),
   panel: $("editor"),
   corrections: page.corrections,
-  onCorrect: (sentence, ...corrections) => correct(() => corrections.forEach((c) => page.corrections.add(sentence, c))),
-  onWithdraw: (sentence, correction) => correct(() => page.corrections.withdraw(sentence, correction)),
+  onCorrect: (sentence, ...corrections) =>
+    correct(sentence, () => corrections.forEach((c) => page.corrections.add(sentence, c))),
+  onWithdraw: (sentence, correction) => correct(sentence, () => page.corrections.withdraw(sentence, correction)),
 });
 
 function showStatus(text, isError) {
@@ -57,15 +58,28 @@ function threshold() {
   return Number.isFinite(value) ? Math.min(Math.max(value, 0), 1) : 0.5;
 }
 
-// The body of a request for the last input, under the corrections made so far.
-function requestBody() {
-  const {kind, text, decode} = page.input;
+// The body of a request for `input` (default the last one), under the corrections made
+// so far when it is the last one.
+function requestBody(input = page.input) {
+  const {kind, text, decode} = input;
   const body = {[kind]: text, view: true, low_confidence: threshold(), partial_labels: true};
   if (decode) body.decode = decode;
+  if (input !== page.input) return body;
   const count = page.last && page.last.model === page.input.model ? page.last.answer.results.length : 0;
   const constraints = page.corrections.constraints(count);
   if (constraints) body.constraints = constraints;
   return body;
+}
+
+// Whether an answer holds what the page shows (a proxy or a truncated body may not).
+function readable(answer) {
+  return (
+    typeof answer.html === "string" &&
+    Array.isArray(answer.results) &&
+    answer.partial_labels !== null &&
+    typeof answer.partial_labels === "object" &&
+    Array.isArray(answer.partial_labels.sentences)
+  );
 }
 
 function summary(answer) {
@@ -80,6 +94,7 @@ function summary(answer) {
 }
 
 function showAnswer(body, answer) {
+  if (!readable(answer)) throw new Error("the server's answer could not be read");
   const model = page.models[page.input.model];
   page.last = {model: page.input.model, body, answer};
   $("view").innerHTML = answer.html; // the server's view, every text in it escaped
@@ -103,8 +118,9 @@ async function decodeAgain() {
   }
 }
 
-// Apply a change to the corrections and decode again; undo it if the server refuses.
-async function correct(change) {
+// Apply a change to the corrections of a sentence and decode again; undo it if the
+// server refuses. The focus goes back to the sentence (the view is drawn anew).
+async function correct(sentence, change) {
   if (page.busy || page.input === null) return;
   const before = page.corrections.snapshot();
   change();
@@ -114,24 +130,43 @@ async function correct(change) {
     page.corrections.restore(before);
     showStatus(`the correction was not applied: ${error.message}`, true);
   }
+  editor.focusSentence(sentence);
 }
 
+// Tag the form's input afresh. Until the answer comes, the last input, its view and
+// its corrections stay as they were: a refused request loses nothing.
 async function submit(event) {
   event.preventDefault();
   if (page.busy) return;
-  page.input = {
+  const input = {
     model: $("model").value,
     kind: document.querySelector('input[name="input"]:checked').value,
     text: $("input").value,
     decode: $("decode").value,
   };
-  page.corrections.clear();
-  page.last = null;
+  if (!input.model) {
+    showStatus("no model to tag with: the server listed none (does it need the bearer token?)", true);
+    return;
+  }
+  if (!input.text.trim()) {
+    showStatus("nothing to tag: type or paste text, or CoNLL lines", true);
+    return;
+  }
+  const body = requestBody(input);
   showStatus("tagging…");
+  setBusy(true);
   try {
-    await decodeAgain();
+    const answer = await api.tag(input.model, body);
+    if (!readable(answer)) throw new Error("the server's answer could not be read");
+    page.input = input;
+    page.corrections.clear();
+    page.last = null;
+    showAnswer(body, answer);
   } catch (error) {
-    showStatus(error.message, true);
+    const kept = page.last ? "; the view below is still the last answer" : "";
+    showStatus(`${error.message}${kept}`, true);
+  } finally {
+    setBusy(false);
   }
 }
 
@@ -145,7 +180,7 @@ async function changeThreshold() {
 }
 
 function download() {
-  saveText(DOWNLOAD_NAME, page.last.answer.partial_labels.conll);
+  if (page.last) saveText(DOWNLOAD_NAME, page.last.answer.partial_labels.conll);
 }
 
 function describeModel() {
@@ -167,10 +202,13 @@ async function loadModels() {
   }
 }
 
-// The CoNLL lines the server opens the page with (`fstcrf view --edit`), tagged at once.
+// The CoNLL lines the server opens the page with (`fstcrf view --edit`), tagged at
+// once, under its heading and threshold.
 async function openDocument() {
   const opened = await api.document().catch(() => ({}));
   if (opened.conll === undefined || !Object.keys(page.models).length) return;
+  if (opened.title) document.title = document.querySelector("h1").textContent = opened.title;
+  if (Number.isFinite(opened.low_confidence)) $("threshold").value = String(opened.low_confidence);
   $("input").value = opened.conll;
   document.querySelector('input[name="input"][value="conll"]').checked = true;
   $("tag-form").requestSubmit();
