@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.errors import ArgumentTypeError, LabelError, LabelTypeError
+from fstcrf.engine.topology import EPSILON
 from fstcrf.features.attributes import COLUMN, attribute_pairs, check_sentences
 
 #: The column the labels are learnt from.
@@ -52,11 +53,12 @@ def item_list(xseq, where: str) -> list:
     return [token if type(token) in READ_AS_THEY_ARE else _item(token) for token in xseq]
 
 
-def label_list(yseq, where: str) -> list[str]:
+def label_list(yseq, where: str, training: bool = False) -> list[str]:
     """The labels [T] of one sequence: strings, or UTF-8 bytes (decoded).
     ArgumentTypeError for a string or a non-iterable ``yseq``, LabelTypeError for a
-    label that is not a string, LabelError for an empty one, naming ``where`` and
-    the token."""
+    label that is not a string, LabelError for an empty one or, ``training``, one a
+    model cannot hold (whitespace, or the epsilon symbol), naming ``where`` and the
+    token."""
     if isinstance(yseq, (str, bytes, dict)) or not isinstance(yseq, Iterable):
         raise ArgumentTypeError(f"{where} must be a sequence of labels (strings), got {type(yseq).__name__}")
     labels = []
@@ -72,6 +74,11 @@ def label_list(yseq, where: str) -> list[str]:
             )
         if not label:
             raise LabelError(f"{where}, token {position}: the label is empty; labels must be non-empty strings")
+        if training and (label == EPSILON or any(character.isspace() for character in label)):
+            raise LabelError(
+                f"{where}, token {position}: the label {label!r} cannot be learned: fstcrf's labels hold no "
+                f"whitespace (they are written in CoNLL columns and model files) and are not {EPSILON!r}"
+            )
         labels.append(label)
     return labels
 

@@ -21,6 +21,11 @@ the RuntimeError it raises from ``dump`` and ``info``; an unknown label raises
 TaggerLabelError (a RuntimeError), labels that are not strings LabelTypeError
 (a TypeError), a position out of range or labels of the wrong length a
 ValueError.
+
+A Tagger may be shared between threads: ``tag(xseq)`` tags in the calling
+thread's buffers, and the sequence set last (with its scores) changes under a
+lock, so ``probability`` and ``marginal`` answer for one sequence, the last one
+set, whole.  A call that raises leaves the sequence set before it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 from typing import cast
 
 import numpy as np
@@ -64,6 +70,8 @@ class Tagger:
     """Tags sequences of items with a model (python-crfsuite's Tagger; see the module doc)."""
 
     def __init__(self):
+        #: held while the model or the sequence set last (and its scores) is read or changed
+        self._lock = threading.RLock()
         self._model: ChainCRF | None = None
         self._size: int | None = None
         self._info: ParsedDump | None = None
@@ -120,8 +128,9 @@ class Tagger:
 
     def close(self) -> None:
         """Close the model (a closed tagger may open another)."""
-        self._model = self._size = self._info = self._plan = None
-        self._forget_sequence()
+        with self._lock:
+            self._model = self._size = self._info = self._plan = None
+            self._forget_sequence()
 
     def _adopt(self, model: ChainCRF, size: int | None, where: str, own: bool = True) -> None:
         """Tag with ``model`` (``size`` bytes of a file, ``where`` named in errors); a
@@ -132,10 +141,12 @@ class Tagger:
                 f"{where}: this model reads CoNLL columns, not token feature dicts; tag with it through "
                 "fstcrf tag or ChainCRF.predict (a Tagger needs a model trained with template='attributes')"
             )
-        self._model, self._size, self._info = model, size, None
-        #: the plan of a model this tagger owns (None: asked of tagging_plan at each call)
-        self._plan = tagging_plan(model) if own else None
-        self._forget_sequence()
+        plan = tagging_plan(model) if own else None
+        with self._lock:
+            self._model, self._size, self._info = model, size, None
+            #: the plan of a model this tagger owns (None: asked of tagging_plan at each call)
+            self._plan = plan
+            self._forget_sequence()
 
     def _forget_sequence(self) -> None:
         self._items: list | None = None  # the items of the sequence set last (None: none is)
@@ -158,31 +169,27 @@ class Tagger:
         """Read a sequence of items (a list, or an ItemSequence) for ``tag()``,
         ``probability`` and ``marginal``."""
         model = self._open_model()
-        self._read(xseq)
-        if self._items is not None:
-            self._encoded = model.encode([self._current_sentence(model)])
+        items = item_list(xseq, "xseq") or None
+        sentence = None if items is None else item_sentence(items, "xseq", reads=model.reads)
+        encoded = None if sentence is None else model.encode([sentence])
+        with self._lock:
+            self._forget_sequence()
+            self._items, self._sentence, self._encoded = items, sentence, encoded
 
-    def _read(self, xseq) -> None:
-        """Forget the last sequence and set the items of ``xseq`` (none for no items)."""
-        tokens = item_list(xseq, "xseq")
-        self._forget_sequence()
-        if tokens:
-            self._items = tokens
+    def _current_encoded(self, model: ChainCRF) -> EncodedSentences:
+        """The sequence set last, encoded (on first use: ``tag(xseq)`` encodes none);
+        under the lock."""
+        if self._encoded is None:
+            if self._sentence is None:
+                self._sentence = item_sentence(cast(list, self._items), "xseq", reads=model.reads)
+            self._encoded = model.encode([self._sentence])
+        return self._encoded
 
-    def _current_sentence(self, model: ChainCRF) -> Sentence:
-        """The Sentence of the sequence set last (made on first use)."""
-        if self._sentence is None:
-            self._sentence = item_sentence(cast(list, self._items), "xseq", reads=model.reads)
-        return self._sentence
-
-    def _sequence_potentials(self) -> Potentials | None:
+    def _sequence_potentials(self, model: ChainCRF) -> Potentials | None:
         """The potentials of the sequence set last on the decoding topology (made on
-        first use: ``tag`` needs none), or None before any sequence is set."""
+        first use: ``tag`` needs none), or None before any sequence is set; under the lock."""
         if self._potentials is None and self._items is not None:
-            model = cast(ChainCRF, self._model)
-            if self._encoded is None:
-                self._encoded = model.encode([self._current_sentence(model)])
-            self._potentials = model.encoded_potentials(self._encoded)[0]
+            self._potentials = model.encoded_potentials(self._current_encoded(model))[0]
         return self._potentials
 
     def labels(self) -> list[str]:
@@ -196,48 +203,49 @@ class Tagger:
         set last, which ``probability`` and ``marginal`` read, is the last one set."""
         model = self._open_model()
         if xseq is None:
-            if self._items is None:
-                return []
-            if self._best is None:
-                (self._best,) = model.decode(cast(EncodedSentences, self._encoded))
-            return list(self._best)
+            with self._lock:
+                if self._items is None:
+                    return []
+                if self._best is None:
+                    (self._best,) = model.decode(self._current_encoded(model))
+                return list(self._best)
         # read as ``set`` reads it, tagged as predict tags it (encoded on asking for scores)
-        self._forget_sequence()
-        best = None
+        best = items = sentence = None
         plan = self._plan if self._plan is not None else tagging_plan(model)
         if type(xseq) is list and xseq:  # read and tagged in one call when its items are dicts and lists
-            self._items = items = list(xseq)
+            items = list(xseq)
             best = plan.direct_labels(items)
         if best is None:
-            self._read(xseq)
-            tokens = self._items
-            if tokens is None:
-                return []
-            best = plan.item_labels(tokens)
-            if best is None:
-                self._sentence = sentence = item_sentence(tokens, "xseq", reads=model.reads)
-                (best,) = model.predict([sentence])
-        self._best = best
-        return list(best)
+            items = item_list(xseq, "xseq") or None
+            if items is not None:
+                best = plan.item_labels(items)
+                if best is None:
+                    sentence = item_sentence(items, "xseq", reads=model.reads)
+                    (best,) = model.predict([sentence])
+        with self._lock:
+            self._forget_sequence()
+            self._items, self._sentence, self._best = items, sentence, best
+        return [] if best is None else list(best)
 
     def probability(self, yseq) -> float:
         """p(yseq | the sequence set last): 0 for a label sequence the model's grammar
         forbids, and before any sequence is set."""
         model = self._open_model()
         labels = label_list(yseq, "yseq")
-        pot = self._sequence_potentials()
-        if pot is None:
-            return 0.0
-        if len(labels) != pot.num_tokens:
-            raise ShapeError(f"The numbers of items and labels differ: |x| = {pot.num_tokens}, |y| = {len(labels)}")
-        ids = np.array([self._label_index(model, label) for label in labels], dtype=np.int64)
-        try:
-            states = label_states(pot.topology, ids, pot.offsets)
-        except LabelError:
-            return 0.0
-        if self._log_z is None:
-            self._log_z = float(log_partition(pot)[0])
-        return math.exp(float(pot.path_scores(states)[0, 0]) - self._log_z)
+        with self._lock:
+            pot = self._sequence_potentials(model)
+            if pot is None:
+                return 0.0
+            if len(labels) != pot.num_tokens:
+                raise ShapeError(f"The numbers of items and labels differ: |x| = {pot.num_tokens}, |y| = {len(labels)}")
+            ids = np.array([self._label_index(model, label) for label in labels], dtype=np.int64)
+            try:
+                states = label_states(pot.topology, ids, pot.offsets)
+            except LabelError:
+                return 0.0
+            if self._log_z is None:
+                self._log_z = float(log_partition(pot)[0])
+            return math.exp(float(pot.path_scores(states)[0, 0]) - self._log_z)
 
     def marginal(self, y, pos) -> float:
         """p(label ``y`` at position ``pos`` | the sequence set last); 0 before any
@@ -245,18 +253,19 @@ class Tagger:
         model = self._open_model()
         (label,) = label_list([y], "y")
         pos = integer_argument("the position", pos)
-        pot = self._sequence_potentials()
-        if pot is None:
-            return 0.0
-        index = self._label_index(model, label)
-        if not 0 <= pos < pot.num_tokens:
-            raise FstcrfError(f"The position {pos} is out of range of the {pot.num_tokens} items")
-        if self._marginals is None:
-            by_label = np.zeros((pot.topology.num_states, len(model.labels_)))
-            by_label[np.arange(pot.topology.num_states), pot.topology.state_label] = 1.0
-            node_marginals = cast(np.ndarray, forward_backward(pot, edge_counts=False).node_marginals)  # [T, S]
-            self._marginals = node_marginals @ by_label  # [T, L]
-        return float(self._marginals[pos, index])
+        with self._lock:
+            pot = self._sequence_potentials(model)
+            if pot is None:
+                return 0.0
+            index = self._label_index(model, label)
+            if not 0 <= pos < pot.num_tokens:
+                raise FstcrfError(f"The position {pos} is out of range of the {pot.num_tokens} items")
+            if self._marginals is None:
+                by_label = np.zeros((pot.topology.num_states, len(model.labels_)))
+                by_label[np.arange(pot.topology.num_states), pot.topology.state_label] = 1.0
+                node_marginals = cast(np.ndarray, forward_backward(pot, edge_counts=False).node_marginals)  # [T, S]
+                self._marginals = node_marginals @ by_label  # [T, L]
+            return float(self._marginals[pos, index])
 
     @staticmethod
     def _label_index(model: ChainCRF, label: str) -> int:

@@ -78,7 +78,7 @@ class BaseTrainer:
         group = integer_argument("group", group)
         number = len(self._instances)
         tokens = item_list(xseq, f"xseq of instance {number}")
-        labels = label_list(yseq, f"yseq of instance {number}")
+        labels = label_list(yseq, f"yseq of instance {number}", training=True)
         if len(tokens) != len(labels):
             raise ShapeError(
                 f"The numbers of items and labels differ: |x| = {len(tokens)}, |y| = {len(labels)} (instance {number})"

@@ -77,7 +77,7 @@ def training_sentences(X, y, x_name: str = "X", y_name: str = "y", reads: str | 
     sentences = []
     for number, (xseq, yseq) in enumerate(zip(X, y)):
         tokens = item_list(xseq, f"{x_name}[{number}]")
-        labels = label_list(yseq, f"{y_name}, sentence {number}")
+        labels = label_list(yseq, f"{y_name}, sentence {number}", training=True)
         if not tokens:
             raise EmptySequenceError(f"sentence {number} of {x_name} has no tokens")
         if len(tokens) != len(labels):
@@ -276,8 +276,7 @@ class CRF(BaseEstimator):
         model.fit(train, target=TARGET, dev=dev, callback=_print_iteration if self.verbose else None)
         if self.model_filename is not None:
             model.save(self.model_filename)
-        self.crf_ = model
-        self.training_log_ = model.history_
+        self.__dict__["crf_"] = model
         self.__dict__.pop("_info", None)
         return self
 
@@ -286,8 +285,7 @@ class CRF(BaseEstimator):
         """The fitted ChainCRF, read from model_filename when not fitted; None if neither."""
         if "crf_" not in self.__dict__ and self.model_filename is not None:
             if os.path.isfile(self.model_filename):
-                self.crf_ = load_model(self.model_filename)
-                self.training_log_ = self.crf_.history_
+                self.__dict__["crf_"] = load_model(self.model_filename)
         return self.__dict__.get("crf_")
 
     def _fitted(self) -> ChainCRF:
@@ -345,6 +343,17 @@ class CRF(BaseEstimator):
         return flat_accuracy_score(y, self.predict(X))
 
     # -- learned attributes (None when not fitted, as in sklearn_crfsuite) ---
+    @property
+    def crf_(self) -> ChainCRF | None:
+        """The fitted ChainCRF, or None before fit."""
+        return self.chain_model()
+
+    @property
+    def training_log_(self) -> list | None:
+        """The records of the training iterations (``ChainCRF.history_``), or None before fit."""
+        model = self.chain_model()
+        return None if model is None else model.history_
+
     @property
     def tagger_(self) -> Tagger | None:
         """python-crfsuite's Tagger over the fitted model (``labels()``, ``tag(xseq)``,

@@ -38,10 +38,13 @@ def decode(
     """The decoding of ``sentences`` that ``outputs`` write; with ``probabilities``, the
     exact probability of every span."""
     decoded = Decoded()
-    if not sentences:
-        return decoded
     span_components = sorted({output.component for output in outputs if output.spans})
     label_components = sorted({output.component for output in outputs if not output.spans})
+    if not sentences:  # Docs without tokens: every output written, empty
+        decoded.labels = {k: [] for k in label_components}
+        decoded.spans = {k: [] for k in span_components}
+        decoded.probabilities = {k: [] for k in span_components} if probabilities else {}
+        return decoded
     if isinstance(model, JointModel):
         joint_labels = model.predict(sentences)
         decoded.labels = {k: joint_labels[k] for k in label_components}

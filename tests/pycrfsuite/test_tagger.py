@@ -6,6 +6,8 @@ import itertools
 import math
 import os
 import re
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -177,6 +179,53 @@ def test_bad_questions_raise_python_crfsuites_errors(model_path):
             tagger.tag([{"p": None}])
         with pytest.raises(ArgumentTypeError):
             tagger.tag("ab")
+
+
+def test_a_call_that_raises_leaves_the_sequence_set_before_it(model_path):
+    with Tagger().open(model_path) as tagger:
+        xseq = [{"p": 1.0}, {"q": 2.0, "w": "1"}]
+        tagger.set(xseq)
+        expected = (tagger.tag(), tagger.probability(["A", "B"]), tagger.marginal("B", 1))
+        for bad in ([{"p": None}], [{"p": 1.0}, None], "ab"):
+            for call in (tagger.set, tagger.tag):
+                with pytest.raises((FeatureTypeError, ArgumentTypeError)):
+                    call(bad)
+                assert (tagger.tag(), tagger.probability(["A", "B"]), tagger.marginal("B", 1)) == expected
+
+
+def test_threads_sharing_a_tagger_each_get_their_own_answers(model_path):
+    sequences = [[{"p": 1.0}, {"q": 2.0, "w": "1"}], [{"w": "2"}, {"p": -1.0}]]
+    with Tagger().open(model_path) as tagger:
+        best = [tagger.tag(xseq) for xseq in sequences]
+        answers = set()  # p(best labels of one | the other), every pair: what a thread may read
+        for xseq in sequences:
+            tagger.set(xseq)
+            answers |= {tagger.probability(labels) for labels in best}
+        failures: list[str] = []
+
+        def work(which: int) -> None:
+            xseq = sequences[which]
+            for _ in range(300):
+                try:
+                    assert tagger.tag(xseq) == best[which]
+                    tagger.set(xseq)
+                    # another thread may set its sequence in between: the answer for one of them, whole
+                    assert tagger.probability(best[which]) in answers
+                    assert 0.0 <= tagger.marginal("A", 1) <= 1.0
+                except Exception as error:  # noqa: BLE001 (collected: the test reports them)
+                    failures.append(f"{type(error).__name__}: {error}")
+
+        previous = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            threads = [threading.Thread(target=work, args=(n % 2,)) for n in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            sys.setswitchinterval(previous)
+    assert failures == []
 
 
 def test_only_fstcrf_models_over_token_dicts_open(model_path, tmp_path):

@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from fstcrf.corpus.conll import Sentence
-from fstcrf.errors import ArgumentTypeError, EmptySequenceError, FstcrfError, LabelTypeError, OutputPathError
+from fstcrf.errors import (
+    ArgumentTypeError,
+    EmptySequenceError,
+    FstcrfError,
+    LabelError,
+    LabelTypeError,
+    OutputPathError,
+)
 from fstcrf.model import ChainCRF, load_model
 from fstcrf.pycrfsuite import BaseTrainer, ItemSequence, Trainer
 from fstcrf.pycrfsuite._logparser import TrainLogParser
@@ -257,6 +264,9 @@ def test_bad_instances_and_arguments_raise_before_training(tmp_path):
     with pytest.raises(ArgumentTypeError, match="group"):
         trainer.append([{"a": 1}], ["x"], group="g")
     trainer.append([{"a": 1}], [b"x"])  # bytes labels, as python-crfsuite takes them
+    for label in ("B LOC", "O\u00a0", "<eps>"):  # labels a model cannot hold: refused at once
+        with pytest.raises(LabelError, match="instance 1, token 0: the label .* cannot be learned"):
+            trainer.append([{"a": 1}], [label])
     with pytest.raises(TypeError, match="holdout"):
         trainer.train(str(tmp_path / "model"), "a")
     with pytest.raises(TypeError, match="model"):

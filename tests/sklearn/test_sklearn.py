@@ -128,6 +128,8 @@ BAD_INPUTS = [
     (lambda X, y: (X, y[:2] + [y[2][:-1]] + y[3:]), ShapeError, r"sentence 2, token 1"),
     (lambda X, y: (X[:3] + [[]] + X[4:], y[:3] + [[]] + y[4:]), EmptySequenceError, r"sentence 3"),
     (lambda X, y: (X, y[:1] + [[y[1][0], None]] + y[2:]), LabelError, r"sentence 1, token 1"),
+    (lambda X, y: (X, y[:3] + [[y[3][0], "B LOC"]] + y[4:]), LabelError, r"sentence 3, token 1: .*whitespace"),
+    (lambda X, y: (X, y[:3] + [["<eps>", y[3][1]]] + y[4:]), LabelError, r"sentence 3, token 0: .*'<eps>'"),
     (lambda X, y: (X[:4] + [[X[4][0], {"v": math.nan}]], y), FeatureValueError, r"sentence 4, token 1"),
     (lambda X, y: (X[:4] + [[X[4][0], {"v": -math.inf}]], y), FeatureValueError, r"sentence 4, token 1"),
     (lambda X, y: (X[:2] + [[{"v": None}, X[2][1]]] + X[3:], y), FeatureValueError, r"sentence 2, token 0"),
@@ -148,6 +150,7 @@ def test_bad_input_raises_before_training_and_writes_nothing(tmp_path, corrupt, 
         crf.fit(X, y)
     assert isinstance(raised.value, FstcrfError) and isinstance(raised.value, ValueError)
     assert not path.exists() and crf.classes_ is None
+    assert crf.crf_ is None and crf.training_log_ is None  # None before fit, as in sklearn-crfsuite
 
 
 def test_bad_dev_data_and_parameters_raise(tmp_path):

@@ -179,6 +179,29 @@ def test_tags_and_token_extensions(models, corpora):
     assert [[token._.iob for token in doc] for doc in docs] == fitted["chunk"].predict(reread)
 
 
+@pytest.mark.parametrize(
+    "name, config",
+    [
+        ("chunk", {}),
+        ("chunk", {"probabilities": False}),
+        ("ner", {"writes": "ents"}),
+        ("pos", {}),
+        ("joint", {"writes": {"pos": "tag_", "1": "spans:chunks"}}),
+    ],
+)
+def test_docs_without_tokens_come_back_with_empty_outputs(models, corpora, name, config):
+    _, paths = models
+    nlp = spacy.blank("en")
+    nlp.add_pipe(FACTORY, config={"model": paths[name], **config})
+    empty = [Doc(nlp.vocab, words=[]), nlp.make_doc("")]
+    one = tagged_docs(nlp, corpora[1].sentences[:1])
+    for docs in (empty, [empty[0], *one]):  # a batch of empty Docs alone, and beside another
+        done = list(nlp.pipe(docs))
+        assert [len(doc) for doc in done] == [len(doc) for doc in docs]
+        assert all(not doc.spans.get("chunks", []) and not doc.ents for doc in done if not len(doc))
+    assert len(nlp("")) == 0
+
+
 def test_a_composed_model_decodes_jointly(models, corpora):
     fitted, paths = models
     joint = fitted["joint"]
