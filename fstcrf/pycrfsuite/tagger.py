@@ -71,7 +71,7 @@ class Tagger:
 
     def __init__(self):
         #: held while the model or the sequence set last (and its scores) is read or changed
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
         self._model: ChainCRF | None = None
         self._size: int | None = None
         self._info: ParsedDump | None = None
