@@ -1,7 +1,13 @@
 """A batch as the torch layers take it, checked once: emissions [T, B, L] (or
 [B, T, L] with ``batch_first``), gold tags [T, B] and a mask [T, B] whose on
 steps form a prefix of each sequence.  The checks and their messages follow
-pytorch-crf 0.7.2 where it has one; the rest raise fstcrf's typed errors."""
+pytorch-crf 0.7.2 where it has one; the rest raise fstcrf's typed errors.
+
+Emissions are brought to the dtype the layer computes in,
+``torch.promote_types(emissions' dtype, the scores' dtype)``: float16 or
+bfloat16 emissions of a float32 layer (under ``torch.autocast``, say) are
+scored in float32, as pytorch-crf's type promotion scores them.  A batch may
+hold no sequence (B = 0), as in pytorch-crf; a sequence may not be empty."""
 
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from fstcrf.errors import ArgumentTypeError, EmptySequenceError, LabelError, Sco
 
 @dataclass
 class PaddedBatch:
-    """emissions float [B, T, L]; tags int64 [B, T] or None; mask bool [B, T];
+    """emissions float [B, T, L] (the computing dtype); tags int64 [B, T] or None; mask bool [B, T];
     lengths int64 [B] and offsets int64 [B+1] (numpy) of the packed rows."""
 
     emissions: torch.Tensor
@@ -71,12 +77,16 @@ class PaddedBatch:
         return torch.from_numpy(np.repeat(np.arange(self.num_sequences), self.lengths)).to(self.device)
 
     def split(self, rows: np.ndarray) -> list[list[int]]:
-        """Packed integer rows [N] cut into one list per sequence."""
-        return [chunk.tolist() for chunk in np.split(np.asarray(rows), self.offsets[1:-1])]
+        """Packed integer rows [N] cut into one list per sequence (none for B = 0)."""
+        rows = np.asarray(rows)
+        return [rows[begin:end].tolist() for begin, end in zip(self.offsets[:-1], self.offsets[1:])]
 
 
-def read_batch(emissions, num_tags: int, batch_first: bool, tags=None, mask=None) -> PaddedBatch:
-    """Check a batch and bring it to the batch-first layout."""
+def read_batch(
+    emissions, num_tags: int, batch_first: bool, tags=None, mask=None, *, score_dtype: torch.dtype
+) -> PaddedBatch:
+    """Check a batch and bring it to the batch-first layout and to the dtype of
+    emissions and scores ``score_dtype`` promoted together."""
     if not isinstance(emissions, torch.Tensor):
         raise ArgumentTypeError(f"emissions must be a torch.Tensor, got {type(emissions).__name__}")
     if emissions.dim() != 3:
@@ -93,9 +103,9 @@ def read_batch(emissions, num_tags: int, batch_first: bool, tags=None, mask=None
         _check_beside_emissions("mask", mask, emissions)
         if mask.is_floating_point() or mask.is_complex():
             raise ArgumentTypeError(f"mask must be a bool or integer tensor, got {mask.dtype}")
-    if 0 in emissions.shape[:2]:
+    if emissions.size(1 if batch_first else 0) == 0:
         raise EmptySequenceError(
-            f"emissions of shape {tuple(emissions.shape)} hold no token; every sequence needs at least one"
+            f"emissions of shape {tuple(emissions.shape)} have no step; every sequence needs at least one token"
         )
     if not batch_first:
         emissions = emissions.transpose(0, 1)
@@ -107,6 +117,7 @@ def read_batch(emissions, num_tags: int, batch_first: bool, tags=None, mask=None
     else:
         mask = mask.to(device=emissions.device) != 0
         lengths = checked_lengths(mask.cpu().numpy())
+    emissions = emissions.to(torch.promote_types(emissions.dtype, score_dtype))
     batch = PaddedBatch(emissions, None, mask, lengths, np.concatenate([[0], np.cumsum(lengths)]), batch_first)
     check_finite(batch)
     if tags is not None:

@@ -13,6 +13,10 @@ marginals and expected edge counts the kernel's forward-backward returns (the
 gradient of log Z), weighted per sentence.  The kernel computes in float64,
 releases the GIL and splits a batch over ``threads`` Python threads; the
 layers run its Viterbi, k-best and sampling on :func:`potentials` directly.
+That gradient is computed outside autograd, so it has no gradient of its own:
+a backward that builds a graph (``create_graph=True``) raises
+(:func:`refuse_higher_order`) rather than return a gradient that is silently
+constant.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import torch
 
 from fstcrf.engine.inference import Potentials, forward_backward
 from fstcrf.engine.topology import Topology
+from fstcrf.errors import FstcrfError
 
 
 def as_float64(tensor: torch.Tensor) -> np.ndarray:
@@ -48,10 +53,23 @@ class LogPartition(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        refuse_higher_order("CRF")
         weight = as_float64(grad)  # [B]
         d_emissions, d_start, d_final = node_gradients(ctx.result.node_marginals, weight, ctx.offsets)
         d_transitions = weight @ ctx.result.edge_counts
         return (*as_tensors((d_emissions, d_transitions, d_start, d_final), grad.dtype), None, None, None)
+
+
+def refuse_higher_order(layer: str) -> None:
+    """FstcrfError if a backward through the kernel runs with ``create_graph=True``
+    (autograd then enables grad mode inside backward)."""
+    if torch.is_grad_enabled():
+        raise FstcrfError(
+            f"the kernel engine's log Z is differentiable once: its gradient comes from the C kernel, "
+            f"outside autograd, and would have no gradient of its own (create_graph=True, a gradient "
+            f"penalty, Hessian-vector products); build the layer with {layer}(..., engine='torch') "
+            "for higher-order gradients"
+        )
 
 
 def node_gradients(node: np.ndarray, weight: np.ndarray, offsets: np.ndarray):

@@ -9,8 +9,11 @@ emissions stay per label and are lifted to states, and the transition, start
 and end scores are parameters over the allowed edges and states only.
 
 Two engines compute the same numbers: ``"kernel"`` (fstcrf's C kernel, CPU
-tensors, float64 inside, the GIL released) and ``"torch"`` (plain torch, any
-device); ``"auto"`` takes the kernel for CPU tensors.
+tensors, float64 inside, the GIL released, gradients of the first order only)
+and ``"torch"`` (plain torch, any device, gradients of any order); ``"auto"``
+takes the kernel for CPU tensors.  Both score in the emissions' and the
+parameters' dtypes promoted together (float32 for half-precision emissions of a
+float32 layer), as pytorch-crf does.
 """
 
 from __future__ import annotations
@@ -55,6 +58,13 @@ def uses_kernel(engine: str, device: torch.device) -> bool:
             raise FstcrfError(f"the kernel engine runs on CPU tensors; these are on {device} (use engine='torch')")
         return False
     return True
+
+
+def runs_kernel(engine: str, batch: PaddedBatch) -> bool:
+    """Whether a layer with ``engine`` runs the C kernel on a checked batch: as
+    :func:`uses_kernel` says, unless the batch holds no sequence (the kernel needs
+    one; the vectorised programs take B = 0 as it comes)."""
+    return uses_kernel(engine, batch.device) and batch.num_sequences > 0
 
 
 def thread_count(threads: int | None) -> int:
@@ -220,13 +230,16 @@ class CRF(nn.Module):
         engine is checked against its device."""
         if isinstance(emissions, torch.Tensor):
             uses_kernel(self.engine, emissions.device)
-        return read_batch(emissions, self.num_tags, self.batch_first, tags=tags, mask=mask)
+        return read_batch(
+            emissions, self.num_tags, self.batch_first, tags=tags, mask=mask, score_dtype=self.transitions.dtype
+        )
 
     def scores_on(self, batch: PaddedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The edge scores [E] and the start and final scores [S] on the batch's device."""
+        """The edge scores [E] and the start and final scores [S] on the batch's device
+        and in its dtype."""
         transitions, start, final = self.edge_scores()
-        device = batch.device
-        return transitions.to(device), start.to(device), final.to(device)
+        device, dtype = batch.device, batch.emissions.dtype
+        return transitions.to(device, dtype), start.to(device, dtype), final.to(device, dtype)
 
     def kernel_potentials(self, batch: PaddedBatch, transitions, start, final) -> Potentials:
         """The kernel's potentials of a checked batch."""
@@ -272,7 +285,7 @@ class CRF(nn.Module):
             pot = constrain(self.kernel_potentials(batch, transitions, start, final), rules).potentials
             states = inference.viterbi(pot, threads=thread_count(self.threads)).paths
             return batch.split(pot.topology.state_label[states])
-        if uses_kernel(self.engine, batch.device):
+        if runs_kernel(self.engine, batch):
             pot = self.kernel_potentials(batch, transitions, start, final)
             states = inference.viterbi(pot, threads=thread_count(self.threads)).paths
             return batch.split(self.structure.state_label[states])
@@ -291,12 +304,12 @@ class CRF(nn.Module):
         """p(tag l at step t | x), shaped as ``emissions``; 0 where the mask is off."""
         batch = self.checked(emissions, mask=mask)
         transitions, start, final = self.scores_on(batch)
-        if uses_kernel(self.engine, batch.device):
+        if runs_kernel(self.engine, batch):
             pot = self.kernel_potentials(batch, transitions, start, final)
             node = inference.forward_backward(pot, edge_counts=False, threads=thread_count(self.threads)).node_marginals
             per_label = np.zeros((pot.num_tokens, self.num_tags))
             np.add.at(per_label.T, self.structure.state_label, cast(np.ndarray, node).T)
-            rows = torch.from_numpy(per_label).to(emissions.dtype)
+            rows = torch.from_numpy(per_label).to(batch.emissions.dtype)
             return batch.unpack(rows, 0.0)
         with torch.enable_grad():
             label_scores = batch.emissions.detach().masked_fill(~batch.mask[..., None], 0).requires_grad_(True)
@@ -315,12 +328,12 @@ class CRF(nn.Module):
         batch = self.checked(emissions, mask=mask)
         transitions, start, final = self.scores_on(batch)
         state_label = torch.as_tensor(self.structure.state_label, device=batch.device)
-        if uses_kernel(self.engine, batch.device):
+        if runs_kernel(self.engine, batch):
             pot = self.kernel_potentials(batch, transitions, start, final)
             result = inference.kbest(pot, k, threads=thread_count(self.threads))
             rows = torch.from_numpy(result.paths.T.astype(np.int64))  # [N, k]
             tags = torch.where(rows >= 0, state_label[rows.clamp_min(0)], -1)
-            return batch.unpack(tags, -1).movedim(-1, 0), torch.from_numpy(result.scores).to(emissions.dtype)
+            return batch.unpack(tags, -1).movedim(-1, 0), torch.from_numpy(result.scores).to(batch.emissions.dtype)
         with torch.no_grad():
             paths, scores = vectorised.kbest(*self.chain_inputs(batch, transitions, start, final), k)
         tags = torch.where(paths >= 0, state_label[paths.clamp_min(0)], -1)  # [B, k, T]
@@ -341,7 +354,7 @@ class CRF(nn.Module):
             raise ArgumentTypeError(f"seed must be an integer in [0, 2**63), got {seed!r}")
         transitions, start, final = self.scores_on(batch)
         state_label = torch.as_tensor(self.structure.state_label, device=batch.device)
-        if uses_kernel(self.engine, batch.device):
+        if runs_kernel(self.engine, batch):
             pot = self.kernel_potentials(batch, transitions, start, final)
             states = inference.sample(pot, num_samples, seed=int(seed), threads=thread_count(self.threads))
             rows = state_label[torch.from_numpy(states.T.astype(np.int64))]  # [N, M]
@@ -355,7 +368,7 @@ class CRF(nn.Module):
     # -- the two terms of the likelihood ---------------------------------------------------
     def partition(self, batch: PaddedBatch, transitions, start, final) -> torch.Tensor:
         """log Z [B] of a checked batch."""
-        if uses_kernel(self.engine, batch.device):
+        if runs_kernel(self.engine, batch):
             return compiled.LogPartition.apply(
                 self.lift(batch.pack(batch.emissions)),
                 transitions,

@@ -30,7 +30,7 @@ from fstcrf.engine.joint import JointPotentials, JointSpace, joint_posteriors, j
 from fstcrf.errors import ArgumentTypeError, CompositionError, FstcrfError, LabelError, ShapeError
 from fstcrf.torch import vectorised
 from fstcrf.torch.batch import PaddedBatch, check_tags, gold_tags, read_batch
-from fstcrf.torch.compiled import as_float64, as_tensors, node_gradients
+from fstcrf.torch.compiled import as_float64, as_tensors, node_gradients, refuse_higher_order
 from fstcrf.torch.crf import (
     CRF,
     REDUCTIONS,
@@ -39,6 +39,7 @@ from fstcrf.torch.crf import (
     check_positive,
     path_scores,
     reduced,
+    runs_kernel,
     thread_count,
     uses_kernel,
 )
@@ -165,7 +166,9 @@ class JointCRF(nn.Module):
         for k, layer in enumerate(self.crfs):
             if isinstance(emissions[k], torch.Tensor):
                 uses_kernel(self.engine, emissions[k].device)
-            part = read_batch(emissions[k], layer.num_tags, self.batch_first, None if tags is None else tags[k], mask)
+            layer_tags = None if tags is None else tags[k]
+            score_dtype = layer.transitions.dtype
+            part = read_batch(emissions[k], layer.num_tags, self.batch_first, layer_tags, mask, score_dtype=score_dtype)
             if parts and part.emissions.shape[:2] != parts[0].emissions.shape[:2]:
                 raise ShapeError(
                     f"layer {k}'s emissions cover {tuple(part.emissions.shape[:2])} (batch, steps), "
@@ -198,7 +201,7 @@ class JointCRF(nn.Module):
         parts = self.checked(emissions, None, mask)
         joint_emissions, start, final, transitions = self.joint_scores(parts)
         batch = parts[0]
-        if uses_kernel(self.engine, batch.device):
+        if runs_kernel(self.engine, batch):
             jp = self.potentials(batch.lengths, joint_emissions, start, final, transitions)
             states = joint_viterbi(jp, thread_count(self.threads)).paths
         else:
@@ -247,7 +250,7 @@ class JointCRF(nn.Module):
 
     def partition(self, batch: PaddedBatch, joint_emissions, start, final, transitions) -> torch.Tensor:
         """log Z [B]."""
-        if uses_kernel(self.engine, batch.device):
+        if runs_kernel(self.engine, batch):
             return JointLogPartition.apply(self, batch, joint_emissions, start, final, *transitions)
         return vectorised.log_partition(*self.chain_inputs(batch, joint_emissions, start, final, transitions))
 
@@ -292,7 +295,7 @@ def broadcast_sum(tensors: list[torch.Tensor], leading: int) -> torch.Tensor:
     total = terms[0]
     for term in terms[1:]:
         total = total + term
-    return total.reshape(*total.shape[:leading], -1)
+    return total.flatten(leading)
 
 
 class JointLogPartition(torch.autograd.Function):
@@ -311,6 +314,7 @@ class JointLogPartition(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        refuse_higher_order("JointCRF")
         weight = as_float64(grad)
         module, batch, result = ctx.module, ctx.batch, ctx.result
         offsets = batch.offsets

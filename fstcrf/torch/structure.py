@@ -11,12 +11,15 @@ layer is declared over (an order, a tagging scheme, a grammar);
     start_states         int64 [S0]     states a path may start in
     final_states         int64 [SF]     states a path may end in
     in_src, in_edge      int64 [S, D]   the edges entering each state, padded to the
-    in_valid             bool  [S, D]   largest in-degree D (in_valid marks real ones)
+    in_valid             bool  [S, D]   largest in-degree D (in_valid marks real ones);
+                                        made when the vectorised programs first ask
     step                 int64 [S+1, L] the state reached by reading label l from state s
                                         (row S: before the first token), -1 if not allowed
 """
 
 from __future__ import annotations
+
+from functools import cached_property
 
 import numpy as np
 
@@ -38,34 +41,49 @@ class LabelStructure:
         self.edge_dst = topology.edge_dst.astype(np.int64)
         self.start_states = np.flatnonzero(topology.start)
         self.final_states = np.flatnonzero(topology.final)
-        in_degree = np.diff(topology.in_ptr)
-        width = max(int(in_degree.max()), 1)
         what = f"topology {topology.name!r}'s"
-        budget.check_table((S, width), f"{what} padded table of the edges entering each state:")
+        budget.check_table((S, self._in_width), f"{what} padded table of the edges entering each state:")
         budget.check_table((S + 1, L), f"{what} table of the state each label leads to:")
         budget.check_table((S, S), f"{what} edge ids:")
-        slot = np.arange(width)
-        self.in_valid = slot[None, :] < in_degree[:, None]
-        self.in_edge = np.where(self.in_valid, topology.in_ptr[:-1, None] + slot[None, :], 0).astype(np.int64)
-        self.in_src = np.where(self.in_valid, self.edge_src[self.in_edge], 0).astype(np.int64)
-        self.step = np.full((S + 1, L), -1, dtype=np.int64)
-        self._set_steps(S, self.start_states)
-        for source in range(S):
-            edges = slice(int(topology.out_ptr[source]), int(topology.out_ptr[source + 1]))
-            self._set_steps(source, topology.out_dst[edges].astype(np.int64))
-        self.edge_id = topology.edge_ids.astype(np.int64)
+        self.step = self._step_table()
+        self.edge_id = topology.edge_ids
         #: whether state i is label i (so that tags are their own state path)
         self.is_identity = S == L and bool(np.all(self.state_label == np.arange(L)))
         self._tensors: dict[str, dict[str, object]] = {}
 
-    def _set_steps(self, row: int, states: np.ndarray) -> None:
-        labels = self.state_label[states]
-        if len(np.unique(labels)) < len(labels):
+    def _step_table(self) -> np.ndarray:
+        """The step table int64 [S+1, L], filled from the start states and the edges in
+        one pass; TopologyError if two moves from one state reach states of one label
+        (one overwrites the other, so fewer cells are filled than there are moves)."""
+        S, L = self.num_states, self.num_labels
+        step = np.full((S + 1, L), -1, dtype=np.int64)
+        step[S, self.state_label[self.start_states]] = self.start_states
+        step[self.edge_src, self.state_label[self.edge_dst]] = self.edge_dst
+        if np.count_nonzero(step >= 0) < len(self.start_states) + self.num_edges:
             raise TopologyError(
                 f"topology {self.topology.name!r} is not deterministic in its labels: two states with "
                 "one label follow the same state, so a tag sequence would not fix its state path"
             )
-        self.step[row, labels] = states
+        return step
+
+    @property
+    def _in_width(self) -> int:
+        """D: the largest in-degree (at least 1)."""
+        return max(int(np.diff(self.topology.in_ptr).max()), 1)
+
+    # the padded incoming edges, for the vectorised programs only: made on first use
+    @cached_property
+    def in_valid(self) -> np.ndarray:
+        return np.arange(self._in_width)[None, :] < np.diff(self.topology.in_ptr)[:, None]
+
+    @cached_property
+    def in_edge(self) -> np.ndarray:
+        first = self.topology.in_ptr[:-1, None].astype(np.int64)
+        return np.where(self.in_valid, first + np.arange(self._in_width)[None, :], 0)
+
+    @cached_property
+    def in_src(self) -> np.ndarray:
+        return np.where(self.in_valid, self.edge_src[self.in_edge], 0)
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -118,7 +136,7 @@ class LabelStructure:
         lengths = np.diff(offsets)
         states = np.empty(len(tags), dtype=np.int64)
         previous = np.full(len(lengths), self.num_states, dtype=np.int64)
-        for t in range(int(lengths.max())):
+        for t in range(int(lengths.max(initial=0))):
             alive = np.flatnonzero(lengths > t)
             rows = offsets[alive] + t
             reached = self.step[previous[alive], tags[rows]]

@@ -17,6 +17,8 @@ One pass per semiring: :func:`log_partition` (log), :func:`viterbi` (max),
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 
@@ -84,7 +86,7 @@ def backtrace(pointers: list[torch.Tensor], current: torch.Tensor, lengths: torc
         alive = lengths > t
         path[..., t] = torch.where(alive, current, -1)
         if t:
-            flat = current.reshape(current.shape[0], -1)
+            flat = current.reshape(current.shape[0], math.prod(current.shape[1:]))
             previous = pointers[t - 1].gather(-1, flat).reshape(current.shape)
             current = torch.where(alive, previous, current)
     return path

@@ -90,6 +90,7 @@ def test_a_mask_with_holes(no_kernel):
             ArgumentTypeError,
         ),
         (lambda crf: crf.decode(torch.zeros(0, 2, 3)), EmptySequenceError),
+        (lambda crf: crf(torch.zeros(0, 0, 3), torch.zeros(0, 0, dtype=torch.long)), EmptySequenceError),
         (lambda crf: crf.kbest(torch.zeros(3, 2, 3), 0), ShapeError),
         (lambda crf: crf.sample(torch.zeros(3, 2, 3), 2, seed=-1), ArgumentTypeError),
         (lambda crf: crf.sample(torch.zeros(3, 2, 3), 1.5), ArgumentTypeError),

@@ -73,6 +73,57 @@ def test_gradients_match(engine):
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5, msg=name)
 
 
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("engine", ["kernel", "torch"])
+def test_an_empty_batch_matches(batch_first, engine):
+    """B = 0: a log-likelihood of 0 (sum), [] (none), NaN (the means over nothing) and
+    no paths, as pytorch-crf gives; the parameters get zero gradients."""
+    ours, theirs = pair(4, batch_first)
+    ours.engine = engine
+    shape = (0, 5) if batch_first else (5, 0)
+    emissions, tags = torch.randn(*shape, 4), torch.zeros(shape, dtype=torch.long)
+    for mask in (None, torch.ones(shape, dtype=torch.bool), torch.ones(shape, dtype=torch.uint8)):
+        for reduction in ("none", "sum", "mean", "token_mean"):
+            expected = theirs(emissions, tags, mask, reduction=reduction)
+            got = ours(emissions, tags, mask, reduction=reduction)
+            assert got.shape == expected.shape and got.dtype == expected.dtype
+            torch.testing.assert_close(got, expected, equal_nan=True)
+        assert ours.decode(emissions, mask) == theirs.decode(emissions, mask) == []
+    ours(emissions, tags).backward()
+    assert all(torch.equal(p.grad, torch.zeros_like(p)) for p in ours.parameters())
+
+
+def penalised_gradients(layer, emissions, tags, mask) -> list[torch.Tensor]:
+    """The parameters' gradients of llh + |d llh / d emissions|^2 (a gradient penalty)."""
+    emissions = emissions.clone().requires_grad_(True)
+    llh = layer(emissions, tags, mask)
+    (gradient,) = torch.autograd.grad(llh, emissions, create_graph=True)
+    layer.zero_grad()
+    (llh + gradient.pow(2).sum()).backward()
+    return [parameter.grad for parameter in layer.parameters()]
+
+
+def test_a_gradient_penalty_matches_on_the_torch_engine():
+    ours, theirs = pair(3, False)
+    ours.engine = "torch"
+    emissions, tags, mask = batch(4, 3, 3, False)
+    expected = penalised_gradients(theirs.double(), emissions.double(), tags, mask)
+    got = penalised_gradients(ours.double(), emissions.double(), tags, mask)
+    for name, a, b in zip(("start", "end", "transitions"), got, expected):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12, msg=name)
+
+
+@pytest.mark.parametrize("engine", ["auto", "kernel"])
+def test_the_kernel_engine_refuses_a_second_derivative(engine):
+    """Its log Z's gradient comes from the kernel: a graph over it would be silently
+    constant, so a backward that builds one raises, naming the engine that can."""
+    ours, _ = pair(3, False)
+    ours.engine = engine
+    emissions, tags, mask = batch(4, 3, 3, False)
+    with pytest.raises(FstcrfError, match=r"differentiable once.*engine='torch'"):
+        penalised_gradients(ours, emissions, tags, mask)
+
+
 def test_the_same_training_code_runs_on_both():
     """A training step written for torchcrf, unchanged, trains fstcrf's layer alike."""
     results = []
