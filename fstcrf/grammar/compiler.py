@@ -364,7 +364,13 @@ def compile_grammar(
         rules = ", ".join(grammar.rule_names) or "none"
         raise GrammarError(f"{grammar.source}: no rule named '{rule}' (rules: {rules})")
     compiler = _Compiler(labels, params)
-    fst = compiler.rule(grammar, rule, grammar.rule_map[rule].pos, {})
+    try:
+        fst = compiler.rule(grammar, rule, grammar.rule_map[rule].pos, {})
+    except RecursionError:
+        raise GrammarError(
+            f"{grammar.rule_map[rule].pos}: rule '{rule}' refers to rules that refer to rules ... too "
+            "deeply to compile; write the chain of rules as fewer rules"
+        ) from None
     compiler.check_templates()
     unused = sorted(set(params) - compiler.used_params)
     if unused:

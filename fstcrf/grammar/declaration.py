@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.engine.topology import Topology, first_order, kth_order, with_scheme
-from fstcrf.errors import ArgumentTypeError, TopologyError
+from fstcrf.errors import ArgumentTypeError, GrammarError, TopologyError
 from fstcrf.grammar.nodes import Grammar
 from fstcrf.grammar.parser import load_grammar, parse_grammar
 from fstcrf.grammar.restriction import constrain
@@ -62,7 +62,7 @@ def _declared(labels, scheme, grammar, order: int, rule: str, params) -> Topolog
         topology = with_scheme(topology, scheme)
     if grammar is not None:
         if isinstance(grammar, str):
-            grammar = parse_grammar(grammar) if ";" in grammar else load_grammar(grammar)
+            grammar = parse_grammar(grammar) if ";" in grammar else _named_grammar(grammar)
         if not isinstance(grammar, (Grammar, Acceptor)) and not is_fst(grammar):
             raise ArgumentTypeError(
                 "grammar must be a Grammar, grammar text, a grammar file or shipped grammar "
@@ -70,3 +70,14 @@ def _declared(labels, scheme, grammar, order: int, rule: str, params) -> Topolog
             )
         topology = constrain(topology, grammar, rule, params)
     return topology
+
+
+def _named_grammar(name: str) -> Grammar:
+    """The grammar file or shipped grammar ``name``; where there is none and ``name``
+    reads as grammar text (it holds '='), the error says text needs its ';'."""
+    try:
+        return load_grammar(name)
+    except GrammarError as error:
+        if "=" not in name:
+            raise
+        raise GrammarError(f"{error}; as grammar text, end each rule with ';' (\"start = O* ;\")") from None

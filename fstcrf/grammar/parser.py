@@ -47,6 +47,10 @@ SHIPPED_DIR = Path(__file__).resolve().parent.parent / "grammars"
 EXTENSION = ".fgr"
 #: The largest bound of a repetition ``x{m,n}``.
 MAX_REPEAT = 1000
+#: The deepest nesting of a rule's body (parentheses, '!', 'any', 'all', 'with') and
+#: the most operands of '&' and '-' in a row: deeper trees would exhaust Python's
+#: recursion when parsed or compiled.
+MAX_NESTING = 100
 #: Words that are not bare labels (quote a label spelled so).
 KEYWORDS = frozenset({"import", "as", "any", "all", "with"})
 
@@ -250,6 +254,8 @@ class _Parser:
         self.source = source
         self.base_dir = base_dir
         self.loading = loading
+        #: the nesting of the expression being parsed (see MAX_NESTING)
+        self.depth = 0
 
     # token helpers
     def peek(self) -> _Token:
@@ -331,16 +337,28 @@ class _Parser:
     # expressions, loosest first
     def expression(self) -> Node:
         first = self.peek()
+        if self.depth >= MAX_NESTING:
+            raise self.error(
+                first, f"the expression nests more than {MAX_NESTING} levels deep; name its parts as rules"
+            )
+        self.depth += 1
         parts = [self.boolean()]
         while self.at("punct", "|"):
             self.advance()
             parts.append(self.boolean())
+        self.depth -= 1
         return parts[0] if len(parts) == 1 else Union(first.pos, tuple(parts))
 
     def boolean(self) -> Node:
         left = self.concatenation()
+        operands = 1
         while self.at("punct", "&") or self.at("punct", "-"):
             operator = self.advance()
+            operands += 1
+            if operands > MAX_NESTING:
+                raise self.error(
+                    operator, f"more than {MAX_NESTING} operands of '&' and '-' in a row; group them in rules"
+                )
             right = self.concatenation()
             left = (Intersection if operator.value == "&" else Difference)(operator.pos, left, right)
         return left
@@ -364,7 +382,12 @@ class _Parser:
         token = self.peek()
         if token.kind == "punct" and token.value == "!":
             self.advance()
-            return Complement(token.pos, self.unary())
+            if self.depth >= MAX_NESTING:
+                raise self.error(token, f"more than {MAX_NESTING} nested '!'")
+            self.depth += 1
+            complement = Complement(token.pos, self.unary())
+            self.depth -= 1
+            return complement
         if token.kind == "keyword" and token.value in ("any", "all", "with"):
             return self.binder()
         return self.postfix()
@@ -498,10 +521,21 @@ def _shipped_path(name: str) -> Path | None:
 
 def _load(path: Path, loading: tuple[Path, ...]) -> Grammar:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark, as some editors write, is not text
     except (OSError, UnicodeDecodeError) as error:
         raise GrammarError(f"cannot read grammar {path}: {error}") from None
-    return _Parser(text, str(path), path.parent, loading + (path,)).grammar()
+    return _parsed(_Parser(text, str(path), path.parent, loading + (path,)))
+
+
+def _parsed(parser: _Parser) -> Grammar:
+    """The grammar ``parser`` reads; GrammarError where its imports or its nesting
+    go deeper than Python's recursion allows (MAX_NESTING keeps one body within it)."""
+    try:
+        return parser.grammar()
+    except RecursionError:
+        raise GrammarError(
+            f"{parser.source}: the grammar and its imports nest too deeply to read; flatten its imports"
+        ) from None
 
 
 def parse_grammar(text: str, source: str = "<string>") -> Grammar:
@@ -512,7 +546,7 @@ def parse_grammar(text: str, source: str = "<string>") -> Grammar:
     is_file = not source.startswith("<")
     base_dir = Path(source).resolve().parent if is_file else Path.cwd()
     loading = (Path(source).resolve(),) if is_file else ()
-    return _Parser(text, source, base_dir, loading).grammar()
+    return _parsed(_Parser(text, source, base_dir, loading))
 
 
 def load_grammar(path_or_name) -> Grammar:

@@ -227,12 +227,15 @@ class CRF(nn.Module):
 
     def checked(self, emissions, tags=None, mask=None) -> PaddedBatch:
         """The batch, checked (see :func:`~fstcrf.torch.batch.read_batch`), after the
-        engine is checked against its device."""
+        engine is checked against its device; InfeasibleError, whatever the engine,
+        for a sequence of a length the layer's structure allows no tags of."""
         if isinstance(emissions, torch.Tensor):
             uses_kernel(self.engine, emissions.device)
-        return read_batch(
+        batch = read_batch(
             emissions, self.num_tags, self.batch_first, tags=tags, mask=mask, score_dtype=self.transitions.dtype
         )
+        self.structure.topology.check_lengths(batch.lengths)
+        return batch
 
     def scores_on(self, batch: PaddedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The edge scores [E] and the start and final scores [S] on the batch's device

@@ -840,3 +840,36 @@ def test_documented_examples_parse():
     assert len(blocks) >= 5
     for block in blocks:
         parse_grammar(block, source="docs/grammars.md")
+
+
+@pytest.mark.parametrize(
+    "body, where",
+    [
+        ("(" * 400 + "O" + ")" * 400, "nests more than 100 levels"),
+        ("!" * 400 + "O", "more than 100 nested '!'"),
+        (" & ".join(["(O | B-NP)*"] * 600), "more than 100 operands of '&' and '-'"),
+        ("with X = NP: " * 300 + "O", "nests more than 100 levels"),
+    ],
+    ids=["parentheses", "complements", "intersections", "bindings"],
+)
+def test_a_grammar_nested_too_deeply_is_refused_where_it_goes_too_deep(body, where):
+    with pytest.raises(GrammarError, match=rf"<string>:1:\d+: .*{re.escape(where)}"):
+        parse_grammar(f"start = {body} ;")
+
+
+def test_a_chain_of_rules_too_long_to_compile_is_a_grammar_error():
+    rules = "".join(f"r{n} = r{n + 1} ;\n" for n in range(600))
+    grammar = parse_grammar(f"start = r0 ;\n{rules}r600 = O ;\n")
+    with pytest.raises(GrammarError, match="refers to rules that refer to rules"):
+        compile_grammar(grammar, ["O", "B-NP", "I-NP"])
+    # a chain within the limit compiles
+    rules = "".join(f"r{n} = r{n + 1} ;\n" for n in range(50))
+    compile_grammar(parse_grammar(f"start = r0 ;\n{rules}r50 = O ;\n"), ["O", "B-NP", "I-NP"])
+
+
+def test_grammar_text_without_its_semicolon_and_a_file_with_a_byte_order_mark(tmp_path):
+    with pytest.raises(GrammarError, match=r"no grammar file 'start = O\*'.*end each rule with ';'"):
+        fstcrf.decode_logits(np.zeros((2, 3)), ["O", "B-NP", "I-NP"], grammar="start = O*")
+    marked = tmp_path / "marked.fgr"
+    marked.write_bytes("\ufeffstart = O* ;\n".encode())
+    assert load_grammar(marked).rule_names == ("start",)

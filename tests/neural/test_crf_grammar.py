@@ -69,3 +69,23 @@ def test_gold_tags_outside_the_grammar_are_refused():
     crf = CRF.from_labels(LABELS, grammar=ONE_CHUNK, batch_first=True)
     with pytest.raises(LabelError, match="not allowed"):
         crf(torch.zeros(1, 4, 5), torch.tensor([[1, 0, 3, 0]]))
+
+
+@pytest.mark.parametrize("engine", ["kernel", "torch"])
+def test_a_length_the_grammar_allows_no_tags_of_is_refused_by_both_engines(engine):
+    from fstcrf.errors import InfeasibleError
+
+    crf = CRF.from_labels(LABELS, grammar="start = .* B-A . ;", batch_first=True, engine=engine)
+    emissions, tags = torch.randn(2, 3, 5), torch.tensor([[0, 1, 2], [1, 2, 0]])
+    mask = torch.tensor([[True, True, True], [True, False, False]])  # the second is one step long
+    calls = {
+        "decode": lambda: crf.decode(emissions, mask),
+        "log_partition": lambda: crf.log_partition(emissions, mask),
+        "marginals": lambda: crf.marginals(emissions, mask),
+        "kbest": lambda: crf.kbest(emissions, 2, mask),
+        "forward": lambda: crf(emissions, tags, mask),
+    }
+    for name, call in calls.items():
+        with pytest.raises(InfeasibleError, match=r"no label sequence of length 1 \(sentences 1\)"):
+            call()
+    assert len(crf.decode(emissions)) == 2  # three steps each: fine
