@@ -57,8 +57,8 @@ def _bindings(pieces: Template, label: str, start: int = 0, bound: dict | None =
     """Every assignment of the template's variables (non-empty values) under which it
     spells ``label``; WILDCARD matches any text."""
     bound = {} if bound is None else bound
-    if not pieces:
-        if start == len(label):
+    if not any(isinstance(piece, Var) for piece in pieces):  # the rest binds nothing: one linear match
+        if _spells(pieces, label, start):
             yield dict(bound)
         return
     head, rest = pieces[0], pieces[1:]
@@ -76,6 +76,34 @@ def _bindings(pieces: Template, label: str, start: int = 0, bound: dict | None =
             bound[head.name] = label[start:end]
             yield from _bindings(rest, label, end, bound)
         del bound[head.name]
+
+
+def _spells(pieces: Template, label: str, start: int) -> bool:
+    """Whether literals and wildcards (no variables) spell ``label[start:]``: the
+    literals between wildcards found left to right, each where it first occurs after
+    the last, which is exact when only wildcards lie between them (linear, where
+    trying every split of every wildcard is exponential in their number)."""
+    segments, current = [], ""
+    for piece in pieces:
+        if piece is WILDCARD:
+            segments.append(current)
+            current = ""
+        else:
+            current += piece
+    segments.append(current)
+    if len(segments) == 1:
+        return label[start:] == current
+    first, *middle, last = segments
+    end = len(label) - len(last)
+    if end < start + len(first) or not label.startswith(first, start) or not label.endswith(last):
+        return False
+    position = start + len(first)
+    for segment in middle:
+        found = label.find(segment, position, end)
+        if found < 0:
+            return False
+        position = found + len(segment)
+    return True
 
 
 def _optimized(fst: pynini.Fst, pos: Position) -> pynini.Fst:
