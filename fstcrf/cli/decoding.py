@@ -146,7 +146,7 @@ def batches_for(
     from fstcrf.corpus.scanned import iter_scanned
 
     components = model_components(model)
-    trained, targets = components[0].columns_, [component.target_ for component in components]
+    trained, targets = file_columns(model)
     names, allow_missing = reading_columns(model, columns, gold_required)
     batches = iter_scanned(
         path, names, separator, allow_missing=allow_missing, batch_tokens=batch_tokens, whole_documents=whole_documents
@@ -162,7 +162,7 @@ def batches_for(
     elif not first.sentences:
         LOG.warning("no sentences in %s", "standard input" if path == "-" else path)
     elif len(first.column_names) != len(trained):
-        _warn_if_labels_read(first, components, path)
+        _warn_if_labels_read(first, components, trained, path)
     yield first
     yield from batches
 
@@ -178,10 +178,10 @@ def reading_columns(model, columns: str | None, gold_required: bool = False) -> 
     return names, () if gold_required else predicted
 
 
-def _warn_if_labels_read(corpus, components: list, path: str) -> None:
+def _warn_if_labels_read(corpus, components: list, columns: tuple[str, ...], path: str) -> None:
     """Warn when a file lacking the predicted columns has a column read as an observation
-    that holds mostly the models' labels (a layout mistake)."""
-    columns = components[0].columns_
+    that holds mostly the models' labels (a layout mistake); ``columns``: those the
+    model was trained on."""
     labels = {label for component in components for label in component.labels_}
     for name in corpus.column_names[1:]:
         values = [value for sentence in corpus.column(name) for value in sentence]

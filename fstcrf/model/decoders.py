@@ -58,10 +58,11 @@ def model_components(model) -> list:
 
 
 def file_columns(model) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(the columns of a model's training files, in order; the predicted ones among
-    them, which an input to tag may lack)."""
+    """(the columns of a model's training files, in order: every component's, each
+    where it first comes; the predicted ones among them, which an input to tag may lack)."""
     components = model_components(model)
-    return tuple(components[0].columns_), tuple(component.target_ for component in components)
+    columns = dict.fromkeys(column for component in components for column in component.columns_)
+    return tuple(columns), tuple(component.target_ for component in components)
 
 
 def input_columns(model) -> tuple[str, ...]:

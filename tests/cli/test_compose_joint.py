@@ -59,3 +59,27 @@ def test_compose_joint_errors(models, capsys, tmp_path):
     assert cli.main(["-q", "compose", np_path, vp_path, "--joint", str(grammar), "-o", out]) == 2
     assert "model 1 (chunk) has no label B-XP" in capsys.readouterr().err
     assert cli.main(["-q", "compose", np_path, vp_path, "--joint", "no_such_grammar", "-o", out]) == 2
+
+
+def test_a_joint_model_of_components_trained_on_more_columns_reads_them_all(models, tmp_path, capsys):
+    """A chunker of word,pos,chunk files composed with an entity tagger of word,pos,chunk,ner
+    files: the joint model's files have the four columns, of which chunk and ner may be
+    missing (before, only the first component's three were read)."""
+    folder, (np_path, _) = models
+    lines = [line for line in TEST.read_text().splitlines()[:200]]
+    four = tmp_path / "four.txt"
+    four.write_text("\n".join(f"{line} {line.split()[2]}" if line.strip() else "" for line in lines) + "\n")
+    ner_path = str(tmp_path / "ner.model")
+    template = folder / "template.txt"
+    train = ["-q", "train", str(four), "--columns", "word,pos,chunk,ner", "--target", "ner"]
+    assert cli.main(train + ["--template", str(template), "--max-iter", "3", "-o", ner_path]) == 0
+    joint_path = str(tmp_path / "chunk-ner.model")
+    assert cli.main(["-q", "compose", np_path, ner_path, "--joint", "no_overlap", "-o", joint_path]) == 0
+    three = tmp_path / "three.txt"
+    three.write_text("\n".join(" ".join(line.split()[:2]) for line in lines) + "\n")
+    for given, fields in ((three, 4), (four, 6)):
+        capsys.readouterr()
+        assert cli.main(["-q", "tag", joint_path, str(given)]) == 0
+        rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()]
+        assert rows and {len(row) for row in rows} == {fields}
+    assert cli.main(["-q", "eval", joint_path, str(four)]) == 0
