@@ -131,9 +131,19 @@ def _compose_process(args: argparse.Namespace) -> tuple:
     return (bench_compose_process(args.model, args.test, args.threads, args.repeats, not args.quiet),)
 
 
+def _requiring(purpose: str, *modules: str) -> None:
+    """MissingExtraError naming the extra of the first of ``modules`` not installed,
+    before a benchmark starts (its child processes would end in a traceback)."""
+    from fstcrf.extras import require
+
+    for module in modules:
+        require(module, purpose)
+
+
 def _train_process(args: argparse.Namespace) -> tuple:
     from fstcrf.bench.process import bench_train_process
 
+    _requiring("bench train", "pycrfsuite")
     folder = _conll2000(args)
     return (bench_train_process(folder, args.iterations or 50, args.threads, args.repeats, not args.quiet),)
 
@@ -141,6 +151,7 @@ def _train_process(args: argparse.Namespace) -> tuple:
 def _train_in_memory(args: argparse.Namespace) -> tuple:
     from fstcrf.bench.in_memory import bench_train
 
+    _requiring("bench train", "pycrfsuite")
     folder = _conll2000(args)
     return (bench_train(folder, args.vs, iterations=args.iterations or 50, threads=args.threads),)
 
@@ -148,6 +159,7 @@ def _train_in_memory(args: argparse.Namespace) -> tuple:
 def _tag_process(args: argparse.Namespace) -> tuple:
     from fstcrf.bench.process import bench_tag_process
 
+    _requiring("bench tag", "pycrfsuite")
     folder = _conll2000(args)
     return (bench_tag_process(folder, args.copies or 10, args.model, args.threads, args.repeats, not args.quiet),)
 
@@ -269,15 +281,14 @@ def _defaults(args: argparse.Namespace) -> tuple:
 def _sklearn(args: argparse.Namespace) -> tuple:
     from fstcrf.bench.sklearn import bench_sklearn
 
+    _requiring("bench sklearn", "sklearn", "sklearn_crfsuite")
     return (bench_sklearn(_shared_data(args, ["conll2002"]), search=args.search),)
 
 
 def _pycrfsuite(args: argparse.Namespace) -> tuple:
     from fstcrf.bench.pycrfsuite import bench_pycrfsuite
-    from fstcrf.extras import require
 
-    for module in ("pycrfsuite", "nltk"):
-        require(module, "bench pycrfsuite")
+    _requiring("bench pycrfsuite", "pycrfsuite", "nltk")
     return (bench_pycrfsuite(_conll2000(args), args.iterations),)
 
 
@@ -381,10 +392,8 @@ def _torch(args: argparse.Namespace) -> tuple:
 def _serve(args: argparse.Namespace) -> tuple:
     """fstcrf serve under load (wrk) against a python-crfsuite service (needs fstcrf[serve,bench])."""
     from fstcrf.bench.serve import bench_serve
-    from fstcrf.extras import require
 
-    for module in ("starlette", "uvicorn", "prometheus_client", "pycrfsuite"):
-        require(module, "bench serve")
+    _requiring("bench serve", "starlette", "uvicorn", "prometheus_client", "pycrfsuite")
     result = bench_serve(
         _conll2000(args),
         args.model,

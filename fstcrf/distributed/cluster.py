@@ -10,6 +10,7 @@ import os
 import re
 
 from fstcrf.errors import FstcrfError, SchedulerError
+from fstcrf.extras import require
 
 #: Seconds to wait for a scheduler to answer before SchedulerError.
 CONNECT_TIMEOUT = 10
@@ -35,7 +36,7 @@ def connect(spec: str, threads_per_worker: int = 1, timeout: float = CONNECT_TIM
         raise FstcrfError(f"--dask takes a scheduler address such as tcp://host:8786 or local:N, got {spec!r}")
     if dashboard is not None:
         _check_dashboard(dashboard, spec, local is not None)
-    from distributed import Client
+    Client = require("distributed", "--dask").Client
 
     # fstcrf's own log and typed errors say what happens; Dask's logs (tracebacks of
     # heartbeats that race a closing scheduler) would reach the user's terminal

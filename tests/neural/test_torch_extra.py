@@ -1,10 +1,9 @@
 """fstcrf.torch beyond pytorch-crf's contract: without torch it stops at once with an
-error naming the extra; structures of thousands of states build fast; joint layers
+error naming the extra; structures of thousands of states hold every move; joint layers
 refuse second derivatives on the kernel and take empty batches."""
 
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -31,17 +30,14 @@ def test_fstcrf_torch_without_torch_names_the_extra():
     assert "fstcrf.torch needs torch, which is not installed: pip install 'fstcrf[torch]'" in result.stdout
 
 
-def test_a_structure_is_built_without_a_loop_over_states(torch):
-    """3,080 states: the step table is filled in one pass over the edges (ten builds
-    took 0.29 s with a loop over the states, 0.01 s without)."""
+def test_the_step_table_holds_every_move_of_the_topology(torch):
+    """3,080 states: the step table, filled in one pass over the edges, holds each edge's
+    move and each start (its speed is measured where speed is, not here: 0.29 s for ten
+    builds with a loop over the states, 0.01 s without)."""
     from fstcrf.torch import LabelStructure
 
     topology = kth_order([f"L{i}" for i in range(55)], 2)
-    topology.edge_ids  # the topology's own [S, S] table, cached: not the structure's work
-    started = time.perf_counter()
-    for _ in range(10):
-        structure = LabelStructure(topology)
-    assert time.perf_counter() - started < 0.1
+    structure = LabelStructure(topology)
     S = topology.num_states
     assert np.array_equal(structure.step[topology.edge_src, topology.state_label[topology.edge_dst]], topology.edge_dst)
     starts = np.flatnonzero(topology.start)
