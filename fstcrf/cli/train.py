@@ -456,6 +456,11 @@ def _record_decoding(model, template, args: argparse.Namespace) -> None:
 
 
 def _save_trained(model, args: argparse.Namespace) -> None:
+    """Write the trained model to -o, and log what was kept; a run stopped (Ctrl-C,
+    SIGTERM) before its first iteration ended writes nothing and ends as interrupted."""
+    if model.interrupted_ and model.n_iter_ == 0:
+        LOG.warning("interrupted before the first iteration ended; no model written to %s", args.output)
+        raise KeyboardInterrupt
     _record_decoding(model, model.template, args)
     with phase("write"):
         model.save(args.output)

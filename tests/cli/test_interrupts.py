@@ -136,6 +136,13 @@ def test_train_writes_the_weights_it_has_when_a_worker_is_stuck(tmp_path, number
     assert load_any(model).interrupted_
 
 
+def test_train_stopped_before_its_first_iteration_writes_no_model(tmp_path):
+    model = tmp_path / "m.model"
+    status, stderr = run_interrupted(["train", TRAIN, "--max-iter", 1000, "-o", model], "worker:1", signal.SIGINT)
+    assert status == 130 and "interrupted before the first iteration ended; no model written" in stderr
+    assert not model.exists()
+
+
 def test_bandit_training_writes_its_weights_when_the_partner_is_stuck(tmp_path):
     model = tmp_path / "m.model"
     arguments = ["train", TRAIN, "--algorithm", "bandit", "--max-iter", 1000, "--threads", 2, "-o", model]
