@@ -8,9 +8,13 @@ import argparse
 import gc
 import logging
 import os
+import re
 import signal
 import sys
+from difflib import get_close_matches
 from typing import NoReturn
+
+from fstcrf import __version__
 
 from fstcrf.cli import (
     bench,
@@ -44,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Conditional random fields as weighted FSTs. An output path '-' means standard output.",
     )
     add_quiet(parser)
+    parser.add_argument("--version", action="version", version=f"fstcrf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
         module.add_parsers(commands)
@@ -64,6 +69,16 @@ def shortened(message: str) -> str:
     return f"{message[:head]} ... ({len(message) - head - tail:,} characters cut) ... {message[-tail:]}"
 
 
+def unrecognized(command_parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """The error for arguments a command does not take, with the command's options
+    closest to each unknown one ("did you mean --max-iter?")."""
+    options = sorted(set(re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", command_parser.format_help())))
+    given_options = [given.split("=")[0] for given in unknown if given.startswith("-")]
+    guesses = [match for given in given_options for match in get_close_matches(given, options, 1)]
+    hint = f" (did you mean {' or '.join(dict.fromkeys(guesses))}?)" if guesses else ""
+    return f"unrecognized arguments: {' '.join(unknown)}{hint}"
+
+
 def _raise_keyboard_interrupt(signal_number, frame) -> None:
     raise KeyboardInterrupt
 
@@ -73,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     fstcrf error and 1 for a file that cannot be read or written (each printed as one line), 130 when
     interrupted, 141 when the reader of the output went away."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        args.command_parser.error(unrecognized(args.command_parser, unknown))
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s", stream=sys.stderr)
     previous_handler = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:

@@ -105,7 +105,7 @@ def add_command(
     before the command runs.  An option may be both (a checkpoint read with --resume)."""
     sub = commands.add_parser(name, help=help, description=help)
     add_quiet(sub)
-    sub.set_defaults(run=run, inputs=inputs, outputs=outputs)
+    sub.set_defaults(run=run, inputs=inputs, outputs=outputs, command_parser=sub)
     return sub
 
 

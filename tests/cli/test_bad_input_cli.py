@@ -516,3 +516,31 @@ def test_a_value_that_is_no_number_is_named_by_its_input_line(tmp_path, capsys):
     arguments = ["-q", "train", str(data), "--columns", "word,chunk", "--template", str(template), "--max-iter", "1"]
     assert main([*arguments, "-o", str(tmp_path / "m.model")]) == 2
     assert "input line 5, sentence 2, token 2: value(word[0]) reads 'four'" in _error(capsys)
+
+
+def test_a_mistyped_option_names_the_command_and_the_option_meant(capsys):
+    for arguments, expected in (
+        (
+            ["train", "x.txt", "-o", "x.model", "--max-iters", "10"],
+            "fstcrf train: error: unrecognized arguments: --max-iters 10 (did you mean --max-iter?)",
+        ),
+        (
+            ["tag", "m.model", "in.txt", "--modes=joint"],
+            "fstcrf tag: error: unrecognized arguments: --modes=joint (did you mean --mode?)",
+        ),
+    ):
+        with pytest.raises(SystemExit) as raised:  # argparse's usage error, as for any bad option
+            main(arguments)
+        assert raised.value.code == 2 and expected in capsys.readouterr().err
+
+
+def test_the_version_and_python_dash_m_fstcrf():
+    import subprocess
+    import sys
+
+    import fstcrf
+
+    for module in ("fstcrf", "fstcrf.cli"):
+        command = [sys.executable, "-m", module, "--version"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0 and result.stdout.strip() == f"fstcrf {fstcrf.__version__}"
