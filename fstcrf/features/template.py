@@ -498,8 +498,14 @@ def parse_template(text: str, source: str = "<string>") -> Template:
 
 
 def load_template(path: str | os.PathLike) -> Template:
-    """Parse a UTF-8 template file."""
-    return parse_template(read_utf8(path, TemplateError), os.fspath(path))
+    """Parse a UTF-8 template file; TemplateError naming the shipped templates where
+    there is no such file and ``path`` is a bare name (a shipped one mistyped)."""
+    name = os.fspath(path)
+    if not os.path.exists(name) and os.sep not in name and "/" not in name:
+        raise TemplateError(
+            f"no template file {name!r} and no shipped template of that name (shipped: {', '.join(TEMPLATES)})"
+        )
+    return parse_template(read_utf8(path, TemplateError), name)
 
 
 def shipped_template(file_name: str) -> Template:

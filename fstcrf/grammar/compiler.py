@@ -159,7 +159,8 @@ class _Compiler:
             return self.params[name], False
         raise GrammarError(
             f"{pos}: variable {{{name}}} has no value: bind it with 'any {name}:', "
-            f"'all {name}:' or 'with {name} = ...:', or pass params={{'{name}': ...}}"
+            f"'all {name}:' or 'with {name} = ...:', or give it (params={{'{name}': ...}}; on the command "
+            f"line --define {name}=VALUE)"
         )
 
     def fill(self, template: Template, env: dict, pos: Position) -> tuple[Template, bool]:

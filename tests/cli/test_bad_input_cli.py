@@ -544,3 +544,14 @@ def test_the_version_and_python_dash_m_fstcrf():
         command = [sys.executable, "-m", module, "--version"]
         result = subprocess.run(command, capture_output=True, text=True, timeout=120)
         assert result.returncode == 0 and result.stdout.strip() == f"fstcrf {fstcrf.__version__}"
+
+
+def test_a_mistyped_template_name_lists_the_shipped_ones(tmp_path, capsys):
+    output = tmp_path / "x.model"
+    assert (
+        main(["-q", "train", str(DATA_DIR / "demo_train.txt"), "--template", "chunking_extended", "-o", str(output)])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "no template file 'chunking_extended' and no shipped template of that name" in err
+    assert "chunking-extended" in err and not output.exists()
