@@ -50,6 +50,8 @@ def grammar_params(args: argparse.Namespace) -> dict | None:
         name, equals, value = definition.partition("=")
         if not equals or not name or not value:
             raise FstcrfError(f"--define expects NAME=VALUE, got {definition!r}")
+        if name in params:
+            raise FstcrfError(f"--define {definition}: {name} is already defined (--define {name}={params[name]})")
         params[name] = value
     return params or None
 

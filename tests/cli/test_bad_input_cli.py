@@ -555,3 +555,9 @@ def test_a_mistyped_template_name_lists_the_shipped_ones(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no template file 'chunking_extended' and no shipped template of that name" in err
     assert "chunking-extended" in err and not output.exists()
+
+
+def test_a_grammar_parameter_defined_twice_is_refused(model_path, capsys):
+    arguments = ["--grammar", "at_most_one", "--define", "X=NP", "--define", "X=VP"]
+    assert main(["-q", "tag", model_path, TEST, *arguments]) == 2
+    assert "--define X=VP: X is already defined (--define X=NP)" in capsys.readouterr().err
