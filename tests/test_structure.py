@@ -177,7 +177,7 @@ LAYERS = [
         "pictures",
         "spacy",
     },
-    {"bench", "cli", "serve"},
+    {"bench", "cli", "serve", "__main__"},  # __main__: ``python -m fstcrf``, the command line
 ]
 
 

@@ -14,7 +14,7 @@ import sys
 from difflib import get_close_matches
 from typing import NoReturn
 
-from fstcrf import __version__
+import fstcrf
 
 from fstcrf.cli import (
     bench,
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Conditional random fields as weighted FSTs. An output path '-' means standard output.",
     )
     add_quiet(parser)
-    parser.add_argument("--version", action="version", version=f"fstcrf {__version__}")
+    parser.add_argument("--version", action="version", version=f"fstcrf {fstcrf.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
         module.add_parsers(commands)

@@ -111,7 +111,7 @@ def add_parsers(commands) -> None:
         "-o",
         "--output",
         default=None,
-        help="the HTML page to write (- for standard output); give -o or --edit",
+        help="the HTML page to write (- for standard output; default: none, so give -o or --edit)",
     )
     view.add_argument(
         "--edit",
