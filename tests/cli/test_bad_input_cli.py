@@ -557,6 +557,7 @@ def test_a_mistyped_template_name_lists_the_shipped_ones(tmp_path, capsys):
     assert "chunking-extended" in err and not output.exists()
 
 
+@pytest.mark.pynini
 def test_a_grammar_parameter_defined_twice_is_refused(model_path, capsys):
     arguments = ["--grammar", "at_most_one", "--define", "X=NP", "--define", "X=VP"]
     assert main(["-q", "tag", model_path, TEST, *arguments]) == 2
