@@ -52,3 +52,20 @@ def uninstrumented():
     finally:
         if preloaded is not None:
             os.environ["LD_PRELOAD"] = preloaded
+
+
+def refusal_without(missing: str, package: str) -> str:
+    """What importing ``package`` says, in a fresh interpreter where the module
+    ``missing`` cannot be imported: the MissingExtraError's message (the test fails
+    on any other outcome)."""
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys\nsys.modules[{missing!r}] = None\n"
+        "from fstcrf.errors import MissingExtraError\n"
+        f"try:\n    import {package}\nexcept MissingExtraError as error:\n    print(error)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout

@@ -65,12 +65,19 @@ def shown_chunks(element, layer: str) -> list[dict]:
     )
 
 
+def opened(start_server, page, model: str, name: str = "default"):
+    """A server of ``model`` (its texts tokenised by the regex rule) and ``page`` open
+    on it, once the model is listed: the server."""
+    server = start_server(model, "--tokenizer", "regex")
+    page.goto(server.url + "/")
+    page.wait_for_selector(f'#model option[value="{name}"]', state="attached")
+    return server
+
+
 @pytest.mark.slow
 def test_text_typed_into_the_page_shows_the_entities_the_api_gives(pipeline_folder, start_server, browser_page):
-    server = start_server(f"pipeline={pipeline_folder / 'pipeline.model'}", "--tokenizer", "regex")
     page = browser_page
-    page.goto(server.url + "/")
-    page.wait_for_selector('#model option[value="pipeline"]', state="attached")
+    server = opened(start_server, page, f"pipeline={pipeline_folder / 'pipeline.model'}", "pipeline")
     assert "composed" in page.text_content("#model-kind")
     page.fill("#input", TEXT)
     page.click("#submit")
@@ -98,10 +105,8 @@ def test_text_typed_into_the_page_shows_the_entities_the_api_gives(pipeline_fold
 
 @pytest.mark.slow
 def test_conll_lines_show_gold_rows_and_errors_are_shown(demo_chunker, start_server, browser_page):
-    server = start_server(str(demo_chunker), "--tokenizer", "regex")
     page = browser_page
-    page.goto(server.url + "/")
-    page.wait_for_selector('#model option[value="default"]', state="attached")
+    opened(start_server, page, str(demo_chunker))
     page.check('input[name="input"][value="conll"]')
     page.fill("#input", "the DT B-NP\nlight NN I-NP\nbuilds VBZ B-VP\n")
     page.click("#submit")
@@ -155,10 +160,8 @@ def decoded_again(page, answers: int) -> None:
 def test_a_person_corrects_chunks_and_downloads_partial_labels(
     words_model, start_server, browser_page, tmp_path, monkeypatch
 ):
-    server = start_server(str(words_model), "--tokenizer", "regex")
     page = browser_page
-    page.goto(server.url + "/")
-    page.wait_for_selector('#model option[value="default"]', state="attached")
+    server = opened(start_server, page, str(words_model))
     page.fill("#input", TEXT)
     page.click("#submit")
     decoded_again(page, 1)
@@ -306,10 +309,8 @@ def tab_to(page, wanted, most: int = 60) -> None:
 
 @pytest.mark.slow
 def test_a_person_corrects_by_keyboard_alone(words_model, start_server, browser_page):
-    server = start_server(str(words_model), "--tokenizer", "regex")
     page = browser_page
-    page.goto(server.url + "/")
-    page.wait_for_selector('#model option[value="default"]', state="attached")
+    opened(start_server, page, str(words_model))
     page.focus("#input")
     page.keyboard.type(TEXT)
     tab_to(page, lambda where: where == "submit")
@@ -361,10 +362,8 @@ def test_a_person_corrects_by_keyboard_alone(words_model, start_server, browser_
 
 @pytest.mark.slow
 def test_a_refused_tag_keeps_the_last_answer_and_its_corrections(words_model, start_server, browser_page, tmp_path):
-    server = start_server(str(words_model), "--tokenizer", "regex")
     page = browser_page
-    page.goto(server.url + "/")
-    page.wait_for_selector('#model option[value="default"]', state="attached")
+    opened(start_server, page, str(words_model))
     page.fill("#input", TEXT)
     page.click("#submit")
     decoded_again(page, 1)
