@@ -90,7 +90,25 @@ def _split_gold_pred(path: str) -> tuple[list[list[str]], list[list[str]]]:
         raise FstcrfError(f"{path}: expected at least two columns (gold, predicted), found {len(corpus.column_names)}")
     gold_name, pred_name = corpus.column_names[-2:]
     _check_gold(corpus, gold_name)
-    return corpus.column(gold_name), corpus.column(pred_name)
+    gold, predicted = corpus.column(gold_name), corpus.column(pred_name)
+    _warn_if_untagged(path, len(corpus.column_names), gold, predicted)
+    return gold, predicted
+
+
+def _warn_if_untagged(path: str, num_columns: int, gold: list[list[str]], predicted: list[list[str]]) -> None:
+    """A warning when the predicted column shares no label with the gold one: the
+    file is likely not tagged (its last two columns are, say, POS and chunks)."""
+    gold_labels = {label for labels in gold for label in labels}
+    predicted_labels = {label for labels in predicted for label in labels}
+    if gold_labels and predicted_labels and not gold_labels & predicted_labels:
+        LOG.warning(
+            "%s: the predicted labels (column %d) share none with the gold labels (column %d), "
+            "so every token counts as wrong: is the file tagged? The last two columns are read as gold and "
+            "predicted (fstcrf tag MODEL FILE adds the predicted one)",
+            path,
+            num_columns,
+            num_columns - 1,
+        )
 
 
 def _check_gold(corpus, column: str) -> None:

@@ -562,3 +562,18 @@ def test_a_grammar_parameter_defined_twice_is_refused(model_path, capsys):
     arguments = ["--grammar", "at_most_one", "--define", "X=NP", "--define", "X=VP"]
     assert main(["-q", "tag", model_path, TEST, *arguments]) == 2
     assert "--define X=VP: X is already defined (--define X=NP)" in capsys.readouterr().err
+
+
+def test_eval_of_a_file_never_tagged_warns_that_its_last_columns_share_no_label(tmp_path, caplog, capsys):
+    untagged = tmp_path / "untagged.txt"
+    untagged.write_text("He PRP B-NP\nran VBD B-VP\n\nShe PRP B-NP\n\n")
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        assert main(["-q", "eval", "--pred", str(untagged)]) == 0
+    [warning] = caplog.records
+    assert "untagged.txt" in warning.getMessage() and "share none" in warning.getMessage()
+    caplog.clear()
+    tagged = tmp_path / "tagged.txt"
+    tagged.write_text("He PRP B-NP B-NP\nran VBD B-VP I-NP\n\n")
+    with caplog.at_level(logging.WARNING, logger="fstcrf"):
+        assert main(["-q", "eval", "--pred", str(tagged)]) == 0
+    assert not caplog.records
