@@ -73,7 +73,8 @@ class Topology:
         symbols: the pynini symbol table of the labels.
         state_label: int32 [S], label index of each state.
         state_names: tuple of S readable state names.
-        edge_src, edge_dst: int32 [E], allowed transitions sorted by (dst, src).
+        edge_src, edge_dst: int32 [E], allowed transitions sorted by (dst, src) (edges
+            given in that order are kept as they are, not sorted again).
         start, final: bool [S], states a path may start / end in.
         in_ptr: int32 [S+1], edges entering state j are in_ptr[j]..in_ptr[j+1]-1.
         out_ptr: int32 [S+1]; out_dst, out_edge: int32 [E], the same edges by source.
@@ -110,12 +111,15 @@ class Topology:
         final = np.asarray(final, dtype=bool).ravel()
         if start.shape != (num_states,) or final.shape != (num_states,):
             raise TopologyError(f"start and final masks must have shape ({num_states},)")
-        pairs = np.sort(dst * num_states + src)
-        if np.any(pairs[1:] == pairs[:-1]):
-            raise TopologyError("duplicate edges")
+        pairs = dst * num_states + src
+        if not np.all(pairs[1:] > pairs[:-1]):  # edges not already sorted by (dst, src), or repeated
+            by_pair = np.argsort(pairs)
+            src, dst, pairs = src[by_pair], dst[by_pair], pairs[by_pair]
+            if np.any(pairs[1:] == pairs[:-1]):
+                raise TopologyError("duplicate edges")
         self.state_label = state_label.astype(np.int32)
-        self.edge_dst = (pairs // num_states).astype(np.int32)
-        self.edge_src = (pairs % num_states).astype(np.int32)
+        self.edge_dst = dst.astype(np.int32)
+        self.edge_src = src.astype(np.int32)
         self.start = start
         self.final = final
         if state_names is None:
@@ -123,11 +127,12 @@ class Topology:
             if len(set(state_names)) < num_states:
                 state_names = [f"{n}#{i}" for i, n in enumerate(state_names)]
         self.state_names = tuple(state_names)
-        self.in_ptr = np.searchsorted(self.edge_dst, np.arange(num_states + 1)).astype(np.int32)
-        by_source = np.lexsort((self.edge_dst, self.edge_src))
+        state_bounds = np.arange(num_states + 1, dtype=np.int32)  # of the edges' dtype: searched without a copy
+        self.in_ptr = np.searchsorted(self.edge_dst, state_bounds).astype(np.int32)
+        by_source = np.argsort(self.edge_src, kind="stable")  # by (src, dst): the edges are by (dst, src)
         self.out_edge = by_source.astype(np.int32)
         self.out_dst = self.edge_dst[by_source]
-        self.out_ptr = np.searchsorted(self.edge_src[by_source], np.arange(num_states + 1)).astype(np.int32)
+        self.out_ptr = np.searchsorted(self.edge_src[by_source], state_bounds).astype(np.int32)
         self.feasibility = Reachability(self.start, self.successors, self.final, f"topology {self.name!r}")
 
     def __setstate__(self, state: dict) -> None:
@@ -437,11 +442,9 @@ def _label_parts(labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list[st
     return prefix_of, type_of, prefixes
 
 
-def _pair_count(labels: Sequence[str], rule: Rule | None) -> int:
+def _pair_count(labels: Sequence[str], rule: Rule) -> int:
     """How many (previous label, label) pairs ``rule`` allows, counted by prefix and
-    type without listing the pairs (L^2 without a rule)."""
-    if rule is None:
-        return len(labels) ** 2
+    type without listing the pairs."""
     prefix_of, type_of, prefixes = _label_parts(labels)
     by_type = np.zeros((len(prefixes), int(type_of.max(initial=-1)) + 2), dtype=np.int64)  # last column: O
     np.add.at(by_type, (prefix_of, type_of), 1)
@@ -457,22 +460,19 @@ def _pair_count(labels: Sequence[str], rule: Rule | None) -> int:
     return count
 
 
-def _pair_acceptor(labels: Sequence[str], rule: Rule | None) -> Acceptor:
+def _pair_acceptor(labels: Sequence[str], rule: Rule) -> Acceptor:
     """The first-order acceptor of ``labels``: state 0 is the start, state i + 1 is
-    reached by reading label i, and ``rule`` (a tagging scheme's, or None for every
-    pair) says which label may follow which.  Budgeted (max_edges) before any pair is
-    listed, then built with numpy."""
+    reached by reading label i, and ``rule`` (a tagging scheme's) says which label may
+    follow which.  Budgeted (max_edges) before any pair is listed, then built with
+    numpy."""
     L = len(labels)
     budget.check_edges(_pair_count(labels, rule), f"the first-order topology over {L:,} labels")
-    if rule is None:
-        allowed, first = np.ones((L, L), dtype=bool), np.ones(L, dtype=bool)
-    else:
-        prefix_of, type_of, prefixes = _label_parts(labels)
-        verdicts = np.array([[rule(previous, prefix) for prefix in prefixes] for previous in prefixes], dtype=np.int8)
-        pair = verdicts[prefix_of[:, None], prefix_of[None, :]]
-        same_type = (type_of[:, None] == type_of[None, :]) & (type_of[:, None] >= 0)
-        allowed = (pair == ALWAYS) | ((pair == SAME_TYPE) & same_type)
-        first = np.array([rule(None, prefix) for prefix in prefixes])[prefix_of] == ALWAYS
+    prefix_of, type_of, prefixes = _label_parts(labels)
+    verdicts = np.array([[rule(previous, prefix) for prefix in prefixes] for previous in prefixes], dtype=np.int8)
+    pair = verdicts[prefix_of[:, None], prefix_of[None, :]]
+    same_type = (type_of[:, None] == type_of[None, :]) & (type_of[:, None] >= 0)
+    allowed = (pair == ALWAYS) | ((pair == SAME_TYPE) & same_type)
+    first = np.array([rule(None, prefix) for prefix in prefixes])[prefix_of] == ALWAYS
     source, label = np.nonzero(allowed)  # by source, each source's labels in order
     starts = np.flatnonzero(first)
     arc_src = np.concatenate([np.zeros(len(starts), dtype=np.int64), source + 1])
@@ -484,8 +484,19 @@ def _pair_acceptor(labels: Sequence[str], rule: Rule | None) -> Acceptor:
 
 def first_order(labels: Sequence[str]) -> Topology:
     """Every label may follow every label: one state per label."""
-    labels = check_labels(labels)
-    return from_acceptor(_pair_acceptor(labels, None), labels, name="first-order")
+    return _every_pair(check_labels(labels), "first-order")
+
+
+def _every_pair(labels: tuple[str, ...], name: str) -> Topology:
+    """The topology in which every label may follow every label, state i being label
+    i, built straight from its arrays: the L^2 edges are made in (dst, src) order
+    (what :func:`from_acceptor` of the complete acceptor gives, without the work)."""
+    L = len(labels)
+    budget.check_edges(L * L, f"the first-order topology over {L:,} labels")
+    budget.check_states(L, f"{name}: the topology")
+    each = np.arange(L)
+    start, final = np.ones(L, dtype=bool), np.ones(L, dtype=bool)
+    return Topology(labels, each, np.tile(each, L), np.repeat(each, L), start, final, name=name)
 
 
 def kth_order(labels: Sequence[str], order: int, pad: str | None = None) -> Topology:
@@ -505,7 +516,7 @@ def kth_order(labels: Sequence[str], order: int, pad: str | None = None) -> Topo
     budget.check_states(histories, what)
     budget.check_edges(histories * len(labels), what)  # a history's arcs: one per label
     if order == 1:
-        return from_acceptor(_pair_acceptor(labels, None), labels, name="order-1")
+        return _every_pair(labels, "order-1")
     topology = from_acceptor(_history_acceptor(labels, order, pad), labels, name=f"order-{order}")
     return _rename_by_history(topology, order, pad)
 

@@ -7,7 +7,7 @@ python-crfsuite does:
 
     {"word": "Paris"}            "word:Paris" = 1.0      (str and bytes values)
     {"title": True}              "title" = 1.0           (False gives 0.0)
-    {"length": 5}                "length" = 5.0          (int and float values)
+    {"length": 5}                "length" = 5.0          (int, float, Decimal, ... values)
     {"w": {"-1": "the"}}         "w:-1:the" = 1.0        (nested dicts: "outer:inner")
     {"tags": ["a", "b"]}         "tags:a" = 1.0, "tags:b" = 1.0   (lists and sets of names)
     ["a", "b"]                   "a" = 1.0, "b" = 1.0    (a token given as a list of names)
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from decimal import Decimal
 from typing import cast
 from collections.abc import Callable, Sequence
 
@@ -50,6 +51,8 @@ SEPARATOR = ":"
 
 _NESTED_TYPES = (dict, list, set)
 _NAME_LIST_TYPES = (list, tuple, set, frozenset)
+#: The values read as numbers, with float() as python-crfsuite reads them (bools as 0 and 1).
+_NUMBER_TYPES = (numbers.Real, np.bool_, Decimal)
 
 
 class _BadItem(Exception):
@@ -88,6 +91,8 @@ def _number(name: str, value) -> float:
         number = float(value)
     except OverflowError:
         raise _BadItem(f"attribute {name!r} has the value {value!r}, too large for a float") from None
+    except ValueError:  # a signalling NaN Decimal
+        number = math.nan
     if not math.isfinite(number):
         raise _BadItem(f"attribute {name!r} has the value {number!r}; values must be finite")
     return number
@@ -117,7 +122,7 @@ def _flatten_into(item, prefix: str, names: list, values: list) -> None:
         elif isinstance(value, str):
             add_name(name + SEPARATOR + value)
             add_value(1.0)
-        elif isinstance(value, (numbers.Real, np.bool_)):
+        elif isinstance(value, _NUMBER_TYPES):
             add_name(name)
             add_value(_number(name, value))
         elif isinstance(value, _NESTED_TYPES):
@@ -128,7 +133,7 @@ def _flatten_into(item, prefix: str, names: list, values: list) -> None:
         else:
             raise _WrongType(
                 f"attribute {name!r} has a value of type {type(value).__name__} ({value!r:.40}); "
-                "values must be str, bytes, bool, int, float, or a dict, list or set of them"
+                "values must be str, bytes, bool, numbers (int, float, Decimal), or a dict, list or set of them"
             )
 
 

@@ -157,7 +157,7 @@ class TrainingLog:
         if self.open_block:
             self._lines(*evaluation, "\n")
             self.open_block = False
-        maximum = int(self.values["max_iterations"])  # type: ignore[call-overload]  # an int parameter
+        maximum = model.max_iter  # the limit it trained under (lbfgs given 0: unlimited)
         reached = "terminated with the maximum number of iterations"
         if self.algorithm == "lbfgs":
             self.emit(f"L-BFGS {reached}\n" if model.n_iter_ >= maximum else "L-BFGS resulted in convergence\n")

@@ -8,7 +8,8 @@ values onto ChainCRF over token dicts (``template="attributes"``):
 
     c1, c2                    L1 weight c1 (OWL-QN); L2 weight c2 ||w||^2, that is
                               the Gaussian prior sigma = sqrt(1 / (2 c2)) (c2 = 0: none)
-    max_iterations            max_iter (lbfgs: until its stopping tests)
+    max_iterations            max_iter (lbfgs: until its stopping tests, also when 0 as in
+                              libLBFGS; the online algorithms take at least 1)
     feature.minfreq           min_freq
     feature.possible_states   features="complete" (else the supported ones)
     feature.possible_transitions  transitions="all" (else those seen in training)
@@ -97,7 +98,7 @@ _PARAMETERS: dict[str, tuple[Parameter, ...]] = {
         *_FEATURES,
         Parameter("c1", float, 0.0, "The L1 regularization coefficient: the penalty c1 * |w|_1 (OWL-QN when > 0)."),
         Parameter("c2", float, 1.0, "The L2 regularization coefficient: the penalty c2 * |w|^2."),
-        Parameter("max_iterations", int, UNLIMITED, "The maximum number of L-BFGS iterations."),
+        Parameter("max_iterations", int, UNLIMITED, "The maximum number of L-BFGS iterations (0: no maximum)."),
         Parameter("num_memories", int, 6, "The correction pairs L-BFGS keeps for its inverse Hessian.", "memory"),
         Parameter("epsilon", float, 1e-5, "Stop once the gradient norm is below epsilon * max(1, |w|).", "epsilon"),
         *_stopping("the stopping test", 1e-5),
@@ -195,14 +196,19 @@ def defaults(algorithm: str) -> dict[str, object]:
     return {name: parameter.default for name, parameter in parameters(algorithm).items()}
 
 
-def parse_value(parameter: Parameter, value) -> object:
+def parse_value(parameter: Parameter, value, name: str | None = None) -> object:
     """``value`` as the parameter's type, read as CRFsuite reads the text python-crfsuite
     passes it (``str(value)``, booleans as 0 and 1): "0.5" and 0.5 both set a float,
-    a bool parameter takes any integer (non-zero is true).  FstcrfError for text that
-    is not a number of the parameter's kind (CRFsuite would read it as 0)."""
+    a bool parameter takes any integer (non-zero is true).  Errors name the parameter
+    ``name`` (default CRFsuite's): FstcrfError for text that is not a number of the
+    parameter's kind (CRFsuite would read it as 0), ArgumentTypeError for a value
+    that is neither text nor a number."""
     text = str(int(value)) if isinstance(value, (bool, np.bool_)) else str(value)
     if parameter.kind is str:
         return text
+    shown = parameter.name if name is None else name
+    if not isinstance(value, (str, numbers.Number, np.bool_)):
+        raise ArgumentTypeError(f"parameter {shown!r} takes a number or its text, got {type(value).__name__} {value!r}")
     try:
         number = float(text)
     except ValueError:
@@ -213,7 +219,7 @@ def parse_value(parameter: Parameter, value) -> object:
     if parameter.kind in (int, bool) and whole:
         return bool(number) if parameter.kind is bool else int(number)
     wanted = {float: "a finite number", int: "an integer", bool: "0 or 1 (or True or False)"}[parameter.kind]
-    raise FstcrfError(f"parameter {parameter.name!r} takes {wanted}, got {value!r}")
+    raise FstcrfError(f"parameter {shown!r} takes {wanted}, got {value!r}")
 
 
 def check_number(name: str, value, integer: bool = False, positive: bool = False) -> None:
@@ -230,8 +236,11 @@ def check_number(name: str, value, integer: bool = False, positive: bool = False
 
 def integer_argument(name: str, value) -> int:
     """An integer argument (a group, a holdout group, a position) as python-crfsuite
-    takes it: an int, or a float without a fractional part; ArgumentTypeError otherwise."""
-    whole = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and float(value).is_integer()
+    takes it: an int, a bool (False is 0, True 1), or a float without a fractional
+    part; ArgumentTypeError otherwise (python-crfsuite would cut 1.5 to 1)."""
+    whole = isinstance(value, (numbers.Integral, np.bool_)) or (
+        isinstance(value, numbers.Real) and float(value).is_integer()
+    )
     if not whole:
         raise ArgumentTypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     return int(value)
@@ -261,7 +270,14 @@ def chain_crf(
     for name, value in (("c1", c1), ("c2", c2), ("feature.minfreq", given["feature.minfreq"])):
         check_number(shown.get(name, name), value)
     max_iterations = given["max_iterations"]
-    check_number(shown.get("max_iterations", "max_iterations"), max_iterations, integer=True, positive=True)
+    check_number(shown.get("max_iterations", "max_iterations"), max_iterations, integer=True)
+    if max_iterations == 0:
+        if algorithm != "lbfgs":
+            raise FstcrfError(
+                f"{shown.get('max_iterations', 'max_iterations')} must be at least 1 for {algorithm} "
+                "(CRFsuite would train no epoch and keep every weight 0); 0 means 'until convergence' only for lbfgs"
+            )
+        max_iterations = UNLIMITED  # libLBFGS: 0 iterates until the stopping tests end it
     settings = {known[name].setting: value for name, value in values.items() if known[name].setting is not None}
     samples = settings.get("calibration_samples")
     if isinstance(samples, float) and samples.is_integer():  # CRFsuite keeps the sentence count as a float

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -27,7 +27,7 @@ from fstcrf.model.chain import ChainCRF, load_model
 from fstcrf.model.inspection import model_features
 from fstcrf.model.tagging import tagging_plan
 from fstcrf.pycrfsuite.items import TARGET, item_list, item_sentence, label_list
-from fstcrf.pycrfsuite.params import algorithm_name, chain_crf, parameters
+from fstcrf.pycrfsuite.params import algorithm_name, chain_crf, parameters, parse_value
 from fstcrf.pycrfsuite.tagger import Tagger
 
 #: The CRF parameters that are CRFsuite's, with CRFsuite's names (python-crfsuite's Trainer
@@ -62,8 +62,10 @@ SKLEARN_NAMES = {crfsuite: name for name, crfsuite in CRFSUITE_NAMES.items()}
 
 
 def as_sequences(data, name: str) -> list:
-    if isinstance(data, (str, bytes, dict)) or not hasattr(data, "__len__"):
-        raise ArgumentTypeError(f"{name} must be a list of sequences, got {type(data).__name__}")
+    """The sequences of ``data``, a list or any other iterable of them (a generator is
+    read once); ArgumentTypeError for a string, a dict or anything not iterable."""
+    if isinstance(data, (str, bytes, dict)) or not isinstance(data, Iterable):
+        raise ArgumentTypeError(f"{name} must be a list (or another iterable) of sequences, got {type(data).__name__}")
     return list(data)
 
 
@@ -93,14 +95,16 @@ class CRF(BaseEstimator):
     """A linear-chain CRF with sklearn_crfsuite.CRF's parameters, methods and
     learned attributes, trained and decoded by fstcrf.
 
-    CRFsuite's parameters (None: CRFsuite's default) and what they set in
+    CRFsuite's parameters (None: CRFsuite's default; numbers or their text, read
+    as python-crfsuite's ``Trainer.set`` reads them) and what they set in
     :class:`~fstcrf.model.ChainCRF`:
 
     - algorithm: "lbfgs" (default), "l2sgd", "ap", "pa" or "arow".
     - c1 (lbfgs, default 0): the L1 weight, ChainCRF's c1 (OWL-QN).
     - c2 (lbfgs, l2sgd; default 1): the L2 weight c2 ||w||^2, ChainCRF's
       sigma = sqrt(1 / (2 c2)) (c2 = 0: no prior).
-    - max_iterations: lbfgs: until convergence; l2sgd: 1000; ap, pa, arow: 100.
+    - max_iterations: lbfgs: until convergence (0 too, as in CRFsuite); l2sgd:
+      1000; ap, pa, arow: 100.
     - min_freq (default 0): keep state features seen more than this often.
     - all_possible_states (default False): every (attribute, label) pair
       gets a weight (ChainCRF's features="complete").
@@ -223,7 +227,10 @@ class CRF(BaseEstimator):
                 f"{', '.join(SKLEARN_NAMES[name] for name in settings)}); CRFsuite rejects them too"
             )
         self._check_reads()
-        values = {CRFSUITE_NAMES[name]: value for name, value in given.items()}
+        values = {  # read as python-crfsuite's Trainer.set reads them: "0.1" is 0.1
+            CRFSUITE_NAMES[name]: parse_value(settings[CRFSUITE_NAMES[name]], value, name)
+            for name, value in given.items()
+        }
         if self.reads is not None:
             values["feature.possible_transitions"] = True
         return chain_crf(

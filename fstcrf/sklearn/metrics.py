@@ -1,7 +1,8 @@
 """Token-level metrics of label sequences, as sklearn_crfsuite.metrics: each
 ``flat_*`` function joins the sequences of ``y_true`` and ``y_pred`` [B][T] into
 one list of tokens and calls the scikit-learn metric of the same name with
-the remaining arguments (``labels=``, ``average=``, ...)."""
+the remaining arguments (``labels=``, ``average=``, ...).  The sequences may come
+from any iterable (a generator is read once)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def _on_tokens(metric, name: str):
     """The scikit-learn ``metric`` applied to the flattened sequences, named ``name``."""
 
     def flat(y_true, y_pred, *args, **kwargs):
+        y_true, y_pred = [list(labels) for labels in y_true], [list(labels) for labels in y_pred]
         _check_lengths(y_true, y_pred)
         return metric(flatten(y_true), flatten(y_pred), *args, **kwargs)
 

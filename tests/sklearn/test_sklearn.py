@@ -170,15 +170,18 @@ def test_bad_dev_data_and_parameters_raise(tmp_path):
         ({"algorithm": "lbfgs", "pa_type": 1}, "takes no pa_type"),
         ({"algorithm": "arow", "c1": 0.1}, "takes no c1"),
         ({"algorithm": "crf"}, "algorithm must be"),
-        ({"max_iterations": 0}, "max_iterations"),
+        ({"max_iterations": -1}, "max_iterations"),
+        ({"algorithm": "ap", "max_iterations": 0}, "max_iterations must be at least 1 for ap"),
+        ({"c2": "abc"}, "parameter 'c2' takes a finite number"),
+        ({"min_freq": "often"}, "parameter 'min_freq' takes a finite number"),
         ({"keep_tempfiles": True}, "keep_tempfiles"),
         ({"trainer_cls": object}, "trainer_cls"),
         ({"min_freq": -1}, "min_freq"),
     ]:
         with pytest.raises(FstcrfError, match=message):
             CRF(model_filename=str(path), **params).fit(X, y)
-    with pytest.raises(ArgumentTypeError):
-        CRF(c2="1").fit(X, y)
+    with pytest.raises(ArgumentTypeError, match="c2"):
+        CRF(c2=[1]).fit(X, y)
     with pytest.raises(ArgumentTypeError):
         CRF().fit("word", y)
     assert not path.exists()
