@@ -121,6 +121,12 @@ class BudgetError(FstcrfError):
     k-best lists, sampling) would exceed its budget; the message gives the
     estimated size and the option that raises the budget."""
 
+    #: Set by the budget checks: the limit passed (e.g. "max_work") and the message
+    #: without how to raise it, for a caller whose budget is raised another way
+    #: (else None and "").
+    limit: str | None = None
+    reason: str = ""
+
 
 class OutputPathError(FstcrfError):
     """An output path cannot be written safely: a missing or unwritable folder,

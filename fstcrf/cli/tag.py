@@ -197,7 +197,7 @@ def input_constraints(model, corpus, args: argparse.Namespace):
     {component: one per sentence}), or None without either option."""
     from fstcrf.model.compose import JointModel
 
-    if not args.constraints and not args.tag_dictionary:
+    if args.constraints is None and not args.tag_dictionary:
         return None
     if isinstance(model, JointModel):
         given = {}
@@ -210,7 +210,7 @@ def input_constraints(model, corpus, args: argparse.Namespace):
             given[target] = column_constraints(corpus, column, labels)
         return given
     labels = (model.second_ if is_two_stage(model) else model).labels_
-    constraints = column_constraints(corpus, args.constraints, labels) if args.constraints else None
+    constraints = column_constraints(corpus, args.constraints, labels) if args.constraints is not None else None
     if args.tag_dictionary:
         dictionary = getattr(model.first_ if is_two_stage(model) else model, "tag_dictionary_", None)
         if dictionary is None:
@@ -266,7 +266,7 @@ def _check_tag_options(args: argparse.Namespace, composed: bool) -> None:
         )
     if args.temperature != 1.0 and (composed or not args.entity_probabilities):
         LOG.warning("--temperature is ignored: it applies to --entity-probabilities of a single model")
-    if (args.constraints or args.tag_dictionary) and args.nonlocal_model:
+    if (args.constraints is not None or args.tag_dictionary) and args.nonlocal_model:
         raise FstcrfError(
             "--constraints and --tag-dictionary apply to the chain's decoders; --nonlocal samples another "
             "distribution, so give one of them"
@@ -301,7 +301,7 @@ def _tag_on_dask(model, composed: bool, args: argparse.Namespace) -> int:
             ("--entity-probabilities", args.entity_probabilities),
             ("--nonlocal", args.nonlocal_model),
             ("--decode mbr", args.decode == "mbr"),
-            ("--constraints", bool(args.constraints)),
+            ("--constraints", args.constraints is not None),
             ("--tag-dictionary", args.tag_dictionary),
             ("standard input", "-" in args.input),
         )

@@ -12,14 +12,15 @@ time the dictionary gives each sentence its :class:`~fstcrf.engine.constraints.C
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine.constraints import Constraints
-from fstcrf.errors import FstcrfError, ModelFileError
+from fstcrf.engine.given_constraints import read_constraints
+from fstcrf.errors import ArgumentTypeError, ConllFormatError, FstcrfError, ModelFileError, ShapeError
 
 ARRAY_PREFIX = "tag_dictionary."
 
@@ -36,13 +37,17 @@ class TagDictionary:
     @classmethod
     def of(cls, sentences: Sequence[Sentence], target: str, min_count: int, column: str) -> TagDictionary:
         """The dictionary of the words of ``column`` and the labels of ``target`` in
-        training ``sentences``."""
+        training ``sentences`` (ConllFormatError for a sentence without either column)."""
         if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
             raise FstcrfError(f"a tag dictionary needs a count of at least 1, got {min_count!r}")
         counts: Counter[str] = Counter()
         labels: dict[str, set[str]] = {}
-        for sentence in sentences:
-            for word, label in zip(sentence[column], sentence[target]):
+        for b, sentence in enumerate(sentences):
+            words, targets = (
+                column_of(sentence, column, b, "TagDictionary.of"),
+                column_of(sentence, target, b, "TagDictionary.of"),
+            )
+            for word, label in zip(words, targets):
                 if label == "?" or "|" in label:
                     continue
                 counts[word] += 1
@@ -52,16 +57,26 @@ class TagDictionary:
 
     def constraints(self, sentences: Sequence[Sentence], given=None) -> list[Constraints | None]:
         """Each sentence's constraints: its known words keep to their labels, except at
-        the tokens that ``given`` (one Constraints or None per sentence) fixes or
-        restricts, whose rules it keeps as they are."""
-        if given is None:
-            given = [None] * len(sentences)
+        the tokens that ``given`` (one Constraints, its dict form or None per sentence)
+        fixes or restricts, whose rules it keeps as they are.  ShapeError when ``given``
+        does not have one per sentence, ConllFormatError for a sentence without the
+        dictionary's column."""
+        what = "TagDictionary.constraints"
+        given = [None] * len(sentences) if given is None else read_constraints(given, what)
+        if isinstance(given, (Constraints, Mapping, str)) or not isinstance(given, Sequence):
+            raise ArgumentTypeError(
+                f"{what}: given must be a list with one Constraints (or None) per sentence, got {type(given).__name__}"
+            )
+        if len(given) != len(sentences):
+            raise ShapeError(
+                f"{what}: {len(given)} given constraints for {len(sentences)} sentences; give one per sentence"
+            )
         result = []
-        for sentence, own in zip(sentences, given):
+        for b, (sentence, own) in enumerate(zip(sentences, given)):
             taken = set() if own is None else set(own.fixed) | set(own.allowed)
             allowed = {
                 t: self.words[word]
-                for t, word in enumerate(sentence[self.column])
+                for t, word in enumerate(column_of(sentence, self.column, b, what))
                 if t not in taken and word in self.words
             }
             merged = Constraints(allowed=allowed) if own is None else replace(own, allowed={**own.allowed, **allowed})
@@ -100,3 +115,13 @@ class TagDictionary:
         for row, label in zip(*np.nonzero(table)):
             taken[row].append(labels[label])
         return cls(column, min_count, {word: frozenset(names) for word, names in zip(words, taken)})
+
+
+def column_of(sentence: Sentence, column: str, b: int, what: str) -> list[str]:
+    """The values [T] of ``column`` of sentence b; ConllFormatError naming ``what`` if it lacks the column."""
+    if column not in sentence.columns:
+        raise ConllFormatError(
+            f"{what}: sentence {b} has no column {column!r}; "
+            f"its columns are {', '.join(sentence.column_names) or 'none'}"
+        )
+    return sentence[column]

@@ -125,9 +125,10 @@ def _check(name: str, estimate: int, what: str, unit: str, at_least: bool = Fals
     limit = current(name)
     if estimate > limit:
         size = f"holds {estimate:,}" if measured else f"would need {'at least' if at_least else 'about'} {estimate:,}"
-        raise BudgetError(
-            f"{what} {size} {unit}, more than the budget of {limit:,} ({name}); raise it with {_how_to_raise(name)}"
-        )
+        reason = f"{what} {size} {unit}, more than the budget of {limit:,} ({name})"
+        error = BudgetError(f"{reason}; raise it with {_how_to_raise(name)}")
+        error.limit, error.reason = name, reason
+        raise error
 
 
 def check_states(estimate: int, what: str, at_least: bool = False) -> None:

@@ -21,7 +21,8 @@ from fstcrf.corpus.labels import UNKNOWN_LABEL, label_states, split_labels
 from fstcrf.corpus.schemes import write_chunks
 from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.engine.constrained import constrain
-from fstcrf.engine.constraints import SentenceRules, resolve_batch
+from fstcrf.engine.constraints import SentenceRules
+from fstcrf.engine.given_constraints import resolve_given
 from fstcrf.engine.inference import (
     Potentials,
     forward_backward,
@@ -34,7 +35,7 @@ from fstcrf.engine.threads import blas_single_threaded
 from fstcrf.engine.mbr import StreamThreshold, labelled_paths, mbr_decode, writing_scheme
 from fstcrf.engine.tempering import likelihood_temperature, tempered
 from fstcrf.engine.spans import Entity, decoded_entities, entity_probabilities, state_labels
-from fstcrf.errors import FstcrfError, InfeasibleError, LabelError
+from fstcrf.errors import FstcrfError, LabelError
 from fstcrf.features.encoding import EncodedSentences
 from fstcrf.features.template import TEMPLATES, Template
 from fstcrf.grammar import Grammar, load_grammar, restrict, restrict_to
@@ -42,6 +43,7 @@ from fstcrf.learn import train
 from fstcrf.learn.objective import Scorer
 from fstcrf.learn.settings import DEFAULT_DRAWS, DEFAULT_SIGMA
 from fstcrf.model.file import MODEL_KIND, read_kind, write_container
+from fstcrf.model.grammar_decoding import check_on_infeasible, predict_under_grammar
 from fstcrf.model.fitting import (
     BIAS,
     FittedState,
@@ -413,50 +415,22 @@ class ChainCRF:
         the best sequence among those the grammar accepts.  A sentence whose
         length no accepted sequence has raises InfeasibleError naming it, or,
         with ``on_infeasible="unconstrained"``, is tagged without the grammar
-        (and a warning is logged).  ``constraints``: a
+        (and a warning is logged), keeping to its constraints.  ``constraints``: a
         :class:`~fstcrf.engine.constraints.Constraints` (or None) per sentence, which
         the sequence keeps to (InfeasibleError naming the rules that clash when none
         can); the same keyword on every decoding method."""
         check_fitted(self)
+        check_on_infeasible(on_infeasible)
         sentences = as_sentences(corpus, "ChainCRF.predict")
         rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict")
         if not sentences:
             return []
+        if grammar is not None:
+            return predict_under_grammar(self, sentences, grammar, params, on_infeasible, rules)
         if rules is not None:
-            return self.best_labels(self.span_potentials(sentences, grammar, params, rules))
-        if grammar is None:
-            small = tagging_plan(self).labels(sentences)  # a small batch: its columns to labels in one kernel call
-            return self.decode(self.encode(sentences)) if small is None else small
-        if on_infeasible not in ("error", "unconstrained"):
-            raise FstcrfError(f"on_infeasible must be 'error' or 'unconstrained', got {on_infeasible!r}")
-        if not isinstance(grammar, Grammar):
-            grammar = load_grammar(grammar)
-        constrained = self.scorer().decoding_topology(grammar, params)
-        infeasible = [i for i, sentence in enumerate(sentences) if not constrained.is_feasible(len(sentence))]
-        if infeasible and on_infeasible == "error":
-            shown = ", ".join(f"{i} (length {len(sentences[i])})" for i in infeasible[:10])
-            raise InfeasibleError(
-                f"grammar {grammar.source} accepts no label sequence as long as sentence "
-                f"{shown}{' ...' if len(infeasible) > 10 else ''}; fix the grammar, or tag "
-                "those sentences without it (on_infeasible='unconstrained', "
-                "CLI --on-infeasible unconstrained)"
-            )
-        result: list[list[str]] = [[] for _ in sentences]  # every one is filled below
-        feasible = sorted(set(range(len(sentences))) - set(infeasible))
-        if feasible:
-            encoded = self.encode([sentences[i] for i in feasible])
-            paths = self.scorer().paths(encoded, self.weights_, grammar, params)
-            for i, labels in zip(feasible, split_labels(self.topology_, paths, encoded.offsets)):
-                result[i] = labels
-        if infeasible:
-            logger.warning(
-                "grammar %s accepts no sequence as long as %d sentence(s); tagged them without it",
-                grammar.source,
-                len(infeasible),
-            )
-            for i, labels in zip(infeasible, self.predict([sentences[i] for i in infeasible])):
-                result[i] = labels
-        return result
+            return self.best_labels(self.span_potentials(sentences, rules=rules))
+        small = tagging_plan(self).labels(sentences)  # a small batch: its columns to labels in one kernel call
+        return self.decode(self.encode(sentences)) if small is None else small
 
     def potentials(self, corpus: Corpus | Sequence[Sentence]) -> Potentials:
         """The scores of a batch of sentences on ``topology_`` (for lattice export,
@@ -476,10 +450,11 @@ class ChainCRF:
         return (encoded, *self.encoded_potentials(encoded, rules))
 
     def encoded_potentials(
-        self, encoded: EncodedSentences, rules: Sequence[SentenceRules | None] | None = None
+        self, encoded: EncodedSentences, rules: Sequence[SentenceRules | None] | None = None, temperature: float = 1.0
     ) -> tuple[Potentials, np.ndarray]:
         """:meth:`decoding_potentials` of sentences already encoded with :meth:`encode`:
-        (their potentials on the decoding topology, int [S'] the model state of each
+        (their potentials on the decoding topology, the model's scores tempered by
+        ``temperature`` before the rules apply, int [S'] the model state of each
         decoding state)."""
         scorer = self.scorer()
         pot = scorer.potentials(encoded, self.weights_, 0, encoded.num_sequences, threads=int(self.threads))
@@ -487,6 +462,7 @@ class ChainCRF:
         if scorer.constrained is not None:
             restriction = restrict_to(pot, scorer.constrained)
             pot, state_map = restriction.potentials, restriction.state_map
+        pot = tempered(pot, temperature)
         if rules is None:
             return pot, state_map
         lattice = constrain(pot, rules, threads=int(self.threads))
@@ -498,7 +474,7 @@ class ChainCRF:
         """The rules of ``constraints`` (a Constraints, its dict form or None per sentence
         of ``lengths``) over the model's labels, checked before any work; None when
         there are none."""
-        return resolve_batch(constraints, lengths, self.labels_, what)
+        return resolve_given(constraints, lengths, self.labels_, what)
 
     def best_labels(self, pot: Potentials) -> list[list[str]]:
         """The labels [B][T] of the best path of each sentence of ``pot``, read off its states."""
@@ -569,7 +545,7 @@ class ChainCRF:
             small = tagging_plan(self).entities(sentences)  # a small batch: one kernel call, then the chunks'
             if small is not None:
                 return small
-        pot = tempered(self.span_potentials(sentences, grammar, params, rules), temperature)
+        pot = self.span_potentials(sentences, grammar, params, rules, temperature)
         return decoded_entities(pot, state_labels(pot.topology), viterbi(pot, int(self.threads)).paths)
 
     @blas_single_threaded()
@@ -595,8 +571,9 @@ class ChainCRF:
         rules = self.constraint_rules([len(sentence) for sentence in sentences], constraints, "ChainCRF.predict_mbr")
         if not sentences:
             return []
-        pot = self.span_potentials(sentences, grammar, params, rules)
-        return self._mbr_labels(pot, threshold, temperature, stream, rules is not None)
+        temperature = self.mbr_temperature_ if temperature is None else temperature
+        pot = self.span_potentials(sentences, grammar, params, rules, temperature)
+        return self._mbr_labels(pot, threshold, stream, rules is not None)
 
     @blas_single_threaded()
     def decode_mbr(
@@ -614,21 +591,21 @@ class ChainCRF:
         rules = self.constraint_rules(encoded.lengths, constraints, "ChainCRF.decode_mbr")
         if not encoded.num_sequences:
             return []
-        pot = self.encoded_potentials(encoded, rules)[0]
-        return self._mbr_labels(pot, threshold, temperature, stream, rules is not None)
+        temperature = self.mbr_temperature_ if temperature is None else temperature
+        pot = self.encoded_potentials(encoded, rules, temperature)[0]
+        return self._mbr_labels(pot, threshold, stream, rules is not None)
 
     def _mbr_labels(
         self,
         pot: Potentials,
         threshold: float | None,
-        temperature: float | None,
         stream: StreamThreshold | None = None,
         constrained: bool = False,
     ) -> list[list[str]]:
-        """The MBR label sequences [B][T] of the sentences of ``pot`` (see :meth:`predict_mbr`),
-        counted in ``stream`` when it is given; for ``constrained`` potentials, a
-        sentence whose chunks the constraints cannot hold gets its best labels."""
-        pot = tempered(pot, self.mbr_temperature_ if temperature is None else temperature)
+        """The MBR label sequences [B][T] of the sentences of ``pot`` (tempered already,
+        see :meth:`predict_mbr`), counted in ``stream`` when it is given; for
+        ``constrained`` potentials, a sentence whose chunks the constraints cannot hold
+        gets its best labels."""
         labels = state_labels(pot.topology)
         scheme = writing_scheme(self.labels_)
         with phase("decode"):
@@ -692,7 +669,7 @@ class ChainCRF:
         rules = self.constraint_rules(lengths, constraints, "ChainCRF.span_probabilities")
         if not sentences:
             return []
-        pot = tempered(self.span_potentials(sentences, grammar, params, rules), temperature)
+        pot = self.span_potentials(sentences, grammar, params, rules, temperature)
         return entity_probabilities(pot, state_labels(pot.topology), spans)
 
     def span_potentials(
@@ -701,15 +678,18 @@ class ChainCRF:
         grammar=None,
         params: dict | None = None,
         rules: Sequence[SentenceRules | None] | None = None,
+        temperature: float = 1.0,
     ) -> Potentials:
         """The potentials entity probabilities are computed on: the decoding topology,
-        restricted to ``grammar`` when it is given, under ``rules`` (from
-        :meth:`constraint_rules`) when given."""
+        restricted to ``grammar`` when it is given, the model's scores tempered by
+        ``temperature``, then under ``rules`` (from :meth:`constraint_rules`) when given:
+        a rule's weight stays its log-odds bonus at any temperature."""
         pot = recent_potentials(self, sentences)  # a small batch's, from the last call on it
         if grammar is not None:
             if not (isinstance(grammar, (Grammar, Acceptor)) or is_fst(grammar)):
                 grammar = load_grammar(grammar)
             pot = restrict(pot, grammar, params=params).potentials
+        pot = tempered(pot, temperature)
         return pot if rules is None else constrain(pot, rules, threads=int(self.threads)).potentials
 
     def reading_emissions(self, sentences: Sequence[Sentence], lower_labels: Sequence[str]) -> np.ndarray:

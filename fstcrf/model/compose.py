@@ -41,6 +41,7 @@ import numpy as np
 from fstcrf.engine.budget import check_cascade
 from fstcrf.corpus.conll import Corpus, Sentence, as_corpus, as_sentences
 from fstcrf.errors import (
+    ArgumentTypeError,
     CompositionError,
     FstcrfError,
     InfeasibleError,
@@ -76,6 +77,7 @@ from fstcrf.model.fitting import check_fitted
 from fstcrf.model.compatibility import check_components, check_scales, compatibility_pairs, joint_constraint
 from fstcrf.model.joint_constraints import (
     ComponentRules,
+    component_index,
     component_rules,
     constrained_sentences,
     on_tokens_only,
@@ -408,29 +410,40 @@ class JointModel:
         self,
         corpus: Corpus | Sequence[Sentence],
         spans: Sequence[Sequence[tuple[int, int, str]]],
-        component: int,
+        component: int | str,
         constraints=None,
     ) -> list[np.ndarray]:
         """float [len(spans[b])] per sentence b: the exact probability under the joint
         model (and its joint grammar, and ``constraints`` as :meth:`predict` takes them)
-        that component ``component``'s output has a chunk of the given type over
-        tokens first..last (inclusive), computed on the dense product lattice."""
+        that ``component``'s (its index or the column it predicts) output has a chunk of
+        the given type over tokens first..last (inclusive), computed on the dense
+        product lattice."""
         return self.span_probabilities_by_component(corpus, {component: spans}, constraints)[component]
 
     @blas_single_threaded()
     def span_probabilities_by_component(
         self,
         corpus: Corpus | Sequence[Sentence],
-        spans: Mapping[int, Sequence[Sequence[tuple[int, int, str]]]],
+        spans: Mapping[int | str, Sequence[Sequence[tuple[int, int, str]]]],
         constraints=None,
-    ) -> dict[int, list[np.ndarray]]:
+    ) -> dict[int | str, list[np.ndarray]]:
         """:meth:`span_probabilities` of several components at once, ``spans`` mapping
-        each to its spans per sentence: the joint scores are built once per block."""
-        sentences = as_sentences(corpus, "JointModel.span_probabilities")
+        each (its index or the column it predicts) to its spans per sentence, and the
+        result each to its probabilities: the joint scores are built once per block."""
+        what = "JointModel.span_probabilities"
+        sentences = as_sentences(corpus, what)
+        if not isinstance(spans, Mapping):
+            raise ArgumentTypeError(
+                f"{what}: spans must be a dict from components to spans, got {type(spans).__name__}"
+            )
+        index = {key: component_index(self, key, what) for key in spans}
+        if len(set(index.values())) < len(index):
+            raise CompositionError(f"{what}: spans name a component twice ({', '.join(map(repr, index))})")
         self.space.check_product()  # span probabilities are computed on it
         lengths = [len(sentence) for sentence in sentences]
-        rules = component_rules(self, constraints, lengths, "JointModel.span_probabilities")
-        return self._span_probabilities(sentences, spans, rules)
+        rules = component_rules(self, constraints, lengths, what)
+        found = self._span_probabilities(sentences, {index[key]: spans[key] for key in spans}, rules)
+        return {key: found[index[key]] for key in spans}
 
     def _span_probabilities(
         self,
@@ -441,8 +454,6 @@ class JointModel:
         """:meth:`span_probabilities_by_component` of sentences under their ``rules``."""
         labels = {}
         for component, component_spans in spans.items():
-            if not 0 <= component < len(self.components):
-                raise CompositionError(f"component must be in [0, {len(self.components)}), got {component!r}")
             if len(component_spans) != len(sentences):
                 raise CompositionError(f"expected spans for {len(sentences)} sentences, got {len(component_spans)}")
             labels[component] = joint_state_labels(self.space, component)

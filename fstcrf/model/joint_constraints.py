@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from fstcrf.engine.constrained import constrain, token_scores
-from fstcrf.engine.constraints import SentenceRules, resolve_batch
+from fstcrf.engine.constraints import SentenceRules
+from fstcrf.engine.given_constraints import resolve_given
 from fstcrf.engine.inference import Potentials
 from fstcrf.engine.joint import JointPotentials
 from fstcrf.errors import ArgumentTypeError, CompositionError
@@ -49,22 +50,26 @@ def component_rules(joint, constraints, lengths: Sequence[int], what: str) -> Co
                 f"{what}: constraints name the component {k} ({joint.targets[k]}) twice, as {named[k]!r} and {key!r}"
             )
         named[k] = key
-        resolved = resolve_batch(given, lengths, joint.topologies[k].labels, f"{what} ({joint.targets[k]})")
+        resolved = resolve_given(given, lengths, joint.topologies[k].labels, f"{what} ({joint.targets[k]})")
         if resolved is not None:
             rules[k] = resolved
     return rules or None
 
 
 def component_index(joint, key, what: str) -> int:
-    """The index of the component ``key`` names (an index or the column it predicts)."""
+    """The index of the component ``key`` names (an index or the column it predicts);
+    ArgumentTypeError for a key of another type, CompositionError for no such component."""
+    described = f"the components are 0..{len(joint.components) - 1}, predicting {', '.join(joint.targets)}"
+    if isinstance(key, bool) or not isinstance(key, (str, int, np.integer)):
+        raise ArgumentTypeError(
+            f"{what}: a component is named by its index or the column it predicts, got {type(key).__name__} "
+            f"{key!r}; {described}"
+        )
     if isinstance(key, str) and key in joint.targets:
         return joint.targets.index(key)
-    if isinstance(key, (int, np.integer)) and not isinstance(key, bool) and 0 <= key < len(joint.components):
+    if not isinstance(key, str) and 0 <= key < len(joint.components):
         return int(key)
-    raise CompositionError(
-        f"{what}: constraints name the component {key!r}; the components are 0..{len(joint.components) - 1}, "
-        f"predicting {', '.join(joint.targets)}"
-    )
+    raise CompositionError(f"{what}: there is no component {key!r}; {described}")
 
 
 def constrained_sentences(rules: ComponentRules, count: int) -> np.ndarray:

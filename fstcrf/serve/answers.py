@@ -43,6 +43,8 @@ import numpy as np
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine.chunks import chunks_of_parts
+from fstcrf.engine.constrained import Starts
+from fstcrf.engine.constraints import resolve
 from fstcrf.engine.spans import Entity, chunk_parts
 from fstcrf.errors import BudgetError, InfeasibleError, RequestError
 from fstcrf.model.decoders import (
@@ -181,7 +183,7 @@ def _request_outputs(
         except (InfeasibleError, BudgetError) as error:
             if len(requests) > 1:
                 raise  # the batcher decodes each request alone, and names the sentence of the one at fault
-            raise _refusal(error, requests[0], taken) from None
+            raise _refusal(error, requests[0], taken, model.chains()[-1].labels_) from None
         if sliced:
             paces.record(pace_key, time.perf_counter() - started, tokens)
             budget = paces.slice_tokens(pace_key)
@@ -209,13 +211,37 @@ def _constraints_of(request: TagRequest, b: int):
     return None if request.constraints is None else request.constraints[b]
 
 
-def _refusal(error: InfeasibleError | BudgetError, request: TagRequest, taken: list[tuple[int, int]]) -> RequestError:
+def _refusal(
+    error: InfeasibleError | BudgetError, request: TagRequest, taken: list[tuple[int, int]], labels: Sequence[str]
+) -> RequestError:
     """A model's refusal of one request's sentences ``taken`` as the request's fault,
-    naming the sentence whose constraints clash where the error knows it."""
+    naming the sentence whose constraints clash where the error knows it; a budget
+    passed, as the server's (whose budget its client cannot raise), naming the sentence
+    whose constraints track the most chunks at once (over the top chain's ``labels``)."""
+    field = "sentences" if request.constraints is None else "constraints"
     if isinstance(error, InfeasibleError) and error.sentence is not None:
         sentence = taken[error.sentence][1]
         return RequestError(f"sentence {sentence}: {error.reason}", f"constraints[{sentence}]")
-    return RequestError(str(error), "sentences" if request.constraints is None else "constraints")
+    if isinstance(error, BudgetError) and error.limit is not None:
+        heaviest = _most_tracked(request, taken, labels)
+        named = "" if heaviest is None else f"sentence {heaviest}: "
+        field = field if heaviest is None else f"constraints[{heaviest}]"
+        message = f"{named}{error.reason}; the request is too large for this server's budget"
+        return RequestError(message, field, limit=error.limit)
+    return RequestError(str(error), field)
+
+
+def _most_tracked(request: TagRequest, taken: list[tuple[int, int]], labels: Sequence[str]) -> int | None:
+    """The sentence of ``request`` among ``taken`` whose constraints track the most
+    chunk starts at once (weighted or forbidden spans: the flags that size its
+    constrained lattice), None when none tracks any."""
+    counts = {}
+    for _, b in taken:
+        given = _constraints_of(request, b)
+        if given is not None:
+            counts[b] = Starts.of(resolve(given, labels, len(request.sentences[b]), b)).count
+    sentence = max(counts, key=lambda b: counts[b], default=None)
+    return sentence if sentence is not None and counts[sentence] > 0 else None
 
 
 def _joined(request_slices: list[list[ChainOutput]]) -> list[ChainOutput]:

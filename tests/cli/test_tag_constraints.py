@@ -71,11 +71,30 @@ def test_a_composed_model_takes_constraints_per_component(demo_joint, partial_fi
         assert all(kept(g, p) for g, p in zip(sentence["given"], sentence["chunks"]))
 
 
+def test_an_empty_constraints_column_of_a_composed_model_is_an_error(demo_joint, partial_file, capsys):
+    assert main(["-q", "tag", str(demo_joint), str(partial_file), "--constraints", ""]) == 2
+    assert "the input has no column ''" in capsys.readouterr().err
+
+
+def test_on_infeasible_unconstrained_holds_with_constraints(demo_chunker, tmp_path):
+    """A sentence the grammar cannot fit is tagged without it, still under its constraints."""
+    pytest.importorskip("pynini")
+    grammar = tmp_path / "three.fgr"
+    grammar.write_text("start = . . . .* ;\n")
+    short = tmp_path / "short.txt"
+    short.write_text("He PRP ?\nruns VBZ B-VP\n\nthe DT ?\nbig JJ ?\ndog NN ?\n")
+    out = tmp_path / "tagged.txt"
+    arguments = ["-q", "tag", str(demo_chunker), str(short), "--grammar", str(grammar), "--constraints", "chunk"]
+    assert main([*arguments, "--on-infeasible", "unconstrained", "-o", str(out)]) == 0
+    assert read_conll(out, columns="word,pos,given,label").sentences[0]["label"][1] == "B-VP"
+
+
 def test_bad_constraint_columns_are_one_line_errors(demo_chunker, partial_file, tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_text("He PRP B-NP\nruns VBZ B-XP\n\nShe PRP B-NP|\n")
     for arguments, message in (
         ([str(partial_file), "--constraints", "ner"], "the input has no column 'ner'"),
+        ([str(partial_file), "--constraints", ""], "the input has no column ''"),
         ([str(partial_file), "--constraints", "pos"], ":1: --constraints pos: the label 'DT' is not among the model's"),
         ([str(bad), "--constraints", "chunk"], ":2: --constraints chunk: the label 'B-XP' is not among"),
         ([str(partial_file), "--constraints", "chunk", "--nonlocal", "consistency"], "--nonlocal"),

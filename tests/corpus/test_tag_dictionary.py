@@ -8,7 +8,15 @@ from fstcrf.corpus.conll import Sentence
 from fstcrf.corpus.labels import partial_label_constraints
 from fstcrf.corpus.tag_dictionary import TagDictionary
 from fstcrf.engine.constraints import Constraints, Span
-from fstcrf.errors import FstcrfError, LabelError, ModelFileError
+from fstcrf.errors import (
+    ArgumentTypeError,
+    ConllFormatError,
+    ConstraintError,
+    FstcrfError,
+    LabelError,
+    ModelFileError,
+    ShapeError,
+)
 
 LABELS = ("DT", "NN", "VB", "VBZ")
 
@@ -37,6 +45,29 @@ def test_the_dictionary_leaves_tokens_the_given_constraints_name_alone():
     assert result[0] == Constraints(fixed={0: "NN"}, allowed={1: {"VBZ", "NN"}}, spans=[Span(0, 1, "X")])
     assert result[1] is None
     assert result[2] == Constraints(allowed={0: {"DT"}})
+
+
+def test_given_constraints_may_be_dict_forms_one_per_sentence():
+    dictionary = TagDictionary.of(corpus(), "pos", 2, "word")
+    sentences = [Sentence({"word": ["the", "runs"]}), Sentence({"word": ["a"]})]
+    result = dictionary.constraints(sentences, [{"fixed": {"0": "NN"}}, None])
+    assert result[0] == Constraints(fixed={0: "NN"}, allowed={1: {"VBZ", "NN"}})
+    with pytest.raises(ConstraintError, match="^TagDictionary.constraints: sentence 1: fixed: a token index"):
+        dictionary.constraints(sentences, [None, {"fixed": {"-1": "NN"}}])
+    for given in ([None], [None] * 3):
+        with pytest.raises(ShapeError, match=f"{len(given)} given constraints for 2 sentences"):
+            dictionary.constraints(sentences, given)
+    with pytest.raises(ArgumentTypeError, match="one Constraints"):
+        dictionary.constraints(sentences, Constraints())
+
+
+def test_a_missing_column_is_named():
+    dictionary = TagDictionary.of(corpus(), "pos", 2, "word")
+    with pytest.raises(ConllFormatError, match="TagDictionary.constraints: sentence 0 has no column 'word'"):
+        dictionary.constraints([Sentence({"token": ["the"]})])
+    for target, column in (("pos", "nosuch"), ("nosuch", "word")):
+        with pytest.raises(ConllFormatError, match="TagDictionary.of: sentence 0 has no column 'nosuch'"):
+            TagDictionary.of(corpus(), target, 1, column)
 
 
 def test_the_dictionary_round_trips_through_a_payload():

@@ -115,3 +115,37 @@ def test_a_two_stage_tagger_s_errors_name_the_method_called(two_stage, method):
             decode(sentences, constraints=given)
         if error is InfeasibleError:
             assert raised.value.sentence == 1 and raised.value.clashing
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"spans": [{"first": 2, "last": 1, "type": "NP"}]}, "spans\\[0\\]: span \\(2, 1\\) ends before it begins"),
+        ({"forbidden": [{"first": 0, "last": 1, "type": "NP", "weight": -1}]}, "forbidden\\[0\\]: a weight"),
+        ({"fixed": {"-1": "O"}}, "fixed: a token index"),
+        ({"fixd": {}}, "unknown kinds of constraint"),
+    ],
+)
+def test_a_malformed_dict_form_names_the_method_and_the_sentence(chunker, joint, sentences, bad, message):
+    with pytest.raises(ConstraintError, match=f"^ChainCRF.predict: sentence 2: {message}"):
+        chunker.predict(sentences, constraints=[None, None, bad])
+    with pytest.raises(ConstraintError, match=f"^JointModel.predict \\(chunk\\): sentence 1: {message}"):
+        joint.predict(sentences, constraints={"chunk": [None, bad, None]})
+
+
+def test_a_composed_model_s_span_probabilities_name_the_component_either_way(joint, sentences):
+    spans = [[(0, 1, "NP")] for _ in sentences]
+    by_index = joint.span_probabilities(sentences, spans, 1)
+    for got in (
+        joint.span_probabilities(sentences, spans, "chunk"),
+        joint.span_probabilities_by_component(sentences, {"chunk": spans})["chunk"],
+    ):
+        assert [list(p) for p in got] == [list(p) for p in by_index]
+    for component in (5, -1, "ner"):
+        with pytest.raises(CompositionError, match="JointModel.span_probabilities: there is no component"):
+            joint.span_probabilities(sentences, spans, component)
+    for component in (1.0, True, None):
+        with pytest.raises(ArgumentTypeError, match="a component is named by its index or the column it predicts"):
+            joint.span_probabilities(sentences, spans, component)
+    with pytest.raises(CompositionError, match="spans name a component twice"):
+        joint.span_probabilities_by_component(sentences, {"chunk": spans, 1: spans})

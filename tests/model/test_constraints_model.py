@@ -17,11 +17,13 @@ from fstcrf.corpus.conll import Sentence, read_conll
 from fstcrf.corpus.synthetic import DATA_DIR
 from fstcrf.document.two_stage import TwoStageTagger
 from fstcrf.engine.constraints import Constraints, Span
+from fstcrf.engine.tempering import tempered
 from fstcrf.errors import (
     ArgumentTypeError,
     CompositionError,
     ConstraintError,
     ConstraintLabelError,
+    FstcrfError,
     InfeasibleError,
 )
 from fstcrf.model import ChainCRF
@@ -124,6 +126,56 @@ def test_constraints_with_a_grammar(chunker, sentences):
     for labels in chunker.predict(sentences, grammar="iob2", constraints=constraints):
         assert all(not (b.startswith("I-") and a[2:] != b[2:]) for a, b in zip(["O"] + labels, labels))
     assert (0, 1, "NP") not in chunks_of(tuple(chunker.predict(sentences, grammar="iob2", constraints=constraints)[0]))
+
+
+@pytest.mark.parametrize("temperature", [1.0, 2.0, 4.0])
+def test_a_weight_is_its_log_odds_bonus_at_any_temperature(chunker, sentences, temperature):
+    """Only the model's scores are tempered: a soft span shifts its own log-odds by its
+    weight exactly, and every span probability is enumeration's of the tempered scores
+    plus the constraints' (a bonus of scores too)."""
+    sentence = sentences[0]
+    span, weight = (0, 1, "NP"), 1.5
+    free = chunker.span_probabilities([sentence], [[span]], temperature=temperature)[0][0]
+    held = chunker.span_probabilities(
+        [sentence],
+        [[span]],
+        temperature=temperature,
+        constraints=[{"spans": [{"first": 0, "last": 1, "type": "NP", "weight": weight}]}],
+    )[0][0]
+    assert math.log(held / (1 - held)) - math.log(free / (1 - free)) == pytest.approx(weight, abs=1e-9)
+    given = [Constraints(spans=[Span(*span, weight=weight)], scores={2: {"O": 0.8}}, forbidden=[Span(1, 2, "VP")])]
+    oracle = SentenceOracle(tempered(chunker.potentials([sentence]), temperature), given[0])
+    spans = [(f, last, x) for f in range(len(sentence)) for last in range(f, len(sentence)) for x in ("NP", "VP")]
+    found = chunker.span_probabilities([sentence], [spans], temperature=temperature, constraints=given)[0]
+    for candidate, p in zip(spans, found):
+        assert abs(p - oracle.span_probabilities.get(candidate, 0.0)) < 1e-9
+    for first, last, kind, p in chunker.predict_spans([sentence], temperature=temperature, constraints=given)[0]:
+        assert abs(p - oracle.span_probabilities.get((first, last, kind), 0.0)) < 1e-9
+    mbr = chunker.predict_mbr([sentence], temperature=temperature, constraints=given)
+    assert chunker.decode_mbr(chunker.encode([sentence]), temperature=temperature, constraints=given) == mbr
+
+
+def test_on_infeasible_unconstrained_drops_the_grammar_only(chunker, sentences):
+    """A sentence no sequence of the grammar fits is tagged without it, under its own
+    constraints, whether or not the other sentences have constraints."""
+    pytest.importorskip("pynini")
+    from fstcrf.grammar import parse_grammar
+
+    grammar = parse_grammar("start = . . . .* ;", "three_or_more.fgr")
+    short = Sentence({name: values[:2] for name, values in sentences[0].columns.items()})
+    batch = [short, *sentences]
+    others = [None, Constraints(fixed={0: "B-VP"}), None, None]
+    tagged = chunker.predict(batch, grammar=grammar, on_infeasible="unconstrained", constraints=others)
+    assert tagged[0] == chunker.predict([short])[0]
+    assert tagged[1:] == chunker.predict(sentences, grammar=grammar, constraints=others[1:])
+    own = [Constraints(fixed={1: "B-VP"}), None, None, None]
+    tagged = chunker.predict(batch, grammar=grammar, on_infeasible="unconstrained", constraints=own)
+    assert tagged[0] == chunker.predict([short], constraints=own[:1])[0] and tagged[0][1] == "B-VP"
+    with pytest.raises(InfeasibleError, match="sentence 0 \\(length 2\\)"):
+        chunker.predict(batch, grammar=grammar, constraints=own)
+    for grammar_given in (grammar, None):
+        with pytest.raises(FstcrfError, match="on_infeasible must be"):
+            chunker.predict(sentences, grammar=grammar_given, on_infeasible="bogus", constraints=own[1:])
 
 
 def test_clashing_constraints_name_the_sentence_and_the_rules(chunker, sentences):

@@ -18,6 +18,7 @@ from fstcrf.cli import main
 from fstcrf.corpus.conll import Sentence, read_conll
 from fstcrf.corpus.labels import corrected_labels
 from fstcrf.corpus.synthetic import DATA_DIR
+from fstcrf.engine.budget import limits
 from fstcrf.engine.constraints import Constraints, Span
 from fstcrf.engine.spans import path_chunks
 from fstcrf.errors import RequestError
@@ -114,6 +115,22 @@ def test_a_sentence_left_no_label_sequence_fails_its_own_request_only(demo_chunk
     # named as the request numbers it, not by the method that decoded it
     assert str(refused).startswith("sentence 1: its constraints leave no label sequence")
     assert "token 0 fixed to B-VP" in str(refused)
+
+
+def test_constraints_over_the_work_budget_are_the_servers_refusal_naming_the_sentence(demo_chunker):
+    model = load_served("default", str(demo_chunker), 0, None)
+    options = DecodeOptions("viterbi", True, False, None, None, "joint", 5, False)
+    sentences = TEST_SENTENCES[:3]
+    n = len(sentences[1])
+    overlapping = [Span(first, n - 1, "NP", weight=0.5) for first in range(n)]
+    given = [Constraints(forbidden=[Span(0, 0, "NP")]), Constraints(forbidden=overlapping), None]
+    with limits(max_work=1_000):
+        (refused,) = run_batch(
+            partial(answer_batch, model, options), [TagRequest(sentences, None, None, options, given)]
+        )
+    assert isinstance(refused, RequestError) and refused.field == "constraints[1]" and refused.limit == "max_work"
+    assert str(refused).startswith("sentence 1: constraining") and "--max-work" not in str(refused)
+    assert "too large for this server's budget" in str(refused)
 
 
 def test_the_view_flags_chunks_below_the_requests_threshold(demo_chunker):

@@ -121,7 +121,8 @@ def test_constraints_over_the_budget_are_the_requests_fault(chunker):
     given = request(chunker, [long], constraints=[overlapping])
     with pytest.raises(RequestError, match="max_work") as refused:
         answers.answer_batch(chunker, given.options, [given])
-    assert refused.value.field == "constraints"
+    assert refused.value.field == "constraints[0]" and refused.value.limit == "max_work"
+    assert "--max-work" not in str(refused.value)
 
 
 def test_a_batch_s_first_slice_is_sized_by_the_pace_of_the_last():
