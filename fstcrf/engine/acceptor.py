@@ -112,16 +112,29 @@ def from_arcs(num_states: int, start: int, final, arcs: Sequence[tuple[int, int,
     return Acceptor(num_states, start, final, src, key, dst)
 
 
+def arcs_leaving(arc_ptr: np.ndarray, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(owner, arc int64 [n]): the arcs leaving ``states`` int [k], the states in their
+    order and each one's arcs in order, where the arcs leaving state q are
+    arc_ptr[q]..arc_ptr[q+1]-1 (arc_ptr int [Q+1]); ``owner`` indexes ``states``."""
+    first, stop = arc_ptr[states], arc_ptr[states + 1]
+    counts = stop - first
+    owner = np.repeat(np.arange(len(states)), counts)
+    return owner, np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+
+
 def reached(num_states: int, origin: np.ndarray, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
-    """bool [Q]: the states reached from the ``origin`` ones along arcs tail -> head."""
+    """bool [Q]: the states reached from the ``origin`` ones along arcs tail -> head,
+    breadth first from the frontier (work in the states and arcs reached)."""
+    by_tail = np.argsort(tail, kind="stable")
+    tail_ptr = np.searchsorted(tail[by_tail], np.arange(num_states + 1))
+    head = head[by_tail]
     seen = np.zeros(num_states, dtype=bool)
-    seen[origin] = True
-    frontier = seen.copy()
-    while frontier.any():
-        following = np.zeros(num_states, dtype=bool)
-        following[head[frontier[tail]]] = True
-        frontier = following & ~seen
-        seen |= frontier
+    frontier = np.unique(origin)
+    seen[frontier] = True
+    while len(frontier):
+        following = head[arcs_leaving(tail_ptr, frontier)[1]]
+        frontier = np.unique(following[~seen[following]])
+        seen[frontier] = True
     return seen
 
 
@@ -171,46 +184,36 @@ def intersect(left: Acceptor, right: Acceptor, what: str = "the intersection") -
     right_keys, right_dst = right_keys[by_key], right.arc_dst[by_key]
     left_ptr = left.arc_ptr()
     pair_left, pair_right = [np.array([left.start])], [np.array([right.start])]
-    known = np.array([left.start * R + right.start])  # sorted pair keys seen so far
-    known_id = np.array([0])
+    pair_id = {left.start * R + right.start: 0}  # pair key (left state x R + right state) -> id
     src_parts, key_parts, dst_parts = [], [], []
     first, count = 0, 1
-    while first < count:
-        lefts, rights = np.concatenate(pair_left[-1:]), np.concatenate(pair_right[-1:])
-        ids = np.arange(first, count)
-        # every arc of every frontier state, states in id order, arcs in left's order
-        starts, stops = left_ptr[lefts], left_ptr[lefts + 1]
-        counts = stops - starts
-        owner = np.repeat(np.arange(len(lefts)), counts)
-        arc = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+    while first < count:  # the states first..count-1, found last, in id order
+        lefts, rights = pair_left[-1], pair_right[-1]
+        owner, arc = arcs_leaving(left_ptr, lefts)  # arcs in left's order
         keys = left.arc_key[arc]
         wanted = rights[owner] * width + keys
-        where = np.searchsorted(right_keys, wanted)
-        matched = where < len(right_keys)
-        matched[matched] = right_keys[where[matched]] == wanted[matched]
+        where = np.minimum(np.searchsorted(right_keys, wanted), len(right_keys) - 1)
+        matched = right_keys[where] == wanted if len(right_keys) else np.zeros(len(wanted), dtype=bool)
         owner, arc, keys, where = owner[matched], arc[matched], keys[matched], where[matched]
         targets = left.arc_dst[arc] * R + right_dst[where]
-        # ids of known pairs; new ones numbered in order of first appearance
-        position = np.searchsorted(known, targets)
-        seen = position < len(known)
-        seen[seen] = known[position[seen]] == targets[seen]
-        target_id = np.empty(len(targets), dtype=np.int64)
-        target_id[seen] = known_id[position[seen]]
-        fresh, first_seen, inverse = np.unique(targets[~seen], return_index=True, return_inverse=True)
-        rank = np.empty(len(fresh), dtype=np.int64)
-        rank[np.argsort(first_seen, kind="stable")] = np.arange(len(fresh))
-        target_id[~seen] = count + rank[inverse.ravel()]
-        budget.check_states(count + len(fresh), what, at_least=True)
-        src_parts.append(ids[owner])
+        # the distinct targets in order of first appearance; new ones numbered in that order
+        distinct, first_seen, inverse = np.unique(targets, return_index=True, return_inverse=True)
+        by_appearance = np.argsort(first_seen)
+        in_order = distinct[by_appearance]
+        ids = np.fromiter((pair_id.get(key, -1) for key in in_order.tolist()), dtype=np.int64, count=len(in_order))
+        fresh = ids < 0
+        new_count = count + int(fresh.sum())
+        budget.check_states(new_count, what, at_least=True)
+        ids[fresh] = np.arange(count, new_count)
+        pair_id.update(zip(in_order[fresh].tolist(), range(count, new_count)))
+        target_id = np.empty(len(distinct), dtype=np.int64)
+        target_id[by_appearance] = ids
+        src_parts.append(first + owner)
         key_parts.append(keys)
-        dst_parts.append(target_id)
-        in_order = fresh[np.argsort(rank)]
-        pair_left.append(in_order // R)
-        pair_right.append(in_order % R)
-        merged = np.argsort(np.concatenate([known, fresh]), kind="stable")
-        known = np.concatenate([known, fresh])[merged]
-        known_id = np.concatenate([known_id, count + rank])[merged]
-        first, count = count, count + len(fresh)
+        dst_parts.append(target_id[inverse.ravel()])
+        pair_left.append(in_order[fresh] // R)
+        pair_right.append(in_order[fresh] % R)
+        first, count = count, new_count
     all_left, all_right = np.concatenate(pair_left), np.concatenate(pair_right)
     product = Acceptor(
         count,

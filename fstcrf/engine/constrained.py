@@ -44,6 +44,18 @@ from fstcrf.engine.topology import Topology
 from fstcrf.errors import InfeasibleError, ShapeError
 
 
+#: The grammars each topology restricted to them keeps to, as errors name them
+#: ("the grammar chunks.fgr"), noted by :func:`note_grammar`.
+_GRAMMARS: weakref.WeakKeyDictionary[Topology, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+
+def note_grammar(restricted: Topology, original: Topology, grammar: str) -> None:
+    """Note that ``restricted`` is ``original`` kept to ``grammar`` (as errors name it,
+    e.g. "the grammar chunks.fgr"), so that a sentence its constraints leave without a
+    path raises InfeasibleError saying the grammar takes part."""
+    _GRAMMARS[restricted] = _GRAMMARS.get(original, ()) + (grammar,)
+
+
 @dataclass
 class ConstrainedLattice:
     """Potentials under constraints: ``potentials`` over S' = S x ``flags`` states, and
@@ -390,15 +402,21 @@ def check_feasible(
     assert rule is not None
     clashing = clashing_rules(pot.select([b]), rule, state_label)
     described = [rule.source.describe(item) for item in clashing]
-    reason = (
-        "its constraints leave no label sequence; "
-        + (
+    grammars = _GRAMMARS.get(pot.topology, ())
+    if grammars:  # the grammars take part: they cut the paths the constraints keep to
+        them = "it" if len(grammars) == 1 else "them"
+        reason = f"its constraints leave no label sequence under {' and '.join(grammars)}; " + (
+            f"these clash with {them}: {'; '.join(described)}"
+            if described
+            else f"the model's topology and {them} allow no sequence of its length"
+        )
+    else:
+        reason = "its constraints leave no label sequence; " + (
             f"these clash: {'; '.join(described)}"
             if described
             else "the model's topology (or grammar) allows no sequence of its length"
         )
-        + (f" ({len(dead) - 1} more such sentences)" if len(dead) > 1 else "")
-    )
+    reason += f" ({len(dead) - 1} more such sentences)" if len(dead) > 1 else ""
     error = InfeasibleError(f"{rule.where}: {reason}")
     error.sentence, error.clashing, error.reason = rule.sentence, described, reason
     raise error

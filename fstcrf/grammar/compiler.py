@@ -5,8 +5,10 @@ budgeted (:func:`compile_grammar`, :func:`accepts`)."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from functools import reduce
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from typing import TYPE_CHECKING
 
@@ -72,10 +74,21 @@ def _bindings(pieces: Template, label: str, start: int = 0, bound: dict | None =
         if label.startswith(bound[head.name], start):
             yield from _bindings(rest, label, start + len(bound[head.name]), bound)
     else:
-        for end in range(start + 1, len(label) + 1):
+        ends: Iterable[int] = range(start + 1, len(label) + 1)
+        if rest and isinstance(rest[0], str):  # the value ends where the literal after it occurs
+            ends = _found_at(rest[0], label, start + 1)
+        for end in ends:
             bound[head.name] = label[start:end]
             yield from _bindings(rest, label, end, bound)
-        del bound[head.name]
+        bound.pop(head.name, None)
+
+
+def _found_at(text: str, label: str, start: int) -> Iterator[int]:
+    """Where ``text`` occurs in ``label`` from ``start`` on."""
+    position = label.find(text, start)
+    while position >= 0:
+        yield position
+        position = label.find(text, position + 1)
 
 
 def _spells(pieces: Template, label: str, start: int) -> bool:
@@ -108,8 +121,43 @@ def _spells(pieces: Template, label: str, start: int) -> bool:
 
 def _optimized(fst: pynini.Fst, pos: Position) -> pynini.Fst:
     """A fresh acceptor made epsilon-free, deterministic and minimal; BudgetError
-    (naming the grammar position ``pos``) if it would pass max_states."""
-    return bounded_determinize(pynini.rmepsilon(fst), _part(pos)).minimize()
+    (naming the grammar position ``pos``) if it would pass max_states, or if its
+    determinisation would pass max_edges arcs (:func:`determinised_arcs`)."""
+    fst = pynini.rmepsilon(fst)
+    if not fst.properties(pynini.I_DETERMINISTIC, True):
+        budget.check_edges(determinised_arcs(fst), _part(pos), "arcs", at_least=True)
+    return bounded_determinize(fst, _part(pos)).minimize()
+
+
+def determinised_arcs(fsa: pynini.Fst) -> int:
+    """At least how many arcs the determinisation of the epsilon-free ``fsa`` holds:
+    one per label leaving its start, and for each other set of states one label leads
+    to from the start, as many as the labels of its member with most."""
+    start = fsa.start()
+    if start == pynini.NO_STATE_ID:  # the empty language
+        return 0
+    following: dict[int, set[int]] = {}
+    for arc in fsa.arcs(start):
+        following.setdefault(arc.ilabel, set()).add(arc.nextstate)
+    subsets = {frozenset(states) for states in following.values()} - {frozenset([start])}
+    members = set().union(*subsets)
+    labels = {state: len({arc.ilabel for arc in fsa.arcs(state)}) for state in members}
+    return len(following) + sum(max(labels[state] for state in subset) for subset in subsets)
+
+
+def star_arcs(operand: pynini.Fst) -> int:
+    """At least how many arcs ``operand*`` holds once its epsilons are removed, for an
+    epsilon-free ``operand`` with a start state: each final state also leaves as the
+    start does, and the start's own arcs may go (when only epsilons led to it)."""
+    if operand.start() == pynini.NO_STATE_ID:  # the empty language
+        return 0
+    zero = pynini.Weight.zero(operand.weight_type())
+    start_arcs = operand.num_arcs(operand.start())
+    total = -start_arcs
+    for state in operand.states():
+        arcs = operand.num_arcs(state)
+        total += max(arcs, start_arcs) if operand.final(state) != zero else arcs
+    return total
 
 
 def _part(pos: Position) -> str:
@@ -129,6 +177,7 @@ class _Compiler:
     def __init__(self, labels: Sequence[str], params: Mapping[str, str]):
         self.labels = tuple(labels)
         self.keys = {label: key for key, label in enumerate(self.labels, start=1)}
+        self.sorted_labels = sorted(self.labels)
         self.params = dict(params)
         self.used_params: set[str] = set()
         self.sigma = self.label_set(self.keys.values())
@@ -232,7 +281,8 @@ class _Compiler:
                 return self.epsilon
             # the closure holds max(low, high) copies of the operand before it is determinised
             budget.check_states(operand.num_states() * max(node.low, node.high or 1), _part(node.pos))
-            if node.high is None:
+            if node.high is None:  # its final states begin again: arcs from the start on each
+                budget.check_edges(star_arcs(operand), _part(node.pos), "arcs", at_least=True)
                 return _optimized(pynini.closure(operand, node.low), node.pos)
             return _optimized(pynini.closure(operand, node.low, node.high), node.pos)
         if isinstance(node, Quantifier):
@@ -267,14 +317,28 @@ class _Compiler:
         rule_hint = "" if template_variables(node.template) else " (and no rule has that name)"
         return self.label_set([self.known_key(label, node.pos, spelled + rule_hint)])
 
+    def spelled_by(self, pieces: Template) -> Iterator[str]:
+        """The labels a pattern without variables spells, tried only among those that
+        begin with its literal prefix (a range of the sorted labels)."""
+        prefix = pieces[0] if pieces and isinstance(pieces[0], str) else ""
+        first = bisect.bisect_left(self.sorted_labels, prefix)
+        for label in itertools.islice(self.sorted_labels, first, None):
+            if not label.startswith(prefix):
+                return
+            if _spells(pieces, label, 0):
+                yield label
+
     def label_class(self, node: LabelClass, env: dict) -> pynini.Fst:
         filled, quantified = [], False
         for pattern in node.patterns:
             pieces, by_quantifier = self.fill(pattern, env, node.pos)
             filled.append(pieces)
             quantified |= by_quantifier
-        matching = {label for label in self.labels if any(next(_bindings(p, label), None) is not None for p in filled)}
-        keys = [self.keys[label] for label in self.labels if (label in matching) != node.negated]
+        matching = {label for pieces in filled for label in self.spelled_by(pieces)}
+        if node.negated:
+            keys = [key for label, key in self.keys.items() if label not in matching]
+        else:
+            keys = sorted(self.keys[label] for label in matching)
         self.note_template(node, quantified, bool(keys))
         if not keys and not quantified:
             raise UnknownLabelError(
@@ -285,10 +349,18 @@ class _Compiler:
 
     def quantifier(self, grammar: Grammar, node: Quantifier, env: dict) -> pynini.Fst:
         values = self.domain(grammar, node, env)
-        branches = [self.expr(grammar, node.body, {**env, node.variable: (value, True)}) for value in values]
-        if node.kind == "any":
-            return _optimized(pynini.union(*branches), node.pos)
-        return reduce(lambda left, right: _combined(left, right, node.pos), branches)
+        branches = (self.expr(grammar, node.body, {**env, node.variable: (value, True)}) for value in values)
+        if node.kind == "all":  # each intersection is budgeted
+            return reduce(lambda left, right: _combined(left, right, node.pos), branches)
+        what = f"{node.pos}: the union of the {len(values):,} branches of 'any {node.variable}:' (one per value)"
+        kept, states, arcs = [], 1, 0
+        for branch in branches:  # budgeted as they come, before the union is determinised
+            kept.append(branch)
+            states += branch.num_states()
+            arcs += sum(branch.num_arcs(state) for state in branch.states())
+            budget.check_states(states, what, at_least=True)
+            budget.check_edges(arcs, what, "arcs", at_least=True)
+        return _optimized(pynini.union(*kept), node.pos)
 
     def domain(self, grammar: Grammar, node: Quantifier, env: dict) -> list[str]:
         """Values of the quantified variable: every non-empty text that makes some

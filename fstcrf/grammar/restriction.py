@@ -15,6 +15,7 @@ from fstcrf.engine import budget
 from fstcrf.errors import GrammarError, LabelError, TopologyError
 from fstcrf.engine.inference import Potentials, Viterbi, viterbi
 from fstcrf.engine.acceptor import Acceptor, is_fst
+from fstcrf.engine.constrained import note_grammar
 from fstcrf.engine.topology import (
     shown_labels,
     Topology,
@@ -35,7 +36,9 @@ def constrain(topology: Topology, constraint, rule: str = "start", params: Mappi
     :func:`fstcrf.engine.topology.intersect`).  Grammar results are cached per
     topology; compiling a grammar needs pynini (MissingExtraError without it)."""
     if isinstance(constraint, Acceptor) or is_fst(constraint):
-        return intersect(topology, constraint)
+        restricted = intersect(topology, constraint)
+        note_grammar(restricted, topology, "the grammar")
+        return restricted
     if not isinstance(constraint, Grammar):
         raise GrammarError(f"a constraint is a Grammar, an Acceptor or a pynini.Fst, got {type(constraint).__name__}")
     from fstcrf.grammar.compiler import check_params, compile_grammar
@@ -43,10 +46,20 @@ def constrain(topology: Topology, constraint, rule: str = "start", params: Mappi
     key = (constraint, rule, tuple(sorted(check_params(params).items())))
     cached = _CONSTRAINED.setdefault(topology, {})
     if key not in cached:
-        acceptor = compile_grammar(constraint, topology.labels, rule, params)
+        from fstcrf.engine.bounded import as_arrays
+
+        # compiled minimal and deterministic already: as arrays, intersect takes it as it is
+        acceptor = as_arrays(compile_grammar(constraint, topology.labels, rule, params))
         label = Path(constraint.source).name.removesuffix(EXTENSION) + ("" if rule == "start" else f".{rule}")
         cached[key] = intersect(topology, acceptor, name=f"{topology.name}&{label}")
+        note_grammar(cached[key], topology, grammar_name(constraint, rule))
     return cached[key]
+
+
+def grammar_name(grammar: Grammar, rule: str = "start") -> str:
+    """How errors name ``grammar`` (and its ``rule``), e.g. "the grammar /work/chunks.fgr"."""
+    name = "the grammar" if grammar.source.startswith("<") else f"the grammar {grammar.source}"
+    return name if rule == "start" else f"rule '{rule}' of {name}"
 
 
 def accepts(acceptor, labels: Sequence[str]) -> bool:

@@ -49,8 +49,21 @@ def test_an_infeasible_sentence_is_named_by_its_file_and_first_line(iob2_chunker
     assert main(arguments + extra) == 2
     error = error_line(capsys)
     assert f"error: {clashing}:45: " in error  # sentence 22's line
-    assert "its constraints leave no label sequence; these clash: token 0 fixed to I-NP" in error
+    # the clash is with the training grammar, which the message says takes part
+    assert "no label sequence under the grammar; these clash with it: token 0 fixed to I-NP" in error
     assert not re.search(r"sentence \d", error)  # no index within a batch
+
+
+@pytest.mark.pynini
+def test_a_clash_with_the_tag_grammar_names_the_grammar(demo_chunker, tmp_path, capsys):
+    clashing = tmp_path / "clashing.txt"
+    clashing.write_text(one_token_sentences(3, clash=1))
+    arguments = ["-q", "tag", str(demo_chunker), str(clashing), "--constraints", "chunk", "-o", str(tmp_path / "o.txt")]
+    assert main(arguments) == 0  # the first-order model alone may begin with I-NP
+    assert main([*arguments, "--grammar", "iob2"]) == 2
+    error = error_line(capsys)
+    assert f"error: {clashing}:3: its constraints leave no label sequence under the grammar " in error
+    assert "iob2.fgr; these clash with it: token 0 fixed to I-NP" in error
 
 
 @pytest.mark.pynini
