@@ -34,6 +34,7 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
@@ -171,9 +172,10 @@ def _bonus(value, what: str) -> float:
 @dataclass(frozen=True)
 class Constraints:
     """The constraints of one sentence (see the module doc for the kinds); checked and
-    normalised when built, checked against a model's labels and the sentence's length
-    by :func:`resolve`.  ``Constraints.from_dict(c.to_dict()) == c``, and the dict is
-    JSON's (string token keys are read back)."""
+    normalised when built (the mappings become read-only views: they stay as checked),
+    checked against a model's labels and the sentence's length by :func:`resolve`.
+    ``Constraints.from_dict(c.to_dict()) == c``, and the dict is JSON's (string token
+    keys are read back)."""
 
     fixed: Mapping[int, str] = field(default_factory=dict)
     allowed: Mapping[int, Collection[str]] = field(default_factory=dict)
@@ -198,8 +200,9 @@ class Constraints:
             }
             for token, bonuses in _mapping(self.scores, "scores").items()
         }
-        for name, value in (("fixed", fixed), ("allowed", allowed), ("scores", scores)):
-            object.__setattr__(self, name, dict(sorted(value.items())))
+        read_only = {token: MappingProxyType(dict(sorted(bonuses.items()))) for token, bonuses in scores.items()}
+        for name, value in (("fixed", fixed), ("allowed", allowed), ("scores", read_only)):
+            object.__setattr__(self, name, MappingProxyType(dict(sorted(value.items()))))
         for name in ("spans", "forbidden"):
             spans = tuple(_span(span, f"{name}[{i}]") for i, span in enumerate(_sequence(getattr(self, name), name)))
             object.__setattr__(self, name, spans)
@@ -208,6 +211,17 @@ class Constraints:
 
     def __bool__(self) -> bool:
         return any(getattr(self, name) for name in KINDS)
+
+    # the mappings are read-only views (what was checked cannot change after), which
+    # neither hash nor pickle: these do both by the checked values
+    def __hash__(self) -> int:
+        scores = tuple((token, tuple(bonuses.items())) for token, bonuses in self.scores.items())
+        return hash(
+            (tuple(self.fixed.items()), tuple(self.allowed.items()), self.spans, self.forbidden, self.unbroken, scores)
+        )
+
+    def __reduce__(self):
+        return (type(self).from_dict, (self.to_dict(),))
 
     # -- JSON ----------------------------------------------------------------
     def to_dict(self) -> dict:
