@@ -62,6 +62,9 @@ class InfeasibleError(FstcrfError):
     sentence: int | None = None
     clashing: Sequence[str] = ()
     reason: str = ""
+    #: Set when a grammar accepts no label sequence as long as some sentences: their
+    #: indices in the batch (``reason`` then says what is wrong with each of them).
+    sentences: Sequence[int] = ()
 
 
 class ConstraintError(FstcrfError):

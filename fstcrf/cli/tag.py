@@ -178,17 +178,24 @@ def _best_labels(model, prepared, args: argparse.Namespace, stream) -> list[list
 
 @contextmanager
 def _infeasible_located(corpus) -> Iterator[None]:
-    """An InfeasibleError of a sentence of ``corpus`` (its ``sentence``, an index in
-    ``corpus``) named by the file and first line of that sentence instead."""
+    """An InfeasibleError of sentences of ``corpus`` (its ``sentence`` or ``sentences``,
+    indices in ``corpus``) named by the file and first line of each instead."""
     from fstcrf.corpus.labels import token_location
 
     try:
         yield
     except InfeasibleError as error:
-        if error.sentence is None:
+        if error.sentence is None and not error.sentences:
             raise
-        located = InfeasibleError(f"{token_location(corpus, error.sentence)}: {error.reason}")
+        first = error.sentence if error.sentence is not None else error.sentences[0]
+        length = f" ({len(corpus.sentences[first])} tokens)" if error.sentence is None else ""
+        message = f"{token_location(corpus, first)}{length}: {error.reason}"
+        if len(error.sentences) > 1:
+            others = [f"{token_location(corpus, i)} ({len(corpus.sentences[i])} tokens)" for i in error.sentences[1:6]]
+            message += f" (also the sentences at {', '.join(others)}{' ...' if len(error.sentences) > 6 else ''})"
+        located = InfeasibleError(message)
         located.sentence, located.clashing, located.reason = error.sentence, error.clashing, error.reason
+        located.sentences = error.sentences
         raise located from None
 
 

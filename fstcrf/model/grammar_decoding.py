@@ -45,12 +45,17 @@ def predict_under_grammar(
     infeasible = [i for i, sentence in enumerate(sentences) if not topology.is_feasible(len(sentence))]
     if infeasible and on_infeasible == "error":
         shown = ", ".join(f"{i} (length {len(sentences[i])})" for i in infeasible[:10])
-        raise InfeasibleError(
-            f"grammar {name} accepts no label sequence as long as sentence "
-            f"{shown}{' ...' if len(infeasible) > 10 else ''}; fix the grammar, or tag "
-            "those sentences without it (on_infeasible='unconstrained', "
+        remedy = (
+            "fix the grammar, or tag such sentences without it (on_infeasible='unconstrained', "
             "CLI --on-infeasible unconstrained)"
         )
+        error = InfeasibleError(
+            f"grammar {name} accepts no label sequence as long as sentence "
+            f"{shown}{' ...' if len(infeasible) > 10 else ''}; {remedy}"
+        )
+        error.sentences = infeasible
+        error.reason = f"grammar {name} accepts no label sequence of this sentence's length; {remedy}"
+        raise error
     result: list[list[str]] = [[] for _ in sentences]  # every one is filled below
     feasible = sorted(set(range(len(sentences))) - set(infeasible))
     for chosen, under in ((feasible, grammar), (infeasible, None)):

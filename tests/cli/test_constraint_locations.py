@@ -67,6 +67,27 @@ def test_a_clash_with_the_tag_grammar_names_the_grammar(demo_chunker, tmp_path, 
 
 
 @pytest.mark.pynini
+def test_sentences_a_tag_grammar_cannot_fit_are_named_by_file_and_line(demo_chunker, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tag_command, "TAG_BATCH_TOKENS", 9)  # the short sentences are in a later batch
+    grammar = tmp_path / "three.fgr"
+    grammar.write_text("start = . . . .* ;\n")  # three labels or more
+    words = tmp_path / "words.txt"
+    lengths = [3, 4, 3, 1, 2, 5, 3]  # sentences 3 and 4 are too short: lines 14 and 16
+    words.write_text(
+        "".join("".join(f"light NN {'B-NP' if t == 0 else 'I-NP'}\n" for t in range(n)) + "\n" for n in lengths)
+    )
+    arguments = ["-q", "tag", str(demo_chunker), str(words), "--grammar", str(grammar), "-o", str(tmp_path / "o.txt")]
+    assert main(arguments) == 2
+    error = error_line(capsys)
+    assert (
+        f"error: {words}:14 (1 tokens): grammar {grammar} accepts no label sequence of this sentence's length" in error
+    )
+    assert f"(also the sentences at {words}:16 (2 tokens))" in error
+    assert not re.search(r"sentence \d", error)  # no index within a batch
+    assert main([*arguments, "--on-infeasible", "unconstrained"]) == 0
+
+
+@pytest.mark.pynini
 def test_a_batch_of_more_than_two_thousand_sentences_is_one_call(iob2_chunker, tmp_path, capsys):
     clashing = tmp_path / "clashing.txt"
     clashing.write_text(one_token_sentences(2100, clash=2050))
