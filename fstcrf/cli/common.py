@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from fstcrf.corpus.schemes import keep_types, missing_types_warning
-from fstcrf.errors import FstcrfError
+from fstcrf.errors import FstcrfError, InfeasibleError
 from fstcrf.phases import phase
 from fstcrf.extras import require
 
@@ -105,3 +107,26 @@ def find_conll2000(data_dir: str | None = None) -> Path | None:
         if (folder / "train.txt").is_file() and (folder / "test.txt").is_file():
             return folder
     return None
+
+
+@contextmanager
+def infeasible_located(corpus) -> Iterator[None]:
+    """An InfeasibleError of sentences of ``corpus`` (its ``sentence`` or ``sentences``,
+    indices in ``corpus``) named by the file and first line of each instead."""
+    from fstcrf.corpus.labels import token_location
+
+    try:
+        yield
+    except InfeasibleError as error:
+        if error.sentence is None and not error.sentences:
+            raise
+        first = error.sentence if error.sentence is not None else error.sentences[0]
+        length = f" ({len(corpus.sentences[first])} tokens)" if error.sentence is None else ""
+        message = f"{token_location(corpus, first)}{length}: {error.reason}"
+        if len(error.sentences) > 1:
+            others = [f"{token_location(corpus, i)} ({len(corpus.sentences[i])} tokens)" for i in error.sentences[1:6]]
+            message += f" (also the sentences at {', '.join(others)}{' ...' if len(error.sentences) > 6 else ''})"
+        located = InfeasibleError(message)
+        located.sentence, located.clashing, located.reason = error.sentence, error.clashing, error.reason
+        located.sentences = error.sentences
+        raise located from None

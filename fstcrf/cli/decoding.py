@@ -11,7 +11,7 @@ import logging
 from fstcrf.cli.common import grammar_params, check_grammar_options
 from fstcrf.cli.options import DECODING_DEFAULTS
 from fstcrf.document.settings import DEFAULT_BLOCK_SIZE, NONLOCAL_OPTIONS
-from fstcrf.errors import CompositionError, FstcrfError
+from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError
 from fstcrf.model.decoders import default_decoding, file_columns, is_two_stage, model_components
 from fstcrf.phases import phase
 
@@ -242,7 +242,13 @@ def predict_with_progress(
         for first in range(0, len(sentences), chunk):
             batch = sentences[first : first + chunk]
             given = None if constraints is None else constraints[first : first + chunk]
-            predictions += model.predict(batch, **options, constraints=given)
+            try:
+                predictions += model.predict(batch, **options, constraints=given)
+            except InfeasibleError as error:  # its sentences counted in the whole corpus, not the chunk
+                if error.sentence is not None:
+                    error.sentence += first
+                error.sentences = [sentence + first for sentence in error.sentences]
+                raise
             bar.update(len(batch))
     return predictions
 

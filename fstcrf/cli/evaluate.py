@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from fstcrf.cli.common import label_scores, only_types, read_corpus
+from fstcrf.cli.common import infeasible_located, label_scores, only_types, read_corpus
 from fstcrf.cli.decoding import (
     check_two_stage_options,
     grammar_options,
@@ -48,10 +48,11 @@ def _eval(args: argparse.Namespace) -> int:
     components = model_components(model)
     for component in components:
         _check_gold(corpus, component.target_)
-    if composed:
-        predictions = joint_predict_with_progress(model, corpus, args)
-    else:
-        predictions = [predict_with_progress(model, corpus, args, grammar_options(args))]
+    with infeasible_located(corpus):
+        if composed:
+            predictions = joint_predict_with_progress(model, corpus, args)
+        else:
+            predictions = [predict_with_progress(model, corpus, args, grammar_options(args))]
     for component, predicted in zip(components, predictions):
         gold = corpus.column(component.target_)
         mismatch = scheme_mismatch(component.labels_, gold)

@@ -7,11 +7,10 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING
 
+from fstcrf.cli.common import infeasible_located
 from fstcrf.cli.decoding import (
     batches_for,
     check_two_stage_options,
@@ -24,7 +23,7 @@ from fstcrf.cli.decoding import (
     warn_ignored_decoding_options,
 )
 from fstcrf.cli.options import POSITIVE, add_command, add_dask_dashboard, add_decoding_arguments, temperature
-from fstcrf.errors import CompositionError, FstcrfError, InfeasibleError, LabelError
+from fstcrf.errors import CompositionError, FstcrfError, LabelError
 from fstcrf.files import write_atomically
 from fstcrf.model.decoders import (
     is_two_stage,
@@ -169,34 +168,11 @@ def _best_labels(model, prepared, args: argparse.Namespace, stream) -> list[list
     if prepared is None:
         return [[]]
     batch, encoded, constraints = prepared
-    with _infeasible_located(batch):
+    with infeasible_located(batch):
         if args.decode == "mbr":
             threshold = _mbr_threshold(args, getattr(batch, "stalled", False), stream)
             return [model.decode_mbr(encoded, threshold, args.mbr_temperature, stream, constraints=constraints)]
         return [model.decode(encoded, constraints=constraints)]
-
-
-@contextmanager
-def _infeasible_located(corpus) -> Iterator[None]:
-    """An InfeasibleError of sentences of ``corpus`` (its ``sentence`` or ``sentences``,
-    indices in ``corpus``) named by the file and first line of each instead."""
-    from fstcrf.corpus.labels import token_location
-
-    try:
-        yield
-    except InfeasibleError as error:
-        if error.sentence is None and not error.sentences:
-            raise
-        first = error.sentence if error.sentence is not None else error.sentences[0]
-        length = f" ({len(corpus.sentences[first])} tokens)" if error.sentence is None else ""
-        message = f"{token_location(corpus, first)}{length}: {error.reason}"
-        if len(error.sentences) > 1:
-            others = [f"{token_location(corpus, i)} ({len(corpus.sentences[i])} tokens)" for i in error.sentences[1:6]]
-            message += f" (also the sentences at {', '.join(others)}{' ...' if len(error.sentences) > 6 else ''})"
-        located = InfeasibleError(message)
-        located.sentence, located.clashing, located.reason = error.sentence, error.clashing, error.reason
-        located.sentences = error.sentences
-        raise located from None
 
 
 def input_constraints(model, corpus, args: argparse.Namespace):
@@ -346,7 +322,7 @@ def _tag_columns(
     :func:`grammar_options`'s; ``stream``: the StreamThreshold of --decode mbr)."""
     constraints = input_constraints(model, batch, args)
     whole = max(1, len(batch))  # one call per batch: an infeasible sentence's index is the batch's
-    with _infeasible_located(batch):
+    with infeasible_located(batch):
         if args.nbest is not None:
             extra = _nbest_columns(model, batch, args, constraints)
         elif composed:
@@ -451,7 +427,7 @@ def _tag_samples(model, corpus, args: argparse.Namespace) -> int:
     if args.threads is not None:
         model.threads = args.threads
     constraints = input_constraints(model, corpus, args)
-    with _infeasible_located(corpus):
+    with infeasible_located(corpus):
         labels, log_p = model.sample(corpus, count, args.seed, constraints)  # [K][B][T], [K, B]
     if not args.with_probability:
         write_conll(corpus, args.output, extra_columns=labels)

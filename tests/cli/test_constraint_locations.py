@@ -88,6 +88,24 @@ def test_sentences_a_tag_grammar_cannot_fit_are_named_by_file_and_line(demo_chun
 
 
 @pytest.mark.pynini
+def test_eval_names_a_sentence_its_grammar_cannot_fit_by_file_and_line_past_its_first_chunk(
+    demo_chunker, tmp_path, capsys
+):
+    grammar = tmp_path / "three.fgr"
+    grammar.write_text("start = . . . .* ;\n")  # three labels or more
+    test = tmp_path / "test.txt"
+    lengths = [3] * 2001 + [2] + [3] * 3  # eval decodes 2,000 sentences a call: the short one is in the second
+    test.write_text(
+        "".join("".join(f"light NN {'B-NP' if t == 0 else 'I-NP'}\n" for t in range(n)) + "\n" for n in lengths)
+    )
+    arguments = ["-q", "eval", str(demo_chunker), str(test), "--grammar", str(grammar)]
+    assert main(arguments) == 2
+    error = error_line(capsys)
+    assert f"error: {test}:{4 * 2001 + 1} (2 tokens): grammar {grammar} accepts no label sequence" in error
+    assert not re.search(r"sentence \d", error)
+
+
+@pytest.mark.pynini
 def test_a_batch_of_more_than_two_thousand_sentences_is_one_call(iob2_chunker, tmp_path, capsys):
     clashing = tmp_path / "clashing.txt"
     clashing.write_text(one_token_sentences(2100, clash=2050))
