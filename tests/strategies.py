@@ -276,3 +276,23 @@ def feasible_instances(**kwargs):
 def batches(**kwargs):
     """Several feasible sentences of different lengths over one topology."""
     return instances(feasible=True, num_sentences=(2, 5), **kwargs)
+
+
+@st.composite
+def pynini_acceptors(draw, keys: tuple[int, int], max_states: int, max_arcs: int):
+    """A random pynini acceptor: 1..max_states states (state 0 the start), a non-empty
+    set of them final, and up to max_arcs arcs whose keys are in keys = (first, last)
+    (a first key of 0 allows epsilons); non-determinism allowed."""
+    import pynini  # only the tests that draw these need it
+
+    fsa = pynini.Fst()
+    num_states = draw(st.integers(1, max_states))
+    for _ in range(num_states):
+        fsa.add_state()
+    fsa.set_start(0)
+    for state in draw(st.lists(st.integers(0, num_states - 1), min_size=1, max_size=num_states)):
+        fsa.set_final(state)
+    arcs = st.tuples(st.integers(0, num_states - 1), st.integers(*keys), st.integers(0, num_states - 1))
+    for source, key, target in draw(st.lists(arcs, max_size=max_arcs)):
+        fsa.add_arc(source, pynini.Arc(key, key, 0, target))
+    return fsa

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from fstcrf.engine import topology as direct
 from fstcrf.engine.acceptor import Acceptor, intersect
 from history import module_at
+from strategies import pynini_acceptors
 
 
 PYNINI_TOPOLOGY = "28dbb5281b3cf6658def068bb40946e53cee6b2f"
@@ -87,20 +88,9 @@ def test_second_order_over_the_conll2000_tags_equals_pynini(reference):
     assert_same(direct.second_order(tags), reference.second_order(tags))
 
 
-@st.composite
-def acceptors(draw, num_labels):
+def acceptors(num_labels: int):
     """A random pynini acceptor over keys 1..num_labels (epsilons and non-determinism allowed)."""
-    fsa = pynini.Fst()
-    num_states = draw(st.integers(1, 5))
-    for _ in range(num_states):
-        fsa.add_state()
-    fsa.set_start(0)
-    for q in draw(st.lists(st.integers(0, num_states - 1), min_size=1, max_size=num_states)):
-        fsa.set_final(q)
-    arcs = st.tuples(st.integers(0, num_states - 1), st.integers(0, num_labels), st.integers(0, num_states - 1))
-    for src, key, dst in draw(st.lists(arcs, max_size=14)):
-        fsa.add_arc(src, pynini.Arc(key, key, 0, dst))
-    return fsa
+    return pynini_acceptors((0, num_labels), max_states=5, max_arcs=14)
 
 
 @settings(max_examples=60, deadline=None)

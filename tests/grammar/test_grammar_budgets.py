@@ -19,6 +19,7 @@ from fstcrf.engine.topology import first_order, intersect, iob2, iob2_labels, se
 from fstcrf.errors import BudgetError
 from fstcrf.grammar import accepts, compile_grammar, constrain, load_grammar, parse_grammar
 from fstcrf.grammar.compiler import determinised_arcs, star_arcs
+from strategies import pynini_acceptors
 
 CHUNK_LABELS = iob2_labels(["NP", "VP", "PP"])
 
@@ -177,20 +178,9 @@ def test_nest_over_many_components_is_refused_by_its_arcs():
     assert compile_grammar(load_grammar("nest"), labels).num_states() == 32
 
 
-@st.composite
-def epsilon_free_acceptors(draw):
+def epsilon_free_acceptors():
     """A random epsilon-free pynini acceptor over keys 1..3 (non-determinism allowed)."""
-    fsa = pynini.Fst()
-    num_states = draw(st.integers(1, 6))
-    for _ in range(num_states):
-        fsa.add_state()
-    fsa.set_start(0)
-    for state in draw(st.lists(st.integers(0, num_states - 1), min_size=1, max_size=num_states)):
-        fsa.set_final(state)
-    arcs = st.tuples(st.integers(0, num_states - 1), st.integers(1, 3), st.integers(0, num_states - 1))
-    for source, key, target in draw(st.lists(arcs, max_size=16)):
-        fsa.add_arc(source, pynini.Arc(key, key, 0, target))
-    return fsa
+    return pynini_acceptors((1, 3), max_states=6, max_arcs=16)
 
 
 @settings(max_examples=200, deadline=None)
