@@ -12,15 +12,14 @@ time the dictionary gives each sentence its :class:`~fstcrf.engine.constraints.C
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from fstcrf.corpus.conll import Sentence
-from fstcrf.engine.constraints import Constraints
-from fstcrf.engine.given_constraints import read_constraints
-from fstcrf.errors import ArgumentTypeError, ConllFormatError, FstcrfError, ModelFileError, ShapeError
+from fstcrf.engine.constraints import Constraints, per_sentence
+from fstcrf.errors import ConllFormatError, FstcrfError, ModelFileError, ShapeError
 
 ARRAY_PREFIX = "tag_dictionary."
 
@@ -62,11 +61,7 @@ class TagDictionary:
         does not have one per sentence, ConllFormatError for a sentence without the
         dictionary's column."""
         what = "TagDictionary.constraints"
-        given = [None] * len(sentences) if given is None else read_constraints(given, what)
-        if isinstance(given, (Constraints, Mapping, str)) or not isinstance(given, Sequence):
-            raise ArgumentTypeError(
-                f"{what}: given must be a list with one Constraints (or None) per sentence, got {type(given).__name__}"
-            )
+        given = [None] * len(sentences) if given is None else per_sentence(given, what)
         if len(given) != len(sentences):
             raise ShapeError(
                 f"{what}: {len(given)} given constraints for {len(sentences)} sentences; give one per sentence"

@@ -476,17 +476,30 @@ def resolve_batch(
     work; None when no sentence has any."""
     if constraints is None:
         return None
+    given = per_sentence(constraints, what)
+    if len(given) != len(lengths):
+        raise ConstraintError(f"{what}: {len(given)} constraints for {len(lengths)} sentences; give one per sentence")
+    rules = [
+        resolve(own, labels, int(length), b, what) if own else None
+        for b, (own, length) in enumerate(zip(given, lengths))
+    ]
+    return rules if any(rule is not None for rule in rules) else None
+
+
+def per_sentence(constraints, what: str) -> list[Constraints | None]:
+    """``constraints`` (a list of one Constraints, its dict form or None per sentence)
+    with each dict form read as a Constraints: ArgumentTypeError naming ``what`` for
+    anything but such a list, and a malformed dict form's ConstraintError "``what``:
+    sentence b: ...", as :func:`resolve` names the sentence."""
     if isinstance(constraints, (Constraints, Mapping, str)) or not isinstance(constraints, Sequence):
         raise ArgumentTypeError(
             f"{what}: constraints must be a list with one Constraints (or None) per sentence, "
             f"got {type(constraints).__name__}"
         )
-    if len(constraints) != len(lengths):
-        raise ConstraintError(
-            f"{what}: {len(constraints)} constraints for {len(lengths)} sentences; give one per sentence"
-        )
-    rules = []
-    for b, (value, length) in enumerate(zip(constraints, lengths)):
-        given = as_constraints(value, f"{what}: constraints[{b}]")
-        rules.append(resolve(given, labels, int(length), b, what) if given else None)
-    return rules if any(rule is not None for rule in rules) else None
+    read = []
+    for b, value in enumerate(constraints):
+        try:
+            read.append(as_constraints(value, f"{what}: constraints[{b}]"))
+        except ConstraintError as error:
+            raise type(error)(f"{what}: sentence {b}: {error}") from None
+    return read

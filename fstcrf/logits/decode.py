@@ -25,8 +25,7 @@ import numpy as np
 
 from fstcrf.corpus.labels import split_labels
 from fstcrf.engine.constrained import constrain
-from fstcrf.engine.constraints import SentenceRules
-from fstcrf.engine.given_constraints import resolve_given
+from fstcrf.engine.constraints import SentenceRules, resolve_batch
 from fstcrf.engine.inference import (
     Potentials,
     as_float_array,
@@ -298,7 +297,7 @@ def decode_logits(
             parts = kernel_logits.topology_parts(topology)
             return decode_rows(parts, parts.sentence(len(rows)), rows)
     rows, lengths = logit_rows(logits, lengths, topology.num_labels)
-    rules = resolve_given(constraints, lengths, topology.labels, "decode_logits")
+    rules = resolve_batch(constraints, lengths, topology.labels, "decode_logits")
     if rules is None and transitions is None and start is None and end is None:
         return decode_batch(topology, rows, lengths, threads)
     emissions = state_log_probs(rows, topology.state_label, lengths_to_offsets(lengths))

@@ -24,7 +24,7 @@ from fstcrf.engine.inference import ForwardBackward, Potentials, forward_backwar
 from fstcrf.engine.topology import chunk_type
 from fstcrf.errors import LabelError, ShapeError
 from fstcrf.grammar.declaration import label_topology
-from fstcrf.engine.given_constraints import resolve_given
+from fstcrf.engine.constraints import resolve_batch
 from fstcrf.engine.kernel.logits import TopologyParts
 from fstcrf.logits.decode import (
     DecodedLogits,
@@ -255,5 +255,5 @@ class LogitDecoder:
                 parts = self.kernel_parts(theta)
                 return decode_rows(parts, parts.sentence(len(rows)), rows if theta[0] == 1.0 else theta[0] * rows)
         rows, lengths = logit_rows(logits, lengths, self.topology.num_labels)
-        rules = resolve_given(constraints, lengths, self.topology.labels, "LogitDecoder.decode")
+        rules = resolve_batch(constraints, lengths, self.topology.labels, "LogitDecoder.decode")
         return decode_potentials(self.potentials(self.parameters(), rows, lengths), threads, rules)

@@ -21,8 +21,7 @@ from fstcrf.corpus.labels import UNKNOWN_LABEL, label_states, split_labels
 from fstcrf.corpus.schemes import write_chunks
 from fstcrf.engine.acceptor import Acceptor, is_fst
 from fstcrf.engine.constrained import constrain
-from fstcrf.engine.constraints import SentenceRules
-from fstcrf.engine.given_constraints import resolve_given
+from fstcrf.engine.constraints import SentenceRules, resolve_batch
 from fstcrf.engine.inference import (
     Potentials,
     forward_backward,
@@ -474,7 +473,7 @@ class ChainCRF:
         """The rules of ``constraints`` (a Constraints, its dict form or None per sentence
         of ``lengths``) over the model's labels, checked before any work; None when
         there are none."""
-        return resolve_given(constraints, lengths, self.labels_, what)
+        return resolve_batch(constraints, lengths, self.labels_, what)
 
     def best_labels(self, pot: Potentials) -> list[list[str]]:
         """The labels [B][T] of the best path of each sentence of ``pot``, read off its states."""

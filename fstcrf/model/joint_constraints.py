@@ -19,8 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from fstcrf.engine.constrained import constrain, token_scores
-from fstcrf.engine.constraints import SentenceRules
-from fstcrf.engine.given_constraints import resolve_given
+from fstcrf.engine.constraints import SentenceRules, resolve_batch
 from fstcrf.engine.inference import Potentials
 from fstcrf.engine.joint import JointPotentials
 from fstcrf.errors import ArgumentTypeError, CompositionError
@@ -50,7 +49,7 @@ def component_rules(joint, constraints, lengths: Sequence[int], what: str) -> Co
                 f"{what}: constraints name the component {k} ({joint.targets[k]}) twice, as {named[k]!r} and {key!r}"
             )
         named[k] = key
-        resolved = resolve_given(given, lengths, joint.topologies[k].labels, f"{what} ({joint.targets[k]})")
+        resolved = resolve_batch(given, lengths, joint.topologies[k].labels, f"{what} ({joint.targets[k]})")
         if resolved is not None:
             rules[k] = resolved
     return rules or None

@@ -27,7 +27,7 @@ from torch import nn
 
 from fstcrf.engine import inference
 from fstcrf.engine.constrained import constrain
-from fstcrf.engine.given_constraints import resolve_given
+from fstcrf.engine.constraints import resolve_batch
 from fstcrf.engine.inference import Potentials
 from fstcrf.engine.topology import Topology, first_order
 from fstcrf.errors import ArgumentTypeError, FstcrfError, ShapeError
@@ -282,7 +282,7 @@ class CRF(nn.Module):
         if constraints is not None and isinstance(emissions, torch.Tensor):
             emissions, mask = emissions.cpu(), None if mask is None else mask.cpu()
         batch = self.checked(emissions, mask=mask)
-        rules = resolve_given(constraints, batch.lengths, self.labels, "CRF.decode")
+        rules = resolve_batch(constraints, batch.lengths, self.labels, "CRF.decode")
         transitions, start, final = self.scores_on(batch)
         if rules is not None:
             pot = constrain(self.kernel_potentials(batch, transitions, start, final), rules).potentials
