@@ -682,8 +682,8 @@ def add_parsers(commands) -> None:
         type=POSITIVE,
         default=3,
         help="timings are the best of this many runs; tag and train: runs of each side; serve: runs of "
-        "fstcrf tag; bandit --speed-only: runs of each side (one thread, --threads), alternated, medians "
-        "reported (default %(default)s)",
+        "fstcrf tag; bandit --speed-only: runs of each learner (--threads, and two on one thread), in "
+        "turn, medians reported (default %(default)s)",
     )
     bench.add_argument(
         "--seed",

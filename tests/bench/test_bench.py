@@ -142,7 +142,9 @@ def test_bench_bandit_runs_end_to_end(tmp_path, capsys, data_file):
     assert speed.count("one more epoch of a run") == 5
     assert speed.count("of minibatches shared out between threads") == 5  # two threads by default
     # and on one thread, alternated, with the ratios the target is judged on
-    assert speed.count("one thread, same runs alternated") == speed.count("target (CPU at most x1.1") == 5
+    assert speed.count("one thread, same runs in turn") == speed.count("target (CPU at most x1.1") == 5
+    # beside the noise floor of the run: a second one-thread learner against the first
+    assert speed.count("(the floor)") == speed.count("target within the floor") == 5
     assert main([*speed_only, "--repeats", "1", "--threads", "1"]) == 0
     speed = capsys.readouterr().out
     assert speed.count("full gradients") == 5 and "one thread, same runs" not in speed and "shared out" not in speed
@@ -179,3 +181,16 @@ def test_bench_tag_of_a_file_times_whole_tagging_processes(demo_chunker, capsys,
 def test_bench_tag_of_a_file_needs_a_model(capsys, tmp_path):
     assert main(["-q", "bench", "tag", "--test", str(DATA_DIR / "demo_test.txt")]) == 2
     assert "bench tag --test FILE needs --model MODEL" in capsys.readouterr().err
+
+
+def test_bandit_speed_verdict_widens_only_by_the_runs_own_floor():
+    """Issue 62 item 7's verdict, strict and within the resolution two identical
+    one-thread learners show in the same run."""
+    from fstcrf.bench.bandit import meets_target, resolution
+
+    assert resolution([0.97, 1.05, 1.0, 1.0]) == pytest.approx([1 / 0.97, 1.05, 1.0, 1.0])
+    ratios = [1.03, 1.14, 1.0, 1.0]  # wall and CPU of an epoch, of one more
+    assert not meets_target(ratios, 0) and meets_target(ratios, 2)
+    assert meets_target(ratios, 0, [0.97, 1.05, 1.0, 1.0])  # wall within 1.031, CPU within 1.1 * 1.05
+    assert not meets_target(ratios, 0, [1.0, 1.0, 1.0, 1.0])  # a floor of 1 leaves the strict target
+    assert not meets_target([1.04, 1.0, 1.0, 1.0], 0, [0.97, 1.0, 1.0, 1.0])  # beyond the floor
