@@ -85,6 +85,11 @@ class TemplateError(FstcrfError):
     """A feature template is malformed."""
 
 
+class MissingColumnError(ConllFormatError, TemplateError):
+    """A sentence lacks a column a model, a template or a method reads; the message
+    names the sentence, the column and the columns it has."""
+
+
 class ResourceFileError(TemplateError):
     """A gazetteer, cluster or embedding file a template reads is missing, unreadable,
     malformed (the message names FILE:LINE) or empty, or a model's copy of one differs

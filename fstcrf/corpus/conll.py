@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import BinaryIO, TextIO, cast
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from fstcrf.errors import ArgumentTypeError, ConllFormatError, FstcrfError, ShapeError
+from fstcrf.errors import ArgumentTypeError, ConllFormatError, FstcrfError, MissingColumnError, ShapeError
 from fstcrf.files import write_atomically
 
 DOCSTART = "-DOCSTART-"
@@ -79,6 +79,17 @@ class Sentence:
 
     def __getitem__(self, column: str) -> list[str]:
         """The values of one column [num_tokens]."""
+        return self.columns[column]
+
+    def values_of(self, column: str, number: int, what: str = "", why: str = "") -> list[str]:
+        """The values [num_tokens] of ``column``; MissingColumnError if the sentence
+        lacks it, naming ``what`` asked, the sentence's ``number``, its columns and
+        ``why`` the column is read."""
+        if column not in self.columns:
+            raise MissingColumnError(
+                f"{what + ': ' if what else ''}sentence {number} has no column {column!r}; its columns are "
+                f"{', '.join(self.column_names) or 'none'}{'; ' + why if why else ''}"
+            )
         return self.columns[column]
 
     def with_column(self, column: str, values: Sequence[str]) -> Sentence:

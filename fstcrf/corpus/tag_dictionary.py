@@ -19,7 +19,7 @@ import numpy as np
 
 from fstcrf.corpus.conll import Sentence
 from fstcrf.engine.constraints import Constraints, per_sentence
-from fstcrf.errors import ConllFormatError, FstcrfError, ModelFileError, ShapeError
+from fstcrf.errors import FstcrfError, ModelFileError, ShapeError
 
 ARRAY_PREFIX = "tag_dictionary."
 
@@ -43,8 +43,8 @@ class TagDictionary:
         labels: dict[str, set[str]] = {}
         for b, sentence in enumerate(sentences):
             words, targets = (
-                column_of(sentence, column, b, "TagDictionary.of"),
-                column_of(sentence, target, b, "TagDictionary.of"),
+                sentence.values_of(column, b, "TagDictionary.of"),
+                sentence.values_of(target, b, "TagDictionary.of"),
             )
             for word, label in zip(words, targets):
                 if label == "?" or "|" in label:
@@ -71,7 +71,7 @@ class TagDictionary:
             taken = set() if own is None else set(own.fixed) | set(own.allowed)
             allowed = {
                 t: self.words[word]
-                for t, word in enumerate(column_of(sentence, self.column, b, what))
+                for t, word in enumerate(sentence.values_of(self.column, b, what))
                 if t not in taken and word in self.words
             }
             merged = Constraints(allowed=allowed) if own is None else replace(own, allowed={**own.allowed, **allowed})
@@ -110,13 +110,3 @@ class TagDictionary:
         for row, label in zip(*np.nonzero(table)):
             taken[row].append(labels[label])
         return cls(column, min_count, {word: frozenset(names) for word, names in zip(words, taken)})
-
-
-def column_of(sentence: Sentence, column: str, b: int, what: str) -> list[str]:
-    """The values [T] of ``column`` of sentence b; ConllFormatError naming ``what`` if it lacks the column."""
-    if column not in sentence.columns:
-        raise ConllFormatError(
-            f"{what}: sentence {b} has no column {column!r}; "
-            f"its columns are {', '.join(sentence.column_names) or 'none'}"
-        )
-    return sentence[column]

@@ -189,11 +189,7 @@ def majority_columns(
         )
     words = []
     for index, (sentence, sentence_labels) in enumerate(zip(sentences, labels)):
-        if word_column not in sentence.columns:
-            raise FstcrfError(
-                f"majority_columns: sentence {index} has no column {word_column!r}; "
-                f"its columns are {', '.join(sentence.column_names)}"
-            )
+        sentence.values_of(word_column, index, "majority_columns")
         if len(sentence_labels) != len(sentence):
             raise ShapeError(
                 f"majority_columns: sentence {index} has {len(sentence)} tokens but {len(sentence_labels)} labels"

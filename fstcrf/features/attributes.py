@@ -158,26 +158,6 @@ def attribute_pairs(token) -> list[tuple[str, float]]:
     return list(zip(names, values))
 
 
-def _tokens_of(sentence: Sentence, number: int) -> list:
-    if COLUMN not in sentence.columns:
-        raise TemplateError(
-            f"sentence {number} has no column {COLUMN!r} (its columns are "
-            f"{', '.join(sentence.column_names) or 'none'}); attribute models read "
-            "the token dicts from that column"
-        )
-    return sentence.columns[COLUMN]
-
-
-def _lower_labels_of(sentence: Sentence, number: int, reads: str) -> list:
-    if reads not in sentence.columns:
-        raise TemplateError(
-            f"sentence {number} has no column {reads!r} (its columns are "
-            f"{', '.join(sentence.column_names)}); the model reads a lower tagger's labels "
-            "from it"
-        )
-    return sentence.columns[reads]
-
-
 def _read_token(token, lower: list | None, position: int, reads: str | None, names: list, values: list) -> None:
     """Append the (name, value) pairs of one token to names and values: its dict's
     (which may not hold the key ``reads``), then the attribute "reads:label" of
@@ -264,9 +244,15 @@ def read_entries(
     not hold the key ``reads``.  A bad token raises FeatureValueError (FeatureTypeError
     for a value of the wrong type) naming its position and its sentence, numbered
     from ``first``."""
-    tokens = [_tokens_of(sentence, number) for number, sentence in enumerate(sentences)]
+    tokens = [
+        sentence.values_of(COLUMN, number, why="attribute models read the token dicts from it")
+        for number, sentence in enumerate(sentences)
+    ]
     lower = (
-        [_lower_labels_of(sentence, number, reads) for number, sentence in enumerate(sentences)]
+        [
+            sentence.values_of(reads, number, why="the model reads a lower tagger's labels from it")
+            for number, sentence in enumerate(sentences)
+        ]
         if reads is not None and read_labels
         else None
     )

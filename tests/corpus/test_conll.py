@@ -114,6 +114,27 @@ def test_more_fields_than_named_is_an_error(tmp_path):
         read_conll(path, columns="word,pos,chunk")
 
 
+def test_a_sentence_without_a_column_read_is_one_error_everywhere(tmp_path):
+    """Sentence.values_of, which the tag dictionary, the attribute models and the
+    two-stage tagger's majority columns share: MissingColumnError, both the
+    ConllFormatError and the TemplateError those raised before."""
+    from fstcrf.document.two_stage import majority_columns
+    from fstcrf.errors import MissingColumnError, TemplateError
+    from fstcrf.features.attributes import AttributeExtractor
+
+    sentence = read_conll(write_bytes(tmp_path, b"a DT\nb NN\n"), columns="word,pos")[0]
+    assert sentence.values_of("pos", 0) == ["DT", "NN"]
+    with pytest.raises(
+        MissingColumnError, match="^why: sentence 3 has no column 'ner'; its columns are word, pos; for"
+    ):
+        sentence.values_of("ner", 3, "why", "for")
+    assert issubclass(MissingColumnError, ConllFormatError) and issubclass(MissingColumnError, TemplateError)
+    with pytest.raises(MissingColumnError, match="majority_columns: sentence 0 has no column 'token'"):
+        majority_columns([sentence], [["O", "O"]], [(0, 1)], word_column="token")
+    with pytest.raises(MissingColumnError, match="sentence 0 has no column 'attributes'.*token dicts"):
+        AttributeExtractor().fit_transform([sentence])
+
+
 def test_allow_missing_trailing_columns(tmp_path):
     two_fields = write_bytes(tmp_path, b"a DT\nb NN\n", "two.txt")
     corpus = read_conll(two_fields, columns="word,pos,chunk", allow_missing=("chunk",))
