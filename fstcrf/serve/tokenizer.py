@@ -6,6 +6,11 @@ and each paragraph is split on its own:
 
 - ``spacy``: spaCy's English tokenizer rules and its rule-based sentencizer
   (``spacy.blank("en")``: no model is downloaded); whitespace tokens are dropped.
+  A run of characters without whitespace holding more than
+  :data:`SPACY_MOST_SYMBOLS` characters that are not letters or digits is split
+  by the ``regex`` rule instead: spaCy strips a run's prefixes and suffixes one at
+  a time, each time searching the rest of the run, so its time grows with the
+  square of such a run's length (16,000 ``(`` took 20 s).
 - ``regex``: a token is a run of letters, digits and underscores, joined across a
   single ``-``, ``'``, ``’`` or ``.`` between two such runs (``U.S``, ``don't``,
   ``state-of-the-art``), or any other single character that is not a space; a
@@ -30,6 +35,12 @@ TOKENIZERS = ("spacy", "regex")
 PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 TOKEN = re.compile(r"\w+(?:[-'’.]\w+)*|\S")
 SENTENCE_END = frozenset(".!?")
+#: The most characters other than letters and digits a run without whitespace may
+#: hold for spaCy's rules to split it (see the module doc).
+SPACY_MOST_SYMBOLS = 16
+#: A run without whitespace, and the characters in it that are not letters or digits.
+RUN = re.compile(r"\S+")
+SYMBOL = re.compile(r"[^\w]|_")
 
 
 @dataclass(frozen=True)
@@ -97,16 +108,50 @@ def spacy_sentences() -> Tokenizer:
     spacy = require("spacy", "fstcrf serve --tokenizer spacy")
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
-    # spaCy's cap (a million characters) guards its parser's memory; rules and the
-    # sentencizer are linear, and the caller bounds the text (a request's bytes)
+    # spaCy's cap (a million characters) guards its parser's memory; the rules and
+    # the sentencizer are linear once runs of many symbols are kept from them, and
+    # the caller bounds the text (a request's bytes)
     nlp.max_length = sys.maxsize
 
     def split(text: str) -> list[list[Token]]:
+        hostile = [run.span() for run in RUN.finditer(text) if len(SYMBOL.findall(run.group())) > SPACY_MOST_SYMBOLS]
+        doc = nlp(text) if not hostile else nlp(_doc_split_around(nlp, text, hostile))
         sentences = []
-        for span in nlp(text).sents:
+        for span in doc.sents:
             tokens = [Token(token.text, token.idx, token.idx + len(token.text)) for token in span if not token.is_space]
             if tokens:
                 sentences.append(tokens)
         return sentences
 
     return split
+
+
+def _doc_split_around(nlp, text: str, runs: list[tuple[int, int]]):
+    """A spaCy Doc of ``text`` whose ``runs`` [(start, end)] are split by the regex
+    rule and the rest by spaCy's tokenizer, each token at its offsets in ``text``."""
+    from spacy.tokens import Doc
+
+    spans: list[tuple[int, int]] = []  # every token's (start, end), whitespace left out
+    position = 0
+    for start, end in [*runs, (len(text), len(text))]:
+        spans.extend(
+            (position + token.idx, position + token.idx + len(token))
+            for token in nlp.tokenizer(text[position:start])
+            if not token.is_space
+        )
+        spans.extend((start + token.start(), start + token.end()) for token in TOKEN.finditer(text[start:end]))
+        position = end
+    words, spaces = [], []
+    for (start, end), following in zip(spans, [start for start, _ in spans[1:]] + [len(text)]):
+        words.append(text[start:end])
+        gap = text[end:following]
+        spaces.append(gap.startswith(" "))
+        if len(gap) > spaces[-1]:  # whitespace beyond one space: a token of its own, as spaCy makes it
+            words.append(gap[spaces[-1] :])
+            spaces.append(False)
+    if spans and spans[0][0] > 0:
+        words.insert(0, text[: spans[0][0]])
+        spaces.insert(0, False)
+    elif not spans and text:
+        words, spaces = [text], [False]
+    return Doc(nlp.vocab, words=words, spaces=spaces)

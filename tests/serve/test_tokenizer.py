@@ -66,3 +66,35 @@ def test_a_paragraph_of_over_a_million_characters_is_split(name):
         pytest.skip("spaCy is not installed")
     sentences = make_tokenizer(name)("a" * 1_000_001 + " b")
     assert texts(sentences) == [["a" * 1_000_001, "b"]]
+
+
+def test_spacy_leaves_a_run_of_many_symbols_to_the_regex_rule():
+    """spaCy's time grows with the square of such a run (16,000 "(" took 20 s, its
+    affixes stripped one at a time): a run holding more than SPACY_MOST_SYMBOLS
+    symbols is split by the regex rule, the rest of the text by spaCy's."""
+    if not available("spacy"):
+        pytest.skip("spaCy is not installed")
+    from fstcrf.serve.tokenizer import SPACY_MOST_SYMBOLS
+
+    hostile = "(" * (SPACY_MOST_SYMBOLS + 1) + "don't"
+    text = f"Don't stop {hostile} now.  Then\tgo!"
+    sentences = tokenizer("spacy")(text)
+    assert texts(sentences) == [
+        ["Do", "n't", "stop", *["("] * (SPACY_MOST_SYMBOLS + 1), "don't", "now", "."],
+        ["Then", "go", "!"],
+    ]
+    assert all(text[token.start : token.end] == token.text for sentence in sentences for token in sentence)
+    fewer = "(" * (SPACY_MOST_SYMBOLS - 1) + "don't"  # the apostrophe is one of the symbols
+    assert texts(tokenizer("spacy")(fewer)) == [["("] * (SPACY_MOST_SYMBOLS - 1) + ["do", "n't"]]
+    assert texts(tokenizer("spacy")("(" * 16_000)) == [["("] * 16_000]
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(st.sampled_from("(\"'.a b\n$"), max_size=120))
+def test_every_token_is_its_characters_where_runs_of_symbols_are_split_by_regex(text):
+    if not available("spacy"):
+        pytest.skip("spaCy is not installed")
+    for sentence in tokenizer("spacy")(text):
+        assert sentence
+        for token in sentence:
+            assert token.text and text[token.start : token.end] == token.text and not token.text.isspace()
