@@ -98,7 +98,10 @@ def _shown(value) -> str:
     """A value as an error shows it: its repr, shortened; a large integer by its size."""
     if isinstance(value, (int, np.integer)) and abs(value) >= MAX_TOKEN:
         return f"an integer of {int(value).bit_length()} bits"
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"a {type(value).__name__} nested too deeply to show"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -152,7 +155,7 @@ def _sequence(value, what: str) -> Sequence:
 def _label_set(value, what: str) -> frozenset[str]:
     if type(value) is frozenset and value and all(type(label) is str and label for label in value):
         return value  # already a set of labels (a tag dictionary's)
-    if isinstance(value, str) or not isinstance(value, Collection):
+    if isinstance(value, (str, Mapping)) or not isinstance(value, Collection):
         raise ConstraintError(f"{what}: the allowed labels are a set or list of labels, got {_shown(value)}")
     labels = frozenset(_label(label, what) for label in value)
     if not labels:

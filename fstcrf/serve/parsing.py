@@ -45,6 +45,10 @@ INPUTS = ("sentences", "text", "conll")
 #: The decodings a request may ask for.
 DECODINGS = ("viterbi", "mbr")
 
+#: How deep a body may nest lists and objects (a request needs 5: deeper is refused
+#: before any field is read, so that no error message has to show a value that deep).
+MAX_DEPTH = 32
+
 
 @dataclass(frozen=True)
 class DecodeOptions:
@@ -100,7 +104,9 @@ def json_body(body: bytes):
     except UnicodeDecodeError as error:
         raise RequestError(f"the body is not UTF-8 text: {error.reason} at byte {error.start}", "body", 400) from None
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except RequestError:
+        raise
     except json.JSONDecodeError as error:
         raise RequestError(
             f"the body is not JSON: {error.msg} at line {error.lineno} column {error.colno}", "body", 400
@@ -113,6 +119,20 @@ def json_body(body: bytes):
             "body",
             400,
         ) from None
+    if _nested_deeper(value, MAX_DEPTH):
+        raise RequestError(f"the body nests lists and objects more than {MAX_DEPTH} deep", "body", 400)
+    return value
+
+
+def _nested_deeper(value, depth: int) -> bool:
+    """Whether a JSON value nests lists and objects more than ``depth`` deep (``[]`` is 1 deep)."""
+    level = [value]
+    for _ in range(depth + 1):
+        containers = [item for item in level if isinstance(item, (list, dict))]
+        if not containers:
+            return False
+        level = [item for found in containers for item in (found.values() if isinstance(found, dict) else found)]
+    return True
 
 
 def _refuse_constant(name: str):

@@ -183,6 +183,7 @@ def test_constraints_are_normalised():
         ({"fixed": {0: ""}}, "non-empty string"),
         ({"allowed": {0: []}}, "empty set"),
         ({"allowed": {0: "O"}}, "set or list"),
+        ({"allowed": {0: {"O": 1}}}, "set or list"),
         ({"spans": [Span(3, 1, "A")]}, "ends before it begins"),
         ({"spans": [Span(0, 1, "A", 0.0)]}, "positive number"),
         ({"forbidden": [Span(0, 1, "A", -2.0)]}, "positive number"),
@@ -200,6 +201,14 @@ def test_constraints_are_normalised():
 def test_malformed_constraints_are_constraint_errors(kwargs, message):
     with pytest.raises(ConstraintError, match=message):
         Constraints(**kwargs)
+
+
+def test_a_value_nested_too_deeply_to_show_is_still_a_constraint_error():
+    label: list = []
+    for _ in range(100_000):  # deeper than repr goes
+        label = [label]
+    with pytest.raises(ConstraintError, match="got a list nested too deeply to show"):
+        Constraints(allowed={0: [label]})
 
 
 @pytest.mark.parametrize(

@@ -211,6 +211,7 @@ FAULTS = [
     (A_SENTENCE + b', "constraints": {}}', 422, "constraints", None),
     (A_SENTENCE + b', "constraints": []}', 422, "constraints", None),
     (A_SENTENCE + b', "constraints": [3]}', 422, "constraints[0]", None),
+    (A_SENTENCE + b', "constraints": [{"allowed": {"0": {"O": 1}}}]}', 422, "constraints[0]", None),
     (A_SENTENCE + b', "constraints": [{"fixed": {"1": "O"}}]}', 422, "constraints[0]", None),
     (A_SENTENCE + b', "constraints": [{"fixed": {"\\u00b2": "O"}}]}', 422, "constraints[0]", None),
     (
@@ -274,9 +275,40 @@ def test_each_fault_is_a_4xx_json_error_naming_the_field(demo_chunker, body, sta
 
 
 def test_json_nested_too_deeply_is_refused(demo_chunker):
+    """Deeper than Python's parser reads, and deeper than MAX_DEPTH in any field
+    (970 deep parsed, then failed to show in the error: a 500)."""
+    from fstcrf.serve.parsing import MAX_DEPTH
+
+    def nested(depth: int) -> bytes:
+        return b"[" * depth + b"]" * depth
+
     with serving({"default": demo_chunker}) as client:
-        response = client.post("/v1/models/default/tag", content=b"[" * 200_000 + b"]" * 200_000)
-    assert response.status_code == 400 and response.json()["field"] == "body"
+        bodies = [
+            nested(200_000),
+            b'{"sentences": [], "decode": ' + nested(970) + b"}",
+            A_SENTENCE + b', "constraints": [{"allowed": {"0": ' + nested(965) + b"}}]}",
+            b'{"sentences": [], "nbest": ' + nested(MAX_DEPTH) + b"}",
+        ]
+        responses = [client.post("/v1/models/default/tag", content=body) for body in bodies]
+        fits = client.post(
+            "/v1/models/default/tag", content=b'{"sentences": [], "nbest": ' + nested(MAX_DEPTH - 1) + b"}"
+        )
+    for response in responses:
+        assert response.status_code == 400 and response.json()["field"] == "body", response.text
+    assert f"more than {MAX_DEPTH} deep" in responses[-1].json()["error"]
+    assert fits.status_code == 422 and fits.json()["field"] == "nbest"
+
+
+def test_a_json_constant_is_named_as_such(demo_chunker):
+    with serving({"default": demo_chunker}) as client:
+        answers = [
+            client.post("/v1/models/default/tag", content=b'{"sentences": [], "nbest": ' + name + b"}")
+            for name in (b"NaN", b"-Infinity")
+        ]
+    assert [answer.json()["error"] for answer in answers] == [
+        "the body is not JSON: NaN is not a JSON number",
+        "the body is not JSON: -Infinity is not a JSON number",
+    ]
 
 
 def test_an_integer_longer_than_python_reads_is_refused(demo_chunker):
