@@ -176,22 +176,32 @@ def _request_outputs(
         if not taken:
             break
         started = time.perf_counter()
-        try:
-            outputs = decoded(
-                model, options, [requests[r].sentences[b] for r, b in taken], _slice_constraints(requests, taken)
-            )
-        except (InfeasibleError, BudgetError) as error:
-            if len(requests) > 1:
-                raise  # the batcher decodes each request alone, and names the sentence of the one at fault
-            raise _refusal(error, requests[0], taken, model.chains()[-1].labels_) from None
+        parts, done = [taken], []  # the sentences (request, sentence) decoded together, and their outputs
+        while parts:
+            part = parts.pop(0)
+            try:
+                outputs = decoded(
+                    model, options, [requests[r].sentences[b] for r, b in part], _slice_constraints(requests, part)
+                )
+            except (InfeasibleError, BudgetError) as error:
+                if isinstance(error, BudgetError) and len(part) > 1:
+                    # each sentence alone, so that whether one keeps to the work budget
+                    # does not depend on the sentences sliced with it
+                    parts[:0] = [[sentence] for sentence in part]
+                    continue
+                if len(requests) > 1:
+                    raise  # the batcher decodes each request alone, and names the sentence of the one at fault
+                raise _refusal(error, requests[0], part, model.chains()[-1].labels_) from None
+            done.append((part, outputs))
         if sliced:
             paces.record(pace_key, time.perf_counter() - started, tokens)
             budget = paces.slice_tokens(pace_key)
-        first = 0
-        for r, run in groupby(r for r, _ in taken):
-            count = len(list(run))
-            slices[r].append([_slice(output, first, first + count) for output in outputs])
-            first += count
+        for part, outputs in done:
+            first = 0
+            for r, run in groupby(r for r, _ in part):
+                count = len(list(run))
+                slices[r].append([_slice(output, first, first + count) for output in outputs])
+                first += count
     return [
         None if abandoned is not None and abandoned[r].is_set() else _joined(request_slices)
         for r, request_slices in enumerate(slices)

@@ -6,6 +6,7 @@ it as the request numbers it, the view's low-confidence threshold is the request
 sentences come back as partial-label training data that ``fstcrf train --init``
 continues to learn from: the chunks the person marked become more probable."""
 
+import re
 from functools import partial
 
 import needs_serve  # noqa: F401  (skips the module without the extra serve)
@@ -124,13 +125,35 @@ def test_constraints_over_the_work_budget_are_the_servers_refusal_naming_the_sen
     n = len(sentences[1])
     overlapping = [Span(first, n - 1, "NP", weight=0.5) for first in range(n)]
     given = [Constraints(forbidden=[Span(0, 0, "NP")]), Constraints(forbidden=overlapping), None]
-    with limits(max_work=1_000):
+    with limits(max_work=2_000):  # sentence 0 keeps to it alone, sentence 1 does not
         (refused,) = run_batch(
             partial(answer_batch, model, options), [TagRequest(sentences, None, None, options, given)]
         )
     assert isinstance(refused, RequestError) and refused.field == "constraints[1]" and refused.limit == "max_work"
     assert str(refused).startswith("sentence 1: constraining") and "--max-work" not in str(refused)
     assert "too large for this server's budget" in str(refused)
+
+
+def test_whether_a_sentence_keeps_to_the_work_budget_does_not_depend_on_its_neighbours(demo_chunker):
+    """Two sentences that each keep to max_work alone are answered when a request (or
+    a slice) holds both, though their lattice together would not keep to it."""
+    model = load_served("default", str(demo_chunker), 0, None)
+    options = DecodeOptions("viterbi", True, False, None, None, "joint", 5, False)
+    sentence = TEST_SENTENCES[1]
+    n = len(sentence)
+    given = Constraints(forbidden=[Span(first, n - 1, "NP", weight=0.5) for first in range(n)])
+    with limits(max_work=1):
+        (refused,) = run_batch(
+            partial(answer_batch, model, options), [TagRequest([sentence], None, None, options, [given])]
+        )
+    cells = int(re.search(r"([\d,]+) table cells", str(refused)).group(1).replace(",", ""))
+    alone = TagRequest([sentence], None, None, options, [given])
+    both = TagRequest([sentence, sentence], None, None, options, [given, given])
+    with limits(max_work=cells * 3 // 2):
+        (one,) = run_batch(partial(answer_batch, model, options), [alone])
+        (two,) = run_batch(partial(answer_batch, model, options), [both])
+    assert not isinstance(two, Exception), two
+    assert [result["labels"] for result in two["results"]] == [one["results"][0]["labels"]] * 2
 
 
 def test_the_view_flags_chunks_below_the_requests_threshold(demo_chunker):
