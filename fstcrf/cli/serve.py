@@ -47,7 +47,9 @@ def _serve(args: argparse.Namespace) -> int:
     registry.load()
     service = Service(
         registry,
-        Limits(args.max_request_bytes, args.max_sentences, args.max_tokens, args.max_nbest, args.timeout),
+        Limits(
+            args.max_request_bytes, args.max_sentences, args.max_tokens, args.max_nbest, args.timeout, args.read_timeout
+        ),
         Batching(args.max_batch_tokens, args.max_wait_ms, args.max_queued, args.inline_tokens),
         make_tokenizer(args.tokenizer or default_tokenizer()),
         token,
@@ -212,6 +214,13 @@ def add_parsers(commands) -> None:
         default=limits.timeout_seconds,
         metavar="SECONDS",
         help="how long a request may wait for its answer, queued and decoded; past it, 503 (default %(default)s)",
+    )
+    serve.add_argument(
+        "--read-timeout",
+        type=real_number(0.001, 86400.0),
+        default=limits.read_timeout_seconds,
+        metavar="SECONDS",
+        help="how long a request's body may take to arrive; past it, 408 (default %(default)s)",
     )
     serve.add_argument(
         "--max-batch-tokens",

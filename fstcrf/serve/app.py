@@ -202,12 +202,17 @@ def create_app(service: Service) -> Starlette:
         check_token(request)
         model = service.registry.get(request.path_params["name"])
         with service.batcher.arriving():
-            body = await read_body(request, service.limits.max_request_bytes)
+            body = await read_body(request, service.limits, lambda: service.draining)
             arguments = (body, model, service.limits, service.tokenizer)
             if len(body) <= INLINE_BODY_BYTES:
                 parsed = parse_tag_request(*arguments)
             else:
-                parsed = await run_in_threadpool(parse_tag_request, *arguments)
+                try:
+                    parsed = await run_in_threadpool(parse_tag_request, *arguments)
+                except asyncio.CancelledError:
+                    if not service.draining:
+                        raise
+                    raise ServerBusyError("the server stopped before this request was read (drain_seconds)") from None
         if not parsed.sentences:
             return JSONResponse(_nothing_tagged(model, parsed.options))
         group = (model.name, model.generation, parsed.options)
@@ -318,7 +323,37 @@ def create_app(service: Service) -> Starlette:
     )
 
 
-async def read_body(request: Request, limit: int) -> bytes:
+async def read_body(request: Request, limits: Limits, draining) -> bytes:
+    """A request's body; RequestError naming the limit once it is over
+    ``limits.max_request_bytes`` bytes (413) or still arriving after
+    ``limits.read_timeout_seconds`` (408); ServerBusyError (503) once ``draining()``
+    says the server is stopping (a body still arriving then would hold the drain)."""
+    reading = asyncio.ensure_future(_body_of(request, limits.max_request_bytes))
+    deadline = time.monotonic() + limits.read_timeout_seconds
+    try:
+        while True:
+            done, _ = await asyncio.wait({reading}, timeout=min(_DRAIN_CHECK_SECONDS, deadline - time.monotonic()))
+            if done:
+                return reading.result()
+            if draining():
+                raise ServerBusyError("the server stopped before this request's body arrived (it is draining)")
+            if time.monotonic() >= deadline:
+                raise RequestError(
+                    f"the body did not arrive within {limits.read_timeout_seconds:g} s "
+                    "(the server's read_timeout_seconds)",
+                    "body",
+                    408,
+                    "read_timeout_seconds",
+                )
+    finally:
+        reading.cancel()
+
+
+#: How often a body still arriving checks whether the server is draining (seconds).
+_DRAIN_CHECK_SECONDS = 0.25
+
+
+async def _body_of(request: Request, limit: int) -> bytes:
     """A request's body; RequestError (413) naming the limit once it is over ``limit`` bytes."""
 
     def too_large(size: str) -> RequestError:

@@ -20,7 +20,7 @@ TOKEN_VARIABLE = "FSTCRF_TOKEN"
 @dataclass(frozen=True)
 class Limits:
     """What one request may hold and take; over a limit, the request is refused with
-    413 (bytes) or 422 (the rest), the error naming the limit.
+    413 (bytes), 408 (time to arrive) or 422 (the rest), the error naming the limit.
 
     Attributes:
         max_request_bytes: bytes of a request's body.
@@ -30,6 +30,8 @@ class Limits:
         timeout_seconds: seconds a request may wait for its answer (queued and
             decoded); past it, 503, and its decoding stops at the next slice
             (:mod:`fstcrf.serve.answers`).
+        read_timeout_seconds: seconds a request's body may take to arrive; past
+            it, 408.
     """
 
     max_request_bytes: int = 1 << 20
@@ -37,6 +39,7 @@ class Limits:
     max_tokens: int = 1000
     max_nbest: int = 20
     timeout_seconds: float = 30.0
+    read_timeout_seconds: float = 30.0
 
 
 @dataclass(frozen=True)

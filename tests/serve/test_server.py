@@ -6,11 +6,13 @@ SIGHUP and /v1/admin/reload swap changed model files while requests are in fligh
 command's refusals: an exposed address without a token, models that do not load,
 the extra not installed."""
 
+import json
 import math
 import os
 import re
 import shutil
 import signal
+import socket
 import sys
 import threading
 import time
@@ -199,6 +201,42 @@ def test_the_drain_is_bounded(demo_chunker, start_server):
             except httpx.TransportError:
                 continue
             assert response.status_code == 503, response.text
+
+
+def _stalled_upload(url: str) -> socket.socket:
+    """A connection that sent a request's headers and the first byte of its 100-byte body."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    connection = socket.create_connection((host, int(port)), timeout=30)
+    connection.sendall(b"POST /v1/models/default/tag HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+    return connection
+
+
+def _answer_of(connection: socket.socket) -> tuple[int, dict]:
+    """(status, JSON body) of the answer read from ``connection`` until it closes."""
+    received = b""
+    while chunk := connection.recv(65536):
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def test_a_body_that_stops_arriving_is_a_408_and_holds_no_drain(demo_chunker, start_server):
+    """A stalled upload: 408 JSON after --read-timeout; and on SIGTERM the server
+    stops waiting for it at once (a 503), not at the end of --drain-seconds (it
+    waited 30 s and answered a plain-text 500)."""
+    server = start_server(str(demo_chunker), "--tokenizer", "regex", "--read-timeout", "0.5")
+    with _stalled_upload(server.url) as connection:
+        status, error = _answer_of(connection)
+    assert status == 408 and error["field"] == "body" and error["limit"] == "read_timeout_seconds"
+    server = start_server(str(demo_chunker), "--tokenizer", "regex", "--drain-seconds", "30")
+    with _stalled_upload(server.url) as connection:
+        time.sleep(0.5)
+        started = time.monotonic()
+        server.signal(signal.SIGTERM)
+        status, error = _answer_of(connection)
+        assert server.wait(60) == 0
+    assert time.monotonic() - started < 20  # well within the drain of 30 s
+    assert status == 503 and "draining" in error["error"]
 
 
 @pytest.mark.slow
