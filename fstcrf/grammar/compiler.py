@@ -122,11 +122,13 @@ def _spells(pieces: Template, label: str, start: int) -> bool:
 def _optimized(fst: pynini.Fst, pos: Position) -> pynini.Fst:
     """A fresh acceptor made epsilon-free, deterministic and minimal; BudgetError
     (naming the grammar position ``pos``) if it would pass max_states, or if its
-    determinisation would pass max_edges arcs (:func:`determinised_arcs`)."""
+    determinisation would pass max_edges arcs (:func:`determinised_arcs`).  Its arcs
+    are sorted first: OpenFst leaves an acceptor with unsorted arcs unminimised
+    (two states for (.*)*)."""
     fst = pynini.rmepsilon(fst)
     if not fst.properties(pynini.I_DETERMINISTIC, True):
         budget.check_edges(determinised_arcs(fst), _part(pos), "arcs", at_least=True)
-    return bounded_determinize(fst, _part(pos)).minimize()
+    return bounded_determinize(fst, _part(pos)).arcsort("ilabel").minimize()
 
 
 def determinised_arcs(fsa: pynini.Fst) -> int:
@@ -160,6 +162,44 @@ def star_arcs(operand: pynini.Fst) -> int:
     return total
 
 
+def concatenation_arcs(left: pynini.Fst, right: pynini.Fst) -> int:
+    """At least how many arcs ``left right`` holds once its epsilons are removed, for
+    epsilon-free trim acceptors (every state on a path from the start to a final
+    state): each final state of ``left`` also leaves as the start of ``right`` does,
+    whose own arcs may go (when only epsilons led to it)."""
+    if left.start() == pynini.NO_STATE_ID or right.start() == pynini.NO_STATE_ID:  # the empty language
+        return 0
+    return num_arcs(left) + num_arcs(right) + (final_states(left) - 1) * right.num_arcs(right.start())
+
+
+def repetition_arcs(operand: pynini.Fst, copies: int) -> int:
+    """At least how many arcs ``operand{copies}`` holds once its epsilons are removed,
+    and so do ``operand{m,copies}`` and ``operand{copies,}`` (whose other epsilons
+    lead to a final state or back into the last copy), for an epsilon-free trim
+    ``operand`` and copies >= 1: :func:`concatenation_arcs` of the copies in a row."""
+    if operand.start() == pynini.NO_STATE_ID:  # the empty language
+        return 0
+    junction = (final_states(operand) - 1) * operand.num_arcs(operand.start())
+    return copies * num_arcs(operand) + (copies - 1) * junction
+
+
+def num_arcs(fst: pynini.Fst) -> int:
+    """The arcs of ``fst``."""
+    return sum(fst.num_arcs(state) for state in fst.states())
+
+
+def accepts_empty(fsa: pynini.Fst) -> bool:
+    """Whether the deterministic acceptor ``fsa`` accepts the empty sequence."""
+    start = fsa.start()
+    return start != pynini.NO_STATE_ID and fsa.final(start) != pynini.Weight.zero(fsa.weight_type())
+
+
+def final_states(fst: pynini.Fst) -> int:
+    """The final states of ``fst``."""
+    zero = pynini.Weight.zero(fst.weight_type())
+    return sum(1 for state in fst.states() if fst.final(state) != zero)
+
+
 def _part(pos: Position) -> str:
     """How budget errors name the part of a grammar being compiled."""
     return f"{pos}: the acceptor of this part of the grammar"
@@ -168,6 +208,14 @@ def _part(pos: Position) -> str:
 def _combined(left: pynini.Fst, right: pynini.Fst, pos: Position, difference: bool = False) -> pynini.Fst:
     """``left & right`` (or ``left - right``) of minimal deterministic acceptors, minimal."""
     return _optimized(bounded_intersect(left, right, _part(pos), difference), pos)
+
+
+def _complement(sigma_star: pynini.Fst, operand: pynini.Fst, pos: Position) -> pynini.Fst:
+    """``!operand`` of a minimal deterministic acceptor: ``sigma_star - operand``, which
+    is minimal as the difference leaves it (the operand with a state for what it
+    rejects and its final states swapped, trimmed), so it is not minimised again
+    (3 s for 131,072 states)."""
+    return bounded_intersect(sigma_star, operand, _part(pos), difference=True)
 
 
 class _Compiler:
@@ -191,7 +239,11 @@ class _Compiler:
 
     @staticmethod
     def label_set(keys) -> pynini.Fst:
+        """The acceptor of one label among ``keys``: no states for none (trim, as every
+        compiled part is)."""
         fst = pynini.Fst()
+        if not keys:
+            return fst
         start, end = fst.add_state(), fst.add_state()
         fst.set_start(start)
         fst.set_final(end)
@@ -264,7 +316,7 @@ class _Compiler:
         if isinstance(node, QualifiedRef):
             return self.rule(grammar.import_map[node.namespace], node.name, node.pos, env)
         if isinstance(node, Concat):
-            return _optimized(reduce(pynini.concat, (self.expr(grammar, p, env) for p in node.parts)), node.pos)
+            return self.concatenation([self.expr(grammar, part, env) for part in node.parts], node.pos)
         if isinstance(node, Union):
             return _optimized(pynini.union(*(self.expr(grammar, p, env) for p in node.parts)), node.pos)
         if isinstance(node, Intersection):
@@ -274,23 +326,70 @@ class _Compiler:
                 self.expr(grammar, node.left, env), self.expr(grammar, node.right, env), node.pos, difference=True
             )
         if isinstance(node, Complement):
-            return _combined(self.sigma_star, self.expr(grammar, node.operand, env), node.pos, difference=True)
+            return _complement(self.sigma_star, self.expr(grammar, node.operand, env), node.pos)
         if isinstance(node, Repeat):
-            operand = self.expr(grammar, node.operand, env)
-            if node.high == 0:  # pynini.closure(x, 0, 0) would be x*
-                return self.epsilon
-            # the closure holds max(low, high) copies of the operand before it is determinised
-            budget.check_states(operand.num_states() * max(node.low, node.high or 1), _part(node.pos))
-            if node.high is None:  # its final states begin again: arcs from the start on each
-                budget.check_edges(star_arcs(operand), _part(node.pos), "arcs", at_least=True)
-                return _optimized(pynini.closure(operand, node.low), node.pos)
-            return _optimized(pynini.closure(operand, node.low, node.high), node.pos)
+            return self.repetition(self.expr(grammar, node.operand, env), node)
         if isinstance(node, Quantifier):
             return self.quantifier(grammar, node, env)
         if isinstance(node, Binding):
             value, quantified = self.fill(node.value, env, node.pos)
             return self.expr(grammar, node.body, {**env, node.variable: ("".join(value), quantified)})
         raise TypeError(f"not a grammar node: {node!r}")
+
+    def repetition(self, operand: pynini.Fst, node: Repeat) -> pynini.Fst:
+        """``x{m,n}`` (``x{m,}`` for n None) of the compiled ``operand`` x, budgeted
+        before pynini's closure chains its max(m, n) copies: their states, and their
+        arcs once epsilons are removed (:func:`repetition_arcs`, :func:`star_arcs`).
+        A nullable x repeats as x - "" (x{m,n} is (x - ""){,n}, x{m,} is x*, and
+        x{m,n} is x if n is 1 or x* is x): between copies of a nullable x, epsilons
+        chain, and removing them led each copy into every later one (n^2/2 copies
+        of x's arcs, determinised in minutes for (.?){300})."""
+        low, high = node.low, node.high
+        if high == 0:  # pynini.closure(x, 0, 0) would be x*
+            return self.epsilon
+        if accepts_empty(operand):
+            if high == 1:
+                return operand
+            star = self.star(operand, node.pos)
+            if high is None or pynini.equivalent(star, operand):
+                return star
+            operand, low = _combined(operand, self.epsilon, node.pos, difference=True), 0
+        copies = max(low, high or 1)
+        budget.check_states(operand.num_states() * copies, _part(node.pos))
+        arcs = repetition_arcs(operand, copies)
+        if high is None:  # the final states of the last copy begin it again
+            arcs = max(arcs, star_arcs(operand))
+        budget.check_edges(arcs, _part(node.pos), "arcs", at_least=True)
+        closure = pynini.closure(operand, low) if high is None else pynini.closure(operand, low, high)
+        return _optimized(closure, node.pos)
+
+    def star(self, operand: pynini.Fst, pos: Position) -> pynini.Fst:
+        """``x*`` of the compiled ``operand`` x, minimal; budgeted by :func:`star_arcs`."""
+        budget.check_edges(star_arcs(operand), _part(pos), "arcs", at_least=True)
+        return _optimized(pynini.closure(operand), pos)
+
+    def concatenation(self, parts: Sequence[pynini.Fst], pos: Position) -> pynini.Fst:
+        """The concatenation of compiled parts, joined as a balanced tree: O(n log n)
+        states handled for n parts (joining them left to right copies the growing
+        acceptor n times)."""
+        if len(parts) == 1:
+            return parts[0]
+        middle = len(parts) // 2
+        return self.joined(self.concatenation(parts[:middle], pos), self.concatenation(parts[middle:], pos), pos)
+
+    def joined(self, left: pynini.Fst, right: pynini.Fst, pos: Position) -> pynini.Fst:
+        """``left right`` of two compiled parts (trim deterministic acceptors), minimal;
+        BudgetError (naming ``pos``) if the concatenation would pass max_states, or
+        its arcs once its epsilons are removed (:func:`concatenation_arcs`, counted
+        when states x labels may pass it) would pass max_edges, then as
+        :func:`_optimized`."""
+        states = left.num_states() + right.num_states()
+        budget.check_states(states, _part(pos))
+        if (states + left.num_states()) * len(self.labels) > budget.current("max_edges"):
+            budget.check_edges(concatenation_arcs(left, right), _part(pos), "arcs", at_least=True)
+        concatenation = left.copy()
+        concatenation.concat(right)
+        return _optimized(concatenation, pos)
 
     def known_key(self, label: str, pos: Position, spelled: str) -> int:
         if label not in self.keys:
@@ -357,7 +456,7 @@ class _Compiler:
         for branch in branches:  # budgeted as they come, before the union is determinised
             kept.append(branch)
             states += branch.num_states()
-            arcs += sum(branch.num_arcs(state) for state in branch.states())
+            arcs += num_arcs(branch)
             budget.check_states(states, what, at_least=True)
             budget.check_edges(arcs, what, "arcs", at_least=True)
         return _optimized(pynini.union(*kept), node.pos)

@@ -1,13 +1,16 @@
 """The work a grammar's compilation does and its budgets: label classes try only the
-labels their literal prefix allows, the arcs of a repetition, of a determinisation
-and of the branches of ``any`` are budgeted (max_edges) before they are built, with
-lower bounds checked against what pynini builds, and a grammar's topology is built
-from its compiled acceptor as it is (no second determinisation)."""
+labels their literal prefix allows, the arcs of a concatenation, a repetition, a
+determinisation and the branches of ``any`` are budgeted (max_edges) before they
+are built, with lower bounds checked against what pynini builds; repetitions,
+long concatenations and complements build nothing much larger than their result;
+and a grammar's topology is built from its compiled acceptor as it is (no second
+determinisation)."""
 
 from needs_pynini import pynini  # skips the module without pynini
 
 import itertools
 import re
+import time
 
 import numpy as np
 import pytest
@@ -17,8 +20,8 @@ from hypothesis import strategies as st
 from fstcrf.engine import bounded, budget
 from fstcrf.engine.topology import first_order, intersect, iob2, iob2_labels, second_order
 from fstcrf.errors import BudgetError
-from fstcrf.grammar import accepts, compile_grammar, constrain, load_grammar, parse_grammar
-from fstcrf.grammar.compiler import determinised_arcs, star_arcs
+from fstcrf.grammar import accepts, compile_grammar, compiler, constrain, load_grammar, parse_grammar
+from fstcrf.grammar.compiler import concatenation_arcs, determinised_arcs, num_arcs, repetition_arcs, star_arcs
 from strategies import pynini_acceptors
 
 CHUNK_LABELS = iob2_labels(["NP", "VP", "PP"])
@@ -27,10 +30,6 @@ CHUNK_LABELS = iob2_labels(["NP", "VP", "PP"])
 def joint_labels(components: int) -> list[str]:
     """The joint labels of ``components`` IOB2 NP taggers ("B-NP/O/I-NP", ...)."""
     return ["/".join(parts) for parts in itertools.product(["B-NP", "I-NP", "O"], repeat=components)]
-
-
-def num_arcs(fst: pynini.Fst) -> int:
-    return sum(fst.num_arcs(state) for state in fst.states())
 
 
 # -- a grammar's topology -----------------------------------------------------------
@@ -146,25 +145,151 @@ def test_the_branches_of_any_are_budgeted():
         assert compile_grammar(grammar, labels).num_states() == 31
 
 
-def test_a_repetition_is_budgeted_by_the_arcs_it_repeats():
-    grammar = parse_grammar("start = ([B-*] [I-*]? [I-*]? [I-*]?)* ;")  # four final states, each begins again
-    operand = compile_grammar(parse_grammar("start = [B-*] [I-*]? [I-*]? [I-*]? ;"), CHUNK_LABELS)
-    needed = star_arcs(operand)
+def compiled_within_its_arcs(text: str, labels, where: str, needed: int) -> pynini.Fst:
+    """The acceptor of ``text`` compiled under max_edges = ``needed``, after checking
+    that one arc less is refused at ``where`` with "at least ``needed`` arcs"."""
+    grammar = parse_grammar(text)
     with budget.limits(max_edges=needed - 1):
-        with pytest.raises(BudgetError, match=rf"1:37: .*at least {needed} arcs.*max_edges"):
-            compile_grammar(grammar, CHUNK_LABELS)
+        with pytest.raises(BudgetError, match=rf"{where}: .*at least {needed:,} arcs.*max_edges"):
+            compile_grammar(grammar, labels)
     with budget.limits(max_edges=needed):
-        assert compile_grammar(grammar, CHUNK_LABELS).num_states() > 0
+        return compile_grammar(grammar, labels)
+
+
+def test_a_repetition_is_budgeted_by_the_arcs_it_repeats():
+    operand = compile_grammar(parse_grammar("start = . O? O? O? ;"), CHUNK_LABELS)
+    # four final states, each begins again by the 7 labels of '.'
+    assert compiled_within_its_arcs("start = (. O? O? O?)* ;", CHUNK_LABELS, "1:21", star_arcs(operand)).num_states()
+
+
+SEVENTEEN_LABELS = iob2_labels([f"T{i}" for i in range(8)])
+
+
+def compiled(text: str, labels) -> pynini.Fst:
+    return compile_grammar(parse_grammar(text), labels)
+
+
+@pytest.fixture
+def determinised(monkeypatch) -> list[tuple[int, int]]:
+    """(states, arcs) of each acceptor the compiler determinises, as it comes."""
+    sizes = []
+
+    def counted(fsa, what):
+        sizes.append((fsa.num_states(), num_arcs(fsa)))
+        return bounded.bounded_determinize(fsa, what)
+
+    monkeypatch.setattr(compiler, "bounded_determinize", counted)
+    return sizes
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "start = (.?){60} ;",
+        "start = (.*){100} ;",
+        "start = (.?){1000} ;",
+        "start = (O? B-T1?){50} ;",
+        "start = (O | B-T1 I-T1*){3,700} ;",
+        "start = (.? B-T1){2,90} ;",
+    ],
+)
+def test_a_repetition_determinises_about_the_arcs_of_its_result(determinised, text):
+    """What is determinised holds at most three times the arcs of the result: a
+    nullable x repeats as x - "" (removing the epsilons between copies of a
+    nullable x led each copy into every later one: 30 times the arcs of the result
+    for (.?){60}, 5,000 times for (.*){100}, and (.?){300} ran for minutes)."""
+    result = compiled(text, SEVENTEEN_LABELS)
+    assert max(arcs for _, arcs in determinised) <= 3 * num_arcs(result)
+
+
+@pytest.mark.parametrize(
+    "text, simple",
+    [
+        ("start = (.?){1000} ;", "start = .{,1000} ;"),
+        ("start = (.*){1000} ;", "start = .* ;"),
+        ("start = (O?){1000} ;", "start = O{,1000} ;"),
+        ("start = (.*){400} ;", "start = .* ;"),
+        ("start = (.? .?){500} ;", "start = .{,1000} ;"),
+        ("start = (. .?){500} ;", "start = .{500,1000} ;"),
+        ("start = (O* | B-T1)+{2,} ;", "start = (O | B-T1)* ;"),
+    ],
+)
+def test_a_long_repetition_is_the_language_of_its_simple_form(text, simple):
+    assert pynini.equivalent(compiled(text, SEVENTEEN_LABELS), compiled(simple, SEVENTEEN_LABELS))
+
+
+SMALL_OPERANDS = ["O", "B-NP I-NP*", ".?", "O* B-NP", "(O | B-NP)?", "[I-*]+", "O | B-VP I-VP | .", "(O | B-NP)*"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(SMALL_OPERANDS), st.integers(0, 5), st.one_of(st.none(), st.integers(1, 7)))
+def test_a_repetition_is_the_closure_of_its_operand(operand, low, high):
+    """x{m,n} and x{m,} accept what pynini's closure of x does."""
+    high = None if high is None else max(low, high)
+    bounds = f"{low}," + ("" if high is None else str(high))
+    repeated = compiled(f"start = ({operand}){{{bounds}}} | O ;", CHUNK_LABELS)
+    single = compiled(f"start = {operand} ;", CHUNK_LABELS)
+    closure = pynini.closure(single, low) if high is None else pynini.closure(single, low, high)
+    expected = pynini.union(closure, compiled("start = O ;", CHUNK_LABELS))
+    assert pynini.equivalent(repeated, pynini.determinize(pynini.rmepsilon(expected)).minimize())
+
+
+def test_a_bounded_repetition_is_budgeted_by_its_arcs_once_its_epsilons_are_removed():
+    """(.?){100} over 17 labels repeats '.' up to 100 times, 1,700 arcs (no arc of a
+    bounded repetition was budgeted: it compiled under any max_edges)."""
+    assert num_arcs(compiled_within_its_arcs("start = (.?){100} ;", SEVENTEEN_LABELS, "1:13", 1_700)) == 1_700
+
+
+def test_a_concatenation_is_budgeted_by_its_arcs_once_its_epsilons_are_removed():
+    """Each of the 41 final states of O{,40} also leaves by the 7 labels of '.' (only
+    the determinisation was budgeted, by the 14 arcs counted from its start)."""
+    assert compiled_within_its_arcs("start = O{,40} . ;", CHUNK_LABELS, "1:9", 327).num_states() == 42
+
+
+def test_a_long_concatenation_is_compiled_in_about_linear_time():
+    """50,000 labels in a row: joined as a balanced tree of pairs (n log n states
+    handled) where joining them left to right copied the growing acceptor at each
+    label (over 200 s; the bound leaves a loaded CI machine room)."""
+    count = 50_000
+    grammar = parse_grammar("start = " + " O" * count + " B-NP ;")
+    started = time.perf_counter()
+    fst = compile_grammar(grammar, CHUNK_LABELS)
+    assert time.perf_counter() - started < 60
+    chain = pynini.Fst()
+    chain.add_states(count + 2)
+    chain.set_start(0)
+    chain.set_final(count + 1)
+    for state, key in enumerate([CHUNK_LABELS.index("O") + 1] * count + [CHUNK_LABELS.index("B-NP") + 1]):
+        chain.add_arc(state, pynini.Arc(key, key, 0, state + 1))
+    assert pynini.equivalent(fst, chain)
+
+
+@pytest.mark.parametrize("operand", [".* B-NP .{4}", "O*", "(O | B-NP I-NP*)*", ".* O", "!(O B-NP)", "[B-*]", "O{2,5}"])
+def test_a_complement_is_minimal_as_the_difference_leaves_it(determinised, operand):
+    """!x is .* - x of a minimal x, which is minimal once trimmed: nothing of it is
+    determinised or minimised again (3 s for the 131,072 states of !(.* B-NP .{16}))."""
+    compiled(f"start = {operand} ;", CHUNK_LABELS)
+    alone = len(determinised)
+    fst = compiled(f"start = !({operand}) ;", CHUNK_LABELS)
+    assert len(determinised) == 2 * alone
+    assert fst.properties(pynini.I_DETERMINISTIC, True)
+    assert fst.num_states() == fst.copy().arcsort("ilabel").minimize().num_states()
+
+
+@settings(max_examples=100, deadline=None)
+@given(pynini_acceptors((0, 3), max_states=6, max_arcs=16))
+def test_an_acceptor_is_read_as_its_arcs_in_order(fsa):
+    """acceptor_arcs reads the OpenFst bytes: the states and arcs pynini lists."""
+    num_states, src, key, dst, initial = bounded.acceptor_arcs(fsa)
+    listed = [(state, arc.ilabel, arc.nextstate) for state in fsa.states() for arc in fsa.arcs(state)]
+    assert (num_states, initial.tolist()) == (fsa.num_states(), [fsa.start()])
+    assert list(zip(src.tolist(), key.tolist(), dst.tolist())) == listed
 
 
 def test_a_determinisation_is_budgeted_by_its_arcs():
-    grammar = parse_grammar("start = [B-*] [I-*] | [B-*] O ;")  # each B- leads into both branches
-    # three B- from the start, then at least the three I- of the first branch: 6 of the 7 arcs
-    with budget.limits(max_edges=5):
-        with pytest.raises(BudgetError, match=r"1:9: .*at least 6 arcs.*max_edges"):
-            compile_grammar(grammar, CHUNK_LABELS)
-    with budget.limits(max_edges=6):
-        assert compile_grammar(grammar, CHUNK_LABELS).num_states() == 3
+    # each B- leads into both branches: three B- from the start, then at least the
+    # three I- of the first branch, 6 of the 7 arcs
+    assert compiled_within_its_arcs("start = [B-*] [I-*] | [B-*] O ;", CHUNK_LABELS, "1:9", 6).num_states() == 3
 
 
 def test_nest_over_many_components_is_refused_by_its_arcs():
@@ -190,3 +315,17 @@ def test_the_arc_estimates_are_lower_bounds(fsa):
     assert determinised_arcs(fsa) <= num_arcs(pynini.determinize(fsa))
     deterministic = pynini.determinize(fsa).minimize()  # a compiled part, as the star takes it
     assert star_arcs(deterministic) <= num_arcs(pynini.rmepsilon(pynini.closure(deterministic)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(epsilon_free_acceptors(), epsilon_free_acceptors(), st.integers(1, 4), st.integers(0, 3))
+def test_the_arcs_of_concatenations_and_repetitions_are_bounded_from_below(first, second, copies, fewer):
+    """Compiled parts are minimal (trim and deterministic), as concatenations and
+    repetitions take them."""
+    left, right = (pynini.determinize(fsa).minimize() for fsa in (first, second))
+    assert concatenation_arcs(left, right) <= num_arcs(pynini.rmepsilon(pynini.concat(left, right)))
+    low = max(0, copies - fewer)
+    assert repetition_arcs(left, copies) <= num_arcs(pynini.rmepsilon(pynini.closure(left, low, copies)))
+    unbounded = num_arcs(pynini.rmepsilon(pynini.closure(left, copies)))
+    assert max(repetition_arcs(left, copies), star_arcs(left)) <= unbounded
+    assert repetition_arcs(left, 1) <= num_arcs(pynini.rmepsilon(pynini.closure(left)))
