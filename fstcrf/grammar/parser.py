@@ -47,9 +47,10 @@ SHIPPED_DIR = Path(__file__).resolve().parent.parent / "grammars"
 EXTENSION = ".fgr"
 #: The largest bound of a repetition ``x{m,n}``.
 MAX_REPEAT = 1000
-#: The deepest nesting of a rule's body (parentheses, '!', 'any', 'all', 'with') and
-#: the most operands of '&' and '-' in a row: deeper trees would exhaust Python's
-#: recursion when parsed or compiled.
+#: The deepest nesting of a rule's body (parentheses, '!', 'any', 'all', 'with' and
+#: postfix operators '*', '+', '?', '{m,n}', each of a chain a level) and the most
+#: operands of '&' and '-' in a row: deeper trees would exhaust Python's recursion
+#: when parsed, compiled or hashed.
 MAX_NESTING = 100
 #: Words that are not bare labels (quote a label spelled so).
 KEYWORDS = frozenset({"import", "as", "any", "all", "with"})
@@ -256,6 +257,8 @@ class _Parser:
         self.loading = loading
         #: the nesting of the expression being parsed (see MAX_NESTING)
         self.depth = 0
+        #: the deepest nesting of a node of the operand being parsed, postfix chains included
+        self.deepest = 0
 
     # token helpers
     def peek(self) -> _Token:
@@ -341,7 +344,7 @@ class _Parser:
             raise self.error(
                 first, f"the expression nests more than {MAX_NESTING} levels deep; name its parts as rules"
             )
-        self.depth += 1
+        self.nest()
         parts = [self.boolean()]
         while self.at("punct", "|"):
             self.advance()
@@ -384,7 +387,7 @@ class _Parser:
             self.advance()
             if self.depth >= MAX_NESTING:
                 raise self.error(token, f"more than {MAX_NESTING} nested '!'")
-            self.depth += 1
+            self.nest()
             complement = Complement(token.pos, self.unary())
             self.depth -= 1
             return complement
@@ -407,10 +410,26 @@ class _Parser:
         self.expect_punct(":", f"after '{keyword.value} {variable}'")
         return Quantifier(keyword.pos, keyword.value, variable, self.expression())
 
+    def nest(self) -> None:
+        """One level deeper (the caller checked it against MAX_NESTING)."""
+        self.depth += 1
+        self.deepest = max(self.deepest, self.depth)
+
     def postfix(self) -> Node:
+        """An atom and its chain of postfix operators, each a level above the atom's
+        deepest node: GrammarError at the operator that nests past MAX_NESTING."""
+        enclosing_deepest, self.deepest = self.deepest, self.depth
         node = self.atom()
+        operand_deepest, operators = self.deepest, 0
         while self.peek().kind == "punct" and self.peek().value in "*+?{":
             token = self.advance()
+            operators += 1
+            if operand_deepest + operators > MAX_NESTING:
+                raise self.error(
+                    token,
+                    f"the chain of postfix operators ('*', '+', '?', '{{m,n}}') nests more than {MAX_NESTING} "
+                    "levels deep; write one repetition for the chain (x?? is x?, x{2}{3} is x{6})",
+                )
             if token.value == "*":
                 node = Repeat(token.pos, node, 0, None)
             elif token.value == "+":
@@ -420,6 +439,7 @@ class _Parser:
             else:
                 low, high = self.bounds(token)
                 node = Repeat(token.pos, node, low, high)
+        self.deepest = max(enclosing_deepest, operand_deepest + operators)
         return node
 
     def bounds(self, brace: _Token) -> tuple[int, int | None]:

@@ -849,12 +849,26 @@ def test_documented_examples_parse():
         ("!" * 400 + "O", "more than 100 nested '!'"),
         (" & ".join(["(O | B-NP)*"] * 600), "more than 100 operands of '&' and '-'"),
         ("with X = NP: " * 300 + "O", "nests more than 100 levels"),
+        ("O" + "?" * 495, "the chain of postfix operators ('*', '+', '?', '{m,n}') nests more than 100 levels"),
+        ("((O" + "?" * 40 + ")" + "*" * 40 + ")" + "{2}" * 40, "the chain of postfix operators"),
     ],
-    ids=["parentheses", "complements", "intersections", "bindings"],
+    ids=["parentheses", "complements", "intersections", "bindings", "postfix-operators", "nested-postfix-chains"],
 )
 def test_a_grammar_nested_too_deeply_is_refused_where_it_goes_too_deep(body, where):
     with pytest.raises(GrammarError, match=rf"<string>:1:\d+: .*{re.escape(where)}"):
         parse_grammar(f"start = {body} ;")
+
+
+def test_a_chain_of_postfix_operators_is_refused_at_the_operator_too_deep(tmp_path):
+    """Each operator of ``O???...`` nests the tree a level deeper: 495 of them made a
+    RecursionError where a topology hashed the grammar, 993 "nest too deeply to read;
+    flatten its imports" without a line."""
+    chained = tmp_path / "chained.fgr"
+    chained.write_text("start = O" + "?" * 993 + " ;\n")
+    with pytest.raises(GrammarError, match=rf"{re.escape(str(chained.resolve()))}:1:109: the chain of postfix"):
+        load_grammar(chained)
+    within = parse_grammar("start = (O | B-NP I-NP" + "*" * 98 + ") ;")  # nesting 2 and 98 operators: 100
+    assert constrain(first_order(["O", "B-NP", "I-NP"]), within).num_states == 3
 
 
 def test_a_chain_of_rules_too_long_to_compile_is_a_grammar_error():
