@@ -32,12 +32,11 @@ _CHUNK_CELLS = 1 << 21  # subset members expanded per step of subset_states
 
 
 def acceptor_arcs(fsa: pynini.Fst) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(Q, src, key, dst int64 [A], initial int64 [1]): the states and arcs of an acceptor."""
-    arcs = [(q, arc.ilabel, arc.nextstate) for q in fsa.states() for arc in fsa.arcs(q)]
-    src, key, dst = (
-        (np.array(column, dtype=np.int64) for column in zip(*arcs)) if arcs else (np.zeros(0, dtype=np.int64),) * 3
-    )
-    return fsa.num_states(), src, key, dst, np.array([fsa.start()], dtype=np.int64)
+    """(Q, src, key, dst int64 [A], initial int64 [1]): the states and arcs of an
+    unweighted acceptor, read from its OpenFst bytes (:func:`as_arrays`; a loop over
+    pynini's arcs took 2.3 s for 2.2 million)."""
+    arrays = as_arrays(fsa)
+    return arrays.num_states, arrays.arc_src, arrays.arc_key, arrays.arc_dst, np.array([arrays.start], dtype=np.int64)
 
 
 def subset_states(
