@@ -199,6 +199,14 @@ def create_app(service: Service) -> Starlette:
             raise RequestError("this server needs the header Authorization: Bearer TOKEN", "authorization", 401)
 
     async def tag(request: Request) -> Response:
+        try:
+            return await answered(request)
+        except asyncio.CancelledError:  # the drain ended before the answer: 503, not uvicorn's 500
+            if not service.draining:
+                raise
+            raise ServerBusyError("the server stopped before this request's answer was ready (drain_seconds)") from None
+
+    async def answered(request: Request) -> Response:
         check_token(request)
         model = service.registry.get(request.path_params["name"])
         with service.batcher.arriving():
@@ -207,12 +215,7 @@ def create_app(service: Service) -> Starlette:
             if len(body) <= INLINE_BODY_BYTES:
                 parsed = parse_tag_request(*arguments)
             else:
-                try:
-                    parsed = await run_in_threadpool(parse_tag_request, *arguments)
-                except asyncio.CancelledError:
-                    if not service.draining:
-                        raise
-                    raise ServerBusyError("the server stopped before this request was read (drain_seconds)") from None
+                parsed = await run_in_threadpool(parse_tag_request, *arguments)
         if not parsed.sentences:
             return JSONResponse(_nothing_tagged(model, parsed.options))
         group = (model.name, model.generation, parsed.options)
@@ -225,10 +228,6 @@ def create_app(service: Service) -> Starlette:
             raise ServerBusyError(
                 f"no answer within {service.limits.timeout_seconds:g} s (the server's timeout_seconds)"
             ) from None
-        except asyncio.CancelledError:
-            if not service.draining:
-                raise
-            raise ServerBusyError("the server stopped before this request's answer was ready (drain_seconds)") from None
         return JSONResponse(answer)
 
     async def models(request: Request) -> Response:
@@ -323,6 +322,10 @@ def create_app(service: Service) -> Starlette:
     )
 
 
+#: How often a body still arriving checks whether the server is draining (seconds).
+_DRAIN_CHECK_SECONDS = 0.25
+
+
 async def read_body(request: Request, limits: Limits, draining) -> bytes:
     """A request's body; RequestError naming the limit once it is over
     ``limits.max_request_bytes`` bytes (413) or still arriving after
@@ -347,10 +350,6 @@ async def read_body(request: Request, limits: Limits, draining) -> bytes:
                 )
     finally:
         reading.cancel()
-
-
-#: How often a body still arriving checks whether the server is draining (seconds).
-_DRAIN_CHECK_SECONDS = 0.25
 
 
 async def _body_of(request: Request, limit: int) -> bytes:
