@@ -189,12 +189,12 @@ def majority_columns(
         )
     words = []
     for index, (sentence, sentence_labels) in enumerate(zip(sentences, labels)):
-        sentence.values_of(word_column, index, "majority_columns")
+        sentence_words = sentence.values_of(word_column, index, "majority_columns")
         if len(sentence_labels) != len(sentence):
             raise ShapeError(
                 f"majority_columns: sentence {index} has {len(sentence)} tokens but {len(sentence_labels)} labels"
             )
-        words.append(sentence[word_column])
+        words.append(sentence_words)
     entities = [read_chunks(sentence_labels) for sentence_labels in labels]
     corpus_votes = _Votes(words, entities)
     extended = []
