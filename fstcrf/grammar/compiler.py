@@ -169,7 +169,7 @@ def concatenation_arcs(left: pynini.Fst, right: pynini.Fst) -> int:
     whose own arcs may go (when only epsilons led to it)."""
     if left.start() == pynini.NO_STATE_ID or right.start() == pynini.NO_STATE_ID:  # the empty language
         return 0
-    return num_arcs(left) + num_arcs(right) + (final_states(left) - 1) * right.num_arcs(right.start())
+    return num_arcs(left) + num_arcs(right) + junction_arcs(left, right)
 
 
 def repetition_arcs(operand: pynini.Fst, copies: int) -> int:
@@ -179,8 +179,14 @@ def repetition_arcs(operand: pynini.Fst, copies: int) -> int:
     ``operand`` and copies >= 1: :func:`concatenation_arcs` of the copies in a row."""
     if operand.start() == pynini.NO_STATE_ID:  # the empty language
         return 0
-    junction = (final_states(operand) - 1) * operand.num_arcs(operand.start())
-    return copies * num_arcs(operand) + (copies - 1) * junction
+    return copies * num_arcs(operand) + (copies - 1) * junction_arcs(operand, operand)
+
+
+def junction_arcs(left: pynini.Fst, right: pynini.Fst) -> int:
+    """The arcs joining ``left`` to ``right`` adds once epsilons are removed, for trim
+    acceptors with start states: each final state of ``left`` but one also leaves as
+    the start of ``right`` does."""
+    return (final_states(left) - 1) * right.num_arcs(right.start())
 
 
 def num_arcs(fst: pynini.Fst) -> int:
