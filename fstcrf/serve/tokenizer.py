@@ -149,9 +149,7 @@ def _doc_split_around(nlp, text: str, runs: list[tuple[int, int]]):
         if len(gap) > spaces[-1]:  # whitespace beyond one space: a token of its own, as spaCy makes it
             words.append(gap[spaces[-1] :])
             spaces.append(False)
-    if spans and spans[0][0] > 0:
+    if spans[0][0] > 0:  # the runs give a token at least: whitespace before the first
         words.insert(0, text[: spans[0][0]])
         spaces.insert(0, False)
-    elif not spans and text:
-        words, spaces = [text], [False]
     return Doc(nlp.vocab, words=words, spaces=spaces)
