@@ -25,7 +25,8 @@ under the constraints: probabilities are conditional on them.
 Every state of the result carries its label (``state_label``) and maps to a state of
 the potentials constrained (``ConstrainedLattice.state_map``).  A sentence whose hard
 constraints leave no path raises InfeasibleError naming a small set of its rules
-that clash (every rule of it needed: dropping any one leaves a path).
+that clash (every rule of it needed: dropping any one leaves a path; found within
+the work budget, :func:`clashing_rules`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import numpy as np
 
 from fstcrf.engine import budget
 from fstcrf.engine.constraints import SentenceRules, resolve
-from fstcrf.engine.inference import Potentials, check_potentials, forward_backward, lengths_to_offsets
+from fstcrf.engine.inference import Potentials, check_potentials, lengths_to_offsets, viterbi
 from fstcrf.engine.topology import Topology
 from fstcrf.errors import InfeasibleError, ShapeError
 
@@ -47,6 +48,9 @@ from fstcrf.errors import InfeasibleError, ShapeError
 #: The grammars each topology restricted to them keeps to, as errors name them
 #: ("the grammar chunks.fgr"), noted by :func:`note_grammar`.
 _GRAMMARS: weakref.WeakKeyDictionary[Topology, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+#: The clashing rules an InfeasibleError lists at most (``clashing`` holds them all).
+SHOWN_RULES = 20
 
 
 def note_grammar(restricted: Topology, original: Topology, grammar: str) -> None:
@@ -135,26 +139,64 @@ class EdgeFacts:
 def pair_scores(rules: SentenceRules, facts: EdgeFacts) -> dict[int, np.ndarray]:
     """{token t: float [E] added to the edges into t}: the required spans' and unbroken
     ranges' rules on neighbouring labels (0 or -inf; a soft range loses its weight
-    per boundary)."""
-    rows: dict[int, np.ndarray] = {}
-
-    def lose(t: int, broken: np.ndarray, amount: float) -> None:
-        row = rows.setdefault(t, np.zeros(len(broken)))
-        row[broken] -= amount
-
+    per boundary).  Tokens under the same rules share one row (the same array), built
+    once: the rules are summed per token first (:func:`token_rule_keys`), in time
+    linear in the rules and the tokens, and the rows are budgeted before they are built."""
+    keys = token_rule_keys(rules)
+    distinct = set(keys.values())
+    budget.check_work(
+        len(distinct) * len(facts.continuing), f"the transition rows of {len(distinct)} kinds of constrained token"
+    )
     cont = facts.continuing
+    outside = (facts.source_type < 0) & (facts.target_type < 0)
+    built = {}
+    for key in distinct:
+        beginning, inside, after, unbroken_loss = key
+        row = np.zeros(len(cont))
+        for kind in beginning:
+            row[~((facts.target_type == kind) & ~cont)] = -np.inf
+        if inside:
+            row[~cont] = -np.inf
+        if after:
+            row[cont] = -np.inf
+        row[~(cont | outside)] -= unbroken_loss
+        built[key] = row
+    return {t: built[key] for t, key in keys.items()}
+
+
+def token_rule_keys(rules: SentenceRules) -> dict[int, tuple[frozenset, bool, bool, float]]:
+    """{token t: (the types of the required spans beginning at t, whether t is inside one
+    after its first token, whether one ends just before t, the loss of a boundary
+    before t summed over the unbroken ranges holding t and its left neighbour, inf
+    when one is hard)} for the tokens that some such rule reaches."""
+    T = rules.length
+    # difference arrays over the tokens: a rule on tokens first + 1 .. last adds at
+    # first + 1 and takes away at last + 1
+    inside, hard, soft_count = (np.zeros(T + 1, dtype=np.int64) for _ in range(3))
+    soft = np.zeros(T + 1)
+    beginning: dict[int, set] = {}
+    after = np.zeros(T + 1, dtype=bool)
     for first, last, kind in rules.required:
         if first > 0:
-            lose(first, ~((facts.target_type == kind) & ~cont), np.inf)
-        for t in range(first + 1, last + 1):
-            lose(t, ~cont, np.inf)
-        if last + 1 < rules.length:
-            lose(last + 1, cont, np.inf)
-    outside = (facts.source_type < 0) & (facts.target_type < 0)
+            beginning.setdefault(first, set()).add(kind)
+        inside[first + 1] += 1
+        inside[last + 1] -= 1
+        after[last + 1] = True
     for first, last, loss in rules.unbroken:
-        for t in range(first + 1, last + 1):
-            lose(t, ~(cont | outside), loss)
-    return rows
+        counted = hard if loss == np.inf else soft_count
+        counted[first + 1] += 1
+        counted[last + 1] -= 1
+        if loss != np.inf:
+            soft[first + 1] += loss
+            soft[last + 1] -= loss
+    inside_at = np.cumsum(inside)[:T] > 0
+    soft_at = np.where(np.cumsum(soft_count)[:T] > 0, np.cumsum(soft)[:T], 0.0)
+    losses = np.where(np.cumsum(hard)[:T] > 0, np.inf, soft_at)
+    reached = set(beginning) | set(np.flatnonzero(inside_at | after[:T] | (losses != 0)).tolist())
+    return {
+        t: (frozenset(beginning.get(t, ())), bool(inside_at[t]), bool(after[t]), float(losses[t]))
+        for t in sorted(reached)
+    }
 
 
 @dataclass(frozen=True)
@@ -273,6 +315,7 @@ def constrain(
         emissions[untracked, S:] = -np.inf
     emissions += np.tile(token_scores(rules, pot.lengths, labels_of_state), flags)
     by_token: dict[tuple[int, int], np.ndarray] = {}  # (sentence, token) -> float [E'] added into it
+    lifted: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(a pair_scores row) -> (it, it on the flagged edges)
     for b in given:
         rule = rules[b]
         assert rule is not None
@@ -292,8 +335,13 @@ def constrain(
         else:
             flagged_rows = {}
         for t in set(pairs) | set(flagged_rows):
-            row = pairs[t][flagged.base_edge] if t in pairs else np.zeros(expanded.num_edges)
-            by_token[(b, t)] = row + flagged_rows.get(t, default_flag_row(flagged))
+            if t in flagged_rows:
+                by_token[(b, t)] = flagged_rows[t] + (pairs[t][flagged.base_edge] if t in pairs else 0.0)
+                continue
+            shared = pairs[t]  # tokens under the same rules share their row (pair_scores): so do their lifts
+            if id(shared) not in lifted:
+                lifted[id(shared)] = (shared, shared[flagged.base_edge] + default_flag_row(flagged))
+            by_token[(b, t)] = lifted[id(shared)][1]
     transitions, token_class = class_rows(pot, flagged, by_token)
     constrained = copy.copy(pot)
     constrained.topology = expanded
@@ -368,17 +416,22 @@ def class_rows(
     if not by_token:
         return (own if pot.transitions.ndim == 2 else own[0]), pot.token_class
     lifted = base if flagged is None else base[:, flagged.base_edge]
-    rows = [own]
-    seen: dict[tuple[int, bytes], int] = {}
+    contents: dict[int, bytes] = {}  # id(row) -> its bytes: a row shared by many tokens is read once
+    keys = {}
     for (b, t), added in by_token.items():
         n = int(pot.offsets[b]) + t
-        key = (int(token_class[n]), added.tobytes())
-        if key not in seen:
-            seen[key] = len(own) + len(seen)
-            rows.append((lifted[key[0]] + added)[None])
-        token_class[n] = seen[key]
-    table = np.concatenate(rows)
-    budget.check_work(table.size, f"the transition rows of {len(table)} constrained tokens")
+        if id(added) not in contents:
+            contents[id(added)] = added.tobytes()
+        keys[n] = (int(token_class[n]), contents[id(added)], added)
+    distinct = {key[:2]: key for key in keys.values()}
+    budget.check_work(
+        (len(own) + len(distinct)) * own.shape[-1],
+        f"the transition rows of {len(own) + len(distinct)} constrained tokens",
+    )
+    row_of = {key: len(own) + i for i, key in enumerate(distinct)}
+    for n, key in keys.items():
+        token_class[n] = row_of[key[:2]]
+    table = np.concatenate([own, *((lifted[cls] + added)[None] for cls, _, added in distinct.values())])
     return np.ascontiguousarray(table), token_class
 
 
@@ -393,26 +446,31 @@ def check_feasible(
     """InfeasibleError for the first of ``sentences`` without a path in ``lattice``,
     naming a set of its rules that clash (:func:`clashing_rules`)."""
     selected = lattice.potentials.select(sentences)
-    log_z = forward_backward(selected, marginals=False, edge_counts=False, threads=threads, allow_infeasible=True).log_z
-    dead = np.flatnonzero(log_z == -np.inf)
+    best = viterbi(selected, threads=threads, allow_infeasible=True).scores  # (max-product: faster than log Z)
+    dead = np.flatnonzero(best == -np.inf)
     if not len(dead):
         return
     b = sentences[int(dead[0])]
     rule = rules[b]
     assert rule is not None
-    clashing = clashing_rules(pot.select([b]), rule, state_label)
+    clashing, reduced = clashing_rules(pot.select([b]), rule, state_label)
     described = [rule.source.describe(item) for item in clashing]
+    listed = "; ".join(described[:SHOWN_RULES]) + (
+        f"; ... ({len(described) - SHOWN_RULES} more)" if len(described) > SHOWN_RULES else ""
+    )
+    if not reduced:
+        listed += " (not reduced further within the work budget, max_work: some may not be needed)"
     grammars = _GRAMMARS.get(pot.topology, ())
     if grammars:  # the grammars take part: they cut the paths the constraints keep to
         them = "it" if len(grammars) == 1 else "them"
         reason = f"its constraints leave no label sequence under {' and '.join(grammars)}; " + (
-            f"these clash with {them}: {'; '.join(described)}"
+            f"these clash with {them}: {listed}"
             if described
             else f"the model's topology and {them} allow no sequence of its length"
         )
     else:
         reason = "its constraints leave no label sequence; " + (
-            f"these clash: {'; '.join(described)}"
+            f"these clash: {listed}"
             if described
             else "the model's topology (or grammar) allows no sequence of its length"
         )
@@ -422,23 +480,40 @@ def check_feasible(
     raise error
 
 
-def clashing_rules(pot: Potentials, rules: SentenceRules, state_label: np.ndarray) -> list:
-    """The hard rules (of ``rules.source.hard_rules()``) of a one-sentence ``pot`` that
-    leave no path together while every one of them is needed for that (dropping any
-    one leaves a path): a deletion filter, one feasibility test per rule."""
+def clashing_rules(pot: Potentials, rules: SentenceRules, state_label: np.ndarray) -> tuple[list, bool]:
+    """(clashing, reduced): hard rules (of ``rules.source.hard_rules()``) of a
+    one-sentence ``pot`` that leave no path together, and whether every one of them is
+    needed for that (dropping any one leaves a path).
+
+    A deletion filter by halves: windows of the rules kept so far are dropped while the
+    rest still clash, the windows halving down to single rules, so a clash of k rules
+    among R takes about 2 k log2(R) feasibility tests, not R.  Each test costs about a
+    forward pass over the sentence; the tests stop at the work budget (max_work), and
+    what is kept then still clashes (``reduced`` False)."""
     source = rules.source
-
-    def feasible(kept: list) -> bool:
-        resolved = resolve(source.only(kept), rules.labels, rules.length, rules.sentence, rules.what)
-        lattice = constrain(pot, [resolved], state_label, check=False)
-        log_z = forward_backward(lattice.potentials, marginals=False, edge_counts=False, allow_infeasible=True).log_z
-        return bool(log_z[0] > -np.inf)
-
     kept = source.hard_rules()
-    if not feasible([]):
-        return []
-    for item in list(kept):
-        trial = [other for other in kept if other != item]
-        if not feasible(trial):
-            kept = trial
-    return kept
+    test_cells = rules.length * pot.topology.num_edges + len(kept)
+    tests_left = max(8, budget.current("max_work") // max(1, test_cells))
+
+    def feasible(trial: list) -> bool:
+        resolved = resolve(source.only(trial), rules.labels, rules.length, rules.sentence, rules.what)
+        lattice = constrain(pot, [resolved], state_label, check=False)
+        return bool(viterbi(lattice.potentials, allow_infeasible=True).scores[0] > -np.inf)
+
+    if not feasible([]):  # the topology (or a grammar) alone allows no sequence of this length
+        return [], True
+    width = max(1, len(kept) // 2)
+    while True:
+        at = 0
+        while at < len(kept):
+            if tests_left == 0:
+                return kept, False
+            tests_left -= 1
+            trial = kept[:at] + kept[at + width :]
+            if feasible(trial):
+                at += width  # some rule of this window is needed
+            else:
+                kept = trial
+        if width == 1:
+            return kept, True
+        width = max(1, width // 2)

@@ -20,9 +20,10 @@ chunk of the one before it, or both are O.
 A span or a range with a ``weight`` is soft: a span in ``spans`` adds the weight to
 every path that holds it, one in ``forbidden`` subtracts it, and a range subtracts
 it for every chunk boundary inside it.  No weight (or ``math.inf``) makes the rule
-hard.  A weight or a bonus is at most MAX_WEIGHT in size: a larger one is a hard
-rule in effect (its paths' probabilities are exp(-1e6) of the others' or less) and
-would swamp the model's own scores in floating point.  :func:`resolve` checks a
+hard.  A weight or a bonus is at most MAX_WEIGHT in size: there a rule is hard in
+effect to about 1e-10 (its paths' probabilities are exp(-1e6) of the others', and
+the scores added to the weight keep the precision of float64 near 1e6); a larger
+one would swamp the model's own scores in floating point.  :func:`resolve` checks a
 sentence's constraints against a model's labels and the sentence's length and turns
 them into :class:`SentenceRules` over label indices, which
 :mod:`fstcrf.engine.constrained` compiles into the lattice.
@@ -446,15 +447,22 @@ def resolve(
             )
         return item.first, item.last, type_index[item.type]
 
-    required: list[tuple[int, int, int]] = []
+    required: dict[tuple[int, int, int], None] = {}  # (a dict: a span given twice is one rule)
     weighted: dict[tuple[int, int, int], float] = {}
     for i, item in enumerate(constraints.spans):
         key = span(item, f"spans[{i}]")
-        if item.weight is None:  # its tokens carry its type (at token 0 that begins it)
-            required.append(key)
-            scores[item.first : item.last + 1, chunks.label_type != key[2]] = -np.inf  # type: ignore[union-attr]
+        if item.weight is None:
+            required[key] = None
         else:
             weighted[key] = weighted.get(key, 0.0) + item.weight
+    if required:  # a required span's tokens carry its type (at token 0 that begins it)
+        assert chunks is not None
+        covered = np.zeros((len(chunks.types), length + 1), dtype=np.int64)  # difference arrays per type
+        for first, last, kind in required:
+            covered[kind, first] += 1
+            covered[kind, last + 1] -= 1
+        for kind in {kind for _, _, kind in required}:
+            scores[np.ix_(np.cumsum(covered[kind])[:length] > 0, chunks.label_type != kind)] = -np.inf
     for i, item in enumerate(constraints.forbidden):
         key = span(item, f"forbidden[{i}]")
         weighted[key] = weighted.get(key, 0.0) - (math.inf if item.weight is None else item.weight)

@@ -672,20 +672,29 @@ class Viterbi:
     scores: np.ndarray  # [B]
 
 
-def viterbi(pot: Potentials, threads: int = 1) -> Viterbi:
-    """The best state sequence of every sentence (ties: smallest states read backwards)."""
+def viterbi(pot: Potentials, threads: int = 1, allow_infeasible: bool = False) -> Viterbi:
+    """The best state sequence of every sentence (ties: smallest states read backwards).
+    With ``allow_infeasible``, a sentence without an allowed path scores -inf and its
+    path is -1 throughout, instead of an error."""
     check_potentials(pot, "viterbi")
+    allow_infeasible = check_flag(allow_infeasible, "allow_infeasible")
     paths = np.empty(pot.num_tokens, dtype=np.int32)
     scores = np.empty(pot.num_sequences)
 
     def job(first: int, last: int):
         chunk = ChunkStructs(pot, first, last)
         kernel.viterbi(
-            chunk.graph, chunk.scores, chunk.batch, paths[chunk.token_range], scores[first:last], chunk.workspace
+            chunk.graph,
+            chunk.scores,
+            chunk.batch,
+            paths[chunk.token_range],
+            scores[first:last],
+            chunk.workspace,
+            allow_infeasible,
         )
 
     run_chunks(pot, threads, job)
-    check_totals(scores, "viterbi", "the best path's score")
+    check_totals(scores, "viterbi", "the best path's score", allow_infeasible)
     return Viterbi(paths, scores)
 
 

@@ -228,12 +228,14 @@ def viterbi(
     path: np.ndarray,
     score: np.ndarray,
     workspace: Workspace,
+    allow_infeasible: bool = False,
 ) -> None:
-    """fc_viterbi: the best path int32 [n] (states) and its score float [b]."""
+    """fc_viterbi: the best path int32 [n] (states) and its score float [b]; with
+    ``allow_infeasible``, a sentence without a path scores -inf (its path -1)."""
     status = lib.fc_viterbi(
         graph.struct, scores.struct, batch.struct, output_pointer(path), output_pointer(score), workspace.struct
     )
-    check_status(status, "viterbi")
+    check_status(status, "viterbi", allow_infeasible)
 
 
 def max_marginals(
