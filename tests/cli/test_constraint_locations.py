@@ -1,6 +1,7 @@
 """Errors of ``fstcrf tag --constraints`` and of ``fstcrf train`` on partial labels name
 FILE:LINE: an infeasible sentence by its first line, whatever batch it was tagged in; a
-malformed or unknown cell by its own line and file; a component named twice is refused."""
+malformed or unknown cell by its own line and file; a component named twice, or one
+the model lacks, is refused."""
 
 from __future__ import annotations
 
@@ -145,6 +146,17 @@ def test_a_component_named_twice_is_refused(demo_joint, tmp_path, capsys):
         arguments = ["-q", "tag", str(demo_joint), str(partial), "--constraints", given]
         assert main([*arguments, "-o", str(tmp_path / "o.txt")]) == 2
         assert f"--constraints {given}: the component chunk is named twice" in error_line(capsys)
+
+
+def test_a_component_is_named_by_the_column_it_predicts(demo_joint, tmp_path, capsys):
+    partial = tmp_path / "partial.txt"
+    partial.write_text("He PRP ?\nruns VBZ B-VP\n")
+    for given in ("1=chunk", "ner=chunk"):
+        arguments = ["-q", "tag", str(demo_joint), str(partial), "--constraints", given]
+        assert main([*arguments, "-o", str(tmp_path / "o.txt")]) == 2
+        error = error_line(capsys)
+        assert f"has no component predicting '{given.split('=')[0]}'; name one of pos, chunk" in error
+        assert "0.." not in error
 
 
 @pytest.mark.parametrize(
