@@ -538,6 +538,25 @@ def _forbidden_in_field(separator: str) -> re.Pattern:
     return re.compile(f"{re.escape(separator)}|[\n\r]")
 
 
+def unwritable_token(columns: Sequence[Sequence[str]], separator: str) -> tuple[int, str] | None:
+    """(t, why) for the first token t of a sentence's ``columns`` [C][T] that CoNLL lines
+    with ``separator`` between fields cannot hold (a field empty or holding the
+    separator or a line break, or a first field ``-DOCSTART-``, which would be read as
+    a document's start); None when every token can be written."""
+    forbidden = _forbidden_in_field(separator)
+    for values in columns:
+        if all(values) and not forbidden.search("".join(values)):
+            continue
+        for t, value in enumerate(values):
+            if not value or forbidden.search(value):
+                return t, (
+                    f"cannot write the field {value!r}: fields must be non-empty and contain no separator or line break"
+                )
+    if columns and DOCSTART in columns[0]:
+        return list(columns[0]).index(DOCSTART), f"cannot write a token whose first field is {DOCSTART}"
+    return None
+
+
 def conll_lines(
     sentences: Sequence[Sentence],
     trailing_docstart_lines: Sequence[str],
@@ -548,21 +567,8 @@ def conll_lines(
     """The lines :func:`write_conll` writes (see there); ConllFormatError names
     TARGET:LINE (counted in these lines) of a field that cannot be written, ShapeError an
     extra column of the wrong length."""
-    forbidden = _forbidden_in_field(separator)
     docstart_padding = "".join(separator + "O" for _ in extra_columns)
     out: list[str] = []
-
-    def check_fields(values: Sequence[str], first_line: int):
-        if all(values) and not forbidden.search("".join(values)):
-            return
-        for offset, value in enumerate(values):
-            if not value or forbidden.search(value):
-                raise ConllFormatError(
-                    f"{target}:{first_line + offset}: cannot write the "
-                    f"field {value!r}: fields must be non-empty and "
-                    f"contain no separator or line break"
-                )
-
     for index, sentence in enumerate(sentences):
         for docstart_line in sentence.docstart_lines:
             out.append(docstart_line + docstart_padding + "\n")
@@ -577,13 +583,9 @@ def conll_lines(
                     f"expected a list of {len(sentence)} strings"
                 )
             columns.append(values)
-        for values in columns:
-            check_fields(values, len(out) + 1)
-        if columns and DOCSTART in columns[0]:
-            raise ConllFormatError(
-                f"{target}:{len(out) + columns[0].index(DOCSTART) + 1}: "
-                f"cannot write a token whose first field is {DOCSTART}"
-            )
+        problem = unwritable_token(columns, separator)
+        if problem is not None:
+            raise ConllFormatError(f"{target}:{len(out) + problem[0] + 1}: {problem[1]}")
         out.extend(separator.join(fields) + "\n" for fields in zip(*columns))
         out.append("\n")
     for docstart_line in trailing_docstart_lines:

@@ -382,7 +382,7 @@ def _nothing_tagged(model: ServedModel, options: DecodeOptions) -> dict:
     if options.view:
         answer["html"] = ""
     if options.partial_labels:
-        answer["partial_labels"] = {"columns": list(model.file_columns), "sentences": [], "conll": ""}
+        answer["partial_labels"] = {"columns": list(model.file_columns), "sentences": [], "conll": "", "left_out": []}
     return answer
 
 

@@ -17,6 +17,11 @@ and each paragraph is split on its own:
   sentence ends after a ``.``, ``!`` or ``?`` token followed by a space and then a
   token that does not start with a lower-case letter, or by the end.
 
+Either way a byte-order mark (U+FEFF) separates tokens as a space does: it is an
+encoding's mark, not a character of a word, and the CoNLL reader drops one at the
+start of a file, so a token that began with it could not be read back from the
+corrections a person downloads.
+
 Offsets count Unicode code points (Python string indices), ``end`` exclusive."""
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ TOKENIZERS = ("spacy", "regex")
 PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 TOKEN = re.compile(r"\w+(?:[-'’.]\w+)*|\S")
 SENTENCE_END = frozenset(".!?")
+BYTE_ORDER_MARK = "\ufeff"
 #: The most characters other than letters and digits a run without whitespace may
 #: hold for spaCy's rules to split it (see the module doc).
 SPACY_MOST_SYMBOLS = 16
@@ -75,6 +81,7 @@ def paragraphs_of(split: Tokenizer) -> Tokenizer:
     ``split``, the offsets counted from the start of the text."""
 
     def tokenize(text: str) -> list[list[Token]]:
+        text = text.replace(BYTE_ORDER_MARK, " ")  # (one character for one: the offsets hold)
         bounds = [0, *(bound for found in PARAGRAPH_BREAK.finditer(text) for bound in found.span()), len(text)]
         return [
             [Token(token.text, token.start + start, token.end + start) for token in sentence]

@@ -9,34 +9,38 @@ writes it from the sentence's constraints and its labels decoded under them (wha
 the person looked at is labelled, every other token ``?``), and in a column the
 model neither reads nor predicts, what the request gave or else :data:`UNREAD`.  A
 sentence with no token looked at (no constraints, or soft ones only) teaches nothing
-and is left out."""
+and is left out; so is one that CoNLL lines cannot hold (a token with white space in
+it, or the word ``-DOCSTART-``), named in ``left_out`` with the reason, so that its
+tags and the other sentences' lines are still answered."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from fstcrf.corpus.conll import Sentence, conll_lines
+from fstcrf.corpus.conll import Sentence, conll_lines, unwritable_token
 from fstcrf.corpus.labels import corrected_labels
 from fstcrf.corpus.schemes import UNKNOWN_LABEL
-from fstcrf.errors import ConllFormatError, RequestError
 from fstcrf.serve.parsing import TagRequest
 from fstcrf.serve.registry import ServedModel
 
 #: The value of a column the model neither reads nor predicts, where a request lacks it.
 UNREAD = "_"
+#: Between the fields of a line.
+SEPARATOR = " "
 
 
 def partial_label_data(
     model: ServedModel, request: TagRequest, labels: Sequence[Sequence[str]], lower: Mapping[str, Sequence]
 ) -> dict:
-    """``{"columns": [...], "sentences": [...], "conll": "..."}``: the column names in
-    file order, the numbers of the request's sentences written, and their lines; from
-    the top chain's ``labels`` [B][T] and the lower components' labels by column
-    (``lower``: column -> [B][T])."""
+    """``{"columns": [...], "sentences": [...], "conll": "...", "left_out": [...]}``: the
+    column names in file order, the numbers of the request's sentences written, their
+    lines, and ``{"sentence": b, "token": t, "reason": ...}`` for each corrected
+    sentence that CoNLL lines cannot hold; from the top chain's ``labels`` [B][T] and
+    the lower components' labels by column (``lower``: column -> [B][T])."""
     chain = model.chains()[-1]
     target = chain.target_
     names = model.file_columns
-    written, numbers = [], []
+    written, numbers, left_out = [], [], []
     for b, sentence in enumerate(request.sentences):
         constraints = None if request.constraints is None else request.constraints[b]
         if constraints is None:
@@ -45,12 +49,12 @@ def partial_label_data(
         if all(value == UNKNOWN_LABEL for value in column):
             continue
         given = {**sentence.columns, **{name: lower[name][b] for name in lower}, target: column}
-        written.append(Sentence({name: given.get(name, [UNREAD] * len(column)) for name in names}))
+        columns = {name: given.get(name, [UNREAD] * len(column)) for name in names}
+        problem = unwritable_token(list(columns.values()), SEPARATOR)
+        if problem is not None:
+            left_out.append({"sentence": b, "token": problem[0], "reason": problem[1]})
+            continue
+        written.append(Sentence(columns))
         numbers.append(b)
-    try:
-        lines = conll_lines(written, (), (), " ", "partial_labels")
-    except ConllFormatError as error:
-        raise RequestError(
-            f"the corrected sentences cannot be written as CoNLL lines: {error}", "partial_labels"
-        ) from None
-    return {"columns": list(names), "sentences": numbers, "conll": "".join(lines)}
+    lines = conll_lines(written, (), (), SEPARATOR, "partial_labels")
+    return {"columns": list(names), "sentences": numbers, "conll": "".join(lines), "left_out": left_out}

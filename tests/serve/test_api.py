@@ -227,13 +227,6 @@ FAULTS = [
         None,
     ),
     (
-        b'{"sentences": [{"word": ["a b"], "pos": ["DT"]}], "constraints": [{"fixed": {"0": "O"}}],'
-        b' "partial_labels": true}',
-        422,
-        "partial_labels",
-        None,
-    ),
-    (
         b'{"sentences": [' + b'{"word": ["a"], "pos": ["DT"]},' * 3 + b'{"word": ["a"], "pos": ["DT"]}]}',
         422,
         "sentences",
@@ -408,7 +401,12 @@ def test_an_empty_text_has_no_results(demo_chunker, pipeline_folder):
         assert tag(client, {"sentences": [], "view": True}) == {"results": [], "html": ""}
         # the training data asked for, empty, in the model's layout (the page reads it)
         answer = tag(client, {"text": " ", "view": True, "partial_labels": True})
-        assert answer["partial_labels"] == {"columns": ["word", "pos", "chunk", "ner"], "sentences": [], "conll": ""}
+        assert answer["partial_labels"] == {
+            "columns": ["word", "pos", "chunk", "ner"],
+            "sentences": [],
+            "conll": "",
+            "left_out": [],
+        }
 
 
 def test_json_answers_hold_finite_numbers(demo_chunker):

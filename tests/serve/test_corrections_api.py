@@ -193,13 +193,31 @@ def test_the_corrected_sentences_come_back_as_partial_labels(demo_chunker, pipel
     for sentence, b in zip(read, written):
         assert sentence["word"] == TEST_SENTENCES[b]["word"] and sentence["pos"] == TEST_SENTENCES[b]["pos"]
         assert sentence["chunk"] == corrected_labels(given[b], labels[b], model.labels_)  # not the gold column sent
-    assert none == {"columns": ["word", "pos", "chunk"], "sentences": [], "conll": ""}
+    assert none == {"columns": ["word", "pos", "chunk"], "sentences": [], "conll": "", "left_out": []}
     pipeline = words["partial_labels"]
     assert pipeline["columns"] == ["word", "pos", "chunk", "ner"] and pipeline["sentences"] == [1]
     (sentence,) = read_conll_text(pipeline["conll"], pipeline["columns"], tmp)
     components = words["results"][1]["components"]
     assert sentence["pos"] == components[0]["labels"] and sentence["chunk"] == components[1]["labels"]
     assert sentence["ner"][0] == "O" and set(sentence["ner"][1:]) == {"?"}
+
+
+def test_a_sentence_conll_lines_cannot_hold_is_left_out_of_the_partial_labels_alone(demo_chunker, tmp_path):
+    sentences = [
+        {"word": ["the", "-DOCSTART-", "rose"], "pos": ["DT", "NN", "VBD"]},
+        {"word": ["a b", "fell"], "pos": ["DT", "VBD"]},
+        {"word": ["prices", "fell"], "pos": ["NNS", "VBD"]},
+    ]
+    fixed = {"fixed": {"0": "B-NP"}}
+    with serving({"default": demo_chunker}) as client:
+        answer = tag(client, {"sentences": sentences, "constraints": [fixed] * 3, "partial_labels": True})
+    assert [result["labels"][0] for result in answer["results"]] == ["B-NP"] * 3  # tagged under the corrections
+    data = answer["partial_labels"]
+    assert data["sentences"] == [2]
+    assert [(item["sentence"], item["token"]) for item in data["left_out"]] == [(0, 1), (1, 0)]
+    assert "-DOCSTART-" in data["left_out"][0]["reason"] and "'a b'" in data["left_out"][1]["reason"]
+    (read,) = read_conll_text(data["conll"], data["columns"], tmp_path / "partial.txt")
+    assert read["word"] == ["prices", "fell"]
 
 
 def read_conll_text(text: str, columns: list[str], path) -> list[Sentence]:

@@ -1,6 +1,6 @@
 """Text to sentences and tokens: the regular-expression rule as documented, spaCy's
-rules where spaCy is installed, paragraphs cut at blank lines, and every token's
-offsets pointing at its characters in the text."""
+rules where spaCy is installed, paragraphs cut at blank lines, a byte-order mark
+taken as a space, and every token's offsets pointing at its characters in the text."""
 
 from functools import cache
 
@@ -51,6 +51,17 @@ def test_every_token_is_its_characters_in_the_text(name, text):
         assert sentence
         for token in sentence:
             assert token.text and text[token.start : token.end] == token.text and not token.text.isspace()
+            assert "\ufeff" not in token.text
+
+
+@pytest.mark.parametrize("name", ["regex", "spacy"])
+def test_a_byte_order_mark_separates_tokens_as_a_space_does(name):
+    if name == "spacy" and not available("spacy"):
+        pytest.skip("spaCy is not installed")
+    text = "\ufeffThe light\ufeffmight build it ."
+    (sentence,) = tokenizer(name)(text)
+    assert texts([sentence]) == [["The", "light", "might", "build", "it", "."]]
+    assert (sentence[0].start, sentence[2].start) == (1, 11)
 
 
 def test_spacy_splits_as_its_english_rules_do():
@@ -98,3 +109,4 @@ def test_every_token_is_its_characters_where_runs_of_symbols_are_split_by_regex(
         assert sentence
         for token in sentence:
             assert token.text and text[token.start : token.end] == token.text and not token.text.isspace()
+            assert "\ufeff" not in token.text
