@@ -79,21 +79,37 @@ class Acceptor:
 
     def accepts_keys(self, keys: Sequence[int]) -> bool:
         """Whether some path from the start reads the label keys ``keys`` (epsilons
-        allowed anywhere) and ends in a final state."""
+        allowed anywhere) and ends in a final state: the states each key leads to,
+        found among the arcs of the states the keys before it led to, so that a
+        deterministic acceptor takes time linear in the keys, not in keys x arcs (a
+        scan of every arc at each key took 10 s for 50,000 keys and states)."""
         if self.start == NO_STATE:
             return False
-        current = self._closure(np.array([self.start]))
-        for key in keys:
-            moved = self.arc_dst[np.isin(self.arc_src, current) & (self.arc_key == key)]
-            current = self._closure(np.unique(moved))
-            if len(current) == 0:
-                return False
-        return bool(self.final[current].any())
+        ptr = self.arc_ptr().tolist()
+        arc_key, arc_dst = self.arc_key, self.arc_dst
+        epsilons = bool(np.any(arc_key == 0))
 
-    def _closure(self, states: np.ndarray) -> np.ndarray:
-        """int64 [n]: ``states`` and those epsilon arcs lead to from them."""
-        epsilon = self.arc_key == 0
-        return np.flatnonzero(reached(self.num_states, states, self.arc_src[epsilon], self.arc_dst[epsilon]))
+        def following(states: set[int], key: int) -> set[int]:
+            found: set[int] = set()
+            for state in states:
+                first, stop = ptr[state], ptr[state + 1]
+                found.update(arc_dst[first:stop][arc_key[first:stop] == key].tolist())
+            return found
+
+        def closure(states: set[int]) -> set[int]:
+            """``states`` and the states epsilon arcs lead to from them."""
+            reached, frontier = set(states), states
+            while epsilons and frontier:
+                frontier = following(frontier, 0) - reached
+                reached |= frontier
+            return reached
+
+        current = closure({self.start})
+        for key in keys:
+            current = closure(following(current, key))
+            if not current:
+                return False
+        return bool(self.final[list(current)].any())
 
     def is_deterministic(self) -> bool:
         """No epsilon arc and no two arcs of one state reading one key."""

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
+from dataclasses import dataclass
 from functools import reduce
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from fstcrf.extras import require
 
@@ -21,7 +25,16 @@ else:
 
 from fstcrf.engine import budget
 from fstcrf.errors import GrammarError, UnknownLabelError
-from fstcrf.engine.bounded import bounded_determinize, bounded_intersect, symbol_table
+from fstcrf.engine.bounded import (
+    as_arrays,
+    bounded_intersect,
+    determinised_states,
+    minimal_acceptor,
+    minimal_arcs,
+    nullable_power,
+    paired_states,
+    symbol_table,
+)
 from fstcrf.engine.topology import check_labels, shown_labels
 from fstcrf.grammar.nodes import (
     AnyLabel,
@@ -120,15 +133,13 @@ def _spells(pieces: Template, label: str, start: int) -> bool:
 
 
 def _optimized(fst: pynini.Fst, pos: Position) -> pynini.Fst:
-    """A fresh acceptor made epsilon-free, deterministic and minimal; BudgetError
+    """The acceptor's :func:`~fstcrf.engine.bounded.minimal_acceptor`; BudgetError
     (naming the grammar position ``pos``) if it would pass max_states, or if its
-    determinisation would pass max_edges arcs (:func:`determinised_arcs`).  Its arcs
-    are sorted first: OpenFst leaves an acceptor with unsorted arcs unminimised
-    (two states for (.*)*)."""
+    determinisation would pass max_edges arcs (:func:`determinised_arcs`)."""
     fst = pynini.rmepsilon(fst)
     if not fst.properties(pynini.I_DETERMINISTIC, True):
         budget.check_edges(determinised_arcs(fst), _part(pos), "arcs", at_least=True)
-    return bounded_determinize(fst, _part(pos)).arcsort("ilabel").minimize()
+    return minimal_acceptor(fst, _part(pos))
 
 
 def determinised_arcs(fsa: pynini.Fst) -> int:
@@ -200,6 +211,18 @@ def accepts_empty(fsa: pynini.Fst) -> bool:
     return start != pynini.NO_STATE_ID and fsa.final(start) != pynini.Weight.zero(fsa.weight_type())
 
 
+def _longer_by_any_start(fsa: pynini.Fst) -> bool:
+    """Whether some sequence of the minimal deterministic acceptor ``fsa`` cannot be
+    followed by every label that begins one of its sequences (so x x is not within x,
+    and x* is not x): a final state that reads fewer of those labels than the start.
+    Building x* to compare it with x took 2.8 s for x = (.? B-NP?){200}, whose last
+    state reads none."""
+    arrays = as_arrays(fsa)
+    first = arrays.arc_key[arrays.arc_src == arrays.start]
+    read = np.bincount(arrays.arc_src[np.isin(arrays.arc_key, first)], minlength=arrays.num_states)
+    return bool(np.any(read[arrays.final] < len(first)))
+
+
 def final_states(fst: pynini.Fst) -> int:
     """The final states of ``fst``."""
     zero = pynini.Weight.zero(fst.weight_type())
@@ -222,6 +245,79 @@ def _complement(sigma_star: pynini.Fst, operand: pynini.Fst, pos: Position) -> p
     rejects and its final states swapped, trimmed), so it is not minimised again
     (3 s for 131,072 states)."""
     return bounded_intersect(sigma_star, operand, _part(pos), difference=True)
+
+
+#: The largest epsilon-free concatenation built for an operand of '&' or '-' before
+#: its parts are joined and minimised (larger ones are joined as they are compiled).
+_OPERAND_STATES = 4096
+_OPERAND_ARCS = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Operand:
+    """An operand of '&' or '-' as it is before its acceptor is determinised: ``fsa``,
+    epsilon-free, accepts the operand's language, or if ``negated`` the language the
+    operand's complement negates (whose minimal acceptor has at most one state more
+    than the operand's); it is that language's minimal deterministic acceptor if
+    ``minimal``.  ``build()`` makes the operand's minimal deterministic acceptor as the
+    operand alone compiles."""
+
+    fsa: pynini.Fst
+    minimal: bool
+    negated: bool
+    build: Callable[[], pynini.Fst]
+
+    @staticmethod
+    def built(fst: pynini.Fst) -> _Operand:
+        """A part compiled already (minimal)."""
+        return _Operand(fst, True, False, lambda: fst)
+
+    def most_states(self) -> int:
+        """At most how many states, and one for no state, a label sequence can lead to
+        in the minimal acceptor of the language of ``fsa`` (a set of its states if
+        it is not that acceptor)."""
+        return self.fsa.num_states() + 1 if self.minimal else 2 ** self.fsa.num_states()
+
+
+def _check_product(left: _Operand, right: _Operand, difference: bool, pos: Position) -> None:
+    """BudgetError (naming ``pos``) where bounded_intersect would refuse the product of
+    the operands' acceptors, found before they are determinised: it counts the pairs
+    of their states (:func:`~fstcrf.engine.bounded.paired_states`) once the product of
+    their sizes passes max_states, a count at least one less than the pairs counted
+    on the operands' minimal arcs; and their sizes are at least the states their
+    minimal arcs determinise to, less one for a complement (each counted no further
+    than needed).  Operands whose minimal arcs cost more to find are left to
+    bounded_intersect."""
+    limit = budget.current("max_states")
+    left_arcs, right_arcs = minimal_arcs(left.fsa, left.minimal), minimal_arcs(right.fsa, right.minimal)
+    if left_arcs is None or right_arcs is None:
+        return
+    pairs = paired_states(left_arcs, right_arcs, limit + 1)
+    if pairs - 1 <= limit:
+        return
+    left_states = determinised_states(left_arcs, math.isqrt(limit) + 1) - left.negated
+    if left_states <= 0:
+        return
+    right_states = max(0, determinised_states(right_arcs, limit // left_states + 1) - right.negated)
+    if left_states * (right_states + difference) > limit:
+        budget.check_states(pairs - 1, _part(pos), at_least=True)
+
+
+def _concatenated(parts: Sequence[pynini.Fst]) -> pynini.Fst | None:
+    """The epsilon-free concatenation of compiled parts, or None if it could hold more
+    than _OPERAND_ARCS arcs or _OPERAND_STATES states (each state keeps its arcs and
+    may take those of the start of every later part, through parts that accept the
+    empty sequence)."""
+    states = sum(part.num_states() for part in parts)
+    if states > _OPERAND_STATES or any(part.start() == pynini.NO_STATE_ID for part in parts):
+        return None
+    leaving = max(part.num_arcs(state) for part in parts for state in part.states())
+    if states * (leaving + sum(part.num_arcs(part.start()) for part in parts)) > _OPERAND_ARCS:
+        return None
+    concatenation = parts[0].copy()
+    for part in parts[1:]:
+        concatenation.concat(part)
+    return pynini.rmepsilon(concatenation)
 
 
 class _Compiler:
@@ -294,6 +390,12 @@ class _Compiler:
 
     # rules
     def rule(self, grammar: Grammar, name: str, pos: Position, env: dict) -> pynini.Fst:
+        return self.rule_operand(grammar, name, pos, env, self.expr).build()
+
+    def rule_operand(self, grammar: Grammar, name: str, pos: Position, env: dict, body: Callable) -> _Operand:
+        """The rule ``name`` under ``env``, its body compiled by ``body`` (:meth:`expr`,
+        or :meth:`operand` to defer its determinisation); the acceptor it builds is
+        kept for the rule's later uses under the same bindings."""
         key = (id(grammar), name)
         if key in self.active:
             names = [n for _, n in self.active[self.active.index(key) :]]
@@ -302,13 +404,21 @@ class _Compiler:
                 f"{pos}: rule '{name}' refers to itself ({cycle}); grammars are regular: use '*' or '+' for repetition"
             )
         memo_key = (key, frozenset(env.items()))
-        if memo_key not in self.memo:
-            self.active.append(key)
-            try:
-                self.memo[memo_key] = self.expr(grammar, grammar.rule_map[name].body, env)
-            finally:
-                self.active.pop()
-        return self.memo[memo_key]
+        if memo_key in self.memo:
+            return _Operand.built(self.memo[memo_key])
+        self.active.append(key)
+        try:
+            compiled = body(grammar, grammar.rule_map[name].body, env)
+        finally:
+            self.active.pop()
+        operand = compiled if isinstance(compiled, _Operand) else _Operand.built(compiled)
+
+        def build() -> pynini.Fst:
+            if memo_key not in self.memo:
+                self.memo[memo_key] = operand.build()
+            return self.memo[memo_key]
+
+        return _Operand(operand.fsa, operand.minimal, operand.negated, build)
 
     def expr(self, grammar: Grammar, node: Node, env: dict) -> pynini.Fst:
         if isinstance(node, Name):
@@ -325,12 +435,8 @@ class _Compiler:
             return self.concatenation([self.expr(grammar, part, env) for part in node.parts], node.pos)
         if isinstance(node, Union):
             return _optimized(pynini.union(*(self.expr(grammar, p, env) for p in node.parts)), node.pos)
-        if isinstance(node, Intersection):
-            return _combined(self.expr(grammar, node.left, env), self.expr(grammar, node.right, env), node.pos)
-        if isinstance(node, Difference):
-            return _combined(
-                self.expr(grammar, node.left, env), self.expr(grammar, node.right, env), node.pos, difference=True
-            )
+        if isinstance(node, (Intersection, Difference)):
+            return self.boolean(grammar, node, env)
         if isinstance(node, Complement):
             return _complement(self.sigma_star, self.expr(grammar, node.operand, env), node.pos)
         if isinstance(node, Repeat):
@@ -342,23 +448,72 @@ class _Compiler:
             return self.expr(grammar, node.body, {**env, node.variable: ("".join(value), quantified)})
         raise TypeError(f"not a grammar node: {node!r}")
 
+    def boolean(self, grammar: Grammar, node: Intersection | Difference, env: dict) -> pynini.Fst:
+        """``x & y`` or ``x - y``, its product budgeted before its operands are
+        determinised: their concatenations and unions (of parts compiled as usual)
+        and the parts their complements negate are counted on the arcs of their
+        minimal acceptors (:func:`~fstcrf.engine.bounded.minimal_arcs`), and a
+        product that passes max_states is refused then; otherwise as
+        :func:`_combined`.  !(.* B-NP .{16}) & !(.* B-VP .{16}) built each complement
+        (2^17 states, 6 s each over 22 labels) before its product was refused."""
+        left, right = self.operand(grammar, node.left, env), self.operand(grammar, node.right, env)
+        difference = isinstance(node, Difference)
+        deferred = not (left.minimal and right.minimal)  # else bounded_intersect counts as soon
+        if deferred and left.most_states() * right.most_states() > budget.current("max_states") + 1:
+            _check_product(left, right, difference, node.pos)
+        return _combined(left.build(), right.build(), node.pos, difference)
+
+    def operand(self, grammar: Grammar, node: Node, env: dict) -> _Operand:
+        """``node`` as an operand of '&' or '-' (:class:`_Operand`): a concatenation or a
+        union of compiled parts not yet determinised, through complements, bindings and
+        rules; any other part compiled."""
+        if isinstance(node, Complement):
+            inner = self.operand(grammar, node.operand, env)
+            return _Operand(
+                inner.fsa,
+                inner.minimal,
+                not inner.negated,
+                lambda: _complement(self.sigma_star, inner.build(), node.pos),
+            )
+        if isinstance(node, Binding):
+            value, quantified = self.fill(node.value, env, node.pos)
+            return self.operand(grammar, node.body, {**env, node.variable: ("".join(value), quantified)})
+        if isinstance(node, QualifiedRef):
+            return self.rule_operand(grammar.import_map[node.namespace], node.name, node.pos, env, self.operand)
+        if isinstance(node, Name) and self.names_rule(grammar, node):
+            return self.rule_operand(grammar, node.template[0], node.pos, env, self.operand)
+        if isinstance(node, Concat):
+            parts = [self.expr(grammar, part, env) for part in node.parts]
+            concatenation = _concatenated(parts)
+            if concatenation is not None:
+                return _Operand(concatenation, False, False, lambda: self.concatenation(parts, node.pos))
+            return _Operand.built(self.concatenation(parts, node.pos))
+        if isinstance(node, Union):
+            union = pynini.rmepsilon(pynini.union(*(self.expr(grammar, part, env) for part in node.parts)))
+            return _Operand(union, False, False, lambda: _optimized(union, node.pos))
+        return _Operand.built(self.expr(grammar, node, env))
+
     def repetition(self, operand: pynini.Fst, node: Repeat) -> pynini.Fst:
         """``x{m,n}`` (``x{m,}`` for n None) of the compiled ``operand`` x, budgeted
         before pynini's closure chains its max(m, n) copies: their states, and their
         arcs once epsilons are removed (:func:`repetition_arcs`, :func:`star_arcs`).
-        A nullable x repeats as x - "" (x{m,n} is (x - ""){,n}, x{m,} is x*, and
-        x{m,n} is x if n is 1 or x* is x): between copies of a nullable x, epsilons
-        chain, and removing them led each copy into every later one (n^2/2 copies
-        of x's arcs, determinised in minutes for (.?){300})."""
+        A nullable x{m,n} is x^n (x{m,} is x*, and x{m,n} is x if n is 1 or x* is x),
+        budgeted as (x - ""){,n} and built by :func:`~fstcrf.engine.bounded.nullable_power`:
+        between copies of a nullable x, epsilons chain, and removing them led each copy
+        into every later one (n^2/2 copies of x's arcs, determinised in minutes for
+        (.?){300}); without them, the determinisation of (x - ""){,n} held up to n
+        copies of each state of x in a set (18 s for ((.?){1000}){10})."""
         low, high = node.low, node.high
         if high == 0:  # pynini.closure(x, 0, 0) would be x*
             return self.epsilon
-        if accepts_empty(operand):
+        nullable = operand if accepts_empty(operand) else None
+        if nullable is not None:
             if high == 1:
                 return operand
-            star = self.star(operand, node.pos)
-            if high is None or pynini.equivalent(star, operand):
-                return star
+            if high is None or not _longer_by_any_start(operand):
+                star = self.star(operand, node.pos)
+                if high is None or pynini.equivalent(star, operand):
+                    return star
             operand, low = _combined(operand, self.epsilon, node.pos, difference=True), 0
         copies = max(low, high or 1)
         budget.check_states(operand.num_states() * copies, _part(node.pos))
@@ -366,6 +521,8 @@ class _Compiler:
         if high is None:  # the final states of the last copy begin it again
             arcs = max(arcs, star_arcs(operand))
         budget.check_edges(arcs, _part(node.pos), "arcs", at_least=True)
+        if nullable is not None:
+            return nullable_power(nullable, copies, _part(node.pos))
         closure = pynini.closure(operand, low) if high is None else pynini.closure(operand, low, high)
         return _optimized(closure, node.pos)
 
@@ -404,15 +561,22 @@ class _Compiler:
             )
         return self.keys[label]
 
+    def names_rule(self, grammar: Grammar, node: Name) -> bool:
+        """Whether the word ``node`` names a rule of ``grammar`` (GrammarError if it
+        is a label too)."""
+        if not (is_identifier(node.template) and node.template[0] in grammar.rule_map):
+            return False
+        word = node.template[0]
+        if word in self.keys:
+            raise GrammarError(
+                f"{node.pos}: '{word}' is both a rule of {grammar.source} and a label; "
+                f'write "{word}" for the label or rename the rule'
+            )
+        return True
+
     def name(self, grammar: Grammar, node: Name, env: dict) -> pynini.Fst:
-        if is_identifier(node.template) and node.template[0] in grammar.rule_map:
-            word = node.template[0]
-            if word in self.keys:
-                raise GrammarError(
-                    f"{node.pos}: '{word}' is both a rule of {grammar.source} and a label; "
-                    f'write "{word}" for the label or rename the rule'
-                )
-            return self.rule(grammar, word, node.pos, env)
+        if self.names_rule(grammar, node):
+            return self.rule(grammar, node.template[0], node.pos, env)
         pieces, quantified = self.fill(node.template, env, node.pos)
         label = "".join(pieces)
         self.note_template(node, quantified, label in self.keys)

@@ -47,10 +47,9 @@ SHIPPED_DIR = Path(__file__).resolve().parent.parent / "grammars"
 EXTENSION = ".fgr"
 #: The largest bound of a repetition ``x{m,n}``.
 MAX_REPEAT = 1000
-#: The deepest nesting of a rule's body (parentheses, '!', 'any', 'all', 'with' and
-#: postfix operators '*', '+', '?', '{m,n}', each of a chain a level) and the most
-#: operands of '&' and '-' in a row: deeper trees would exhaust Python's recursion
-#: when parsed, compiled or hashed.
+#: The deepest nesting of a rule's body (parentheses, '!', 'any', 'all', 'with',
+#: postfix operators '*', '+', '?', '{m,n}' and operators '&' and '-', each of a chain
+#: a level): deeper trees would exhaust Python's recursion when parsed, compiled or hashed.
 MAX_NESTING = 100
 #: Words that are not bare labels (quote a label spelled so).
 KEYWORDS = frozenset({"import", "as", "any", "all", "with"})
@@ -353,17 +352,28 @@ class _Parser:
         return parts[0] if len(parts) == 1 else Union(first.pos, tuple(parts))
 
     def boolean(self) -> Node:
+        """Operands joined by '&' and '-', left to right: each operator is a level above
+        the operands before it, which its chain (x & y & z is (x & y) & z) moves one
+        level deeper, and its right operand is parsed a level deeper; GrammarError at
+        the operator, or the token of its right operand, that nests past MAX_NESTING."""
+        enclosing_deepest, self.deepest = self.deepest, self.depth
         left = self.concatenation()
-        operands = 1
+        chain_deepest = self.deepest
         while self.at("punct", "&") or self.at("punct", "-"):
             operator = self.advance()
-            operands += 1
-            if operands > MAX_NESTING:
+            if chain_deepest + 1 > MAX_NESTING:
                 raise self.error(
-                    operator, f"more than {MAX_NESTING} operands of '&' and '-' in a row; group them in rules"
+                    operator,
+                    f"the chain of '&' and '-' nests more than {MAX_NESTING} levels deep (each operator a level "
+                    "above the operands before it); name some of its operands as rules",
                 )
+            self.nest()
+            self.deepest = self.depth
             right = self.concatenation()
+            self.depth -= 1
+            chain_deepest = max(chain_deepest + 1, self.deepest)
             left = (Intersection if operator.value == "&" else Difference)(operator.pos, left, right)
+        self.deepest = max(enclosing_deepest, chain_deepest)
         return left
 
     def concatenation(self) -> Node:

@@ -847,7 +847,7 @@ def test_documented_examples_parse():
     [
         ("(" * 400 + "O" + ")" * 400, "nests more than 100 levels"),
         ("!" * 400 + "O", "more than 100 nested '!'"),
-        (" & ".join(["(O | B-NP)*"] * 600), "more than 100 operands of '&' and '-'"),
+        (" & ".join(["(O | B-NP)*"] * 600), "the chain of '&' and '-' nests more than 100 levels deep"),
         ("with X = NP: " * 300 + "O", "nests more than 100 levels"),
         ("O" + "?" * 495, "the chain of postfix operators ('*', '+', '?', '{m,n}') nests more than 100 levels"),
         ("((O" + "?" * 40 + ")" + "*" * 40 + ")" + "{2}" * 40, "the chain of postfix operators"),
