@@ -99,7 +99,8 @@ class Scorer:
 
     With ``constraint`` (an acceptor over the topology's labels) every
     inference runs on the topology restricted to the accepted label sequences
-    (Z sums over those only) and reports results on the original states."""
+    (Z sums over those only) and reports results on the original states; errors
+    name it ``grammar`` (e.g. "the training grammar chunks.fgr")."""
 
     def __init__(
         self,
@@ -108,13 +109,14 @@ class Scorer:
         threads: int,
         constraint: Acceptor | None = None,
         transitions: TransitionWeights | None = None,
+        grammar: str = "the grammar",
     ):
         self.features = features
         self.topology = topology
         self.threads = threads
         self.transitions = transitions or TransitionWeights(topology.num_edges)
         self.num_weights = features.num_features + self.transitions.size
-        self.constrained = None if constraint is None else constrain(topology, constraint)
+        self.constrained = None if constraint is None else constrain(topology, constraint, name=grammar)
 
     def potentials(
         self,

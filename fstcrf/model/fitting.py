@@ -159,7 +159,15 @@ def model_scorer(model, features, topology, constraint, lower_labels, active_edg
     """The Scorer of ``features`` on ``topology`` with ``model``'s threads, the training
     ``constraint`` and the transition layout of ``lower_labels`` and ``active_edges``."""
     layout = transition_layout(model, topology.num_edges, lower_labels, active_edges)
-    return Scorer(features, topology, int(model.threads), constraint, layout)
+    return Scorer(features, topology, int(model.threads), constraint, layout, training_grammar_name(model))
+
+
+def training_grammar_name(model) -> str:
+    """How errors name ``model``'s training grammar: "the training grammar chunks.fgr"
+    (its file or shipped name, as a model file keeps it), "the grammar" for text."""
+    grammar = model.grammar
+    source = grammar.source if isinstance(grammar, Grammar) else str(grammar)
+    return "the grammar" if grammar is None or source.startswith("<") else f"the training grammar {source}"
 
 
 #: Each model's Scorer, with what it was made from (see :func:`fitted_scorer`).

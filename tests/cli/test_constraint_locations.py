@@ -50,8 +50,8 @@ def test_an_infeasible_sentence_is_named_by_its_file_and_first_line(iob2_chunker
     assert main(arguments + extra) == 2
     error = error_line(capsys)
     assert f"error: {clashing}:45: " in error  # sentence 22's line
-    # the clash is with the training grammar, which the message says takes part
-    assert "no label sequence under the grammar; these clash with it: token 0 fixed to I-NP" in error
+    # the clash is with the training grammar, which the message names as the model file keeps it
+    assert "no label sequence under the training grammar iob2; these clash with it: token 0 fixed to I-NP" in error
     assert not re.search(r"sentence \d", error)  # no index within a batch
 
 
