@@ -244,6 +244,15 @@ class Topology:
         [..., S] (each row apart)."""
         states = np.asarray(states, dtype=bool)
         rows = states.reshape(-1, self.num_states)
+        if len(rows) == 1:  # one set: the edges leaving its states, where they are few
+            active = np.flatnonzero(rows[0])
+            first, counts = self.out_ptr[active], self.out_ptr[active + 1] - self.out_ptr[active]
+            total = int(counts.sum())
+            if 4 * total < self.num_edges:
+                leaving = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(total)
+                following = np.zeros(self.num_states, dtype=bool)
+                following[self.out_dst[leaving]] = True
+                return following.reshape(states.shape)
         entered = np.flatnonzero(np.diff(self.in_ptr) > 0)
         following = np.zeros_like(rows)
         block = max(1, (1 << 22) // max(self.num_edges, 1))  # rows x edges at most 4M at a time
@@ -279,7 +288,7 @@ class Reachability:
 
     def __init__(self, start: np.ndarray, step: Callable[[np.ndarray], np.ndarray], final: np.ndarray, name: str):
         self.start, self.step, self.final, self.name = start, step, final, name
-        self._reachable: list[np.ndarray] = []
+        self._reachable: list[bytes] = []  # R_t, a bit a state (np.packbits): 4,096 sets of 200,000 states in 100 MB
         self._seen: dict[bytes, int] = {}
         self._cycle: tuple[int, int] | None = None  # (first, end) of the sets that repeat
         self._feasible: dict[int, bool] = {}
@@ -287,16 +296,27 @@ class Reachability:
     def _extend(self, length: int) -> None:
         """Grow the sets R_t to ``length`` or until they repeat."""
         if not self._reachable:
-            self._reachable.append(self.start.copy())
-            self._seen[self.start.tobytes()] = 0
+            self._reachable.append(np.packbits(self.start).tobytes())
+            self._seen[self._reachable[0]] = 0
+        last = self._unpacked(self._reachable[-1])
         while self._cycle is None and len(self._reachable) < length:
-            following = self.step(self._reachable[-1])
-            key = following.tobytes()
+            last = self.step(last)
+            key = np.packbits(last).tobytes()
             if key in self._seen:
                 self._cycle = (self._seen[key], len(self._reachable))
                 return
             self._seen[key] = len(self._reachable)
-            self._reachable.append(following)
+            self._reachable.append(key)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickle; the sets of a release that kept them unpacked are found again."""
+        self.__dict__.update(state)
+        if self._reachable and not isinstance(self._reachable[0], bytes):
+            self._reachable, self._seen, self._cycle = [], {}, None
+
+    def _unpacked(self, packed: bytes) -> np.ndarray:
+        """bool [S]: a set of states kept a bit a state."""
+        return np.unpackbits(np.frombuffer(packed, dtype=np.uint8), count=len(self.start)).astype(bool)
 
     def reachable_at(self, length: int) -> np.ndarray:
         """bool [S]: R_length."""
@@ -307,7 +327,7 @@ class Reachability:
         if self._cycle is not None and index >= len(self._reachable):
             first, end = self._cycle
             index = first + (index - first) % (end - first)
-        return self._reachable[index]
+        return self._unpacked(self._reachable[index])
 
     def is_feasible(self, length: int) -> bool:
         """Whether some allowed label sequence has exactly ``length`` labels."""
@@ -322,7 +342,10 @@ class Reachability:
         reachable sets once they repeat; False when they have not within
         FEASIBILITY_STEPS tokens, and lengths are then checked one by one)."""
         self._extend(FEASIBILITY_STEPS)
-        return self._cycle is not None and all(np.any(reached & self.final) for reached in self._reachable)
+        final = np.packbits(self.final)
+        return self._cycle is not None and all(
+            np.any(np.frombuffer(reached, dtype=np.uint8) & final) for reached in self._reachable
+        )
 
     def check_lengths(self, lengths: Iterable[int]) -> None:
         """Raise InfeasibleError naming the sentences no allowed sequence fits."""

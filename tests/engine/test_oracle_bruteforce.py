@@ -511,3 +511,13 @@ def test_feasibility_survives_pickling_also_from_before_it_was_remembered():
     assert [old.is_feasible(T) for T in range(1, 16)] == [T % 3 == 1 for T in range(1, 16)]
     again = pickle.loads(pickle.dumps(old))
     assert [again.is_feasible(T) for T in range(1, 16)] == [T % 3 == 1 for T in range(1, 16)]
+
+
+def test_reachable_sets_pickled_unpacked_by_an_earlier_release_are_found_again():
+    spec = three_cycle_spec(extra_states=1)
+    topology = spec.topology()
+    assert topology.is_feasible(4)
+    feasibility = topology.feasibility
+    feasibility._reachable = [topology.start.copy()]  # as an earlier release kept them: bool arrays
+    again = pickle.loads(pickle.dumps(topology))
+    assert [again.is_feasible(T) for T in range(1, 16)] == [T % 3 == 1 for T in range(1, 16)]
