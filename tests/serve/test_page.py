@@ -9,9 +9,17 @@ download of partial labels, which ``fstcrf train --init`` continues from.  The s
 loop by keyboard alone.  A refused, empty or unreadable Tag, or a server out of reach,
 says so and keeps the last answer and its corrections.  ``fstcrf view --edit`` opens
 the page on a file's sentences, tagged, under its --title and --low-confidence.
+While an answer is awaited (held back with page.route), corrections, withdrawals and a
+new threshold wait and go together in the next request, none lost, and a selection made
+meanwhile stays open (or is closed, saying why); a refused request undoes what it
+carried alone.  An empty threshold is the default; a right-to-left override in a token
+reorders nothing around it; a new bearer token keeps the model chosen.  A corrected
+sentence the download cannot hold (a token ``-DOCSTART-``) is named, not refused.
 
 Skipped where Playwright or Chromium is missing, except under CI, whose .ci/run
 installs both."""
+
+import time
 
 import needs_serve  # noqa: F401  (skips the module without the extra serve)
 import httpx
@@ -414,3 +422,326 @@ def test_a_refused_tag_keeps_the_last_answer_and_its_corrections(words_model, st
     assert saved.read_text(encoding="utf-8") == page.evaluate("window.page.last.answer.partial_labels.conll")
     assert saved.read_text(encoding="utf-8").count("\n\n") == 1  # sentence 0, the one corrected
     assert errors == []
+
+
+def tagged(start_server, page, model: str):
+    """A server of ``model`` and ``page`` open on it, showing TEXT tagged: the server."""
+    server = opened(start_server, page, model)
+    page.fill("#input", TEXT)
+    page.click("#submit")
+    decoded_again(page, 1)
+    return server
+
+
+class HeldAnswers:
+    """The page's tag requests held back (through page.route) until ``release``: a
+    request stays under way for as long as the test needs, however fast the server."""
+
+    def __init__(self, page):
+        self.page = page
+        self.routes = []
+        self.released = False
+        page.route("**/v1/models/*/tag", self.hold)
+
+    def hold(self, route) -> None:
+        if self.released:
+            route.continue_()
+        else:
+            self.routes.append(route)
+
+    def wait_for(self, count: int, timeout: float = 30.0) -> None:
+        """Wait until ``count`` requests are held (a failure after ``timeout`` seconds)."""
+        deadline = time.monotonic() + timeout
+        while len(self.routes) < count:
+            assert time.monotonic() < deadline, f"{len(self.routes)} requests held, not {count}"
+            self.page.wait_for_timeout(20)  # lets Playwright hand over the requests it intercepted
+
+    def release(self) -> None:
+        """Let the held requests go on to the server, and the later ones pass."""
+        self.released = True
+        for route in self.routes:
+            route.continue_()
+
+    def refuse(self) -> None:
+        """Fail the held requests (the server out of reach), and let the later ones pass."""
+        self.released = True
+        for route in self.routes:
+            route.abort()
+
+
+def settled(page, answers: int) -> int:
+    """Wait until the page has shown at least ``answers`` answers and is idle: how many it showed."""
+    page.wait_for_function(f"window.page.answers >= {answers} && !window.page.busy")
+    return page.evaluate("window.page.answers")
+
+
+def listed_corrections(page) -> list[str]:
+    """The corrections each sentence lists, as the page shows them."""
+    return page.eval_on_selector_all("#view .correction", "items => items.map(item => item.textContent)")
+
+
+def page_errors(page) -> list[str]:
+    """The page's uncaught errors from now on (a list the page fills)."""
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
+@pytest.mark.slow
+def test_corrections_made_while_an_answer_is_awaited_are_sent_together(words_model, start_server, browser_page):
+    page = browser_page
+    server = tagged(start_server, page, str(words_model))
+    errors = page_errors(page)
+    rows = chunk_rows(page)
+
+    # the last chunk of sentence 0 removed: its answer is held back
+    held = HeldAnswers(page)
+    _, start, end = rows[0][-1][:3]
+    page.click(f'#sentence-0 tr.layer td.span[data-first="{start}"]')
+    page.click("#remove")
+    held.wait_for(1)
+    # meanwhile the first chunk of sentence 1 kept, and "quietly grow" selected
+    kind, first, last = rows[1][0][:3]
+    page.click(f'#sentence-1 tr.layer td.span[data-first="{first}"]')
+    page.click("#keep")
+    page.click("#sentence-1 tr.tokens td:nth-child(5)")
+    page.click("#sentence-1 tr.tokens td:nth-child(6)", modifiers=["Shift"])
+    held.release()
+
+    assert settled(page, 2) == 3  # the held answer, then one under both corrections
+    body = page.evaluate("window.page.last.body")
+    assert body["constraints"] == [
+        {"fixed": {str(t): "O" for t in range(start, end + 1)}},
+        {"spans": [{"first": first, "last": last, "type": kind}]},
+    ]
+    assert chunk_rows(page) == api_rows(server.url, body, 0.5)
+    shown = listed_corrections(page)
+    assert len(shown) == 2 and shown[0].startswith("removed O") and shown[1].startswith(f"kept {kind}")
+    assert page.text_content("#status").endswith("2 corrections")
+    # the selection made meanwhile is still open, on the same tokens
+    assert page.is_visible("#editor") and "“quietly grow”" in page.text_content("#selection")
+    selected = page.eval_on_selector_all("#sentence-1 tr.tokens td.selected", "cells => cells.map(c => c.textContent)")
+    assert selected == ["quietly", "grow"]
+    page.click('#types button[data-type="NP"]')
+    assert settled(page, 4) == 4
+    spans = page.evaluate("window.page.last.body")["constraints"][1]["spans"]
+    assert spans[-1] == {"first": 3, "last": 4, "type": "NP"}
+
+    # a chunk selected again while its removal is awaited: closed when it is gone, saying so
+    _, start, end = chunk_rows(page)[0][0][:3]
+    chunk = f'#sentence-0 tr.layer td.span[data-first="{start}"]'
+    held = HeldAnswers(page)
+    page.click(chunk)
+    page.click("#remove")
+    held.wait_for(1)
+    page.click(chunk)  # the view shown until the answer comes
+    assert page.is_visible("#editor")
+    held.release()
+    assert settled(page, 5) == 5
+    assert not page.is_visible("#editor")
+    closed = f"the chunk selected (sentence 0, tokens {start}–{end}) is not in the new answer"
+    assert closed in page.text_content("#status")
+    assert errors == []
+
+
+@pytest.mark.slow
+def test_corrections_withdrawn_while_an_answer_is_awaited_are_all_withdrawn(words_model, start_server, browser_page):
+    page = browser_page
+    tagged(start_server, page, str(words_model))
+    errors = page_errors(page)
+    for sentence in (0, 1):
+        page.click(f"#sentence-{sentence} tr.layer td.span")
+        page.click("#keep")
+        decoded_again(page, 2 + sentence)
+    assert len(listed_corrections(page)) == 2
+
+    held = HeldAnswers(page)
+    page.click("#sentence-0 .corrections button.withdraw")
+    held.wait_for(1)
+    page.click("#sentence-1 .corrections button.withdraw")  # on the view shown, while the first is held
+    held.release()
+
+    assert settled(page, 4) == 5
+    assert "constraints" not in page.evaluate("window.page.last.body")
+    assert page.evaluate("window.page.corrections.size") == 0 and listed_corrections(page) == []
+    assert page.text_content("#status").endswith("0 corrections")
+
+    # the request under way refused: its correction is undone, the one made meanwhile goes on
+    held = HeldAnswers(page)
+    page.click("#sentence-0 tr.layer td.span")
+    page.click("#keep")
+    held.wait_for(1)
+    kind, first, last = chunk_rows(page)[1][0][:3]
+    page.click("#sentence-1 tr.layer td.span")
+    page.click("#keep")
+    held.refuse()
+    assert settled(page, 6) == 6
+    assert page.get_attribute("#status", "class") == "error"
+    assert page.text_content("#status").startswith("the correction was not applied: cannot reach the server")
+    assert page.evaluate("window.page.last.body")["constraints"] == [
+        None,
+        {"spans": [{"first": first, "last": last, "type": kind}]},
+    ]
+    words = " ".join(TEXT.split("\n\n")[1].split()[first : last + 1])
+    assert listed_corrections(page) == [f"kept {kind} “{words}” ×"]
+
+    # while a new input is tagged, a correction of the last one is refused, saying so
+    held = HeldAnswers(page)
+    page.fill("#input", "many old cities grow .")
+    page.click("#submit")
+    held.wait_for(1)
+    page.click("#sentence-0 tr.layer td.span")
+    page.click("#keep")
+    assert "a new input is being tagged" in page.text_content("#status")
+    held.release()
+    assert settled(page, 7) == 7
+    assert page.evaluate("window.page.corrections.size") == 0
+    assert "constraints" not in page.evaluate("window.page.last.body")
+    assert errors == []
+
+
+def agree_on_threshold(page, threshold: float) -> None:
+    """The threshold field, the last request and the status line all say ``threshold``,
+    and the chunks flagged are those less probable than it."""
+    assert page.input_value("#threshold") == str(threshold)
+    assert page.evaluate("window.page.last.body.low_confidence") == threshold
+    chunks = [chunk for rows in chunk_rows(page) for chunk in rows]
+    assert all(chunk[4] == (chunk[3] < threshold) for chunk in chunks)
+    to_check = page.eval_on_selector_all('tr.layer[data-layer="chunk"] td.span.low:not(.corrected)', "c => c.length")
+    assert f" {to_check} below {threshold} to check;" in page.text_content("#status"), page.text_content("#status")
+    assert page.is_enabled("#next-check") == (to_check > 0)
+
+
+@pytest.mark.slow
+def test_a_threshold_changed_while_an_answer_is_awaited_or_refused_agrees_with_the_flags(
+    words_model, start_server, browser_page
+):
+    page = browser_page
+    tagged(start_server, page, str(words_model))
+    errors = page_errors(page)
+    agree_on_threshold(page, 0.5)
+
+    # changed while a correction's answer is held back: applied after it
+    held = HeldAnswers(page)
+    page.click("#sentence-0 tr.layer td.span")
+    page.click("#keep")
+    held.wait_for(1)
+    page.fill("#threshold", "0.95")
+    page.press("#threshold", "Tab")
+    held.release()
+    assert settled(page, 2) == 3
+    agree_on_threshold(page, 0.95)
+
+    # refused: the field goes back to the threshold the flags are drawn with, and says why
+    page.route("**/v1/models/*/tag", lambda route: route.abort())
+    page.fill("#threshold", "0.2")
+    page.press("#threshold", "Tab")
+    page.wait_for_selector("#status.error")
+    assert "threshold 0.2 was not applied" in page.text_content("#status"), page.text_content("#status")
+    assert page.input_value("#threshold") == "0.95"
+    assert page.evaluate("window.page.last.body.low_confidence") == 0.95
+    assert errors == []
+
+
+@pytest.mark.slow
+def test_an_empty_threshold_is_the_default(words_model, start_server, browser_page):
+    page = browser_page
+    tagged(start_server, page, str(words_model))
+    page.fill("#threshold", "0.95")
+    page.press("#threshold", "Tab")
+    decoded_again(page, 2)
+    agree_on_threshold(page, 0.95)
+    page.fill("#threshold", "")
+    page.press("#threshold", "Tab")
+    decoded_again(page, 3)
+    agree_on_threshold(page, 0.5)
+
+
+def left_of(page, selector: str, text: str) -> float:
+    """Where ``text`` (within one text node of the element ``selector``) begins on the
+    screen: the left edge of its rendered glyphs, in pixels."""
+    return page.evaluate(
+        """([selector, text]) => {
+             const walker = document.createTreeWalker(document.querySelector(selector), NodeFilter.SHOW_TEXT);
+             for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+               const at = node.data.indexOf(text);
+               if (at < 0) continue;
+               const range = document.createRange();
+               range.setStart(node, at);
+               range.setEnd(node, at + text.length);
+               return range.getBoundingClientRect().left;
+             }
+             throw new Error(`${text} is not in ${selector}`);
+           }""",
+        [selector, text],
+    )
+
+
+@pytest.mark.slow
+def test_a_right_to_left_override_in_a_token_stays_in_the_token(words_model, start_server, browser_page):
+    page = browser_page
+    page.set_viewport_size({"width": 1600, "height": 900})
+    opened(start_server, page, str(words_model))
+    page.check('input[name="input"][value="conll"]')
+    page.fill("#input", "the DT\n\u202elight NN\nmight MD\nbuild VB\na DT\nhouse NN\n. .\n")
+    page.click("#submit")
+    decoded_again(page, 1)
+    page.click("#sentence-0 tr.tokens td:nth-child(2)")
+    page.click("#sentence-0 tr.tokens td:nth-child(3)", modifiers=["Shift"])
+    page.click('#types button[data-type="NP"]')
+    decoded_again(page, 2)
+
+    # the chunk marked, selected: the words after the token read left to right
+    page.click('#sentence-0 tr.layer td.span[data-first="0"][data-type="NP"]')
+    assert "p = 1.0000" in page.text_content("#selection")
+    assert (
+        left_of(page, "#selection", "the")
+        < left_of(page, "#selection", "light")
+        < left_of(page, "#selection", "sentence 0")
+        < left_of(page, "#selection", "p = 1.0000")
+        < left_of(page, "#selection", "change its type")
+    )
+    # the list of corrections: the closing quote and the × after the token
+    item = "#sentence-0 .correction"
+    assert left_of(page, item, "marked") < left_of(page, item, "light") < left_of(page, item, "”")
+    withdraw = page.eval_on_selector(f"{item} button.withdraw", "button => button.getBoundingClientRect().left")
+    assert left_of(page, item, "”") < withdraw
+
+
+@pytest.mark.slow
+def test_the_model_chosen_is_kept_when_the_token_changes(words_model, demo_chunker, start_server, browser_page):
+    page = browser_page
+    server = start_server(f"chunks={demo_chunker}", f"words={words_model}", "--tokenizer", "regex")
+    page.goto(server.url + "/")
+    page.wait_for_selector('#model option[value="words"]', state="attached")
+    assert page.input_value("#model") == "chunks"
+    page.select_option("#model", "words")
+    page.fill("#input", TEXT)
+    page.click("#submit")
+    decoded_again(page, 1)
+    assert page.text_content("#status").startswith("2 sentences")
+    page.fill("#token", "a token")  # this server asks for none: the list is the same
+    page.press("#token", "Tab")
+    page.wait_for_function("document.getElementById('status').textContent === ''")  # listed again
+    assert page.input_value("#model") == "words"
+    assert page.text_content("#model-kind").startswith("single; reads word;")
+
+
+@pytest.mark.slow
+def test_a_corrected_sentence_the_download_cannot_hold_is_named(words_model, start_server, browser_page):
+    import_or_skip("spacy", "the test needs spaCy's tokenizer, which keeps -DOCSTART- whole: pip install spacy")
+    page = browser_page
+    errors = page_errors(page)
+    server = start_server(str(words_model), "--tokenizer", "spacy")
+    page.goto(server.url + "/")
+    page.wait_for_selector('#model option[value="default"]', state="attached")
+    page.fill("#input", "the -DOCSTART- light might build a house .\n\nmany old cities quietly grow .")
+    page.click("#submit")
+    decoded_again(page, 1)
+    page.click("#sentence-0 tr.tokens td:nth-child(2)")
+    page.click("#sentence-right")  # every label of sentence 0 confirmed: it was refused (a 422) before
+    decoded_again(page, 2)
+    status = page.text_content("#status")
+    assert "the download lacks sentence 0 (token 1: " in status and "-DOCSTART-" in status
+    assert page.evaluate("window.page.last.answer.partial_labels.sentences") == []
+    assert page.is_disabled("#download") and errors == []

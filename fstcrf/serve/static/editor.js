@@ -2,9 +2,12 @@
 // it: then retype it, remove it, or keep it as it is. A click on a token selects it,
 // and a shift-click on another token of the same sentence extends the selection: then
 // mark those tokens as a chunk of a type. Each action goes to `onCorrect(sentence,
-// correction)`. After each answer, `show` marks the corrected chunks and lists each
-// sentence's corrections, each with a button that withdraws it (`onWithdraw`).
-// Every text shown is set as text, never as markup.
+// correction)`, and closes the selection. After each answer, `show` marks the corrected
+// chunks and lists each sentence's corrections, each with a button that withdraws it
+// (`onWithdraw`); a selection made while the answer was awaited stays open where it is
+// still shown. Every text shown is set as text, never as markup, and each token and
+// type is isolated from the text around it (a right-to-left override in a token turns
+// nothing else around).
 //
 // By keyboard: the chunks of the top layer and the tokens are in the tab order; Enter
 // or Space on one is a click (with Shift, a shift-click), the left and right arrows
@@ -19,6 +22,11 @@ function element(tag, className, text) {
   if (className) made.className = className;
   if (text !== undefined) made.textContent = text;
   return made;
+}
+
+// A token's or a type's text, in an isolate of its own.
+function isolated(text) {
+  return element("bdi", null, text);
 }
 
 function sentenceNumber(node) {
@@ -74,7 +82,7 @@ export class Editor {
   // left in the panel (a correction made by keyboard draws the view anew).
   focusSentence(sentence) {
     const active = document.activeElement;
-    if (active && active !== document.body && !this.panel.contains(active)) return;
+    if (active && active !== document.body && !(this.panel.hidden && this.panel.contains(active))) return;
     const cell = this.view.querySelector(`#sentence-${sentence} td[tabindex]`);
     if (cell) cell.focus();
   }
@@ -89,7 +97,8 @@ export class Editor {
     if (cell) cell.focus();
   }
 
-  // After each answer: the model's top layer and chunk types, the results shown.
+  // After each answer: the model's top layer and chunk types, the results shown. What
+  // `reselect` closed, or null.
   show(model, answer) {
     // only chunks are corrected: a top layer of tags (a part-of-speech tagger's) is not
     this.layer = model.chunk_types.length ? model.predicts[model.predicts.length - 1] : null;
@@ -105,7 +114,28 @@ export class Editor {
       }),
     );
     this.decorate();
-    this.select(null);
+    return this.reselect();
+  }
+
+  // The selection kept on the view drawn anew (a chunk with its new probability), and
+  // the focus on it if the focus was on the view; closed if its chunk is not shown any
+  // more: what was closed, to be said, or null.
+  reselect() {
+    const selection = this.selection;
+    if (selection === null || this.layer === null) {
+      this.select(null);
+      return null;
+    }
+    const {sentence, first, last, chunk} = selection;
+    const cell = chunk ? this.chunkCell(sentence, first, last, chunk.type) : this.tokenCells(sentence)[last];
+    if (!cell) {
+      this.select(null);
+      return `the chunk selected (sentence ${sentence}, tokens ${first}–${last}) is not in the new answer`;
+    }
+    const probability = chunk ? Number(cell.dataset.probability) : null;
+    this.select(chunk ? {...selection, chunk: {...chunk, probability}} : selection);
+    if (document.activeElement === document.body) cell.focus();
+    return null;
   }
 
   topCells(sentence) {
@@ -117,11 +147,14 @@ export class Editor {
     return Array.from(this.view.querySelectorAll(`#sentence-${sentence} tr.tokens td`));
   }
 
-  tokenText(sentence, first, last) {
-    return this.tokenCells(sentence)
-      .slice(first, last + 1)
-      .map((cell) => cell.textContent)
-      .join(" ");
+  // Tokens first..last of a sentence to show, each in an isolate, a space between them.
+  words(sentence, first, last) {
+    const words = [];
+    for (const cell of this.tokenCells(sentence).slice(first, last + 1)) {
+      if (words.length) words.push(" ");
+      words.push(isolated(cell.textContent));
+    }
+    return words;
   }
 
   clicked(event) {
@@ -160,11 +193,17 @@ export class Editor {
     } else {
       for (const cell of this.tokenCells(sentence).slice(first, last + 1)) cell.classList.add("selected");
     }
-    const words = this.tokenText(sentence, first, last);
     const where = `sentence ${sentence}, tokens ${first}–${last}`;
-    this.panel.querySelector("#selection").textContent = chunk
-      ? `${chunk.type} “${words}” (${where}, p = ${chunk.probability.toFixed(4)}): change its type, remove it or keep it`
-      : `“${words}” (${where}): mark as a chunk of type`;
+    this.panel
+      .querySelector("#selection")
+      .replaceChildren(
+        ...(chunk ? [isolated(chunk.type), " "] : []),
+        "“",
+        ...this.words(sentence, first, last),
+        chunk
+          ? `” (${where}, p = ${chunk.probability.toFixed(4)}): change its type, remove it or keep it`
+          : `” (${where}): mark as a chunk of type`,
+      );
     for (const button of this.panel.querySelectorAll("button.type")) {
       button.disabled = Boolean(chunk) && button.dataset.type === chunk.type;
     }
@@ -178,24 +217,31 @@ export class Editor {
     );
   }
 
+  // The selection acted on, closed: the correction replaces what it showed.
+  taken() {
+    const selection = this.selection;
+    this.select(null);
+    return selection;
+  }
+
   typed(type) {
-    const {sentence, first, last, chunk} = this.selection;
+    const {sentence, first, last, chunk} = this.taken();
     this.onCorrect(sentence, {first, last, type, how: chunk ? HOW.retyped : HOW.marked});
   }
 
   keep() {
-    const {sentence, first, last, chunk} = this.selection;
+    const {sentence, first, last, chunk} = this.taken();
     this.onCorrect(sentence, {first, last, type: chunk.type, how: HOW.kept});
   }
 
   remove() {
-    const {sentence, first, last} = this.selection;
+    const {sentence, first, last} = this.taken();
     this.onCorrect(sentence, {first, last, type: null, how: HOW.removed});
   }
 
-  // Every chunk of the selected sentence kept, every token outside them fixed to O.
+  // Every chunk of the selected sentence (as shown) kept, every token outside them fixed to O.
   sentenceRight() {
-    const {sentence} = this.selection;
+    const {sentence} = this.taken();
     const tokens = this.tokenCells(sentence).length;
     const corrections = [];
     let next = 0;
@@ -238,14 +284,14 @@ export class Editor {
             cell.title += `; ${how} by you`;
           }
         }
-        const item = element("span", "correction", `${how} ${type ?? "O"} “${this.tokenText(sentence, first, last)}”`);
+        const item = element("span", "correction");
         item.dataset.first = String(first);
         item.dataset.last = String(last);
         const withdraw = element("button", "withdraw", "×");
         withdraw.type = "button";
         withdraw.title = "withdraw this correction";
         withdraw.addEventListener("click", () => this.onWithdraw(sentence, correction));
-        item.append(" ", withdraw);
+        item.append(`${how} `, isolated(type ?? "O"), " “", ...this.words(sentence, first, last), "” ", withdraw);
         list.append(item);
       }
       sentenceNode.append(list);
