@@ -139,24 +139,21 @@ def test_a_token_outside_a_file_is_located_on_standard_input():
     assert token_location(corpus, 0) == "standard input:1"
 
 
-def test_a_component_named_twice_is_refused(demo_joint, tmp_path, capsys):
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ("chunk,chunk", "the component chunk is named twice"),
+        ("chunk,chunk=chunk", "the component chunk is named twice"),
+        ("1=chunk", "has no component predicting '1'; name one of pos, chunk (TARGET=COLUMN"),
+        ("ner=chunk", "has no component predicting 'ner'; name one of pos, chunk (TARGET=COLUMN"),
+    ],
+)
+def test_a_component_named_twice_or_not_by_its_column_is_refused(demo_joint, tmp_path, capsys, given, message):
     partial = tmp_path / "partial.txt"
     partial.write_text("He PRP ?\nruns VBZ B-VP\n")
-    for given in ("chunk,chunk", "chunk,chunk=chunk"):
-        arguments = ["-q", "tag", str(demo_joint), str(partial), "--constraints", given]
-        assert main([*arguments, "-o", str(tmp_path / "o.txt")]) == 2
-        assert f"--constraints {given}: the component chunk is named twice" in error_line(capsys)
-
-
-def test_a_component_is_named_by_the_column_it_predicts(demo_joint, tmp_path, capsys):
-    partial = tmp_path / "partial.txt"
-    partial.write_text("He PRP ?\nruns VBZ B-VP\n")
-    for given in ("1=chunk", "ner=chunk"):
-        arguments = ["-q", "tag", str(demo_joint), str(partial), "--constraints", given]
-        assert main([*arguments, "-o", str(tmp_path / "o.txt")]) == 2
-        error = error_line(capsys)
-        assert f"has no component predicting '{given.split('=')[0]}'; name one of pos, chunk" in error
-        assert "0.." not in error
+    arguments = ["-q", "tag", str(demo_joint), str(partial), "--constraints", given]
+    assert main([*arguments, "-o", str(tmp_path / "o.txt")]) == 2
+    assert f"--constraints {given}: " in (error := error_line(capsys)) and message in error
 
 
 @pytest.mark.parametrize(
