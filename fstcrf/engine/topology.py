@@ -246,10 +246,10 @@ class Topology:
         rows = states.reshape(-1, self.num_states)
         if len(rows) == 1:  # one set: the edges leaving its states, where they are few
             active = np.flatnonzero(rows[0])
-            first, counts = self.out_ptr[active], self.out_ptr[active + 1] - self.out_ptr[active]
+            begins, counts = self.out_ptr[active], self.out_ptr[active + 1] - self.out_ptr[active]
             total = int(counts.sum())
             if 4 * total < self.num_edges:
-                leaving = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(total)
+                leaving = np.repeat(begins - np.cumsum(counts) + counts, counts) + np.arange(total)
                 following = np.zeros(self.num_states, dtype=bool)
                 following[self.out_dst[leaving]] = True
                 return following.reshape(states.shape)
