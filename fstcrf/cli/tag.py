@@ -189,13 +189,14 @@ def input_constraints(model, corpus, args: argparse.Namespace):
             target = target or column
             if target in given:
                 raise CompositionError(f"--constraints {args.constraints}: the component {target} is named twice")
-            if target not in model.targets:
+            if target not in model.targets and column in corpus.column_names:  # (else the column is named)
                 raise CompositionError(
                     f"--constraints {args.constraints}: {args.model} has no component predicting {target!r}; "
                     f"name one of {', '.join(model.targets)} (TARGET=COLUMN, or COLUMN alone for the component "
                     "predicting it)"
                 )
-            given[target] = column_constraints(corpus, column, model.components[model.targets.index(target)].labels_)
+            labels = model.components[model.targets.index(target)].labels_ if target in model.targets else None
+            given[target] = column_constraints(corpus, column, labels)
         return given
     labels = (model.second_ if is_two_stage(model) else model).labels_
     constraints = column_constraints(corpus, args.constraints, labels) if args.constraints is not None else None

@@ -2,6 +2,7 @@
 two threads writing them later do not fault them in at once (the bandit learner's weights,
 step state and gradient buffers)."""
 
+import mmap
 import resource
 
 import numpy as np
@@ -28,7 +29,10 @@ def test_zeros_of_the_shape():
 
 def test_its_pages_are_in_memory_before_anything_writes_them():
     # 64 MiB: fresh zeros of that size fault at their first writes (16,384 small pages,
-    # or 32 huge ones where transparent huge pages are on)
-    fresh = faults_while_writing(np.zeros(8 << 20))
+    # or 32 huge ones where transparent huge pages are on).  The fresh ones are mapped
+    # here: np.zeros may be given memory malloc has used before (whose pages are in
+    # memory already), as it was once in CI after other tests in the same process.
+    with mmap.mmap(-1, 64 << 20) as fresh_pages:
+        fresh = faults_while_writing(np.frombuffer(fresh_pages, dtype=np.float64))
     written = faults_while_writing(kernel.written_zeros(8 << 20))
     assert written <= 2 < fresh
