@@ -315,7 +315,6 @@ def constrain(
         emissions[untracked, S:] = -np.inf
     emissions += np.tile(token_scores(rules, pot.lengths, labels_of_state), flags)
     by_token: dict[tuple[int, int], np.ndarray] = {}  # (sentence, token) -> float [E'] added into it
-    lifted: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(a pair_scores row) -> (it, it on the flagged edges)
     for b in given:
         rule = rules[b]
         assert rule is not None
@@ -334,14 +333,15 @@ def constrain(
             flagged_rows = flag_rows(rule, found, facts.take(flagged.base_edge), flagged)
         else:
             flagged_rows = {}
+        lifted: dict[int, np.ndarray] = {}  # id(a row of pairs) -> it on the flagged edges, flag 0 kept
         for t in set(pairs) | set(flagged_rows):
             if t in flagged_rows:
                 by_token[(b, t)] = flagged_rows[t] + (pairs[t][flagged.base_edge] if t in pairs else 0.0)
                 continue
             shared = pairs[t]  # tokens under the same rules share their row (pair_scores): so do their lifts
             if id(shared) not in lifted:
-                lifted[id(shared)] = (shared, shared[flagged.base_edge] + default_flag_row(flagged))
-            by_token[(b, t)] = lifted[id(shared)][1]
+                lifted[id(shared)] = shared[flagged.base_edge] + default_flag_row(flagged)
+            by_token[(b, t)] = lifted[id(shared)]
     transitions, token_class = class_rows(pot, flagged, by_token)
     constrained = copy.copy(pot)
     constrained.topology = expanded

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fstcrf.engine import budget
-from fstcrf.engine.acceptor import NO_STATE, Acceptor, connect, from_arcs, is_fst
+from fstcrf.engine.acceptor import NO_STATE, Acceptor, arcs_leaving, connect, from_arcs, is_fst
 from fstcrf.engine.acceptor import intersect as intersect_acceptors
 from fstcrf.errors import InfeasibleError, LabelError, TopologyError
 
@@ -245,11 +245,8 @@ class Topology:
         states = np.asarray(states, dtype=bool)
         rows = states.reshape(-1, self.num_states)
         if len(rows) == 1:  # one set: the edges leaving its states, where they are few
-            active = np.flatnonzero(rows[0])
-            begins, counts = self.out_ptr[active], self.out_ptr[active + 1] - self.out_ptr[active]
-            total = int(counts.sum())
-            if 4 * total < self.num_edges:
-                leaving = np.repeat(begins - np.cumsum(counts) + counts, counts) + np.arange(total)
+            leaving = arcs_leaving(self.out_ptr, np.flatnonzero(rows[0]))[1]
+            if 4 * len(leaving) < self.num_edges:
                 following = np.zeros(self.num_states, dtype=bool)
                 following[self.out_dst[leaving]] = True
                 return following.reshape(states.shape)
